@@ -1,0 +1,262 @@
+//! The typed configuration model: what a parsed and validated HAProxy configuration means.
+//!
+//! Produced by the parser (`crate::load`), consumed by the engine's runtime plan. Holds plain data
+//! only: no sockets, no resolution of host names (that is I/O and belongs to the engine), no
+//! runtime state. Every item keeps the [`Span`] it came from so later stages can still point at
+//! the config line that caused a problem.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where a piece of configuration came from: file name and 1-based line number.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Span {
+    pub file: Arc<str>,
+    pub line: u32,
+}
+
+impl fmt::Display for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// A whole configuration: one merged `global` and the proxies in file order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Config {
+    pub global: Global,
+    /// Frontends, backends and listens, in the order they appear. A `listen` is one proxy with
+    /// both capabilities.
+    pub proxies: Vec<Proxy>,
+}
+
+impl Config {
+    pub fn proxy(&self, name: &str) -> Option<&Proxy> {
+        self.proxies.iter().find(|p| p.name == name)
+    }
+    /// Proxies that accept connections (`frontend` and `listen`).
+    pub fn frontends(&self) -> impl Iterator<Item = &Proxy> {
+        self.proxies.iter().filter(|p| p.kind.is_frontend())
+    }
+    /// Proxies that hold servers (`backend` and `listen`).
+    pub fn backends(&self) -> impl Iterator<Item = &Proxy> {
+        self.proxies.iter().filter(|p| p.kind.is_backend())
+    }
+}
+
+/// The `global` section (several `global` sections are merged in order).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Global {
+    pub daemon: bool,
+    /// `nbthread`; `None` means "as many as the CPUs the process may use".
+    pub nbthread: Option<u32>,
+    /// Process-wide `maxconn`; `None` means derived from the file-descriptor limit.
+    pub maxconn: Option<u32>,
+    pub pidfile: Option<PathBuf>,
+    pub cpu_map: Vec<CpuMap>,
+    /// `ulimit-n`.
+    pub ulimit_n: Option<u64>,
+    /// `user` / `uid`: drop privileges to this user after binding.
+    pub user: Option<UserSpec>,
+    /// `group` / `gid`.
+    pub group: Option<UserSpec>,
+}
+
+/// A user or group named in the config, by name or by number.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UserSpec {
+    Name(String),
+    Id(u32),
+}
+
+/// One `cpu-map` line: `cpu-map [auto:]<process>[/<threads>] <cpus>...`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuMap {
+    pub span: Span,
+    /// `auto:` prefix: threads and CPUs are mapped one to one, in order.
+    pub auto: bool,
+    /// 1-based thread numbers this line applies to; `None` means all threads.
+    pub threads: Option<Vec<u32>>,
+    /// CPU numbers (0-based, as the kernel numbers them).
+    pub cpus: Vec<u32>,
+}
+
+/// Which capabilities a proxy section has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProxyKind {
+    Frontend,
+    Backend,
+    Listen,
+}
+
+impl ProxyKind {
+    pub fn is_frontend(self) -> bool {
+        matches!(self, ProxyKind::Frontend | ProxyKind::Listen)
+    }
+    pub fn is_backend(self) -> bool {
+        matches!(self, ProxyKind::Backend | ProxyKind::Listen)
+    }
+    pub fn keyword(self) -> &'static str {
+        match self {
+            ProxyKind::Frontend => "frontend",
+            ProxyKind::Backend => "backend",
+            ProxyKind::Listen => "listen",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    #[default]
+    Tcp,
+    Http,
+}
+
+/// A `frontend`, `backend` or `listen` section after its `defaults` were applied.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Proxy {
+    pub name: String,
+    pub span: Span,
+    pub kind: ProxyKind,
+    pub mode: Mode,
+    pub binds: Vec<Bind>,
+    /// Frontend `maxconn`.
+    pub maxconn: Option<u32>,
+    pub timeouts: Timeouts,
+    pub balance: Balance,
+    pub hash_type: HashType,
+    pub servers: Vec<Server>,
+    pub default_backend: Option<BackendRef>,
+    /// `use_backend` rules, in order; the first that applies wins.
+    pub use_backends: Vec<BackendRef>,
+    /// `retries` (HAProxy's default is 3).
+    pub retries: u32,
+    /// `option redispatch`: the last retry may go to another server.
+    pub redispatch: bool,
+    /// `option abortonclose`.
+    pub abortonclose: bool,
+}
+
+/// A reference to a backend by name, with the line that made it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackendRef {
+    pub name: String,
+    pub span: Span,
+}
+
+/// Timeouts of a proxy. `None` means not set (HAProxy treats unset as infinite, with a warning
+/// for connect/client/server).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Timeouts {
+    pub connect: Option<Duration>,
+    pub client: Option<Duration>,
+    pub server: Option<Duration>,
+    pub queue: Option<Duration>,
+    pub tunnel: Option<Duration>,
+    pub client_fin: Option<Duration>,
+    pub server_fin: Option<Duration>,
+}
+
+/// One `bind` line. A line with a comma list or a port range yields several addresses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bind {
+    pub span: Span,
+    pub addrs: Vec<BindAddr>,
+    /// `name <name>`.
+    pub name: Option<String>,
+    /// `backlog <n>`.
+    pub backlog: Option<u32>,
+    /// `v4v6`: an IPv6 socket also accepts IPv4.
+    pub v4v6: bool,
+    /// `maxconn <n>` on this bind.
+    pub maxconn: Option<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum BindAddr {
+    /// An IP address and port. `:80` and `*:80` are `0.0.0.0:80`; `:::80` is `[::]:80`.
+    Inet(SocketAddr),
+    /// `unix@<path>`.
+    Unix(PathBuf),
+    /// `fd@<n>`: an already-listening socket inherited from the parent process.
+    Fd(i32),
+}
+
+/// `balance` algorithm. HAProxy's default when `balance` is omitted is `roundrobin`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Balance {
+    #[default]
+    RoundRobin,
+    StaticRr,
+    LeastConn,
+    First,
+    /// Hash of the client's source address.
+    Source,
+    /// `random[(<draws>)]`: pick the least loaded of `draws` random servers (default 2).
+    Random { draws: u32 },
+}
+
+/// `hash-type <method> [<function>] [avalanche]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HashType {
+    pub method: HashMethod,
+    pub function: HashFunction,
+    pub avalanche: bool,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HashMethod {
+    #[default]
+    MapBased,
+    Consistent,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HashFunction {
+    #[default]
+    Sdbm,
+    Djb2,
+    Wt6,
+    Crc32,
+}
+
+/// One `server` line, with `default-server` settings applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Server {
+    pub name: String,
+    pub span: Span,
+    pub addr: ServerAddr,
+    /// `weight` (1..=256, default 1).
+    pub weight: u32,
+    /// Per-server `maxconn`; `None` or 0 means unlimited.
+    pub maxconn: Option<u32>,
+    /// `maxqueue`; `None` or 0 means unlimited.
+    pub maxqueue: Option<u32>,
+    pub backup: bool,
+    /// `disabled`: starts in maintenance.
+    pub disabled: bool,
+    /// `port`: the port health checks use (the check issue consumes it).
+    pub check_port: Option<u16>,
+}
+
+/// A server's address as written. Host names are resolved by the engine at start-up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServerAddr {
+    /// `host:port`, `ip:port`, `[v6]:port`; `port` is how the port was written.
+    Inet { host: String, port: ServerPort },
+    /// `unix@<path>` or an absolute path.
+    Unix(PathBuf),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerPort {
+    /// `addr:8080`.
+    Fixed(u16),
+    /// No port: use the port the client connected to.
+    Same,
+    /// `addr:+N` / `addr:-N`: the client's destination port plus this offset.
+    Offset(i32),
+}

@@ -1,0 +1,2 @@
+//! The `fulcrum` binary.
+fn main() {}
