@@ -1,0 +1,981 @@
+//! HTTP/1.1 mode: a hand-written, allocation-free request-head parser, request-body skippers
+//! (Content-Length and chunked), the response-head formatter, and the per-connection loop
+//! (keep-alive, pipelining with batched writes, query-driven answers: `s=` size, `c=` code,
+//! `t=` delay, `k=0` close). Parsing and formatting are sans-I/O and unit-tested here.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Largest accepted request head (request line + headers + blank line).
+pub const MAX_HEAD: usize = 16 * 1024;
+/// Per-connection read buffer size (a full head must fit in it).
+const RBUF_SIZE: usize = MAX_HEAD;
+/// Pending responses are flushed once the write buffer reaches this size.
+const WBUF_BATCH: usize = 32 * 1024;
+/// How long a closing connection keeps draining unread client bytes (avoids an RST that would
+/// destroy the response in flight).
+const LINGER: Duration = Duration::from_secs(1);
+
+/// One line of the response-body pattern: the body is this line repeated, then truncated, so
+/// byte `i` of any body is `BODY_LINE[i % 64]`.
+pub const BODY_LINE: &[u8; 64] =
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.\n";
+const FILLER_LEN: usize = 64 * 1024;
+static FILLER: [u8; FILLER_LEN] = make_filler();
+
+const fn make_filler() -> [u8; FILLER_LEN] {
+    let mut out = [0u8; FILLER_LEN];
+    let mut i = 0;
+    while i < FILLER_LEN {
+        out[i] = BODY_LINE[i % 64];
+        i += 1;
+    }
+    out
+}
+
+/// What the query string asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Answer {
+    /// Body size in bytes (`s=`).
+    pub size: u64,
+    /// Status code (`c=`).
+    pub code: u16,
+    /// Delay before answering, in microseconds (`t=`).
+    pub delay_us: u64,
+    /// `k=0`: close the connection after this response.
+    pub close: bool,
+}
+
+impl Default for Answer {
+    fn default() -> Self {
+        Answer { size: 0, code: 200, delay_us: 0, close: false }
+    }
+}
+
+/// How the request body is delimited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodyKind {
+    None,
+    Length(u64),
+    Chunked,
+}
+
+/// A parsed request head; `Copy` and borrow-free so the read buffer can be reused at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// HEAD method: headers only in the answer.
+    pub head: bool,
+    /// HTTP/1.1 or later minor version (as opposed to HTTP/1.0).
+    pub http11: bool,
+    /// Whether the connection stays open after the answer (version, `Connection`, `k=0`).
+    pub keep_alive: bool,
+    /// `Expect: 100-continue` on a request with a body.
+    pub expect_continue: bool,
+    pub body: BodyKind,
+    /// The query's answer, or `None` if the query was malformed (answered with 400).
+    pub answer: Option<Answer>,
+}
+
+/// Result of parsing the start of a buffer as a request head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Parsed {
+    /// A complete head of this many bytes.
+    Done(Request, usize),
+    /// Need more bytes.
+    Partial,
+    /// Protocol error: answer with this status and close.
+    Invalid(u16),
+}
+
+#[inline]
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+#[inline]
+fn trim_ows(mut s: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = s {
+        s = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = s {
+        s = rest;
+    }
+    s
+}
+
+/// Next line of `buf` starting at `pos`: (line without CR/LF, position after LF).
+/// `Err(())` on a bare CR inside the line.
+#[inline]
+fn next_line(buf: &[u8], pos: usize) -> Option<Result<(&[u8], usize), ()>> {
+    let rest = &buf[pos..];
+    let nl = rest.iter().position(|&b| b == b'\n')?;
+    let mut line = &rest[..nl];
+    if let [l @ .., b'\r'] = line {
+        line = l;
+    }
+    if line.contains(&b'\r') {
+        return Some(Err(()));
+    }
+    Some(Ok((line, pos + nl + 1)))
+}
+
+/// Parses a request head at the start of `buf` (leading empty lines are skipped).
+pub fn parse_request(buf: &[u8]) -> Parsed {
+    match parse_inner(buf) {
+        Parsed::Partial if buf.len() >= MAX_HEAD => Parsed::Invalid(431),
+        Parsed::Done(_, n) if n > MAX_HEAD => Parsed::Invalid(431),
+        p => p,
+    }
+}
+
+fn parse_inner(buf: &[u8]) -> Parsed {
+    const BAD: Parsed = Parsed::Invalid(400);
+    let mut pos = 0;
+    // Request line, skipping a few leading empty lines (RFC 9112 2.2).
+    let line = loop {
+        match next_line(buf, pos) {
+            None => {
+                // Reject obvious garbage before waiting for a newline that may never come.
+                if buf[pos..].iter().any(|&b| b < 0x20 && b != b'\r' && b != b'\t') {
+                    return BAD;
+                }
+                return Parsed::Partial;
+            }
+            Some(Err(())) => return BAD,
+            Some(Ok((l, next))) => {
+                pos = next;
+                if !l.is_empty() {
+                    break l;
+                }
+                if pos > 8 {
+                    return BAD;
+                }
+            }
+        }
+    };
+    let mut parts = line.splitn(3, |&b| b == b' ');
+    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return BAD;
+    };
+    if method.is_empty() || !method.iter().all(|&b| is_tchar(b)) {
+        return BAD;
+    }
+    if target.is_empty() || target.iter().any(|&b| b <= b' ' || b == 0x7f) {
+        return BAD;
+    }
+    let http11 = match version {
+        [b'H', b'T', b'T', b'P', b'/', b'1', b'.', m] if m.is_ascii_digit() => *m != b'0',
+        [b'H', b'T', b'T', b'P', b'/', maj, b'.', m]
+            if maj.is_ascii_digit() && m.is_ascii_digit() =>
+        {
+            return Parsed::Invalid(505)
+        }
+        _ => return BAD,
+    };
+
+    let mut conn_close = false;
+    let mut conn_keep = false;
+    let mut expect_continue = false;
+    let mut content_length: Option<u64> = None;
+    let mut te_seen = false;
+    let mut chunked = false;
+    loop {
+        let (hl, next) = match next_line(buf, pos) {
+            None => return Parsed::Partial,
+            Some(Err(())) => return BAD,
+            Some(Ok(x)) => x,
+        };
+        pos = next;
+        if hl.is_empty() {
+            break;
+        }
+        let Some(colon) = hl.iter().position(|&b| b == b':') else {
+            return BAD;
+        };
+        let name = &hl[..colon];
+        // Empty name, whitespace before the colon, or obs-fold (line starting with SP/HT).
+        if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
+            return BAD;
+        }
+        let value = trim_ows(&hl[colon + 1..]);
+        if value.iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+            return BAD;
+        }
+        match name.len() {
+            10 if name.eq_ignore_ascii_case(b"connection") => {
+                for tok in value.split(|&b| b == b',') {
+                    let tok = trim_ows(tok);
+                    if tok.eq_ignore_ascii_case(b"close") {
+                        conn_close = true;
+                    } else if tok.eq_ignore_ascii_case(b"keep-alive") {
+                        conn_keep = true;
+                    }
+                }
+            }
+            14 if name.eq_ignore_ascii_case(b"content-length") => {
+                let Some(n) = parse_u64(value) else { return BAD };
+                if content_length.is_some_and(|c| c != n) {
+                    return BAD;
+                }
+                content_length = Some(n);
+            }
+            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+                te_seen = true;
+                for tok in value.split(|&b| b == b',') {
+                    let tok = trim_ows(tok);
+                    if tok.is_empty() {
+                        continue;
+                    }
+                    // "chunked" must be applied once, and last.
+                    if chunked {
+                        return BAD;
+                    }
+                    chunked = tok.eq_ignore_ascii_case(b"chunked");
+                }
+            }
+            6 if name.eq_ignore_ascii_case(b"expect") => {
+                expect_continue = value.eq_ignore_ascii_case(b"100-continue");
+            }
+            _ => {}
+        }
+    }
+    let body = match (te_seen, chunked, content_length) {
+        (false, _, None) | (false, _, Some(0)) => BodyKind::None,
+        (false, _, Some(n)) => BodyKind::Length(n),
+        (true, true, None) => BodyKind::Chunked,
+        // Unknown final coding, or both Transfer-Encoding and Content-Length (smuggling bait).
+        (true, _, _) => return BAD,
+    };
+    let answer = parse_query(target);
+    let close_asked = matches!(answer, Some(Answer { close: true, .. }));
+    let keep_alive = !conn_close && (http11 || conn_keep) && !close_asked;
+    let request = Request {
+        head: method == b"HEAD",
+        http11,
+        keep_alive,
+        expect_continue: expect_continue && http11 && body != BodyKind::None,
+        body,
+        answer,
+    };
+    Parsed::Done(request, pos)
+}
+
+fn parse_u64(s: &[u8]) -> Option<u64> {
+    if s.is_empty() || s.len() > 19 {
+        // 19 digits always fit in a u64; longer values are rejected rather than wrapped.
+        return None;
+    }
+    let mut n: u64 = 0;
+    for &b in s {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + u64::from(b - b'0');
+    }
+    Some(n)
+}
+
+/// Splits a number from its unit suffix: `b"10ms"` → `(10, b"ms")`.
+fn number_unit(v: &[u8]) -> Option<(u64, &[u8])> {
+    let digits = v.iter().position(|b| !b.is_ascii_digit()).unwrap_or(v.len());
+    Some((parse_u64(&v[..digits])?, &v[digits..]))
+}
+
+/// `s=` value: bytes with optional `k`/`m`/`g` suffix (binary multiples).
+pub fn parse_size(v: &[u8]) -> Option<u64> {
+    let (n, unit) = number_unit(v)?;
+    let mult: u64 = match unit {
+        b"" => 1,
+        b"k" | b"K" => 1 << 10,
+        b"m" | b"M" => 1 << 20,
+        b"g" | b"G" => 1 << 30,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
+/// `t=` value in microseconds: number with optional `us`/`ms`/`s` unit, milliseconds by default.
+pub fn parse_delay(v: &[u8]) -> Option<u64> {
+    let (n, unit) = number_unit(v)?;
+    let mult: u64 = match unit {
+        b"us" => 1,
+        b"" | b"ms" => 1_000,
+        b"s" => 1_000_000,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
+/// `c=` value: a status code from 200 to 599 (1xx would be taken as interim responses).
+pub fn parse_code(v: &[u8]) -> Option<u16> {
+    match parse_u64(v)? {
+        c @ 200..=599 => Some(c as u16),
+        _ => None,
+    }
+}
+
+/// Reads the answer parameters from a request target's query string. Unknown keys are ignored;
+/// a malformed known value gives `None`.
+pub fn parse_query(target: &[u8]) -> Option<Answer> {
+    let mut a = Answer::default();
+    let Some(q) = target.iter().position(|&b| b == b'?') else { return Some(a) };
+    let mut query = &target[q + 1..];
+    if let Some(h) = query.iter().position(|&b| b == b'#') {
+        query = &query[..h];
+    }
+    for pair in query.split(|&b| b == b'&') {
+        let (k, v) = match pair.iter().position(|&b| b == b'=') {
+            Some(e) => (&pair[..e], &pair[e + 1..]),
+            None => (pair, &b""[..]),
+        };
+        match k {
+            b"s" => a.size = parse_size(v)?,
+            b"c" => a.code = parse_code(v)?,
+            b"t" => a.delay_us = parse_delay(v)?,
+            b"k" => a.close = parse_u64(v)? == 0,
+            _ => {}
+        }
+    }
+    Some(a)
+}
+
+/// A malformed chunked request body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BadChunk;
+
+/// Incremental request-body skipper: feed it bytes, it says how many belonged to the body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodySkipper {
+    /// Content-Length bytes still to skip.
+    Length(u64),
+    Chunked(Chunk),
+    Done,
+}
+
+/// Chunked-decoder state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Chunk {
+    /// In the chunk-size digits: value so far and number of digits.
+    Size(u64, u8),
+    /// After the size: extensions, skipped up to LF.
+    Ext(u64),
+    /// Chunk data bytes left.
+    Data(u64),
+    /// After data: expecting CRLF (`true` once the CR was seen).
+    DataEnd(bool),
+    /// Trailer section: `true` at the start of a line.
+    Trailer(bool),
+}
+
+impl BodySkipper {
+    pub fn new(kind: BodyKind) -> Self {
+        match kind {
+            BodyKind::None | BodyKind::Length(0) => BodySkipper::Done,
+            BodyKind::Length(n) => BodySkipper::Length(n),
+            BodyKind::Chunked => BodySkipper::Chunked(Chunk::Size(0, 0)),
+        }
+    }
+
+    pub fn is_done(&self) -> bool {
+        *self == BodySkipper::Done
+    }
+
+    /// Consumes body bytes from the start of `buf`; returns how many were body bytes
+    /// (never reads past the end of the body). `Err` on a malformed chunked body.
+    pub fn feed(&mut self, buf: &[u8]) -> Result<usize, BadChunk> {
+        match self {
+            BodySkipper::Done => Ok(0),
+            BodySkipper::Length(left) => {
+                let n = (*left).min(buf.len() as u64);
+                *left -= n;
+                if *left == 0 {
+                    *self = BodySkipper::Done;
+                }
+                Ok(n as usize)
+            }
+            BodySkipper::Chunked(st) => {
+                let mut i = 0;
+                let mut st = *st;
+                while i < buf.len() {
+                    let b = buf[i];
+                    st = match st {
+                        Chunk::Data(left) => {
+                            let n = left.min((buf.len() - i) as u64);
+                            i += n as usize;
+                            if left == n {
+                                Chunk::DataEnd(false)
+                            } else {
+                                Chunk::Data(left - n)
+                            }
+                        }
+                        Chunk::Size(v, d) => {
+                            i += 1;
+                            match b {
+                                b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
+                                    if d >= 16 {
+                                        return Err(BadChunk);
+                                    }
+                                    let digit = (b as char).to_digit(16).unwrap_or(0);
+                                    Chunk::Size(v << 4 | u64::from(digit), d + 1)
+                                }
+                                _ if d == 0 => return Err(BadChunk),
+                                b';' | b' ' | b'\t' | b'\r' => Chunk::Ext(v),
+                                b'\n' => end_size_line(v),
+                                _ => return Err(BadChunk),
+                            }
+                        }
+                        Chunk::Ext(v) => {
+                            i += 1;
+                            if b == b'\n' {
+                                end_size_line(v)
+                            } else {
+                                Chunk::Ext(v)
+                            }
+                        }
+                        Chunk::DataEnd(cr) => {
+                            i += 1;
+                            match (cr, b) {
+                                (false, b'\r') => Chunk::DataEnd(true),
+                                (_, b'\n') => Chunk::Size(0, 0),
+                                _ => return Err(BadChunk),
+                            }
+                        }
+                        Chunk::Trailer(at_start) => {
+                            i += 1;
+                            match b {
+                                b'\n' if at_start => {
+                                    *self = BodySkipper::Done;
+                                    return Ok(i);
+                                }
+                                b'\n' => Chunk::Trailer(true),
+                                b'\r' => Chunk::Trailer(at_start),
+                                _ => Chunk::Trailer(false),
+                            }
+                        }
+                    };
+                }
+                *self = BodySkipper::Chunked(st);
+                Ok(i)
+            }
+        }
+    }
+}
+
+fn end_size_line(size: u64) -> Chunk {
+    if size == 0 {
+        Chunk::Trailer(true)
+    } else {
+        Chunk::Data(size)
+    }
+}
+
+/// Reason phrase for a status code ("" for unlisted codes, which is valid HTTP/1.1).
+pub fn reason(code: u16) -> &'static str {
+    match code {
+        100 => "Continue",
+        200 => "OK",
+        201 => "Created",
+        202 => "Accepted",
+        203 => "Non-Authoritative Information",
+        204 => "No Content",
+        205 => "Reset Content",
+        206 => "Partial Content",
+        300 => "Multiple Choices",
+        301 => "Moved Permanently",
+        302 => "Found",
+        303 => "See Other",
+        304 => "Not Modified",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        402 => "Payment Required",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        406 => "Not Acceptable",
+        407 => "Proxy Authentication Required",
+        408 => "Request Timeout",
+        409 => "Conflict",
+        410 => "Gone",
+        411 => "Length Required",
+        412 => "Precondition Failed",
+        413 => "Content Too Large",
+        414 => "URI Too Long",
+        415 => "Unsupported Media Type",
+        416 => "Range Not Satisfiable",
+        417 => "Expectation Failed",
+        421 => "Misdirected Request",
+        422 => "Unprocessable Content",
+        425 => "Too Early",
+        426 => "Upgrade Required",
+        428 => "Precondition Required",
+        429 => "Too Many Requests",
+        431 => "Request Header Fields Too Large",
+        451 => "Unavailable For Legal Reasons",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        505 => "HTTP Version Not Supported",
+        507 => "Insufficient Storage",
+        511 => "Network Authentication Required",
+        _ => "",
+    }
+}
+
+#[inline]
+fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut tmp = [0u8; 20];
+    let mut i = tmp.len();
+    loop {
+        i -= 1;
+        tmp[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&tmp[i..]);
+}
+
+/// Whether a response with this status carries no body and no Content-Length.
+pub fn bodyless_status(code: u16) -> bool {
+    code == 204 || code == 304 || code < 200
+}
+
+/// Appends a response head. `fixed` holds the constant headers (`X-Server`, `Content-Type`),
+/// each CRLF-terminated. `keep_alive_hdr` adds `Connection: keep-alive` (HTTP/1.0 clients).
+pub fn write_head(
+    out: &mut Vec<u8>,
+    code: u16,
+    content_length: u64,
+    close: bool,
+    keep_alive_hdr: bool,
+    fixed: &[u8],
+) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    push_u64(out, u64::from(code));
+    out.push(b' ');
+    out.extend_from_slice(reason(code).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    if !bodyless_status(code) {
+        out.extend_from_slice(b"Content-Length: ");
+        push_u64(out, content_length);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(fixed);
+    if close {
+        out.extend_from_slice(b"Connection: close\r\n");
+    } else if keep_alive_hdr {
+        out.extend_from_slice(b"Connection: keep-alive\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The constant response headers for a server name.
+pub fn fixed_headers(name: &str) -> Arc<[u8]> {
+    let mut v = Vec::new();
+    v.extend_from_slice(b"X-Server: ");
+    v.extend(name.bytes().filter(|&b| b >= 0x20 && b != 0x7f));
+    v.extend_from_slice(b"\r\nContent-Type: text/plain\r\n");
+    v.into()
+}
+
+/// Connection state between reads.
+enum State {
+    Head,
+    Body(BodySkipper, Request),
+}
+
+/// Serves one HTTP connection until it closes.
+pub(crate) async fn serve(mut stream: TcpStream, fixed: Arc<[u8]>) {
+    let mut rbuf = vec![0u8; RBUF_SIZE];
+    let mut wbuf: Vec<u8> = Vec::with_capacity(WBUF_BATCH + 1024);
+    let _ = serve_loop(&mut stream, &fixed, &mut rbuf, &mut wbuf).await;
+}
+
+/// How a connection ends.
+enum End {
+    /// Client went away (EOF) — nothing more to do.
+    Eof,
+    /// We answered with close: FIN, and drain leftovers if `linger`.
+    Close { linger: bool },
+}
+
+async fn serve_loop(
+    stream: &mut TcpStream,
+    fixed: &[u8],
+    rbuf: &mut [u8],
+    wbuf: &mut Vec<u8>,
+) -> io::Result<()> {
+    let (mut start, mut end) = (0usize, 0usize);
+    let mut state = State::Head;
+    let outcome = 'conn: loop {
+        // Answer every complete request already buffered, batching the responses.
+        loop {
+            match state {
+                State::Head => {
+                    if start == end {
+                        break;
+                    }
+                    match parse_request(&rbuf[start..end]) {
+                        Parsed::Done(req, n) => {
+                            start += n;
+                            if req.body == BodyKind::None {
+                                if !respond(stream, wbuf, &req, fixed).await? {
+                                    break 'conn End::Close { linger: start < end };
+                                }
+                            } else {
+                                if req.expect_continue {
+                                    wbuf.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+                                }
+                                state = State::Body(BodySkipper::new(req.body), req);
+                            }
+                        }
+                        Parsed::Partial => break,
+                        Parsed::Invalid(code) => {
+                            write_head(wbuf, code, 0, true, false, fixed);
+                            break 'conn End::Close { linger: true };
+                        }
+                    }
+                }
+                State::Body(ref mut skipper, req) => {
+                    match skipper.feed(&rbuf[start..end]) {
+                        Ok(n) => start += n,
+                        Err(BadChunk) => {
+                            write_head(wbuf, 400, 0, true, false, fixed);
+                            break 'conn End::Close { linger: true };
+                        }
+                    }
+                    if !skipper.is_done() {
+                        break;
+                    }
+                    state = State::Head;
+                    if !respond(stream, wbuf, &req, fixed).await? {
+                        break 'conn End::Close { linger: start < end };
+                    }
+                }
+            }
+        }
+        if !wbuf.is_empty() {
+            stream.write_all(wbuf).await?;
+            wbuf.clear();
+        }
+        if start == end {
+            (start, end) = (0, 0);
+        } else if start > 0 {
+            rbuf.copy_within(start..end, 0);
+            (start, end) = (0, end - start);
+        }
+        // A partial head filling the whole buffer was already answered with 431 by the parser,
+        // and body bytes are always consumed, so there is room to read here.
+        let n = stream.read(&mut rbuf[end..]).await?;
+        if n == 0 {
+            break End::Eof;
+        }
+        end += n;
+    };
+    if let End::Close { linger } = outcome {
+        if !wbuf.is_empty() {
+            stream.write_all(wbuf).await?;
+            wbuf.clear();
+        }
+        stream.shutdown().await?;
+        if linger {
+            let _ = tokio::time::timeout(LINGER, async {
+                while let Ok(n) = stream.read(rbuf).await {
+                    if n == 0 {
+                        break;
+                    }
+                }
+            })
+            .await;
+        }
+    }
+    Ok(())
+}
+
+/// Queues (and, for delays or large bodies, writes) the answer to `req`.
+/// Returns whether the connection stays open.
+async fn respond(
+    stream: &mut TcpStream,
+    wbuf: &mut Vec<u8>,
+    req: &Request,
+    fixed: &[u8],
+) -> io::Result<bool> {
+    let keep = req.keep_alive;
+    let answer = req.answer.unwrap_or(Answer { code: 400, ..Answer::default() });
+    if answer.delay_us > 0 {
+        if !wbuf.is_empty() {
+            stream.write_all(wbuf).await?;
+            wbuf.clear();
+        }
+        tokio::time::sleep(Duration::from_micros(answer.delay_us)).await;
+    }
+    let size = if bodyless_status(answer.code) { 0 } else { answer.size };
+    write_head(wbuf, answer.code, size, !keep, keep && !req.http11, fixed);
+    if !req.head && size > 0 {
+        // As much body as fits in the batch goes with the head; the rest streams from FILLER.
+        let inline = size.min(WBUF_BATCH.saturating_sub(wbuf.len()) as u64) as usize;
+        wbuf.extend_from_slice(&FILLER[..inline]);
+        let mut sent = inline as u64;
+        if sent < size {
+            stream.write_all(wbuf).await?;
+            wbuf.clear();
+            while sent < size {
+                let off = (sent % 64) as usize;
+                let n = (size - sent).min((FILLER_LEN - off) as u64) as usize;
+                stream.write_all(&FILLER[off..off + n]).await?;
+                sent += n as u64;
+            }
+        }
+    }
+    if wbuf.len() >= WBUF_BATCH {
+        stream.write_all(wbuf).await?;
+        wbuf.clear();
+    }
+    Ok(keep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn done(buf: &[u8]) -> (Request, usize) {
+        match parse_request(buf) {
+            Parsed::Done(r, n) => (r, n),
+            other => panic!("expected Done for {:?}, got {other:?}", String::from_utf8_lossy(buf)),
+        }
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size(b"0"), Some(0));
+        assert_eq!(parse_size(b"123"), Some(123));
+        assert_eq!(parse_size(b"1k"), Some(1024));
+        assert_eq!(parse_size(b"2K"), Some(2048));
+        assert_eq!(parse_size(b"3m"), Some(3 << 20));
+        assert_eq!(parse_size(b"1g"), Some(1 << 30));
+        assert_eq!(parse_size(b""), None);
+        assert_eq!(parse_size(b"k"), None);
+        assert_eq!(parse_size(b"1x"), None);
+        assert_eq!(parse_size(b"1kb"), None);
+        assert_eq!(parse_size(b"-1"), None);
+        assert_eq!(parse_size(b"99999999999999999999"), None);
+        assert_eq!(parse_size(b"9999999999999999g"), None);
+    }
+
+    #[test]
+    fn delays_and_codes() {
+        assert_eq!(parse_delay(b"10"), Some(10_000));
+        assert_eq!(parse_delay(b"10ms"), Some(10_000));
+        assert_eq!(parse_delay(b"7us"), Some(7));
+        assert_eq!(parse_delay(b"2s"), Some(2_000_000));
+        assert_eq!(parse_delay(b"2m"), None);
+        assert_eq!(parse_delay(b""), None);
+        assert_eq!(parse_code(b"200"), Some(200));
+        assert_eq!(parse_code(b"503"), Some(503));
+        assert_eq!(parse_code(b"100"), None);
+        assert_eq!(parse_code(b"600"), None);
+        assert_eq!(parse_code(b"abc"), None);
+    }
+
+    #[test]
+    fn queries() {
+        assert_eq!(parse_query(b"/"), Some(Answer::default()));
+        assert_eq!(
+            parse_query(b"/x?s=1k&c=404&t=5us&k=0&zz=1&flag"),
+            Some(Answer { size: 1024, code: 404, delay_us: 5, close: true })
+        );
+        assert_eq!(parse_query(b"/?k=1").map(|a| a.close), Some(false));
+        assert_eq!(parse_query(b"/?s=10#s=bad").map(|a| a.size), Some(10));
+        assert_eq!(parse_query(b"http://h:1/p?s=3").map(|a| a.size), Some(3));
+        assert_eq!(parse_query(b"/?s=zz"), None);
+        assert_eq!(parse_query(b"/?c=99"), None);
+        assert_eq!(parse_query(b"/?s"), None);
+        assert_eq!(parse_query(b"/?"), Some(Answer::default()));
+    }
+
+    #[test]
+    fn simple_requests() {
+        let (r, n) = done(b"GET /?s=5 HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_eq!(n, 31);
+        assert!(r.http11 && r.keep_alive && !r.head);
+        assert_eq!(r.answer.map(|a| a.size), Some(5));
+        assert_eq!(r.body, BodyKind::None);
+
+        let (r, _) = done(b"HEAD / HTTP/1.1\r\n\r\n");
+        assert!(r.head);
+        let (r, _) = done(b"GET / HTTP/1.1\r\nConnection: Close\r\n\r\n");
+        assert!(!r.keep_alive);
+        let (r, _) = done(b"GET /?k=0 HTTP/1.1\r\n\r\n");
+        assert!(!r.keep_alive);
+        let (r, _) = done(b"GET / HTTP/1.0\r\n\r\n");
+        assert!(!r.http11 && !r.keep_alive);
+        let (r, _) = done(b"GET / HTTP/1.0\r\nconnection: foo, keep-alive\r\n\r\n");
+        assert!(r.keep_alive);
+        // Bare LF line endings and a leading empty line are tolerated.
+        let (r, n) = done(b"\r\nGET / HTTP/1.1\nA: b\n\n");
+        assert!(r.keep_alive);
+        assert_eq!(n, 23);
+    }
+
+    #[test]
+    fn bodies() {
+        let (r, _) = done(b"POST / HTTP/1.1\r\nContent-Length: 12\r\n\r\n");
+        assert_eq!(r.body, BodyKind::Length(12));
+        let (r, _) = done(b"POST / HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+        assert_eq!(r.body, BodyKind::None);
+        let (r, _) = done(b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n");
+        assert_eq!(r.body, BodyKind::Chunked);
+        let (r, _) = done(b"POST / HTTP/1.1\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n");
+        assert!(r.expect_continue);
+        for bad in [
+            &b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n"[..],
+            b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+            b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",
+            b"POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n",
+            b"POST / HTTP/1.1\r\nContent-Length: -3\r\n\r\n",
+            b"POST / HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n",
+        ] {
+            assert_eq!(parse_request(bad), Parsed::Invalid(400), "{:?}", bad);
+        }
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        for bad in [
+            &b"\x00\x01\x02\r\n\r\n"[..],
+            b"GET\r\n\r\n",
+            b"GET /\r\n\r\n",
+            b"GET  / HTTP/1.1\r\n\r\n",
+            b"GET / HTTP/1.1 \r\n\r\n",
+            b"GET / FOO/1.1\r\n\r\n",
+            b"G(T / HTTP/1.1\r\n\r\n",
+            b"GET / HTTP/1.1\r\nNoColon\r\n\r\n",
+            b"GET / HTTP/1.1\r\nBad Name: x\r\n\r\n",
+            b"GET / HTTP/1.1\r\nA: b\r\n folded\r\n\r\n",
+            b"GET / HTTP/1.1\r\n: empty\r\n\r\n",
+            b"GET / HTTP/1.1\r\nA: b\rc\r\n\r\n",
+            b"GET / HTTP/1.1\r\nA: \x01\r\n\r\n",
+            b"\x16\x03\x01\x02\x00\x01",
+            b"\r\n\r\n\r\n\r\n\r\n",
+        ] {
+            assert_eq!(parse_request(bad), Parsed::Invalid(400), "{:?}", bad);
+        }
+        assert_eq!(parse_request(b"GET / HTTP/2.0\r\n\r\n"), Parsed::Invalid(505));
+        assert_eq!(parse_request(b"GET / HTTP/1.1\r\nA: b\r\n"), Parsed::Partial);
+        assert_eq!(parse_request(b""), Parsed::Partial);
+        // Pseudo-random bytes at every length: no panic, never Done past the input.
+        let mut x: u32 = 12345;
+        let mut buf = Vec::new();
+        for _ in 0..20_000 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            let choices = b"GET / HTTP/1.1\r\n:aZ ?=&s0k\t\x00\xff";
+            buf.push(choices[(x >> 16) as usize % choices.len()]);
+            if buf.len() > 64 {
+                buf.clear();
+            }
+            if let Parsed::Done(_, n) = parse_request(&buf) {
+                assert!(n <= buf.len());
+            }
+        }
+    }
+
+    #[test]
+    fn head_limit() {
+        let mut big = b"GET / HTTP/1.1\r\nX: ".to_vec();
+        big.resize(MAX_HEAD, b'a');
+        assert_eq!(parse_request(&big), Parsed::Invalid(431));
+        big.truncate(MAX_HEAD - 10);
+        assert_eq!(parse_request(&big), Parsed::Partial);
+    }
+
+    #[test]
+    fn pipelined_split_at_every_boundary() {
+        let stream: &[u8] = b"GET /?s=1 HTTP/1.1\r\nHost: a\r\n\r\n\
+            POST /?c=201 HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello\
+            PUT /?s=2k HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\
+            3;ext=1\r\nabc\r\nA\r\n0123456789\r\n0\r\nTrailer: x\r\n\r\n\
+            HEAD /?k=0 HTTP/1.1\r\n\r\n";
+        let expected = vec![(1, 200, false), (0, 201, false), (2048, 200, false), (0, 200, true)];
+        for split in 0..=stream.len() {
+            // Simulate the connection loop: feed bytes in two reads, split at `split`.
+            let mut buf: Vec<u8> = Vec::new();
+            let mut got = Vec::new();
+            let mut body: Option<BodySkipper> = None;
+            for part in [&stream[..split], &stream[split..]] {
+                buf.extend_from_slice(part);
+                loop {
+                    if let Some(sk) = body.as_mut() {
+                        let n = sk.feed(&buf).expect("valid chunked body");
+                        buf.drain(..n);
+                        if !sk.is_done() {
+                            break;
+                        }
+                        body = None;
+                    }
+                    match parse_request(&buf) {
+                        Parsed::Done(r, n) => {
+                            buf.drain(..n);
+                            let a = r.answer.expect("valid query");
+                            got.push((a.size, a.code, r.head));
+                            body = Some(BodySkipper::new(r.body));
+                        }
+                        Parsed::Partial => break,
+                        Parsed::Invalid(c) => panic!("split {split}: invalid {c}"),
+                    }
+                }
+            }
+            assert_eq!(got, expected, "split at {split}");
+            assert!(buf.is_empty() && body.is_none_or(|b| b.is_done()), "split at {split}");
+        }
+    }
+
+    #[test]
+    fn chunked_errors() {
+        let mut sk = BodySkipper::new(BodyKind::Chunked);
+        assert_eq!(sk.feed(b"zz\r\n"), Err(BadChunk));
+        let mut sk = BodySkipper::new(BodyKind::Chunked);
+        assert_eq!(sk.feed(b"3\r\nabcX"), Err(BadChunk));
+        let mut sk = BodySkipper::new(BodyKind::Chunked);
+        assert_eq!(sk.feed(b"11111111111111111\r\n"), Err(BadChunk));
+        let mut sk = BodySkipper::new(BodyKind::Chunked);
+        assert_eq!(sk.feed(b"0\r\n\r\nGET"), Ok(5));
+        assert!(sk.is_done());
+        let mut sk = BodySkipper::new(BodyKind::Length(3));
+        assert_eq!(sk.feed(b"abcdef"), Ok(3));
+        assert!(sk.is_done());
+    }
+
+    #[test]
+    fn heads() {
+        let fixed = fixed_headers("s1");
+        let mut out = Vec::new();
+        write_head(&mut out, 200, 1234, false, false, &fixed);
+        assert_eq!(
+            out,
+            b"HTTP/1.1 200 OK\r\nContent-Length: 1234\r\nX-Server: s1\r\n\
+              Content-Type: text/plain\r\n\r\n"
+        );
+        out.clear();
+        write_head(&mut out, 204, 5, true, false, &fixed);
+        assert_eq!(
+            out,
+            b"HTTP/1.1 204 No Content\r\nX-Server: s1\r\nContent-Type: text/plain\r\n\
+              Connection: close\r\n\r\n"
+        );
+        out.clear();
+        write_head(&mut out, 299, 0, false, true, &fixed);
+        assert!(out.starts_with(b"HTTP/1.1 299 \r\nContent-Length: 0\r\n"));
+        assert!(out.ends_with(b"Connection: keep-alive\r\n\r\n"));
+        assert_eq!(FILLER[64 * 100 + 3], BODY_LINE[3]);
+    }
+}
