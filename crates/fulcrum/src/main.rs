@@ -1,2 +1,23 @@
-//! The `fulcrum` binary.
-fn main() {}
+//! `fulcrum`: a TCP/HTTP load balancer that reads HAProxy's configuration language.
+//!
+//! Boxes, in request order: `cli` (start-up) -> `plan` (validated runtime plan) -> `runtime`
+//! (workers, accept) -> `listener` -> `tcp` (sessions, tunnel) -> `backend` (selection, queue,
+//! retries) -> `server`; `connection` holds socket and buffer types, `sys` the OS calls.
+
+mod backend;
+mod cli;
+mod connection;
+mod counters;
+mod demo;
+mod frontend;
+mod listener;
+mod plan;
+mod runtime;
+mod server;
+mod sys;
+mod tcp;
+
+fn main() {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    std::process::exit(cli::main(&argv));
+}

@@ -1,0 +1,290 @@
+//! A backend at run time: its servers, its balancer and its queue; choosing a server for a
+//! session and giving the slot back when the session ends.
+//!
+//! `acquire` implements HAProxy's order: pick a usable server with a free slot through the
+//! balance algorithm; if every usable server is full, wait in the queue (`timeout queue`);
+//! if no server is usable at all, fail. The returned [`ServerSlot`] releases itself on drop and
+//! hands the slot straight to the oldest waiter, if any. Must not touch sockets.
+
+mod queue;
+
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fulcrum_balance::{Balancer, Pick, Rng, ServerSet};
+
+use crate::counters::Counters;
+use crate::server::Server;
+use queue::Queue;
+
+/// Backend-side timeouts (HAProxy takes these from the backend).
+#[derive(Clone, Debug, Default)]
+pub struct BackendTimeouts {
+    pub connect: Option<Duration>,
+    pub server: Option<Duration>,
+    pub queue: Option<Duration>,
+    pub tunnel: Option<Duration>,
+    pub server_fin: Option<Duration>,
+}
+
+#[derive(Debug)]
+pub struct Backend {
+    pub name: String,
+    pub servers: Vec<Server>,
+    balancer: Mutex<Balancer>,
+    /// True for algorithms that map a key to one server (`source`): a full server is waited
+    /// for in its own queue instead of being skipped.
+    deterministic: bool,
+    queue: Queue,
+    /// Bumped whenever weights or states change, for hash tables.
+    generation: AtomicU64,
+    pub retries: u32,
+    pub redispatch: bool,
+    pub abortonclose: bool,
+    pub timeouts: BackendTimeouts,
+    pub counters: Counters,
+}
+
+/// Why no server could be had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AcquireError {
+    /// No server is usable (all down, in maintenance, or none configured).
+    NoServer,
+    /// Waited in the queue for `timeout queue` without getting a slot.
+    QueueTimeout,
+    /// The server's or backend's queue is full (`maxqueue`).
+    QueueFull,
+}
+
+/// A connection slot on one server, released (or handed to a waiter) on drop.
+#[derive(Debug)]
+pub struct ServerSlot {
+    backend: Arc<Backend>,
+    idx: usize,
+}
+
+impl ServerSlot {
+    pub fn server(&self) -> &Server {
+        &self.backend.servers[self.idx]
+    }
+    pub fn index(&self) -> usize {
+        self.idx
+    }
+    pub fn backend(&self) -> &Arc<Backend> {
+        &self.backend
+    }
+}
+
+impl Drop for ServerSlot {
+    fn drop(&mut self) {
+        self.backend.release(self.idx);
+    }
+}
+
+/// The view of the servers an algorithm gets.
+struct View<'a> {
+    be: &'a Backend,
+    /// Only servers with a free slot are usable.
+    need_slot: bool,
+}
+
+impl ServerSet for View<'_> {
+    fn len(&self) -> usize {
+        self.be.servers.len()
+    }
+    fn weight(&self, i: usize) -> u32 {
+        self.be.servers[i].weight()
+    }
+    fn usable(&self, i: usize) -> bool {
+        let s = &self.be.servers[i];
+        s.is_up() && (!self.need_slot || s.has_free_slot())
+    }
+    fn backup(&self, i: usize) -> bool {
+        self.be.servers[i].backup
+    }
+    fn load(&self, i: usize) -> u32 {
+        self.be.servers[i].cur_conns()
+    }
+    fn maxconn(&self, i: usize) -> u32 {
+        self.be.servers[i].maxconn
+    }
+    fn generation(&self) -> u64 {
+        self.be.generation.load(Ordering::Relaxed)
+    }
+}
+
+thread_local! {
+    static RNG: std::cell::RefCell<Rng> = std::cell::RefCell::new(Rng::new(seed()));
+}
+
+fn seed() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let here = &t as *const u64 as u64;
+    t ^ here.rotate_left(32) ^ 0x9e37_79b9_7f4a_7c15
+}
+
+/// What the algorithm may use to choose: the client's address for `source`.
+#[derive(Clone, Copy, Debug)]
+pub struct PickKey {
+    pub client_ip: IpAddr,
+}
+
+impl Backend {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        name: String,
+        servers: Vec<Server>,
+        balancer: Balancer,
+        deterministic: bool,
+        retries: u32,
+        redispatch: bool,
+        abortonclose: bool,
+        timeouts: BackendTimeouts,
+    ) -> Self {
+        let n = servers.len();
+        Self {
+            name,
+            servers,
+            balancer: Mutex::new(balancer),
+            deterministic,
+            queue: Queue::new(n),
+            generation: AtomicU64::new(0),
+            retries,
+            redispatch,
+            abortonclose,
+            timeouts,
+            counters: Counters::default(),
+        }
+    }
+
+    /// Changes a server's weight at run time; the balancer follows from the next pick.
+    pub fn set_weight(&self, idx: usize, weight: u32) {
+        self.servers[idx].set_weight_raw(weight);
+        self.generation.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Puts a server in or out of maintenance.
+    pub fn set_maintenance(&self, idx: usize, on: bool) {
+        self.servers[idx].set_maintenance_raw(on);
+        self.generation.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Sessions waiting in this backend's queues.
+    pub fn queued(&self) -> u32 {
+        self.queue.len()
+    }
+
+    pub fn usable_servers(&self) -> usize {
+        self.servers.iter().filter(|s| s.is_up() && s.weight() > 0).count()
+    }
+
+    /// Runs the balance algorithm once.
+    fn pick(&self, key: Option<PickKey>, need_slot: bool, exclude: Option<usize>) -> Option<usize> {
+        let view = View { be: self, need_slot };
+        let (v4, v6);
+        let key_bytes: Option<&[u8]> = match key.map(|k| k.client_ip) {
+            Some(IpAddr::V4(a)) => {
+                v4 = a.octets();
+                Some(&v4)
+            }
+            Some(IpAddr::V6(a)) => {
+                v6 = a.octets();
+                Some(&v6)
+            }
+            None => None,
+        };
+        let mut balancer = self.balancer.lock().unwrap_or_else(|e| e.into_inner());
+        RNG.with(|rng| {
+            let mut rng = rng.borrow_mut();
+            let mut ctx = Pick { key: key_bytes, rng: &mut rng, exclude };
+            balancer.pick(&view, &mut ctx)
+        })
+    }
+
+    /// Chooses a server and takes a slot on it, waiting in the queue when all are full.
+    pub async fn acquire(
+        self: &Arc<Self>,
+        key: Option<PickKey>,
+        exclude: Option<usize>,
+    ) -> Result<ServerSlot, AcquireError> {
+        if self.deterministic {
+            if let Some(idx) = self.pick(key, false, exclude) {
+                if self.servers[idx].try_take_slot() {
+                    return Ok(self.slot(idx));
+                }
+                return self.wait_in_queue(Some(idx)).await;
+            }
+        } else {
+            // A few tries: another thread may take the slot between pick and take.
+            for _ in 0..4 {
+                match self.pick(key, true, exclude) {
+                    Some(idx) if self.servers[idx].try_take_slot() => return Ok(self.slot(idx)),
+                    Some(_) => continue,
+                    None => break,
+                }
+            }
+        }
+        if !self.servers.iter().any(|s| s.is_up() && s.weight() > 0) {
+            Counters::inc(&self.counters.no_server);
+            return Err(AcquireError::NoServer);
+        }
+        self.wait_in_queue(None).await
+    }
+
+    fn slot(self: &Arc<Self>, idx: usize) -> ServerSlot {
+        Counters::inc(&self.servers[idx].counters.sessions);
+        ServerSlot { backend: Arc::clone(self), idx }
+    }
+
+    async fn wait_in_queue(
+        self: &Arc<Self>,
+        server: Option<usize>,
+    ) -> Result<ServerSlot, AcquireError> {
+        let limit = server.map(|i| self.servers[i].maxqueue).unwrap_or(0);
+        let mut ticket = self.queue.enqueue(server, limit, |srv| self.dispatch_one(srv));
+        if ticket.is_err() && server.is_some() {
+            // The server's queue is full (`maxqueue`): wait for any server instead.
+            ticket = self.queue.enqueue(None, 0, |srv| self.dispatch_one(srv));
+        }
+        let ticket = match ticket {
+            Ok(queue::Enqueued::Served(idx)) => return Ok(self.slot(idx)),
+            Ok(queue::Enqueued::Waiting(t)) => t,
+            Err(()) => return Err(AcquireError::QueueFull),
+        };
+        // HAProxy: without `timeout queue`, the connect timeout applies.
+        let wait = self.timeouts.queue.or(self.timeouts.connect);
+        match ticket.wait(wait, &self.queue).await {
+            Some(idx) => Ok(self.slot(idx)),
+            None => {
+                Counters::inc(&self.counters.queue_timeouts);
+                Err(AcquireError::QueueTimeout)
+            }
+        }
+    }
+
+    /// Finds a free slot for a waiter: on its server, or on any server chosen by the balancer.
+    fn dispatch_one(&self, server: Option<usize>) -> Option<usize> {
+        match server {
+            Some(idx) => self.servers[idx].try_take_slot().then_some(idx),
+            None => {
+                for _ in 0..4 {
+                    let idx = self.pick(None, true, None)?;
+                    if self.servers[idx].try_take_slot() {
+                        return Some(idx);
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    fn release(&self, idx: usize) {
+        self.servers[idx].give_back_slot();
+        self.queue.on_release(|srv| self.dispatch_one(srv), |i| self.servers[i].give_back_slot());
+    }
+}

@@ -1,0 +1,155 @@
+//! The wait queues of a backend: one FIFO for sessions that may go to any server, one per server
+//! for sessions bound to a server (hash algorithms). Touched only when servers are full.
+//!
+//! A slot given back by a finished session goes straight to the oldest waiter that can use it,
+//! without passing through the free state, so a waiter never loses its turn to a newcomer.
+//! Lost wake-ups are ruled out by announcing a waiter (`len`) before re-checking for a free slot,
+//! while a releaser frees its slot before looking at `len`.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+#[derive(Debug)]
+struct Entry {
+    seq: u64,
+    tx: oneshot::Sender<usize>,
+}
+
+#[derive(Debug, Default)]
+struct Lines {
+    seq: u64,
+    any: VecDeque<Entry>,
+    per_server: Vec<VecDeque<Entry>>,
+}
+
+impl Lines {
+    fn line(&mut self, server: Option<usize>) -> &mut VecDeque<Entry> {
+        match server {
+            Some(i) => &mut self.per_server[i],
+            None => &mut self.any,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Queue {
+    lines: Mutex<Lines>,
+    len: AtomicU32,
+}
+
+pub enum Enqueued {
+    /// A slot was free after all.
+    Served(usize),
+    Waiting(Ticket),
+}
+
+/// A place in a queue.
+pub struct Ticket {
+    seq: u64,
+    server: Option<usize>,
+    rx: oneshot::Receiver<usize>,
+}
+
+impl Queue {
+    pub fn new(servers: usize) -> Self {
+        let lines = Lines {
+            per_server: (0..servers).map(|_| VecDeque::new()).collect(),
+            ..Default::default()
+        };
+        Self { lines: Mutex::new(lines), len: AtomicU32::new(0) }
+    }
+
+    /// Sessions waiting now.
+    pub fn len(&self) -> u32 {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Lines> {
+        self.lines.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Joins the queue for `server` (or any server), unless `limit` (0: none) waiters are
+    /// already there. `take` tries to take a free slot for that line.
+    pub fn enqueue(
+        &self,
+        server: Option<usize>,
+        limit: u32,
+        take: impl Fn(Option<usize>) -> Option<usize>,
+    ) -> Result<Enqueued, ()> {
+        let mut lines = self.lock();
+        if limit > 0 && lines.line(server).len() >= limit as usize {
+            return Err(());
+        }
+        self.len.fetch_add(1, Ordering::SeqCst);
+        if let Some(idx) = take(server) {
+            self.len.fetch_sub(1, Ordering::SeqCst);
+            return Ok(Enqueued::Served(idx));
+        }
+        lines.seq += 1;
+        let seq = lines.seq;
+        let (tx, rx) = oneshot::channel();
+        lines.line(server).push_back(Entry { seq, tx });
+        Ok(Enqueued::Waiting(Ticket { seq, server, rx }))
+    }
+
+    /// Called after a slot was given back: serves the oldest waiters that can now be served.
+    /// `take` takes a slot for a line; `give_back` undoes it when the waiter has gone.
+    pub fn on_release(
+        &self,
+        take: impl Fn(Option<usize>) -> Option<usize>,
+        give_back: impl Fn(usize),
+    ) {
+        if self.len.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let mut lines = self.lock();
+        loop {
+            // The oldest waiter at the head of any line that has a free slot now.
+            let mut order: Vec<(u64, Option<usize>)> = Vec::new();
+            if let Some(e) = lines.any.front() {
+                order.push((e.seq, None));
+            }
+            for (i, l) in lines.per_server.iter().enumerate() {
+                if let Some(e) = l.front() {
+                    order.push((e.seq, Some(i)));
+                }
+            }
+            order.sort_unstable();
+            let Some((line, idx)) = order.iter().find_map(|&(_, l)| take(l).map(|i| (l, i))) else {
+                return;
+            };
+            let Some(entry) = lines.line(line).pop_front() else { return };
+            self.len.fetch_sub(1, Ordering::SeqCst);
+            if entry.tx.send(idx).is_err() {
+                give_back(idx); // the waiter went away; try the next one
+            }
+        }
+    }
+}
+
+impl Ticket {
+    /// Waits for a slot, at most `timeout` (none: forever). `None` when it expired.
+    pub async fn wait(mut self, timeout: Option<Duration>, queue: &Queue) -> Option<usize> {
+        let got = match timeout {
+            Some(d) => tokio::time::timeout(d, &mut self.rx).await.ok(),
+            None => Some((&mut self.rx).await),
+        };
+        if let Some(Ok(idx)) = got {
+            return Some(idx);
+        }
+        // Expired: leave the queue, unless a slot was handed over meanwhile.
+        let mut lines = queue.lock();
+        let line = lines.line(self.server);
+        if let Some(pos) = line.iter().position(|e| e.seq == self.seq) {
+            line.remove(pos);
+            queue.len.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        drop(lines);
+        self.rx.try_recv().ok()
+    }
+}

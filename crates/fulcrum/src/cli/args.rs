@@ -1,0 +1,152 @@
+//! Command-line flags, spelled as HAProxy spells them (`-f`, `-c`, `-cc`, `-d`, `-D`, `-p`,
+//! `-q`, `-v`, `-vv`, `-sf`, `-st`, ...). Pure: parses a list of strings, no I/O.
+
+use std::path::PathBuf;
+
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Args {
+    /// `-f` files or directories, in order (also files after `--`).
+    pub configs: Vec<PathBuf>,
+    /// `-c`: check the configuration and exit.
+    pub check: bool,
+    /// `-cc <cond>`: evaluate one `.if` condition and exit.
+    pub eval: Option<String>,
+    /// `-d`: foreground and debug output.
+    pub debug: bool,
+    /// `-db`: foreground, no debug output.
+    pub foreground: bool,
+    /// `-D`: daemon.
+    pub daemon: bool,
+    /// `-p <pidfile>`.
+    pub pidfile: Option<PathBuf>,
+    /// `-q`: quiet.
+    pub quiet: bool,
+    /// `-v` (1) or `-vv` (2).
+    pub version: u8,
+    /// `-sf <pid>...`: tell these processes to finish (soft stop) once bound.
+    pub finish_pids: Vec<u32>,
+    /// `-st <pid>...`: tell these processes to stop at once.
+    pub terminate_pids: Vec<u32>,
+    /// `-N <maxconn>`: default process maxconn.
+    pub maxconn: Option<u32>,
+    /// HAProxy flags accepted but meaning nothing here (reported under `-d`).
+    pub ignored: Vec<String>,
+}
+
+/// Parses HAProxy-style arguments (without the program name).
+pub fn parse(argv: &[String]) -> Result<Args, String> {
+    let mut a = Args::default();
+    let mut i = 0;
+    let value = |i: &mut usize, flag: &str| -> Result<String, String> {
+        *i += 1;
+        argv.get(*i).cloned().ok_or_else(|| format!("option '{flag}' expects an argument"))
+    };
+    while i < argv.len() {
+        let arg = argv[i].as_str();
+        match arg {
+            "-f" => a.configs.push(value(&mut i, arg)?.into()),
+            "-c" => a.check = true,
+            "-cc" => a.eval = Some(value(&mut i, arg)?),
+            "-d" => a.debug = true,
+            "-db" => a.foreground = true,
+            "-D" => a.daemon = true,
+            "-p" => a.pidfile = Some(value(&mut i, arg)?.into()),
+            "-q" => a.quiet = true,
+            "-v" | "-V" if arg == "-v" => a.version = a.version.max(1),
+            "-V" => {}
+            "-vv" => a.version = 2,
+            "-N" => {
+                let v = value(&mut i, arg)?;
+                a.maxconn =
+                    Some(v.parse().map_err(|_| format!("'-N' expects a number, got '{v}'"))?);
+            }
+            "-sf" | "-st" => {
+                while let Some(next) = argv.get(i + 1).filter(|s| !s.starts_with('-')) {
+                    let pid = next
+                        .parse()
+                        .map_err(|_| format!("'{arg}' expects process ids, got '{next}'"))?;
+                    if arg == "-sf" {
+                        a.finish_pids.push(pid)
+                    } else {
+                        a.terminate_pids.push(pid)
+                    }
+                    i += 1;
+                }
+            }
+            "-x" | "-L" | "-m" | "-n" => {
+                let v = value(&mut i, arg)?;
+                a.ignored.push(format!("{arg} {v}"));
+            }
+            "-W" | "-Ws" | "-S" => {
+                return Err(format!("option '{arg}' (master-worker mode) is not supported yet"))
+            }
+            "--" => {
+                a.configs.extend(argv[i + 1..].iter().map(PathBuf::from));
+                break;
+            }
+            _ if arg.starts_with("-d") && arg.len() > 2 => a.ignored.push(arg.to_string()),
+            _ => return Err(format!("unknown option '{arg}'")),
+        }
+        i += 1;
+    }
+    Ok(a)
+}
+
+pub const USAGE: &str = "\
+Usage : fulcrum [-f <cfgfile|cfgdir>]* [ -vdVD ] [ -n <maxconn> ] [ -N <maxpconn> ]
+        [ -p <pidfile> ] [ -q ] [ -c ] [ -cc <cond> ] [ -sf/-st <pid>* ]
+        fulcrum testserver [-L <addr:port>]... [-n <name>] [-t <threads>] [--mode http|echo|sink]
+        fulcrum demo
+        -v displays version ; -vv shows known build options.
+        -d enters debug mode (foreground, one line per session on stderr) ;
+        -db only disables background mode ; -D goes daemon ; -q quiet mode
+        -c check mode : only check config files and exit
+        -cc check condition : evaluate a condition and exit (0 true, 1 false)
+        -p writes pids of all children to this file
+        -sf/-st [pid ]* finishes/terminates old pids once the new process listens
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Result<Args, String> {
+        parse(&s.split_whitespace().map(String::from).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn several_config_files_and_check() {
+        let a = p("-f a.cfg -f dir -c -q").expect("parses");
+        assert_eq!(a.configs, vec![PathBuf::from("a.cfg"), PathBuf::from("dir")]);
+        assert!(a.check && a.quiet);
+    }
+
+    #[test]
+    fn sf_takes_pids_until_next_flag() {
+        let a = p("-f x.cfg -sf 10 11 -d").expect("parses");
+        assert_eq!(a.finish_pids, vec![10, 11]);
+        assert!(a.debug);
+        let a = p("-st 7").expect("parses");
+        assert_eq!(a.terminate_pids, vec![7]);
+    }
+
+    #[test]
+    fn haproxy_debug_flags_are_accepted_and_noted() {
+        let a = p("-d -dM -dI -dW").expect("parses");
+        assert_eq!(a.ignored, vec!["-dM", "-dI", "-dW"]);
+    }
+
+    #[test]
+    fn bad_flags_are_refused() {
+        assert!(p("-Z").is_err());
+        assert!(p("-f").is_err());
+        assert!(p("-sf abc").is_err());
+        assert!(p("-Ws").unwrap_err().contains("not supported yet"));
+    }
+
+    #[test]
+    fn versions() {
+        assert_eq!(p("-v").expect("parses").version, 1);
+        assert_eq!(p("-vv").expect("parses").version, 2);
+    }
+}

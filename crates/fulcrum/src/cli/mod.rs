@@ -1,0 +1,355 @@
+//! The command line and the start-up sequence, in HAProxy's order: read and check the
+//! configuration, raise the file-descriptor limit, bind every listener (taking over those of
+//! `-sf`/`-st` processes), daemonise, write the pid file, drop privileges, tell old processes to
+//! leave, then start the workers.
+//!
+//! Owns: the process's exit status and the messages printed before workers start.
+
+pub mod args;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use fulcrum_config::{self as cfg, Diagnostic, Severity, Source};
+
+use crate::frontend::limit::Limit;
+use crate::listener::{self, BindOptions, Inherited};
+use crate::plan::{self, Plan};
+use crate::runtime::{self, Shared, WorkerSocket};
+use args::Args;
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+fn pid() -> u32 {
+    std::process::id()
+}
+
+fn alert(msg: impl std::fmt::Display) {
+    eprintln!("[ALERT]    ({}) : {msg}", pid());
+}
+
+fn warning(msg: impl std::fmt::Display) {
+    eprintln!("[WARNING]  ({}) : {msg}", pid());
+}
+
+fn notice(msg: impl std::fmt::Display) {
+    eprintln!("[NOTICE]   ({}) : {msg}", pid());
+}
+
+/// Runs the `fulcrum` command; returns the exit status.
+pub fn main(argv: &[String]) -> i32 {
+    match argv.first().map(String::as_str) {
+        Some("testserver") => return fulcrum_testserver::main(&argv[1..]),
+        Some("demo") => return crate::demo::main(&argv[1..]),
+        _ => {}
+    }
+    let args = match args::parse(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            alert(e);
+            eprint!("{}", args::USAGE);
+            return 1;
+        }
+    };
+    if args.version > 0 {
+        print_version(args.version);
+        return 0;
+    }
+    if let Some(cond) = &args.eval {
+        return match cfg::eval_condition(cond, &|k| std::env::var(k).ok()) {
+            Ok(true) => 0,
+            Ok(false) => 1,
+            Err(e) => {
+                alert(format!("Failed to evaluate condition: {e}"));
+                2
+            }
+        };
+    }
+    if args.configs.is_empty() {
+        eprint!("{}", args::USAGE);
+        return 1;
+    }
+    let Some(config) = load_config(&args) else { return 1 };
+    if args.check {
+        println!("Configuration file is valid");
+        return 0;
+    }
+    start(&args, &config)
+}
+
+fn print_version(level: u8) {
+    println!(
+        "Fulcrum version {VERSION} - reads HAProxy {} configuration",
+        cfg::HAPROXY_COMPAT_VERSION
+    );
+    if level > 1 {
+        println!("Running on: {} {}", std::env::consts::OS, std::env::consts::ARCH);
+        println!("Build options :");
+        println!("  Rust edition 2021, tokio (current-thread per worker), socket2");
+        println!(
+            "Feature list : {}",
+            cfg_features().iter().map(|f| format!("+{f}")).collect::<Vec<_>>().join(" ")
+        );
+        println!("Available multiplexer protocols :");
+        println!("              none : mode=TCP  side=FE|BE  mux=PASS");
+        println!("Available polling systems :");
+        println!("      epoll : pref=300,  test result OK");
+    }
+}
+
+/// Reads the `-f` files (a directory contributes its `*.cfg` in lexical order) and loads them.
+fn read_sources(paths: &[PathBuf]) -> Result<Vec<Source>, String> {
+    let mut sources = Vec::new();
+    for path in paths {
+        let files = if path.is_dir() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+                .map_err(|e| open_error(path, &e))?
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "cfg") && p.is_file())
+                .collect();
+            files.sort();
+            files
+        } else {
+            vec![path.clone()]
+        };
+        for f in files {
+            let text = std::fs::read_to_string(&f).map_err(|e| open_error(&f, &e))?;
+            sources.push(Source { name: f.display().to_string(), text });
+        }
+    }
+    Ok(sources)
+}
+
+fn open_error(path: &Path, e: &std::io::Error) -> String {
+    let reason = match e.kind() {
+        std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
+        std::io::ErrorKind::PermissionDenied => "Permission denied".to_string(),
+        _ => e.to_string(),
+    };
+    format!("Cannot open configuration file/directory {} : {reason}", path.display())
+}
+
+fn print_diag(d: &Diagnostic, quiet: bool) {
+    if quiet && d.severity != Severity::Alert {
+        return;
+    }
+    if d.severity == Severity::Diag {
+        return;
+    }
+    let text = d.to_string();
+    let mut lines = text.lines();
+    if let Some(first) = lines.next() {
+        eprintln!("{}({}) : config : {first}", d.severity.tag(), pid());
+    }
+    for more in lines {
+        eprintln!("{more}");
+    }
+}
+
+fn load_config(args: &Args) -> Option<cfg::Config> {
+    let sources = match read_sources(&args.configs) {
+        Ok(s) => s,
+        Err(e) => {
+            alert(e);
+            return None;
+        }
+    };
+    match cfg::load(&sources, &|k| std::env::var(k).ok()) {
+        Ok(loaded) => {
+            for d in &loaded.diagnostics {
+                print_diag(d, args.quiet);
+            }
+            Some(loaded.config)
+        }
+        Err(diags) => {
+            for d in &diags {
+                print_diag(d, args.quiet);
+            }
+            let mut files: Vec<&str> = diags
+                .iter()
+                .filter(|d| d.is_error())
+                .filter_map(|d| d.span.as_ref())
+                .map(|s| &*s.file)
+                .collect();
+            files.dedup();
+            for f in files {
+                alert(format!("config : Error(s) found in configuration file : {f}"));
+            }
+            alert("config : Fatal errors found in configuration.");
+            None
+        }
+    }
+}
+
+fn start(args: &Args, config: &cfg::Config) -> i32 {
+    let plan = match plan::build(config) {
+        Ok(p) => p,
+        Err(errors) => {
+            for e in errors {
+                alert(format!("config : {e}"));
+            }
+            alert("config : Fatal errors found in configuration.");
+            return 1;
+        }
+    };
+    if args.debug {
+        for flag in &args.ignored {
+            notice(format!("option '{flag}' changes nothing in Fulcrum; ignored"));
+        }
+    }
+    let nbthread = plan.global.nbthread.map(|n| n as usize).unwrap_or_else(available_cpus);
+    let listener_fds: usize =
+        plan.frontends.iter().flat_map(|f| &f.binds).map(|b| b.addrs.len()).sum::<usize>()
+            * nbthread;
+    let Some(maxconn) = raise_fd_limit(&plan, args.maxconn, listener_fds) else { return 1 };
+
+    let mut notes = Vec::new();
+    let old: Vec<u32> = args.finish_pids.iter().chain(&args.terminate_pids).copied().collect();
+    let mut inherited = Inherited::from_processes(&old, &mut notes);
+    if args.debug {
+        notes.iter().for_each(notice);
+    }
+    let per_worker = match open_listeners(&plan, nbthread, &mut inherited) {
+        Ok(s) => s,
+        Err(e) => {
+            alert(format!("Starting proxy {e}"));
+            return 1;
+        }
+    };
+    drop(inherited); // sockets of old processes we do not listen on any more
+
+    let daemon = (args.daemon || plan.global.daemon) && !args.debug && !args.foreground;
+    if daemon {
+        match crate::sys::fork() {
+            Ok(crate::sys::Forked::Parent { .. }) => return 0,
+            Ok(crate::sys::Forked::Child) => {
+                if let Err(e) = crate::sys::detach() {
+                    alert(format!("cannot detach: {e}"));
+                    return 1;
+                }
+            }
+            Err(e) => {
+                alert(format!("cannot fork: {e}"));
+                return 1;
+            }
+        }
+    }
+    if let Some(path) = args.pidfile.as_ref().or(plan.global.pidfile.as_ref()) {
+        if let Err(e) = std::fs::write(path, format!("{}\n", pid())) {
+            alert(format!("Cannot create pidfile {} : {e}", path.display()));
+            return 1;
+        }
+    }
+    if let Err(e) = drop_privileges(&plan.global) {
+        alert(e);
+        return 1;
+    }
+    for &p in &args.finish_pids {
+        let _ = crate::sys::kill(p, libc::SIGUSR1);
+    }
+    for &p in &args.terminate_pids {
+        let _ = crate::sys::kill(p, libc::SIGTERM);
+    }
+    let cpus = (1..=nbthread as u32)
+        .map(|t| cpus_for_thread_shim(&plan.global.cpu_map, t, nbthread as u32))
+        .collect();
+    let shared = Arc::new(Shared { global_limit: Limit::new(maxconn), debug: args.debug });
+    runtime::run(per_worker, cpus, shared)
+}
+
+fn available_cpus() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(64)
+}
+
+/// Raises `RLIMIT_NOFILE` as HAProxy does and returns the process `maxconn`.
+fn raise_fd_limit(plan: &Plan, cli_maxconn: Option<u32>, listener_fds: usize) -> Option<u32> {
+    let (soft, hard) = crate::sys::nofile_limit().unwrap_or((1024, 1024));
+    let explicit = plan.global.ulimit_n;
+    let maxconn = plan.global.maxconn.or(cli_maxconn).unwrap_or_else(|| {
+        // As HAProxy: as many connections as the allowed descriptors permit (two per session).
+        let fds = explicit.unwrap_or(hard.min(1 << 20));
+        (fds.saturating_sub(listener_fds as u64 + 64) / 2).clamp(100, u32::MAX as u64) as u32
+    });
+    let wanted = explicit.unwrap_or(u64::from(maxconn) * 2 + listener_fds as u64 + 64);
+    if wanted > soft {
+        if let Err(e) = crate::sys::set_nofile_limit(wanted) {
+            let msg =
+                format!("[{}] Cannot raise FD limit to {wanted}, limit is {soft}: {e}.", "fulcrum");
+            if explicit.is_some() {
+                alert(msg);
+                return None;
+            }
+            warning(msg);
+        }
+    }
+    Some(maxconn)
+}
+
+fn open_listeners(
+    plan: &Plan,
+    nbthread: usize,
+    inherited: &mut Inherited,
+) -> Result<Vec<Vec<WorkerSocket>>, String> {
+    let mut per_worker: Vec<Vec<WorkerSocket>> = (0..nbthread).map(|_| Vec::new()).collect();
+    for fe in &plan.frontends {
+        for bind in &fe.binds {
+            let opts = BindOptions { backlog: bind.backlog, v4v6: bind.v4v6 };
+            for addr in &bind.addrs {
+                let sockets = listener::open(addr, opts, nbthread, inherited).map_err(|e| {
+                    format!("{}: cannot bind socket ({e}) for {}", fe.name, show(addr))
+                })?;
+                for (i, s) in sockets.into_iter().enumerate() {
+                    let dst_port = listener::local_port(&s.socket);
+                    per_worker[i % nbthread].push(WorkerSocket {
+                        frontend: Arc::clone(fe),
+                        bind: Arc::clone(bind),
+                        socket: s,
+                        dst_port,
+                    });
+                }
+            }
+        }
+    }
+    Ok(per_worker)
+}
+
+fn show(addr: &cfg::BindAddr) -> String {
+    match addr {
+        cfg::BindAddr::Inet(a) => format!("[{a}]"),
+        cfg::BindAddr::Unix(p) => format!("[unix@{}]", p.display()),
+        cfg::BindAddr::Fd(n) => format!("[fd@{n}]"),
+    }
+}
+
+fn drop_privileges(g: &cfg::Global) -> Result<(), String> {
+    let mut uid = None;
+    let mut gid = None;
+    if let Some(user) = &g.user {
+        match user {
+            cfg::UserSpec::Id(n) => uid = Some(*n),
+            cfg::UserSpec::Name(name) => {
+                let (u, primary) = crate::sys::lookup_user(name)
+                    .map_err(|e| format!("Cannot switch to user '{name}': {e}"))?;
+                uid = Some(u);
+                gid = Some(primary);
+            }
+        }
+    }
+    if let Some(group) = &g.group {
+        gid = Some(match group {
+            cfg::UserSpec::Id(n) => *n,
+            cfg::UserSpec::Name(name) => crate::sys::lookup_group(name)
+                .map_err(|e| format!("Cannot switch to group '{name}': {e}"))?,
+        });
+    }
+    crate::sys::drop_privileges(uid, gid).map_err(|e| format!("Cannot drop privileges: {e}"))
+}
+
+// TEMP shims until the config crate exports these.
+fn cfg_features() -> &'static [&'static str] {
+    &["THREAD", "REUSEPORT", "CPU_AFFINITY"]
+}
+fn cpus_for_thread_shim(_m: &[cfg::CpuMap], _t: u32, _n: u32) -> Option<Vec<u32>> {
+    None
+}

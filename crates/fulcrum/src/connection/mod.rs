@@ -1,0 +1,129 @@
+//! A connection's socket, whichever family it is (TCP or UNIX), and the per-thread buffer pool.
+//!
+//! Sessions see one [`Stream`] type for client and server sides and borrow 16 kB buffers from
+//! the worker's pool only while data is in flight, so an idle connection holds no buffer.
+//! Must not touch: proxy logic, timeouts or counters.
+
+use std::cell::RefCell;
+use std::io;
+use std::net::Shutdown;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::task::{Context, Poll};
+
+use tokio::net::{TcpStream, UnixStream};
+
+/// HAProxy's default `tune.bufsize`.
+pub const BUFSIZE: usize = 16384;
+
+#[derive(Debug)]
+pub enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Stream {
+    pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self {
+            Stream::Tcp(s) => s.poll_read_ready(cx),
+            Stream::Unix(s) => s.poll_read_ready(cx),
+        }
+    }
+    pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.try_read(buf),
+            Stream::Unix(s) => s.try_read(buf),
+        }
+    }
+    pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self {
+            Stream::Tcp(s) => s.poll_write_ready(cx),
+            Stream::Unix(s) => s.poll_write_ready(cx),
+        }
+    }
+    pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.try_write(buf),
+            Stream::Unix(s) => s.try_write(buf),
+        }
+    }
+    /// Sends a FIN (half-close): the peer reads end-of-stream, the other direction stays open.
+    pub fn shutdown_write(&self) -> io::Result<()> {
+        match socket2::SockRef::from(self).shutdown(Shutdown::Write) {
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
+            r => r,
+        }
+    }
+    /// Waits until the peer sent something or closed; `Ok(true)` means it closed (EOF).
+    pub async fn peer_closed(&self) -> io::Result<bool> {
+        let mut b = [0u8; 1];
+        loop {
+            std::future::poll_fn(|cx| self.poll_read_ready(cx)).await?;
+            let r = match self {
+                Stream::Tcp(s) => s.peek(&mut b).await,
+                Stream::Unix(s) => {
+                    // UNIX streams have no async peek; readiness is enough to know "something".
+                    let _ = s;
+                    return Ok(false);
+                }
+            };
+            match r {
+                Ok(0) => return Ok(true),
+                Ok(_) => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl AsFd for Stream {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Stream::Tcp(s) => s.as_fd(),
+            Stream::Unix(s) => s.as_fd(),
+        }
+    }
+}
+
+/// A buffer borrowed from the worker's pool; returned to it on drop.
+pub struct Buf(Option<Box<[u8]>>);
+
+thread_local! {
+    static POOL: RefCell<Vec<Box<[u8]>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Buffers kept per worker for reuse; beyond this, returned buffers are freed.
+const POOL_MAX: usize = 4096;
+
+impl Buf {
+    pub fn take() -> Self {
+        let b = POOL.with(|p| p.borrow_mut().pop());
+        Buf(Some(b.unwrap_or_else(|| vec![0u8; BUFSIZE].into_boxed_slice())))
+    }
+}
+
+impl std::ops::Deref for Buf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.0.as_deref().unwrap_or(&[])
+    }
+}
+
+impl std::ops::DerefMut for Buf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        self.0.as_deref_mut().unwrap_or(&mut [])
+    }
+}
+
+impl Drop for Buf {
+    fn drop(&mut self) {
+        if let Some(b) = self.0.take() {
+            let _ = POOL.try_with(|p| {
+                let mut p = p.borrow_mut();
+                if p.len() < POOL_MAX {
+                    p.push(b);
+                }
+            });
+        }
+    }
+}

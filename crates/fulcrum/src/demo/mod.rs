@@ -1,0 +1,111 @@
+//! `fulcrum demo`: three test servers on loopback and Fulcrum in front of them with
+//! `examples/demo.cfg`, each a child process of this one; prints what to curl and stops them all
+//! on Ctrl-C. Owns nothing but those child processes.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const DEMO_CFG: &str = include_str!("../../../../examples/demo.cfg");
+const FRONTEND: &str = "127.0.0.1:8080";
+
+struct Children(Vec<Child>);
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = crate::sys::kill(c.id(), libc::SIGTERM);
+        }
+        for c in &mut self.0 {
+            let _ = c.wait();
+        }
+    }
+}
+
+pub fn main(_args: &[String]) -> i32 {
+    match run() {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("fulcrum demo: {e}");
+            1
+        }
+    }
+}
+
+fn config_path() -> Result<PathBuf, String> {
+    let local = PathBuf::from("examples/demo.cfg");
+    if local.is_file() {
+        return Ok(local);
+    }
+    let path = std::env::temp_dir().join(format!("fulcrum-demo-{}.cfg", std::process::id()));
+    std::fs::write(&path, DEMO_CFG).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(path)
+}
+
+fn run() -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
+    let cfg = config_path()?;
+    let mut children = Children(Vec::new());
+    for (i, port) in [9001, 9002, 9003].iter().enumerate() {
+        let mut child = Command::new(&exe)
+            .args(["testserver", "-L", &format!("127.0.0.1:{port}"), "-n", &format!("s{}", i + 1)])
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start test server: {e}"))?;
+        let out = child.stdout.take();
+        children.0.push(child);
+        let mut line = String::new();
+        if let Some(out) = out {
+            let _ = BufReader::new(out).read_line(&mut line);
+        }
+        if !line.starts_with("listening on") {
+            return Err(format!("test server on port {port} did not start (port busy?)"));
+        }
+        println!("test server s{} {}", i + 1, line.trim());
+    }
+    let proxy = Command::new(&exe)
+        .args(["-db", "-f"])
+        .arg(&cfg)
+        .spawn()
+        .map_err(|e| format!("cannot start fulcrum: {e}"))?;
+    children.0.push(proxy);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while TcpStream::connect(FRONTEND).is_err() {
+        if Instant::now() > deadline {
+            return Err(format!("fulcrum did not start listening on {FRONTEND}"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    println!("Fulcrum is listening on {FRONTEND} with {} (weights 1:2:3).", cfg.display());
+    println!("Try:  curl -si http://{FRONTEND}/?s=64 | grep X-Server     (Ctrl-C to stop)");
+    wait_for_stop(&mut children)
+}
+
+fn wait_for_stop(children: &mut Children) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+        let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+        loop {
+            tokio::select! {
+                _ = int.recv() => break,
+                _ = term.recv() => break,
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {
+                    for c in &mut children.0 {
+                        if let Ok(Some(status)) = c.try_wait() {
+                            return Err(format!("a child process exited: {status}"));
+                        }
+                    }
+                }
+            }
+        }
+        println!("\nstopping");
+        Ok(())
+    })
+}

@@ -1,0 +1,45 @@
+//! A frontend at run time: its binds, limits, client-side timeouts, counters and the backend
+//! its sessions go to. Shared read-only by all workers (only atomics change).
+//!
+//! Must not touch: sockets (the listener owns them) or server selection (the backend does).
+
+pub mod limit;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fulcrum_config::{BindAddr, Mode};
+
+use crate::backend::Backend;
+use crate::counters::Counters;
+use limit::Limit;
+
+/// Client-side timeouts (HAProxy takes these from the frontend).
+#[derive(Clone, Debug, Default)]
+pub struct FrontendTimeouts {
+    pub client: Option<Duration>,
+    pub client_fin: Option<Duration>,
+}
+
+#[derive(Debug)]
+pub struct Bind {
+    pub name: Option<String>,
+    pub addrs: Vec<BindAddr>,
+    pub backlog: Option<u32>,
+    pub v4v6: bool,
+    /// The bind line's own `maxconn`.
+    pub limit: Limit,
+}
+
+#[derive(Debug)]
+pub struct Frontend {
+    pub name: String,
+    pub mode: Mode,
+    pub binds: Vec<Arc<Bind>>,
+    /// The frontend's `maxconn`.
+    pub limit: Limit,
+    pub timeouts: FrontendTimeouts,
+    /// Where sessions go: the first `use_backend`, else `default_backend`.
+    pub backend: Option<Arc<Backend>>,
+    pub counters: Counters,
+}

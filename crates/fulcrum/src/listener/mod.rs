@@ -1,0 +1,124 @@
+//! Listening sockets: opening every `bind` address once per worker (SO_REUSEPORT), UNIX and
+//! inherited (`fd@`) sockets, taking over an old process's sockets on `-sf`/`-st`, and the
+//! accept loop that respects the process, frontend and bind `maxconn`.
+//!
+//! Sockets are opened on the main thread before workers start (so bind errors are reported
+//! before daemonising and before old processes are told to leave); each worker then turns its
+//! share into Tokio listeners. Must not touch: what a session does after `accept`.
+
+mod takeover;
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::OwnedFd;
+use std::path::Path;
+
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+
+use fulcrum_config::BindAddr;
+
+pub use takeover::Inherited;
+
+/// One listening socket, not yet attached to an event loop.
+#[derive(Debug)]
+pub struct OpenSocket {
+    pub socket: Socket,
+    pub unix: bool,
+}
+
+/// Per-address options from the `bind` line.
+#[derive(Clone, Copy, Debug)]
+pub struct BindOptions {
+    pub backlog: Option<u32>,
+    pub v4v6: bool,
+}
+
+/// HAProxy's default backlog follows `maxconn`; the kernel caps it with somaxconn anyway.
+const DEFAULT_BACKLOG: i32 = 1024;
+
+/// Opens `count` sockets for one address: one per worker where the address family allows
+/// SO_REUSEPORT, otherwise one socket shared by all workers (returned `count` times, duplicated).
+pub fn open(
+    addr: &BindAddr,
+    opts: BindOptions,
+    count: usize,
+    inherited: &mut Inherited,
+) -> io::Result<Vec<OpenSocket>> {
+    let backlog = opts.backlog.map(|b| b.min(i32::MAX as u32) as i32).unwrap_or(DEFAULT_BACKLOG);
+    match addr {
+        BindAddr::Inet(sa) => {
+            let mut out: Vec<OpenSocket> = inherited
+                .take_inet(sa)
+                .into_iter()
+                .map(|s| OpenSocket { socket: s, unix: false })
+                .collect();
+            while out.len() < count {
+                out.push(OpenSocket { socket: open_inet(sa, opts.v4v6, backlog)?, unix: false });
+            }
+            Ok(out)
+        }
+        BindAddr::Unix(path) => {
+            let socket = match inherited.take_unix(path) {
+                Some(s) => s,
+                None => open_unix(path, backlog)?,
+            };
+            duplicate(socket, count, true)
+        }
+        BindAddr::Fd(fd) => {
+            let owned: OwnedFd = crate::sys::inherit_fd(*fd)?;
+            let socket = Socket::from(owned);
+            if !socket.is_listener().unwrap_or(false) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("fd@{fd} is not a listening socket"),
+                ));
+            }
+            socket.set_nonblocking(true)?;
+            let unix = socket.local_addr()?.as_socket().is_none();
+            duplicate(socket, count, unix)
+        }
+    }
+}
+
+fn duplicate(socket: Socket, count: usize, unix: bool) -> io::Result<Vec<OpenSocket>> {
+    let mut out = Vec::with_capacity(count);
+    for _ in 1..count {
+        out.push(OpenSocket { socket: socket.try_clone()?, unix });
+    }
+    out.push(OpenSocket { socket, unix });
+    Ok(out)
+}
+
+fn open_inet(sa: &SocketAddr, v4v6: bool, backlog: i32) -> io::Result<Socket> {
+    let socket = Socket::new(Domain::for_address(*sa), Type::STREAM, Some(Protocol::TCP))?;
+    if sa.is_ipv6() {
+        socket.set_only_v6(!v4v6)?;
+    }
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    socket.set_nonblocking(true)?;
+    socket.set_tcp_nodelay(true)?;
+    socket.bind(&SockAddr::from(*sa))?;
+    socket.listen(backlog)?;
+    Ok(socket)
+}
+
+fn open_unix(path: &Path, backlog: i32) -> io::Result<Socket> {
+    // As HAProxy does, replace a stale socket file left by a previous run.
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        use std::os::unix::fs::FileTypeExt;
+        if meta.file_type().is_socket() {
+            std::fs::remove_file(path)?;
+        }
+    }
+    let socket = Socket::new(Domain::UNIX, Type::STREAM, None)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&SockAddr::unix(path)?)?;
+    socket.listen(backlog)?;
+    Ok(socket)
+}
+
+/// The port a session's client connected to, for servers without a port.
+pub fn local_port(socket: &Socket) -> u16 {
+    socket.local_addr().ok().and_then(|a| a.as_socket()).map(|a| a.port()).unwrap_or(0)
+}

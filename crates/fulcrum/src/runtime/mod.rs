@@ -1,0 +1,157 @@
+//! Worker threads and the process's life: `nbthread` workers, each a current-thread Tokio
+//! runtime with its own share of the listening sockets (no work stealing), CPU pinning from
+//! `cpu-map`, and stopping: SIGUSR1 soft stop (close listeners, finish live sessions, exit),
+//! SIGTERM/SIGINT hard stop (exit 0 at once).
+//!
+//! Must not touch: config parsing or what a session does (the `tcp` module).
+
+mod accept;
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::watch;
+
+use crate::frontend::limit::Limit;
+use crate::frontend::{Bind, Frontend};
+use crate::listener::OpenSocket;
+
+/// A listening socket assigned to one worker, with what its sessions need.
+#[derive(Debug)]
+pub struct WorkerSocket {
+    pub frontend: Arc<Frontend>,
+    pub bind: Arc<Bind>,
+    pub socket: OpenSocket,
+    /// The port clients connect to (0 for UNIX sockets).
+    pub dst_port: u16,
+}
+
+/// Whether workers should keep accepting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunState {
+    Running,
+    /// Stop accepting; exit once live sessions are done.
+    SoftStop,
+}
+
+/// What every worker shares.
+#[derive(Debug)]
+pub struct Shared {
+    /// The process-wide `maxconn`.
+    pub global_limit: Limit,
+    /// `-d`: one line per session on stderr.
+    pub debug: bool,
+}
+
+/// Starts the workers and blocks until the process should exit; returns the exit status.
+pub fn run(
+    per_worker: Vec<Vec<WorkerSocket>>,
+    cpus: Vec<Option<Vec<u32>>>,
+    shared: Arc<Shared>,
+) -> i32 {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!(
+                "[ALERT]    ({}) : cannot start the main event loop: {e}",
+                std::process::id()
+            );
+            return 1;
+        }
+    };
+    rt.block_on(supervise(per_worker, cpus, shared))
+}
+
+async fn supervise(
+    per_worker: Vec<Vec<WorkerSocket>>,
+    cpus: Vec<Option<Vec<u32>>>,
+    shared: Arc<Shared>,
+) -> i32 {
+    let signals = (
+        signal(SignalKind::user_defined1()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    );
+    let (Ok(mut usr1), Ok(mut term), Ok(mut int)) = signals else {
+        eprintln!("[ALERT]    ({}) : cannot install signal handlers", std::process::id());
+        return 1;
+    };
+    let (state_tx, state_rx) = watch::channel(RunState::Running);
+    let mut handles: Vec<JoinHandle<()>> = Vec::new();
+    for (id, (sockets, cpus)) in per_worker.into_iter().zip(cpus).enumerate() {
+        let rx = state_rx.clone();
+        let shared = Arc::clone(&shared);
+        let spawned = std::thread::Builder::new()
+            .name(format!("fulcrum-w{}", id + 1))
+            .spawn(move || worker(sockets, cpus, rx, shared));
+        match spawned {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                eprintln!("[ALERT]    ({}) : cannot start worker thread: {e}", std::process::id());
+                return 1;
+            }
+        }
+    }
+    let (done_tx, mut done_rx) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        for h in handles {
+            let _ = h.join();
+        }
+        let _ = done_tx.send(());
+    });
+    loop {
+        tokio::select! {
+            _ = usr1.recv() => {
+                let _ = state_tx.send(RunState::SoftStop);
+            }
+            _ = term.recv() => return 0,
+            _ = int.recv() => return 0,
+            _ = &mut done_rx => return 0,
+        }
+    }
+}
+
+fn worker(
+    sockets: Vec<WorkerSocket>,
+    cpus: Option<Vec<u32>>,
+    mut state: watch::Receiver<RunState>,
+    shared: Arc<Shared>,
+) {
+    if let Some(cpus) = cpus {
+        if let Err(e) = crate::sys::pin_current_thread(&cpus) {
+            eprintln!(
+                "[WARNING]  ({}) : cpu-map: cannot pin thread to {cpus:?}: {e}",
+                std::process::id()
+            );
+        }
+    }
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("[ALERT]    ({}) : cannot start worker event loop: {e}", std::process::id());
+            return;
+        }
+    };
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async move {
+        let live = std::rc::Rc::new(accept::Live::default());
+        let mut loops = Vec::with_capacity(sockets.len());
+        for ws in sockets {
+            let task = accept::accept_loop(ws, Arc::clone(&shared), std::rc::Rc::clone(&live));
+            loops.push(tokio::task::spawn_local(task));
+        }
+        while *state.borrow_and_update() == RunState::Running {
+            if state.changed().await.is_err() {
+                break;
+            }
+        }
+        for l in &loops {
+            l.abort();
+        }
+        for l in loops {
+            let _ = l.await;
+        }
+        live.wait_idle().await;
+    });
+}

@@ -1,0 +1,169 @@
+//! The only module that calls the operating system through `unsafe` FFI.
+//!
+//! Owns: file-descriptor limits, privilege dropping, CPU pinning, daemonising (fork/setsid),
+//! signalling other processes and taking over another process's listening sockets. Each call is
+//! a thin, checked wrapper returning `io::Result`; nothing here knows about proxies or config.
+//! Why hand-written: these are a dozen libc calls; a wrapper crate would add more than it saves.
+#![allow(unsafe_code)]
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// The soft and hard `RLIMIT_NOFILE`.
+pub fn nofile_limit() -> io::Result<(u64, u64)> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: `lim` is a valid, writable rlimit.
+    check(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) })?;
+    Ok((lim.rlim_cur, lim.rlim_max))
+}
+
+/// Sets the soft (and, when needed and permitted, hard) `RLIMIT_NOFILE` to `n`.
+pub fn set_nofile_limit(n: u64) -> io::Result<()> {
+    let (_, hard) = nofile_limit()?;
+    let lim = libc::rlimit { rlim_cur: n, rlim_max: hard.max(n) };
+    // SAFETY: `lim` is a valid rlimit.
+    check(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) }).map(drop)
+}
+
+/// Resolves a user name to its uid and primary gid.
+pub fn lookup_user(name: &str) -> io::Result<(u32, u32)> {
+    let cname = CString::new(name).map_err(|_| io::ErrorKind::InvalidInput)?;
+    let mut buf = vec![0 as libc::c_char; 16384];
+    // SAFETY: all-zero is a valid `passwd` (null pointers, zero ids).
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer refers to live, correctly sized storage owned by this frame.
+    let rc = unsafe {
+        libc::getpwnam_r(cname.as_ptr(), &mut pwd, buf.as_mut_ptr(), buf.len(), &mut result)
+    };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    if result.is_null() {
+        return Err(io::Error::new(io::ErrorKind::NotFound, format!("unknown user '{name}'")));
+    }
+    Ok((pwd.pw_uid, pwd.pw_gid))
+}
+
+/// Resolves a group name to its gid.
+pub fn lookup_group(name: &str) -> io::Result<u32> {
+    let cname = CString::new(name).map_err(|_| io::ErrorKind::InvalidInput)?;
+    let mut buf = vec![0 as libc::c_char; 16384];
+    // SAFETY: all-zero is a valid `group`.
+    let mut grp: libc::group = unsafe { std::mem::zeroed() };
+    let mut result: *mut libc::group = std::ptr::null_mut();
+    // SAFETY: every pointer refers to live, correctly sized storage owned by this frame.
+    let rc = unsafe {
+        libc::getgrnam_r(cname.as_ptr(), &mut grp, buf.as_mut_ptr(), buf.len(), &mut result)
+    };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    if result.is_null() {
+        return Err(io::Error::new(io::ErrorKind::NotFound, format!("unknown group '{name}'")));
+    }
+    Ok(grp.gr_gid)
+}
+
+/// Drops privileges: supplementary groups, then gid, then uid (the order that cannot fail open).
+pub fn drop_privileges(uid: Option<u32>, gid: Option<u32>) -> io::Result<()> {
+    if let Some(gid) = gid {
+        // SAFETY: a one-element array that outlives the call.
+        check(unsafe { libc::setgroups(1, &gid) })?;
+        // SAFETY: plain syscall.
+        check(unsafe { libc::setgid(gid) })?;
+    }
+    if let Some(uid) = uid {
+        // SAFETY: plain syscall.
+        check(unsafe { libc::setuid(uid) })?;
+    }
+    Ok(())
+}
+
+/// Pins the calling thread to the given CPUs.
+pub fn pin_current_thread(cpus: &[u32]) -> io::Result<()> {
+    // SAFETY: all-zero is a valid, empty cpu_set_t.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        if cpu as usize >= libc::CPU_SETSIZE as usize {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("no CPU {cpu}")));
+        }
+        // SAFETY: index checked against CPU_SETSIZE above.
+        unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+    }
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is the calling thread.
+    check(unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) }).map(drop)
+}
+
+/// What `fork` returned to this process.
+pub enum Forked {
+    Parent { child: u32 },
+    Child,
+}
+
+/// Forks. Must be called while the process has a single thread.
+pub fn fork() -> io::Result<Forked> {
+    // SAFETY: the caller guarantees no other thread exists, so the child inherits a consistent
+    // address space.
+    let pid = check(unsafe { libc::fork() })?;
+    Ok(if pid == 0 { Forked::Child } else { Forked::Parent { child: pid as u32 } })
+}
+
+/// Detaches from the controlling terminal and points stdio at /dev/null.
+pub fn detach() -> io::Result<()> {
+    // SAFETY: plain syscall.
+    check(unsafe { libc::setsid() })?;
+    let null = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null")?;
+    use std::os::fd::AsRawFd;
+    for fd in 0..3 {
+        // SAFETY: both descriptors are open; dup2 atomically replaces stdio.
+        check(unsafe { libc::dup2(null.as_raw_fd(), fd) })?;
+    }
+    Ok(())
+}
+
+/// Sends `sig` to process `pid`.
+pub fn kill(pid: u32, sig: libc::c_int) -> io::Result<()> {
+    // SAFETY: plain syscall.
+    check(unsafe { libc::kill(pid as libc::pid_t, sig) }).map(drop)
+}
+
+/// Takes ownership of an inherited descriptor number (`fd@<n>`), after checking it is open.
+pub fn inherit_fd(fd: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: F_GETFD only reads descriptor flags.
+    check(unsafe { libc::fcntl(fd, libc::F_GETFD) })?;
+    // SAFETY: the descriptor is open and, by the `fd@` contract, handed to this process to own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Duplicates descriptor `target_fd` of process `pid` into this process (Linux >= 5.6,
+/// `pidfd_getfd`). Used by `-sf` to take over the old process's listening sockets, so that
+/// connections waiting in their accept queues are not lost.
+pub fn steal_fd(pid: u32, target_fd: RawFd) -> io::Result<OwnedFd> {
+    const SYS_PIDFD_OPEN: libc::c_long = 434;
+    const SYS_PIDFD_GETFD: libc::c_long = 438;
+    // SAFETY: raw syscalls with integer arguments; the returned descriptors are checked.
+    let pidfd = unsafe { libc::syscall(SYS_PIDFD_OPEN, pid as libc::pid_t, 0) };
+    if pidfd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `pidfd` was just returned open by the kernel and is owned here.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as RawFd) };
+    use std::os::fd::AsRawFd;
+    // SAFETY: as above.
+    let fd = unsafe { libc::syscall(SYS_PIDFD_GETFD, pidfd.as_raw_fd(), target_fd, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor owned by this process.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}

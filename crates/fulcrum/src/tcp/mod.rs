@@ -1,0 +1,148 @@
+//! `mode tcp`: one session from accept to close. Chooses a server through the backend, connects
+//! within `timeout connect` with `retries` (the last one redispatched with `option redispatch`),
+//! then tunnels bytes both ways until both directions are done or a timeout fires.
+//!
+//! Must not touch: accept and limits (the listener), selection policy (backend and balancer).
+
+pub mod tunnel;
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::{TcpSocket, UnixStream};
+
+use crate::backend::{AcquireError, Backend, PickKey, ServerSlot};
+use crate::connection::Stream;
+use crate::counters::Counters;
+use crate::frontend::Frontend;
+use crate::server::Endpoint;
+use tunnel::{TunnelEnd, TunnelTimeouts};
+
+/// How a session ended, in HAProxy's terms (termination state, first two letters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// Normal end.
+    Done,
+    /// No server could be had (`SC`-like: no server, queue full or queue timeout).
+    NoServer(AcquireError),
+    /// Every connection attempt failed (`SC`).
+    ConnectFailed,
+    /// The client left while waiting for a server (`CQ`/`CC`, abortonclose).
+    ClientAborted,
+    Tunnel(TunnelEnd),
+}
+
+/// Everything a TCP session needs to know about where it came from.
+pub struct Accepted {
+    pub client: Stream,
+    pub peer: Option<SocketAddr>,
+    /// The port the client connected to (for servers without a port).
+    pub dst_port: u16,
+}
+
+/// Serves one TCP session to its end.
+pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: Accepted) -> Ending {
+    let key = conn.peer.map(|p| PickKey { client_ip: p.ip() });
+    let connecting = connect_server(be, key, conn.dst_port);
+    let (slot, server) = if be.abortonclose {
+        tokio::select! {
+            r = connecting => match r { Ok(v) => v, Err(e) => return e },
+            _ = client_left(&conn.client) => return Ending::ClientAborted,
+        }
+    } else {
+        match connecting.await {
+            Ok(v) => v,
+            Err(e) => return e,
+        }
+    };
+    let t = tunnel_timeouts(fe, be);
+    let (end, moved) = tunnel::run(&conn.client, &server, t).await;
+    let srv = slot.server();
+    for c in [&fe.counters, &be.counters, &srv.counters] {
+        Counters::add(&c.bytes_in, moved.client_to_server);
+        Counters::add(&c.bytes_out, moved.server_to_client);
+    }
+    drop(slot);
+    if end == TunnelEnd::Done {
+        Ending::Done
+    } else {
+        Ending::Tunnel(end)
+    }
+}
+
+/// HAProxy: once connected, `timeout tunnel` replaces both client and server timeouts.
+fn tunnel_timeouts(fe: &Frontend, be: &Backend) -> TunnelTimeouts {
+    let tunnel = be.timeouts.tunnel;
+    TunnelTimeouts {
+        client: tunnel.or(fe.timeouts.client),
+        server: tunnel.or(be.timeouts.server),
+        client_fin: fe.timeouts.client_fin,
+        server_fin: be.timeouts.server_fin,
+    }
+}
+
+/// Resolves when the client has closed its side (with nothing left to read).
+async fn client_left(client: &Stream) {
+    match client.peer_closed().await {
+        Ok(true) | Err(_) => {}
+        Ok(false) => std::future::pending().await,
+    }
+}
+
+/// Takes a server slot and connects, retrying as `retries` and `option redispatch` say.
+async fn connect_server(
+    be: &Arc<Backend>,
+    key: Option<PickKey>,
+    dst_port: u16,
+) -> Result<(ServerSlot, Stream), Ending> {
+    let mut slot = be.acquire(key, None).await.map_err(Ending::NoServer)?;
+    let mut retries_left = be.retries;
+    loop {
+        let endpoint = slot.server().target.resolve(dst_port);
+        let err = match connect(endpoint, be.timeouts.connect).await {
+            Ok(stream) => return Ok((slot, stream)),
+            Err(e) => e,
+        };
+        Counters::inc(&slot.server().counters.connect_errors);
+        Counters::inc(&be.counters.connect_errors);
+        if retries_left == 0 {
+            return Err(Ending::ConnectFailed);
+        }
+        retries_left -= 1;
+        Counters::inc(&be.counters.retries);
+        if be.redispatch && retries_left == 0 && be.usable_servers() > 1 {
+            // The last retry goes to another server.
+            let failed = slot.index();
+            drop(slot);
+            slot = be.acquire(key, Some(failed)).await.map_err(Ending::NoServer)?;
+            Counters::inc(&be.counters.redispatches);
+        } else if err.kind() != io::ErrorKind::TimedOut {
+            // HAProxy's turn-around: do not hammer a server that just refused.
+            let pause = be.timeouts.connect.unwrap_or(Duration::MAX).min(Duration::from_secs(1));
+            tokio::time::sleep(pause).await;
+        }
+    }
+}
+
+/// Opens a connection to a server within the connect timeout.
+pub async fn connect(endpoint: Endpoint<'_>, timeout: Option<Duration>) -> io::Result<Stream> {
+    let attempt = async {
+        match endpoint {
+            Endpoint::Inet(addr) => {
+                let socket =
+                    if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+                socket.set_nodelay(true)?;
+                Ok(Stream::Tcp(socket.connect(addr).await?))
+            }
+            Endpoint::Unix(path) => Ok(Stream::Unix(UnixStream::connect(path).await?)),
+        }
+    };
+    match timeout {
+        Some(d) => tokio::time::timeout(d, attempt)
+            .await
+            .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "connect timeout"))),
+        None => attempt.await,
+    }
+}

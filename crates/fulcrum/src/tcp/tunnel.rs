@@ -1,0 +1,230 @@
+//! Forwarding bytes both ways between a client and a server until both directions are done.
+//!
+//! One future per session polls both directions and one timer: no extra tasks, no channels.
+//! A direction borrows a pool buffer only while it holds data. End-of-stream on one side is
+//! passed on as a half-close (FIN) to the other side. Inactivity is tracked per side (reading
+//! from it or writing to it counts as activity); the timer is re-armed lazily, only when it
+//! fires early, so busy connections cost no timer operations.
+
+use std::future::{poll_fn, Future};
+use std::io;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::time::{Instant, Sleep};
+
+use crate::connection::{Buf, Stream};
+
+/// Inactivity timeouts of each side, already resolved (`timeout tunnel` applied by the caller).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TunnelTimeouts {
+    pub client: Option<Duration>,
+    pub server: Option<Duration>,
+    /// Replace `client`/`server` once one direction is shut (`timeout client-fin`/`server-fin`).
+    pub client_fin: Option<Duration>,
+    pub server_fin: Option<Duration>,
+}
+
+/// How the tunnel ended; maps onto HAProxy's termination codes (first letter C or S).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TunnelEnd {
+    /// Both directions finished cleanly.
+    Done,
+    ClientTimeout,
+    ServerTimeout,
+    ClientError,
+    ServerError,
+}
+
+/// Bytes moved, for counters.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Moved {
+    pub client_to_server: u64,
+    pub server_to_client: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Client,
+    Server,
+}
+
+/// One direction: bytes read from `from` wait in `buf[start..end]` to be written to `to`.
+#[derive(Default)]
+struct Flow {
+    buf: Option<Buf>,
+    start: usize,
+    end: usize,
+    eof: bool,
+    shut: bool,
+    moved: u64,
+}
+
+/// What one call to `Flow::pump` observed.
+#[derive(Default)]
+struct Activity {
+    read: bool,
+    wrote: bool,
+}
+
+impl Flow {
+    fn done(&self) -> bool {
+        self.shut
+    }
+
+    /// Moves as much as possible without blocking. `Err` carries the side that failed.
+    fn pump(
+        &mut self,
+        from: &Stream,
+        to: &Stream,
+        from_side: Side,
+        cx: &mut Context<'_>,
+        act: &mut Activity,
+    ) -> Result<(), Side> {
+        let to_side = if from_side == Side::Client { Side::Server } else { Side::Client };
+        loop {
+            if self.start < self.end {
+                match to.poll_write_ready(cx) {
+                    Poll::Pending => return Ok(()),
+                    Poll::Ready(Err(_)) => return Err(to_side),
+                    Poll::Ready(Ok(())) => {}
+                }
+                let Some(buf) = self.buf.as_ref() else { return Ok(()) };
+                match to.try_write(&buf[self.start..self.end]) {
+                    Ok(n) => {
+                        self.start += n;
+                        self.moved += n as u64;
+                        act.wrote = true;
+                        if self.start == self.end {
+                            self.start = 0;
+                            self.end = 0;
+                            self.buf = None; // back to the pool while idle
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    Err(_) => return Err(to_side),
+                }
+            } else if self.eof {
+                if !self.shut {
+                    self.shut = true;
+                    if to.shutdown_write().is_err() {
+                        return Err(to_side);
+                    }
+                }
+                return Ok(());
+            } else {
+                match from.poll_read_ready(cx) {
+                    Poll::Pending => return Ok(()),
+                    Poll::Ready(Err(_)) => return Err(from_side),
+                    Poll::Ready(Ok(())) => {}
+                }
+                let buf = self.buf.get_or_insert_with(Buf::take);
+                match from.try_read(buf) {
+                    Ok(0) => {
+                        self.eof = true;
+                        self.buf = None;
+                    }
+                    Ok(n) => {
+                        self.end = n;
+                        act.read = true;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        self.buf = None;
+                        continue;
+                    }
+                    Err(_) => return Err(from_side),
+                }
+            }
+        }
+    }
+}
+
+fn err_end(side: Side) -> TunnelEnd {
+    match side {
+        Side::Client => TunnelEnd::ClientError,
+        Side::Server => TunnelEnd::ServerError,
+    }
+}
+
+/// Forwards until both directions are shut, a side fails, or a side stays inactive too long.
+pub async fn run(client: &Stream, server: &Stream, t: TunnelTimeouts) -> (TunnelEnd, Moved) {
+    let mut c2s = Flow::default();
+    let mut s2c = Flow::default();
+    let start = Instant::now();
+    let mut client_seen = start;
+    let mut server_seen = start;
+    let far = start + Duration::from_secs(86400 * 365);
+    let sleep = tokio::time::sleep_until(far);
+    tokio::pin!(sleep);
+
+    let end = poll_fn(|cx| {
+        let mut a = Activity::default();
+        if let Err(side) = c2s.pump(client, server, Side::Client, cx, &mut a) {
+            return Poll::Ready(err_end(side));
+        }
+        let client_read = a.read;
+        let server_wrote = a.wrote;
+        let mut b = Activity::default();
+        if let Err(side) = s2c.pump(server, client, Side::Server, cx, &mut b) {
+            return Poll::Ready(err_end(side));
+        }
+        if c2s.done() && s2c.done() {
+            return Poll::Ready(TunnelEnd::Done);
+        }
+        if client_read || server_wrote || b.read || b.wrote {
+            let now = Instant::now();
+            if client_read || b.wrote {
+                client_seen = now;
+            }
+            if server_wrote || b.read {
+                server_seen = now;
+            }
+        }
+        let half_closed = c2s.eof || s2c.eof;
+        let (tc, ts) = if half_closed {
+            (t.client_fin.or(t.client), t.server_fin.or(t.server))
+        } else {
+            (t.client, t.server)
+        };
+        poll_deadline(cx, sleep.as_mut(), client_seen, tc, server_seen, ts)
+    })
+    .await;
+    let moved = Moved { client_to_server: c2s.moved, server_to_client: s2c.moved };
+    (end, moved)
+}
+
+/// Arms the timer for the earliest side deadline; reports the side whose deadline has passed.
+fn poll_deadline(
+    cx: &mut Context<'_>,
+    mut sleep: std::pin::Pin<&mut Sleep>,
+    client_seen: Instant,
+    tc: Option<Duration>,
+    server_seen: Instant,
+    ts: Option<Duration>,
+) -> Poll<TunnelEnd> {
+    let dc = tc.map(|d| client_seen + d);
+    let ds = ts.map(|d| server_seen + d);
+    let next = match (dc, ds) {
+        (None, None) => return Poll::Pending,
+        (Some(c), None) => c,
+        (None, Some(s)) => s,
+        (Some(c), Some(s)) => c.min(s),
+    };
+    loop {
+        if next < sleep.deadline() {
+            sleep.as_mut().reset(next);
+        }
+        if sleep.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        let now = Instant::now();
+        if dc.is_some_and(|d| d <= now) {
+            return Poll::Ready(TunnelEnd::ClientTimeout);
+        }
+        if ds.is_some_and(|d| d <= now) {
+            return Poll::Ready(TunnelEnd::ServerTimeout);
+        }
+        // Fired early: activity moved the deadline on since the timer was armed.
+        sleep.as_mut().reset(next);
+    }
+}
