@@ -89,3 +89,70 @@ pub fn full_hash(a: u32) -> u32 {
     a = (a ^ 0xb55a_4f09) ^ (a >> 16);
     a.wrapping_mul(3_221_225_473)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Expected values worked out from HAProxy's C definitions in `src/hash.c` and
+    // `include/haproxy/tools.h` (32-bit unsigned arithmetic, wrapping).
+
+    #[test]
+    fn sdbm_matches_haproxy() {
+        assert_eq!(hash_sdbm(b""), 0);
+        assert_eq!(hash_sdbm(b"a"), 97);
+        // 'b' + 97 * 65599 (the multiplier behind `(h << 6) + (h << 16) - h`).
+        assert_eq!(hash_sdbm(b"ab"), 98 + 97 * 65_599);
+        assert_eq!(hash_sdbm(b"123456789"), 0x68a0_7035);
+        assert_eq!(hash_sdbm(b"/index.html"), 0x3324_2976);
+    }
+
+    #[test]
+    fn djb2_matches_haproxy() {
+        assert_eq!(hash_djb2(b""), 5381);
+        assert_eq!(hash_djb2(b"a"), 5381 * 33 + 97);
+        assert_eq!(hash_djb2(b"123456789"), 0x35cd_bb82);
+        assert_eq!(hash_djb2(b"/index.html"), 0xe114_b9cf);
+    }
+
+    #[test]
+    fn wt6_matches_haproxy() {
+        assert_eq!(hash_wt6(b""), 0xa53c_965a ^ 0x5ca6_953a);
+        assert_eq!(hash_wt6(b"a"), 0x714b_f225);
+        assert_eq!(hash_wt6(b"123456789"), 0x84a1_6c1d);
+        assert_eq!(hash_wt6(b"hello world"), 0x6f46_a0aa);
+    }
+
+    #[test]
+    fn crc32_matches_haproxy_and_the_standard_check_value() {
+        assert_eq!(hash_crc32(b""), 0);
+        assert_eq!(hash_crc32(b"123456789"), 0xcbf4_3926);
+        assert_eq!(hash_crc32(b"a"), 0xe8b7_be43);
+    }
+
+    #[test]
+    fn full_hash_matches_haproxy() {
+        assert_eq!(full_hash(0), 0xab4e_d927);
+        assert_eq!(full_hash(1), 0x3486_81b6);
+        assert_eq!(full_hash(0xdead_beef), 0xfff0_eada);
+    }
+
+    #[test]
+    fn hash_key_applies_the_function_then_the_avalanche() {
+        assert_eq!(hash_key(HashFunction::Sdbm, false, b"/index.html"), 0x3324_2976);
+        assert_eq!(hash_key(HashFunction::Sdbm, true, b"/index.html"), 0xfb63_160c);
+        assert_eq!(hash_key(HashFunction::Djb2, false, b"a"), 5381 * 33 + 97);
+        assert_eq!(hash_key(HashFunction::Wt6, false, b"a"), 0x714b_f225);
+        assert_eq!(hash_key(HashFunction::Crc32, true, b""), full_hash(0));
+    }
+
+    #[test]
+    fn source_hash_xors_big_endian_words_like_get_server_sh() {
+        assert_eq!(source_hash(false, &[10, 0, 0, 1]), 0x0a00_0001);
+        let v6 = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        assert_eq!(source_hash(false, &v6), 0x2001_0db8 ^ 1);
+        assert_eq!(source_hash(true, &[0, 0, 0, 1]), full_hash(1));
+        // Trailing bytes that do not fill a word are ignored, as in HAProxy.
+        assert_eq!(source_hash(false, &[0, 0, 0, 7, 9]), 7);
+    }
+}
