@@ -5,10 +5,23 @@
 //! the typed model, `defaults` applied -> validation. No I/O and no async: the caller reads the
 //! files and passes the environment in, so every stage is testable on strings.
 
+mod args;
+pub mod bind;
+pub mod cond;
 pub mod diag;
+pub mod duration;
+pub mod global;
+pub mod keywords;
+pub mod lexer;
 pub mod model;
+mod proxy;
+pub mod sections;
+pub mod server;
+mod validate;
 
+pub use cond::FEATURES;
 pub use diag::{Diagnostic, Severity};
+pub use global::cpus_for_thread;
 pub use model::*;
 
 /// The HAProxy version whose configuration language and feature set Fulcrum follows.
@@ -37,12 +50,26 @@ pub struct Loaded {
 /// On failure returns every diagnostic found (all errors of all files, not just the first),
 /// warnings included, in the order they were found.
 pub fn load(sources: &[Source], env: EnvLookup<'_>) -> Result<Loaded, Vec<Diagnostic>> {
-    let _ = (sources, env);
-    Err(vec![Diagnostic::alert(None, "configuration parser not written yet")])
+    let mut builder = sections::Builder::new();
+    for source in sources {
+        let (lines, errors) = lexer::lex_source(&source.name, &source.text, env);
+        for (span, msg) in errors {
+            builder.diags.list.push(Diagnostic::alert(Some(span), msg));
+        }
+        let lines = cond::filter(lines, env, &mut builder.diags.list);
+        builder.feed_file(&lines);
+    }
+    let (config, mut diags) = builder.finish();
+    validate::validate(&config, &mut diags.list);
+    if diags.has_errors() {
+        Err(diags.list)
+    } else {
+        Ok(Loaded { config, diagnostics: diags.list })
+    }
 }
 
 /// Evaluates one `.if` condition, as `haproxy -cc '<cond>'` does.
 pub fn eval_condition(expr: &str, env: EnvLookup<'_>) -> Result<bool, String> {
-    let _ = (expr, env);
-    Err("not written yet".into())
+    let words = lexer::split_words(expr, env)?;
+    cond::eval(&words.join(" "), env)
 }

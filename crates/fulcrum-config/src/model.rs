@@ -196,7 +196,9 @@ pub enum Balance {
     /// Hash of the client's source address.
     Source,
     /// `random[(<draws>)]`: pick the least loaded of `draws` random servers (default 2).
-    Random { draws: u32 },
+    Random {
+        draws: u32,
+    },
 }
 
 /// `hash-type <method> [<function>] [avalanche]`.

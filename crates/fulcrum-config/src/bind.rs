@@ -1,0 +1,243 @@
+//! `bind` lines: listening address forms (`:80`, `*:80`, `ip:port`, `[v6]:port`, `:::80`,
+//! `ipv4@`/`ipv6@`, `unix@/path`, `/path`, `fd@<n>`, port ranges, comma lists) and the bind
+//! options Fulcrum supports (`name`, `backlog`, `v4v6`, `maxconn`).
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::PathBuf;
+
+use crate::args::{parse_u32, Diags};
+use crate::keywords;
+use crate::lexer::Line;
+use crate::model::{Bind, BindAddr};
+
+/// Address families a `bind` or `server` may be restricted to by its prefix.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Any,
+    V4,
+    V6,
+}
+
+/// Splits a `<family>@` prefix off an address. Returns `Err(prefix)` for families Fulcrum
+/// does not support yet (`abns@`, `udp@`, `quic4@`, `sockpair@`...).
+pub fn strip_family(addr: &str) -> Result<(Family, &str), String> {
+    let Some((prefix, rest)) = addr.split_once('@') else {
+        return Ok((Family::Any, addr));
+    };
+    match prefix {
+        "ipv4" | "tcp4" => Ok((Family::V4, rest)),
+        "ipv6" | "tcp6" => Ok((Family::V6, rest)),
+        "tcp" => Ok((Family::Any, rest)),
+        _ => Err(format!("{prefix}@")),
+    }
+}
+
+/// Parses a `bind` line of proxy `section` (its keyword, for messages).
+pub fn parse_bind(line: &Line, section: &str, diags: &mut Diags) -> Option<Bind> {
+    let spec = line.arg(1);
+    if spec.is_empty() {
+        diags.alert(
+            line,
+            "'bind' expects {<path>|[addr1]:port1[-end1]}{,[addr]:port[-end]}... as arguments.",
+        );
+        return None;
+    }
+    let mut addrs = Vec::new();
+    for part in spec.split(',') {
+        match parse_bind_addr(part) {
+            Ok(list) => addrs.extend(list),
+            Err(msg) => {
+                diags.alert(line, format!("'bind' : {msg}"));
+                return None;
+            }
+        }
+    }
+    let mut bind = Bind {
+        span: line.span.clone(),
+        addrs,
+        name: None,
+        backlog: None,
+        v4v6: false,
+        maxconn: None,
+    };
+    bind_options(line, section, &mut bind, diags).map(|()| bind)
+}
+
+fn bind_options(line: &Line, section: &str, bind: &mut Bind, diags: &mut Diags) -> Option<()> {
+    let prefix = format!("'bind {}' in section '{section}'", line.arg(1));
+    let mut i = 2;
+    while i < line.words.len() {
+        let opt = line.arg(i);
+        let val = line.arg(i + 1);
+        let status = keywords::find(keywords::BIND_OPTIONS, opt).map(|k| k.status);
+        let number = |what: &str, diags: &mut Diags| {
+            let v = parse_u32(val);
+            if v.is_none() {
+                diags.alert(
+                    line,
+                    format!("{prefix} : '{opt}' : {what} expects an integer argument, got '{val}'"),
+                );
+            }
+            v
+        };
+        match (opt, status) {
+            ("v4v6", _) => bind.v4v6 = true,
+            ("name", _) if val.is_empty() => {
+                diags.alert(line, format!("{prefix} : 'name' : missing name"));
+                return None;
+            }
+            ("name", _) => bind.name = Some(val.to_string()),
+            ("backlog", _) => bind.backlog = Some(number("backlog", diags)?),
+            ("maxconn", _) => bind.maxconn = Some(number("maxconn", diags)?),
+            (_, None) => {
+                diags.alert(line, format!("{prefix}: unknown keyword '{opt}'."));
+                return None;
+            }
+            (_, Some(_)) => {
+                diags.alert(line, format!("{prefix}: '{opt}' is not supported yet"));
+                return None;
+            }
+        }
+        i += if opt == "v4v6" { 1 } else { 2 };
+    }
+    Some(())
+}
+
+/// Parses one address of a bind list; a port range gives one address per port.
+pub fn parse_bind_addr(text: &str) -> Result<Vec<BindAddr>, String> {
+    if let Some(fd) = text.strip_prefix("fd@") {
+        return match fd.parse::<i32>() {
+            Ok(n) if n >= 0 => Ok(vec![BindAddr::Fd(n)]),
+            _ => Err(format!("file descriptor '{fd}' is not a valid integer in '{text}'")),
+        };
+    }
+    if let Some(path) = text.strip_prefix("unix@").or(text.starts_with('/').then_some(text)) {
+        if path.is_empty() {
+            return Err(format!("missing path in '{text}'"));
+        }
+        return Ok(vec![BindAddr::Unix(PathBuf::from(path))]);
+    }
+    let (family, rest) = strip_family(text)
+        .map_err(|p| format!("address family '{p}' is not supported yet in '{text}'"))?;
+    let (host, port) =
+        split_host_port(rest).ok_or_else(|| format!("missing port specification in '{text}'"))?;
+    let ip =
+        bind_ip(host, family).ok_or_else(|| format!("invalid address: '{host}' in '{text}'"))?;
+    let (lo, hi) = port_range(port)?;
+    Ok((lo..=hi).map(|p| BindAddr::Inet(SocketAddr::new(ip, p))).collect())
+}
+
+/// Splits `host:port` / `[v6]:port` at the last colon; `None` when there is no port part.
+pub fn split_host_port(text: &str) -> Option<(&str, &str)> {
+    if let Some(inner) = text.strip_prefix('[') {
+        let (host, after) = inner.split_once(']')?;
+        return Some((host, after.strip_prefix(':')?));
+    }
+    text.rsplit_once(':')
+}
+
+fn bind_ip(host: &str, family: Family) -> Option<IpAddr> {
+    let ip = match host {
+        "" | "*" if family == Family::V6 => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+        "" | "*" => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        _ => host.parse().ok()?,
+    };
+    match (family, ip) {
+        (Family::V4, IpAddr::V6(_)) | (Family::V6, IpAddr::V4(_)) => None,
+        _ => Some(ip),
+    }
+}
+
+fn port_range(text: &str) -> Result<(u16, u16), String> {
+    let port = |p: &str| p.parse::<u16>().ok().filter(|&p| p > 0);
+    match text.split_once('-') {
+        None => port(text).map(|p| (p, p)).ok_or_else(|| format!("invalid port '{text}'")),
+        Some((a, b)) => match (port(a), port(b)) {
+            (Some(a), Some(b)) if a <= b => Ok((a, b)),
+            _ => Err(format!("invalid port range '{text}'")),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lexer::lex_source;
+
+    fn inet(s: &str) -> BindAddr {
+        BindAddr::Inet(s.parse().expect("socket addr"))
+    }
+
+    fn addrs(s: &str) -> Vec<BindAddr> {
+        parse_bind_addr(s).expect("parses")
+    }
+
+    #[test]
+    fn address_forms() {
+        assert_eq!(addrs(":80"), [inet("0.0.0.0:80")]);
+        assert_eq!(addrs("*:80"), [inet("0.0.0.0:80")]);
+        assert_eq!(addrs("10.0.0.1:8080"), [inet("10.0.0.1:8080")]);
+        assert_eq!(addrs("[::1]:443"), [inet("[::1]:443")]);
+        assert_eq!(addrs(":::80"), [inet("[::]:80")]);
+        assert_eq!(addrs("ipv6@:80"), [inet("[::]:80")]);
+        assert_eq!(addrs("ipv4@127.0.0.1:80"), [inet("127.0.0.1:80")]);
+        assert_eq!(addrs("unix@/run/x.sock"), [BindAddr::Unix("/run/x.sock".into())]);
+        assert_eq!(addrs("/run/y.sock"), [BindAddr::Unix("/run/y.sock".into())]);
+        assert_eq!(addrs("fd@3"), [BindAddr::Fd(3)]);
+        assert_eq!(
+            addrs("127.0.0.1:8000-8002"),
+            [inet("127.0.0.1:8000"), inet("127.0.0.1:8001"), inet("127.0.0.1:8002")]
+        );
+    }
+
+    #[test]
+    fn address_errors() {
+        let e = |s: &str| parse_bind_addr(s).expect_err(s);
+        assert_eq!(e("1.2.3.4"), "missing port specification in '1.2.3.4'");
+        assert_eq!(e(":70000"), "invalid port '70000'");
+        assert_eq!(e(":0"), "invalid port '0'");
+        assert_eq!(e(":8000-7999"), "invalid port range '8000-7999'");
+        assert_eq!(e("bogus:80"), "invalid address: 'bogus' in 'bogus:80'");
+        assert_eq!(e("ipv4@::1:80"), "invalid address: '::1' in 'ipv4@::1:80'");
+        assert_eq!(e("fd@x"), "file descriptor 'x' is not a valid integer in 'fd@x'");
+        assert_eq!(e("abns@foo"), "address family 'abns@' is not supported yet in 'abns@foo'");
+    }
+
+    fn bind(text: &str) -> (Option<Bind>, Vec<String>) {
+        let (lines, _) = lex_source("b.cfg", text, &|_| None);
+        let mut d = Diags::default();
+        let b = parse_bind(&lines[0], "frontend", &mut d);
+        (b, d.list.iter().map(|d| d.message.clone()).collect())
+    }
+
+    #[test]
+    fn lists_and_options() {
+        let (b, d) = bind("bind :80,:81,10.0.0.1:82 name web backlog 100 v4v6 maxconn 50");
+        assert!(d.is_empty(), "{d:?}");
+        let b = b.expect("bind");
+        assert_eq!(b.addrs, [inet("0.0.0.0:80"), inet("0.0.0.0:81"), inet("10.0.0.1:82")]);
+        assert_eq!(
+            (b.name.as_deref(), b.backlog, b.v4v6, b.maxconn),
+            (Some("web"), Some(100), true, Some(50))
+        );
+    }
+
+    #[test]
+    fn option_errors() {
+        assert_eq!(
+            bind("bind :80 ssl crt x").1,
+            ["'bind :80' in section 'frontend': 'ssl' is not supported yet"]
+        );
+        assert_eq!(
+            bind("bind :80 bogus").1,
+            ["'bind :80' in section 'frontend': unknown keyword 'bogus'."]
+        );
+        assert_eq!(
+            bind("bind :80 name").1,
+            ["'bind :80' in section 'frontend' : 'name' : missing name"]
+        );
+        assert_eq!(bind("bind :80 backlog x").1.len(), 1);
+        assert_eq!(bind("bind 1.2.3.4").1, ["'bind' : missing port specification in '1.2.3.4'"]);
+        assert!(bind("bind").1[0].starts_with("'bind' expects {<path>"));
+    }
+}

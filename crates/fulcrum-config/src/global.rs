@@ -1,0 +1,320 @@
+//! The `global` section: `daemon`, `nbthread`, `maxconn`, `pidfile`, `cpu-map`, `ulimit-n`,
+//! `user`/`uid`, `group`/`gid`, plus [`cpus_for_thread`], which resolves the `cpu-map` lines
+//! to the CPUs one worker thread is pinned to.
+
+use std::path::PathBuf;
+
+use crate::args::{int_arg, no_extra, parse_u32, parse_u64, Diags};
+use crate::keywords::{self, Status};
+use crate::lexer::Line;
+use crate::model::{CpuMap, Global, UserSpec};
+
+/// Largest thread count, as HAProxy's MAX_THREADS on 64-bit builds.
+pub const MAX_THREADS: u32 = 64;
+/// Largest CPU number + 1 that `cpu-map` accepts (HAProxy: 0 to 1023).
+pub const MAX_CPUS: u32 = 1024;
+
+const CPU_MAP_USAGE: &str = "cpu-map expects a process number  ('all', 'odd', 'even', a number from 1 to 64 or a range),  followed by a list of CPU ranges with numbers from 0 to 63.";
+
+/// Parses one line of a `global` section into `g`.
+pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
+    let kw = line.arg(0);
+    let Some(entry) = keywords::find(keywords::GLOBAL, kw) else {
+        diags.alert(line, format!("unknown keyword '{kw}' in 'global' section"));
+        return;
+    };
+    match entry.status {
+        Status::NotYet => return diags.alert(line, format!("'{kw}' is not supported yet")),
+        Status::Obsolete(why) => return diags.alert(line, why),
+        Status::Supported | Status::Partial(_) => {}
+    }
+    match kw {
+        "daemon" => {
+            if no_extra(line, 1, kw, diags) {
+                g.daemon = true;
+            }
+        }
+        "nbthread" => nbthread(line, g, diags),
+        "maxconn" => {
+            if let Some(v) = int_arg(line, 1, kw, diags) {
+                g.maxconn = Some(v);
+            }
+            no_extra(line, 2, kw, diags);
+        }
+        "ulimit-n" => match parse_u64(line.arg(1)) {
+            Some(v) if no_extra(line, 2, kw, diags) => g.ulimit_n = Some(v),
+            Some(_) => {}
+            None => diags.alert(line, format!("'{kw}' expects an integer argument.")),
+        },
+        "pidfile" => {
+            if line.arg(1).is_empty() {
+                diags.alert(line, "'pidfile' expects a file name as an argument.");
+            } else if no_extra(line, 2, kw, diags) {
+                g.pidfile = Some(PathBuf::from(line.arg(1)));
+            }
+        }
+        "user" | "group" | "uid" | "gid" => user_group(line, g, diags),
+        "cpu-map" => {
+            if let Some(m) = parse_cpu_map(line, diags) {
+                g.cpu_map.push(m);
+            }
+        }
+        _ => diags.alert(line, format!("'{kw}' is not supported yet")),
+    }
+}
+
+fn nbthread(line: &Line, g: &mut Global, diags: &mut Diags) {
+    let arg = line.arg(1);
+    match parse_u32(arg) {
+        None => diags.alert(
+            line,
+            format!("'nbthread' passed a missing or unparsable integer value in '{arg}'"),
+        ),
+        Some(n) if !(1..=MAX_THREADS).contains(&n) => diags
+            .alert(line, format!("'nbthread' value must be between 1 and {MAX_THREADS} (was {n})")),
+        Some(n) => {
+            if no_extra(line, 2, "nbthread", diags) {
+                g.nbthread = Some(n);
+            }
+        }
+    }
+}
+
+fn user_group(line: &Line, g: &mut Global, diags: &mut Diags) {
+    let kw = line.arg(0);
+    let arg = line.arg(1);
+    if arg.is_empty() {
+        return diags.alert(line, format!("'{kw}' expects an argument."));
+    }
+    if !no_extra(line, 2, kw, diags) {
+        return;
+    }
+    let spec = match kw {
+        "user" | "group" => UserSpec::Name(arg.to_string()),
+        _ => match parse_u32(arg) {
+            Some(id) => UserSpec::Id(id),
+            None => {
+                let named = if kw == "uid" { "user" } else { "group" };
+                return diags.alert(
+                    line,
+                    format!("{kw}: string '{arg}' is not a number. You might want to use the '{named}' parameter to use a system {named} name."),
+                );
+            }
+        },
+    };
+    let slot = if kw == "user" || kw == "uid" { &mut g.user } else { &mut g.group };
+    if slot.is_some() {
+        diags.warning(line, format!("'{kw}' already specified, the last one is used."));
+    }
+    *slot = Some(spec);
+}
+
+/// Parses a set of numbers: `all`, `odd`, `even`, or comma-separated `N` / `N-M` ranges
+/// within `lo..=hi`. `all`/`odd`/`even` cover `1..=hi`.
+fn parse_set(text: &str, lo: u32, hi: u32) -> Option<Vec<u32>> {
+    let all: Box<dyn Fn(u32) -> bool> = match text {
+        "all" => Box::new(|_| true),
+        "odd" => Box::new(|n| n % 2 == 1),
+        "even" => Box::new(|n| n % 2 == 0),
+        _ => return parse_ranges(text, lo, hi),
+    };
+    Some((1..=hi).filter(|&n| all(n)).collect())
+}
+
+fn parse_ranges(text: &str, lo: u32, hi: u32) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    for part in text.split(',') {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (parse_u32(a)?, parse_u32(b)?),
+            None => (parse_u32(part)?, parse_u32(part)?),
+        };
+        let (a, b) = (a.min(b), a.max(b));
+        if a < lo || b > hi {
+            return None;
+        }
+        out.extend(a..=b);
+    }
+    out.sort_unstable();
+    out.dedup();
+    Some(out)
+}
+
+/// Parses `cpu-map [auto:]<process-set>[/<thread-set>] <cpu-set>...`. Returns `None` when the
+/// line was refused (reported) or does not apply to process 1 (reported as a warning).
+pub fn parse_cpu_map(line: &Line, diags: &mut Diags) -> Option<CpuMap> {
+    let spec = line.arg(1);
+    let (auto, spec) = match spec.strip_prefix("auto:") {
+        Some(rest) => (true, rest),
+        None => (false, spec),
+    };
+    let (proc_text, thread_text) = match spec.split_once('/') {
+        Some((p, t)) => (p, Some(t)),
+        None => (spec, None),
+    };
+    let procs = parse_set(proc_text, 1, MAX_THREADS);
+    let threads = thread_text.map(|t| parse_set(t, 1, MAX_THREADS));
+    let (Some(procs), false, true) = (procs, matches!(threads, Some(None)), line.words.len() > 2)
+    else {
+        diags.alert(line, CPU_MAP_USAGE);
+        return None;
+    };
+    let threads = threads.flatten();
+    let cpus = cpu_sets(line, diags)?;
+    let unit_count = threads.as_ref().map_or(procs.len(), Vec::len);
+    if auto && unit_count != cpus.len() {
+        diags.alert(
+            line,
+            "cpu-map : PROC/THREAD range and CPU sets must have the same size to be automatically bound",
+        );
+        return None;
+    }
+    if !procs.contains(&1) {
+        diags.warning(line, format!("cpu-map : process set '{proc_text}' does not include process 1, the only process (nbproc is gone); line ignored."));
+        return None;
+    }
+    let (auto, cpus) = match (&threads, auto) {
+        // A process-level `auto:` mapping gives process 1 the first CPU of the set.
+        (None, true) => (false, vec![cpus[0]]),
+        _ => (auto, cpus),
+    };
+    let threads = if !auto && thread_text == Some("all") { None } else { threads };
+    Some(CpuMap { span: line.span.clone(), auto, threads, cpus })
+}
+
+fn cpu_sets(line: &Line, diags: &mut Diags) -> Option<Vec<u32>> {
+    let mut cpus = Vec::new();
+    for word in &line.words[2..] {
+        match parse_ranges(word, 0, u32::MAX) {
+            None => {
+                diags.alert(line, format!("cpu-map : '{word}' is not a CPU range."));
+                return None;
+            }
+            Some(set) if set.last().is_some_and(|&c| c >= MAX_CPUS) => {
+                let max = MAX_CPUS - 1;
+                diags.alert(line, format!("cpu-map : supports CPU numbers from 0 to {max}."));
+                return None;
+            }
+            Some(set) => cpus.extend(set),
+        }
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Some(cpus)
+}
+
+/// The CPUs worker thread `thread` (1-based) of `nbthread` is pinned to, or `None` when no
+/// `cpu-map` line applies to it. Later lines override earlier ones; an `auto:` line maps its
+/// threads to its CPUs one to one, in ascending order; a line without a thread set applies to
+/// every thread.
+pub fn cpus_for_thread(cpu_map: &[CpuMap], thread: u32, nbthread: u32) -> Option<Vec<u32>> {
+    if thread == 0 || thread > nbthread {
+        return None;
+    }
+    let mut result = None;
+    for m in cpu_map {
+        match (&m.threads, m.auto) {
+            (None, false) => result = Some(m.cpus.clone()),
+            (None, true) => result = m.cpus.first().map(|&c| vec![c]),
+            (Some(ts), false) if ts.contains(&thread) => result = Some(m.cpus.clone()),
+            (Some(ts), true) => {
+                if let Some(pos) = ts.iter().position(|&t| t == thread) {
+                    result = m.cpus.get(pos).map(|&c| vec![c]);
+                }
+            }
+            _ => {}
+        }
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lexer::lex_source;
+
+    fn parse(text: &str) -> (Global, Vec<String>) {
+        let (lines, _) = lex_source("g.cfg", text, &|_| None);
+        let mut g = Global::default();
+        let mut d = Diags::default();
+        for l in &lines {
+            parse_line(l, &mut g, &mut d);
+        }
+        (g, d.list.iter().map(|d| d.message.clone()).collect())
+    }
+
+    fn map(text: &str) -> Vec<CpuMap> {
+        let (g, d) = parse(text);
+        assert!(d.is_empty(), "{d:?}");
+        g.cpu_map
+    }
+
+    #[test]
+    fn cpu_map_forms() {
+        let m = map("cpu-map 1 0");
+        assert_eq!((m[0].auto, m[0].threads.clone(), m[0].cpus.clone()), (false, None, vec![0]));
+        let m = map("cpu-map auto:1/1-4 0-3");
+        assert_eq!((m[0].auto, m[0].threads.clone()), (true, Some(vec![1, 2, 3, 4])));
+        assert_eq!(m[0].cpus, [0, 1, 2, 3]);
+        let m = map("cpu-map 1/1,3-4 0 2 4-5");
+        assert_eq!(m[0].threads, Some(vec![1, 3, 4]));
+        assert_eq!(m[0].cpus, [0, 2, 4, 5]);
+        let m = map("cpu-map all/all 3-1");
+        assert_eq!((m[0].threads.clone(), m[0].cpus.clone()), (None, vec![1, 2, 3]));
+        assert_eq!(map("cpu-map odd/2 1")[0].threads, Some(vec![2]));
+    }
+
+    #[test]
+    fn cpu_map_errors() {
+        let (g, d) = parse("cpu-map auto:1/1-4 0-2\ncpu-map 1\ncpu-map 1 x\ncpu-map 1/1 5000\ncpu-map 1/65 0\ncpu-map 2 0");
+        assert!(g.cpu_map.is_empty());
+        assert!(
+            d[0].starts_with("cpu-map : PROC/THREAD range and CPU sets must have the same size")
+        );
+        assert_eq!(d[1], CPU_MAP_USAGE);
+        assert_eq!(d[2], "cpu-map : 'x' is not a CPU range.");
+        assert_eq!(d[3], "cpu-map : supports CPU numbers from 0 to 1023.");
+        assert_eq!(d[4], CPU_MAP_USAGE);
+        assert!(d[5].contains("does not include process 1"), "{}", d[5]);
+    }
+
+    #[test]
+    fn thread_pinning() {
+        let m = map("cpu-map 1 0-7\ncpu-map auto:1/1-4 4-7\ncpu-map 1/2 9");
+        assert_eq!(cpus_for_thread(&m, 1, 8), Some(vec![4]));
+        assert_eq!(cpus_for_thread(&m, 2, 8), Some(vec![9]), "later line wins");
+        assert_eq!(cpus_for_thread(&m, 4, 8), Some(vec![7]));
+        assert_eq!(cpus_for_thread(&m, 5, 8), Some((0..8).collect()));
+        assert_eq!(cpus_for_thread(&m, 9, 8), None, "beyond nbthread");
+        assert_eq!(cpus_for_thread(&m, 0, 8), None);
+        assert_eq!(cpus_for_thread(&[], 1, 8), None);
+        let m = map("cpu-map 1/1-2 3");
+        assert_eq!(cpus_for_thread(&m, 3, 4), None);
+        let m = map("cpu-map auto:1 5");
+        assert_eq!(cpus_for_thread(&m, 3, 4), Some(vec![5]));
+    }
+
+    #[test]
+    fn scalar_keywords() {
+        let (g, d) = parse("daemon\nnbthread 4\nmaxconn 5000\npidfile /run/f.pid\nulimit-n 100000\nuser haproxy\ngid 99");
+        assert!(d.is_empty(), "{d:?}");
+        assert!(g.daemon);
+        assert_eq!((g.nbthread, g.maxconn, g.ulimit_n), (Some(4), Some(5000), Some(100000)));
+        assert_eq!(g.pidfile, Some(PathBuf::from("/run/f.pid")));
+        assert_eq!(g.user, Some(UserSpec::Name("haproxy".into())));
+        assert_eq!(g.group, Some(UserSpec::Id(99)));
+    }
+
+    #[test]
+    fn scalar_errors() {
+        let (_, d) =
+            parse("nbthread 0\nnbthread x\nmaxconn\ndaemon x\nuid x\nnbproc 2\nfoo\nlua-load x");
+        assert_eq!(d[0], "'nbthread' value must be between 1 and 64 (was 0)");
+        assert_eq!(d[1], "'nbthread' passed a missing or unparsable integer value in 'x'");
+        assert_eq!(d[2], "'maxconn' expects an integer argument.");
+        assert_eq!(d[3], "'daemon' cannot handle unexpected argument 'x'.");
+        assert!(d[4].starts_with("uid: string 'x' is not a number."));
+        assert!(d[5].starts_with("nbproc is not supported any more since HAProxy 2.5."));
+        assert_eq!(d[6], "unknown keyword 'foo' in 'global' section");
+        assert_eq!(d[7], "'lua-load' is not supported yet");
+    }
+}

@@ -1,0 +1,704 @@
+//! The keyword table: every HAProxy 2.6 keyword Fulcrum knows about (from the 2.6 manual: §3
+//! global keywords, §4.1 proxy keyword matrix, §5.1 bind and §5.2 server options), with the
+//! sections it is allowed in and Fulcrum's support status. It drives the "not supported yet" /
+//! "unknown keyword" messages, the section-placement checks and `docs/compat.md`.
+
+/// How far Fulcrum supports a keyword.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Supported,
+    /// Supported with the limits described.
+    Partial(&'static str),
+    /// HAProxy knows it; Fulcrum refuses it with "is not supported yet".
+    NotYet,
+    /// HAProxy 2.6 itself refuses it; the text is HAProxy's explanation.
+    Obsolete(&'static str),
+}
+
+/// Section bits of the proxy keyword matrix.
+pub const D: u8 = 1;
+pub const F: u8 = 2;
+pub const L: u8 = 4;
+pub const B: u8 = 8;
+
+/// One keyword: its name (several words for `option x`, `timeout x`, `stats uri`...), the
+/// proxy sections it is allowed in (0 for non-proxy tables) and its status.
+#[derive(Clone, Copy, Debug)]
+pub struct Keyword {
+    pub name: &'static str,
+    pub sections: u8,
+    pub status: Status,
+}
+
+use Status::*;
+
+const fn p(name: &'static str, sections: u8, status: Status) -> Keyword {
+    Keyword { name, sections, status }
+}
+
+const fn g(name: &'static str, status: Status) -> Keyword {
+    Keyword { name, sections: 0, status }
+}
+
+/// Sections HAProxy 2.6 knows besides the proxies and `global`.
+pub const OTHER_SECTIONS: &[&str] = &[
+    "cache",
+    "fcgi-app",
+    "http-errors",
+    "mailers",
+    "peers",
+    "program",
+    "resolvers",
+    "ring",
+    "userlist",
+];
+
+/// HAProxy 2.6's `global` keywords (manual §3).
+pub static GLOBAL: &[Keyword] = &[
+    g("51degrees-cache-size", NotYet),
+    g("51degrees-data-file", NotYet),
+    g("51degrees-property-name-list", NotYet),
+    g("51degrees-property-separator", NotYet),
+    g("ca-base", NotYet),
+    g("chroot", NotYet),
+    g("cluster-secret", NotYet),
+    g("cpu-map", Partial("process set must include process 1 (no nbproc)")),
+    g("crt-base", NotYet),
+    g("daemon", Supported),
+    g("default-path", NotYet),
+    g("description", NotYet),
+    g("deviceatlas-json-file", NotYet),
+    g("deviceatlas-log-level", NotYet),
+    g("deviceatlas-properties-cookie", NotYet),
+    g("deviceatlas-separator", NotYet),
+    g("expose-experimental-directives", NotYet),
+    g("external-check", NotYet),
+    g("fd-hard-limit", NotYet),
+    g("gid", Supported),
+    g("grace", NotYet),
+    g("group", Supported),
+    g("h1-accept-payload-with-any-method", NotYet),
+    g("h1-case-adjust", NotYet),
+    g("h1-case-adjust-file", NotYet),
+    g("h2-workaround-bogus-websocket-clients", NotYet),
+    g("hard-stop-after", NotYet),
+    g("httpclient.resolvers.id", NotYet),
+    g("httpclient.resolvers.prefer", NotYet),
+    g("httpclient.ssl.ca-file", NotYet),
+    g("httpclient.ssl.verify", NotYet),
+    g("insecure-fork-wanted", NotYet),
+    g("insecure-setuid-wanted", NotYet),
+    g("issuers-chain-path", NotYet),
+    g("localpeer", NotYet),
+    g("log", NotYet),
+    g("log-send-hostname", NotYet),
+    g("log-tag", NotYet),
+    g("lua-load", NotYet),
+    g("lua-load-per-thread", NotYet),
+    g("lua-prepend-path", NotYet),
+    g("mworker-max-reloads", NotYet),
+    g("nbthread", Supported),
+    g("node", NotYet),
+    g("numa-cpu-mapping", NotYet),
+    g("pidfile", Supported),
+    g("pp2-never-send-local", NotYet),
+    g("presetenv", NotYet),
+    g("resetenv", NotYet),
+    g("set-dumpable", NotYet),
+    g("set-var", NotYet),
+    g("setenv", NotYet),
+    g("ssl-default-bind-ciphers", NotYet),
+    g("ssl-default-bind-ciphersuites", NotYet),
+    g("ssl-default-bind-curves", NotYet),
+    g("ssl-default-bind-options", NotYet),
+    g("ssl-default-server-ciphers", NotYet),
+    g("ssl-default-server-ciphersuites", NotYet),
+    g("ssl-default-server-options", NotYet),
+    g("ssl-dh-param-file", NotYet),
+    g("ssl-propquery", NotYet),
+    g("ssl-provider", NotYet),
+    g("ssl-provider-path", NotYet),
+    g("ssl-server-verify", NotYet),
+    g("ssl-skip-self-issued-ca", NotYet),
+    g("stats", NotYet),
+    g("strict-limits", NotYet),
+    g("uid", Supported),
+    g("ulimit-n", Supported),
+    g("unix-bind", NotYet),
+    g("unsetenv", NotYet),
+    g("user", Supported),
+    g("wurfl-cache-size", NotYet),
+    g("wurfl-data-file", NotYet),
+    g("wurfl-information-list", NotYet),
+    g("wurfl-information-list-separator", NotYet),
+    g("busy-polling", NotYet),
+    g("max-spread-checks", NotYet),
+    g("maxcompcpuusage", NotYet),
+    g("maxcomprate", NotYet),
+    g("maxconn", Supported),
+    g("maxconnrate", NotYet),
+    g("maxpipes", NotYet),
+    g("maxsessrate", NotYet),
+    g("maxsslconn", NotYet),
+    g("maxsslrate", NotYet),
+    g("maxzlibmem", NotYet),
+    g("no-memory-trimming", NotYet),
+    g("noepoll", NotYet),
+    g("noevports", NotYet),
+    g("nogetaddrinfo", NotYet),
+    g("nokqueue", NotYet),
+    g("nopoll", NotYet),
+    g("noreuseport", NotYet),
+    g("nosplice", NotYet),
+    g("profiling.tasks", NotYet),
+    g("server-state-base", NotYet),
+    g("server-state-file", NotYet),
+    g("spread-checks", NotYet),
+    g("ssl-engine", NotYet),
+    g("ssl-mode-async", NotYet),
+    g("tune.buffers.limit", NotYet),
+    g("tune.buffers.reserve", NotYet),
+    g("tune.bufsize", NotYet),
+    g("tune.comp.maxlevel", NotYet),
+    g("tune.fail-alloc", NotYet),
+    g("tune.fd.edge-triggered", NotYet),
+    g("tune.h2.header-table-size", NotYet),
+    g("tune.h2.initial-window-size", NotYet),
+    g("tune.h2.max-concurrent-streams", NotYet),
+    g("tune.http.cookielen", NotYet),
+    g("tune.http.logurilen", NotYet),
+    g("tune.http.maxhdr", NotYet),
+    g("tune.idle-pool.shared", NotYet),
+    g("tune.idletimer", NotYet),
+    g("tune.lua.forced-yield", NotYet),
+    g("tune.lua.maxmem", NotYet),
+    g("tune.lua.service-timeout", NotYet),
+    g("tune.lua.session-timeout", NotYet),
+    g("tune.lua.task-timeout", NotYet),
+    g("tune.maxaccept", NotYet),
+    g("tune.maxpollevents", NotYet),
+    g("tune.maxrewrite", NotYet),
+    g("tune.pattern.cache-size", NotYet),
+    g("tune.peers.max-updates-at-once", NotYet),
+    g("tune.pipesize", NotYet),
+    g("tune.pool-high-fd-ratio", NotYet),
+    g("tune.pool-low-fd-ratio", NotYet),
+    g("tune.quic.frontend.conn-tx-buffers.limit", NotYet),
+    g("tune.quic.frontend.max-idle-timeout", NotYet),
+    g("tune.quic.frontend.max-streams-bidi", NotYet),
+    g("tune.quic.retry-threshold", NotYet),
+    g("tune.rcvbuf.client", NotYet),
+    g("tune.rcvbuf.server", NotYet),
+    g("tune.recv_enough", NotYet),
+    g("tune.runqueue-depth", NotYet),
+    g("tune.sched.low-latency", NotYet),
+    g("tune.sndbuf.client", NotYet),
+    g("tune.sndbuf.server", NotYet),
+    g("tune.ssl.cachesize", NotYet),
+    g("tune.ssl.capture-buffer-size", NotYet),
+    g("tune.ssl.capture-cipherlist-size", NotYet),
+    g("tune.ssl.default-dh-param", NotYet),
+    g("tune.ssl.force-private-cache", NotYet),
+    g("tune.ssl.hard-maxrecord", NotYet),
+    g("tune.ssl.keylog", NotYet),
+    g("tune.ssl.lifetime", NotYet),
+    g("tune.ssl.maxrecord", NotYet),
+    g("tune.ssl.ssl-ctx-cache-size", NotYet),
+    g("tune.vars.global-max-size", NotYet),
+    g("tune.vars.proc-max-size", NotYet),
+    g("tune.vars.reqres-max-size", NotYet),
+    g("tune.vars.sess-max-size", NotYet),
+    g("tune.vars.txn-max-size", NotYet),
+    g("tune.zlib.memlevel", NotYet),
+    g("tune.zlib.windowsize", NotYet),
+    g("quiet", NotYet),
+    g("zero-warning", NotYet),
+    g("master-worker", NotYet),
+    g("nbproc", Obsolete("nbproc is not supported any more since HAProxy 2.5. Threads will automatically be used on multi-processor machines if available.")),
+];
+
+/// HAProxy 2.6's proxy keywords (manual §4.1 matrix), plus the legacy timeouts Fulcrum accepts.
+pub static PROXY: &[Keyword] = &[
+    p("acl", D|F|L|B, NotYet),
+    p("backlog", D|F|L, NotYet),
+    p("balance", D|L|B, Partial("roundrobin, static-rr, leastconn, first, source, random[(<draws>)]; not uri, url_param, hdr(), rdp-cookie(), hash")),
+    p("bind", F|L, Partial("addresses, ranges, lists, unix@, fd@; options name, backlog, v4v6, maxconn")),
+    p("bind-process", D|F|L|B, NotYet),
+    p("capture cookie", F|L, NotYet),
+    p("capture request header", F|L, NotYet),
+    p("capture response header", F|L, NotYet),
+    p("clitcpka-cnt", D|F|L, NotYet),
+    p("clitcpka-idle", D|F|L, NotYet),
+    p("clitcpka-intvl", D|F|L, NotYet),
+    p("compression", D|F|L|B, NotYet),
+    p("cookie", D|L|B, NotYet),
+    p("declare capture", F|L, NotYet),
+    p("default-server", D|L|B, Partial("options weight, maxconn, maxqueue, backup, disabled, enabled, port")),
+    p("default_backend", D|F|L, Supported),
+    p("description", F|L|B, NotYet),
+    p("disabled", D|F|L|B, NotYet),
+    p("dispatch", L|B, NotYet),
+    p("email-alert from", D|F|L|B, NotYet),
+    p("email-alert level", D|F|L|B, NotYet),
+    p("email-alert mailers", D|F|L|B, NotYet),
+    p("email-alert myhostname", D|F|L|B, NotYet),
+    p("email-alert to", D|F|L|B, NotYet),
+    p("enabled", D|F|L|B, NotYet),
+    p("errorfile", D|F|L|B, NotYet),
+    p("errorfiles", D|F|L|B, NotYet),
+    p("errorloc", D|F|L|B, NotYet),
+    p("errorloc302", D|F|L|B, NotYet),
+    p("errorloc303", D|F|L|B, NotYet),
+    p("error-log-format", D|F|L, NotYet),
+    p("force-persist", L|B, NotYet),
+    p("filter", F|L|B, NotYet),
+    p("fullconn", D|L|B, NotYet),
+    p("hash-type", D|L|B, Supported),
+    p("http-after-response", D|F|L|B, NotYet),
+    p("http-check comment", D|L|B, NotYet),
+    p("http-check connect", D|L|B, NotYet),
+    p("http-check disable-on-404", D|L|B, NotYet),
+    p("http-check expect", D|L|B, NotYet),
+    p("http-check send", D|L|B, NotYet),
+    p("http-check send-state", D|L|B, NotYet),
+    p("http-check set-var", D|L|B, NotYet),
+    p("http-check unset-var", D|L|B, NotYet),
+    p("http-error", D|F|L|B, NotYet),
+    p("http-request", D|F|L|B, NotYet),
+    p("http-response", D|F|L|B, NotYet),
+    p("http-reuse", D|L|B, NotYet),
+    p("http-send-name-header", D|L|B, NotYet),
+    p("id", F|L|B, NotYet),
+    p("ignore-persist", L|B, NotYet),
+    p("load-server-state-from-file", D|L|B, NotYet),
+    p("log", D|F|L|B, NotYet),
+    p("log-format", D|F|L, NotYet),
+    p("log-format-sd", D|F|L, NotYet),
+    p("log-tag", D|F|L|B, NotYet),
+    p("max-keep-alive-queue", D|L|B, NotYet),
+    p("maxconn", D|F|L, Supported),
+    p("mode", D|F|L|B, Partial("tcp only; mode http comes with the next release")),
+    p("monitor fail", F|L, NotYet),
+    p("monitor-uri", D|F|L, NotYet),
+    p("option abortonclose", D|L|B, Supported),
+    p("option accept-invalid-http-request", D|F|L, NotYet),
+    p("option accept-invalid-http-response", D|L|B, NotYet),
+    p("option allbackups", D|L|B, NotYet),
+    p("option checkcache", D|L|B, NotYet),
+    p("option clitcpka", D|F|L, NotYet),
+    p("option contstats", D|F|L, NotYet),
+    p("option disable-h2-upgrade", D|F|L, NotYet),
+    p("option dontlog-normal", D|F|L, NotYet),
+    p("option dontlognull", D|F|L, NotYet),
+    p("option forwardfor", D|F|L|B, NotYet),
+    p("option h1-case-adjust-bogus-client", D|F|L, NotYet),
+    p("option h1-case-adjust-bogus-server", D|L|B, NotYet),
+    p("option http-buffer-request", D|F|L|B, NotYet),
+    p("option http-ignore-probes", D|F|L, NotYet),
+    p("option http-keep-alive", D|F|L|B, NotYet),
+    p("option http-no-delay", D|F|L|B, NotYet),
+    p("option http-pretend-keepalive", D|L|B, NotYet),
+    p("option http-restrict-req-hdr-names", D|F|L|B, NotYet),
+    p("option http-server-close", D|F|L|B, NotYet),
+    p("option http-use-proxy-header", D|F|L, NotYet),
+    p("option httpchk", D|L|B, NotYet),
+    p("option httpclose", D|F|L|B, NotYet),
+    p("option httplog", D|F|L, NotYet),
+    p("option httpslog", D|F|L, NotYet),
+    p("option independent-streams", D|F|L|B, NotYet),
+    p("option ldap-check", D|L|B, NotYet),
+    p("option external-check", D|L|B, NotYet),
+    p("option log-health-checks", D|L|B, NotYet),
+    p("option log-separate-errors", D|F|L, NotYet),
+    p("option logasap", D|F|L, NotYet),
+    p("option mysql-check", D|L|B, NotYet),
+    p("option nolinger", D|F|L|B, NotYet),
+    p("option originalto", D|F|L|B, NotYet),
+    p("option persist", D|L|B, NotYet),
+    p("option pgsql-check", D|L|B, NotYet),
+    p("option prefer-last-server", D|L|B, NotYet),
+    p("option redispatch", D|L|B, Supported),
+    p("option redis-check", D|L|B, NotYet),
+    p("option smtpchk", D|L|B, NotYet),
+    p("option socket-stats", D|F|L, NotYet),
+    p("option splice-auto", D|F|L|B, NotYet),
+    p("option splice-request", D|F|L|B, NotYet),
+    p("option splice-response", D|F|L|B, NotYet),
+    p("option spop-check", D|L|B, NotYet),
+    p("option srvtcpka", D|L|B, NotYet),
+    p("option ssl-hello-chk", D|L|B, NotYet),
+    p("option tcp-check", D|L|B, NotYet),
+    p("option tcp-smart-accept", D|F|L, NotYet),
+    p("option tcp-smart-connect", D|L|B, NotYet),
+    p("option tcpka", D|F|L|B, NotYet),
+    p("option tcplog", D|F|L|B, NotYet),
+    p("option transparent", D|L|B, NotYet),
+    p("option idle-close-on-response", D|F|L, NotYet),
+    p("external-check command", D|L|B, NotYet),
+    p("external-check path", D|L|B, NotYet),
+    p("persist rdp-cookie", D|L|B, NotYet),
+    p("rate-limit sessions", D|F|L, NotYet),
+    p("redirect", F|L|B, NotYet),
+    p("retries", D|L|B, Supported),
+    p("retry-on", D|L|B, NotYet),
+    p("server", L|B, Partial("options weight, maxconn, maxqueue, backup, disabled, enabled, port")),
+    p("server-state-file-name", D|L|B, NotYet),
+    p("server-template", L|B, NotYet),
+    p("source", D|L|B, NotYet),
+    p("srvtcpka-cnt", D|L|B, NotYet),
+    p("srvtcpka-idle", D|L|B, NotYet),
+    p("srvtcpka-intvl", D|L|B, NotYet),
+    p("stats admin", F|L|B, NotYet),
+    p("stats auth", D|F|L|B, NotYet),
+    p("stats enable", D|F|L|B, NotYet),
+    p("stats hide-version", D|F|L|B, NotYet),
+    p("stats http-request", F|L|B, NotYet),
+    p("stats realm", D|F|L|B, NotYet),
+    p("stats refresh", D|F|L|B, NotYet),
+    p("stats scope", D|F|L|B, NotYet),
+    p("stats show-desc", D|F|L|B, NotYet),
+    p("stats show-legends", D|F|L|B, NotYet),
+    p("stats show-node", D|F|L|B, NotYet),
+    p("stats uri", D|F|L|B, NotYet),
+    p("stick match", L|B, NotYet),
+    p("stick on", L|B, NotYet),
+    p("stick store-request", L|B, NotYet),
+    p("stick store-response", L|B, NotYet),
+    p("stick-table", F|L|B, NotYet),
+    p("tcp-check comment", D|L|B, NotYet),
+    p("tcp-check connect", D|L|B, NotYet),
+    p("tcp-check expect", D|L|B, NotYet),
+    p("tcp-check send", D|L|B, NotYet),
+    p("tcp-check send-lf", D|L|B, NotYet),
+    p("tcp-check send-binary", D|L|B, NotYet),
+    p("tcp-check send-binary-lf", D|L|B, NotYet),
+    p("tcp-check set-var", D|L|B, NotYet),
+    p("tcp-check unset-var", D|L|B, NotYet),
+    p("tcp-request connection", D|F|L, NotYet),
+    p("tcp-request content", D|F|L|B, NotYet),
+    p("tcp-request inspect-delay", D|F|L|B, NotYet),
+    p("tcp-request session", D|F|L, NotYet),
+    p("tcp-response content", D|L|B, NotYet),
+    p("tcp-response inspect-delay", D|L|B, NotYet),
+    p("timeout check", D|L|B, NotYet),
+    p("timeout client", D|F|L, Supported),
+    p("timeout client-fin", D|F|L, Supported),
+    p("timeout connect", D|L|B, Supported),
+    p("timeout http-keep-alive", D|F|L|B, NotYet),
+    p("timeout http-request", D|F|L|B, NotYet),
+    p("timeout queue", D|L|B, Supported),
+    p("timeout server", D|L|B, Supported),
+    p("timeout server-fin", D|L|B, Supported),
+    p("timeout tarpit", D|F|L|B, NotYet),
+    p("timeout tunnel", D|L|B, Supported),
+    p("transparent", D|L|B, NotYet),
+    p("unique-id-format", D|F|L, NotYet),
+    p("unique-id-header", D|F|L, NotYet),
+    p("use_backend", F|L, Partial("unconditional only; if/unless need ACLs (with mode http)")),
+    p("use-fcgi-app", L|B, NotYet),
+    p("use-server", L|B, NotYet),
+    p("contimeout", D|L|B, Partial("legacy (removed in HAProxy 2.1): accepted with a warning as 'timeout connect'")),
+    p("clitimeout", D|F|L, Partial("legacy (removed in HAProxy 2.1): accepted with a warning as 'timeout client'")),
+    p("srvtimeout", D|L|B, Partial("legacy (removed in HAProxy 2.1): accepted with a warning as 'timeout server'")),
+];
+
+/// Bind options (manual §5.1).
+pub static BIND_OPTIONS: &[Keyword] = &[
+    g("accept-netscaler-cip", NotYet),
+    g("accept-proxy", NotYet),
+    g("allow-0rtt", NotYet),
+    g("alpn", NotYet),
+    g("backlog", Supported),
+    g("ca-file", NotYet),
+    g("ca-ignore-err", NotYet),
+    g("ca-sign-file", NotYet),
+    g("ca-sign-pass", NotYet),
+    g("ca-verify-file", NotYet),
+    g("ciphers", NotYet),
+    g("ciphersuites", NotYet),
+    g("crl-file", NotYet),
+    g("crt", NotYet),
+    g("crt-ignore-err", NotYet),
+    g("crt-list", NotYet),
+    g("curves", NotYet),
+    g("defer-accept", NotYet),
+    g("ecdhe", NotYet),
+    g("expose-fd", NotYet),
+    g("force-sslv3", NotYet),
+    g("force-tlsv10", NotYet),
+    g("force-tlsv11", NotYet),
+    g("force-tlsv12", NotYet),
+    g("force-tlsv13", NotYet),
+    g("generate-certificates", NotYet),
+    g("gid", NotYet),
+    g("group", NotYet),
+    g("id", NotYet),
+    g("interface", NotYet),
+    g("level", NotYet),
+    g("maxconn", Supported),
+    g("mode", NotYet),
+    g("mss", NotYet),
+    g("name", Supported),
+    g("namespace", NotYet),
+    g("nice", NotYet),
+    g("no-ca-names", NotYet),
+    g("no-sslv3", NotYet),
+    g("no-tls-tickets", NotYet),
+    g("no-tlsv10", NotYet),
+    g("no-tlsv11", NotYet),
+    g("no-tlsv12", NotYet),
+    g("no-tlsv13", NotYet),
+    g("npn", NotYet),
+    g("prefer-client-ciphers", NotYet),
+    g("process", NotYet),
+    g("proto", NotYet),
+    g("quic-cc-algo", NotYet),
+    g("quic-force-retry", NotYet),
+    g("severity-output", NotYet),
+    g("shards", NotYet),
+    g("ssl", NotYet),
+    g("ssl-max-ver", NotYet),
+    g("ssl-min-ver", NotYet),
+    g("strict-sni", NotYet),
+    g("tcp-ut", NotYet),
+    g("tfo", NotYet),
+    g("thread", NotYet),
+    g("tls-ticket-keys", NotYet),
+    g("transparent", NotYet),
+    g("uid", NotYet),
+    g("user", NotYet),
+    g("v4v6", Supported),
+    g("v6only", NotYet),
+    g("verify", NotYet),
+];
+
+/// Server and default-server options (manual §5.2).
+pub static SERVER_OPTIONS: &[Keyword] = &[
+    g("addr", NotYet),
+    g("agent-addr", NotYet),
+    g("agent-check", NotYet),
+    g("agent-inter", NotYet),
+    g("agent-port", NotYet),
+    g("agent-send", NotYet),
+    g("allow-0rtt", NotYet),
+    g("alpn", NotYet),
+    g("backup", Supported),
+    g("ca-file", NotYet),
+    g("check", NotYet),
+    g("check-alpn", NotYet),
+    g("check-proto", NotYet),
+    g("check-send-proxy", NotYet),
+    g("check-sni", NotYet),
+    g("check-ssl", NotYet),
+    g("check-via-socks4", NotYet),
+    g("ciphers", NotYet),
+    g("ciphersuites", NotYet),
+    g("cookie", NotYet),
+    g("crl-file", NotYet),
+    g("crt", NotYet),
+    g("disabled", Supported),
+    g("downinter", NotYet),
+    g("enabled", Supported),
+    g("error-limit", NotYet),
+    g("fall", NotYet),
+    g("fastinter", NotYet),
+    g("force-sslv3", NotYet),
+    g("force-tlsv10", NotYet),
+    g("force-tlsv11", NotYet),
+    g("force-tlsv12", NotYet),
+    g("force-tlsv13", NotYet),
+    g("id", NotYet),
+    g("init-addr", NotYet),
+    g("inter", NotYet),
+    g("log-proto", NotYet),
+    g("max-reuse", NotYet),
+    g("maxconn", Supported),
+    g("maxqueue", Supported),
+    g("minconn", NotYet),
+    g("namespace", NotYet),
+    g("no-agent-check", NotYet),
+    g("no-backup", Supported),
+    g("no-check", NotYet),
+    g("no-check-ssl", NotYet),
+    g("no-send-proxy", NotYet),
+    g("no-send-proxy-v2", NotYet),
+    g("no-send-proxy-v2-ssl", NotYet),
+    g("no-send-proxy-v2-ssl-cn", NotYet),
+    g("no-ssl", NotYet),
+    g("no-ssl-reuse", NotYet),
+    g("no-sslv3", NotYet),
+    g("no-tfo", NotYet),
+    g("no-tls-tickets", NotYet),
+    g("no-tlsv10", NotYet),
+    g("no-tlsv11", NotYet),
+    g("no-tlsv12", NotYet),
+    g("no-tlsv13", NotYet),
+    g("no-verifyhost", NotYet),
+    g("non-stick", NotYet),
+    g("npn", NotYet),
+    g("observe", NotYet),
+    g("on-error", NotYet),
+    g("on-marked-down", NotYet),
+    g("on-marked-up", NotYet),
+    g("pool-low-conn", NotYet),
+    g("pool-max-conn", NotYet),
+    g("pool-purge-delay", NotYet),
+    g("port", Partial("parsed and kept for health checks, which come later")),
+    g("proto", NotYet),
+    g("proxy-v2-options", NotYet),
+    g("redir", NotYet),
+    g("resolve-net", NotYet),
+    g("resolve-opts", NotYet),
+    g("resolve-prefer", NotYet),
+    g("resolvers", NotYet),
+    g("rise", NotYet),
+    g("send-proxy", NotYet),
+    g("send-proxy-v2", NotYet),
+    g("send-proxy-v2-ssl", NotYet),
+    g("send-proxy-v2-ssl-cn", NotYet),
+    g("slowstart", NotYet),
+    g("sni", NotYet),
+    g("socks4", NotYet),
+    g("source", NotYet),
+    g("ssl", NotYet),
+    g("ssl-max-ver", NotYet),
+    g("ssl-min-ver", NotYet),
+    g("ssl-reuse", NotYet),
+    g("stick", NotYet),
+    g("tcp-ut", NotYet),
+    g("tfo", NotYet),
+    g("tls-tickets", NotYet),
+    g("track", NotYet),
+    g("verify", NotYet),
+    g("verifyhost", NotYet),
+    g("weight", Supported),
+    g("ws", NotYet),
+];
+
+/// Looks a keyword up by exact name.
+pub fn find(table: &'static [Keyword], name: &str) -> Option<&'static Keyword> {
+    table.iter().find(|k| k.name == name)
+}
+
+/// Finds the proxy keyword a line starts with (`words` without any `no`/`default` prefix):
+/// the two-word entry (`option redispatch`, `stats uri`) if there is one, else the one-word one.
+pub fn find_proxy(words: &[String]) -> Option<&'static Keyword> {
+    let first = words.first()?;
+    if let Some(second) = words.get(1) {
+        if let Some(k) = find(PROXY, &format!("{first} {second}")) {
+            return Some(k);
+        }
+    }
+    find(PROXY, first)
+}
+
+/// True when `word` starts a family of multi-word proxy keywords (`stats`, `option`, ...).
+pub fn is_proxy_family(word: &str) -> bool {
+    PROXY.iter().any(|k| k.name.strip_prefix(word).is_some_and(|r| r.starts_with(' ')))
+}
+
+fn status_text(s: Status) -> String {
+    match s {
+        Supported => "supported".into(),
+        Partial(how) => format!("partial: {how}"),
+        NotYet => "not yet".into(),
+        Obsolete(why) => format!("refused (as by HAProxy 2.6): {why}"),
+    }
+}
+
+fn simple_table(out: &mut String, table: &[Keyword]) {
+    out.push_str("| keyword | status |\n|---|---|\n");
+    for k in table {
+        out.push_str(&format!("| `{}` | {} |\n", k.name, status_text(k.status)));
+    }
+}
+
+fn mark(k: &Keyword, bit: u8) -> &'static str {
+    if k.sections & bit != 0 {
+        "X"
+    } else {
+        "-"
+    }
+}
+
+/// The text of `docs/compat.md`, generated from the tables above.
+pub fn compat_markdown() -> String {
+    let mut out = String::new();
+    out.push_str("# Fulcrum: HAProxy 2.6 configuration compatibility\n\n");
+    out.push_str("<!-- Generated by `UPDATE_COMPAT=1 cargo test -p fulcrum-config compat`; do not edit. -->\n\n");
+    out.push_str(
+        "Fulcrum reads HAProxy's configuration language and follows HAProxy 2.6. Every keyword ",
+    );
+    out.push_str("HAProxy 2.6 documents is listed below with Fulcrum's status. A keyword marked \"not yet\" ");
+    out.push_str(
+        "is refused with `'<keyword>' is not supported yet`; a keyword HAProxy does not know is ",
+    );
+    out.push_str("refused with HAProxy's own `unknown keyword` message.\n\n");
+    out.push_str("Notes:\n\n");
+    out.push_str("- When `balance` is omitted the algorithm is `roundrobin`, as in HAProxy.\n");
+    out.push_str("- `version_atleast()` / `version_before()` compare against `2.6` (missing components are 0).\n");
+    out.push_str(
+        "- Two `bind` lines on exactly the same address (or unix path, or fd) are an error; ",
+    );
+    out.push_str("overlapping wildcard and specific addresses (`0.0.0.0:80` and `10.0.0.1:80`) are not checked.\n\n");
+    out.push_str("## Sections\n\n| section | status |\n|---|---|\n");
+    for s in ["global", "defaults", "frontend", "backend", "listen"] {
+        out.push_str(&format!("| `{s}` | supported |\n"));
+    }
+    for s in OTHER_SECTIONS {
+        out.push_str(&format!("| `{s}` | not yet |\n"));
+    }
+    out.push_str("\n## Global section\n\n");
+    simple_table(&mut out, GLOBAL);
+    out.push_str("\n## Proxy sections\n\n");
+    out.push_str("| keyword | defaults | frontend | listen | backend | status |\n|---|---|---|---|---|---|\n");
+    for k in PROXY {
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} |\n",
+            k.name,
+            mark(k, D),
+            mark(k, F),
+            mark(k, L),
+            mark(k, B),
+            status_text(k.status)
+        ));
+    }
+    out.push_str("\n## Bind options\n\n");
+    simple_table(&mut out, BIND_OPTIONS);
+    out.push_str("\n## Server and default-server options\n\n");
+    simple_table(&mut out, SERVER_OPTIONS);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split(' ').map(str::to_string).collect()
+    }
+
+    #[test]
+    fn lookup() {
+        let k = find_proxy(&words("option redispatch 5")).expect("known");
+        assert_eq!((k.name, k.status), ("option redispatch", Supported));
+        let k = find_proxy(&words("stats uri /x")).expect("known");
+        assert_eq!((k.name, k.status), ("stats uri", NotYet));
+        assert_eq!(find_proxy(&words("bind :80")).map(|k| k.sections), Some(F | L));
+        assert!(find_proxy(&words("bogus")).is_none());
+        assert!(is_proxy_family("stats") && is_proxy_family("option") && !is_proxy_family("bind"));
+        assert_eq!(find(GLOBAL, "nbthread").map(|k| k.status), Some(Supported));
+        assert_eq!(find(GLOBAL, "lua-load").map(|k| k.status), Some(NotYet));
+        assert_eq!(find(SERVER_OPTIONS, "check").map(|k| k.status), Some(NotYet));
+        assert_eq!(find(BIND_OPTIONS, "v4v6").map(|k| k.status), Some(Supported));
+    }
+
+    #[test]
+    fn no_duplicates() {
+        for table in [GLOBAL, PROXY, BIND_OPTIONS, SERVER_OPTIONS] {
+            for (i, k) in table.iter().enumerate() {
+                assert!(table[..i].iter().all(|o| o.name != k.name), "duplicate {}", k.name);
+            }
+        }
+    }
+}

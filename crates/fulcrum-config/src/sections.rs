@@ -1,0 +1,224 @@
+//! Section structure: splits the (already filtered) lines of every file into `global`,
+//! `defaults`, `frontend`, `backend` and `listen` sections, resolves which `defaults` a section
+//! starts from (the last one above it, or `from <name>`), refuses the sections Fulcrum does not
+//! support yet, and checks proxy names.
+
+use crate::args::Diags;
+use crate::bind::parse_bind;
+use crate::global;
+use crate::keywords::OTHER_SECTIONS;
+use crate::lexer::Line;
+use crate::model::{Config, Global, ProxyKind, Span};
+use crate::proxy::{self, type_word, ProxyBuild, Section};
+
+enum Current {
+    None,
+    Global,
+    Build(Box<ProxyBuild>),
+    Skip,
+}
+
+/// Accumulates sections over all files.
+pub struct Builder {
+    pub diags: Diags,
+    global: Global,
+    proxies: Vec<ProxyBuild>,
+    named_defaults: Vec<ProxyBuild>,
+    last_defaults: Option<ProxyBuild>,
+    current: Current,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Builder {
+    pub fn new() -> Self {
+        Builder {
+            diags: Diags::default(),
+            global: Global::default(),
+            proxies: Vec::new(),
+            named_defaults: Vec::new(),
+            last_defaults: None,
+            current: Current::None,
+        }
+    }
+
+    /// Feeds one file's lines; a file always starts outside any section.
+    pub fn feed_file(&mut self, lines: &[Line]) {
+        for line in lines {
+            self.line(line);
+        }
+        self.finish_section();
+    }
+
+    /// The parsed configuration, before validation.
+    pub fn finish(mut self) -> (Config, Diags) {
+        self.finish_section();
+        let proxies = self.proxies.into_iter().map(|b| b.proxy).collect();
+        (Config { global: self.global, proxies }, self.diags)
+    }
+
+    fn line(&mut self, line: &Line) {
+        let kw = line.arg(0);
+        match kw {
+            "global" => {
+                self.finish_section();
+                crate::args::no_extra(line, 1, "global", &mut self.diags);
+                self.current = Current::Global;
+            }
+            "defaults" => self.start(line, Section::Defaults),
+            "frontend" => self.start(line, Section::Proxy(ProxyKind::Frontend)),
+            "backend" => self.start(line, Section::Proxy(ProxyKind::Backend)),
+            "listen" => self.start(line, Section::Proxy(ProxyKind::Listen)),
+            _ if OTHER_SECTIONS.contains(&kw) => {
+                self.finish_section();
+                self.diags.alert(line, format!("section '{kw}' is not supported yet"));
+                self.current = Current::Skip;
+            }
+            _ => match &mut self.current {
+                Current::None => {
+                    self.diags.alert(line, format!("unknown keyword '{kw}' out of section."))
+                }
+                Current::Global => global::parse_line(line, &mut self.global, &mut self.diags),
+                Current::Build(b) => proxy::parse_line(b, line, &mut self.diags),
+                Current::Skip => {}
+            },
+        }
+    }
+
+    fn finish_section(&mut self) {
+        match std::mem::replace(&mut self.current, Current::None) {
+            Current::Build(b) if b.section == Section::Defaults => {
+                if !b.proxy.name.is_empty() {
+                    self.named_defaults.retain(|d| d.proxy.name != b.proxy.name);
+                    self.named_defaults.push((*b).clone());
+                }
+                self.last_defaults = Some(*b);
+            }
+            Current::Build(b) => self.proxies.push(*b),
+            _ => {}
+        }
+    }
+
+    fn start(&mut self, line: &Line, section: Section) {
+        self.finish_section();
+        let kw = section.keyword();
+        let name = line.arg(1);
+        let mut rest = line.words.iter().skip(2).map(String::as_str).peekable();
+        let mut legacy_addr = None;
+        if section == Section::Proxy(ProxyKind::Listen) && rest.peek().is_some_and(|w| *w != "from")
+        {
+            legacy_addr = rest.next();
+        }
+        let from = match (rest.next(), rest.next()) {
+            (None, _) => None,
+            (Some("from"), Some(d)) => Some(d),
+            (Some("from"), None) => {
+                self.diags
+                    .alert(line, format!("'{kw}' expects a defaults section name after 'from'."));
+                None
+            }
+            (Some(other), _) => {
+                self.diags
+                    .alert(line, format!("'{kw}' cannot handle unexpected argument '{other}'."));
+                None
+            }
+        };
+        if let Some(extra) = rest.next() {
+            self.diags.alert(line, format!("'{kw}' cannot handle unexpected argument '{extra}'."));
+        }
+        self.check_name(line, section, name);
+        let base = self.base_defaults(line, section, name, from);
+        let mut b = match section {
+            Section::Defaults => {
+                let mut d = base.clone();
+                d.proxy.name = name.to_string();
+                d.proxy.span = line.span.clone();
+                d
+            }
+            Section::Proxy(kind) => ProxyBuild::from_defaults(&base, kind, name, line.span.clone()),
+        };
+        if let Some(addr) = legacy_addr {
+            self.legacy_listen_addr(line, addr, &mut b);
+        }
+        self.current = Current::Build(Box::new(b));
+    }
+
+    /// The defaults a new section starts from: `from <name>`, else the last `defaults`.
+    fn base_defaults(
+        &mut self,
+        line: &Line,
+        section: Section,
+        name: &str,
+        from: Option<&str>,
+    ) -> ProxyBuild {
+        let fresh = || ProxyBuild::new_defaults("", line.span.clone());
+        let Some(from) = from else {
+            // A new `defaults` section resets everything; a proxy uses the last one.
+            if section == Section::Defaults {
+                return fresh();
+            }
+            return self.last_defaults.clone().unwrap_or_else(fresh);
+        };
+        match self.named_defaults.iter().find(|d| d.proxy.name == from) {
+            Some(d) => d.clone(),
+            None => {
+                let msg = format!(
+                    "defaults section '{from}' not found for {} '{name}'.",
+                    section.keyword()
+                );
+                self.diags.alert(line, msg);
+                fresh()
+            }
+        }
+    }
+
+    /// `listen <name> <addr>`: the pre-1.5 form, accepted as a `bind` line with a warning.
+    fn legacy_listen_addr(&mut self, line: &Line, addr: &str, b: &mut ProxyBuild) {
+        let bind_line = Line { span: line.span.clone(), words: vec!["bind".into(), addr.into()] };
+        if let Some(bind) = parse_bind(&bind_line, "listen", &mut self.diags) {
+            b.proxy.binds.push(bind);
+            let msg = format!("an address on the 'listen' line is a legacy form HAProxy 2.6 refuses; accepted as 'bind {addr}', please use a 'bind' line.");
+            self.diags.warning(line, msg);
+        }
+    }
+
+    fn check_name(&mut self, line: &Line, section: Section, name: &str) {
+        let kw = section.keyword();
+        if name.is_empty() {
+            if section != Section::Defaults {
+                self.diags.alert(line, format!("'{kw}' expects an <id> argument"));
+            }
+            return;
+        }
+        if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || "-_.:".contains(*c)))
+        {
+            self.diags
+                .alert(line, format!("character '{c}' is not permitted in '{kw}' name '{name}'."));
+        }
+        let Section::Proxy(kind) = section else { return };
+        let clash =
+            self.proxies.iter().find(|p| p.proxy.name == name && overlaps(p.proxy.kind, kind));
+        if let Some(other) = clash {
+            let msg = format!(
+                "{} '{name}' has the same name as {} '{name}' declared at {}.",
+                type_word(kind),
+                type_word(other.proxy.kind),
+                span_text(&other.proxy.span)
+            );
+            self.diags.alert(line, msg);
+        }
+    }
+}
+
+fn span_text(s: &Span) -> String {
+    format!("{}:{}", s.file, s.line)
+}
+
+/// HAProxy lets a frontend and a backend share a name, not two proxies with a common side.
+fn overlaps(a: ProxyKind, b: ProxyKind) -> bool {
+    (a.is_frontend() && b.is_frontend()) || (a.is_backend() && b.is_backend())
+}
