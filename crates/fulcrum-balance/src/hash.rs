@@ -117,11 +117,13 @@ impl Hashing {
     }
 
     pub fn rebuild(&mut self, set: &dyn ServerSet) {
+        if !self.config.consistent {
+            self.weights.refresh(set);
+        }
         for (group, backup) in [(0, false), (1, true)] {
             if self.config.consistent {
                 self.rings[group].rebuild(set, backup);
             } else {
-                self.weights.refresh(set);
                 self.maps[group].rebuild(set, &self.weights, backup);
             }
         }
