@@ -334,4 +334,24 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn a_consistent_key_goes_to_the_closest_point_before_or_after_it() {
+        use super::Ring;
+        use crate::candidates::Candidates;
+        let set = TestSet::weighted(&[1, 1, 1]);
+        let mut ring = Ring::default();
+        ring.rebuild(&set, false);
+        let cand = Candidates::compute(&set, false, None).expect("candidates");
+        let pts = &ring.points;
+        let k = (1..pts.len())
+            .find(|&k| pts[k].1 != pts[k - 1].1 && pts[k].0 - pts[k - 1].0 > 4)
+            .expect("two neighbouring points of different servers");
+        let ((p, a), (q, b)) = (pts[k - 1], pts[k]);
+        assert_eq!(ring.lookup(&set, &cand, p + 1), Some(a as usize));
+        assert_eq!(ring.lookup(&set, &cand, q - 1), Some(b as usize));
+        // Points sit where HAProxy puts them: full_hash(id * 4096 + j), 16 per weight unit.
+        assert_eq!(pts.len(), 48);
+        assert!(pts.contains(&(crate::full_hash(2 * 4096 + 15), 1)));
+    }
 }
