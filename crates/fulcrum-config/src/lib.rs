@@ -60,7 +60,8 @@ pub fn load(sources: &[Source], env: EnvLookup<'_>) -> Result<Loaded, Vec<Diagno
         builder.feed_file(&lines);
     }
     let (config, mut diags) = builder.finish();
-    validate::validate(&config, &mut diags.list);
+    let parse_failed = diags.has_errors();
+    validate::validate(&config, parse_failed, &mut diags.list);
     if diags.has_errors() {
         Err(diags.list)
     } else {

@@ -139,6 +139,8 @@ fn placement_ok(b: &ProxyBuild, line: &Line, kw: &Keyword, diags: &mut Diags) ->
     let name = kw.name.strip_prefix("option ").unwrap_or(kw.name);
     if name == "server" || name == "default-server" {
         diags.alert(line, format!("'{name}' not allowed because {who}."));
+    } else if name.starts_with("timeout ") {
+        diags.warning(line, format!("'{name}' will be ignored because {who}"));
     } else if name == "maxconn" {
         diags.warning(
             line,

@@ -130,7 +130,11 @@ impl Builder {
         if let Some(extra) = rest.next() {
             self.diags.alert(line, format!("'{kw}' cannot handle unexpected argument '{extra}'."));
         }
-        self.check_name(line, section, name);
+        if !self.check_name(line, section, name) {
+            // Nameless proxy: refused; its lines are skipped.
+            self.current = Current::Skip;
+            return;
+        }
         let base = self.base_defaults(line, section, name, from);
         let mut b = match section {
             Section::Defaults => {
@@ -186,20 +190,22 @@ impl Builder {
         }
     }
 
-    fn check_name(&mut self, line: &Line, section: Section, name: &str) {
+    /// Reports bad or duplicate names; false when the section has no name but needs one.
+    fn check_name(&mut self, line: &Line, section: Section, name: &str) -> bool {
         let kw = section.keyword();
         if name.is_empty() {
             if section != Section::Defaults {
                 self.diags.alert(line, format!("'{kw}' expects an <id> argument"));
+                return false;
             }
-            return;
+            return true;
         }
         if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || "-_.:".contains(*c)))
         {
             self.diags
                 .alert(line, format!("character '{c}' is not permitted in '{kw}' name '{name}'."));
         }
-        let Section::Proxy(kind) = section else { return };
+        let Section::Proxy(kind) = section else { return true };
         let clash =
             self.proxies.iter().find(|p| p.proxy.name == name && overlaps(p.proxy.kind, kind));
         if let Some(other) = clash {
@@ -211,6 +217,7 @@ impl Builder {
             );
             self.diags.alert(line, msg);
         }
+        true
     }
 }
 

@@ -42,6 +42,11 @@ pub fn parse_server(
         return None;
     }
     let who = format!("'server {proxy}/{name}'");
+    if keywords::find(keywords::SERVER_OPTIONS, addr_text).is_some() {
+        let msg = format!("{who} : missing address ('{addr_text}' is a server option); expects <name> <addr>[:<port>] [options].");
+        diags.alert(line, msg);
+        return None;
+    }
     let addr = match parse_server_addr(addr_text) {
         Ok(a) => a,
         Err(msg) => {

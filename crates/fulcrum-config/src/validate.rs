@@ -8,16 +8,20 @@ use crate::diag::Diagnostic;
 use crate::model::{BackendRef, BindAddr, Config, Mode, Proxy, Span};
 use crate::proxy::type_word;
 
-/// Runs every check, appending diagnostics in a stable order.
-pub fn validate(config: &Config, out: &mut Vec<Diagnostic>) {
+/// Runs every check, appending diagnostics in a stable order. After parse errors
+/// (`parse_failed`), only the error checks run: the warnings and the "no listener" error would
+/// mostly echo lines that were already refused.
+pub fn validate(config: &Config, parse_failed: bool, out: &mut Vec<Diagnostic>) {
     for p in &config.proxies {
         backend_refs(config, p, out);
         duplicate_servers(p, out);
-        missing_bind(p, out);
-        missing_timeouts(p, out);
+        if !parse_failed {
+            missing_bind(p, out);
+            missing_timeouts(p, out);
+        }
     }
     conflicting_binds(config, out);
-    if !config.frontends().any(|p| !p.binds.is_empty()) {
+    if !parse_failed && !config.frontends().any(|p| !p.binds.is_empty()) {
         out.push(Diagnostic::alert(
             None,
             "no listener: the configuration has no 'frontend' or 'listen' section with a 'bind' line, nothing would be started.",
