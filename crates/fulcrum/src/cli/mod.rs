@@ -88,7 +88,7 @@ fn print_version(level: u8) {
         println!("  Rust edition 2021, tokio (current-thread per worker), socket2");
         println!(
             "Feature list : {}",
-            cfg_features().iter().map(|f| format!("+{f}")).collect::<Vec<_>>().join(" ")
+            cfg::FEATURES.iter().map(|f| format!("+{f}")).collect::<Vec<_>>().join(" ")
         );
         println!("Available multiplexer protocols :");
         println!("              none : mode=TCP  side=FE|BE  mux=PASS");
@@ -252,7 +252,7 @@ fn start(args: &Args, config: &cfg::Config) -> i32 {
         let _ = crate::sys::kill(p, libc::SIGTERM);
     }
     let cpus = (1..=nbthread as u32)
-        .map(|t| cpus_for_thread_shim(&plan.global.cpu_map, t, nbthread as u32))
+        .map(|t| cfg::cpus_for_thread(&plan.global.cpu_map, t, nbthread as u32))
         .collect();
     let shared = Arc::new(Shared { global_limit: Limit::new(maxconn), debug: args.debug });
     runtime::run(per_worker, cpus, shared)
@@ -272,7 +272,8 @@ fn raise_fd_limit(plan: &Plan, cli_maxconn: Option<u32>, listener_fds: usize) ->
         (fds.saturating_sub(listener_fds as u64 + 64) / 2).clamp(100, u32::MAX as u64) as u32
     });
     let wanted = explicit.unwrap_or(u64::from(maxconn) * 2 + listener_fds as u64 + 64);
-    if wanted > soft {
+    // An explicit `ulimit-n` is applied as given, lower or higher; otherwise only raised.
+    if wanted > soft || explicit.is_some_and(|n| n != soft) {
         if let Err(e) = crate::sys::set_nofile_limit(wanted) {
             let msg =
                 format!("[{}] Cannot raise FD limit to {wanted}, limit is {soft}: {e}.", "fulcrum");
@@ -344,12 +345,4 @@ fn drop_privileges(g: &cfg::Global) -> Result<(), String> {
         });
     }
     crate::sys::drop_privileges(uid, gid).map_err(|e| format!("Cannot drop privileges: {e}"))
-}
-
-// TEMP shims until the config crate exports these.
-fn cfg_features() -> &'static [&'static str] {
-    &["THREAD", "REUSEPORT", "CPU_AFFINITY"]
-}
-fn cpus_for_thread_shim(_m: &[cfg::CpuMap], _t: u32, _n: u32) -> Option<Vec<u32>> {
-    None
 }

@@ -1,0 +1,288 @@
+//! Builders for black-box scenarios: test servers, the real `fulcrum` binary, and clients, all
+//! on 127.0.0.1. Every wait has a deadline; every child is killed by PID when dropped.
+//!
+//! The proxy's frontend sockets are opened here and handed over as `fd@3`, `fd@4`, ... (the way
+//! systemd does), so tests need no fixed ports and no readiness polling.
+#![allow(unsafe_code)] // pre_exec + dup2 to pass listening sockets to the child.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_fulcrum");
+
+/// A unique scratch directory for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("fulcrum-e2e-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+/// A child process killed (SIGKILL, by PID) when dropped.
+pub struct Proc {
+    pub child: Child,
+    pub log: Option<PathBuf>,
+}
+
+impl Proc {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: plain kill(2) on our own child.
+        unsafe { libc::kill(self.pid() as i32, sig) };
+    }
+    /// Waits for the process to exit, at most `within`.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                return Some(st);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+    pub fn log_text(&self) -> String {
+        self.log.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).unwrap_or_default()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            if let Some(log) = &self.log {
+                eprintln!(
+                    "--- {} ---\n{}",
+                    log.display(),
+                    std::fs::read_to_string(log).unwrap_or_default()
+                );
+            }
+        }
+    }
+}
+
+/// A running `fulcrum testserver`.
+pub struct TestServer {
+    pub proc: Proc,
+    pub addr: SocketAddr,
+    pub name: String,
+}
+
+/// Starts `fulcrum testserver --mode <mode> -n <name>` on a free loopback port.
+pub fn testserver(mode: &str, name: &str) -> TestServer {
+    testserver_at("127.0.0.1:0", mode, name)
+}
+
+pub fn testserver_at(listen: &str, mode: &str, name: &str) -> TestServer {
+    let mut child = Command::new(BIN)
+        .args(["testserver", "-L", listen, "-n", name, "--mode", mode, "-q"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn testserver");
+    let out = child.stdout.take().expect("stdout");
+    let proc = Proc { child, log: None };
+    let mut line = String::new();
+    BufReader::new(out).read_line(&mut line).expect("testserver prints its address");
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected testserver output {line:?}"))
+        .parse()
+        .expect("address");
+    TestServer { proc, addr, name: name.to_string() }
+}
+
+/// A port on which nothing listens (bound then closed).
+pub fn dead_addr() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr")
+}
+
+/// A running proxy and the frontend addresses it was handed.
+pub struct Fulcrum {
+    pub proc: Proc,
+    pub addrs: Vec<SocketAddr>,
+    pub dir: PathBuf,
+}
+
+impl Fulcrum {
+    pub fn addr(&self) -> SocketAddr {
+        self.addrs[0]
+    }
+}
+
+/// Starts `fulcrum -d -f <cfg>` where the config's `{fe0}`, `{fe1}`, ... are replaced by
+/// `fd@3`, `fd@4`, ...: loopback sockets opened here, already listening.
+pub fn fulcrum(test: &str, cfg: &str) -> Fulcrum {
+    fulcrum_with(test, cfg, &[])
+}
+
+pub fn fulcrum_with(test: &str, cfg: &str, extra_args: &[&str]) -> Fulcrum {
+    let dir = scratch(test);
+    let mut listeners = Vec::new();
+    let mut text = cfg.to_string();
+    for i in 0..8 {
+        let key = format!("{{fe{i}}}");
+        if text.contains(&key) {
+            let l = TcpListener::bind("127.0.0.1:0").expect("bind frontend");
+            text = text.replace(&key, &format!("fd@{}", 3 + i));
+            listeners.push(l);
+        }
+    }
+    let path = dir.join("fulcrum.cfg");
+    std::fs::write(&path, text).expect("write cfg");
+    let addrs = listeners.iter().map(|l| l.local_addr().expect("addr")).collect();
+    let proc = spawn_fulcrum(&dir, &path, extra_args, listeners);
+    Fulcrum { proc, addrs, dir }
+}
+
+/// Spawns the binary with the given listeners as fds 3, 4, ...
+pub fn spawn_fulcrum(
+    dir: &std::path::Path,
+    cfg: &std::path::Path,
+    extra_args: &[&str],
+    listeners: Vec<TcpListener>,
+) -> Proc {
+    static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let log = dir.join(format!("stderr-{n}.log"));
+    let err = std::fs::File::create(&log).expect("log file");
+    let fds: Vec<RawFd> = listeners.iter().map(|l| l.as_raw_fd()).collect();
+    let mut cmd = Command::new(BIN);
+    cmd.arg("-d").arg("-f").arg(cfg).args(extra_args).stdout(Stdio::null()).stderr(err);
+    // SAFETY: only async-signal-safe calls (dup2, fcntl) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            for (i, &fd) in fds.iter().enumerate() {
+                let target = 3 + i as RawFd;
+                if fd == target {
+                    let flags = libc::fcntl(fd, libc::F_GETFD);
+                    libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
+                } else if libc::dup2(fd, target) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().expect("spawn fulcrum");
+    drop(listeners);
+    Proc { child, log: Some(log) }
+}
+
+/// Runs `fulcrum <args>` to completion; returns (status code, stdout, stderr).
+pub fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN).args(args).output().expect("run fulcrum");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Runs `fulcrum -c -f <cfg text>`.
+pub fn check(test: &str, cfg: &str) -> (i32, String, String) {
+    let dir = scratch(test);
+    let path = dir.join("check.cfg");
+    std::fs::write(&path, cfg).expect("write cfg");
+    let p = path.to_string_lossy().into_owned();
+    run(&["-c", "-f", &p])
+}
+
+pub fn connect(addr: SocketAddr) -> TcpStream {
+    let s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    s.set_write_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    s
+}
+
+/// One HTTP/1.1 request with `Connection: close`; returns (status, X-Server header, body length).
+pub fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String, usize)> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    let req = format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).ok()?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).ok()?;
+    parse_response(&buf)
+}
+
+pub fn parse_response(buf: &[u8]) -> Option<(u16, String, usize)> {
+    let text = String::from_utf8_lossy(buf);
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let status = head.split(' ').nth(1)?.parse().ok()?;
+    let server = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("x-server").then(|| v.trim().to_string())
+        })
+        .unwrap_or_default();
+    Some((status, server, body.len()))
+}
+
+/// Which server answers each of `n` new connections.
+pub fn servers_of(addr: SocketAddr, n: usize) -> Vec<String> {
+    (0..n).map(|_| http_get(addr, "/").map(|r| r.1).unwrap_or_else(|| "<failed>".into())).collect()
+}
+
+pub fn count(names: &[String], who: &str) -> usize {
+    names.iter().filter(|n| *n == who).count()
+}
+
+/// Reads until EOF or timeout; true if the peer closed (EOF) within `within`.
+pub fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
+    s.set_read_timeout(Some(within)).expect("timeout");
+    let mut buf = [0u8; 4096];
+    let deadline = Instant::now() + within;
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+    }
+}
+
+/// Sends `data` and reads exactly as many bytes back.
+pub fn echo_roundtrip(s: &mut TcpStream, data: &[u8]) -> Vec<u8> {
+    s.write_all(data).expect("write");
+    let mut back = vec![0u8; data.len()];
+    s.read_exact(&mut back).expect("read echo");
+    back
+}
+
+pub fn half_close(s: &TcpStream) {
+    s.shutdown(Shutdown::Write).expect("shutdown");
+}
+
+/// Polls `cond` until true or the deadline passes.
+pub fn eventually(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    cond()
+}

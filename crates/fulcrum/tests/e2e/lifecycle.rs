@@ -1,0 +1,261 @@
+//! The process's life: flags, signals, soft stop, `-sf` takeover, daemon and pid file, limits,
+//! privileges and CPU pinning.
+#![allow(unsafe_code)] // kill(2) on the daemon this file starts.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use crate::harness::*;
+
+const ECHO_CFG: &str =
+    "defaults\n mode tcp\n timeout connect 1s\n timeout client 10s\n timeout server 10s\n";
+
+fn echo_cfg(global: &str, echo: SocketAddr) -> String {
+    format!("global\n{global}\n{ECHO_CFG}listen px\n bind {{fe0}}\n server e {echo}\n")
+}
+
+#[test]
+fn version_flags_name_the_haproxy_version_followed() {
+    let (code, out, _) = run(&["-v"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("Fulcrum version") && out.contains("HAProxy 2.6"), "{out}");
+    let (code, out, _) = run(&["-vv"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("Feature list") && out.contains("+REUSEPORT"), "{out}");
+}
+
+#[test]
+fn sigterm_stops_at_once_with_status_0() {
+    let echo = testserver("echo", "e");
+    let mut px = fulcrum("sigterm", &echo_cfg(" nbthread 2", echo.addr));
+    let mut s = connect(px.addr());
+    assert_eq!(echo_roundtrip(&mut s, b"hi"), b"hi");
+    px.proc.signal(libc::SIGTERM);
+    let st = px.proc.wait_exit(Duration::from_secs(3)).expect("exited");
+    assert_eq!(st.code(), Some(0));
+}
+
+#[test]
+fn soft_stop_closes_listeners_and_lets_live_sessions_finish() {
+    let echo = testserver("echo", "e");
+    let mut px = fulcrum("soft-stop", &echo_cfg(" nbthread 2", echo.addr));
+    let mut live = connect(px.addr());
+    assert_eq!(echo_roundtrip(&mut live, b"before"), b"before");
+    px.proc.signal(libc::SIGUSR1);
+    // New connections are refused once the listener is closed.
+    assert!(
+        eventually(Duration::from_secs(3), || std::net::TcpStream::connect(px.addr()).is_err()),
+        "still accepting after SIGUSR1"
+    );
+    assert!(px.proc.is_running(), "exited with a live session");
+    assert_eq!(echo_roundtrip(&mut live, b"after"), b"after");
+    drop(live);
+    let st = px.proc.wait_exit(Duration::from_secs(3)).expect("exits when the last session ends");
+    assert_eq!(st.code(), Some(0));
+}
+
+#[test]
+fn sf_takeover_refuses_no_connection() {
+    let srv = testserver("http", "s");
+    let port = dead_addr().port();
+    let dir = scratch("sf");
+    let cfg = dir.join("px.cfg");
+    std::fs::write(
+        &cfg,
+        format!(
+            "global\n nbthread 2\n{ECHO_CFG}listen px\n bind 127.0.0.1:{port}\n server s {}\n",
+            srv.addr
+        ),
+    )
+    .expect("cfg");
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let mut old = spawn_fulcrum(&dir, &cfg, &[], vec![]);
+    assert!(
+        eventually(Duration::from_secs(5), || http_get(addr, "/").is_some()),
+        "old never served"
+    );
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let client = std::thread::spawn(move || {
+        let (mut ok, mut failed) = (0u32, 0u32);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !stop2.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < deadline {
+            match http_get(addr, "/") {
+                Some((200, _, _)) => ok += 1,
+                _ => failed += 1,
+            }
+        }
+        (ok, failed)
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let old_pid = old.pid().to_string();
+    let mut new = spawn_fulcrum(&dir, &cfg, &["-sf", &old_pid], vec![]);
+    let st = old.wait_exit(Duration::from_secs(5)).expect("old process leaves");
+    assert_eq!(st.code(), Some(0));
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (ok, failed) = client.join().expect("client");
+    assert!(new.is_running());
+    assert_eq!(failed, 0, "{failed} of {} requests failed during takeover", ok + failed);
+    assert!(ok > 20, "only {ok} requests made");
+}
+
+#[test]
+fn daemon_mode_writes_the_pid_file_and_serves() {
+    let echo = testserver("echo", "e");
+    let port = dead_addr().port();
+    let dir = scratch("daemon");
+    let cfg = dir.join("d.cfg");
+    let pidfile = dir.join("fulcrum.pid");
+    std::fs::write(
+        &cfg,
+        format!("global\n daemon\n pidfile {}\n{ECHO_CFG}listen px\n bind 127.0.0.1:{port}\n server e {}\n", pidfile.display(), echo.addr),
+    )
+    .expect("cfg");
+    let start = Instant::now();
+    let (code, _, err) = run(&["-f", cfg.to_str().expect("utf8")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(start.elapsed() < Duration::from_secs(3), "parent did not return");
+    let pid: i32 =
+        std::fs::read_to_string(&pidfile).expect("pid file").trim().parse().expect("pid");
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let mut s = connect(addr);
+    assert_eq!(echo_roundtrip(&mut s, b"d"), b"d");
+    // SAFETY: kill(2) on the daemon this test started (pid read from its pid file).
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    assert!(eventually(Duration::from_secs(3), || !std::path::Path::new(&format!("/proc/{pid}"))
+        .exists()
+        || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| s.contains(") Z "))
+            .unwrap_or(true)));
+}
+
+#[test]
+fn global_maxconn_leaves_extra_connections_in_the_backlog() {
+    let echo = testserver("echo", "e");
+    let px = fulcrum("maxconn", &echo_cfg(" nbthread 1\n maxconn 1", echo.addr));
+    let mut a = connect(px.addr());
+    assert_eq!(echo_roundtrip(&mut a, b"a"), b"a");
+    let mut b = connect(px.addr()); // completes in the kernel, not accepted yet
+    std::io::Write::write_all(&mut b, b"b").expect("write");
+    b.set_read_timeout(Some(Duration::from_millis(300))).expect("timeout");
+    let mut one = [0u8; 1];
+    assert!(std::io::Read::read(&mut b, &mut one).is_err(), "second session served beyond maxconn");
+    drop(a);
+    b.set_read_timeout(Some(Duration::from_secs(3))).expect("timeout");
+    std::io::Read::read_exact(&mut b, &mut one).expect("served once a slot is free");
+    assert_eq!(&one, b"b");
+}
+
+#[test]
+fn frontend_maxconn_pauses_accepting() {
+    let echo = testserver("echo", "e");
+    let text = format!(
+        "global\n nbthread 1\n{ECHO_CFG}listen px\n bind {{fe0}}\n maxconn 1\n server e {}\n",
+        echo.addr
+    );
+    let px = fulcrum("fe-maxconn", &text);
+    let mut a = connect(px.addr());
+    assert_eq!(echo_roundtrip(&mut a, b"a"), b"a");
+    let mut b = connect(px.addr());
+    std::io::Write::write_all(&mut b, b"b").expect("write");
+    b.set_read_timeout(Some(Duration::from_millis(300))).expect("timeout");
+    let mut one = [0u8; 1];
+    assert!(std::io::Read::read(&mut b, &mut one).is_err());
+    drop(a);
+    b.set_read_timeout(Some(Duration::from_secs(3))).expect("timeout");
+    std::io::Read::read_exact(&mut b, &mut one).expect("served");
+}
+
+fn thread_names(pid: u32) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).expect("tasks").flatten() {
+        let name =
+            std::fs::read_to_string(t.path().join("comm")).unwrap_or_default().trim().to_string();
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+        let cpus = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        out.push((name, cpus));
+    }
+    out
+}
+
+#[test]
+fn nbthread_starts_that_many_workers_and_cpu_map_pins_them() {
+    let echo = testserver("echo", "e");
+    let px = fulcrum("cpu-map", &echo_cfg(" nbthread 2\n cpu-map auto:1/1-2 0-1", echo.addr));
+    let mut s = connect(px.addr());
+    assert_eq!(echo_roundtrip(&mut s, b"x"), b"x");
+    let want = vec![
+        ("fulcrum-w1".to_string(), "0".to_string()),
+        ("fulcrum-w2".to_string(), "1".to_string()),
+    ];
+    let mut workers = Vec::new();
+    // Threads name and pin themselves as they start: give them a moment.
+    let pinned = eventually(Duration::from_secs(3), || {
+        workers = thread_names(px.proc.pid())
+            .into_iter()
+            .filter(|(n, _)| n.starts_with("fulcrum-w"))
+            .collect();
+        workers.sort();
+        workers == want
+    });
+    assert!(pinned, "{workers:?}");
+}
+
+#[test]
+fn ulimit_n_and_user_are_applied() {
+    let echo = testserver("echo", "e");
+    let px = fulcrum(
+        "ulimit",
+        &echo_cfg(" nbthread 1\n ulimit-n 4096\n user nobody\n group nogroup", echo.addr),
+    );
+    let mut s = connect(px.addr());
+    assert_eq!(echo_roundtrip(&mut s, b"x"), b"x");
+    let limits =
+        std::fs::read_to_string(format!("/proc/{}/limits", px.proc.pid())).expect("limits");
+    let line = limits.lines().find(|l| l.starts_with("Max open files")).expect("line").to_string();
+    assert!(line.split_whitespace().any(|w| w == "4096"), "{line}");
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", px.proc.pid())).expect("status");
+    let uid = status.lines().find(|l| l.starts_with("Uid:")).expect("uid").to_string();
+    if nix_is_root() {
+        assert!(uid.split_whitespace().nth(1) == Some("65534"), "{uid}");
+    }
+}
+
+fn nix_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn unix_socket_bind_accepts_connections() {
+    let echo = testserver("echo", "e");
+    let dir = scratch("unix");
+    let path = dir.join("fe.sock");
+    let text =
+        format!("{ECHO_CFG}listen px\n bind unix@{}\n server e {}\n", path.display(), echo.addr);
+    let cfg = dir.join("u.cfg");
+    std::fs::write(&cfg, text).expect("cfg");
+    let _px = spawn_fulcrum(&dir, &cfg, &[], vec![]);
+    assert!(eventually(Duration::from_secs(5), || path.exists()));
+    let mut s = None;
+    assert!(eventually(Duration::from_secs(3), || {
+        s = std::os::unix::net::UnixStream::connect(&path).ok();
+        s.is_some()
+    }));
+    let mut s = s.expect("connected");
+    std::io::Write::write_all(&mut s, b"unix").expect("write");
+    let mut back = [0u8; 4];
+    s.set_read_timeout(Some(Duration::from_secs(3))).expect("timeout");
+    std::io::Read::read_exact(&mut s, &mut back).expect("echo");
+    assert_eq!(&back, b"unix");
+}

@@ -1,0 +1,7 @@
+//! Black-box scenarios: the real `fulcrum` binary against real test servers on 127.0.0.1.
+
+mod balance;
+mod failures;
+mod harness;
+mod lifecycle;
+mod timeouts;

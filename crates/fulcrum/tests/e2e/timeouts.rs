@@ -1,0 +1,120 @@
+//! Every `timeout` of `mode tcp` firing, and half-closes passing through.
+
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+use crate::harness::*;
+
+fn cfg(timeouts: &str, server: std::net::SocketAddr) -> String {
+    format!("defaults\n mode tcp\n{timeouts}\nlisten px\n bind {{fe0}}\n server s {server}\n")
+}
+
+fn closed_after(px: &Fulcrum, send: &[u8], min: Duration, max: Duration) {
+    let mut s = connect(px.addr());
+    if !send.is_empty() {
+        std::io::Write::write_all(&mut s, send).expect("write");
+    }
+    let start = Instant::now();
+    assert!(closed_within(&mut s, max), "not closed within {max:?}");
+    let took = start.elapsed();
+    assert!(took >= min, "closed after {took:?}, before {min:?}");
+}
+
+#[test]
+fn timeout_client_closes_an_idle_client() {
+    let echo = testserver("echo", "e");
+    let px = fulcrum(
+        "t-client",
+        &cfg(" timeout connect 1s\n timeout client 200ms\n timeout server 10s", echo.addr),
+    );
+    closed_after(&px, b"", Duration::from_millis(150), Duration::from_secs(3));
+}
+
+#[test]
+fn timeout_server_closes_when_the_server_stays_silent() {
+    let sink = testserver("sink", "k");
+    let px = fulcrum(
+        "t-server",
+        &cfg(" timeout connect 1s\n timeout client 10s\n timeout server 200ms", sink.addr),
+    );
+    closed_after(&px, b"hello", Duration::from_millis(150), Duration::from_secs(3));
+}
+
+#[test]
+fn timeout_connect_gives_up_on_a_server_that_never_answers() {
+    // A listener whose backlog is full drops new SYNs: the connect never completes.
+    let l =
+        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+    l.bind(&"127.0.0.1:0".parse::<std::net::SocketAddr>().expect("addr").into()).expect("bind");
+    l.listen(0).expect("listen");
+    let addr = l.local_addr().expect("addr").as_socket().expect("inet");
+    let _fill: Vec<_> = (0..4)
+        .filter_map(|_| {
+            std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(100)).ok()
+        })
+        .collect();
+    let px = fulcrum(
+        "t-connect",
+        &cfg(" timeout connect 200ms\n timeout client 10s\n timeout server 10s\n retries 0", addr),
+    );
+    closed_after(&px, b"x", Duration::from_millis(150), Duration::from_secs(3));
+}
+
+#[test]
+fn timeout_tunnel_replaces_client_and_server_timeouts() {
+    let echo = testserver("echo", "e");
+    let px = fulcrum(
+        "t-tunnel",
+        &cfg(
+            " timeout connect 1s\n timeout client 100ms\n timeout server 100ms\n timeout tunnel 2s",
+            echo.addr,
+        ),
+    );
+    let mut s = connect(px.addr());
+    assert_eq!(echo_roundtrip(&mut s, b"one"), b"one");
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(echo_roundtrip(&mut s, b"two"), b"two", "closed by client/server timeout");
+    closed_after(&px, b"", Duration::from_millis(1500), Duration::from_secs(5));
+}
+
+#[test]
+fn fin_timeouts_close_a_half_closed_session() {
+    // A server that accepts and then ignores everything, FIN included.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = silent.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        let held: Vec<_> = silent.incoming().take(1).collect();
+        std::thread::sleep(Duration::from_secs(8));
+        drop(held);
+    });
+    let px = fulcrum(
+        "t-fin",
+        &cfg(
+            " timeout connect 1s\n timeout client 10s\n timeout server 10s\n timeout client-fin 200ms\n timeout server-fin 200ms",
+            addr,
+        ),
+    );
+    let mut s = connect(px.addr());
+    std::io::Write::write_all(&mut s, b"data").expect("write");
+    half_close(&s);
+    let start = Instant::now();
+    assert!(closed_within(&mut s, Duration::from_secs(3)), "half-closed session kept open");
+    assert!(start.elapsed() >= Duration::from_millis(150), "closed before the fin timeout");
+}
+
+#[test]
+fn half_close_is_passed_on_and_the_reply_still_arrives() {
+    let echo = testserver("echo", "e");
+    let px = fulcrum(
+        "half-close",
+        &cfg(" timeout connect 1s\n timeout client 5s\n timeout server 5s", echo.addr),
+    );
+    let mut s = connect(px.addr());
+    let payload = vec![b'z'; 200_000];
+    std::io::Write::write_all(&mut s, &payload).expect("write");
+    half_close(&s);
+    let mut back = Vec::new();
+    s.read_to_end(&mut back).expect("read to EOF");
+    assert_eq!(back.len(), payload.len());
+    assert!(back == payload);
+}
