@@ -109,34 +109,34 @@ fn user_group(line: &Line, g: &mut Global, diags: &mut Diags) {
     *slot = Some(spec);
 }
 
-/// Parses a set of numbers: `all`, `odd`, `even`, or comma-separated `N` / `N-M` ranges
-/// within `lo..=hi`. `all`/`odd`/`even` cover `1..=hi`.
-fn parse_set(text: &str, lo: u32, hi: u32) -> Option<Vec<u32>> {
-    let all: Box<dyn Fn(u32) -> bool> = match text {
-        "all" => Box::new(|_| true),
-        "odd" => Box::new(|n| n % 2 == 1),
-        "even" => Box::new(|n| n % 2 == 0),
-        _ => return parse_ranges(text, lo, hi),
+/// Parses a process or thread set: `all`, `odd`, `even`, `N` or `N-M` within 1..=64 (no
+/// comma lists in HAProxy 2.6). The error is HAProxy's message.
+fn parse_set(text: &str) -> Result<Vec<u32>, String> {
+    let keep: fn(u32) -> bool = match text {
+        "all" => |_| true,
+        "odd" => |n| n % 2 == 1,
+        "even" => |n| n % 2 == 0,
+        _ => {
+            let bad = || format!("cpu-map : '{text}' is not a valid number/range.");
+            let parts: Option<Vec<u32>> = text.splitn(2, '-').map(parse_u32).collect();
+            let parts = parts.ok_or_else(bad)?;
+            if parts.iter().any(|&n| n == 0 || n > MAX_THREADS) {
+                return Err(format!("{} It supports numbers from 1 to {MAX_THREADS}.", bad()));
+            }
+            return parse_range(text, 1, MAX_THREADS).ok_or_else(bad);
+        }
     };
-    Some((1..=hi).filter(|&n| all(n)).collect())
+    Ok((1..=MAX_THREADS).filter(|&n| keep(n)).collect())
 }
 
-fn parse_ranges(text: &str, lo: u32, hi: u32) -> Option<Vec<u32>> {
-    let mut out = Vec::new();
-    for part in text.split(',') {
-        let (a, b) = match part.split_once('-') {
-            Some((a, b)) => (parse_u32(a)?, parse_u32(b)?),
-            None => (parse_u32(part)?, parse_u32(part)?),
-        };
-        let (a, b) = (a.min(b), a.max(b));
-        if a < lo || b > hi {
-            return None;
-        }
-        out.extend(a..=b);
-    }
-    out.sort_unstable();
-    out.dedup();
-    Some(out)
+/// One `N` or `N-M` range (reversed bounds are swapped) within `lo..=hi`.
+fn parse_range(text: &str, lo: u32, hi: u32) -> Option<Vec<u32>> {
+    let (a, b) = match text.split_once('-') {
+        Some((a, b)) => (parse_u32(a)?, parse_u32(b)?),
+        None => (parse_u32(text)?, parse_u32(text)?),
+    };
+    let (a, b) = (a.min(b), a.max(b));
+    (a >= lo && b <= hi).then(|| (a..=b).collect())
 }
 
 /// Parses `cpu-map [auto:]<process-set>[/<thread-set>] <cpu-set>...`. Returns `None` when the
@@ -151,14 +151,19 @@ pub fn parse_cpu_map(line: &Line, diags: &mut Diags) -> Option<CpuMap> {
         Some((p, t)) => (p, Some(t)),
         None => (spec, None),
     };
-    let procs = parse_set(proc_text, 1, MAX_THREADS);
-    let threads = thread_text.map(|t| parse_set(t, 1, MAX_THREADS));
-    let (Some(procs), false, true) = (procs, matches!(threads, Some(None)), line.words.len() > 2)
-    else {
+    if line.words.len() < 3 {
         diags.alert(line, CPU_MAP_USAGE);
         return None;
+    }
+    let procs = parse_set(proc_text);
+    let threads = thread_text.map(parse_set).transpose();
+    let (procs, threads) = match (procs, threads) {
+        (Ok(p), Ok(t)) => (p, t),
+        (Err(e), _) | (_, Err(e)) => {
+            diags.alert(line, e);
+            return None;
+        }
     };
-    let threads = threads.flatten();
     let cpus = cpu_sets(line, diags)?;
     let unit_count = threads.as_ref().map_or(procs.len(), Vec::len);
     if auto && unit_count != cpus.len() {
@@ -184,7 +189,9 @@ pub fn parse_cpu_map(line: &Line, diags: &mut Diags) -> Option<CpuMap> {
 fn cpu_sets(line: &Line, diags: &mut Diags) -> Option<Vec<u32>> {
     let mut cpus = Vec::new();
     for word in &line.words[2..] {
-        match parse_ranges(word, 0, u32::MAX) {
+        let set: Option<Vec<Vec<u32>>> =
+            word.split(',').map(|r| parse_range(r, 0, u32::MAX)).collect();
+        match set.map(|s| s.concat()) {
             None => {
                 diags.alert(line, format!("cpu-map : '{word}' is not a CPU range."));
                 return None;
@@ -255,8 +262,8 @@ mod tests {
         let m = map("cpu-map auto:1/1-4 0-3");
         assert_eq!((m[0].auto, m[0].threads.clone()), (true, Some(vec![1, 2, 3, 4])));
         assert_eq!(m[0].cpus, [0, 1, 2, 3]);
-        let m = map("cpu-map 1/1,3-4 0 2 4-5");
-        assert_eq!(m[0].threads, Some(vec![1, 3, 4]));
+        let m = map("cpu-map 1/3-4 0 2 4-5");
+        assert_eq!(m[0].threads, Some(vec![3, 4]));
         assert_eq!(m[0].cpus, [0, 2, 4, 5]);
         let m = map("cpu-map all/all 3-1");
         assert_eq!((m[0].threads.clone(), m[0].cpus.clone()), (None, vec![1, 2, 3]));
@@ -265,7 +272,7 @@ mod tests {
 
     #[test]
     fn cpu_map_errors() {
-        let (g, d) = parse("cpu-map auto:1/1-4 0-2\ncpu-map 1\ncpu-map 1 x\ncpu-map 1/1 5000\ncpu-map 1/65 0\ncpu-map 2 0");
+        let (g, d) = parse("cpu-map auto:1/1-4 0-2\ncpu-map 1\ncpu-map 1 x\ncpu-map 1/1 5000\ncpu-map 1/65 0\ncpu-map 2 0\ncpu-map 1/1,3 0");
         assert!(g.cpu_map.is_empty());
         assert!(
             d[0].starts_with("cpu-map : PROC/THREAD range and CPU sets must have the same size")
@@ -273,8 +280,17 @@ mod tests {
         assert_eq!(d[1], CPU_MAP_USAGE);
         assert_eq!(d[2], "cpu-map : 'x' is not a CPU range.");
         assert_eq!(d[3], "cpu-map : supports CPU numbers from 0 to 1023.");
-        assert_eq!(d[4], CPU_MAP_USAGE);
+        assert_eq!(
+            d[4],
+            "cpu-map : '65' is not a valid number/range. It supports numbers from 1 to 64."
+        );
         assert!(d[5].contains("does not include process 1"), "{}", d[5]);
+        assert_eq!(d[6], "cpu-map : '1,3' is not a valid number/range.");
+        assert_eq!(d.len(), 7, "CPU sets take comma lists: {d:?}");
+        let (g, _) = parse("cpu-map 1 0,2 4-5,7");
+        assert_eq!(g.cpu_map[0].cpus, [0, 2, 4, 5, 7]);
+        let (_, d) = parse("cpu-map 1/x 0");
+        assert_eq!(d, ["cpu-map : 'x' is not a valid number/range."]);
     }
 
     #[test]
