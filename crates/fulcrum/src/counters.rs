@@ -30,7 +30,4 @@ impl Counters {
     pub fn inc(field: &AtomicU64) {
         field.fetch_add(1, Ordering::Relaxed);
     }
-    pub fn get(field: &AtomicU64) -> u64 {
-        field.load(Ordering::Relaxed)
-    }
 }

@@ -11,6 +11,7 @@ mod counters;
 mod demo;
 mod frontend;
 mod listener;
+mod log;
 mod plan;
 mod runtime;
 mod server;

@@ -106,7 +106,7 @@ pub fn pin_current_thread(cpus: &[u32]) -> io::Result<()> {
 
 /// What `fork` returned to this process.
 pub enum Forked {
-    Parent { child: u32 },
+    Parent,
     Child,
 }
 
@@ -115,7 +115,7 @@ pub fn fork() -> io::Result<Forked> {
     // SAFETY: the caller guarantees no other thread exists, so the child inherits a consistent
     // address space.
     let pid = check(unsafe { libc::fork() })?;
-    Ok(if pid == 0 { Forked::Child } else { Forked::Parent { child: pid as u32 } })
+    Ok(if pid == 0 { Forked::Child } else { Forked::Parent })
 }
 
 /// Detaches from the controlling terminal and points stdio at /dev/null.

@@ -72,9 +72,6 @@ impl ServerSlot {
     pub fn index(&self) -> usize {
         self.idx
     }
-    pub fn backend(&self) -> &Arc<Backend> {
-        &self.backend
-    }
 }
 
 impl Drop for ServerSlot {
@@ -163,12 +160,14 @@ impl Backend {
     }
 
     /// Changes a server's weight at run time; the balancer follows from the next pick.
+    #[allow(dead_code)] // the runtime API (`set weight`) calls it; unit-tested below
     pub fn set_weight(&self, idx: usize, weight: u32) {
         self.servers[idx].set_weight_raw(weight);
         self.generation.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Puts a server in or out of maintenance.
+    #[allow(dead_code)] // the runtime API (`disable server`) calls it; unit-tested below
     pub fn set_maintenance(&self, idx: usize, on: bool) {
         self.servers[idx].set_maintenance_raw(on);
         self.generation.fetch_add(1, Ordering::Relaxed);
@@ -177,6 +176,16 @@ impl Backend {
     /// Sessions waiting in this backend's queues.
     pub fn queued(&self) -> u32 {
         self.queue.len()
+    }
+
+    /// Sessions waiting for server `idx` in particular.
+    pub fn server_queued(&self, idx: usize) -> u32 {
+        self.queue.line_len(Some(idx))
+    }
+
+    /// Sessions holding a server slot now.
+    pub fn active_sessions(&self) -> u32 {
+        self.servers.iter().map(Server::cur_conns).sum()
     }
 
     pub fn usable_servers(&self) -> usize {
@@ -286,5 +295,96 @@ impl Backend {
     fn release(&self, idx: usize) {
         self.servers[idx].give_back_slot();
         self.queue.on_release(|srv| self.dispatch_one(srv), |i| self.servers[i].give_back_slot());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::Target;
+    use fulcrum_balance::{Algorithm, HashConfig};
+
+    fn backend(weights: &[u32], maxconn: u32, queue: Option<Duration>) -> Arc<Backend> {
+        let servers = weights
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| {
+                let addr = format!("127.0.0.1:{}", 9000 + i).parse().expect("addr");
+                Server::new(format!("s{i}"), Target::Inet(addr), w, maxconn, 0)
+            })
+            .collect();
+        let timeouts = BackendTimeouts { queue, ..Default::default() };
+        let balancer = Balancer::new(Algorithm::RoundRobin, HashConfig::default());
+        Arc::new(Backend::new("be".into(), servers, balancer, false, 3, false, false, timeouts))
+    }
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().expect("rt")
+    }
+
+    #[test]
+    fn set_weight_changes_the_shares_from_the_next_pick() {
+        rt().block_on(async {
+            let be = backend(&[1, 1], 0, None);
+            let mut counts = [0; 2];
+            for _ in 0..100 {
+                counts[be.acquire(None, None).await.expect("slot").index()] += 1;
+            }
+            assert_eq!(counts, [50, 50]);
+            be.set_weight(1, 3);
+            let mut counts = [0; 2];
+            for _ in 0..100 {
+                counts[be.acquire(None, None).await.expect("slot").index()] += 1;
+            }
+            assert_eq!(counts, [25, 75]);
+        });
+    }
+
+    #[test]
+    fn maintenance_takes_a_server_out_and_none_left_is_an_error() {
+        rt().block_on(async {
+            let be = backend(&[1, 1], 0, None);
+            be.set_maintenance(0, true);
+            for _ in 0..10 {
+                assert_eq!(be.acquire(None, None).await.expect("slot").index(), 1);
+            }
+            be.set_maintenance(1, true);
+            assert_eq!(be.acquire(None, None).await.expect_err("none"), AcquireError::NoServer);
+        });
+    }
+
+    #[test]
+    fn a_released_slot_goes_to_the_oldest_waiter() {
+        rt().block_on(async {
+            let be = backend(&[1], 1, Some(Duration::from_secs(5)));
+            let first = be.acquire(None, None).await.expect("slot");
+            let (b1, b2) = (Arc::clone(&be), Arc::clone(&be));
+            let w1 = tokio::spawn(async move { b1.acquire(None, None).await.map(|s| s.index()) });
+            tokio::task::yield_now().await;
+            let w2 = tokio::spawn(async move { b2.acquire(None, None).await.map(|s| s.index()) });
+            tokio::task::yield_now().await;
+            assert_eq!(be.queued(), 2);
+            drop(first);
+            assert_eq!(w1.await.expect("join"), Ok(0));
+            assert_eq!(w2.await.expect("join"), Ok(0));
+            assert_eq!(be.queued(), 0);
+            assert_eq!(be.servers[0].cur_conns(), 0, "every slot given back");
+        });
+    }
+
+    #[test]
+    fn queue_timeout_leaves_the_queue_and_keeps_counts_right() {
+        rt().block_on(async {
+            let be = backend(&[1], 1, Some(Duration::from_millis(30)));
+            let held = be.acquire(None, None).await.expect("slot");
+            assert_eq!(
+                be.acquire(None, None).await.expect_err("timeout"),
+                AcquireError::QueueTimeout
+            );
+            assert_eq!(be.queued(), 0);
+            drop(held);
+            assert_eq!(be.servers[0].cur_conns(), 0);
+            assert!(be.acquire(None, None).await.is_ok());
+        });
     }
 }

@@ -68,6 +68,11 @@ impl Queue {
         self.len.load(Ordering::Relaxed)
     }
 
+    /// Sessions waiting in one line (takes the lock: for logs and stats, not the data path).
+    pub fn line_len(&self, server: Option<usize>) -> u32 {
+        self.lock().line(server).len() as u32
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Lines> {
         self.lines.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -141,7 +141,7 @@ mod tests {
         assert!(p("-Z").is_err());
         assert!(p("-f").is_err());
         assert!(p("-sf abc").is_err());
-        assert!(p("-Ws").unwrap_err().contains("not supported yet"));
+        assert!(p("-Ws").expect_err("refused").contains("not supported yet"));
     }
 
     #[test]

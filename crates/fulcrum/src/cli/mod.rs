@@ -222,7 +222,7 @@ fn start(args: &Args, config: &cfg::Config) -> i32 {
     let daemon = (args.daemon || plan.global.daemon) && !args.debug && !args.foreground;
     if daemon {
         match crate::sys::fork() {
-            Ok(crate::sys::Forked::Parent { .. }) => return 0,
+            Ok(crate::sys::Forked::Parent) => return 0,
             Ok(crate::sys::Forked::Child) => {
                 if let Err(e) = crate::sys::detach() {
                     alert(format!("cannot detach: {e}"));

@@ -25,10 +25,6 @@ impl Limit {
         self.cur.load(Ordering::Relaxed)
     }
 
-    pub fn max(&self) -> u32 {
-        self.max
-    }
-
     /// Takes a slot if one is free.
     pub fn try_acquire(&self) -> bool {
         if self.max == 0 {

@@ -8,7 +8,7 @@ pub mod limit;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fulcrum_config::{BindAddr, Mode};
+use fulcrum_config::BindAddr;
 
 use crate::backend::Backend;
 use crate::counters::Counters;
@@ -23,7 +23,6 @@ pub struct FrontendTimeouts {
 
 #[derive(Debug)]
 pub struct Bind {
-    pub name: Option<String>,
     pub addrs: Vec<BindAddr>,
     pub backlog: Option<u32>,
     pub v4v6: bool,
@@ -34,7 +33,6 @@ pub struct Bind {
 #[derive(Debug)]
 pub struct Frontend {
     pub name: String,
-    pub mode: Mode,
     pub binds: Vec<Arc<Bind>>,
     /// The frontend's `maxconn`.
     pub limit: Limit,

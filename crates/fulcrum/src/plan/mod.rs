@@ -20,20 +20,17 @@ use crate::server::{Server, Target};
 pub struct Plan {
     pub global: cfg::Global,
     pub frontends: Vec<Arc<Frontend>>,
-    pub backends: Vec<Arc<Backend>>,
 }
 
 /// Builds the plan; errors name the config line they come from.
 pub fn build(config: &cfg::Config) -> Result<Plan, Vec<String>> {
     let mut errors = Vec::new();
-    let mut backends = Vec::new();
     let mut by_name: HashMap<&str, Arc<Backend>> = HashMap::new();
     for p in config.backends() {
         match backend(p) {
             Ok(be) => {
                 let be = Arc::new(be);
-                by_name.insert(&p.name, Arc::clone(&be));
-                backends.push(be);
+                by_name.insert(&p.name, be);
             }
             Err(mut e) => errors.append(&mut e),
         }
@@ -62,7 +59,7 @@ pub fn build(config: &cfg::Config) -> Result<Plan, Vec<String>> {
         frontends.push(Arc::new(frontend(p, backend)));
     }
     if errors.is_empty() {
-        Ok(Plan { global: config.global.clone(), frontends, backends })
+        Ok(Plan { global: config.global.clone(), frontends })
     } else {
         Err(errors)
     }
@@ -74,7 +71,6 @@ fn frontend(p: &cfg::Proxy, backend: Option<Arc<Backend>>) -> Frontend {
         .iter()
         .map(|b| {
             Arc::new(Bind {
-                name: b.name.clone(),
                 addrs: b.addrs.clone(),
                 backlog: b.backlog,
                 v4v6: b.v4v6,
@@ -84,7 +80,6 @@ fn frontend(p: &cfg::Proxy, backend: Option<Arc<Backend>>) -> Frontend {
         .collect();
     Frontend {
         name: p.name.clone(),
-        mode: p.mode,
         binds,
         limit: Limit::new(p.maxconn.unwrap_or(0)),
         timeouts: FrontendTimeouts { client: p.timeouts.client, client_fin: p.timeouts.client_fin },

@@ -16,7 +16,8 @@ use super::{Shared, WorkerSocket};
 use crate::connection::Stream;
 use crate::counters::Counters;
 use crate::frontend::{Bind, Frontend};
-use crate::tcp::{self, Accepted, Ending};
+use crate::log;
+use crate::tcp::{self, Accepted};
 
 /// Sessions alive in this worker; soft stop waits for zero.
 #[derive(Default)]
@@ -111,32 +112,29 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
         let fe = Arc::clone(&ws.frontend);
         let conn = Accepted { client, peer, dst_port: ws.dst_port };
         tokio::task::spawn_local(async move {
-            session(&fe, conn, slots.shared.debug).await;
+            session(&fe, conn, &slots.shared).await;
             drop(slots);
             live.dec();
         });
     }
 }
 
-async fn session(fe: &Frontend, conn: Accepted, debug: bool) {
+async fn session(fe: &Frontend, conn: Accepted, shared: &Shared) {
     Counters::inc(&fe.counters.sessions);
     let Some(be) = fe.backend.as_ref() else {
-        if debug {
-            eprintln!("{} no backend: closing", fe.name);
+        if shared.debug {
+            eprintln!("{}: no backend: session closed", fe.name);
         }
         return;
     };
     Counters::inc(&be.counters.sessions);
     let peer = conn.peer;
-    let ending = tcp::serve(fe, be, conn).await;
-    if debug {
-        let who = peer.map(|p| p.to_string()).unwrap_or_else(|| "unix".into());
-        eprintln!("{who} {} {} {}", fe.name, be.name, describe(ending));
+    let start = tokio::time::Instant::now();
+    let outcome = tcp::serve(fe, be, conn).await;
+    if shared.debug {
+        let actconn = shared.global_limit.current();
+        eprintln!("{}", log::tcp_line(peer, fe, be, &outcome, start.elapsed(), actconn));
     }
-}
-
-fn describe(e: Ending) -> String {
-    format!("{e:?}")
 }
 
 fn attach(socket: crate::listener::OpenSocket) -> io::Result<Listener> {

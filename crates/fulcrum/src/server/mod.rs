@@ -110,11 +110,6 @@ impl Server {
             .is_ok()
     }
 
-    /// Takes a slot whatever `maxconn` says (a slot handed over from another session).
-    pub(crate) fn force_take_slot(&self) {
-        self.cur_conns.fetch_add(1, Ordering::SeqCst);
-    }
-
     pub(crate) fn give_back_slot(&self) {
         self.cur_conns.fetch_sub(1, Ordering::SeqCst);
     }

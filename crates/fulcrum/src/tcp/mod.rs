@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::{TcpSocket, UnixStream};
+use tokio::time::Instant;
 
 use crate::backend::{AcquireError, Backend, PickKey, ServerSlot};
 use crate::connection::Stream;
@@ -20,7 +21,7 @@ use crate::frontend::Frontend;
 use crate::server::Endpoint;
 use tunnel::{TunnelEnd, TunnelTimeouts};
 
-/// How a session ended, in HAProxy's terms (termination state, first two letters).
+/// How a session ended; `log` maps it onto HAProxy's two-letter termination state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ending {
     /// Normal end.
@@ -42,21 +43,48 @@ pub struct Accepted {
     pub dst_port: u16,
 }
 
+/// What a finished session reports for its log line and counters.
+#[derive(Debug)]
+pub struct Outcome {
+    pub ending: Ending,
+    /// The server that took the session, if any.
+    pub server: Option<usize>,
+    /// Time spent waiting for a server slot (HAProxy's Tw).
+    pub queue_wait: Duration,
+    /// Time spent connecting, retries included (Tc).
+    pub connect: Duration,
+    pub retries: u32,
+    pub moved: tunnel::Moved,
+}
+
 /// Serves one TCP session to its end.
-pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: Accepted) -> Ending {
+pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: Accepted) -> Outcome {
     let key = conn.peer.map(|p| PickKey { client_ip: p.ip() });
-    let connecting = connect_server(be, key, conn.dst_port);
-    let (slot, server) = if be.abortonclose {
+    let mut out = Outcome {
+        ending: Ending::Done,
+        server: None,
+        queue_wait: Duration::ZERO,
+        connect: Duration::ZERO,
+        retries: 0,
+        moved: Default::default(),
+    };
+    let connecting = connect_server(be, key, conn.dst_port, &mut out);
+    let connected = if be.abortonclose {
         tokio::select! {
-            r = connecting => match r { Ok(v) => v, Err(e) => return e },
-            _ = client_left(&conn.client) => return Ending::ClientAborted,
+            r = connecting => r,
+            _ = client_left(&conn.client) => Err(Ending::ClientAborted),
         }
     } else {
-        match connecting.await {
-            Ok(v) => v,
-            Err(e) => return e,
+        connecting.await
+    };
+    let (slot, server) = match connected {
+        Ok(v) => v,
+        Err(e) => {
+            out.ending = e;
+            return out;
         }
     };
+    out.server = Some(slot.index());
     let t = tunnel_timeouts(fe, be);
     let (end, moved) = tunnel::run(&conn.client, &server, t).await;
     let srv = slot.server();
@@ -64,12 +92,11 @@ pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: Accepted) -> Ending {
         Counters::add(&c.bytes_in, moved.client_to_server);
         Counters::add(&c.bytes_out, moved.server_to_client);
     }
-    drop(slot);
-    if end == TunnelEnd::Done {
-        Ending::Done
-    } else {
-        Ending::Tunnel(end)
+    out.moved = moved;
+    if end != TunnelEnd::Done {
+        out.ending = Ending::Tunnel(end);
     }
+    out
 }
 
 /// HAProxy: once connected, `timeout tunnel` replaces both client and server timeouts.
@@ -96,13 +123,21 @@ async fn connect_server(
     be: &Arc<Backend>,
     key: Option<PickKey>,
     dst_port: u16,
+    out: &mut Outcome,
 ) -> Result<(ServerSlot, Stream), Ending> {
+    let queued_at = Instant::now();
     let mut slot = be.acquire(key, None).await.map_err(Ending::NoServer)?;
+    let connect_at = Instant::now();
+    out.queue_wait = connect_at - queued_at;
+    out.server = Some(slot.index());
     let mut retries_left = be.retries;
     loop {
         let endpoint = slot.server().target.resolve(dst_port);
         let err = match connect(endpoint, be.timeouts.connect).await {
-            Ok(stream) => return Ok((slot, stream)),
+            Ok(stream) => {
+                out.connect = connect_at.elapsed();
+                return Ok((slot, stream));
+            }
             Err(e) => e,
         };
         Counters::inc(&slot.server().counters.connect_errors);
@@ -111,12 +146,14 @@ async fn connect_server(
             return Err(Ending::ConnectFailed);
         }
         retries_left -= 1;
+        out.retries += 1;
         Counters::inc(&be.counters.retries);
         if be.redispatch && retries_left == 0 && be.usable_servers() > 1 {
             // The last retry goes to another server.
             let failed = slot.index();
             drop(slot);
             slot = be.acquire(key, Some(failed)).await.map_err(Ending::NoServer)?;
+            out.server = Some(slot.index());
             Counters::inc(&be.counters.redispatches);
         } else if err.kind() != io::ErrorKind::TimedOut {
             // HAProxy's turn-around: do not hammer a server that just refused.

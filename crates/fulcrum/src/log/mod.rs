@@ -1,0 +1,128 @@
+//! Session log lines in HAProxy's `option tcplog` format (configuration.txt §8.2.2), written to
+//! stderr under `-d` until the `log` keyword arrives. Owns the mapping from a session's outcome
+//! to HAProxy's two-letter termination state (§8.5). Reads counters; changes nothing.
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::backend::{AcquireError, Backend};
+use crate::frontend::Frontend;
+use crate::tcp::tunnel::TunnelEnd;
+use crate::tcp::{Ending, Outcome};
+
+/// HAProxy's termination state: who ended the session, and in which phase.
+pub fn termination_state(e: Ending) -> &'static str {
+    match e {
+        Ending::Done => "--",
+        Ending::Tunnel(TunnelEnd::Done) => "--",
+        Ending::Tunnel(TunnelEnd::ClientError) => "CD",
+        Ending::Tunnel(TunnelEnd::ServerError) => "SD",
+        Ending::Tunnel(TunnelEnd::ClientTimeout) => "cD",
+        Ending::Tunnel(TunnelEnd::ServerTimeout) => "sD",
+        Ending::NoServer(AcquireError::QueueTimeout) => "sQ",
+        Ending::NoServer(AcquireError::QueueFull) => "SQ",
+        Ending::NoServer(AcquireError::NoServer) => "SC",
+        Ending::ConnectFailed => "SC",
+        Ending::ClientAborted => "CC",
+    }
+}
+
+/// `[21/Nov/2026:10:11:12.345]` in UTC.
+fn write_date(out: &mut String, now: SystemTime) {
+    const MONTHS: [&str; 12] =
+        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let d = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let (days, rem) = (secs / 86400, secs % 86400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let _ = write!(
+        out,
+        "[{day:02}/{}/{year}:{:02}:{:02}:{:02}.{:03}]",
+        MONTHS[(month - 1) as usize],
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        d.subsec_millis()
+    );
+}
+
+fn ms(d: Duration) -> u128 {
+    d.as_millis()
+}
+
+/// One `tcplog` line:
+/// `client [date] frontend backend/server Tw/Tc/Tt bytes state actconn/feconn/beconn/srvconn/retries srv_queue/be_queue`.
+pub fn tcp_line(
+    client: Option<SocketAddr>,
+    fe: &Frontend,
+    be: &Backend,
+    o: &Outcome,
+    total: Duration,
+    actconn: u32,
+) -> String {
+    let mut s = String::with_capacity(160);
+    match client {
+        Some(a) => {
+            let _ = write!(s, "{}:{} ", a.ip(), a.port());
+        }
+        None => s.push_str("unix:1 "),
+    }
+    write_date(&mut s, SystemTime::now() - total);
+    let server = o.server.map(|i| be.servers[i].name.as_str()).unwrap_or("<NOSRV>");
+    let tc = if o.server.is_some() && o.ending != Ending::ConnectFailed {
+        ms(o.connect).to_string()
+    } else {
+        "-1".into()
+    };
+    let _ = write!(
+        s,
+        " {} {}/{server} {}/{tc}/{} {} {} {actconn}/{}/{}/{}/{} {}/{}",
+        fe.name,
+        be.name,
+        ms(o.queue_wait),
+        ms(total),
+        o.moved.server_to_client,
+        termination_state(o.ending),
+        fe.limit.current(),
+        be.active_sessions(),
+        o.server.map(|i| be.servers[i].cur_conns()).unwrap_or(0),
+        o.retries,
+        o.server.map(|i| be.server_queued(i)).unwrap_or(0),
+        be.queued(),
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_written_as_haproxy_does() {
+        let mut s = String::new();
+        write_date(&mut s, UNIX_EPOCH + Duration::from_millis(1_795_259_472_345));
+        assert_eq!(s, "[21/Nov/2026:11:11:12.345]");
+        let mut s = String::new();
+        write_date(&mut s, UNIX_EPOCH + Duration::from_secs(951_782_400)); // 2000-02-29
+        assert_eq!(s, "[29/Feb/2000:00:00:00.000]");
+    }
+
+    #[test]
+    fn termination_states_name_side_and_phase() {
+        assert_eq!(termination_state(Ending::Done), "--");
+        assert_eq!(termination_state(Ending::Tunnel(TunnelEnd::ClientTimeout)), "cD");
+        assert_eq!(termination_state(Ending::Tunnel(TunnelEnd::ServerError)), "SD");
+        assert_eq!(termination_state(Ending::NoServer(AcquireError::QueueTimeout)), "sQ");
+        assert_eq!(termination_state(Ending::ConnectFailed), "SC");
+    }
+}
