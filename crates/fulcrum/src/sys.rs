@@ -167,3 +167,37 @@ pub fn steal_fd(pid: u32, target_fd: RawFd) -> io::Result<OwnedFd> {
     // SAFETY: a fresh descriptor owned by this process.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
+
+/// Accepts one connection on a non-blocking listening socket with `accept4`, so the new socket
+/// is non-blocking and close-on-exec without further syscalls (and inherits TCP_NODELAY from
+/// the listener). Returns the peer address for TCP sockets.
+pub fn accept(listener: RawFd) -> io::Result<(OwnedFd, Option<std::net::SocketAddr>)> {
+    // SAFETY: `try_init` hands a correctly sized sockaddr_storage and length to accept4, which
+    // fills at most that many bytes; the returned descriptor is checked before being owned.
+    let (fd, addr) = unsafe {
+        socket2::SockAddr::try_init(|storage, len| {
+            let fd = libc::accept4(
+                listener,
+                storage.cast(),
+                len,
+                libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            );
+            if fd < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(fd)
+            }
+        })?
+    };
+    // SAFETY: a fresh descriptor returned by accept4, owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    Ok((fd, addr.as_socket()))
+}
+
+/// Registers a listening socket with the current Tokio event loop for readability.
+pub fn register_listener(fd: OwnedFd) -> io::Result<tokio::io::unix::AsyncFd<OwnedFd>> {
+    use tokio::io::{unix::AsyncFd, Interest};
+    // SAFETY: an `OwnedFd` is open and owned until the `AsyncFd` drops it, and its `as_raw_fd`
+    // always returns the same descriptor: exactly the contract `register_with_interest` asks.
+    unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.map_err(io::Error::from)
+}

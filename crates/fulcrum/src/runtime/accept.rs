@@ -9,7 +9,9 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::{TcpListener, UnixListener};
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use tokio::io::unix::AsyncFd;
 use tokio::sync::Notify;
 
 use super::{Shared, WorkerSocket};
@@ -58,29 +60,37 @@ impl Drop for Slots {
     }
 }
 
-enum Listener {
-    Tcp(TcpListener),
-    Unix(UnixListener),
+/// A listening socket registered with the worker's event loop.
+struct Listener {
+    fd: AsyncFd<OwnedFd>,
+    unix: bool,
 }
 
 impl Listener {
-    async fn accept(&self) -> io::Result<(Stream, Option<std::net::SocketAddr>)> {
-        match self {
-            Listener::Tcp(l) => {
-                let (s, peer) = l.accept().await?;
-                let _ = s.set_nodelay(true);
-                Ok((Stream::Tcp(s), Some(peer)))
-            }
-            Listener::Unix(l) => {
-                let (s, _) = l.accept().await?;
-                Ok((Stream::Unix(s), None))
-            }
+    fn new(socket: crate::listener::OpenSocket) -> io::Result<Self> {
+        Ok(Listener {
+            fd: crate::sys::register_listener(OwnedFd::from(socket.socket))?,
+            unix: socket.unix,
+        })
+    }
+
+    /// Turns an accepted descriptor into a stream on this worker's event loop.
+    fn stream(&self, fd: OwnedFd) -> io::Result<Stream> {
+        if self.unix {
+            let std = std::os::unix::net::UnixStream::from(fd);
+            Ok(Stream::Unix(tokio::net::UnixStream::from_std(std)?))
+        } else {
+            let std = std::net::TcpStream::from(fd);
+            Ok(Stream::Tcp(tokio::net::TcpStream::from_std(std)?))
         }
     }
 }
 
+/// Accepts connections for one bind address in one worker. Slots on the bind, frontend and
+/// process `maxconn` are taken only once a connection is waiting, then `accept4` is called;
+/// while a limit is full the loop waits and the connection stays in the kernel's backlog.
 pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) {
-    let listener = match attach(ws.socket) {
+    let listener = match Listener::new(ws.socket) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("[ALERT]    ({}) : cannot attach listener: {e}", std::process::id());
@@ -88,6 +98,13 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
         }
     };
     loop {
+        let mut ready = match listener.fd.readable().await {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("[ALERT]    ({}) : listener failed: {e}", std::process::id());
+                return;
+            }
+        };
         ws.bind.limit.acquire().await;
         ws.frontend.limit.acquire().await;
         shared.global_limit.acquire().await;
@@ -96,7 +113,11 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
             frontend: Arc::clone(&ws.frontend),
             bind: Arc::clone(&ws.bind),
         };
-        let (client, peer) = match listener.accept().await {
+        let accepted = match ready.try_io(|fd| crate::sys::accept(fd.as_raw_fd())) {
+            Ok(r) => r.and_then(|(fd, peer)| Ok((listener.stream(fd)?, peer))),
+            Err(_would_block) => continue, // another worker took it; `slots` drops
+        };
+        let (client, peer) = match accepted {
             Ok(c) => c,
             Err(e) => {
                 drop(slots);
@@ -134,17 +155,6 @@ async fn session(fe: &Frontend, conn: Accepted, shared: &Shared) {
     if shared.debug {
         let actconn = shared.global_limit.current();
         eprintln!("{}", log::tcp_line(peer, fe, be, &outcome, start.elapsed(), actconn));
-    }
-}
-
-fn attach(socket: crate::listener::OpenSocket) -> io::Result<Listener> {
-    if socket.unix {
-        let std: std::os::unix::net::UnixListener =
-            std::os::fd::OwnedFd::from(socket.socket).into();
-        Ok(Listener::Unix(UnixListener::from_std(std)?))
-    } else {
-        let std: std::net::TcpListener = socket.socket.into();
-        Ok(Listener::Tcp(TcpListener::from_std(std)?))
     }
 }
 

@@ -259,3 +259,35 @@ fn unix_socket_bind_accepts_connections() {
     std::io::Read::read_exact(&mut s, &mut back).expect("echo");
     assert_eq!(&back, b"unix");
 }
+
+#[test]
+fn global_maxconn_holds_across_workers_with_reuseport_sockets() {
+    let echo = testserver("echo", "e");
+    let port = dead_addr().port();
+    let dir = scratch("maxconn-workers");
+    let cfg = dir.join("m.cfg");
+    let text = format!("global\n nbthread 2\n maxconn 1\n{ECHO_CFG}listen px\n bind 127.0.0.1:{port}\n server e {}\n", echo.addr);
+    std::fs::write(&cfg, text).expect("cfg");
+    let _px = spawn_fulcrum(&dir, &cfg, &[], vec![]);
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    assert!(eventually(Duration::from_secs(5), || std::net::TcpStream::connect(addr).is_ok()));
+    // Several rounds, so that connections land on both workers' sockets.
+    let mut held = connect(addr);
+    assert_eq!(echo_roundtrip(&mut held, b"0"), b"0");
+    for round in 1..=6u8 {
+        let mut next = connect(addr);
+        std::io::Write::write_all(&mut next, &[round]).expect("write");
+        next.set_read_timeout(Some(Duration::from_millis(200))).expect("timeout");
+        let mut one = [0u8; 1];
+        assert!(
+            std::io::Read::read(&mut next, &mut one).is_err(),
+            "round {round}: served beyond maxconn 1"
+        );
+        drop(held);
+        next.set_read_timeout(Some(Duration::from_secs(3))).expect("timeout");
+        std::io::Read::read_exact(&mut next, &mut one)
+            .unwrap_or_else(|e| panic!("round {round}: not served after a slot freed: {e}"));
+        assert_eq!(one, [round]);
+        held = next;
+    }
+}
