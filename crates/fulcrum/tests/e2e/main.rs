@@ -1,6 +1,7 @@
 //! Black-box scenarios: the real `fulcrum` binary against real test servers on 127.0.0.1.
 
 mod balance;
+mod config_errors;
 mod failures;
 mod harness;
 mod lifecycle;

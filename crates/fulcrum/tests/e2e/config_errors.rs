@@ -1,0 +1,142 @@
+//! `fulcrum -c`: a table of configurations and the exact diagnostics and exit status they get.
+
+use crate::harness::*;
+
+const T: &str = " timeout connect 1s\n timeout client 1s\n timeout server 1s\n";
+
+/// Runs `-c` and returns (exit code, stdout, stderr with the pid and scratch path removed).
+fn check_clean(name: &str, cfg: &str) -> (i32, String, Vec<String>) {
+    let (code, out, err) = check(name, cfg);
+    let lines = err
+        .lines()
+        .map(|l| {
+            let l = match (l.find(" ("), l.find(") : ")) {
+                (Some(a), Some(b)) if a < b => format!("{}{}", &l[..a], &l[b + 1..]),
+                _ => l.to_string(),
+            };
+            let dir = scratch_path(name);
+            l.replace(&dir, "")
+        })
+        .collect();
+    (code, out, lines)
+}
+
+fn scratch_path(name: &str) -> String {
+    format!(
+        "{}/",
+        std::env::temp_dir().join(format!("fulcrum-e2e-{}-{name}", std::process::id())).display()
+    )
+}
+
+#[test]
+fn bad_configurations_get_exact_diagnostics_and_status_1() {
+    let cases: &[(&str, String, &[&str])] = &[
+        (
+            "unknown-global",
+            "global\n foo bar\n".into(),
+            &["[ALERT] : config : parsing [check.cfg:2] : unknown keyword 'foo' in 'global' section"],
+        ),
+        (
+            "mode-http",
+            format!("defaults\n{T}frontend fe\n bind 127.0.0.1:1\n mode http\n"),
+            &["[ALERT] : config : parsing [check.cfg:7] : 'mode http' is not supported yet"],
+        ),
+        (
+            "unsupported-and-unknown-backend",
+            format!("defaults\n{T}frontend fe\n bind 127.0.0.1:1\n option httplog\n default_backend nope\n"),
+            &[
+                "[ALERT] : config : parsing [check.cfg:7] : 'option httplog' is not supported yet",
+                "[ALERT] : config : parsing [check.cfg:8] : Proxy 'fe': unable to find required default_backend: 'nope'.",
+            ],
+        ),
+        (
+            "server-check",
+            format!("defaults\n{T}listen x\n bind 127.0.0.1:1\n server a 127.0.0.1:2 check\n"),
+            &["[ALERT] : config : parsing [check.cfg:7] : 'server x/a' : 'check' is not supported yet"],
+        ),
+        (
+            "every-error-of-a-file",
+            "listen x\n bind 127.0.0.1:1\n bind 127.0.0.1:1\n timeout client 1x\n balance roundrobin foo\n server a 127.0.0.1:2 weight 300\n".into(),
+            &[
+                "[ALERT] : config : parsing [check.cfg:4] : unexpected character 'x' in 'timeout client'",
+                "[ALERT] : config : parsing [check.cfg:5] : 'balance roundrobin' cannot handle unexpected argument 'foo'.",
+                "[ALERT] : config : parsing [check.cfg:6] : 'server x/a' : weight of server a is not within 0 and 256 (300).",
+                "[ALERT] : config : parsing [check.cfg:3] : 'bind' : address '127.0.0.1:1' is already bound by proxy 'x' at check.cfg:2.",
+            ],
+        ),
+    ];
+    for (name, cfg, expected) in cases {
+        let (code, out, lines) = check_clean(name, cfg);
+        assert_eq!(code, 1, "{name}: exit status");
+        assert!(!out.contains("valid"), "{name}: said valid");
+        let mut want: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
+        want.push("[ALERT] : config : Error(s) found in configuration file : check.cfg".into());
+        want.push("[ALERT] : config : Fatal errors found in configuration.".into());
+        let got: Vec<String> =
+            lines.iter().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+        let want: Vec<String> =
+            want.iter().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+        assert_eq!(got, want, "{name}");
+    }
+}
+
+#[test]
+fn legacy_forms_are_accepted_with_the_modern_spelling() {
+    let (code, out, lines) = check_clean(
+        "legacy",
+        "listen x 127.0.0.1:8001\n contimeout 1s\n clitimeout 2s\n srvtimeout 3s\n server a 127.0.0.1:2\n",
+    );
+    assert_eq!(code, 0, "{lines:?}");
+    assert_eq!(out.trim(), "Configuration file is valid");
+    let text = lines.join("\n");
+    for modern in [
+        "'bind 127.0.0.1:8001'",
+        "'timeout connect 1s'",
+        "'timeout client 2s'",
+        "'timeout server 3s'",
+    ] {
+        assert!(text.contains(modern), "no hint {modern} in {text}");
+    }
+    assert!(lines.iter().all(|l| l.starts_with("[WARNING]")), "{lines:?}");
+}
+
+#[test]
+fn a_valid_configuration_checks_clean_with_a_missing_timeout_warning() {
+    let (code, out, lines) =
+        check_clean("valid", "listen x\n bind 127.0.0.1:1\n server a 127.0.0.1:2\n");
+    assert_eq!(code, 0);
+    assert_eq!(out.trim(), "Configuration file is valid");
+    assert_eq!(
+        lines.first().map(String::as_str),
+        Some("[WARNING] : config : missing timeouts for proxy 'x'.")
+    );
+}
+
+#[test]
+fn a_directory_of_configs_loads_in_lexical_order() {
+    let dir = scratch("cfg-dir");
+    std::fs::write(dir.join("20-be.cfg"), "backend be\n server a 127.0.0.1:2\n").expect("write");
+    std::fs::write(
+        dir.join("10-fe.cfg"),
+        format!("defaults\n{T}frontend fe\n bind 127.0.0.1:1\n default_backend be\n"),
+    )
+    .expect("write");
+    std::fs::write(dir.join("ignored.txt"), "garbage\n").expect("write");
+    let (code, out, err) = run(&["-c", "-f", dir.to_str().expect("utf8")]);
+    assert_eq!((code, out.trim()), (0, "Configuration file is valid"), "{err}");
+}
+
+#[test]
+fn missing_file_is_reported_with_its_name() {
+    let (code, _, err) = run(&["-c", "-f", "/nonexistent/haproxy.cfg"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Cannot open configuration file/directory /nonexistent/haproxy.cfg : No such file or directory"), "{err}");
+}
+
+#[test]
+fn cc_evaluates_a_condition_like_haproxy() {
+    assert_eq!(run(&["-cc", "version_atleast(2.4)"]).0, 0);
+    assert_eq!(run(&["-cc", "version_atleast(2.7)"]).0, 1);
+    assert_eq!(run(&["-cc", "feature(REUSEPORT) && !feature(NOPE)"]).0, 0);
+    assert_eq!(run(&["-cc", "streq(a,b)"]).0, 1);
+}
