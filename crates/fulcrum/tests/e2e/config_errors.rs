@@ -106,9 +106,11 @@ fn a_valid_configuration_checks_clean_with_a_missing_timeout_warning() {
         check_clean("valid", "listen x\n bind 127.0.0.1:1\n server a 127.0.0.1:2\n");
     assert_eq!(code, 0);
     assert_eq!(out.trim(), "Configuration file is valid");
+    // As HAProxy's warning, plus the line of the proxy it is about.
+    let first = lines.first().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "));
     assert_eq!(
-        lines.first().map(String::as_str),
-        Some("[WARNING] : config : missing timeouts for proxy 'x'.")
+        first.as_deref(),
+        Some("[WARNING] : config : parsing [check.cfg:1] : missing timeouts for proxy 'x'.")
     );
 }
 
