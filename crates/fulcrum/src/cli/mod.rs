@@ -275,9 +275,11 @@ fn raise_fd_limit(plan: &Plan, cli_maxconn: Option<u32>, listener_fds: usize) ->
     // An explicit `ulimit-n` is applied as given, lower or higher; otherwise only raised.
     if wanted > soft || explicit.is_some_and(|n| n != soft) {
         if let Err(e) = crate::sys::set_nofile_limit(wanted) {
-            let msg =
-                format!("[{}] Cannot raise FD limit to {wanted}, limit is {soft}: {e}.", "fulcrum");
-            if explicit.is_some() {
+            let msg = format!(
+                "[fulcrum.main()] Cannot raise FD limit to {wanted}, limit is {soft} ({e})."
+            );
+            // As HAProxy: fatal when the limit follows from an explicit setting.
+            if explicit.is_some() || plan.global.maxconn.or(cli_maxconn).is_some() {
                 alert(msg);
                 return None;
             }
