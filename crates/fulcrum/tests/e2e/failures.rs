@@ -98,3 +98,28 @@ fn queue_timeout_closes_a_waiting_session() {
     assert!(took >= Duration::from_millis(120), "closed before timeout queue: {took:?}");
     assert_eq!(first.join().expect("first").map(|r| r.0), Some(200));
 }
+
+#[test]
+fn abortonclose_drops_a_queued_session_whose_client_left() {
+    let srv = testserver("http", "slow");
+    let px = fulcrum(
+        "abortonclose",
+        &format!(
+            "{DEFAULTS} timeout connect 1s\n timeout queue 5s\n option abortonclose\n\
+             listen px\n bind {{fe0}}\n server slow {} maxconn 1\n",
+            srv.addr
+        ),
+    );
+    let addr = px.addr();
+    let first = std::thread::spawn(move || http_get(addr, "/?t=1500"));
+    std::thread::sleep(Duration::from_millis(100));
+    let quitter = connect(addr);
+    std::thread::sleep(Duration::from_millis(100));
+    drop(quitter); // leaves while queued behind the slow request
+    let logged = eventually(Duration::from_millis(800), || {
+        px.proc.log_text().lines().any(|l| l.contains(" px/<NOSRV> ") || l.contains(" CC "))
+    });
+    assert!(logged, "queued session not aborted: {}", px.proc.log_text());
+    assert!(px.proc.log_text().lines().any(|l| l.contains(" CC ")));
+    assert_eq!(first.join().expect("first").map(|r| r.0), Some(200));
+}
