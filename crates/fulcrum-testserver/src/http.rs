@@ -510,6 +510,7 @@ pub fn reason(code: u16) -> &'static str {
         415 => "Unsupported Media Type",
         416 => "Range Not Satisfiable",
         417 => "Expectation Failed",
+        418 => "I'm a teapot",
         421 => "Misdirected Request",
         422 => "Unprocessable Content",
         425 => "Too Early",

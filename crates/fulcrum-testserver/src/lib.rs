@@ -170,6 +170,10 @@ impl Drop for Running {
 }
 
 fn bind(addr: SocketAddr) -> io::Result<StdListener> {
+    bind_inner(addr).map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))
+}
+
+fn bind_inner(addr: SocketAddr) -> io::Result<StdListener> {
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     sock.set_reuse_address(true)?;
     sock.set_reuse_port(true)?;
