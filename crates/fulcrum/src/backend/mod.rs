@@ -238,7 +238,7 @@ impl Backend {
                 }
             }
         }
-        if !self.servers.iter().any(|s| s.is_up() && s.weight() > 0) {
+        if self.usable_servers() == 0 {
             Counters::inc(&self.counters.no_server);
             return Err(AcquireError::NoServer);
         }

@@ -54,24 +54,11 @@ impl Stream {
         }
     }
     /// Waits until the peer sent something or closed; `Ok(true)` means it closed (EOF).
+    /// UNIX streams have no async peek: for them this reports "sent something" at once.
     pub async fn peer_closed(&self) -> io::Result<bool> {
-        let mut b = [0u8; 1];
-        loop {
-            std::future::poll_fn(|cx| self.poll_read_ready(cx)).await?;
-            let r = match self {
-                Stream::Tcp(s) => s.peek(&mut b).await,
-                Stream::Unix(s) => {
-                    // UNIX streams have no async peek; readiness is enough to know "something".
-                    let _ = s;
-                    return Ok(false);
-                }
-            };
-            match r {
-                Ok(0) => return Ok(true),
-                Ok(_) => return Ok(false),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Err(e),
-            }
+        match self {
+            Stream::Tcp(s) => Ok(s.peek(&mut [0u8; 1]).await? == 0),
+            Stream::Unix(_) => Ok(false),
         }
     }
 }

@@ -130,10 +130,9 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
         };
         live.inc();
         let live = Rc::clone(&live);
-        let fe = Arc::clone(&ws.frontend);
         let conn = Accepted { client, peer, dst_port: ws.dst_port };
         tokio::task::spawn_local(async move {
-            session(&fe, conn, &slots.shared).await;
+            session(&slots.frontend, conn, &slots.shared).await;
             drop(slots);
             live.dec();
         });

@@ -84,7 +84,6 @@ pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: Accepted) -> Outcome 
             return out;
         }
     };
-    out.server = Some(slot.index());
     let t = tunnel_timeouts(fe, be);
     let (end, moved) = tunnel::run(&conn.client, &server, t).await;
     let srv = slot.server();

@@ -2,7 +2,7 @@
 //! privileges and CPU pinning.
 #![allow(unsafe_code)] // kill(2) on the daemon this file starts.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use crate::harness::*;
@@ -136,15 +136,26 @@ fn global_maxconn_leaves_extra_connections_in_the_backlog() {
     let px = fulcrum("maxconn", &echo_cfg(" nbthread 1\n maxconn 1", echo.addr));
     let mut a = connect(px.addr());
     assert_eq!(echo_roundtrip(&mut a, b"a"), b"a");
-    let mut b = connect(px.addr()); // completes in the kernel, not accepted yet
-    std::io::Write::write_all(&mut b, b"b").expect("write");
-    b.set_read_timeout(Some(Duration::from_millis(300))).expect("timeout");
+    held_back_until_freed(a, px.addr(), b'b', Duration::from_millis(300));
+}
+
+/// Opens a connection while `held` occupies the only `maxconn` slot: it must not be served
+/// within `wait`; once `held` closes it must be served. Returns the new connection.
+fn held_back_until_freed(held: TcpStream, addr: SocketAddr, byte: u8, wait: Duration) -> TcpStream {
+    let mut next = connect(addr); // completes in the kernel, not accepted yet
+    std::io::Write::write_all(&mut next, &[byte]).expect("write");
+    next.set_read_timeout(Some(wait)).expect("timeout");
     let mut one = [0u8; 1];
-    assert!(std::io::Read::read(&mut b, &mut one).is_err(), "second session served beyond maxconn");
-    drop(a);
-    b.set_read_timeout(Some(Duration::from_secs(3))).expect("timeout");
-    std::io::Read::read_exact(&mut b, &mut one).expect("served once a slot is free");
-    assert_eq!(&one, b"b");
+    assert!(
+        std::io::Read::read(&mut next, &mut one).is_err(),
+        "connection {byte}: served beyond maxconn"
+    );
+    drop(held);
+    next.set_read_timeout(Some(Duration::from_secs(3))).expect("timeout");
+    std::io::Read::read_exact(&mut next, &mut one)
+        .unwrap_or_else(|e| panic!("connection {byte}: not served after a slot freed: {e}"));
+    assert_eq!(one, [byte]);
+    next
 }
 
 #[test]
@@ -157,14 +168,7 @@ fn frontend_maxconn_pauses_accepting() {
     let px = fulcrum("fe-maxconn", &text);
     let mut a = connect(px.addr());
     assert_eq!(echo_roundtrip(&mut a, b"a"), b"a");
-    let mut b = connect(px.addr());
-    std::io::Write::write_all(&mut b, b"b").expect("write");
-    b.set_read_timeout(Some(Duration::from_millis(300))).expect("timeout");
-    let mut one = [0u8; 1];
-    assert!(std::io::Read::read(&mut b, &mut one).is_err());
-    drop(a);
-    b.set_read_timeout(Some(Duration::from_secs(3))).expect("timeout");
-    std::io::Read::read_exact(&mut b, &mut one).expect("served");
+    held_back_until_freed(a, px.addr(), b'b', Duration::from_millis(300));
 }
 
 fn thread_names(pid: u32) -> Vec<(String, String)> {
@@ -275,19 +279,6 @@ fn global_maxconn_holds_across_workers_with_reuseport_sockets() {
     let mut held = connect(addr);
     assert_eq!(echo_roundtrip(&mut held, b"0"), b"0");
     for round in 1..=6u8 {
-        let mut next = connect(addr);
-        std::io::Write::write_all(&mut next, &[round]).expect("write");
-        next.set_read_timeout(Some(Duration::from_millis(200))).expect("timeout");
-        let mut one = [0u8; 1];
-        assert!(
-            std::io::Read::read(&mut next, &mut one).is_err(),
-            "round {round}: served beyond maxconn 1"
-        );
-        drop(held);
-        next.set_read_timeout(Some(Duration::from_secs(3))).expect("timeout");
-        std::io::Read::read_exact(&mut next, &mut one)
-            .unwrap_or_else(|e| panic!("round {round}: not served after a slot freed: {e}"));
-        assert_eq!(one, [round]);
-        held = next;
+        held = held_back_until_freed(held, addr, round, Duration::from_millis(200));
     }
 }
