@@ -106,7 +106,8 @@ pub fn pin_current_thread(cpus: &[u32]) -> io::Result<()> {
 
 /// What `fork` returned to this process.
 pub enum Forked {
-    Parent,
+    /// This is the parent; the value is the child's pid.
+    Parent(u32),
     Child,
 }
 
@@ -115,7 +116,7 @@ pub fn fork() -> io::Result<Forked> {
     // SAFETY: the caller guarantees no other thread exists, so the child inherits a consistent
     // address space.
     let pid = check(unsafe { libc::fork() })?;
-    Ok(if pid == 0 { Forked::Child } else { Forked::Parent })
+    Ok(if pid == 0 { Forked::Child } else { Forked::Parent(pid as u32) })
 }
 
 /// Detaches from the controlling terminal and points stdio at /dev/null.

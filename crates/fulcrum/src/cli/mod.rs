@@ -220,9 +220,24 @@ fn start(args: &Args, config: &cfg::Config) -> i32 {
     drop(inherited); // sockets of old processes we do not listen on any more
 
     let daemon = (args.daemon || plan.global.daemon) && !args.debug && !args.foreground;
+    let pidfile = args.pidfile.as_ref().or(plan.global.pidfile.as_ref());
+    // As in HAProxy, the pid file is written before the launching process returns (by the parent
+    // with the child's pid in daemon mode), so whoever started us can read it at once.
+    let write_pidfile = |pid: u32| match pidfile {
+        Some(path) => std::fs::write(path, format!("{pid}\n")).map_err(|e| {
+            alert(format!("Cannot create pidfile {} : {e}", path.display()));
+        }),
+        None => Ok(()),
+    };
     if daemon {
         match crate::sys::fork() {
-            Ok(crate::sys::Forked::Parent) => return 0,
+            Ok(crate::sys::Forked::Parent(child)) => {
+                if write_pidfile(child).is_err() {
+                    let _ = crate::sys::kill(child, libc::SIGTERM);
+                    return 1;
+                }
+                return 0;
+            }
             Ok(crate::sys::Forked::Child) => {
                 if let Err(e) = crate::sys::detach() {
                     alert(format!("cannot detach: {e}"));
@@ -234,12 +249,8 @@ fn start(args: &Args, config: &cfg::Config) -> i32 {
                 return 1;
             }
         }
-    }
-    if let Some(path) = args.pidfile.as_ref().or(plan.global.pidfile.as_ref()) {
-        if let Err(e) = std::fs::write(path, format!("{}\n", pid())) {
-            alert(format!("Cannot create pidfile {} : {e}", path.display()));
-            return 1;
-        }
+    } else if write_pidfile(pid()).is_err() {
+        return 1;
     }
     if let Err(e) = drop_privileges(&plan.global) {
         alert(e);
