@@ -1,0 +1,1 @@
+//! HTTP/1.1 message codec (skeleton; see issue 3).

@@ -1,0 +1,1 @@
+//! Pattern sets, maps and converters for ACLs (skeleton; see issue 3).
