@@ -5,11 +5,15 @@
 //! runtime state. Every item keeps the [`Span`] it came from so later stages can still point at
 //! the config line that caused a problem.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+
+mod http;
+pub use http::*;
 
 /// Where a piece of configuration came from: file name and 1-based line number.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -31,6 +35,8 @@ pub struct Config {
     /// Frontends, backends and listens, in the order they appear. A `listen` is one proxy with
     /// both capabilities.
     pub proxies: Vec<Proxy>,
+    /// `http-errors <name>` sections, in order.
+    pub http_errors: Vec<HttpErrorsSection>,
 }
 
 impl Config {
@@ -48,7 +54,7 @@ impl Config {
 }
 
 /// The `global` section (several `global` sections are merged in order).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Global {
     pub daemon: bool,
     /// `nbthread`; `None` means "as many as the CPUs the process may use".
@@ -63,6 +69,27 @@ pub struct Global {
     pub user: Option<UserSpec>,
     /// `group` / `gid`.
     pub group: Option<UserSpec>,
+    /// `tune.bufsize` (HAProxy's default 16384): the largest request or response head.
+    pub tune_bufsize: usize,
+    /// `tune.http.maxhdr` (default 101): the most header lines a message may have.
+    pub tune_http_maxhdr: u32,
+}
+
+impl Default for Global {
+    fn default() -> Self {
+        Global {
+            daemon: false,
+            nbthread: None,
+            maxconn: None,
+            pidfile: None,
+            cpu_map: Vec::new(),
+            ulimit_n: None,
+            user: None,
+            group: None,
+            tune_bufsize: 16384,
+            tune_http_maxhdr: 101,
+        }
+    }
 }
 
 /// A user or group named in the config, by name or by number.
@@ -131,13 +158,52 @@ pub struct Proxy {
     pub servers: Vec<Server>,
     pub default_backend: Option<BackendRef>,
     /// `use_backend` rules, in order; the first that applies wins.
-    pub use_backends: Vec<BackendRef>,
+    pub use_backends: Vec<UseBackend>,
     /// `retries` (HAProxy's default is 3).
     pub retries: u32,
     /// `option redispatch`: the last retry may go to another server.
     pub redispatch: bool,
     /// `option abortonclose`.
     pub abortonclose: bool,
+    /// `acl` lines, in order (lines sharing a name are ORed).
+    pub acls: Vec<NamedAcl>,
+    /// `http-request` rules, in order.
+    pub http_request: Vec<HttpRule>,
+    /// `http-response` rules, in order.
+    pub http_response: Vec<HttpRule>,
+    /// `http-after-response` rules, in order.
+    pub http_after_response: Vec<HttpRule>,
+    /// Legacy `redirect` rules (the action is always [`HttpAction::Redirect`]).
+    pub redirects: Vec<HttpRule>,
+    /// `tcp-request connection accept|reject` rules.
+    pub tcp_request_connection: Vec<TcpRule>,
+    /// `tcp-request content accept|reject` rules.
+    pub tcp_request_content: Vec<TcpRule>,
+    /// `tcp-request inspect-delay`.
+    pub inspect_delay: Option<Duration>,
+    /// `monitor-uri`.
+    pub monitor_uri: Option<String>,
+    /// `monitor fail if|unless <cond>` lines: the monitor URI answers 503 when one applies.
+    pub monitor_fail: Vec<Condition>,
+    /// Error messages by status, from `errorfile`, `errorfiles` and `http-error` (later lines
+    /// override earlier ones).
+    pub errors: BTreeMap<u16, ErrorSource>,
+    /// `option forwardfor`.
+    pub forwardfor: Option<ForwardFor>,
+    /// `option originalto`.
+    pub originalto: Option<ForwardFor>,
+    /// `option http-keep-alive` / `http-server-close` / `httpclose`.
+    pub http_conn_mode: HttpConnMode,
+    /// `option http-buffer-request`.
+    pub http_buffer_request: bool,
+    /// `http-reuse`.
+    pub http_reuse: HttpReuse,
+    /// `cookie`: cookie-based server persistence.
+    pub cookie: Option<CookieCfg>,
+    /// `option httplog`.
+    pub httplog: bool,
+    /// `option dontlognull`.
+    pub dontlognull: bool,
 }
 
 /// A reference to a backend by name, with the line that made it.
@@ -158,6 +224,8 @@ pub struct Timeouts {
     pub tunnel: Option<Duration>,
     pub client_fin: Option<Duration>,
     pub server_fin: Option<Duration>,
+    pub http_request: Option<Duration>,
+    pub http_keep_alive: Option<Duration>,
 }
 
 /// One `bind` line. A line with a comma list or a port range yields several addresses.
@@ -198,6 +266,22 @@ pub enum Balance {
     /// `random[(<draws>)]`: pick the least loaded of `draws` random servers (default 2).
     Random {
         draws: u32,
+    },
+    /// `uri [depth <n>] [len <n>] [whole] [path-only]`: hash of the request URI.
+    Uri {
+        depth: Option<u32>,
+        len: Option<u32>,
+        whole: bool,
+        path_only: bool,
+    },
+    /// `url_param <name>`: hash of a query-string parameter (round robin without it).
+    UrlParam {
+        name: String,
+    },
+    /// `hdr(<name>) [use_domain_only]`: hash of a request header (round robin without it).
+    Hdr {
+        name: String,
+        use_domain_only: bool,
     },
 }
 
@@ -242,6 +326,12 @@ pub struct Server {
     pub disabled: bool,
     /// `port`: the port health checks use (the check issue consumes it).
     pub check_port: Option<u16>,
+    /// `cookie <value>`: the persistence cookie value for this server.
+    pub cookie: Option<String>,
+    /// `pool-max-conn`: `None` or -1 unlimited idle connections, 0 no pooling.
+    pub pool_max_conn: Option<i32>,
+    /// `pool-purge-delay`.
+    pub pool_purge_delay: Option<Duration>,
 }
 
 /// A server's address as written. Host names are resolved by the engine at start-up.

@@ -71,6 +71,25 @@ impl ProxyBuild {
             retries: 3,
             redispatch: false,
             abortonclose: false,
+            acls: Vec::new(),
+            http_request: Vec::new(),
+            http_response: Vec::new(),
+            http_after_response: Vec::new(),
+            redirects: Vec::new(),
+            tcp_request_connection: Vec::new(),
+            tcp_request_content: Vec::new(),
+            inspect_delay: None,
+            monitor_uri: None,
+            monitor_fail: Vec::new(),
+            errors: Default::default(),
+            forwardfor: None,
+            originalto: None,
+            http_conn_mode: HttpConnMode::default(),
+            http_buffer_request: false,
+            http_reuse: HttpReuse::default(),
+            cookie: None,
+            httplog: false,
+            dontlognull: false,
         };
         ProxyBuild { proxy, section: Section::Defaults, default_server: ServerOpts::default() }
     }
@@ -365,7 +384,11 @@ fn use_backend(p: &mut Proxy, line: &Line, diags: &mut Diags) {
         return diags.alert(line, "dynamic backend names in 'use_backend' are not supported yet");
     }
     match line.arg(2) {
-        "" => p.use_backends.push(BackendRef { name: name.to_string(), span: line.span.clone() }),
+        "" => p.use_backends.push(UseBackend {
+            span: line.span.clone(),
+            target: BackendTarget::Name(name.to_string()),
+            cond: None,
+        }),
         "if" | "unless" => diags.alert(
             line,
             "conditions on 'use_backend' are not supported yet (ACLs come with mode http)",

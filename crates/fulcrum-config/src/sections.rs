@@ -58,7 +58,7 @@ impl Builder {
     pub fn finish(mut self) -> (Config, Diags) {
         self.finish_section();
         let proxies = self.proxies.into_iter().map(|b| b.proxy).collect();
-        (Config { global: self.global, proxies }, self.diags)
+        (Config { global: self.global, proxies, http_errors: Vec::new() }, self.diags)
     }
 
     fn line(&mut self, line: &Line) {

@@ -68,6 +68,9 @@ pub fn parse_server(
         backup: opts.backup,
         disabled: opts.disabled,
         check_port: opts.port,
+        cookie: None,
+        pool_max_conn: None,
+        pool_purge_delay: None,
     })
 }
 

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use crate::diag::Diagnostic;
-use crate::model::{BackendRef, BindAddr, Config, Mode, Proxy, Span};
+use crate::model::{BackendTarget, BindAddr, Config, Mode, Proxy, Span};
 use crate::proxy::type_word;
 
 /// Runs every check, appending diagnostics in a stable order. After parse errors
@@ -44,24 +44,33 @@ fn backend_refs(config: &Config, p: &Proxy, out: &mut Vec<Diagnostic>) {
     if !p.kind.is_frontend() {
         return;
     }
-    let refs = p
-        .default_backend
-        .iter()
-        .map(|r| (r, "default_backend"))
-        .chain(p.use_backends.iter().map(|r| (r, "use_backend")));
-    for (r, kw) in refs {
-        check_ref(config, p, r, kw, out);
+    let refs =
+        p.default_backend.iter().map(|r| (r.name.as_str(), &r.span, "default_backend")).chain(
+            p.use_backends.iter().filter_map(|u| match &u.target {
+                BackendTarget::Name(name) => Some((name.as_str(), &u.span, "use_backend")),
+                BackendTarget::Dynamic(_) => None,
+            }),
+        );
+    for (name, span, kw) in refs {
+        check_ref(config, p, name, span, kw, out);
     }
 }
 
-fn check_ref(config: &Config, p: &Proxy, r: &BackendRef, kw: &str, out: &mut Vec<Diagnostic>) {
-    let Some(be) = config.backends().find(|b| b.name == r.name) else {
-        let msg = format!("Proxy '{}': unable to find required {kw}: '{}'.", p.name, r.name);
-        return out.push(Diagnostic::alert(at(&r.span), msg));
+fn check_ref(
+    config: &Config,
+    p: &Proxy,
+    name: &str,
+    span: &Span,
+    kw: &str,
+    out: &mut Vec<Diagnostic>,
+) {
+    let Some(be) = config.backends().find(|b| b.name == name) else {
+        let msg = format!("Proxy '{}': unable to find required {kw}: '{name}'.", p.name);
+        return out.push(Diagnostic::alert(at(span), msg));
     };
     if be.name == p.name && be.kind == p.kind {
-        let msg = format!("Proxy '{}': loop detected for {kw}: '{}'.", p.name, r.name);
-        return out.push(Diagnostic::alert(at(&r.span), msg));
+        let msg = format!("Proxy '{}': loop detected for {kw}: '{name}'.", p.name);
+        return out.push(Diagnostic::alert(at(span), msg));
     }
     if be.mode != p.mode {
         let usage = if kw == "default_backend" {
@@ -80,7 +89,7 @@ fn check_ref(config: &Config, p: &Proxy, r: &BackendRef, kw: &str, out: &mut Vec
             be.name,
             be.span
         );
-        out.push(Diagnostic::alert(at(&r.span), msg));
+        out.push(Diagnostic::alert(at(span), msg));
     }
 }
 

@@ -1,0 +1,481 @@
+//! The HTTP side of the model: sample expressions, ACLs and conditions, log-format strings,
+//! `http-request`/`http-response`/`http-after-response` rules, `tcp-request` rules, backend
+//! selection rules, error messages and the HTTP proxy settings (cookie persistence, connection
+//! mode, forwarding headers, connection reuse).
+//!
+//! Files these items name (`-f` pattern files, maps, errorfiles, reply files) are kept as paths:
+//! the engine reads them, with the item's [`Span`] at hand to report a problem.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::Span;
+
+// ---- sample expressions ----
+
+/// A sample fetch and its converter chain, e.g. `req.hdr(host),lower,map_dom(/etc/hosts.map)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SampleExpr {
+    pub fetch: Fetch,
+    pub converters: Vec<Converter>,
+    /// The expression as written in the configuration.
+    pub text: String,
+}
+
+/// The sample fetches Fulcrum supports (HAProxy manual §7.3).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fetch {
+    /// `src`: the client's address.
+    Src,
+    /// `src_port`.
+    SrcPort,
+    /// `dst`: the address the client connected to.
+    Dst,
+    /// `dst_port`.
+    DstPort,
+    /// `path`: the request path, without the query string.
+    Path,
+    /// `url`: the request target as received.
+    Url,
+    /// `query`: the query string, without the `?`.
+    Query,
+    /// `method`.
+    Method,
+    /// `req.ver` (`req_ver`): the request's HTTP version, e.g. `1.1`.
+    ReqVer,
+    /// `url_param(<name>)` / `urlp(<name>)`.
+    UrlParam { name: String },
+    /// `hdr(<name>[,<occ>])` / `req.hdr(...)`: the name is lower-cased; an empty name means
+    /// every value of every header. `occ` picks one occurrence (negative counts from the end).
+    Hdr { name: String, occ: Option<i32> },
+    /// `hdr_cnt(<name>)` / `req.hdr_cnt(<name>)`: how many values the header has.
+    HdrCnt { name: String },
+    /// `hdr_ip(<name>[,<occ>])` / `req.hdr_ip(...)`: a header value parsed as an IP address.
+    HdrIp { name: String, occ: Option<i32> },
+    /// `cook(<name>)` / `req.cook(<name>)`: a request cookie's value.
+    Cook { name: String },
+    /// `nbsrv([<backend>])`: usable servers of the backend (the current one when `None`).
+    NbSrv { backend: Option<String> },
+    /// `be_conn([<backend>])`: current connections of the backend.
+    BeConn { backend: Option<String> },
+    /// `always_true`.
+    AlwaysTrue,
+    /// `always_false`.
+    AlwaysFalse,
+    /// `status`: the response status code.
+    Status,
+    /// `res.hdr(<name>[,<occ>])` / `shdr(...)`; name lower-cased.
+    ResHdr { name: String, occ: Option<i32> },
+    /// `var(<scope>.<name>)`.
+    Var { scope: VarScope, name: String },
+    /// `str(<s>)`: a constant string.
+    Str(String),
+    /// `int(<n>)`: a constant integer.
+    Int(i64),
+}
+
+/// The scope of a variable (`proc.`, `sess.`, `txn.`, `req.`, `res.`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum VarScope {
+    Proc,
+    Sess,
+    Txn,
+    Req,
+    Res,
+}
+
+/// A converter applied to a sample (HAProxy manual §7.3.1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Converter {
+    Lower,
+    Upper,
+    /// `field(<index>,<delimiters>[,<count>])`.
+    Field {
+        index: i32,
+        delims: String,
+        count: Option<i32>,
+    },
+    /// `word(<index>,<delimiters>[,<count>])`.
+    Word {
+        index: i32,
+        delims: String,
+        count: Option<i32>,
+    },
+    /// `regsub(<regex>,<subst>[,<flags>])`: regex kept as written, compiled by the engine;
+    /// flags are `g` (all matches) and `i` (ignore case).
+    Regsub {
+        regex: String,
+        subst: String,
+        flags: String,
+    },
+    /// `map(<file>[,<default>])` (= `map_str`) and the `map_<match>` variants. The file is
+    /// loaded by the engine.
+    Map {
+        kind: MapMatch,
+        file: PathBuf,
+        default: Option<String>,
+    },
+}
+
+/// How a `map_*` converter matches its input against the map's keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapMatch {
+    Str,
+    Beg,
+    End,
+    Sub,
+    Dom,
+    Reg,
+    Ip,
+    Int,
+}
+
+/// How an ACL compares a sample with its patterns (`-m <method>`, or implied by the keyword).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MatchMethod {
+    /// Exact string.
+    Str,
+    /// Prefix.
+    Beg,
+    /// Suffix.
+    End,
+    /// Substring.
+    Sub,
+    /// Regular expression (kept as written, compiled by the engine).
+    Reg,
+    /// Delimited by `/`, `?`, `.` or `:` (domain name match).
+    Dom,
+    /// Delimited by `/` (path component match).
+    Dir,
+    /// Length of the sample compared as an integer (patterns as for `Int`).
+    Len,
+    /// Integer: `N`, `lt|le|eq|ge|gt N`, `A:B` ranges (syntax checked at parse time).
+    Int,
+    /// IPv4/IPv6 address with optional mask (syntax checked at parse time).
+    Ip,
+    /// The sample exists (no patterns).
+    Found,
+    /// The sample is true / non-zero (no patterns).
+    Bool,
+}
+
+// ---- ACLs and conditions ----
+
+/// One ACL criterion: a sample, how to match it and the patterns to match.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Acl {
+    pub span: Span,
+    pub expr: SampleExpr,
+    pub method: MatchMethod,
+    /// `-i`: case-insensitive matching.
+    pub ignore_case: bool,
+    /// Inline patterns, in order.
+    pub patterns: Vec<String>,
+    /// `-f <file>` pattern files, in order (loaded by the engine).
+    pub files: Vec<PathBuf>,
+}
+
+/// One `acl <name> ...` line. Several lines with the same name are ORed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamedAcl {
+    pub name: String,
+    pub acl: Acl,
+}
+
+/// An `if`/`unless` condition: an OR of AND-groups of terms; `unless` negates the whole.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Condition {
+    pub unless: bool,
+    pub terms: Vec<Vec<CondTerm>>,
+}
+
+/// One term of a condition, `!` negating it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CondTerm {
+    pub negate: bool,
+    pub acl: AclRef,
+}
+
+/// A named ACL of the proxy, or an anonymous `{ ... }` one. Predefined ACLs (`TRUE`,
+/// `METH_GET`, `HTTP_1.1`...) are expanded into `Anonymous` when the proxy has no ACL of that
+/// name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AclRef {
+    Named(String),
+    Anonymous(Box<Acl>),
+}
+
+// ---- log-format strings ----
+
+/// A log-format string (header values, redirect targets, dynamic `use_backend` names).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogFormat {
+    /// The string as written.
+    pub text: String,
+    pub parts: Vec<LogPart>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LogPart {
+    /// Literal text (`%%` already turned into `%`).
+    Lit(String),
+    /// `%[expr]`.
+    Sample(SampleExpr),
+    /// `%ci`, `%b`...
+    Var(LogVar),
+}
+
+/// The `%<var>` log-format variables Fulcrum supports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogVar {
+    /// `%ci`
+    ClientIp,
+    /// `%cp`
+    ClientPort,
+    /// `%fi`
+    FrontendIp,
+    /// `%fp`
+    FrontendPort,
+    /// `%f`
+    Frontend,
+    /// `%b`
+    Backend,
+    /// `%s`
+    Server,
+    /// `%r`: the request line.
+    HttpRequest,
+    /// `%pid`
+    Pid,
+}
+
+// ---- rules ----
+
+/// One `http-request`, `http-response`, `http-after-response` or `redirect` rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpRule {
+    pub span: Span,
+    pub action: HttpAction,
+    pub cond: Option<Condition>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HttpAction {
+    Allow,
+    /// `deny [deny_status <code>] [<reply options>]`; status 403 by default. `reply` is set when
+    /// reply options (content-type, string, file, hdr...) were given.
+    Deny {
+        status: u16,
+        reply: Option<Reply>,
+    },
+    Return(Reply),
+    Redirect(Redirect),
+    SetHeader {
+        name: String,
+        value: LogFormat,
+    },
+    AddHeader {
+        name: String,
+        value: LogFormat,
+    },
+    DelHeader {
+        name: String,
+    },
+    ReplaceHeader {
+        name: String,
+        regex: String,
+        replace: LogFormat,
+    },
+    ReplaceValue {
+        name: String,
+        regex: String,
+        replace: LogFormat,
+    },
+    SetPath(LogFormat),
+    SetQuery(LogFormat),
+    SetUri(LogFormat),
+    SetMethod(LogFormat),
+    ReplaceUri {
+        regex: String,
+        replace: LogFormat,
+    },
+    ReplacePath {
+        regex: String,
+        replace: LogFormat,
+    },
+    SetVar {
+        scope: VarScope,
+        name: String,
+        expr: SampleExpr,
+    },
+    UnsetVar {
+        scope: VarScope,
+        name: String,
+    },
+    /// `wait-for-body time <time> [at-least <bytes>]`.
+    WaitForBody {
+        time: Duration,
+        at_least: Option<u64>,
+    },
+    /// `set-status <code> [reason <text>]` (response rules only).
+    SetStatus {
+        status: u16,
+        reason: Option<String>,
+    },
+}
+
+/// An HTTP reply built by the proxy (`return`, `deny` with reply options, `http-error`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reply {
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub body: ReplyBody,
+    /// `hdr <name> <fmt>` options, in order.
+    pub headers: Vec<(String, LogFormat)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReplyBody {
+    /// No payload.
+    None,
+    /// `string <text>`.
+    String(String),
+    /// `file <path>` (read by the engine).
+    File(PathBuf),
+    /// `lf-string <fmt>`.
+    LfString(LogFormat),
+    /// `default-errorfiles`, or no payload option on a `deny`/`return` whose status has an
+    /// error message: use the proxy's error message for that status.
+    ErrorFiles,
+}
+
+/// A redirect: `redirect location|prefix|scheme <value> [code <n>] [drop-query] [append-slash]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Redirect {
+    pub kind: RedirectKind,
+    pub value: LogFormat,
+    /// 301, 302 (default), 303, 307 or 308.
+    pub code: u16,
+    pub drop_query: bool,
+    pub append_slash: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RedirectKind {
+    Location,
+    Prefix,
+    Scheme,
+}
+
+/// One `tcp-request connection|content accept|reject` rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TcpRule {
+    pub span: Span,
+    /// `accept` (true) or `reject` (false).
+    pub accept: bool,
+    pub cond: Option<Condition>,
+}
+
+// ---- backend selection ----
+
+/// One `use_backend` rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UseBackend {
+    pub span: Span,
+    pub target: BackendTarget,
+    pub cond: Option<Condition>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BackendTarget {
+    /// A backend by name, checked at load time (exists, same mode).
+    Name(String),
+    /// A name containing `%[`: evaluated per request, not checked at load time.
+    Dynamic(LogFormat),
+}
+
+// ---- error messages ----
+
+/// Where the error message for one status comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ErrorSource {
+    /// `errorfile <code> <file>`: a complete raw HTTP response read by the engine.
+    File { path: PathBuf, span: Span },
+    /// `http-error status <code> ...`.
+    Reply(Reply),
+}
+
+/// An `http-errors <name>` section.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpErrorsSection {
+    pub name: String,
+    pub span: Span,
+    pub errors: BTreeMap<u16, ErrorSource>,
+}
+
+// ---- HTTP proxy settings ----
+
+/// `option forwardfor [except <net>] [header <name>] [if-none]` and `option originalto
+/// [except <net>] [header <name>]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForwardFor {
+    /// Source network (address, prefix length) for which the header is not added.
+    pub except: Option<(IpAddr, u8)>,
+    /// `X-Forwarded-For` / `X-Original-To` unless `header` says otherwise.
+    pub header: String,
+    /// `if-none` (forwardfor only): only add the header when the request has none.
+    pub if_none: bool,
+}
+
+/// How client and server connections are kept between requests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HttpConnMode {
+    /// `option http-keep-alive` (HAProxy's default).
+    #[default]
+    KeepAlive,
+    /// `option http-server-close`.
+    ServerClose,
+    /// `option httpclose`.
+    Close,
+}
+
+/// `http-reuse`: sharing idle server connections between clients.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HttpReuse {
+    Never,
+    #[default]
+    Safe,
+    Aggressive,
+    Always,
+}
+
+/// `cookie <name> [rewrite|insert|prefix] [indirect] [nocache] [postonly] [preserve]
+/// [httponly] [secure] [domain <d>]* [maxidle <t>] [maxlife <t>]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CookieCfg {
+    pub span: Span,
+    pub name: String,
+    pub mode: CookieMode,
+    pub indirect: bool,
+    pub nocache: bool,
+    pub httponly: bool,
+    pub secure: bool,
+    pub preserve: bool,
+    pub domain: Vec<String>,
+    pub maxidle: Option<Duration>,
+    pub maxlife: Option<Duration>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CookieMode {
+    /// `insert`: the proxy adds `Set-Cookie: <name>=<server cookie>` to responses.
+    Insert,
+    /// `rewrite`: the server sets the cookie; the proxy rewrites its value.
+    Rewrite,
+    /// `prefix`: the proxy prefixes the server's own cookie value with `<server cookie>~`.
+    Prefix,
+    /// None of the three: the proxy only reads the cookie (the application sets it to the
+    /// server's cookie value); no response is modified.
+    Passive,
+}
