@@ -37,11 +37,12 @@ pub fn build(config: &cfg::Config) -> Result<Plan, Vec<String>> {
     }
     let mut frontends = Vec::new();
     for p in config.frontends() {
-        let target = p
-            .use_backends
-            .first()
-            .or(p.default_backend.as_ref())
-            .map(|r| r.name.as_str())
+        let first_use = p.use_backends.first().and_then(|u| match &u.target {
+            cfg::BackendTarget::Name(n) if u.cond.is_none() => Some(n.as_str()),
+            _ => None,
+        });
+        let target = first_use
+            .or(p.default_backend.as_ref().map(|r| r.name.as_str()))
             .or((p.kind == cfg::ProxyKind::Listen).then_some(p.name.as_str()));
         let backend = match target {
             Some(name) => match by_name.get(name) {
