@@ -2,6 +2,15 @@
 //! (Content-Length and chunked), the response-head formatter, and the per-connection loop
 //! (keep-alive, pipelining with batched writes, query-driven answers: `s=` size, `c=` code,
 //! `t=` delay, `k=0` close). Parsing and formatting are sans-I/O and unit-tested here.
+//!
+//! For black-box tests of a proxy the query can also ask for: the request echoed back
+//! (`echo=head|all|body`, or the path `/echo`), a chunked answer (`chunked=1`, `trailers=1`),
+//! a close-delimited one (`cl=none`), extra headers (`hdr=Name:value`, `setcookie=v`), an
+//! interim answer (`info=103`), request-body facts (`bodyinfo=1`), no `100 Continue`
+//! (`continue=0`), a silent close (`drop=1`, `drop=next`) or an invalid answer (`bad=<kind>`, see
+//! [`Bad`]). `Upgrade: websocket` gets `101` and CONNECT gets `200`, then both echo bytes.
+//! `GET /__stats` answers the per-server counters ([`Counts`]); such a connection is not counted.
+//! None of this costs the plain fast path more than a few flag tests.
 
 use std::io;
 use std::sync::Arc;
@@ -37,6 +46,123 @@ const fn make_filler() -> [u8; FILLER_LEN] {
     out
 }
 
+/// What `echo=` asked for: the body of the answer is ...
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Echo {
+    #[default]
+    None,
+    /// ... the request head exactly as received (`echo=1`, `echo=head`, path `/echo`).
+    Head,
+    /// ... the head and the body bytes exactly as received, chunk framing included (`echo=all`).
+    All,
+    /// ... the request body, de-chunked (`echo=body`).
+    Body,
+}
+
+/// `drop=`: close the connection without saying so.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DropConn {
+    #[default]
+    No,
+    /// `drop=1`: right after this (keep-alive looking) answer.
+    Now,
+    /// `drop=next`: when the next request arrives, without answering it.
+    Next,
+}
+
+/// `bad=<kind>`: an invalid or incomplete answer, after which the server closes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bad {
+    /// `status`: non-numeric status code.
+    Status,
+    /// `version`: `HTTX/1.1` protocol name.
+    Version,
+    /// `space`: a space between header name and colon.
+    Space,
+    /// `hdrchar`: an invalid character in a header name.
+    HdrChar,
+    /// `nul`: a NUL byte in a header value.
+    Nul,
+    /// `fold`: an obs-fold continuation line.
+    Fold,
+    /// `cl2`: two different Content-Length values.
+    Cl2,
+    /// `badcl`: a non-numeric Content-Length.
+    BadCl,
+    /// `clte`: both Content-Length and chunked (valid: chunked wins), body "abc".
+    ClTe,
+    /// `chunk`: an invalid chunk size after a valid head.
+    Chunk,
+    /// `truncated`: Content-Length 100, 10 bytes of body, then close.
+    Truncated,
+    /// `partial`: close in the middle of the head.
+    Partial,
+    /// `empty`: close without a byte.
+    Empty,
+    /// `reset`: RST without a byte.
+    Reset,
+    /// `garbage`: bytes that are not HTTP at all.
+    Garbage,
+    /// `bighdr`: a 20 kB header line.
+    BigHdr,
+    /// `lf`: bare LF line endings (valid for most parsers), body "ok".
+    Lf,
+}
+
+impl Bad {
+    pub fn parse(v: &[u8]) -> Option<Bad> {
+        Some(match v {
+            b"status" => Bad::Status,
+            b"version" => Bad::Version,
+            b"space" => Bad::Space,
+            b"hdrchar" => Bad::HdrChar,
+            b"nul" => Bad::Nul,
+            b"fold" => Bad::Fold,
+            b"cl2" => Bad::Cl2,
+            b"badcl" => Bad::BadCl,
+            b"clte" => Bad::ClTe,
+            b"chunk" => Bad::Chunk,
+            b"truncated" => Bad::Truncated,
+            b"partial" => Bad::Partial,
+            b"empty" => Bad::Empty,
+            b"reset" => Bad::Reset,
+            b"garbage" => Bad::Garbage,
+            b"bighdr" => Bad::BigHdr,
+            b"lf" => Bad::Lf,
+            _ => return None,
+        })
+    }
+
+    /// The bytes sent before closing.
+    pub fn bytes(self) -> Vec<u8> {
+        let s: &[u8] = match self {
+            Bad::Status => b"HTTP/1.1 2x0 OK\r\nContent-Length: 0\r\n\r\n",
+            Bad::Version => b"HTTX/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+            Bad::Space => b"HTTP/1.1 200 OK\r\nX-Bad : x\r\nContent-Length: 0\r\n\r\n",
+            Bad::HdrChar => b"HTTP/1.1 200 OK\r\nX(Bad): x\r\nContent-Length: 0\r\n\r\n",
+            Bad::Nul => b"HTTP/1.1 200 OK\r\nX-Bad: a\x00b\r\nContent-Length: 0\r\n\r\n",
+            Bad::Fold => b"HTTP/1.1 200 OK\r\nX-Bad: a\r\n b\r\nContent-Length: 0\r\n\r\n",
+            Bad::Cl2 => b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
+            Bad::BadCl => b"HTTP/1.1 200 OK\r\nContent-Length: 3x\r\n\r\nabc",
+            Bad::ClTe => b"HTTP/1.1 200 OK\r\nContent-Length: 40\r\n\
+                Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+            Bad::Chunk => b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n",
+            Bad::Truncated => b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789",
+            Bad::Partial => b"HTTP/1.1 200 OK\r\nContent-Le",
+            Bad::Empty | Bad::Reset => b"",
+            Bad::Garbage => b"\x01\x02garbage\r\n\r\n",
+            Bad::Lf => b"HTTP/1.1 200 OK\nContent-Length: 2\nX-Lf: 1\n\nok",
+            Bad::BigHdr => {
+                let mut v = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX-Big: ".to_vec();
+                v.resize(v.len() + 20_000, b'a');
+                v.extend_from_slice(b"\r\n\r\n");
+                return v;
+            }
+        };
+        s.to_vec()
+    }
+}
+
 /// What the query string asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Answer {
@@ -46,13 +172,60 @@ pub struct Answer {
     pub code: u16,
     /// Delay before answering, in microseconds (`t=`).
     pub delay_us: u64,
-    /// `k=0`: close the connection after this response.
+    /// `k=0` or `close=1`: close the connection after this response.
     pub close: bool,
+    /// `echo=`: what to send back instead of the filler body.
+    pub echo: Echo,
+    /// `chunked=1`: chunked transfer-coding.
+    pub chunked: bool,
+    /// `trailers=1` (implies chunked): a trailer section `X-Trailer: done`.
+    pub trailers: bool,
+    /// `cl=none`: no Content-Length, the body ends with the connection.
+    pub no_length: bool,
+    /// `bad=<kind>`: an invalid answer instead.
+    pub bad: Option<Bad>,
+    /// `info=<1xx>`: an interim response first.
+    pub interim: u16,
+    /// `hdr=` or `setcookie=` present: rendered by [`extra_headers`].
+    pub extra: bool,
+    /// `bodyinfo=1`: `X-Body-Len` and `X-Body-Sum` (FNV-1a 64, hex) of the de-chunked body.
+    pub body_info: bool,
+    /// `continue=0`: never send `100 Continue`.
+    pub no_continue: bool,
+    /// `drop=1` / `drop=next`.
+    pub drop: DropConn,
 }
 
 impl Default for Answer {
     fn default() -> Self {
-        Answer { size: 0, code: 200, delay_us: 0, close: false }
+        Answer {
+            size: 0,
+            code: 200,
+            delay_us: 0,
+            close: false,
+            echo: Echo::None,
+            chunked: false,
+            trailers: false,
+            no_length: false,
+            bad: None,
+            interim: 0,
+            extra: false,
+            body_info: false,
+            no_continue: false,
+            drop: DropConn::No,
+        }
+    }
+}
+
+impl Answer {
+    /// Whether anything beyond size/code/delay/close was asked (the slow path).
+    fn special(&self) -> bool {
+        self.echo != Echo::None
+            || self.chunked
+            || self.no_length
+            || self.interim != 0
+            || self.extra
+            || self.body_info
     }
 }
 
@@ -75,6 +248,12 @@ pub struct Request {
     pub keep_alive: bool,
     /// `Expect: 100-continue` on a request with a body.
     pub expect_continue: bool,
+    /// `Upgrade: websocket` with `Connection: upgrade` (HTTP/1.1): answered `101`, then echo.
+    pub upgrade: bool,
+    /// The CONNECT method: answered `200`, then echo.
+    pub connect: bool,
+    /// Where the request target lies in the head: (offset, length).
+    pub target: (usize, usize),
     pub body: BodyKind,
     /// The query's answer, or `None` if the query was malformed (answered with 400).
     pub answer: Option<Answer>,
@@ -135,6 +314,7 @@ pub fn parse_request(buf: &[u8]) -> Parsed {
 fn parse_inner(buf: &[u8]) -> Parsed {
     const BAD: Parsed = Parsed::Invalid(400);
     let mut pos = 0;
+    let mut line_start = 0;
     // Request line, skipping a few leading empty lines (RFC 9112 2.2).
     let line = loop {
         match next_line(buf, pos) {
@@ -147,6 +327,7 @@ fn parse_inner(buf: &[u8]) -> Parsed {
             }
             Some(Err(())) => return BAD,
             Some(Ok((l, next))) => {
+                line_start = pos;
                 pos = next;
                 if !l.is_empty() {
                     break l;
@@ -184,6 +365,8 @@ fn parse_inner(buf: &[u8]) -> Parsed {
     let mut content_length: Option<u64> = None;
     let mut te_seen = false;
     let mut chunked = false;
+    let mut conn_upgrade = false;
+    let mut upgrade_ws = false;
     loop {
         let (hl, next) = match next_line(buf, pos) {
             None => return Parsed::Partial,
@@ -214,6 +397,8 @@ fn parse_inner(buf: &[u8]) -> Parsed {
                         conn_close = true;
                     } else if tok.eq_ignore_ascii_case(b"keep-alive") {
                         conn_keep = true;
+                    } else if tok.eq_ignore_ascii_case(b"upgrade") {
+                        conn_upgrade = true;
                     }
                 }
             }
@@ -241,6 +426,11 @@ fn parse_inner(buf: &[u8]) -> Parsed {
             6 if name.eq_ignore_ascii_case(b"expect") => {
                 expect_continue = value.eq_ignore_ascii_case(b"100-continue");
             }
+            7 if name.eq_ignore_ascii_case(b"upgrade") => {
+                upgrade_ws = value
+                    .split(|&b| b == b',')
+                    .any(|t| trim_ows(t).eq_ignore_ascii_case(b"websocket"));
+            }
             _ => {}
         }
     }
@@ -254,11 +444,16 @@ fn parse_inner(buf: &[u8]) -> Parsed {
     let answer = parse_query(target);
     let close_asked = matches!(answer, Some(Answer { close: true, .. }));
     let keep_alive = !conn_close && (http11 || conn_keep) && !close_asked;
+    // The target starts one byte after the method's space.
+    let target_at = line_start + method.len() + 1;
     let request = Request {
         head: method == b"HEAD",
         http11,
         keep_alive,
         expect_continue: expect_continue && http11 && body != BodyKind::None,
+        upgrade: upgrade_ws && conn_upgrade && http11,
+        connect: method == b"CONNECT",
+        target: (target_at, target.len()),
         body,
         answer,
     };
@@ -319,29 +514,143 @@ pub fn parse_code(v: &[u8]) -> Option<u16> {
     }
 }
 
+/// The query string of a request target (after `?`, before `#`), if any.
+fn query_of(target: &[u8]) -> Option<&[u8]> {
+    let q = target.iter().position(|&b| b == b'?')?;
+    let query = &target[q + 1..];
+    Some(match query.iter().position(|&b| b == b'#') {
+        Some(h) => &query[..h],
+        None => query,
+    })
+}
+
+/// The path of a request target, origin-form or absolute-form.
+fn path_of(target: &[u8]) -> &[u8] {
+    let mut t = target;
+    if let Some(s) = t.windows(3).position(|w| w == b"://") {
+        if !t[..s].contains(&b'/') {
+            t = &t[s + 3..];
+            t = &t[t.iter().position(|&b| b == b'/').unwrap_or(t.len())..];
+        }
+    }
+    let end = t.iter().position(|&b| b == b'?' || b == b'#').unwrap_or(t.len());
+    &t[..end]
+}
+
+/// The `key=value` pairs of a query (a bare `key` has an empty value).
+fn pairs(query: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    query.split(|&b| b == b'&').map(|pair| match pair.iter().position(|&b| b == b'=') {
+        Some(e) => (&pair[..e], &pair[e + 1..]),
+        None => (pair, &b""[..]),
+    })
+}
+
+fn parse_flag(v: &[u8]) -> Option<bool> {
+    Some(parse_u64(v)? != 0)
+}
+
 /// Reads the answer parameters from a request target's query string. Unknown keys are ignored;
 /// a malformed known value gives `None`.
 pub fn parse_query(target: &[u8]) -> Option<Answer> {
     let mut a = Answer::default();
-    let Some(q) = target.iter().position(|&b| b == b'?') else { return Some(a) };
-    let mut query = &target[q + 1..];
-    if let Some(h) = query.iter().position(|&b| b == b'#') {
-        query = &query[..h];
+    if path_of(target) == b"/echo" {
+        a.echo = Echo::Head;
     }
-    for pair in query.split(|&b| b == b'&') {
-        let (k, v) = match pair.iter().position(|&b| b == b'=') {
-            Some(e) => (&pair[..e], &pair[e + 1..]),
-            None => (pair, &b""[..]),
-        };
+    let Some(query) = query_of(target) else { return Some(a) };
+    for (k, v) in pairs(query) {
         match k {
             b"s" => a.size = parse_size(v)?,
             b"c" => a.code = parse_code(v)?,
             b"t" => a.delay_us = parse_delay(v)?,
             b"k" => a.close = parse_u64(v)? == 0,
+            b"close" => a.close = parse_flag(v)?,
+            b"echo" => {
+                a.echo = match v {
+                    b"0" => Echo::None,
+                    b"1" | b"head" => Echo::Head,
+                    b"all" => Echo::All,
+                    b"body" => Echo::Body,
+                    _ => return None,
+                }
+            }
+            b"chunked" => a.chunked = parse_flag(v)?,
+            b"trailers" => {
+                a.trailers = parse_flag(v)?;
+                a.chunked |= a.trailers;
+            }
+            b"cl" => match v {
+                b"none" => a.no_length = true,
+                _ => return None,
+            },
+            b"bad" => a.bad = Some(Bad::parse(v)?),
+            b"info" => {
+                a.interim = match parse_u64(v)? {
+                    c @ (100 | 102..=199) => c as u16,
+                    _ => return None,
+                }
+            }
+            b"hdr" | b"setcookie" => a.extra = true,
+            b"bodyinfo" => a.body_info = parse_flag(v)?,
+            b"continue" => a.no_continue = !parse_flag(v)?,
+            b"drop" => {
+                a.drop = match v {
+                    b"0" => DropConn::No,
+                    b"1" => DropConn::Now,
+                    b"next" => DropConn::Next,
+                    _ => return None,
+                }
+            }
             _ => {}
         }
     }
     Some(a)
+}
+
+/// Decodes `%XX` escapes (and nothing else); invalid escapes are kept as they are.
+pub fn percent_decode(v: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(v.len());
+    let mut i = 0;
+    while i < v.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if v[i] == b'%' && i + 2 < v.len() + 0 && i + 2 <= v.len() - 1 {
+            if let (Some(h), Some(l)) = (hex(v[i + 1]), hex(v[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(v[i]);
+        i += 1;
+    }
+    out
+}
+
+/// Appends the header lines asked for by `hdr=Name:value` (repeatable) and `setcookie=value`
+/// (repeatable, as `Set-Cookie: value`), percent-decoded. Lines that would break the head
+/// (CR, LF, NUL, or a name that is not a token) are skipped.
+pub fn extra_headers(target: &[u8], out: &mut Vec<u8>) {
+    let Some(query) = query_of(target) else { return };
+    for (k, v) in pairs(query) {
+        let (name, value) = match k {
+            b"hdr" => {
+                let v = percent_decode(v);
+                let Some(c) = v.iter().position(|&b| b == b':') else { continue };
+                (v[..c].to_vec(), trim_ows(&v[c + 1..]).to_vec())
+            }
+            b"setcookie" => (b"Set-Cookie".to_vec(), percent_decode(v)),
+            _ => continue,
+        };
+        if name.is_empty()
+            || !name.iter().all(|&b| is_tchar(b))
+            || value.iter().any(|&b| b == b'\r' || b == b'\n' || b == 0)
+        {
+            continue;
+        }
+        out.extend_from_slice(&name);
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(&value);
+        out.extend_from_slice(b"\r\n");
+    }
 }
 
 /// A malformed chunked request body.

@@ -121,6 +121,10 @@ fn backend(p: &cfg::Proxy) -> Result<Backend, Vec<String>> {
         cfg::Balance::First => (Algorithm::First, false),
         cfg::Balance::Source => (Algorithm::Source, true),
         cfg::Balance::Random { draws } => (Algorithm::Random { draws }, false),
+        // The session computes the key (URI, parameter or header); without one, round robin.
+        cfg::Balance::Uri { .. } | cfg::Balance::UrlParam { .. } | cfg::Balance::Hdr { .. } => {
+            (Algorithm::Hash, true)
+        }
     };
     let hash = HashConfig {
         consistent: p.hash_type.method == cfg::HashMethod::Consistent,
