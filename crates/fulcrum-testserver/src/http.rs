@@ -19,6 +19,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::{Counter, Counts};
+
 /// Largest accepted request head (request line + headers + blank line).
 pub const MAX_HEAD: usize = 16 * 1024;
 /// Per-connection read buffer size (a full head must fit in it).
@@ -144,8 +146,10 @@ impl Bad {
             Bad::Fold => b"HTTP/1.1 200 OK\r\nX-Bad: a\r\n b\r\nContent-Length: 0\r\n\r\n",
             Bad::Cl2 => b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
             Bad::BadCl => b"HTTP/1.1 200 OK\r\nContent-Length: 3x\r\n\r\nabc",
-            Bad::ClTe => b"HTTP/1.1 200 OK\r\nContent-Length: 40\r\n\
-                Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+            Bad::ClTe => {
+                b"HTTP/1.1 200 OK\r\nContent-Length: 40\r\n\
+                Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+            }
             Bad::Chunk => b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n",
             Bad::Truncated => b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789",
             Bad::Partial => b"HTTP/1.1 200 OK\r\nContent-Le",
@@ -314,7 +318,7 @@ pub fn parse_request(buf: &[u8]) -> Parsed {
 fn parse_inner(buf: &[u8]) -> Parsed {
     const BAD: Parsed = Parsed::Invalid(400);
     let mut pos = 0;
-    let mut line_start = 0;
+    let mut line_start;
     // Request line, skipping a few leading empty lines (RFC 9112 2.2).
     let line = loop {
         match next_line(buf, pos) {
@@ -612,7 +616,7 @@ pub fn percent_decode(v: &[u8]) -> Vec<u8> {
     let mut i = 0;
     while i < v.len() {
         let hex = |b: u8| (b as char).to_digit(16);
-        if v[i] == b'%' && i + 2 < v.len() + 0 && i + 2 <= v.len() - 1 {
+        if v[i] == b'%' && i + 2 < v.len() {
             if let (Some(h), Some(l)) = (hex(v[i + 1]), hex(v[i + 2])) {
                 out.push((h * 16 + l) as u8);
                 i += 3;
@@ -697,10 +701,20 @@ impl BodySkipper {
     /// Consumes body bytes from the start of `buf`; returns how many were body bytes
     /// (never reads past the end of the body). `Err` on a malformed chunked body.
     pub fn feed(&mut self, buf: &[u8]) -> Result<usize, BadChunk> {
+        self.feed_with(buf, |_| {})
+    }
+
+    /// As [`feed`](Self::feed), passing each run of body data (de-chunked) to `data`.
+    pub fn feed_with(
+        &mut self,
+        buf: &[u8],
+        mut data: impl FnMut(&[u8]),
+    ) -> Result<usize, BadChunk> {
         match self {
             BodySkipper::Done => Ok(0),
             BodySkipper::Length(left) => {
                 let n = (*left).min(buf.len() as u64);
+                data(&buf[..n as usize]);
                 *left -= n;
                 if *left == 0 {
                     *self = BodySkipper::Done;
@@ -715,6 +729,7 @@ impl BodySkipper {
                     st = match st {
                         Chunk::Data(left) => {
                             let n = left.min((buf.len() - i) as u64);
+                            data(&buf[i..i + n as usize]);
                             i += n as usize;
                             if left == n {
                                 Chunk::DataEnd(false)
@@ -787,6 +802,9 @@ fn end_size_line(size: u64) -> Chunk {
 pub fn reason(code: u16) -> &'static str {
     match code {
         100 => "Continue",
+        101 => "Switching Protocols",
+        102 => "Processing",
+        103 => "Early Hints",
         200 => "OK",
         201 => "Created",
         202 => "Accepted",
@@ -870,17 +888,37 @@ pub fn write_head(
     keep_alive_hdr: bool,
     fixed: &[u8],
 ) {
+    write_head_with(out, code, Framing::Length(content_length), close, keep_alive_hdr, fixed, b"");
+}
+
+/// [`write_head`] with any framing and `extra` header lines (CRLF-terminated) after `fixed`.
+pub fn write_head_with(
+    out: &mut Vec<u8>,
+    code: u16,
+    framing: Framing,
+    close: bool,
+    keep_alive_hdr: bool,
+    fixed: &[u8],
+    extra: &[u8],
+) {
     out.extend_from_slice(b"HTTP/1.1 ");
     push_u64(out, u64::from(code));
     out.push(b' ');
     out.extend_from_slice(reason(code).as_bytes());
     out.extend_from_slice(b"\r\n");
     if !bodyless_status(code) {
-        out.extend_from_slice(b"Content-Length: ");
-        push_u64(out, content_length);
-        out.extend_from_slice(b"\r\n");
+        match framing {
+            Framing::Length(n) => {
+                out.extend_from_slice(b"Content-Length: ");
+                push_u64(out, n);
+                out.extend_from_slice(b"\r\n");
+            }
+            Framing::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
+            Framing::Close => {}
+        }
     }
     out.extend_from_slice(fixed);
+    out.extend_from_slice(extra);
     if close {
         out.extend_from_slice(b"Connection: close\r\n");
     } else if keep_alive_hdr {
@@ -898,17 +936,72 @@ pub fn fixed_headers(name: &str) -> Arc<[u8]> {
     v.into()
 }
 
+/// How the answer's body is delimited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    Length(u64),
+    Chunked,
+    /// Neither: the body ends when the connection closes.
+    Close,
+}
+
 /// Connection state between reads.
 enum State {
     Head,
     Body(BodySkipper, Request),
 }
 
+/// Per-connection scratch of the slow path: what the current answer needs beyond its query.
+#[derive(Default)]
+struct Scratch {
+    /// Extra header lines (CRLF-terminated).
+    extra: Vec<u8>,
+    /// The echo body being collected.
+    echo: Vec<u8>,
+    /// De-chunked request-body length and FNV-1a hash so far.
+    body_len: u64,
+    body_sum: u64,
+}
+
+impl Scratch {
+    fn prepare(&mut self, a: &Answer, head: &[u8], target: &[u8]) {
+        self.extra.clear();
+        self.echo.clear();
+        self.body_len = 0;
+        self.body_sum = FNV_OFFSET;
+        if a.extra {
+            extra_headers(target, &mut self.extra);
+        }
+        if matches!(a.echo, Echo::Head | Echo::All) {
+            self.echo.extend_from_slice(head);
+        }
+    }
+
+    fn body(&mut self, data: &[u8], keep: bool) {
+        self.body_len += data.len() as u64;
+        self.body_sum = fnv1a(self.body_sum, data);
+        if keep {
+            self.echo.extend_from_slice(data);
+        }
+    }
+}
+
+pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a 64-bit, continued from `h` (start with [`FNV_OFFSET`]).
+pub fn fnv1a(mut h: u64, data: &[u8]) -> u64 {
+    for &b in data {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
 /// Serves one HTTP connection until it closes.
-pub(crate) async fn serve(mut stream: TcpStream, fixed: Arc<[u8]>) {
+pub(crate) async fn serve(mut stream: TcpStream, fixed: Arc<[u8]>, ctr: Counter) {
     let mut rbuf = vec![0u8; RBUF_SIZE];
     let mut wbuf: Vec<u8> = Vec::with_capacity(WBUF_BATCH + 1024);
-    let _ = serve_loop(&mut stream, &fixed, &mut rbuf, &mut wbuf).await;
+    let _ = serve_loop(&mut stream, &fixed, &mut rbuf, &mut wbuf, &ctr).await;
 }
 
 /// How a connection ends.
@@ -917,6 +1010,20 @@ enum End {
     Eof,
     /// We answered with close: FIN, and drain leftovers if `linger`.
     Close { linger: bool },
+    /// Close without a word (`drop=`, `bad=`): FIN, no draining.
+    Abort,
+    /// `bad=reset`: RST.
+    Reset,
+    /// 101 or CONNECT: echo everything from here on.
+    Tunnel,
+}
+
+/// What follows an answer.
+enum Next {
+    Keep,
+    Close,
+    DropLater,
+    End(End),
 }
 
 async fn serve_loop(
@@ -924,29 +1031,52 @@ async fn serve_loop(
     fixed: &[u8],
     rbuf: &mut [u8],
     wbuf: &mut Vec<u8>,
+    ctr: &Counter,
 ) -> io::Result<()> {
     let (mut start, mut end) = (0usize, 0usize);
     let mut state = State::Head;
+    let mut sc = Scratch::default();
+    let mut counted = true;
+    let mut first_read = true;
+    let mut drop_next = false;
     let outcome = 'conn: loop {
         // Answer every complete request already buffered, batching the responses.
         loop {
-            match state {
+            let next = match state {
                 State::Head => {
                     if start == end {
                         break;
                     }
                     match parse_request(&rbuf[start..end]) {
                         Parsed::Done(req, n) => {
+                            let head = &rbuf[start..start + n];
                             start += n;
-                            if req.body == BodyKind::None {
-                                if !respond(stream, wbuf, &req, fixed).await? {
+                            if drop_next {
+                                break 'conn End::Abort;
+                            }
+                            if counted {
+                                ctr.request();
+                            }
+                            let target = &head[req.target.0..req.target.0 + req.target.1];
+                            if target.starts_with(b"/__stats") {
+                                write_stats(wbuf, ctr.total(), req.keep_alive, fixed);
+                                if !req.keep_alive {
                                     break 'conn End::Close { linger: start < end };
                                 }
+                                continue;
+                            }
+                            let a = req.answer.unwrap_or_default();
+                            if a.special() {
+                                sc.prepare(&a, head, target);
+                            }
+                            if req.body == BodyKind::None {
+                                finish(stream, wbuf, &req, fixed, &mut sc).await?
                             } else {
-                                if req.expect_continue {
+                                if req.expect_continue && !a.no_continue {
                                     wbuf.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
                                 }
                                 state = State::Body(BodySkipper::new(req.body), req);
+                                continue;
                             }
                         }
                         Parsed::Partial => break,
@@ -957,8 +1087,20 @@ async fn serve_loop(
                     }
                 }
                 State::Body(ref mut skipper, req) => {
-                    match skipper.feed(&rbuf[start..end]) {
-                        Ok(n) => start += n,
+                    let a = req.answer.unwrap_or_default();
+                    let data = &rbuf[start..end];
+                    let fed = if a.body_info || a.echo == Echo::Body {
+                        skipper.feed_with(data, |d| sc.body(d, a.echo == Echo::Body))
+                    } else {
+                        skipper.feed(data)
+                    };
+                    match fed {
+                        Ok(n) => {
+                            if a.echo == Echo::All {
+                                sc.echo.extend_from_slice(&data[..n]);
+                            }
+                            start += n;
+                        }
                         Err(BadChunk) => {
                             write_head(wbuf, 400, 0, true, false, fixed);
                             break 'conn End::Close { linger: true };
@@ -968,10 +1110,14 @@ async fn serve_loop(
                         break;
                     }
                     state = State::Head;
-                    if !respond(stream, wbuf, &req, fixed).await? {
-                        break 'conn End::Close { linger: start < end };
-                    }
+                    finish(stream, wbuf, &req, fixed, &mut sc).await?
                 }
+            };
+            match next {
+                Next::Keep => {}
+                Next::Close => break 'conn End::Close { linger: start < end },
+                Next::DropLater => drop_next = true,
+                Next::End(e) => break 'conn e,
             }
         }
         if !wbuf.is_empty() {
@@ -990,26 +1136,113 @@ async fn serve_loop(
         if n == 0 {
             break End::Eof;
         }
+        if first_read {
+            first_read = false;
+            if rbuf[..n].starts_with(b"GET /__stats") {
+                // A control connection (a test asking for the counters) is not counted.
+                counted = false;
+                ctr.uncount_conn();
+            }
+        }
+        if counted {
+            ctr.bytes(n);
+        }
         end += n;
     };
-    if let End::Close { linger } = outcome {
-        if !wbuf.is_empty() {
-            stream.write_all(wbuf).await?;
-            wbuf.clear();
-        }
-        stream.shutdown().await?;
-        if linger {
-            let _ = tokio::time::timeout(LINGER, async {
-                while let Ok(n) = stream.read(rbuf).await {
-                    if n == 0 {
-                        break;
+    if !wbuf.is_empty() {
+        stream.write_all(wbuf).await?;
+        wbuf.clear();
+    }
+    match outcome {
+        End::Eof => {}
+        End::Close { linger } => {
+            stream.shutdown().await?;
+            if linger {
+                let _ = tokio::time::timeout(LINGER, async {
+                    while let Ok(n) = stream.read(rbuf).await {
+                        if n == 0 {
+                            break;
+                        }
                     }
+                })
+                .await;
+            }
+        }
+        End::Abort => stream.shutdown().await?,
+        End::Reset => {
+            let _ = socket2::SockRef::from(&*stream).set_linger(Some(Duration::ZERO));
+        }
+        End::Tunnel => {
+            if start < end {
+                stream.write_all(&rbuf[start..end]).await?;
+            }
+            loop {
+                let n = stream.read(rbuf).await?;
+                if n == 0 {
+                    stream.shutdown().await?;
+                    break;
                 }
-            })
-            .await;
+                if counted {
+                    ctr.bytes(n);
+                }
+                stream.write_all(&rbuf[..n]).await?;
+            }
         }
     }
     Ok(())
+}
+
+/// Appends the `/__stats` answer.
+fn write_stats(wbuf: &mut Vec<u8>, c: Counts, keep: bool, fixed: &[u8]) {
+    let body = format!("conns {}\nrequests {}\nbytes {}\n", c.conns, c.requests, c.bytes);
+    write_head(wbuf, 200, body.len() as u64, !keep, false, fixed);
+    wbuf.extend_from_slice(body.as_bytes());
+}
+
+/// Answers a complete request (head and body read): the special answers (`bad=`, upgrade,
+/// CONNECT) or [`respond`]; says what happens next.
+async fn finish(
+    stream: &mut TcpStream,
+    wbuf: &mut Vec<u8>,
+    req: &Request,
+    fixed: &[u8],
+    sc: &mut Scratch,
+) -> io::Result<Next> {
+    let a = req.answer.unwrap_or_default();
+    if let Some(bad) = a.bad {
+        if a.delay_us > 0 {
+            stream.write_all(wbuf).await?;
+            wbuf.clear();
+            tokio::time::sleep(Duration::from_micros(a.delay_us)).await;
+        }
+        wbuf.extend_from_slice(&bad.bytes());
+        return Ok(Next::End(if bad == Bad::Reset { End::Reset } else { End::Abort }));
+    }
+    if req.upgrade && req.answer.is_some() {
+        wbuf.extend_from_slice(
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n",
+        );
+        wbuf.extend_from_slice(fixed);
+        wbuf.extend_from_slice(b"\r\n");
+        return Ok(Next::End(End::Tunnel));
+    }
+    if req.connect && req.answer.is_some() {
+        wbuf.extend_from_slice(b"HTTP/1.1 200 Connection established\r\n");
+        wbuf.extend_from_slice(fixed);
+        wbuf.extend_from_slice(b"\r\n");
+        return Ok(Next::End(End::Tunnel));
+    }
+    if a.body_info {
+        let info = format!("X-Body-Len: {}\r\nX-Body-Sum: {:016x}\r\n", sc.body_len, sc.body_sum);
+        sc.extra.extend_from_slice(info.as_bytes());
+    }
+    let keep = respond(stream, wbuf, req, fixed, sc).await?;
+    Ok(match (keep, a.drop) {
+        (false, _) => Next::Close,
+        (true, DropConn::Now) => Next::End(End::Abort),
+        (true, DropConn::Next) => Next::DropLater,
+        (true, DropConn::No) => Next::Keep,
+    })
 }
 
 /// Queues (and, for delays or large bodies, writes) the answer to `req`.
@@ -1019,15 +1252,20 @@ async fn respond(
     wbuf: &mut Vec<u8>,
     req: &Request,
     fixed: &[u8],
+    sc: &Scratch,
 ) -> io::Result<bool> {
-    let keep = req.keep_alive;
     let answer = req.answer.unwrap_or(Answer { code: 400, ..Answer::default() });
+    let keep = req.keep_alive && !answer.no_length;
     if answer.delay_us > 0 {
         if !wbuf.is_empty() {
             stream.write_all(wbuf).await?;
             wbuf.clear();
         }
         tokio::time::sleep(Duration::from_micros(answer.delay_us)).await;
+    }
+    if answer.special() {
+        respond_special(stream, wbuf, req, &answer, keep, fixed, sc).await?;
+        return Ok(keep);
     }
     let size = if bodyless_status(answer.code) { 0 } else { answer.size };
     write_head(wbuf, answer.code, size, !keep, keep && !req.http11, fixed);
@@ -1052,6 +1290,77 @@ async fn respond(
         wbuf.clear();
     }
     Ok(keep)
+}
+
+/// Chunk size of chunked answers.
+const CHUNK: usize = 4096;
+
+/// The slow path: interim answer, echo, chunked or close-delimited bodies, extra headers.
+async fn respond_special(
+    stream: &mut TcpStream,
+    wbuf: &mut Vec<u8>,
+    req: &Request,
+    a: &Answer,
+    keep: bool,
+    fixed: &[u8],
+    sc: &Scratch,
+) -> io::Result<()> {
+    if a.interim != 0 {
+        wbuf.extend_from_slice(b"HTTP/1.1 ");
+        push_u64(wbuf, u64::from(a.interim));
+        wbuf.push(b' ');
+        wbuf.extend_from_slice(reason(a.interim).as_bytes());
+        wbuf.extend_from_slice(b"\r\n");
+        if a.interim == 103 {
+            wbuf.extend_from_slice(b"Link: </style.css>; rel=preload\r\n");
+        }
+        wbuf.extend_from_slice(b"\r\n");
+    }
+    let bodyless = bodyless_status(a.code);
+    let echo = a.echo != Echo::None;
+    let size = if echo { sc.echo.len() as u64 } else { a.size };
+    let framing = if a.chunked {
+        Framing::Chunked
+    } else if a.no_length {
+        Framing::Close
+    } else {
+        Framing::Length(size)
+    };
+    let mut extra = std::borrow::Cow::Borrowed(&sc.extra[..]);
+    if a.trailers {
+        extra.to_mut().extend_from_slice(b"Trailer: X-Trailer\r\n");
+    }
+    write_head_with(wbuf, a.code, framing, !keep, keep && !req.http11, fixed, &extra);
+    if req.head || bodyless {
+        return Ok(());
+    }
+    let mut sent = 0u64;
+    while sent < size {
+        let piece: &[u8] =
+            if echo { &sc.echo[sent as usize..] } else { &FILLER[(sent % 64) as usize..] };
+        let max = if a.chunked { CHUNK } else { WBUF_BATCH };
+        let n = piece.len().min((size - sent) as usize).min(max);
+        if a.chunked {
+            wbuf.extend_from_slice(format!("{n:x}\r\n").as_bytes());
+        }
+        wbuf.extend_from_slice(&piece[..n]);
+        if a.chunked {
+            wbuf.extend_from_slice(b"\r\n");
+        }
+        sent += n as u64;
+        if wbuf.len() >= WBUF_BATCH {
+            stream.write_all(wbuf).await?;
+            wbuf.clear();
+        }
+    }
+    if a.chunked {
+        wbuf.extend_from_slice(b"0\r\n");
+        if a.trailers {
+            wbuf.extend_from_slice(b"X-Trailer: done\r\n");
+        }
+        wbuf.extend_from_slice(b"\r\n");
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1102,7 +1411,7 @@ mod tests {
         assert_eq!(parse_query(b"/"), Some(Answer::default()));
         assert_eq!(
             parse_query(b"/x?s=1k&c=404&t=5us&k=0&zz=1&flag"),
-            Some(Answer { size: 1024, code: 404, delay_us: 5, close: true })
+            Some(Answer { size: 1024, code: 404, delay_us: 5, close: true, ..Answer::default() })
         );
         assert_eq!(parse_query(b"/?k=1").map(|a| a.close), Some(false));
         assert_eq!(parse_query(b"/?s=10#s=bad").map(|a| a.size), Some(10));
@@ -1287,5 +1596,137 @@ mod tests {
         assert!(out.starts_with(b"HTTP/1.1 299 \r\nContent-Length: 0\r\n"));
         assert!(out.ends_with(b"Connection: keep-alive\r\n\r\n"));
         assert_eq!(FILLER[64 * 100 + 3], BODY_LINE[3]);
+    }
+
+    #[test]
+    fn proxy_test_queries() {
+        let q = |t: &[u8]| parse_query(t).expect("valid query");
+        assert_eq!(q(b"/echo").echo, Echo::Head);
+        assert_eq!(q(b"/echo?s=3").echo, Echo::Head);
+        assert_eq!(q(b"http://h:1/echo?x").echo, Echo::Head);
+        assert_eq!(q(b"/echo/x").echo, Echo::None);
+        assert_eq!(q(b"/?echo=1").echo, Echo::Head);
+        assert_eq!(q(b"/?echo=all").echo, Echo::All);
+        assert_eq!(q(b"/?echo=body").echo, Echo::Body);
+        assert!(q(b"/?chunked=1").chunked);
+        let a = q(b"/?trailers=1");
+        assert!(a.chunked && a.trailers);
+        assert!(q(b"/?cl=none").no_length);
+        assert!(q(b"/?close=1").close);
+        assert_eq!(q(b"/?bad=truncated").bad, Some(Bad::Truncated));
+        assert_eq!(q(b"/?info=103").interim, 103);
+        assert!(q(b"/?hdr=X-A:1").extra && q(b"/?setcookie=a=b").extra);
+        assert!(q(b"/?bodyinfo=1").body_info);
+        assert!(q(b"/?continue=0").no_continue && !q(b"/?continue=1").no_continue);
+        assert_eq!(q(b"/?drop=1").drop, DropConn::Now);
+        assert_eq!(q(b"/?drop=next").drop, DropConn::Next);
+        assert!(!q(b"/?s=1&c=201&t=1&k=1").special());
+        assert!(q(b"/?echo=1").special());
+        for bad in [
+            &b"/?echo=2"[..],
+            b"/?bad=nope",
+            b"/?info=101",
+            b"/?info=200",
+            b"/?cl=3",
+            b"/?drop=2",
+            b"/?chunked=x",
+        ] {
+            assert_eq!(parse_query(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn extra_headers_are_decoded_and_sanitised() {
+        let mut out = Vec::new();
+        extra_headers(b"/?hdr=X-A:%20one&setcookie=SRV=s1;%20path=/&hdr=bad&hdr=X-B:2", &mut out);
+        assert_eq!(out, b"X-A: one\r\nSet-Cookie: SRV=s1; path=/\r\nX-B: 2\r\n");
+        out.clear();
+        // Values that would break the head are dropped, not sent.
+        extra_headers(b"/?hdr=X-A:a%0d%0ab&hdr=X%20B:1&hdr=:1&setcookie=%00", &mut out);
+        assert!(out.is_empty(), "{:?}", String::from_utf8_lossy(&out));
+        assert_eq!(percent_decode(b"a%41%4a%zz%4"), b"aAJ%zz%4");
+    }
+
+    #[test]
+    fn request_target_upgrade_and_connect() {
+        let buf = b"\r\nGET /x?y HTTP/1.1\r\nUpgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\n\r\n";
+        let (r, _) = done(buf);
+        assert_eq!(&buf[r.target.0..r.target.0 + r.target.1], b"/x?y");
+        assert!(r.upgrade && !r.connect);
+        let (r, _) = done(b"GET / HTTP/1.1\r\nUpgrade: websocket\r\n\r\n");
+        assert!(!r.upgrade, "Connection: upgrade is required");
+        let (r, _) = done(b"GET / HTTP/1.0\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n");
+        assert!(!r.upgrade, "not in HTTP/1.0");
+        let buf = b"CONNECT h:443 HTTP/1.1\r\n\r\n";
+        let (r, _) = done(buf);
+        assert!(r.connect);
+        assert_eq!(&buf[r.target.0..r.target.0 + r.target.1], b"h:443");
+    }
+
+    #[test]
+    fn feed_with_dechunks() {
+        let mut sk = BodySkipper::new(BodyKind::Chunked);
+        let mut got = Vec::new();
+        let wire = b"3;x=1\r\nabc\r\n2\r\nde\r\n0\r\nT: 1\r\n\r\nNEXT";
+        // Byte by byte, to cross every state boundary.
+        let mut used = 0;
+        for i in 0..wire.len() {
+            used += sk.feed_with(&wire[i..i + 1], |d| got.extend_from_slice(d)).expect("valid");
+        }
+        assert_eq!(got, b"abcde");
+        assert_eq!(used, wire.len() - 4);
+        let mut sk = BodySkipper::new(BodyKind::Length(4));
+        got.clear();
+        assert_eq!(sk.feed_with(b"wxyzGET", |d| got.extend_from_slice(d)), Ok(4));
+        assert_eq!(got, b"wxyz");
+        assert_eq!(fnv1a(FNV_OFFSET, b""), FNV_OFFSET);
+        assert_eq!(fnv1a(FNV_OFFSET, b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+
+    #[test]
+    fn head_framings() {
+        let fixed = fixed_headers("s");
+        let mut out = Vec::new();
+        write_head_with(&mut out, 200, Framing::Chunked, false, false, &fixed, b"A: b\r\n");
+        assert_eq!(
+            out,
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Server: s\r\n\
+              Content-Type: text/plain\r\nA: b\r\n\r\n"
+        );
+        out.clear();
+        write_head_with(&mut out, 200, Framing::Close, true, false, &fixed, b"");
+        assert_eq!(
+            out,
+            b"HTTP/1.1 200 OK\r\nX-Server: s\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn bad_kinds() {
+        for k in [
+            "status",
+            "version",
+            "space",
+            "hdrchar",
+            "nul",
+            "fold",
+            "cl2",
+            "badcl",
+            "clte",
+            "chunk",
+            "truncated",
+            "partial",
+            "empty",
+            "reset",
+            "garbage",
+            "bighdr",
+            "lf",
+        ] {
+            let bad = Bad::parse(k.as_bytes()).expect(k);
+            let bytes = bad.bytes();
+            let empty = matches!(bad, Bad::Empty | Bad::Reset);
+            assert_eq!(bytes.is_empty(), empty, "{k}");
+        }
+        assert!(Bad::bytes(Bad::BigHdr).len() > 20_000);
     }
 }

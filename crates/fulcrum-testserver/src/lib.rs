@@ -8,6 +8,7 @@ mod tcp;
 
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener as StdListener};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -63,7 +64,14 @@ usage: fulcrum testserver [-L <addr:port>]... [-n <name>] [-t <threads>]
   --mode <m>      http (default), echo or sink
   -q              quiet: no error messages
 HTTP query parameters: s=<size>[k|m|g] body size, c=<code> status, t=<delay>[us|ms|s]
-delay before answering (default ms), k=0 close after the response.";
+delay before answering (default ms), k=0 or close=1 close after the response,
+echo=head|all|body (or path /echo) send the request back, chunked=1, trailers=1, cl=none
+(close-delimited), hdr=Name:value and setcookie=value (repeatable, %XX-decoded),
+info=<1xx> interim answer first, bodyinfo=1 (X-Body-Len, X-Body-Sum), continue=0 (no
+100 Continue), drop=1|next (close silently now / at the next request), bad=<kind> (status,
+version, space, hdrchar, nul, fold, cl2, badcl, clte, chunk, truncated, partial, empty, reset,
+garbage, bighdr, lf). Upgrade: websocket -> 101 then echo; CONNECT -> 200 then echo.
+GET /__stats: connections, requests and bytes received (that connection not counted).";
 
 /// Parses `-L host:port`; also accepts `:port` and `*:port` for all IPv4 addresses.
 fn parse_addr(s: &str) -> Option<SocketAddr> {
@@ -132,11 +140,64 @@ impl Options {
     }
 }
 
+/// What a server received: connections accepted, requests parsed (HTTP mode) and raw bytes
+/// read, over all threads, since it started. Connections asking for `/__stats` are left out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub conns: u64,
+    pub requests: u64,
+    pub bytes: u64,
+}
+
+/// One thread's counters, on their own cache line.
+#[derive(Default)]
+#[repr(align(64))]
+struct Stats {
+    conns: AtomicU64,
+    requests: AtomicU64,
+    bytes: AtomicU64,
+}
+
+/// A connection's handle on the counters: its own thread's slot, and all of them for totals.
+#[derive(Clone)]
+pub(crate) struct Counter {
+    all: Arc<[Stats]>,
+    me: usize,
+}
+
+impl Counter {
+    fn mine(&self) -> &Stats {
+        &self.all[self.me]
+    }
+    pub(crate) fn conn(&self) {
+        self.mine().conns.fetch_add(1, Relaxed);
+    }
+    pub(crate) fn uncount_conn(&self) {
+        self.mine().conns.fetch_sub(1, Relaxed);
+    }
+    pub(crate) fn request(&self) {
+        self.mine().requests.fetch_add(1, Relaxed);
+    }
+    pub(crate) fn bytes(&self, n: usize) {
+        self.mine().bytes.fetch_add(n as u64, Relaxed);
+    }
+    pub(crate) fn total(&self) -> Counts {
+        let mut c = Counts::default();
+        for s in self.all.iter() {
+            c.conns += s.conns.load(Relaxed);
+            c.requests += s.requests.load(Relaxed);
+            c.bytes += s.bytes.load(Relaxed);
+        }
+        c
+    }
+}
+
 /// A running server: its bound addresses and the handle to stop it. Dropping it stops it too.
 pub struct Running {
     addrs: Vec<SocketAddr>,
     stop: watch::Sender<bool>,
     threads: Vec<JoinHandle<()>>,
+    stats: Counter,
 }
 
 impl Running {
@@ -148,6 +209,11 @@ impl Running {
     /// The first bound address.
     pub fn addr(&self) -> SocketAddr {
         self.addrs[0]
+    }
+
+    /// What the server received so far (see [`Counts`]).
+    pub fn counts(&self) -> Counts {
+        self.stats.total()
     }
 
     /// Stops all threads (closing listeners and connections) and waits for them.
@@ -203,17 +269,30 @@ pub fn spawn(opts: Options) -> io::Result<Running> {
     }
     let (stop, stop_rx) = watch::channel(false);
     let fixed = http::fixed_headers(&opts.name);
-    let mut running = Running { addrs, stop, threads: Vec::with_capacity(threads) };
+    let all: Arc<[Stats]> = (0..threads).map(|_| Stats::default()).collect();
+    let mut running = Running {
+        addrs,
+        stop,
+        threads: Vec::with_capacity(threads),
+        stats: Counter { all: all.clone(), me: 0 },
+    };
     for (i, listeners) in per_thread.into_iter().enumerate() {
         let rt = tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build()?;
         let mut stop_rx = stop_rx.clone();
         let fixed = fixed.clone();
         let (mode, quiet) = (opts.mode, opts.quiet);
+        let ctr = Counter { all: all.clone(), me: i };
         let handle = std::thread::Builder::new().name(format!("ts-{i}")).spawn(move || {
             rt.block_on(async move {
                 for l in listeners {
                     match TcpListener::from_std(l) {
-                        Ok(l) => drop(tokio::spawn(accept_loop(l, mode, fixed.clone(), quiet))),
+                        Ok(l) => drop(tokio::spawn(accept_loop(
+                            l,
+                            mode,
+                            fixed.clone(),
+                            quiet,
+                            ctr.clone(),
+                        ))),
                         Err(e) if !quiet => eprintln!("testserver: listener: {e}"),
                         Err(_) => {}
                     }
@@ -227,12 +306,19 @@ pub fn spawn(opts: Options) -> io::Result<Running> {
     Ok(running)
 }
 
-async fn accept_loop(listener: TcpListener, mode: Mode, fixed: Arc<[u8]>, quiet: bool) {
+async fn accept_loop(
+    listener: TcpListener,
+    mode: Mode,
+    fixed: Arc<[u8]>,
+    quiet: bool,
+    ctr: Counter,
+) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
                 let _ = stream.set_nodelay(true);
-                drop(tokio::spawn(handle(stream, mode, fixed.clone())));
+                ctr.conn();
+                drop(tokio::spawn(handle(stream, mode, fixed.clone(), ctr.clone())));
             }
             Err(e) => {
                 // Typically EMFILE/ENFILE: back off instead of spinning.
@@ -245,11 +331,11 @@ async fn accept_loop(listener: TcpListener, mode: Mode, fixed: Arc<[u8]>, quiet:
     }
 }
 
-async fn handle(stream: TcpStream, mode: Mode, fixed: Arc<[u8]>) {
+async fn handle(stream: TcpStream, mode: Mode, fixed: Arc<[u8]>, ctr: Counter) {
     match mode {
-        Mode::Http => http::serve(stream, fixed).await,
-        Mode::Echo => tcp::echo(stream).await,
-        Mode::Sink => tcp::sink(stream).await,
+        Mode::Http => http::serve(stream, fixed, ctr).await,
+        Mode::Echo => tcp::echo(stream, &ctr).await,
+        Mode::Sink => tcp::sink(stream, &ctr).await,
     }
 }
 

@@ -5,10 +5,12 @@
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::Counter;
+
 const BUF_SIZE: usize = 16 * 1024;
 
 /// Echoes the connection until the client half-closes, then closes.
-pub(crate) async fn echo(mut stream: TcpStream) {
+pub(crate) async fn echo(mut stream: TcpStream, ctr: &Counter) {
     let mut buf = vec![0u8; BUF_SIZE];
     loop {
         match stream.read(&mut buf).await {
@@ -17,6 +19,7 @@ pub(crate) async fn echo(mut stream: TcpStream) {
                 return;
             }
             Ok(n) => {
+                ctr.bytes(n);
                 if stream.write_all(&buf[..n]).await.is_err() {
                     return;
                 }
@@ -27,11 +30,12 @@ pub(crate) async fn echo(mut stream: TcpStream) {
 }
 
 /// Discards everything the client sends; closes on EOF or error.
-pub(crate) async fn sink(mut stream: TcpStream) {
+pub(crate) async fn sink(mut stream: TcpStream, ctr: &Counter) {
     let mut buf = vec![0u8; BUF_SIZE];
     while let Ok(n) = stream.read(&mut buf).await {
         if n == 0 {
             return;
         }
+        ctr.bytes(n);
     }
 }

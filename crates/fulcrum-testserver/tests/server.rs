@@ -4,7 +4,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use fulcrum_testserver::{http::BODY_LINE, spawn, Mode, Options, Running};
+use fulcrum_testserver::{http::BODY_LINE, spawn, Counts, Mode, Options, Running};
 
 const TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -59,10 +59,40 @@ fn read_response(r: &mut BufReader<TcpStream>, head_only: bool) -> Response {
         headers.push((n.to_string(), v.to_string()));
     }
     let mut resp = Response { code, headers, body: Vec::new() };
-    if !head_only {
-        let len: usize = resp.header("Content-Length").map_or(0, |v| v.parse().expect("length"));
-        resp.body.resize(len, 0);
-        r.read_exact(&mut resp.body).expect("body");
+    if head_only || code < 200 || code == 204 || code == 304 {
+        return resp;
+    }
+    if resp.header("Transfer-Encoding") == Some("chunked") {
+        loop {
+            line.clear();
+            r.read_line(&mut line).expect("chunk size");
+            let size = usize::from_str_radix(line.trim_end(), 16).expect("hex size");
+            if size == 0 {
+                loop {
+                    line.clear();
+                    r.read_line(&mut line).expect("trailer");
+                    if line == "\r\n" {
+                        return resp;
+                    }
+                    let (n, v) = line.trim_end().split_once(": ").expect("trailer format");
+                    resp.headers.push((format!("trailer:{n}"), v.to_string()));
+                }
+            }
+            let at = resp.body.len();
+            resp.body.resize(at + size + 2, 0);
+            r.read_exact(&mut resp.body[at..]).expect("chunk");
+            assert_eq!(&resp.body[at + size..], b"\r\n");
+            resp.body.truncate(at + size);
+        }
+    }
+    match resp.header("Content-Length") {
+        Some(v) => {
+            resp.body.resize(v.parse().expect("length"), 0);
+            r.read_exact(&mut resp.body).expect("body");
+        }
+        None => {
+            r.read_to_end(&mut resp.body).expect("close-delimited body");
+        }
     }
     resp
 }
@@ -286,4 +316,167 @@ fn threads_share_port_and_stop_closes() {
     let mut buf = [0u8; 1];
     assert!(matches!((&idle).read(&mut buf), Ok(0) | Err(_)));
     assert!(TcpStream::connect(addr).is_err());
+}
+
+/// Sends `req` on a new connection and reads one answer.
+fn exchange(addr: SocketAddr, req: &[u8]) -> (Response, BufReader<TcpStream>) {
+    let s = connect(addr);
+    let mut r = BufReader::new(s.try_clone().expect("clone"));
+    (&s).write_all(req).expect("write");
+    (read_response(&mut r, false), r)
+}
+
+fn raw_answer(addr: SocketAddr, req: &[u8]) -> Vec<u8> {
+    let mut s = connect(addr);
+    s.write_all(req).expect("write");
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    out
+}
+
+#[test]
+fn echo_head_all_and_body() {
+    let srv = server(Mode::Http, 1);
+    let head = b"GET /echo HTTP/1.1\r\nHost: x\r\nX-Odd:  spaced \r\n\r\n";
+    let (resp, _) = exchange(srv.addr(), head);
+    assert_eq!(resp.body, head);
+    let req: &[u8] = b"POST /?echo=all HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\
+        3\r\nabc\r\n0\r\nT: 1\r\n\r\n";
+    assert_eq!(exchange(srv.addr(), req).0.body, req);
+    let req: &[u8] = b"POST /?echo=body&bodyinfo=1 HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\
+        3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
+    let (resp, _) = exchange(srv.addr(), req);
+    assert_eq!(resp.body, b"abcde");
+    assert_eq!(resp.header("X-Body-Len"), Some("5"));
+    let req = b"PUT /?bodyinfo=1 HTTP/1.1\r\nContent-Length: 1\r\n\r\na";
+    assert_eq!(exchange(srv.addr(), req).0.header("X-Body-Sum"), Some("af63dc4c8601ec8c"));
+}
+
+#[test]
+fn chunked_trailers_close_delimited_and_extra_headers() {
+    let srv = server(Mode::Http, 1);
+    let (resp, _) = exchange(srv.addr(), b"GET /?s=10000&chunked=1 HTTP/1.1\r\n\r\n");
+    assert_eq!(resp.header("Transfer-Encoding"), Some("chunked"));
+    assert_eq!(resp.header("Content-Length"), None);
+    assert_eq!(resp.body.len(), 10_000);
+    assert!(resp.body.iter().enumerate().all(|(i, &b)| b == BODY_LINE[i % 64]));
+    let (resp, _) = exchange(srv.addr(), b"GET /?s=5&trailers=1 HTTP/1.1\r\n\r\n");
+    assert_eq!(resp.header("Trailer"), Some("X-Trailer"));
+    assert_eq!(resp.header("trailer:X-Trailer"), Some("done"));
+    // Close-delimited: no length, no chunks, the connection ends the body.
+    let (resp, _) = exchange(srv.addr(), b"GET /?s=3000&cl=none HTTP/1.1\r\n\r\n");
+    assert_eq!((resp.header("Content-Length"), resp.body.len()), (None, 3000));
+    assert_eq!(resp.header("Connection"), Some("close"));
+    let (resp, _) =
+        exchange(srv.addr(), b"GET /?hdr=X-A:%201&setcookie=S=1&setcookie=T=2 HTTP/1.1\r\n\r\n");
+    assert_eq!(resp.header("X-A"), Some("1"));
+    let cookies: Vec<_> = resp.headers.iter().filter(|(n, _)| n == "Set-Cookie").collect();
+    assert_eq!(cookies.len(), 2);
+}
+
+#[test]
+fn interim_answers_and_100_continue() {
+    let srv = server(Mode::Http, 1);
+    let s = connect(srv.addr());
+    let mut r = BufReader::new(s.try_clone().expect("clone"));
+    (&s).write_all(b"GET /?info=103&s=2 HTTP/1.1\r\n\r\n").expect("write");
+    let early = read_response(&mut r, false);
+    assert_eq!((early.code, early.header("Link")), (103, Some("</style.css>; rel=preload")));
+    assert_eq!(read_response(&mut r, false).body.len(), 2);
+    // 100 Continue comes after the head, before the body is sent.
+    (&s).write_all(b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+        .expect("write");
+    assert_eq!(read_response(&mut r, false).code, 100);
+    (&s).write_all(b"ok").expect("write");
+    assert_eq!(read_response(&mut r, false).code, 200);
+    // continue=0: the server waits for the body without inviting it.
+    (&s).write_all(
+        b"POST /?continue=0 HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nok",
+    )
+    .expect("write");
+    assert_eq!(read_response(&mut r, false).code, 200);
+}
+
+#[test]
+fn drop_closes_silently() {
+    let srv = server(Mode::Http, 1);
+    let (resp, mut r) = exchange(srv.addr(), b"GET /?drop=1 HTTP/1.1\r\n\r\n");
+    assert_eq!((resp.code, resp.header("Connection")), (200, None));
+    assert_closed(&mut r);
+    let (resp, mut r) = exchange(srv.addr(), b"GET /?drop=next HTTP/1.1\r\n\r\n");
+    assert_eq!(resp.code, 200);
+    r.get_ref().write_all(b"GET / HTTP/1.1\r\n\r\n").expect("write");
+    assert_closed(&mut r);
+}
+
+#[test]
+fn bad_answers() {
+    let srv = server(Mode::Http, 1);
+    let get = |kind: &str| {
+        raw_answer(srv.addr(), format!("GET /?bad={kind} HTTP/1.1\r\n\r\n").as_bytes())
+    };
+    assert_eq!(get("status"), b"HTTP/1.1 2x0 OK\r\nContent-Length: 0\r\n\r\n");
+    assert_eq!(get("truncated"), b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789");
+    assert_eq!(get("empty"), b"");
+    assert_eq!(get("partial"), b"HTTP/1.1 200 OK\r\nContent-Le");
+    // reset: an RST, seen as a reset or an empty read.
+    let mut s = connect(srv.addr());
+    s.write_all(b"GET /?bad=reset HTTP/1.1\r\n\r\n").expect("write");
+    let mut buf = [0u8; 16];
+    assert!(matches!(s.read(&mut buf), Ok(0) | Err(_)));
+}
+
+#[test]
+fn websocket_and_connect_become_echo_tunnels() {
+    let srv = server(Mode::Http, 1);
+    for req in [
+        &b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nearly"[..],
+        b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\nearly",
+    ] {
+        let s = connect(srv.addr());
+        let mut r = BufReader::new(s.try_clone().expect("clone"));
+        (&s).write_all(req).expect("write");
+        // A 2xx answer to CONNECT has no body: read the head only.
+        let resp = read_response(&mut r, true);
+        let expect = if req.starts_with(b"GET") { 101 } else { 200 };
+        assert_eq!(resp.code, expect);
+        let mut back = [0u8; 5];
+        r.read_exact(&mut back).expect("early bytes echoed");
+        assert_eq!(&back, b"early");
+        r.get_ref().write_all(b"\x00binary\xff").expect("write");
+        let mut back = [0u8; 8];
+        r.read_exact(&mut back).expect("echo");
+        assert_eq!(&back, b"\x00binary\xff");
+        r.get_ref().shutdown(Shutdown::Write).expect("half-close");
+        assert_closed(&mut r);
+    }
+}
+
+#[test]
+fn counters_count_what_arrived_but_not_the_stats_connection() {
+    let srv = server(Mode::Http, 2);
+    assert_eq!(srv.counts(), Counts::default());
+    let req = b"GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    let (_, mut r) = exchange(srv.addr(), req);
+    read_response(&mut r, false);
+    let idle = connect(srv.addr());
+    (&idle).write_all(b"GET /x").expect("write");
+    let deadline = Instant::now() + TIMEOUT;
+    while srv.counts().bytes < req.len() as u64 + 6 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(srv.counts(), Counts { conns: 2, requests: 2, bytes: req.len() as u64 + 6 });
+    let (resp, _) = exchange(srv.addr(), b"GET /__stats HTTP/1.1\r\nConnection: close\r\n\r\n");
+    let expected = format!("conns 2\nrequests 2\nbytes {}\n", req.len() + 6);
+    assert_eq!(String::from_utf8_lossy(&resp.body), expected);
+    assert_eq!(srv.counts().conns, 2);
+    // Sink mode counts bytes too.
+    let sink = server(Mode::Sink, 1);
+    let s = connect(sink.addr());
+    (&s).write_all(&[b'x'; 1000]).expect("write");
+    let deadline = Instant::now() + TIMEOUT;
+    while sink.counts().bytes < 1000 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(sink.counts(), Counts { conns: 1, requests: 0, bytes: 1000 });
 }
