@@ -8,8 +8,10 @@
 //! `<replace-fmt>` and hands the result to [`Replace::replace`]).
 //!
 //! Differences from PCRE that remain: the `regex` crate refuses look-around and
-//! back-references inside the regex (reported as invalid at start-up), and `$` does not
-//! match before a final newline.
+//! back-references inside the regex (reported as invalid at start-up), `$` does not match
+//! before a final newline, and when `regsub` looks for the next match it searches the rest
+//! of the input in place, so `^` does not match there (as with HAProxy's `REG_NOTBOL`) but
+//! `\b` sees the byte before (PCRE, given the rest as a new subject, does not).
 //!
 //! Replacement syntax (`exp_replace`): `\0`..`\9` insert a capture group (`\0` is the whole
 //! match; a group that did not take part, or does not exist, inserts nothing); `\xHH`
