@@ -185,6 +185,45 @@ pub fn spawn_fulcrum(
     Proc { child, log: Some(log) }
 }
 
+/// Spawns any program with `listeners` as fds 3, 4, ... (for `bind fd@3`, as HAProxy accepts it
+/// too) and its stderr in a log file in `dir`; stdout is discarded.
+pub fn spawn_with_listeners(
+    mut cmd: Command,
+    dir: &std::path::Path,
+    listeners: Vec<TcpListener>,
+) -> Proc {
+    static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let log = dir.join(format!("stderr-p{n}.log"));
+    let err = std::fs::File::create(&log).expect("log file");
+    let fds: Vec<RawFd> = listeners.iter().map(|l| l.as_raw_fd()).collect();
+    assert!(fds.len() <= 8, "at most 8 listeners");
+    cmd.stdout(Stdio::null()).stderr(err);
+    // SAFETY: only async-signal-safe calls (dup2, fcntl) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            // First out of the way (a listener may sit on another one's target number), then
+            // into place; dup2 leaves the targets without close-on-exec.
+            let mut high = [0 as RawFd; 8];
+            for (i, &fd) in fds.iter().enumerate() {
+                high[i] = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 100);
+                if high[i] < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            for (i, &fd) in high[..fds.len()].iter().enumerate() {
+                if libc::dup2(fd, 3 + i as RawFd) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().expect("spawn");
+    drop(listeners);
+    Proc { child, log: Some(log) }
+}
+
 /// Runs `fulcrum <args>` to completion; returns (status code, stdout, stderr).
 pub fn run(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(BIN).args(args).output().expect("run fulcrum");
