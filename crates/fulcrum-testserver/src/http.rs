@@ -997,11 +997,14 @@ pub fn fnv1a(mut h: u64, data: &[u8]) -> u64 {
     h
 }
 
-/// Serves one HTTP connection until it closes.
-pub(crate) async fn serve(mut stream: TcpStream, fixed: Arc<[u8]>, ctr: Counter) {
+/// Serves one HTTP connection until it closes; false if it was a `/__stats` connection (not
+/// counted).
+pub(crate) async fn serve(mut stream: TcpStream, fixed: Arc<[u8]>, ctr: &Counter) -> bool {
     let mut rbuf = vec![0u8; RBUF_SIZE];
     let mut wbuf: Vec<u8> = Vec::with_capacity(WBUF_BATCH + 1024);
-    let _ = serve_loop(&mut stream, &fixed, &mut rbuf, &mut wbuf, &ctr).await;
+    let mut counted = true;
+    let _ = serve_loop(&mut stream, &fixed, &mut rbuf, &mut wbuf, ctr, &mut counted).await;
+    counted
 }
 
 /// How a connection ends.
@@ -1032,11 +1035,11 @@ async fn serve_loop(
     rbuf: &mut [u8],
     wbuf: &mut Vec<u8>,
     ctr: &Counter,
+    counted: &mut bool,
 ) -> io::Result<()> {
     let (mut start, mut end) = (0usize, 0usize);
     let mut state = State::Head;
     let mut sc = Scratch::default();
-    let mut counted = true;
     let mut first_read = true;
     let mut drop_next = false;
     let outcome = 'conn: loop {
@@ -1054,7 +1057,7 @@ async fn serve_loop(
                             if drop_next {
                                 break 'conn End::Abort;
                             }
-                            if counted {
+                            if *counted {
                                 ctr.request();
                             }
                             let target = &head[req.target.0..req.target.0 + req.target.1];
@@ -1140,11 +1143,11 @@ async fn serve_loop(
             first_read = false;
             if rbuf[..n].starts_with(b"GET /__stats") {
                 // A control connection (a test asking for the counters) is not counted.
-                counted = false;
+                *counted = false;
                 ctr.uncount_conn();
             }
         }
-        if counted {
+        if *counted {
             ctr.bytes(n);
         }
         end += n;
@@ -1182,7 +1185,7 @@ async fn serve_loop(
                     stream.shutdown().await?;
                     break;
                 }
-                if counted {
+                if *counted {
                     ctr.bytes(n);
                 }
                 stream.write_all(&rbuf[..n]).await?;
@@ -1194,7 +1197,10 @@ async fn serve_loop(
 
 /// Appends the `/__stats` answer.
 fn write_stats(wbuf: &mut Vec<u8>, c: Counts, keep: bool, fixed: &[u8]) {
-    let body = format!("conns {}\nrequests {}\nbytes {}\n", c.conns, c.requests, c.bytes);
+    let body = format!(
+        "conns {}\nclosed {}\nrequests {}\nbytes {}\n",
+        c.conns, c.closed, c.requests, c.bytes
+    );
     write_head(wbuf, 200, body.len() as u64, !keep, false, fixed);
     wbuf.extend_from_slice(body.as_bytes());
 }

@@ -140,13 +140,22 @@ impl Options {
     }
 }
 
-/// What a server received: connections accepted, requests parsed (HTTP mode) and raw bytes
-/// read, over all threads, since it started. Connections asking for `/__stats` are left out.
+/// What a server received: connections accepted (and since closed), requests parsed (HTTP mode)
+/// and raw bytes read, over all threads, since it started. Connections asking for `/__stats` are
+/// left out.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
     pub conns: u64,
+    pub closed: u64,
     pub requests: u64,
     pub bytes: u64,
+}
+
+impl Counts {
+    /// Connections open now.
+    pub fn open(&self) -> u64 {
+        self.conns - self.closed
+    }
 }
 
 /// One thread's counters, on their own cache line.
@@ -154,6 +163,7 @@ pub struct Counts {
 #[repr(align(64))]
 struct Stats {
     conns: AtomicU64,
+    closed: AtomicU64,
     requests: AtomicU64,
     bytes: AtomicU64,
 }
@@ -172,6 +182,9 @@ impl Counter {
     pub(crate) fn conn(&self) {
         self.mine().conns.fetch_add(1, Relaxed);
     }
+    pub(crate) fn closed(&self) {
+        self.mine().closed.fetch_add(1, Relaxed);
+    }
     pub(crate) fn uncount_conn(&self) {
         self.mine().conns.fetch_sub(1, Relaxed);
     }
@@ -185,6 +198,7 @@ impl Counter {
         let mut c = Counts::default();
         for s in self.all.iter() {
             c.conns += s.conns.load(Relaxed);
+            c.closed += s.closed.load(Relaxed);
             c.requests += s.requests.load(Relaxed);
             c.bytes += s.bytes.load(Relaxed);
         }
@@ -332,10 +346,19 @@ async fn accept_loop(
 }
 
 async fn handle(stream: TcpStream, mode: Mode, fixed: Arc<[u8]>, ctr: Counter) {
-    match mode {
-        Mode::Http => http::serve(stream, fixed, ctr).await,
-        Mode::Echo => tcp::echo(stream, &ctr).await,
-        Mode::Sink => tcp::sink(stream, &ctr).await,
+    let counted = match mode {
+        Mode::Http => http::serve(stream, fixed, &ctr).await,
+        Mode::Echo => {
+            tcp::echo(stream, &ctr).await;
+            true
+        }
+        Mode::Sink => {
+            tcp::sink(stream, &ctr).await;
+            true
+        }
+    };
+    if counted {
+        ctr.closed();
     }
 }
 

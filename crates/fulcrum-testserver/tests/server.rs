@@ -465,11 +465,25 @@ fn counters_count_what_arrived_but_not_the_stats_connection() {
     while srv.counts().bytes < req.len() as u64 + 6 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
-    assert_eq!(srv.counts(), Counts { conns: 2, requests: 2, bytes: req.len() as u64 + 6 });
+    assert_eq!(
+        srv.counts(),
+        Counts { conns: 2, closed: 0, requests: 2, bytes: req.len() as u64 + 6 }
+    );
+    drop(r);
+    let deadline = Instant::now() + TIMEOUT;
+    while srv.counts().closed < 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(srv.counts().open(), 1);
     let (resp, _) = exchange(srv.addr(), b"GET /__stats HTTP/1.1\r\nConnection: close\r\n\r\n");
-    let expected = format!("conns 2\nrequests 2\nbytes {}\n", req.len() + 6);
+    let expected = format!("conns 2\nclosed 1\nrequests 2\nbytes {}\n", req.len() + 6);
     assert_eq!(String::from_utf8_lossy(&resp.body), expected);
-    assert_eq!(srv.counts().conns, 2);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        (srv.counts().conns, srv.counts().closed),
+        (2, 1),
+        "the stats connection is not counted"
+    );
     // Sink mode counts bytes too.
     let sink = server(Mode::Sink, 1);
     let s = connect(sink.addr());
@@ -478,5 +492,5 @@ fn counters_count_what_arrived_but_not_the_stats_connection() {
     while sink.counts().bytes < 1000 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
-    assert_eq!(sink.counts(), Counts { conns: 1, requests: 0, bytes: 1000 });
+    assert_eq!(sink.counts(), Counts { conns: 1, closed: 0, requests: 0, bytes: 1000 });
 }
