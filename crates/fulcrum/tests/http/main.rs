@@ -5,5 +5,6 @@
 #[path = "../e2e/harness.rs"]
 mod harness;
 
+mod keepalive;
 mod malformed;
 mod px;

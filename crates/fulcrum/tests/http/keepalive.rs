@@ -1,0 +1,352 @@
+//! Connection management: keep-alive and its timeouts, pipelining, HTTP/1.0, `Connection`
+//! handling, the close options, and server-side connection reuse.
+
+use std::time::{Duration, Instant};
+
+use crate::px::*;
+
+const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: t\r\n\r\n";
+const ECHO: &[u8] = b"GET /?echo=1 HTTP/1.1\r\nHost: t\r\n\r\n";
+
+fn one(srv: &Running, lines: &str) -> String {
+    listen(&format!("{lines} server s1 {}\n", srv.addr()))
+}
+
+/// HAProxy's 408 page (sent as it is stored, header names capitalised).
+const PAGE_408: &str = "<html><body><h1>408 Request Time-out</h1>\nYour browser didn't send a complete request in time.\n</body></html>\n";
+
+#[test]
+fn keep_alive_serves_five_requests_on_one_client_and_one_server_connection() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, ""));
+        let mut cl = px.client();
+        for i in 0..5 {
+            let r = cl.request(format!("GET /?s={i} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+            assert_eq!((r.status, r.body.len()), (200, i));
+            assert_eq!(r.header("connection"), None);
+        }
+        let c = srv.counts();
+        assert_eq!((c.conns, c.requests), (1, 5));
+        c.requests
+    });
+}
+
+#[test]
+fn pipelined_requests_are_answered_in_order() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, ""));
+        let mut cl = px.client();
+        let mut batch = Vec::new();
+        for i in 0..4 {
+            batch.extend_from_slice(
+                format!("GET /?s={i}&c={} HTTP/1.1\r\nHost: t\r\n\r\n", 200 + i).as_bytes(),
+            );
+        }
+        batch.extend_from_slice(
+            b"POST /?c=201&echo=body HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello",
+        );
+        batch.extend_from_slice(b"HEAD /?s=7 HTTP/1.1\r\nHost: t\r\n\r\n");
+        batch.extend_from_slice(b"GET /?s=9 HTTP/1.1\r\nHost: t\r\n\r\n");
+        cl.send(&batch);
+        let mut got = Vec::new();
+        for i in 0..4 {
+            let r = cl.read();
+            assert_eq!((r.status, r.body.len()), (200 + i as u16, i));
+            got.push(r.status);
+        }
+        let r = cl.read();
+        assert_eq!((r.status, r.text().as_str()), (201, "hello"));
+        let r = cl.read_final(true).expect("HEAD answer");
+        assert_eq!((r.status, r.header("content-length")), (200, Some("7")));
+        let r = cl.read();
+        assert_eq!(r.body.len(), 9);
+        got
+    });
+}
+
+#[test]
+fn timeout_http_keep_alive_closes_an_idle_client_connection() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, " timeout http-keep-alive 300ms\n"));
+        let mut cl = px.client();
+        assert_eq!(cl.request(GET).status, 200);
+        let start = Instant::now();
+        assert!(cl.closed_within(Duration::from_secs(3)), "idle connection not closed");
+        let took = start.elapsed();
+        assert!(took >= Duration::from_millis(250), "closed after {took:?}");
+        assert!(cl.pending().is_empty(), "closed silently: {}", show(cl.pending()));
+    });
+}
+
+#[test]
+fn timeout_http_request_answers_408_to_an_incomplete_head() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, " timeout http-request 300ms\n timeout http-keep-alive 1s\n"));
+        let mut cl = px.client();
+        let start = Instant::now();
+        cl.send(b"GET / HTTP/1.1\r\nHo");
+        let r = cl.read();
+        let took = start.elapsed();
+        assert!(took >= Duration::from_millis(250) && took < Duration::from_secs(3), "{took:?}");
+        assert_eq!((r.status, r.reason.as_str()), (408, "Request Time-out"));
+        assert_eq!(r.text(), PAGE_408);
+        assert_eq!(r.header("connection"), Some("close"));
+        assert!(cl.closed_within(Duration::from_secs(2)));
+        assert_eq!(srv.counts().conns, 0);
+        r.summary(&["content-length", "cache-control", "connection", "content-type"])
+    });
+}
+
+#[test]
+fn timeout_http_request_answers_408_to_a_connection_that_sends_nothing() {
+    // Surprise: HAProxy 2.6 answers 408 even when not one byte arrived (no `http-ignore-probes`).
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, " timeout http-request 200ms\n"));
+        let mut cl = px.client();
+        let r = cl.read();
+        assert_eq!(r.status, 408);
+        assert!(cl.closed_within(Duration::from_secs(2)));
+    });
+}
+
+#[test]
+fn timeout_http_request_also_bounds_a_second_request_on_a_kept_connection() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, " timeout http-request 300ms\n timeout http-keep-alive 2s\n"));
+        let mut cl = px.client();
+        assert_eq!(cl.request(GET).status, 200);
+        std::thread::sleep(Duration::from_millis(100));
+        let start = Instant::now();
+        cl.send(b"GET / HT");
+        let r = cl.read();
+        assert_eq!(r.status, 408);
+        let took = start.elapsed();
+        assert!(took >= Duration::from_millis(250) && took < Duration::from_secs(2), "{took:?}");
+    });
+}
+
+#[test]
+fn http10_without_keep_alive_is_answered_with_close_but_the_server_side_stays_keep_alive() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, ""));
+        let mut cl = px.client();
+        let r = cl.request(b"GET /?echo=1 HTTP/1.0\r\n\r\n");
+        assert_eq!(r.header("connection"), Some("close"));
+        assert!(cl.closed_within(Duration::from_secs(2)));
+        // HAProxy asks the server for keep-alive, in HTTP/1.0 terms.
+        let head = r.echoed();
+        assert_eq!(head.version, "HTTP/1.0");
+        assert_eq!(head.header("connection"), Some("keep-alive"));
+        head
+    });
+}
+
+#[test]
+fn http10_with_keep_alive_stays_open() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, ""));
+        let mut cl = px.client();
+        for _ in 0..3 {
+            let r = cl.request(b"GET /?echo=1 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+            assert_eq!(r.status, 200);
+            assert_eq!(r.header("connection"), Some("keep-alive"));
+            assert_eq!(r.echoed().header("connection"), Some("keep-alive"));
+        }
+        assert_eq!(srv.counts().conns, 1);
+    });
+}
+
+#[test]
+fn connection_close_from_the_client_closes_after_the_answer() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, ""));
+        let mut cl = px.client();
+        let r = cl.request(b"GET /?echo=1 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        assert_eq!(r.header("connection"), Some("close"));
+        assert!(cl.closed_within(Duration::from_secs(2)));
+        // The close token is consumed: the server connection may stay alive.
+        assert_eq!(r.echoed().header("connection"), None);
+        r.echoed()
+    });
+}
+
+#[test]
+fn connection_tokens_are_consumed_but_other_hop_by_hop_headers_pass() {
+    // Surprise: HAProxy 2.6 only removes the `keep-alive` and `close` tokens of `Connection`; the
+    // headers it names, `Keep-Alive`, `Proxy-Connection`, `TE` and `Upgrade` all reach the server.
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, ""));
+        let r = px.send(
+            b"GET /?echo=1 HTTP/1.1\r\nHost: t\r\nConnection: keep-alive, X-A\r\nX-A: 1\r\n\
+              Keep-Alive: 300\r\nProxy-Connection: x\r\nTE: trailers\r\nUpgrade: foo\r\n\r\n",
+        );
+        let head = r.echoed();
+        assert_eq!(
+            head.headers,
+            [
+                ("host", "t"),
+                ("connection", "X-A"),
+                ("x-a", "1"),
+                ("keep-alive", "300"),
+                ("proxy-connection", "x"),
+                ("te", "trailers"),
+                ("upgrade", "foo"),
+            ]
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+        );
+        head
+    });
+}
+
+#[test]
+fn option_http_server_close_uses_a_new_server_connection_per_request() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, " option http-server-close\n"));
+        let mut cl = px.client();
+        for _ in 0..3 {
+            let r = cl.request(ECHO);
+            assert_eq!(r.header("connection"), None, "the client side stays keep-alive");
+            assert_eq!(r.echoed().header("connection"), Some("close"));
+        }
+        assert!(!cl.closed_within(Duration::from_millis(100)));
+        assert_eq!(srv.counts().conns, 3);
+    });
+}
+
+#[test]
+fn option_httpclose_closes_both_sides() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, " option httpclose\n"));
+        let mut cl = px.client();
+        let r = cl.request(ECHO);
+        assert_eq!(r.header("connection"), Some("close"));
+        assert_eq!(r.echoed().header("connection"), Some("close"));
+        assert!(cl.closed_within(Duration::from_secs(2)));
+        assert!(eventually(Duration::from_secs(2), || srv.counts().open() == 0));
+    });
+}
+
+/// Client A sends one request and leaves; then client B sends one. Returns the server's counts.
+fn two_clients(px: &Px, srv: &Running) -> Counts {
+    let mut a = px.client();
+    assert_eq!(a.request(GET).status, 200);
+    drop(a);
+    // A's server connection becomes idle (or is closed) once the proxy has seen A leave, which
+    // nothing observable from here tells: a short pause.
+    std::thread::sleep(Duration::from_millis(100));
+    let mut b = px.client();
+    assert_eq!(b.request(GET).status, 200);
+    let c = srv.counts();
+    drop(b);
+    c
+}
+
+#[test]
+fn http_reuse_safe_opens_a_new_connection_for_a_first_request_and_keeps_idle_ones() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, " http-reuse safe\n"));
+        let c = two_clients(&px, &srv);
+        assert_eq!((c.conns, c.open()), (2, 2), "{c:?}");
+    });
+}
+
+#[test]
+fn http_reuse_always_sends_a_first_request_on_an_idle_connection() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, " http-reuse always\n"));
+        let c = two_clients(&px, &srv);
+        assert_eq!(c.conns, 1, "{c:?}");
+    });
+}
+
+#[test]
+fn http_reuse_never_keeps_server_connections_private_to_their_client() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, " http-reuse never\n"));
+        let mut a = px.client();
+        for _ in 0..3 {
+            assert_eq!(a.request(GET).status, 200);
+        }
+        assert_eq!(srv.counts().conns, 1, "one server connection for the client's requests");
+        drop(a);
+        // Private: it goes away with its client instead of waiting in an idle pool.
+        assert!(eventually(Duration::from_secs(2), || srv.counts().open() == 0));
+        let c = two_clients(&px, &srv);
+        assert_eq!(c.conns, 3, "{c:?}");
+    });
+}
+
+#[test]
+fn pool_max_conn_0_keeps_no_idle_server_connection() {
+    // Surprise: with no idle pool, even one client's successive requests each get a new server
+    // connection.
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&listen(&format!(" server s1 {} pool-max-conn 0\n", srv.addr())));
+        let mut cl = px.client();
+        for _ in 0..3 {
+            let r = cl.request(ECHO);
+            assert_eq!(r.echoed().header("connection"), None);
+        }
+        assert_eq!(srv.counts().conns, 3);
+        assert!(eventually(Duration::from_secs(2), || srv.counts().open() == 0));
+    });
+}
+
+#[test]
+fn a_server_closing_an_idle_connection_is_not_reused() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, ""));
+        let mut cl = px.client();
+        assert_eq!(cl.request(b"GET /?drop=1 HTTP/1.1\r\nHost: t\r\n\r\n").status, 200);
+        // The server closed its side silently; wait until the proxy saw it.
+        assert!(eventually(Duration::from_secs(2), || srv.counts().open() == 0));
+        assert_eq!(cl.request(GET).status, 200);
+        assert_eq!(srv.counts().conns, 2);
+    });
+}
+
+#[test]
+fn a_reused_connection_closed_by_the_server_on_the_next_request_closes_the_client_silently() {
+    // Surprise: HAProxy neither retries nor answers 502 here: the request went over a reused
+    // connection, so it closes the client connection without a word and lets the client retry.
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, ""));
+        let mut cl = px.client();
+        assert_eq!(cl.request(b"GET /?drop=next HTTP/1.1\r\nHost: t\r\n\r\n").status, 200);
+        cl.send(GET);
+        assert!(cl.read_final(false).is_err(), "no answer");
+        assert!(cl.closed_within(Duration::from_secs(2)));
+        assert_eq!(srv.counts().conns, 1, "no retry");
+    });
+}
+
+#[test]
+fn retry_on_empty_response_retries_on_a_new_connection() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, " retries 1\n retry-on empty-response\n"));
+        let mut cl = px.client();
+        assert_eq!(cl.request(b"GET /?drop=next HTTP/1.1\r\nHost: t\r\n\r\n").status, 200);
+        let r = cl.request(GET);
+        assert_eq!((r.status, r.server()), (200, "s1"));
+        assert_eq!(srv.counts().conns, 2);
+    });
+}
