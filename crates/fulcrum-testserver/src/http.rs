@@ -258,6 +258,8 @@ pub struct Request {
     pub connect: bool,
     /// Where the request target lies in the head: (offset, length).
     pub target: (usize, usize),
+    /// Where the `Sec-WebSocket-Key` value lies in the head, if any (length 0 if none).
+    pub ws_key: (usize, usize),
     pub body: BodyKind,
     /// The query's answer, or `None` if the query was malformed (answered with 400).
     pub answer: Option<Answer>,
@@ -371,6 +373,7 @@ fn parse_inner(buf: &[u8]) -> Parsed {
     let mut chunked = false;
     let mut conn_upgrade = false;
     let mut upgrade_ws = false;
+    let mut ws_key = (0, 0);
     loop {
         let (hl, next) = match next_line(buf, pos) {
             None => return Parsed::Partial,
@@ -430,6 +433,9 @@ fn parse_inner(buf: &[u8]) -> Parsed {
             6 if name.eq_ignore_ascii_case(b"expect") => {
                 expect_continue = value.eq_ignore_ascii_case(b"100-continue");
             }
+            17 if name.eq_ignore_ascii_case(b"sec-websocket-key") => {
+                ws_key = (value.as_ptr() as usize - buf.as_ptr() as usize, value.len());
+            }
             7 if name.eq_ignore_ascii_case(b"upgrade") => {
                 upgrade_ws = value
                     .split(|&b| b == b',')
@@ -458,6 +464,7 @@ fn parse_inner(buf: &[u8]) -> Parsed {
         upgrade: upgrade_ws && conn_upgrade && http11,
         connect: method == b"CONNECT",
         target: (target_at, target.len()),
+        ws_key,
         body,
         answer,
     };
@@ -1069,8 +1076,15 @@ async fn serve_loop(
                                 continue;
                             }
                             let a = req.answer.unwrap_or_default();
-                            if a.special() {
+                            if a.special() || req.upgrade {
                                 sc.prepare(&a, head, target);
+                            }
+                            if req.upgrade && req.ws_key.1 > 0 {
+                                let key = &head[req.ws_key.0..req.ws_key.0 + req.ws_key.1];
+                                let accept = crate::ws::accept(key);
+                                sc.extra.extend_from_slice(b"Sec-WebSocket-Accept: ");
+                                sc.extra.extend_from_slice(accept.as_bytes());
+                                sc.extra.extend_from_slice(b"\r\n");
                             }
                             if req.body == BodyKind::None {
                                 finish(stream, wbuf, &req, fixed, &mut sc).await?
@@ -1228,6 +1242,7 @@ async fn finish(
         wbuf.extend_from_slice(
             b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n",
         );
+        wbuf.extend_from_slice(&sc.extra);
         wbuf.extend_from_slice(fixed);
         wbuf.extend_from_slice(b"\r\n");
         return Ok(Next::End(End::Tunnel));
@@ -1655,6 +1670,9 @@ mod tests {
 
     #[test]
     fn request_target_upgrade_and_connect() {
+        let buf = b"GET / HTTP/1.1\r\nSec-WebSocket-Key:  abc= \r\n\r\n";
+        let (r, _) = done(buf);
+        assert_eq!(&buf[r.ws_key.0..r.ws_key.0 + r.ws_key.1], b"abc=");
         let buf = b"\r\nGET /x?y HTTP/1.1\r\nUpgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\n\r\n";
         let (r, _) = done(buf);
         assert_eq!(&buf[r.target.0..r.target.0 + r.target.1], b"/x?y");

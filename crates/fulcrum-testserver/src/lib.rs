@@ -5,6 +5,7 @@
 
 pub mod http;
 mod tcp;
+pub mod ws;
 
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener as StdListener};
@@ -70,7 +71,8 @@ echo=head|all|body (or path /echo) send the request back, chunked=1, trailers=1,
 info=<1xx> interim answer first, bodyinfo=1 (X-Body-Len, X-Body-Sum), continue=0 (no
 100 Continue), drop=1|next (close silently now / at the next request), bad=<kind> (status,
 version, space, hdrchar, nul, fold, cl2, badcl, clte, chunk, truncated, partial, empty, reset,
-garbage, bighdr, lf). Upgrade: websocket -> 101 then echo; CONNECT -> 200 then echo.
+garbage, bighdr, lf). Upgrade: websocket -> 101 (with Sec-WebSocket-Accept) then echo;
+CONNECT -> 200 then echo.
 GET /__stats: connections, requests and bytes received (that connection not counted).";
 
 /// Parses `-L host:port`; also accepts `:port` and `*:port` for all IPv4 addresses.

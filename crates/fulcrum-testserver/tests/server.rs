@@ -430,7 +430,8 @@ fn bad_answers() {
 fn websocket_and_connect_become_echo_tunnels() {
     let srv = server(Mode::Http, 1);
     for req in [
-        &b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nearly"[..],
+        &b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+           Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\nearly"[..],
         b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\nearly",
     ] {
         let s = connect(srv.addr());
@@ -440,6 +441,9 @@ fn websocket_and_connect_become_echo_tunnels() {
         let resp = read_response(&mut r, true);
         let expect = if req.starts_with(b"GET") { 101 } else { 200 };
         assert_eq!(resp.code, expect);
+        if expect == 101 {
+            assert_eq!(resp.header("Sec-WebSocket-Accept"), Some("s3pPLMBiTxaQ9kYGzzhZRbK+xOo="));
+        }
         let mut back = [0u8; 5];
         r.read_exact(&mut back).expect("early bytes echoed");
         assert_eq!(&back, b"early");
