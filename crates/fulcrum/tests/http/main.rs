@@ -5,6 +5,7 @@
 #[path = "../e2e/harness.rs"]
 mod harness;
 
+mod bodies;
 mod keepalive;
 mod malformed;
 mod px;

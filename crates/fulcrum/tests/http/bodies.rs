@@ -1,0 +1,319 @@
+//! Message bodies: Content-Length and chunked both ways, streamed without buffering, trailers,
+//! `Expect: 100-continue`, bodiless answers, interim answers, WebSocket and CONNECT tunnels.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use fulcrum_testserver::http::{fnv1a, BODY_LINE, FNV_OFFSET};
+
+use crate::px::*;
+
+fn one(srv: &Running, lines: &str) -> String {
+    listen(&format!("{lines} server s1 {}\n", srv.addr()))
+}
+
+/// `n` bytes of a pattern that is not the server's.
+fn payload(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i * 7 % 251) as u8).collect()
+}
+
+fn sum(data: &[u8]) -> String {
+    format!("{:016x}", fnv1a(FNV_OFFSET, data))
+}
+
+fn is_filler(body: &[u8]) -> bool {
+    body.iter().enumerate().all(|(i, &b)| b == BODY_LINE[i % 64])
+}
+
+/// Peak resident memory of a process, in kB.
+fn peak_rss_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM");
+    line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).expect("kB value")
+}
+
+#[test]
+fn content_length_request_body_reaches_the_server_intact() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, ""));
+        let body = payload(100_000);
+        let mut req = format!(
+            "POST /?bodyinfo=1&echo=head HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        req.extend_from_slice(&body);
+        let r = px.send(&req);
+        assert_eq!(r.header("x-body-len"), Some("100000"));
+        assert_eq!(r.header("x-body-sum"), Some(sum(&body).as_str()));
+        assert_eq!(r.echoed().header("content-length"), Some("100000"));
+        assert!(!r.echoed().has("transfer-encoding"));
+    });
+}
+
+#[test]
+fn chunked_request_body_reaches_the_server_chunked() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, ""));
+        let body = payload(50_000);
+        let mut cl = px.client();
+        cl.send(
+            b"PUT /?bodyinfo=1&echo=head HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n",
+        );
+        for part in body.chunks(7000) {
+            cl.send(format!("{:x}\r\n", part.len()).as_bytes());
+            cl.send(part);
+            cl.send(b"\r\n");
+        }
+        cl.send(b"0\r\n\r\n");
+        let r = cl.read();
+        assert_eq!(r.header("x-body-len"), Some("50000"));
+        assert_eq!(r.header("x-body-sum"), Some(sum(&body).as_str()));
+        let head = r.echoed();
+        assert_eq!(head.header("transfer-encoding"), Some("chunked"));
+        assert!(!head.has("content-length"));
+    });
+}
+
+#[test]
+fn a_10_mb_upload_streams_to_the_server_before_it_is_complete() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, ""));
+        let body = payload(10 << 20);
+        let mut cl = px.client();
+        cl.send(
+            format!(
+                "POST /?bodyinfo=1 HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            )
+            .as_bytes(),
+        );
+        cl.send(&body[..1 << 20]);
+        // The first megabyte reaches the server while 9 are still to be sent.
+        assert!(
+            eventually(Duration::from_secs(3), || srv.counts().bytes >= 1 << 20),
+            "server got only {} bytes: the proxy holds the body back",
+            srv.counts().bytes
+        );
+        cl.send(&body[1 << 20..]);
+        let r = cl.read();
+        assert_eq!(r.header("x-body-len"), Some((10u64 << 20).to_string().as_str()));
+        assert_eq!(r.header("x-body-sum"), Some(sum(&body).as_str()));
+    });
+}
+
+#[test]
+fn a_10_mb_chunked_answer_arrives_intact_and_the_connection_stays_usable() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, ""));
+        let mut cl = px.client();
+        let r = cl.request(b"GET /?s=10m&chunked=1 HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(r.header("transfer-encoding"), Some("chunked"));
+        assert_eq!(r.body.len(), 10 << 20);
+        assert!(is_filler(&r.body));
+        let r = cl.request(b"GET /?s=10m HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(r.header("content-length"), Some((10u64 << 20).to_string().as_str()));
+        assert!(is_filler(&r.body));
+    });
+}
+
+#[test]
+fn large_bodies_both_ways_pass_within_bounded_memory() {
+    // 64 MB each way; HAProxy peaks at about 16 MB resident. A proxy holding whole bodies would
+    // exceed 64.
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, ""));
+        let mut cl = px.client();
+        let r = cl.request(b"GET /?s=64m HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(r.body.len(), 64 << 20);
+        let up = vec![b'u'; 64 << 20];
+        cl.send(
+            format!(
+                "POST /?bodyinfo=1 HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n",
+                up.len()
+            )
+            .as_bytes(),
+        );
+        cl.send(&up);
+        assert_eq!(cl.read().header("x-body-len"), Some((64u64 << 20).to_string().as_str()));
+        let peak = peak_rss_kb(px.proc.pid());
+        assert!(peak < 40 << 10, "peak resident memory {peak} kB");
+    });
+}
+
+#[test]
+fn response_trailers_are_forwarded() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, ""));
+        let r = px.client().request(b"GET /?s=10000&trailers=1 HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(r.header("transfer-encoding"), Some("chunked"));
+        assert_eq!(r.header("trailer"), Some("X-Trailer"));
+        assert_eq!(r.body.len(), 10_000);
+        assert_eq!(r.trailers.len(), 1);
+        assert!(r.trailers[0].0.eq_ignore_ascii_case("x-trailer") && r.trailers[0].1 == "done");
+    });
+}
+
+#[test]
+fn request_trailers_are_forwarded() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, ""));
+        let r = px.send(
+            b"POST /?echo=all HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: 1\r\n\r\n",
+        );
+        let text = r.text().to_ascii_lowercase();
+        assert!(text.ends_with("\r\n\r\n3\r\nabc\r\n0\r\nx-t: 1\r\n\r\n"), "{text:?}");
+    });
+}
+
+#[test]
+fn a_close_delimited_answer_is_forwarded_and_the_client_connection_closed() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, ""));
+        let mut cl = px.client();
+        let r = cl.request(b"GET /?s=3000&cl=none HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(r.body.len(), 3000);
+        assert!(is_filler(&r.body));
+        assert_eq!(r.header("connection"), Some("close"));
+        assert!(!r.has("content-length") && !r.has("transfer-encoding"));
+        assert!(cl.closed_within(Duration::from_secs(2)));
+    });
+}
+
+#[test]
+fn expect_100_continue_is_forwarded_and_the_servers_100_relayed() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, ""));
+        let mut cl = px.client();
+        cl.send(b"POST /?echo=all HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n");
+        let interim = cl.read_one(false).expect("interim answer");
+        assert_eq!(interim.status, 100);
+        cl.send(b"abc");
+        let r = cl.read();
+        assert_eq!(r.status, 200);
+        assert_eq!(r.echoed().header("expect"), Some("100-continue"));
+        assert!(r.text().ends_with("\r\n\r\nabc"));
+    });
+}
+
+#[test]
+fn with_http_buffer_request_the_proxy_answers_100_continue_itself() {
+    // HAProxy sends 100 Continue before connecting, then removes `Expect` from the request.
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, " option http-buffer-request\n"));
+        let mut cl = px.client();
+        cl.send(b"POST /?echo=all&continue=0 HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n");
+        let interim = cl.read_one(false).expect("interim answer");
+        assert_eq!(interim.status, 100);
+        assert_eq!(srv.counts().conns, 0);
+        cl.send(b"abc");
+        let r = cl.read();
+        assert!(!r.echoed().has("expect"));
+        assert!(r.text().ends_with("\r\n\r\nabc"));
+    });
+}
+
+#[test]
+fn head_204_and_304_answers_have_no_body_and_keep_the_connection() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, ""));
+        let mut cl = px.client();
+        let r = cl.request(b"HEAD /?s=10 HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!((r.status, r.header("content-length")), (200, Some("10")));
+        for code in [204, 304] {
+            let r =
+                cl.request(format!("GET /?c={code}&s=10 HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+            assert_eq!(r.status, code);
+            assert!(!r.has("content-length") && !r.has("transfer-encoding"));
+        }
+        // Had any body byte been sent, it would precede this answer.
+        let r = cl.request(b"GET /?s=4 HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!((r.status, r.body.len()), (200, 4));
+        assert_eq!(srv.counts().conns, 1);
+    });
+}
+
+#[test]
+fn interim_103_answers_are_forwarded() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, ""));
+        let r = px.client().request(b"GET /?info=103&s=1 HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(r.status, 200);
+        assert_eq!(r.interim.len(), 1);
+        assert_eq!(r.interim[0].status, 103);
+        assert_eq!(r.interim[0].header("link"), Some("</style.css>; rel=preload"));
+    });
+}
+
+const WS: &[u8] = b"GET /chat HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+    Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+
+#[test]
+fn websocket_upgrade_becomes_a_tunnel_closed_by_timeout_tunnel() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, " timeout tunnel 400ms\n"));
+        let mut cl = px.client();
+        cl.send(WS);
+        let r = cl.read_one(true).expect("101");
+        assert_eq!(r.status, 101);
+        assert_eq!(r.header("upgrade"), Some("websocket"));
+        assert_eq!(r.header("sec-websocket-accept"), Some("s3pPLMBiTxaQ9kYGzzhZRbK+xOo="));
+        for i in 0..3 {
+            let msg = format!("\x00binary frame {i}\u{00ff}");
+            cl.send(msg.as_bytes());
+            assert_eq!(cl.read_exact(msg.len()).expect("echo"), msg.as_bytes());
+        }
+        // Idle: `timeout tunnel` (not `timeout client`, 5 s) ends it.
+        let start = Instant::now();
+        assert!(cl.closed_within(Duration::from_secs(3)));
+        let took = start.elapsed();
+        assert!(took >= Duration::from_millis(300), "closed after {took:?}");
+    });
+}
+
+#[test]
+fn websocket_upgrade_without_a_key_is_rejected() {
+    // HAProxy 2.6 checks the handshake: no Sec-WebSocket-Key, 400.
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, ""));
+        let r = px.send(
+            b"GET / HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+        );
+        assert_eq!(r.status, 400);
+        assert_eq!(srv.counts().conns, 0);
+    });
+}
+
+#[test]
+fn connect_is_forwarded_and_becomes_a_tunnel() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, ""));
+        let mut cl = px.client();
+        cl.send(b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n");
+        let r = cl.read_one(true).expect("answer");
+        assert_eq!((r.status, r.server()), (200, "s1"));
+        let data = payload(100_000);
+        let writer = {
+            let mut s = cl.s.try_clone().expect("clone");
+            let data = data.clone();
+            std::thread::spawn(move || s.write_all(&data))
+        };
+        assert_eq!(cl.read_exact(data.len()).expect("echo"), data);
+        writer.join().expect("writer").expect("write");
+    });
+}
