@@ -5,6 +5,7 @@
 //! the typed model, `defaults` applied -> validation. No I/O and no async: the caller reads the
 //! files and passes the environment in, so every stage is testable on strings.
 
+pub mod acl;
 mod args;
 pub mod bind;
 pub mod cond;
@@ -13,8 +14,12 @@ pub mod duration;
 pub mod global;
 pub mod keywords;
 pub mod lexer;
+pub mod logformat;
 pub mod model;
 mod proxy;
+mod regex_check;
+pub mod sample;
+mod sample_names;
 pub mod sections;
 pub mod server;
 mod validate;
