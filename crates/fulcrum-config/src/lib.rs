@@ -12,12 +12,14 @@ pub mod cond;
 pub mod diag;
 pub mod duration;
 pub mod global;
+mod http_opts;
 pub mod keywords;
 pub mod lexer;
 pub mod logformat;
 pub mod model;
 mod proxy;
 mod regex_check;
+mod rules;
 pub mod sample;
 mod sample_names;
 pub mod sections;
@@ -64,8 +66,11 @@ pub fn load(sources: &[Source], env: EnvLookup<'_>) -> Result<Loaded, Vec<Diagno
         let lines = cond::filter(lines, env, &mut builder.diags.list);
         builder.feed_file(&lines);
     }
-    let (config, mut diags) = builder.finish();
+    let (mut config, mut diags) = builder.finish();
     let parse_failed = diags.has_errors();
+    if !parse_failed {
+        validate::drop_http_only(&mut config, &mut diags.list);
+    }
     validate::validate(&config, parse_failed, &mut diags.list);
     if diags.has_errors() {
         Err(diags.list)
