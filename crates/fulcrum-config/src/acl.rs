@@ -74,15 +74,11 @@ fn default_method(out: SmpType, kw: &str) -> Result<MatchMethod, String> {
     })
 }
 
-/// Where a fetch may be used, from the model's fetch (and, for `hdr`, how it was written).
+/// Where an ACL's fetch may be used. In ACLs every header fetch reads the request, as HAProxy's
+/// ACL keywords do (only the `hdr()` sample fetch of log-format strings follows the message).
 pub fn avail_of(expr: &SampleExpr) -> Avail {
     match &expr.fetch {
         Fetch::Method => Avail::Method,
-        Fetch::Hdr { .. } | Fetch::HdrCnt { .. } | Fetch::HdrIp { .. }
-            if !expr.text.starts_with("req.") =>
-        {
-            Avail::Message
-        }
         Fetch::Path
         | Fetch::Url
         | Fetch::Query
@@ -174,6 +170,8 @@ pub struct ParsedAcl {
 /// Parses an ACL criterion with its flags and patterns (`words` = everything after the ACL
 /// name, or between the braces of an anonymous ACL). Errors are HAProxy's inner messages.
 pub fn parse_acl(words: &[String], span: &Span) -> Result<ParsedAcl, String> {
+    // As HAProxy, an empty word ends the arguments of a line.
+    let words = &words[..words.iter().position(String::is_empty).unwrap_or(words.len())];
     let text = words.first().map(String::as_str).unwrap_or("");
     let kw_len = text.find(['(', ',']).unwrap_or(text.len());
     let kw = &text[..kw_len];
@@ -376,6 +374,8 @@ pub fn parse_condition(
     span: &Span,
     env: &CondEnv<'_>,
 ) -> Result<ParsedCond, String> {
+    // As HAProxy, an empty word ends the arguments of a line.
+    let words = &words[..words.iter().position(String::is_empty).unwrap_or(words.len())];
     let unless = words.first().map(String::as_str) == Some("unless");
     let mut groups: Vec<Vec<CondTerm>> = vec![Vec::new()];
     let mut warnings = Vec::new();
@@ -407,7 +407,7 @@ pub fn parse_condition(
             let parsed = parse_acl(&words[i + 1..close], span)?;
             warnings.extend(parsed.warnings);
             i = close + 1;
-            anonymous(parsed.acl, env, &mut warnings)?
+            anonymous(parsed.acl, env, &mut warnings)
         } else {
             i += 1;
             named(w, span, env, &mut warnings)?
@@ -431,17 +431,9 @@ pub fn parse_condition(
     Ok(ParsedCond { cond: Condition { unless, terms: groups }, warnings })
 }
 
-/// An anonymous ACL in a condition: checked against the rule context; `hdr` in a response
-/// rule reads the response, as HAProxy's `hdr`.
-fn anonymous(
-    mut acl: Acl,
-    env: &CondEnv<'_>,
-    warnings: &mut Vec<String>,
-) -> Result<AclRef, String> {
-    let avail = avail_of(&acl.expr);
-    if avail == Avail::Message && env.ctx == Ctx::HttpResponse {
-        acl.expr.fetch = response_side(&acl.expr)?;
-    } else if !avail.usable_in(env.ctx) {
+/// An anonymous ACL in a condition, checked against the rule context.
+fn anonymous(acl: Acl, env: &CondEnv<'_>, warnings: &mut Vec<String>) -> AclRef {
+    if !avail_of(&acl.expr).usable_in(env.ctx) {
         warnings.push(format!(
             "anonymous acl will never match{} because it uses keyword '{}' which is incompatible with '{}'",
             env.ctx_in(),
@@ -449,17 +441,13 @@ fn anonymous(
             env.ctx_name()
         ));
     }
-    Ok(AclRef::Anonymous(Box::new(acl)))
+    AclRef::Anonymous(Box::new(acl))
 }
 
-/// `hdr(...)` of a response rule as the model's response-header fetch.
-pub fn response_side(expr: &SampleExpr) -> Result<Fetch, String> {
-    match &expr.fetch {
-        Fetch::Hdr { name, occ } => Ok(Fetch::ResHdr { name: name.clone(), occ: *occ }),
-        _ => Err(format!(
-            "'{}' on a response (use in a response rule) is not supported yet.",
-            fetch_keyword(expr)
-        )),
+/// The `hdr()` sample fetch of a response rule's log-format or `set-var` reads the response.
+pub fn response_side(expr: &mut SampleExpr) {
+    if let Fetch::Hdr { name, occ } = &expr.fetch {
+        expr.fetch = Fetch::ResHdr { name: name.clone(), occ: *occ };
     }
 }
 
@@ -472,17 +460,9 @@ fn named(
     let lines: Vec<&Acl> = env.acls.iter().filter(|a| a.name == name).map(|a| &a.acl).collect();
     if lines.is_empty() {
         return match predefined(name, span)? {
-            Some(acl) => anonymous(acl, env, warnings),
+            Some(acl) => Ok(anonymous(acl, env, warnings)),
             None => Err(format!("no such ACL : '{name}'.")),
         };
-    }
-    if env.ctx == Ctx::HttpResponse {
-        if let Some(a) = lines.iter().find(|a| avail_of(&a.expr) == Avail::Message) {
-            return Err(format!(
-                "acl '{name}' reads '{}' from a response rule, which is not supported yet (use 'res.hdr' or 'shdr').",
-                fetch_keyword(&a.expr)
-            ));
-        }
     }
     let bad: Vec<&Acl> =
         lines.iter().copied().filter(|a| !avail_of(&a.expr).usable_in(env.ctx)).collect();
@@ -700,17 +680,13 @@ mod tests {
     }
 
     #[test]
-    fn hdr_in_a_response_rule_reads_the_response() {
+    fn header_acls_in_a_response_rule_never_match() {
         let p = parse_condition(
             &words("if { hdr(X-A) -m found }"),
             &span(),
             &env(&[], Ctx::HttpResponse),
         )
         .expect("parses");
-        let AclRef::Anonymous(a) = &p.cond.terms[0][0].acl else { panic!("anonymous") };
-        assert_eq!(a.expr.fetch, Fetch::ResHdr { name: "x-a".into(), occ: None });
-        assert!(p.warnings.is_empty());
-        let acls = [named_acl("h", "hdr(x) y")];
-        assert!(parse_condition(&words("if h"), &span(), &env(&acls, Ctx::HttpResponse)).is_err());
+        assert_eq!(p.warnings, ["anonymous acl will never match because it uses keyword 'hdr' which is incompatible with 'frontend http-response header rule'"]);
     }
 }

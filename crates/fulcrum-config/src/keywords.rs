@@ -574,7 +574,7 @@ const SAMPLE_NOTES: &[&str] = &[
     "- ACL flags `-i`, `-f`, `-m`, `-n`, `-u`, `--`; not `-M`, nor `-i` placed after `-f`. Matching methods: all but `bin`. Integer, IP (address, `/len` or dotted mask; no host names) and regex patterns are checked at load time.",
     "- Predefined ACLs: all but `RDP_COOKIE`, `REQ_CONTENT` and `WAIT_END`; `HTTP` is always true (requests reaching the rules are valid HTTP).",
     "- A condition with nothing after `if`/`unless`, or an empty `||` group, is an error (HAProxy 2.6 accepts them: an empty group is always true).",
-    "- `hdr()` in a response rule reads the response, as in HAProxy; a named ACL using `hdr()` referenced from a response rule is not supported yet.",
+    "- As in HAProxy, the `hdr()` sample fetch of a response rule's log-format or `set-var()` reads the response (the model says `res.hdr`), while header ACLs always read the request.",
     "- Log-format: literal text, `%%`, `%[<expr>]`, and the variables `%ci`, `%cp`, `%fi`, `%fp`, `%f`, `%b`, `%s`, `%r`, `%pid`; no `%{...}` flags.",
     "- Rules in a `mode tcp` proxy that need HTTP (`http-request`, `http-response`, `http-after-response`, `redirect`), `option forwardfor|originalto`, `cookie`, `monitor-uri` and layer 7 `balance` algorithms are ignored with HAProxy's warnings.",
 ];

@@ -2,7 +2,7 @@
 //! `lf-string` replies and dynamic `use_backend` names: literal text, `%%`, `%[<expr>]` sample
 //! expressions and the `%<var>` variables Fulcrum supports.
 
-use crate::acl::{avail_of, response_side};
+use crate::acl::response_side;
 use crate::model::{LogFormat, LogPart, LogVar};
 use crate::sample::{self, Avail, Ctx, End};
 
@@ -95,9 +95,9 @@ fn sample_part(s: &str, ctx: Ctx) -> Result<(LogPart, usize), String> {
         Some(c) => return Err(format!("expected ']' after '{text}', but found '{c}'.")),
         None => return Err(format!("missing ']' after '{text}'.")),
     }
-    let avail = avail_of(&parsed.expr);
+    let avail = parsed.avail;
     if avail == Avail::Message && ctx == Ctx::HttpResponse {
-        parsed.expr.fetch = response_side(&parsed.expr)?;
+        response_side(&mut parsed.expr);
     } else if !avail.usable_in(ctx) {
         let needs = if parsed.kw == "status" { "HTTP response" } else { avail.needs() };
         return Err(format!("sample fetch <{s}> may not be reliably used here because it needs '{needs}' which is not available here."));

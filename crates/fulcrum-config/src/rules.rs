@@ -372,7 +372,24 @@ pub fn http_rule(b: &mut ProxyBuild, line: &Line, which: HttpWhich, diags: &mut 
         HttpWhich::Response => &mut b.proxy.http_response,
         HttpWhich::After => &mut b.proxy.http_after_response,
     };
+    if list.last().is_some_and(|r| r.cond.is_none() && is_final(&r.action)) {
+        diags.warning(
+            line,
+            format!("previous '{kw}' action is final and has no condition attached, further entries are NOOP."),
+        );
+    }
     list.push(rule);
+}
+
+/// Actions that end the evaluation of their rule list.
+fn is_final(a: &HttpAction) -> bool {
+    matches!(
+        a,
+        HttpAction::Allow
+            | HttpAction::Deny { .. }
+            | HttpAction::Return(_)
+            | HttpAction::Redirect(_)
+    )
 }
 
 /// Rules in `defaults`: HAProxy refuses them in anonymous sections; Fulcrum does not support
@@ -510,13 +527,13 @@ fn var_action(line: &Line, base: &str, ctx: Ctx) -> ActionResult {
     let text = line.arg(2);
     let (mut parsed, _) =
         sample::parse(text, End::Input).map_err(|e| Some(format!("{}.", e.plain())))?;
-    let avail = acl::avail_of(&parsed.expr);
+    let avail = parsed.avail;
     if avail == Avail::Message && ctx == Ctx::HttpResponse {
-        parsed.expr.fetch = acl::response_side(&parsed.expr).map_err(Some)?;
+        acl::response_side(&mut parsed.expr);
     } else if !avail.usable_in(ctx) {
         let needs = if parsed.kw == "status" { "HTTP response" } else { avail.needs() };
         return Err(Some(format!(
-            "sample fetch <{text}> may not be reliably used here because it needs '{needs}' which is not available here."
+            "fetch method '{action}' extracts information from '{needs}', none of which is available here."
         )));
     }
     Ok((HttpAction::SetVar { scope, name, expr: parsed.expr }, 3))

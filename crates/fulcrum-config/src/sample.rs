@@ -31,8 +31,8 @@ pub enum Avail {
     Method,
     /// Request line and headers: request-side rules only.
     Request,
-    /// `hdr()`, `hdr_cnt()`, `hdr_ip()`: the headers of the message being processed (request
-    /// or response), so everywhere but `tcp-request connection`.
+    /// The `hdr()` sample fetch (not the ACL keyword): the headers of the message being
+    /// processed (request or response), so everywhere but `tcp-request connection`.
     Message,
     /// The response: `http-response` and `http-after-response` only.
     Response,
@@ -112,7 +112,6 @@ impl SmpError {
         match (self, acl_kw) {
             (SmpError::FetchArg(_, m), Some(kw)) => format!("ACL keyword '{kw}' : {m}."),
             (SmpError::Conv(m), Some(kw)) => format!("ACL keyword '{kw}' : {m}.."),
-            (SmpError::Other(m), _) => format!("{m}."),
             _ => format!("{} in ACL expression '{text}'.", self.plain()),
         }
     }
@@ -299,10 +298,8 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "url_param" | "urlp" => d(SS, 0, Str, Request),
         "hdr" => d(SI, 0, Str, Message),
         "req.hdr" => d(SI, 0, Str, Request),
-        "hdr_cnt" => d(S, 0, Int, Message),
-        "req.hdr_cnt" => d(S, 0, Int, Request),
-        "hdr_ip" => d(SI, 0, Ip, Message),
-        "req.hdr_ip" => d(SI, 0, Ip, Request),
+        "hdr_cnt" | "req.hdr_cnt" => d(S, 0, Int, Request),
+        "hdr_ip" | "req.hdr_ip" => d(SI, 0, Ip, Request),
         "cook" | "req.cook" => d(S, 0, Str, Request),
         "nbsrv" | "be_conn" => d(S, 0, Int, Always),
         "always_true" | "always_false" => d(NONE, 0, Bool, Always),
