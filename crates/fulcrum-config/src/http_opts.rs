@@ -79,12 +79,14 @@ pub fn forward_option(p: &mut Proxy, line: &Line, forwardfor: bool, diags: &mut 
 }
 
 /// `[no] option http-keep-alive|http-server-close|httpclose`.
-pub fn conn_mode(p: &mut Proxy, line: &Line, name: &str, negated: bool, diags: &mut Diags) {
-    let at = 2 + usize::from(negated);
+/// `prefixed` is `no`/`default` (back to keep-alive); as HAProxy, only `no` shifts the
+/// argument check, so `default option httpclose` is refused like there.
+pub fn conn_mode(p: &mut Proxy, line: &Line, name: &str, prefixed: bool, diags: &mut Diags) {
+    let at = 2 + usize::from(line.arg(0) == "no");
     if !no_extra(line, at, &format!("option {name}"), diags) {
         return;
     }
-    p.http_conn_mode = match (negated, name) {
+    p.http_conn_mode = match (prefixed, name) {
         (true, _) | (false, "http-keep-alive") => HttpConnMode::KeepAlive,
         (false, "http-server-close") => HttpConnMode::ServerClose,
         _ => HttpConnMode::Close,

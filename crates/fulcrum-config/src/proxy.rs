@@ -260,7 +260,7 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
             http_opts::conn_mode(p, line, &name["option ".len()..], prefixed, diags)
         }
         "option http-buffer-request" | "option dontlognull" => {
-            if no_extra(line, 2 + usize::from(prefixed), name, diags) {
+            if no_extra(line, 2 + usize::from(negated), name, diags) {
                 if name == "option dontlognull" {
                     p.dontlognull = !prefixed;
                 } else {

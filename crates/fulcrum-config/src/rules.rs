@@ -925,7 +925,11 @@ pub fn use_backend(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
     let target = if name.contains("%[") {
         match logformat::parse(name, Ctx::Switching) {
             Ok(f) => BackendTarget::Dynamic(f),
-            Err(m) => return diags.alert(line, wrap(&m)),
+            Err(m) => {
+                let m = m.strip_suffix('.').unwrap_or(&m);
+                let msg = format!("failed to parse use_backend rule '{name}' : {m}.");
+                return diags.alert(line, msg);
+            }
         }
     } else {
         BackendTarget::Name(name.to_string())

@@ -221,7 +221,14 @@ pub fn drop_http_only(config: &mut Config, out: &mut Vec<Diagnostic>) {
             p.httplog = false;
         }
         for s in &mut p.servers {
-            s.cookie = None;
+            if s.cookie.take().is_some() {
+                warn(format!(
+                    "{} '{}' : ignoring cookie for server '{}' as HTTP mode is disabled.",
+                    type_word(p.kind),
+                    p.name,
+                    s.name
+                ));
+            }
         }
     }
 }
@@ -337,11 +344,10 @@ fn fetch_backend_refs(config: &Config, p: &Proxy, out: &mut Vec<Diagnostic>) {
                 if config.backends().any(|b| &b.name == name) {
                     continue;
                 }
-                if config.proxies.iter().any(|b| &b.name == name) {
-                    format!("proxy '{name}', referenced in arg 1 of {place} in proxy '{}', has not backend capability.", p.name)
-                } else {
-                    format!("unable to find backend '{name}' referenced in arg 1 of {place} in proxy '{}'.", p.name)
-                }
+                format!(
+                    "unable to find backend '{name}' referenced in arg 1 of {place} in proxy '{}'.",
+                    p.name
+                )
             }
         };
         out.push(Diagnostic::alert(at(span), msg));
