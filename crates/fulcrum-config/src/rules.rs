@@ -972,3 +972,83 @@ pub fn monitor_uri(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
         b.proxy.monitor_uri = Some(uri.to_string());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lexer::lex_source;
+
+    fn line(text: &str) -> Line {
+        let (mut lines, _) = lex_source("r.cfg", text, &|_| None);
+        lines.remove(0)
+    }
+
+    fn reply(text: &str, kind: ReplyKind) -> Result<ParsedReply, String> {
+        parse_reply(&line(text), 2, kind, Ctx::HttpRequest)
+    }
+
+    #[test]
+    fn deny_without_payload_uses_the_error_message_of_its_status() {
+        let p = reply("http-request deny deny_status 429", ReplyKind::Deny).expect("parses");
+        assert!(!p.explicit);
+        assert_eq!((p.reply.status, &p.reply.body), (429, &ReplyBody::ErrorFiles));
+        let e = reply("http-request deny deny_status 418", ReplyKind::Deny).err();
+        assert_eq!(
+            e.as_deref(),
+            Some("status code '418' not handled by default with 'default-errorfiles' argument..")
+        );
+    }
+
+    #[test]
+    fn return_without_payload_is_empty_and_drops_its_content_type() {
+        let p = reply("http-request return status 404 content-type text/plain", ReplyKind::Return)
+            .expect("parses");
+        assert_eq!((p.reply.status, &p.reply.body), (404, &ReplyBody::None));
+        assert_eq!(p.reply.content_type, None);
+        assert_eq!(p.warnings.len(), 1);
+    }
+
+    #[test]
+    fn a_string_payload_needs_a_content_type_and_a_status_with_a_body() {
+        let p = reply(
+            r#"http-request return content-type text/plain string ok hdr X-A "%[src]" if TRUE"#,
+            ReplyKind::Return,
+        )
+        .expect("parses");
+        assert_eq!(p.reply.body, ReplyBody::String("ok".into()));
+        assert_eq!(p.reply.headers.len(), 1);
+        assert_eq!(p.next, 9);
+        assert!(reply("http-request return string ok", ReplyKind::Return).is_err());
+        assert!(reply("http-request return status 304 content-type a string b", ReplyKind::Return)
+            .is_err());
+    }
+
+    #[test]
+    fn redirects_default_to_302_and_keep_their_options() {
+        let (r, next) = parse_redirect(
+            &line("redirect prefix /new code 301 drop-query if x"),
+            1,
+            Ctx::HttpRequest,
+        )
+        .expect("parses");
+        assert_eq!(
+            (r.kind, r.code, r.drop_query, r.append_slash),
+            (RedirectKind::Prefix, 301, true, false)
+        );
+        assert_eq!(next, 6);
+        let (r, _) =
+            parse_redirect(&line("redirect scheme https"), 1, Ctx::HttpRequest).expect("parses");
+        assert_eq!((r.kind, r.code), (RedirectKind::Scheme, 302));
+        assert!(
+            parse_redirect(&line("redirect location /x code 305"), 1, Ctx::HttpRequest).is_err()
+        );
+    }
+
+    #[test]
+    fn sizes_take_binary_suffixes() {
+        assert_eq!(parse_size("10"), Ok(10));
+        assert_eq!(parse_size("1k"), Ok(1024));
+        assert_eq!(parse_size("2m"), Ok(2 << 20));
+        assert_eq!(parse_size("1x"), Err('x'));
+    }
+}
