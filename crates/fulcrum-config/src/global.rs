@@ -1,5 +1,5 @@
 //! The `global` section: `daemon`, `nbthread`, `maxconn`, `pidfile`, `cpu-map`, `ulimit-n`,
-//! `user`/`uid`, `group`/`gid`, plus [`cpus_for_thread`], which resolves the `cpu-map` lines
+//! `user`/`uid`, `group`/`gid`, `tune.bufsize`, `tune.http.maxhdr`, plus [`cpus_for_thread`], which resolves the `cpu-map` lines
 //! to the CPUs one worker thread is pinned to.
 
 use std::path::PathBuf;
@@ -11,6 +11,8 @@ use crate::model::{CpuMap, Global, UserSpec};
 
 /// Largest thread count, as HAProxy's MAX_THREADS on 64-bit builds.
 pub const MAX_THREADS: u32 = 64;
+/// `tune.bufsize` must stay below this (HAProxy: 256 MB when HTTP is in use).
+pub const MAX_BUFSIZE: u64 = 256 << 20;
 /// Largest CPU number + 1 that `cpu-map` accepts (HAProxy: 0 to 1023).
 pub const MAX_CPUS: u32 = 1024;
 
@@ -54,6 +56,28 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
             }
         }
         "user" | "group" | "uid" | "gid" => user_group(line, g, diags),
+        "tune.bufsize" => match (line.arg(1), parse_u64(line.arg(1))) {
+            ("", _) => diags.alert(line, format!("'{kw}' expects an integer argument.")),
+            (_, Some(v)) if v > 0 && v < MAX_BUFSIZE => {
+                if no_extra(line, 2, kw, diags) {
+                    g.tune_bufsize = v as usize;
+                }
+            }
+            (_, Some(v)) if v > 0 => diags.alert(
+                line,
+                format!("global.tune.bufsize must be below 256 MB when HTTP is in use (current value = {v})."),
+            ),
+            _ => diags.alert(line, format!("'{kw}' expects a positive integer argument.")),
+        },
+        "tune.http.maxhdr" => match (line.arg(1), parse_u32(line.arg(1))) {
+            ("", _) => diags.alert(line, format!("'{kw}' expects an integer argument.")),
+            (_, Some(v)) if (1..=32767).contains(&v) => {
+                if no_extra(line, 2, kw, diags) {
+                    g.tune_http_maxhdr = v;
+                }
+            }
+            _ => diags.alert(line, format!("'{kw}' expects a numeric value between 1 and 32767")),
+        },
         "cpu-map" => {
             if let Some(m) = parse_cpu_map(line, diags) {
                 g.cpu_map.push(m);

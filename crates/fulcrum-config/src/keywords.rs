@@ -41,17 +41,8 @@ const fn g(name: &'static str, status: Status) -> Keyword {
 }
 
 /// Sections HAProxy 2.6 knows besides the proxies and `global`.
-pub const OTHER_SECTIONS: &[&str] = &[
-    "cache",
-    "fcgi-app",
-    "http-errors",
-    "mailers",
-    "peers",
-    "program",
-    "resolvers",
-    "ring",
-    "userlist",
-];
+pub const OTHER_SECTIONS: &[&str] =
+    &["cache", "fcgi-app", "mailers", "peers", "program", "resolvers", "ring", "userlist"];
 
 /// HAProxy 2.6's `global` keywords (manual §3).
 pub static GLOBAL: &[Keyword] = &[
@@ -158,7 +149,7 @@ pub static GLOBAL: &[Keyword] = &[
     g("ssl-mode-async", NotYet),
     g("tune.buffers.limit", NotYet),
     g("tune.buffers.reserve", NotYet),
-    g("tune.bufsize", NotYet),
+    g("tune.bufsize", Supported),
     g("tune.comp.maxlevel", NotYet),
     g("tune.fail-alloc", NotYet),
     g("tune.fd.edge-triggered", NotYet),
@@ -167,7 +158,7 @@ pub static GLOBAL: &[Keyword] = &[
     g("tune.h2.max-concurrent-streams", NotYet),
     g("tune.http.cookielen", NotYet),
     g("tune.http.logurilen", NotYet),
-    g("tune.http.maxhdr", NotYet),
+    g("tune.http.maxhdr", Supported),
     g("tune.idle-pool.shared", NotYet),
     g("tune.idletimer", NotYet),
     g("tune.lua.forced-yield", NotYet),
@@ -219,9 +210,9 @@ pub static GLOBAL: &[Keyword] = &[
 
 /// HAProxy 2.6's proxy keywords (manual §4.1 matrix), plus the legacy timeouts Fulcrum accepts.
 pub static PROXY: &[Keyword] = &[
-    p("acl", D|F|L|B, NotYet),
+    p("acl", D|F|L|B, Partial("not in defaults sections; the fetches and converters listed below")),
     p("backlog", D|F|L, NotYet),
-    p("balance", D|L|B, Partial("roundrobin, static-rr, leastconn, first, source, random[(<draws>)]; not uri, url_param, hdr(), rdp-cookie(), hash")),
+    p("balance", D|L|B, Partial("roundrobin, static-rr, leastconn, first, source, random[(<draws>)], uri, url_param, hdr(); not rdp-cookie(), hash, url_param check_post")),
     p("bind", F|L, Partial("addresses, ranges, lists, unix@, fd@; options name, backlog, v4v6, maxconn")),
     p("bind-process", D|F|L|B, NotYet),
     p("capture cookie", F|L, NotYet),
@@ -231,7 +222,7 @@ pub static PROXY: &[Keyword] = &[
     p("clitcpka-idle", D|F|L, NotYet),
     p("clitcpka-intvl", D|F|L, NotYet),
     p("compression", D|F|L|B, NotYet),
-    p("cookie", D|L|B, NotYet),
+    p("cookie", D|L|B, Partial("insert, rewrite, prefix, indirect, nocache, preserve, httponly, secure, domain, maxidle, maxlife; not postonly, dynamic, attr")),
     p("declare capture", F|L, NotYet),
     p("default-server", D|L|B, Partial("options weight, maxconn, maxqueue, backup, disabled, enabled, port")),
     p("default_backend", D|F|L, Supported),
@@ -244,8 +235,8 @@ pub static PROXY: &[Keyword] = &[
     p("email-alert myhostname", D|F|L|B, NotYet),
     p("email-alert to", D|F|L|B, NotYet),
     p("enabled", D|F|L|B, NotYet),
-    p("errorfile", D|F|L|B, NotYet),
-    p("errorfiles", D|F|L|B, NotYet),
+    p("errorfile", D|F|L|B, Supported),
+    p("errorfiles", D|F|L|B, Supported),
     p("errorloc", D|F|L|B, NotYet),
     p("errorloc302", D|F|L|B, NotYet),
     p("errorloc303", D|F|L|B, NotYet),
@@ -254,7 +245,7 @@ pub static PROXY: &[Keyword] = &[
     p("filter", F|L|B, NotYet),
     p("fullconn", D|L|B, NotYet),
     p("hash-type", D|L|B, Supported),
-    p("http-after-response", D|F|L|B, NotYet),
+    p("http-after-response", D|F|L|B, Partial("allow, set-header, add-header, del-header, replace-header, replace-value, set-status, set-var(), unset-var(); not in defaults sections")),
     p("http-check comment", D|L|B, NotYet),
     p("http-check connect", D|L|B, NotYet),
     p("http-check disable-on-404", D|L|B, NotYet),
@@ -263,10 +254,10 @@ pub static PROXY: &[Keyword] = &[
     p("http-check send-state", D|L|B, NotYet),
     p("http-check set-var", D|L|B, NotYet),
     p("http-check unset-var", D|L|B, NotYet),
-    p("http-error", D|F|L|B, NotYet),
-    p("http-request", D|F|L|B, NotYet),
-    p("http-response", D|F|L|B, NotYet),
-    p("http-reuse", D|L|B, NotYet),
+    p("http-error", D|F|L|B, Partial("status, content-type, string, lf-string, file, default-errorfiles, hdr; not errorfile, errorfiles, lf-file")),
+    p("http-request", D|F|L|B, Partial("allow, deny, return, redirect, set-header, add-header, del-header, replace-header, replace-value, set-path, set-query, set-uri, set-method, replace-uri, replace-path, set-var(), unset-var(), wait-for-body; not in defaults sections")),
+    p("http-response", D|F|L|B, Partial("allow, deny, return, redirect, set-header, add-header, del-header, replace-header, replace-value, set-status, set-var(), unset-var(), wait-for-body; not in defaults sections")),
+    p("http-reuse", D|L|B, Supported),
     p("http-send-name-header", D|L|B, NotYet),
     p("id", F|L|B, NotYet),
     p("ignore-persist", L|B, NotYet),
@@ -277,9 +268,9 @@ pub static PROXY: &[Keyword] = &[
     p("log-tag", D|F|L|B, NotYet),
     p("max-keep-alive-queue", D|L|B, NotYet),
     p("maxconn", D|F|L, Supported),
-    p("mode", D|F|L|B, Partial("tcp only; mode http comes with the next release")),
-    p("monitor fail", F|L, NotYet),
-    p("monitor-uri", D|F|L, NotYet),
+    p("mode", D|F|L|B, Supported),
+    p("monitor fail", F|L, Supported),
+    p("monitor-uri", D|F|L, Supported),
     p("option abortonclose", D|L|B, Supported),
     p("option accept-invalid-http-request", D|F|L, NotYet),
     p("option accept-invalid-http-response", D|L|B, NotYet),
@@ -289,21 +280,21 @@ pub static PROXY: &[Keyword] = &[
     p("option contstats", D|F|L, NotYet),
     p("option disable-h2-upgrade", D|F|L, NotYet),
     p("option dontlog-normal", D|F|L, NotYet),
-    p("option dontlognull", D|F|L, NotYet),
-    p("option forwardfor", D|F|L|B, NotYet),
+    p("option dontlognull", D|F|L, Partial("recorded; logging comes later")),
+    p("option forwardfor", D|F|L|B, Partial("except takes an address or network, not a host name")),
     p("option h1-case-adjust-bogus-client", D|F|L, NotYet),
     p("option h1-case-adjust-bogus-server", D|L|B, NotYet),
-    p("option http-buffer-request", D|F|L|B, NotYet),
+    p("option http-buffer-request", D|F|L|B, Supported),
     p("option http-ignore-probes", D|F|L, NotYet),
-    p("option http-keep-alive", D|F|L|B, NotYet),
+    p("option http-keep-alive", D|F|L|B, Supported),
     p("option http-no-delay", D|F|L|B, NotYet),
     p("option http-pretend-keepalive", D|L|B, NotYet),
     p("option http-restrict-req-hdr-names", D|F|L|B, NotYet),
-    p("option http-server-close", D|F|L|B, NotYet),
+    p("option http-server-close", D|F|L|B, Supported),
     p("option http-use-proxy-header", D|F|L, NotYet),
     p("option httpchk", D|L|B, NotYet),
-    p("option httpclose", D|F|L|B, NotYet),
-    p("option httplog", D|F|L, NotYet),
+    p("option httpclose", D|F|L|B, Supported),
+    p("option httplog", D|F|L, Partial("recorded; logging comes later")),
     p("option httpslog", D|F|L, NotYet),
     p("option independent-streams", D|F|L|B, NotYet),
     p("option ldap-check", D|L|B, NotYet),
@@ -313,7 +304,7 @@ pub static PROXY: &[Keyword] = &[
     p("option logasap", D|F|L, NotYet),
     p("option mysql-check", D|L|B, NotYet),
     p("option nolinger", D|F|L|B, NotYet),
-    p("option originalto", D|F|L|B, NotYet),
+    p("option originalto", D|F|L|B, Partial("except takes an address or network, not a host name")),
     p("option persist", D|L|B, NotYet),
     p("option pgsql-check", D|L|B, NotYet),
     p("option prefer-last-server", D|L|B, NotYet),
@@ -338,7 +329,7 @@ pub static PROXY: &[Keyword] = &[
     p("external-check path", D|L|B, NotYet),
     p("persist rdp-cookie", D|L|B, NotYet),
     p("rate-limit sessions", D|F|L, NotYet),
-    p("redirect", F|L|B, NotYet),
+    p("redirect", F|L|B, Partial("location, prefix, scheme, code, drop-query, append-slash; not set-cookie, clear-cookie, ignore-empty")),
     p("retries", D|L|B, Supported),
     p("retry-on", D|L|B, NotYet),
     p("server", L|B, Partial("options weight, maxconn, maxqueue, backup, disabled, enabled, port")),
@@ -374,9 +365,9 @@ pub static PROXY: &[Keyword] = &[
     p("tcp-check send-binary-lf", D|L|B, NotYet),
     p("tcp-check set-var", D|L|B, NotYet),
     p("tcp-check unset-var", D|L|B, NotYet),
-    p("tcp-request connection", D|F|L, NotYet),
-    p("tcp-request content", D|F|L|B, NotYet),
-    p("tcp-request inspect-delay", D|F|L|B, NotYet),
+    p("tcp-request connection", D|F|L, Partial("accept, reject; not in defaults sections")),
+    p("tcp-request content", D|F|L|B, Partial("accept, reject; not in defaults sections")),
+    p("tcp-request inspect-delay", D|F|L|B, Partial("not in defaults sections")),
     p("tcp-request session", D|F|L, NotYet),
     p("tcp-response content", D|L|B, NotYet),
     p("tcp-response inspect-delay", D|L|B, NotYet),
@@ -384,8 +375,8 @@ pub static PROXY: &[Keyword] = &[
     p("timeout client", D|F|L, Supported),
     p("timeout client-fin", D|F|L, Supported),
     p("timeout connect", D|L|B, Supported),
-    p("timeout http-keep-alive", D|F|L|B, NotYet),
-    p("timeout http-request", D|F|L|B, NotYet),
+    p("timeout http-keep-alive", D|F|L|B, Supported),
+    p("timeout http-request", D|F|L|B, Supported),
     p("timeout queue", D|L|B, Supported),
     p("timeout server", D|L|B, Supported),
     p("timeout server-fin", D|L|B, Supported),
@@ -394,7 +385,7 @@ pub static PROXY: &[Keyword] = &[
     p("transparent", D|L|B, NotYet),
     p("unique-id-format", D|F|L, NotYet),
     p("unique-id-header", D|F|L, NotYet),
-    p("use_backend", F|L, Partial("unconditional only; if/unless need ACLs (with mode http)")),
+    p("use_backend", F|L, Supported),
     p("use-fcgi-app", L|B, NotYet),
     p("use-server", L|B, NotYet),
     p("contimeout", D|L|B, Partial("legacy (removed in HAProxy 2.1): accepted with a warning as 'timeout connect'")),
@@ -493,7 +484,7 @@ pub static SERVER_OPTIONS: &[Keyword] = &[
     g("check-via-socks4", NotYet),
     g("ciphers", NotYet),
     g("ciphersuites", NotYet),
-    g("cookie", NotYet),
+    g("cookie", Supported),
     g("crl-file", NotYet),
     g("crt", NotYet),
     g("disabled", Supported),
@@ -541,8 +532,8 @@ pub static SERVER_OPTIONS: &[Keyword] = &[
     g("on-marked-down", NotYet),
     g("on-marked-up", NotYet),
     g("pool-low-conn", NotYet),
-    g("pool-max-conn", NotYet),
-    g("pool-purge-delay", NotYet),
+    g("pool-max-conn", Supported),
+    g("pool-purge-delay", Supported),
     g("port", Partial("parsed and kept for health checks, which come later")),
     g("proto", NotYet),
     g("proxy-v2-options", NotYet),
@@ -573,6 +564,19 @@ pub static SERVER_OPTIONS: &[Keyword] = &[
     g("verifyhost", NotYet),
     g("weight", Supported),
     g("ws", NotYet),
+];
+
+/// What `docs/compat.md` says about ACLs, sample expressions and log-format strings.
+const SAMPLE_NOTES: &[&str] = &[
+    "- Sample fetches: `src`, `src_port`, `dst`, `dst_port`, `path`, `url`, `query`, `method`, `req.ver` (`req_ver`), `url_param([<name>])` (`urlp`), `hdr([<name>[,<occ>]])` (`req.hdr`), `hdr_cnt([<name>])`, `hdr_ip([<name>[,<occ>]])`, `cook([<name>])` (`req.cook`), `nbsrv([<backend>])`, `be_conn([<backend>])`, `always_true`, `always_false`, `status`, `res.hdr([<name>[,<occ>]])` (`shdr`), `var(<scope>.<name>)`, `str(<s>)`, `int(<n>)`. Other HAProxy fetches are refused with \"fetch method '<name>' is not supported yet\".",
+    "- ACL keywords: `path`, `url`, `urlp`, `hdr`, `cook`, `shdr` with the `_beg`, `_end`, `_sub`, `_reg`, `_dom`, `_dir`, `_len` suffixes, `method`, `req_ver`.",
+    "- Converters: `lower`, `upper`, `field()`, `word()`, `regsub()`, `map()`, `map_str()`, `map_beg()`, `map_end()`, `map_sub()`, `map_dom()`, `map_reg()`, `map_ip()`, `map_int()` (not the `map_<match>_<output>` forms).",
+    "- ACL flags `-i`, `-f`, `-m`, `-n`, `-u`, `--`; not `-M`, nor `-i` placed after `-f`. Matching methods: all but `bin`. Integer, IP (address, `/len` or dotted mask; no host names) and regex patterns are checked at load time.",
+    "- Predefined ACLs: all but `RDP_COOKIE`, `REQ_CONTENT` and `WAIT_END`; `HTTP` is always true (requests reaching the rules are valid HTTP).",
+    "- A condition with nothing after `if`/`unless`, or an empty `||` group, is an error (HAProxy 2.6 accepts them: an empty group is always true).",
+    "- As in HAProxy, the `hdr()` sample fetch of a response rule's log-format or `set-var()` reads the response (the model says `res.hdr`), while header ACLs always read the request.",
+    "- Log-format: literal text, `%%`, `%[<expr>]`, and the variables `%ci`, `%cp`, `%fi`, `%fp`, `%f`, `%b`, `%s`, `%r`, `%pid`; no `%{...}` flags.",
+    "- Rules in a `mode tcp` proxy that need HTTP (`http-request`, `http-response`, `http-after-response`, `redirect`), `option forwardfor|originalto`, `cookie`, `monitor-uri` and layer 7 `balance` algorithms are ignored with HAProxy's warnings.",
 ];
 
 /// Looks a keyword up by exact name.
@@ -642,7 +646,7 @@ pub fn compat_markdown() -> String {
     );
     out.push_str("overlapping wildcard and specific addresses (`0.0.0.0:80` and `10.0.0.1:80`) are not checked.\n\n");
     out.push_str("## Sections\n\n| section | status |\n|---|---|\n");
-    for s in ["global", "defaults", "frontend", "backend", "listen"] {
+    for s in ["global", "defaults", "frontend", "backend", "listen", "http-errors"] {
         out.push_str(&format!("| `{s}` | supported |\n"));
     }
     for s in OTHER_SECTIONS {
@@ -662,6 +666,11 @@ pub fn compat_markdown() -> String {
             mark(k, B),
             status_text(k.status)
         ));
+    }
+    out.push_str("\n## ACLs, sample fetches, converters and log-format\n\n");
+    for line in SAMPLE_NOTES {
+        out.push_str(line);
+        out.push('\n');
     }
     out.push_str("\n## Bind options\n\n");
     simple_table(&mut out, BIND_OPTIONS);

@@ -5,16 +5,23 @@
 //! the typed model, `defaults` applied -> validation. No I/O and no async: the caller reads the
 //! files and passes the environment in, so every stage is testable on strings.
 
+pub mod acl;
 mod args;
 pub mod bind;
 pub mod cond;
 pub mod diag;
 pub mod duration;
 pub mod global;
+mod http_opts;
 pub mod keywords;
 pub mod lexer;
+pub mod logformat;
 pub mod model;
 mod proxy;
+mod regex_check;
+mod rules;
+pub mod sample;
+mod sample_names;
 pub mod sections;
 pub mod server;
 mod validate;
@@ -59,8 +66,11 @@ pub fn load(sources: &[Source], env: EnvLookup<'_>) -> Result<Loaded, Vec<Diagno
         let lines = cond::filter(lines, env, &mut builder.diags.list);
         builder.feed_file(&lines);
     }
-    let (config, mut diags) = builder.finish();
+    let (mut config, mut diags) = builder.finish();
     let parse_failed = diags.has_errors();
+    if !parse_failed {
+        validate::drop_http_only(&mut config, &mut diags.list);
+    }
     validate::validate(&config, parse_failed, &mut diags.list);
     if diags.has_errors() {
         Err(diags.list)

@@ -1,14 +1,17 @@
 //! Lines of `defaults`, `frontend`, `backend` and `listen` sections: keyword lookup in the
 //! §4.1 matrix (section placement, "not supported yet", "unknown keyword"), then the parsers
-//! for `mode`, `maxconn`, `timeout`, `balance`, `hash-type`, `default_backend`, `use_backend`,
-//! `retries`, `option redispatch|abortonclose` and the legacy `contimeout`-style timeouts.
+//! for `mode`, `maxconn`, `timeout`, `balance`, `hash-type`, `default_backend`, `retries`,
+//! `option redispatch|abortonclose` and the legacy `contimeout`-style timeouts. Rules (`acl`,
+//! `http-request`, `use_backend`...) live in `rules`, HTTP settings in `http_opts`.
 
 use crate::args::{int_arg, no_extra, parse_u32, Diags};
 use crate::bind::parse_bind;
 use crate::duration::{parse_time, time_error_message};
+use crate::http_opts::{self, ErrorEntry};
 use crate::keywords::{self, Keyword, Status, B, D, F, L};
 use crate::lexer::Line;
 use crate::model::*;
+use crate::rules::{self, HttpWhich};
 use crate::server::{parse_default_server, parse_server, ServerOpts};
 
 /// What kind of section is being filled.
@@ -50,6 +53,11 @@ pub struct ProxyBuild {
     pub proxy: Proxy,
     pub section: Section,
     pub default_server: ServerOpts,
+    /// `errorfile`, `errorfiles` and `http-error` lines in order, resolved once every
+    /// `http-errors` section is known.
+    pub errors: Vec<ErrorEntry>,
+    /// Rule families seen so far (indexed by `rules::Order`), for "placed after" warnings.
+    pub rules_seen: [bool; 6],
 }
 
 impl ProxyBuild {
@@ -91,7 +99,13 @@ impl ProxyBuild {
             httplog: false,
             dontlognull: false,
         };
-        ProxyBuild { proxy, section: Section::Defaults, default_server: ServerOpts::default() }
+        ProxyBuild {
+            proxy,
+            section: Section::Defaults,
+            default_server: ServerOpts::default(),
+            errors: Vec::new(),
+            rules_seen: [false; 6],
+        }
     }
 
     /// A proxy starting as a copy of the `defaults` it inherits from.
@@ -101,6 +115,13 @@ impl ProxyBuild {
         b.proxy.span = span;
         b.proxy.kind = kind;
         b.section = Section::Proxy(kind);
+        // Settings a `defaults` section only gives to the side that uses them.
+        if !kind.is_backend() {
+            b.proxy.cookie = None;
+        }
+        if !kind.is_frontend() {
+            b.proxy.monitor_uri = None;
+        }
         b
     }
 }
@@ -136,6 +157,15 @@ fn unknown(b: &ProxyBuild, line: &Line, words: &[String], diags: &mut Diags) {
     let second = words.get(1).map(String::as_str).unwrap_or("");
     let msg = match first {
         "option" => format!("unknown option '{second}'."),
+        "tcp-request" if second.is_empty() => {
+            format!("missing argument for 'tcp-request' in {} '{}'", type_word(b.proxy.kind), b.proxy.name)
+        }
+        "tcp-request" => format!(
+            "'tcp-request' expects 'inspect-delay', 'connection', or 'content' in {} '{}' (got '{second}')",
+            type_word(b.proxy.kind),
+            b.proxy.name
+        ),
+        "monitor" => "'monitor' only supports 'fail'.".to_string(),
         "timeout" => format!("'timeout' supports 'client', 'server', 'connect', 'check', 'queue', 'http-keep-alive', 'http-request', 'tunnel', 'tarpit', 'client-fin' and 'server-fin' (got '{second}')"),
         _ if keywords::is_proxy_family(first) => format!("'{first}' is not supported yet"),
         _ => format!("unknown keyword '{first}' in '{}' section", b.section.keyword()),
@@ -150,7 +180,8 @@ fn placement_ok(b: &ProxyBuild, line: &Line, kw: &Keyword, diags: &mut Diags) ->
         return true;
     }
     let Section::Proxy(kind) = b.section else {
-        diags.alert(line, format!("'{}' not allowed in 'defaults' section.", kw.name));
+        let name = if kw.name == "monitor fail" { "monitor" } else { kw.name };
+        diags.alert(line, format!("'{name}' not allowed in 'defaults' section."));
         return false;
     };
     let missing = if kind == ProxyKind::Frontend { "backend" } else { "frontend" };
@@ -172,6 +203,8 @@ fn placement_ok(b: &ProxyBuild, line: &Line, kw: &Keyword, diags: &mut Diags) ->
 }
 
 fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &mut Diags) {
+    // `no option x` and `default option x` both give an option its default (off) value.
+    let prefixed = negated || line.arg(0) == "default";
     let p = &mut b.proxy;
     match name {
         "mode" => mode(p, line, diags),
@@ -195,7 +228,47 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         }
         "default-server" => parse_default_server(line, &mut b.default_server, diags),
         "default_backend" => default_backend(p, line, diags),
-        "use_backend" => use_backend(p, line, diags),
+        "use_backend" => rules::use_backend(b, line, diags),
+        "acl" => acl(b, line, diags),
+        "http-request" => rules::http_rule(b, line, HttpWhich::Request, diags),
+        "http-response" => rules::http_rule(b, line, HttpWhich::Response, diags),
+        "http-after-response" => rules::http_rule(b, line, HttpWhich::After, diags),
+        "redirect" => rules::redirect_line(b, line, diags),
+        "tcp-request connection" => rules::tcp_request(b, line, "connection", diags),
+        "tcp-request content" => rules::tcp_request(b, line, "content", diags),
+        "tcp-request inspect-delay" => rules::tcp_request(b, line, "inspect-delay", diags),
+        "monitor fail" => rules::monitor_fail(b, line, diags),
+        "monitor-uri" => rules::monitor_uri(b, line, diags),
+        "errorfile" => {
+            if let Some((code, src)) = http_opts::errorfile(line, false, diags) {
+                b.errors.push(ErrorEntry::Direct(code, src));
+            }
+        }
+        "errorfiles" => http_opts::errorfiles(b, line, diags),
+        "http-error" => http_opts::http_error(b, line, diags),
+        "http-reuse" => http_opts::http_reuse(p, line, diags),
+        "cookie" => http_opts::cookie(p, line, diags),
+        "option forwardfor" | "option originalto" => {
+            if prefixed {
+                let opt = &name["option ".len()..];
+                return diags
+                    .alert(line, format!("negation/default is not supported for option '{opt}'."));
+            }
+            http_opts::forward_option(p, line, name == "option forwardfor", diags)
+        }
+        "option http-keep-alive" | "option http-server-close" | "option httpclose" => {
+            http_opts::conn_mode(p, line, &name["option ".len()..], prefixed, diags)
+        }
+        "option http-buffer-request" | "option dontlognull" => {
+            if no_extra(line, 2 + usize::from(negated), name, diags) {
+                if name == "option dontlognull" {
+                    p.dontlognull = !prefixed;
+                } else {
+                    p.http_buffer_request = !prefixed;
+                }
+            }
+        }
+        "option httplog" => httplog(p, line, prefixed, diags),
         "retries" => match parse_u32(line.arg(1)) {
             Some(n) if no_extra(line, 2, "retries", diags) => p.retries = n,
             Some(_) => {}
@@ -222,10 +295,7 @@ fn mode(p: &mut Proxy, line: &Line, diags: &mut Diags) {
     let m = line.arg(1);
     match m {
         "tcp" => p.mode = Mode::Tcp,
-        "http" => {
-            diags.alert(line, "'mode http' is not supported yet");
-            p.mode = Mode::Http;
-        }
+        "http" => p.mode = Mode::Http,
         "health" => diags.alert(line, "'mode health' doesn't exist anymore. Please use 'http-request return status 200' instead."),
         _ => return diags.alert(line, format!("unknown proxy mode '{m}'.")),
     }
@@ -260,6 +330,8 @@ fn timeout(p: &mut Proxy, line: &Line, which: &str, at: usize, diags: &mut Diags
         "tunnel" => &mut t.tunnel,
         "client-fin" => &mut t.client_fin,
         "server-fin" => &mut t.server_fin,
+        "http-request" => &mut t.http_request,
+        "http-keep-alive" => &mut t.http_keep_alive,
         _ => return None,
     };
     *slot = d;
@@ -297,9 +369,14 @@ fn balance(p: &mut Proxy, line: &Line, diags: &mut Diags) {
         (None, Some(rest)) => {
             random_draws(rest, line, diags).map(|draws| Balance::Random { draws })
         }
+        (None, None) if algo == "uri" => return balance_uri(p, line, diags),
+        (None, None) if algo == "url_param" => return balance_url_param(p, line, diags),
+        (None, None) if algo.starts_with("hdr(") && algo.ends_with(')') => {
+            return balance_hdr(p, line, diags)
+        }
         (None, None) => {
             let base = algo.split('(').next().unwrap_or("");
-            if matches!(base, "uri" | "url_param" | "hdr" | "rdp-cookie" | "hash") {
+            if matches!(base, "rdp-cookie" | "hash") {
                 diags.alert(line, format!("'balance {algo}' is not supported yet"));
             } else {
                 diags.alert(line, "balance only supports 'roundrobin', 'static-rr', 'leastconn', 'source', 'uri', 'url_param', 'hdr(name)' and 'rdp-cookie(name)' options.");
@@ -311,6 +388,73 @@ fn balance(p: &mut Proxy, line: &Line, diags: &mut Diags) {
         if no_extra(line, 2, &format!("balance {algo}"), diags) {
             p.balance = b;
         }
+    }
+}
+
+/// `balance uri [len <n>] [depth <n>] [whole] [path-only]`.
+fn balance_uri(p: &mut Proxy, line: &Line, diags: &mut Diags) {
+    let (mut depth, mut len, mut whole, mut path_only) = (None, None, false, false);
+    let mut i = 2;
+    while i < line.words.len() {
+        match line.arg(i) {
+            opt @ ("len" | "depth") => {
+                let v = line.arg(i + 1);
+                let Some(n) = parse_u32(v).filter(|n| *n > 0) else {
+                    let msg =
+                        format!("balance uri : '{opt}' expects a positive integer (got '{v}').");
+                    return diags.alert(line, msg);
+                };
+                if opt == "len" {
+                    len = Some(n);
+                } else {
+                    depth = Some(n);
+                }
+                i += 1;
+            }
+            "whole" => whole = true,
+            "path-only" => path_only = true,
+            other => {
+                let msg = format!("balance uri only accepts parameters 'len', 'depth', 'path-only', and 'whole' (got '{other}').");
+                return diags.alert(line, msg);
+            }
+        }
+        i += 1;
+    }
+    p.balance = Balance::Uri { depth, len, whole, path_only };
+}
+
+/// `balance url_param <name> [check_post]`.
+fn balance_url_param(p: &mut Proxy, line: &Line, diags: &mut Diags) {
+    let name = line.arg(2);
+    if name.is_empty() {
+        return diags.alert(line, "balance url_param requires an URL parameter name.");
+    }
+    if line.arg(3) == "check_post" {
+        return diags.alert(line, "'balance url_param ... check_post' is not supported yet");
+    }
+    if no_extra(line, 3, "balance url_param", diags) {
+        p.balance = Balance::UrlParam { name: name.to_string() };
+    }
+}
+
+/// `balance hdr(<name>) [use_domain_only]`.
+fn balance_hdr(p: &mut Proxy, line: &Line, diags: &mut Diags) {
+    let algo = line.arg(1);
+    let name = &algo[4..algo.len() - 1];
+    if name.is_empty() {
+        return diags.alert(line, "balance hdr requires an http header field name.");
+    }
+    let use_domain_only = match line.arg(2) {
+        "" => false,
+        "use_domain_only" => true,
+        other => {
+            let msg =
+                format!("balance {algo} only accepts 'use_domain_only' modifier (got '{other}').");
+            return diags.alert(line, msg);
+        }
+    };
+    if no_extra(line, 3, &format!("balance {algo}"), diags) {
+        p.balance = Balance::Hdr { name: name.to_ascii_lowercase(), use_domain_only };
     }
 }
 
@@ -375,33 +519,6 @@ fn default_backend(p: &mut Proxy, line: &Line, diags: &mut Diags) {
     }
 }
 
-fn use_backend(p: &mut Proxy, line: &Line, diags: &mut Diags) {
-    let name = line.arg(1);
-    if name.is_empty() {
-        return diags.alert(line, "'use_backend' expects a backend name.");
-    }
-    if name.contains("%[") {
-        return diags.alert(line, "dynamic backend names in 'use_backend' are not supported yet");
-    }
-    match line.arg(2) {
-        "" => p.use_backends.push(UseBackend {
-            span: line.span.clone(),
-            target: BackendTarget::Name(name.to_string()),
-            cond: None,
-        }),
-        "if" | "unless" => diags.alert(
-            line,
-            "conditions on 'use_backend' are not supported yet (ACLs come with mode http)",
-        ),
-        other => diags.alert(
-            line,
-            format!(
-                "'use_backend' expects 'if' or 'unless' after the backend name (got '{other}')."
-            ),
-        ),
-    }
-}
-
 fn redispatch(p: &mut Proxy, line: &Line, negated: bool, diags: &mut Diags) {
     let at = 2 + usize::from(negated);
     let interval = line.arg(at);
@@ -412,5 +529,33 @@ fn redispatch(p: &mut Proxy, line: &Line, negated: bool, diags: &mut Diags) {
     }
     if no_extra(line, at + 1, "option redispatch", diags) {
         p.redispatch = !negated && interval != "0";
+    }
+}
+
+/// `acl` lines: HAProxy refuses them in anonymous `defaults`; Fulcrum does not support them in
+/// named ones yet (they would only be visible to the rules of that section).
+fn acl(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
+    if b.section == Section::Defaults {
+        let msg = if b.proxy.name.is_empty() {
+            "'acl' not allowed in anonymous 'defaults' section."
+        } else {
+            "'acl' in a 'defaults' section is not supported yet"
+        };
+        return diags.alert(line, msg);
+    }
+    rules::acl_line(b, line, diags);
+}
+
+/// `option httplog [clf]`: accepted and recorded (logging comes later).
+fn httplog(p: &mut Proxy, line: &Line, prefixed: bool, diags: &mut Diags) {
+    if prefixed {
+        return diags.alert(line, "negation/default is not supported for option 'httplog'.");
+    }
+    match line.arg(2) {
+        "" | "clf" => {}
+        _ => return diags.alert(line, "keyword 'httplog' only supports option 'clf'."),
+    }
+    if no_extra(line, 3, "option httplog", diags) {
+        p.httplog = true;
     }
 }

@@ -1,20 +1,23 @@
 //! Section structure: splits the (already filtered) lines of every file into `global`,
-//! `defaults`, `frontend`, `backend` and `listen` sections, resolves which `defaults` a section
-//! starts from (the last one above it, or `from <name>`), refuses the sections Fulcrum does not
-//! support yet, and checks proxy names.
+//! `defaults`, `frontend`, `backend`, `listen` and `http-errors` sections, resolves which
+//! `defaults` a section starts from (the last one above it, or `from <name>`), refuses the
+//! sections Fulcrum does not support yet, checks proxy names, and at the end applies each
+//! proxy's error messages (`errorfiles` may name an `http-errors` section declared later).
 
 use crate::args::Diags;
 use crate::bind::parse_bind;
 use crate::global;
+use crate::http_opts;
 use crate::keywords::OTHER_SECTIONS;
 use crate::lexer::Line;
-use crate::model::{Config, Global, ProxyKind, Span};
+use crate::model::{Config, Global, HttpErrorsSection, ProxyKind, Span};
 use crate::proxy::{self, type_word, ProxyBuild, Section};
 
 enum Current {
     None,
     Global,
     Build(Box<ProxyBuild>),
+    HttpErrors(HttpErrorsSection),
     Skip,
 }
 
@@ -25,6 +28,7 @@ pub struct Builder {
     proxies: Vec<ProxyBuild>,
     named_defaults: Vec<ProxyBuild>,
     last_defaults: Option<ProxyBuild>,
+    http_errors: Vec<HttpErrorsSection>,
     current: Current,
 }
 
@@ -42,6 +46,7 @@ impl Builder {
             proxies: Vec::new(),
             named_defaults: Vec::new(),
             last_defaults: None,
+            http_errors: Vec::new(),
             current: Current::None,
         }
     }
@@ -57,8 +62,12 @@ impl Builder {
     /// The parsed configuration, before validation.
     pub fn finish(mut self) -> (Config, Diags) {
         self.finish_section();
-        let proxies = self.proxies.into_iter().map(|b| b.proxy).collect();
-        (Config { global: self.global, proxies, http_errors: Vec::new() }, self.diags)
+        let mut proxies = Vec::new();
+        for mut b in self.proxies {
+            http_opts::resolve_errors(&mut b.proxy, &b.errors, &self.http_errors, &mut self.diags);
+            proxies.push(b.proxy);
+        }
+        (Config { global: self.global, proxies, http_errors: self.http_errors }, self.diags)
     }
 
     fn line(&mut self, line: &Line) {
@@ -73,6 +82,7 @@ impl Builder {
             "frontend" => self.start(line, Section::Proxy(ProxyKind::Frontend)),
             "backend" => self.start(line, Section::Proxy(ProxyKind::Backend)),
             "listen" => self.start(line, Section::Proxy(ProxyKind::Listen)),
+            "http-errors" => self.start_http_errors(line),
             _ if OTHER_SECTIONS.contains(&kw) => {
                 self.finish_section();
                 self.diags.alert(line, format!("section '{kw}' is not supported yet"));
@@ -84,6 +94,7 @@ impl Builder {
                 }
                 Current::Global => global::parse_line(line, &mut self.global, &mut self.diags),
                 Current::Build(b) => proxy::parse_line(b, line, &mut self.diags),
+                Current::HttpErrors(s) => http_errors_line(s, line, &mut self.diags),
                 Current::Skip => {}
             },
         }
@@ -99,6 +110,7 @@ impl Builder {
                 self.last_defaults = Some(*b);
             }
             Current::Build(b) => self.proxies.push(*b),
+            Current::HttpErrors(s) => self.http_errors.push(s),
             _ => {}
         }
     }
@@ -149,6 +161,34 @@ impl Builder {
             self.legacy_listen_addr(line, addr, &mut b);
         }
         self.current = Current::Build(Box::new(b));
+    }
+
+    /// `http-errors <name>`.
+    fn start_http_errors(&mut self, line: &Line) {
+        self.finish_section();
+        self.current = Current::Skip;
+        let name = line.arg(1);
+        if name.is_empty() {
+            return self.diags.alert(line, "missing name for http-errors section.");
+        }
+        if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || "-_.:".contains(*c)))
+        {
+            let msg = format!("character '{c}' is not permitted in 'http-errors' name '{name}'.");
+            return self.diags.alert(line, msg);
+        }
+        if let Some(other) = self.http_errors.iter().find(|s| s.name == name) {
+            let msg = format!(
+                "http-errors section '{name}' already exists (declared at {}).",
+                span_text(&other.span)
+            );
+            return self.diags.alert(line, msg);
+        }
+        crate::args::no_extra(line, 2, "http-errors", &mut self.diags);
+        self.current = Current::HttpErrors(HttpErrorsSection {
+            name: name.to_string(),
+            span: line.span.clone(),
+            errors: Default::default(),
+        });
     }
 
     /// The defaults a new section starts from: `from <name>`, else the last `defaults`.
@@ -228,4 +268,15 @@ fn span_text(s: &Span) -> String {
 /// HAProxy lets a frontend and a backend share a name, not two proxies with a common side.
 fn overlaps(a: ProxyKind, b: ProxyKind) -> bool {
     (a.is_frontend() && b.is_frontend()) || (a.is_backend() && b.is_backend())
+}
+
+/// One line of an `http-errors` section: only `errorfile <code> <file>`.
+fn http_errors_line(s: &mut HttpErrorsSection, line: &Line, diags: &mut Diags) {
+    if line.arg(0) != "errorfile" {
+        return diags
+            .alert(line, format!("unknown keyword '{}' in 'http-errors' section", line.arg(0)));
+    }
+    if let Some((code, src)) = http_opts::errorfile(line, true, diags) {
+        s.errors.insert(code, src);
+    }
 }

@@ -1,11 +1,14 @@
 //! `server` and `default-server` lines: server address forms (`host:port`, `[v6]:port`,
 //! `ipv4@`/`ipv6@`, no port, `:+N`/`:-N` offsets, `unix@`/absolute paths) and the options
-//! Fulcrum supports (`weight`, `maxconn`, `maxqueue`, `backup`, `disabled`, `enabled`, `port`).
+//! Fulcrum supports (`weight`, `maxconn`, `maxqueue`, `backup`, `disabled`, `enabled`, `port`,
+//! `cookie`, `pool-max-conn`, `pool-purge-delay`).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::args::{parse_u32, Diags};
 use crate::bind::{split_host_port, strip_family, Family};
+use crate::duration::{parse_time, TimeError};
 use crate::keywords::{self, Status};
 use crate::lexer::Line;
 use crate::model::{Server, ServerAddr, ServerPort};
@@ -19,6 +22,9 @@ pub struct ServerOpts {
     pub backup: bool,
     pub disabled: bool,
     pub port: Option<u16>,
+    pub cookie: Option<String>,
+    pub pool_max_conn: Option<i32>,
+    pub pool_purge_delay: Option<Duration>,
 }
 
 /// Parses a `default-server` line into `opts`.
@@ -68,9 +74,9 @@ pub fn parse_server(
         backup: opts.backup,
         disabled: opts.disabled,
         check_port: opts.port,
-        cookie: None,
-        pool_max_conn: None,
-        pool_purge_delay: None,
+        cookie: opts.cookie,
+        pool_max_conn: opts.pool_max_conn,
+        pool_purge_delay: opts.pool_purge_delay,
     })
 }
 
@@ -121,6 +127,38 @@ fn apply_options(
                     None => return false,
                 })
             }
+            "cookie" | "pool-purge-delay" if i + 1 >= line.words.len() => {
+                diags.alert(line, format!("{who} : '{opt}' expects <value> as argument.."));
+                return false;
+            }
+            "cookie" => o.cookie = Some(val.to_string()),
+            "pool-max-conn" => match val.parse::<i32>() {
+                Ok(v) if v >= -1 => o.pool_max_conn = Some(v),
+                Ok(_) => {
+                    diags.alert(line, format!("{who} : 'pool-max-conn' must be >= -1."));
+                    return false;
+                }
+                Err(_) => {
+                    let msg = format!(
+                        "{who} : 'pool-max-conn' expects an integer argument, got '{val}'."
+                    );
+                    diags.alert(line, msg);
+                    return false;
+                }
+            },
+            "pool-purge-delay" => match parse_time(val) {
+                Ok(d) => o.pool_purge_delay = Some(d),
+                Err(e) => {
+                    let msg = match e {
+                        TimeError::BadChar(c) => format!(
+                            "{who} : unexpected character '{c}' in argument to <pool-purge-delay>.."
+                        ),
+                        _ => format!("{who} : invalid value '{val}' for 'pool-purge-delay'."),
+                    };
+                    diags.alert(line, msg);
+                    return false;
+                }
+            },
             "port" => match val.parse::<u16>() {
                 Ok(p) if p > 0 => o.port = Some(p),
                 _ => {

@@ -1,11 +1,16 @@
 //! Checks on the whole parsed configuration, as HAProxy's post-parsing checks: backend
-//! references, mode compatibility, duplicate server names, conflicting binds, proxies without
-//! `bind`, missing timeouts, and a configuration with no listener at all.
+//! references (`default_backend`, `use_backend`, `nbsrv()`/`be_conn()` arguments), mode
+//! compatibility, HTTP-only settings of TCP proxies (dropped with HAProxy's warnings),
+//! duplicate server names, conflicting binds, proxies without `bind`, missing timeouts, and a
+//! configuration with no listener at all.
 
 use std::collections::HashMap;
 
 use crate::diag::Diagnostic;
-use crate::model::{BackendTarget, BindAddr, Config, Mode, Proxy, Span};
+use crate::model::{
+    AclRef, BackendTarget, Balance, BindAddr, Condition, Config, Fetch, HttpAction, HttpRule,
+    LogFormat, LogPart, Mode, Proxy, ReplyBody, SampleExpr, Span,
+};
 use crate::proxy::type_word;
 
 /// Runs every check, appending diagnostics in a stable order. After parse errors
@@ -14,6 +19,7 @@ use crate::proxy::type_word;
 pub fn validate(config: &Config, parse_failed: bool, out: &mut Vec<Diagnostic>) {
     for p in &config.proxies {
         backend_refs(config, p, out);
+        fetch_backend_refs(config, p, out);
         duplicate_servers(p, out);
         if !parse_failed {
             missing_bind(p, out);
@@ -169,5 +175,181 @@ fn conflicting_binds(config: &Config, out: &mut Vec<Diagnostic>) {
                 }
             }
         }
+    }
+}
+
+/// Drops what a `mode tcp` proxy cannot use, with HAProxy's warnings: HTTP rules, the
+/// forwarding options, cookie persistence, the monitor URI and layer 7 balancing.
+pub fn drop_http_only(config: &mut Config, out: &mut Vec<Diagnostic>) {
+    for p in config.proxies.iter_mut().filter(|p| p.mode == Mode::Tcp) {
+        let who = format!("{} '{}'", type_word(p.kind), p.name);
+        let span = p.span.clone();
+        let mut warn = |msg: String| out.push(Diagnostic::warning(at(&span), msg));
+        for (kw, rules) in [
+            ("http-request", &mut p.http_request),
+            ("http-response", &mut p.http_response),
+            ("http-after-response", &mut p.http_after_response),
+            ("redirect", &mut p.redirects),
+        ] {
+            if !rules.is_empty() {
+                warn(format!("'{kw}' rules ignored for {who} as they require HTTP mode."));
+                rules.clear();
+            }
+        }
+        for (opt, slot) in [("forwardfor", &mut p.forwardfor), ("originalto", &mut p.originalto)] {
+            if slot.take().is_some() {
+                warn(format!("'option {opt}' ignored for {who} as it requires HTTP mode."));
+            }
+        }
+        if p.cookie.take().is_some() && p.kind.is_backend() {
+            warn(format!("cookie will be ignored for {who} (needs 'mode http')."));
+        }
+        if p.monitor_uri.take().is_some() {
+            warn(format!("monitor-uri will be ignored for {who} (needs 'mode http')."));
+        }
+        if matches!(p.balance, Balance::Uri { .. } | Balance::UrlParam { .. } | Balance::Hdr { .. })
+        {
+            warn(format!(
+                "Layer 7 hash not possible for {who} (needs 'mode http'). Falling back to round robin."
+            ));
+            p.balance = Balance::RoundRobin;
+        }
+        if p.httplog {
+            warn(format!(
+                "'option httplog' not usable with {who} (needs 'mode http'). Falling back to 'option tcplog'."
+            ));
+            p.httplog = false;
+        }
+        for s in &mut p.servers {
+            if s.cookie.take().is_some() {
+                warn(format!(
+                    "{} '{}' : ignoring cookie for server '{}' as HTTP mode is disabled.",
+                    type_word(p.kind),
+                    p.name,
+                    s.name
+                ));
+            }
+        }
+    }
+}
+
+/// Where a sample expression was written, as HAProxy names it in argument errors.
+fn where_text(acl: bool, kw: &str, fetch: &str) -> String {
+    if acl {
+        format!("ACL keyword '{fetch}'")
+    } else {
+        format!("sample fetch keyword '{fetch}' in {kw} expression")
+    }
+}
+
+fn cond_exprs<'a>(c: &'a Condition, out: &mut Vec<(&'a SampleExpr, bool)>) {
+    for t in c.terms.iter().flatten() {
+        if let AclRef::Anonymous(a) = &t.acl {
+            out.push((&a.expr, true));
+        }
+    }
+}
+
+fn lf_exprs<'a>(f: &'a LogFormat, out: &mut Vec<(&'a SampleExpr, bool)>) {
+    for part in &f.parts {
+        if let LogPart::Sample(e) = part {
+            out.push((e, false));
+        }
+    }
+}
+
+fn rule_exprs<'a>(r: &'a HttpRule, out: &mut Vec<(&'a SampleExpr, bool)>) {
+    if let Some(c) = &r.cond {
+        cond_exprs(c, out);
+    }
+    let reply = match &r.action {
+        HttpAction::Return(reply) | HttpAction::Deny { reply: Some(reply), .. } => Some(reply),
+        _ => None,
+    };
+    if let Some(reply) = reply {
+        if let ReplyBody::LfString(f) = &reply.body {
+            lf_exprs(f, out);
+        }
+        for (_, f) in &reply.headers {
+            lf_exprs(f, out);
+        }
+    }
+    match &r.action {
+        HttpAction::SetHeader { value: f, .. }
+        | HttpAction::AddHeader { value: f, .. }
+        | HttpAction::ReplaceHeader { replace: f, .. }
+        | HttpAction::ReplaceValue { replace: f, .. }
+        | HttpAction::ReplaceUri { replace: f, .. }
+        | HttpAction::ReplacePath { replace: f, .. }
+        | HttpAction::SetPath(f)
+        | HttpAction::SetQuery(f)
+        | HttpAction::SetUri(f)
+        | HttpAction::SetMethod(f) => lf_exprs(f, out),
+        HttpAction::Redirect(rd) => lf_exprs(&rd.value, out),
+        HttpAction::SetVar { expr, .. } => out.push((expr, false)),
+        _ => {}
+    }
+}
+
+/// `nbsrv()` and `be_conn()` name a backend (the proxy itself without argument).
+fn fetch_backend_refs(config: &Config, p: &Proxy, out: &mut Vec<Diagnostic>) {
+    let mut found: Vec<(&SampleExpr, bool, &Span, &str)> = Vec::new();
+    for a in &p.acls {
+        found.push((&a.acl.expr, true, &a.acl.span, "acl"));
+    }
+    let lists: [(&str, &Vec<HttpRule>); 4] = [
+        ("http-request", &p.http_request),
+        ("http-response", &p.http_response),
+        ("http-after-response", &p.http_after_response),
+        ("redirect", &p.redirects),
+    ];
+    for (kw, rules) in lists {
+        for r in rules {
+            let mut v = Vec::new();
+            rule_exprs(r, &mut v);
+            found.extend(v.into_iter().map(|(e, acl)| (e, acl, &r.span, kw)));
+        }
+    }
+    for u in &p.use_backends {
+        let mut v = Vec::new();
+        if let Some(c) = &u.cond {
+            cond_exprs(c, &mut v);
+        }
+        if let BackendTarget::Dynamic(f) = &u.target {
+            lf_exprs(f, &mut v);
+        }
+        found.extend(v.into_iter().map(|(e, acl)| (e, acl, &u.span, "use_backend")));
+    }
+    for r in p.tcp_request_connection.iter().chain(&p.tcp_request_content) {
+        let mut v = Vec::new();
+        if let Some(c) = &r.cond {
+            cond_exprs(c, &mut v);
+        }
+        found.extend(v.into_iter().map(|(e, acl)| (e, acl, &r.span, "tcp-request")));
+    }
+    for (e, acl, span, kw) in found {
+        let (fetch, backend) = match &e.fetch {
+            Fetch::NbSrv { backend } => ("nbsrv", backend),
+            Fetch::BeConn { backend } => ("be_conn", backend),
+            _ => continue,
+        };
+        let place = where_text(acl, kw, fetch);
+        let msg = match backend {
+            None if !p.kind.is_backend() => format!(
+                "proxy '{}', referenced in arg 1 of {place} in proxy '{}', has not backend capability.",
+                p.name, p.name
+            ),
+            None => continue,
+            Some(name) => {
+                if config.backends().any(|b| &b.name == name) {
+                    continue;
+                }
+                format!(
+                    "unable to find backend '{name}' referenced in arg 1 of {place} in proxy '{}'.",
+                    p.name
+                )
+            }
+        };
+        out.push(Diagnostic::alert(at(span), msg));
     }
 }

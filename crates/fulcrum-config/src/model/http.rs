@@ -48,7 +48,10 @@ pub enum Fetch {
     /// `url_param(<name>)` / `urlp(<name>)`.
     UrlParam { name: String },
     /// `hdr(<name>[,<occ>])` / `req.hdr(...)`: the name is lower-cased; an empty name means
-    /// every value of every header. `occ` picks one occurrence (negative counts from the end).
+    /// every value of every header. `occ` picks one occurrence (negative counts from the end);
+    /// without it an ACL tries every value, a log-format or `set-var` uses the last one.
+    /// Always the request: the `hdr()` fetch of a response rule's log-format or `set-var` is
+    /// stored as [`Fetch::ResHdr`].
     Hdr { name: String, occ: Option<i32> },
     /// `hdr_cnt(<name>)` / `req.hdr_cnt(<name>)`: how many values the header has.
     HdrCnt { name: String },
@@ -171,7 +174,11 @@ pub struct Acl {
     pub method: MatchMethod,
     /// `-i`: case-insensitive matching.
     pub ignore_case: bool,
-    /// Inline patterns, in order.
+    /// Inline patterns, in order, as written and syntax-checked. For `Int` and `Len`, the
+    /// words `eq`, `ge`, `gt`, `le`, `lt` are operators applying to the values after them
+    /// (default `eq`), and values are `N`, `A:B`, `A:` or `:B`. For `Ip`, `addr`, `addr/len`
+    /// or `addr/dotted-mask` (IPv4 or IPv6). For `Reg`, regexes compiled by the engine.
+    /// Empty for `Found` and `Bool`.
     pub patterns: Vec<String>,
     /// `-f <file>` pattern files, in order (loaded by the engine).
     pub files: Vec<PathBuf>,
@@ -200,7 +207,9 @@ pub struct CondTerm {
 
 /// A named ACL of the proxy, or an anonymous `{ ... }` one. Predefined ACLs (`TRUE`,
 /// `METH_GET`, `HTTP_1.1`...) are expanded into `Anonymous` when the proxy has no ACL of that
-/// name.
+/// name (`HTTP`, "the request is valid HTTP", becomes `always_true`: requests that reach the
+/// rules are). A `Named` reference means every `acl` line of that name in the proxy, ORed,
+/// including lines that come after the rule (as HAProxy).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AclRef {
     Named(String),
@@ -341,7 +350,8 @@ pub enum ReplyBody {
     None,
     /// `string <text>`.
     String(String),
-    /// `file <path>` (read by the engine).
+    /// `file <path>` (read by the engine). HAProxy requires `content-type` when the file is not
+    /// empty; the parser cannot know, so the engine checks it when it reads the file.
     File(PathBuf),
     /// `lf-string <fmt>`.
     LfString(LogFormat),

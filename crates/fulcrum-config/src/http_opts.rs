@@ -1,0 +1,319 @@
+//! HTTP settings of proxy sections: `option forwardfor|originalto`, the connection-mode options
+//! (`http-keep-alive`, `http-server-close`, `httpclose`), `option http-buffer-request`,
+//! `option httplog|dontlognull`, `cookie`, `http-reuse`, and the error messages (`errorfile`,
+//! `errorfiles`, `http-error`) with the `http-errors` sections they may reference.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::acl::parse_net;
+use crate::args::{no_extra, Diags};
+use crate::duration::{parse_time, TimeError};
+use crate::lexer::Line;
+use crate::model::*;
+use crate::proxy::ProxyBuild;
+use crate::rules::{parse_reply, ReplyKind, ERROR_CODES};
+use crate::sample::Ctx;
+
+/// One error-message line of a proxy, kept in order until the `http-errors` sections are known.
+#[derive(Clone, Debug)]
+pub enum ErrorEntry {
+    /// `errorfile` / `http-error`: one status.
+    Direct(u16, ErrorSource),
+    /// `errorfiles <name> [<code>...]` (all the section's codes when empty).
+    Section { name: String, codes: Vec<u16>, span: Span },
+}
+
+/// `option forwardfor [except <net>] [header <name>] [if-none]` and `option originalto
+/// [except <net>] [header <name>]`; `forwardfor` tells which.
+pub fn forward_option(p: &mut Proxy, line: &Line, forwardfor: bool, diags: &mut Diags) {
+    let opt = if forwardfor { "forwardfor" } else { "originalto" };
+    let mut f = ForwardFor {
+        except: None,
+        header: if forwardfor { "X-Forwarded-For" } else { "X-Original-To" }.into(),
+        if_none: false,
+    };
+    let mut i = 2;
+    while i < line.words.len() {
+        match line.arg(i) {
+            "except" => match parse_net(line.arg(i + 1)) {
+                Some(net) => f.except = Some(net),
+                None => {
+                    return diags.alert(
+                        line,
+                        format!("'option {opt} except' expects <address>[/mask] as argument."),
+                    )
+                }
+            },
+            "header" => {
+                let h = line.arg(i + 1);
+                if h.is_empty() {
+                    return diags.alert(
+                        line,
+                        format!("'option {opt} header' expects <header_name> as argument."),
+                    );
+                }
+                f.header = h.to_string();
+            }
+            "if-none" if forwardfor => {
+                f.if_none = true;
+                i += 1;
+                continue;
+            }
+            _ => {
+                let msg = if forwardfor {
+                    "'option forwardfor' only supports optional values: 'except', 'header' and 'if-none'."
+                } else {
+                    "'option originalto' only supports optional values: 'except' and 'header'."
+                };
+                return diags.alert(line, msg);
+            }
+        }
+        i += 2;
+    }
+    if forwardfor {
+        p.forwardfor = Some(f);
+    } else {
+        p.originalto = Some(f);
+    }
+}
+
+/// `[no] option http-keep-alive|http-server-close|httpclose`.
+/// `prefixed` is `no`/`default` (back to keep-alive); as HAProxy, only `no` shifts the
+/// argument check, so `default option httpclose` is refused like there.
+pub fn conn_mode(p: &mut Proxy, line: &Line, name: &str, prefixed: bool, diags: &mut Diags) {
+    let at = 2 + usize::from(line.arg(0) == "no");
+    if !no_extra(line, at, &format!("option {name}"), diags) {
+        return;
+    }
+    p.http_conn_mode = match (prefixed, name) {
+        (true, _) | (false, "http-keep-alive") => HttpConnMode::KeepAlive,
+        (false, "http-server-close") => HttpConnMode::ServerClose,
+        _ => HttpConnMode::Close,
+    };
+}
+
+/// `http-reuse never|safe|aggressive|always`.
+pub fn http_reuse(p: &mut Proxy, line: &Line, diags: &mut Diags) {
+    let mode = match line.arg(1) {
+        "never" => HttpReuse::Never,
+        "safe" => HttpReuse::Safe,
+        "aggressive" => HttpReuse::Aggressive,
+        "always" => HttpReuse::Always,
+        _ => {
+            return diags
+                .alert(line, "'http-reuse' only supports 'never', 'safe', 'aggressive', 'always'.")
+        }
+    };
+    if no_extra(line, 2, &format!("http-reuse {}", line.arg(1)), diags) {
+        p.http_reuse = mode;
+    }
+}
+
+/// `cookie <name> [rewrite|insert|prefix] [indirect] [nocache] [postonly] [preserve]
+/// [httponly] [secure] [domain <d>]* [maxidle <t>] [maxlife <t>] [dynamic] [attr <v>]*`.
+pub fn cookie(p: &mut Proxy, line: &Line, diags: &mut Diags) {
+    let name = line.arg(1);
+    if name.is_empty() {
+        return diags.alert(line, "'cookie' expects <cookie_name> as argument.");
+    }
+    let mut c = CookieCfg {
+        span: line.span.clone(),
+        name: name.to_string(),
+        mode: CookieMode::Passive,
+        indirect: false,
+        nocache: false,
+        httponly: false,
+        secure: false,
+        preserve: false,
+        domain: Vec::new(),
+        maxidle: None,
+        maxlife: None,
+    };
+    let mut modes = 0;
+    let mut i = 2;
+    while i < line.words.len() {
+        let opt = line.arg(i);
+        match opt {
+            "rewrite" | "insert" | "prefix" => {
+                modes += 1;
+                c.mode = match opt {
+                    "rewrite" => CookieMode::Rewrite,
+                    "insert" => CookieMode::Insert,
+                    _ => CookieMode::Prefix,
+                };
+            }
+            "indirect" => c.indirect = true,
+            "nocache" => c.nocache = true,
+            "httponly" => c.httponly = true,
+            "secure" => c.secure = true,
+            "preserve" => c.preserve = true,
+            "domain" => {
+                let d = line.arg(i + 1);
+                if d.is_empty() {
+                    return diags.alert(line, "'domain' expects <domain> as argument.");
+                }
+                c.domain.push(d.to_string());
+                i += 1;
+            }
+            "maxidle" | "maxlife" => {
+                let v = line.arg(i + 1);
+                let what = if opt == "maxidle" { "<idletime>" } else { "<lifetime>" };
+                let d = match parse_time(v) {
+                    Ok(d) => d,
+                    Err(TimeError::Missing) => {
+                        let msg = format!("'{opt}' expects {what} in seconds as argument.");
+                        return diags.alert(line, msg);
+                    }
+                    Err(TimeError::BadChar(ch)) => {
+                        let msg = format!("unexpected character '{ch}' in argument to <{opt}>.");
+                        return diags.alert(line, msg);
+                    }
+                    Err(_) => {
+                        return diags
+                            .alert(line, format!("timer overflow in argument '{v}' to <{opt}>."))
+                    }
+                };
+                let d = (!d.is_zero()).then_some(d);
+                if opt == "maxidle" {
+                    c.maxidle = d;
+                } else {
+                    c.maxlife = d;
+                }
+                i += 1;
+            }
+            "postonly" | "dynamic" | "attr" => {
+                return diags.alert(line, format!("'cookie' option '{opt}' is not supported yet"))
+            }
+            _ => {
+                return diags.alert(line, "'cookie' supports 'rewrite', 'insert', 'prefix', 'indirect', 'nocache', 'postonly', 'domain', 'maxidle', 'dynamic', 'maxlife' and 'attr' options.")
+            }
+        }
+        i += 1;
+    }
+    if modes > 1 {
+        return diags
+            .alert(line, "cookie 'rewrite', 'insert' and 'prefix' modes are incompatible.");
+    }
+    if c.mode == CookieMode::Rewrite && c.indirect {
+        return diags.alert(line, "cookie 'rewrite' and 'indirect' modes are incompatible.");
+    }
+    if c.preserve && c.mode != CookieMode::Insert && !c.indirect {
+        return diags.alert(line, "cookie 'preserve' requires at least 'insert' or 'indirect'.");
+    }
+    p.cookie = Some(c);
+}
+
+fn parse_code(text: &str) -> u16 {
+    // HAProxy reads the code with atoi(): anything else counts as 0.
+    let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().unwrap_or(0)
+}
+
+/// `errorfile <code> <file>` (in proxies and `http-errors` sections); `Some` when valid.
+pub fn errorfile(line: &Line, in_section: bool, diags: &mut Diags) -> Option<(u16, ErrorSource)> {
+    let (code, file) = (line.arg(1), line.arg(2));
+    if code.is_empty() || file.is_empty() {
+        let sep = if in_section { "errorfile:" } else { "errorfile :" };
+        diags.alert(line, format!("{sep} expects <status_code> and <file> as arguments."));
+        return None;
+    }
+    let status = parse_code(code);
+    if !ERROR_CODES.contains(&status) {
+        diags.alert(line, format!("errorfile : status code '{status}' not handled."));
+        return None;
+    }
+    Some((status, ErrorSource::File { path: PathBuf::from(file), span: line.span.clone() }))
+}
+
+/// `errorfiles <name> [<code>...]`.
+pub fn errorfiles(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
+    let name = line.arg(1);
+    if name.is_empty() {
+        return diags.alert(line, "errorfiles : expects <name> as argument.");
+    }
+    let mut codes = Vec::new();
+    for c in &line.words[2..] {
+        let status = parse_code(c);
+        if !ERROR_CODES.contains(&status) {
+            return diags.alert(line, format!("errorfiles : status code '{status}' not handled."));
+        }
+        codes.push(status);
+    }
+    b.errors.push(ErrorEntry::Section { name: name.to_string(), codes, span: line.span.clone() });
+}
+
+/// `http-error status <code> [content-type <type>] [<payload>] [hdr <name> <fmt>]*`.
+pub fn http_error(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
+    if line.arg(1) != "status" || line.words.len() < 3 {
+        return diags.alert(line, "http-error : expects at least a <status> as arguments.");
+    }
+    let status = line.arg(2);
+    match status.parse::<u16>() {
+        Ok(s) if ERROR_CODES.contains(&s) => {}
+        Ok(s) if (200..=599).contains(&s) => {
+            return diags.alert(line, format!("http-error: status code '{s}' not handled."))
+        }
+        _ => return diags.alert(line, format!("http-error : Unexpected status code '{status}'")),
+    }
+    let parsed = match parse_reply(line, 1, ReplyKind::HttpError, Ctx::Monitor) {
+        Ok(p) => p,
+        Err(m) => {
+            let m = m.strip_suffix('.').unwrap_or(&m);
+            return diags.alert(line, format!("http-error : {m}"));
+        }
+    };
+    if parsed.next < line.words.len() {
+        let msg = format!("http-error : unknown keyword '{}'.", line.arg(parsed.next));
+        return diags.alert(line, msg);
+    }
+    for w in parsed.warnings {
+        diags.warning(line, w);
+    }
+    let code = parsed.reply.status;
+    b.errors.push(ErrorEntry::Direct(code, ErrorSource::Reply(parsed.reply)));
+}
+
+/// Applies a proxy's error entries in order, now that every `http-errors` section is known.
+pub fn resolve_errors(
+    p: &mut Proxy,
+    entries: &[ErrorEntry],
+    sections: &[HttpErrorsSection],
+    diags: &mut Diags,
+) {
+    let mut errors = BTreeMap::new();
+    for e in entries {
+        match e {
+            ErrorEntry::Direct(code, src) => {
+                errors.insert(*code, src.clone());
+            }
+            ErrorEntry::Section { name, codes, span } => {
+                let Some(s) = sections.iter().find(|s| &s.name == name) else {
+                    let msg = format!("proxy '{}': unknown http-errors section '{name}'.", p.name);
+                    diags.list.push(crate::diag::Diagnostic::alert(Some(span.clone()), msg));
+                    continue;
+                };
+                if codes.is_empty() {
+                    errors.extend(s.errors.iter().map(|(c, src)| (*c, src.clone())));
+                }
+                for c in codes {
+                    match s.errors.get(c) {
+                        Some(src) => {
+                            errors.insert(*c, src.clone());
+                        }
+                        None => {
+                            let msg = format!(
+                                "proxy '{}' : status '{c}' not declared in http-errors section '{name}'.",
+                                p.name
+                            );
+                            diags
+                                .list
+                                .push(crate::diag::Diagnostic::warning(Some(span.clone()), msg));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    p.errors = errors;
+}

@@ -1,0 +1,1054 @@
+//! Rule keywords of proxy sections: `acl`, `http-request`, `http-response`,
+//! `http-after-response`, `redirect`, `tcp-request connection|content|inspect-delay`,
+//! `use_backend`, `monitor fail` and `monitor-uri`, with the HTTP replies (`return`, `deny`,
+//! `http-error`) and redirects they build, and HAProxy's "rule placed after" warnings.
+
+use std::path::PathBuf;
+
+use crate::acl::{self, CondEnv};
+use crate::args::{no_extra, Diags};
+use crate::duration::{parse_time, time_error_message, TimeError};
+use crate::lexer::Line;
+use crate::logformat;
+use crate::model::*;
+use crate::proxy::{type_word, ProxyBuild, Section};
+use crate::sample::{self, Avail, Ctx, End};
+
+/// Status codes HAProxy has an error message for (`errorfile`, `default-errorfiles`).
+pub const ERROR_CODES: &[u16] =
+    &[200, 400, 401, 403, 404, 405, 407, 408, 410, 413, 425, 429, 500, 501, 502, 503, 504];
+
+/// Rule families in HAProxy's processing order, for the "placed after" warnings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Order {
+    TcpConnection = 0,
+    TcpContent = 1,
+    MonitorFail = 2,
+    HttpRequest = 3,
+    Redirect = 4,
+    UseBackend = 5,
+}
+
+impl Order {
+    const ALL: [Order; 6] = [
+        Order::TcpConnection,
+        Order::TcpContent,
+        Order::MonitorFail,
+        Order::HttpRequest,
+        Order::Redirect,
+        Order::UseBackend,
+    ];
+    fn subject(self) -> &'static str {
+        match self {
+            Order::TcpConnection | Order::TcpContent => "tcp-request",
+            Order::MonitorFail => "monitor fail",
+            Order::HttpRequest => "http-request",
+            Order::Redirect => "redirect",
+            Order::UseBackend => "use_backend",
+        }
+    }
+    fn with_article(self) -> &'static str {
+        match self {
+            Order::TcpConnection => "a 'tcp-request connection'",
+            Order::TcpContent => "a 'tcp-request content'",
+            Order::MonitorFail => "a 'monitor fail'",
+            Order::HttpRequest => "an 'http-request'",
+            Order::Redirect => "a 'redirect'",
+            Order::UseBackend => "a 'use_backend'",
+        }
+    }
+}
+
+/// Records a rule of family `o`, warning when a family processed later was already seen.
+fn placed(b: &mut ProxyBuild, line: &Line, o: Order, diags: &mut Diags) {
+    let later = Order::ALL.iter().find(|l| **l > o && b.rules_seen[**l as usize]);
+    if let Some(l) = later {
+        diags.warning(
+            line,
+            format!(
+                "a '{}' rule placed after {} rule will still be processed before.",
+                o.subject(),
+                l.with_article()
+            ),
+        );
+    }
+    b.rules_seen[o as usize] = true;
+}
+
+fn words_from(line: &Line, i: usize) -> &[String] {
+    &line.words[i.min(line.words.len())..]
+}
+
+fn who(p: &Proxy) -> String {
+    format!("{} '{}'", type_word(p.kind), p.name)
+}
+
+/// Parses the optional `if|unless <cond>` at word `at`. `wrap` words a condition error;
+/// `unexpected` words a word that is neither `if` nor `unless`. `Err(())` once reported.
+fn condition(
+    p: &Proxy,
+    line: &Line,
+    at: usize,
+    ctx: Ctx,
+    wrap: &dyn Fn(&str) -> String,
+    unexpected: &dyn Fn(&str) -> String,
+    diags: &mut Diags,
+) -> Result<Option<Condition>, ()> {
+    match line.arg(at) {
+        "" if at >= line.words.len() => return Ok(None),
+        "if" | "unless" => {}
+        other => {
+            diags.alert(line, unexpected(other));
+            return Err(());
+        }
+    }
+    let env = CondEnv { acls: &p.acls, ctx, kind: p.kind };
+    match acl::parse_condition(words_from(line, at), &line.span, &env) {
+        Ok(parsed) => {
+            for w in parsed.warnings {
+                diags.warning(line, w);
+            }
+            Ok(Some(parsed.cond))
+        }
+        Err(msg) => {
+            diags.alert(line, wrap(&msg));
+            Err(())
+        }
+    }
+}
+
+// ---- acl ----
+
+pub fn acl_line(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
+    let name = line.arg(1);
+    if let Err(msg) = acl::check_acl_name(name) {
+        return diags.alert(line, msg);
+    }
+    match acl::parse_acl(words_from(line, 2), &line.span) {
+        Ok(parsed) => {
+            for w in parsed.warnings {
+                diags.warning(line, w);
+            }
+            b.proxy.acls.push(NamedAcl { name: name.to_string(), acl: parsed.acl });
+        }
+        Err(msg) => diags.alert(line, format!("error detected while parsing ACL '{name}' : {msg}")),
+    }
+}
+
+// ---- http-request / http-response / http-after-response ----
+
+/// Which HTTP rule list a line belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HttpWhich {
+    Request,
+    Response,
+    After,
+}
+
+impl HttpWhich {
+    fn keyword(self) -> &'static str {
+        match self {
+            HttpWhich::Request => "http-request",
+            HttpWhich::Response => "http-response",
+            HttpWhich::After => "http-after-response",
+        }
+    }
+    fn ctx(self) -> Ctx {
+        match self {
+            HttpWhich::Request => Ctx::HttpRequest,
+            _ => Ctx::HttpResponse,
+        }
+    }
+    /// HAProxy 2.6's actions, in the order its error message lists them.
+    fn known(self) -> &'static [&'static str] {
+        match self {
+            HttpWhich::Request => &[
+                "wait-for-handshake",
+                "ot-group",
+                "set-log-level",
+                "set-nice",
+                "use-service",
+                "sc-inc-gpc(*)",
+                "sc-inc-gpc0(*)",
+                "sc-inc-gpc1(*)",
+                "sc-set-gpt(*)",
+                "sc-set-gpt0(*)",
+                "send-spoe-group",
+                "do-resolve(*)",
+                "cache-use",
+                "add-acl(*)",
+                "add-header",
+                "allow",
+                "auth",
+                "capture",
+                "del-acl(*)",
+                "del-header",
+                "del-map(*)",
+                "deny",
+                "disable-l7-retry",
+                "early-hint",
+                "normalize-uri",
+                "redirect",
+                "reject",
+                "replace-header",
+                "replace-path",
+                "replace-pathq",
+                "replace-uri",
+                "replace-value",
+                "return",
+                "set-header",
+                "set-map(*)",
+                "set-method",
+                "set-path",
+                "set-pathq",
+                "set-query",
+                "set-uri",
+                "strict-mode",
+                "tarpit",
+                "track-sc(*)",
+                "set-timeout",
+                "wait-for-body",
+                "set-var-fmt(*)",
+                "set-var(*)",
+                "unset-var(*)",
+                "set-dst",
+                "set-dst-port",
+                "set-mark",
+                "set-src",
+                "set-src-port",
+                "set-tos",
+                "silent-drop",
+                "set-priority-class",
+                "set-priority-offset",
+            ],
+            HttpWhich::Response => &[
+                "ot-group",
+                "set-log-level",
+                "set-nice",
+                "sc-inc-gpc(*)",
+                "sc-inc-gpc0(*)",
+                "sc-inc-gpc1(*)",
+                "sc-set-gpt(*)",
+                "sc-set-gpt0(*)",
+                "send-spoe-group",
+                "cache-store",
+                "add-acl(*)",
+                "add-header",
+                "allow",
+                "capture",
+                "del-acl(*)",
+                "del-header",
+                "del-map(*)",
+                "deny",
+                "redirect",
+                "replace-header",
+                "replace-value",
+                "return",
+                "set-header",
+                "set-map(*)",
+                "set-status",
+                "strict-mode",
+                "track-sc(*)",
+                "wait-for-body",
+                "set-var-fmt(*)",
+                "set-var(*)",
+                "unset-var(*)",
+                "set-mark",
+                "set-tos",
+                "silent-drop",
+            ],
+            HttpWhich::After => &[
+                "ot-group",
+                "add-header",
+                "allow",
+                "capture",
+                "del-header",
+                "replace-header",
+                "replace-value",
+                "set-header",
+                "set-status",
+                "strict-mode",
+                "set-var-fmt(*)",
+                "set-var(*)",
+                "unset-var(*)",
+            ],
+        }
+    }
+    fn supported(self, action: &str) -> bool {
+        const COMMON: &[&str] = &[
+            "allow",
+            "set-header",
+            "add-header",
+            "del-header",
+            "replace-header",
+            "replace-value",
+            "set-var",
+            "unset-var",
+        ];
+        COMMON.contains(&action)
+            || match self {
+                HttpWhich::Request => matches!(
+                    action,
+                    "deny"
+                        | "return"
+                        | "redirect"
+                        | "set-path"
+                        | "set-query"
+                        | "set-uri"
+                        | "set-method"
+                        | "replace-uri"
+                        | "replace-path"
+                        | "wait-for-body"
+                ),
+                HttpWhich::Response => {
+                    matches!(
+                        action,
+                        "deny" | "return" | "redirect" | "set-status" | "wait-for-body"
+                    )
+                }
+                HttpWhich::After => action == "set-status",
+            }
+    }
+}
+
+/// The action keyword without its `(<args>)`, and whether HAProxy registers it with arguments.
+fn action_base(action: &str) -> (&str, bool) {
+    match action.find('(') {
+        Some(i) => (&action[..i], true),
+        None => (action, false),
+    }
+}
+
+fn is_known_action(which: HttpWhich, action: &str) -> bool {
+    let (base, _) = action_base(action);
+    which.known().iter().any(|k| match k.strip_suffix("(*)") {
+        Some(prefix) => base == prefix,
+        None => *k == action,
+    })
+}
+
+/// Parses an `http-request`, `http-response` or `http-after-response` line.
+pub fn http_rule(b: &mut ProxyBuild, line: &Line, which: HttpWhich, diags: &mut Diags) {
+    let kw = which.keyword();
+    if b.section == Section::Defaults {
+        return defaults_rule(b, line, kw, diags);
+    }
+    let action = line.arg(1);
+    if !is_known_action(which, action) {
+        let list = which.known().iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(", ");
+        let got = if action.is_empty() {
+            "'' (missing argument)".to_string()
+        } else {
+            format!("'{action}'")
+        };
+        return diags.alert(line, format!("'{kw}' expects {list}, but got {got}."));
+    }
+    let (base, _) = action_base(action);
+    if !which.supported(base) {
+        return diags.alert(line, format!("'{kw} {action}' is not supported yet"));
+    }
+    let p = &b.proxy;
+    let rule_err = |msg: &str| {
+        format!("error detected in {} while parsing '{kw} {action}' rule : {msg}", who(p))
+    };
+    let (act, next) = match http_action(line, which, base, diags) {
+        Ok(v) => v,
+        Err(Some(msg)) => return diags.alert(line, rule_err(&msg)),
+        Err(None) => return,
+    };
+    let wrap = |m: &str| format!("error detected while parsing an '{kw} {action}' condition : {m}");
+    let unexpected = |w: &str| {
+        format!("'{kw} {action}' expects either 'if' or 'unless' followed by a condition but found '{w}'.")
+    };
+    let Ok(cond) = condition(p, line, next, which.ctx(), &wrap, &unexpected, diags) else {
+        return;
+    };
+    let rule = HttpRule { span: line.span.clone(), action: act, cond };
+    if which == HttpWhich::Request {
+        placed(b, line, Order::HttpRequest, diags);
+    }
+    let list = match which {
+        HttpWhich::Request => &mut b.proxy.http_request,
+        HttpWhich::Response => &mut b.proxy.http_response,
+        HttpWhich::After => &mut b.proxy.http_after_response,
+    };
+    if list.last().is_some_and(|r| r.cond.is_none() && is_final(&r.action)) {
+        diags.warning(
+            line,
+            format!("previous '{kw}' action is final and has no condition attached, further entries are NOOP."),
+        );
+    }
+    list.push(rule);
+}
+
+/// Actions that end the evaluation of their rule list.
+fn is_final(a: &HttpAction) -> bool {
+    matches!(
+        a,
+        HttpAction::Allow
+            | HttpAction::Deny { .. }
+            | HttpAction::Return(_)
+            | HttpAction::Redirect(_)
+    )
+}
+
+/// Rules in `defaults`: HAProxy refuses them in anonymous sections; Fulcrum does not support
+/// them in named ones yet.
+fn defaults_rule(b: &ProxyBuild, line: &Line, kw: &str, diags: &mut Diags) {
+    if b.proxy.name.is_empty() {
+        diags.alert(line, format!("'{kw}' not allowed in anonymous 'defaults' section."));
+    } else {
+        diags.alert(line, format!("'{kw}' in a 'defaults' section is not supported yet"));
+    }
+}
+
+type ActionResult = Result<(HttpAction, usize), Option<String>>;
+
+fn log_format(text: &str, ctx: Ctx) -> Result<LogFormat, Option<String>> {
+    logformat::parse(text, ctx).map_err(Some)
+}
+
+/// Arguments up to the condition (or the end of the line), from word `from`.
+fn args_until_cond(line: &Line, from: usize) -> Vec<&str> {
+    words_from(line, from)
+        .iter()
+        .map(String::as_str)
+        .take_while(|w| *w != "if" && *w != "unless")
+        .collect()
+}
+
+fn http_action(line: &Line, which: HttpWhich, base: &str, diags: &mut Diags) -> ActionResult {
+    let ctx = which.ctx();
+    let a = args_until_cond(line, 2);
+    let exactly = |n: usize, what: &str| -> Result<(), Option<String>> {
+        if a.len() < n || a[..n].iter().any(|w| w.is_empty()) {
+            return Err(Some(what.to_string()));
+        }
+        Ok(())
+    };
+    let action = match base {
+        "allow" => return Ok((HttpAction::Allow, 2)),
+        "set-header" | "add-header" => {
+            exactly(2, "expects exactly 2 arguments.")?;
+            let name = a[0].to_string();
+            let value = log_format(a[1], ctx)?;
+            let act = if base == "set-header" {
+                HttpAction::SetHeader { name, value }
+            } else {
+                HttpAction::AddHeader { name, value }
+            };
+            return Ok((act, 4));
+        }
+        "del-header" => {
+            exactly(1, "expects at least 1 argument.")?;
+            if a.get(1) == Some(&"-m") {
+                return Err(Some("'-m' (header name matching) is not supported yet.".into()));
+            }
+            return Ok((HttpAction::DelHeader { name: a[0].to_string() }, 3));
+        }
+        "replace-header" | "replace-value" => {
+            exactly(3, "expects exactly 3 arguments.")?;
+            crate::regex_check::check(a[1]).map_err(|e| Some(format!("{e}.")))?;
+            let (name, regex) = (a[0].to_string(), a[1].to_string());
+            let replace = log_format(a[2], ctx)?;
+            let act = if base == "replace-header" {
+                HttpAction::ReplaceHeader { name, regex, replace }
+            } else {
+                HttpAction::ReplaceValue { name, regex, replace }
+            };
+            return Ok((act, 5));
+        }
+        "set-path" | "set-query" | "set-uri" | "set-method" => {
+            if a.len() != 1 || a[0].is_empty() {
+                return Err(Some("expects exactly 1 argument <format>.".into()));
+            }
+            let f = log_format(a[0], ctx)?;
+            let act = match base {
+                "set-path" => HttpAction::SetPath(f),
+                "set-query" => HttpAction::SetQuery(f),
+                "set-uri" => HttpAction::SetUri(f),
+                _ => HttpAction::SetMethod(f),
+            };
+            return Ok((act, 3));
+        }
+        "replace-uri" | "replace-path" => {
+            if a.len() != 2 {
+                return Err(Some(
+                    "expects exactly 2 arguments <match-regex> and <replace-format>.".into(),
+                ));
+            }
+            crate::regex_check::check(a[0])
+                .map_err(|e| Some(format!("failed to parse the regex : {e}.")))?;
+            let regex = a[0].to_string();
+            let replace = log_format(a[1], ctx)?;
+            let act = if base == "replace-uri" {
+                HttpAction::ReplaceUri { regex, replace }
+            } else {
+                HttpAction::ReplacePath { regex, replace }
+            };
+            return Ok((act, 4));
+        }
+        "set-var" | "unset-var" => return var_action(line, base, ctx),
+        "wait-for-body" => wait_for_body(&a)?,
+        "set-status" => set_status(&a)?,
+        "redirect" => {
+            let (r, next) = parse_redirect(line, 2, ctx).map_err(Some)?;
+            return Ok((HttpAction::Redirect(r), next));
+        }
+        "deny" | "return" => return reply_action(line, base, diags),
+        _ => return Err(Some(format!("'{base}' is not supported yet"))),
+    };
+    Ok(action)
+}
+
+fn var_action(line: &Line, base: &str, ctx: Ctx) -> ActionResult {
+    let action = line.arg(1);
+    let incomplete = || {
+        Some(format!("invalid or incomplete action '{base}'. Expects 'set-var(<var-name>)', 'set-var-fmt(<var-name>)' or 'unset-var(<var-name>)'."))
+    };
+    let inner = action
+        .strip_prefix(base)
+        .and_then(|r| r.strip_prefix('('))
+        .and_then(|r| r.strip_suffix(')'))
+        .ok_or_else(incomplete)?;
+    let (var, conds) = match inner.split_once(',') {
+        Some((v, c)) => (v, Some(c)),
+        None => (inner, None),
+    };
+    if conds.is_some() {
+        return Err(Some(
+            "conditions on 'set-var' (ifexists, ifgt...) are not supported yet.".into(),
+        ));
+    }
+    let (scope, name) = sample::parse_var_name(var).map_err(|m| Some(format!("{m}.")))?;
+    if base == "unset-var" {
+        return Ok((HttpAction::UnsetVar { scope, name }, 2));
+    }
+    let text = line.arg(2);
+    let (mut parsed, _) =
+        sample::parse(text, End::Input).map_err(|e| Some(format!("{}.", e.plain())))?;
+    let avail = parsed.avail;
+    if avail == Avail::Message && ctx == Ctx::HttpResponse {
+        acl::response_side(&mut parsed.expr);
+    } else if !avail.usable_in(ctx) {
+        let needs = if parsed.kw == "status" { "HTTP response" } else { avail.needs() };
+        return Err(Some(format!(
+            "fetch method '{action}' extracts information from '{needs}', none of which is available here."
+        )));
+    }
+    Ok((HttpAction::SetVar { scope, name, expr: parsed.expr }, 3))
+}
+
+/// A size with an optional `k`, `m` or `g` suffix (powers of 1024).
+fn parse_size(text: &str) -> Result<u64, char> {
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return Err(text.chars().next().unwrap_or(' '));
+    }
+    let v: u64 = text[..digits].parse().map_err(|_| '?')?;
+    let mult = match &text[digits..] {
+        "" => 1,
+        "k" | "K" => 1 << 10,
+        "m" | "M" => 1 << 20,
+        "g" | "G" => 1 << 30,
+        rest => return Err(rest.chars().next().unwrap_or(' ')),
+    };
+    v.checked_mul(mult).ok_or('?')
+}
+
+fn wait_for_body(a: &[&str]) -> Result<(HttpAction, usize), Option<String>> {
+    if a.first() != Some(&"time") {
+        return Err(Some("expects time <time> [ at-least <bytes> ].".into()));
+    }
+    let Some(t) = a.get(1).filter(|t| !t.is_empty()) else {
+        return Err(Some("missing argument for 'time'.".into()));
+    };
+    let time = match parse_time(t) {
+        Ok(d) => d,
+        Err(TimeError::BadChar(c)) => return Err(Some(format!("unexpected character '{c}'."))),
+        Err(e) => return Err(Some(time_error_message("time", t, &e))),
+    };
+    let mut next = 4;
+    let mut at_least = None;
+    if a.get(2) == Some(&"at-least") {
+        let Some(s) = a.get(3) else {
+            return Err(Some("missing argument for 'at-least'.".into()));
+        };
+        at_least = Some(parse_size(s).map_err(|c| Some(format!("unexpected character '{c}'.")))?);
+        next = 6;
+    }
+    Ok((HttpAction::WaitForBody { time, at_least }, next))
+}
+
+fn set_status(a: &[&str]) -> Result<(HttpAction, usize), Option<String>> {
+    let Some(code) = a.first() else {
+        return Err(Some(
+            "expects 1 argument: <status>; or 3 arguments: <status> reason <fmt>.".into(),
+        ));
+    };
+    let status = match code.parse::<u16>() {
+        Ok(s) if (100..=999).contains(&s) => s,
+        _ => return Err(Some("expects an integer status code between 100 and 999.".into())),
+    };
+    if a.get(1) == Some(&"reason") && a.len() >= 3 {
+        return Ok((HttpAction::SetStatus { status, reason: Some(a[2].to_string()) }, 5));
+    }
+    Ok((HttpAction::SetStatus { status, reason: None }, 3))
+}
+
+// ---- replies ----
+
+/// What kind of reply is being parsed, for its defaults and messages.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum ReplyKind {
+    /// `http-request deny` (status 403, default error message when no payload).
+    Deny,
+    /// `http-request return` (status 200, empty when no payload).
+    Return,
+    /// `http-error status <code> ...`.
+    HttpError,
+}
+
+/// A parsed reply: the reply, whether any reply option was given, warnings, next word.
+pub struct ParsedReply {
+    pub reply: Reply,
+    pub explicit: bool,
+    pub warnings: Vec<String>,
+    pub next: usize,
+}
+
+/// Parses reply options from word `start` to a condition or the end of the line.
+pub fn parse_reply(
+    line: &Line,
+    start: usize,
+    kind: ReplyKind,
+    ctx: Ctx,
+) -> Result<ParsedReply, String> {
+    let mut status: u16 = if kind == ReplyKind::Deny { 403 } else { 200 };
+    let mut content_type: Option<String> = None;
+    let mut body = ReplyBody::None;
+    let mut body_kw: Option<&str> = None;
+    let mut headers = Vec::new();
+    let mut warnings = Vec::new();
+    let mut explicit = false;
+    let mut i = start;
+    loop {
+        let opt = line.arg(i);
+        let val = line.arg(i + 1);
+        let has_val = i + 1 < line.words.len();
+        match opt {
+            "status" | "deny_status" if opt == "status" || kind == ReplyKind::Deny => {
+                if !has_val {
+                    return Err("'status' expects <status_code> as argument.".into());
+                }
+                status = match val.parse::<u16>() {
+                    Ok(s) if (200..=599).contains(&s) => s,
+                    _ => return Err(format!("Unexpected status code '{val}'.")),
+                };
+                i += 2;
+                continue;
+            }
+            "content-type" => {
+                if val.is_empty() {
+                    return Err("'content-type' expects <type> as argument.".into());
+                }
+                content_type = Some(val.to_string());
+                explicit = true;
+                i += 2;
+                continue;
+            }
+            "hdr" => {
+                if !has_val || i + 2 >= line.words.len() {
+                    return Err("'hdr' expects <name> and <value> as arguments.".into());
+                }
+                let name = val.to_string();
+                let lower = name.to_ascii_lowercase();
+                if matches!(lower.as_str(), "content-length" | "content-type" | "transfer-encoding")
+                {
+                    warnings.push(format!("header '{name}' always ignored by the http reply."));
+                } else {
+                    headers.push((name, logformat::parse(line.arg(i + 2), ctx)?));
+                }
+                explicit = true;
+                i += 3;
+                continue;
+            }
+            "default-errorfiles" | "errorfile" | "errorfiles" | "file" | "lf-file" | "string"
+            | "lf-string" => {}
+            _ => break,
+        }
+        if let Some(prev) = body_kw {
+            return Err(format!("unexpected '{opt}' argument, '{prev}' already defined."));
+        }
+        body_kw = Some(opt);
+        explicit = true;
+        let takes_value = opt != "default-errorfiles";
+        if takes_value && val.is_empty() {
+            let what = match opt {
+                "string" => "<str>",
+                "lf-string" => "<fmt>",
+                "errorfiles" => "<name>",
+                _ => "<file>",
+            };
+            return Err(format!("'{opt}' expects {what} as argument."));
+        }
+        body = match opt {
+            "default-errorfiles" => ReplyBody::ErrorFiles,
+            "file" => ReplyBody::File(PathBuf::from(val)),
+            "string" => ReplyBody::String(val.to_string()),
+            "lf-string" => ReplyBody::LfString(logformat::parse(val, ctx)?),
+            _ => return Err(format!("'{opt}' in an http reply is not supported yet.")),
+        };
+        i += if takes_value { 2 } else { 1 };
+    }
+    if kind == ReplyKind::Deny && body_kw.is_none() {
+        body = ReplyBody::ErrorFiles;
+    }
+    let from_errorfiles = body == ReplyBody::ErrorFiles;
+    if from_errorfiles && !ERROR_CODES.contains(&status) {
+        return Err(format!(
+            "status code '{status}' not handled by default with 'default-errorfiles' argument.."
+        ));
+    }
+    let has_payload =
+        matches!(body, ReplyBody::String(_) | ReplyBody::LfString(_) | ReplyBody::File(_));
+    if matches!(body, ReplyBody::String(_) | ReplyBody::LfString(_)) && content_type.is_none() {
+        return Err("a content type must be defined when non-empty payload is configured.".into());
+    }
+    if has_payload && (status == 204 || status == 304) {
+        return Err(format!("No body expected for {status} responses."));
+    }
+    if !has_payload {
+        if let Some(t) = content_type.take() {
+            warnings.push(format!(
+                "content-type '{t}' ignored by the http reply because neither errorfile nor payload defined."
+            ));
+        }
+    }
+    if from_errorfiles && !headers.is_empty() {
+        warnings
+            .push("hdr parameters ignored by the http reply when used with an erorrfile.".into());
+        headers.clear();
+    }
+    Ok(ParsedReply {
+        reply: Reply { status, content_type, body, headers },
+        explicit,
+        warnings,
+        next: i,
+    })
+}
+
+fn reply_action(line: &Line, base: &str, diags: &mut Diags) -> ActionResult {
+    let kind = if base == "deny" { ReplyKind::Deny } else { ReplyKind::Return };
+    let ctx = if line.arg(0) == "http-request" { Ctx::HttpRequest } else { Ctx::HttpResponse };
+    let parsed = parse_reply(line, 2, kind, ctx).map_err(Some)?;
+    for w in parsed.warnings {
+        diags.warning(line, w);
+    }
+    let action = match kind {
+        ReplyKind::Deny => HttpAction::Deny {
+            status: parsed.reply.status,
+            reply: parsed.explicit.then_some(parsed.reply),
+        },
+        _ => HttpAction::Return(parsed.reply),
+    };
+    Ok((action, parsed.next))
+}
+
+// ---- redirects ----
+
+/// Parses redirect options from word `start`; returns the redirect and the next word.
+pub fn parse_redirect(line: &Line, start: usize, ctx: Ctx) -> Result<(Redirect, usize), String> {
+    let mut target: Option<(RedirectKind, &str)> = None;
+    let mut code = 302;
+    let mut drop_query = false;
+    let mut append_slash = false;
+    let mut i = start;
+    while i < line.words.len() {
+        let w = line.arg(i);
+        let has_val = i + 1 < line.words.len();
+        match w {
+            "location" | "prefix" | "scheme" | "code" if !has_val => {
+                return Err(format!("missing argument for '{w}'."))
+            }
+            "location" => target = Some((RedirectKind::Location, line.arg(i + 1))),
+            "prefix" => target = Some((RedirectKind::Prefix, line.arg(i + 1))),
+            "scheme" => target = Some((RedirectKind::Scheme, line.arg(i + 1))),
+            "code" => {
+                let v = line.arg(i + 1);
+                code = match v.parse::<u16>() {
+                    Ok(c @ (301 | 302 | 303 | 307 | 308)) => c,
+                    _ => return Err(format!("'code': unsupported HTTP code '{v}' (must be one of 301, 302, 303, 307 or 308).")),
+                };
+            }
+            "drop-query" | "append-slash" => {
+                if w == "drop-query" {
+                    drop_query = true;
+                } else {
+                    append_slash = true;
+                }
+                i += 1;
+                continue;
+            }
+            "set-cookie" | "clear-cookie" | "ignore-empty" => {
+                return Err(format!("redirect option '{w}' is not supported yet."))
+            }
+            "if" | "unless" => break,
+            _ => return Err(format!("expects 'code', 'prefix', 'location', 'scheme', 'set-cookie', 'clear-cookie', 'drop-query', 'ignore-empty' or 'append-slash' (was '{w}').")),
+        }
+        i += 2;
+    }
+    let Some((kind, value)) = target else {
+        return Err("redirection type expected ('prefix', 'location', or 'scheme').".into());
+    };
+    let value = logformat::parse(value, ctx)?;
+    Ok((Redirect { kind, value, code, drop_query, append_slash }, i))
+}
+
+/// The legacy `redirect location|prefix|scheme ... [if|unless <cond>]` keyword.
+pub fn redirect_line(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
+    let p = &b.proxy;
+    let rule_err =
+        |m: &str| format!("error detected in {} while parsing redirect rule : {m}", who(p));
+    let (redirect, next) = match parse_redirect(line, 1, Ctx::HttpRequest) {
+        Ok(v) => v,
+        Err(m) => return diags.alert(line, rule_err(&m)),
+    };
+    let wrap = |m: &str| rule_err(&format!("error in condition: {m}"));
+    let unexpected = |w: &str| rule_err(&format!("unexpected '{w}'."));
+    let Ok(cond) = condition(p, line, next, Ctx::HttpRequest, &wrap, &unexpected, diags) else {
+        return;
+    };
+    placed(b, line, Order::Redirect, diags);
+    let rule = HttpRule { span: line.span.clone(), action: HttpAction::Redirect(redirect), cond };
+    b.proxy.redirects.push(rule);
+}
+
+// ---- tcp-request ----
+
+const TCP_CONNECTION_ACTIONS: &str = "'accept', 'reject', 'capture', 'expect-proxy', 'expect-netscaler-cip', 'track-sc0' ... 'track-sc2', 'sc-inc-gpc(*)', 'sc-inc-gpc0(*)', 'sc-inc-gpc1(*)', 'sc-set-gpt(*)', 'sc-set-gpt0(*)', 'set-var-fmt(*)', 'set-var(*)', 'unset-var(*)', 'set-dst', 'set-dst-port', 'set-mark', 'set-src', 'set-src-port', 'set-tos', 'silent-drop'";
+const TCP_CONTENT_ACTIONS: &str = "'accept', 'reject', 'capture', 'expect-proxy', 'expect-netscaler-cip', 'track-sc0' ... 'track-sc2', 'ot-group', 'set-log-level', 'set-nice', 'switch-mode', 'use-service', 'sc-inc-gpc(*)', 'sc-inc-gpc0(*)', 'sc-inc-gpc1(*)', 'sc-set-gpt(*)', 'sc-set-gpt0(*)', 'send-spoe-group', 'do-resolve(*)', 'set-var-fmt(*)', 'set-var(*)', 'unset-var(*)', 'set-src', 'set-src-port', 'set-dst', 'set-dst-port', 'set-mark', 'set-tos', 'silent-drop', 'set-priority-class', 'set-priority-offset'";
+
+fn tcp_action_known(list: &str, action: &str) -> bool {
+    let (base, _) = action_base(action);
+    if matches!(action, "track-sc0" | "track-sc1" | "track-sc2") {
+        return true;
+    }
+    list.split(", ").any(|k| {
+        let k = k.trim_matches('\'');
+        match k.strip_suffix("(*)") {
+            Some(prefix) => base == prefix,
+            None => k == action,
+        }
+    })
+}
+
+/// `tcp-request connection|content|inspect-delay ...` (the keyword table resolved `which`).
+pub fn tcp_request(b: &mut ProxyBuild, line: &Line, which: &str, diags: &mut Diags) {
+    if b.section == Section::Defaults {
+        return if b.proxy.name.is_empty() {
+            diags.alert(
+                line,
+                format!("tcp-request {which} is not allowed in anonymous 'defaults' sections"),
+            )
+        } else {
+            diags.alert(
+                line,
+                format!("'tcp-request {which}' in a 'defaults' section is not supported yet"),
+            )
+        };
+    }
+    let p = &b.proxy;
+    if which == "inspect-delay" {
+        let v = line.arg(2);
+        let base = format!(
+            "'tcp-request inspect-delay' expects a positive delay in milliseconds, in {}",
+            who(p)
+        );
+        return match parse_time(v) {
+            Ok(d) => b.proxy.inspect_delay = (!d.is_zero()).then_some(d),
+            Err(TimeError::Missing) => diags.alert(line, base),
+            Err(TimeError::BadChar(c)) => {
+                diags.alert(line, format!("{base} (unexpected character '{c}')"))
+            }
+            Err(e) => diags.alert(line, time_error_message("tcp-request inspect-delay", v, &e)),
+        };
+    }
+    let (list, ctx, order) = if which == "connection" {
+        (TCP_CONNECTION_ACTIONS, Ctx::TcpConnection, Order::TcpConnection)
+    } else {
+        (TCP_CONTENT_ACTIONS, Ctx::TcpContent, Order::TcpContent)
+    };
+    let action = line.arg(2);
+    if action != "accept" && action != "reject" {
+        let msg = if tcp_action_known(list, action) {
+            format!("'tcp-request {which} {action}' is not supported yet")
+        } else {
+            format!("'tcp-request {which}' expects {list} in {} (got '{action}').", who(p))
+        };
+        return diags.alert(line, msg);
+    }
+    let wrap = |m: &str| {
+        format!(
+            "'tcp-request {which} {action}' : error detected in {} while parsing '{}' condition : {}",
+            who(p),
+            line.arg(3),
+            m.strip_suffix('.').unwrap_or(m)
+        )
+    };
+    let unexpected = |w: &str| {
+        format!(
+            "'tcp-request {which} {action}' only accepts 'if' or 'unless', in {} (got '{w}')",
+            who(p)
+        )
+    };
+    let Ok(cond) = condition(p, line, 3, ctx, &wrap, &unexpected, diags) else {
+        return;
+    };
+    placed(b, line, order, diags);
+    let rule = TcpRule { span: line.span.clone(), accept: action == "accept", cond };
+    if which == "connection" {
+        b.proxy.tcp_request_connection.push(rule);
+    } else {
+        b.proxy.tcp_request_content.push(rule);
+    }
+}
+
+// ---- use_backend, monitor ----
+
+pub fn use_backend(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
+    let name = line.arg(1);
+    if name.is_empty() {
+        return diags.alert(line, "'use_backend' expects a backend name.");
+    }
+    let wrap = |m: &str| format!("error detected while parsing switching rule : {m}");
+    let target = if name.contains("%[") {
+        match logformat::parse(name, Ctx::Switching) {
+            Ok(f) => BackendTarget::Dynamic(f),
+            Err(m) => {
+                let m = m.strip_suffix('.').unwrap_or(&m);
+                let msg = format!("failed to parse use_backend rule '{name}' : {m}.");
+                return diags.alert(line, msg);
+            }
+        }
+    } else {
+        BackendTarget::Name(name.to_string())
+    };
+    let unexpected = |w: &str| {
+        format!(
+            "unexpected keyword '{w}' after switching rule, only 'if' and 'unless' are allowed."
+        )
+    };
+    let Ok(cond) = condition(&b.proxy, line, 2, Ctx::Switching, &wrap, &unexpected, diags) else {
+        return;
+    };
+    placed(b, line, Order::UseBackend, diags);
+    b.proxy.use_backends.push(UseBackend { span: line.span.clone(), target, cond });
+}
+
+pub fn monitor_fail(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
+    if !matches!(line.arg(2), "if" | "unless") {
+        return diags.alert(
+            line,
+            "'monitor fail' requires either 'if' or 'unless' followed by a condition.",
+        );
+    }
+    let wrap = |m: &str| format!("error detected while parsing a 'monitor fail' condition : {m}");
+    let Ok(Some(cond)) =
+        condition(&b.proxy, line, 2, Ctx::Monitor, &wrap, &|_| String::new(), diags)
+    else {
+        return;
+    };
+    placed(b, line, Order::MonitorFail, diags);
+    b.proxy.monitor_fail.push(cond);
+}
+
+pub fn monitor_uri(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
+    let uri = line.arg(1);
+    if uri.is_empty() {
+        return diags.alert(line, "'monitor-uri' expects an URI.");
+    }
+    if no_extra(line, 2, "monitor-uri", diags) {
+        b.proxy.monitor_uri = Some(uri.to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lexer::lex_source;
+
+    fn line(text: &str) -> Line {
+        let (mut lines, _) = lex_source("r.cfg", text, &|_| None);
+        lines.remove(0)
+    }
+
+    fn reply(text: &str, kind: ReplyKind) -> Result<ParsedReply, String> {
+        parse_reply(&line(text), 2, kind, Ctx::HttpRequest)
+    }
+
+    #[test]
+    fn deny_without_payload_uses_the_error_message_of_its_status() {
+        let p = reply("http-request deny deny_status 429", ReplyKind::Deny).expect("parses");
+        assert!(!p.explicit);
+        assert_eq!((p.reply.status, &p.reply.body), (429, &ReplyBody::ErrorFiles));
+        let e = reply("http-request deny deny_status 418", ReplyKind::Deny).err();
+        assert_eq!(
+            e.as_deref(),
+            Some("status code '418' not handled by default with 'default-errorfiles' argument..")
+        );
+    }
+
+    #[test]
+    fn return_without_payload_is_empty_and_drops_its_content_type() {
+        let p = reply("http-request return status 404 content-type text/plain", ReplyKind::Return)
+            .expect("parses");
+        assert_eq!((p.reply.status, &p.reply.body), (404, &ReplyBody::None));
+        assert_eq!(p.reply.content_type, None);
+        assert_eq!(p.warnings.len(), 1);
+    }
+
+    #[test]
+    fn a_string_payload_needs_a_content_type_and_a_status_with_a_body() {
+        let p = reply(
+            r#"http-request return content-type text/plain string ok hdr X-A "%[src]" if TRUE"#,
+            ReplyKind::Return,
+        )
+        .expect("parses");
+        assert_eq!(p.reply.body, ReplyBody::String("ok".into()));
+        assert_eq!(p.reply.headers.len(), 1);
+        assert_eq!(p.next, 9);
+        assert!(reply("http-request return string ok", ReplyKind::Return).is_err());
+        assert!(reply("http-request return status 304 content-type a string b", ReplyKind::Return)
+            .is_err());
+    }
+
+    #[test]
+    fn redirects_default_to_302_and_keep_their_options() {
+        let (r, next) = parse_redirect(
+            &line("redirect prefix /new code 301 drop-query if x"),
+            1,
+            Ctx::HttpRequest,
+        )
+        .expect("parses");
+        assert_eq!(
+            (r.kind, r.code, r.drop_query, r.append_slash),
+            (RedirectKind::Prefix, 301, true, false)
+        );
+        assert_eq!(next, 6);
+        let (r, _) =
+            parse_redirect(&line("redirect scheme https"), 1, Ctx::HttpRequest).expect("parses");
+        assert_eq!((r.kind, r.code), (RedirectKind::Scheme, 302));
+        assert!(
+            parse_redirect(&line("redirect location /x code 305"), 1, Ctx::HttpRequest).is_err()
+        );
+    }
+
+    #[test]
+    fn sizes_take_binary_suffixes() {
+        assert_eq!(parse_size("10"), Ok(10));
+        assert_eq!(parse_size("1k"), Ok(1024));
+        assert_eq!(parse_size("2m"), Ok(2 << 20));
+        assert_eq!(parse_size("1x"), Err('x'));
+    }
+}

@@ -1,0 +1,793 @@
+//! Sample expressions (HAProxy manual §7.3): `<fetch>[(<args>)][,<converter>[(<args>)]]...`,
+//! as written in ACL criteria, in `%[...]` blocks of log-format strings and after `set-var`.
+//!
+//! Parses into [`SampleExpr`] with HAProxy's argument syntax (comma-separated, optional
+//! arguments, quotes and backslash escapes) and HAProxy's messages, and knows each fetch's
+//! output type (for the ACL default match and converter input checks) and where it may be used
+//! (request or response side).
+
+use crate::model::{Converter, Fetch, MapMatch, SampleExpr, VarScope};
+use crate::sample_names;
+
+/// Output type of a fetch or converter, as HAProxy types samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SmpType {
+    Bool,
+    Int,
+    Ip,
+    Str,
+    /// An HTTP method (`method`): matched as a string.
+    Meth,
+    /// Known only at run time (`var()`): an ACL must say `-m`.
+    Any,
+}
+
+/// Which rule contexts may evaluate a fetch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Avail {
+    /// Connection-level, internal state or constants: everywhere.
+    Always,
+    /// The request method: everywhere but `tcp-request connection`.
+    Method,
+    /// Request line and headers: request-side rules only.
+    Request,
+    /// The `hdr()` sample fetch (not the ACL keyword): the headers of the message being
+    /// processed (request or response), so everywhere but `tcp-request connection`.
+    Message,
+    /// The response: `http-response` and `http-after-response` only.
+    Response,
+}
+
+/// The kind of rule a sample or condition is evaluated by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ctx {
+    TcpConnection,
+    TcpContent,
+    HttpRequest,
+    HttpResponse,
+    /// `use_backend`.
+    Switching,
+    /// `monitor fail`: HAProxy does not check.
+    Monitor,
+}
+
+impl Avail {
+    pub fn usable_in(self, ctx: Ctx) -> bool {
+        match (self, ctx) {
+            (_, Ctx::Monitor) | (Avail::Always, _) => true,
+            (Avail::Method | Avail::Message, c) => c != Ctx::TcpConnection,
+            (Avail::Request, c) => !matches!(c, Ctx::TcpConnection | Ctx::HttpResponse),
+            (Avail::Response, c) => c == Ctx::HttpResponse,
+        }
+    }
+    /// What the fetch needs, as HAProxy words it in "may not be reliably used here".
+    pub fn needs(self) -> &'static str {
+        match self {
+            Avail::Always => "nothing",
+            Avail::Method | Avail::Request | Avail::Message => "HTTP request headers",
+            Avail::Response => "HTTP response headers",
+        }
+    }
+}
+
+/// A parsed expression with what later checks need to know about it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Parsed {
+    pub expr: SampleExpr,
+    /// Type of the last fetch or converter.
+    pub out: SmpType,
+    pub avail: Avail,
+    /// The fetch keyword as written (`req.hdr`, `hdr_beg`).
+    pub kw: String,
+}
+
+/// Why an expression was refused. The `Display`-like formatting depends on where the
+/// expression was written, see [`SmpError::plain`] and [`SmpError::in_acl`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SmpError {
+    MissingFetch,
+    UnknownFetch(String),
+    /// A problem with the fetch's arguments: (fetch keyword, message).
+    FetchArg(String, String),
+    /// A converter problem, message fully worded (`unknown converter 'x'`).
+    Conv(String),
+    /// Anything else, fully worded.
+    Other(String),
+}
+
+impl SmpError {
+    /// The message as HAProxy's sample expression parser words it (log-format, set-var).
+    pub fn plain(&self) -> String {
+        match self {
+            SmpError::MissingFetch => "missing fetch method".into(),
+            SmpError::UnknownFetch(f) => format!("unknown fetch method '{f}'"),
+            SmpError::FetchArg(f, m) => format!("fetch method '{f}' : {m}"),
+            SmpError::Conv(m) | SmpError::Other(m) => m.clone(),
+        }
+    }
+
+    /// The message for an ACL criterion `text`; `acl_kw` is set when the criterion starts with
+    /// an ACL keyword (HAProxy then names the keyword instead of the expression).
+    pub fn in_acl(&self, text: &str, acl_kw: Option<&str>) -> String {
+        match (self, acl_kw) {
+            (SmpError::FetchArg(_, m), Some(kw)) => format!("ACL keyword '{kw}' : {m}."),
+            (SmpError::Conv(m), Some(kw)) => format!("ACL keyword '{kw}' : {m}.."),
+            _ => format!("{} in ACL expression '{text}'.", self.plain()),
+        }
+    }
+}
+
+/// Argument types of fetches and converters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ArgT {
+    Str,
+    Int,
+}
+
+impl ArgT {
+    fn name(self) -> &'static str {
+        match self {
+            ArgT::Str => "string",
+            ArgT::Int => "integer",
+        }
+    }
+}
+
+/// One argument value after checking its type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Arg {
+    Str(String),
+    Int(i64),
+}
+
+impl Arg {
+    fn str(&self) -> String {
+        match self {
+            Arg::Str(s) => s.clone(),
+            Arg::Int(i) => i.to_string(),
+        }
+    }
+    fn int(&self) -> i64 {
+        match self {
+            Arg::Int(i) => *i,
+            Arg::Str(_) => 0,
+        }
+    }
+}
+
+/// Argument list as written: `None` when there were no parentheses.
+struct RawArgs {
+    /// Each argument with the byte offset (in the whole input) of the comma before it, or of
+    /// the first character for the first argument.
+    items: Vec<(String, usize)>,
+    /// Byte offset just after the closing parenthesis.
+    end: usize,
+}
+
+/// Splits the argument list starting at `open` (the `(`) in `s`. Commas separate arguments;
+/// quotes and backslashes protect commas and parentheses.
+fn split_args(s: &str, open: usize) -> Result<RawArgs, String> {
+    let bytes = s.as_bytes();
+    let mut items = Vec::new();
+    let mut cur = String::new();
+    let mut start = open + 1;
+    let mut i = open + 1;
+    let mut quote: Option<u8> = None;
+    loop {
+        let Some(&c) = bytes.get(i) else {
+            return Err("missing closing ')' after arguments".into());
+        };
+        match (quote, c) {
+            (Some(q), _) if c == q => quote = None,
+            (None, b'"' | b'\'') => quote = Some(c),
+            (_, b'\\') if i + 1 < bytes.len() => {
+                let ch = s[i + 1..].chars().next().unwrap_or('\\');
+                cur.push(ch);
+                i += 1 + ch.len_utf8();
+                continue;
+            }
+            (None, b',') => {
+                items.push((std::mem::take(&mut cur), start));
+                start = i;
+            }
+            (None, b')') => {
+                items.push((cur, start));
+                return Ok(RawArgs { items, end: i + 1 });
+            }
+            _ => {
+                let ch = s[i..].chars().next().unwrap_or(' ');
+                cur.push(ch);
+                i += ch.len_utf8();
+                continue;
+            }
+        }
+        i += 1;
+    }
+}
+
+fn parse_int(text: &str) -> Option<i64> {
+    let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// Checks `raw` against `spec` (types; the first `mandatory` are required). `s` is the whole
+/// input, for the "expected ')' before" message.
+fn check_args(
+    s: &str,
+    raw: Option<&RawArgs>,
+    spec: &[ArgT],
+    mandatory: usize,
+) -> Result<Vec<Arg>, (usize, String)> {
+    let items: Vec<(String, usize)> = match raw {
+        Some(r) if r.items.len() == 1 && r.items[0].0.is_empty() => Vec::new(),
+        Some(r) => r.items.clone(),
+        None => Vec::new(),
+    };
+    if items.len() > spec.len() {
+        let (_, at) = &items[spec.len()];
+        let idx = if spec.is_empty() { 0 } else { spec.len() };
+        return Err((idx, format!("expected ')' before '{}'", &s[*at..])));
+    }
+    let mut out = Vec::new();
+    for (i, (text, _)) in items.iter().enumerate() {
+        match spec[i] {
+            ArgT::Str => out.push(Arg::Str(text.clone())),
+            ArgT::Int if text.is_empty() => {
+                let msg = format!("expected type 'integer' at position {}, but got nothing", i + 1);
+                return Err((i + 1, msg));
+            }
+            ArgT::Int => match parse_int(text) {
+                Some(v) => out.push(Arg::Int(v)),
+                None => {
+                    let msg =
+                        format!("failed to parse '{text}' as type 'integer' at position {}", i + 1);
+                    return Err((i + 1, msg));
+                }
+            },
+        }
+    }
+    if out.len() < mandatory {
+        let pos = out.len() + 1;
+        let t = spec[out.len()];
+        if out.is_empty() && t == ArgT::Str {
+            // `str` or `str()`: an empty string, as HAProxy.
+            out.push(Arg::Str(String::new()));
+        } else if out.is_empty() && t == ArgT::Int {
+            return Err((1, "expected type 'integer' at position 1, but got nothing".into()));
+        } else {
+            let msg = format!(
+                "missing arguments (got {}/{mandatory}), type '{}' expected",
+                out.len(),
+                t.name()
+            );
+            return Err((pos, msg));
+        }
+    }
+    Ok(out)
+}
+
+/// How a fetch keyword's arguments are declared and what it yields.
+struct FetchDef {
+    args: &'static [ArgT],
+    mandatory: usize,
+    out: SmpType,
+    avail: Avail,
+}
+
+const NONE: &[ArgT] = &[];
+const S: &[ArgT] = &[ArgT::Str];
+const SS: &[ArgT] = &[ArgT::Str, ArgT::Str];
+const SI: &[ArgT] = &[ArgT::Str, ArgT::Int];
+const I: &[ArgT] = &[ArgT::Int];
+const ISI: &[ArgT] = &[ArgT::Int, ArgT::Str, ArgT::Int];
+const SSS: &[ArgT] = &[ArgT::Str, ArgT::Str, ArgT::Str];
+
+fn fetch_def(name: &str) -> Option<FetchDef> {
+    use Avail::*;
+    use SmpType::*;
+    let d = |args, mandatory, out, avail| Some(FetchDef { args, mandatory, out, avail });
+    match name {
+        "src" | "dst" => d(NONE, 0, Ip, Always),
+        "src_port" | "dst_port" => d(NONE, 0, Int, Always),
+        "path" | "url" | "query" => d(NONE, 0, Str, Request),
+        "method" => d(NONE, 0, Meth, Method),
+        "req.ver" | "req_ver" => d(NONE, 0, Str, Request),
+        "url_param" | "urlp" => d(SS, 0, Str, Request),
+        "hdr" => d(SI, 0, Str, Message),
+        "req.hdr" => d(SI, 0, Str, Request),
+        "hdr_cnt" | "req.hdr_cnt" => d(S, 0, Int, Request),
+        "hdr_ip" | "req.hdr_ip" => d(SI, 0, Ip, Request),
+        "cook" | "req.cook" => d(S, 0, Str, Request),
+        "nbsrv" | "be_conn" => d(S, 0, Int, Always),
+        "always_true" | "always_false" => d(NONE, 0, Bool, Always),
+        "status" => d(NONE, 0, Int, Response),
+        "res.hdr" | "shdr" => d(SI, 0, Str, Response),
+        "var" => d(SS, 1, Any, Always),
+        "str" => d(S, 1, Str, Always),
+        "int" => d(I, 1, Int, Always),
+        _ => None,
+    }
+}
+
+/// Parses `scope.name` of `var()`, `set-var()` and `unset-var()`.
+pub fn parse_var_name(text: &str) -> Result<(VarScope, String), String> {
+    if text.is_empty() {
+        return Err("Empty variable name cannot be accepted".into());
+    }
+    let bad = || {
+        format!("invalid variable name '{text}'. A variable name must be start by its scope. The scope can be 'proc', 'sess', 'txn', 'req', 'res' or 'check'")
+    };
+    let (scope, name) = text.split_once('.').ok_or_else(bad)?;
+    let scope = match scope {
+        "proc" => VarScope::Proc,
+        "sess" => VarScope::Sess,
+        "txn" => VarScope::Txn,
+        "req" => VarScope::Req,
+        "res" => VarScope::Res,
+        "check" => return Err("variables of scope 'check' are not supported yet".into()),
+        _ => return Err(bad()),
+    };
+    if name.is_empty() {
+        return Err(bad());
+    }
+    if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '.' || *c == '_')) {
+        return Err(format!("invalid character '{c}' in variable name '{text}'"));
+    }
+    Ok((scope, name.to_string()))
+}
+
+fn opt_str(args: &[Arg], i: usize) -> Option<String> {
+    args.get(i).map(Arg::str).filter(|s| !s.is_empty())
+}
+
+fn header_name(args: &[Arg]) -> String {
+    args.first().map(Arg::str).unwrap_or_default().to_ascii_lowercase()
+}
+
+fn occurrence(args: &[Arg]) -> Option<i32> {
+    args.get(1).map(|a| a.int().clamp(i32::MIN as i64, i32::MAX as i64) as i32)
+}
+
+/// Builds the model's fetch from a checked argument list.
+fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
+    let fetch = match name {
+        "src" => Fetch::Src,
+        "src_port" => Fetch::SrcPort,
+        "dst" => Fetch::Dst,
+        "dst_port" => Fetch::DstPort,
+        "path" => Fetch::Path,
+        "url" => Fetch::Url,
+        "query" => Fetch::Query,
+        "method" => Fetch::Method,
+        "req.ver" | "req_ver" => Fetch::ReqVer,
+        "url_param" | "urlp" => {
+            if args.len() > 1 {
+                let msg = format!("the delimiter argument of '{name}' is not supported yet");
+                return Err(SmpError::Other(msg));
+            }
+            Fetch::UrlParam { name: args.first().map(Arg::str).unwrap_or_default() }
+        }
+        "hdr" | "req.hdr" => Fetch::Hdr { name: header_name(args), occ: occurrence(args) },
+        "hdr_cnt" | "req.hdr_cnt" => Fetch::HdrCnt { name: header_name(args) },
+        "hdr_ip" | "req.hdr_ip" => Fetch::HdrIp { name: header_name(args), occ: occurrence(args) },
+        "cook" | "req.cook" => Fetch::Cook { name: args.first().map(Arg::str).unwrap_or_default() },
+        "nbsrv" => Fetch::NbSrv { backend: opt_str(args, 0) },
+        "be_conn" => Fetch::BeConn { backend: opt_str(args, 0) },
+        "always_true" => Fetch::AlwaysTrue,
+        "always_false" => Fetch::AlwaysFalse,
+        "status" => Fetch::Status,
+        "res.hdr" | "shdr" => Fetch::ResHdr { name: header_name(args), occ: occurrence(args) },
+        "var" => {
+            if args.len() > 1 {
+                return Err(SmpError::Other(
+                    "the default value argument of 'var' is not supported yet".into(),
+                ));
+            }
+            let text = args.first().map(Arg::str).unwrap_or_default();
+            let (scope, name) = parse_var_name(&text).map_err(|m| {
+                SmpError::Other(format!("invalid args in fetch method 'var' : {m}"))
+            })?;
+            Fetch::Var { scope, name }
+        }
+        "str" => Fetch::Str(args.first().map(Arg::str).unwrap_or_default()),
+        "int" => Fetch::Int(args.first().map(Arg::int).unwrap_or_default()),
+        _ => return Err(SmpError::UnknownFetch(name.to_string())),
+    };
+    Ok(fetch)
+}
+
+fn is_known_fetch(name: &str) -> bool {
+    sample_names::FETCHES.contains(&name) || sample_names::ACL_KEYWORDS.contains(&name)
+}
+
+/// True for the `map`, `map_<match>` and `map_<match>_<output>` converters.
+fn is_map_family(name: &str) -> bool {
+    const MATCHES: &[&str] =
+        &["str", "beg", "sub", "dir", "dom", "end", "reg", "regm", "ip", "int"];
+    let Some(rest) = name.strip_prefix("map_") else { return name == "map" };
+    let (m, out) = rest.split_once('_').unwrap_or((rest, ""));
+    MATCHES.contains(&m) && matches!(out, "" | "str" | "int" | "ip")
+}
+
+/// Whether HAProxy can cast a sample of type `from` to `to` for a converter's input.
+fn castable(from: SmpType, to: SmpType) -> bool {
+    use SmpType::*;
+    match (from, to) {
+        (a, b) if a == b => true,
+        (Any, _) | (_, Any) | (_, Str) => true,
+        (Bool | Str | Ip, Int) => true,
+        (Int | Str, Ip) => true,
+        _ => false,
+    }
+}
+
+/// Parses a converter and its arguments. Returns the converter, its input and output types.
+fn build_converter(
+    s: &str,
+    name: &str,
+    raw: Option<&RawArgs>,
+) -> Result<(Converter, SmpType, SmpType), SmpError> {
+    let arg_err = |(n, m): (usize, String)| {
+        if n == 0 {
+            SmpError::Conv(format!("invalid arg 1 in converter '{name}' : {m}"))
+        } else {
+            SmpError::Conv(format!("invalid arg {n} in converter '{name}' : {m}"))
+        }
+    };
+    let invalid = |m: &str| SmpError::Conv(format!("invalid args in converter '{name}' : {m}"));
+    let str_conv = |c| Ok((c, SmpType::Str, SmpType::Str));
+    match name {
+        "lower" | "upper" => {
+            check_args(s, raw, NONE, 0).map_err(arg_err)?;
+            str_conv(if name == "lower" { Converter::Lower } else { Converter::Upper })
+        }
+        "field" | "word" => {
+            let a = check_args(s, raw, ISI, 2).map_err(arg_err)?;
+            let index = a[0].int();
+            if index == 0 {
+                return Err(invalid("Unexpected value 0 for index"));
+            }
+            let delims = a[1].str();
+            if delims.is_empty() {
+                return Err(invalid("Empty separators list"));
+            }
+            let index = index.clamp(i32::MIN as i64, i32::MAX as i64) as i32;
+            let count = a.get(2).map(|c| c.int().clamp(i32::MIN as i64, i32::MAX as i64) as i32);
+            str_conv(if name == "field" {
+                Converter::Field { index, delims, count }
+            } else {
+                Converter::Word { index, delims, count }
+            })
+        }
+        "regsub" => {
+            let a = check_args(s, raw, SSS, 2).map_err(arg_err)?;
+            let flags = a.get(2).map(Arg::str).unwrap_or_default();
+            if let Some(c) = flags.chars().find(|c| !matches!(c, 'i' | 'g')) {
+                return Err(invalid(&format!(
+                    "invalid regex flag '{c}', only 'i' and 'g' are supported"
+                )));
+            }
+            let regex = a[0].str();
+            if let Err(e) = crate::regex_check::check(&regex) {
+                return Err(SmpError::Conv(format!("invalid arg 1 in converter 'regsub' : {e}")));
+            }
+            str_conv(Converter::Regsub { regex, subst: a[1].str(), flags })
+        }
+        _ if is_map_family(name) => {
+            let kind = match name {
+                "map" | "map_str" => MapMatch::Str,
+                "map_beg" => MapMatch::Beg,
+                "map_end" => MapMatch::End,
+                "map_sub" => MapMatch::Sub,
+                "map_dom" => MapMatch::Dom,
+                "map_reg" => MapMatch::Reg,
+                "map_ip" => MapMatch::Ip,
+                "map_int" => MapMatch::Int,
+                _ => {
+                    return Err(SmpError::Conv(format!("converter '{name}' is not supported yet")))
+                }
+            };
+            let a = check_args(s, raw, SS, 1).map_err(arg_err)?;
+            let file = a[0].str();
+            if file.is_empty() {
+                return Err(invalid("failed to open pattern file <>"));
+            }
+            let input = match kind {
+                MapMatch::Ip => SmpType::Ip,
+                MapMatch::Int => SmpType::Int,
+                _ => SmpType::Str,
+            };
+            let conv = Converter::Map { kind, file: file.into(), default: opt_str(&a, 1) };
+            Ok((conv, input, SmpType::Str))
+        }
+        _ if sample_names::CONVERTERS.contains(&name) => {
+            Err(SmpError::Conv(format!("converter '{name}' is not supported yet")))
+        }
+        _ => Err(SmpError::Conv(format!("unknown converter '{name}'"))),
+    }
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '+')
+}
+
+/// Where an expression stops: end of input, or a `]` in log-format strings.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The whole input is the expression.
+    Input,
+    /// Stops before a `]` (log-format `%[...]`).
+    Bracket,
+}
+
+/// Parses the expression at the start of `s`, whose fetch is `fetch_name` (already resolved from
+/// an ACL keyword when the caller did). Returns the parsed expression and the byte offset where it
+/// ends (at `]` or the end of `s`).
+pub fn parse(s: &str, end: End) -> Result<(Parsed, usize), SmpError> {
+    let name_len = s.find(|c: char| !is_name_char(c)).unwrap_or(s.len());
+    let name = &s[..name_len];
+    parse_with_fetch(s, end, name, name_len)
+}
+
+/// Like [`parse`], with the fetch keyword `kw` taking the first `kw_len` bytes of `s` and being
+/// evaluated as the fetch `fetch_name` (ACL keywords like `path_beg` name the fetch `path`).
+pub fn parse_as(
+    s: &str,
+    end: End,
+    kw_len: usize,
+    fetch_name: &str,
+) -> Result<(Parsed, usize), SmpError> {
+    parse_with_fetch(s, end, fetch_name, kw_len)
+}
+
+fn parse_with_fetch(
+    s: &str,
+    end: End,
+    fetch_name: &str,
+    name_len: usize,
+) -> Result<(Parsed, usize), SmpError> {
+    let kw = s[..name_len].to_string();
+    if kw.is_empty() {
+        return Err(SmpError::MissingFetch);
+    }
+    let Some(def) = fetch_def(fetch_name) else {
+        if is_known_fetch(&kw) {
+            return Err(SmpError::Other(format!("fetch method '{kw}' is not supported yet")));
+        }
+        return Err(SmpError::UnknownFetch(kw));
+    };
+    let mut pos = name_len;
+    let raw = if s[pos..].starts_with('(') {
+        let r = split_args(s, pos).map_err(|m| SmpError::FetchArg(kw.clone(), m))?;
+        pos = r.end;
+        Some(r)
+    } else {
+        None
+    };
+    let args = check_args(s, raw.as_ref(), def.args, def.mandatory)
+        .map_err(|(_, m)| SmpError::FetchArg(kw.clone(), m))?;
+    let fetch = build_fetch(fetch_name, &args)?;
+    let mut out = def.out;
+    let mut converters = Vec::new();
+    let mut last_conv: Option<String> = None;
+    loop {
+        let rest = &s[pos..];
+        if rest.is_empty() || (end == End::Bracket && rest.starts_with(']')) {
+            break;
+        }
+        if !rest.starts_with(',') {
+            if end == End::Bracket {
+                // The log-format parser reports what follows the expression.
+                break;
+            }
+            let msg = match &last_conv {
+                Some(c) => format!("missing comma after converter '{c}'"),
+                None => format!("missing comma after fetch keyword '{kw}'"),
+            };
+            return Err(SmpError::Other(msg));
+        }
+        pos += 1;
+        let conv_len = s[pos..].find(|c: char| !is_name_char(c)).unwrap_or(s.len() - pos);
+        let conv_name = s[pos..pos + conv_len].to_string();
+        if conv_name.is_empty() {
+            return Err(SmpError::Conv("missing converter name after ','".into()));
+        }
+        pos += conv_len;
+        let raw = if s[pos..].starts_with('(') {
+            let r = split_args(s, pos).map_err(|m| {
+                SmpError::Conv(format!("invalid arg 1 in converter '{conv_name}' : {m}"))
+            })?;
+            pos = r.end;
+            Some(r)
+        } else {
+            None
+        };
+        let (conv, input, conv_out) = build_converter(s, &conv_name, raw.as_ref())?;
+        if !castable(out, input) {
+            return Err(SmpError::Conv(format!("converter '{conv_name}' cannot be applied")));
+        }
+        converters.push(conv);
+        out = conv_out;
+        last_conv = Some(conv_name);
+    }
+    let expr = SampleExpr { fetch, converters, text: s[..pos].to_string() };
+    Ok((Parsed { expr, out, avail: def.avail, kw }, pos))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(s: &str) -> Parsed {
+        parse(s, End::Input).unwrap_or_else(|e| panic!("{s}: {e:?}")).0
+    }
+
+    fn err(s: &str) -> String {
+        parse(s, End::Input).expect_err(s).plain()
+    }
+
+    #[test]
+    fn a_bare_fetch_has_no_converters_and_keeps_its_text() {
+        let p = ok("src");
+        assert_eq!(p.expr.fetch, Fetch::Src);
+        assert!(p.expr.converters.is_empty());
+        assert_eq!((p.expr.text.as_str(), p.out, p.avail), ("src", SmpType::Ip, Avail::Always));
+    }
+
+    #[test]
+    fn header_fetches_lower_case_the_name_and_take_an_occurrence() {
+        assert_eq!(
+            ok("req.hdr(Host,-1)").expr.fetch,
+            Fetch::Hdr { name: "host".into(), occ: Some(-1) }
+        );
+        assert_eq!(ok("hdr").expr.fetch, Fetch::Hdr { name: String::new(), occ: None });
+        assert_eq!(ok("hdr_cnt(X-A)").expr.fetch, Fetch::HdrCnt { name: "x-a".into() });
+        assert_eq!(
+            ok("shdr(Location)").expr.fetch,
+            Fetch::ResHdr { name: "location".into(), occ: None }
+        );
+        assert_eq!(ok("hdr_ip(X-Forwarded-For,1)").out, SmpType::Ip);
+    }
+
+    #[test]
+    fn converters_chain_and_change_the_output_type() {
+        let p = ok("req.hdr(host),lower,field(1,:),map_dom(/etc/hosts.map,default)");
+        assert_eq!(
+            p.expr.converters,
+            vec![
+                Converter::Lower,
+                Converter::Field { index: 1, delims: ":".into(), count: None },
+                Converter::Map {
+                    kind: MapMatch::Dom,
+                    file: "/etc/hosts.map".into(),
+                    default: Some("default".into())
+                },
+            ]
+        );
+        assert_eq!(ok("src_port,map_int(/m)").out, SmpType::Str);
+        assert_eq!(
+            ok("path,regsub(^/api/,/,g)").expr.converters,
+            vec![Converter::Regsub {
+                regex: "^/api/".into(),
+                subst: "/".into(),
+                flags: "g".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn quotes_and_backslashes_protect_commas_in_arguments() {
+        let p = ok(r#"path,regsub("a,b",\,,g)"#);
+        assert_eq!(
+            p.expr.converters,
+            vec![Converter::Regsub { regex: "a,b".into(), subst: ",".into(), flags: "g".into() }]
+        );
+    }
+
+    #[test]
+    fn constants_and_variables_parse() {
+        assert_eq!(ok("int(-5)").expr.fetch, Fetch::Int(-5));
+        assert_eq!(ok("str(a b)").expr.fetch, Fetch::Str("a b".into()));
+        assert_eq!(ok("str").expr.fetch, Fetch::Str(String::new()));
+        assert_eq!(
+            ok("var(txn.my.var)").expr.fetch,
+            Fetch::Var { scope: VarScope::Txn, name: "my.var".into() }
+        );
+        assert_eq!(ok("nbsrv(be)").expr.fetch, Fetch::NbSrv { backend: Some("be".into()) });
+        assert_eq!(ok("be_conn").expr.fetch, Fetch::BeConn { backend: None });
+    }
+
+    #[test]
+    fn argument_errors_use_haproxy_wording() {
+        assert_eq!(err("hdr(a,1,2)"), "fetch method 'hdr' : expected ')' before ',2)'");
+        assert_eq!(err("path(x)"), "fetch method 'path' : expected ')' before 'x)'");
+        assert_eq!(
+            err("int(a)"),
+            "fetch method 'int' : failed to parse 'a' as type 'integer' at position 1"
+        );
+        assert_eq!(
+            err("int"),
+            "fetch method 'int' : expected type 'integer' at position 1, but got nothing"
+        );
+        assert_eq!(
+            err("int(0x10)"),
+            "fetch method 'int' : failed to parse '0x10' as type 'integer' at position 1"
+        );
+        assert_eq!(
+            err("path,field(1)"),
+            "invalid arg 2 in converter 'field' : missing arguments (got 1/2), type 'string' expected"
+        );
+        assert_eq!(err("path,field"), "invalid arg 1 in converter 'field' : expected type 'integer' at position 1, but got nothing");
+        assert_eq!(
+            err("path,field(0,/)"),
+            "invalid args in converter 'field' : Unexpected value 0 for index"
+        );
+        assert_eq!(
+            err("path,field(1,)"),
+            "invalid args in converter 'field' : Empty separators list"
+        );
+        assert_eq!(
+            err("path,lower(1)"),
+            "invalid arg 1 in converter 'lower' : expected ')' before '1)'"
+        );
+        assert_eq!(
+            err("path,regsub(a,b,x)"),
+            "invalid args in converter 'regsub' : invalid regex flag 'x', only 'i' and 'g' are supported"
+        );
+        assert_eq!(
+            err("var"),
+            "invalid args in fetch method 'var' : Empty variable name cannot be accepted"
+        );
+        assert!(err("var(x)")
+            .starts_with("invalid args in fetch method 'var' : invalid variable name 'x'."));
+    }
+
+    #[test]
+    fn unknown_and_unsupported_names_are_told_apart() {
+        assert_eq!(err("bogus"), "unknown fetch method 'bogus'");
+        assert_eq!(err("base"), "fetch method 'base' is not supported yet");
+        assert_eq!(err("path,bogus"), "unknown converter 'bogus'");
+        assert_eq!(err("path,base64"), "converter 'base64' is not supported yet");
+        assert_eq!(err("path,map_beg_int(/m)"), "converter 'map_beg_int' is not supported yet");
+        assert_eq!(err(""), "missing fetch method");
+    }
+
+    #[test]
+    fn converters_refuse_inputs_that_cannot_be_cast() {
+        assert_eq!(err("method,map_int(/m)"), "converter 'map_int' cannot be applied");
+        assert_eq!(err("always_true,map_ip(/m)"), "converter 'map_ip' cannot be applied");
+        ok("src,lower");
+        ok("int(3),map_ip(/m)");
+    }
+
+    #[test]
+    fn a_bracket_ends_the_expression_in_log_format_mode() {
+        let (p, end) = parse("path,lower]tail", End::Bracket).expect("parses");
+        assert_eq!((p.expr.text.as_str(), end), ("path,lower", 10));
+        assert_eq!(parse("path)x]", End::Bracket).expect("stops").1, 4);
+        let e = parse("path)x", End::Input).expect_err("bad");
+        assert_eq!(e.plain(), "missing comma after fetch keyword 'path'");
+    }
+
+    #[test]
+    fn acl_wording_depends_on_the_keyword_kind() {
+        let e = parse("hdr(a,1,2)", End::Input).expect_err("bad");
+        assert_eq!(
+            e.in_acl("hdr(a,1,2)", Some("hdr")),
+            "ACL keyword 'hdr' : expected ')' before ',2)'."
+        );
+        let e = parse("nbsrv(a,b)", End::Input).expect_err("bad");
+        assert_eq!(
+            e.in_acl("nbsrv(a,b)", None),
+            "fetch method 'nbsrv' : expected ')' before ',b)' in ACL expression 'nbsrv(a,b)'."
+        );
+        let e = parse("path,bogus", End::Input).expect_err("bad");
+        assert_eq!(
+            e.in_acl("path,bogus", Some("path")),
+            "ACL keyword 'path' : unknown converter 'bogus'.."
+        );
+    }
+}
