@@ -6,6 +6,7 @@
 mod harness;
 
 mod bodies;
+mod errors;
 mod keepalive;
 mod malformed;
 mod px;
