@@ -1,0 +1,1237 @@
+//! `Head`: one request or response head (start line + header fields) parsed strictly from the
+//! engine's bytes, copied into one reusable byte store, edited in place and serialised again.
+//! Also owns the framing analysis (`Info`: Content-Length, Transfer-Encoding, Connection,
+//! Upgrade, Expect). Must not touch: I/O, bodies (see `chunked`), hop-by-hop policy (see `hop`).
+//!
+//! Storage: `store` holds the bytes of every parsed line (without line ends) and every edit's
+//! new bytes; `fields` holds (name, value) spans into it. A parse starts by clearing both (their
+//! capacity stays), edits append, so a warmed-up `Head` parses and edits without allocating.
+
+use std::ops::Range;
+
+use crate::chars::{find_lf, is_ows, is_target, is_tchar, is_value, trim_ows};
+use crate::error::{EditError, HeadError};
+use crate::target::{self, Form};
+use crate::values::{comma_values, has_token};
+
+/// The byte store stays addressable with `u32` offsets.
+const MAX_STORE: usize = u32::MAX as usize;
+
+/// Size limits for a head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes of the start line and header fields, line ends and the final empty line included
+    /// (leading empty lines count too). HAProxy's is `tune.bufsize - tune.maxrewrite`.
+    pub max_head: usize,
+    /// HAProxy's `tune.http.maxhdr`: at most `max_headers - 1` fields are accepted (HAProxy
+    /// keeps one slot for its end-of-headers marker: 101 takes 100 fields, verified on 2.6).
+    pub max_headers: usize,
+}
+
+impl Default for Limits {
+    /// HAProxy 2.6's defaults: 16384-byte buffers less 1024 bytes of `maxrewrite`, 101 headers.
+    fn default() -> Self {
+        Limits { max_head: 16384 - 1024, max_headers: 101 }
+    }
+}
+
+/// The HTTP version of a message. `HTTP/1.2` to `HTTP/1.9` are read as HTTP/1.1 (RFC 9110
+/// section 2.5, as HAProxy) and written back as `HTTP/1.1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Version {
+    /// `HTTP/1.0`.
+    Http10,
+    /// `HTTP/1.1`.
+    #[default]
+    Http11,
+}
+
+impl Version {
+    /// `HTTP/1.0` or `HTTP/1.1`.
+    pub fn as_bytes(self) -> &'static [u8] {
+        match self {
+            Version::Http10 => b"HTTP/1.0",
+            Version::Http11 => b"HTTP/1.1",
+        }
+    }
+}
+
+/// A request method. Methods are case-sensitive: `get` is `Other`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Method {
+    Get,
+    Head,
+    Post,
+    Put,
+    Delete,
+    Options,
+    Trace,
+    Connect,
+    Patch,
+    /// Any other token (see [`Head::method_bytes`]).
+    #[default]
+    Other,
+}
+
+impl Method {
+    /// The method named by these bytes.
+    pub fn from_bytes(m: &[u8]) -> Method {
+        match m {
+            b"GET" => Method::Get,
+            b"HEAD" => Method::Head,
+            b"POST" => Method::Post,
+            b"PUT" => Method::Put,
+            b"DELETE" => Method::Delete,
+            b"OPTIONS" => Method::Options,
+            b"TRACE" => Method::Trace,
+            b"CONNECT" => Method::Connect,
+            b"PATCH" => Method::Patch,
+            _ => Method::Other,
+        }
+    }
+}
+
+/// How the body of a message is delimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Body {
+    /// No body.
+    #[default]
+    None,
+    /// Exactly this many bytes.
+    Length(u64),
+    /// Chunked: scan it with [`crate::ChunkedScanner`].
+    Chunked,
+    /// Until the server closes (responses only).
+    UntilClose,
+}
+
+/// Framing and connection facts of a head.
+///
+/// `body` follows the current framing headers: edits keep it in step. The other fields are
+/// facts about the message **as received** and edits do not change them (so the engine still
+/// knows the client asked for `close` after `strip_hop_by_hop` removed Connection).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Info {
+    /// The body as announced by Content-Length / Transfer-Encoding. For a response, the request
+    /// matters too: see [`crate::response_body`].
+    pub body: Body,
+    /// A Connection header has `close`.
+    pub conn_close: bool,
+    /// A Connection header has `keep-alive`.
+    pub conn_keep_alive: bool,
+    /// A Connection header has `upgrade`.
+    pub conn_upgrade: bool,
+    /// An Upgrade header is present.
+    pub upgrade: bool,
+    /// `Expect: 100-continue` in an HTTP/1.1 request (ignored in HTTP/1.0, RFC 9110 10.1.1).
+    pub expect_continue: bool,
+    /// Both Transfer-Encoding and Content-Length were received: chunked won and Content-Length
+    /// was removed. HAProxy then closes the server connection after the response.
+    pub te_and_cl: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Span {
+    start: u32,
+    len: u32,
+}
+
+impl Span {
+    fn at(start: usize, len: usize) -> Span {
+        // Callers keep the store below MAX_STORE, so both fit.
+        Span { start: start as u32, len: len as u32 }
+    }
+
+    fn range(self) -> Range<usize> {
+        self.start as usize..self.start as usize + self.len as usize
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Field {
+    name: Span,
+    value: Span,
+    drop: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Empty,
+    Request,
+    Response,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// No parse in progress: the next parse starts afresh.
+    Idle,
+    /// Skipping leading empty lines, waiting for the start line.
+    StartLine,
+    /// Reading header lines.
+    Fields,
+}
+
+/// Header names with a meaning to the codec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Special {
+    ContentLength,
+    TransferEncoding,
+    Host,
+    Connection,
+    Upgrade,
+    Expect,
+    WsKey,
+    WsAccept,
+    KeepAlive,
+    ProxyConnection,
+    Te,
+    Other,
+}
+
+pub(crate) fn special(name: &[u8]) -> Special {
+    let is = |s: &[u8]| name.eq_ignore_ascii_case(s);
+    match name.len() {
+        2 if is(b"te") => Special::Te,
+        4 if is(b"host") => Special::Host,
+        6 if is(b"expect") => Special::Expect,
+        7 if is(b"upgrade") => Special::Upgrade,
+        10 if is(b"connection") => Special::Connection,
+        10 if is(b"keep-alive") => Special::KeepAlive,
+        14 if is(b"content-length") => Special::ContentLength,
+        16 if is(b"proxy-connection") => Special::ProxyConnection,
+        17 if is(b"transfer-encoding") => Special::TransferEncoding,
+        17 if is(b"sec-websocket-key") => Special::WsKey,
+        20 if is(b"sec-websocket-accept") => Special::WsAccept,
+        _ => Special::Other,
+    }
+}
+
+/// A CR where another byte was expected is a bare CR; anything else is `e`.
+fn byte_error(b: u8, e: HeadError) -> HeadError {
+    if b == b'\r' {
+        HeadError::BareCr
+    } else {
+        e
+    }
+}
+
+/// Checks `HTTP/1.x` left to right. On a partial line only the bytes present are checked.
+fn check_version(v: &[u8], complete: bool) -> Result<Option<Version>, HeadError> {
+    for (k, &b) in v.iter().enumerate() {
+        let ok = match k {
+            0..=4 => b == b"HTTP/"[k],
+            5 => b == b'1',
+            6 => b == b'.',
+            7 => b.is_ascii_digit(),
+            _ => false,
+        };
+        if !ok {
+            return Err(byte_error(b, HeadError::BadVersion));
+        }
+    }
+    if !complete {
+        return Ok(None);
+    }
+    match v {
+        [_, _, _, _, _, _, _, b'0'] => Ok(Some(Version::Http10)),
+        [_, _, _, _, _, _, _, _] => Ok(Some(Version::Http11)),
+        _ => Err(HeadError::BadVersion),
+    }
+}
+
+/// Checks one header or trailer line (line end removed), left to right so that a partial line
+/// fails exactly where the complete one would. Complete: returns the name length and the
+/// bounds of the value trimmed of OWS.
+pub(crate) fn check_field_line(
+    line: &[u8],
+    complete: bool,
+) -> Result<Option<(usize, Range<usize>)>, HeadError> {
+    match line.first() {
+        None if complete => return Err(HeadError::BadHeaderName),
+        None => return Ok(None),
+        Some(b' ' | b'\t') => return Err(HeadError::ObsFold),
+        Some(_) => {}
+    }
+    let n = line.iter().take_while(|&&b| is_tchar(b)).count();
+    let Some(&b) = line.get(n) else {
+        return if complete { Err(HeadError::BadHeaderName) } else { Ok(None) };
+    };
+    if b != b':' {
+        return Err(match b {
+            b' ' | b'\t' => HeadError::SpaceBeforeColon,
+            b'\r' => HeadError::BareCr,
+            _ => HeadError::BadHeaderName,
+        });
+    }
+    if n == 0 {
+        return Err(HeadError::BadHeaderName);
+    }
+    if let Some(&b) = line[n + 1..].iter().find(|&&b| !is_value(b)) {
+        return Err(byte_error(b, HeadError::BadHeaderValue));
+    }
+    if !complete {
+        return Ok(None);
+    }
+    let lead = line[n + 1..].iter().take_while(|&&b| is_ows(b)).count();
+    let start = n + 1 + lead;
+    let trail = line[start..].iter().rev().take_while(|&&b| is_ows(b)).count();
+    Ok(Some((n, start..line.len() - trail)))
+}
+
+/// Parses a received Content-Length value as HAProxy: a comma list of digit strings that must
+/// all be equal, each at most 2^63-1. Returns the value and the bounds of the first element.
+fn parse_content_length(v: &[u8]) -> Result<(u64, Range<usize>), HeadError> {
+    let mut value = None;
+    let mut first = 0..0;
+    let mut offset = 0;
+    for elem in v.split(|&b| b == b',') {
+        let lead = elem.iter().take_while(|&&b| is_ows(b)).count();
+        let digits = trim_ows(elem);
+        let n = parse_decimal(digits).ok_or(HeadError::BadContentLength)?;
+        match value {
+            None => {
+                value = Some(n);
+                first = offset + lead..offset + lead + digits.len();
+            }
+            Some(prev) if prev != n => return Err(HeadError::ConflictingContentLength),
+            Some(_) => {}
+        }
+        offset += elem.len() + 1;
+    }
+    value.map(|n| (n, first)).ok_or(HeadError::BadContentLength)
+}
+
+/// 1 or more ASCII digits, at most `i64::MAX` (HAProxy's limit).
+fn parse_decimal(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+        if n > i64::MAX as u64 {
+            return None;
+        }
+    }
+    Some(n)
+}
+
+/// What the framing analysis needs of the start line.
+struct Ctx<'a> {
+    kind: Kind,
+    version: Version,
+    target: &'a [u8],
+    status: u16,
+}
+
+enum Flaw {
+    Head(HeadError),
+    ClAndTe,
+}
+
+impl From<HeadError> for Flaw {
+    fn from(e: HeadError) -> Flaw {
+        Flaw::Head(e)
+    }
+}
+
+impl From<Flaw> for EditError {
+    fn from(f: Flaw) -> EditError {
+        match f {
+            Flaw::Head(e) => EditError::Invalid(e),
+            Flaw::ClAndTe => EditError::ContentLengthWithTransferEncoding,
+        }
+    }
+}
+
+/// The framing analysis of a whole field list, after the parser merged duplicate
+/// Content-Lengths and removed Content-Length beside Transfer-Encoding. Edits run it on the
+/// list they would produce, so an edit is refused exactly when the parser would refuse the
+/// result.
+fn analyze<'a>(
+    ctx: &Ctx<'_>,
+    fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+    check_websocket: bool,
+) -> Result<Info, Flaw> {
+    let mut info = Info::default();
+    let mut cl = None;
+    let (mut te, mut te_elems, mut chunked, mut last_chunked, mut other) =
+        (false, 0, 0, false, false);
+    let (mut hosts, mut websocket, mut key, mut accept) = (0, false, false, false);
+    let request = ctx.kind == Kind::Request;
+    for (name, value) in fields {
+        match special(name) {
+            Special::ContentLength => {
+                let n = parse_decimal(value).ok_or(HeadError::BadContentLength)?;
+                if cl.replace(n).is_some() {
+                    return Err(HeadError::ConflictingContentLength.into());
+                }
+            }
+            Special::TransferEncoding => {
+                te = true;
+                for coding in comma_values(value).filter(|c| !c.is_empty()) {
+                    te_elems += 1;
+                    last_chunked = coding.eq_ignore_ascii_case(b"chunked");
+                    if last_chunked {
+                        chunked += 1;
+                    } else {
+                        other = true;
+                    }
+                }
+            }
+            Special::Host if request => {
+                hosts += 1;
+                if !target::host_matches(ctx.target, value) {
+                    return Err(HeadError::BadHost.into());
+                }
+            }
+            Special::Connection => {
+                for token in comma_values(value) {
+                    if token.eq_ignore_ascii_case(b"close") {
+                        info.conn_close = true;
+                    } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                        info.conn_keep_alive = true;
+                    } else if token.eq_ignore_ascii_case(b"upgrade") {
+                        info.conn_upgrade = true;
+                    }
+                }
+            }
+            Special::Upgrade => {
+                info.upgrade = true;
+                websocket |= has_token(value, b"websocket");
+            }
+            Special::Expect => {
+                info.expect_continue |= request
+                    && ctx.version == Version::Http11
+                    && value.eq_ignore_ascii_case(b"100-continue");
+            }
+            Special::WsKey => key = true,
+            Special::WsAccept => accept = true,
+            _ => {}
+        }
+    }
+    if hosts > 1 {
+        return Err(HeadError::DuplicateHost.into());
+    }
+    info.body = if te {
+        if te_elems == 0 || chunked > 1 || !last_chunked {
+            return Err(HeadError::BadTransferEncoding.into());
+        }
+        if other {
+            return Err(HeadError::UnsupportedTransferCoding.into());
+        }
+        if cl.is_some() {
+            return Err(Flaw::ClAndTe);
+        }
+        Body::Chunked
+    } else if let Some(n) = cl {
+        Body::Length(n)
+    } else if request {
+        Body::None
+    } else {
+        Body::UntilClose
+    };
+    if check_websocket && info.conn_upgrade && websocket {
+        let missing = if request { !key } else { ctx.status == 101 && !accept };
+        if missing {
+            return Err(HeadError::BadWebSocketHandshake.into());
+        }
+    }
+    Ok(info)
+}
+
+fn check_name(name: &[u8]) -> Result<(), EditError> {
+    if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
+        return Err(EditError::BadName);
+    }
+    Ok(())
+}
+
+/// Trims OWS (as the parser would) and checks the bytes.
+fn check_value(value: &[u8]) -> Result<&[u8], EditError> {
+    let value = trim_ows(value);
+    if !value.iter().all(|&b| is_value(b)) {
+        return Err(EditError::BadValue);
+    }
+    Ok(value)
+}
+
+/// The usual reason phrase of a status code, empty when none is known.
+pub fn default_reason(code: u16) -> &'static [u8] {
+    match code {
+        100 => b"Continue",
+        101 => b"Switching Protocols",
+        200 => b"OK",
+        201 => b"Created",
+        202 => b"Accepted",
+        204 => b"No Content",
+        206 => b"Partial Content",
+        301 => b"Moved Permanently",
+        302 => b"Found",
+        303 => b"See Other",
+        304 => b"Not Modified",
+        307 => b"Temporary Redirect",
+        308 => b"Permanent Redirect",
+        400 => b"Bad Request",
+        401 => b"Unauthorized",
+        403 => b"Forbidden",
+        404 => b"Not Found",
+        405 => b"Method Not Allowed",
+        408 => b"Request Timeout",
+        410 => b"Gone",
+        413 => b"Payload Too Large",
+        414 => b"URI Too Long",
+        421 => b"Misdirected Request",
+        422 => b"Unprocessable Content",
+        425 => b"Too Early",
+        429 => b"Too Many Requests",
+        431 => b"Request Header Fields Too Large",
+        500 => b"Internal Server Error",
+        501 => b"Not Implemented",
+        502 => b"Bad Gateway",
+        503 => b"Service Unavailable",
+        504 => b"Gateway Timeout",
+        _ => b"",
+    }
+}
+
+/// One request or response head. Reuse one per connection: parsing clears it but keeps its
+/// capacity.
+#[derive(Debug, Clone)]
+pub struct Head {
+    store: Vec<u8>,
+    fields: Vec<Field>,
+    kind: Kind,
+    method: Method,
+    method_span: Span,
+    target_span: Span,
+    reason_span: Span,
+    version: Version,
+    status: u16,
+    info: Info,
+    phase: Phase,
+    /// Input bytes consumed by the parse in progress (complete lines only).
+    consumed: usize,
+    seen_cl: Option<u64>,
+    seen_te: bool,
+    seen_host: bool,
+}
+
+impl Default for Head {
+    fn default() -> Self {
+        Head::new()
+    }
+}
+
+impl Head {
+    /// An empty head. Allocates nothing until the first parse.
+    pub fn new() -> Head {
+        Head {
+            store: Vec::new(),
+            fields: Vec::new(),
+            kind: Kind::Empty,
+            method: Method::Other,
+            method_span: Span::default(),
+            target_span: Span::default(),
+            reason_span: Span::default(),
+            version: Version::Http11,
+            status: 0,
+            info: Info::default(),
+            phase: Phase::Idle,
+            consumed: 0,
+            seen_cl: None,
+            seen_te: false,
+            seen_host: false,
+        }
+    }
+
+    /// Forgets the head (and any parse in progress), keeping the capacity.
+    pub fn clear(&mut self) {
+        self.store.clear();
+        self.fields.clear();
+        self.kind = Kind::Empty;
+        self.method = Method::Other;
+        self.method_span = Span::default();
+        self.target_span = Span::default();
+        self.reason_span = Span::default();
+        self.version = Version::Http11;
+        self.status = 0;
+        self.info = Info::default();
+        self.phase = Phase::Idle;
+        self.consumed = 0;
+        self.seen_cl = None;
+        self.seen_te = false;
+        self.seen_host = false;
+    }
+
+    /// Parses a request head at the start of `buf`.
+    ///
+    /// `Ok(None)`: incomplete, call again with the same bytes followed by more (the parse
+    /// resumes after the last complete line, so a head trickling in is read once in all; call
+    /// [`Head::clear`] first to start over on other bytes). `Ok(Some(n))`: complete, `n` bytes
+    /// consumed including leading empty lines and the final empty line; the head holds copies,
+    /// so `buf` may be reused. An invalid byte is reported as soon as it is seen, as HAProxy
+    /// does, even before the head is complete. If `buf` holds `limits.max_head` bytes or more
+    /// without a complete head: [`HeadError::UriTooLong`] while the request line is unfinished,
+    /// else [`HeadError::HeadTooLarge`].
+    pub fn parse_request(
+        &mut self,
+        buf: &[u8],
+        limits: &Limits,
+    ) -> Result<Option<usize>, HeadError> {
+        self.parse(buf, limits, Kind::Request)
+    }
+
+    /// Parses a response head at the start of `buf`; as [`Head::parse_request`]. A response is
+    /// never "URI too long": an unfinished status line past the limit is `HeadTooLarge`.
+    pub fn parse_response(
+        &mut self,
+        buf: &[u8],
+        limits: &Limits,
+    ) -> Result<Option<usize>, HeadError> {
+        self.parse(buf, limits, Kind::Response)
+    }
+
+    fn parse(
+        &mut self,
+        buf: &[u8],
+        limits: &Limits,
+        kind: Kind,
+    ) -> Result<Option<usize>, HeadError> {
+        let resume = self.phase != Phase::Idle
+            && self.kind == kind
+            && self.consumed <= buf.len()
+            && (self.consumed == 0 || buf[self.consumed - 1] == b'\n');
+        if !resume {
+            self.clear();
+            self.kind = kind;
+            self.phase = Phase::StartLine;
+        }
+        let result = self.parse_lines(buf, limits);
+        if !matches!(result, Ok(None)) {
+            self.phase = Phase::Idle;
+        }
+        result
+    }
+
+    fn parse_lines(&mut self, buf: &[u8], limits: &Limits) -> Result<Option<usize>, HeadError> {
+        let max_head = limits.max_head.min(MAX_STORE / 2);
+        let end = buf.len().min(max_head);
+        loop {
+            let pos = self.consumed;
+            let window = buf.get(pos..end).unwrap_or_default();
+            match find_lf(window) {
+                Some(j) => {
+                    let line = window[..j].strip_suffix(b"\r").unwrap_or(&window[..j]);
+                    self.consumed = pos + j + 1;
+                    match self.phase {
+                        Phase::StartLine if line.is_empty() => {}
+                        Phase::StartLine => {
+                            self.start_line(line, true)?;
+                            self.phase = Phase::Fields;
+                        }
+                        _ if line.is_empty() => {
+                            self.finish()?;
+                            return Ok(Some(self.consumed));
+                        }
+                        _ => self.field_line(line, true, limits)?,
+                    }
+                }
+                None => {
+                    let part = window.strip_suffix(b"\r").unwrap_or(window);
+                    if !part.is_empty() {
+                        match self.phase {
+                            Phase::StartLine => self.start_line(part, false)?,
+                            _ => self.field_line(part, false, limits)?,
+                        }
+                    }
+                    if buf.len() >= max_head {
+                        return Err(
+                            if self.kind == Kind::Request && self.phase == Phase::StartLine {
+                                HeadError::UriTooLong
+                            } else {
+                                HeadError::HeadTooLarge
+                            },
+                        );
+                    }
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
+    fn start_line(&mut self, line: &[u8], complete: bool) -> Result<(), HeadError> {
+        match self.kind {
+            Kind::Response => self.status_line(line, complete),
+            _ => self.request_line(line, complete),
+        }
+    }
+
+    fn request_line(&mut self, line: &[u8], complete: bool) -> Result<(), HeadError> {
+        let m_end = line.iter().take_while(|&&b| is_tchar(b)).count();
+        let Some(&b) = line.get(m_end) else {
+            return if complete { Err(HeadError::BadTarget) } else { Ok(()) };
+        };
+        if b != b' ' || m_end == 0 {
+            return Err(byte_error(b, HeadError::BadMethod));
+        }
+        let t_start = m_end + 1;
+        let t_end = t_start + line[t_start..].iter().take_while(|&&b| is_target(b)).count();
+        let Some(&b) = line.get(t_end) else {
+            let e = if t_end == t_start { HeadError::BadTarget } else { HeadError::BadVersion };
+            return if complete { Err(e) } else { Ok(()) };
+        };
+        if b != b' ' || t_end == t_start {
+            return Err(byte_error(b, HeadError::BadTarget));
+        }
+        let method = Method::from_bytes(&line[..m_end]);
+        if !target::form_fits(method, target::form(&line[t_start..t_end])) {
+            return Err(HeadError::BadTarget);
+        }
+        let Some(version) = check_version(&line[t_end + 1..], complete)? else {
+            return Ok(());
+        };
+        let base = self.store.len();
+        self.store.extend_from_slice(line);
+        self.method = method;
+        self.method_span = Span::at(base, m_end);
+        self.target_span = Span::at(base + t_start, t_end - t_start);
+        self.version = version;
+        Ok(())
+    }
+
+    fn status_line(&mut self, line: &[u8], complete: bool) -> Result<(), HeadError> {
+        check_version(&line[..line.len().min(8)], false)?;
+        match line.get(8) {
+            None if !complete => return Ok(()),
+            None if line.len() < 8 => return Err(HeadError::BadVersion),
+            None => return Err(HeadError::BadStatus),
+            Some(b' ') => {}
+            Some(&b) => return Err(byte_error(b, HeadError::BadVersion)),
+        }
+        let mut code: u16 = 0;
+        for k in 9..12 {
+            match line.get(k) {
+                None if complete => return Err(HeadError::BadStatus),
+                None => return Ok(()),
+                Some(&d) if d.is_ascii_digit() && (k > 9 || d != b'0') => {
+                    code = code * 10 + u16::from(d - b'0');
+                }
+                Some(&b) => return Err(byte_error(b, HeadError::BadStatus)),
+            }
+        }
+        // HAProxy also takes a status line without the SP before an empty reason.
+        let reason = match line.get(12) {
+            None => 12..12,
+            Some(b' ') => 13..line.len(),
+            Some(&b) => return Err(byte_error(b, HeadError::BadStatus)),
+        };
+        if let Some(&b) = line[reason.clone()].iter().find(|&&b| !is_value(b)) {
+            return Err(byte_error(b, HeadError::BadStatus));
+        }
+        if !complete {
+            return Ok(());
+        }
+        let base = self.store.len();
+        self.store.extend_from_slice(line);
+        self.version = if line[7] == b'0' { Version::Http10 } else { Version::Http11 };
+        self.status = code;
+        self.reason_span = Span::at(base + reason.start, reason.len());
+        Ok(())
+    }
+
+    fn field_line(
+        &mut self,
+        line: &[u8],
+        complete: bool,
+        limits: &Limits,
+    ) -> Result<(), HeadError> {
+        let Some((n, mut value)) = check_field_line(line, complete)? else {
+            return Ok(());
+        };
+        match special(&line[..n]) {
+            Special::ContentLength => {
+                let (len, first) = parse_content_length(&line[value.clone()])?;
+                if let Some(prev) = self.seen_cl {
+                    // Identical to the first one: merged into it, as HAProxy.
+                    return if prev == len {
+                        Ok(())
+                    } else {
+                        Err(HeadError::ConflictingContentLength)
+                    };
+                }
+                self.seen_cl = Some(len);
+                value = value.start + first.start..value.start + first.end;
+            }
+            Special::TransferEncoding => self.seen_te = true,
+            Special::Host if self.kind == Kind::Request => {
+                if self.seen_host {
+                    return Err(HeadError::DuplicateHost);
+                }
+                self.seen_host = true;
+                if !target::host_matches(self.target(), &line[value.clone()]) {
+                    return Err(HeadError::BadHost);
+                }
+            }
+            _ => {}
+        }
+        if self.fields.len() + 1 >= limits.max_headers {
+            return Err(HeadError::TooManyHeaders);
+        }
+        let base = self.store.len();
+        self.store.extend_from_slice(line);
+        self.fields.push(Field {
+            name: Span::at(base, n),
+            value: Span::at(base + value.start, value.len()),
+            drop: false,
+        });
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<(), HeadError> {
+        let te_and_cl = self.seen_te && self.seen_cl.is_some();
+        if te_and_cl {
+            let store = &self.store;
+            self.fields.retain(|f| special(&store[f.name.range()]) != Special::ContentLength);
+        }
+        let info = analyze(&self.ctx(None, None), self.view(None, None, None), true).map_err(
+            |f| match f {
+                Flaw::Head(e) => e,
+                // Content-Length was removed just above.
+                Flaw::ClAndTe => HeadError::BadTransferEncoding,
+            },
+        )?;
+        self.info = Info { te_and_cl, ..info };
+        Ok(())
+    }
+
+    fn bytes(&self, s: Span) -> &[u8] {
+        &self.store[s.range()]
+    }
+
+    fn ctx<'a>(&'a self, target: Option<&'a [u8]>, status: Option<u16>) -> Ctx<'a> {
+        Ctx {
+            kind: self.kind,
+            version: self.version,
+            target: target.unwrap_or_else(|| self.target()),
+            status: status.unwrap_or(self.status),
+        }
+    }
+
+    /// The field list as it would be after an edit: without fields named `skip`, with field
+    /// `replace.0`'s value replaced, plus `extra` at the end.
+    fn view<'a>(
+        &'a self,
+        skip: Option<&'a [u8]>,
+        replace: Option<(usize, &'a [u8])>,
+        extra: Option<(&'a [u8], &'a [u8])>,
+    ) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
+        self.fields
+            .iter()
+            .enumerate()
+            .filter_map(move |(i, f)| {
+                let name = self.bytes(f.name);
+                if skip.is_some_and(|s| name.eq_ignore_ascii_case(s)) {
+                    return None;
+                }
+                let value = match replace {
+                    Some((j, v)) if j == i => v,
+                    _ => self.bytes(f.value),
+                };
+                Some((name, value))
+            })
+            .chain(extra)
+    }
+
+    // ----- start line -----
+
+    /// True for a request head (parsed or being parsed).
+    pub fn is_request(&self) -> bool {
+        self.kind == Kind::Request
+    }
+
+    /// The method (`Other` for a response).
+    pub fn method(&self) -> Method {
+        self.method
+    }
+
+    /// The method as sent (empty for a response).
+    pub fn method_bytes(&self) -> &[u8] {
+        self.bytes(self.method_span)
+    }
+
+    /// The request-target as sent: origin-form, absolute-form, authority-form (CONNECT) or `*`.
+    pub fn target(&self) -> &[u8] {
+        self.bytes(self.target_span)
+    }
+
+    /// HAProxy's `path` fetch: the target from the first `/` after any `scheme://authority` to
+    /// before the `?`. Empty for `*`, CONNECT's `host:port` and `http://host` (HAProxy's fetch
+    /// then finds nothing; it does not make up a `/`).
+    pub fn path(&self) -> &[u8] {
+        target::path(self.target())
+    }
+
+    /// HAProxy's `query` fetch: what follows the first `?` of the target (`Some(b"")` for a
+    /// bare `?`), `None` without `?`.
+    pub fn query(&self) -> Option<&[u8]> {
+        target::query(self.target())
+    }
+
+    /// The version.
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    /// The status code (0 for a request).
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    /// The reason phrase, maybe empty.
+    pub fn reason(&self) -> &[u8] {
+        self.bytes(self.reason_span)
+    }
+
+    // ----- header fields -----
+
+    /// The header fields in order, as (name as sent, value without surrounding OWS).
+    pub fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        self.fields.iter().map(|f| (self.bytes(f.name), self.bytes(f.value)))
+    }
+
+    /// The number of header fields.
+    pub fn header_len(&self) -> usize {
+        self.fields.len()
+    }
+
+    /// The whole value of the first field named `name` (case-insensitive).
+    pub fn header(&self, name: &[u8]) -> Option<&[u8]> {
+        self.headers().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v)
+    }
+
+    /// How many fields are named `name` (case-insensitive). For HAProxy's `hdr_cnt`, which
+    /// counts comma-separated values, use [`crate::comma_values`] on each.
+    pub fn header_count(&self, name: &[u8]) -> usize {
+        self.headers().filter(|(n, _)| n.eq_ignore_ascii_case(name)).count()
+    }
+
+    /// Framing facts of the last parse, `body` kept in step by edits.
+    pub fn info(&self) -> &Info {
+        &self.info
+    }
+
+    // ----- edits -----
+
+    fn require(&self, kind: Kind) -> Result<(), EditError> {
+        if self.kind == kind && self.phase == Phase::Idle {
+            Ok(())
+        } else {
+            Err(EditError::WrongKind)
+        }
+    }
+
+    fn require_any(&self) -> Result<(), EditError> {
+        if self.kind != Kind::Empty && self.phase == Phase::Idle {
+            Ok(())
+        } else {
+            Err(EditError::WrongKind)
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) -> Result<Span, EditError> {
+        let start = self.store.len();
+        if start + bytes.len() > MAX_STORE {
+            return Err(EditError::TooLarge);
+        }
+        self.store.extend_from_slice(bytes);
+        Ok(Span::at(start, bytes.len()))
+    }
+
+    /// Appends `target[..cut]` + `middle` + `target[resume..]` to the store, checks that the new
+    /// target suits the method and installs it; on refusal the store is left as it was.
+    fn rebuild_target(
+        &mut self,
+        cut: usize,
+        middle: &[&[u8]],
+        resume: usize,
+    ) -> Result<(), EditError> {
+        let old = self.target_span.range();
+        let start = self.store.len();
+        let len = cut + middle.iter().map(|m| m.len()).sum::<usize>() + (old.len() - resume);
+        if start + len > MAX_STORE {
+            return Err(EditError::TooLarge);
+        }
+        self.store.extend_from_within(old.start..old.start + cut);
+        for m in middle {
+            self.store.extend_from_slice(m);
+        }
+        self.store.extend_from_within(old.start + resume..old.end);
+        let new = &self.store[start..];
+        if !target::form_fits(self.method, target::form(new)) {
+            self.store.truncate(start);
+            return Err(EditError::BadTarget);
+        }
+        self.target_span = Span::at(start, len);
+        Ok(())
+    }
+
+    /// Replaces the method. Refused if it is not a token or does not suit the target's form
+    /// (CONNECT needs `host:port`, other methods refuse it).
+    pub fn set_method(&mut self, m: &[u8]) -> Result<(), EditError> {
+        self.require(Kind::Request)?;
+        if m.is_empty() || !m.iter().all(|&b| is_tchar(b)) {
+            return Err(EditError::BadMethod);
+        }
+        let method = Method::from_bytes(m);
+        if !target::form_fits(method, target::form(self.target())) {
+            return Err(EditError::BadMethod);
+        }
+        self.method_span = self.push(m)?;
+        self.method = method;
+        Ok(())
+    }
+
+    /// Replaces the whole target. Like HAProxy's `set-uri`, an absolute-form or authority-form
+    /// target also rewrites the Host header (when there is one) to its authority.
+    pub fn set_target(&mut self, t: &[u8]) -> Result<(), EditError> {
+        self.require(Kind::Request)?;
+        if t.is_empty() || !t.iter().all(|&b| is_target(b)) {
+            return Err(EditError::BadTarget);
+        }
+        if !target::form_fits(self.method, target::form(t)) {
+            return Err(EditError::BadTarget);
+        }
+        let host_update = match target::authority(t) {
+            Some(auth) => self
+                .fields
+                .iter()
+                .position(|f| special(self.bytes(f.name)) == Special::Host)
+                .filter(|&i| !target::host_matches(t, self.bytes(self.fields[i].value)))
+                .map(|i| (i, auth)),
+            None => None,
+        };
+        analyze(&self.ctx(Some(t), None), self.view(None, host_update, None), true)?;
+        let span = self.push(t)?;
+        if let Some((i, auth)) = host_update {
+            self.fields[i].value = self.push(auth)?;
+        }
+        self.target_span = span;
+        Ok(())
+    }
+
+    /// Replaces the path (see [`Head::path`]), keeping any scheme, authority and query. The
+    /// path must start with `/` and hold valid target bytes but `?`. A `*` target becomes the
+    /// path; a CONNECT target has no path and refuses.
+    pub fn set_path(&mut self, p: &[u8]) -> Result<(), EditError> {
+        self.require(Kind::Request)?;
+        if p.first() != Some(&b'/') || !p.iter().all(|&b| is_target(b) && b != b'?') {
+            return Err(EditError::BadTarget);
+        }
+        let t = self.target();
+        let (cut, resume) = match target::form(t) {
+            Form::Asterisk => (0, 1),
+            _ => target::path_bounds(t).ok_or(EditError::BadTarget)?,
+        };
+        self.rebuild_target(cut, &[p], resume)
+    }
+
+    /// Replaces the query: `Some(q)` gives `?q` (`Some(b"")` a bare `?`), `None` removes the `?`
+    /// and what follows. Only for origin-form and absolute-form targets (`http://h` gets a `/`
+    /// before the `?`).
+    pub fn set_query(&mut self, q: Option<&[u8]>) -> Result<(), EditError> {
+        self.require(Kind::Request)?;
+        if q.is_some_and(|q| !q.iter().all(|&b| is_target(b))) {
+            return Err(EditError::BadTarget);
+        }
+        let t = self.target();
+        let (path_start, cut) = match target::form(t) {
+            Form::Origin | Form::Absolute { .. } => {
+                target::path_bounds(t).ok_or(EditError::BadTarget)?
+            }
+            _ => return Err(EditError::BadTarget),
+        };
+        let len = t.len();
+        let slash: &[u8] = if path_start == cut && q.is_some() { b"/" } else { b"" };
+        match q {
+            Some(q) => self.rebuild_target(cut, &[slash, b"?", q], len),
+            None => self.rebuild_target(cut, &[], len),
+        }
+    }
+
+    /// Replaces the status code (100..=999) and the reason (`None`: the usual phrase for the
+    /// code, or an empty one).
+    pub fn set_status(&mut self, code: u16, reason: Option<&[u8]>) -> Result<(), EditError> {
+        self.require(Kind::Response)?;
+        if !(100..=999).contains(&code) {
+            return Err(EditError::BadStatus);
+        }
+        let reason = reason.unwrap_or_else(|| default_reason(code));
+        if !reason.iter().all(|&b| is_value(b)) {
+            return Err(EditError::BadReason);
+        }
+        analyze(&self.ctx(None, Some(code)), self.view(None, None, None), true)?;
+        self.reason_span = self.push(reason)?;
+        self.status = code;
+        Ok(())
+    }
+
+    /// Appends a field. The value is trimmed of OWS; refused with CR, LF, NUL or another
+    /// control byte but HTAB, or when the head would no longer parse (a second Content-Length,
+    /// Content-Length beside Transfer-Encoding, a second Host, a Host that differs from an
+    /// absolute-form target's authority, ...).
+    pub fn add_header(&mut self, name: &[u8], value: &[u8]) -> Result<(), EditError> {
+        self.require_any()?;
+        check_name(name)?;
+        let value = check_value(value)?;
+        let info =
+            analyze(&self.ctx(None, None), self.view(None, None, Some((name, value))), true)?;
+        let name = self.push(name)?;
+        let value = self.push(value)?;
+        self.fields.push(Field { name, value, drop: false });
+        self.info.body = info.body;
+        Ok(())
+    }
+
+    /// Removes every field named `name`, then appends one (HAProxy's `set-header`).
+    pub fn set_header(&mut self, name: &[u8], value: &[u8]) -> Result<(), EditError> {
+        self.require_any()?;
+        check_name(name)?;
+        let value = check_value(value)?;
+        let info =
+            analyze(&self.ctx(None, None), self.view(Some(name), None, Some((name, value))), true)?;
+        let name_span = self.push(name)?;
+        let value_span = self.push(value)?;
+        let store = &self.store;
+        self.fields.retain(|f| !store[f.name.range()].eq_ignore_ascii_case(name));
+        self.fields.push(Field { name: name_span, value: value_span, drop: false });
+        self.info.body = info.body;
+        Ok(())
+    }
+
+    /// Removes every field named `name` (case-insensitive); returns how many. Removing a
+    /// framing header updates `info().body`. Never refused: removing `Sec-WebSocket-Key` from
+    /// a WebSocket upgrade is the caller's business.
+    pub fn remove_header(&mut self, name: &[u8]) -> usize {
+        let before = self.fields.len();
+        let store = &self.store;
+        self.fields.retain(|f| !store[f.name.range()].eq_ignore_ascii_case(name));
+        let removed = before - self.fields.len();
+        if removed > 0 {
+            self.refresh_body();
+        }
+        removed
+    }
+
+    /// Keeps only the fields for which `f(name, value)` is true.
+    pub fn retain_headers(&mut self, mut f: impl FnMut(&[u8], &[u8]) -> bool) {
+        let before = self.fields.len();
+        let store = &self.store;
+        self.fields.retain(|fl| f(&store[fl.name.range()], &store[fl.value.range()]));
+        if self.fields.len() != before {
+            self.refresh_body();
+        }
+    }
+
+    /// Replaces the value of the field at `index` in [`Head::headers`] order.
+    pub fn set_header_value_at(&mut self, index: usize, value: &[u8]) -> Result<(), EditError> {
+        self.require_any()?;
+        if index >= self.fields.len() {
+            return Err(EditError::NoSuchHeader);
+        }
+        let value = check_value(value)?;
+        let info =
+            analyze(&self.ctx(None, None), self.view(None, Some((index, value)), None), true)?;
+        self.fields[index].value = self.push(value)?;
+        self.info.body = info.body;
+        Ok(())
+    }
+
+    /// Marks fields for [`Head::sweep`] (used by `strip_hop_by_hop`).
+    pub(crate) fn mark_fields(&mut self, mut f: impl FnMut(&Head, &[u8]) -> bool) {
+        for i in 0..self.fields.len() {
+            let drop = f(self, self.bytes(self.fields[i].name));
+            self.fields[i].drop = drop;
+        }
+    }
+
+    /// Removes the marked fields.
+    pub(crate) fn sweep(&mut self) {
+        self.fields.retain(|f| !f.drop);
+        self.refresh_body();
+    }
+
+    /// Appends a field without the framing check (callers know it cannot break framing).
+    pub(crate) fn push_field(&mut self, name: &[u8], value: &[u8]) -> Result<(), EditError> {
+        let name = self.push(name)?;
+        let value = self.push(value)?;
+        self.fields.push(Field { name, value, drop: false });
+        Ok(())
+    }
+
+    fn refresh_body(&mut self) {
+        if let Ok(info) = analyze(&self.ctx(None, None), self.view(None, None, None), false) {
+            self.info.body = info.body;
+        }
+    }
+
+    // ----- output -----
+
+    /// Appends the serialised head: start line, fields, empty line; CRLF line ends, single SP
+    /// separators, `HTTP/1.0` or `HTTP/1.1`, names as received, values without surrounding
+    /// OWS. Nothing for an empty head.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        let version = self.version.as_bytes();
+        let mut len = 2 + self
+            .fields
+            .iter()
+            .map(|f| f.name.len as usize + f.value.len as usize + 4)
+            .sum::<usize>();
+        match self.kind {
+            Kind::Empty => return,
+            Kind::Request => {
+                len += self.method_span.len as usize + self.target_span.len as usize + 12
+            }
+            Kind::Response => len += self.reason_span.len as usize + 15,
+        }
+        out.reserve(len);
+        match self.kind {
+            Kind::Request => {
+                out.extend_from_slice(self.method_bytes());
+                out.push(b' ');
+                out.extend_from_slice(self.target());
+                out.push(b' ');
+                out.extend_from_slice(version);
+            }
+            _ => {
+                out.extend_from_slice(version);
+                out.push(b' ');
+                let s = self.status;
+                out.extend_from_slice(&[
+                    b'0' + (s / 100 % 10) as u8,
+                    b'0' + (s / 10 % 10) as u8,
+                    b'0' + (s % 10) as u8,
+                    b' ',
+                ]);
+                out.extend_from_slice(self.reason());
+            }
+        }
+        out.extend_from_slice(b"\r\n");
+        for (name, value) in self.headers() {
+            out.extend_from_slice(name);
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value);
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+
+    /// Capacity of the byte store and of the field index (for allocation tests).
+    #[doc(hidden)]
+    pub fn capacities(&self) -> (usize, usize) {
+        (self.store.capacity(), self.fields.capacity())
+    }
+}

@@ -1,0 +1,157 @@
+//! Proxy-level head policy: the body of a response given its request (`response_body`) and the
+//! removal of hop-by-hop fields before forwarding (`strip_hop_by_hop`). Must not touch parsing.
+
+use crate::head::{special, Body, Head, Method, Special};
+use crate::values::comma_values;
+
+/// The body of a response, which depends on the request (RFC 9112 section 6.3): none for a
+/// response to HEAD, for 1xx, 204 and 304, and for a 2xx to CONNECT (the connection becomes a
+/// tunnel); otherwise what its headers say (`Chunked`, `Length`, or `UntilClose` without
+/// either; `UntilClose` too for a Transfer-Encoding not ending in chunked, which only an edit
+/// can produce since the parser rejects it as HAProxy does).
+pub fn response_body(resp: &Head, req_method: Method) -> Body {
+    let status = resp.status();
+    if req_method == Method::Head
+        || (100..200).contains(&status)
+        || status == 204
+        || status == 304
+        || (req_method == Method::Connect && (200..300).contains(&status))
+    {
+        return Body::None;
+    }
+    resp.info().body
+}
+
+/// True if a Connection header of `head` names `name`.
+fn named_by_connection(head: &Head, name: &[u8]) -> bool {
+    head.headers()
+        .filter(|(n, _)| special(n) == Special::Connection)
+        .any(|(_, v)| comma_values(v).any(|t| t.eq_ignore_ascii_case(name)))
+}
+
+/// Removes hop-by-hop fields before forwarding (RFC 9110 section 7.6.1): Connection and every
+/// field it names, Keep-Alive, Proxy-Connection, TE, and Upgrade unless `keep_upgrade`.
+///
+/// - Transfer-Encoding is **kept**: after parsing it can only say `chunked` (anything else is
+///   rejected), and the body is forwarded chunked as received, so the engine need not re-add
+///   it. Trailer is not hop-by-hop and is kept.
+/// - Content-Length, Transfer-Encoding and Host are never removed because Connection names
+///   them (the `Connection: Content-Length` smuggling trick).
+/// - With `keep_upgrade` and a received `Connection: upgrade`, the Upgrade field and the
+///   `Sec-WebSocket-*` fields stay and one `Connection: upgrade` is written back.
+///
+/// Note: HAProxy 2.6 itself forwards Keep-Alive, Proxy-Connection, TE, Upgrade and the fields
+/// named by Connection, and only rewrites Connection (verified); the engine decides whether to
+/// call this.
+pub fn strip_hop_by_hop(head: &mut Head, keep_upgrade: bool) {
+    let keep_upgrade = keep_upgrade && head.info().conn_upgrade && head.info().upgrade;
+    head.mark_fields(|h, name| match special(name) {
+        Special::Connection | Special::KeepAlive | Special::ProxyConnection | Special::Te => true,
+        Special::Upgrade => !keep_upgrade,
+        Special::ContentLength | Special::TransferEncoding | Special::Host => false,
+        Special::WsKey | Special::WsAccept if keep_upgrade => false,
+        _ => {
+            let websocket = name.len() > 14 && name[..14].eq_ignore_ascii_case(b"sec-websocket-");
+            !(keep_upgrade && websocket) && named_by_connection(h, name)
+        }
+    });
+    head.sweep();
+    if keep_upgrade {
+        // Cannot break framing; only fails if the store is full, then the upgrade is dropped.
+        if head.push_field(b"Connection", b"upgrade").is_err() {
+            head.remove_header(b"upgrade");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::head::Limits;
+
+    fn req(raw: &[u8]) -> Head {
+        let mut h = Head::new();
+        assert!(matches!(h.parse_request(raw, &Limits::default()), Ok(Some(_))), "{raw:?}");
+        h
+    }
+
+    fn resp(raw: &[u8]) -> Head {
+        let mut h = Head::new();
+        assert!(matches!(h.parse_response(raw, &Limits::default()), Ok(Some(_))), "{raw:?}");
+        h
+    }
+
+    fn names(h: &Head) -> Vec<String> {
+        h.headers().map(|(n, _)| String::from_utf8_lossy(n).into_owned()).collect()
+    }
+
+    #[test]
+    fn response_body_follows_method_status_and_framing() {
+        let cl = resp(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n");
+        assert_eq!(response_body(&cl, Method::Get), Body::Length(5));
+        assert_eq!(response_body(&cl, Method::Head), Body::None);
+        assert_eq!(response_body(&cl, Method::Connect), Body::None);
+        let ch = resp(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+        assert_eq!(response_body(&ch, Method::Post), Body::Chunked);
+        let none = resp(b"HTTP/1.1 200 OK\r\n\r\n");
+        assert_eq!(response_body(&none, Method::Get), Body::UntilClose);
+        for status in
+            [&b"100 Continue"[..], b"101 Switching", b"204 No Content", b"304 Not Modified"]
+        {
+            let mut raw = b"HTTP/1.1 ".to_vec();
+            raw.extend_from_slice(status);
+            raw.extend_from_slice(b"\r\nContent-Length: 5\r\n\r\n");
+            assert_eq!(response_body(&resp(&raw), Method::Get), Body::None);
+        }
+        let denied = resp(b"HTTP/1.1 407 Auth\r\nContent-Length: 3\r\n\r\n");
+        assert_eq!(response_body(&denied, Method::Connect), Body::Length(3));
+    }
+
+    #[test]
+    fn hop_by_hop_fields_and_those_connection_names_are_removed() {
+        let mut h = req(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, X-Foo, close\r\n\
+            X-Foo: 1\r\nKeep-Alive: 5\r\nProxy-Connection: x\r\nTE: trailers\r\nUpgrade: h2c\r\n\
+            Trailer: x\r\nX-Bar: 2\r\n\r\n");
+        strip_hop_by_hop(&mut h, false);
+        assert_eq!(names(&h), ["Host", "Trailer", "X-Bar"]);
+        assert!(h.info().conn_close, "connection facts are those received");
+    }
+
+    #[test]
+    fn connection_cannot_remove_framing_headers_or_host() {
+        let mut h = req(b"POST / HTTP/1.1\r\nHost: a\r\nConnection: Content-Length, Host, \
+            Transfer-Encoding\r\nContent-Length: 3\r\n\r\n");
+        strip_hop_by_hop(&mut h, false);
+        assert_eq!(names(&h), ["Host", "Content-Length"]);
+        assert_eq!(h.info().body, Body::Length(3));
+    }
+
+    #[test]
+    fn transfer_encoding_chunked_is_kept() {
+        let mut h =
+            req(b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTE: x\r\n\r\n");
+        strip_hop_by_hop(&mut h, false);
+        assert_eq!(names(&h), ["Host", "Transfer-Encoding"]);
+        assert_eq!(h.info().body, Body::Chunked);
+    }
+
+    #[test]
+    fn an_upgrade_can_be_kept() {
+        let raw = b"GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, Sec-WebSocket-Key\r\n\
+            Upgrade: websocket\r\nSec-WebSocket-Key: k\r\nKeep-Alive: 1\r\n\r\n";
+        let mut h = req(raw);
+        strip_hop_by_hop(&mut h, true);
+        assert_eq!(names(&h), ["Host", "Upgrade", "Sec-WebSocket-Key", "Connection"]);
+        assert_eq!(h.header(b"connection"), Some(&b"upgrade"[..]));
+        let mut h = req(raw);
+        strip_hop_by_hop(&mut h, false);
+        assert_eq!(names(&h), ["Host"]);
+    }
+
+    #[test]
+    fn keeping_an_upgrade_needs_connection_upgrade() {
+        let mut h = req(b"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: h2c\r\n\r\n");
+        strip_hop_by_hop(&mut h, true);
+        assert_eq!(names(&h), ["Host"]);
+    }
+}
