@@ -5,6 +5,7 @@
 #[path = "../e2e/harness.rs"]
 mod harness;
 
+mod acl;
 mod bodies;
 mod errors;
 mod keepalive;

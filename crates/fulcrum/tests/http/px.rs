@@ -3,9 +3,10 @@
 //! A test is a closure run once per *target*: Fulcrum, and HAProxy 2.6 when it is installed. Each
 //! run starts its own servers and its own proxy from the same configuration text (`{fe0}`...
 //! become `fd@3`..., listening sockets opened here and passed to the child, which works for
-//! HAProxy too; `{dir}` becomes the run's scratch directory), sends the same bytes and asserts
-//! the same expectations. Whatever the closure returns is compared between the targets, so a
-//! test can also say "same status line, same chosen headers, same bytes at the server".
+//! HAProxy too; `{port0}`... their ports; `{dir}` the run's scratch directory), sends the same
+//! bytes and asserts the same expectations. Whatever the closure returns is compared between the
+//! targets, so a test can also say "same status line, same chosen headers, same bytes at the
+//! server".
 //!
 //! `FULCRUM_TEST_TARGET` selects the targets: `fulcrum`, `haproxy` (proves that the expectations
 //! are HAProxy's real behaviour) or `both` (the default; HAProxy is skipped when not installed).
@@ -118,7 +119,8 @@ pub struct Px {
 
 static SEQ: AtomicUsize = AtomicUsize::new(0);
 
-/// Replaces `{fe0}`... by `fd@3`... (returning the listeners, in order) and `{dir}`.
+/// Replaces `{fe0}`... by `fd@3`... (returning the listeners, in order), `{port0}`... by their
+/// port numbers, and `{dir}` by the scratch directory.
 fn fill(cfg: &str, dir: &std::path::Path) -> (String, Vec<TcpListener>) {
     let mut listeners = Vec::new();
     let mut text = cfg.replace("{dir}", &dir.to_string_lossy());
@@ -126,7 +128,9 @@ fn fill(cfg: &str, dir: &std::path::Path) -> (String, Vec<TcpListener>) {
         let key = format!("{{fe{i}}}");
         if text.contains(&key) {
             let l = TcpListener::bind("127.0.0.1:0").expect("bind frontend");
+            let port = l.local_addr().expect("addr").port();
             text = text.replace(&key, &format!("fd@{}", 3 + listeners.len()));
+            text = text.replace(&format!("{{port{i}}}"), &port.to_string());
             listeners.push(l);
         }
     }
