@@ -21,6 +21,8 @@ pub struct Counters {
     pub queue_timeouts: AtomicU64,
     /// Sessions that found no usable server.
     pub no_server: AtomicU64,
+    /// HTTP responses that were invalid or truncated (answered 502).
+    pub failed_responses: AtomicU64,
 }
 
 impl Counters {

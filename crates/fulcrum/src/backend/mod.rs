@@ -45,6 +45,10 @@ pub struct Backend {
     pub abortonclose: bool,
     pub timeouts: BackendTimeouts,
     pub counters: Counters,
+    /// `mode http` settings; `None` in `mode tcp`.
+    pub http: Option<Box<crate::http::HttpProxy>>,
+    /// ACLs and rules of the backend section.
+    pub rules: crate::rules::ProxyRules,
 }
 
 /// Why no server could be had.
@@ -125,10 +129,12 @@ fn seed() -> u64 {
     t ^ here.rotate_left(32) ^ 0x9e37_79b9_7f4a_7c15
 }
 
-/// What the algorithm may use to choose: the client's address for `source`.
+/// What a hash-based algorithm hashes: the client's address (`source`) or request bytes
+/// (`uri`, `url_param`, `hdr`).
 #[derive(Clone, Copy, Debug)]
-pub struct PickKey {
-    pub client_ip: IpAddr,
+pub enum PickKey<'a> {
+    Ip(IpAddr),
+    Bytes(&'a [u8]),
 }
 
 impl Backend {
@@ -156,6 +162,8 @@ impl Backend {
             abortonclose,
             timeouts,
             counters: Counters::default(),
+            http: None,
+            rules: Default::default(),
         }
     }
 
@@ -193,18 +201,24 @@ impl Backend {
     }
 
     /// Runs the balance algorithm once.
-    fn pick(&self, key: Option<PickKey>, need_slot: bool, exclude: Option<usize>) -> Option<usize> {
+    fn pick(
+        &self,
+        key: Option<PickKey<'_>>,
+        need_slot: bool,
+        exclude: Option<usize>,
+    ) -> Option<usize> {
         let view = View { be: self, need_slot };
         let (v4, v6);
-        let key_bytes: Option<&[u8]> = match key.map(|k| k.client_ip) {
-            Some(IpAddr::V4(a)) => {
+        let key_bytes: Option<&[u8]> = match key {
+            Some(PickKey::Ip(IpAddr::V4(a))) => {
                 v4 = a.octets();
                 Some(&v4)
             }
-            Some(IpAddr::V6(a)) => {
+            Some(PickKey::Ip(IpAddr::V6(a))) => {
                 v6 = a.octets();
                 Some(&v6)
             }
+            Some(PickKey::Bytes(b)) => Some(b),
             None => None,
         };
         let mut balancer = self.balancer.lock().unwrap_or_else(|e| e.into_inner());
@@ -218,9 +232,26 @@ impl Backend {
     /// Chooses a server and takes a slot on it, waiting in the queue when all are full.
     pub async fn acquire(
         self: &Arc<Self>,
-        key: Option<PickKey>,
+        key: Option<PickKey<'_>>,
         exclude: Option<usize>,
     ) -> Result<ServerSlot, AcquireError> {
+        self.acquire_persist(key, None, exclude).await
+    }
+
+    /// Like `acquire`, but a usable `persist` server (from a persistence cookie) is taken
+    /// first, waiting in its own queue when it is full.
+    pub async fn acquire_persist(
+        self: &Arc<Self>,
+        key: Option<PickKey<'_>>,
+        persist: Option<usize>,
+        exclude: Option<usize>,
+    ) -> Result<ServerSlot, AcquireError> {
+        if let Some(idx) = persist.filter(|&i| Some(i) != exclude && self.servers[i].is_up()) {
+            if self.servers[idx].try_take_slot() {
+                return Ok(self.slot(idx));
+            }
+            return self.wait_in_queue(Some(idx)).await;
+        }
         if self.deterministic {
             if let Some(idx) = self.pick(key, false, exclude) {
                 if self.servers[idx].try_take_slot() {

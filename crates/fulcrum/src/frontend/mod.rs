@@ -40,4 +40,12 @@ pub struct Frontend {
     /// Where sessions go: the first `use_backend`, else `default_backend`.
     pub backend: Option<Arc<Backend>>,
     pub counters: Counters,
+    /// `mode http` settings; `None` in `mode tcp`.
+    pub http: Option<crate::http::HttpProxy>,
+    /// ACLs, rules and `use_backend` switching.
+    pub rules: crate::rules::ProxyRules,
+    /// Every backend by name (dynamic `use_backend`, `nbsrv(<name>)`).
+    pub backends: Arc<std::collections::HashMap<String, Arc<Backend>>>,
+    /// `proc.` variables, shared by the whole process.
+    pub proc_vars: Arc<crate::rules::sample::ProcVars>,
 }

@@ -103,6 +103,57 @@ pub fn tcp_line(
     s
 }
 
+/// What an HTTP transaction reports for its `httplog` line.
+pub struct HttpLog<'a> {
+    pub client: Option<SocketAddr>,
+    pub frontend: &'a str,
+    pub backend: &'a str,
+    pub server: &'a str,
+    /// Time to receive the request head (TR), to get a server slot (Tw), to connect (Tc), to
+    /// get the response head (Tr); total (Ta). `None` prints -1.
+    pub tr: Option<Duration>,
+    pub tw: Option<Duration>,
+    pub tc: Option<Duration>,
+    pub trsp: Option<Duration>,
+    pub ta: Duration,
+    pub status: u16,
+    pub bytes: u64,
+    /// HAProxy's termination state (two letters).
+    pub state: &'a str,
+    pub request_line: &'a [u8],
+}
+
+/// One `httplog` line (configuration.txt §8.2.3), without the cookie and header captures:
+/// `client [date] frontend backend/server TR/Tw/Tc/Tr/Ta status bytes - - state "request"`.
+pub fn http_line(l: &HttpLog<'_>) -> String {
+    let mut s = String::with_capacity(200);
+    match l.client {
+        Some(a) => {
+            let _ = write!(s, "{}:{} ", a.ip(), a.port());
+        }
+        None => s.push_str("unix:1 "),
+    }
+    write_date(&mut s, SystemTime::now() - l.ta);
+    let t = |d: Option<Duration>| d.map_or("-1".to_string(), |d| ms(d).to_string());
+    let _ = write!(
+        s,
+        " {} {}/{} {}/{}/{}/{}/{} {} {} - - {}-- \"{}\"",
+        l.frontend,
+        l.backend,
+        l.server,
+        t(l.tr),
+        t(l.tw),
+        t(l.tc),
+        t(l.trsp),
+        ms(l.ta),
+        l.status,
+        l.bytes,
+        l.state,
+        String::from_utf8_lossy(l.request_line),
+    );
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,6 +14,8 @@ use fulcrum_config as cfg;
 use crate::backend::{Backend, BackendTimeouts};
 use crate::frontend::limit::Limit;
 use crate::frontend::{Bind, Frontend, FrontendTimeouts};
+use crate::http::messages::Messages;
+use crate::http::{AddrHeader, ConnMode, HashKey, HttpProxy, HttpTimeouts, Reuse};
 use crate::server::{Server, Target};
 
 #[derive(Debug)]
@@ -25,27 +27,27 @@ pub struct Plan {
 /// Builds the plan; errors name the config line they come from.
 pub fn build(config: &cfg::Config) -> Result<Plan, Vec<String>> {
     let mut errors = Vec::new();
-    let mut by_name: HashMap<&str, Arc<Backend>> = HashMap::new();
+    let mut maps = HashMap::new();
+    let mut by_name: HashMap<String, Arc<Backend>> = HashMap::new();
     for p in config.backends() {
-        match backend(p) {
+        match backend(p, config, &mut maps) {
             Ok(be) => {
-                let be = Arc::new(be);
-                by_name.insert(&p.name, be);
+                by_name.insert(p.name.clone(), Arc::new(be));
             }
             Err(mut e) => errors.append(&mut e),
         }
     }
+    let backends = Arc::new(by_name);
+    let proc_vars = Arc::new(crate::rules::sample::ProcVars::default());
     let mut frontends = Vec::new();
     for p in config.frontends() {
-        let first_use = p.use_backends.first().and_then(|u| match &u.target {
-            cfg::BackendTarget::Name(n) if u.cond.is_none() => Some(n.as_str()),
-            _ => None,
-        });
-        let target = first_use
-            .or(p.default_backend.as_ref().map(|r| r.name.as_str()))
+        let default = p
+            .default_backend
+            .as_ref()
+            .map(|r| r.name.as_str())
             .or((p.kind == cfg::ProxyKind::Listen).then_some(p.name.as_str()));
-        let backend = match target {
-            Some(name) => match by_name.get(name) {
+        let backend = match default {
+            Some(name) => match backends.get(name) {
                 Some(be) => Some(Arc::clone(be)),
                 None => {
                     errors.push(format!(
@@ -57,13 +59,160 @@ pub fn build(config: &cfg::Config) -> Result<Plan, Vec<String>> {
             },
             None => None,
         };
-        frontends.push(Arc::new(frontend(p, backend)));
+        let mut c = crate::rules::Compiler::new(p, &mut maps);
+        let mut rules = proxy_rules(&mut c, p);
+        for u in &p.use_backends {
+            let cond = c.cond(&u.cond, &u.span);
+            let target = match &u.target {
+                cfg::BackendTarget::Name(n) => match backends.get(n) {
+                    Some(be) => crate::rules::UseTarget::Fixed(Arc::clone(be)),
+                    None => {
+                        c.errors.push(format!(
+                            "[{}] : proxy '{}': unknown backend '{n}'",
+                            u.span, p.name
+                        ));
+                        continue;
+                    }
+                },
+                cfg::BackendTarget::Dynamic(f) => {
+                    crate::rules::UseTarget::Dynamic(c.format(f, &u.span))
+                }
+            };
+            rules.use_backends.push((target, cond));
+        }
+        errors.append(&mut c.errors);
+        rules.acls = c.finish();
+        let http = match p.mode {
+            cfg::Mode::Http => match http_proxy(p, config) {
+                Ok(h) => Some(h),
+                Err(mut e) => {
+                    errors.append(&mut e);
+                    None
+                }
+            },
+            cfg::Mode::Tcp => None,
+        };
+        let mut fe = frontend(p, backend);
+        fe.http = http;
+        fe.rules = rules;
+        fe.backends = Arc::clone(&backends);
+        fe.proc_vars = Arc::clone(&proc_vars);
+        frontends.push(Arc::new(fe));
     }
     if errors.is_empty() {
         Ok(Plan { global: config.global.clone(), frontends })
     } else {
         Err(errors)
     }
+}
+
+/// Compiles the ACLs and rules every proxy kind has (use_backend rules are added by the caller).
+fn proxy_rules(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::rules::ProxyRules {
+    crate::rules::ProxyRules {
+        acls: Default::default(),
+        http_request: c.rules(&p.http_request),
+        http_response: c.rules(&p.http_response),
+        http_after_response: c.rules(&p.http_after_response),
+        redirects: c.rules(&p.redirects),
+        tcp_connection: c.tcp_rules(&p.tcp_request_connection),
+        tcp_content: c.tcp_rules(&p.tcp_request_content),
+        monitor_fail: p
+            .monitor_fail
+            .iter()
+            .filter_map(|m| c.cond(&Some(m.clone()), &p.span))
+            .collect(),
+        use_backends: Vec::new(),
+    }
+}
+
+/// The HTTP settings of a `mode http` proxy; error message files are read here.
+fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<String>> {
+    let mut errors = Vec::new();
+    let mut replaced = HashMap::new();
+    for (status, src) in &p.errors {
+        match src {
+            cfg::ErrorSource::File { path, span } => match std::fs::read(path) {
+                Ok(b) => {
+                    replaced.insert(*status, Arc::<[u8]>::from(b));
+                }
+                Err(e) => errors.push(format!(
+                    "parsing [{span}] : error while reading errorfile '{}' : {e}",
+                    path.display()
+                )),
+            },
+            cfg::ErrorSource::Reply(r) => {
+                replaced.insert(*status, Arc::<[u8]>::from(static_reply(r)));
+            }
+        }
+    }
+    let addr = |f: &Option<cfg::ForwardFor>| {
+        f.as_ref().map(|f| AddrHeader {
+            header: f.header.clone(),
+            except: f.except,
+            if_none: f.if_none,
+        })
+    };
+    let g = &config.global;
+    let h = HttpProxy {
+        timeouts: HttpTimeouts {
+            request: p.timeouts.http_request,
+            keep_alive: p.timeouts.http_keep_alive,
+        },
+        conn_mode: match p.http_conn_mode {
+            cfg::HttpConnMode::KeepAlive => ConnMode::KeepAlive,
+            cfg::HttpConnMode::ServerClose => ConnMode::ServerClose,
+            cfg::HttpConnMode::Close => ConnMode::Close,
+        },
+        reuse: match p.http_reuse {
+            cfg::HttpReuse::Never => Reuse::Never,
+            cfg::HttpReuse::Safe => Reuse::Safe,
+            cfg::HttpReuse::Aggressive => Reuse::Aggressive,
+            cfg::HttpReuse::Always => Reuse::Always,
+        },
+        forwardfor: addr(&p.forwardfor),
+        originalto: addr(&p.originalto),
+        messages: Messages::new(replaced),
+        limits: fulcrum_http::Limits {
+            max_head: g.tune_bufsize,
+            max_headers: g.tune_http_maxhdr as usize,
+        },
+        buffer_request: p.http_buffer_request,
+        monitor_uri: p.monitor_uri.clone(),
+        cookie: p.cookie.clone(),
+        hash_key: match &p.balance {
+            cfg::Balance::Uri { depth, len, whole, path_only } => {
+                HashKey::Uri { depth: *depth, len: *len, whole: *whole, path_only: *path_only }
+            }
+            cfg::Balance::UrlParam { name } => HashKey::UrlParam(name.clone()),
+            cfg::Balance::Hdr { name, use_domain_only } => {
+                HashKey::Hdr { name: name.clone(), domain_only: *use_domain_only }
+            }
+            _ => HashKey::Source,
+        },
+    };
+    if errors.is_empty() {
+        Ok(h)
+    } else {
+        Err(errors)
+    }
+}
+
+/// An `http-error status` reply without log-format parts, rendered once into a raw response.
+fn static_reply(r: &cfg::Reply) -> Vec<u8> {
+    let body: &[u8] = match &r.body {
+        cfg::ReplyBody::String(s) => s.as_bytes(),
+        cfg::ReplyBody::LfString(f) => f.text.as_bytes(),
+        _ => b"",
+    };
+    let file_body;
+    let body = match &r.body {
+        cfg::ReplyBody::File(p) => {
+            file_body = std::fs::read(p).unwrap_or_default();
+            &file_body[..]
+        }
+        _ => body,
+    };
+    crate::http::reply::raw(r.status, r.content_type.as_deref(), &[], body)
 }
 
 fn frontend(p: &cfg::Proxy, backend: Option<Arc<Backend>>) -> Frontend {
@@ -86,10 +235,18 @@ fn frontend(p: &cfg::Proxy, backend: Option<Arc<Backend>>) -> Frontend {
         timeouts: FrontendTimeouts { client: p.timeouts.client, client_fin: p.timeouts.client_fin },
         backend,
         counters: Default::default(),
+        http: None,
+        rules: Default::default(),
+        backends: Default::default(),
+        proc_vars: Default::default(),
     }
 }
 
-fn backend(p: &cfg::Proxy) -> Result<Backend, Vec<String>> {
+fn backend(
+    p: &cfg::Proxy,
+    config: &cfg::Config,
+    maps: &mut HashMap<(std::path::PathBuf, u8), Arc<crate::rules::Map>>,
+) -> Result<Backend, Vec<String>> {
     let mut errors = Vec::new();
     let mut servers = Vec::new();
     for s in &p.servers {
@@ -103,6 +260,8 @@ fn backend(p: &cfg::Proxy) -> Result<Backend, Vec<String>> {
                     s.maxqueue.unwrap_or(0),
                 );
                 srv.backup = s.backup;
+                srv.cookie = s.cookie.clone();
+                srv.pool_max_conn = s.pool_max_conn.unwrap_or(-1);
                 srv.set_maintenance_raw(s.disabled);
                 servers.push(srv);
             }
@@ -137,7 +296,7 @@ fn backend(p: &cfg::Proxy) -> Result<Backend, Vec<String>> {
         avalanche: p.hash_type.avalanche,
     };
     let t = &p.timeouts;
-    Ok(Backend::new(
+    let mut be = Backend::new(
         p.name.clone(),
         servers,
         Balancer::new(algorithm, hash),
@@ -152,7 +311,23 @@ fn backend(p: &cfg::Proxy) -> Result<Backend, Vec<String>> {
             tunnel: t.tunnel,
             server_fin: t.server_fin,
         },
-    ))
+    );
+    let mut c = crate::rules::Compiler::new(p, maps);
+    let mut rules = proxy_rules(&mut c, p);
+    errors.append(&mut c.errors);
+    rules.acls = c.finish();
+    be.rules = rules;
+    if p.mode == cfg::Mode::Http {
+        match http_proxy(p, config) {
+            Ok(h) => be.http = Some(Box::new(h)),
+            Err(mut e) => errors.append(&mut e),
+        }
+    }
+    if errors.is_empty() {
+        Ok(be)
+    } else {
+        Err(errors)
+    }
 }
 
 /// Resolves a server address (host names through the system resolver, first answer).

@@ -141,6 +141,9 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
 
 async fn session(fe: &Frontend, conn: Accepted, shared: &Shared) {
     Counters::inc(&fe.counters.sessions);
+    if let Some(http) = &fe.http {
+        return crate::http::serve(fe, http, conn, shared).await;
+    }
     let Some(be) = fe.backend.as_ref() else {
         if shared.debug {
             eprintln!("{}: no backend: session closed", fe.name);

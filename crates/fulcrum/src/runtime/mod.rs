@@ -35,6 +35,40 @@ pub enum RunState {
     SoftStop,
 }
 
+/// This worker's soft-stop flag: set once the worker stops accepting, so keep-alive sessions
+/// close after their current transaction and idle ones close at once.
+#[derive(Default)]
+pub struct Stop {
+    on: std::cell::Cell<bool>,
+    notify: tokio::sync::Notify,
+}
+
+thread_local! {
+    static STOP: &'static Stop = Box::leak(Box::default());
+}
+
+/// True once this worker is soft-stopping.
+pub fn stopping() -> bool {
+    STOP.with(|s| s.on.get())
+}
+
+/// Resolves once this worker is soft-stopping.
+pub async fn stopped() {
+    let stop: &'static Stop = STOP.with(|s| *s);
+    let notified = stop.notify.notified();
+    if stop.on.get() {
+        return;
+    }
+    notified.await;
+}
+
+fn begin_stop() {
+    STOP.with(|s| {
+        s.on.set(true);
+        s.notify.notify_waiters();
+    });
+}
+
 /// What every worker shares.
 #[derive(Debug)]
 pub struct Shared {
@@ -141,6 +175,14 @@ fn worker(
             let task = accept::accept_loop(ws, Arc::clone(&shared), std::rc::Rc::clone(&live));
             loops.push(tokio::task::spawn_local(task));
         }
+        let purge = tokio::task::spawn_local(async {
+            // HAProxy's default `pool-purge-delay`.
+            let delay = std::time::Duration::from_secs(5);
+            loop {
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                crate::http::pool::purge(delay);
+            }
+        });
         while *state.borrow_and_update() == RunState::Running {
             if state.changed().await.is_err() {
                 break;
@@ -149,6 +191,9 @@ fn worker(
         for l in &loops {
             l.abort();
         }
+        purge.abort();
+        begin_stop();
+        crate::http::pool::clear();
         for l in loops {
             let _ = l.await;
         }

@@ -57,6 +57,12 @@ pub struct Server {
     /// Connections currently assigned to this server (including ones still connecting).
     cur_conns: AtomicU32,
     pub counters: Counters,
+    /// Idle connections to this server in the workers' pools (`pool-max-conn` caps them).
+    pub idle_conns: AtomicU32,
+    /// `pool-max-conn`: -1 unlimited, 0 no pooling.
+    pub pool_max_conn: i32,
+    /// `cookie <value>`: the persistence cookie value naming this server.
+    pub cookie: Option<String>,
 }
 
 impl Server {
@@ -71,6 +77,9 @@ impl Server {
             maint: AtomicBool::new(false),
             cur_conns: AtomicU32::new(0),
             counters: Counters::default(),
+            idle_conns: AtomicU32::new(0),
+            pool_max_conn: -1,
+            cookie: None,
         }
     }
 

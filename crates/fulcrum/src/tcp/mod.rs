@@ -57,17 +57,23 @@ pub struct Outcome {
     pub moved: tunnel::Moved,
 }
 
+impl Outcome {
+    pub fn empty() -> Self {
+        Outcome {
+            ending: Ending::Done,
+            server: None,
+            queue_wait: Duration::ZERO,
+            connect: Duration::ZERO,
+            retries: 0,
+            moved: Default::default(),
+        }
+    }
+}
+
 /// Serves one TCP session to its end.
 pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: Accepted) -> Outcome {
-    let key = conn.peer.map(|p| PickKey { client_ip: p.ip() });
-    let mut out = Outcome {
-        ending: Ending::Done,
-        server: None,
-        queue_wait: Duration::ZERO,
-        connect: Duration::ZERO,
-        retries: 0,
-        moved: Default::default(),
-    };
+    let key = conn.peer.map(|p| PickKey::Ip(p.ip()));
+    let mut out = Outcome::empty();
     let connecting = connect_server(be, key, conn.dst_port, &mut out);
     let connected = if be.abortonclose {
         tokio::select! {
@@ -120,22 +126,40 @@ async fn client_left(client: &Stream) {
 /// Takes a server slot and connects, retrying as `retries` and `option redispatch` say.
 async fn connect_server(
     be: &Arc<Backend>,
-    key: Option<PickKey>,
+    key: Option<PickKey<'_>>,
     dst_port: u16,
     out: &mut Outcome,
 ) -> Result<(ServerSlot, Stream), Ending> {
+    connect_server_reusing(be, key, None, dst_port, out, &mut |_| None)
+        .await
+        .map(|(s, c, _)| (s, c))
+}
+
+/// Like `connect_server`, but before each connection attempt `idle(server index)` may supply
+/// an existing connection to that server (with the number of requests it already carried).
+pub async fn connect_server_reusing(
+    be: &Arc<Backend>,
+    key: Option<PickKey<'_>>,
+    persist: Option<usize>,
+    dst_port: u16,
+    out: &mut Outcome,
+    idle: &mut dyn FnMut(usize) -> Option<(Stream, u32)>,
+) -> Result<(ServerSlot, Stream, u32), Ending> {
     let queued_at = Instant::now();
-    let mut slot = be.acquire(key, None).await.map_err(Ending::NoServer)?;
+    let mut slot = be.acquire_persist(key, persist, None).await.map_err(Ending::NoServer)?;
     let connect_at = Instant::now();
     out.queue_wait = connect_at - queued_at;
     out.server = Some(slot.index());
     let mut retries_left = be.retries;
     loop {
+        if let Some((stream, requests)) = idle(slot.index()) {
+            return Ok((slot, stream, requests));
+        }
         let endpoint = slot.server().target.resolve(dst_port);
         let err = match connect(endpoint, be.timeouts.connect).await {
             Ok(stream) => {
                 out.connect = connect_at.elapsed();
-                return Ok((slot, stream));
+                return Ok((slot, stream, 0));
             }
             Err(e) => e,
         };

@@ -37,15 +37,10 @@ fn bad_configurations_get_exact_diagnostics_and_status_1() {
             &["[ALERT] : config : parsing [check.cfg:2] : unknown keyword 'foo' in 'global' section"],
         ),
         (
-            "mode-http",
-            format!("defaults\n{T}frontend fe\n bind 127.0.0.1:1\n mode http\n"),
-            &["[ALERT] : config : parsing [check.cfg:7] : 'mode http' is not supported yet"],
-        ),
-        (
             "unsupported-and-unknown-backend",
-            format!("defaults\n{T}frontend fe\n bind 127.0.0.1:1\n option httplog\n default_backend nope\n"),
+            format!("defaults\n{T}frontend fe\n bind 127.0.0.1:1\n stick-table type ip size 1k\n default_backend nope\n"),
             &[
-                "[ALERT] : config : parsing [check.cfg:7] : 'option httplog' is not supported yet",
+                "[ALERT] : config : parsing [check.cfg:7] : 'stick-table' is not supported yet",
                 "[ALERT] : config : parsing [check.cfg:8] : Proxy 'fe': unable to find required default_backend: 'nope'.",
             ],
         ),

@@ -1,0 +1,136 @@
+//! Socket I/O for HTTP sessions: a receive buffer that borrows a pool buffer only while it holds
+//! bytes, and read/write helpers that try the syscall first and wait for readiness only after
+//! `EAGAIN` (so a socket with data costs one syscall, not an `epoll` round trip).
+//!
+//! Must not touch: HTTP semantics (framing, rules), timeouts policy (callers wrap these futures).
+
+use std::future::poll_fn;
+use std::io;
+use std::task::Poll;
+
+use crate::connection::{Buf, Stream};
+
+/// Bytes received from one side and not consumed yet: `buf[start..end]`.
+#[derive(Default)]
+pub struct RecvBuf {
+    buf: Option<Buf>,
+    start: usize,
+    end: usize,
+}
+
+impl RecvBuf {
+    pub fn data(&self) -> &[u8] {
+        match &self.buf {
+            Some(b) => &b[self.start..self.end],
+            None => &[],
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+
+    /// Marks `n` bytes as used; gives the pool buffer back once nothing is left.
+    pub fn consume(&mut self, n: usize) {
+        debug_assert!(n <= self.len());
+        self.start += n;
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+            self.buf = None;
+        }
+    }
+
+    /// Forgets everything buffered.
+    pub fn clear(&mut self) {
+        self.start = 0;
+        self.end = 0;
+        self.buf = None;
+    }
+
+    /// True when no more bytes fit without consuming some (the buffer is full).
+    pub fn is_full(&self) -> bool {
+        self.buf.as_ref().is_some_and(|b| self.start == 0 && self.end == b.len())
+    }
+
+    /// Reads once from `s`, appending to the buffered bytes. Returns the number of bytes read;
+    /// 0 means end of stream. Fails with `OutOfMemory` when the buffer is already full.
+    /// While nothing is buffered and the socket has nothing to read, the pool buffer is given
+    /// back: an idle keep-alive connection holds no buffer.
+    pub async fn fill(&mut self, s: &Stream) -> io::Result<usize> {
+        poll_fn(|cx| loop {
+            match self.try_fill(s) {
+                Ok(Some(n)) => return Poll::Ready(Ok(n)),
+                Err(e) => return Poll::Ready(Err(e)),
+                Ok(None) => {}
+            }
+            match s.poll_read_ready(cx) {
+                Poll::Ready(Ok(())) => continue,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        })
+        .await
+    }
+
+    /// Reads once without waiting: `Ok(None)` when the socket has nothing now, `Ok(Some(0))`
+    /// at end of stream.
+    pub fn try_fill(&mut self, s: &Stream) -> io::Result<Option<usize>> {
+        let buf = self.buf.get_or_insert_with(Buf::take);
+        if self.end == buf.len() {
+            if self.start == 0 {
+                return Err(io::Error::new(io::ErrorKind::OutOfMemory, "buffer full"));
+            }
+            buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        let r = s.try_read(&mut buf[self.end..]);
+        let r = match r {
+            Ok(n) => {
+                self.end += n;
+                Ok(Some(n))
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) => Err(e),
+        };
+        if self.start == self.end {
+            self.clear();
+        }
+        r
+    }
+}
+
+/// Writes all of `data`.
+pub async fn write_all(s: &Stream, mut data: &[u8]) -> io::Result<()> {
+    while !data.is_empty() {
+        let n = poll_fn(|cx| loop {
+            match s.try_write(data) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                r => return Poll::Ready(r),
+            }
+            match s.poll_write_ready(cx) {
+                Poll::Ready(Ok(())) => continue,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        })
+        .await?;
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        data = &data[n..];
+    }
+    Ok(())
+}
+
+/// Without blocking: is the idle connection still good (nothing to read, not closed)?
+/// Used before reusing a pooled server connection.
+pub fn idle_is_clean(s: &Stream) -> bool {
+    let mut one = [0u8; 1];
+    matches!(s.try_read(&mut one), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+}

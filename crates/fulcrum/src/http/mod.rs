@@ -1,0 +1,155 @@
+//! `mode http`: one client connection from accept to close, as a sequence of transactions
+//! (request, server exchange, response), HAProxy's HTTP/1.1 proxying.
+//!
+//! Per transaction: read and strictly parse the request head (`fulcrum-http`), run the
+//! frontend's rules, pick the backend (`use_backend`), run the backend's rules, get a server
+//! connection (the session's own, an idle one from the worker's pool as `http-reuse` allows,
+//! or a new one with retries), send the head and stream the body, read the response head (1xx
+//! forwarded), run response rules, stream the response body, then decide whether each side stays
+//! open. `Upgrade` (101) and `CONNECT` (2xx) turn the connection into a tunnel.
+//!
+//! Bodies are never buffered whole: they move through one pool buffer per direction, chunked
+//! bodies validated on the fly and passed through verbatim. Errors become HAProxy's answers
+//! (`messages`). Must not touch: accept/limits (runtime), server choice (backend/balancer),
+//! config parsing.
+
+pub mod io;
+pub mod messages;
+pub mod pool;
+pub mod reply;
+mod session;
+
+pub use session::serve;
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use messages::Messages;
+
+/// Client-facing HTTP timeouts, resolved from the frontend.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HttpTimeouts {
+    /// `timeout http-request`: the whole request head must arrive within it (else 408).
+    pub request: Option<Duration>,
+    /// `timeout http-keep-alive`: how long to wait for the next request.
+    pub keep_alive: Option<Duration>,
+}
+
+/// `option http-keep-alive` (default) / `http-server-close` / `httpclose`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ConnMode {
+    #[default]
+    KeepAlive,
+    /// Keep the client connection, close the server one after each response.
+    ServerClose,
+    /// Close both after each response.
+    Close,
+}
+
+/// `http-reuse`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Reuse {
+    /// Server connections stay private to the session that opened them.
+    Never,
+    /// A session's first request gets its own connection; later ones may use idle ones.
+    #[default]
+    Safe,
+    /// Like safe, but a first request may use an idle connection that was already reused.
+    Aggressive,
+    /// Any request may use any idle connection.
+    Always,
+}
+
+/// `option forwardfor` / `option originalto`.
+#[derive(Clone, Debug)]
+pub struct AddrHeader {
+    pub header: String,
+    /// `except <net>`: source addresses in it get no header.
+    pub except: Option<(IpAddr, u8)>,
+    /// `if-none`: only add when the request has no such header.
+    pub if_none: bool,
+}
+
+impl AddrHeader {
+    pub fn excepted(&self, ip: IpAddr) -> bool {
+        match self.except {
+            Some((net, bits)) => ip_in(ip, net, bits),
+            None => false,
+        }
+    }
+}
+
+/// Whether `ip` is inside `net/bits` (an IPv4 address also matches its IPv6-mapped form).
+pub fn ip_in(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
+    fn v6(ip: IpAddr) -> (u128, u8) {
+        match ip {
+            IpAddr::V4(a) => (u128::from(a.to_ipv6_mapped()), 96),
+            IpAddr::V6(a) => (u128::from(a), 0),
+        }
+    }
+    let (a, _) = v6(ip);
+    let (n, extra) = v6(net);
+    let bits = u32::from(bits) + u32::from(extra);
+    if bits == 0 {
+        return true;
+    }
+    let mask = u128::MAX << (128 - bits.min(128));
+    a & mask == n & mask
+}
+
+/// The HTTP settings of a frontend or backend.
+#[derive(Debug)]
+pub struct HttpProxy {
+    pub timeouts: HttpTimeouts,
+    pub conn_mode: ConnMode,
+    pub reuse: Reuse,
+    pub forwardfor: Option<AddrHeader>,
+    pub originalto: Option<AddrHeader>,
+    pub messages: Messages,
+    /// `tune.bufsize` / `tune.http.maxhdr` limits on a message head.
+    pub limits: fulcrum_http::Limits,
+    /// `option http-buffer-request`: wait for the whole body (up to a buffer) before rules.
+    pub buffer_request: bool,
+    /// `monitor-uri`.
+    pub monitor_uri: Option<String>,
+    /// `cookie`: persistence cookie settings (backend).
+    pub cookie: Option<fulcrum_config::CookieCfg>,
+    /// What `balance uri|url_param|hdr` hashes (backend).
+    pub hash_key: HashKey,
+}
+
+/// What a hash-based `balance` hashes from the request.
+#[derive(Clone, Debug, Default)]
+pub enum HashKey {
+    /// The client's address (`source`, and every non-HTTP algorithm).
+    #[default]
+    Source,
+    Uri {
+        depth: Option<u32>,
+        len: Option<u32>,
+        whole: bool,
+        path_only: bool,
+    },
+    UrlParam(String),
+    Hdr {
+        name: String,
+        domain_only: bool,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ip_in_matches_v4_and_v6_networks() {
+        let ip = |s: &str| s.parse::<IpAddr>().expect("ip");
+        assert!(ip_in(ip("10.1.2.3"), ip("10.0.0.0"), 8));
+        assert!(!ip_in(ip("11.1.2.3"), ip("10.0.0.0"), 8));
+        assert!(ip_in(ip("127.0.0.1"), ip("127.0.0.1"), 32));
+        assert!(ip_in(ip("::1"), ip("::1"), 128));
+        assert!(ip_in(ip("2001:db8::5"), ip("2001:db8::"), 32));
+        assert!(ip_in(ip("1.2.3.4"), ip("0.0.0.0"), 0));
+        assert!(ip_in(ip("::ffff:10.0.0.1"), ip("10.0.0.0"), 8));
+    }
+}

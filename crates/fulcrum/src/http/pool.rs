@@ -1,0 +1,124 @@
+//! Idle server connections of one worker, per server: HAProxy's idle connection pool.
+//!
+//! A connection whose response ended cleanly and that both sides agreed to keep alive is put
+//! here (unless `http-reuse never`, or `pool-max-conn` is reached); a later request to the same
+//! server takes the most recently used one (warm in the kernel's caches). Each worker has its own
+//! pool (thread-local), so no lock is taken. Connections idle longer than `pool-purge-delay` are
+//! closed by [`purge`], called periodically by the worker.
+//!
+//! Must not touch: request/response semantics; `http-reuse` policy lives in the session.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use crate::backend::Backend;
+use crate::connection::Stream;
+use crate::server::Server;
+
+/// One server of one backend: the backend's address in memory (backends live as long as the
+/// process) and the server's index.
+pub type PoolKey = (usize, usize);
+
+fn key(be: &Arc<Backend>, idx: usize) -> PoolKey {
+    (Arc::as_ptr(be) as usize, idx)
+}
+
+/// A server connection between requests.
+pub struct Idle {
+    pub stream: Stream,
+    /// Requests it already carried ("proven" for `http-reuse aggressive` once >= 1).
+    pub requests: u32,
+    since: Instant,
+    backend: Arc<Backend>,
+    idx: usize,
+}
+
+impl Idle {
+    fn server(&self) -> &Server {
+        &self.backend.servers[self.idx]
+    }
+}
+
+#[derive(Default)]
+struct Pool {
+    by_server: HashMap<PoolKey, Vec<Idle>>,
+}
+
+thread_local! {
+    static POOL: RefCell<Pool> = RefCell::new(Pool::default());
+}
+
+/// Takes a clean idle connection to server `idx` of `be`, if any, most recently used first.
+/// `min_requests`: how many requests it must already have carried (1 for `aggressive`).
+pub fn take(be: &Arc<Backend>, idx: usize, min_requests: u32) -> Option<Idle> {
+    POOL.with(|p| {
+        let mut p = p.borrow_mut();
+        let list = p.by_server.get_mut(&key(be, idx))?;
+        let mut i = list.len();
+        while i > 0 {
+            i -= 1;
+            if list[i].requests < min_requests {
+                continue;
+            }
+            let idle = list.swap_remove(i);
+            idle.server().idle_conns.fetch_sub(1, Ordering::Relaxed);
+            if super::io::idle_is_clean(&idle.stream) {
+                return Some(idle);
+            }
+            // Closed by the server (or it sent something unexpected): drop it, look on.
+            i = i.min(list.len());
+        }
+        None
+    })
+}
+
+/// Offers a connection to the pool; it is closed instead when `pool-max-conn` is reached.
+pub fn put(be: &Arc<Backend>, idx: usize, stream: Stream, requests: u32) {
+    let server = &be.servers[idx];
+    let max = server.pool_max_conn;
+    if max >= 0 && server.idle_conns.load(Ordering::Relaxed) >= max as u32 {
+        return;
+    }
+    server.idle_conns.fetch_add(1, Ordering::Relaxed);
+    let idle = Idle { stream, requests, since: Instant::now(), backend: Arc::clone(be), idx };
+    POOL.with(|p| p.borrow_mut().by_server.entry(key(be, idx)).or_default().push(idle));
+}
+
+/// Closes this worker's connections idle for longer than `delay` and the ones their server
+/// closed meanwhile. Returns how many were closed.
+pub fn purge(delay: Duration) -> usize {
+    let now = Instant::now();
+    POOL.with(|p| {
+        let mut p = p.borrow_mut();
+        let mut closed = 0;
+        for list in p.by_server.values_mut() {
+            list.retain(|c| {
+                let keep =
+                    now.duration_since(c.since) < delay && super::io::idle_is_clean(&c.stream);
+                if !keep {
+                    c.server().idle_conns.fetch_sub(1, Ordering::Relaxed);
+                    closed += 1;
+                }
+                keep
+            });
+        }
+        closed
+    })
+}
+
+/// Closes every idle connection of this worker (soft stop).
+pub fn clear() {
+    POOL.with(|p| {
+        for (_, list) in p.borrow_mut().by_server.drain() {
+            for c in list {
+                c.server().idle_conns.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    });
+}

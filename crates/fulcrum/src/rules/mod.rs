@@ -1,0 +1,699 @@
+//! ACLs, conditions, log-format strings and rules, compiled once at start-up from the config
+//! model and evaluated per transaction.
+//!
+//! An ACL is a sample expression plus an indexed pattern set (`fulcrum-pattern`), so matching
+//! a value against thousands of patterns costs one lookup, not one comparison per pattern.
+//! Conditions refer to ACLs by index. Actions that only edit the request or response head are
+//! applied here; actions that answer the client (deny, return, redirect) or wait for data are
+//! handed back to the session as a [`Verdict`].
+//!
+//! Must not touch: sockets, server choice.
+
+pub mod sample;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use fulcrum_config as cfg;
+use fulcrum_http::Head;
+use fulcrum_pattern::{Method as PMethod, PatternSet, Replace};
+
+pub use fulcrum_pattern::Map;
+use sample::{Ctx, Expr, Value, Vars};
+
+/// One compiled ACL criterion.
+#[derive(Debug)]
+pub struct Acl {
+    expr: Expr,
+    method: cfg::MatchMethod,
+    set: PatternSet,
+}
+
+impl Acl {
+    fn matches(&self, ctx: &Ctx<'_>) -> bool {
+        use cfg::MatchMethod as M;
+        match self.method {
+            M::Found => self.expr.any(ctx, &mut |_| true),
+            M::Bool => self.expr.any(ctx, &mut |v| v.is_true()),
+            M::Int => {
+                self.expr.any(ctx, &mut |v| v.as_int().is_some_and(|i| self.set.match_int(i)))
+            }
+            M::Len => self.expr.any(ctx, &mut |v| self.set.match_int(v.as_bytes().len() as i64)),
+            M::Ip => self.expr.any(ctx, &mut |v| v.as_ip().is_some_and(|ip| self.set.match_ip(ip))),
+            _ => self.expr.any(ctx, &mut |v| self.set.match_str(&v.as_bytes())),
+        }
+    }
+}
+
+/// A condition: OR of AND-groups of (negated?) ACL references.
+#[derive(Debug)]
+pub struct Cond {
+    unless: bool,
+    terms: Vec<Vec<(bool, AclId)>>,
+}
+
+/// Index into [`Acls`].
+pub type AclId = usize;
+
+/// All ACLs of a proxy: each entry is one name's lines (ORed), or one anonymous ACL.
+#[derive(Debug, Default)]
+pub struct Acls {
+    entries: Vec<Vec<Acl>>,
+}
+
+impl Cond {
+    pub fn eval(&self, acls: &Acls, ctx: &Ctx<'_>) -> bool {
+        let r = self.terms.iter().any(|group| {
+            group.iter().all(|(negate, id)| {
+                let m = acls.entries[*id].iter().any(|a| a.matches(ctx));
+                m != *negate
+            })
+        });
+        r != self.unless
+    }
+}
+
+/// Evaluates an optional condition (absent: true).
+pub fn holds(cond: &Option<Cond>, acls: &Acls, ctx: &Ctx<'_>) -> bool {
+    cond.as_ref().is_none_or(|c| c.eval(acls, ctx))
+}
+
+/// A compiled log-format string.
+#[derive(Debug)]
+pub struct Format {
+    parts: Vec<Part>,
+}
+
+#[derive(Debug)]
+enum Part {
+    Lit(Box<[u8]>),
+    Sample(Expr),
+    Var(cfg::LogVar),
+}
+
+impl Format {
+    /// Appends the formatted text to `out`.
+    pub fn render(&self, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
+        use std::io::Write as _;
+        for p in &self.parts {
+            match p {
+                Part::Lit(s) => out.extend_from_slice(s),
+                Part::Sample(e) => {
+                    if let Some(v) = e.eval(ctx) {
+                        out.extend_from_slice(&v.as_bytes());
+                    }
+                }
+                Part::Var(v) => {
+                    let _ = match v {
+                        cfg::LogVar::ClientIp => match ctx.src {
+                            Some(a) => write!(out, "{}", a.ip()),
+                            None => write!(out, "unix"),
+                        },
+                        cfg::LogVar::ClientPort => {
+                            write!(out, "{}", ctx.src.map_or(0, |a| a.port()))
+                        }
+                        cfg::LogVar::FrontendIp => match ctx.dst {
+                            Some(a) => write!(out, "{}", a.ip()),
+                            None => write!(out, "unix"),
+                        },
+                        cfg::LogVar::FrontendPort => {
+                            write!(out, "{}", ctx.dst.map_or(0, |a| a.port()))
+                        }
+                        cfg::LogVar::Frontend => write!(out, "{}", ctx.frontend),
+                        cfg::LogVar::Backend => {
+                            write!(out, "{}", ctx.backend.map_or("<NOSRV>", |b| b.name.as_str()))
+                        }
+                        cfg::LogVar::Server => write!(out, "{}", ctx.server.unwrap_or("<NOSRV>")),
+                        cfg::LogVar::HttpRequest => match ctx.req {
+                            Some(r) => {
+                                out.extend_from_slice(r.method_bytes());
+                                out.push(b' ');
+                                out.extend_from_slice(r.target());
+                                write!(
+                                    out,
+                                    " HTTP/{}",
+                                    if r.version() == fulcrum_http::Version::Http10 {
+                                        "1.0"
+                                    } else {
+                                        "1.1"
+                                    }
+                                )
+                            }
+                            None => Ok(()),
+                        },
+                        cfg::LogVar::Pid => write!(out, "{}", std::process::id()),
+                    };
+                }
+            }
+        }
+    }
+
+    pub fn render_vec(&self, ctx: &Ctx<'_>) -> Vec<u8> {
+        let mut v = Vec::new();
+        self.render(ctx, &mut v);
+        v
+    }
+}
+
+/// A reply the proxy builds itself (`return`, `deny`, `http-error`).
+#[derive(Debug)]
+pub struct ReplySpec {
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub body: ReplyBody,
+    pub headers: Vec<(String, Format)>,
+}
+
+#[derive(Debug)]
+pub enum ReplyBody {
+    None,
+    Bytes(Arc<[u8]>),
+    Format(Format),
+    /// The proxy's error message for the status (a raw response, sent as is).
+    ErrorMessage,
+}
+
+/// What a redirect produces.
+#[derive(Debug)]
+pub struct RedirectSpec {
+    pub kind: cfg::RedirectKind,
+    pub value: Format,
+    pub code: u16,
+    pub drop_query: bool,
+    pub append_slash: bool,
+}
+
+/// A compiled rule action.
+#[derive(Debug)]
+pub enum Action {
+    Allow,
+    Deny { status: u16, reply: Option<ReplySpec> },
+    Return(ReplySpec),
+    Redirect(RedirectSpec),
+    SetHeader { name: Box<[u8]>, value: Format },
+    AddHeader { name: Box<[u8]>, value: Format },
+    DelHeader { name: Box<[u8]> },
+    ReplaceHeader { name: Box<[u8]>, re: Replace, with: Format },
+    ReplaceValue { name: Box<[u8]>, re: Replace, with: Format },
+    SetPath(Format),
+    SetQuery(Format),
+    SetUri(Format),
+    SetMethod(Format),
+    ReplaceUri { re: Replace, with: Format },
+    ReplacePath { re: Replace, with: Format },
+    SetVar { scope: cfg::VarScope, name: Box<str>, expr: Expr },
+    UnsetVar { scope: cfg::VarScope, name: Box<str> },
+    WaitForBody { time: std::time::Duration, at_least: Option<u64> },
+    SetStatus { status: u16, reason: Option<Box<[u8]>> },
+}
+
+#[derive(Debug)]
+pub struct Rule {
+    pub action: Action,
+    pub cond: Option<Cond>,
+}
+
+/// How a rule list ended for the session.
+#[derive(Debug)]
+pub enum Verdict<'r> {
+    /// All rules ran (or `allow` stopped them): go on.
+    Continue,
+    /// Answer the client with a status (the proxy's message for it), `deny`.
+    Deny(u16, Option<&'r ReplySpec>),
+    Return(&'r ReplySpec),
+    Redirect(&'r RedirectSpec),
+    /// A rewrite produced an invalid message.
+    RewriteFailed,
+    /// `wait-for-body`: the session buffers the body then runs the rules again from `resume`.
+    WaitForBody {
+        time: std::time::Duration,
+        at_least: Option<u64>,
+        resume: usize,
+    },
+}
+
+/// Runs `rules[start..]`, editing `head` (the request, or the response when `req` is given)
+/// in place; later rules see earlier edits.
+#[allow(clippy::too_many_arguments)]
+pub fn run<'r>(
+    rules: &'r [Rule],
+    start: usize,
+    acls: &Acls,
+    base: &Base<'_>,
+    head: &mut Head,
+    req: Option<&Head>,
+    vars: &mut Vars,
+    scratch: &mut Vec<u8>,
+) -> Verdict<'r> {
+    for (i, rule) in rules.iter().enumerate().skip(start) {
+        if !holds(&rule.cond, acls, &base.ctx(head, req, vars)) {
+            continue;
+        }
+        match &rule.action {
+            Action::Allow => return Verdict::Continue,
+            Action::Deny { status, reply } => return Verdict::Deny(*status, reply.as_ref()),
+            Action::Return(r) => return Verdict::Return(r),
+            Action::Redirect(r) => return Verdict::Redirect(r),
+            Action::WaitForBody { time, at_least } => {
+                return Verdict::WaitForBody { time: *time, at_least: *at_least, resume: i + 1 }
+            }
+            Action::SetVar { scope, name, expr } => {
+                let v = expr.eval(&base.ctx(head, req, vars)).map(Value::into_owned);
+                if let Some(v) = v {
+                    vars.set(*scope, name, v);
+                }
+            }
+            Action::UnsetVar { scope, name } => vars.unset(*scope, name),
+            action => {
+                scratch.clear();
+                if edit(action, head, req, vars, base, scratch).is_err() {
+                    // HAProxy's `strict-mode` (on by default): a failed rewrite fails the
+                    // transaction (500 on requests, 502 on responses).
+                    return Verdict::RewriteFailed;
+                }
+            }
+        }
+    }
+    Verdict::Continue
+}
+
+/// The parts of a fetch context that do not change while rules run.
+pub struct Base<'a> {
+    pub src: Option<std::net::SocketAddr>,
+    pub dst: Option<std::net::SocketAddr>,
+    pub proc_vars: &'a sample::ProcVars,
+    pub frontend: &'a str,
+    pub backend: Option<&'a crate::backend::Backend>,
+    pub server: Option<&'a str>,
+    pub backends: &'a HashMap<String, Arc<crate::backend::Backend>>,
+}
+
+impl<'a> Base<'a> {
+    /// A context over `head`: the request when `req` is `None`, else the response to `req`.
+    pub fn ctx<'c>(&'c self, head: &'c Head, req: Option<&'c Head>, vars: &'c Vars) -> Ctx<'c> {
+        let (req, resp) = match req {
+            None => (Some(head), None),
+            Some(r) => (Some(r), Some(head)),
+        };
+        Ctx {
+            src: self.src,
+            dst: self.dst,
+            req,
+            resp,
+            vars,
+            proc_vars: self.proc_vars,
+            frontend: self.frontend,
+            backend: self.backend,
+            server: self.server,
+            backends: self.backends,
+        }
+    }
+}
+
+/// Applies a head-editing action.
+fn edit(
+    action: &Action,
+    head: &mut Head,
+    req: Option<&Head>,
+    vars: &Vars,
+    base: &Base<'_>,
+    out: &mut Vec<u8>,
+) -> Result<(), fulcrum_http::EditError> {
+    let render = |f: &Format, head: &Head, out: &mut Vec<u8>| {
+        f.render(&base.ctx(head, req, vars), out);
+    };
+    match action {
+        Action::SetHeader { name, value } => {
+            render(value, head, out);
+            head.set_header(name, out)?;
+        }
+        Action::AddHeader { name, value } => {
+            render(value, head, out);
+            head.add_header(name, out)?;
+        }
+        Action::DelHeader { name } => {
+            head.remove_header(name);
+        }
+        Action::ReplaceHeader { name, re, with } | Action::ReplaceValue { name, re, with } => {
+            let per_value = matches!(action, Action::ReplaceValue { .. });
+            render(with, head, out);
+            let with = std::mem::take(out);
+            let mut edits: Vec<(usize, Vec<u8>)> = Vec::new();
+            for (i, (n, v)) in head.headers().enumerate() {
+                if !n.eq_ignore_ascii_case(name) {
+                    continue;
+                }
+                let mut new = Vec::new();
+                let changed = if per_value {
+                    let mut any = false;
+                    for (k, part) in fulcrum_http::comma_values(v).enumerate() {
+                        if k > 0 {
+                            new.extend_from_slice(b", ");
+                        }
+                        let mut one = Vec::new();
+                        if re.replace(part, &with, &mut one) {
+                            any = true;
+                            new.extend_from_slice(&one);
+                        } else {
+                            new.extend_from_slice(part);
+                        }
+                    }
+                    any
+                } else {
+                    re.replace(v, &with, &mut new)
+                };
+                if changed {
+                    edits.push((i, new));
+                }
+            }
+            for (i, v) in edits {
+                head.set_header_value_at(i, &v)?;
+            }
+        }
+        Action::SetPath(f) => {
+            render(f, head, out);
+            head.set_path(out)?;
+        }
+        Action::SetQuery(f) => {
+            render(f, head, out);
+            let q = out.strip_prefix(b"?").unwrap_or(out);
+            head.set_query(if q.is_empty() && out.is_empty() { None } else { Some(q) })?;
+        }
+        Action::SetUri(f) => {
+            render(f, head, out);
+            head.set_target(out)?;
+        }
+        Action::SetMethod(f) => {
+            render(f, head, out);
+            head.set_method(out)?;
+        }
+        Action::ReplaceUri { re, with } => {
+            render(with, head, out);
+            let with = std::mem::take(out);
+            let mut new = Vec::new();
+            if re.replace(head.target(), &with, &mut new) {
+                head.set_target(&new)?;
+            }
+        }
+        Action::ReplacePath { re, with } => {
+            render(with, head, out);
+            let with = std::mem::take(out);
+            let mut new = Vec::new();
+            if re.replace(head.path(), &with, &mut new) {
+                head.set_path(&new)?;
+            }
+        }
+        Action::SetStatus { status, reason } => head.set_status(*status, reason.as_deref())?,
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Everything a proxy needs to evaluate its conditions and rules.
+#[derive(Debug, Default)]
+pub struct ProxyRules {
+    pub acls: Acls,
+    pub http_request: Vec<Rule>,
+    pub http_response: Vec<Rule>,
+    pub http_after_response: Vec<Rule>,
+    pub redirects: Vec<Rule>,
+    pub tcp_connection: Vec<(bool, Option<Cond>)>,
+    pub tcp_content: Vec<(bool, Option<Cond>)>,
+    pub monitor_fail: Vec<Cond>,
+    /// `use_backend` rules: a fixed backend or a format naming one, with the condition.
+    pub use_backends: Vec<(UseTarget, Option<Cond>)>,
+}
+
+#[derive(Debug)]
+pub enum UseTarget {
+    Fixed(Arc<crate::backend::Backend>),
+    Dynamic(Format),
+}
+
+/// Compiles a proxy's ACLs, conditions and rules. Files (`-f`, maps, reply files) are read
+/// here; errors name the config line.
+pub struct Compiler<'a> {
+    acls: Acls,
+    by_name: HashMap<String, AclId>,
+    maps: &'a mut HashMap<(std::path::PathBuf, u8), Arc<Map>>,
+    pub errors: Vec<String>,
+}
+
+impl<'a> Compiler<'a> {
+    pub fn new(
+        proxy: &'a cfg::Proxy,
+        maps: &'a mut HashMap<(std::path::PathBuf, u8), Arc<Map>>,
+    ) -> Self {
+        let mut c =
+            Compiler { acls: Acls::default(), by_name: HashMap::new(), maps, errors: Vec::new() };
+        for named in &proxy.acls {
+            match c.acl(&named.acl) {
+                Ok(acl) => match c.by_name.get(&named.name) {
+                    Some(&id) => c.acls.entries[id].push(acl),
+                    None => {
+                        c.by_name.insert(named.name.clone(), c.acls.entries.len());
+                        c.acls.entries.push(vec![acl]);
+                    }
+                },
+                Err(e) => c.errors.push(format!(
+                    "parsing [{}] : error detected while parsing ACL '{}' : {e}",
+                    named.acl.span, named.name
+                )),
+            }
+        }
+        c
+    }
+
+    pub fn finish(self) -> Acls {
+        self.acls
+    }
+
+    fn acl(&mut self, a: &cfg::Acl) -> Result<Acl, String> {
+        let expr = self.expr(&a.expr)?;
+        use cfg::MatchMethod as M;
+        let method = match a.method {
+            M::Str => PMethod::Str,
+            M::Beg => PMethod::Beg,
+            M::End => PMethod::End,
+            M::Sub => PMethod::Sub,
+            M::Reg => PMethod::Reg,
+            M::Dom => PMethod::Dom,
+            M::Dir => PMethod::Dir,
+            M::Len => PMethod::Len,
+            M::Int => PMethod::Int,
+            M::Ip => PMethod::Ip,
+            M::Found => PMethod::Found,
+            M::Bool => PMethod::Bool,
+        };
+        let mut b = PatternSet::builder(method, a.ignore_case);
+        let words: Vec<&str> = a.patterns.iter().map(String::as_str).collect();
+        b.add_words(&words).map_err(|e| e.to_string())?;
+        for f in &a.files {
+            let text = std::fs::read_to_string(f)
+                .map_err(|e| format!("failed to open pattern file <{}> : {e}", f.display()))?;
+            b.add_file(&text).map_err(|(line, e)| {
+                format!("failed to add pattern at line {line} of file <{}> : {e}", f.display())
+            })?;
+        }
+        Ok(Acl { expr, method: a.method, set: b.build() })
+    }
+
+    pub fn expr(&mut self, e: &cfg::SampleExpr) -> Result<Expr, String> {
+        let maps = &mut *self.maps;
+        sample::compile(e, &mut |path: &Path, kind| {
+            let k = (path.to_path_buf(), kind as u8);
+            if let Some(m) = maps.get(&k) {
+                return Ok(Arc::clone(m));
+            }
+            let text = std::fs::read_to_string(path)
+                .map_err(|err| format!("failed to open map file <{}> : {err}", path.display()))?;
+            let m = Map::parse(map_method(kind), &text).map_err(|(line, err)| {
+                format!("map file <{}>, line {line} : {err}", path.display())
+            })?;
+            let m = Arc::new(m);
+            maps.insert(k, Arc::clone(&m));
+            Ok(m)
+        })
+    }
+
+    /// Compiles a condition; anonymous ACLs are added to the proxy's list.
+    pub fn cond(&mut self, c: &Option<cfg::Condition>, span: &cfg::Span) -> Option<Cond> {
+        let c = c.as_ref()?;
+        let mut terms = Vec::with_capacity(c.terms.len());
+        for group in &c.terms {
+            let mut g = Vec::with_capacity(group.len());
+            for t in group {
+                let id = match &t.acl {
+                    cfg::AclRef::Named(n) => match self.by_name.get(n) {
+                        Some(&id) => id,
+                        None => {
+                            self.errors.push(format!("parsing [{span}] : no such ACL : '{n}'"));
+                            continue;
+                        }
+                    },
+                    cfg::AclRef::Anonymous(a) => match self.acl(a) {
+                        Ok(acl) => {
+                            self.acls.entries.push(vec![acl]);
+                            self.acls.entries.len() - 1
+                        }
+                        Err(e) => {
+                            self.errors.push(format!("parsing [{}] : {e}", a.span));
+                            continue;
+                        }
+                    },
+                };
+                g.push((t.negate, id));
+            }
+            terms.push(g);
+        }
+        Some(Cond { unless: c.unless, terms })
+    }
+
+    pub fn format(&mut self, f: &cfg::LogFormat, span: &cfg::Span) -> Format {
+        let mut parts = Vec::with_capacity(f.parts.len());
+        for p in &f.parts {
+            parts.push(match p {
+                cfg::LogPart::Lit(s) => Part::Lit(s.as_bytes().into()),
+                cfg::LogPart::Var(v) => Part::Var(*v),
+                cfg::LogPart::Sample(e) => match self.expr(e) {
+                    Ok(e) => Part::Sample(e),
+                    Err(err) => {
+                        self.errors.push(format!("parsing [{span}] : {err}"));
+                        continue;
+                    }
+                },
+            });
+        }
+        Format { parts }
+    }
+
+    fn replace(&mut self, re: &str, span: &cfg::Span) -> Option<Replace> {
+        match Replace::new(re) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                self.errors.push(format!("parsing [{span}] : invalid regex '{re}' : {e}"));
+                None
+            }
+        }
+    }
+
+    pub fn reply(&mut self, r: &cfg::Reply, span: &cfg::Span) -> ReplySpec {
+        let body = match &r.body {
+            cfg::ReplyBody::None => ReplyBody::None,
+            cfg::ReplyBody::String(s) => ReplyBody::Bytes(Arc::from(s.as_bytes())),
+            cfg::ReplyBody::File(p) => match std::fs::read(p) {
+                Ok(b) => ReplyBody::Bytes(Arc::from(b)),
+                Err(e) => {
+                    self.errors.push(format!(
+                        "parsing [{span}] : failed to open file '{}' : {e}",
+                        p.display()
+                    ));
+                    ReplyBody::None
+                }
+            },
+            cfg::ReplyBody::LfString(f) => ReplyBody::Format(self.format(f, span)),
+            cfg::ReplyBody::ErrorFiles => ReplyBody::ErrorMessage,
+        };
+        let headers = r.headers.iter().map(|(n, f)| (n.clone(), self.format(f, span))).collect();
+        ReplySpec { status: r.status, content_type: r.content_type.clone(), body, headers }
+    }
+
+    pub fn rules(&mut self, rules: &[cfg::HttpRule]) -> Vec<Rule> {
+        let mut out = Vec::with_capacity(rules.len());
+        for r in rules {
+            let cond = self.cond(&r.cond, &r.span);
+            let span = &r.span;
+            let action = match &r.action {
+                cfg::HttpAction::Allow => Action::Allow,
+                cfg::HttpAction::Deny { status, reply } => Action::Deny {
+                    status: *status,
+                    reply: reply.as_ref().map(|rp| self.reply(rp, span)),
+                },
+                cfg::HttpAction::Return(rp) => Action::Return(self.reply(rp, span)),
+                cfg::HttpAction::Redirect(rd) => Action::Redirect(RedirectSpec {
+                    kind: rd.kind,
+                    value: self.format(&rd.value, span),
+                    code: rd.code,
+                    drop_query: rd.drop_query,
+                    append_slash: rd.append_slash,
+                }),
+                cfg::HttpAction::SetHeader { name, value } => Action::SetHeader {
+                    name: name.as_bytes().into(),
+                    value: self.format(value, span),
+                },
+                cfg::HttpAction::AddHeader { name, value } => Action::AddHeader {
+                    name: name.as_bytes().into(),
+                    value: self.format(value, span),
+                },
+                cfg::HttpAction::DelHeader { name } => {
+                    Action::DelHeader { name: name.as_bytes().into() }
+                }
+                cfg::HttpAction::ReplaceHeader { name, regex, replace } => {
+                    let Some(re) = self.replace(regex, span) else { continue };
+                    Action::ReplaceHeader {
+                        name: name.as_bytes().into(),
+                        re,
+                        with: self.format(replace, span),
+                    }
+                }
+                cfg::HttpAction::ReplaceValue { name, regex, replace } => {
+                    let Some(re) = self.replace(regex, span) else { continue };
+                    Action::ReplaceValue {
+                        name: name.as_bytes().into(),
+                        re,
+                        with: self.format(replace, span),
+                    }
+                }
+                cfg::HttpAction::SetPath(f) => Action::SetPath(self.format(f, span)),
+                cfg::HttpAction::SetQuery(f) => Action::SetQuery(self.format(f, span)),
+                cfg::HttpAction::SetUri(f) => Action::SetUri(self.format(f, span)),
+                cfg::HttpAction::SetMethod(f) => Action::SetMethod(self.format(f, span)),
+                cfg::HttpAction::ReplaceUri { regex, replace } => {
+                    let Some(re) = self.replace(regex, span) else { continue };
+                    Action::ReplaceUri { re, with: self.format(replace, span) }
+                }
+                cfg::HttpAction::ReplacePath { regex, replace } => {
+                    let Some(re) = self.replace(regex, span) else { continue };
+                    Action::ReplacePath { re, with: self.format(replace, span) }
+                }
+                cfg::HttpAction::SetVar { scope, name, expr } => match self.expr(expr) {
+                    Ok(e) => Action::SetVar { scope: *scope, name: name.as_str().into(), expr: e },
+                    Err(err) => {
+                        self.errors.push(format!("parsing [{span}] : {err}"));
+                        continue;
+                    }
+                },
+                cfg::HttpAction::UnsetVar { scope, name } => {
+                    Action::UnsetVar { scope: *scope, name: name.as_str().into() }
+                }
+                cfg::HttpAction::WaitForBody { time, at_least } => {
+                    Action::WaitForBody { time: *time, at_least: *at_least }
+                }
+                cfg::HttpAction::SetStatus { status, reason } => Action::SetStatus {
+                    status: *status,
+                    reason: reason.as_deref().map(|r| r.as_bytes().into()),
+                },
+            };
+            out.push(Rule { action, cond });
+        }
+        out
+    }
+
+    pub fn tcp_rules(&mut self, rules: &[cfg::TcpRule]) -> Vec<(bool, Option<Cond>)> {
+        rules.iter().map(|r| (r.accept, self.cond(&r.cond, &r.span))).collect()
+    }
+}
+
+fn map_method(kind: cfg::MapMatch) -> PMethod {
+    match kind {
+        cfg::MapMatch::Str => PMethod::Str,
+        cfg::MapMatch::Beg => PMethod::Beg,
+        cfg::MapMatch::End => PMethod::End,
+        cfg::MapMatch::Sub => PMethod::Sub,
+        cfg::MapMatch::Dom => PMethod::Dom,
+        cfg::MapMatch::Reg => PMethod::Reg,
+        cfg::MapMatch::Ip => PMethod::Ip,
+        cfg::MapMatch::Int => PMethod::Int,
+    }
+}

@@ -1,0 +1,417 @@
+//! Sample fetches and converters at run time: a compiled [`Expr`] turns a transaction
+//! ([`Ctx`]) into [`Value`]s. Fetches borrow from the request/response heads; converters write
+//! into owned values only when they change something.
+//!
+//! Must not touch: the heads themselves (read only), sockets.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use fulcrum_config as cfg;
+use fulcrum_http::Head;
+use fulcrum_pattern::{Map, Regsub};
+
+use crate::backend::Backend;
+
+/// A sample: what a fetch returns and converters transform.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value<'a> {
+    Str(Cow<'a, [u8]>),
+    Int(i64),
+    Ip(IpAddr),
+    Bool(bool),
+}
+
+impl Value<'_> {
+    /// The value as text (integers in decimal, addresses as usual, booleans as 1/0).
+    pub fn as_bytes(&self) -> Cow<'_, [u8]> {
+        match self {
+            Value::Str(s) => Cow::Borrowed(s),
+            Value::Int(i) => Cow::Owned(i.to_string().into_bytes()),
+            Value::Ip(ip) => Cow::Owned(ip.to_string().into_bytes()),
+            Value::Bool(b) => Cow::Borrowed(if *b { b"1" } else { b"0" }),
+        }
+    }
+
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Value::Int(i) => Some(*i),
+            Value::Bool(b) => Some(i64::from(*b)),
+            Value::Str(s) => std::str::from_utf8(s).ok()?.trim().parse().ok(),
+            Value::Ip(_) => None,
+        }
+    }
+
+    pub fn as_ip(&self) -> Option<IpAddr> {
+        match self {
+            Value::Ip(ip) => Some(*ip),
+            Value::Str(s) => std::str::from_utf8(s).ok()?.trim().parse().ok(),
+            _ => None,
+        }
+    }
+
+    pub fn is_true(&self) -> bool {
+        match self {
+            Value::Bool(b) => *b,
+            Value::Int(i) => *i != 0,
+            Value::Str(s) => !s.is_empty(),
+            Value::Ip(_) => true,
+        }
+    }
+
+    pub fn into_owned(self) -> Value<'static> {
+        match self {
+            Value::Str(s) => Value::Str(Cow::Owned(s.into_owned())),
+            Value::Int(i) => Value::Int(i),
+            Value::Ip(ip) => Value::Ip(ip),
+            Value::Bool(b) => Value::Bool(b),
+        }
+    }
+}
+
+/// Variables of a session and of its current transaction (`sess.`, `txn.`, `req.`, `res.`).
+/// `proc.` variables live in the plan, shared by all sessions.
+#[derive(Default, Debug)]
+pub struct Vars {
+    vars: Vec<(cfg::VarScope, Box<str>, Value<'static>)>,
+}
+
+impl Vars {
+    pub fn get(&self, scope: cfg::VarScope, name: &str) -> Option<&Value<'static>> {
+        self.vars.iter().find(|(s, n, _)| *s == scope && &**n == name).map(|(_, _, v)| v)
+    }
+    pub fn set(&mut self, scope: cfg::VarScope, name: &str, v: Value<'static>) {
+        match self.vars.iter_mut().find(|(s, n, _)| *s == scope && &**n == name) {
+            Some(slot) => slot.2 = v,
+            None => self.vars.push((scope, name.into(), v)),
+        }
+    }
+    pub fn unset(&mut self, scope: cfg::VarScope, name: &str) {
+        self.vars.retain(|(s, n, _)| !(*s == scope && &**n == name));
+    }
+    /// Forgets transaction-scoped variables (a new request starts).
+    pub fn end_transaction(&mut self) {
+        self.vars.retain(|(s, _, _)| *s == cfg::VarScope::Sess);
+    }
+}
+
+/// Process-wide (`proc.`) variables.
+#[derive(Default, Debug)]
+pub struct ProcVars(std::sync::RwLock<HashMap<String, Value<'static>>>);
+
+/// What fetches can see of a transaction.
+pub struct Ctx<'a> {
+    pub src: Option<SocketAddr>,
+    pub dst: Option<SocketAddr>,
+    pub req: Option<&'a Head>,
+    pub resp: Option<&'a Head>,
+    pub vars: &'a Vars,
+    pub proc_vars: &'a ProcVars,
+    pub frontend: &'a str,
+    /// The backend handling the transaction, once chosen.
+    pub backend: Option<&'a Backend>,
+    /// The server that took the request, once chosen.
+    pub server: Option<&'a str>,
+    /// All backends by name (for `nbsrv(<name>)`, `be_conn(<name>)`).
+    pub backends: &'a HashMap<String, Arc<Backend>>,
+}
+
+/// A compiled converter.
+#[derive(Debug)]
+pub enum Conv {
+    Lower,
+    Upper,
+    Field { index: i32, delims: Box<[u8]>, count: Option<i32> },
+    Word { index: i32, delims: Box<[u8]>, count: Option<i32> },
+    Regsub(Regsub),
+    Map { map: Arc<Map>, kind: cfg::MapMatch, default: Option<Box<str>> },
+}
+
+/// A compiled sample expression.
+#[derive(Debug)]
+pub struct Expr {
+    pub fetch: cfg::Fetch,
+    pub convs: Vec<Conv>,
+}
+
+impl Expr {
+    /// The sample for log-format strings and variables: the last occurrence of multi-valued
+    /// fetches, converters applied. `None` when the fetch finds nothing.
+    pub fn eval<'a>(&self, ctx: &Ctx<'a>) -> Option<Value<'a>> {
+        let mut last = None;
+        fetch_each(&self.fetch, ctx, true, &mut |v| {
+            last = Some(v);
+            false
+        });
+        self.convert(last?)
+    }
+
+    /// Calls `f` with each occurrence (ACLs try every occurrence), converters applied, until it
+    /// returns true. Returns whether it did.
+    pub fn any<'a>(&self, ctx: &Ctx<'a>, f: &mut dyn FnMut(&Value<'_>) -> bool) -> bool {
+        fetch_each(&self.fetch, ctx, false, &mut |v| match self.convert(v) {
+            Some(v) => f(&v),
+            None => false,
+        })
+    }
+
+    fn convert<'a>(&self, mut v: Value<'a>) -> Option<Value<'a>> {
+        for c in &self.convs {
+            v = convert(c, v)?;
+        }
+        Some(v)
+    }
+}
+
+fn convert<'a>(c: &Conv, v: Value<'a>) -> Option<Value<'a>> {
+    let s = match v {
+        Value::Str(s) => s,
+        other => Cow::Owned(other.as_bytes().into_owned()),
+    };
+    Some(match c {
+        Conv::Lower => {
+            if s.iter().any(u8::is_ascii_uppercase) {
+                Value::Str(Cow::Owned(s.to_ascii_lowercase()))
+            } else {
+                Value::Str(s)
+            }
+        }
+        Conv::Upper => {
+            if s.iter().any(u8::is_ascii_lowercase) {
+                Value::Str(Cow::Owned(s.to_ascii_uppercase()))
+            } else {
+                Value::Str(s)
+            }
+        }
+        Conv::Field { index, delims, count } => {
+            sub_slice(s, |b| fulcrum_pattern::field(b, *index, delims, *count))?
+        }
+        Conv::Word { index, delims, count } => {
+            sub_slice(s, |b| fulcrum_pattern::word(b, *index, delims, *count))?
+        }
+        Conv::Regsub(r) => {
+            let mut out = Vec::new();
+            r.apply(&s, &mut out);
+            Value::Str(Cow::Owned(out))
+        }
+        Conv::Map { map, kind, default } => {
+            let found = match kind {
+                cfg::MapMatch::Ip => std::str::from_utf8(&s)
+                    .ok()
+                    .and_then(|t| t.parse().ok())
+                    .and_then(|ip| map.lookup_ip(ip)),
+                cfg::MapMatch::Int => std::str::from_utf8(&s)
+                    .ok()
+                    .and_then(|t| t.trim().parse().ok())
+                    .and_then(|i| map.lookup_int(i)),
+                _ => map.lookup(&s),
+            };
+            match found.or(default.as_deref()) {
+                Some(out) => Value::Str(Cow::Owned(out.as_bytes().to_vec())),
+                None => return None,
+            }
+        }
+    })
+}
+
+/// Keeps a borrowed sample borrowed when the converter returns a part of it.
+fn sub_slice<'a>(
+    s: Cow<'a, [u8]>,
+    f: impl for<'b> Fn(&'b [u8]) -> Option<&'b [u8]>,
+) -> Option<Value<'a>> {
+    Some(match s {
+        Cow::Borrowed(b) => Value::Str(Cow::Borrowed(f(b)?)),
+        Cow::Owned(o) => Value::Str(Cow::Owned(f(&o)?.to_vec())),
+    })
+}
+
+/// Calls `f` for each occurrence the fetch finds (for single-valued fetches, at most once),
+/// until `f` returns true. `last_only`: multi-valued fetches give their last occurrence only.
+fn fetch_each<'a>(
+    fetch: &cfg::Fetch,
+    ctx: &Ctx<'a>,
+    last_only: bool,
+    f: &mut dyn FnMut(Value<'a>) -> bool,
+) -> bool {
+    use cfg::Fetch::*;
+    let one = |v: Option<Value<'a>>, f: &mut dyn FnMut(Value<'a>) -> bool| match v {
+        Some(v) => f(v),
+        None => false,
+    };
+    let req = ctx.req;
+    let b = |x: &'a [u8]| Value::Str(Cow::Borrowed(x));
+    match fetch {
+        Src => one(ctx.src.map(|a| Value::Ip(canonical(a.ip()))), f),
+        SrcPort => one(ctx.src.map(|a| Value::Int(i64::from(a.port()))), f),
+        Dst => one(ctx.dst.map(|a| Value::Ip(canonical(a.ip()))), f),
+        DstPort => one(ctx.dst.map(|a| Value::Int(i64::from(a.port()))), f),
+        Path => one(req.map(|r| b(r.path())), f),
+        Url => one(req.map(|r| b(r.target())), f),
+        Query => one(req.and_then(|r| r.query()).map(b), f),
+        Method => one(req.map(|r| b(r.method_bytes())), f),
+        ReqVer => one(
+            req.map(|r| {
+                b(match r.version() {
+                    fulcrum_http::Version::Http10 => b"1.0",
+                    _ => b"1.1",
+                })
+            }),
+            f,
+        ),
+        UrlParam { name } => one(
+            req.and_then(|r| r.query())
+                .and_then(|q| fulcrum_http::url_param(q, name.as_bytes()))
+                .map(b),
+            f,
+        ),
+        Hdr { name, occ } => header_values(req, name, *occ, last_only, &mut |v| f(b(v))),
+        ResHdr { name, occ } => header_values(ctx.resp, name, *occ, last_only, &mut |v| f(b(v))),
+        HdrCnt { name } => {
+            let mut n = 0i64;
+            header_values(req, name, None, false, &mut |_| {
+                n += 1;
+                false
+            });
+            f(Value::Int(n))
+        }
+        HdrIp { name, occ } => {
+            header_values(req, name, *occ, last_only, &mut |v| match std::str::from_utf8(v)
+                .ok()
+                .and_then(|t| parse_ip_loose(t.trim()))
+            {
+                Some(ip) => f(Value::Ip(ip)),
+                None => false,
+            })
+        }
+        Cook { name } => {
+            let Some(r) = req else { return false };
+            for (n, v) in r.headers() {
+                if n.eq_ignore_ascii_case(b"cookie") {
+                    if let Some(c) = fulcrum_http::cookie_value(v, name.as_bytes()) {
+                        if f(b(c)) {
+                            return true;
+                        }
+                    }
+                }
+            }
+            false
+        }
+        NbSrv { backend } => {
+            let be = match backend {
+                Some(n) => ctx.backends.get(n).map(|b| &**b),
+                None => ctx.backend,
+            };
+            one(be.map(|be| Value::Int(be.usable_servers() as i64)), f)
+        }
+        BeConn { backend } => {
+            let be = match backend {
+                Some(n) => ctx.backends.get(n).map(|b| &**b),
+                None => ctx.backend,
+            };
+            one(be.map(|be| Value::Int(i64::from(be.active_sessions()))), f)
+        }
+        AlwaysTrue => f(Value::Bool(true)),
+        AlwaysFalse => f(Value::Bool(false)),
+        Status => one(ctx.resp.map(|r| Value::Int(i64::from(r.status()))), f),
+        Var { scope, name } => {
+            let v = if *scope == cfg::VarScope::Proc {
+                ctx.proc_vars.0.read().ok().and_then(|m| m.get(name).cloned())
+            } else {
+                ctx.vars.get(*scope, name).cloned()
+            };
+            one(v, f)
+        }
+        Str(s) => f(Value::Str(Cow::Owned(s.as_bytes().to_vec()))),
+        Int(i) => f(Value::Int(*i)),
+    }
+}
+
+/// IPv4-mapped IPv6 addresses are shown and matched as IPv4, as HAProxy does.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+        v4 => v4,
+    }
+}
+
+/// `hdr_ip` accepts `addr` and `addr:port` (IPv4) forms.
+fn parse_ip_loose(t: &str) -> Option<IpAddr> {
+    t.parse().ok().or_else(|| t.rsplit_once(':').and_then(|(a, _)| a.parse().ok()))
+}
+
+/// The values of header `name` (comma-separated values are separate occurrences, as HAProxy's
+/// `hdr()` does); an empty name means every header. `occ`: 1-based position, negative from the
+/// end. Calls `f` until it returns true.
+fn header_values<'a>(
+    head: Option<&'a Head>,
+    name: &str,
+    occ: Option<i32>,
+    last_only: bool,
+    f: &mut dyn FnMut(&'a [u8]) -> bool,
+) -> bool {
+    let Some(head) = head else { return false };
+    let matching = move || {
+        head.headers()
+            .filter(move |(n, _)| name.is_empty() || n.eq_ignore_ascii_case(name.as_bytes()))
+            .flat_map(|(_, v)| fulcrum_http::comma_values(v))
+    };
+    match occ {
+        Some(0) | None if !last_only => {
+            for v in matching() {
+                if f(v) {
+                    return true;
+                }
+            }
+            false
+        }
+        Some(0) | None => match matching().last() {
+            Some(v) => f(v),
+            None => false,
+        },
+        Some(n) if n > 0 => match matching().nth(n as usize - 1) {
+            Some(v) => f(v),
+            None => false,
+        },
+        Some(n) => {
+            let all: Vec<&'a [u8]> = matching().collect();
+            let back = n.unsigned_abs() as usize;
+            match all.len().checked_sub(back).and_then(|i| all.get(i)) {
+                Some(v) => f(v),
+                None => false,
+            }
+        }
+    }
+}
+
+/// Loads (once) the map file a converter names.
+pub type MapLoader<'a> =
+    dyn FnMut(&std::path::Path, cfg::MapMatch) -> Result<Arc<Map>, String> + 'a;
+
+/// Compiles a sample expression; `load_map` loads (once) the map file a converter names.
+pub fn compile(e: &cfg::SampleExpr, load_map: &mut MapLoader<'_>) -> Result<Expr, String> {
+    let mut convs = Vec::with_capacity(e.converters.len());
+    for c in &e.converters {
+        convs.push(match c {
+            cfg::Converter::Lower => Conv::Lower,
+            cfg::Converter::Upper => Conv::Upper,
+            cfg::Converter::Field { index, delims, count } => {
+                Conv::Field { index: *index, delims: delims.as_bytes().into(), count: *count }
+            }
+            cfg::Converter::Word { index, delims, count } => {
+                Conv::Word { index: *index, delims: delims.as_bytes().into(), count: *count }
+            }
+            cfg::Converter::Regsub { regex, subst, flags } => Conv::Regsub(
+                Regsub::new(regex, subst, flags)
+                    .map_err(|err| format!("invalid regex '{regex}' in regsub: {err}"))?,
+            ),
+            cfg::Converter::Map { kind, file, default } => Conv::Map {
+                map: load_map(file, *kind)?,
+                kind: *kind,
+                default: default.as_deref().map(Into::into),
+            },
+        });
+    }
+    Ok(Expr { fetch: e.fetch.clone(), convs })
+}
