@@ -11,3 +11,4 @@ mod errors;
 mod keepalive;
 mod malformed;
 mod px;
+mod rules;

@@ -345,10 +345,13 @@ pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Client {
     pub fn connect(addr: SocketAddr) -> Client {
-        let s = TcpStream::connect_timeout(&addr, IO_TIMEOUT).expect("connect");
-        s.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
-        s.set_write_timeout(Some(IO_TIMEOUT)).expect("timeout");
-        s.set_nodelay(true).expect("nodelay");
+        // A blocking connect returns once the handshake is done, even if the proxy resets the
+        // connection right after (connect_timeout would report that reset instead); loopback.
+        let s = TcpStream::connect(addr).expect("connect");
+        // These fail (EINVAL) on a connection the peer already reset: then reads fail anyway.
+        let _ = s.set_read_timeout(Some(IO_TIMEOUT));
+        let _ = s.set_write_timeout(Some(IO_TIMEOUT));
+        let _ = s.set_nodelay(true);
         Client { s, buf: Vec::new(), eof: false }
     }
 
@@ -501,9 +504,9 @@ impl Client {
             if left.is_zero() {
                 return false;
             }
-            self.s.set_read_timeout(Some(left.max(Duration::from_millis(1)))).expect("timeout");
+            let _ = self.s.set_read_timeout(Some(left.max(Duration::from_millis(1))));
             let r = self.fill();
-            self.s.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+            let _ = self.s.set_read_timeout(Some(IO_TIMEOUT));
             if r.is_err() && !self.eof {
                 return false;
             }
@@ -515,17 +518,17 @@ impl Client {
         &self.buf
     }
 
-    /// Waits for `n` unread bytes at most `within`; returns what arrived.
+    /// Reads whatever arrives within `within` (or until EOF); returns it with what was buffered.
     pub fn read_for(&mut self, within: Duration) -> Vec<u8> {
         let deadline = Instant::now() + within;
         while Instant::now() < deadline && !self.eof {
             let left = deadline.saturating_duration_since(Instant::now());
-            self.s.set_read_timeout(Some(left.max(Duration::from_millis(1)))).expect("timeout");
+            let _ = self.s.set_read_timeout(Some(left.max(Duration::from_millis(1))));
             if self.fill().is_err() {
                 break;
             }
         }
-        self.s.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+        let _ = self.s.set_read_timeout(Some(IO_TIMEOUT));
         std::mem::take(&mut self.buf)
     }
 }
