@@ -1,6 +1,15 @@
 //! Black-box acceptance tests of `mode http` (issue 3): every scenario runs the same
-//! configuration under Fulcrum and, when it is installed, under HAProxy 2.6, and expects the same
-//! answers. See `px.rs` for the harness and `FULCRUM_TEST_TARGET`.
+//! configuration under Fulcrum and, when it is installed, under HAProxy 2.6, sends the same bytes
+//! and expects the same answers (see `px.rs`). The expectations are HAProxy's real behaviour;
+//! where it surprised, the test says so in a comment.
+//!
+//! ```text
+//! cargo test -p fulcrum --test http                             # HAProxy (if installed), then Fulcrum
+//! FULCRUM_TEST_TARGET=haproxy cargo test -p fulcrum --test http # prove the expectations
+//! FULCRUM_TEST_TARGET=fulcrum cargo test -p fulcrum --test http # Fulcrum alone
+//! ```
+//!
+//! Where Fulcrum deliberately differs from HAProxy, a test branches on `Target` and says why.
 
 #[path = "../e2e/harness.rs"]
 mod harness;

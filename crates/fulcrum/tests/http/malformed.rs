@@ -131,12 +131,21 @@ fn cases() -> Vec<Case> {
 /// closed after the answer, server bytes received during the case).
 fn run_table(px: &Px, srv: &Running, cases: &[Case]) -> Vec<(String, u16, bool, u64)> {
     let mut out = Vec::new();
+    let mut silent = 0;
     for c in cases {
         let before = srv.counts().bytes;
         let mut cl = px.client();
         cl.send_lossy(&c.raw);
-        let status = cl.read_final(false).map(|r| r.status).unwrap_or(0);
-        let closed = cl.closed_within(Duration::from_secs(2));
+        let status = match cl.read_final(false) {
+            Ok(r) => r.status,
+            Err(e) => {
+                // A proxy that neither answers nor closes costs seconds per case: give up early.
+                silent += usize::from(e.starts_with("read:"));
+                assert!(silent < 3, "no answer and no close for 3 cases, the last {:?}", c.name);
+                0
+            }
+        };
+        let closed = cl.closed_within(Duration::from_secs(1));
         out.push((c.name.to_string(), status, closed, srv.counts().bytes - before));
     }
     out

@@ -341,7 +341,8 @@ pub struct Client {
     eof: bool,
 }
 
-pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
+/// Every read and write gives up after this: the slowest expected answer takes 1.5 s.
+pub const IO_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl Client {
     pub fn connect(addr: SocketAddr) -> Client {
