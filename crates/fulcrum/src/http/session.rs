@@ -308,6 +308,15 @@ impl Session<'_> {
         self.add_addr_headers(be_http);
         let persist = self.persistence(&be, be_http);
 
+        // A chunked body already received must be valid before anything reaches a server.
+        if info.body == Body::Chunked && !self.cbuf.is_empty() {
+            let mut check = ChunkedScanner::new();
+            if check.scan(self.cbuf.data()).is_err() {
+                let mut i = info;
+                i.conn_close = true;
+                return self.answer(400, &i, Some(&be)).await;
+            }
+        }
         let mut keybuf = std::mem::take(&mut self.key);
         keybuf.clear();
         let key = match self.pick_key(&be_http.hash_key, &mut keybuf) {
@@ -345,6 +354,11 @@ impl Session<'_> {
                 }
                 Exchange::ServerTimeout => return self.answer(504, &info, Some(&be)).await,
                 Exchange::ClientGone => return Next::Close,
+                Exchange::BadRequest => {
+                    let mut i = info;
+                    i.conn_close = true;
+                    return self.answer(400, &i, Some(&be)).await;
+                }
             }
         };
 
@@ -364,6 +378,16 @@ impl Session<'_> {
                 Version::Http10 => resp_info.conn_keep_alive,
                 _ => !resp_info.conn_close,
             };
+        // A chunked response body already received must be valid before the head goes out.
+        if resp_body == Body::Chunked && !sc.buf.is_empty() {
+            let mut check = ChunkedScanner::new();
+            if check.scan(sc.buf.data()).is_err() {
+                drop(slot);
+                drop(sc);
+                Counters::inc(&be.counters.failed_responses);
+                return self.answer(502, &info, Some(&be)).await;
+            }
+        }
         // Response rules: backend's, then frontend's; a deny replaces the response.
         let server_name = slot.server().name.clone();
         let denied = self.response_rules(&be, Some(&server_name), false);
@@ -383,7 +407,7 @@ impl Session<'_> {
             && !crate::runtime::stopping();
         if status == 101 {
             let _ = self.resp.set_header(b"Connection", b"upgrade");
-        } else if !client_keep && !tunnel && version == Version::Http11 {
+        } else if !client_keep && !tunnel {
             let _ = self.resp.set_header(b"Connection", b"close");
         } else if client_keep && version == Version::Http10 {
             let _ = self.resp.set_header(b"Connection", b"keep-alive");
@@ -585,6 +609,15 @@ impl Session<'_> {
         };
         let want = at_least.map_or(want, |a| a.min(want));
         let deadline = Instant::now() + time;
+        // The client waits for leave to send its body: the proxy gives it, and the server will
+        // not see the expectation any more.
+        if info.expect_continue && self.req.header(b"expect").is_some() {
+            self.req.remove_header(b"expect");
+            let go = write_all(&self.client, b"HTTP/1.1 100 Continue\r\n\r\n");
+            if timed(self.fe.timeouts.client, go).await.is_err() {
+                return;
+            }
+        }
         while (self.cbuf.len() as u64) < want && !self.cbuf.is_full() {
             if info.body == Body::Chunked {
                 let mut sc = ChunkedScanner::new();
@@ -873,7 +906,7 @@ impl Session<'_> {
                     c.push_str("; Secure");
                 }
                 let _ = self.resp.add_header(b"Set-Cookie", c.as_bytes());
-                if ck.nocache {
+                if ck.nocache && cacheable(&self.resp) {
                     let _ = self.resp.add_header(b"Cache-control", b"private");
                 }
             }
@@ -987,7 +1020,8 @@ impl Session<'_> {
                 match x {
                     Xfer::Done => body_done = true,
                     Xfer::Interrupted => {}
-                    Xfer::ReadEof | Xfer::ReadError | Xfer::ReadTimeout | Xfer::Invalid => {
+                    Xfer::Invalid => return Exchange::BadRequest,
+                    Xfer::ReadEof | Xfer::ReadError | Xfer::ReadTimeout => {
                         self.note(format_args!("request body: {x:?}"));
                         return Exchange::ClientGone;
                     }
@@ -1092,7 +1126,16 @@ impl Session<'_> {
     }
 
     /// Keeps a finished server connection for this session's next request.
+    /// With `http-reuse never` it stays private to this session; otherwise it goes to the
+    /// worker's idle pool (where this session's next request will usually find it again).
     fn keep_server_conn(&mut self, sc: ServerConn) {
+        if sc.be.servers[sc.idx].pool_max_conn == 0 {
+            return; // no idle connections kept for this server
+        }
+        let reuse = sc.be.http.as_deref().map(|h| h.reuse).unwrap_or(self.http.reuse);
+        if reuse != Reuse::Never {
+            return self.release_server_conn(sc);
+        }
         if let Some(old) = self.own.replace(sc) {
             self.release_server_conn(old);
         }
@@ -1164,7 +1207,14 @@ impl Session<'_> {
                 msg = out;
             }
         }
-        let closes = message_closes(&msg);
+        // HAProxy closes the client connection after the answers it makes up (deny, return,
+        // redirect, 503...), saying so; after a 502 or 504 the connection stays usable.
+        let mut closes = message_closes(&msg);
+        let status = parse_status(&msg);
+        if !closes && status != 502 && status != 504 {
+            closes = true;
+            msg = with_connection_close(&msg);
+        }
         if self.shared.debug {
             self.log.status = parse_status(&msg);
             self.log.bytes = msg.len() as u64;
@@ -1179,8 +1229,9 @@ impl Session<'_> {
     }
 
     /// Answers a request that could not even be parsed (the connection then closes).
+    /// HAProxy answers these with its built-in message even when `errorfile` replaced it.
     async fn answer_raw(&mut self, status: u16) {
-        let msg = self.http.messages.get(status);
+        let msg = super::messages::builtin_or_generic(status);
         let _ = timed(self.fe.timeouts.client, write_all(&self.client, msg)).await;
     }
 
@@ -1220,6 +1271,8 @@ enum Exchange {
     BadResponse,
     ServerTimeout,
     ClientGone,
+    /// The request body turned out invalid (bad chunk) after the head was sent.
+    BadRequest,
 }
 
 /// HAProxy's status for a request that fails to parse.
@@ -1230,6 +1283,31 @@ fn status_for(e: &HeadError) -> u16 {
         HeadError::BadVersion => 505,
         _ => 400,
     }
+}
+
+/// The raw response with a `connection: close` header added after the status line.
+fn with_connection_close(msg: &[u8]) -> Vec<u8> {
+    let line_end = msg.windows(2).position(|w| w == b"\r\n").map_or(msg.len(), |p| p + 2);
+    let mut out = Vec::with_capacity(msg.len() + 19);
+    out.extend_from_slice(&msg[..line_end]);
+    out.extend_from_slice(b"connection: close\r\n");
+    out.extend_from_slice(&msg[line_end..]);
+    out
+}
+
+/// Whether a response carries freshness information a cache could use (`nocache` then marks
+/// it `private`): `Expires`, or `Cache-Control` with `max-age`, `s-maxage` or `public`.
+fn cacheable(resp: &Head) -> bool {
+    resp.headers().any(|(n, v)| {
+        n.eq_ignore_ascii_case(b"expires")
+            || (n.eq_ignore_ascii_case(b"cache-control")
+                && fulcrum_http::comma_values(v).any(|d| {
+                    let d = d.split(|&c| c == b'=').next().unwrap_or(d);
+                    d.eq_ignore_ascii_case(b"max-age")
+                        || d.eq_ignore_ascii_case(b"s-maxage")
+                        || d.eq_ignore_ascii_case(b"public")
+                }))
+    })
 }
 
 /// The status code of a raw response (0 if unreadable).

@@ -212,7 +212,11 @@ fn static_reply(r: &cfg::Reply) -> Vec<u8> {
         }
         _ => body,
     };
-    crate::http::reply::raw(r.status, r.content_type.as_deref(), &[], body)
+    // Header values are log-format strings; without a request to render them against, their
+    // text is used as written.
+    let headers: Vec<(&[u8], &[u8])> =
+        r.headers.iter().map(|(n, f)| (n.as_bytes(), f.text.as_bytes())).collect();
+    crate::http::reply::raw(r.status, r.content_type.as_deref(), &headers, body)
 }
 
 fn frontend(p: &cfg::Proxy, backend: Option<Arc<Backend>>) -> Frontend {

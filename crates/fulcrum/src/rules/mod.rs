@@ -346,19 +346,21 @@ fn edit(
                 }
                 let mut new = Vec::new();
                 let changed = if per_value {
+                    // Each value is replaced in place; the separators between them are kept.
                     let mut any = false;
-                    for (k, part) in fulcrum_http::comma_values(v).enumerate() {
-                        if k > 0 {
-                            new.extend_from_slice(b", ");
-                        }
-                        let mut one = Vec::new();
+                    let mut copied = 0;
+                    let base = v.as_ptr() as usize;
+                    let mut one = Vec::new();
+                    for part in fulcrum_http::comma_values(v) {
+                        let at = (part.as_ptr() as usize).saturating_sub(base).min(v.len());
                         if re.replace(part, &with, &mut one) {
                             any = true;
+                            new.extend_from_slice(&v[copied..at]);
                             new.extend_from_slice(&one);
-                        } else {
-                            new.extend_from_slice(part);
+                            copied = at + part.len();
                         }
                     }
+                    new.extend_from_slice(&v[copied..]);
                     any
                 } else {
                     re.replace(v, &with, &mut new)
@@ -373,7 +375,7 @@ fn edit(
         }
         Action::SetPath(f) => {
             render(f, head, out);
-            head.set_path(out)?;
+            set_path_raw(head, out)?;
         }
         Action::SetQuery(f) => {
             render(f, head, out);
@@ -401,13 +403,32 @@ fn edit(
             let with = std::mem::take(out);
             let mut new = Vec::new();
             if re.replace(head.path(), &with, &mut new) {
-                head.set_path(&new)?;
+                set_path_raw(head, &new)?;
             }
         }
         Action::SetStatus { status, reason } => head.set_status(*status, reason.as_deref())?,
         _ => {}
     }
     Ok(())
+}
+
+/// Replaces the path, keeping the query string; the new path is taken as is (HAProxy escapes
+/// nothing, so a `?` in it simply becomes part of the target).
+fn set_path_raw(head: &mut Head, path: &[u8]) -> Result<(), fulcrum_http::EditError> {
+    let mut target = Vec::with_capacity(path.len() + 32);
+    let t = head.target();
+    let p = head.path();
+    // Keep what precedes the path in an absolute-form target (scheme and authority).
+    let p_at = (p.as_ptr() as usize).checked_sub(t.as_ptr() as usize);
+    if let Some(at) = p_at.filter(|&at| at <= t.len() && !p.is_empty()) {
+        target.extend_from_slice(&t[..at]);
+    }
+    target.extend_from_slice(path);
+    if let Some(q) = head.query() {
+        target.push(b'?');
+        target.extend_from_slice(q);
+    }
+    head.set_target(&target)
 }
 
 /// Everything a proxy needs to evaluate its conditions and rules.
