@@ -4,12 +4,13 @@
 //! `t=` delay, `k=0` close). Parsing and formatting are sans-I/O and unit-tested here.
 //!
 //! For black-box tests of a proxy the query can also ask for: the request echoed back
-//! (`echo=head|all|body`, or the path `/echo`), a chunked answer (`chunked=1`, `trailers=1`),
-//! a close-delimited one (`cl=none`), extra headers (`hdr=Name:value`, `setcookie=v`), an
+//! (`echo=head|all|body`, `echobody=1`, or the path `/echo`), a chunked answer (`chunked=1`,
+//! `trailers=1`), a close-delimited one (`cl=none`), extra headers (`hdr=Name:value`, `setcookie=v`), an
 //! interim answer (`info=103`), request-body facts (`bodyinfo=1`), no `100 Continue`
 //! (`continue=0`), a silent close (`drop=1`, `drop=next`) or an invalid answer (`bad=<kind>`, see
 //! [`Bad`]). `Upgrade: websocket` gets `101` and CONNECT gets `200`, then both echo bytes.
-//! `GET /__stats` answers the per-server counters ([`Counts`]); such a connection is not counted.
+//! `GET /__stats` answers the per-server counters ([`Counts`]: connections accepted and closed,
+//! requests, bytes received); such a connection is not counted.
 //! None of this costs the plain fast path more than a few flag tests.
 
 use std::io;
@@ -584,6 +585,7 @@ pub fn parse_query(target: &[u8]) -> Option<Answer> {
                     _ => return None,
                 }
             }
+            b"echobody" if parse_flag(v)? => a.echo = Echo::Body,
             b"chunked" => a.chunked = parse_flag(v)?,
             b"trailers" => {
                 a.trailers = parse_flag(v)?;
@@ -1629,6 +1631,7 @@ mod tests {
         assert_eq!(q(b"/?echo=1").echo, Echo::Head);
         assert_eq!(q(b"/?echo=all").echo, Echo::All);
         assert_eq!(q(b"/?echo=body").echo, Echo::Body);
+        assert_eq!(q(b"/?echobody=1").echo, Echo::Body);
         assert!(q(b"/?chunked=1").chunked);
         let a = q(b"/?trailers=1");
         assert!(a.chunked && a.trailers);

@@ -66,14 +66,15 @@ usage: fulcrum testserver [-L <addr:port>]... [-n <name>] [-t <threads>]
   -q              quiet: no error messages
 HTTP query parameters: s=<size>[k|m|g] body size, c=<code> status, t=<delay>[us|ms|s]
 delay before answering (default ms), k=0 or close=1 close after the response,
-echo=head|all|body (or path /echo) send the request back, chunked=1, trailers=1, cl=none
-(close-delimited), hdr=Name:value and setcookie=value (repeatable, %XX-decoded),
+echo=head|all|body (or path /echo, or echobody=1) send the request back, chunked=1,
+trailers=1, cl=none (close-delimited), hdr=Name:value and setcookie=value (repeatable, %XX-decoded),
 info=<1xx> interim answer first, bodyinfo=1 (X-Body-Len, X-Body-Sum), continue=0 (no
 100 Continue), drop=1|next (close silently now / at the next request), bad=<kind> (status,
 version, space, hdrchar, nul, fold, cl2, badcl, clte, chunk, truncated, partial, empty, reset,
 garbage, bighdr, lf). Upgrade: websocket -> 101 (with Sec-WebSocket-Accept) then echo;
 CONNECT -> 200 then echo.
-GET /__stats: connections, requests and bytes received (that connection not counted).";
+GET /__stats: connections (accepted, closed), requests and bytes received (that connection
+not counted).";
 
 /// Parses `-L host:port`; also accepts `:port` and `*:port` for all IPv4 addresses.
 fn parse_addr(s: &str) -> Option<SocketAddr> {
