@@ -5,12 +5,12 @@
 //!
 //! For black-box tests of a proxy the query can also ask for: the request echoed back
 //! (`echo=head|all|body`, `echobody=1`, or the path `/echo`), a chunked answer (`chunked=1`,
-//! `trailers=1`), a close-delimited one (`cl=none`), extra headers (`hdr=Name:value`, `setcookie=v`), an
-//! interim answer (`info=103`), request-body facts (`bodyinfo=1`), no `100 Continue`
-//! (`continue=0`), a silent close (`drop=1`, `drop=next`) or an invalid answer (`bad=<kind>`, see
-//! [`Bad`]). `Upgrade: websocket` gets `101` and CONNECT gets `200`, then both echo bytes.
-//! `GET /__stats` answers the per-server counters ([`Counts`]: connections accepted and closed,
-//! requests, bytes received); such a connection is not counted.
+//! `trailers=1`), a close-delimited one (`cl=none`), extra headers (`hdr=Name:value`,
+//! `setcookie=v`), an interim answer (`info=103`), request-body facts (`bodyinfo=1`), no
+//! `100 Continue` (`continue=0`), a silent close (`drop=1`, `drop=next`) or an invalid answer
+//! (`bad=<kind>`, see [`Bad`]). `Upgrade: websocket` gets `101` and CONNECT gets `200`, then
+//! both echo bytes. `GET /__stats` answers the per-server counters ([`Counts`]: connections
+//! accepted and closed, requests, bytes received); such a connection is not counted.
 //! None of this costs the plain fast path more than a few flag tests.
 
 use std::io;
