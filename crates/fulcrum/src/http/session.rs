@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use fulcrum_http::{Body, ChunkedScanner, Head, HeadError, Method, Version};
+use fulcrum_http::{Body, ChunkedScanner, Head, Method, Version};
 use tokio::time::{timeout_at, Instant};
 
 use fulcrum_config as cfg;
@@ -201,11 +201,11 @@ impl Session<'_> {
                         self.cbuf.consume(n);
                         return Ok(true);
                     }
-                    Ok(None) if self.cbuf.is_full() => return Err(413),
+                    Ok(None) if self.cbuf.is_full() => return Err(400),
                     Ok(None) => {}
                     Err(e) => {
                         self.note(format_args!("invalid request: {e}"));
-                        return Err(status_for(&e));
+                        return Err(e.request_status());
                     }
                 }
             }
@@ -400,6 +400,7 @@ impl Session<'_> {
         }
         self.cookie_response(be_http, &slot, persist);
         let client_keep = !tunnel
+            && !info.te_and_cl
             && body_done
             && !client_close
             && conn_mode != ConnMode::Close
@@ -1273,16 +1274,6 @@ enum Exchange {
     ClientGone,
     /// The request body turned out invalid (bad chunk) after the head was sent.
     BadRequest,
-}
-
-/// HAProxy's status for a request that fails to parse.
-fn status_for(e: &HeadError) -> u16 {
-    match e {
-        HeadError::UriTooLong => 414,
-        HeadError::HeadTooLarge | HeadError::TooManyHeaders => 400,
-        HeadError::BadVersion => 505,
-        _ => 400,
-    }
 }
 
 /// The raw response with a `connection: close` header added after the status line.

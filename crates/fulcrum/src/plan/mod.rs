@@ -173,7 +173,9 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
         originalto: addr(&p.originalto),
         messages: Messages::new(replaced),
         limits: fulcrum_http::Limits {
-            max_head: g.tune_bufsize,
+            // HAProxy keeps `tune.maxrewrite` (1024, at most half the buffer) free for header
+            // rewrites: a head must fit in the rest.
+            max_head: g.tune_bufsize - (g.tune_bufsize / 2).min(1024),
             max_headers: g.tune_http_maxhdr as usize,
         },
         buffer_request: p.http_buffer_request,
