@@ -358,8 +358,7 @@ fn analyze<'a>(
 ) -> Result<Info, Flaw> {
     let mut info = Info::default();
     let mut cl = None;
-    let (mut te, mut te_elems, mut chunked, mut last_chunked, mut other) =
-        (false, 0, 0, false, false);
+    let (mut te, mut chunked, mut last_chunked, mut other) = (false, 0, false, false);
     let (mut hosts, mut websocket, mut key, mut accept) = (0, false, false, false);
     let request = ctx.kind == Kind::Request;
     for (name, value) in fields {
@@ -372,8 +371,12 @@ fn analyze<'a>(
             }
             Special::TransferEncoding => {
                 te = true;
+                // A field without any coding is refused on its own (HAProxy would let a later
+                // `chunked` field cover it), so that removing fields never leaves one behind.
+                if comma_values(value).all(<[u8]>::is_empty) {
+                    return Err(HeadError::BadTransferEncoding.into());
+                }
                 for coding in comma_values(value).filter(|c| !c.is_empty()) {
-                    te_elems += 1;
                     last_chunked = coding.eq_ignore_ascii_case(b"chunked");
                     if last_chunked {
                         chunked += 1;
@@ -417,7 +420,7 @@ fn analyze<'a>(
         return Err(HeadError::DuplicateHost.into());
     }
     info.body = if te {
-        if te_elems == 0 || chunked > 1 || !last_chunked {
+        if chunked > 1 || !last_chunked {
             return Err(HeadError::BadTransferEncoding.into());
         }
         if other {

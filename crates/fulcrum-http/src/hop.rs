@@ -37,14 +37,16 @@ fn named_by_connection(head: &Head, name: &[u8]) -> bool {
 ///   it. Trailer is not hop-by-hop and is kept.
 /// - Content-Length, Transfer-Encoding and Host are never removed because Connection names
 ///   them (the `Connection: Content-Length` smuggling trick).
-/// - With `keep_upgrade` and a received `Connection: upgrade`, the Upgrade field and the
+/// - With `keep_upgrade`, an Upgrade field and a `Connection: upgrade`, the Upgrade field and the
 ///   `Sec-WebSocket-*` fields stay and one `Connection: upgrade` is written back.
 ///
 /// Note: HAProxy 2.6 itself forwards Keep-Alive, Proxy-Connection, TE, Upgrade and the fields
 /// named by Connection, and only rewrites Connection (verified); the engine decides whether to
 /// call this.
 pub fn strip_hop_by_hop(head: &mut Head, keep_upgrade: bool) {
-    let keep_upgrade = keep_upgrade && head.info().conn_upgrade && head.info().upgrade;
+    // The head as it is now decides (an edit may have removed Connection or Upgrade).
+    let keep_upgrade =
+        keep_upgrade && head.header(b"upgrade").is_some() && named_by_connection(head, b"upgrade");
     head.mark_fields(|h, name| match special(name) {
         Special::Connection | Special::KeepAlive | Special::ProxyConnection | Special::Te => true,
         Special::Upgrade => !keep_upgrade,
@@ -146,6 +148,15 @@ mod tests {
         let mut h = req(raw);
         strip_hop_by_hop(&mut h, false);
         assert_eq!(names(&h), ["Host"]);
+    }
+
+    #[test]
+    fn keeping_an_upgrade_looks_at_the_head_as_edited() {
+        let mut h = resp(b"HTTP/1.1 200 OK\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n");
+        h.remove_header(b"connection");
+        h.set_status(101, None).expect("no Connection: upgrade any more");
+        strip_hop_by_hop(&mut h, true);
+        assert_eq!(names(&h), Vec::<String>::new());
     }
 
     #[test]

@@ -54,6 +54,8 @@
 //! - CONNECT takes only authority-form `host:port` (HAProxy also takes absolute-form), and
 //!   authority-form is refused for other methods (HAProxy takes `GET a:443`).
 //! - Status codes must be 3 digits in 100..=999 (HAProxy forwards `20`, `2000`, `099`).
+//! - A Transfer-Encoding field without any coding is rejected even when another field says
+//!   `chunked` (HAProxy takes that pair).
 //! - Chunk extensions must follow RFC 9112 7.1.1 (HAProxy skips them unchecked); trailer fields
 //!   follow the header rules (so obs-fold in trailers is rejected too).
 //!

@@ -121,6 +121,11 @@ fn malformed_requests_are_rejected_with_the_right_reason() {
         ),
         ("TE empty", b"POST / HTTP/1.1\r\nTransfer-Encoding:\r\n\r\n", BadTransferEncoding),
         (
+            "TE empty field beside chunked",
+            b"POST / HTTP/1.1\r\nTransfer-Encoding: ,\r\nTransfer-Encoding: chunked\r\n\r\n",
+            BadTransferEncoding,
+        ),
+        (
             "TE chunked with a parameter",
             b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked ;\r\n\r\n",
             BadTransferEncoding,
