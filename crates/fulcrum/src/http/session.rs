@@ -136,10 +136,7 @@ pub async fn serve(fe: &Frontend, http: &HttpProxy, conn: Accepted, shared: &Sha
         log: TxnLog::default(),
     };
     s.local = socket2::SockRef::from(&s.client).local_addr().ok().and_then(|a| a.as_socket());
-    if !fe.rules.tcp_connection.is_empty() && !s.tcp_connection_accepts() {
-        s.note(format_args!("tcp-request connection reject"));
-        return;
-    }
+
     loop {
         let waited = Instant::now();
         match s.read_request().await {
@@ -498,19 +495,6 @@ impl Session<'_> {
             server: None,
             backends: &self.fe.backends,
         }
-    }
-
-    fn tcp_connection_accepts(&self) -> bool {
-        let base = self.base(None);
-        let empty = Head::new();
-        let mut ctx = base.ctx(&empty, None, &self.vars);
-        ctx.req = None;
-        for (accept, cond) in &self.fe.rules.tcp_connection {
-            if rules::holds(cond, &self.fe.rules.acls, &ctx) {
-                return *accept;
-            }
-        }
-        true
     }
 
     fn tcp_content_accepts(&self) -> bool {

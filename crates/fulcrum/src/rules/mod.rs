@@ -412,6 +412,39 @@ fn edit(
     Ok(())
 }
 
+/// Whether a list of `tcp-request connection|content` rules lets a connection through,
+/// judged on what is known before any HTTP: addresses, variables, backends' state.
+pub fn tcp_accepts(
+    list: &[(bool, Option<Cond>)],
+    acls: &Acls,
+    fe: &crate::frontend::Frontend,
+    src: Option<std::net::SocketAddr>,
+    dst: Option<std::net::SocketAddr>,
+) -> bool {
+    if list.is_empty() {
+        return true;
+    }
+    let vars = Vars::default();
+    let ctx = Ctx {
+        src,
+        dst,
+        req: None,
+        resp: None,
+        vars: &vars,
+        proc_vars: &fe.proc_vars,
+        frontend: &fe.name,
+        backend: None,
+        server: None,
+        backends: &fe.backends,
+    };
+    for (accept, cond) in list {
+        if holds(cond, acls, &ctx) {
+            return *accept;
+        }
+    }
+    true
+}
+
 /// Replaces the path, keeping the query string; the new path is taken as is (HAProxy escapes
 /// nothing, so a `?` in it simply becomes part of the target).
 fn set_path_raw(head: &mut Head, path: &[u8]) -> Result<(), fulcrum_http::EditError> {

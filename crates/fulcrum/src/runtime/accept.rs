@@ -140,6 +140,22 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
 }
 
 async fn session(fe: &Frontend, conn: Accepted, shared: &Shared) {
+    let r = &fe.rules;
+    if !r.tcp_connection.is_empty() || !r.tcp_content.is_empty() && fe.http.is_none() {
+        let local = socket2::SockRef::from(&conn.client).local_addr().ok();
+        let dst = local.and_then(|a| a.as_socket());
+        // `tcp-request connection` rules, then (in mode tcp, where no payload is inspected)
+        // `tcp-request content` rules; in mode http the session runs the latter per request.
+        let accepted = crate::rules::tcp_accepts(&r.tcp_connection, &r.acls, fe, conn.peer, dst)
+            && (fe.http.is_some()
+                || crate::rules::tcp_accepts(&r.tcp_content, &r.acls, fe, conn.peer, dst));
+        if !accepted {
+            if shared.debug {
+                eprintln!("{}: connection rejected by tcp-request rules", fe.name);
+            }
+            return;
+        }
+    }
     Counters::inc(&fe.counters.sessions);
     if let Some(http) = &fe.http {
         return crate::http::serve(fe, http, conn, shared).await;
