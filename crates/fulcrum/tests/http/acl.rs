@@ -291,10 +291,7 @@ fn connection_and_backend_fetches_match_as_haproxy() {
         row("nbsrv_down", "nbsrv(down) eq 0", paths(&["/"]), vec![]),
         row("be_conn_idle", "be_conn(down) eq 0", paths(&["/"]), vec![]),
     ];
-    each(|t| {
-        let dead = crate::harness::dead_addr();
-        run_table(t, &rows, "", &format!("backend down\n server d {dead} disabled\n"), &[])
-    });
+    each(|t| run_table(t, &rows, "", &format!("backend down\n server d {DEAD} disabled\n"), &[]));
 }
 
 #[test]

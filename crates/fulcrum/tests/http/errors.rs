@@ -4,7 +4,6 @@
 
 use std::time::{Duration, Instant};
 
-use crate::harness::dead_addr;
 use crate::px::*;
 
 fn one(srv: &Running, lines: &str) -> String {
@@ -102,7 +101,7 @@ fn a_refused_connection_gets_503_after_the_retries() {
     each(|t| {
         let px = t.start(&listen(&format!(
             " retries 1\n timeout connect 200ms\n server dead {}\n",
-            dead_addr()
+            DEAD
         )));
         let start = Instant::now();
         let r = px.get("/");

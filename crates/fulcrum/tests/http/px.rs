@@ -551,6 +551,10 @@ pub fn eventually(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
     cond()
 }
 
+/// An address where nothing listens and that no port-0 bind can be given (unlike a port bound
+/// then closed, which another test may get in the meantime).
+pub const DEAD: &str = "127.0.0.1:1";
+
 /// `defaults` for HTTP scenarios: short but safe timeouts.
 pub const DEFAULTS: &str =
     "defaults\n mode http\n timeout connect 1s\n timeout client 5s\n timeout server 5s\n";
