@@ -296,9 +296,13 @@ impl Session<'_> {
             let _ = self.req.set_header(b"Connection", b"upgrade");
         } else if conn_mode != ConnMode::KeepAlive {
             let _ = self.req.set_header(b"Connection", b"close");
-        } else if version == Version::Http10 {
+        } else if version == Version::Http10 && info.body != Body::Chunked {
+            // HTTP/1.0 asks for keep-alive explicitly (HAProxy does not for a chunked 1.0
+            // request, after which the connection closes).
             let _ = self.req.set_header(b"Connection", b"keep-alive");
         }
+        // An absolute-form target loses the scheme's default port, as HAProxy normalises it.
+        drop_default_port(&mut self.req);
         if info.body == Body::Chunked {
             let _ = self.req.set_header(b"Transfer-Encoding", b"chunked");
         }
@@ -1258,6 +1262,29 @@ enum Exchange {
     ClientGone,
     /// The request body turned out invalid (bad chunk) after the head was sent.
     BadRequest,
+}
+
+/// `http://host:80/...` becomes `http://host/...` (and `https://host:443/...` likewise).
+fn drop_default_port(req: &mut Head) {
+    let t = req.target();
+    let (scheme_len, port): (usize, &[u8]) =
+        if t.len() > 7 && t[..7].eq_ignore_ascii_case(b"http://") {
+            (7, b":80")
+        } else if t.len() > 8 && t[..8].eq_ignore_ascii_case(b"https://") {
+            (8, b":443")
+        } else {
+            return;
+        };
+    let rest = &t[scheme_len..];
+    let auth_end = rest.iter().position(|&c| c == b'/' || c == b'?').unwrap_or(rest.len());
+    let auth = &rest[..auth_end];
+    if auth.len() > port.len() && auth.ends_with(port) {
+        let cut = scheme_len + auth_end - port.len();
+        let mut new = Vec::with_capacity(t.len());
+        new.extend_from_slice(&t[..cut]);
+        new.extend_from_slice(&t[scheme_len + auth_end..]);
+        let _ = req.set_target(&new);
+    }
 }
 
 /// The raw response with a `connection: close` header added after the status line.

@@ -289,7 +289,11 @@ fn fetch_each<'a>(
             let Some(r) = req else { return false };
             for (n, v) in r.headers() {
                 if n.eq_ignore_ascii_case(b"cookie") {
-                    if let Some(c) = fulcrum_http::cookie_value(v, name.as_bytes()) {
+                    // HAProxy 2.6 quirk: a header holding only `name=` yields no cookie, while an
+                    // empty value next to other cookies is found.
+                    let found = fulcrum_http::cookie_value(v, name.as_bytes());
+                    let alone = v.trim_ascii().len() == name.len() + 1;
+                    if let Some(c) = found.filter(|c| !(c.is_empty() && alone)) {
                         if f(b(c)) {
                             return true;
                         }
