@@ -20,10 +20,13 @@ fn acl_keyword(kw: &str) -> Option<(&'static str, MatchMethod)> {
         ("hdr", "hdr"),
         ("cook", "cook"),
         ("shdr", "shdr"),
+        ("scook", "scook"),
+        ("base", "base"),
     ];
     match kw {
         "method" => return Some(("method", MatchMethod::Str)),
         "req_ver" => return Some(("req_ver", MatchMethod::Str)),
+        "resp_ver" => return Some(("resp_ver", MatchMethod::Str)),
         _ => {}
     }
     for (base, fetch) in BASES {
@@ -68,7 +71,7 @@ fn default_method(out: SmpType, kw: &str) -> Result<MatchMethod, String> {
         SmpType::Int => MatchMethod::Int,
         SmpType::Ip => MatchMethod::Ip,
         SmpType::Str | SmpType::Meth => MatchMethod::Str,
-        SmpType::Any => {
+        SmpType::Any | SmpType::Bin => {
             return Err(format!("matching method must be specified first (using '-m') when using a sample fetch of this type ('{kw}')."))
         }
     })
@@ -87,9 +90,39 @@ pub fn avail_of(expr: &SampleExpr) -> Avail {
         | Fetch::Hdr { .. }
         | Fetch::HdrCnt { .. }
         | Fetch::HdrIp { .. }
-        | Fetch::Cook { .. } => Avail::Request,
-        Fetch::Status | Fetch::ResHdr { .. } => Avail::Response,
-        _ => Avail::Always,
+        | Fetch::Cook { .. }
+        | Fetch::Fhdr { .. }
+        | Fetch::FhdrCnt { .. }
+        | Fetch::ReqBody
+        | Fetch::ReqBodyLen
+        | Fetch::ReqBodySize
+        | Fetch::ReqBodyParam { .. }
+        | Fetch::ReqHdrs
+        | Fetch::Base
+        | Fetch::CookCnt { .. }
+        | Fetch::CookVal { .. } => Avail::Request,
+        Fetch::Status
+        | Fetch::ResHdr { .. }
+        | Fetch::ResFhdr { .. }
+        | Fetch::ResCook { .. }
+        | Fetch::ResVer => Avail::Response,
+        Fetch::SslFc => Avail::Session,
+        Fetch::BeName => Avail::Backend,
+        Fetch::SrvName => Avail::Server,
+        Fetch::Src
+        | Fetch::SrcPort
+        | Fetch::Dst
+        | Fetch::DstPort
+        | Fetch::NbSrv { .. }
+        | Fetch::BeConn { .. }
+        | Fetch::AlwaysTrue
+        | Fetch::AlwaysFalse
+        | Fetch::Var { .. }
+        | Fetch::Str(_)
+        | Fetch::Int(_)
+        | Fetch::Date { .. }
+        | Fetch::Rand { .. }
+        | Fetch::FeName => Avail::Always,
     }
 }
 
@@ -353,6 +386,9 @@ impl CondEnv<'_> {
             Ctx::Switching => "frontend use-backend rule".into(),
         }
     }
+    fn usable(&self, acl: &Acl) -> bool {
+        avail_of(&acl.expr).usable_in_proxy(self.ctx, self.kind.is_backend())
+    }
     fn ctx_in(&self) -> &'static str {
         match self.ctx {
             Ctx::TcpConnection => " in 'tcp-request connection'",
@@ -433,7 +469,7 @@ pub fn parse_condition(
 
 /// An anonymous ACL in a condition, checked against the rule context.
 fn anonymous(acl: Acl, env: &CondEnv<'_>, warnings: &mut Vec<String>) -> AclRef {
-    if !avail_of(&acl.expr).usable_in(env.ctx) {
+    if !env.usable(&acl) {
         warnings.push(format!(
             "anonymous acl will never match{} because it uses keyword '{}' which is incompatible with '{}'",
             env.ctx_in(),
@@ -464,8 +500,7 @@ fn named(
             None => Err(format!("no such ACL : '{name}'.")),
         };
     }
-    let bad: Vec<&Acl> =
-        lines.iter().copied().filter(|a| !avail_of(&a.expr).usable_in(env.ctx)).collect();
+    let bad: Vec<&Acl> = lines.iter().copied().filter(|a| !env.usable(a)).collect();
     if bad.len() == lines.len() {
         warnings.push(format!(
             "acl '{name}' will never match{} because it only involves keywords that are incompatible with '{}'",

@@ -1,7 +1,8 @@
 //! HTTP settings of proxy sections: `option forwardfor|originalto`, the connection-mode options
 //! (`http-keep-alive`, `http-server-close`, `httpclose`), `option http-buffer-request`,
-//! `option httplog|dontlognull`, `cookie`, `http-reuse`, and the error messages (`errorfile`,
-//! `errorfiles`, `http-error`) with the `http-errors` sections they may reference.
+//! `option httplog|dontlognull`, `cookie`, `http-reuse`, `retry-on`, `capture`, and the error
+//! messages (`errorfile`, `errorfiles`, `errorloc*`, `http-error`) with the `http-errors`
+//! sections they may reference.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -226,6 +227,89 @@ pub fn errorfile(line: &Line, in_section: bool, diags: &mut Diags) -> Option<(u1
     Some((status, ErrorSource::File { path: PathBuf::from(file), span: line.span.clone() }))
 }
 
+/// `errorloc <code> <url>`, `errorloc302 <code> <url>` (both a 302) and `errorloc303 <code>
+/// <url>`; `Some` when valid. As HAProxy, words after the URL are ignored.
+pub fn errorloc(line: &Line, diags: &mut Diags) -> Option<(u16, ErrorSource)> {
+    let kw = line.arg(0);
+    let (code, url) = (line.arg(1), line.arg(2));
+    if code.is_empty() || url.is_empty() {
+        diags.alert(line, format!("{kw} : expects <status_code> and <url> as arguments."));
+        return None;
+    }
+    let status = parse_code(code);
+    if !ERROR_CODES.contains(&status) {
+        diags.alert(line, format!("{kw} : status code '{status}' not handled."));
+        return None;
+    }
+    let redirect = if kw == "errorloc303" { 303 } else { 302 };
+    let src =
+        ErrorSource::Location { code: redirect, url: url.to_string(), span: line.span.clone() };
+    Some((status, src))
+}
+
+/// `retry-on <keyword>...`: replaces any earlier setting (defaults included).
+pub fn retry_on(p: &mut Proxy, line: &Line, diags: &mut Diags) {
+    let words = &line.words[1..];
+    if words.is_empty() {
+        return diags.alert(line, "'retry-on' needs at least one keyword to specify when to retry");
+    }
+    let mut list = Vec::new();
+    for w in words {
+        let item = match w.as_str() {
+            "none" if words.len() == 1 => RetryOn::None,
+            "none" => return diags.alert(line, "'retry-on' 'none' keyworld only usable alone"),
+            "conn-failure" => RetryOn::ConnFailure,
+            "empty-response" => RetryOn::EmptyResponse,
+            "junk-response" => RetryOn::JunkResponse,
+            "response-timeout" => RetryOn::ResponseTimeout,
+            "0rtt-rejected" => RetryOn::ZeroRttRejected,
+            "all-retryable-errors" => RetryOn::AllRetryableErrors,
+            "401" | "403" | "404" | "408" | "425" | "500" | "501" | "502" | "503" | "504" => {
+                RetryOn::Status(w.parse().unwrap_or_default())
+            }
+            _ => return diags.alert(line, format!("'retry-on': unknown keyword '{w}'")),
+        };
+        if !list.contains(&item) {
+            list.push(item);
+        }
+    }
+    p.retry_on = list;
+}
+
+/// `capture cookie <name> len <n>`, `capture request header <name> len <n>` and `capture
+/// response header <name> len <n>`. HAProxy reads `<n>` with `atol()` and does not check the
+/// `len` word of a cookie capture; Fulcrum wants both as documented.
+pub fn capture(p: &mut Proxy, line: &Line, diags: &mut Diags) {
+    let cookie = line.arg(1) == "cookie";
+    let (kind, name_at) = match line.arg(1) {
+        "cookie" => (CaptureKind::Cookie, 2),
+        "request" => (CaptureKind::ReqHeader, 3),
+        _ => (CaptureKind::ResHeader, 3),
+    };
+    let kw = format!("capture {}", line.arg(1));
+    if !no_extra(line, name_at + 3, &kw, diags) {
+        return;
+    }
+    let (name, len_kw, len) = (line.arg(name_at), line.arg(name_at + 1), line.arg(name_at + 2));
+    if name.is_empty() || len_kw != "len" || len.is_empty() {
+        let msg = if cookie {
+            "'capture' expects 'cookie' <cookie_name> 'len' <len>.".to_string()
+        } else {
+            format!("'{kw}' expects 'header' <header_name> 'len' <len>.")
+        };
+        return diags.alert(line, msg);
+    }
+    let Some(len) = crate::args::parse_u32(len) else {
+        let msg = format!("'{kw}' : 'len' expects a non-negative integer (got '{len}').");
+        return diags.alert(line, msg);
+    };
+    if cookie {
+        // One cookie capture per proxy: the last line wins, as HAProxy.
+        p.captures.retain(|c| c.kind != CaptureKind::Cookie);
+    }
+    p.captures.push(Capture { kind, name: name.to_string(), len, span: line.span.clone() });
+}
+
 /// `errorfiles <name> [<code>...]`.
 pub fn errorfiles(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
     let name = line.arg(1);
@@ -256,7 +340,7 @@ pub fn http_error(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
         }
         _ => return diags.alert(line, format!("http-error : Unexpected status code '{status}'")),
     }
-    let parsed = match parse_reply(line, 1, ReplyKind::HttpError, Ctx::Monitor) {
+    let parsed = match parse_reply(line, 1, ReplyKind::HttpError, Ctx::Monitor, true) {
         Ok(p) => p,
         Err(m) => {
             let m = m.strip_suffix('.').unwrap_or(&m);
