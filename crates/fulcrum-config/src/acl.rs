@@ -415,6 +415,7 @@ pub fn parse_condition(
     let unless = words.first().map(String::as_str) == Some("unless");
     let mut groups: Vec<Vec<CondTerm>> = vec![Vec::new()];
     let mut warnings = Vec::new();
+    let mut conflicts = Conflicts::default();
     let mut negate = false;
     let mut i = 1;
     while i < words.len() {
@@ -443,10 +444,10 @@ pub fn parse_condition(
             let parsed = parse_acl(&words[i + 1..close], span)?;
             warnings.extend(parsed.warnings);
             i = close + 1;
-            anonymous(parsed.acl, env, &mut warnings)
+            anonymous(parsed.acl, env, &mut conflicts)
         } else {
             i += 1;
-            named(w, span, env, &mut warnings)?
+            named(w, span, env, &mut conflicts)?
         };
         if let Some(g) = groups.last_mut() {
             g.push(CondTerm { negate, acl });
@@ -464,13 +465,29 @@ pub fn parse_condition(
         };
         return Err(msg);
     }
+    warnings.extend(conflicts.into_warning());
     Ok(ParsedCond { cond: Condition { unless, terms: groups }, warnings })
 }
 
 /// An anonymous ACL in a condition, checked against the rule context.
-fn anonymous(acl: Acl, env: &CondEnv<'_>, warnings: &mut Vec<String>) -> AclRef {
-    if !env.usable(&acl) {
-        warnings.push(format!(
+/// The first ACL of a condition that can never match where it is used (`full`), and the first
+/// named ACL of which only some lines can (`partial`). As HAProxy, a condition gets at most
+/// one warning: the first `full` one, else the first `partial` one.
+#[derive(Default)]
+struct Conflicts {
+    full: Option<String>,
+    partial: Option<String>,
+}
+
+impl Conflicts {
+    fn into_warning(self) -> Option<String> {
+        self.full.or(self.partial)
+    }
+}
+
+fn anonymous(acl: Acl, env: &CondEnv<'_>, conflicts: &mut Conflicts) -> AclRef {
+    if !env.usable(&acl) && conflicts.full.is_none() {
+        conflicts.full = Some(format!(
             "anonymous acl will never match{} because it uses keyword '{}' which is incompatible with '{}'",
             env.ctx_in(),
             fetch_keyword(&acl.expr),
@@ -491,24 +508,24 @@ fn named(
     name: &str,
     span: &Span,
     env: &CondEnv<'_>,
-    warnings: &mut Vec<String>,
+    conflicts: &mut Conflicts,
 ) -> Result<AclRef, String> {
     let lines: Vec<&Acl> = env.acls.iter().filter(|a| a.name == name).map(|a| &a.acl).collect();
     if lines.is_empty() {
         return match predefined(name, span)? {
-            Some(acl) => Ok(anonymous(acl, env, warnings)),
+            Some(acl) => Ok(anonymous(acl, env, conflicts)),
             None => Err(format!("no such ACL : '{name}'.")),
         };
     }
     let bad: Vec<&Acl> = lines.iter().copied().filter(|a| !env.usable(a)).collect();
     if bad.len() == lines.len() {
-        warnings.push(format!(
+        conflicts.full.get_or_insert(format!(
             "acl '{name}' will never match{} because it only involves keywords that are incompatible with '{}'",
             env.ctx_in(),
             env.ctx_name()
         ));
     } else if let Some(a) = bad.first() {
-        warnings.push(format!(
+        conflicts.partial.get_or_insert(format!(
             "acl '{name}' involves keywords '{}' which is incompatible with '{}'",
             fetch_keyword(&a.expr),
             env.ctx_name()
