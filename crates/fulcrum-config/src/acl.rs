@@ -570,6 +570,36 @@ mod tests {
     }
 
     #[test]
+    fn base_scook_and_resp_ver_acl_keywords_imply_their_match() {
+        let a = acl("base_end /favicon.ico");
+        assert_eq!((a.expr.fetch, a.method), (Fetch::Base, MatchMethod::End));
+        let a = acl("scook_beg(SID) tmp");
+        assert_eq!(
+            (a.expr.fetch, a.method),
+            (Fetch::ResCook { name: "SID".into() }, MatchMethod::Beg)
+        );
+        let a = acl("resp_ver 1.1");
+        assert_eq!((a.expr.fetch, a.method), (Fetch::ResVer, MatchMethod::Str));
+        assert_eq!(acl("req.cook_cnt(a) gt 1").method, MatchMethod::Int);
+        assert_eq!(acl("ssl_fc").method, MatchMethod::Bool);
+        assert_eq!(acl("date gt 0").method, MatchMethod::Int);
+        assert_eq!(acl("fe_name web").method, MatchMethod::Str);
+    }
+
+    #[test]
+    fn binary_samples_need_an_explicit_match_method() {
+        for text in ["req.body x", "req.body_param(u) x", "req.hdrs x"] {
+            let kw = text.split(['(', ' ']).next().unwrap_or_default().to_string();
+            assert_eq!(
+                acl_err(text),
+                format!("matching method must be specified first (using '-m') when using a sample fetch of this type ('{kw}').")
+            );
+        }
+        assert_eq!(acl("req.body -m sub password").method, MatchMethod::Sub);
+        assert_eq!(acl("req.body,lower password").method, MatchMethod::Str);
+    }
+
+    #[test]
     fn a_converter_after_an_acl_keyword_drops_the_implied_match() {
         let a = acl("path_beg,lower /x");
         assert_eq!((a.method, a.expr.converters.len()), (MatchMethod::Str, 1));
@@ -729,6 +759,29 @@ mod tests {
             .expect("parses")
             .warnings;
         assert_eq!(w, ["anonymous acl will never match in 'tcp-request connection' because it uses keyword 'path' which is incompatible with 'frontend tcp-request connection rule'"]);
+    }
+
+    #[test]
+    fn a_condition_gets_one_never_match_warning_the_first_full_conflict_first() {
+        let acls = [named_acl("m", "status 200"), named_acl("m", "path /x")];
+        let w = cond("if m || { status 200 } { res.ver 1.1 }", &acls).expect("parses").warnings;
+        assert_eq!(w, ["anonymous acl will never match because it uses keyword 'status' which is incompatible with 'frontend http-request header rule'"]);
+        let w = cond("if m !m", &acls).expect("parses").warnings;
+        assert_eq!(w, ["acl 'm' involves keywords 'status' which is incompatible with 'frontend http-request header rule'"]);
+    }
+
+    #[test]
+    fn be_name_matches_in_request_rules_only_with_backend_capability() {
+        let words = words("if { be_name app }");
+        let fe = CondEnv { acls: &[], ctx: Ctx::HttpRequest, kind: ProxyKind::Frontend };
+        let w = parse_condition(&words, &span(), &fe).expect("parses").warnings;
+        assert_eq!(w, ["anonymous acl will never match because it uses keyword 'be_name' which is incompatible with 'frontend http-request header rule'"]);
+        for kind in [ProxyKind::Backend, ProxyKind::Listen] {
+            let env = CondEnv { acls: &[], ctx: Ctx::HttpRequest, kind };
+            assert!(parse_condition(&words, &span(), &env).expect("parses").warnings.is_empty());
+        }
+        let fe_res = CondEnv { acls: &[], ctx: Ctx::HttpResponse, kind: ProxyKind::Frontend };
+        assert!(parse_condition(&words, &span(), &fe_res).expect("parses").warnings.is_empty());
     }
 
     #[test]

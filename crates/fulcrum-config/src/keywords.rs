@@ -710,6 +710,31 @@ mod tests {
     }
 
     #[test]
+    fn three_word_keywords_are_found_before_shorter_ones() {
+        let k = find_proxy(&words("capture request header Host len 64")).expect("known");
+        assert_eq!((k.name, k.sections), ("capture request header", F | L));
+        assert!(find_proxy(&words("capture request foo")).is_none());
+        assert_eq!(find_proxy(&words("capture cookie")).map(|k| k.name), Some("capture cookie"));
+    }
+
+    #[test]
+    fn performance_and_logging_hints_are_not_claimed_as_supported() {
+        for name in [
+            "option http-no-delay",
+            "option splice-auto",
+            "option splice-request",
+            "option splice-response",
+            "option tcp-smart-accept",
+            "option tcp-smart-connect",
+            "option log-separate-errors",
+            "option dontlog-normal",
+        ] {
+            assert_eq!(find(PROXY, name).map(|k| k.status), Some(Partial("accepted, no effect")));
+        }
+        assert_eq!(find(PROXY, "option http-ignore-probes").map(|k| k.status), Some(Supported));
+    }
+
+    #[test]
     fn no_duplicates() {
         for table in [GLOBAL, PROXY, BIND_OPTIONS, SERVER_OPTIONS] {
             for (i, k) in table.iter().enumerate() {

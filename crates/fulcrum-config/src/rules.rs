@@ -1100,6 +1100,109 @@ mod tests {
             .is_err());
     }
 
+    fn request_action(text: &str) -> Result<(HttpAction, usize), Option<String>> {
+        let l = line(text);
+        let base = action_base(l.arg(1)).0.to_string();
+        http_action(&l, HttpWhich::Request, &base, false, &mut Diags::default())
+    }
+
+    #[test]
+    fn tarpit_defaults_to_500_and_takes_deny_status_or_status() {
+        assert_eq!(
+            request_action("http-request tarpit").expect("parses"),
+            (HttpAction::Tarpit { status: 500 }, 2)
+        );
+        assert_eq!(
+            request_action("http-request tarpit deny_status 429 if TRUE").expect("parses"),
+            (HttpAction::Tarpit { status: 429 }, 4)
+        );
+        assert_eq!(
+            request_action("http-request tarpit status 503").expect("parses").0,
+            HttpAction::Tarpit { status: 503 }
+        );
+        let e = request_action("http-request tarpit deny_status 418").expect_err("no message");
+        assert_eq!(
+            e.as_deref(),
+            Some("status code '418' not handled by default with 'default-errorfiles' argument..")
+        );
+        let e = request_action("http-request tarpit content-type text/plain string hi");
+        assert!(e.expect_err("refused").is_some_and(|m| m.contains("not supported yet")));
+    }
+
+    #[test]
+    fn strict_mode_takes_on_or_off() {
+        assert_eq!(
+            request_action("http-request strict-mode off").expect("parses"),
+            (HttpAction::StrictMode(false), 3)
+        );
+        assert_eq!(
+            request_action("http-request strict-mode on").expect("parses").0,
+            HttpAction::StrictMode(true)
+        );
+        assert_eq!(
+            request_action("http-request strict-mode").expect_err("missing").as_deref(),
+            Some("expects exactly 1 arguments.")
+        );
+        assert_eq!(
+            request_action("http-request strict-mode yes").expect_err("bad").as_deref(),
+            Some("Unexpected value 'yes'. Only 'on' and 'off' are supported.")
+        );
+    }
+
+    #[test]
+    fn set_var_fmt_stores_a_log_format_and_a_missing_one_is_empty() {
+        let (act, next) =
+            request_action("http-request set-var-fmt(txn.from) %[src]:%cp").expect("parses");
+        let HttpAction::SetVarFmt { scope, name, fmt } = act else { panic!("{act:?}") };
+        assert_eq!((scope, name.as_str(), fmt.parts.len(), next), (VarScope::Txn, "from", 3, 3));
+        let (act, _) = request_action("http-request set-var-fmt(req.x)").expect("parses");
+        let HttpAction::SetVarFmt { fmt, .. } = act else { panic!("{act:?}") };
+        assert_eq!((fmt.text.as_str(), fmt.parts.len()), ("", 0));
+        assert!(request_action("http-request set-var-fmt(x) a").is_err());
+        let e = request_action("http-request set-var-fmt(txn.x) %[be_name]").expect_err("fe");
+        assert!(e.is_some_and(|m| m.contains("needs 'backend'")));
+    }
+
+    #[test]
+    fn reject_silent_drop_and_early_hint_take_their_arguments() {
+        assert_eq!(request_action("http-request reject").expect("ok"), (HttpAction::Reject, 2));
+        assert_eq!(
+            request_action("http-request silent-drop if TRUE").expect("ok"),
+            (HttpAction::SilentDrop, 2)
+        );
+        let (act, next) = request_action("http-request early-hint Link </a.css>").expect("ok");
+        let HttpAction::EarlyHint { name, value } = act else { panic!("{act:?}") };
+        assert_eq!((name.as_str(), value.text.as_str(), next), ("Link", "</a.css>", 4));
+        for bad in ["http-request early-hint Link", "http-request early-hint Link \"\""] {
+            assert_eq!(
+                request_action(bad).expect_err(bad).as_deref(),
+                Some("expects exactly 2 arguments.")
+            );
+        }
+    }
+
+    #[test]
+    fn only_tarpit_of_the_new_final_actions_warns_about_later_rules() {
+        assert!(is_final(&HttpAction::Tarpit { status: 500 }));
+        assert!(!is_final(&HttpAction::Reject));
+        assert!(!is_final(&HttpAction::SilentDrop));
+    }
+
+    #[test]
+    fn each_rule_list_has_its_own_set_of_new_actions() {
+        for a in ["strict-mode", "set-var-fmt(txn.x)"] {
+            for w in [HttpWhich::Request, HttpWhich::Response, HttpWhich::After] {
+                assert!(is_known_action(w, a) && w.supported(action_base(a).0), "{a}");
+            }
+        }
+        for a in ["tarpit", "reject", "early-hint"] {
+            assert!(HttpWhich::Request.supported(a));
+            assert!(!is_known_action(HttpWhich::Response, a), "{a}");
+        }
+        assert!(HttpWhich::Response.supported("silent-drop"));
+        assert!(!is_known_action(HttpWhich::After, "silent-drop"));
+    }
+
     #[test]
     fn redirects_default_to_302_and_keep_their_options() {
         let (r, next) = parse_redirect(

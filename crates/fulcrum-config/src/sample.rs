@@ -250,11 +250,21 @@ fn check_args(
     spec: &[ArgT],
     mandatory: usize,
 ) -> Result<Vec<Arg>, (usize, String)> {
-    let items: Vec<(String, usize)> = match raw {
+    let mut items: Vec<(String, usize)> = match raw {
         Some(r) if r.items.len() == 1 && r.items[0].0.is_empty() => Vec::new(),
         Some(r) => r.items.clone(),
         None => Vec::new(),
     };
+    // An empty optional integer ends the list, as HAProxy: fine when it is the last.
+    let empty_opt = items.iter().enumerate().position(|(i, (text, _))| {
+        text.is_empty() && i >= mandatory && spec.get(i) == Some(&ArgT::Int)
+    });
+    if let Some(i) = empty_opt {
+        if let Some((_, at)) = items.get(i + 1) {
+            return Err((i, format!("expected ')' before '{}'", &s[*at..])));
+        }
+        items.truncate(i);
+    }
     if items.len() > spec.len() {
         let (_, at) = &items[spec.len()];
         let idx = if spec.is_empty() { 0 } else { spec.len() };
@@ -264,13 +274,6 @@ fn check_args(
     for (i, (text, _)) in items.iter().enumerate() {
         match spec[i] {
             ArgT::Str => out.push(Arg::Str(text.clone())),
-            // An empty optional integer ends the list, as HAProxy: fine when it is the last.
-            ArgT::Int if text.is_empty() && i >= mandatory => {
-                return match items.get(i + 1) {
-                    None => Ok(out),
-                    Some((_, at)) => Err((i, format!("expected ')' before '{}'", &s[*at..]))),
-                };
-            }
             ArgT::Int if text.is_empty() => {
                 let msg = format!("expected type 'integer' at position {}, but got nothing", i + 1);
                 return Err((i + 1, msg));
@@ -763,6 +766,150 @@ mod tests {
             Fetch::ResHdr { name: "location".into(), occ: None }
         );
         assert_eq!(ok("hdr_ip(X-Forwarded-For,1)").out, SmpType::Ip);
+    }
+
+    #[test]
+    fn full_line_header_fetches_keep_the_shape_of_hdr() {
+        assert_eq!(
+            ok("req.fhdr(User-Agent,-1)").expr.fetch,
+            Fetch::Fhdr { name: "user-agent".into(), occ: Some(-1) }
+        );
+        assert_eq!(ok("req.fhdr").expr.fetch, Fetch::Fhdr { name: String::new(), occ: None });
+        assert_eq!(ok("req.fhdr_cnt(Via)").expr.fetch, Fetch::FhdrCnt { name: "via".into() });
+        let p = ok("res.fhdr(Server)");
+        assert_eq!(p.expr.fetch, Fetch::ResFhdr { name: "server".into(), occ: None });
+        assert_eq!((p.out, p.avail), (SmpType::Str, Avail::Response));
+        assert_eq!(ok("req.fhdr(a)").avail, Avail::Request);
+        assert_eq!(err("fhdr(host)"), "unknown fetch method 'fhdr'");
+    }
+
+    #[test]
+    fn header_occurrences_below_minus_ten_are_refused_as_haproxy() {
+        ok("req.hdr(x,-10)");
+        assert_eq!(
+            err("req.fhdr(x,-11)"),
+            "invalid args in fetch method 'req.fhdr' : header occurrence must be >= -10"
+        );
+        let e = parse("hdr(x,-11)", End::Input).expect_err("bad");
+        assert_eq!(
+            e.in_acl("hdr(x,-11)", Some("hdr")),
+            "in argument to 'hdr', header occurrence must be >= -10."
+        );
+        assert_eq!(
+            e.in_acl("hdr(x,-11)", None),
+            "invalid args in fetch method 'hdr' : header occurrence must be >= -10 in ACL expression 'hdr(x,-11)'."
+        );
+    }
+
+    #[test]
+    fn body_and_header_block_fetches_are_binary_request_samples() {
+        for (text, fetch) in [
+            ("req.body", Fetch::ReqBody),
+            ("req.hdrs", Fetch::ReqHdrs),
+            ("req.body_param(user)", Fetch::ReqBodyParam { name: "user".into() }),
+            ("req.body_param", Fetch::ReqBodyParam { name: String::new() }),
+        ] {
+            let p = ok(text);
+            assert_eq!((p.expr.fetch, p.out, p.avail), (fetch, SmpType::Bin, Avail::Request));
+        }
+        assert_eq!(ok("req.body_len").out, SmpType::Int);
+        assert_eq!(ok("req.body_size").expr.fetch, Fetch::ReqBodySize);
+        assert_eq!(ok("req.body,lower").out, SmpType::Str);
+        assert_eq!(err("req.body,map_int(/m)"), "converter 'map_int' cannot be applied");
+        assert_eq!(
+            err("req.body_len(1)"),
+            "fetch method 'req.body_len' : expected ')' before '1)'"
+        );
+    }
+
+    #[test]
+    fn cookie_fetches_keep_the_name_as_written() {
+        assert_eq!(ok("req.cook_cnt(SID)").expr.fetch, Fetch::CookCnt { name: "SID".into() });
+        assert_eq!(ok("cook_cnt").expr.fetch, Fetch::CookCnt { name: String::new() });
+        let p = ok("cook_val(Bucket)");
+        assert_eq!((p.expr.fetch, p.out), (Fetch::CookVal { name: "Bucket".into() }, SmpType::Int));
+        assert_eq!(ok("req.cook_val").expr.fetch, Fetch::CookVal { name: String::new() });
+        let p = ok("scook(SID)");
+        assert_eq!(
+            (p.expr.fetch, p.avail),
+            (Fetch::ResCook { name: "SID".into() }, Avail::Response)
+        );
+        assert_eq!(ok("res.cook").expr.fetch, Fetch::ResCook { name: String::new() });
+    }
+
+    #[test]
+    fn base_ssl_fc_version_and_name_fetches_have_haproxy_types_and_places() {
+        let cases = [
+            ("base", Fetch::Base, SmpType::Str, Avail::Request),
+            ("ssl_fc", Fetch::SslFc, SmpType::Bool, Avail::Session),
+            ("res.ver", Fetch::ResVer, SmpType::Str, Avail::Response),
+            ("resp_ver", Fetch::ResVer, SmpType::Str, Avail::Response),
+            ("fe_name", Fetch::FeName, SmpType::Str, Avail::Always),
+            ("be_name", Fetch::BeName, SmpType::Str, Avail::Backend),
+            ("srv_name", Fetch::SrvName, SmpType::Str, Avail::Server),
+        ];
+        for (text, fetch, out, avail) in cases {
+            let p = ok(text);
+            assert_eq!((p.expr.fetch, p.out, p.avail), (fetch, out, avail), "{text}");
+        }
+    }
+
+    #[test]
+    fn date_takes_an_offset_in_seconds_and_only_the_seconds_unit() {
+        assert_eq!(ok("date").expr.fetch, Fetch::Date { offset: 0 });
+        assert_eq!(ok("date()").expr.fetch, Fetch::Date { offset: 0 });
+        assert_eq!(ok("date(-3600)").expr.fetch, Fetch::Date { offset: -3600 });
+        assert_eq!(ok("date(60,s)").expr.fetch, Fetch::Date { offset: 60 });
+        assert_eq!(ok("date").out, SmpType::Int);
+        assert_eq!(err("date(1,ms)"), "the 'ms' unit of 'date' is not supported yet");
+        assert_eq!(
+            err("date(1,xs)"),
+            "invalid args in fetch method 'date' : expects 's', 'ms' or 'us', got 'xs'"
+        );
+        assert_eq!(err("date(,s)"), "fetch method 'date' : expected ')' before ',s)'");
+    }
+
+    #[test]
+    fn rand_takes_an_optional_non_negative_range() {
+        assert_eq!(ok("rand").expr.fetch, Fetch::Rand { range: None });
+        assert_eq!(ok("rand()").expr.fetch, Fetch::Rand { range: None });
+        assert_eq!(ok("rand(5000000000)").expr.fetch, Fetch::Rand { range: Some(5_000_000_000) });
+        assert_eq!(ok("rand(0)").expr.fetch, Fetch::Rand { range: Some(0) });
+        assert_eq!(
+            err("rand(-1)"),
+            "invalid args in fetch method 'rand' : a negative range (-1) is not supported"
+        );
+        assert_eq!(err("rand(1,)"), "fetch method 'rand' : expected ')' before ',)'");
+    }
+
+    #[test]
+    fn an_empty_optional_integer_argument_ends_the_list_as_haproxy() {
+        assert_eq!(ok("req.hdr(x,)").expr.fetch, Fetch::Hdr { name: "x".into(), occ: None });
+        assert_eq!(err("req.hdr(x,,)"), "fetch method 'req.hdr' : expected ')' before ',)'");
+        assert_eq!(
+            ok("path,field(1,:,)").expr.converters,
+            vec![Converter::Field { index: 1, delims: ":".into(), count: None }]
+        );
+        assert_eq!(
+            err("path,field(1,:,,)"),
+            "invalid arg 2 in converter 'field' : expected ')' before ',)'"
+        );
+    }
+
+    #[test]
+    fn be_name_needs_a_backend_before_the_response() {
+        let be = Avail::Backend;
+        assert!(be.usable_in_proxy(Ctx::HttpResponse, false));
+        assert!(!be.usable_in_proxy(Ctx::HttpRequest, false));
+        assert!(!be.usable_in_proxy(Ctx::TcpContent, false));
+        assert!(be.usable_in_proxy(Ctx::HttpRequest, true));
+        assert!(be.usable_in_proxy(Ctx::TcpContent, true));
+        assert!(!be.usable_in_proxy(Ctx::Switching, true));
+        assert!(!be.usable_in_proxy(Ctx::TcpConnection, true));
+        assert!(!Avail::Server.usable_in_proxy(Ctx::HttpRequest, true));
+        assert!(Avail::Server.usable_in_proxy(Ctx::HttpResponse, false));
+        assert!(!Avail::Session.usable_in(Ctx::TcpConnection));
+        assert!(Avail::Session.usable_in(Ctx::TcpContent));
     }
 
     #[test]
