@@ -1,8 +1,11 @@
 //! Lines of `defaults`, `frontend`, `backend` and `listen` sections: keyword lookup in the
 //! §4.1 matrix (section placement, "not supported yet", "unknown keyword"), then the parsers
 //! for `mode`, `maxconn`, `timeout`, `balance`, `hash-type`, `default_backend`, `retries`,
-//! `option redispatch|abortonclose` and the legacy `contimeout`-style timeouts. Rules (`acl`,
-//! `http-request`, `use_backend`...) live in `rules`, HTTP settings in `http_opts`.
+//! `option redispatch|abortonclose`, the HTTP options kept as flags (`http-ignore-probes`,
+//! `checkcache`...), the performance and logging hints accepted without effect (`splice-*`,
+//! `tcp-smart-*`...) and the legacy `contimeout`-style timeouts. Rules (`acl`, `http-request`,
+//! `use_backend`...) live in `rules`, HTTP settings (`retry-on`, `capture`, `errorloc`...) in
+//! `http_opts`.
 
 use crate::args::{int_arg, no_extra, parse_u32, Diags};
 use crate::bind::parse_bind;

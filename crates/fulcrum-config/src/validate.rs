@@ -1,8 +1,9 @@
 //! Checks on the whole parsed configuration, as HAProxy's post-parsing checks: backend
 //! references (`default_backend`, `use_backend`, `nbsrv()`/`be_conn()` arguments), mode
-//! compatibility, HTTP-only settings of TCP proxies (dropped with HAProxy's warnings),
-//! duplicate server names, conflicting binds, proxies without `bind`, missing timeouts, and a
-//! configuration with no listener at all.
+//! compatibility, cookie captures longer than HAProxy keeps (truncated), HTTP-only settings
+//! of TCP proxies (dropped with HAProxy's warnings), duplicate server names, conflicting
+//! binds, proxies without `bind`, missing timeouts, and a configuration with no listener at
+//! all.
 
 use std::collections::HashMap;
 
@@ -198,8 +199,9 @@ pub fn truncate_cookie_captures(config: &mut Config, out: &mut Vec<Diagnostic>) 
     }
 }
 
-/// Drops what a `mode tcp` proxy cannot use, with HAProxy's warnings: HTTP rules, the
-/// forwarding options, cookie persistence, the monitor URI and layer 7 balancing.
+/// Drops what a `mode tcp` proxy cannot use, with HAProxy's warnings: the cookie capture,
+/// HTTP rules, the forwarding options, the HTTP options with behaviour, cookie persistence,
+/// the monitor URI and layer 7 balancing.
 pub fn drop_http_only(config: &mut Config, out: &mut Vec<Diagnostic>) {
     for p in config.proxies.iter_mut().filter(|p| p.mode == Mode::Tcp) {
         let who = format!("{} '{}'", type_word(p.kind), p.name);
