@@ -20,10 +20,13 @@ fn acl_keyword(kw: &str) -> Option<(&'static str, MatchMethod)> {
         ("hdr", "hdr"),
         ("cook", "cook"),
         ("shdr", "shdr"),
+        ("scook", "scook"),
+        ("base", "base"),
     ];
     match kw {
         "method" => return Some(("method", MatchMethod::Str)),
         "req_ver" => return Some(("req_ver", MatchMethod::Str)),
+        "resp_ver" => return Some(("resp_ver", MatchMethod::Str)),
         _ => {}
     }
     for (base, fetch) in BASES {
@@ -68,7 +71,7 @@ fn default_method(out: SmpType, kw: &str) -> Result<MatchMethod, String> {
         SmpType::Int => MatchMethod::Int,
         SmpType::Ip => MatchMethod::Ip,
         SmpType::Str | SmpType::Meth => MatchMethod::Str,
-        SmpType::Any => {
+        SmpType::Any | SmpType::Bin => {
             return Err(format!("matching method must be specified first (using '-m') when using a sample fetch of this type ('{kw}')."))
         }
     })
@@ -87,9 +90,39 @@ pub fn avail_of(expr: &SampleExpr) -> Avail {
         | Fetch::Hdr { .. }
         | Fetch::HdrCnt { .. }
         | Fetch::HdrIp { .. }
-        | Fetch::Cook { .. } => Avail::Request,
-        Fetch::Status | Fetch::ResHdr { .. } => Avail::Response,
-        _ => Avail::Always,
+        | Fetch::Cook { .. }
+        | Fetch::Fhdr { .. }
+        | Fetch::FhdrCnt { .. }
+        | Fetch::ReqBody
+        | Fetch::ReqBodyLen
+        | Fetch::ReqBodySize
+        | Fetch::ReqBodyParam { .. }
+        | Fetch::ReqHdrs
+        | Fetch::Base
+        | Fetch::CookCnt { .. }
+        | Fetch::CookVal { .. } => Avail::Request,
+        Fetch::Status
+        | Fetch::ResHdr { .. }
+        | Fetch::ResFhdr { .. }
+        | Fetch::ResCook { .. }
+        | Fetch::ResVer => Avail::Response,
+        Fetch::SslFc => Avail::Session,
+        Fetch::BeName => Avail::Backend,
+        Fetch::SrvName => Avail::Server,
+        Fetch::Src
+        | Fetch::SrcPort
+        | Fetch::Dst
+        | Fetch::DstPort
+        | Fetch::NbSrv { .. }
+        | Fetch::BeConn { .. }
+        | Fetch::AlwaysTrue
+        | Fetch::AlwaysFalse
+        | Fetch::Var { .. }
+        | Fetch::Str(_)
+        | Fetch::Int(_)
+        | Fetch::Date { .. }
+        | Fetch::Rand { .. }
+        | Fetch::FeName => Avail::Always,
     }
 }
 
@@ -353,6 +386,9 @@ impl CondEnv<'_> {
             Ctx::Switching => "frontend use-backend rule".into(),
         }
     }
+    fn usable(&self, acl: &Acl) -> bool {
+        avail_of(&acl.expr).usable_in_proxy(self.ctx, self.kind.is_backend())
+    }
     fn ctx_in(&self) -> &'static str {
         match self.ctx {
             Ctx::TcpConnection => " in 'tcp-request connection'",
@@ -379,6 +415,7 @@ pub fn parse_condition(
     let unless = words.first().map(String::as_str) == Some("unless");
     let mut groups: Vec<Vec<CondTerm>> = vec![Vec::new()];
     let mut warnings = Vec::new();
+    let mut conflicts = Conflicts::default();
     let mut negate = false;
     let mut i = 1;
     while i < words.len() {
@@ -407,10 +444,10 @@ pub fn parse_condition(
             let parsed = parse_acl(&words[i + 1..close], span)?;
             warnings.extend(parsed.warnings);
             i = close + 1;
-            anonymous(parsed.acl, env, &mut warnings)
+            anonymous(parsed.acl, env, &mut conflicts)
         } else {
             i += 1;
-            named(w, span, env, &mut warnings)?
+            named(w, span, env, &mut conflicts)?
         };
         if let Some(g) = groups.last_mut() {
             g.push(CondTerm { negate, acl });
@@ -428,13 +465,29 @@ pub fn parse_condition(
         };
         return Err(msg);
     }
+    warnings.extend(conflicts.into_warning());
     Ok(ParsedCond { cond: Condition { unless, terms: groups }, warnings })
 }
 
 /// An anonymous ACL in a condition, checked against the rule context.
-fn anonymous(acl: Acl, env: &CondEnv<'_>, warnings: &mut Vec<String>) -> AclRef {
-    if !avail_of(&acl.expr).usable_in(env.ctx) {
-        warnings.push(format!(
+/// The first ACL of a condition that can never match where it is used (`full`), and the first
+/// named ACL of which only some lines can (`partial`). As HAProxy, a condition gets at most
+/// one warning: the first `full` one, else the first `partial` one.
+#[derive(Default)]
+struct Conflicts {
+    full: Option<String>,
+    partial: Option<String>,
+}
+
+impl Conflicts {
+    fn into_warning(self) -> Option<String> {
+        self.full.or(self.partial)
+    }
+}
+
+fn anonymous(acl: Acl, env: &CondEnv<'_>, conflicts: &mut Conflicts) -> AclRef {
+    if !env.usable(&acl) && conflicts.full.is_none() {
+        conflicts.full = Some(format!(
             "anonymous acl will never match{} because it uses keyword '{}' which is incompatible with '{}'",
             env.ctx_in(),
             fetch_keyword(&acl.expr),
@@ -455,25 +508,24 @@ fn named(
     name: &str,
     span: &Span,
     env: &CondEnv<'_>,
-    warnings: &mut Vec<String>,
+    conflicts: &mut Conflicts,
 ) -> Result<AclRef, String> {
     let lines: Vec<&Acl> = env.acls.iter().filter(|a| a.name == name).map(|a| &a.acl).collect();
     if lines.is_empty() {
         return match predefined(name, span)? {
-            Some(acl) => Ok(anonymous(acl, env, warnings)),
+            Some(acl) => Ok(anonymous(acl, env, conflicts)),
             None => Err(format!("no such ACL : '{name}'.")),
         };
     }
-    let bad: Vec<&Acl> =
-        lines.iter().copied().filter(|a| !avail_of(&a.expr).usable_in(env.ctx)).collect();
+    let bad: Vec<&Acl> = lines.iter().copied().filter(|a| !env.usable(a)).collect();
     if bad.len() == lines.len() {
-        warnings.push(format!(
+        conflicts.full.get_or_insert(format!(
             "acl '{name}' will never match{} because it only involves keywords that are incompatible with '{}'",
             env.ctx_in(),
             env.ctx_name()
         ));
     } else if let Some(a) = bad.first() {
-        warnings.push(format!(
+        conflicts.partial.get_or_insert(format!(
             "acl '{name}' involves keywords '{}' which is incompatible with '{}'",
             fetch_keyword(&a.expr),
             env.ctx_name()
@@ -515,6 +567,36 @@ mod tests {
         assert_eq!(acl("src 10.0.0.0/8").method, MatchMethod::Ip);
         assert_eq!(acl("always_true").method, MatchMethod::Bool);
         assert_eq!(acl("urlp_sub(q) x").expr.fetch, Fetch::UrlParam { name: "q".into() });
+    }
+
+    #[test]
+    fn base_scook_and_resp_ver_acl_keywords_imply_their_match() {
+        let a = acl("base_end /favicon.ico");
+        assert_eq!((a.expr.fetch, a.method), (Fetch::Base, MatchMethod::End));
+        let a = acl("scook_beg(SID) tmp");
+        assert_eq!(
+            (a.expr.fetch, a.method),
+            (Fetch::ResCook { name: "SID".into() }, MatchMethod::Beg)
+        );
+        let a = acl("resp_ver 1.1");
+        assert_eq!((a.expr.fetch, a.method), (Fetch::ResVer, MatchMethod::Str));
+        assert_eq!(acl("req.cook_cnt(a) gt 1").method, MatchMethod::Int);
+        assert_eq!(acl("ssl_fc").method, MatchMethod::Bool);
+        assert_eq!(acl("date gt 0").method, MatchMethod::Int);
+        assert_eq!(acl("fe_name web").method, MatchMethod::Str);
+    }
+
+    #[test]
+    fn binary_samples_need_an_explicit_match_method() {
+        for text in ["req.body x", "req.body_param(u) x", "req.hdrs x"] {
+            let kw = text.split(['(', ' ']).next().unwrap_or_default().to_string();
+            assert_eq!(
+                acl_err(text),
+                format!("matching method must be specified first (using '-m') when using a sample fetch of this type ('{kw}').")
+            );
+        }
+        assert_eq!(acl("req.body -m sub password").method, MatchMethod::Sub);
+        assert_eq!(acl("req.body,lower password").method, MatchMethod::Str);
     }
 
     #[test]
@@ -677,6 +759,29 @@ mod tests {
             .expect("parses")
             .warnings;
         assert_eq!(w, ["anonymous acl will never match in 'tcp-request connection' because it uses keyword 'path' which is incompatible with 'frontend tcp-request connection rule'"]);
+    }
+
+    #[test]
+    fn a_condition_gets_one_never_match_warning_the_first_full_conflict_first() {
+        let acls = [named_acl("m", "status 200"), named_acl("m", "path /x")];
+        let w = cond("if m || { status 200 } { res.ver 1.1 }", &acls).expect("parses").warnings;
+        assert_eq!(w, ["anonymous acl will never match because it uses keyword 'status' which is incompatible with 'frontend http-request header rule'"]);
+        let w = cond("if m !m", &acls).expect("parses").warnings;
+        assert_eq!(w, ["acl 'm' involves keywords 'status' which is incompatible with 'frontend http-request header rule'"]);
+    }
+
+    #[test]
+    fn be_name_matches_in_request_rules_only_with_backend_capability() {
+        let words = words("if { be_name app }");
+        let fe = CondEnv { acls: &[], ctx: Ctx::HttpRequest, kind: ProxyKind::Frontend };
+        let w = parse_condition(&words, &span(), &fe).expect("parses").warnings;
+        assert_eq!(w, ["anonymous acl will never match because it uses keyword 'be_name' which is incompatible with 'frontend http-request header rule'"]);
+        for kind in [ProxyKind::Backend, ProxyKind::Listen] {
+            let env = CondEnv { acls: &[], ctx: Ctx::HttpRequest, kind };
+            assert!(parse_condition(&words, &span(), &env).expect("parses").warnings.is_empty());
+        }
+        let fe_res = CondEnv { acls: &[], ctx: Ctx::HttpResponse, kind: ProxyKind::Frontend };
+        assert!(parse_condition(&words, &span(), &fe_res).expect("parses").warnings.is_empty());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! HTTP settings of proxy sections: `option forwardfor|originalto`, the connection-mode options
 //! (`http-keep-alive`, `http-server-close`, `httpclose`), `option http-buffer-request`,
-//! `option httplog|dontlognull`, `cookie`, `http-reuse`, and the error messages (`errorfile`,
-//! `errorfiles`, `http-error`) with the `http-errors` sections they may reference.
+//! `option httplog|dontlognull`, `cookie`, `http-reuse`, `retry-on`, `capture`, and the error
+//! messages (`errorfile`, `errorfiles`, `errorloc*`, `http-error`) with the `http-errors`
+//! sections they may reference.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -226,6 +227,89 @@ pub fn errorfile(line: &Line, in_section: bool, diags: &mut Diags) -> Option<(u1
     Some((status, ErrorSource::File { path: PathBuf::from(file), span: line.span.clone() }))
 }
 
+/// `errorloc <code> <url>`, `errorloc302 <code> <url>` (both a 302) and `errorloc303 <code>
+/// <url>`; `Some` when valid. As HAProxy, words after the URL are ignored.
+pub fn errorloc(line: &Line, diags: &mut Diags) -> Option<(u16, ErrorSource)> {
+    let kw = line.arg(0);
+    let (code, url) = (line.arg(1), line.arg(2));
+    if code.is_empty() || url.is_empty() {
+        diags.alert(line, format!("{kw} : expects <status_code> and <url> as arguments."));
+        return None;
+    }
+    let status = parse_code(code);
+    if !ERROR_CODES.contains(&status) {
+        diags.alert(line, format!("{kw} : status code '{status}' not handled."));
+        return None;
+    }
+    let redirect = if kw == "errorloc303" { 303 } else { 302 };
+    let src =
+        ErrorSource::Location { code: redirect, url: url.to_string(), span: line.span.clone() };
+    Some((status, src))
+}
+
+/// `retry-on <keyword>...`: replaces any earlier setting (defaults included).
+pub fn retry_on(p: &mut Proxy, line: &Line, diags: &mut Diags) {
+    let words = &line.words[1..];
+    if words.is_empty() {
+        return diags.alert(line, "'retry-on' needs at least one keyword to specify when to retry");
+    }
+    let mut list = Vec::new();
+    for w in words {
+        let item = match w.as_str() {
+            "none" if words.len() == 1 => RetryOn::None,
+            "none" => return diags.alert(line, "'retry-on' 'none' keyworld only usable alone"),
+            "conn-failure" => RetryOn::ConnFailure,
+            "empty-response" => RetryOn::EmptyResponse,
+            "junk-response" => RetryOn::JunkResponse,
+            "response-timeout" => RetryOn::ResponseTimeout,
+            "0rtt-rejected" => RetryOn::ZeroRttRejected,
+            "all-retryable-errors" => RetryOn::AllRetryableErrors,
+            "401" | "403" | "404" | "408" | "425" | "500" | "501" | "502" | "503" | "504" => {
+                RetryOn::Status(w.parse().unwrap_or_default())
+            }
+            _ => return diags.alert(line, format!("'retry-on': unknown keyword '{w}'")),
+        };
+        if !list.contains(&item) {
+            list.push(item);
+        }
+    }
+    p.retry_on = list;
+}
+
+/// `capture cookie <name> len <n>`, `capture request header <name> len <n>` and `capture
+/// response header <name> len <n>`. HAProxy reads `<n>` with `atol()` and does not check the
+/// `len` word of a cookie capture; Fulcrum wants both as documented.
+pub fn capture(p: &mut Proxy, line: &Line, diags: &mut Diags) {
+    let cookie = line.arg(1) == "cookie";
+    let (kind, name_at) = match line.arg(1) {
+        "cookie" => (CaptureKind::Cookie, 2),
+        "request" => (CaptureKind::ReqHeader, 3),
+        _ => (CaptureKind::ResHeader, 3),
+    };
+    let kw = format!("capture {}", line.arg(1));
+    if !no_extra(line, name_at + 3, &kw, diags) {
+        return;
+    }
+    let (name, len_kw, len) = (line.arg(name_at), line.arg(name_at + 1), line.arg(name_at + 2));
+    if name.is_empty() || len_kw != "len" || len.is_empty() {
+        let msg = if cookie {
+            "'capture' expects 'cookie' <cookie_name> 'len' <len>.".to_string()
+        } else {
+            format!("'{kw}' expects 'header' <header_name> 'len' <len>.")
+        };
+        return diags.alert(line, msg);
+    }
+    let Some(len) = crate::args::parse_u32(len) else {
+        let msg = format!("'{kw}' : 'len' expects a non-negative integer (got '{len}').");
+        return diags.alert(line, msg);
+    };
+    if cookie {
+        // One cookie capture per proxy: the last line wins, as HAProxy.
+        p.captures.retain(|c| c.kind != CaptureKind::Cookie);
+    }
+    p.captures.push(Capture { kind, name: name.to_string(), len, span: line.span.clone() });
+}
+
 /// `errorfiles <name> [<code>...]`.
 pub fn errorfiles(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
     let name = line.arg(1);
@@ -256,7 +340,7 @@ pub fn http_error(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
         }
         _ => return diags.alert(line, format!("http-error : Unexpected status code '{status}'")),
     }
-    let parsed = match parse_reply(line, 1, ReplyKind::HttpError, Ctx::Monitor) {
+    let parsed = match parse_reply(line, 1, ReplyKind::HttpError, Ctx::Monitor, true) {
         Ok(p) => p,
         Err(m) => {
             let m = m.strip_suffix('.').unwrap_or(&m);
@@ -316,4 +400,157 @@ pub fn resolve_errors(
         }
     }
     p.errors = errors;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lexer::lex_source;
+
+    fn line(text: &str) -> Line {
+        let (mut lines, _) = lex_source("h.cfg", text, &|_| None);
+        lines.remove(0)
+    }
+
+    fn proxy() -> Proxy {
+        let span = Span { file: "h.cfg".into(), line: 1 };
+        crate::proxy::ProxyBuild::new_defaults("", span).proxy
+    }
+
+    /// Runs `f` on a fresh proxy; returns it and the messages reported.
+    fn run(text: &str, f: fn(&mut Proxy, &Line, &mut Diags)) -> (Proxy, Vec<String>) {
+        let mut p = proxy();
+        let mut diags = Diags::default();
+        f(&mut p, &line(text), &mut diags);
+        (p, diags.list.into_iter().map(|d| d.message).collect())
+    }
+
+    #[test]
+    fn errorloc_and_errorloc302_redirect_with_302_and_errorloc303_with_303() {
+        let mut diags = Diags::default();
+        let (code, src) = errorloc(&line("errorloc 503 https://x/"), &mut diags).expect("valid");
+        assert_eq!(code, 503);
+        assert!(
+            matches!(src, ErrorSource::Location { code: 302, ref url, .. } if url == "https://x/")
+        );
+        let (_, src) = errorloc(&line("errorloc302 404 /a"), &mut diags).expect("valid");
+        assert!(matches!(src, ErrorSource::Location { code: 302, .. }));
+        let (_, src) = errorloc(&line("errorloc303 403 /b extra"), &mut diags).expect("valid");
+        assert!(matches!(src, ErrorSource::Location { code: 303, .. }));
+        assert!(diags.list.is_empty());
+    }
+
+    #[test]
+    fn errorloc_refuses_what_errorfile_refuses() {
+        let mut diags = Diags::default();
+        assert!(errorloc(&line("errorloc 418 /x"), &mut diags).is_none());
+        assert!(errorloc(&line("errorloc303 503"), &mut diags).is_none());
+        assert!(errorloc(&line("errorloc302 abc /x"), &mut diags).is_none());
+        let msgs: Vec<&str> = diags.list.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(
+            msgs,
+            [
+                "errorloc : status code '418' not handled.",
+                "errorloc303 : expects <status_code> and <url> as arguments.",
+                "errorloc302 : status code '0' not handled.",
+            ]
+        );
+    }
+
+    #[test]
+    fn retry_on_defaults_to_conn_failure_and_replaces_it() {
+        assert_eq!(proxy().retry_on, [RetryOn::ConnFailure]);
+        let (p, msgs) = run("retry-on 503 empty-response 503 0rtt-rejected", retry_on);
+        assert!(msgs.is_empty());
+        assert_eq!(
+            p.retry_on,
+            [RetryOn::Status(503), RetryOn::EmptyResponse, RetryOn::ZeroRttRejected]
+        );
+        assert_eq!(run("retry-on none", retry_on).0.retry_on, [RetryOn::None]);
+        let (p, _) = run("retry-on all-retryable-errors 401 403", retry_on);
+        assert_eq!(
+            p.retry_on,
+            [RetryOn::AllRetryableErrors, RetryOn::Status(401), RetryOn::Status(403)]
+        );
+    }
+
+    #[test]
+    fn retry_on_refuses_unknown_keywords_and_none_with_others() {
+        for (text, msg) in [
+            ("retry-on", "'retry-on' needs at least one keyword to specify when to retry"),
+            ("retry-on 400", "'retry-on': unknown keyword '400'"),
+            ("retry-on none 503", "'retry-on' 'none' keyworld only usable alone"),
+            ("retry-on 503 none", "'retry-on' 'none' keyworld only usable alone"),
+        ] {
+            let (p, msgs) = run(text, retry_on);
+            assert_eq!(msgs, [msg], "{text}");
+            assert_eq!(p.retry_on, [RetryOn::ConnFailure], "{text}");
+        }
+    }
+
+    #[test]
+    fn all_retryable_errors_expands_to_haproxy_list() {
+        let all = RetryOn::AllRetryableErrors.expand();
+        assert_eq!(all.len(), 9);
+        assert!(all.contains(&RetryOn::Status(502)) && !all.contains(&RetryOn::Status(501)));
+        assert!(RetryOn::None.expand().is_empty());
+        assert_eq!(RetryOn::Status(404).expand(), [RetryOn::Status(404)]);
+    }
+
+    #[test]
+    fn captures_keep_their_order_and_one_cookie_capture_wins() {
+        let mut p = proxy();
+        let mut diags = Diags::default();
+        for text in [
+            "capture cookie A len 10",
+            "capture request header Host len 64",
+            "capture response header Location len 0",
+            "capture cookie B= len 100",
+        ] {
+            capture(&mut p, &line(text), &mut diags);
+        }
+        assert!(diags.list.is_empty());
+        let got: Vec<(CaptureKind, &str, u32)> =
+            p.captures.iter().map(|c| (c.kind, c.name.as_str(), c.len)).collect();
+        assert_eq!(
+            got,
+            [
+                (CaptureKind::ReqHeader, "Host", 64),
+                (CaptureKind::ResHeader, "Location", 0),
+                (CaptureKind::Cookie, "B=", 100),
+            ]
+        );
+    }
+
+    #[test]
+    fn capture_lines_need_a_name_and_an_integer_len() {
+        for (text, msg) in [
+            (
+                "capture request header Host",
+                "'capture request' expects 'header' <header_name> 'len' <len>.",
+            ),
+            (
+                "capture response header Host size 1",
+                "'capture response' expects 'header' <header_name> 'len' <len>.",
+            ),
+            (
+                "capture request header Host len 1 x",
+                "'capture request' cannot handle unexpected argument 'x'.",
+            ),
+            ("capture cookie SID", "'capture' expects 'cookie' <cookie_name> 'len' <len>."),
+            ("capture cookie SID max 1", "'capture' expects 'cookie' <cookie_name> 'len' <len>."),
+            (
+                "capture cookie SID len 1 x",
+                "'capture cookie' cannot handle unexpected argument 'x'.",
+            ),
+            (
+                "capture request header Host len -1",
+                "'capture request' : 'len' expects a non-negative integer (got '-1').",
+            ),
+        ] {
+            let (p, msgs) = run(text, capture);
+            assert_eq!(msgs, [msg], "{text}");
+            assert!(p.captures.is_empty(), "{text}");
+        }
+    }
 }

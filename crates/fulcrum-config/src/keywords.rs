@@ -215,9 +215,9 @@ pub static PROXY: &[Keyword] = &[
     p("balance", D|L|B, Partial("roundrobin, static-rr, leastconn, first, source, random[(<draws>)], uri, url_param, hdr(); not rdp-cookie(), hash, url_param check_post")),
     p("bind", F|L, Partial("addresses, ranges, lists, unix@, fd@; options name, backlog, v4v6, maxconn")),
     p("bind-process", D|F|L|B, NotYet),
-    p("capture cookie", F|L, NotYet),
-    p("capture request header", F|L, NotYet),
-    p("capture response header", F|L, NotYet),
+    p("capture cookie", F|L, Partial("recorded; logging comes later")),
+    p("capture request header", F|L, Partial("recorded; logging comes later")),
+    p("capture response header", F|L, Partial("recorded; logging comes later")),
     p("clitcpka-cnt", D|F|L, NotYet),
     p("clitcpka-idle", D|F|L, NotYet),
     p("clitcpka-intvl", D|F|L, NotYet),
@@ -237,15 +237,15 @@ pub static PROXY: &[Keyword] = &[
     p("enabled", D|F|L|B, NotYet),
     p("errorfile", D|F|L|B, Supported),
     p("errorfiles", D|F|L|B, Supported),
-    p("errorloc", D|F|L|B, NotYet),
-    p("errorloc302", D|F|L|B, NotYet),
-    p("errorloc303", D|F|L|B, NotYet),
+    p("errorloc", D|F|L|B, Supported),
+    p("errorloc302", D|F|L|B, Supported),
+    p("errorloc303", D|F|L|B, Supported),
     p("error-log-format", D|F|L, NotYet),
     p("force-persist", L|B, NotYet),
     p("filter", F|L|B, NotYet),
     p("fullconn", D|L|B, NotYet),
     p("hash-type", D|L|B, Supported),
-    p("http-after-response", D|F|L|B, Partial("allow, set-header, add-header, del-header, replace-header, replace-value, set-status, set-var(), unset-var(); not in defaults sections")),
+    p("http-after-response", D|F|L|B, Partial("allow, set-header, add-header, del-header, replace-header, replace-value, set-status, set-var(), set-var-fmt(), unset-var(), strict-mode; not in defaults sections")),
     p("http-check comment", D|L|B, NotYet),
     p("http-check connect", D|L|B, NotYet),
     p("http-check disable-on-404", D|L|B, NotYet),
@@ -255,8 +255,8 @@ pub static PROXY: &[Keyword] = &[
     p("http-check set-var", D|L|B, NotYet),
     p("http-check unset-var", D|L|B, NotYet),
     p("http-error", D|F|L|B, Partial("status, content-type, string, lf-string, file, default-errorfiles, hdr; not errorfile, errorfiles, lf-file")),
-    p("http-request", D|F|L|B, Partial("allow, deny, return, redirect, set-header, add-header, del-header, replace-header, replace-value, set-path, set-query, set-uri, set-method, replace-uri, replace-path, set-var(), unset-var(), wait-for-body; not in defaults sections")),
-    p("http-response", D|F|L|B, Partial("allow, deny, return, redirect, set-header, add-header, del-header, replace-header, replace-value, set-status, set-var(), unset-var(), wait-for-body; not in defaults sections")),
+    p("http-request", D|F|L|B, Partial("allow, deny, return, redirect, tarpit (no reply options), reject, silent-drop, set-header, add-header, del-header, replace-header, replace-value, set-path, set-query, set-uri, set-method, replace-uri, replace-path, set-var(), set-var-fmt(), unset-var(), wait-for-body, strict-mode, early-hint; not in defaults sections")),
+    p("http-response", D|F|L|B, Partial("allow, deny, return, redirect, silent-drop, set-header, add-header, del-header, replace-header, replace-value, set-status, set-var(), set-var-fmt(), unset-var(), wait-for-body, strict-mode; not in defaults sections")),
     p("http-reuse", D|L|B, Supported),
     p("http-send-name-header", D|L|B, NotYet),
     p("id", F|L|B, NotYet),
@@ -275,23 +275,23 @@ pub static PROXY: &[Keyword] = &[
     p("option accept-invalid-http-request", D|F|L, NotYet),
     p("option accept-invalid-http-response", D|L|B, NotYet),
     p("option allbackups", D|L|B, NotYet),
-    p("option checkcache", D|L|B, NotYet),
+    p("option checkcache", D|L|B, Supported),
     p("option clitcpka", D|F|L, NotYet),
     p("option contstats", D|F|L, NotYet),
     p("option disable-h2-upgrade", D|F|L, NotYet),
-    p("option dontlog-normal", D|F|L, NotYet),
+    p("option dontlog-normal", D|F|L, Partial("accepted, no effect")),
     p("option dontlognull", D|F|L, Partial("recorded; logging comes later")),
     p("option forwardfor", D|F|L|B, Partial("except takes an address or network, not a host name")),
     p("option h1-case-adjust-bogus-client", D|F|L, NotYet),
     p("option h1-case-adjust-bogus-server", D|L|B, NotYet),
     p("option http-buffer-request", D|F|L|B, Supported),
-    p("option http-ignore-probes", D|F|L, NotYet),
+    p("option http-ignore-probes", D|F|L, Supported),
     p("option http-keep-alive", D|F|L|B, Supported),
-    p("option http-no-delay", D|F|L|B, NotYet),
-    p("option http-pretend-keepalive", D|L|B, NotYet),
+    p("option http-no-delay", D|F|L|B, Partial("accepted, no effect")),
+    p("option http-pretend-keepalive", D|L|B, Supported),
     p("option http-restrict-req-hdr-names", D|F|L|B, NotYet),
     p("option http-server-close", D|F|L|B, Supported),
-    p("option http-use-proxy-header", D|F|L, NotYet),
+    p("option http-use-proxy-header", D|F|L, Supported),
     p("option httpchk", D|L|B, NotYet),
     p("option httpclose", D|F|L|B, Supported),
     p("option httplog", D|F|L, Partial("recorded; logging comes later")),
@@ -300,7 +300,7 @@ pub static PROXY: &[Keyword] = &[
     p("option ldap-check", D|L|B, NotYet),
     p("option external-check", D|L|B, NotYet),
     p("option log-health-checks", D|L|B, NotYet),
-    p("option log-separate-errors", D|F|L, NotYet),
+    p("option log-separate-errors", D|F|L, Partial("accepted, no effect")),
     p("option logasap", D|F|L, NotYet),
     p("option mysql-check", D|L|B, NotYet),
     p("option nolinger", D|F|L|B, NotYet),
@@ -312,15 +312,15 @@ pub static PROXY: &[Keyword] = &[
     p("option redis-check", D|L|B, NotYet),
     p("option smtpchk", D|L|B, NotYet),
     p("option socket-stats", D|F|L, NotYet),
-    p("option splice-auto", D|F|L|B, NotYet),
-    p("option splice-request", D|F|L|B, NotYet),
-    p("option splice-response", D|F|L|B, NotYet),
+    p("option splice-auto", D|F|L|B, Partial("accepted, no effect")),
+    p("option splice-request", D|F|L|B, Partial("accepted, no effect")),
+    p("option splice-response", D|F|L|B, Partial("accepted, no effect")),
     p("option spop-check", D|L|B, NotYet),
     p("option srvtcpka", D|L|B, NotYet),
     p("option ssl-hello-chk", D|L|B, NotYet),
     p("option tcp-check", D|L|B, NotYet),
-    p("option tcp-smart-accept", D|F|L, NotYet),
-    p("option tcp-smart-connect", D|L|B, NotYet),
+    p("option tcp-smart-accept", D|F|L, Partial("accepted, no effect")),
+    p("option tcp-smart-connect", D|L|B, Partial("accepted, no effect")),
     p("option tcpka", D|F|L|B, NotYet),
     p("option tcplog", D|F|L|B, NotYet),
     p("option transparent", D|L|B, NotYet),
@@ -331,7 +331,7 @@ pub static PROXY: &[Keyword] = &[
     p("rate-limit sessions", D|F|L, NotYet),
     p("redirect", F|L|B, Partial("location, prefix, scheme, code, drop-query, append-slash; not set-cookie, clear-cookie, ignore-empty")),
     p("retries", D|L|B, Supported),
-    p("retry-on", D|L|B, NotYet),
+    p("retry-on", D|L|B, Supported),
     p("server", L|B, Partial("options weight, maxconn, maxqueue, backup, disabled, enabled, port")),
     p("server-state-file-name", D|L|B, NotYet),
     p("server-template", L|B, NotYet),
@@ -380,7 +380,7 @@ pub static PROXY: &[Keyword] = &[
     p("timeout queue", D|L|B, Supported),
     p("timeout server", D|L|B, Supported),
     p("timeout server-fin", D|L|B, Supported),
-    p("timeout tarpit", D|F|L|B, NotYet),
+    p("timeout tarpit", D|F|L|B, Supported),
     p("timeout tunnel", D|L|B, Supported),
     p("transparent", D|L|B, NotYet),
     p("unique-id-format", D|F|L, NotYet),
@@ -568,15 +568,17 @@ pub static SERVER_OPTIONS: &[Keyword] = &[
 
 /// What `docs/compat.md` says about ACLs, sample expressions and log-format strings.
 const SAMPLE_NOTES: &[&str] = &[
-    "- Sample fetches: `src`, `src_port`, `dst`, `dst_port`, `path`, `url`, `query`, `method`, `req.ver` (`req_ver`), `url_param([<name>])` (`urlp`), `hdr([<name>[,<occ>]])` (`req.hdr`), `hdr_cnt([<name>])`, `hdr_ip([<name>[,<occ>]])`, `cook([<name>])` (`req.cook`), `nbsrv([<backend>])`, `be_conn([<backend>])`, `always_true`, `always_false`, `status`, `res.hdr([<name>[,<occ>]])` (`shdr`), `var(<scope>.<name>)`, `str(<s>)`, `int(<n>)`. Other HAProxy fetches are refused with \"fetch method '<name>' is not supported yet\".",
-    "- ACL keywords: `path`, `url`, `urlp`, `hdr`, `cook`, `shdr` with the `_beg`, `_end`, `_sub`, `_reg`, `_dom`, `_dir`, `_len` suffixes, `method`, `req_ver`.",
+    "- Sample fetches: `src`, `src_port`, `dst`, `dst_port`, `path`, `url`, `query`, `method`, `req.ver` (`req_ver`), `url_param([<name>])` (`urlp`), `hdr([<name>[,<occ>]])` (`req.hdr`), `hdr_cnt([<name>])`, `hdr_ip([<name>[,<occ>]])`, `cook([<name>])` (`req.cook`), `nbsrv([<backend>])`, `be_conn([<backend>])`, `always_true`, `always_false`, `status`, `res.hdr([<name>[,<occ>]])` (`shdr`), `req.fhdr([<name>[,<occ>]])`, `req.fhdr_cnt([<name>])`, `res.fhdr([<name>[,<occ>]])`, `req.body`, `req.body_len`, `req.body_size`, `req.body_param([<name>])`, `req.hdrs`, `base`, `ssl_fc` (always false: no TLS listeners yet), `req.cook_cnt([<name>])` (`cook_cnt`), `req.cook_val([<name>])` (`cook_val`), `res.cook([<name>])` (`scook`), `res.ver` (`resp_ver`), `date([<offset>[,s]])` (not the `ms`/`us` units), `rand([<range>])` (not a negative range), `fe_name`, `be_name`, `srv_name`, `var(<scope>.<name>)`, `str(<s>)`, `int(<n>)`. Other HAProxy fetches are refused with \"fetch method '<name>' is not supported yet\".",
+    "- As in HAProxy, `req.body`, `req.body_param()` and `req.hdrs` are binary samples (HAProxy's manual calls the last two strings): an ACL on them must say `-m` (e.g. `-m sub`), or apply a string converter first.",
+    "- ACL keywords: `path`, `url`, `urlp`, `hdr`, `cook`, `shdr`, `scook`, `base` with the `_beg`, `_end`, `_sub`, `_reg`, `_dom`, `_dir`, `_len` suffixes, `method`, `req_ver`, `resp_ver`.",
     "- Converters: `lower`, `upper`, `field()`, `word()`, `regsub()`, `map()`, `map_str()`, `map_beg()`, `map_end()`, `map_sub()`, `map_dom()`, `map_reg()`, `map_ip()`, `map_int()` (not the `map_<match>_<output>` forms).",
     "- ACL flags `-i`, `-f`, `-m`, `-n`, `-u`, `--`; not `-M`, nor `-i` placed after `-f`. Matching methods: all but `bin`. Integer, IP (address, `/len` or dotted mask; no host names) and regex patterns are checked at load time.",
     "- Predefined ACLs: all but `RDP_COOKIE`, `REQ_CONTENT` and `WAIT_END`; `HTTP` is always true (requests reaching the rules are valid HTTP).",
     "- A condition with nothing after `if`/`unless`, or an empty `||` group, is an error (HAProxy 2.6 accepts them: an empty group is always true).",
     "- As in HAProxy, the `hdr()` sample fetch of a response rule's log-format or `set-var()` reads the response (the model says `res.hdr`), while header ACLs always read the request.",
     "- Log-format: literal text, `%%`, `%[<expr>]`, and the variables `%ci`, `%cp`, `%fi`, `%fp`, `%f`, `%b`, `%s`, `%r`, `%pid`; no `%{...}` flags.",
-    "- Rules in a `mode tcp` proxy that need HTTP (`http-request`, `http-response`, `http-after-response`, `redirect`), `option forwardfor|originalto`, `cookie`, `monitor-uri` and layer 7 `balance` algorithms are ignored with HAProxy's warnings.",
+    "- Rules in a `mode tcp` proxy that need HTTP (`http-request`, `http-response`, `http-after-response`, `redirect`), `option forwardfor|originalto|checkcache|http-ignore-probes|http-use-proxy-header|http-pretend-keepalive`, `capture cookie`, `cookie`, `monitor-uri` and layer 7 `balance` algorithms are ignored with HAProxy's warnings.",
+    "- `capture ... len <n>`: `<n>` must be a non-negative integer and a cookie capture must spell `len` (HAProxy reads any word with `atol()`); a cookie capture longer than 63 is truncated with HAProxy's warning.",
 ];
 
 /// Looks a keyword up by exact name.
@@ -588,6 +590,11 @@ pub fn find(table: &'static [Keyword], name: &str) -> Option<&'static Keyword> {
 /// the two-word entry (`option redispatch`, `stats uri`) if there is one, else the one-word one.
 pub fn find_proxy(words: &[String]) -> Option<&'static Keyword> {
     let first = words.first()?;
+    if let (Some(second), Some(third)) = (words.get(1), words.get(2)) {
+        if let Some(k) = find(PROXY, &format!("{first} {second} {third}")) {
+            return Some(k);
+        }
+    }
     if let Some(second) = words.get(1) {
         if let Some(k) = find(PROXY, &format!("{first} {second}")) {
             return Some(k);
@@ -700,6 +707,31 @@ mod tests {
         assert_eq!(find(GLOBAL, "lua-load").map(|k| k.status), Some(NotYet));
         assert_eq!(find(SERVER_OPTIONS, "check").map(|k| k.status), Some(NotYet));
         assert_eq!(find(BIND_OPTIONS, "v4v6").map(|k| k.status), Some(Supported));
+    }
+
+    #[test]
+    fn three_word_keywords_are_found_before_shorter_ones() {
+        let k = find_proxy(&words("capture request header Host len 64")).expect("known");
+        assert_eq!((k.name, k.sections), ("capture request header", F | L));
+        assert!(find_proxy(&words("capture request foo")).is_none());
+        assert_eq!(find_proxy(&words("capture cookie")).map(|k| k.name), Some("capture cookie"));
+    }
+
+    #[test]
+    fn performance_and_logging_hints_are_not_claimed_as_supported() {
+        for name in [
+            "option http-no-delay",
+            "option splice-auto",
+            "option splice-request",
+            "option splice-response",
+            "option tcp-smart-accept",
+            "option tcp-smart-connect",
+            "option log-separate-errors",
+            "option dontlog-normal",
+        ] {
+            assert_eq!(find(PROXY, name).map(|k| k.status), Some(Partial("accepted, no effect")));
+        }
+        assert_eq!(find(PROXY, "option http-ignore-probes").map(|k| k.status), Some(Supported));
     }
 
     #[test]

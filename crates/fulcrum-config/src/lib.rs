@@ -69,6 +69,7 @@ pub fn load(sources: &[Source], env: EnvLookup<'_>) -> Result<Loaded, Vec<Diagno
     let (mut config, mut diags) = builder.finish();
     let parse_failed = diags.has_errors();
     if !parse_failed {
+        validate::truncate_cookie_captures(&mut config, &mut diags.list);
         validate::drop_http_only(&mut config, &mut diags.list);
     }
     validate::validate(&config, parse_failed, &mut diags.list);

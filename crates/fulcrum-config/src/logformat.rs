@@ -41,9 +41,15 @@ fn push_lit(parts: &mut Vec<LogPart>, text: &str) {
     }
 }
 
-/// Parses `text` for a rule of context `ctx`. Errors are HAProxy's messages (without the rule
-/// prefix).
+/// Parses `text` for a rule of context `ctx` in a proxy with backend capability. Errors are
+/// HAProxy's messages (without the rule prefix).
 pub fn parse(text: &str, ctx: Ctx) -> Result<LogFormat, String> {
+    parse_in(text, ctx, true)
+}
+
+/// Like [`parse`], in a proxy that has backend capability (`be_cap`) or not: `be_name` is
+/// refused in the request rules of a frontend, as HAProxy.
+pub fn parse_in(text: &str, ctx: Ctx, be_cap: bool) -> Result<LogFormat, String> {
     let mut parts = Vec::new();
     let mut rest = text;
     while let Some(pct) = rest.find('%') {
@@ -62,7 +68,7 @@ pub fn parse(text: &str, ctx: Ctx) -> Result<LogFormat, String> {
             return Err(format!("log-format flags '%{flags}}}' are not supported yet."));
         }
         if let Some(expr) = after.strip_prefix('[') {
-            let (part, used) = sample_part(expr, ctx)?;
+            let (part, used) = sample_part(expr, ctx, be_cap)?;
             parts.push(part);
             rest = &expr[used + 1..];
             continue;
@@ -86,7 +92,7 @@ pub fn parse(text: &str, ctx: Ctx) -> Result<LogFormat, String> {
 
 /// Parses the expression of a `%[...]` block (`s` starts after the `[`). Returns the part and
 /// the offset of the closing `]` in `s`.
-fn sample_part(s: &str, ctx: Ctx) -> Result<(LogPart, usize), String> {
+fn sample_part(s: &str, ctx: Ctx, be_cap: bool) -> Result<(LogPart, usize), String> {
     let (mut parsed, end) = sample::parse(s, End::Bracket)
         .map_err(|e| format!("failed to parse sample expression <{s}> : {}.", e.plain()))?;
     let text = &s[..end];
@@ -98,7 +104,7 @@ fn sample_part(s: &str, ctx: Ctx) -> Result<(LogPart, usize), String> {
     let avail = parsed.avail;
     if avail == Avail::Message && ctx == Ctx::HttpResponse {
         response_side(&mut parsed.expr);
-    } else if !avail.usable_in(ctx) {
+    } else if !avail.usable_in_proxy(ctx, be_cap) {
         let needs = if parsed.kw == "status" { "HTTP response" } else { avail.needs() };
         return Err(format!("sample fetch <{s}> may not be reliably used here because it needs '{needs}' which is not available here."));
     }

@@ -161,6 +161,10 @@ pub struct Proxy {
     pub use_backends: Vec<UseBackend>,
     /// `retries` (HAProxy's default is 3).
     pub retries: u32,
+    /// `retry-on`: when a failed request may be retried, in the order written (duplicates
+    /// removed). `[ConnFailure]` when not set, as HAProxy. Backend side only (a frontend keeps
+    /// the default).
+    pub retry_on: Vec<RetryOn>,
     /// `option redispatch`: the last retry may go to another server.
     pub redispatch: bool,
     /// `option abortonclose`.
@@ -185,8 +189,8 @@ pub struct Proxy {
     pub monitor_uri: Option<String>,
     /// `monitor fail if|unless <cond>` lines: the monitor URI answers 503 when one applies.
     pub monitor_fail: Vec<Condition>,
-    /// Error messages by status, from `errorfile`, `errorfiles` and `http-error` (later lines
-    /// override earlier ones).
+    /// Error messages by status, from `errorfile`, `errorfiles`, `errorloc*` and `http-error`
+    /// (later lines override earlier ones).
     pub errors: BTreeMap<u16, ErrorSource>,
     /// `option forwardfor`.
     pub forwardfor: Option<ForwardFor>,
@@ -204,6 +208,22 @@ pub struct Proxy {
     pub httplog: bool,
     /// `option dontlognull`.
     pub dontlognull: bool,
+    /// `option http-ignore-probes` (frontend side): a connection closed or timed out before
+    /// sending any byte gets no 400/408 answer (nor log, nor error count).
+    pub http_ignore_probes: bool,
+    /// `option http-use-proxy-header` (frontend side): for proxied requests (target neither
+    /// `/...` nor `*`), `Proxy-Connection` is used in place of `Connection` for the
+    /// keep-alive decision.
+    pub http_use_proxy_header: bool,
+    /// `option http-pretend-keepalive` (backend side): in `http-server-close`/`httpclose`
+    /// modes, no `Connection: close` is sent to the server; the connection is closed after
+    /// the response anyway.
+    pub http_pretend_keepalive: bool,
+    /// `option checkcache` (backend side): cacheable responses carrying `Set-Cookie` are
+    /// blocked (answered with a 502), as HAProxy's manual describes.
+    pub checkcache: bool,
+    /// `capture request header|response header|cookie` lines (frontend side), in order.
+    pub captures: Vec<Capture>,
 }
 
 /// A reference to a backend by name, with the line that made it.
@@ -226,6 +246,8 @@ pub struct Timeouts {
     pub server_fin: Option<Duration>,
     pub http_request: Option<Duration>,
     pub http_keep_alive: Option<Duration>,
+    /// `timeout tarpit`: how long `http-request tarpit` holds a request (`connect` when unset).
+    pub tarpit: Option<Duration>,
 }
 
 /// One `bind` line. A line with a comma list or a port range yields several addresses.

@@ -1,8 +1,11 @@
 //! Lines of `defaults`, `frontend`, `backend` and `listen` sections: keyword lookup in the
 //! §4.1 matrix (section placement, "not supported yet", "unknown keyword"), then the parsers
 //! for `mode`, `maxconn`, `timeout`, `balance`, `hash-type`, `default_backend`, `retries`,
-//! `option redispatch|abortonclose` and the legacy `contimeout`-style timeouts. Rules (`acl`,
-//! `http-request`, `use_backend`...) live in `rules`, HTTP settings in `http_opts`.
+//! `option redispatch|abortonclose`, the HTTP options kept as flags (`http-ignore-probes`,
+//! `checkcache`...), the performance and logging hints accepted without effect (`splice-*`,
+//! `tcp-smart-*`...) and the legacy `contimeout`-style timeouts. Rules (`acl`, `http-request`,
+//! `use_backend`...) live in `rules`, HTTP settings (`retry-on`, `capture`, `errorloc`...) in
+//! `http_opts`.
 
 use crate::args::{int_arg, no_extra, parse_u32, Diags};
 use crate::bind::parse_bind;
@@ -77,6 +80,7 @@ impl ProxyBuild {
             default_backend: None,
             use_backends: Vec::new(),
             retries: 3,
+            retry_on: vec![RetryOn::ConnFailure],
             redispatch: false,
             abortonclose: false,
             acls: Vec::new(),
@@ -98,6 +102,11 @@ impl ProxyBuild {
             cookie: None,
             httplog: false,
             dontlognull: false,
+            http_ignore_probes: false,
+            http_use_proxy_header: false,
+            http_pretend_keepalive: false,
+            checkcache: false,
+            captures: Vec::new(),
         };
         ProxyBuild {
             proxy,
@@ -118,9 +127,14 @@ impl ProxyBuild {
         // Settings a `defaults` section only gives to the side that uses them.
         if !kind.is_backend() {
             b.proxy.cookie = None;
+            b.proxy.retry_on = vec![RetryOn::ConnFailure];
+            b.proxy.http_pretend_keepalive = false;
+            b.proxy.checkcache = false;
         }
         if !kind.is_frontend() {
             b.proxy.monitor_uri = None;
+            b.proxy.http_ignore_probes = false;
+            b.proxy.http_use_proxy_header = false;
         }
         b
     }
@@ -166,6 +180,7 @@ fn unknown(b: &ProxyBuild, line: &Line, words: &[String], diags: &mut Diags) {
             b.proxy.name
         ),
         "monitor" => "'monitor' only supports 'fail'.".to_string(),
+        "capture" => "'capture' expects 'cookie' or 'request header' or 'response header'.".to_string(),
         "timeout" => format!("'timeout' supports 'client', 'server', 'connect', 'check', 'queue', 'http-keep-alive', 'http-request', 'tunnel', 'tarpit', 'client-fin' and 'server-fin' (got '{second}')"),
         _ if keywords::is_proxy_family(first) => format!("'{first}' is not supported yet"),
         _ => format!("unknown keyword '{first}' in '{}' section", b.section.keyword()),
@@ -180,13 +195,23 @@ fn placement_ok(b: &ProxyBuild, line: &Line, kw: &Keyword, diags: &mut Diags) ->
         return true;
     }
     let Section::Proxy(kind) = b.section else {
-        let name = if kw.name == "monitor fail" { "monitor" } else { kw.name };
+        let name = match kw.name {
+            "monitor fail" => "monitor",
+            "capture request header" => "capture request",
+            "capture response header" => "capture response",
+            other => other,
+        };
         diags.alert(line, format!("'{name}' not allowed in 'defaults' section."));
         return false;
     };
+    if kw.name == "retry-on" {
+        diags.alert(line, "'retry-on' only available in backend or listen section");
+        return false;
+    }
     let missing = if kind == ProxyKind::Frontend { "backend" } else { "frontend" };
     let who = format!("{} '{}' has no {missing} capability", kind.keyword(), b.proxy.name);
     let name = kw.name.strip_prefix("option ").unwrap_or(kw.name);
+    let name = if name.starts_with("capture ") { "capture" } else { name };
     if name == "server" || name == "default-server" {
         diags.alert(line, format!("'{name}' not allowed because {who}."));
     } else if name.starts_with("timeout ") {
@@ -245,6 +270,15 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
             }
         }
         "errorfiles" => http_opts::errorfiles(b, line, diags),
+        "errorloc" | "errorloc302" | "errorloc303" => {
+            if let Some((code, src)) = http_opts::errorloc(line, diags) {
+                b.errors.push(ErrorEntry::Direct(code, src));
+            }
+        }
+        "retry-on" => http_opts::retry_on(p, line, diags),
+        "capture cookie" | "capture request header" | "capture response header" => {
+            http_opts::capture(p, line, diags)
+        }
         "http-error" => http_opts::http_error(b, line, diags),
         "http-reuse" => http_opts::http_reuse(p, line, diags),
         "cookie" => http_opts::cookie(p, line, diags),
@@ -259,14 +293,34 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         "option http-keep-alive" | "option http-server-close" | "option httpclose" => {
             http_opts::conn_mode(p, line, &name["option ".len()..], prefixed, diags)
         }
-        "option http-buffer-request" | "option dontlognull" => {
+        "option http-buffer-request"
+        | "option dontlognull"
+        | "option http-ignore-probes"
+        | "option http-use-proxy-header"
+        | "option http-pretend-keepalive"
+        | "option checkcache" => {
             if no_extra(line, 2 + usize::from(negated), name, diags) {
-                if name == "option dontlognull" {
-                    p.dontlognull = !prefixed;
-                } else {
-                    p.http_buffer_request = !prefixed;
-                }
+                let slot = match name {
+                    "option dontlognull" => &mut p.dontlognull,
+                    "option http-ignore-probes" => &mut p.http_ignore_probes,
+                    "option http-use-proxy-header" => &mut p.http_use_proxy_header,
+                    "option http-pretend-keepalive" => &mut p.http_pretend_keepalive,
+                    "option checkcache" => &mut p.checkcache,
+                    _ => &mut p.http_buffer_request,
+                };
+                *slot = !prefixed;
             }
+        }
+        // Performance and logging hints: accepted, no effect.
+        "option http-no-delay"
+        | "option splice-auto"
+        | "option splice-request"
+        | "option splice-response"
+        | "option tcp-smart-accept"
+        | "option tcp-smart-connect"
+        | "option log-separate-errors"
+        | "option dontlog-normal" => {
+            no_extra(line, 2 + usize::from(negated), name, diags);
         }
         "option httplog" => httplog(p, line, prefixed, diags),
         "retries" => match parse_u32(line.arg(1)) {
@@ -332,6 +386,7 @@ fn timeout(p: &mut Proxy, line: &Line, which: &str, at: usize, diags: &mut Diags
         "server-fin" => &mut t.server_fin,
         "http-request" => &mut t.http_request,
         "http-keep-alive" => &mut t.http_keep_alive,
+        "tarpit" => &mut t.tarpit,
         _ => return None,
     };
     *slot = d;

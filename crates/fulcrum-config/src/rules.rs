@@ -283,7 +283,9 @@ impl HttpWhich {
             "replace-header",
             "replace-value",
             "set-var",
+            "set-var-fmt",
             "unset-var",
+            "strict-mode",
         ];
         COMMON.contains(&action)
             || match self {
@@ -299,11 +301,20 @@ impl HttpWhich {
                         | "replace-uri"
                         | "replace-path"
                         | "wait-for-body"
+                        | "tarpit"
+                        | "reject"
+                        | "silent-drop"
+                        | "early-hint"
                 ),
                 HttpWhich::Response => {
                     matches!(
                         action,
-                        "deny" | "return" | "redirect" | "set-status" | "wait-for-body"
+                        "deny"
+                            | "return"
+                            | "redirect"
+                            | "set-status"
+                            | "wait-for-body"
+                            | "silent-drop"
                     )
                 }
                 HttpWhich::After => action == "set-status",
@@ -351,7 +362,8 @@ pub fn http_rule(b: &mut ProxyBuild, line: &Line, which: HttpWhich, diags: &mut 
     let rule_err = |msg: &str| {
         format!("error detected in {} while parsing '{kw} {action}' rule : {msg}", who(p))
     };
-    let (act, next) = match http_action(line, which, base, diags) {
+    let be_cap = p.kind.is_backend();
+    let (act, next) = match http_action(line, which, base, be_cap, diags) {
         Ok(v) => v,
         Err(Some(msg)) => return diags.alert(line, rule_err(&msg)),
         Err(None) => return,
@@ -381,7 +393,8 @@ pub fn http_rule(b: &mut ProxyBuild, line: &Line, which: HttpWhich, diags: &mut 
     list.push(rule);
 }
 
-/// Actions that end the evaluation of their rule list.
+/// Actions after which HAProxy warns that further rules are no-ops (`reject` and
+/// `silent-drop` are final too, but HAProxy does not warn after them).
 fn is_final(a: &HttpAction) -> bool {
     matches!(
         a,
@@ -389,6 +402,7 @@ fn is_final(a: &HttpAction) -> bool {
             | HttpAction::Deny { .. }
             | HttpAction::Return(_)
             | HttpAction::Redirect(_)
+            | HttpAction::Tarpit { .. }
     )
 }
 
@@ -404,8 +418,16 @@ fn defaults_rule(b: &ProxyBuild, line: &Line, kw: &str, diags: &mut Diags) {
 
 type ActionResult = Result<(HttpAction, usize), Option<String>>;
 
-fn log_format(text: &str, ctx: Ctx) -> Result<LogFormat, Option<String>> {
-    logformat::parse(text, ctx).map_err(Some)
+/// Where an action's log-format strings and samples are evaluated.
+#[derive(Clone, Copy)]
+struct At {
+    ctx: Ctx,
+    /// The proxy has backend capability (`be_name` is known in its request rules).
+    be_cap: bool,
+}
+
+fn log_format(text: &str, at: At) -> Result<LogFormat, Option<String>> {
+    logformat::parse_in(text, at.ctx, at.be_cap).map_err(Some)
 }
 
 /// Arguments up to the condition (or the end of the line), from word `from`.
@@ -417,8 +439,15 @@ fn args_until_cond(line: &Line, from: usize) -> Vec<&str> {
         .collect()
 }
 
-fn http_action(line: &Line, which: HttpWhich, base: &str, diags: &mut Diags) -> ActionResult {
+fn http_action(
+    line: &Line,
+    which: HttpWhich,
+    base: &str,
+    be_cap: bool,
+    diags: &mut Diags,
+) -> ActionResult {
     let ctx = which.ctx();
+    let at = At { ctx, be_cap };
     let a = args_until_cond(line, 2);
     let exactly = |n: usize, what: &str| -> Result<(), Option<String>> {
         if a.len() < n || a[..n].iter().any(|w| w.is_empty()) {
@@ -431,7 +460,7 @@ fn http_action(line: &Line, which: HttpWhich, base: &str, diags: &mut Diags) -> 
         "set-header" | "add-header" => {
             exactly(2, "expects exactly 2 arguments.")?;
             let name = a[0].to_string();
-            let value = log_format(a[1], ctx)?;
+            let value = log_format(a[1], at)?;
             let act = if base == "set-header" {
                 HttpAction::SetHeader { name, value }
             } else {
@@ -450,7 +479,7 @@ fn http_action(line: &Line, which: HttpWhich, base: &str, diags: &mut Diags) -> 
             exactly(3, "expects exactly 3 arguments.")?;
             crate::regex_check::check(a[1]).map_err(|e| Some(format!("{e}.")))?;
             let (name, regex) = (a[0].to_string(), a[1].to_string());
-            let replace = log_format(a[2], ctx)?;
+            let replace = log_format(a[2], at)?;
             let act = if base == "replace-header" {
                 HttpAction::ReplaceHeader { name, regex, replace }
             } else {
@@ -462,7 +491,7 @@ fn http_action(line: &Line, which: HttpWhich, base: &str, diags: &mut Diags) -> 
             if a.len() != 1 || a[0].is_empty() {
                 return Err(Some("expects exactly 1 argument <format>.".into()));
             }
-            let f = log_format(a[0], ctx)?;
+            let f = log_format(a[0], at)?;
             let act = match base {
                 "set-path" => HttpAction::SetPath(f),
                 "set-query" => HttpAction::SetQuery(f),
@@ -480,7 +509,7 @@ fn http_action(line: &Line, which: HttpWhich, base: &str, diags: &mut Diags) -> 
             crate::regex_check::check(a[0])
                 .map_err(|e| Some(format!("failed to parse the regex : {e}.")))?;
             let regex = a[0].to_string();
-            let replace = log_format(a[1], ctx)?;
+            let replace = log_format(a[1], at)?;
             let act = if base == "replace-uri" {
                 HttpAction::ReplaceUri { regex, replace }
             } else {
@@ -488,20 +517,40 @@ fn http_action(line: &Line, which: HttpWhich, base: &str, diags: &mut Diags) -> 
             };
             return Ok((act, 4));
         }
-        "set-var" | "unset-var" => return var_action(line, base, ctx),
+        "set-var" | "set-var-fmt" | "unset-var" => return var_action(line, base, at),
         "wait-for-body" => wait_for_body(&a)?,
         "set-status" => set_status(&a)?,
+        "strict-mode" => {
+            exactly(1, "expects exactly 1 arguments.")?;
+            let on = match a[0] {
+                "on" => true,
+                "off" => false,
+                v => {
+                    let msg = format!("Unexpected value '{v}'. Only 'on' and 'off' are supported.");
+                    return Err(Some(msg));
+                }
+            };
+            (HttpAction::StrictMode(on), 3)
+        }
+        "reject" => (HttpAction::Reject, 2),
+        "silent-drop" => (HttpAction::SilentDrop, 2),
+        "early-hint" => {
+            exactly(2, "expects exactly 2 arguments.")?;
+            let value = log_format(a[1], at)?;
+            (HttpAction::EarlyHint { name: a[0].to_string(), value }, 4)
+        }
         "redirect" => {
-            let (r, next) = parse_redirect(line, 2, ctx).map_err(Some)?;
+            let (r, next) = parse_redirect(line, 2, ctx, be_cap).map_err(Some)?;
             return Ok((HttpAction::Redirect(r), next));
         }
-        "deny" | "return" => return reply_action(line, base, diags),
+        "deny" | "return" | "tarpit" => return reply_action(line, base, be_cap, diags),
         _ => return Err(Some(format!("'{base}' is not supported yet"))),
     };
     Ok(action)
 }
 
-fn var_action(line: &Line, base: &str, ctx: Ctx) -> ActionResult {
+fn var_action(line: &Line, base: &str, at: At) -> ActionResult {
+    let ctx = at.ctx;
     let action = line.arg(1);
     let incomplete = || {
         Some(format!("invalid or incomplete action '{base}'. Expects 'set-var(<var-name>)', 'set-var-fmt(<var-name>)' or 'unset-var(<var-name>)'."))
@@ -516,21 +565,26 @@ fn var_action(line: &Line, base: &str, ctx: Ctx) -> ActionResult {
         None => (inner, None),
     };
     if conds.is_some() {
-        return Err(Some(
-            "conditions on 'set-var' (ifexists, ifgt...) are not supported yet.".into(),
-        ));
+        return Err(Some(format!(
+            "conditions on '{base}' (ifexists, ifgt...) are not supported yet."
+        )));
     }
     let (scope, name) = sample::parse_var_name(var).map_err(|m| Some(format!("{m}.")))?;
     if base == "unset-var" {
         return Ok((HttpAction::UnsetVar { scope, name }, 2));
     }
     let text = line.arg(2);
+    if base == "set-var-fmt" {
+        // As HAProxy, a missing format is an empty one.
+        let fmt = log_format(text, at)?;
+        return Ok((HttpAction::SetVarFmt { scope, name, fmt }, 3));
+    }
     let (mut parsed, _) =
         sample::parse(text, End::Input).map_err(|e| Some(format!("{}.", e.plain())))?;
     let avail = parsed.avail;
     if avail == Avail::Message && ctx == Ctx::HttpResponse {
         acl::response_side(&mut parsed.expr);
-    } else if !avail.usable_in(ctx) {
+    } else if !avail.usable_in_proxy(ctx, at.be_cap) {
         let needs = if parsed.kw == "status" { "HTTP response" } else { avail.needs() };
         return Err(Some(format!(
             "fetch method '{action}' extracts information from '{needs}', none of which is available here."
@@ -605,6 +659,8 @@ pub enum ReplyKind {
     Deny,
     /// `http-request return` (status 200, empty when no payload).
     Return,
+    /// `http-request tarpit` (status 500, default error message when no payload).
+    Tarpit,
     /// `http-error status <code> ...`.
     HttpError,
 }
@@ -623,8 +679,14 @@ pub fn parse_reply(
     start: usize,
     kind: ReplyKind,
     ctx: Ctx,
+    be_cap: bool,
 ) -> Result<ParsedReply, String> {
-    let mut status: u16 = if kind == ReplyKind::Deny { 403 } else { 200 };
+    let deny_like = matches!(kind, ReplyKind::Deny | ReplyKind::Tarpit);
+    let mut status: u16 = match kind {
+        ReplyKind::Deny => 403,
+        ReplyKind::Tarpit => 500,
+        _ => 200,
+    };
     let mut content_type: Option<String> = None;
     let mut body = ReplyBody::None;
     let mut body_kw: Option<&str> = None;
@@ -637,7 +699,7 @@ pub fn parse_reply(
         let val = line.arg(i + 1);
         let has_val = i + 1 < line.words.len();
         match opt {
-            "status" | "deny_status" if opt == "status" || kind == ReplyKind::Deny => {
+            "status" | "deny_status" if opt == "status" || deny_like => {
                 if !has_val {
                     return Err("'status' expects <status_code> as argument.".into());
                 }
@@ -667,7 +729,7 @@ pub fn parse_reply(
                 {
                     warnings.push(format!("header '{name}' always ignored by the http reply."));
                 } else {
-                    headers.push((name, logformat::parse(line.arg(i + 2), ctx)?));
+                    headers.push((name, logformat::parse_in(line.arg(i + 2), ctx, be_cap)?));
                 }
                 explicit = true;
                 i += 3;
@@ -696,12 +758,12 @@ pub fn parse_reply(
             "default-errorfiles" => ReplyBody::ErrorFiles,
             "file" => ReplyBody::File(PathBuf::from(val)),
             "string" => ReplyBody::String(val.to_string()),
-            "lf-string" => ReplyBody::LfString(logformat::parse(val, ctx)?),
+            "lf-string" => ReplyBody::LfString(logformat::parse_in(val, ctx, be_cap)?),
             _ => return Err(format!("'{opt}' in an http reply is not supported yet.")),
         };
         i += if takes_value { 2 } else { 1 };
     }
-    if kind == ReplyKind::Deny && body_kw.is_none() {
+    if deny_like && body_kw.is_none() {
         body = ReplyBody::ErrorFiles;
     }
     let from_errorfiles = body == ReplyBody::ErrorFiles;
@@ -738,14 +800,24 @@ pub fn parse_reply(
     })
 }
 
-fn reply_action(line: &Line, base: &str, diags: &mut Diags) -> ActionResult {
-    let kind = if base == "deny" { ReplyKind::Deny } else { ReplyKind::Return };
+fn reply_action(line: &Line, base: &str, be_cap: bool, diags: &mut Diags) -> ActionResult {
+    let kind = match base {
+        "deny" => ReplyKind::Deny,
+        "tarpit" => ReplyKind::Tarpit,
+        _ => ReplyKind::Return,
+    };
     let ctx = if line.arg(0) == "http-request" { Ctx::HttpRequest } else { Ctx::HttpResponse };
-    let parsed = parse_reply(line, 2, kind, ctx).map_err(Some)?;
+    let parsed = parse_reply(line, 2, kind, ctx, be_cap).map_err(Some)?;
+    if kind == ReplyKind::Tarpit && parsed.explicit {
+        return Err(Some(
+            "reply options of 'tarpit' (content-type, payload, hdr) are not supported yet.".into(),
+        ));
+    }
     for w in parsed.warnings {
         diags.warning(line, w);
     }
     let action = match kind {
+        ReplyKind::Tarpit => HttpAction::Tarpit { status: parsed.reply.status },
         ReplyKind::Deny => HttpAction::Deny {
             status: parsed.reply.status,
             reply: parsed.explicit.then_some(parsed.reply),
@@ -758,7 +830,12 @@ fn reply_action(line: &Line, base: &str, diags: &mut Diags) -> ActionResult {
 // ---- redirects ----
 
 /// Parses redirect options from word `start`; returns the redirect and the next word.
-pub fn parse_redirect(line: &Line, start: usize, ctx: Ctx) -> Result<(Redirect, usize), String> {
+pub fn parse_redirect(
+    line: &Line,
+    start: usize,
+    ctx: Ctx,
+    be_cap: bool,
+) -> Result<(Redirect, usize), String> {
     let mut target: Option<(RedirectKind, &str)> = None;
     let mut code = 302;
     let mut drop_query = false;
@@ -801,7 +878,7 @@ pub fn parse_redirect(line: &Line, start: usize, ctx: Ctx) -> Result<(Redirect, 
     let Some((kind, value)) = target else {
         return Err("redirection type expected ('prefix', 'location', or 'scheme').".into());
     };
-    let value = logformat::parse(value, ctx)?;
+    let value = logformat::parse_in(value, ctx, be_cap)?;
     Ok((Redirect { kind, value, code, drop_query, append_slash }, i))
 }
 
@@ -810,7 +887,7 @@ pub fn redirect_line(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
     let p = &b.proxy;
     let rule_err =
         |m: &str| format!("error detected in {} while parsing redirect rule : {m}", who(p));
-    let (redirect, next) = match parse_redirect(line, 1, Ctx::HttpRequest) {
+    let (redirect, next) = match parse_redirect(line, 1, Ctx::HttpRequest, p.kind.is_backend()) {
         Ok(v) => v,
         Err(m) => return diags.alert(line, rule_err(&m)),
     };
@@ -984,7 +1061,7 @@ mod tests {
     }
 
     fn reply(text: &str, kind: ReplyKind) -> Result<ParsedReply, String> {
-        parse_reply(&line(text), 2, kind, Ctx::HttpRequest)
+        parse_reply(&line(text), 2, kind, Ctx::HttpRequest, true)
     }
 
     #[test]
@@ -1023,12 +1100,116 @@ mod tests {
             .is_err());
     }
 
+    fn request_action(text: &str) -> Result<(HttpAction, usize), Option<String>> {
+        let l = line(text);
+        let base = action_base(l.arg(1)).0.to_string();
+        http_action(&l, HttpWhich::Request, &base, false, &mut Diags::default())
+    }
+
+    #[test]
+    fn tarpit_defaults_to_500_and_takes_deny_status_or_status() {
+        assert_eq!(
+            request_action("http-request tarpit").expect("parses"),
+            (HttpAction::Tarpit { status: 500 }, 2)
+        );
+        assert_eq!(
+            request_action("http-request tarpit deny_status 429 if TRUE").expect("parses"),
+            (HttpAction::Tarpit { status: 429 }, 4)
+        );
+        assert_eq!(
+            request_action("http-request tarpit status 503").expect("parses").0,
+            HttpAction::Tarpit { status: 503 }
+        );
+        let e = request_action("http-request tarpit deny_status 418").expect_err("no message");
+        assert_eq!(
+            e.as_deref(),
+            Some("status code '418' not handled by default with 'default-errorfiles' argument..")
+        );
+        let e = request_action("http-request tarpit content-type text/plain string hi");
+        assert!(e.expect_err("refused").is_some_and(|m| m.contains("not supported yet")));
+    }
+
+    #[test]
+    fn strict_mode_takes_on_or_off() {
+        assert_eq!(
+            request_action("http-request strict-mode off").expect("parses"),
+            (HttpAction::StrictMode(false), 3)
+        );
+        assert_eq!(
+            request_action("http-request strict-mode on").expect("parses").0,
+            HttpAction::StrictMode(true)
+        );
+        assert_eq!(
+            request_action("http-request strict-mode").expect_err("missing").as_deref(),
+            Some("expects exactly 1 arguments.")
+        );
+        assert_eq!(
+            request_action("http-request strict-mode yes").expect_err("bad").as_deref(),
+            Some("Unexpected value 'yes'. Only 'on' and 'off' are supported.")
+        );
+    }
+
+    #[test]
+    fn set_var_fmt_stores_a_log_format_and_a_missing_one_is_empty() {
+        let (act, next) =
+            request_action("http-request set-var-fmt(txn.from) %[src]:%cp").expect("parses");
+        let HttpAction::SetVarFmt { scope, name, fmt } = act else { panic!("{act:?}") };
+        assert_eq!((scope, name.as_str(), fmt.parts.len(), next), (VarScope::Txn, "from", 3, 3));
+        let (act, _) = request_action("http-request set-var-fmt(req.x)").expect("parses");
+        let HttpAction::SetVarFmt { fmt, .. } = act else { panic!("{act:?}") };
+        assert_eq!((fmt.text.as_str(), fmt.parts.len()), ("", 0));
+        assert!(request_action("http-request set-var-fmt(x) a").is_err());
+        let e = request_action("http-request set-var-fmt(txn.x) %[be_name]").expect_err("fe");
+        assert!(e.is_some_and(|m| m.contains("needs 'backend'")));
+    }
+
+    #[test]
+    fn reject_silent_drop_and_early_hint_take_their_arguments() {
+        assert_eq!(request_action("http-request reject").expect("ok"), (HttpAction::Reject, 2));
+        assert_eq!(
+            request_action("http-request silent-drop if TRUE").expect("ok"),
+            (HttpAction::SilentDrop, 2)
+        );
+        let (act, next) = request_action("http-request early-hint Link </a.css>").expect("ok");
+        let HttpAction::EarlyHint { name, value } = act else { panic!("{act:?}") };
+        assert_eq!((name.as_str(), value.text.as_str(), next), ("Link", "</a.css>", 4));
+        for bad in ["http-request early-hint Link", "http-request early-hint Link \"\""] {
+            assert_eq!(
+                request_action(bad).expect_err(bad).as_deref(),
+                Some("expects exactly 2 arguments.")
+            );
+        }
+    }
+
+    #[test]
+    fn only_tarpit_of_the_new_final_actions_warns_about_later_rules() {
+        assert!(is_final(&HttpAction::Tarpit { status: 500 }));
+        assert!(!is_final(&HttpAction::Reject));
+        assert!(!is_final(&HttpAction::SilentDrop));
+    }
+
+    #[test]
+    fn each_rule_list_has_its_own_set_of_new_actions() {
+        for a in ["strict-mode", "set-var-fmt(txn.x)"] {
+            for w in [HttpWhich::Request, HttpWhich::Response, HttpWhich::After] {
+                assert!(is_known_action(w, a) && w.supported(action_base(a).0), "{a}");
+            }
+        }
+        for a in ["tarpit", "reject", "early-hint"] {
+            assert!(HttpWhich::Request.supported(a));
+            assert!(!is_known_action(HttpWhich::Response, a), "{a}");
+        }
+        assert!(HttpWhich::Response.supported("silent-drop"));
+        assert!(!is_known_action(HttpWhich::After, "silent-drop"));
+    }
+
     #[test]
     fn redirects_default_to_302_and_keep_their_options() {
         let (r, next) = parse_redirect(
             &line("redirect prefix /new code 301 drop-query if x"),
             1,
             Ctx::HttpRequest,
+            true,
         )
         .expect("parses");
         assert_eq!(
@@ -1036,12 +1217,11 @@ mod tests {
             (RedirectKind::Prefix, 301, true, false)
         );
         assert_eq!(next, 6);
-        let (r, _) =
-            parse_redirect(&line("redirect scheme https"), 1, Ctx::HttpRequest).expect("parses");
+        let (r, _) = parse_redirect(&line("redirect scheme https"), 1, Ctx::HttpRequest, true)
+            .expect("parses");
         assert_eq!((r.kind, r.code), (RedirectKind::Scheme, 302));
-        assert!(
-            parse_redirect(&line("redirect location /x code 305"), 1, Ctx::HttpRequest).is_err()
-        );
+        assert!(parse_redirect(&line("redirect location /x code 305"), 1, Ctx::HttpRequest, true)
+            .is_err());
     }
 
     #[test]

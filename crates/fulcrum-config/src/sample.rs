@@ -18,6 +18,9 @@ pub enum SmpType {
     Str,
     /// An HTTP method (`method`): matched as a string.
     Meth,
+    /// A block of bytes (`req.body`, `req.hdrs`): an ACL must say `-m`; converters taking a
+    /// string accept it.
+    Bin,
     /// Known only at run time (`var()`): an ACL must say `-m`.
     Any,
 }
@@ -36,6 +39,15 @@ pub enum Avail {
     Message,
     /// The response: `http-response` and `http-after-response` only.
     Response,
+    /// The client connection's transport layer (`ssl_fc`): everywhere but
+    /// `tcp-request connection`.
+    Session,
+    /// The backend (`be_name`): once a backend is known, so response rules, and the request
+    /// rules of a proxy with backend capability; never `tcp-request connection` nor
+    /// `use_backend`.
+    Backend,
+    /// The server (`srv_name`): response rules only.
+    Server,
 }
 
 /// The kind of rule a sample or condition is evaluated by.
@@ -57,8 +69,17 @@ impl Avail {
             (_, Ctx::Monitor) | (Avail::Always, _) => true,
             (Avail::Method | Avail::Message, c) => c != Ctx::TcpConnection,
             (Avail::Request, c) => !matches!(c, Ctx::TcpConnection | Ctx::HttpResponse),
-            (Avail::Response, c) => c == Ctx::HttpResponse,
+            (Avail::Response | Avail::Server, c) => c == Ctx::HttpResponse,
+            (Avail::Session, c) => c != Ctx::TcpConnection,
+            (Avail::Backend, c) => !matches!(c, Ctx::TcpConnection | Ctx::Switching),
         }
+    }
+
+    /// Like [`Avail::usable_in`], for a proxy that has backend capability (`be_cap`) or not:
+    /// without it, request rules run before any backend is known.
+    pub fn usable_in_proxy(self, ctx: Ctx, be_cap: bool) -> bool {
+        let before_backend = matches!(ctx, Ctx::TcpContent | Ctx::HttpRequest);
+        self.usable_in(ctx) && !(self == Avail::Backend && before_backend && !be_cap)
     }
     /// What the fetch needs, as HAProxy words it in "may not be reliably used here".
     pub fn needs(self) -> &'static str {
@@ -66,6 +87,9 @@ impl Avail {
             Avail::Always => "nothing",
             Avail::Method | Avail::Request | Avail::Message => "HTTP request headers",
             Avail::Response => "HTTP response headers",
+            Avail::Session => "client-side connection",
+            Avail::Backend => "backend",
+            Avail::Server => "server",
         }
     }
 }
@@ -89,6 +113,9 @@ pub enum SmpError {
     UnknownFetch(String),
     /// A problem with the fetch's arguments: (fetch keyword, message).
     FetchArg(String, String),
+    /// Arguments of the right types that the fetch refuses (HAProxy's argument validation):
+    /// (fetch keyword, message).
+    ArgCheck(String, String),
     /// A converter problem, message fully worded (`unknown converter 'x'`).
     Conv(String),
     /// Anything else, fully worded.
@@ -102,6 +129,7 @@ impl SmpError {
             SmpError::MissingFetch => "missing fetch method".into(),
             SmpError::UnknownFetch(f) => format!("unknown fetch method '{f}'"),
             SmpError::FetchArg(f, m) => format!("fetch method '{f}' : {m}"),
+            SmpError::ArgCheck(f, m) => format!("invalid args in fetch method '{f}' : {m}"),
             SmpError::Conv(m) | SmpError::Other(m) => m.clone(),
         }
     }
@@ -111,6 +139,7 @@ impl SmpError {
     pub fn in_acl(&self, text: &str, acl_kw: Option<&str>) -> String {
         match (self, acl_kw) {
             (SmpError::FetchArg(_, m), Some(kw)) => format!("ACL keyword '{kw}' : {m}."),
+            (SmpError::ArgCheck(_, m), Some(kw)) => format!("in argument to '{kw}', {m}."),
             (SmpError::Conv(m), Some(kw)) => format!("ACL keyword '{kw}' : {m}.."),
             _ => format!("{} in ACL expression '{text}'.", self.plain()),
         }
@@ -221,11 +250,21 @@ fn check_args(
     spec: &[ArgT],
     mandatory: usize,
 ) -> Result<Vec<Arg>, (usize, String)> {
-    let items: Vec<(String, usize)> = match raw {
+    let mut items: Vec<(String, usize)> = match raw {
         Some(r) if r.items.len() == 1 && r.items[0].0.is_empty() => Vec::new(),
         Some(r) => r.items.clone(),
         None => Vec::new(),
     };
+    // An empty optional integer ends the list, as HAProxy: fine when it is the last.
+    let empty_opt = items.iter().enumerate().position(|(i, (text, _))| {
+        text.is_empty() && i >= mandatory && spec.get(i) == Some(&ArgT::Int)
+    });
+    if let Some(i) = empty_opt {
+        if let Some((_, at)) = items.get(i + 1) {
+            return Err((i, format!("expected ')' before '{}'", &s[*at..])));
+        }
+        items.truncate(i);
+    }
     if items.len() > spec.len() {
         let (_, at) = &items[spec.len()];
         let idx = if spec.is_empty() { 0 } else { spec.len() };
@@ -281,6 +320,7 @@ const NONE: &[ArgT] = &[];
 const S: &[ArgT] = &[ArgT::Str];
 const SS: &[ArgT] = &[ArgT::Str, ArgT::Str];
 const SI: &[ArgT] = &[ArgT::Str, ArgT::Int];
+const IS: &[ArgT] = &[ArgT::Int, ArgT::Str];
 const I: &[ArgT] = &[ArgT::Int];
 const ISI: &[ArgT] = &[ArgT::Int, ArgT::Str, ArgT::Int];
 const SSS: &[ArgT] = &[ArgT::Str, ArgT::Str, ArgT::Str];
@@ -305,6 +345,22 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "always_true" | "always_false" => d(NONE, 0, Bool, Always),
         "status" => d(NONE, 0, Int, Response),
         "res.hdr" | "shdr" => d(SI, 0, Str, Response),
+        "req.fhdr" => d(SI, 0, Str, Request),
+        "req.fhdr_cnt" => d(S, 0, Int, Request),
+        "res.fhdr" => d(SI, 0, Str, Response),
+        "req.body" | "req.hdrs" => d(NONE, 0, Bin, Request),
+        "req.body_len" | "req.body_size" => d(NONE, 0, Int, Request),
+        "req.body_param" => d(S, 0, Bin, Request),
+        "base" => d(NONE, 0, Str, Request),
+        "ssl_fc" => d(NONE, 0, Bool, Session),
+        "cook_cnt" | "req.cook_cnt" | "cook_val" | "req.cook_val" => d(S, 0, Int, Request),
+        "res.cook" | "scook" => d(S, 0, Str, Response),
+        "res.ver" | "resp_ver" => d(NONE, 0, Str, Response),
+        "date" => d(IS, 0, Int, Always),
+        "rand" => d(I, 0, Int, Always),
+        "fe_name" => d(NONE, 0, Str, Always),
+        "be_name" => d(NONE, 0, Str, Backend),
+        "srv_name" => d(NONE, 0, Str, Server),
         "var" => d(SS, 1, Any, Always),
         "str" => d(S, 1, Str, Always),
         "int" => d(I, 1, Int, Always),
@@ -347,8 +403,22 @@ fn header_name(args: &[Arg]) -> String {
     args.first().map(Arg::str).unwrap_or_default().to_ascii_lowercase()
 }
 
-fn occurrence(args: &[Arg]) -> Option<i32> {
-    args.get(1).map(|a| a.int().clamp(i32::MIN as i64, i32::MAX as i64) as i32)
+/// HAProxy keeps the positions of the last 10 header values (`MAX_HDR_HISTORY`).
+const MAX_HDR_HISTORY: i64 = 10;
+
+/// The `<occ>` of header fetches: HAProxy refuses occurrences below -10.
+fn occurrence(name: &str, args: &[Arg]) -> Result<Option<i32>, SmpError> {
+    match args.get(1).map(Arg::int) {
+        Some(n) if n < -MAX_HDR_HISTORY => Err(SmpError::ArgCheck(
+            name.to_string(),
+            format!("header occurrence must be >= -{MAX_HDR_HISTORY}"),
+        )),
+        occ => Ok(occ.map(|n| n.clamp(i32::MIN as i64, i32::MAX as i64) as i32)),
+    }
+}
+
+fn first_str(args: &[Arg]) -> String {
+    args.first().map(Arg::str).unwrap_or_default()
 }
 
 /// Builds the model's fetch from a checked argument list.
@@ -370,16 +440,45 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
             }
             Fetch::UrlParam { name: args.first().map(Arg::str).unwrap_or_default() }
         }
-        "hdr" | "req.hdr" => Fetch::Hdr { name: header_name(args), occ: occurrence(args) },
+        "hdr" | "req.hdr" => Fetch::Hdr { name: header_name(args), occ: occurrence(name, args)? },
         "hdr_cnt" | "req.hdr_cnt" => Fetch::HdrCnt { name: header_name(args) },
-        "hdr_ip" | "req.hdr_ip" => Fetch::HdrIp { name: header_name(args), occ: occurrence(args) },
-        "cook" | "req.cook" => Fetch::Cook { name: args.first().map(Arg::str).unwrap_or_default() },
+        "hdr_ip" | "req.hdr_ip" => {
+            Fetch::HdrIp { name: header_name(args), occ: occurrence(name, args)? }
+        }
+        "cook" | "req.cook" => Fetch::Cook { name: first_str(args) },
         "nbsrv" => Fetch::NbSrv { backend: opt_str(args, 0) },
         "be_conn" => Fetch::BeConn { backend: opt_str(args, 0) },
         "always_true" => Fetch::AlwaysTrue,
         "always_false" => Fetch::AlwaysFalse,
         "status" => Fetch::Status,
-        "res.hdr" | "shdr" => Fetch::ResHdr { name: header_name(args), occ: occurrence(args) },
+        "res.hdr" | "shdr" => {
+            Fetch::ResHdr { name: header_name(args), occ: occurrence(name, args)? }
+        }
+        "req.fhdr" => Fetch::Fhdr { name: header_name(args), occ: occurrence(name, args)? },
+        "req.fhdr_cnt" => Fetch::FhdrCnt { name: header_name(args) },
+        "res.fhdr" => Fetch::ResFhdr { name: header_name(args), occ: occurrence(name, args)? },
+        "req.body" => Fetch::ReqBody,
+        "req.body_len" => Fetch::ReqBodyLen,
+        "req.body_size" => Fetch::ReqBodySize,
+        "req.body_param" => Fetch::ReqBodyParam { name: first_str(args) },
+        "req.hdrs" => Fetch::ReqHdrs,
+        "base" => Fetch::Base,
+        "ssl_fc" => Fetch::SslFc,
+        "cook_cnt" | "req.cook_cnt" => Fetch::CookCnt { name: first_str(args) },
+        "cook_val" | "req.cook_val" => Fetch::CookVal { name: first_str(args) },
+        "res.cook" | "scook" => Fetch::ResCook { name: first_str(args) },
+        "res.ver" | "resp_ver" => Fetch::ResVer,
+        "date" => date(args)?,
+        "rand" => match args.first().map(Arg::int) {
+            Some(r) if r < 0 => {
+                let msg = format!("a negative range ({r}) is not supported");
+                return Err(SmpError::ArgCheck(name.to_string(), msg));
+            }
+            r => Fetch::Rand { range: r.map(|r| r as u64) },
+        },
+        "fe_name" => Fetch::FeName,
+        "be_name" => Fetch::BeName,
+        "srv_name" => Fetch::SrvName,
         "var" => {
             if args.len() > 1 {
                 return Err(SmpError::Other(
@@ -397,6 +496,23 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
         _ => return Err(SmpError::UnknownFetch(name.to_string())),
     };
     Ok(fetch)
+}
+
+/// `date([<offset>[,<unit>]])`: the unit must be `s`, `ms` or `us`; only seconds are
+/// supported.
+fn date(args: &[Arg]) -> Result<Fetch, SmpError> {
+    match args.get(1).map(Arg::str).as_deref() {
+        None | Some("s") => {}
+        Some(u @ ("ms" | "us")) => {
+            let msg = format!("the '{u}' unit of 'date' is not supported yet");
+            return Err(SmpError::Other(msg));
+        }
+        Some(u) => {
+            let msg = format!("expects 's', 'ms' or 'us', got '{u}'");
+            return Err(SmpError::ArgCheck("date".into(), msg));
+        }
+    }
+    Ok(Fetch::Date { offset: args.first().map(Arg::int).unwrap_or(0) })
 }
 
 fn is_known_fetch(name: &str) -> bool {
@@ -653,6 +769,150 @@ mod tests {
     }
 
     #[test]
+    fn full_line_header_fetches_keep_the_shape_of_hdr() {
+        assert_eq!(
+            ok("req.fhdr(User-Agent,-1)").expr.fetch,
+            Fetch::Fhdr { name: "user-agent".into(), occ: Some(-1) }
+        );
+        assert_eq!(ok("req.fhdr").expr.fetch, Fetch::Fhdr { name: String::new(), occ: None });
+        assert_eq!(ok("req.fhdr_cnt(Via)").expr.fetch, Fetch::FhdrCnt { name: "via".into() });
+        let p = ok("res.fhdr(Server)");
+        assert_eq!(p.expr.fetch, Fetch::ResFhdr { name: "server".into(), occ: None });
+        assert_eq!((p.out, p.avail), (SmpType::Str, Avail::Response));
+        assert_eq!(ok("req.fhdr(a)").avail, Avail::Request);
+        assert_eq!(err("fhdr(host)"), "unknown fetch method 'fhdr'");
+    }
+
+    #[test]
+    fn header_occurrences_below_minus_ten_are_refused_as_haproxy() {
+        ok("req.hdr(x,-10)");
+        assert_eq!(
+            err("req.fhdr(x,-11)"),
+            "invalid args in fetch method 'req.fhdr' : header occurrence must be >= -10"
+        );
+        let e = parse("hdr(x,-11)", End::Input).expect_err("bad");
+        assert_eq!(
+            e.in_acl("hdr(x,-11)", Some("hdr")),
+            "in argument to 'hdr', header occurrence must be >= -10."
+        );
+        assert_eq!(
+            e.in_acl("hdr(x,-11)", None),
+            "invalid args in fetch method 'hdr' : header occurrence must be >= -10 in ACL expression 'hdr(x,-11)'."
+        );
+    }
+
+    #[test]
+    fn body_and_header_block_fetches_are_binary_request_samples() {
+        for (text, fetch) in [
+            ("req.body", Fetch::ReqBody),
+            ("req.hdrs", Fetch::ReqHdrs),
+            ("req.body_param(user)", Fetch::ReqBodyParam { name: "user".into() }),
+            ("req.body_param", Fetch::ReqBodyParam { name: String::new() }),
+        ] {
+            let p = ok(text);
+            assert_eq!((p.expr.fetch, p.out, p.avail), (fetch, SmpType::Bin, Avail::Request));
+        }
+        assert_eq!(ok("req.body_len").out, SmpType::Int);
+        assert_eq!(ok("req.body_size").expr.fetch, Fetch::ReqBodySize);
+        assert_eq!(ok("req.body,lower").out, SmpType::Str);
+        assert_eq!(err("req.body,map_int(/m)"), "converter 'map_int' cannot be applied");
+        assert_eq!(
+            err("req.body_len(1)"),
+            "fetch method 'req.body_len' : expected ')' before '1)'"
+        );
+    }
+
+    #[test]
+    fn cookie_fetches_keep_the_name_as_written() {
+        assert_eq!(ok("req.cook_cnt(SID)").expr.fetch, Fetch::CookCnt { name: "SID".into() });
+        assert_eq!(ok("cook_cnt").expr.fetch, Fetch::CookCnt { name: String::new() });
+        let p = ok("cook_val(Bucket)");
+        assert_eq!((p.expr.fetch, p.out), (Fetch::CookVal { name: "Bucket".into() }, SmpType::Int));
+        assert_eq!(ok("req.cook_val").expr.fetch, Fetch::CookVal { name: String::new() });
+        let p = ok("scook(SID)");
+        assert_eq!(
+            (p.expr.fetch, p.avail),
+            (Fetch::ResCook { name: "SID".into() }, Avail::Response)
+        );
+        assert_eq!(ok("res.cook").expr.fetch, Fetch::ResCook { name: String::new() });
+    }
+
+    #[test]
+    fn base_ssl_fc_version_and_name_fetches_have_haproxy_types_and_places() {
+        let cases = [
+            ("base", Fetch::Base, SmpType::Str, Avail::Request),
+            ("ssl_fc", Fetch::SslFc, SmpType::Bool, Avail::Session),
+            ("res.ver", Fetch::ResVer, SmpType::Str, Avail::Response),
+            ("resp_ver", Fetch::ResVer, SmpType::Str, Avail::Response),
+            ("fe_name", Fetch::FeName, SmpType::Str, Avail::Always),
+            ("be_name", Fetch::BeName, SmpType::Str, Avail::Backend),
+            ("srv_name", Fetch::SrvName, SmpType::Str, Avail::Server),
+        ];
+        for (text, fetch, out, avail) in cases {
+            let p = ok(text);
+            assert_eq!((p.expr.fetch, p.out, p.avail), (fetch, out, avail), "{text}");
+        }
+    }
+
+    #[test]
+    fn date_takes_an_offset_in_seconds_and_only_the_seconds_unit() {
+        assert_eq!(ok("date").expr.fetch, Fetch::Date { offset: 0 });
+        assert_eq!(ok("date()").expr.fetch, Fetch::Date { offset: 0 });
+        assert_eq!(ok("date(-3600)").expr.fetch, Fetch::Date { offset: -3600 });
+        assert_eq!(ok("date(60,s)").expr.fetch, Fetch::Date { offset: 60 });
+        assert_eq!(ok("date").out, SmpType::Int);
+        assert_eq!(err("date(1,ms)"), "the 'ms' unit of 'date' is not supported yet");
+        assert_eq!(
+            err("date(1,xs)"),
+            "invalid args in fetch method 'date' : expects 's', 'ms' or 'us', got 'xs'"
+        );
+        assert_eq!(err("date(,s)"), "fetch method 'date' : expected ')' before ',s)'");
+    }
+
+    #[test]
+    fn rand_takes_an_optional_non_negative_range() {
+        assert_eq!(ok("rand").expr.fetch, Fetch::Rand { range: None });
+        assert_eq!(ok("rand()").expr.fetch, Fetch::Rand { range: None });
+        assert_eq!(ok("rand(5000000000)").expr.fetch, Fetch::Rand { range: Some(5_000_000_000) });
+        assert_eq!(ok("rand(0)").expr.fetch, Fetch::Rand { range: Some(0) });
+        assert_eq!(
+            err("rand(-1)"),
+            "invalid args in fetch method 'rand' : a negative range (-1) is not supported"
+        );
+        assert_eq!(err("rand(1,)"), "fetch method 'rand' : expected ')' before ',)'");
+    }
+
+    #[test]
+    fn an_empty_optional_integer_argument_ends_the_list_as_haproxy() {
+        assert_eq!(ok("req.hdr(x,)").expr.fetch, Fetch::Hdr { name: "x".into(), occ: None });
+        assert_eq!(err("req.hdr(x,,)"), "fetch method 'req.hdr' : expected ')' before ',)'");
+        assert_eq!(
+            ok("path,field(1,:,)").expr.converters,
+            vec![Converter::Field { index: 1, delims: ":".into(), count: None }]
+        );
+        assert_eq!(
+            err("path,field(1,:,,)"),
+            "invalid arg 2 in converter 'field' : expected ')' before ',)'"
+        );
+    }
+
+    #[test]
+    fn be_name_needs_a_backend_before_the_response() {
+        let be = Avail::Backend;
+        assert!(be.usable_in_proxy(Ctx::HttpResponse, false));
+        assert!(!be.usable_in_proxy(Ctx::HttpRequest, false));
+        assert!(!be.usable_in_proxy(Ctx::TcpContent, false));
+        assert!(be.usable_in_proxy(Ctx::HttpRequest, true));
+        assert!(be.usable_in_proxy(Ctx::TcpContent, true));
+        assert!(!be.usable_in_proxy(Ctx::Switching, true));
+        assert!(!be.usable_in_proxy(Ctx::TcpConnection, true));
+        assert!(!Avail::Server.usable_in_proxy(Ctx::HttpRequest, true));
+        assert!(Avail::Server.usable_in_proxy(Ctx::HttpResponse, false));
+        assert!(!Avail::Session.usable_in(Ctx::TcpConnection));
+        assert!(Avail::Session.usable_in(Ctx::TcpContent));
+    }
+
+    #[test]
     fn converters_chain_and_change_the_output_type() {
         let p = ok("req.hdr(host),lower,field(1,:),map_dom(/etc/hosts.map,default)");
         assert_eq!(
@@ -748,7 +1008,7 @@ mod tests {
     #[test]
     fn unknown_and_unsupported_names_are_told_apart() {
         assert_eq!(err("bogus"), "unknown fetch method 'bogus'");
-        assert_eq!(err("base"), "fetch method 'base' is not supported yet");
+        assert_eq!(err("baseq"), "fetch method 'baseq' is not supported yet");
         assert_eq!(err("path,bogus"), "unknown converter 'bogus'");
         assert_eq!(err("path,base64"), "converter 'base64' is not supported yet");
         assert_eq!(err("path,map_beg_int(/m)"), "converter 'map_beg_int' is not supported yet");

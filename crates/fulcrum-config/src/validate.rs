@@ -1,15 +1,16 @@
 //! Checks on the whole parsed configuration, as HAProxy's post-parsing checks: backend
 //! references (`default_backend`, `use_backend`, `nbsrv()`/`be_conn()` arguments), mode
-//! compatibility, HTTP-only settings of TCP proxies (dropped with HAProxy's warnings),
-//! duplicate server names, conflicting binds, proxies without `bind`, missing timeouts, and a
-//! configuration with no listener at all.
+//! compatibility, cookie captures longer than HAProxy keeps (truncated), HTTP-only settings
+//! of TCP proxies (dropped with HAProxy's warnings), duplicate server names, conflicting
+//! binds, proxies without `bind`, missing timeouts, and a configuration with no listener at
+//! all.
 
 use std::collections::HashMap;
 
 use crate::diag::Diagnostic;
 use crate::model::{
-    AclRef, BackendTarget, Balance, BindAddr, Condition, Config, Fetch, HttpAction, HttpRule,
-    LogFormat, LogPart, Mode, Proxy, ReplyBody, SampleExpr, Span,
+    AclRef, BackendTarget, Balance, BindAddr, CaptureKind, Condition, Config, Fetch, HttpAction,
+    HttpRule, LogFormat, LogPart, Mode, Proxy, ReplyBody, SampleExpr, Span,
 };
 use crate::proxy::type_word;
 
@@ -178,13 +179,39 @@ fn conflicting_binds(config: &Config, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// Drops what a `mode tcp` proxy cannot use, with HAProxy's warnings: HTTP rules, the
-/// forwarding options, cookie persistence, the monitor URI and layer 7 balancing.
+/// The longest cookie capture HAProxy keeps (`CAPTURE_LEN - 1`).
+const MAX_COOKIE_CAPTURE: u32 = 63;
+
+/// Truncates cookie captures longer than HAProxy allows, with its warning.
+pub fn truncate_cookie_captures(config: &mut Config, out: &mut Vec<Diagnostic>) {
+    for p in &mut config.proxies {
+        for c in p.captures.iter_mut().filter(|c| c.kind == CaptureKind::Cookie) {
+            if c.len > MAX_COOKIE_CAPTURE {
+                c.len = MAX_COOKIE_CAPTURE;
+                let msg = format!(
+                    "truncating capture length to {MAX_COOKIE_CAPTURE} bytes for {} '{}'.",
+                    type_word(p.kind),
+                    p.name
+                );
+                out.push(Diagnostic::warning(None, msg));
+            }
+        }
+    }
+}
+
+/// Drops what a `mode tcp` proxy cannot use, with HAProxy's warnings: the cookie capture,
+/// HTTP rules, the forwarding options, the HTTP options with behaviour, cookie persistence,
+/// the monitor URI and layer 7 balancing.
 pub fn drop_http_only(config: &mut Config, out: &mut Vec<Diagnostic>) {
     for p in config.proxies.iter_mut().filter(|p| p.mode == Mode::Tcp) {
         let who = format!("{} '{}'", type_word(p.kind), p.name);
         let span = p.span.clone();
         let mut warn = |msg: String| out.push(Diagnostic::warning(at(&span), msg));
+        if p.captures.iter().any(|c| c.kind == CaptureKind::Cookie) {
+            // HAProxy drops the cookie capture only; header captures stay (and do nothing).
+            warn(format!("'capture' statement ignored for {who} as it requires HTTP mode."));
+            p.captures.retain(|c| c.kind != CaptureKind::Cookie);
+        }
         for (kw, rules) in [
             ("http-request", &mut p.http_request),
             ("http-response", &mut p.http_response),
@@ -198,6 +225,16 @@ pub fn drop_http_only(config: &mut Config, out: &mut Vec<Diagnostic>) {
         }
         for (opt, slot) in [("forwardfor", &mut p.forwardfor), ("originalto", &mut p.originalto)] {
             if slot.take().is_some() {
+                warn(format!("'option {opt}' ignored for {who} as it requires HTTP mode."));
+            }
+        }
+        for (opt, slot) in [
+            ("checkcache", &mut p.checkcache),
+            ("http-ignore-probes", &mut p.http_ignore_probes),
+            ("http-use-proxy-header", &mut p.http_use_proxy_header),
+            ("http-pretend-keepalive", &mut p.http_pretend_keepalive),
+        ] {
+            if std::mem::take(slot) {
                 warn(format!("'option {opt}' ignored for {who} as it requires HTTP mode."));
             }
         }
@@ -284,7 +321,9 @@ fn rule_exprs<'a>(r: &'a HttpRule, out: &mut Vec<(&'a SampleExpr, bool)>) {
         | HttpAction::SetPath(f)
         | HttpAction::SetQuery(f)
         | HttpAction::SetUri(f)
-        | HttpAction::SetMethod(f) => lf_exprs(f, out),
+        | HttpAction::SetMethod(f)
+        | HttpAction::SetVarFmt { fmt: f, .. }
+        | HttpAction::EarlyHint { value: f, .. } => lf_exprs(f, out),
         HttpAction::Redirect(rd) => lf_exprs(&rd.value, out),
         HttpAction::SetVar { expr, .. } => out.push((expr, false)),
         _ => {}

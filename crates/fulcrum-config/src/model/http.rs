@@ -71,6 +71,57 @@ pub enum Fetch {
     Status,
     /// `res.hdr(<name>[,<occ>])` / `shdr(...)`; name lower-cased.
     ResHdr { name: String, occ: Option<i32> },
+    /// `req.fhdr(<name>[,<occ>])`: like [`Fetch::Hdr`] but each value is a whole header line's
+    /// value, not split at commas (for `User-Agent`, `Date`...). Name lower-cased; an empty
+    /// name means every header. Without `occ` an ACL tries every line, other uses take the last.
+    Fhdr { name: String, occ: Option<i32> },
+    /// `req.fhdr_cnt([<name>])`: how many header lines (not comma-separated values) the
+    /// request has with that name (every header line when empty). Name lower-cased.
+    FhdrCnt { name: String },
+    /// `res.fhdr(<name>[,<occ>])`: [`Fetch::Fhdr`] on the response. Name lower-cased.
+    ResFhdr { name: String, occ: Option<i32> },
+    /// `req.body`: the request body buffered so far (binary: an ACL must say `-m`). Needs
+    /// `option http-buffer-request` or `http-request wait-for-body` to see a whole body.
+    ReqBody,
+    /// `req.body_len`: bytes of request body buffered so far (integer).
+    ReqBodyLen,
+    /// `req.body_size`: the request body's announced size (`Content-Length`, or the bytes
+    /// buffered so far for a chunked body) (integer).
+    ReqBodySize,
+    /// `req.body_param([<name>])`: a parameter of an `application/x-www-form-urlencoded`
+    /// request body (binary: an ACL must say `-m`); an empty name means the first parameter.
+    /// Case-sensitive name.
+    ReqBodyParam { name: String },
+    /// `req.hdrs`: the request's header block as received, `name: value` lines each ending
+    /// with CRLF, plus the empty line (binary: an ACL must say `-m`).
+    ReqHdrs,
+    /// `base`: the first `Host` header value followed by the path (no query string).
+    Base,
+    /// `ssl_fc`: the client connection is TLS (boolean). Fulcrum has no TLS listeners yet, so
+    /// this is always false.
+    SslFc,
+    /// `cook_cnt([<name>])` / `req.cook_cnt(...)`: how many times the request cookie appears
+    /// (every cookie when the name is empty) (integer).
+    CookCnt { name: String },
+    /// `cook_val([<name>])` / `req.cook_val(...)`: the request cookie's value read as an
+    /// integer (the leading digits, as `atoi`).
+    CookVal { name: String },
+    /// `res.cook([<name>])` / `scook(...)`: a cookie set by the response (`Set-Cookie`).
+    ResCook { name: String },
+    /// `res.ver` (`resp_ver`): the response's HTTP version, e.g. `1.1`.
+    ResVer,
+    /// `date([<offset>[,s]])`: the current time in seconds since the epoch plus `offset`
+    /// seconds (integer). The `ms` and `us` units are refused as not supported yet.
+    Date { offset: i64 },
+    /// `rand([<range>])`: a random integer; with a range, in `0..range` (computed as HAProxy
+    /// does: `(rand32 * range) >> 32`), else any 32-bit value.
+    Rand { range: Option<u64> },
+    /// `fe_name`: the name of the frontend that accepted the connection.
+    FeName,
+    /// `be_name`: the name of the backend handling the stream (once one is chosen).
+    BeName,
+    /// `srv_name`: the name of the server the request was sent to (response side only).
+    SrvName,
     /// `var(<scope>.<name>)`.
     Var { scope: VarScope, name: String },
     /// `str(<s>)`: a constant string.
@@ -332,6 +383,37 @@ pub enum HttpAction {
         status: u16,
         reason: Option<String>,
     },
+    /// `strict-mode on|off` (request, response and after-response rules): when on (the
+    /// default at the start of each rule list), a rewrite that fails (e.g. a header value
+    /// that no longer fits) aborts the message with an error; when off, failures are ignored.
+    StrictMode(bool),
+    /// `set-var-fmt(<scope>.<name>) <fmt>`: sets a variable to the string a log-format gives.
+    SetVarFmt {
+        scope: VarScope,
+        name: String,
+        fmt: LogFormat,
+    },
+    /// `tarpit [deny_status <code>]` (request rules only): holds the request, answering
+    /// nothing, for `timeout tarpit` (`timeout connect` when unset), then answers with the
+    /// proxy's error message for `status` (500 by default) if the client is still there.
+    /// Final. Reply options (`content-type`, `string`...) are refused as not supported yet.
+    Tarpit {
+        status: u16,
+    },
+    /// `reject` (request rules only): closes the client connection at once, without an
+    /// answer. Final.
+    Reject,
+    /// `silent-drop` (request and response rules): closes the client connection at once,
+    /// without an answer and without telling the client (no FIN/RST where the system allows).
+    /// Final.
+    SilentDrop,
+    /// `early-hint <name> <fmt>` (request rules only): adds a header to the `103 Early Hints`
+    /// interim response sent before the request goes on (consecutive early-hint rules build
+    /// one 103 response).
+    EarlyHint {
+        name: String,
+        value: LogFormat,
+    },
 }
 
 /// An HTTP reply built by the proxy (`return`, `deny` with reply options, `http-error`).
@@ -414,6 +496,9 @@ pub enum ErrorSource {
     File { path: PathBuf, span: Span },
     /// `http-error status <code> ...`.
     Reply(Reply),
+    /// `errorloc <code> <url>` / `errorloc302` (code 302) and `errorloc303` (code 303): the
+    /// error is answered with a redirect to `url` (as written, not a log-format) instead.
+    Location { code: u16, url: String, span: Span },
 }
 
 /// An `http-errors <name>` section.
@@ -488,4 +573,78 @@ pub enum CookieMode {
     /// None of the three: the proxy only reads the cookie (the application sets it to the
     /// server's cookie value); no response is modified.
     Passive,
+}
+
+/// One `retry-on` keyword: a failure after which a request may be retried (`retries` times).
+/// A proxy without `retry-on` has `[ConnFailure]`, as HAProxy. HAProxy applies `retry-on`
+/// in `mode http` only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryOn {
+    /// `none`: never retry (only alone on its line).
+    None,
+    /// `conn-failure`: the connection to the server failed; the request was not sent.
+    ConnFailure,
+    /// `empty-response`: the server closed after part of the request was sent, answering
+    /// nothing.
+    EmptyResponse,
+    /// `junk-response`: the server answered something that is not a complete HTTP response.
+    JunkResponse,
+    /// `response-timeout`: `timeout server` struck while waiting for the response.
+    ResponseTimeout,
+    /// `0rtt-rejected`: a request sent as TLS early data was rejected by the server.
+    ZeroRttRejected,
+    /// `<status>`: the server answered this status; one of 401, 403, 404, 408, 425, 500, 501,
+    /// 502, 503, 504 (the only codes HAProxy 2.6 accepts).
+    Status(u16),
+    /// `all-retryable-errors`: `conn-failure`, `empty-response`, `junk-response`,
+    /// `response-timeout`, `0rtt-rejected`, 500, 502, 503 and 504 (see [`RetryOn::expand`]).
+    AllRetryableErrors,
+}
+
+impl RetryOn {
+    /// The keywords `all-retryable-errors` stands for.
+    pub const ALL_RETRYABLE: [RetryOn; 9] = [
+        RetryOn::ConnFailure,
+        RetryOn::EmptyResponse,
+        RetryOn::JunkResponse,
+        RetryOn::ResponseTimeout,
+        RetryOn::ZeroRttRejected,
+        RetryOn::Status(500),
+        RetryOn::Status(502),
+        RetryOn::Status(503),
+        RetryOn::Status(504),
+    ];
+
+    /// This keyword as the plain keywords it means: `all-retryable-errors` expanded, `none`
+    /// empty, the others as they are.
+    pub fn expand(self) -> Vec<RetryOn> {
+        match self {
+            RetryOn::AllRetryableErrors => RetryOn::ALL_RETRYABLE.to_vec(),
+            RetryOn::None => Vec::new(),
+            other => vec![other],
+        }
+    }
+}
+
+/// What a `capture` line records for the logs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaptureKind {
+    /// `capture request header <name> len <n>`.
+    ReqHeader,
+    /// `capture response header <name> len <n>`.
+    ResHeader,
+    /// `capture cookie <name> len <n>`: the first request `Cookie` or response `Set-Cookie`
+    /// whose name starts with `name`; one per proxy (a later line replaces an earlier one).
+    Cookie,
+}
+
+/// One `capture` line of a frontend or listen: up to `len` bytes of the named header (matched
+/// case-insensitively, name kept as written) or cookie, shown in the HTTP log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Capture {
+    pub kind: CaptureKind,
+    pub name: String,
+    /// At most 63 for a cookie (HAProxy truncates larger lengths, with a warning).
+    pub len: u32,
+    pub span: Span,
 }
