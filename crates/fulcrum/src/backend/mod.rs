@@ -120,6 +120,11 @@ thread_local! {
     static RNG: std::cell::RefCell<Rng> = std::cell::RefCell::new(Rng::new(seed()));
 }
 
+/// A random number from this worker's generator (`rand()` fetch).
+pub fn random_u64() -> u64 {
+    RNG.with(|r| r.borrow_mut().next_u64())
+}
+
 fn seed() -> u64 {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

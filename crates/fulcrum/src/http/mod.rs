@@ -116,6 +116,33 @@ pub struct HttpProxy {
     pub cookie: Option<fulcrum_config::CookieCfg>,
     /// What `balance uri|url_param|hdr` hashes (backend).
     pub hash_key: HashKey,
+    /// `timeout tarpit` (default: `timeout connect`).
+    pub tarpit: Option<Duration>,
+    /// `option http-ignore-probes`: a connection closed or timed out before sending anything
+    /// gets no 400/408.
+    pub ignore_probes: bool,
+    /// `retry-on`: what makes a request go again to a server (on a new connection).
+    pub retry_on: RetryOn,
+}
+
+/// `retry-on`, as flags. Connection failures are retried per `retries` unless `none`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RetryOn {
+    pub conn_failure: bool,
+    pub empty_response: bool,
+    pub junk_response: bool,
+    pub response_timeout: bool,
+    /// Statuses whose answer is dropped and the request sent again (bit per listed code).
+    pub statuses: [bool; 10],
+}
+
+/// The statuses `retry-on` may name, in the order of [`RetryOn::statuses`].
+pub const RETRY_STATUSES: [u16; 10] = [401, 403, 404, 408, 425, 500, 501, 502, 503, 504];
+
+impl RetryOn {
+    pub fn status(&self, code: u16) -> bool {
+        RETRY_STATUSES.iter().position(|&c| c == code).is_some_and(|i| self.statuses[i])
+    }
 }
 
 /// What a hash-based `balance` hashes from the request.

@@ -111,6 +111,8 @@ enum KeyKind {
 enum Built {
     Status(u16),
     Bytes(Vec<u8>),
+    /// Close without an answer (`reject`, `silent-drop`).
+    Drop,
 }
 
 /// Serves one client connection in `mode http` until it closes.
@@ -220,8 +222,10 @@ impl Session<'_> {
                 Some(d) => match timeout_at(d, read).await {
                     Ok(r) => r,
                     Err(_) => {
-                        // Nothing of a later request: close quietly. Otherwise HAProxy's 408.
-                        return if started || first { Err(408) } else { Ok(false) };
+                        // Nothing of a later request (or a probe, with `http-ignore-probes`):
+                        // close quietly. Otherwise HAProxy's 408.
+                        let probe = first && !started && self.http.ignore_probes;
+                        return if (started || first) && !probe { Err(408) } else { Ok(false) };
                     }
                 },
                 None => read.await,
@@ -287,6 +291,14 @@ impl Session<'_> {
                 return next;
             }
         }
+        if !self.vars.early_hints.is_empty() {
+            let mut hint = b"HTTP/1.1 103 Early Hints\r\n".to_vec();
+            hint.extend_from_slice(&self.vars.early_hints);
+            hint.extend_from_slice(b"\r\n");
+            if timed(fe.timeouts.client, write_all(&self.client, &hint)).await.is_err() {
+                return Next::Close;
+            }
+        }
         let conn_mode = merge_mode(self.http.conn_mode, be_http.conn_mode);
 
         // What goes to the server.
@@ -327,6 +339,7 @@ impl Session<'_> {
         };
         let retryable = info.body == Body::None;
         let mut fresh_only = false;
+        let mut l7_retries = 0;
         let connect_from = Instant::now();
         let (slot, mut sc, body_done) = loop {
             let got = self.server_conn(&be, key, persist, be_http.reuse, fresh_only).await;
@@ -342,13 +355,31 @@ impl Session<'_> {
             self.log.tc = Some(sent_at - connect_from);
             let exchanged = self.exchange(sc, &info, &be).await;
             self.log.trsp = Some(sent_at.elapsed());
+            // `retry-on` (L7 retries): only a request without body can be sent again, at most
+            // `retries` times, each time on a new connection.
+            let ro = &be_http.retry_on;
+            let may_retry = retryable && l7_retries < be.retries;
+            let retry = match &exchanged {
+                // Issue 3: a reused connection that dies before answering is always retried.
+                Exchange::RetryFresh if reused && retryable && !fresh_only => true,
+                Exchange::RetryFresh => may_retry && ro.empty_response,
+                Exchange::BadResponse => may_retry && ro.junk_response,
+                Exchange::ServerTimeout => may_retry && ro.response_timeout,
+                Exchange::Response(_, true) => may_retry && ro.status(self.resp.status()),
+                _ => false,
+            };
+            if retry {
+                if !(reused && matches!(exchanged, Exchange::RetryFresh)) || fresh_only {
+                    l7_retries += 1;
+                }
+                fresh_only = true;
+                Counters::inc(&be.counters.retries);
+                drop(exchanged);
+                drop(slot);
+                continue;
+            }
             match exchanged {
                 Exchange::Response(sc, body_done) => break (slot, sc, body_done),
-                Exchange::RetryFresh if reused && retryable && !fresh_only => {
-                    fresh_only = true;
-                    Counters::inc(&be.counters.retries);
-                    drop(slot);
-                }
                 Exchange::RetryFresh | Exchange::BadResponse => {
                     Counters::inc(&be.counters.failed_responses);
                     return self.answer(502, &info, Some(&be)).await;
@@ -391,13 +422,16 @@ impl Session<'_> {
         }
         // Response rules: backend's, then frontend's; a deny replaces the response.
         let server_name = slot.server().name.clone();
-        let denied = self.response_rules(&be, Some(&server_name), false);
-        if let Some(status) = denied {
+        if let Some(built) = self.response_rules(&be, Some(&server_name), false) {
             drop(slot);
             drop(sc); // the server's response is abandoned with its connection
             let mut i = info;
             i.conn_close = true;
-            return self.answer(status, &i, Some(&be)).await;
+            return match built {
+                Built::Drop => Next::Close,
+                Built::Status(status) => self.answer(status, &i, Some(&be)).await,
+                Built::Bytes(bytes) => self.answer_bytes(bytes, &i, Some(&be)).await,
+            };
         }
         self.cookie_response(be_http, &slot, persist);
         let client_keep = !tunnel
@@ -498,6 +532,7 @@ impl Session<'_> {
             backend: be,
             server: None,
             backends: &self.fe.backends,
+            body: body_view(&self.cbuf, self.req.info().body),
         }
     }
 
@@ -523,6 +558,7 @@ impl Session<'_> {
         let mut start = 0;
         loop {
             let verdict = {
+                let body = body_view(&self.cbuf, self.req.info().body);
                 let base = Base {
                     src: self.peer,
                     dst: self.local,
@@ -531,6 +567,7 @@ impl Session<'_> {
                     backend: be.map(|b| &**b),
                     server: None,
                     backends: &self.fe.backends,
+                    body,
                 };
                 let v = rules::run(
                     &r.http_request,
@@ -574,10 +611,20 @@ impl Session<'_> {
                 Verdict::Return(rp) => Built::Bytes(self.build_reply(rp, be)),
                 Verdict::Redirect(rd) => Built::Bytes(self.build_redirect(rd, be)),
                 Verdict::RewriteFailed => Built::Status(500),
+                Verdict::Drop => return Some(Next::Close),
+                Verdict::Tarpit(status) => {
+                    // Hold the client for `timeout tarpit` (default: `timeout connect`).
+                    let http = be.and_then(|b| b.http.as_deref()).unwrap_or(self.http);
+                    if let Some(t) = http.tarpit {
+                        tokio::time::sleep(t).await;
+                    }
+                    Built::Status(status)
+                }
             };
             let next = match built {
                 Built::Status(status) => self.answer(status, info, be).await,
                 Built::Bytes(bytes) => self.answer_bytes(bytes, info, be).await,
+                Built::Drop => Next::Close,
             };
             return Some(next);
         }
@@ -655,7 +702,7 @@ impl Session<'_> {
         be: &Arc<Backend>,
         server: Option<&str>,
         _own: bool,
-    ) -> Option<u16> {
+    ) -> Option<Built> {
         let own = self.is_own_backend(be);
         let lists: [(&ProxyRules, bool); 2] = [(&be.rules, !own), (&self.fe.rules, true)];
         for (r, run) in lists {
@@ -670,6 +717,7 @@ impl Session<'_> {
                 backend: Some(be),
                 server,
                 backends: &self.fe.backends,
+                body: &[],
             };
             let v = rules::run(
                 &r.http_response,
@@ -681,11 +729,19 @@ impl Session<'_> {
                 &mut self.vars,
                 &mut self.scratch,
             );
-            match v {
-                Verdict::Deny(status, _) => return Some(if status == 403 { 502 } else { status }),
-                Verdict::RewriteFailed => return Some(502),
-                _ => {}
-            }
+            let built = match v {
+                Verdict::Continue | Verdict::WaitForBody { .. } | Verdict::Tarpit(_) => continue,
+                Verdict::Drop => Built::Drop,
+                Verdict::Deny(status, None) => {
+                    Built::Status(if status == 403 { 502 } else { status })
+                }
+                Verdict::Deny(_, Some(rp)) | Verdict::Return(rp) => {
+                    Built::Bytes(self.build_reply(rp, Some(be)))
+                }
+                Verdict::Redirect(rd) => Built::Bytes(self.build_redirect(rd, Some(be))),
+                Verdict::RewriteFailed => Built::Status(502),
+            };
+            return Some(built);
         }
         None
     }
@@ -706,6 +762,7 @@ impl Session<'_> {
                 backend: be.map(|b| &**b),
                 server,
                 backends: &self.fe.backends,
+                body: &[],
             };
             let _ = rules::run(
                 &r.http_after_response,
@@ -1284,6 +1341,16 @@ fn drop_default_port(req: &mut Head) {
         new.extend_from_slice(&t[..cut]);
         new.extend_from_slice(&t[scheme_len + auth_end..]);
         let _ = req.set_target(&new);
+    }
+}
+
+/// The part of the client buffer that is the current request's body (what `req.body` sees).
+fn body_view(cbuf: &RecvBuf, body: Body) -> &[u8] {
+    let data = cbuf.data();
+    match body {
+        Body::None => &[],
+        Body::Length(n) => &data[..data.len().min(n as usize)],
+        _ => data,
     }
 }
 

@@ -140,6 +140,14 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
                     path.display()
                 )),
             },
+            cfg::ErrorSource::Location { code, url, .. } => {
+                // HAProxy's errorloc answers, byte for byte.
+                let line = if *code == 303 { "303 See Other" } else { "302 Found" };
+                let msg = format!(
+                    "HTTP/1.1 {line}\r\nCache-Control: no-cache\r\nContent-length: 0\r\nLocation: {url}\r\n\r\n"
+                );
+                replaced.insert(*status, Arc::<[u8]>::from(msg.into_bytes()));
+            }
             cfg::ErrorSource::Reply(r) => {
                 replaced.insert(*status, Arc::<[u8]>::from(static_reply(r)));
             }
@@ -191,12 +199,35 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
             }
             _ => HashKey::Source,
         },
+        tarpit: p.timeouts.tarpit.or(p.timeouts.connect),
+        ignore_probes: p.http_ignore_probes,
+        retry_on: retry_on(&p.retry_on),
     };
     if errors.is_empty() {
         Ok(h)
     } else {
         Err(errors)
     }
+}
+
+fn retry_on(list: &[cfg::RetryOn]) -> crate::http::RetryOn {
+    let mut r = crate::http::RetryOn::default();
+    let expanded: Vec<cfg::RetryOn> = list.iter().flat_map(|x| x.expand()).collect();
+    for x in expanded {
+        match x {
+            cfg::RetryOn::ConnFailure => r.conn_failure = true,
+            cfg::RetryOn::EmptyResponse => r.empty_response = true,
+            cfg::RetryOn::JunkResponse => r.junk_response = true,
+            cfg::RetryOn::ResponseTimeout => r.response_timeout = true,
+            cfg::RetryOn::Status(code) => {
+                if let Some(i) = crate::http::RETRY_STATUSES.iter().position(|&c| c == code) {
+                    r.statuses[i] = true;
+                }
+            }
+            _ => {}
+        }
+    }
+    r
 }
 
 /// An `http-error status` reply without log-format parts, rendered once into a raw response.

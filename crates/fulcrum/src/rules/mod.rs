@@ -188,24 +188,77 @@ pub struct RedirectSpec {
 #[derive(Debug)]
 pub enum Action {
     Allow,
-    Deny { status: u16, reply: Option<ReplySpec> },
+    Deny {
+        status: u16,
+        reply: Option<ReplySpec>,
+    },
     Return(ReplySpec),
     Redirect(RedirectSpec),
-    SetHeader { name: Box<[u8]>, value: Format },
-    AddHeader { name: Box<[u8]>, value: Format },
-    DelHeader { name: Box<[u8]> },
-    ReplaceHeader { name: Box<[u8]>, re: Replace, with: Format },
-    ReplaceValue { name: Box<[u8]>, re: Replace, with: Format },
+    SetHeader {
+        name: Box<[u8]>,
+        value: Format,
+    },
+    AddHeader {
+        name: Box<[u8]>,
+        value: Format,
+    },
+    DelHeader {
+        name: Box<[u8]>,
+    },
+    ReplaceHeader {
+        name: Box<[u8]>,
+        re: Replace,
+        with: Format,
+    },
+    ReplaceValue {
+        name: Box<[u8]>,
+        re: Replace,
+        with: Format,
+    },
     SetPath(Format),
     SetQuery(Format),
     SetUri(Format),
     SetMethod(Format),
-    ReplaceUri { re: Replace, with: Format },
-    ReplacePath { re: Replace, with: Format },
-    SetVar { scope: cfg::VarScope, name: Box<str>, expr: Expr },
-    UnsetVar { scope: cfg::VarScope, name: Box<str> },
-    WaitForBody { time: std::time::Duration, at_least: Option<u64> },
-    SetStatus { status: u16, reason: Option<Box<[u8]>> },
+    ReplaceUri {
+        re: Replace,
+        with: Format,
+    },
+    ReplacePath {
+        re: Replace,
+        with: Format,
+    },
+    SetVar {
+        scope: cfg::VarScope,
+        name: Box<str>,
+        expr: Expr,
+    },
+    UnsetVar {
+        scope: cfg::VarScope,
+        name: Box<str>,
+    },
+    WaitForBody {
+        time: std::time::Duration,
+        at_least: Option<u64>,
+    },
+    SetStatus {
+        status: u16,
+        reason: Option<Box<[u8]>>,
+    },
+    StrictMode(bool),
+    SetVarFmt {
+        scope: cfg::VarScope,
+        name: Box<str>,
+        fmt: Format,
+    },
+    Tarpit {
+        status: u16,
+    },
+    /// `reject` and `silent-drop`: close without an answer.
+    Drop,
+    EarlyHint {
+        name: Box<[u8]>,
+        value: Format,
+    },
 }
 
 #[derive(Debug)]
@@ -225,6 +278,10 @@ pub enum Verdict<'r> {
     Redirect(&'r RedirectSpec),
     /// A rewrite produced an invalid message.
     RewriteFailed,
+    /// `tarpit`: hold the connection for `timeout tarpit`, then answer with the status.
+    Tarpit(u16),
+    /// `reject` / `silent-drop`: close the connection without an answer.
+    Drop,
     /// `wait-for-body`: the session buffers the body then runs the rules again from `resume`.
     WaitForBody {
         time: std::time::Duration,
@@ -265,9 +322,26 @@ pub fn run<'r>(
                 }
             }
             Action::UnsetVar { scope, name } => vars.unset(*scope, name),
+            Action::StrictMode(on) => vars.strict_off = !on,
+            Action::SetVarFmt { scope, name, fmt } => {
+                scratch.clear();
+                fmt.render(&base.ctx(head, req, vars), scratch);
+                let v = Value::Str(std::borrow::Cow::Owned(scratch.clone()));
+                vars.set(*scope, name, v);
+            }
+            Action::Tarpit { status } => return Verdict::Tarpit(*status),
+            Action::Drop => return Verdict::Drop,
+            Action::EarlyHint { name, value } => {
+                scratch.clear();
+                value.render(&base.ctx(head, req, vars), scratch);
+                vars.early_hints.extend_from_slice(name);
+                vars.early_hints.extend_from_slice(b": ");
+                vars.early_hints.extend_from_slice(scratch);
+                vars.early_hints.extend_from_slice(b"\r\n");
+            }
             action => {
                 scratch.clear();
-                if edit(action, head, req, vars, base, scratch).is_err() {
+                if edit(action, head, req, vars, base, scratch).is_err() && !vars.strict_off {
                     // HAProxy's `strict-mode` (on by default): a failed rewrite fails the
                     // transaction (500 on requests, 502 on responses).
                     return Verdict::RewriteFailed;
@@ -287,6 +361,8 @@ pub struct Base<'a> {
     pub backend: Option<&'a crate::backend::Backend>,
     pub server: Option<&'a str>,
     pub backends: &'a HashMap<String, Arc<crate::backend::Backend>>,
+    /// Request body bytes already received.
+    pub body: &'a [u8],
 }
 
 impl<'a> Base<'a> {
@@ -307,6 +383,7 @@ impl<'a> Base<'a> {
             backend: self.backend,
             server: self.server,
             backends: self.backends,
+            body: self.body,
         }
     }
 }
@@ -436,6 +513,7 @@ pub fn tcp_accepts(
         backend: None,
         server: None,
         backends: &fe.backends,
+        body: &[],
     };
     for (accept, cond) in list {
         if holds(cond, acls, &ctx) {
@@ -724,6 +802,18 @@ impl<'a> Compiler<'a> {
                 cfg::HttpAction::WaitForBody { time, at_least } => {
                     Action::WaitForBody { time: *time, at_least: *at_least }
                 }
+                cfg::HttpAction::StrictMode(on) => Action::StrictMode(*on),
+                cfg::HttpAction::SetVarFmt { scope, name, fmt } => Action::SetVarFmt {
+                    scope: *scope,
+                    name: name.as_str().into(),
+                    fmt: self.format(fmt, span),
+                },
+                cfg::HttpAction::Tarpit { status } => Action::Tarpit { status: *status },
+                cfg::HttpAction::Reject | cfg::HttpAction::SilentDrop => Action::Drop,
+                cfg::HttpAction::EarlyHint { name, value } => Action::EarlyHint {
+                    name: name.as_bytes().into(),
+                    value: self.format(value, span),
+                },
                 cfg::HttpAction::SetStatus { status, reason } => Action::SetStatus {
                     status: *status,
                     reason: reason.as_deref().map(|r| r.as_bytes().into()),

@@ -76,6 +76,10 @@ impl Value<'_> {
 #[derive(Default, Debug)]
 pub struct Vars {
     vars: Vec<(cfg::VarScope, Box<str>, Value<'static>)>,
+    /// `http-request strict-mode off` for this transaction: failed rewrites are ignored.
+    pub strict_off: bool,
+    /// Header lines `early-hint` rules gathered for a `103 Early Hints` answer.
+    pub early_hints: Vec<u8>,
 }
 
 impl Vars {
@@ -94,6 +98,8 @@ impl Vars {
     /// Forgets transaction-scoped variables (a new request starts).
     pub fn end_transaction(&mut self) {
         self.vars.retain(|(s, _, _)| *s == cfg::VarScope::Sess);
+        self.strict_off = false;
+        self.early_hints.clear();
     }
 }
 
@@ -116,6 +122,8 @@ pub struct Ctx<'a> {
     pub server: Option<&'a str>,
     /// All backends by name (for `nbsrv(<name>)`, `be_conn(<name>)`).
     pub backends: &'a HashMap<String, Arc<Backend>>,
+    /// The request body bytes received so far (`req.body` after `wait-for-body`).
+    pub body: &'a [u8],
 }
 
 /// A compiled converter.
@@ -329,6 +337,144 @@ fn fetch_each<'a>(
         }
         Str(s) => f(Value::Str(Cow::Owned(s.as_bytes().to_vec()))),
         Int(i) => f(Value::Int(*i)),
+        Fhdr { name, occ } => full_values(req, name, *occ, last_only, &mut |v| f(b(v))),
+        ResFhdr { name, occ } => full_values(ctx.resp, name, *occ, last_only, &mut |v| f(b(v))),
+        FhdrCnt { name } => {
+            let n = req.map_or(0, |r| {
+                r.headers().filter(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes())).count()
+            });
+            f(Value::Int(n as i64))
+        }
+        ReqBody => one(req.map(|_| b(ctx.body)), f),
+        ReqBodyLen => one(req.map(|_| Value::Int(ctx.body.len() as i64)), f),
+        ReqBodySize => one(
+            req.map(|r| match r.info().body {
+                fulcrum_http::Body::Length(n) => Value::Int(n as i64),
+                _ => Value::Int(ctx.body.len() as i64),
+            }),
+            f,
+        ),
+        ReqBodyParam { name } => one(fulcrum_http::url_param(ctx.body, name.as_bytes()).map(b), f),
+        ReqHdrs => {
+            let Some(r) = req else { return false };
+            let mut all = Vec::new();
+            for (n, v) in r.headers() {
+                all.extend_from_slice(n);
+                all.extend_from_slice(b": ");
+                all.extend_from_slice(v);
+                all.extend_from_slice(b"\r\n");
+            }
+            all.extend_from_slice(b"\r\n");
+            f(Value::Str(Cow::Owned(all)))
+        }
+        Base => {
+            let Some(r) = req else { return false };
+            let Some(host) = r.header(b"host") else { return false };
+            let mut v = host.to_vec();
+            v.extend_from_slice(r.path());
+            f(Value::Str(Cow::Owned(v)))
+        }
+        SslFc => f(Value::Bool(false)),
+        CookCnt { name } => {
+            let n = req.map_or(0, |r| {
+                r.headers()
+                    .filter(|(n, _)| n.eq_ignore_ascii_case(b"cookie"))
+                    .map(|(_, v)| count_cookies(v, name.as_bytes()))
+                    .sum::<usize>()
+            });
+            f(Value::Int(n as i64))
+        }
+        CookVal { name } => {
+            let v = req.and_then(|r| {
+                r.headers()
+                    .filter(|(n, _)| n.eq_ignore_ascii_case(b"cookie"))
+                    .filter_map(|(_, v)| fulcrum_http::cookie_value(v, name.as_bytes()))
+                    .last()
+            });
+            one(v.and_then(|v| std::str::from_utf8(v).ok()?.trim().parse().ok()).map(Value::Int), f)
+        }
+        ResCook { name } => {
+            let Some(r) = ctx.resp else { return false };
+            for (n, v) in r.headers() {
+                if n.eq_ignore_ascii_case(b"set-cookie") {
+                    let nv = v.split(|&c| c == b';').next().unwrap_or(v).trim_ascii();
+                    if nv.len() > name.len()
+                        && nv[..name.len()] == *name.as_bytes()
+                        && nv[name.len()] == b'='
+                        && f(b(&nv[name.len() + 1..]))
+                    {
+                        return true;
+                    }
+                }
+            }
+            false
+        }
+        ResVer => one(
+            ctx.resp.map(|r| {
+                b(match r.version() {
+                    fulcrum_http::Version::Http10 => b"1.0",
+                    _ => b"1.1",
+                })
+            }),
+            f,
+        ),
+        Date { offset } => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64);
+            f(Value::Int(now + offset))
+        }
+        Rand { range } => {
+            let r = crate::backend::random_u64();
+            f(Value::Int(match range {
+                Some(n) if *n > 0 => ((u128::from(r as u32) * u128::from(*n)) >> 32) as i64,
+                _ => i64::from(r as u32),
+            }))
+        }
+        FeName => f(Value::Str(Cow::Owned(ctx.frontend.as_bytes().to_vec()))),
+        BeName => one(ctx.backend.map(|be| Value::Str(Cow::Owned(be.name.as_bytes().to_vec()))), f),
+        SrvName => one(ctx.server.map(|s| Value::Str(Cow::Owned(s.as_bytes().to_vec()))), f),
+    }
+}
+
+/// How many times cookie `name` appears in one Cookie header value.
+fn count_cookies(v: &[u8], name: &[u8]) -> usize {
+    v.split(|&c| c == b';')
+        .filter(|p| {
+            let p = p.trim_ascii();
+            p.len() > name.len() && p[..name.len()] == *name && p[name.len()] == b'='
+        })
+        .count()
+}
+
+/// Whole field values of header `name` (no splitting at commas): `req.fhdr` / `res.fhdr`.
+/// Without `occ`: every one for ACLs, the last one for samples.
+fn full_values<'a>(
+    head: Option<&'a Head>,
+    name: &str,
+    occ: Option<i32>,
+    last_only: bool,
+    f: &mut dyn FnMut(&'a [u8]) -> bool,
+) -> bool {
+    let Some(head) = head else { return false };
+    let all = || {
+        head.headers().filter(move |(n, _)| n.eq_ignore_ascii_case(name.as_bytes())).map(|(_, v)| v)
+    };
+    if !last_only && matches!(occ, None | Some(0)) {
+        // ACLs try every occurrence.
+        return all().any(f);
+    }
+    let v = match occ {
+        None | Some(0) => all().last(),
+        Some(n) if n > 0 => all().nth(n as usize - 1),
+        Some(n) => {
+            let count = all().count();
+            count.checked_sub(n.unsigned_abs() as usize).and_then(|i| all().nth(i))
+        }
+    };
+    match v {
+        Some(v) => f(v),
+        None => false,
     }
 }
 
