@@ -78,8 +78,13 @@ fn run() -> Result<(), String> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    println!("Fulcrum is listening on {FRONTEND} with {} (weights 1:2:3).", cfg.display());
-    println!("Try:  curl -si http://{FRONTEND}/?s=64 | grep X-Server     (Ctrl-C to stop)");
+    println!("Fulcrum is listening on {FRONTEND} with {} (mode http).", cfg.display());
+    println!("Try (Ctrl-C to stop):");
+    println!("  curl -si http://{FRONTEND}/?s=64        round robin over s1..s3, weights 1:2:3");
+    println!("  curl -si http://{FRONTEND}/api/?s=64    ACL routing to backend 'api' (path rewritten)");
+    println!("  curl -si http://{FRONTEND}/admin        403 from an http-request deny rule");
+    println!("  curl -si http://{FRONTEND}/old          301 redirect");
+    println!("  curl -si http://{FRONTEND}/health       monitor-uri, answered by Fulcrum");
     wait_for_stop(&mut children)
 }
 
