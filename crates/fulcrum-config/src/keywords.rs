@@ -679,12 +679,31 @@ pub fn compat_markdown() -> String {
         out.push_str(line);
         out.push('\n');
     }
+    out.push_str("\n## mode http at run time: where Fulcrum deliberately differs\n\n");
+    for line in HTTP_DIFFERENCES {
+        out.push_str(line);
+        out.push('\n');
+    }
     out.push_str("\n## Bind options\n\n");
     simple_table(&mut out, BIND_OPTIONS);
     out.push_str("\n## Server and default-server options\n\n");
     simple_table(&mut out, SERVER_OPTIONS);
     out
 }
+
+/// Run-time behaviours of `mode http` where Fulcrum chooses differently from HAProxy 2.6 (each
+/// is checked per product by the black-box tests in `crates/fulcrum/tests/http`).
+const HTTP_DIFFERENCES: &[&str] = &[
+    "- Stricter request parsing (400, nothing reaches a server): exactly one space between the request-line parts (HAProxy accepts runs of spaces and tabs), versions `HTTP/1.0`–`HTTP/1.9` only (HAProxy forwards `HTTP/2.0` as 1.1), obs-fold refused (HAProxy unfolds it), control bytes, NUL and DEL refused in the target and header values (HAProxy forwards them), a second identical `Host` refused (HAProxy merges it), chunk extensions held to the RFC grammar.",
+    "- Responses get the same scrutiny (502): a status line not starting with `HTTP/1.x`, NUL or control bytes in values, obs-fold.",
+    "- Hop-by-hop headers are removed before forwarding: `Connection` and the headers it names, `Keep-Alive`, `Proxy-Connection`, `TE`, and `Upgrade` unless the request is an upgrade. HAProxy 2.6 only removes the `close`/`keep-alive` tokens.",
+    "- A request without body that fails on a reused server connection before any response byte is sent again on a new connection, whatever `retry-on` says (HAProxy closes the client connection silently unless `retry-on empty-response`).",
+    "- Chunked bodies are validated and passed through as received, chunk extensions included (HAProxy re-chunks and drops extensions).",
+    "- `replace-value` keeps the separators between values as they were (HAProxy rebuilds the list and may drop a space).",
+    "- Header names reach the server with their case as received (HAProxy lower-cases them).",
+    "- Idle server connections are pooled per worker thread; a thread does not take another thread's idle connections (HAProxy may).",
+    "- Every rejected request gets 400, as in HAProxy (there is no 414/431).",
+];
 
 #[cfg(test)]
 mod tests {
