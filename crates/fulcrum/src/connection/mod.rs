@@ -34,6 +34,16 @@ impl Stream {
             Stream::Unix(s) => s.try_read(buf),
         }
     }
+    /// Forgets the socket's read readiness without a syscall, after a read that drained it (a
+    /// short read): the next read then waits for the event loop's next edge instead of trying
+    /// `recv` and getting `EAGAIN`. Tokio clears it only if no newer event arrived meanwhile.
+    pub fn clear_read_ready(&self) {
+        let would_block = || -> io::Result<()> { Err(io::ErrorKind::WouldBlock.into()) };
+        let _ = match self {
+            Stream::Tcp(s) => s.try_io(tokio::io::Interest::READABLE, would_block),
+            Stream::Unix(s) => s.try_io(tokio::io::Interest::READABLE, would_block),
+        };
+    }
     pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self {
             Stream::Tcp(s) => s.poll_write_ready(cx),

@@ -61,17 +61,18 @@ impl RecvBuf {
     /// 0 means end of stream. Fails with `OutOfMemory` when the buffer is already full.
     /// While nothing is buffered and the socket has nothing to read, the pool buffer is given
     /// back: an idle keep-alive connection holds no buffer.
+    /// Readiness is checked first (no syscall while the socket is known drained), then `recv`.
     pub async fn fill(&mut self, s: &Stream) -> io::Result<usize> {
         poll_fn(|cx| loop {
+            match s.poll_read_ready(cx) {
+                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
             match self.try_fill(s) {
                 Ok(Some(n)) => return Poll::Ready(Ok(n)),
                 Err(e) => return Poll::Ready(Err(e)),
                 Ok(None) => {}
-            }
-            match s.poll_read_ready(cx) {
-                Poll::Ready(Ok(())) => continue,
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending => return Poll::Pending,
             }
         })
         .await
@@ -89,10 +90,15 @@ impl RecvBuf {
             self.end -= self.start;
             self.start = 0;
         }
+        let space = buf.len() - self.end;
         let r = s.try_read(&mut buf[self.end..]);
         let r = match r {
             Ok(n) => {
                 self.end += n;
+                if n > 0 && n < space {
+                    // A short read drained the socket: wait for the next event before reading.
+                    s.clear_read_ready();
+                }
                 Ok(Some(n))
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),

@@ -54,9 +54,11 @@ thread_local! {
     static POOL: RefCell<Pool> = RefCell::new(Pool::default());
 }
 
-/// Takes a clean idle connection to server `idx` of `be`, if any, most recently used first.
+/// Takes an idle connection to server `idx` of `be`, if any, most recently used first.
 /// `min_requests`: how many requests it must already have carried (1 for `aggressive`).
-pub fn take(be: &Arc<Backend>, idx: usize, min_requests: u32) -> Option<Idle> {
+/// With `check`, a connection the server closed meanwhile is skipped (one `recv`); without,
+/// the caller copes with a dead one (a request without body is retried on a new connection).
+pub fn take(be: &Arc<Backend>, idx: usize, min_requests: u32, check: bool) -> Option<Idle> {
     POOL.with(|p| {
         let mut p = p.borrow_mut();
         let list = p.by_server.get_mut(&key(be, idx))?;
@@ -68,7 +70,7 @@ pub fn take(be: &Arc<Backend>, idx: usize, min_requests: u32) -> Option<Idle> {
             }
             let idle = list.swap_remove(i);
             idle.server().idle_conns.fetch_sub(1, Ordering::Relaxed);
-            if super::io::idle_is_clean(&idle.stream) {
+            if !check || super::io::idle_is_clean(&idle.stream) {
                 return Some(idle);
             }
             // Closed by the server (or it sent something unexpected): drop it, look on.

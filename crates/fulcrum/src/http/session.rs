@@ -342,7 +342,11 @@ impl Session<'_> {
         let mut l7_retries = 0;
         let connect_from = Instant::now();
         let (slot, mut sc, body_done) = loop {
-            let got = self.server_conn(&be, key, persist, be_http.reuse, fresh_only).await;
+            // An idle connection is checked for a close by the server only when the request
+            // could not be sent again (it has a body).
+            let got = self
+                .server_conn(&be, key, persist, be_http.reuse, fresh_only, !retryable)
+                .await;
             let (slot, sc) = match got {
                 Ok(v) => v,
                 Err(e) => {
@@ -1134,6 +1138,7 @@ impl Session<'_> {
         persist: Option<usize>,
         reuse: Reuse,
         fresh_only: bool,
+        check: bool,
     ) -> Result<(ServerSlot, ServerConn), tcp::Ending> {
         let mut outcome = tcp::Outcome::empty();
         let first = self.requests == 0;
@@ -1143,8 +1148,8 @@ impl Session<'_> {
                 return None;
             }
             if let Some(sc) = own.take() {
-                if Arc::ptr_eq(&sc.be, be) && sc.idx == idx && super::io::idle_is_clean(&sc.stream)
-                {
+                let clean = !check || super::io::idle_is_clean(&sc.stream);
+                if Arc::ptr_eq(&sc.be, be) && sc.idx == idx && clean {
                     return Some((sc.stream, sc.requests));
                 }
                 *own = Some(sc);
@@ -1155,7 +1160,7 @@ impl Session<'_> {
                 Reuse::Aggressive if first => 1,
                 _ => 0,
             };
-            pool::take(be, idx, min_requests).map(|i| (i.stream, i.requests))
+            pool::take(be, idx, min_requests, check).map(|i| (i.stream, i.requests))
         };
         let (slot, stream, requests) =
             tcp::connect_server_reusing(be, key, persist, self.dst_port, &mut outcome, &mut idle)
