@@ -111,6 +111,33 @@ impl RecvBuf {
     }
 }
 
+/// Writes all of `data`, within `limit` of inactivity. The first attempt is made at once and
+/// no timer is armed unless the socket cannot take everything now (the common case costs one
+/// `send` and no clock read).
+pub async fn write_all_within(
+    s: &Stream,
+    mut data: &[u8],
+    limit: Option<std::time::Duration>,
+) -> io::Result<()> {
+    while !data.is_empty() {
+        match s.try_write(data) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) => return Err(e),
+        }
+    }
+    if data.is_empty() {
+        return Ok(());
+    }
+    match limit {
+        Some(d) => tokio::time::timeout(d, write_all(s, data))
+            .await
+            .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into())),
+        None => write_all(s, data).await,
+    }
+}
+
 /// Writes all of `data`.
 pub async fn write_all(s: &Stream, mut data: &[u8]) -> io::Result<()> {
     while !data.is_empty() {

@@ -12,7 +12,7 @@ use tokio::time::{timeout_at, Instant};
 
 use fulcrum_config as cfg;
 
-use super::io::{write_all, RecvBuf};
+use super::io::{write_all, write_all_within, RecvBuf};
 use super::{pool, ConnMode, HashKey, HttpProxy, Reuse};
 use crate::backend::{Backend, PickKey, ServerSlot};
 use crate::connection::Stream;
@@ -140,13 +140,14 @@ pub async fn serve(fe: &Frontend, http: &HttpProxy, conn: Accepted, shared: &Sha
     s.local = socket2::SockRef::from(&s.client).local_addr().ok().and_then(|a| a.as_socket());
 
     loop {
-        let waited = Instant::now();
+        // Clock reads only when a log line will use them.
+        let waited = shared.debug.then(Instant::now);
         match s.read_request().await {
             Ok(true) => {}
             Ok(false) => break,
             Err(status) => {
                 s.answer_raw(status).await;
-                if shared.debug {
+                if let Some(waited) = waited {
                     s.log = TxnLog { status, state: "CR", ..TxnLog::default() };
                     s.log.tr = Some(waited.elapsed());
                     s.print_log(waited);
@@ -154,7 +155,7 @@ pub async fn serve(fe: &Frontend, http: &HttpProxy, conn: Accepted, shared: &Sha
                 break;
             }
         }
-        if shared.debug {
+        if let Some(waited) = waited {
             s.log.request_line.clear();
             let r = &s.req;
             s.log.request_line.extend_from_slice(r.method_bytes());
@@ -165,7 +166,7 @@ pub async fn serve(fe: &Frontend, http: &HttpProxy, conn: Accepted, shared: &Sha
             s.log.tr = Some(waited.elapsed());
         }
         let next = s.transaction().await;
-        if shared.debug {
+        if let Some(waited) = waited {
             s.print_log(waited);
         }
         s.requests += 1;
@@ -295,7 +296,7 @@ impl Session<'_> {
             let mut hint = b"HTTP/1.1 103 Early Hints\r\n".to_vec();
             hint.extend_from_slice(&self.vars.early_hints);
             hint.extend_from_slice(b"\r\n");
-            if timed(fe.timeouts.client, write_all(&self.client, &hint)).await.is_err() {
+            if write_all_within(&self.client, &hint, fe.timeouts.client).await.is_err() {
                 return Next::Close;
             }
         }
@@ -340,7 +341,7 @@ impl Session<'_> {
         let retryable = info.body == Body::None;
         let mut fresh_only = false;
         let mut l7_retries = 0;
-        let connect_from = Instant::now();
+        let connect_from = self.shared.debug.then(Instant::now);
         let (slot, mut sc, body_done) = loop {
             // An idle connection is checked for a close by the server only when the request
             // could not be sent again (it has a body).
@@ -355,10 +356,14 @@ impl Session<'_> {
                 }
             };
             let reused = sc.requests > 0;
-            let sent_at = Instant::now();
-            self.log.tc = Some(sent_at - connect_from);
+            let sent_at = connect_from.map(|c| (c, Instant::now()));
+            if let Some((c, sent)) = sent_at {
+                self.log.tc = Some(sent - c);
+            }
             let exchanged = self.exchange(sc, &info, &be).await;
-            self.log.trsp = Some(sent_at.elapsed());
+            if let Some((_, sent)) = sent_at {
+                self.log.trsp = Some(sent.elapsed());
+            }
             // `retry-on` (L7 retries): only a request without body can be sent again, at most
             // `retries` times, each time on a new connection.
             let ro = &be_http.retry_on;
@@ -1047,7 +1052,7 @@ impl Session<'_> {
         let ct = self.fe.timeouts.client;
         self.out.clear();
         self.req.write_to(&mut self.out);
-        if let Err(_e) = timed(st, write_all(&sc.stream, &self.out)).await {
+        if let Err(_e) = write_all_within(&sc.stream, &self.out, st).await {
             return Exchange::RetryFresh;
         }
         let mut body_done = info.body == Body::None;
@@ -1089,7 +1094,7 @@ impl Session<'_> {
                             if (100..200).contains(&status) && status != 101 {
                                 // Interim: forward as is (100 Continue, 103 Early Hints).
                                 let head = &sc.buf.data()[..n];
-                                if timed(ct, write_all(&self.client, head)).await.is_err() {
+                                if write_all_within(&self.client, head, ct).await.is_err() {
                                     return Exchange::ClientGone;
                                 }
                                 sc.buf.consume(n);
@@ -1226,7 +1231,7 @@ impl Session<'_> {
 
     /// Writes `self.out` (a response head) to the client.
     async fn write_client_head(&mut self) -> std::io::Result<()> {
-        timed(self.fe.timeouts.client, write_all(&self.client, &self.out)).await
+        write_all_within(&self.client, &self.out, self.fe.timeouts.client).await
     }
 
     /// Answers with the proxy's message for `status` (a replacement or HAProxy's built-in).
@@ -1271,7 +1276,7 @@ impl Session<'_> {
             self.log.bytes = msg.len() as u64;
             self.log.backend = be.cloned();
         }
-        let _ = timed(self.fe.timeouts.client, write_all(&self.client, &msg)).await;
+        let _ = write_all_within(&self.client, &msg, self.fe.timeouts.client).await;
         if closes || info.body != Body::None || info.conn_close || crate::runtime::stopping() {
             Next::Close
         } else {
@@ -1283,7 +1288,7 @@ impl Session<'_> {
     /// HAProxy answers these with its built-in message even when `errorfile` replaced it.
     async fn answer_raw(&mut self, status: u16) {
         let msg = super::messages::builtin_or_generic(status);
-        let _ = timed(self.fe.timeouts.client, write_all(&self.client, msg)).await;
+        let _ = write_all_within(&self.client, msg, self.fe.timeouts.client).await;
     }
 
     /// Turns the connection into a tunnel (after 101 Switching Protocols or a CONNECT 2xx).
@@ -1462,7 +1467,7 @@ async fn pump(
                 _ => (data.len(), false),
             };
             if n > 0 {
-                match timed(write_timeout, write_all(to, &data[..n])).await {
+                match write_all_within(to, &data[..n], write_timeout).await {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
                         return Xfer::WriteTimeout
