@@ -8,7 +8,8 @@
 //! `trailers=1`), a close-delimited one (`cl=none`), extra headers (`hdr=Name:value`,
 //! `setcookie=v`), an interim answer (`info=103`), request-body facts (`bodyinfo=1`), no
 //! `100 Continue` (`continue=0`), a silent close (`drop=1`, `drop=next`) or an invalid answer
-//! (`bad=<kind>`, see [`Bad`]). `Upgrade: websocket` gets `101` and CONNECT gets `200`, then
+//! (`bad=<kind>`, see [`Bad`]), the latter only for the first n requests with the same target
+//! (`fail=n`: a flaky server, for retries). `Upgrade: websocket` gets `101` and CONNECT gets `200`, then
 //! both echo bytes. `GET /__stats` answers the per-server counters ([`Counts`]: connections
 //! accepted and closed, requests, bytes received); such a connection is not counted.
 //! None of this costs the plain fast path more than a few flag tests.
@@ -199,6 +200,9 @@ pub struct Answer {
     pub no_continue: bool,
     /// `drop=1` / `drop=next`.
     pub drop: DropConn,
+    /// `fail=n`: `c=`, `t=`, `drop=` and `bad=` apply to the first n requests with this exact
+    /// target only (counted per server); later ones get a plain 200 (0: always apply).
+    pub fail: u64,
 }
 
 impl Default for Answer {
@@ -218,11 +222,18 @@ impl Default for Answer {
             body_info: false,
             no_continue: false,
             drop: DropConn::No,
+            fail: 0,
         }
     }
 }
 
 impl Answer {
+    /// The answer once `fail=n` requests with the same target were seen: the failure options
+    /// dropped, the rest kept.
+    pub fn healed(self) -> Answer {
+        Answer { code: 200, delay_us: 0, drop: DropConn::No, bad: None, fail: 0, ..self }
+    }
+
     /// Whether anything beyond size/code/delay/close was asked (the slow path).
     fn special(&self) -> bool {
         self.echo != Echo::None
@@ -605,6 +616,7 @@ pub fn parse_query(target: &[u8]) -> Option<Answer> {
             b"hdr" | b"setcookie" => a.extra = true,
             b"bodyinfo" => a.body_info = parse_flag(v)?,
             b"continue" => a.no_continue = !parse_flag(v)?,
+            b"fail" => a.fail = parse_u64(v)?,
             b"drop" => {
                 a.drop = match v {
                     b"0" => DropConn::No,
@@ -1070,6 +1082,12 @@ async fn serve_loop(
                                 ctr.request();
                             }
                             let target = &head[req.target.0..req.target.0 + req.target.1];
+                            let mut req = req;
+                            if let Some(a) = req.answer.filter(|a| a.fail > 0) {
+                                if ctr.attempt(target) >= a.fail {
+                                    req.answer = Some(a.healed());
+                                }
+                            }
                             if target.starts_with(b"/__stats") {
                                 write_stats(wbuf, ctr.total(), req.keep_alive, fixed);
                                 if !req.keep_alive {
@@ -1644,6 +1662,10 @@ mod tests {
         assert!(q(b"/?continue=0").no_continue && !q(b"/?continue=1").no_continue);
         assert_eq!(q(b"/?drop=1").drop, DropConn::Now);
         assert_eq!(q(b"/?drop=next").drop, DropConn::Next);
+        let a = q(b"/?c=503&t=5&bad=garbage&drop=1&fail=2&s=3");
+        assert_eq!(a.fail, 2);
+        let h = a.healed();
+        assert_eq!((h.code, h.delay_us, h.bad, h.drop, h.size), (200, 0, None, DropConn::No, 3));
         assert!(!q(b"/?s=1&c=201&t=1&k=1").special());
         assert!(q(b"/?echo=1").special());
         for bad in [
@@ -1653,6 +1675,7 @@ mod tests {
             b"/?info=200",
             b"/?cl=3",
             b"/?drop=2",
+            b"/?fail=x",
             b"/?chunked=x",
         ] {
             assert_eq!(parse_query(bad), None, "{:?}", String::from_utf8_lossy(bad));

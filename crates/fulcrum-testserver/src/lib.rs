@@ -7,10 +7,11 @@ pub mod http;
 mod tcp;
 pub mod ws;
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener as StdListener};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -71,7 +72,8 @@ trailers=1, cl=none (close-delimited), hdr=Name:value and setcookie=value (repea
 info=<1xx> interim answer first, bodyinfo=1 (X-Body-Len, X-Body-Sum), continue=0 (no
 100 Continue), drop=1|next (close silently now / at the next request), bad=<kind> (status,
 version, space, hdrchar, nul, fold, cl2, badcl, clte, chunk, truncated, partial, empty, reset,
-garbage, bighdr, lf). Upgrade: websocket -> 101 (with Sec-WebSocket-Accept) then echo;
+garbage, bighdr, lf), fail=<n> (only the first n requests with this exact target get c=, t=,
+drop= and bad=; later ones a plain 200). Upgrade: websocket -> 101 (with Sec-WebSocket-Accept) then echo;
 CONNECT -> 200 then echo.
 GET /__stats: connections (accepted, closed), requests and bytes received (that connection
 not counted).";
@@ -176,6 +178,8 @@ struct Stats {
 pub(crate) struct Counter {
     all: Arc<[Stats]>,
     me: usize,
+    /// Requests seen per request target carrying `fail=` (shared by all threads).
+    seen: Arc<Mutex<HashMap<Vec<u8>, u64>>>,
 }
 
 impl Counter {
@@ -196,6 +200,13 @@ impl Counter {
     }
     pub(crate) fn bytes(&self, n: usize) {
         self.mine().bytes.fetch_add(n as u64, Relaxed);
+    }
+    /// How many requests with this target came before this one (`fail=`); counts this one.
+    pub(crate) fn attempt(&self, target: &[u8]) -> u64 {
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let n = seen.entry(target.to_vec()).or_insert(0);
+        *n += 1;
+        *n - 1
     }
     pub(crate) fn total(&self) -> Counts {
         let mut c = Counts::default();
@@ -287,18 +298,19 @@ pub fn spawn(opts: Options) -> io::Result<Running> {
     let (stop, stop_rx) = watch::channel(false);
     let fixed = http::fixed_headers(&opts.name);
     let all: Arc<[Stats]> = (0..threads).map(|_| Stats::default()).collect();
+    let seen = Arc::new(Mutex::new(HashMap::new()));
     let mut running = Running {
         addrs,
         stop,
         threads: Vec::with_capacity(threads),
-        stats: Counter { all: all.clone(), me: 0 },
+        stats: Counter { all: all.clone(), me: 0, seen: seen.clone() },
     };
     for (i, listeners) in per_thread.into_iter().enumerate() {
         let rt = tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build()?;
         let mut stop_rx = stop_rx.clone();
         let fixed = fixed.clone();
         let (mode, quiet) = (opts.mode, opts.quiet);
-        let ctr = Counter { all: all.clone(), me: i };
+        let ctr = Counter { all: all.clone(), me: i, seen: seen.clone() };
         let handle = std::thread::Builder::new().name(format!("ts-{i}")).spawn(move || {
             rt.block_on(async move {
                 for l in listeners {

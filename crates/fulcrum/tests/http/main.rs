@@ -17,6 +17,7 @@ mod harness;
 mod acl;
 mod bodies;
 mod errors;
+mod extra;
 mod keepalive;
 mod malformed;
 mod px;

@@ -1,0 +1,498 @@
+//! Features that landed without black-box tests: `tarpit`, `reject` and `silent-drop`, early
+//! hints, `strict-mode`, `set-var-fmt` and variables across the transaction, more fetches (body,
+//! cookies, names, date, rand...), `option http-ignore-probes`, `retry-on`, `return` and
+//! `redirect` in `http-response`, `http-after-response` on the proxy's own answers and
+//! `errorloc303`.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::px::*;
+
+fn one(srv: &Running, lines: &str) -> String {
+    listen(&format!("{lines} server s1 {}\n", srv.addr()))
+}
+
+pub const PAGE_500: &str = "<html><body><h1>500 Internal Server Error</h1>\nAn internal server error occurred.\n</body></html>\n";
+
+/// Sends `raw` and expects no answer: the proxy closes (or goes silent) without a byte.
+fn no_answer(px: &Px, raw: &[u8]) {
+    let mut cl = px.client();
+    cl.send_lossy(raw);
+    let got = cl.read_for(Duration::from_secs(1));
+    assert!(got.is_empty(), "{}: got {:?}", show(raw), show(&got));
+}
+
+#[test]
+fn http_request_tarpit_answers_only_after_timeout_tarpit() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(
+            &srv,
+            " timeout tarpit 400ms\n\
+             http-request tarpit deny_status 429 if { path /slow-down }\n\
+             http-request tarpit if { path_beg /trap }\n",
+        ));
+        let timed = |path: &str| {
+            let start = Instant::now();
+            let r = px.get(path);
+            let took = start.elapsed();
+            assert!(took >= Duration::from_millis(350), "{path}: answered after {took:?}");
+            r
+        };
+        let r = timed("/trap/x");
+        assert_eq!((r.status, r.text().as_str()), (500, PAGE_500));
+        let slow = timed("/slow-down");
+        assert_eq!(slow.status, 429);
+        assert_eq!(px.get("/x").server(), "s1");
+        assert_eq!(srv.counts().requests, 1, "tarpitted requests never reach the server");
+        (
+            r.summary(&["content-type", "content-length", "cache-control", "connection"]),
+            slow.summary(&["content-type", "content-length", "connection"]),
+        )
+    });
+}
+
+#[test]
+fn tarpit_without_timeout_tarpit_waits_timeout_connect() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&format!(
+            "defaults\n mode http\n timeout connect 600ms\n timeout client 5s\n timeout server 5s\n\
+             listen px\n bind {{fe0}}\n http-request tarpit\n server s1 {}\n",
+            srv.addr()
+        ));
+        let start = Instant::now();
+        let r = px.get("/");
+        let took = start.elapsed();
+        assert!(took >= Duration::from_millis(550), "answered after {took:?}");
+        assert_eq!(r.status, 500);
+        assert_eq!(srv.counts().conns, 0);
+    });
+}
+
+#[test]
+fn http_request_reject_closes_without_an_answer() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, " http-request reject if { path /reject }\n"));
+        let mut cl = px.client();
+        cl.send_lossy(get("/reject").as_bytes());
+        assert!(cl.read_final(false).is_err(), "no answer");
+        assert!(cl.closed_within(Duration::from_secs(2)));
+        assert!(cl.pending().is_empty(), "closed silently: {}", show(cl.pending()));
+        assert_eq!(px.get("/").server(), "s1");
+        assert_eq!(srv.counts().requests, 1, "nothing of the rejected request reached the server");
+    });
+}
+
+#[test]
+fn silent_drop_gives_no_answer_to_requests_and_responses() {
+    // HAProxy tries to keep even the reset from leaving (TCP_REPAIR when privileged, else a
+    // TTL of 1): the client may see silence rather than a close, hence "no byte within a
+    // while" rather than "closed".
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(
+            &srv,
+            " http-request silent-drop if { path /drop }\n\
+             http-response silent-drop if { status 404 }\n",
+        ));
+        no_answer(&px, get("/drop").as_bytes());
+        assert_eq!(srv.counts().requests, 0, "the dropped request never reached the server");
+        no_answer(&px, get("/?c=404").as_bytes());
+        assert_eq!(srv.counts().requests, 1, "the server answered, the client got nothing");
+        assert_eq!(px.get("/?c=200").status, 200);
+    });
+}
+
+#[test]
+fn consecutive_early_hint_rules_send_one_103_before_the_answer() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&format!(
+            "{DEFAULTS}frontend fe\n bind {{fe0}}\n\
+             http-request early-hint Link \"</style.css>; rel=preload\"\n\
+             http-request early-hint Link \"<%[path].js>; rel=preload\"\n\
+             default_backend be\n\
+             backend be\n server s1 {}\n",
+            srv.addr()
+        ));
+        let r = px.get("/page");
+        assert_eq!(r.status, 200);
+        assert_eq!(r.interim.len(), 1, "one 103 for both rules: {:?}", r.interim);
+        let hint = &r.interim[0];
+        assert_eq!((hint.status, hint.reason.as_str()), (103, "Early Hints"));
+        assert_eq!(hint.all("link"), ["</style.css>; rel=preload", "</page.js>; rel=preload"]);
+        assert!(!r.has("link"), "the hints are not repeated in the final answer");
+        assert_eq!(srv.counts().requests, 1);
+        hint.headers.iter().map(|(n, v)| (n.to_lowercase(), v.clone())).collect::<Vec<_>>()
+    });
+}
+
+#[test]
+fn a_conditional_early_hint_rule_starts_a_new_103() {
+    // Surprise: HAProxy merges an early-hint rule into the 103 started by the previous one only
+    // when the rule has no condition; a conditional one ends the 103 before it and sends its
+    // own. Without a match, no 103 at all.
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(
+            &srv,
+            " http-request early-hint Link \"</a.css>; rel=preload\" if { path_beg /page }\n\
+             http-request early-hint Link \"</b.js>; rel=preload\" if { path_beg /page }\n",
+        ));
+        let r = px.get("/page");
+        assert_eq!(r.status, 200);
+        let hints: Vec<(u16, Vec<&str>)> =
+            r.interim.iter().map(|h| (h.status, h.all("link"))).collect();
+        assert_eq!(
+            hints,
+            [(103, vec!["</a.css>; rel=preload"]), (103, vec!["</b.js>; rel=preload"])]
+        );
+        assert!(px.get("/other").interim.is_empty());
+    });
+}
+
+#[test]
+fn strict_mode_decides_whether_a_failed_rewrite_fails_the_request() {
+    // An absolute URI with an empty authority is refused by HAProxy's `set-uri` (it cannot
+    // update the Host header from it; RFC 9110 4.2.1: an http URI with an empty host is
+    // invalid).
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(
+            &srv,
+            " http-request strict-mode off if { req.hdr(x-lax) -m found }\n\
+             http-request set-uri http:///echo if { req.hdr(x-rw) -m found }\n\
+             http-request set-header X-Later 1\n",
+        ));
+        let strict = px.get_with("/echo?old", &["X-Rw: 1"]);
+        assert_eq!((strict.status, strict.text().as_str()), (500, PAGE_500));
+        assert_eq!(srv.counts().requests, 0);
+        // strict-mode off: the transaction goes on. Surprise: the failure is detected after
+        // the request line was replaced, so the new URI stays (only the Host update is lost).
+        let lax = px.get_with("/echo?old", &["X-Rw: 1", "X-Lax: 1"]).echoed();
+        assert_eq!(lax.target, "http:///echo");
+        assert_eq!(lax.header("host"), Some("t"));
+        assert_eq!(lax.header("x-later"), Some("1"), "the following rules still run");
+        strict.summary(&["content-type", "content-length", "cache-control", "connection"])
+    });
+}
+
+#[test]
+fn a_rewrite_overflowing_the_buffer_fails_unless_strict_mode_is_off() {
+    // HAProxy's documented cause of rewrite failures: no room left in the buffer
+    // (`tune.bufsize`, 16 kB). Three copies of a 5000-byte header do not fit. Surprise: a
+    // failed response rewrite also gets 500 (not 502).
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(
+            &srv,
+            " http-request strict-mode off if { req.hdr(x-lax) -m found }\n\
+             http-request set-header X-Big \"%[req.hdr(x-a)]%[req.hdr(x-a)]%[req.hdr(x-a)]\" if { req.hdr(x-a) -m found }\n\
+             http-request set-header X-Later 1\n\
+             http-response strict-mode off if { res.hdr(x-lax) -m found }\n\
+             http-response set-header X-Big \"%[res.hdr(x-a)]%[res.hdr(x-a)]%[res.hdr(x-a)]\" if { res.hdr(x-a) -m found }\n\
+             http-response set-header X-Later 1\n",
+        ));
+        let big = "a".repeat(5000);
+        let a = format!("X-A: {big}");
+        let r = px.get_with("/echo", &[&a]);
+        assert_eq!((r.status, r.text().as_str()), (500, PAGE_500), "request rewrite");
+        assert_eq!(srv.counts().requests, 0);
+        let h = px.get_with("/echo", &[&a, "X-Lax: 1"]).echoed();
+        assert_eq!((h.has("x-big"), h.header("x-later")), (false, Some("1")));
+        let r = px.get(&format!("/?hdr=X-A:{big}"));
+        assert_eq!((r.status, r.text().as_str()), (500, PAGE_500), "response rewrite");
+        let r = px.get(&format!("/?hdr=X-A:{big}&hdr=X-Lax:1"));
+        assert_eq!((r.status, r.has("x-big"), r.header("x-later")), (200, false, Some("1")));
+    });
+}
+
+#[test]
+fn set_var_fmt_and_variables_live_across_request_and_response() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(
+            &srv,
+            " http-request set-var-fmt(txn.x) \"%[path]-%[method]\"\n\
+             http-request set-header X-V %[var(txn.x)]\n\
+             http-request set-var(txn.keep) str(kept)\n\
+             http-request set-var(txn.gone) str(gone)\n\
+             http-request unset-var(txn.gone)\n\
+             http-response set-header X-V %[var(txn.x)]\n\
+             http-response set-header X-Keep %[var(txn.keep)]\n\
+             http-response set-header X-Gone yes if { var(txn.gone) -m found }\n\
+             http-response set-var(txn.st) status\n\
+             http-response unset-var(txn.keep) if { status 201 }\n\
+             http-after-response set-header X-St %[var(txn.st)]\n\
+             http-after-response set-header X-Kept yes if { var(txn.keep) -m found }\n",
+        ));
+        let r = px.get("/echo");
+        assert_eq!(r.echoed().header("x-v"), Some("/echo-GET"));
+        assert_eq!(
+            (r.header("x-v"), r.header("x-keep"), r.header("x-gone")),
+            (Some("/echo-GET"), Some("kept"), None)
+        );
+        assert_eq!((r.header("x-st"), r.header("x-kept")), (Some("200"), Some("yes")));
+        let r = px.send(b"HEAD /?c=201 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        assert_eq!((r.status, r.header("x-v")), (201, Some("/-HEAD")));
+        assert_eq!((r.header("x-st"), r.header("x-kept")), (Some("201"), None));
+    });
+}
+
+#[test]
+fn body_cookie_header_and_name_fetches() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&format!(
+            "{DEFAULTS}frontend fe\n bind {{fe0}}\n option http-buffer-request\n\
+             http-request set-header X-Body %[req.body]\n\
+             http-request set-header X-Body-Len %[req.body_len]\n\
+             http-request set-header X-Body-Size %[req.body_size]\n\
+             http-request set-header X-Param %[req.body_param(b)]\n\
+             http-request set-header X-Base %[base]\n\
+             http-request set-header X-Cook-Cnt %[req.cook_cnt(a)]\n\
+             http-request set-header X-Cook-Val %[req.cook_val(a)]\n\
+             http-request set-header X-Fhdr-Cnt %[req.fhdr_cnt(x-l)]\n\
+             http-request set-header X-Hdr-Cnt %[req.hdr_cnt(x-l)]\n\
+             http-request set-header X-Ssl %[ssl_fc]\n\
+             http-request set-header X-Date %[date]\n\
+             http-request set-header X-Rand %[rand(10)]\n\
+             default_backend be\n\
+             backend be\n\
+             http-request set-header X-Names %[fe_name]/%[be_name]\n\
+             http-response set-header X-Res-Cook %[res.cook(s)]\n\
+             http-response set-header X-Res-Ver %[res.ver]\n\
+             http-response set-header X-Srv %[srv_name]\n\
+             http-response set-header X-Res-Fhdr %[res.fhdr(x-list)]\n\
+             http-response set-header X-Res-Hdr %[res.hdr(x-list)]\n\
+             server s1 {}\n",
+            srv.addr()
+        ));
+        let body = "a=1&b=two&c=3";
+        let raw = format!(
+            "POST /form?echo=1&setcookie=s=abc;%20path=/&hdr=X-List:a,b HTTP/1.1\r\nHost: t\r\n\
+             Cookie: a=5; b=x\r\nX-L: a,b\r\nCookie: a=7\r\nX-L: c\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\
+             Connection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let r = px.send(raw.as_bytes());
+        assert_eq!(r.status, 200);
+        let h = r.echoed();
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_secs();
+        let date: u64 = h.header("x-date").and_then(|d| d.parse().ok()).expect("date is a number");
+        assert!(date.abs_diff(now) <= 60, "date {date}, now {now}");
+        let rand: u64 = h.header("x-rand").and_then(|d| d.parse().ok()).expect("rand is a number");
+        assert!(rand < 10, "rand(10) gave {rand}");
+        let wanted = [
+            ("x-body", body),
+            ("x-body-len", "13"),
+            ("x-body-size", "13"),
+            ("x-param", "two"),
+            ("x-base", "t/form"),
+            ("x-cook-cnt", "2"),
+            ("x-fhdr-cnt", "2"),
+            ("x-hdr-cnt", "3"),
+            ("x-names", "fe/be"),
+            ("x-ssl", "0"),
+        ];
+        for (name, value) in wanted {
+            assert_eq!(h.header(name), Some(value), "{name}");
+        }
+        let res = [
+            ("x-res-cook", "abc"),
+            ("x-res-ver", "1.1"),
+            ("x-srv", "s1"),
+            ("x-res-fhdr", "a,b"),
+            ("x-res-hdr", "b"),
+        ];
+        for (name, value) in res {
+            assert_eq!(r.header(name), Some(value), "{name}");
+        }
+        // Compared across targets: which occurrence cook_val takes.
+        h.header("x-cook-val").map(String::from)
+    });
+}
+
+/// A request whose header block, as HAProxy rebuilds it for `req.hdrs` (names in lower case,
+/// one space after the colon), is 79 bytes long.
+const HDRS_REQ: &[u8] = b"POST /echo HTTP/1.1\r\nHost: t\r\nCookie: a=5; b=x\r\nX-L: a,b\r\n\
+    Cookie: a=7\r\nX-L: c\r\nContent-Length: 3\r\n\r\nabc";
+
+#[test]
+fn req_hdrs_is_the_whole_header_block_with_its_final_empty_line() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(
+            &srv,
+            " http-request set-var(txn.len) str(len) if { req.hdrs -m len 79 }\n\
+             http-request set-var(txn.reg) str(reg) if { req.hdrs -i -m reg \"x-l: c\\r\\ncontent-length: 3\\r\\n\\r\\n\" }\n\
+             http-request set-var(txn.sub) str(sub) if { req.hdrs -i -m sub \"x-l: a,b\\r\\n\" }\n\
+             http-request set-header X-Acls %[var(txn.len)]/%[var(txn.reg)]/%[var(txn.sub)]\n",
+        ));
+        let h = px.send(HDRS_REQ).echoed();
+        assert_eq!(h.header("x-acls"), Some("len/reg/sub"));
+    });
+}
+
+#[test]
+fn log_format_output_escapes_control_characters() {
+    // A `%[...]` sample holding CR LF (here the header block) is written with the control
+    // characters as `%0D%0A`: the set-header neither fails nor splits the header.
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, " http-request set-header X-Hdrs %[req.hdrs]\n"));
+        let r = px.send(HDRS_REQ);
+        assert_eq!(r.status, 200);
+        let h = r.echoed();
+        let got = h.header("x-hdrs").map(str::to_lowercase);
+        let want = "host: t%0d%0acookie: a=5; b=x%0d%0ax-l: a,b%0d%0acookie: a=7%0d%0ax-l: c%0d%0a\
+                    content-length: 3%0d%0a%0d%0a";
+        assert_eq!(got.as_deref(), Some(want));
+    });
+}
+
+#[test]
+fn option_http_ignore_probes_closes_an_empty_connection_without_408() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&format!(
+            "{DEFAULTS}frontend probes\n bind {{fe0}}\n option http-ignore-probes\n\
+             timeout http-request 300ms\n default_backend be\n\
+             frontend plain\n bind {{fe1}}\n timeout http-request 300ms\n default_backend be\n\
+             backend be\n server s1 {}\n",
+            srv.addr()
+        ));
+        let mut cl = px.client_to(0);
+        assert!(cl.closed_within(Duration::from_secs(3)), "the empty connection is closed");
+        assert!(cl.pending().is_empty(), "without a 408: {}", show(cl.pending()));
+        // A started request still gets its 408.
+        let mut cl = px.client_to(0);
+        cl.send(b"GET / HT");
+        assert_eq!(cl.read().status, 408);
+        // Without the option: 408 to the empty connection.
+        assert_eq!(px.client_to(1).read().status, 408);
+        assert_eq!(srv.counts().conns, 0);
+    });
+}
+
+/// `retries 2` and `retry-on <what>` on one server.
+fn retrying(srv: &Running, on: &str, extra: &str) -> String {
+    one(srv, &format!(" retries 2\n retry-on {on}\n{extra}"))
+}
+
+#[test]
+fn retry_on_503_resends_the_request_until_the_server_answers_or_the_retries_run_out() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&retrying(&srv, "503", ""));
+        // fail=n: only the first n requests with this target get the 503.
+        let r = px.get("/?c=503&fail=2&id=a");
+        assert_eq!((r.status, r.server()), (200, "s1"));
+        assert_eq!(srv.counts().requests, 3, "two retries");
+        let r = px.get("/?c=503&fail=5&id=b");
+        assert_eq!(r.status, 503, "the server's last answer once the retries are spent");
+        assert_eq!(srv.counts().requests, 6, "1 + 2 retries");
+        let r = px.get("/?c=500&fail=1&id=c");
+        assert_eq!(r.status, 500, "other statuses are not retried");
+        assert_eq!(srv.counts().requests, 7);
+        (r.status, srv.counts().requests)
+    });
+}
+
+#[test]
+fn retry_on_response_timeout_resends_after_timeout_server() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&retrying(&srv, "response-timeout", " timeout server 300ms\n"));
+        let r = px.get("/?t=1500&fail=1&id=a");
+        assert_eq!((r.status, r.server()), (200, "s1"));
+        assert_eq!(srv.counts().requests, 2);
+    });
+}
+
+#[test]
+fn retry_on_junk_response_resends_after_an_invalid_answer() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&format!(
+            "{DEFAULTS}listen retry\n bind {{fe0}}\n retries 2\n retry-on junk-response\n server s1 {}\n\
+             listen plain\n bind {{fe1}}\n retries 2\n server s1 {}\n",
+            srv.addr(),
+            srv.addr()
+        ));
+        let r = px.get("/?bad=garbage&fail=1&id=a");
+        assert_eq!((r.status, r.server()), (200, "s1"));
+        assert_eq!(srv.counts().requests, 2);
+        // Without retry-on, the invalid answer makes a 502 at once.
+        let r = px.client_to(1).request(get("/?bad=garbage&fail=1&id=b").as_bytes());
+        assert_eq!(r.status, 502);
+        assert_eq!(srv.counts().requests, 3);
+    });
+}
+
+#[test]
+fn http_response_return_and_redirect_replace_the_servers_answer() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(
+            &srv,
+            " http-response return status 299 content-type text/plain string ok if { status 404 }\n\
+             http-response redirect location /moved if { status 410 }\n",
+        ));
+        let r = px.get("/?c=404&hdr=X-From:server");
+        assert_eq!((r.status, r.text().as_str()), (299, "ok"));
+        assert_eq!(r.header("content-type"), Some("text/plain"));
+        assert!(!r.has("x-from"), "nothing of the server's answer is kept");
+        let moved = px.get("/?c=410");
+        assert_eq!((moved.status, moved.header("location")), (302, Some("/moved")));
+        assert_eq!(moved.header("cache-control"), Some("no-cache"), "as http-request redirect");
+        assert_eq!(px.get("/?c=200").status, 200);
+        assert_eq!(srv.counts().requests, 3);
+        (
+            r.summary(&["content-type", "content-length", "connection"]),
+            moved.summary(&["location", "content-length", "cache-control", "connection"]),
+        )
+    });
+}
+
+#[test]
+fn http_after_response_applies_to_every_kind_of_answer() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&format!(
+            "{DEFAULTS}frontend fe\n bind {{fe0}}\n\
+             http-request deny if {{ path /deny }}\n\
+             http-request redirect location /new if {{ path /old }}\n\
+             http-request return status 200 content-type text/plain string hi if {{ path /ret }}\n\
+             http-after-response set-header X-After 1\n\
+             use_backend be if {{ path /ok }}\n\
+             backend be\n server s1 {}\n",
+            srv.addr()
+        ));
+        let mut seen = Vec::new();
+        for (path, status) in
+            [("/ok", 200), ("/deny", 403), ("/none", 503), ("/old", 302), ("/ret", 200)]
+        {
+            let r = px.get(path);
+            assert_eq!((r.status, r.header("x-after")), (status, Some("1")), "{path}");
+            seen.push(r.summary(&["x-after", "content-length", "connection"]));
+        }
+        seen
+    });
+}
+
+#[test]
+fn errorloc303_answers_303_with_the_location() {
+    each(|t| {
+        let px = t.start(&listen(
+            " errorloc303 503 http://x/y\n http-after-response set-header X-After 1\n",
+        ));
+        let r = px.get("/");
+        assert_eq!((r.status, r.header("location")), (303, Some("http://x/y")));
+        assert_eq!(r.header("x-after"), Some("1"));
+        r.summary(&["location", "content-length", "cache-control", "connection"])
+    });
+}
