@@ -703,6 +703,7 @@ const HTTP_DIFFERENCES: &[&str] = &[
     "- Header names reach the server with their case as received (HAProxy lower-cases them).",
     "- Idle server connections are pooled per worker thread; a thread does not take another thread's idle connections (HAProxy may).",
     "- Every rejected request gets 400, as in HAProxy (there is no 414/431).",
+    "- A rewrite that would make an invalid message (`set-uri` to an empty or malformed target, `set-path` not starting with `/`, `set-method` with a non-token byte, `set-query` with a space) fails the transaction with 500 under `strict-mode on` (the default) and changes nothing under `strict-mode off`; HAProxy forwards several of these as they are, or keeps part of the rewrite.",
 ];
 
 #[cfg(test)]

@@ -1005,7 +1005,13 @@ impl Head {
         if t.is_empty() || !t.iter().all(|&b| is_target(b)) {
             return Err(EditError::BadTarget);
         }
-        if !target::form_fits(self.method, target::form(t)) {
+        let form = target::form(t);
+        if !target::form_fits(self.method, form) {
+            return Err(EditError::BadTarget);
+        }
+        // A request may arrive as `http:///x`, but HAProxy's set-uri refuses an empty authority.
+        if matches!(form, target::Form::Absolute { auth_start, auth_end } if auth_start == auth_end)
+        {
             return Err(EditError::BadTarget);
         }
         let host_update = match target::authority(t) {

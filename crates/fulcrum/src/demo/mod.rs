@@ -81,7 +81,9 @@ fn run() -> Result<(), String> {
     println!("Fulcrum is listening on {FRONTEND} with {} (mode http).", cfg.display());
     println!("Try (Ctrl-C to stop):");
     println!("  curl -si http://{FRONTEND}/?s=64        round robin over s1..s3, weights 1:2:3");
-    println!("  curl -si http://{FRONTEND}/api/?s=64    ACL routing to backend 'api' (path rewritten)");
+    println!(
+        "  curl -si http://{FRONTEND}/api/?s=64    ACL routing to backend 'api' (path rewritten)"
+    );
     println!("  curl -si http://{FRONTEND}/admin        403 from an http-request deny rule");
     println!("  curl -si http://{FRONTEND}/old          301 redirect");
     println!("  curl -si http://{FRONTEND}/health       monitor-uri, answered by Fulcrum");

@@ -106,8 +106,10 @@ pub struct HttpProxy {
     pub forwardfor: Option<AddrHeader>,
     pub originalto: Option<AddrHeader>,
     pub messages: Messages,
-    /// `tune.bufsize` / `tune.http.maxhdr` limits on a message head.
+    /// `tune.bufsize` / `tune.http.maxhdr` limits on a received message head.
     pub limits: fulcrum_http::Limits,
+    /// `tune.bufsize`: the largest head after rewrites.
+    pub bufsize: usize,
     /// `option http-buffer-request`: wait for the whole body (up to a buffer) before rules.
     pub buffer_request: bool,
     /// `monitor-uri`.

@@ -293,10 +293,14 @@ impl Session<'_> {
             }
         }
         if !self.vars.early_hints.is_empty() {
-            let mut hint = b"HTTP/1.1 103 Early Hints\r\n".to_vec();
-            hint.extend_from_slice(&self.vars.early_hints);
-            hint.extend_from_slice(b"\r\n");
-            if write_all_within(&self.client, &hint, fe.timeouts.client).await.is_err() {
+            // One `103 Early Hints` per group of rules (`\0` separates groups).
+            let mut hints = Vec::new();
+            for group in self.vars.early_hints.split(|&b| b == 0).filter(|g| !g.is_empty()) {
+                hints.extend_from_slice(b"HTTP/1.1 103 Early Hints\r\n");
+                hints.extend_from_slice(group);
+                hints.extend_from_slice(b"\r\n");
+            }
+            if write_all_within(&self.client, &hints, fe.timeouts.client).await.is_err() {
                 return Next::Close;
             }
         }
@@ -331,6 +335,13 @@ impl Session<'_> {
                 return self.answer(400, &i, Some(&be)).await;
             }
         }
+        // The head as it goes to the server (once for all tries); rewrites must leave it within
+        // a buffer, as in HAProxy.
+        self.out.clear();
+        self.req.write_to(&mut self.out);
+        if self.out.len() > be_http.bufsize.min(self.http.bufsize) && !self.vars.strict_off {
+            return self.answer(500, &info, Some(&be)).await;
+        }
         let mut keybuf = std::mem::take(&mut self.key);
         keybuf.clear();
         let key = match self.pick_key(&be_http.hash_key, &mut keybuf) {
@@ -345,9 +356,8 @@ impl Session<'_> {
         let (slot, mut sc, body_done) = loop {
             // An idle connection is checked for a close by the server only when the request
             // could not be sent again (it has a body).
-            let got = self
-                .server_conn(&be, key, persist, be_http.reuse, fresh_only, !retryable)
-                .await;
+            let got =
+                self.server_conn(&be, key, persist, be_http.reuse, fresh_only, !retryable).await;
             let (slot, sc) = match got {
                 Ok(v) => v,
                 Err(e) => {
@@ -463,6 +473,14 @@ impl Session<'_> {
         self.after_response(Some(&be), Some(&server_name));
         self.out.clear();
         self.resp.write_to(&mut self.out);
+        if self.out.len() > self.http.bufsize && !self.vars.strict_off {
+            // Rewrites made the head larger than a buffer: HAProxy fails the transaction.
+            drop(slot);
+            drop(sc);
+            let mut i = info;
+            i.conn_close = true;
+            return self.answer(500, &i, Some(&be)).await;
+        }
         if let Err(e) = self.write_client_head().await {
             self.note(format_args!("client write failed: {e}"));
             return Next::Close;
@@ -542,6 +560,7 @@ impl Session<'_> {
             server: None,
             backends: &self.fe.backends,
             body: body_view(&self.cbuf, self.req.info().body),
+            max_head: self.http.bufsize,
         }
     }
 
@@ -577,6 +596,7 @@ impl Session<'_> {
                     server: None,
                     backends: &self.fe.backends,
                     body,
+                    max_head: self.http.bufsize,
                 };
                 let v = rules::run(
                     &r.http_request,
@@ -727,6 +747,7 @@ impl Session<'_> {
                 server,
                 backends: &self.fe.backends,
                 body: &[],
+                max_head: self.http.bufsize,
             };
             let v = rules::run(
                 &r.http_response,
@@ -747,8 +768,12 @@ impl Session<'_> {
                 Verdict::Deny(_, Some(rp)) | Verdict::Return(rp) => {
                     Built::Bytes(self.build_reply(rp, Some(be)))
                 }
-                Verdict::Redirect(rd) => Built::Bytes(self.build_redirect(rd, Some(be))),
-                Verdict::RewriteFailed => Built::Status(502),
+                Verdict::Redirect(rd) => {
+                    // HAProxy marks redirects made from a response uncacheable.
+                    let raw = self.build_redirect(rd, Some(be));
+                    Built::Bytes(with_header_after_status(&raw, b"Cache-Control: no-cache\r\n"))
+                }
+                Verdict::RewriteFailed => Built::Status(500),
             };
             return Some(built);
         }
@@ -772,6 +797,7 @@ impl Session<'_> {
                 server,
                 backends: &self.fe.backends,
                 body: &[],
+                max_head: self.http.bufsize,
             };
             let _ = rules::run(
                 &r.http_after_response,
@@ -1050,8 +1076,7 @@ impl Session<'_> {
     ) -> Exchange {
         let st = be.timeouts.server;
         let ct = self.fe.timeouts.client;
-        self.out.clear();
-        self.req.write_to(&mut self.out);
+        // `self.out` holds the request head, written by `transaction` before the first try.
         if let Err(_e) = write_all_within(&sc.stream, &self.out, st).await {
             return Exchange::RetryFresh;
         }
@@ -1366,10 +1391,15 @@ fn body_view(cbuf: &RecvBuf, body: Body) -> &[u8] {
 
 /// The raw response with a `connection: close` header added after the status line.
 fn with_connection_close(msg: &[u8]) -> Vec<u8> {
+    with_header_after_status(msg, b"connection: close\r\n")
+}
+
+/// The raw response with `line` (a header line with its CRLF) inserted after the status line.
+fn with_header_after_status(msg: &[u8], line: &[u8]) -> Vec<u8> {
     let line_end = msg.windows(2).position(|w| w == b"\r\n").map_or(msg.len(), |p| p + 2);
-    let mut out = Vec::with_capacity(msg.len() + 19);
+    let mut out = Vec::with_capacity(msg.len() + line.len());
     out.extend_from_slice(&msg[..line_end]);
-    out.extend_from_slice(b"connection: close\r\n");
+    out.extend_from_slice(line);
     out.extend_from_slice(&msg[line_end..]);
     out
 }

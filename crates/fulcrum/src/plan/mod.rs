@@ -186,6 +186,7 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
             max_head: g.tune_bufsize - (g.tune_bufsize / 2).min(1024),
             max_headers: g.tune_http_maxhdr as usize,
         },
+        bufsize: g.tune_bufsize,
         buffer_request: p.http_buffer_request,
         monitor_uri: p.monitor_uri.clone(),
         cookie: p.cookie.clone(),

@@ -101,7 +101,19 @@ impl Format {
                 Part::Lit(s) => out.extend_from_slice(s),
                 Part::Sample(e) => {
                     if let Some(v) = e.eval(ctx) {
-                        out.extend_from_slice(&v.as_bytes());
+                        // As HAProxy's log-format: control bytes are written `%XX`.
+                        for &c in v.as_bytes().iter() {
+                            if c < 0x20 || c == 0x7f {
+                                let hex = b"0123456789ABCDEF";
+                                out.extend_from_slice(&[
+                                    b'%',
+                                    hex[usize::from(c >> 4)],
+                                    hex[usize::from(c & 15)],
+                                ]);
+                            } else {
+                                out.push(c);
+                            }
+                        }
                     }
                 }
                 Part::Var(v) => {
@@ -332,6 +344,11 @@ pub fn run<'r>(
             Action::Tarpit { status } => return Verdict::Tarpit(*status),
             Action::Drop => return Verdict::Drop,
             Action::EarlyHint { name, value } => {
+                // HAProxy: a conditional early-hint rule starts a new 103; an unconditional
+                // one joins the previous. Groups are separated by a NUL (never in a header).
+                if rule.cond.is_some() && !vars.early_hints.is_empty() {
+                    vars.early_hints.push(0);
+                }
                 scratch.clear();
                 value.render(&base.ctx(head, req, vars), scratch);
                 vars.early_hints.extend_from_slice(name);
@@ -363,6 +380,8 @@ pub struct Base<'a> {
     pub backends: &'a HashMap<String, Arc<crate::backend::Backend>>,
     /// Request body bytes already received.
     pub body: &'a [u8],
+    /// `tune.bufsize`: a header edit that would make the head larger fails, as in HAProxy.
+    pub max_head: usize,
 }
 
 impl<'a> Base<'a> {
@@ -403,10 +422,21 @@ fn edit(
     match action {
         Action::SetHeader { name, value } => {
             render(value, head, out);
+            let removed: usize = head
+                .headers()
+                .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(n, v)| n.len() + v.len() + 4)
+                .sum();
+            if wire_len(head) - removed + name.len() + out.len() + 4 > base.max_head {
+                return Err(fulcrum_http::EditError::TooLarge);
+            }
             head.set_header(name, out)?;
         }
         Action::AddHeader { name, value } => {
             render(value, head, out);
+            if wire_len(head) + name.len() + out.len() + 4 > base.max_head {
+                return Err(fulcrum_http::EditError::TooLarge);
+            }
             head.add_header(name, out)?;
         }
         Action::DelHeader { name } => {
@@ -487,6 +517,19 @@ fn edit(
         _ => {}
     }
     Ok(())
+}
+
+/// The size of the head as it would be written.
+fn wire_len(head: &Head) -> usize {
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    SCRATCH.with(|s| {
+        let mut s = s.borrow_mut();
+        s.clear();
+        head.write_to(&mut s);
+        s.len()
+    })
 }
 
 /// Whether a list of `tcp-request connection|content` rules lets a connection through,
