@@ -49,6 +49,8 @@ pub struct Backend {
     pub http: Option<Box<crate::http::HttpProxy>>,
     /// ACLs and rules of the backend section.
     pub rules: crate::rules::ProxyRules,
+    /// Its rules or headers read the client connection's local address.
+    pub uses_dst: bool,
 }
 
 /// Why no server could be had.
@@ -169,6 +171,7 @@ impl Backend {
             counters: Counters::default(),
             http: None,
             rules: Default::default(),
+            uses_dst: false,
         }
     }
 

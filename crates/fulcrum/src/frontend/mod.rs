@@ -46,6 +46,8 @@ pub struct Frontend {
     pub rules: crate::rules::ProxyRules,
     /// Every backend by name (dynamic `use_backend`, `nbsrv(<name>)`).
     pub backends: Arc<std::collections::HashMap<String, Arc<Backend>>>,
+    /// Rules or headers need the address a client connected to (read once per connection).
+    pub needs_dst: bool,
     /// `proc.` variables, shared by the whole process.
     pub proc_vars: Arc<crate::rules::sample::ProcVars>,
 }

@@ -137,7 +137,9 @@ pub async fn serve(fe: &Frontend, http: &HttpProxy, conn: Accepted, shared: &Sha
         key: Vec::new(),
         log: TxnLog::default(),
     };
-    s.local = socket2::SockRef::from(&s.client).local_addr().ok().and_then(|a| a.as_socket());
+    if fe.needs_dst {
+        s.local = socket2::SockRef::from(&s.client).local_addr().ok().and_then(|a| a.as_socket());
+    }
 
     loop {
         // Clock reads only when a log line will use them.

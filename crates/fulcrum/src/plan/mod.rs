@@ -81,6 +81,9 @@ pub fn build(config: &cfg::Config) -> Result<Plan, Vec<String>> {
             rules.use_backends.push((target, cond));
         }
         errors.append(&mut c.errors);
+        // The backends' rules may read it too (a listen's own rules were compiled above).
+        let needs_dst =
+            c.uses_dst || p.originalto.is_some() || backends.values().any(|b| b.uses_dst);
         rules.acls = c.finish();
         let http = match p.mode {
             cfg::Mode::Http => match http_proxy(p, config) {
@@ -97,6 +100,7 @@ pub fn build(config: &cfg::Config) -> Result<Plan, Vec<String>> {
         fe.rules = rules;
         fe.backends = Arc::clone(&backends);
         fe.proc_vars = Arc::clone(&proc_vars);
+        fe.needs_dst = needs_dst;
         frontends.push(Arc::new(fe));
     }
     if errors.is_empty() {
@@ -277,6 +281,7 @@ fn frontend(p: &cfg::Proxy, backend: Option<Arc<Backend>>) -> Frontend {
         rules: Default::default(),
         backends: Default::default(),
         proc_vars: Default::default(),
+        needs_dst: false,
     }
 }
 
@@ -353,6 +358,7 @@ fn backend(
     let mut c = crate::rules::Compiler::new(p, maps);
     let mut rules = proxy_rules(&mut c, p);
     errors.append(&mut c.errors);
+    be.uses_dst = c.uses_dst || p.originalto.is_some();
     rules.acls = c.finish();
     be.rules = rules;
     if p.mode == cfg::Mode::Http {

@@ -613,6 +613,8 @@ pub struct Compiler<'a> {
     by_name: HashMap<String, AclId>,
     maps: &'a mut HashMap<(std::path::PathBuf, u8), Arc<Map>>,
     pub errors: Vec<String>,
+    /// Some compiled expression reads the connection's local address (`dst`, `%fi`...).
+    pub uses_dst: bool,
 }
 
 impl<'a> Compiler<'a> {
@@ -620,8 +622,13 @@ impl<'a> Compiler<'a> {
         proxy: &'a cfg::Proxy,
         maps: &'a mut HashMap<(std::path::PathBuf, u8), Arc<Map>>,
     ) -> Self {
-        let mut c =
-            Compiler { acls: Acls::default(), by_name: HashMap::new(), maps, errors: Vec::new() };
+        let mut c = Compiler {
+            acls: Acls::default(),
+            by_name: HashMap::new(),
+            maps,
+            errors: Vec::new(),
+            uses_dst: false,
+        };
         for named in &proxy.acls {
             match c.acl(&named.acl) {
                 Ok(acl) => match c.by_name.get(&named.name) {
@@ -675,6 +682,9 @@ impl<'a> Compiler<'a> {
     }
 
     pub fn expr(&mut self, e: &cfg::SampleExpr) -> Result<Expr, String> {
+        if matches!(e.fetch, cfg::Fetch::Dst | cfg::Fetch::DstPort) {
+            self.uses_dst = true;
+        }
         let maps = &mut *self.maps;
         sample::compile(e, &mut |path: &Path, kind| {
             let k = (path.to_path_buf(), kind as u8);
@@ -730,7 +740,12 @@ impl<'a> Compiler<'a> {
         for p in &f.parts {
             parts.push(match p {
                 cfg::LogPart::Lit(s) => Part::Lit(s.as_bytes().into()),
-                cfg::LogPart::Var(v) => Part::Var(*v),
+                cfg::LogPart::Var(v) => {
+                    if matches!(v, cfg::LogVar::FrontendIp | cfg::LogVar::FrontendPort) {
+                        self.uses_dst = true;
+                    }
+                    Part::Var(*v)
+                }
                 cfg::LogPart::Sample(e) => match self.expr(e) {
                     Ok(e) => Part::Sample(e),
                     Err(err) => {
