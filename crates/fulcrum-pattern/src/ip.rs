@@ -17,6 +17,12 @@
 //!   goes through the IPv4 longest-prefix match and then the non-contiguous list.
 //!
 //! Among entries with the same network and prefix length, the first one wins.
+//!
+//! [`IpIndex::lowest`] answers the other question, "the lowest entry index among all the
+//! patterns that match" (for pattern sets used as rule indexes), by probing every prefix
+//! table and mask group and keeping the minimum. An address matches a pattern under the
+//! same mapping rules as above: an IPv4 pattern matches an IPv6 address that embeds an IPv4
+//! one (`v6_to_v4`), an IPv6 pattern matches an IPv4 address as `::ffff:a.b.c.d`.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
@@ -192,15 +198,26 @@ pub(crate) struct IpIndex {
     /// Longest prefix first.
     v4: Vec<Level<u32>>,
     v6: Vec<Level<u128>>,
-    /// IPv4 patterns whose dotted mask is not contiguous, in order.
-    v4_list: Vec<(u32, u32, u32)>,
+    /// IPv4 patterns whose dotted mask is not contiguous, one table per distinct mask, keyed
+    /// by masked address (the first entry of each network kept). HAProxy keeps them in a
+    /// list and takes the first match in order, which is the lowest index over the groups.
+    v4_masks: Vec<(u32, HashMap<u32, u32>)>,
+}
+
+/// The lower of two optional entry indexes.
+fn lower(a: Option<u32>, b: Option<u32>) -> Option<u32> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
 }
 
 impl IpIndex {
     pub fn build(patterns: &[IpPattern]) -> IpIndex {
         let mut v4: HashMap<u8, HashMap<u32, u32>> = HashMap::new();
         let mut v6: HashMap<u8, HashMap<u128, u32>> = HashMap::new();
-        let mut v4_list = Vec::new();
+        let mut v4_masks: Vec<(u32, HashMap<u32, u32>)> = Vec::new();
         for (i, p) in patterns.iter().enumerate() {
             let i = i as u32;
             match *p {
@@ -208,7 +225,16 @@ impl IpIndex {
                     Some(len) => {
                         v4.entry(len).or_default().entry(addr & mask).or_insert(i);
                     }
-                    None => v4_list.push((addr, mask, i)),
+                    None => {
+                        let group = match v4_masks.iter().position(|(m, _)| *m == mask) {
+                            Some(g) => g,
+                            None => {
+                                v4_masks.push((mask, HashMap::new()));
+                                v4_masks.len() - 1
+                            }
+                        };
+                        v4_masks[group].1.entry(addr & mask).or_insert(i);
+                    }
                 },
                 IpPattern::V6 { addr, prefix } => {
                     v6.entry(prefix).or_default().entry(addr & mask6(prefix)).or_insert(i);
@@ -221,7 +247,7 @@ impl IpIndex {
         let mut v6: Vec<Level<u128>> =
             v6.into_iter().map(|(prefix, nets)| Level { prefix, nets }).collect();
         v6.sort_by_key(|l| std::cmp::Reverse(l.prefix));
-        IpIndex { v4, v6, v4_list }
+        IpIndex { v4, v6, v4_masks }
     }
 
     fn tree4(&self, a: u32) -> Option<u32> {
@@ -232,8 +258,25 @@ impl IpIndex {
         self.v6.iter().find_map(|l| l.nets.get(&(a & mask6(l.prefix))).copied())
     }
 
+    /// The first non-contiguous IPv4 pattern in order that matches `a`.
     fn list4(&self, a: u32) -> Option<u32> {
-        self.v4_list.iter().find(|(addr, mask, _)| (a ^ addr) & mask == 0).map(|e| e.2)
+        self.v4_masks
+            .iter()
+            .fold(None, |best, (mask, nets)| lower(best, nets.get(&(a & mask)).copied()))
+    }
+
+    /// The lowest entry index among the IPv4 patterns matching `a`.
+    fn lowest4(&self, a: u32) -> Option<u32> {
+        self.v4
+            .iter()
+            .fold(self.list4(a), |best, l| lower(best, l.nets.get(&(a & mask4(l.prefix))).copied()))
+    }
+
+    /// The lowest entry index among the IPv6 patterns matching `a`.
+    fn lowest6(&self, a: u128) -> Option<u32> {
+        self.v6
+            .iter()
+            .fold(None, |best, l| lower(best, l.nets.get(&(a & mask6(l.prefix))).copied()))
     }
 
     /// The winning entry for `ip`, following `pat_match_ip`.
@@ -249,6 +292,21 @@ impl IpIndex {
                     let v4 = v6_to_v4(a)?;
                     self.tree4(v4).or_else(|| self.list4(v4))
                 })
+            }
+        }
+    }
+
+    /// The lowest entry index among all the patterns matching `ip`, whatever their prefix
+    /// length or family. It is `Some` exactly when [`IpIndex::find`] is.
+    pub fn lowest(&self, ip: IpAddr) -> Option<u32> {
+        match ip {
+            IpAddr::V4(a) => {
+                let a = u32::from(a);
+                lower(self.lowest4(a), self.lowest6(v4_mapped(a)))
+            }
+            IpAddr::V6(a) => {
+                let a = u128::from(a);
+                lower(self.lowest6(a), v6_to_v4(a).and_then(|v4| self.lowest4(v4)))
             }
         }
     }
@@ -344,5 +402,35 @@ mod tests {
         assert_eq!(idx.find(six("::ffff:192.168.7.0")), Some(6));
         assert_eq!(idx.find(v4("127.0.0.1")), None);
         assert_eq!(idx.find(six("2001:db9::1")), None);
+        // The lowest index among all matching patterns ignores prefix lengths and families.
+        assert_eq!(idx.lowest(v4("10.1.2.3")), Some(0));
+        assert_eq!(idx.lowest(six("::ffff:10.1.2.3")), Some(0));
+        assert_eq!(idx.lowest(six("2002:a01:203::")), Some(0));
+        assert_eq!(idx.lowest(six("2001:db8::1")), Some(5));
+        assert_eq!(idx.lowest(v4("192.168.7.0")), Some(6));
+        assert_eq!(idx.lowest(v4("127.0.0.1")), None);
+        assert_eq!(idx.lowest(six("2001:db9::1")), None);
+    }
+
+    #[test]
+    fn non_contiguous_masks_are_grouped_by_mask_and_keep_their_order() {
+        let pats: Vec<IpPattern> = [
+            "192.168.0.0/255.255.0.255",
+            "192.0.0.7/255.0.0.255",
+            "192.168.0.0/255.255.0.255",
+            "192.168.0.7/255.255.0.255",
+            "::ffff:192.168.1.7",
+        ]
+        .iter()
+        .map(|s| parse_ip(s, false).unwrap_or(IpPattern::V4 { addr: 0, mask: 0 }))
+        .collect();
+        let idx = IpIndex::build(&pats);
+        assert_eq!(idx.find(v4("192.168.5.0")), Some(0));
+        assert_eq!(idx.find(v4("192.1.2.7")), Some(1));
+        assert_eq!(idx.find(v4("192.168.2.7")), Some(1));
+        assert_eq!(idx.find(v4("192.168.1.7")), Some(4));
+        assert_eq!(idx.lowest(v4("192.168.1.7")), Some(1));
+        assert_eq!(idx.find(v4("192.169.2.8")), None);
+        assert_eq!(idx.lowest(v4("192.169.2.8")), None);
     }
 }

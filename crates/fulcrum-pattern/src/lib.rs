@@ -27,8 +27,18 @@
 //! | sub | Aho-Corasick automaton | one pass over the input |
 //! | reg | one `RegexSet` | one pass over the input |
 //! | dom, dir | hash table of patterns stripped of edge delimiters | one hash per run of labels no longer than the longest pattern |
-//! | ip | hash table per prefix length that occurs | one probe per distinct prefix length |
+//! | ip | hash table per prefix length (or non-contiguous mask) that occurs | one probe per distinct prefix length |
 //! | int, len | sorted disjoint segments | binary search |
+//!
+//! The same indexes answer "which pattern matches first" ([`PatternSet::first_match_str`],
+//! [`PatternSet::first_match_int`], [`PatternSet::first_match_ip`]): the lowest insertion
+//! index among the matching patterns, so that one set holding the patterns of consecutive
+//! rules, in rule order, tells which rule wins. Each structure keeps the lowest index per
+//! key; `beg`/`end` take the minimum over the terminals of the walk, `sub` over the
+//! overlapping matches of the automaton, `reg` over the matches of the `RegexSet`, `dom`/`dir`
+//! over the candidate runs, `ip` over the prefix tables (one probe per distinct prefix
+//! length or non-contiguous mask), and each `int`/`len` segment is labelled with the lowest
+//! index covering it.
 
 mod conv;
 mod int;

@@ -1,16 +1,20 @@
 //! Property tests: for every method, indexed lookups agree with a naive scan of the pattern
 //! list that follows HAProxy's C code (list semantics, or tree semantics where HAProxy uses
-//! a tree), over deterministic pseudo-random pattern lists and inputs. Plus a 10,000-pattern
-//! smoke test per method.
+//! a tree), over deterministic pseudo-random pattern lists and inputs; `first_match_*` agree
+//! with "the first pattern in insertion order that matches" and with `match_*`. Plus a
+//! 10,000-pattern smoke test per method.
 //!
 //! Owns: the reference implementations and the generators. Must not touch: library code.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use regex::bytes::Regex;
 
 use crate::int::{parse_range, IntRange};
 use crate::ip::{parse_ip, v6_to_v4, IpPattern};
 use crate::word::{matches_one, Delims};
-use crate::{Map, Method, PatternSet};
+use crate::{rx, Map, Method, PatternSet};
 
 /// splitmix64.
 struct Rng(u64);
@@ -375,30 +379,285 @@ fn ten_thousand_patterns_build_and_match_for_every_method() {
     };
     let str_set = build(Method::Str, &mut (0..n).map(word));
     assert!(str_set.match_str(b"w04242x"));
+    assert_eq!(str_set.first_match_str(b"w04242x"), Some(4242));
     assert!(!str_set.match_str(b"w04242"));
     let beg = build(Method::Beg, &mut (0..n).map(|i| format!("/{}/", word(i))));
     assert!(beg.match_str(b"/w09999x/index.html"));
+    assert_eq!(beg.first_match_str(b"/w09999x/index.html"), Some(9999));
     assert!(!beg.match_str(b"/w10000x/"));
     let end = build(Method::End, &mut (0..n).map(|i| format!(".{}", word(i))));
     assert!(end.match_str(b"host.w00001x"));
+    assert_eq!(end.first_match_str(b"host.w00001x"), Some(1));
     let sub = build(Method::Sub, &mut (0..n).map(word));
     assert!(sub.match_str(b"...w05000x..."));
+    assert_eq!(sub.first_match_str(b"w07000x.w05000x"), Some(5000));
     assert!(!sub.match_str(b"...w5000x..."));
     let dom = build(Method::Dom, &mut (0..n).map(|i| format!("{}.com", word(i))));
     assert!(dom.match_str(b"www.w00777x.com:443"));
+    assert_eq!(dom.first_match_str(b"www.w00777x.com:443"), Some(777));
     assert!(!dom.match_str(b"www.w00777x.co"));
     let dir = build(Method::Dir, &mut (0..n).map(word));
     assert!(dir.match_str(b"/a/w01234x/b"));
+    assert_eq!(dir.first_match_str(b"/w04321x/w01234x/b"), Some(1234));
     let reg = build(Method::Reg, &mut (0..n).map(|i| format!("^/{}/[0-9]+$", word(i))));
     assert!(reg.match_str(b"/w00042x/123"));
+    assert_eq!(reg.first_match_str(b"/w00042x/123"), Some(42));
     assert!(!reg.match_str(b"/w00042x/abc"));
     let int = build(Method::Int, &mut (0..n).map(|i| format!("{}:{}", i * 10, i * 10 + 3)));
     assert!(int.match_int(99_992));
+    assert_eq!(int.first_match_int(99_992), Some(9999));
     assert!(!int.match_int(99_995));
     let ip = build(Method::Ip, &mut (0..n).map(|i| format!("10.{}.{}.0/24", i / 256, i % 256)));
     assert!(ip.match_ip(IpAddr::V4(Ipv4Addr::new(10, 39, 15, 200))));
+    assert_eq!(ip.first_match_ip(IpAddr::V4(Ipv4Addr::new(10, 39, 15, 200))), Some(39 * 256 + 15));
     assert!(!ip.match_ip(IpAddr::V4(Ipv4Addr::new(10, 39, 16, 1))));
     let text: String = (0..n).map(|i| format!("{} backend{i}\n", word(i))).collect();
     let map = Map::parse(Method::Str, &text).expect("valid");
     assert_eq!(map.lookup(b"w09876x"), Some("backend9876"));
+}
+
+/// One pattern of a random set, as the naive reference reads it.
+enum Reference {
+    Text(String),
+    Regex(Regex),
+    Range(IntRange),
+    Ip(IpPattern),
+    Ignored,
+}
+
+/// A random pattern set and its patterns in insertion order.
+struct Case {
+    method: Method,
+    fold: bool,
+    texts: Vec<String>,
+    refs: Vec<Reference>,
+    set: PatternSet,
+}
+
+const ALL_METHODS: [Method; 12] = [
+    Method::Str,
+    Method::Beg,
+    Method::End,
+    Method::Sub,
+    Method::Dom,
+    Method::Dir,
+    Method::Reg,
+    Method::Len,
+    Method::Int,
+    Method::Ip,
+    Method::Found,
+    Method::Bool,
+];
+
+fn alphabet(method: Method) -> &'static [u8] {
+    match method {
+        Method::Dom | Method::Dir => b"aAb./?:",
+        Method::Reg => b"aAb.*^$|",
+        _ => b"aAbB",
+    }
+}
+
+/// Up to `max` valid patterns of `method` with their references.
+fn random_patterns(
+    rng: &mut Rng,
+    method: Method,
+    fold: bool,
+    max: usize,
+) -> Vec<(String, Reference)> {
+    let mut out = Vec::new();
+    for _ in 0..rng.below(max + 1) {
+        let text = match method {
+            Method::Int | Method::Len => random_range_text(rng),
+            Method::Ip => random_ip_pattern(rng),
+            m => rng.string(alphabet(m), 5),
+        };
+        if text.is_empty() {
+            continue;
+        }
+        let reference = match method {
+            Method::Reg => match rx::compile(&text, fold) {
+                Ok(re) => Reference::Regex(re),
+                Err(_) => continue,
+            },
+            Method::Int | Method::Len => match parse_range(&text) {
+                Ok(r) => Reference::Range(r),
+                Err(_) => continue,
+            },
+            Method::Ip => {
+                Reference::Ip(parse_ip(&text, true).expect("generated patterns are valid"))
+            }
+            Method::Found | Method::Bool => Reference::Ignored,
+            _ => Reference::Text(text.clone()),
+        };
+        out.push((text, reference));
+    }
+    out
+}
+
+/// Builds a set from random patterns, added through a random mix of `add`, `add_words` and
+/// `add_file`, checking that every pattern takes the next index.
+fn random_case(rng: &mut Rng, method: Method, fold: bool, max: usize) -> Case {
+    let (texts, refs): (Vec<String>, Vec<Reference>) =
+        random_patterns(rng, method, fold, max).into_iter().unzip();
+    let mut b = PatternSet::builder(method, fold);
+    let mut added = 0;
+    while added < texts.len() {
+        let chunk = &texts[added..texts.len().min(added + 1 + rng.below(4))];
+        match rng.below(3) {
+            0 => chunk.iter().for_each(|t| b.add(t).expect("valid")),
+            1 => b.add_words(&chunk.iter().map(String::as_str).collect::<Vec<_>>()).expect("valid"),
+            _ => b.add_file(&chunk.join("\n")).expect("valid"),
+        }
+        added += chunk.len();
+        assert_eq!(b.len(), added, "{method} {chunk:?}");
+    }
+    Case { method, fold, texts, refs, set: b.build() }
+}
+
+fn in_len_bounds(r: &IntRange, len: u64) -> bool {
+    let (lo, hi) = r.as_len_bounds();
+    lo <= len && len <= hi
+}
+
+/// Which patterns match a string sample, in insertion order.
+fn naive_str(case: &Case, s: &[u8]) -> Vec<usize> {
+    let hit = |r: &Reference| match r {
+        Reference::Text(p) => naive_one(case.method, p, s, case.fold),
+        Reference::Regex(re) => re.is_match(s),
+        Reference::Range(r) => case.method == Method::Len && in_len_bounds(r, s.len() as u64),
+        Reference::Ip(_) | Reference::Ignored => false,
+    };
+    case.refs.iter().enumerate().filter(|(_, r)| hit(r)).map(|(i, _)| i).collect()
+}
+
+fn naive_int(case: &Case, v: i64) -> Vec<usize> {
+    let hit = |r: &Reference| match r {
+        Reference::Range(r) if case.method == Method::Int => r.contains(v),
+        Reference::Range(r) => in_len_bounds(r, v as u64),
+        _ => false,
+    };
+    case.refs.iter().enumerate().filter(|(_, r)| hit(r)).map(|(i, _)| i).collect()
+}
+
+fn naive_ip(case: &Case, ip: IpAddr) -> Vec<usize> {
+    let hit = |r: &Reference| matches!(r, Reference::Ip(p) if p.matches(ip));
+    case.refs.iter().enumerate().filter(|(_, r)| hit(r)).map(|(i, _)| i).collect()
+}
+
+fn random_str_input(rng: &mut Rng, case: &Case) -> Vec<u8> {
+    match case.method {
+        // Exact strings rarely match a random input: pick a pattern, in a random case.
+        Method::Str if !case.texts.is_empty() && rng.below(2) == 0 => {
+            let t = case.texts[rng.below(case.texts.len())].as_bytes();
+            t.iter().map(|&c| if rng.below(2) == 0 { c.to_ascii_uppercase() } else { c }).collect()
+        }
+        Method::Len => vec![b'x'; rng.below(40)],
+        Method::Reg => rng.string(b"aAb", 8).into_bytes(),
+        m => rng.string(alphabet(m), 12).into_bytes(),
+    }
+}
+
+fn random_int(rng: &mut Rng) -> i64 {
+    match rng.below(8) {
+        0 => i64::MAX,
+        1 => i64::MIN,
+        _ => rng.below(50) as i64 - 10,
+    }
+}
+
+/// Per method: inputs matching no pattern, one pattern, several patterns.
+#[derive(Default, Debug)]
+struct Spread {
+    none: usize,
+    one: usize,
+    several: usize,
+}
+
+impl Spread {
+    fn record(&mut self, hits: usize) {
+        match hits {
+            0 => self.none += 1,
+            1 => self.one += 1,
+            _ => self.several += 1,
+        }
+    }
+}
+
+#[test]
+fn first_match_is_the_first_pattern_in_insertion_order_that_matches() {
+    let mut rng = Rng(6);
+    let mut spread: HashMap<Method, Spread> = HashMap::new();
+    for round in 0..1200 {
+        let method = ALL_METHODS[round % ALL_METHODS.len()];
+        let fold = (round / ALL_METHODS.len()) % 2 == 1;
+        // Most random regexes and ranges match most inputs: fewer of them keep misses common.
+        let max = match method {
+            Method::Reg => 6,
+            Method::Int | Method::Len => 8,
+            _ => 25,
+        };
+        let case = random_case(&mut rng, method, fold, max);
+        let what = |input: &dyn std::fmt::Debug| {
+            format!("{method} -i={fold} {:?} on {input:?}", case.texts)
+        };
+        for _ in 0..60 {
+            let s = random_str_input(&mut rng, &case);
+            let hits = naive_str(&case, &s);
+            let ctx = || what(&String::from_utf8_lossy(&s));
+            assert_eq!(case.set.first_match_str(&s), hits.first().copied(), "{}", ctx());
+            if !matches!(method, Method::Int | Method::Ip) {
+                spread.entry(method).or_default().record(hits.len());
+            }
+
+            let v = if method == Method::Len { rng.below(40) as i64 } else { random_int(&mut rng) };
+            let hits = naive_int(&case, v);
+            assert_eq!(case.set.first_match_int(v), hits.first().copied(), "{}", what(&v));
+            if method == Method::Int {
+                spread.entry(method).or_default().record(hits.len());
+            }
+
+            let ip = random_ip(&mut rng);
+            let hits = naive_ip(&case, ip);
+            assert_eq!(case.set.first_match_ip(ip), hits.first().copied(), "{}", what(&ip));
+            if method == Method::Ip {
+                spread.entry(method).or_default().record(hits.len());
+            }
+        }
+    }
+    for method in ALL_METHODS {
+        let s = &spread[&method];
+        if matches!(method, Method::Found | Method::Bool) {
+            assert_eq!((s.one, s.several), (0, 0), "{method}");
+            continue;
+        }
+        let total = s.none + s.one + s.several;
+        assert!(
+            s.none * 10 > total && s.one * 20 > total && s.several * 20 > total,
+            "{method}: {s:?}"
+        );
+    }
+}
+
+#[test]
+fn match_is_whether_first_match_finds_a_pattern() {
+    let mut rng = Rng(7);
+    let mut outcomes = Outcomes::default();
+    for round in 0..600 {
+        let method = ALL_METHODS[round % ALL_METHODS.len()];
+        let fold = (round / ALL_METHODS.len()) % 2 == 1;
+        let case = random_case(&mut rng, method, fold, 150);
+        for _ in 0..100 {
+            let s = random_str_input(&mut rng, &case);
+            let first = case.set.first_match_str(&s);
+            assert_eq!(case.set.match_str(&s), first.is_some(), "{method} {:?}", case.texts);
+            if !matches!(method, Method::Found | Method::Bool | Method::Int | Method::Ip) {
+                outcomes.record(first.is_some());
+            }
+            let v = random_int(&mut rng);
+            assert_eq!(case.set.match_int(v), case.set.first_match_int(v).is_some());
+            let ip = random_ip(&mut rng);
+            assert_eq!(case.set.match_ip(ip), case.set.first_match_ip(ip).is_some());
+        }
+    }
+    outcomes.assert_both_common();
 }

@@ -14,6 +14,10 @@
 //! - `end`, `sub`, `dom`, `dir`, `reg`, `int`: HAProxy keeps these in a list, so the first
 //!   matching line wins, whatever the length of the match.
 //!
+//! Which pattern of a set matches first ([`PatternSet::first_match_str`] and friends): the
+//! lowest index among all matching patterns, for every method (so for `beg` and `ip` it is
+//! not the map winner). Indexes are the insertion order of the values, duplicates included.
+//!
 //! Empty values: HAProxy cannot hold an empty pattern (an empty word ends the ACL's value
 //! list, empty file lines are skipped), so an empty value is ignored here.
 
@@ -137,6 +141,9 @@ impl SubIndex {
         }
     }
 
+    /// The lowest index among the patterns found anywhere in `input`. The automaton's
+    /// leftmost match is not necessarily the lowest index, so every (overlapping) match is
+    /// looked at.
     fn first(&self, input: &[u8]) -> Option<u32> {
         match self {
             SubIndex::Automaton(ac) => {
@@ -214,10 +221,10 @@ impl Index {
         }
     }
 
-    /// The winning entry for a string sample, by HAProxy's map rules.
+    /// The winning entry for a string sample, by HAProxy's map rules: the longest prefix
+    /// for `beg`, the lowest index for the others.
     fn first_str(&self, s: &[u8]) -> Option<u32> {
         match self {
-            Index::Str(t) => t.get(s),
             Index::Beg(t) => {
                 let mut longest = None;
                 t.walk(s, |i| {
@@ -226,13 +233,21 @@ impl Index {
                 });
                 longest
             }
-            Index::End(t) => {
+            _ => self.lowest_str(s),
+        }
+    }
+
+    /// The lowest entry index among the patterns matching a string sample.
+    fn lowest_str(&self, s: &[u8]) -> Option<u32> {
+        match self {
+            Index::Str(t) => t.get(s),
+            Index::Beg(t) | Index::End(t) => {
                 let mut first: Option<u32> = None;
                 t.walk(s, |i| {
                     if first.is_none_or_greater(i) {
                         first = Some(i);
                     }
-                    false
+                    i == 0
                 });
                 first
             }
@@ -253,6 +268,8 @@ impl Index {
         }
     }
 
+    /// The lowest entry index among the ranges containing `v` (which is also the map
+    /// winner).
     fn first_int(&self, v: i64) -> Option<u32> {
         match self {
             Index::Int(r) => r.find(v),
@@ -261,9 +278,18 @@ impl Index {
         }
     }
 
+    /// The winning entry for an address, by HAProxy's map rules.
     fn first_ip(&self, addr: IpAddr) -> Option<u32> {
         match self {
             Index::Ip(i) => i.find(addr),
+            _ => None,
+        }
+    }
+
+    /// The lowest entry index among the patterns matching an address.
+    fn lowest_ip(&self, addr: IpAddr) -> Option<u32> {
+        match self {
+            Index::Ip(i) => i.lowest(addr),
             _ => None,
         }
     }
@@ -331,6 +357,32 @@ impl PatternSet {
     pub fn match_ip(&self, ip: IpAddr) -> bool {
         self.index.first_ip(ip).is_some()
     }
+
+    /// The lowest index (insertion order, see [`PatternSetBuilder::len`]) among the
+    /// patterns matching a string sample: `str`, `beg`, `end`, `sub`, `reg`, `dom`, `dir`,
+    /// and `len` on the sample's length; `None` when none matches or for other methods.
+    ///
+    /// This is "which rule matches first" when the set holds the patterns of consecutive
+    /// rules in order, not a map lookup: with `beg` patterns `/a` (0) and `/api` (1),
+    /// `/api/x` gives 0. `Some` exactly when [`PatternSet::match_str`] is `true`.
+    pub fn first_match_str(&self, s: &[u8]) -> Option<usize> {
+        self.index.lowest_str(s).map(|i| i as usize)
+    }
+
+    /// The lowest index among the patterns matching an integer sample (`int`, and `len` on
+    /// a length the caller already has); `None` when none matches or for other methods.
+    /// `Some` exactly when [`PatternSet::match_int`] is `true`.
+    pub fn first_match_int(&self, v: i64) -> Option<usize> {
+        self.index.first_int(v).map(|i| i as usize)
+    }
+
+    /// The lowest index among the patterns matching an address sample (`ip`), with the
+    /// IPv4/IPv6 mapping of [`PatternSet::match_ip`], whatever the prefix lengths (this is
+    /// not HAProxy's longest-prefix map winner); `None` when none matches or for other
+    /// methods. `Some` exactly when [`PatternSet::match_ip`] is `true`.
+    pub fn first_match_ip(&self, ip: IpAddr) -> Option<usize> {
+        self.index.lowest_ip(ip).map(|i| i as usize)
+    }
 }
 
 impl PatternSetBuilder {
@@ -340,6 +392,20 @@ impl PatternSetBuilder {
     pub fn forbid_dns(&mut self, forbid: bool) -> &mut Self {
         self.resolve = !forbid;
         self
+    }
+
+    /// Number of patterns added so far, duplicates included. The next pattern added gets
+    /// this number as its index in the `first_match_*` answers: indexes are `0..` in
+    /// insertion order across [`add`](Self::add), [`add_words`](Self::add_words) (one per
+    /// value word, operator words excluded) and [`add_file`](Self::add_file) (one per
+    /// pattern line). Empty values and values refused with an error take no index.
+    pub fn len(&self) -> usize {
+        self.values.len(self.method)
+    }
+
+    /// No pattern was added yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Adds one value as written in the configuration (for `int`/`len`: `10`, `10:20`,
@@ -386,7 +452,7 @@ impl PatternSetBuilder {
     }
 
     pub fn build(self) -> PatternSet {
-        let len = self.values.len(self.method);
+        let len = self.len();
         PatternSet {
             method: self.method,
             ignore_case: self.ignore_case,
@@ -590,6 +656,112 @@ mod tests {
         let s = set(Method::Found, false, &["x"]);
         assert!(!s.match_str(b"x") && !s.match_int(1));
         assert_eq!(s.method(), Method::Found);
+    }
+
+    #[test]
+    fn first_match_is_the_lowest_index_not_the_longest_or_leftmost_match() {
+        let beg = set(Method::Beg, false, &["/a", "/api"]);
+        assert_eq!(beg.first_match_str(b"/api/x"), Some(0));
+        assert_eq!(beg.first_match_str(b"/b"), None);
+        let beg = set(Method::Beg, false, &["/api", "/a"]);
+        assert_eq!(beg.first_match_str(b"/api/x"), Some(0));
+        assert_eq!(beg.first_match_str(b"/ab"), Some(1));
+        let end = set(Method::End, true, &[".PNG", "G"]);
+        assert_eq!(end.first_match_str(b"x.png"), Some(0));
+        assert_eq!(end.first_match_str(b"xg"), Some(1));
+        let sub = set(Method::Sub, false, &["zz", "a", "ab"]);
+        assert_eq!(sub.first_match_str(b"abzz"), Some(0));
+        assert_eq!(sub.first_match_str(b"xab"), Some(1));
+        let dom = set(Method::Dom, false, &["example.com", "com", "www"]);
+        assert_eq!(dom.first_match_str(b"www.example.com"), Some(0));
+        assert_eq!(dom.first_match_str(b"www.x.com"), Some(1));
+        assert_eq!(dom.first_match_str(b"www.y"), Some(2));
+        let dir = set(Method::Dir, true, &["B/C", "a"]);
+        assert_eq!(dir.first_match_str(b"/a/b/c"), Some(0));
+        assert_eq!(dir.first_match_str(b"/a/b"), Some(1));
+        let reg = set(Method::Reg, false, &["b$", "^a"]);
+        assert_eq!(reg.first_match_str(b"ab"), Some(0));
+        assert_eq!(reg.first_match_str(b"ax"), Some(1));
+        let exact = set(Method::Str, true, &["B", "a", "A"]);
+        assert_eq!(exact.first_match_str(b"A"), Some(1));
+        assert_eq!(exact.first_match_str(b"b"), Some(0));
+        let len = set(Method::Len, false, &["5:", "3"]);
+        assert_eq!(len.first_match_str(b"abc"), Some(1));
+        assert_eq!(len.first_match_str(b"abcdef"), Some(0));
+        assert_eq!(len.first_match_int(3), Some(1));
+        assert_eq!(len.first_match_str(b"ab"), None);
+        let int = set(Method::Int, false, &["7", "gt", "5", "eq", "9"]);
+        assert_eq!(int.first_match_int(7), Some(0));
+        assert_eq!(int.first_match_int(9), Some(1));
+        assert_eq!(int.first_match_int(6), Some(1));
+        assert_eq!(int.first_match_int(5), None);
+        // HAProxy's map would pick the /32 (longest prefix); the first rule is the /8.
+        let ip = set(Method::Ip, false, &["10.0.0.0/8", "10.1.2.3", "::ffff:10.1.2.0/120"]);
+        assert_eq!(ip.first_match_ip(v4(10, 1, 2, 3)), Some(0));
+        assert_eq!(
+            ip.first_match_ip(IpAddr::V6(Ipv4Addr::new(10, 1, 2, 3).to_ipv6_mapped())),
+            Some(0)
+        );
+        assert_eq!(ip.first_match_ip(v4(11, 1, 2, 3)), None);
+        // Other sample kinds never match.
+        assert_eq!(ip.first_match_str(b"10.1.2.3"), None);
+        assert_eq!(int.first_match_ip(v4(0, 0, 0, 7)), None);
+        assert_eq!(beg.first_match_int(1), None);
+    }
+
+    #[test]
+    fn indexes_follow_insertion_order_across_add_words_and_files() {
+        let mut b = PatternSet::builder(Method::Int, false);
+        assert!(b.is_empty());
+        b.add_words(&["gt", "5", "7"]).expect("valid");
+        assert_eq!(b.len(), 2);
+        b.add("3").expect("valid");
+        b.add("").expect("ignored");
+        assert_eq!(b.len(), 3);
+        b.add_file("# comment\n\n  100\n3\n").expect("valid");
+        assert_eq!(b.len(), 5);
+        assert!(b.add("x").is_err());
+        assert_eq!(b.len(), 5);
+        let s = b.build();
+        assert_eq!(s.len(), 5);
+        assert_eq!(s.first_match_int(3), Some(2));
+        assert_eq!(s.first_match_int(7), Some(0));
+        assert_eq!(s.first_match_int(4), None);
+
+        let mut b = PatternSet::builder(Method::Str, false);
+        b.add_file("dup\nother\n").expect("valid");
+        b.add_words(&["x", "dup", "", "ignored"]).expect("valid");
+        assert_eq!(b.len(), 4);
+        let s = b.build();
+        assert_eq!(s.first_match_str(b"dup"), Some(0));
+        assert_eq!(s.first_match_str(b"x"), Some(2));
+        assert_eq!(s.first_match_str(b"ignored"), None);
+
+        let mut b = PatternSet::builder(Method::Found, false);
+        b.add_words(&["a", "b"]).expect("valid");
+        assert_eq!(b.len(), 2);
+        assert_eq!(b.build().first_match_str(b"a"), None);
+    }
+
+    #[test]
+    fn a_thousand_prefix_rules_resolve_to_the_first_rule_that_matches() {
+        let mut b = PatternSet::builder(Method::Beg, false);
+        for i in 0..1000 {
+            b.add(&format!("/p{i}")).expect("valid");
+        }
+        let s = b.build();
+        assert_eq!(s.first_match_str(b"/p17/x"), Some(1));
+        assert_eq!(s.first_match_str(b"/p0"), Some(0));
+        assert_eq!(s.first_match_str(b"/p999"), Some(9));
+        assert_eq!(s.first_match_str(b"/q"), None);
+        let mut b = PatternSet::builder(Method::Beg, false);
+        for i in 0..1000 {
+            b.add(&format!("/p{i}/")).expect("valid");
+        }
+        let s = b.build();
+        assert_eq!(s.first_match_str(b"/p17/x"), Some(17));
+        assert_eq!(s.first_match_str(b"/p999/"), Some(999));
+        assert_eq!(s.first_match_str(b"/p1000/"), None);
     }
 
     #[test]
