@@ -706,15 +706,29 @@ impl Session<'_> {
             return fe.backend.clone();
         }
         let base = self.base(None);
-        let ctx = base.ctx(&self.req, None, &self.vars);
-        for (target, cond) in &fe.rules.use_backends {
-            if !rules::holds(cond, &fe.rules.acls, &ctx) {
-                continue;
-            }
+        let ctx = &base.ctx(&self.req, None, &self.vars);
+        let r = &fe.rules;
+        let linear = [rules::Segment::Linear(0..r.use_backends.len())];
+        let segments = if r.switching.is_empty() { &linear[..] } else { &r.switching[..] };
+        // Rules matching in order; an indexed segment yields its first match with one lookup.
+        let matching = segments.iter().flat_map(|seg| {
+            let (range, first) = match seg {
+                rules::Segment::Linear(range) => (range.clone(), None),
+                rules::Segment::Indexed { rules, .. } => {
+                    (rules.clone(), Some(seg.first_indexed(ctx)))
+                }
+            };
+            range.filter(move |&i| match first {
+                Some(first) => first == Some(i),
+                None => rules::holds(&r.use_backends[i].1, &r.acls, ctx),
+            })
+        });
+        for i in matching {
+            let target = &r.use_backends[i].0;
             match target {
                 UseTarget::Fixed(be) => return Some(Arc::clone(be)),
                 UseTarget::Dynamic(f) => {
-                    let name = f.render_vec(&ctx);
+                    let name = f.render_vec(ctx);
                     let found = std::str::from_utf8(&name).ok().and_then(|n| fe.backends.get(n));
                     if let Some(be) = found {
                         return Some(Arc::clone(be));

@@ -80,6 +80,9 @@ pub fn build(config: &cfg::Config) -> Result<Plan, Vec<String>> {
             };
             rules.use_backends.push((target, cond));
         }
+        if rules.use_backends.len() == p.use_backends.len() {
+            rules.switching = c.switching(&p.use_backends);
+        }
         errors.append(&mut c.errors);
         // The backends' rules may read it too (a listen's own rules were compiled above).
         let needs_dst =
@@ -126,6 +129,7 @@ fn proxy_rules(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::rul
             .filter_map(|m| c.cond(&Some(m.clone()), &p.span))
             .collect(),
         use_backends: Vec::new(),
+        switching: Vec::new(),
     }
 }
 

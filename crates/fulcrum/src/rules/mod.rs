@@ -598,7 +598,58 @@ pub struct ProxyRules {
     pub monitor_fail: Vec<Cond>,
     /// `use_backend` rules: a fixed backend or a format naming one, with the condition.
     pub use_backends: Vec<(UseTarget, Option<Cond>)>,
+    /// The same rules grouped for evaluation: runs of rules that each test one ACL of the same
+    /// sample and match method are answered by one indexed lookup (see [`Segment`]).
+    pub switching: Vec<Segment>,
 }
+
+/// A stretch of `use_backend` rules, in order.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // built once at start-up, a handful per frontend
+pub enum Segment {
+    /// Rules evaluated one by one.
+    Linear(std::ops::Range<usize>),
+    /// Rules that each say `if <one ACL>` over the same sample and match method: their
+    /// patterns in one set, in rule order; the first matching pattern names the first
+    /// matching rule (HAProxy's order), found with one lookup instead of one per rule.
+    Indexed {
+        rules: std::ops::Range<usize>,
+        expr: Expr,
+        method: cfg::MatchMethod,
+        set: PatternSet,
+        /// `ends[i]`: one past the last pattern id of rule `rules.start + i`.
+        ends: Vec<usize>,
+    },
+}
+
+impl Segment {
+    /// The first rule of an indexed segment whose ACL matches, if any.
+    pub fn first_indexed(&self, ctx: &Ctx<'_>) -> Option<usize> {
+        let Segment::Indexed { rules, expr, method, set, ends } = self else { return None };
+        use cfg::MatchMethod as M;
+        let mut best: Option<usize> = None;
+        let mut note = |id: Option<usize>| {
+            if let Some(id) = id {
+                best = Some(best.map_or(id, |b| b.min(id)));
+            }
+        };
+        expr.any(ctx, &mut |v| {
+            match method {
+                M::Int => note(v.as_int().and_then(|i| set.first_match_int(i))),
+                M::Len => note(set.first_match_int(v.as_bytes().len() as i64)),
+                M::Ip => note(v.as_ip().and_then(|ip| set.first_match_ip(ip))),
+                _ => note(set.first_match_str(&v.as_bytes())),
+            }
+            false // every occurrence may name an earlier rule
+        });
+        let id = best?;
+        let i = ends.partition_point(|&end| end <= id);
+        Some(rules.start + i)
+    }
+}
+
+/// How many consecutive rules make indexing worth it.
+const INDEX_MIN_RULES: usize = 4;
 
 #[derive(Debug)]
 pub enum UseTarget {
@@ -609,6 +660,7 @@ pub enum UseTarget {
 /// Compiles a proxy's ACLs, conditions and rules. Files (`-f`, maps, reply files) are read
 /// here; errors name the config line.
 pub struct Compiler<'a> {
+    proxy: &'a cfg::Proxy,
     acls: Acls,
     by_name: HashMap<String, AclId>,
     maps: &'a mut HashMap<(std::path::PathBuf, u8), Arc<Map>>,
@@ -623,6 +675,7 @@ impl<'a> Compiler<'a> {
         maps: &'a mut HashMap<(std::path::PathBuf, u8), Arc<Map>>,
     ) -> Self {
         let mut c = Compiler {
+            proxy,
             acls: Acls::default(),
             by_name: HashMap::new(),
             maps,
@@ -653,21 +706,7 @@ impl<'a> Compiler<'a> {
 
     fn acl(&mut self, a: &cfg::Acl) -> Result<Acl, String> {
         let expr = self.expr(&a.expr)?;
-        use cfg::MatchMethod as M;
-        let method = match a.method {
-            M::Str => PMethod::Str,
-            M::Beg => PMethod::Beg,
-            M::End => PMethod::End,
-            M::Sub => PMethod::Sub,
-            M::Reg => PMethod::Reg,
-            M::Dom => PMethod::Dom,
-            M::Dir => PMethod::Dir,
-            M::Len => PMethod::Len,
-            M::Int => PMethod::Int,
-            M::Ip => PMethod::Ip,
-            M::Found => PMethod::Found,
-            M::Bool => PMethod::Bool,
-        };
+        let method = pattern_method(a.method);
         let mut b = PatternSet::builder(method, a.ignore_case);
         let words: Vec<&str> = a.patterns.iter().map(String::as_str).collect();
         b.add_words(&words).map_err(|e| e.to_string())?;
@@ -882,8 +921,133 @@ impl<'a> Compiler<'a> {
         out
     }
 
+    /// Groups `use_backend` rules into [`Segment`]s: consecutive rules whose condition is one
+    /// plain ACL (one line, no negation, `if`) over the same sample, match method and case
+    /// rule are indexed together.
+    pub fn switching(&mut self, rules: &[cfg::UseBackend]) -> Vec<Segment> {
+        let mut segments = Vec::new();
+        let mut i = 0;
+        while i < rules.len() {
+            let Some(first) = self.indexable(&rules[i]) else {
+                push_linear(&mut segments, i);
+                i += 1;
+                continue;
+            };
+            let mut j = i + 1;
+            while j < rules.len() && self.indexable(&rules[j]).is_some_and(|a| same_key(a, first)) {
+                j += 1;
+            }
+            if j - i < INDEX_MIN_RULES {
+                for k in i..j {
+                    push_linear(&mut segments, k);
+                }
+                i = j;
+                continue;
+            }
+            match self.index(&rules[i..j], first) {
+                Ok((set, ends)) => match self.expr(&first.expr) {
+                    Ok(expr) => segments.push(Segment::Indexed {
+                        rules: i..j,
+                        expr,
+                        method: first.method,
+                        set,
+                        ends,
+                    }),
+                    Err(_) => (i..j).for_each(|k| push_linear(&mut segments, k)),
+                },
+                // The rules' own compilation reports the error; evaluate them one by one.
+                Err(_) => (i..j).for_each(|k| push_linear(&mut segments, k)),
+            }
+            i = j;
+        }
+        segments
+    }
+
+    /// The single ACL a rule's condition tests, when the rule can join an index.
+    fn indexable<'c>(&self, u: &'c cfg::UseBackend) -> Option<&'c cfg::Acl>
+    where
+        'a: 'c,
+    {
+        let c = u.cond.as_ref()?;
+        if c.unless || c.terms.len() != 1 || c.terms[0].len() != 1 || c.terms[0][0].negate {
+            return None;
+        }
+        let acl: &cfg::Acl = match &c.terms[0][0].acl {
+            cfg::AclRef::Anonymous(a) => a,
+            cfg::AclRef::Named(n) => {
+                let mut lines = self.proxy.acls.iter().filter(|a| &a.name == n);
+                let one = lines.next()?;
+                if lines.next().is_some() {
+                    return None;
+                }
+                &one.acl
+            }
+        };
+        use cfg::MatchMethod as M;
+        match acl.method {
+            M::Found | M::Bool => None,
+            _ => Some(acl),
+        }
+    }
+
+    fn index(
+        &mut self,
+        rules: &[cfg::UseBackend],
+        first: &cfg::Acl,
+    ) -> Result<(PatternSet, Vec<usize>), String> {
+        let mut b = PatternSet::builder(pattern_method(first.method), first.ignore_case);
+        let mut ends = Vec::with_capacity(rules.len());
+        for u in rules {
+            let acl = self.indexable(u).ok_or("not indexable")?;
+            let words: Vec<&str> = acl.patterns.iter().map(String::as_str).collect();
+            b.add_words(&words).map_err(|e| e.to_string())?;
+            for f in &acl.files {
+                let text = std::fs::read_to_string(f).map_err(|e| e.to_string())?;
+                b.add_file(&text).map_err(|(_, e)| e.to_string())?;
+            }
+            ends.push(b.len());
+        }
+        Ok((b.build(), ends))
+    }
+
     pub fn tcp_rules(&mut self, rules: &[cfg::TcpRule]) -> Vec<(bool, Option<Cond>)> {
         rules.iter().map(|r| (r.accept, self.cond(&r.cond, &r.span))).collect()
+    }
+}
+
+fn push_linear(segments: &mut Vec<Segment>, rule: usize) {
+    if let Some(Segment::Linear(r)) = segments.last_mut() {
+        if r.end == rule {
+            r.end += 1;
+            return;
+        }
+    }
+    segments.push(Segment::Linear(rule..rule + 1));
+}
+
+/// Whether two ACLs test the same sample the same way (only their patterns differ).
+fn same_key(a: &cfg::Acl, b: &cfg::Acl) -> bool {
+    a.expr.fetch == b.expr.fetch
+        && a.expr.converters == b.expr.converters
+        && a.method == b.method
+        && a.ignore_case == b.ignore_case
+}
+
+fn pattern_method(m: cfg::MatchMethod) -> PMethod {
+    use cfg::MatchMethod as M;
+    match m {
+        M::Str => PMethod::Str,
+        M::Beg => PMethod::Beg,
+        M::End => PMethod::End,
+        M::Sub => PMethod::Sub,
+        M::Reg => PMethod::Reg,
+        M::Dom => PMethod::Dom,
+        M::Dir => PMethod::Dir,
+        M::Len => PMethod::Len,
+        M::Int => PMethod::Int,
+        M::Ip => PMethod::Ip,
+        M::Found => PMethod::Found,
+        M::Bool => PMethod::Bool,
     }
 }
 
@@ -897,5 +1061,52 @@ fn map_method(kind: cfg::MapMatch) -> PMethod {
         cfg::MapMatch::Reg => PMethod::Reg,
         cfg::MapMatch::Ip => PMethod::Ip,
         cfg::MapMatch::Int => PMethod::Int,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frontend_rules(text: &str) -> Vec<Segment> {
+        let src = fulcrum_config::Source { name: "t.cfg".into(), text: text.into() };
+        let loaded = fulcrum_config::load(&[src], &|_| None).expect("config loads");
+        let plan = crate::plan::build(&loaded.config).expect("plan builds");
+        let fe = plan.frontends.into_iter().next().expect("a frontend");
+        let fe = Arc::try_unwrap(fe).expect("sole owner");
+        fe.rules.switching
+    }
+
+    fn kinds(segments: &[Segment]) -> Vec<String> {
+        segments
+            .iter()
+            .map(|s| match s {
+                Segment::Linear(r) => format!("linear {}..{}", r.start, r.end),
+                Segment::Indexed { rules, .. } => format!("indexed {}..{}", rules.start, rules.end),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn runs_of_one_acl_rules_on_the_same_sample_are_indexed_and_others_stay_linear() {
+        let mut cfg = String::from(
+            "defaults\n mode http\n timeout client 1s\n timeout server 1s\n timeout connect 1s\n\
+             frontend fe\n bind 127.0.0.1:1\n",
+        );
+        for i in 0..5 {
+            cfg.push_str(&format!(" use_backend b if {{ path_beg /p{i} }}\n"));
+        }
+        cfg.push_str(" use_backend b if { hdr(x) a } { path /x }\n");
+        for i in 0..3 {
+            cfg.push_str(&format!(" use_backend b if {{ path_beg /q{i} }}\n"));
+        }
+        for i in 0..4 {
+            cfg.push_str(&format!(" acl h{i} hdr(host) -i h{i}\n use_backend b if h{i}\n"));
+        }
+        cfg.push_str(" use_backend b if !{ path /n }\nbackend b\n server s 127.0.0.1:2\n");
+        assert_eq!(
+            kinds(&frontend_rules(&cfg)),
+            ["indexed 0..5", "linear 5..9", "indexed 9..13", "linear 13..14"]
+        );
     }
 }

@@ -22,3 +22,4 @@ mod keepalive;
 mod malformed;
 mod px;
 mod rules;
+mod switching;
