@@ -330,16 +330,22 @@ pub fn run<'r>(
             Action::SetVar { scope, name, expr } => {
                 let v = expr.eval(&base.ctx(head, req, vars)).map(Value::into_owned);
                 if let Some(v) = v {
-                    vars.set(*scope, name, v);
+                    set_var(base, vars, *scope, name, v);
                 }
             }
-            Action::UnsetVar { scope, name } => vars.unset(*scope, name),
+            Action::UnsetVar { scope, name } => {
+                if *scope == cfg::VarScope::Proc {
+                    base.proc_vars.unset(name);
+                } else {
+                    vars.unset(*scope, name);
+                }
+            }
             Action::StrictMode(on) => vars.strict_off = !on,
             Action::SetVarFmt { scope, name, fmt } => {
                 scratch.clear();
                 fmt.render(&base.ctx(head, req, vars), scratch);
                 let v = Value::Str(std::borrow::Cow::Owned(scratch.clone()));
-                vars.set(*scope, name, v);
+                set_var(base, vars, *scope, name, v);
             }
             Action::Tarpit { status } => return Verdict::Tarpit(*status),
             Action::Drop => return Verdict::Drop,
@@ -517,6 +523,15 @@ fn edit(
         _ => {}
     }
     Ok(())
+}
+
+/// `proc.` variables are shared by the process; the other scopes live with the session.
+fn set_var(base: &Base<'_>, vars: &mut Vars, scope: cfg::VarScope, name: &str, v: Value<'static>) {
+    if scope == cfg::VarScope::Proc {
+        base.proc_vars.set(name, v);
+    } else {
+        vars.set(scope, name, v);
+    }
 }
 
 /// The size of the head as it would be written.

@@ -103,9 +103,23 @@ impl Vars {
     }
 }
 
-/// Process-wide (`proc.`) variables.
+/// Process-wide (`proc.`) variables: read-mostly, behind a lock taken only by rules that use
+/// them.
 #[derive(Default, Debug)]
 pub struct ProcVars(std::sync::RwLock<HashMap<String, Value<'static>>>);
+
+impl ProcVars {
+    pub fn set(&self, name: &str, v: Value<'static>) {
+        if let Ok(mut m) = self.0.write() {
+            m.insert(name.to_string(), v);
+        }
+    }
+    pub fn unset(&self, name: &str) {
+        if let Ok(mut m) = self.0.write() {
+            m.remove(name);
+        }
+    }
+}
 
 /// What fetches can see of a transaction.
 pub struct Ctx<'a> {

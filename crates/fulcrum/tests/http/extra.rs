@@ -498,3 +498,27 @@ fn errorloc303_answers_303_with_the_location() {
         r.summary(&["location", "content-length", "cache-control", "connection"])
     });
 }
+
+#[test]
+fn sess_variables_live_across_a_connections_requests_and_proc_ones_across_connections() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(
+            &srv,
+            " http-request set-var(sess.first) path if !{ var(sess.first) -m found }\n\
+             http-request set-var(proc.last) path if { path_beg /set }\n\
+             http-response set-header X-First %[var(sess.first)]\n\
+             http-response set-header X-Proc %[var(proc.last)]\n",
+        ));
+        let mut cl = px.client();
+        let a = cl.request(b"GET /set/one HTTP/1.1\r\nHost: t\r\n\r\n");
+        let b = cl.request(b"GET /two HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(
+            (a.header("x-first"), b.header("x-first")),
+            (Some("/set/one"), Some("/set/one"))
+        );
+        // Another connection: its own session variables, the process ones shared.
+        let c = px.get("/three");
+        assert_eq!((c.header("x-first"), c.header("x-proc")), (Some("/three"), Some("/set/one")));
+    });
+}
