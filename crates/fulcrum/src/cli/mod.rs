@@ -265,7 +265,10 @@ fn start(args: &Args, config: &cfg::Config) -> i32 {
     let cpus = (1..=nbthread as u32)
         .map(|t| cfg::cpus_for_thread(&plan.global.cpu_map, t, nbthread as u32))
         .collect();
-    let shared = Arc::new(Shared { global_limit: Limit::new(maxconn), debug: args.debug });
+    // Like HAProxy's `tune.pool-high-fd-ratio` (25 % of about 2 x maxconn descriptors).
+    let idle_cap = (maxconn as usize / 2 / nbthread).max(1);
+    let shared =
+        Arc::new(Shared { global_limit: Limit::new(maxconn), debug: args.debug, idle_cap });
     runtime::run(per_worker, cpus, shared)
 }
 

@@ -45,9 +45,24 @@ impl Idle {
     }
 }
 
-#[derive(Default)]
 struct Pool {
     by_server: HashMap<PoolKey, Vec<Idle>>,
+    /// Idle connections held by this worker, all servers together.
+    total: usize,
+    /// Most idle connections this worker keeps (HAProxy bounds idle connections by a share of
+    /// the process's file descriptors, `tune.pool-high-fd-ratio`, 25 %).
+    cap: usize,
+}
+
+impl Default for Pool {
+    fn default() -> Self {
+        Pool { by_server: HashMap::new(), total: 0, cap: usize::MAX }
+    }
+}
+
+/// Sets how many idle connections this worker may keep.
+pub fn set_cap(cap: usize) {
+    POOL.with(|p| p.borrow_mut().cap = cap.max(1));
 }
 
 thread_local! {
@@ -61,7 +76,8 @@ thread_local! {
 pub fn take(be: &Arc<Backend>, idx: usize, min_requests: u32, check: bool) -> Option<Idle> {
     POOL.with(|p| {
         let mut p = p.borrow_mut();
-        let list = p.by_server.get_mut(&key(be, idx))?;
+        let Pool { by_server, total, .. } = &mut *p;
+        let list = by_server.get_mut(&key(be, idx))?;
         let mut i = list.len();
         while i > 0 {
             i -= 1;
@@ -70,6 +86,7 @@ pub fn take(be: &Arc<Backend>, idx: usize, min_requests: u32, check: bool) -> Op
             }
             let idle = list.swap_remove(i);
             idle.server().idle_conns.fetch_sub(1, Ordering::Relaxed);
+            *total -= 1;
             if !check || super::io::idle_is_clean(&idle.stream) {
                 return Some(idle);
             }
@@ -87,9 +104,16 @@ pub fn put(be: &Arc<Backend>, idx: usize, stream: Stream, requests: u32) {
     if max >= 0 && server.idle_conns.load(Ordering::Relaxed) >= max as u32 {
         return;
     }
-    server.idle_conns.fetch_add(1, Ordering::Relaxed);
-    let idle = Idle { stream, requests, since: Instant::now(), backend: Arc::clone(be), idx };
-    POOL.with(|p| p.borrow_mut().by_server.entry(key(be, idx)).or_default().push(idle));
+    POOL.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.total >= p.cap {
+            return; // closed: this worker holds enough idle connections
+        }
+        p.total += 1;
+        server.idle_conns.fetch_add(1, Ordering::Relaxed);
+        let idle = Idle { stream, requests, since: Instant::now(), backend: Arc::clone(be), idx };
+        p.by_server.entry(key(be, idx)).or_default().push(idle);
+    });
 }
 
 /// Closes this worker's connections idle for longer than `delay` and the ones their server
@@ -99,7 +123,8 @@ pub fn purge(delay: Duration) -> usize {
     POOL.with(|p| {
         let mut p = p.borrow_mut();
         let mut closed = 0;
-        for list in p.by_server.values_mut() {
+        let Pool { by_server, total, .. } = &mut *p;
+        for list in by_server.values_mut() {
             list.retain(|c| {
                 let keep =
                     now.duration_since(c.since) < delay && super::io::idle_is_clean(&c.stream);
@@ -110,6 +135,7 @@ pub fn purge(delay: Duration) -> usize {
                 keep
             });
         }
+        *total -= closed;
         closed
     })
 }
@@ -117,7 +143,9 @@ pub fn purge(delay: Duration) -> usize {
 /// Closes every idle connection of this worker (soft stop).
 pub fn clear() {
     POOL.with(|p| {
-        for (_, list) in p.borrow_mut().by_server.drain() {
+        let mut p = p.borrow_mut();
+        p.total = 0;
+        for (_, list) in p.by_server.drain() {
             for c in list {
                 c.server().idle_conns.fetch_sub(1, Ordering::Relaxed);
             }

@@ -76,6 +76,8 @@ pub struct Shared {
     pub global_limit: Limit,
     /// `-d`: one line per session on stderr.
     pub debug: bool,
+    /// Idle server connections each worker may keep.
+    pub idle_cap: usize,
 }
 
 /// Starts the workers and blocks until the process should exit; returns the exit status.
@@ -175,6 +177,7 @@ fn worker(
             let task = accept::accept_loop(ws, Arc::clone(&shared), std::rc::Rc::clone(&live));
             loops.push(tokio::task::spawn_local(task));
         }
+        crate::http::pool::set_cap(shared.idle_cap);
         let purge = tokio::task::spawn_local(async {
             // HAProxy's default `pool-purge-delay`.
             let delay = std::time::Duration::from_secs(5);

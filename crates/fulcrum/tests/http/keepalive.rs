@@ -369,3 +369,29 @@ fn retry_on_empty_response_retries_on_a_new_connection() {
         assert_eq!(srv.counts().conns, 2);
     });
 }
+
+#[test]
+fn idle_server_connections_are_capped_by_a_share_of_maxconn() {
+    // Each client's first request gets a new server connection (`http-reuse safe`), which then
+    // idles in the pool. Fulcrum keeps at most maxconn / 2 / nbthread of them (HAProxy bounds
+    // them by `tune.pool-high-fd-ratio`, a share of its descriptors); the rest are closed.
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&format!(
+            "global\n maxconn 8\n nbthread 1\n{DEFAULTS}listen px\n bind {{fe0}}\n server s1 {}\n",
+            srv.addr()
+        ));
+        for _ in 0..8 {
+            let r = px.send(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+            assert_eq!(r.status, 200);
+        }
+        assert_eq!(srv.counts().conns, 8, "a new server connection per first request");
+        if !t.is_haproxy() {
+            assert!(
+                eventually(Duration::from_secs(2), || srv.counts().open() <= 4),
+                "{:?}",
+                srv.counts()
+            );
+        }
+    });
+}
