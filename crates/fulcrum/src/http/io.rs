@@ -63,13 +63,24 @@ impl RecvBuf {
     /// back: an idle keep-alive connection holds no buffer.
     /// Readiness is checked first (no syscall while the socket is known drained), then `recv`.
     pub async fn fill(&mut self, s: &Stream) -> io::Result<usize> {
+        self.fill_with(s, true).await
+    }
+
+    /// Like `fill`, for streaming a body: a short read does not clear the readiness (more data
+    /// usually arrived while the previous chunk was written; trying `recv` first saves an
+    /// event-loop round trip per chunk).
+    pub async fn fill_streaming(&mut self, s: &Stream) -> io::Result<usize> {
+        self.fill_with(s, false).await
+    }
+
+    async fn fill_with(&mut self, s: &Stream, clear_on_short: bool) -> io::Result<usize> {
         poll_fn(|cx| loop {
             match s.poll_read_ready(cx) {
                 Poll::Ready(Ok(())) => {}
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Pending => return Poll::Pending,
             }
-            match self.try_fill(s) {
+            match self.try_fill_with(s, clear_on_short) {
                 Ok(Some(n)) => return Poll::Ready(Ok(n)),
                 Err(e) => return Poll::Ready(Err(e)),
                 Ok(None) => {}
@@ -81,6 +92,10 @@ impl RecvBuf {
     /// Reads once without waiting: `Ok(None)` when the socket has nothing now, `Ok(Some(0))`
     /// at end of stream.
     pub fn try_fill(&mut self, s: &Stream) -> io::Result<Option<usize>> {
+        self.try_fill_with(s, true)
+    }
+
+    fn try_fill_with(&mut self, s: &Stream, clear_on_short: bool) -> io::Result<Option<usize>> {
         let buf = self.buf.get_or_insert_with(Buf::take);
         if self.end == buf.len() {
             if self.start == 0 {
@@ -95,7 +110,7 @@ impl RecvBuf {
         let r = match r {
             Ok(n) => {
                 self.end += n;
-                if n > 0 && n < space {
+                if clear_on_short && n > 0 && n < space {
                     // A short read drained the socket: wait for the next event before reading.
                     s.clear_read_ready();
                 }

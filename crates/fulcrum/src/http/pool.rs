@@ -116,8 +116,7 @@ pub fn put(be: &Arc<Backend>, idx: usize, stream: Stream, requests: u32) {
     });
 }
 
-/// Closes this worker's connections idle for longer than `delay` and the ones their server
-/// closed meanwhile. Returns how many were closed.
+/// Closes this worker's connections idle for longer than `delay`. Returns how many were closed.
 pub fn purge(delay: Duration) -> usize {
     let now = Instant::now();
     POOL.with(|p| {
@@ -125,9 +124,11 @@ pub fn purge(delay: Duration) -> usize {
         let mut closed = 0;
         let Pool { by_server, total, .. } = &mut *p;
         for list in by_server.values_mut() {
+            // By age only: probing every idle connection each period would cost one syscall
+            // per connection per second. A connection the server closed is noticed when taken
+            // (or its request is retried) and goes with its age.
             list.retain(|c| {
-                let keep =
-                    now.duration_since(c.since) < delay && super::io::idle_is_clean(&c.stream);
+                let keep = now.duration_since(c.since) < delay;
                 if !keep {
                     c.server().idle_conns.fetch_sub(1, Ordering::Relaxed);
                     closed += 1;

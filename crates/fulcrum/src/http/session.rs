@@ -167,7 +167,9 @@ pub async fn serve(fe: &Frontend, http: &HttpProxy, conn: Accepted, shared: &Sha
             s.log.request_line.extend_from_slice(r.version().as_bytes());
             s.log.tr = Some(waited.elapsed());
         }
-        let next = s.transaction().await;
+        // Boxed: the transaction's state (the largest part of the session future) lives only
+        // while a request is under way, so an idle keep-alive connection holds little memory.
+        let next = Box::pin(s.transaction()).await;
         if let Some(waited) = waited {
             s.print_log(waited);
         }
@@ -1530,10 +1532,10 @@ async fn pump(
             }
         }
         let r = match watch.as_mut() {
-            None => timed(read_timeout, fbuf.fill(from)).await,
+            None => timed(read_timeout, fbuf.fill_streaming(from)).await,
             Some((other, obuf)) => {
                 let (mut watched, mut gone) = (false, false);
-                let fill = fbuf.fill(from);
+                let fill = fbuf.fill_streaming(from);
                 tokio::pin!(fill);
                 let r = timed(
                     read_timeout,

@@ -131,11 +131,15 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
         live.inc();
         let live = Rc::clone(&live);
         let conn = Accepted { client, peer, dst_port: ws.dst_port };
-        tokio::task::spawn_local(async move {
+        let task = async move {
             session(&slots.frontend, conn, &slots.shared).await;
             drop(slots);
             live.dec();
-        });
+        };
+        if std::env::var_os("FULCRUM_DEBUG_SIZES").is_some() {
+            eprintln!("session future: {} bytes", std::mem::size_of_val(&task));
+        }
+        tokio::task::spawn_local(task);
     }
 }
 
