@@ -798,8 +798,8 @@ def contenders_of(scen):
 
 
 def load_table(scen, bytes_too=False):
-    h = "| point | contender | req/s | " + ("Gbit/s | CPU µs/MB | " if bytes_too else "") + \
-        "CPU µs/req | proxy CPU % | server conns / 1k req | p50 ms | p99 ms | p99.9 ms | p99.99 ms | peak RSS MB | errors |"
+    h = "| point | contender | req/s | " + ("Gbit/s | CPU µs/MB | load side µs/MB | " if bytes_too else "") + \
+        "CPU µs/req | proxy CPU % | other load % | server conns / 1k req | p50 ms | p99 ms | p99.9 ms | p99.99 ms | peak RSS MB | errors |"
     out = [h, "|" + "---|" * (h.count("|") - 1)]
     for pt in points_of(scen):
         for c in contenders_of(scen):
@@ -814,8 +814,11 @@ def load_table(scen, bytes_too=False):
                 e += " (" + "; ".join(sorted(notes)) + ")"
             line = f"| {pt} | {c} | {cell(rs, 'rps', 0)} | "
             if bytes_too:
-                line += f"{cell(rs, 'gbps')} | {cell(rs, 'cpu_us_per_mb', 0)} | "
+                side = statistics.median([(r["client_cpu_s"] + r["backend_cpu_s"]) * 1e6 / (r["bytes"] / 1e6)
+                                          for r in rs if r.get("bytes")])
+                line += f"{cell(rs, 'gbps')} | {cell(rs, 'cpu_us_per_mb', 0)} | {side:.0f} | "
             line += (f"{cell(rs, 'cpu_us_per_req')} | {fmt(med(rs, 'proxy_util_pct'), 0)} | "
+                     f"{fmt(med(rs, 'other_load_pct'), 0)} | "
                      f"{fmt(med(rs, 'server_conns_per_kreq'), 1)} | "
                      f"{fmt_ms(med(rs, 'p50_us'))} | {fmt_ms(med(rs, 'p99_us'))} | {fmt_ms(med(rs, 'p999_us'))} | "
                      f"{fmt_ms(med(rs, 'p9999_us'))} | {fmt(hwm / 1024 if hwm else None, 1)} | {e} |")
@@ -1017,13 +1020,21 @@ def write_report(env, t_start):
     other = [r["other_load_pct"] for r in ROWS if r.get("other_load_pct") is not None]
     if other:
         q = statistics.median(other)
-        L.append(f"Other load on the machine during the measured runs (CPU not used by the proxy, wrk or the backend): "
-                 f"median {q:.0f}%, max {max(other):.0f}% of {NCPU} CPUs → "
-                 f"{'**quiet**' if q < 5 and max(other) < 15 else '**noisy**: trust CPU µs/req (the proxy’s own time) more than req/s and latency'}.")
+        busy_runs = sum(1 for o in other if o >= 15)
+        if q < 5 and busy_runs == 0:
+            word = "**quiet**"
+        elif q < 5 and busy_runs <= len(other) // 10:
+            word = (f"**mostly quiet**: {busy_runs} of {len(other)} runs had 15% or more (column 'other load %'); "
+                    "CPU µs/req (the proxy's own time) is the figure that survives it")
+        else:
+            word = "**noisy**: trust CPU µs/req (the proxy's own time) more than req/s and latency"
+        L.append(f"Other load on the machine during the measured runs (CPU not used by the proxy, wrk or the backends): "
+                 f"median {q:.0f}%, max {max(other):.0f}% of {NCPU} CPUs → {word}.")
         L.append("")
     L += ["\"Not proxy-bound\" after a verdict: neither proxy used 85% of its CPU, so req/s or Gbit/s was set by "
           "the load generator and backend on the other CPU (or by other load), not by the proxy; the CPU per "
-          "request or per byte is then the figure that compares the proxies.", ""]
+          "request or per byte is then the figure that compares the proxies. \"Load side µs/MB\" is the CPU "
+          "that wrk and the backend spent per MB: what the proxy's way of reading and writing costs its peers.", ""]
     L += ["Figures: median over rounds, (min–max) spread. CPU µs/req = the proxy's utime+stime over requests served "
           "(all its processes). F = Fulcrum, H = HAProxy, N = nginx. ⚠ marks runs with socket errors or responses "
           "with status > 399 (the figure is suspect).", ""]
@@ -1040,6 +1051,10 @@ def write_report(env, t_start):
         if not points_of(s):
             continue
         L += [f"## {titles[s]}", ""]
+        so = [r["other_load_pct"] for r in ROWS if r["scenario"] == s and r.get("other_load_pct") is not None]
+        if so:
+            L += [f"Other load during this scenario: median {statistics.median(so):.0f}%, max {max(so):.0f}% "
+                  f"({'quiet' if max(so) < 15 else 'noisy'}).", ""]
         if s in "abcd":
             L += load_table(s, bytes_too=s in "cd")
             t, sm = report_ratio_table(s)
@@ -1088,7 +1103,7 @@ def environment():
             sh("wrk -v | head -1").split(" [")[0],
             "h2load " + sh("h2load --version | head -1").split()[-1],
         ]),
-        "fulcrum_commit": sh(f"git -C {ROOT} describe --always --dirty"),
+        "fulcrum_commit": A.label or sh(f"git -C {ROOT} describe --always --dirty"),
         "load_start": sh("cut -d' ' -f1-3 /proc/loadavg"),
     }
 
@@ -1118,6 +1133,7 @@ def main():
     ap.add_argument("--port-base", type=int, default=int(os.environ.get("BENCH_PORT_BASE", 24100)))
     ap.add_argument("--proxy-cpus", default="0")
     ap.add_argument("--load-cpus", default="1")
+    ap.add_argument("--label", default=None, help="how the report names the Fulcrum build")
     ap.add_argument("--report", metavar="DIR", help="only rewrite DIR/results.md and plots from DIR/raw.csv")
     A = ap.parse_args()
     A.rounds = A.rounds or (1 if A.quick else 3)
