@@ -19,7 +19,7 @@ pub mod pool;
 pub mod reply;
 mod session;
 
-pub use session::serve;
+pub use session::{serve, Start};
 
 use std::net::IpAddr;
 use std::time::Duration;

@@ -52,11 +52,48 @@ struct Pool {
     /// Most idle connections this worker keeps (HAProxy bounds idle connections by a share of
     /// the process's file descriptors, `tune.pool-high-fd-ratio`, 25 %).
     cap: usize,
+    /// Server connections carrying a request now, and the most at once since the last purge.
+    in_use: usize,
+    peak: usize,
 }
 
 impl Default for Pool {
     fn default() -> Self {
-        Pool { by_server: HashMap::new(), total: 0, cap: usize::MAX }
+        Pool { by_server: HashMap::new(), total: 0, cap: usize::MAX, in_use: 0, peak: 0 }
+    }
+}
+
+/// Marks a server connection of this worker as carrying a request while it lives; the pool
+/// keeps about as many idle connections as were in use at once lately.
+pub struct InUse(());
+
+impl InUse {
+    pub fn new() -> Self {
+        POOL.with(|p| {
+            let mut p = p.borrow_mut();
+            p.in_use += 1;
+            p.peak = p.peak.max(p.in_use);
+        });
+        InUse(())
+    }
+}
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        let _ = POOL.try_with(|p| p.borrow_mut().in_use -= 1);
+    }
+}
+
+/// Closes an idle connection with a reset instead of a FIN: nothing is in flight, and the
+/// proxy's side then keeps no TIME_WAIT entry (a busy proxy closing thousands of idle server
+/// connections a second would otherwise run out of local ports; HAProxy's `nolinger`).
+pub fn discard(stream: Stream) {
+    abort(&stream);
+}
+
+fn abort(stream: &Stream) {
+    if let Stream::Tcp(_) = stream {
+        let _ = socket2::SockRef::from(stream).set_linger(Some(Duration::ZERO));
     }
 }
 
@@ -102,12 +139,12 @@ pub fn put(be: &Arc<Backend>, idx: usize, stream: Stream, requests: u32) {
     let server = &be.servers[idx];
     let max = server.pool_max_conn;
     if max >= 0 && server.idle_conns.load(Ordering::Relaxed) >= max as u32 {
-        return;
+        return discard(stream);
     }
     POOL.with(|p| {
         let mut p = p.borrow_mut();
         if p.total >= p.cap {
-            return; // closed: this worker holds enough idle connections
+            return discard(stream); // this worker holds enough idle connections
         }
         p.total += 1;
         server.idle_conns.fetch_add(1, Ordering::Relaxed);
@@ -116,20 +153,24 @@ pub fn put(be: &Arc<Backend>, idx: usize, stream: Stream, requests: u32) {
     });
 }
 
-/// Closes this worker's connections idle for longer than `delay`. Returns how many were closed.
+/// Closes this worker's connections idle for longer than `delay`, then half of the idle ones
+/// beyond the most that were in use at once since the last purge (oldest first), as HAProxy
+/// trims its idle connections toward recent use. Returns how many were closed.
 pub fn purge(delay: Duration) -> usize {
     let now = Instant::now();
     POOL.with(|p| {
         let mut p = p.borrow_mut();
         let mut closed = 0;
+        let peak = p.peak;
         let Pool { by_server, total, .. } = &mut *p;
+        // By age only: probing every idle connection each period would cost one syscall per
+        // connection per second. A connection the server closed is noticed when taken (or its
+        // request is retried) and goes with its age.
         for list in by_server.values_mut() {
-            // By age only: probing every idle connection each period would cost one syscall
-            // per connection per second. A connection the server closed is noticed when taken
-            // (or its request is retried) and goes with its age.
             list.retain(|c| {
                 let keep = now.duration_since(c.since) < delay;
                 if !keep {
+                    abort(&c.stream);
                     c.server().idle_conns.fetch_sub(1, Ordering::Relaxed);
                     closed += 1;
                 }
@@ -137,6 +178,20 @@ pub fn purge(delay: Duration) -> usize {
             });
         }
         *total -= closed;
+        let mut excess = total.saturating_sub(peak).div_ceil(2);
+        while excess > 0 {
+            // The oldest idle connection of any server (each list is oldest-first).
+            let oldest =
+                by_server.values_mut().filter(|l| !l.is_empty()).min_by_key(|l| l[0].since);
+            let Some(list) = oldest else { break };
+            let c = list.remove(0);
+            abort(&c.stream);
+            c.server().idle_conns.fetch_sub(1, Ordering::Relaxed);
+            *total -= 1;
+            closed += 1;
+            excess -= 1;
+        }
+        p.peak = p.in_use;
         closed
     })
 }

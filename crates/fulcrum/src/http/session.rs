@@ -33,6 +33,8 @@ struct ServerConn {
     requests: u32,
     /// Bytes received from the server not forwarded yet.
     buf: RecvBuf,
+    /// Counted as in use while it carries a request (the idle pool sizes itself on it).
+    _in_use: pool::InUse,
 }
 
 /// Whether the client connection stays open after a transaction.
@@ -81,6 +83,8 @@ struct Session<'a> {
     key: Vec<u8>,
     /// What the current transaction's log line says (kept only under `-d`).
     log: TxnLog,
+    /// The per-request memory is with the worker's spares (idle between requests).
+    parked: bool,
 }
 
 /// The facts of one transaction's `httplog` line.
@@ -99,6 +103,20 @@ struct TxnLog {
     state: &'static str,
 }
 
+/// Per-request memory of a session parked while it idles (see `Session::park`).
+struct Spare {
+    req: Head,
+    resp: Head,
+    out: Vec<u8>,
+}
+
+thread_local! {
+    static SPARES: std::cell::RefCell<Vec<Spare>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Spares kept per worker; beyond this, a parked session's memory is freed.
+const SPARES_MAX: usize = 128;
+
 /// What a hash-based balance uses for one request.
 enum KeyKind {
     None,
@@ -115,29 +133,91 @@ enum Built {
     Drop,
 }
 
-/// Serves one client connection in `mode http` until it closes.
-pub async fn serve(fe: &Frontend, http: &HttpProxy, conn: Accepted, shared: &Shared) {
+/// How long a keep-alive connection waits for its next request inside its full session before
+/// the session is dissolved into a small [`Resting`] state (an idle connection then costs a few
+/// hundred bytes instead of a whole session).
+const REST_AFTER: Duration = Duration::from_millis(200);
+
+/// Where a session starts: a new connection, or one coming back from rest.
+pub enum Start {
+    New(Accepted),
+    Resume(Box<Resting>),
+}
+
+/// What a keep-alive connection keeps while it rests between requests.
+pub struct Resting {
+    client: Stream,
+    peer: Option<SocketAddr>,
+    dst_port: u16,
+    local: Option<SocketAddr>,
+    requests: u32,
+    /// `sess.` variables.
+    vars: Vars,
+    own: Option<ServerConn>,
+    /// When `timeout http-keep-alive` ends the rest.
+    deadline: Option<Instant>,
+}
+
+impl Resting {
+    /// Waits until the client sends its next request (`Some`: resume the session), or closes,
+    /// or the keep-alive timeout or a soft stop ends the rest (`None`: the connection closes).
+    pub async fn wait(self: Box<Self>) -> Option<Box<Self>> {
+        let readable = poll_fn(|cx| self.client.poll_read_ready(cx));
+        let ready = async {
+            match self.deadline {
+                Some(d) => timeout_at(d, readable).await.is_ok(),
+                None => {
+                    let _ = readable.await;
+                    true
+                }
+            }
+        };
+        let go = tokio::select! {
+            r = ready => r,
+            _ = crate::runtime::stopped() => false,
+        };
+        go.then_some(self)
+    }
+}
+
+/// Serves one client connection in `mode http` until it closes (`None`), or until it has idled
+/// long enough between requests to rest (`Some`; the caller waits with [`Resting::wait`] and
+/// calls `serve` again).
+pub async fn serve(
+    fe: &Frontend,
+    http: &HttpProxy,
+    start: Start,
+    shared: &Shared,
+) -> Option<Box<Resting>> {
+    let (client, peer, dst_port, local, requests, vars, own) = match start {
+        Start::New(conn) => (conn.client, conn.peer, conn.dst_port, None, 0, Vars::default(), None),
+        Start::Resume(r) => {
+            let r = *r;
+            (r.client, r.peer, r.dst_port, r.local, r.requests, r.vars, r.own)
+        }
+    };
     let mut s = Session {
         fe,
         http,
         shared,
-        client: conn.client,
-        peer: conn.peer,
-        dst_port: conn.dst_port,
+        client,
+        peer,
+        dst_port,
         cbuf: RecvBuf::default(),
         req: Head::new(),
         resp: Head::new(),
         out: Vec::new(),
         scanner: ChunkedScanner::new(),
-        own: None,
-        requests: 0,
-        local: None,
-        vars: Vars::default(),
+        own,
+        requests,
+        local,
+        vars,
         scratch: Vec::new(),
         key: Vec::new(),
         log: TxnLog::default(),
+        parked: true,
     };
-    if fe.needs_dst {
+    if fe.needs_dst && s.local.is_none() {
         s.local = socket2::SockRef::from(&s.client).local_addr().ok().and_then(|a| a.as_socket());
     }
 
@@ -145,8 +225,22 @@ pub async fn serve(fe: &Frontend, http: &HttpProxy, conn: Accepted, shared: &Sha
         // Clock reads only when a log line will use them.
         let waited = shared.debug.then(Instant::now);
         match s.read_request().await {
-            Ok(true) => {}
-            Ok(false) => break,
+            Ok(Read::Request) => {}
+            Ok(Read::Rest(deadline)) => {
+                s.cbuf.clear();
+                s.park();
+                return Some(Box::new(Resting {
+                    client: s.client,
+                    peer: s.peer,
+                    dst_port: s.dst_port,
+                    local: s.local,
+                    requests: s.requests,
+                    vars: s.vars,
+                    own: s.own,
+                    deadline,
+                }));
+            }
+            Ok(Read::Closed) => break,
             Err(status) => {
                 s.answer_raw(status).await;
                 if let Some(waited) = waited {
@@ -177,17 +271,32 @@ pub async fn serve(fe: &Frontend, http: &HttpProxy, conn: Accepted, shared: &Sha
         if next == Next::Close || crate::runtime::stopping() {
             break;
         }
+        s.park();
     }
+    // Its heads stay warm for another session of this worker.
+    s.cbuf.clear();
+    s.park();
     if let Some(sc) = s.own.take() {
         s.release_server_conn(sc);
     }
+    None
+}
+
+/// What waiting for a request gave.
+enum Read {
+    /// A request head is in `Session::req`.
+    Request,
+    /// Nothing more: the client closed, or stayed idle past the keep-alive timeout.
+    Closed,
+    /// Idle for a while with time left: rest, the keep-alive timeout ending at the deadline.
+    Rest(Option<Instant>),
 }
 
 impl Session<'_> {
     /// Reads until a complete request head is parsed into `self.req`. `Ok(false)`: the client
     /// closed or stayed idle past the keep-alive timeout (nothing to answer). `Err(status)`: a
     /// bad or late request, to be answered with `status`.
-    async fn read_request(&mut self) -> Result<bool, u16> {
+    async fn read_request(&mut self) -> Result<Read, u16> {
         let t = self.http.timeouts;
         let first = self.requests == 0;
         let request_timeout = t.request.or(self.fe.timeouts.client);
@@ -200,10 +309,11 @@ impl Session<'_> {
         }
         loop {
             if !self.cbuf.is_empty() {
+                self.unpark();
                 match self.req.parse_request(self.cbuf.data(), &self.http.limits) {
                     Ok(Some(n)) => {
                         self.cbuf.consume(n);
-                        return Ok(true);
+                        return Ok(Read::Request);
                     }
                     Ok(None) if self.cbuf.is_full() => return Err(400),
                     Ok(None) => {}
@@ -223,20 +333,33 @@ impl Session<'_> {
                     _ = crate::runtime::stopped() => Ok(0),
                 }
             };
-            let n = match deadline {
+            // Between requests, the full session waits only a little; then it rests.
+            let rest_at = (!started && !first).then(|| Instant::now() + REST_AFTER);
+            let wait_until = match (deadline, rest_at) {
+                (Some(d), Some(r)) => Some(d.min(r)),
+                (d, r) => d.or(r),
+            };
+            let n = match wait_until {
                 Some(d) => match timeout_at(d, read).await {
                     Ok(r) => r,
+                    Err(_) if rest_at.is_some_and(|r| deadline.is_none_or(|d| r < d)) => {
+                        return Ok(Read::Rest(deadline));
+                    }
                     Err(_) => {
                         // Nothing of a later request (or a probe, with `http-ignore-probes`):
                         // close quietly. Otherwise HAProxy's 408.
                         let probe = first && !started && self.http.ignore_probes;
-                        return if (started || first) && !probe { Err(408) } else { Ok(false) };
+                        return if (started || first) && !probe {
+                            Err(408)
+                        } else {
+                            Ok(Read::Closed)
+                        };
                     }
                 },
                 None => read.await,
             };
             match n {
-                Ok(0) | Err(_) => return Ok(false),
+                Ok(0) | Err(_) => return Ok(Read::Closed),
                 Ok(_) => {}
             }
             if !started {
@@ -519,6 +642,39 @@ impl Session<'_> {
             Next::KeepAlive
         } else {
             Next::Close
+        }
+    }
+
+    /// Going idle between requests: the heads and the output buffer (warm, with their capacity)
+    /// go to the worker's spares, so an idle connection keeps no per-request memory.
+    fn park(&mut self) {
+        if self.parked || !self.cbuf.is_empty() {
+            return;
+        }
+        let spare = Spare {
+            req: std::mem::take(&mut self.req),
+            resp: std::mem::take(&mut self.resp),
+            out: std::mem::take(&mut self.out),
+        };
+        SPARES.with(|s| {
+            let mut s = s.borrow_mut();
+            if s.len() < SPARES_MAX {
+                s.push(spare);
+            }
+        });
+        self.parked = true;
+    }
+
+    /// A request is arriving: take warm heads back from the worker's spares.
+    fn unpark(&mut self) {
+        if !self.parked {
+            return;
+        }
+        self.parked = false;
+        if let Some(spare) = SPARES.with(|s| s.borrow_mut().pop()) {
+            self.req = spare.req;
+            self.resp = spare.resp;
+            self.out = spare.out;
         }
     }
 
@@ -1220,7 +1376,14 @@ impl Session<'_> {
         let idx = slot.index();
         Ok((
             slot,
-            ServerConn { stream, be: Arc::clone(be), idx, requests, buf: RecvBuf::default() },
+            ServerConn {
+                stream,
+                be: Arc::clone(be),
+                idx,
+                requests,
+                buf: RecvBuf::default(),
+                _in_use: pool::InUse::new(),
+            },
         ))
     }
 
@@ -1229,7 +1392,7 @@ impl Session<'_> {
     /// worker's idle pool (where this session's next request will usually find it again).
     fn keep_server_conn(&mut self, sc: ServerConn) {
         if sc.be.servers[sc.idx].pool_max_conn == 0 {
-            return; // no idle connections kept for this server
+            return pool::discard(sc.stream); // no idle connections kept for this server
         }
         let reuse = sc.be.http.as_deref().map(|h| h.reuse).unwrap_or(self.http.reuse);
         if reuse != Reuse::Never {
@@ -1245,6 +1408,8 @@ impl Session<'_> {
         let reuse = sc.be.http.as_deref().map(|h| h.reuse).unwrap_or(self.http.reuse);
         if reuse != Reuse::Never && sc.buf.is_empty() && !crate::runtime::stopping() {
             pool::put(&sc.be, sc.idx, sc.stream, sc.requests);
+        } else if sc.buf.is_empty() {
+            pool::discard(sc.stream); // idle between requests: nothing is lost by a reset
         }
     }
 

@@ -162,7 +162,18 @@ async fn session(fe: &Frontend, conn: Accepted, shared: &Shared) {
     }
     Counters::inc(&fe.counters.sessions);
     if let Some(http) = &fe.http {
-        return crate::http::serve(fe, http, conn, shared).await;
+        // The session runs boxed, so a connection resting between requests holds only its
+        // small `Resting` state in this task.
+        let mut start = crate::http::Start::New(conn);
+        loop {
+            let Some(rest) = Box::pin(crate::http::serve(fe, http, start, shared)).await else {
+                return;
+            };
+            match rest.wait().await {
+                Some(r) => start = crate::http::Start::Resume(r),
+                None => return,
+            }
+        }
     }
     let Some(be) = fe.backend.as_ref() else {
         if shared.debug {
@@ -173,7 +184,7 @@ async fn session(fe: &Frontend, conn: Accepted, shared: &Shared) {
     Counters::inc(&be.counters.sessions);
     let peer = conn.peer;
     let start = tokio::time::Instant::now();
-    let outcome = tcp::serve(fe, be, conn).await;
+    let outcome = Box::pin(tcp::serve(fe, be, conn)).await;
     if shared.debug {
         let actconn = shared.global_limit.current();
         eprintln!("{}", log::tcp_line(peer, fe, be, &outcome, start.elapsed(), actconn));

@@ -395,3 +395,30 @@ fn idle_server_connections_are_capped_by_a_share_of_maxconn() {
         }
     });
 }
+
+#[test]
+fn a_connection_idle_for_a_while_is_served_again_with_its_session_state() {
+    // Fulcrum dissolves a session idle for more than 200 ms into a small resting state and
+    // rebuilds it on the next request: nothing observable may change (server connection,
+    // `sess.` variables, keep-alive timeout).
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(
+            &srv,
+            " timeout http-keep-alive 1500ms\n\
+             http-request set-var(sess.first) path if !{ var(sess.first) -m found }\n\
+             http-response set-header X-First %[var(sess.first)]\n",
+        ));
+        let mut cl = px.client();
+        assert_eq!(
+            cl.request(b"GET /one HTTP/1.1\r\nHost: t\r\n\r\n").header("x-first"),
+            Some("/one")
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        let r = cl.request(b"GET /two HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!((r.status, r.header("x-first")), (200, Some("/one")));
+        assert_eq!(srv.counts().conns, 1, "the same server connection");
+        // Resting does not extend `timeout http-keep-alive`.
+        assert!(cl.closed_within(Duration::from_secs(3)));
+    });
+}
