@@ -567,8 +567,10 @@ impl Session<'_> {
             }
         }
         // Response rules: backend's, then frontend's; a deny replaces the response.
-        let server_name = slot.server().name.clone();
-        if let Some(built) = self.response_rules(&be, Some(&server_name), false) {
+        // Borrowed from the backend (a local `Arc`), not copied: no allocation per request.
+        let be_ref: &Backend = &be;
+        let server_name = be_ref.servers[slot.index()].name.as_str();
+        if let Some(built) = self.response_rules(&be, Some(server_name)) {
             drop(slot);
             drop(sc); // the server's response is abandoned with its connection
             let mut i = info;
@@ -597,7 +599,7 @@ impl Session<'_> {
         if resp_body == Body::Chunked {
             let _ = self.resp.set_header(b"Transfer-Encoding", b"chunked");
         }
-        self.after_response(Some(&be), Some(&server_name));
+        self.after_response(Some(&be), Some(server_name));
         self.out.clear();
         self.resp.write_to(&mut self.out);
         if self.out.len() > self.http.bufsize && !self.vars.strict_off {
@@ -904,7 +906,6 @@ impl Session<'_> {
         &mut self,
         be: &Arc<Backend>,
         server: Option<&str>,
-        _own: bool,
     ) -> Option<Built> {
         let own = self.is_own_backend(be);
         let lists: [(&ProxyRules, bool); 2] = [(&be.rules, !own), (&self.fe.rules, true)];
