@@ -902,11 +902,7 @@ impl Session<'_> {
 
     /// Runs the backend's then the frontend's `http-response` rules on `self.resp`.
     /// Returns a status to answer instead when a rule denies the response.
-    fn response_rules(
-        &mut self,
-        be: &Arc<Backend>,
-        server: Option<&str>,
-    ) -> Option<Built> {
+    fn response_rules(&mut self, be: &Arc<Backend>, server: Option<&str>) -> Option<Built> {
         let own = self.is_own_backend(be);
         let lists: [(&ProxyRules, bool); 2] = [(&be.rules, !own), (&self.fe.rules, true)];
         for (r, run) in lists {
