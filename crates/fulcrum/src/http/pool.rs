@@ -55,11 +55,20 @@ struct Pool {
     /// Server connections carrying a request now, and the most at once since the last purge.
     in_use: usize,
     peak: usize,
+    /// `peak` of the previous purge period.
+    last_peak: usize,
 }
 
 impl Default for Pool {
     fn default() -> Self {
-        Pool { by_server: HashMap::new(), total: 0, cap: usize::MAX, in_use: 0, peak: 0 }
+        Pool {
+            by_server: HashMap::new(),
+            total: 0,
+            cap: usize::MAX,
+            in_use: 0,
+            peak: 0,
+            last_peak: 0,
+        }
     }
 }
 
@@ -96,6 +105,9 @@ fn abort(stream: &Stream) {
         let _ = socket2::SockRef::from(stream).set_linger(Some(Duration::ZERO));
     }
 }
+
+/// Idle connections a worker may always keep, whatever its recent use.
+const MIN_IDLE: usize = 64;
 
 /// Sets how many idle connections this worker may keep.
 pub fn set_cap(cap: usize) {
@@ -143,8 +155,11 @@ pub fn put(be: &Arc<Backend>, idx: usize, stream: Stream, requests: u32) {
     }
     POOL.with(|p| {
         let mut p = p.borrow_mut();
-        if p.total >= p.cap {
-            return discard(stream); // this worker holds enough idle connections
+        // Enough idle connections: the hard cap, or twice what was recently in use at once
+        // (with a floor), so a burst of new sessions does not leave thousands idle.
+        let recent = (p.peak.max(p.last_peak) * 2).max(MIN_IDLE);
+        if p.total >= p.cap || p.total >= recent {
+            return discard(stream);
         }
         p.total += 1;
         server.idle_conns.fetch_add(1, Ordering::Relaxed);
@@ -191,6 +206,7 @@ pub fn purge(delay: Duration) -> usize {
             closed += 1;
             excess -= 1;
         }
+        p.last_peak = p.peak;
         p.peak = p.in_use;
         closed
     })

@@ -136,7 +136,7 @@ enum Built {
 /// How long a keep-alive connection waits for its next request inside its full session before
 /// the session is dissolved into a small [`Resting`] state (an idle connection then costs a few
 /// hundred bytes instead of a whole session).
-const REST_AFTER: Duration = Duration::from_millis(200);
+const REST_AFTER: Duration = Duration::from_millis(20);
 
 /// Where a session starts: a new connection, or one coming back from rest.
 pub enum Start {

@@ -398,7 +398,7 @@ fn idle_server_connections_are_capped_by_a_share_of_maxconn() {
 
 #[test]
 fn a_connection_idle_for_a_while_is_served_again_with_its_session_state() {
-    // Fulcrum dissolves a session idle for more than 200 ms into a small resting state and
+    // Fulcrum dissolves a session idle for more than 20 ms into a small resting state and
     // rebuilds it on the next request: nothing observable may change (server connection,
     // `sess.` variables, keep-alive timeout).
     each(|t| {
