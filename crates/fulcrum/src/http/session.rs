@@ -323,16 +323,10 @@ impl Session<'_> {
                     }
                 }
             }
-            let read = async {
-                if started || first {
-                    return self.cbuf.fill(&self.client).await;
-                }
-                // Idle between requests: a soft stop closes the connection at once.
-                tokio::select! {
-                    r = self.cbuf.fill(&self.client) => r,
-                    _ = crate::runtime::stopped() => Ok(0),
-                }
-            };
+            // Between requests no soft-stop watch is armed here (it costs a lock per request):
+            // within `REST_AFTER` the session rests, and resting connections close at once on a
+            // soft stop.
+            let read = self.cbuf.fill(&self.client);
             // Between requests, the full session waits only a little; then it rests.
             let rest_at = (!started && !first).then(|| Instant::now() + REST_AFTER);
             let wait_until = match (deadline, rest_at) {

@@ -422,3 +422,15 @@ fn a_connection_idle_for_a_while_is_served_again_with_its_session_state() {
         assert!(cl.closed_within(Duration::from_secs(3)));
     });
 }
+
+#[test]
+fn a_soft_stop_closes_idle_keep_alive_connections() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, " timeout http-keep-alive 30s\n"));
+        let mut idle = px.client();
+        assert_eq!(idle.request(GET).status, 200);
+        px.proc.signal(libc::SIGUSR1);
+        assert!(idle.closed_within(Duration::from_secs(3)), "the idle connection is closed");
+    });
+}
