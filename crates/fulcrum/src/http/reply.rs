@@ -26,7 +26,9 @@ pub fn write_head(
     body_len: usize,
 ) {
     use std::io::Write as _;
-    let _ = write!(out, "HTTP/1.1 {status} {}\r\n", reason(status));
+    let _ = write!(out, "HTTP/1.1 {status} ");
+    out.extend_from_slice(fulcrum_http::default_reason(status));
+    out.extend_from_slice(b"\r\n");
     for (n, v) in extra {
         out.extend_from_slice(n);
         out.extend_from_slice(b": ");
@@ -39,46 +41,6 @@ pub fn write_head(
         }
     }
     let _ = write!(out, "content-length: {body_len}\r\n\r\n");
-}
-
-/// The standard reason phrase of a status (HAProxy's table).
-pub fn reason(status: u16) -> &'static str {
-    match status {
-        100 => "Continue",
-        101 => "Switching Protocols",
-        200 => "OK",
-        201 => "Created",
-        202 => "Accepted",
-        204 => "No Content",
-        206 => "Partial Content",
-        301 => "Moved Permanently",
-        302 => "Found",
-        303 => "See Other",
-        304 => "Not Modified",
-        307 => "Temporary Redirect",
-        308 => "Permanent Redirect",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        407 => "Proxy Authentication Required",
-        408 => "Request Timeout",
-        410 => "Gone",
-        413 => "Payload Too Large",
-        414 => "URI Too Long",
-        421 => "Misdirected Request",
-        425 => "Too Early",
-        429 => "Too Many Requests",
-        431 => "Request Header Fields Too Large",
-        500 => "Internal Server Error",
-        501 => "Not Implemented",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        504 => "Gateway Timeout",
-        505 => "HTTP Version Not Supported",
-        _ => "Other",
-    }
 }
 
 #[cfg(test)]

@@ -707,17 +707,15 @@ impl Session<'_> {
 
     /// The fixed parts of a fetch context.
     fn base<'b>(&'b self, be: Option<&'b Backend>) -> Base<'b> {
-        Base {
-            src: self.peer,
-            dst: self.local,
-            proc_vars: &self.fe.proc_vars,
-            frontend: &self.fe.name,
-            backend: be,
-            server: None,
-            backends: &self.fe.backends,
-            body: body_view(&self.cbuf, self.req.info().body),
-            max_head: self.http.bufsize,
-        }
+        rules_base(
+            self.fe,
+            self.http,
+            self.peer,
+            self.local,
+            be,
+            None,
+            body_view(&self.cbuf, self.req.info().body),
+        )
     }
 
     fn tcp_content_accepts(&self) -> bool {
@@ -743,17 +741,15 @@ impl Session<'_> {
         loop {
             let verdict = {
                 let body = body_view(&self.cbuf, self.req.info().body);
-                let base = Base {
-                    src: self.peer,
-                    dst: self.local,
-                    proc_vars: &self.fe.proc_vars,
-                    frontend: &self.fe.name,
-                    backend: be.map(|b| &**b),
-                    server: None,
-                    backends: &self.fe.backends,
+                let base = rules_base(
+                    self.fe,
+                    self.http,
+                    self.peer,
+                    self.local,
+                    be.map(|b| &**b),
+                    None,
                     body,
-                    max_head: self.http.bufsize,
-                };
+                );
                 let v = rules::run(
                     &r.http_request,
                     start,
@@ -903,17 +899,7 @@ impl Session<'_> {
             if !run || r.http_response.is_empty() {
                 continue;
             }
-            let base = Base {
-                src: self.peer,
-                dst: self.local,
-                proc_vars: &self.fe.proc_vars,
-                frontend: &self.fe.name,
-                backend: Some(be),
-                server,
-                backends: &self.fe.backends,
-                body: &[],
-                max_head: self.http.bufsize,
-            };
+            let base = rules_base(self.fe, self.http, self.peer, self.local, Some(be), server, &[]);
             let v = rules::run(
                 &r.http_response,
                 0,
@@ -953,17 +939,15 @@ impl Session<'_> {
             if r.http_after_response.is_empty() {
                 continue;
             }
-            let base = Base {
-                src: self.peer,
-                dst: self.local,
-                proc_vars: &self.fe.proc_vars,
-                frontend: &self.fe.name,
-                backend: be.map(|b| &**b),
+            let base = rules_base(
+                self.fe,
+                self.http,
+                self.peer,
+                self.local,
+                be.map(|b| &**b),
                 server,
-                backends: &self.fe.backends,
-                body: &[],
-                max_head: self.http.bufsize,
-            };
+                &[],
+            );
             let _ = rules::run(
                 &r.http_after_response,
                 0,
@@ -1550,6 +1534,30 @@ fn drop_default_port(req: &mut Head) {
         new.extend_from_slice(&t[..cut]);
         new.extend_from_slice(&t[scheme_len + auth_end..]);
         let _ = req.set_target(&new);
+    }
+}
+
+/// The fixed parts of a fetch context for rules: where the connection comes from and goes to,
+/// the proxies, and what of the request body has arrived.
+fn rules_base<'b>(
+    fe: &'b Frontend,
+    http: &HttpProxy,
+    peer: Option<SocketAddr>,
+    local: Option<SocketAddr>,
+    backend: Option<&'b Backend>,
+    server: Option<&'b str>,
+    body: &'b [u8],
+) -> Base<'b> {
+    Base {
+        src: peer,
+        dst: local,
+        proc_vars: &fe.proc_vars,
+        frontend: &fe.name,
+        backend,
+        server,
+        backends: &fe.backends,
+        body,
+        max_head: http.bufsize,
     }
 }
 
