@@ -894,22 +894,13 @@ impl Session<'_> {
     /// Returns a status to answer instead when a rule denies the response.
     fn response_rules(&mut self, be: &Arc<Backend>, server: Option<&str>) -> Option<Built> {
         let own = self.is_own_backend(be);
-        let lists: [(&ProxyRules, bool); 2] = [(&be.rules, !own), (&self.fe.rules, true)];
+        let fe = self.fe;
+        let lists: [(&ProxyRules, bool); 2] = [(&be.rules, !own), (&fe.rules, true)];
         for (r, run) in lists {
             if !run || r.http_response.is_empty() {
                 continue;
             }
-            let base = rules_base(self.fe, self.http, self.peer, self.local, Some(be), server, &[]);
-            let v = rules::run(
-                &r.http_response,
-                0,
-                &r.acls,
-                &base,
-                &mut self.resp,
-                Some(&self.req),
-                &mut self.vars,
-                &mut self.scratch,
-            );
+            let v = self.run_on_response(&r.http_response, &r.acls, Some(be), server);
             let built = match v {
                 Verdict::Continue | Verdict::WaitForBody { .. } | Verdict::Tarpit(_) => continue,
                 Verdict::Drop => Built::Drop,
@@ -931,33 +922,29 @@ impl Session<'_> {
         None
     }
 
+    /// Runs one list of response rules on `self.resp` (the request for context).
+    fn run_on_response<'r>(
+        &mut self,
+        list: &'r [rules::Rule],
+        acls: &rules::Acls,
+        be: Option<&Backend>,
+        server: Option<&str>,
+    ) -> Verdict<'r> {
+        let base = rules_base(self.fe, self.http, self.peer, self.local, be, server, &[]);
+        let (resp, req) = (&mut self.resp, &self.req);
+        rules::run(list, 0, acls, &base, resp, Some(req), &mut self.vars, &mut self.scratch)
+    }
+
     /// Runs `http-after-response` rules (backend's, then frontend's) on `self.resp`.
     fn after_response(&mut self, be: Option<&Arc<Backend>>, server: Option<&str>) {
         let own = be.is_some_and(|b| self.is_own_backend(b));
         let be_rules = be.filter(|_| !own).map(|b| &b.rules);
-        for r in be_rules.into_iter().chain(std::iter::once(&self.fe.rules)) {
+        let fe = self.fe;
+        for r in be_rules.into_iter().chain(std::iter::once(&fe.rules)) {
             if r.http_after_response.is_empty() {
                 continue;
             }
-            let base = rules_base(
-                self.fe,
-                self.http,
-                self.peer,
-                self.local,
-                be.map(|b| &**b),
-                server,
-                &[],
-            );
-            let _ = rules::run(
-                &r.http_after_response,
-                0,
-                &r.acls,
-                &base,
-                &mut self.resp,
-                Some(&self.req),
-                &mut self.vars,
-                &mut self.scratch,
-            );
+            let _ = self.run_on_response(&r.http_after_response, &r.acls, be.map(|b| &**b), server);
         }
     }
 

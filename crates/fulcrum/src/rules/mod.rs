@@ -723,15 +723,7 @@ impl<'a> Compiler<'a> {
         let expr = self.expr(&a.expr)?;
         let method = pattern_method(a.method);
         let mut b = PatternSet::builder(method, a.ignore_case);
-        let words: Vec<&str> = a.patterns.iter().map(String::as_str).collect();
-        b.add_words(&words).map_err(|e| e.to_string())?;
-        for f in &a.files {
-            let text = std::fs::read_to_string(f)
-                .map_err(|e| format!("failed to open pattern file <{}> : {e}", f.display()))?;
-            b.add_file(&text).map_err(|(line, e)| {
-                format!("failed to add pattern at line {line} of file <{}> : {e}", f.display())
-            })?;
-        }
+        add_patterns(&mut b, a)?;
         Ok(Acl { expr, method: a.method, set: b.build() })
     }
 
@@ -1014,12 +1006,7 @@ impl<'a> Compiler<'a> {
         let mut ends = Vec::with_capacity(rules.len());
         for u in rules {
             let acl = self.indexable(u).ok_or("not indexable")?;
-            let words: Vec<&str> = acl.patterns.iter().map(String::as_str).collect();
-            b.add_words(&words).map_err(|e| e.to_string())?;
-            for f in &acl.files {
-                let text = std::fs::read_to_string(f).map_err(|e| e.to_string())?;
-                b.add_file(&text).map_err(|(_, e)| e.to_string())?;
-            }
+            add_patterns(&mut b, acl)?;
             ends.push(b.len());
         }
         Ok((b.build(), ends))
@@ -1028,6 +1015,20 @@ impl<'a> Compiler<'a> {
     pub fn tcp_rules(&mut self, rules: &[cfg::TcpRule]) -> Vec<(bool, Option<Cond>)> {
         rules.iter().map(|r| (r.accept, self.cond(&r.cond, &r.span))).collect()
     }
+}
+
+/// Adds an ACL's inline patterns, then its `-f` files (read here), to a pattern set.
+fn add_patterns(b: &mut fulcrum_pattern::PatternSetBuilder, a: &cfg::Acl) -> Result<(), String> {
+    let words: Vec<&str> = a.patterns.iter().map(String::as_str).collect();
+    b.add_words(&words).map_err(|e| e.to_string())?;
+    for f in &a.files {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| format!("failed to open pattern file <{}> : {e}", f.display()))?;
+        b.add_file(&text).map_err(|(line, e)| {
+            format!("failed to add pattern at line {line} of file <{}> : {e}", f.display())
+        })?;
+    }
+    Ok(())
 }
 
 fn push_linear(segments: &mut Vec<Segment>, rule: usize) {
