@@ -18,6 +18,13 @@ fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
+/// Shuts the read side of socket `fd` (its reader wakes and reads end of stream). The caller
+/// guarantees `fd` is an open socket it owns.
+pub fn shutdown_read(fd: RawFd) -> io::Result<()> {
+    // SAFETY: plain syscall on a descriptor number; no memory is passed.
+    check(unsafe { libc::shutdown(fd, libc::SHUT_RD) }).map(|_| ())
+}
+
 /// The soft and hard `RLIMIT_NOFILE`.
 pub fn nofile_limit() -> io::Result<(u64, u64)> {
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };

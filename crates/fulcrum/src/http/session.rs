@@ -1,14 +1,16 @@
 //! The HTTP session: the client connection's loop of transactions and the exchange with a
 //! server for each. See the module doc of `http` for the sequence.
 
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd};
+use std::pin::Pin;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use fulcrum_http::{Body, ChunkedScanner, Head, Method, Version};
-use tokio::time::{timeout_at, Instant};
+use tokio::time::{timeout_at, Instant, Sleep};
 
 use fulcrum_config as cfg;
 
@@ -141,42 +143,72 @@ const REST_AFTER: Duration = Duration::from_millis(20);
 /// Where a session starts: a new connection, or one coming back from rest.
 pub enum Start {
     New(Accepted),
-    Resume(Box<Resting>),
+    Resume(Resting),
 }
 
-/// What a keep-alive connection keeps while it rests between requests.
+/// What a keep-alive connection keeps while it rests between requests. It lives in the
+/// connection's task (see `runtime::accept`), so every byte here is a byte per idle connection:
+/// what most connections do not have (variables, a private server connection, a local address
+/// for the rules) is boxed apart and absent when empty.
 pub struct Resting {
     client: Stream,
     peer: Option<SocketAddr>,
-    dst_port: u16,
-    local: Option<SocketAddr>,
+    /// When `timeout http-keep-alive` ends the rest.
+    deadline: Option<Instant>,
+    more: Option<Box<RestingMore>>,
     requests: u32,
+    dst_port: u16,
+}
+
+/// The rarer parts of a resting connection.
+struct RestingMore {
+    local: Option<SocketAddr>,
     /// `sess.` variables.
     vars: Vars,
     own: Option<ServerConn>,
-    /// When `timeout http-keep-alive` ends the rest.
-    deadline: Option<Instant>,
 }
 
 impl Resting {
-    /// Waits until the client sends its next request (`Some`: resume the session), or closes,
-    /// or the keep-alive timeout or a soft stop ends the rest (`None`: the connection closes).
-    pub async fn wait(self: Box<Self>) -> Option<Box<Self>> {
-        let readable = poll_fn(|cx| self.client.poll_read_ready(cx));
-        let ready = async {
-            match self.deadline {
-                Some(d) => timeout_at(d, readable).await.is_ok(),
-                None => {
-                    let _ = readable.await;
-                    true
-                }
-            }
-        };
-        let go = tokio::select! {
-            r = ready => r,
-            _ = crate::runtime::stopped() => false,
-        };
-        go.then_some(self)
+    /// Waits until the client sends its next request (`true`: resume the session), or closes,
+    /// or the keep-alive timeout or a soft stop ends the rest (`false`: close the connection).
+    pub fn wait(&self) -> RestingWait<'_> {
+        RestingWait {
+            client: &self.client,
+            timer: self.deadline.map(tokio::time::sleep_until),
+            _watched: crate::runtime::StopWatch::new(self.client.as_fd().as_raw_fd()),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// See [`Resting::wait`]. Written by hand rather than as an `async` block: its size is
+    /// part of the memory of every idle connection, and a generator keeps room for each of its
+    /// sub-futures apart. A soft stop wakes it by shutting the socket's read side (the
+    /// `StopWatch`), which costs no waiter here.
+    pub struct RestingWait<'a> {
+        client: &'a Stream,
+        #[pin]
+        timer: Option<Sleep>,
+        _watched: crate::runtime::StopWatch,
+    }
+}
+
+impl Future for RestingWait<'_> {
+    type Output = bool;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
+        let this = self.project();
+        if crate::runtime::stopping() {
+            return Poll::Ready(false);
+        }
+        // Readable also means closed or in error: the session finds out which.
+        if this.client.poll_read_ready(cx).is_ready() {
+            return Poll::Ready(true);
+        }
+        match this.timer.as_pin_mut().map(|timer| timer.poll(cx)) {
+            Some(Poll::Ready(())) => Poll::Ready(false),
+            _ => Poll::Pending,
+        }
     }
 }
 
@@ -188,13 +220,14 @@ pub async fn serve(
     http: &HttpProxy,
     start: Start,
     shared: &Shared,
-) -> Option<Box<Resting>> {
-    let (client, peer, dst_port, local, requests, vars, own) = match start {
-        Start::New(conn) => (conn.client, conn.peer, conn.dst_port, None, 0, Vars::default(), None),
-        Start::Resume(r) => {
-            let r = *r;
-            (r.client, r.peer, r.dst_port, r.local, r.requests, r.vars, r.own)
-        }
+) -> Option<Resting> {
+    let (client, peer, dst_port, requests, more) = match start {
+        Start::New(conn) => (conn.client, conn.peer, conn.dst_port, 0, None),
+        Start::Resume(r) => (r.client, r.peer, r.dst_port, r.requests, r.more),
+    };
+    let (local, vars, own) = match more {
+        Some(m) => (m.local, m.vars, m.own),
+        None => (None, Vars::default(), None),
     };
     let mut s = Session {
         fe,
@@ -229,16 +262,16 @@ pub async fn serve(
             Ok(Read::Rest(deadline)) => {
                 s.cbuf.clear();
                 s.park();
-                return Some(Box::new(Resting {
+                let more = (s.local.is_some() || !s.vars.is_empty() || s.own.is_some())
+                    .then(|| Box::new(RestingMore { local: s.local, vars: s.vars, own: s.own }));
+                return Some(Resting {
                     client: s.client,
                     peer: s.peer,
-                    dst_port: s.dst_port,
-                    local: s.local,
-                    requests: s.requests,
-                    vars: s.vars,
-                    own: s.own,
                     deadline,
-                }));
+                    more,
+                    requests: s.requests,
+                    dst_port: s.dst_port,
+                });
             }
             Ok(Read::Closed) => break,
             Err(status) => {
@@ -1730,5 +1763,3 @@ async fn pump(
         }
     }
 }
-
-use std::future::Future as _;

@@ -95,6 +95,11 @@ impl Vars {
     pub fn unset(&mut self, scope: cfg::VarScope, name: &str) {
         self.vars.retain(|(s, n, _)| !(*s == scope && &**n == name));
     }
+    /// No variable is set. (The per-transaction flags do not count: the next transaction resets
+    /// them anyway.)
+    pub fn is_empty(&self) -> bool {
+        self.vars.is_empty()
+    }
     /// Forgets transaction-scoped variables (a new request starts).
     pub fn end_transaction(&mut self) {
         self.vars.retain(|(s, _, _)| *s == cfg::VarScope::Sess);

@@ -18,6 +18,7 @@ use super::{Shared, WorkerSocket};
 use crate::connection::Stream;
 use crate::counters::Counters;
 use crate::frontend::{Bind, Frontend};
+use crate::http::Start;
 use crate::log;
 use crate::tcp::{self, Accepted};
 
@@ -45,11 +46,13 @@ impl Live {
     }
 }
 
-/// The `maxconn` slots a session holds, released when it ends.
+/// The `maxconn` slots a session holds and its place in the worker's live count, released
+/// when it ends.
 struct Slots {
     shared: Arc<Shared>,
     frontend: Arc<Frontend>,
     bind: Arc<Bind>,
+    live: Option<Rc<Live>>,
 }
 
 impl Drop for Slots {
@@ -57,6 +60,9 @@ impl Drop for Slots {
         self.bind.limit.release();
         self.frontend.limit.release();
         self.shared.global_limit.release();
+        if let Some(live) = &self.live {
+            live.dec();
+        }
     }
 }
 
@@ -108,10 +114,11 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
         ws.bind.limit.acquire().await;
         ws.frontend.limit.acquire().await;
         shared.global_limit.acquire().await;
-        let slots = Slots {
+        let mut slots = Slots {
             shared: Arc::clone(&shared),
             frontend: Arc::clone(&ws.frontend),
             bind: Arc::clone(&ws.bind),
+            live: None,
         };
         let accepted = match ready.try_io(|fd| crate::sys::accept(fd.as_raw_fd())) {
             Ok(r) => r.and_then(|(fd, peer)| Ok((listener.stream(fd)?, peer))),
@@ -129,27 +136,32 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
             }
         };
         live.inc();
-        let live = Rc::clone(&live);
+        slots.live = Some(Rc::clone(&live));
         let conn = Accepted { client, peer, dst_port: ws.dst_port };
-        let task = async move {
-            session(&slots.frontend, conn, &slots.shared).await;
-            drop(slots);
-            live.dec();
-        };
-        if std::env::var_os("FULCRUM_DEBUG_SIZES").is_some() {
-            eprintln!("session future: {} bytes", std::mem::size_of_val(&task));
+        if !admit(&ws.frontend, &conn, &shared) {
+            continue;
         }
-        tokio::task::spawn_local(task);
+        // Two kinds of task, each as small as it can be: the task's size is part of the memory
+        // of every idle connection.
+        if ws.frontend.http.is_some() {
+            let task = http_connection(slots, Start::New(conn));
+            if std::env::var_os("FULCRUM_DEBUG_SIZES").is_some() {
+                eprintln!("http connection task: {} bytes", std::mem::size_of_val(&task));
+            }
+            tokio::task::spawn_local(task);
+        } else {
+            tokio::task::spawn_local(tcp_connection(slots, conn));
+        }
     }
 }
 
-async fn session(fe: &Frontend, conn: Accepted, shared: &Shared) {
+/// A new connection passes `tcp-request connection` rules (and, in mode tcp, where no payload
+/// is inspected, `tcp-request content` rules; in mode http the session runs those per request).
+fn admit(fe: &Frontend, conn: &Accepted, shared: &Shared) -> bool {
     let r = &fe.rules;
     if !r.tcp_connection.is_empty() || !r.tcp_content.is_empty() && fe.http.is_none() {
         let local = socket2::SockRef::from(&conn.client).local_addr().ok();
         let dst = local.and_then(|a| a.as_socket());
-        // `tcp-request connection` rules, then (in mode tcp, where no payload is inspected)
-        // `tcp-request content` rules; in mode http the session runs the latter per request.
         let accepted = crate::rules::tcp_accepts(&r.tcp_connection, &r.acls, fe, conn.peer, dst)
             && (fe.http.is_some()
                 || crate::rules::tcp_accepts(&r.tcp_content, &r.acls, fe, conn.peer, dst));
@@ -157,24 +169,40 @@ async fn session(fe: &Frontend, conn: Accepted, shared: &Shared) {
             if shared.debug {
                 eprintln!("{}: connection rejected by tcp-request rules", fe.name);
             }
-            return;
+            return false;
         }
     }
     Counters::inc(&fe.counters.sessions);
-    if let Some(http) = &fe.http {
-        // The session runs boxed, so a connection resting between requests holds only its
-        // small `Resting` state in this task.
-        let mut start = crate::http::Start::New(conn);
+    true
+}
+
+/// A `mode http` connection. The session runs boxed and its future is freed when the
+/// connection rests between requests: a resting connection then holds only this task, its
+/// `Resting` state (in `start`) and the wait for its next request.
+/// (Each boxed future is made in a statement of its own: a temporary alive across an `await`
+/// would keep room in this task.)
+/// (Not an `async fn`: that would copy its arguments into locals, and `start` would take room
+/// twice.)
+#[allow(clippy::manual_async_fn)] // see above
+fn http_connection(slots: Slots, mut start: Start) -> impl std::future::Future<Output = ()> {
+    async move {
+        let (fe, shared) = (&*slots.frontend, &*slots.shared);
+        let Some(http) = &fe.http else { return };
         loop {
-            let Some(rest) = Box::pin(crate::http::serve(fe, http, start, shared)).await else {
+            let serving = Box::pin(crate::http::serve(fe, http, start, shared));
+            let Some(rest) = serving.await else { return };
+            start = Start::Resume(rest);
+            let Start::Resume(rest) = &start else { return };
+            if !rest.wait().await {
                 return;
-            };
-            match rest.wait().await {
-                Some(r) => start = crate::http::Start::Resume(r),
-                None => return,
             }
         }
     }
+}
+
+/// A `mode tcp` connection, with its log line.
+async fn tcp_connection(slots: Slots, conn: Accepted) {
+    let (fe, shared) = (&*slots.frontend, &*slots.shared);
     let Some(be) = fe.backend.as_ref() else {
         if shared.debug {
             eprintln!("{}: no backend: session closed", fe.name);
@@ -184,7 +212,7 @@ async fn session(fe: &Frontend, conn: Accepted, shared: &Shared) {
     Counters::inc(&be.counters.sessions);
     let peer = conn.peer;
     let start = tokio::time::Instant::now();
-    let outcome = Box::pin(tcp::serve(fe, be, conn)).await;
+    let outcome = tcp::serve(fe, be, conn).await;
     if shared.debug {
         let actconn = shared.global_limit.current();
         eprintln!("{}", log::tcp_line(peer, fe, be, &outcome, start.elapsed(), actconn));

@@ -7,6 +7,9 @@
 
 mod accept;
 
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -35,37 +38,46 @@ pub enum RunState {
     SoftStop,
 }
 
-/// This worker's soft-stop flag: set once the worker stops accepting, so keep-alive sessions
-/// close after their current transaction and idle ones close at once.
-#[derive(Default)]
-pub struct Stop {
-    on: std::cell::Cell<bool>,
-    notify: tokio::sync::Notify,
-}
-
 thread_local! {
-    static STOP: &'static Stop = Box::leak(Box::default());
+    /// This worker's soft-stop flag: set once the worker stops accepting, so keep-alive sessions
+    /// close after their current transaction and resting ones close at once.
+    static STOPPING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The client sockets of this worker's resting connections (see [`StopWatch`]).
+    static WATCHED: RefCell<HashSet<RawFd>> = RefCell::new(HashSet::new());
 }
 
 /// True once this worker is soft-stopping.
 pub fn stopping() -> bool {
-    STOP.with(|s| s.on.get())
+    STOPPING.with(|s| s.get())
 }
 
-/// Resolves once this worker is soft-stopping.
-pub async fn stopped() {
-    let stop: &'static Stop = STOP.with(|s| *s);
-    let notified = stop.notify.notified();
-    if stop.on.get() {
-        return;
+/// Registers a resting connection's client socket for as long as it lives: a soft stop shuts
+/// the read side of every registered socket, which wakes its connection (it reads end of
+/// stream, or sees [`stopping`], and closes). A waiter per idle connection would cost more
+/// memory; connections rest only after an idle moment, so this costs no work per request.
+pub struct StopWatch(RawFd);
+
+impl StopWatch {
+    /// `fd` must stay open as long as the watch lives.
+    pub fn new(fd: RawFd) -> Self {
+        WATCHED.with(|w| w.borrow_mut().insert(fd));
+        StopWatch(fd)
     }
-    notified.await;
+}
+
+impl Drop for StopWatch {
+    fn drop(&mut self) {
+        WATCHED.with(|w| w.borrow_mut().remove(&self.0));
+    }
 }
 
 fn begin_stop() {
-    STOP.with(|s| {
-        s.on.set(true);
-        s.notify.notify_waiters();
+    STOPPING.with(|s| s.set(true));
+    WATCHED.with(|w| {
+        for &fd in w.borrow().iter() {
+            // Every registered descriptor is open (its `StopWatch` is alive) and a socket.
+            let _ = crate::sys::shutdown_read(fd);
+        }
     });
 }
 

@@ -428,9 +428,14 @@ fn a_soft_stop_closes_idle_keep_alive_connections() {
     each(|t| {
         let srv = server("s1");
         let px = t.start(&one(&srv, " timeout http-keep-alive 30s\n"));
+        // One idle for long (in Fulcrum: resting), one just answered.
+        let mut long = px.client();
+        assert_eq!(long.request(GET).status, 200);
+        std::thread::sleep(Duration::from_millis(300));
         let mut idle = px.client();
         assert_eq!(idle.request(GET).status, 200);
         px.proc.signal(libc::SIGUSR1);
         assert!(idle.closed_within(Duration::from_secs(3)), "the idle connection is closed");
+        assert!(long.closed_within(Duration::from_secs(3)), "the long idle one too");
     });
 }
