@@ -5,7 +5,7 @@
 //! Must not touch: proxy logic, timeouts or counters.
 
 use std::cell::RefCell;
-use std::io;
+use std::io::{self, IoSlice};
 use std::net::Shutdown;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::task::{Context, Poll};
@@ -54,6 +54,27 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.try_write(buf),
             Stream::Unix(s) => s.try_write(buf),
+        }
+    }
+    /// Sends `head` then `data` (one `send`, or one `sendmsg` when both have bytes), without
+    /// waiting. `more`: more of the same message follows at once; on TCP the kernel may then
+    /// hold a partial segment (`MSG_MORE`), so the peer gets fewer, larger segments (fewer
+    /// wake-ups and ACKs on both sides of a bulk transfer).
+    pub fn try_send(&self, head: &[u8], data: &[u8], more: bool) -> io::Result<usize> {
+        let flags = libc::MSG_NOSIGNAL | if more { libc::MSG_MORE } else { 0 };
+        let send = |sock: socket2::SockRef<'_>| {
+            if head.is_empty() {
+                sock.send_with_flags(data, flags)
+            } else {
+                sock.send_vectored_with_flags(&[IoSlice::new(head), IoSlice::new(data)], flags)
+            }
+        };
+        match self {
+            Stream::Tcp(s) => {
+                s.try_io(tokio::io::Interest::WRITABLE, || send(socket2::SockRef::from(s)))
+            }
+            // No `MSG_MORE` on UNIX streams.
+            Stream::Unix(s) => s.try_write_vectored(&[IoSlice::new(head), IoSlice::new(data)]),
         }
     }
     /// Sends a FIN (half-close): the peer reads end-of-stream, the other direction stays open.

@@ -44,9 +44,10 @@ impl Limit {
         }
     }
 
-    /// Waits until a slot is taken.
+    /// Waits until a slot is taken. While slots are free this costs one atomic operation: the
+    /// waiter (a lock on the shared `Notify`) is set up only when the limit is reached.
     pub async fn acquire(&self) {
-        loop {
+        while !self.try_acquire() {
             let notified = self.freed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();

@@ -131,49 +131,63 @@ impl RecvBuf {
 /// `send` and no clock read).
 pub async fn write_all_within(
     s: &Stream,
-    mut data: &[u8],
+    data: &[u8],
     limit: Option<std::time::Duration>,
 ) -> io::Result<()> {
-    while !data.is_empty() {
-        match s.try_write(data) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => data = &data[n..],
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-            Err(e) => return Err(e),
-        }
-    }
-    if data.is_empty() {
-        return Ok(());
-    }
-    match limit {
-        Some(d) => tokio::time::timeout(d, write_all(s, data))
-            .await
-            .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into())),
-        None => write_all(s, data).await,
-    }
+    send_within(s, &[], data, limit, false).await
 }
 
 /// Writes all of `data`.
-pub async fn write_all(s: &Stream, mut data: &[u8]) -> io::Result<()> {
-    while !data.is_empty() {
-        let n = poll_fn(|cx| loop {
-            match s.try_write(data) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                r => return Poll::Ready(r),
+pub async fn write_all(s: &Stream, data: &[u8]) -> io::Result<()> {
+    send_within(s, &[], data, None, false).await
+}
+
+/// Writes all of `head` then all of `data`, within `limit` of inactivity: one `sendmsg` when
+/// the socket takes both (a response head and the first bytes of its body leave together).
+/// `more`: more of this message follows at once (see [`Stream::try_send`]). The first attempt
+/// is made at once and no timer is armed unless the socket cannot take everything now.
+pub async fn send_within(
+    s: &Stream,
+    mut head: &[u8],
+    mut data: &[u8],
+    limit: Option<std::time::Duration>,
+    more: bool,
+) -> io::Result<()> {
+    // Sends until everything went or the socket is full (`WouldBlock`).
+    let send = |head: &mut &[u8], data: &mut &[u8]| -> io::Result<()> {
+        while !head.is_empty() || !data.is_empty() {
+            let n = s.try_send(head, data, more)?;
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
             }
-            match s.poll_write_ready(cx) {
-                Poll::Ready(Ok(())) => continue,
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending => return Poll::Pending,
-            }
-        })
-        .await?;
-        if n == 0 {
-            return Err(io::ErrorKind::WriteZero.into());
+            let h = n.min(head.len());
+            *head = &head[h..];
+            *data = &data[n - h..];
         }
-        data = &data[n..];
+        Ok(())
+    };
+    match send(&mut head, &mut data) {
+        Ok(()) => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+        Err(e) => return Err(e),
     }
-    Ok(())
+    let rest = poll_fn(|cx| loop {
+        match send(&mut head, &mut data) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            r => return Poll::Ready(r),
+        }
+        match s.poll_write_ready(cx) {
+            Poll::Ready(Ok(())) => continue,
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Pending => return Poll::Pending,
+        }
+    });
+    match limit {
+        Some(d) => tokio::time::timeout(d, rest)
+            .await
+            .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into())),
+        None => rest.await,
+    }
 }
 
 /// Without blocking: is the idle connection still good (nothing to read, not closed)?

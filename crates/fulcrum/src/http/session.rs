@@ -14,7 +14,7 @@ use tokio::time::{timeout_at, Instant, Sleep};
 
 use fulcrum_config as cfg;
 
-use super::io::{write_all, write_all_within, RecvBuf};
+use super::io::{send_within, write_all, write_all_within, RecvBuf};
 use super::{pool, ConnMode, HashKey, HttpProxy, Reuse};
 use crate::backend::{Backend, PickKey, ServerSlot};
 use crate::connection::Stream;
@@ -637,9 +637,14 @@ impl Session<'_> {
             i.conn_close = true;
             return self.answer(500, &i, Some(&be)).await;
         }
-        if let Err(e) = self.write_client_head().await {
-            self.note(format_args!("client write failed: {e}"));
-            return Next::Close;
+        // When body bytes came with the head, both leave in one `sendmsg` (see `pump`).
+        let head_with_body =
+            !tunnel && !sc.buf.is_empty() && !matches!(resp_body, Body::None | Body::Length(0));
+        if !head_with_body {
+            if let Err(e) = self.write_client_head().await {
+                self.note(format_args!("client write failed: {e}"));
+                return Next::Close;
+            }
         }
         Counters::add(&be.counters.bytes_out, self.out.len() as u64);
         if self.shared.debug {
@@ -655,9 +660,19 @@ impl Session<'_> {
         let st = be.timeouts.server;
         let ct = self.fe.timeouts.client;
         self.scanner.reset();
-        let xfer =
-            pump(&sc.stream, &mut sc.buf, &self.client, resp_body, &mut self.scanner, st, ct, None)
-                .await;
+        let head: &[u8] = if head_with_body { &self.out } else { &[] };
+        let xfer = pump(
+            &sc.stream,
+            &mut sc.buf,
+            &self.client,
+            head,
+            resp_body,
+            &mut self.scanner,
+            st,
+            ct,
+            None,
+        )
+        .await;
         drop(slot);
         if xfer != Xfer::Done {
             self.note(format_args!("response body: {xfer:?}"));
@@ -1259,6 +1274,7 @@ impl Session<'_> {
                     &self.client,
                     &mut self.cbuf,
                     &sc.stream,
+                    &[],
                     info.body,
                     &mut self.scanner,
                     ct,
@@ -1664,14 +1680,20 @@ async fn timed<T>(
 }
 
 /// Moves one message body from `from` (its bytes already buffered in `fbuf` first) to `to`.
-/// `read_timeout`/`write_timeout` are inactivity limits of each side. With `watch`, the
-/// transfer stops with `Interrupted` as soon as the watched connection delivers bytes into it
-/// (the server answering during an upload).
+/// A non-empty `head` (the message's head, when `fbuf` holds body bytes already) leaves with
+/// the first body bytes in one `sendmsg`. `read_timeout`/`write_timeout` are inactivity limits
+/// of each side. With `watch`, the transfer stops with `Interrupted` as soon as the watched
+/// connection delivers bytes into it (the server answering during an upload).
+///
+/// A write is flagged `MSG_MORE` when the body goes on and the read before it filled the
+/// buffer (more is surely waiting): bulk bodies then reach the peer in large segments, while a
+/// body that trickles is never held back.
 #[allow(clippy::too_many_arguments)]
 async fn pump(
     from: &Stream,
     fbuf: &mut RecvBuf,
     to: &Stream,
+    mut head: &[u8],
     body: Body,
     scanner: &mut ChunkedScanner,
     read_timeout: Option<Duration>,
@@ -1698,14 +1720,16 @@ async fn pump(
                 },
                 _ => (data.len(), false),
             };
-            if n > 0 {
-                match write_all_within(to, &data[..n], write_timeout).await {
+            if n > 0 || !head.is_empty() {
+                let more = !done && fbuf.is_full();
+                match send_within(to, head, &data[..n], write_timeout, more).await {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
                         return Xfer::WriteTimeout
                     }
                     Err(_) => return Xfer::WriteError,
                 }
+                head = &[];
                 fbuf.consume(n);
             }
             if done {

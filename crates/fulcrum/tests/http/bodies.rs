@@ -122,6 +122,49 @@ fn a_10_mb_chunked_answer_arrives_intact_and_the_connection_stays_usable() {
 }
 
 #[test]
+fn a_body_that_pauses_reaches_the_client_up_to_the_pause() {
+    // The server sends the head and 40,000 body bytes (more than a buffer), then pauses: what
+    // it sent must reach the client at once, not be held back for the rest.
+    each(|t| {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let server = std::thread::spawn(move || {
+            let (mut c, _) = l.accept().expect("accept");
+            let mut buf = [0u8; 4096];
+            let mut got = Vec::new();
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = std::io::Read::read(&mut c, &mut buf).expect("read request");
+                assert!(n > 0, "request cut");
+                got.extend_from_slice(&buf[..n]);
+            }
+            let mut first = b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n".to_vec();
+            first.extend(std::iter::repeat_n(b'a', 40_000));
+            c.write_all(&first).expect("first part");
+            std::thread::sleep(Duration::from_millis(1500));
+            let _ = c.write_all(&[b'b'; 60_000]);
+            std::thread::sleep(Duration::from_millis(200));
+        });
+        let px = t.start(&listen(&format!(" server s1 {addr}\n")));
+        let mut cl = px.client();
+        cl.send(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+        let start = Instant::now();
+        let head = cl.read_one(true).expect("answer head");
+        assert_eq!(head.status, 200);
+        let first = cl.read_exact(40_000).expect("first part of the body");
+        assert!(first.iter().all(|&b| b == b'a'));
+        // Held back by `MSG_MORE`, it would leave after about 200 ms (the kernel's probe timer).
+        assert!(
+            start.elapsed() < Duration::from_millis(150),
+            "the first part waited {:?}",
+            start.elapsed()
+        );
+        let rest = cl.read_exact(60_000).expect("rest of the body");
+        assert!(rest.iter().all(|&b| b == b'b'));
+        server.join().expect("server thread");
+    });
+}
+
+#[test]
 fn large_bodies_both_ways_pass_within_bounded_memory() {
     // 64 MB each way; HAProxy peaks at about 16 MB resident. A proxy holding whole bodies would
     // exceed 64.
