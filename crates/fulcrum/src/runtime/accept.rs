@@ -103,6 +103,8 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
             return;
         }
     };
+    // Read once: an environment lookup takes a process-wide lock.
+    let debug_sizes = std::env::var_os("FULCRUM_DEBUG_SIZES").is_some();
     loop {
         let mut ready = match listener.fd.readable().await {
             Ok(r) => r,
@@ -145,7 +147,7 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
         // of every idle connection.
         if ws.frontend.http.is_some() {
             let task = http_connection(slots, Start::New(conn));
-            if std::env::var_os("FULCRUM_DEBUG_SIZES").is_some() {
+            if debug_sizes {
                 eprintln!("http connection task: {} bytes", std::mem::size_of_val(&task));
             }
             tokio::task::spawn_local(task);
