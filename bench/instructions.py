@@ -111,27 +111,9 @@ def wait_listen(port, proc, timeout):
     raise RuntimeError(f"{proc.name}: nothing listens on 127.0.0.1:{port} after {timeout}s")
 
 
-def port_free(port):
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the proxies bind: TIME_WAIT is no obstacle
-    try:
-        s.bind(("127.0.0.1", port))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
-
-
-def backend_stats(port):
-    """The test server's counters (GET /__stats): conns, closed, requests, bytes."""
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        c.request("GET", "/__stats")
-        text = c.getresponse().read().decode()
-    finally:
-        c.close()
-    return {k: int(v) for k, v in (l.split() for l in text.splitlines() if l.strip())}
+# port_free and backend_stats: driver's (imported above).
+port_free = driver.port_free
+backend_stats = driver.backend_stats
 
 
 def callgrind_control(flag, pid, timeout=60):

@@ -47,24 +47,6 @@ fn acl_keyword(kw: &str) -> Option<(&'static str, MatchMethod)> {
     None
 }
 
-fn parse_method(name: &str) -> Option<MatchMethod> {
-    Some(match name {
-        "str" => MatchMethod::Str,
-        "beg" => MatchMethod::Beg,
-        "end" => MatchMethod::End,
-        "sub" => MatchMethod::Sub,
-        "reg" => MatchMethod::Reg,
-        "dom" => MatchMethod::Dom,
-        "dir" => MatchMethod::Dir,
-        "len" => MatchMethod::Len,
-        "int" => MatchMethod::Int,
-        "ip" => MatchMethod::Ip,
-        "found" => MatchMethod::Found,
-        "bool" => MatchMethod::Bool,
-        _ => return None,
-    })
-}
-
 fn default_method(out: SmpType, kw: &str) -> Result<MatchMethod, String> {
     Ok(match out {
         SmpType::Bool => MatchMethod::Bool,
@@ -253,7 +235,7 @@ pub fn parse_acl(words: &[String], span: &Span) -> Result<ParsedAcl, String> {
                     return Err("'-m' must only be specified before patterns and files in parsing ACL expression.".into());
                 }
                 let m = words.get(i + 1).map(String::as_str).unwrap_or("");
-                method = Some(match (m, parse_method(m)) {
+                method = Some(match (m, MatchMethod::from_name(m)) {
                     (_, Some(m)) => m,
                     ("bin", None) => return Err("matching method 'bin' is not supported yet.".into()),
                     _ => {

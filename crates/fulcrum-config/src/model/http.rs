@@ -186,34 +186,9 @@ pub enum MapMatch {
     Int,
 }
 
-/// How an ACL compares a sample with its patterns (`-m <method>`, or implied by the keyword).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MatchMethod {
-    /// Exact string.
-    Str,
-    /// Prefix.
-    Beg,
-    /// Suffix.
-    End,
-    /// Substring.
-    Sub,
-    /// Regular expression (kept as written, compiled by the engine).
-    Reg,
-    /// Delimited by `/`, `?`, `.` or `:` (domain name match).
-    Dom,
-    /// Delimited by `/` (path component match).
-    Dir,
-    /// Length of the sample compared as an integer (patterns as for `Int`).
-    Len,
-    /// Integer: `N`, `lt|le|eq|ge|gt N`, `A:B` ranges (syntax checked at parse time).
-    Int,
-    /// IPv4/IPv6 address with optional mask (syntax checked at parse time).
-    Ip,
-    /// The sample exists (no patterns).
-    Found,
-    /// The sample is true / non-zero (no patterns).
-    Bool,
-}
+/// How an ACL compares a sample with its patterns (`-m <method>`, or implied by the keyword):
+/// the pattern engine's own enum, so the model and the engine cannot drift apart.
+pub use fulcrum_pattern::Method as MatchMethod;
 
 // ---- ACLs and conditions ----
 

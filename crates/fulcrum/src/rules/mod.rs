@@ -721,7 +721,7 @@ impl<'a> Compiler<'a> {
 
     fn acl(&mut self, a: &cfg::Acl) -> Result<Acl, String> {
         let expr = self.expr(&a.expr)?;
-        let method = pattern_method(a.method);
+        let method = a.method;
         let mut b = PatternSet::builder(method, a.ignore_case);
         add_patterns(&mut b, a)?;
         Ok(Acl { expr, method: a.method, set: b.build() })
@@ -1002,7 +1002,7 @@ impl<'a> Compiler<'a> {
         rules: &[cfg::UseBackend],
         first: &cfg::Acl,
     ) -> Result<(PatternSet, Vec<usize>), String> {
-        let mut b = PatternSet::builder(pattern_method(first.method), first.ignore_case);
+        let mut b = PatternSet::builder(first.method, first.ignore_case);
         let mut ends = Vec::with_capacity(rules.len());
         for u in rules {
             let acl = self.indexable(u).ok_or("not indexable")?;
@@ -1047,24 +1047,6 @@ fn same_key(a: &cfg::Acl, b: &cfg::Acl) -> bool {
         && a.expr.converters == b.expr.converters
         && a.method == b.method
         && a.ignore_case == b.ignore_case
-}
-
-fn pattern_method(m: cfg::MatchMethod) -> PMethod {
-    use cfg::MatchMethod as M;
-    match m {
-        M::Str => PMethod::Str,
-        M::Beg => PMethod::Beg,
-        M::End => PMethod::End,
-        M::Sub => PMethod::Sub,
-        M::Reg => PMethod::Reg,
-        M::Dom => PMethod::Dom,
-        M::Dir => PMethod::Dir,
-        M::Len => PMethod::Len,
-        M::Int => PMethod::Int,
-        M::Ip => PMethod::Ip,
-        M::Found => PMethod::Found,
-        M::Bool => PMethod::Bool,
-    }
 }
 
 fn map_method(kind: cfg::MapMatch) -> PMethod {
