@@ -1,6 +1,7 @@
 //! The `global` section: `daemon`, `nbthread`, `maxconn`, `pidfile`, `cpu-map`, `ulimit-n`,
-//! `user`/`uid`, `group`/`gid`, `tune.bufsize`, `tune.http.maxhdr`, plus [`cpus_for_thread`], which resolves the `cpu-map` lines
-//! to the CPUs one worker thread is pinned to.
+//! `user`/`uid`, `group`/`gid`, `tune.bufsize`, `tune.http.maxhdr`, `tune.maxaccept`, plus
+//! [`cpus_for_thread`], which resolves the `cpu-map` lines to the CPUs one worker thread is
+//! pinned to.
 
 use std::path::PathBuf;
 
@@ -78,12 +79,35 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
             }
             _ => diags.alert(line, format!("'{kw}' expects a numeric value between 1 and 32767")),
         },
+        "tune.maxaccept" => {
+            if line.arg(1).is_empty() {
+                diags.alert(line, format!("'{kw}' expects an integer argument."));
+            } else if no_extra(line, 2, kw, diags) {
+                g.tune_maxaccept = maxaccept(line.arg(1));
+            }
+        }
         "cpu-map" => {
             if let Some(m) = parse_cpu_map(line, diags) {
                 g.cpu_map.push(m);
             }
         }
         _ => diags.alert(line, format!("'{kw}' is not supported yet")),
+    }
+}
+
+/// HAProxy reads `tune.maxaccept` with `atol()` (text that is not a number counts as 0): a
+/// negative value lifts the limit, 0 keeps the default (64).
+fn maxaccept(arg: &str) -> Option<u32> {
+    let (neg, digits) = match arg.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, arg.strip_prefix('+').unwrap_or(arg)),
+    };
+    let digits: String = digits.chars().take_while(char::is_ascii_digit).collect();
+    let v: u64 = digits.parse().unwrap_or(0);
+    match (neg && v > 0, v) {
+        (true, _) => None,
+        (false, 0) => Some(64),
+        (false, v) => Some(v.min(u32::MAX as u64) as u32),
     }
 }
 
@@ -271,6 +295,25 @@ mod tests {
             parse_line(l, &mut g, &mut d);
         }
         (g, d.list.iter().map(|d| d.message.clone()).collect())
+    }
+
+    #[test]
+    fn maxaccept_reads_like_atol() {
+        let v = |t: &str| parse(&format!("tune.maxaccept {t}\n")).0.tune_maxaccept;
+        assert_eq!(v("8"), Some(8));
+        assert_eq!(v("-1"), None);
+        assert_eq!(v("0"), Some(64));
+        assert_eq!(v("abc"), Some(64));
+        assert_eq!(v("12abc"), Some(12));
+        assert_eq!(Global::default().tune_maxaccept, Some(64));
+        let (_, d) = parse("tune.maxaccept\ntune.maxaccept 5 6\n");
+        assert_eq!(
+            d,
+            [
+                "'tune.maxaccept' expects an integer argument.",
+                "'tune.maxaccept' cannot handle unexpected argument '6'."
+            ]
+        );
     }
 
     fn map(text: &str) -> Vec<CpuMap> {

@@ -166,7 +166,7 @@ pub static GLOBAL: &[Keyword] = &[
     g("tune.lua.service-timeout", NotYet),
     g("tune.lua.session-timeout", NotYet),
     g("tune.lua.task-timeout", NotYet),
-    g("tune.maxaccept", NotYet),
+    g("tune.maxaccept", Supported),
     g("tune.maxpollevents", NotYet),
     g("tune.maxrewrite", NotYet),
     g("tune.pattern.cache-size", NotYet),

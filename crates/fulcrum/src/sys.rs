@@ -209,3 +209,43 @@ pub fn register_listener(fd: OwnedFd) -> io::Result<tokio::io::unix::AsyncFd<Own
     // always returns the same descriptor: exactly the contract `register_with_interest` asks.
     unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.map_err(io::Error::from)
 }
+
+/// A socket registered with the current Tokio event loop only once it first has to wait.
+/// Until then it costs no `epoll_ctl` and no registration record; a connection that is served
+/// without ever waiting (a request already received when accepted, a response the socket takes
+/// at once) closes without `epoll_ctl` at all.
+#[derive(Debug)]
+pub struct LazyRegistered {
+    // Declared before `fd`: dropped (deregistered) before the descriptor closes.
+    reg: std::cell::OnceCell<tokio::io::unix::AsyncFd<RawFd>>,
+    sock: std::net::TcpStream,
+}
+
+impl LazyRegistered {
+    pub fn new(sock: std::net::TcpStream) -> Self {
+        LazyRegistered { reg: std::cell::OnceCell::new(), sock }
+    }
+
+    pub fn socket(&self) -> &std::net::TcpStream {
+        &self.sock
+    }
+
+    /// The registration, if made.
+    pub fn registered(&self) -> Option<&tokio::io::unix::AsyncFd<RawFd>> {
+        self.reg.get()
+    }
+
+    /// The registration, made now if it was not (for reading and writing, edge-triggered).
+    pub fn register(&self) -> io::Result<&tokio::io::unix::AsyncFd<RawFd>> {
+        use std::os::fd::AsRawFd;
+        if let Some(r) = self.reg.get() {
+            return Ok(r);
+        }
+        // SAFETY: the descriptor is owned by `self.sock`, which cannot be taken out of `self`
+        // and is dropped after `self.reg` (field order): it stays open, with the same number,
+        // for the registration's whole life — the contract of `register`.
+        let r = unsafe { tokio::io::unix::AsyncFd::register(self.sock.as_raw_fd()) }
+            .map_err(io::Error::from)?;
+        Ok(self.reg.get_or_init(|| r))
+    }
+}

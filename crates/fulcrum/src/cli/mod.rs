@@ -267,8 +267,13 @@ fn start(args: &Args, config: &cfg::Config) -> i32 {
         .collect();
     // Like HAProxy's `tune.pool-high-fd-ratio` (25 % of about 2 x maxconn descriptors).
     let idle_cap = (maxconn as usize / 2 / nbthread).max(1);
-    let shared =
-        Arc::new(Shared { global_limit: Limit::new(maxconn), debug: args.debug, idle_cap });
+    let max_accept = plan.global.tune_maxaccept.map_or(usize::MAX, |n| n as usize);
+    let shared = Arc::new(Shared {
+        global_limit: Limit::new(maxconn),
+        debug: args.debug,
+        idle_cap,
+        max_accept,
+    });
     runtime::run(per_worker, cpus, shared)
 }
 

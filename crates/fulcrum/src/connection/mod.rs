@@ -4,33 +4,124 @@
 //! the worker's pool only while data is in flight, so an idle connection holds no buffer.
 //! Must not touch: proxy logic, timeouts or counters.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io::{self, IoSlice};
 use std::net::Shutdown;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::task::{Context, Poll};
 
-use tokio::net::{TcpStream, UnixStream};
+use tokio::io::Interest;
+use tokio::net::UnixStream;
 
 /// HAProxy's default `tune.bufsize`.
 pub const BUFSIZE: usize = 16384;
 
 #[derive(Debug)]
 pub enum Stream {
-    Tcp(TcpStream),
+    /// Registered with the event loop only when it must wait.
+    Tcp(LazyTcp),
     Unix(UnixStream),
 }
 
+/// A TCP connection (client or server side) used speculatively, as HAProxy does: reads and
+/// writes are tried first and the socket is registered with the event loop (`epoll_ctl`) only
+/// once one of them would block. A client whose request is already there when accepted and
+/// whose response the socket takes at once costs neither the registration nor its removal
+/// (two syscalls and an allocation per connection). Tokio's `TcpStream` registers at creation,
+/// hence this type.
+#[derive(Debug)]
+pub struct LazyTcp {
+    sock: crate::sys::LazyRegistered,
+    /// While unregistered: a read came back short, so the next read waits for an event.
+    drained: Cell<bool>,
+}
+
+impl LazyTcp {
+    pub fn new(sock: std::net::TcpStream) -> Self {
+        LazyTcp { sock: crate::sys::LazyRegistered::new(sock), drained: Cell::new(false) }
+    }
+
+    fn sock(&self) -> socket2::SockRef<'_> {
+        socket2::SockRef::from(self.sock.socket())
+    }
+
+    /// Runs the non-blocking `op`: through the registration's readiness once registered;
+    /// otherwise at once, registering when it would block (so the caller can then wait).
+    fn io<R>(&self, interest: Interest, op: impl FnOnce() -> io::Result<R>) -> io::Result<R> {
+        if let Some(reg) = self.sock.registered() {
+            return reg.try_io(interest, |_| op());
+        }
+        let r = op();
+        if matches!(&r, Err(e) if e.kind() == io::ErrorKind::WouldBlock) {
+            self.sock.register()?;
+        }
+        r
+    }
+
+    fn poll_ready(&self, cx: &mut Context<'_>, read: bool) -> Poll<io::Result<()>> {
+        if self.sock.registered().is_none() && read && !self.drained.get() {
+            return Poll::Ready(Ok(())); // try the read first
+        }
+        let reg = match self.sock.register() {
+            Ok(r) => r,
+            Err(e) => return Poll::Ready(Err(e)),
+        };
+        let ready = if read { reg.poll_read_ready(cx) } else { reg.poll_write_ready(cx) };
+        // The guard is dropped without clearing: the readiness stays until an I/O call on the
+        // socket hits `EAGAIN`.
+        ready.map_ok(|_guard| ())
+    }
+}
+
+impl AsFd for LazyTcp {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.sock.socket().as_fd()
+    }
+}
+
 impl Stream {
+    /// An accepted TCP connection, used speculatively (see [`LazyTcp`]).
+    pub fn accepted_tcp(sock: std::net::TcpStream) -> Self {
+        Stream::Tcp(LazyTcp::new(sock))
+    }
+    /// Connects to `addr` (non-blocking, `TCP_NODELAY`). On loopback the handshake is usually
+    /// over when `connect` returns: then the stream comes back unregistered, and the request
+    /// is sent at once (no event-loop round trip, no `SO_ERROR` read). Otherwise it waits for
+    /// the handshake on the event loop, as any connect does.
+    pub async fn connect_tcp(addr: std::net::SocketAddr) -> io::Result<Stream> {
+        use socket2::{Domain, Protocol, Socket, Type};
+        let ty = Type::STREAM.nonblocking().cloexec();
+        let sock = Socket::new(Domain::for_address(addr), ty, Some(Protocol::TCP))?;
+        sock.set_tcp_nodelay(true)?;
+        match sock.connect(&addr.into()) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+            Err(e) => return Err(e),
+        }
+        let s = LazyTcp::new(sock.into());
+        // Nothing to read before a request went out: the first read waits for an event (a
+        // speculative `recv` would nearly always find nothing).
+        s.drained.set(true);
+        // `getpeername` succeeds once the connection is established, and only then.
+        if s.sock.socket().peer_addr().is_err() {
+            std::future::poll_fn(|cx| s.poll_ready(cx, false)).await?;
+            if let Some(e) = s.sock.socket().take_error()? {
+                return Err(e);
+            }
+        }
+        Ok(Stream::Tcp(s))
+    }
     pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self {
-            Stream::Tcp(s) => s.poll_read_ready(cx),
+            Stream::Tcp(s) => s.poll_ready(cx, true),
             Stream::Unix(s) => s.poll_read_ready(cx),
         }
     }
     pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
-            Stream::Tcp(s) => s.try_read(buf),
+            Stream::Tcp(s) => {
+                s.io(Interest::READABLE, || io::Read::read(&mut s.sock.socket(), buf))
+            }
             Stream::Unix(s) => s.try_read(buf),
         }
     }
@@ -40,19 +131,27 @@ impl Stream {
     pub fn clear_read_ready(&self) {
         let would_block = || -> io::Result<()> { Err(io::ErrorKind::WouldBlock.into()) };
         let _ = match self {
-            Stream::Tcp(s) => s.try_io(tokio::io::Interest::READABLE, would_block),
-            Stream::Unix(s) => s.try_io(tokio::io::Interest::READABLE, would_block),
+            Stream::Tcp(s) => match s.sock.registered() {
+                Some(reg) => reg.try_io(Interest::READABLE, |_| would_block()),
+                None => {
+                    s.drained.set(true);
+                    Ok(())
+                }
+            },
+            Stream::Unix(s) => s.try_io(Interest::READABLE, would_block),
         };
     }
     pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self {
-            Stream::Tcp(s) => s.poll_write_ready(cx),
+            Stream::Tcp(s) => s.poll_ready(cx, false),
             Stream::Unix(s) => s.poll_write_ready(cx),
         }
     }
     pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            Stream::Tcp(s) => s.try_write(buf),
+            Stream::Tcp(s) => {
+                s.io(Interest::WRITABLE, || s.sock().send_with_flags(buf, libc::MSG_NOSIGNAL))
+            }
             Stream::Unix(s) => s.try_write(buf),
         }
     }
@@ -70,9 +169,7 @@ impl Stream {
             }
         };
         match self {
-            Stream::Tcp(s) => {
-                s.try_io(tokio::io::Interest::WRITABLE, || send(socket2::SockRef::from(s)))
-            }
+            Stream::Tcp(s) => s.io(Interest::WRITABLE, || send(s.sock())),
             // No `MSG_MORE` on UNIX streams.
             Stream::Unix(s) => s.try_write_vectored(&[IoSlice::new(head), IoSlice::new(data)]),
         }
@@ -88,7 +185,17 @@ impl Stream {
     /// UNIX streams have no async peek: for them this reports "sent something" at once.
     pub async fn peer_closed(&self) -> io::Result<bool> {
         match self {
-            Stream::Tcp(s) => Ok(s.peek(&mut [0u8; 1]).await? == 0),
+            Stream::Tcp(s) => {
+                let mut one = [0u8; 1];
+                std::future::poll_fn(|cx| loop {
+                    std::task::ready!(s.poll_ready(cx, true))?;
+                    match s.io(Interest::READABLE, || s.sock.socket().peek(&mut one)) {
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                        r => return Poll::Ready(r.map(|n| n == 0)),
+                    }
+                })
+                .await
+            }
             Stream::Unix(_) => Ok(false),
         }
     }

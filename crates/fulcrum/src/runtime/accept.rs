@@ -86,8 +86,7 @@ impl Listener {
             let std = std::os::unix::net::UnixStream::from(fd);
             Ok(Stream::Unix(tokio::net::UnixStream::from_std(std)?))
         } else {
-            let std = std::net::TcpStream::from(fd);
-            Ok(Stream::Tcp(tokio::net::TcpStream::from_std(std)?))
+            Ok(Stream::accepted_tcp(std::net::TcpStream::from(fd)))
         }
     }
 }
@@ -113,46 +112,57 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
                 return;
             }
         };
-        ws.bind.limit.acquire().await;
-        ws.frontend.limit.acquire().await;
-        shared.global_limit.acquire().await;
-        let mut slots = Slots {
-            shared: Arc::clone(&shared),
-            frontend: Arc::clone(&ws.frontend),
-            bind: Arc::clone(&ws.bind),
-            live: None,
-        };
-        let accepted = match ready.try_io(|fd| crate::sys::accept(fd.as_raw_fd())) {
-            Ok(r) => r.and_then(|(fd, peer)| Ok((listener.stream(fd)?, peer))),
-            Err(_would_block) => continue, // another worker took it; `slots` drops
-        };
-        let (client, peer) = match accepted {
-            Ok(c) => c,
-            Err(e) => {
-                drop(slots);
-                if is_resource_shortage(&e) {
-                    eprintln!("[WARNING]  ({}) : accept: {e}; pausing", std::process::id());
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+        // Up to `tune.maxaccept` connections per wake-up (64 by default): a burst of
+        // connections is taken from the kernel's queue before their sessions run, so the
+        // queue does not overflow (the kernel then drops SYNs, and a client waits 1 s). Then
+        // the sessions run before more are taken.
+        let mut taken = 0;
+        while taken < shared.max_accept {
+            taken += 1;
+            ws.bind.limit.acquire().await;
+            ws.frontend.limit.acquire().await;
+            shared.global_limit.acquire().await;
+            let mut slots = Slots {
+                shared: Arc::clone(&shared),
+                frontend: Arc::clone(&ws.frontend),
+                bind: Arc::clone(&ws.bind),
+                live: None,
+            };
+            let accepted = match ready.try_io(|fd| crate::sys::accept(fd.as_raw_fd())) {
+                Ok(r) => r.and_then(|(fd, peer)| Ok((listener.stream(fd)?, peer))),
+                Err(_would_block) => break, // drained, or another worker took it; `slots` drops
+            };
+            let (client, peer) = match accepted {
+                Ok(c) => c,
+                Err(e) => {
+                    drop(slots);
+                    if is_resource_shortage(&e) {
+                        eprintln!("[WARNING]  ({}) : accept: {e}; pausing", std::process::id());
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    break;
                 }
+            };
+            live.inc();
+            slots.live = Some(Rc::clone(&live));
+            let conn = Accepted { client, peer, dst_port: ws.dst_port };
+            if !admit(&ws.frontend, &conn, &shared) {
                 continue;
             }
-        };
-        live.inc();
-        slots.live = Some(Rc::clone(&live));
-        let conn = Accepted { client, peer, dst_port: ws.dst_port };
-        if !admit(&ws.frontend, &conn, &shared) {
-            continue;
-        }
-        // Two kinds of task, each as small as it can be: the task's size is part of the memory
-        // of every idle connection.
-        if ws.frontend.http.is_some() {
-            let task = http_connection(slots, Start::New(conn));
-            if debug_sizes {
-                eprintln!("http connection task: {} bytes", std::mem::size_of_val(&task));
+            // Two kinds of task, each as small as it can be: the task's size is part of the
+            // memory of every idle connection.
+            if ws.frontend.http.is_some() {
+                let task = http_connection(slots, Start::New(conn));
+                if debug_sizes {
+                    eprintln!("http connection task: {} bytes", std::mem::size_of_val(&task));
+                }
+                tokio::task::spawn_local(task);
+            } else {
+                tokio::task::spawn_local(tcp_connection(slots, conn));
             }
-            tokio::task::spawn_local(task);
-        } else {
-            tokio::task::spawn_local(tcp_connection(slots, conn));
+        }
+        if taken == shared.max_accept {
+            tokio::task::yield_now().await; // more may wait: let the sessions run first
         }
     }
 }

@@ -90,6 +90,8 @@ pub struct Shared {
     pub debug: bool,
     /// Idle server connections each worker may keep.
     pub idle_cap: usize,
+    /// `tune.maxaccept`: connections one listener accepts per wake-up (`usize::MAX`: all).
+    pub max_accept: usize,
 }
 
 /// Starts the workers and blocks until the process should exit; returns the exit status.
@@ -184,11 +186,29 @@ fn worker(
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
         let live = std::rc::Rc::new(accept::Live::default());
-        let mut loops = Vec::with_capacity(sockets.len());
-        for ws in sockets {
-            let task = accept::accept_loop(ws, Arc::clone(&shared), std::rc::Rc::clone(&live));
-            loops.push(tokio::task::spawn_local(task));
-        }
+        // The accept loops run in this future, not as tasks: the local set polls it between
+        // every batch of at most 61 tasks, so accepting keeps its turn however many sessions
+        // are runnable (as HAProxy accepts once per polling loop). As a task, an accept loop
+        // waited behind every runnable session: a burst of thousands of connections then
+        // overflowed the kernel's accept queue.
+        let mut loops: Vec<_> = sockets
+            .into_iter()
+            .map(|ws| {
+                let l = accept::accept_loop(ws, Arc::clone(&shared), std::rc::Rc::clone(&live));
+                Some(Box::pin(l))
+            })
+            .collect();
+        let accepting = std::future::poll_fn(|cx| {
+            for slot in loops.iter_mut() {
+                if slot
+                    .as_mut()
+                    .is_some_and(|l| std::future::Future::poll(l.as_mut(), cx).is_ready())
+                {
+                    *slot = None; // this listener failed; the others go on
+                }
+            }
+            std::task::Poll::<()>::Pending
+        });
         crate::http::pool::set_cap(shared.idle_cap);
         let purge = tokio::task::spawn_local(async {
             // HAProxy's default `pool-purge-delay`.
@@ -198,20 +218,22 @@ fn worker(
                 crate::http::pool::purge(delay);
             }
         });
-        while *state.borrow_and_update() == RunState::Running {
-            if state.changed().await.is_err() {
-                break;
+        let stopping = async {
+            while *state.borrow_and_update() == RunState::Running {
+                if state.changed().await.is_err() {
+                    break;
+                }
             }
+        };
+        tokio::select! {
+            biased;
+            _ = stopping => {}
+            _ = accepting => {}
         }
-        for l in &loops {
-            l.abort();
-        }
+        drop(loops); // closes this worker's listening sockets
         purge.abort();
         begin_stop();
         crate::http::pool::clear();
-        for l in loops {
-            let _ = l.await;
-        }
         live.wait_idle().await;
     });
 }

@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::{TcpSocket, UnixStream};
+use tokio::net::UnixStream;
 use tokio::time::Instant;
 
 use crate::backend::{AcquireError, Backend, PickKey, ServerSlot};
@@ -190,12 +190,7 @@ pub async fn connect_server_reusing(
 pub async fn connect(endpoint: Endpoint<'_>, timeout: Option<Duration>) -> io::Result<Stream> {
     let attempt = async {
         match endpoint {
-            Endpoint::Inet(addr) => {
-                let socket =
-                    if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
-                socket.set_nodelay(true)?;
-                Ok(Stream::Tcp(socket.connect(addr).await?))
-            }
+            Endpoint::Inet(addr) => Stream::connect_tcp(addr).await,
             Endpoint::Unix(path) => Ok(Stream::Unix(UnixStream::connect(path).await?)),
         }
     };
