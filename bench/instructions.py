@@ -111,9 +111,10 @@ def wait_listen(port, proc, timeout):
     raise RuntimeError(f"{proc.name}: nothing listens on 127.0.0.1:{port} after {timeout}s")
 
 
-# port_free and backend_stats: driver's (imported above).
+# port_free, backend_stats and sh: driver's (imported above).
 port_free = driver.port_free
 backend_stats = driver.backend_stats
+sh = driver.sh
 
 
 def callgrind_control(flag, pid, timeout=60):
@@ -489,14 +490,6 @@ def report(results, env, cfg_text, wall):
           "functions show as `0x…` addresses.", "",
           "## The configuration (both proxies)", "", "```", cfg_text.rstrip(), "```", ""]
     return "\n".join(L) + "\n"
-
-
-def sh(cmd):
-    try:
-        r = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=10)
-        return (r.stdout + r.stderr).strip()
-    except (OSError, subprocess.TimeoutExpired):
-        return "?"
 
 
 # ---------------------------------------------------------------------------- main

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use crate::args::{int_arg, no_extra, parse_u32, parse_u64, Diags};
 use crate::keywords::{self, Status};
 use crate::lexer::Line;
-use crate::model::{CpuMap, Global, UserSpec};
+use crate::model::{CpuMap, Global, UserSpec, DEFAULT_MAXACCEPT};
 
 /// Largest thread count, as HAProxy's MAX_THREADS on 64-bit builds.
 pub const MAX_THREADS: u32 = 64;
@@ -98,16 +98,15 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
 /// HAProxy reads `tune.maxaccept` with `atol()` (text that is not a number counts as 0): a
 /// negative value lifts the limit, 0 keeps the default (64).
 fn maxaccept(arg: &str) -> Option<u32> {
-    let (neg, digits) = match arg.strip_prefix('-') {
+    let (negative, rest) = match arg.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, arg.strip_prefix('+').unwrap_or(arg)),
     };
-    let digits: String = digits.chars().take_while(char::is_ascii_digit).collect();
-    let v: u64 = digits.parse().unwrap_or(0);
-    match (neg && v > 0, v) {
-        (true, _) => None,
-        (false, 0) => Some(64),
-        (false, v) => Some(v.min(u32::MAX as u64) as u32),
+    let digits = &rest[..rest.bytes().take_while(u8::is_ascii_digit).count()];
+    match digits.parse::<u64>().unwrap_or(0) {
+        0 => Some(DEFAULT_MAXACCEPT),
+        _ if negative => None,
+        v => Some(u32::try_from(v).unwrap_or(u32::MAX)),
     }
 }
 

@@ -73,10 +73,13 @@ pub struct Global {
     pub tune_bufsize: usize,
     /// `tune.http.maxhdr` (default 101): the most header lines a message may have.
     pub tune_http_maxhdr: u32,
-    /// `tune.maxaccept` (default 64): connections a listener accepts per wake-up before other
-    /// work runs; `None` when set to a negative value (no limit).
+    /// `tune.maxaccept` (default [`DEFAULT_MAXACCEPT`]): connections a listener accepts per
+    /// wake-up before other work runs; `None` when set to a negative value (no limit).
     pub tune_maxaccept: Option<u32>,
 }
+
+/// HAProxy's default `tune.maxaccept`.
+pub const DEFAULT_MAXACCEPT: u32 = 64;
 
 impl Default for Global {
     fn default() -> Self {
@@ -91,7 +94,7 @@ impl Default for Global {
             group: None,
             tune_bufsize: 16384,
             tune_http_maxhdr: 101,
-            tune_maxaccept: Some(64),
+            tune_maxaccept: Some(DEFAULT_MAXACCEPT),
         }
     }
 }

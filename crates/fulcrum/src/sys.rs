@@ -216,7 +216,7 @@ pub fn register_listener(fd: OwnedFd) -> io::Result<tokio::io::unix::AsyncFd<Own
 /// at once) closes without `epoll_ctl` at all.
 #[derive(Debug)]
 pub struct LazyRegistered {
-    // Declared before `fd`: dropped (deregistered) before the descriptor closes.
+    // Declared before `sock`: dropped (deregistered) before the descriptor closes.
     reg: std::cell::OnceCell<tokio::io::unix::AsyncFd<RawFd>>,
     sock: std::net::TcpStream,
 }

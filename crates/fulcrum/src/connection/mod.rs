@@ -37,8 +37,8 @@ pub struct LazyTcp {
 }
 
 impl LazyTcp {
-    pub fn new(sock: std::net::TcpStream) -> Self {
-        LazyTcp { sock: crate::sys::LazyRegistered::new(sock), drained: Cell::new(false) }
+    fn new(sock: std::net::TcpStream, drained: bool) -> Self {
+        LazyTcp { sock: crate::sys::LazyRegistered::new(sock), drained: Cell::new(drained) }
     }
 
     fn sock(&self) -> socket2::SockRef<'_> {
@@ -71,6 +71,33 @@ impl LazyTcp {
         // socket hits `EAGAIN`.
         ready.map_ok(|_guard| ())
     }
+
+    /// See [`Stream::clear_read_ready`]; unregistered, the next read waits for an event.
+    fn clear_read_ready(&self) {
+        match self.sock.registered() {
+            Some(reg) => {
+                let _ = reg.try_io(Interest::READABLE, |_| Err::<(), _>(would_block()));
+            }
+            None => self.drained.set(true),
+        }
+    }
+
+    /// See [`Stream::peer_closed`].
+    async fn peer_closed(&self) -> io::Result<bool> {
+        let mut one = [0u8; 1];
+        std::future::poll_fn(|cx| loop {
+            std::task::ready!(self.poll_ready(cx, true))?;
+            match self.io(Interest::READABLE, || self.sock.socket().peek(&mut one)) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                r => return Poll::Ready(r.map(|n| n == 0)),
+            }
+        })
+        .await
+    }
+}
+
+fn would_block() -> io::Error {
+    io::ErrorKind::WouldBlock.into()
 }
 
 impl AsFd for LazyTcp {
@@ -82,7 +109,7 @@ impl AsFd for LazyTcp {
 impl Stream {
     /// An accepted TCP connection, used speculatively (see [`LazyTcp`]).
     pub fn accepted_tcp(sock: std::net::TcpStream) -> Self {
-        Stream::Tcp(LazyTcp::new(sock))
+        Stream::Tcp(LazyTcp::new(sock, false))
     }
     /// Connects to `addr` (non-blocking, `TCP_NODELAY`). On loopback the handshake is usually
     /// over when `connect` returns: then the stream comes back unregistered, and the request
@@ -98,10 +125,9 @@ impl Stream {
             Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
             Err(e) => return Err(e),
         }
-        let s = LazyTcp::new(sock.into());
         // Nothing to read before a request went out: the first read waits for an event (a
         // speculative `recv` would nearly always find nothing).
-        s.drained.set(true);
+        let s = LazyTcp::new(sock.into(), true);
         // `getpeername` succeeds once the connection is established, and only then.
         if s.sock.socket().peer_addr().is_err() {
             std::future::poll_fn(|cx| s.poll_ready(cx, false)).await?;
@@ -129,17 +155,12 @@ impl Stream {
     /// short read): the next read then waits for the event loop's next edge instead of trying
     /// `recv` and getting `EAGAIN`. Tokio clears it only if no newer event arrived meanwhile.
     pub fn clear_read_ready(&self) {
-        let would_block = || -> io::Result<()> { Err(io::ErrorKind::WouldBlock.into()) };
-        let _ = match self {
-            Stream::Tcp(s) => match s.sock.registered() {
-                Some(reg) => reg.try_io(Interest::READABLE, |_| would_block()),
-                None => {
-                    s.drained.set(true);
-                    Ok(())
-                }
-            },
-            Stream::Unix(s) => s.try_io(Interest::READABLE, would_block),
-        };
+        match self {
+            Stream::Tcp(s) => s.clear_read_ready(),
+            Stream::Unix(s) => {
+                let _ = s.try_io(Interest::READABLE, || Err::<(), _>(would_block()));
+            }
+        }
     }
     pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self {
@@ -185,17 +206,7 @@ impl Stream {
     /// UNIX streams have no async peek: for them this reports "sent something" at once.
     pub async fn peer_closed(&self) -> io::Result<bool> {
         match self {
-            Stream::Tcp(s) => {
-                let mut one = [0u8; 1];
-                std::future::poll_fn(|cx| loop {
-                    std::task::ready!(s.poll_ready(cx, true))?;
-                    match s.io(Interest::READABLE, || s.sock.socket().peek(&mut one)) {
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                        r => return Poll::Ready(r.map(|n| n == 0)),
-                    }
-                })
-                .await
-            }
+            Stream::Tcp(s) => s.peer_closed().await,
             Stream::Unix(_) => Ok(false),
         }
     }
