@@ -14,6 +14,12 @@ impl Diags {
     pub fn alert(&mut self, line: &Line, msg: impl Into<String>) {
         self.list.push(Diagnostic::alert(Some(line.span.clone()), msg));
     }
+    /// HAProxy's non-fatal `[ALERT]`: printed, the configuration still accepted.
+    pub fn alert_continue(&mut self, line: &Line, msg: impl Into<String>) {
+        let mut d = Diagnostic::alert(Some(line.span.clone()), msg);
+        d.severity = crate::diag::Severity::AlertContinue;
+        self.list.push(d);
+    }
     pub fn warning(&mut self, line: &Line, msg: impl Into<String>) {
         self.list.push(Diagnostic::warning(Some(line.span.clone()), msg));
     }
@@ -28,6 +34,24 @@ pub fn parse_u64(s: &str) -> Option<u64> {
         return None;
     }
     s.parse().ok()
+}
+
+/// C's `atol()`: an optional sign then the leading digits; no digits reads as 0 (HAProxy reads
+/// several `tune.*` values so, without complaint). Saturates instead of overflowing.
+pub fn atol(s: &str) -> i64 {
+    let (negative, rest) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let v = rest
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .fold(0i64, |v, d| v.saturating_mul(10).saturating_add(i64::from(d - b'0')));
+    if negative {
+        -v
+    } else {
+        v
+    }
 }
 
 /// A plain unsigned decimal integer that fits a `u32`.

@@ -14,6 +14,9 @@ pub enum Severity {
     Diag,
     Notice,
     Warning,
+    /// HAProxy prints `[ALERT]` but keeps going: the configuration is still accepted (e.g. a
+    /// `tune.rcvbuf.client` given twice: the first value stays).
+    AlertContinue,
     /// An error: the configuration is refused.
     Alert,
 }
@@ -25,7 +28,7 @@ impl Severity {
             Severity::Diag => "[DIAG]     ",
             Severity::Notice => "[NOTICE]   ",
             Severity::Warning => "[WARNING]  ",
-            Severity::Alert => "[ALERT]    ",
+            Severity::AlertContinue | Severity::Alert => "[ALERT]    ",
         }
     }
 }

@@ -1,11 +1,12 @@
 //! The `global` section: `daemon`, `nbthread`, `maxconn`, `pidfile`, `cpu-map`, `ulimit-n`,
-//! `user`/`uid`, `group`/`gid`, `tune.bufsize`, `tune.http.maxhdr`, `tune.maxaccept`, plus
+//! `user`/`uid`, `group`/`gid`, `tune.bufsize`, `tune.http.maxhdr`, `tune.maxaccept`,
+//! `tune.rcvbuf.client|server`, `tune.sndbuf.client|server`, plus
 //! [`cpus_for_thread`], which resolves the `cpu-map` lines to the CPUs one worker thread is
 //! pinned to.
 
 use std::path::PathBuf;
 
-use crate::args::{int_arg, no_extra, parse_u32, parse_u64, Diags};
+use crate::args::{atol, int_arg, no_extra, parse_u32, parse_u64, Diags};
 use crate::keywords::{self, Status};
 use crate::lexer::Line;
 use crate::model::{CpuMap, Global, UserSpec, DEFAULT_MAXACCEPT};
@@ -86,6 +87,9 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
                 g.tune_maxaccept = maxaccept(line.arg(1));
             }
         }
+        "tune.rcvbuf.client" | "tune.rcvbuf.server" | "tune.sndbuf.client" | "tune.sndbuf.server" => {
+            socket_buffer(line, kw, g, diags)
+        }
         "cpu-map" => {
             if let Some(m) = parse_cpu_map(line, diags) {
                 g.cpu_map.push(m);
@@ -98,16 +102,31 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
 /// HAProxy reads `tune.maxaccept` with `atol()` (text that is not a number counts as 0): a
 /// negative value lifts the limit, 0 keeps the default (64).
 fn maxaccept(arg: &str) -> Option<u32> {
-    let (negative, rest) = match arg.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, arg.strip_prefix('+').unwrap_or(arg)),
-    };
-    let digits = &rest[..rest.bytes().take_while(u8::is_ascii_digit).count()];
-    match digits.parse::<u64>().unwrap_or(0) {
+    match atol(arg) {
         0 => Some(DEFAULT_MAXACCEPT),
-        _ if negative => None,
+        v if v < 0 => None,
         v => Some(u32::try_from(v).unwrap_or(u32::MAX)),
     }
+}
+
+/// `tune.rcvbuf.client|server`, `tune.sndbuf.client|server`: read with `atol()` into a C
+/// `int`, 0 meaning "leave it to the kernel"; the first non-zero value stays (HAProxy alerts
+/// on a second one and goes on).
+fn socket_buffer(line: &Line, kw: &str, g: &mut Global, diags: &mut Diags) {
+    if !no_extra(line, 2, kw, diags) {
+        return;
+    }
+    let bufs = if kw.ends_with(".client") { &mut g.client_bufs } else { &mut g.server_bufs };
+    let slot = if kw.starts_with("tune.rcvbuf") { &mut bufs.rcv } else { &mut bufs.snd };
+    if slot.is_some() {
+        return diags.alert_continue(line, format!("'{kw}' already specified. Continuing."));
+    }
+    if line.arg(1).is_empty() {
+        return diags.alert(line, format!("'{kw}' expects an integer argument."));
+    }
+    // C's long-to-int conversion keeps the low 32 bits.
+    let v = atol(line.arg(1)) as i32;
+    *slot = (v != 0).then_some(v);
 }
 
 fn nbthread(line: &Line, g: &mut Global, diags: &mut Diags) {
@@ -294,6 +313,44 @@ mod tests {
             parse_line(l, &mut g, &mut d);
         }
         (g, d.list.iter().map(|d| d.message.clone()).collect())
+    }
+
+    #[test]
+    fn socket_buffers_read_like_haproxy() {
+        use crate::model::SocketBuffers;
+        let (g, d) = parse(
+            "tune.rcvbuf.client 65536\ntune.sndbuf.client 12abc\ntune.rcvbuf.server -5\n\
+             tune.sndbuf.server 0\ntune.sndbuf.server 4096\ntune.rcvbuf.client 1000\n",
+        );
+        assert_eq!(g.client_bufs, SocketBuffers { rcv: Some(65536), snd: Some(12) });
+        // 0 leaves the slot to the kernel, so a later line still sets it.
+        assert_eq!(g.server_bufs, SocketBuffers { rcv: Some(-5), snd: Some(4096) });
+        assert_eq!(d, ["'tune.rcvbuf.client' already specified. Continuing."]);
+        assert_eq!(Global::default().client_bufs, SocketBuffers::default());
+        let (g, d) = parse("tune.sndbuf.client abc\ntune.rcvbuf.server\ntune.rcvbuf.server 1 2\n");
+        assert_eq!((g.client_bufs, g.server_bufs), Default::default());
+        assert_eq!(
+            d,
+            [
+                "'tune.rcvbuf.server' expects an integer argument.",
+                "'tune.rcvbuf.server' cannot handle unexpected argument '2'."
+            ]
+        );
+    }
+
+    #[test]
+    fn socket_buffer_second_value_is_a_continuing_alert() {
+        let (lines, _) =
+            lex_source("g.cfg", "tune.sndbuf.server 1\ntune.sndbuf.server 2\n", &|_| None);
+        let mut g = Global::default();
+        let mut d = Diags::default();
+        for l in &lines {
+            parse_line(l, &mut g, &mut d);
+        }
+        assert_eq!(d.list.len(), 1);
+        assert_eq!(d.list[0].severity, crate::diag::Severity::AlertContinue);
+        assert!(!d.has_errors(), "HAProxy accepts the configuration");
+        assert_eq!(g.server_bufs.snd, Some(1));
     }
 
     #[test]

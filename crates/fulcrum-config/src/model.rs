@@ -76,6 +76,19 @@ pub struct Global {
     /// `tune.maxaccept` (default [`DEFAULT_MAXACCEPT`]): connections a listener accepts per
     /// wake-up before other work runs; `None` when set to a negative value (no limit).
     pub tune_maxaccept: Option<u32>,
+    /// `tune.rcvbuf.client` / `tune.sndbuf.client`: kernel buffer sizes forced on client
+    /// connections (set on the listening sockets, which accepted ones inherit).
+    pub client_bufs: SocketBuffers,
+    /// `tune.rcvbuf.server` / `tune.sndbuf.server`: the same on server connections.
+    pub server_bufs: SocketBuffers,
+}
+
+/// Kernel socket buffer sizes (`SO_RCVBUF`, `SO_SNDBUF`) to force on a connection; `None`
+/// leaves the kernel's auto-tuning alone (HAProxy's default, 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SocketBuffers {
+    pub rcv: Option<i32>,
+    pub snd: Option<i32>,
 }
 
 /// HAProxy's default `tune.maxaccept`.
@@ -95,6 +108,8 @@ impl Default for Global {
             tune_bufsize: 16384,
             tune_http_maxhdr: 101,
             tune_maxaccept: Some(DEFAULT_MAXACCEPT),
+            client_bufs: SocketBuffers::default(),
+            server_bufs: SocketBuffers::default(),
         }
     }
 }

@@ -24,6 +24,7 @@ fn severity(d: &Diagnostic) -> &'static str {
         Severity::Notice => "NOTICE",
         Severity::Warning => "WARNING",
         Severity::Alert => "ALERT",
+        Severity::AlertContinue => "ALERT (accepted)",
     }
 }
 

@@ -51,6 +51,8 @@ pub struct Backend {
     pub rules: crate::rules::ProxyRules,
     /// Its rules or headers read the client connection's local address.
     pub uses_dst: bool,
+    /// `tune.rcvbuf.server` / `tune.sndbuf.server` (global), for its server connections.
+    pub server_bufs: fulcrum_config::SocketBuffers,
 }
 
 /// Why no server could be had.
@@ -172,6 +174,7 @@ impl Backend {
             http: None,
             rules: Default::default(),
             uses_dst: false,
+            server_bufs: fulcrum_config::SocketBuffers::default(),
         }
     }
 

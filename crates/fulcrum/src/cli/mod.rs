@@ -131,7 +131,7 @@ fn open_error(path: &Path, e: &std::io::Error) -> String {
 }
 
 fn print_diag(d: &Diagnostic, quiet: bool) {
-    if quiet && d.severity != Severity::Alert {
+    if quiet && d.severity < Severity::AlertContinue {
         return;
     }
     if d.severity == Severity::Diag {
@@ -316,7 +316,11 @@ fn open_listeners(
     let mut per_worker: Vec<Vec<WorkerSocket>> = (0..nbthread).map(|_| Vec::new()).collect();
     for fe in &plan.frontends {
         for bind in &fe.binds {
-            let opts = BindOptions { backlog: bind.backlog, v4v6: bind.v4v6 };
+            let opts = BindOptions {
+                backlog: bind.backlog,
+                v4v6: bind.v4v6,
+                bufs: plan.global.client_bufs,
+            };
             for addr in &bind.addrs {
                 let sockets = listener::open(addr, opts, nbthread, inherited).map_err(|e| {
                     format!("{}: cannot bind socket ({e}) for {}", fe.name, show(addr))

@@ -106,6 +106,19 @@ impl AsFd for LazyTcp {
     }
 }
 
+/// Forces the kernel buffer sizes of `sock` (`tune.rcvbuf.*` / `tune.sndbuf.*`), before
+/// `listen` or `connect` so that TCP's window scale is chosen with them. The value goes to the
+/// kernel as HAProxy passes it (a C `int`; the kernel doubles it and caps it at
+/// `net.core.rmem_max`/`wmem_max`); failures are ignored, as HAProxy ignores them.
+pub fn force_buffers(sock: &socket2::Socket, bufs: fulcrum_config::SocketBuffers) {
+    if let Some(v) = bufs.rcv {
+        let _ = sock.set_recv_buffer_size(v as u32 as usize);
+    }
+    if let Some(v) = bufs.snd {
+        let _ = sock.set_send_buffer_size(v as u32 as usize);
+    }
+}
+
 impl Stream {
     /// An accepted TCP connection, used speculatively (see [`LazyTcp`]).
     pub fn accepted_tcp(sock: std::net::TcpStream) -> Self {
@@ -115,11 +128,15 @@ impl Stream {
     /// over when `connect` returns: then the stream comes back unregistered, and the request
     /// is sent at once (no event-loop round trip, no `SO_ERROR` read). Otherwise it waits for
     /// the handshake on the event loop, as any connect does.
-    pub async fn connect_tcp(addr: std::net::SocketAddr) -> io::Result<Stream> {
+    pub async fn connect_tcp(
+        addr: std::net::SocketAddr,
+        bufs: fulcrum_config::SocketBuffers,
+    ) -> io::Result<Stream> {
         use socket2::{Domain, Protocol, Socket, Type};
         let ty = Type::STREAM.nonblocking().cloexec();
         let sock = Socket::new(Domain::for_address(addr), ty, Some(Protocol::TCP))?;
         sock.set_tcp_nodelay(true)?;
+        force_buffers(&sock, bufs);
         match sock.connect(&addr.into()) {
             Ok(()) => {}
             Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}

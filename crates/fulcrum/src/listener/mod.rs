@@ -31,6 +31,9 @@ pub struct OpenSocket {
 pub struct BindOptions {
     pub backlog: Option<u32>,
     pub v4v6: bool,
+    /// `tune.rcvbuf.client` / `tune.sndbuf.client`: set on TCP listeners, whose accepted
+    /// connections inherit them.
+    pub bufs: fulcrum_config::SocketBuffers,
 }
 
 /// HAProxy's default backlog follows `maxconn`; the kernel caps it with somaxconn anyway.
@@ -53,7 +56,8 @@ pub fn open(
                 .map(|s| OpenSocket { socket: s, unix: false })
                 .collect();
             while out.len() < count {
-                out.push(OpenSocket { socket: open_inet(sa, opts.v4v6, backlog)?, unix: false });
+                let socket = open_inet(sa, opts.v4v6, backlog, opts.bufs)?;
+                out.push(OpenSocket { socket, unix: false });
             }
             Ok(out)
         }
@@ -89,7 +93,12 @@ fn duplicate(socket: Socket, count: usize, unix: bool) -> io::Result<Vec<OpenSoc
     Ok(out)
 }
 
-fn open_inet(sa: &SocketAddr, v4v6: bool, backlog: i32) -> io::Result<Socket> {
+fn open_inet(
+    sa: &SocketAddr,
+    v4v6: bool,
+    backlog: i32,
+    bufs: fulcrum_config::SocketBuffers,
+) -> io::Result<Socket> {
     let socket = Socket::new(Domain::for_address(*sa), Type::STREAM, Some(Protocol::TCP))?;
     if sa.is_ipv6() {
         socket.set_only_v6(!v4v6)?;
@@ -98,6 +107,7 @@ fn open_inet(sa: &SocketAddr, v4v6: bool, backlog: i32) -> io::Result<Socket> {
     socket.set_reuse_port(true)?;
     socket.set_nonblocking(true)?;
     socket.set_tcp_nodelay(true)?;
+    crate::connection::force_buffers(&socket, bufs);
     socket.bind(&SockAddr::from(*sa))?;
     socket.listen(backlog)?;
     Ok(socket)

@@ -363,6 +363,7 @@ fn backend(
     let mut rules = proxy_rules(&mut c, p);
     errors.append(&mut c.errors);
     be.uses_dst = c.uses_dst || p.originalto.is_some();
+    be.server_bufs = config.global.server_bufs;
     rules.acls = c.finish();
     be.rules = rules;
     if p.mode == cfg::Mode::Http {

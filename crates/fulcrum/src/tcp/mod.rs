@@ -156,7 +156,7 @@ pub async fn connect_server_reusing(
             return Ok((slot, stream, requests));
         }
         let endpoint = slot.server().target.resolve(dst_port);
-        let err = match connect(endpoint, be.timeouts.connect).await {
+        let err = match connect(endpoint, be.timeouts.connect, be.server_bufs).await {
             Ok(stream) => {
                 out.connect = connect_at.elapsed();
                 return Ok((slot, stream, 0));
@@ -186,11 +186,16 @@ pub async fn connect_server_reusing(
     }
 }
 
-/// Opens a connection to a server within the connect timeout.
-pub async fn connect(endpoint: Endpoint<'_>, timeout: Option<Duration>) -> io::Result<Stream> {
+/// Opens a connection to a server within the connect timeout, with the kernel buffer sizes
+/// `tune.rcvbuf.server` / `tune.sndbuf.server` force (TCP only).
+pub async fn connect(
+    endpoint: Endpoint<'_>,
+    timeout: Option<Duration>,
+    bufs: fulcrum_config::SocketBuffers,
+) -> io::Result<Stream> {
     let attempt = async {
         match endpoint {
-            Endpoint::Inet(addr) => Stream::connect_tcp(addr).await,
+            Endpoint::Inet(addr) => Stream::connect_tcp(addr, bufs).await,
             Endpoint::Unix(path) => Ok(Stream::Unix(UnixStream::connect(path).await?)),
         }
     };

@@ -5,4 +5,5 @@ mod config_errors;
 mod failures;
 mod harness;
 mod lifecycle;
+mod socket_buffers;
 mod timeouts;
