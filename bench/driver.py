@@ -836,6 +836,11 @@ def contenders_of(scen):
     return [c for c in order if c in have]
 
 
+def per_mb(rs, seconds):
+    """Median over runs of seconds(run) in µs per MB moved."""
+    return statistics.median([seconds(r) * 1e6 / (r["bytes"] / 1e6) for r in rs if r.get("bytes")])
+
+
 def load_table(scen, bytes_too=False):
     h = "| point | contender | req/s | " + ("Gbit/s | CPU µs/MB | load side µs/MB | softirq µs/MB proxy CPU / load CPU | "
                                           if bytes_too else "") + \
@@ -854,11 +859,10 @@ def load_table(scen, bytes_too=False):
                 e += " (" + "; ".join(sorted(notes)) + ")"
             line = f"| {pt} | {c} | {cell(rs, 'rps', 0)} | "
             if bytes_too:
-                side = statistics.median([(r["client_cpu_s"] + r["backend_cpu_s"]) * 1e6 / (r["bytes"] / 1e6)
-                                          for r in rs if r.get("bytes")])
-                sq = [statistics.median([r[k] * 1e6 / (r["bytes"] / 1e6) for r in rs if r.get("bytes")])
-                      for k in ("softirq_proxy_cpu_s", "softirq_load_cpu_s")]
-                line += f"{cell(rs, 'gbps')} | {cell(rs, 'cpu_us_per_mb', 0)} | {side:.0f} | {sq[0]:.0f} / {sq[1]:.0f} | "
+                side = per_mb(rs, lambda r: r["client_cpu_s"] + r["backend_cpu_s"])
+                sp = per_mb(rs, lambda r: r["softirq_proxy_cpu_s"])
+                sl = per_mb(rs, lambda r: r["softirq_load_cpu_s"])
+                line += f"{cell(rs, 'gbps')} | {cell(rs, 'cpu_us_per_mb', 0)} | {side:.0f} | {sp:.0f} / {sl:.0f} | "
             line += (f"{cell(rs, 'cpu_us_per_req')} | {fmt(med(rs, 'proxy_util_pct'), 0)} | "
                      f"{fmt(med(rs, 'other_load_pct'), 0)} | "
                      f"{fmt(med(rs, 'server_conns_per_kreq'), 1)} | "
@@ -916,8 +920,7 @@ def report_ratio_table(scen):
         if per_byte and F and H:
             # Which CPU ran the loopback deliveries (see softirq_ticks): when the load CPU ran
             # more of them with Fulcrum, its peers, not Fulcrum, paid for the bytes.
-            lf, lh = (statistics.median([r["softirq_load_cpu_s"] * 1e6 / (r["bytes"] / 1e6) for r in X if r.get("bytes")])
-                      for X in (F, H))
+            lf, lh = (per_mb(X, lambda r: r["softirq_load_cpu_s"]) for X in (F, H))
             if rh["gbps"] and rh["gbps"] < 1.0 and lf > 1.5 * lh:
                 v += f" · deliveries on the load CPU (softirq µs/MB F {lf:.0f} / H {lh:.0f})"
         bf, bh = med(F, "machine_busy_pct"), med(H, "machine_busy_pct")

@@ -16,9 +16,11 @@ impl Diags {
     }
     /// HAProxy's non-fatal `[ALERT]`: printed, the configuration still accepted.
     pub fn alert_continue(&mut self, line: &Line, msg: impl Into<String>) {
-        let mut d = Diagnostic::alert(Some(line.span.clone()), msg);
-        d.severity = crate::diag::Severity::AlertContinue;
-        self.list.push(d);
+        self.list.push(Diagnostic {
+            severity: crate::diag::Severity::AlertContinue,
+            span: Some(line.span.clone()),
+            message: msg.into(),
+        });
     }
     pub fn warning(&mut self, line: &Line, msg: impl Into<String>) {
         self.list.push(Diagnostic::warning(Some(line.span.clone()), msg));

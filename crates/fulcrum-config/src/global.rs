@@ -305,13 +305,18 @@ mod tests {
     use super::*;
     use crate::lexer::lex_source;
 
-    fn parse(text: &str) -> (Global, Vec<String>) {
+    fn parse_diags(text: &str) -> (Global, Diags) {
         let (lines, _) = lex_source("g.cfg", text, &|_| None);
         let mut g = Global::default();
         let mut d = Diags::default();
         for l in &lines {
             parse_line(l, &mut g, &mut d);
         }
+        (g, d)
+    }
+
+    fn parse(text: &str) -> (Global, Vec<String>) {
+        let (g, d) = parse_diags(text);
         (g, d.list.iter().map(|d| d.message.clone()).collect())
     }
 
@@ -340,13 +345,7 @@ mod tests {
 
     #[test]
     fn socket_buffer_second_value_is_a_continuing_alert() {
-        let (lines, _) =
-            lex_source("g.cfg", "tune.sndbuf.server 1\ntune.sndbuf.server 2\n", &|_| None);
-        let mut g = Global::default();
-        let mut d = Diags::default();
-        for l in &lines {
-            parse_line(l, &mut g, &mut d);
-        }
+        let (g, d) = parse_diags("tune.sndbuf.server 1\ntune.sndbuf.server 2\n");
         assert_eq!(d.list.len(), 1);
         assert_eq!(d.list[0].severity, crate::diag::Severity::AlertContinue);
         assert!(!d.has_errors(), "HAProxy accepts the configuration");

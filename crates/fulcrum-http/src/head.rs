@@ -1229,6 +1229,11 @@ impl Head {
             }
         }
         out.extend_from_slice(b"\r\n");
+        self.write_fields(out);
+    }
+
+    /// Appends the header block: every field as `name: value` CRLF, then the empty line.
+    pub fn write_fields(&self, out: &mut Vec<u8>) {
         for (name, value) in self.headers() {
             out.extend_from_slice(name);
             out.extend_from_slice(b": ");

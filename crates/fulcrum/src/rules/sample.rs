@@ -377,13 +377,7 @@ fn fetch_each<'a>(
         ReqHdrs => {
             let Some(r) = req else { return false };
             let mut all = Vec::new();
-            for (n, v) in r.headers() {
-                all.extend_from_slice(n);
-                all.extend_from_slice(b": ");
-                all.extend_from_slice(v);
-                all.extend_from_slice(b"\r\n");
-            }
-            all.extend_from_slice(b"\r\n");
+            r.write_fields(&mut all);
             f(Value::Str(Cow::Owned(all)))
         }
         Base => {
@@ -479,22 +473,30 @@ fn full_values<'a>(
     let all = || {
         head.headers().filter(move |(n, _)| n.eq_ignore_ascii_case(name.as_bytes())).map(|(_, v)| v)
     };
+    pick_occurrence(all, occ, last_only, f)
+}
+
+/// Calls `f` on the occurrence(s) `occ` selects among `values()`: every one until `f` says
+/// true (ACLs, no `occ`), the last one (samples, no `occ`), the n-th (1-based) or the n-th
+/// from the end (negative).
+fn pick_occurrence<'a, I: Iterator<Item = &'a [u8]>>(
+    values: impl Fn() -> I,
+    occ: Option<i32>,
+    last_only: bool,
+    f: &mut dyn FnMut(&'a [u8]) -> bool,
+) -> bool {
     if !last_only && matches!(occ, None | Some(0)) {
-        // ACLs try every occurrence.
-        return all().any(f);
+        return values().any(f);
     }
     let v = match occ {
-        None | Some(0) => all().last(),
-        Some(n) if n > 0 => all().nth(n as usize - 1),
+        None | Some(0) => values().last(),
+        Some(n) if n > 0 => values().nth(n as usize - 1),
         Some(n) => {
-            let count = all().count();
-            count.checked_sub(n.unsigned_abs() as usize).and_then(|i| all().nth(i))
+            let count = values().count();
+            count.checked_sub(n.unsigned_abs() as usize).and_then(|i| values().nth(i))
         }
     };
-    match v {
-        Some(v) => f(v),
-        None => false,
-    }
+    v.is_some_and(f)
 }
 
 /// IPv4-mapped IPv6 addresses are shown and matched as IPv4, as HAProxy does.
@@ -526,32 +528,7 @@ fn header_values<'a>(
             .filter(move |(n, _)| name.is_empty() || n.eq_ignore_ascii_case(name.as_bytes()))
             .flat_map(|(_, v)| fulcrum_http::comma_values(v))
     };
-    match occ {
-        Some(0) | None if !last_only => {
-            for v in matching() {
-                if f(v) {
-                    return true;
-                }
-            }
-            false
-        }
-        Some(0) | None => match matching().last() {
-            Some(v) => f(v),
-            None => false,
-        },
-        Some(n) if n > 0 => match matching().nth(n as usize - 1) {
-            Some(v) => f(v),
-            None => false,
-        },
-        Some(n) => {
-            let all: Vec<&'a [u8]> = matching().collect();
-            let back = n.unsigned_abs() as usize;
-            match all.len().checked_sub(back).and_then(|i| all.get(i)) {
-                Some(v) => f(v),
-                None => false,
-            }
-        }
-    }
+    pick_occurrence(matching, occ, last_only, f)
 }
 
 /// Loads (once) the map file a converter names.
