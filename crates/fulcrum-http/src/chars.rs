@@ -76,6 +76,28 @@ pub(crate) fn is_value(b: u8) -> bool {
     CLASS[b as usize] & VALUE != 0
 }
 
+/// How many bytes at the start of `s` are field-value bytes ([`is_value`]). Eight bytes at a
+/// time while none is a control byte or DEL (the usual value: printable ASCII), then byte by
+/// byte: this scan also finds the line's end (CR and LF are not value bytes).
+#[inline]
+pub(crate) fn value_run(s: &[u8]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut i = 0;
+    while let Some(word) = s.get(i..i + 8) {
+        let x = u64::from_le_bytes(word.try_into().unwrap_or_default());
+        // A byte below 0x20 (bytes >= 0x80 are excluded by `!x`), or a byte equal to 0x7F.
+        let ctl = x.wrapping_sub(0x20 * ONES) & !x;
+        let y = x ^ (0x7f * ONES);
+        let del = y.wrapping_sub(ONES) & !y;
+        if (ctl | del) & HIGH != 0 {
+            break;
+        }
+        i += 8;
+    }
+    i + s[i..].iter().take_while(|&&b| is_value(b)).count()
+}
+
 /// `qdtext` of a quoted-string.
 #[inline]
 pub(crate) fn is_qdtext(b: u8) -> bool {
@@ -114,6 +136,22 @@ pub(crate) fn find_lf(s: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn value_run_stops_at_the_first_byte_that_is_not_a_value_byte() {
+        // Every byte value at every position of a 20-byte run of value bytes.
+        for stop in 0u8..=255 {
+            for at in 0..20 {
+                let mut s = vec![b'a'; 20];
+                s[at] = stop;
+                let want = if is_value(stop) { 20 } else { at };
+                assert_eq!(value_run(&s), want, "byte {stop:#x} at {at}");
+            }
+        }
+        assert_eq!(value_run(b""), 0);
+        let obs = b"\x80\xff text\tmore and more\xfe";
+        assert_eq!(value_run(obs), obs.len());
+    }
 
     #[test]
     fn token_bytes_are_those_of_rfc_9110() {

@@ -9,7 +9,7 @@
 
 use std::ops::Range;
 
-use crate::chars::{find_lf, is_ows, is_target, is_tchar, is_value, trim_ows};
+use crate::chars::{find_lf, is_ows, is_target, is_tchar, is_value, trim_ows, value_run};
 use crate::error::{EditError, HeadError};
 use crate::target::{self, Form};
 use crate::values::{comma_values, has_token};
@@ -151,7 +151,15 @@ impl Span {
 struct Field {
     name: Span,
     value: Span,
+    /// What the name means to the codec, found once when the field is stored.
+    special: Special,
     drop: bool,
+}
+
+impl Field {
+    fn new(name: Span, value: Span, special: Special) -> Field {
+        Field { name, value, special, drop: false }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -278,6 +286,58 @@ pub(crate) fn check_field_line(
     Ok(Some((n, start..line.len() - trail)))
 }
 
+/// What the scan of a header line at the start of the unread bytes found.
+#[derive(Debug, PartialEq, Eq)]
+enum FieldScan {
+    /// A whole line: its bytes are `..end` (line end excluded), the next line starts at `next`,
+    /// the name is `..name` and the value, trimmed of OWS, `value`.
+    Line { end: usize, next: usize, name: usize, value: Range<usize> },
+    /// Not a whole line yet, and nothing wrong so far.
+    Partial,
+}
+
+/// Checks one header line at the start of `w` and finds its end in the same pass (the value
+/// scan stops at CR or LF, which are not value bytes). `w` does not start with the empty line
+/// that ends the head. Gives what [`find_lf`] then [`check_field_line`] give (those stay for
+/// trailers; a test compares the two ways).
+fn scan_field_line(w: &[u8]) -> Result<FieldScan, HeadError> {
+    match w.first() {
+        None => return Ok(FieldScan::Partial),
+        Some(b' ' | b'\t') => return Err(HeadError::ObsFold),
+        Some(_) => {}
+    }
+    let n = w.iter().take_while(|&&b| is_tchar(b)).count();
+    match w.get(n) {
+        None => return Ok(FieldScan::Partial),
+        Some(b':') if n > 0 => {}
+        Some(b' ' | b'\t') => return Err(HeadError::SpaceBeforeColon),
+        Some(b'\r') => {
+            return match w.get(n + 1) {
+                None => Ok(FieldScan::Partial),
+                Some(b'\n') => Err(HeadError::BadHeaderName), // a line without a colon
+                Some(_) => Err(HeadError::BareCr),
+            };
+        }
+        Some(_) => return Err(HeadError::BadHeaderName),
+    }
+    let v = n + 1;
+    let m = v + value_run(&w[v..]);
+    let next = match w.get(m) {
+        None => return Ok(FieldScan::Partial),
+        Some(b'\n') => m + 1,
+        Some(b'\r') => match w.get(m + 1) {
+            None => return Ok(FieldScan::Partial),
+            Some(b'\n') => m + 2,
+            Some(_) => return Err(HeadError::BareCr),
+        },
+        Some(_) => return Err(HeadError::BadHeaderValue),
+    };
+    let lead = w[v..m].iter().take_while(|&&b| is_ows(b)).count();
+    let start = v + lead;
+    let trail = w[start..m].iter().rev().take_while(|&&b| is_ows(b)).count();
+    Ok(FieldScan::Line { end: m, next, name: n, value: start..m - trail })
+}
+
 /// Parses a received Content-Length value as HAProxy: a comma list of digit strings that must
 /// all be equal, each at most 2^63-1. Returns the value and the bounds of the first element.
 fn parse_content_length(v: &[u8]) -> Result<(u64, Range<usize>), HeadError> {
@@ -353,7 +413,7 @@ impl From<Flaw> for EditError {
 /// result.
 fn analyze<'a>(
     ctx: &Ctx<'_>,
-    fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+    fields: impl Iterator<Item = (Special, &'a [u8])>,
     check_websocket: bool,
 ) -> Result<Info, Flaw> {
     let mut info = Info::default();
@@ -361,8 +421,8 @@ fn analyze<'a>(
     let (mut te, mut chunked, mut last_chunked, mut other) = (false, 0, false, false);
     let (mut hosts, mut websocket, mut key, mut accept) = (0, false, false, false);
     let request = ctx.kind == Kind::Request;
-    for (name, value) in fields {
-        match special(name) {
+    for (special, value) in fields {
+        match special {
             Special::ContentLength => {
                 let n = parse_decimal(value).ok_or(HeadError::BadContentLength)?;
                 if cl.replace(n).is_some() {
@@ -626,39 +686,50 @@ impl Head {
         loop {
             let pos = self.consumed;
             let window = buf.get(pos..end).unwrap_or_default();
+            if self.phase == Phase::Fields {
+                let blank = match window {
+                    [b'\n', ..] => Some(1),
+                    [b'\r', b'\n', ..] => Some(2),
+                    _ => None,
+                };
+                if let Some(k) = blank {
+                    self.consumed = pos + k;
+                    self.finish()?;
+                    return Ok(Some(self.consumed));
+                }
+                match scan_field_line(window)? {
+                    FieldScan::Line { end, next, name, value } => {
+                        self.consumed = pos + next;
+                        self.field(&window[..end], name, value, limits)?;
+                        continue;
+                    }
+                    FieldScan::Partial if buf.len() >= max_head => {
+                        return Err(HeadError::HeadTooLarge)
+                    }
+                    FieldScan::Partial => return Ok(None),
+                }
+            }
             match find_lf(window) {
                 Some(j) => {
                     let line = window[..j].strip_suffix(b"\r").unwrap_or(&window[..j]);
                     self.consumed = pos + j + 1;
-                    match self.phase {
-                        Phase::StartLine if line.is_empty() => {}
-                        Phase::StartLine => {
-                            self.start_line(line, true)?;
-                            self.phase = Phase::Fields;
-                        }
-                        _ if line.is_empty() => {
-                            self.finish()?;
-                            return Ok(Some(self.consumed));
-                        }
-                        _ => self.field_line(line, true, limits)?,
+                    // Leading empty lines are skipped.
+                    if !line.is_empty() {
+                        self.start_line(line, true)?;
+                        self.phase = Phase::Fields;
                     }
                 }
                 None => {
                     let part = window.strip_suffix(b"\r").unwrap_or(window);
                     if !part.is_empty() {
-                        match self.phase {
-                            Phase::StartLine => self.start_line(part, false)?,
-                            _ => self.field_line(part, false, limits)?,
-                        }
+                        self.start_line(part, false)?;
                     }
                     if buf.len() >= max_head {
-                        return Err(
-                            if self.kind == Kind::Request && self.phase == Phase::StartLine {
-                                HeadError::UriTooLong
-                            } else {
-                                HeadError::HeadTooLarge
-                            },
-                        );
+                        return Err(if self.kind == Kind::Request {
+                            HeadError::UriTooLong
+                        } else {
+                            HeadError::HeadTooLarge
+                        });
                     }
                     return Ok(None);
                 }
@@ -746,16 +817,16 @@ impl Head {
         Ok(())
     }
 
-    fn field_line(
+    /// Stores a checked header line: its name is `line[..n]`, its trimmed value `value`.
+    fn field(
         &mut self,
         line: &[u8],
-        complete: bool,
+        n: usize,
+        mut value: Range<usize>,
         limits: &Limits,
     ) -> Result<(), HeadError> {
-        let Some((n, mut value)) = check_field_line(line, complete)? else {
-            return Ok(());
-        };
-        match special(&line[..n]) {
+        let special = special(&line[..n]);
+        match special {
             Special::ContentLength => {
                 let (len, first) = parse_content_length(&line[value.clone()])?;
                 if let Some(prev) = self.seen_cl {
@@ -786,19 +857,18 @@ impl Head {
         }
         let base = self.store.len();
         self.store.extend_from_slice(line);
-        self.fields.push(Field {
-            name: Span::at(base, n),
-            value: Span::at(base + value.start, value.len()),
-            drop: false,
-        });
+        self.fields.push(Field::new(
+            Span::at(base, n),
+            Span::at(base + value.start, value.len()),
+            special,
+        ));
         Ok(())
     }
 
     fn finish(&mut self) -> Result<(), HeadError> {
         let te_and_cl = self.seen_te && self.seen_cl.is_some();
         if te_and_cl {
-            let store = &self.store;
-            self.fields.retain(|f| special(&store[f.name.range()]) != Special::ContentLength);
+            self.fields.retain(|f| f.special != Special::ContentLength);
         }
         let info = analyze(&self.ctx(None, None), self.view(None, None, None), true).map_err(
             |f| match f {
@@ -824,29 +894,29 @@ impl Head {
         }
     }
 
-    /// The field list as it would be after an edit: without fields named `skip`, with field
-    /// `replace.0`'s value replaced, plus `extra` at the end.
+    /// The field list as the framing analysis sees it after an edit (what each name means,
+    /// and the value): without fields named `skip`, with field `replace.0`'s value replaced,
+    /// plus `extra` (name, value) at the end.
     fn view<'a>(
         &'a self,
         skip: Option<&'a [u8]>,
         replace: Option<(usize, &'a [u8])>,
         extra: Option<(&'a [u8], &'a [u8])>,
-    ) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
+    ) -> impl Iterator<Item = (Special, &'a [u8])> + 'a {
         self.fields
             .iter()
             .enumerate()
             .filter_map(move |(i, f)| {
-                let name = self.bytes(f.name);
-                if skip.is_some_and(|s| name.eq_ignore_ascii_case(s)) {
+                if skip.is_some_and(|s| self.bytes(f.name).eq_ignore_ascii_case(s)) {
                     return None;
                 }
                 let value = match replace {
                     Some((j, v)) if j == i => v,
                     _ => self.bytes(f.value),
                 };
-                Some((name, value))
+                Some((f.special, value))
             })
-            .chain(extra)
+            .chain(extra.map(|(name, value)| (special(name), value)))
     }
 
     // ----- start line -----
@@ -1018,7 +1088,7 @@ impl Head {
             Some(auth) => self
                 .fields
                 .iter()
-                .position(|f| special(self.bytes(f.name)) == Special::Host)
+                .position(|f| f.special == Special::Host)
                 .filter(|&i| !target::host_matches(t, self.bytes(self.fields[i].value)))
                 .map(|i| (i, auth)),
             None => None,
@@ -1098,9 +1168,10 @@ impl Head {
         let value = check_value(value)?;
         let info =
             analyze(&self.ctx(None, None), self.view(None, None, Some((name, value))), true)?;
+        let special = special(name);
         let name = self.push(name)?;
         let value = self.push(value)?;
-        self.fields.push(Field { name, value, drop: false });
+        self.fields.push(Field::new(name, value, special));
         self.info.body = info.body;
         Ok(())
     }
@@ -1116,7 +1187,7 @@ impl Head {
         let value_span = self.push(value)?;
         let store = &self.store;
         self.fields.retain(|f| !store[f.name.range()].eq_ignore_ascii_case(name));
-        self.fields.push(Field { name: name_span, value: value_span, drop: false });
+        self.fields.push(Field::new(name_span, value_span, special(name)));
         self.info.body = info.body;
         Ok(())
     }
@@ -1159,25 +1230,35 @@ impl Head {
         Ok(())
     }
 
-    /// Marks fields for [`Head::sweep`] (used by `strip_hop_by_hop`).
-    pub(crate) fn mark_fields(&mut self, mut f: impl FnMut(&Head, &[u8]) -> bool) {
+    /// The fields in order with what each name means to the codec: (meaning, name, value).
+    pub(crate) fn tagged_headers(&self) -> impl Iterator<Item = (Special, &[u8], &[u8])> + '_ {
+        self.fields.iter().map(|f| (f.special, self.bytes(f.name), self.bytes(f.value)))
+    }
+
+    /// Marks fields for [`Head::sweep`] (used by `strip_hop_by_hop`): `f(head, meaning, name)`.
+    pub(crate) fn mark_fields(&mut self, mut f: impl FnMut(&Head, Special, &[u8]) -> bool) {
         for i in 0..self.fields.len() {
-            let drop = f(self, self.bytes(self.fields[i].name));
+            let field = self.fields[i];
+            let drop = f(self, field.special, self.bytes(field.name));
             self.fields[i].drop = drop;
         }
     }
 
     /// Removes the marked fields.
     pub(crate) fn sweep(&mut self) {
+        let before = self.fields.len();
         self.fields.retain(|f| !f.drop);
-        self.refresh_body();
+        if self.fields.len() != before {
+            self.refresh_body();
+        }
     }
 
     /// Appends a field without the framing check (callers know it cannot break framing).
     pub(crate) fn push_field(&mut self, name: &[u8], value: &[u8]) -> Result<(), EditError> {
+        let special = special(name);
         let name = self.push(name)?;
         let value = self.push(value)?;
-        self.fields.push(Field { name, value, drop: false });
+        self.fields.push(Field::new(name, value, special));
         Ok(())
     }
 
@@ -1247,5 +1328,73 @@ impl Head {
     #[doc(hidden)]
     pub fn capacities(&self) -> (usize, usize) {
         (self.store.capacity(), self.fields.capacity())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The two-pass way `scan_field_line` replaces for header lines (and trailers still use).
+    fn two_pass(w: &[u8]) -> Result<FieldScan, HeadError> {
+        match find_lf(w) {
+            Some(j) => {
+                let line = w[..j].strip_suffix(b"\r").unwrap_or(&w[..j]);
+                match check_field_line(line, true)? {
+                    Some((name, value)) => {
+                        Ok(FieldScan::Line { end: line.len(), next: j + 1, name, value })
+                    }
+                    None => unreachable!("a complete line is checked or refused"),
+                }
+            }
+            None => {
+                let part = w.strip_suffix(b"\r").unwrap_or(w);
+                if !part.is_empty() {
+                    check_field_line(part, false)?;
+                }
+                Ok(FieldScan::Partial)
+            }
+        }
+    }
+
+    fn agree(w: &[u8]) {
+        if w.starts_with(b"\n") || w.starts_with(b"\r\n") {
+            return; // the empty line: the parser's business before any scan
+        }
+        assert_eq!(scan_field_line(w), two_pass(w), "{:?}", String::from_utf8_lossy(w));
+    }
+
+    #[test]
+    fn the_one_pass_field_scan_agrees_with_the_two_pass_check() {
+        const ALPHABET: &[u8] = b"a:\t \r\n\x01\x7f\x80(";
+        // Every window of up to 5 bytes over bytes that matter to the grammar.
+        let mut w = Vec::new();
+        fn all(w: &mut Vec<u8>, depth: usize) {
+            agree(w);
+            if depth == 0 {
+                return;
+            }
+            for &b in ALPHABET {
+                w.push(b);
+                all(w, depth - 1);
+                w.pop();
+            }
+        }
+        all(&mut w, 5);
+        // Longer lines (the eight-byte steps of the value scan), mostly valid, bytes mixed in.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut line = b"X-Name: some value text of a header field\r\nNext: 1\r\n".to_vec();
+            let len = (x % line.len() as u64) as usize + 1;
+            line.truncate(len);
+            let at = ((x >> 8) % len as u64) as usize;
+            if !(x >> 20).is_multiple_of(3) {
+                line[at] = ALPHABET[((x >> 24) % ALPHABET.len() as u64) as usize];
+            }
+            agree(&line);
+        }
     }
 }

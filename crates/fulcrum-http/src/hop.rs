@@ -1,7 +1,7 @@
 //! Proxy-level head policy: the body of a response given its request (`response_body`) and the
 //! removal of hop-by-hop fields before forwarding (`strip_hop_by_hop`). Must not touch parsing.
 
-use crate::head::{special, Body, Head, Method, Special};
+use crate::head::{Body, Head, Method, Special};
 use crate::values::comma_values;
 
 /// The body of a response, which depends on the request (RFC 9112 section 6.3): none for a
@@ -24,9 +24,9 @@ pub fn response_body(resp: &Head, req_method: Method) -> Body {
 
 /// True if a Connection header of `head` names `name`.
 fn named_by_connection(head: &Head, name: &[u8]) -> bool {
-    head.headers()
-        .filter(|(n, _)| special(n) == Special::Connection)
-        .any(|(_, v)| comma_values(v).any(|t| t.eq_ignore_ascii_case(name)))
+    head.tagged_headers()
+        .filter(|&(s, _, _)| s == Special::Connection)
+        .any(|(_, _, v)| comma_values(v).any(|t| t.eq_ignore_ascii_case(name)))
 }
 
 /// Removes hop-by-hop fields before forwarding (RFC 9110 section 7.6.1): Connection and every
@@ -47,11 +47,14 @@ pub fn strip_hop_by_hop(head: &mut Head, keep_upgrade: bool) {
     // The head as it is now decides (an edit may have removed Connection or Upgrade).
     let keep_upgrade =
         keep_upgrade && head.header(b"upgrade").is_some() && named_by_connection(head, b"upgrade");
-    head.mark_fields(|h, name| match special(name) {
+    // Without a Connection field no other field is named (the usual case: no search per field).
+    let connection = head.tagged_headers().any(|(s, _, _)| s == Special::Connection);
+    head.mark_fields(|h, special, name| match special {
         Special::Connection | Special::KeepAlive | Special::ProxyConnection | Special::Te => true,
         Special::Upgrade => !keep_upgrade,
         Special::ContentLength | Special::TransferEncoding | Special::Host => false,
         Special::WsKey | Special::WsAccept if keep_upgrade => false,
+        _ if !connection => false,
         _ => {
             let websocket = name.len() > 14 && name[..14].eq_ignore_ascii_case(b"sec-websocket-");
             !(keep_upgrade && websocket) && named_by_connection(h, name)
