@@ -18,6 +18,7 @@ pub mod messages;
 pub mod pool;
 pub mod reply;
 mod session;
+mod timer;
 
 pub use session::{serve, Start};
 

@@ -4,7 +4,8 @@
 //! here (unless `http-reuse never`, or `pool-max-conn` is reached); a later request to the same
 //! server takes the most recently used one (warm in the kernel's caches). Each worker has its own
 //! pool (thread-local), so no lock is taken. Connections idle longer than `pool-purge-delay` are
-//! closed by [`purge`], called periodically by the worker.
+//! closed by [`purge`], called by the worker once a second (ages count in those calls, so putting
+//! a connection reads no clock).
 //!
 //! Must not touch: request/response semantics; `http-reuse` policy lives in the session.
 
@@ -15,8 +16,6 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use tokio::time::Instant;
-
 use crate::backend::Backend;
 use crate::connection::Stream;
 use crate::server::Server;
@@ -24,6 +23,34 @@ use crate::server::Server;
 /// One server of one backend: the backend's address in memory (backends live as long as the
 /// process) and the server's index.
 pub type PoolKey = (usize, usize);
+
+/// Hashes a [`PoolKey`] with one multiply per word (the Fx hash). Its two words are chosen by
+/// the process, never by a peer, so SipHash's resistance to chosen keys buys nothing here and
+/// it cost two hash computations per request (a `take` and a `put`).
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type ByServer = HashMap<PoolKey, Vec<Idle>, std::hash::BuildHasherDefault<KeyHasher>>;
 
 fn key(be: &Arc<Backend>, idx: usize) -> PoolKey {
     (Arc::as_ptr(be) as usize, idx)
@@ -34,7 +61,8 @@ pub struct Idle {
     pub stream: Stream,
     /// Requests it already carried ("proven" for `http-reuse aggressive` once >= 1).
     pub requests: u32,
-    since: Instant,
+    /// The purge count when it was put here (its age is counted in purges).
+    since: u32,
     backend: Arc<Backend>,
     idx: usize,
 }
@@ -46,7 +74,7 @@ impl Idle {
 }
 
 struct Pool {
-    by_server: HashMap<PoolKey, Vec<Idle>>,
+    by_server: ByServer,
     /// Idle connections held by this worker, all servers together.
     total: usize,
     /// Most idle connections this worker keeps (HAProxy bounds idle connections by a share of
@@ -57,17 +85,20 @@ struct Pool {
     peak: usize,
     /// `peak` of the previous purge period.
     last_peak: usize,
+    /// Purges so far.
+    purges: u32,
 }
 
 impl Default for Pool {
     fn default() -> Self {
         Pool {
-            by_server: HashMap::new(),
+            by_server: ByServer::default(),
             total: 0,
             cap: usize::MAX,
             in_use: 0,
             peak: 0,
             last_peak: 0,
+            purges: 0,
         }
     }
 }
@@ -163,18 +194,22 @@ pub fn put(be: &Arc<Backend>, idx: usize, stream: Stream, requests: u32) {
         }
         p.total += 1;
         server.idle_conns.fetch_add(1, Ordering::Relaxed);
-        let idle = Idle { stream, requests, since: Instant::now(), backend: Arc::clone(be), idx };
+        let since = p.purges;
+        let idle = Idle { stream, requests, since, backend: Arc::clone(be), idx };
         p.by_server.entry(key(be, idx)).or_default().push(idle);
     });
 }
 
-/// Closes this worker's connections idle for longer than `delay`, then half of the idle ones
-/// beyond the most that were in use at once since the last purge (oldest first), as HAProxy
-/// trims its idle connections toward recent use. Returns how many were closed.
-pub fn purge(delay: Duration) -> usize {
-    let now = Instant::now();
+/// Called once a second: closes this worker's connections idle for longer than `delay`
+/// seconds (put before the last `delay` calls: idle for `delay` to `delay` + 1 seconds), then
+/// half of the idle ones beyond the most that were in use at once since the last purge (oldest
+/// first), as HAProxy trims its idle connections toward recent use. Returns how many were
+/// closed.
+pub fn purge(delay: u32) -> usize {
     POOL.with(|p| {
         let mut p = p.borrow_mut();
+        p.purges = p.purges.wrapping_add(1);
+        let now = p.purges;
         let mut closed = 0;
         let peak = p.peak;
         let Pool { by_server, total, .. } = &mut *p;
@@ -183,7 +218,7 @@ pub fn purge(delay: Duration) -> usize {
         // request is retried) and goes with its age.
         for list in by_server.values_mut() {
             list.retain(|c| {
-                let keep = now.duration_since(c.since) < delay;
+                let keep = now.wrapping_sub(c.since) <= delay;
                 if !keep {
                     abort(&c.stream);
                     c.server().idle_conns.fetch_sub(1, Ordering::Relaxed);
@@ -196,8 +231,10 @@ pub fn purge(delay: Duration) -> usize {
         let mut excess = total.saturating_sub(peak).div_ceil(2);
         while excess > 0 {
             // The oldest idle connection of any server (each list is oldest-first).
-            let oldest =
-                by_server.values_mut().filter(|l| !l.is_empty()).min_by_key(|l| l[0].since);
+            let oldest = by_server
+                .values_mut()
+                .filter(|l| !l.is_empty())
+                .max_by_key(|l| now.wrapping_sub(l[0].since));
             let Some(list) = oldest else { break };
             let c = list.remove(0);
             abort(&c.stream);

@@ -15,6 +15,7 @@ use tokio::time::{timeout_at, Instant, Sleep};
 use fulcrum_config as cfg;
 
 use super::io::{send_within, write_all, write_all_within, RecvBuf};
+use super::timer::{self, Timer};
 use super::{pool, ConnMode, HashKey, HttpProxy, Reuse};
 use crate::backend::{Backend, PickKey, ServerSlot};
 use crate::connection::Stream;
@@ -87,6 +88,10 @@ struct Session<'a> {
     log: TxnLog,
     /// The per-request memory is with the worker's spares (idle between requests).
     parked: bool,
+    /// Bounds the waits for the client's bytes (see `timer`).
+    ctimer: Pin<&'a mut Timer>,
+    /// Bounds the waits for the server's bytes.
+    stimer: Pin<&'a mut Timer>,
 }
 
 /// The facts of one transaction's `httplog` line.
@@ -229,6 +234,8 @@ pub async fn serve(
         Some(m) => (m.local, m.vars, m.own),
         None => (None, Vars::default(), None),
     };
+    let ctimer = std::pin::pin!(None);
+    let stimer = std::pin::pin!(None);
     let mut s = Session {
         fe,
         http,
@@ -249,6 +256,8 @@ pub async fn serve(
         key: Vec::new(),
         log: TxnLog::default(),
         parked: true,
+        ctimer,
+        stimer,
     };
     if fe.needs_dst && s.local.is_none() {
         s.local = socket2::SockRef::from(&s.client).local_addr().ok().and_then(|a| a.as_socket());
@@ -335,11 +344,13 @@ impl Session<'_> {
         let request_timeout = t.request.or(self.fe.timeouts.client);
         // Waiting for the first byte of a later request: `timeout http-keep-alive`.
         let idle_timeout = if first { request_timeout } else { t.keep_alive.or(request_timeout) };
-        let mut deadline = idle_timeout.map(|d| Instant::now() + d);
         let mut started = !self.cbuf.is_empty();
-        if started {
-            deadline = request_timeout.map(|d| Instant::now() + d);
-        }
+        // One clock read per request while it is waited for: the deadlines count from here.
+        let now = Instant::now();
+        let mut deadline = if started { request_timeout } else { idle_timeout }.map(|d| now + d);
+        // Once a later request has begun, `timeout http-request` counts from its first bytes;
+        // computed only if the head is not complete at once.
+        let mut started_late = false;
         loop {
             if !self.cbuf.is_empty() {
                 self.unpark();
@@ -359,15 +370,19 @@ impl Session<'_> {
             // Between requests no soft-stop watch is armed here (it costs a lock per request):
             // within `REST_AFTER` the session rests, and resting connections close at once on a
             // soft stop.
+            if started_late {
+                started_late = false;
+                deadline = request_timeout.map(|d| Instant::now() + d);
+            }
             let read = self.cbuf.fill(&self.client);
             // Between requests, the full session waits only a little; then it rests.
-            let rest_at = (!started && !first).then(|| Instant::now() + REST_AFTER);
+            let rest_at = (!started && !first).then(|| now + REST_AFTER);
             let wait_until = match (deadline, rest_at) {
                 (Some(d), Some(r)) => Some(d.min(r)),
                 (d, r) => d.or(r),
             };
             let n = match wait_until {
-                Some(d) => match timeout_at(d, read).await {
+                Some(d) => match timer::until(self.ctimer.as_mut(), Some(d), read).await {
                     Ok(r) => r,
                     Err(_) if rest_at.is_some_and(|r| deadline.is_none_or(|d| r < d)) => {
                         return Ok(Read::Rest(deadline));
@@ -391,9 +406,7 @@ impl Session<'_> {
             }
             if !started {
                 started = true;
-                if !first {
-                    deadline = request_timeout.map(|d| Instant::now() + d);
-                }
+                started_late = !first;
             }
         }
     }
@@ -668,7 +681,7 @@ impl Session<'_> {
             head,
             resp_body,
             &mut self.scanner,
-            st,
+            (self.stimer.as_mut(), st),
             ct,
             None,
         )
@@ -1266,7 +1279,6 @@ impl Session<'_> {
         }
         let mut body_done = info.body == Body::None;
         self.scanner.reset();
-        let deadline = st.map(|d| Instant::now() + d);
         let mut got_any = false;
         loop {
             if !body_done {
@@ -1277,7 +1289,7 @@ impl Session<'_> {
                     &[],
                     info.body,
                     &mut self.scanner,
-                    ct,
+                    (self.ctimer.as_mut(), ct),
                     st,
                     Some((&sc.stream, &mut sc.buf)),
                 )
@@ -1327,13 +1339,11 @@ impl Session<'_> {
                 if !body_done && sc.buf.is_empty() {
                     break; // back to the upload
                 }
+                // `timeout server` bounds each wait for the server's bytes.
                 let read = sc.buf.fill(&sc.stream);
-                let n = match deadline {
-                    Some(d) => match timeout_at(d, read).await {
-                        Ok(r) => r,
-                        Err(_) => return Exchange::ServerTimeout,
-                    },
-                    None => read.await,
+                let n = match timer::within(self.stimer.as_mut(), st, read).await {
+                    Ok(r) => r,
+                    Err(_) => return Exchange::ServerTimeout,
                 };
                 match n {
                     Ok(0) | Err(_) if !got_any => return Exchange::RetryFresh,
@@ -1681,8 +1691,8 @@ async fn timed<T>(
 
 /// Moves one message body from `from` (its bytes already buffered in `fbuf` first) to `to`.
 /// A non-empty `head` (the message's head, when `fbuf` holds body bytes already) leaves with
-/// the first body bytes in one `sendmsg`. `read_timeout`/`write_timeout` are inactivity limits
-/// of each side. With `watch`, the transfer stops with `Interrupted` as soon as the watched
+/// the first body bytes in one `sendmsg`. `read_timeout` (on the session's timer for `from`)
+/// and `write_timeout` are inactivity limits of each side. With `watch`, the transfer stops with `Interrupted` as soon as the watched
 /// connection delivers bytes into it (the server answering during an upload).
 ///
 /// A write is flagged `MSG_MORE` when the body goes on and the read before it filled the
@@ -1696,7 +1706,7 @@ async fn pump(
     mut head: &[u8],
     body: Body,
     scanner: &mut ChunkedScanner,
-    read_timeout: Option<Duration>,
+    (mut read_timer, read_timeout): (Pin<&mut Timer>, Option<Duration>),
     write_timeout: Option<Duration>,
     mut watch: Option<(&Stream, &mut RecvBuf)>,
 ) -> Xfer {
@@ -1740,12 +1750,15 @@ async fn pump(
             }
         }
         let r = match watch.as_mut() {
-            None => timed(read_timeout, fbuf.fill_streaming(from)).await,
+            None => {
+                timer::within_io(read_timer.as_mut(), read_timeout, fbuf.fill_streaming(from)).await
+            }
             Some((other, obuf)) => {
                 let (mut watched, mut gone) = (false, false);
                 let fill = fbuf.fill_streaming(from);
                 tokio::pin!(fill);
-                let r = timed(
+                let r = timer::within_io(
+                    read_timer.as_mut(),
                     read_timeout,
                     poll_fn(|cx| {
                         if let Poll::Ready(r) = fill.as_mut().poll(cx) {

@@ -211,8 +211,8 @@ fn worker(
         });
         crate::http::pool::set_cap(shared.idle_cap);
         let purge = tokio::task::spawn_local(async {
-            // HAProxy's default `pool-purge-delay`.
-            let delay = std::time::Duration::from_secs(5);
+            // HAProxy's default `pool-purge-delay`, in seconds (one purge a second).
+            let delay = 5;
             loop {
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                 crate::http::pool::purge(delay);

@@ -6,9 +6,11 @@
 
 pub mod tunnel;
 
+use std::future::{poll_fn, Future};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use tokio::net::UnixStream;
@@ -145,16 +147,27 @@ pub async fn connect_server_reusing(
     out: &mut Outcome,
     idle: &mut dyn FnMut(usize) -> Option<(Stream, u32)>,
 ) -> Result<(ServerSlot, Stream, u32), Ending> {
-    let queued_at = Instant::now();
-    let mut slot = be.acquire_persist(key, persist, None).await.map_err(Ending::NoServer)?;
-    let connect_at = Instant::now();
-    out.queue_wait = connect_at - queued_at;
+    // The clock is read only when the slot has to be waited for, and before a connect: a
+    // request that finds a free slot and an idle connection reads none.
+    let mut acquire = std::pin::pin!(be.acquire_persist(key, persist, None));
+    let acquired = poll_fn(|cx| Poll::Ready(acquire.as_mut().poll(cx))).await;
+    let mut slot = match acquired {
+        Poll::Ready(r) => r.map_err(Ending::NoServer)?,
+        Poll::Pending => {
+            let queued_at = Instant::now();
+            let r = acquire.await.map_err(Ending::NoServer)?;
+            out.queue_wait = queued_at.elapsed();
+            r
+        }
+    };
     out.server = Some(slot.index());
     let mut retries_left = be.retries;
+    let mut connect_at = None;
     loop {
         if let Some((stream, requests)) = idle(slot.index()) {
             return Ok((slot, stream, requests));
         }
+        let connect_at = *connect_at.get_or_insert_with(Instant::now);
         let endpoint = slot.server().target.resolve(dst_port);
         let err = match connect(endpoint, be.timeouts.connect, be.server_bufs).await {
             Ok(stream) => {
