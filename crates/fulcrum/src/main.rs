@@ -2,7 +2,7 @@
 //!
 //! Boxes, in request order: `cli` (start-up) -> `plan` (validated runtime plan) -> `runtime`
 //! (workers, accept) -> `listener` -> `tcp` (sessions, tunnel) -> `backend` (selection, queue,
-//! retries) -> `server`; `connection` holds socket and buffer types, `sys` the OS calls.
+//! retries) -> `server`; `connection` holds socket and buffer types, `sys` the OS calls, `memory` the allocator.
 
 mod backend;
 mod cli;
@@ -13,12 +13,16 @@ mod frontend;
 mod http;
 mod listener;
 mod log;
+mod memory;
 mod plan;
 mod rules;
 mod runtime;
 mod server;
 mod sys;
 mod tcp;
+
+#[global_allocator]
+static ALLOCATOR: memory::Allocator = memory::Allocator;
 
 fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
