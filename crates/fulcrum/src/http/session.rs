@@ -367,13 +367,13 @@ impl Session<'_> {
                     }
                 }
             }
-            // Between requests no soft-stop watch is armed here (it costs a lock per request):
-            // within `REST_AFTER` the session rests, and resting connections close at once on a
-            // soft stop.
             if started_late {
                 started_late = false;
                 deadline = request_timeout.map(|d| Instant::now() + d);
             }
+            // Between requests no soft-stop watch is armed here (it costs a lock per request):
+            // within `REST_AFTER` the session rests, and resting connections close at once on a
+            // soft stop.
             let read = self.cbuf.fill(&self.client);
             // Between requests, the full session waits only a little; then it rests.
             let rest_at = (!started && !first).then(|| now + REST_AFTER);
@@ -382,7 +382,7 @@ impl Session<'_> {
                 (d, r) => d.or(r),
             };
             let n = match wait_until {
-                Some(d) => match timer::until(self.ctimer.as_mut(), Some(d), read).await {
+                Some(d) => match timer::until(self.ctimer.as_mut(), d, read).await {
                     Ok(r) => r,
                     Err(_) if rest_at.is_some_and(|r| deadline.is_none_or(|d| r < d)) => {
                         return Ok(Read::Rest(deadline));

@@ -26,17 +26,14 @@ pub type Timer = Option<Sleep>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Elapsed;
 
-/// Runs `f` until it completes, or until `deadline` (if any) passes. `timer` is armed for the
-/// deadline only if `f` does not complete at once.
+/// Runs `f` until it completes, or until `deadline` passes. `timer` is armed for the deadline
+/// only if `f` does not complete at once.
 pub async fn until<F: Future>(
     timer: Pin<&mut Timer>,
-    deadline: Option<Instant>,
+    deadline: Instant,
     f: F,
 ) -> Result<F::Output, Elapsed> {
-    match deadline {
-        Some(d) => bounded(timer, f, move || d).await,
-        None => Ok(f.await),
-    }
+    bounded(timer, f, move || deadline).await
 }
 
 /// Runs `f` until it completes, or until `limit` (if any) has passed since it first blocked.
@@ -122,12 +119,12 @@ mod tests {
             let start = Instant::now();
             // Completes before its (late) deadline; the timer stays filed for 10 s.
             let quick = tokio::time::sleep(Duration::from_millis(5));
-            let r = until(timer.as_mut(), Some(start + Duration::from_secs(10)), quick).await;
+            let r = until(timer.as_mut(), start + Duration::from_secs(10), quick).await;
             assert_eq!(r, Ok(()));
             // An earlier deadline must still end the next wait on time.
             let r = until(
                 timer.as_mut(),
-                Some(start + Duration::from_millis(50)),
+                start + Duration::from_millis(50),
                 std::future::pending::<()>(),
             )
             .await;
@@ -142,9 +139,9 @@ mod tests {
             .await;
             assert_eq!(r, Err(Elapsed));
             assert_eq!(start.elapsed(), Duration::from_millis(80));
-            // No deadline: no timeout at all.
+            // No limit: no timeout at all.
             let r =
-                until(timer.as_mut(), None, tokio::time::sleep(Duration::from_secs(3600))).await;
+                within(timer.as_mut(), None, tokio::time::sleep(Duration::from_secs(3600))).await;
             assert_eq!(r, Ok(()));
         });
     }

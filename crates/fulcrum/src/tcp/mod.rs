@@ -162,12 +162,12 @@ pub async fn connect_server_reusing(
     };
     out.server = Some(slot.index());
     let mut retries_left = be.retries;
-    let mut connect_at = None;
+    let mut first_attempt = None;
     loop {
         if let Some((stream, requests)) = idle(slot.index()) {
             return Ok((slot, stream, requests));
         }
-        let connect_at = *connect_at.get_or_insert_with(Instant::now);
+        let connect_at = *first_attempt.get_or_insert_with(Instant::now);
         let endpoint = slot.server().target.resolve(dst_port);
         let err = match connect(endpoint, be.timeouts.connect, be.server_bufs).await {
             Ok(stream) => {
