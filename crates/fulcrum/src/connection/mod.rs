@@ -186,12 +186,7 @@ impl Stream {
         }
     }
     pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(s) => {
-                s.io(Interest::WRITABLE, || s.sock().send_with_flags(buf, libc::MSG_NOSIGNAL))
-            }
-            Stream::Unix(s) => s.try_write(buf),
-        }
+        self.try_send(&[], buf, false)
     }
     /// Sends `head` then `data` (one `send`, or one `sendmsg` when both have bytes), without
     /// waiting. `more`: more of the same message follows at once; on TCP the kernel may then
@@ -209,6 +204,7 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.io(Interest::WRITABLE, || send(s.sock())),
             // No `MSG_MORE` on UNIX streams.
+            Stream::Unix(s) if head.is_empty() => s.try_write(data),
             Stream::Unix(s) => s.try_write_vectored(&[IoSlice::new(head), IoSlice::new(data)]),
         }
     }

@@ -71,6 +71,12 @@ impl Idle {
     fn server(&self) -> &Server {
         &self.backend.servers[self.idx]
     }
+
+    /// Leaves the pool closed: reset (see [`discard`]) and no longer counted as idle.
+    fn close(&self) {
+        abort(&self.stream);
+        self.server().idle_conns.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 struct Pool {
@@ -220,8 +226,7 @@ pub fn purge(delay: u32) -> usize {
             list.retain(|c| {
                 let keep = now.wrapping_sub(c.since) <= delay;
                 if !keep {
-                    abort(&c.stream);
-                    c.server().idle_conns.fetch_sub(1, Ordering::Relaxed);
+                    c.close();
                     closed += 1;
                 }
                 keep
@@ -236,9 +241,7 @@ pub fn purge(delay: u32) -> usize {
                 .filter(|l| !l.is_empty())
                 .max_by_key(|l| now.wrapping_sub(l[0].since));
             let Some(list) = oldest else { break };
-            let c = list.remove(0);
-            abort(&c.stream);
-            c.server().idle_conns.fetch_sub(1, Ordering::Relaxed);
+            list.remove(0).close();
             *total -= 1;
             closed += 1;
             excess -= 1;

@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use fulcrum_http::{Body, ChunkedScanner, Head, Method, Version};
-use tokio::time::{timeout_at, Instant, Sleep};
+use tokio::time::{Instant, Sleep};
 
 use fulcrum_config as cfg;
 
@@ -892,7 +892,7 @@ impl Session<'_> {
         if info.expect_continue && self.req.header(b"expect").is_some() {
             self.req.remove_header(b"expect");
             let go = write_all(&self.client, b"HTTP/1.1 100 Continue\r\n\r\n");
-            if timed(self.fe.timeouts.client, go).await.is_err() {
+            if timer::within_io(self.ctimer.as_mut(), self.fe.timeouts.client, go).await.is_err() {
                 return;
             }
         }
@@ -903,7 +903,7 @@ impl Session<'_> {
                     return;
                 }
             }
-            match timeout_at(deadline, self.cbuf.fill(&self.client)).await {
+            match timer::until(self.ctimer.as_mut(), deadline, self.cbuf.fill(&self.client)).await {
                 Ok(Ok(n)) if n > 0 => {}
                 _ => return,
             }
@@ -1676,24 +1676,12 @@ fn merge_mode(fe: ConnMode, be: ConnMode) -> ConnMode {
     }
 }
 
-/// Runs `f` within `d` (if set); a timeout becomes `TimedOut`.
-async fn timed<T>(
-    d: Option<Duration>,
-    f: impl std::future::Future<Output = std::io::Result<T>>,
-) -> std::io::Result<T> {
-    match d {
-        Some(d) => tokio::time::timeout(d, f)
-            .await
-            .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into())),
-        None => f.await,
-    }
-}
-
 /// Moves one message body from `from` (its bytes already buffered in `fbuf` first) to `to`.
 /// A non-empty `head` (the message's head, when `fbuf` holds body bytes already) leaves with
 /// the first body bytes in one `sendmsg`. `read_timeout` (on the session's timer for `from`)
-/// and `write_timeout` are inactivity limits of each side. With `watch`, the transfer stops with `Interrupted` as soon as the watched
-/// connection delivers bytes into it (the server answering during an upload).
+/// and `write_timeout` are inactivity limits of each side. With `watch`, the transfer stops
+/// with `Interrupted` as soon as the watched connection delivers bytes into it (the server
+/// answering during an upload).
 ///
 /// A write is flagged `MSG_MORE` when the body goes on and the read before it filled the
 /// buffer (more is surely waiting): bulk bodies then reach the peer in large segments, while a
