@@ -95,7 +95,45 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
                 g.cpu_map.push(m);
             }
         }
+        "spread-checks" => spread_checks(line, g, diags),
+        "max-spread-checks" => max_spread_checks(line, g, diags),
         _ => diags.alert(line, format!("'{kw}' is not supported yet")),
+    }
+}
+
+/// `spread-checks <0..50>`: a second line is a non-fatal alert and the first value stays.
+fn spread_checks(line: &Line, g: &mut Global, diags: &mut Diags) {
+    if !no_extra(line, 2, "spread-checks", diags) {
+        return;
+    }
+    if g.spread_checks != 0 {
+        return diags.alert_continue(line, "spread-checks already specified. Continuing.");
+    }
+    if line.arg(1).is_empty() {
+        return diags.alert(line, "'spread-checks' expects an integer argument (0..50).");
+    }
+    // HAProxy keeps the value even when it refuses it (a later line is "already specified").
+    let v = crate::args::atol(line.arg(1));
+    g.spread_checks = u32::try_from(v).unwrap_or(u32::MAX);
+    if !(0..=50).contains(&v) {
+        diags.alert(line, "'spread-checks' needs a positive value in range 0..50.");
+    }
+}
+
+/// `max-spread-checks <time>`.
+fn max_spread_checks(line: &Line, g: &mut Global, diags: &mut Diags) {
+    let (kw, v) = ("max-spread-checks", line.arg(1));
+    if !no_extra(line, 2, kw, diags) {
+        return;
+    }
+    if v.is_empty() {
+        return diags.alert(line, format!("'{kw}' expects an integer argument (0..50)."));
+    }
+    match crate::duration::parse_time(v) {
+        Ok(d) => g.max_spread_checks = (!d.is_zero()).then_some(d),
+        Err(crate::duration::TimeError::Overflow) => diags.alert(line, format!("timer overflow in argument <{v}> to <{kw}>, maximum value is 2147483647 ms (~24.8 days).")),
+        Err(crate::duration::TimeError::BadChar(c)) => diags.alert(line, format!("unsupported character '{c}' in '{kw}' (wants an integer delay).")),
+        Err(crate::duration::TimeError::Missing) => diags.alert(line, format!("'{kw}' expects an integer argument (0..50).")),
     }
 }
 

@@ -8,6 +8,7 @@
 pub mod acl;
 mod args;
 pub mod bind;
+mod check;
 pub mod cond;
 pub mod diag;
 pub mod duration;

@@ -12,7 +12,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod check;
 mod http;
+pub use check::*;
 pub use http::*;
 
 /// Where a piece of configuration came from: file name and 1-based line number.
@@ -81,6 +83,11 @@ pub struct Global {
     pub client_bufs: SocketBuffers,
     /// `tune.rcvbuf.server` / `tune.sndbuf.server`: the same on server connections.
     pub server_bufs: SocketBuffers,
+    /// `spread-checks <0..50>`: percent of random jitter added to check intervals.
+    pub spread_checks: u32,
+    /// `max-spread-checks <time>`: the first checks of all servers start within this delay
+    /// (instead of within the smallest check interval).
+    pub max_spread_checks: Option<Duration>,
 }
 
 /// Kernel socket buffer sizes (`SO_RCVBUF`, `SO_SNDBUF`) to force on a connection; `None`
@@ -110,6 +117,8 @@ impl Default for Global {
             tune_maxaccept: Some(DEFAULT_MAXACCEPT),
             client_bufs: SocketBuffers::default(),
             server_bufs: SocketBuffers::default(),
+            spread_checks: 0,
+            max_spread_checks: None,
         }
     }
 }
@@ -170,6 +179,8 @@ pub struct Proxy {
     pub name: String,
     pub span: Span,
     pub kind: ProxyKind,
+    /// `id <n>`: the proxy's stable number (HAProxy's `puid`); assigned at start-up when unset.
+    pub id: Option<u32>,
     pub mode: Mode,
     pub binds: Vec<Bind>,
     /// Frontend `maxconn`.
@@ -246,6 +257,12 @@ pub struct Proxy {
     pub checkcache: bool,
     /// `capture request header|response header|cookie` lines (frontend side), in order.
     pub captures: Vec<Capture>,
+    /// How servers are checked (`option httpchk`, `tcp-check`...; a plain connect otherwise).
+    pub health_check: HealthCheck,
+    /// `option allbackups`: every backup server takes traffic when no active one can.
+    pub allbackups: bool,
+    /// `option log-health-checks`: every check result change is logged.
+    pub log_health_checks: bool,
 }
 
 /// A reference to a backend by name, with the line that made it.
@@ -270,6 +287,8 @@ pub struct Timeouts {
     pub http_keep_alive: Option<Duration>,
     /// `timeout tarpit`: how long `http-request tarpit` holds a request (`connect` when unset).
     pub tarpit: Option<Duration>,
+    /// `timeout check`: once a check's connection is up, how long the rest may take.
+    pub check: Option<Duration>,
 }
 
 /// One `bind` line. A line with a comma list or a port range yields several addresses.
@@ -368,8 +387,27 @@ pub struct Server {
     pub backup: bool,
     /// `disabled`: starts in maintenance.
     pub disabled: bool,
-    /// `port`: the port health checks use (the check issue consumes it).
-    pub check_port: Option<u16>,
+    /// `id <n>`: the server's stable number in its backend; assigned at start-up when unset.
+    pub id: Option<u32>,
+    /// `check` and its timing options.
+    pub check: ServerCheck,
+    /// `agent-check` and its options.
+    pub agent: AgentCheck,
+    /// `slowstart <time>`: after coming up, weight and maxconn ramp up over this time.
+    pub slowstart: Option<Duration>,
+    /// `observe layer4|layer7`: live traffic errors count against the server's health.
+    pub observe: Option<Observe>,
+    /// `on-error`: what `error-limit` consecutive observed errors do.
+    pub on_error: OnError,
+    /// `error-limit` (HAProxy's default 10).
+    pub error_limit: u32,
+    /// `on-marked-down shutdown-sessions`: a server marked DOWN loses its live sessions.
+    pub shutdown_on_down: bool,
+    /// `on-marked-up shutdown-backup-sessions`: an active server coming UP ends the sessions
+    /// of every backup server.
+    pub shutdown_backups_on_up: bool,
+    /// `init-addr`: how the address is found at start-up (`last,libc` by default).
+    pub init_addr: Vec<InitAddr>,
     /// `cookie <value>`: the persistence cookie value for this server.
     pub cookie: Option<String>,
     /// `pool-max-conn`: `None` or -1 unlimited idle connections, 0 no pooling.

@@ -9,13 +9,14 @@
 
 use crate::args::{int_arg, no_extra, parse_u32, Diags};
 use crate::bind::parse_bind;
+use crate::check::{self, CheckLists};
 use crate::duration::{parse_time, time_error_message};
 use crate::http_opts::{self, ErrorEntry};
 use crate::keywords::{self, Keyword, Status, B, D, F, L};
 use crate::lexer::Line;
 use crate::model::*;
 use crate::rules::{self, HttpWhich};
-use crate::server::{parse_default_server, parse_server, ServerOpts};
+use crate::server::{parse_default_server, parse_server, ServerContext, ServerOpts};
 
 /// What kind of section is being filled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +62,8 @@ pub struct ProxyBuild {
     pub errors: Vec<ErrorEntry>,
     /// Rule families seen so far (indexed by `rules::Order`), for "placed after" warnings.
     pub rules_seen: [bool; 6],
+    /// The `tcp-check` and `http-check` step lists.
+    pub checks: CheckLists,
 }
 
 impl ProxyBuild {
@@ -70,6 +73,7 @@ impl ProxyBuild {
             name: name.to_string(),
             span,
             kind: ProxyKind::Listen,
+            id: None,
             mode: Mode::Tcp,
             binds: Vec::new(),
             maxconn: None,
@@ -107,6 +111,9 @@ impl ProxyBuild {
             http_pretend_keepalive: false,
             checkcache: false,
             captures: Vec::new(),
+            health_check: HealthCheck::default(),
+            allbackups: false,
+            log_health_checks: false,
         };
         ProxyBuild {
             proxy,
@@ -114,6 +121,7 @@ impl ProxyBuild {
             default_server: ServerOpts::default(),
             errors: Vec::new(),
             rules_seen: [false; 6],
+            checks: CheckLists::default(),
         }
     }
 
@@ -124,6 +132,7 @@ impl ProxyBuild {
         b.proxy.span = span;
         b.proxy.kind = kind;
         b.section = Section::Proxy(kind);
+        b.checks = defaults.checks.inherited();
         // Settings a `defaults` section only gives to the side that uses them.
         if !kind.is_backend() {
             b.proxy.cookie = None;
@@ -180,6 +189,8 @@ fn unknown(b: &ProxyBuild, line: &Line, words: &[String], diags: &mut Diags) {
             b.proxy.name
         ),
         "monitor" => "'monitor' only supports 'fail'.".to_string(),
+        "http-check" => format!("'http-check' only supports 'disable-on-404', 'send-state', 'comment', 'connect', 'send', 'expect'. but got '{second}'"),
+        "tcp-check" => format!("'tcp-check' only supports 'comment', 'connect', 'send', 'send-binary', 'expect'. but got '{second}'"),
         "capture" => "'capture' expects 'cookie' or 'request header' or 'response header'.".to_string(),
         "timeout" => format!("'timeout' supports 'client', 'server', 'connect', 'check', 'queue', 'http-keep-alive', 'http-request', 'tunnel', 'tarpit', 'client-fin' and 'server-fin' (got '{second}')"),
         _ if keywords::is_proxy_family(first) => format!("'{first}' is not supported yet"),
@@ -247,11 +258,27 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         "balance" => balance(p, line, diags),
         "hash-type" => hash_type(p, line, diags),
         "server" => {
-            if let Some(s) = parse_server(line, &p.name, &b.default_server, diags) {
+            let cx = ServerContext { proxy: &p.name, mode: p.mode };
+            if let Some(s) = parse_server(line, cx, &b.default_server, diags) {
                 p.servers.push(s);
             }
         }
-        "default-server" => parse_default_server(line, &mut b.default_server, diags),
+        "default-server" => parse_default_server(line, p.mode, &mut b.default_server, diags),
+        "id" => proxy_id(p, line, diags),
+        "option httpchk" => check::option_httpchk(b, line, diags),
+        "option tcp-check" => check::option_tcp_check(b, line, diags),
+        n if n.starts_with("http-check ") => check::http_check(b, line, diags),
+        n if n.starts_with("tcp-check ") => check::tcp_check(b, line, diags),
+        "option allbackups" | "option log-health-checks" => {
+            if no_extra(line, 2 + usize::from(negated), name, diags) {
+                let slot = if name == "option allbackups" {
+                    &mut p.allbackups
+                } else {
+                    &mut p.log_health_checks
+                };
+                *slot = !prefixed;
+            }
+        }
         "default_backend" => default_backend(p, line, diags),
         "use_backend" => rules::use_backend(b, line, diags),
         "acl" => acl(b, line, diags),
@@ -345,6 +372,21 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
     }
 }
 
+/// `id <n>`: the proxy's number, above 0 (HAProxy's `puid`).
+fn proxy_id(p: &mut Proxy, line: &Line, diags: &mut Diags) {
+    let v = line.arg(1);
+    if !no_extra(line, 2, "id", diags) {
+        return;
+    }
+    if v.is_empty() {
+        return diags.alert(line, "'id' expects an integer argument.");
+    }
+    match u32::try_from(crate::args::atol(v)) {
+        Ok(n) if n > 0 => p.id = Some(n),
+        _ => diags.alert(line, "custom id has to be > 0."),
+    }
+}
+
 fn mode(p: &mut Proxy, line: &Line, diags: &mut Diags) {
     let m = line.arg(1);
     match m {
@@ -387,6 +429,7 @@ fn timeout(p: &mut Proxy, line: &Line, which: &str, at: usize, diags: &mut Diags
         "http-request" => &mut t.http_request,
         "http-keep-alive" => &mut t.http_keep_alive,
         "tarpit" => &mut t.tarpit,
+        "check" => &mut t.check,
         _ => return None,
     };
     *slot = d;

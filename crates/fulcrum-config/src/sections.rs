@@ -65,6 +65,7 @@ impl Builder {
         let mut proxies = Vec::new();
         for mut b in self.proxies {
             http_opts::resolve_errors(&mut b.proxy, &b.errors, &self.http_errors, &mut self.diags);
+            crate::check::finish(&mut b);
             proxies.push(b.proxy);
         }
         (Config { global: self.global, proxies, http_errors: self.http_errors }, self.diags)

@@ -1,44 +1,90 @@
 //! `server` and `default-server` lines: server address forms (`host:port`, `[v6]:port`,
 //! `ipv4@`/`ipv6@`, no port, `:+N`/`:-N` offsets, `unix@`/absolute paths) and the options
-//! Fulcrum supports (`weight`, `maxconn`, `maxqueue`, `backup`, `disabled`, `enabled`, `port`,
-//! `cookie`, `pool-max-conn`, `pool-purge-delay`).
+//! Fulcrum supports: load (`weight`, `maxconn`, `maxqueue`, `backup`, `cookie`, pools), state
+//! (`disabled`, `id`, `init-addr`, `slowstart`), health checks (`check`, `inter`, `rise`,
+//! `fall`, `port`, `addr`, `agent-*`...) and what live errors do (`observe`, `on-error`...).
+//! Every bad option of a line is reported, not only the first.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::args::{parse_u32, Diags};
+use crate::args::{atol, parse_u32, Diags};
 use crate::bind::{split_host_port, strip_family, Family};
 use crate::duration::{parse_time, TimeError};
 use crate::keywords::{self, Status};
 use crate::lexer::Line;
-use crate::model::{Server, ServerAddr, ServerPort};
+use crate::model::{
+    AgentCheck, InitAddr, Mode, Observe, OnError, Server, ServerAddr, ServerCheck, ServerPort,
+};
 
 /// Server settings a `default-server` line sets for the `server` lines after it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServerOpts {
     pub weight: Option<u32>,
     pub maxconn: Option<u32>,
     pub maxqueue: Option<u32>,
     pub backup: bool,
     pub disabled: bool,
-    pub port: Option<u16>,
     pub cookie: Option<String>,
     pub pool_max_conn: Option<i32>,
     pub pool_purge_delay: Option<Duration>,
+    pub id: Option<u32>,
+    pub check: ServerCheck,
+    pub agent: AgentCheck,
+    pub slowstart: Option<Duration>,
+    pub observe: Option<Observe>,
+    pub on_error: OnError,
+    pub error_limit: u32,
+    pub shutdown_on_down: bool,
+    pub shutdown_backups_on_up: bool,
+    pub init_addr: Vec<InitAddr>,
+}
+
+impl Default for ServerOpts {
+    fn default() -> Self {
+        ServerOpts {
+            weight: None,
+            maxconn: None,
+            maxqueue: None,
+            backup: false,
+            disabled: false,
+            cookie: None,
+            pool_max_conn: None,
+            pool_purge_delay: None,
+            id: None,
+            check: ServerCheck::default(),
+            agent: AgentCheck::default(),
+            slowstart: None,
+            observe: None,
+            on_error: OnError::default(),
+            error_limit: 10,
+            shutdown_on_down: false,
+            shutdown_backups_on_up: false,
+            init_addr: vec![InitAddr::Last, InitAddr::Libc],
+        }
+    }
+}
+
+/// The proxy a `server` line belongs to, as its options need it.
+#[derive(Clone, Copy, Debug)]
+pub struct ServerContext<'a> {
+    pub proxy: &'a str,
+    pub mode: Mode,
 }
 
 /// Parses a `default-server` line into `opts`.
-pub fn parse_default_server(line: &Line, opts: &mut ServerOpts, diags: &mut Diags) {
+pub fn parse_default_server(line: &Line, mode: Mode, opts: &mut ServerOpts, diags: &mut Diags) {
     let mut new = opts.clone();
-    if apply_options(line, 1, "'default-server'", &mut new, diags) {
+    let cx = Parse { line, who: "'default-server'".into(), name: "", mode, default: true };
+    if cx.apply_all(1, &mut new, diags) {
         *opts = new;
     }
 }
 
-/// Parses a `server` line of proxy `proxy` with the current `default-server` settings.
+/// Parses a `server` line of proxy `cx.proxy` with the current `default-server` settings.
 pub fn parse_server(
     line: &Line,
-    proxy: &str,
+    cx: ServerContext<'_>,
     defaults: &ServerOpts,
     diags: &mut Diags,
 ) -> Option<Server> {
@@ -47,7 +93,7 @@ pub fn parse_server(
         diags.alert(line, "'server' expects <name> and <addr>[:<port>] as arguments.");
         return None;
     }
-    let who = format!("'server {proxy}/{name}'");
+    let who = format!("'server {}/{name}'", cx.proxy);
     if keywords::find(keywords::SERVER_OPTIONS, addr_text).is_some() {
         let msg = format!("{who} : missing address ('{addr_text}' is a server option); expects <name> <addr>[:<port>] [options].");
         diags.alert(line, msg);
@@ -60,146 +106,405 @@ pub fn parse_server(
             return None;
         }
     };
-    let mut opts = defaults.clone();
-    if !apply_options(line, 3, &who, &mut opts, diags) {
+    let mut o = defaults.clone();
+    // `id` is never inherited from `default-server` (HAProxy refuses it there).
+    o.id = None;
+    let p = Parse { line, who, name, mode: cx.mode, default: false };
+    if !p.apply_all(3, &mut o, diags) {
+        return None;
+    }
+    if o.agent.enabled && o.agent.port.is_none() {
+        let msg = format!("server {name} does not have agent port. Agent check has been disabled.");
+        diags.alert(line, msg);
         return None;
     }
     Some(Server {
         name: name.to_string(),
         span: line.span.clone(),
         addr,
-        weight: opts.weight.unwrap_or(1),
-        maxconn: opts.maxconn,
-        maxqueue: opts.maxqueue,
-        backup: opts.backup,
-        disabled: opts.disabled,
-        check_port: opts.port,
-        cookie: opts.cookie,
-        pool_max_conn: opts.pool_max_conn,
-        pool_purge_delay: opts.pool_purge_delay,
+        weight: o.weight.unwrap_or(1),
+        maxconn: o.maxconn,
+        maxqueue: o.maxqueue,
+        backup: o.backup,
+        disabled: o.disabled,
+        cookie: o.cookie,
+        pool_max_conn: o.pool_max_conn,
+        pool_purge_delay: o.pool_purge_delay,
+        id: o.id,
+        check: o.check,
+        agent: o.agent,
+        slowstart: o.slowstart,
+        observe: o.observe,
+        on_error: o.on_error,
+        error_limit: o.error_limit,
+        shutdown_on_down: o.shutdown_on_down,
+        shutdown_backups_on_up: o.shutdown_backups_on_up,
+        init_addr: o.init_addr,
     })
 }
 
-/// Applies the options from word `start` on; reports the first bad one and returns false.
-fn apply_options(
-    line: &Line,
-    start: usize,
-    who: &str,
-    o: &mut ServerOpts,
-    diags: &mut Diags,
-) -> bool {
-    let mut i = start;
-    while i < line.words.len() {
-        let opt = line.arg(i);
-        let val = line.arg(i + 1);
-        let int = |diags: &mut Diags| {
-            let v = parse_u32(val);
-            if v.is_none() {
-                diags.alert(
-                    line,
-                    format!("{who} : '{opt}' expects an integer argument, got '{val}'."),
-                );
-            }
-            v
-        };
-        let mut takes_value = true;
-        match opt {
-            "weight" => match int(diags) {
-                Some(w) if w <= 256 => o.weight = Some(w),
-                Some(w) => {
-                    let name = line.arg(1);
-                    let msg =
-                        format!("{who} : weight of server {name} is not within 0 and 256 ({w}).");
-                    diags.alert(line, msg);
-                    return false;
+/// One line's options being applied.
+struct Parse<'a> {
+    line: &'a Line,
+    /// `'server be/s'` or `'default-server'`, the prefix of every message.
+    who: String,
+    /// The server's name (empty on `default-server`), for HAProxy's "of server %s" messages.
+    name: &'a str,
+    mode: Mode,
+    default: bool,
+}
+
+/// How many words an option took, or why it was refused.
+type Applied = Result<usize, String>;
+
+impl Parse<'_> {
+    /// Applies the options from word `start` on, reporting every bad one; false if any was.
+    fn apply_all(&self, start: usize, o: &mut ServerOpts, diags: &mut Diags) -> bool {
+        let mut ok = true;
+        let mut i = start;
+        while i < self.line.words.len() {
+            match self.apply(i, o) {
+                Ok(n) => i += n,
+                Err(msg) => {
+                    diags.alert(self.line, format!("{} : {msg}", self.who));
+                    ok = false;
+                    // Skip the value of an option known to take one.
+                    i += 1 + usize::from(takes_value(self.line.arg(i)));
                 }
-                None => return false,
-            },
-            "maxconn" => {
-                o.maxconn = Some(match int(diags) {
-                    Some(v) => v,
-                    None => return false,
-                })
             }
-            "maxqueue" => {
-                o.maxqueue = Some(match int(diags) {
-                    Some(v) => v,
-                    None => return false,
-                })
+        }
+        ok
+    }
+
+    fn apply(&self, i: usize, o: &mut ServerOpts) -> Applied {
+        let opt = self.line.arg(i);
+        let val = self.line.arg(i + 1);
+        let has_val = i + 1 < self.line.words.len();
+        if takes_value(opt) && !has_val {
+            return Err(missing_value(opt));
+        }
+        match opt {
+            "weight" => {
+                let w = int(opt, val)?;
+                if w > 256 {
+                    return Err(format!(
+                        "weight of server {} is not within 0 and 256 ({w}).",
+                        self.name
+                    ));
+                }
+                o.weight = Some(w);
             }
-            "cookie" | "pool-purge-delay" if i + 1 >= line.words.len() => {
-                diags.alert(line, format!("{who} : '{opt}' expects <value> as argument.."));
-                return false;
-            }
+            "maxconn" => o.maxconn = Some(int(opt, val)?),
+            "maxqueue" => o.maxqueue = Some(int(opt, val)?),
             "cookie" => o.cookie = Some(val.to_string()),
             "pool-max-conn" => match val.parse::<i32>() {
                 Ok(v) if v >= -1 => o.pool_max_conn = Some(v),
-                Ok(_) => {
-                    diags.alert(line, format!("{who} : 'pool-max-conn' must be >= -1."));
-                    return false;
-                }
+                Ok(_) => return Err("'pool-max-conn' must be >= -1.".into()),
                 Err(_) => {
-                    let msg = format!(
-                        "{who} : 'pool-max-conn' expects an integer argument, got '{val}'."
-                    );
-                    diags.alert(line, msg);
-                    return false;
+                    return Err(format!(
+                        "'pool-max-conn' expects an integer argument, got '{val}'."
+                    ))
                 }
             },
             "pool-purge-delay" => match parse_time(val) {
                 Ok(d) => o.pool_purge_delay = Some(d),
-                Err(e) => {
-                    let msg = match e {
-                        TimeError::BadChar(c) => format!(
-                            "{who} : unexpected character '{c}' in argument to <pool-purge-delay>.."
-                        ),
-                        _ => format!("{who} : invalid value '{val}' for 'pool-purge-delay'."),
-                    };
-                    diags.alert(line, msg);
-                    return false;
+                Err(TimeError::BadChar(c)) => {
+                    return Err(format!(
+                        "unexpected character '{c}' in argument to <pool-purge-delay>.."
+                    ))
                 }
+                Err(_) => return Err(format!("invalid value '{val}' for 'pool-purge-delay'.")),
             },
-            "port" => match val.parse::<u16>() {
-                Ok(p) if p > 0 => o.port = Some(p),
-                _ => {
-                    diags.alert(
-                        line,
-                        format!("{who} : invalid port '{val}' for 'port' (expects 1-65535)."),
-                    );
-                    return false;
-                }
-            },
-            _ => {
-                takes_value = false;
-                if !flag(line, opt, who, o, diags) {
-                    return false;
+            "id" => o.id = Some(self.id(val)?),
+            "port" => o.check.port = Some(port(opt, val)?),
+            "addr" => o.check.addr = Some(check_host_text(opt, val)?),
+            "inter" => o.check.inter = self.delay(opt, val)?,
+            "fastinter" => o.check.fastinter = Some(self.delay(opt, val)?),
+            "downinter" => o.check.downinter = Some(self.delay(opt, val)?),
+            "rise" | "fall" => {
+                let n = positive(opt, val)?;
+                if opt == "rise" {
+                    o.check.rise = n;
+                } else {
+                    o.check.fall = n;
                 }
             }
+            "agent-port" => o.agent.port = Some(port(opt, val)?),
+            "agent-addr" => o.agent.addr = Some(check_host_text(opt, val)?),
+            "agent-inter" => o.agent.inter = self.delay(opt, val)?,
+            "agent-send" => o.agent.send = Some(val.to_string()),
+            "slowstart" => o.slowstart = self.slowstart(val)?,
+            "observe" => o.observe = self.observe(val)?,
+            "on-error" => o.on_error = on_error(val)?,
+            "error-limit" => o.error_limit = error_limit(val)?,
+            "on-marked-down" => match val {
+                "shutdown-sessions" => o.shutdown_on_down = true,
+                _ => return Err(format!("'{opt}' expects 'shutdown-sessions' but got '{val}'")),
+            },
+            "on-marked-up" => match val {
+                "shutdown-backup-sessions" => o.shutdown_backups_on_up = true,
+                _ => {
+                    return Err(format!(
+                        "'{opt}' expects 'shutdown-backup-sessions' but got '{val}'"
+                    ))
+                }
+            },
+            "init-addr" => o.init_addr = init_addr(val)?,
+            _ => {
+                flag(opt, o)?;
+                return Ok(1);
+            }
         }
-        i += if takes_value { 2 } else { 1 };
+        Ok(2)
     }
-    true
+
+    /// `id <n>`: HAProxy's `'id' : custom id has to be > 0`.
+    fn id(&self, val: &str) -> Result<u32, String> {
+        if self.default {
+            return Err("'id' option is not accepted in default-server sections".into());
+        }
+        match u32::try_from(atol(val)) {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err("'id' : custom id has to be > 0".into()),
+        }
+    }
+
+    /// `inter`-like delays, with HAProxy's messages (which name 'agent-inter' for all of them).
+    fn delay(&self, opt: &str, val: &str) -> Result<Duration, String> {
+        let name = self.name;
+        match parse_time(val) {
+            Ok(d) if d.is_zero() => Err(format!("invalid value 0 for argument '{opt}' of server {name}.")),
+            Ok(d) if d < Duration::from_millis(1) => Err(format!("timer underflow in argument <{val}> to <{opt}> of server {name}, minimum non-null value is 1 ms.")),
+            Ok(d) => Ok(d),
+            Err(TimeError::Overflow) => Err(format!("timer overflow in argument <{val}> to <{opt}> of server {name}, maximum value is 2147483647 ms (~24.8 days).")),
+            Err(TimeError::BadChar(c)) => Err(format!("unexpected character '{c}' in 'agent-inter' argument of server {name}.")),
+            Err(TimeError::Missing) => Err(format!("'{opt}' expects a delay as argument.")),
+        }
+    }
+
+    /// `slowstart <time>`: kept in whole seconds, rounded up, as HAProxy keeps it (0: none).
+    fn slowstart(&self, val: &str) -> Result<Option<Duration>, String> {
+        let name = self.name;
+        let d = match parse_time(val) {
+            Ok(d) => d,
+            Err(TimeError::Overflow) => return Err(format!("overflow in argument <{val}> to <slowstart> of server {name}, maximum value is 2147483647 ms (~24.8 days).")),
+            Err(TimeError::BadChar(c)) => return Err(format!("unexpected character '{c}' in 'slowstart' argument of server {name}.")),
+            Err(TimeError::Missing) => return Err(format!("unexpected character '\\0' in 'slowstart' argument of server {name}.")),
+        };
+        let secs = d.as_millis().div_ceil(1000) as u64;
+        Ok((secs > 0).then(|| Duration::from_secs(secs)))
+    }
+
+    fn observe(&self, val: &str) -> Result<Option<Observe>, String> {
+        match val {
+            "none" => Ok(None),
+            "layer4" => Ok(Some(Observe::Layer4)),
+            "layer7" if self.mode != Mode::Http => {
+                Err("'layer7' can only be used in http proxies.".into())
+            }
+            "layer7" => Ok(Some(Observe::Layer7)),
+            _ => {
+                Err(format!("'observe' expects one of 'none', 'layer4', 'layer7' but got '{val}'"))
+            }
+        }
+    }
+}
+
+/// Options followed by a value.
+fn takes_value(opt: &str) -> bool {
+    matches!(
+        opt,
+        "weight"
+            | "maxconn"
+            | "maxqueue"
+            | "cookie"
+            | "pool-max-conn"
+            | "pool-purge-delay"
+            | "id"
+            | "port"
+            | "addr"
+            | "inter"
+            | "fastinter"
+            | "downinter"
+            | "rise"
+            | "fall"
+            | "agent-port"
+            | "agent-addr"
+            | "agent-inter"
+            | "agent-send"
+            | "slowstart"
+            | "observe"
+            | "on-error"
+            | "error-limit"
+            | "on-marked-down"
+            | "on-marked-up"
+            | "init-addr"
+    ) || NOT_YET_WITH_VALUE.contains(&opt)
+}
+
+/// Server options Fulcrum does not support yet that take a value (HAProxy skips it too).
+const NOT_YET_WITH_VALUE: &[&str] = &[
+    "alpn",
+    "ca-file",
+    "check-alpn",
+    "check-proto",
+    "check-sni",
+    "ciphers",
+    "ciphersuites",
+    "crl-file",
+    "crt",
+    "curves",
+    "log-proto",
+    "max-reuse",
+    "minconn",
+    "namespace",
+    "npn",
+    "pool-low-conn",
+    "proto",
+    "proxy-v2-options",
+    "redir",
+    "resolve-net",
+    "resolve-opts",
+    "resolve-prefer",
+    "resolvers",
+    "sigalgs",
+    "sni",
+    "socks4",
+    "source",
+    "ssl-max-ver",
+    "ssl-min-ver",
+    "tcp-ut",
+    "track",
+    "verify",
+    "verifyhost",
+    "ws",
+];
+
+/// HAProxy's message for an option whose value is missing.
+fn missing_value(opt: &str) -> String {
+    match opt {
+        "inter" | "fastinter" | "downinter" | "agent-inter" => {
+            format!("'{opt}' expects a delay as argument.")
+        }
+        "port" | "agent-port" => format!("'{opt}' expects a port number as argument."),
+        "agent-send" => format!("'{opt}' expects a string as argument."),
+        "observe" => format!("'{opt}' expects <mode> as argument."),
+        "rise" | "fall" | "error-limit" | "weight" | "maxconn" | "maxqueue" => {
+            format!("'{opt}' expects an integer argument.")
+        }
+        "id" => format!("'{opt}' : expects an integer argument"),
+        _ => format!("'{opt}' expects <value> as argument.."),
+    }
+}
+
+fn int(opt: &str, val: &str) -> Result<u32, String> {
+    parse_u32(val).ok_or_else(|| format!("'{opt}' expects an integer argument, got '{val}'."))
+}
+
+/// `rise`/`fall`: HAProxy reads them with `atol` and wants them above 0.
+fn positive(opt: &str, val: &str) -> Result<u32, String> {
+    match u32::try_from(atol(val)) {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("'{opt}' has to be > 0.")),
+    }
+}
+
+fn port(opt: &str, val: &str) -> Result<u16, String> {
+    match val.parse::<u16>() {
+        Ok(p) if p > 0 => Ok(p),
+        _ => Err(format!("invalid port '{val}' for '{opt}' (expects 1-65535).")),
+    }
+}
+
+/// `addr`/`agent-addr`: an IP address or host name, resolved by the engine.
+fn check_host_text(opt: &str, val: &str) -> Result<String, String> {
+    let (family, host) = strip_family(val)
+        .map_err(|p| format!("address family '{p}' is not supported yet in '{val}'"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    match check_host(host, family) {
+        Some(()) if !host.is_empty() => Ok(host.to_string()),
+        _ => Err(format!("'{opt}' : invalid address '{val}'.")),
+    }
+}
+
+fn on_error(val: &str) -> Result<OnError, String> {
+    Ok(match val {
+        "fastinter" => OnError::Fastinter,
+        "fail-check" => OnError::FailCheck,
+        "sudden-death" => OnError::SuddenDeath,
+        "mark-down" => OnError::MarkDown,
+        _ => {
+            return Err(format!(
+            "'on-error' expects one of 'fastinter', 'fail-check', 'sudden-death' or 'mark-down' but got '{val}'"
+        ))
+        }
+    })
+}
+
+fn error_limit(val: &str) -> Result<u32, String> {
+    match u32::try_from(atol(val)) {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err("error-limit has to be > 0.".into()),
+    }
+}
+
+/// `init-addr <method>[,<method>...]`.
+fn init_addr(val: &str) -> Result<Vec<InitAddr>, String> {
+    let mut list = Vec::new();
+    for p in val.split(',') {
+        let m = match p {
+            "libc" => InitAddr::Libc,
+            "last" => InitAddr::Last,
+            "none" => InitAddr::None,
+            _ => match p.parse::<std::net::IpAddr>() {
+                Ok(ip) if list.iter().any(|m| matches!(m, InitAddr::Ip(_))) => {
+                    let _ = ip;
+                    return Err(format!(
+                        "'init-addr' : initial address already specified, cannot add '{p}'."
+                    ));
+                }
+                Ok(ip) => InitAddr::Ip(ip),
+                Err(_) => {
+                    return Err(format!("'init-addr' : unknown init-addr method '{p}', supported methods are 'libc', 'last', 'none'."))
+                }
+            },
+        };
+        if list.contains(&m) || list.len() >= 4 {
+            return Err(format!(
+                "'init-addr' : too many init-addr methods when trying to add '{p}'"
+            ));
+        }
+        list.push(m);
+    }
+    Ok(list)
 }
 
 /// Flag options (no value); reports unknown and not-yet options.
-fn flag(line: &Line, opt: &str, who: &str, o: &mut ServerOpts, diags: &mut Diags) -> bool {
+fn flag(opt: &str, o: &mut ServerOpts) -> Result<(), String> {
     match opt {
         "backup" => o.backup = true,
         "no-backup" => o.backup = false,
         "disabled" => o.disabled = true,
         "enabled" => o.disabled = false,
+        "check" => o.check.enabled = true,
+        "no-check" => o.check.enabled = false,
+        "check-send-proxy" => o.check.send_proxy = true,
+        "no-check-send-proxy" => o.check.send_proxy = false,
+        "agent-check" => o.agent.enabled = true,
+        "no-agent-check" => o.agent = AgentCheck::default(),
+        "check-ssl" | "check-sni" | "check-alpn" | "no-check-ssl" => {
+            return Err(format!("'{opt}' needs TLS, which is not supported yet"))
+        }
         _ => {
-            let msg = match keywords::find(keywords::SERVER_OPTIONS, opt).map(|k| k.status) {
+            return Err(match keywords::find(keywords::SERVER_OPTIONS, opt).map(|k| k.status) {
                 Some(Status::NotYet | Status::Obsolete(_)) => {
-                    format!("{who} : '{opt}' is not supported yet")
+                    format!("'{opt}' is not supported yet")
                 }
-                _ => format!("{who} : unknown keyword '{opt}'."),
-            };
-            diags.alert(line, msg);
-            return false;
+                _ => format!("unknown keyword '{opt}'."),
+            })
         }
     }
-    true
+    Ok(())
 }
 
 /// Parses a server address as written; host names are kept for the engine to resolve.
@@ -312,7 +617,8 @@ mod tests {
     fn server(text: &str, defaults: &ServerOpts) -> (Option<Server>, Vec<String>) {
         let (lines, _) = lex_source("s.cfg", text, &|_| None);
         let mut d = Diags::default();
-        let s = parse_server(&lines[0], "be", defaults, &mut d);
+        let cx = ServerContext { proxy: "be", mode: Mode::Http };
+        let s = parse_server(&lines[0], cx, defaults, &mut d);
         (s, d.list.iter().map(|d| d.message.clone()).collect())
     }
 
@@ -322,13 +628,13 @@ mod tests {
             lex_source("s.cfg", "default-server weight 5 maxconn 10 backup", &|_| None);
         let mut opts = ServerOpts::default();
         let mut d = Diags::default();
-        parse_default_server(&lines[0], &mut opts, &mut d);
+        parse_default_server(&lines[0], Mode::Http, &mut opts, &mut d);
         assert!(d.list.is_empty());
         let (s, d) = server("server a 1.2.3.4:80 maxqueue 7 port 9000 no-backup disabled", &opts);
         assert!(d.is_empty(), "{d:?}");
         let s = s.expect("server");
         assert_eq!((s.weight, s.maxconn, s.maxqueue), (5, Some(10), Some(7)));
-        assert_eq!((s.backup, s.disabled, s.check_port), (false, true, Some(9000)));
+        assert_eq!((s.backup, s.disabled, s.check.port), (false, true, Some(9000)));
         let s = server("server b 1.2.3.4:80 enabled", &opts).0.expect("server");
         assert_eq!((s.weight, s.backup, s.disabled), (5, true, false));
         let s = server("server c 1.2.3.4:80", &ServerOpts::default()).0.expect("server");
@@ -339,8 +645,8 @@ mod tests {
     fn option_errors() {
         let none = ServerOpts::default();
         assert_eq!(
-            server("server s 1.2.3.4:80 check", &none).1,
-            ["'server be/s' : 'check' is not supported yet"]
+            server("server s 1.2.3.4:80 track be/x", &none).1,
+            ["'server be/s' : 'track' is not supported yet"]
         );
         assert_eq!(
             server("server s 1.2.3.4:80 bogus", &none).1,

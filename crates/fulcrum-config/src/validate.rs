@@ -28,6 +28,7 @@ pub fn validate(config: &Config, parse_failed: bool, out: &mut Vec<Diagnostic>) 
         }
     }
     conflicting_binds(config, out);
+    duplicate_proxy_ids(config, out);
     if !parse_failed && !config.frontends().any(|p| !p.binds.is_empty()) {
         out.push(Diagnostic::alert(
             None,
@@ -114,6 +115,40 @@ fn duplicate_servers(p: &Proxy, out: &mut Vec<Diagnostic>) {
             out.push(Diagnostic::alert(at(&s.span), msg));
         } else {
             seen.insert(&s.name, &s.span);
+        }
+    }
+    let mut ids: HashMap<u32, (&str, &Span)> = HashMap::new();
+    for s in &p.servers {
+        let Some(id) = s.id else { continue };
+        if let Some((name, span)) = ids.get(&id) {
+            let msg = format!(
+                "'server {}/{}' : 'id' : custom id {id} already used at {span} ('server {name}').",
+                p.name, s.name
+            );
+            out.push(Diagnostic::alert(at(&s.span), msg));
+        } else {
+            ids.insert(id, (&s.name, &s.span));
+        }
+    }
+}
+
+/// Proxy `id`s are unique across every proxy, as HAProxy's `used_proxy_id` tree.
+fn duplicate_proxy_ids(config: &Config, out: &mut Vec<Diagnostic>) {
+    let mut ids: HashMap<u32, &Proxy> = HashMap::new();
+    for p in &config.proxies {
+        let Some(id) = p.id else { continue };
+        if let Some(first) = ids.get(&id) {
+            let msg = format!(
+                "{} {} reuses same custom id as {} {} (declared at {}).",
+                type_word(p.kind),
+                p.name,
+                type_word(first.kind),
+                first.name,
+                first.span
+            );
+            out.push(Diagnostic::alert(at(&p.span), msg));
+        } else {
+            ids.insert(id, p);
         }
     }
 }

@@ -100,7 +100,7 @@ fn several_files_are_one_configuration() {
 #[test]
 fn all_errors_of_all_files_are_reported() {
     let a = src("a.cfg", "global\n bogus1\n nbthread 0\nlisten l\n bind :80\n bogus2\n");
-    let b = src("b.cfg", "listen m\n bind :81\n server s 10.0.0.1:80 check\n.if 1\n");
+    let b = src("b.cfg", "listen m\n bind :81\n server s 10.0.0.1:80 track x/y\n.if 1\n");
     let diags = load(&[a, b], &env).expect_err("errors");
     let text: Vec<String> = diags.iter().map(ToString::to_string).collect();
     assert_eq!(
@@ -110,7 +110,7 @@ fn all_errors_of_all_files_are_reported() {
             "parsing [a.cfg:3] : 'nbthread' value must be between 1 and 64 (was 0)",
             "parsing [a.cfg:6] : unknown keyword 'bogus2' in 'listen' section",
             "parsing [b.cfg:4] : non-terminated '.if' block.",
-            "parsing [b.cfg:3] : 'server m/s' : 'check' is not supported yet",
+            "parsing [b.cfg:3] : 'server m/s' : 'track' is not supported yet",
         ]
     );
     assert!(diags.iter().all(|d| d.severity == Severity::Alert));

@@ -1,0 +1,408 @@
+//! The health-check side of the model: a server's check and agent settings (`check`, `inter`,
+//! `rise`, `agent-check`...), what happens around state changes (`slowstart`, `observe`,
+//! `on-marked-down`...), and a backend's check recipe.
+//!
+//! As in HAProxy, every check kind (`option httpchk`, `option redis-check`, `tcp-check` lines...)
+//! is one ordered list of steps: connect, send, expect. The protocol options build their lists
+//! here, so the engine runs one kind of thing.
+
+use std::time::Duration;
+
+/// HAProxy's default `inter` (`DEF_CHKINTR`).
+pub const DEFAULT_INTER: Duration = Duration::from_millis(2000);
+/// HAProxy's default `rise` (`DEF_RISETIME`).
+pub const DEFAULT_RISE: u32 = 2;
+/// HAProxy's default `fall` (`DEF_FALLTIME`).
+pub const DEFAULT_FALL: u32 = 3;
+
+/// `check` and its timing options on a `server` (or `default-server`) line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerCheck {
+    /// `check`: health checks are run.
+    pub enabled: bool,
+    /// `inter`: time between two checks while the server is fully up or fully down.
+    pub inter: Duration,
+    /// `fastinter`: between checks while the server is going up or down (`inter` if unset).
+    pub fastinter: Option<Duration>,
+    /// `downinter`: between checks while the server is down (`inter` if unset).
+    pub downinter: Option<Duration>,
+    /// `rise`: consecutive successes that bring a down server up.
+    pub rise: u32,
+    /// `fall`: consecutive failures that take an up server down.
+    pub fall: u32,
+    /// `port`: where checks connect (the server's port if unset).
+    pub port: Option<u16>,
+    /// `addr`: where checks connect (the server's address if unset), as written.
+    pub addr: Option<String>,
+    /// `check-send-proxy`: checks start with a PROXY protocol v1 line.
+    pub send_proxy: bool,
+}
+
+impl Default for ServerCheck {
+    fn default() -> Self {
+        ServerCheck {
+            enabled: false,
+            inter: DEFAULT_INTER,
+            fastinter: None,
+            downinter: None,
+            rise: DEFAULT_RISE,
+            fall: DEFAULT_FALL,
+            port: None,
+            addr: None,
+            send_proxy: false,
+        }
+    }
+}
+
+/// `agent-check` and its options: a second, auxiliary check asking an agent on the server for
+/// its state and weight.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentCheck {
+    /// `agent-check` was given.
+    pub enabled: bool,
+    /// `agent-port` (required with `agent-check`).
+    pub port: Option<u16>,
+    /// `agent-addr`: the agent's address, as written (the server's if unset).
+    pub addr: Option<String>,
+    /// `agent-inter` (HAProxy's default: 2s).
+    pub inter: Duration,
+    /// `agent-send`: a string sent to the agent on connect.
+    pub send: Option<String>,
+}
+
+impl Default for AgentCheck {
+    fn default() -> Self {
+        AgentCheck { enabled: false, port: None, addr: None, inter: DEFAULT_INTER, send: None }
+    }
+}
+
+/// `observe`: which live traffic counts as evidence of a server's health.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Observe {
+    /// Connection errors (`layer4`).
+    Layer4,
+    /// HTTP responses too (`layer7`): 5xx but 501/505, invalid or truncated answers.
+    Layer7,
+}
+
+/// `on-error`: what `error-limit` consecutive observed errors do.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnError {
+    /// Only switch to `fastinter` checks (HAProxy's default).
+    #[default]
+    Fastinter,
+    /// Count as one failed check.
+    FailCheck,
+    /// Leave one more failure before DOWN, then count as a failed check.
+    SuddenDeath,
+    /// Mark the server DOWN at once.
+    MarkDown,
+}
+
+/// `init-addr` methods, tried in order until one gives an address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InitAddr {
+    /// `last`: the address in the server-state file (no state file yet: never gives one).
+    Last,
+    /// `libc`: the system resolver.
+    Libc,
+    /// `none`: start without an address, in maintenance (RMAINT).
+    None,
+    /// An IP address to use.
+    Ip(std::net::IpAddr),
+}
+
+/// How a backend checks its servers: the kind (for messages and defaults) and its steps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HealthCheck {
+    pub kind: CheckKind,
+    /// The steps, in order, as configured. The engine adds HAProxy's implicit first `connect`
+    /// (and, for HTTP, the implicit last `expect status 200-399`).
+    pub steps: Vec<CheckStep>,
+    /// `http-check disable-on-404`: a 404 from an up server makes it stop taking new traffic
+    /// (NOLB) instead of failing the check.
+    pub disable_on_404: bool,
+    /// `http-check send-state`: checks carry an `X-Haproxy-Server-State` header.
+    pub send_state: bool,
+}
+
+impl Default for HealthCheck {
+    fn default() -> Self {
+        HealthCheck {
+            kind: CheckKind::Connect,
+            steps: Vec::new(),
+            disable_on_404: false,
+            send_state: false,
+        }
+    }
+}
+
+/// The check option in force (the last one configured wins, as in HAProxy).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckKind {
+    /// No option: a connection that opens is a success (layer 4).
+    Connect,
+    /// `option tcp-check`: the `tcp-check` lines.
+    Tcp,
+    /// `option httpchk` with `http-check` lines.
+    Http,
+    Redis,
+    Mysql,
+    Pgsql,
+    Smtp,
+    Ldap,
+    SslHello,
+}
+
+/// One step of a check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckStep {
+    Connect(ConnectStep),
+    Send(SendStep),
+    Expect(ExpectStep),
+    /// `tcp-check comment` / `http-check comment`: names the steps after it in messages.
+    Comment(String),
+}
+
+/// `tcp-check connect` / `http-check connect`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConnectStep {
+    /// `port <n>`: overrides the server's check port.
+    pub port: Option<u16>,
+    /// `addr <ip>`: overrides the server's check address, as written.
+    pub addr: Option<String>,
+    /// `send-proxy`: a PROXY protocol v1 line first.
+    pub send_proxy: bool,
+    /// `linger`: close cleanly instead of with a reset.
+    pub linger: bool,
+    /// `comment <text>`.
+    pub comment: Option<String>,
+}
+
+/// `tcp-check send|send-binary` / `http-check send`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SendStep {
+    /// Raw bytes (`send` with escapes resolved, or `send-binary` decoded from hex).
+    Bytes { data: Vec<u8>, comment: Option<String> },
+    /// An HTTP request (`option httpchk` and `http-check send`).
+    Http(HttpSend),
+}
+
+/// The request an HTTP check sends.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HttpSend {
+    /// `meth`: `OPTIONS` when unset.
+    pub method: Option<String>,
+    /// `uri`: `/` when unset.
+    pub uri: Option<String>,
+    /// `ver`: `HTTP/1.0` when unset.
+    pub version: Option<String>,
+    /// `hdr <name> <value>` in order.
+    pub headers: Vec<(String, String)>,
+    /// `body <string>`.
+    pub body: Option<String>,
+    pub comment: Option<String>,
+    /// Set on the request an `option httpchk` line gives, which a later `http-check send`
+    /// completes instead of adding a second request.
+    pub from_option: bool,
+}
+
+/// `tcp-check expect` / `http-check expect`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExpectStep {
+    pub kind: ExpectKind,
+    /// `!`: the check fails when the pattern matches.
+    pub inverse: bool,
+    /// `min-recv <n>`: bytes to wait for before matching (-1: wait for a match or the end).
+    pub min_recv: i64,
+    /// `ok-status`, `error-status`, `tout-status` (HAProxy's L7OK, L7RSP/L7STS, L7TOUT).
+    pub ok_status: Option<CheckStatus>,
+    pub error_status: Option<CheckStatus>,
+    pub tout_status: Option<CheckStatus>,
+    /// `on-success` / `on-error` messages (plain text: log-format is not evaluated yet).
+    pub on_success: Option<String>,
+    pub on_error: Option<String>,
+    pub comment: Option<String>,
+}
+
+impl ExpectStep {
+    pub fn new(kind: ExpectKind) -> Self {
+        ExpectStep {
+            kind,
+            inverse: false,
+            min_recv: -1,
+            ok_status: None,
+            error_status: None,
+            tout_status: None,
+            on_success: None,
+            on_error: None,
+            comment: None,
+        }
+    }
+}
+
+/// What an expect step looks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExpectKind {
+    /// `string <text>`: the bytes appear in what was received.
+    String(Vec<u8>),
+    /// `rstring <regex>`.
+    Regex(String),
+    /// `binary <hex>`.
+    Binary(Vec<u8>),
+    /// `rbinary <regex>` over the hex dump of what was received.
+    BinaryRegex(String),
+    /// `status <codes>`: HTTP status in one of the ranges.
+    Status(Vec<(u16, u16)>),
+    /// `rstatus <regex>`.
+    StatusRegex(String),
+    /// HTTP `hdr name <pattern> [value <pattern>]` / `fhdr`.
+    Header(HeaderExpect),
+    /// HTTP `string <text>`: the body contains the text.
+    Body(Vec<u8>),
+    /// HTTP `rstring <regex>` on the body.
+    BodyRegex(String),
+    /// A protocol check's own analysis of the answer.
+    Custom(CustomExpect),
+}
+
+/// `http-check expect hdr name [-m <meth>] <name> [value [-m <meth>] <value>]`, `fhdr` for the
+/// full line value (not split on commas).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeaderExpect {
+    pub name: String,
+    pub name_match: HeaderMatch,
+    pub value: Option<String>,
+    pub value_match: HeaderMatch,
+    /// `fhdr`: values are whole lines, not split on commas.
+    pub full: bool,
+}
+
+/// `-m str|beg|end|sub|reg` of an HTTP header expect.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HeaderMatch {
+    #[default]
+    Str,
+    Beg,
+    End,
+    Sub,
+    Reg,
+}
+
+/// Answer analyses written for one protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CustomExpect {
+    /// MySQL's initial handshake packet (`option mysql-check` without user).
+    MysqlHandshake,
+    /// MySQL's OK packet after a login (`option mysql-check user`).
+    MysqlOk,
+    /// An LDAPv3 bind response with result code 0.
+    LdapBind,
+    /// An agent's answer (state words, weight percentage, maxconn).
+    Agent,
+}
+
+/// HAProxy's check status codes (`HCHK_STATUS_*`), as the stats page and logs show them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CheckStatus {
+    /// `UNK`: unknown.
+    Unknown,
+    /// `INI`: initializing (no check finished yet).
+    Init,
+    /// `SOCKERR`: socket error.
+    SockErr,
+    /// `L4OK`: layer 4 check passed.
+    L4Ok,
+    /// `L4TOUT`: layer 4 timeout.
+    L4Timeout,
+    /// `L4CON`: layer 4 connection problem.
+    L4Con,
+    /// `L6OK`: layer 6 check passed (TLS).
+    L6Ok,
+    /// `L6TOUT`: layer 6 timeout.
+    L6Timeout,
+    /// `L6RSP`: layer 6 invalid response.
+    L6Rsp,
+    /// `L7TOUT`: layer 7 timeout.
+    L7Timeout,
+    /// `L7RSP`: layer 7 invalid response.
+    L7Rsp,
+    /// `L7OK`: layer 7 check passed.
+    L7Ok,
+    /// `L7OKC`: layer 7 check conditionally passed (404 with `disable-on-404`).
+    L7OkCond,
+    /// `L7STS`: layer 7 wrong status.
+    L7Sts,
+    /// `HANA`: health analyze (observed errors).
+    Hana,
+}
+
+impl CheckStatus {
+    /// The short name (`L4OK`, `L7STS`...).
+    pub fn info(self) -> &'static str {
+        use CheckStatus::*;
+        match self {
+            Unknown => "UNK",
+            Init => "INI",
+            SockErr => "SOCKERR",
+            L4Ok => "L4OK",
+            L4Timeout => "L4TOUT",
+            L4Con => "L4CON",
+            L6Ok => "L6OK",
+            L6Timeout => "L6TOUT",
+            L6Rsp => "L6RSP",
+            L7Timeout => "L7TOUT",
+            L7Rsp => "L7RSP",
+            L7Ok => "L7OK",
+            L7OkCond => "L7OKC",
+            L7Sts => "L7STS",
+            Hana => "HANA",
+        }
+    }
+
+    /// The description logs use (`Layer4 connection problem`...).
+    pub fn description(self) -> &'static str {
+        use CheckStatus::*;
+        match self {
+            Unknown => "Unknown",
+            Init => "Initializing",
+            SockErr => "Socket error",
+            L4Ok => "Layer4 check passed",
+            L4Timeout => "Layer4 timeout",
+            L4Con => "Layer4 connection problem",
+            L6Ok => "Layer6 check passed",
+            L6Timeout => "Layer6 timeout",
+            L6Rsp => "Layer6 invalid response",
+            L7Timeout => "Layer7 timeout",
+            L7Rsp => "Layer7 invalid response",
+            L7Ok => "Layer7 check passed",
+            L7OkCond => "Layer7 check conditionally passed",
+            L7Sts => "Layer7 wrong status",
+            Hana => "Health analyze",
+        }
+    }
+
+    /// A layer 5-7 status: logs add the response code (`code: 200`).
+    pub fn has_code(self) -> bool {
+        matches!(self, CheckStatus::L7Ok | CheckStatus::L7OkCond | CheckStatus::L7Sts)
+    }
+
+    /// Parses the names `ok-status`/`error-status`/`tout-status` accept.
+    pub fn parse(name: &str) -> Option<Self> {
+        use CheckStatus::*;
+        Some(match name {
+            "L7OK" => L7Ok,
+            "L7OKC" => L7OkCond,
+            "L6OK" => L6Ok,
+            "L4OK" => L4Ok,
+            "L7RSP" => L7Rsp,
+            "L7STS" => L7Sts,
+            "L6RSP" => L6Rsp,
+            "L4CON" => L4Con,
+            "L7TOUT" => L7Timeout,
+            "L6TOUT" => L6Timeout,
+            "L4TOUT" => L4Timeout,
+            _ => return None,
+        })
+    }
+}
