@@ -53,7 +53,8 @@ impl Ring {
                 continue;
             }
             let id = set.id(i).wrapping_mul(EWGHT_RANGE);
-            let n = set.weight(i).min(MAX_WEIGHT) * POINTS_PER_WEIGHT;
+            // Weights come in sixteenths: one ring point each, as HAProxy's `eweight`.
+            let n = set.weight(i).min(EWGHT_RANGE);
             self.points.extend((0..n).map(|j| (full_hash(id.wrapping_add(j)), i as u32)));
         }
         self.points.sort_unstable();

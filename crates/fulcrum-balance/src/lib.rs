@@ -39,7 +39,10 @@ pub trait ServerSet {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// Current effective weight; may change at run time. 0 means "never chosen".
+    /// Current effective weight, in sixteenths of a configured weight unit (HAProxy's
+    /// `BE_WEIGHT_SCALE`: weight 1 is 16, so a server warming up can hold a fraction); may
+    /// change at run time. 0 means "never chosen". Only ratios matter, except for the
+    /// consistent-hash ring, which places one point per sixteenth.
     fn weight(&self, i: usize) -> u32;
     /// The server may take this connection now (up, not in maintenance, not full when the
     /// caller only wants servers with a free slot).

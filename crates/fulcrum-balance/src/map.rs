@@ -187,12 +187,12 @@ mod tests {
         w.refresh(&set);
         set.set_weight(1, 1);
         w.refresh(&set);
-        assert_eq!(w.get(&set, 1), 3);
+        assert_eq!(w.get(&set, 1), 3 * 16, "the first weight seen, in sixteenths");
         set.set_weight(1, 0);
         w.refresh(&set);
         assert_eq!(w.get(&set, 1), 0);
         set.set_weight(1, 2);
         w.refresh(&set);
-        assert_eq!(w.get(&set, 1), 3);
+        assert_eq!(w.get(&set, 1), 3 * 16);
     }
 }

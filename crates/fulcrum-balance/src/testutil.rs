@@ -56,8 +56,9 @@ impl ServerSet for TestSet {
     fn len(&self) -> usize {
         self.servers.len()
     }
+    /// Weights are given in configuration units and shown in sixteenths, as the engine does.
     fn weight(&self, i: usize) -> u32 {
-        self.servers[i].weight
+        self.servers[i].weight * 16
     }
     fn usable(&self, i: usize) -> bool {
         self.servers[i].usable

@@ -614,9 +614,11 @@ fn header_expect(line: &Line, at: usize) -> Result<(HeaderExpect, usize), String
             "end" => HeaderMatch::End,
             "sub" => HeaderMatch::Sub,
             "reg" => HeaderMatch::Reg,
-            "" => return Err(format!(
+            "" => {
+                return Err(format!(
                 "'{kw}' : '-m' expects at a matching pattern ('str', 'beg', 'end', 'sub' or 'reg')"
-            )),
+            ))
+            }
             _ => {
                 return Err(format!(
                     "'{kw}' : '-m' only supports 'str', 'beg', 'end', 'sub' or 'reg' (got '{m}')"

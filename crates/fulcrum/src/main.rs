@@ -2,7 +2,9 @@
 //!
 //! Boxes, in request order: `cli` (start-up) -> `plan` (validated runtime plan) -> `runtime`
 //! (workers, accept) -> `listener` -> `tcp` (sessions, tunnel) -> `backend` (selection, queue,
-//! retries) -> `server`; `connection` holds socket and buffer types, `sys` the OS calls, `memory` the allocator.
+//! retries) -> `server`; `health` checks servers and changes their state through
+//! `backend::status`; `connection` holds socket and buffer types, `sys` the OS calls, `memory`
+//! the allocator.
 
 mod backend;
 mod cli;
@@ -10,6 +12,7 @@ mod connection;
 mod counters;
 mod demo;
 mod frontend;
+mod health;
 mod http;
 mod listener;
 mod log;

@@ -25,6 +25,22 @@ pub fn shutdown_read(fd: RawFd) -> io::Result<()> {
     check(unsafe { libc::shutdown(fd, libc::SHUT_RD) }).map(|_| ())
 }
 
+/// This machine's host name (HAProxy's default `node`), read once.
+pub fn hostname() -> &'static str {
+    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| {
+        let mut buf = [0u8; 256];
+        // SAFETY: `buf` is writable for its whole length; gethostname NUL-terminates within it
+        // or truncates, and the last byte stays 0.
+        let ret = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len() - 1) };
+        if ret != 0 {
+            return String::new();
+        }
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    })
+}
+
 /// The soft and hard `RLIMIT_NOFILE`.
 pub fn nofile_limit() -> io::Result<(u64, u64)> {
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };

@@ -309,6 +309,8 @@ pub enum CheckStatus {
     Unknown,
     /// `INI`: initializing (no check finished yet).
     Init,
+    /// `CHECKED`: no status change (an agent answer without a health word).
+    Checked,
     /// `SOCKERR`: socket error.
     SockErr,
     /// `L4OK`: layer 4 check passed.
@@ -344,6 +346,7 @@ impl CheckStatus {
         match self {
             Unknown => "UNK",
             Init => "INI",
+            Checked => "CHECKED",
             SockErr => "SOCKERR",
             L4Ok => "L4OK",
             L4Timeout => "L4TOUT",
@@ -366,6 +369,7 @@ impl CheckStatus {
         match self {
             Unknown => "Unknown",
             Init => "Initializing",
+            Checked => "No status change",
             SockErr => "Socket error",
             L4Ok => "Layer4 check passed",
             L4Timeout => "Layer4 timeout",

@@ -7,6 +7,7 @@
 //! hands the slot straight to the oldest waiter, if any. Must not touch sockets.
 
 mod queue;
+pub mod status;
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,7 +18,7 @@ use fulcrum_balance::{Balancer, Pick, Rng, ServerSet};
 
 use crate::counters::Counters;
 use crate::server::Server;
-use queue::Queue;
+use queue::{Queue, Wake};
 
 /// Backend-side timeouts (HAProxy takes these from the backend).
 #[derive(Clone, Debug, Default)]
@@ -32,6 +33,8 @@ pub struct BackendTimeouts {
 #[derive(Debug)]
 pub struct Backend {
     pub name: String,
+    /// Stable number among all proxies (`id`, or assigned as HAProxy does).
+    pub id: u32,
     pub servers: Vec<Server>,
     balancer: Mutex<Balancer>,
     /// True for algorithms that map a key to one server (`source`): a full server is waited
@@ -40,6 +43,13 @@ pub struct Backend {
     queue: Queue,
     /// Bumped whenever weights or states change, for hash tables.
     generation: AtomicU64,
+    /// Times the backend lost its last usable server.
+    pub down_transitions: AtomicU64,
+    /// `option log-health-checks`.
+    pub log_health_checks: bool,
+    /// How its servers are checked.
+    pub health_check: Arc<fulcrum_config::HealthCheck>,
+    pub check_timeouts: CheckTimeouts,
     pub retries: u32,
     pub redispatch: bool,
     pub abortonclose: bool,
@@ -53,6 +63,13 @@ pub struct Backend {
     pub uses_dst: bool,
     /// `tune.rcvbuf.server` / `tune.sndbuf.server` (global), for its server connections.
     pub server_bufs: fulcrum_config::SocketBuffers,
+}
+
+/// The timeouts checks follow: `timeout check` and `timeout connect`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CheckTimeouts {
+    pub check: Option<Duration>,
+    pub connect: Option<Duration>,
 }
 
 /// Why no server could be had.
@@ -71,6 +88,8 @@ pub enum AcquireError {
 pub struct ServerSlot {
     backend: Arc<Backend>,
     idx: usize,
+    /// The session's registration for `on-marked-down`-style shutdowns.
+    tracked: Option<u64>,
 }
 
 impl ServerSlot {
@@ -80,10 +99,19 @@ impl ServerSlot {
     pub fn index(&self) -> usize {
         self.idx
     }
+    /// Lets a state change of the server end this session (when its policy asks for it).
+    pub fn track(&mut self, conn: &impl std::os::fd::AsFd) {
+        if self.tracked.is_none() {
+            self.tracked = crate::server::kill::track(self.server(), conn);
+        }
+    }
 }
 
 impl Drop for ServerSlot {
     fn drop(&mut self) {
+        if let Some(token) = self.tracked.take() {
+            crate::server::kill::untrack(self.server(), token);
+        }
         self.backend.release(self.idx);
     }
 }
@@ -104,7 +132,7 @@ impl ServerSet for View<'_> {
     }
     fn usable(&self, i: usize) -> bool {
         let s = &self.be.servers[i];
-        s.is_up() && (!self.need_slot || s.has_free_slot())
+        s.lb_usable() && (!self.need_slot || s.has_free_slot())
     }
     fn backup(&self, i: usize) -> bool {
         self.be.servers[i].backup
@@ -113,7 +141,10 @@ impl ServerSet for View<'_> {
         self.be.servers[i].cur_conns()
     }
     fn maxconn(&self, i: usize) -> u32 {
-        self.be.servers[i].maxconn
+        self.be.servers[i].maxconn()
+    }
+    fn id(&self, i: usize) -> u32 {
+        self.be.servers[i].id
     }
     fn generation(&self) -> u64 {
         self.be.generation.load(Ordering::Relaxed)
@@ -161,11 +192,16 @@ impl Backend {
         let n = servers.len();
         Self {
             name,
+            id: 0,
             servers,
             balancer: Mutex::new(balancer),
             deterministic,
             queue: Queue::new(n),
             generation: AtomicU64::new(0),
+            down_transitions: AtomicU64::new(0),
+            log_health_checks: false,
+            health_check: Default::default(),
+            check_timeouts: CheckTimeouts::default(),
             retries,
             redispatch,
             abortonclose,
@@ -178,18 +214,20 @@ impl Backend {
         }
     }
 
-    /// Changes a server's weight at run time; the balancer follows from the next pick.
-    #[allow(dead_code)] // the runtime API (`set weight`) calls it; unit-tested below
-    pub fn set_weight(&self, idx: usize, weight: u32) {
-        self.servers[idx].set_weight_raw(weight);
-        self.generation.fetch_add(1, Ordering::Relaxed);
+    pub fn allbackups(&self) -> bool {
+        self.balancer.lock().unwrap_or_else(|e| e.into_inner()).allbackups
     }
 
-    /// Puts a server in or out of maintenance.
-    #[allow(dead_code)] // the runtime API (`disable server`) calls it; unit-tested below
-    pub fn set_maintenance(&self, idx: usize, on: bool) {
-        self.servers[idx].set_maintenance_raw(on);
-        self.generation.fetch_add(1, Ordering::Relaxed);
+    /// The algorithm follows run-time weight changes (not `static-rr`, nor map-based hashing).
+    pub fn dynamic_weights(&self) -> bool {
+        let b = self.balancer.lock().unwrap_or_else(|e| e.into_inner());
+        match b.algorithm() {
+            fulcrum_balance::Algorithm::StaticRr => false,
+            fulcrum_balance::Algorithm::Source | fulcrum_balance::Algorithm::Hash => {
+                b.hash_config().consistent
+            }
+            _ => true,
+        }
     }
 
     /// Sessions waiting in this backend's queues.
@@ -207,8 +245,29 @@ impl Backend {
         self.servers.iter().map(Server::cur_conns).sum()
     }
 
+    /// Usable active servers and usable backup servers (HAProxy's `srv_act`, `srv_bck`).
+    pub fn usable_counts(&self) -> (usize, usize) {
+        let (mut act, mut bck) = (0, 0);
+        for s in self.servers.iter().filter(|s| s.lb_usable()) {
+            if s.backup {
+                bck += 1;
+            } else {
+                act += 1;
+            }
+        }
+        (act, bck)
+    }
+
+    /// Servers that can take new traffic, as `nbsrv()` counts them (HAProxy's
+    /// `be_usable_srv`): the usable active ones; without any, 1 if a backup can take over
+    /// (all usable backups with `option allbackups`).
     pub fn usable_servers(&self) -> usize {
-        self.servers.iter().filter(|s| s.is_up() && s.weight() > 0).count()
+        match self.usable_counts() {
+            (0, 0) => 0,
+            (0, bck) if self.allbackups() => bck,
+            (0, _) => 1,
+            (act, _) => act,
+        }
     }
 
     /// Runs the balance algorithm once.
@@ -254,9 +313,26 @@ impl Backend {
     pub async fn acquire_persist(
         self: &Arc<Self>,
         key: Option<PickKey<'_>>,
-        persist: Option<usize>,
+        mut persist: Option<usize>,
         exclude: Option<usize>,
     ) -> Result<ServerSlot, AcquireError> {
+        loop {
+            match self.try_acquire(key, persist, exclude).await {
+                // Its server went down while it waited: choose again, without persistence.
+                Err(None) => persist = None,
+                Err(Some(e)) => return Err(e),
+                Ok(slot) => return Ok(slot),
+            }
+        }
+    }
+
+    /// One attempt; `Err(None)` when a wait for one server ended because it went down.
+    async fn try_acquire(
+        self: &Arc<Self>,
+        key: Option<PickKey<'_>>,
+        persist: Option<usize>,
+        exclude: Option<usize>,
+    ) -> Result<ServerSlot, Option<AcquireError>> {
         if let Some(idx) = persist.filter(|&i| Some(i) != exclude && self.servers[i].is_up()) {
             if self.servers[idx].try_take_slot() {
                 return Ok(self.slot(idx));
@@ -282,20 +358,20 @@ impl Backend {
         }
         if self.usable_servers() == 0 {
             Counters::inc(&self.counters.no_server);
-            return Err(AcquireError::NoServer);
+            return Err(Some(AcquireError::NoServer));
         }
         self.wait_in_queue(None).await
     }
 
     fn slot(self: &Arc<Self>, idx: usize) -> ServerSlot {
         Counters::inc(&self.servers[idx].counters.sessions);
-        ServerSlot { backend: Arc::clone(self), idx }
+        ServerSlot { backend: Arc::clone(self), idx, tracked: None }
     }
 
     async fn wait_in_queue(
         self: &Arc<Self>,
         server: Option<usize>,
-    ) -> Result<ServerSlot, AcquireError> {
+    ) -> Result<ServerSlot, Option<AcquireError>> {
         let limit = server.map(|i| self.servers[i].maxqueue).unwrap_or(0);
         let mut ticket = self.queue.enqueue(server, limit, |srv| self.dispatch_one(srv));
         if ticket.is_err() && server.is_some() {
@@ -305,15 +381,16 @@ impl Backend {
         let ticket = match ticket {
             Ok(queue::Enqueued::Served(idx)) => return Ok(self.slot(idx)),
             Ok(queue::Enqueued::Waiting(t)) => t,
-            Err(()) => return Err(AcquireError::QueueFull),
+            Err(()) => return Err(Some(AcquireError::QueueFull)),
         };
         // HAProxy: without `timeout queue`, the connect timeout applies.
         let wait = self.timeouts.queue.or(self.timeouts.connect);
         match ticket.wait(wait, &self.queue).await {
-            Some(idx) => Ok(self.slot(idx)),
+            Some(Wake::Slot(idx)) => Ok(self.slot(idx)),
+            Some(Wake::Redispatch) => Err(None),
             None => {
                 Counters::inc(&self.counters.queue_timeouts);
-                Err(AcquireError::QueueTimeout)
+                Err(Some(AcquireError::QueueTimeout))
             }
         }
     }
@@ -321,7 +398,11 @@ impl Backend {
     /// Finds a free slot for a waiter: on its server, or on any server chosen by the balancer.
     fn dispatch_one(&self, server: Option<usize>) -> Option<usize> {
         match server {
-            Some(idx) => self.servers[idx].try_take_slot().then_some(idx),
+            // Sessions bound to a server wait while it is down (unless redistributed).
+            Some(idx) => {
+                let s = &self.servers[idx];
+                (s.is_up() && s.try_take_slot()).then_some(idx)
+            }
             None => {
                 for _ in 0..4 {
                     let idx = self.pick(None, true, None)?;
@@ -337,6 +418,11 @@ impl Backend {
     fn release(&self, idx: usize) {
         self.servers[idx].give_back_slot();
         self.queue.on_release(|srv| self.dispatch_one(srv), |i| self.servers[i].give_back_slot());
+    }
+
+    /// Serves waiters a server that came up (or grew) can now take; how many.
+    fn grab_queued(&self) -> u32 {
+        self.queue.on_release(|srv| self.dispatch_one(srv), |i| self.servers[i].give_back_slot())
     }
 }
 
@@ -373,7 +459,7 @@ mod tests {
                 counts[be.acquire(None, None).await.expect("slot").index()] += 1;
             }
             assert_eq!(counts, [50, 50]);
-            be.set_weight(1, 3);
+            be.change_server(1, status::Change::Weight(3));
             let mut counts = [0; 2];
             for _ in 0..100 {
                 counts[be.acquire(None, None).await.expect("slot").index()] += 1;
@@ -386,12 +472,16 @@ mod tests {
     fn maintenance_takes_a_server_out_and_none_left_is_an_error() {
         rt().block_on(async {
             let be = backend(&[1, 1], 0, None);
-            be.set_maintenance(0, true);
+            let maint = |flag| status::Change::SetAdmin { flag, cause: String::new() };
+            be.change_server(0, maint(crate::server::state::Admin::FMAINT));
             for _ in 0..10 {
                 assert_eq!(be.acquire(None, None).await.expect("slot").index(), 1);
             }
-            be.set_maintenance(1, true);
+            be.change_server(1, maint(crate::server::state::Admin::FMAINT));
             assert_eq!(be.acquire(None, None).await.expect_err("none"), AcquireError::NoServer);
+            let flag = crate::server::state::Admin::FMAINT;
+            be.change_server(0, status::Change::ClearAdmin { flag });
+            assert_eq!(be.acquire(None, None).await.expect("slot").index(), 0);
         });
     }
 

@@ -4,7 +4,8 @@
 //! A slot given back by a finished session goes straight to the oldest waiter that can use it,
 //! without passing through the free state, so a waiter never loses its turn to a newcomer.
 //! Lost wake-ups are ruled out by announcing a waiter (`len`) before re-checking for a free slot,
-//! while a releaser frees its slot before looking at `len`.
+//! while a releaser frees its slot before looking at `len`. When a server goes down, the
+//! sessions waiting for it in particular are sent back to the balancer (`redistribute`).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -13,10 +14,19 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
+/// What a waiter is woken with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// A slot on this server was taken for it.
+    Slot(usize),
+    /// Its server went down: choose again.
+    Redispatch,
+}
+
 #[derive(Debug)]
 struct Entry {
     seq: u64,
-    tx: oneshot::Sender<usize>,
+    tx: oneshot::Sender<Wake>,
 }
 
 #[derive(Debug, Default)]
@@ -51,7 +61,7 @@ pub enum Enqueued {
 pub struct Ticket {
     seq: u64,
     server: Option<usize>,
-    rx: oneshot::Receiver<usize>,
+    rx: oneshot::Receiver<Wake>,
 }
 
 impl Queue {
@@ -101,15 +111,17 @@ impl Queue {
         Ok(Enqueued::Waiting(Ticket { seq, server, rx }))
     }
 
-    /// Called after a slot was given back: serves the oldest waiters that can now be served.
-    /// `take` takes a slot for a line; `give_back` undoes it when the waiter has gone.
+    /// Called after a slot was given back or a server came up: serves the oldest waiters that
+    /// can now be served, and says how many. `take` takes a slot for a line; `give_back` undoes
+    /// it when the waiter has gone.
     pub fn on_release(
         &self,
         take: impl Fn(Option<usize>) -> Option<usize>,
         give_back: impl Fn(usize),
-    ) {
+    ) -> u32 {
+        let mut served = 0;
         if self.len.load(Ordering::SeqCst) == 0 {
-            return;
+            return served;
         }
         let mut lines = self.lock();
         loop {
@@ -125,20 +137,36 @@ impl Queue {
             }
             order.sort_unstable();
             let Some((line, idx)) = order.iter().find_map(|&(_, l)| take(l).map(|i| (l, i))) else {
-                return;
+                return served;
             };
-            let Some(entry) = lines.line(line).pop_front() else { return };
+            let Some(entry) = lines.line(line).pop_front() else { return served };
             self.len.fetch_sub(1, Ordering::SeqCst);
-            if entry.tx.send(idx).is_err() {
+            if entry.tx.send(Wake::Slot(idx)).is_err() {
                 give_back(idx); // the waiter went away; try the next one
+            } else {
+                served += 1;
             }
         }
+    }
+
+    /// Sends every session waiting for server `server` back to the balancer (its server went
+    /// down and `option redispatch` is set); returns how many were moved.
+    pub fn redistribute(&self, server: usize) -> u32 {
+        let mut lines = self.lock();
+        let mut moved = 0;
+        while let Some(entry) = lines.line(Some(server)).pop_front() {
+            self.len.fetch_sub(1, Ordering::SeqCst);
+            if entry.tx.send(Wake::Redispatch).is_ok() {
+                moved += 1;
+            }
+        }
+        moved
     }
 }
 
 impl Ticket {
     /// Waits for a slot, at most `timeout` (none: forever). `None` when it expired.
-    pub async fn wait(mut self, timeout: Option<Duration>, queue: &Queue) -> Option<usize> {
+    pub async fn wait(mut self, timeout: Option<Duration>, queue: &Queue) -> Option<Wake> {
         let got = match timeout {
             Some(d) => tokio::time::timeout(d, &mut self.rx).await.ok(),
             None => Some((&mut self.rx).await),

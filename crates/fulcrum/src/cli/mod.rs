@@ -193,6 +193,9 @@ fn start(args: &Args, config: &cfg::Config) -> i32 {
             return 1;
         }
     };
+    for w in &plan.warnings {
+        warning(format!("config : {w}"));
+    }
     if args.debug {
         for flag in &args.ignored {
             notice(format!("option '{flag}' changes nothing in Fulcrum; ignored"));
@@ -273,8 +276,15 @@ fn start(args: &Args, config: &cfg::Config) -> i32 {
         debug: args.debug,
         idle_cap,
         max_accept,
+        bufsize: plan.global.tune_bufsize,
     });
-    runtime::run(per_worker, cpus, shared)
+    crate::log::set_quiet(args.quiet);
+    // Check tasks go to the workers in turn, as HAProxy spreads check tasks over threads.
+    let mut checks: Vec<Vec<crate::health::Job>> = (0..nbthread).map(|_| Vec::new()).collect();
+    for (i, job) in crate::health::jobs(&plan).into_iter().enumerate() {
+        checks[i % nbthread].push(job);
+    }
+    runtime::run(per_worker, checks, cpus, shared)
 }
 
 fn available_cpus() -> usize {

@@ -33,6 +33,8 @@ pub struct Bind {
 #[derive(Debug)]
 pub struct Frontend {
     pub name: String,
+    /// Stable number among all proxies (`id`, or assigned as HAProxy does).
+    pub id: u32,
     pub binds: Vec<Arc<Bind>>,
     /// The frontend's `maxconn`.
     pub limit: Limit,

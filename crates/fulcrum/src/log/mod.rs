@@ -4,12 +4,40 @@
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::backend::{AcquireError, Backend};
 use crate::frontend::Frontend;
 use crate::tcp::tunnel::TunnelEnd;
 use crate::tcp::{Ending, Outcome};
+
+/// `-q`: no warnings or alerts on stderr once started.
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Silences [`warning`] and [`alert`] (`-q`).
+pub fn set_quiet(on: bool) {
+    QUIET.store(on, Ordering::Relaxed);
+}
+
+/// A run-time event as HAProxy's `ha_warning()` prints it: `[WARNING]  (pid) : <msg>.` on
+/// stderr (server state changes, check results). The logging issue routes them to syslog too.
+pub fn warning(msg: &str) {
+    emit("[WARNING]  ", msg);
+}
+
+/// As HAProxy's `ha_alert()` (`backend 'app' has no server available!`).
+pub fn alert(msg: &str) {
+    emit("[ALERT]    ", msg);
+}
+
+fn emit(tag: &str, msg: &str) {
+    if QUIET.load(Ordering::Relaxed) {
+        return;
+    }
+    let end = if msg.ends_with('!') { "" } else { "." };
+    eprintln!("{tag}({}) : {msg}{end}", std::process::id());
+}
 
 /// HAProxy's termination state: who ended the session, and in which phase.
 pub fn termination_state(e: Ending) -> &'static str {

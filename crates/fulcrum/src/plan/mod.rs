@@ -2,10 +2,13 @@
 //! (frontends, backends, servers with their atomics), with names resolved to `Arc`s and server
 //! host names resolved to addresses.
 //!
-//! Built once at start-up on the main thread; workers only read it. Must not touch sockets.
+//! Built once at start-up on the main thread; workers only read it. It is also the registry
+//! of proxies: each frontend and backend has a stable id (`id`, or assigned in configuration
+//! order as HAProxy does) and is found by name or by id. Must not touch sockets.
+
+mod servers;
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 
 use fulcrum_balance::{Algorithm, Balancer, HashConfig, HashFunction};
@@ -16,26 +19,85 @@ use crate::frontend::limit::Limit;
 use crate::frontend::{Bind, Frontend, FrontendTimeouts};
 use crate::http::messages::Messages;
 use crate::http::{AddrHeader, ConnMode, HashKey, HttpProxy, HttpTimeouts, Reuse};
-use crate::server::{Server, Target};
 
 #[derive(Debug)]
 pub struct Plan {
     pub global: cfg::Global,
     pub frontends: Vec<Arc<Frontend>>,
+    /// Every backend (and `listen`), in configuration order.
+    pub backends: Vec<Arc<Backend>>,
+    /// Non-fatal problems found while building (an unresolvable server put in maintenance).
+    pub warnings: Vec<String>,
+}
+
+#[allow(dead_code)] // the runtime API and stats page find proxies here; unit-tested
+impl Plan {
+    pub fn backend(&self, name: &str) -> Option<&Arc<Backend>> {
+        self.backends.iter().find(|b| b.name == name)
+    }
+    pub fn backend_by_id(&self, id: u32) -> Option<&Arc<Backend>> {
+        self.backends.iter().find(|b| b.id == id)
+    }
+    pub fn frontend(&self, name: &str) -> Option<&Arc<Frontend>> {
+        self.frontends.iter().find(|f| f.name == name)
+    }
+    pub fn frontend_by_id(&self, id: u32) -> Option<&Arc<Frontend>> {
+        self.frontends.iter().find(|f| f.id == id)
+    }
+}
+
+/// Proxy ids as HAProxy gives them (`check_config_validity`): in configuration order, a
+/// proxy without `id` takes the first unused number from a counter, and the counter moves past
+/// every proxy, numbered or not. (HAProxy's `GLOBAL` proxy of a `stats socket` takes a step of
+/// the counter too: the stats socket issue will add it.)
+fn proxy_ids(config: &cfg::Config) -> HashMap<String, u32> {
+    let forced = config.proxies.iter().map(|p| p.id);
+    let ids = auto_ids(forced);
+    config.proxies.iter().map(|p| p.name.clone()).zip(ids).collect()
+}
+
+/// HAProxy's numbering of proxies and of a proxy's servers: forced ids stay; the others take
+/// the first free number at or after a counter that advances once per item.
+pub(crate) fn auto_ids(forced: impl Iterator<Item = Option<u32>> + Clone) -> Vec<u32> {
+    let used: std::collections::HashSet<u32> = forced.clone().flatten().collect();
+    let mut taken = used.clone();
+    let mut next = 1u32;
+    forced
+        .map(|f| {
+            let id = f.unwrap_or_else(|| {
+                while taken.contains(&next) {
+                    next += 1;
+                }
+                taken.insert(next);
+                next
+            });
+            next += 1;
+            id
+        })
+        .collect()
 }
 
 /// Builds the plan; errors name the config line they come from.
 pub fn build(config: &cfg::Config) -> Result<Plan, Vec<String>> {
     let mut errors = Vec::new();
+    let mut warnings = Vec::new();
     let mut maps = HashMap::new();
+    let ids = proxy_ids(config);
     let mut by_name: HashMap<String, Arc<Backend>> = HashMap::new();
+    let mut all_backends = Vec::new();
     for p in config.backends() {
-        match backend(p, config, &mut maps) {
-            Ok(be) => {
-                by_name.insert(p.name.clone(), Arc::new(be));
+        match backend(p, config, &mut maps, &mut warnings) {
+            Ok(mut be) => {
+                be.id = ids.get(&p.name).copied().unwrap_or(0);
+                let be = Arc::new(be);
+                all_backends.push(Arc::clone(&be));
+                by_name.insert(p.name.clone(), be);
             }
             Err(mut e) => errors.append(&mut e),
         }
+    }
+    if errors.iter().any(|e| e.contains("resolve address")) {
+        errors.push("Failed to initialize server(s) addr.".to_string());
     }
     let backends = Arc::new(by_name);
     let proc_vars = Arc::new(crate::rules::sample::ProcVars::default());
@@ -99,6 +161,7 @@ pub fn build(config: &cfg::Config) -> Result<Plan, Vec<String>> {
             cfg::Mode::Tcp => None,
         };
         let mut fe = frontend(p, backend);
+        fe.id = ids.get(&p.name).copied().unwrap_or(0);
         fe.http = http;
         fe.rules = rules;
         fe.backends = Arc::clone(&backends);
@@ -107,7 +170,7 @@ pub fn build(config: &cfg::Config) -> Result<Plan, Vec<String>> {
         frontends.push(Arc::new(fe));
     }
     if errors.is_empty() {
-        Ok(Plan { global: config.global.clone(), frontends })
+        Ok(Plan { global: config.global.clone(), frontends, backends: all_backends, warnings })
     } else {
         Err(errors)
     }
@@ -276,6 +339,7 @@ fn frontend(p: &cfg::Proxy, backend: Option<Arc<Backend>>) -> Frontend {
         .collect();
     Frontend {
         name: p.name.clone(),
+        id: 0,
         binds,
         limit: Limit::new(p.maxconn.unwrap_or(0)),
         timeouts: FrontendTimeouts { client: p.timeouts.client, client_fin: p.timeouts.client_fin },
@@ -293,30 +357,10 @@ fn backend(
     p: &cfg::Proxy,
     config: &cfg::Config,
     maps: &mut HashMap<(std::path::PathBuf, u8), Arc<crate::rules::Map>>,
+    warnings: &mut Vec<String>,
 ) -> Result<Backend, Vec<String>> {
     let mut errors = Vec::new();
-    let mut servers = Vec::new();
-    for s in &p.servers {
-        match target(&s.addr) {
-            Ok(t) => {
-                let mut srv = Server::new(
-                    s.name.clone(),
-                    t,
-                    s.weight,
-                    s.maxconn.unwrap_or(0),
-                    s.maxqueue.unwrap_or(0),
-                );
-                srv.backup = s.backup;
-                srv.cookie = s.cookie.clone();
-                srv.pool_max_conn = s.pool_max_conn.unwrap_or(-1);
-                srv.set_maintenance_raw(s.disabled);
-                servers.push(srv);
-            }
-            Err(e) => {
-                errors.push(format!("[{}] : proxy '{}': server '{}': {e}", s.span, p.name, s.name))
-            }
-        }
-    }
+    let servers = servers::build(p, &mut errors, warnings);
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -343,10 +387,12 @@ fn backend(
         avalanche: p.hash_type.avalanche,
     };
     let t = &p.timeouts;
+    let mut balancer = Balancer::new(algorithm, hash);
+    balancer.allbackups = p.allbackups;
     let mut be = Backend::new(
         p.name.clone(),
         servers,
-        Balancer::new(algorithm, hash),
+        balancer,
         deterministic,
         p.retries,
         p.redispatch,
@@ -363,6 +409,9 @@ fn backend(
     let mut rules = proxy_rules(&mut c, p);
     errors.append(&mut c.errors);
     be.uses_dst = c.uses_dst || p.originalto.is_some();
+    be.log_health_checks = p.log_health_checks;
+    be.health_check = Arc::new(p.health_check.clone());
+    be.check_timeouts = crate::backend::CheckTimeouts { check: t.check, connect: t.connect };
     be.server_bufs = config.global.server_bufs;
     rules.acls = c.finish();
     be.rules = rules;
@@ -379,27 +428,34 @@ fn backend(
     }
 }
 
-/// Resolves a server address (host names through the system resolver, first answer).
-fn target(addr: &cfg::ServerAddr) -> Result<Target, String> {
-    match addr {
-        cfg::ServerAddr::Unix(path) => Ok(Target::Unix(path.clone())),
-        cfg::ServerAddr::Inet { host, port } => {
-            let ip = resolve(host)?;
-            Ok(match port {
-                cfg::ServerPort::Fixed(p) => Target::Inet(SocketAddr::new(ip, *p)),
-                cfg::ServerPort::Same => Target::InetRelative { ip, offset: 0 },
-                cfg::ServerPort::Offset(o) => Target::InetRelative { ip, offset: *o },
-            })
-        }
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn resolve(host: &str) -> Result<IpAddr, String> {
-    if let Ok(ip) = host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
-        return Ok(ip);
+    #[test]
+    fn proxies_and_servers_get_haproxy_ids_and_are_found_by_name_and_id() {
+        let text = "defaults\n timeout connect 1s\n timeout client 1s\n timeout server 1s\n\
+                    frontend fe\n bind 127.0.0.1:1\n default_backend b\n\
+                    backend a\n id 2\n server s1 127.0.0.1:1\n\
+                    backend b\n server s1 127.0.0.1:1 id 1\n server s2 127.0.0.1:2\n server s3 127.0.0.1:3 id 3\n";
+        let src = cfg::Source { name: "t.cfg".into(), text: text.into() };
+        let loaded = cfg::load(&[src], &|_| None).expect("loads");
+        let plan = build(&loaded.config).expect("plan builds");
+        // As HAProxy 2.6 numbers them (checked with `show stat`): fe takes 1, a forces 2,
+        // the counter is then at 3, so b takes 3.
+        assert_eq!(plan.frontend("fe").map(|f| f.id), Some(1));
+        assert_eq!(plan.backend("a").map(|b| b.id), Some(2));
+        let b = plan.backend_by_id(3).expect("b by id");
+        assert_eq!(b.name, "b");
+        let ids: Vec<u32> = b.servers.iter().map(|s| s.id).collect();
+        assert_eq!(ids, [1, 2, 3]);
+        assert!(plan.frontend_by_id(1).is_some() && plan.backend("nope").is_none());
     }
-    let mut addrs = (host, 0)
-        .to_socket_addrs()
-        .map_err(|e| format!("could not resolve address '{host}': {e}"))?;
-    addrs.next().map(|a| a.ip()).ok_or_else(|| format!("no address found for '{host}'"))
+
+    #[test]
+    fn the_id_counter_moves_past_forced_ids_as_haproxy_s() {
+        // HAProxy 2.6 with a GLOBAL proxy first (one step): fe 3, a forced 2, b 5.
+        let ids = auto_ids([None, None, Some(2), None].into_iter());
+        assert_eq!(ids, [1, 3, 2, 5]);
+    }
 }

@@ -92,11 +92,15 @@ pub struct Shared {
     pub idle_cap: usize,
     /// `tune.maxaccept`: connections one listener accepts per wake-up (`usize::MAX`: all).
     pub max_accept: usize,
+    /// `tune.bufsize`: the largest answer a check reads.
+    pub bufsize: usize,
 }
 
 /// Starts the workers and blocks until the process should exit; returns the exit status.
+/// `checks` holds each worker's share of the health-check tasks.
 pub fn run(
     per_worker: Vec<Vec<WorkerSocket>>,
+    checks: Vec<Vec<crate::health::Job>>,
     cpus: Vec<Option<Vec<u32>>>,
     shared: Arc<Shared>,
 ) -> i32 {
@@ -110,11 +114,12 @@ pub fn run(
             return 1;
         }
     };
-    rt.block_on(supervise(per_worker, cpus, shared))
+    rt.block_on(supervise(per_worker, checks, cpus, shared))
 }
 
 async fn supervise(
     per_worker: Vec<Vec<WorkerSocket>>,
+    checks: Vec<Vec<crate::health::Job>>,
     cpus: Vec<Option<Vec<u32>>>,
     shared: Arc<Shared>,
 ) -> i32 {
@@ -129,12 +134,14 @@ async fn supervise(
     };
     let (state_tx, state_rx) = watch::channel(RunState::Running);
     let mut handles: Vec<JoinHandle<()>> = Vec::new();
+    let mut checks = checks.into_iter();
     for (id, (sockets, cpus)) in per_worker.into_iter().zip(cpus).enumerate() {
         let rx = state_rx.clone();
         let shared = Arc::clone(&shared);
+        let jobs = checks.next().unwrap_or_default();
         let spawned = std::thread::Builder::new()
             .name(format!("fulcrum-w{}", id + 1))
-            .spawn(move || worker(sockets, cpus, rx, shared));
+            .spawn(move || worker(sockets, jobs, cpus, rx, shared));
         match spawned {
             Ok(h) => handles.push(h),
             Err(e) => {
@@ -164,6 +171,7 @@ async fn supervise(
 
 fn worker(
     sockets: Vec<WorkerSocket>,
+    jobs: Vec<crate::health::Job>,
     cpus: Option<Vec<u32>>,
     mut state: watch::Receiver<RunState>,
     shared: Arc<Shared>,
@@ -218,6 +226,12 @@ fn worker(
                 crate::http::pool::purge(delay);
             }
         });
+        // Health checks run on the workers, each task on one worker; they stop with it.
+        let bufsize = shared.bufsize;
+        let checks: Vec<_> = jobs
+            .into_iter()
+            .map(|j| tokio::task::spawn_local(crate::health::task(j, bufsize)))
+            .collect();
         let stopping = async {
             while *state.borrow_and_update() == RunState::Running {
                 if state.changed().await.is_err() {
@@ -232,6 +246,7 @@ fn worker(
         }
         drop(loops); // closes this worker's listening sockets
         purge.abort();
+        checks.iter().for_each(|c| c.abort());
         begin_stop();
         crate::http::pool::clear();
         live.wait_idle().await;

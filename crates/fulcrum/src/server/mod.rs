@@ -1,13 +1,23 @@
-//! A server of a backend at run time: where it is, its weight and state, its live connection
-//! count and counters. Shared by all workers through the backend's `Arc`; only atomics change.
+//! A server of a backend at run time: where it is, what the configuration says of it, its
+//! live connection count and counters, and its state record (`state`).
+//!
+//! The request path reads only the atomics of [`Hot`] (usable or not, effective weight and
+//! `maxconn`), published from the [`Record`] whenever it changes. The record itself changes only
+//! through `backend::status`, the single entry point for state changes.
 //!
 //! Must not touch: selection (the backend and balancer do that) or sockets (the session does).
 
+pub mod kill;
+pub mod state;
+
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
 
 use crate::counters::Counters;
+pub use state::Record;
 
 /// Where connections to a server go, resolved at start-up.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,6 +29,8 @@ pub enum Target {
         offset: i32,
     },
     Unix(PathBuf),
+    /// No address yet (`init-addr none` and the name did not resolve): in maintenance.
+    Unresolved,
 }
 
 impl Target {
@@ -31,6 +43,7 @@ impl Target {
                 Endpoint::Inet(SocketAddr::new(*ip, port))
             }
             Target::Unix(p) => Endpoint::Unix(p),
+            Target::Unresolved => Endpoint::Inet(SocketAddr::from(([0, 0, 0, 0], 0))),
         }
     }
 }
@@ -42,18 +55,55 @@ pub enum Endpoint<'a> {
     Unix(&'a std::path::Path),
 }
 
+/// What the configuration says about a server's checks and state changes.
+#[derive(Debug, Default)]
+pub struct Policy {
+    /// `check` settings (`None`: not checked).
+    pub check: Option<fulcrum_config::ServerCheck>,
+    /// `agent-check` settings (`None`: no agent).
+    pub agent: Option<fulcrum_config::AgentCheck>,
+    pub observe: Option<fulcrum_config::Observe>,
+    pub on_error: fulcrum_config::OnError,
+    pub error_limit: u32,
+    /// `on-marked-down shutdown-sessions`.
+    pub shutdown_on_down: bool,
+    /// `on-marked-up shutdown-backup-sessions`.
+    pub shutdown_backups_on_up: bool,
+    /// The address checks connect to (`addr`), resolved at start-up.
+    pub check_addr: Option<IpAddr>,
+    /// The address the agent is asked at (`agent-addr`), resolved at start-up.
+    pub agent_addr: Option<IpAddr>,
+}
+
+/// What the request path reads, published from the record after every change.
+#[derive(Debug)]
+struct Hot {
+    /// [`UP`] and [`LB`] bits.
+    flags: AtomicU8,
+    /// Effective weight in sixteenths ([`state::WEIGHT_SCALE`]).
+    eweight: AtomicU32,
+    /// `maxconn` in force (ramping during slow start); 0: unlimited.
+    maxconn: AtomicU32,
+}
+
+/// Up (persistence may use it).
+const UP: u8 = 1;
+/// Usable by the balancers.
+const LB: u8 = 2;
+
 #[derive(Debug)]
 pub struct Server {
     pub name: String,
+    /// Stable number in its backend (`id`, or assigned in order as HAProxy does).
+    pub id: u32,
     pub target: Target,
-    weight: AtomicU32,
-    /// 0: unlimited.
-    pub maxconn: u32,
     /// 0: unlimited.
     pub maxqueue: u32,
     pub backup: bool,
-    /// In maintenance (`disabled`, or set so at run time).
-    maint: AtomicBool,
+    hot: Hot,
+    /// The state record; changed only through `backend::status`.
+    state: Mutex<Record>,
+    pub policy: Policy,
     /// Connections currently assigned to this server (including ones still connecting).
     cur_conns: AtomicU32,
     pub counters: Counters,
@@ -63,60 +113,111 @@ pub struct Server {
     pub pool_max_conn: i32,
     /// `cookie <value>`: the persistence cookie value naming this server.
     pub cookie: Option<String>,
+    /// Live sessions a state change may end (only for servers whose policy says so).
+    pub sessions: Option<kill::Sessions>,
+    /// Consecutive errors seen in live traffic (`observe`).
+    consecutive_errors: AtomicU32,
 }
 
 impl Server {
     pub fn new(name: String, target: Target, weight: u32, maxconn: u32, maxqueue: u32) -> Self {
-        Self {
+        let record = Record::new(weight, maxconn, Instant::now());
+        let s = Self {
             name,
+            id: 0,
             target,
-            weight: AtomicU32::new(weight),
-            maxconn,
             maxqueue,
             backup: false,
-            maint: AtomicBool::new(false),
+            hot: Hot {
+                flags: AtomicU8::new(0),
+                eweight: AtomicU32::new(0),
+                maxconn: AtomicU32::new(0),
+            },
+            state: Mutex::new(record),
+            policy: Policy::default(),
             cur_conns: AtomicU32::new(0),
             counters: Counters::default(),
             idle_conns: AtomicU32::new(0),
             pool_max_conn: -1,
             cookie: None,
-        }
+            sessions: None,
+            consecutive_errors: AtomicU32::new(0),
+        };
+        s.publish(&s.state(), Instant::now());
+        s
     }
 
+    /// The state record, locked (for the status entry point, checks and reports; never the
+    /// request path).
+    pub fn state(&self) -> MutexGuard<'_, Record> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Copies what the request path reads out of the record.
+    pub(crate) fn publish(&self, r: &Record, now: Instant) {
+        let flags = if r.is_up() { UP } else { 0 } | if r.lb_usable() { LB } else { 0 };
+        self.hot.eweight.store(r.eweight, Ordering::Relaxed);
+        self.hot.maxconn.store(r.effective_maxconn(now), Ordering::Relaxed);
+        self.hot.flags.store(flags, Ordering::Relaxed);
+    }
+
+    /// Effective weight in sixteenths of a configured weight unit.
     pub fn weight(&self) -> u32 {
-        self.weight.load(Ordering::Relaxed)
+        self.hot.eweight.load(Ordering::Relaxed)
     }
-    pub(crate) fn set_weight_raw(&self, w: u32) {
-        self.weight.store(w, Ordering::Relaxed);
-    }
-    pub fn in_maintenance(&self) -> bool {
-        self.maint.load(Ordering::Relaxed)
-    }
-    pub(crate) fn set_maintenance_raw(&self, on: bool) {
-        self.maint.store(on, Ordering::Relaxed);
+    /// The `maxconn` in force (0: unlimited).
+    pub fn maxconn(&self) -> u32 {
+        self.hot.maxconn.load(Ordering::Relaxed)
     }
     pub fn cur_conns(&self) -> u32 {
         self.cur_conns.load(Ordering::Relaxed)
     }
-    /// Up and not in maintenance (health checks will refine this).
+    /// Up and not in maintenance: persistence may still use it (drained or stopping too).
     pub fn is_up(&self) -> bool {
-        !self.in_maintenance()
+        self.hot.flags.load(Ordering::Relaxed) & UP != 0
+    }
+    /// Usable by the balancers: up, ready, not stopping, weight above 0.
+    pub fn lb_usable(&self) -> bool {
+        self.hot.flags.load(Ordering::Relaxed) & LB != 0
     }
     pub fn has_free_slot(&self) -> bool {
-        self.maxconn == 0 || self.cur_conns() < self.maxconn
+        let max = self.maxconn();
+        max == 0 || self.cur_conns() < max
     }
 
     /// Takes a connection slot if the server's `maxconn` allows.
     pub(crate) fn try_take_slot(&self) -> bool {
-        if self.maxconn == 0 {
+        let max = self.maxconn();
+        if max == 0 {
             self.cur_conns.fetch_add(1, Ordering::SeqCst);
             return true;
         }
         self.cur_conns
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| {
-                (c < self.maxconn).then_some(c + 1)
-            })
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| (c < max).then_some(c + 1))
             .is_ok()
+    }
+
+    /// Counts a success or an error seen in live traffic (`observe`); true when `error-limit`
+    /// consecutive errors were reached (the count starts over). A success costs one relaxed
+    /// store, and only on servers that observe.
+    pub fn observed(&self, failed: bool) -> bool {
+        if !failed {
+            if self.consecutive_errors.load(Ordering::Relaxed) != 0 {
+                self.consecutive_errors.store(0, Ordering::Relaxed);
+            }
+            return false;
+        }
+        let n = self.consecutive_errors.fetch_add(1, Ordering::Relaxed) + 1;
+        if n < self.policy.error_limit.max(1) {
+            return false;
+        }
+        self.consecutive_errors.store(0, Ordering::Relaxed);
+        true
+    }
+
+    /// A check passed: observed errors start over (HAProxy resets them then too).
+    pub(crate) fn clear_observed(&self) {
+        self.consecutive_errors.store(0, Ordering::Relaxed);
     }
 
     pub(crate) fn give_back_slot(&self) {

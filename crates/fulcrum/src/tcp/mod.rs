@@ -165,6 +165,7 @@ pub async fn connect_server_reusing(
     let mut first_attempt = None;
     loop {
         if let Some((stream, requests)) = idle(slot.index()) {
+            slot.track(&stream);
             return Ok((slot, stream, requests));
         }
         let connect_at = *first_attempt.get_or_insert_with(Instant::now);
@@ -172,12 +173,15 @@ pub async fn connect_server_reusing(
         let err = match connect(endpoint, be.timeouts.connect, be.server_bufs).await {
             Ok(stream) => {
                 out.connect = connect_at.elapsed();
+                observe(be, slot.index(), false, "L4 successful connection");
+                slot.track(&stream);
                 return Ok((slot, stream, 0));
             }
             Err(e) => e,
         };
         Counters::inc(&slot.server().counters.connect_errors);
         Counters::inc(&be.counters.connect_errors);
+        observe(be, slot.index(), true, "L4 unsuccessful connection");
         if retries_left == 0 {
             return Err(Ending::ConnectFailed);
         }
@@ -196,6 +200,15 @@ pub async fn connect_server_reusing(
             let pause = be.timeouts.connect.unwrap_or(Duration::MAX).min(Duration::from_secs(1));
             tokio::time::sleep(pause).await;
         }
+    }
+}
+
+/// `observe`: a connection attempt's outcome counts toward the server's health (costs nothing
+/// for servers that do not observe).
+pub fn observe(be: &Backend, idx: usize, failed: bool, what: &'static str) {
+    let srv = &be.servers[idx];
+    if srv.policy.observe.is_some() && srv.observed(failed) {
+        be.change_server(idx, crate::backend::status::Change::Observed { what });
     }
 }
 

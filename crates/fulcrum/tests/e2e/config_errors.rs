@@ -45,9 +45,9 @@ fn bad_configurations_get_exact_diagnostics_and_status_1() {
             ],
         ),
         (
-            "server-check",
-            format!("defaults\n{T}listen x\n bind 127.0.0.1:1\n server a 127.0.0.1:2 check\n"),
-            &["[ALERT] : config : parsing [check.cfg:7] : 'server x/a' : 'check' is not supported yet"],
+            "server-track",
+            format!("defaults\n{T}listen x\n bind 127.0.0.1:1\n server a 127.0.0.1:2 check track x/b\n"),
+            &["[ALERT] : config : parsing [check.cfg:7] : 'server x/a' : 'track' is not supported yet"],
         ),
         (
             "every-error-of-a-file",

@@ -1,0 +1,308 @@
+//! Evaluating one `expect` step of a check on the bytes received so far (HAProxy's
+//! `tcpcheck_eval_expect` and `tcpcheck_eval_expect_http`): match, wait for more, or fail with
+//! the status and message HAProxy gives. Pure: the check runner feeds it.
+
+use fulcrum_config::{CheckStatus, ExpectKind, ExpectStep, HeaderExpect, HeaderMatch};
+use regex::bytes::Regex;
+
+use super::http::Response;
+
+/// An expect step with its patterns compiled.
+#[derive(Debug)]
+pub struct Expect {
+    pub step: ExpectStep,
+    regex: Option<Regex>,
+    value_regex: Option<Regex>,
+}
+
+impl Expect {
+    pub fn new(step: ExpectStep) -> Self {
+        let compile = |p: &str| Regex::new(p).ok();
+        let (regex, value_regex) = match &step.kind {
+            ExpectKind::Regex(p)
+            | ExpectKind::BinaryRegex(p)
+            | ExpectKind::StatusRegex(p)
+            | ExpectKind::BodyRegex(p) => (compile(p), None),
+            ExpectKind::Header(h) => (
+                (h.name_match == HeaderMatch::Reg).then(|| compile(&h.name)).flatten(),
+                match (&h.value, h.value_match) {
+                    (Some(v), HeaderMatch::Reg) => compile(v),
+                    _ => None,
+                },
+            ),
+            _ => (None, None),
+        };
+        Expect { step, regex, value_regex }
+    }
+}
+
+/// The outcome of one evaluation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Eval {
+    /// Matched as wanted: next step.
+    Continue,
+    /// Not conclusive yet: read more.
+    Wait,
+    /// The check failed.
+    Fail { status: CheckStatus, desc: String },
+}
+
+/// How messages are worded: plain `tcp-check` rules get HAProxy's generic text, protocol
+/// checks (HTTP, redis...) only their comment.
+#[derive(Clone, Copy, Debug)]
+pub struct Wording {
+    pub tcp_check: bool,
+    pub step_id: u32,
+}
+
+/// A TCP expect over `buf` (everything received since the last send).
+pub fn tcp(x: &Expect, buf: &[u8], last_read: bool, w: Wording) -> Eval {
+    let e = &x.step;
+    if !last_read {
+        if let ExpectKind::String(p) | ExpectKind::Binary(p) = &e.kind {
+            if buf.len() < p.len() {
+                return Eval::Wait;
+            }
+        }
+        if e.min_recv > 0 && (buf.len() as i64) < e.min_recv {
+            return Eval::Wait;
+        }
+    }
+    let matched = match &e.kind {
+        ExpectKind::String(p) | ExpectKind::Binary(p) => contains(buf, p),
+        ExpectKind::Regex(_) => x.regex.as_ref().is_some_and(|r| r.is_match(buf)),
+        ExpectKind::BinaryRegex(_) => {
+            let hex: Vec<u8> = buf.iter().flat_map(|b| hex_pair(*b)).collect();
+            x.regex.as_ref().is_some_and(|r| r.is_match(&hex))
+        }
+        _ => false,
+    };
+    if !matched && !last_read && e.min_recv == -1 {
+        return Eval::Wait;
+    }
+    if matched != e.inverse {
+        return Eval::Continue;
+    }
+    let status = e.error_status.unwrap_or(CheckStatus::L7Rsp);
+    Eval::Fail { status, desc: tcp_error_text(e, matched, w) }
+}
+
+/// HAProxy's `tcpcheck_expect_onerror_message` for a TCP expect.
+fn tcp_error_text(e: &ExpectStep, matched: bool, w: Wording) -> String {
+    let mut msg = String::new();
+    if let Some(text) = &e.on_error {
+        msg.push_str(text);
+    } else if w.tcp_check {
+        msg.push_str(if matched {
+            "TCPCHK matched unwanted content"
+        } else {
+            "TCPCHK did not match content"
+        });
+        let id = w.step_id;
+        match &e.kind {
+            ExpectKind::String(p) => {
+                msg.push_str(&format!(" '{}' at step {id}", String::from_utf8_lossy(p)))
+            }
+            ExpectKind::Binary(_) => msg.push_str(&format!(" (binary) at step {id}")),
+            ExpectKind::Regex(_) => msg.push_str(&format!(" (regex) at step {id}")),
+            ExpectKind::BinaryRegex(_) => msg.push_str(&format!(" (binary regex) at step {id}")),
+            ExpectKind::Custom(_) => msg.push_str(&format!(" (custom function) at step {id}")),
+            _ => {}
+        }
+    }
+    if let Some(c) = &e.comment {
+        msg.push_str(" comment: ");
+        msg.push_str(c);
+    }
+    msg
+}
+
+/// An HTTP expect over the response received so far (`None`: no complete head yet).
+pub fn http(x: &Expect, resp: Option<&Response>, last_read: bool, disable_404: bool) -> Eval {
+    let e = &x.step;
+    let fail = |status: CheckStatus, desc: String| {
+        let mut msg = e.on_error.clone().unwrap_or(desc);
+        if let Some(c) = &e.comment {
+            msg.push_str(" comment: ");
+            msg.push_str(c);
+        }
+        Eval::Fail { status, desc: msg }
+    };
+    let Some(resp) = resp else {
+        return if last_read { fail(CheckStatus::L7Rsp, String::new()) } else { Eval::Wait };
+    };
+    let last_read = last_read || resp.complete;
+    // A 404 from a server that is up is accepted here; the runner turns it into L7OKC.
+    if disable_404 && resp.status == 404 {
+        return Eval::Continue;
+    }
+    let reason = resp.reason.clone();
+    let sts = e.error_status.unwrap_or(CheckStatus::L7Sts);
+    let (matched, status, desc) = match &e.kind {
+        ExpectKind::Status(ranges) => {
+            let m = ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(&resp.status));
+            (m, sts, reason)
+        }
+        ExpectKind::StatusRegex(_) => {
+            let code = resp.status.to_string();
+            (x.regex.as_ref().is_some_and(|r| r.is_match(code.as_bytes())), sts, reason)
+        }
+        ExpectKind::Header(h) => (header_matches(x, h, resp), sts, reason),
+        ExpectKind::Body(_) | ExpectKind::BodyRegex(_) => {
+            let rsp = e.error_status.unwrap_or(CheckStatus::L7Rsp);
+            if resp.body.is_empty() {
+                if !last_read {
+                    return Eval::Wait;
+                }
+                return fail(rsp, "HTTP content check could not find a response body".into());
+            }
+            if !last_read {
+                let short = match &e.kind {
+                    ExpectKind::Body(p) => resp.body.len() < p.len(),
+                    _ => false,
+                };
+                if short || (e.min_recv > 0 && (resp.body.len() as i64) < e.min_recv) {
+                    return Eval::Wait;
+                }
+            }
+            let m = match &e.kind {
+                ExpectKind::Body(p) => contains(&resp.body, p),
+                _ => x.regex.as_ref().is_some_and(|r| r.is_match(&resp.body)),
+            };
+            if !m && !last_read && e.min_recv == -1 {
+                return Eval::Wait;
+            }
+            let text = if e.inverse {
+                "HTTP check matched unwanted content"
+            } else {
+                "HTTP content check did not match"
+            };
+            (m, rsp, text.to_string())
+        }
+        _ => (false, CheckStatus::L7Rsp, String::new()),
+    };
+    if matched != e.inverse {
+        Eval::Continue
+    } else {
+        fail(status, desc)
+    }
+}
+
+fn header_matches(x: &Expect, h: &HeaderExpect, resp: &Response) -> bool {
+    let values = |name: &str| -> Vec<String> {
+        let mut out = Vec::new();
+        for (n, v) in &resp.headers {
+            if n.eq_ignore_ascii_case(name) {
+                if h.full {
+                    out.push(v.clone());
+                } else {
+                    out.extend(v.split(',').map(|s| s.trim().to_string()));
+                }
+            }
+        }
+        out
+    };
+    let name_ok = |n: &str| match h.name_match {
+        HeaderMatch::Str => n.eq_ignore_ascii_case(&h.name),
+        HeaderMatch::Beg => n.to_ascii_lowercase().starts_with(&h.name.to_ascii_lowercase()),
+        HeaderMatch::End => n.to_ascii_lowercase().ends_with(&h.name.to_ascii_lowercase()),
+        HeaderMatch::Sub => n.to_ascii_lowercase().contains(&h.name.to_ascii_lowercase()),
+        HeaderMatch::Reg => x.regex.as_ref().is_some_and(|r| r.is_match(n.as_bytes())),
+    };
+    let mut names: Vec<&str> =
+        resp.headers.iter().map(|(n, _)| n.as_str()).filter(|n| name_ok(n)).collect();
+    names.dedup();
+    let Some(want) = &h.value else { return !names.is_empty() };
+    names.iter().flat_map(|n| values(n)).any(|v| match h.value_match {
+        HeaderMatch::Str => v == *want,
+        HeaderMatch::Beg => v.starts_with(want.as_str()),
+        HeaderMatch::End => v.ends_with(want.as_str()),
+        HeaderMatch::Sub => v.contains(want.as_str()),
+        HeaderMatch::Reg => x.value_regex.as_ref().is_some_and(|r| r.is_match(v.as_bytes())),
+    })
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
+}
+
+fn hex_pair(b: u8) -> [u8; 2] {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    [HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn x(kind: ExpectKind) -> Expect {
+        Expect::new(ExpectStep::new(kind))
+    }
+
+    const W: Wording = Wording { tcp_check: true, step_id: 2 };
+
+    #[test]
+    fn a_string_waits_for_enough_bytes_then_matches_or_fails_at_the_end() {
+        let e = x(ExpectKind::String(b"+PONG".to_vec()));
+        assert_eq!(tcp(&e, b"+PO", false, W), Eval::Wait);
+        assert_eq!(tcp(&e, b"-ERR x", false, W), Eval::Wait);
+        assert_eq!(tcp(&e, b"xx+PONG\r\n", false, W), Eval::Continue);
+        assert_eq!(
+            tcp(&e, b"-ERR x", true, W),
+            Eval::Fail {
+                status: CheckStatus::L7Rsp,
+                desc: "TCPCHK did not match content '+PONG' at step 2".into()
+            }
+        );
+    }
+
+    #[test]
+    fn inverse_binary_regex_and_min_recv() {
+        let mut e = ExpectStep::new(ExpectKind::BinaryRegex("^0A0B".into()));
+        e.inverse = true;
+        e.min_recv = 2;
+        let e = Expect::new(e);
+        assert_eq!(tcp(&e, b"\x0a", false, W), Eval::Wait);
+        assert!(matches!(tcp(&e, b"\x0a\x0b", false, W), Eval::Fail { .. }));
+        assert_eq!(tcp(&e, b"\x0b\x0a", false, W), Eval::Continue);
+    }
+
+    fn resp(status: u16, body: &[u8]) -> Response {
+        Response {
+            status,
+            reason: "Reason".into(),
+            headers: vec![("X-State".into(), "ok, ready".into())],
+            body: body.to_vec(),
+            complete: true,
+        }
+    }
+
+    #[test]
+    fn http_status_headers_and_body() {
+        let st = x(ExpectKind::Status(vec![(200, 399)]));
+        assert_eq!(http(&st, Some(&resp(302, b"")), false, false), Eval::Continue);
+        assert_eq!(
+            http(&st, Some(&resp(500, b"")), false, false),
+            Eval::Fail { status: CheckStatus::L7Sts, desc: "Reason".into() }
+        );
+        assert_eq!(http(&st, None, false, false), Eval::Wait);
+        assert_eq!(http(&st, Some(&resp(404, b"")), false, true), Eval::Continue);
+        let h = x(ExpectKind::Header(HeaderExpect {
+            name: "x-state".into(),
+            name_match: HeaderMatch::Str,
+            value: Some("ready".into()),
+            value_match: HeaderMatch::Str,
+            full: false,
+        }));
+        assert_eq!(http(&h, Some(&resp(200, b"")), false, false), Eval::Continue);
+        let b = x(ExpectKind::Body(b"alive".to_vec()));
+        assert_eq!(http(&b, Some(&resp(200, b"I am alive")), false, false), Eval::Continue);
+        assert_eq!(
+            http(&b, Some(&resp(200, b"dead")), false, false),
+            Eval::Fail {
+                status: CheckStatus::L7Rsp,
+                desc: "HTTP content check did not match".into()
+            }
+        );
+    }
+}

@@ -1,0 +1,540 @@
+//! Running one check: its steps in order over a connection (HAProxy's `tcpcheck_main`), within
+//! HAProxy's time limits, ending in a [`CheckResult`] with HAProxy's status and message.
+//!
+//! Time limits: the connection must open within `inter` (or `timeout connect` when
+//! `timeout check` is set, if shorter); once it is open, the rest must finish within
+//! `timeout check`, or within what is left of `inter` without it. A check connection is closed
+//! with a reset unless its connect step says `linger` (as HAProxy: no TIME_WAIT per check).
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use fulcrum_config::{CheckKind, CheckStatus, CheckStep, ConnectStep, SendStep};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream, UnixStream};
+use tokio::time::Instant;
+
+use super::agent::AgentReply;
+use super::expect::{self, Eval, Expect, Wording};
+use super::http;
+use crate::server::state::CheckResult;
+
+/// Where and how to check, prepared once per check task.
+#[derive(Debug)]
+pub struct Plan {
+    pub kind: CheckKind,
+    pub steps: Vec<Step>,
+    /// Default destination: the server's (or `addr`'s) address with the check port.
+    pub dest: Dest,
+    pub inter: Duration,
+    pub timeout_check: Option<Duration>,
+    pub timeout_connect: Option<Duration>,
+    /// `check-send-proxy` (health check only).
+    pub send_proxy: bool,
+    pub disable_on_404: bool,
+    pub bufsize: usize,
+}
+
+/// Where a check connects.
+#[derive(Clone, Debug)]
+pub enum Dest {
+    Inet(SocketAddr),
+    Unix(std::path::PathBuf),
+}
+
+/// A step ready to run; `id` is HAProxy's step number in messages (0: the implicit connect).
+#[derive(Debug)]
+pub struct Step {
+    pub id: u32,
+    pub comment: Option<String>,
+    pub action: Action,
+}
+
+#[derive(Debug)]
+pub enum Action {
+    Connect { step: ConnectStep, implicit: bool },
+    Send(SendStep),
+    Expect(Box<Expect>),
+}
+
+impl Plan {
+    /// The steps of a configured check with HAProxy's implicit ones added: a first `connect`
+    /// when none starts the list, and for HTTP a last `expect status 200-399` after a send.
+    pub fn steps(kind: CheckKind, configured: &[CheckStep]) -> Vec<Step> {
+        let mut out = Vec::new();
+        // HAProxy gives a comment to the steps after it while they are of one kind; a connect
+        // takes it for itself.
+        let mut comment: Option<String> = None;
+        let mut prev: Option<std::mem::Discriminant<CheckStep>> = None;
+        let comment_kind = std::mem::discriminant(&CheckStep::Comment(String::new()));
+        for (i, s) in configured.iter().enumerate() {
+            let id = i as u32 + 1;
+            let kind = std::mem::discriminant(s);
+            if prev.is_some_and(|p| p != kind && p != comment_kind) {
+                comment = None;
+            }
+            prev = Some(kind);
+            match s {
+                CheckStep::Comment(c) => comment = Some(c.clone()),
+                CheckStep::Connect(c) => {
+                    let own = c.comment.clone().or(comment.take());
+                    let action = Action::Connect { step: c.clone(), implicit: false };
+                    out.push(Step { id, comment: own, action });
+                }
+                CheckStep::Send(snd) => {
+                    let own = match snd {
+                        SendStep::Bytes { comment: Some(c), .. } => Some(c.clone()),
+                        SendStep::Http(h) if h.comment.is_some() => h.comment.clone(),
+                        _ => comment.clone(),
+                    };
+                    out.push(Step { id, comment: own, action: Action::Send(snd.clone()) });
+                }
+                CheckStep::Expect(e) => {
+                    let mut e = e.clone();
+                    if e.comment.is_none() {
+                        e.comment = comment.clone();
+                    }
+                    let own = e.comment.clone();
+                    out.push(Step {
+                        id,
+                        comment: own,
+                        action: Action::Expect(Box::new(Expect::new(e))),
+                    });
+                }
+            }
+        }
+        if kind == CheckKind::Http && matches!(out.last().map(|s| &s.action), Some(Action::Send(_)))
+        {
+            let e = fulcrum_config::ExpectStep::new(fulcrum_config::ExpectKind::Status(vec![(
+                200, 399,
+            )]));
+            let id = out.last().map_or(1, |s| s.id + 1);
+            out.push(Step { id, comment: None, action: Action::Expect(Box::new(Expect::new(e))) });
+        }
+        if !matches!(out.first().map(|s| &s.action), Some(Action::Connect { .. })) {
+            let step = ConnectStep::default();
+            out.insert(
+                0,
+                Step { id: 0, comment: None, action: Action::Connect { step, implicit: true } },
+            );
+        }
+        out
+    }
+}
+
+/// A check connection.
+enum Conn {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Conn {
+    async fn read(&mut self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+        let room = max.saturating_sub(buf.len()).max(1);
+        let mut chunk = vec![0u8; room.min(16384)];
+        let n = match self {
+            Conn::Tcp(s) => s.read(&mut chunk).await?,
+            Conn::Unix(s) => s.read(&mut chunk).await?,
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        Ok(n)
+    }
+    async fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
+        match self {
+            Conn::Tcp(s) => s.write_all(b).await,
+            Conn::Unix(s) => s.write_all(b).await,
+        }
+    }
+}
+
+/// Where the check stands when it ends: before a connection opened, or after.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Connecting,
+    Connected,
+}
+
+/// The state of the server a check reports in `http-check send-state`.
+pub type SendState<'a> = &'a dyn Fn() -> String;
+
+/// What one run found.
+#[derive(Debug)]
+pub enum Outcome {
+    Done(CheckResult),
+    /// An agent answered this line (`None`: it closed without ending a line).
+    Agent {
+        reply: Option<AgentReply>,
+        duration: Duration,
+    },
+}
+
+/// Runs the check once.
+pub async fn run(plan: &Plan, send_state: Option<SendState<'_>>) -> Outcome {
+    let start = Instant::now();
+    let mut r = Runner {
+        plan,
+        start,
+        deadline: start + plan.inter,
+        conn: None,
+        buf: Vec::new(),
+        closed: false,
+    };
+    match r.steps(send_state).await {
+        Ok(mut result) => {
+            result.duration = Some(start.elapsed());
+            Outcome::Done(result)
+        }
+        Err(reply) => Outcome::Agent { reply, duration: start.elapsed() },
+    }
+}
+
+struct Runner<'a> {
+    plan: &'a Plan,
+    start: Instant,
+    deadline: Instant,
+    conn: Option<Conn>,
+    /// Bytes received since the last send.
+    buf: Vec<u8>,
+    /// The server closed its side.
+    closed: bool,
+}
+
+impl Runner<'_> {
+    /// `Err` carries an agent's answer (the agent's expect step ends the run).
+    async fn steps(
+        &mut self,
+        send_state: Option<SendState<'_>>,
+    ) -> Result<CheckResult, Option<AgentReply>> {
+        let tcp_check = self.plan.kind == CheckKind::Tcp;
+        let mut must_read = true;
+        let mut last: Option<&Step> = None;
+        for step in &self.plan.steps {
+            last = Some(step);
+            match &step.action {
+                Action::Connect { step: c, implicit } => {
+                    if let Err(r) = self.connect(c, *implicit, step).await {
+                        return Ok(r);
+                    }
+                    must_read = true;
+                }
+                Action::Send(s) => {
+                    self.buf.clear();
+                    must_read = true;
+                    let bytes = match s {
+                        SendStep::Bytes { data, .. } => data.clone(),
+                        SendStep::Http(h) => {
+                            let state = send_state.as_ref().map(|f| f());
+                            http::request(h, state.as_deref())
+                        }
+                    };
+                    if let Err(r) = self.send(&bytes, step).await {
+                        return Ok(r);
+                    }
+                }
+                Action::Expect(x) => {
+                    let w = Wording { tcp_check, step_id: step.id };
+                    loop {
+                        if must_read && !self.closed {
+                            if let Err(r) = self.read_more(step, x).await {
+                                return Ok(r);
+                            }
+                        }
+                        must_read = false;
+                        let full = self.buf.len() >= self.plan.bufsize;
+                        let last_read = self.closed || full;
+                        if x.step.kind
+                            == fulcrum_config::ExpectKind::Custom(
+                                fulcrum_config::CustomExpect::Agent,
+                            )
+                        {
+                            match super::agent::parse(&self.buf) {
+                                Some(reply) => return Err(Some(reply)),
+                                None if last_read => return Err(None),
+                                None => {
+                                    must_read = true;
+                                    continue;
+                                }
+                            }
+                        }
+                        let ev = if self.plan.kind == CheckKind::Http {
+                            match http::parse(&self.buf, self.closed, self.plan.bufsize) {
+                                Err(_) => Eval::Fail {
+                                    status: CheckStatus::L7Rsp,
+                                    desc: comment_only(&x.step.comment),
+                                },
+                                Ok(resp) => {
+                                    if let Some(code) = resp.as_ref().map(|r| r.status) {
+                                        if self.plan.disable_on_404 && code == 404 {
+                                            return Ok(CheckResult {
+                                                status: CheckStatus::L7OkCond,
+                                                code: Some(404),
+                                                desc: String::new(),
+                                                duration: None,
+                                            });
+                                        }
+                                    }
+                                    let code = resp.as_ref().map(|r| r.status);
+                                    let ev = expect::http(x, resp.as_ref(), last_read, false);
+                                    if let Eval::Fail { status, desc } = ev {
+                                        return Ok(CheckResult {
+                                            status,
+                                            code,
+                                            desc,
+                                            duration: None,
+                                        });
+                                    }
+                                    ev
+                                }
+                            }
+                        } else {
+                            expect::tcp(x, &self.buf, last_read, w)
+                        };
+                        match ev {
+                            Eval::Continue => break,
+                            Eval::Wait if last_read => {
+                                let desc =
+                                    format!("TCPCHK got an empty response at step {}", step.id);
+                                return Ok(CheckResult::new(
+                                    x.step.error_status.unwrap_or(CheckStatus::L7Rsp),
+                                    desc,
+                                ));
+                            }
+                            Eval::Wait => must_read = true,
+                            Eval::Fail { status, desc } => {
+                                return Ok(CheckResult::new(status, desc))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(self.success(last))
+    }
+
+    /// The result once every step passed.
+    fn success(&self, last: Option<&Step>) -> CheckResult {
+        match last.map(|s| &s.action) {
+            Some(Action::Expect(x)) => {
+                let status = x.step.ok_status.unwrap_or(CheckStatus::L7Ok);
+                let mut desc = x.step.on_success.clone().unwrap_or_default();
+                if desc.is_empty() && self.plan.kind == CheckKind::Tcp {
+                    desc = "(tcp-check)".into();
+                }
+                let code = (self.plan.kind == CheckKind::Http)
+                    .then(|| http::parse(&self.buf, self.closed, self.plan.bufsize).ok().flatten())
+                    .flatten()
+                    .map(|r| r.status);
+                CheckResult { status, code, desc, duration: None }
+            }
+            Some(Action::Connect { implicit: true, .. }) => CheckResult::new(CheckStatus::L4Ok, ""),
+            Some(Action::Connect { .. }) => CheckResult::new(CheckStatus::L4Ok, "(tcp-check)"),
+            _ => CheckResult::new(CheckStatus::L7Ok, "(tcp-check)"),
+        }
+    }
+
+    /// The `tcp-check` context HAProxy appends to connection errors.
+    fn where_(&self, step: &Step) -> String {
+        if self.plan.kind != CheckKind::Tcp {
+            return String::new();
+        }
+        let mut s = if step.id == 0 {
+            " at initial connection step of tcp-check".to_string()
+        } else {
+            format!(" at step {} of tcp-check", step.id)
+        };
+        match &step.action {
+            Action::Connect { step: c, implicit: false } => match c.port {
+                Some(p) => s.push_str(&format!(" (connect port {p})")),
+                None => s.push_str(" (connect)"),
+            },
+            Action::Expect(x) => s.push_str(&match &x.step.kind {
+                fulcrum_config::ExpectKind::String(p) => {
+                    format!(" (expect string '{}')", String::from_utf8_lossy(p))
+                }
+                fulcrum_config::ExpectKind::Binary(p) => {
+                    format!(" (expect binary '{}')", hex(p))
+                }
+                fulcrum_config::ExpectKind::Regex(_) => " (expect regex)".into(),
+                fulcrum_config::ExpectKind::BinaryRegex(_) => " (expect binary regex)".into(),
+                _ => " (expect custom function)".into(),
+            }),
+            Action::Send(_) => s.push_str(" (send)"),
+            _ => {}
+        }
+        if step.id != 0 {
+            if let Some(c) = &step.comment {
+                s.push_str(&format!(" comment: '{c}'"));
+            }
+        }
+        s
+    }
+
+    /// A connection problem, as HAProxy's `chk_report_conn_err` words it.
+    fn conn_error(
+        &self,
+        phase: Phase,
+        err: Option<&io::Error>,
+        timed_out: bool,
+        step: &Step,
+    ) -> CheckResult {
+        let mut desc = err.map(strerror).unwrap_or_default();
+        desc.push_str(&self.where_(step));
+        let status = match (phase, timed_out) {
+            (Phase::Connecting, true) => CheckStatus::L4Timeout,
+            (Phase::Connecting, false) => CheckStatus::L4Con,
+            (Phase::Connected, false) => CheckStatus::SockErr,
+            (Phase::Connected, true) => match &step.action {
+                Action::Expect(x) => x.step.tout_status.unwrap_or(CheckStatus::L7Timeout),
+                _ => CheckStatus::L7Timeout,
+            },
+        };
+        CheckResult::new(status, desc)
+    }
+
+    async fn connect(
+        &mut self,
+        c: &ConnectStep,
+        implicit: bool,
+        step: &Step,
+    ) -> Result<(), CheckResult> {
+        // A second connect closes the first connection.
+        self.conn = None;
+        self.buf.clear();
+        self.closed = false;
+        let mut dest = self.plan.dest.clone();
+        if let Dest::Inet(a) = &mut dest {
+            if let Some(ip) = c.addr.as_deref().and_then(|h| h.parse::<std::net::IpAddr>().ok()) {
+                a.set_ip(ip);
+            }
+            if let Some(p) = c.port {
+                a.set_port(p);
+            }
+        }
+        let mut limit = self.start + self.plan.inter;
+        if let (Some(_), Some(tc)) = (self.plan.timeout_check, self.plan.timeout_connect) {
+            limit = limit.min(Instant::now() + tc);
+        }
+        let linger = c.linger;
+        let attempt = async {
+            match &dest {
+                Dest::Inet(addr) => {
+                    let sock =
+                        if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+                    sock.set_nodelay(true)?;
+                    if !linger {
+                        // Closed with a reset: no TIME_WAIT per check (a zero linger never
+                        // blocks the close).
+                        socket2::SockRef::from(&sock).set_linger(Some(Duration::ZERO))?;
+                    }
+                    Ok(Conn::Tcp(sock.connect(*addr).await?))
+                }
+                Dest::Unix(p) => Ok(Conn::Unix(UnixStream::connect(p).await?)),
+            }
+        };
+        let conn = match tokio::time::timeout_at(limit, attempt).await {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(e)) => return Err(self.conn_error(Phase::Connecting, Some(&e), false, step)),
+            Err(_) => return Err(self.conn_error(Phase::Connecting, None, true, step)),
+        };
+        self.conn = Some(conn);
+        if let Some(tc) = self.plan.timeout_check {
+            self.deadline = Instant::now() + tc;
+        }
+        let proxy = c.send_proxy || (implicit && self.plan.send_proxy);
+        if proxy {
+            let line = self.proxy_line();
+            self.send(line.as_bytes(), step).await?;
+        }
+        Ok(())
+    }
+
+    /// PROXY v1 line of the check connection itself (HAProxy sends its own addresses).
+    fn proxy_line(&self) -> String {
+        if let Some(Conn::Tcp(s)) = &self.conn {
+            if let (Ok(l), Ok(p)) = (s.local_addr(), s.peer_addr()) {
+                let fam = if l.is_ipv4() { "TCP4" } else { "TCP6" };
+                return format!("PROXY {fam} {} {} {} {}\r\n", l.ip(), p.ip(), l.port(), p.port());
+            }
+        }
+        "PROXY UNKNOWN\r\n".to_string()
+    }
+
+    async fn send(&mut self, bytes: &[u8], step: &Step) -> Result<(), CheckResult> {
+        if bytes.len() >= self.plan.bufsize {
+            let desc = format!(
+                "tcp-check send : string too large ({}) for buffer size ({}) at step {}",
+                bytes.len(),
+                self.plan.bufsize,
+                step.id
+            );
+            return Err(CheckResult::new(CheckStatus::L7Rsp, desc));
+        }
+        let deadline = self.deadline;
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(CheckResult::new(CheckStatus::SockErr, String::new()));
+        };
+        match tokio::time::timeout_at(deadline, conn.write_all(bytes)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(self.conn_error(Phase::Connected, Some(&e), false, step)),
+            Err(_) => Err(self.conn_error(Phase::Connected, None, true, step)),
+        }
+    }
+
+    /// Reads what the server sends next (or learns it closed).
+    async fn read_more(&mut self, step: &Step, x: &Expect) -> Result<(), CheckResult> {
+        let deadline = self.deadline;
+        let max = self.plan.bufsize;
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(CheckResult::new(CheckStatus::SockErr, String::new()));
+        };
+        match tokio::time::timeout_at(deadline, conn.read(&mut self.buf, max)).await {
+            Ok(Ok(0)) => {
+                self.closed = true;
+                if self.buf.is_empty() && self.plan.kind != CheckKind::Http {
+                    let mut desc = format!("TCPCHK got an empty response at step {}", step.id);
+                    if let Some(c) = &step.comment {
+                        desc.push_str(&format!(" comment: '{c}'"));
+                    }
+                    return Err(CheckResult::new(
+                        x.step.error_status.unwrap_or(CheckStatus::L7Rsp),
+                        desc,
+                    ));
+                }
+                Ok(())
+            }
+            Ok(Ok(_)) => Ok(()),
+            // Network errors count only when nothing was received: an RST right after the last
+            // data is common.
+            Ok(Err(_)) if !self.buf.is_empty() => {
+                self.closed = true;
+                Ok(())
+            }
+            Ok(Err(e)) => Err(self.conn_error(Phase::Connected, Some(&e), false, step)),
+            Err(_) => Err(self.conn_error(Phase::Connected, None, true, step)),
+        }
+    }
+}
+
+fn comment_only(c: &Option<String>) -> String {
+    c.as_ref().map(|c| format!(" comment: {c}")).unwrap_or_default()
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// C's `strerror()` text for an I/O error (HAProxy prints it in check messages).
+pub fn strerror(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(code) => {
+            let s = io::Error::from_raw_os_error(code).to_string();
+            // Rust appends " (os error N)".
+            match s.rfind(" (os error") {
+                Some(i) => s[..i].to_string(),
+                None => s,
+            }
+        }
+        None => e.to_string(),
+    }
+}
