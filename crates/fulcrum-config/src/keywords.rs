@@ -574,7 +574,7 @@ const SAMPLE_NOTES: &[&str] = &[
     "- Converters: `lower`, `upper`, `field()`, `word()`, `regsub()`, `map()`, `map_str()`, `map_beg()`, `map_end()`, `map_sub()`, `map_dom()`, `map_reg()`, `map_ip()`, `map_int()` (not the `map_<match>_<output>` forms).",
     "- ACL flags `-i`, `-f`, `-m`, `-n`, `-u`, `--`; not `-M`, nor `-i` placed after `-f`. Matching methods: all but `bin`. Integer, IP (address, `/len` or dotted mask; no host names) and regex patterns are checked at load time.",
     "- Predefined ACLs: all but `RDP_COOKIE`, `REQ_CONTENT` and `WAIT_END`; `HTTP` is always true (requests reaching the rules are valid HTTP).",
-    "- A condition with nothing after `if`/`unless`, or an empty `||` group, is an error (HAProxy 2.6 accepts them: an empty group is always true).",
+    "- Conditions read as HAProxy reads them: `or` in any case and `||` separate AND-groups of terms; a `!` or an `or` that has no term beside it is ignored; an empty condition never applies after `if` and always applies after `unless`.",
     "- As in HAProxy, the `hdr()` sample fetch of a response rule's log-format or `set-var()` reads the response (the model says `res.hdr`), while header ACLs always read the request.",
     "- Log-format: literal text, `%%`, `%[<expr>]`, and the variables `%ci`, `%cp`, `%fi`, `%fp`, `%f`, `%b`, `%s`, `%r`, `%pid`; no `%{...}` flags.",
     "- Rules in a `mode tcp` proxy that need HTTP (`http-request`, `http-response`, `http-after-response`, `redirect`), `option forwardfor|originalto|checkcache|http-ignore-probes|http-use-proxy-header|http-pretend-keepalive`, `capture cookie`, `cookie`, `monitor-uri` and layer 7 `balance` algorithms are ignored with HAProxy's warnings.",
