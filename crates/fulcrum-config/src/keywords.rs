@@ -651,7 +651,8 @@ pub fn compat_markdown() -> String {
     out.push_str(
         "- Two `bind` lines on exactly the same address (or unix path, or fd) are an error; ",
     );
-    out.push_str("overlapping wildcard and specific addresses (`0.0.0.0:80` and `10.0.0.1:80`) are not checked.\n\n");
+    out.push_str("overlapping wildcard and specific addresses (`0.0.0.0:80` and `10.0.0.1:80`) are not checked.\n");
+    out.push_str("- As in HAProxy, a `mode tcp` frontend may use `mode http` backends: a connection it hands to one is upgraded to HTTP (the backend's HTTP rules and forwarding apply, each later request picks its backend again, and one that picks a `mode tcp` backend closes the connection). In `mode tcp`, `use_backend` conditions see the connection's addresses, not its payload (HAProxy may also read an HTTP request already received).\n\n");
     out.push_str("## Sections\n\n| section | status |\n|---|---|\n");
     for s in ["global", "defaults", "frontend", "backend", "listen", "http-errors"] {
         out.push_str(&format!("| `{s}` | supported |\n"));

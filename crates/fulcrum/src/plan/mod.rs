@@ -100,6 +100,12 @@ pub fn build(config: &cfg::Config) -> Result<Plan, Vec<String>> {
         };
         let mut fe = frontend(p, backend);
         fe.http = http;
+        if p.mode == cfg::Mode::Tcp && crate::frontend::may_upgrade(p, config) {
+            match http_proxy(p, config) {
+                Ok(h) => fe.upgrade = Some(h),
+                Err(mut e) => errors.append(&mut e),
+            }
+        }
         fe.rules = rules;
         fe.backends = Arc::clone(&backends);
         fe.proc_vars = Arc::clone(&proc_vars);
@@ -282,6 +288,7 @@ fn frontend(p: &cfg::Proxy, backend: Option<Arc<Backend>>) -> Frontend {
         backend,
         counters: Default::default(),
         http: None,
+        upgrade: None,
         rules: Default::default(),
         backends: Default::default(),
         proc_vars: Default::default(),

@@ -10,6 +10,7 @@
 //! Must not touch: sockets, server choice.
 
 pub mod sample;
+pub mod switching;
 
 use std::collections::HashMap;
 use std::path::Path;
