@@ -9,7 +9,7 @@
 
 use crate::args::{int_arg, no_extra, parse_u32, Diags};
 use crate::bind::parse_bind;
-use crate::duration::{parse_time, time_error_message};
+use crate::duration::{read_time, time_error_message};
 use crate::http_opts::{self, ErrorEntry};
 use crate::keywords::{self, Keyword, Status, B, D, F, L};
 use crate::lexer::Line;
@@ -360,8 +360,13 @@ fn mode(p: &mut Proxy, line: &Line, diags: &mut Diags) {
 fn timeout(p: &mut Proxy, line: &Line, which: &str, at: usize, diags: &mut Diags) -> Option<()> {
     let kw = format!("timeout {which}");
     let value = line.arg(at);
-    let d = match parse_time(value) {
-        Ok(d) => d,
+    let d = match read_time(value) {
+        Ok(t) => {
+            if let Some(w) = t.warning {
+                diags.warning(line, w);
+            }
+            t.value
+        }
         Err(e) => {
             diags.alert(line, time_error_message(&kw, value, &e));
             return None;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use crate::acl::{self, CondEnv};
 use crate::args::{no_extra, Diags};
-use crate::duration::{parse_time, time_error_message, TimeError};
+use crate::duration::{read_time, TimeError};
 use crate::lexer::Line;
 use crate::logformat;
 use crate::model::*;
@@ -518,7 +518,7 @@ fn http_action(
             return Ok((act, 4));
         }
         "set-var" | "set-var-fmt" | "unset-var" => return var_action(line, base, at),
-        "wait-for-body" => wait_for_body(&a)?,
+        "wait-for-body" => wait_for_body(&a, line, diags)?,
         "set-status" => set_status(&a)?,
         "strict-mode" => {
             exactly(1, "expects exactly 1 arguments.")?;
@@ -593,45 +593,75 @@ fn var_action(line: &Line, base: &str, at: At) -> ActionResult {
     Ok((HttpAction::SetVar { scope, name, expr: parsed.expr }, 3))
 }
 
-/// A size with an optional `k`, `m` or `g` suffix (powers of 1024).
-fn parse_size(text: &str) -> Result<u64, char> {
-    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+/// A size as HAProxy's `parse_size_err()` reads it: digits and an optional `k`, `m` or `g`
+/// (either case, powers of 1024), within 32 bits. `Err` holds the character where reading
+/// stopped (a digit when the number itself is too large).
+fn parse_size(text: &str) -> Result<u32, char> {
+    let bytes = text.as_bytes();
+    let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
     if digits == 0 {
         return Err(text.chars().next().unwrap_or(' '));
     }
-    let v: u64 = text[..digits].parse().map_err(|_| '?')?;
-    let mult = match &text[digits..] {
-        "" => 1,
-        "k" | "K" => 1 << 10,
-        "m" | "M" => 1 << 20,
-        "g" | "G" => 1 << 30,
-        rest => return Err(rest.chars().next().unwrap_or(' ')),
+    let mut v: u32 = 0;
+    for &d in &bytes[..digits] {
+        v = v.checked_mul(10).and_then(|v| v.checked_add(u32::from(d - b'0'))).ok_or(d as char)?;
+    }
+    let shift = match bytes.get(digits) {
+        None => return Ok(v),
+        Some(b'k' | b'K') => 10,
+        Some(b'm' | b'M') => 20,
+        Some(b'g' | b'G') => 30,
+        Some(_) => return Err(text[digits..].chars().next().unwrap_or(' ')),
     };
-    v.checked_mul(mult).ok_or('?')
+    if v > u32::MAX >> shift {
+        return Err(bytes[digits] as char);
+    }
+    match text[digits + 1..].chars().next() {
+        Some(c) => Err(c),
+        None => Ok(v << shift),
+    }
 }
 
-fn wait_for_body(a: &[&str]) -> Result<(HttpAction, usize), Option<String>> {
-    if a.first() != Some(&"time") {
-        return Err(Some("expects time <time> [ at-least <bytes> ].".into()));
-    }
-    let Some(t) = a.get(1).filter(|t| !t.is_empty()) else {
-        return Err(Some("missing argument for 'time'.".into()));
-    };
-    let time = match parse_time(t) {
-        Ok(d) => d,
-        Err(TimeError::BadChar(c)) => return Err(Some(format!("unexpected character '{c}'."))),
-        Err(e) => return Err(Some(time_error_message("time", t, &e))),
-    };
-    let mut next = 4;
-    let mut at_least = None;
-    if a.get(2) == Some(&"at-least") {
-        let Some(s) = a.get(3) else {
-            return Err(Some("missing argument for 'at-least'.".into()));
+/// `wait-for-body time <time> [at-least <bytes>]`, the two options in any order (as HAProxy).
+fn wait_for_body(
+    a: &[&str],
+    line: &Line,
+    diags: &mut Diags,
+) -> Result<(HttpAction, usize), Option<String>> {
+    let (mut time, mut at_least, mut i) = (None, None, 0);
+    while let Some(&opt) = a.get(i).filter(|o| **o == "time" || **o == "at-least") {
+        let Some(v) = a.get(i + 1).filter(|v| !v.is_empty()) else {
+            return Err(Some(format!("missing argument for '{opt}'.")));
         };
-        at_least = Some(parse_size(s).map_err(|c| Some(format!("unexpected character '{c}'.")))?);
-        next = 6;
+        if opt == "time" {
+            time = Some(match read_time(v) {
+                Ok(t) => {
+                    if let Some(w) = t.warning {
+                        diags.warning(line, w);
+                    }
+                    t.value
+                }
+                Err(TimeError::Overflow) => {
+                    let msg = "time overflow (maximum value is 2147483647 ms or ~24.8 days).";
+                    return Err(Some(msg.into()));
+                }
+                Err(TimeError::BadChar(c)) => {
+                    return Err(Some(format!("unexpected character '{c}'.")))
+                }
+                Err(TimeError::Missing) => {
+                    return Err(Some(format!("missing argument for '{opt}'.")))
+                }
+            });
+        } else {
+            let n = parse_size(v).map_err(|c| Some(format!("unexpected character '{c}'.")))?;
+            at_least = Some(u64::from(n));
+        }
+        i += 2;
     }
-    Ok((HttpAction::WaitForBody { time, at_least }, next))
+    let Some(time) = time else {
+        return Err(Some("expects time <time> [ at-least <bytes> ].".into()));
+    };
+    Ok((HttpAction::WaitForBody { time, at_least }, 2 + i))
 }
 
 fn set_status(a: &[&str]) -> Result<(HttpAction, usize), Option<String>> {
@@ -942,13 +972,21 @@ pub fn tcp_request(b: &mut ProxyBuild, line: &Line, which: &str, diags: &mut Dia
             "'tcp-request inspect-delay' expects a positive delay in milliseconds, in {}",
             who(p)
         );
-        return match parse_time(v) {
-            Ok(d) => b.proxy.inspect_delay = (!d.is_zero()).then_some(d),
+        return match read_time(v) {
+            Ok(t) => {
+                if let Some(w) = t.warning {
+                    diags.warning(line, w);
+                }
+                b.proxy.inspect_delay = (!t.value.is_zero()).then_some(t.value);
+            }
             Err(TimeError::Missing) => diags.alert(line, base),
             Err(TimeError::BadChar(c)) => {
                 diags.alert(line, format!("{base} (unexpected character '{c}')"))
             }
-            Err(e) => diags.alert(line, time_error_message("tcp-request inspect-delay", v, &e)),
+            Err(TimeError::Overflow) => diags.alert(
+                line,
+                format!("{base} (timer overflow in '{v}', maximum value is 2147483647 ms or ~24.8 days)"),
+            ),
         };
     }
     let (list, ctx, order) = if which == "connection" {
@@ -1230,5 +1268,16 @@ mod tests {
         assert_eq!(parse_size("1k"), Ok(1024));
         assert_eq!(parse_size("2m"), Ok(2 << 20));
         assert_eq!(parse_size("1x"), Err('x'));
+        assert_eq!(parse_size("3G"), Ok(3 << 30));
+    }
+
+    #[test]
+    fn sizes_stop_where_haproxys_parse_size_err_stops() {
+        // The character after a unit is the one named; sizes are 32-bit.
+        assert_eq!(parse_size("10kb"), Err('b'));
+        assert_eq!(parse_size("4g"), Err('g'));
+        assert_eq!(parse_size("4294967295"), Ok(u32::MAX));
+        assert_eq!(parse_size("5000000000"), Err('0'));
+        assert_eq!(parse_size("k"), Err('k'));
     }
 }
