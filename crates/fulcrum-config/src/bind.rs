@@ -1,6 +1,7 @@
 //! `bind` lines: listening address forms (`:80`, `*:80`, `ip:port`, `[v6]:port`, `:::80`,
-//! `ipv4@`/`ipv6@`, `unix@/path`, `/path`, `fd@<n>`, port ranges, comma lists) and the bind
-//! options Fulcrum supports (`name`, `backlog`, `v4v6`, `maxconn`).
+//! `host:port`, `ipv4@`/`ipv6@`, `unix@/path`, `/path`, `fd@<n>`, port ranges, comma lists)
+//! and the bind options Fulcrum supports (`name`, `backlog`, `v4v6`, `maxconn`). Host names are
+//! checked as HAProxy checks them before resolving, and kept: the engine resolves them.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
@@ -10,13 +11,7 @@ use crate::keywords;
 use crate::lexer::Line;
 use crate::model::{Bind, BindAddr};
 
-/// Address families a `bind` or `server` may be restricted to by its prefix.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Family {
-    Any,
-    V4,
-    V6,
-}
+pub use crate::model::Family;
 
 /// Splits a `<family>@` prefix off an address. Returns `Err(prefix)` for families Fulcrum
 /// does not support yet (`abns@`, `udp@`, `quic4@`, `sockpair@`...).
@@ -121,10 +116,31 @@ pub fn parse_bind_addr(text: &str) -> Result<Vec<BindAddr>, String> {
         .map_err(|p| format!("address family '{p}' is not supported yet in '{text}'"))?;
     let (host, port) =
         split_host_port(rest).ok_or_else(|| format!("missing port specification in '{text}'"))?;
-    let ip =
-        bind_ip(host, family).ok_or_else(|| format!("invalid address: '{host}' in '{text}'"))?;
+    let invalid = || format!("invalid address: '{host}' in '{text}'");
+    let ip = match host.parse::<IpAddr>() {
+        Err(_) if !matches!(host, "" | "*") => None,
+        _ => Some(bind_ip(host, family).ok_or_else(invalid)?),
+    };
+    if ip.is_none() && !is_host_name(host) {
+        return Err(invalid());
+    }
     let (lo, hi) = port_range(port)?;
-    Ok((lo..=hi).map(|p| BindAddr::Inet(SocketAddr::new(ip, p))).collect())
+    Ok((lo..=hi)
+        .map(|p| match ip {
+            Some(ip) => BindAddr::Inet(SocketAddr::new(ip, p)),
+            None => BindAddr::Host { name: host.into(), port: p, family, text: text.into() },
+        })
+        .collect())
+}
+
+/// What HAProxy accepts to resolve (`resolv_hostname_validation()`): at most 255 characters,
+/// labels of at most 63 letters, digits, `-` and `_`, separated by dots. Dotted numbers that
+/// are not an IP address (`1.2.3`, `010.0.0.1`) qualify too: the resolver reads them.
+fn is_host_name(host: &str) -> bool {
+    let label_ok = |l: &str| {
+        l.len() <= 63 && l.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
+    };
+    !host.is_empty() && host.len() <= 255 && host.split('.').all(label_ok)
 }
 
 /// Splits `host:port` / `[v6]:port` at the last colon; `None` when there is no port part.
@@ -197,10 +213,39 @@ mod tests {
         assert_eq!(e(":70000"), "invalid port '70000'");
         assert_eq!(e(":0"), "invalid port '0'");
         assert_eq!(e(":8000-7999"), "invalid port range '8000-7999'");
-        assert_eq!(e("bogus:80"), "invalid address: 'bogus' in 'bogus:80'");
+        assert_eq!(e("bo!gus:80"), "invalid address: 'bo!gus' in 'bo!gus:80'");
+        assert_eq!(e("[::1:80"), "missing port specification in '[::1:80'");
+        let long = format!("{}.example:80", "a".repeat(64));
+        assert_eq!(e(&long), format!("invalid address: '{}' in '{long}'", &long[..long.len() - 3]));
         assert_eq!(e("ipv4@::1:80"), "invalid address: '::1' in 'ipv4@::1:80'");
         assert_eq!(e("fd@x"), "file descriptor 'x' is not a valid integer in 'fd@x'");
         assert_eq!(e("abns@foo"), "address family 'abns@' is not supported yet in 'abns@foo'");
+    }
+
+    #[test]
+    fn host_names_are_kept_for_the_engine_to_resolve() {
+        let host = |name: &str, port: u16, family: Family, text: &str| BindAddr::Host {
+            name: name.into(),
+            port,
+            family,
+            text: text.into(),
+        };
+        assert_eq!(
+            addrs("localhost:5000"),
+            [host("localhost", 5000, Family::Any, "localhost:5000")]
+        );
+        assert_eq!(
+            addrs("ipv6@my-host_1.example:80-81"),
+            [
+                host("my-host_1.example", 80, Family::V6, "ipv6@my-host_1.example:80-81"),
+                host("my-host_1.example", 81, Family::V6, "ipv6@my-host_1.example:80-81"),
+            ]
+        );
+        assert_eq!(addrs("[localhost]:80"), [host("localhost", 80, Family::Any, "[localhost]:80")]);
+        // Not IP addresses, but names the resolver may read (as HAProxy lets getaddrinfo do).
+        assert_eq!(addrs("1.2.3:80"), [host("1.2.3", 80, Family::Any, "1.2.3:80")]);
+        let odd = "1.18446744073709551616.0.2:80";
+        assert_eq!(addrs(odd), [host("1.18446744073709551616.0.2", 80, Family::Any, odd)]);
     }
 
     fn bind(text: &str) -> (Option<Bind>, Vec<String>) {

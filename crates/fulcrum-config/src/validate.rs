@@ -153,6 +153,7 @@ fn missing_timeouts(p: &Proxy, out: &mut Vec<Diagnostic>) {
 fn addr_text(a: &BindAddr) -> String {
     match a {
         BindAddr::Inet(sa) => sa.to_string(),
+        BindAddr::Host { name, port, .. } => format!("{name}:{port}"),
         BindAddr::Unix(path) => format!("unix@{}", path.display()),
         BindAddr::Fd(fd) => format!("fd@{fd}"),
     }

@@ -155,7 +155,17 @@ fn load_config(args: &Args) -> Option<cfg::Config> {
             return None;
         }
     };
-    match cfg::load(&sources, &|k| std::env::var(k).ok()) {
+    // As HAProxy, `bind` host names are resolved while the configuration is read: a name that
+    // does not resolve is a configuration error.
+    let loaded = cfg::load(&sources, &|k| std::env::var(k).ok()).and_then(|mut loaded| {
+        let errors = listener::resolve_binds(&mut loaded.config);
+        if errors.is_empty() {
+            Ok(loaded)
+        } else {
+            Err(loaded.diagnostics.into_iter().chain(errors).collect())
+        }
+    });
+    match loaded {
         Ok(loaded) => {
             for d in &loaded.diagnostics {
                 print_diag(d, args.quiet);
@@ -343,6 +353,7 @@ fn open_listeners(
 fn show(addr: &cfg::BindAddr) -> String {
     match addr {
         cfg::BindAddr::Inet(a) => format!("[{a}]"),
+        cfg::BindAddr::Host { text, .. } => format!("[{text}]"),
         cfg::BindAddr::Unix(p) => format!("[unix@{}]", p.display()),
         cfg::BindAddr::Fd(n) => format!("[fd@{n}]"),
     }

@@ -137,3 +137,32 @@ fn cc_evaluates_a_condition_like_haproxy() {
     assert_eq!(run(&["-cc", "feature(REUSEPORT) && !feature(NOPE)"]).0, 0);
     assert_eq!(run(&["-cc", "streq(a,b)"]).0, 1);
 }
+
+#[test]
+fn bind_host_names_are_resolved_by_the_check_and_the_unresolvable_ones_refused() {
+    let (code, out, lines) = check_clean(
+        "bind-names",
+        &format!(
+            "defaults\n{T}listen x\n bind localhost:8001\n bind nosuchhost.invalid:80\n\
+             bind 1.18446744073709551616.0.2:80\n server a 127.0.0.1:2\n"
+        ),
+    );
+    assert_eq!(code, 1, "{lines:?}");
+    assert!(!out.contains("valid"));
+    let got: Vec<String> =
+        lines.iter().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+    assert_eq!(
+        got,
+        [
+            "[ALERT] : config : parsing [check.cfg:7] : 'bind' : invalid address: 'nosuchhost.invalid' in 'nosuchhost.invalid:80'",
+            "[ALERT] : config : parsing [check.cfg:8] : 'bind' : invalid address: '1.18446744073709551616.0.2' in '1.18446744073709551616.0.2:80'",
+            "[ALERT] : config : Error(s) found in configuration file : check.cfg",
+            "[ALERT] : config : Fatal errors found in configuration.",
+        ]
+    );
+    let (code, out, lines) = check_clean(
+        "bind-localhost",
+        &format!("defaults\n{T}listen x\n bind localhost:8001\n server a 127.0.0.1:2\n"),
+    );
+    assert_eq!((code, out.trim()), (0, "Configuration file is valid"), "{lines:?}");
+}
