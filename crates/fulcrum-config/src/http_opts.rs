@@ -361,7 +361,8 @@ pub fn http_error(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
         diags.warning(line, w);
     }
     let code = parsed.reply.status;
-    b.errors.push(ErrorEntry::Direct(code, ErrorSource::Reply(parsed.reply)));
+    let source = ErrorSource::Reply { reply: parsed.reply, span: line.span.clone() };
+    b.errors.push(ErrorEntry::Direct(code, source));
 }
 
 /// Applies a proxy's error entries in order, now that every `http-errors` section is known.

@@ -149,8 +149,8 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
                 Ok(b) => {
                     replaced.insert(*status, Arc::<[u8]>::from(b));
                 }
-                Err(e) => errors.push(format!(
-                    "parsing [{span}] : error while reading errorfile '{}' : {e}",
+                Err(_) => errors.push(format!(
+                    "parsing [{span}] : errorfile : error opening file '{}'.",
                     path.display()
                 )),
             },
@@ -162,9 +162,15 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
                 );
                 replaced.insert(*status, Arc::<[u8]>::from(msg.into_bytes()));
             }
-            cfg::ErrorSource::Reply(r) => {
-                replaced.insert(*status, Arc::<[u8]>::from(static_reply(r)));
-            }
+            cfg::ErrorSource::Reply { reply, span } => match static_reply(reply) {
+                Ok(r) => {
+                    replaced.insert(*status, Arc::<[u8]>::from(r));
+                }
+                Err(path) => errors.push(format!(
+                    "parsing [{span}] : http-error : error opening file '{}'",
+                    path.display()
+                )),
+            },
         }
     }
     let addr = |f: &Option<cfg::ForwardFor>| {
@@ -245,8 +251,9 @@ fn retry_on(list: &[cfg::RetryOn]) -> crate::http::RetryOn {
     r
 }
 
-/// An `http-error status` reply without log-format parts, rendered once into a raw response.
-fn static_reply(r: &cfg::Reply) -> Vec<u8> {
+/// An `http-error status` reply without log-format parts, rendered once into a raw response;
+/// `Err` names a `file` payload that cannot be read.
+fn static_reply(r: &cfg::Reply) -> Result<Vec<u8>, &std::path::Path> {
     let body: &[u8] = match &r.body {
         cfg::ReplyBody::String(s) => s.as_bytes(),
         cfg::ReplyBody::LfString(f) => f.text.as_bytes(),
@@ -255,7 +262,7 @@ fn static_reply(r: &cfg::Reply) -> Vec<u8> {
     let file_body;
     let body = match &r.body {
         cfg::ReplyBody::File(p) => {
-            file_body = std::fs::read(p).unwrap_or_default();
+            file_body = std::fs::read(p).map_err(|_| p.as_path())?;
             &file_body[..]
         }
         _ => body,
@@ -264,7 +271,7 @@ fn static_reply(r: &cfg::Reply) -> Vec<u8> {
     // text is used as written.
     let headers: Vec<(&[u8], &[u8])> =
         r.headers.iter().map(|(n, f)| (n.as_bytes(), f.text.as_bytes())).collect();
-    crate::http::reply::raw(r.status, r.content_type.as_deref(), &headers, body)
+    Ok(crate::http::reply::raw(r.status, r.content_type.as_deref(), &headers, body))
 }
 
 fn frontend(p: &cfg::Proxy, backend: Option<Arc<Backend>>) -> Frontend {
