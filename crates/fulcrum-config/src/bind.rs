@@ -7,7 +7,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 
 use crate::args::{parse_u32, Diags};
-use crate::keywords;
+use crate::keywords::{self, Status};
 use crate::lexer::Line;
 use crate::model::{Bind, BindAddr};
 
@@ -58,44 +58,50 @@ pub fn parse_bind(line: &Line, section: &str, diags: &mut Diags) -> Option<Bind>
     bind_options(line, section, &mut bind, diags).map(|()| bind)
 }
 
+/// Reads the options after the address. Every option Fulcrum does not support yet is reported
+/// (an option's value is skipped as HAProxy skips it); an unknown keyword ends the line, as in
+/// HAProxy (what follows it cannot be read). `None` when anything was refused.
 fn bind_options(line: &Line, section: &str, bind: &mut Bind, diags: &mut Diags) -> Option<()> {
     let prefix = format!("'bind {}' in section '{section}'", line.arg(1));
+    let mut ok = true;
     let mut i = 2;
     while i < line.words.len() {
         let opt = line.arg(i);
         let val = line.arg(i + 1);
-        let status = keywords::find(keywords::BIND_OPTIONS, opt).map(|k| k.status);
-        let number = |what: &str, diags: &mut Diags| {
+        let Some(kw) = keywords::find(keywords::BIND_OPTIONS, opt) else {
+            diags.alert(line, format!("{prefix}: unknown keyword '{opt}'."));
+            return None;
+        };
+        let number = |diags: &mut Diags| {
             let v = parse_u32(val);
             if v.is_none() {
-                diags.alert(
-                    line,
-                    format!("{prefix} : '{opt}' : {what} expects an integer argument, got '{val}'"),
-                );
+                let msg =
+                    format!("{prefix} : '{opt}' : {opt} expects an integer argument, got '{val}'");
+                diags.alert(line, msg);
             }
             v
         };
-        match (opt, status) {
-            ("v4v6", _) => bind.v4v6 = true,
-            ("name", _) if val.is_empty() => {
-                diags.alert(line, format!("{prefix} : 'name' : missing name"));
-                return None;
-            }
-            ("name", _) => bind.name = Some(val.to_string()),
-            ("backlog", _) => bind.backlog = Some(number("backlog", diags)?),
-            ("maxconn", _) => bind.maxconn = Some(number("maxconn", diags)?),
-            (_, None) => {
-                diags.alert(line, format!("{prefix}: unknown keyword '{opt}'."));
-                return None;
-            }
-            (_, Some(_)) => {
+        match opt {
+            _ if !matches!(kw.status, Status::Supported | Status::Partial(_)) => {
                 diags.alert(line, format!("{prefix}: '{opt}' is not supported yet"));
-                return None;
+                ok = false;
             }
+            "v4v6" => bind.v4v6 = true,
+            "name" if val.is_empty() => {
+                diags.alert(line, format!("{prefix} : 'name' : missing name"));
+                ok = false;
+            }
+            "name" => bind.name = Some(val.to_string()),
+            "backlog" | "maxconn" => {
+                let v = number(diags);
+                ok &= v.is_some();
+                *if opt == "backlog" { &mut bind.backlog } else { &mut bind.maxconn } = v;
+            }
+            _ => {}
         }
-        i += if opt == "v4v6" { 1 } else { 2 };
+        i += 1 + keywords::bind_option_args(opt);
     }
-    Some(())
+    ok.then_some(())
 }
 
 /// Parses one address of a bind list; a port range gives one address per port.
@@ -268,10 +274,35 @@ mod tests {
     }
 
     #[test]
+    fn every_unsupported_option_of_a_line_is_reported() {
+        let (b, d) = bind("bind :80 ssl crt /x.pem alpn h2,http/1.1 accept-proxy name web tfo");
+        assert!(b.is_none());
+        let p = "'bind :80' in section 'frontend': ";
+        let want: Vec<String> = ["ssl", "crt", "alpn", "accept-proxy", "tfo"]
+            .iter()
+            .map(|o| format!("{p}'{o}' is not supported yet"))
+            .collect();
+        assert_eq!(d, want);
+        // A bad value does not stop the reading either; an unknown keyword does.
+        let (_, d) = bind("bind :80 backlog x ssl bogus maxconn y");
+        assert_eq!(
+            d,
+            [
+                "'bind :80' in section 'frontend' : 'backlog' : backlog expects an integer argument, got 'x'".to_string(),
+                format!("{p}'ssl' is not supported yet"),
+                format!("{p}unknown keyword 'bogus'."),
+            ]
+        );
+    }
+
+    #[test]
     fn option_errors() {
         assert_eq!(
             bind("bind :80 ssl crt x").1,
-            ["'bind :80' in section 'frontend': 'ssl' is not supported yet"]
+            [
+                "'bind :80' in section 'frontend': 'ssl' is not supported yet",
+                "'bind :80' in section 'frontend': 'crt' is not supported yet"
+            ]
         );
         assert_eq!(
             bind("bind :80 bogus").1,

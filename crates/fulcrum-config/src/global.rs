@@ -23,8 +23,20 @@ const CPU_MAP_USAGE: &str = "cpu-map expects a process number  ('all', 'odd', 'e
 /// Parses one line of a `global` section into `g`.
 pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
     let kw = line.arg(0);
+    // `stats` is a family: `stats socket`, `stats timeout`...
+    let stats_kw;
+    let kw = if kw == "stats" {
+        stats_kw = format!("stats {}", line.arg(1));
+        stats_kw.as_str()
+    } else {
+        kw
+    };
     let Some(entry) = keywords::find(keywords::GLOBAL, kw) else {
-        diags.alert(line, format!("unknown keyword '{kw}' in 'global' section"));
+        let msg = match kw.strip_prefix("stats ") {
+            Some(sub) => format!("'stats' only supports 'socket', 'maxconn', 'bind-process' and 'timeout' (got '{sub}')"),
+            None => format!("unknown keyword '{kw}' in 'global' section"),
+        };
+        diags.alert(line, msg);
         return;
     };
     match entry.status {

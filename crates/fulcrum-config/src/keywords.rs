@@ -111,7 +111,10 @@ pub static GLOBAL: &[Keyword] = &[
     g("ssl-provider-path", NotYet),
     g("ssl-server-verify", NotYet),
     g("ssl-skip-self-issued-ca", NotYet),
-    g("stats", NotYet),
+    g("stats bind-process", NotYet),
+    g("stats maxconn", NotYet),
+    g("stats socket", NotYet),
+    g("stats timeout", NotYet),
     g("strict-limits", NotYet),
     g("uid", Supported),
     g("ulimit-n", Supported),
@@ -349,6 +352,7 @@ pub static PROXY: &[Keyword] = &[
     p("stats scope", D|F|L|B, NotYet),
     p("stats show-desc", D|F|L|B, NotYet),
     p("stats show-legends", D|F|L|B, NotYet),
+    p("stats show-modules", D|F|L|B, NotYet),
     p("stats show-node", D|F|L|B, NotYet),
     p("stats uri", D|F|L|B, NotYet),
     p("stick match", L|B, NotYet),
@@ -462,6 +466,58 @@ pub static BIND_OPTIONS: &[Keyword] = &[
     g("v6only", NotYet),
     g("verify", NotYet),
 ];
+
+/// The bind options that take a value (HAProxy's bind keyword table: `skip` 1); the others
+/// take none.
+const BIND_OPTIONS_WITH_VALUE: &[&str] = &[
+    "accept-netscaler-cip",
+    "alpn",
+    "backlog",
+    "ca-file",
+    "ca-ignore-err",
+    "ca-sign-file",
+    "ca-sign-pass",
+    "ca-verify-file",
+    "ciphers",
+    "ciphersuites",
+    "crl-file",
+    "crt",
+    "crt-ignore-err",
+    "crt-list",
+    "curves",
+    "ecdhe",
+    "expose-fd",
+    "gid",
+    "group",
+    "id",
+    "interface",
+    "level",
+    "maxconn",
+    "mode",
+    "mss",
+    "name",
+    "namespace",
+    "nice",
+    "npn",
+    "process",
+    "proto",
+    "quic-cc-algo",
+    "severity-output",
+    "shards",
+    "ssl-max-ver",
+    "ssl-min-ver",
+    "tcp-ut",
+    "thread",
+    "tls-ticket-keys",
+    "uid",
+    "user",
+    "verify",
+];
+
+/// How many words follow bind option `name` as its value (0 or 1).
+pub fn bind_option_args(name: &str) -> usize {
+    usize::from(BIND_OPTIONS_WITH_VALUE.contains(&name))
+}
 
 /// Server and default-server options (manual §5.2).
 pub static SERVER_OPTIONS: &[Keyword] = &[
@@ -757,6 +813,9 @@ mod tests {
 
     #[test]
     fn no_duplicates() {
+        for name in BIND_OPTIONS_WITH_VALUE {
+            assert!(find(BIND_OPTIONS, name).is_some(), "{name} is not a bind option");
+        }
         for table in [GLOBAL, PROXY, BIND_OPTIONS, SERVER_OPTIONS] {
             for (i, k) in table.iter().enumerate() {
                 assert!(table[..i].iter().all(|o| o.name != k.name), "duplicate {}", k.name);

@@ -181,6 +181,14 @@ fn unknown(b: &ProxyBuild, line: &Line, words: &[String], diags: &mut Diags) {
         ),
         "monitor" => "'monitor' only supports 'fail'.".to_string(),
         "capture" => "'capture' expects 'cookie' or 'request header' or 'response header'.".to_string(),
+        "stats" => {
+            let what = if second.is_empty() {
+                "missing keyword in 'stats'".to_string()
+            } else {
+                format!("unknown stats parameter '{second}'")
+            };
+            format!("{what}, expects 'admin', 'uri', 'realm', 'auth', 'scope', 'enable', 'hide-version', 'show-node', 'show-desc' or 'show-legends'.")
+        }
         "timeout" => format!("'timeout' supports 'client', 'server', 'connect', 'check', 'queue', 'http-keep-alive', 'http-request', 'tunnel', 'tarpit', 'client-fin' and 'server-fin' (got '{second}')"),
         _ if keywords::is_proxy_family(first) => format!("'{first}' is not supported yet"),
         _ => format!("unknown keyword '{first}' in '{}' section", b.section.keyword()),
