@@ -330,12 +330,17 @@ fn action_base(action: &str) -> (&str, bool) {
     }
 }
 
+/// HAProxy's `action_lookup()`: a keyword its list shows as `name(*)` matches any action that
+/// starts with `name` (`track-sc0`, `set-var(txn.x)`), the others match exactly.
+fn matches_action(listed: &str, action: &str) -> bool {
+    match listed.strip_suffix("(*)") {
+        Some(prefix) => action.starts_with(prefix),
+        None => listed == action,
+    }
+}
+
 fn is_known_action(which: HttpWhich, action: &str) -> bool {
-    let (base, _) = action_base(action);
-    which.known().iter().any(|k| match k.strip_suffix("(*)") {
-        Some(prefix) => base == prefix,
-        None => *k == action,
-    })
+    which.known().iter().any(|k| matches_action(k, action))
 }
 
 /// Parses an `http-request`, `http-response` or `http-after-response` line.
@@ -937,17 +942,9 @@ const TCP_CONNECTION_ACTIONS: &str = "'accept', 'reject', 'capture', 'expect-pro
 const TCP_CONTENT_ACTIONS: &str = "'accept', 'reject', 'capture', 'expect-proxy', 'expect-netscaler-cip', 'track-sc0' ... 'track-sc2', 'ot-group', 'set-log-level', 'set-nice', 'switch-mode', 'use-service', 'sc-inc-gpc(*)', 'sc-inc-gpc0(*)', 'sc-inc-gpc1(*)', 'sc-set-gpt(*)', 'sc-set-gpt0(*)', 'send-spoe-group', 'do-resolve(*)', 'set-var-fmt(*)', 'set-var(*)', 'unset-var(*)', 'set-src', 'set-src-port', 'set-dst', 'set-dst-port', 'set-mark', 'set-tos', 'silent-drop', 'set-priority-class', 'set-priority-offset'";
 
 fn tcp_action_known(list: &str, action: &str) -> bool {
-    let (base, _) = action_base(action);
-    if matches!(action, "track-sc0" | "track-sc1" | "track-sc2") {
-        return true;
-    }
-    list.split(", ").any(|k| {
-        let k = k.trim_matches('\'');
-        match k.strip_suffix("(*)") {
-            Some(prefix) => base == prefix,
-            None => k == action,
-        }
-    })
+    // HAProxy lists `track-sc0` ... `track-sc2` but registers the `track-sc` prefix.
+    action.starts_with("track-sc")
+        || list.split(", ").any(|k| matches_action(k.trim_matches('\''), action))
 }
 
 /// `tcp-request connection|content|inspect-delay ...` (the keyword table resolved `which`).
@@ -1239,6 +1236,22 @@ mod tests {
         }
         assert!(HttpWhich::Response.supported("silent-drop"));
         assert!(!is_known_action(HttpWhich::After, "silent-drop"));
+    }
+
+    #[test]
+    fn an_action_listed_with_a_star_is_known_by_its_prefix_as_in_haproxy() {
+        // Named in the list as `track-sc(*)`: never refused with a message listing it.
+        for a in ["track-sc0", "track-sc1", "track-sc2", "sc-inc-gpc0(0)", "set-var(txn.x)"] {
+            assert!(is_known_action(HttpWhich::Request, a), "{a}");
+        }
+        assert!(is_known_action(HttpWhich::Response, "track-sc1"));
+        assert!(!is_known_action(HttpWhich::After, "track-sc0"));
+        assert!(!is_known_action(HttpWhich::Request, "track"));
+        for a in ["track-sc0", "track-sc2", "sc-set-gpt0(1)", "set-var(sess.x)"] {
+            assert!(tcp_action_known(TCP_CONTENT_ACTIONS, a), "{a}");
+            assert!(tcp_action_known(TCP_CONNECTION_ACTIONS, a), "{a}");
+        }
+        assert!(!tcp_action_known(TCP_CONNECTION_ACTIONS, "set-log-level"));
     }
 
     #[test]
