@@ -160,7 +160,8 @@ pub fn parse_line(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
     }
     match kw.status {
         Status::NotYet => return diags.alert(line, format!("'{}' is not supported yet", kw.name)),
-        Status::Obsolete(why) => return diags.alert(line, why),
+        // HAProxy's message for `monitor-net` quotes the network given.
+        Status::Obsolete(why) => return diags.alert(line, why.replace("<net>", line.arg(1))),
         Status::Supported | Status::Partial(_) => {}
     }
     dispatch(b, line, kw.name, negated, diags);
