@@ -1226,12 +1226,10 @@ impl Session<'_> {
                 key.extend_from_slice(v);
             }
             HashKey::Hdr { name, domain_only } => {
-                let Some(mut v) = req.header(name.as_bytes()) else { return KeyKind::None };
-                if *domain_only {
-                    // The host part only (no port), and only its two last labels? HAProxy:
-                    // the part after the last-but-one dot is not hashed.
-                    v = v.split(|&c| c == b':').next().unwrap_or(v);
-                }
+                let v = req.header(name.as_bytes());
+                let Some(v) = v.and_then(|v| super::hdr_hash_key(v, *domain_only)) else {
+                    return KeyKind::None;
+                };
                 key.extend_from_slice(v);
             }
         }
