@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use crate::acl::{self, CondEnv};
-use crate::args::{no_extra, Diags};
+use crate::args::{no_extra, parse_size, Diags};
 use crate::duration::{read_time, TimeError};
 use crate::lexer::Line;
 use crate::logformat;
@@ -596,35 +596,6 @@ fn var_action(line: &Line, base: &str, at: At) -> ActionResult {
         )));
     }
     Ok((HttpAction::SetVar { scope, name, expr: parsed.expr }, 3))
-}
-
-/// A size as HAProxy's `parse_size_err()` reads it: digits and an optional `k`, `m` or `g`
-/// (either case, powers of 1024), within 32 bits. `Err` holds the character where reading
-/// stopped (a digit when the number itself is too large).
-fn parse_size(text: &str) -> Result<u32, char> {
-    let bytes = text.as_bytes();
-    let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
-    if digits == 0 {
-        return Err(text.chars().next().unwrap_or(' '));
-    }
-    let mut v: u32 = 0;
-    for &d in &bytes[..digits] {
-        v = v.checked_mul(10).and_then(|v| v.checked_add(u32::from(d - b'0'))).ok_or(d as char)?;
-    }
-    let shift = match bytes.get(digits) {
-        None => return Ok(v),
-        Some(b'k' | b'K') => 10,
-        Some(b'm' | b'M') => 20,
-        Some(b'g' | b'G') => 30,
-        Some(_) => return Err(text[digits..].chars().next().unwrap_or(' ')),
-    };
-    if v > u32::MAX >> shift {
-        return Err(bytes[digits] as char);
-    }
-    match text[digits + 1..].chars().next() {
-        Some(c) => Err(c),
-        None => Ok(v << shift),
-    }
 }
 
 /// `wait-for-body time <time> [at-least <bytes>]`, the two options in any order (as HAProxy).
@@ -1273,24 +1244,5 @@ mod tests {
         assert_eq!((r.kind, r.code), (RedirectKind::Scheme, 302));
         assert!(parse_redirect(&line("redirect location /x code 305"), 1, Ctx::HttpRequest, true)
             .is_err());
-    }
-
-    #[test]
-    fn sizes_take_binary_suffixes() {
-        assert_eq!(parse_size("10"), Ok(10));
-        assert_eq!(parse_size("1k"), Ok(1024));
-        assert_eq!(parse_size("2m"), Ok(2 << 20));
-        assert_eq!(parse_size("1x"), Err('x'));
-        assert_eq!(parse_size("3G"), Ok(3 << 30));
-    }
-
-    #[test]
-    fn sizes_stop_where_haproxys_parse_size_err_stops() {
-        // The character after a unit is the one named; sizes are 32-bit.
-        assert_eq!(parse_size("10kb"), Err('b'));
-        assert_eq!(parse_size("4g"), Err('g'));
-        assert_eq!(parse_size("4294967295"), Ok(u32::MAX));
-        assert_eq!(parse_size("5000000000"), Err('0'));
-        assert_eq!(parse_size("k"), Err('k'));
     }
 }
