@@ -292,11 +292,11 @@ pub fn check_acl_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("'acl' expects an ACL name and a criterion.".into());
     }
-    if name == "or" || name == "||" {
-        return Err(format!("acl name '{name}' will never match. 'or' is used to express a logical disjunction within a condition."));
-    }
     if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || "-_.:".contains(*c))) {
         return Err(format!("character '{c}' is not permitted in acl name '{name}'."));
+    }
+    if name.eq_ignore_ascii_case("or") {
+        return Err(format!("acl name '{name}' will never match. 'or' is used to express a logical disjunction within a condition."));
     }
     Ok(())
 }
@@ -386,7 +386,11 @@ pub struct ParsedCond {
     pub warnings: Vec<String>,
 }
 
-/// Parses `if|unless <terms>` (`words[0]` is `if` or `unless`).
+/// Parses `if|unless <terms>` (`words[0]` is `if` or `unless`) as HAProxy's
+/// `parse_acl_cond()` does: `or` (any case) and `||` start a new AND-group, leading `!`s
+/// toggle the next term's negation, and what names no term is ignored (a lone `!`, a `!` just
+/// before `or`, an `or` with no term on one side). A condition without any term never applies
+/// (`if`), or always does (`unless`).
 pub fn parse_condition(
     words: &[String],
     span: &Span,
@@ -410,11 +414,11 @@ pub fn parse_condition(
             i += 1;
             continue;
         }
-        if w == "||" || w == "or" {
-            if negate || groups.last().is_some_and(Vec::is_empty) {
-                return Err(format!("'{w}' must follow a condition term."));
+        if w == "||" || w.eq_ignore_ascii_case("or") {
+            if groups.last().is_some_and(|g| !g.is_empty()) {
+                groups.push(Vec::new());
             }
-            groups.push(Vec::new());
+            negate = false;
             i += 1;
             continue;
         }
@@ -436,17 +440,7 @@ pub fn parse_condition(
         }
         negate = false;
     }
-    if negate {
-        return Err("'!' must be followed by a condition term.".into());
-    }
-    if groups.iter().any(Vec::is_empty) {
-        let msg = if groups.len() == 1 {
-            format!("missing condition after '{}'.", if unless { "unless" } else { "if" })
-        } else {
-            "'||' must be followed by a condition term.".into()
-        };
-        return Err(msg);
-    }
+    groups.retain(|g| !g.is_empty());
     warnings.extend(conflicts.into_warning());
     Ok(ParsedCond { cond: Condition { unless, terms: groups }, warnings })
 }
@@ -720,13 +714,30 @@ mod tests {
             cond("if { }", &[]).err(),
             Some("missing fetch method in ACL expression ''.".into())
         );
-        assert_eq!(cond("if", &[]).err(), Some("missing condition after 'if'.".into()));
-        assert_eq!(
-            cond("if TRUE ||", &[]).err(),
-            Some("'||' must be followed by a condition term.".into())
-        );
-        assert!(cond("if || TRUE", &[]).is_err());
-        assert!(cond("if TRUE !", &[]).is_err());
+    }
+
+    #[test]
+    fn or_is_any_case_and_dangling_operators_are_ignored_as_in_haproxy() {
+        let acls = [named_acl("a", "path /a"), named_acl("b", "path /b")];
+        let shape = |s: &str| {
+            let c = cond(s, &acls).unwrap_or_else(|e| panic!("{s}: {e}")).cond;
+            c.terms.iter().map(|g| g.iter().map(|t| t.negate).collect()).collect::<Vec<Vec<_>>>()
+        };
+        for s in ["if a OR b", "if a Or b", "if a or b", "if a || b", "unless a OR b"] {
+            assert_eq!(shape(s), [[false], [false]], "{s}");
+        }
+        assert_eq!(shape("if || a"), [[false]]);
+        assert_eq!(shape("if a ||"), [[false]]);
+        assert_eq!(shape("if a or OR b"), [[false], [false]]);
+        // A `!` before `or` is dropped; one at the end names nothing.
+        assert_eq!(shape("if a ! OR b"), [[false], [false]]);
+        assert_eq!(shape("if a !OR b"), [[false], [false]]);
+        assert_eq!(shape("if a !"), [[false]]);
+        assert_eq!(shape("if"), Vec::<Vec<bool>>::new());
+        assert_eq!(shape("if !"), Vec::<Vec<bool>>::new());
+        assert!(cond("unless", &acls).expect("parses").cond.unless);
+        // `||` is exact: `|| ` glued to a name is a name.
+        assert_eq!(cond("if a ||b", &acls).err(), Some("no such ACL : '||b'.".into()));
     }
 
     #[test]

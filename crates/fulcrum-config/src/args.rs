@@ -1,4 +1,4 @@
-//! Small helpers shared by the keyword parsers: strict integer parsing, the
+//! Small helpers shared by the keyword parsers: strict integer and size parsing, the
 //! "cannot handle unexpected argument" check, and pushing diagnostics for a line.
 
 use crate::diag::Diagnostic;
@@ -61,6 +61,35 @@ pub fn parse_u32(s: &str) -> Option<u32> {
     parse_u64(s).and_then(|v| u32::try_from(v).ok())
 }
 
+/// A size as HAProxy's `parse_size_err()` reads it: digits and an optional `k`, `m` or `g`
+/// (either case, powers of 1024), within 32 bits. `Err` holds the character where reading
+/// stopped (a digit when the number itself is too large).
+pub fn parse_size(text: &str) -> Result<u32, char> {
+    let bytes = text.as_bytes();
+    let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 {
+        return Err(text.chars().next().unwrap_or(' '));
+    }
+    let mut v: u32 = 0;
+    for &d in &bytes[..digits] {
+        v = v.checked_mul(10).and_then(|v| v.checked_add(u32::from(d - b'0'))).ok_or(d as char)?;
+    }
+    let shift = match bytes.get(digits) {
+        None => return Ok(v),
+        Some(b'k' | b'K') => 10,
+        Some(b'm' | b'M') => 20,
+        Some(b'g' | b'G') => 30,
+        Some(_) => return Err(text[digits..].chars().next().unwrap_or(' ')),
+    };
+    if v > u32::MAX >> shift {
+        return Err(bytes[digits] as char);
+    }
+    match text[digits + 1..].chars().next() {
+        Some(c) => Err(c),
+        None => Ok(v << shift),
+    }
+}
+
 /// Reports the first argument past `max` words (keyword included) as HAProxy does:
 /// `'<kw>' cannot handle unexpected argument '<arg>'.` Returns false when there was one.
 pub fn no_extra(line: &Line, max: usize, kw: &str, diags: &mut Diags) -> bool {
@@ -94,5 +123,24 @@ mod tests {
         assert_eq!(parse_u32("-1"), None);
         assert_eq!(parse_u32("1k"), None);
         assert_eq!(parse_u32(""), None);
+    }
+
+    #[test]
+    fn sizes_take_binary_suffixes() {
+        assert_eq!(parse_size("10"), Ok(10));
+        assert_eq!(parse_size("1k"), Ok(1024));
+        assert_eq!(parse_size("2m"), Ok(2 << 20));
+        assert_eq!(parse_size("1x"), Err('x'));
+        assert_eq!(parse_size("3G"), Ok(3 << 30));
+    }
+
+    #[test]
+    fn sizes_stop_where_haproxys_parse_size_err_stops() {
+        // The character after a unit is the one named; sizes are 32-bit.
+        assert_eq!(parse_size("10kb"), Err('b'));
+        assert_eq!(parse_size("4g"), Err('g'));
+        assert_eq!(parse_size("4294967295"), Ok(u32::MAX));
+        assert_eq!(parse_size("5000000000"), Err('0'));
+        assert_eq!(parse_size("k"), Err('k'));
     }
 }

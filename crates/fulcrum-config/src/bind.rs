@@ -1,22 +1,17 @@
 //! `bind` lines: listening address forms (`:80`, `*:80`, `ip:port`, `[v6]:port`, `:::80`,
-//! `ipv4@`/`ipv6@`, `unix@/path`, `/path`, `fd@<n>`, port ranges, comma lists) and the bind
-//! options Fulcrum supports (`name`, `backlog`, `v4v6`, `maxconn`).
+//! `host:port`, `ipv4@`/`ipv6@`, `unix@/path`, `/path`, `fd@<n>`, port ranges, comma lists)
+//! and the bind options Fulcrum supports (`name`, `backlog`, `v4v6`, `maxconn`). Host names are
+//! checked as HAProxy checks them before resolving, and kept: the engine resolves them.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 
 use crate::args::{parse_u32, Diags};
-use crate::keywords;
+use crate::keywords::{self, Status};
 use crate::lexer::Line;
 use crate::model::{Bind, BindAddr};
 
-/// Address families a `bind` or `server` may be restricted to by its prefix.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Family {
-    Any,
-    V4,
-    V6,
-}
+pub use crate::model::Family;
 
 /// Splits a `<family>@` prefix off an address. Returns `Err(prefix)` for families Fulcrum
 /// does not support yet (`abns@`, `udp@`, `quic4@`, `sockpair@`...).
@@ -63,44 +58,50 @@ pub fn parse_bind(line: &Line, section: &str, diags: &mut Diags) -> Option<Bind>
     bind_options(line, section, &mut bind, diags).map(|()| bind)
 }
 
+/// Reads the options after the address. Every option Fulcrum does not support yet is reported
+/// (an option's value is skipped as HAProxy skips it); an unknown keyword ends the line, as in
+/// HAProxy (what follows it cannot be read). `None` when anything was refused.
 fn bind_options(line: &Line, section: &str, bind: &mut Bind, diags: &mut Diags) -> Option<()> {
     let prefix = format!("'bind {}' in section '{section}'", line.arg(1));
+    let mut ok = true;
     let mut i = 2;
     while i < line.words.len() {
         let opt = line.arg(i);
         let val = line.arg(i + 1);
-        let status = keywords::find(keywords::BIND_OPTIONS, opt).map(|k| k.status);
-        let number = |what: &str, diags: &mut Diags| {
+        let Some(kw) = keywords::find(keywords::BIND_OPTIONS, opt) else {
+            diags.alert(line, format!("{prefix}: unknown keyword '{opt}'."));
+            return None;
+        };
+        let number = |diags: &mut Diags| {
             let v = parse_u32(val);
             if v.is_none() {
-                diags.alert(
-                    line,
-                    format!("{prefix} : '{opt}' : {what} expects an integer argument, got '{val}'"),
-                );
+                let msg =
+                    format!("{prefix} : '{opt}' : {opt} expects an integer argument, got '{val}'");
+                diags.alert(line, msg);
             }
             v
         };
-        match (opt, status) {
-            ("v4v6", _) => bind.v4v6 = true,
-            ("name", _) if val.is_empty() => {
-                diags.alert(line, format!("{prefix} : 'name' : missing name"));
-                return None;
-            }
-            ("name", _) => bind.name = Some(val.to_string()),
-            ("backlog", _) => bind.backlog = Some(number("backlog", diags)?),
-            ("maxconn", _) => bind.maxconn = Some(number("maxconn", diags)?),
-            (_, None) => {
-                diags.alert(line, format!("{prefix}: unknown keyword '{opt}'."));
-                return None;
-            }
-            (_, Some(_)) => {
+        match opt {
+            _ if !matches!(kw.status, Status::Supported | Status::Partial(_)) => {
                 diags.alert(line, format!("{prefix}: '{opt}' is not supported yet"));
-                return None;
+                ok = false;
             }
+            "v4v6" => bind.v4v6 = true,
+            "name" if val.is_empty() => {
+                diags.alert(line, format!("{prefix} : 'name' : missing name"));
+                ok = false;
+            }
+            "name" => bind.name = Some(val.to_string()),
+            "backlog" | "maxconn" => {
+                let v = number(diags);
+                ok &= v.is_some();
+                *if opt == "backlog" { &mut bind.backlog } else { &mut bind.maxconn } = v;
+            }
+            _ => {}
         }
-        i += if opt == "v4v6" { 1 } else { 2 };
+        i += 1 + keywords::bind_option_args(opt);
     }
-    Some(())
+    ok.then_some(())
 }
 
 /// Parses one address of a bind list; a port range gives one address per port.
@@ -121,10 +122,31 @@ pub fn parse_bind_addr(text: &str) -> Result<Vec<BindAddr>, String> {
         .map_err(|p| format!("address family '{p}' is not supported yet in '{text}'"))?;
     let (host, port) =
         split_host_port(rest).ok_or_else(|| format!("missing port specification in '{text}'"))?;
-    let ip =
-        bind_ip(host, family).ok_or_else(|| format!("invalid address: '{host}' in '{text}'"))?;
+    let invalid = || format!("invalid address: '{host}' in '{text}'");
+    let ip = match host.parse::<IpAddr>() {
+        Err(_) if !matches!(host, "" | "*") => None,
+        _ => Some(bind_ip(host, family).ok_or_else(invalid)?),
+    };
+    if ip.is_none() && !is_host_name(host) {
+        return Err(invalid());
+    }
     let (lo, hi) = port_range(port)?;
-    Ok((lo..=hi).map(|p| BindAddr::Inet(SocketAddr::new(ip, p))).collect())
+    Ok((lo..=hi)
+        .map(|p| match ip {
+            Some(ip) => BindAddr::Inet(SocketAddr::new(ip, p)),
+            None => BindAddr::Host { name: host.into(), port: p, family, text: text.into() },
+        })
+        .collect())
+}
+
+/// What HAProxy accepts to resolve (`resolv_hostname_validation()`): at most 255 characters,
+/// labels of at most 63 letters, digits, `-` and `_`, separated by dots. Dotted numbers that
+/// are not an IP address (`1.2.3`, `010.0.0.1`) qualify too: the resolver reads them.
+fn is_host_name(host: &str) -> bool {
+    let label_ok = |l: &str| {
+        l.len() <= 63 && l.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
+    };
+    !host.is_empty() && host.len() <= 255 && host.split('.').all(label_ok)
 }
 
 /// Splits `host:port` / `[v6]:port` at the last colon; `None` when there is no port part.
@@ -197,10 +219,39 @@ mod tests {
         assert_eq!(e(":70000"), "invalid port '70000'");
         assert_eq!(e(":0"), "invalid port '0'");
         assert_eq!(e(":8000-7999"), "invalid port range '8000-7999'");
-        assert_eq!(e("bogus:80"), "invalid address: 'bogus' in 'bogus:80'");
+        assert_eq!(e("bo!gus:80"), "invalid address: 'bo!gus' in 'bo!gus:80'");
+        assert_eq!(e("[::1:80"), "missing port specification in '[::1:80'");
+        let long = format!("{}.example:80", "a".repeat(64));
+        assert_eq!(e(&long), format!("invalid address: '{}' in '{long}'", &long[..long.len() - 3]));
         assert_eq!(e("ipv4@::1:80"), "invalid address: '::1' in 'ipv4@::1:80'");
         assert_eq!(e("fd@x"), "file descriptor 'x' is not a valid integer in 'fd@x'");
         assert_eq!(e("abns@foo"), "address family 'abns@' is not supported yet in 'abns@foo'");
+    }
+
+    #[test]
+    fn host_names_are_kept_for_the_engine_to_resolve() {
+        let host = |name: &str, port: u16, family: Family, text: &str| BindAddr::Host {
+            name: name.into(),
+            port,
+            family,
+            text: text.into(),
+        };
+        assert_eq!(
+            addrs("localhost:5000"),
+            [host("localhost", 5000, Family::Any, "localhost:5000")]
+        );
+        assert_eq!(
+            addrs("ipv6@my-host_1.example:80-81"),
+            [
+                host("my-host_1.example", 80, Family::V6, "ipv6@my-host_1.example:80-81"),
+                host("my-host_1.example", 81, Family::V6, "ipv6@my-host_1.example:80-81"),
+            ]
+        );
+        assert_eq!(addrs("[localhost]:80"), [host("localhost", 80, Family::Any, "[localhost]:80")]);
+        // Not IP addresses, but names the resolver may read (as HAProxy lets getaddrinfo do).
+        assert_eq!(addrs("1.2.3:80"), [host("1.2.3", 80, Family::Any, "1.2.3:80")]);
+        let odd = "1.18446744073709551616.0.2:80";
+        assert_eq!(addrs(odd), [host("1.18446744073709551616.0.2", 80, Family::Any, odd)]);
     }
 
     fn bind(text: &str) -> (Option<Bind>, Vec<String>) {
@@ -223,10 +274,35 @@ mod tests {
     }
 
     #[test]
+    fn every_unsupported_option_of_a_line_is_reported() {
+        let (b, d) = bind("bind :80 ssl crt /x.pem alpn h2,http/1.1 accept-proxy name web tfo");
+        assert!(b.is_none());
+        let p = "'bind :80' in section 'frontend': ";
+        let want: Vec<String> = ["ssl", "crt", "alpn", "accept-proxy", "tfo"]
+            .iter()
+            .map(|o| format!("{p}'{o}' is not supported yet"))
+            .collect();
+        assert_eq!(d, want);
+        // A bad value does not stop the reading either; an unknown keyword does.
+        let (_, d) = bind("bind :80 backlog x ssl bogus maxconn y");
+        assert_eq!(
+            d,
+            [
+                "'bind :80' in section 'frontend' : 'backlog' : backlog expects an integer argument, got 'x'".to_string(),
+                format!("{p}'ssl' is not supported yet"),
+                format!("{p}unknown keyword 'bogus'."),
+            ]
+        );
+    }
+
+    #[test]
     fn option_errors() {
         assert_eq!(
             bind("bind :80 ssl crt x").1,
-            ["'bind :80' in section 'frontend': 'ssl' is not supported yet"]
+            [
+                "'bind :80' in section 'frontend': 'ssl' is not supported yet",
+                "'bind :80' in section 'frontend': 'crt' is not supported yet"
+            ]
         );
         assert_eq!(
             bind("bind :80 bogus").1,

@@ -23,8 +23,20 @@ const CPU_MAP_USAGE: &str = "cpu-map expects a process number  ('all', 'odd', 'e
 /// Parses one line of a `global` section into `g`.
 pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
     let kw = line.arg(0);
+    // `stats` is a family: `stats socket`, `stats timeout`...
+    let stats_kw;
+    let kw = if kw == "stats" {
+        stats_kw = format!("stats {}", line.arg(1));
+        stats_kw.as_str()
+    } else {
+        kw
+    };
     let Some(entry) = keywords::find(keywords::GLOBAL, kw) else {
-        diags.alert(line, format!("unknown keyword '{kw}' in 'global' section"));
+        let msg = match kw.strip_prefix("stats ") {
+            Some(sub) => format!("'stats' only supports 'socket', 'maxconn', 'bind-process' and 'timeout' (got '{sub}')"),
+            None => format!("unknown keyword '{kw}' in 'global' section"),
+        };
+        diags.alert(line, msg);
         return;
     };
     match entry.status {
@@ -129,8 +141,13 @@ fn max_spread_checks(line: &Line, g: &mut Global, diags: &mut Diags) {
     if v.is_empty() {
         return diags.alert(line, format!("'{kw}' expects an integer argument (0..50)."));
     }
-    match crate::duration::parse_time(v) {
-        Ok(d) => g.max_spread_checks = (!d.is_zero()).then_some(d),
+    match crate::duration::read_time(v) {
+        Ok(t) => {
+            if let Some(w) = t.warning {
+                diags.warning(line, w);
+            }
+            g.max_spread_checks = (!t.value.is_zero()).then_some(t.value);
+        }
         Err(crate::duration::TimeError::Overflow) => diags.alert(line, format!("timer overflow in argument <{v}> to <{kw}>, maximum value is 2147483647 ms (~24.8 days).")),
         Err(crate::duration::TimeError::BadChar(c)) => diags.alert(line, format!("unsupported character '{c}' in '{kw}' (wants an integer delay).")),
         Err(crate::duration::TimeError::Missing) => diags.alert(line, format!("'{kw}' expects an integer argument (0..50).")),

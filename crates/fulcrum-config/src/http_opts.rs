@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use crate::acl::parse_net;
 use crate::args::{no_extra, Diags};
-use crate::duration::{parse_time, TimeError};
+use crate::duration::{parse_time_in, TimeError, TimeUnit};
 use crate::lexer::Line;
 use crate::model::*;
 use crate::proxy::ProxyBuild;
@@ -160,8 +160,14 @@ pub fn cookie(p: &mut Proxy, line: &Line, diags: &mut Diags) {
             "maxidle" | "maxlife" => {
                 let v = line.arg(i + 1);
                 let what = if opt == "maxidle" { "<idletime>" } else { "<lifetime>" };
-                let d = match parse_time(v) {
-                    Ok(d) => d,
+                // Seconds by default, and rounded up to seconds, as HAProxy.
+                let d = match parse_time_in(v, TimeUnit::S) {
+                    Ok(t) => {
+                        if let Some(w) = t.warning {
+                            diags.warning(line, w);
+                        }
+                        t.value
+                    }
                     Err(TimeError::Missing) => {
                         let msg = format!("'{opt}' expects {what} in seconds as argument.");
                         return diags.alert(line, msg);
@@ -170,9 +176,9 @@ pub fn cookie(p: &mut Proxy, line: &Line, diags: &mut Diags) {
                         let msg = format!("unexpected character '{ch}' in argument to <{opt}>.");
                         return diags.alert(line, msg);
                     }
-                    Err(_) => {
-                        return diags
-                            .alert(line, format!("timer overflow in argument '{v}' to <{opt}>."))
+                    Err(TimeError::Overflow) => {
+                        let msg = format!("timer overflow in argument <{v}> to <{opt}>, maximum value is 2147483647 s (~68 years).");
+                        return diags.alert(line, msg);
                     }
                 };
                 let d = (!d.is_zero()).then_some(d);
@@ -355,7 +361,8 @@ pub fn http_error(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
         diags.warning(line, w);
     }
     let code = parsed.reply.status;
-    b.errors.push(ErrorEntry::Direct(code, ErrorSource::Reply(parsed.reply)));
+    let source = ErrorSource::Reply { reply: parsed.reply, span: line.span.clone() };
+    b.errors.push(ErrorEntry::Direct(code, source));
 }
 
 /// Applies a proxy's error entries in order, now that every `http-errors` section is known.

@@ -111,7 +111,10 @@ pub static GLOBAL: &[Keyword] = &[
     g("ssl-provider-path", NotYet),
     g("ssl-server-verify", NotYet),
     g("ssl-skip-self-issued-ca", NotYet),
-    g("stats", NotYet),
+    g("stats bind-process", NotYet),
+    g("stats maxconn", NotYet),
+    g("stats socket", NotYet),
+    g("stats timeout", NotYet),
     g("strict-limits", NotYet),
     g("uid", Supported),
     g("ulimit-n", Supported),
@@ -213,11 +216,13 @@ pub static PROXY: &[Keyword] = &[
     p("acl", D|F|L|B, Partial("not in defaults sections; the fetches and converters listed below")),
     p("backlog", D|F|L, NotYet),
     p("balance", D|L|B, Partial("roundrobin, static-rr, leastconn, first, source, random[(<draws>)], uri, url_param, hdr(); not rdp-cookie(), hash, url_param check_post")),
-    p("bind", F|L, Partial("addresses, ranges, lists, unix@, fd@; options name, backlog, v4v6, maxconn")),
+    p("bind", F|L, Partial("addresses, host names, ranges, lists, unix@, fd@; options name, backlog, v4v6, maxconn")),
     p("bind-process", D|F|L|B, NotYet),
+    p("block", D|F|L|B, Obsolete("The 'block' directive is not supported anymore since HAProxy 2.1. Use 'http-request deny' which uses the exact same syntax.")),
     p("capture cookie", F|L, Partial("recorded; logging comes later")),
     p("capture request header", F|L, Partial("recorded; logging comes later")),
     p("capture response header", F|L, Partial("recorded; logging comes later")),
+    p("cliexp", D|F|L|B, Obsolete("The 'cliexp' directive is not supported anymore since HAProxy 2.1. Use 'http-request replace-path', 'http-request replace-uri' or 'http-request replace-header' instead.")),
     p("clitcpka-cnt", D|F|L, NotYet),
     p("clitcpka-idle", D|F|L, NotYet),
     p("clitcpka-intvl", D|F|L, NotYet),
@@ -244,6 +249,7 @@ pub static PROXY: &[Keyword] = &[
     p("force-persist", L|B, NotYet),
     p("filter", F|L|B, NotYet),
     p("fullconn", D|L|B, NotYet),
+    p("grace", D|F|L|B, Obsolete("the 'grace' keyword is not supported any more since HAProxy version 2.5.")),
     p("hash-type", D|L|B, Supported),
     p("http-after-response", D|F|L|B, Partial("allow, set-header, add-header, del-header, replace-header, replace-value, set-status, set-var(), set-var-fmt(), unset-var(), strict-mode; not in defaults sections")),
     p("http-check comment", D|L|B, Supported),
@@ -270,6 +276,7 @@ pub static PROXY: &[Keyword] = &[
     p("maxconn", D|F|L, Supported),
     p("mode", D|F|L|B, Supported),
     p("monitor fail", F|L, Supported),
+    p("monitor-net", D|F|L|B, Obsolete("'monitor-net' doesn't exist anymore. Please use 'http-request return status 200 if { src <net> }' instead.")),
     p("monitor-uri", D|F|L, Supported),
     p("option abortonclose", D|L|B, Supported),
     p("option accept-invalid-http-request", D|F|L, NotYet),
@@ -281,6 +288,7 @@ pub static PROXY: &[Keyword] = &[
     p("option disable-h2-upgrade", D|F|L, NotYet),
     p("option dontlog-normal", D|F|L, Partial("accepted, no effect")),
     p("option dontlognull", D|F|L, Partial("recorded; logging comes later")),
+    p("option forceclose", D|F|L|B, Obsolete("option 'forceclose' is not supported any more since HAProxy 2.0, please just remove it, or use 'option httpclose' if absolutely needed.")),
     p("option forwardfor", D|F|L|B, Partial("except takes an address or network, not a host name")),
     p("option h1-case-adjust-bogus-client", D|F|L, NotYet),
     p("option h1-case-adjust-bogus-server", D|L|B, NotYet),
@@ -291,7 +299,9 @@ pub static PROXY: &[Keyword] = &[
     p("option http-pretend-keepalive", D|L|B, Partial("accepted, no effect: server connections are kept alive unless http-server-close/httpclose")),
     p("option http-restrict-req-hdr-names", D|F|L|B, NotYet),
     p("option http-server-close", D|F|L|B, Supported),
+    p("option http-tunnel", D|F|L|B, Obsolete("option 'http-tunnel' is not supported any more since HAProxy 2.1, please just remove it, it shouldn't be needed.")),
     p("option http-use-proxy-header", D|F|L, Partial("accepted; Proxy-Connection is not consulted (it is removed as hop-by-hop)")),
+    p("option http_proxy", D|F|L|B, Obsolete("option 'http_proxy' is not supported any more since HAProxy 2.5. This option stopped working in HAProxy 1.9 and usually had nasty side effects. It can be more reliably implemented with combinations of 'http-request set-dst' and 'http-request set-uri', and even 'http-request do-resolve' if DNS resolution is desired.")),
     p("option httpchk", D|L|B, Supported),
     p("option httpclose", D|F|L|B, Supported),
     p("option httplog", D|F|L, Partial("recorded; logging comes later")),
@@ -330,12 +340,35 @@ pub static PROXY: &[Keyword] = &[
     p("persist rdp-cookie", D|L|B, NotYet),
     p("rate-limit sessions", D|F|L, NotYet),
     p("redirect", F|L|B, Partial("location, prefix, scheme, code, drop-query, append-slash; not set-cookie, clear-cookie, ignore-empty")),
+    p("redisp", D|F|L|B, Obsolete("keyword 'redisp' directive is not supported anymore since HAProxy 2.1. Use 'option redispatch'.")),
+    p("redispatch", D|F|L|B, Obsolete("keyword 'redispatch' directive is not supported anymore since HAProxy 2.1. Use 'option redispatch'.")),
+    p("reqadd", D|F|L|B, Obsolete("The 'reqadd' directive is not supported anymore since HAProxy 2.1. Use 'http-request add-header' instead.")),
+    p("reqallow", D|F|L|B, Obsolete("The 'reqallow' directive is not supported anymore since HAProxy 2.1. Use 'http-request allow' instead.")),
+    p("reqdel", D|F|L|B, Obsolete("The 'reqdel' directive is not supported anymore since HAProxy 2.1. Use 'http-request del-header' instead.")),
+    p("reqdeny", D|F|L|B, Obsolete("The 'reqdeny' not supported anymore since HAProxy 2.1. Use 'http-request deny' instead.")),
+    p("reqiallow", D|F|L|B, Obsolete("The 'reqiallow' directive is not supported anymore since HAProxy 2.1. Use 'http-request allow' instead.")),
+    p("reqidel", D|F|L|B, Obsolete("The 'reqidel' directive is not supported anymore since HAProxy 2.1. Use 'http-request del-header' instead.")),
+    p("reqideny", D|F|L|B, Obsolete("The 'reqideny' directive is not supported anymore since HAProxy 2.1. Use 'http-request deny' instead.")),
+    p("reqipass", D|F|L|B, Obsolete("The 'reqipass' directive is not supported anymore since HAProxy 2.1.")),
+    p("reqirep", D|F|L|B, Obsolete("The 'reqirep' directive is not supported anymore since HAProxy 2.1. Use 'http-request replace-header' instead.")),
+    p("reqitarpit", D|F|L|B, Obsolete("The 'reqitarpit' directive is not supported anymore since HAProxy 2.1. Use 'http-request tarpit' instead.")),
+    p("reqpass", D|F|L|B, Obsolete("The 'reqpass' not supported anymore since HAProxy 2.1.")),
+    p("reqrep", D|F|L|B, Obsolete("The 'reqrep' directive is not supported anymore since HAProxy 2.1. Use 'http-request replace-path', 'http-request replace-uri' or 'http-request replace-header' instead.")),
+    p("reqtarpit", D|F|L|B, Obsolete("The 'reqtarpit' directive is not supported anymore since HAProxy 2.1. Use 'http-request tarpit' instead.")),
     p("retries", D|L|B, Supported),
     p("retry-on", D|L|B, Partial("empty-response, junk-response, response-timeout and status codes retry requests without a body on a new connection, up to `retries`; connection failures are always retried per `retries`; 0rtt-rejected has no effect")),
+    p("rspadd", D|F|L|B, Obsolete("The 'rspadd' directive is not supported anymore since HAProxy 2.1. Use 'http-response add-header' instead.")),
+    p("rspdel", D|F|L|B, Obsolete("The 'rspdel' directive is not supported anymore since HAProxy 2.1. Use 'http-response del-header' .")),
+    p("rspdeny", D|F|L|B, Obsolete("The 'rspdeny' directive is not supported anymore since HAProxy 2.1. Use 'http-response deny' instead.")),
+    p("rspidel", D|F|L|B, Obsolete("The 'rspidel' directive is not supported anymore since HAProxy 2.1. Use 'http-response del-header' instead.")),
+    p("rspideny", D|F|L|B, Obsolete("The 'rspideny' directive is not supported anymore since HAProxy 2.1. Use 'http-response deny' instead.")),
+    p("rspirep", D|F|L|B, Obsolete("The 'rspirep' directive is not supported anymore since HAProxy 2.1. Use 'http-response replace-header' instead.")),
+    p("rsprep", D|F|L|B, Obsolete("The 'rsprep' directive is not supported anymore since HAProxy 2.1. Use 'http-response replace-header' instead.")),
     p("server", L|B, Partial("the server options marked supported below")),
     p("server-state-file-name", D|L|B, NotYet),
     p("server-template", L|B, NotYet),
     p("source", D|L|B, NotYet),
+    p("srvexp", D|F|L|B, Obsolete("The 'srvexp' directive is not supported anymore since HAProxy 2.1. Use 'http-response replace-header' instead.")),
     p("srvtcpka-cnt", D|L|B, NotYet),
     p("srvtcpka-idle", D|L|B, NotYet),
     p("srvtcpka-intvl", D|L|B, NotYet),
@@ -349,6 +382,7 @@ pub static PROXY: &[Keyword] = &[
     p("stats scope", D|F|L|B, NotYet),
     p("stats show-desc", D|F|L|B, NotYet),
     p("stats show-legends", D|F|L|B, NotYet),
+    p("stats show-modules", D|F|L|B, NotYet),
     p("stats show-node", D|F|L|B, NotYet),
     p("stats uri", D|F|L|B, NotYet),
     p("stick match", L|B, NotYet),
@@ -462,6 +496,58 @@ pub static BIND_OPTIONS: &[Keyword] = &[
     g("v6only", NotYet),
     g("verify", NotYet),
 ];
+
+/// The bind options that take a value (HAProxy's bind keyword table: `skip` 1); the others
+/// take none.
+const BIND_OPTIONS_WITH_VALUE: &[&str] = &[
+    "accept-netscaler-cip",
+    "alpn",
+    "backlog",
+    "ca-file",
+    "ca-ignore-err",
+    "ca-sign-file",
+    "ca-sign-pass",
+    "ca-verify-file",
+    "ciphers",
+    "ciphersuites",
+    "crl-file",
+    "crt",
+    "crt-ignore-err",
+    "crt-list",
+    "curves",
+    "ecdhe",
+    "expose-fd",
+    "gid",
+    "group",
+    "id",
+    "interface",
+    "level",
+    "maxconn",
+    "mode",
+    "mss",
+    "name",
+    "namespace",
+    "nice",
+    "npn",
+    "process",
+    "proto",
+    "quic-cc-algo",
+    "severity-output",
+    "shards",
+    "ssl-max-ver",
+    "ssl-min-ver",
+    "tcp-ut",
+    "thread",
+    "tls-ticket-keys",
+    "uid",
+    "user",
+    "verify",
+];
+
+/// How many words follow bind option `name` as its value (0 or 1).
+pub fn bind_option_args(name: &str) -> usize {
+    usize::from(BIND_OPTIONS_WITH_VALUE.contains(&name))
+}
 
 /// Server and default-server options (manual §5.2).
 pub static SERVER_OPTIONS: &[Keyword] = &[
@@ -578,7 +664,7 @@ const SAMPLE_NOTES: &[&str] = &[
     "- Converters: `lower`, `upper`, `field()`, `word()`, `regsub()`, `map()`, `map_str()`, `map_beg()`, `map_end()`, `map_sub()`, `map_dom()`, `map_reg()`, `map_ip()`, `map_int()` (not the `map_<match>_<output>` forms).",
     "- ACL flags `-i`, `-f`, `-m`, `-n`, `-u`, `--`; not `-M`, nor `-i` placed after `-f`. Matching methods: all but `bin`. Integer, IP (address, `/len` or dotted mask; no host names) and regex patterns are checked at load time.",
     "- Predefined ACLs: all but `RDP_COOKIE`, `REQ_CONTENT` and `WAIT_END`; `HTTP` is always true (requests reaching the rules are valid HTTP).",
-    "- A condition with nothing after `if`/`unless`, or an empty `||` group, is an error (HAProxy 2.6 accepts them: an empty group is always true).",
+    "- Conditions read as HAProxy reads them: `or` in any case and `||` separate AND-groups of terms; a `!` or an `or` that has no term beside it is ignored; an empty condition never applies after `if` and always applies after `unless`.",
     "- As in HAProxy, the `hdr()` sample fetch of a response rule's log-format or `set-var()` reads the response (the model says `res.hdr`), while header ACLs always read the request.",
     "- Log-format: literal text, `%%`, `%[<expr>]`, and the variables `%ci`, `%cp`, `%fi`, `%fp`, `%f`, `%b`, `%s`, `%r`, `%pid`; no `%{...}` flags.",
     "- Rules in a `mode tcp` proxy that need HTTP (`http-request`, `http-response`, `http-after-response`, `redirect`), `option forwardfor|originalto|checkcache|http-ignore-probes|http-use-proxy-header|http-pretend-keepalive`, `capture cookie`, `cookie`, `monitor-uri` and layer 7 `balance` algorithms are ignored with HAProxy's warnings.",
@@ -655,7 +741,8 @@ pub fn compat_markdown() -> String {
     out.push_str(
         "- Two `bind` lines on exactly the same address (or unix path, or fd) are an error; ",
     );
-    out.push_str("overlapping wildcard and specific addresses (`0.0.0.0:80` and `10.0.0.1:80`) are not checked.\n\n");
+    out.push_str("overlapping wildcard and specific addresses (`0.0.0.0:80` and `10.0.0.1:80`) are not checked.\n");
+    out.push_str("- As in HAProxy, a `mode tcp` frontend may use `mode http` backends: a connection it hands to one is upgraded to HTTP (the backend's HTTP rules and forwarding apply, each later request picks its backend again, and one that picks a `mode tcp` backend closes the connection). In `mode tcp`, `use_backend` conditions see the connection's addresses, not its payload (HAProxy may also read an HTTP request already received).\n\n");
     out.push_str("## Sections\n\n| section | status |\n|---|---|\n");
     for s in ["global", "defaults", "frontend", "backend", "listen", "http-errors"] {
         out.push_str(&format!("| `{s}` | supported |\n"));
@@ -760,6 +847,9 @@ mod tests {
 
     #[test]
     fn no_duplicates() {
+        for name in BIND_OPTIONS_WITH_VALUE {
+            assert!(find(BIND_OPTIONS, name).is_some(), "{name} is not a bind option");
+        }
         for table in [GLOBAL, PROXY, BIND_OPTIONS, SERVER_OPTIONS] {
             for (i, k) in table.iter().enumerate() {
                 assert!(table[..i].iter().all(|o| o.name != k.name), "duplicate {}", k.name);

@@ -310,10 +310,22 @@ pub struct Bind {
 pub enum BindAddr {
     /// An IP address and port. `:80` and `*:80` are `0.0.0.0:80`; `:::80` is `[::]:80`.
     Inet(SocketAddr),
+    /// A host name and port (`bind localhost:5000`): the engine resolves it at start-up, as
+    /// HAProxy resolves it when reading the configuration. `text` is the address as written.
+    Host { name: String, port: u16, family: Family, text: String },
     /// `unix@<path>`.
     Unix(PathBuf),
     /// `fd@<n>`: an already-listening socket inherited from the parent process.
     Fd(i32),
+}
+
+/// The address family a `bind` or `server` address is restricted to by its prefix
+/// (`ipv4@`, `ipv6@`; none: any).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    Any,
+    V4,
+    V6,
 }
 
 /// `balance` algorithm. HAProxy's default when `balance` is omitted is `roundrobin`.

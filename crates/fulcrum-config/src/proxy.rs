@@ -10,7 +10,7 @@
 use crate::args::{int_arg, no_extra, parse_u32, Diags};
 use crate::bind::parse_bind;
 use crate::check::{self, CheckLists};
-use crate::duration::{parse_time, time_error_message};
+use crate::duration::{read_time, time_error_message};
 use crate::http_opts::{self, ErrorEntry};
 use crate::keywords::{self, Keyword, Status, B, D, F, L};
 use crate::lexer::Line;
@@ -169,7 +169,8 @@ pub fn parse_line(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
     }
     match kw.status {
         Status::NotYet => return diags.alert(line, format!("'{}' is not supported yet", kw.name)),
-        Status::Obsolete(why) => return diags.alert(line, why),
+        // HAProxy's message for `monitor-net` quotes the network given.
+        Status::Obsolete(why) => return diags.alert(line, why.replace("<net>", line.arg(1))),
         Status::Supported | Status::Partial(_) => {}
     }
     dispatch(b, line, kw.name, negated, diags);
@@ -192,6 +193,14 @@ fn unknown(b: &ProxyBuild, line: &Line, words: &[String], diags: &mut Diags) {
         "http-check" => format!("'http-check' only supports 'disable-on-404', 'send-state', 'comment', 'connect', 'send', 'expect'. but got '{second}'"),
         "tcp-check" => format!("'tcp-check' only supports 'comment', 'connect', 'send', 'send-binary', 'expect'. but got '{second}'"),
         "capture" => "'capture' expects 'cookie' or 'request header' or 'response header'.".to_string(),
+        "stats" => {
+            let what = if second.is_empty() {
+                "missing keyword in 'stats'".to_string()
+            } else {
+                format!("unknown stats parameter '{second}'")
+            };
+            format!("{what}, expects 'admin', 'uri', 'realm', 'auth', 'scope', 'enable', 'hide-version', 'show-node', 'show-desc' or 'show-legends'.")
+        }
         "timeout" => format!("'timeout' supports 'client', 'server', 'connect', 'check', 'queue', 'http-keep-alive', 'http-request', 'tunnel', 'tarpit', 'client-fin' and 'server-fin' (got '{second}')"),
         _ if keywords::is_proxy_family(first) => format!("'{first}' is not supported yet"),
         _ => format!("unknown keyword '{first}' in '{}' section", b.section.keyword()),
@@ -402,8 +411,13 @@ fn mode(p: &mut Proxy, line: &Line, diags: &mut Diags) {
 fn timeout(p: &mut Proxy, line: &Line, which: &str, at: usize, diags: &mut Diags) -> Option<()> {
     let kw = format!("timeout {which}");
     let value = line.arg(at);
-    let d = match parse_time(value) {
-        Ok(d) => d,
+    let d = match read_time(value) {
+        Ok(t) => {
+            if let Some(w) = t.warning {
+                diags.warning(line, w);
+            }
+            t.value
+        }
         Err(e) => {
             diags.alert(line, time_error_message(&kw, value, &e));
             return None;

@@ -6,8 +6,8 @@
 use std::path::PathBuf;
 
 use crate::acl::{self, CondEnv};
-use crate::args::{no_extra, Diags};
-use crate::duration::{parse_time, time_error_message, TimeError};
+use crate::args::{no_extra, parse_size, Diags};
+use crate::duration::{read_time, TimeError};
 use crate::lexer::Line;
 use crate::logformat;
 use crate::model::*;
@@ -330,12 +330,17 @@ fn action_base(action: &str) -> (&str, bool) {
     }
 }
 
+/// HAProxy's `action_lookup()`: a keyword its list shows as `name(*)` matches any action that
+/// starts with `name` (`track-sc0`, `set-var(txn.x)`), the others match exactly.
+fn matches_action(listed: &str, action: &str) -> bool {
+    match listed.strip_suffix("(*)") {
+        Some(prefix) => action.starts_with(prefix),
+        None => listed == action,
+    }
+}
+
 fn is_known_action(which: HttpWhich, action: &str) -> bool {
-    let (base, _) = action_base(action);
-    which.known().iter().any(|k| match k.strip_suffix("(*)") {
-        Some(prefix) => base == prefix,
-        None => *k == action,
-    })
+    which.known().iter().any(|k| matches_action(k, action))
 }
 
 /// Parses an `http-request`, `http-response` or `http-after-response` line.
@@ -518,7 +523,7 @@ fn http_action(
             return Ok((act, 4));
         }
         "set-var" | "set-var-fmt" | "unset-var" => return var_action(line, base, at),
-        "wait-for-body" => wait_for_body(&a)?,
+        "wait-for-body" => wait_for_body(&a, line, diags)?,
         "set-status" => set_status(&a)?,
         "strict-mode" => {
             exactly(1, "expects exactly 1 arguments.")?;
@@ -593,45 +598,46 @@ fn var_action(line: &Line, base: &str, at: At) -> ActionResult {
     Ok((HttpAction::SetVar { scope, name, expr: parsed.expr }, 3))
 }
 
-/// A size with an optional `k`, `m` or `g` suffix (powers of 1024).
-fn parse_size(text: &str) -> Result<u64, char> {
-    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 {
-        return Err(text.chars().next().unwrap_or(' '));
-    }
-    let v: u64 = text[..digits].parse().map_err(|_| '?')?;
-    let mult = match &text[digits..] {
-        "" => 1,
-        "k" | "K" => 1 << 10,
-        "m" | "M" => 1 << 20,
-        "g" | "G" => 1 << 30,
-        rest => return Err(rest.chars().next().unwrap_or(' ')),
-    };
-    v.checked_mul(mult).ok_or('?')
-}
-
-fn wait_for_body(a: &[&str]) -> Result<(HttpAction, usize), Option<String>> {
-    if a.first() != Some(&"time") {
-        return Err(Some("expects time <time> [ at-least <bytes> ].".into()));
-    }
-    let Some(t) = a.get(1).filter(|t| !t.is_empty()) else {
-        return Err(Some("missing argument for 'time'.".into()));
-    };
-    let time = match parse_time(t) {
-        Ok(d) => d,
-        Err(TimeError::BadChar(c)) => return Err(Some(format!("unexpected character '{c}'."))),
-        Err(e) => return Err(Some(time_error_message("time", t, &e))),
-    };
-    let mut next = 4;
-    let mut at_least = None;
-    if a.get(2) == Some(&"at-least") {
-        let Some(s) = a.get(3) else {
-            return Err(Some("missing argument for 'at-least'.".into()));
+/// `wait-for-body time <time> [at-least <bytes>]`, the two options in any order (as HAProxy).
+fn wait_for_body(
+    a: &[&str],
+    line: &Line,
+    diags: &mut Diags,
+) -> Result<(HttpAction, usize), Option<String>> {
+    let (mut time, mut at_least, mut i) = (None, None, 0);
+    while let Some(&opt) = a.get(i).filter(|o| **o == "time" || **o == "at-least") {
+        let Some(v) = a.get(i + 1).filter(|v| !v.is_empty()) else {
+            return Err(Some(format!("missing argument for '{opt}'.")));
         };
-        at_least = Some(parse_size(s).map_err(|c| Some(format!("unexpected character '{c}'.")))?);
-        next = 6;
+        if opt == "time" {
+            time = Some(match read_time(v) {
+                Ok(t) => {
+                    if let Some(w) = t.warning {
+                        diags.warning(line, w);
+                    }
+                    t.value
+                }
+                Err(TimeError::Overflow) => {
+                    let msg = "time overflow (maximum value is 2147483647 ms or ~24.8 days).";
+                    return Err(Some(msg.into()));
+                }
+                Err(TimeError::BadChar(c)) => {
+                    return Err(Some(format!("unexpected character '{c}'.")))
+                }
+                Err(TimeError::Missing) => {
+                    return Err(Some(format!("missing argument for '{opt}'.")))
+                }
+            });
+        } else {
+            let n = parse_size(v).map_err(|c| Some(format!("unexpected character '{c}'.")))?;
+            at_least = Some(u64::from(n));
+        }
+        i += 2;
     }
-    Ok((HttpAction::WaitForBody { time, at_least }, next))
+    let Some(time) = time else {
+        return Err(Some("expects time <time> [ at-least <bytes> ].".into()));
+    };
+    Ok((HttpAction::WaitForBody { time, at_least }, 2 + i))
 }
 
 fn set_status(a: &[&str]) -> Result<(HttpAction, usize), Option<String>> {
@@ -907,17 +913,9 @@ const TCP_CONNECTION_ACTIONS: &str = "'accept', 'reject', 'capture', 'expect-pro
 const TCP_CONTENT_ACTIONS: &str = "'accept', 'reject', 'capture', 'expect-proxy', 'expect-netscaler-cip', 'track-sc0' ... 'track-sc2', 'ot-group', 'set-log-level', 'set-nice', 'switch-mode', 'use-service', 'sc-inc-gpc(*)', 'sc-inc-gpc0(*)', 'sc-inc-gpc1(*)', 'sc-set-gpt(*)', 'sc-set-gpt0(*)', 'send-spoe-group', 'do-resolve(*)', 'set-var-fmt(*)', 'set-var(*)', 'unset-var(*)', 'set-src', 'set-src-port', 'set-dst', 'set-dst-port', 'set-mark', 'set-tos', 'silent-drop', 'set-priority-class', 'set-priority-offset'";
 
 fn tcp_action_known(list: &str, action: &str) -> bool {
-    let (base, _) = action_base(action);
-    if matches!(action, "track-sc0" | "track-sc1" | "track-sc2") {
-        return true;
-    }
-    list.split(", ").any(|k| {
-        let k = k.trim_matches('\'');
-        match k.strip_suffix("(*)") {
-            Some(prefix) => base == prefix,
-            None => k == action,
-        }
-    })
+    // HAProxy lists `track-sc0` ... `track-sc2` but registers the `track-sc` prefix.
+    action.starts_with("track-sc")
+        || list.split(", ").any(|k| matches_action(k.trim_matches('\''), action))
 }
 
 /// `tcp-request connection|content|inspect-delay ...` (the keyword table resolved `which`).
@@ -942,13 +940,21 @@ pub fn tcp_request(b: &mut ProxyBuild, line: &Line, which: &str, diags: &mut Dia
             "'tcp-request inspect-delay' expects a positive delay in milliseconds, in {}",
             who(p)
         );
-        return match parse_time(v) {
-            Ok(d) => b.proxy.inspect_delay = (!d.is_zero()).then_some(d),
+        return match read_time(v) {
+            Ok(t) => {
+                if let Some(w) = t.warning {
+                    diags.warning(line, w);
+                }
+                b.proxy.inspect_delay = (!t.value.is_zero()).then_some(t.value);
+            }
             Err(TimeError::Missing) => diags.alert(line, base),
             Err(TimeError::BadChar(c)) => {
                 diags.alert(line, format!("{base} (unexpected character '{c}')"))
             }
-            Err(e) => diags.alert(line, time_error_message("tcp-request inspect-delay", v, &e)),
+            Err(TimeError::Overflow) => diags.alert(
+                line,
+                format!("{base} (timer overflow in '{v}', maximum value is 2147483647 ms or ~24.8 days)"),
+            ),
         };
     }
     let (list, ctx, order) = if which == "connection" {
@@ -1204,6 +1210,22 @@ mod tests {
     }
 
     #[test]
+    fn an_action_listed_with_a_star_is_known_by_its_prefix_as_in_haproxy() {
+        // Named in the list as `track-sc(*)`: never refused with a message listing it.
+        for a in ["track-sc0", "track-sc1", "track-sc2", "sc-inc-gpc0(0)", "set-var(txn.x)"] {
+            assert!(is_known_action(HttpWhich::Request, a), "{a}");
+        }
+        assert!(is_known_action(HttpWhich::Response, "track-sc1"));
+        assert!(!is_known_action(HttpWhich::After, "track-sc0"));
+        assert!(!is_known_action(HttpWhich::Request, "track"));
+        for a in ["track-sc0", "track-sc2", "sc-set-gpt0(1)", "set-var(sess.x)"] {
+            assert!(tcp_action_known(TCP_CONTENT_ACTIONS, a), "{a}");
+            assert!(tcp_action_known(TCP_CONNECTION_ACTIONS, a), "{a}");
+        }
+        assert!(!tcp_action_known(TCP_CONNECTION_ACTIONS, "set-log-level"));
+    }
+
+    #[test]
     fn redirects_default_to_302_and_keep_their_options() {
         let (r, next) = parse_redirect(
             &line("redirect prefix /new code 301 drop-query if x"),
@@ -1222,13 +1244,5 @@ mod tests {
         assert_eq!((r.kind, r.code), (RedirectKind::Scheme, 302));
         assert!(parse_redirect(&line("redirect location /x code 305"), 1, Ctx::HttpRequest, true)
             .is_err());
-    }
-
-    #[test]
-    fn sizes_take_binary_suffixes() {
-        assert_eq!(parse_size("10"), Ok(10));
-        assert_eq!(parse_size("1k"), Ok(1024));
-        assert_eq!(parse_size("2m"), Ok(2 << 20));
-        assert_eq!(parse_size("1x"), Err('x'));
     }
 }

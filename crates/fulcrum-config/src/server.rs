@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::args::{atol, parse_u32, Diags};
 use crate::bind::{split_host_port, strip_family, Family};
-use crate::duration::{parse_time, TimeError};
+use crate::duration::{read_time, TimeError};
 use crate::keywords::{self, Status};
 use crate::lexer::Line;
 use crate::model::{
@@ -75,7 +75,14 @@ pub struct ServerContext<'a> {
 /// Parses a `default-server` line into `opts`.
 pub fn parse_default_server(line: &Line, mode: Mode, opts: &mut ServerOpts, diags: &mut Diags) {
     let mut new = opts.clone();
-    let cx = Parse { line, who: "'default-server'".into(), name: "", mode, default: true };
+    let cx = Parse {
+        line,
+        who: "'default-server'".into(),
+        name: "",
+        mode,
+        default: true,
+        warnings: Default::default(),
+    };
     if cx.apply_all(1, &mut new, diags) {
         *opts = new;
     }
@@ -109,7 +116,7 @@ pub fn parse_server(
     let mut o = defaults.clone();
     // `id` is never inherited from `default-server` (HAProxy refuses it there).
     o.id = None;
-    let p = Parse { line, who, name, mode: cx.mode, default: false };
+    let p = Parse { line, who, name, mode: cx.mode, default: false, warnings: Default::default() };
     if !p.apply_all(3, &mut o, diags) {
         return None;
     }
@@ -152,6 +159,8 @@ struct Parse<'a> {
     name: &'a str,
     mode: Mode,
     default: bool,
+    /// HAProxy's warnings about time values (`15min`), reported with the line.
+    warnings: std::cell::RefCell<Vec<String>>,
 }
 
 /// How many words an option took, or why it was refused.
@@ -173,7 +182,19 @@ impl Parse<'_> {
                 }
             }
         }
+        for w in self.warnings.take() {
+            diags.warning(self.line, w);
+        }
         ok
+    }
+
+    /// Reads a time value as HAProxy does, keeping its warning about trailing characters.
+    fn time(&self, val: &str) -> Result<Duration, TimeError> {
+        let t = read_time(val)?;
+        if let Some(w) = t.warning {
+            self.warnings.borrow_mut().push(w);
+        }
+        Ok(t.value)
     }
 
     fn apply(&self, i: usize, o: &mut ServerOpts) -> Applied {
@@ -206,7 +227,7 @@ impl Parse<'_> {
                     ))
                 }
             },
-            "pool-purge-delay" => match parse_time(val) {
+            "pool-purge-delay" => match self.time(val) {
                 Ok(d) => o.pool_purge_delay = Some(d),
                 Err(TimeError::BadChar(c)) => {
                     return Err(format!(
@@ -272,7 +293,7 @@ impl Parse<'_> {
     /// `inter`-like delays, with HAProxy's messages (which name 'agent-inter' for all of them).
     fn delay(&self, opt: &str, val: &str) -> Result<Duration, String> {
         let name = self.name;
-        match parse_time(val) {
+        match self.time(val) {
             Ok(d) if d.is_zero() => Err(format!("invalid value 0 for argument '{opt}' of server {name}.")),
             Ok(d) if d < Duration::from_millis(1) => Err(format!("timer underflow in argument <{val}> to <{opt}> of server {name}, minimum non-null value is 1 ms.")),
             Ok(d) => Ok(d),
@@ -285,7 +306,7 @@ impl Parse<'_> {
     /// `slowstart <time>`: kept in whole seconds, rounded up, as HAProxy keeps it (0: none).
     fn slowstart(&self, val: &str) -> Result<Option<Duration>, String> {
         let name = self.name;
-        let d = match parse_time(val) {
+        let d = match self.time(val) {
             Ok(d) => d,
             Err(TimeError::Overflow) => return Err(format!("overflow in argument <{val}> to <slowstart> of server {name}, maximum value is 2147483647 ms (~24.8 days).")),
             Err(TimeError::BadChar(c)) => return Err(format!("unexpected character '{c}' in 'slowstart' argument of server {name}.")),

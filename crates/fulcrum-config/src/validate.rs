@@ -1,9 +1,10 @@
 //! Checks on the whole parsed configuration, as HAProxy's post-parsing checks: backend
 //! references (`default_backend`, `use_backend`, `nbsrv()`/`be_conn()` arguments), mode
-//! compatibility, cookie captures longer than HAProxy keeps (truncated), HTTP-only settings
-//! of TCP proxies (dropped with HAProxy's warnings), duplicate server names, conflicting
-//! binds, proxies without `bind`, missing timeouts, and a configuration with no listener at
-//! all.
+//! compatibility (an http frontend cannot use a tcp backend; a tcp frontend may use an http
+//! one, its streams are upgraded), cookie captures longer than HAProxy keeps (truncated),
+//! HTTP-only settings of TCP proxies (dropped with HAProxy's warnings), duplicate server names,
+//! conflicting binds, proxies without `bind`, missing timeouts, and a configuration with no
+//! listener at all.
 
 use std::collections::HashMap;
 
@@ -80,7 +81,9 @@ fn check_ref(
         let msg = format!("Proxy '{}': loop detected for {kw}: '{name}'.", p.name);
         return out.push(Diagnostic::alert(at(span), msg));
     }
-    if be.mode != p.mode {
+    // A `mode tcp` frontend may hand its streams to a `mode http` backend: HAProxy upgrades
+    // them to HTTP (no warning). The other way round is refused.
+    if be.mode != p.mode && !(p.mode == Mode::Tcp && be.mode == Mode::Http) {
         let usage = if kw == "default_backend" {
             "as its default backend"
         } else {
@@ -185,6 +188,7 @@ fn missing_timeouts(p: &Proxy, out: &mut Vec<Diagnostic>) {
 fn addr_text(a: &BindAddr) -> String {
     match a {
         BindAddr::Inet(sa) => sa.to_string(),
+        BindAddr::Host { name, port, .. } => format!("{name}:{port}"),
         BindAddr::Unix(path) => format!("unix@{}", path.display()),
         BindAddr::Fd(fd) => format!("fd@{fd}"),
     }

@@ -469,8 +469,8 @@ pub enum BackendTarget {
 pub enum ErrorSource {
     /// `errorfile <code> <file>`: a complete raw HTTP response read by the engine.
     File { path: PathBuf, span: Span },
-    /// `http-error status <code> ...`.
-    Reply(Reply),
+    /// `http-error status <code> ...` (a `file` payload is read by the engine).
+    Reply { reply: Reply, span: Span },
     /// `errorloc <code> <url>` / `errorloc302` (code 302) and `errorloc303` (code 303): the
     /// error is answered with a redirect to `url` (as written, not a log-format) instead.
     Location { code: u16, url: String, span: Span },

@@ -1,7 +1,8 @@
 //! The command line and the start-up sequence, in HAProxy's order: read and check the
-//! configuration, raise the file-descriptor limit, bind every listener (taking over those of
-//! `-sf`/`-st` processes), daemonise, write the pid file, drop privileges, tell old processes to
-//! leave, then start the workers.
+//! configuration (bind host names resolved, then the plan built: `-c` stops there), raise the
+//! file-descriptor limit, bind every listener (taking over those of `-sf`/`-st` processes),
+//! daemonise, write the pid file, drop privileges, tell old processes to leave, then start the
+//! workers.
 //!
 //! Owns: the process's exit status and the messages printed before workers start.
 
@@ -70,11 +71,59 @@ pub fn main(argv: &[String]) -> i32 {
         return 1;
     }
     let Some(config) = load_config(&args) else { return 1 };
+    // `-c` builds the plan too: errorfiles, ACL pattern files and maps are read and server
+    // addresses resolved there, so a check reports what a start would (no socket is opened).
+    let Some(plan) = build_plan(&config) else { return 1 };
     if args.check {
         println!("Configuration file is valid");
         return 0;
     }
-    start(&args, &config)
+    start(&args, plan)
+}
+
+/// Builds the run-time plan, printing its errors as HAProxy prints configuration errors (each
+/// once: a `listen` is compiled as a frontend and as a backend).
+fn build_plan(config: &cfg::Config) -> Option<Plan> {
+    let errors = match plan::build(config) {
+        Ok(p) => {
+            for w in &p.warnings {
+                warning(format!("config : {w}"));
+            }
+            return Some(p);
+        }
+        Err(errors) => errors,
+    };
+    // A backend that failed to build is "unknown" to the frontends using it; loading checked
+    // that every backend named exists, so such an error only echoes the backend's own.
+    let echo = |e: &str| {
+        let name = e.rsplit_once(": unknown backend '").and_then(|(_, n)| n.strip_suffix('\''));
+        name.is_some_and(|n| config.backends().any(|b| b.name == n))
+    };
+    let mut shown: Vec<&str> = Vec::new();
+    for e in &errors {
+        if !shown.contains(&e.as_str()) && !echo(e) {
+            alert(format!("config : {e}"));
+            shown.push(e);
+        }
+    }
+    let mut files: Vec<&str> = Vec::new();
+    for f in shown.iter().filter_map(|e| error_file(e)) {
+        if !files.contains(&f) {
+            files.push(f);
+        }
+    }
+    for f in files {
+        alert(format!("config : Error(s) found in configuration file : {f}"));
+    }
+    alert("config : Fatal errors found in configuration.");
+    None
+}
+
+/// The file an error names in its `parsing [<file>:<line>]` or `[<file>:<line>]` prefix.
+fn error_file(e: &str) -> Option<&str> {
+    let rest = e.strip_prefix("parsing ").unwrap_or(e).strip_prefix('[')?;
+    let place = &rest[..rest.find(']')?];
+    Some(place.rsplit_once(':')?.0)
 }
 
 fn print_version(level: u8) {
@@ -155,7 +204,17 @@ fn load_config(args: &Args) -> Option<cfg::Config> {
             return None;
         }
     };
-    match cfg::load(&sources, &|k| std::env::var(k).ok()) {
+    // As HAProxy, `bind` host names are resolved while the configuration is read: a name that
+    // does not resolve is a configuration error.
+    let loaded = cfg::load(&sources, &|k| std::env::var(k).ok()).and_then(|mut loaded| {
+        let errors = listener::resolve_binds(&mut loaded.config);
+        if errors.is_empty() {
+            Ok(loaded)
+        } else {
+            Err(loaded.diagnostics.into_iter().chain(errors).collect())
+        }
+    });
+    match loaded {
         Ok(loaded) => {
             for d in &loaded.diagnostics {
                 print_diag(d, args.quiet);
@@ -182,20 +241,7 @@ fn load_config(args: &Args) -> Option<cfg::Config> {
     }
 }
 
-fn start(args: &Args, config: &cfg::Config) -> i32 {
-    let plan = match plan::build(config) {
-        Ok(p) => p,
-        Err(errors) => {
-            for e in errors {
-                alert(format!("config : {e}"));
-            }
-            alert("config : Fatal errors found in configuration.");
-            return 1;
-        }
-    };
-    for w in &plan.warnings {
-        warning(format!("config : {w}"));
-    }
+fn start(args: &Args, plan: Plan) -> i32 {
     if args.debug {
         for flag in &args.ignored {
             notice(format!("option '{flag}' changes nothing in Fulcrum; ignored"));
@@ -353,6 +399,7 @@ fn open_listeners(
 fn show(addr: &cfg::BindAddr) -> String {
     match addr {
         cfg::BindAddr::Inet(a) => format!("[{a}]"),
+        cfg::BindAddr::Host { text, .. } => format!("[{text}]"),
         cfg::BindAddr::Unix(p) => format!("[unix@{}]", p.display()),
         cfg::BindAddr::Fd(n) => format!("[fd@{n}]"),
     }
@@ -380,4 +427,16 @@ fn drop_privileges(g: &cfg::Global) -> Result<(), String> {
         });
     }
     crate::sys::drop_privileges(uid, gid).map_err(|e| format!("Cannot drop privileges: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_file;
+
+    #[test]
+    fn the_file_of_a_plan_error_is_read_from_its_place() {
+        assert_eq!(error_file("parsing [a/b.cfg:12] : errorfile : x"), Some("a/b.cfg"));
+        assert_eq!(error_file("[b.cfg:3] : proxy 'l': unknown backend 'x'"), Some("b.cfg"));
+        assert_eq!(error_file("no place"), None);
+    }
 }

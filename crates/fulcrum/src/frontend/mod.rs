@@ -44,6 +44,9 @@ pub struct Frontend {
     pub counters: Counters,
     /// `mode http` settings; `None` in `mode tcp`.
     pub http: Option<crate::http::HttpProxy>,
+    /// A `mode tcp` frontend that may use a `mode http` backend: its client-side HTTP settings
+    /// (timeouts, error messages, connection mode) for the connections it upgrades to HTTP.
+    pub upgrade: Option<crate::http::HttpProxy>,
     /// ACLs, rules and `use_backend` switching.
     pub rules: crate::rules::ProxyRules,
     /// Every backend by name (dynamic `use_backend`, `nbsrv(<name>)`).
@@ -52,4 +55,18 @@ pub struct Frontend {
     pub needs_dst: bool,
     /// `proc.` variables, shared by the whole process.
     pub proc_vars: Arc<crate::rules::sample::ProcVars>,
+}
+
+/// Whether a `mode tcp` frontend may hand a connection to a `mode http` backend (HAProxy then
+/// upgrades the stream to HTTP): its default backend or a `use_backend` names one, or a
+/// dynamic `use_backend` may name any backend and one is in `mode http`.
+pub fn may_upgrade(p: &fulcrum_config::Proxy, config: &fulcrum_config::Config) -> bool {
+    use fulcrum_config::{BackendTarget, Mode};
+    let http = |name: &str| config.backends().any(|b| b.name == name && b.mode == Mode::Http);
+    let any_http = || config.backends().any(|b| b.mode == Mode::Http);
+    p.default_backend.as_ref().is_some_and(|r| http(&r.name))
+        || p.use_backends.iter().any(|u| match &u.target {
+            BackendTarget::Name(n) => http(n),
+            BackendTarget::Dynamic(_) => any_http(),
+        })
 }

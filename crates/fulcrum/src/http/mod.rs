@@ -167,9 +167,57 @@ pub enum HashKey {
     },
 }
 
+/// What `balance hdr(<name>) [use_domain_only]` hashes of the header's value, as HAProxy's
+/// `get_server_hh()`: the first comma-separated element (`http_find_header()`); `None` when it
+/// is empty (round robin then). With `use_domain_only`, only the label before the last dot
+/// (`www.example.com:8080` -> `example`): the end is the last dot after the first byte, the
+/// start follows the dot before it, never the byte just before the end (`x..com` -> `x.`); a
+/// value without such a dot is hashed whole.
+pub fn hdr_hash_key(value: &[u8], domain_only: bool) -> Option<&[u8]> {
+    let v = fulcrum_http::comma_values(value).next().filter(|v| !v.is_empty())?;
+    if !domain_only {
+        return Some(v);
+    }
+    let Some(end) = (1..v.len()).rev().find(|&i| v[i] == b'.') else { return Some(v) };
+    let start = (0..end.saturating_sub(1)).rev().find(|&i| v[i] == b'.').map_or(0, |i| i + 1);
+    Some(&v[start..end])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn use_domain_only_hashes_the_label_before_the_last_dot_as_haproxy() {
+        let key = |v: &str| {
+            hdr_hash_key(v.as_bytes(), true).map(|k| String::from_utf8_lossy(k).into_owned())
+        };
+        for host in ["www.example.com", "example.com", "a.b.example.com:8080", "api.example.org"] {
+            assert_eq!(key(host).as_deref(), Some("example"), "{host}");
+        }
+        assert_eq!(key("localhost").as_deref(), Some("localhost"));
+        assert_eq!(key(".com").as_deref(), Some(".com"));
+        assert_eq!(key("example.com.").as_deref(), Some("com"));
+        assert_eq!(key("x..com").as_deref(), Some("x."));
+        assert_eq!(key("a.com").as_deref(), Some("a"));
+        assert_eq!(key(""), None);
+        // HAProxy's hash of those keys (sdbm, the default `hash-type`), computed apart from this
+        // code from hash_sdbm()'s definition: the server is this modulo the total weight.
+        let sdbm =
+            |v: &str| fulcrum_balance::hash_sdbm(hdr_hash_key(v.as_bytes(), true).expect("key"));
+        assert_eq!(sdbm("www.example.com"), 2_806_477_450);
+        assert_eq!(sdbm("static.example.com"), 2_806_477_450);
+        assert_eq!(sdbm("example.com."), 825_170_593);
+        assert_eq!(sdbm("haproxy.org"), 248_846_773);
+    }
+
+    #[test]
+    fn hdr_hashes_the_first_element_of_the_value() {
+        assert_eq!(hdr_hash_key(b" a, b", false), Some(&b"a"[..]));
+        assert_eq!(hdr_hash_key(b"www.example.com", false), Some(&b"www.example.com"[..]));
+        assert_eq!(hdr_hash_key(b"  ", false), None);
+        assert_eq!(hdr_hash_key(b", b", false), None);
+    }
 
     #[test]
     fn ip_in_matches_v4_and_v6_networks() {

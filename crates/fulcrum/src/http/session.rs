@@ -22,7 +22,7 @@ use crate::connection::Stream;
 use crate::counters::Counters;
 use crate::frontend::Frontend;
 use crate::rules::sample::Vars;
-use crate::rules::{self, Base, ProxyRules, UseTarget, Verdict};
+use crate::rules::{self, Base, ProxyRules, Verdict};
 use crate::runtime::Shared;
 use crate::tcp::tunnel::{self, TunnelTimeouts};
 use crate::tcp::{self, Accepted};
@@ -452,7 +452,12 @@ impl Session<'_> {
         let Some(be) = self.choose_backend() else {
             return self.answer(503, &info, None).await;
         };
-        let be_http = be.http.as_deref().unwrap_or(self.http);
+        // Only a `mode tcp` frontend upgraded to HTTP can pick a tcp backend (for a later
+        // request): as HAProxy, the stream fails and the connection closes without an answer.
+        let Some(be_http) = be.http.as_deref() else {
+            self.note(format_args!("tcp backend '{}' for an HTTP request: closing", be.name));
+            return Next::Close;
+        };
         // A `listen` proxy is its own backend: its rules ran above already.
         if !self.is_own_backend(&be) {
             if let Some(next) = self.request_rules(&be.rules, Some(&be), &info).await {
@@ -912,43 +917,12 @@ impl Session<'_> {
 
     /// Picks the backend: the first `use_backend` whose condition holds, else the default.
     fn choose_backend(&mut self) -> Option<Arc<Backend>> {
-        let fe = self.fe;
-        if fe.rules.use_backends.is_empty() {
-            return fe.backend.clone();
+        if self.fe.rules.use_backends.is_empty() {
+            return self.fe.backend.clone();
         }
         let base = self.base(None);
-        let ctx = &base.ctx(&self.req, None, &self.vars);
-        let r = &fe.rules;
-        let linear = [rules::Segment::Linear(0..r.use_backends.len())];
-        let segments = if r.switching.is_empty() { &linear[..] } else { &r.switching[..] };
-        // Rules matching in order; an indexed segment yields its first match with one lookup.
-        let matching = segments.iter().flat_map(|seg| {
-            let (range, first) = match seg {
-                rules::Segment::Linear(range) => (range.clone(), None),
-                rules::Segment::Indexed { rules, .. } => {
-                    (rules.clone(), Some(seg.first_indexed(ctx)))
-                }
-            };
-            range.filter(move |&i| match first {
-                Some(first) => first == Some(i),
-                None => rules::holds(&r.use_backends[i].1, &r.acls, ctx),
-            })
-        });
-        for i in matching {
-            let target = &r.use_backends[i].0;
-            match target {
-                UseTarget::Fixed(be) => return Some(Arc::clone(be)),
-                UseTarget::Dynamic(f) => {
-                    let name = f.render_vec(ctx);
-                    let found = std::str::from_utf8(&name).ok().and_then(|n| fe.backends.get(n));
-                    if let Some(be) = found {
-                        return Some(Arc::clone(be));
-                    }
-                    // HAProxy: an unknown dynamic name falls through to the next rules.
-                }
-            }
-        }
-        fe.backend.clone()
+        let ctx = base.ctx(&self.req, None, &self.vars);
+        rules::switching::choose(self.fe, &ctx)
     }
 
     /// Runs the backend's then the frontend's `http-response` rules on `self.resp`.
@@ -1252,12 +1226,10 @@ impl Session<'_> {
                 key.extend_from_slice(v);
             }
             HashKey::Hdr { name, domain_only } => {
-                let Some(mut v) = req.header(name.as_bytes()) else { return KeyKind::None };
-                if *domain_only {
-                    // The host part only (no port), and only its two last labels? HAProxy:
-                    // the part after the last-but-one dot is not hashed.
-                    v = v.split(|&c| c == b':').next().unwrap_or(v);
-                }
+                let v = req.header(name.as_bytes());
+                let Some(v) = v.and_then(|v| super::hdr_hash_key(v, *domain_only)) else {
+                    return KeyKind::None;
+                };
                 key.extend_from_slice(v);
             }
         }

@@ -1,11 +1,12 @@
-//! Listening sockets: opening every `bind` address once per worker (SO_REUSEPORT), UNIX and
-//! inherited (`fd@`) sockets, taking over an old process's sockets on `-sf`/`-st`, and the
-//! accept loop that respects the process, frontend and bind `maxconn`.
+//! Listening sockets: resolving `bind` host names (`resolve`), opening every `bind` address once
+//! per worker (SO_REUSEPORT), UNIX and inherited (`fd@`) sockets, taking over an old process's
+//! sockets on `-sf`/`-st` (the accept loops that use them are in `runtime::accept`).
 //!
 //! Sockets are opened on the main thread before workers start (so bind errors are reported
 //! before daemonising and before old processes are told to leave); each worker then turns its
 //! share into Tokio listeners. Must not touch: what a session does after `accept`.
 
+mod resolve;
 mod takeover;
 
 use std::io;
@@ -17,6 +18,7 @@ use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use fulcrum_config::BindAddr;
 
+pub use resolve::resolve_binds;
 pub use takeover::Inherited;
 
 /// One listening socket, not yet attached to an event loop.
@@ -68,6 +70,10 @@ pub fn open(
             };
             duplicate(socket, count, true)
         }
+        BindAddr::Host { text, .. } => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("host name of '{text}' not resolved"),
+        )),
         BindAddr::Fd(fd) => {
             let owned: OwnedFd = crate::sys::inherit_fd(*fd)?;
             let socket = Socket::from(owned);

@@ -163,6 +163,12 @@ pub fn build(config: &cfg::Config) -> Result<Plan, Vec<String>> {
         let mut fe = frontend(p, backend);
         fe.id = ids.get(&p.name).copied().unwrap_or(0);
         fe.http = http;
+        if p.mode == cfg::Mode::Tcp && crate::frontend::may_upgrade(p, config) {
+            match http_proxy(p, config) {
+                Ok(h) => fe.upgrade = Some(h),
+                Err(mut e) => errors.append(&mut e),
+            }
+        }
         fe.rules = rules;
         fe.backends = Arc::clone(&backends);
         fe.proc_vars = Arc::clone(&proc_vars);
@@ -206,8 +212,8 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
                 Ok(b) => {
                     replaced.insert(*status, Arc::<[u8]>::from(b));
                 }
-                Err(e) => errors.push(format!(
-                    "parsing [{span}] : error while reading errorfile '{}' : {e}",
+                Err(_) => errors.push(format!(
+                    "parsing [{span}] : errorfile : error opening file '{}'.",
                     path.display()
                 )),
             },
@@ -219,9 +225,15 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
                 );
                 replaced.insert(*status, Arc::<[u8]>::from(msg.into_bytes()));
             }
-            cfg::ErrorSource::Reply(r) => {
-                replaced.insert(*status, Arc::<[u8]>::from(static_reply(r)));
-            }
+            cfg::ErrorSource::Reply { reply, span } => match static_reply(reply) {
+                Ok(r) => {
+                    replaced.insert(*status, Arc::<[u8]>::from(r));
+                }
+                Err(path) => errors.push(format!(
+                    "parsing [{span}] : http-error : error opening file '{}'",
+                    path.display()
+                )),
+            },
         }
     }
     let addr = |f: &Option<cfg::ForwardFor>| {
@@ -302,8 +314,9 @@ fn retry_on(list: &[cfg::RetryOn]) -> crate::http::RetryOn {
     r
 }
 
-/// An `http-error status` reply without log-format parts, rendered once into a raw response.
-fn static_reply(r: &cfg::Reply) -> Vec<u8> {
+/// An `http-error status` reply without log-format parts, rendered once into a raw response;
+/// `Err` names a `file` payload that cannot be read.
+fn static_reply(r: &cfg::Reply) -> Result<Vec<u8>, &std::path::Path> {
     let body: &[u8] = match &r.body {
         cfg::ReplyBody::String(s) => s.as_bytes(),
         cfg::ReplyBody::LfString(f) => f.text.as_bytes(),
@@ -312,7 +325,7 @@ fn static_reply(r: &cfg::Reply) -> Vec<u8> {
     let file_body;
     let body = match &r.body {
         cfg::ReplyBody::File(p) => {
-            file_body = std::fs::read(p).unwrap_or_default();
+            file_body = std::fs::read(p).map_err(|_| p.as_path())?;
             &file_body[..]
         }
         _ => body,
@@ -321,7 +334,7 @@ fn static_reply(r: &cfg::Reply) -> Vec<u8> {
     // text is used as written.
     let headers: Vec<(&[u8], &[u8])> =
         r.headers.iter().map(|(n, f)| (n.as_bytes(), f.text.as_bytes())).collect();
-    crate::http::reply::raw(r.status, r.content_type.as_deref(), &headers, body)
+    Ok(crate::http::reply::raw(r.status, r.content_type.as_deref(), &headers, body))
 }
 
 fn frontend(p: &cfg::Proxy, backend: Option<Arc<Backend>>) -> Frontend {
@@ -346,6 +359,7 @@ fn frontend(p: &cfg::Proxy, backend: Option<Arc<Backend>>) -> Frontend {
         backend,
         counters: Default::default(),
         http: None,
+        upgrade: None,
         rules: Default::default(),
         backends: Default::default(),
         proc_vars: Default::default(),

@@ -10,6 +10,7 @@
 //! Must not touch: sockets, server choice.
 
 pub mod sample;
+pub mod switching;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -678,6 +679,8 @@ pub struct Compiler<'a> {
     proxy: &'a cfg::Proxy,
     acls: Acls,
     by_name: HashMap<String, AclId>,
+    /// Named ACLs that failed to compile (already reported: conditions naming them are not).
+    broken: Vec<String>,
     maps: &'a mut HashMap<(std::path::PathBuf, u8), Arc<Map>>,
     pub errors: Vec<String>,
     /// Some compiled expression reads the connection's local address (`dst`, `%fi`...).
@@ -693,6 +696,7 @@ impl<'a> Compiler<'a> {
             proxy,
             acls: Acls::default(),
             by_name: HashMap::new(),
+            broken: Vec::new(),
             maps,
             errors: Vec::new(),
             uses_dst: false,
@@ -706,10 +710,13 @@ impl<'a> Compiler<'a> {
                         c.acls.entries.push(vec![acl]);
                     }
                 },
-                Err(e) => c.errors.push(format!(
-                    "parsing [{}] : error detected while parsing ACL '{}' : {e}",
-                    named.acl.span, named.name
-                )),
+                Err(e) => {
+                    c.errors.push(format!(
+                        "parsing [{}] : error detected while parsing ACL '{}' : {e}",
+                        named.acl.span, named.name
+                    ));
+                    c.broken.push(named.name.clone());
+                }
             }
         }
         c
@@ -737,8 +744,9 @@ impl<'a> Compiler<'a> {
             if let Some(m) = maps.get(&k) {
                 return Ok(Arc::clone(m));
             }
+            // HAProxy's words (it does not say why).
             let text = std::fs::read_to_string(path)
-                .map_err(|err| format!("failed to open map file <{}> : {err}", path.display()))?;
+                .map_err(|_| format!("failed to open pattern file <{}>.", path.display()))?;
             let m = Map::parse(map_method(kind), &text).map_err(|(line, err)| {
                 format!("map file <{}>, line {line} : {err}", path.display())
             })?;
@@ -758,6 +766,7 @@ impl<'a> Compiler<'a> {
                 let id = match &t.acl {
                     cfg::AclRef::Named(n) => match self.by_name.get(n) {
                         Some(&id) => id,
+                        None if self.broken.contains(n) => continue,
                         None => {
                             self.errors.push(format!("parsing [{span}] : no such ACL : '{n}'"));
                             continue;
@@ -820,11 +829,9 @@ impl<'a> Compiler<'a> {
             cfg::ReplyBody::String(s) => ReplyBody::Bytes(Arc::from(s.as_bytes())),
             cfg::ReplyBody::File(p) => match std::fs::read(p) {
                 Ok(b) => ReplyBody::Bytes(Arc::from(b)),
-                Err(e) => {
-                    self.errors.push(format!(
-                        "parsing [{span}] : failed to open file '{}' : {e}",
-                        p.display()
-                    ));
+                Err(_) => {
+                    let p = p.display();
+                    self.errors.push(format!("parsing [{span}] : error opening file '{p}'."));
                     ReplyBody::None
                 }
             },
@@ -1023,7 +1030,7 @@ fn add_patterns(b: &mut fulcrum_pattern::PatternSetBuilder, a: &cfg::Acl) -> Res
     b.add_words(&words).map_err(|e| e.to_string())?;
     for f in &a.files {
         let text = std::fs::read_to_string(f)
-            .map_err(|e| format!("failed to open pattern file <{}> : {e}", f.display()))?;
+            .map_err(|_| format!("failed to open pattern file <{}>.", f.display()))?;
         b.add_file(&text).map_err(|(line, e)| {
             format!("failed to add pattern at line {line} of file <{}> : {e}", f.display())
         })?;

@@ -199,7 +199,8 @@ fn admit(fe: &Frontend, conn: &Accepted, shared: &Shared) -> bool {
 fn http_connection(slots: Slots, mut start: Start) -> impl std::future::Future<Output = ()> {
     async move {
         let (fe, shared) = (&*slots.frontend, &*slots.shared);
-        let Some(http) = &fe.http else { return };
+        // A `mode tcp` frontend's connection upgraded to HTTP runs with its `upgrade` settings.
+        let Some(http) = fe.http.as_ref().or(fe.upgrade.as_ref()) else { return };
         loop {
             let serving = Box::pin(crate::http::serve(fe, http, start, shared));
             let Some(rest) = serving.await else { return };
@@ -212,15 +213,24 @@ fn http_connection(slots: Slots, mut start: Start) -> impl std::future::Future<O
     }
 }
 
-/// A `mode tcp` connection, with its log line.
+/// A `mode tcp` connection, with its log line. Its backend is chosen once, on the
+/// connection's addresses; a `mode http` backend upgrades it to an HTTP session (as HAProxy
+/// does), where each request then picks its backend again.
 async fn tcp_connection(slots: Slots, conn: Accepted) {
     let (fe, shared) = (&*slots.frontend, &*slots.shared);
-    let Some(be) = fe.backend.as_ref() else {
+    let dst = || socket2::SockRef::from(&conn.client).local_addr().ok()?.as_socket();
+    let dst = if fe.needs_dst { dst() } else { None };
+    let Some(be) = crate::rules::switching::choose_for_connection(fe, conn.peer, dst) else {
         if shared.debug {
             eprintln!("{}: no backend: session closed", fe.name);
         }
         return;
     };
+    if be.http.is_some() && fe.upgrade.is_some() {
+        // Boxed: a plain TCP session's task stays as small as it was.
+        return Box::pin(http_connection(slots, Start::New(conn))).await;
+    }
+    let be = &be;
     Counters::inc(&be.counters.sessions);
     let peer = conn.peer;
     let start = tokio::time::Instant::now();

@@ -137,3 +137,82 @@ fn cc_evaluates_a_condition_like_haproxy() {
     assert_eq!(run(&["-cc", "feature(REUSEPORT) && !feature(NOPE)"]).0, 0);
     assert_eq!(run(&["-cc", "streq(a,b)"]).0, 1);
 }
+
+#[test]
+fn bind_host_names_are_resolved_by_the_check_and_the_unresolvable_ones_refused() {
+    let (code, out, lines) = check_clean(
+        "bind-names",
+        &format!(
+            "defaults\n{T}listen x\n bind localhost:8001\n bind nosuchhost.invalid:80\n\
+             bind 1.18446744073709551616.0.2:80\n server a 127.0.0.1:2\n"
+        ),
+    );
+    assert_eq!(code, 1, "{lines:?}");
+    assert!(!out.contains("valid"));
+    let got: Vec<String> =
+        lines.iter().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+    assert_eq!(
+        got,
+        [
+            "[ALERT] : config : parsing [check.cfg:7] : 'bind' : invalid address: 'nosuchhost.invalid' in 'nosuchhost.invalid:80'",
+            "[ALERT] : config : parsing [check.cfg:8] : 'bind' : invalid address: '1.18446744073709551616.0.2' in '1.18446744073709551616.0.2:80'",
+            "[ALERT] : config : Error(s) found in configuration file : check.cfg",
+            "[ALERT] : config : Fatal errors found in configuration.",
+        ]
+    );
+    let (code, out, lines) = check_clean(
+        "bind-localhost",
+        &format!("defaults\n{T}listen x\n bind localhost:8001\n server a 127.0.0.1:2\n"),
+    );
+    assert_eq!((code, out.trim()), (0, "Configuration file is valid"), "{lines:?}");
+}
+
+#[test]
+fn the_check_opens_every_file_a_start_reads_and_reports_each_missing_one_once() {
+    let name = "check-files";
+    let dir = scratch_path(name);
+    // `{dir}` files that exist; `/nonexistent/...` ones that do not.
+    let ok = scratch(name);
+    std::fs::write(ok.join("ok.lst"), "/a\n").expect("write");
+    std::fs::write(ok.join("ok.map"), "a b\n").expect("write");
+    std::fs::write(ok.join("503.http"), "HTTP/1.0 503 x\r\n\r\n").expect("write");
+    let cfg = format!(
+        "defaults\n mode http\n{T}listen l\n bind 127.0.0.1:1\n\
+         errorfile 503 {dir}503.http\n errorfile 504 /nonexistent/504.http\n\
+         acl good path -f {dir}ok.lst\n acl bad path -f /nonexistent/paths.lst\n\
+         http-request set-header X-A %[path,map({dir}ok.map)]\n\
+         http-request set-header X-M %[req.hdr(host),map(/nonexistent/hosts.map,def)]\n\
+         http-request deny if bad || good\n\
+         http-request return status 200 content-type text/plain file /nonexistent/x.txt if {{ path /x }}\n\
+         http-error status 502 content-type text/plain file /nonexistent/502.txt\n\
+         server s 127.0.0.1:2\n"
+    );
+    let path = ok.join("check.cfg");
+    std::fs::write(&path, cfg).expect("write cfg");
+    let (code, out, err) = run(&["-c", "-f", path.to_str().expect("utf8")]);
+    let lines: Vec<String> = err
+        .lines()
+        .map(|l| {
+            let l = l.replace(&dir, "");
+            let l = match (l.find(" ("), l.find(") : ")) {
+                (Some(a), Some(b)) if a < b => format!("{}{}", &l[..a], &l[b + 1..]),
+                _ => l,
+            };
+            l.split_whitespace().collect::<Vec<_>>().join(" ")
+        })
+        .collect();
+    assert_eq!(code, 1, "{lines:?}");
+    assert!(!out.contains("valid"));
+    assert_eq!(
+        lines,
+        [
+            "[ALERT] : config : parsing [check.cfg:11] : error detected while parsing ACL 'bad' : failed to open pattern file </nonexistent/paths.lst>.",
+            "[ALERT] : config : parsing [check.cfg:13] : failed to open pattern file </nonexistent/hosts.map>.",
+            "[ALERT] : config : parsing [check.cfg:15] : error opening file '/nonexistent/x.txt'.",
+            "[ALERT] : config : parsing [check.cfg:16] : http-error : error opening file '/nonexistent/502.txt'",
+            "[ALERT] : config : parsing [check.cfg:9] : errorfile : error opening file '/nonexistent/504.http'.",
+            "[ALERT] : config : Error(s) found in configuration file : check.cfg",
+            "[ALERT] : config : Fatal errors found in configuration.",
+        ]
+    );
+}

@@ -265,6 +265,26 @@ fn unix_socket_bind_accepts_connections() {
 }
 
 #[test]
+fn a_bind_on_a_host_name_listens_on_its_address() {
+    let echo = testserver("echo", "e");
+    let port = dead_addr().port();
+    let dir = scratch("bind-host-name");
+    let cfg = dir.join("h.cfg");
+    let text =
+        format!("{ECHO_CFG}listen px\n bind ipv4@localhost:{port}\n server e {}\n", echo.addr);
+    std::fs::write(&cfg, text).expect("cfg");
+    let _px = spawn_fulcrum(&dir, &cfg, &[], vec![]);
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let mut s = None;
+    assert!(eventually(Duration::from_secs(5), || {
+        s = std::net::TcpStream::connect(addr).ok();
+        s.is_some()
+    }));
+    let mut s = s.expect("connected");
+    assert_eq!(echo_roundtrip(&mut s, b"by name"), b"by name");
+}
+
+#[test]
 fn global_maxconn_holds_across_workers_with_reuseport_sockets() {
     let echo = testserver("echo", "e");
     let port = dead_addr().port();

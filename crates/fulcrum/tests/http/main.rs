@@ -23,3 +23,4 @@ mod malformed;
 mod px;
 mod rules;
 mod switching;
+mod upgrade;

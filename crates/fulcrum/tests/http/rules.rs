@@ -416,6 +416,35 @@ fn balance_uri_url_param_and_hdr_keep_a_key_on_one_server() {
 }
 
 #[test]
+fn balance_hdr_use_domain_only_sends_the_hosts_of_one_domain_to_one_server() {
+    let domains: Vec<String> = (0..8).map(|i| format!("site{i}")).collect();
+    each(|t| {
+        let srvs = three();
+        let px = t.start(&balanced(&srvs, "hdr(Host) use_domain_only"));
+        let per_domain: Vec<Vec<String>> = domains
+            .iter()
+            .map(|d| {
+                let hosts =
+                    [format!("www.{d}.com"), format!("{d}.com"), format!("img.cdn.{d}.org:8080")];
+                let mut seen: Vec<String> = hosts
+                    .iter()
+                    .map(|h| {
+                        let req =
+                            format!("GET / HTTP/1.1\r\nHost: {h}\r\nConnection: close\r\n\r\n");
+                        px.send(req.as_bytes()).server().to_string()
+                    })
+                    .collect();
+                seen.dedup();
+                seen
+            })
+            .collect();
+        check_sticky(&per_domain);
+        // Which server each domain lands on: the same hash and server map as HAProxy's.
+        per_domain
+    });
+}
+
+#[test]
 fn cookie_insert_indirect_nocache_persists_on_the_named_server() {
     each(|t| {
         let (s1, s2) = (server("s1"), server("s2"));

@@ -1,0 +1,75 @@
+//! `use_backend` switching: the first rule whose condition holds names the backend (a fixed
+//! one, or a log-format rendered to a backend name), else the frontend's `default_backend`.
+//! Runs per request in an HTTP session, once per connection in `mode tcp` (on what is known
+//! before any payload: addresses, variables, backends' state).
+//!
+//! Must not touch: sockets, server choice (the backend picks the server).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use super::sample::{Ctx, Vars};
+use super::{holds, Segment, UseTarget};
+use crate::backend::Backend;
+use crate::frontend::Frontend;
+
+/// The backend a transaction goes to, judged on `ctx`.
+pub fn choose(fe: &Frontend, ctx: &Ctx<'_>) -> Option<Arc<Backend>> {
+    let r = &fe.rules;
+    if r.use_backends.is_empty() {
+        return fe.backend.clone();
+    }
+    let linear = [Segment::Linear(0..r.use_backends.len())];
+    let segments = if r.switching.is_empty() { &linear[..] } else { &r.switching[..] };
+    // Rules matching in order; an indexed segment yields its first match with one lookup.
+    let matching = segments.iter().flat_map(|seg| {
+        let (range, first) = match seg {
+            Segment::Linear(range) => (range.clone(), None),
+            Segment::Indexed { rules, .. } => (rules.clone(), Some(seg.first_indexed(ctx))),
+        };
+        range.filter(move |&i| match first {
+            Some(first) => first == Some(i),
+            None => holds(&r.use_backends[i].1, &r.acls, ctx),
+        })
+    });
+    for i in matching {
+        match &r.use_backends[i].0 {
+            UseTarget::Fixed(be) => return Some(Arc::clone(be)),
+            UseTarget::Dynamic(f) => {
+                let name = f.render_vec(ctx);
+                let found = std::str::from_utf8(&name).ok().and_then(|n| fe.backends.get(n));
+                if let Some(be) = found {
+                    return Some(Arc::clone(be));
+                }
+                // HAProxy: an unknown dynamic name falls through to the next rules.
+            }
+        }
+    }
+    fe.backend.clone()
+}
+
+/// The backend a `mode tcp` connection goes to: the rules see its addresses, no payload.
+pub fn choose_for_connection(
+    fe: &Frontend,
+    src: Option<SocketAddr>,
+    dst: Option<SocketAddr>,
+) -> Option<Arc<Backend>> {
+    if fe.rules.use_backends.is_empty() {
+        return fe.backend.clone();
+    }
+    let vars = Vars::default();
+    let ctx = Ctx {
+        src,
+        dst,
+        req: None,
+        resp: None,
+        vars: &vars,
+        proc_vars: &fe.proc_vars,
+        frontend: &fe.name,
+        backend: None,
+        server: None,
+        backends: &fe.backends,
+        body: &[],
+    };
+    choose(fe, &ctx)
+}
