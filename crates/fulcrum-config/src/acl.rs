@@ -97,6 +97,12 @@ pub fn avail_of(expr: &SampleExpr) -> Avail {
         | Fetch::DstPort
         | Fetch::NbSrv { .. }
         | Fetch::BeConn { .. }
+        | Fetch::BeSessRate { .. }
+        | Fetch::ConnSlots { .. }
+        | Fetch::Queue { .. }
+        | Fetch::AvgQueue { .. }
+        | Fetch::SrvIsUp { .. }
+        | Fetch::SrvConn { .. }
         | Fetch::AlwaysTrue
         | Fetch::AlwaysFalse
         | Fetch::Var { .. }

@@ -341,7 +341,11 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "hdr_cnt" | "req.hdr_cnt" => d(S, 0, Int, Request),
         "hdr_ip" | "req.hdr_ip" => d(SI, 0, Ip, Request),
         "cook" | "req.cook" => d(S, 0, Str, Request),
-        "nbsrv" | "be_conn" => d(S, 0, Int, Always),
+        "nbsrv" | "be_conn" | "be_sess_rate" | "connslots" | "queue" | "avg_queue" => {
+            d(S, 0, Int, Always)
+        }
+        "srv_conn" => d(S, 1, Int, Always),
+        "srv_is_up" => d(S, 1, Bool, Always),
         "always_true" | "always_false" => d(NONE, 0, Bool, Always),
         "status" => d(NONE, 0, Int, Response),
         "res.hdr" | "shdr" => d(SI, 0, Str, Response),
@@ -448,6 +452,22 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
         "cook" | "req.cook" => Fetch::Cook { name: first_str(args) },
         "nbsrv" => Fetch::NbSrv { backend: opt_str(args, 0) },
         "be_conn" => Fetch::BeConn { backend: opt_str(args, 0) },
+        "be_sess_rate" => Fetch::BeSessRate { backend: opt_str(args, 0) },
+        "connslots" => Fetch::ConnSlots { backend: opt_str(args, 0) },
+        "queue" => Fetch::Queue { backend: opt_str(args, 0) },
+        "avg_queue" => Fetch::AvgQueue { backend: opt_str(args, 0) },
+        "srv_is_up" | "srv_conn" => {
+            let arg = first_str(args);
+            let (backend, server) = match arg.split_once('/') {
+                Some((b, s)) => (Some(b.to_string()), s.to_string()),
+                None => (None, arg),
+            };
+            if name == "srv_is_up" {
+                Fetch::SrvIsUp { backend, server }
+            } else {
+                Fetch::SrvConn { backend, server }
+            }
+        }
         "always_true" => Fetch::AlwaysTrue,
         "always_false" => Fetch::AlwaysFalse,
         "status" => Fetch::Status,

@@ -406,11 +406,32 @@ fn fetch_backend_refs(config: &Config, p: &Proxy, out: &mut Vec<Diagnostic>) {
         found.extend(v.into_iter().map(|(e, acl)| (e, acl, &r.span, "tcp-request")));
     }
     for (e, acl, span, kw) in found {
-        let (fetch, backend) = match &e.fetch {
-            Fetch::NbSrv { backend } => ("nbsrv", backend),
-            Fetch::BeConn { backend } => ("be_conn", backend),
+        let (fetch, backend, server) = match &e.fetch {
+            Fetch::NbSrv { backend } => ("nbsrv", backend, None),
+            Fetch::BeConn { backend } => ("be_conn", backend, None),
+            Fetch::BeSessRate { backend } => ("be_sess_rate", backend, None),
+            Fetch::ConnSlots { backend } => ("connslots", backend, None),
+            Fetch::Queue { backend } => ("queue", backend, None),
+            Fetch::AvgQueue { backend } => ("avg_queue", backend, None),
+            Fetch::SrvIsUp { backend, server } => ("srv_is_up", backend, Some(server)),
+            Fetch::SrvConn { backend, server } => ("srv_conn", backend, Some(server)),
             _ => continue,
         };
+        if let Some(server) = server {
+            // The server must exist in the named backend (or in this proxy).
+            let be_name = backend.as_deref().unwrap_or(&p.name);
+            if let Some(be) = config.backends().find(|b| b.name == be_name) {
+                if !be.servers.iter().any(|s| &s.name == server) {
+                    let place = where_text(acl, kw, fetch);
+                    let msg = format!(
+                        "unable to find server '{server}' in backend '{be_name}' referenced in arg 1 of {place} in proxy '{}'.",
+                        p.name
+                    );
+                    out.push(Diagnostic::alert(at(span), msg));
+                    continue;
+                }
+            }
+        }
         let place = where_text(acl, kw, fetch);
         let msg = match backend {
             None if !p.kind.is_backend() => format!(

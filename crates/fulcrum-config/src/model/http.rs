@@ -63,6 +63,19 @@ pub enum Fetch {
     NbSrv { backend: Option<String> },
     /// `be_conn([<backend>])`: current connections of the backend.
     BeConn { backend: Option<String> },
+    /// `be_sess_rate([<backend>])`: sessions per second the backend takes.
+    BeSessRate { backend: Option<String> },
+    /// `connslots([<backend>])`: free connection and queue slots of the up servers (-1 when
+    /// one of them has no `maxconn` or `maxqueue`).
+    ConnSlots { backend: Option<String> },
+    /// `queue([<backend>])`: sessions waiting in the backend's queues.
+    Queue { backend: Option<String> },
+    /// `avg_queue([<backend>])`: queued sessions per usable server.
+    AvgQueue { backend: Option<String> },
+    /// `srv_is_up([<backend>/]<server>)`: the server is up.
+    SrvIsUp { backend: Option<String>, server: String },
+    /// `srv_conn([<backend>/]<server>)`: the server's current connections.
+    SrvConn { backend: Option<String>, server: String },
     /// `always_true`.
     AlwaysTrue,
     /// `always_false`.

@@ -45,6 +45,9 @@ pub struct Backend {
     generation: AtomicU64,
     /// Times the backend lost its last usable server.
     pub down_transitions: AtomicU64,
+    /// Sessions given a server, per second (`be_sess_rate`), sampled from the servers'
+    /// session counters.
+    sess_rate: crate::counters::Rate,
     /// `option log-health-checks`.
     pub log_health_checks: bool,
     /// How its servers are checked.
@@ -199,6 +202,7 @@ impl Backend {
             queue: Queue::new(n),
             generation: AtomicU64::new(0),
             down_transitions: AtomicU64::new(0),
+            sess_rate: Default::default(),
             log_health_checks: false,
             health_check: Default::default(),
             check_timeouts: CheckTimeouts::default(),
@@ -228,6 +232,21 @@ impl Backend {
             }
             _ => true,
         }
+    }
+
+    /// Sessions its servers took in all.
+    fn sessions_total(&self) -> u64 {
+        self.servers.iter().map(|s| s.counters.sessions.load(Ordering::Relaxed)).sum()
+    }
+
+    /// Notes the session total; called once a second.
+    pub fn sample_rates(&self) {
+        self.sess_rate.sample(self.sessions_total());
+    }
+
+    /// Sessions per second over the last second (`be_sess_rate`).
+    pub fn session_rate(&self) -> u64 {
+        self.sess_rate.read(self.sessions_total())
     }
 
     /// Sessions waiting in this backend's queues.

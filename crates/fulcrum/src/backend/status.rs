@@ -86,6 +86,8 @@ impl Backend {
                 Change::Warmup => r.warmup(now),
                 Change::Observed { what } => {
                     r.failed_observed += 1;
+                    // Every `on-error` mode brings the next health check forward to `fastinter`.
+                    srv.check_soon.notify_one();
                     self.observed(srv, &mut r, what, now)
                 }
             };

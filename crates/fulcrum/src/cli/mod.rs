@@ -323,6 +323,7 @@ fn start(args: &Args, plan: Plan) -> i32 {
         idle_cap,
         max_accept,
         bufsize: plan.global.tune_bufsize,
+        backends: Arc::new(plan.backends.clone()),
     });
     crate::log::set_quiet(args.quiet);
     // Check tasks go to the workers in turn, as HAProxy spreads check tasks over threads.

@@ -117,12 +117,24 @@ async fn checks(job: &Job, bufsize: usize) {
             };
             be.change_server(job.idx, change);
         }
-        let next = {
+        let (next, fastinter) = {
             let r = be.servers[job.idx].state();
             let c = if agent { r.agent.as_ref() } else { r.check.as_ref() };
-            c.map(|c| c.interval(!r.is_up())).unwrap_or(inter)
+            (c.map(|c| c.interval(!r.is_up())).unwrap_or(inter), c.and_then(|c| c.fastinter))
         };
-        tokio::time::sleep(jitter(next, job.spread, &mut rng)).await;
+        let mut deadline = tokio::time::Instant::now() + jitter(next, job.spread, &mut rng);
+        loop {
+            let soon = be.servers[job.idx].check_soon.notified();
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => break,
+                // Observed errors: the next check comes within `fastinter` (health check only).
+                _ = soon, if !agent => {
+                    if let Some(fi) = fastinter {
+                        deadline = deadline.min(tokio::time::Instant::now() + fi);
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -569,13 +569,29 @@ impl Session<'_> {
                 drop(slot);
                 continue;
             }
+            let idx = slot.index();
             match exchanged {
-                Exchange::Response(sc, body_done) => break (slot, sc, body_done),
+                Exchange::Response(sc, body_done) => {
+                    // `observe layer7`: 5xx but 501 and 505 count against the server.
+                    let st = self.resp.status();
+                    let bad = st >= 500 && st != 501 && st != 505;
+                    observe_l7(&be, idx, bad, "Wrong http response");
+                    break (slot, sc, body_done);
+                }
                 Exchange::RetryFresh | Exchange::BadResponse => {
+                    let what = if matches!(exchanged, Exchange::RetryFresh) {
+                        "Close from server (http)"
+                    } else {
+                        "Invalid http response"
+                    };
+                    observe_l7(&be, idx, true, what);
                     Counters::inc(&be.counters.failed_responses);
                     return self.answer(502, &info, Some(&be)).await;
                 }
-                Exchange::ServerTimeout => return self.answer(504, &info, Some(&be)).await,
+                Exchange::ServerTimeout => {
+                    observe_l7(&be, idx, true, "Read timeout (http)");
+                    return self.answer(504, &info, Some(&be)).await;
+                }
                 Exchange::ClientGone => return Next::Close,
                 Exchange::BadRequest => {
                     let mut i = info;
@@ -1758,5 +1774,14 @@ async fn pump(
             Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return Xfer::ReadTimeout,
             Err(_) => return Xfer::ReadError,
         }
+    }
+}
+
+/// `observe layer7`: a server's answer counts toward its health (nothing for servers that do
+/// not observe their HTTP answers).
+fn observe_l7(be: &Backend, idx: usize, failed: bool, what: &'static str) {
+    let srv = &be.servers[idx];
+    if srv.policy.observe == Some(fulcrum_config::Observe::Layer7) && srv.observed(failed) {
+        be.change_server(idx, crate::backend::status::Change::Observed { what });
     }
 }

@@ -26,6 +26,14 @@ pub fn build(p: &cfg::Proxy, errors: &mut Vec<String>, warnings: &mut Vec<String
                 continue;
             }
         };
+        if s.check.enabled && s.check.port.is_none() && !has_port(&target) && !connect_has_port(p) {
+            let kind = if p.kind == cfg::ProxyKind::Listen { "proxy" } else { "backend" };
+            errors.push(format!(
+                "{kind} '{}': server '{}' has neither service port nor check port.",
+                p.name, s.name
+            ));
+            continue;
+        }
         if let Some(name) = &unresolved {
             warnings.push(format!("{who} : could not resolve address '{name}', disabling server."));
         }
@@ -73,6 +81,17 @@ pub fn build(p: &cfg::Proxy, errors: &mut Vec<String>, warnings: &mut Vec<String
         out.push(srv);
     }
     out
+}
+
+/// The server's address names a port (checks can connect there).
+fn has_port(t: &Target) -> bool {
+    !matches!(t, Target::InetRelative { .. })
+}
+
+/// The proxy's check begins with a `connect` step that names a port.
+fn connect_has_port(p: &cfg::Proxy) -> bool {
+    let first = p.health_check.steps.iter().find(|s| !matches!(s, cfg::CheckStep::Comment(_)));
+    matches!(first, Some(cfg::CheckStep::Connect(c)) if c.port.is_some())
 }
 
 /// The check and state-change settings of one server.

@@ -343,6 +343,28 @@ fn fetch_each<'a>(
             };
             one(be.map(|be| Value::Int(i64::from(be.active_sessions()))), f)
         }
+        BeSessRate { backend }
+        | ConnSlots { backend }
+        | Queue { backend }
+        | AvgQueue { backend } => {
+            let be = match backend {
+                Some(n) => ctx.backends.get(n).map(|b| &**b),
+                None => ctx.backend,
+            };
+            one(be.map(|be| Value::Int(backend_figure(be, fetch))), f)
+        }
+        SrvIsUp { backend, server } | SrvConn { backend, server } => {
+            let be = match backend {
+                Some(n) => ctx.backends.get(n).map(|b| &**b),
+                None => ctx.backend,
+            };
+            let srv = be.and_then(|be| be.servers.iter().find(|s| &s.name == server));
+            let v = srv.map(|s| match fetch {
+                SrvIsUp { .. } => Value::Bool(s.is_up()),
+                _ => Value::Int(i64::from(s.cur_conns())),
+            });
+            one(v, f)
+        }
         AlwaysTrue => f(Value::Bool(true)),
         AlwaysFalse => f(Value::Bool(false)),
         Status => one(ctx.resp.map(|r| Value::Int(i64::from(r.status()))), f),
@@ -529,6 +551,34 @@ fn header_values<'a>(
             .flat_map(|(_, v)| fulcrum_http::comma_values(v))
     };
     pick_occurrence(matching, occ, last_only, f)
+}
+
+/// `be_sess_rate`, `connslots`, `queue`, `avg_queue` of a backend, as HAProxy computes them.
+fn backend_figure(be: &crate::backend::Backend, fetch: &cfg::Fetch) -> i64 {
+    match fetch {
+        cfg::Fetch::BeSessRate { .. } => be.session_rate() as i64,
+        cfg::Fetch::Queue { .. } => i64::from(be.queued()),
+        cfg::Fetch::AvgQueue { .. } => {
+            let (queued, n) = (i64::from(be.queued()), be.usable_servers() as i64);
+            if n > 0 {
+                (queued + n - 1) / n
+            } else {
+                queued * 2
+            }
+        }
+        _ => {
+            let mut slots = 0i64;
+            for (i, s) in be.servers.iter().enumerate().filter(|(_, s)| s.is_up()) {
+                let (maxconn, maxqueue) = (s.maxconn(), s.maxqueue);
+                if maxconn == 0 || maxqueue == 0 {
+                    return -1;
+                }
+                slots += i64::from(maxconn) - i64::from(s.cur_conns()) + i64::from(maxqueue)
+                    - i64::from(be.server_queued(i));
+            }
+            slots
+        }
+    }
 }
 
 /// Loads (once) the map file a converter names.

@@ -94,6 +94,8 @@ pub struct Shared {
     pub max_accept: usize,
     /// `tune.bufsize`: the largest answer a check reads.
     pub bufsize: usize,
+    /// Every backend (the first worker samples their rates each second).
+    pub backends: Arc<Vec<Arc<crate::backend::Backend>>>,
 }
 
 /// Starts the workers and blocks until the process should exit; returns the exit status.
@@ -141,7 +143,7 @@ async fn supervise(
         let jobs = checks.next().unwrap_or_default();
         let spawned = std::thread::Builder::new()
             .name(format!("fulcrum-w{}", id + 1))
-            .spawn(move || worker(sockets, jobs, cpus, rx, shared));
+            .spawn(move || worker(sockets, jobs, id == 0, cpus, rx, shared));
         match spawned {
             Ok(h) => handles.push(h),
             Err(e) => {
@@ -172,6 +174,7 @@ async fn supervise(
 fn worker(
     sockets: Vec<WorkerSocket>,
     jobs: Vec<crate::health::Job>,
+    first: bool,
     cpus: Option<Vec<u32>>,
     mut state: watch::Receiver<RunState>,
     shared: Arc<Shared>,
@@ -218,12 +221,17 @@ fn worker(
             std::task::Poll::<()>::Pending
         });
         crate::http::pool::set_cap(shared.idle_cap);
-        let purge = tokio::task::spawn_local(async {
+        let rate_backends = if first { Arc::clone(&shared.backends) } else { Default::default() };
+        let purge = tokio::task::spawn_local(async move {
             // HAProxy's default `pool-purge-delay`, in seconds (one purge a second).
             let delay = 5;
             loop {
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                 crate::http::pool::purge(delay);
+                // One worker samples the rates.
+                for be in rate_backends.iter() {
+                    be.sample_rates();
+                }
             }
         });
         // Health checks run on the workers, each task on one worker; they stop with it.

@@ -117,6 +117,8 @@ pub struct Server {
     pub sessions: Option<kill::Sessions>,
     /// Consecutive errors seen in live traffic (`observe`).
     consecutive_errors: AtomicU32,
+    /// Wakes the health check task early (observed errors ask for `fastinter`).
+    pub check_soon: tokio::sync::Notify,
 }
 
 impl Server {
@@ -142,6 +144,7 @@ impl Server {
             cookie: None,
             sessions: None,
             consecutive_errors: AtomicU32::new(0),
+            check_soon: tokio::sync::Notify::new(),
         };
         s.publish(&s.state(), Instant::now());
         s

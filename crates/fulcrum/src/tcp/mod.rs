@@ -207,7 +207,12 @@ pub async fn connect_server_reusing(
 /// for servers that do not observe).
 pub fn observe(be: &Backend, idx: usize, failed: bool, what: &'static str) {
     let srv = &be.servers[idx];
-    if srv.policy.observe.is_some() && srv.observed(failed) {
+    let Some(mode) = srv.policy.observe else { return };
+    // Under `observe layer7` a connection that opens says nothing about the server.
+    if mode == fulcrum_config::Observe::Layer7 && !failed {
+        return;
+    }
+    if srv.observed(failed) {
         be.change_server(idx, crate::backend::status::Change::Observed { what });
     }
 }
