@@ -16,6 +16,8 @@ struct Children(Vec<Child>);
 impl Drop for Children {
     fn drop(&mut self) {
         for c in &mut self.0 {
+            // A server paused with SIGSTOP must run again to see SIGTERM.
+            let _ = crate::sys::kill(c.id(), libc::SIGCONT);
             let _ = crate::sys::kill(c.id(), libc::SIGTERM);
         }
         for c in &mut self.0 {
@@ -48,6 +50,7 @@ fn run() -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
     let cfg = config_path()?;
     let mut children = Children(Vec::new());
+    let mut pids = Vec::new();
     for (i, port) in [9001, 9002, 9003].iter().enumerate() {
         let mut child = Command::new(&exe)
             .args(["testserver", "-L", &format!("127.0.0.1:{port}"), "-n", &format!("s{}", i + 1)])
@@ -55,6 +58,7 @@ fn run() -> Result<(), String> {
             .spawn()
             .map_err(|e| format!("cannot start test server: {e}"))?;
         let out = child.stdout.take();
+        pids.push(child.id());
         children.0.push(child);
         let mut line = String::new();
         if let Some(out) = out {
@@ -65,6 +69,7 @@ fn run() -> Result<(), String> {
         }
         println!("test server s{} {}", i + 1, line.trim());
     }
+    // A paused server must not stop the demo: Ctrl-C resumes and stops everything.
     let proxy = Command::new(&exe)
         .args(["-db", "-f"])
         .arg(&cfg)
@@ -87,6 +92,9 @@ fn run() -> Result<(), String> {
     println!("  curl -si http://{FRONTEND}/admin        403 from an http-request deny rule");
     println!("  curl -si http://{FRONTEND}/old          301 redirect");
     println!("  curl -si http://{FRONTEND}/health       monitor-uri, answered by Fulcrum");
+    println!("Health checks run every second on s1..s3 (pids {pids:?}):");
+    println!("  kill -STOP {}    s2 stops answering: marked DOWN below, no traffic", pids[1]);
+    println!("  kill -CONT {}    s2 comes back UP; its weight ramps up over 5 s", pids[1]);
     wait_for_stop(&mut children)
 }
 
