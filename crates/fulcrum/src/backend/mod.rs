@@ -43,6 +43,8 @@ pub struct Backend {
     queue: Queue,
     /// Bumped whenever weights or states change, for hash tables.
     generation: AtomicU64,
+    /// The algorithm follows run-time weight changes.
+    dynamic: bool,
     /// Times the backend lost its last usable server.
     pub down_transitions: AtomicU64,
     /// Sessions given a server, per second (`be_sess_rate`), sampled from the servers'
@@ -193,6 +195,7 @@ impl Backend {
         timeouts: BackendTimeouts,
     ) -> Self {
         let n = servers.len();
+        let dynamic = Self::is_dynamic(&balancer);
         Self {
             name,
             id: 0,
@@ -201,6 +204,7 @@ impl Backend {
             deterministic,
             queue: Queue::new(n),
             generation: AtomicU64::new(0),
+            dynamic,
             down_transitions: AtomicU64::new(0),
             sess_rate: Default::default(),
             log_health_checks: false,
@@ -224,7 +228,10 @@ impl Backend {
 
     /// The algorithm follows run-time weight changes (not `static-rr`, nor map-based hashing).
     pub fn dynamic_weights(&self) -> bool {
-        let b = self.balancer.lock().unwrap_or_else(|e| e.into_inner());
+        self.dynamic
+    }
+
+    fn is_dynamic(b: &Balancer) -> bool {
         match b.algorithm() {
             fulcrum_balance::Algorithm::StaticRr => false,
             fulcrum_balance::Algorithm::Source | fulcrum_balance::Algorithm::Hash => {

@@ -132,11 +132,37 @@ impl Stream {
         addr: std::net::SocketAddr,
         bufs: fulcrum_config::SocketBuffers,
     ) -> io::Result<Stream> {
+        Self::connect_tcp_with(addr, |sock| {
+            force_buffers(sock, bufs);
+            Ok(())
+        })
+        .await
+    }
+
+    /// A health check's connection: closed with a reset (no TIME_WAIT), and, when nothing is
+    /// sent first (`delay_ack`), without acknowledging the server's SYN-ACK at once (HAProxy's
+    /// `CONNECT_DELACK_ALWAYS`: a pure connect check then costs the server no accepted
+    /// connection).
+    pub async fn connect_check(addr: std::net::SocketAddr, delay_ack: bool) -> io::Result<Stream> {
+        Self::connect_tcp_with(addr, |sock| {
+            sock.set_linger(Some(std::time::Duration::ZERO))?;
+            if delay_ack {
+                sock.set_tcp_quickack(false)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn connect_tcp_with(
+        addr: std::net::SocketAddr,
+        prepare: impl FnOnce(&socket2::Socket) -> io::Result<()>,
+    ) -> io::Result<Stream> {
         use socket2::{Domain, Protocol, Socket, Type};
         let ty = Type::STREAM.nonblocking().cloexec();
         let sock = Socket::new(Domain::for_address(addr), ty, Some(Protocol::TCP))?;
         sock.set_tcp_nodelay(true)?;
-        force_buffers(&sock, bufs);
+        prepare(&sock)?;
         match sock.connect(&addr.into()) {
             Ok(()) => {}
             Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}

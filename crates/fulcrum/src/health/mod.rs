@@ -102,6 +102,7 @@ async fn checks(job: &Job, bufsize: usize) {
     let be = &job.backend;
     let Some(plan) = check_plan(be, job.idx, agent, bufsize) else { return };
     let mut rng = crate::backend::random_u64() | 1;
+    let mut scratch = Vec::new();
     loop {
         let (paused, inter) = {
             let r = be.servers[job.idx].state();
@@ -111,7 +112,8 @@ async fn checks(job: &Job, bufsize: usize) {
         };
         if !paused {
             let state = || send_state(be, job.idx);
-            let change = match run::run(&plan, plan.send_state.then_some(&state as _)).await {
+            let send_state = plan.send_state.then_some(&state as _);
+            let change = match run::run(&plan, send_state, &mut scratch).await {
                 run::Outcome::Done(result) => Change::Check { agent, result },
                 run::Outcome::Agent { reply, duration } => Change::Agent { reply, duration },
             };
@@ -216,9 +218,9 @@ fn check_plan(be: &Backend, idx: usize, agent: bool, bufsize: usize) -> Option<C
         }
         let e = ExpectStep::new(ExpectKind::Custom(CustomExpect::Agent));
         steps.push(fulcrum_config::CheckStep::Expect(e));
-        (CheckKind::Tcp, run::Plan::steps(CheckKind::Tcp, &steps))
+        (CheckKind::Tcp, run::Plan::steps(CheckKind::Tcp, &steps, false))
     } else {
-        (hc.kind, run::Plan::steps(hc.kind, &hc.steps))
+        (hc.kind, run::Plan::steps(hc.kind, &hc.steps, hc.send_state))
     };
     Some(CheckPlan {
         run: run::Plan {

@@ -5,19 +5,23 @@
 //! `timeout check` is set, if shorter); once it is open, the rest must finish within
 //! `timeout check`, or within what is left of `inter` without it. A check connection is closed
 //! with a reset unless its connect step says `linger` (as HAProxy: no TIME_WAIT per check).
+//!
+//! Connections are the proxy's own lazily registered [`Stream`]s: on loopback a connect check
+//! is `socket`, `connect`, `getpeername`, `close` and nothing else (no event-loop
+//! registration), and a check waits for readiness only when a read would block.
 
 use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use fulcrum_config::{CheckKind, CheckStatus, CheckStep, ConnectStep, SendStep};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpSocket, TcpStream, UnixStream};
+use tokio::net::UnixStream;
 use tokio::time::Instant;
 
 use super::agent::AgentReply;
 use super::expect::{self, Eval, Expect, Wording};
 use super::http;
+use crate::connection::Stream;
 use crate::server::state::CheckResult;
 
 /// Where and how to check, prepared once per check task.
@@ -53,15 +57,19 @@ pub struct Step {
 
 #[derive(Debug)]
 pub enum Action {
-    Connect { step: ConnectStep, implicit: bool },
-    Send(SendStep),
+    Connect {
+        step: ConnectStep,
+        implicit: bool,
+    },
+    /// The bytes are built once when they never change (no `send-state`).
+    Send(SendStep, Option<Vec<u8>>),
     Expect(Box<Expect>),
 }
 
 impl Plan {
     /// The steps of a configured check with HAProxy's implicit ones added: a first `connect`
     /// when none starts the list, and for HTTP a last `expect status 200-399` after a send.
-    pub fn steps(kind: CheckKind, configured: &[CheckStep]) -> Vec<Step> {
+    pub fn steps(kind: CheckKind, configured: &[CheckStep], send_state: bool) -> Vec<Step> {
         let mut out = Vec::new();
         // HAProxy gives a comment to the steps after it while they are of one kind; a connect
         // takes it for itself.
@@ -88,7 +96,12 @@ impl Plan {
                         SendStep::Http(h) if h.comment.is_some() => h.comment.clone(),
                         _ => comment.clone(),
                     };
-                    out.push(Step { id, comment: own, action: Action::Send(snd.clone()) });
+                    let bytes = match snd {
+                        SendStep::Bytes { data, .. } => Some(data.clone()),
+                        SendStep::Http(h) if !send_state => Some(http::request(h, None)),
+                        SendStep::Http(_) => None,
+                    };
+                    out.push(Step { id, comment: own, action: Action::Send(snd.clone(), bytes) });
                 }
                 CheckStep::Expect(e) => {
                     let mut e = e.clone();
@@ -104,7 +117,8 @@ impl Plan {
                 }
             }
         }
-        if kind == CheckKind::Http && matches!(out.last().map(|s| &s.action), Some(Action::Send(_)))
+        if kind == CheckKind::Http
+            && matches!(out.last().map(|s| &s.action), Some(Action::Send(..)))
         {
             let e = fulcrum_config::ExpectStep::new(fulcrum_config::ExpectKind::Status(vec![(
                 200, 399,
@@ -124,27 +138,40 @@ impl Plan {
 }
 
 /// A check connection.
-enum Conn {
-    Tcp(TcpStream),
-    Unix(UnixStream),
-}
+struct Conn(Stream);
 
 impl Conn {
+    /// Reads what is there (waiting for it if nothing is) onto the end of `buf`, at most up to
+    /// `max` bytes in all.
     async fn read(&mut self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
-        let room = max.saturating_sub(buf.len()).max(1);
-        let mut chunk = vec![0u8; room.min(16384)];
-        let n = match self {
-            Conn::Tcp(s) => s.read(&mut chunk).await?,
-            Conn::Unix(s) => s.read(&mut chunk).await?,
+        let room = max.saturating_sub(buf.len()).clamp(1, 16384);
+        let old = buf.len();
+        buf.resize(old + room, 0);
+        let r = loop {
+            match self.0.try_read(&mut buf[old..]) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if let Err(e) = std::future::poll_fn(|cx| self.0.poll_read_ready(cx)).await {
+                        break Err(e);
+                    }
+                }
+                r => break r,
+            }
         };
-        buf.extend_from_slice(&chunk[..n]);
-        Ok(n)
+        buf.truncate(old + *r.as_ref().unwrap_or(&0));
+        r
     }
-    async fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
-        match self {
-            Conn::Tcp(s) => s.write_all(b).await,
-            Conn::Unix(s) => s.write_all(b).await,
+
+    async fn write_all(&mut self, mut b: &[u8]) -> io::Result<()> {
+        while !b.is_empty() {
+            match self.0.try_write(b) {
+                Ok(n) => b = &b[n..],
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    std::future::poll_fn(|cx| self.0.poll_write_ready(cx)).await?;
+                }
+                Err(e) => return Err(e),
+            }
         }
+        Ok(())
     }
 }
 
@@ -169,18 +196,16 @@ pub enum Outcome {
     },
 }
 
-/// Runs the check once.
-pub async fn run(plan: &Plan, send_state: Option<SendState<'_>>) -> Outcome {
+/// Runs the check once; `scratch` is a buffer kept from one run to the next.
+pub async fn run(plan: &Plan, send_state: Option<SendState<'_>>, scratch: &mut Vec<u8>) -> Outcome {
     let start = Instant::now();
-    let mut r = Runner {
-        plan,
-        start,
-        deadline: start + plan.inter,
-        conn: None,
-        buf: Vec::new(),
-        closed: false,
-    };
-    match r.steps(send_state).await {
+    let mut buf = std::mem::take(scratch);
+    buf.clear();
+    let mut r =
+        Runner { plan, start, deadline: start + plan.inter, conn: None, buf, closed: false };
+    let outcome = r.steps(send_state).await;
+    *scratch = std::mem::take(&mut r.buf);
+    match outcome {
         Ok(mut result) => {
             result.duration = Some(start.elapsed());
             Outcome::Done(result)
@@ -218,17 +243,20 @@ impl Runner<'_> {
                     }
                     must_read = true;
                 }
-                Action::Send(s) => {
+                Action::Send(s, prebuilt) => {
                     self.buf.clear();
                     must_read = true;
-                    let bytes = match s {
-                        SendStep::Bytes { data, .. } => data.clone(),
-                        SendStep::Http(h) => {
+                    let built;
+                    let bytes = match (prebuilt, s) {
+                        (Some(b), _) => &b[..],
+                        (None, SendStep::Http(h)) => {
                             let state = send_state.as_ref().map(|f| f());
-                            http::request(h, state.as_deref())
+                            built = http::request(h, state.as_deref());
+                            &built[..]
                         }
+                        (None, SendStep::Bytes { data, .. }) => &data[..],
                     };
-                    if let Err(r) = self.send(&bytes, step).await {
+                    if let Err(r) = self.send(bytes, step).await {
                         return Ok(r);
                     }
                 }
@@ -359,7 +387,7 @@ impl Runner<'_> {
                 fulcrum_config::ExpectKind::BinaryRegex(_) => " (expect binary regex)".into(),
                 _ => " (expect custom function)".into(),
             }),
-            Action::Send(_) => s.push_str(" (send)"),
+            Action::Send(..) => s.push_str(" (send)"),
             _ => {}
         }
         if step.id != 0 {
@@ -416,20 +444,21 @@ impl Runner<'_> {
             limit = limit.min(Instant::now() + tc);
         }
         let linger = c.linger;
+        // Nothing to send first: the handshake's last ACK can wait (HAProxy's
+        // `CONNECT_DELACK_ALWAYS`, for steps not followed by an expect).
+        let next = self.plan.steps.iter().skip_while(|s| !std::ptr::eq(*s, step)).nth(1);
+        let delay_ack = !matches!(next.map(|s| &s.action), Some(Action::Expect(_)));
         let attempt = async {
             match &dest {
                 Dest::Inet(addr) => {
-                    let sock =
-                        if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
-                    sock.set_nodelay(true)?;
-                    if !linger {
-                        // Closed with a reset: no TIME_WAIT per check (a zero linger never
-                        // blocks the close).
-                        socket2::SockRef::from(&sock).set_linger(Some(Duration::ZERO))?;
+                    let s = Stream::connect_check(*addr, delay_ack).await?;
+                    if linger {
+                        // `linger`: a clean close for servers that dislike resets.
+                        socket2::SockRef::from(&s).set_linger(None)?;
                     }
-                    Ok(Conn::Tcp(sock.connect(*addr).await?))
+                    Ok(Conn(s))
                 }
-                Dest::Unix(p) => Ok(Conn::Unix(UnixStream::connect(p).await?)),
+                Dest::Unix(p) => Ok(Conn(Stream::Unix(UnixStream::connect(p).await?))),
             }
         };
         let conn = match tokio::time::timeout_at(limit, attempt).await {
@@ -451,8 +480,13 @@ impl Runner<'_> {
 
     /// PROXY v1 line of the check connection itself (HAProxy sends its own addresses).
     fn proxy_line(&self) -> String {
-        if let Some(Conn::Tcp(s)) = &self.conn {
-            if let (Ok(l), Ok(p)) = (s.local_addr(), s.peer_addr()) {
+        if let Some(Conn(s @ Stream::Tcp(_))) = &self.conn {
+            let sock = socket2::SockRef::from(s);
+            let addrs = (
+                sock.local_addr().ok().and_then(|a| a.as_socket()),
+                sock.peer_addr().ok().and_then(|a| a.as_socket()),
+            );
+            if let (Some(l), Some(p)) = addrs {
                 let fam = if l.is_ipv4() { "TCP4" } else { "TCP6" };
                 return format!("PROXY {fam} {} {} {} {}\r\n", l.ip(), p.ip(), l.port(), p.port());
             }
