@@ -424,7 +424,7 @@ fn fetch_backend_refs(config: &Config, p: &Proxy, out: &mut Vec<Diagnostic>) {
                 if !be.servers.iter().any(|s| &s.name == server) {
                     let place = where_text(acl, kw, fetch);
                     let msg = format!(
-                        "unable to find server '{server}' in backend '{be_name}' referenced in arg 1 of {place} in proxy '{}'.",
+                        "unable to find server '{server}' in proxy '{be_name}', referenced in arg 1 of {place} in proxy '{}'.",
                         p.name
                     );
                     out.push(Diagnostic::alert(at(span), msg));
@@ -443,8 +443,10 @@ fn fetch_backend_refs(config: &Config, p: &Proxy, out: &mut Vec<Diagnostic>) {
                 if config.backends().any(|b| &b.name == name) {
                     continue;
                 }
+                // A server argument names a proxy, a backend argument a backend.
+                let what = if server.is_some() { "proxy" } else { "backend" };
                 format!(
-                    "unable to find backend '{name}' referenced in arg 1 of {place} in proxy '{}'.",
+                    "unable to find {what} '{name}' referenced in arg 1 of {place} in proxy '{}'.",
                     p.name
                 )
             }

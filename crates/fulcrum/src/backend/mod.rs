@@ -45,6 +45,8 @@ pub struct Backend {
     generation: AtomicU64,
     /// The algorithm follows run-time weight changes.
     dynamic: bool,
+    /// `option allbackups` (the balancer's setting, read without its lock).
+    allbackups: bool,
     /// Times the backend lost its last usable server.
     pub down_transitions: AtomicU64,
     /// Sessions given a server, per second (`be_sess_rate`), sampled from the servers'
@@ -196,6 +198,7 @@ impl Backend {
     ) -> Self {
         let n = servers.len();
         let dynamic = Self::is_dynamic(&balancer);
+        let allbackups = balancer.allbackups;
         Self {
             name,
             id: 0,
@@ -205,6 +208,7 @@ impl Backend {
             queue: Queue::new(n),
             generation: AtomicU64::new(0),
             dynamic,
+            allbackups,
             down_transitions: AtomicU64::new(0),
             sess_rate: Default::default(),
             log_health_checks: false,
@@ -223,7 +227,7 @@ impl Backend {
     }
 
     pub fn allbackups(&self) -> bool {
-        self.balancer.lock().unwrap_or_else(|e| e.into_inner()).allbackups
+        self.allbackups
     }
 
     /// The algorithm follows run-time weight changes (not `static-rr`, nor map-based hashing).

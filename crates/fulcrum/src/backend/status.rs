@@ -68,6 +68,7 @@ impl Backend {
     pub fn change_server(&self, idx: usize, change: Change) {
         let now = Instant::now();
         let srv = &self.servers[idx];
+        let had_servers = self.usable_counts() != (0, 0);
         let transitions = {
             let mut r = srv.state();
             r.log_checks = self.log_health_checks;
@@ -99,7 +100,7 @@ impl Backend {
         }
         self.generation.fetch_add(1, Ordering::Relaxed);
         for t in transitions {
-            self.carry_out(idx, t);
+            self.carry_out(idx, t, had_servers);
         }
     }
 
@@ -130,11 +131,11 @@ impl Backend {
     }
 
     /// Does what a transition asks of the balancers' surroundings, then logs it.
-    fn carry_out(&self, idx: usize, t: Transition) {
+    fn carry_out(&self, idx: usize, t: Transition, had_servers: bool) {
         let srv = &self.servers[idx];
         let who =
             format!("{}Server {}/{}", if srv.backup { "Backup " } else { "" }, self.name, srv.name);
-        let was_any = true;
+        let was_any = had_servers;
         match t {
             Transition::CheckReport { agent, result, reason, counter, state } => {
                 let mut msg = format!(
@@ -274,9 +275,9 @@ impl Backend {
         );
     }
 
-    /// `backend 'app' has no server available!` once the last usable server is gone.
-    fn check_backend_down(&self, _was_any: bool) {
-        if self.usable_counts() == (0, 0) {
+    /// `backend 'app' has no server available!` when the last usable server is gone.
+    fn check_backend_down(&self, had_servers: bool) {
+        if had_servers && self.usable_counts() == (0, 0) {
             self.down_transitions.fetch_add(1, Ordering::Relaxed);
             crate::log::alert(&format!("backend '{}' has no server available!", self.name));
         }
