@@ -90,6 +90,14 @@ pub enum AcquireError {
     QueueFull,
 }
 
+/// The outcome of one try at a slot.
+enum Attempt {
+    Got(ServerSlot),
+    Failed(AcquireError),
+    /// Wait in this line: a server's own, or the backend's (`None`).
+    Wait(Option<usize>),
+}
+
 /// A connection slot on one server, released (or handed to a waiter) on drop.
 #[derive(Debug)]
 pub struct ServerSlot {
@@ -107,8 +115,9 @@ impl ServerSlot {
         self.idx
     }
     /// Lets a state change of the server end this session (when its policy asks for it).
+    #[inline]
     pub fn track(&mut self, conn: &impl std::os::fd::AsFd) {
-        if self.tracked.is_none() {
+        if self.tracked.is_none() && self.server().sessions.is_some() {
             self.tracked = crate::server::kill::track(self.server(), conn);
         }
     }
@@ -347,40 +356,48 @@ impl Backend {
         exclude: Option<usize>,
     ) -> Result<ServerSlot, AcquireError> {
         loop {
-            match self.try_acquire(key, persist, exclude).await {
+            // The usual case, a free slot at once, costs no wait machinery.
+            let line = match self.attempt(key, persist, exclude) {
+                Attempt::Got(slot) => return Ok(slot),
+                Attempt::Failed(e) => return Err(e),
+                Attempt::Wait(line) => line,
+            };
+            match self.wait_in_queue(line).await {
+                Ok(slot) => return Ok(slot),
+                Err(Some(e)) => return Err(e),
                 // Its server went down while it waited: choose again, without persistence.
                 Err(None) => persist = None,
-                Err(Some(e)) => return Err(e),
-                Ok(slot) => return Ok(slot),
             }
         }
     }
 
-    /// One attempt; `Err(None)` when a wait for one server ended because it went down.
-    async fn try_acquire(
+    /// Takes a slot if one is free; otherwise says which line to wait in.
+    fn attempt(
         self: &Arc<Self>,
         key: Option<PickKey<'_>>,
         persist: Option<usize>,
         exclude: Option<usize>,
-    ) -> Result<ServerSlot, Option<AcquireError>> {
+    ) -> Attempt {
         if let Some(idx) = persist.filter(|&i| Some(i) != exclude && self.servers[i].is_up()) {
             if self.servers[idx].try_take_slot() {
-                return Ok(self.slot(idx));
+                return Attempt::Got(self.slot(idx));
             }
-            return self.wait_in_queue(Some(idx)).await;
+            return Attempt::Wait(Some(idx));
         }
         if self.deterministic {
             if let Some(idx) = self.pick(key, false, exclude) {
                 if self.servers[idx].try_take_slot() {
-                    return Ok(self.slot(idx));
+                    return Attempt::Got(self.slot(idx));
                 }
-                return self.wait_in_queue(Some(idx)).await;
+                return Attempt::Wait(Some(idx));
             }
         } else {
             // A few tries: another thread may take the slot between pick and take.
             for _ in 0..4 {
                 match self.pick(key, true, exclude) {
-                    Some(idx) if self.servers[idx].try_take_slot() => return Ok(self.slot(idx)),
+                    Some(idx) if self.servers[idx].try_take_slot() => {
+                        return Attempt::Got(self.slot(idx))
+                    }
                     Some(_) => continue,
                     None => break,
                 }
@@ -388,9 +405,9 @@ impl Backend {
         }
         if self.usable_servers() == 0 {
             Counters::inc(&self.counters.no_server);
-            return Err(Some(AcquireError::NoServer));
+            return Attempt::Failed(AcquireError::NoServer);
         }
-        self.wait_in_queue(None).await
+        Attempt::Wait(None)
     }
 
     fn slot(self: &Arc<Self>, idx: usize) -> ServerSlot {

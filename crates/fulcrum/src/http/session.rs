@@ -572,10 +572,12 @@ impl Session<'_> {
             let idx = slot.index();
             match exchanged {
                 Exchange::Response(sc, body_done) => {
-                    // `observe layer7`: 5xx but 501 and 505 count against the server.
-                    let st = self.resp.status();
-                    let bad = st >= 500 && st != 501 && st != 505;
-                    observe_l7(&be, idx, bad, "Wrong http response");
+                    if be.servers[idx].policy.observe.is_some() {
+                        // `observe layer7`: 5xx but 501 and 505 count against the server.
+                        let st = self.resp.status();
+                        let bad = st >= 500 && st != 501 && st != 505;
+                        observe_l7(&be, idx, bad, "Wrong http response");
+                    }
                     break (slot, sc, body_done);
                 }
                 Exchange::RetryFresh | Exchange::BadResponse => {
@@ -1779,6 +1781,7 @@ async fn pump(
 
 /// `observe layer7`: a server's answer counts toward its health (nothing for servers that do
 /// not observe their HTTP answers).
+#[inline(never)]
 fn observe_l7(be: &Backend, idx: usize, failed: bool, what: &'static str) {
     let srv = &be.servers[idx];
     if srv.policy.observe == Some(fulcrum_config::Observe::Layer7) && srv.observed(failed) {

@@ -173,7 +173,9 @@ pub async fn connect_server_reusing(
         let err = match connect(endpoint, be.timeouts.connect, be.server_bufs).await {
             Ok(stream) => {
                 out.connect = connect_at.elapsed();
-                observe(be, slot.index(), false, "L4 successful connection");
+                if slot.server().policy.observe.is_some() {
+                    observe(be, slot.index(), false, "L4 successful connection");
+                }
                 slot.track(&stream);
                 return Ok((slot, stream, 0));
             }
@@ -205,6 +207,7 @@ pub async fn connect_server_reusing(
 
 /// `observe`: a connection attempt's outcome counts toward the server's health (costs nothing
 /// for servers that do not observe).
+#[inline(never)]
 pub fn observe(be: &Backend, idx: usize, failed: bool, what: &'static str) {
     let srv = &be.servers[idx];
     let Some(mode) = srv.policy.observe else { return };
