@@ -120,6 +120,10 @@ pub fn parse_server(
     if !p.apply_all(3, &mut o, diags) {
         return None;
     }
+    // HAProxy: without `agent-port`, the agent is asked on the check `port`.
+    if o.agent.port.is_none() {
+        o.agent.port = o.check.port;
+    }
     if o.agent.enabled && o.agent.port.is_none() {
         let msg = format!("server {name} does not have agent port. Agent check has been disabled.");
         diags.alert(line, msg);
