@@ -15,6 +15,9 @@ use crate::proxy::ProxyBuild;
 pub struct CheckLists {
     pub tcp: Vec<CheckStep>,
     pub http: Vec<CheckStep>,
+    /// The steps of the last protocol check option (`option redis-check`...), built whole by
+    /// `check_protocols`.
+    pub protocol: Vec<CheckStep>,
     /// This section started its own list (a `defaults` list is replaced, not extended).
     pub own_tcp: bool,
     pub own_http: bool,
@@ -43,9 +46,18 @@ impl CheckLists {
     }
 }
 
+/// HAProxy's refusal of `no option <check>` / `default option <check>`; true when refused.
+pub fn negated(line: &Line, diags: &mut Diags) -> bool {
+    if line.arg(0) != "no" && line.arg(0) != "default" {
+        return false;
+    }
+    diags.alert(line, format!("negation/default is not supported for option '{}'.", line.arg(2)));
+    true
+}
+
 /// `option httpchk [<uri>]`, `option httpchk <method> <uri> [<version>]`.
 pub fn option_httpchk(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
-    if !no_extra(line, 5, "option httpchk", diags) {
+    if negated(line, diags) || !no_extra(line, 5, "option httpchk", diags) {
         return;
     }
     let (a, u, v) = (line.arg(2), line.arg(3), line.arg(4));
@@ -93,7 +105,7 @@ fn split_hidden(v: &str) -> (&str, Option<(Vec<(String, String)>, Option<String>
 
 /// `option tcp-check`.
 pub fn option_tcp_check(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
-    if no_extra(line, 2, "option tcp-check", diags) {
+    if !negated(line, diags) && no_extra(line, 2, "option tcp-check", diags) {
         b.proxy.health_check.kind = CheckKind::Tcp;
     }
 }
@@ -482,11 +494,11 @@ fn expect(line: &Line, http: bool) -> Result<CheckStep, String> {
                 i += 1;
             }
             "on-success" => {
-                e.on_success = Some(val.to_string());
+                e.on_success = Some(CheckMessage::Text(val.to_string()));
                 i += 1;
             }
             "on-error" => {
-                e.on_error = Some(val.to_string());
+                e.on_error = Some(CheckMessage::Text(val.to_string()));
                 i += 1;
             }
             "ok-status" | "error-status" | "tout-status" => {
@@ -659,9 +671,15 @@ fn header_expect(line: &Line, at: usize) -> Result<(HeaderExpect, usize), String
 pub fn finish(b: &mut ProxyBuild) {
     let h = &mut b.proxy.health_check;
     h.steps = match h.kind {
+        CheckKind::Connect => Vec::new(),
         CheckKind::Tcp => b.checks.tcp.clone(),
         CheckKind::Http => b.checks.http.clone(),
-        _ => std::mem::take(&mut h.steps),
+        CheckKind::Redis
+        | CheckKind::Mysql
+        | CheckKind::Pgsql
+        | CheckKind::Smtp
+        | CheckKind::Ldap
+        | CheckKind::SslHello => b.checks.protocol.clone(),
     };
 }
 

@@ -9,6 +9,7 @@ pub mod acl;
 mod args;
 pub mod bind;
 mod check;
+mod check_protocols;
 pub mod cond;
 pub mod diag;
 pub mod duration;

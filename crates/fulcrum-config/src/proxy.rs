@@ -10,6 +10,7 @@
 use crate::args::{int_arg, no_extra, parse_u32, Diags};
 use crate::bind::parse_bind;
 use crate::check::{self, CheckLists};
+use crate::check_protocols;
 use crate::duration::{read_time, time_error_message};
 use crate::http_opts::{self, ErrorEntry};
 use crate::keywords::{self, Keyword, Status, B, D, F, L};
@@ -276,6 +277,12 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         "id" => proxy_id(p, line, diags),
         "option httpchk" => check::option_httpchk(b, line, diags),
         "option tcp-check" => check::option_tcp_check(b, line, diags),
+        "option redis-check" => check_protocols::redis(b, line, diags),
+        "option mysql-check" => check_protocols::mysql(b, line, diags),
+        "option pgsql-check" => check_protocols::pgsql(b, line, diags),
+        "option smtpchk" => check_protocols::smtp(b, line, diags),
+        "option ldap-check" => check_protocols::ldap(b, line, diags),
+        "option ssl-hello-chk" => check_protocols::ssl_hello(b, line, diags),
         n if n.starts_with("http-check ") => check::http_check(b, line, diags),
         n if n.starts_with("tcp-check ") => check::tcp_check(b, line, diags),
         "option allbackups" | "option log-health-checks" => {

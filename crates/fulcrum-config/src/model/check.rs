@@ -186,6 +186,10 @@ pub enum SendStep {
     Bytes { data: Vec<u8>, comment: Option<String> },
     /// An HTTP request (`option httpchk` and `http-check send`).
     Http(HttpSend),
+    /// Bytes with the current Unix time (seconds, 4 bytes big-endian) written at `time_at` as
+    /// they are sent: HAProxy's `%[date(),htonl,hex]` in the client hello of
+    /// `option ssl-hello-chk`.
+    Dated { data: Vec<u8>, time_at: usize },
 }
 
 /// The request an HTTP check sends.
@@ -219,9 +223,12 @@ pub struct ExpectStep {
     pub ok_status: Option<CheckStatus>,
     pub error_status: Option<CheckStatus>,
     pub tout_status: Option<CheckStatus>,
-    /// `on-success` / `on-error` messages (plain text: log-format is not evaluated yet).
-    pub on_success: Option<String>,
-    pub on_error: Option<String>,
+    /// `on-success` / `on-error` messages.
+    pub on_success: Option<CheckMessage>,
+    pub on_error: Option<CheckMessage>,
+    /// Where the check's response code comes from (HAProxy's `status-code <expr>`; only the
+    /// protocol checks set it).
+    pub status_code: Option<Payload>,
     pub comment: Option<String>,
 }
 
@@ -236,8 +243,44 @@ impl ExpectStep {
             tout_status: None,
             on_success: None,
             on_error: None,
+            status_code: None,
             comment: None,
         }
+    }
+}
+
+/// An `on-success` / `on-error` message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckMessage {
+    /// Text as written (log-format is not evaluated yet).
+    Text(String),
+    /// The one log-format form HAProxy's protocol checks use: part of the answer,
+    /// `%[res.payload(<offset>,<len>),ltrim(' '),cut_crlf]`.
+    Payload(Payload),
+}
+
+/// `res.payload(<offset>,<len>)` over the bytes received since the last send, with the
+/// converters HAProxy's protocol checks apply to it. Read as text, it ends at a NUL byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Payload {
+    pub offset: usize,
+    /// 0: up to the end of what was received.
+    pub len: usize,
+    /// `ltrim(' ')`: leading spaces removed.
+    pub ltrim_spaces: bool,
+    /// `cut_crlf`: cut at the first CR or LF.
+    pub cut_crlf: bool,
+}
+
+impl Payload {
+    /// `res.payload(<offset>,<len>)` without converters.
+    pub const fn new(offset: usize, len: usize) -> Self {
+        Payload { offset, len, ltrim_spaces: false, cut_crlf: false }
+    }
+
+    /// The first line of the answer from `offset` (`%[res.payload(<offset>,0),cut_crlf]`).
+    pub const fn line(offset: usize) -> Self {
+        Payload { offset, len: 0, ltrim_spaces: false, cut_crlf: true }
     }
 }
 
@@ -292,11 +335,11 @@ pub enum HeaderMatch {
 /// Answer analyses written for one protocol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CustomExpect {
-    /// MySQL's initial handshake packet (`option mysql-check` without user).
+    /// MySQL's initial handshake packet, not an error packet (`option mysql-check`).
     MysqlHandshake,
-    /// MySQL's OK packet after a login (`option mysql-check user`).
+    /// The packet after the handshake, not an error packet (`option mysql-check user`).
     MysqlOk,
-    /// An LDAPv3 bind response with result code 0.
+    /// An LDAPv3 bind response with result code 0 (`option ldap-check`).
     LdapBind,
     /// An agent's answer (state words, weight percentage, maxconn).
     Agent,

@@ -390,14 +390,15 @@ fn append_reason(msg: &mut String, r: &Reason) {
     }
 }
 
-/// HAProxy's `chunk_asciiencode`: non-printable bytes and `"` as `\xHH`.
+/// HAProxy's `chunk_asciiencode`: bytes that are not printable ASCII, `<`, `>` and `"` as
+/// `<HH>`.
 fn ascii_encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
-        if (0x20..0x7f).contains(&b) && b != b'"' {
+        if (0x20..0x7f).contains(&b) && !matches!(b, b'"' | b'<' | b'>') {
             out.push(b as char);
         } else {
-            let _ = write!(out, "\\x{b:02x}");
+            let _ = write!(out, "<{b:02X}>");
         }
     }
     out
@@ -427,4 +428,15 @@ pub fn parse_weight(text: &str, iweight: u32, dynamic: bool) -> Result<u32, Stri
         );
     }
     Ok(w as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_texts_are_encoded_as_haproxy_logs_them() {
+        assert_eq!(ascii_encode("-ERR <bad> \"x\"\u{1}"), "-ERR <3C>bad<3E> <22>x<22><01>");
+        assert_eq!(ascii_encode("caf\u{e9}"), "caf<C3><A9>");
+    }
 }

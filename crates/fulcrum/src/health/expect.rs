@@ -1,9 +1,16 @@
 //! Evaluating one `expect` step of a check on the bytes received so far (HAProxy's
 //! `tcpcheck_eval_expect` and `tcpcheck_eval_expect_http`): match, wait for more, or fail with
-//! the status and message HAProxy gives. Pure: the check runner feeds it.
+//! the status and message HAProxy gives. Protocol checks' own analyses are in `custom`; the
+//! `on-success`/`on-error` messages and response codes they take from the answer are read here.
+//! Pure: the check runner feeds it.
 
-use fulcrum_config::{CheckStatus, ExpectKind, ExpectStep, HeaderExpect, HeaderMatch};
-use regex::bytes::Regex;
+use fulcrum_config::{
+    CheckMessage, CheckStatus, CustomExpect, ExpectKind, ExpectStep, HeaderExpect, HeaderMatch,
+    Payload,
+};
+use regex::bytes::{Regex, RegexBuilder};
+
+use super::custom;
 
 use super::http::Response;
 
@@ -17,7 +24,10 @@ pub struct Expect {
 
 impl Expect {
     pub fn new(step: ExpectStep) -> Self {
-        let compile = |p: &str| Regex::new(p).ok();
+        // Byte by byte, as HAProxy's PCRE matches (`[^\r]` takes any byte, not only UTF-8);
+        // a pattern only Unicode mode accepts (a non-ASCII class) keeps it.
+        let compile =
+            |p: &str| RegexBuilder::new(p).unicode(false).build().or_else(|_| Regex::new(p)).ok();
         let (regex, value_regex) = match &step.kind {
             ExpectKind::Regex(p)
             | ExpectKind::BinaryRegex(p)
@@ -43,8 +53,11 @@ pub enum Eval {
     Continue,
     /// Not conclusive yet: read more.
     Wait,
-    /// The check failed.
-    Fail { status: CheckStatus, desc: String },
+    /// The check failed; `code` is the response code logs show (`code: 1045`).
+    Fail { status: CheckStatus, code: Option<u16>, desc: String },
+    /// Matched, and the analysis reports the check passed at once (HAProxy's MySQL and LDAP
+    /// analyses do, then the run reports again as it ends).
+    Passed { status: CheckStatus, code: Option<u16>, desc: String },
 }
 
 /// How messages are worded: plain `tcp-check` rules get HAProxy's generic text, protocol
@@ -53,11 +66,16 @@ pub enum Eval {
 pub struct Wording {
     pub tcp_check: bool,
     pub step_id: u32,
+    /// The step is the check's last.
+    pub last_step: bool,
 }
 
 /// A TCP expect over `buf` (everything received since the last send).
 pub fn tcp(x: &Expect, buf: &[u8], last_read: bool, w: Wording) -> Eval {
     let e = &x.step;
+    if let ExpectKind::Custom(c) = e.kind {
+        return custom(x, c, buf, last_read, w);
+    }
     if !last_read {
         if let ExpectKind::String(p) | ExpectKind::Binary(p) = &e.kind {
             if buf.len() < p.len() {
@@ -84,14 +102,37 @@ pub fn tcp(x: &Expect, buf: &[u8], last_read: bool, w: Wording) -> Eval {
         return Eval::Continue;
     }
     let status = e.error_status.unwrap_or(CheckStatus::L7Rsp);
-    Eval::Fail { status, desc: tcp_error_text(e, matched, w) }
+    Eval::Fail { status, code: status_code(e, buf), desc: error_text(e, matched, w, "", buf) }
 }
 
-/// HAProxy's `tcpcheck_expect_onerror_message` for a TCP expect.
-fn tcp_error_text(e: &ExpectStep, matched: bool, w: Wording) -> String {
+/// A protocol's own analysis of the answer.
+fn custom(x: &Expect, c: CustomExpect, buf: &[u8], last_read: bool, w: Wording) -> Eval {
+    let ev = match c {
+        CustomExpect::MysqlHandshake => custom::mysql_handshake(buf, last_read, w.last_step),
+        CustomExpect::MysqlOk => custom::mysql_ok(buf, last_read, w.last_step),
+        CustomExpect::LdapBind => custom::ldap_bind(buf, last_read),
+        // The runner reads agents' answers itself.
+        CustomExpect::Agent => return Eval::Continue,
+    };
+    match ev {
+        Eval::Fail { status, code, desc } => Eval::Fail {
+            status,
+            code: status_code(&x.step, buf).or(code),
+            desc: error_text(&x.step, false, w, &desc, buf),
+        },
+        other => other,
+    }
+}
+
+/// HAProxy's `tcpcheck_expect_onerror_message` for a TCP expect: the analysis' own text
+/// (`info`), else the step's `on-error`, else for `tcp-check` rules the generic text; then the
+/// comment.
+fn error_text(e: &ExpectStep, matched: bool, w: Wording, info: &str, buf: &[u8]) -> String {
     let mut msg = String::new();
-    if let Some(text) = &e.on_error {
-        msg.push_str(text);
+    if !info.is_empty() {
+        msg.push_str(info);
+    } else if let Some(m) = &e.on_error {
+        msg.push_str(&message(m, buf));
     } else if w.tcp_check {
         msg.push_str(if matched {
             "TCPCHK matched unwanted content"
@@ -117,16 +158,69 @@ fn tcp_error_text(e: &ExpectStep, matched: bool, w: Wording) -> String {
     msg
 }
 
+/// An `on-success` / `on-error` message over the answer received.
+pub fn message(m: &CheckMessage, buf: &[u8]) -> String {
+    match m {
+        CheckMessage::Text(t) => t.clone(),
+        CheckMessage::Payload(p) => payload(p, buf).map(text).unwrap_or_default(),
+    }
+}
+
+/// The response code an expect step takes from the answer (`status-code`): the number the
+/// bytes start with (0 if none), as HAProxy casts a string to an integer. `None` when the
+/// bytes are not there, or the number is negative (not shown as HAProxy shows it).
+pub fn status_code(e: &ExpectStep, buf: &[u8]) -> Option<u16> {
+    let bytes = payload(e.status_code.as_ref()?, buf).filter(|b| !b.is_empty())?;
+    let (negative, digits) = match bytes[0] {
+        b'-' => (true, &bytes[1..]),
+        b'+' => (false, &bytes[1..]),
+        _ => (false, bytes),
+    };
+    let n = digits
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .fold(0u64, |n, d| n.saturating_mul(10).saturating_add(u64::from(d - b'0')));
+    if negative && n != 0 {
+        return None;
+    }
+    // HAProxy keeps the code in a C `short` for logs.
+    Some(n as u16)
+}
+
+/// `res.payload(<offset>,<len>)` with its converters; `None` when the bytes are not there.
+fn payload<'a>(p: &Payload, buf: &'a [u8]) -> Option<&'a [u8]> {
+    let end = if p.len == 0 { buf.len() } else { p.offset.checked_add(p.len)? };
+    let mut b = buf.get(p.offset..end)?;
+    if p.ltrim_spaces {
+        let spaces = b.iter().take_while(|&&c| c == b' ').count();
+        b = &b[spaces..];
+    }
+    if p.cut_crlf {
+        b = &b[..b.iter().position(|&c| c == b'\r' || c == b'\n').unwrap_or(b.len())];
+    }
+    Some(b)
+}
+
+/// Received bytes as message text: up to the first NUL, as HAProxy's C strings end.
+pub fn text(b: &[u8]) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..end]).into_owned()
+}
+
 /// An HTTP expect over the response received so far (`None`: no complete head yet).
 pub fn http(x: &Expect, resp: Option<&Response>, last_read: bool, disable_404: bool) -> Eval {
     let e = &x.step;
     let fail = |status: CheckStatus, desc: String| {
-        let mut msg = e.on_error.clone().unwrap_or(desc);
+        let mut msg = match &e.on_error {
+            // `res.payload` reads nothing from an HTTP answer, as in HAProxy.
+            Some(m) => message(m, b""),
+            None => desc,
+        };
         if let Some(c) = &e.comment {
             msg.push_str(" comment: ");
             msg.push_str(c);
         }
-        Eval::Fail { status, desc: msg }
+        Eval::Fail { status, code: None, desc: msg }
     };
     let Some(resp) = resp else {
         return if last_read { fail(CheckStatus::L7Rsp, String::new()) } else { Eval::Wait };
@@ -239,7 +333,7 @@ mod tests {
         Expect::new(ExpectStep::new(kind))
     }
 
-    const W: Wording = Wording { tcp_check: true, step_id: 2 };
+    const W: Wording = Wording { tcp_check: true, step_id: 2, last_step: true };
 
     #[test]
     fn a_string_waits_for_enough_bytes_then_matches_or_fails_at_the_end() {
@@ -251,6 +345,7 @@ mod tests {
             tcp(&e, b"-ERR x", true, W),
             Eval::Fail {
                 status: CheckStatus::L7Rsp,
+                code: None,
                 desc: "TCPCHK did not match content '+PONG' at step 2".into()
             }
         );
@@ -283,7 +378,7 @@ mod tests {
         assert_eq!(http(&st, Some(&resp(302, b"")), false, false), Eval::Continue);
         assert_eq!(
             http(&st, Some(&resp(500, b"")), false, false),
-            Eval::Fail { status: CheckStatus::L7Sts, desc: "Reason".into() }
+            Eval::Fail { status: CheckStatus::L7Sts, code: None, desc: "Reason".into() }
         );
         assert_eq!(http(&st, None, false, false), Eval::Wait);
         assert_eq!(http(&st, Some(&resp(404, b"")), false, true), Eval::Continue);
@@ -301,8 +396,75 @@ mod tests {
             http(&b, Some(&resp(200, b"dead")), false, false),
             Eval::Fail {
                 status: CheckStatus::L7Rsp,
+                code: None,
                 desc: "HTTP content check did not match".into()
             }
         );
+    }
+
+    /// SMTP's reply text and code, as `option smtpchk` takes them.
+    fn smtp_reply(pattern: &str) -> Expect {
+        let mut e = ExpectStep::new(ExpectKind::Regex(pattern.into()));
+        e.min_recv = 4;
+        e.error_status = Some(CheckStatus::L7Sts);
+        let text = Payload { ltrim_spaces: true, ..Payload::line(4) };
+        e.on_error = Some(CheckMessage::Payload(text));
+        e.status_code = Some(Payload::new(0, 3));
+        Expect::new(e)
+    }
+
+    const PROTO: Wording = Wording { tcp_check: false, step_id: 3, last_step: false };
+
+    #[test]
+    fn a_failed_protocol_expect_gives_the_reply_text_and_code() {
+        let e = smtp_reply("^2[0-9]{2}[ \r]");
+        assert_eq!(
+            tcp(&e, b"554  5.7.1 <x>: denied\r\nmore", false, PROTO),
+            Eval::Fail {
+                status: CheckStatus::L7Sts,
+                code: Some(554),
+                desc: "5.7.1 <x>: denied".into()
+            }
+        );
+        // Fewer bytes than the code: no code, no text.
+        assert_eq!(
+            tcp(&e, b"55", true, PROTO),
+            Eval::Fail { status: CheckStatus::L7Sts, code: None, desc: String::new() }
+        );
+        // Not a number: HAProxy's cast reads 0.
+        assert_eq!(status_code(&e.step, b"abc def"), Some(0));
+        assert_eq!(tcp(&e, b"250 ok\r\n", false, PROTO), Eval::Continue);
+    }
+
+    #[test]
+    fn payload_messages_stop_at_a_nul_and_read_nothing_past_the_end() {
+        let error = b"E\x00\x00\x00\x20SFATAL\x00VFATAL\x00C28000\x00";
+        assert_eq!(message(&CheckMessage::Payload(Payload::new(6, 0)), error), "FATAL");
+        assert_eq!(message(&CheckMessage::Payload(Payload::new(60, 0)), error), "");
+        assert_eq!(message(&CheckMessage::Payload(Payload::line(0)), b"-ERR x\r\ny"), "-ERR x");
+        assert_eq!(message(&CheckMessage::Payload(Payload::new(0, 3)), b"ab"), "");
+    }
+
+    #[test]
+    fn protocol_steps_fail_with_their_comment_only_and_tcp_check_with_haproxys_text() {
+        let mut e = ExpectStep::new(ExpectKind::String(b"+PONG".to_vec()));
+        e.comment = Some("ping".into());
+        let e = Expect::new(e);
+        let fail = |w| match tcp(&e, b"-ERR", true, w) {
+            Eval::Fail { desc, .. } => desc,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(fail(PROTO), " comment: ping");
+        assert_eq!(fail(W), "TCPCHK did not match content '+PONG' at step 2 comment: ping");
+    }
+
+    #[test]
+    fn regexes_match_bytes_as_haproxys_pcre_does() {
+        // A multi-line EHLO reply whose first line is not UTF-8.
+        let mut e = smtp_reply("^(2[0-9]{2}-[^\r]*\r\n)*2[0-9]{2}[ \r]");
+        e.step.min_recv = -1;
+        assert_eq!(tcp(&e, b"250-caf\xe9\r\n250 ok\r\n", false, PROTO), Eval::Continue);
+        // Until the last line, more is awaited.
+        assert_eq!(tcp(&e, b"250-caf\xe9\r\n", false, PROTO), Eval::Wait);
     }
 }

@@ -8,6 +8,7 @@
 //! Must not touch: server state (only the status entry point changes it), the request path.
 
 pub mod agent;
+mod custom;
 mod expect;
 mod http;
 pub mod run;
@@ -115,6 +116,10 @@ async fn checks(job: &Job, bufsize: usize) {
             let send_state = plan.send_state.then_some(&state as _);
             let change = match run::run(&plan, send_state, &mut scratch).await {
                 run::Outcome::Done(result) => Change::Check { agent, result },
+                run::Outcome::Twice(first, result) => {
+                    be.change_server(job.idx, Change::Check { agent, result: first });
+                    Change::Check { agent, result }
+                }
                 run::Outcome::Agent { reply, duration } => Change::Agent { reply, duration },
             };
             be.change_server(job.idx, change);

@@ -99,7 +99,8 @@ impl Plan {
                     let bytes = match snd {
                         SendStep::Bytes { data, .. } => Some(data.clone()),
                         SendStep::Http(h) if !send_state => Some(http::request(h, None)),
-                        SendStep::Http(_) => None,
+                        // Built at each send: it carries the time, or the server's state.
+                        SendStep::Http(_) | SendStep::Dated { .. } => None,
                     };
                     out.push(Step { id, comment: own, action: Action::Send(snd.clone(), bytes) });
                 }
@@ -189,6 +190,9 @@ pub type SendState<'a> = &'a dyn Fn() -> String;
 #[derive(Debug)]
 pub enum Outcome {
     Done(CheckResult),
+    /// An analysis reported the check passed before the run ended (HAProxy's MySQL and LDAP
+    /// checks), then the run reported as it ended: two results, counted twice as in HAProxy.
+    Twice(CheckResult, CheckResult),
     /// An agent answered this line (`None`: it closed without ending a line).
     Agent {
         reply: Option<AgentReply>,
@@ -201,17 +205,37 @@ pub async fn run(plan: &Plan, send_state: Option<SendState<'_>>, scratch: &mut V
     let start = Instant::now();
     let mut buf = std::mem::take(scratch);
     buf.clear();
-    let mut r =
-        Runner { plan, start, deadline: start + plan.inter, conn: None, buf, closed: false };
+    let mut r = Runner {
+        plan,
+        start,
+        deadline: start + plan.inter,
+        conn: None,
+        buf,
+        closed: false,
+        early: None,
+    };
     let outcome = r.steps(send_state).await;
     *scratch = std::mem::take(&mut r.buf);
-    match outcome {
-        Ok(mut result) => {
-            result.duration = Some(start.elapsed());
-            Outcome::Done(result)
-        }
-        Err(reply) => Outcome::Agent { reply, duration: start.elapsed() },
+    let duration = start.elapsed();
+    let done = |mut result: CheckResult| {
+        result.duration = Some(duration);
+        truncate(&mut result.desc);
+        result
+    };
+    match (outcome, r.early.take()) {
+        (Ok(result), None) => Outcome::Done(done(result)),
+        (Ok(result), Some(early)) => Outcome::Twice(done(early), done(result)),
+        (Err(reply), _) => Outcome::Agent { reply, duration },
     }
+}
+
+/// HAProxy keeps 127 bytes of a check's text (`HCHK_DESC_LEN`).
+fn truncate(desc: &mut String) {
+    let mut end = desc.len().min(127);
+    while !desc.is_char_boundary(end) {
+        end -= 1;
+    }
+    desc.truncate(end);
 }
 
 struct Runner<'a> {
@@ -223,6 +247,8 @@ struct Runner<'a> {
     buf: Vec<u8>,
     /// The server closed its side.
     closed: bool,
+    /// A result an analysis reported before the run ended ([`Eval::Passed`]).
+    early: Option<CheckResult>,
 }
 
 impl Runner<'_> {
@@ -234,7 +260,7 @@ impl Runner<'_> {
         let tcp_check = self.plan.kind == CheckKind::Tcp;
         let mut must_read = true;
         let mut last: Option<&Step> = None;
-        for step in &self.plan.steps {
+        for (i, step) in self.plan.steps.iter().enumerate() {
             last = Some(step);
             match &step.action {
                 Action::Connect { step: c, implicit } => {
@@ -255,13 +281,18 @@ impl Runner<'_> {
                             &built[..]
                         }
                         (None, SendStep::Bytes { data, .. }) => &data[..],
+                        (None, SendStep::Dated { data, time_at }) => {
+                            built = dated(data, *time_at);
+                            &built[..]
+                        }
                     };
                     if let Err(r) = self.send(bytes, step).await {
                         return Ok(r);
                     }
                 }
                 Action::Expect(x) => {
-                    let w = Wording { tcp_check, step_id: step.id };
+                    let last_step = i + 1 == self.plan.steps.len();
+                    let w = Wording { tcp_check, step_id: step.id, last_step };
                     loop {
                         if must_read && !self.closed {
                             if let Err(r) = self.read_more(step, x).await {
@@ -289,6 +320,7 @@ impl Runner<'_> {
                             match http::parse(&self.buf, self.closed, self.plan.bufsize) {
                                 Err(_) => Eval::Fail {
                                     status: CheckStatus::L7Rsp,
+                                    code: None,
                                     desc: comment_only(&x.step.comment),
                                 },
                                 Ok(resp) => {
@@ -304,7 +336,7 @@ impl Runner<'_> {
                                     }
                                     let code = resp.as_ref().map(|r| r.status);
                                     let ev = expect::http(x, resp.as_ref(), last_read, false);
-                                    if let Eval::Fail { status, desc } = ev {
+                                    if let Eval::Fail { status, desc, .. } = ev {
                                         return Ok(CheckResult {
                                             status,
                                             code,
@@ -320,6 +352,11 @@ impl Runner<'_> {
                         };
                         match ev {
                             Eval::Continue => break,
+                            Eval::Passed { status, code, desc } => {
+                                self.early =
+                                    Some(CheckResult { status, code, desc, duration: None });
+                                break;
+                            }
                             Eval::Wait if last_read => {
                                 let desc =
                                     format!("TCPCHK got an empty response at step {}", step.id);
@@ -329,8 +366,8 @@ impl Runner<'_> {
                                 ));
                             }
                             Eval::Wait => must_read = true,
-                            Eval::Fail { status, desc } => {
-                                return Ok(CheckResult::new(status, desc))
+                            Eval::Fail { status, code, desc } => {
+                                return Ok(CheckResult { status, code, desc, duration: None })
                             }
                         }
                     }
@@ -345,14 +382,22 @@ impl Runner<'_> {
         match last.map(|s| &s.action) {
             Some(Action::Expect(x)) => {
                 let status = x.step.ok_status.unwrap_or(CheckStatus::L7Ok);
-                let mut desc = x.step.on_success.clone().unwrap_or_default();
+                let mut desc = match &x.step.on_success {
+                    Some(m) if self.plan.kind == CheckKind::Http => expect::message(m, b""),
+                    Some(m) => expect::message(m, &self.buf),
+                    None => String::new(),
+                };
                 if desc.is_empty() && self.plan.kind == CheckKind::Tcp {
                     desc = "(tcp-check)".into();
                 }
-                let code = (self.plan.kind == CheckKind::Http)
-                    .then(|| http::parse(&self.buf, self.closed, self.plan.bufsize).ok().flatten())
-                    .flatten()
-                    .map(|r| r.status);
+                let code = if self.plan.kind == CheckKind::Http {
+                    http::parse(&self.buf, self.closed, self.plan.bufsize)
+                        .ok()
+                        .flatten()
+                        .map(|r| r.status)
+                } else {
+                    expect::status_code(&x.step, &self.buf)
+                };
                 CheckResult { status, code, desc, duration: None }
             }
             Some(Action::Connect { implicit: true, .. }) => CheckResult::new(CheckStatus::L4Ok, ""),
@@ -550,6 +595,17 @@ impl Runner<'_> {
     }
 }
 
+/// `data` with the current Unix time written at `at` (4 bytes, big-endian).
+fn dated(data: &[u8], at: usize) -> Vec<u8> {
+    let now =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let mut out = data.to_vec();
+    if let Some(slot) = out.get_mut(at..at + 4) {
+        slot.copy_from_slice(&(now.as_secs() as u32).to_be_bytes());
+    }
+    out
+}
+
 fn comment_only(c: &Option<String>) -> String {
     c.as_ref().map(|c| format!(" comment: {c}")).unwrap_or_default()
 }
@@ -570,5 +626,34 @@ pub fn strerror(e: &io::Error) -> String {
             }
         }
         None => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_texts_keep_haproxys_127_bytes_on_a_char_boundary() {
+        let mut long = "x".repeat(200);
+        truncate(&mut long);
+        assert_eq!(long.len(), 127);
+        let mut accented = format!("{}é", "x".repeat(126));
+        truncate(&mut accented);
+        assert_eq!(accented.len(), 126);
+    }
+
+    #[test]
+    fn a_dated_send_carries_the_unix_time_big_endian() {
+        let before = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as u32)
+            .unwrap_or(0);
+        let out = dated(&[0xaa; 16], 11);
+        let t = u32::from_be_bytes([out[11], out[12], out[13], out[14]]);
+        assert!(t >= before && t - before < 5, "{t} vs {before}");
+        assert_eq!((&out[..11], out[15]), (&[0xaa; 11][..], 0xaa));
+        // A slot past the end is left alone.
+        assert_eq!(dated(&[1, 2], 11), [1, 2]);
     }
 }

@@ -5,5 +5,6 @@ mod config_errors;
 mod failures;
 mod harness;
 mod lifecycle;
+mod protocol_checks;
 mod socket_buffers;
 mod timeouts;
