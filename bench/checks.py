@@ -76,10 +76,11 @@ def config(servers, inter, http, checks=True):
     lines = [
         "global", "    nbthread 1", "defaults", "    mode http" if http else "    mode tcp",
         "    timeout connect 1s", "    timeout client 5s", "    timeout server 5s",
-        "    timeout check 1s", "frontend fe", f"    bind 127.0.0.1:{FE_PORT}",
-        "    default_backend be", "backend be",
+        "frontend fe", f"    bind 127.0.0.1:{FE_PORT}", "    default_backend be", "backend be",
     ]
-    if http:
+    if checks:
+        lines.insert(7, "    timeout check 1s")
+    if http and checks:
         lines.append("    option httpchk GET /")
     for i in range(servers):
         opts = f" check inter {inter}" if checks else ""
@@ -125,7 +126,7 @@ def cost(a, tmp, log):
 
 
 def wrk(secs):
-    out = subprocess.run(["taskset", "-c", "1", "wrk", "-t1", "-c50", f"-d{secs}s",
+    out = subprocess.run(["taskset", "-c", "1", "wrk", "-t1", "-c50", f"-d{int(secs)}s",
                           f"http://127.0.0.1:{FE_PORT}/"], capture_output=True, text=True).stdout
     for line in out.splitlines():
         if line.strip().startswith("Requests/sec"):
