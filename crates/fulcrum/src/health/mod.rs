@@ -105,16 +105,16 @@ async fn checks(job: &Job, bufsize: usize) {
     let mut rng = crate::backend::random_u64() | 1;
     let mut scratch = Vec::new();
     loop {
-        let (paused, inter) = {
+        let (paused, inter, up) = {
             let r = be.servers[job.idx].state();
             let c = if agent { r.agent.as_ref() } else { r.check.as_ref() };
             let Some(c) = c else { return };
-            (c.paused || !c.enabled, c.interval(!r.is_up()))
+            (c.paused || !c.enabled, c.interval(!r.is_up()), r.is_up())
         };
         if !paused {
             let state = || send_state(be, job.idx);
             let send_state = plan.send_state.then_some(&state as _);
-            let change = match run::run(&plan, send_state, &mut scratch).await {
+            let change = match run::run(&plan, send_state, &mut scratch, up).await {
                 run::Outcome::Done(result) => Change::Check { agent, result },
                 run::Outcome::Twice(first, result) => {
                     be.change_server(job.idx, Change::Check { agent, result: first });

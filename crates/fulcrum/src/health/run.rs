@@ -200,8 +200,14 @@ pub enum Outcome {
     },
 }
 
-/// Runs the check once; `scratch` is a buffer kept from one run to the next.
-pub async fn run(plan: &Plan, send_state: Option<SendState<'_>>, scratch: &mut Vec<u8>) -> Outcome {
+/// Runs the check once; `scratch` is a buffer kept from one run to the next; `server_up`: the
+/// server is up now (`disable-on-404` applies only then).
+pub async fn run(
+    plan: &Plan,
+    send_state: Option<SendState<'_>>,
+    scratch: &mut Vec<u8>,
+    server_up: bool,
+) -> Outcome {
     let start = Instant::now();
     let mut buf = std::mem::take(scratch);
     buf.clear();
@@ -213,6 +219,8 @@ pub async fn run(plan: &Plan, send_state: Option<SendState<'_>>, scratch: &mut V
         buf,
         closed: false,
         early: None,
+        code: None,
+        server_up,
     };
     let outcome = r.steps(send_state).await;
     *scratch = std::mem::take(&mut r.buf);
@@ -249,6 +257,10 @@ struct Runner<'a> {
     closed: bool,
     /// A result an analysis reported before the run ended ([`Eval::Passed`]).
     early: Option<CheckResult>,
+    /// The status code of the HTTP answer read last.
+    code: Option<u16>,
+    /// The server is up: `disable-on-404` applies only then.
+    server_up: bool,
 }
 
 impl Runner<'_> {
@@ -324,8 +336,11 @@ impl Runner<'_> {
                                     desc: comment_only(&x.step.comment),
                                 },
                                 Ok(resp) => {
-                                    if let Some(code) = resp.as_ref().map(|r| r.status) {
-                                        if self.plan.disable_on_404 && code == 404 {
+                                    self.code = resp.as_ref().map(|r| r.status);
+                                    if let Some(code) = self.code {
+                                        // A 404 stops an up server's traffic instead of failing.
+                                        if self.plan.disable_on_404 && self.server_up && code == 404
+                                        {
                                             return Ok(CheckResult {
                                                 status: CheckStatus::L7OkCond,
                                                 code: Some(404),
@@ -391,10 +406,7 @@ impl Runner<'_> {
                     desc = "(tcp-check)".into();
                 }
                 let code = if self.plan.kind == CheckKind::Http {
-                    http::parse(&self.buf, self.closed, self.plan.bufsize)
-                        .ok()
-                        .flatten()
-                        .map(|r| r.status)
+                    self.code
                 } else {
                     expect::status_code(&x.step, &self.buf)
                 };
