@@ -60,25 +60,52 @@ pub struct Response {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Invalid;
 
+/// What the expect steps of a check read from an answer besides its status line.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Needs {
+    pub headers: bool,
+    pub body: bool,
+}
+
+thread_local! {
+    /// One head per worker, reused by every check it runs (no allocation per answer).
+    static HEAD: std::cell::RefCell<Head> = std::cell::RefCell::new(Head::new());
+}
+
 /// Reads a response out of `buf` (all bytes received); `Ok(None)` while the head is
-/// incomplete. `closed`: the server closed, so a body read until close is complete.
-pub fn parse(buf: &[u8], closed: bool, bufsize: usize) -> Result<Option<Response>, Invalid> {
-    let mut head = Head::new();
+/// incomplete. `closed`: the server closed, so a body read until close is complete. Headers
+/// and body are copied out only when `needs` says an expect step reads them.
+pub fn parse(
+    buf: &[u8],
+    closed: bool,
+    bufsize: usize,
+    needs: Needs,
+) -> Result<Option<Response>, Invalid> {
+    HEAD.with(|h| parse_with(&mut h.borrow_mut(), buf, closed, bufsize, needs))
+}
+
+fn parse_with(
+    head: &mut Head,
+    buf: &[u8],
+    closed: bool,
+    bufsize: usize,
+    needs: Needs,
+) -> Result<Option<Response>, Invalid> {
+    head.clear();
     let limits = Limits { max_head: bufsize, ..Limits::default() };
     let n = match head.parse_response(buf, &limits) {
         Ok(Some(n)) => n,
         Ok(None) => return Ok(None),
         Err(_) => return Err(Invalid),
     };
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     let mut r = Response {
         status: head.status(),
-        reason: String::from_utf8_lossy(head.reason()).into_owned(),
-        headers: head
-            .headers()
-            .map(|(n, v)| {
-                (String::from_utf8_lossy(n).into_owned(), String::from_utf8_lossy(v).into_owned())
-            })
-            .collect(),
+        reason: text(head.reason()),
+        headers: match needs.headers {
+            true => head.headers().map(|(n, v)| (text(n), text(v))).collect(),
+            false => Vec::new(),
+        },
         body: Vec::new(),
         complete: false,
     };
@@ -92,18 +119,25 @@ pub fn parse(buf: &[u8], closed: bool, bufsize: usize) -> Result<Option<Response
         Body::None => r.complete = true,
         Body::Length(len) => {
             let take = rest.len().min(len as usize).min(bufsize);
-            r.body.extend_from_slice(&rest[..take]);
+            if needs.body {
+                r.body.extend_from_slice(&rest[..take]);
+            }
             r.complete = rest.len() as u64 >= len || take == bufsize;
         }
         Body::UntilClose => {
-            r.body.extend_from_slice(&rest[..rest.len().min(bufsize)]);
+            if needs.body {
+                r.body.extend_from_slice(&rest[..rest.len().min(bufsize)]);
+            }
             r.complete = closed || rest.len() >= bufsize;
         }
         Body::Chunked => {
             let (data, done) = dechunk(rest).ok_or(Invalid)?;
-            r.body = data;
-            r.body.truncate(bufsize);
-            r.complete = done || r.body.len() >= bufsize;
+            let len = data.len();
+            if needs.body {
+                r.body = data;
+                r.body.truncate(bufsize);
+            }
+            r.complete = done || len >= bufsize;
         }
     }
     Ok(Some(r))
@@ -174,7 +208,8 @@ mod tests {
 
     #[test]
     fn responses_with_each_framing() {
-        let r = parse(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel", false, 16384)
+        let all = Needs { headers: true, body: true };
+        let r = parse(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel", false, 16384, all)
             .expect("valid")
             .expect("head");
         assert_eq!(
@@ -185,15 +220,27 @@ mod tests {
             b"HTTP/1.1 503 Down\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
             false,
             16384,
+            all,
         )
         .expect("valid")
         .expect("head");
         assert_eq!((&r.body[..], r.complete), (&b"abc"[..], true));
-        let r = parse(b"HTTP/1.0 200 OK\r\n\r\nuntil close", true, 16384)
+        let r = parse(b"HTTP/1.0 200 OK\r\n\r\nuntil close", true, 16384, all)
             .expect("valid")
             .expect("head");
         assert!(r.complete);
-        assert_eq!(parse(b"HTTP/1.1 200 OK\r\n", false, 16384), Ok(None));
-        assert_eq!(parse(b"garbage\r\n\r\n", false, 16384), Err(Invalid));
+        assert_eq!(parse(b"HTTP/1.1 200 OK\r\n", false, 16384, all), Ok(None));
+        assert_eq!(parse(b"garbage\r\n\r\n", false, 16384, all), Err(Invalid));
+        let status_only = parse(
+            b"HTTP/1.1 200 OK\r\nA: b\r\nContent-Length: 2\r\n\r\nok",
+            false,
+            16384,
+            Needs::default(),
+        )
+        .expect("valid")
+        .expect("head");
+        assert!(
+            status_only.complete && status_only.headers.is_empty() && status_only.body.is_empty()
+        );
     }
 }

@@ -103,7 +103,7 @@ async fn checks(job: &Job, bufsize: usize) {
     let be = &job.backend;
     let Some(plan) = check_plan(be, job.idx, agent, bufsize) else { return };
     let mut rng = crate::backend::random_u64() | 1;
-    let mut scratch = Vec::new();
+    let mut scratch = run::Scratch::default();
     loop {
         let (paused, inter, up) = {
             let r = be.servers[job.idx].state();
@@ -227,8 +227,10 @@ fn check_plan(be: &Backend, idx: usize, agent: bool, bufsize: usize) -> Option<C
     } else {
         (hc.kind, run::Plan::steps(hc.kind, &hc.steps, hc.send_state))
     };
+    let needs = run::Plan::needs(&steps);
     Some(CheckPlan {
         run: run::Plan {
+            needs,
             kind: if agent { CheckKind::Connect } else { kind },
             steps,
             dest,

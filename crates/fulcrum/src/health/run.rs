@@ -38,6 +38,26 @@ pub struct Plan {
     pub send_proxy: bool,
     pub disable_on_404: bool,
     pub bufsize: usize,
+    /// What the HTTP expect steps read besides the status.
+    pub needs: http::Needs,
+}
+
+impl Plan {
+    /// What the expect steps of `steps` read from an HTTP answer.
+    pub fn needs(steps: &[Step]) -> http::Needs {
+        let mut n = http::Needs::default();
+        for s in steps {
+            if let Action::Expect(x) = &s.action {
+                match x.step.kind {
+                    fulcrum_config::ExpectKind::Header(_) => n.headers = true,
+                    fulcrum_config::ExpectKind::Body(_)
+                    | fulcrum_config::ExpectKind::BodyRegex(_) => n.body = true,
+                    _ => {}
+                }
+            }
+        }
+        n
+    }
 }
 
 /// Where a check connects.
@@ -138,18 +158,32 @@ impl Plan {
     }
 }
 
+/// Buffers a check task keeps from one run to the next: what was received, and a read area
+/// initialised once (a read does not zero memory each time).
+#[derive(Debug, Default)]
+pub struct Scratch {
+    buf: Vec<u8>,
+    chunk: Vec<u8>,
+}
+
 /// A check connection.
 struct Conn(Stream);
 
 impl Conn {
     /// Reads what is there (waiting for it if nothing is) onto the end of `buf`, at most up to
-    /// `max` bytes in all.
-    async fn read(&mut self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+    /// `max` bytes in all; `chunk` is the read area.
+    async fn read(
+        &mut self,
+        buf: &mut Vec<u8>,
+        chunk: &mut Vec<u8>,
+        max: usize,
+    ) -> io::Result<usize> {
         let room = max.saturating_sub(buf.len()).clamp(1, 16384);
-        let old = buf.len();
-        buf.resize(old + room, 0);
+        if chunk.len() < room {
+            chunk.resize(room, 0);
+        }
         let r = loop {
-            match self.0.try_read(&mut buf[old..]) {
+            match self.0.try_read(&mut chunk[..room]) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     if let Err(e) = std::future::poll_fn(|cx| self.0.poll_read_ready(cx)).await {
                         break Err(e);
@@ -158,7 +192,9 @@ impl Conn {
                 r => break r,
             }
         };
-        buf.truncate(old + *r.as_ref().unwrap_or(&0));
+        if let Ok(n) = r {
+            buf.extend_from_slice(&chunk[..n]);
+        }
         r
     }
 
@@ -205,12 +241,13 @@ pub enum Outcome {
 pub async fn run(
     plan: &Plan,
     send_state: Option<SendState<'_>>,
-    scratch: &mut Vec<u8>,
+    scratch: &mut Scratch,
     server_up: bool,
 ) -> Outcome {
     let start = Instant::now();
-    let mut buf = std::mem::take(scratch);
+    let mut buf = std::mem::take(&mut scratch.buf);
     buf.clear();
+    let chunk = std::mem::take(&mut scratch.chunk);
     let mut r = Runner {
         plan,
         start,
@@ -221,9 +258,11 @@ pub async fn run(
         early: None,
         code: None,
         server_up,
+        chunk,
     };
     let outcome = r.steps(send_state).await;
-    *scratch = std::mem::take(&mut r.buf);
+    scratch.buf = std::mem::take(&mut r.buf);
+    scratch.chunk = std::mem::take(&mut r.chunk);
     let duration = start.elapsed();
     let done = |mut result: CheckResult| {
         result.duration = Some(duration);
@@ -261,6 +300,8 @@ struct Runner<'a> {
     code: Option<u16>,
     /// The server is up: `disable-on-404` applies only then.
     server_up: bool,
+    /// The read area ([`Scratch`]).
+    chunk: Vec<u8>,
 }
 
 impl Runner<'_> {
@@ -329,7 +370,12 @@ impl Runner<'_> {
                             }
                         }
                         let ev = if self.plan.kind == CheckKind::Http {
-                            match http::parse(&self.buf, self.closed, self.plan.bufsize) {
+                            match http::parse(
+                                &self.buf,
+                                self.closed,
+                                self.plan.bufsize,
+                                self.plan.needs,
+                            ) {
                                 Err(_) => Eval::Fail {
                                     status: CheckStatus::L7Rsp,
                                     code: None,
@@ -579,7 +625,9 @@ impl Runner<'_> {
         let Some(conn) = self.conn.as_mut() else {
             return Err(CheckResult::new(CheckStatus::SockErr, String::new()));
         };
-        match tokio::time::timeout_at(deadline, conn.read(&mut self.buf, max)).await {
+        match tokio::time::timeout_at(deadline, conn.read(&mut self.buf, &mut self.chunk, max))
+            .await
+        {
             Ok(Ok(0)) => {
                 self.closed = true;
                 if self.buf.is_empty() && self.plan.kind != CheckKind::Http {
