@@ -54,6 +54,8 @@ pub struct Backend {
     sess_rate: crate::counters::Rate,
     /// `option log-health-checks`.
     pub log_health_checks: bool,
+    /// A `listen` section (HAProxy calls it a "proxy" in messages).
+    pub is_listen: bool,
     /// How its servers are checked.
     pub health_check: Arc<fulcrum_config::HealthCheck>,
     pub check_timeouts: CheckTimeouts,
@@ -221,6 +223,7 @@ impl Backend {
             down_transitions: AtomicU64::new(0),
             sess_rate: Default::default(),
             log_health_checks: false,
+            is_listen: false,
             health_check: Default::default(),
             check_timeouts: CheckTimeouts::default(),
             retries,

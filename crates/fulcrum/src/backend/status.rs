@@ -280,7 +280,9 @@ impl Backend {
     fn check_backend_down(&self, had_servers: bool) {
         if had_servers && self.usable_counts() == (0, 0) {
             self.down_transitions.fetch_add(1, Ordering::Relaxed);
-            crate::log::alert(&format!("backend '{}' has no server available!", self.name));
+            // HAProxy names a `listen` section a "proxy".
+            let kind = if self.is_listen { "proxy" } else { "backend" };
+            crate::log::alert(&format!("{kind} '{}' has no server available!", self.name));
         }
     }
 }

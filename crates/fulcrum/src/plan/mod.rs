@@ -424,6 +424,7 @@ fn backend(
     errors.append(&mut c.errors);
     be.uses_dst = c.uses_dst || p.originalto.is_some();
     be.log_health_checks = p.log_health_checks;
+    be.is_listen = p.kind == cfg::ProxyKind::Listen;
     be.health_check = Arc::new(p.health_check.clone());
     be.check_timeouts = crate::backend::CheckTimeouts { check: t.check, connect: t.connect };
     be.server_bufs = config.global.server_bufs;

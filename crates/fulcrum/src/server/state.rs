@@ -164,9 +164,8 @@ impl Check {
         self.status = r.status;
         self.code = r.code;
         self.desc = r.desc.clone();
-        if r.status != CheckStatus::Hana {
-            self.duration = r.duration;
-        }
+        // An observed (HANA) result has no duration: HAProxy prints none.
+        self.duration = if r.status == CheckStatus::Hana { None } else { r.duration };
         match verdict(r.status) {
             // An agent that cannot be reached does not make the server fail.
             Verdict::Failed if (!self.agent || r.status.has_code()) && self.health > 0 => {

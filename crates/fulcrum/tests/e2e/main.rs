@@ -4,6 +4,7 @@ mod balance;
 mod config_errors;
 mod failures;
 mod harness;
+mod health;
 mod lifecycle;
 mod protocol_checks;
 mod socket_buffers;
