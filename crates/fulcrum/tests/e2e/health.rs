@@ -484,6 +484,8 @@ struct TcpBackend {
     addr: SocketAddr,
     reply: Arc<Mutex<Vec<u8>>>,
     listening: Arc<AtomicBool>,
+    /// Connections accepted so far (checks included).
+    accepted: Arc<AtomicUsize>,
 }
 
 impl TcpBackend {
@@ -494,12 +496,15 @@ impl TcpBackend {
             addr: l.local_addr().expect("addr"),
             reply: Arc::new(Mutex::new(reply.to_vec())),
             listening: Arc::new(AtomicBool::new(true)),
+            accepted: Arc::new(AtomicUsize::new(0)),
         };
         let (reply, listening) = (Arc::clone(&b.reply), Arc::clone(&b.listening));
+        let accepted = Arc::clone(&b.accepted);
         std::thread::spawn(move || {
             while listening.load(Ordering::Relaxed) {
                 match l.accept() {
                     Ok((s, _)) => {
+                        accepted.fetch_add(1, Ordering::Relaxed);
                         let reply = Arc::clone(&reply);
                         std::thread::spawn(move || tcp_answer(s, &reply));
                     }
@@ -585,4 +590,54 @@ fn on_marked_down_shutdown_sessions_ends_the_live_sessions_of_a_dead_server() {
             assert_eq!(echo_roundtrip(&mut c, b"still"), b"still");
         }
     }
+}
+
+#[test]
+fn sessions_queued_for_a_server_that_goes_down_are_redispatched() {
+    let (a, b) = (TcpBackend::start(b""), TcpBackend::start(b""));
+    // `balance source` sends every client of 127.0.0.1 to one server, whose single slot is
+    // held: the next client waits in that server's own queue.
+    let cfg = format!(
+        "{TCP_DEFAULTS} timeout queue 10s\nlisten li\n bind {{fe0}}\n balance source\n option redispatch\n \
+         default-server check inter 100ms fall 1 rise 1 maxconn 1\n server a {}\n server b {}\n\
+         frontend queue\n mode http\n bind {{fe1}}\n \
+         http-request return status 200 content-type text/plain lf-string \"%[queue(li)]\"\n",
+        a.addr, b.addr
+    );
+    let f = fulcrum("health-redispatch", &cfg);
+    let queue_addr = f.addrs[1];
+    let p = Proxy { addr: f.addr(), proc: f.proc };
+    // `queue(li)` as an HTTP answer: the sessions waiting in the backend's queues.
+    let queued = || {
+        let mut s = connect(queue_addr);
+        s.write_all(b"GET / HTTP/1.1\r\nHost: q\r\nConnection: close\r\n\r\n").expect("write");
+        let mut r = String::new();
+        let _ = s.read_to_string(&mut r);
+        r.rsplit("\r\n\r\n").next().unwrap_or("").trim().to_string()
+    };
+    let (a0, b0) = (a.accepted.load(Ordering::Relaxed), b.accepted.load(Ordering::Relaxed));
+    let mut first = connect(p.addr);
+    assert_eq!(echo_roundtrip(&mut first, b"one"), b"one");
+    // Checks connect too: the chosen server is the one that accepted one more than checks.
+    let chosen =
+        if a.accepted.load(Ordering::Relaxed) - a0 > b.accepted.load(Ordering::Relaxed) - b0 {
+            &a
+        } else {
+            &b
+        };
+    let name = if std::ptr::eq(chosen, &a) { "a" } else { "b" };
+    let mut second = connect(p.addr);
+    second.write_all(b"two").expect("write");
+    assert!(
+        eventually(Duration::from_secs(3), || queued() == "1"),
+        "the second client waits in the queue"
+    );
+    chosen.die();
+    p.wait_line(&format!("Server li/{name} is DOWN"), Duration::from_secs(3));
+    let mut back = [0u8; 3];
+    second.read_exact(&mut back).expect("the queued session was served by the other server");
+    assert_eq!(&back, b"two");
+    let l = p.lines();
+    let down = l.iter().find(|l| l.contains(" is DOWN")).expect("down line");
+    assert!(down.contains("1 sessions active, 1 requeued, 0 remaining in queue."), "{down}");
 }
