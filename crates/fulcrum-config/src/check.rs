@@ -684,12 +684,13 @@ pub fn finish(b: &mut ProxyBuild) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::lexer::lex_source;
     use crate::model::{ProxyKind, Span};
 
-    fn build(text: &str) -> (ProxyBuild, Vec<String>) {
+    /// A backend section of `text`, finished, and its diagnostics.
+    pub(crate) fn build(text: &str) -> (ProxyBuild, Vec<String>) {
         let (lines, _) = lex_source("c.cfg", text, &|_| None);
         let span = Span { file: "c.cfg".into(), line: 1 };
         let d = ProxyBuild::new_defaults("", span.clone());

@@ -230,20 +230,10 @@ fn connect_linger() -> CheckStep {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lexer::lex_source;
-    use crate::model::{ProxyKind, Span};
 
     fn build(text: &str) -> (HealthCheck, Vec<String>) {
-        let (lines, _) = lex_source("c.cfg", text, &|_| None);
-        let span = Span { file: "c.cfg".into(), line: 1 };
-        let d = ProxyBuild::new_defaults("", span.clone());
-        let mut b = ProxyBuild::from_defaults(&d, ProxyKind::Backend, "be", span);
-        let mut diags = Diags::default();
-        for l in &lines {
-            crate::proxy::parse_line(&mut b, l, &mut diags);
-        }
-        crate::check::finish(&mut b);
-        (b.proxy.health_check, diags.list.iter().map(|d| d.message.clone()).collect())
+        let (b, d) = crate::check::tests::build(text);
+        (b.proxy.health_check, d)
     }
 
     fn sent(s: &CheckStep) -> &[u8] {

@@ -561,19 +561,7 @@ pub fn tcp_accepts(
         return true;
     }
     let vars = Vars::default();
-    let ctx = Ctx {
-        src,
-        dst,
-        req: None,
-        resp: None,
-        vars: &vars,
-        proc_vars: &fe.proc_vars,
-        frontend: &fe.name,
-        backend: None,
-        server: None,
-        backends: &fe.backends,
-        body: &[],
-    };
+    let ctx = Ctx::connection(fe, src, dst, &vars);
     for (accept, cond) in list {
         if holds(cond, acls, &ctx) {
             return *accept;

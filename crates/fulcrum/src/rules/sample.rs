@@ -145,6 +145,31 @@ pub struct Ctx<'a> {
     pub body: &'a [u8],
 }
 
+impl<'a> Ctx<'a> {
+    /// What a rule run on a connection alone sees (no request yet): its addresses, the
+    /// frontend, `vars`.
+    pub fn connection(
+        fe: &'a crate::frontend::Frontend,
+        src: Option<SocketAddr>,
+        dst: Option<SocketAddr>,
+        vars: &'a Vars,
+    ) -> Self {
+        Ctx {
+            src,
+            dst,
+            req: None,
+            resp: None,
+            vars,
+            proc_vars: &fe.proc_vars,
+            frontend: &fe.name,
+            backend: None,
+            server: None,
+            backends: &fe.backends,
+            body: &[],
+        }
+    }
+}
+
 /// A compiled converter.
 #[derive(Debug)]
 pub enum Conv {

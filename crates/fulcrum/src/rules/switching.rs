@@ -58,18 +58,6 @@ pub fn choose_for_connection(
         return fe.backend.clone();
     }
     let vars = Vars::default();
-    let ctx = Ctx {
-        src,
-        dst,
-        req: None,
-        resp: None,
-        vars: &vars,
-        proc_vars: &fe.proc_vars,
-        frontend: &fe.name,
-        backend: None,
-        server: None,
-        backends: &fe.backends,
-        body: &[],
-    };
+    let ctx = Ctx::connection(fe, src, dst, &vars);
     choose(fe, &ctx)
 }
