@@ -23,6 +23,9 @@ const CPU_MAP_USAGE: &str = "cpu-map expects a process number  ('all', 'odd', 'e
 /// Parses one line of a `global` section into `g`.
 pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
     let kw = line.arg(0);
+    if kw == "no" && line.arg(1) == "log" {
+        return crate::logtargets::log_line(line, true, true, &mut g.logs, diags);
+    }
     // `stats` is a family: `stats socket`, `stats timeout`...
     let stats_kw;
     let kw = if kw == "stats" {
@@ -108,9 +111,41 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
             }
         }
         "spread-checks" => spread_checks(line, g, diags),
+        "log" => crate::logtargets::log_line(line, false, true, &mut g.logs, diags),
+        "log-tag" => crate::logtargets::log_tag(line, &mut g.log_tag, diags),
+        "log-send-hostname" => {
+            if g.log_send_hostname.is_some() {
+                diags.alert_continue(line, "'log-send-hostname' already specified. Continuing.");
+            } else {
+                let name = line.arg(1);
+                g.log_send_hostname = Some((!name.is_empty()).then(|| name.to_string()));
+            }
+        }
+        "node" => node(line, g, diags),
+        "description" => {
+            if line.arg(1).is_empty() {
+                diags.alert(line, "'description' expects a string argument.");
+            } else {
+                g.description = Some(line.words[1..].join(" "));
+            }
+        }
         "max-spread-checks" => max_spread_checks(line, g, diags),
         _ => diags.alert(line, format!("'{kw}' is not supported yet")),
     }
+}
+
+/// `node <name>`: letters, digits, `.`, `-`, `_`.
+fn node(line: &Line, g: &mut Global, diags: &mut Diags) {
+    if !no_extra(line, 2, "node", diags) {
+        return;
+    }
+    let name = line.arg(1);
+    let ok = !name.is_empty()
+        && name.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'));
+    if !ok {
+        return diags.alert(line, "'node' requires valid node name - non-empty string with digits(0-9), letters(A-Z, a-z), dot(.), hyphen(-) or underscode(_).");
+    }
+    g.node = Some(name.to_string());
 }
 
 /// `spread-checks <0..50>`: a second line is a non-fatal alert and the first value stays.

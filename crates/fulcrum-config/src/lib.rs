@@ -18,6 +18,7 @@ mod http_opts;
 pub mod keywords;
 pub mod lexer;
 pub mod logformat;
+pub mod logtargets;
 pub mod model;
 mod proxy;
 mod regex_check;

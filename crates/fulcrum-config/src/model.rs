@@ -88,6 +88,17 @@ pub struct Global {
     /// `max-spread-checks <time>`: the first checks of all servers start within this delay
     /// (instead of within the smallest check interval).
     pub max_spread_checks: Option<Duration>,
+    /// `log` lines: the global log targets (`log global` in a proxy refers to them).
+    pub logs: Vec<LogEntry>,
+    /// `log-send-hostname [<name>]`: the host name syslog headers carry (the machine's name
+    /// when given without one).
+    pub log_send_hostname: Option<Option<String>>,
+    /// `log-tag`: the tag of syslog headers (the program's name otherwise).
+    pub log_tag: Option<String>,
+    /// `node`: this node's name (the host name otherwise).
+    pub node: Option<String>,
+    /// `description`.
+    pub description: Option<String>,
 }
 
 /// Kernel socket buffer sizes (`SO_RCVBUF`, `SO_SNDBUF`) to force on a connection; `None`
@@ -119,6 +130,11 @@ impl Default for Global {
             server_bufs: SocketBuffers::default(),
             spread_checks: 0,
             max_spread_checks: None,
+            logs: Vec::new(),
+            log_send_hostname: None,
+            log_tag: None,
+            node: None,
+            description: None,
         }
     }
 }
@@ -263,6 +279,64 @@ pub struct Proxy {
     pub allbackups: bool,
     /// `option log-health-checks`: every check result change is logged.
     pub log_health_checks: bool,
+    /// `log` lines, in order (`log global` stands for the global targets).
+    pub logs: Vec<LogEntry>,
+    /// `log-tag`: the syslog tag of this proxy's messages (the global one otherwise).
+    pub log_tag: Option<String>,
+    /// `option tcplog`.
+    pub tcplog: bool,
+}
+
+/// One `log` line of a proxy (or of `global`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LogEntry {
+    /// `log global`: the global section's targets.
+    Global,
+    Target(LogTarget),
+}
+
+/// Where and how log messages are sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogTarget {
+    pub span: Span,
+    pub addr: LogAddr,
+    /// The address as written, for messages.
+    pub written: String,
+    /// `len`: the longest datagram (header included), 1024 by default.
+    pub maxlen: u32,
+    pub format: SyslogFormat,
+    /// Syslog facility number (`local0` is 16).
+    pub facility: u8,
+    /// Messages above this level (less severe) are not sent (default 7, debug).
+    pub level: u8,
+    /// Messages are sent at least at this level (default 0, emerg).
+    pub minlevel: u8,
+}
+
+/// A log target's address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LogAddr {
+    /// UDP to a host (name or address, resolved at start-up) and port.
+    Inet { host: String, port: u16 },
+    /// A UNIX datagram socket (`/dev/log`).
+    Unix(PathBuf),
+    /// An inherited file descriptor (`stdout` is 1, `stderr` 2).
+    Fd(i32),
+}
+
+/// The header of a syslog message (`format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyslogFormat {
+    /// None given: `rfc3164` when a host name is sent, else `local`.
+    Unspecified,
+    Local,
+    Rfc3164,
+    Rfc5424,
+    Priority,
+    Short,
+    Timed,
+    Iso,
+    Raw,
 }
 
 /// A reference to a backend by name, with the line that made it.

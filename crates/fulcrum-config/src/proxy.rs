@@ -115,6 +115,9 @@ impl ProxyBuild {
             health_check: HealthCheck::default(),
             allbackups: false,
             log_health_checks: false,
+            logs: Vec::new(),
+            log_tag: None,
+            tcplog: false,
         };
         ProxyBuild {
             proxy,
@@ -275,6 +278,13 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         }
         "default-server" => parse_default_server(line, p.mode, &mut b.default_server, diags),
         "id" => proxy_id(p, line, diags),
+        "log" => crate::logtargets::log_line(line, negated, false, &mut p.logs, diags),
+        "log-tag" => crate::logtargets::log_tag(line, &mut p.log_tag, diags),
+        "option tcplog" => {
+            if no_extra(line, 2 + usize::from(negated), name, diags) {
+                p.tcplog = !prefixed;
+            }
+        }
         "option httpchk" => check::option_httpchk(b, line, diags),
         "option tcp-check" => check::option_tcp_check(b, line, diags),
         "option redis-check" => check_protocols::redis(b, line, diags),

@@ -41,6 +41,61 @@ pub fn hostname() -> &'static str {
     })
 }
 
+/// A moment in local time, as syslog headers print it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LocalTime {
+    pub year: i32,
+    /// 0 for January.
+    pub month: u32,
+    pub day: u32,
+    pub hour: u32,
+    pub min: u32,
+    pub sec: u32,
+    pub micros: u32,
+    /// Seconds east of UTC.
+    pub utc_offset_secs: i64,
+}
+
+/// `now` in the machine's time zone (`localtime_r`).
+pub fn local_time(now: std::time::SystemTime) -> LocalTime {
+    let d = now.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs() as libc::time_t;
+    // SAFETY: `tm` is a plain C struct that localtime_r fills; both pointers are valid.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let ok = unsafe { !libc::localtime_r(&secs, &mut tm).is_null() };
+    if !ok {
+        return LocalTime::default();
+    }
+    LocalTime {
+        year: tm.tm_year + 1900,
+        month: tm.tm_mon as u32,
+        day: tm.tm_mday as u32,
+        hour: tm.tm_hour as u32,
+        min: tm.tm_min as u32,
+        sec: tm.tm_sec as u32,
+        micros: d.subsec_micros(),
+        utc_offset_secs: tm.tm_gmtoff,
+    }
+}
+
+/// Writes `buf` to descriptor `fd` without ever blocking: the descriptor is made non-blocking
+/// (as HAProxy does for `log fd@<n>` targets), and a full pipe gives `WouldBlock`.
+pub fn write_nonblocking(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: fcntl and write on a descriptor number; `buf` is valid for its length.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 && flags & libc::O_NONBLOCK == 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+        let n = libc::write(fd, buf.as_ptr().cast(), buf.len());
+        if n < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
+}
+
 /// The soft and hard `RLIMIT_NOFILE`.
 pub fn nofile_limit() -> io::Result<(u64, u64)> {
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };

@@ -56,6 +56,8 @@ pub struct Backend {
     pub log_health_checks: bool,
     /// A `listen` section (HAProxy calls it a "proxy" in messages).
     pub is_listen: bool,
+    /// Where its log messages go (server state changes, alerts).
+    pub logger: Option<Arc<crate::log::syslog::Logger>>,
     /// How its servers are checked.
     pub health_check: Arc<fulcrum_config::HealthCheck>,
     pub check_timeouts: CheckTimeouts,
@@ -224,6 +226,7 @@ impl Backend {
             sess_rate: Default::default(),
             log_health_checks: false,
             is_listen: false,
+            logger: None,
             health_check: Default::default(),
             check_timeouts: CheckTimeouts::default(),
             retries,

@@ -18,6 +18,7 @@ use fulcrum_config::{CheckStatus, OnError};
 
 use super::Backend;
 use crate::health::agent::AgentReply;
+use crate::log::syslog::{ALERT, EMERG, NOTICE};
 use crate::server::state::{Admin, CheckResult, Reason, Transition, Verdict};
 use crate::server::Server;
 
@@ -150,9 +151,9 @@ impl Backend {
                 );
                 append_reason(&mut msg, &reason);
                 let _ = write!(msg, ", status: {}/{} {state}", counter.0, counter.1);
-                crate::log::warning(&msg);
+                self.event(NOTICE, &msg);
             }
-            Transition::Down { reason, .. } => {
+            Transition::Down { reason, was_stopping } => {
                 if srv.policy.shutdown_on_down {
                     crate::server::kill::shutdown(srv);
                 }
@@ -160,7 +161,8 @@ impl Backend {
                 let mut msg = format!("{who} is DOWN");
                 append_reason(&mut msg, &reason);
                 self.append_left(&mut msg, srv, moved);
-                crate::log::warning(&msg);
+                // No alert for a server that was already taking no new traffic.
+                self.event(if was_stopping { NOTICE } else { ALERT }, &msg);
                 self.check_backend_down(was_any);
             }
             Transition::Stopping { reason } => {
@@ -168,7 +170,7 @@ impl Backend {
                 let mut msg = format!("{who} is stopping");
                 append_reason(&mut msg, &reason);
                 self.append_left(&mut msg, srv, moved);
-                crate::log::warning(&msg);
+                self.event(NOTICE, &msg);
                 self.check_backend_down(was_any);
             }
             Transition::Up { reason } => {
@@ -177,23 +179,23 @@ impl Backend {
                 let mut msg = format!("{who} is UP");
                 append_reason(&mut msg, &reason);
                 self.append_online(&mut msg, grabbed);
-                crate::log::warning(&msg);
+                self.event(NOTICE, &msg);
             }
             Transition::Reweighted => {
                 self.grab_queued();
             }
             Transition::MaintWhileDown { cause, .. } => {
                 let msg = format!("{who} was DOWN and now enters maintenance{}", paren(&cause));
-                crate::log::warning(&msg);
+                self.event(NOTICE, &msg);
             }
-            Transition::MaintFromUp { cause, .. } => {
+            Transition::MaintFromUp { cause, was_stopping, .. } => {
                 if srv.policy.shutdown_on_down {
                     crate::server::kill::shutdown(srv);
                 }
                 let moved = self.redistribute(idx);
                 let mut msg = format!("{who} is going DOWN for maintenance{}", paren(&cause));
                 self.append_left(&mut msg, srv, moved);
-                crate::log::warning(&msg);
+                self.event(if was_stopping { NOTICE } else { ALERT }, &msg);
                 self.check_backend_down(was_any);
             }
             Transition::LeftMaint { which, up, drain } => {
@@ -213,22 +215,19 @@ impl Backend {
                     self.after_up(srv);
                 }
                 self.grab_queued();
-                crate::log::warning(&format!("{who} is {state} ({why})"));
+                self.event(NOTICE, &format!("{who} is {state} ({why})"));
             }
             Transition::Drain { cause, .. } => {
                 let moved = self.redistribute(idx);
                 let mut msg = format!("{who} enters drain state{}", paren(&cause));
                 self.append_left(&mut msg, srv, moved);
-                crate::log::warning(&msg);
+                self.event(NOTICE, &msg);
                 self.check_backend_down(was_any);
             }
             Transition::LeftDrain { forced, up } => {
                 self.grab_queued();
                 let why = if forced { "leaving forced drain" } else { "leaving drain" };
-                crate::log::warning(&format!(
-                    "{who} is {} ({why})",
-                    if up { "UP" } else { "DOWN" }
-                ));
+                self.event(NOTICE, &format!("{who} is {} ({why})", if up { "UP" } else { "DOWN" }));
             }
         }
     }
@@ -280,9 +279,12 @@ impl Backend {
     fn check_backend_down(&self, had_servers: bool) {
         if had_servers && self.usable_counts() == (0, 0) {
             self.down_transitions.fetch_add(1, Ordering::Relaxed);
-            // HAProxy names a `listen` section a "proxy".
+            // HAProxy names a `listen` section a "proxy"; the name is quoted on stderr only.
             let kind = if self.is_listen { "proxy" } else { "backend" };
             crate::log::alert(&format!("{kind} '{}' has no server available!", self.name));
+            if let Some(l) = &self.logger {
+                l.send(EMERG, &format!("{kind} {} has no server available!", self.name));
+            }
         }
     }
 }
@@ -359,6 +361,17 @@ fn agent_answer(
     let result = CheckResult { status, code: None, desc, duration: Some(duration) };
     t.extend(r.check_result(true, &result, now));
     t
+}
+
+impl Backend {
+    /// A state change's message: on stderr as HAProxy's `ha_warning()`, and to the backend's
+    /// log targets at `level`.
+    fn event(&self, level: u8, msg: &str) {
+        crate::log::warning(msg);
+        if let Some(l) = &self.logger {
+            l.send(level, &format!("{msg}."));
+        }
+    }
 }
 
 /// ` (cause)` or nothing.

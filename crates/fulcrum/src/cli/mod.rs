@@ -324,6 +324,7 @@ fn start(args: &Args, plan: Plan) -> i32 {
         max_accept,
         bufsize: plan.global.tune_bufsize,
         backends: Arc::new(plan.backends.clone()),
+        frontends: plan.frontends.clone(),
     });
     crate::log::set_quiet(args.quiet);
     // Check tasks go to the workers in turn, as HAProxy spreads check tasks over threads.

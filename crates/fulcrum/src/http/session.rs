@@ -20,7 +20,7 @@ use super::{pool, ConnMode, HashKey, HttpProxy, Reuse};
 use crate::backend::{Backend, PickKey, ServerSlot};
 use crate::connection::Stream;
 use crate::counters::Counters;
-use crate::frontend::Frontend;
+use crate::frontend::{Frontend, LogFormat};
 use crate::rules::sample::Vars;
 use crate::rules::{self, Base, ProxyRules, Verdict};
 use crate::runtime::Shared;
@@ -67,6 +67,8 @@ struct Session<'a> {
     fe: &'a Frontend,
     http: &'a HttpProxy,
     shared: &'a Shared,
+    /// Each transaction's `httplog` line is wanted (`-d`, or `option httplog` with targets).
+    logs: bool,
     client: Stream,
     peer: Option<SocketAddr>,
     dst_port: u16,
@@ -255,6 +257,7 @@ pub async fn serve(
         scratch: Vec::new(),
         key: Vec::new(),
         log: TxnLog::default(),
+        logs: shared.debug || (fe.logger.is_some() && fe.log_format == LogFormat::Http),
         parked: true,
         ctimer,
         stimer,
@@ -265,7 +268,7 @@ pub async fn serve(
 
     loop {
         // Clock reads only when a log line will use them.
-        let waited = shared.debug.then(Instant::now);
+        let waited = s.logs.then(Instant::now);
         match s.read_request().await {
             Ok(Read::Request) => {}
             Ok(Read::Rest(deadline)) => {
@@ -305,6 +308,15 @@ pub async fn serve(
         }
         // Not boxed: a connection idle for long leaves this future altogether (it rests), so
         // the transaction's state costs no allocation per request.
+        if fe.log_format == LogFormat::Connect {
+            if let Some(logger) = &fe.logger {
+                let local = s.local.or_else(|| {
+                    socket2::SockRef::from(&s.client).local_addr().ok().and_then(|a| a.as_socket())
+                });
+                let line = crate::log::connect_line(s.peer, local, &fe.name, true);
+                logger.send(crate::log::syslog::INFO, &line);
+            }
+        }
         let next = s.transaction().await;
         if let Some(waited) = waited {
             s.print_log(waited);
@@ -452,6 +464,7 @@ impl Session<'_> {
         let Some(be) = self.choose_backend() else {
             return self.answer(503, &info, None).await;
         };
+        Counters::inc(&be.counters.sessions);
         // Only a `mode tcp` frontend upgraded to HTTP can pick a tcp backend (for a later
         // request): as HAProxy, the stream fails and the connection closes without an answer.
         let Some(be_http) = be.http.as_deref() else {
@@ -524,7 +537,7 @@ impl Session<'_> {
         let retryable = info.body == Body::None;
         let mut fresh_only = false;
         let mut l7_retries = 0;
-        let connect_from = self.shared.debug.then(Instant::now);
+        let connect_from = self.logs.then(Instant::now);
         let (slot, mut sc, body_done) = loop {
             // An idle connection is checked for a close by the server only when the request
             // could not be sent again (it has a body).
@@ -683,7 +696,7 @@ impl Session<'_> {
             }
         }
         Counters::add(&be.counters.bytes_out, self.out.len() as u64);
-        if self.shared.debug {
+        if self.logs {
             self.log.status = self.resp.status();
             self.log.bytes = self.out.len() as u64;
             self.log.backend = Some(Arc::clone(&be));
@@ -780,7 +793,14 @@ impl Session<'_> {
             state: if l.state.is_empty() { "--" } else { l.state },
             request_line: &l.request_line,
         });
-        eprintln!("{line}");
+        if self.shared.debug {
+            eprintln!("{line}");
+        }
+        if self.fe.log_format == LogFormat::Http {
+            if let Some(logger) = &self.fe.logger {
+                logger.send(crate::log::syslog::INFO, &line);
+            }
+        }
         self.log.request_line = l.request_line;
     }
 
@@ -1490,7 +1510,7 @@ impl Session<'_> {
             closes = true;
             msg = with_connection_close(&msg);
         }
-        if self.shared.debug {
+        if self.logs {
             self.log.status = parse_status(&msg);
             self.log.bytes = msg.len() as u64;
             self.log.backend = be.cloned();

@@ -2,6 +2,8 @@
 //! stderr under `-d` until the `log` keyword arrives. Owns the mapping from a session's outcome
 //! to HAProxy's two-letter termination state (§8.5). Reads counters; changes nothing.
 
+pub mod syslog;
+
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,6 +39,27 @@ fn emit(tag: &str, msg: &str) {
     }
     let end = if msg.ends_with('!') { "" } else { "." };
     eprintln!("{tag}({}) : {msg}{end}", std::process::id());
+}
+
+/// The line HAProxy logs at each stream's start when no log format is set:
+/// `Connect from 10.0.0.1:51000 to 10.0.0.2:80 (fe/HTTP)`.
+pub fn connect_line(
+    client: Option<SocketAddr>,
+    dst: Option<SocketAddr>,
+    fe: &str,
+    http: bool,
+) -> String {
+    let mode = if http { "HTTP" } else { "TCP" };
+    match (client, dst) {
+        (Some(c), Some(d)) => {
+            format!("Connect from {}:{} to {}:{} ({fe}/{mode})", c.ip(), c.port(), d.ip(), d.port())
+        }
+        (Some(c), None) => {
+            format!("Connect from {}:{} to undetermined address:0 ({fe}/{mode})", c.ip(), c.port())
+        }
+        // A UNIX socket: only the listener is known.
+        (None, _) => format!("Connect to unix:1 ({fe}/{mode})"),
+    }
 }
 
 /// HAProxy's termination state: who ended the session, and in which phase.

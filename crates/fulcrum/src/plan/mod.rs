@@ -8,6 +8,8 @@
 
 mod servers;
 
+pub use servers::resolve as resolve_host;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -83,12 +85,21 @@ pub fn build(config: &cfg::Config) -> Result<Plan, Vec<String>> {
     let mut warnings = Vec::new();
     let mut maps = HashMap::new();
     let ids = proxy_ids(config);
+    let common = crate::log::syslog::Common::new(&config.global, &mut errors);
+    let logger = |p: &cfg::Proxy, errors: &mut Vec<String>| {
+        crate::log::syslog::Logger::build(&p.logs, p.log_tag.as_deref(), &common)
+            .map_err(|e| errors.push(e))
+            .ok()
+            .flatten()
+            .map(Arc::new)
+    };
     let mut by_name: HashMap<String, Arc<Backend>> = HashMap::new();
     let mut all_backends = Vec::new();
     for p in config.backends() {
         match backend(p, config, &mut maps, &mut warnings) {
             Ok(mut be) => {
                 be.id = ids.get(&p.name).copied().unwrap_or(0);
+                be.logger = logger(p, &mut errors);
                 let be = Arc::new(be);
                 all_backends.push(Arc::clone(&be));
                 by_name.insert(p.name.clone(), be);
@@ -162,6 +173,13 @@ pub fn build(config: &cfg::Config) -> Result<Plan, Vec<String>> {
         };
         let mut fe = frontend(p, backend);
         fe.id = ids.get(&p.name).copied().unwrap_or(0);
+        fe.logger = logger(p, &mut errors);
+        fe.log_format = match (p.httplog, p.tcplog) {
+            (true, _) => crate::frontend::LogFormat::Http,
+            (false, true) => crate::frontend::LogFormat::Tcp,
+            _ => crate::frontend::LogFormat::Connect,
+        };
+        fe.dontlognull = p.dontlognull;
         fe.http = http;
         if p.mode == cfg::Mode::Tcp && crate::frontend::may_upgrade(p, config) {
             match http_proxy(p, config) {
@@ -364,6 +382,9 @@ fn frontend(p: &cfg::Proxy, backend: Option<Arc<Backend>>) -> Frontend {
         backends: Default::default(),
         proc_vars: Default::default(),
         needs_dst: false,
+        logger: None,
+        log_format: Default::default(),
+        dontlognull: false,
     }
 }
 

@@ -233,11 +233,26 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
     let be = &be;
     Counters::inc(&be.counters.sessions);
     let peer = conn.peer;
+    let logger = fe.logger.as_deref();
+    if let (Some(l), crate::frontend::LogFormat::Connect) = (logger, fe.log_format) {
+        let local =
+            socket2::SockRef::from(&conn.client).local_addr().ok().and_then(|a| a.as_socket());
+        l.send(log::syslog::INFO, &log::connect_line(peer, local, &fe.name, false));
+    }
     let start = tokio::time::Instant::now();
     let outcome = tcp::serve(fe, be, conn).await;
-    if shared.debug {
+    let tcplog = logger.filter(|_| fe.log_format == crate::frontend::LogFormat::Tcp);
+    // `option dontlognull`: nothing logged for a connection that sent nothing.
+    let null = fe.dontlognull && outcome.moved.client_to_server == 0;
+    if shared.debug || (tcplog.is_some() && !null) {
         let actconn = shared.global_limit.current();
-        eprintln!("{}", log::tcp_line(peer, fe, be, &outcome, start.elapsed(), actconn));
+        let line = log::tcp_line(peer, fe, be, &outcome, start.elapsed(), actconn);
+        if shared.debug {
+            eprintln!("{line}");
+        }
+        if let Some(l) = tcplog.filter(|_| !null) {
+            l.send(log::syslog::INFO, &line);
+        }
     }
 }
 

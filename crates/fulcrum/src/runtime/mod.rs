@@ -96,6 +96,31 @@ pub struct Shared {
     pub bufsize: usize,
     /// Every backend (the first worker samples their rates each second).
     pub backends: Arc<Vec<Arc<crate::backend::Backend>>>,
+    /// Every frontend (and `listen`), in configuration order.
+    pub frontends: Vec<Arc<crate::frontend::Frontend>>,
+}
+
+/// What HAProxy says of each proxy when a soft stop begins (`stop_proxy()`): frontends and
+/// `listen` sections in configuration order, then the backends; on stderr and to the proxy's
+/// own log targets, at warning level.
+fn stop_messages(shared: &Shared) {
+    let line = |name: &str, fe: u64, be: u64, logger: Option<&crate::log::syslog::Logger>| {
+        let msg = format!("Proxy {name} stopped (cumulated conns: FE: {fe}, BE: {be})");
+        if let Some(l) = logger {
+            l.send(crate::log::syslog::WARNING, &format!("{msg}."));
+        }
+        crate::log::warning(&msg);
+    };
+    let load = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+    for fe in &shared.frontends {
+        let own = shared.backends.iter().find(|b| b.name == fe.name);
+        let be = own.map_or(0, |b| load(&b.counters.sessions));
+        line(&fe.name, load(&fe.counters.sessions), be, fe.logger.as_deref());
+    }
+    for be in shared.backends.iter().filter(|b| !shared.frontends.iter().any(|f| f.name == b.name))
+    {
+        line(&be.name, 0, load(&be.counters.sessions), be.logger.as_deref());
+    }
 }
 
 /// Starts the workers and blocks until the process should exit; returns the exit status.
@@ -162,6 +187,9 @@ async fn supervise(
     loop {
         tokio::select! {
             _ = usr1.recv() => {
+                if *state_tx.borrow() != RunState::SoftStop {
+                    stop_messages(&shared);
+                }
                 let _ = state_tx.send(RunState::SoftStop);
             }
             _ = term.recv() => return 0,

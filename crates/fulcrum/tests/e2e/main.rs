@@ -6,6 +6,7 @@ mod failures;
 mod harness;
 mod health;
 mod lifecycle;
+mod logging;
 mod protocol_checks;
 mod socket_buffers;
 mod timeouts;

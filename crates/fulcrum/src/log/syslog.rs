@@ -1,0 +1,359 @@
+//! Sending log messages to a proxy's `log` targets as HAProxy's `__send_log()` does: a header
+//! in the target's format (`<PRI>`, local time, host, `tag[pid]: `...), the message cut to the
+//! target's `len`, a final LF, one datagram (UDP or UNIX) or one write (`stdout`/`stderr`).
+//!
+//! Sending never blocks a worker: each worker thread has its own unbound datagram sockets, sends
+//! with `MSG_DONTWAIT`, and a full socket buffer drops the message and counts it (`dropped()`).
+//! Must not touch: what a message says (callers build it), which messages are sent.
+
+use std::cell::RefCell;
+use std::fmt::Write as _;
+use std::io::{IoSlice, Write as _};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use fulcrum_config::{LogAddr, LogEntry, LogTarget, SyslogFormat};
+
+/// Syslog levels HAProxy uses.
+pub const EMERG: u8 = 0;
+pub const ALERT: u8 = 1;
+pub const WARNING: u8 = 4;
+pub const NOTICE: u8 = 5;
+pub const INFO: u8 = 6;
+
+/// Messages dropped because a target's socket buffer was full.
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// Messages dropped so far (`show info`'s `DroppedLogs`).
+#[allow(dead_code)] // `show info` (the runtime API issue) reads it; unit-tested below
+pub fn dropped() -> u64 {
+    DROPPED.load(Ordering::Relaxed)
+}
+
+/// Where one target's messages go, resolved at start-up.
+#[derive(Debug, Clone)]
+enum Dest {
+    Inet(SocketAddr),
+    Unix(PathBuf),
+    Fd(i32),
+}
+
+#[derive(Debug, Clone)]
+struct Target {
+    dest: Dest,
+    format: SyslogFormat,
+    facility: u8,
+    level: u8,
+    minlevel: u8,
+    maxlen: usize,
+}
+
+/// A proxy's log targets with the header fields they share.
+#[derive(Debug)]
+pub struct Logger {
+    targets: Vec<Target>,
+    tag: Arc<str>,
+    host: Option<Arc<str>>,
+}
+
+/// What every logger of the process shares (from `global`).
+#[derive(Debug, Clone)]
+pub struct Common {
+    pub tag: Arc<str>,
+    pub host: Option<Arc<str>>,
+    /// `global`'s targets, resolved once: `log global` stands for them.
+    global: Vec<Target>,
+}
+
+impl Common {
+    /// From `global`; a target that does not resolve is an error (as in HAProxy) and left out.
+    pub fn new(g: &fulcrum_config::Global, errors: &mut Vec<String>) -> Self {
+        let program = std::env::args()
+            .next()
+            .and_then(|a| a.rsplit('/').next().map(str::to_string))
+            .unwrap_or_else(|| "fulcrum".into());
+        let tag: Arc<str> = g.log_tag.clone().unwrap_or(program).into();
+        let host = g.log_send_hostname.as_ref().map(|h| {
+            let name = h.clone().unwrap_or_else(|| crate::sys::hostname().to_string());
+            Arc::<str>::from(name)
+        });
+        let mut global = Vec::new();
+        for e in &g.logs {
+            if let LogEntry::Target(t) = e {
+                match target(t) {
+                    Ok(t) => global.push(t),
+                    Err(e) => errors.push(e),
+                }
+            }
+        }
+        Common { tag, host, global }
+    }
+}
+
+impl Logger {
+    /// The logger of a proxy whose `log` lines are `entries` (`log global` stands for
+    /// `global`'s); `None` without targets. Host names are resolved here.
+    pub fn build(
+        entries: &[LogEntry],
+        tag: Option<&str>,
+        common: &Common,
+    ) -> Result<Option<Logger>, String> {
+        let mut targets = Vec::new();
+        for e in entries {
+            match e {
+                LogEntry::Global => targets.extend(common.global.iter().cloned()),
+                LogEntry::Target(t) => targets.push(target(t)?),
+            }
+        }
+        if targets.is_empty() {
+            return Ok(None);
+        }
+        let tag = tag.map_or_else(|| Arc::clone(&common.tag), Arc::from);
+        Ok(Some(Logger { targets, tag, host: common.host.clone() }))
+    }
+
+    /// Sends `msg` at `level` to every target that takes that level.
+    pub fn send(&self, level: u8, msg: &str) {
+        let msg = msg.trim_end_matches(['\n', '\0']);
+        for t in &self.targets {
+            if level > t.level {
+                continue;
+            }
+            let level = level.max(t.minlevel);
+            let header = header(t.format, level, t.facility, self.host.as_deref(), &self.tag);
+            send_one(t, &header, msg.as_bytes());
+        }
+    }
+}
+
+fn target(t: &LogTarget) -> Result<Target, String> {
+    let dest = match &t.addr {
+        LogAddr::Inet { host, port } => {
+            let ip = crate::plan::resolve_host(host).map_err(|_| {
+                format!("parsing [{}] : log : invalid address: '{host}' in '{}'", t.span, t.written)
+            })?;
+            Dest::Inet(SocketAddr::new(ip, *port))
+        }
+        LogAddr::Unix(p) => Dest::Unix(p.clone()),
+        LogAddr::Fd(n) => Dest::Fd(*n),
+    };
+    Ok(Target {
+        dest,
+        format: t.format,
+        facility: t.facility,
+        level: t.level,
+        minlevel: t.minlevel,
+        maxlen: t.maxlen as usize,
+    })
+}
+
+/// The syslog header of one message (HAProxy's `build_log_header`).
+fn header(format: SyslogFormat, level: u8, facility: u8, host: Option<&str>, tag: &str) -> String {
+    let format = match format {
+        SyslogFormat::Unspecified if host.is_some() => SyslogFormat::Rfc3164,
+        SyslogFormat::Unspecified => SyslogFormat::Local,
+        f => f,
+    };
+    let pid = std::process::id();
+    let mut h = String::with_capacity(64);
+    let pri = u32::from(facility) * 8 + u32::from(level);
+    match format {
+        SyslogFormat::Local
+        | SyslogFormat::Rfc3164
+        | SyslogFormat::Rfc5424
+        | SyslogFormat::Priority => {
+            let _ = write!(h, "<{pri}>");
+        }
+        SyslogFormat::Short | SyslogFormat::Timed => {
+            let _ = write!(h, "<{level}>");
+        }
+        _ => {}
+    }
+    let now = std::time::SystemTime::now();
+    match format {
+        SyslogFormat::Local | SyslogFormat::Rfc3164 => legacy_time(&mut h, now),
+        SyslogFormat::Rfc5424 => {
+            h.push_str("1 ");
+            iso_time(&mut h, now);
+        }
+        SyslogFormat::Timed | SyslogFormat::Iso => iso_time(&mut h, now),
+        _ => {}
+    }
+    match format {
+        SyslogFormat::Rfc3164 | SyslogFormat::Local => {
+            if format == SyslogFormat::Rfc3164 {
+                let _ = write!(h, "{} ", host.unwrap_or("localhost"));
+            }
+            let _ = write!(h, "{tag}[{pid}]: ");
+        }
+        SyslogFormat::Rfc5424 => {
+            let _ = write!(h, "{} {tag} {pid} - - ", host.unwrap_or("-"));
+        }
+        _ => {}
+    }
+    h
+}
+
+const MONTHS: [&str; 12] =
+    ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+/// `Nov 24 00:42:56 ` in local time (a space pads single-digit days).
+fn legacy_time(h: &mut String, now: std::time::SystemTime) {
+    let t = crate::sys::local_time(now);
+    let _ = write!(
+        h,
+        "{} {:2} {:02}:{:02}:{:02} ",
+        MONTHS[(t.month as usize).min(11)],
+        t.day,
+        t.hour,
+        t.min,
+        t.sec
+    );
+}
+
+/// `2026-11-24T00:42:56.566500+00:00 ` in local time.
+fn iso_time(h: &mut String, now: std::time::SystemTime) {
+    let t = crate::sys::local_time(now);
+    let off = t.utc_offset_secs;
+    let sign = if off < 0 { '-' } else { '+' };
+    let off = off.unsigned_abs();
+    let _ = write!(
+        h,
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}{sign}{:02}:{:02} ",
+        t.year,
+        t.month + 1,
+        t.day,
+        t.hour,
+        t.min,
+        t.sec,
+        t.micros,
+        off / 3600,
+        off % 3600 / 60
+    );
+}
+
+thread_local! {
+    /// This worker's datagram sockets: UDP over IPv4, over IPv6, and UNIX.
+    static SOCKETS: RefCell<[Option<socket2::Socket>; 3]> = const { RefCell::new([None, None, None]) };
+}
+
+/// The header and the message cut to `maxlen` in all, then LF, in one send.
+fn send_one(t: &Target, header: &str, msg: &[u8]) {
+    let h = header.as_bytes();
+    let h = &h[..h.len().min(t.maxlen)];
+    let m = &msg[..msg.len().min(t.maxlen - h.len())];
+    let parts = [IoSlice::new(h), IoSlice::new(m), IoSlice::new(b"\n")];
+    let sent = match &t.dest {
+        Dest::Fd(fd) => write_fd(*fd, &parts),
+        Dest::Inet(addr) => {
+            let slot = if addr.is_ipv4() { 0 } else { 1 };
+            send_dgram(slot, &socket2::SockAddr::from(*addr), &parts)
+        }
+        Dest::Unix(path) => match socket2::SockAddr::unix(path) {
+            Ok(a) => send_dgram(2, &a, &parts),
+            Err(e) => Err(e),
+        },
+    };
+    if let Err(e) = sent {
+        if e.kind() == std::io::ErrorKind::WouldBlock {
+            DROPPED.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn send_dgram(
+    slot: usize,
+    to: &socket2::SockAddr,
+    parts: &[IoSlice<'_>],
+) -> std::io::Result<usize> {
+    SOCKETS.with(|s| {
+        let mut s = s.borrow_mut();
+        if s[slot].is_none() {
+            let domain = match slot {
+                0 => socket2::Domain::IPV4,
+                1 => socket2::Domain::IPV6,
+                _ => socket2::Domain::UNIX,
+            };
+            let sock = socket2::Socket::new(domain, socket2::Type::DGRAM.cloexec(), None)?;
+            // Nothing is ever read from it.
+            let _ = sock.set_recv_buffer_size(0);
+            s[slot] = Some(sock);
+        }
+        match &s[slot] {
+            Some(sock) => {
+                sock.send_to_vectored_with_flags(parts, to, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+            }
+            None => Ok(0),
+        }
+    })
+}
+
+/// Writes to an inherited descriptor (`stdout`, `stderr`) without blocking the worker.
+fn write_fd(fd: i32, parts: &[IoSlice<'_>]) -> std::io::Result<usize> {
+    let line: Vec<u8> = parts.iter().flat_map(|p| p.iter().copied()).collect();
+    match fd {
+        1 => crate::sys::write_nonblocking(1, &line),
+        2 => {
+            // A worker's stderr is the terminal or a log file: one write per line.
+            std::io::stderr().write(&line)
+        }
+        n => crate::sys::write_nonblocking(n, &line),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strip_time(h: &str) -> String {
+        // `<129>Nov 24 00:42:56 tag[1]: ` -> `<129>TIME tag[1]: `
+        let re = regex::Regex::new(r"[A-Z][a-z]{2} [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9] |[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]{6}[+-][0-9][0-9]:[0-9][0-9] ")
+            .expect("regex");
+        re.replace(h, "TIME ").into_owned()
+    }
+
+    #[test]
+    fn headers_in_each_format_as_haproxy_writes_them() {
+        let pid = std::process::id();
+        let h = |f, host| strip_time(&header(f, ALERT, 16, host, "mytag"));
+        assert_eq!(h(SyslogFormat::Unspecified, None), format!("<129>TIME mytag[{pid}]: "));
+        assert_eq!(
+            h(SyslogFormat::Unspecified, Some("box")),
+            format!("<129>TIME box mytag[{pid}]: ")
+        );
+        assert_eq!(h(SyslogFormat::Rfc3164, None), format!("<129>TIME localhost mytag[{pid}]: "));
+        assert_eq!(h(SyslogFormat::Rfc5424, None), format!("<129>1 TIME - mytag {pid} - - "));
+        assert_eq!(h(SyslogFormat::Priority, None), "<129>");
+        assert_eq!(h(SyslogFormat::Short, None), "<1>");
+        assert_eq!(h(SyslogFormat::Timed, None), "<1>TIME ");
+        assert_eq!(h(SyslogFormat::Iso, None), "TIME ");
+        assert_eq!(h(SyslogFormat::Raw, None), "");
+    }
+
+    #[test]
+    fn a_message_is_cut_to_the_target_length_with_its_header_and_a_udp_sink_gets_it() {
+        let sink = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind sink");
+        sink.set_read_timeout(Some(std::time::Duration::from_secs(5))).expect("timeout");
+        let t = Target {
+            dest: Dest::Inet(sink.local_addr().expect("addr")),
+            format: SyslogFormat::Raw,
+            facility: 16,
+            level: 7,
+            minlevel: 0,
+            maxlen: 80,
+        };
+        let long = "x".repeat(200);
+        send_one(&t, "<1>", long.as_bytes());
+        let mut buf = [0u8; 1024];
+        let n = sink.recv(&mut buf).expect("a datagram");
+        assert_eq!(n, 81, "80 bytes then LF");
+        assert!(buf[..n].starts_with(b"<1>xxx") && buf[n - 1] == b'\n');
+        let logger = Logger { targets: vec![t], tag: "t".into(), host: None };
+        logger.send(INFO, "kept\n");
+        let n = sink.recv(&mut buf).expect("a datagram");
+        assert_eq!(&buf[..n], b"kept\n");
+        assert_eq!(dropped(), 0);
+    }
+}

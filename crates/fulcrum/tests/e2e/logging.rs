@@ -1,0 +1,219 @@
+//! Logging, black box: the real binary sends to a UDP syslog sink opened here; the datagrams
+//! are compared, with times, dates, pids and client ports masked, with what HAProxy 2.6 sends
+//! for the same configuration and the same traffic (where HAProxy is installed).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::time::{Duration, Instant};
+
+use crate::harness::*;
+
+/// A UDP syslog sink on a free loopback port.
+struct Sink {
+    sock: UdpSocket,
+}
+
+impl Sink {
+    fn new() -> Sink {
+        let sock = UdpSocket::bind("127.0.0.1:0").expect("bind sink");
+        Sink { sock }
+    }
+
+    fn addr(&self) -> SocketAddr {
+        self.sock.local_addr().expect("addr")
+    }
+
+    /// Datagrams until `done(all so far)` holds, at most `within`.
+    fn until(&self, within: Duration, done: impl Fn(&[String]) -> bool) -> Vec<String> {
+        let deadline = Instant::now() + within;
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 70_000];
+        while !done(&got) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            self.sock.set_read_timeout(Some(left)).expect("timeout");
+            match self.sock.recv(&mut buf) {
+                Ok(n) => got.push(String::from_utf8_lossy(&buf[..n]).into_owned()),
+                Err(_) => break,
+            }
+        }
+        got
+    }
+
+    /// `n` datagrams (waits at most 5 s for them).
+    fn take(&self, n: usize) -> Vec<String> {
+        let got = self.until(Duration::from_secs(5), |g| g.len() >= n);
+        assert_eq!(got.len(), n, "datagrams: {got:#?}");
+        got
+    }
+}
+
+/// Fulcrum or HAProxy, given the frontend sockets as `fd@3`, `fd@4`, ...
+struct Proxy {
+    proc: Proc,
+    addrs: Vec<SocketAddr>,
+}
+
+fn haproxy_bin() -> Option<&'static str> {
+    ["/usr/sbin/haproxy", "/usr/bin/haproxy"].into_iter().find(|p| std::path::Path::new(p).exists())
+}
+
+impl Proxy {
+    /// `which` is "fulcrum" or "haproxy"; `None` when HAProxy is not installed.
+    fn start(which: &str, test: &str, cfg: &str) -> Option<Proxy> {
+        let dir = scratch(&format!("{test}-{which}"));
+        let mut text = cfg.to_string();
+        let mut listeners = Vec::new();
+        for i in 0..4 {
+            let key = format!("{{fe{i}}}");
+            if text.contains(&key) {
+                listeners.push(TcpListener::bind("127.0.0.1:0").expect("bind"));
+                text = text.replace(&key, &format!("fd@{}", 3 + i));
+            }
+        }
+        let addrs = listeners.iter().map(|l| l.local_addr().expect("addr")).collect();
+        let path = dir.join("proxy.cfg");
+        std::fs::write(&path, text).expect("write cfg");
+        let bin = if which == "haproxy" { haproxy_bin()? } else { BIN };
+        let mut cmd = std::process::Command::new(bin);
+        cmd.arg("-db").arg("-f").arg(&path);
+        Some(Proxy { proc: spawn_with_listeners(cmd, &dir, listeners), addrs })
+    }
+}
+
+/// Runs `scenario` against Fulcrum, then HAProxy when installed, each with a fresh sink that
+/// `cfg`'s `{sink}` names; returns each one's datagrams (`expect` of them), masked.
+fn both(test: &str, cfg: &str, expect: usize, scenario: impl Fn(&Proxy)) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for which in ["fulcrum", "haproxy"] {
+        let sink = Sink::new();
+        let cfg = cfg.replace("{sink}", &sink.addr().to_string());
+        let Some(p) = Proxy::start(which, test, &cfg) else { continue };
+        scenario(&p);
+        let got = sink.take(expect);
+        out.push(got.iter().map(|l| mask(l)).collect());
+        drop(p);
+    }
+    if out.len() == 2 {
+        assert_eq!(out[0], out[1], "Fulcrum (left) and HAProxy 2.6 (right) log the same lines");
+    }
+    out
+}
+
+/// Masks what differs from run to run: syslog time and pid, the log date, client ports,
+/// numbers in timer fields (kept: whether a timer is -1).
+fn mask(line: &str) -> String {
+    let re = |r: &str| regex::Regex::new(r).expect("regex");
+    let s = re(r"^(<[0-9]+>)[A-Z][a-z]{2} [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9] ")
+        .replace(line, "${1}TIME ");
+    let s = re(r"\[[0-9]+\]: ").replace(&s, "[PID]: ");
+    // RFC 5424: `<PRI>1 TIMESTAMP HOST TAG PID - - `.
+    let s = re(r"^(<[0-9]+>)1 [^ ]+ ([^ ]+) ([^ ]+) [0-9]+ - - ")
+        .replace(&s, "${1}1 TIME $2 $3 PID - - ");
+    let s = re(r"\[[0-9][0-9]/[A-Z][a-z]{2}/[0-9]{4}:[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]{3}\]")
+        .replace_all(&s, "[DATE]");
+    let s = re(r"127\.0\.0\.1:[0-9]+").replace_all(&s, "127.0.0.1:P");
+    // Timer groups: `0/0/1/0/1` or `0/-1/5`, followed by a space and a status or byte count.
+    let s = re(r" (-?[0-9]+)/(-?[0-9]+)/(-?[0-9]+)(/(-?[0-9]+))?(/(-?[0-9]+))? ").replace(
+        &s,
+        |c: &regex::Captures| {
+            let t = |i: usize| c.get(i).map(|m| if m.as_str() == "-1" { "-1" } else { "T" });
+            let mut v = vec![t(1), t(2), t(3), t(5), t(7)];
+            v.retain(Option::is_some);
+            format!(" {} ", v.into_iter().flatten().collect::<Vec<_>>().join("/"))
+        },
+    );
+    s.into_owned()
+}
+
+/// One request on its own connection; the whole answer.
+fn get(addr: SocketAddr, path: &str) -> Vec<u8> {
+    let mut s = connect(addr);
+    let req = format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).expect("write");
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    buf
+}
+
+const DEFAULTS: &str =
+    "defaults\n log global\n timeout connect 1s\n timeout client 5s\n timeout server 5s\n";
+
+#[test]
+fn without_a_format_each_connection_is_logged_as_it_arrives() {
+    let ts = testserver("http", "s1");
+    let cfg = format!(
+        "global\n log {{sink}} local0\n log-tag t\n{DEFAULTS}\
+         frontend web\n mode http\n bind {{fe0}}\n default_backend be\n\
+         listen raw\n mode tcp\n bind {{fe1}}\n server s1 {}\n\
+         backend be\n mode http\n server s1 {}\n",
+        ts.addr, ts.addr
+    );
+    let runs = both("log-connect", &cfg, 2, |p| {
+        assert!(get(p.addrs[0], "/").starts_with(b"HTTP/1.1 200"));
+        assert!(get(p.addrs[1], "/").starts_with(b"HTTP/1.1 200"));
+    });
+    assert_eq!(
+        runs[0],
+        [
+            "<134>TIME t[PID]: Connect from 127.0.0.1:P to 127.0.0.1:P (web/HTTP)\n",
+            "<134>TIME t[PID]: Connect from 127.0.0.1:P to 127.0.0.1:P (raw/TCP)\n",
+        ]
+    );
+}
+
+#[test]
+fn tcplog_has_timers_bytes_state_and_counts_at_the_end_of_the_session() {
+    let ts = testserver("echo", "s1");
+    let cfg = format!(
+        "global\n log {{sink}} len 200 format rfc5424 local1 info\n log-tag t\n{DEFAULTS}\
+         listen raw\n mode tcp\n option tcplog\n bind {{fe0}}\n server s1 {}\n\
+         listen dead\n mode tcp\n option tcplog\n retries 1\n bind {{fe1}}\n server s2 {}\n",
+        ts.addr,
+        dead_addr()
+    );
+    let runs = both("log-tcplog", &cfg, 2, |p| {
+        let mut s = connect(p.addrs[0]);
+        assert_eq!(echo_roundtrip(&mut s, b"hello"), b"hello");
+        half_close(&s);
+        assert!(closed_within(&mut s, Duration::from_secs(5)));
+        let mut d = connect(p.addrs[1]);
+        assert!(closed_within(&mut d, Duration::from_secs(5)));
+    });
+    assert_eq!(
+        runs[0],
+        [
+            "<142>1 TIME - t PID - - 127.0.0.1:P [DATE] raw raw/s1 T/T/T 5 -- 1/1/0/0/0 0/0\n",
+            "<142>1 TIME - t PID - - 127.0.0.1:P [DATE] dead dead/s2 T/-1/T 0 SC 1/1/0/0/1 0/0\n",
+        ]
+    );
+}
+
+#[test]
+fn a_soft_stop_says_each_proxy_stopped_to_its_own_targets_and_levels_filter() {
+    let ts = testserver("http", "s1");
+    // `web` logs to the sink; `quiet` has no target; `notice` takes only notice and worse.
+    let cfg = format!(
+        "global\n log-tag t\n{DEFAULTS}\
+         frontend web\n mode http\n log {{sink}} local0\n bind {{fe0}}\n default_backend be\n\
+         frontend quiet\n mode http\n bind {{fe1}}\n default_backend be\n\
+         backend be\n mode http\n log {{sink}} local2 warning\n server s1 {}\n\
+         backend other\n mode http\n log {{sink}} local3 err\n server s1 {}\n",
+        ts.addr, ts.addr
+    );
+    let runs = both("log-stop", &cfg, 3, |p| {
+        get(p.addrs[0], "/");
+        get(p.addrs[1], "/");
+        p.proc.signal(libc::SIGUSR1);
+    });
+    assert_eq!(
+        runs[0],
+        [
+            "<134>TIME t[PID]: Connect from 127.0.0.1:P to 127.0.0.1:P (web/HTTP)\n",
+            "<132>TIME t[PID]: Proxy web stopped (cumulated conns: FE: 1, BE: 0).\n",
+            "<148>TIME t[PID]: Proxy be stopped (cumulated conns: FE: 0, BE: 2).\n",
+        ]
+    );
+}
