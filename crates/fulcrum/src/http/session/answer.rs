@@ -1,0 +1,171 @@
+//! Answers the proxy makes itself (errors, deny, return, redirect) and the raw messages they
+//! are built from. Must not touch: the server side.
+
+use super::*;
+
+impl Session<'_> {
+    /// A `return` / `deny` reply, rendered.
+    pub(super) fn build_reply(
+        &mut self,
+        rp: &rules::ReplySpec,
+        be: Option<&Arc<Backend>>,
+    ) -> Vec<u8> {
+        let base = self.base(be.map(|b| &**b));
+        let ctx = base.ctx(&self.req, None, &self.vars);
+        let body: std::borrow::Cow<'_, [u8]> = match &rp.body {
+            rules::ReplyBody::None => (&b""[..]).into(),
+            rules::ReplyBody::Bytes(b) => (&b[..]).into(),
+            rules::ReplyBody::Format(f) => f.render_vec(&ctx).into(),
+            rules::ReplyBody::ErrorMessage => return self.messages(be).get(rp.status).to_vec(),
+        };
+        let hdrs: Vec<(Vec<u8>, Vec<u8>)> =
+            rp.headers.iter().map(|(n, f)| (n.as_bytes().to_vec(), f.render_vec(&ctx))).collect();
+        let refs: Vec<(&[u8], &[u8])> = hdrs.iter().map(|(n, v)| (&n[..], &v[..])).collect();
+        crate::http::reply::raw(rp.status, rp.content_type.as_deref(), &refs, &body)
+    }
+
+    /// A redirect response.
+    pub(super) fn build_redirect(
+        &mut self,
+        rd: &rules::RedirectSpec,
+        be: Option<&Arc<Backend>>,
+    ) -> Vec<u8> {
+        let base = self.base(be.map(|b| &**b));
+        let ctx = base.ctx(&self.req, None, &self.vars);
+        let value = rd.value.render_vec(&ctx);
+        let mut loc = Vec::with_capacity(value.len() + self.req.target().len() + 16);
+        match rd.kind {
+            cfg::RedirectKind::Location => loc.extend_from_slice(&value),
+            cfg::RedirectKind::Prefix | cfg::RedirectKind::Scheme => {
+                if rd.kind == cfg::RedirectKind::Scheme {
+                    loc.extend_from_slice(&value);
+                    loc.extend_from_slice(b"://");
+                    loc.extend_from_slice(self.req.header(b"host").unwrap_or(b""));
+                } else if value != b"/" {
+                    loc.extend_from_slice(&value);
+                }
+                let path = self.req.path();
+                loc.extend_from_slice(if path.is_empty() { b"/" } else { path });
+                if rd.append_slash && !loc.ends_with(b"/") {
+                    loc.push(b'/');
+                }
+                if !rd.drop_query {
+                    if let Some(q) = self.req.query() {
+                        loc.push(b'?');
+                        loc.extend_from_slice(q);
+                    }
+                }
+            }
+        }
+        if rd.kind == cfg::RedirectKind::Location && rd.append_slash && !loc.ends_with(b"/") {
+            loc.push(b'/');
+        }
+        crate::http::reply::raw(rd.code, None, &[(b"location", &loc)], b"")
+    }
+
+    pub(super) fn messages<'m>(
+        &'m self,
+        be: Option<&'m Arc<Backend>>,
+    ) -> &'m crate::http::messages::Messages {
+        match be.and_then(|b| b.http.as_deref()) {
+            Some(h) if !h.messages.is_empty() => &h.messages,
+            _ => &self.http.messages,
+        }
+    }
+
+    /// Writes `self.out` (a response head) to the client.
+    pub(super) async fn write_client_head(&mut self) -> std::io::Result<()> {
+        write_all_within(&self.client, &self.out, self.fe.timeouts.client).await
+    }
+
+    /// Answers with the proxy's message for `status` (a replacement or HAProxy's built-in).
+    pub(super) async fn answer(
+        &mut self,
+        status: u16,
+        info: &fulcrum_http::Info,
+        be: Option<&Arc<Backend>>,
+    ) -> Next {
+        let msg = self.messages(be).get(status).to_vec();
+        self.answer_bytes(msg, info, be).await
+    }
+
+    /// Sends a response Fulcrum built (after `http-after-response` rules). The connection stays
+    /// open only when the message allows it and the request was read completely.
+    pub(super) async fn answer_bytes(
+        &mut self,
+        mut msg: Vec<u8>,
+        info: &fulcrum_http::Info,
+        be: Option<&Arc<Backend>>,
+    ) -> Next {
+        if self.has_after_response(be) {
+            let limits = fulcrum_http::Limits { max_head: msg.len().max(1024), max_headers: 1000 };
+            if let Ok(Some(n)) = self.resp.parse_response(&msg, &limits) {
+                self.after_response(be, None);
+                let mut out = Vec::with_capacity(msg.len() + 64);
+                self.resp.write_to(&mut out);
+                out.extend_from_slice(&msg[n..]);
+                msg = out;
+            }
+        }
+        // HAProxy closes the client connection after the answers it makes up (deny, return,
+        // redirect, 503...), saying so; after a 502 or 504 the connection stays usable.
+        let mut closes = message_closes(&msg);
+        let status = parse_status(&msg);
+        if !closes && status != 502 && status != 504 {
+            closes = true;
+            msg = with_connection_close(&msg);
+        }
+        if self.logs {
+            self.log.status = parse_status(&msg);
+            self.log.bytes = msg.len() as u64;
+            self.log.backend = be.cloned();
+        }
+        let _ = write_all_within(&self.client, &msg, self.fe.timeouts.client).await;
+        if closes || info.body != Body::None || info.conn_close || crate::runtime::stopping() {
+            Next::Close
+        } else {
+            Next::KeepAlive
+        }
+    }
+
+    /// Answers a request that could not even be parsed (the connection then closes).
+    /// HAProxy answers these with its built-in message even when `errorfile` replaced it.
+    pub(super) async fn answer_raw(&mut self, status: u16) {
+        let msg = crate::http::messages::builtin_or_generic(status);
+        let _ = write_all_within(&self.client, msg, self.fe.timeouts.client).await;
+    }
+}
+
+/// The raw response with a `connection: close` header added after the status line.
+pub(super) fn with_connection_close(msg: &[u8]) -> Vec<u8> {
+    with_header_after_status(msg, b"connection: close\r\n")
+}
+
+/// The raw response with `line` (a header line with its CRLF) inserted after the status line.
+pub(super) fn with_header_after_status(msg: &[u8], line: &[u8]) -> Vec<u8> {
+    let line_end = msg.windows(2).position(|w| w == b"\r\n").map_or(msg.len(), |p| p + 2);
+    let mut out = Vec::with_capacity(msg.len() + line.len());
+    out.extend_from_slice(&msg[..line_end]);
+    out.extend_from_slice(line);
+    out.extend_from_slice(&msg[line_end..]);
+    out
+}
+
+/// The status code of a raw response (0 if unreadable).
+pub(super) fn parse_status(msg: &[u8]) -> u16 {
+    msg.get(9..12)
+        .and_then(|d| std::str::from_utf8(d).ok())
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Whether a raw message says `Connection: close`.
+pub(super) fn message_closes(msg: &[u8]) -> bool {
+    let head_end = msg.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(msg.len());
+    msg[..head_end].split(|&b| b == b'\n').any(|l| {
+        l.len() > 11 && l[..11].eq_ignore_ascii_case(b"connection:") && {
+            let v = &l[11..];
+            v.windows(5).any(|w| w.eq_ignore_ascii_case(b"close"))
+        }
+    })
+}

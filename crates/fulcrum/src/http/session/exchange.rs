@@ -1,0 +1,332 @@
+//! The server side of a transaction: a connection (own, pooled or new), sending the request
+//! and its body, reading the response head, moving bodies (`pump`), tunnels.
+//! Must not touch: rules and answers (the transaction decides from what this returns).
+
+use super::*;
+
+impl Session<'_> {
+    /// Sends the request (head, then body) and reads the final response head into `self.resp`,
+    /// forwarding interim (1xx) responses. Returns whether the request body was fully sent.
+    pub(super) async fn exchange(
+        &mut self,
+        mut sc: ServerConn,
+        info: &fulcrum_http::Info,
+        be: &Backend,
+    ) -> Exchange {
+        let st = be.timeouts.server;
+        let ct = self.fe.timeouts.client;
+        // `self.out` holds the request head, written by `transaction` before the first try.
+        if let Err(_e) = write_all_within(&sc.stream, &self.out, st).await {
+            return Exchange::RetryFresh;
+        }
+        let mut body_done = info.body == Body::None;
+        self.scanner.reset();
+        let mut got_any = false;
+        loop {
+            if !body_done {
+                let x = pump(
+                    &self.client,
+                    &mut self.cbuf,
+                    &sc.stream,
+                    &[],
+                    info.body,
+                    &mut self.scanner,
+                    (self.ctimer.as_mut(), ct),
+                    st,
+                    Some((&sc.stream, &mut sc.buf)),
+                )
+                .await;
+                match x {
+                    Xfer::Done => body_done = true,
+                    Xfer::Interrupted => {}
+                    Xfer::Invalid => return Exchange::BadRequest,
+                    Xfer::ReadEof | Xfer::ReadError | Xfer::ReadTimeout => {
+                        self.note(format_args!("request body: {x:?}"));
+                        return Exchange::ClientGone;
+                    }
+                    Xfer::WriteError | Xfer::WriteTimeout => return Exchange::BadResponse,
+                }
+            }
+            // Read until a response head is complete (or, during an upload, until the server
+            // said something: then the upload resumes if it was only an interim answer).
+            loop {
+                if !sc.buf.is_empty() {
+                    got_any = true;
+                    match self.resp.parse_response(sc.buf.data(), &self.http.limits) {
+                        Ok(Some(n)) => {
+                            let status = self.resp.status();
+                            if (100..200).contains(&status) && status != 101 {
+                                // Interim: forward as is (100 Continue, 103 Early Hints).
+                                let head = &sc.buf.data()[..n];
+                                if write_all_within(&self.client, head, ct).await.is_err() {
+                                    return Exchange::ClientGone;
+                                }
+                                sc.buf.consume(n);
+                                if body_done {
+                                    continue;
+                                }
+                                break;
+                            }
+                            sc.buf.consume(n);
+                            return Exchange::Response(sc, body_done);
+                        }
+                        Ok(None) if sc.buf.is_full() => return Exchange::BadResponse,
+                        Ok(None) => {}
+                        Err(e) => {
+                            self.note(format_args!("invalid response: {e}"));
+                            return Exchange::BadResponse;
+                        }
+                    }
+                }
+                if !body_done && sc.buf.is_empty() {
+                    break; // back to the upload
+                }
+                // `timeout server` bounds each wait for the server's bytes.
+                let read = sc.buf.fill(&sc.stream);
+                let n = match timer::within(self.stimer.as_mut(), st, read).await {
+                    Ok(r) => r,
+                    Err(_) => return Exchange::ServerTimeout,
+                };
+                match n {
+                    Ok(0) | Err(_) if !got_any => return Exchange::RetryFresh,
+                    Ok(0) | Err(_) => return Exchange::BadResponse,
+                    Ok(_) => {}
+                }
+            }
+        }
+    }
+
+    /// Gets a server slot and a connection for it: the session's own connection to that
+    /// server, an idle one from the pool as `reuse` allows, or a new one.
+    pub(super) async fn server_conn(
+        &mut self,
+        be: &Arc<Backend>,
+        key: Option<PickKey<'_>>,
+        persist: Option<usize>,
+        reuse: Reuse,
+        fresh_only: bool,
+        check: bool,
+    ) -> Result<(ServerSlot, ServerConn), tcp::Ending> {
+        let mut outcome = tcp::Outcome::empty();
+        let first = self.requests == 0;
+        let own = &mut self.own;
+        let mut idle = |idx: usize| -> Option<(Stream, u32)> {
+            if fresh_only {
+                return None;
+            }
+            if let Some(sc) = own.take() {
+                let clean = !check || crate::http::io::idle_is_clean(&sc.stream);
+                if Arc::ptr_eq(&sc.be, be) && sc.idx == idx && clean {
+                    return Some((sc.stream, sc.requests));
+                }
+                *own = Some(sc);
+            }
+            let min_requests = match reuse {
+                Reuse::Never => return None,
+                Reuse::Safe if first => return None,
+                Reuse::Aggressive if first => 1,
+                _ => 0,
+            };
+            pool::take(be, idx, min_requests, check).map(|i| (i.stream, i.requests))
+        };
+        let (slot, stream, requests) =
+            tcp::connect_server_reusing(be, key, persist, self.dst_port, &mut outcome, &mut idle)
+                .await?;
+        // A previous connection of ours to another server goes to the pool now.
+        if let Some(old) = self.own.take() {
+            self.release_server_conn(old);
+        }
+        let idx = slot.index();
+        Ok((
+            slot,
+            ServerConn {
+                stream,
+                be: Arc::clone(be),
+                idx,
+                requests,
+                buf: RecvBuf::default(),
+                _in_use: pool::InUse::new(),
+            },
+        ))
+    }
+
+    /// Keeps a finished server connection for this session's next request.
+    /// With `http-reuse never` it stays private to this session; otherwise it goes to the
+    /// worker's idle pool (where this session's next request will usually find it again).
+    pub(super) fn keep_server_conn(&mut self, sc: ServerConn) {
+        if sc.be.servers[sc.idx].pool_max_conn == 0 {
+            return pool::discard(sc.stream); // no idle connections kept for this server
+        }
+        let reuse = sc.be.http.as_deref().map(|h| h.reuse).unwrap_or(self.http.reuse);
+        if reuse != Reuse::Never {
+            return self.release_server_conn(sc);
+        }
+        if let Some(old) = self.own.replace(sc) {
+            self.release_server_conn(old);
+        }
+    }
+
+    /// A connection this session no longer needs: to the worker's pool unless reuse is off.
+    pub(super) fn release_server_conn(&self, sc: ServerConn) {
+        let reuse = sc.be.http.as_deref().map(|h| h.reuse).unwrap_or(self.http.reuse);
+        if reuse != Reuse::Never && sc.buf.is_empty() && !crate::runtime::stopping() {
+            pool::put(&sc.be, sc.idx, sc.stream, sc.requests);
+        } else if sc.buf.is_empty() {
+            pool::discard(sc.stream); // idle between requests: nothing is lost by a reset
+        }
+    }
+
+    /// Turns the connection into a tunnel (after 101 Switching Protocols or a CONNECT 2xx).
+    pub(super) async fn tunnel(&mut self, sc: ServerConn, be: &Backend) {
+        let ok = write_all(&sc.stream, self.cbuf.data()).await.is_ok()
+            && write_all(&self.client, sc.buf.data()).await.is_ok();
+        self.cbuf.clear();
+        if !ok {
+            return;
+        }
+        let t = TunnelTimeouts {
+            client: be.timeouts.tunnel.or(self.fe.timeouts.client),
+            server: be.timeouts.tunnel.or(be.timeouts.server),
+            client_fin: self.fe.timeouts.client_fin,
+            server_fin: be.timeouts.server_fin,
+        };
+        let (_end, moved) = tunnel::run(&self.client, &sc.stream, t).await;
+        Counters::add(&be.counters.bytes_in, moved.client_to_server);
+        Counters::add(&be.counters.bytes_out, moved.server_to_client);
+    }
+}
+
+pub(super) enum Exchange {
+    /// The final response head is in `Session::resp`; `bool`: the request body was fully sent.
+    Response(ServerConn, bool),
+    /// The connection failed before any response byte (a reused one may be retried fresh).
+    RetryFresh,
+    BadResponse,
+    ServerTimeout,
+    ClientGone,
+    /// The request body turned out invalid (bad chunk) after the head was sent.
+    BadRequest,
+}
+
+/// Moves one message body from `from` (its bytes already buffered in `fbuf` first) to `to`.
+/// A non-empty `head` (the message's head, when `fbuf` holds body bytes already) leaves with
+/// the first body bytes in one `sendmsg`. `read_timeout` (on the session's timer for `from`)
+/// and `write_timeout` are inactivity limits of each side. With `watch`, the transfer stops
+/// with `Interrupted` as soon as the watched connection delivers bytes into it (the server
+/// answering during an upload).
+///
+/// A write is flagged `MSG_MORE` when the body goes on and the read before it filled the
+/// buffer (more is surely waiting): bulk bodies then reach the peer in large segments, while a
+/// body that trickles is never held back.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn pump(
+    from: &Stream,
+    fbuf: &mut RecvBuf,
+    to: &Stream,
+    mut head: &[u8],
+    body: Body,
+    scanner: &mut ChunkedScanner,
+    (mut read_timer, read_timeout): (Pin<&mut Timer>, Option<Duration>),
+    write_timeout: Option<Duration>,
+    mut watch: Option<(&Stream, &mut RecvBuf)>,
+) -> Xfer {
+    let mut remaining = match body {
+        Body::None | Body::Length(0) => return Xfer::Done,
+        Body::Length(n) => n,
+        _ => u64::MAX,
+    };
+    loop {
+        if !fbuf.is_empty() {
+            let data = fbuf.data();
+            let (n, done) = match body {
+                Body::Length(_) => {
+                    let n = (data.len() as u64).min(remaining) as usize;
+                    remaining -= n as u64;
+                    (n, remaining == 0)
+                }
+                Body::Chunked => match scanner.scan(data) {
+                    Ok(s) => (s.accepted, s.done),
+                    Err(_) => return Xfer::Invalid,
+                },
+                _ => (data.len(), false),
+            };
+            if n > 0 || !head.is_empty() {
+                let more = !done && fbuf.is_full();
+                match send_within(to, head, &data[..n], write_timeout, more).await {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                        return Xfer::WriteTimeout
+                    }
+                    Err(_) => return Xfer::WriteError,
+                }
+                head = &[];
+                fbuf.consume(n);
+            }
+            if done {
+                return Xfer::Done;
+            }
+            if n == 0 && fbuf.is_full() {
+                return Xfer::Invalid; // a chunk-size or trailer line longer than a buffer
+            }
+        }
+        let r = match watch.as_mut() {
+            None => {
+                timer::within_io(read_timer.as_mut(), read_timeout, fbuf.fill_streaming(from)).await
+            }
+            Some((other, obuf)) => {
+                let (mut watched, mut gone) = (false, false);
+                let fill = fbuf.fill_streaming(from);
+                tokio::pin!(fill);
+                let r = timer::within_io(
+                    read_timer.as_mut(),
+                    read_timeout,
+                    poll_fn(|cx| {
+                        if let Poll::Ready(r) = fill.as_mut().poll(cx) {
+                            return Poll::Ready(r);
+                        }
+                        // Readiness may be stale: confirm with a non-blocking read.
+                        while other.poll_read_ready(cx).is_ready() {
+                            match obuf.try_fill(other) {
+                                Ok(None) => continue, // spurious; readiness now cleared
+                                Ok(Some(0)) | Err(_) => {
+                                    gone = true;
+                                    return Poll::Ready(Ok(usize::MAX));
+                                }
+                                Ok(Some(_)) => {
+                                    watched = true;
+                                    return Poll::Ready(Ok(usize::MAX));
+                                }
+                            }
+                        }
+                        Poll::Pending
+                    }),
+                )
+                .await;
+                if watched {
+                    return Xfer::Interrupted;
+                }
+                if gone {
+                    return Xfer::WriteError;
+                }
+                r
+            }
+        };
+        match r {
+            Ok(0) if body == Body::UntilClose => return Xfer::Done,
+            Ok(0) => return Xfer::ReadEof,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return Xfer::ReadTimeout,
+            Err(_) => return Xfer::ReadError,
+        }
+    }
+}
+
+/// `observe layer7`: a server's answer counts toward its health (nothing for servers that do
+/// not observe their HTTP answers).
+#[inline(never)]
+pub(super) fn observe_l7(be: &Backend, idx: usize, failed: bool, what: &'static str) {
+    let srv = &be.servers[idx];
+    if srv.policy.observe == Some(fulcrum_config::Observe::Layer7) && srv.observed(failed) {
+        be.change_server(idx, crate::backend::status::Change::Observed { what });
+    }
+}

@@ -1,0 +1,652 @@
+//! One transaction's analysers, in HAProxy's order: tcp-request content and monitor-uri,
+//! the frontend's then the backend's http-request rules, backend choice, the request as it goes
+//! to the server, server choice, then the response's rules and its way back to the client.
+//! Must not touch: sockets beyond what `exchange` and `answer` offer.
+
+use super::*;
+
+impl Session<'_> {
+    /// One request/response exchange, the request head being in `self.req`.
+    pub(super) async fn transaction(&mut self) -> Next {
+        self.vars.end_transaction();
+        let info = *self.req.info();
+        let method = self.req.method();
+        let version = self.req.version();
+        let client_close = match version {
+            Version::Http10 => !info.conn_keep_alive,
+            _ => info.conn_close,
+        };
+        let fe = self.fe;
+
+        // tcp-request content rules (the connection closes on reject).
+        if !fe.rules.tcp_content.is_empty() && !self.tcp_content_accepts() {
+            self.note(format_args!("tcp-request content reject"));
+            return Next::Close;
+        }
+        // monitor-uri: answered here, before any rule.
+        if let Some(uri) = &self.http.monitor_uri {
+            if self.req.target() == uri.as_bytes() {
+                let failing = {
+                    let base = self.base(None);
+                    let ctx = base.ctx(&self.req, None, &self.vars);
+                    fe.rules.monitor_fail.iter().any(|c| c.eval(&fe.rules.acls, &ctx))
+                };
+                return self.answer(if failing { 503 } else { 200 }, &info, None).await;
+            }
+        }
+        // `option http-buffer-request`: the body (up to a buffer) is there before rules run.
+        if self.http.buffer_request && info.body != Body::None {
+            let t = self.http.timeouts.request.or(fe.timeouts.client).unwrap_or(Duration::MAX);
+            self.wait_for_body(&info, t.min(Duration::from_secs(3600)), None).await;
+        }
+        // Frontend rules, then legacy redirects.
+        if let Some(next) = self.request_rules(&fe.rules, None, &info).await {
+            return next;
+        }
+        // Backend choice.
+        let Some(be) = self.choose_backend() else {
+            return self.answer(503, &info, None).await;
+        };
+        Counters::inc(&be.counters.sessions);
+        // Only a `mode tcp` frontend upgraded to HTTP can pick a tcp backend (for a later
+        // request): as HAProxy, the stream fails and the connection closes without an answer.
+        let Some(be_http) = be.http.as_deref() else {
+            self.note(format_args!("tcp backend '{}' for an HTTP request: closing", be.name));
+            return Next::Close;
+        };
+        // A `listen` proxy is its own backend: its rules ran above already.
+        if !self.is_own_backend(&be) {
+            if let Some(next) = self.request_rules(&be.rules, Some(&be), &info).await {
+                return next;
+            }
+        }
+        if !self.vars.early_hints.is_empty() {
+            // One `103 Early Hints` per group of rules (`\0` separates groups).
+            let mut hints = Vec::new();
+            for group in self.vars.early_hints.split(|&b| b == 0).filter(|g| !g.is_empty()) {
+                hints.extend_from_slice(b"HTTP/1.1 103 Early Hints\r\n");
+                hints.extend_from_slice(group);
+                hints.extend_from_slice(b"\r\n");
+            }
+            if write_all_within(&self.client, &hints, fe.timeouts.client).await.is_err() {
+                return Next::Close;
+            }
+        }
+        let conn_mode = merge_mode(self.http.conn_mode, be_http.conn_mode);
+
+        // What goes to the server.
+        let upgrade = info.upgrade && info.conn_upgrade;
+        fulcrum_http::strip_hop_by_hop(&mut self.req, upgrade);
+        if upgrade {
+            let _ = self.req.set_header(b"Connection", b"upgrade");
+        } else if conn_mode != ConnMode::KeepAlive {
+            let _ = self.req.set_header(b"Connection", b"close");
+        } else if version == Version::Http10 && info.body != Body::Chunked {
+            // HTTP/1.0 asks for keep-alive explicitly (HAProxy does not for a chunked 1.0
+            // request, after which the connection closes).
+            let _ = self.req.set_header(b"Connection", b"keep-alive");
+        }
+        // An absolute-form target loses the scheme's default port, as HAProxy normalises it.
+        drop_default_port(&mut self.req);
+        if info.body == Body::Chunked {
+            let _ = self.req.set_header(b"Transfer-Encoding", b"chunked");
+        }
+        self.add_addr_headers(be_http);
+        let persist = self.persistence(&be, be_http);
+
+        // A chunked body already received must be valid before anything reaches a server.
+        if info.body == Body::Chunked && !self.cbuf.is_empty() {
+            let mut check = ChunkedScanner::new();
+            if check.scan(self.cbuf.data()).is_err() {
+                let mut i = info;
+                i.conn_close = true;
+                return self.answer(400, &i, Some(&be)).await;
+            }
+        }
+        // The head as it goes to the server (once for all tries); rewrites must leave it within
+        // a buffer, as in HAProxy.
+        self.out.clear();
+        self.req.write_to(&mut self.out);
+        if self.out.len() > be_http.bufsize.min(self.http.bufsize) && !self.vars.strict_off {
+            return self.answer(500, &info, Some(&be)).await;
+        }
+        let mut keybuf = std::mem::take(&mut self.key);
+        keybuf.clear();
+        let key = match self.pick_key(&be_http.hash_key, &mut keybuf) {
+            KeyKind::None => None,
+            KeyKind::Ip(ip) => Some(PickKey::Ip(ip)),
+            KeyKind::Bytes => Some(PickKey::Bytes(&keybuf)),
+        };
+        let retryable = info.body == Body::None;
+        let mut fresh_only = false;
+        let mut l7_retries = 0;
+        let connect_from = self.logs.then(Instant::now);
+        let (slot, mut sc, body_done) = loop {
+            // An idle connection is checked for a close by the server only when the request
+            // could not be sent again (it has a body).
+            let got =
+                self.server_conn(&be, key, persist, be_http.reuse, fresh_only, !retryable).await;
+            let (slot, sc) = match got {
+                Ok(v) => v,
+                Err(e) => {
+                    self.note(format_args!("no server: {e:?}"));
+                    return self.answer(503, &info, Some(&be)).await;
+                }
+            };
+            let reused = sc.requests > 0;
+            let sent_at = connect_from.map(|c| (c, Instant::now()));
+            if let Some((c, sent)) = sent_at {
+                self.log.tc = Some(sent - c);
+            }
+            let exchanged = self.exchange(sc, &info, &be).await;
+            if let Some((_, sent)) = sent_at {
+                self.log.trsp = Some(sent.elapsed());
+            }
+            // `retry-on` (L7 retries): only a request without body can be sent again, at most
+            // `retries` times, each time on a new connection.
+            let ro = &be_http.retry_on;
+            let may_retry = retryable && l7_retries < be.retries;
+            let retry = match &exchanged {
+                // Issue 3: a reused connection that dies before answering is always retried.
+                Exchange::RetryFresh if reused && retryable && !fresh_only => true,
+                Exchange::RetryFresh => may_retry && ro.empty_response,
+                Exchange::BadResponse => may_retry && ro.junk_response,
+                Exchange::ServerTimeout => may_retry && ro.response_timeout,
+                Exchange::Response(_, true) => may_retry && ro.status(self.resp.status()),
+                _ => false,
+            };
+            if retry {
+                if !(reused && matches!(exchanged, Exchange::RetryFresh)) || fresh_only {
+                    l7_retries += 1;
+                }
+                fresh_only = true;
+                Counters::inc(&be.counters.retries);
+                drop(exchanged);
+                drop(slot);
+                continue;
+            }
+            let idx = slot.index();
+            match exchanged {
+                Exchange::Response(sc, body_done) => {
+                    if be.servers[idx].policy.observe.is_some() {
+                        // `observe layer7`: 5xx but 501 and 505 count against the server.
+                        let st = self.resp.status();
+                        let bad = st >= 500 && st != 501 && st != 505;
+                        observe_l7(&be, idx, bad, "Wrong http response");
+                    }
+                    break (slot, sc, body_done);
+                }
+                Exchange::RetryFresh | Exchange::BadResponse => {
+                    let what = if matches!(exchanged, Exchange::RetryFresh) {
+                        "Close from server (http)"
+                    } else {
+                        "Invalid http response"
+                    };
+                    observe_l7(&be, idx, true, what);
+                    Counters::inc(&be.counters.failed_responses);
+                    return self.answer(502, &info, Some(&be)).await;
+                }
+                Exchange::ServerTimeout => {
+                    observe_l7(&be, idx, true, "Read timeout (http)");
+                    return self.answer(504, &info, Some(&be)).await;
+                }
+                Exchange::ClientGone => return Next::Close,
+                Exchange::BadRequest => {
+                    let mut i = info;
+                    i.conn_close = true;
+                    return self.answer(400, &i, Some(&be)).await;
+                }
+            }
+        };
+
+        self.key = keybuf;
+        // The response head is in `self.resp`.
+        let status = self.resp.status();
+        let resp_info = *self.resp.info();
+        let resp_body = fulcrum_http::response_body(&self.resp, method);
+        let tunnel = (status == 101 && upgrade) || (method == Method::Connect && status / 100 == 2);
+        fulcrum_http::strip_hop_by_hop(&mut self.resp, status == 101);
+        let server_keep = !tunnel
+            && body_done
+            && conn_mode == ConnMode::KeepAlive
+            && !info.te_and_cl
+            && resp_body != Body::UntilClose
+            && match self.resp.version() {
+                Version::Http10 => resp_info.conn_keep_alive,
+                _ => !resp_info.conn_close,
+            };
+        // A chunked response body already received must be valid before the head goes out.
+        if resp_body == Body::Chunked && !sc.buf.is_empty() {
+            let mut check = ChunkedScanner::new();
+            if check.scan(sc.buf.data()).is_err() {
+                drop(slot);
+                drop(sc);
+                Counters::inc(&be.counters.failed_responses);
+                return self.answer(502, &info, Some(&be)).await;
+            }
+        }
+        // Response rules: backend's, then frontend's; a deny replaces the response.
+        // Borrowed from the backend (a local `Arc`), not copied: no allocation per request.
+        let be_ref: &Backend = &be;
+        let server_name = be_ref.servers[slot.index()].name.as_str();
+        if let Some(built) = self.response_rules(&be, Some(server_name)) {
+            drop(slot);
+            drop(sc); // the server's response is abandoned with its connection
+            let mut i = info;
+            i.conn_close = true;
+            return match built {
+                Built::Drop => Next::Close,
+                Built::Status(status) => self.answer(status, &i, Some(&be)).await,
+                Built::Bytes(bytes) => self.answer_bytes(bytes, &i, Some(&be)).await,
+            };
+        }
+        self.cookie_response(be_http, &slot, persist);
+        let client_keep = !tunnel
+            && !info.te_and_cl
+            && body_done
+            && !client_close
+            && conn_mode != ConnMode::Close
+            && resp_body != Body::UntilClose
+            && !crate::runtime::stopping();
+        if status == 101 {
+            let _ = self.resp.set_header(b"Connection", b"upgrade");
+        } else if !client_keep && !tunnel {
+            let _ = self.resp.set_header(b"Connection", b"close");
+        } else if client_keep && version == Version::Http10 {
+            let _ = self.resp.set_header(b"Connection", b"keep-alive");
+        }
+        if resp_body == Body::Chunked {
+            let _ = self.resp.set_header(b"Transfer-Encoding", b"chunked");
+        }
+        self.after_response(Some(&be), Some(server_name));
+        self.out.clear();
+        self.resp.write_to(&mut self.out);
+        if self.out.len() > self.http.bufsize && !self.vars.strict_off {
+            // Rewrites made the head larger than a buffer: HAProxy fails the transaction.
+            drop(slot);
+            drop(sc);
+            let mut i = info;
+            i.conn_close = true;
+            return self.answer(500, &i, Some(&be)).await;
+        }
+        // When body bytes came with the head, both leave in one `sendmsg` (see `pump`).
+        let head_with_body =
+            !tunnel && !sc.buf.is_empty() && !matches!(resp_body, Body::None | Body::Length(0));
+        if !head_with_body {
+            if let Err(e) = self.write_client_head().await {
+                self.note(format_args!("client write failed: {e}"));
+                return Next::Close;
+            }
+        }
+        Counters::add(&be.counters.bytes_out, self.out.len() as u64);
+        if self.logs {
+            self.log.status = self.resp.status();
+            self.log.bytes = self.out.len() as u64;
+            self.log.backend = Some(Arc::clone(&be));
+            self.log.server = Some(slot.index());
+        }
+        if tunnel {
+            self.tunnel(sc, &be).await;
+            return Next::Close;
+        }
+        let st = be.timeouts.server;
+        let ct = self.fe.timeouts.client;
+        self.scanner.reset();
+        let head: &[u8] = if head_with_body { &self.out } else { &[] };
+        let xfer = pump(
+            &sc.stream,
+            &mut sc.buf,
+            &self.client,
+            head,
+            resp_body,
+            &mut self.scanner,
+            (self.stimer.as_mut(), st),
+            ct,
+            None,
+        )
+        .await;
+        drop(slot);
+        if xfer != Xfer::Done {
+            self.note(format_args!("response body: {xfer:?}"));
+            return Next::Close;
+        }
+        if server_keep && sc.buf.is_empty() {
+            sc.requests += 1;
+            self.keep_server_conn(sc);
+        }
+        if client_keep {
+            Next::KeepAlive
+        } else {
+            Next::Close
+        }
+    }
+
+    /// Runs a proxy's `http-request` rules then its legacy `redirect` rules. `Some(next)`
+    /// when they answered the client themselves.
+    pub(super) async fn request_rules(
+        &mut self,
+        r: &ProxyRules,
+        be: Option<&Arc<Backend>>,
+        info: &fulcrum_http::Info,
+    ) -> Option<Next> {
+        let mut start = 0;
+        loop {
+            let verdict = {
+                let body = body_view(&self.cbuf, self.req.info().body);
+                let base = rules_base(
+                    self.fe,
+                    self.http,
+                    self.peer,
+                    self.local,
+                    be.map(|b| &**b),
+                    None,
+                    body,
+                );
+                let v = rules::run(
+                    &r.http_request,
+                    start,
+                    &r.acls,
+                    &base,
+                    &mut self.req,
+                    None,
+                    &mut self.vars,
+                    &mut self.scratch,
+                );
+                match v {
+                    Verdict::Continue => {
+                        // Legacy redirect rules come after http-request rules.
+                        let redirect = r.redirects.iter().find(|rule| {
+                            rules::holds(
+                                &rule.cond,
+                                &r.acls,
+                                &base.ctx(&self.req, None, &self.vars),
+                            )
+                        });
+                        match redirect.map(|rule| &rule.action) {
+                            Some(rules::Action::Redirect(rd)) => Verdict::Redirect(rd),
+                            _ => Verdict::Continue,
+                        }
+                    }
+                    v => v,
+                }
+            };
+            let built = match verdict {
+                Verdict::Continue => return None,
+                Verdict::WaitForBody { time, at_least, resume } => {
+                    self.wait_for_body(info, time, at_least).await;
+                    start = resume;
+                    continue;
+                }
+                Verdict::Deny(status, reply) => match reply {
+                    Some(rp) => Built::Bytes(self.build_reply(rp, be)),
+                    None => Built::Status(status),
+                },
+                Verdict::Return(rp) => Built::Bytes(self.build_reply(rp, be)),
+                Verdict::Redirect(rd) => Built::Bytes(self.build_redirect(rd, be)),
+                Verdict::RewriteFailed => Built::Status(500),
+                Verdict::Drop => return Some(Next::Close),
+                Verdict::Tarpit(status) => {
+                    // Hold the client for `timeout tarpit` (default: `timeout connect`).
+                    let http = be.and_then(|b| b.http.as_deref()).unwrap_or(self.http);
+                    if let Some(t) = http.tarpit {
+                        tokio::time::sleep(t).await;
+                    }
+                    Built::Status(status)
+                }
+            };
+            let next = match built {
+                Built::Status(status) => self.answer(status, info, be).await,
+                Built::Bytes(bytes) => self.answer_bytes(bytes, info, be).await,
+                Built::Drop => Next::Close,
+            };
+            return Some(next);
+        }
+    }
+
+    /// `wait-for-body` / `option http-buffer-request`: reads the request body into the client
+    /// buffer until it is complete, `at_least` bytes are there, the buffer is full, or `time`.
+    pub(super) async fn wait_for_body(
+        &mut self,
+        info: &fulcrum_http::Info,
+        time: Duration,
+        at_least: Option<u64>,
+    ) {
+        let want = match info.body {
+            Body::Length(n) => n,
+            Body::Chunked => u64::MAX,
+            _ => return,
+        };
+        let want = at_least.map_or(want, |a| a.min(want));
+        let deadline = Instant::now() + time;
+        // The client waits for leave to send its body: the proxy gives it, and the server will
+        // not see the expectation any more.
+        if info.expect_continue && self.req.header(b"expect").is_some() {
+            self.req.remove_header(b"expect");
+            let go = write_all(&self.client, b"HTTP/1.1 100 Continue\r\n\r\n");
+            if timer::within_io(self.ctimer.as_mut(), self.fe.timeouts.client, go).await.is_err() {
+                return;
+            }
+        }
+        while (self.cbuf.len() as u64) < want && !self.cbuf.is_full() {
+            if info.body == Body::Chunked {
+                let mut sc = ChunkedScanner::new();
+                if sc.scan(self.cbuf.data()).map(|s| s.done).unwrap_or(true) {
+                    return;
+                }
+            }
+            match timer::until(self.ctimer.as_mut(), deadline, self.cbuf.fill(&self.client)).await {
+                Ok(Ok(n)) if n > 0 => {}
+                _ => return,
+            }
+        }
+    }
+
+    /// Picks the backend: the first `use_backend` whose condition holds, else the default.
+    pub(super) fn choose_backend(&mut self) -> Option<Arc<Backend>> {
+        if self.fe.rules.use_backends.is_empty() {
+            return self.fe.backend.clone();
+        }
+        let base = self.base(None);
+        let ctx = base.ctx(&self.req, None, &self.vars);
+        rules::switching::choose(self.fe, &ctx)
+    }
+
+    /// Runs the backend's then the frontend's `http-response` rules on `self.resp`.
+    /// Returns a status to answer instead when a rule denies the response.
+    pub(super) fn response_rules(
+        &mut self,
+        be: &Arc<Backend>,
+        server: Option<&str>,
+    ) -> Option<Built> {
+        let own = self.is_own_backend(be);
+        let fe = self.fe;
+        let lists: [(&ProxyRules, bool); 2] = [(&be.rules, !own), (&fe.rules, true)];
+        for (r, run) in lists {
+            if !run || r.http_response.is_empty() {
+                continue;
+            }
+            let v = self.run_on_response(&r.http_response, &r.acls, Some(be), server);
+            let built = match v {
+                Verdict::Continue | Verdict::WaitForBody { .. } | Verdict::Tarpit(_) => continue,
+                Verdict::Drop => Built::Drop,
+                Verdict::Deny(status, None) => {
+                    Built::Status(if status == 403 { 502 } else { status })
+                }
+                Verdict::Deny(_, Some(rp)) | Verdict::Return(rp) => {
+                    Built::Bytes(self.build_reply(rp, Some(be)))
+                }
+                Verdict::Redirect(rd) => {
+                    // HAProxy marks redirects made from a response uncacheable.
+                    let raw = self.build_redirect(rd, Some(be));
+                    Built::Bytes(with_header_after_status(&raw, b"Cache-Control: no-cache\r\n"))
+                }
+                Verdict::RewriteFailed => Built::Status(500),
+            };
+            return Some(built);
+        }
+        None
+    }
+
+    /// Runs one list of response rules on `self.resp` (the request for context).
+    pub(super) fn run_on_response<'r>(
+        &mut self,
+        list: &'r [rules::Rule],
+        acls: &rules::Acls,
+        be: Option<&Backend>,
+        server: Option<&str>,
+    ) -> Verdict<'r> {
+        let base = rules_base(self.fe, self.http, self.peer, self.local, be, server, &[]);
+        let (resp, req) = (&mut self.resp, &self.req);
+        rules::run(list, 0, acls, &base, resp, Some(req), &mut self.vars, &mut self.scratch)
+    }
+
+    /// Runs `http-after-response` rules (backend's, then frontend's) on `self.resp`.
+    pub(super) fn after_response(&mut self, be: Option<&Arc<Backend>>, server: Option<&str>) {
+        let own = be.is_some_and(|b| self.is_own_backend(b));
+        let be_rules = be.filter(|_| !own).map(|b| &b.rules);
+        let fe = self.fe;
+        for r in be_rules.into_iter().chain(std::iter::once(&fe.rules)) {
+            if r.http_after_response.is_empty() {
+                continue;
+            }
+            let _ = self.run_on_response(&r.http_after_response, &r.acls, be.map(|b| &**b), server);
+        }
+    }
+
+    pub(super) fn has_after_response(&self, be: Option<&Arc<Backend>>) -> bool {
+        !self.fe.rules.http_after_response.is_empty()
+            || be.is_some_and(|b| !b.rules.http_after_response.is_empty())
+    }
+
+    /// The key a hash-based `balance` hashes, stored in `self.key`; `None` without one (then
+    /// the client address is used for `source`, round robin otherwise).
+    pub(super) fn pick_key(&self, k: &HashKey, key: &mut Vec<u8>) -> KeyKind {
+        let req = &self.req;
+        match k {
+            HashKey::Source => return self.peer.map_or(KeyKind::None, |p| KeyKind::Ip(p.ip())),
+            HashKey::Uri { depth, len, whole, path_only } => {
+                let t = if *path_only { req.path() } else { req.target() };
+                let mut t = if *whole { t } else { t.split(|&c| c == b'?').next().unwrap_or(t) };
+                if let Some(d) = depth {
+                    let mut slashes = 0;
+                    if let Some(end) = t.iter().position(|&c| {
+                        if c == b'/' {
+                            slashes += 1;
+                        }
+                        slashes > *d
+                    }) {
+                        t = &t[..end];
+                    }
+                }
+                if let Some(l) = len {
+                    t = &t[..t.len().min(*l as usize)];
+                }
+                key.extend_from_slice(t);
+            }
+            HashKey::UrlParam(name) => {
+                let v = req.query().and_then(|q| fulcrum_http::url_param(q, name.as_bytes()));
+                let Some(v) = v else { return KeyKind::None };
+                key.extend_from_slice(v);
+            }
+            HashKey::Hdr { name, domain_only } => {
+                let v = req.header(name.as_bytes());
+                let Some(v) = v.and_then(|v| crate::http::hdr_hash_key(v, *domain_only)) else {
+                    return KeyKind::None;
+                };
+                key.extend_from_slice(v);
+            }
+        }
+        KeyKind::Bytes
+    }
+
+    /// `option forwardfor` / `option originalto` (the backend's settings win).
+    pub(super) fn add_addr_headers(&mut self, be_http: &HttpProxy) {
+        let Some(peer) = self.peer else { return };
+        let ff = be_http.forwardfor.as_ref().or(self.http.forwardfor.as_ref());
+        if let Some(ff) = ff {
+            let present = self.req.header(ff.header.as_bytes()).is_some();
+            if !(ff.excepted(peer.ip()) || (ff.if_none && present)) {
+                let v = peer.ip().to_string();
+                let _ = self.req.add_header(ff.header.as_bytes(), v.as_bytes());
+            }
+        }
+        let ot = be_http.originalto.as_ref().or(self.http.originalto.as_ref());
+        if let Some(ot) = ot {
+            if let Ok(local) = socket2::SockRef::from(&self.client).local_addr() {
+                if let Some(ip) = local.as_socket().map(|a| a.ip()) {
+                    if !ot.excepted(ip) {
+                        let v = ip.to_string();
+                        let _ = self.req.add_header(ot.header.as_bytes(), v.as_bytes());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `http://host:80/...` becomes `http://host/...` (and `https://host:443/...` likewise).
+pub(super) fn drop_default_port(req: &mut Head) {
+    let t = req.target();
+    let (scheme_len, port): (usize, &[u8]) =
+        if t.len() > 7 && t[..7].eq_ignore_ascii_case(b"http://") {
+            (7, b":80")
+        } else if t.len() > 8 && t[..8].eq_ignore_ascii_case(b"https://") {
+            (8, b":443")
+        } else {
+            return;
+        };
+    let rest = &t[scheme_len..];
+    let auth_end = rest.iter().position(|&c| c == b'/' || c == b'?').unwrap_or(rest.len());
+    let auth = &rest[..auth_end];
+    if auth.len() > port.len() && auth.ends_with(port) {
+        let cut = scheme_len + auth_end - port.len();
+        let mut new = Vec::with_capacity(t.len());
+        new.extend_from_slice(&t[..cut]);
+        new.extend_from_slice(&t[scheme_len + auth_end..]);
+        let _ = req.set_target(&new);
+    }
+}
+
+/// The fixed parts of a fetch context for rules: where the connection comes from and goes to,
+/// the proxies, and what of the request body has arrived.
+pub(super) fn rules_base<'b>(
+    fe: &'b Frontend,
+    http: &HttpProxy,
+    peer: Option<SocketAddr>,
+    local: Option<SocketAddr>,
+    backend: Option<&'b Backend>,
+    server: Option<&'b str>,
+    body: &'b [u8],
+) -> Base<'b> {
+    Base {
+        src: peer,
+        dst: local,
+        proc_vars: &fe.proc_vars,
+        frontend: &fe.name,
+        backend,
+        server,
+        backends: &fe.backends,
+        body,
+        max_head: http.bufsize,
+    }
+}
+
+/// The part of the client buffer that is the current request's body (what `req.body` sees).
+pub(super) fn body_view(cbuf: &RecvBuf, body: Body) -> &[u8] {
+    let data = cbuf.data();
+    match body {
+        Body::None => &[],
+        Body::Length(n) => &data[..data.len().min(n as usize)],
+        _ => data,
+    }
+}
+
+/// The stricter of the frontend's and backend's connection modes.
+pub(super) fn merge_mode(fe: ConnMode, be: ConnMode) -> ConnMode {
+    use ConnMode::*;
+    match (fe, be) {
+        (Close, _) | (_, Close) => Close,
+        (ServerClose, _) | (_, ServerClose) => ServerClose,
+        _ => KeepAlive,
+    }
+}
