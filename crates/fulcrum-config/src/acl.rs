@@ -81,6 +81,7 @@ pub fn avail_of(expr: &SampleExpr) -> Avail {
         | Fetch::ReqBodyParam { .. }
         | Fetch::ReqHdrs
         | Fetch::Base
+        | Fetch::UniqueId
         | Fetch::CookCnt { .. }
         | Fetch::CookVal { .. } => Avail::Request,
         Fetch::Status
@@ -372,6 +373,7 @@ impl CondEnv<'_> {
             Ctx::HttpRequest | Ctx::Monitor => format!("{fe} http-request header rule"),
             Ctx::HttpResponse => format!("{be} http-response header rule"),
             Ctx::Switching => "frontend use-backend rule".into(),
+            Ctx::Log => "frontend log".into(),
         }
     }
     fn usable(&self, acl: &Acl) -> bool {

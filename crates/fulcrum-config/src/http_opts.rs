@@ -312,8 +312,47 @@ pub fn capture(p: &mut Proxy, line: &Line, diags: &mut Diags) {
     if cookie {
         // One cookie capture per proxy: the last line wins, as HAProxy.
         p.captures.retain(|c| c.kind != CaptureKind::Cookie);
+    } else {
+        let slot = crate::model::CaptureSlot { header: Some(name.to_string()), len };
+        match kind {
+            CaptureKind::ReqHeader => p.capture_slots.req.push(slot),
+            _ => p.capture_slots.res.push(slot),
+        }
     }
     p.captures.push(Capture { kind, name: name.to_string(), len, span: line.span.clone() });
+}
+
+/// `declare capture request|response len <n>`: an anonymous capture slot (for capture rules
+/// with `id`).
+pub fn declare_capture(p: &mut Proxy, line: &Line, diags: &mut Diags) {
+    let dir = line.arg(2);
+    if dir != "request" && dir != "response" {
+        return diags
+            .alert(line, "'declare capture' requires a direction ('request' or 'response')");
+    }
+    if line.arg(3) != "len" {
+        return diags.alert(line, "'declare capture' requires a capture length ('len')");
+    }
+    if line.arg(4).is_empty() {
+        let msg =
+            "'declare capture': 'len' requires a numeric value that represents the capture length";
+        return diags.alert(line, msg);
+    }
+    let Some(len) = crate::args::parse_u32(line.arg(4)) else {
+        return diags.alert(line, "'declare capture': cannot parse the length 'len'.");
+    };
+    if len == 0 {
+        return diags.alert(line, "length must be > 0");
+    }
+    if !no_extra(line, 5, "declare capture", diags) {
+        return;
+    }
+    let slot = crate::model::CaptureSlot { header: None, len };
+    if dir == "request" {
+        p.capture_slots.req.push(slot);
+    } else {
+        p.capture_slots.res.push(slot);
+    }
 }
 
 /// `errorfiles <name> [<code>...]`.

@@ -219,16 +219,16 @@ pub static PROXY: &[Keyword] = &[
     p("bind", F|L, Partial("addresses, host names, ranges, lists, unix@, fd@; options name, backlog, v4v6, maxconn")),
     p("bind-process", D|F|L|B, NotYet),
     p("block", D|F|L|B, Obsolete("The 'block' directive is not supported anymore since HAProxy 2.1. Use 'http-request deny' which uses the exact same syntax.")),
-    p("capture cookie", F|L, Partial("recorded; logging comes later")),
-    p("capture request header", F|L, Partial("recorded; logging comes later")),
-    p("capture response header", F|L, Partial("recorded; logging comes later")),
+    p("capture cookie", F|L, Supported),
+    p("capture request header", F|L, Supported),
+    p("capture response header", F|L, Supported),
     p("cliexp", D|F|L|B, Obsolete("The 'cliexp' directive is not supported anymore since HAProxy 2.1. Use 'http-request replace-path', 'http-request replace-uri' or 'http-request replace-header' instead.")),
     p("clitcpka-cnt", D|F|L, NotYet),
     p("clitcpka-idle", D|F|L, NotYet),
     p("clitcpka-intvl", D|F|L, NotYet),
     p("compression", D|F|L|B, NotYet),
     p("cookie", D|L|B, Partial("insert, rewrite, prefix, indirect, nocache, preserve, httponly, secure, domain, maxidle, maxlife; not postonly, dynamic, attr")),
-    p("declare capture", F|L, NotYet),
+    p("declare capture", F|L, Supported),
     p("default-server", D|L|B, Partial("the server options marked supported below; not id")),
     p("default_backend", D|F|L, Supported),
     p("description", F|L|B, NotYet),
@@ -245,7 +245,7 @@ pub static PROXY: &[Keyword] = &[
     p("errorloc", D|F|L|B, Supported),
     p("errorloc302", D|F|L|B, Supported),
     p("errorloc303", D|F|L|B, Supported),
-    p("error-log-format", D|F|L, NotYet),
+    p("error-log-format", D|F|L, Supported),
     p("force-persist", L|B, NotYet),
     p("filter", F|L|B, NotYet),
     p("fullconn", D|L|B, NotYet),
@@ -268,9 +268,9 @@ pub static PROXY: &[Keyword] = &[
     p("id", F|L|B, Supported),
     p("ignore-persist", L|B, NotYet),
     p("load-server-state-from-file", D|L|B, NotYet),
-    p("log", D|F|L|B, Partial("as in global, plus `log global` and `no log`; what is sent: server state changes and alerts of backends, and one line per connection (`Connect from ...` without a log format, `option tcplog`)")),
-    p("log-format", D|F|L, NotYet),
-    p("log-format-sd", D|F|L, NotYet),
+    p("log", D|F|L|B, Partial("as in global, plus `log global` and `no log`; what is sent: server state changes and alerts, `Connect from ...` lines without a log format, and one line per stream in the proxy's format (`option tcplog`, `option httplog`, `log-format`...)")),
+    p("log-format", D|F|L, Supported),
+    p("log-format-sd", D|F|L, Supported),
     p("log-tag", D|F|L|B, Supported),
     p("max-keep-alive-queue", D|L|B, NotYet),
     p("maxconn", D|F|L, Supported),
@@ -286,8 +286,8 @@ pub static PROXY: &[Keyword] = &[
     p("option clitcpka", D|F|L, NotYet),
     p("option contstats", D|F|L, NotYet),
     p("option disable-h2-upgrade", D|F|L, NotYet),
-    p("option dontlog-normal", D|F|L, Partial("accepted, no effect")),
-    p("option dontlognull", D|F|L, Partial("recorded; logging comes later")),
+    p("option dontlog-normal", D|F|L, Supported),
+    p("option dontlognull", D|F|L, Supported),
     p("option forceclose", D|F|L|B, Obsolete("option 'forceclose' is not supported any more since HAProxy 2.0, please just remove it, or use 'option httpclose' if absolutely needed.")),
     p("option forwardfor", D|F|L|B, Partial("except takes an address or network, not a host name")),
     p("option h1-case-adjust-bogus-client", D|F|L, NotYet),
@@ -304,13 +304,13 @@ pub static PROXY: &[Keyword] = &[
     p("option http_proxy", D|F|L|B, Obsolete("option 'http_proxy' is not supported any more since HAProxy 2.5. This option stopped working in HAProxy 1.9 and usually had nasty side effects. It can be more reliably implemented with combinations of 'http-request set-dst' and 'http-request set-uri', and even 'http-request do-resolve' if DNS resolution is desired.")),
     p("option httpchk", D|L|B, Supported),
     p("option httpclose", D|F|L|B, Supported),
-    p("option httplog", D|F|L, Partial("recorded; logging comes later")),
-    p("option httpslog", D|F|L, NotYet),
+    p("option httplog", D|F|L, Supported),
+    p("option httpslog", D|F|L, Partial("HAProxy's httpslog line; the TLS fields print as for a clear-text connection until TLS exists")),
     p("option independent-streams", D|F|L|B, NotYet),
     p("option ldap-check", D|L|B, Supported),
     p("option external-check", D|L|B, NotYet),
     p("option log-health-checks", D|L|B, Supported),
-    p("option log-separate-errors", D|F|L, Partial("accepted, no effect")),
+    p("option log-separate-errors", D|F|L, Supported),
     p("option logasap", D|F|L, NotYet),
     p("option mysql-check", D|L|B, Supported),
     p("option nolinger", D|F|L|B, NotYet),
@@ -332,7 +332,7 @@ pub static PROXY: &[Keyword] = &[
     p("option tcp-smart-accept", D|F|L, Partial("accepted, no effect")),
     p("option tcp-smart-connect", D|L|B, Partial("accepted, no effect")),
     p("option tcpka", D|F|L|B, NotYet),
-    p("option tcplog", D|F|L|B, Partial("HAProxy's tcplog fields; the termination state and timers as the mode tcp session records them")),
+    p("option tcplog", D|F|L, Supported),
     p("option transparent", D|L|B, NotYet),
     p("option idle-close-on-response", D|F|L, NotYet),
     p("external-check command", D|L|B, NotYet),
@@ -417,8 +417,8 @@ pub static PROXY: &[Keyword] = &[
     p("timeout tarpit", D|F|L|B, Supported),
     p("timeout tunnel", D|L|B, Supported),
     p("transparent", D|L|B, NotYet),
-    p("unique-id-format", D|F|L, NotYet),
-    p("unique-id-header", D|F|L, NotYet),
+    p("unique-id-format", D|F|L, Partial("the id is made as the request rules begin (HAProxy: when first needed, at the latest after the backend's rules), so `%b` in it names the frontend")),
+    p("unique-id-header", D|F|L, Supported),
     p("use_backend", F|L, Supported),
     p("use-fcgi-app", L|B, NotYet),
     p("use-server", L|B, NotYet),
@@ -666,7 +666,7 @@ const SAMPLE_NOTES: &[&str] = &[
     "- Predefined ACLs: all but `RDP_COOKIE`, `REQ_CONTENT` and `WAIT_END`; `HTTP` is always true (requests reaching the rules are valid HTTP).",
     "- Conditions read as HAProxy reads them: `or` in any case and `||` separate AND-groups of terms; a `!` or an `or` that has no term beside it is ignored; an empty condition never applies after `if` and always applies after `unless`.",
     "- As in HAProxy, the `hdr()` sample fetch of a response rule's log-format or `set-var()` reads the response (the model says `res.hdr`), while header ACLs always read the request.",
-    "- Log-format: literal text, `%%`, `%[<expr>]`, and the variables `%ci`, `%cp`, `%fi`, `%fp`, `%f`, `%b`, `%s`, `%r`, `%pid`; no `%{...}` flags.",
+    "- Log-format: every variable of HAProxy 2.6 (§8.2.4) with its flags (`%{+Q}`, `%{-Q}`, `%{+X}`, `%{+E}`, `%{+M}`, `%o` for all), separators, `%[<expr>]` with converters, and HAProxy's errors and warnings (an HTTP variable in a `mode tcp` proxy falls back as HAProxy's does). `%bi`, `%bp`, `%si`, `%sp` (the server connection's addresses) print `-`. In rules (`set-var-fmt`, `add-header`...), stream variables print as absent.",
     "- Rules in a `mode tcp` proxy that need HTTP (`http-request`, `http-response`, `http-after-response`, `redirect`), `option forwardfor|originalto|checkcache|http-ignore-probes|http-use-proxy-header|http-pretend-keepalive`, `capture cookie`, `cookie`, `monitor-uri` and layer 7 `balance` algorithms are ignored with HAProxy's warnings.",
     "- `capture ... len <n>`: `<n>` must be a non-negative integer and a cookie capture must spell `len` (HAProxy reads any word with `atol()`); a cookie capture longer than 63 is truncated with HAProxy's warning.",
 ];
@@ -829,7 +829,7 @@ mod tests {
     }
 
     #[test]
-    fn performance_and_logging_hints_are_not_claimed_as_supported() {
+    fn performance_hints_are_not_claimed_as_supported() {
         for name in [
             "option http-no-delay",
             "option splice-auto",
@@ -837,10 +837,11 @@ mod tests {
             "option splice-response",
             "option tcp-smart-accept",
             "option tcp-smart-connect",
-            "option log-separate-errors",
-            "option dontlog-normal",
         ] {
             assert_eq!(find(PROXY, name).map(|k| k.status), Some(Partial("accepted, no effect")));
+        }
+        for name in ["option log-separate-errors", "option dontlog-normal", "log-format"] {
+            assert_eq!(find(PROXY, name).map(|k| k.status), Some(Supported), "{name}");
         }
         assert_eq!(find(PROXY, "option http-ignore-probes").map(|k| k.status), Some(Supported));
     }

@@ -18,7 +18,8 @@ mod http_opts;
 pub mod keywords;
 pub mod lexer;
 pub mod logformat;
-pub mod logtargets;
+pub mod logopts;
+mod logtargets;
 pub mod model;
 mod proxy;
 mod regex_check;
@@ -74,6 +75,7 @@ pub fn load(sources: &[Source], env: EnvLookup<'_>) -> Result<Loaded, Vec<Diagno
     if !parse_failed {
         validate::truncate_cookie_captures(&mut config, &mut diags.list);
         validate::drop_http_only(&mut config, &mut diags.list);
+        logopts::compile(&mut config, &mut diags.list);
     }
     validate::validate(&config, parse_failed, &mut diags.list);
     if diags.has_errors() {

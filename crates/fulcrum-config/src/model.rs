@@ -253,8 +253,24 @@ pub struct Proxy {
     pub http_reuse: HttpReuse,
     /// `cookie`: cookie-based server persistence.
     pub cookie: Option<CookieCfg>,
-    /// `option httplog`.
-    pub httplog: bool,
+    /// The line each stream logs: `option httplog [clf]`, `option httpslog`, `option tcplog`
+    /// or `log-format` (the last one wins); `None`: a `Connect from` line at each accept.
+    pub log_format: Option<LogFormatDecl>,
+    /// `log-format-sd`: the structured-data part of RFC 5424 lines.
+    pub log_format_sd: Option<FormatText>,
+    /// `error-log-format`: the line of a request refused before it was complete.
+    pub error_log_format: Option<FormatText>,
+    /// `unique-id-format`: each request's unique id.
+    pub unique_id_format: Option<FormatText>,
+    /// `unique-id-header`: the request header that carries it to the server.
+    pub unique_id_header: Option<String>,
+    /// `option dontlog-normal`: only streams that ended in error are logged.
+    pub dontlog_normal: bool,
+    /// `option log-separate-errors`: streams that ended in error are logged at `err` level.
+    pub log_separate_errors: bool,
+    /// The formats above compiled for the proxy's final mode (set by validation, for proxies
+    /// with frontend capability).
+    pub formats: LogFormats,
     /// `option dontlognull`.
     pub dontlognull: bool,
     /// `option http-ignore-probes` (frontend side): a connection closed or timed out before
@@ -273,6 +289,8 @@ pub struct Proxy {
     pub checkcache: bool,
     /// `capture request header|response header|cookie` lines (frontend side), in order.
     pub captures: Vec<Capture>,
+    /// The capture slots `%hr` / `%hs` show (headers, `declare capture`, capture actions).
+    pub capture_slots: CaptureSlots,
     /// How servers are checked (`option httpchk`, `tcp-check`...; a plain connect otherwise).
     pub health_check: HealthCheck,
     /// `option allbackups`: every backup server takes traffic when no active one can.
@@ -283,8 +301,6 @@ pub struct Proxy {
     pub logs: Vec<LogEntry>,
     /// `log-tag`: the syslog tag of this proxy's messages (the global one otherwise).
     pub log_tag: Option<String>,
-    /// `option tcplog`.
-    pub tcplog: bool,
 }
 
 /// One `log` line of a proxy (or of `global`).

@@ -105,19 +105,26 @@ impl ProxyBuild {
             http_buffer_request: false,
             http_reuse: HttpReuse::default(),
             cookie: None,
-            httplog: false,
+            log_format: None,
+            log_format_sd: None,
+            error_log_format: None,
+            unique_id_format: None,
+            unique_id_header: None,
+            dontlog_normal: false,
+            log_separate_errors: false,
+            formats: Default::default(),
             dontlognull: false,
             http_ignore_probes: false,
             http_use_proxy_header: false,
             http_pretend_keepalive: false,
             checkcache: false,
             captures: Vec::new(),
+            capture_slots: Default::default(),
             health_check: HealthCheck::default(),
             allbackups: false,
             log_health_checks: false,
             logs: Vec::new(),
             log_tag: None,
-            tcplog: false,
         };
         ProxyBuild {
             proxy,
@@ -232,6 +239,12 @@ fn placement_ok(b: &ProxyBuild, line: &Line, kw: &Keyword, diags: &mut Diags) ->
         diags.alert(line, "'retry-on' only available in backend or listen section");
         return false;
     }
+    if crate::logopts::BACKEND_IGNORED.contains(&kw.name) {
+        let msg =
+            format!("backend '{}' : '{}' directive is ignored in backends.", b.proxy.name, kw.name);
+        diags.warning(line, msg);
+        return false;
+    }
     let missing = if kind == ProxyKind::Frontend { "backend" } else { "frontend" };
     let who = format!("{} '{}' has no {missing} capability", kind.keyword(), b.proxy.name);
     let name = kw.name.strip_prefix("option ").unwrap_or(kw.name);
@@ -254,6 +267,7 @@ fn placement_ok(b: &ProxyBuild, line: &Line, kw: &Keyword, diags: &mut Diags) ->
 fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &mut Diags) {
     // `no option x` and `default option x` both give an option its default (off) value.
     let prefixed = negated || line.arg(0) == "default";
+    let in_defaults = matches!(b.section, Section::Defaults);
     let p = &mut b.proxy;
     match name {
         "mode" => mode(p, line, diags),
@@ -280,11 +294,12 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         "id" => proxy_id(p, line, diags),
         "log" => crate::logtargets::log_line(line, negated, false, &mut p.logs, diags),
         "log-tag" => crate::logtargets::log_tag(line, &mut p.log_tag, diags),
-        "option tcplog" => {
-            if no_extra(line, 2 + usize::from(negated), name, diags) {
-                p.tcplog = !prefixed;
-            }
+        "option tcplog" | "option httpslog" | "option httplog" => {
+            let opt = &name["option ".len()..];
+            crate::logopts::option_log(p, line, opt, prefixed, in_defaults, diags)
         }
+        "log-format" | "log-format-sd" | "error-log-format" | "unique-id-format"
+        | "unique-id-header" => crate::logopts::format_line(p, line, name, in_defaults, diags),
         "option httpchk" => check::option_httpchk(b, line, diags),
         "option tcp-check" => check::option_tcp_check(b, line, diags),
         "option redis-check" => check_protocols::redis(b, line, diags),
@@ -332,6 +347,7 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         "capture cookie" | "capture request header" | "capture response header" => {
             http_opts::capture(p, line, diags)
         }
+        "declare capture" => http_opts::declare_capture(p, line, diags),
         "http-error" => http_opts::http_error(b, line, diags),
         "http-reuse" => http_opts::http_reuse(p, line, diags),
         "cookie" => http_opts::cookie(p, line, diags),
@@ -370,12 +386,19 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         | "option splice-request"
         | "option splice-response"
         | "option tcp-smart-accept"
-        | "option tcp-smart-connect"
-        | "option log-separate-errors"
-        | "option dontlog-normal" => {
+        | "option tcp-smart-connect" => {
             no_extra(line, 2 + usize::from(negated), name, diags);
         }
-        "option httplog" => httplog(p, line, prefixed, diags),
+        "option log-separate-errors" | "option dontlog-normal" => {
+            if no_extra(line, 2 + usize::from(negated), name, diags) {
+                let slot = if name == "option dontlog-normal" {
+                    &mut p.dontlog_normal
+                } else {
+                    &mut p.log_separate_errors
+                };
+                *slot = !prefixed;
+            }
+        }
         "retries" => match parse_u32(line.arg(1)) {
             Some(n) if no_extra(line, 2, "retries", diags) => p.retries = n,
             Some(_) => {}
@@ -673,18 +696,4 @@ fn acl(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
         return diags.alert(line, msg);
     }
     rules::acl_line(b, line, diags);
-}
-
-/// `option httplog [clf]`: accepted and recorded (logging comes later).
-fn httplog(p: &mut Proxy, line: &Line, prefixed: bool, diags: &mut Diags) {
-    if prefixed {
-        return diags.alert(line, "negation/default is not supported for option 'httplog'.");
-    }
-    match line.arg(2) {
-        "" | "clf" => {}
-        _ => return diags.alert(line, "keyword 'httplog' only supports option 'clf'."),
-    }
-    if no_extra(line, 3, "option httplog", diags) {
-        p.httplog = true;
-    }
 }

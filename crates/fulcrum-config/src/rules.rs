@@ -305,6 +305,7 @@ impl HttpWhich {
                         | "reject"
                         | "silent-drop"
                         | "early-hint"
+                        | "capture"
                 ),
                 HttpWhich::Response => {
                     matches!(
@@ -315,6 +316,7 @@ impl HttpWhich {
                             | "set-status"
                             | "wait-for-body"
                             | "silent-drop"
+                            | "capture"
                     )
                 }
                 HttpWhich::After => action == "set-status",
@@ -363,12 +365,17 @@ pub fn http_rule(b: &mut ProxyBuild, line: &Line, which: HttpWhich, diags: &mut 
     if !which.supported(base) {
         return diags.alert(line, format!("'{kw} {action}' is not supported yet"));
     }
+    let be_cap = b.proxy.kind.is_backend();
+    let got = if base == "capture" {
+        capture_action(&mut b.proxy, line, which)
+    } else {
+        http_action(line, which, base, be_cap, diags)
+    };
     let p = &b.proxy;
     let rule_err = |msg: &str| {
         format!("error detected in {} while parsing '{kw} {action}' rule : {msg}", who(p))
     };
-    let be_cap = p.kind.is_backend();
-    let (act, next) = match http_action(line, which, base, be_cap, diags) {
+    let (act, next) = match got {
         Ok(v) => v,
         Err(Some(msg)) => return diags.alert(line, rule_err(&msg)),
         Err(None) => return,
@@ -552,6 +559,54 @@ fn http_action(
         _ => return Err(Some(format!("'{base}' is not supported yet"))),
     };
     Ok(action)
+}
+
+/// `http-request capture <expr> [len <n> | id <n>]`, `http-response capture <expr> id <n>`:
+/// with `len`, a new request capture slot of this proxy.
+fn capture_action(p: &mut crate::model::Proxy, line: &Line, which: HttpWhich) -> ActionResult {
+    let ctx = which.ctx();
+    let request = which == HttpWhich::Request;
+    let usage = if request {
+        "expects <expression> [ 'len' <length> | id <idx> ]"
+    } else {
+        "expects <expression> id <idx>"
+    };
+    let text = line.arg(2);
+    if text.is_empty() {
+        return Err(Some(usage.into()));
+    }
+    let (mut parsed, _) =
+        sample::parse(text, End::Input).map_err(|e| Some(format!("{}.", e.plain())))?;
+    let avail = parsed.avail;
+    if avail == Avail::Message && ctx == Ctx::HttpResponse {
+        acl::response_side(&mut parsed.expr);
+    } else if !avail.usable_in_proxy(ctx, p.kind.is_backend()) {
+        let needs = if parsed.kw == "status" { "HTTP response" } else { avail.needs() };
+        return Err(Some(format!(
+            "fetch method '{text}' extracts information from '{needs}', none of which is available here"
+        )));
+    }
+    let (kw, val) = (line.arg(3), line.arg(4));
+    let id = match kw {
+        "" => return Err(Some(usage.into())),
+        "len" if request => {
+            if !p.kind.is_frontend() {
+                return Err(Some(format!("proxy '{}' has no frontend capability", p.name)));
+            }
+            let len = crate::args::parse_u32(val).unwrap_or(0);
+            if len == 0 {
+                return Err(Some("length must be > 0".into()));
+            }
+            p.capture_slots.req.push(crate::model::CaptureSlot { header: None, len });
+            p.capture_slots.req.len() as u32 - 1
+        }
+        "id" => {
+            crate::args::parse_u32(val).ok_or_else(|| Some(format!("cannot parse id '{val}'")))?
+        }
+        k if request => return Err(Some(format!("expects 'len' or 'id', found '{k}'"))),
+        k => return Err(Some(format!("expects 'id', found '{k}'"))),
+    };
+    Ok((HttpAction::Capture { expr: parsed.expr, id }, 5))
 }
 
 fn var_action(line: &Line, base: &str, at: At) -> ActionResult {

@@ -61,12 +61,16 @@ pub enum Ctx {
     Switching,
     /// `monitor fail`: HAProxy does not check.
     Monitor,
+    /// A log line, at the end of the stream: the connection, the proxies, variables and
+    /// captures, not the request's headers any more (HAProxy's `SMP_VAL_FE_LOG_END`).
+    Log,
 }
 
 impl Avail {
     pub fn usable_in(self, ctx: Ctx) -> bool {
         match (self, ctx) {
             (_, Ctx::Monitor) | (Avail::Always, _) => true,
+            (Avail::Request | Avail::Message | Avail::Response, Ctx::Log) => false,
             (Avail::Method | Avail::Message, c) => c != Ctx::TcpConnection,
             (Avail::Request, c) => !matches!(c, Ctx::TcpConnection | Ctx::HttpResponse),
             (Avail::Response | Avail::Server, c) => c == Ctx::HttpResponse,
@@ -363,6 +367,7 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "date" => d(IS, 0, Int, Always),
         "rand" => d(I, 0, Int, Always),
         "fe_name" => d(NONE, 0, Str, Always),
+        "unique-id" => d(NONE, 0, Str, Request),
         "be_name" => d(NONE, 0, Str, Backend),
         "srv_name" => d(NONE, 0, Str, Server),
         "var" => d(SS, 1, Any, Always),
@@ -497,6 +502,7 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
             r => Fetch::Rand { range: r.map(|r| r as u64) },
         },
         "fe_name" => Fetch::FeName,
+        "unique-id" => Fetch::UniqueId,
         "be_name" => Fetch::BeName,
         "srv_name" => Fetch::SrvName,
         "var" => {
@@ -867,6 +873,7 @@ mod tests {
             ("fe_name", Fetch::FeName, SmpType::Str, Avail::Always),
             ("be_name", Fetch::BeName, SmpType::Str, Avail::Backend),
             ("srv_name", Fetch::SrvName, SmpType::Str, Avail::Server),
+            ("unique-id", Fetch::UniqueId, SmpType::Str, Avail::Request),
         ];
         for (text, fetch, out, avail) in cases {
             let p = ok(text);

@@ -290,12 +290,6 @@ pub fn drop_http_only(config: &mut Config, out: &mut Vec<Diagnostic>) {
             ));
             p.balance = Balance::RoundRobin;
         }
-        if p.httplog {
-            warn(format!(
-                "'option httplog' not usable with {who} (needs 'mode http'). Falling back to 'option tcplog'."
-            ));
-            p.httplog = false;
-        }
         for s in &mut p.servers {
             if s.cookie.take().is_some() {
                 warn(format!(
@@ -328,7 +322,7 @@ fn cond_exprs<'a>(c: &'a Condition, out: &mut Vec<(&'a SampleExpr, bool)>) {
 
 fn lf_exprs<'a>(f: &'a LogFormat, out: &mut Vec<(&'a SampleExpr, bool)>) {
     for part in &f.parts {
-        if let LogPart::Sample(e) = part {
+        if let LogPart::Sample(e, _) = part {
             out.push((e, false));
         }
     }

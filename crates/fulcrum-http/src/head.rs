@@ -658,6 +658,13 @@ impl Head {
         self.parse(buf, limits, Kind::Response)
     }
 
+    /// Forgets an unfinished parse: the next `parse_*` starts a new message. Parsing resumes
+    /// an unfinished head only when called again on the same growing buffer, so a head reused
+    /// for another buffer (another connection, another try) must start over first.
+    pub fn start_over(&mut self) {
+        self.phase = Phase::Idle;
+    }
+
     fn parse(
         &mut self,
         buf: &[u8],
@@ -1362,6 +1369,20 @@ mod tests {
             return; // the empty line: the parser's business before any scan
         }
         assert_eq!(scan_field_line(w), two_pass(w), "{:?}", String::from_utf8_lossy(w));
+    }
+
+    #[test]
+    fn a_head_started_over_parses_new_bytes_from_their_start() {
+        let limits = Limits::default();
+        let mut h = Head::default();
+        // A request cut after its request line: the parse waits for more of these bytes.
+        assert_eq!(h.parse_request(b"GET /partial HTTP/1.1\r\n", &limits), Ok(None));
+        // Other bytes (another connection) that happen to be as long or longer: without
+        // start_over the parse would resume past "their" request line.
+        h.start_over();
+        let other = b"GET /other/x HTTP/1.1\r\nhost: a\r\n\r\n";
+        assert_eq!(h.parse_request(other, &limits), Ok(Some(other.len())));
+        assert_eq!(h.target(), b"/other/x");
     }
 
     #[test]

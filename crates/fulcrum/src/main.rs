@@ -17,6 +17,7 @@ mod http;
 mod listener;
 mod log;
 mod memory;
+mod outcome;
 mod plan;
 mod rules;
 mod runtime;

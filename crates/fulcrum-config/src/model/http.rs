@@ -131,6 +131,8 @@ pub enum Fetch {
     Rand { range: Option<u64> },
     /// `fe_name`: the name of the frontend that accepted the connection.
     FeName,
+    /// `unique-id`: the request's `unique-id-format` id (no sample without one).
+    UniqueId,
     /// `be_name`: the name of the backend handling the stream (once one is chosen).
     BeName,
     /// `srv_name`: the name of the server the request was sent to (response side only).
@@ -257,7 +259,63 @@ pub enum AclRef {
 
 // ---- log-format strings ----
 
-/// A log-format string (header values, redirect targets, dynamic `use_backend` names).
+/// Which line a proxy logs per stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LogFormatKind {
+    /// `option httplog`.
+    Http,
+    /// `option httplog clf`.
+    HttpClf,
+    /// `option httpslog`.
+    Https,
+    /// `option tcplog`.
+    Tcp,
+    /// `log-format <string>`.
+    Custom(String),
+}
+
+impl LogFormatKind {
+    /// The keyword that set it, as HAProxy names it in messages.
+    pub fn keyword(&self) -> &'static str {
+        match self {
+            LogFormatKind::Http => "option httplog",
+            LogFormatKind::HttpClf => "option httplog clf",
+            LogFormatKind::Https => "option httpslog",
+            LogFormatKind::Tcp => "option tcplog",
+            LogFormatKind::Custom(_) => "log-format",
+        }
+    }
+}
+
+/// A proxy's log line and the line that set it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogFormatDecl {
+    pub kind: LogFormatKind,
+    pub span: Span,
+}
+
+/// A format string and where it was written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FormatText {
+    pub text: String,
+    pub span: Span,
+}
+
+/// A proxy's formats, compiled for its mode.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LogFormats {
+    /// Each stream's line (`None`: `Connect from` lines).
+    pub line: Option<LogFormat>,
+    /// RFC 5424 structured data (`- ` by default).
+    pub sd: Option<LogFormat>,
+    /// The line of a request refused before it was complete (the stream's line otherwise).
+    pub error: Option<LogFormat>,
+    /// Each request's unique id.
+    pub unique_id: Option<LogFormat>,
+}
+
+/// A log-format string: a proxy's log line, a header value, a redirect target, a dynamic
+/// `use_backend` name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogFormat {
     /// The string as written.
@@ -269,33 +327,112 @@ pub struct LogFormat {
 pub enum LogPart {
     /// Literal text (`%%` already turned into `%`).
     Lit(String),
+    /// A space between the fields of a log line: printed as one space, never after another.
+    Sep,
     /// `%[expr]`.
-    Sample(SampleExpr),
+    Sample(SampleExpr, LogFlags),
     /// `%ci`, `%b`...
-    Var(LogVar),
+    Var(LogVar, LogFlags),
 }
 
-/// The `%<var>` log-format variables Fulcrum supports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LogVar {
-    /// `%ci`
-    ClientIp,
-    /// `%cp`
-    ClientPort,
-    /// `%fi`
-    FrontendIp,
-    /// `%fp`
-    FrontendPort,
-    /// `%f`
-    Frontend,
-    /// `%b`
-    Backend,
-    /// `%s`
-    Server,
-    /// `%r`: the request line.
-    HttpRequest,
-    /// `%pid`
-    Pid,
+/// How one variable is printed: `%{+Q,+X,+E,+M}` (and the options a format sets on all).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LogFlags(pub u8);
+
+impl LogFlags {
+    /// `+Q`: strings in double quotes.
+    pub const QUOTE: u8 = 1;
+    /// `+X`: addresses, ports and counters in hexadecimal.
+    pub const HEXA: u8 = 2;
+    /// `+E`: `"`, `\` and `]` escaped with a backslash (RFC 5424 values).
+    pub const ESCAPE: u8 = 4;
+    /// `+M`: an empty string prints `-` (log lines have it).
+    pub const MANDATORY: u8 = 8;
+    /// Samples with control characters written `%XX` (formats that build HTTP messages).
+    pub const HTTP: u8 = 16;
+
+    pub fn has(self, f: u8) -> bool {
+        self.0 & f != 0
+    }
+}
+
+macro_rules! log_vars {
+    ($($name:literal => $var:ident, $http:literal;)*) => {
+        /// HAProxy 2.6's `%<var>` log-format variables (configuration.txt §8.2.4).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum LogVar { $($var,)* }
+
+        impl LogVar {
+            /// Every variable, its name, and whether it needs `mode http`.
+            pub const ALL: &'static [(&'static str, LogVar, bool)] = &[$(($name, LogVar::$var, $http),)*];
+        }
+    };
+}
+
+log_vars! {
+    "B" => BytesOut, false;
+    "CC" => CookieClient, true;
+    "CS" => CookieServer, true;
+    "H" => Hostname, false;
+    "ID" => UniqueId, false;
+    "ST" => Status, false;
+    "T" => DateGmt, false;
+    "Ta" => Ta, true;
+    "Tc" => Tc, false;
+    "Th" => Th, false;
+    "Ti" => Ti, true;
+    "Tl" => DateLocal, false;
+    "Tq" => Tq, true;
+    "Tr" => Tr, true;
+    "TR" => TR, true;
+    "Td" => Td, false;
+    "Ts" => Timestamp, false;
+    "Tt" => Tt, false;
+    "Tu" => Tu, false;
+    "Tw" => Tw, false;
+    "U" => BytesIn, false;
+    "ac" => ActConn, false;
+    "b" => Backend, false;
+    "bc" => BeConn, false;
+    "bi" => BackendIp, false;
+    "bp" => BackendPort, false;
+    "bq" => BackendQueue, false;
+    "ci" => ClientIp, false;
+    "cp" => ClientPort, false;
+    "f" => Frontend, false;
+    "fc" => FeConn, false;
+    "fi" => FrontendIp, false;
+    "fp" => FrontendPort, false;
+    "ft" => FrontendXprt, false;
+    "hr" => ReqHeaders, false;
+    "hrl" => ReqHeaderList, false;
+    "hs" => RespHeaders, false;
+    "hsl" => RespHeaderList, false;
+    "HM" => Method, true;
+    "HP" => Path, true;
+    "HPO" => PathOnly, true;
+    "HQ" => Query, true;
+    "HU" => Uri, true;
+    "HV" => Version, true;
+    "lc" => LogCount, false;
+    "ms" => Millis, false;
+    "pid" => Pid, false;
+    "r" => Request, true;
+    "rc" => Retries, false;
+    "rt" => RequestCounter, false;
+    "s" => Server, false;
+    "sc" => SrvConn, false;
+    "si" => ServerIp, false;
+    "sp" => ServerPort, false;
+    "sq" => SrvQueue, false;
+    "sslc" => SslCipher, false;
+    "sslv" => SslVersion, false;
+    "t" => Date, false;
+    "tr" => RequestDate, true;
+    "trg" => RequestDateGmt, true;
+    "trl" => RequestDateLocal, true;
+    "ts" => TermState, false;
+    "tsc" => TermStateCookies, false;
 }
 
 // ---- rules ----
@@ -401,6 +538,13 @@ pub enum HttpAction {
     EarlyHint {
         name: String,
         value: LogFormat,
+    },
+    /// `http-request capture <expr> len <n>` (a new request slot) or `... id <n>`, and
+    /// `http-response capture <expr> id <n>`: the value, cut to the slot's length, goes into
+    /// capture slot `id` (shown by `%hr` / `%hs`).
+    Capture {
+        expr: SampleExpr,
+        id: u32,
     },
 }
 
@@ -624,6 +768,22 @@ pub enum CaptureKind {
     /// `capture cookie <name> len <n>`: the first request `Cookie` or response `Set-Cookie`
     /// whose name starts with `name`; one per proxy (a later line replaces an earlier one).
     Cookie,
+}
+
+/// A frontend's capture slots, request and response, in declaration order: `capture request
+/// header`, `declare capture request`, `http-request capture ... len` share the request
+/// numbering (and likewise for responses).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CaptureSlots {
+    pub req: Vec<CaptureSlot>,
+    pub res: Vec<CaptureSlot>,
+}
+
+/// One capture slot: up to `len` bytes, of the named header if it is a header capture.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CaptureSlot {
+    pub header: Option<String>,
+    pub len: u32,
 }
 
 /// One `capture` line of a frontend or listen: up to `len` bytes of the named header (matched

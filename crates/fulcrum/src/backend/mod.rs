@@ -109,6 +109,8 @@ pub struct ServerSlot {
     idx: usize,
     /// The session's registration for `on-marked-down`-style shutdowns.
     tracked: Option<u64>,
+    /// It waited in a queue: the server's (`true`) or the backend's, and its position there.
+    pub queued: Option<(bool, u32)>,
 }
 
 impl ServerSlot {
@@ -124,6 +126,14 @@ impl ServerSlot {
         if self.tracked.is_none() && self.server().sessions.is_some() {
             self.tracked = crate::server::kill::track(self.server(), conn);
         }
+    }
+}
+
+impl ServerSlot {
+    /// Why a server state change ended this session (`on-marked-down shutdown-sessions`,
+    /// `on-marked-up shutdown-backup-sessions`), if one did.
+    pub fn ended_by(&self) -> Option<crate::outcome::Cause> {
+        crate::server::kill::ended_by(self.server(), self.tracked?)
     }
 }
 
@@ -418,7 +428,7 @@ impl Backend {
 
     fn slot(self: &Arc<Self>, idx: usize) -> ServerSlot {
         Counters::inc(&self.servers[idx].counters.sessions);
-        ServerSlot { backend: Arc::clone(self), idx, tracked: None }
+        ServerSlot { backend: Arc::clone(self), idx, tracked: None, queued: None }
     }
 
     async fn wait_in_queue(
@@ -439,7 +449,11 @@ impl Backend {
         // HAProxy: without `timeout queue`, the connect timeout applies.
         let wait = self.timeouts.queue.or(self.timeouts.connect);
         match ticket.wait(wait, &self.queue).await {
-            Some(Wake::Slot(idx)) => Ok(self.slot(idx)),
+            Some(Wake::Slot(idx, pos)) => {
+                let mut slot = self.slot(idx);
+                slot.queued = Some((server.is_some(), pos));
+                Ok(slot)
+            }
             Some(Wake::Redispatch) => Err(None),
             None => {
                 Counters::inc(&self.counters.queue_timeouts);

@@ -17,8 +17,9 @@ use tokio::sync::oneshot;
 /// What a waiter is woken with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wake {
-    /// A slot on this server was taken for it.
-    Slot(usize),
+    /// A slot on this server was taken for it; the second number is its queue position as
+    /// HAProxy logs it (`%sq` / `%bq`): 1 plus the waiters served before it while it waited.
+    Slot(usize, u32),
     /// Its server went down: choose again.
     Redispatch,
 }
@@ -26,6 +27,8 @@ pub enum Wake {
 #[derive(Debug)]
 struct Entry {
     seq: u64,
+    /// Its line's `served` count when it joined.
+    served: u64,
     tx: oneshot::Sender<Wake>,
 }
 
@@ -34,6 +37,8 @@ struct Lines {
     seq: u64,
     any: VecDeque<Entry>,
     per_server: Vec<VecDeque<Entry>>,
+    /// Waiters served from each line so far (`any`, then one per server).
+    served: Vec<u64>,
 }
 
 impl Lines {
@@ -42,6 +47,9 @@ impl Lines {
             Some(i) => &mut self.per_server[i],
             None => &mut self.any,
         }
+    }
+    fn served(&mut self, server: Option<usize>) -> &mut u64 {
+        &mut self.served[server.map_or(0, |i| i + 1)]
     }
 }
 
@@ -68,6 +76,7 @@ impl Queue {
     pub fn new(servers: usize) -> Self {
         let lines = Lines {
             per_server: (0..servers).map(|_| VecDeque::new()).collect(),
+            served: vec![0; servers + 1],
             ..Default::default()
         };
         Self { lines: Mutex::new(lines), len: AtomicU32::new(0) }
@@ -106,8 +115,9 @@ impl Queue {
         }
         lines.seq += 1;
         let seq = lines.seq;
+        let served = *lines.served(server);
         let (tx, rx) = oneshot::channel();
-        lines.line(server).push_back(Entry { seq, tx });
+        lines.line(server).push_back(Entry { seq, served, tx });
         Ok(Enqueued::Waiting(Ticket { seq, server, rx }))
     }
 
@@ -141,7 +151,10 @@ impl Queue {
             };
             let Some(entry) = lines.line(line).pop_front() else { return served };
             self.len.fetch_sub(1, Ordering::SeqCst);
-            if entry.tx.send(Wake::Slot(idx)).is_err() {
+            let count = lines.served(line);
+            let pos = (*count - entry.served + 1).min(u64::from(u32::MAX)) as u32;
+            *count += 1;
+            if entry.tx.send(Wake::Slot(idx, pos)).is_err() {
                 give_back(idx); // the waiter went away; try the next one
             } else {
                 served += 1;

@@ -155,7 +155,7 @@ impl Backend {
             }
             Transition::Down { reason, was_stopping } => {
                 if srv.policy.shutdown_on_down {
-                    crate::server::kill::shutdown(srv);
+                    crate::server::kill::shutdown(srv, crate::outcome::Cause::Down);
                 }
                 let moved = self.redistribute(idx);
                 let mut msg = format!("{who} is DOWN");
@@ -190,7 +190,7 @@ impl Backend {
             }
             Transition::MaintFromUp { cause, was_stopping, .. } => {
                 if srv.policy.shutdown_on_down {
-                    crate::server::kill::shutdown(srv);
+                    crate::server::kill::shutdown(srv, crate::outcome::Cause::Down);
                 }
                 let moved = self.redistribute(idx);
                 let mut msg = format!("{who} is going DOWN for maintenance{}", paren(&cause));
@@ -237,7 +237,7 @@ impl Backend {
     fn after_up(&self, srv: &Server) {
         if srv.policy.shutdown_backups_on_up && !srv.backup && srv.weight() > 0 {
             for b in self.servers.iter().filter(|s| s.backup) {
-                crate::server::kill::shutdown(b);
+                crate::server::kill::shutdown(b, crate::outcome::Cause::Up);
             }
         }
     }

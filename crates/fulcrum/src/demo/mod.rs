@@ -95,6 +95,7 @@ fn run() -> Result<(), String> {
     println!("Health checks run every second on s1..s3 (pids {pids:?}):");
     println!("  kill -STOP {}    s2 stops answering: marked DOWN below, no traffic", pids[1]);
     println!("  kill -CONT {}    s2 comes back UP; its weight ramps up over 5 s", pids[1]);
+    println!("Each request is logged below as HAProxy logs it (option httplog):");
     wait_for_stop(&mut children)
 }
 

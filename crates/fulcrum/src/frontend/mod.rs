@@ -21,18 +21,6 @@ pub struct FrontendTimeouts {
     pub client_fin: Option<Duration>,
 }
 
-/// The line logged for each session or request.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum LogFormat {
-    /// No log format: `Connect from <client> to <address> (<frontend>/<mode>)` at the start.
-    #[default]
-    Connect,
-    /// `option tcplog`.
-    Tcp,
-    /// `option httplog`.
-    Http,
-}
-
 #[derive(Debug)]
 pub struct Bind {
     pub addrs: Vec<BindAddr>,
@@ -69,10 +57,8 @@ pub struct Frontend {
     pub proc_vars: Arc<crate::rules::sample::ProcVars>,
     /// Where its log messages go (`log` lines); `None` without any.
     pub logger: Option<Arc<crate::log::syslog::Logger>>,
-    /// Which line each session (mode tcp) or request (mode http) logs.
-    pub log_format: LogFormat,
-    /// `option dontlognull`: no line for a connection that sent nothing.
-    pub dontlognull: bool,
+    /// Which line each session (mode tcp) or request (mode http) logs, and when.
+    pub log: crate::log::Settings,
 }
 
 /// Whether a `mode tcp` frontend may hand a connection to a `mode http` backend (HAProxy then

@@ -20,7 +20,8 @@ use super::{pool, ConnMode, HashKey, HttpProxy, Reuse};
 use crate::backend::{Backend, PickKey, ServerSlot};
 use crate::connection::Stream;
 use crate::counters::Counters;
-use crate::frontend::{Frontend, LogFormat};
+use crate::frontend::Frontend;
+use crate::outcome::{Cause, Outcome, Phase};
 use crate::rules::sample::Vars;
 use crate::rules::{self, Base, ProxyRules, Verdict};
 use crate::runtime::Shared;
@@ -32,7 +33,6 @@ mod cookies;
 mod exchange;
 mod txn;
 
-use answer::*;
 use exchange::*;
 use txn::*;
 
@@ -95,8 +95,13 @@ struct Session<'a> {
     scratch: Vec<u8>,
     /// Bytes a hash-based `balance` hashes (reused).
     key: Vec<u8>,
-    /// What the current transaction's log line says (kept only under `-d`).
+    /// How the current transaction is going (timers only when `logs`).
+    o: Outcome,
+    /// What the current transaction's log line needs beyond `o` (only when `logs`).
     log: TxnLog,
+    /// The transaction's unique id, once made.
+    /// The transaction's number (`%rt`), once taken.
+    stream_no: Option<u64>,
     /// The per-request memory is with the worker's spares (idle between requests).
     parked: bool,
     /// Bounds the waits for the client's bytes (see `timer`).
@@ -105,20 +110,15 @@ struct Session<'a> {
     stimer: Pin<&'a mut Timer>,
 }
 
-/// The facts of one transaction's `httplog` line.
+/// What a transaction's log line needs beyond its outcome (kept only when lines are logged).
 #[derive(Default)]
 struct TxnLog {
+    /// The request line as received (`%r`), before any rule rewrote it.
     request_line: Vec<u8>,
-    tr: Option<Duration>,
+    /// The backend that took the request.
     backend: Option<Arc<Backend>>,
-    server: Option<usize>,
-    /// Time to get a server connection (queue and connect together).
-    tc: Option<Duration>,
-    /// Time from sending the request to the response head.
-    trsp: Option<Duration>,
-    status: u16,
-    bytes: u64,
-    state: &'static str,
+    /// No line for this transaction (a `monitor-uri` request).
+    skip: bool,
 }
 
 /// Per-request memory of a session parked while it idles (see `Session::park`).
@@ -265,8 +265,10 @@ pub async fn serve(
         vars,
         scratch: Vec::new(),
         key: Vec::new(),
+        o: Outcome::default(),
         log: TxnLog::default(),
-        logs: shared.debug || (fe.logger.is_some() && fe.log_format == LogFormat::Http),
+        stream_no: None,
+        logs: shared.debug || (fe.logger.is_some() && fe.log.line.is_some()),
         parked: true,
         ctimer,
         stimer,
@@ -276,8 +278,12 @@ pub async fn serve(
     }
 
     loop {
+        s.o = Outcome::default();
+        s.stream_no = None;
         // Clock reads only when a log line will use them.
-        let waited = s.logs.then(Instant::now);
+        if s.logs {
+            s.o.marks.start = Some(Instant::now());
+        }
         match s.read_request().await {
             Ok(Read::Request) => {}
             Ok(Read::Rest(deadline)) => {
@@ -295,17 +301,18 @@ pub async fn serve(
                 });
             }
             Ok(Read::Closed) => break,
-            Err(status) => {
-                s.answer_raw(status).await;
-                if let Some(waited) = waited {
-                    s.log = TxnLog { status, state: "CR", ..TxnLog::default() };
-                    s.log.tr = Some(waited.elapsed());
-                    s.print_log(waited);
+            Err(refused) => {
+                if refused.answer {
+                    s.answer_raw(refused.status).await;
                 }
+                s.o.status = Some(refused.status);
+                s.o.end(refused.cause, Phase::Request);
+                s.log.request_line.clear();
+                s.print_log(Some(refused.null));
                 break;
             }
         }
-        if let Some(waited) = waited {
+        if s.logs {
             s.log.request_line.clear();
             let r = &s.req;
             s.log.request_line.extend_from_slice(r.method_bytes());
@@ -313,11 +320,10 @@ pub async fn serve(
             s.log.request_line.extend_from_slice(r.target());
             s.log.request_line.push(b' ');
             s.log.request_line.extend_from_slice(r.version().as_bytes());
-            s.log.tr = Some(waited.elapsed());
         }
         // Not boxed: a connection idle for long leaves this future altogether (it rests), so
         // the transaction's state costs no allocation per request.
-        if fe.log_format == LogFormat::Connect {
+        if fe.log.line.is_none() {
             if let Some(logger) = &fe.logger {
                 let local = s.local.or_else(|| {
                     socket2::SockRef::from(&s.client).local_addr().ok().and_then(|a| a.as_socket())
@@ -327,9 +333,7 @@ pub async fn serve(
             }
         }
         let next = s.transaction().await;
-        if let Some(waited) = waited {
-            s.print_log(waited);
-        }
+        s.print_log(None);
         s.requests += 1;
         if next == Next::Close || crate::runtime::stopping() {
             break;
@@ -343,6 +347,23 @@ pub async fn serve(
         s.release_server_conn(sc);
     }
     None
+}
+
+/// A request refused before it could be handled (HAProxy's `<BADREQ>` lines).
+struct Refused {
+    status: u16,
+    cause: Cause,
+    /// The status is sent (not to a client that left).
+    answer: bool,
+    /// The client sent nothing (`option dontlognull` then logs nothing).
+    null: bool,
+}
+
+impl Refused {
+    /// An invalid or oversized request head.
+    fn invalid(status: u16) -> Refused {
+        Refused { status, cause: Cause::Proxy, answer: true, null: false }
+    }
 }
 
 /// What waiting for a request gave.
@@ -359,15 +380,21 @@ impl Session<'_> {
     /// Reads until a complete request head is parsed into `self.req`. `Ok(false)`: the client
     /// closed or stayed idle past the keep-alive timeout (nothing to answer). `Err(status)`: a
     /// bad or late request, to be answered with `status`.
-    async fn read_request(&mut self) -> Result<Read, u16> {
+    async fn read_request(&mut self) -> Result<Read, Refused> {
         let t = self.http.timeouts;
         let first = self.requests == 0;
         let request_timeout = t.request.or(self.fe.timeouts.client);
         // Waiting for the first byte of a later request: `timeout http-keep-alive`.
         let idle_timeout = if first { request_timeout } else { t.keep_alive.or(request_timeout) };
         let mut started = !self.cbuf.is_empty();
+        if !self.parked {
+            self.req.start_over();
+        }
         // One clock read per request while it is waited for: the deadlines count from here.
-        let now = Instant::now();
+        let now = self.o.marks.start.unwrap_or_else(Instant::now);
+        if started && self.logs {
+            self.o.marks.request_begin = Some(now);
+        }
         let mut deadline = if started { request_timeout } else { idle_timeout }.map(|d| now + d);
         // Once a later request has begun, `timeout http-request` counts from its first bytes;
         // computed only if the head is not complete at once.
@@ -378,13 +405,18 @@ impl Session<'_> {
                 match self.req.parse_request(self.cbuf.data(), &self.http.limits) {
                     Ok(Some(n)) => {
                         self.cbuf.consume(n);
+                        self.o.bytes_in = n as u64;
+                        if self.logs {
+                            self.o.marks.request = Some(Instant::now());
+                            self.o.bytes_in = crate::outcome::head_size(&self.req);
+                        }
                         return Ok(Read::Request);
                     }
-                    Ok(None) if self.cbuf.is_full() => return Err(400),
+                    Ok(None) if self.cbuf.is_full() => return Err(Refused::invalid(400)),
                     Ok(None) => {}
                     Err(e) => {
                         self.note(format_args!("invalid request: {e}"));
-                        return Err(e.request_status());
+                        return Err(Refused::invalid(e.request_status()));
                     }
                 }
             }
@@ -413,7 +445,12 @@ impl Session<'_> {
                         // close quietly. Otherwise HAProxy's 408.
                         let probe = first && !started && self.http.ignore_probes;
                         return if (started || first) && !probe {
-                            Err(408)
+                            Err(Refused {
+                                status: 408,
+                                cause: Cause::ClientTimeout,
+                                answer: true,
+                                null: !started,
+                            })
                         } else {
                             Ok(Read::Closed)
                         };
@@ -422,12 +459,26 @@ impl Session<'_> {
                 None => read.await,
             };
             match n {
+                // A client that leaves before its request is complete: HAProxy logs a 400 it
+                // could not send (a new connection closed at once, unless it is a probe to
+                // ignore; a keep-alive connection closed between requests is normal).
+                Ok(0) | Err(_) if started || (first && !self.http.ignore_probes) => {
+                    return Err(Refused {
+                        status: 400,
+                        cause: Cause::ClientAbort,
+                        answer: false,
+                        null: !started,
+                    });
+                }
                 Ok(0) | Err(_) => return Ok(Read::Closed),
                 Ok(_) => {}
             }
             if !started {
                 started = true;
                 started_late = !first;
+                if self.logs {
+                    self.o.marks.request_begin = Some(Instant::now());
+                }
             }
         }
     }
@@ -463,38 +514,93 @@ impl Session<'_> {
             self.resp = spare.resp;
             self.out = spare.out;
         }
+        // A head parked mid-parse (a request that never completed) belongs to other bytes.
+        self.req.start_over();
+        self.resp.start_over();
     }
 
-    /// Prints the transaction's `httplog` line (under `-d`) and resets it.
-    fn print_log(&mut self, started: Instant) {
+    /// `unique-id-format`: the request's id, made once as the request rules begin (so the
+    /// `unique-id` fetch has it), and sent to the server in `unique-id-header` once the
+    /// backend's rules have run (`header`).
+    fn make_unique_id(&mut self, be: Option<&Backend>, header: bool) {
+        let Some(f) = &self.fe.log.unique_id else { return };
+        if self.vars.unique_id.is_none() {
+            let no = *self.stream_no.get_or_insert_with(crate::log::next_stream_number);
+            let base = rules_base(self.fe, self.http, self.peer, self.local, be, None, &[]);
+            let ctx = base.ctx(&self.req, None, &self.vars);
+            let stream = crate::log::format::Stream {
+                fe: self.fe,
+                be,
+                outcome: &self.o,
+                now: Instant::now(),
+                wall: std::time::SystemTime::now(),
+                request_line: None,
+                captures: None,
+                unique_id: None,
+                actconn: self.shared.global_limit.current(),
+                request_counter: no,
+                log_count: self.fe.log.count.load(std::sync::atomic::Ordering::Relaxed),
+                server_conn: None,
+                http: true,
+            };
+            let mut id = Vec::with_capacity(64);
+            f.render(&ctx, Some(&stream), &mut id);
+            id.truncate(127);
+            self.vars.unique_id = Some(id);
+        }
+        if let (true, Some(h), Some(id)) =
+            (header, &self.fe.log.unique_id_header, &self.vars.unique_id)
+        {
+            let _ = self.req.add_header(h.as_bytes(), id);
+        }
+    }
+
+    /// Logs the transaction's line in the frontend's format (to its targets; on stderr under
+    /// `-d`) and forgets what it needed. `refused`: the request was refused before it was
+    /// complete (HAProxy's `<BADREQ>` lines, without request nor captures).
+    fn print_log(&mut self, refused: Option<bool>) {
         let l = std::mem::take(&mut self.log);
+        if !self.logs || l.skip {
+            self.log.request_line = l.request_line;
+            return;
+        }
         let be = l.backend.as_deref();
-        let line = crate::log::http_line(&crate::log::HttpLog {
-            client: self.peer,
-            frontend: &self.fe.name,
-            backend: be.map_or(self.fe.name.as_str(), |b| b.name.as_str()),
-            server: match (be, l.server) {
-                (Some(b), Some(i)) => b.servers[i].name.as_str(),
-                _ => "<NOSRV>",
-            },
-            tr: l.tr,
-            tw: None,
-            tc: l.tc,
-            trsp: l.trsp,
-            ta: started.elapsed(),
-            status: l.status,
-            bytes: l.bytes,
-            state: if l.state.is_empty() { "--" } else { l.state },
-            request_line: &l.request_line,
-        });
-        if self.shared.debug {
-            eprintln!("{line}");
+        let server = match (be, self.o.server) {
+            (Some(b), Some(i)) => Some(b.servers[i].name.as_str()),
+            _ => None,
+        };
+        let base = rules_base(self.fe, self.http, self.peer, self.local, be, server, &[]);
+        let mut ctx = base.ctx(&self.req, None, &self.vars);
+        let refused_at = refused;
+        let refused = refused.is_some();
+        if refused {
+            ctx.req = None;
         }
-        if self.fe.log_format == LogFormat::Http {
-            if let Some(logger) = &self.fe.logger {
-                logger.send(crate::log::syslog::INFO, &line);
+        let mut stream = crate::log::format::Stream {
+            fe: self.fe,
+            be,
+            outcome: &self.o,
+            now: Instant::now(),
+            wall: std::time::SystemTime::now(),
+            request_line: (!refused).then_some(&l.request_line[..]),
+            captures: (!refused).then_some(&self.vars.caps),
+            unique_id: None,
+            actconn: self.shared.global_limit.current(),
+            request_counter: self.stream_no.take().unwrap_or_else(crate::log::next_stream_number),
+            log_count: self.fe.log.count.load(std::sync::atomic::Ordering::Relaxed),
+            server_conn: None,
+            http: be.is_none_or(|b| b.http.is_some()),
+        };
+        let made;
+        stream.unique_id = match &self.vars.unique_id {
+            Some(u) => Some(&u[..]),
+            None => {
+                made = crate::log::unique_id(self.fe, &ctx, &stream);
+                made.as_deref()
             }
-        }
+        };
+        crate::log::stream_line(self.fe, &ctx, &stream, refused_at, self.shared.debug);
+        self.vars.unique_id = None;
         self.log.request_line = l.request_line;
     }
 

@@ -1,18 +1,23 @@
-//! Session log lines in HAProxy's `option tcplog` format (configuration.txt §8.2.2), written to
-//! stderr under `-d` until the `log` keyword arrives. Owns the mapping from a session's outcome
-//! to HAProxy's two-letter termination state (§8.5). Reads counters; changes nothing.
+//! Logging: each stream's line in its frontend's format (`format`), to the frontend's targets
+//! (`syslog`), with HAProxy's rules on what is logged and at which level (`dontlognull`,
+//! `dontlog-normal`, `log-separate-errors`); the process's warnings and alerts on stderr.
+//! Reads a stream's [`Outcome`] and the counters; changes nothing.
 
+pub mod dates;
+pub mod format;
 pub mod syslog;
 
-use std::fmt::Write as _;
+use std::cell::RefCell;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
 
-use crate::backend::{AcquireError, Backend};
+use fulcrum_config as cfg;
+
 use crate::frontend::Frontend;
-use crate::tcp::tunnel::TunnelEnd;
-use crate::tcp::{Ending, Outcome};
+use crate::outcome::{Cause, Outcome};
+use crate::rules::sample::Ctx;
+use format::{Format, Part, Stream};
 
 /// `-q`: no warnings or alerts on stderr once started.
 static QUIET: AtomicBool = AtomicBool::new(false);
@@ -62,169 +67,129 @@ pub fn connect_line(
     }
 }
 
-/// HAProxy's termination state: who ended the session, and in which phase.
-pub fn termination_state(e: Ending) -> &'static str {
-    match e {
-        Ending::Done => "--",
-        Ending::Tunnel(TunnelEnd::Done) => "--",
-        Ending::Tunnel(TunnelEnd::ClientError) => "CD",
-        Ending::Tunnel(TunnelEnd::ServerError) => "SD",
-        Ending::Tunnel(TunnelEnd::ClientTimeout) => "cD",
-        Ending::Tunnel(TunnelEnd::ServerTimeout) => "sD",
-        Ending::NoServer(AcquireError::QueueTimeout) => "sQ",
-        Ending::NoServer(AcquireError::QueueFull) => "SQ",
-        Ending::NoServer(AcquireError::NoServer) => "SC",
-        Ending::ConnectFailed => "SC",
-        Ending::ClientAborted => "CC",
-    }
+/// A frontend's logging, compiled: its line (`None`: `Connect from` lines), structured data,
+/// error line, unique id, and HAProxy's options on what to log.
+#[derive(Debug, Default)]
+pub struct Settings {
+    pub line: Option<Format>,
+    pub sd: Option<Format>,
+    pub error: Option<Format>,
+    pub unique_id: Option<Format>,
+    pub unique_id_header: Option<Box<str>>,
+    /// What each transaction captures.
+    pub captures: format::CaptureSpec,
+    pub dontlognull: bool,
+    pub dontlog_normal: bool,
+    pub separate_errors: bool,
+    /// Lines sent so far (`%lc`).
+    pub count: AtomicU64,
 }
 
-/// `[21/Nov/2026:10:11:12.345]` in UTC.
-fn write_date(out: &mut String, now: SystemTime) {
-    const MONTHS: [&str; 12] =
-        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    let d = now.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs();
-    let (days, rem) = (secs / 86400, secs % 86400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let _ = write!(
-        out,
-        "[{day:02}/{}/{year}:{:02}:{:02}:{:02}.{:03}]",
-        MONTHS[(month - 1) as usize],
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        d.subsec_millis()
-    );
+/// Streams numbered so far (`%rt`, HAProxy's global request counter).
+static STREAMS: AtomicU64 = AtomicU64::new(0);
+
+/// The next stream number (only streams that log or need a unique id take one).
+pub fn next_stream_number() -> u64 {
+    STREAMS.fetch_add(1, Ordering::Relaxed)
 }
 
-fn ms(d: Duration) -> u128 {
-    d.as_millis()
+/// HAProxy's test for an "error" stream (`dontlog-normal`, `log-separate-errors`): it was
+/// redispatched, ended otherwise than normally or locally, was retried, or (mode http)
+/// answered 500 or more.
+pub fn is_error(o: &Outcome, http: bool) -> bool {
+    o.redispatched
+        || !matches!(o.cause, Cause::Normal | Cause::Local)
+        || (o.cause == Cause::Normal && o.retries > 0)
+        || (http && o.status.is_some_and(|s| s >= 500))
 }
 
-/// One `tcplog` line:
-/// `client [date] frontend backend/server Tw/Tc/Tt bytes state actconn/feconn/beconn/srvconn/retries srv_queue/be_queue`.
-pub fn tcp_line(
-    client: Option<SocketAddr>,
+/// The built-in line of a format-less frontend under `-d` (`option httplog` / `tcplog`).
+fn debug_format(http: bool) -> &'static Format {
+    static HTTP: OnceLock<Format> = OnceLock::new();
+    static TCP: OnceLock<Format> = OnceLock::new();
+    let (cell, text) =
+        if http { (&HTTP, cfg::logformat::HTTPLOG) } else { (&TCP, cfg::logformat::TCPLOG) };
+    cell.get_or_init(|| {
+        let opts = cfg::logformat::Opts::log_line(http);
+        let parsed = cfg::logformat::parse_with(text, cfg::sample::Ctx::Log, opts);
+        let parts = parsed.map(|f| f.parts).unwrap_or_default();
+        Format::new(
+            parts
+                .into_iter()
+                .filter_map(|p| match p {
+                    cfg::LogPart::Lit(s) => Some(Part::Lit(s.into_bytes().into())),
+                    cfg::LogPart::Sep => Some(Part::Sep),
+                    cfg::LogPart::Var(v, f) => Some(Part::Var(v, f)),
+                    cfg::LogPart::Sample(..) => None,
+                })
+                .collect(),
+        )
+    })
+}
+
+thread_local! {
+    /// The line and structured data being built (reused).
+    static LINE: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// The stream's unique id (`unique-id-format`, at most 127 bytes), `None` without a format.
+pub fn unique_id(fe: &Frontend, ctx: &Ctx<'_>, s: &Stream<'_>) -> Option<Vec<u8>> {
+    let f = fe.log.unique_id.as_ref()?;
+    let mut id = Vec::with_capacity(64);
+    f.render(ctx, Some(s), &mut id);
+    id.truncate(127);
+    Some(id)
+}
+
+/// Logs a finished stream (or a request refused before it was complete: `refused`) in the
+/// frontend's format to its targets, as HAProxy's `strm_log` / `sess_log`; under `-d`
+/// (`debug`) on stderr too.
+/// `refused` is `Some(sent_nothing)` for a request refused before it was complete.
+pub fn stream_line(
     fe: &Frontend,
-    be: &Backend,
-    o: &Outcome,
-    total: Duration,
-    actconn: u32,
-) -> String {
-    let mut s = String::with_capacity(160);
-    match client {
-        Some(a) => {
-            let _ = write!(s, "{}:{} ", a.ip(), a.port());
-        }
-        None => s.push_str("unix:1 "),
+    ctx: &Ctx<'_>,
+    s: &Stream<'_>,
+    refused: Option<bool>,
+    debug: bool,
+) {
+    let set = &fe.log;
+    let logger = fe.logger.as_deref().filter(|_| set.line.is_some());
+    if logger.is_none() && !debug {
+        return;
     }
-    write_date(&mut s, SystemTime::now() - total);
-    let server = o.server.map(|i| be.servers[i].name.as_str()).unwrap_or("<NOSRV>");
-    let tc = if o.server.is_some() && o.ending != Ending::ConnectFailed {
-        ms(o.connect).to_string()
-    } else {
-        "-1".into()
+    let o = s.outcome;
+    let error = is_error(o, s.http);
+    // `option dontlognull`: nothing for a client that sent nothing.
+    let null = set.dontlognull && refused.unwrap_or(o.bytes_in == 0);
+    let refused = refused.is_some();
+    let normal_skipped = !refused && set.dontlog_normal && !error;
+    let level = if set.separate_errors && (error || refused) { syslog::ERR } else { syslog::INFO };
+    let fmt = match (refused, &set.error, &set.line) {
+        (true, Some(e), _) => e,
+        (_, _, Some(l)) => l,
+        _ => debug_format(fe.http.is_some()),
     };
-    let _ = write!(
-        s,
-        " {} {}/{server} {}/{tc}/{} {} {} {actconn}/{}/{}/{}/{} {}/{}",
-        fe.name,
-        be.name,
-        ms(o.queue_wait),
-        ms(total),
-        o.moved.server_to_client,
-        termination_state(o.ending),
-        fe.limit.current(),
-        be.active_sessions(),
-        o.server.map(|i| be.servers[i].cur_conns()).unwrap_or(0),
-        o.retries,
-        o.server.map(|i| be.server_queued(i)).unwrap_or(0),
-        be.queued(),
-    );
-    s
-}
-
-/// What an HTTP transaction reports for its `httplog` line.
-pub struct HttpLog<'a> {
-    pub client: Option<SocketAddr>,
-    pub frontend: &'a str,
-    pub backend: &'a str,
-    pub server: &'a str,
-    /// Time to receive the request head (TR), to get a server slot (Tw), to connect (Tc), to
-    /// get the response head (Tr); total (Ta). `None` prints -1.
-    pub tr: Option<Duration>,
-    pub tw: Option<Duration>,
-    pub tc: Option<Duration>,
-    pub trsp: Option<Duration>,
-    pub ta: Duration,
-    pub status: u16,
-    pub bytes: u64,
-    /// HAProxy's termination state (two letters).
-    pub state: &'a str,
-    pub request_line: &'a [u8],
-}
-
-/// One `httplog` line (configuration.txt §8.2.3), without the cookie and header captures:
-/// `client [date] frontend backend/server TR/Tw/Tc/Tr/Ta status bytes - - state "request"`.
-pub fn http_line(l: &HttpLog<'_>) -> String {
-    let mut s = String::with_capacity(200);
-    match l.client {
-        Some(a) => {
-            let _ = write!(s, "{}:{} ", a.ip(), a.port());
+    LINE.with(|b| {
+        let Ok(mut b) = b.try_borrow_mut() else { return };
+        let (line, sd) = &mut *b;
+        line.clear();
+        fmt.render(ctx, Some(s), line);
+        if debug {
+            eprintln!("{}", String::from_utf8_lossy(line));
         }
-        None => s.push_str("unix:1 "),
-    }
-    write_date(&mut s, SystemTime::now() - l.ta);
-    let t = |d: Option<Duration>| d.map_or("-1".to_string(), |d| ms(d).to_string());
-    let _ = write!(
-        s,
-        " {} {}/{} {}/{}/{}/{}/{} {} {} - - {}-- \"{}\"",
-        l.frontend,
-        l.backend,
-        l.server,
-        t(l.tr),
-        t(l.tw),
-        t(l.tc),
-        t(l.trsp),
-        ms(l.ta),
-        l.status,
-        l.bytes,
-        l.state,
-        String::from_utf8_lossy(l.request_line),
-    );
-    s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dates_are_written_as_haproxy_does() {
-        let mut s = String::new();
-        write_date(&mut s, UNIX_EPOCH + Duration::from_millis(1_795_259_472_345));
-        assert_eq!(s, "[21/Nov/2026:11:11:12.345]");
-        let mut s = String::new();
-        write_date(&mut s, UNIX_EPOCH + Duration::from_secs(951_782_400)); // 2000-02-29
-        assert_eq!(s, "[29/Feb/2000:00:00:00.000]");
-    }
-
-    #[test]
-    fn termination_states_name_side_and_phase() {
-        assert_eq!(termination_state(Ending::Done), "--");
-        assert_eq!(termination_state(Ending::Tunnel(TunnelEnd::ClientTimeout)), "cD");
-        assert_eq!(termination_state(Ending::Tunnel(TunnelEnd::ServerError)), "SD");
-        assert_eq!(termination_state(Ending::NoServer(AcquireError::QueueTimeout)), "sQ");
-        assert_eq!(termination_state(Ending::ConnectFailed), "SC");
-    }
+        let Some(logger) = logger else { return };
+        if null || normal_skipped {
+            return;
+        }
+        let sd = match &set.sd {
+            Some(f) if logger.wants_sd() => {
+                sd.clear();
+                f.render(ctx, Some(s), sd);
+                Some(&sd[..])
+            }
+            _ => None,
+        };
+        set.count.fetch_add(1, Ordering::Relaxed);
+        logger.send_bytes(level, line, sd);
+    });
 }

@@ -19,6 +19,7 @@ use fulcrum_config::{LogAddr, LogEntry, LogTarget, SyslogFormat};
 /// Syslog levels HAProxy uses.
 pub const EMERG: u8 = 0;
 pub const ALERT: u8 = 1;
+pub const ERR: u8 = 3;
 pub const WARNING: u8 = 4;
 pub const NOTICE: u8 = 5;
 pub const INFO: u8 = 6;
@@ -116,14 +117,32 @@ impl Logger {
 
     /// Sends `msg` at `level` to every target that takes that level.
     pub fn send(&self, level: u8, msg: &str) {
-        let msg = msg.trim_end_matches(['\n', '\0']);
+        self.send_bytes(level, msg.as_bytes(), None);
+    }
+
+    /// Whether a target writes RFC 5424 (whose lines carry structured data).
+    pub fn wants_sd(&self) -> bool {
+        self.targets.iter().any(|t| t.format == SyslogFormat::Rfc5424)
+    }
+
+    /// Sends `msg` at `level`; RFC 5424 targets put `sd` (rendered `log-format-sd`, with its
+    /// trailing space) in their structured-data field, `- ` without it.
+    pub fn send_bytes(&self, level: u8, msg: &[u8], sd: Option<&[u8]>) {
+        let end = msg.iter().rposition(|&c| c != b'\n' && c != 0).map_or(0, |i| i + 1);
+        let msg = &msg[..end];
         for t in &self.targets {
             if level > t.level {
                 continue;
             }
             let level = level.max(t.minlevel);
-            let header = header(t.format, level, t.facility, self.host.as_deref(), &self.tag);
-            send_one(t, &header, msg.as_bytes());
+            let mut header = header(t.format, level, t.facility, self.host.as_deref(), &self.tag);
+            if t.format == SyslogFormat::Rfc5424 {
+                match sd {
+                    Some(sd) => header.push_str(&String::from_utf8_lossy(sd)),
+                    None => header.push_str("- "),
+                }
+            }
+            send_one(t, &header, msg);
         }
     }
 }
@@ -189,7 +208,7 @@ fn header(format: SyslogFormat, level: u8, facility: u8, host: Option<&str>, tag
             let _ = write!(h, "{tag}[{pid}]: ");
         }
         SyslogFormat::Rfc5424 => {
-            let _ = write!(h, "{} {tag} {pid} - - ", host.unwrap_or("-"));
+            let _ = write!(h, "{} {tag} {pid} - ", host.unwrap_or("-"));
         }
         _ => {}
     }
@@ -324,7 +343,7 @@ mod tests {
             format!("<129>TIME box mytag[{pid}]: ")
         );
         assert_eq!(h(SyslogFormat::Rfc3164, None), format!("<129>TIME localhost mytag[{pid}]: "));
-        assert_eq!(h(SyslogFormat::Rfc5424, None), format!("<129>1 TIME - mytag {pid} - - "));
+        assert_eq!(h(SyslogFormat::Rfc5424, None), format!("<129>1 TIME - mytag {pid} - "));
         assert_eq!(h(SyslogFormat::Priority, None), "<129>");
         assert_eq!(h(SyslogFormat::Short, None), "<1>");
         assert_eq!(h(SyslogFormat::Timed, None), "<1>TIME ");

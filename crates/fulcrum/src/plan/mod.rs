@@ -156,6 +156,7 @@ pub fn build(config: &cfg::Config) -> Result<Plan, Vec<String>> {
         if rules.use_backends.len() == p.use_backends.len() {
             rules.switching = c.switching(&p.use_backends);
         }
+        let log = log_settings(&mut c, p);
         errors.append(&mut c.errors);
         // The backends' rules may read it too (a listen's own rules were compiled above).
         let needs_dst =
@@ -174,12 +175,7 @@ pub fn build(config: &cfg::Config) -> Result<Plan, Vec<String>> {
         let mut fe = frontend(p, backend);
         fe.id = ids.get(&p.name).copied().unwrap_or(0);
         fe.logger = logger(p, &mut errors);
-        fe.log_format = match (p.httplog, p.tcplog) {
-            (true, _) => crate::frontend::LogFormat::Http,
-            (false, true) => crate::frontend::LogFormat::Tcp,
-            _ => crate::frontend::LogFormat::Connect,
-        };
-        fe.dontlognull = p.dontlognull;
+        fe.log = log;
         fe.http = http;
         if p.mode == cfg::Mode::Tcp && crate::frontend::may_upgrade(p, config) {
             match http_proxy(p, config) {
@@ -197,6 +193,34 @@ pub fn build(config: &cfg::Config) -> Result<Plan, Vec<String>> {
         Ok(Plan { global: config.global.clone(), frontends, backends: all_backends, warnings })
     } else {
         Err(errors)
+    }
+}
+
+/// A frontend's log formats and options.
+fn log_settings(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::log::Settings {
+    let f = &p.formats;
+    let mut compile = |f: &Option<cfg::LogFormat>| f.as_ref().map(|f| c.format(f, &p.span));
+    crate::log::Settings {
+        line: compile(&f.line),
+        sd: compile(&f.sd),
+        error: compile(&f.error),
+        unique_id: compile(&f.unique_id),
+        unique_id_header: p.unique_id_header.as_deref().map(Box::from),
+        captures: capture_spec(p),
+        dontlognull: p.dontlognull,
+        dontlog_normal: p.dontlog_normal,
+        separate_errors: p.log_separate_errors,
+        count: Default::default(),
+    }
+}
+
+fn capture_spec(p: &cfg::Proxy) -> crate::log::format::CaptureSpec {
+    let slot = |s: &cfg::CaptureSlot| (s.header.as_deref().map(|h| h.as_bytes().into()), s.len);
+    let cookie = p.captures.iter().find(|c| c.kind == cfg::CaptureKind::Cookie);
+    crate::log::format::CaptureSpec {
+        req: p.capture_slots.req.iter().map(slot).collect(),
+        res: p.capture_slots.res.iter().map(slot).collect(),
+        cookie: cookie.map(|c| (c.name.as_bytes().into(), c.len)),
     }
 }
 
@@ -383,8 +407,7 @@ fn frontend(p: &cfg::Proxy, backend: Option<Arc<Backend>>) -> Frontend {
         proc_vars: Default::default(),
         needs_dst: false,
         logger: None,
-        log_format: Default::default(),
-        dontlognull: false,
+        log: Default::default(),
     }
 }
 

@@ -80,94 +80,7 @@ pub fn holds(cond: &Option<Cond>, acls: &Acls, ctx: &Ctx<'_>) -> bool {
     cond.as_ref().is_none_or(|c| c.eval(acls, ctx))
 }
 
-/// A compiled log-format string.
-#[derive(Debug)]
-pub struct Format {
-    parts: Vec<Part>,
-}
-
-#[derive(Debug)]
-enum Part {
-    Lit(Box<[u8]>),
-    Sample(Expr),
-    Var(cfg::LogVar),
-}
-
-impl Format {
-    /// Appends the formatted text to `out`.
-    pub fn render(&self, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
-        use std::io::Write as _;
-        for p in &self.parts {
-            match p {
-                Part::Lit(s) => out.extend_from_slice(s),
-                Part::Sample(e) => {
-                    if let Some(v) = e.eval(ctx) {
-                        // As HAProxy's log-format: control bytes are written `%XX`.
-                        for &c in v.as_bytes().iter() {
-                            if c < 0x20 || c == 0x7f {
-                                let hex = b"0123456789ABCDEF";
-                                out.extend_from_slice(&[
-                                    b'%',
-                                    hex[usize::from(c >> 4)],
-                                    hex[usize::from(c & 15)],
-                                ]);
-                            } else {
-                                out.push(c);
-                            }
-                        }
-                    }
-                }
-                Part::Var(v) => {
-                    let _ = match v {
-                        cfg::LogVar::ClientIp => match ctx.src {
-                            Some(a) => write!(out, "{}", a.ip()),
-                            None => write!(out, "unix"),
-                        },
-                        cfg::LogVar::ClientPort => {
-                            write!(out, "{}", ctx.src.map_or(0, |a| a.port()))
-                        }
-                        cfg::LogVar::FrontendIp => match ctx.dst {
-                            Some(a) => write!(out, "{}", a.ip()),
-                            None => write!(out, "unix"),
-                        },
-                        cfg::LogVar::FrontendPort => {
-                            write!(out, "{}", ctx.dst.map_or(0, |a| a.port()))
-                        }
-                        cfg::LogVar::Frontend => write!(out, "{}", ctx.frontend),
-                        cfg::LogVar::Backend => {
-                            write!(out, "{}", ctx.backend.map_or("<NOSRV>", |b| b.name.as_str()))
-                        }
-                        cfg::LogVar::Server => write!(out, "{}", ctx.server.unwrap_or("<NOSRV>")),
-                        cfg::LogVar::HttpRequest => match ctx.req {
-                            Some(r) => {
-                                out.extend_from_slice(r.method_bytes());
-                                out.push(b' ');
-                                out.extend_from_slice(r.target());
-                                write!(
-                                    out,
-                                    " HTTP/{}",
-                                    if r.version() == fulcrum_http::Version::Http10 {
-                                        "1.0"
-                                    } else {
-                                        "1.1"
-                                    }
-                                )
-                            }
-                            None => Ok(()),
-                        },
-                        cfg::LogVar::Pid => write!(out, "{}", std::process::id()),
-                    };
-                }
-            }
-        }
-    }
-
-    pub fn render_vec(&self, ctx: &Ctx<'_>) -> Vec<u8> {
-        let mut v = Vec::new();
-        self.render(ctx, &mut v);
-        v
-    }
-}
+pub use crate::log::format::Format;
 
 /// A reply the proxy builds itself (`return`, `deny`, `http-error`).
 #[derive(Debug)]
@@ -268,6 +181,11 @@ pub enum Action {
     },
     /// `reject` and `silent-drop`: close without an answer.
     Drop,
+    /// `http-request capture` / `http-response capture` into slot `id`.
+    Capture {
+        expr: Expr,
+        id: u32,
+    },
     EarlyHint {
         name: Box<[u8]>,
         value: Format,
@@ -344,12 +262,18 @@ pub fn run<'r>(
             Action::StrictMode(on) => vars.strict_off = !on,
             Action::SetVarFmt { scope, name, fmt } => {
                 scratch.clear();
-                fmt.render(&base.ctx(head, req, vars), scratch);
+                fmt.render(&base.ctx(head, req, vars), None, scratch);
                 let v = Value::Str(std::borrow::Cow::Owned(scratch.clone()));
                 set_var(base, vars, *scope, name, v);
             }
             Action::Tarpit { status } => return Verdict::Tarpit(*status),
             Action::Drop => return Verdict::Drop,
+            Action::Capture { expr, id } => {
+                let v = expr.eval(&base.ctx(head, req, vars)).map(|v| v.as_bytes().into_owned());
+                if let Some(v) = v {
+                    vars.caps.store(req.is_some(), *id, &v);
+                }
+            }
             Action::EarlyHint { name, value } => {
                 // HAProxy: a conditional early-hint rule starts a new 103; an unconditional
                 // one joins the previous. Groups are separated by a NUL (never in a header).
@@ -357,7 +281,7 @@ pub fn run<'r>(
                     vars.early_hints.push(0);
                 }
                 scratch.clear();
-                value.render(&base.ctx(head, req, vars), scratch);
+                value.render(&base.ctx(head, req, vars), None, scratch);
                 vars.early_hints.extend_from_slice(name);
                 vars.early_hints.extend_from_slice(b": ");
                 vars.early_hints.extend_from_slice(scratch);
@@ -424,7 +348,7 @@ fn edit(
     out: &mut Vec<u8>,
 ) -> Result<(), fulcrum_http::EditError> {
     let render = |f: &Format, head: &Head, out: &mut Vec<u8>| {
-        f.render(&base.ctx(head, req, vars), out);
+        f.render(&base.ctx(head, req, vars), None, out);
     };
     match action {
         Action::SetHeader { name, value } => {
@@ -779,18 +703,20 @@ impl<'a> Compiler<'a> {
     }
 
     pub fn format(&mut self, f: &cfg::LogFormat, span: &cfg::Span) -> Format {
+        use crate::log::format::Part;
         let mut parts = Vec::with_capacity(f.parts.len());
         for p in &f.parts {
             parts.push(match p {
                 cfg::LogPart::Lit(s) => Part::Lit(s.as_bytes().into()),
-                cfg::LogPart::Var(v) => {
+                cfg::LogPart::Sep => Part::Sep,
+                cfg::LogPart::Var(v, flags) => {
                     if matches!(v, cfg::LogVar::FrontendIp | cfg::LogVar::FrontendPort) {
                         self.uses_dst = true;
                     }
-                    Part::Var(*v)
+                    Part::Var(*v, *flags)
                 }
-                cfg::LogPart::Sample(e) => match self.expr(e) {
-                    Ok(e) => Part::Sample(e),
+                cfg::LogPart::Sample(e, flags) => match self.expr(e) {
+                    Ok(e) => Part::Sample(e, *flags),
                     Err(err) => {
                         self.errors.push(format!("parsing [{span}] : {err}"));
                         continue;
@@ -798,7 +724,7 @@ impl<'a> Compiler<'a> {
                 },
             });
         }
-        Format { parts }
+        Format::new(parts)
     }
 
     fn replace(&mut self, re: &str, span: &cfg::Span) -> Option<Replace> {
@@ -909,6 +835,13 @@ impl<'a> Compiler<'a> {
                 },
                 cfg::HttpAction::Tarpit { status } => Action::Tarpit { status: *status },
                 cfg::HttpAction::Reject | cfg::HttpAction::SilentDrop => Action::Drop,
+                cfg::HttpAction::Capture { expr, id } => match self.expr(expr) {
+                    Ok(expr) => Action::Capture { expr, id: *id },
+                    Err(e) => {
+                        self.errors.push(format!("parsing [{span}] : {e}"));
+                        continue;
+                    }
+                },
                 cfg::HttpAction::EarlyHint { name, value } => Action::EarlyHint {
                     name: name.as_bytes().into(),
                     value: self.format(value, span),

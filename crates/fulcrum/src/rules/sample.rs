@@ -80,6 +80,10 @@ pub struct Vars {
     pub strict_off: bool,
     /// Header lines `early-hint` rules gathered for a `103 Early Hints` answer.
     pub early_hints: Vec<u8>,
+    /// The transaction's captures (`capture request header`, `http-request capture`...).
+    pub caps: crate::log::format::Captures,
+    /// The request's `unique-id-format` id, once made (the `unique-id` fetch, the log line).
+    pub unique_id: Option<Vec<u8>>,
 }
 
 impl Vars {
@@ -105,6 +109,7 @@ impl Vars {
         self.vars.retain(|(s, _, _)| *s == cfg::VarScope::Sess);
         self.strict_off = false;
         self.early_hints.clear();
+        self.unique_id = None;
     }
 }
 
@@ -494,6 +499,7 @@ fn fetch_each<'a>(
         FeName => f(Value::Str(Cow::Owned(ctx.frontend.as_bytes().to_vec()))),
         BeName => one(ctx.backend.map(|be| Value::Str(Cow::Owned(be.name.as_bytes().to_vec()))), f),
         SrvName => one(ctx.server.map(|s| Value::Str(Cow::Owned(s.as_bytes().to_vec()))), f),
+        UniqueId => one(ctx.vars.unique_id.as_deref().map(|u| Value::Str(Cow::Borrowed(u))), f),
     }
 }
 

@@ -233,26 +233,48 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
     let be = &be;
     Counters::inc(&be.counters.sessions);
     let peer = conn.peer;
-    let logger = fe.logger.as_deref();
-    if let (Some(l), crate::frontend::LogFormat::Connect) = (logger, fe.log_format) {
-        let local =
-            socket2::SockRef::from(&conn.client).local_addr().ok().and_then(|a| a.as_socket());
-        l.send(log::syslog::INFO, &log::connect_line(peer, local, &fe.name, false));
+    // The clock and the local address are read only for a log line.
+    let logs = shared.debug || fe.logger.is_some();
+    let local = match (logs, dst) {
+        (true, None) => {
+            socket2::SockRef::from(&conn.client).local_addr().ok().and_then(|a| a.as_socket())
+        }
+        (_, d) => d,
+    };
+    if fe.log.line.is_none() {
+        if let Some(l) = &fe.logger {
+            l.send(log::syslog::INFO, &log::connect_line(peer, local, &fe.name, false));
+        }
     }
-    let start = tokio::time::Instant::now();
-    let outcome = tcp::serve(fe, be, conn).await;
-    let tcplog = logger.filter(|_| fe.log_format == crate::frontend::LogFormat::Tcp);
-    // `option dontlognull`: nothing logged for a connection that sent nothing.
-    let null = fe.dontlognull && outcome.moved.client_to_server == 0;
-    if shared.debug || (tcplog.is_some() && !null) {
-        let actconn = shared.global_limit.current();
-        let line = log::tcp_line(peer, fe, be, &outcome, start.elapsed(), actconn);
-        if shared.debug {
-            eprintln!("{line}");
-        }
-        if let Some(l) = tcplog.filter(|_| !null) {
-            l.send(log::syslog::INFO, &line);
-        }
+    let mut outcome = crate::outcome::Outcome::default();
+    if logs {
+        let now = tokio::time::Instant::now();
+        outcome.marks.start = Some(now);
+        outcome.marks.request = Some(now);
+    }
+    tcp::serve(fe, be, conn, &mut outcome).await;
+    if logs {
+        let vars = crate::rules::sample::Vars::default();
+        let mut ctx = crate::rules::sample::Ctx::connection(fe, peer, local, &vars);
+        ctx.backend = Some(be);
+        let mut stream = log::format::Stream {
+            fe,
+            be: Some(be),
+            outcome: &outcome,
+            now: tokio::time::Instant::now(),
+            wall: std::time::SystemTime::now(),
+            request_line: None,
+            captures: None,
+            unique_id: None,
+            actconn: shared.global_limit.current(),
+            request_counter: log::next_stream_number(),
+            log_count: fe.log.count.load(std::sync::atomic::Ordering::Relaxed),
+            server_conn: None,
+            http: false,
+        };
+        let uid = log::unique_id(fe, &ctx, &stream);
+        stream.unique_id = uid.as_deref();
+        log::stream_line(fe, &ctx, &stream, None, shared.debug);
     }
 }
 

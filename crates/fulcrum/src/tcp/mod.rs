@@ -20,18 +20,19 @@ use crate::backend::{AcquireError, Backend, PickKey, ServerSlot};
 use crate::connection::Stream;
 use crate::counters::Counters;
 use crate::frontend::Frontend;
+use crate::outcome::{Cause, Outcome, Phase};
 use crate::server::Endpoint;
 use tunnel::{TunnelEnd, TunnelTimeouts};
 
-/// How a session ended; `log` maps it onto HAProxy's two-letter termination state.
+/// How a session ended, as the code that saw it says it ([`Ending::record`] turns it into
+/// the outcome's termination state).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ending {
-    /// Normal end.
-    Done,
     /// No server could be had (`SC`-like: no server, queue full or queue timeout).
     NoServer(AcquireError),
-    /// Every connection attempt failed (`SC`).
-    ConnectFailed,
+    /// Every connection attempt failed; how the last one did decides the code: refused or
+    /// reset `SC`, timed out `sC`, out of local resources (descriptors, ports) `RC`.
+    ConnectFailed(io::ErrorKind, Option<i32>),
     /// The client left while waiting for a server (`CQ`/`CC`, abortonclose).
     ClientAborted,
     Tunnel(TunnelEnd),
@@ -45,38 +46,53 @@ pub struct Accepted {
     pub dst_port: u16,
 }
 
-/// What a finished session reports for its log line and counters.
-#[derive(Debug)]
-pub struct Outcome {
-    pub ending: Ending,
-    /// The server that took the session, if any.
-    pub server: Option<usize>,
-    /// Time spent waiting for a server slot (HAProxy's Tw).
-    pub queue_wait: Duration,
-    /// Time spent connecting, retries included (Tc).
-    pub connect: Duration,
-    pub retries: u32,
-    pub moved: tunnel::Moved,
-}
-
-impl Outcome {
-    pub fn empty() -> Self {
-        Outcome {
-            ending: Ending::Done,
-            server: None,
-            queue_wait: Duration::ZERO,
-            connect: Duration::ZERO,
-            retries: 0,
-            moved: Default::default(),
-        }
+impl Ending {
+    /// Records this ending in the stream's outcome (HAProxy's termination state).
+    pub fn record(self, o: &mut Outcome) {
+        let (cause, phase) = match self {
+            Ending::Tunnel(TunnelEnd::Done) => return,
+            Ending::Tunnel(TunnelEnd::ClientError) => (Cause::ClientAbort, Phase::Data),
+            Ending::Tunnel(TunnelEnd::ServerError) => (Cause::ServerAbort, Phase::Data),
+            Ending::Tunnel(TunnelEnd::ClientTimeout) => (Cause::ClientTimeout, Phase::Data),
+            Ending::Tunnel(TunnelEnd::ServerTimeout) => (Cause::ServerTimeout, Phase::Data),
+            Ending::NoServer(AcquireError::QueueTimeout) => (Cause::ServerTimeout, Phase::Queue),
+            Ending::NoServer(AcquireError::QueueFull) => (Cause::ServerAbort, Phase::Queue),
+            Ending::NoServer(AcquireError::NoServer) => (Cause::ServerAbort, Phase::Connect),
+            Ending::ConnectFailed(io::ErrorKind::TimedOut, _) => {
+                (Cause::ServerTimeout, Phase::Connect)
+            }
+            Ending::ConnectFailed(_, Some(errno)) if is_resource_error(errno) => {
+                (Cause::Resource, Phase::Connect)
+            }
+            Ending::ConnectFailed(..) => (Cause::ServerAbort, Phase::Connect),
+            Ending::ClientAborted if o.marks.queue.is_none() => {
+                // It left the queue: HAProxy counts that time as queueing, and gives the
+                // position (1 here: those served while it waited are not counted).
+                if o.marks.start.is_some() {
+                    o.marks.queue = Some(Instant::now());
+                }
+                o.be_queue = 1;
+                (Cause::ClientAbort, Phase::Queue)
+            }
+            Ending::ClientAborted => (Cause::ClientAbort, Phase::Connect),
+        };
+        o.end(cause, phase);
     }
 }
 
-/// Serves one TCP session to its end.
-pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: Accepted) -> Outcome {
+/// A connect that failed for want of a local resource (HAProxy's `SF_ERR_RESOURCE`): out of
+/// descriptors, memory or buffers, or of source ports.
+fn is_resource_error(errno: i32) -> bool {
+    matches!(
+        errno,
+        libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM | libc::EADDRNOTAVAIL
+    )
+}
+
+/// Serves one TCP session to its end, recording how it went in `out`.
+pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: Accepted, out: &mut Outcome) {
     let key = conn.peer.map(|p| PickKey::Ip(p.ip()));
-    let mut out = Outcome::empty();
-    let connecting = connect_server(be, key, conn.dst_port, &mut out);
+    let connecting = connect_server(be, key, conn.dst_port, out);
     let connected = if be.abortonclose {
         tokio::select! {
             r = connecting => r,
@@ -87,10 +103,7 @@ pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: Accepted) -> Outcome 
     };
     let (slot, server) = match connected {
         Ok(v) => v,
-        Err(e) => {
-            out.ending = e;
-            return out;
-        }
+        Err(e) => return e.record(out),
     };
     let t = tunnel_timeouts(fe, be);
     let (end, moved) = tunnel::run(&conn.client, &server, t).await;
@@ -99,11 +112,12 @@ pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: Accepted) -> Outcome 
         Counters::add(&c.bytes_in, moved.client_to_server);
         Counters::add(&c.bytes_out, moved.server_to_client);
     }
-    out.moved = moved;
-    if end != TunnelEnd::Done {
-        out.ending = Ending::Tunnel(end);
+    out.bytes_in = moved.client_to_server;
+    out.bytes_out = moved.server_to_client;
+    Ending::Tunnel(end).record(out);
+    if let Some(by) = slot.ended_by() {
+        out.ended_by_state_change(by, Phase::Data);
     }
-    out
 }
 
 /// HAProxy: once connected, `timeout tunnel` replaces both client and server timeouts.
@@ -152,27 +166,34 @@ pub async fn connect_server_reusing(
     let mut acquire = std::pin::pin!(be.acquire_persist(key, persist, None));
     let acquired = poll_fn(|cx| Poll::Ready(acquire.as_mut().poll(cx))).await;
     let mut slot = match acquired {
-        Poll::Ready(r) => r.map_err(Ending::NoServer)?,
+        Poll::Ready(r) => {
+            let slot = r.map_err(Ending::NoServer)?;
+            out.marks.queue = out.marks.request;
+            slot
+        }
         Poll::Pending => {
-            let queued_at = Instant::now();
-            let r = acquire.await.map_err(Ending::NoServer)?;
-            out.queue_wait = queued_at.elapsed();
-            r
+            let r = acquire.await;
+            out.marks.queue = Some(Instant::now());
+            r.map_err(Ending::NoServer)?
         }
     };
     out.server = Some(slot.index());
+    match slot.queued {
+        Some((true, pos)) => out.srv_queue = pos,
+        Some((false, pos)) => out.be_queue = pos,
+        None => {}
+    }
     let mut retries_left = be.retries;
-    let mut first_attempt = None;
     loop {
         if let Some((stream, requests)) = idle(slot.index()) {
+            out.marks.connect = out.marks.queue;
             slot.track(&stream);
             return Ok((slot, stream, requests));
         }
-        let connect_at = *first_attempt.get_or_insert_with(Instant::now);
         let endpoint = slot.server().target.resolve(dst_port);
         let err = match connect(endpoint, be.timeouts.connect, be.server_bufs).await {
             Ok(stream) => {
-                out.connect = connect_at.elapsed();
+                out.marks.connect = Some(Instant::now());
                 if slot.server().policy.observe.is_some() {
                     observe(be, slot.index(), false, "L4 successful connection");
                 }
@@ -185,7 +206,7 @@ pub async fn connect_server_reusing(
         Counters::inc(&be.counters.connect_errors);
         observe(be, slot.index(), true, "L4 unsuccessful connection");
         if retries_left == 0 {
-            return Err(Ending::ConnectFailed);
+            return Err(Ending::ConnectFailed(err.kind(), err.raw_os_error()));
         }
         retries_left -= 1;
         out.retries += 1;
@@ -196,6 +217,7 @@ pub async fn connect_server_reusing(
             drop(slot);
             slot = be.acquire(key, Some(failed)).await.map_err(Ending::NoServer)?;
             out.server = Some(slot.index());
+            out.redispatched = true;
             Counters::inc(&be.counters.redispatches);
         } else if err.kind() != io::ErrorKind::TimedOut {
             // HAProxy's turn-around: do not hammer a server that just refused.

@@ -117,9 +117,10 @@ fn abortonclose_drops_a_queued_session_whose_client_left() {
     std::thread::sleep(Duration::from_millis(100));
     drop(quitter); // leaves while queued behind the slow request
     let logged = eventually(Duration::from_millis(800), || {
-        px.proc.log_text().lines().any(|l| l.contains(" px/<NOSRV> ") || l.contains(" CC "))
+        px.proc.log_text().lines().any(|l| l.contains(" px/<NOSRV> ") || l.contains(" CQ "))
     });
     assert!(logged, "queued session not aborted: {}", px.proc.log_text());
-    assert!(px.proc.log_text().lines().any(|l| l.contains(" CC ")));
+    // As HAProxy 2.6 logs it: the client (C) left while queued (Q), first in line.
+    assert!(px.proc.log_text().lines().any(|l| l.contains(" 0 CQ ") && l.ends_with(" 0/1")));
     assert_eq!(first.join().expect("first").map(|r| r.0), Some(200));
 }

@@ -8,45 +8,48 @@ use std::time::{Duration, Instant};
 
 use crate::harness::*;
 
-/// A UDP syslog sink on a free loopback port.
+/// A UDP syslog sink on a free loopback port; keeps every datagram it received.
 struct Sink {
     sock: UdpSocket,
+    got: std::cell::RefCell<Vec<String>>,
 }
 
 impl Sink {
     fn new() -> Sink {
         let sock = UdpSocket::bind("127.0.0.1:0").expect("bind sink");
-        Sink { sock }
+        Sink { sock, got: Default::default() }
     }
 
     fn addr(&self) -> SocketAddr {
         self.sock.local_addr().expect("addr")
     }
 
-    /// Datagrams until `done(all so far)` holds, at most `within`.
-    fn until(&self, within: Duration, done: impl Fn(&[String]) -> bool) -> Vec<String> {
-        let deadline = Instant::now() + within;
-        let mut got = Vec::new();
+    /// Waits (at most 5 s) until `n` datagrams arrived in all; returns how many did.
+    fn wait_for(&self, n: usize) -> usize {
+        let deadline = Instant::now() + Duration::from_secs(5);
         let mut buf = vec![0u8; 70_000];
-        while !done(&got) {
+        while self.got.borrow().len() < n {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;
             }
             self.sock.set_read_timeout(Some(left)).expect("timeout");
             match self.sock.recv(&mut buf) {
-                Ok(n) => got.push(String::from_utf8_lossy(&buf[..n]).into_owned()),
+                Ok(k) => {
+                    self.got.borrow_mut().push(String::from_utf8_lossy(&buf[..k]).into_owned())
+                }
                 Err(_) => break,
             }
         }
-        got
+        self.got.borrow().len()
     }
 
-    /// `n` datagrams (waits at most 5 s for them).
+    /// The `n` datagrams expected in all (waits at most 5 s for them).
     fn take(&self, n: usize) -> Vec<String> {
-        let got = self.until(Duration::from_secs(5), |g| g.len() >= n);
-        assert_eq!(got.len(), n, "datagrams: {got:#?}");
-        got
+        let got = self.wait_for(n);
+        let all = self.got.borrow().clone();
+        assert_eq!(got, n, "datagrams: {all:#?}");
+        all
     }
 }
 
@@ -86,14 +89,24 @@ impl Proxy {
 /// Runs `scenario` against Fulcrum, then HAProxy when installed, each with a fresh sink that
 /// `cfg`'s `{sink}` names; returns each one's datagrams (`expect` of them), masked.
 fn both(test: &str, cfg: &str, expect: usize, scenario: impl Fn(&Proxy)) -> Vec<Vec<String>> {
+    both_with_sink(test, cfg, expect, |p, _| scenario(p))
+}
+
+/// Like [`both`], the scenario seeing the sink (to wait for each line before the next step).
+fn both_with_sink(
+    test: &str,
+    cfg: &str,
+    expect: usize,
+    scenario: impl Fn(&Proxy, &Sink),
+) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     for which in ["fulcrum", "haproxy"] {
         let sink = Sink::new();
         let cfg = cfg.replace("{sink}", &sink.addr().to_string());
         let Some(p) = Proxy::start(which, test, &cfg) else { continue };
-        scenario(&p);
+        scenario(&p, &sink);
         let got = sink.take(expect);
-        out.push(got.iter().map(|l| mask(l)).collect());
+        out.push(got.iter().map(|l| mask(l)).collect::<Vec<_>>());
         drop(p);
     }
     if out.len() == 2 {
@@ -214,6 +227,100 @@ fn a_soft_stop_says_each_proxy_stopped_to_its_own_targets_and_levels_filter() {
             "<134>TIME t[PID]: Connect from 127.0.0.1:P to 127.0.0.1:P (web/HTTP)\n",
             "<132>TIME t[PID]: Proxy web stopped (cumulated conns: FE: 1, BE: 0).\n",
             "<148>TIME t[PID]: Proxy be stopped (cumulated conns: FE: 0, BE: 2).\n",
+        ]
+    );
+}
+
+/// Sends `raw` on a new connection and reads until the proxy closes (or 5 s).
+fn exchange(addr: SocketAddr, raw: &[u8]) -> Vec<u8> {
+    let mut s = connect(addr);
+    s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    s.write_all(raw).expect("write");
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    buf
+}
+
+const HTTP_LOG: &str = "global\n nbthread 1\n log {sink} local0\n log-tag t\n\
+    defaults\n mode http\n log global\n option httplog\n timeout connect 1s\n timeout client 5s\n\
+    timeout server 500ms\n timeout http-request 500ms\n timeout queue 3s\n retries 1\n";
+
+/// Every way of ending a transaction this proxy has, in `option httplog`, against HAProxy:
+/// the same termination state, status, bytes (as HAProxy counts them), counters, queue
+/// positions, captures and request line, with only times, dates and ports masked.
+#[test]
+fn httplog_lines_say_how_each_transaction_ended_as_haproxy_does() {
+    let ts = testserver("http", "s1");
+    let cfg = format!(
+        "{HTTP_LOG}frontend fe\n bind {{fe0}}\n capture request header Host len 5\n\
+         capture response header X-Server len 10\n\
+         http-request deny if {{ path /deny }}\n\
+         http-request return status 200 content-type text/plain string hi if {{ path /ret }}\n\
+         http-request redirect location /x if {{ path /redir }}\n\
+         http-request tarpit if {{ path /tarpit }}\n timeout tarpit 100ms\n monitor-uri /mon\n\
+         use_backend dead if {{ path_beg /dead }}\n use_backend none if {{ path_beg /none }}\n\
+         use_backend q if {{ path_beg /q }}\n default_backend be\n\
+         backend be\n server s1 {ts}\nbackend dead\n server s1 {dead}\n\
+         backend none\n server s1 {ts} disabled\nbackend q\n server s1 {ts} maxconn 1\n",
+        ts = ts.addr,
+        dead = dead_addr(),
+    );
+    let runs = both_with_sink("log-httplog", &cfg, 19, |p, sink| {
+        let a = p.addrs[0];
+        let mut n = 0;
+        let mut step = |raw: &[u8], lines: usize| {
+            exchange(a, raw);
+            n += lines;
+            assert_eq!(sink.wait_for(n), n, "lines so far: {:#?}", sink.got.borrow());
+        };
+        step(b"GET /ok HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n", 1);
+        step(b"GET /a HTTP/1.1\r\nHost: h\r\n\r\nGET /b?x=1 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 2);
+        let mut post =
+            b"POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 10000\r\nConnection: close\r\n\r\n"
+                .to_vec();
+        post.extend_from_slice(&[b'z'; 10_000]);
+        step(&post, 1);
+        step(b"GET /?c=404 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 1);
+        step(b"GET /?t=1500 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 1);
+        step(b"GET /dead HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 1);
+        step(b"GET /none HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 1);
+        step(b"GET /deny HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 1);
+        step(b"GET /ret HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 1);
+        step(b"GET /redir HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 1);
+        // Not logged: the next line is the tarpit's.
+        exchange(a, b"GET /mon HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
+        step(b"GET /tarpit HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 1);
+        step(b"GET /a b c HTTP/1.1\r\nHost: h\r\n\r\n", 1);
+        step(b"GET /partial HTTP/1.1\r\nHost", 1);
+        step(b"", 1);
+        // The server answers, then closes: a normal end.
+        step(b"GET /?drop=1 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 1);
+        step(b"GET /?bad=empty HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 1);
+        step(b"GET /?bad=truncated HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 1);
+        step(b"GET /?bad=garbage HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 1);
+    });
+    assert_eq!(
+        runs[0],
+        [
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe be/s1 T/T/T/T/T 200 81 - - ---- 1/1/0/0/0 0/0 {examp} {s1} \"GET /ok HTTP/1.1\"\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe be/s1 T/T/T/T/T 200 81 - - ---- 1/1/0/0/0 0/0 {h} {s1} \"GET /a HTTP/1.1\"\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe be/s1 T/T/T/T/T 200 81 - - ---- 1/1/0/0/0 0/0 {h} {s1} \"GET /b?x=1 HTTP/1.1\"\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe be/s1 T/T/T/T/T 200 81 - - ---- 1/1/0/0/0 0/0 {h} {s1} \"POST /p HTTP/1.1\"\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe be/s1 T/T/T/T/T 404 88 - - ---- 1/1/0/0/0 0/0 {h} {s1} \"GET /?c=404 HTTP/1.1\"\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe be/s1 T/T/T/-1/T 504 198 - - sH-- 1/1/0/0/0 0/0 {h} {} \"GET /?t=1500 HTTP/1.1\"\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe dead/s1 T/T/-1/-1/T 503 217 - - SC-- 1/1/0/0/1 0/0 {h} {} \"GET /dead HTTP/1.1\"\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe none/<NOSRV> T/-1/-1/-1/T 503 217 - - SC-- 1/1/0/0/0 0/0 {h} {} \"GET /none HTTP/1.1\"\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe fe/<NOSRV> T/-1/-1/-1/T 403 192 - - PR-- 1/1/0/0/0 0/0 {h} {} \"GET /deny HTTP/1.1\"\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe fe/<NOSRV> T/-1/-1/-1/T 200 73 - - LR-- 1/1/0/0/0 0/0 {h} {} \"GET /ret HTTP/1.1\"\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe fe/<NOSRV> T/-1/-1/-1/T 302 83 - - LR-- 1/1/0/0/0 0/0 {h} {} \"GET /redir HTTP/1.1\"\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe fe/<NOSRV> -1/T/-1/-1/T 500 208 - - PT-- 1/1/0/0/0 0/0 {h} {} \"GET /tarpit HTTP/1.1\"\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe fe/<NOSRV> -1/-1/-1/-1/T 400 0 - - PR-- 1/1/0/0/0 0/0 \"<BADREQ>\"\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe fe/<NOSRV> -1/-1/-1/-1/T 408 0 - - cR-- 1/1/0/0/0 0/0 \"<BADREQ>\"\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe fe/<NOSRV> -1/-1/-1/-1/T 408 0 - - cR-- 1/1/0/0/0 0/0 \"<BADREQ>\"\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe be/s1 T/T/T/T/T 200 81 - - ---- 1/1/0/0/0 0/0 {h} {s1} \"GET /?drop=1 HTTP/1.1\"\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe be/s1 T/T/T/-1/T 502 209 - - SH-- 1/1/0/0/0 0/0 {h} {} \"GET /?bad=empty HTTP/1.1\"\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe be/s1 T/T/T/T/T 200 61 - - SD-- 1/1/0/0/0 0/0 {h} {} \"GET /?bad=truncated HTTP/1.1\"\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe be/s1 T/T/T/-1/T 502 209 - - PH-- 1/1/0/0/0 0/0 {h} {} \"GET /?bad=garbage HTTP/1.1\"\n",
         ]
     );
 }

@@ -60,7 +60,21 @@ impl Session<'_> {
         if rd.kind == cfg::RedirectKind::Location && rd.append_slash && !loc.ends_with(b"/") {
             loc.push(b'/');
         }
-        crate::http::reply::raw(rd.code, None, &[(b"location", &loc)], b"")
+        // As HAProxy's `http_apply_redirect_rule`: length, location, and no caching of the
+        // temporary ones.
+        let mut out = Vec::with_capacity(loc.len() + 96);
+        out.extend_from_slice(b"HTTP/1.1 ");
+        out.extend_from_slice(rd.code.to_string().as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(fulcrum_http::default_reason(rd.code));
+        out.extend_from_slice(b"\r\ncontent-length: 0\r\nlocation: ");
+        out.extend_from_slice(&loc);
+        out.extend_from_slice(b"\r\n");
+        if matches!(rd.code, 302 | 303 | 307) {
+            out.extend_from_slice(b"cache-control: no-cache\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+        out
     }
 
     pub(super) fn messages<'m>(
@@ -115,10 +129,12 @@ impl Session<'_> {
             closes = true;
             msg = with_connection_close(&msg);
         }
+        self.o.status = Some(status);
         if self.logs {
-            self.log.status = parse_status(&msg);
-            self.log.bytes = msg.len() as u64;
             self.log.backend = be.cloned();
+            self.o.bytes_out += answer_size(&mut self.resp, &msg);
+        } else {
+            self.o.bytes_out += msg.len() as u64;
         }
         let _ = write_all_within(&self.client, &msg, self.fe.timeouts.client).await;
         if closes || info.body != Body::None || info.conn_close || crate::runtime::stopping() {
@@ -133,6 +149,16 @@ impl Session<'_> {
     pub(super) async fn answer_raw(&mut self, status: u16) {
         let msg = crate::http::messages::builtin_or_generic(status);
         let _ = write_all_within(&self.client, msg, self.fe.timeouts.client).await;
+    }
+}
+
+/// What HAProxy counts for an answer it makes (see [`crate::outcome::head_size`]); `resp` is
+/// scratch space.
+fn answer_size(resp: &mut Head, msg: &[u8]) -> u64 {
+    let limits = fulcrum_http::Limits { max_head: msg.len().max(1024), max_headers: 1000 };
+    match resp.parse_response(msg, &limits) {
+        Ok(Some(n)) => crate::outcome::head_size(resp) + (msg.len() - n) as u64,
+        _ => msg.len() as u64,
     }
 }
 

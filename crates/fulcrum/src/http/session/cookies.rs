@@ -2,12 +2,24 @@
 //! cookie the response carries back. Must not touch: server choice beyond naming the server.
 
 use super::*;
+use crate::outcome::{CookieIn, CookieOut};
 
 impl Session<'_> {
     /// Persistence cookie: the server the request's cookie names, if the backend uses cookies.
     /// With `indirect` (or `prefix`), the cookie is taken out of the request sent on.
     pub(super) fn persistence(&mut self, be: &Arc<Backend>, be_http: &HttpProxy) -> Option<usize> {
+        let chosen = self.cookie_server(be, be_http);
+        if !be_http.cookie.as_ref().is_some_and(logs_flags) {
+            self.o.cookie_in = CookieIn::NotApplicable;
+        }
+        chosen
+    }
+
+    fn cookie_server(&mut self, be: &Arc<Backend>, be_http: &HttpProxy) -> Option<usize> {
         let ck = be_http.cookie.as_ref()?;
+        // HAProxy's flags start at "no cookie" / "no set-cookie" once persistence applies.
+        self.o.cookie_in = CookieIn::None;
+        self.o.cookie_out = CookieOut::None;
         let mut found: Option<(usize, Vec<u8>)> = None;
         for (n, v) in self.req.headers() {
             if !n.eq_ignore_ascii_case(b"cookie") {
@@ -27,6 +39,8 @@ impl Session<'_> {
                     .position(|s| s.cookie.as_deref().map(str::as_bytes) == Some(id))
                 {
                     found = Some((idx, rest));
+                } else {
+                    self.o.cookie_in = CookieIn::Invalid;
                 }
                 break;
             }
@@ -38,7 +52,13 @@ impl Session<'_> {
             self.rewrite_request_cookie(&ck.name, None);
         }
         let srv = &be.servers[idx];
-        srv.is_up().then_some(idx)
+        if srv.is_up() {
+            self.o.cookie_in = CookieIn::Valid;
+            Some(idx)
+        } else {
+            self.o.cookie_in = CookieIn::Down;
+            None
+        }
     }
 
     /// Replaces (or removes, with `None`) cookie `name` in the request's Cookie headers.
@@ -98,12 +118,35 @@ impl Session<'_> {
         persisted: Option<usize>,
     ) {
         let Some(ck) = be_http.cookie.as_ref() else { return };
+        let direct = persisted == Some(slot.index());
+        let name = ck.name.as_bytes();
+        let ours = |n: &[u8], v: &[u8]| {
+            n.eq_ignore_ascii_case(b"set-cookie")
+                && v.len() > name.len()
+                && v.starts_with(name)
+                && v[name.len()] == b'='
+        };
+        let served = self.resp.headers().any(|(n, v)| ours(n, v));
+        if served {
+            self.o.cookie_out = CookieOut::Provided;
+        }
+        // The server's own cookie goes when the proxy inserts its own, and with `indirect`
+        // when the client came straight to its server (HAProxy's "Set-cookie Deleted").
+        if served && (ck.mode == cfg::CookieMode::Insert || (direct && ck.indirect)) {
+            self.resp.retain_headers(|n, v| !ours(n, v));
+            self.o.cookie_out = CookieOut::Deleted;
+        }
+        if !logs_flags(ck) {
+            self.o.cookie_out = CookieOut::NotApplicable;
+        }
         let Some(value) = slot.server().cookie.as_deref() else { return };
         match ck.mode {
             cfg::CookieMode::Insert => {
-                if ck.indirect && persisted == Some(slot.index()) {
+                // A client already holding its server's cookie gets none.
+                if direct {
                     return;
                 }
+                self.o.cookie_out = CookieOut::Inserted;
                 let mut c = format!("{}={value}; path=/", ck.name);
                 for d in &ck.domain {
                     c.push_str("; domain=");
@@ -145,6 +188,9 @@ impl Session<'_> {
                         edits.push((i, nv));
                     }
                 }
+                if !edits.is_empty() {
+                    self.o.cookie_out = CookieOut::Rewritten;
+                }
                 for (i, v) in edits {
                     let _ = self.resp.set_header_value_at(i, &v);
                 }
@@ -152,6 +198,12 @@ impl Session<'_> {
             cfg::CookieMode::Passive => {}
         }
     }
+}
+
+/// Whether the log's cookie flags apply: HAProxy prints them for a cookie that is inserted,
+/// rewritten, prefixed or `indirect`, and `--` for a passive one.
+fn logs_flags(ck: &cfg::CookieCfg) -> bool {
+    ck.mode != cfg::CookieMode::Passive || ck.indirect
 }
 
 /// Whether a response carries freshness information a cache could use (`nocache` then marks

@@ -21,6 +21,8 @@ impl Session<'_> {
         }
         let mut body_done = info.body == Body::None;
         self.scanner.reset();
+        // A new connection's bytes: nothing of an earlier try's response is resumed.
+        self.resp.start_over();
         let mut got_any = false;
         loop {
             if !body_done {
@@ -34,6 +36,7 @@ impl Session<'_> {
                     (self.ctimer.as_mut(), ct),
                     st,
                     Some((&sc.stream, &mut sc.buf)),
+                    &mut self.o.bytes_in,
                 )
                 .await;
                 match x {
@@ -44,7 +47,7 @@ impl Session<'_> {
                         self.note(format_args!("request body: {x:?}"));
                         return Exchange::ClientGone;
                     }
-                    Xfer::WriteError | Xfer::WriteTimeout => return Exchange::BadResponse,
+                    Xfer::WriteError | Xfer::WriteTimeout => return Exchange::ServerGone,
                 }
             }
             // Read until a response head is complete (or, during an upload, until the server
@@ -89,7 +92,7 @@ impl Session<'_> {
                 };
                 match n {
                     Ok(0) | Err(_) if !got_any => return Exchange::RetryFresh,
-                    Ok(0) | Err(_) => return Exchange::BadResponse,
+                    Ok(0) | Err(_) => return Exchange::ServerGone,
                     Ok(_) => {}
                 }
             }
@@ -107,7 +110,6 @@ impl Session<'_> {
         fresh_only: bool,
         check: bool,
     ) -> Result<(ServerSlot, ServerConn), tcp::Ending> {
-        let mut outcome = tcp::Outcome::empty();
         let first = self.requests == 0;
         let own = &mut self.own;
         let mut idle = |idx: usize| -> Option<(Stream, u32)> {
@@ -130,7 +132,7 @@ impl Session<'_> {
             pool::take(be, idx, min_requests, check).map(|i| (i.stream, i.requests))
         };
         let (slot, stream, requests) =
-            tcp::connect_server_reusing(be, key, persist, self.dst_port, &mut outcome, &mut idle)
+            tcp::connect_server_reusing(be, key, persist, self.dst_port, &mut self.o, &mut idle)
                 .await?;
         // A previous connection of ours to another server goes to the pool now.
         if let Some(old) = self.own.take() {
@@ -190,9 +192,12 @@ impl Session<'_> {
             client_fin: self.fe.timeouts.client_fin,
             server_fin: be.timeouts.server_fin,
         };
-        let (_end, moved) = tunnel::run(&self.client, &sc.stream, t).await;
+        let (end, moved) = tunnel::run(&self.client, &sc.stream, t).await;
         Counters::add(&be.counters.bytes_in, moved.client_to_server);
         Counters::add(&be.counters.bytes_out, moved.server_to_client);
+        self.o.bytes_in += moved.client_to_server;
+        self.o.bytes_out += moved.server_to_client;
+        tcp::Ending::Tunnel(end).record(&mut self.o);
     }
 }
 
@@ -202,6 +207,8 @@ pub(super) enum Exchange {
     /// The connection failed before any response byte (a reused one may be retried fresh).
     RetryFresh,
     BadResponse,
+    /// The server closed (or failed) after part of a response, or while the request was sent.
+    ServerGone,
     ServerTimeout,
     ClientGone,
     /// The request body turned out invalid (bad chunk) after the head was sent.
@@ -229,6 +236,7 @@ pub(super) async fn pump(
     (mut read_timer, read_timeout): (Pin<&mut Timer>, Option<Duration>),
     write_timeout: Option<Duration>,
     mut watch: Option<(&Stream, &mut RecvBuf)>,
+    moved: &mut u64,
 ) -> Xfer {
     let mut remaining = match body {
         Body::None | Body::Length(0) => return Xfer::Done,
@@ -238,6 +246,7 @@ pub(super) async fn pump(
     loop {
         if !fbuf.is_empty() {
             let data = fbuf.data();
+            let before = scanner.payload();
             let (n, done) = match body {
                 Body::Length(_) => {
                     let n = (data.len() as u64).min(remaining) as usize;
@@ -250,10 +259,15 @@ pub(super) async fn pump(
                 },
                 _ => (data.len(), false),
             };
+            // Data bytes (a chunked body's framing is not counted, as HAProxy counts).
+            let data_bytes = match body {
+                Body::Chunked => scanner.payload() - before,
+                _ => n as u64,
+            };
             if n > 0 || !head.is_empty() {
                 let more = !done && fbuf.is_full();
                 match send_within(to, head, &data[..n], write_timeout, more).await {
-                    Ok(()) => {}
+                    Ok(()) => *moved += data_bytes,
                     Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
                         return Xfer::WriteTimeout
                     }

@@ -9,6 +9,11 @@ impl Session<'_> {
     /// One request/response exchange, the request head being in `self.req`.
     pub(super) async fn transaction(&mut self) -> Next {
         self.vars.end_transaction();
+        let spec = &self.fe.log.captures;
+        if !spec.is_empty() {
+            self.vars.caps.reset(spec);
+            self.vars.caps.take_from(spec, &self.req, false);
+        }
         let info = *self.req.info();
         let method = self.req.method();
         let version = self.req.version();
@@ -21,6 +26,7 @@ impl Session<'_> {
         // tcp-request content rules (the connection closes on reject).
         if !fe.rules.tcp_content.is_empty() && !self.tcp_content_accepts() {
             self.note(format_args!("tcp-request content reject"));
+            self.o.end(Cause::Proxy, Phase::Request);
             return Next::Close;
         }
         // monitor-uri: answered here, before any rule.
@@ -31,6 +37,8 @@ impl Session<'_> {
                     let ctx = base.ctx(&self.req, None, &self.vars);
                     fe.rules.monitor_fail.iter().any(|c| c.eval(&fe.rules.acls, &ctx))
                 };
+                // HAProxy does not log monitoring requests.
+                self.log.skip = true;
                 return self.answer(if failing { 503 } else { 200 }, &info, None).await;
             }
         }
@@ -39,19 +47,25 @@ impl Session<'_> {
             let t = self.http.timeouts.request.or(fe.timeouts.client).unwrap_or(Duration::MAX);
             self.wait_for_body(&info, t.min(Duration::from_secs(3600)), None).await;
         }
+        self.make_unique_id(None, false);
         // Frontend rules, then legacy redirects.
         if let Some(next) = self.request_rules(&fe.rules, None, &info).await {
             return next;
         }
         // Backend choice.
         let Some(be) = self.choose_backend() else {
+            self.o.end(Cause::Proxy, Phase::Request);
             return self.answer(503, &info, None).await;
         };
         Counters::inc(&be.counters.sessions);
+        if self.logs {
+            self.log.backend = Some(Arc::clone(&be));
+        }
         // Only a `mode tcp` frontend upgraded to HTTP can pick a tcp backend (for a later
         // request): as HAProxy, the stream fails and the connection closes without an answer.
         let Some(be_http) = be.http.as_deref() else {
             self.note(format_args!("tcp backend '{}' for an HTTP request: closing", be.name));
+            self.o.end(Cause::Internal, Phase::Request);
             return Next::Close;
         };
         // A `listen` proxy is its own backend: its rules ran above already.
@@ -60,6 +74,7 @@ impl Session<'_> {
                 return next;
             }
         }
+        self.make_unique_id(Some(&be), true);
         if !self.vars.early_hints.is_empty() {
             // One `103 Early Hints` per group of rules (`\0` separates groups).
             let mut hints = Vec::new();
@@ -100,6 +115,7 @@ impl Session<'_> {
             if check.scan(self.cbuf.data()).is_err() {
                 let mut i = info;
                 i.conn_close = true;
+                self.o.end(Cause::Proxy, Phase::Request);
                 return self.answer(400, &i, Some(&be)).await;
             }
         }
@@ -108,6 +124,7 @@ impl Session<'_> {
         self.out.clear();
         self.req.write_to(&mut self.out);
         if self.out.len() > be_http.bufsize.min(self.http.bufsize) && !self.vars.strict_off {
+            self.o.end(Cause::Internal, Phase::Request);
             return self.answer(500, &info, Some(&be)).await;
         }
         let mut keybuf = std::mem::take(&mut self.key);
@@ -120,7 +137,6 @@ impl Session<'_> {
         let retryable = info.body == Body::None;
         let mut fresh_only = false;
         let mut l7_retries = 0;
-        let connect_from = self.logs.then(Instant::now);
         let (slot, mut sc, body_done) = loop {
             // An idle connection is checked for a close by the server only when the request
             // could not be sent again (it has a body).
@@ -130,17 +146,17 @@ impl Session<'_> {
                 Ok(v) => v,
                 Err(e) => {
                     self.note(format_args!("no server: {e:?}"));
+                    e.record(&mut self.o);
                     return self.answer(503, &info, Some(&be)).await;
                 }
             };
             let reused = sc.requests > 0;
-            let sent_at = connect_from.map(|c| (c, Instant::now()));
-            if let Some((c, sent)) = sent_at {
-                self.log.tc = Some(sent - c);
-            }
             let exchanged = self.exchange(sc, &info, &be).await;
-            if let Some((_, sent)) = sent_at {
-                self.log.trsp = Some(sent.elapsed());
+            if self.logs {
+                self.o.marks.data = Some(Instant::now());
+            }
+            if matches!(exchanged, Exchange::Response(..)) && !self.fe.log.captures.is_empty() {
+                self.vars.caps.take_from(&self.fe.log.captures, &self.resp, true);
             }
             // `retry-on` (L7 retries): only a request without body can be sent again, at most
             // `retries` times, each time on a new connection.
@@ -150,7 +166,7 @@ impl Session<'_> {
                 // Issue 3: a reused connection that dies before answering is always retried.
                 Exchange::RetryFresh if reused && retryable && !fresh_only => true,
                 Exchange::RetryFresh => may_retry && ro.empty_response,
-                Exchange::BadResponse => may_retry && ro.junk_response,
+                Exchange::BadResponse | Exchange::ServerGone => may_retry && ro.junk_response,
                 Exchange::ServerTimeout => may_retry && ro.response_timeout,
                 Exchange::Response(_, true) => may_retry && ro.status(self.resp.status()),
                 _ => false,
@@ -160,6 +176,7 @@ impl Session<'_> {
                     l7_retries += 1;
                 }
                 fresh_only = true;
+                self.o.retries += 1;
                 Counters::inc(&be.counters.retries);
                 drop(exchanged);
                 drop(slot);
@@ -176,22 +193,34 @@ impl Session<'_> {
                     }
                     break (slot, sc, body_done);
                 }
-                Exchange::RetryFresh | Exchange::BadResponse => {
-                    let what = if matches!(exchanged, Exchange::RetryFresh) {
-                        "Close from server (http)"
-                    } else {
-                        "Invalid http response"
+                Exchange::RetryFresh | Exchange::BadResponse | Exchange::ServerGone => {
+                    let (what, cause) = match exchanged {
+                        Exchange::BadResponse => ("Invalid http response", Cause::Proxy),
+                        _ => ("Close from server (http)", Cause::ServerAbort),
                     };
+                    self.o.marks.data = None;
+                    self.o.end(cause, Phase::Headers);
+                    if let Some(by) = slot.ended_by() {
+                        self.o.ended_by_state_change(by, Phase::Headers);
+                    }
                     observe_l7(&be, idx, true, what);
                     Counters::inc(&be.counters.failed_responses);
                     return self.answer(502, &info, Some(&be)).await;
                 }
                 Exchange::ServerTimeout => {
+                    self.o.marks.data = None;
+                    self.o.end(Cause::ServerTimeout, Phase::Headers);
                     observe_l7(&be, idx, true, "Read timeout (http)");
                     return self.answer(504, &info, Some(&be)).await;
                 }
-                Exchange::ClientGone => return Next::Close,
+                Exchange::ClientGone => {
+                    self.o.marks.data = None;
+                    self.o.end(Cause::ClientAbort, Phase::Headers);
+                    return Next::Close;
+                }
                 Exchange::BadRequest => {
+                    self.o.marks.data = None;
+                    self.o.end(Cause::Proxy, Phase::Request);
                     let mut i = info;
                     i.conn_close = true;
                     return self.answer(400, &i, Some(&be)).await;
@@ -221,6 +250,7 @@ impl Session<'_> {
             if check.scan(sc.buf.data()).is_err() {
                 drop(slot);
                 drop(sc);
+                self.o.end(Cause::Proxy, Phase::Headers);
                 Counters::inc(&be.counters.failed_responses);
                 return self.answer(502, &info, Some(&be)).await;
             }
@@ -234,6 +264,8 @@ impl Session<'_> {
             drop(sc); // the server's response is abandoned with its connection
             let mut i = info;
             i.conn_close = true;
+            let cause = if matches!(built, Built::Bytes(_)) { Cause::Local } else { Cause::Proxy };
+            self.o.end(cause, Phase::Headers);
             return match built {
                 Built::Drop => Next::Close,
                 Built::Status(status) => self.answer(status, &i, Some(&be)).await,
@@ -265,6 +297,7 @@ impl Session<'_> {
             // Rewrites made the head larger than a buffer: HAProxy fails the transaction.
             drop(slot);
             drop(sc);
+            self.o.end(Cause::Internal, Phase::Headers);
             let mut i = info;
             i.conn_close = true;
             return self.answer(500, &i, Some(&be)).await;
@@ -275,16 +308,14 @@ impl Session<'_> {
         if !head_with_body {
             if let Err(e) = self.write_client_head().await {
                 self.note(format_args!("client write failed: {e}"));
+                self.o.end(Cause::ClientAbort, Phase::Data);
                 return Next::Close;
             }
         }
+        self.o.bytes_out +=
+            if self.logs { crate::outcome::head_size(&self.resp) } else { self.out.len() as u64 };
+        self.o.status = Some(status);
         Counters::add(&be.counters.bytes_out, self.out.len() as u64);
-        if self.logs {
-            self.log.status = self.resp.status();
-            self.log.bytes = self.out.len() as u64;
-            self.log.backend = Some(Arc::clone(&be));
-            self.log.server = Some(slot.index());
-        }
         if tunnel {
             self.tunnel(sc, &be).await;
             return Next::Close;
@@ -303,11 +334,25 @@ impl Session<'_> {
             (self.stimer.as_mut(), st),
             ct,
             None,
+            &mut self.o.bytes_out,
         )
         .await;
+        let killed = slot.ended_by();
         drop(slot);
+        if let Some(by) = killed {
+            // The server's sessions were shut as it changed state: not the server's doing.
+            self.o.ended_by_state_change(by, Phase::Data);
+            return Next::Close;
+        }
         if xfer != Xfer::Done {
             self.note(format_args!("response body: {xfer:?}"));
+            let cause = match xfer {
+                Xfer::ReadTimeout => Cause::ServerTimeout,
+                Xfer::WriteError => Cause::ClientAbort,
+                Xfer::WriteTimeout => Cause::ClientTimeout,
+                _ => Cause::ServerAbort,
+            };
+            self.o.end(cause, Phase::Data);
             return Next::Close;
         }
         if server_keep && sc.buf.is_empty() {
@@ -370,6 +415,12 @@ impl Session<'_> {
                     v => v,
                 }
             };
+            let (cause, phase) = match &verdict {
+                Verdict::Return(_) | Verdict::Redirect(_) => (Cause::Local, Phase::Request),
+                Verdict::RewriteFailed => (Cause::Internal, Phase::Request),
+                Verdict::Tarpit(_) => (Cause::Proxy, Phase::Tarpit),
+                _ => (Cause::Proxy, Phase::Request),
+            };
             let built = match verdict {
                 Verdict::Continue => return None,
                 Verdict::WaitForBody { time, at_least, resume } => {
@@ -384,16 +435,25 @@ impl Session<'_> {
                 Verdict::Return(rp) => Built::Bytes(self.build_reply(rp, be)),
                 Verdict::Redirect(rd) => Built::Bytes(self.build_redirect(rd, be)),
                 Verdict::RewriteFailed => Built::Status(500),
-                Verdict::Drop => return Some(Next::Close),
+                Verdict::Drop => {
+                    self.o.end(cause, phase);
+                    return Some(Next::Close);
+                }
                 Verdict::Tarpit(status) => {
                     // Hold the client for `timeout tarpit` (default: `timeout connect`).
                     let http = be.and_then(|b| b.http.as_deref()).unwrap_or(self.http);
                     if let Some(t) = http.tarpit {
                         tokio::time::sleep(t).await;
                     }
+                    // As HAProxy: the tarpit counts as queueing, from no request time.
+                    self.o.marks.request = None;
+                    if self.logs {
+                        self.o.marks.queue = Some(Instant::now());
+                    }
                     Built::Status(status)
                 }
             };
+            self.o.end(cause, phase);
             let next = match built {
                 Built::Status(status) => self.answer(status, info, be).await,
                 Built::Bytes(bytes) => self.answer_bytes(bytes, info, be).await,
@@ -475,11 +535,7 @@ impl Session<'_> {
                 Verdict::Deny(_, Some(rp)) | Verdict::Return(rp) => {
                     Built::Bytes(self.build_reply(rp, Some(be)))
                 }
-                Verdict::Redirect(rd) => {
-                    // HAProxy marks redirects made from a response uncacheable.
-                    let raw = self.build_redirect(rd, Some(be));
-                    Built::Bytes(with_header_after_status(&raw, b"Cache-Control: no-cache\r\n"))
-                }
+                Verdict::Redirect(rd) => Built::Bytes(self.build_redirect(rd, Some(be))),
                 Verdict::RewriteFailed => Built::Status(500),
             };
             return Some(built);
