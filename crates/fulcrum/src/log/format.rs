@@ -41,6 +41,12 @@ impl Format {
     /// rules' context (a rule's format has none: stream variables print as absent).
     pub fn render(&self, ctx: &Ctx<'_>, stream: Option<&Stream<'_>>, out: &mut Vec<u8>) {
         let mut last_space = true;
+        // What several variables derive from the stream, worked out once per line.
+        let d = stream.map(|s| Derived {
+            timers: s.outcome.timers(s.now, s.http),
+            accept: s.wall - s.outcome.age(s.now),
+            request: s.wall - s.outcome.request_age(s.now),
+        });
         for p in &self.parts {
             match p {
                 Part::Sep => {
@@ -73,7 +79,7 @@ impl Format {
                     last_space = false;
                 }
                 Part::Var(v, f) => {
-                    if var(out, *v, *f, ctx, stream) {
+                    if var(out, *v, *f, ctx, stream, d.as_ref()) {
                         last_space = false;
                     }
                 }
@@ -86,6 +92,13 @@ impl Format {
         self.render(ctx, None, &mut v);
         v
     }
+}
+
+/// The stream's timers and the wall-clock moments it began and its request began.
+struct Derived {
+    timers: crate::outcome::Timers,
+    accept: SystemTime,
+    request: SystemTime,
 }
 
 /// What a log line knows about its stream beyond the rules' context.
@@ -271,8 +284,23 @@ fn text(out: &mut Vec<u8>, s: Option<&[u8]>, f: LogFlags) {
     }
 }
 
+/// A decimal integer, without the formatting machinery (a log line has a dozen of them).
 fn num(out: &mut Vec<u8>, n: i64) {
-    let _ = write!(out, "{n}");
+    if n < 0 {
+        out.push(b'-');
+    }
+    let mut v = n.unsigned_abs();
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
 }
 
 /// `%ci`-like: an address as text (quoted under `+Q`), or in hexadecimal under `+X`; `-` for
@@ -291,10 +319,25 @@ fn ip(out: &mut Vec<u8>, a: Option<SocketAddr>, unix: bool, f: LogFlags) {
                 }
             }
         },
+        Some(a) if !f.has(LogFlags::QUOTE) && !f.has(LogFlags::ESCAPE) => match a.ip() {
+            // The common case, written in place.
+            std::net::IpAddr::V4(v4) => {
+                for (i, b) in v4.octets().into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(b'.');
+                    }
+                    num(out, i64::from(b));
+                }
+            }
+            ip6 => {
+                let _ = write!(out, "{ip6}");
+            }
+        },
         Some(a) => {
-            let mut buf = Vec::with_capacity(40);
-            let _ = write!(buf, "{}", a.ip());
-            text(out, Some(&buf), f);
+            let start = out.len();
+            let _ = write!(out, "{}", a.ip());
+            let written = out.split_off(start);
+            text(out, Some(&written), f);
         }
         None if unix => text(out, Some(b"unix"), f),
         None => text(out, None, f),
@@ -435,16 +478,22 @@ fn captures(out: &mut Vec<u8>, slots: &[Option<Vec<u8>>], list: bool, f: LogFlag
 
 /// Renders one variable; false when it printed nothing and leaves the separator state as it
 /// was (captures without slots).
-fn var(out: &mut Vec<u8>, v: LogVar, f: LogFlags, ctx: &Ctx<'_>, s: Option<&Stream<'_>>) -> bool {
+fn var(
+    out: &mut Vec<u8>,
+    v: LogVar,
+    f: LogFlags,
+    ctx: &Ctx<'_>,
+    s: Option<&Stream<'_>>,
+    d: Option<&Derived>,
+) -> bool {
     use LogVar as V;
     let o = s.map(|s| s.outcome);
-    let timers = s.map(|s| s.outcome.timers(s.now, s.http));
-    let t = |pick: fn(&crate::outcome::Timers) -> i64| timers.as_ref().map_or(-1, pick);
+    let t = |pick: fn(&crate::outcome::Timers) -> i64| d.map_or(-1, |d| pick(&d.timers));
     let be = ctx.backend.or(s.and_then(|s| s.be));
     let unix_client = ctx.src.is_none();
     // The moment the stream began, and its request began, on the wall clock.
-    let accept = s.map(|s| s.wall - s.outcome.age(s.now));
-    let request = s.map(|s| s.wall - s.outcome.request_age(s.now));
+    let accept = d.map(|d| d.accept);
+    let request = d.map(|d| d.request);
     match v {
         V::BytesOut => num(out, o.map_or(0, |o| o.bytes_out as i64)),
         V::BytesIn => num(out, o.map_or(0, |o| o.bytes_in as i64)),
@@ -569,4 +618,35 @@ fn var(out: &mut Vec<u8>, v: LogVar, f: LogFlags, ctx: &Ctx<'_>, s: Option<&Stre
         }
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_written_as_display_writes_them() {
+        for n in [0, 7, -1, 10, 99, 100, -12345, i64::MAX, i64::MIN] {
+            let mut out = Vec::new();
+            num(&mut out, n);
+            assert_eq!(out, n.to_string().as_bytes());
+        }
+    }
+
+    #[test]
+    fn addresses_are_written_in_place_or_quoted_as_text() {
+        let plain = LogFlags::default();
+        let quoted = LogFlags(LogFlags::QUOTE);
+        let cases = [
+            ("127.0.0.1:80", plain, "127.0.0.1"),
+            ("10.200.3.255:80", quoted, "\"10.200.3.255\""),
+            ("[::1]:80", plain, "::1"),
+            ("[2001:db8::7]:80", quoted, "\"2001:db8::7\""),
+        ];
+        for (addr, f, want) in cases {
+            let mut out = b"x ".to_vec();
+            ip(&mut out, Some(addr.parse().expect("address")), false, f);
+            assert_eq!(String::from_utf8_lossy(&out), format!("x {want}"), "{addr}");
+        }
+    }
 }

@@ -135,14 +135,61 @@ impl Logger {
                 continue;
             }
             let level = level.max(t.minlevel);
-            let mut header = header(t.format, level, t.facility, self.host.as_deref(), &self.tag);
             if t.format == SyslogFormat::Rfc5424 {
+                let mut header =
+                    header(t.format, level, t.facility, self.host.as_deref(), &self.tag);
                 match sd {
                     Some(sd) => header.push_str(&String::from_utf8_lossy(sd)),
                     None => header.push_str("- "),
                 }
+                send_one(t, header.as_bytes(), msg);
+                continue;
             }
-            send_one(t, &header, msg);
+            if has_subsecond_time(t.format) {
+                let header = header(t.format, level, t.facility, self.host.as_deref(), &self.tag);
+                send_one(t, header.as_bytes(), msg);
+                continue;
+            }
+            // Headers without sub-second time change once a second: each worker keeps the
+            // last few it built.
+            let key = (t.format, t.facility, level);
+            let sec = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            HEADERS.with(|c| {
+                let mut c = c.borrow_mut();
+                let same = |h: &CachedHeader| {
+                    h.key == key
+                        && Arc::ptr_eq(&h.tag, &self.tag)
+                        && match (&h.host, &self.host) {
+                            (None, None) => true,
+                            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                            _ => false,
+                        }
+                };
+                let i = match c.iter().position(same) {
+                    Some(i) => i,
+                    None => {
+                        if c.len() >= 8 {
+                            c.remove(0);
+                        }
+                        c.push(CachedHeader {
+                            key,
+                            tag: Arc::clone(&self.tag),
+                            host: self.host.clone(),
+                            sec: u64::MAX,
+                            bytes: String::new(),
+                        });
+                        c.len() - 1
+                    }
+                };
+                let h = &mut c[i];
+                if h.sec != sec {
+                    h.bytes = header(t.format, level, t.facility, self.host.as_deref(), &self.tag);
+                    h.sec = sec;
+                }
+                send_one(t, h.bytes.as_bytes(), msg);
+            });
         }
     }
 }
@@ -168,6 +215,33 @@ fn target(t: &LogTarget) -> Result<Target, String> {
     })
 }
 
+/// A header built for one target and level during one second.
+struct CachedHeader {
+    /// Format, facility and level; the tag and host it was built with (held, so that their
+    /// addresses identify them).
+    key: (SyslogFormat, u8, u8),
+    tag: Arc<str>,
+    host: Option<Arc<str>>,
+    sec: u64,
+    bytes: String,
+}
+
+thread_local! {
+    /// This worker's recently built headers.
+    static HEADERS: RefCell<Vec<CachedHeader>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Formats whose header carries a time finer than the second (never cached).
+fn has_subsecond_time(format: SyslogFormat) -> bool {
+    matches!(format, SyslogFormat::Rfc5424 | SyslogFormat::Timed | SyslogFormat::Iso)
+}
+
+/// This process's id (HAProxy's `pid` in headers), read once.
+fn pid() -> u32 {
+    static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *PID.get_or_init(std::process::id)
+}
+
 /// The syslog header of one message (HAProxy's `build_log_header`).
 fn header(format: SyslogFormat, level: u8, facility: u8, host: Option<&str>, tag: &str) -> String {
     let format = match format {
@@ -175,7 +249,7 @@ fn header(format: SyslogFormat, level: u8, facility: u8, host: Option<&str>, tag
         SyslogFormat::Unspecified => SyslogFormat::Local,
         f => f,
     };
-    let pid = std::process::id();
+    let pid = pid();
     let mut h = String::with_capacity(64);
     let pri = u32::from(facility) * 8 + u32::from(level);
     match format {
@@ -254,24 +328,24 @@ fn iso_time(h: &mut String, now: std::time::SystemTime) {
 }
 
 thread_local! {
-    /// This worker's datagram sockets: UDP over IPv4, over IPv6, and UNIX.
-    static SOCKETS: RefCell<[Option<socket2::Socket>; 3]> = const { RefCell::new([None, None, None]) };
+    /// This worker's datagram socket for UNIX targets (unconnected: a syslog daemon that
+    /// restarts makes a new socket at the same path).
+    static UNIX_SOCKET: RefCell<Option<socket2::Socket>> = const { RefCell::new(None) };
+    /// This worker's UDP sockets, one connected to each target address: a connected socket
+    /// sends without a route lookup per datagram.
+    static UDP_SOCKETS: RefCell<Vec<(SocketAddr, socket2::Socket)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The header and the message cut to `maxlen` in all, then LF, in one send.
-fn send_one(t: &Target, header: &str, msg: &[u8]) {
-    let h = header.as_bytes();
-    let h = &h[..h.len().min(t.maxlen)];
+fn send_one(t: &Target, header: &[u8], msg: &[u8]) {
+    let h = &header[..header.len().min(t.maxlen)];
     let m = &msg[..msg.len().min(t.maxlen - h.len())];
     let parts = [IoSlice::new(h), IoSlice::new(m), IoSlice::new(b"\n")];
     let sent = match &t.dest {
         Dest::Fd(fd) => write_fd(*fd, &parts),
-        Dest::Inet(addr) => {
-            let slot = if addr.is_ipv4() { 0 } else { 1 };
-            send_dgram(slot, &socket2::SockAddr::from(*addr), &parts)
-        }
+        Dest::Inet(addr) => send_udp(*addr, &parts),
         Dest::Unix(path) => match socket2::SockAddr::unix(path) {
-            Ok(a) => send_dgram(2, &a, &parts),
+            Ok(a) => send_unix(&a, &parts),
             Err(e) => Err(e),
         },
     };
@@ -282,28 +356,45 @@ fn send_one(t: &Target, header: &str, msg: &[u8]) {
     }
 }
 
-fn send_dgram(
-    slot: usize,
-    to: &socket2::SockAddr,
-    parts: &[IoSlice<'_>],
-) -> std::io::Result<usize> {
-    SOCKETS.with(|s| {
+const SEND_FLAGS: libc::c_int = libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL;
+
+/// A datagram socket that is never read from.
+fn dgram_socket(domain: socket2::Domain) -> std::io::Result<socket2::Socket> {
+    let sock = socket2::Socket::new(domain, socket2::Type::DGRAM.cloexec(), None)?;
+    let _ = sock.set_recv_buffer_size(0);
+    Ok(sock)
+}
+
+fn send_udp(to: SocketAddr, parts: &[IoSlice<'_>]) -> std::io::Result<usize> {
+    UDP_SOCKETS.with(|s| {
         let mut s = s.borrow_mut();
-        if s[slot].is_none() {
-            let domain = match slot {
-                0 => socket2::Domain::IPV4,
-                1 => socket2::Domain::IPV6,
-                _ => socket2::Domain::UNIX,
-            };
-            let sock = socket2::Socket::new(domain, socket2::Type::DGRAM.cloexec(), None)?;
-            // Nothing is ever read from it.
-            let _ = sock.set_recv_buffer_size(0);
-            s[slot] = Some(sock);
-        }
-        match &s[slot] {
-            Some(sock) => {
-                sock.send_to_vectored_with_flags(parts, to, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+        let i = match s.iter().position(|(a, _)| *a == to) {
+            Some(i) => i,
+            None => {
+                let sock = dgram_socket(socket2::Domain::for_address(to))?;
+                sock.connect(&to.into())?;
+                s.push((to, sock));
+                s.len() - 1
             }
+        };
+        match s[i].1.send_vectored_with_flags(parts, SEND_FLAGS) {
+            // A refused earlier datagram (no listener yet): this one goes on.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                s[i].1.send_vectored_with_flags(parts, SEND_FLAGS)
+            }
+            r => r,
+        }
+    })
+}
+
+fn send_unix(to: &socket2::SockAddr, parts: &[IoSlice<'_>]) -> std::io::Result<usize> {
+    UNIX_SOCKET.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.is_none() {
+            *s = Some(dgram_socket(socket2::Domain::UNIX)?);
+        }
+        match &*s {
+            Some(sock) => sock.send_to_vectored_with_flags(parts, to, SEND_FLAGS),
             None => Ok(0),
         }
     })
@@ -364,7 +455,7 @@ mod tests {
             maxlen: 80,
         };
         let long = "x".repeat(200);
-        send_one(&t, "<1>", long.as_bytes());
+        send_one(&t, b"<1>", long.as_bytes());
         let mut buf = [0u8; 1024];
         let n = sink.recv(&mut buf).expect("a datagram");
         assert_eq!(n, 81, "80 bytes then LF");
