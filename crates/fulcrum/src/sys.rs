@@ -96,6 +96,30 @@ pub fn write_nonblocking(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
     }
 }
 
+/// Sends `datagrams` on the connected datagram socket `fd` with one `sendmmsg` (without
+/// blocking): how many the kernel took, from the first.
+pub fn send_datagrams(fd: RawFd, datagrams: &[&[u8]]) -> io::Result<usize> {
+    let mut iov: Vec<libc::iovec> = datagrams
+        .iter()
+        .map(|d| libc::iovec { iov_base: d.as_ptr() as *mut libc::c_void, iov_len: d.len() })
+        .collect();
+    let mut msgs: Vec<libc::mmsghdr> = iov
+        .iter_mut()
+        .map(|v| {
+            // SAFETY: mmsghdr is plain data; a zeroed one is a valid empty header.
+            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            m.msg_hdr.msg_iov = v as *mut libc::iovec;
+            m.msg_hdr.msg_iovlen = 1;
+            m
+        })
+        .collect();
+    let flags = libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL;
+    // SAFETY: each header points at one iovec over a slice of `datagrams`, all alive for the
+    // call; the count is the array's length.
+    let n = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), msgs.len() as libc::c_uint, flags) };
+    check(n).map(|n| n as usize)
+}
+
 /// The soft and hard `RLIMIT_NOFILE`.
 pub fn nofile_limit() -> io::Result<(u64, u64)> {
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };

@@ -3,6 +3,7 @@
 //! `dontlog-normal`, `log-separate-errors`); the process's warnings and alerts on stderr.
 //! Reads a stream's [`Outcome`] and the counters; changes nothing.
 
+pub mod batch;
 pub mod dates;
 pub mod format;
 pub mod syslog;

@@ -27,6 +27,11 @@ pub const INFO: u8 = 6;
 /// Messages dropped because a target's socket buffer was full.
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 
+/// Counts messages a batched send dropped.
+pub(super) fn count_dropped(n: u64) {
+    DROPPED.fetch_add(n, Ordering::Relaxed);
+}
+
 /// Messages dropped so far (`show info`'s `DroppedLogs`).
 #[allow(dead_code)] // `show info` (the runtime API issue) reads it; unit-tested below
 pub fn dropped() -> u64 {
@@ -377,6 +382,9 @@ fn send_udp(to: SocketAddr, parts: &[IoSlice<'_>]) -> std::io::Result<usize> {
                 s.len() - 1
             }
         };
+        if super::batch::add(&s[i].1, parts) {
+            return Ok(parts.iter().map(|p| p.len()).sum());
+        }
         match s[i].1.send_vectored_with_flags(parts, SEND_FLAGS) {
             // A refused earlier datagram (no listener yet): this one goes on.
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {

@@ -238,6 +238,8 @@ fn worker(
             })
             .collect();
         let accepting = std::future::poll_fn(|cx| {
+            // The log lines of the last turn leave together (see `log::batch`).
+            crate::log::batch::flush(cx.waker());
             for slot in loops.iter_mut() {
                 if slot
                     .as_mut()
@@ -280,6 +282,7 @@ fn worker(
             _ = stopping => {}
             _ = accepting => {}
         }
+        crate::log::batch::stop(); // from now on, each line leaves at once
         drop(loops); // closes this worker's listening sockets
         purge.abort();
         checks.iter().for_each(|c| c.abort());
