@@ -81,7 +81,6 @@ pub fn avail_of(expr: &SampleExpr) -> Avail {
         | Fetch::ReqBodyParam { .. }
         | Fetch::ReqHdrs
         | Fetch::Base
-        | Fetch::UniqueId
         | Fetch::CookCnt { .. }
         | Fetch::CookVal { .. } => Avail::Request,
         Fetch::Status
@@ -92,6 +91,7 @@ pub fn avail_of(expr: &SampleExpr) -> Avail {
         Fetch::SslFc => Avail::Session,
         Fetch::BeName => Avail::Backend,
         Fetch::SrvName => Avail::Server,
+        Fetch::Captured { response, .. } => Avail::Captured { response: *response },
         Fetch::Src
         | Fetch::SrcPort
         | Fetch::Dst
@@ -111,7 +111,8 @@ pub fn avail_of(expr: &SampleExpr) -> Avail {
         | Fetch::Int(_)
         | Fetch::Date { .. }
         | Fetch::Rand { .. }
-        | Fetch::FeName => Avail::Always,
+        | Fetch::FeName
+        | Fetch::UniqueId => Avail::Always,
     }
 }
 

@@ -48,6 +48,9 @@ pub enum Avail {
     Backend,
     /// The server (`srv_name`): response rules only.
     Server,
+    /// What the request's (`response`: the response's) captures hold: where the message is
+    /// available, and still in the log line (HAProxy's `SMP_USE_HRQHP` / `SMP_USE_HRSHP`).
+    Captured { response: bool },
 }
 
 /// The kind of rule a sample or condition is evaluated by.
@@ -69,7 +72,14 @@ pub enum Ctx {
 impl Avail {
     pub fn usable_in(self, ctx: Ctx) -> bool {
         match (self, ctx) {
-            (_, Ctx::Monitor) | (Avail::Always, _) => true,
+            (_, Ctx::Monitor) | (Avail::Always, _) | (Avail::Captured { .. }, Ctx::Log) => true,
+            (Avail::Captured { response }, c) => {
+                if response {
+                    Avail::Response.usable_in(c)
+                } else {
+                    Avail::Request.usable_in(c)
+                }
+            }
             (Avail::Request | Avail::Message | Avail::Response, Ctx::Log) => false,
             (Avail::Method | Avail::Message, c) => c != Ctx::TcpConnection,
             (Avail::Request, c) => !matches!(c, Ctx::TcpConnection | Ctx::HttpResponse),
@@ -90,7 +100,8 @@ impl Avail {
         match self {
             Avail::Always => "nothing",
             Avail::Method | Avail::Request | Avail::Message => "HTTP request headers",
-            Avail::Response => "HTTP response headers",
+            Avail::Captured { response: false } => "HTTP request headers",
+            Avail::Response | Avail::Captured { response: true } => "HTTP response headers",
             Avail::Session => "client-side connection",
             Avail::Backend => "backend",
             Avail::Server => "server",
@@ -367,9 +378,11 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "date" => d(IS, 0, Int, Always),
         "rand" => d(I, 0, Int, Always),
         "fe_name" => d(NONE, 0, Str, Always),
-        "unique-id" => d(NONE, 0, Str, Request),
+        "unique-id" => d(NONE, 0, Str, Always),
         "be_name" => d(NONE, 0, Str, Backend),
         "srv_name" => d(NONE, 0, Str, Server),
+        "capture.req.hdr" => d(I, 1, Str, Captured { response: false }),
+        "capture.res.hdr" => d(I, 1, Str, Captured { response: true }),
         "var" => d(SS, 1, Any, Always),
         "str" => d(S, 1, Str, Always),
         "int" => d(I, 1, Int, Always),
@@ -503,6 +516,14 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
         },
         "fe_name" => Fetch::FeName,
         "unique-id" => Fetch::UniqueId,
+        "capture.req.hdr" | "capture.res.hdr" => {
+            let slot = args.first().map_or(0, Arg::int);
+            if slot < 0 {
+                let msg = format!("invalid capture slot {slot}");
+                return Err(SmpError::ArgCheck(name.to_string(), msg));
+            }
+            Fetch::Captured { response: name == "capture.res.hdr", slot: slot as u32 }
+        }
         "be_name" => Fetch::BeName,
         "srv_name" => Fetch::SrvName,
         "var" => {
@@ -873,7 +894,7 @@ mod tests {
             ("fe_name", Fetch::FeName, SmpType::Str, Avail::Always),
             ("be_name", Fetch::BeName, SmpType::Str, Avail::Backend),
             ("srv_name", Fetch::SrvName, SmpType::Str, Avail::Server),
-            ("unique-id", Fetch::UniqueId, SmpType::Str, Avail::Request),
+            ("unique-id", Fetch::UniqueId, SmpType::Str, Avail::Always),
         ];
         for (text, fetch, out, avail) in cases {
             let p = ok(text);

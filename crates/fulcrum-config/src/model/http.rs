@@ -133,6 +133,8 @@ pub enum Fetch {
     FeName,
     /// `unique-id`: the request's `unique-id-format` id (no sample without one).
     UniqueId,
+    /// `capture.req.hdr(<slot>)`, `capture.res.hdr(<slot>)`: what a capture slot holds.
+    Captured { response: bool, slot: u32 },
     /// `be_name`: the name of the backend handling the stream (once one is chosen).
     BeName,
     /// `srv_name`: the name of the server the request was sent to (response side only).

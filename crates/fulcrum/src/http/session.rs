@@ -592,7 +592,10 @@ impl Session<'_> {
             http: be.is_none_or(|b| b.http.is_some()),
         };
         let made;
+        // A request refused before it was complete has no id (HAProxy logs it without a
+        // stream).
         stream.unique_id = match &self.vars.unique_id {
+            _ if refused => None,
             Some(u) => Some(&u[..]),
             None => {
                 made = crate::log::unique_id(self.fe, &ctx, &stream);

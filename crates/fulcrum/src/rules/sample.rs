@@ -500,6 +500,12 @@ fn fetch_each<'a>(
         BeName => one(ctx.backend.map(|be| Value::Str(Cow::Owned(be.name.as_bytes().to_vec()))), f),
         SrvName => one(ctx.server.map(|s| Value::Str(Cow::Owned(s.as_bytes().to_vec()))), f),
         UniqueId => one(ctx.vars.unique_id.as_deref().map(|u| Value::Str(Cow::Borrowed(u))), f),
+        Captured { response, slot } => {
+            let caps = &ctx.vars.caps;
+            let slots = if *response { &caps.res } else { &caps.req };
+            let v = slots.get(*slot as usize).and_then(|v| v.as_deref());
+            one(v.map(|v| Value::Str(Cow::Borrowed(v))), f)
+        }
     }
 }
 

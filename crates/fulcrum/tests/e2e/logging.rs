@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use crate::harness::*;
 
 /// A UDP syslog sink on a free loopback port; keeps every datagram it received.
-struct Sink {
+pub(crate) struct Sink {
     sock: UdpSocket,
-    got: std::cell::RefCell<Vec<String>>,
+    pub(crate) got: std::cell::RefCell<Vec<String>>,
 }
 
 impl Sink {
@@ -25,7 +25,7 @@ impl Sink {
     }
 
     /// Waits (at most 5 s) until `n` datagrams arrived in all; returns how many did.
-    fn wait_for(&self, n: usize) -> usize {
+    pub(crate) fn wait_for(&self, n: usize) -> usize {
         let deadline = Instant::now() + Duration::from_secs(5);
         let mut buf = vec![0u8; 70_000];
         while self.got.borrow().len() < n {
@@ -54,9 +54,9 @@ impl Sink {
 }
 
 /// Fulcrum or HAProxy, given the frontend sockets as `fd@3`, `fd@4`, ...
-struct Proxy {
-    proc: Proc,
-    addrs: Vec<SocketAddr>,
+pub(crate) struct Proxy {
+    pub(crate) proc: Proc,
+    pub(crate) addrs: Vec<SocketAddr>,
 }
 
 fn haproxy_bin() -> Option<&'static str> {
@@ -88,12 +88,17 @@ impl Proxy {
 
 /// Runs `scenario` against Fulcrum, then HAProxy when installed, each with a fresh sink that
 /// `cfg`'s `{sink}` names; returns each one's datagrams (`expect` of them), masked.
-fn both(test: &str, cfg: &str, expect: usize, scenario: impl Fn(&Proxy)) -> Vec<Vec<String>> {
+pub(crate) fn both(
+    test: &str,
+    cfg: &str,
+    expect: usize,
+    scenario: impl Fn(&Proxy),
+) -> Vec<Vec<String>> {
     both_with_sink(test, cfg, expect, |p, _| scenario(p))
 }
 
 /// Like [`both`], the scenario seeing the sink (to wait for each line before the next step).
-fn both_with_sink(
+pub(crate) fn both_with_sink(
     test: &str,
     cfg: &str,
     expect: usize,
@@ -117,7 +122,7 @@ fn both_with_sink(
 
 /// Masks what differs from run to run: syslog time and pid, the log date, client ports,
 /// numbers in timer fields (kept: whether a timer is -1).
-fn mask(line: &str) -> String {
+pub(crate) fn mask(line: &str) -> String {
     let re = |r: &str| regex::Regex::new(r).expect("regex");
     let s = re(r"^(<[0-9]+>)[A-Z][a-z]{2} [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9] ")
         .replace(line, "${1}TIME ");
@@ -125,6 +130,9 @@ fn mask(line: &str) -> String {
     // RFC 5424: `<PRI>1 TIMESTAMP HOST TAG PID - - `.
     let s = re(r"^(<[0-9]+>)1 [^ ]+ ([^ ]+) ([^ ]+) [0-9]+ - - ")
         .replace(&s, "${1}1 TIME $2 $3 PID - - ");
+    if re(r" - - \[[0-9]{2}/[A-Z][a-z]{2}/[0-9]{4}:[0-9:]{8} [+-][0-9]{4}\] ").is_match(&s) {
+        return mask_clf(&s);
+    }
     let s = re(r"\[[0-9][0-9]/[A-Z][a-z]{2}/[0-9]{4}:[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]{3}\]")
         .replace_all(&s, "[DATE]");
     let s = re(r"127\.0\.0\.1:[0-9]+").replace_all(&s, "127.0.0.1:P");
@@ -139,6 +147,30 @@ fn mask(line: &str) -> String {
         },
     );
     s.into_owned()
+}
+
+/// `option httplog clf` lines with the date, client port, milliseconds and timers masked.
+fn mask_clf(line: &str) -> String {
+    let re = |r: &str| regex::Regex::new(r).expect("regex");
+    let s =
+        re(r"\[[0-9]{2}/[A-Z][a-z]{2}/[0-9]{4}:[0-9:]{8} [+-][0-9]{4}\]").replace(line, "[DATE]");
+    let mut f: Vec<String> = s.split(' ').map(str::to_string).collect();
+    // After the request line's 3 words: status, bytes, 2 cookies, then client port, ms,
+    // frontend, backend, server and the 5 timers.
+    let q = f.iter().position(|w| w.starts_with("\"GET") || w == "\"<BADREQ>\"").unwrap_or(0);
+    let words = if f[q] == "\"<BADREQ>\"" { 1 } else { 3 };
+    let base = q + words + 4;
+    for i in [base, base + 1] {
+        if let Some(w) = f.get_mut(i) {
+            *w = "N".into();
+        }
+    }
+    for w in f.iter_mut().skip(base + 5).take(5) {
+        if w != "-1" {
+            *w = "T".into();
+        }
+    }
+    f.join(" ")
 }
 
 /// One request on its own connection; the whole answer.
@@ -232,7 +264,7 @@ fn a_soft_stop_says_each_proxy_stopped_to_its_own_targets_and_levels_filter() {
 }
 
 /// Sends `raw` on a new connection and reads until the proxy closes (or 5 s).
-fn exchange(addr: SocketAddr, raw: &[u8]) -> Vec<u8> {
+pub(crate) fn exchange(addr: SocketAddr, raw: &[u8]) -> Vec<u8> {
     let mut s = connect(addr);
     s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
     s.write_all(raw).expect("write");
@@ -241,7 +273,7 @@ fn exchange(addr: SocketAddr, raw: &[u8]) -> Vec<u8> {
     buf
 }
 
-const HTTP_LOG: &str = "global\n nbthread 1\n log {sink} local0\n log-tag t\n\
+pub(crate) const HTTP_LOG: &str = "global\n nbthread 1\n log {sink} local0\n log-tag t\n\
     defaults\n mode http\n log global\n option httplog\n timeout connect 1s\n timeout client 5s\n\
     timeout server 500ms\n timeout http-request 500ms\n timeout queue 3s\n retries 1\n";
 

@@ -7,6 +7,7 @@ mod harness;
 mod health;
 mod lifecycle;
 mod logging;
+mod logging_formats;
 mod protocol_checks;
 mod socket_buffers;
 mod timeouts;

@@ -1,0 +1,130 @@
+//! Log formats, black box, beside HAProxy 2.6 (where it is installed): a custom `log-format`
+//! with flags, captures and unique ids; `option httplog clf`; `dontlognull`, `dontlog-normal`,
+//! `log-separate-errors`; `error-log-format`. Same traffic, same sink, lines compared with
+//! only what differs from run to run masked.
+
+use crate::harness::*;
+use crate::logging::{both_with_sink, exchange, Sink, HTTP_LOG};
+
+/// Sends `raw` on a new connection, reads the answer, then waits until the sink holds `n`
+/// lines in all.
+fn step(addr: std::net::SocketAddr, sink: &Sink, raw: &[u8], n: usize) {
+    exchange(addr, raw);
+    assert_eq!(sink.wait_for(n), n, "lines so far: {:#?}", sink.got.borrow());
+}
+
+#[test]
+fn a_custom_log_format_with_flags_captures_and_unique_ids_is_rendered_as_haproxy_renders_it() {
+    let ts = testserver("http", "s1");
+    let cfg = format!(
+        "{HTTP_LOG}frontend custom\n bind {{fe0}}\n\
+         capture request header Host len 10\n capture response header X-Server len 5\n\
+         capture cookie SID len 20\n\
+         http-request capture req.hdr(user-agent) len 8\n\
+         http-request capture req.hdr(x-e) len 20\n\
+         declare capture response len 6\n http-response capture res.hdr(x-server) id 1\n\
+         unique-id-format %f-%rt\n unique-id-header X-Req-ID\n\
+         log-format \"%{{+Q}}o %ci %ft %b %s %ST %B %U %tsc %ac:%fc:%bc:%sc:%rc %sq:%bq %hr %hs \
+         %CC %CS %ID %HM %HP %HQ %HU %HV %[capture.req.hdr(1)] %[capture.res.hdr(1)] %{{-Q}}r \
+         %{{+E}}[capture.req.hdr(2)] %[unique-id] %lc %{{+X}}rt %{{+Q,+X}}ci \
+         %{{-Q}}[capture.req.hdr(0),lower]\"\n\
+         default_backend be\nbackend be\n server s1 {ts}\n",
+        ts = ts.addr,
+    );
+    let runs = both_with_sink("log-custom", &cfg, 4, |p, sink| {
+        let a = p.addrs[0];
+        step(
+            a,
+            sink,
+            b"GET /p/q?x=1&y=%41 HTTP/1.1\r\nHost: Example.COM:8080\r\n\
+              User-Agent: agent-with-a-long-name\r\nCookie: other=1; SID=abc123\r\n\
+              X-E: a\"b]c\\d\r\nConnection: close\r\n\r\n",
+            1,
+        );
+        step(a, sink, b"POST / HTTP/1.0\r\nContent-Length: 3\r\n\r\nabc", 2);
+        step(a, sink, b"GET /?c=404&s=5 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 3);
+        step(a, sink, b"GET /a b c HTTP/1.1\r\nHost: h\r\n\r\n", 4);
+    });
+    assert_eq!(
+        runs[0],
+        [
+            "<134>TIME t[PID]: \"127.0.0.1\" \"custom\" \"be\" \"s1\" 200 81 133 ---- 1:1:0:0:0 0:0 \"{Example.CO|agent-wi|a#22b]c\\d}\" \"{s1|s1}\" \"SID=abc123\" \"\" \"custom-0\" \"GET\" \"/p/q\" \"?x=1&y=%41\" \"/p/q?x=1&y=%41\" \"HTTP/1.1\" \"agent-wi\" \"s1\" GET /p/q?x=1&y=%41 HTTP/1.1 \"a\\\"b\\]c\\\\d\" \"custom-0\" 0 0000 7F000001 example.co\n",
+            "<134>TIME t[PID]: \"127.0.0.1\" \"custom\" \"be\" \"s1\" 200 81 52 ---- 1:1:0:0:0 0:0 \"{||}\" \"{s1|s1}\" \"\" \"\" \"custom-1\" \"POST\" \"/\" \"\" \"/\" \"HTTP/1.0\" \"\" \"s1\" POST / HTTP/1.0 \"\" \"custom-1\" 1 0001 7F000001 -\n",
+            "<134>TIME t[PID]: \"127.0.0.1\" \"custom\" \"be\" \"s1\" 404 93 48 ---- 1:1:0:0:0 0:0 \"{h||}\" \"{s1|s1}\" \"\" \"\" \"custom-2\" \"GET\" \"/\" \"?c=404&s=5\" \"/?c=404&s=5\" \"HTTP/1.1\" \"\" \"s1\" GET /?c=404&s=5 HTTP/1.1 \"\" \"custom-2\" 2 0002 7F000001 h\n",
+            "<134>TIME t[PID]: \"127.0.0.1\" \"custom\" \"custom\" \"<NOSRV>\" 400 0 0 PR-- 1:1:0:0:0 0:0 \"\" \"\" \"\" \"<BADREQ>\" \"<BADREQ>\" \"<BADREQ>\" \"<BADREQ>\" \"<BADREQ>\" \"\" \"\" <BADREQ> \"\" \"\" 3 0003 7F000001 -\n",
+        ]
+    );
+}
+
+#[test]
+fn clf_dontlognull_dontlog_normal_separate_errors_and_error_log_format_as_haproxy() {
+    let ts = testserver("http", "s1");
+    let cfg = format!(
+        "{HTTP_LOG}frontend clf\n bind {{fe0}}\n option httplog clf\n default_backend be\n\
+         frontend quiet\n bind {{fe1}}\n option dontlognull\n option dontlog-normal\n\
+         option log-separate-errors\n default_backend be\n\
+         frontend errs\n bind {{fe2}}\n error-log-format \"E %ci %ST %tsc %{{+Q}}r %ft %lc\"\n\
+         default_backend be\n\
+         backend be\n server s1 {ts}\n",
+        ts = ts.addr,
+    );
+    let runs = both_with_sink("log-options", &cfg, 6, |p, sink| {
+        let (clf, quiet, errs) = (p.addrs[0], p.addrs[1], p.addrs[2]);
+        step(clf, sink, b"GET /a HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 1);
+        // Not logged: connections without a byte (closed, or timed out: 408 all the same),
+        // and a normal transaction. (The lines that follow would come after theirs.)
+        drop(connect(quiet));
+        exchange(quiet, b"");
+        exchange(quiet, b"GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
+        // Logged at err level: a 5xx and a bad request.
+        step(quiet, sink, b"GET /?c=503 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 2);
+        step(quiet, sink, b"GET /a b c HTTP/1.1\r\nHost: h\r\n\r\n", 3);
+        // The error format for a request refused before it was complete, not for the rest.
+        step(errs, sink, b"GET /a b c HTTP/1.1\r\nHost: h\r\n\r\n", 4);
+        step(errs, sink, b"GET /ok HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 5);
+        // A request cut short by the client is not null.
+        step(quiet, sink, b"GET /partial HTTP/1.1\r\nHo", 6);
+    });
+    assert_eq!(
+        runs[0],
+        [
+            "<134>TIME t[PID]: 127.0.0.1 - - [DATE] \"GET /a HTTP/1.1\" 200 81 \"\" \"\" N N \"clf\" \"be\" \"s1\" T T T T T ---- 1 1 0 0 0 0 0 \"\" \"\" \n",
+            "<131>TIME t[PID]: 127.0.0.1:P [DATE] quiet be/s1 T/T/T/T/T 503 98 - - ---- 1/1/0/0/0 0/0 \"GET /?c=503 HTTP/1.1\"\n",
+            "<131>TIME t[PID]: 127.0.0.1:P [DATE] quiet quiet/<NOSRV> -1/-1/-1/-1/T 400 0 - - PR-- 1/1/0/0/0 0/0 \"<BADREQ>\"\n",
+            "<134>TIME t[PID]: E 127.0.0.1 400 PR-- \"<BADREQ>\" errs 0\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] errs be/s1 T/T/T/T/T 200 81 - - ---- 1/1/0/0/0 0/0 \"GET /ok HTTP/1.1\"\n",
+            "<131>TIME t[PID]: 127.0.0.1:P [DATE] quiet quiet/<NOSRV> -1/-1/-1/-1/T 408 0 - - cR-- 1/1/0/0/0 0/0 \"<BADREQ>\"\n",
+        ]
+    );
+}
+
+#[test]
+fn the_persistence_cookie_flags_of_tsc_are_haproxys() {
+    let (s1, s2) = (testserver("http", "s1"), testserver("http", "s2"));
+    let cfg = format!(
+        "{HTTP_LOG}frontend fe\n bind {{fe0}}\n log-format \"%s %ST %tsc\"\n default_backend be\n\
+         backend be\n cookie SRV insert indirect nocache\n\
+         server s1 {} cookie a\n server s2 {} cookie b disabled\n",
+        s1.addr, s2.addr
+    );
+    let runs = both_with_sink("log-cookies", &cfg, 4, |p, sink| {
+        let a = p.addrs[0];
+        let req = |cookie: &str| {
+            format!("GET / HTTP/1.1\r\nHost: h\r\n{cookie}Connection: close\r\n\r\n").into_bytes()
+        };
+        // None, valid, naming no server, naming a server in maintenance.
+        step(a, sink, &req(""), 1);
+        step(a, sink, &req("Cookie: SRV=a\r\n"), 2);
+        step(a, sink, &req("Cookie: x=1; SRV=zz\r\n"), 3);
+        step(a, sink, &req("Cookie: SRV=b\r\n"), 4);
+    });
+    assert_eq!(
+        runs[0],
+        [
+            "<134>TIME t[PID]: s1 200 --NI\n",
+            "<134>TIME t[PID]: s1 200 --VN\n",
+            "<134>TIME t[PID]: s1 200 --II\n",
+            "<134>TIME t[PID]: s1 200 --DI\n",
+        ]
+    );
+}
