@@ -88,8 +88,9 @@ pub struct CheckTimeouts {
 pub enum AcquireError {
     /// No server is usable (all down, in maintenance, or none configured).
     NoServer,
-    /// Waited in the queue for `timeout queue` without getting a slot.
-    QueueTimeout,
+    /// Waited in the queue for `timeout queue` without getting a slot: in the server's
+    /// queue (`server`) or the backend's, at this position (as `%sq` / `%bq` print it).
+    QueueTimeout { server: bool, pos: u32 },
     /// The server's or backend's queue is full (`maxqueue`).
     QueueFull,
 }
@@ -126,6 +127,14 @@ impl ServerSlot {
         if self.tracked.is_none() && self.server().sessions.is_some() {
             self.tracked = crate::server::kill::track(self.server(), conn);
         }
+    }
+}
+
+impl Backend {
+    /// The algorithm maps a key to one server (`source`, `uri`, `url_param`, `hdr`: HAProxy's
+    /// hash kind).
+    pub fn maps_keys(&self) -> bool {
+        self.deterministic
     }
 }
 
@@ -449,15 +458,15 @@ impl Backend {
         // HAProxy: without `timeout queue`, the connect timeout applies.
         let wait = self.timeouts.queue.or(self.timeouts.connect);
         match ticket.wait(wait, &self.queue).await {
-            Some(Wake::Slot(idx, pos)) => {
+            Ok(Wake::Slot(idx, pos)) => {
                 let mut slot = self.slot(idx);
                 slot.queued = Some((server.is_some(), pos));
                 Ok(slot)
             }
-            Some(Wake::Redispatch) => Err(None),
-            None => {
+            Ok(Wake::Redispatch) => Err(None),
+            Err(pos) => {
                 Counters::inc(&self.counters.queue_timeouts);
-                Err(Some(AcquireError::QueueTimeout))
+                Err(Some(AcquireError::QueueTimeout { server: server.is_some(), pos }))
             }
         }
     }
@@ -578,7 +587,7 @@ mod tests {
             let held = be.acquire(None, None).await.expect("slot");
             assert_eq!(
                 be.acquire(None, None).await.expect_err("timeout"),
-                AcquireError::QueueTimeout
+                AcquireError::QueueTimeout { server: false, pos: 1 }
             );
             assert_eq!(be.queued(), 0);
             drop(held);

@@ -178,24 +178,26 @@ impl Queue {
 }
 
 impl Ticket {
-    /// Waits for a slot, at most `timeout` (none: forever). `None` when it expired.
-    pub async fn wait(mut self, timeout: Option<Duration>, queue: &Queue) -> Option<Wake> {
+    /// Waits for a slot, at most `timeout` (none: forever). `Err(position)` when it expired:
+    /// its position as HAProxy logs it, 1 plus the waiters served before it meanwhile.
+    pub async fn wait(mut self, timeout: Option<Duration>, queue: &Queue) -> Result<Wake, u32> {
         let got = match timeout {
             Some(d) => tokio::time::timeout(d, &mut self.rx).await.ok(),
             None => Some((&mut self.rx).await),
         };
         if let Some(Ok(idx)) = got {
-            return Some(idx);
+            return Ok(idx);
         }
         // Expired: leave the queue, unless a slot was handed over meanwhile.
         let mut lines = queue.lock();
+        let served = *lines.served(self.server);
         let line = lines.line(self.server);
-        if let Some(pos) = line.iter().position(|e| e.seq == self.seq) {
-            line.remove(pos);
+        if let Some(i) = line.iter().position(|e| e.seq == self.seq) {
+            let joined = line.remove(i).map_or(served, |e| e.served);
             queue.len.fetch_sub(1, Ordering::SeqCst);
-            return None;
+            return Err((served - joined + 1).min(u64::from(u32::MAX)) as u32);
         }
         drop(lines);
-        self.rx.try_recv().ok()
+        self.rx.try_recv().map_err(|_| 1)
     }
 }

@@ -55,7 +55,14 @@ impl Ending {
             Ending::Tunnel(TunnelEnd::ServerError) => (Cause::ServerAbort, Phase::Data),
             Ending::Tunnel(TunnelEnd::ClientTimeout) => (Cause::ClientTimeout, Phase::Data),
             Ending::Tunnel(TunnelEnd::ServerTimeout) => (Cause::ServerTimeout, Phase::Data),
-            Ending::NoServer(AcquireError::QueueTimeout) => (Cause::ServerTimeout, Phase::Queue),
+            Ending::NoServer(AcquireError::QueueTimeout { server, pos }) => {
+                if server {
+                    o.srv_queue = pos;
+                } else {
+                    o.be_queue = pos;
+                }
+                (Cause::ServerTimeout, Phase::Queue)
+            }
             Ending::NoServer(AcquireError::QueueFull) => (Cause::ServerAbort, Phase::Queue),
             Ending::NoServer(AcquireError::NoServer) => (Cause::ServerAbort, Phase::Connect),
             Ending::ConnectFailed(io::ErrorKind::TimedOut, _) => {
@@ -211,8 +218,11 @@ pub async fn connect_server_reusing(
         retries_left -= 1;
         out.retries += 1;
         Counters::inc(&be.counters.retries);
-        if be.redispatch && retries_left == 0 && be.usable_servers() > 1 {
-            // The last retry goes to another server.
+        // As HAProxy: the last retry goes to another server, and so does every retry of a
+        // session that no cookie ties to its server when the algorithm does not map a key to
+        // one server (it does not matter which server takes it).
+        let any_server = persist.is_none() && !be.maps_keys();
+        if be.redispatch && (retries_left == 0 || any_server) && be.usable_servers() > 1 {
             let failed = slot.index();
             drop(slot);
             slot = be.acquire(key, Some(failed)).await.map_err(Ending::NoServer)?;

@@ -128,3 +128,73 @@ fn the_persistence_cookie_flags_of_tsc_are_haproxys() {
         ]
     );
 }
+
+/// Reads one request head from a server-side connection the test holds.
+fn read_head(s: &mut std::net::TcpStream) {
+    use std::io::Read;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// The queue and retry ends: queue timeouts (`sQ`, with the queue position) behind a server
+/// held by the test, also for a client that half-closed after its request (HAProxy's
+/// `abortonclose` keeps such a request queued), and retries that go to another server at
+/// once (`+1`: round robin, no cookie, another server up).
+#[test]
+fn queue_timeouts_aborts_while_queued_and_retries_are_logged_as_haproxy_logs_them() {
+    use std::io::Write;
+    let ts = testserver("http", "s2");
+    let held = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let cfg = format!(
+        "{HTTP_LOG}frontend fe\n bind {{fe0}}\n use_backend r if {{ path /r }}\n\
+         default_backend q\n\
+         backend q\n option abortonclose\n timeout queue 300ms\n timeout server 5s\n\
+         server s1 {held} maxconn 1\n\
+         backend r\n retries 2\n option redispatch\n timeout connect 100ms\n\
+         server s1 {dead}\n server s2 {ts}\n",
+        held = held.local_addr().expect("addr"),
+        dead = dead_addr(),
+        ts = ts.addr,
+    );
+    let runs = both_with_sink("log-queue", &cfg, 4, |p, sink| {
+        let a = p.addrs[0];
+        let first = std::thread::spawn(move || {
+            exchange(a, b"GET /held HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+        });
+        // The first request holds the server's only slot until the test answers it.
+        held.set_nonblocking(false).expect("blocking");
+        let (mut srv, _) = held.accept().expect("the proxy connects");
+        read_head(&mut srv);
+        // Queued behind it: one waits past `timeout queue`, one leaves.
+        step(a, sink, b"GET /late HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 1);
+        let mut c = connect(a);
+        c.write_all(b"GET /gone HTTP/1.1\r\nHost: h\r\n\r\n").expect("write");
+        c.shutdown(std::net::Shutdown::Write).expect("shutdown");
+        assert_eq!(sink.wait_for(2), 2, "lines so far: {:#?}", sink.got.borrow());
+        srv.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+            .expect("answer");
+        drop(srv);
+        assert!(first.join().expect("first").starts_with(b"HTTP/1.1 200"));
+        assert_eq!(sink.wait_for(3), 3, "lines so far: {:#?}", sink.got.borrow());
+        step(a, sink, b"GET /r HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 4);
+    });
+    assert_eq!(
+        runs[0],
+        [
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe q/<NOSRV> T/T/-1/-1/T 503 217 - - sQ-- \
+             2/2/1/0/0 0/1 \"GET /late HTTP/1.1\"\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe q/<NOSRV> T/T/-1/-1/T 503 217 - - sQ-- \
+             2/2/1/0/0 0/1 \"GET /gone HTTP/1.1\"\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe q/s1 T/T/T/T/T 200 51 - - ---- \
+             1/1/0/0/0 0/0 \"GET /held HTTP/1.1\"\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe r/s2 T/T/T/T/T 200 81 - - ---- \
+             1/1/0/0/+1 0/0 \"GET /r HTTP/1.1\"\n",
+        ]
+    );
+}
