@@ -3,6 +3,8 @@
 //! `log-separate-errors`; `error-log-format`. Same traffic, same sink, lines compared with
 //! only what differs from run to run masked.
 
+use std::time::Duration;
+
 use crate::harness::*;
 use crate::logging::{both_with_sink, exchange, Sink, HTTP_LOG};
 
@@ -195,6 +197,50 @@ fn queue_timeouts_aborts_while_queued_and_retries_are_logged_as_haproxy_logs_the
              1/1/0/0/0 0/0 \"GET /held HTTP/1.1\"\n",
             "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe r/s2 T/T/T/T/T 200 81 - - ---- \
              1/1/0/0/+1 0/0 \"GET /r HTTP/1.1\"\n",
+        ]
+    );
+}
+
+/// Data-phase ends: a tunnel whose client (`cD`) or server (`sD`) stays silent past its
+/// timeout, and an HTTP client that leaves while its server has not answered yet (without
+/// `abortonclose` neither proxy notices before the answer: a normal line).
+#[test]
+fn data_phase_timeouts_and_client_aborts_are_logged_as_haproxy_logs_them() {
+    use std::io::Write;
+    let echo = testserver("echo", "e");
+    let sink_srv = testserver("sink", "k");
+    let web = testserver("http", "s1");
+    let cfg = format!(
+        "global\n nbthread 1\n log {{sink}} local0\n log-tag t\n\
+         defaults\n log global\n timeout connect 1s\n timeout client 5s\n timeout server 5s\n\
+         listen ct\n mode tcp\n option tcplog\n timeout client 300ms\n bind {{fe0}}\n\
+         server e {}\n\
+         listen st\n mode tcp\n option tcplog\n timeout server 300ms\n bind {{fe1}}\n\
+         server k {}\n\
+         listen h\n mode http\n option httplog\n bind {{fe2}}\n server s1 {}\n",
+        echo.addr, sink_srv.addr, web.addr
+    );
+    let runs = both_with_sink("log-data", &cfg, 3, |p, sink| {
+        let mut c = connect(p.addrs[0]);
+        assert_eq!(echo_roundtrip(&mut c, b"hi"), b"hi");
+        assert!(closed_within(&mut c, Duration::from_secs(5)));
+        assert_eq!(sink.wait_for(1), 1);
+        let mut s = connect(p.addrs[1]);
+        s.write_all(b"data nobody answers").expect("write");
+        assert!(closed_within(&mut s, Duration::from_secs(5)));
+        assert_eq!(sink.wait_for(2), 2);
+        let mut h = connect(p.addrs[2]);
+        h.write_all(b"GET /?t=400 HTTP/1.1\r\nHost: h\r\n\r\n").expect("write");
+        drop(h);
+        assert_eq!(sink.wait_for(3), 3, "lines so far: {:#?}", sink.got.borrow());
+    });
+    assert_eq!(
+        runs[0],
+        [
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] ct ct/e T/T/T 2 cD 1/1/0/0/0 0/0\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] st st/k T/T/T 0 sD 1/1/0/0/0 0/0\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] h h/s1 T/T/T/T/T 200 81 - - ---- 1/1/0/0/0 \
+             0/0 \"GET /?t=400 HTTP/1.1\"\n",
         ]
     );
 }
