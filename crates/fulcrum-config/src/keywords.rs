@@ -81,7 +81,7 @@ pub static GLOBAL: &[Keyword] = &[
     g("insecure-setuid-wanted", NotYet),
     g("issuers-chain-path", NotYet),
     g("localpeer", NotYet),
-    g("log", Partial("UDP (ipv4@, ipv6@, host:port, port 514 by default), UNIX datagram sockets, stdout/stderr/fd@<n>; len, format (every format), facility, level, minlevel; not sample, ring@, tcp@")),
+    g("log", Partial("UDP (ipv4@, ipv6@, host:port, port 514 by default), UNIX datagram sockets, stdout/stderr/fd@<n>; len, format (every format), sample, facility, level, minlevel; not ring@, tcp@")),
     g("log-send-hostname", Supported),
     g("log-tag", Supported),
     g("lua-load", NotYet),
@@ -666,7 +666,7 @@ const SAMPLE_NOTES: &[&str] = &[
     "- Predefined ACLs: all but `RDP_COOKIE`, `REQ_CONTENT` and `WAIT_END`; `HTTP` is always true (requests reaching the rules are valid HTTP).",
     "- Conditions read as HAProxy reads them: `or` in any case and `||` separate AND-groups of terms; a `!` or an `or` that has no term beside it is ignored; an empty condition never applies after `if` and always applies after `unless`.",
     "- As in HAProxy, the `hdr()` sample fetch of a response rule's log-format or `set-var()` reads the response (the model says `res.hdr`), while header ACLs always read the request.",
-    "- Log-format: every variable of HAProxy 2.6 (§8.2.4) with its flags (`%{+Q}`, `%{-Q}`, `%{+X}`, `%{+E}`, `%{+M}`, `%o` for all), separators, `%[<expr>]` with converters, and HAProxy's errors and warnings (an HTTP variable in a `mode tcp` proxy falls back as HAProxy's does). `%bi`, `%bp`, `%si`, `%sp` (the server connection's addresses) print `-`. In rules (`set-var-fmt`, `add-header`...), stream variables print as absent.",
+    "- Log-format: every variable of HAProxy 2.6 (§8.2.4) with its flags (`%{+Q}`, `%{-Q}`, `%{+X}`, `%{+E}`, `%{+M}`, `%o` for all), separators, `%[<expr>]` with converters, and HAProxy's errors and warnings (an HTTP variable in a `mode tcp` proxy falls back as HAProxy's does). `%bi`, `%bp`, `%si`, `%sp` (the server connection's addresses) print `-`. In rules (`set-var-fmt`, `add-header`...), stream variables print as absent. HAProxy 2.6 sends a line twice when its format has no variable that needs the end of the transaction (no byte count, no termination state...): Fulcrum sends it once.",
     "- Rules in a `mode tcp` proxy that need HTTP (`http-request`, `http-response`, `http-after-response`, `redirect`), `option forwardfor|originalto|checkcache|http-ignore-probes|http-use-proxy-header|http-pretend-keepalive`, `capture cookie`, `cookie`, `monitor-uri` and layer 7 `balance` algorithms are ignored with HAProxy's warnings.",
     "- `capture ... len <n>`: `<n>` must be a non-negative integer and a cookie capture must spell `len` (HAProxy reads any word with `atol()`); a cookie capture longer than 63 is truncated with HAProxy's warning.",
 ];

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use crate::args::{no_extra, Diags};
 use crate::lexer::Line;
-use crate::model::{LogAddr, LogEntry, LogTarget, SyslogFormat};
+use crate::model::{LogAddr, LogEntry, LogSample, LogTarget, SyslogFormat};
 
 /// HAProxy's syslog facilities, in their numeric order.
 pub const FACILITIES: [&str; 24] = [
@@ -95,8 +95,10 @@ fn parse(args: &[&str], negated: bool, global: bool, line: &Line) -> Result<Pars
         };
         i += 2;
     }
+    let mut sample = None;
     if arg(i) == "sample" {
-        return Err("'sample' is not supported yet".into());
+        sample = Some(parse_sample(arg(i + 1))?);
+        i += 2;
     }
     let facility = FACILITIES
         .iter()
@@ -133,7 +135,65 @@ fn parse(args: &[&str], negated: bool, global: bool, line: &Line) -> Result<Pars
         facility: facility as u8,
         level: max,
         minlevel: min,
+        sample,
     }))
+}
+
+/// HAProxy's `read_uint`: the leading digits of `s` (0 without any), and the rest.
+fn read_uint(s: &str) -> (u64, &str) {
+    let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let n = s[..end].bytes().fold(0u64, |n, d| n.saturating_mul(10) + u64::from(d - b'0'));
+    (n.min(u64::from(u32::MAX)), &s[end..])
+}
+
+/// `sample <ranges>:<size>` with HAProxy's checks and messages: ranges `<low>[-<high>]`
+/// separated by commas, from 1, not overlapping, within `<size>`.
+fn parse_sample(text: &str) -> Result<LogSample, String> {
+    let Some((list, size_text)) = text.split_once(':') else {
+        return Err("Missing sample size".into());
+    };
+    let mut ranges: Vec<(u32, u32)> = Vec::new();
+    let mut rest = list;
+    let mut max_high = 0;
+    while !rest.is_empty() {
+        let (item, next) = match rest.find(',') {
+            Some(c) => (&rest[..c], &rest[c + 1..]),
+            None => (rest, ""),
+        };
+        let wrong = || format!("wrong sample range '{rest}'");
+        let (low, after) = read_uint(item);
+        let high = match after.strip_prefix('-') {
+            _ if low == 0 => return Err(wrong()),
+            None if after.is_empty() => low,
+            None => return Err(wrong()),
+            Some(h) => match read_uint(h) {
+                (high, "") if high > low => high,
+                _ => return Err(wrong()),
+            },
+        };
+        let (low, high) = (low as u32, high as u32);
+        let inside = |v: u32| ranges.iter().any(|&(l, h)| v >= l && v <= h);
+        if inside(low) || inside(high) {
+            return Err("ranges are overlapping".into());
+        }
+        ranges.push((low, high));
+        max_high = max_high.max(high);
+        rest = next;
+    }
+    if ranges.is_empty() {
+        return Err("no sampling ranges given".into());
+    }
+    let size = match read_uint(size_text) {
+        (n, "") if n > 0 => n as u32,
+        _ => return Err(format!("wrong sample size '{size_text}' for sample range '{list}'")),
+    };
+    if size < max_high {
+        return Err(format!(
+            "sample size {size} should be greater or equal to {max_high} the maximum of the high ranges limits"
+        ));
+    }
+    ranges.sort_unstable();
+    Ok(LogSample { ranges, size })
 }
 
 /// A log target's address: `stdout`/`stderr`/`fd@<n>`, `unix@<path>` or a path, or
@@ -240,6 +300,27 @@ mod tests {
         match e {
             LogEntry::Target(t) => t,
             LogEntry::Global => panic!("not a target"),
+        }
+    }
+
+    #[test]
+    fn sample_ranges_and_sizes_are_checked_with_haproxys_messages() {
+        let (l, d) = one("log 127.0.0.1 sample 5-6,1,3:10 local0", true);
+        assert!(d.is_empty(), "{d:?}");
+        let want = LogSample { ranges: vec![(1, 1), (3, 3), (5, 6)], size: 10 };
+        assert_eq!(target(&l[0]).sample, Some(want));
+        for (text, msg) in [
+            ("1", "Missing sample size"),
+            ("0:2", "wrong sample range '0'"),
+            ("1,3-2:4", "wrong sample range '3-2'"),
+            ("1x:4", "wrong sample range '1x'"),
+            ("1-3,2:4", "ranges are overlapping"),
+            (":4", "no sampling ranges given"),
+            ("1:0", "wrong sample size '0' for sample range '1'"),
+            ("1-4:3", "sample size 3 should be greater or equal to 4 the maximum of the high ranges limits"),
+        ] {
+            let (_, d) = one(&format!("log 127.0.0.1 sample {text} local0"), true);
+            assert!(d.len() == 1 && d[0].contains(msg), "{text}: {d:?}");
         }
     }
 

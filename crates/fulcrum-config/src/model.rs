@@ -327,6 +327,16 @@ pub struct LogTarget {
     pub level: u8,
     /// Messages are sent at least at this level (default 0, emerg).
     pub minlevel: u8,
+    /// `sample <ranges>:<size>`: of each `size` messages in turn, those whose number (from 1)
+    /// is in one of the ranges (sorted, inclusive) are sent.
+    pub sample: Option<LogSample>,
+}
+
+/// A log target's `sample` setting.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogSample {
+    pub ranges: Vec<(u32, u32)>,
+    pub size: u32,
 }
 
 /// A log target's address.

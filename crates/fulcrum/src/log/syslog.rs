@@ -54,6 +54,30 @@ struct Target {
     level: u8,
     minlevel: u8,
     maxlen: usize,
+    sample: Option<Sampling>,
+}
+
+/// `sample <ranges>:<size>`: which of each `size` messages in turn are sent. Each copy of a
+/// target (`log global` in a proxy) counts its own messages, as in HAProxy.
+#[derive(Debug)]
+struct Sampling {
+    ranges: Box<[(u32, u32)]>,
+    size: u32,
+    count: AtomicU64,
+}
+
+impl Clone for Sampling {
+    fn clone(&self) -> Self {
+        Sampling { ranges: self.ranges.clone(), size: self.size, count: AtomicU64::new(0) }
+    }
+}
+
+impl Sampling {
+    /// Counts one message; whether it is one to send.
+    fn take(&self) -> bool {
+        let n = self.count.fetch_add(1, Ordering::Relaxed) % u64::from(self.size) + 1;
+        self.ranges.iter().any(|&(lo, hi)| n >= u64::from(lo) && n <= u64::from(hi))
+    }
 }
 
 /// A proxy's log targets with the header fields they share.
@@ -136,7 +160,7 @@ impl Logger {
         let end = msg.iter().rposition(|&c| c != b'\n' && c != 0).map_or(0, |i| i + 1);
         let msg = &msg[..end];
         for t in &self.targets {
-            if level > t.level {
+            if level > t.level || t.sample.as_ref().is_some_and(|s| !s.take()) {
                 continue;
             }
             let level = level.max(t.minlevel);
@@ -217,6 +241,11 @@ fn target(t: &LogTarget) -> Result<Target, String> {
         level: t.level,
         minlevel: t.minlevel,
         maxlen: t.maxlen as usize,
+        sample: t.sample.as_ref().map(|s| Sampling {
+            ranges: s.ranges.clone().into(),
+            size: s.size,
+            count: AtomicU64::new(0),
+        }),
     })
 }
 
@@ -461,6 +490,7 @@ mod tests {
             level: 7,
             minlevel: 0,
             maxlen: 80,
+            sample: None,
         };
         let long = "x".repeat(200);
         send_one(&t, b"<1>", long.as_bytes());
@@ -473,5 +503,16 @@ mod tests {
         let n = sink.recv(&mut buf).expect("a datagram");
         assert_eq!(&buf[..n], b"kept\n");
         assert_eq!(dropped(), 0);
+    }
+
+    #[test]
+    fn sampling_sends_the_messages_whose_turn_is_in_a_range() {
+        let s = Sampling { ranges: vec![(1, 1), (3, 4)].into(), size: 5, count: AtomicU64::new(0) };
+        let sent: Vec<bool> = (0..10).map(|_| s.take()).collect();
+        let want = [true, false, true, true, false];
+        assert_eq!(sent, [want, want].concat());
+        // A copy (`log global` in another proxy) counts from its own start.
+        let copy = s.clone();
+        assert!(copy.take() && !copy.take());
     }
 }

@@ -244,3 +244,29 @@ fn data_phase_timeouts_and_client_aborts_are_logged_as_haproxy_logs_them() {
         ]
     );
 }
+
+/// `log ... sample 1:2`: every other line, from the first. (The format counts bytes: HAProxy
+/// 2.6 logs a line twice, once at the response head, when its format has nothing that needs
+/// the end of the transaction, and sampling shows it.)
+#[test]
+fn a_sampled_target_gets_the_lines_whose_turn_is_in_its_ranges() {
+    let ts = testserver("http", "s1");
+    let cfg = format!(
+        "global\n nbthread 1\n log-tag t\n\
+         defaults\n mode http\n timeout connect 1s\n timeout client 5s\n timeout server 5s\n\
+         frontend fe\n log {{sink}} sample 1:2 local0\n log-format \"%HP %B\"\n bind {{fe0}}\n\
+         default_backend be\nbackend be\n server s1 {}\n",
+        ts.addr
+    );
+    let runs = both_with_sink("log-sample", &cfg, 3, |p, sink| {
+        for i in 1..=5 {
+            let req = format!("GET /{i} HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
+            exchange(p.addrs[0], req.as_bytes());
+        }
+        assert_eq!(sink.wait_for(3), 3);
+    });
+    assert_eq!(
+        runs[0],
+        ["<134>TIME t[PID]: /1 81\n", "<134>TIME t[PID]: /3 81\n", "<134>TIME t[PID]: /5 81\n"]
+    );
+}
