@@ -8,6 +8,7 @@
 
 mod backend;
 mod cli;
+mod clock;
 mod connection;
 mod counters;
 mod demo;

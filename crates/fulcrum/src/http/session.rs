@@ -282,7 +282,7 @@ pub async fn serve(
         s.stream_no = None;
         // Clock reads only when a log line will use them.
         if s.logs {
-            s.o.marks.start = Some(Instant::now());
+            s.o.marks.start = Some(crate::clock::now());
         }
         match s.read_request().await {
             Ok(Read::Request) => {}
@@ -407,7 +407,7 @@ impl Session<'_> {
                         self.cbuf.consume(n);
                         self.o.bytes_in = n as u64;
                         if self.logs {
-                            self.o.marks.request = Some(Instant::now());
+                            self.o.marks.request = Some(crate::clock::now());
                             self.o.bytes_in = crate::outcome::head_size(&self.req);
                         }
                         return Ok(Read::Request);
@@ -477,7 +477,7 @@ impl Session<'_> {
                 started = true;
                 started_late = !first;
                 if self.logs {
-                    self.o.marks.request_begin = Some(Instant::now());
+                    self.o.marks.request_begin = Some(crate::clock::now());
                 }
             }
         }
@@ -532,8 +532,8 @@ impl Session<'_> {
                 fe: self.fe,
                 be,
                 outcome: &self.o,
-                now: Instant::now(),
-                wall: std::time::SystemTime::now(),
+                now: crate::clock::now(),
+                wall: crate::clock::wall(),
                 request_line: None,
                 captures: None,
                 unique_id: None,
@@ -580,8 +580,8 @@ impl Session<'_> {
             fe: self.fe,
             be,
             outcome: &self.o,
-            now: Instant::now(),
-            wall: std::time::SystemTime::now(),
+            now: crate::clock::now(),
+            wall: crate::clock::wall(),
             request_line: (!refused).then_some(&l.request_line[..]),
             captures: (!refused).then_some(&self.vars.caps),
             unique_id: None,

@@ -182,7 +182,7 @@ impl Logger {
             // Headers without sub-second time change once a second: each worker keeps the
             // last few it built.
             let key = (t.format, t.facility, level);
-            let sec = std::time::SystemTime::now()
+            let sec = crate::clock::wall()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs());
             HEADERS.with(|c| {
@@ -298,7 +298,7 @@ fn header(format: SyslogFormat, level: u8, facility: u8, host: Option<&str>, tag
         }
         _ => {}
     }
-    let now = std::time::SystemTime::now();
+    let now = crate::clock::wall();
     match format {
         SyslogFormat::Local | SyslogFormat::Rfc3164 => legacy_time(&mut h, now),
         SyslogFormat::Rfc5424 => {

@@ -248,7 +248,7 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
     }
     let mut outcome = crate::outcome::Outcome::default();
     if logs {
-        let now = tokio::time::Instant::now();
+        let now = crate::clock::now();
         outcome.marks.start = Some(now);
         outcome.marks.request = Some(now);
     }
@@ -261,8 +261,8 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
             fe,
             be: Some(be),
             outcome: &outcome,
-            now: tokio::time::Instant::now(),
-            wall: std::time::SystemTime::now(),
+            now: crate::clock::now(),
+            wall: crate::clock::wall(),
             request_line: None,
             captures: None,
             unique_id: None,

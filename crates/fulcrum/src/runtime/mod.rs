@@ -238,7 +238,9 @@ fn worker(
             })
             .collect();
         let accepting = std::future::poll_fn(|cx| {
-            // The log lines of the last turn leave together (see `log::batch`).
+            // A new turn: the log timers' clock, and the log lines of the last turn leave
+            // together (see `clock`, `log::batch`).
+            crate::clock::tick();
             crate::log::batch::flush(cx.waker());
             for slot in loops.iter_mut() {
                 if slot
@@ -283,6 +285,7 @@ fn worker(
             _ = accepting => {}
         }
         crate::log::batch::stop(); // from now on, each line leaves at once
+        crate::clock::stop(); // and the clock is read each time
         drop(loops); // closes this worker's listening sockets
         purge.abort();
         checks.iter().for_each(|c| c.abort());

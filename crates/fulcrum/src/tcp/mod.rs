@@ -14,7 +14,6 @@ use std::task::Poll;
 use std::time::Duration;
 
 use tokio::net::UnixStream;
-use tokio::time::Instant;
 
 use crate::backend::{AcquireError, Backend, PickKey, ServerSlot};
 use crate::connection::Stream;
@@ -76,7 +75,7 @@ impl Ending {
                 // It left the queue: HAProxy counts that time as queueing, and gives the
                 // position (1 here: those served while it waited are not counted).
                 if o.marks.start.is_some() {
-                    o.marks.queue = Some(Instant::now());
+                    o.marks.queue = Some(crate::clock::now());
                 }
                 o.be_queue = 1;
                 (Cause::ClientAbort, Phase::Queue)
@@ -180,7 +179,7 @@ pub async fn connect_server_reusing(
         }
         Poll::Pending => {
             let r = acquire.await;
-            out.marks.queue = Some(Instant::now());
+            out.marks.queue = Some(crate::clock::now());
             r.map_err(Ending::NoServer)?
         }
     };
@@ -200,7 +199,7 @@ pub async fn connect_server_reusing(
         let endpoint = slot.server().target.resolve(dst_port);
         let err = match connect(endpoint, be.timeouts.connect, be.server_bufs).await {
             Ok(stream) => {
-                out.marks.connect = Some(Instant::now());
+                out.marks.connect = Some(crate::clock::now());
                 if slot.server().policy.observe.is_some() {
                     observe(be, slot.index(), false, "L4 successful connection");
                 }

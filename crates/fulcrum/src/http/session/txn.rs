@@ -153,7 +153,7 @@ impl Session<'_> {
             let reused = sc.requests > 0;
             let exchanged = self.exchange(sc, &info, &be).await;
             if self.logs {
-                self.o.marks.data = Some(Instant::now());
+                self.o.marks.data = Some(crate::clock::now());
             }
             if matches!(exchanged, Exchange::Response(..)) && !self.fe.log.captures.is_empty() {
                 self.vars.caps.take_from(&self.fe.log.captures, &self.resp, true);
@@ -448,7 +448,7 @@ impl Session<'_> {
                     // As HAProxy: the tarpit counts as queueing, from no request time.
                     self.o.marks.request = None;
                     if self.logs {
-                        self.o.marks.queue = Some(Instant::now());
+                        self.o.marks.queue = Some(crate::clock::now());
                     }
                     Built::Status(status)
                 }
