@@ -188,6 +188,10 @@ pub struct Outcome {
     pub srv_queue: u32,
     pub be_queue: u32,
     pub marks: Marks,
+    /// The server connection's local and remote addresses, kept when a log line prints
+    /// them (`want_server_addrs`).
+    pub server_conn: Option<(std::net::SocketAddr, std::net::SocketAddr)>,
+    pub want_server_addrs: bool,
 }
 
 /// The timers of a stream in milliseconds as HAProxy computes them (configuration.txt §8.4,

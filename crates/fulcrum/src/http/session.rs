@@ -278,7 +278,7 @@ pub async fn serve(
     }
 
     loop {
-        s.o = Outcome::default();
+        s.o = Outcome { want_server_addrs: s.logs && fe.log.server_addrs, ..Outcome::default() };
         s.stream_no = None;
         // Clock reads only when a log line will use them.
         if s.logs {
@@ -588,7 +588,7 @@ impl Session<'_> {
             actconn: self.shared.global_limit.current(),
             request_counter: self.stream_no.take().unwrap_or_else(crate::log::next_stream_number),
             log_count: self.fe.log.count.load(std::sync::atomic::Ordering::Relaxed),
-            server_conn: None,
+            server_conn: self.o.server_conn,
             http: be.is_none_or(|b| b.http.is_some()),
         };
         let made;

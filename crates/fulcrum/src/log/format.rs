@@ -37,6 +37,11 @@ impl Format {
         Format { parts }
     }
 
+    /// Whether the format prints one of `vars`.
+    pub fn uses_any(&self, vars: &[LogVar]) -> bool {
+        self.parts.iter().any(|p| matches!(p, Part::Var(v, _) if vars.contains(v)))
+    }
+
     /// Appends the formatted text to `out`. `stream` is what a log line knows beyond the
     /// rules' context (a rule's format has none: stream variables print as absent).
     pub fn render(&self, ctx: &Ctx<'_>, stream: Option<&Stream<'_>>, out: &mut Vec<u8>) {

@@ -82,6 +82,8 @@ pub struct Settings {
     pub dontlognull: bool,
     pub dontlog_normal: bool,
     pub separate_errors: bool,
+    /// A format prints the server connection's addresses (`%bi`, `%bp`, `%si`, `%sp`).
+    pub server_addrs: bool,
     /// Lines sent so far (`%lc`).
     pub count: AtomicU64,
 }

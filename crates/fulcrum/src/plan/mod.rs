@@ -200,10 +200,16 @@ pub fn build(config: &cfg::Config) -> Result<Plan, Vec<String>> {
 fn log_settings(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::log::Settings {
     let f = &p.formats;
     let mut compile = |f: &Option<cfg::LogFormat>| f.as_ref().map(|f| c.format(f, &p.span));
+    let (line, sd, error) = (compile(&f.line), compile(&f.sd), compile(&f.error));
+    use cfg::LogVar as V;
+    let addrs = [V::BackendIp, V::BackendPort, V::ServerIp, V::ServerPort];
+    let server_addrs =
+        [&line, &sd, &error].iter().any(|f| f.as_ref().is_some_and(|f| f.uses_any(&addrs)));
     crate::log::Settings {
-        line: compile(&f.line),
-        sd: compile(&f.sd),
-        error: compile(&f.error),
+        line,
+        sd,
+        error,
+        server_addrs,
         unique_id: compile(&f.unique_id),
         unique_id_header: p.unique_id_header.as_deref().map(Box::from),
         captures: capture_spec(p),

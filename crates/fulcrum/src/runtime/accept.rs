@@ -246,7 +246,10 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
             l.send(log::syslog::INFO, &log::connect_line(peer, local, &fe.name, false));
         }
     }
-    let mut outcome = crate::outcome::Outcome::default();
+    let mut outcome = crate::outcome::Outcome {
+        want_server_addrs: logs && fe.log.server_addrs,
+        ..Default::default()
+    };
     if logs {
         let now = crate::clock::now();
         outcome.marks.start = Some(now);
@@ -269,7 +272,7 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
             actconn: shared.global_limit.current(),
             request_counter: log::next_stream_number(),
             log_count: fe.log.count.load(std::sync::atomic::Ordering::Relaxed),
-            server_conn: None,
+            server_conn: outcome.server_conn,
             http: false,
         };
         let uid = log::unique_id(fe, &ctx, &stream);

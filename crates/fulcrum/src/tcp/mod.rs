@@ -193,6 +193,7 @@ pub async fn connect_server_reusing(
     loop {
         if let Some((stream, requests)) = idle(slot.index()) {
             out.marks.connect = out.marks.queue;
+            note_addrs(out, &stream);
             slot.track(&stream);
             return Ok((slot, stream, requests));
         }
@@ -200,6 +201,7 @@ pub async fn connect_server_reusing(
         let err = match connect(endpoint, be.timeouts.connect, be.server_bufs).await {
             Ok(stream) => {
                 out.marks.connect = Some(crate::clock::now());
+                note_addrs(out, &stream);
                 if slot.server().policy.observe.is_some() {
                     observe(be, slot.index(), false, "L4 successful connection");
                 }
@@ -233,6 +235,16 @@ pub async fn connect_server_reusing(
             let pause = be.timeouts.connect.unwrap_or(Duration::MAX).min(Duration::from_secs(1));
             tokio::time::sleep(pause).await;
         }
+    }
+}
+
+/// Keeps the server connection's addresses for a log line that prints them (two system
+/// calls, made only then).
+fn note_addrs(out: &mut Outcome, stream: &Stream) {
+    if out.want_server_addrs {
+        let s = socket2::SockRef::from(stream);
+        let (local, peer) = (s.local_addr().ok(), s.peer_addr().ok());
+        out.server_conn = local.zip(peer).and_then(|(l, p)| l.as_socket().zip(p.as_socket()));
     }
 }
 

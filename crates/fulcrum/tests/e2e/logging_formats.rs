@@ -29,7 +29,7 @@ fn a_custom_log_format_with_flags_captures_and_unique_ids_is_rendered_as_haproxy
          log-format \"%{{+Q}}o %ci %ft %b %s %ST %B %U %tsc %ac:%fc:%bc:%sc:%rc %sq:%bq %hr %hs \
          %CC %CS %ID %HM %HP %HQ %HU %HV %[capture.req.hdr(1)] %[capture.res.hdr(1)] %{{-Q}}r \
          %{{+E}}[capture.req.hdr(2)] %[unique-id] %lc %{{+X}}rt %{{+Q,+X}}ci \
-         %{{-Q}}[capture.req.hdr(0),lower]\"\n\
+         %{{-Q}}[capture.req.hdr(0),lower] %{{-Q}}bi:%bp %{{-Q}}si:%sp\"\n\
          default_backend be\nbackend be\n server s1 {ts}\n",
         ts = ts.addr,
     );
@@ -50,10 +50,10 @@ fn a_custom_log_format_with_flags_captures_and_unique_ids_is_rendered_as_haproxy
     assert_eq!(
         runs[0],
         [
-            "<134>TIME t[PID]: \"127.0.0.1\" \"custom\" \"be\" \"s1\" 200 81 133 ---- 1:1:0:0:0 0:0 \"{Example.CO|agent-wi|a#22b]c\\d}\" \"{s1|s1}\" \"SID=abc123\" \"\" \"custom-0\" \"GET\" \"/p/q\" \"?x=1&y=%41\" \"/p/q?x=1&y=%41\" \"HTTP/1.1\" \"agent-wi\" \"s1\" GET /p/q?x=1&y=%41 HTTP/1.1 \"a\\\"b\\]c\\\\d\" \"custom-0\" 0 0000 7F000001 example.co\n",
-            "<134>TIME t[PID]: \"127.0.0.1\" \"custom\" \"be\" \"s1\" 200 81 52 ---- 1:1:0:0:0 0:0 \"{||}\" \"{s1|s1}\" \"\" \"\" \"custom-1\" \"POST\" \"/\" \"\" \"/\" \"HTTP/1.0\" \"\" \"s1\" POST / HTTP/1.0 \"\" \"custom-1\" 1 0001 7F000001 -\n",
-            "<134>TIME t[PID]: \"127.0.0.1\" \"custom\" \"be\" \"s1\" 404 93 48 ---- 1:1:0:0:0 0:0 \"{h||}\" \"{s1|s1}\" \"\" \"\" \"custom-2\" \"GET\" \"/\" \"?c=404&s=5\" \"/?c=404&s=5\" \"HTTP/1.1\" \"\" \"s1\" GET /?c=404&s=5 HTTP/1.1 \"\" \"custom-2\" 2 0002 7F000001 h\n",
-            "<134>TIME t[PID]: \"127.0.0.1\" \"custom\" \"custom\" \"<NOSRV>\" 400 0 0 PR-- 1:1:0:0:0 0:0 \"\" \"\" \"\" \"<BADREQ>\" \"<BADREQ>\" \"<BADREQ>\" \"<BADREQ>\" \"<BADREQ>\" \"\" \"\" <BADREQ> \"\" \"\" 3 0003 7F000001 -\n",
+            "<134>TIME t[PID]: \"127.0.0.1\" \"custom\" \"be\" \"s1\" 200 81 133 ---- 1:1:0:0:0 0:0 \"{Example.CO|agent-wi|a#22b]c\\d}\" \"{s1|s1}\" \"SID=abc123\" \"\" \"custom-0\" \"GET\" \"/p/q\" \"?x=1&y=%41\" \"/p/q?x=1&y=%41\" \"HTTP/1.1\" \"agent-wi\" \"s1\" GET /p/q?x=1&y=%41 HTTP/1.1 \"a\\\"b\\]c\\\\d\" \"custom-0\" 0 0000 7F000001 example.co 127.0.0.1:P 127.0.0.1:P\n",
+            "<134>TIME t[PID]: \"127.0.0.1\" \"custom\" \"be\" \"s1\" 200 81 52 ---- 1:1:0:0:0 0:0 \"{||}\" \"{s1|s1}\" \"\" \"\" \"custom-1\" \"POST\" \"/\" \"\" \"/\" \"HTTP/1.0\" \"\" \"s1\" POST / HTTP/1.0 \"\" \"custom-1\" 1 0001 7F000001 - 127.0.0.1:P 127.0.0.1:P\n",
+            "<134>TIME t[PID]: \"127.0.0.1\" \"custom\" \"be\" \"s1\" 404 93 48 ---- 1:1:0:0:0 0:0 \"{h||}\" \"{s1|s1}\" \"\" \"\" \"custom-2\" \"GET\" \"/\" \"?c=404&s=5\" \"/?c=404&s=5\" \"HTTP/1.1\" \"\" \"s1\" GET /?c=404&s=5 HTTP/1.1 \"\" \"custom-2\" 2 0002 7F000001 h 127.0.0.1:P 127.0.0.1:P\n",
+            "<134>TIME t[PID]: \"127.0.0.1\" \"custom\" \"custom\" \"<NOSRV>\" 400 0 0 PR-- 1:1:0:0:0 0:0 \"\" \"\" \"\" \"<BADREQ>\" \"<BADREQ>\" \"<BADREQ>\" \"<BADREQ>\" \"<BADREQ>\" \"\" \"\" <BADREQ> \"\" \"\" 3 0003 7F000001 - -:\"\" -:\"\"\n",
         ]
     );
 }
