@@ -373,7 +373,10 @@ thread_local! {
 /// The header and the message cut to `maxlen` in all, then LF, in one send.
 fn send_one(t: &Target, header: &[u8], msg: &[u8]) {
     let h = &header[..header.len().min(t.maxlen)];
-    let m = &msg[..msg.len().min(t.maxlen - h.len())];
+    // As HAProxy 2.6 measured: a header and its message take `len` bytes before the LF, a
+    // message without header (`format raw`) one less.
+    let room = if h.is_empty() { t.maxlen - 1 } else { t.maxlen - h.len() };
+    let m = &msg[..msg.len().min(room)];
     let parts = [IoSlice::new(h), IoSlice::new(m), IoSlice::new(b"\n")];
     let sent = match &t.dest {
         Dest::Fd(fd) => write_fd(*fd, &parts),

@@ -270,3 +270,24 @@ fn a_sampled_target_gets_the_lines_whose_turn_is_in_its_ranges() {
         ["<134>TIME t[PID]: /1 81\n", "<134>TIME t[PID]: /3 81\n", "<134>TIME t[PID]: /5 81\n"]
     );
 }
+
+/// A line longer than the target's `len` is cut as HAProxy cuts it: a header and its message
+/// take `len` bytes before the LF, a message without header (`format raw`, used here so the
+/// cut does not depend on the pid's digits) one less.
+#[test]
+fn a_line_longer_than_len_is_cut_as_haproxy_cuts_it() {
+    let ts = testserver("http", "s1");
+    let cfg = format!(
+        "global\n nbthread 1\n log-tag t\n\
+         defaults\n mode http\n timeout connect 1s\n timeout client 5s\n timeout server 5s\n\
+         frontend fe\n log {{sink}} len 80 format raw local0\n log-format \"%HP %B\"\n bind {{fe0}}\n\
+         default_backend be\nbackend be\n server s1 {}\n",
+        ts.addr
+    );
+    let long = "a".repeat(100);
+    let runs = both_with_sink("log-len", &cfg, 1, |p, sink| {
+        let req = format!("GET /{long} HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
+        step(p.addrs[0], sink, req.as_bytes(), 1);
+    });
+    assert_eq!(runs[0], [format!("/{}\n", &long[..78])]);
+}
