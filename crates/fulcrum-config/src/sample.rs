@@ -371,7 +371,10 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "req.body_len" | "req.body_size" => d(NONE, 0, Int, Request),
         "req.body_param" => d(S, 0, Bin, Request),
         "base" => d(NONE, 0, Str, Request),
-        "ssl_fc" => d(NONE, 0, Bool, Session),
+        "ssl_fc" | "ssl_fc_is_resumed" => d(NONE, 0, Bool, Session),
+        "fc_err" => d(NONE, 0, Int, Always),
+        "ssl_fc_err" | "ssl_c_err" | "ssl_c_ca_err" => d(NONE, 0, Int, Session),
+        "ssl_fc_sni" => d(NONE, 0, Str, Session),
         "cook_cnt" | "req.cook_cnt" | "cook_val" | "req.cook_val" => d(S, 0, Int, Request),
         "res.cook" | "scook" => d(S, 0, Str, Response),
         "res.ver" | "resp_ver" => d(NONE, 0, Str, Response),
@@ -501,7 +504,9 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
         "req.body_param" => Fetch::ReqBodyParam { name: first_str(args) },
         "req.hdrs" => Fetch::ReqHdrs,
         "base" => Fetch::Base,
-        "ssl_fc" => Fetch::SslFc,
+        "ssl_fc" | "ssl_fc_is_resumed" => Fetch::SslFc,
+        "fc_err" => Fetch::FcErr,
+        "ssl_fc_err" | "ssl_c_err" | "ssl_c_ca_err" | "ssl_fc_sni" => Fetch::TlsOnly,
         "cook_cnt" | "req.cook_cnt" => Fetch::CookCnt { name: first_str(args) },
         "cook_val" | "req.cook_val" => Fetch::CookVal { name: first_str(args) },
         "res.cook" | "scook" => Fetch::ResCook { name: first_str(args) },
@@ -583,6 +588,7 @@ fn castable(from: SmpType, to: SmpType) -> bool {
         (Any, _) | (_, Any) | (_, Str) => true,
         (Bool | Str | Ip, Int) => true,
         (Int | Str, Ip) => true,
+        (Bool | Int | Str | Ip, Bin) => true,
         _ => false,
     }
 }
@@ -603,6 +609,10 @@ fn build_converter(
     let invalid = |m: &str| SmpError::Conv(format!("invalid args in converter '{name}' : {m}"));
     let str_conv = |c| Ok((c, SmpType::Str, SmpType::Str));
     match name {
+        "hex" => {
+            check_args(s, raw, NONE, 0).map_err(arg_err)?;
+            Ok((Converter::Hex, SmpType::Bin, SmpType::Str))
+        }
         "lower" | "upper" => {
             check_args(s, raw, NONE, 0).map_err(arg_err)?;
             str_conv(if name == "lower" { Converter::Lower } else { Converter::Upper })

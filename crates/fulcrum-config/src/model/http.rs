@@ -110,9 +110,15 @@ pub enum Fetch {
     ReqHdrs,
     /// `base`: the first `Host` header value followed by the path (no query string).
     Base,
-    /// `ssl_fc`: the client connection is TLS (boolean). Fulcrum has no TLS listeners yet, so
-    /// this is always false.
+    /// `ssl_fc`: the client connection is TLS (boolean); `ssl_fc_is_resumed`: its session was
+    /// resumed. Fulcrum has no TLS listeners yet, so both are always false.
     SslFc,
+    /// `fc_err`: the client connection's error code; 0 (none) for a connection that reaches a
+    /// rule or a log line (TLS handshake errors come with TLS).
+    FcErr,
+    /// `ssl_fc_err`, `ssl_c_err`, `ssl_c_ca_err`, `ssl_fc_sni`: facts of a TLS connection; no
+    /// sample on a clear-text one (all of them until TLS exists), as in HAProxy.
+    TlsOnly,
     /// `cook_cnt([<name>])` / `req.cook_cnt(...)`: how many times the request cookie appears
     /// (every cookie when the name is empty) (integer).
     CookCnt { name: String },
@@ -160,6 +166,8 @@ pub enum VarScope {
 /// A converter applied to a sample (HAProxy manual §7.3.1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Converter {
+    /// `hex`: the bytes in upper-case hexadecimal (an integer as its 8 big-endian bytes).
+    Hex,
     Lower,
     Upper,
     /// `field(<index>,<delimiters>[,<count>])`.

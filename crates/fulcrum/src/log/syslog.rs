@@ -167,10 +167,11 @@ impl Logger {
             if t.format == SyslogFormat::Rfc5424 {
                 let mut header =
                     header(t.format, level, t.facility, self.host.as_deref(), &self.tag);
-                match sd {
-                    Some(sd) => header.push_str(&String::from_utf8_lossy(sd)),
-                    None => header.push_str("- "),
-                }
+                // The structured data without its trailing spaces, then one (HAProxy).
+                let sd = sd.unwrap_or(b"-");
+                let end = sd.iter().rposition(|&c| c != b' ').map_or(0, |i| i + 1);
+                header.push_str(&String::from_utf8_lossy(&sd[..end]));
+                header.push(' ');
                 send_one(t, header.as_bytes(), msg);
                 continue;
             }

@@ -178,6 +178,7 @@ impl<'a> Ctx<'a> {
 /// A compiled converter.
 #[derive(Debug)]
 pub enum Conv {
+    Hex,
     Lower,
     Upper,
     Field { index: i32, delims: Box<[u8]>, count: Option<i32> },
@@ -222,12 +223,24 @@ impl Expr {
     }
 }
 
+/// Upper-case hexadecimal digits.
+const HEX: &[u8; 16] = b"0123456789ABCDEF";
+
 fn convert<'a>(c: &Conv, v: Value<'a>) -> Option<Value<'a>> {
-    let s = match v {
-        Value::Str(s) => s,
-        other => Cow::Owned(other.as_bytes().into_owned()),
+    let s = match (c, v) {
+        // HAProxy casts an integer to binary as its 8 big-endian bytes.
+        (Conv::Hex, Value::Int(i)) => Cow::Owned(i.to_be_bytes().to_vec()),
+        (_, Value::Str(s)) => s,
+        (_, other) => Cow::Owned(other.as_bytes().into_owned()),
     };
     Some(match c {
+        Conv::Hex => {
+            let mut out = Vec::with_capacity(s.len() * 2);
+            for b in s.iter() {
+                out.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+            }
+            Value::Str(Cow::Owned(out))
+        }
         Conv::Lower => {
             if s.iter().any(u8::is_ascii_uppercase) {
                 Value::Str(Cow::Owned(s.to_ascii_lowercase()))
@@ -440,6 +453,8 @@ fn fetch_each<'a>(
             f(Value::Str(Cow::Owned(v)))
         }
         SslFc => f(Value::Bool(false)),
+        FcErr => f(Value::Int(0)),
+        TlsOnly => false,
         CookCnt { name } => {
             let n = req.map_or(0, |r| {
                 r.headers()
@@ -627,6 +642,7 @@ pub fn compile(e: &cfg::SampleExpr, load_map: &mut MapLoader<'_>) -> Result<Expr
     let mut convs = Vec::with_capacity(e.converters.len());
     for c in &e.converters {
         convs.push(match c {
+            cfg::Converter::Hex => Conv::Hex,
             cfg::Converter::Lower => Conv::Lower,
             cfg::Converter::Upper => Conv::Upper,
             cfg::Converter::Field { index, delims, count } => {

@@ -128,8 +128,8 @@ pub(crate) fn mask(line: &str) -> String {
         .replace(line, "${1}TIME ");
     let s = re(r"\[[0-9]+\]: ").replace(&s, "[PID]: ");
     // RFC 5424: `<PRI>1 TIMESTAMP HOST TAG PID - - `.
-    let s = re(r"^(<[0-9]+>)1 [^ ]+ ([^ ]+) ([^ ]+) [0-9]+ - - ")
-        .replace(&s, "${1}1 TIME $2 $3 PID - - ");
+    let s =
+        re(r"^(<[0-9]+>)1 [^ ]+ ([^ ]+) ([^ ]+) [0-9]+ - ").replace(&s, "${1}1 TIME $2 $3 PID - ");
     if re(r" - - \[[0-9]{2}/[A-Z][a-z]{2}/[0-9]{4}:[0-9:]{8} [+-][0-9]{4}\] ").is_match(&s) {
         return mask_clf(&s);
     }

@@ -291,3 +291,32 @@ fn a_line_longer_than_len_is_cut_as_haproxy_cuts_it() {
     });
     assert_eq!(runs[0], [format!("/{}\n", &long[..78])]);
 }
+
+/// `option httpslog` on a clear-text connection (its TLS fields as HAProxy prints them then),
+/// `log-format-sd` on an RFC 5424 target, and the `hex` converter.
+#[test]
+fn httpslog_structured_data_and_hex_are_rendered_as_haproxy_renders_them() {
+    let ts = testserver("http", "s1");
+    let cfg = format!(
+        "{HTTP_LOG}frontend tls\n option httpslog\n bind {{fe0}}\n default_backend be\n\
+         frontend sd\n no log\n log {{sink}} format rfc5424 local0\n\
+         log-format \"%[str(ab),hex] %[int(258),hex] %[fc_err]\"\n\
+         log-format-sd \"[exampleSDID@1234 fe=\\\"%f\\\" st=\\\"%ST\\\"]\"\n bind {{fe1}}\n\
+         default_backend be\n\
+         backend be\n server s1 {ts}\n",
+        ts = ts.addr,
+    );
+    let runs = both_with_sink("log-sd", &cfg, 2, |p, sink| {
+        step(p.addrs[0], sink, b"GET /s HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 1);
+        step(p.addrs[1], sink, b"GET /d HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 2);
+    });
+    assert_eq!(
+        runs[0],
+        [
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] tls be/s1 T/T/T/T/T 200 81 - - ---- 1/1/0/0/0 \
+             0/0 \"GET /s HTTP/1.1\" 0/-/-/-/0 -/-/-\n",
+            "<134>1 TIME - t PID - [exampleSDID@1234 fe=\"sd\" st=\"200\"] 6162 \
+             0000000000000102 0\n",
+        ]
+    );
+}
