@@ -112,7 +112,7 @@ pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: Accepted, out: &mut O
         Err(e) => return e.record(out),
     };
     let t = tunnel_timeouts(fe, be);
-    let (end, moved) = tunnel::run(&conn.client, &server, t).await;
+    let (end, moved) = tunnel::run(&conn.client, &server, t, &|| slot.ended_by().is_some()).await;
     let srv = slot.server();
     for c in [&fe.counters, &be.counters, &srv.counters] {
         Counters::add(&c.bytes_in, moved.client_to_server);
@@ -122,7 +122,8 @@ pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: Accepted, out: &mut O
     out.bytes_out = moved.server_to_client;
     Ending::Tunnel(end).record(out);
     if let Some(by) = slot.ended_by() {
-        out.ended_by_state_change(by, Phase::Data);
+        // HAProxy shuts such a stream without an error on either side: no phase (`D-`).
+        out.ended_by_state_change(by, Phase::Done);
     }
 }
 

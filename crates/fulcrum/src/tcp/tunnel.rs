@@ -147,7 +147,15 @@ fn err_end(side: Side) -> TunnelEnd {
 }
 
 /// Forwards until both directions are shut, a side fails, or a side stays inactive too long.
-pub async fn run(client: &Stream, server: &Stream, t: TunnelTimeouts) -> (TunnelEnd, Moved) {
+///
+/// `killed` says whether a server state change ended the session (it shuts the server
+/// socket): once the server side has ended, the tunnel then ends at once, both ways.
+pub async fn run(
+    client: &Stream,
+    server: &Stream,
+    t: TunnelTimeouts,
+    killed: &dyn Fn() -> bool,
+) -> (TunnelEnd, Moved) {
     let mut c2s = Flow::default();
     let mut s2c = Flow::default();
     let start = Instant::now();
@@ -168,7 +176,7 @@ pub async fn run(client: &Stream, server: &Stream, t: TunnelTimeouts) -> (Tunnel
         if let Err(side) = s2c.pump(server, client, Side::Server, cx, &mut b) {
             return Poll::Ready(err_end(side));
         }
-        if c2s.done() && s2c.done() {
+        if (c2s.done() && s2c.done()) || (s2c.eof && killed()) {
             return Poll::Ready(TunnelEnd::Done);
         }
         if client_read || server_wrote || b.read || b.wrote {

@@ -320,3 +320,35 @@ fn httpslog_structured_data_and_hex_are_rendered_as_haproxy_renders_them() {
         ]
     );
 }
+
+/// A session its server's state change ends (`on-marked-down shutdown-sessions`) ends at once,
+/// both ways, and says `D-` (HAProxy shuts it without an error on either side), not that the
+/// server closed.
+#[test]
+fn a_session_ended_by_its_server_going_down_says_d() {
+    let echo = testserver("echo", "e");
+    let check = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let check_port = check.local_addr().expect("addr").port();
+    let cfg = format!(
+        "global\n nbthread 1\n log-tag t\n\
+         defaults\n mode tcp\n timeout connect 1s\n timeout client 5s\n timeout server 5s\n\
+         frontend f\n log {{sink}} local0\n option tcplog\n bind {{fe0}}\n default_backend b\n\
+         backend b\n server e {} check port {check_port} inter 100ms fall 1 rise 1 \
+         on-marked-down shutdown-sessions\n",
+        echo.addr
+    );
+    let check = std::cell::RefCell::new(Some(check));
+    let runs = both_with_sink("log-down", &cfg, 1, |p, sink| {
+        if check.borrow().is_none() {
+            let again = std::net::TcpListener::bind(("127.0.0.1", check_port));
+            *check.borrow_mut() = Some(again.expect("the check port again"));
+        }
+        let mut c = connect(p.addrs[0]);
+        assert_eq!(echo_roundtrip(&mut c, b"hi"), b"hi");
+        // The check port closes: the next check fails and the server goes down.
+        drop(check.borrow_mut().take());
+        assert!(closed_within(&mut c, Duration::from_secs(5)));
+        assert_eq!(sink.wait_for(1), 1);
+    });
+    assert_eq!(runs[0], ["<134>TIME t[PID]: 127.0.0.1:P [DATE] f b/e T/T/T 2 D- 1/1/0/0/0 0/0\n"]);
+}

@@ -179,7 +179,7 @@ impl Session<'_> {
     }
 
     /// Turns the connection into a tunnel (after 101 Switching Protocols or a CONNECT 2xx).
-    pub(super) async fn tunnel(&mut self, sc: ServerConn, be: &Backend) {
+    pub(super) async fn tunnel(&mut self, sc: ServerConn, be: &Backend, slot: &ServerSlot) {
         let ok = write_all(&sc.stream, self.cbuf.data()).await.is_ok()
             && write_all(&self.client, sc.buf.data()).await.is_ok();
         self.cbuf.clear();
@@ -192,12 +192,16 @@ impl Session<'_> {
             client_fin: self.fe.timeouts.client_fin,
             server_fin: be.timeouts.server_fin,
         };
-        let (end, moved) = tunnel::run(&self.client, &sc.stream, t).await;
+        let killed = || slot.ended_by().is_some();
+        let (end, moved) = tunnel::run(&self.client, &sc.stream, t, &killed).await;
         Counters::add(&be.counters.bytes_in, moved.client_to_server);
         Counters::add(&be.counters.bytes_out, moved.server_to_client);
         self.o.bytes_in += moved.client_to_server;
         self.o.bytes_out += moved.server_to_client;
         tcp::Ending::Tunnel(end).record(&mut self.o);
+        if let Some(by) = slot.ended_by() {
+            self.o.ended_by_state_change(by, Phase::Done);
+        }
     }
 }
 

@@ -317,7 +317,7 @@ impl Session<'_> {
         self.o.status = Some(status);
         Counters::add(&be.counters.bytes_out, self.out.len() as u64);
         if tunnel {
-            self.tunnel(sc, &be).await;
+            self.tunnel(sc, &be, &slot).await;
             return Next::Close;
         }
         let st = be.timeouts.server;
