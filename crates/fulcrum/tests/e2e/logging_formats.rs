@@ -352,3 +352,36 @@ fn a_session_ended_by_its_server_going_down_says_d() {
     });
     assert_eq!(runs[0], ["<134>TIME t[PID]: 127.0.0.1:P [DATE] f b/e T/T/T 2 D- 1/1/0/0/0 0/0\n"]);
 }
+
+/// A server that never completes the handshake (its listen queue is full: the kernel drops
+/// the SYNs) gives a connect timeout, `sC`, after the retries.
+#[test]
+fn a_connect_timeout_is_logged_sc() {
+    let full =
+        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+    full.bind(&"127.0.0.1:0".parse::<std::net::SocketAddr>().expect("addr").into()).expect("bind");
+    full.listen(0).expect("listen");
+    let addr = full.local_addr().expect("addr").as_socket().expect("inet");
+    // Fill the queue: these are never accepted.
+    let _held: Vec<_> = (0..2)
+        .filter_map(|_| {
+            let s =
+                socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).ok()?;
+            s.set_nonblocking(true).ok()?;
+            let _ = s.connect(&addr.into());
+            Some(s)
+        })
+        .collect();
+    let cfg = format!(
+        "{HTTP_LOG}frontend fe\n bind {{fe0}}\n default_backend be\n\
+         backend be\n timeout connect 200ms\n retries 1\n server s1 {addr}\n"
+    );
+    let runs = both_with_sink("log-sc", &cfg, 1, |p, sink| {
+        step(p.addrs[0], sink, b"GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 1);
+    });
+    assert_eq!(
+        runs[0],
+        ["<134>TIME t[PID]: 127.0.0.1:P [DATE] fe be/s1 T/T/-1/-1/T 503 217 - - sC-- 1/1/0/0/1 \
+             0/0 \"GET / HTTP/1.1\"\n"]
+    );
+}
