@@ -218,6 +218,10 @@ pub struct Proxy {
     pub redispatch: bool,
     /// `option abortonclose`.
     pub abortonclose: bool,
+    /// TCP keep-alive probes on client connections (`option clitcpka`, `clitcpka-*`) and on
+    /// server connections (`option srvtcpka`, `srvtcpka-*`); `option tcpka` sets both.
+    pub cli_tcpka: TcpKeepAlive,
+    pub srv_tcpka: TcpKeepAlive,
     /// `acl` lines, in order (lines sharing a name are ORed).
     pub acls: Vec<NamedAcl>,
     /// `http-request` rules, in order.
@@ -330,6 +334,18 @@ pub struct LogTarget {
     /// `sample <ranges>:<size>`: of each `size` messages in turn, those whose number (from 1)
     /// is in one of the ranges (sorted, inclusive) are sent.
     pub sample: Option<LogSample>,
+}
+
+/// TCP keep-alive probes on one side's connections; unset settings keep the system's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpKeepAlive {
+    pub on: bool,
+    /// Probes without answer before the connection is dropped (`TCP_KEEPCNT`).
+    pub cnt: Option<u32>,
+    /// Idle seconds before the first probe (`TCP_KEEPIDLE`).
+    pub idle: Option<u32>,
+    /// Seconds between probes (`TCP_KEEPINTVL`).
+    pub intvl: Option<u32>,
 }
 
 /// A log target's `sample` setting.

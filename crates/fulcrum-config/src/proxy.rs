@@ -88,6 +88,8 @@ impl ProxyBuild {
             retry_on: vec![RetryOn::ConnFailure],
             redispatch: false,
             abortonclose: false,
+            cli_tcpka: Default::default(),
+            srv_tcpka: Default::default(),
             acls: Vec::new(),
             http_request: Vec::new(),
             http_response: Vec::new(),
@@ -412,6 +414,7 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
             }
         }
         "contimeout" | "clitimeout" | "srvtimeout" => legacy_timeout(p, line, diags),
+        _ if crate::tcpka::parse(p, line, name, negated, diags) => {}
         _ => match name.strip_prefix("timeout ") {
             Some(which) => {
                 timeout(p, line, which, 2, diags);

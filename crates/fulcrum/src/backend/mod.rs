@@ -74,6 +74,8 @@ pub struct Backend {
     pub uses_dst: bool,
     /// `tune.rcvbuf.server` / `tune.sndbuf.server` (global), for its server connections.
     pub server_bufs: fulcrum_config::SocketBuffers,
+    /// `option srvtcpka` (or `tcpka`) and `srvtcpka-*`.
+    pub server_tcpka: fulcrum_config::TcpKeepAlive,
 }
 
 /// The timeouts checks follow: `timeout check` and `timeout connect`.
@@ -257,6 +259,7 @@ impl Backend {
             rules: Default::default(),
             uses_dst: false,
             server_bufs: fulcrum_config::SocketBuffers::default(),
+            server_tcpka: Default::default(),
         }
     }
 

@@ -378,6 +378,7 @@ fn open_listeners(
                 backlog: bind.backlog,
                 v4v6: bind.v4v6,
                 bufs: plan.global.client_bufs,
+                keepalive: fe.client_tcpka,
             };
             for addr in &bind.addrs {
                 let sockets = listener::open(addr, opts, nbthread, inherited).map_err(|e| {

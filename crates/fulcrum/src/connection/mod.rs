@@ -119,6 +119,28 @@ pub fn force_buffers(sock: &socket2::Socket, bufs: fulcrum_config::SocketBuffers
     }
 }
 
+/// `option clitcpka|srvtcpka|tcpka` and their `*tcpka-cnt|idle|intvl`: TCP keep-alive probes
+/// on a socket (a listening socket passes them to the connections it accepts).
+pub fn set_keepalive(sock: &socket2::Socket, ka: fulcrum_config::TcpKeepAlive) {
+    if !ka.on {
+        return;
+    }
+    let mut k = socket2::TcpKeepalive::new();
+    if let Some(s) = ka.idle {
+        k = k.with_time(std::time::Duration::from_secs(u64::from(s)));
+    }
+    if let Some(s) = ka.intvl {
+        k = k.with_interval(std::time::Duration::from_secs(u64::from(s)));
+    }
+    if let Some(n) = ka.cnt {
+        k = k.with_retries(n);
+    }
+    let _ = sock.set_keepalive(true);
+    if ka.idle.is_some() || ka.intvl.is_some() || ka.cnt.is_some() {
+        let _ = sock.set_tcp_keepalive(&k);
+    }
+}
+
 impl Stream {
     /// An accepted TCP connection, used speculatively (see [`LazyTcp`]).
     pub fn accepted_tcp(sock: std::net::TcpStream) -> Self {
@@ -131,9 +153,11 @@ impl Stream {
     pub async fn connect_tcp(
         addr: std::net::SocketAddr,
         bufs: fulcrum_config::SocketBuffers,
+        keepalive: fulcrum_config::TcpKeepAlive,
     ) -> io::Result<Stream> {
         Self::connect_tcp_with(addr, |sock| {
             force_buffers(sock, bufs);
+            set_keepalive(sock, keepalive);
             Ok(())
         })
         .await

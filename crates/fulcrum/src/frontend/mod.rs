@@ -53,6 +53,8 @@ pub struct Frontend {
     pub backends: Arc<std::collections::HashMap<String, Arc<Backend>>>,
     /// Rules or headers need the address a client connected to (read once per connection).
     pub needs_dst: bool,
+    /// `option clitcpka` (or `tcpka`) and `clitcpka-*`: set on its listening sockets.
+    pub client_tcpka: fulcrum_config::TcpKeepAlive,
     /// `proc.` variables, shared by the whole process.
     pub proc_vars: Arc<crate::rules::sample::ProcVars>,
     /// Where its log messages go (`log` lines); `None` without any.

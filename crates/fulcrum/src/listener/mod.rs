@@ -36,6 +36,8 @@ pub struct BindOptions {
     /// `tune.rcvbuf.client` / `tune.sndbuf.client`: set on TCP listeners, whose accepted
     /// connections inherit them.
     pub bufs: fulcrum_config::SocketBuffers,
+    /// TCP keep-alive probes, likewise inherited by accepted connections.
+    pub keepalive: fulcrum_config::TcpKeepAlive,
 }
 
 /// HAProxy's default backlog follows `maxconn`; the kernel caps it with somaxconn anyway.
@@ -50,6 +52,21 @@ pub fn open(
     inherited: &mut Inherited,
 ) -> io::Result<Vec<OpenSocket>> {
     let backlog = opts.backlog.map(|b| b.min(i32::MAX as u32) as i32).unwrap_or(DEFAULT_BACKLOG);
+    let sockets = open_sockets(addr, opts, count, inherited, backlog)?;
+    // Also on sockets taken over or inherited: what accepted connections get is this run's.
+    for s in sockets.iter().filter(|s| !s.unix) {
+        crate::connection::set_keepalive(&s.socket, opts.keepalive);
+    }
+    Ok(sockets)
+}
+
+fn open_sockets(
+    addr: &BindAddr,
+    opts: BindOptions,
+    count: usize,
+    inherited: &mut Inherited,
+    backlog: i32,
+) -> io::Result<Vec<OpenSocket>> {
     match addr {
         BindAddr::Inet(sa) => {
             let mut out: Vec<OpenSocket> = inherited

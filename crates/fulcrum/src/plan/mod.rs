@@ -412,6 +412,7 @@ fn frontend(p: &cfg::Proxy, backend: Option<Arc<Backend>>) -> Frontend {
         backends: Default::default(),
         proc_vars: Default::default(),
         needs_dst: false,
+        client_tcpka: p.cli_tcpka,
         logger: None,
         log: Default::default(),
     }
@@ -478,6 +479,7 @@ fn backend(
     be.health_check = Arc::new(p.health_check.clone());
     be.check_timeouts = crate::backend::CheckTimeouts { check: t.check, connect: t.connect };
     be.server_bufs = config.global.server_bufs;
+    be.server_tcpka = p.srv_tcpka;
     rules.acls = c.finish();
     be.rules = rules;
     if p.mode == cfg::Mode::Http {

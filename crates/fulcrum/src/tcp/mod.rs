@@ -199,18 +199,19 @@ pub async fn connect_server_reusing(
             return Ok((slot, stream, requests));
         }
         let endpoint = slot.server().target.resolve(dst_port);
-        let err = match connect(endpoint, be.timeouts.connect, be.server_bufs).await {
-            Ok(stream) => {
-                out.marks.connect = Some(crate::clock::now());
-                note_addrs(out, &stream);
-                if slot.server().policy.observe.is_some() {
-                    observe(be, slot.index(), false, "L4 successful connection");
+        let err =
+            match connect(endpoint, be.timeouts.connect, be.server_bufs, be.server_tcpka).await {
+                Ok(stream) => {
+                    out.marks.connect = Some(crate::clock::now());
+                    note_addrs(out, &stream);
+                    if slot.server().policy.observe.is_some() {
+                        observe(be, slot.index(), false, "L4 successful connection");
+                    }
+                    slot.track(&stream);
+                    return Ok((slot, stream, 0));
                 }
-                slot.track(&stream);
-                return Ok((slot, stream, 0));
-            }
-            Err(e) => e,
-        };
+                Err(e) => e,
+            };
         Counters::inc(&slot.server().counters.connect_errors);
         Counters::inc(&be.counters.connect_errors);
         observe(be, slot.index(), true, "L4 unsuccessful connection");
@@ -270,10 +271,11 @@ pub async fn connect(
     endpoint: Endpoint<'_>,
     timeout: Option<Duration>,
     bufs: fulcrum_config::SocketBuffers,
+    keepalive: fulcrum_config::TcpKeepAlive,
 ) -> io::Result<Stream> {
     let attempt = async {
         match endpoint {
-            Endpoint::Inet(addr) => Stream::connect_tcp(addr, bufs).await,
+            Endpoint::Inet(addr) => Stream::connect_tcp(addr, bufs, keepalive).await,
             Endpoint::Unix(path) => Ok(Stream::Unix(UnixStream::connect(path).await?)),
         }
     };

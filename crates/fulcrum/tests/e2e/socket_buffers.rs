@@ -75,3 +75,65 @@ fn tune_socket_buffers_reach_client_and_server_sockets() {
     let ours = all.iter().find(|s| s.0 == me).map(|s| (s.2, s.3));
     assert_ne!(ours, Some((2 * 16384, 2 * 24576)));
 }
+
+/// `(local, peer, timer)` of every established TCP socket (`ss -tnoH`), the timer as `ss`
+/// prints it (`keepalive,1min16sec,0`), empty without one.
+fn timers() -> Vec<(SocketAddr, SocketAddr, String)> {
+    let out = Command::new("ss").args(["-tnoH", "state", "established"]).output().expect("run ss");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut found = Vec::new();
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words.len() < 4 {
+            continue;
+        }
+        let (Ok(l), Ok(p)) = (words[2].parse(), words[3].parse()) else { continue };
+        let timer = words
+            .iter()
+            .find_map(|w| w.strip_prefix("timer:(").map(|t| t.trim_end_matches(')').to_string()))
+            .unwrap_or_default();
+        found.push((l, p, timer));
+    }
+    found
+}
+
+#[test]
+fn tcp_keepalive_probes_are_armed_on_client_and_server_connections() {
+    let echo = testserver("echo", "e1");
+    let fe = dead_addr();
+    // Idle times of 77 s and 88 s: the system default is two hours.
+    let cfg = format!(
+        "global\n nbthread 1\n\
+         defaults\n mode tcp\n timeout connect 1s\n timeout client 5s\n timeout server 5s\n\
+         frontend fe\n option clitcpka\n clitcpka-idle 77\n clitcpka-intvl 5s\n\
+         clitcpka-cnt 3\n bind {fe}\n default_backend be\n\
+         backend be\n option srvtcpka\n srvtcpka-idle 88s\n server e1 {}\n",
+        echo.addr
+    );
+    let _f = fulcrum("tcp_keepalive", &cfg);
+    let mut client = None;
+    assert!(
+        eventually(Duration::from_secs(5), || {
+            client = TcpStream::connect(fe).ok();
+            client.is_some()
+        }),
+        "fulcrum did not listen on {fe}"
+    );
+    let mut client = client.expect("connected");
+    assert_eq!(echo_roundtrip(&mut client, b"ping"), b"ping", "echo through the proxy");
+    let me = client.local_addr().expect("local address");
+    let all = timers();
+    let accepted = all.iter().find(|s| s.0 == fe && s.1 == me).map(|s| s.2.as_str());
+    assert!(
+        accepted.is_some_and(|t| t.starts_with("keepalive,1min")),
+        "the client connection's keep-alive ({all:?})"
+    );
+    let to_server = all.iter().find(|s| s.1 == echo.addr && s.0.ip() == echo.addr.ip());
+    assert!(
+        to_server.is_some_and(|s| s.2.starts_with("keepalive,1min")),
+        "the server connection's keep-alive ({all:?})"
+    );
+    // Our own end has none: the check can tell.
+    let ours = all.iter().find(|s| s.0 == me).map(|s| s.2.as_str());
+    assert!(!ours.is_some_and(|t| t.starts_with("keepalive")), "{all:?}");
+}
