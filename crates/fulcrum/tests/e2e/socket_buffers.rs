@@ -32,6 +32,24 @@ fn sockets() -> Vec<(SocketAddr, SocketAddr, u64, u64)> {
     found
 }
 
+/// Starts Fulcrum with `cfg` (listening on `fe`), and echoes through it on a connection kept
+/// open: the proxy, that connection, and its local address.
+fn echo_through(name: &str, cfg: &str, fe: SocketAddr) -> (Fulcrum, TcpStream, SocketAddr) {
+    let f = fulcrum(name, cfg);
+    let mut client = None;
+    assert!(
+        eventually(Duration::from_secs(5), || {
+            client = TcpStream::connect(fe).ok();
+            client.is_some()
+        }),
+        "fulcrum did not listen on {fe}"
+    );
+    let mut client = client.expect("connected");
+    assert_eq!(echo_roundtrip(&mut client, b"ping"), b"ping", "echo through the proxy");
+    let me = client.local_addr().expect("local address");
+    (f, client, me)
+}
+
 #[test]
 fn tune_socket_buffers_reach_client_and_server_sockets() {
     let echo = testserver("echo", "e1");
@@ -44,18 +62,7 @@ fn tune_socket_buffers_reach_client_and_server_sockets() {
          frontend fe\n bind {fe}\n default_backend be\nbackend be\n server e1 {}\n",
         echo.addr
     );
-    let _f = fulcrum("socket_buffers", &cfg);
-    let mut client = None;
-    assert!(
-        eventually(Duration::from_secs(5), || {
-            client = TcpStream::connect(fe).ok();
-            client.is_some()
-        }),
-        "fulcrum did not listen on {fe}"
-    );
-    let mut client = client.expect("connected");
-    assert_eq!(echo_roundtrip(&mut client, b"ping"), b"ping", "echo through the proxy");
-    let me = client.local_addr().expect("local address");
+    let (_f, _client, me) = echo_through("socket_buffers", &cfg, fe);
 
     let all = sockets();
     // Linux doubles SO_RCVBUF/SO_SNDBUF values for its own bookkeeping.
@@ -110,18 +117,7 @@ fn tcp_keepalive_probes_are_armed_on_client_and_server_connections() {
          backend be\n option srvtcpka\n srvtcpka-idle 88s\n server e1 {}\n",
         echo.addr
     );
-    let _f = fulcrum("tcp_keepalive", &cfg);
-    let mut client = None;
-    assert!(
-        eventually(Duration::from_secs(5), || {
-            client = TcpStream::connect(fe).ok();
-            client.is_some()
-        }),
-        "fulcrum did not listen on {fe}"
-    );
-    let mut client = client.expect("connected");
-    assert_eq!(echo_roundtrip(&mut client, b"ping"), b"ping", "echo through the proxy");
-    let me = client.local_addr().expect("local address");
+    let (_f, _client, me) = echo_through("tcp_keepalive", &cfg, fe);
     let all = timers();
     let accepted = all.iter().find(|s| s.0 == fe && s.1 == me).map(|s| s.2.as_str());
     assert!(
