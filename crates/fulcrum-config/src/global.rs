@@ -130,7 +130,29 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
             }
         }
         "max-spread-checks" => max_spread_checks(line, g, diags),
+        "hard-stop-after" => hard_stop_after(line, g, diags),
         _ => diags.alert(line, format!("'{kw}' is not supported yet")),
+    }
+}
+
+/// `hard-stop-after <time>` (milliseconds by default), with HAProxy's messages.
+fn hard_stop_after(line: &Line, g: &mut Global, diags: &mut Diags) {
+    let (kw, value) = ("hard-stop-after", line.arg(1));
+    if value.is_empty() {
+        return diags.alert(line, format!("'{kw}' expects <time> as argument."));
+    }
+    match crate::duration::read_time(value) {
+        Ok(t) => g.hard_stop_after = Some(t.value),
+        Err(crate::duration::TimeError::Overflow) => diags.alert(
+            line,
+            format!("timer overflow in argument '{value}' to '{kw}' (maximum value is 2147483647 ms or ~24.8 days)"),
+        ),
+        Err(crate::duration::TimeError::BadChar(c)) => {
+            diags.alert(line, format!("unexpected character '{c}' in argument to <{kw}>."))
+        }
+        Err(crate::duration::TimeError::Missing) => {
+            diags.alert(line, format!("'{kw}' expects <time> as argument."))
+        }
     }
 }
 

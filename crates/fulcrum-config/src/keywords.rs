@@ -72,7 +72,7 @@ pub static GLOBAL: &[Keyword] = &[
     g("h1-case-adjust", NotYet),
     g("h1-case-adjust-file", NotYet),
     g("h2-workaround-bogus-websocket-clients", NotYet),
-    g("hard-stop-after", NotYet),
+    g("hard-stop-after", Supported),
     g("httpclient.resolvers.id", NotYet),
     g("httpclient.resolvers.prefer", NotYet),
     g("httpclient.ssl.ca-file", NotYet),

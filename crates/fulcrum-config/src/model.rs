@@ -99,6 +99,8 @@ pub struct Global {
     pub node: Option<String>,
     /// `description`.
     pub description: Option<String>,
+    /// `hard-stop-after`: how long a soft stop may last before the remaining sessions are cut.
+    pub hard_stop_after: Option<std::time::Duration>,
 }
 
 /// Kernel socket buffer sizes (`SO_RCVBUF`, `SO_SNDBUF`) to force on a connection; `None`
@@ -135,6 +137,7 @@ impl Default for Global {
             log_tag: None,
             node: None,
             description: None,
+            hard_stop_after: None,
         }
     }
 }

@@ -325,6 +325,7 @@ fn start(args: &Args, plan: Plan) -> i32 {
         bufsize: plan.global.tune_bufsize,
         backends: Arc::new(plan.backends.clone()),
         frontends: plan.frontends.clone(),
+        hard_stop_after: plan.global.hard_stop_after,
     });
     crate::log::set_quiet(args.quiet);
     // Check tasks go to the workers in turn, as HAProxy spreads check tasks over threads.

@@ -98,6 +98,8 @@ pub struct Shared {
     pub backends: Arc<Vec<Arc<crate::backend::Backend>>>,
     /// Every frontend (and `listen`), in configuration order.
     pub frontends: Vec<Arc<crate::frontend::Frontend>>,
+    /// `hard-stop-after`: a soft stop lasts at most this long.
+    pub hard_stop_after: Option<std::time::Duration>,
 }
 
 /// What HAProxy says of each proxy when a soft stop begins (`stop_proxy()`): frontends and
@@ -184,13 +186,32 @@ async fn supervise(
         }
         let _ = done_tx.send(());
     });
+    // `hard-stop-after`: armed when a soft stop begins.
+    let hard_stop = tokio::time::sleep(std::time::Duration::from_secs(86400 * 365));
+    tokio::pin!(hard_stop);
+    let mut hard_stop_armed = false;
     loop {
         tokio::select! {
             _ = usr1.recv() => {
                 if *state_tx.borrow() != RunState::SoftStop {
                     stop_messages(&shared);
+                    if let Some(d) = shared.hard_stop_after {
+                        hard_stop.as_mut().reset(tokio::time::Instant::now() + d);
+                        hard_stop_armed = true;
+                    }
                 }
                 let _ = state_tx.send(RunState::SoftStop);
+            }
+            _ = &mut hard_stop, if hard_stop_armed => {
+                // HAProxy's words; the sessions still open end with the process.
+                let msg = "soft-stop running for too long, performing a hard-stop.";
+                crate::log::warning(msg);
+                for fe in &shared.frontends {
+                    if let Some(l) = &fe.logger {
+                        l.send(crate::log::syslog::WARNING, msg);
+                    }
+                }
+                return 0;
             }
             _ = term.recv() => return 0,
             _ = int.recv() => return 0,

@@ -54,6 +54,23 @@ fn soft_stop_closes_listeners_and_lets_live_sessions_finish() {
     assert_eq!(st.code(), Some(0));
 }
 
+/// `hard-stop-after`: a soft stop that live sessions keep going ends when it runs out, and
+/// their connections close; nothing is cut before.
+#[test]
+fn hard_stop_after_cuts_a_soft_stop_that_lasts_too_long() {
+    let echo = testserver("echo", "e");
+    let mut px = fulcrum("hard-stop", &echo_cfg(" nbthread 2\n hard-stop-after 500ms", echo.addr));
+    let mut live = connect(px.addr());
+    assert_eq!(echo_roundtrip(&mut live, b"before"), b"before");
+    let stopped = std::time::Instant::now();
+    px.proc.signal(libc::SIGUSR1);
+    assert_eq!(echo_roundtrip(&mut live, b"during"), b"during");
+    let st = px.proc.wait_exit(Duration::from_secs(5)).expect("exits after hard-stop-after");
+    assert_eq!(st.code(), Some(0));
+    assert!(stopped.elapsed() >= Duration::from_millis(500), "cut before hard-stop-after");
+    assert!(closed_within(&mut live, Duration::from_secs(2)), "the live session was closed");
+}
+
 #[test]
 fn sf_takeover_refuses_no_connection() {
     let srv = testserver("http", "s");
