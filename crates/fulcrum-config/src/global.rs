@@ -131,6 +131,16 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
         }
         "max-spread-checks" => max_spread_checks(line, g, diags),
         "hard-stop-after" => hard_stop_after(line, g, diags),
+        "chroot" => {
+            if !no_extra(line, 2, kw, diags) {
+            } else if g.chroot.is_some() {
+                diags.alert_continue(line, "'chroot' already specified. Continuing.");
+            } else if line.arg(1).is_empty() {
+                diags.alert(line, "'chroot' expects a directory as an argument.");
+            } else {
+                g.chroot = Some(PathBuf::from(line.arg(1)));
+            }
+        }
         _ => diags.alert(line, format!("'{kw}' is not supported yet")),
     }
 }

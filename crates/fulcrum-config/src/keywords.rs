@@ -51,7 +51,7 @@ pub static GLOBAL: &[Keyword] = &[
     g("51degrees-property-name-list", NotYet),
     g("51degrees-property-separator", NotYet),
     g("ca-base", NotYet),
-    g("chroot", NotYet),
+    g("chroot", Supported),
     g("cluster-secret", NotYet),
     g("cpu-map", Partial("process set must include process 1 (no nbproc)")),
     g("crt-base", NotYet),

@@ -101,6 +101,8 @@ pub struct Global {
     pub description: Option<String>,
     /// `hard-stop-after`: how long a soft stop may last before the remaining sessions are cut.
     pub hard_stop_after: Option<std::time::Duration>,
+    /// `chroot`: the directory the process confines itself to once started.
+    pub chroot: Option<PathBuf>,
 }
 
 /// Kernel socket buffer sizes (`SO_RCVBUF`, `SO_SNDBUF`) to force on a connection; `None`
@@ -138,6 +140,7 @@ impl Default for Global {
             node: None,
             description: None,
             hard_stop_after: None,
+            chroot: None,
         }
     }
 }

@@ -176,6 +176,17 @@ pub fn lookup_group(name: &str) -> io::Result<u32> {
     Ok(grp.gr_gid)
 }
 
+/// `chroot <dir>`: the process's root becomes `dir`, and its working directory that root.
+pub fn chroot(dir: &std::path::Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))?;
+    // SAFETY: a valid NUL-terminated path for the duration of the calls.
+    check(unsafe { libc::chroot(path.as_ptr()) })?;
+    check(unsafe { libc::chdir(c"/".as_ptr()) })?;
+    Ok(())
+}
+
 /// Drops privileges: supplementary groups, then gid, then uid (the order that cannot fail open).
 pub fn drop_privileges(uid: Option<u32>, gid: Option<u32>) -> io::Result<()> {
     if let Some(gid) = gid {

@@ -430,6 +430,15 @@ fn drop_privileges(g: &cfg::Global) -> Result<(), String> {
                 .map_err(|e| format!("Cannot switch to group '{name}': {e}"))?,
         });
     }
+    // As HAProxy: into the chroot once names are resolved, before giving up root.
+    if let Some(dir) = &g.chroot {
+        let program = std::env::args()
+            .next()
+            .and_then(|a| a.rsplit('/').next().map(str::to_string))
+            .unwrap_or_else(|| "fulcrum".into());
+        crate::sys::chroot(dir)
+            .map_err(|_| format!("[{program}.main()] Cannot chroot({}).", dir.display()))?;
+    }
     crate::sys::drop_privileges(uid, gid).map_err(|e| format!("Cannot drop privileges: {e}"))
 }
 

@@ -71,6 +71,53 @@ fn hard_stop_after_cuts_a_soft_stop_that_lasts_too_long() {
     assert!(closed_within(&mut live, Duration::from_secs(2)), "the live session was closed");
 }
 
+/// `chroot`: once started, the process lives in an empty directory and still proxies and
+/// checks its servers (addresses are resolved before); a directory it cannot enter stops the
+/// start with HAProxy's message. (Entering a chroot needs root: skipped otherwise.)
+#[test]
+fn chroot_confines_the_running_process_or_stops_the_start() {
+    if running_as_root() {
+        let srv = testserver("http", "s");
+        let jail = scratch("chroot-jail");
+        let cfg = format!(
+            "global\n chroot {}\n{ECHO_CFG}listen px\n mode http\n bind {{fe0}}\n\
+             server s {} check inter 100ms\n",
+            jail.display(),
+            srv.addr
+        );
+        let px = fulcrum("chroot", &cfg);
+        assert!(
+            eventually(Duration::from_secs(5), || http_get(px.addr(), "/").is_some()),
+            "no answer from the chrooted process"
+        );
+        // Its root is the jail: /proc/<pid>/root points there.
+        let root = std::fs::read_link(format!("/proc/{}/root", px.proc.child.id()));
+        assert_eq!(root.ok(), Some(jail.canonicalize().expect("jail")));
+    }
+    let dir = scratch("chroot-missing");
+    let path = dir.join("px.cfg");
+    std::fs::write(
+        &path,
+        format!("global\n chroot /nonexistent-jail\n{ECHO_CFG}listen px\n bind {}\n", dead_addr()),
+    )
+    .expect("cfg");
+    let (code, _, err) = run(&["-db", "-f", path.to_str().expect("utf-8")]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("main()] Cannot chroot(/nonexistent-jail)."), "{err}");
+}
+
+/// Whether this process runs as root (chroot needs it).
+fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
 #[test]
 fn sf_takeover_refuses_no_connection() {
     let srv = testserver("http", "s");
