@@ -130,7 +130,7 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
             }
         }
         "max-spread-checks" => max_spread_checks(line, g, diags),
-        "hard-stop-after" => hard_stop_after(line, g, diags),
+        "hard-stop-after" | "grace" => process_time(line, g, diags),
         "chroot" => {
             if !no_extra(line, 2, kw, diags) {
             } else if g.chroot.is_some() {
@@ -145,13 +145,15 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
     }
 }
 
-/// `hard-stop-after <time>` (milliseconds by default), with HAProxy's messages.
-fn hard_stop_after(line: &Line, g: &mut Global, diags: &mut Diags) {
-    let (kw, value) = ("hard-stop-after", line.arg(1));
+/// `hard-stop-after <time>`, `grace <time>` (milliseconds by default), with HAProxy's
+/// messages.
+fn process_time(line: &Line, g: &mut Global, diags: &mut Diags) {
+    let (kw, value) = (line.arg(0), line.arg(1));
     if value.is_empty() {
         return diags.alert(line, format!("'{kw}' expects <time> as argument."));
     }
     match crate::duration::read_time(value) {
+        Ok(t) if kw == "grace" => g.grace = Some(t.value),
         Ok(t) => g.hard_stop_after = Some(t.value),
         Err(crate::duration::TimeError::Overflow) => diags.alert(
             line,

@@ -66,7 +66,7 @@ pub static GLOBAL: &[Keyword] = &[
     g("external-check", NotYet),
     g("fd-hard-limit", NotYet),
     g("gid", Supported),
-    g("grace", NotYet),
+    g("grace", Supported),
     g("group", Supported),
     g("h1-accept-payload-with-any-method", NotYet),
     g("h1-case-adjust", NotYet),

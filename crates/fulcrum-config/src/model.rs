@@ -103,6 +103,8 @@ pub struct Global {
     pub hard_stop_after: Option<std::time::Duration>,
     /// `chroot`: the directory the process confines itself to once started.
     pub chroot: Option<PathBuf>,
+    /// `grace`: how long the listeners keep accepting after a soft stop is asked for.
+    pub grace: Option<std::time::Duration>,
 }
 
 /// Kernel socket buffer sizes (`SO_RCVBUF`, `SO_SNDBUF`) to force on a connection; `None`
@@ -141,6 +143,7 @@ impl Default for Global {
             description: None,
             hard_stop_after: None,
             chroot: None,
+            grace: None,
         }
     }
 }

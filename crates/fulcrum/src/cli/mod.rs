@@ -326,6 +326,7 @@ fn start(args: &Args, plan: Plan) -> i32 {
         backends: Arc::new(plan.backends.clone()),
         frontends: plan.frontends.clone(),
         hard_stop_after: plan.global.hard_stop_after,
+        grace: plan.global.grace,
     });
     crate::log::set_quiet(args.quiet);
     // Check tasks go to the workers in turn, as HAProxy spreads check tasks over threads.

@@ -100,6 +100,8 @@ pub struct Shared {
     pub frontends: Vec<Arc<crate::frontend::Frontend>>,
     /// `hard-stop-after`: a soft stop lasts at most this long.
     pub hard_stop_after: Option<std::time::Duration>,
+    /// `grace`: the listeners keep accepting this long after a soft stop is asked for.
+    pub grace: Option<std::time::Duration>,
 }
 
 /// What HAProxy says of each proxy when a soft stop begins (`stop_proxy()`): frontends and
@@ -190,16 +192,33 @@ async fn supervise(
     let hard_stop = tokio::time::sleep(std::time::Duration::from_secs(86400 * 365));
     tokio::pin!(hard_stop);
     let mut hard_stop_armed = false;
+    // `grace`: the soft stop itself waits this long after it is asked for.
+    let grace = tokio::time::sleep(std::time::Duration::from_secs(86400 * 365));
+    tokio::pin!(grace);
+    let mut grace_armed = false;
     loop {
         tokio::select! {
             _ = usr1.recv() => {
-                if *state_tx.borrow() != RunState::SoftStop {
-                    stop_messages(&shared);
+                if !hard_stop_armed && !grace_armed && *state_tx.borrow() != RunState::SoftStop {
                     if let Some(d) = shared.hard_stop_after {
                         hard_stop.as_mut().reset(tokio::time::Instant::now() + d);
                         hard_stop_armed = true;
                     }
+                    match shared.grace {
+                        Some(d) => {
+                            grace.as_mut().reset(tokio::time::Instant::now() + d);
+                            grace_armed = true;
+                        }
+                        None => {
+                            stop_messages(&shared);
+                            let _ = state_tx.send(RunState::SoftStop);
+                        }
+                    }
                 }
+            }
+            _ = &mut grace, if grace_armed => {
+                grace_armed = false;
+                stop_messages(&shared);
                 let _ = state_tx.send(RunState::SoftStop);
             }
             _ = &mut hard_stop, if hard_stop_armed => {

@@ -71,6 +71,33 @@ fn hard_stop_after_cuts_a_soft_stop_that_lasts_too_long() {
     assert!(closed_within(&mut live, Duration::from_secs(2)), "the live session was closed");
 }
 
+/// `grace`: after SIGUSR1 the listeners keep accepting for the grace time, then the soft stop
+/// proceeds as usual.
+#[test]
+fn grace_keeps_accepting_for_a_while_after_a_soft_stop_is_asked_for() {
+    let echo = testserver("echo", "e");
+    let mut px = fulcrum("grace", &echo_cfg(" nbthread 2\n grace 600ms", echo.addr));
+    let mut first = connect(px.addr());
+    assert_eq!(echo_roundtrip(&mut first, b"hi"), b"hi");
+    let asked = std::time::Instant::now();
+    px.proc.signal(libc::SIGUSR1);
+    // Still served during the grace time (well within it).
+    let mut during = connect(px.addr());
+    assert_eq!(echo_roundtrip(&mut during, b"still"), b"still");
+    assert!(asked.elapsed() < Duration::from_millis(600), "too slow to tell");
+    assert!(
+        eventually(Duration::from_secs(5), || std::net::TcpStream::connect(px.addr()).is_err()),
+        "still accepting long after the grace time"
+    );
+    assert!(
+        asked.elapsed() >= Duration::from_millis(600),
+        "stopped accepting before the grace time"
+    );
+    drop((first, during));
+    let st = px.proc.wait_exit(Duration::from_secs(3)).expect("exits when its sessions end");
+    assert_eq!(st.code(), Some(0));
+}
+
 /// `chroot`: once started, the process lives in an empty directory and still proxies and
 /// checks its servers (addresses are resolved before); a directory it cannot enter stops the
 /// start with HAProxy's message. (Entering a chroot needs root: skipped otherwise.)
