@@ -131,6 +131,20 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
         }
         "max-spread-checks" => max_spread_checks(line, g, diags),
         "hard-stop-after" | "grace" => process_time(line, g, diags),
+        "set-dumpable" => {
+            if no_extra(line, 1, kw, diags) {
+                g.set_dumpable = true;
+            }
+        }
+        "localpeer" => {
+            if line.arg(1).is_empty() {
+                diags.alert(line, "'localpeer' expects a name as an argument.");
+            } else if no_extra(line, 2, kw, diags) {
+                g.localpeer = Some(line.arg(1).to_string());
+            }
+        }
+        // HAProxy 2.6 accepts it and does nothing with it (one process).
+        "stats bind-process" => {}
         "chroot" => {
             if !no_extra(line, 2, kw, diags) {
             } else if g.chroot.is_some() {

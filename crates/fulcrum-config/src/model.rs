@@ -105,6 +105,10 @@ pub struct Global {
     pub chroot: Option<PathBuf>,
     /// `grace`: how long the listeners keep accepting after a soft stop is asked for.
     pub grace: Option<std::time::Duration>,
+    /// `set-dumpable`: the process stays dumpable (core files) after changing user.
+    pub set_dumpable: bool,
+    /// `localpeer <name>`: this process's name in `peers` sections.
+    pub localpeer: Option<String>,
 }
 
 /// Kernel socket buffer sizes (`SO_RCVBUF`, `SO_SNDBUF`) to force on a connection; `None`
@@ -144,6 +148,8 @@ impl Default for Global {
             hard_stop_after: None,
             chroot: None,
             grace: None,
+            set_dumpable: false,
+            localpeer: None,
         }
     }
 }
@@ -206,6 +212,8 @@ pub struct Proxy {
     pub kind: ProxyKind,
     /// `id <n>`: the proxy's stable number (HAProxy's `puid`); assigned at start-up when unset.
     pub id: Option<u32>,
+    /// `description`: free text (shown by the stats page).
+    pub description: Option<String>,
     pub mode: Mode,
     pub binds: Vec<Bind>,
     /// Frontend `maxconn`.

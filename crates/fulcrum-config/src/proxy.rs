@@ -72,6 +72,7 @@ impl ProxyBuild {
     pub fn new_defaults(name: &str, span: Span) -> Self {
         let proxy = Proxy {
             name: name.to_string(),
+            description: None,
             span,
             kind: ProxyKind::Listen,
             id: None,
@@ -294,6 +295,13 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         }
         "default-server" => parse_default_server(line, p.mode, &mut b.default_server, diags),
         "id" => proxy_id(p, line, diags),
+        "description" => {
+            if line.arg(1).is_empty() {
+                diags.alert(line, "'description' expects a string argument.");
+            } else {
+                p.description = Some(line.words[1..].join(" "));
+            }
+        }
         "log" => crate::logtargets::log_line(line, negated, false, &mut p.logs, diags),
         "log-tag" => crate::logtargets::log_tag(line, &mut p.log_tag, diags),
         "option tcplog" | "option httpslog" | "option httplog" => {

@@ -176,6 +176,13 @@ pub fn lookup_group(name: &str) -> io::Result<u32> {
     Ok(grp.gr_gid)
 }
 
+/// `set-dumpable`: the process may dump core after changing user (which clears the flag).
+pub fn set_dumpable() -> io::Result<()> {
+    // SAFETY: plain syscall with integer arguments.
+    check(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) })?;
+    Ok(())
+}
+
 /// `chroot <dir>`: the process's root becomes `dir`, and its working directory that root.
 pub fn chroot(dir: &std::path::Path) -> io::Result<()> {
     use std::os::unix::ffi::OsStrExt;

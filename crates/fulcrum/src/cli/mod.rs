@@ -440,7 +440,11 @@ fn drop_privileges(g: &cfg::Global) -> Result<(), String> {
         crate::sys::chroot(dir)
             .map_err(|_| format!("[{program}.main()] Cannot chroot({}).", dir.display()))?;
     }
-    crate::sys::drop_privileges(uid, gid).map_err(|e| format!("Cannot drop privileges: {e}"))
+    crate::sys::drop_privileges(uid, gid).map_err(|e| format!("Cannot drop privileges: {e}"))?;
+    if g.set_dumpable {
+        crate::sys::set_dumpable().map_err(|e| format!("set-dumpable: {e}"))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

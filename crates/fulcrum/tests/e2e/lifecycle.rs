@@ -98,6 +98,27 @@ fn grace_keeps_accepting_for_a_while_after_a_soft_stop_is_asked_for() {
     assert_eq!(st.code(), Some(0));
 }
 
+/// `set-dumpable`: a process that changed user stays dumpable; the kernel then gives its
+/// /proc files to that user instead of root. (Changing user needs root: skipped otherwise.)
+#[test]
+fn set_dumpable_keeps_a_process_that_changed_user_dumpable() {
+    if !running_as_root() {
+        return;
+    }
+    use std::os::unix::fs::MetadataExt;
+    let echo = testserver("echo", "e");
+    let owner = |extra: &str, name: &str| {
+        let px = fulcrum(name, &echo_cfg(&format!(" user nobody\n{extra}"), echo.addr));
+        let mut s = connect(px.addr());
+        assert_eq!(echo_roundtrip(&mut s, b"hi"), b"hi");
+        let meta = std::fs::metadata(format!("/proc/{}/environ", px.proc.child.id()));
+        meta.expect("proc file").uid()
+    };
+    let nobody = owner(" set-dumpable", "dumpable");
+    assert_ne!(nobody, 0, "set-dumpable: the proc files belong to the new user");
+    assert_eq!(owner("", "not-dumpable"), 0, "without it they stay root's");
+}
+
 /// `chroot`: once started, the process lives in an empty directory and still proxies and
 /// checks its servers (addresses are resolved before); a directory it cannot enter stops the
 /// start with HAProxy's message. (Entering a chroot needs root: skipped otherwise.)
