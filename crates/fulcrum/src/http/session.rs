@@ -179,6 +179,9 @@ pub struct Resting {
 /// The rarer parts of a resting connection.
 struct RestingMore {
     local: Option<SocketAddr>,
+    /// When the previous transaction ended (only when logging): the next one's `Ti` and
+    /// date count from there, as in HAProxy.
+    idle_since: Option<Instant>,
     /// `sess.` variables.
     vars: Vars,
     own: Option<ServerConn>,
@@ -241,9 +244,9 @@ pub async fn serve(
         Start::New(conn) => (conn.client, conn.peer, conn.dst_port, 0, None),
         Start::Resume(r) => (r.client, r.peer, r.dst_port, r.requests, r.more),
     };
-    let (local, vars, own) = match more {
-        Some(m) => (m.local, m.vars, m.own),
-        None => (None, Vars::default(), None),
+    let (local, vars, own, mut idle_since) = match more {
+        Some(m) => (m.local, m.vars, m.own, m.idle_since),
+        None => (None, Vars::default(), None, None),
     };
     let ctimer = std::pin::pin!(None);
     let stimer = std::pin::pin!(None);
@@ -282,15 +285,21 @@ pub async fn serve(
         s.stream_no = None;
         // Clock reads only when a log line will use them.
         if s.logs {
-            s.o.marks.start = Some(crate::clock::now());
+            s.o.marks.start = Some(idle_since.take().unwrap_or_else(crate::clock::now));
         }
         match s.read_request().await {
             Ok(Read::Request) => {}
             Ok(Read::Rest(deadline)) => {
                 s.cbuf.clear();
                 s.park();
-                let more = (s.local.is_some() || !s.vars.is_empty() || s.own.is_some())
-                    .then(|| Box::new(RestingMore { local: s.local, vars: s.vars, own: s.own }));
+                let idle_since = s.o.marks.start.filter(|_| s.logs);
+                let more = (s.local.is_some()
+                    || !s.vars.is_empty()
+                    || s.own.is_some()
+                    || idle_since.is_some())
+                .then(|| {
+                    Box::new(RestingMore { local: s.local, vars: s.vars, own: s.own, idle_since })
+                });
                 return Some(Resting {
                     client: s.client,
                     peer: s.peer,

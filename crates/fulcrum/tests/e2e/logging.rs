@@ -15,12 +15,12 @@ pub(crate) struct Sink {
 }
 
 impl Sink {
-    fn new() -> Sink {
+    pub(crate) fn new() -> Sink {
         let sock = UdpSocket::bind("127.0.0.1:0").expect("bind sink");
         Sink { sock, got: Default::default() }
     }
 
-    fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.sock.local_addr().expect("addr")
     }
 
@@ -65,7 +65,7 @@ fn haproxy_bin() -> Option<&'static str> {
 
 impl Proxy {
     /// `which` is "fulcrum" or "haproxy"; `None` when HAProxy is not installed.
-    fn start(which: &str, test: &str, cfg: &str) -> Option<Proxy> {
+    pub(crate) fn start(which: &str, test: &str, cfg: &str) -> Option<Proxy> {
         let dir = scratch(&format!("{test}-{which}"));
         let mut text = cfg.to_string();
         let mut listeners = Vec::new();

@@ -385,3 +385,40 @@ fn a_connect_timeout_is_logged_sc() {
              0/0 \"GET / HTTP/1.1\"\n"]
     );
 }
+
+/// A keep-alive connection idle between two requests (long enough to rest, see
+/// `http::session`): the second request's `Ti` counts that idle time, from the end of the
+/// first transaction, as HAProxy counts it.
+#[test]
+fn ti_counts_the_idle_time_before_a_keep_alive_request() {
+    use std::io::{Read, Write};
+    let ts = testserver("http", "s1");
+    let sink = Sink::new();
+    let cfg = format!(
+        "global\n nbthread 1\n log {} local0\n log-tag t\n\
+         defaults\n mode http\n timeout connect 1s\n timeout client 5s\n timeout server 5s\n\
+         frontend fe\n log global\n log-format \"%HP %Ti %B\"\n bind {{fe0}}\n\
+         default_backend be\nbackend be\n server s1 {}\n",
+        sink.addr(),
+        ts.addr
+    );
+    let p = crate::logging::Proxy::start("fulcrum", "log-ti", &cfg).expect("fulcrum");
+    let mut c = connect(p.addrs[0]);
+    let mut buf = [0u8; 4096];
+    c.write_all(b"GET /first HTTP/1.1\r\nHost: h\r\n\r\n").expect("write");
+    assert!(c.read(&mut buf).expect("answer") > 0);
+    assert_eq!(sink.wait_for(1), 1);
+    // The client thinks for 300 ms (its idle time is what the line must show).
+    std::thread::sleep(Duration::from_millis(300));
+    c.write_all(b"GET /second HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n").expect("write");
+    let _ = c.read(&mut buf);
+    assert_eq!(sink.wait_for(2), 2);
+    let line = sink.got.borrow()[1].clone();
+    let ti: i64 = line
+        .split("/second ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no Ti in {line:?}"));
+    assert!((290..2000).contains(&ti), "Ti {ti} in {line:?}");
+}
