@@ -153,10 +153,11 @@ impl Queue {
             self.len.fetch_sub(1, Ordering::SeqCst);
             let count = lines.served(line);
             let pos = (*count - entry.served + 1).min(u64::from(u32::MAX)) as u32;
-            *count += 1;
             if entry.tx.send(Wake::Slot(idx, pos)).is_err() {
                 give_back(idx); // the waiter went away; try the next one
             } else {
+                // Only a waiter that took its slot moves the others' positions (HAProxy).
+                *lines.served(line) += 1;
                 served += 1;
             }
         }

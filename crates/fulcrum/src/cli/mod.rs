@@ -327,6 +327,7 @@ fn start(args: &Args, plan: Plan) -> i32 {
         frontends: plan.frontends.clone(),
         hard_stop_after: plan.global.hard_stop_after,
         grace: plan.global.grace,
+        global_logger: plan.global_logger.clone(),
     });
     crate::log::set_quiet(args.quiet);
     // Check tasks go to the workers in turn, as HAProxy spreads check tasks over threads.
@@ -433,6 +434,9 @@ fn drop_privileges(g: &cfg::Global) -> Result<(), String> {
     }
     // As HAProxy: into the chroot once names are resolved, before giving up root.
     if let Some(dir) = &g.chroot {
+        // Local time's zone is read before the files it comes from are out of reach (as
+        // HAProxy's tzset() at start-up).
+        let _ = crate::sys::local_time(std::time::SystemTime::now());
         let program = std::env::args()
             .next()
             .and_then(|a| a.rsplit('/').next().map(str::to_string))

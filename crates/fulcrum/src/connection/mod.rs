@@ -125,6 +125,20 @@ pub fn set_keepalive(sock: &socket2::Socket, ka: fulcrum_config::TcpKeepAlive) {
     if !ka.on {
         return;
     }
+    set_keepalive_settings(sock, ka);
+}
+
+/// Like [`set_keepalive`], for a listening socket that may come from an earlier process
+/// (`-sf`): keep-alive is also turned off when this run does not ask for it.
+pub fn set_listener_keepalive(sock: &socket2::Socket, ka: fulcrum_config::TcpKeepAlive) {
+    if ka.on {
+        set_keepalive_settings(sock, ka);
+    } else if sock.keepalive().unwrap_or(false) {
+        let _ = sock.set_keepalive(false);
+    }
+}
+
+fn set_keepalive_settings(sock: &socket2::Socket, ka: fulcrum_config::TcpKeepAlive) {
     let mut k = socket2::TcpKeepalive::new();
     if let Some(s) = ka.idle {
         k = k.with_time(std::time::Duration::from_secs(u64::from(s)));

@@ -55,7 +55,7 @@ pub fn open(
     let sockets = open_sockets(addr, opts, count, inherited, backlog)?;
     // Also on sockets taken over or inherited: what accepted connections get is this run's.
     for s in sockets.iter().filter(|s| !s.unix) {
-        crate::connection::set_keepalive(&s.socket, opts.keepalive);
+        crate::connection::set_listener_keepalive(&s.socket, opts.keepalive);
     }
     Ok(sockets)
 }

@@ -105,7 +105,10 @@ fn send(b: &mut Batch) {
                         break;
                     }
                     // Another error drops this datagram alone (as one send would).
-                    _ => sent += 1,
+                    _ => {
+                        super::syslog::count_dropped(1);
+                        sent += 1;
+                    }
                 },
             }
         }

@@ -166,13 +166,14 @@ impl Logger {
             let level = level.max(t.minlevel);
             if t.format == SyslogFormat::Rfc5424 {
                 let mut header =
-                    header(t.format, level, t.facility, self.host.as_deref(), &self.tag);
-                // The structured data without its trailing spaces, then one (HAProxy).
+                    header(t.format, level, t.facility, self.host.as_deref(), &self.tag)
+                        .into_bytes();
+                // The structured data as it is, without its trailing spaces, then one.
                 let sd = sd.unwrap_or(b"-");
                 let end = sd.iter().rposition(|&c| c != b' ').map_or(0, |i| i + 1);
-                header.push_str(&String::from_utf8_lossy(&sd[..end]));
-                header.push(' ');
-                send_one(t, header.as_bytes(), msg);
+                header.extend_from_slice(&sd[..end]);
+                header.push(b' ');
+                send_one(t, &header, msg);
                 continue;
             }
             if has_subsecond_time(t.format) {
@@ -387,10 +388,8 @@ fn send_one(t: &Target, header: &[u8], msg: &[u8]) {
             Err(e) => Err(e),
         },
     };
-    if let Err(e) = sent {
-        if e.kind() == std::io::ErrorKind::WouldBlock {
-            DROPPED.fetch_add(1, Ordering::Relaxed);
-        }
+    if sent.is_err() {
+        DROPPED.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -418,13 +417,19 @@ fn send_udp(to: SocketAddr, parts: &[IoSlice<'_>]) -> std::io::Result<usize> {
         if super::batch::add(&s[i].1, parts) {
             return Ok(parts.iter().map(|p| p.len()).sum());
         }
-        match s[i].1.send_vectored_with_flags(parts, SEND_FLAGS) {
+        let sent = match s[i].1.send_vectored_with_flags(parts, SEND_FLAGS) {
             // A refused earlier datagram (no listener yet): this one goes on.
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
                 s[i].1.send_vectored_with_flags(parts, SEND_FLAGS)
             }
             r => r,
+        };
+        if sent.as_ref().is_err_and(|e| e.kind() != std::io::ErrorKind::WouldBlock) {
+            // The route or the source address changed (an address moved away): the next
+            // line connects again, as an unconnected send would find its way each time.
+            s.remove(i);
         }
+        sent
     })
 }
 

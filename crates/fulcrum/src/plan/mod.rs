@@ -30,6 +30,8 @@ pub struct Plan {
     pub backends: Vec<Arc<Backend>>,
     /// Non-fatal problems found while building (an unresolvable server put in maintenance).
     pub warnings: Vec<String>,
+    /// `global`'s log targets: where process-wide messages go (HAProxy's `send_log(NULL, ...)`).
+    pub global_logger: Option<Arc<crate::log::syslog::Logger>>,
 }
 
 #[allow(dead_code)] // the runtime API and stats page find proxies here; unit-tested
@@ -190,7 +192,18 @@ pub fn build(config: &cfg::Config) -> Result<Plan, Vec<String>> {
         frontends.push(Arc::new(fe));
     }
     if errors.is_empty() {
-        Ok(Plan { global: config.global.clone(), frontends, backends: all_backends, warnings })
+        let global_logger =
+            crate::log::syslog::Logger::build(&[cfg::LogEntry::Global], None, &common)
+                .ok()
+                .flatten()
+                .map(Arc::new);
+        Ok(Plan {
+            global: config.global.clone(),
+            frontends,
+            backends: all_backends,
+            warnings,
+            global_logger,
+        })
     } else {
         Err(errors)
     }

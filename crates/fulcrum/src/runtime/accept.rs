@@ -246,6 +246,8 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
             l.send(log::syslog::INFO, &log::connect_line(peer, local, &fe.name, false));
         }
     }
+    // The rest only for a line at the end of the session (a format, or `-d`).
+    let logs = shared.debug || (fe.logger.is_some() && fe.log.line.is_some());
     let mut outcome = crate::outcome::Outcome {
         want_server_addrs: logs && fe.log.server_addrs,
         ..Default::default()

@@ -102,6 +102,8 @@ pub struct Shared {
     pub hard_stop_after: Option<std::time::Duration>,
     /// `grace`: the listeners keep accepting this long after a soft stop is asked for.
     pub grace: Option<std::time::Duration>,
+    /// `global`'s log targets.
+    pub global_logger: Option<Arc<crate::log::syslog::Logger>>,
 }
 
 /// What HAProxy says of each proxy when a soft stop begins (`stop_proxy()`): frontends and
@@ -222,12 +224,24 @@ async fn supervise(
                 let _ = state_tx.send(RunState::SoftStop);
             }
             _ = &mut hard_stop, if hard_stop_armed => {
-                // HAProxy's words; the sessions still open end with the process.
+                // HAProxy's words: to the global targets, then each frontend still holding
+                // connections; those end with the process.
                 let msg = "soft-stop running for too long, performing a hard-stop.";
                 crate::log::warning(msg);
+                if let Some(l) = &shared.global_logger {
+                    l.send(crate::log::syslog::WARNING, msg);
+                }
                 for fe in &shared.frontends {
-                    if let Some(l) = &fe.logger {
-                        l.send(crate::log::syslog::WARNING, msg);
+                    let n = fe.limit.current();
+                    if n > 0 {
+                        let msg = format!(
+                            "Proxy {} hard-stopped ({n} remaining conns will be closed).",
+                            fe.name
+                        );
+                        crate::log::warning(&msg);
+                        if let Some(l) = &fe.logger {
+                            l.send(crate::log::syslog::WARNING, &msg);
+                        }
                     }
                 }
                 return 0;

@@ -69,6 +69,9 @@ fn hard_stop_after_cuts_a_soft_stop_that_lasts_too_long() {
     assert_eq!(st.code(), Some(0));
     assert!(stopped.elapsed() >= Duration::from_millis(500), "cut before hard-stop-after");
     assert!(closed_within(&mut live, Duration::from_secs(2)), "the live session was closed");
+    let log = px.proc.log_text();
+    assert!(log.contains("soft-stop running for too long, performing a hard-stop."), "{log}");
+    assert!(log.contains("Proxy px hard-stopped (1 remaining conns will be closed)."), "{log}");
 }
 
 /// `grace`: after SIGUSR1 the listeners keep accepting for the grace time, then the soft stop

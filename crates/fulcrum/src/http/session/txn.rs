@@ -337,7 +337,7 @@ impl Session<'_> {
             &mut self.o.bytes_out,
         )
         .await;
-        let killed = slot.ended_by();
+        let killed = if xfer == Xfer::Done { None } else { slot.ended_by() };
         drop(slot);
         if let Some(by) = killed {
             // The server's sessions were shut as it changed state: not the server's doing.
