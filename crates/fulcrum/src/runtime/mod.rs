@@ -36,6 +36,8 @@ pub enum RunState {
     Running,
     /// Stop accepting; exit once live sessions are done.
     SoftStop,
+    /// Exit now (SIGTERM, SIGINT, `hard-stop-after`): send what is pending and leave.
+    Exit,
 }
 
 thread_local! {
@@ -244,13 +246,24 @@ async fn supervise(
                         }
                     }
                 }
-                return 0;
+                return exit_now(&state_tx, &mut done_rx).await;
             }
-            _ = term.recv() => return 0,
-            _ = int.recv() => return 0,
+            _ = term.recv() => return exit_now(&state_tx, &mut done_rx).await,
+            _ = int.recv() => return exit_now(&state_tx, &mut done_rx).await,
             _ = &mut done_rx => return 0,
         }
     }
+}
+
+/// A hard exit: the workers send the log lines they hold and leave their sessions; the
+/// process waits for them a moment at most.
+async fn exit_now(
+    state: &watch::Sender<RunState>,
+    done: &mut tokio::sync::oneshot::Receiver<()>,
+) -> i32 {
+    let _ = state.send(RunState::Exit);
+    let _ = tokio::time::timeout(std::time::Duration::from_millis(200), done).await;
+    0
 }
 
 fn worker(
@@ -340,11 +353,24 @@ fn worker(
         }
         crate::log::batch::stop(); // from now on, each line leaves at once
         crate::clock::stop(); // and the clock is read each time
+        if *state.borrow() == RunState::Exit {
+            return; // the sessions end with the worker
+        }
         drop(loops); // closes this worker's listening sockets
         purge.abort();
         checks.iter().for_each(|c| c.abort());
         begin_stop();
         crate::http::pool::clear();
-        live.wait_idle().await;
+        let exit = async {
+            while *state.borrow_and_update() != RunState::Exit {
+                if state.changed().await.is_err() {
+                    break;
+                }
+            }
+        };
+        tokio::select! {
+            _ = live.wait_idle() => {}
+            _ = exit => {}
+        }
     });
 }
