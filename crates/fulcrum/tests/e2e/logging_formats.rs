@@ -422,3 +422,48 @@ fn ti_counts_the_idle_time_before_a_keep_alive_request() {
         .unwrap_or_else(|| panic!("no Ti in {line:?}"));
     assert!((290..2000).contains(&ti), "Ti {ti} in {line:?}");
 }
+
+/// `on-marked-up shutdown-backup-sessions`: an active server coming back ends the sessions of
+/// the backup servers, `U`.
+#[test]
+fn backup_sessions_ended_by_an_active_server_coming_back_say_u() {
+    use std::io::Read;
+    let s1 = testserver("http", "s1");
+    let backup = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let check_port = dead_addr().port();
+    let cfg = format!(
+        "{HTTP_LOG}frontend fe\n bind {{fe0}}\n default_backend b\n\
+         backend b\n no log\n timeout server 10s\n\
+         server s1 {} check port {check_port} inter 100ms fall 1 rise 1 \
+         on-marked-up shutdown-backup-sessions\n server s2 {} backup\n",
+        s1.addr,
+        backup.local_addr().expect("addr")
+    );
+    let runs = both_with_sink("log-up", &cfg, 1, |p, sink| {
+        // s1's check port is closed: the proxy says it is DOWN (on stderr).
+        assert!(
+            eventually(Duration::from_secs(5), || p.proc.log_text().contains("b/s1 is DOWN")),
+            "s1 never went down"
+        );
+        let fe = p.addrs[0];
+        let client = std::thread::spawn(move || {
+            exchange(fe, b"GET /slow HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+        });
+        // The request reaches the backup, which does not answer.
+        let (mut at_backup, _) = backup.accept().expect("the proxy connects to the backup");
+        read_head(&mut at_backup);
+        // s1 comes back: the backup's session is ended.
+        let check = std::net::TcpListener::bind(("127.0.0.1", check_port)).expect("check port");
+        let mut rest = Vec::new();
+        let _ = at_backup.set_read_timeout(Some(Duration::from_secs(5)));
+        let _ = at_backup.read_to_end(&mut rest);
+        assert_eq!(sink.wait_for(1), 1, "lines so far: {:#?}", sink.got.borrow());
+        drop(check);
+        let _ = client.join();
+    });
+    assert_eq!(
+        runs[0],
+        ["<134>TIME t[PID]: 127.0.0.1:P [DATE] fe b/s2 T/T/T/-1/T 502 209 - - UH-- 1/1/0/0/0 \
+             0/0 \"GET /slow HTTP/1.1\"\n"]
+    );
+}
