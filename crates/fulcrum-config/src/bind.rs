@@ -29,7 +29,13 @@ pub fn strip_family(addr: &str) -> Result<(Family, &str), String> {
 
 /// Parses a `bind` line of proxy `section` (its keyword, for messages).
 pub fn parse_bind(line: &Line, section: &str, diags: &mut Diags) -> Option<Bind> {
-    let spec = line.arg(1);
+    parse_bind_at(line, 1, section, diags)
+}
+
+/// Parses a bind address list at word `at` and the options after it (`bind`, and the global
+/// `stats socket`, whose address is its third word).
+pub fn parse_bind_at(line: &Line, at: usize, section: &str, diags: &mut Diags) -> Option<Bind> {
+    let spec = line.arg(at);
     if spec.is_empty() {
         diags.alert(
             line,
@@ -54,17 +60,30 @@ pub fn parse_bind(line: &Line, section: &str, diags: &mut Diags) -> Option<Bind>
         backlog: None,
         v4v6: false,
         maxconn: None,
+        unix: Default::default(),
+        level: Default::default(),
+        expose_fd: false,
     };
-    bind_options(line, section, &mut bind, diags).map(|()| bind)
+    bind_options(line, at, section, &mut bind, diags).map(|()| bind)
 }
 
 /// Reads the options after the address. Every option Fulcrum does not support yet is reported
 /// (an option's value is skipped as HAProxy skips it); an unknown keyword ends the line, as in
 /// HAProxy (what follows it cannot be read). `None` when anything was refused.
-fn bind_options(line: &Line, section: &str, bind: &mut Bind, diags: &mut Diags) -> Option<()> {
-    let prefix = format!("'bind {}' in section '{section}'", line.arg(1));
+fn bind_options(
+    line: &Line,
+    at: usize,
+    section: &str,
+    bind: &mut Bind,
+    diags: &mut Diags,
+) -> Option<()> {
+    let prefix = if at == 1 {
+        format!("'bind {}' in section '{section}'", line.arg(1))
+    } else {
+        format!("'{} {}' in section '{section}'", line.words[..at].join(" "), line.arg(at))
+    };
     let mut ok = true;
-    let mut i = 2;
+    let mut i = at + 1;
     while i < line.words.len() {
         let opt = line.arg(i);
         let val = line.arg(i + 1);
@@ -97,11 +116,62 @@ fn bind_options(line: &Line, section: &str, bind: &mut Bind, diags: &mut Diags) 
                 ok &= v.is_some();
                 *if opt == "backlog" { &mut bind.backlog } else { &mut bind.maxconn } = v;
             }
+            "mode" | "uid" | "gid" | "user" | "group" | "level" | "expose-fd" => {
+                if let Err(msg) = unix_option(opt, val, bind) {
+                    // HAProxy quotes the message of a `stats socket` line.
+                    let text = if at == 1 {
+                        format!("{prefix} : {msg}")
+                    } else {
+                        format!("'{}' : '{msg}'", line.words[..at].join(" "))
+                    };
+                    diags.alert(line, text);
+                    ok = false;
+                }
+            }
             _ => {}
         }
         i += 1 + keywords::bind_option_args(opt);
     }
     ok.then_some(())
+}
+
+/// The options of UNIX sockets and runtime API sockets, with HAProxy's messages.
+fn unix_option(opt: &str, val: &str, bind: &mut Bind) -> Result<(), String> {
+    use crate::model::{CliLevel, UserSpec};
+    match opt {
+        "mode" => match u32::from_str_radix(val, 8) {
+            Ok(m) if m <= 0o7777 => bind.unix.mode = Some(m),
+            _ => return Err(format!("'mode' : missing or invalid mode '{val}' (octal integer expected)")),
+        },
+        "uid" | "gid" | "user" | "group" if val.is_empty() => {
+            return Err(format!("'{opt}' : missing value"));
+        }
+        "uid" | "gid" => {
+            let Some(id) = parse_u32(val) else {
+                return Err(format!("'{opt}' : '{val}' is not a number"));
+            };
+            *if opt == "uid" { &mut bind.unix.owner } else { &mut bind.unix.group } =
+                Some(UserSpec::Id(id));
+        }
+        "user" => bind.unix.owner = Some(UserSpec::Name(val.to_string())),
+        "group" => bind.unix.group = Some(UserSpec::Name(val.to_string())),
+        "level" => {
+            bind.level = match val {
+                "user" => CliLevel::User,
+                "operator" => CliLevel::Operator,
+                "admin" => CliLevel::Admin,
+                _ => {
+                    return Err(format!(
+                        "'level' only supports 'user', 'operator', and 'admin' (got '{val}')"
+                    ));
+                }
+            }
+        }
+        "expose-fd" if val == "listeners" => bind.expose_fd = true,
+        "expose-fd" => return Err(format!("'expose-fd' only supports 'listeners' (got '{val}')")),
+        _ => {}
+    }
+    Ok(())
 }
 
 /// Parses one address of a bind list; a port range gives one address per port.

@@ -145,6 +145,31 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
         }
         // HAProxy 2.6 accepts it and does nothing with it (one process).
         "stats bind-process" => {}
+        "stats socket" => {
+            if line.arg(2).is_empty() {
+                return diags.alert(
+                    line,
+                    "'stats socket' in global section expects an address or a path to a UNIX socket",
+                );
+            }
+            if let Some(bind) = crate::bind::parse_bind_at(line, 2, "global", diags) {
+                g.stats_sockets.push(crate::model::StatsSocket { span: line.span.clone(), bind });
+            }
+        }
+        "stats timeout" => match crate::duration::read_time(line.arg(2)) {
+            Ok(t) if !t.value.is_zero() => g.stats_timeout = t.value,
+            Err(crate::duration::TimeError::BadChar(c)) => {
+                diags.alert(line, format!("'stats timeout' : unexpected character '{c}'"))
+            }
+            Err(crate::duration::TimeError::Missing) => {
+                diags.alert(line, "'stats timeout' : unexpected character ''")
+            }
+            _ => diags.alert(line, "'stats timeout' expects a positive value"),
+        },
+        "stats maxconn" => match parse_u32(line.arg(2)) {
+            Some(n) if n > 0 => g.stats_maxconn = n,
+            _ => diags.alert(line, "'stats maxconn' expects a positive value"),
+        },
         "chroot" => {
             if !no_extra(line, 2, kw, diags) {
             } else if g.chroot.is_some() {

@@ -109,6 +109,12 @@ pub struct Global {
     pub set_dumpable: bool,
     /// `localpeer <name>`: this process's name in `peers` sections.
     pub localpeer: Option<String>,
+    /// `stats socket` lines: the runtime API's listeners.
+    pub stats_sockets: Vec<StatsSocket>,
+    /// `stats timeout`: how long a runtime API session may stay idle (HAProxy: 10 s).
+    pub stats_timeout: Duration,
+    /// `stats maxconn`: runtime API sessions at once per socket (HAProxy: 10).
+    pub stats_maxconn: u32,
 }
 
 /// Kernel socket buffer sizes (`SO_RCVBUF`, `SO_SNDBUF`) to force on a connection; `None`
@@ -150,6 +156,9 @@ impl Default for Global {
             grace: None,
             set_dumpable: false,
             localpeer: None,
+            stats_sockets: Vec::new(),
+            stats_timeout: Duration::from_secs(10),
+            stats_maxconn: 10,
         }
     }
 }
@@ -437,6 +446,44 @@ pub struct Bind {
     pub v4v6: bool,
     /// `maxconn <n>` on this bind.
     pub maxconn: Option<u32>,
+    /// `mode`, `uid`/`user`, `gid`/`group`: the permissions of a UNIX socket's file.
+    pub unix: UnixPerms,
+    /// `level user|operator|admin` (runtime API sockets; HAProxy's default is operator).
+    pub level: CliLevel,
+    /// `expose-fd listeners`: the runtime API may hand the listening sockets to a new process.
+    pub expose_fd: bool,
+}
+
+/// The owner and mode a UNIX socket's file is given (`bind /path mode 600 user haproxy`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UnixPerms {
+    /// `mode <octal>`.
+    pub mode: Option<u32>,
+    /// `uid <n>` or `user <name>` (looked up when the socket is opened).
+    pub owner: Option<UserSpec>,
+    /// `gid <n>` or `group <name>`.
+    pub group: Option<UserSpec>,
+}
+
+/// What a runtime API session may do (HAProxy's `ACCESS_LVL_*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CliLevel {
+    /// Read-only commands that show no sensitive data.
+    User,
+    /// Also the commands that change nothing essential (`show sess`, `clear counters`...):
+    /// HAProxy's default.
+    #[default]
+    Operator,
+    /// Every command.
+    Admin,
+}
+
+/// A global `stats socket` line: a runtime API listener.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatsSocket {
+    pub span: Span,
+    /// Its address and options, as on a `bind` line.
+    pub bind: Bind,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -1,5 +1,9 @@
-//! Traffic counters kept per frontend, backend and server, read by `-d` output today and by the
-//! stats page later. Relaxed atomics: they count, they never synchronise anything.
+//! Traffic counters kept per frontend, backend and server (HAProxy's `fe_counters` /
+//! `be_counters`), read by the runtime API, the stats page and soft-stop messages. Relaxed
+//! atomics: they count, they never synchronise anything. Most are bumped where a decision is
+//! made (a session accepted, a connect failed); the ones that depend on how a stream ended
+//! (status classes, aborts, denials, request errors, times) are added once per stream from its
+//! outcome by `stats::account`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -23,7 +27,59 @@ pub struct Counters {
     pub no_server: AtomicU64,
     /// HTTP responses that were invalid or truncated (answered 502).
     pub failed_responses: AtomicU64,
+    /// Requests (HTTP) or connections (tcp) denied by rules (`dreq`), responses denied
+    /// (`dresp`), connections and sessions denied by `tcp-request connection|session` (`dcon`,
+    /// `dses`).
+    pub denied_req: AtomicU64,
+    pub denied_resp: AtomicU64,
+    pub denied_conn: AtomicU64,
+    pub denied_sess: AtomicU64,
+    /// Request errors: invalid requests, client aborts and timeouts before a complete request
+    /// (`ereq`).
+    pub failed_req: AtomicU64,
+    /// Data transfers aborted by the client / by the server (`cli_abrt`, `srv_abrt`).
+    pub cli_abrt: AtomicU64,
+    pub srv_abrt: AtomicU64,
+    /// HTTP responses per status class: 1xx..5xx, other (`hrsp_*`).
+    pub hrsp: [AtomicU64; 6],
+    /// HTTP requests (`req_tot`), and those the proxy answered itself (`intercepted`).
+    pub requests: AtomicU64,
+    pub intercepted: AtomicU64,
+    /// Connections accepted (`conn_tot`, frontends).
+    pub conns: AtomicU64,
+    /// Header rewrites that failed (`wrew`), internal errors (`eint`).
+    pub failed_rewrites: AtomicU64,
+    pub internal_errors: AtomicU64,
+    /// Server connections established (`connect`) and reused from the idle pools (`reuse`).
+    pub connects: AtomicU64,
+    pub reuses: AtomicU64,
+    /// The most sessions at once (`smax`), the longest queue (`qmax`).
+    pub max_sessions: AtomicU64,
+    pub max_queue: AtomicU64,
+    /// Highest rates seen by the once-a-second sampler: sessions, connections, requests.
+    pub max_sess_rate: AtomicU64,
+    pub max_conn_rate: AtomicU64,
+    pub max_req_rate: AtomicU64,
+    /// Running averages over the last 1024 streams (HAProxy's `swrate`) of the queue,
+    /// connect, response and total times in ms, kept as sums; and their maxima.
+    pub times: [AtomicU64; 4],
+    pub times_max: [AtomicU64; 4],
+    /// When a session last went to this server or backend (seconds since the epoch; 0: never).
+    pub last_sess: AtomicU64,
+    /// Rates over the last second: sessions, connections (frontends), requests.
+    pub sess_rate: Rate,
+    pub conn_rate: Rate,
+    pub req_rate: Rate,
 }
+
+/// Streams the time averages cover (HAProxy's `TIME_STATS_SAMPLES`).
+pub const TIME_SAMPLES: u64 = 1024;
+
+/// The time averages' order in [`Counters::times`].
+pub const QTIME: usize = 0;
+pub const CTIME: usize = 1;
+pub const RTIME: usize = 2;
+pub const TTIME: usize = 3;
 
 impl Counters {
     pub fn add(field: &AtomicU64, n: u64) {
@@ -31,6 +87,88 @@ impl Counters {
     }
     pub fn inc(field: &AtomicU64) {
         field.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Raises a maximum. A load first: the store happens only when the maximum moves.
+    pub fn raise(field: &AtomicU64, v: u64) {
+        if v > field.load(Ordering::Relaxed) {
+            field.fetch_max(v, Ordering::Relaxed);
+        }
+    }
+
+    /// Adds one sample (ms) to time average `which`, and to its maximum. A load and a store,
+    /// not a compare-and-swap: two workers adding at the same instant may lose a sample,
+    /// which an average over 1,024 of them does not notice.
+    pub fn add_time(&self, which: usize, ms: u64) {
+        let sum = &self.times[which];
+        let old = sum.load(Ordering::Relaxed);
+        sum.store(old - old / TIME_SAMPLES + ms, Ordering::Relaxed);
+        Self::raise(&self.times_max[which], ms);
+    }
+
+    /// The average of time `which` in ms, over the streams seen (at most [`TIME_SAMPLES`]):
+    /// HAProxy's `swrate_avg(sum, n)` (rounded up) with `n` the streams counted so far.
+    pub fn time_avg(&self, which: usize, streams: u64) -> u64 {
+        let n = streams.clamp(1, TIME_SAMPLES);
+        self.times[which].load(Ordering::Relaxed).div_ceil(n)
+    }
+
+    /// Reads a counter.
+    pub fn get(field: &AtomicU64) -> u64 {
+        field.load(Ordering::Relaxed)
+    }
+
+    /// `clear counters`: the maxima and rates' peaks start over.
+    pub fn clear_max(&self) {
+        for f in [
+            &self.max_sessions,
+            &self.max_queue,
+            &self.max_sess_rate,
+            &self.max_conn_rate,
+            &self.max_req_rate,
+        ]
+        .into_iter()
+        .chain(&self.times_max)
+        {
+            f.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// `clear counters all`: every counter starts over.
+    pub fn clear_all(&self) {
+        self.clear_max();
+        for f in [
+            &self.sessions,
+            &self.bytes_in,
+            &self.bytes_out,
+            &self.connect_errors,
+            &self.retries,
+            &self.redispatches,
+            &self.queue_timeouts,
+            &self.no_server,
+            &self.failed_responses,
+            &self.denied_req,
+            &self.denied_resp,
+            &self.denied_conn,
+            &self.denied_sess,
+            &self.failed_req,
+            &self.cli_abrt,
+            &self.srv_abrt,
+            &self.requests,
+            &self.intercepted,
+            &self.conns,
+            &self.failed_rewrites,
+            &self.internal_errors,
+            &self.connects,
+            &self.reuses,
+            &self.last_sess,
+        ]
+        .into_iter()
+        .chain(&self.hrsp)
+        .chain(&self.times)
+        {
+            f.store(0, Ordering::Relaxed);
+        }
     }
 }
 

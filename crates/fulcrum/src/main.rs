@@ -6,6 +6,7 @@
 //! `backend::status`; `connection` holds socket and buffer types, `sys` the OS calls, `memory`
 //! the allocator.
 
+mod api;
 mod backend;
 mod cli;
 mod clock;
@@ -23,6 +24,7 @@ mod plan;
 mod rules;
 mod runtime;
 mod server;
+mod stats;
 mod sys;
 mod tcp;
 

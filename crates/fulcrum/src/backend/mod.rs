@@ -49,6 +49,12 @@ pub struct Backend {
     allbackups: bool,
     /// Times the backend lost its last usable server.
     pub down_transitions: AtomicU64,
+    /// When it last gained or lost its last usable server, and its time without one.
+    pub updown: Mutex<UpDown>,
+    /// The balance algorithm's name as HAProxy prints it (`roundrobin`, `hdr`...).
+    pub algo: &'static str,
+    /// The persistence cookie's name, for the stats.
+    pub cookie_name: Option<String>,
     /// Sessions given a server, per second (`be_sess_rate`), sampled from the servers'
     /// session counters.
     sess_rate: crate::counters::Rate,
@@ -76,6 +82,21 @@ pub struct Backend {
     pub server_bufs: fulcrum_config::SocketBuffers,
     /// `option srvtcpka` (or `tcpka`) and `srvtcpka-*`.
     pub server_tcpka: fulcrum_config::TcpKeepAlive,
+}
+
+/// A backend's up/down history (HAProxy's `last_change`, `down_time`).
+#[derive(Debug, Clone, Copy)]
+pub struct UpDown {
+    pub last_change: std::time::Instant,
+    pub down_since: Option<std::time::Instant>,
+    pub down_time: Duration,
+}
+
+impl UpDown {
+    /// Time without a usable server, counting the current stretch.
+    pub fn downtime(&self, now: std::time::Instant) -> Duration {
+        self.down_time + self.down_since.map_or(Duration::ZERO, |d| now.saturating_duration_since(d))
+    }
 }
 
 /// The timeouts checks follow: `timeout check` and `timeout connect`.
@@ -244,6 +265,13 @@ impl Backend {
             dynamic,
             allbackups,
             down_transitions: AtomicU64::new(0),
+            updown: Mutex::new(UpDown {
+                last_change: std::time::Instant::now(),
+                down_since: None,
+                down_time: Duration::ZERO,
+            }),
+            algo: "roundrobin",
+            cookie_name: None,
             sess_rate: Default::default(),
             log_health_checks: false,
             is_listen: false,
@@ -439,7 +467,9 @@ impl Backend {
     }
 
     fn slot(self: &Arc<Self>, idx: usize) -> ServerSlot {
-        Counters::inc(&self.servers[idx].counters.sessions);
+        let srv = &self.servers[idx];
+        Counters::inc(&srv.counters.sessions);
+        Counters::raise(&srv.counters.max_sessions, u64::from(srv.cur_conns()));
         ServerSlot { backend: Arc::clone(self), idx, tracked: None, queued: None }
     }
 

@@ -22,10 +22,9 @@ use crate::log::syslog::{ALERT, EMERG, NOTICE};
 use crate::server::state::{Admin, CheckResult, Reason, Transition, Verdict};
 use crate::server::Server;
 
-/// A change to a server's state. The administrative ones come from the runtime API and the
-/// stats page (next); checks use the rest.
+/// A change to a server's state. The administrative ones come from the runtime API (and the
+/// stats page next); checks use the rest.
 #[derive(Clone, Debug)]
-#[allow(dead_code)] // `SetAdmin`, `ClearAdmin`, `Weight`: the runtime API's; unit-tested
 pub enum Change {
     /// A health check (or, with `agent`, an agent check) finished.
     Check {
@@ -47,6 +46,13 @@ pub enum Change {
     },
     /// A new user weight, in configuration units.
     Weight(u32),
+    /// Forces the health (or agent) check's verdict (`set server ... health|agent`): up
+    /// (`Running`), `Stopping` or down (`Stopped`), "changed from CLI".
+    Force { agent: bool, oper: crate::server::state::Oper },
+    /// Turns the health (or agent) check on or off (`enable|disable health|agent`).
+    CheckEnabled { agent: bool, on: bool },
+    /// A new `maxconn` (`set maxconn server`).
+    Maxconn(u32),
     /// One slow-start step.
     Warmup,
     /// Live traffic reached `error-limit` consecutive errors (`observe`); `what` names the
@@ -86,6 +92,18 @@ impl Backend {
                 Change::SetAdmin { flag, cause } => r.set_admin(flag, &cause, now),
                 Change::ClearAdmin { flag } => r.clear_admin(flag, now),
                 Change::Weight(w) => r.set_weight(w, now),
+                Change::Force { agent, oper } => r.force(agent, oper, now),
+                Change::CheckEnabled { agent, on } => {
+                    let c = if agent { r.agent.as_mut() } else { r.check.as_mut() };
+                    if let Some(c) = c {
+                        c.enabled = on;
+                    }
+                    Vec::new()
+                }
+                Change::Maxconn(m) => {
+                    r.maxconn = m;
+                    vec![Transition::Reweighted]
+                }
                 Change::Warmup => r.warmup(now),
                 Change::Observed { what } => {
                     r.failed_observed += 1;
@@ -103,6 +121,16 @@ impl Backend {
         self.generation.fetch_add(1, Ordering::Relaxed);
         for t in transitions {
             self.carry_out(idx, t, had_servers);
+        }
+        let has_servers = self.servers.iter().any(|s| s.lb_usable());
+        if has_servers != had_servers {
+            let mut u = self.updown.lock().unwrap_or_else(|e| e.into_inner());
+            u.last_change = now;
+            if !has_servers {
+                u.down_since = Some(now);
+            } else if let Some(since) = u.down_since.take() {
+                u.down_time += now.saturating_duration_since(since);
+            }
         }
     }
 

@@ -266,6 +266,14 @@ fn start(args: &Args, plan: Plan) -> i32 {
             return 1;
         }
     };
+    // The runtime API's sockets, opened while the process may still create files anywhere.
+    let api_sockets = match open_api_sockets(&plan.global) {
+        Ok(s) => s,
+        Err(e) => {
+            alert(e);
+            return 1;
+        }
+    };
     drop(inherited); // sockets of old processes we do not listen on any more
 
     let daemon = (args.daemon || plan.global.daemon) && !args.debug && !args.foreground;
@@ -328,6 +336,27 @@ fn start(args: &Args, plan: Plan) -> i32 {
         hard_stop_after: plan.global.hard_stop_after,
         grace: plan.global.grace,
         global_logger: plan.global_logger.clone(),
+        stopping: Default::default(),
+        sess_rate_limit: Default::default(),
+    });
+    let api = (!api_sockets.is_empty()).then(|| {
+        let process = crate::stats::info::Process {
+            started: std::time::SystemTime::now(),
+            started_at: std::time::Instant::now(),
+            nbthread,
+            hard_maxconn: maxconn,
+            ulimit_n: crate::sys::nofile_limit().map_or(0, |l| l.0),
+            node: plan.global.node.clone().unwrap_or_else(|| crate::sys::hostname().to_string()),
+            description: plan.global.description.clone(),
+            listeners: plan.frontends.iter().flat_map(|f| &f.binds).map(|b| b.addrs.len()).sum(),
+        };
+        let api = crate::api::Api {
+            shared: Arc::clone(&shared),
+            process,
+            timeout: plan.global.stats_timeout,
+            maxconn: plan.global.stats_maxconn,
+        };
+        (Arc::new(api), api_sockets)
     });
     crate::log::set_quiet(args.quiet);
     // Check tasks go to the workers in turn, as HAProxy spreads check tasks over threads.
@@ -335,7 +364,32 @@ fn start(args: &Args, plan: Plan) -> i32 {
     for (i, job) in crate::health::jobs(&plan).into_iter().enumerate() {
         checks[i % nbthread].push(job);
     }
-    runtime::run(per_worker, checks, cpus, shared)
+    runtime::run(per_worker, checks, cpus, shared, api)
+}
+
+/// Opens every `stats socket` (UNIX paths with their mode and owner, TCP addresses, `fd@`).
+fn open_api_sockets(g: &cfg::Global) -> Result<Vec<crate::api::ApiSocket>, String> {
+    let mut out = Vec::new();
+    for s in &g.stats_sockets {
+        let unix = listener::UnixOwner::resolve(&s.bind.unix)?;
+        let opts = BindOptions {
+            backlog: s.bind.backlog,
+            v4v6: s.bind.v4v6,
+            bufs: Default::default(),
+            keepalive: Default::default(),
+            unix,
+        };
+        for addr in &s.bind.addrs {
+            let mut none = Inherited::default();
+            let sockets = listener::open(addr, opts, 1, &mut none).map_err(|e| {
+                format!("Starting frontend GLOBAL: cannot bind socket ({e}) for {}", show(addr))
+            })?;
+            for o in sockets {
+                out.push(crate::api::ApiSocket { socket: o.socket, level: s.bind.level, unix: o.unix });
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn available_cpus() -> usize {
@@ -377,11 +431,14 @@ fn open_listeners(
     let mut per_worker: Vec<Vec<WorkerSocket>> = (0..nbthread).map(|_| Vec::new()).collect();
     for fe in &plan.frontends {
         for bind in &fe.binds {
+            let unix = listener::UnixOwner::resolve(&bind.unix)
+                .map_err(|e| format!("{}: {e}", fe.name))?;
             let opts = BindOptions {
                 backlog: bind.backlog,
                 v4v6: bind.v4v6,
                 bufs: plan.global.client_bufs,
                 keepalive: fe.client_tcpka,
+                unix,
             };
             for addr in &bind.addrs {
                 let sockets = listener::open(addr, opts, nbthread, inherited).map_err(|e| {

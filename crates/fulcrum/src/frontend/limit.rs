@@ -11,35 +11,49 @@ use tokio::sync::Notify;
 #[derive(Debug)]
 pub struct Limit {
     cur: AtomicU32,
-    /// 0 means unlimited.
-    max: u32,
+    /// 0 means unlimited; changed at run time by `set maxconn`.
+    max: AtomicU32,
     freed: Notify,
 }
 
 impl Limit {
     pub fn new(max: u32) -> Self {
-        Self { cur: AtomicU32::new(0), max, freed: Notify::new() }
+        Self { cur: AtomicU32::new(0), max: AtomicU32::new(max), freed: Notify::new() }
     }
 
     pub fn current(&self) -> u32 {
         self.cur.load(Ordering::Relaxed)
     }
 
+    /// The limit (0: none).
+    pub fn max(&self) -> u32 {
+        self.max.load(Ordering::Relaxed)
+    }
+
+    /// Changes the limit (the runtime API's `set maxconn`); a raised limit wakes paused
+    /// accept loops.
+    pub fn set_max(&self, max: u32) {
+        self.max.store(max, Ordering::Relaxed);
+        self.freed.notify_waiters();
+    }
+
     /// Takes a slot if one is free.
     pub fn try_acquire(&self) -> bool {
-        if self.max == 0 {
+        let max = self.max();
+        if max == 0 {
             self.cur.fetch_add(1, Ordering::Relaxed);
             return true;
         }
         self.cur
-            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |c| (c < self.max).then_some(c + 1))
+            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |c| (c < max).then_some(c + 1))
             .is_ok()
     }
 
     /// Gives a slot back, waking paused accept loops when the limit was reached.
     pub fn release(&self) {
         let prev = self.cur.fetch_sub(1, Ordering::AcqRel);
-        if self.max != 0 && prev >= self.max {
+        let max = self.max();
+        if max != 0 && prev >= max {
             self.freed.notify_waiters();
         }
     }

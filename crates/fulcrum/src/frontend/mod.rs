@@ -28,6 +28,8 @@ pub struct Bind {
     pub v4v6: bool,
     /// The bind line's own `maxconn`.
     pub limit: Limit,
+    /// `mode`/`user`/`group` of its UNIX sockets' files.
+    pub unix: fulcrum_config::UnixPerms,
 }
 
 #[derive(Debug)]
@@ -61,6 +63,10 @@ pub struct Frontend {
     pub logger: Option<Arc<crate::log::syslog::Logger>>,
     /// Which line each session (mode tcp) or request (mode http) logs, and when.
     pub log: crate::log::Settings,
+    /// `disable frontend` (runtime API): its listeners stop accepting until enabled again.
+    pub disabled: std::sync::atomic::AtomicBool,
+    /// Wakes its accept loops when it is enabled again.
+    pub enabled: tokio::sync::Notify,
 }
 
 /// Whether a `mode tcp` frontend may hand a connection to a `mode http` backend (HAProxy then

@@ -569,6 +569,7 @@ impl Session<'_> {
     /// complete (HAProxy's `<BADREQ>` lines, without request nor captures).
     fn print_log(&mut self, refused: Option<bool>) {
         let l = std::mem::take(&mut self.log);
+        crate::stats::account(self.fe, l.backend.as_deref(), &self.o, true, refused.is_some());
         if !self.logs || l.skip {
             self.log.request_line = l.request_line;
             return;

@@ -38,6 +38,41 @@ pub struct BindOptions {
     pub bufs: fulcrum_config::SocketBuffers,
     /// TCP keep-alive probes, likewise inherited by accepted connections.
     pub keepalive: fulcrum_config::TcpKeepAlive,
+    /// `mode`, `uid`/`user`, `gid`/`group` of a UNIX socket's file (names resolved).
+    pub unix: UnixOwner,
+}
+
+/// The mode and owner a UNIX socket's file is given.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UnixOwner {
+    pub mode: Option<u32>,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+}
+
+impl UnixOwner {
+    /// Resolves the user and group names of a `bind` / `stats socket` line.
+    pub fn resolve(p: &fulcrum_config::UnixPerms) -> Result<Self, String> {
+        use fulcrum_config::UserSpec;
+        let uid = match &p.owner {
+            None => None,
+            Some(UserSpec::Id(n)) => Some(*n),
+            Some(UserSpec::Name(n)) => Some(
+                crate::sys::lookup_user(n)
+                    .map_err(|_| format!("'user' : unknown user name '{n}'"))?
+                    .0,
+            ),
+        };
+        let gid = match &p.group {
+            None => None,
+            Some(UserSpec::Id(n)) => Some(*n),
+            Some(UserSpec::Name(n)) => Some(
+                crate::sys::lookup_group(n)
+                    .map_err(|_| format!("'group' : unknown group name '{n}'"))?,
+            ),
+        };
+        Ok(UnixOwner { mode: p.mode, uid, gid })
+    }
 }
 
 /// HAProxy's default backlog follows `maxconn`; the kernel caps it with somaxconn anyway.
@@ -83,7 +118,7 @@ fn open_sockets(
         BindAddr::Unix(path) => {
             let socket = match inherited.take_unix(path) {
                 Some(s) => s,
-                None => open_unix(path, backlog)?,
+                None => open_unix(path, backlog, opts.unix)?,
             };
             duplicate(socket, count, true)
         }
@@ -136,18 +171,39 @@ fn open_inet(
     Ok(socket)
 }
 
-fn open_unix(path: &Path, backlog: i32) -> io::Result<Socket> {
-    // As HAProxy does, replace a stale socket file left by a previous run.
+/// Opens a UNIX listener as HAProxy does: bound under a temporary name next to `path`, given
+/// its mode and owner, then renamed over `path`, so a client never finds a half-made socket
+/// and a previous process's socket file is replaced in one step (its listener keeps working
+/// until it leaves).
+pub fn open_unix(path: &Path, backlog: i32, owner: UnixOwner) -> io::Result<Socket> {
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         use std::os::unix::fs::FileTypeExt;
-        if meta.file_type().is_socket() {
-            std::fs::remove_file(path)?;
+        if !meta.file_type().is_socket() {
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, "not a socket file"));
         }
     }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".{}.tmp", std::process::id()));
+    let tmp = std::path::PathBuf::from(tmp);
+    let _ = std::fs::remove_file(&tmp);
     let socket = Socket::new(Domain::UNIX, Type::STREAM, None)?;
     socket.set_nonblocking(true)?;
-    socket.bind(&SockAddr::unix(path)?)?;
-    socket.listen(backlog)?;
+    socket.bind(&SockAddr::unix(&tmp)?)?;
+    let placed = (|| {
+        if owner.uid.is_some() || owner.gid.is_some() {
+            std::os::unix::fs::chown(&tmp, owner.uid, owner.gid)?;
+        }
+        if let Some(mode) = owner.mode {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))?;
+        }
+        socket.listen(backlog)?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = placed {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
     Ok(socket)
 }
 

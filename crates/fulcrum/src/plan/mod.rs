@@ -55,8 +55,11 @@ impl Plan {
 /// every proxy, numbered or not. (HAProxy's `GLOBAL` proxy of a `stats socket` takes a step of
 /// the counter too: the stats socket issue will add it.)
 fn proxy_ids(config: &cfg::Config) -> HashMap<String, u32> {
-    let forced = config.proxies.iter().map(|p| p.id);
-    let ids = auto_ids(forced);
+    // With a `stats socket`, HAProxy's runtime API proxy (GLOBAL) is numbered first.
+    let global = !config.global.stats_sockets.is_empty();
+    let forced = std::iter::repeat_n(None, usize::from(global))
+        .chain(config.proxies.iter().map(|p| p.id));
+    let ids = auto_ids(forced).into_iter().skip(usize::from(global));
     config.proxies.iter().map(|p| p.name.clone()).zip(ids).collect()
 }
 
@@ -408,6 +411,7 @@ fn frontend(p: &cfg::Proxy, backend: Option<Arc<Backend>>) -> Frontend {
                 backlog: b.backlog,
                 v4v6: b.v4v6,
                 limit: Limit::new(b.maxconn.unwrap_or(0)),
+                unix: b.unix.clone(),
             })
         })
         .collect();
@@ -428,6 +432,8 @@ fn frontend(p: &cfg::Proxy, backend: Option<Arc<Backend>>) -> Frontend {
         client_tcpka: p.cli_tcpka,
         logger: None,
         log: Default::default(),
+        disabled: Default::default(),
+        enabled: Default::default(),
     }
 }
 
@@ -465,6 +471,17 @@ fn backend(
         avalanche: p.hash_type.avalanche,
     };
     let t = &p.timeouts;
+    let algo = match p.balance {
+        cfg::Balance::RoundRobin => "roundrobin",
+        cfg::Balance::StaticRr => "static-rr",
+        cfg::Balance::LeastConn => "leastconn",
+        cfg::Balance::First => "first",
+        cfg::Balance::Source => "source",
+        cfg::Balance::Random { .. } => "random",
+        cfg::Balance::Uri { .. } => "uri",
+        cfg::Balance::UrlParam { .. } => "url_param",
+        cfg::Balance::Hdr { .. } => "hdr",
+    };
     let mut balancer = Balancer::new(algorithm, hash);
     balancer.allbackups = p.allbackups;
     let mut be = Backend::new(
@@ -487,6 +504,8 @@ fn backend(
     let mut rules = proxy_rules(&mut c, p);
     errors.append(&mut c.errors);
     be.uses_dst = c.uses_dst || p.originalto.is_some();
+    be.algo = algo;
+    be.cookie_name = p.cookie.as_ref().map(|c| c.name.clone());
     be.log_health_checks = p.log_health_checks;
     be.is_listen = p.kind == cfg::ProxyKind::Listen;
     be.health_check = Arc::new(p.health_check.clone());

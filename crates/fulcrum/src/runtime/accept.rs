@@ -105,6 +105,16 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
     // Read once: an environment lookup takes a process-wide lock.
     let debug_sizes = std::env::var_os("FULCRUM_DEBUG_SIZES").is_some();
     loop {
+        // `disable frontend`: connections wait in the kernel's backlog until it is enabled.
+        while ws.frontend.disabled.load(std::sync::atomic::Ordering::Relaxed) {
+            let enabled = ws.frontend.enabled.notified();
+            tokio::pin!(enabled);
+            enabled.as_mut().enable();
+            if !ws.frontend.disabled.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
+            enabled.await;
+        }
         let mut ready = match listener.fd.readable().await {
             Ok(r) => r,
             Err(e) => {
@@ -145,6 +155,9 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
             };
             live.inc();
             slots.live = Some(Rc::clone(&live));
+            let fc = &ws.frontend.counters;
+            Counters::inc(&fc.conns);
+            Counters::raise(&fc.max_sessions, u64::from(ws.frontend.limit.current()));
             let conn = Accepted { client, peer, dst_port: ws.dst_port };
             if !admit(&ws.frontend, &conn, &shared) {
                 continue;
@@ -178,6 +191,7 @@ fn admit(fe: &Frontend, conn: &Accepted, shared: &Shared) -> bool {
             && (fe.http.is_some()
                 || crate::rules::tcp_accepts(&r.tcp_content, &r.acls, fe, conn.peer, dst));
         if !accepted {
+            Counters::inc(&fe.counters.denied_conn);
             if shared.debug {
                 eprintln!("{}: connection rejected by tcp-request rules", fe.name);
             }
@@ -257,7 +271,9 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         outcome.marks.start = Some(now);
         outcome.marks.request = Some(now);
     }
-    tcp::serve(fe, be, conn, &mut outcome).await;
+    // The client connection closes after the log line (HAProxy counts it in %ac then).
+    tcp::serve(fe, be, &conn, &mut outcome).await;
+    crate::stats::account(fe, Some(be), &outcome, false, false);
     if logs {
         let vars = crate::rules::sample::Vars::default();
         let mut ctx = crate::rules::sample::Ctx::connection(fe, peer, local, &vars);

@@ -106,12 +106,17 @@ pub struct Shared {
     pub grace: Option<std::time::Duration>,
     /// `global`'s log targets.
     pub global_logger: Option<Arc<crate::log::syslog::Logger>>,
+    /// A soft stop has begun (`show info`'s `Stopping`).
+    pub stopping: std::sync::atomic::AtomicBool,
+    /// `set rate-limit sessions global` (0: none; shown by `show info`).
+    pub sess_rate_limit: std::sync::atomic::AtomicU32,
 }
 
 /// What HAProxy says of each proxy when a soft stop begins (`stop_proxy()`): frontends and
 /// `listen` sections in configuration order, then the backends; on stderr and to the proxy's
 /// own log targets, at warning level.
 fn stop_messages(shared: &Shared) {
+    shared.stopping.store(true, std::sync::atomic::Ordering::Relaxed);
     let line = |name: &str, fe: u64, be: u64, logger: Option<&crate::log::syslog::Logger>| {
         let msg = format!("Proxy {name} stopped (cumulated conns: FE: {fe}, BE: {be})");
         if let Some(l) = logger {
@@ -138,6 +143,7 @@ pub fn run(
     checks: Vec<Vec<crate::health::Job>>,
     cpus: Vec<Option<Vec<u32>>>,
     shared: Arc<Shared>,
+    api: Option<(Arc<crate::api::Api>, Vec<crate::api::ApiSocket>)>,
 ) -> i32 {
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -149,7 +155,13 @@ pub fn run(
             return 1;
         }
     };
-    rt.block_on(supervise(per_worker, checks, cpus, shared))
+    rt.block_on(async move {
+        // The runtime API runs on this thread's event loop, away from the workers.
+        if let Some((api, sockets)) = api {
+            crate::api::start(api, sockets);
+        }
+        supervise(per_worker, checks, cpus, shared).await
+    })
 }
 
 async fn supervise(
@@ -321,6 +333,7 @@ fn worker(
         });
         crate::http::pool::set_cap(shared.idle_cap);
         let rate_backends = if first { Arc::clone(&shared.backends) } else { Default::default() };
+        let rate_frontends = if first { shared.frontends.clone() } else { Vec::new() };
         let purge = tokio::task::spawn_local(async move {
             // HAProxy's default `pool-purge-delay`, in seconds (one purge a second).
             let delay = 5;
@@ -328,9 +341,7 @@ fn worker(
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                 crate::http::pool::purge(delay);
                 // One worker samples the rates.
-                for be in rate_backends.iter() {
-                    be.sample_rates();
-                }
+                crate::stats::sample(&rate_frontends, &rate_backends);
             }
         });
         // Health checks run on the workers, each task on one worker; they stop with it.

@@ -478,6 +478,21 @@ impl Record {
         self.commit(now)
     }
 
+    /// Forces a check's counter and the state it implies (the runtime API's `set server
+    /// <b>/<s> health|agent`), "changed from CLI".
+    pub fn force(&mut self, agent: bool, oper: Oper, now: Instant) -> Vec<Transition> {
+        let c = if agent { self.agent.as_mut() } else { self.check.as_mut() };
+        if let Some(c) = c {
+            c.health = if oper == Oper::Stopped { 0 } else { c.max() };
+        }
+        let reason = Reason { desc: "changed from CLI".into(), ..Reason::default() };
+        match oper {
+            Oper::Stopped => self.set_stopped(reason, now),
+            Oper::Stopping => self.set_stopping(reason, now),
+            Oper::Running | Oper::Starting => self.set_running(reason, now),
+        }
+    }
+
     /// Sets an administrative flag (`srv_set_admin_flag`).
     pub fn set_admin(&mut self, flag: u8, cause: &str, now: Instant) -> Vec<Transition> {
         if self.next_admin.has(flag) {

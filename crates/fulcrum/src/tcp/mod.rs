@@ -96,7 +96,7 @@ fn is_resource_error(errno: i32) -> bool {
 }
 
 /// Serves one TCP session to its end, recording how it went in `out`.
-pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: Accepted, out: &mut Outcome) {
+pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: &Accepted, out: &mut Outcome) {
     let key = conn.peer.map(|p| PickKey::Ip(p.ip()));
     let connecting = connect_server(be, key, conn.dst_port, out);
     let connected = if be.abortonclose {

@@ -224,6 +224,34 @@ pub fn spawn_with_listeners(
     Proc { child, log: Some(log) }
 }
 
+/// HAProxy's binary, when installed (scenarios then run under it too).
+pub fn haproxy_bin() -> Option<&'static str> {
+    ["/usr/sbin/haproxy", "/usr/bin/haproxy"].into_iter().find(|p| std::path::Path::new(p).exists())
+}
+
+/// Starts `which` ("fulcrum" or "haproxy", `None` when HAProxy is not installed) in the
+/// foreground on `cfg`, where `{fe0}`..`{fe3}` become listening sockets made here (their
+/// addresses are returned) and `{dir}` the test's scratch directory.
+pub fn start_proxy(which: &str, test: &str, cfg: &str) -> Option<(Proc, Vec<SocketAddr>, PathBuf)> {
+    let bin = if which == "haproxy" { haproxy_bin()? } else { BIN };
+    let dir = scratch(&format!("{test}-{which}"));
+    let mut text = cfg.replace("{dir}", &dir.display().to_string());
+    let mut listeners = Vec::new();
+    for i in 0..4 {
+        let key = format!("{{fe{i}}}");
+        if text.contains(&key) {
+            listeners.push(TcpListener::bind("127.0.0.1:0").expect("bind"));
+            text = text.replace(&key, &format!("fd@{}", 3 + i));
+        }
+    }
+    let addrs = listeners.iter().map(|l| l.local_addr().expect("addr")).collect();
+    let path = dir.join("proxy.cfg");
+    std::fs::write(&path, text).expect("write cfg");
+    let mut cmd = Command::new(bin);
+    cmd.arg("-db").arg("-f").arg(&path);
+    Some((spawn_with_listeners(cmd, &dir, listeners), addrs, dir))
+}
+
 /// Runs `fulcrum <args>` to completion; returns (status code, stdout, stderr).
 pub fn run(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(BIN).args(args).output().expect("run fulcrum");

@@ -3,7 +3,7 @@
 //! for the same configuration and the same traffic (where HAProxy is installed).
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
 use crate::harness::*;
@@ -59,30 +59,11 @@ pub(crate) struct Proxy {
     pub(crate) addrs: Vec<SocketAddr>,
 }
 
-fn haproxy_bin() -> Option<&'static str> {
-    ["/usr/sbin/haproxy", "/usr/bin/haproxy"].into_iter().find(|p| std::path::Path::new(p).exists())
-}
-
 impl Proxy {
     /// `which` is "fulcrum" or "haproxy"; `None` when HAProxy is not installed.
     pub(crate) fn start(which: &str, test: &str, cfg: &str) -> Option<Proxy> {
-        let dir = scratch(&format!("{test}-{which}"));
-        let mut text = cfg.to_string();
-        let mut listeners = Vec::new();
-        for i in 0..4 {
-            let key = format!("{{fe{i}}}");
-            if text.contains(&key) {
-                listeners.push(TcpListener::bind("127.0.0.1:0").expect("bind"));
-                text = text.replace(&key, &format!("fd@{}", 3 + i));
-            }
-        }
-        let addrs = listeners.iter().map(|l| l.local_addr().expect("addr")).collect();
-        let path = dir.join("proxy.cfg");
-        std::fs::write(&path, text).expect("write cfg");
-        let bin = if which == "haproxy" { haproxy_bin()? } else { BIN };
-        let mut cmd = std::process::Command::new(bin);
-        cmd.arg("-db").arg("-f").arg(&path);
-        Some(Proxy { proc: spawn_with_listeners(cmd, &dir, listeners), addrs })
+        let (proc, addrs, _) = start_proxy(which, test, cfg)?;
+        Some(Proxy { proc, addrs })
     }
 }
 

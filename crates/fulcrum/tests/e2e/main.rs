@@ -9,5 +9,6 @@ mod lifecycle;
 mod logging;
 mod logging_formats;
 mod protocol_checks;
+mod runtime_api;
 mod socket_buffers;
 mod timeouts;

@@ -130,8 +130,8 @@ impl Session<'_> {
             msg = with_connection_close(&msg);
         }
         self.o.status = Some(status);
+        self.log.backend = be.cloned();
         if self.logs {
-            self.log.backend = be.cloned();
             self.o.bytes_out += answer_size(&mut self.resp, &msg);
         } else {
             self.o.bytes_out += msg.len() as u64;

@@ -58,9 +58,8 @@ impl Session<'_> {
             return self.answer(503, &info, None).await;
         };
         Counters::inc(&be.counters.sessions);
-        if self.logs {
-            self.log.backend = Some(Arc::clone(&be));
-        }
+        // The counters read it at the end too, logged or not.
+        self.log.backend = Some(Arc::clone(&be));
         // Only a `mode tcp` frontend upgraded to HTTP can pick a tcp backend (for a later
         // request): as HAProxy, the stream fails and the connection closes without an answer.
         let Some(be_http) = be.http.as_deref() else {

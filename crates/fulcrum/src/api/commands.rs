@@ -1,0 +1,442 @@
+//! The runtime API's commands: the table (words, level, usage line), `help` and HAProxy's
+//! suggestions for an unknown command, and the commands about the process and proxies.
+//! Server commands are in `servers`.
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+use fulcrum_config::CliLevel;
+
+use super::{Api, Session};
+use crate::stats::{render, rows, ObjType};
+
+/// One command: its leading words, the level it needs, its usage and help text.
+struct Cmd {
+    words: &'static [&'static str],
+    level: CliLevel,
+    usage: &'static str,
+    help: &'static str,
+}
+
+use CliLevel::{Admin, Operator, User};
+
+/// Every command Fulcrum answers, sorted as `help` lists them.
+const COMMANDS: &[Cmd] = &[
+    Cmd { words: &["clear", "counters"], level: Operator, usage: "clear counters [all]", help: "clear max statistics counters (or all counters)" },
+    Cmd { words: &["disable", "agent"], level: Admin, usage: "disable agent", help: "disable agent checks" },
+    Cmd { words: &["disable", "frontend"], level: Admin, usage: "disable frontend <frontend>", help: "temporarily disable specific frontend" },
+    Cmd { words: &["disable", "health"], level: Admin, usage: "disable health", help: "disable health checks" },
+    Cmd { words: &["disable", "server"], level: Admin, usage: "disable server (DEPRECATED)", help: "disable a server for maintenance (use 'set server' instead)" },
+    Cmd { words: &["enable", "agent"], level: Admin, usage: "enable agent", help: "enable agent checks" },
+    Cmd { words: &["enable", "frontend"], level: Admin, usage: "enable frontend <frontend>", help: "re-enable specific frontend" },
+    Cmd { words: &["enable", "health"], level: Admin, usage: "enable health", help: "enable health checks" },
+    Cmd { words: &["enable", "server"], level: Admin, usage: "enable server  (DEPRECATED)", help: "enable a disabled server (use 'set server' instead)" },
+    Cmd { words: &["get", "weight"], level: User, usage: "get weight <bk>/<srv>", help: "report a server's current weight" },
+    Cmd { words: &["operator"], level: User, usage: "operator", help: "lower the level of the current CLI session to operator" },
+    Cmd { words: &["set", "maxconn", "frontend"], level: Admin, usage: "set maxconn frontend <frontend> <value>", help: "change a frontend's maxconn setting" },
+    Cmd { words: &["set", "maxconn", "global"], level: Admin, usage: "set maxconn global <value>", help: "change the per-process maxconn setting" },
+    Cmd { words: &["set", "maxconn", "server"], level: Admin, usage: "set maxconn server <bk>/<srv>", help: "change a server's maxconn setting" },
+    Cmd { words: &["set", "rate-limit"], level: Admin, usage: "set rate-limit <setting> <value>", help: "change a rate limiting value" },
+    Cmd { words: &["set", "server"], level: Admin, usage: "set server <bk>/<srv> [opts]", help: "change a server's state, weight, address or ssl" },
+    Cmd { words: &["set", "timeout"], level: User, usage: "set timeout [cli] <delay>", help: "change a timeout setting" },
+    Cmd { words: &["set", "weight"], level: Admin, usage: "set weight <bk>/<srv>  (DEPRECATED)", help: "change a server's weight (use 'set server' instead)" },
+    Cmd { words: &["show", "backend"], level: User, usage: "show backend", help: "list backends in the current running config" },
+    Cmd { words: &["show", "cli", "level"], level: User, usage: "show cli level", help: "display the level of the current CLI session" },
+    Cmd { words: &["show", "info"], level: User, usage: "show info [desc|json|typed|float]*", help: "report information about the running process" },
+    Cmd { words: &["show", "servers", "conn"], level: User, usage: "show servers conn [<backend>]", help: "dump server connections status (all or for a single backend)" },
+    Cmd { words: &["show", "servers", "state"], level: User, usage: "show servers state [<backend>]", help: "dump volatile server information (all or for a single backend)" },
+    Cmd { words: &["show", "stat"], level: User, usage: "show stat [desc|json|no-maint|typed|up]*", help: "report counters for each proxy and server" },
+    Cmd { words: &["show", "version"], level: User, usage: "show version", help: "show version of the current process" },
+    Cmd { words: &["shutdown", "sessions", "server"], level: Admin, usage: "shutdown sessions server <bk>/<srv>", help: "kill sessions on a server" },
+    Cmd { words: &["user"], level: User, usage: "user", help: "lower the level of the current CLI session to user" },
+];
+
+/// The lines every list ends with.
+const ALWAYS: &[(&str, &str)] = &[
+    ("help [<command>]", "list matching or all commands"),
+    ("prompt", "toggle interactive mode with prompt"),
+    ("quit", "disconnect"),
+];
+
+fn usage_line(out: &mut String, usage: &str, help: &str) {
+    let _ = writeln!(out, "  {usage:<40}: {help}");
+}
+
+/// Words of a command line (HAProxy splits at spaces and tabs; `\` escapes the next one).
+pub fn words(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = line.chars();
+    let mut any = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                    any = true;
+                }
+            }
+            ' ' | '\t' => {
+                if any {
+                    out.push(std::mem::take(&mut cur));
+                    any = false;
+                }
+            }
+            c => {
+                cur.push(c);
+                any = true;
+            }
+        }
+    }
+    if any {
+        out.push(cur);
+    }
+    out
+}
+
+/// Adds `word`'s letter pairs to a fingerprint (HAProxy's `update_word_fingerprint`).
+fn fingerprint(fp: &mut [u8; 1024], word: &str) {
+    let class = |c: u8| match c.to_ascii_lowercase() {
+        c @ b'a'..=b'z' => usize::from(c - b'a' + 1),
+        b'0'..=b'9' => 27,
+        _ => 28,
+    };
+    let mut from = 28;
+    for c in word.bytes() {
+        let to = class(c);
+        fp[32 * from + to] = fp[32 * from + to].wrapping_add(1);
+        from = to;
+    }
+    fp[32 * from + 28] = fp[32 * from + 28].wrapping_add(1);
+}
+
+fn distance(a: &[u8; 1024], b: &[u8; 1024]) -> usize {
+    a.iter().zip(b.iter()).map(|(x, y)| (i32::from(*x) - i32::from(*y)).unsigned_abs() as usize).sum()
+}
+
+/// HAProxy's answer to a command it does not know (`cli_gen_usage_msg`): the commands
+/// closest to it, or all of them.
+fn usage(sess: &Session, args: &[String], help: bool, out: &mut String) {
+    let visible = || COMMANDS.iter().filter(|c| c.level <= sess.level);
+    // How many leading words some command matches exactly.
+    let length = visible()
+        .map(|c| c.words.iter().zip(args).take_while(|(w, a)| **w == a.as_str()).count())
+        .max()
+        .unwrap_or(0);
+    out.push_str(if help {
+        "The following commands are valid at this level:\n"
+    } else if length == 0 && args.is_empty() {
+        "Unknown command. Please enter one of the following commands only:\n"
+    } else {
+        "Unknown command, but maybe one of the following ones is a better match:\n"
+    });
+    let mut matches: Vec<(usize, &Cmd)> = Vec::new();
+    if !help && args.len() > length {
+        for c in visible() {
+            let prefix = c.words.iter().zip(args).take_while(|(w, a)| **w == a.as_str()).count();
+            if prefix.min(length) != length || prefix > length {
+                continue;
+            }
+            let (mut wa, mut wb) = ([0u8; 1024], [0u8; 1024]);
+            let mut total = 0;
+            for a in args.iter().skip(length).take(5 - length.min(5)) {
+                fingerprint(&mut wa, a);
+                total += a.len();
+            }
+            for w in c.words.iter().skip(length) {
+                fingerprint(&mut wb, w);
+                total += w.len();
+            }
+            let d = distance(&wa, &wb);
+            if d < 5 * total / 2 {
+                matches.push((d, c));
+            }
+        }
+        matches.sort_by_key(|m| m.0);
+        matches.truncate(5);
+    }
+    if let Some(&(best, _)) = matches.first() {
+        for (d, c) in &matches {
+            if *d > 5 * best / 2 {
+                break;
+            }
+            usage_line(out, c.usage, c.help);
+        }
+    } else {
+        let words_match = |c: &&Cmd| c.words.iter().zip(args).take(length).all(|(w, a)| *w == a);
+        for c in visible().filter(words_match) {
+            usage_line(out, c.usage, c.help);
+        }
+    }
+    for (u, h) in ALWAYS {
+        usage_line(out, u, h);
+    }
+}
+
+fn find(args: &[String]) -> Option<&'static Cmd> {
+    COMMANDS
+        .iter()
+        .filter(|c| c.words.len() <= args.len() && c.words.iter().zip(args).all(|(w, a)| *w == a))
+        .max_by_key(|c| c.words.len())
+}
+
+/// Runs one command, writing its answer into `out`.
+pub fn run(api: &Api, sess: &mut Session, line: &str, out: &mut String) {
+    let args = words(line);
+    let a = |i: usize| args.get(i).map_or("", String::as_str);
+    match a(0) {
+        "help" => return usage(sess, &args[1..], true, out),
+        "prompt" => {
+            sess.prompt = !sess.prompt;
+            return;
+        }
+        "quit" => {
+            sess.quit = true;
+            return;
+        }
+        _ => {}
+    }
+    let Some(cmd) = find(&args) else {
+        return usage(sess, &args, false, out);
+    };
+    if cmd.level > sess.level {
+        out.push_str("Permission denied\n");
+        return;
+    }
+    match cmd.words {
+        ["operator"] | ["user"] => {
+            let want = if a(0) == "user" { User } else { Operator };
+            if want > sess.level {
+                out.push_str("Permission denied\n");
+            } else {
+                sess.level = want;
+            }
+        }
+        ["show", "cli", "level"] => out.push_str(match sess.level {
+            User => "user\n",
+            Operator => "operator\n",
+            Admin => "admin\n",
+        }),
+        ["show", "version"] => {
+            let _ = writeln!(out, "{}", env!("CARGO_PKG_VERSION"));
+        }
+        ["show", "info"] => show_info(api, &args[2..], out),
+        ["show", "stat"] => show_stat(api, &args[2..], out),
+        ["show", "backend"] => {
+            out.push_str("# name\n");
+            for be in api.shared.backends.iter() {
+                let _ = writeln!(out, "{}", be.name);
+            }
+        }
+        ["set", "timeout"] => set_timeout(sess, &args, out),
+        ["clear", "counters"] => {
+            let all = a(2) == "all";
+            if all && sess.level < Admin {
+                out.push_str("Permission denied\n");
+                return;
+            }
+            let fes = api.shared.frontends.iter().map(|f| &f.counters);
+            let bes = api.shared.backends.iter().flat_map(|b| {
+                std::iter::once(&b.counters).chain(b.servers.iter().map(|s| &s.counters))
+            });
+            for c in fes.chain(bes) {
+                if all {
+                    c.clear_all();
+                } else {
+                    c.clear_max();
+                }
+            }
+        }
+        ["disable" | "enable", "frontend"] => frontend_state(api, &args, out),
+        ["set", "maxconn", "frontend"] => {
+            let Some(fe) = api.shared.frontends.iter().find(|f| f.name == a(3)) else {
+                out.push_str(if a(3).is_empty() {
+                    "Frontend name expected.\n"
+                } else {
+                    "No such frontend.\n"
+                });
+                return;
+            };
+            match a(4).parse::<u32>() {
+                Ok(v) => fe.limit.set_max(v),
+                Err(_) => out.push_str("Integer value expected.\n"),
+            }
+        }
+        ["set", "maxconn", "global"] => {
+            // As HAProxy's atoi(): what is not a number is 0, and 0 means "as at start".
+            let v = atoi(a(3));
+            let hard = i64::from(api.process.hard_maxconn);
+            if v > hard {
+                out.push_str("Value out of range.\n");
+                return;
+            }
+            let v = if v <= 0 { hard } else { v };
+            api.shared.global_limit.set_max(v as u32);
+        }
+        ["set", "rate-limit"] => set_rate_limit(api, &args, out),
+        _ => super::servers::run(api, cmd.words, &args, out),
+    }
+}
+
+/// C's `atoi`: an optional sign and the leading digits; 0 without any.
+fn atoi(s: &str) -> i64 {
+    let s = s.trim_start();
+    let (neg, digits) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let n = digits
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .fold(0i64, |n, d| n.saturating_mul(10).saturating_add(i64::from(d - b'0')));
+    if neg {
+        -n
+    } else {
+        n
+    }
+}
+
+fn show_info(api: &Api, opts: &[String], out: &mut String) {
+    let lines = crate::stats::info::lines(&api.process, &api.shared);
+    if opts.iter().any(|o| o == "json") {
+        render::info_json(out, &lines);
+    } else if opts.iter().any(|o| o == "typed") {
+        render::info_typed(out, &lines);
+    } else {
+        render::info_plain(out, &lines);
+    }
+}
+
+/// `show stat [<iid> <type> <sid>] [typed|json|up|no-maint]`: HAProxy's filters (`-1` for
+/// any proxy or server; type a mask: 1 frontends, 2 backends, 4 servers).
+fn show_stat(api: &Api, args: &[String], out: &mut String) {
+    let mut iid = -1i64;
+    let mut mask = 7u32;
+    let mut sid = -1i64;
+    let mut rest = args;
+    if args.len() >= 3 {
+        if let (Ok(i), Ok(t), Ok(s)) =
+            (args[0].parse::<i64>(), args[1].parse::<i64>(), args[2].parse::<i64>())
+        {
+            iid = i;
+            mask = if t < 0 { 7 } else { (t as u32) & 7 };
+            sid = s;
+            rest = &args[3..];
+        }
+    }
+    let has = |w: &str| rest.iter().any(|o| o == w);
+    let scope = rows::Scope {
+        global_maxconn: api.shared.global_limit.max(),
+        frontends: &api.shared.frontends,
+    };
+    let mut rows = rows::all(&scope, &api.shared.backends, |id, t| {
+        let bit = match t {
+            ObjType::Frontend => 1,
+            ObjType::Backend => 2,
+            ObjType::Server => 4,
+        };
+        (iid < 0 || i64::from(id) == iid) && mask & bit != 0
+    });
+    rows.retain(|r| r.obj != ObjType::Server || sid < 0 || i64::from(r.sid) == sid);
+    if has("up") || has("no-maint") {
+        rows.retain(|r| {
+            let Some(crate::stats::Val::Str(st)) = r.get("status").filter(|_| r.obj == ObjType::Server)
+            else {
+                return true;
+            };
+            if has("up") {
+                st.starts_with("UP") || st == "no check"
+            } else {
+                !st.starts_with("MAINT")
+            }
+        });
+    }
+    if has("json") {
+        render::json_rows(out, &rows);
+    } else if has("typed") {
+        for r in &rows {
+            render::typed_row(out, r);
+        }
+    } else {
+        render::csv_header(out);
+        for r in &rows {
+            render::csv_row(out, r);
+        }
+    }
+}
+
+fn set_timeout(sess: &mut Session, args: &[String], out: &mut String) {
+    if args.get(2).map(String::as_str) != Some("cli") {
+        out.push_str("'set timeout' only supports 'cli'.\n");
+        return;
+    }
+    let unit = fulcrum_config::duration::TimeUnit::S;
+    match args.get(3).map(|v| fulcrum_config::duration::parse_time_in(v, unit)) {
+        Some(Ok(t)) if !t.value.is_zero() => sess.timeout = t.value,
+        _ => out.push_str("Expects an integer value.\n"),
+    }
+}
+
+fn frontend_state(api: &Api, args: &[String], out: &mut String) {
+    let name = args.get(2).map_or("", String::as_str);
+    if name.is_empty() {
+        out.push_str("A frontend name is expected.\n");
+        return;
+    }
+    let Some(fe) = api.shared.frontends.iter().find(|f| f.name == name) else {
+        out.push_str("No such frontend.\n");
+        return;
+    };
+    let disable = args[0] == "disable";
+    let was = fe.disabled.swap(disable, Ordering::Relaxed);
+    if disable && was {
+        out.push_str("Frontend was already shut down.\n");
+    } else if !disable && !was {
+        out.push_str("Frontend is already enabled.\n");
+    } else if !disable {
+        fe.enabled.notify_waiters();
+    }
+}
+
+fn set_rate_limit(api: &Api, args: &[String], out: &mut String) {
+    let a = |i: usize| args.get(i).map_or("", String::as_str);
+    if a(2) != "sessions" || a(3) != "global" {
+        out.push_str("'set rate-limit' only supports :\n   - 'sessions global' to set the per-process maximum session rate\n");
+        return;
+    }
+    match a(4).parse::<u32>() {
+        Ok(v) => api.shared.sess_rate_limit.store(v, Ordering::Relaxed),
+        Err(_) => out.push_str("Expects an integer value.\n"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_split_on_blanks_with_escapes() {
+        assert_eq!(words("  show  stat\ttyped "), ["show", "stat", "typed"]);
+        assert_eq!(words("set map m a\\ b 1"), ["set", "map", "m", "a b", "1"]);
+    }
+
+    #[test]
+    fn the_longest_command_wins() {
+        let a = words("set maxconn global 10");
+        assert_eq!(find(&a).map(|c| c.words), Some(&["set", "maxconn", "global"][..]));
+        assert!(find(&words("set")).is_none());
+    }
+
+    #[test]
+    fn an_unknown_command_gets_close_suggestions_then_the_fixed_lines() {
+        let sess = Session { level: Admin, prompt: false, timeout: Default::default(), quit: false };
+        let mut out = String::new();
+        usage(&sess, &words("show stats"), false, &mut out);
+        assert!(out.starts_with("Unknown command, but maybe one of the following ones is a better match:\n"));
+        assert!(out.contains("  show stat [desc|json|no-maint|typed|up]*: report counters"), "{out}");
+        assert!(out.ends_with("  quit                                    : disconnect\n"));
+        let mut all = String::new();
+        usage(&Session { level: User, ..sess }, &[], true, &mut all);
+        assert!(all.contains("get weight") && !all.contains("set server"), "{all}");
+    }
+}

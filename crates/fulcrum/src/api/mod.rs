@@ -1,0 +1,169 @@
+//! The runtime API on `stats socket` listeners (HAProxy's CLI, management.txt §9.3): the
+//! sockets' sessions (this module) and the commands (`commands`, `servers`).
+//!
+//! A session reads a line, runs the commands on it (several separated by `;`) and answers
+//! each with its output and an empty line, then closes (non-interactive mode), unless the
+//! client said `prompt`: then it answers each line with `> ` and stays until `quit`, the end
+//! of its input or `stats timeout`. Each socket's `level` bounds what its sessions may do.
+//!
+//! Sessions run on the main thread's event loop, not on the workers: a long `show stat`
+//! never delays a request. Every server state change goes through `Backend::change_server`.
+//! Must not touch: the workers' sessions (it only reads counters and asks the entry point).
+
+mod commands;
+mod servers;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use fulcrum_config::CliLevel;
+
+use crate::runtime::Shared;
+use crate::stats::info::Process;
+
+/// One `stats socket`: its listening socket (opened before privileges were dropped) and
+/// its level.
+#[derive(Debug)]
+pub struct ApiSocket {
+    pub socket: socket2::Socket,
+    pub level: CliLevel,
+    pub unix: bool,
+}
+
+/// What every runtime API session shares.
+#[derive(Debug)]
+pub struct Api {
+    pub shared: Arc<Shared>,
+    pub process: Process,
+    /// `stats timeout`.
+    pub timeout: Duration,
+    /// `stats maxconn` (per socket).
+    pub maxconn: u32,
+}
+
+/// The state of one session.
+pub struct Session {
+    pub level: CliLevel,
+    pub prompt: bool,
+    pub timeout: Duration,
+    pub quit: bool,
+}
+
+/// Starts serving the sockets on the current event loop.
+pub fn start(api: Arc<Api>, sockets: Vec<ApiSocket>) {
+    for s in sockets {
+        let api = Arc::clone(&api);
+        tokio::spawn(async move {
+            let level = s.level;
+            let active = Arc::new(AtomicU32::new(0));
+            if s.unix {
+                let std: std::os::unix::net::UnixListener = s.socket.into();
+                let Ok(l) = tokio::net::UnixListener::from_std(std) else { return };
+                while let Ok((conn, _)) = l.accept().await {
+                    spawn(Arc::clone(&api), conn, level, &active);
+                }
+            } else {
+                let std: std::net::TcpListener = s.socket.into();
+                let Ok(l) = tokio::net::TcpListener::from_std(std) else { return };
+                while let Ok((conn, _)) = l.accept().await {
+                    spawn(Arc::clone(&api), conn, level, &active);
+                }
+            }
+        });
+    }
+}
+
+fn spawn<S>(api: Arc<Api>, conn: S, level: CliLevel, active: &Arc<AtomicU32>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
+{
+    // `stats maxconn`: sessions over the limit are closed at once.
+    if active.fetch_add(1, Ordering::Relaxed) >= api.maxconn {
+        active.fetch_sub(1, Ordering::Relaxed);
+        return;
+    }
+    let active = Arc::clone(active);
+    tokio::spawn(async move {
+        serve(&api, conn, level).await;
+        active.fetch_sub(1, Ordering::Relaxed);
+    });
+}
+
+/// Splits a line into commands at unescaped `;` (`\;` is a literal semicolon).
+pub fn split_commands(line: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&';') => {
+                out.last_mut().expect("one").push(';');
+                chars.next();
+            }
+            ';' => out.push(String::new()),
+            c => out.last_mut().expect("one").push(c),
+        }
+    }
+    out
+}
+
+async fn serve<S>(api: &Api, conn: S, level: CliLevel)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite,
+{
+    let (rd, mut wr) = tokio::io::split(conn);
+    let mut rd = BufReader::new(rd);
+    let mut sess = Session { level, prompt: false, timeout: api.timeout, quit: false };
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = tokio::time::timeout(sess.timeout, rd.read_until(b'\n', &mut line)).await;
+        let n = match read {
+            Ok(Ok(n)) => n,
+            _ => return, // timed out, or the client left
+        };
+        if n == 0 {
+            return;
+        }
+        // Lines longer than a buffer are refused as HAProxy refuses them.
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches(['\n', '\r']);
+        let mut out = String::new();
+        if line.len() > 16384 {
+            out.push_str("Command line too big.\n\n");
+            let _ = wr.write_all(out.as_bytes()).await;
+            return;
+        }
+        for cmd in split_commands(text) {
+            commands::run(api, &mut sess, cmd.trim(), &mut out);
+            if sess.quit {
+                let _ = wr.write_all(out.as_bytes()).await;
+                return;
+            }
+            // Each answer ends with an empty line, and the prompt in prompt mode.
+            out.push_str(if sess.prompt { "\n> " } else { "\n" });
+        }
+        if wr.write_all(out.as_bytes()).await.is_err() {
+            return;
+        }
+        // Without a prompt, the session ends once the lines the client sent are answered.
+        if !sess.prompt && rd.buffer().is_empty() {
+            let _ = wr.shutdown().await;
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_split_at_unescaped_semicolons() {
+        assert_eq!(split_commands("show info;show stat"), ["show info", "show stat"]);
+        assert_eq!(split_commands("add map m a\\;b 1"), ["add map m a;b 1"]);
+        assert_eq!(split_commands("help"), ["help"]);
+    }
+}

@@ -1,0 +1,294 @@
+//! The runtime API on `stats socket`: the same commands against Fulcrum and HAProxy 2.6 (when
+//! installed) answer with the same columns, fields and messages, and the changes they make
+//! show in live traffic.
+
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::harness::*;
+
+struct Api {
+    _proc: Proc,
+    sock: PathBuf,
+    addrs: Vec<SocketAddr>,
+}
+
+/// Starts `which` ("fulcrum" or "haproxy") on `cfg`, whose API socket is `{dir}/api.sock`;
+/// `None` when HAProxy is not installed.
+fn start(which: &str, test: &str, cfg: &str) -> Option<Api> {
+    let (proc, addrs, dir) = start_proxy(which, test, &cfg.replace("{sock}", "{dir}/api.sock"))?;
+    let api = Api { _proc: proc, sock: dir.join("api.sock"), addrs };
+    assert!(
+        eventually(Duration::from_secs(5), || UnixStream::connect(&api.sock).is_ok()),
+        "{which}: the API socket answers"
+    );
+    Some(api)
+}
+
+impl Api {
+    /// Sends `input` and reads until the proxy closes.
+    fn raw(&self, input: &str) -> String {
+        let mut s = UnixStream::connect(&self.sock).expect("connect api");
+        s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        s.write_all(input.as_bytes()).expect("write");
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+    fn cmd(&self, c: &str) -> String {
+        self.raw(&format!("{c}\n"))
+    }
+}
+
+/// Reads a CSV `show stat` into rows of (name -> value), non-empty values only.
+fn csv_rows(text: &str) -> (String, Vec<Vec<(String, String)>>) {
+    let mut lines = text.lines();
+    let header = lines.next().unwrap_or_default().to_string();
+    let names: Vec<&str> = header.trim_start_matches("# ").split(',').collect();
+    let rows = lines
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            names
+                .iter()
+                .zip(l.split(','))
+                .filter(|(_, v)| !v.is_empty())
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect();
+    (header, rows)
+}
+
+fn field<'a>(row: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    row.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+}
+
+const STATS_CFG: &str = "
+global
+    stats socket {sock} mode 600 level admin
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {fe0}
+    default_backend be
+backend be
+    balance leastconn
+    cookie SRV insert indirect
+    server s1 DEAD check inter 200ms rise 2 fall 3 cookie a
+    server s2 LIVE weight 5 maxconn 30 cookie b
+listen tcpx
+    mode tcp
+    bind {fe1}
+    server t1 LIVE
+";
+
+fn stats_cfg(dead: SocketAddr, live: SocketAddr) -> String {
+    STATS_CFG.replace("DEAD", &dead.to_string()).replace("LIVE", &live.to_string())
+}
+
+/// Which fields each row has, and the values that do not depend on time or the machine.
+fn shape(csv: &str) -> Vec<String> {
+    let stable = [
+        "pxname", "svname", "status", "weight", "act", "bck", "chkfail", "chkdown", "iid",
+        "sid", "type", "check_status", "check_desc", "last_chk", "check_rise", "check_fall",
+        "check_health", "mode", "algo", "cookie", "slim", "uweight", "stot", "hrsp_2xx",
+        "req_tot", "lbtot", "hrsp_5xx",
+    ];
+    let (_, rows) = csv_rows(csv);
+    rows.iter()
+        .map(|r| {
+            r.iter()
+                .map(|(n, v)| {
+                    // The frontends' limits follow each process's descriptor count.
+                    if stable.contains(&n.as_str())
+                        && !(n == "slim" && field(r, "svname").is_some_and(|s| s.ends_with("END")))
+                    {
+                        format!("{n}={v}")
+                    } else {
+                        n.clone()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+/// Compares Fulcrum's lines (left) with HAProxy's (right), naming the first that differs.
+fn same(left: &[String], right: &[String], what: &str) {
+    for (l, r) in left.iter().zip(right) {
+        assert_eq!(l, r, "{what}: Fulcrum (left), HAProxy 2.6 (right)");
+    }
+    assert_eq!(left.len(), right.len(), "{what}: as many lines");
+}
+
+#[test]
+fn show_stat_and_show_servers_state_match_haproxy_column_for_column() {
+    let live = testserver("http", "live");
+    let dead = dead_addr();
+    let cfg = stats_cfg(dead, live.addr);
+    let mut seen = Vec::new();
+    for which in ["fulcrum", "haproxy"] {
+        let Some(api) = start(which, "api-stat", &cfg) else { continue };
+        // The checked server is seen DOWN (three failed checks).
+        let down = eventually(Duration::from_secs(5), || {
+            api.cmd("show stat").lines().any(|l| l.starts_with("be,s1,") && l.contains(",DOWN,"))
+        });
+        assert!(down, "{which}: s1 goes DOWN");
+        for _ in 0..3 {
+            assert_eq!(http_get(api.addrs[0], "/").map(|r| r.0), Some(200), "{which}");
+        }
+        let stat = api.cmd("show stat");
+        let (header, _) = csv_rows(&stat);
+        let state = api.cmd("show servers state");
+        // Seconds since the last change vary: masked.
+        let state: Vec<String> = state
+            .lines()
+            .map(|l| {
+                let mut w: Vec<&str> = l.split(' ').collect();
+                if w.len() > 9 && !l.starts_with('#') {
+                    w[9] = "T";
+                }
+                w.join(" ")
+            })
+            .collect();
+        let typed: Vec<String> = api
+            .cmd("show stat typed")
+            .lines()
+            .filter(|l| l.starts_with("S.") || l.starts_with("B.") || l.starts_with("F."))
+            .map(|l| l.splitn(3, ':').take(2).collect::<Vec<_>>().join(":"))
+            .collect();
+        seen.push((which, header, shape(&stat), state, typed));
+    }
+    let f = &seen[0];
+    assert!(f.1.starts_with("# pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,"));
+    assert!(f.2.iter().any(|r| r.contains("svname=s2") && r.contains("hrsp_2xx=3")), "{:#?}", f.2);
+    assert!(f.2.iter().any(|r| r.contains("svname=s1") && r.contains("status=DOWN")));
+    if let Some(h) = seen.get(1) {
+        assert_eq!(f.1, h.1, "the CSV header is HAProxy's");
+        same(&f.2, &h.2, "each row has HAProxy's fields");
+        same(&f.3, &h.3, "show servers state is HAProxy's");
+        same(&f.4, &h.4, "show stat typed gives HAProxy's positions, tags and types");
+    }
+}
+
+/// Commands and their answers, the same on Fulcrum and HAProxy (errors included).
+#[test]
+fn commands_answer_as_haproxy_s_and_change_live_traffic() {
+    let a = testserver("http", "a");
+    let b = testserver("http", "b");
+    let cfg = format!(
+        "
+global
+    stats socket {{sock}} level admin
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {{fe0}}
+    default_backend be
+backend be
+    server a {} weight 10
+    server b {} weight 10
+",
+        a.addr, b.addr
+    );
+    let script = [
+        "get weight be/a",
+        "get weight be/zz",
+        "get weight zz/a",
+        "get weight be",
+        "set weight be/a 300",
+        "set server be/a state foo",
+        "set server be/a health maybe",
+        "set server be/a agent maybe",
+        "enable agent be/a",
+        "enable health be/a",
+        "show servers state zz",
+        "show backend",
+        "show cli level",
+        "set weight be/a 20",
+        "get weight be/a",
+        "set server be/a weight 50%",
+        "get weight be/a",
+        "set server be/b state maint",
+        "set server be/b state drain",
+        "set server be/b state ready",
+        "disable server be/b",
+        "enable server be/b",
+        "set maxconn frontend zz 10",
+        "set maxconn global x",
+        "set timeout cli 5",
+        "set timeout foo 5",
+        "user;set weight be/a 1;show cli level;operator",
+    ];
+    let mut answers = Vec::new();
+    for which in ["fulcrum", "haproxy"] {
+        let Some(api) = start(which, "api-commands", &cfg) else { continue };
+        let got: Vec<String> = script.iter().map(|c| format!("{c} => {}", api.cmd(c))).collect();
+        // Maintenance takes b out of rotation; ready brings it back.
+        api.cmd("set server be/b state maint");
+        let names = servers_of(api.addrs[0], 6);
+        assert_eq!(count(&names, "b"), 0, "{which}: b in maintenance gets nothing: {names:?}");
+        api.cmd("set server be/b state ready");
+        let names = servers_of(api.addrs[0], 6);
+        assert!(count(&names, "b") >= 2, "{which}: b back: {names:?}");
+        // A weight of 0 drains it from the balancer too.
+        api.cmd("set weight be/a 0");
+        let names = servers_of(api.addrs[0], 4);
+        assert_eq!(count(&names, "a"), 0, "{which}: a at weight 0: {names:?}");
+        // `disable frontend` stops accepting; `enable` resumes.
+        answers.push(got);
+    }
+    let f = &answers[0];
+    assert!(f.iter().any(|l| l == "get weight be/a => 10 (initial 10)\n\n"), "{f:#?}");
+    assert!(f.iter().any(|l| l == "get weight be/zz => No such server.\n\n"));
+    if let Some(h) = answers.get(1) {
+        for (l, r) in f.iter().zip(h) {
+            assert_eq!(l, r, "Fulcrum (left) answers as HAProxy 2.6 (right)");
+        }
+    }
+}
+
+#[test]
+fn prompt_mode_and_several_commands_on_a_line_frame_answers_as_haproxy_does() {
+    let a = testserver("http", "a");
+    let cfg = format!(
+        "
+global
+    stats socket {{sock}} level operator
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+listen app
+    bind {{fe0}}
+    server a {}
+",
+        a.addr
+    );
+    let mut seen = Vec::new();
+    for which in ["fulcrum", "haproxy"] {
+        let Some(api) = start(which, "api-prompt", &cfg) else { continue };
+        let one_line = api.raw("show backend;get weight app/a\n");
+        let prompt = api.raw("prompt\nshow backend\nget weight app/a\nset weight app/a 5\nquit\n");
+        let lines = api.raw("show cli level\nshow backend\n");
+        seen.push((one_line, prompt, lines));
+    }
+    let f = &seen[0];
+    assert_eq!(f.0, "# name\napp\n\n1 (initial 1)\n\n");
+    assert_eq!(f.1, "\n> # name\napp\n\n> 1 (initial 1)\n\n> Permission denied\n\n> ");
+    assert_eq!(f.2, "operator\n\n# name\napp\n\n");
+    if let Some(h) = seen.get(1) {
+        assert_eq!(f, h, "Fulcrum (left) frames answers as HAProxy 2.6 (right)");
+    }
+}
