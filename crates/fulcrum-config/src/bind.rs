@@ -141,7 +141,11 @@ fn unix_option(opt: &str, val: &str, bind: &mut Bind) -> Result<(), String> {
     match opt {
         "mode" => match u32::from_str_radix(val, 8) {
             Ok(m) if m <= 0o7777 => bind.unix.mode = Some(m),
-            _ => return Err(format!("'mode' : missing or invalid mode '{val}' (octal integer expected)")),
+            _ => {
+                return Err(format!(
+                    "'mode' : missing or invalid mode '{val}' (octal integer expected)"
+                ))
+            }
         },
         "uid" | "gid" | "user" | "group" if val.is_empty() => {
             return Err(format!("'{opt}' : missing value"));

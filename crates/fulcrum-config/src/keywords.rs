@@ -372,19 +372,19 @@ pub static PROXY: &[Keyword] = &[
     p("srvtcpka-cnt", D|L|B, Supported),
     p("srvtcpka-idle", D|L|B, Supported),
     p("srvtcpka-intvl", D|L|B, Supported),
-    p("stats admin", F|L|B, NotYet),
-    p("stats auth", D|F|L|B, NotYet),
-    p("stats enable", D|F|L|B, NotYet),
-    p("stats hide-version", D|F|L|B, NotYet),
-    p("stats http-request", F|L|B, NotYet),
-    p("stats realm", D|F|L|B, NotYet),
-    p("stats refresh", D|F|L|B, NotYet),
-    p("stats scope", D|F|L|B, NotYet),
-    p("stats show-desc", D|F|L|B, NotYet),
-    p("stats show-legends", D|F|L|B, NotYet),
-    p("stats show-modules", D|F|L|B, NotYet),
-    p("stats show-node", D|F|L|B, NotYet),
-    p("stats uri", D|F|L|B, NotYet),
+    p("stats admin", F|L|B, Supported),
+    p("stats auth", D|F|L|B, Supported),
+    p("stats enable", D|F|L|B, Supported),
+    p("stats hide-version", D|F|L|B, Supported),
+    p("stats http-request", F|L|B, Supported),
+    p("stats realm", D|F|L|B, Supported),
+    p("stats refresh", D|F|L|B, Supported),
+    p("stats scope", D|F|L|B, Supported),
+    p("stats show-desc", D|F|L|B, Supported),
+    p("stats show-legends", D|F|L|B, Supported),
+    p("stats show-modules", D|F|L|B, Supported),
+    p("stats show-node", D|F|L|B, Supported),
+    p("stats uri", D|F|L|B, Supported),
     p("stick match", L|B, NotYet),
     p("stick on", L|B, NotYet),
     p("stick store-request", L|B, NotYet),
@@ -810,7 +810,7 @@ mod tests {
         let k = find_proxy(&words("option redispatch 5")).expect("known");
         assert_eq!((k.name, k.status), ("option redispatch", Supported));
         let k = find_proxy(&words("stats uri /x")).expect("known");
-        assert_eq!((k.name, k.status), ("stats uri", NotYet));
+        assert_eq!((k.name, k.status), ("stats uri", Supported));
         assert_eq!(find_proxy(&words("bind :80")).map(|k| k.sections), Some(F | L));
         assert!(find_proxy(&words("bogus")).is_none());
         assert!(is_proxy_family("stats") && is_proxy_family("option") && !is_proxy_family("bind"));

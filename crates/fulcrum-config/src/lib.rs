@@ -28,6 +28,7 @@ pub mod sample;
 mod sample_names;
 pub mod sections;
 pub mod server;
+mod stats_page;
 mod tcpka;
 mod validate;
 

@@ -266,6 +266,9 @@ pub struct Proxy {
     pub inspect_delay: Option<Duration>,
     /// `monitor-uri`.
     pub monitor_uri: Option<String>,
+    /// `stats enable` and the other `stats` keywords: the statistics page (any of them
+    /// turns it on, as in HAProxy).
+    pub stats: Option<StatsPage>,
     /// `monitor fail if|unless <cond>` lines: the monitor URI answers 503 when one applies.
     pub monitor_fail: Vec<Condition>,
     /// Error messages by status, from `errorfile`, `errorfiles`, `errorloc*` and `http-error`
@@ -476,6 +479,66 @@ pub enum CliLevel {
     Operator,
     /// Every command.
     Admin,
+}
+
+/// The statistics page of a proxy (`stats enable`, `stats uri`...).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatsPage {
+    /// `stats uri`: the prefix of the URIs it answers (HAProxy's default `/haproxy?stats`).
+    pub uri: String,
+    /// `stats realm` (HAProxy's default when auth is asked: `HAProxy Statistics`).
+    pub realm: Option<String>,
+    /// `stats auth <user>:<password>` lines.
+    pub auth: Vec<(String, String)>,
+    /// `stats refresh`: the page reloads itself this often.
+    pub refresh: Option<Duration>,
+    pub hide_version: bool,
+    pub show_legends: bool,
+    pub show_modules: bool,
+    /// `stats show-node [<name>]`: `Some(None)` shows the node's name.
+    pub show_node: Option<Option<String>>,
+    /// `stats show-desc [<text>]`: `Some(None)` shows the global description.
+    pub show_desc: Option<Option<String>>,
+    /// `stats scope`: only these proxies are shown (`.` is the proxy itself); empty: all.
+    pub scope: Vec<String>,
+    /// `stats admin { if | unless } <cond>`: who may change server states from the page.
+    pub admin: Vec<Condition>,
+    /// `stats http-request allow|deny|auth [realm <r>] [cond]`.
+    pub http_request: Vec<StatsRule>,
+}
+
+impl Default for StatsPage {
+    fn default() -> Self {
+        StatsPage {
+            uri: "/haproxy?stats".into(),
+            realm: None,
+            auth: Vec::new(),
+            refresh: None,
+            hide_version: false,
+            show_legends: false,
+            show_modules: false,
+            show_node: None,
+            show_desc: None,
+            scope: Vec::new(),
+            admin: Vec::new(),
+            http_request: Vec::new(),
+        }
+    }
+}
+
+/// One `stats http-request` rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatsRule {
+    pub action: StatsAction,
+    pub cond: Option<Condition>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StatsAction {
+    Allow,
+    Deny,
+    /// Ask for credentials, in this realm.
+    Auth(Option<String>),
 }
 
 /// A global `stats socket` line: a runtime API listener.

@@ -100,6 +100,7 @@ impl ProxyBuild {
             tcp_request_content: Vec::new(),
             inspect_delay: None,
             monitor_uri: None,
+            stats: None,
             monitor_fail: Vec::new(),
             errors: Default::default(),
             forwardfor: None,
@@ -342,6 +343,7 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         "tcp-request inspect-delay" => rules::tcp_request(b, line, "inspect-delay", diags),
         "monitor fail" => rules::monitor_fail(b, line, diags),
         "monitor-uri" => rules::monitor_uri(b, line, diags),
+        n if n.starts_with("stats ") => crate::stats_page::proxy_line(b, line, n, diags),
         "errorfile" => {
             if let Some((code, src)) = http_opts::errorfile(line, false, diags) {
                 b.errors.push(ErrorEntry::Direct(code, src));

@@ -85,7 +85,7 @@ fn who(p: &Proxy) -> String {
 
 /// Parses the optional `if|unless <cond>` at word `at`. `wrap` words a condition error;
 /// `unexpected` words a word that is neither `if` nor `unless`. `Err(())` once reported.
-fn condition(
+pub(crate) fn condition(
     p: &Proxy,
     line: &Line,
     at: usize,

@@ -22,33 +22,168 @@ use CliLevel::{Admin, Operator, User};
 
 /// Every command Fulcrum answers, sorted as `help` lists them.
 const COMMANDS: &[Cmd] = &[
-    Cmd { words: &["clear", "counters"], level: Operator, usage: "clear counters [all]", help: "clear max statistics counters (or all counters)" },
-    Cmd { words: &["disable", "agent"], level: Admin, usage: "disable agent", help: "disable agent checks" },
-    Cmd { words: &["disable", "frontend"], level: Admin, usage: "disable frontend <frontend>", help: "temporarily disable specific frontend" },
-    Cmd { words: &["disable", "health"], level: Admin, usage: "disable health", help: "disable health checks" },
-    Cmd { words: &["disable", "server"], level: Admin, usage: "disable server (DEPRECATED)", help: "disable a server for maintenance (use 'set server' instead)" },
-    Cmd { words: &["enable", "agent"], level: Admin, usage: "enable agent", help: "enable agent checks" },
-    Cmd { words: &["enable", "frontend"], level: Admin, usage: "enable frontend <frontend>", help: "re-enable specific frontend" },
-    Cmd { words: &["enable", "health"], level: Admin, usage: "enable health", help: "enable health checks" },
-    Cmd { words: &["enable", "server"], level: Admin, usage: "enable server  (DEPRECATED)", help: "enable a disabled server (use 'set server' instead)" },
-    Cmd { words: &["get", "weight"], level: User, usage: "get weight <bk>/<srv>", help: "report a server's current weight" },
-    Cmd { words: &["operator"], level: User, usage: "operator", help: "lower the level of the current CLI session to operator" },
-    Cmd { words: &["set", "maxconn", "frontend"], level: Admin, usage: "set maxconn frontend <frontend> <value>", help: "change a frontend's maxconn setting" },
-    Cmd { words: &["set", "maxconn", "global"], level: Admin, usage: "set maxconn global <value>", help: "change the per-process maxconn setting" },
-    Cmd { words: &["set", "maxconn", "server"], level: Admin, usage: "set maxconn server <bk>/<srv>", help: "change a server's maxconn setting" },
-    Cmd { words: &["set", "rate-limit"], level: Admin, usage: "set rate-limit <setting> <value>", help: "change a rate limiting value" },
-    Cmd { words: &["set", "server"], level: Admin, usage: "set server <bk>/<srv> [opts]", help: "change a server's state, weight, address or ssl" },
-    Cmd { words: &["set", "timeout"], level: User, usage: "set timeout [cli] <delay>", help: "change a timeout setting" },
-    Cmd { words: &["set", "weight"], level: Admin, usage: "set weight <bk>/<srv>  (DEPRECATED)", help: "change a server's weight (use 'set server' instead)" },
-    Cmd { words: &["show", "backend"], level: User, usage: "show backend", help: "list backends in the current running config" },
-    Cmd { words: &["show", "cli", "level"], level: User, usage: "show cli level", help: "display the level of the current CLI session" },
-    Cmd { words: &["show", "info"], level: User, usage: "show info [desc|json|typed|float]*", help: "report information about the running process" },
-    Cmd { words: &["show", "servers", "conn"], level: User, usage: "show servers conn [<backend>]", help: "dump server connections status (all or for a single backend)" },
-    Cmd { words: &["show", "servers", "state"], level: User, usage: "show servers state [<backend>]", help: "dump volatile server information (all or for a single backend)" },
-    Cmd { words: &["show", "stat"], level: User, usage: "show stat [desc|json|no-maint|typed|up]*", help: "report counters for each proxy and server" },
-    Cmd { words: &["show", "version"], level: User, usage: "show version", help: "show version of the current process" },
-    Cmd { words: &["shutdown", "sessions", "server"], level: Admin, usage: "shutdown sessions server <bk>/<srv>", help: "kill sessions on a server" },
-    Cmd { words: &["user"], level: User, usage: "user", help: "lower the level of the current CLI session to user" },
+    Cmd {
+        words: &["clear", "counters"],
+        level: Operator,
+        usage: "clear counters [all]",
+        help: "clear max statistics counters (or all counters)",
+    },
+    Cmd {
+        words: &["disable", "agent"],
+        level: Admin,
+        usage: "disable agent",
+        help: "disable agent checks",
+    },
+    Cmd {
+        words: &["disable", "frontend"],
+        level: Admin,
+        usage: "disable frontend <frontend>",
+        help: "temporarily disable specific frontend",
+    },
+    Cmd {
+        words: &["disable", "health"],
+        level: Admin,
+        usage: "disable health",
+        help: "disable health checks",
+    },
+    Cmd {
+        words: &["disable", "server"],
+        level: Admin,
+        usage: "disable server (DEPRECATED)",
+        help: "disable a server for maintenance (use 'set server' instead)",
+    },
+    Cmd {
+        words: &["enable", "agent"],
+        level: Admin,
+        usage: "enable agent",
+        help: "enable agent checks",
+    },
+    Cmd {
+        words: &["enable", "frontend"],
+        level: Admin,
+        usage: "enable frontend <frontend>",
+        help: "re-enable specific frontend",
+    },
+    Cmd {
+        words: &["enable", "health"],
+        level: Admin,
+        usage: "enable health",
+        help: "enable health checks",
+    },
+    Cmd {
+        words: &["enable", "server"],
+        level: Admin,
+        usage: "enable server  (DEPRECATED)",
+        help: "enable a disabled server (use 'set server' instead)",
+    },
+    Cmd {
+        words: &["get", "weight"],
+        level: User,
+        usage: "get weight <bk>/<srv>",
+        help: "report a server's current weight",
+    },
+    Cmd {
+        words: &["operator"],
+        level: User,
+        usage: "operator",
+        help: "lower the level of the current CLI session to operator",
+    },
+    Cmd {
+        words: &["set", "maxconn", "frontend"],
+        level: Admin,
+        usage: "set maxconn frontend <frontend> <value>",
+        help: "change a frontend's maxconn setting",
+    },
+    Cmd {
+        words: &["set", "maxconn", "global"],
+        level: Admin,
+        usage: "set maxconn global <value>",
+        help: "change the per-process maxconn setting",
+    },
+    Cmd {
+        words: &["set", "maxconn", "server"],
+        level: Admin,
+        usage: "set maxconn server <bk>/<srv>",
+        help: "change a server's maxconn setting",
+    },
+    Cmd {
+        words: &["set", "rate-limit"],
+        level: Admin,
+        usage: "set rate-limit <setting> <value>",
+        help: "change a rate limiting value",
+    },
+    Cmd {
+        words: &["set", "server"],
+        level: Admin,
+        usage: "set server <bk>/<srv> [opts]",
+        help: "change a server's state, weight, address or ssl",
+    },
+    Cmd {
+        words: &["set", "timeout"],
+        level: User,
+        usage: "set timeout [cli] <delay>",
+        help: "change a timeout setting",
+    },
+    Cmd {
+        words: &["set", "weight"],
+        level: Admin,
+        usage: "set weight <bk>/<srv>  (DEPRECATED)",
+        help: "change a server's weight (use 'set server' instead)",
+    },
+    Cmd {
+        words: &["show", "backend"],
+        level: User,
+        usage: "show backend",
+        help: "list backends in the current running config",
+    },
+    Cmd {
+        words: &["show", "cli", "level"],
+        level: User,
+        usage: "show cli level",
+        help: "display the level of the current CLI session",
+    },
+    Cmd {
+        words: &["show", "info"],
+        level: User,
+        usage: "show info [desc|json|typed|float]*",
+        help: "report information about the running process",
+    },
+    Cmd {
+        words: &["show", "servers", "conn"],
+        level: User,
+        usage: "show servers conn [<backend>]",
+        help: "dump server connections status (all or for a single backend)",
+    },
+    Cmd {
+        words: &["show", "servers", "state"],
+        level: User,
+        usage: "show servers state [<backend>]",
+        help: "dump volatile server information (all or for a single backend)",
+    },
+    Cmd {
+        words: &["show", "stat"],
+        level: User,
+        usage: "show stat [desc|json|no-maint|typed|up]*",
+        help: "report counters for each proxy and server",
+    },
+    Cmd {
+        words: &["show", "version"],
+        level: User,
+        usage: "show version",
+        help: "show version of the current process",
+    },
+    Cmd {
+        words: &["shutdown", "sessions", "server"],
+        level: Admin,
+        usage: "shutdown sessions server <bk>/<srv>",
+        help: "kill sessions on a server",
+    },
+    Cmd {
+        words: &["user"],
+        level: User,
+        usage: "user",
+        help: "lower the level of the current CLI session to user",
+    },
 ];
 
 /// The lines every list ends with.
@@ -111,7 +246,10 @@ fn fingerprint(fp: &mut [u8; 1024], word: &str) {
 }
 
 fn distance(a: &[u8; 1024], b: &[u8; 1024]) -> usize {
-    a.iter().zip(b.iter()).map(|(x, y)| (i32::from(*x) - i32::from(*y)).unsigned_abs() as usize).sum()
+    a.iter()
+        .zip(b.iter())
+        .map(|(x, y)| (i32::from(*x) - i32::from(*y)).unsigned_abs() as usize)
+        .sum()
 }
 
 /// HAProxy's answer to a command it does not know (`cli_gen_usage_msg`): the commands
@@ -221,7 +359,7 @@ pub fn run(api: &Api, sess: &mut Session, line: &str, out: &mut String) {
             let _ = writeln!(out, "{}", env!("CARGO_PKG_VERSION"));
         }
         ["show", "info"] => show_info(api, &args[2..], out),
-        ["show", "stat"] => show_stat(api, &args[2..], out),
+        ["show", "stat"] => show_stat(api, sess.level, &args[2..], out),
         ["show", "backend"] => {
             out.push_str("# name\n");
             for be in api.shared.backends.iter() {
@@ -265,7 +403,7 @@ pub fn run(api: &Api, sess: &mut Session, line: &str, out: &mut String) {
         ["set", "maxconn", "global"] => {
             // As HAProxy's atoi(): what is not a number is 0, and 0 means "as at start".
             let v = atoi(a(3));
-            let hard = i64::from(api.process.hard_maxconn);
+            let hard = i64::from(api.shared.process.hard_maxconn);
             if v > hard {
                 out.push_str("Value out of range.\n");
                 return;
@@ -297,7 +435,7 @@ fn atoi(s: &str) -> i64 {
 }
 
 fn show_info(api: &Api, opts: &[String], out: &mut String) {
-    let lines = crate::stats::info::lines(&api.process, &api.shared);
+    let lines = crate::stats::info::lines(&api.shared.process, &api.shared);
     if opts.iter().any(|o| o == "json") {
         render::info_json(out, &lines);
     } else if opts.iter().any(|o| o == "typed") {
@@ -309,7 +447,7 @@ fn show_info(api: &Api, opts: &[String], out: &mut String) {
 
 /// `show stat [<iid> <type> <sid>] [typed|json|up|no-maint]`: HAProxy's filters (`-1` for
 /// any proxy or server; type a mask: 1 frontends, 2 backends, 4 servers).
-fn show_stat(api: &Api, args: &[String], out: &mut String) {
+fn show_stat(api: &Api, level: CliLevel, args: &[String], out: &mut String) {
     let mut iid = -1i64;
     let mut mask = 7u32;
     let mut sid = -1i64;
@@ -328,6 +466,7 @@ fn show_stat(api: &Api, args: &[String], out: &mut String) {
     let scope = rows::Scope {
         global_maxconn: api.shared.global_limit.max(),
         frontends: &api.shared.frontends,
+        legends: level >= Operator,
     };
     let mut rows = rows::all(&scope, &api.shared.backends, |id, t| {
         let bit = match t {
@@ -340,7 +479,8 @@ fn show_stat(api: &Api, args: &[String], out: &mut String) {
     rows.retain(|r| r.obj != ObjType::Server || sid < 0 || i64::from(r.sid) == sid);
     if has("up") || has("no-maint") {
         rows.retain(|r| {
-            let Some(crate::stats::Val::Str(st)) = r.get("status").filter(|_| r.obj == ObjType::Server)
+            let Some(crate::stats::Val::Str(st)) =
+                r.get("status").filter(|_| r.obj == ObjType::Server)
             else {
                 return true;
             };
@@ -429,11 +569,17 @@ mod tests {
 
     #[test]
     fn an_unknown_command_gets_close_suggestions_then_the_fixed_lines() {
-        let sess = Session { level: Admin, prompt: false, timeout: Default::default(), quit: false };
+        let sess =
+            Session { level: Admin, prompt: false, timeout: Default::default(), quit: false };
         let mut out = String::new();
         usage(&sess, &words("show stats"), false, &mut out);
-        assert!(out.starts_with("Unknown command, but maybe one of the following ones is a better match:\n"));
-        assert!(out.contains("  show stat [desc|json|no-maint|typed|up]*: report counters"), "{out}");
+        assert!(out.starts_with(
+            "Unknown command, but maybe one of the following ones is a better match:\n"
+        ));
+        assert!(
+            out.contains("  show stat [desc|json|no-maint|typed|up]*: report counters"),
+            "{out}"
+        );
         assert!(out.ends_with("  quit                                    : disconnect\n"));
         let mut all = String::new();
         usage(&Session { level: User, ..sess }, &[], true, &mut all);

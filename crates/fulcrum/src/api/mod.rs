@@ -11,7 +11,7 @@
 //! Must not touch: the workers' sessions (it only reads counters and asks the entry point).
 
 mod commands;
-mod servers;
+pub mod servers;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -22,7 +22,6 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use fulcrum_config::CliLevel;
 
 use crate::runtime::Shared;
-use crate::stats::info::Process;
 
 /// One `stats socket`: its listening socket (opened before privileges were dropped) and
 /// its level.
@@ -37,7 +36,6 @@ pub struct ApiSocket {
 #[derive(Debug)]
 pub struct Api {
     pub shared: Arc<Shared>,
-    pub process: Process,
     /// `stats timeout`.
     pub timeout: Duration,
     /// `stats maxconn` (per socket).

@@ -45,14 +45,20 @@ pub fn run(api: &Api, words: &[&str], args: &[String], out: &mut String) {
             let _ = writeln!(out, "{} (initial {})", r.uweight, r.iweight);
         }
         ["set", "weight"] => set_weight(be, idx, a(3), out),
-        ["disable", "server"] => be.change_server(idx, Change::SetAdmin { flag: Admin::FMAINT, cause: String::new() }),
+        ["disable", "server"] => {
+            be.change_server(idx, Change::SetAdmin { flag: Admin::FMAINT, cause: String::new() })
+        }
         ["enable", "server"] => be.change_server(idx, Change::ClearAdmin { flag: Admin::FMAINT }),
         ["enable" | "disable", "health" | "agent"] => {
             let agent = words[1] == "agent";
             let on = words[0] == "enable";
             let configured = {
                 let r = srv.state();
-                if agent { r.agent.is_some() } else { r.check.is_some() }
+                if agent {
+                    r.agent.is_some()
+                } else {
+                    r.check.is_some()
+                }
             };
             if !configured && on {
                 out.push_str(if agent {
@@ -80,6 +86,27 @@ pub fn run(api: &Api, words: &[&str], args: &[String], out: &mut String) {
     }
 }
 
+/// `ready`, `drain` or `maint` (the runtime API's `set server ... state`, the stats page's
+/// admin form).
+pub fn set_state(be: &Backend, idx: usize, state: &str) {
+    let set = |flag| be.change_server(idx, Change::SetAdmin { flag, cause: String::new() });
+    let clear = |flag| be.change_server(idx, Change::ClearAdmin { flag });
+    match state {
+        "ready" => {
+            clear(Admin::FDRAIN);
+            clear(Admin::FMAINT);
+        }
+        "drain" => {
+            set(Admin::FDRAIN);
+            clear(Admin::FMAINT);
+        }
+        _ => {
+            clear(Admin::FDRAIN);
+            set(Admin::FMAINT);
+        }
+    }
+}
+
 fn set_weight(be: &Backend, idx: usize, text: &str, out: &mut String) {
     let iweight = be.servers[idx].state().iweight;
     match parse_weight(text, iweight, be.dynamic_weights()) {
@@ -98,18 +125,7 @@ fn set_server(be: &Backend, idx: usize, args: &[String], out: &mut String) {
     match a(0) {
         "weight" => set_weight(be, idx, a(1), out),
         "state" => match a(1) {
-            "ready" => {
-                be.change_server(idx, Change::ClearAdmin { flag: Admin::FDRAIN });
-                be.change_server(idx, Change::ClearAdmin { flag: Admin::FMAINT });
-            }
-            "drain" => {
-                be.change_server(idx, Change::SetAdmin { flag: Admin::FDRAIN, cause: String::new() });
-                be.change_server(idx, Change::ClearAdmin { flag: Admin::FMAINT });
-            }
-            "maint" => {
-                be.change_server(idx, Change::ClearAdmin { flag: Admin::FDRAIN });
-                be.change_server(idx, Change::SetAdmin { flag: Admin::FMAINT, cause: String::new() });
-            }
+            s @ ("ready" | "drain" | "maint") => set_state(be, idx, s),
             _ => out.push_str("'set server <srv> state' expects 'ready', 'drain' and 'maint'.\n"),
         },
         "health" => {
@@ -254,7 +270,7 @@ fn show_conn(api: &Api, only: &str, out: &mut String) {
             None => return out.push_str("Can't find backend.\n"),
         }
     };
-    let threads = api.process.nbthread;
+    let threads = api.shared.process.nbthread;
     let _ = writeln!(out, "# bkname/svname bkid/svid addr port - purge_delay used_cur used_max need_est unsafe_nb safe_nb idle_lim idle_cur idle_per_thr[{threads}]");
     for be in bes {
         for srv in &be.servers {

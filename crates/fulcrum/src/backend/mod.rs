@@ -95,7 +95,8 @@ pub struct UpDown {
 impl UpDown {
     /// Time without a usable server, counting the current stretch.
     pub fn downtime(&self, now: std::time::Instant) -> Duration {
-        self.down_time + self.down_since.map_or(Duration::ZERO, |d| now.saturating_duration_since(d))
+        self.down_time
+            + self.down_since.map_or(Duration::ZERO, |d| now.saturating_duration_since(d))
     }
 }
 

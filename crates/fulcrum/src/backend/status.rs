@@ -48,9 +48,15 @@ pub enum Change {
     Weight(u32),
     /// Forces the health (or agent) check's verdict (`set server ... health|agent`): up
     /// (`Running`), `Stopping` or down (`Stopped`), "changed from CLI".
-    Force { agent: bool, oper: crate::server::state::Oper },
+    Force {
+        agent: bool,
+        oper: crate::server::state::Oper,
+    },
     /// Turns the health (or agent) check on or off (`enable|disable health|agent`).
-    CheckEnabled { agent: bool, on: bool },
+    CheckEnabled {
+        agent: bool,
+        on: bool,
+    },
     /// A new `maxconn` (`set maxconn server`).
     Maxconn(u32),
     /// One slow-start step.

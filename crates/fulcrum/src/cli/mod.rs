@@ -338,9 +338,7 @@ fn start(args: &Args, plan: Plan) -> i32 {
         global_logger: plan.global_logger.clone(),
         stopping: Default::default(),
         sess_rate_limit: Default::default(),
-    });
-    let api = (!api_sockets.is_empty()).then(|| {
-        let process = crate::stats::info::Process {
+        process: crate::stats::info::Process {
             started: std::time::SystemTime::now(),
             started_at: std::time::Instant::now(),
             nbthread,
@@ -349,10 +347,11 @@ fn start(args: &Args, plan: Plan) -> i32 {
             node: plan.global.node.clone().unwrap_or_else(|| crate::sys::hostname().to_string()),
             description: plan.global.description.clone(),
             listeners: plan.frontends.iter().flat_map(|f| &f.binds).map(|b| b.addrs.len()).sum(),
-        };
+        },
+    });
+    let api = (!api_sockets.is_empty()).then(|| {
         let api = crate::api::Api {
             shared: Arc::clone(&shared),
-            process,
             timeout: plan.global.stats_timeout,
             maxconn: plan.global.stats_maxconn,
         };
@@ -385,7 +384,11 @@ fn open_api_sockets(g: &cfg::Global) -> Result<Vec<crate::api::ApiSocket>, Strin
                 format!("Starting frontend GLOBAL: cannot bind socket ({e}) for {}", show(addr))
             })?;
             for o in sockets {
-                out.push(crate::api::ApiSocket { socket: o.socket, level: s.bind.level, unix: o.unix });
+                out.push(crate::api::ApiSocket {
+                    socket: o.socket,
+                    level: s.bind.level,
+                    unix: o.unix,
+                });
             }
         }
     }

@@ -31,6 +31,7 @@ use crate::tcp::{self, Accepted};
 mod answer;
 mod cookies;
 mod exchange;
+mod stats;
 mod txn;
 
 use exchange::*;
@@ -288,7 +289,8 @@ pub async fn serve(
             s.o.marks.start = Some(idle_since.take().unwrap_or_else(crate::clock::now));
         }
         match s.read_request().await {
-            Ok(Read::Request) => {}
+            // Counted as it arrives (HAProxy's `cum_req`): the stats show the request in flight.
+            Ok(Read::Request) => Counters::inc(&fe.counters.requests),
             Ok(Read::Rest(deadline)) => {
                 s.cbuf.clear();
                 s.park();

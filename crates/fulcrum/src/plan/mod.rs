@@ -57,8 +57,8 @@ impl Plan {
 fn proxy_ids(config: &cfg::Config) -> HashMap<String, u32> {
     // With a `stats socket`, HAProxy's runtime API proxy (GLOBAL) is numbered first.
     let global = !config.global.stats_sockets.is_empty();
-    let forced = std::iter::repeat_n(None, usize::from(global))
-        .chain(config.proxies.iter().map(|p| p.id));
+    let forced =
+        std::iter::repeat_n(None, usize::from(global)).chain(config.proxies.iter().map(|p| p.id));
     let ids = auto_ids(forced).into_iter().skip(usize::from(global));
     config.proxies.iter().map(|p| p.name.clone()).zip(ids).collect()
 }
@@ -263,6 +263,21 @@ fn proxy_rules(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::rul
             .collect(),
         use_backends: Vec::new(),
         switching: Vec::new(),
+        stats: p.stats.as_ref().map(|page| {
+            Box::new(crate::rules::StatsRules {
+                page: page.clone(),
+                admin: page
+                    .admin
+                    .iter()
+                    .filter_map(|a| c.cond(&Some(a.clone()), &p.span))
+                    .collect(),
+                http_request: page
+                    .http_request
+                    .iter()
+                    .map(|r| (r.action.clone(), c.cond(&r.cond, &p.span)))
+                    .collect(),
+            })
+        }),
     }
 }
 

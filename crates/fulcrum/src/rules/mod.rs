@@ -526,9 +526,21 @@ pub struct ProxyRules {
     pub monitor_fail: Vec<Cond>,
     /// `use_backend` rules: a fixed backend or a format naming one, with the condition.
     pub use_backends: Vec<(UseTarget, Option<Cond>)>,
+    /// The statistics page, when the proxy has one.
+    pub stats: Option<Box<StatsRules>>,
     /// The same rules grouped for evaluation: runs of rules that each test one ACL of the same
     /// sample and match method are answered by one indexed lookup (see [`Segment`]).
     pub switching: Vec<Segment>,
+}
+
+/// The statistics page's settings and its compiled conditions.
+#[derive(Debug)]
+pub struct StatsRules {
+    pub page: cfg::StatsPage,
+    /// `stats admin` conditions: any that holds makes the request an administrator's.
+    pub admin: Vec<Cond>,
+    /// `stats http-request` rules, in order.
+    pub http_request: Vec<(cfg::StatsAction, Option<Cond>)>,
 }
 
 /// A stretch of `use_backend` rules, in order.

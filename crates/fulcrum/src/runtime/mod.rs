@@ -110,6 +110,8 @@ pub struct Shared {
     pub stopping: std::sync::atomic::AtomicBool,
     /// `set rate-limit sessions global` (0: none; shown by `show info`).
     pub sess_rate_limit: std::sync::atomic::AtomicU32,
+    /// What the process knows of itself (`show info`, the stats page).
+    pub process: crate::stats::info::Process,
 }
 
 /// What HAProxy says of each proxy when a soft stop begins (`stop_proxy()`): frontends and

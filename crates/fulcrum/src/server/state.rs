@@ -312,7 +312,6 @@ impl Record {
         self.next_admin = self.admin;
         self.oper = Oper::Stopped;
         self.next_oper = Oper::Stopped;
-        self.eweight = 0;
         for c in [&mut self.check, &mut self.agent].into_iter().flatten() {
             if !c.agent {
                 c.paused = true;

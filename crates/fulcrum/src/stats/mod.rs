@@ -7,7 +7,9 @@
 //! nothing changes a server's state. Must not touch: sockets, the request path's decisions.
 
 pub mod fields;
+pub mod html;
 pub mod info;
+pub mod page;
 pub mod render;
 pub mod rows;
 
@@ -120,29 +122,26 @@ fn status_class(status: u16) -> usize {
 }
 
 fn epoch_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// Adds a finished stream to the counters of its frontend, backend and server (HAProxy
 /// counts these as the stream goes; Fulcrum reads them off the one outcome, so the counters
 /// and the log line never disagree). `refused`: an HTTP request refused before it was
 /// complete. `http`: an HTTP transaction (else a `mode tcp` session).
-pub fn account(
-    fe: &Frontend,
-    be: Option<&Backend>,
-    o: &Outcome,
-    http: bool,
-    refused: bool,
-) {
+pub fn account(fe: &Frontend, be: Option<&Backend>, o: &Outcome, http: bool, refused: bool) {
     let fc = &fe.counters;
     let srv = be.zip(o.server).and_then(|(b, i)| b.servers.get(i));
+    // Bytes of an HTTP transaction (a mode tcp session counts its own as it moves them).
+    let bytes = |c: &Counters| {
+        Counters::add(&c.bytes_in, o.bytes_in);
+        Counters::add(&c.bytes_out, o.bytes_out);
+    };
     if http {
+        bytes(fc);
+        // (The frontend counted the request as it arrived.)
         if refused {
             Counters::inc(&fc.failed_req);
-        } else {
-            Counters::inc(&fc.requests);
         }
         if let Some(status) = o.status {
             Counters::inc(&fc.hrsp[status_class(status)]);
@@ -167,6 +166,9 @@ pub fn account(
     }
     let Some(be) = be else { return };
     let bc = &be.counters;
+    if http {
+        bytes(bc);
+    }
     if http && !refused {
         Counters::inc(&bc.requests);
         if let Some(status) = o.status {
@@ -188,6 +190,9 @@ pub fn account(
     }
     let Some(srv) = srv else { return };
     let sc = &srv.counters;
+    if http {
+        bytes(sc);
+    }
     if http && !refused {
         Counters::inc(&sc.requests);
         // The server's own answers: the stream got past the response head.
@@ -201,7 +206,8 @@ pub fn account(
     if server_abort {
         Counters::inc(&sc.srv_abrt);
     }
-    let now = epoch_secs();
+    // The event loop's cached clock: no clock read per stream.
+    let now = crate::clock::wall().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     if sc.last_sess.load(Ordering::Relaxed) != now {
         sc.last_sess.store(now, Ordering::Relaxed);
         bc.last_sess.store(now, Ordering::Relaxed);

@@ -164,7 +164,11 @@ pub fn info_json(out: &mut String, lines: &[InfoLine]) {
         if n > 0 {
             out.push(',');
         }
-        let _ = write!(out, "{{\"field\":{{\"pos\":{},\"name\":\"{}\"}},\"processNum\":1,", l.pos, l.name);
+        let _ = write!(
+            out,
+            "{{\"field\":{{\"pos\":{},\"name\":\"{}\"}},\"processNum\":1,",
+            l.pos, l.name
+        );
         let t = l.tags.as_bytes();
         json_tags(out, &[t[0], t[1], t[2]]);
         out.push_str(",\"value\":");

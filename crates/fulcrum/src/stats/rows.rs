@@ -18,6 +18,9 @@ pub struct Scope<'a> {
     pub global_maxconn: u32,
     /// Every frontend (a backend's `slim` is a tenth of those that lead to it).
     pub frontends: &'a [std::sync::Arc<Frontend>],
+    /// Addresses and cookies shown (HAProxy's `STAT_SHLGNDS`: the runtime API from the
+    /// operator level, the page with `stats show-legends`).
+    pub legends: bool,
 }
 
 fn get(c: &std::sync::atomic::AtomicU64) -> u64 {
@@ -49,8 +52,7 @@ fn modules(r: &mut Row, c: &Counters, proxy: bool) {
             "h1_bytes_out" => Val::U64(get(&c.bytes_out)),
             _ => Val::U64(0),
         };
-        r.fields[i] =
-            Some(super::Field { tags: if gauge { *b"MGP" } else { *b"MCP" }, val });
+        r.fields[i] = Some(super::Field { tags: if gauge { *b"MGP" } else { *b"MCP" }, val });
     }
 }
 
@@ -225,11 +227,13 @@ pub fn backend(be: &Backend, scope: &Scope<'_>) -> Row {
     }
     r.set("lastsess", "MAP", lastsess(c));
     times(&mut r, c, lbtot);
-    if let Some(name) = &be.cookie_name {
+    if let Some(name) = be.cookie_name.as_ref().filter(|_| scope.legends) {
         r.set("cookie", "CNS", Val::Str(name.clone()));
     }
     r.set("mode", "CGS", Val::Str(if http { "http" } else { "tcp" }.into()));
-    r.set("algo", "CGS", Val::Str(be.algo.into()));
+    if scope.legends {
+        r.set("algo", "CGS", Val::Str(be.algo.into()));
+    }
     r.set("wrew", "MCP", Val::U64(get(&c.failed_rewrites)));
     r.set("connect", "MCP", Val::U64(get(&c.connects)));
     r.set("reuse", "MCP", Val::U64(get(&c.reuses)));
@@ -315,7 +319,7 @@ pub fn server_addr(srv: &Server) -> Option<String> {
     }
 }
 
-pub fn server(be: &Backend, idx: usize) -> Row {
+pub fn server(be: &Backend, idx: usize, legends: bool) -> Row {
     let now = Instant::now();
     let srv = &be.servers[idx];
     let c = &srv.counters;
@@ -376,8 +380,10 @@ pub fn server(be: &Backend, idx: usize) -> Row {
                 r.set("check_code", "MOP", Val::U32(u32::from(code)));
             }
         }
-        if !matches!(status, fulcrum_config::CheckStatus::Unknown | fulcrum_config::CheckStatus::Init)
-        {
+        if !matches!(
+            status,
+            fulcrum_config::CheckStatus::Unknown | fulcrum_config::CheckStatus::Init
+        ) {
             let d = k.duration.map_or(0, |d| d.as_millis());
             r.set("check_duration", "MDP", Val::U64(d as u64));
         }
@@ -428,10 +434,10 @@ pub fn server(be: &Backend, idx: usize) -> Row {
         r.set("agent_fall", "CGS", Val::U32(a.fall));
         r.set("agent_health", "CGS", Val::U32(a.health));
     }
-    if let Some(a) = server_addr(srv) {
+    if let Some(a) = server_addr(srv).filter(|_| legends) {
         r.set("addr", "CGS", Val::Str(a));
     }
-    if let Some(ck) = &srv.cookie {
+    if let Some(ck) = srv.cookie.as_ref().filter(|_| legends) {
         r.set("cookie", "CNS", Val::Str(ck.clone()));
     }
     r.set("mode", "CGS", Val::Str(if http { "http" } else { "tcp" }.into()));
@@ -475,7 +481,7 @@ pub fn all(
         if let Some(be) = backends.iter().find(|b| b.id == id) {
             if want(id, ObjType::Server) {
                 for i in 0..be.servers.len() {
-                    rows.push(server(be, i));
+                    rows.push(server(be, i, scope.legends));
                 }
             }
             if want(id, ObjType::Backend) {

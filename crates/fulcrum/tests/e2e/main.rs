@@ -11,4 +11,5 @@ mod logging_formats;
 mod protocol_checks;
 mod runtime_api;
 mod socket_buffers;
+mod stats_page;
 mod timeouts;

@@ -44,7 +44,7 @@ impl Api {
 }
 
 /// Reads a CSV `show stat` into rows of (name -> value), non-empty values only.
-fn csv_rows(text: &str) -> (String, Vec<Vec<(String, String)>>) {
+pub(crate) fn csv_rows(text: &str) -> (String, Vec<Vec<(String, String)>>) {
     let mut lines = text.lines();
     let header = lines.next().unwrap_or_default().to_string();
     let names: Vec<&str> = header.trim_start_matches("# ").split(',').collect();
@@ -62,7 +62,7 @@ fn csv_rows(text: &str) -> (String, Vec<Vec<(String, String)>>) {
     (header, rows)
 }
 
-fn field<'a>(row: &'a [(String, String)], name: &str) -> Option<&'a str> {
+pub(crate) fn field<'a>(row: &'a [(String, String)], name: &str) -> Option<&'a str> {
     row.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
 }
 
@@ -93,12 +93,35 @@ fn stats_cfg(dead: SocketAddr, live: SocketAddr) -> String {
 }
 
 /// Which fields each row has, and the values that do not depend on time or the machine.
-fn shape(csv: &str) -> Vec<String> {
+pub(crate) fn shape(csv: &str) -> Vec<String> {
     let stable = [
-        "pxname", "svname", "status", "weight", "act", "bck", "chkfail", "chkdown", "iid",
-        "sid", "type", "check_status", "check_desc", "last_chk", "check_rise", "check_fall",
-        "check_health", "mode", "algo", "cookie", "slim", "uweight", "stot", "hrsp_2xx",
-        "req_tot", "lbtot", "hrsp_5xx",
+        "pxname",
+        "svname",
+        "status",
+        "weight",
+        "act",
+        "bck",
+        "chkfail",
+        "chkdown",
+        "iid",
+        "sid",
+        "type",
+        "check_status",
+        "check_desc",
+        "last_chk",
+        "check_rise",
+        "check_fall",
+        "check_health",
+        "mode",
+        "algo",
+        "cookie",
+        "slim",
+        "uweight",
+        "stot",
+        "hrsp_2xx",
+        "req_tot",
+        "lbtot",
+        "hrsp_5xx",
     ];
     let (_, rows) = csv_rows(csv);
     rows.iter()
@@ -121,7 +144,7 @@ fn shape(csv: &str) -> Vec<String> {
 }
 
 /// Compares Fulcrum's lines (left) with HAProxy's (right), naming the first that differs.
-fn same(left: &[String], right: &[String], what: &str) {
+pub(crate) fn same(left: &[String], right: &[String], what: &str) {
     for (l, r) in left.iter().zip(right) {
         assert_eq!(l, r, "{what}: Fulcrum (left), HAProxy 2.6 (right)");
     }

@@ -194,8 +194,6 @@ impl Session<'_> {
         };
         let killed = || slot.ended_by().is_some();
         let (end, moved) = tunnel::run(&self.client, &sc.stream, t, &killed).await;
-        Counters::add(&be.counters.bytes_in, moved.client_to_server);
-        Counters::add(&be.counters.bytes_out, moved.server_to_client);
         self.o.bytes_in += moved.client_to_server;
         self.o.bytes_out += moved.server_to_client;
         tcp::Ending::Tunnel(end).record(&mut self.o);

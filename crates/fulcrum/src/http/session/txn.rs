@@ -52,6 +52,9 @@ impl Session<'_> {
         if let Some(next) = self.request_rules(&fe.rules, None, &info).await {
             return next;
         }
+        if let Some(next) = self.stats_page(&fe.rules, None, &info).await {
+            return next;
+        }
         // Backend choice.
         let Some(be) = self.choose_backend() else {
             self.o.end(Cause::Proxy, Phase::Request);
@@ -70,6 +73,9 @@ impl Session<'_> {
         // A `listen` proxy is its own backend: its rules ran above already.
         if !self.is_own_backend(&be) {
             if let Some(next) = self.request_rules(&be.rules, Some(&be), &info).await {
+                return next;
+            }
+            if let Some(next) = self.stats_page(&be.rules, Some(&be), &info).await {
                 return next;
             }
         }
@@ -314,7 +320,6 @@ impl Session<'_> {
         self.o.bytes_out +=
             if self.logs { crate::outcome::head_size(&self.resp) } else { self.out.len() as u64 };
         self.o.status = Some(status);
-        Counters::add(&be.counters.bytes_out, self.out.len() as u64);
         if tunnel {
             self.tunnel(sc, &be, &slot).await;
             return Next::Close;
