@@ -261,7 +261,7 @@ pub static PROXY: &[Keyword] = &[
     p("http-check set-var", D|L|B, NotYet),
     p("http-check unset-var", D|L|B, NotYet),
     p("http-error", D|F|L|B, Partial("status, content-type, string, lf-string, file, default-errorfiles, hdr; not errorfile, errorfiles, lf-file")),
-    p("http-request", D|F|L|B, Partial("allow, deny, return, redirect, tarpit (no reply options), reject, silent-drop, set-header, add-header, del-header, replace-header, replace-value, set-path, set-query, set-uri, set-method, replace-uri, replace-path, set-var(), set-var-fmt(), unset-var(), wait-for-body, strict-mode, early-hint; not in defaults sections")),
+    p("http-request", D|F|L|B, Partial("use-service prometheus-exporter, allow, deny, return, redirect, tarpit (no reply options), reject, silent-drop, set-header, add-header, del-header, replace-header, replace-value, set-path, set-query, set-uri, set-method, replace-uri, replace-path, set-var(), set-var-fmt(), unset-var(), wait-for-body, strict-mode, early-hint; not in defaults sections")),
     p("http-response", D|F|L|B, Partial("allow, deny, return, redirect, silent-drop, set-header, add-header, del-header, replace-header, replace-value, set-status, set-var(), set-var-fmt(), unset-var(), strict-mode (wait-for-body is accepted without effect on responses); not in defaults sections")),
     p("http-reuse", D|L|B, Supported),
     p("http-send-name-header", D|L|B, NotYet),
@@ -775,12 +775,26 @@ pub fn compat_markdown() -> String {
         out.push_str(line);
         out.push('\n');
     }
+    out.push_str("\n## Statistics, Prometheus and the runtime API\n\n");
+    for line in STATS_NOTES {
+        out.push_str(line);
+        out.push('\n');
+    }
     out.push_str("\n## Bind options\n\n");
     simple_table(&mut out, BIND_OPTIONS);
     out.push_str("\n## Server and default-server options\n\n");
     simple_table(&mut out, SERVER_OPTIONS);
     out
 }
+
+/// What the statistics, the exporter and the runtime API do and do not do yet.
+const STATS_NOTES: &[&str] = &[
+    "- `show stat`, the page's `;csv` and `show stat typed|json` have HAProxy 2.6's 127 fields in its order, each present or empty as in HAProxy (compared row by row with HAProxy 2.6 by the black-box tests); the TLS, HTTP/2 and compression counters are 0 until those features exist, `dresp` is 0, and the queue/connect/response/total time averages are kept for frontends that log (they read the log's timers).",
+    "- `bin`/`bout` of HTTP transactions count what the log's `%U`/`%B` count on frontends that log (HAProxy's internal sizes of heads), the bytes on the wire elsewhere.",
+    "- Runtime API commands: `help`, `prompt`, `quit`, `user`, `operator`, `show cli level`, `show version`, `show info [typed|json]`, `show stat [typed|json|up|no-maint] [<iid> <type> <sid>]`, `show backend`, `show servers state [<backend>]`, `show servers conn [<backend>]`, `get weight`, `set weight`, `set server <b>/<s> state|weight|health|agent`, `enable|disable server|health|agent|frontend`, `set maxconn frontend|global|server`, `set rate-limit sessions global` (recorded and shown; not enforced yet), `clear counters [all]`, `set timeout cli`, `shutdown sessions server` (for servers with `on-marked-down shutdown-sessions`, whose sessions Fulcrum tracks). Not yet: `show sess|errors|pools|activity|profiling`, maps and ACLs, `add|del server`, `set server ... addr|check-port|agent-addr`, `shutdown session|frontend`, `get var`; they are answered as unknown commands, with HAProxy's suggestions.",
+    "- The stats page's layout is Fulcrum's; its columns, colours, legend, options (`;csv`, `;json`, `;up`, `;no-maint`, `;norefresh`) and admin actions are HAProxy's. `stats http-request` takes `allow`, `deny` and `auth [realm]`.",
+    "- The Prometheus exporter serves HAProxy 2.6's 187 metric families with its names, types, help texts and labels (compared sample by sample with HAProxy 2.6); `haproxy_process_build_info` carries Fulcrum's version.",
+];
 
 /// Run-time behaviours of `mode http` where Fulcrum chooses differently from HAProxy 2.6 (each
 /// is checked per product by the black-box tests in `crates/fulcrum/tests/http`).

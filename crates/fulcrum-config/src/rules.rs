@@ -292,6 +292,7 @@ impl HttpWhich {
                 HttpWhich::Request => matches!(
                     action,
                     "deny"
+                        | "use-service"
                         | "return"
                         | "redirect"
                         | "set-path"
@@ -469,6 +470,13 @@ fn http_action(
     };
     let action = match base {
         "allow" => return Ok((HttpAction::Allow, 2)),
+        "use-service" if which == HttpWhich::Request => {
+            return match a.first().copied().unwrap_or("") {
+                "prometheus-exporter" => Ok((HttpAction::PrometheusExporter, 3)),
+                "" => Err(Some("expects a service name.".into())),
+                other => Err(Some(format!("unknown service '{other}'."))),
+            };
+        }
         "set-header" | "add-header" => {
             exactly(2, "expects exactly 2 arguments.")?;
             let name = a[0].to_string();

@@ -458,6 +458,8 @@ pub struct HttpRule {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HttpAction {
     Allow,
+    /// `use-service prometheus-exporter`: the request is answered with the metrics.
+    PrometheusExporter,
     /// `deny [deny_status <code>] [<reply options>]`; status 403 by default. `reply` is set when
     /// reply options (content-type, string, file, hdr...) were given.
     Deny {

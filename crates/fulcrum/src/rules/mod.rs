@@ -114,6 +114,8 @@ pub struct RedirectSpec {
 #[derive(Debug)]
 pub enum Action {
     Allow,
+    /// `use-service prometheus-exporter`.
+    Prometheus,
     Deny {
         status: u16,
         reply: Option<ReplySpec>,
@@ -213,6 +215,8 @@ pub enum Verdict<'r> {
     Tarpit(u16),
     /// `reject` / `silent-drop`: close the connection without an answer.
     Drop,
+    /// `use-service prometheus-exporter`: answer with the metrics.
+    Prometheus,
     /// `wait-for-body`: the session buffers the body then runs the rules again from `resume`.
     WaitForBody {
         time: std::time::Duration,
@@ -240,6 +244,7 @@ pub fn run<'r>(
         }
         match &rule.action {
             Action::Allow => return Verdict::Continue,
+            Action::Prometheus => return Verdict::Prometheus,
             Action::Deny { status, reply } => return Verdict::Deny(*status, reply.as_ref()),
             Action::Return(r) => return Verdict::Return(r),
             Action::Redirect(r) => return Verdict::Redirect(r),
@@ -775,6 +780,7 @@ impl<'a> Compiler<'a> {
             let span = &r.span;
             let action = match &r.action {
                 cfg::HttpAction::Allow => Action::Allow,
+                cfg::HttpAction::PrometheusExporter => Action::Prometheus,
                 cfg::HttpAction::Deny { status, reply } => Action::Deny {
                     status: *status,
                     reply: reply.as_ref().map(|rp| self.reply(rp, span)),

@@ -10,6 +10,8 @@ pub mod fields;
 pub mod html;
 pub mod info;
 pub mod page;
+pub mod prometheus;
+mod prometheus_metrics;
 pub mod render;
 pub mod rows;
 

@@ -8,6 +8,7 @@ mod health;
 mod lifecycle;
 mod logging;
 mod logging_formats;
+mod prometheus;
 mod protocol_checks;
 mod runtime_api;
 mod socket_buffers;

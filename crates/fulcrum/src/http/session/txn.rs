@@ -420,7 +420,9 @@ impl Session<'_> {
                 }
             };
             let (cause, phase) = match &verdict {
-                Verdict::Return(_) | Verdict::Redirect(_) => (Cause::Local, Phase::Request),
+                Verdict::Return(_) | Verdict::Redirect(_) | Verdict::Prometheus => {
+                    (Cause::Local, Phase::Request)
+                }
                 Verdict::RewriteFailed => (Cause::Internal, Phase::Request),
                 Verdict::Tarpit(_) => (Cause::Proxy, Phase::Tarpit),
                 _ => (Cause::Proxy, Phase::Request),
@@ -437,6 +439,9 @@ impl Session<'_> {
                     None => Built::Status(status),
                 },
                 Verdict::Return(rp) => Built::Bytes(self.build_reply(rp, be)),
+                Verdict::Prometheus => {
+                    Built::Bytes(crate::stats::prometheus::answer(self.shared, self.req.target()))
+                }
                 Verdict::Redirect(rd) => Built::Bytes(self.build_redirect(rd, be)),
                 Verdict::RewriteFailed => Built::Status(500),
                 Verdict::Drop => {
@@ -531,7 +536,10 @@ impl Session<'_> {
             }
             let v = self.run_on_response(&r.http_response, &r.acls, Some(be), server);
             let built = match v {
-                Verdict::Continue | Verdict::WaitForBody { .. } | Verdict::Tarpit(_) => continue,
+                Verdict::Continue
+                | Verdict::WaitForBody { .. }
+                | Verdict::Tarpit(_)
+                | Verdict::Prometheus => continue,
                 Verdict::Drop => Built::Drop,
                 Verdict::Deny(status, None) => {
                     Built::Status(if status == 403 { 502 } else { status })
