@@ -96,7 +96,9 @@ fn run() -> Result<(), String> {
     println!("  kill -STOP {}    s2 stops answering: marked DOWN below, no traffic", pids[1]);
     println!("  kill -CONT {}    s2 comes back UP; its weight ramps up over 5 s", pids[1]);
     println!("Stats: open http://127.0.0.1:8404/stats in a browser (the form at the bottom of a");
-    println!("  backend changes server states); Prometheus metrics: http://127.0.0.1:8404/metrics;");
+    println!(
+        "  backend changes server states); Prometheus metrics: http://127.0.0.1:8404/metrics;"
+    );
     println!("  or ask the runtime API:");
     println!("  echo 'show stat' | socat stdio /tmp/fulcrum-demo.sock");
     println!("  echo 'set server servers/s2 state maint' | socat stdio /tmp/fulcrum-demo.sock");

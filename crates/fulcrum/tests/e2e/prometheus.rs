@@ -3,34 +3,14 @@
 //! real exposition-format parser (Python's `prometheus_client`, when installed) reads, values
 //! that follow live state, and the `scope` / `no-maint` parameters.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::Write;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::harness::*;
 
 fn get_body(addr: SocketAddr, path: &str) -> String {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
-    let req = format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
-    s.write_all(req.as_bytes()).expect("write");
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    let text = String::from_utf8_lossy(&out).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    if !head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
-        return body.to_string();
-    }
-    let (mut rest, mut out) = (body, String::new());
-    while let Some((size, tail)) = rest.split_once("\r\n") {
-        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if n == 0 || tail.len() < n {
-            break;
-        }
-        out.push_str(&tail[..n]);
-        rest = tail[n..].trim_start_matches("\r\n");
-    }
-    out
+    get_with(addr, path, "").2
 }
 
 /// The HELP/TYPE lines, and each sample's name and labels (values masked).
