@@ -224,6 +224,21 @@ pub fn pin_current_thread(cpus: &[u32]) -> io::Result<()> {
     check(unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) }).map(drop)
 }
 
+/// Moves the calling thread to the idle scheduling class (`SCHED_IDLE`): it runs only when no
+/// other thread wants the CPU, and yields at once when a worker wakes up (the statistics
+/// renderer runs so). Falls back to the lowest `nice` where the class is refused.
+pub fn lower_thread_priority() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; `param` is valid for SCHED_IDLE (priority 0).
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } == 0 {
+        return Ok(());
+    }
+    // SAFETY: gettid has no preconditions; setpriority on this thread's own id.
+    let tid = unsafe { libc::gettid() };
+    // SAFETY: PRIO_PROCESS with a thread id changes that thread only on Linux.
+    check(unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19) }).map(drop)
+}
+
 /// What `fork` returned to this process.
 pub enum Forked {
     /// This is the parent; the value is the child's pid.

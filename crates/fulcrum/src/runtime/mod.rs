@@ -138,6 +138,14 @@ fn stop_messages(shared: &Shared) {
     }
 }
 
+/// The process's shared state, for work done away from the workers (statistics rendering).
+static SHARED: std::sync::OnceLock<Arc<Shared>> = std::sync::OnceLock::new();
+
+/// The shared state of the running process (set once workers start).
+pub fn shared() -> Option<Arc<Shared>> {
+    SHARED.get().cloned()
+}
+
 /// Starts the workers and blocks until the process should exit; returns the exit status.
 /// `checks` holds each worker's share of the health-check tasks.
 pub fn run(
@@ -147,6 +155,7 @@ pub fn run(
     shared: Arc<Shared>,
     api: Option<(Arc<crate::api::Api>, Vec<crate::api::ApiSocket>)>,
 ) -> i32 {
+    let _ = SHARED.set(Arc::clone(&shared));
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -141,9 +141,11 @@ pub const TLS: std::ops::Range<usize> = 103..106;
 /// The HTTP/2 and HTTP/1 modules' fields (frontends and backends only).
 pub const H2_H1: std::ops::Range<usize> = 106..127;
 
-/// Position of a field by name.
+/// Position of a field by name (a table built once: rows set and read fields by name).
 pub fn position(name: &str) -> Option<usize> {
-    NAMES.iter().position(|n| *n == name)
+    static INDEX: std::sync::OnceLock<std::collections::HashMap<&'static str, usize>> =
+        std::sync::OnceLock::new();
+    INDEX.get_or_init(|| NAMES.iter().enumerate().map(|(i, n)| (*n, i)).collect()).get(name).copied()
 }
 
 /// The words of a tag letter in `show stat json` (HAProxy's `field_origin`, `field_nature`,

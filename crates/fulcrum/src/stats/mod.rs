@@ -9,6 +9,7 @@
 pub mod fields;
 pub mod html;
 pub mod info;
+pub mod offload;
 pub mod page;
 pub mod prometheus;
 mod prometheus_metrics;

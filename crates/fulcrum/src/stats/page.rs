@@ -139,6 +139,16 @@ fn page_rows(shared: &Shared, here: &Here<'_>, o: &Options) -> Vec<super::Row> {
     rows
 }
 
+/// [`get`], rendered by the statistics thread (`offload`) so the worker keeps serving.
+pub async fn get_offloaded(page: &StatsPage, proxy: &str, admin: bool, target: &[u8]) -> Vec<u8> {
+    let (page, proxy, target) = (page.clone(), proxy.to_string(), target.to_vec());
+    super::offload::render(move || match crate::runtime::shared() {
+        Some(shared) => get(&shared, &Here { proxy: &proxy, page: &page, admin }, &target),
+        None => crate::http::reply::raw(503, None, &[], b""),
+    })
+    .await
+}
+
 /// Answers a GET (or HEAD) of the page: HTML, CSV or JSON.
 pub fn get(shared: &Shared, here: &Here<'_>, target: &[u8]) -> Vec<u8> {
     let o = options(here.page, target);

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use super::prometheus_metrics::METRICS;
-use super::{rows, ObjType, Row, Val};
+use super::{fields, rows, ObjType, Row, Val};
 use crate::runtime::Shared;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,15 +110,17 @@ fn number(out: &mut String, v: Option<&Val>, millis_to_secs: bool) {
     }
 }
 
-fn labels(out: &mut String, r: &Row) {
+/// A row's labels (`proxy="be",server="s1"`), escaped as the format wants; made once per row.
+fn labels(r: &Row) -> String {
     let name = |f: &str| match r.get(f) {
         Some(Val::Str(s)) => s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n"),
         _ => String::new(),
     };
-    let _ = write!(out, "proxy=\"{}\"", name("pxname"));
+    let mut out = format!("proxy=\"{}\"", name("pxname"));
     if r.obj == ObjType::Server {
         let _ = write!(out, ",server=\"{}\"", name("svname"));
     }
+    out
 }
 
 fn str_of<'a>(r: &'a Row, f: &str) -> &'a str {
@@ -143,33 +145,38 @@ fn server_state(status: &str) -> &'static str {
     }
 }
 
+/// A row with its labels.
+type Labelled<'a> = (&'a Row, String);
+
 /// One proxy-level family over `rows`.
 fn family(
     out: &mut String,
     m: &Metric,
-    rows: &[&Row],
+    rows: &[Labelled<'_>],
     http: &dyn Fn(&Row) -> bool,
-    servers: &[&Row],
+    servers: &[Labelled<'_>],
 ) {
-    let full = |out: &mut String, r: &Row| {
+    let prefix = match m.scope {
+        Scope::F => "frontend_",
+        Scope::B => "backend_",
+        _ => "server_",
+    };
+    let full = |out: &mut String, l: &str| {
         out.push_str("haproxy_");
-        out.push_str(match m.scope {
-            Scope::F => "frontend_",
-            Scope::B => "backend_",
-            _ => "server_",
-        });
+        out.push_str(prefix);
         out.push_str(m.name);
         out.push('{');
-        labels(out, r);
+        out.push_str(l);
     };
+    let field = if m.source.starts_with('!') { None } else { fields::position(m.source) };
     let secs = m.name.ends_with("_seconds")
         && matches!(m.source, "qtime" | "ctime" | "rtime" | "ttime" | "check_duration")
         || m.source.ends_with("time_max");
     if m.source == "!hrsp" {
         // Code by code, each for every proxy (HAProxy's order).
         for (code, f) in CODES.iter().zip(HRSP) {
-            for r in rows.iter().filter(|r| http(r)) {
-                full(out, r);
+            for (r, l) in rows.iter().filter(|(r, _)| http(r)) {
+                full(out, l);
                 let _ = write!(out, ",code=\"{code}\"}} ");
                 number(out, r.get(f), false);
                 out.push('\n');
@@ -177,7 +184,8 @@ fn family(
         }
         return;
     }
-    for r in rows {
+    for (r, l) in rows {
+        let r: &Row = r;
         match m.source {
             "!status" => {
                 let states: &[&str] =
@@ -189,7 +197,7 @@ fn family(
                     _ => "UP",
                 };
                 for s in states {
-                    full(out, r);
+                    full(out, l);
                     let _ = writeln!(out, ",state=\"{s}\"}} {}", u8::from(*s == cur));
                 }
             }
@@ -198,18 +206,18 @@ fn family(
                     continue;
                 };
                 for s in CHECK_STATES {
-                    full(out, r);
+                    full(out, l);
                     let _ = writeln!(out, ",state=\"{s}\"}} {}", u8::from(s == cur));
                 }
             }
             "!agg_server_status" | "!agg_server_check_status" => {
                 let mine: Vec<&str> = servers
                     .iter()
-                    .filter(|s| s.iid == r.iid)
-                    .map(|s| server_state(str_of(s, "status")))
+                    .filter(|(s, _)| s.iid == r.iid)
+                    .map(|(s, _)| server_state(str_of(s, "status")))
                     .collect();
                 for s in SERVER_STATES {
-                    full(out, r);
+                    full(out, l);
                     let _ = writeln!(
                         out,
                         ",state=\"{s}\"}} {}",
@@ -220,11 +228,11 @@ fn family(
             "!agg_check_status" => {
                 let mine: Vec<&str> = servers
                     .iter()
-                    .filter(|s| s.iid == r.iid && s.get("check_status").is_some())
-                    .map(|s| str_of(s, "check_status"))
+                    .filter(|(s, _)| s.iid == r.iid && s.get("check_status").is_some())
+                    .map(|(s, _)| str_of(s, "check_status"))
                     .collect();
                 for s in CHECK_STATES {
-                    full(out, r);
+                    full(out, l);
                     let _ = writeln!(
                         out,
                         ",state=\"{s}\"}} {}",
@@ -237,7 +245,7 @@ fn family(
                 if r.get("check_status").is_none() {
                     continue;
                 }
-                full(out, r);
+                full(out, l);
                 out.push_str("} ");
                 match r.get(m.source) {
                     Some(v) => number(out, Some(v), secs),
@@ -249,9 +257,9 @@ fn family(
                 if HTTP_ONLY.contains(&f) && !http(r) {
                     continue;
                 }
-                full(out, r);
+                full(out, l);
                 out.push_str("} ");
-                number(out, r.get(f), secs);
+                number(out, field.and_then(|i| r.fields[i].as_ref()).map(|x| &x.val), secs);
                 out.push('\n');
             }
         }
@@ -298,11 +306,13 @@ pub fn render(shared: &Shared, target: &[u8], out: &mut String) {
         shared.frontends.iter().map(|f| (f.id, f.http.is_some())).collect();
     let http_be: std::collections::HashMap<u32, bool> =
         shared.backends.iter().map(|b| (b.id, b.http.is_some())).collect();
-    let pick = |t: ObjType| -> Vec<&Row> { all.iter().filter(|r| r.obj == t).collect() };
+    let pick = |t: ObjType| -> Vec<Labelled<'_>> {
+        all.iter().filter(|r| r.obj == t).map(|r| (r, labels(r))).collect()
+    };
     let (fes, bes) = (pick(ObjType::Frontend), pick(ObjType::Backend));
     let mut svs = pick(ObjType::Server);
     if q.no_maint {
-        svs.retain(|r| server_state(str_of(r, "status")) != "MAINT");
+        svs.retain(|(r, _)| server_state(str_of(r, "status")) != "MAINT");
     }
     let is_fe_http = |r: &Row| http_fe.get(&r.iid).copied().unwrap_or(false);
     let is_be_http = |r: &Row| http_be.get(&r.iid).copied().unwrap_or(false);
@@ -320,6 +330,16 @@ pub fn render(shared: &Shared, target: &[u8], out: &mut String) {
             family(out, m, rows, http, &svs);
         }
     }
+}
+
+/// The answer, rendered by the statistics thread (`offload`) so the worker keeps serving.
+pub async fn offloaded(target: &[u8]) -> Vec<u8> {
+    let target = target.to_vec();
+    super::offload::render(move || match crate::runtime::shared() {
+        Some(shared) => answer(&shared, &target),
+        None => crate::http::reply::raw(503, None, &[], b""),
+    })
+    .await
 }
 
 /// The whole HTTP answer.

@@ -78,7 +78,7 @@ impl Session<'_> {
                     let body = body_view(&self.cbuf, info.body).to_vec();
                     page::post(self.shared, &here, self.req.target(), &body)
                 } else {
-                    page::get(self.shared, &here, self.req.target())
+                    page::get_offloaded(&st.page, name, admin, self.req.target()).await
                 }
             }
         };

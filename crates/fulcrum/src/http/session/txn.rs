@@ -439,9 +439,7 @@ impl Session<'_> {
                     None => Built::Status(status),
                 },
                 Verdict::Return(rp) => Built::Bytes(self.build_reply(rp, be)),
-                Verdict::Prometheus => {
-                    Built::Bytes(crate::stats::prometheus::answer(self.shared, self.req.target()))
-                }
+                Verdict::Prometheus => Built::Bytes(crate::stats::prometheus::offloaded(self.req.target()).await),
                 Verdict::Redirect(rd) => Built::Bytes(self.build_redirect(rd, be)),
                 Verdict::RewriteFailed => Built::Status(500),
                 Verdict::Drop => {
