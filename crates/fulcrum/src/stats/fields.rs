@@ -145,7 +145,10 @@ pub const H2_H1: std::ops::Range<usize> = 106..127;
 pub fn position(name: &str) -> Option<usize> {
     static INDEX: std::sync::OnceLock<std::collections::HashMap<&'static str, usize>> =
         std::sync::OnceLock::new();
-    INDEX.get_or_init(|| NAMES.iter().enumerate().map(|(i, n)| (*n, i)).collect()).get(name).copied()
+    INDEX
+        .get_or_init(|| NAMES.iter().enumerate().map(|(i, n)| (*n, i)).collect())
+        .get(name)
+        .copied()
 }
 
 /// The words of a tag letter in `show stat json` (HAProxy's `field_origin`, `field_nature`,

@@ -439,7 +439,9 @@ impl Session<'_> {
                     None => Built::Status(status),
                 },
                 Verdict::Return(rp) => Built::Bytes(self.build_reply(rp, be)),
-                Verdict::Prometheus => Built::Bytes(crate::stats::prometheus::offloaded(self.req.target()).await),
+                Verdict::Prometheus => {
+                    Built::Bytes(crate::stats::prometheus::offloaded(self.req.target()).await)
+                }
                 Verdict::Redirect(rd) => Built::Bytes(self.build_redirect(rd, be)),
                 Verdict::RewriteFailed => Built::Status(500),
                 Verdict::Drop => {
