@@ -145,6 +145,21 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
         }
         // HAProxy 2.6 accepts it and does nothing with it (one process).
         "stats bind-process" => {}
+        "server-state-base" | "server-state-file" => {
+            // HAProxy's two messages differ by one letter.
+            let (slot, what) = if kw == "server-state-base" {
+                (&mut g.server_state_base, "expects one argument: a directory path.")
+            } else {
+                (&mut g.server_state_file, "expect one argument: a file path.")
+            };
+            if line.arg(1).is_empty() {
+                diags.alert(line, format!("'{kw}' {what}"));
+            } else if slot.is_some() {
+                diags.alert_continue(line, format!("'{kw}' already specified. Continuing."));
+            } else if no_extra(line, 2, kw, diags) {
+                *slot = Some(PathBuf::from(line.arg(1)));
+            }
+        }
         "stats socket" => {
             if line.arg(2).is_empty() {
                 return diags.alert(

@@ -109,6 +109,10 @@ pub struct Global {
     pub set_dumpable: bool,
     /// `localpeer <name>`: this process's name in `peers` sections.
     pub localpeer: Option<String>,
+    /// `server-state-base <dir>`: where relative server-state file names are.
+    pub server_state_base: Option<PathBuf>,
+    /// `server-state-file <file>`: the global server-state file.
+    pub server_state_file: Option<PathBuf>,
     /// `stats socket` lines: the runtime API's listeners.
     pub stats_sockets: Vec<StatsSocket>,
     /// `stats timeout`: how long a runtime API session may stay idle (HAProxy: 10 s).
@@ -157,6 +161,8 @@ impl Default for Global {
             set_dumpable: false,
             localpeer: None,
             stats_sockets: Vec::new(),
+            server_state_base: None,
+            server_state_file: None,
             stats_timeout: Duration::from_secs(10),
             stats_maxconn: 10,
         }
@@ -284,6 +290,11 @@ pub struct Proxy {
     pub http_buffer_request: bool,
     /// `http-reuse`.
     pub http_reuse: HttpReuse,
+    /// `load-server-state-from-file global|local|none`.
+    pub load_server_state: ServerStateLoad,
+    /// `server-state-file-name [use-backend-name | <file>]`: the local file (`None`: the
+    /// backend's name).
+    pub server_state_file_name: Option<String>,
     /// `cookie`: cookie-based server persistence.
     pub cookie: Option<CookieCfg>,
     /// The line each stream logs: `option httplog [clf]`, `option httpslog`, `option tcplog`
@@ -479,6 +490,18 @@ pub enum CliLevel {
     Operator,
     /// Every command.
     Admin,
+}
+
+/// Where a backend's servers take their state from at start-up
+/// (`load-server-state-from-file`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ServerStateLoad {
+    #[default]
+    None,
+    /// The global `server-state-file`.
+    Global,
+    /// The backend's own file (`server-state-file-name`, in `server-state-base`).
+    Local,
 }
 
 /// The statistics page of a proxy (`stats enable`, `stats uri`...).

@@ -108,6 +108,8 @@ impl ProxyBuild {
             http_conn_mode: HttpConnMode::default(),
             http_buffer_request: false,
             http_reuse: HttpReuse::default(),
+            load_server_state: Default::default(),
+            server_state_file_name: None,
             cookie: None,
             log_format: None,
             log_format_sd: None,
@@ -343,6 +345,27 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         "tcp-request inspect-delay" => rules::tcp_request(b, line, "inspect-delay", diags),
         "monitor fail" => rules::monitor_fail(b, line, diags),
         "monitor-uri" => rules::monitor_uri(b, line, diags),
+        "load-server-state-from-file" => {
+            p.load_server_state = match line.arg(1) {
+                "global" => crate::model::ServerStateLoad::Global,
+                "local" => crate::model::ServerStateLoad::Local,
+                "none" => crate::model::ServerStateLoad::None,
+                other => {
+                    return diags.alert(
+                        line,
+                        format!("'load-server-state-from-file' expects 'global', 'local' or 'none'. Got '{other}'"),
+                    )
+                }
+            };
+            no_extra(line, 2, name, diags);
+        }
+        "server-state-file-name" => {
+            p.server_state_file_name = match line.arg(1) {
+                "" | "use-backend-name" => None,
+                f => Some(f.to_string()),
+            };
+            no_extra(line, 2, name, diags);
+        }
         n if n.starts_with("stats ") => crate::stats_page::proxy_line(b, line, n, diags),
         "errorfile" => {
             if let Some((code, src)) = http_opts::errorfile(line, false, diags) {

@@ -24,6 +24,7 @@ mod plan;
 mod rules;
 mod runtime;
 mod server;
+mod state_file;
 mod stats;
 mod sys;
 mod tcp;

@@ -238,7 +238,7 @@ fn show_state(api: &Api, only: &str, out: &mut String) {
                     c.health,
                 ),
                 // Without a check, HAProxy's counter sits at its default `rise` (2) while up.
-                None => (1, 0, if r.is_up() { 2 } else { 0 }),
+                None => (1, 0, r.unchecked_health.unwrap_or(if r.is_up() { 2 } else { 0 })),
             };
             let check_port = srv.policy.check.as_ref().and_then(|c| c.port).unwrap_or(0);
             let agent_port = srv.policy.agent.as_ref().and_then(|a| a.port).unwrap_or(0);

@@ -59,6 +59,13 @@ pub enum Change {
     },
     /// A new `maxconn` (`set maxconn server`).
     Maxconn(u32),
+    /// State read back from a server-state file at start-up: DOWN as it was (its health
+    /// check's counter as saved), and the time of its last change.
+    Restore {
+        down: bool,
+        health: u32,
+        since: Duration,
+    },
     /// One slow-start step.
     Warmup,
     /// Live traffic reached `error-limit` consecutive errors (`observe`); `what` names the
@@ -106,6 +113,7 @@ impl Backend {
                     }
                     Vec::new()
                 }
+                Change::Restore { down, health, since } => r.restore(down, health, since, now),
                 Change::Maxconn(m) => {
                     r.maxconn = m;
                     vec![Transition::Reweighted]

@@ -78,6 +78,10 @@ pub fn main(argv: &[String]) -> i32 {
         println!("Configuration file is valid");
         return 0;
     }
+    // Saved server states (`load-server-state-from-file`), before any traffic.
+    for w in crate::state_file::load(&config.global, &config.proxies, &plan.backends) {
+        warning(w);
+    }
     start(&args, plan)
 }
 

@@ -276,6 +276,9 @@ pub struct Record {
     pub down_transitions: u64,
     pub failed_checks: u64,
     pub failed_observed: u64,
+    /// The check counter `show servers state` shows for a server without a check, once a
+    /// server-state file set it.
+    pub unchecked_health: Option<u32>,
     reason: Reason,
     cause: String,
 }
@@ -301,6 +304,7 @@ impl Record {
             down_transitions: 0,
             failed_checks: 0,
             failed_observed: 0,
+            unchecked_health: None,
             reason: Reason::default(),
             cause: String::new(),
         }
@@ -490,6 +494,31 @@ impl Record {
             Oper::Stopping => self.set_stopping(reason, now),
             Oper::Running | Oper::Starting => self.set_running(reason, now),
         }
+    }
+
+    /// Restores what a server-state file saved: a DOWN server stays DOWN (its check counter as
+    /// saved) until its checks say otherwise; the last change keeps its time.
+    pub fn restore(
+        &mut self,
+        down: bool,
+        health: u32,
+        since: Duration,
+        now: Instant,
+    ) -> Vec<Transition> {
+        let mut out = Vec::new();
+        match self.check.as_mut() {
+            Some(c) if down => {
+                c.health = health.min(c.rise.saturating_sub(1));
+                let desc = "state restored from the server-state file".into();
+                out = self.set_stopped(Reason { desc, ..Reason::default() }, now);
+            }
+            Some(_) => {}
+            // Without a check, HAProxy's counter is set from the saved state (fully up with
+            // the default rise and fall, or 0); only `show servers state` shows it.
+            None => self.unchecked_health = Some(if down { 0 } else { 4 }),
+        }
+        self.last_change = now.checked_sub(since).unwrap_or(self.last_change);
+        out
     }
 
     /// Sets an administrative flag (`srv_set_admin_flag`).

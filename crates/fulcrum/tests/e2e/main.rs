@@ -11,6 +11,7 @@ mod logging_formats;
 mod prometheus;
 mod protocol_checks;
 mod runtime_api;
+mod server_state;
 mod socket_buffers;
 mod stats_page;
 mod timeouts;
