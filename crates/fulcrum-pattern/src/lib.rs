@@ -58,6 +58,12 @@ pub use conv::{field, lower, upper, word};
 pub use rx::{Regsub, Replace};
 pub use set::{Map, PatternSet, PatternSetBuilder};
 
+/// The `(key, value)` entries of a map file's text, in order (comments and blank lines
+/// skipped, as `Map::parse` reads them).
+pub fn map_entries(text: &str) -> Vec<(String, String)> {
+    text::map_lines(text).map(|(_, k, v)| (k.to_string(), v.to_string())).collect()
+}
+
 /// A pattern matching method, as named after `-m` in an ACL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Method {

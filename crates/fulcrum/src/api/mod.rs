@@ -11,6 +11,7 @@
 //! Must not touch: the workers' sessions (it only reads counters and asks the entry point).
 
 mod commands;
+mod maps;
 pub mod servers;
 
 use std::sync::atomic::{AtomicU32, Ordering};

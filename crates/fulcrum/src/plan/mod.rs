@@ -455,7 +455,7 @@ fn frontend(p: &cfg::Proxy, backend: Option<Arc<Backend>>) -> Frontend {
 fn backend(
     p: &cfg::Proxy,
     config: &cfg::Config,
-    maps: &mut HashMap<(std::path::PathBuf, u8), Arc<crate::rules::Map>>,
+    maps: &mut HashMap<(std::path::PathBuf, u8), Arc<crate::rules::maps::LiveMap>>,
     warnings: &mut Vec<String>,
 ) -> Result<Backend, Vec<String>> {
     let mut errors = Vec::new();

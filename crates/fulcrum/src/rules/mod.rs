@@ -9,6 +9,7 @@
 //!
 //! Must not touch: sockets, server choice.
 
+pub mod maps;
 pub mod sample;
 pub mod switching;
 
@@ -20,7 +21,6 @@ use fulcrum_config as cfg;
 use fulcrum_http::Head;
 use fulcrum_pattern::{Method as PMethod, PatternSet, Replace};
 
-pub use fulcrum_pattern::Map;
 use sample::{Ctx, Expr, Value, Vars};
 
 /// One compiled ACL criterion.
@@ -610,7 +610,9 @@ pub struct Compiler<'a> {
     by_name: HashMap<String, AclId>,
     /// Named ACLs that failed to compile (already reported: conditions naming them are not).
     broken: Vec<String>,
-    maps: &'a mut HashMap<(std::path::PathBuf, u8), Arc<Map>>,
+    maps: &'a mut HashMap<(std::path::PathBuf, u8), Arc<maps::LiveMap>>,
+    /// Where the rule being compiled is (maps record where they are used).
+    at: Option<cfg::Span>,
     pub errors: Vec<String>,
     /// Some compiled expression reads the connection's local address (`dst`, `%fi`...).
     pub uses_dst: bool,
@@ -619,7 +621,7 @@ pub struct Compiler<'a> {
 impl<'a> Compiler<'a> {
     pub fn new(
         proxy: &'a cfg::Proxy,
-        maps: &'a mut HashMap<(std::path::PathBuf, u8), Arc<Map>>,
+        maps: &'a mut HashMap<(std::path::PathBuf, u8), Arc<maps::LiveMap>>,
     ) -> Self {
         let mut c = Compiler {
             proxy,
@@ -627,6 +629,7 @@ impl<'a> Compiler<'a> {
             by_name: HashMap::new(),
             broken: Vec::new(),
             maps,
+            at: None,
             errors: Vec::new(),
             uses_dst: false,
         };
@@ -668,18 +671,20 @@ impl<'a> Compiler<'a> {
             self.uses_dst = true;
         }
         let maps = &mut *self.maps;
+        let at = self.at.as_ref().unwrap_or(&self.proxy.span);
+        let used_at = format!("file '{}' line {}", at.file, at.line);
         sample::compile(e, &mut |path: &Path, kind| {
             let k = (path.to_path_buf(), kind as u8);
             if let Some(m) = maps.get(&k) {
+                crate::rules::maps::note_use(&m.file, &used_at);
                 return Ok(Arc::clone(m));
             }
             // HAProxy's words (it does not say why).
             let text = std::fs::read_to_string(path)
                 .map_err(|_| format!("failed to open pattern file <{}>.", path.display()))?;
-            let m = Map::parse(map_method(kind), &text).map_err(|(line, err)| {
-                format!("map file <{}>, line {line} : {err}", path.display())
-            })?;
-            let m = Arc::new(m);
+            let m = maps::LiveMap::load(path, map_method(kind), &text, used_at.clone()).map_err(
+                |(line, err)| format!("map file <{}>, line {line} : {err}", path.display()),
+            )?;
             maps.insert(k, Arc::clone(&m));
             Ok(m)
         })
@@ -721,6 +726,7 @@ impl<'a> Compiler<'a> {
 
     pub fn format(&mut self, f: &cfg::LogFormat, span: &cfg::Span) -> Format {
         use crate::log::format::Part;
+        self.at = Some(span.clone());
         let mut parts = Vec::with_capacity(f.parts.len());
         for p in &f.parts {
             parts.push(match p {
@@ -776,6 +782,7 @@ impl<'a> Compiler<'a> {
     pub fn rules(&mut self, rules: &[cfg::HttpRule]) -> Vec<Rule> {
         let mut out = Vec::with_capacity(rules.len());
         for r in rules {
+            self.at = Some(r.span.clone());
             let cond = self.cond(&r.cond, &r.span);
             let span = &r.span;
             let action = match &r.action {

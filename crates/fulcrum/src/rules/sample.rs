@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use fulcrum_config as cfg;
 use fulcrum_http::Head;
-use fulcrum_pattern::{Map, Regsub};
+use fulcrum_pattern::Regsub;
 
 use crate::backend::Backend;
 
@@ -184,7 +184,7 @@ pub enum Conv {
     Field { index: i32, delims: Box<[u8]>, count: Option<i32> },
     Word { index: i32, delims: Box<[u8]>, count: Option<i32> },
     Regsub(Regsub),
-    Map { map: Arc<Map>, kind: cfg::MapMatch, default: Option<Box<str>> },
+    Map { map: Arc<super::maps::LiveMap>, kind: cfg::MapMatch, default: Option<Box<str>> },
 }
 
 /// A compiled sample expression.
@@ -267,21 +267,21 @@ fn convert<'a>(c: &Conv, v: Value<'a>) -> Option<Value<'a>> {
             Value::Str(Cow::Owned(out))
         }
         Conv::Map { map, kind, default } => {
-            let found = match kind {
-                cfg::MapMatch::Ip => std::str::from_utf8(&s)
-                    .ok()
-                    .and_then(|t| t.parse().ok())
-                    .and_then(|ip| map.lookup_ip(ip)),
-                cfg::MapMatch::Int => std::str::from_utf8(&s)
-                    .ok()
-                    .and_then(|t| t.trim().parse().ok())
-                    .and_then(|i| map.lookup_int(i)),
-                _ => map.lookup(&s),
-            };
-            match found.or(default.as_deref()) {
-                Some(out) => Value::Str(Cow::Owned(out.as_bytes().to_vec())),
-                None => return None,
-            }
+            let found = map.with(|map| {
+                let v = match kind {
+                    cfg::MapMatch::Ip => std::str::from_utf8(&s)
+                        .ok()
+                        .and_then(|t| t.parse().ok())
+                        .and_then(|ip| map.lookup_ip(ip)),
+                    cfg::MapMatch::Int => std::str::from_utf8(&s)
+                        .ok()
+                        .and_then(|t| t.trim().parse().ok())
+                        .and_then(|i| map.lookup_int(i)),
+                    _ => map.lookup(&s),
+                };
+                v.or(default.as_deref()).map(|out| out.as_bytes().to_vec())
+            });
+            Value::Str(Cow::Owned(found?))
         }
     })
 }
@@ -635,7 +635,7 @@ fn backend_figure(be: &crate::backend::Backend, fetch: &cfg::Fetch) -> i64 {
 
 /// Loads (once) the map file a converter names.
 pub type MapLoader<'a> =
-    dyn FnMut(&std::path::Path, cfg::MapMatch) -> Result<Arc<Map>, String> + 'a;
+    dyn FnMut(&std::path::Path, cfg::MapMatch) -> Result<Arc<super::maps::LiveMap>, String> + 'a;
 
 /// Compiles a sample expression; `load_map` loads (once) the map file a converter names.
 pub fn compile(e: &cfg::SampleExpr, load_map: &mut MapLoader<'_>) -> Result<Expr, String> {

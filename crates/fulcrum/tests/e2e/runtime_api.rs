@@ -315,3 +315,89 @@ listen app
         assert_eq!(f, h, "Fulcrum (left) frames answers as HAProxy 2.6 (right)");
     }
 }
+
+/// `show|add|set|del|clear map` answer as HAProxy's and change how live requests are routed.
+#[test]
+fn map_commands_answer_as_haproxy_s_and_reroute_live_requests() {
+    let one = testserver("http", "one");
+    let two = testserver("http", "two");
+    let dir = scratch("api-maps-file");
+    let map = dir.join("hosts.map");
+    std::fs::write(&map, "a.example be1\n# comment\n\nb.example be2\n").expect("map file");
+    let cfg = format!(
+        "
+global
+    stats socket {{sock}} level admin
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {{fe0}}
+    use_backend %[req.hdr(host),lower,map({m},be1)]
+backend be1
+    server one {one}
+backend be2
+    server two {two}
+",
+        m = map.display(),
+        one = one.addr,
+        two = two.addr
+    );
+    let m = map.display().to_string();
+    let script = [
+        "show map".to_string(),
+        format!("show map {m}"),
+        "show map #7".into(),
+        format!("add map {m} c.example be2"),
+        format!("set map {m} a.example be2"),
+        format!("set map {m} nope be2"),
+        format!("del map {m} nope"),
+        format!("del map {m} b.example"),
+        format!("show map {m}"),
+        "add map".into(),
+        format!("add map {m} onlykey"),
+    ];
+    let host = |addr: SocketAddr, h: &str| {
+        let mut s = std::net::TcpStream::connect(addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        s.write_all(format!("GET / HTTP/1.1\r\nHost: {h}\r\nConnection: close\r\n\r\n").as_bytes())
+            .expect("write");
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out.lines()
+            .find_map(|l| l.to_ascii_lowercase().strip_prefix("x-server: ").map(str::to_string))
+            .unwrap_or_default()
+    };
+    let mut answers = Vec::new();
+    for which in ["fulcrum", "haproxy"] {
+        let Some(api) = start(which, "api-maps", &cfg) else { continue };
+        assert_eq!(host(api.addrs[0], "a.example"), "one", "{which}");
+        assert_eq!(host(api.addrs[0], "b.example"), "two", "{which}");
+        // Entry references are addresses in HAProxy, map ids count its internal lists too, and
+        // each product's configuration is in its own directory.
+        let ptr = regex::Regex::new(r"0x[0-9a-f]+ ").expect("regex");
+        let id = regex::Regex::new(r"\n[0-9]+ \(").expect("regex");
+        let got: Vec<String> = script
+            .iter()
+            .map(|c| {
+                let a = api.cmd(c).replace(&format!("api-maps-{which}"), "api-maps-X");
+                format!("{c} => {}", id.replace_all(&ptr.replace_all(&a, "REF "), "\nID ("))
+            })
+            .collect();
+        // a.example now goes to be2, b.example (deleted) falls back to be1, c.example is new.
+        assert_eq!(host(api.addrs[0], "a.example"), "two", "{which}: set map reroutes");
+        assert_eq!(host(api.addrs[0], "b.example"), "one", "{which}: del map reroutes");
+        assert_eq!(host(api.addrs[0], "c.example"), "two", "{which}: add map routes");
+        api.cmd(&format!("clear map {m}"));
+        assert_eq!(host(api.addrs[0], "a.example"), "one", "{which}: clear map");
+        assert_eq!(api.cmd(&format!("show map {m}")), "\n", "{which}: empty after clear");
+        answers.push(got);
+    }
+    let f = &answers[0];
+    assert!(f[2].ends_with("Unknown map identifier. Please use #<id> or <file>.\n\n"), "{f:#?}");
+    if let Some(h) = answers.get(1) {
+        same(f, h, "map commands");
+    }
+}
