@@ -370,15 +370,15 @@ backend be2
             .find_map(|l| l.to_ascii_lowercase().strip_prefix("x-server: ").map(str::to_string))
             .unwrap_or_default()
     };
+    // Entry references are addresses in HAProxy, map ids count its internal lists too, and
+    // each product's configuration is in its own directory.
+    let ptr = regex::Regex::new(r"0x[0-9a-f]+ ").expect("regex");
+    let id = regex::Regex::new(r"\n[0-9]+ \(").expect("regex");
     let mut answers = Vec::new();
     for which in ["fulcrum", "haproxy"] {
         let Some(api) = start(which, "api-maps", &cfg) else { continue };
         assert_eq!(host(api.addrs[0], "a.example"), "one", "{which}");
         assert_eq!(host(api.addrs[0], "b.example"), "two", "{which}");
-        // Entry references are addresses in HAProxy, map ids count its internal lists too, and
-        // each product's configuration is in its own directory.
-        let ptr = regex::Regex::new(r"0x[0-9a-f]+ ").expect("regex");
-        let id = regex::Regex::new(r"\n[0-9]+ \(").expect("regex");
         let got: Vec<String> = script
             .iter()
             .map(|c| {
