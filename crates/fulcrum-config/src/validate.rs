@@ -23,6 +23,7 @@ pub fn validate(config: &Config, parse_failed: bool, out: &mut Vec<Diagnostic>) 
         backend_refs(config, p, out);
         fetch_backend_refs(config, p, out);
         duplicate_servers(p, out);
+        stats_auth_and_rules(p, out);
         if !parse_failed {
             missing_bind(p, out);
             missing_timeouts(p, out);
@@ -35,6 +36,19 @@ pub fn validate(config: &Config, parse_failed: bool, out: &mut Vec<Diagnostic>) 
             None,
             "no listener: the configuration has no 'frontend' or 'listen' section with a 'bind' line, nothing would be started.",
         ));
+    }
+}
+
+/// HAProxy refuses `stats auth`/`stats realm` beside `stats http-request` (the rules then
+/// decide alone: credentials would be a false sense of protection).
+fn stats_auth_and_rules(p: &Proxy, out: &mut Vec<Diagnostic>) {
+    let Some(st) = &p.stats else { return };
+    if (!st.auth.is_empty() || st.realm.is_some()) && !st.http_request.is_empty() {
+        let msg = format!(
+            "proxy '{}': stats 'auth'/'realm' and 'http-request' can't be used at the same time.",
+            p.name
+        );
+        out.push(Diagnostic::alert(at(&p.span), msg));
     }
 }
 

@@ -50,18 +50,21 @@ pub fn parse(text: &str) -> (Vec<SavedServer>, usize) {
         }
         let w: Vec<&str> = line.split_whitespace().collect();
         let num = |i: usize| w.get(i).and_then(|v| v.parse::<u64>().ok());
+        let small = |i: usize| num(i).and_then(|v| u8::try_from(v).ok());
+        // HAProxy's bounds: weights up to 256; anything else makes the line unreadable.
+        let weight = |i: usize| num(i).filter(|&v| v <= 256).map(|v| v as u32);
         let parsed = (|| {
             Some(SavedServer {
                 backend: w.get(1)?.to_string(),
                 server: w.get(3)?.to_string(),
-                op_state: num(5)? as u8,
-                admin: num(6)? as u8,
-                uweight: num(7)? as u32,
-                iweight: num(8)? as u32,
-                since_change: num(9)?,
-                check_health: num(12)? as u32,
-                check_state: num(13)? as u8,
-                agent_state: num(14)? as u8,
+                op_state: small(5).filter(|&v| v <= 3)?,
+                admin: small(6)?,
+                uweight: weight(7)?,
+                iweight: weight(8)?,
+                since_change: num(9)?.min(u64::from(u32::MAX)),
+                check_health: num(12).and_then(|v| u32::try_from(v).ok())?,
+                check_state: small(13)?,
+                agent_state: small(14)?,
             })
         })();
         match parsed {
@@ -178,9 +181,10 @@ mod tests {
         let text = "1\n# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight srv_iweight srv_time_since_last_change srv_check_status srv_check_result srv_check_health srv_check_state srv_agent_state bk_f_forced_id srv_f_forced_id srv_fqdn srv_port srvrecord srv_use_ssl srv_check_port srv_check_addr srv_agent_addr srv_agent_port\n\
                     3 be 1 s1 127.0.0.1 0 0 1 1 7 8 2 0 6 0 0 0 - 18081 - 0 0 - - 0\n\
                     3 be 2 s2 127.0.0.1 2 1 3 5 0 1 0 2 0 0 0 0 - 18082 - 0 0 - - 0\n\
+                    3 be 3 s3 127.0.0.1 2 0 999 5 0 1 0 2 0 0 0 0 - 18082 - 0 0 - - 0\n\
                     garbage line\n";
         let (saved, bad) = parse(text);
-        assert_eq!(bad, 1);
+        assert_eq!(bad, 2, "a weight over 256 and a garbage line");
         assert_eq!(saved.len(), 2);
         assert_eq!((saved[0].op_state, saved[0].check_health, saved[0].check_state), (0, 0, 6));
         assert_eq!((saved[1].admin, saved[1].uweight, saved[1].iweight), (1, 3, 5));

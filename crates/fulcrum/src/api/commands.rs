@@ -417,7 +417,11 @@ fn set_rate_limit(api: &Api, args: &[String], out: &mut String) {
         return;
     }
     match a(4).parse::<u32>() {
-        Ok(v) => api.shared.sess_rate_limit.store(v, Ordering::Relaxed),
+        Ok(v) => {
+            api.shared.sess_rate_limit.store(v, Ordering::Relaxed);
+            // Said plainly: scripts must not believe a limit holds.
+            out.push_str("Recorded (shown by 'show info'), but Fulcrum does not enforce a session rate limit yet.\n");
+        }
         Err(_) => out.push_str("Expects an integer value.\n"),
     }
 }

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 use fulcrum_config::CliLevel;
 
@@ -58,17 +58,25 @@ pub fn start(api: Arc<Api>, sockets: Vec<ApiSocket>) {
         tokio::spawn(async move {
             let level = s.level;
             let active = Arc::new(AtomicU32::new(0));
+            // An accept error (out of descriptors...) pauses the socket; it never ends it.
+            let pause = || tokio::time::sleep(Duration::from_millis(100));
             if s.unix {
                 let std: std::os::unix::net::UnixListener = s.socket.into();
                 let Ok(l) = tokio::net::UnixListener::from_std(std) else { return };
-                while let Ok((conn, _)) = l.accept().await {
-                    spawn(Arc::clone(&api), conn, level, &active);
+                loop {
+                    match l.accept().await {
+                        Ok((conn, _)) => spawn(Arc::clone(&api), conn, level, &active),
+                        Err(_) => pause().await,
+                    }
                 }
             } else {
                 let std: std::net::TcpListener = s.socket.into();
                 let Ok(l) = tokio::net::TcpListener::from_std(std) else { return };
-                while let Ok((conn, _)) = l.accept().await {
-                    spawn(Arc::clone(&api), conn, level, &active);
+                loop {
+                    match l.accept().await {
+                        Ok((conn, _)) => spawn(Arc::clone(&api), conn, level, &active),
+                        Err(_) => pause().await,
+                    }
                 }
             }
         });
@@ -84,12 +92,22 @@ where
         active.fetch_sub(1, Ordering::Relaxed);
         return;
     }
-    let active = Arc::clone(active);
+    // The slot is given back however the session ends.
+    struct Slot(Arc<AtomicU32>);
+    impl Drop for Slot {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+    let slot = Slot(Arc::clone(active));
     tokio::spawn(async move {
+        let _slot = slot;
         serve(&api, conn, level).await;
-        active.fetch_sub(1, Ordering::Relaxed);
     });
 }
+
+/// The longest command line (HAProxy's buffer).
+const MAX_LINE: u64 = 16384;
 
 /// Splits a line into commands at unescaped `;` (`\;` is a literal semicolon).
 pub fn split_commands(line: &str) -> Vec<String> {
@@ -118,7 +136,9 @@ where
     let mut line = Vec::new();
     loop {
         line.clear();
-        let read = tokio::time::timeout(sess.timeout, rd.read_until(b'\n', &mut line)).await;
+        // At most a buffer's worth: a line that does not end there is refused.
+        let mut limited = (&mut rd).take(MAX_LINE + 1);
+        let read = tokio::time::timeout(sess.timeout, limited.read_until(b'\n', &mut line)).await;
         let n = match read {
             Ok(Ok(n)) => n,
             _ => return, // timed out, or the client left
@@ -130,26 +150,29 @@ where
         let text = String::from_utf8_lossy(&line);
         let text = text.trim_end_matches(['\n', '\r']);
         let mut out = String::new();
-        if line.len() > 16384 {
+        if line.len() as u64 > MAX_LINE {
             out.push_str("Command line too big.\n\n");
-            let _ = wr.write_all(out.as_bytes()).await;
+            let _ = tokio::time::timeout(sess.timeout, wr.write_all(out.as_bytes())).await;
             return;
         }
         for cmd in split_commands(text) {
             commands::run(api, &mut sess, cmd.trim(), &mut out);
             if sess.quit {
-                let _ = wr.write_all(out.as_bytes()).await;
+                let _ = tokio::time::timeout(sess.timeout, wr.write_all(out.as_bytes())).await;
                 return;
             }
             // Each answer ends with an empty line, and the prompt in prompt mode.
             out.push_str(if sess.prompt { "\n> " } else { "\n" });
         }
-        if wr.write_all(out.as_bytes()).await.is_err() {
+        // A client that stops reading is dropped after `stats timeout`, as one that stops
+        // writing is.
+        let written = tokio::time::timeout(sess.timeout, wr.write_all(out.as_bytes())).await;
+        if !matches!(written, Ok(Ok(()))) {
             return;
         }
         // Without a prompt, the session ends once the lines the client sent are answered.
         if !sess.prompt && rd.buffer().is_empty() {
-            let _ = wr.shutdown().await;
+            let _ = tokio::time::timeout(sess.timeout, wr.shutdown()).await;
             return;
         }
     }

@@ -484,6 +484,14 @@ impl Backend {
             // The server's queue is full (`maxqueue`): wait for any server instead.
             ticket = self.queue.enqueue(None, 0, |srv| self.dispatch_one(srv));
         }
+        // The longest queue seen (`qmax`), the server's or the backend's.
+        match server {
+            Some(i) => Counters::raise(
+                &self.servers[i].counters.max_queue,
+                u64::from(self.server_queued(i)),
+            ),
+            None => Counters::raise(&self.counters.max_queue, u64::from(self.queued())),
+        }
         let ticket = match ticket {
             Ok(queue::Enqueued::Served(idx)) => return Ok(self.slot(idx)),
             Ok(queue::Enqueued::Waiting(t)) => t,

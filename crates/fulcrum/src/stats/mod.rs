@@ -167,6 +167,12 @@ pub fn account(fe: &Frontend, be: Option<&Backend>, o: &Outcome, http: bool, ref
     if o.cause == Cause::Local {
         Counters::inc(&fc.intercepted);
     }
+    if o.cause == Cause::Internal {
+        Counters::inc(&fc.internal_errors);
+        if let Some(be) = be {
+            Counters::inc(&be.counters.internal_errors);
+        }
+    }
     let Some(be) = be else { return };
     let bc = &be.counters;
     if http {

@@ -16,9 +16,23 @@ use crate::backend::Backend;
 use crate::runtime::Shared;
 use crate::server::state::Oper;
 
-/// Whether `target` asks for the page at `uri` (a prefix, as HAProxy matches it).
+/// The origin-form part of a request target (`/x?y` of `http://host/x?y`).
+pub fn origin_form(target: &[u8]) -> &[u8] {
+    let lower = |p: &[u8]| target.len() >= p.len() && target[..p.len()].eq_ignore_ascii_case(p);
+    let rest = if lower(b"http://") {
+        &target[7..]
+    } else if lower(b"https://") {
+        &target[8..]
+    } else {
+        return target;
+    };
+    rest.iter().position(|&c| c == b'/').map_or(b"/", |i| &rest[i..])
+}
+
+/// Whether `target` asks for the page at `uri` (a prefix of the path and query, as HAProxy
+/// matches it, absolute-form requests included).
 pub fn matches(page: &StatsPage, target: &[u8]) -> bool {
-    target.starts_with(page.uri.as_bytes())
+    origin_form(target).starts_with(page.uri.as_bytes())
 }
 
 /// The options after the page's URI.
@@ -33,6 +47,7 @@ pub struct Options {
 }
 
 pub fn options(page: &StatsPage, target: &[u8]) -> Options {
+    let target = origin_form(target);
     let rest = String::from_utf8_lossy(&target[page.uri.len().min(target.len())..]).into_owned();
     let mut o = Options::default();
     for part in rest.split(';').skip(1) {
@@ -151,6 +166,7 @@ pub async fn get_offloaded(page: &StatsPage, proxy: &str, admin: bool, target: &
 
 /// Answers a GET (or HEAD) of the page: HTML, CSV or JSON.
 pub fn get(shared: &Shared, here: &Here<'_>, target: &[u8]) -> Vec<u8> {
+    let target = origin_form(target);
     let o = options(here.page, target);
     let rows = page_rows(shared, here, &o);
     let mut body = String::with_capacity(4096 + rows.len() * 600);
@@ -234,6 +250,7 @@ fn form_decode(s: &str) -> String {
 /// Applies an admin form's POST (`s=<server>&...&action=<act>&b=#<iid>`) and answers with
 /// HAProxy's 303 to the page with the result (`;st=DONE`...).
 pub fn post(shared: &Shared, here: &Here<'_>, target: &[u8], body: &[u8]) -> Vec<u8> {
+    let target = origin_form(target);
     let uri = String::from_utf8_lossy(&target[..here.page.uri.len()]).into_owned();
     let st = if here.admin { apply(shared, body) } else { "DENY" };
     let location = format!("{uri};st={st}");
@@ -336,6 +353,9 @@ mod tests {
         let o = options(&page, b"/stats;csv;norefresh;up");
         assert!(o.csv && o.norefresh && o.up && !o.json);
         assert_eq!(options(&page, b"/stats;st=DONE").status.as_deref(), Some("DONE"));
+        assert!(matches(&page, b"http://lb.example/stats;csv"));
+        assert!(options(&page, b"HTTP://lb.example/stats;csv").csv);
+        assert_eq!(origin_form(b"http://h"), b"/");
     }
 
     #[test]

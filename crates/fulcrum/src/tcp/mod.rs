@@ -111,6 +111,8 @@ pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: &Accepted, out: &mut 
         Ok(v) => v,
         Err(e) => return e.record(out),
     };
+    Counters::inc(&be.counters.connects);
+    Counters::inc(&slot.server().counters.connects);
     let t = tunnel_timeouts(fe, be);
     let (end, moved) = tunnel::run(&conn.client, &server, t, &|| slot.ended_by().is_some()).await;
     let srv = slot.server();

@@ -401,3 +401,29 @@ backend be2
         same(f, h, "map commands");
     }
 }
+
+/// A command line longer than a buffer is refused without reading the rest; the socket keeps
+/// serving.
+#[test]
+fn an_endless_line_is_refused_and_the_api_keeps_answering() {
+    let a = testserver("http", "a");
+    let cfg = format!(
+        "global\n    stats socket {{sock}} level admin\n    stats timeout 2s\n\
+         defaults\n    mode http\n    timeout connect 1s\n    timeout client 5s\n    timeout server 5s\n\
+         listen app\n    bind {{fe0}}\n    server a {}\n",
+        a.addr
+    );
+    let api = start("fulcrum", "api-long-line", &cfg).expect("fulcrum starts");
+    let mut s = UnixStream::connect(&api.sock).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    // 40 kB without a line break: written in the background (the proxy stops reading).
+    let mut w = s.try_clone().expect("clone");
+    let writer = std::thread::spawn(move || {
+        let _ = w.write_all(&vec![b'x'; 40_000]);
+    });
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    let _ = writer.join();
+    assert_eq!(out, "Command line too big.\n\n");
+    assert_eq!(api.cmd("show cli level"), "admin\n\n");
+}

@@ -134,6 +134,10 @@ impl Session<'_> {
         let (slot, stream, requests) =
             tcp::connect_server_reusing(be, key, persist, self.dst_port, &mut self.o, &mut idle)
                 .await?;
+        // `connect` / `reuse` of the stats: a connection that served requests before is reused.
+        for c in [&be.counters, &slot.server().counters] {
+            Counters::inc(if requests > 0 { &c.reuses } else { &c.connects });
+        }
         // A previous connection of ours to another server goes to the pool now.
         if let Some(old) = self.own.take() {
             self.release_server_conn(old);
