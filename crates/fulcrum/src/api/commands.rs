@@ -35,6 +35,7 @@ const COMMANDS: &[Cmd] = &[
     Cmd { words: &["enable", "frontend"], level: Admin, usage: "enable frontend <frontend>", help: "re-enable specific frontend" },
     Cmd { words: &["enable", "health"], level: Admin, usage: "enable health", help: "enable health checks" },
     Cmd { words: &["enable", "server"], level: Admin, usage: "enable server  (DEPRECATED)", help: "enable a disabled server (use 'set server' instead)" },
+    Cmd { words: &["get", "var"], level: Operator, usage: "get var <name>", help: "retrieve contents of a process-wide variable" },
     Cmd { words: &["get", "weight"], level: User, usage: "get weight <bk>/<srv>", help: "report a server's current weight" },
     Cmd { words: &["operator"], level: User, usage: "operator", help: "lower the level of the current CLI session to operator" },
     Cmd { words: &["set", "map"], level: Operator, usage: "set map <map> [<key>|#<ref>] <value>", help: "modify a map entry" },
@@ -47,12 +48,14 @@ const COMMANDS: &[Cmd] = &[
     Cmd { words: &["set", "weight"], level: Admin, usage: "set weight <bk>/<srv>  (DEPRECATED)", help: "change a server's weight (use 'set server' instead)" },
     Cmd { words: &["show", "backend"], level: User, usage: "show backend", help: "list backends in the current running config" },
     Cmd { words: &["show", "cli", "level"], level: User, usage: "show cli level", help: "display the level of the current CLI session" },
+    Cmd { words: &["show", "env"], level: Operator, usage: "show env [var]", help: "dump environment variables known to the process" },
     Cmd { words: &["show", "info"], level: User, usage: "show info [desc|json|typed|float]*", help: "report information about the running process" },
     Cmd { words: &["show", "map"], level: Operator, usage: "show map [@ver] [map]", help: "report available maps or dump a map's contents" },
     Cmd { words: &["show", "servers", "conn"], level: User, usage: "show servers conn [<backend>]", help: "dump server connections status (all or for a single backend)" },
     Cmd { words: &["show", "servers", "state"], level: User, usage: "show servers state [<backend>]", help: "dump volatile server information (all or for a single backend)" },
     Cmd { words: &["show", "stat"], level: User, usage: "show stat [desc|json|no-maint|typed|up]*", help: "report counters for each proxy and server" },
     Cmd { words: &["show", "version"], level: User, usage: "show version", help: "show version of the current process" },
+    Cmd { words: &["shutdown", "frontend"], level: Admin, usage: "shutdown frontend <frontend>", help: "stop a specific frontend" },
     Cmd { words: &["shutdown", "sessions", "server"], level: Admin, usage: "shutdown sessions server <bk>/<srv>", help: "kill sessions on a server" },
     Cmd { words: &["user"], level: User, usage: "user", help: "lower the level of the current CLI session to user" },
 ];
@@ -283,6 +286,21 @@ pub fn run(api: &Api, sess: &mut Session, line: &str, out: &mut String) {
             api.shared.global_limit.set_max(v as u32);
         }
         ["set", "rate-limit"] => set_rate_limit(api, &args, out),
+        ["get", "var"] => get_var(api, a(2), out),
+        ["show", "env"] => match a(2) {
+            "" => {
+                for (k, v) in std::env::vars_os() {
+                    let _ = writeln!(out, "{}={}", k.to_string_lossy(), v.to_string_lossy());
+                }
+            }
+            name => match std::env::var_os(name) {
+                Some(v) => {
+                    let _ = writeln!(out, "{name}={}", v.to_string_lossy());
+                }
+                None => out.push_str("Variable not found\n"),
+            },
+        },
+        ["shutdown", "frontend"] => frontend_state(api, &args, out),
         [_, "map"] => super::maps::run(cmd.words[0], &args, out),
         _ => super::servers::run(api, cmd.words, &args, out),
     }
@@ -389,6 +407,30 @@ fn set_timeout(sess: &mut Session, args: &[String], out: &mut String) {
     }
 }
 
+/// `get var proc.<name>`: HAProxy's `<name>: type=<t> value=<v>` line.
+fn get_var(api: &Api, name: &str, out: &mut String) {
+    use crate::rules::sample::Value;
+    if name.is_empty() {
+        out.push_str("Missing process-wide variable identifier.\n");
+        return;
+    }
+    let found = name
+        .strip_prefix("proc.")
+        .and_then(|n| api.shared.frontends.first().and_then(|fe| fe.proc_vars.get(n)));
+    let Some(v) = found else {
+        out.push_str("Variable not found.\n");
+        return;
+    };
+    let ty = match &v {
+        Value::Str(_) => "str",
+        Value::Int(_) => "sint",
+        Value::Ip(std::net::IpAddr::V4(_)) => "ipv4",
+        Value::Ip(_) => "ipv6",
+        Value::Bool(_) => "bool",
+    };
+    let _ = write!(out, "{name}: type={ty} value=<{}>", String::from_utf8_lossy(&v.as_bytes()));
+}
+
 fn frontend_state(api: &Api, args: &[String], out: &mut String) {
     let name = args.get(2).map_or("", String::as_str);
     if name.is_empty() {
@@ -399,7 +441,8 @@ fn frontend_state(api: &Api, args: &[String], out: &mut String) {
         out.push_str("No such frontend.\n");
         return;
     };
-    let disable = args[0] == "disable";
+    // `shutdown frontend` stops it as `disable` does (its sockets stay, quiet).
+    let disable = args[0] != "enable";
     let was = fe.disabled.swap(disable, Ordering::Relaxed);
     if disable && was {
         out.push_str("Frontend was already shut down.\n");

@@ -129,6 +129,10 @@ impl ProcVars {
             m.remove(name);
         }
     }
+    /// A variable's value (the runtime API's `get var`).
+    pub fn get(&self, name: &str) -> Option<Value<'static>> {
+        self.0.read().ok()?.get(name).cloned()
+    }
 }
 
 /// What fetches can see of a transaction.

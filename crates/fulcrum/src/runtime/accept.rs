@@ -128,6 +128,10 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
         // the sessions run before more are taken.
         let mut taken = 0;
         while taken < shared.max_accept {
+            // `disable frontend` also stops a loop that was already woken.
+            if ws.frontend.disabled.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
             taken += 1;
             ws.bind.limit.acquire().await;
             ws.frontend.limit.acquire().await;

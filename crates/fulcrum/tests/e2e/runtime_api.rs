@@ -427,3 +427,44 @@ fn an_endless_line_is_refused_and_the_api_keeps_answering() {
     assert_eq!(out, "Command line too big.\n\n");
     assert_eq!(api.cmd("show cli level"), "admin\n\n");
 }
+
+/// `get var`, `show env` and `shutdown frontend` answer as HAProxy's.
+#[test]
+fn variables_environment_and_frontend_shutdown_answer_as_haproxy_s() {
+    let cfg = "
+global
+    stats socket {sock} level admin
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {fe0}
+    http-request set-var(proc.hits) int(42)
+    http-request set-var(proc.name) str(hello)
+    http-request return status 200
+";
+    let script = [
+        "get var proc.hits",
+        "get var proc.name",
+        "get var proc.nope",
+        "get var txn.x",
+        "get var",
+        "show env FULCRUM_SURELY_UNSET_VAR",
+        "shutdown frontend zz",
+        "shutdown frontend fe",
+        "shutdown frontend fe",
+    ];
+    let mut answers = Vec::new();
+    for which in ["fulcrum", "haproxy"] {
+        let Some(api) = start(which, "api-vars", cfg) else { continue };
+        assert_eq!(http_get(api.addrs[0], "/").map(|r| r.0), Some(200), "{which}");
+        let got: Vec<String> = script.iter().map(|c| format!("{c} => {}", api.cmd(c))).collect();
+        answers.push(got);
+    }
+    assert_eq!(answers[0][0], "get var proc.hits => proc.hits: type=sint value=<42>\n");
+    if let Some(h) = answers.get(1) {
+        same(&answers[0], h, "get var, show env, shutdown frontend");
+    }
+}

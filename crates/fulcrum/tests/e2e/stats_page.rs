@@ -68,6 +68,9 @@ fn the_page_s_csv_is_haproxy_s_behind_basic_authentication() {
         assert_eq!(field(off, "status"), Some("MAINT"), "{which}");
         let (_, _, html) = get(page, "/st", auth);
         assert!(html.contains("<table") && html.contains("dead"), "{which}: an HTML page");
+        // The page's own proxy counts the polls above, which depend on timing: left out.
+        let csv: String =
+            csv.lines().filter(|l| !l.starts_with("stats,")).map(|l| format!("{l}\n")).collect();
         seen.push((header, shape(&csv)));
     }
     if let Some(h) = seen.get(1) {
