@@ -155,11 +155,57 @@ fn set_server(be: &Backend, idx: usize, args: &[String], out: &mut String) {
             };
             be.change_server(idx, Change::Force { agent: true, oper });
         }
-        "addr" | "agent-addr" | "agent-port" | "agent-send" | "check-addr" | "check-port"
-        | "fqdn" | "ssl" => {
+        "addr" => set_addr(be, idx, &args[1..], out),
+        "agent-addr" | "agent-port" | "agent-send" | "check-addr" | "check-port" | "fqdn"
+        | "ssl" => {
             let _ = writeln!(out, "'set server <srv> {}' is not supported by Fulcrum yet.", a(0));
         }
         _ => out.push_str("usage: set server <backend>/<server> addr | agent | agent-addr | agent-port | agent-send | check-addr | check-port | fqdn | health | ssl | state | weight\n"),
+    }
+}
+
+/// `set server <b>/<s> addr <ip> [port <port>]`, with HAProxy's report of what changed.
+fn set_addr(be: &Backend, idx: usize, args: &[String], out: &mut String) {
+    use crate::server::Target;
+    let srv = &be.servers[idx];
+    let Some(text) = args.first() else {
+        out.push_str("set server <b>/<s> addr requires an address and optionally a port.\n");
+        return;
+    };
+    let Ok(ip) = text.parse::<std::net::IpAddr>() else {
+        let _ = writeln!(out, "Invalid addr '{text}' by 'stats socket command'");
+        return;
+    };
+    let (old_ip, old_port) = match srv.target() {
+        Target::Inet(a) => (Some(a.ip()), a.port()),
+        Target::InetRelative { ip, .. } => (Some(ip), 0),
+        _ => (None, 0),
+    };
+    let mut msg = match old_ip {
+        Some(o) if o == ip => "no need to change the addr".to_string(),
+        Some(o) => format!("IP changed from '{o}' to '{ip}'"),
+        None => format!("IP changed from '-' to '{ip}'"),
+    };
+    let mut port = old_port;
+    if args.get(1).map(String::as_str) == Some("port") {
+        let p = args.get(2).map_or("", String::as_str);
+        match p.parse::<u16>() {
+            Ok(p) if p == old_port => msg.push_str(", no need to change the port"),
+            Ok(p) => {
+                let _ = write!(msg, ", port changed from '{old_port}' to '{p}'");
+                port = p;
+            }
+            Err(_) => {
+                let _ = write!(msg, ", problem converting port '{p}' to an int");
+            }
+        }
+    }
+    let _ = writeln!(out, "{msg} by 'stats socket command'");
+    let new = std::net::SocketAddr::new(ip, port);
+    if old_ip != Some(ip) || port != old_port {
+        srv.set_target(Target::Inet(new));
+        // A server that had no address leaves the maintenance it was put in for that.
+        be.change_server(idx, Change::ClearAdmin { flag: Admin::RMAINT });
     }
 }
 
@@ -219,7 +265,7 @@ fn show_state(api: &Api, only: &str, out: &mut String) {
     for be in bes {
         for srv in &be.servers {
             let r = srv.state().clone();
-            let (addr, port) = match &srv.target {
+            let (addr, port) = match &srv.target() {
                 crate::server::Target::Inet(a) => (a.ip().to_string(), a.port()),
                 crate::server::Target::InetRelative { ip, .. } => (ip.to_string(), 0),
                 _ => ("-".to_string(), 0),
@@ -274,7 +320,7 @@ fn show_conn(api: &Api, only: &str, out: &mut String) {
     let _ = writeln!(out, "# bkname/svname bkid/svid addr port - purge_delay used_cur used_max need_est unsafe_nb safe_nb idle_lim idle_cur idle_per_thr[{threads}]");
     for be in bes {
         for srv in &be.servers {
-            let (addr, port) = match &srv.target {
+            let (addr, port) = match &srv.target() {
                 crate::server::Target::Inet(a) => (a.ip().to_string(), a.port()),
                 _ => ("-".to_string(), 0),
             };

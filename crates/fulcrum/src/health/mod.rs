@@ -101,10 +101,17 @@ pub async fn task(job: Job, bufsize: usize) {
 async fn checks(job: &Job, bufsize: usize) {
     let agent = job.kind == Kind::Agent;
     let be = &job.backend;
-    let Some(plan) = check_plan(be, job.idx, agent, bufsize) else { return };
+    let mut addr_gen = be.servers[job.idx].addr_gen();
+    let Some(mut plan) = check_plan(be, job.idx, agent, bufsize) else { return };
     let mut rng = crate::backend::random_u64() | 1;
     let mut scratch = run::Scratch::default();
     loop {
+        // The server moved (`set server ... addr`): check the new address.
+        if be.servers[job.idx].addr_gen() != addr_gen {
+            addr_gen = be.servers[job.idx].addr_gen();
+            let Some(p) = check_plan(be, job.idx, agent, bufsize) else { return };
+            plan = p;
+        }
         let (paused, inter, up) = {
             let r = be.servers[job.idx].state();
             let c = if agent { r.agent.as_ref() } else { r.check.as_ref() };
@@ -199,7 +206,7 @@ fn check_plan(be: &Backend, idx: usize, agent: bool, bufsize: usize) -> Option<C
         let c = p.check.as_ref()?;
         (c.port, p.check_addr, c.inter, c.send_proxy)
     };
-    let dest = match &s.target {
+    let dest = match &s.target() {
         Target::Unix(path) if port.is_none() && ip_override.is_none() => {
             run::Dest::Unix(path.clone())
         }
@@ -266,7 +273,7 @@ fn send_state(be: &Backend, idx: usize) -> String {
             }
         }
     };
-    let (addr, port) = match &s.target {
+    let (addr, port) = match &s.target() {
         Target::Inet(a) => (a.ip().to_string(), a.port().to_string()),
         Target::InetRelative { ip, .. } => (ip.to_string(), "0".to_string()),
         Target::Unix(p) => (p.display().to_string(), String::new()),

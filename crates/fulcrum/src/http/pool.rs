@@ -65,6 +65,8 @@ pub struct Idle {
     since: u32,
     backend: Arc<Backend>,
     idx: usize,
+    /// The server's address generation when it was made.
+    addr_gen: u32,
 }
 
 impl Idle {
@@ -173,7 +175,9 @@ pub fn take(be: &Arc<Backend>, idx: usize, min_requests: u32, check: bool) -> Op
             let idle = list.swap_remove(i);
             idle.server().idle_conns.fetch_sub(1, Ordering::Relaxed);
             *total -= 1;
-            if !check || super::io::idle_is_clean(&idle.stream) {
+            // Made for the server's previous address: closed.
+            let moved = idle.addr_gen != idle.server().addr_gen();
+            if !moved && (!check || super::io::idle_is_clean(&idle.stream)) {
                 return Some(idle);
             }
             // Closed by the server (or it sent something unexpected): drop it, look on.
@@ -201,7 +205,8 @@ pub fn put(be: &Arc<Backend>, idx: usize, stream: Stream, requests: u32) {
         p.total += 1;
         server.idle_conns.fetch_add(1, Ordering::Relaxed);
         let since = p.purges;
-        let idle = Idle { stream, requests, since, backend: Arc::clone(be), idx };
+        let addr_gen = server.addr_gen();
+        let idle = Idle { stream, requests, since, backend: Arc::clone(be), idx, addr_gen };
         p.by_server.entry(key(be, idx)).or_default().push(idle);
     });
 }

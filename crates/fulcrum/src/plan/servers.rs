@@ -70,7 +70,7 @@ pub fn build(p: &cfg::Proxy, errors: &mut Vec<String>, warnings: &mut Vec<String
             if s.disabled {
                 maint |= Admin::FMAINT | Admin::CMAINT;
             }
-            if unresolved.is_some() || matches!(srv.target, Target::Unresolved) {
+            if unresolved.is_some() || matches!(srv.target(), Target::Unresolved) {
                 maint |= Admin::RMAINT;
             }
             if maint != 0 {

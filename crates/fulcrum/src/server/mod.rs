@@ -96,7 +96,11 @@ pub struct Server {
     pub name: String,
     /// Stable number in its backend (`id`, or assigned in order as HAProxy does).
     pub id: u32,
-    pub target: Target,
+    /// Where connections go; changed at run time by `set server ... addr`.
+    target: std::sync::RwLock<Target>,
+    /// Bumped at each address change: idle connections and checks made for an older
+    /// address are not used any more.
+    addr_gen: AtomicU32,
     /// 0: unlimited.
     pub maxqueue: u32,
     pub backup: bool,
@@ -127,7 +131,8 @@ impl Server {
         let s = Self {
             name,
             id: 0,
-            target,
+            target: std::sync::RwLock::new(target),
+            addr_gen: AtomicU32::new(0),
             maxqueue,
             backup: false,
             hot: Hot {
@@ -148,6 +153,22 @@ impl Server {
         };
         s.publish(&s.state(), Instant::now());
         s
+    }
+
+    /// Where connections to it go now.
+    pub fn target(&self) -> Target {
+        self.target.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Moves it (the runtime API's `set server ... addr`).
+    pub fn set_target(&self, t: Target) {
+        *self.target.write().unwrap_or_else(|e| e.into_inner()) = t;
+        self.addr_gen.fetch_add(1, Ordering::Release);
+    }
+
+    /// Which address generation it is at (see [`Server::set_target`]).
+    pub fn addr_gen(&self) -> u32 {
+        self.addr_gen.load(Ordering::Acquire)
     }
 
     /// The state record, locked (for the status entry point, checks and reports; never the

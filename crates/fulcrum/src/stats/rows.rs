@@ -308,7 +308,7 @@ pub fn server_status(srv: &Server, rec: &crate::server::Record) -> String {
 
 /// A server's address as the stats show it (`addr`).
 pub fn server_addr(srv: &Server) -> Option<String> {
-    match &srv.target {
+    match &srv.target() {
         Target::Inet(a) => Some(a.to_string()),
         Target::InetRelative { ip, offset } => Some(match offset {
             0 => format!("{ip}:0"),

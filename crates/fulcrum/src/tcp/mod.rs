@@ -200,7 +200,8 @@ pub async fn connect_server_reusing(
             slot.track(&stream);
             return Ok((slot, stream, requests));
         }
-        let endpoint = slot.server().target.resolve(dst_port);
+        let target = slot.server().target();
+        let endpoint = target.resolve(dst_port);
         let err =
             match connect(endpoint, be.timeouts.connect, be.server_bufs, be.server_tcpka).await {
                 Ok(stream) => {

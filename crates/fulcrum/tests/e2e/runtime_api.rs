@@ -468,3 +468,47 @@ frontend fe
         same(&answers[0], h, "get var, show env, shutdown frontend");
     }
 }
+
+/// `set server ... addr` answers as HAProxy's and moves live traffic (new connections, idle
+/// ones made for the old address are not reused).
+#[test]
+fn set_server_addr_moves_traffic_and_reports_as_haproxy_does() {
+    let a = testserver("http", "a");
+    let b = testserver("http", "b");
+    let cfg = format!(
+        "
+global
+    stats socket {{sock}} level admin
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+listen app
+    bind {{fe0}}
+    server s1 {}
+",
+        a.addr
+    );
+    let bp = b.addr.port();
+    let script = [
+        "set server app/s1 addr".to_string(),
+        "set server app/s1 addr foo".into(),
+        "set server app/s1 addr 127.0.0.1".into(),
+        format!("set server app/s1 addr 127.0.0.1 port {bp}"),
+        format!("set server app/s1 addr 127.0.0.1 port {bp}"),
+    ];
+    let mut answers = Vec::new();
+    for which in ["fulcrum", "haproxy"] {
+        let Some(api) = start(which, "api-addr", &cfg) else { continue };
+        assert_eq!(servers_of(api.addrs[0], 2), ["a", "a"], "{which}");
+        let got: Vec<String> = script.iter().map(|c| format!("{c} => {}", api.cmd(c))).collect();
+        assert_eq!(servers_of(api.addrs[0], 3), ["b", "b", "b"], "{which}: traffic follows");
+        let state = api.cmd("show servers state app");
+        assert!(state.contains(&format!(" {bp} ")), "{which}: {state}");
+        answers.push(got);
+    }
+    if let Some(h) = answers.get(1) {
+        same(&answers[0], h, "set server addr");
+    }
+}
