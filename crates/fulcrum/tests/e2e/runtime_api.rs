@@ -512,3 +512,58 @@ listen app
         same(&answers[0], h, "set server addr");
     }
 }
+
+/// Denied requests and request errors are counted where HAProxy counts them.
+#[test]
+fn denials_and_request_errors_show_in_the_counters_as_in_haproxy() {
+    let a = testserver("http", "a");
+    let cfg = format!(
+        "
+global
+    stats socket {{sock}} level admin
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {{fe0}}
+    http-request deny if {{ path /no }}
+    default_backend be
+backend be
+    server a {}
+",
+        a.addr
+    );
+    let fields = ["dreq", "dresp", "ereq", "hrsp_2xx", "hrsp_4xx", "hrsp_5xx", "req_tot", "stot"];
+    let mut seen = Vec::new();
+    for which in ["fulcrum", "haproxy"] {
+        let Some(api) = start(which, "api-denials", &cfg) else { continue };
+        for path in ["/", "/no", "/yes", "/no"] {
+            let _ = http_get(api.addrs[0], path);
+        }
+        // A malformed request: a request error.
+        let mut s = std::net::TcpStream::connect(api.addrs[0]).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        let _ = s.write_all(b"GET / HTTP/1.1\r\nHost: a\r\nBad Header\r\n\r\n");
+        let mut sink = Vec::new();
+        let _ = s.read_to_end(&mut sink);
+        let (_, rows) = csv_rows(&api.cmd("show stat"));
+        let pick = |px: &str, sv: &str| -> Vec<String> {
+            let r = rows
+                .iter()
+                .find(|r| field(r, "pxname") == Some(px) && field(r, "svname") == Some(sv))
+                .expect("row");
+            fields.iter().map(|f| format!("{f}={}", field(r, f).unwrap_or(""))).collect()
+        };
+        seen.push((pick("fe", "FRONTEND"), pick("be", "BACKEND")));
+    }
+    let (fe, be) = &seen[0];
+    assert!(fe.contains(&"dreq=2".to_string()), "{fe:?}");
+    assert!(fe.contains(&"ereq=1".to_string()), "{fe:?}");
+    assert!(be.contains(&"hrsp_2xx=2".to_string()), "{be:?}");
+    if let Some(h) = seen.get(1) {
+        same(fe, &h.0, "frontend counters");
+        same(be, &h.1, "backend counters");
+    }
+}

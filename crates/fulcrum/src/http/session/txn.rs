@@ -443,7 +443,13 @@ impl Session<'_> {
                     Built::Bytes(crate::stats::prometheus::offloaded(self.req.target()).await)
                 }
                 Verdict::Redirect(rd) => Built::Bytes(self.build_redirect(rd, be)),
-                Verdict::RewriteFailed => Built::Status(500),
+                Verdict::RewriteFailed => {
+                    Counters::inc(&self.fe.counters.failed_rewrites);
+                    if let Some(b) = be {
+                        Counters::inc(&b.counters.failed_rewrites);
+                    }
+                    Built::Status(500)
+                }
                 Verdict::Drop => {
                     self.o.end(cause, phase);
                     return Some(Next::Close);
@@ -548,7 +554,11 @@ impl Session<'_> {
                     Built::Bytes(self.build_reply(rp, Some(be)))
                 }
                 Verdict::Redirect(rd) => Built::Bytes(self.build_redirect(rd, Some(be))),
-                Verdict::RewriteFailed => Built::Status(500),
+                Verdict::RewriteFailed => {
+                    Counters::inc(&fe.counters.failed_rewrites);
+                    Counters::inc(&be.counters.failed_rewrites);
+                    Built::Status(500)
+                }
             };
             return Some(built);
         }
