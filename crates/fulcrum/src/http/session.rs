@@ -313,10 +313,8 @@ pub async fn serve(
             }
             Ok(Read::Closed) => break,
             Err(refused) => {
-                // HAProxy counts a request once bytes of it arrived, valid or not.
-                if !refused.null {
-                    Counters::inc(&fe.counters.requests);
-                }
+                // HAProxy counts a request it could not read too (even one that never came).
+                Counters::inc(&fe.counters.requests);
                 if refused.answer {
                     s.answer_raw(refused.status).await;
                 }
