@@ -448,7 +448,7 @@ pub static BIND_OPTIONS: &[Keyword] = &[
     g("curves", NotYet),
     g("defer-accept", NotYet),
     g("ecdhe", NotYet),
-    g("expose-fd", Supported),
+    g("expose-fd", Partial("accepted: a new process takes the listening sockets over with pidfd_getfd (-sf), without -x")),
     g("force-sslv3", NotYet),
     g("force-tlsv10", NotYet),
     g("force-tlsv11", NotYet),
