@@ -131,6 +131,16 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
         }
         "max-spread-checks" => max_spread_checks(line, g, diags),
         "hard-stop-after" | "grace" => process_time(line, g, diags),
+        // One process that reloads itself: the master-worker mode's behaviour without a master.
+        "master-worker" => {
+            let arg = line.arg(1);
+            if !arg.is_empty() && arg != "no-exit-on-failure" {
+                diags.alert(line, "'master-worker' only supports 'no-exit-on-failure' option");
+            }
+        }
+        "mworker-max-reloads" => {
+            let _ = int_arg(line, 1, kw, diags);
+        }
         "set-dumpable" => {
             if no_extra(line, 1, kw, diags) {
                 g.set_dumpable = true;

@@ -87,7 +87,7 @@ pub static GLOBAL: &[Keyword] = &[
     g("lua-load", NotYet),
     g("lua-load-per-thread", NotYet),
     g("lua-prepend-path", NotYet),
-    g("mworker-max-reloads", NotYet),
+    g("mworker-max-reloads", Partial("accepted and ignored: Fulcrum reloads in place, there are no old workers to count")),
     g("nbthread", Supported),
     g("node", Supported),
     g("numa-cpu-mapping", NotYet),
@@ -207,7 +207,7 @@ pub static GLOBAL: &[Keyword] = &[
     g("tune.zlib.windowsize", NotYet),
     g("quiet", NotYet),
     g("zero-warning", NotYet),
-    g("master-worker", NotYet),
+    g("master-worker", Partial("accepted (as -W): Fulcrum is one process that reloads in place on SIGUSR2 or `reload`; see the command-line note")),
     g("nbproc", Obsolete("nbproc is not supported any more since HAProxy 2.5. Threads will automatically be used on multi-processor machines if available.")),
 ];
 
@@ -738,6 +738,7 @@ pub fn compat_markdown() -> String {
     out.push_str("Notes:\n\n");
     out.push_str("- When `balance` is omitted the algorithm is `roundrobin`, as in HAProxy.\n");
     out.push_str("- `version_atleast()` / `version_before()` compare against `2.6` (missing components are 0).\n");
+    out.push_str("- Command line: `-W` and `-Ws` (master-worker) are accepted: Fulcrum is one process that reloads itself in place on SIGUSR2 or the runtime API's `reload` (server states, counters, idle server connections and listening sockets kept; live sessions finish on the old configuration), and `-Ws` sends systemd `READY=1`/`RELOADING=1` notifications and stays in the foreground, so Debian's `haproxy.service` (`-Ws ... -S ...`, `ExecReload=kill -USR2`) works unchanged. `-S <socket>[,mode,<m>,user,<u>,group,<g>,level,<l>]` serves the runtime API (admin level) as HAProxy's master CLI: a leading `@<n>` is skipped and `reload` answers `Success=1`/`Success=0`, `--`, then the messages. Under `chroot` the files cannot be read again: the reload is refused (restart with `-sf`); `nbthread`, `cpu-map`, global `maxconn`, `user`/`group`, `stats socket` changes wait for a restart (a warning says so).\n");
     out.push_str(
         "- Two `bind` lines on exactly the same address (or unix path, or fd) are an error; ",
     );

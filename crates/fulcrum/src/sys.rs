@@ -281,6 +281,40 @@ pub fn inherit_fd(fd: RawFd) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Duplicates one of this process's own descriptors (close-on-exec): an in-process reload
+/// takes the listening sockets that stay, and `fd@<n>` sockets, this way.
+pub fn dup_fd(fd: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: F_DUPFD_CLOEXEC reads no memory; the result is checked and owned here.
+    let new = check(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) })?;
+    // SAFETY: a fresh descriptor owned by this process.
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+}
+
+/// Tells the service manager about the process (systemd's `sd_notify`: `READY=1`,
+/// `RELOADING=1`, `STOPPING=1`) when it asked for it with `NOTIFY_SOCKET` (`-Ws` units of
+/// `Type=notify`); does nothing otherwise.
+pub fn notify_service(state: &str) {
+    let Some(path) = std::env::var_os("NOTIFY_SOCKET") else { return };
+    let Ok(sock) = std::os::unix::net::UnixDatagram::unbound() else { return };
+    let bytes = std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str());
+    if let Some(name) = bytes.strip_prefix(b"@") {
+        use std::os::linux::net::SocketAddrExt;
+        if let Ok(addr) = std::os::unix::net::SocketAddr::from_abstract_name(name) {
+            let _ = sock.send_to_addr(state.as_bytes(), &addr);
+        }
+    } else {
+        let _ = sock.send_to(state.as_bytes(), &path);
+    }
+}
+
+/// CLOCK_MONOTONIC in microseconds (systemd's `MONOTONIC_USEC` of a reload notification).
+pub fn monotonic_usec() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1000
+}
+
 /// Duplicates descriptor `target_fd` of process `pid` into this process (Linux >= 5.6,
 /// `pidfd_getfd`). Used by `-sf` to take over the old process's listening sockets, so that
 /// connections waiting in their accept queues are not lost.

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use fulcrum_config::CliLevel;
 
-use super::{Api, Session};
+use super::{Session, View};
 use crate::stats::{render, rows, ObjType};
 
 /// One command: its leading words, the level it needs, its usage and help text.
@@ -38,6 +38,7 @@ const COMMANDS: &[Cmd] = &[
     Cmd { words: &["get", "var"], level: Operator, usage: "get var <name>", help: "retrieve contents of a process-wide variable" },
     Cmd { words: &["get", "weight"], level: User, usage: "get weight <bk>/<srv>", help: "report a server's current weight" },
     Cmd { words: &["operator"], level: User, usage: "operator", help: "lower the level of the current CLI session to operator" },
+    Cmd { words: &["reload"], level: Admin, usage: "reload", help: "read the configuration again and apply it in this process, keeping server states" },
     Cmd { words: &["set", "map"], level: Operator, usage: "set map <map> [<key>|#<ref>] <value>", help: "modify a map entry" },
     Cmd { words: &["set", "maxconn", "frontend"], level: Admin, usage: "set maxconn frontend <frontend> <value>", help: "change a frontend's maxconn setting" },
     Cmd { words: &["set", "maxconn", "global"], level: Admin, usage: "set maxconn global <value>", help: "change the per-process maxconn setting" },
@@ -193,7 +194,7 @@ fn find(args: &[String]) -> Option<&'static Cmd> {
 }
 
 /// Runs one command, writing its answer into `out`.
-pub fn run(api: &Api, sess: &mut Session, line: &str, out: &mut String) {
+pub fn run(sess: &mut Session, line: &str, out: &mut String) {
     let args = words(line);
     let a = |i: usize| args.get(i).map_or("", String::as_str);
     match a(0) {
@@ -215,6 +216,9 @@ pub fn run(api: &Api, sess: &mut Session, line: &str, out: &mut String) {
         out.push_str("Permission denied\n");
         return;
     }
+    // The plan current when the command runs (a reload may replace it between commands).
+    let Some(shared) = crate::runtime::shared() else { return };
+    let api = &View { shared };
     match cmd.words {
         ["operator"] | ["user"] => {
             let want = if a(0) == "user" { User } else { Operator };
@@ -224,6 +228,7 @@ pub fn run(api: &Api, sess: &mut Session, line: &str, out: &mut String) {
                 sess.level = want;
             }
         }
+        ["reload"] => sess.reload = true, // answered by the session, once the main loop did it
         ["show", "cli", "level"] => out.push_str(match sess.level {
             User => "user\n",
             Operator => "operator\n",
@@ -324,7 +329,7 @@ fn atoi(s: &str) -> i64 {
     }
 }
 
-fn show_info(api: &Api, opts: &[String], out: &mut String) {
+fn show_info(api: &View, opts: &[String], out: &mut String) {
     let lines = crate::stats::info::lines(&api.shared.process, &api.shared);
     if opts.iter().any(|o| o == "json") {
         render::info_json(out, &lines);
@@ -337,7 +342,7 @@ fn show_info(api: &Api, opts: &[String], out: &mut String) {
 
 /// `show stat [<iid> <type> <sid>] [typed|json|up|no-maint]`: HAProxy's filters (`-1` for
 /// any proxy or server; type a mask: 1 frontends, 2 backends, 4 servers).
-fn show_stat(api: &Api, level: CliLevel, args: &[String], out: &mut String) {
+fn show_stat(api: &View, level: CliLevel, args: &[String], out: &mut String) {
     let mut iid = -1i64;
     let mut mask = 7u32;
     let mut sid = -1i64;
@@ -408,7 +413,7 @@ fn set_timeout(sess: &mut Session, args: &[String], out: &mut String) {
 }
 
 /// `get var proc.<name>`: HAProxy's `<name>: type=<t> value=<v>` line.
-fn get_var(api: &Api, name: &str, out: &mut String) {
+fn get_var(api: &View, name: &str, out: &mut String) {
     use crate::rules::sample::Value;
     if name.is_empty() {
         out.push_str("Missing process-wide variable identifier.\n");
@@ -431,7 +436,7 @@ fn get_var(api: &Api, name: &str, out: &mut String) {
     let _ = write!(out, "{name}: type={ty} value=<{}>", String::from_utf8_lossy(&v.as_bytes()));
 }
 
-fn frontend_state(api: &Api, args: &[String], out: &mut String) {
+fn frontend_state(api: &View, args: &[String], out: &mut String) {
     let name = args.get(2).map_or("", String::as_str);
     if name.is_empty() {
         out.push_str("A frontend name is expected.\n");
@@ -453,7 +458,7 @@ fn frontend_state(api: &Api, args: &[String], out: &mut String) {
     }
 }
 
-fn set_rate_limit(api: &Api, args: &[String], out: &mut String) {
+fn set_rate_limit(api: &View, args: &[String], out: &mut String) {
     let a = |i: usize| args.get(i).map_or("", String::as_str);
     if a(2) != "sessions" || a(3) != "global" {
         out.push_str("'set rate-limit' only supports :\n   - 'sessions global' to set the per-process maximum session rate\n");
@@ -488,8 +493,14 @@ mod tests {
 
     #[test]
     fn an_unknown_command_gets_close_suggestions_then_the_fixed_lines() {
-        let sess =
-            Session { level: Admin, prompt: false, timeout: Default::default(), quit: false };
+        let sess = Session {
+            level: Admin,
+            prompt: false,
+            timeout: Default::default(),
+            quit: false,
+            reload: false,
+            master: false,
+        };
         let mut out = String::new();
         usage(&sess, &words("show stats"), false, &mut out);
         assert!(out.starts_with(

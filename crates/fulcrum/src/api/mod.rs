@@ -31,16 +31,22 @@ pub struct ApiSocket {
     pub socket: socket2::Socket,
     pub level: CliLevel,
     pub unix: bool,
+    /// Opened by `-S` (HAProxy's master CLI).
+    pub master: bool,
 }
 
 /// What every runtime API session shares.
 #[derive(Debug)]
 pub struct Api {
-    pub shared: Arc<Shared>,
     /// `stats timeout`.
     pub timeout: Duration,
     /// `stats maxconn` (per socket).
     pub maxconn: u32,
+}
+
+/// The current plan's state, as one command sees it.
+pub struct View {
+    pub shared: Arc<Shared>,
 }
 
 /// The state of one session.
@@ -49,6 +55,11 @@ pub struct Session {
     pub prompt: bool,
     pub timeout: Duration,
     pub quit: bool,
+    /// `reload` was asked for: the session waits for the main loop's report.
+    pub reload: bool,
+    /// A `-S` (master CLI) socket: a leading `@<process>` word is accepted and skipped (this
+    /// one process is every worker).
+    pub master: bool,
 }
 
 /// Starts serving the sockets on the current event loop.
@@ -56,7 +67,7 @@ pub fn start(api: Arc<Api>, sockets: Vec<ApiSocket>) {
     for s in sockets {
         let api = Arc::clone(&api);
         tokio::spawn(async move {
-            let level = s.level;
+            let (level, master) = (s.level, s.master);
             let active = Arc::new(AtomicU32::new(0));
             // An accept error (out of descriptors...) pauses the socket; it never ends it.
             let pause = || tokio::time::sleep(Duration::from_millis(100));
@@ -65,7 +76,7 @@ pub fn start(api: Arc<Api>, sockets: Vec<ApiSocket>) {
                 let Ok(l) = tokio::net::UnixListener::from_std(std) else { return };
                 loop {
                     match l.accept().await {
-                        Ok((conn, _)) => spawn(Arc::clone(&api), conn, level, &active),
+                        Ok((conn, _)) => spawn(Arc::clone(&api), conn, level, master, &active),
                         Err(_) => pause().await,
                     }
                 }
@@ -74,7 +85,7 @@ pub fn start(api: Arc<Api>, sockets: Vec<ApiSocket>) {
                 let Ok(l) = tokio::net::TcpListener::from_std(std) else { return };
                 loop {
                     match l.accept().await {
-                        Ok((conn, _)) => spawn(Arc::clone(&api), conn, level, &active),
+                        Ok((conn, _)) => spawn(Arc::clone(&api), conn, level, master, &active),
                         Err(_) => pause().await,
                     }
                 }
@@ -83,7 +94,7 @@ pub fn start(api: Arc<Api>, sockets: Vec<ApiSocket>) {
     }
 }
 
-fn spawn<S>(api: Arc<Api>, conn: S, level: CliLevel, active: &Arc<AtomicU32>)
+fn spawn<S>(api: Arc<Api>, conn: S, level: CliLevel, master: bool, active: &Arc<AtomicU32>)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
 {
@@ -102,7 +113,7 @@ where
     let slot = Slot(Arc::clone(active));
     tokio::spawn(async move {
         let _slot = slot;
-        serve(&api, conn, level).await;
+        serve(&api, conn, level, master).await;
     });
 }
 
@@ -126,13 +137,32 @@ pub fn split_commands(line: &str) -> Vec<String> {
     out
 }
 
-async fn serve<S>(api: &Api, conn: S, level: CliLevel)
+/// Asks the main loop for a reload and reports as HAProxy's master CLI does: `Success=1` or
+/// `Success=0`, a `--` line, then the messages of the reload.
+async fn reload_report(out: &mut String) {
+    let report = match crate::runtime::request_reload() {
+        Some(rx) => rx.await.unwrap_or_else(|_| Err(vec!["The reload was interrupted.".into()])),
+        None => Err(vec!["The process is not running yet.".into()]),
+    };
+    let (ok, lines) = match report {
+        Ok(l) => (1, l),
+        Err(l) => (0, l),
+    };
+    out.push_str(&format!("Success={ok}\n--\n"));
+    for l in lines {
+        out.push_str(&l);
+        out.push('\n');
+    }
+}
+
+async fn serve<S>(api: &Api, conn: S, level: CliLevel, master: bool)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite,
 {
     let (rd, mut wr) = tokio::io::split(conn);
     let mut rd = BufReader::new(rd);
-    let mut sess = Session { level, prompt: false, timeout: api.timeout, quit: false };
+    let mut sess =
+        Session { level, prompt: false, timeout: api.timeout, quit: false, reload: false, master };
     let mut line = Vec::new();
     loop {
         line.clear();
@@ -156,7 +186,14 @@ where
             return;
         }
         for cmd in split_commands(text) {
-            commands::run(api, &mut sess, cmd.trim(), &mut out);
+            let mut cmd = cmd.trim();
+            if sess.master && cmd.starts_with('@') {
+                cmd = cmd.split_once(' ').map_or("", |(_, rest)| rest.trim_start());
+            }
+            commands::run(&mut sess, cmd, &mut out);
+            if std::mem::take(&mut sess.reload) {
+                reload_report(&mut out).await;
+            }
             if sess.quit {
                 let _ = tokio::time::timeout(sess.timeout, wr.write_all(out.as_bytes())).await;
                 return;

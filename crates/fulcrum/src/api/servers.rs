@@ -5,13 +5,13 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::Api;
+use super::View;
 use crate::backend::status::{parse_weight, Change};
 use crate::backend::Backend;
 use crate::server::state::{Admin, Oper};
 
 /// Finds `<backend>/<server>` with HAProxy's messages.
-fn lookup<'a>(api: &'a Api, arg: &str) -> Result<(&'a Arc<Backend>, usize), &'static str> {
+fn lookup<'a>(api: &'a View, arg: &str) -> Result<(&'a Arc<Backend>, usize), &'static str> {
     let Some((b, s)) = arg.split_once('/') else { return Err("Require 'backend/server'.\n") };
     let Some(be) = api.shared.backends.iter().find(|x| x.name == b) else {
         return Err("No such backend.\n");
@@ -22,7 +22,7 @@ fn lookup<'a>(api: &'a Api, arg: &str) -> Result<(&'a Arc<Backend>, usize), &'st
     Ok((be, idx))
 }
 
-pub fn run(api: &Api, words: &[&str], args: &[String], out: &mut String) {
+pub fn run(api: &View, words: &[&str], args: &[String], out: &mut String) {
     let a = |i: usize| args.get(i).map_or("", String::as_str);
     match words {
         ["show", "servers", "state"] => return show_state(api, a(3), out),
@@ -251,7 +251,7 @@ fn check_state(c: Option<&crate::server::state::Check>) -> u8 {
     }
 }
 
-fn show_state(api: &Api, only: &str, out: &mut String) {
+fn show_state(api: &View, only: &str, out: &mut String) {
     let bes: Vec<&Arc<Backend>> = if only.is_empty() {
         api.shared.backends.iter().collect()
     } else {
@@ -307,7 +307,7 @@ fn show_state(api: &Api, only: &str, out: &mut String) {
     }
 }
 
-fn show_conn(api: &Api, only: &str, out: &mut String) {
+fn show_conn(api: &View, only: &str, out: &mut String) {
     let bes: Vec<&Arc<Backend>> = if only.is_empty() {
         api.shared.backends.iter().collect()
     } else {

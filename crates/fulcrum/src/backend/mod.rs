@@ -71,13 +71,16 @@ pub struct Backend {
     pub redispatch: bool,
     pub abortonclose: bool,
     pub timeouts: BackendTimeouts,
-    pub counters: Counters,
+    /// Shared with the backend of the same name of the plan before a reload.
+    pub counters: Arc<Counters>,
     /// `mode http` settings; `None` in `mode tcp`.
     pub http: Option<Box<crate::http::HttpProxy>>,
     /// ACLs and rules of the backend section.
     pub rules: crate::rules::ProxyRules,
     /// Its rules or headers read the client connection's local address.
     pub uses_dst: bool,
+    /// A reload replaced it (its sessions' idle server connections go to its successor).
+    pub retired: std::sync::atomic::AtomicBool,
     /// `tune.rcvbuf.server` / `tune.sndbuf.server` (global), for its server connections.
     pub server_bufs: fulcrum_config::SocketBuffers,
     /// `option srvtcpka` (or `tcpka`) and `srvtcpka-*`.
@@ -283,10 +286,11 @@ impl Backend {
             redispatch,
             abortonclose,
             timeouts,
-            counters: Counters::default(),
+            counters: Arc::default(),
             http: None,
             rules: Default::default(),
             uses_dst: false,
+            retired: Default::default(),
             server_bufs: fulcrum_config::SocketBuffers::default(),
             server_tcpka: Default::default(),
         }

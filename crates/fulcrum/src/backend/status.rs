@@ -1,7 +1,8 @@
 //! The one entry point through which a server's state changes (HAProxy's
 //! `srv_set_admin_flag()` / `srv_update_status()`): health and agent checks, observed errors,
-//! warm-up steps, and (next) the runtime API, the stats page and reloads all call
-//! [`Backend::change_server`].
+//! warm-up steps, the runtime API, the stats page and server-state files call
+//! [`Backend::change_server`]; an in-process reload hands a new backend its predecessor's state
+//! with [`Backend::carry_from`] before the new plan serves anything.
 //!
 //! It updates the record under the server's lock, publishes what the request path reads,
 //! tells the balancers (a generation bump: a DOWN server leaves round robin, leastconn and the
@@ -84,6 +85,32 @@ pub enum AgentAdmin {
 }
 
 impl Backend {
+    /// Takes over the live state of the backend of the same name in the plan before an
+    /// in-process reload, while this one is not shared yet: its counters, its up/down history,
+    /// and for each server of the same name its counters, connection count and state record
+    /// (see `Record::carry`).
+    pub fn carry_from(&mut self, old: &Backend) {
+        let now = Instant::now();
+        self.counters = std::sync::Arc::clone(&old.counters);
+        self.down_transitions
+            .store(old.down_transitions.load(Ordering::Relaxed), Ordering::Relaxed);
+        *self.updown.get_mut().unwrap_or_else(|e| e.into_inner()) =
+            *old.updown.lock().unwrap_or_else(|e| e.into_inner());
+        let dynamic = self.dynamic_weights();
+        let log_checks = self.log_health_checks;
+        for srv in self.servers.iter_mut() {
+            let Some(o) = old.servers.iter().find(|s| s.name == srv.name) else { continue };
+            srv.adopt_live(o);
+            let saved = o.state().clone();
+            let mut r = srv.state();
+            r.dynamic_weights = dynamic;
+            r.log_checks = log_checks;
+            r.carry(&saved, now);
+            srv.publish(&r, now);
+        }
+        self.generation.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Applies `change` to server `idx` and carries out what follows from it.
     pub fn change_server(&self, idx: usize, change: Change) {
         let now = Instant::now();

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Args {
     /// `-f` files or directories, in order (also files after `--`).
     pub configs: Vec<PathBuf>,
@@ -29,6 +29,15 @@ pub struct Args {
     pub terminate_pids: Vec<u32>,
     /// `-N <maxconn>`: default process maxconn.
     pub maxconn: Option<u32>,
+    /// `-W` / `-Ws`: HAProxy's master-worker mode. Fulcrum is one process that reloads itself
+    /// (SIGUSR2), so this changes nothing but `-Ws`'s systemd readiness notifications and
+    /// staying in the foreground.
+    pub master_worker: bool,
+    /// `-Ws`: run under systemd (`Type=notify`): stay in the foreground.
+    pub systemd: bool,
+    /// `-S <bind>[,<option>...]`: HAProxy's master CLI sockets, served as admin-level runtime
+    /// API sockets (with `reload`).
+    pub master_sockets: Vec<String>,
     /// HAProxy flags accepted but meaning nothing here (reported under `-d`).
     pub ignored: Vec<String>,
 }
@@ -77,9 +86,12 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
                 let v = value(&mut i, arg)?;
                 a.ignored.push(format!("{arg} {v}"));
             }
-            "-W" | "-Ws" | "-S" => {
-                return Err(format!("option '{arg}' (master-worker mode) is not supported yet"))
+            "-W" => a.master_worker = true,
+            "-Ws" => {
+                a.master_worker = true;
+                a.systemd = true;
             }
+            "-S" => a.master_sockets.push(value(&mut i, arg)?),
             "--" => {
                 a.configs.extend(argv[i + 1..].iter().map(PathBuf::from));
                 break;
@@ -95,6 +107,7 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
 pub const USAGE: &str = "\
 Usage : fulcrum [-f <cfgfile|cfgdir>]* [ -vdVD ] [ -n <maxconn> ] [ -N <maxpconn> ]
         [ -p <pidfile> ] [ -q ] [ -c ] [ -cc <cond> ] [ -sf/-st <pid>* ]
+        [ -W | -Ws ] [ -S <socket>[,<option>]* ]
         fulcrum testserver [-L <addr:port>]... [-n <name>] [-t <threads>] [--mode http|echo|sink]
         fulcrum demo
         -v displays version ; -vv shows known build options.
@@ -104,6 +117,8 @@ Usage : fulcrum [-f <cfgfile|cfgdir>]* [ -vdVD ] [ -n <maxconn> ] [ -N <maxpconn
         -cc check condition : evaluate a condition and exit (0 true, 1 false)
         -p writes pids of all children to this file
         -sf/-st [pid ]* finishes/terminates old pids once the new process listens
+        -W/-Ws accepted (-Ws: systemd notify, foreground); SIGUSR2 reloads in place
+        -S binds an admin runtime API socket (HAProxy's master CLI; `reload` works there)
 ";
 
 #[cfg(test)]
@@ -141,7 +156,18 @@ mod tests {
         assert!(p("-Z").is_err());
         assert!(p("-f").is_err());
         assert!(p("-sf abc").is_err());
-        assert!(p("-Ws").expect_err("refused").contains("not supported yet"));
+        assert!(p("-S").is_err(), "-S needs a socket");
+    }
+
+    #[test]
+    fn master_worker_flags_of_systemd_units() {
+        let a =
+            p("-Ws -f /etc/haproxy/haproxy.cfg -p /run/haproxy.pid -S /run/haproxy-master.sock")
+                .expect("parses");
+        assert!(a.master_worker && a.systemd);
+        assert_eq!(a.master_sockets, vec!["/run/haproxy-master.sock"]);
+        let a = p("-W -c -q").expect("parses");
+        assert!(a.master_worker && !a.systemd && a.check);
     }
 
     #[test]

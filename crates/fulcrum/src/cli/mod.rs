@@ -7,6 +7,7 @@
 //! Owns: the process's exit status and the messages printed before workers start.
 
 pub mod args;
+mod reload;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,7 +17,7 @@ use fulcrum_config::{self as cfg, Diagnostic, Severity, Source};
 use crate::frontend::limit::Limit;
 use crate::listener::{self, BindOptions, Inherited};
 use crate::plan::{self, Plan};
-use crate::runtime::{self, Shared, WorkerSocket};
+use crate::runtime::{self, WorkerSocket};
 use args::Args;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -26,11 +27,30 @@ fn pid() -> u32 {
 }
 
 fn alert(msg: impl std::fmt::Display) {
-    eprintln!("[ALERT]    ({}) : {msg}", pid());
+    eprintln!("{}", alert_line(msg));
+}
+
+fn alert_line(msg: impl std::fmt::Display) -> String {
+    format!("[ALERT]    ({}) : {msg}", pid())
 }
 
 fn warning(msg: impl std::fmt::Display) {
-    eprintln!("[WARNING]  ({}) : {msg}", pid());
+    eprintln!("{}", warning_line(msg));
+}
+
+fn warning_line(msg: impl std::fmt::Display) -> String {
+    format!("[WARNING]  ({}) : {msg}", pid())
+}
+
+fn notice_line(msg: impl std::fmt::Display) -> String {
+    format!("[NOTICE]   ({}) : {msg}", pid())
+}
+
+/// Prints messages gathered while loading (start-up prints them as they come).
+fn print_all(lines: &[String]) {
+    for l in lines {
+        eprintln!("{l}");
+    }
 }
 
 fn notice(msg: impl std::fmt::Display) {
@@ -70,10 +90,16 @@ pub fn main(argv: &[String]) -> i32 {
         eprint!("{}", args::USAGE);
         return 1;
     }
-    let Some(config) = load_config(&args) else { return 1 };
+    let mut out = Vec::new();
+    let config = load_config(&args, &mut out);
+    print_all(&out);
+    let Some(config) = config else { return 1 };
     // `-c` builds the plan too: errorfiles, ACL pattern files and maps are read and server
     // addresses resolved there, so a check reports what a start would (no socket is opened).
-    let Some(plan) = build_plan(&config) else { return 1 };
+    let mut out = Vec::new();
+    let plan = build_plan(&config, plan::Previous::default(), &mut out);
+    print_all(&out);
+    let Some(plan) = plan else { return 1 };
     if args.check {
         println!("Configuration file is valid");
         return 0;
@@ -85,13 +111,17 @@ pub fn main(argv: &[String]) -> i32 {
     start(&args, plan)
 }
 
-/// Builds the run-time plan, printing its errors as HAProxy prints configuration errors (each
-/// once: a `listen` is compiled as a frontend and as a backend).
-fn build_plan(config: &cfg::Config) -> Option<Plan> {
-    let errors = match plan::build(config) {
+/// Builds the run-time plan, reporting its errors into `out` as HAProxy prints configuration
+/// errors (each once: a `listen` is compiled as a frontend and as a backend).
+fn build_plan(
+    config: &cfg::Config,
+    prev: plan::Previous<'_>,
+    out: &mut Vec<String>,
+) -> Option<Plan> {
+    let errors = match plan::build(config, prev) {
         Ok(p) => {
             for w in &p.warnings {
-                warning(format!("config : {w}"));
+                out.push(warning_line(format!("config : {w}")));
             }
             return Some(p);
         }
@@ -106,7 +136,7 @@ fn build_plan(config: &cfg::Config) -> Option<Plan> {
     let mut shown: Vec<&str> = Vec::new();
     for e in &errors {
         if !shown.contains(&e.as_str()) && !echo(e) {
-            alert(format!("config : {e}"));
+            out.push(alert_line(format!("config : {e}")));
             shown.push(e);
         }
     }
@@ -117,9 +147,9 @@ fn build_plan(config: &cfg::Config) -> Option<Plan> {
         }
     }
     for f in files {
-        alert(format!("config : Error(s) found in configuration file : {f}"));
+        out.push(alert_line(format!("config : Error(s) found in configuration file : {f}")));
     }
-    alert("config : Fatal errors found in configuration.");
+    out.push(alert_line("config : Fatal errors found in configuration."));
     None
 }
 
@@ -183,7 +213,7 @@ fn open_error(path: &Path, e: &std::io::Error) -> String {
     format!("Cannot open configuration file/directory {} : {reason}", path.display())
 }
 
-fn print_diag(d: &Diagnostic, quiet: bool) {
+fn print_diag(d: &Diagnostic, quiet: bool, out: &mut Vec<String>) {
     if quiet && d.severity < Severity::AlertContinue {
         return;
     }
@@ -193,18 +223,19 @@ fn print_diag(d: &Diagnostic, quiet: bool) {
     let text = d.to_string();
     let mut lines = text.lines();
     if let Some(first) = lines.next() {
-        eprintln!("{}({}) : config : {first}", d.severity.tag(), pid());
+        out.push(format!("{}({}) : config : {first}", d.severity.tag(), pid()));
     }
     for more in lines {
-        eprintln!("{more}");
+        out.push(more.to_string());
     }
 }
 
-fn load_config(args: &Args) -> Option<cfg::Config> {
+/// Reads and loads the configuration; its messages go to `out`.
+fn load_config(args: &Args, out: &mut Vec<String>) -> Option<cfg::Config> {
     let sources = match read_sources(&args.configs) {
         Ok(s) => s,
         Err(e) => {
-            alert(e);
+            out.push(alert_line(e));
             return None;
         }
     };
@@ -221,13 +252,13 @@ fn load_config(args: &Args) -> Option<cfg::Config> {
     match loaded {
         Ok(loaded) => {
             for d in &loaded.diagnostics {
-                print_diag(d, args.quiet);
+                print_diag(d, args.quiet, out);
             }
             Some(loaded.config)
         }
         Err(diags) => {
             for d in &diags {
-                print_diag(d, args.quiet);
+                print_diag(d, args.quiet, out);
             }
             let mut files: Vec<&str> = diags
                 .iter()
@@ -237,9 +268,11 @@ fn load_config(args: &Args) -> Option<cfg::Config> {
                 .collect();
             files.dedup();
             for f in files {
-                alert(format!("config : Error(s) found in configuration file : {f}"));
+                out.push(alert_line(format!(
+                    "config : Error(s) found in configuration file : {f}"
+                )));
             }
-            alert("config : Fatal errors found in configuration.");
+            out.push(alert_line("config : Fatal errors found in configuration."));
             None
         }
     }
@@ -271,7 +304,12 @@ fn start(args: &Args, plan: Plan) -> i32 {
         }
     };
     // The runtime API's sockets, opened while the process may still create files anywhere.
-    let api_sockets = match open_api_sockets(&plan.global) {
+    let api_sockets = match open_api_sockets(&plan.global).and_then(|mut s| {
+        open_master_sockets(&args.master_sockets).map(|m| {
+            s.extend(m);
+            s
+        })
+    }) {
         Ok(s) => s,
         Err(e) => {
             alert(e);
@@ -280,7 +318,9 @@ fn start(args: &Args, plan: Plan) -> i32 {
     };
     drop(inherited); // sockets of old processes we do not listen on any more
 
-    let daemon = (args.daemon || plan.global.daemon) && !args.debug && !args.foreground;
+    // Under systemd (`-Ws`) the process stays in the foreground, as HAProxy's master does.
+    let daemon =
+        (args.daemon || plan.global.daemon) && !args.debug && !args.foreground && !args.systemd;
     let pidfile = args.pidfile.as_ref().or(plan.global.pidfile.as_ref());
     // As in HAProxy, the pid file is written before the launching process returns (by the parent
     // with the child's pid in daemon mode), so whoever started us can read it at once.
@@ -326,48 +366,79 @@ fn start(args: &Args, plan: Plan) -> i32 {
     let cpus = (1..=nbthread as u32)
         .map(|t| cfg::cpus_for_thread(&plan.global.cpu_map, t, nbthread as u32))
         .collect();
-    // Like HAProxy's `tune.pool-high-fd-ratio` (25 % of about 2 x maxconn descriptors).
-    let idle_cap = (maxconn as usize / 2 / nbthread).max(1);
-    let max_accept = plan.global.tune_maxaccept.map_or(usize::MAX, |n| n as usize);
-    let shared = Arc::new(Shared {
-        global_limit: Limit::new(maxconn),
+    let global_limit = Arc::new(Limit::new(maxconn));
+    let ctx = reload::Context {
+        nbthread,
+        maxconn,
         debug: args.debug,
-        idle_cap,
-        max_accept,
-        bufsize: plan.global.tune_bufsize,
-        backends: Arc::new(plan.backends.clone()),
-        frontends: plan.frontends.clone(),
-        hard_stop_after: plan.global.hard_stop_after,
-        grace: plan.global.grace,
-        global_logger: plan.global_logger.clone(),
-        stopping: Default::default(),
-        sess_rate_limit: Default::default(),
-        process: crate::stats::info::Process {
-            started: std::time::SystemTime::now(),
-            started_at: std::time::Instant::now(),
-            nbthread,
-            hard_maxconn: maxconn,
-            ulimit_n: crate::sys::nofile_limit().map_or(0, |l| l.0),
-            node: plan.global.node.clone().unwrap_or_else(|| crate::sys::hostname().to_string()),
-            description: plan.global.description.clone(),
-            listeners: plan.frontends.iter().flat_map(|f| &f.binds).map(|b| b.addrs.len()).sum(),
-        },
-    });
+        global_limit,
+        started: std::time::SystemTime::now(),
+        started_at: std::time::Instant::now(),
+        global: plan.global.clone(),
+    };
+    let shared = Arc::new(ctx.shared(&plan));
     let api = (!api_sockets.is_empty()).then(|| {
         let api = crate::api::Api {
-            shared: Arc::clone(&shared),
             timeout: plan.global.stats_timeout,
             maxconn: plan.global.stats_maxconn,
         };
         (Arc::new(api), api_sockets)
     });
     crate::log::set_quiet(args.quiet);
-    // Check tasks go to the workers in turn, as HAProxy spreads check tasks over threads.
-    let mut checks: Vec<Vec<crate::health::Job>> = (0..nbthread).map(|_| Vec::new()).collect();
-    for (i, job) in crate::health::jobs(&plan).into_iter().enumerate() {
-        checks[i % nbthread].push(job);
+    let first = reload::generations(&plan, per_worker, &shared);
+    let reloader = reload::reloader(args.clone(), ctx);
+    runtime::run(first, cpus, shared, api, reloader)
+}
+
+/// Opens the `-S <bind>[,<option> <value>]*` sockets (HAProxy's master CLI): a UNIX path or
+/// `ipv4@`/`ipv6@` address, with `mode`, `uid`, `gid`, `user`, `group` for a UNIX socket's file
+/// and `level` (admin by default); other options are ignored.
+fn open_master_sockets(specs: &[String]) -> Result<Vec<crate::api::ApiSocket>, String> {
+    let mut out = Vec::new();
+    for spec in specs {
+        let mut words = spec.split(',');
+        let addr = words.next().unwrap_or_default();
+        let mut perms = cfg::UnixPerms::default();
+        let mut level = cfg::CliLevel::Admin;
+        while let Some(opt) = words.next() {
+            let value = words.next().unwrap_or_default();
+            let id = |v: &str| cfg::UserSpec::Id(v.parse().unwrap_or(0));
+            match opt {
+                "mode" => perms.mode = u32::from_str_radix(value, 8).ok(),
+                "uid" => perms.owner = Some(id(value)),
+                "gid" => perms.group = Some(id(value)),
+                "user" => perms.owner = Some(cfg::UserSpec::Name(value.to_string())),
+                "group" => perms.group = Some(cfg::UserSpec::Name(value.to_string())),
+                "level" => {
+                    level = match value {
+                        "user" => cfg::CliLevel::User,
+                        "operator" => cfg::CliLevel::Operator,
+                        _ => cfg::CliLevel::Admin,
+                    }
+                }
+                _ => {}
+            }
+        }
+        let inet = addr.strip_prefix("ipv4@").or_else(|| addr.strip_prefix("ipv6@"));
+        let bind = match inet.map(str::parse::<std::net::SocketAddr>) {
+            Some(Ok(a)) => cfg::BindAddr::Inet(a),
+            Some(Err(_)) => return Err(format!("-S: cannot parse address '{addr}'")),
+            None => cfg::BindAddr::Unix(addr.strip_prefix("unix@").unwrap_or(addr).into()),
+        };
+        let opts = BindOptions {
+            backlog: None,
+            v4v6: false,
+            bufs: Default::default(),
+            keepalive: Default::default(),
+            unix: listener::UnixOwner::resolve(&perms)?,
+        };
+        let sockets = listener::open(&bind, opts, 1, &mut Inherited::default())
+            .map_err(|e| format!("Cannot create master CLI socket {addr}: {e}"))?;
+        for o in sockets {
+            out.push(crate::api::ApiSocket { socket: o.socket, level, unix: o.unix, master: true });
+        }
     }
-    runtime::run(per_worker, checks, cpus, shared, api)
+    Ok(out)
 }
 
 /// Opens every `stats socket` (UNIX paths with their mode and owner, TCP addresses, `fd@`).
@@ -392,6 +463,7 @@ fn open_api_sockets(g: &cfg::Global) -> Result<Vec<crate::api::ApiSocket>, Strin
                     socket: o.socket,
                     level: s.bind.level,
                     unix: o.unix,
+                    master: false,
                 });
             }
         }

@@ -75,6 +75,7 @@ fn run() -> Result<(), String> {
         .arg(&cfg)
         .spawn()
         .map_err(|e| format!("cannot start fulcrum: {e}"))?;
+    let proxy_pid = proxy.id();
     children.0.push(proxy);
     let deadline = Instant::now() + Duration::from_secs(5);
     while TcpStream::connect(FRONTEND).is_err() {
@@ -102,6 +103,8 @@ fn run() -> Result<(), String> {
     println!("  or ask the runtime API:");
     println!("  echo 'show stat' | socat stdio /tmp/fulcrum-demo.sock");
     println!("  echo 'set server servers/s2 state maint' | socat stdio /tmp/fulcrum-demo.sock");
+    println!("Edit {} and apply it in place (server states and counters stay):", cfg.display());
+    println!("  echo reload | socat stdio /tmp/fulcrum-demo.sock     (or: kill -USR2 {proxy_pid})");
     println!("Each request is logged below as HAProxy logs it (option httplog):");
     wait_for_stop(&mut children)
 }

@@ -26,8 +26,10 @@ pub struct Bind {
     pub addrs: Vec<BindAddr>,
     pub backlog: Option<u32>,
     pub v4v6: bool,
-    /// The bind line's own `maxconn`.
-    pub limit: Limit,
+    /// The bind line's own `maxconn` (its count kept across a reload when the addresses stay).
+    pub limit: Arc<Limit>,
+    /// The configured `maxconn` (0: none), applied to `limit` when a reload commits.
+    pub maxconn: u32,
     /// `mode`/`user`/`group` of its UNIX sockets' files.
     pub unix: fulcrum_config::UnixPerms,
 }
@@ -38,12 +40,16 @@ pub struct Frontend {
     /// Stable number among all proxies (`id`, or assigned as HAProxy does).
     pub id: u32,
     pub binds: Vec<Arc<Bind>>,
-    /// The frontend's `maxconn`.
-    pub limit: Limit,
+    /// The frontend's `maxconn`; its count is shared with the same frontend of the plan
+    /// before a reload.
+    pub limit: Arc<Limit>,
+    /// The configured `maxconn` (0: none), applied to `limit` when a reload commits.
+    pub maxconn: u32,
     pub timeouts: FrontendTimeouts,
     /// Where sessions go: the first `use_backend`, else `default_backend`.
     pub backend: Option<Arc<Backend>>,
-    pub counters: Counters,
+    /// Shared with the frontend of the same name of the plan before a reload.
+    pub counters: Arc<Counters>,
     /// `mode http` settings; `None` in `mode tcp`.
     pub http: Option<crate::http::HttpProxy>,
     /// A `mode tcp` frontend that may use a `mode http` backend: its client-side HTTP settings
@@ -67,6 +73,35 @@ pub struct Frontend {
     pub disabled: std::sync::atomic::AtomicBool,
     /// Wakes its accept loops when it is enabled again.
     pub enabled: tokio::sync::Notify,
+    /// A reload replaced it: its sessions end after their current transaction (see
+    /// `runtime::retiring`).
+    pub retired: std::sync::atomic::AtomicBool,
+}
+
+impl Frontend {
+    /// Takes over the live state of the frontend of the same name in the plan before an
+    /// in-process reload, while this one is not shared yet: counters, its connection count,
+    /// those of binds on the same addresses (the new `maxconn`s apply to them once the reload
+    /// commits, see [`Frontend::apply_maxconn`]), and `disable frontend`.
+    pub fn carry_from(&mut self, old: &Frontend) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.counters = Arc::clone(&old.counters);
+        self.limit = Arc::clone(&old.limit);
+        for bind in self.binds.iter_mut() {
+            let Some(o) = old.binds.iter().find(|o| o.addrs == bind.addrs) else { continue };
+            let Some(b) = Arc::get_mut(bind) else { continue };
+            b.limit = Arc::clone(&o.limit);
+        }
+        self.disabled.store(old.disabled.load(Relaxed), Relaxed);
+    }
+
+    /// Sets its limits to what its configuration says (a reload committed).
+    pub fn apply_maxconn(&self) {
+        self.limit.set_max(self.maxconn);
+        for b in &self.binds {
+            b.limit.set_max(b.maxconn);
+        }
+    }
 }
 
 /// Whether a `mode tcp` frontend may hand a connection to a `mode http` backend (HAProxy then

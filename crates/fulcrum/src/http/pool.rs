@@ -187,8 +187,18 @@ pub fn take(be: &Arc<Backend>, idx: usize, min_requests: u32, check: bool) -> Op
     })
 }
 
-/// Offers a connection to the pool; it is closed instead when `pool-max-conn` is reached.
+/// Offers a connection to the pool; it is closed instead when `pool-max-conn` is reached. A
+/// session of a plan a reload replaced offers it to the current plan's server.
 pub fn put(be: &Arc<Backend>, idx: usize, stream: Stream, requests: u32) {
+    if be.retired.load(Ordering::Relaxed) {
+        let current = crate::runtime::shared();
+        let next =
+            current.and_then(|s| successor(be, idx, be.servers[idx].addr_gen(), &s.backends));
+        return match next {
+            Some((b, i)) => put(&b, i, stream, requests),
+            None => discard(stream),
+        };
+    }
     let server = &be.servers[idx];
     let max = server.pool_max_conn;
     if max >= 0 && server.idle_conns.load(Ordering::Relaxed) >= max as u32 {
@@ -255,6 +265,50 @@ pub fn purge(delay: u32) -> usize {
         p.peak = p.in_use;
         closed
     })
+}
+
+/// After an in-process reload: this worker's idle connections to a server that stays (same
+/// backend and server names, same address) now belong to the new plan's server, and are
+/// reused by its requests; the others are closed.
+pub fn adopt(backends: &[Arc<Backend>]) {
+    POOL.with(|p| {
+        let mut p = p.borrow_mut();
+        let old = std::mem::take(&mut p.by_server);
+        for (_, list) in old {
+            for mut c in list {
+                if !backends.iter().any(|b| Arc::ptr_eq(b, &c.backend)) {
+                    match successor(&c.backend, c.idx, c.addr_gen, backends) {
+                        Some((b, idx)) => {
+                            c.addr_gen = b.servers[idx].addr_gen();
+                            c.backend = b;
+                            c.idx = idx;
+                        }
+                        None => {
+                            c.close();
+                            p.total -= 1;
+                            continue;
+                        }
+                    }
+                }
+                p.by_server.entry(key(&c.backend, c.idx)).or_default().push(c);
+            }
+        }
+    });
+}
+
+/// The server of `backends` that server `idx` of `old` became: same names, same address, and
+/// the connection (made at `addr_gen`) still for that address.
+fn successor(
+    old: &Arc<Backend>,
+    idx: usize,
+    addr_gen: u32,
+    backends: &[Arc<Backend>],
+) -> Option<(Arc<Backend>, usize)> {
+    let srv = &old.servers[idx];
+    let b = backends.iter().find(|b| b.name == old.name)?;
+    let new = b.servers.iter().position(|s| s.name == srv.name)?;
+    let valid = addr_gen == srv.addr_gen() && b.servers[new].target() == srv.target();
+    valid.then(|| (Arc::clone(b), new))
 }
 
 /// Closes every idle connection of this worker (soft stop).

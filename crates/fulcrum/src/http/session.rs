@@ -348,6 +348,8 @@ pub async fn serve(
         let next = s.transaction().await;
         s.print_log(None);
         s.requests += 1;
+        // (A retired frontend's connection closes after a response that said so: the client
+        // was told, so its next request is not lost; soft stop closes at once.)
         if next == Next::Close || crate::runtime::stopping() {
             break;
         }

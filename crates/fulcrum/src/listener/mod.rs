@@ -127,8 +127,7 @@ fn open_sockets(
             format!("host name of '{text}' not resolved"),
         )),
         BindAddr::Fd(fd) => {
-            let owned: OwnedFd = crate::sys::inherit_fd(*fd)?;
-            let socket = Socket::from(owned);
+            let socket = Socket::from(inherited_fd(*fd)?);
             if !socket.is_listener().unwrap_or(false) {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
@@ -140,6 +139,31 @@ fn open_sockets(
             duplicate(socket, count, unix)
         }
     }
+}
+
+/// The `fd@<n>` sockets the process was given, kept open under their own numbers while it
+/// runs: the workers listen on duplicates, so a reload finds `fd@<n>` where it was (a worker
+/// closing its duplicate must not free the number for another socket).
+static GIVEN_FDS: std::sync::Mutex<Vec<(std::os::fd::RawFd, OwnedFd)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// A duplicate of inherited descriptor `n`, which is taken over the first time.
+fn inherited_fd(n: std::os::fd::RawFd) -> io::Result<OwnedFd> {
+    use std::os::fd::AsRawFd;
+    let mut given = GIVEN_FDS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, fd)) = given.iter().find(|(k, _)| *k == n) {
+        return crate::sys::dup_fd(fd.as_raw_fd());
+    }
+    let owned = crate::sys::inherit_fd(n)?;
+    let dup = crate::sys::dup_fd(owned.as_raw_fd())?;
+    given.push((n, owned));
+    Ok(dup)
+}
+
+/// Closes the kept `fd@<n>` sockets (a soft stop: once the workers close theirs, the
+/// listeners are gone).
+pub fn release_given_fds() {
+    GIVEN_FDS.lock().unwrap_or_else(|e| e.into_inner()).clear();
 }
 
 fn duplicate(socket: Socket, count: usize, unix: bool) -> io::Result<Vec<OpenSocket>> {

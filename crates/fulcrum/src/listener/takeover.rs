@@ -4,6 +4,9 @@
 //! when it closes its listeners. Instead, the new process duplicates the old listeners into
 //! itself (`pidfd_getfd`, Linux 5.6+), so the very same queues keep being served. When that is
 //! not permitted, the new process binds fresh sockets, as HAProxy does without `-x`.
+//!
+//! An in-process reload does the same with its own sockets (duplicated with `fcntl`): the
+//! new generation listens on the very sockets the old one did.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -31,7 +34,18 @@ impl Inherited {
         me
     }
 
+    /// Collects this process's own listening sockets (duplicated), for an in-process reload.
+    pub fn from_self() -> std::io::Result<Self> {
+        let mut me = Inherited::default();
+        me.collect_from(std::process::id(), true)?;
+        Ok(me)
+    }
+
     fn collect(&mut self, pid: u32) -> std::io::Result<()> {
+        self.collect_from(pid, false)
+    }
+
+    fn collect_from(&mut self, pid: u32, own: bool) -> std::io::Result<()> {
         let dir = std::fs::read_dir(format!("/proc/{pid}/fd"))?;
         for entry in dir.flatten() {
             let Ok(link) = std::fs::read_link(entry.path()) else { continue };
@@ -41,7 +55,13 @@ impl Inherited {
             let Some(fd) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
                 continue;
             };
-            let socket = Socket::from(crate::sys::steal_fd(pid, fd)?);
+            let fd = if own { crate::sys::dup_fd(fd) } else { crate::sys::steal_fd(pid, fd) };
+            let fd = match fd {
+                Ok(fd) => fd,
+                Err(e) if !own => return Err(e),
+                Err(_) => continue, // closed meanwhile
+            };
+            let socket = Socket::from(fd);
             if !socket.is_listener().unwrap_or(false) {
                 continue;
             }

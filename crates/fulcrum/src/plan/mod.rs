@@ -84,8 +84,16 @@ pub(crate) fn auto_ids(forced: impl Iterator<Item = Option<u32>> + Clone) -> Vec
         .collect()
 }
 
-/// Builds the plan; errors name the config line they come from.
-pub fn build(config: &cfg::Config) -> Result<Plan, Vec<String>> {
+/// The running plan's proxies, whose live state a reload takes over (matched by name).
+#[derive(Clone, Copy, Default)]
+pub struct Previous<'a> {
+    pub frontends: &'a [Arc<Frontend>],
+    pub backends: &'a [Arc<Backend>],
+}
+
+/// Builds the plan; errors name the config line they come from. With `prev` (an in-process
+/// reload), proxies and servers that keep their names keep their live state.
+pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<String>> {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
     let mut maps = HashMap::new();
@@ -103,6 +111,9 @@ pub fn build(config: &cfg::Config) -> Result<Plan, Vec<String>> {
     for p in config.backends() {
         match backend(p, config, &mut maps, &mut warnings) {
             Ok(mut be) => {
+                if let Some(old) = prev.backends.iter().find(|b| b.name == p.name) {
+                    be.carry_from(old);
+                }
                 be.id = ids.get(&p.name).copied().unwrap_or(0);
                 be.logger = logger(p, &mut errors);
                 let be = Arc::new(be);
@@ -178,6 +189,9 @@ pub fn build(config: &cfg::Config) -> Result<Plan, Vec<String>> {
             cfg::Mode::Tcp => None,
         };
         let mut fe = frontend(p, backend);
+        if let Some(old) = prev.frontends.iter().find(|f| f.name == p.name) {
+            fe.carry_from(old);
+        }
         fe.id = ids.get(&p.name).copied().unwrap_or(0);
         fe.logger = logger(p, &mut errors);
         fe.log = log;
@@ -425,7 +439,8 @@ fn frontend(p: &cfg::Proxy, backend: Option<Arc<Backend>>) -> Frontend {
                 addrs: b.addrs.clone(),
                 backlog: b.backlog,
                 v4v6: b.v4v6,
-                limit: Limit::new(b.maxconn.unwrap_or(0)),
+                limit: Arc::new(Limit::new(b.maxconn.unwrap_or(0))),
+                maxconn: b.maxconn.unwrap_or(0),
                 unix: b.unix.clone(),
             })
         })
@@ -434,7 +449,8 @@ fn frontend(p: &cfg::Proxy, backend: Option<Arc<Backend>>) -> Frontend {
         name: p.name.clone(),
         id: 0,
         binds,
-        limit: Limit::new(p.maxconn.unwrap_or(0)),
+        limit: Arc::new(Limit::new(p.maxconn.unwrap_or(0))),
+        maxconn: p.maxconn.unwrap_or(0),
         timeouts: FrontendTimeouts { client: p.timeouts.client, client_fin: p.timeouts.client_fin },
         backend,
         counters: Default::default(),
@@ -449,6 +465,7 @@ fn frontend(p: &cfg::Proxy, backend: Option<Arc<Backend>>) -> Frontend {
         log: Default::default(),
         disabled: Default::default(),
         enabled: Default::default(),
+        retired: Default::default(),
     }
 }
 
@@ -554,7 +571,7 @@ mod tests {
                     backend b\n server s1 127.0.0.1:1 id 1\n server s2 127.0.0.1:2\n server s3 127.0.0.1:3 id 3\n";
         let src = cfg::Source { name: "t.cfg".into(), text: text.into() };
         let loaded = cfg::load(&[src], &|_| None).expect("loads");
-        let plan = build(&loaded.config).expect("plan builds");
+        let plan = build(&loaded.config, Previous::default()).expect("plan builds");
         // As HAProxy 2.6 numbers them (checked with `show stat`): fe takes 1, a forces 2,
         // the counter is then at 3, so b takes 3.
         assert_eq!(plan.frontend("fe").map(|f| f.id), Some(1));

@@ -1022,7 +1022,7 @@ mod tests {
     fn frontend_rules(text: &str) -> Vec<Segment> {
         let src = fulcrum_config::Source { name: "t.cfg".into(), text: text.into() };
         let loaded = fulcrum_config::load(&[src], &|_| None).expect("config loads");
-        let plan = crate::plan::build(&loaded.config).expect("plan builds");
+        let plan = crate::plan::build(&loaded.config, Default::default()).expect("plan builds");
         let fe = plan.frontends.into_iter().next().expect("a frontend");
         let fe = Arc::try_unwrap(fe).expect("sole owner");
         fe.rules.switching

@@ -1,9 +1,12 @@
 //! Worker threads and the process's life: `nbthread` workers, each a current-thread Tokio
 //! runtime with its own share of the listening sockets (no work stealing), CPU pinning from
-//! `cpu-map`, and stopping: SIGUSR1 soft stop (close listeners, finish live sessions, exit),
-//! SIGTERM/SIGINT hard stop (exit 0 at once).
+//! `cpu-map`; in-process reloads (SIGUSR2, the runtime API's `reload`): each worker is handed
+//! a new *generation* (the new plan's listening sockets, check tasks and shared state) and the
+//! old generation's frontends retire; and stopping: SIGUSR1 soft stop (close listeners, finish
+//! live sessions, exit), SIGTERM/SIGINT hard stop (exit 0 at once).
 //!
-//! Must not touch: config parsing or what a session does (the `tcp` module).
+//! Must not touch: config parsing and plan building (`cli::reload` builds a generation) or what
+//! a session does (the `tcp` and `http` modules).
 
 mod accept;
 
@@ -53,6 +56,13 @@ pub fn stopping() -> bool {
     STOPPING.with(|s| s.get())
 }
 
+/// True when a session of `fe` should end after its current transaction: the worker is
+/// soft-stopping, or a reload replaced `fe` (its sessions finish on the plan they started with,
+/// their clients' next connections go to the new one).
+pub fn retiring(fe: &Frontend) -> bool {
+    stopping() || fe.retired.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Registers a resting connection's client socket for as long as it lives: a soft stop shuts
 /// the read side of every registered socket, which wakes its connection (it reads end of
 /// stream, or sees [`stopping`], and closes). A waiter per idle connection would cost more
@@ -86,8 +96,8 @@ fn begin_stop() {
 /// What every worker shares.
 #[derive(Debug)]
 pub struct Shared {
-    /// The process-wide `maxconn`.
-    pub global_limit: Limit,
+    /// The process-wide `maxconn` (the same across reloads).
+    pub global_limit: Arc<Limit>,
     /// `-d`: one line per session on stderr.
     pub debug: bool,
     /// Idle server connections each worker may keep.
@@ -119,6 +129,7 @@ pub struct Shared {
 /// own log targets, at warning level.
 fn stop_messages(shared: &Shared) {
     shared.stopping.store(true, std::sync::atomic::Ordering::Relaxed);
+    crate::listener::release_given_fds();
     let line = |name: &str, fe: u64, be: u64, logger: Option<&crate::log::syslog::Logger>| {
         let msg = format!("Proxy {name} stopped (cumulated conns: FE: {fe}, BE: {be})");
         if let Some(l) = logger {
@@ -138,24 +149,61 @@ fn stop_messages(shared: &Shared) {
     }
 }
 
-/// The process's shared state, for work done away from the workers (statistics rendering).
-static SHARED: std::sync::OnceLock<Arc<Shared>> = std::sync::OnceLock::new();
+/// The current generation's shared state, for work done away from the workers (statistics
+/// rendering, the runtime API); replaced by each reload.
+static SHARED: std::sync::RwLock<Option<Arc<Shared>>> = std::sync::RwLock::new(None);
 
-/// The shared state of the running process (set once workers start).
+/// The shared state of the running process's current plan (set once workers start).
 pub fn shared() -> Option<Arc<Shared>> {
-    SHARED.get().cloned()
+    SHARED.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+fn set_shared(s: &Arc<Shared>) {
+    *SHARED.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(s));
+}
+
+/// What one worker runs for one plan: its share of the listening sockets and check tasks.
+pub struct WorkerGen {
+    pub sockets: Vec<WorkerSocket>,
+    pub jobs: Vec<crate::health::Job>,
+    pub shared: Arc<Shared>,
+}
+
+/// A new plan ready to run: one [`WorkerGen`] per worker, and messages to report.
+pub struct NewPlan {
+    pub workers: Vec<WorkerGen>,
+    pub shared: Arc<Shared>,
+    pub messages: Vec<String>,
+}
+
+/// Builds the next generation from the configuration files (`cli::reload`); `Err` carries the
+/// messages that explain why nothing changed.
+pub type Reloader = Box<dyn FnMut(&Arc<Shared>) -> Result<NewPlan, Vec<String>>>;
+
+/// A reload asked for by the runtime API: its report comes back on the channel.
+pub type ReloadRequest = tokio::sync::oneshot::Sender<Result<Vec<String>, Vec<String>>>;
+
+static RELOADS: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<ReloadRequest>> =
+    std::sync::OnceLock::new();
+
+/// Asks the main loop for a reload (the runtime API's `reload`); `None` before workers start.
+pub fn request_reload() -> Option<tokio::sync::oneshot::Receiver<Result<Vec<String>, Vec<String>>>>
+{
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    RELOADS.get()?.send(tx).ok()?;
+    Some(rx)
 }
 
 /// Starts the workers and blocks until the process should exit; returns the exit status.
-/// `checks` holds each worker's share of the health-check tasks.
+/// `first` holds each worker's first generation.
 pub fn run(
-    per_worker: Vec<Vec<WorkerSocket>>,
-    checks: Vec<Vec<crate::health::Job>>,
+    first: Vec<WorkerGen>,
     cpus: Vec<Option<Vec<u32>>>,
     shared: Arc<Shared>,
     api: Option<(Arc<crate::api::Api>, Vec<crate::api::ApiSocket>)>,
+    reloader: Reloader,
 ) -> i32 {
-    let _ = SHARED.set(Arc::clone(&shared));
+    set_shared(&shared);
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -171,35 +219,38 @@ pub fn run(
         if let Some((api, sockets)) = api {
             crate::api::start(api, sockets);
         }
-        supervise(per_worker, checks, cpus, shared).await
+        supervise(first, cpus, shared, reloader).await
     })
 }
 
 async fn supervise(
-    per_worker: Vec<Vec<WorkerSocket>>,
-    checks: Vec<Vec<crate::health::Job>>,
+    first: Vec<WorkerGen>,
     cpus: Vec<Option<Vec<u32>>>,
-    shared: Arc<Shared>,
+    mut shared: Arc<Shared>,
+    mut reloader: Reloader,
 ) -> i32 {
     let signals = (
         signal(SignalKind::user_defined1()),
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
+        signal(SignalKind::user_defined2()),
     );
-    let (Ok(mut usr1), Ok(mut term), Ok(mut int)) = signals else {
+    let (Ok(mut usr1), Ok(mut term), Ok(mut int), Ok(mut usr2)) = signals else {
         eprintln!("[ALERT]    ({}) : cannot install signal handlers", std::process::id());
         return 1;
     };
+    let (reload_tx, mut reload_rx) = tokio::sync::mpsc::unbounded_channel::<ReloadRequest>();
+    let _ = RELOADS.set(reload_tx);
     let (state_tx, state_rx) = watch::channel(RunState::Running);
     let mut handles: Vec<JoinHandle<()>> = Vec::new();
-    let mut checks = checks.into_iter();
-    for (id, (sockets, cpus)) in per_worker.into_iter().zip(cpus).enumerate() {
+    let mut controls = Vec::new();
+    for (id, (gen, cpus)) in first.into_iter().zip(cpus).enumerate() {
         let rx = state_rx.clone();
-        let shared = Arc::clone(&shared);
-        let jobs = checks.next().unwrap_or_default();
+        let (ctl_tx, ctl_rx) = tokio::sync::mpsc::unbounded_channel();
+        controls.push(ctl_tx);
         let spawned = std::thread::Builder::new()
             .name(format!("fulcrum-w{}", id + 1))
-            .spawn(move || worker(sockets, jobs, id == 0, cpus, rx, shared));
+            .spawn(move || worker(gen, ctl_rx, id == 0, cpus, rx));
         match spawned {
             Ok(h) => handles.push(h),
             Err(e) => {
@@ -223,8 +274,22 @@ async fn supervise(
     let grace = tokio::time::sleep(std::time::Duration::from_secs(86400 * 365));
     tokio::pin!(grace);
     let mut grace_armed = false;
+    crate::sys::notify_service("READY=1");
     loop {
         tokio::select! {
+            _ = usr2.recv() => {
+                if *state_tx.borrow() == RunState::Running {
+                    let _ = reload(&mut reloader, &mut shared, &controls);
+                }
+            }
+            Some(reply) = reload_rx.recv() => {
+                let report = if *state_tx.borrow() == RunState::Running {
+                    reload(&mut reloader, &mut shared, &controls)
+                } else {
+                    Err(vec!["The process is stopping: no reload.".to_string()])
+                };
+                let _ = reply.send(report);
+            }
             _ = usr1.recv() => {
                 if !hard_stop_armed && !grace_armed && *state_tx.borrow() != RunState::SoftStop {
                     if let Some(d) = shared.hard_stop_after {
@@ -278,6 +343,48 @@ async fn supervise(
     }
 }
 
+/// Reloads in the same process: builds the next generation (nothing changes if that fails),
+/// retires the current plan's frontends (their sessions end after their current transaction),
+/// and hands each worker its share. Reports go to stderr, and back to the caller.
+fn reload(
+    reloader: &mut Reloader,
+    shared: &mut Arc<Shared>,
+    controls: &[tokio::sync::mpsc::UnboundedSender<WorkerGen>],
+) -> Result<Vec<String>, Vec<String>> {
+    crate::sys::notify_service(&format!(
+        "RELOADING=1\nMONOTONIC_USEC={}",
+        crate::sys::monotonic_usec()
+    ));
+    let result = reloader(shared);
+    crate::sys::notify_service("READY=1");
+    let next = match result {
+        Ok(n) => n,
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("{e}");
+            }
+            return Err(errors);
+        }
+    };
+    let old = std::mem::replace(shared, next.shared);
+    set_shared(shared);
+    // The old plan retires once the new one is current: its sessions end after their current
+    // transaction, and the server connections they free go to the new plan's pools.
+    for fe in &old.frontends {
+        fe.retired.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    for be in old.backends.iter() {
+        be.retired.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    for (gen, ctl) in next.workers.into_iter().zip(controls) {
+        let _ = ctl.send(gen);
+    }
+    for m in &next.messages {
+        eprintln!("{m}");
+    }
+    Ok(next.messages)
+}
+
 /// A hard exit: the workers send the log lines they hold and leave their sessions; the
 /// process waits for them a moment at most.
 async fn exit_now(
@@ -290,12 +397,11 @@ async fn exit_now(
 }
 
 fn worker(
-    sockets: Vec<WorkerSocket>,
-    jobs: Vec<crate::health::Job>,
+    gen: WorkerGen,
+    mut control: tokio::sync::mpsc::UnboundedReceiver<WorkerGen>,
     first: bool,
     cpus: Option<Vec<u32>>,
     mut state: watch::Receiver<RunState>,
-    shared: Arc<Shared>,
 ) {
     if let Some(cpus) = cpus {
         if let Err(e) = crate::sys::pin_current_thread(&cpus) {
@@ -315,23 +421,26 @@ fn worker(
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
         let live = std::rc::Rc::new(accept::Live::default());
+        crate::http::pool::set_cap(gen.shared.idle_cap);
         // The accept loops run in this future, not as tasks: the local set polls it between
         // every batch of at most 61 tasks, so accepting keeps its turn however many sessions
         // are runnable (as HAProxy accepts once per polling loop). As a task, an accept loop
         // waited behind every runnable session: a burst of thousands of connections then
         // overflowed the kernel's accept queue.
-        let mut loops: Vec<_> = sockets
-            .into_iter()
-            .map(|ws| {
-                let l = accept::accept_loop(ws, Arc::clone(&shared), std::rc::Rc::clone(&live));
-                Some(Box::pin(l))
-            })
-            .collect();
+        let (mut loops, mut checks) = start_generation(gen, &live);
         let accepting = std::future::poll_fn(|cx| {
             // A new turn: the log timers' clock, and the log lines of the last turn leave
             // together (see `clock`, `log::batch`).
             crate::clock::tick();
             crate::log::batch::flush(cx.waker());
+            // A reload: the new generation's listeners replace this one's (the sockets that
+            // stay are the same, duplicated: nothing waiting in their queues is lost), its
+            // checks replace the old ones, and idle server connections move to the new plan.
+            while let std::task::Poll::Ready(Some(gen)) = control.poll_recv(cx) {
+                checks.iter().for_each(|c| c.abort());
+                crate::http::pool::adopt(&gen.shared.backends);
+                (loops, checks) = start_generation(gen, &live);
+            }
             for slot in loops.iter_mut() {
                 if slot
                     .as_mut()
@@ -342,25 +451,20 @@ fn worker(
             }
             std::task::Poll::<()>::Pending
         });
-        crate::http::pool::set_cap(shared.idle_cap);
-        let rate_backends = if first { Arc::clone(&shared.backends) } else { Default::default() };
-        let rate_frontends = if first { shared.frontends.clone() } else { Vec::new() };
         let purge = tokio::task::spawn_local(async move {
             // HAProxy's default `pool-purge-delay`, in seconds (one purge a second).
             let delay = 5;
             loop {
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                 crate::http::pool::purge(delay);
-                // One worker samples the rates.
-                crate::stats::sample(&rate_frontends, &rate_backends);
+                // One worker samples the rates, of the current plan.
+                if first {
+                    if let Some(s) = shared() {
+                        crate::stats::sample(&s.frontends, &s.backends);
+                    }
+                }
             }
         });
-        // Health checks run on the workers, each task on one worker; they stop with it.
-        let bufsize = shared.bufsize;
-        let checks: Vec<_> = jobs
-            .into_iter()
-            .map(|j| tokio::task::spawn_local(crate::health::task(j, bufsize)))
-            .collect();
         let stopping = async {
             while *state.borrow_and_update() == RunState::Running {
                 if state.changed().await.is_err() {
@@ -395,4 +499,30 @@ fn worker(
             _ = exit => {}
         }
     });
+}
+
+type AcceptLoop = Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>>;
+
+/// Starts a generation in this worker: an accept loop per listening socket (polled by the
+/// worker's own future) and its check tasks.
+fn start_generation(
+    gen: WorkerGen,
+    live: &std::rc::Rc<accept::Live>,
+) -> (Vec<AcceptLoop>, Vec<tokio::task::JoinHandle<()>>) {
+    let loops = gen
+        .sockets
+        .into_iter()
+        .map(|ws| {
+            let l = accept::accept_loop(ws, Arc::clone(&gen.shared), std::rc::Rc::clone(live));
+            Some(Box::pin(l) as std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>)
+        })
+        .collect();
+    // Health checks run on the workers, each task on one worker; they stop with it.
+    let bufsize = gen.shared.bufsize;
+    let checks = gen
+        .jobs
+        .into_iter()
+        .map(|j| tokio::task::spawn_local(crate::health::task(j, bufsize)))
+        .collect();
+    (loops, checks)
 }

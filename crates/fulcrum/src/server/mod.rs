@@ -13,7 +13,7 @@ pub mod state;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use crate::counters::Counters;
@@ -108,11 +108,14 @@ pub struct Server {
     /// The state record; changed only through `backend::status`.
     state: Mutex<Record>,
     pub policy: Policy,
-    /// Connections currently assigned to this server (including ones still connecting).
-    cur_conns: AtomicU32,
-    pub counters: Counters,
-    /// Idle connections to this server in the workers' pools (`pool-max-conn` caps them).
-    pub idle_conns: AtomicU32,
+    /// Connections currently assigned to this server (including ones still connecting);
+    /// shared with the same server of the plan before a reload (sessions of both count here).
+    cur_conns: Arc<AtomicU32>,
+    /// Shared with the same server of the plan before a reload.
+    pub counters: Arc<Counters>,
+    /// Idle connections to this server in the workers' pools (`pool-max-conn` caps them);
+    /// shared across a reload, as the connections are.
+    pub idle_conns: Arc<AtomicU32>,
     /// `pool-max-conn`: -1 unlimited, 0 no pooling.
     pub pool_max_conn: i32,
     /// `cookie <value>`: the persistence cookie value naming this server.
@@ -142,9 +145,9 @@ impl Server {
             },
             state: Mutex::new(record),
             policy: Policy::default(),
-            cur_conns: AtomicU32::new(0),
-            counters: Counters::default(),
-            idle_conns: AtomicU32::new(0),
+            cur_conns: Arc::default(),
+            counters: Arc::default(),
+            idle_conns: Arc::default(),
             pool_max_conn: -1,
             cookie: None,
             sessions: None,
@@ -242,6 +245,15 @@ impl Server {
     /// A check passed: observed errors start over (HAProxy resets them then too).
     pub(crate) fn clear_observed(&self) {
         self.consecutive_errors.store(0, Ordering::Relaxed);
+    }
+
+    /// Takes over what the same server of the previous plan had live: its counters, its
+    /// connection count and its idle connections' count (a reload; the server is not shared
+    /// yet).
+    pub(crate) fn adopt_live(&mut self, old: &Server) {
+        self.counters = Arc::clone(&old.counters);
+        self.cur_conns = Arc::clone(&old.cur_conns);
+        self.idle_conns = Arc::clone(&old.idle_conns);
     }
 
     pub(crate) fn give_back_slot(&self) {

@@ -521,6 +521,67 @@ impl Record {
         out
     }
 
+    /// Takes over the state of the same server in the plan before an in-process reload: what
+    /// an operator or the checks decided (forced maintenance and drain, a DOWN server, a
+    /// runtime weight while the configured one is unchanged, checks turned off, check history,
+    /// last change, downtime). What the new configuration says wins where it speaks: `disabled`,
+    /// check settings (`rise`/`fall`/`inter`), `maxconn`, `slowstart`. No transition is
+    /// reported: nothing changed for the server, only the plan around it.
+    pub fn carry(&mut self, old: &Record, now: Instant) {
+        self.down_transitions = old.down_transitions;
+        self.failed_checks = old.failed_checks;
+        self.failed_observed = old.failed_observed;
+        // `disabled` is FMAINT + CMAINT. A server the old configuration disabled and the new
+        // one does not starts as a new server would.
+        if old.admin.has(Admin::CMAINT) && !self.admin.has(Admin::CMAINT) {
+            return;
+        }
+        // With `disabled`, the configuration decides; otherwise a forced maintenance or drain
+        // is the operator's.
+        let mut runtime = old.admin.0 & Admin::FDRAIN;
+        if !self.admin.has(Admin::CMAINT) {
+            runtime |= old.admin.0 & Admin::FMAINT;
+        }
+        self.admin = Admin(self.admin.0 | runtime);
+        self.next_admin = self.admin;
+        if self.iweight == old.iweight {
+            self.uweight = old.uweight;
+        }
+        for (new, old) in [(&mut self.check, &old.check), (&mut self.agent, &old.agent)] {
+            let (Some(c), Some(o)) = (new.as_mut(), old.as_ref()) else { continue };
+            c.enabled = o.enabled;
+            c.status = o.status;
+            c.code = o.code;
+            c.desc = o.desc.clone();
+            c.duration = o.duration;
+            // The counter on the new rise/fall scale: fully up, or as far toward rise as it was.
+            c.health = if o.is_up() { c.max() } else { o.health.min(c.rise.saturating_sub(1)) };
+        }
+        // A server found DOWN stays DOWN while a check can bring it back; without a check
+        // nothing would, so it is up (as a new server is).
+        let checked = self.check.as_ref().is_some_and(|c| c.enabled)
+            || self.agent.as_ref().is_some_and(|c| c.enabled);
+        self.oper = match old.oper {
+            Oper::Stopped if !checked && !old.admin.maint() => Oper::Running,
+            Oper::Starting if self.slowstart.is_none() => Oper::Running,
+            o => o,
+        };
+        if self.admin.maint() {
+            self.oper = Oper::Stopped;
+        }
+        for c in [&mut self.check, &mut self.agent].into_iter().flatten() {
+            c.paused = !c.agent && self.admin.maint();
+        }
+        self.next_oper = self.oper;
+        self.last_change = old.last_change;
+        self.down_time = old.down_time;
+        self.unchecked_health = old.unchecked_health;
+        self.reason = old.reason.clone();
+        self.cause = old.cause.clone();
+        self.recalc_eweight(now);
+        self.oper = self.next_oper;
+    }
+
     /// Sets an administrative flag (`srv_set_admin_flag`).
     pub fn set_admin(&mut self, flag: u8, cause: &str, now: Instant) -> Vec<Transition> {
         if self.next_admin.has(flag) {

@@ -386,3 +386,13 @@ pub fn eventually(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
     }
     cond()
 }
+
+/// Sends one command to a runtime API UNIX socket and returns the whole answer.
+pub fn api(sock: &std::path::Path, cmd: &str) -> String {
+    let mut s = std::os::unix::net::UnixStream::connect(sock).expect("api");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    s.write_all(format!("{cmd}\n").as_bytes()).expect("write");
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}

@@ -10,6 +10,7 @@ mod logging;
 mod logging_formats;
 mod prometheus;
 mod protocol_checks;
+mod reload;
 mod runtime_api;
 mod server_state;
 mod socket_buffers;

@@ -2,20 +2,10 @@
 //! state` before a restart come back in the new process (maintenance, weight, a server forced
 //! DOWN), before traffic, as in HAProxy 2.6; the traffic follows them.
 
-use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use super::harness::*;
-
-fn api(sock: &std::path::Path, cmd: &str) -> String {
-    let mut s = UnixStream::connect(sock).expect("api");
-    s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
-    s.write_all(format!("{cmd}\n").as_bytes()).expect("write");
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    out
-}
 
 /// `show servers state` without the seconds since the last change (they differ per run).
 fn masked_state(text: &str) -> Vec<String> {

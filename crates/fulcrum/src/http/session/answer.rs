@@ -122,10 +122,11 @@ impl Session<'_> {
             }
         }
         // HAProxy closes the client connection after the answers it makes up (deny, return,
-        // redirect, 503...), saying so; after a 502 or 504 the connection stays usable.
+        // redirect, 503...), saying so; after a 502 or 504 the connection stays usable (unless
+        // a reload retired its frontend).
         let mut closes = message_closes(&msg);
         let status = parse_status(&msg);
-        if !closes && status != 502 && status != 504 {
+        if !closes && (status != 502 && status != 504 || crate::runtime::retiring(self.fe)) {
             closes = true;
             msg = with_connection_close(&msg);
         }

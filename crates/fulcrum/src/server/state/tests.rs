@@ -237,3 +237,55 @@ fn downtime_accumulates_across_down_periods() {
     r.check_result(false, &ko(), t0 + Duration::from_secs(5));
     assert_eq!(r.downtime(t0 + Duration::from_secs(7)), Duration::from_secs(5));
 }
+
+#[test]
+fn a_reload_carries_what_was_decided_at_run_time() {
+    let now = Instant::now();
+    let mut old = record(2, 3);
+    old.iweight = 4;
+    old.set_weight(7, now);
+    old.set_admin(Admin::FDRAIN, "", now);
+    for _ in 0..3 {
+        old.check_result(false, &ko(), now);
+    }
+    assert_eq!(old.oper, Oper::Stopped);
+    old.check_result(false, &ok(), now);
+    assert_eq!(old.check.as_ref().map(|c| c.health), Some(1), "one success toward rise 2");
+
+    // Same configured weight, checks with another rise/fall: still DOWN, one step toward rise.
+    let mut new = record(3, 2);
+    new.iweight = 4;
+    new.carry(&old, now);
+    assert_eq!((new.oper, new.admin.drain(), new.uweight), (Oper::Stopped, true, 7));
+    assert_eq!(new.check.as_ref().map(|c| (c.health, c.status)), Some((1, CheckStatus::L4Ok)));
+    assert_eq!(new.down_transitions, old.down_transitions);
+    assert!(!new.lb_usable());
+    // One more success is not enough at rise 3; two are.
+    new.check_result(false, &ok(), now);
+    assert_eq!(new.oper, Oper::Stopped);
+    new.check_result(false, &ok(), now);
+    assert_eq!(new.oper, Oper::Running);
+
+    // A new configured weight wins over the runtime one; without a check, DOWN cannot last.
+    let mut unchecked = Record::new(9, 0, now);
+    unchecked.carry(&old, now);
+    assert_eq!((unchecked.oper, unchecked.uweight), (Oper::Running, 9));
+    assert!(unchecked.admin.drain(), "forced drain stays");
+
+    // Forced maintenance stays, and `disabled` in the new configuration applies.
+    let mut maint = record(2, 3);
+    maint.set_admin(Admin::FMAINT, "", now);
+    let mut next = record(2, 3);
+    next.carry(&maint, now);
+    assert!(next.admin.has(Admin::FMAINT) && next.oper == Oper::Stopped);
+    let mut disabled = record(2, 3);
+    disabled.start_in_maint(Admin::FMAINT | Admin::CMAINT);
+    disabled.carry(&record(2, 3), now);
+    assert!(disabled.admin.has(Admin::CMAINT) && !disabled.lb_usable());
+    // And a server `disabled` before, enabled in the new configuration, leaves maintenance.
+    let mut enabled = record(2, 3);
+    let mut was_disabled = record(2, 3);
+    was_disabled.start_in_maint(Admin::FMAINT | Admin::CMAINT);
+    enabled.carry(&was_disabled, now);
+    assert!(!enabled.admin.maint() && enabled.lb_usable());
+}

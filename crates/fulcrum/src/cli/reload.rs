@@ -1,0 +1,181 @@
+//! Building a generation: the shared state and each worker's share of a plan, at start-up and
+//! for an in-process reload (SIGUSR2, the runtime API's `reload`).
+//!
+//! A reload reads the configuration files again and builds a new plan that takes over the
+//! running one's live state by proxy and server names (`plan::Previous`). Nothing is touched
+//! until everything is ready: an invalid configuration, or a new address that cannot be bound,
+//! is reported and the running plan goes on. The listening sockets that stay are this
+//! process's own, duplicated (`Inherited::from_self`), so no connection waiting in their queues
+//! is refused. What only a restart can change (threads, privileges, `chroot`, the stats
+//! sockets, the process `maxconn`) is kept, with a warning naming it.
+//!
+//! Must not touch: the workers (the runtime hands them the generation) or server state beyond
+//! what `plan::build` carries over.
+
+use std::sync::Arc;
+
+use fulcrum_config as cfg;
+
+use super::args::Args;
+use super::{alert_line, notice_line, warning_line};
+use crate::frontend::limit::Limit;
+use crate::listener::Inherited;
+use crate::plan::{self, Plan};
+use crate::runtime::{NewPlan, Reloader, Shared, WorkerGen, WorkerSocket};
+
+/// What stays from one generation to the next.
+pub struct Context {
+    pub nbthread: usize,
+    /// The process `maxconn` in force.
+    pub maxconn: u32,
+    pub debug: bool,
+    pub global_limit: Arc<Limit>,
+    pub started: std::time::SystemTime,
+    pub started_at: std::time::Instant,
+    /// The `global` section the process started with (what only a restart changes).
+    pub global: cfg::Global,
+}
+
+impl Context {
+    /// The state every worker of a generation shares.
+    pub fn shared(&self, plan: &Plan) -> Shared {
+        let g = &plan.global;
+        Shared {
+            global_limit: Arc::clone(&self.global_limit),
+            debug: self.debug,
+            // Like HAProxy's `tune.pool-high-fd-ratio` (25 % of about 2 x maxconn descriptors).
+            idle_cap: (self.maxconn as usize / 2 / self.nbthread).max(1),
+            max_accept: g.tune_maxaccept.map_or(usize::MAX, |n| n as usize),
+            bufsize: g.tune_bufsize,
+            backends: Arc::new(plan.backends.clone()),
+            frontends: plan.frontends.clone(),
+            hard_stop_after: g.hard_stop_after,
+            grace: g.grace,
+            global_logger: plan.global_logger.clone(),
+            stopping: Default::default(),
+            sess_rate_limit: Default::default(),
+            process: crate::stats::info::Process {
+                started: self.started,
+                started_at: self.started_at,
+                nbthread: self.nbthread,
+                hard_maxconn: self.maxconn,
+                ulimit_n: crate::sys::nofile_limit().map_or(0, |l| l.0),
+                node: g.node.clone().unwrap_or_else(|| crate::sys::hostname().to_string()),
+                description: g.description.clone(),
+                listeners: plan
+                    .frontends
+                    .iter()
+                    .flat_map(|f| &f.binds)
+                    .map(|b| b.addrs.len())
+                    .sum(),
+            },
+        }
+    }
+
+    /// Global settings a reload cannot apply, named in warnings.
+    fn restart_only(&self, g: &cfg::Global) -> Vec<&'static str> {
+        let old = &self.global;
+        let differs =
+            |a: &dyn std::fmt::Debug, b: &dyn std::fmt::Debug| format!("{a:?}") != format!("{b:?}");
+        let checks: [(&'static str, bool); 10] = [
+            ("nbthread", differs(&old.nbthread, &g.nbthread)),
+            ("cpu-map", differs(&old.cpu_map, &g.cpu_map)),
+            ("maxconn", differs(&old.maxconn, &g.maxconn)),
+            ("ulimit-n", differs(&old.ulimit_n, &g.ulimit_n)),
+            ("user", differs(&old.user, &g.user)),
+            ("group", differs(&old.group, &g.group)),
+            ("chroot", differs(&old.chroot, &g.chroot)),
+            ("daemon", old.daemon != g.daemon),
+            ("pidfile", differs(&old.pidfile, &g.pidfile)),
+            ("stats socket", differs(&old.stats_sockets, &g.stats_sockets)),
+        ];
+        checks.into_iter().filter(|c| c.1).map(|c| c.0).collect()
+    }
+}
+
+/// Each worker's generation: its listening sockets and, in turn, the health-check tasks (as
+/// HAProxy spreads check tasks over threads).
+pub fn generations(
+    plan: &Plan,
+    per_worker: Vec<Vec<WorkerSocket>>,
+    shared: &Arc<Shared>,
+) -> Vec<WorkerGen> {
+    let n = per_worker.len().max(1);
+    let mut checks: Vec<Vec<crate::health::Job>> = (0..n).map(|_| Vec::new()).collect();
+    for (i, job) in crate::health::jobs(plan).into_iter().enumerate() {
+        checks[i % n].push(job);
+    }
+    per_worker
+        .into_iter()
+        .zip(checks)
+        .map(|(sockets, jobs)| WorkerGen { sockets, jobs, shared: Arc::clone(shared) })
+        .collect()
+}
+
+/// The reload the runtime calls.
+pub fn reloader(args: Args, ctx: Context) -> Reloader {
+    Box::new(move |current| reload(&args, &ctx, current))
+}
+
+fn reload(args: &Args, ctx: &Context, current: &Arc<Shared>) -> Result<NewPlan, Vec<String>> {
+    let failed = |mut out: Vec<String>| {
+        out.push(alert_line("Reload failed: nothing was changed."));
+        out
+    };
+    if let Some(dir) = &ctx.global.chroot {
+        return Err(failed(vec![alert_line(format!(
+            "Reload refused: the process runs in chroot '{}' and cannot read its configuration \
+             files again; restart it instead (a new process with -sf <pid> takes over the \
+             listening sockets).",
+            dir.display()
+        ))]));
+    }
+    let mut out = Vec::new();
+    let Some(config) = super::load_config(args, &mut out) else { return Err(failed(out)) };
+    let prev = plan::Previous { frontends: &current.frontends, backends: &current.backends };
+    let Some(plan) = super::build_plan(&config, prev, &mut out) else { return Err(failed(out)) };
+    for what in ctx.restart_only(&plan.global) {
+        out.push(warning_line(format!(
+            "reload: the '{what}' setting changed; it takes effect at the next restart."
+        )));
+    }
+    let mut inherited = match Inherited::from_self() {
+        Ok(i) => i,
+        Err(e) => {
+            out.push(alert_line(format!("Reload: cannot find the listening sockets: {e}")));
+            return Err(failed(out));
+        }
+    };
+    let per_worker = match super::open_listeners(&plan, ctx.nbthread, &mut inherited) {
+        Ok(s) => s,
+        Err(e) => {
+            out.push(alert_line(format!("Starting proxy {e}")));
+            return Err(failed(out));
+        }
+    };
+    drop(inherited); // duplicates of sockets no longer listened on
+                     // Committed: the new limits apply to the counts carried over.
+    for fe in &plan.frontends {
+        fe.apply_maxconn();
+    }
+    let mut shared = ctx.shared(&plan);
+    let limit = current.sess_rate_limit.load(std::sync::atomic::Ordering::Relaxed);
+    shared.sess_rate_limit = limit.into();
+    let shared = Arc::new(shared);
+    let kept = plan
+        .backends
+        .iter()
+        .flat_map(|b| {
+            let old = current.backends.iter().find(|o| o.name == b.name);
+            b.servers
+                .iter()
+                .filter(move |s| old.is_some_and(|o| o.servers.iter().any(|x| x.name == s.name)))
+        })
+        .count();
+    out.push(notice_line(format!(
+        "Reloaded: {} frontends, {} backends; {kept} servers kept their state.",
+        plan.frontends.len(),
+        plan.backends.len()
+    )));
+    Ok(NewPlan { workers: generations(&plan, per_worker, &shared), shared, messages: out })
+}
