@@ -133,7 +133,24 @@ fn reload(args: &Args, ctx: &Context, current: &Arc<Shared>) -> Result<NewPlan, 
     let mut out = Vec::new();
     let Some(config) = super::load_config(args, &mut out) else { return Err(failed(out)) };
     let prev = plan::Previous { frontends: &current.frontends, backends: &current.backends };
-    let Some(plan) = super::build_plan(&config, prev, &mut out) else { return Err(failed(out)) };
+    // Map files are read again; the runtime API sees the new ones once the reload commits.
+    crate::rules::maps::begin_reload();
+    let result = build(ctx, &config, prev, &mut out);
+    crate::rules::maps::end_reload(result.is_some());
+    match result {
+        Some((plan, per_worker)) => Ok(commit(ctx, current, plan, per_worker, out)),
+        None => Err(failed(out)),
+    }
+}
+
+/// The new plan and its listening sockets, or `None` (the reasons are in `out`).
+fn build(
+    ctx: &Context,
+    config: &cfg::Config,
+    prev: plan::Previous<'_>,
+    out: &mut Vec<String>,
+) -> Option<(Plan, Vec<Vec<WorkerSocket>>)> {
+    let plan = super::build_plan(config, prev, out)?;
     for what in ctx.restart_only(&plan.global) {
         out.push(warning_line(format!(
             "reload: the '{what}' setting changed; it takes effect at the next restart."
@@ -143,18 +160,29 @@ fn reload(args: &Args, ctx: &Context, current: &Arc<Shared>) -> Result<NewPlan, 
         Ok(i) => i,
         Err(e) => {
             out.push(alert_line(format!("Reload: cannot find the listening sockets: {e}")));
-            return Err(failed(out));
+            return None;
         }
     };
     let per_worker = match super::open_listeners(&plan, ctx.nbthread, &mut inherited) {
         Ok(s) => s,
         Err(e) => {
             out.push(alert_line(format!("Starting proxy {e}")));
-            return Err(failed(out));
+            return None;
         }
     };
     drop(inherited); // duplicates of sockets no longer listened on
-                     // Committed: the new limits apply to the counts carried over.
+    Some((plan, per_worker))
+}
+
+/// Everything is ready: the new plan's limits apply and its generation is made.
+fn commit(
+    ctx: &Context,
+    current: &Arc<Shared>,
+    plan: Plan,
+    per_worker: Vec<Vec<WorkerSocket>>,
+    mut out: Vec<String>,
+) -> NewPlan {
+    // Committed: the new limits apply to the counts carried over.
     for fe in &plan.frontends {
         fe.apply_maxconn();
     }
@@ -177,5 +205,5 @@ fn reload(args: &Args, ctx: &Context, current: &Arc<Shared>) -> Result<NewPlan, 
         plan.frontends.len(),
         plan.backends.len()
     )));
-    Ok(NewPlan { workers: generations(&plan, per_worker, &shared), shared, messages: out })
+    NewPlan { workers: generations(&plan, per_worker, &shared), shared, messages: out }
 }

@@ -47,7 +47,11 @@ pub struct LiveMap {
     current: RwLock<Arc<Map>>,
 }
 
+/// The map files of the current plan (what the runtime API finds).
 static FILES: Mutex<Vec<Arc<MapFile>>> = Mutex::new(Vec::new());
+/// The map files of a plan being built for a reload (files are read again), made current
+/// when the reload commits.
+static BUILDING: Mutex<Option<Vec<Arc<MapFile>>>> = Mutex::new(None);
 static SLOTS: AtomicU64 = AtomicU64::new(0);
 
 /// A worker's copy of a changed map's index, with the generation it belongs to.
@@ -62,9 +66,29 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Starts registering the map files of a new plan apart from the current ones.
+pub fn begin_reload() {
+    *lock(&BUILDING) = Some(Vec::new());
+}
+
+/// Makes the map files registered since [`begin_reload`] the current ones (`commit`), or
+/// forgets them (the reload failed).
+pub fn end_reload(commit: bool) {
+    if let Some(files) = lock(&BUILDING).take() {
+        if commit {
+            *lock(&FILES) = files;
+        }
+    }
+}
+
 /// The map file at `path` (registered on first use).
 fn file(path: &Path, text: &str) -> Arc<MapFile> {
-    let mut files = lock(&FILES);
+    let mut building = lock(&BUILDING);
+    let mut current = lock(&FILES);
+    let files = match building.as_mut() {
+        Some(b) => b,
+        None => &mut *current,
+    };
     if let Some(f) = files.iter().find(|f| f.path == path) {
         return Arc::clone(f);
     }

@@ -236,9 +236,26 @@ backend be
 ",
         a.addr
     );
+    let cfg = cfg.replace("{fe0}", "fd@3");
+    let path = dir.join("proxy.cfg");
+    std::fs::write(&path, cfg).expect("cfg");
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = l.local_addr().expect("addr");
+    // systemd's side of `Type=notify`: a datagram socket named by NOTIFY_SOCKET.
+    let notify_path = dir.join("notify.sock");
+    let notify = std::os::unix::net::UnixDatagram::bind(&notify_path).expect("notify socket");
+    notify.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    let recv = || {
+        let mut buf = [0u8; 256];
+        let n = notify.recv(&mut buf).expect("a notification");
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    };
     let master = dir.join("master.sock");
     let spec = format!("{},mode,600", master.display());
-    let f = fulcrum_with("reload-master-run", &cfg, &["-Ws", "-S", &spec]);
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_fulcrum"));
+    cmd.args(["-Ws", "-f"]).arg(&path).args(["-S", &spec]).env("NOTIFY_SOCKET", &notify_path);
+    let _p = spawn_with_listeners(cmd, &dir, vec![l]);
+    assert_eq!(recv(), "READY=1", "ready once the workers run");
     assert!(eventually(Duration::from_secs(5), || UnixStream::connect(&master).is_ok()));
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&master).expect("socket").permissions().mode() & 0o777;
@@ -248,5 +265,49 @@ backend be
     assert!(out.contains("Name: "), "{out}");
     let out = api(&master, "reload");
     assert!(out.starts_with("Success=1\n--\n"), "{out}");
-    assert_eq!(get_with(f.addr(), "/", "").0, 200);
+    let reloading = recv();
+    assert!(reloading.starts_with("RELOADING=1\nMONOTONIC_USEC="), "{reloading}");
+    assert_eq!(recv(), "READY=1", "ready again after the reload");
+    assert_eq!(get_with(addr, "/", "").0, 200);
+}
+
+#[test]
+fn a_reload_reads_map_files_again() {
+    let a = testserver("http", "a");
+    let data = scratch("reload-maps-data");
+    let cfg = format!(
+        "
+global
+    stats socket {{dir}}/api.sock level admin
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {{fe0}}
+    http-request set-header X-Route %[path,map_beg({}/routes.map,none)]
+    default_backend be
+backend be
+    server a {}
+",
+        data.display(),
+        a.addr
+    );
+    let map = data.join("routes.map");
+    std::fs::write(&map, "/a one\n").expect("map");
+    let (_p, addrs, dir) = start_proxy("fulcrum", "reload-maps", &cfg).expect("starts");
+    let sock = dir.join("api.sock");
+    assert!(eventually(Duration::from_secs(5), || UnixStream::connect(&sock).is_ok()));
+    let name = map.display().to_string();
+    assert!(api(&sock, &format!("add map {name} /b two")).trim().is_empty());
+    assert_eq!(api(&sock, &format!("show map {name}")).lines().count(), 3, "two entries + end");
+    std::fs::write(&map, "/c three\n").expect("map");
+    assert!(api(&sock, "reload").starts_with("Success=1"));
+    let listed = api(&sock, "show map");
+    let lines = listed.lines().filter(|l| l.contains(&name)).count();
+    assert_eq!(lines, 1, "the file is listed once: {listed}");
+    let entries = api(&sock, &format!("show map {name}"));
+    assert!(entries.contains("/c three") && !entries.contains("/b"), "{entries}");
+    assert_eq!(get_with(addrs[0], "/c", "").0, 200);
 }
