@@ -60,6 +60,16 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
             }
             no_extra(line, 2, kw, diags);
         }
+        "maxconnrate" | "maxsessrate" => {
+            if let Some(v) = int_arg(line, 1, kw, diags) {
+                if kw == "maxconnrate" {
+                    g.maxconnrate = Some(v);
+                } else {
+                    g.maxsessrate = Some(v);
+                }
+            }
+            no_extra(line, 2, kw, diags);
+        }
         "ulimit-n" => match parse_u64(line.arg(1)) {
             Some(v) if no_extra(line, 2, kw, diags) => g.ulimit_n = Some(v),
             Some(_) => {}

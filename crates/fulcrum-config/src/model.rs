@@ -63,6 +63,9 @@ pub struct Global {
     pub nbthread: Option<u32>,
     /// Process-wide `maxconn`; `None` means derived from the file-descriptor limit.
     pub maxconn: Option<u32>,
+    /// `maxconnrate`, `maxsessrate`: new connections / sessions per second (`None`: no limit).
+    pub maxconnrate: Option<u32>,
+    pub maxsessrate: Option<u32>,
     pub pidfile: Option<PathBuf>,
     pub cpu_map: Vec<CpuMap>,
     /// `ulimit-n`.
@@ -138,6 +141,8 @@ impl Default for Global {
             daemon: false,
             nbthread: None,
             maxconn: None,
+            maxconnrate: None,
+            maxsessrate: None,
             pidfile: None,
             cpu_map: Vec::new(),
             ulimit_n: None,

@@ -466,9 +466,7 @@ fn set_rate_limit(api: &View, args: &[String], out: &mut String) {
     }
     match a(4).parse::<u32>() {
         Ok(v) => {
-            api.shared.sess_rate_limit.store(v, Ordering::Relaxed);
-            // Said plainly: scripts must not believe a limit holds.
-            out.push_str("Recorded (shown by 'show info'), but Fulcrum does not enforce a session rate limit yet.\n");
+            api.shared.sess_rate.set_max(v);
         }
         Err(_) => out.push_str("Expects an integer value.\n"),
     }

@@ -2,6 +2,7 @@
 //! and `show servers state|conn`. Every change goes through `Backend::change_server`.
 
 use std::fmt::Write as _;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -156,12 +157,85 @@ fn set_server(be: &Backend, idx: usize, args: &[String], out: &mut String) {
             be.change_server(idx, Change::Force { agent: true, oper });
         }
         "addr" => set_addr(be, idx, &args[1..], out),
-        "agent-addr" | "agent-port" | "agent-send" | "check-addr" | "check-port" | "fqdn"
-        | "ssl" => {
+        "agent-addr" | "agent-port" | "check-addr" | "check-port" => {
+            check_target(&be.servers[idx], a(0), &args[1..], out)
+        }
+        "agent-send" => {
+            let srv = &be.servers[idx];
+            if srv.state().agent.as_ref().is_none_or(|c| !c.enabled) {
+                out.push_str("agent checks are not enabled on this server.\n");
+            } else {
+                let text = a(1).to_string();
+                srv.set_check_target(|t| t.agent_send = Some(text));
+            }
+        }
+        "fqdn" => {
+            // No `resolvers` section: as HAProxy says then.
+            out.push_str("set server <b>/<s> fqdn failed because no resolution is configured.\n");
+        }
+        "ssl" => {
             let _ = writeln!(out, "'set server <srv> {}' is not supported by Fulcrum yet.", a(0));
         }
         _ => out.push_str("usage: set server <backend>/<server> addr | agent | agent-addr | agent-port | agent-send | check-addr | check-port | fqdn | health | ssl | state | weight\n"),
     }
+}
+
+/// `set server <b>/<s> check-addr|agent-addr <ip> [port <p>]`, `check-port|agent-port <p>`:
+/// HAProxy's validation, its messages (a warning line), nothing applied on an error.
+fn check_target(srv: &crate::server::Server, what: &str, args: &[String], out: &mut String) {
+    let a = |i: usize| args.get(i).map_or("", String::as_str);
+    let agent = what.starts_with("agent");
+    let (addr, port) = if what.ends_with("-addr") {
+        if a(0).is_empty() {
+            let _ = writeln!(
+                out,
+                "set server <b>/<s> {what} requires an address and optionally a port."
+            );
+            return;
+        }
+        (Some(a(0)), (a(1) == "port").then(|| a(2)))
+    } else {
+        if a(0).is_empty() {
+            let _ = writeln!(out, "set server <b>/<s> {what} requires a port.");
+            return;
+        }
+        (None, Some(a(0)))
+    };
+    let enabled = {
+        let r = srv.state();
+        let c = if agent { r.agent.as_ref() } else { r.check.as_ref() };
+        c.is_some_and(|c| c.enabled)
+    };
+    // A warning: one line, no empty line after it (HAProxy's `cli_msg`).
+    let warn = |out: &mut String, msg: &str| out.push_str(msg);
+    if !enabled {
+        let which = if agent { "agent" } else { "health" };
+        return warn(out, &format!("{which} checks are not enabled on this server"));
+    }
+    let ip = match addr.map(str::parse::<IpAddr>) {
+        Some(Ok(ip)) => Some(ip),
+        Some(Err(_)) => return warn(out, &format!("invalid addr '{}'", addr.unwrap_or(""))),
+        None => None,
+    };
+    let port = match port.map(str::parse::<i64>) {
+        Some(Ok(p)) if (0..=65535).contains(&p) => Some(p as u16),
+        Some(Ok(_)) => return warn(out, "provided port is invalid"),
+        Some(Err(_)) => return warn(out, "provided port is not an integer"),
+        None => None,
+    };
+    srv.set_check_target(|t| {
+        let (a, p) = if agent {
+            (&mut t.agent_addr, &mut t.agent_port)
+        } else {
+            (&mut t.check_addr, &mut t.check_port)
+        };
+        if ip.is_some() {
+            *a = ip;
+        }
+        if port.is_some() {
+            *p = port;
+        }
+    });
 }
 
 /// `set server <b>/<s> addr <ip> [port <port>]`, with HAProxy's report of what changed.
@@ -286,11 +360,16 @@ fn show_state(api: &View, only: &str, out: &mut String) {
                 // Without a check, HAProxy's counter sits at its default `rise` (2) while up.
                 None => (1, 0, r.unchecked_health.unwrap_or(if r.is_up() { 2 } else { 0 })),
             };
-            let check_port = srv.policy.check.as_ref().and_then(|c| c.port).unwrap_or(0);
-            let agent_port = srv.policy.agent.as_ref().and_then(|a| a.port).unwrap_or(0);
+            let live = srv.check_target();
+            let p = &srv.policy;
+            let check_port = live.check_port.or(p.check.as_ref().and_then(|c| c.port)).unwrap_or(0);
+            let agent_port = live.agent_port.or(p.agent.as_ref().and_then(|a| a.port)).unwrap_or(0);
+            let shown = |a: Option<IpAddr>| a.map_or("-".to_string(), |a| a.to_string());
+            let check_addr = shown(live.check_addr.or(p.check_addr));
+            let agent_addr = shown(live.agent_addr.or(p.agent_addr));
             let _ = writeln!(
                 out,
-                "{} {} {} {} {addr} {} {} {} {} {} {status} {result} {health} {} {} 0 0 - {port} - 0 {check_port} - - {agent_port}",
+                "{} {} {} {} {addr} {} {} {} {} {} {status} {result} {health} {} {} 0 0 - {port} - 0 {check_port} {check_addr} {agent_addr} {agent_port}",
                 be.id,
                 be.name,
                 srv.id,

@@ -372,10 +372,13 @@ fn start(args: &Args, plan: Plan) -> i32 {
         maxconn,
         debug: args.debug,
         global_limit,
+        conn_rate: Default::default(),
+        sess_rate: Default::default(),
         started: std::time::SystemTime::now(),
         started_at: std::time::Instant::now(),
         global: plan.global.clone(),
     };
+    ctx.apply_rates(&plan.global);
     let shared = Arc::new(ctx.shared(&plan));
     let api = (!api_sockets.is_empty()).then(|| {
         let api = crate::api::Api {

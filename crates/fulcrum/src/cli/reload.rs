@@ -19,6 +19,7 @@ use fulcrum_config as cfg;
 use super::args::Args;
 use super::{alert_line, notice_line, warning_line};
 use crate::frontend::limit::Limit;
+use crate::frontend::rate::RateLimit;
 use crate::listener::Inherited;
 use crate::plan::{self, Plan};
 use crate::runtime::{NewPlan, Reloader, Shared, WorkerGen, WorkerSocket};
@@ -30,6 +31,8 @@ pub struct Context {
     pub maxconn: u32,
     pub debug: bool,
     pub global_limit: Arc<Limit>,
+    pub conn_rate: Arc<RateLimit>,
+    pub sess_rate: Arc<RateLimit>,
     pub started: std::time::SystemTime,
     pub started_at: std::time::Instant,
     /// The `global` section the process started with (what only a restart changes).
@@ -53,7 +56,8 @@ impl Context {
             grace: g.grace,
             global_logger: plan.global_logger.clone(),
             stopping: Default::default(),
-            sess_rate_limit: Default::default(),
+            conn_rate: Arc::clone(&self.conn_rate),
+            sess_rate: Arc::clone(&self.sess_rate),
             process: crate::stats::info::Process {
                 started: self.started,
                 started_at: self.started_at,
@@ -70,6 +74,12 @@ impl Context {
                     .sum(),
             },
         }
+    }
+
+    /// `maxconnrate` and `maxsessrate` as the configuration says (start-up, a reload).
+    pub fn apply_rates(&self, g: &cfg::Global) {
+        self.conn_rate.set_max(g.maxconnrate.unwrap_or(0));
+        self.sess_rate.set_max(g.maxsessrate.unwrap_or(0));
     }
 
     /// Global settings a reload cannot apply, named in warnings.
@@ -186,9 +196,8 @@ fn commit(
     for fe in &plan.frontends {
         fe.apply_maxconn();
     }
-    let mut shared = ctx.shared(&plan);
-    let limit = current.sess_rate_limit.load(std::sync::atomic::Ordering::Relaxed);
-    shared.sess_rate_limit = limit.into();
+    ctx.apply_rates(&plan.global);
+    let shared = ctx.shared(&plan);
     let shared = Arc::new(shared);
     let kept = plan
         .backends

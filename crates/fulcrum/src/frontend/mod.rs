@@ -4,6 +4,7 @@
 //! Must not touch: sockets (the listener owns them) or server selection (the backend does).
 
 pub mod limit;
+pub mod rate;
 
 use std::sync::Arc;
 use std::time::Duration;

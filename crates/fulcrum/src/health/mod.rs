@@ -101,14 +101,14 @@ pub async fn task(job: Job, bufsize: usize) {
 async fn checks(job: &Job, bufsize: usize) {
     let agent = job.kind == Kind::Agent;
     let be = &job.backend;
-    let mut addr_gen = be.servers[job.idx].addr_gen();
+    let mut version = be.servers[job.idx].check_version();
     let Some(mut plan) = check_plan(be, job.idx, agent, bufsize) else { return };
     let mut rng = crate::backend::random_u64() | 1;
     let mut scratch = run::Scratch::default();
     loop {
-        // The server moved (`set server ... addr`): check the new address.
-        if be.servers[job.idx].addr_gen() != addr_gen {
-            addr_gen = be.servers[job.idx].addr_gen();
+        // The server moved (`set server ... addr`), or its checks did (`check-port`...).
+        if be.servers[job.idx].check_version() != version {
+            version = be.servers[job.idx].check_version();
             let Some(p) = check_plan(be, job.idx, agent, bufsize) else { return };
             plan = p;
         }
@@ -199,12 +199,13 @@ fn check_plan(be: &Backend, idx: usize, agent: bool, bufsize: usize) -> Option<C
     let s = &be.servers[idx];
     let p = &s.policy;
     let hc = &be.health_check;
+    let live = s.check_target();
     let (port, ip_override, inter, send_proxy) = if agent {
         let a = p.agent.as_ref()?;
-        (a.port, p.agent_addr, a.inter, false)
+        (live.agent_port.or(a.port), live.agent_addr.or(p.agent_addr), a.inter, false)
     } else {
         let c = p.check.as_ref()?;
-        (c.port, p.check_addr, c.inter, c.send_proxy)
+        (live.check_port.or(c.port), live.check_addr.or(p.check_addr), c.inter, c.send_proxy)
     };
     let dest = match &s.target() {
         Target::Unix(path) if port.is_none() && ip_override.is_none() => {
@@ -222,7 +223,7 @@ fn check_plan(be: &Backend, idx: usize, agent: bool, bufsize: usize) -> Option<C
     };
     let (kind, steps) = if agent {
         let mut steps = Vec::new();
-        if let Some(text) = p.agent.as_ref().and_then(|a| a.send.clone()) {
+        if let Some(text) = live.agent_send.clone().or_else(|| p.agent.as_ref()?.send.clone()) {
             steps.push(fulcrum_config::CheckStep::Send(SendStep::Bytes {
                 data: text.into_bytes(),
                 comment: None,

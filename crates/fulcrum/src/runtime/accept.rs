@@ -127,7 +127,15 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
         // queue does not overflow (the kernel then drops SYNs, and a client waits 1 s). Then
         // the sessions run before more are taken.
         let mut taken = 0;
+        let mut pause = None;
         while taken < shared.max_accept {
+            // `maxconnrate` / `maxsessrate`: the rest of the second, connections wait in the
+            // kernel's backlog.
+            let now = crate::clock::now().into_std();
+            if let Some(w) = shared.conn_rate.wait(now).or_else(|| shared.sess_rate.wait(now)) {
+                pause = Some(w);
+                break;
+            }
             // `disable frontend` also stops a loop that was already woken.
             if ws.frontend.disabled.load(std::sync::atomic::Ordering::Relaxed) {
                 break;
@@ -159,6 +167,7 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
             };
             live.inc();
             slots.live = Some(Rc::clone(&live));
+            shared.conn_rate.count(now);
             let fc = &ws.frontend.counters;
             Counters::inc(&fc.conns);
             Counters::raise(&fc.max_sessions, u64::from(ws.frontend.limit.current()));
@@ -166,6 +175,7 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
             if !admit(&ws.frontend, &conn, &shared) {
                 continue;
             }
+            shared.sess_rate.count(now);
             // Two kinds of task, each as small as it can be: the task's size is part of the
             // memory of every idle connection.
             if ws.frontend.http.is_some() {
@@ -178,7 +188,10 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
                 tokio::task::spawn_local(tcp_connection(slots, conn));
             }
         }
-        if taken == shared.max_accept {
+        if let Some(w) = pause {
+            drop(ready);
+            tokio::time::sleep(w).await;
+        } else if taken == shared.max_accept {
             tokio::task::yield_now().await; // more may wait: let the sessions run first
         }
     }

@@ -118,8 +118,10 @@ pub struct Shared {
     pub global_logger: Option<Arc<crate::log::syslog::Logger>>,
     /// A soft stop has begun (`show info`'s `Stopping`).
     pub stopping: std::sync::atomic::AtomicBool,
-    /// `set rate-limit sessions global` (0: none; shown by `show info`).
-    pub sess_rate_limit: std::sync::atomic::AtomicU32,
+    /// `maxconnrate`, `maxsessrate` / `set rate-limit sessions global` (the same across
+    /// reloads).
+    pub conn_rate: Arc<crate::frontend::rate::RateLimit>,
+    pub sess_rate: Arc<crate::frontend::rate::RateLimit>,
     /// What the process knows of itself (`show info`, the stats page).
     pub process: crate::stats::info::Process,
 }

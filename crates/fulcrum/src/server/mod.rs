@@ -75,6 +75,17 @@ pub struct Policy {
     pub agent_addr: Option<IpAddr>,
 }
 
+/// Where checks go and what the agent is sent, as the runtime API changed them (`set server
+/// ... check-addr|check-port|agent-addr|agent-port|agent-send`); `None`: as configured.
+#[derive(Clone, Debug, Default)]
+pub struct CheckTarget {
+    pub check_addr: Option<IpAddr>,
+    pub check_port: Option<u16>,
+    pub agent_addr: Option<IpAddr>,
+    pub agent_port: Option<u16>,
+    pub agent_send: Option<String>,
+}
+
 /// What the request path reads, published from the record after every change.
 #[derive(Debug)]
 struct Hot {
@@ -126,6 +137,10 @@ pub struct Server {
     consecutive_errors: AtomicU32,
     /// Wakes the health check task early (observed errors ask for `fastinter`).
     pub check_soon: tokio::sync::Notify,
+    /// Check and agent destinations changed at run time; `check_gen` is bumped at each change
+    /// (the check tasks then rebuild what they send where).
+    check_target: Mutex<CheckTarget>,
+    check_gen: AtomicU32,
 }
 
 impl Server {
@@ -153,6 +168,8 @@ impl Server {
             sessions: None,
             consecutive_errors: AtomicU32::new(0),
             check_soon: tokio::sync::Notify::new(),
+            check_target: Mutex::new(CheckTarget::default()),
+            check_gen: AtomicU32::new(0),
         };
         s.publish(&s.state(), Instant::now());
         s
@@ -167,6 +184,22 @@ impl Server {
     pub fn set_target(&self, t: Target) {
         *self.target.write().unwrap_or_else(|e| e.into_inner()) = t;
         self.addr_gen.fetch_add(1, Ordering::Release);
+    }
+
+    /// Where its checks go, as changed at run time.
+    pub fn check_target(&self) -> CheckTarget {
+        self.check_target.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Changes where its checks go (the runtime API); the check tasks follow.
+    pub fn set_check_target(&self, edit: impl FnOnce(&mut CheckTarget)) {
+        edit(&mut self.check_target.lock().unwrap_or_else(|e| e.into_inner()));
+        self.check_gen.fetch_add(1, Ordering::Release);
+    }
+
+    /// Changes when the checks must be rebuilt: a new address or check target.
+    pub fn check_version(&self) -> u64 {
+        u64::from(self.addr_gen()) << 32 | u64::from(self.check_gen.load(Ordering::Acquire))
     }
 
     /// Which address generation it is at (see [`Server::set_target`]).
@@ -254,6 +287,7 @@ impl Server {
         self.counters = Arc::clone(&old.counters);
         self.cur_conns = Arc::clone(&old.cur_conns);
         self.idle_conns = Arc::clone(&old.idle_conns);
+        *self.check_target.get_mut().unwrap_or_else(|e| e.into_inner()) = old.check_target();
     }
 
     pub(crate) fn give_back_slot(&self) {

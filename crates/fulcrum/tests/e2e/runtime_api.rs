@@ -513,6 +513,108 @@ listen app
     }
 }
 
+/// `set server ... check-addr|check-port|agent-*|fqdn` answer as HAProxy's, and the checks
+/// go where they were sent: a check moved to a dead port takes the server DOWN, moved back
+/// brings it UP; `show servers state` shows the check address and port.
+#[test]
+fn check_destinations_change_at_run_time_as_in_haproxy() {
+    let a = testserver("http", "a");
+    let dead = dead_addr();
+    let cfg = format!(
+        "
+global
+    stats socket {{sock}} level admin
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+listen app
+    bind {{fe0}}
+    option httpchk
+    server s1 {} check inter 100 rise 1 fall 1
+    server s2 {}
+",
+        a.addr, a.addr
+    );
+    let script = [
+        "set server app/s2 agent-port 1".to_string(),
+        "set server app/s2 check-port 1".into(),
+        "set server app/s2 agent-send hello".into(),
+        "set server app/s1 check-port 70000".into(),
+        "set server app/s1 check-port abc".into(),
+        "set server app/s1 check-port".into(),
+        "set server app/s1 check-addr nope".into(),
+        "set server app/s1 check-addr".into(),
+        "set server app/s1 agent-addr 127.0.0.1".into(),
+        "set server app/s1 fqdn foo".into(),
+        format!("set server app/s1 check-addr {} port {}", dead.ip(), dead.port()),
+    ];
+    let mut answers = Vec::new();
+    for which in ["fulcrum", "haproxy"] {
+        let Some(api) = start(which, "api-checkport", &cfg) else { continue };
+        let status = |api: &Api| {
+            let (_, rows) = csv_rows(&api.cmd("show stat"));
+            let row = rows.into_iter().find(|r| field(r, "svname") == Some("s1"));
+            row.and_then(|r| field(&r, "status").map(str::to_string)).unwrap_or_default()
+        };
+        assert!(eventually(Duration::from_secs(5), || status(&api) == "UP"), "{which}");
+        let mut got: Vec<String> =
+            script.iter().map(|c| format!("{c} => {:?}", api.cmd(c))).collect();
+        assert!(eventually(Duration::from_secs(5), || status(&api) == "DOWN"), "{which}");
+        let state = api.cmd("show servers state app");
+        let s1 = state.lines().find(|l| l.contains(" s1 ")).unwrap_or("").to_string();
+        let w: Vec<&str> = s1.split(' ').collect();
+        got.push(format!("check port and addr: {:?}", w.get(21..23)));
+        api.cmd(&format!("set server app/s1 check-port {}", a.addr.port()));
+        assert!(eventually(Duration::from_secs(5), || status(&api) == "UP"), "{which}: back");
+        answers.push(got);
+    }
+    assert!(answers[0].last().is_some_and(|l| l.contains(&dead.port().to_string())));
+    if let Some(h) = answers.get(1) {
+        same(&answers[0], h, "set server check destinations");
+    }
+}
+
+/// `maxsessrate` and `set rate-limit sessions global` hold: past the limit, new connections
+/// wait for the next second (in the kernel's backlog); `show info` shows the limit.
+#[test]
+fn the_session_rate_limit_holds_and_changes_at_run_time() {
+    let a = testserver("http", "a");
+    let cfg = format!(
+        "
+global
+    maxsessrate 10
+    stats socket {{sock}} level admin
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+listen app
+    bind {{fe0}}
+    server s1 {}
+",
+        a.addr
+    );
+    let api = start("fulcrum", "api-rate", &cfg).expect("fulcrum");
+    let info = |api: &Api, key: &str| {
+        let text = api.cmd("show info");
+        text.lines().find_map(|l| l.strip_prefix(&format!("{key}: ")).map(str::to_string))
+    };
+    assert_eq!(info(&api, "SessRateLimit").as_deref(), Some("10"));
+    let t0 = std::time::Instant::now();
+    for _ in 0..25 {
+        assert_eq!(get_with(api.addrs[0], "/", "").0, 200);
+    }
+    // 10 in the first second (whatever was left of it), 10 in the next, 5 in the third.
+    assert!(t0.elapsed() >= Duration::from_secs(1), "25 sessions at 10/s: {:?}", t0.elapsed());
+    assert!(api.cmd("set rate-limit sessions global 0").trim().is_empty());
+    assert_eq!(info(&api, "SessRateLimit").as_deref(), Some("0"));
+    let answer = api.cmd("set rate-limit sessions global x");
+    assert_eq!(answer, "Expects an integer value.\n\n");
+}
+
 /// Denied requests and request errors are counted where HAProxy counts them.
 #[test]
 fn denials_and_request_errors_show_in_the_counters_as_in_haproxy() {
