@@ -71,6 +71,7 @@ mod error;
 pub mod fuzzing;
 mod head;
 mod hop;
+mod locate;
 mod target;
 mod values;
 
@@ -78,4 +79,5 @@ pub use chunked::{ChunkedScanner, Scan, MAX_CHUNK_LINE, MAX_TRAILERS};
 pub use error::{ChunkError, EditError, HeadError};
 pub use head::{default_reason, Body, Head, Info, Limits, Method, Version};
 pub use hop::{response_body, strip_hop_by_hop};
+pub use locate::error_position;
 pub use values::{comma_values, cookie_value, url_param, CommaValues};

@@ -49,6 +49,7 @@ const COMMANDS: &[Cmd] = &[
     Cmd { words: &["set", "weight"], level: Admin, usage: "set weight <bk>/<srv>  (DEPRECATED)", help: "change a server's weight (use 'set server' instead)" },
     Cmd { words: &["show", "backend"], level: User, usage: "show backend", help: "list backends in the current running config" },
     Cmd { words: &["show", "cli", "level"], level: User, usage: "show cli level", help: "display the level of the current CLI session" },
+    Cmd { words: &["show", "errors"], level: Operator, usage: "show errors [<px>] [request|response]", help: "report last request and/or response errors for each proxy" },
     Cmd { words: &["show", "env"], level: Operator, usage: "show env [var]", help: "dump environment variables known to the process" },
     Cmd { words: &["show", "info"], level: User, usage: "show info [desc|json|typed|float]*", help: "report information about the running process" },
     Cmd { words: &["show", "map"], level: Operator, usage: "show map [@ver] [map]", help: "report available maps or dump a map's contents" },
@@ -292,6 +293,7 @@ pub fn run(sess: &mut Session, line: &str, out: &mut String) {
         }
         ["set", "rate-limit"] => set_rate_limit(api, &args, out),
         ["get", "var"] => get_var(api, a(2), out),
+        ["show", "errors"] => show_errors(api, a(2), a(3), out),
         ["show", "env"] => match a(2) {
             "" => {
                 for (k, v) in std::env::vars_os() {
@@ -398,6 +400,57 @@ fn show_stat(api: &View, level: CliLevel, args: &[String], out: &mut String) {
             render::csv_row(out, r);
         }
     }
+}
+
+/// `show errors [<proxy>|<iid>] [request|response]`.
+fn show_errors(api: &View, which: &str, kind: &str, out: &mut String) {
+    use crate::stats::snapshots::{render, ProxyErrors};
+    let s = &api.shared;
+    let iid = if which.is_empty() {
+        -1
+    } else {
+        let named = s.frontends.iter().map(|f| (&f.name, f.id));
+        let named = named.chain(s.backends.iter().map(|b| (&b.name, b.id)));
+        match named.into_iter().find(|(n, _)| n.as_str() == which) {
+            Some((_, id)) => i64::from(id),
+            None => atoi(which),
+        }
+    };
+    if iid == 0 {
+        out.push_str("No such proxy.\n");
+        return;
+    }
+    let (want_req, want_resp) = (kind != "response", kind != "request");
+    let mut ids: Vec<(u32, &str)> = s.frontends.iter().map(|f| (f.id, f.name.as_str())).collect();
+    ids.extend(s.backends.iter().map(|b| (b.id, b.name.as_str())));
+    ids.sort_unstable();
+    ids.dedup();
+    let other_id = |snap: &Option<crate::stats::snapshots::Snapshot>| {
+        snap.as_ref().and_then(|s| s.other.as_ref().map(|o| i64::from(o.1)))
+    };
+    let proxies: Vec<ProxyErrors<'_>> = ids
+        .into_iter()
+        .map(|(id, name)| {
+            let fe = s.frontends.iter().find(|f| f.id == id);
+            let be = s.backends.iter().find(|b| b.id == id);
+            let mut p = ProxyErrors {
+                name,
+                id,
+                request: fe.and_then(|f| f.invalid_req.get()).filter(|_| want_req),
+                response: be.and_then(|b| b.invalid_rep.get()).filter(|_| want_resp),
+            };
+            if iid >= 0 && i64::from(id) != iid {
+                if other_id(&p.request) != Some(iid) {
+                    p.request = None;
+                }
+                if other_id(&p.response) != Some(iid) {
+                    p.response = None;
+                }
+            }
+            p
+        })
+        .collect();
+    render(&proxies, s.bufsize, out);
 }
 
 fn set_timeout(sess: &mut Session, args: &[String], out: &mut String) {

@@ -81,6 +81,8 @@ pub struct Backend {
     pub uses_dst: bool,
     /// A reload replaced it (its sessions' idle server connections go to its successor).
     pub retired: std::sync::atomic::AtomicBool,
+    /// The last invalid response its servers sent (`show errors`).
+    pub invalid_rep: crate::stats::snapshots::Slot,
     /// `tune.rcvbuf.server` / `tune.sndbuf.server` (global), for its server connections.
     pub server_bufs: fulcrum_config::SocketBuffers,
     /// `option srvtcpka` (or `tcpka`) and `srvtcpka-*`.
@@ -291,6 +293,7 @@ impl Backend {
             rules: Default::default(),
             uses_dst: false,
             retired: Default::default(),
+            invalid_rep: Default::default(),
             server_bufs: fulcrum_config::SocketBuffers::default(),
             server_tcpka: Default::default(),
         }

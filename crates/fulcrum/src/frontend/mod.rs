@@ -77,6 +77,8 @@ pub struct Frontend {
     /// A reload replaced it: its sessions end after their current transaction (see
     /// `runtime::retiring`).
     pub retired: std::sync::atomic::AtomicBool,
+    /// The last invalid request it received (`show errors`).
+    pub invalid_req: crate::stats::snapshots::Slot,
 }
 
 impl Frontend {

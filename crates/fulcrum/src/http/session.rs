@@ -427,10 +427,14 @@ impl Session<'_> {
                         }
                         return Ok(Read::Request);
                     }
-                    Ok(None) if self.cbuf.is_full() => return Err(Refused::invalid(400)),
+                    Ok(None) if self.cbuf.is_full() => {
+                        self.capture_request(None);
+                        return Err(Refused::invalid(400));
+                    }
                     Ok(None) => {}
                     Err(e) => {
                         self.note(format_args!("invalid request: {e}"));
+                        self.capture_request(Some(e));
                         return Err(Refused::invalid(e.request_status()));
                     }
                 }
@@ -653,6 +657,35 @@ impl Session<'_> {
     }
 
     /// A debug note about this session (under `-d`).
+    /// Keeps the refused request for `show errors`.
+    fn capture_request(&self, err: Option<fulcrum_http::HeadError>) {
+        let slot = &self.fe.invalid_req;
+        let buf = self.cbuf.data();
+        crate::stats::snapshots::capture(
+            slot,
+            buf,
+            self.shared.bufsize,
+            err,
+            self.peer,
+            None,
+            None,
+        );
+    }
+
+    /// Keeps the refused response for `show errors`.
+    fn capture_response(&self, sc: &ServerConn, err: Option<fulcrum_http::HeadError>) {
+        let srv = &sc.be.servers[sc.idx];
+        crate::stats::snapshots::capture(
+            &sc.be.invalid_rep,
+            sc.buf.data(),
+            self.shared.bufsize,
+            err,
+            self.peer,
+            Some((self.fe.name.clone(), self.fe.id)),
+            Some((srv.name.clone(), srv.id)),
+        );
+    }
+
     fn note(&self, what: std::fmt::Arguments<'_>) {
         if self.shared.debug {
             let who = self.peer.map(|p| p.to_string()).unwrap_or_else(|| "unix".into());

@@ -466,6 +466,7 @@ fn frontend(p: &cfg::Proxy, backend: Option<Arc<Backend>>) -> Frontend {
         disabled: Default::default(),
         enabled: Default::default(),
         retired: Default::default(),
+        invalid_req: Default::default(),
     }
 }
 

@@ -15,6 +15,7 @@ pub mod prometheus;
 mod prometheus_metrics;
 pub mod render;
 pub mod rows;
+pub mod snapshots;
 
 use std::sync::atomic::Ordering;
 

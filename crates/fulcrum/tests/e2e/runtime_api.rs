@@ -3,7 +3,7 @@
 //! show in live traffic.
 
 use std::io::{Read, Write};
-use std::net::SocketAddr;
+use std::net::{SocketAddr, TcpListener};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -613,6 +613,85 @@ listen app
     assert_eq!(info(&api, "SessRateLimit").as_deref(), Some("0"));
     let answer = api.cmd("set rate-limit sessions global x");
     assert_eq!(answer, "Expects an integer value.\n\n");
+}
+
+/// `show errors` shows the last invalid request of a frontend and the last invalid response
+/// of a backend as HAProxy 2.6 does: the same headers, positions and dump (HAProxy's lines
+/// about its H1 multiplexer's internal flags aside); filters by proxy and direction.
+#[test]
+fn show_errors_captures_invalid_messages_as_haproxy_does() {
+    // A server that answers every request with a header line without a colon.
+    let bad = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let bad_addr = bad.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for c in bad.incoming().take(8) {
+            let Ok(mut c) = c else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = c.read(&mut buf);
+            let _ = c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nBad Header\r\n\r\nok");
+        }
+    });
+    let cfg = format!(
+        "
+global
+    stats socket {{sock}} level admin
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {{fe0}}
+    default_backend be
+backend be
+    server s1 {bad_addr}
+"
+    );
+    // Dates and the client's port differ from run to run; HAProxy's H1 flag lines are its own.
+    let mask = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| !l.trim_start().starts_with("H1 "))
+            .map(|l| {
+                let l = match (l.find('['), l.find(']')) {
+                    (Some(a), Some(b)) if b > a => format!("{}[DATE]{}", &l[..a], &l[b + 1..]),
+                    _ => l.to_string(),
+                };
+                match l.find(", src 127.0.0.1:") {
+                    Some(i) => format!("{}, src 127.0.0.1:PORT", &l[..i]),
+                    None => l,
+                }
+            })
+            .collect()
+    };
+    let mut seen = Vec::new();
+    for which in ["fulcrum", "haproxy"] {
+        let Some(api) = start(which, "api-errors", &cfg) else { continue };
+        let empty = api.cmd("show errors");
+        let mut s = connect(api.addrs[0]);
+        s.write_all(b"GET /a b c HTTP/1.1\r\nHost: x\r\n\r\n").expect("write");
+        assert!(closed_within(&mut s, Duration::from_secs(5)), "{which}: 400 and close");
+        assert_eq!(get_with(api.addrs[0], "/", "").0, 502, "{which}");
+        let all = api.cmd("show errors");
+        let answers = [
+            mask(&empty),
+            mask(&all),
+            mask(&api.cmd("show errors fe request")),
+            mask(&api.cmd("show errors be request")),
+            mask(&api.cmd("show errors 3 response")),
+            mask(&api.cmd("show errors 2 response")),
+            mask(&api.cmd("show errors nope")),
+        ];
+        assert!(
+            all.contains("error at position 39") && all.contains("Bad Header\\r\\n"),
+            "{which}: {all}"
+        );
+        seen.push(answers);
+    }
+    if let Some(h) = seen.get(1) {
+        for (f, h) in seen[0].iter().zip(h) {
+            same(f, h, "show errors");
+        }
+    }
 }
 
 /// Denied requests and request errors are counted where HAProxy counts them.

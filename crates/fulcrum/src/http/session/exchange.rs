@@ -73,10 +73,14 @@ impl Session<'_> {
                             sc.buf.consume(n);
                             return Exchange::Response(sc, body_done);
                         }
-                        Ok(None) if sc.buf.is_full() => return Exchange::BadResponse,
+                        Ok(None) if sc.buf.is_full() => {
+                            self.capture_response(&sc, None);
+                            return Exchange::BadResponse;
+                        }
                         Ok(None) => {}
                         Err(e) => {
                             self.note(format_args!("invalid response: {e}"));
+                            self.capture_response(&sc, Some(e));
                             return Exchange::BadResponse;
                         }
                     }
