@@ -292,7 +292,16 @@ pub fn parse_acl(words: &[String], span: &Span) -> Result<ParsedAcl, String> {
     if needs_patterns && patterns.is_empty() && files.is_empty() && !ended_flags {
         warnings.push(format!("parsing acl keyword '{kw}' :\n  no pattern to match against were provided, so this ACL will never match.\n  If this is what you intended, please add '--' to get rid of this warning.\n  If you intended to match only for existence, please use '-m found'.\n  If you wanted to force an int to match as a bool, please use '-m bool'."));
     }
-    let acl = Acl { span: span.clone(), expr: parsed.expr, method, ignore_case, patterns, files };
+    let keyword = kw.to_string();
+    let acl = Acl {
+        span: span.clone(),
+        keyword,
+        expr: parsed.expr,
+        method,
+        ignore_case,
+        patterns,
+        files,
+    };
     Ok(ParsedAcl { acl, warnings })
 }
 
@@ -313,6 +322,7 @@ pub fn check_acl_name(name: &str) -> Result<(), String> {
 fn anon(span: &Span, fetch: Fetch, text: &str, method: MatchMethod, patterns: &[&str]) -> Acl {
     Acl {
         span: span.clone(),
+        keyword: text.split('(').next().unwrap_or(text).to_string(),
         expr: SampleExpr { fetch, converters: Vec::new(), text: text.to_string() },
         method,
         ignore_case: false,

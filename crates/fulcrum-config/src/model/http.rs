@@ -221,6 +221,9 @@ pub use fulcrum_pattern::Method as MatchMethod;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Acl {
     pub span: Span,
+    /// The criterion's keyword as written, without arguments (`path_beg`, `hdr`, `src`):
+    /// how the runtime API's `show acl` names it.
+    pub keyword: String,
     pub expr: SampleExpr,
     pub method: MatchMethod,
     /// `-i`: case-insensitive matching.

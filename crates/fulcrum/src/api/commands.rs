@@ -23,9 +23,12 @@ use CliLevel::{Admin, Operator, User};
 /// Every command Fulcrum answers, sorted as `help` lists them.
 #[rustfmt::skip]
 const COMMANDS: &[Cmd] = &[
+    Cmd { words: &["add", "acl"], level: Operator, usage: "add acl [@<ver>] <acl> <pattern>", help: "add an acl entry" },
     Cmd { words: &["add", "map"], level: Operator, usage: "add map [@<ver>] <map> <key> <val>", help: "add a map entry (payload supported instead of key/val)" },
+    Cmd { words: &["clear", "acl"], level: Operator, usage: "clear acl [@<ver>] <acl>", help: "clear the contents of this acl" },
     Cmd { words: &["clear", "counters"], level: Operator, usage: "clear counters [all]", help: "clear max statistics counters (or all counters)" },
     Cmd { words: &["clear", "map"], level: Operator, usage: "clear map [@<ver>] <map>", help: "clear the contents of this map" },
+    Cmd { words: &["del", "acl"], level: Operator, usage: "del acl <acl> [<key>|#<ref>]", help: "delete acl entries matching <key>" },
     Cmd { words: &["del", "map"], level: Operator, usage: "del map <map> [<key>|#<ref>]", help: "delete map entries matching <key>" },
     Cmd { words: &["disable", "agent"], level: Admin, usage: "disable agent", help: "disable agent checks" },
     Cmd { words: &["disable", "frontend"], level: Admin, usage: "disable frontend <frontend>", help: "temporarily disable specific frontend" },
@@ -47,6 +50,7 @@ const COMMANDS: &[Cmd] = &[
     Cmd { words: &["set", "server"], level: Admin, usage: "set server <bk>/<srv> [opts]", help: "change a server's state, weight, address or ssl" },
     Cmd { words: &["set", "timeout"], level: User, usage: "set timeout [cli] <delay>", help: "change a timeout setting" },
     Cmd { words: &["set", "weight"], level: Admin, usage: "set weight <bk>/<srv>  (DEPRECATED)", help: "change a server's weight (use 'set server' instead)" },
+    Cmd { words: &["show", "acl"], level: Operator, usage: "show acl [@<ver>] <acl>]", help: "report available acls or dump an acl's contents" },
     Cmd { words: &["show", "backend"], level: User, usage: "show backend", help: "list backends in the current running config" },
     Cmd { words: &["show", "cli", "level"], level: User, usage: "show cli level", help: "display the level of the current CLI session" },
     Cmd { words: &["show", "errors"], level: Operator, usage: "show errors [<px>] [request|response]", help: "report last request and/or response errors for each proxy" },
@@ -308,7 +312,8 @@ pub fn run(sess: &mut Session, line: &str, out: &mut String) {
             },
         },
         ["shutdown", "frontend"] => frontend_state(api, &args, out),
-        [_, "map"] => super::maps::run(cmd.words[0], &args, out),
+        [_, "map"] => super::maps::run(crate::rules::refs::Kind::Map, cmd.words[0], &args, out),
+        [_, "acl"] => super::maps::run(crate::rules::refs::Kind::Acl, cmd.words[0], &args, out),
         _ => super::servers::run(api, cmd.words, &args, out),
     }
 }

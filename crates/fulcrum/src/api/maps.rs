@@ -1,14 +1,12 @@
-//! The runtime API's map commands: `show map`, `add map`, `set map`, `del map`, `clear map`,
-//! with HAProxy 2.6's outputs and messages. Changes go through `rules::maps`, which rebuilds
-//! the indexes the request path reads.
+//! The runtime API's map and ACL commands: `show map|acl`, `add map|acl`, `set map`,
+//! `del map|acl`, `clear map|acl`, with HAProxy 2.6's outputs and messages. Changes go
+//! through `rules::refs`, which rebuilds the indexes the request path reads.
 
 use std::fmt::Write as _;
 
-use crate::rules::maps::{self, Entry};
+use crate::rules::refs::{self, Entry, Kind};
 
-const UNKNOWN: &str = "Unknown map identifier. Please use #<id> or <file>.\n";
-
-/// The reference `show map` prints for an entry (and `#<ref>` names).
+/// The reference `show map|acl` prints for an entry (and `#<ref>` names).
 fn reference(e: &Entry) -> String {
     format!("0x{:012x}", 0x5500_0000_0000u64 + e.id * 0x50)
 }
@@ -20,43 +18,75 @@ fn matches(e: &Entry, key: &str) -> bool {
     }
 }
 
-pub fn run(verb: &str, args: &[String], out: &mut String) {
+/// `verb` is `show`, `add`, `set`, `del` or `clear`; `args` the whole command.
+pub fn run(kind: Kind, verb: &str, args: &[String], out: &mut String) {
     let a = |i: usize| args.get(i).map_or("", String::as_str);
+    let what = if kind == Kind::Map { "map" } else { "acl" };
     if verb == "show" && a(2).is_empty() {
         out.push_str("# id (file) description\n");
-        for f in maps::files() {
-            let used = f.used_at.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            let users: Vec<String> = used.iter().map(|u| format!("by map at {u}")).collect();
-            let _ = writeln!(
-                out,
-                "{} ({}) pattern loaded from file '{}' used {}. curr_ver=0 next_ver=0 entry_cnt={}",
-                f.id,
-                f.path.display(),
-                f.path.display(),
-                users.join(", "),
-                f.entries().len() * f.users().max(1)
-            );
+        for r in refs::list(kind) {
+            let used = r.used_at();
+            let entries = r.entries().len() * r.users().max(1);
+            let _ = match &r.path {
+                Some(p) => {
+                    let users: Vec<String> =
+                        used.iter().map(|u| format!("by {what} at {u}")).collect();
+                    writeln!(
+                        out,
+                        "{} ({}) pattern loaded from file '{}' used {}. curr_ver=0 next_ver=0 entry_cnt={entries}",
+                        r.id(),
+                        p.display(),
+                        p.display(),
+                        users.join(", "),
+                    )
+                }
+                None => writeln!(
+                    out,
+                    "{} () {}. curr_ver=0 next_ver=0 entry_cnt={}",
+                    r.id(),
+                    r.desc,
+                    r.entries().len()
+                ),
+            };
         }
         return;
     }
-    if verb == "add" && (a(2).is_empty() || a(3).is_empty() || a(4).is_empty()) {
-        out.push_str("'add map' expects three parameters (map identifier, key and value) or one parameter (map identifier) and a payload\n");
+    let needs = match (kind, verb) {
+        (Kind::Map, "add") => (a(2).is_empty() || a(3).is_empty() || a(4).is_empty()).then_some(
+            "'add map' expects three parameters (map identifier, key and value) or one parameter (map identifier) and a payload\n",
+        ),
+        (Kind::Acl, "add") => (a(2).is_empty() || a(3).is_empty())
+            .then_some("'add acl' expects two parameters: ACL identifier and pattern.\n"),
+        _ => None,
+    };
+    if let Some(msg) = needs {
+        out.push_str(msg);
         return;
     }
-    let Some(file) = maps::find(a(2)) else {
-        out.push_str(UNKNOWN);
+    let Some(r) = refs::find(kind, a(2)) else {
+        let _ = writeln!(
+            out,
+            "Unknown {} identifier. Please use #<id> or <file>.",
+            if kind == Kind::Map { "map" } else { "ACL" }
+        );
         return;
     };
     let result = match verb {
         "show" => {
-            for e in file.entries() {
-                let _ = writeln!(out, "{} {} {}", reference(&e), e.key, e.value);
+            for e in r.entries() {
+                let _ = match kind {
+                    Kind::Map => writeln!(out, "{} {} {}", reference(&e), e.key, e.value),
+                    Kind::Acl => writeln!(out, "{} {}", reference(&e), e.key),
+                };
             }
             return;
         }
         "add" => {
-            let (key, value) = (a(3).to_string(), args[4..].join(" "));
-            file.change(|entries, next| {
+            let (key, value) = match kind {
+                Kind::Map => (a(3).to_string(), args[4..].join(" ")),
+                Kind::Acl => (a(3).to_string(), String::new()),
+            };
+            r.change(|entries, next| {
                 entries.push(Entry { id: *next, key, value });
                 *next += 1;
                 true
@@ -71,7 +101,7 @@ pub fn run(verb: &str, args: &[String], out: &mut String) {
             }
             let value = args[4..].join(" ");
             let key = a(3);
-            file.change(|entries, _| {
+            r.change(|entries, _| {
                 let mut found = false;
                 for e in entries.iter_mut().filter(|e| matches(e, key)) {
                     e.value = value.clone();
@@ -88,11 +118,15 @@ pub fn run(verb: &str, args: &[String], out: &mut String) {
         }
         "del" => {
             if a(3).is_empty() {
-                out.push_str("This command expects two parameters: map identifier and key.\n");
+                let _ = writeln!(
+                    out,
+                    "This command expects two parameters: {} identifier and key.",
+                    if kind == Kind::Map { "map" } else { "ACL" }
+                );
                 return;
             }
             let key = a(3);
-            file.change(|entries, _| {
+            r.change(|entries, _| {
                 let before = entries.len();
                 entries.retain(|e| !matches(e, key));
                 before != entries.len()
@@ -104,12 +138,20 @@ pub fn run(verb: &str, args: &[String], out: &mut String) {
                 true
             })
         }
-        _ => file.change(|entries, _| {
+        _ => r.change(|entries, _| {
             entries.clear();
             true
         }),
     };
     if let Err(e) = result {
-        let _ = writeln!(out, "Failed to update an entry: {e}");
+        match kind {
+            Kind::Map => {
+                let _ = writeln!(out, "Failed to update an entry: {e}");
+            }
+            // HAProxy says why a pattern is refused, in its words.
+            Kind::Acl => {
+                let _ = writeln!(out, "{}{}", e, if e.ends_with('.') { "" } else { "." });
+            }
+        }
     }
 }

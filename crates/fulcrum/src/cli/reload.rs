@@ -143,10 +143,10 @@ fn reload(args: &Args, ctx: &Context, current: &Arc<Shared>) -> Result<NewPlan, 
     let mut out = Vec::new();
     let Some(config) = super::load_config(args, &mut out) else { return Err(failed(out)) };
     let prev = plan::Previous { frontends: &current.frontends, backends: &current.backends };
-    // Map files are read again; the runtime API sees the new ones once the reload commits.
-    crate::rules::maps::begin_reload();
+    // Map and ACL files are read again; the runtime API sees the new ones once the reload commits.
+    crate::rules::refs::begin_reload();
     let result = build(ctx, &config, prev, &mut out);
-    crate::rules::maps::end_reload(result.is_some());
+    crate::rules::refs::end_reload(result.is_some());
     match result {
         Some((plan, per_worker)) => Ok(commit(ctx, current, plan, per_worker, out)),
         None => Err(failed(out)),

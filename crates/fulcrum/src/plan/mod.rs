@@ -97,6 +97,14 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
     let mut maps = HashMap::new();
+    // Pattern references are numbered in configuration order, whatever order rules compile in.
+    let mut files: Vec<String> = Vec::new();
+    for p in &config.proxies {
+        if !files.iter().any(|f| **f == *p.span.file) {
+            files.push(p.span.file.to_string());
+        }
+    }
+    crate::rules::refs::set_file_order(files);
     let ids = proxy_ids(config);
     let common = crate::log::syslog::Common::new(&config.global, &mut errors);
     let logger = |p: &cfg::Proxy, errors: &mut Vec<String>| {
@@ -208,6 +216,7 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
         fe.needs_dst = needs_dst;
         frontends.push(Arc::new(fe));
     }
+    crate::rules::refs::number();
     if errors.is_empty() {
         let global_logger =
             crate::log::syslog::Logger::build(&[cfg::LogEntry::Global], None, &common)

@@ -9,7 +9,9 @@
 //!
 //! Must not touch: sockets, server choice.
 
+pub mod acl_sets;
 pub mod maps;
+pub mod refs;
 pub mod sample;
 pub mod switching;
 
@@ -28,7 +30,7 @@ use sample::{Ctx, Expr, Value, Vars};
 pub struct Acl {
     expr: Expr,
     method: cfg::MatchMethod,
-    set: PatternSet,
+    set: Arc<acl_sets::LiveSet>,
 }
 
 impl Acl {
@@ -37,12 +39,16 @@ impl Acl {
         match self.method {
             M::Found => self.expr.any(ctx, &mut |_| true),
             M::Bool => self.expr.any(ctx, &mut |v| v.is_true()),
-            M::Int => {
-                self.expr.any(ctx, &mut |v| v.as_int().is_some_and(|i| self.set.match_int(i)))
-            }
-            M::Len => self.expr.any(ctx, &mut |v| self.set.match_int(v.as_bytes().len() as i64)),
-            M::Ip => self.expr.any(ctx, &mut |v| v.as_ip().is_some_and(|ip| self.set.match_ip(ip))),
-            _ => self.expr.any(ctx, &mut |v| self.set.match_str(&v.as_bytes())),
+            M::Int => self.set.with(|set| {
+                self.expr.any(ctx, &mut |v| v.as_int().is_some_and(|i| set.match_int(i)))
+            }),
+            M::Len => self
+                .set
+                .with(|set| self.expr.any(ctx, &mut |v| set.match_int(v.as_bytes().len() as i64))),
+            M::Ip => self.set.with(|set| {
+                self.expr.any(ctx, &mut |v| v.as_ip().is_some_and(|ip| set.match_ip(ip)))
+            }),
+            _ => self.set.with(|set| self.expr.any(ctx, &mut |v| set.match_str(&v.as_bytes()))),
         }
     }
 }
@@ -661,9 +667,23 @@ impl<'a> Compiler<'a> {
     fn acl(&mut self, a: &cfg::Acl) -> Result<Acl, String> {
         let expr = self.expr(&a.expr)?;
         let method = a.method;
+        // Checked as the configuration is (errors name the file and line); the set requests
+        // use is built from the pattern references below.
         let mut b = PatternSet::builder(method, a.ignore_case);
-        add_patterns(&mut b, a)?;
-        Ok(Acl { expr, method: a.method, set: b.build() })
+        let texts = add_patterns(&mut b, a)?;
+        // As HAProxy creates them: each file's reference, then the line's own.
+        let order = (refs::rank(&a.span.file), a.span.line);
+        let used = format!("file '{}' line {}", a.span.file, a.span.line);
+        let mut from_files = Vec::with_capacity(a.files.len());
+        for (f, text) in a.files.iter().zip(&texts) {
+            let r = refs::file(refs::Kind::Acl, f, text, order);
+            r.note_use(order, used.clone());
+            from_files.push(r);
+        }
+        let inline = refs::inline(inline_desc(a), &a.patterns, order);
+        let all = std::iter::once(inline).chain(from_files).collect();
+        let set = acl_sets::LiveSet::new(method, a.ignore_case, all)?;
+        Ok(Acl { expr, method: a.method, set })
     }
 
     pub fn expr(&mut self, e: &cfg::SampleExpr) -> Result<Expr, String> {
@@ -676,15 +696,17 @@ impl<'a> Compiler<'a> {
         sample::compile(e, &mut |path: &Path, kind| {
             let k = (path.to_path_buf(), kind as u8);
             if let Some(m) = maps.get(&k) {
-                crate::rules::maps::note_use(&m.file, &used_at);
+                m.file.note_use((refs::rank(&at.file), at.line), used_at.clone());
                 return Ok(Arc::clone(m));
             }
             // HAProxy's words (it does not say why).
             let text = std::fs::read_to_string(path)
                 .map_err(|_| format!("failed to open pattern file <{}>.", path.display()))?;
-            let m = maps::LiveMap::load(path, map_method(kind), &text, used_at.clone()).map_err(
-                |(line, err)| format!("map file <{}>, line {line} : {err}", path.display()),
-            )?;
+            let order = (refs::rank(&at.file), at.line);
+            let m = maps::LiveMap::load(path, map_method(kind), &text, used_at.clone(), order)
+                .map_err(|(line, err)| {
+                    format!("map file <{}>, line {line} : {err}", path.display())
+                })?;
             maps.insert(k, Arc::clone(&m));
             Ok(m)
         })
@@ -945,6 +967,9 @@ impl<'a> Compiler<'a> {
         };
         use cfg::MatchMethod as M;
         match acl.method {
+            // Patterns from files are meant to change at run time (`add acl <file>`): such
+            // rules stay out of indexes, which are built once.
+            _ if !acl.files.is_empty() => None,
             M::Found | M::Bool => None,
             _ => Some(acl),
         }
@@ -962,6 +987,11 @@ impl<'a> Compiler<'a> {
             add_patterns(&mut b, acl)?;
             ends.push(b.len());
         }
+        for u in rules {
+            if let Some(acl) = self.indexable(u) {
+                refs::freeze(&inline_desc(acl));
+            }
+        }
         Ok((b.build(), ends))
     }
 
@@ -970,18 +1000,29 @@ impl<'a> Compiler<'a> {
     }
 }
 
-/// Adds an ACL's inline patterns, then its `-f` files (read here), to a pattern set.
-fn add_patterns(b: &mut fulcrum_pattern::PatternSetBuilder, a: &cfg::Acl) -> Result<(), String> {
+/// Adds an ACL's inline patterns, then its `-f` files (read here), to a pattern set; the
+/// files' texts.
+fn add_patterns(
+    b: &mut fulcrum_pattern::PatternSetBuilder,
+    a: &cfg::Acl,
+) -> Result<Vec<String>, String> {
     let words: Vec<&str> = a.patterns.iter().map(String::as_str).collect();
     b.add_words(&words).map_err(|e| e.to_string())?;
+    let mut texts = Vec::with_capacity(a.files.len());
     for f in &a.files {
         let text = std::fs::read_to_string(f)
             .map_err(|_| format!("failed to open pattern file <{}>.", f.display()))?;
         b.add_file(&text).map_err(|(line, e)| {
             format!("failed to add pattern at line {line} of file <{}> : {e}", f.display())
         })?;
+        texts.push(text);
     }
-    Ok(())
+    Ok(texts)
+}
+
+/// How `show acl` names an ACL's inline patterns (HAProxy's words).
+fn inline_desc(a: &cfg::Acl) -> String {
+    format!("acl '{}' file '{}' line {}", a.keyword, a.span.file, a.span.line)
 }
 
 fn push_linear(segments: &mut Vec<Segment>, rule: usize) {

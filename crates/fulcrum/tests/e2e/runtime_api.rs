@@ -694,6 +694,95 @@ backend be
     }
 }
 
+/// `show|add|del|clear acl` answer as HAProxy's, references are numbered as HAProxy numbers
+/// them (maps and ACLs together, in configuration order), and a change to an ACL file's
+/// patterns applies to live requests at once.
+#[test]
+fn acl_commands_answer_as_haproxy_s_and_change_live_decisions() {
+    let one = testserver("http", "one");
+    let dir = scratch("api-acl-files");
+    let ips = dir.join("ips.lst");
+    let map = dir.join("r.map");
+    std::fs::write(&ips, "10.0.0.0/8\n# comment\n192.168.1.1\n").expect("acl file");
+    std::fs::write(&map, "/a one\n").expect("map file");
+    let cfg = format!(
+        "
+global
+    stats socket {{sock}} level admin
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {{fe0}}
+    acl p path_beg /x /y
+    acl blocked src -f {ips}
+    http-request deny if blocked
+    http-request set-header X-R %[path,map_beg({map},none)]
+    http-request deny if {{ path_beg /z }}
+    default_backend be
+backend be
+    acl b2 hdr(host) -f {ips}
+    server one {one}
+",
+        ips = ips.display(),
+        map = map.display(),
+        one = one.addr
+    );
+    let f = ips.display().to_string();
+    let script = [
+        "show acl".to_string(),
+        "show map".into(),
+        format!("add acl {f} 127.0.0.1"),
+        "LIVE".into(),
+        format!("add acl {f}"),
+        "add acl nope 1".into(),
+        format!("del acl {f} 1.1.1.1"),
+        format!("del acl {f} 127.0.0.1"),
+        "LIVE".into(),
+        "add acl #0 /w".into(),
+        "show acl #0".into(),
+        format!("add acl {f} bad/ip"),
+        format!("clear acl {f}"),
+        format!("show acl {f}"),
+        format!("del acl {f}"),
+    ];
+    // Entry references are addresses in HAProxy; its own `httpclient` ACLs are not ours.
+    let mask = |text: &str| -> String {
+        text.lines()
+            .filter(|l| !l.contains("'httpclient'"))
+            .map(|l| {
+                l.replace("api-acls-fulcrum/", "api-acls-P/")
+                    .replace("api-acls-haproxy/", "api-acls-P/")
+            })
+            .map(|l| match l.split_once(' ') {
+                Some((r, rest)) if r.starts_with("0x") => format!("REF {rest}"),
+                _ => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut answers = Vec::new();
+    for which in ["fulcrum", "haproxy"] {
+        let Some(api) = start(which, "api-acls", &cfg) else { continue };
+        let mut got = Vec::new();
+        for c in &script {
+            if c == "LIVE" {
+                got.push(format!("GET / => {}", get_with(api.addrs[0], "/", "").0));
+                continue;
+            }
+            got.push(format!("{c} => {}", mask(&api.cmd(c))));
+        }
+        answers.push(got);
+    }
+    assert!(answers[0][3].ends_with("403"), "127.0.0.1 added: denied: {:?}", answers[0]);
+    assert!(answers[0][8].ends_with("200"), "127.0.0.1 deleted: allowed: {:?}", answers[0]);
+    if let Some(h) = answers.get(1) {
+        same(&answers[0], h, "acl commands");
+    }
+}
+
 /// Denied requests and request errors are counted where HAProxy counts them.
 #[test]
 fn denials_and_request_errors_show_in_the_counters_as_in_haproxy() {
