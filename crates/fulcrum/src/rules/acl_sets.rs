@@ -2,36 +2,24 @@
 //! patterns come from pattern references (`rules::refs`: its inline patterns, then each `-f`
 //! file); a change to any of them rebuilds the set and publishes it with a generation number.
 //!
-//! As for maps, the request path pays one relaxed load while a set never changed; once it did,
-//! each worker keeps the current set in a thread-local cache. Must not touch: sample fetching.
+//! As for maps, the request path pays one relaxed load while a set never changed (see
+//! `rules::live`). Must not touch: sample fetching.
 
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use fulcrum_pattern::{Method, PatternSet};
 
+use super::live::Live;
 use super::refs::{lock, Entry, PatRef};
 
 /// One ACL's patterns, indexed for its match method.
 #[derive(Debug)]
 pub struct LiveSet {
-    slot: usize,
     method: Method,
     ignore_case: bool,
     /// Where its patterns come from, in order.
     pub refs: Vec<Arc<PatRef>>,
-    initial: PatternSet,
-    generation: AtomicU64,
-    current: RwLock<Arc<PatternSet>>,
-}
-
-static SLOTS: AtomicU64 = AtomicU64::new(0);
-
-type Cached = Option<(u64, Arc<PatternSet>)>;
-
-thread_local! {
-    static CACHE: RefCell<Vec<Cached>> = const { RefCell::new(Vec::new()) };
+    set: Live<PatternSet>,
 }
 
 impl LiveSet {
@@ -42,15 +30,7 @@ impl LiveSet {
         refs: Vec<Arc<PatRef>>,
     ) -> Result<Arc<LiveSet>, String> {
         let initial = build(method, ignore_case, &refs, None)?;
-        let set = Arc::new(LiveSet {
-            slot: SLOTS.fetch_add(1, Ordering::Relaxed) as usize,
-            method,
-            ignore_case,
-            refs,
-            initial,
-            generation: AtomicU64::new(0),
-            current: RwLock::new(Arc::new(PatternSet::builder(method, ignore_case).build())),
-        });
+        let set = Arc::new(LiveSet { method, ignore_case, refs, set: Live::new(initial) });
         for r in &set.refs {
             lock(&r.sets).push(Arc::downgrade(&set));
         }
@@ -60,25 +40,7 @@ impl LiveSet {
     /// Runs `f` on the set as it is now.
     #[inline]
     pub fn with<R>(&self, f: impl FnOnce(&PatternSet) -> R) -> R {
-        let generation = self.generation.load(Ordering::Acquire);
-        if generation == 0 {
-            return f(&self.initial);
-        }
-        let set = CACHE.with(|c| {
-            let mut c = c.borrow_mut();
-            if c.len() <= self.slot {
-                c.resize(self.slot + 1, None);
-            }
-            match &c[self.slot] {
-                Some((g, s)) if *g == generation => Arc::clone(s),
-                _ => {
-                    let s = Arc::clone(&self.current.read().unwrap_or_else(|e| e.into_inner()));
-                    c[self.slot] = Some((generation, Arc::clone(&s)));
-                    s
-                }
-            }
-        });
-        f(&set)
+        self.set.with(f)
     }
 
     /// The set with `changed`'s entries replaced by `trial`.
@@ -91,8 +53,7 @@ impl LiveSet {
     }
 
     pub(super) fn publish(&self, set: Arc<PatternSet>) {
-        *self.current.write().unwrap_or_else(|e| e.into_inner()) = set;
-        self.generation.fetch_add(1, Ordering::Release);
+        self.set.publish(set);
     }
 }
 

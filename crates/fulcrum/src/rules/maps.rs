@@ -3,40 +3,23 @@
 //! match method (each a [`LiveMap`], indexed for its method). A change rebuilds each index and
 //! publishes it with a generation number.
 //!
-//! The request path pays nothing for this while a map never changed (one relaxed load); once
-//! it did, each worker keeps the current index in a thread-local cache and takes the shared
-//! lock only when the generation moved. Must not touch: sockets, rule evaluation.
+//! The request path pays nothing for this while a map never changed (one relaxed load, see
+//! `rules::live`). Must not touch: sockets, rule evaluation.
 
-use std::cell::RefCell;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use fulcrum_pattern::{Map, Method};
 
+use super::live::Live;
 use super::refs::{self, lock, Kind, PatRef};
 
 /// A map file indexed for one match method.
 #[derive(Debug)]
 pub struct LiveMap {
-    slot: usize,
     method: Method,
     pub file: Arc<PatRef>,
-    /// The index the configuration loaded (in use until the first change).
-    initial: Map,
-    /// 0 until the map changes; then bumped at each change.
-    generation: AtomicU64,
-    current: RwLock<Arc<Map>>,
-}
-
-static SLOTS: AtomicU64 = AtomicU64::new(0);
-
-/// A worker's copy of a changed map's index, with the generation it belongs to.
-type Cached = Option<(u64, Arc<Map>)>;
-
-thread_local! {
-    /// Per worker: the index of each changed map.
-    static CACHE: RefCell<Vec<Cached>> = const { RefCell::new(Vec::new()) };
+    index: Live<Map>,
 }
 
 impl LiveMap {
@@ -52,15 +35,7 @@ impl LiveMap {
         let initial = Map::parse(method, text)?;
         let file = refs::file(Kind::Map, path, text, order);
         file.note_use(order, used_at);
-        let slot = SLOTS.fetch_add(1, Ordering::Relaxed) as usize;
-        let live = Arc::new(LiveMap {
-            slot,
-            method,
-            file: Arc::clone(&file),
-            initial,
-            generation: AtomicU64::new(0),
-            current: RwLock::new(Arc::new(Map::parse(method, "")?)),
-        });
+        let live = Arc::new(LiveMap { method, file: Arc::clone(&file), index: Live::new(initial) });
         lock(&file.maps).push(Arc::downgrade(&live));
         Ok(live)
     }
@@ -72,32 +47,13 @@ impl LiveMap {
 
     /// Makes a built index the one requests use.
     pub(super) fn publish(&self, m: Arc<Map>) {
-        *self.current.write().unwrap_or_else(|e| e.into_inner()) = m;
-        self.generation.fetch_add(1, Ordering::Release);
+        self.index.publish(m);
     }
 
     /// Runs `f` on the map as it is now.
     #[inline]
     pub fn with<R>(&self, f: impl FnOnce(&Map) -> R) -> R {
-        let generation = self.generation.load(Ordering::Acquire);
-        if generation == 0 {
-            return f(&self.initial);
-        }
-        let map = CACHE.with(|c| {
-            let mut c = c.borrow_mut();
-            if c.len() <= self.slot {
-                c.resize(self.slot + 1, None);
-            }
-            match &c[self.slot] {
-                Some((g, m)) if *g == generation => Arc::clone(m),
-                _ => {
-                    let m = Arc::clone(&self.current.read().unwrap_or_else(|e| e.into_inner()));
-                    c[self.slot] = Some((generation, Arc::clone(&m)));
-                    m
-                }
-            }
-        });
-        f(&map)
+        self.index.with(f)
     }
 }
 

@@ -10,6 +10,7 @@
 //! Must not touch: sockets, server choice.
 
 pub mod acl_sets;
+mod live;
 pub mod maps;
 pub mod refs;
 pub mod sample;
