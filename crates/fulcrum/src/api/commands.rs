@@ -59,9 +59,11 @@ const COMMANDS: &[Cmd] = &[
     Cmd { words: &["show", "map"], level: Operator, usage: "show map [@ver] [map]", help: "report available maps or dump a map's contents" },
     Cmd { words: &["show", "servers", "conn"], level: User, usage: "show servers conn [<backend>]", help: "dump server connections status (all or for a single backend)" },
     Cmd { words: &["show", "servers", "state"], level: User, usage: "show servers state [<backend>]", help: "dump volatile server information (all or for a single backend)" },
+    Cmd { words: &["show", "sess"], level: Operator, usage: "show sess [id]", help: "report the list of current sessions or dump this exact session" },
     Cmd { words: &["show", "stat"], level: User, usage: "show stat [desc|json|no-maint|typed|up]*", help: "report counters for each proxy and server" },
     Cmd { words: &["show", "version"], level: User, usage: "show version", help: "show version of the current process" },
     Cmd { words: &["shutdown", "frontend"], level: Admin, usage: "shutdown frontend <frontend>", help: "stop a specific frontend" },
+    Cmd { words: &["shutdown", "session"], level: Admin, usage: "shutdown session [id]", help: "kill a specific session" },
     Cmd { words: &["shutdown", "sessions", "server"], level: Admin, usage: "shutdown sessions server <bk>/<srv>", help: "kill sessions on a server" },
     Cmd { words: &["user"], level: User, usage: "user", help: "lower the level of the current CLI session to user" },
 ];
@@ -298,6 +300,21 @@ pub fn run(sess: &mut Session, line: &str, out: &mut String) {
         ["set", "rate-limit"] => set_rate_limit(api, &args, out),
         ["get", "var"] => get_var(api, a(2), out),
         ["show", "errors"] => show_errors(api, a(2), a(3), out),
+        ["show", "sess"] => crate::runtime::sessions::show(out),
+        ["shutdown", "session"] => {
+            let id = a(2);
+            let parsed = match id.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16).ok(),
+                None => id.parse().ok(),
+            };
+            match parsed.filter(|&p| p != 0) {
+                None => out.push_str("Session pointer expected (use 'show sess').\n"),
+                Some(p) if !crate::runtime::sessions::shutdown(p) => {
+                    out.push_str("No such session (use 'show sess').\n")
+                }
+                Some(_) => {}
+            }
+        }
         ["show", "env"] => match a(2) {
             "" => {
                 for (k, v) in std::env::vars_os() {

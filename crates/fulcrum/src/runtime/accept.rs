@@ -23,10 +23,21 @@ use crate::log;
 use crate::tcp::{self, Accepted};
 
 /// Sessions alive in this worker; soft stop waits for zero.
-#[derive(Default)]
 pub struct Live {
     count: Cell<usize>,
     idle: Notify,
+    /// Their table (`show sess`).
+    pub streams: Arc<super::sessions::Registry>,
+}
+
+impl Default for Live {
+    fn default() -> Self {
+        Live {
+            count: Cell::new(0),
+            idle: Notify::new(),
+            streams: super::sessions::Registry::for_worker(),
+        }
+    }
 }
 
 impl Live {
@@ -53,6 +64,8 @@ struct Slots {
     frontend: Arc<Frontend>,
     bind: Arc<Bind>,
     live: Option<Rc<Live>>,
+    /// Its place in the worker's session table.
+    stream: u32,
 }
 
 impl Drop for Slots {
@@ -61,6 +74,7 @@ impl Drop for Slots {
         self.frontend.limit.release();
         self.shared.global_limit.release();
         if let Some(live) = &self.live {
+            live.streams.remove(self.stream);
             live.dec();
         }
     }
@@ -149,6 +163,7 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
                 frontend: Arc::clone(&ws.frontend),
                 bind: Arc::clone(&ws.bind),
                 live: None,
+                stream: 0,
             };
             let accepted = match ready.try_io(|fd| crate::sys::accept(fd.as_raw_fd())) {
                 Ok(r) => r.and_then(|(fd, peer)| Ok((listener.stream(fd)?, peer))),
@@ -166,6 +181,7 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
                 }
             };
             live.inc();
+            slots.stream = live.streams.add(peer, &ws.frontend);
             slots.live = Some(Rc::clone(&live));
             shared.conn_rate.count(now);
             let fc = &ws.frontend.counters;
@@ -178,15 +194,19 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
             shared.sess_rate.count(now);
             // Two kinds of task, each as small as it can be: the task's size is part of the
             // memory of every idle connection.
-            if ws.frontend.http.is_some() {
+            let stream = slots.stream;
+            let handle = if ws.frontend.http.is_some() {
                 let task = http_connection(slots, Start::New(conn));
                 if debug_sizes {
                     eprintln!("http connection task: {} bytes", std::mem::size_of_val(&task));
                 }
-                tokio::task::spawn_local(task);
+                tokio::task::spawn_local(task)
             } else {
-                tokio::task::spawn_local(tcp_connection(slots, conn));
-            }
+                tokio::task::spawn_local(tcp_connection(slots, conn))
+            };
+            // `shutdown session` ends the task (the session has not run yet: it is registered
+            // before it can end).
+            live.streams.set_abort(stream, handle.abort_handle());
         }
         if let Some(w) = pause {
             drop(ready);

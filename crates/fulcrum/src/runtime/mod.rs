@@ -9,6 +9,7 @@
 //! a session does (the `tcp` and `http` modules).
 
 mod accept;
+pub mod sessions;
 
 use std::cell::RefCell;
 use std::collections::HashSet;

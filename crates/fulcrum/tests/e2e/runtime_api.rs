@@ -783,6 +783,65 @@ backend be
     }
 }
 
+/// `show sess` lists live client sessions (HAProxy's leading fields) and `shutdown session`
+/// ends one: its client sees the connection close before its answer; the errors are
+/// HAProxy's.
+#[test]
+fn sessions_are_listed_and_one_can_be_shut() {
+    let a = testserver("http", "a");
+    let cfg = format!(
+        "
+global
+    stats socket {{sock}} level admin
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 30s
+    timeout server 5s
+frontend fe
+    bind {{fe0}}
+    default_backend be
+backend be
+    server s1 {}
+",
+        a.addr
+    );
+    let mut answers = Vec::new();
+    for which in ["fulcrum", "haproxy"] {
+        let Some(api) = start(which, "api-sess", &cfg) else { continue };
+        // A request the server answers in 10 s: its stream is live meanwhile.
+        let mut s = connect(api.addrs[0]);
+        s.write_all(b"GET /?t=10s HTTP/1.1\r\nHost: t\r\n\r\n").expect("write");
+        let me = s.local_addr().expect("addr").to_string();
+        let mut list = String::new();
+        let listed = eventually(Duration::from_secs(5), || {
+            list = api.cmd("show sess");
+            list.contains(&format!("src={me} "))
+        });
+        assert!(listed, "{which}: {list}");
+        let line = list.lines().find(|l| l.contains(&format!("src={me} "))).unwrap_or("");
+        assert!(line.contains(" fe=fe ") && line.contains("proto=tcpv4"), "{which}: {list}");
+        let id = line.split(':').next().unwrap_or("").to_string();
+        answers.push(vec![
+            api.cmd("shutdown session"),
+            api.cmd("shutdown session 0x1234"),
+            api.cmd(&format!("shutdown session {id}")),
+        ]);
+        // Fulcrum closes the connection; HAProxy answers 502 (no response had begun).
+        s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        let mut got = [0u8; 64];
+        let n = s.read(&mut got).unwrap_or(usize::MAX);
+        assert!(n == 0 || got.starts_with(b"HTTP/1.1 502"), "{which}: the session ended ({n})");
+        let gone = eventually(Duration::from_secs(5), || {
+            !api.cmd("show sess").contains(&format!("src={me} "))
+        });
+        assert!(gone, "{which}: the session left the list");
+    }
+    if let Some(h) = answers.get(1) {
+        same(&answers[0], h, "shutdown session");
+    }
+}
+
 /// Denied requests and request errors are counted where HAProxy counts them.
 #[test]
 fn denials_and_request_errors_show_in_the_counters_as_in_haproxy() {

@@ -1,0 +1,154 @@
+//! The live client sessions of each worker, for the runtime API's `show sess` and `shutdown
+//! session`: each accepted connection is registered with its task's abort handle (two
+//! uncontended locks, no allocation once the worker's table has grown) and deregistered when
+//! it ends (idle keep-alive connections included: HAProxy lists only connections carrying a
+//! request).
+//!
+//! `shutdown session` aborts the session's task: both its sockets close at once, wherever it
+//! was waiting (HAProxy's `stream_shutdown`); no log line is written for it. Must not touch:
+//! what a session does.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crate::frontend::Frontend;
+
+/// One live session.
+#[derive(Debug)]
+struct Entry {
+    id: u64,
+    task: Option<tokio::task::AbortHandle>,
+    peer: Option<SocketAddr>,
+    frontend: Arc<Frontend>,
+    since: Instant,
+}
+
+/// One worker's table.
+#[derive(Debug)]
+pub struct Registry {
+    worker: u64,
+    inner: Mutex<Table>,
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    slots: Vec<Option<Entry>>,
+    free: Vec<u32>,
+    next: u64,
+}
+
+/// Every worker's table.
+static WORKERS: Mutex<Vec<Arc<Registry>>> = Mutex::new(Vec::new());
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Registry {
+    /// A new worker's table, known to the runtime API.
+    pub fn for_worker() -> Arc<Registry> {
+        let mut all = lock(&WORKERS);
+        let r = Arc::new(Registry { worker: all.len() as u64 + 1, inner: Mutex::default() });
+        all.push(Arc::clone(&r));
+        r
+    }
+
+    /// Registers a session; the slot to give back with [`Registry::remove`].
+    pub fn add(&self, peer: Option<SocketAddr>, frontend: &Arc<Frontend>) -> u32 {
+        let mut t = lock(&self.inner);
+        t.next += 1;
+        let entry = Entry {
+            id: self.worker << 40 | t.next,
+            task: None,
+            peer,
+            frontend: Arc::clone(frontend),
+            since: crate::clock::now().into_std(),
+        };
+        match t.free.pop() {
+            Some(i) => {
+                t.slots[i as usize] = Some(entry);
+                i
+            }
+            None => {
+                t.slots.push(Some(entry));
+                (t.slots.len() - 1) as u32
+            }
+        }
+    }
+
+    /// The session's task, once spawned.
+    pub fn set_abort(&self, slot: u32, task: tokio::task::AbortHandle) {
+        if let Some(Some(e)) = lock(&self.inner).slots.get_mut(slot as usize) {
+            e.task = Some(task);
+        }
+    }
+
+    pub fn remove(&self, slot: u32) {
+        let mut t = lock(&self.inner);
+        if let Some(s) = t.slots.get_mut(slot as usize) {
+            *s = None;
+            t.free.push(slot);
+        }
+    }
+}
+
+/// `show sess`: one line per live session, HAProxy's first fields.
+pub fn show(out: &mut String) {
+    use std::fmt::Write as _;
+    let now = Instant::now();
+    for r in lock(&WORKERS).iter() {
+        let t = lock(&r.inner);
+        for e in t.slots.iter().flatten() {
+            let (proto, src) = match e.peer {
+                Some(SocketAddr::V4(a)) => ("tcpv4", a.to_string()),
+                Some(SocketAddr::V6(a)) => ("tcpv6", a.to_string()),
+                None => ("unix", "unix".to_string()),
+            };
+            let age = now.saturating_duration_since(e.since).as_secs();
+            let _ = writeln!(
+                out,
+                "0x{:012x}: proto={proto} src={src} fe={} be=<NONE> srv=<NONE> ts=00 epoch=0 age={} calls=0",
+                e.id,
+                e.frontend.name,
+                human_age(age),
+            );
+        }
+    }
+}
+
+/// HAProxy's `human_time` for ages: `5s`, `2m5s`, `1h2m`, `3d1h`.
+fn human_age(s: u64) -> String {
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{}s", s / 60, s % 60),
+        3600..=86399 => format!("{}h{}m", s / 3600, s % 3600 / 60),
+        _ => format!("{}d{}h", s / 86400, s % 86400 / 3600),
+    }
+}
+
+/// `shutdown session <id>`: ends the session; `false` when no live session has that id.
+pub fn shutdown(id: u64) -> bool {
+    for r in lock(&WORKERS).iter() {
+        let t = lock(&r.inner);
+        let Some(e) = t.slots.iter().flatten().find(|e| e.id == id) else { continue };
+        if let Some(task) = &e.task {
+            task.abort();
+        }
+        return true;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_age;
+
+    #[test]
+    fn ages_read_as_haproxy_writes_them() {
+        assert_eq!(human_age(5), "5s");
+        assert_eq!(human_age(125), "2m5s");
+        assert_eq!(human_age(3720), "1h2m");
+        assert_eq!(human_age(90000), "1d1h");
+    }
+}
