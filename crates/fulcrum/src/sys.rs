@@ -307,6 +307,21 @@ pub fn notify_service(state: &str) {
     }
 }
 
+/// The heap as glibc sees it: bytes obtained from the system, bytes in use (`mallinfo2`).
+pub fn heap_usage() -> (u64, u64) {
+    // SAFETY: plain call returning a struct by value.
+    let m = unsafe { libc::mallinfo2() };
+    ((m.arena + m.hblkhd) as u64, (m.uordblks + m.hblkhd) as u64)
+}
+
+/// This thread's CPU time in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`; profiling only).
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// CLOCK_MONOTONIC in microseconds (systemd's `MONOTONIC_USEC` of a reload notification).
 pub fn monotonic_usec() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };

@@ -46,17 +46,21 @@ const COMMANDS: &[Cmd] = &[
     Cmd { words: &["set", "maxconn", "frontend"], level: Admin, usage: "set maxconn frontend <frontend> <value>", help: "change a frontend's maxconn setting" },
     Cmd { words: &["set", "maxconn", "global"], level: Admin, usage: "set maxconn global <value>", help: "change the per-process maxconn setting" },
     Cmd { words: &["set", "maxconn", "server"], level: Admin, usage: "set maxconn server <bk>/<srv>", help: "change a server's maxconn setting" },
+    Cmd { words: &["set", "profiling"], level: Admin, usage: "set profiling <what> {auto|on|off}", help: "enable/disable resource profiling (tasks,memory)" },
     Cmd { words: &["set", "rate-limit"], level: Admin, usage: "set rate-limit <setting> <value>", help: "change a rate limiting value" },
     Cmd { words: &["set", "server"], level: Admin, usage: "set server <bk>/<srv> [opts]", help: "change a server's state, weight, address or ssl" },
     Cmd { words: &["set", "timeout"], level: User, usage: "set timeout [cli] <delay>", help: "change a timeout setting" },
     Cmd { words: &["set", "weight"], level: Admin, usage: "set weight <bk>/<srv>  (DEPRECATED)", help: "change a server's weight (use 'set server' instead)" },
     Cmd { words: &["show", "acl"], level: Operator, usage: "show acl [@<ver>] <acl>]", help: "report available acls or dump an acl's contents" },
+    Cmd { words: &["show", "activity"], level: User, usage: "show activity", help: "show per-thread activity stats (for support/developers)" },
     Cmd { words: &["show", "backend"], level: User, usage: "show backend", help: "list backends in the current running config" },
     Cmd { words: &["show", "cli", "level"], level: User, usage: "show cli level", help: "display the level of the current CLI session" },
     Cmd { words: &["show", "errors"], level: Operator, usage: "show errors [<px>] [request|response]", help: "report last request and/or response errors for each proxy" },
     Cmd { words: &["show", "env"], level: Operator, usage: "show env [var]", help: "dump environment variables known to the process" },
     Cmd { words: &["show", "info"], level: User, usage: "show info [desc|json|typed|float]*", help: "report information about the running process" },
     Cmd { words: &["show", "map"], level: Operator, usage: "show map [@ver] [map]", help: "report available maps or dump a map's contents" },
+    Cmd { words: &["show", "pools"], level: User, usage: "show pools", help: "report information about the memory pools usage" },
+    Cmd { words: &["show", "profiling"], level: User, usage: "show profiling [<what>|<#lines>|byaddr]*", help: "show profiling state (all,status,tasks,memory)" },
     Cmd { words: &["show", "servers", "conn"], level: User, usage: "show servers conn [<backend>]", help: "dump server connections status (all or for a single backend)" },
     Cmd { words: &["show", "servers", "state"], level: User, usage: "show servers state [<backend>]", help: "dump volatile server information (all or for a single backend)" },
     Cmd { words: &["show", "sess"], level: Operator, usage: "show sess [id]", help: "report the list of current sessions or dump this exact session" },
@@ -301,6 +305,10 @@ pub fn run(sess: &mut Session, line: &str, out: &mut String) {
         ["get", "var"] => get_var(api, a(2), out),
         ["show", "errors"] => show_errors(api, a(2), a(3), out),
         ["show", "sess"] => crate::runtime::sessions::show(out),
+        ["show", "activity"] => crate::runtime::sessions::activity(out),
+        ["show", "profiling"] => crate::runtime::profiling::show(out),
+        ["set", "profiling"] => out.push_str(crate::runtime::profiling::set(a(2), a(3))),
+        ["show", "pools"] => show_pools(out),
         ["shutdown", "session"] => {
             let id = a(2);
             let parsed = match id.strip_prefix("0x") {
@@ -422,6 +430,18 @@ fn show_stat(api: &View, level: CliLevel, args: &[String], out: &mut String) {
             render::csv_row(out, r);
         }
     }
+}
+
+/// `show pools`: Fulcrum has no memory pools of its own; what the allocator holds, in
+/// HAProxy's layout (glibc's counts).
+fn show_pools(out: &mut String) {
+    out.push_str("Dumping pools usage. Use SIGQUIT to flush them.\n");
+    let (arena, used) = crate::sys::heap_usage();
+    let _ = writeln!(
+        out,
+        "  - Pool malloc (system allocator, per-thread caches up to 4096 bytes) : {arena} bytes allocated, {used} bytes used"
+    );
+    let _ = writeln!(out, "Total: 1 pools, {arena} bytes allocated, {used} used.");
 }
 
 /// `show errors [<proxy>|<iid>] [request|response]`.

@@ -200,9 +200,12 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
                 if debug_sizes {
                     eprintln!("http connection task: {} bytes", std::mem::size_of_val(&task));
                 }
-                tokio::task::spawn_local(task)
+                let kind = super::profiling::Kind::HttpSession;
+                tokio::task::spawn_local(super::profiling::Profiled::new(kind, task))
             } else {
-                tokio::task::spawn_local(tcp_connection(slots, conn))
+                let task = tcp_connection(slots, conn);
+                let kind = super::profiling::Kind::TcpSession;
+                tokio::task::spawn_local(super::profiling::Profiled::new(kind, task))
             };
             // `shutdown session` ends the task (the session has not run yet: it is registered
             // before it can end).

@@ -9,6 +9,7 @@
 //! a session does (the `tcp` and `http` modules).
 
 mod accept;
+pub mod profiling;
 pub mod sessions;
 
 use std::cell::RefCell;
@@ -435,6 +436,7 @@ fn worker(
             // A new turn: the log timers' clock, and the log lines of the last turn leave
             // together (see `clock`, `log::batch`).
             crate::clock::tick();
+            live.streams.turn();
             crate::log::batch::flush(cx.waker());
             // A reload: the new generation's listeners replace this one's (the sockets that
             // stay are the same, duplicated: nothing waiting in their queues is lost), its
@@ -525,7 +527,10 @@ fn start_generation(
     let checks = gen
         .jobs
         .into_iter()
-        .map(|j| tokio::task::spawn_local(crate::health::task(j, bufsize)))
+        .map(|j| {
+            let task = crate::health::task(j, bufsize);
+            tokio::task::spawn_local(profiling::Profiled::new(profiling::Kind::HealthCheck, task))
+        })
         .collect();
     (loops, checks)
 }

@@ -9,6 +9,7 @@
 //! what a session does.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -29,6 +30,9 @@ struct Entry {
 pub struct Registry {
     worker: u64,
     inner: Mutex<Table>,
+    /// Turns of the worker's event loop and connections it accepted (`show activity`).
+    loops: AtomicU64,
+    accepted: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -49,13 +53,24 @@ impl Registry {
     /// A new worker's table, known to the runtime API.
     pub fn for_worker() -> Arc<Registry> {
         let mut all = lock(&WORKERS);
-        let r = Arc::new(Registry { worker: all.len() as u64 + 1, inner: Mutex::default() });
+        let r = Arc::new(Registry {
+            worker: all.len() as u64 + 1,
+            inner: Mutex::default(),
+            loops: AtomicU64::new(0),
+            accepted: AtomicU64::new(0),
+        });
         all.push(Arc::clone(&r));
         r
     }
 
     /// Registers a session; the slot to give back with [`Registry::remove`].
+    /// Another turn of the worker's event loop.
+    pub fn turn(&self) {
+        self.loops.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub fn add(&self, peer: Option<SocketAddr>, frontend: &Arc<Frontend>) -> u32 {
+        self.accepted.fetch_add(1, Ordering::Relaxed);
         let mut t = lock(&self.inner);
         t.next += 1;
         let entry = Entry {
@@ -115,6 +130,26 @@ pub fn show(out: &mut String) {
             );
         }
     }
+}
+
+/// `show activity`: HAProxy's lines that Fulcrum measures, each as the total then one value
+/// per worker; the API runs on the main thread, outside the workers (thread 0).
+pub fn activity(out: &mut String) {
+    use std::fmt::Write as _;
+    let all = lock(&WORKERS);
+    let n = all.len();
+    let now =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let _ = writeln!(out, "thread_id: 0 (1..{n})");
+    let _ = writeln!(out, "date_now: {}.{:06}", now.as_secs(), now.subsec_micros());
+    let line = |out: &mut String, name: &str, v: &dyn Fn(&Registry) -> u64| {
+        let each: Vec<u64> = all.iter().map(|r| v(r)).collect();
+        let per: Vec<String> = each.iter().map(u64::to_string).collect();
+        let _ = writeln!(out, "{name}: {} [ {} ]", each.iter().sum::<u64>(), per.join(" "));
+    };
+    line(out, "loops", &|r| r.loops.load(Ordering::Relaxed));
+    line(out, "accepted", &|r| r.accepted.load(Ordering::Relaxed));
+    line(out, "curr_sess", &|r| lock(&r.inner).slots.iter().flatten().count() as u64);
 }
 
 /// HAProxy's `human_time` for ages: `5s`, `2m5s`, `1h2m`, `3d1h`.

@@ -842,6 +842,63 @@ backend be
     }
 }
 
+/// `set profiling` answers as HAProxy's; with tasks profiling on, `show profiling` counts the
+/// HTTP sessions' polls and their CPU time; `show activity` counts each worker's accepted
+/// connections; `show pools` reports the allocator.
+#[test]
+fn profiling_activity_and_pools_report_what_ran() {
+    let a = testserver("http", "a");
+    let cfg = format!(
+        "
+global
+    nbthread 2
+    stats socket {{sock}} level admin
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {{fe0}}
+    default_backend be
+backend be
+    server s1 {}
+",
+        a.addr
+    );
+    let script = ["set profiling foo on", "set profiling tasks maybe", "set profiling tasks on"];
+    let mut answers = Vec::new();
+    for which in ["fulcrum", "haproxy"] {
+        let Some(api) = start(which, "api-prof", &cfg) else { continue };
+        answers.push(script.iter().map(|c| api.cmd(c)).collect::<Vec<_>>());
+        if which == "haproxy" {
+            continue;
+        }
+        for _ in 0..10 {
+            assert_eq!(get_with(api.addrs[0], "/", "").0, 200);
+        }
+        let prof = api.cmd("show profiling");
+        assert!(prof.starts_with("Per-task CPU profiling              : on "), "{prof}");
+        let row = prof.lines().find(|l| l.trim_start().starts_with("http_session")).unwrap_or("");
+        let calls: u64 = row.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+        assert!(calls >= 10, "each session polled at least once: {prof}");
+        assert!(row.contains("us") || row.contains("ms"), "CPU time measured: {row}");
+        let activity = api.cmd("show activity");
+        let accepted = activity.lines().find_map(|l| l.strip_prefix("accepted: "));
+        let total: u64 = accepted.and_then(|v| v.split(' ').next()?.parse().ok()).unwrap_or(0);
+        assert!(total >= 10, "{activity}");
+        assert!(
+            accepted.is_some_and(|v| v.split_whitespace().count() == 5),
+            "two workers: {activity}"
+        );
+        let pools = api.cmd("show pools");
+        assert!(pools.starts_with("Dumping pools usage.") && pools.contains("bytes allocated"));
+    }
+    if let Some(h) = answers.get(1) {
+        same(&answers[0], h, "set profiling");
+    }
+}
+
 /// Denied requests and request errors are counted where HAProxy counts them.
 #[test]
 fn denials_and_request_errors_show_in_the_counters_as_in_haproxy() {
