@@ -383,6 +383,17 @@ impl PatternSet {
     pub fn first_match_ip(&self, ip: IpAddr) -> Option<usize> {
         self.index.lowest_ip(ip).map(|i| i as usize)
     }
+
+    /// The first pattern matching a sample given as text, cast as the method wants (an
+    /// address for `ip`, a number for `int`, a length for `len`): the runtime API's `get acl`.
+    pub fn first_match_text(&self, sample: &str) -> Option<usize> {
+        match self.method() {
+            Method::Ip => self.first_match_ip(sample.parse().ok()?),
+            Method::Int => self.first_match_int(sample.parse().ok()?),
+            Method::Len => self.first_match_int(sample.len() as i64),
+            _ => self.first_match_str(sample.as_bytes()),
+        }
+    }
 }
 
 impl PatternSetBuilder {
@@ -508,6 +519,17 @@ impl Map {
 
     pub fn lookup_int(&self, v: i64) -> Option<&str> {
         self.index.first_int(v).map(|i| self.values[i as usize].as_str())
+    }
+
+    /// The entry a sample given as text finds, cast as the method wants: the runtime API's
+    /// `get map`.
+    pub fn find_text(&self, sample: &str) -> Option<usize> {
+        let i = match self.method {
+            Method::Ip => self.index.first_ip(sample.parse().ok()?),
+            Method::Int => self.index.first_int(sample.parse().ok()?),
+            _ => self.index.first_str(sample.as_bytes()),
+        };
+        i.map(|i| i as usize)
     }
 
     /// Number of entries (duplicates included).

@@ -26,6 +26,8 @@ const COMMANDS: &[Cmd] = &[
     Cmd { words: &["add", "acl"], level: Operator, usage: "add acl [@<ver>] <acl> <pattern>", help: "add an acl entry" },
     Cmd { words: &["add", "map"], level: Operator, usage: "add map [@<ver>] <map> <key> <val>", help: "add a map entry (payload supported instead of key/val)" },
     Cmd { words: &["clear", "acl"], level: Operator, usage: "clear acl [@<ver>] <acl>", help: "clear the contents of this acl" },
+    Cmd { words: &["commit", "acl"], level: Operator, usage: "commit acl @<ver> <acl>", help: "commit the ACL at this version" },
+    Cmd { words: &["commit", "map"], level: Operator, usage: "commit map @<ver> <map>", help: "commit the map at this version" },
     Cmd { words: &["clear", "counters"], level: Operator, usage: "clear counters [all]", help: "clear max statistics counters (or all counters)" },
     Cmd { words: &["clear", "map"], level: Operator, usage: "clear map [@<ver>] <map>", help: "clear the contents of this map" },
     Cmd { words: &["del", "acl"], level: Operator, usage: "del acl <acl> [<key>|#<ref>]", help: "delete acl entries matching <key>" },
@@ -38,9 +40,13 @@ const COMMANDS: &[Cmd] = &[
     Cmd { words: &["enable", "frontend"], level: Admin, usage: "enable frontend <frontend>", help: "re-enable specific frontend" },
     Cmd { words: &["enable", "health"], level: Admin, usage: "enable health", help: "enable health checks" },
     Cmd { words: &["enable", "server"], level: Admin, usage: "enable server  (DEPRECATED)", help: "enable a disabled server (use 'set server' instead)" },
+    Cmd { words: &["get", "acl"], level: Operator, usage: "get acl <acl> <value>", help: "report the patterns matching a sample for an ACL" },
+    Cmd { words: &["get", "map"], level: Operator, usage: "get map <map> <value>", help: "report the keys and values matching a sample for a map" },
     Cmd { words: &["get", "var"], level: Operator, usage: "get var <name>", help: "retrieve contents of a process-wide variable" },
     Cmd { words: &["get", "weight"], level: User, usage: "get weight <bk>/<srv>", help: "report a server's current weight" },
     Cmd { words: &["operator"], level: User, usage: "operator", help: "lower the level of the current CLI session to operator" },
+    Cmd { words: &["prepare", "acl"], level: Operator, usage: "prepare acl <acl>", help: "prepare a new version for atomic ACL replacement" },
+    Cmd { words: &["prepare", "map"], level: Operator, usage: "prepare map <acl>", help: "prepare a new version for atomic map replacement" },
     Cmd { words: &["reload"], level: Admin, usage: "reload", help: "read the configuration again and apply it in this process, keeping server states" },
     Cmd { words: &["set", "map"], level: Operator, usage: "set map <map> [<key>|#<ref>] <value>", help: "modify a map entry" },
     Cmd { words: &["set", "maxconn", "frontend"], level: Admin, usage: "set maxconn frontend <frontend> <value>", help: "change a frontend's maxconn setting" },
@@ -337,8 +343,14 @@ pub fn run(sess: &mut Session, line: &str, out: &mut String) {
             },
         },
         ["shutdown", "frontend"] => frontend_state(api, &args, out),
-        [_, "map"] => super::maps::run(crate::rules::refs::Kind::Map, cmd.words[0], &args, out),
-        [_, "acl"] => super::maps::run(crate::rules::refs::Kind::Acl, cmd.words[0], &args, out),
+        [verb, "map"] => {
+            let payload = sess.payload.as_deref();
+            super::maps::run(crate::rules::refs::Kind::Map, verb, &args, payload, out)
+        }
+        [verb, "acl"] => {
+            let payload = sess.payload.as_deref();
+            super::maps::run(crate::rules::refs::Kind::Acl, verb, &args, payload, out)
+        }
         _ => super::servers::run(api, cmd.words, &args, out),
     }
 }
@@ -593,6 +605,7 @@ mod tests {
             quit: false,
             reload: false,
             master: false,
+            payload: None,
         };
         let mut out = String::new();
         usage(&sess, &words("show stats"), false, &mut out);

@@ -18,22 +18,99 @@ fn matches(e: &Entry, key: &str) -> bool {
     }
 }
 
-/// `verb` is `show`, `add`, `set`, `del` or `clear`; `args` the whole command.
-pub fn run(kind: Kind, verb: &str, args: &[String], out: &mut String) {
-    let a = |i: usize| args.get(i).map_or("", String::as_str);
+/// How HAProxy names a match method's index (`idx=`).
+fn index_kind(m: fulcrum_pattern::Method) -> &'static str {
+    use fulcrum_pattern::Method::*;
+    match m {
+        Str | Beg | Ip => "tree",
+        _ => "list",
+    }
+}
+
+/// `get map|acl <ref> <value>`: for each index built from the reference, what the value finds.
+fn get(kind: Kind, r: &refs::PatRef, value: &str, out: &mut String) {
+    let entries = r.entries();
+    if kind == Kind::Map {
+        let maps = r.maps.lock().unwrap_or_else(|e| e.into_inner());
+        let mut maps: Vec<_> = maps.iter().filter_map(|w| w.upgrade()).collect();
+        maps.sort_by_key(|m| m.order);
+        for m in maps {
+            let (method, found) = m.with(|map| (map.method(), map.find_text(value)));
+            let _ = write!(out, "type={}, case=sensitive, found=", method.name());
+            match found.and_then(|i| entries.get(i)) {
+                Some(e) => {
+                    let idx = index_kind(method);
+                    let _ = writeln!(
+                        out,
+                        "yes, idx={idx}, key=\"{}\", value=\"{}\", type=\"str\"",
+                        e.key, e.value
+                    );
+                }
+                None => out.push_str("no\n"),
+            }
+        }
+        return;
+    }
+    let sets = r.sets.lock().unwrap_or_else(|e| e.into_inner());
+    let mut sets: Vec<_> = sets.iter().filter_map(|w| w.upgrade()).collect();
+    // In configuration order: each set's own (inline) reference is made where its ACL is.
+    sets.sort_by_key(|s| s.refs.first().map(|r| r.order()));
+    for s in sets {
+        // The set's patterns, in the order it was built: each reference's entries in turn.
+        let all: Vec<String> =
+            s.refs.iter().flat_map(|r| r.entries().into_iter().map(|e| e.key)).collect();
+        let (method, icase, found) =
+            s.with(|set| (set.method(), set.ignore_case(), set.first_match_text(value)));
+        let case = if icase { "insensitive" } else { "sensitive" };
+        let _ = write!(out, "type={}, case={case}, match=", method.name());
+        match found.and_then(|i| all.get(i)) {
+            Some(p) => {
+                let _ = writeln!(out, "yes, idx={}, pattern=\"{p}\"", index_kind(method));
+            }
+            None => out.push_str("no\n"),
+        }
+    }
+}
+
+/// `verb` is `show`, `add`, `set`, `del`, `clear`, `get`, `prepare` or `commit`; `args` the
+/// whole command; `payload` the lines after a command ending with `<<`.
+pub fn run(kind: Kind, verb: &str, args: &[String], payload: Option<&str>, out: &mut String) {
     let what = if kind == Kind::Map { "map" } else { "acl" };
+    let who = if kind == Kind::Map { "map" } else { "ACL" };
+    // `@<ver>` before the reference names a version (`add`, `show`, `clear`, `commit`).
+    let ver_word = args.get(2).and_then(|w| w.strip_prefix('@'));
+    let ver = ver_word.map(|v| v.parse::<u32>().unwrap_or(0));
+    let args: Vec<String> = if ver.is_some() {
+        args.iter().enumerate().filter(|(i, _)| *i != 2).map(|(_, w)| w.clone()).collect()
+    } else {
+        args.to_vec()
+    };
+    let a = |i: usize| args.get(i).map_or("", String::as_str);
+    if verb == "get" && (a(2).is_empty() || a(3).is_empty()) {
+        let _ = writeln!(out, "Missing {who} identifier and/or key.");
+        return;
+    }
+    if verb == "commit" && ver.is_none() {
+        out.push_str("Missing version number.\n");
+        return;
+    }
+    if matches!(verb, "commit" | "prepare") && a(2).is_empty() {
+        let _ = writeln!(out, "Missing {who} identifier.");
+        return;
+    }
     if verb == "show" && a(2).is_empty() {
         out.push_str("# id (file) description\n");
         for r in refs::list(kind) {
             let used = r.used_at();
             let entries = r.entries().len() * r.users().max(1);
+            let (curr, next) = r.versions();
             let _ = match &r.path {
                 Some(p) => {
                     let users: Vec<String> =
                         used.iter().map(|u| format!("by {what} at {u}")).collect();
                     writeln!(
                         out,
-                        "{} ({}) pattern loaded from file '{}' used {}. curr_ver=0 next_ver=0 entry_cnt={entries}",
+                        "{} ({}) pattern loaded from file '{}' used {}. curr_ver={curr} next_ver={next} entry_cnt={entries}",
                         r.id(),
                         p.display(),
                         p.display(),
@@ -42,7 +119,7 @@ pub fn run(kind: Kind, verb: &str, args: &[String], out: &mut String) {
                 }
                 None => writeln!(
                     out,
-                    "{} () {}. curr_ver=0 next_ver=0 entry_cnt={}",
+                    "{} () {}. curr_ver={curr} next_ver={next} entry_cnt={}",
                     r.id(),
                     r.desc,
                     r.entries().len()
@@ -52,11 +129,15 @@ pub fn run(kind: Kind, verb: &str, args: &[String], out: &mut String) {
         return;
     }
     let needs = match (kind, verb) {
-        (Kind::Map, "add") => (a(2).is_empty() || a(3).is_empty() || a(4).is_empty()).then_some(
-            "'add map' expects three parameters (map identifier, key and value) or one parameter (map identifier) and a payload\n",
-        ),
-        (Kind::Acl, "add") => (a(2).is_empty() || a(3).is_empty())
-            .then_some("'add acl' expects two parameters: ACL identifier and pattern.\n"),
+        (Kind::Map, "add")
+            if (payload.is_none() && (a(2).is_empty() || a(3).is_empty() || a(4).is_empty()))
+                || a(2).is_empty() =>
+        {
+            Some("'add map' expects three parameters (map identifier, key and value) or one parameter (map identifier) and a payload\n")
+        }
+        (Kind::Acl, "add") if a(2).is_empty() || a(3).is_empty() => {
+            Some("'add acl' expects two parameters: ACL identifier and pattern.\n")
+        }
         _ => None,
     };
     if let Some(msg) = needs {
@@ -64,16 +145,33 @@ pub fn run(kind: Kind, verb: &str, args: &[String], out: &mut String) {
         return;
     }
     let Some(r) = refs::find(kind, a(2)) else {
-        let _ = writeln!(
-            out,
-            "Unknown {} identifier. Please use #<id> or <file>.",
-            if kind == Kind::Map { "map" } else { "ACL" }
-        );
+        let _ = writeln!(out, "Unknown {who} identifier. Please use #<id> or <file>.");
         return;
     };
+    let (curr, next) = r.versions();
+    if verb == "add" && ver.is_some_and(|v| v.wrapping_sub(next) as i32 > 0) {
+        let _ = writeln!(out, "Version number in the future, please use 'prepare {what}' before.");
+        return;
+    }
+    let ver = ver.unwrap_or(curr);
     let result = match verb {
+        "get" => return get(kind, &r, a(3), out),
+        "prepare" => {
+            let _ = writeln!(out, "New version created: {}", r.prepare());
+            return;
+        }
+        "commit" => {
+            match r.commit(ver) {
+                Ok(()) => {}
+                Err(None) => out.push_str("Version number out of range.\n"),
+                Err(Some(e)) => {
+                    let _ = writeln!(out, "{e}.");
+                }
+            }
+            return;
+        }
         "show" => {
-            for e in r.entries() {
+            for e in r.version_entries(ver).unwrap_or_default() {
                 let _ = match kind {
                     Kind::Map => writeln!(out, "{} {} {}", reference(&e), e.key, e.value),
                     Kind::Acl => writeln!(out, "{} {}", reference(&e), e.key),
@@ -82,13 +180,29 @@ pub fn run(kind: Kind, verb: &str, args: &[String], out: &mut String) {
             return;
         }
         "add" => {
-            let (key, value) = match kind {
-                Kind::Map => (a(3).to_string(), args[4..].join(" ")),
-                Kind::Acl => (a(3).to_string(), String::new()),
-            };
-            r.change(|entries, next| {
-                entries.push(Entry { id: *next, key, value });
-                *next += 1;
+            // One entry from the line, or one per payload line (`key value`).
+            let mut pairs: Vec<(String, String)> = Vec::new();
+            match payload {
+                Some(p) if kind == Kind::Map => {
+                    for line in p.lines().filter(|l| !l.is_empty()) {
+                        let (k, v) = line.split_once([' ', '\t']).unwrap_or((line, ""));
+                        if v.trim().is_empty() {
+                            let _ = writeln!(out, "Missing value for key '{k}'.");
+                            return;
+                        }
+                        pairs.push((k.to_string(), v.trim_start().to_string()));
+                    }
+                }
+                _ => match kind {
+                    Kind::Map => pairs.push((a(3).to_string(), args[4..].join(" "))),
+                    Kind::Acl => pairs.push((a(3).to_string(), String::new())),
+                },
+            }
+            r.change_version(ver, |entries, next| {
+                for (key, value) in pairs {
+                    entries.push(Entry { id: *next, key, value });
+                    *next += 1;
+                }
                 true
             })
         }
@@ -109,6 +223,7 @@ pub fn run(kind: Kind, verb: &str, args: &[String], out: &mut String) {
                 }
                 found
             })
+            .map_err(Some)
             .map(|found| {
                 if !found {
                     out.push_str("entry not found.\n");
@@ -118,11 +233,8 @@ pub fn run(kind: Kind, verb: &str, args: &[String], out: &mut String) {
         }
         "del" => {
             if a(3).is_empty() {
-                let _ = writeln!(
-                    out,
-                    "This command expects two parameters: {} identifier and key.",
-                    if kind == Kind::Map { "map" } else { "ACL" }
-                );
+                let _ =
+                    writeln!(out, "This command expects two parameters: {who} identifier and key.");
                 return;
             }
             let key = a(3);
@@ -131,6 +243,7 @@ pub fn run(kind: Kind, verb: &str, args: &[String], out: &mut String) {
                 entries.retain(|e| !matches(e, key));
                 before != entries.len()
             })
+            .map_err(Some)
             .map(|found| {
                 if !found {
                     out.push_str("Key not found.\n");
@@ -138,13 +251,14 @@ pub fn run(kind: Kind, verb: &str, args: &[String], out: &mut String) {
                 true
             })
         }
-        _ => r.change(|entries, _| {
+        _ => r.change_version(ver, |entries, _| {
             entries.clear();
             true
         }),
     };
-    if let Err(e) = result {
-        match kind {
+    match result {
+        Ok(_) | Err(None) => {}
+        Err(Some(e)) => match kind {
             Kind::Map => {
                 let _ = writeln!(out, "Failed to update an entry: {e}");
             }
@@ -152,6 +266,6 @@ pub fn run(kind: Kind, verb: &str, args: &[String], out: &mut String) {
             Kind::Acl => {
                 let _ = writeln!(out, "{}{}", e, if e.ends_with('.') { "" } else { "." });
             }
-        }
+        },
     }
 }

@@ -60,6 +60,8 @@ pub struct Session {
     /// A `-S` (master CLI) socket: a leading `@<process>` word is accepted and skipped (this
     /// one process is every worker).
     pub master: bool,
+    /// The lines after a command line ending with `<<`, up to an empty line.
+    pub payload: Option<String>,
 }
 
 /// Starts serving the sockets on the current event loop.
@@ -161,8 +163,15 @@ where
 {
     let (rd, mut wr) = tokio::io::split(conn);
     let mut rd = BufReader::new(rd);
-    let mut sess =
-        Session { level, prompt: false, timeout: api.timeout, quit: false, reload: false, master };
+    let mut sess = Session {
+        level,
+        prompt: false,
+        timeout: api.timeout,
+        quit: false,
+        reload: false,
+        master,
+        payload: None,
+    };
     let mut line = Vec::new();
     loop {
         line.clear();
@@ -185,7 +194,30 @@ where
             let _ = tokio::time::timeout(sess.timeout, wr.write_all(out.as_bytes())).await;
             return;
         }
-        for cmd in split_commands(text) {
+        // `<<` ends a command line that a payload follows, up to an empty line.
+        let mut text = text.to_string();
+        sess.payload = None;
+        if let Some(head) = text.trim_end().strip_suffix("<<") {
+            text = head.trim_end().to_string();
+            let mut payload = String::new();
+            loop {
+                let mut l = Vec::new();
+                let mut limited = (&mut rd).take(MAX_LINE + 1);
+                match tokio::time::timeout(sess.timeout, limited.read_until(b'\n', &mut l)).await {
+                    Ok(Ok(n)) if n > 0 => {}
+                    _ => break,
+                }
+                let l = String::from_utf8_lossy(&l);
+                let l = l.trim_end_matches(['\n', '\r']);
+                if l.is_empty() {
+                    break;
+                }
+                payload.push_str(l);
+                payload.push('\n');
+            }
+            sess.payload = Some(payload);
+        }
+        for cmd in split_commands(&text) {
             let mut cmd = cmd.trim();
             if sess.master && cmd.starts_with('@') {
                 cmd = cmd.split_once(' ').map_or("", |(_, rest)| rest.trim_start());

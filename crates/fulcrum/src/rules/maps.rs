@@ -18,6 +18,8 @@ use super::refs::{self, lock, Kind, PatRef};
 #[derive(Debug)]
 pub struct LiveMap {
     method: Method,
+    /// Where in the configuration it is used (`get map` lists indexes in that order).
+    pub order: (usize, u32),
     pub file: Arc<PatRef>,
     index: Live<Map>,
 }
@@ -35,7 +37,8 @@ impl LiveMap {
         let initial = Map::parse(method, text)?;
         let file = refs::file(Kind::Map, path, text, order);
         file.note_use(order, used_at);
-        let live = Arc::new(LiveMap { method, file: Arc::clone(&file), index: Live::new(initial) });
+        let index = Live::new(initial);
+        let live = Arc::new(LiveMap { method, order, file: Arc::clone(&file), index });
         lock(&file.maps).push(Arc::downgrade(&live));
         Ok(live)
     }

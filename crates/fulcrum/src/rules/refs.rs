@@ -44,10 +44,21 @@ pub struct PatRef {
     /// Configuration order of its first use: the file's rank, the line, then creation order.
     order: Mutex<Order>,
     entries: Mutex<(Vec<Entry>, u64)>,
-    pub(super) maps: Mutex<Vec<Weak<LiveMap>>>,
-    pub(super) sets: Mutex<Vec<Weak<LiveSet>>>,
+    pub maps: Mutex<Vec<Weak<LiveMap>>>,
+    pub sets: Mutex<Vec<Weak<LiveSet>>>,
     /// Compiled into a `use_backend` index, which is built once: it cannot change.
     frozen: AtomicBool,
+    /// `prepare|commit map|acl`: versions being filled before they replace the entries.
+    versions: Mutex<Versions>,
+}
+
+/// HAProxy's generations of a reference: the current one, the last prepared, and the entries
+/// of the prepared ones not committed yet.
+#[derive(Debug, Default)]
+struct Versions {
+    curr: u32,
+    next: u32,
+    pending: std::collections::BTreeMap<u32, (Vec<Entry>, u64)>,
 }
 
 type Order = (usize, u32, usize);
@@ -114,6 +125,7 @@ fn new_ref(
         maps: Mutex::new(Vec::new()),
         sets: Mutex::new(Vec::new()),
         frozen: AtomicBool::new(false),
+        versions: Mutex::default(),
     }
 }
 
@@ -218,6 +230,71 @@ impl PatRef {
     pub fn note_use(&self, order: (usize, u32), at: String) {
         let seq = CREATED.fetch_add(1, Ordering::Relaxed);
         lock(&self.used_at).push(((order.0, order.1, seq), at));
+    }
+
+    /// `curr_ver` and `next_ver` of `show map|acl`.
+    pub fn versions(&self) -> (u32, u32) {
+        let v = lock(&self.versions);
+        (v.curr, v.next)
+    }
+
+    /// `prepare map|acl`: a new, empty version; its number.
+    pub fn prepare(&self) -> u32 {
+        let mut v = lock(&self.versions);
+        v.next = v.next.wrapping_add(1);
+        let n = v.next;
+        v.pending.insert(n, (Vec::new(), 0));
+        n
+    }
+
+    /// Edits version `ver`'s entries: the current ones (through [`PatRef::change`]) or a
+    /// prepared version's. `Err(None)`: no such version.
+    pub fn change_version<R>(
+        &self,
+        ver: u32,
+        edit: impl FnOnce(&mut Vec<Entry>, &mut u64) -> R,
+    ) -> Result<R, Option<String>> {
+        let mut v = lock(&self.versions);
+        if ver == v.curr {
+            drop(v);
+            return self.change(edit).map_err(Some);
+        }
+        let Some((entries, next)) = v.pending.get_mut(&ver) else { return Err(None) };
+        Ok(edit(entries, next))
+    }
+
+    /// Version `ver`'s entries (`show map|acl @<ver>`).
+    pub fn version_entries(&self, ver: u32) -> Option<Vec<Entry>> {
+        let v = lock(&self.versions);
+        if ver == v.curr {
+            drop(v);
+            return Some(self.entries());
+        }
+        v.pending.get(&ver).map(|p| p.0.clone())
+    }
+
+    /// `commit map|acl @<ver>`: version `ver` replaces the entries (rebuilding every index),
+    /// older prepared versions are dropped. `Err(None)`: out of range.
+    pub fn commit(&self, ver: u32) -> Result<(), Option<String>> {
+        let mut v = lock(&self.versions);
+        let in_range = ver.wrapping_sub(v.curr.wrapping_add(1)) < v.next.wrapping_sub(v.curr);
+        if !in_range {
+            return Err(None);
+        }
+        let (entries, next) = v.pending.remove(&ver).unwrap_or_default();
+        self.change(|e, n| {
+            *e = entries;
+            *n = (*n).max(next);
+        })
+        .map_err(Some)?;
+        v.curr = ver;
+        v.pending.retain(|&k, _| k.wrapping_sub(ver) as i32 > 0);
+        Ok(())
+    }
+
+    /// Its place in the configuration (file rank, line, creation order).
+    pub fn order(&self) -> (usize, u32, usize) {
+        *lock(&self.order)
     }
 
     /// The places that use it, in configuration order.

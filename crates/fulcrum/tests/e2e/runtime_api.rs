@@ -350,6 +350,10 @@ backend be2
         "show map".to_string(),
         format!("show map {m}"),
         "show map #7".into(),
+        format!("get map {m} a.example"),
+        format!("get map {m} nope"),
+        format!("get map {m}"),
+        "get map nope x".into(),
         format!("add map {m} c.example be2"),
         format!("set map {m} a.example be2"),
         format!("set map {m} nope be2"),
@@ -399,6 +403,90 @@ backend be2
     assert!(f[2].ends_with("Unknown map identifier. Please use #<id> or <file>.\n\n"), "{f:#?}");
     if let Some(h) = answers.get(1) {
         same(f, h, "map commands");
+    }
+}
+
+/// Atomic map replacement (`prepare map`, `add map @<ver>`, `commit map @<ver>`) and `add map`
+/// with a payload answer as HAProxy's, and requests see a committed version at once.
+#[test]
+fn map_versions_and_payloads_answer_as_haproxy_s() {
+    let one = testserver("http", "one");
+    let two = testserver("http", "two");
+    let dir = scratch("api-map-versions-file");
+    let map = dir.join("hosts.map");
+    std::fs::write(&map, "a.example be1\n").expect("map file");
+    let cfg = format!(
+        "
+global
+    stats socket {{sock}} level admin
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {{fe0}}
+    use_backend %[req.hdr(host),lower,map({m},be1)]
+backend be1
+    server one {one}
+backend be2
+    server two {two}
+",
+        m = map.display(),
+        one = one.addr,
+        two = two.addr
+    );
+    let m = map.display().to_string();
+    let script = [
+        format!("add map {m} <<\nb.example be2\nc.example be1\n"),
+        format!("add map {m} <<\nbroken\n"),
+        format!("prepare map {m}"),
+        format!("add map @1 {m} a.example be2"),
+        format!("add map @5 {m} x.example be2"),
+        format!("show map @1 {m}"),
+        format!("commit map {m}"),
+        format!("commit map @9 {m}"),
+        format!("commit map @1 {m}"),
+        "show map".to_string(),
+    ];
+    let mask = |text: &str| -> String {
+        text.lines()
+            .map(|l| {
+                l.replace("versions-fulcrum/", "versions-P/")
+                    .replace("versions-haproxy/", "versions-P/")
+            })
+            .map(|l| match l.split_once(' ') {
+                Some((r, rest)) if r.starts_with("0x") => format!("REF {rest}"),
+                // HAProxy numbers its own internal references (httpclient's) before a
+                // dynamic use_backend's map: ids are compared in the other tests.
+                Some((id, rest)) if id.parse::<u32>().is_ok() => format!("ID {rest}"),
+                _ => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut answers = Vec::new();
+    for which in ["fulcrum", "haproxy"] {
+        let Some(api) = start(which, "api-map-versions", &cfg) else { continue };
+        let host = |h: &str| {
+            let mut s = connect(api.addrs[0]);
+            let req = format!("GET / HTTP/1.1\r\nHost: {h}\r\nConnection: close\r\n\r\n");
+            s.write_all(req.as_bytes()).expect("write");
+            let mut buf = Vec::new();
+            let _ = s.read_to_end(&mut buf);
+            parse_response(&buf).map(|r| r.1).unwrap_or_default()
+        };
+        let mut got: Vec<String> =
+            script.iter().map(|c| format!("{c} => {}", mask(&api.cmd(c)))).collect();
+        got.push(format!("a.example -> {}", host("a.example")));
+        got.push(format!("b.example -> {}", host("b.example")));
+        got.push(format!("show map {m} => {}", mask(&api.cmd(&format!("show map {m}")))));
+        answers.push(got);
+    }
+    let f = &answers[0];
+    assert!(f.iter().any(|l| l == "a.example -> two"), "the committed version routes: {f:#?}");
+    if let Some(h) = answers.get(1) {
+        same(f, h, "map versions");
     }
 }
 
@@ -743,6 +831,11 @@ backend be
         "LIVE".into(),
         "add acl #0 /w".into(),
         "show acl #0".into(),
+        format!("get acl {f} 10.1.2.3"),
+        format!("get acl {f} 1.1.1.1"),
+        "get acl #0 /w/z".into(),
+        "get acl #2 1.2.3.4".into(),
+        "get acl #0".into(),
         format!("add acl {f} bad/ip"),
         format!("clear acl {f}"),
         format!("show acl {f}"),
