@@ -316,15 +316,9 @@ listen app
     }
 }
 
-/// `show|add|set|del|clear map` answer as HAProxy's and change how live requests are routed.
-#[test]
-fn map_commands_answer_as_haproxy_s_and_reroute_live_requests() {
-    let one = testserver("http", "one");
-    let two = testserver("http", "two");
-    let dir = scratch("api-maps-file");
-    let map = dir.join("hosts.map");
-    std::fs::write(&map, "a.example be1\n# comment\n\nb.example be2\n").expect("map file");
-    let cfg = format!(
+/// A frontend routing by `Host` through a map to `be1` or `be2`.
+fn host_map_cfg(map: &std::path::Path, one: SocketAddr, two: SocketAddr) -> String {
+    format!(
         "
 global
     stats socket {{sock}} level admin
@@ -341,10 +335,19 @@ backend be1
 backend be2
     server two {two}
 ",
-        m = map.display(),
-        one = one.addr,
-        two = two.addr
-    );
+        m = map.display()
+    )
+}
+
+/// `show|add|set|del|clear map` answer as HAProxy's and change how live requests are routed.
+#[test]
+fn map_commands_answer_as_haproxy_s_and_reroute_live_requests() {
+    let one = testserver("http", "one");
+    let two = testserver("http", "two");
+    let dir = scratch("api-maps-file");
+    let map = dir.join("hosts.map");
+    std::fs::write(&map, "a.example be1\n# comment\n\nb.example be2\n").expect("map file");
+    let cfg = host_map_cfg(&map, one.addr, two.addr);
     let m = map.display().to_string();
     let script = [
         "show map".to_string(),
@@ -415,27 +418,7 @@ fn map_versions_and_payloads_answer_as_haproxy_s() {
     let dir = scratch("api-map-versions-file");
     let map = dir.join("hosts.map");
     std::fs::write(&map, "a.example be1\n").expect("map file");
-    let cfg = format!(
-        "
-global
-    stats socket {{sock}} level admin
-defaults
-    mode http
-    timeout connect 1s
-    timeout client 5s
-    timeout server 5s
-frontend fe
-    bind {{fe0}}
-    use_backend %[req.hdr(host),lower,map({m},be1)]
-backend be1
-    server one {one}
-backend be2
-    server two {two}
-",
-        m = map.display(),
-        one = one.addr,
-        two = two.addr
-    );
+    let cfg = host_map_cfg(&map, one.addr, two.addr);
     let m = map.display().to_string();
     let script = [
         format!("add map {m} <<\nb.example be2\nc.example be1\n"),
