@@ -154,11 +154,11 @@ pub fn apply<'a>(be: &Backend, saved: impl Iterator<Item = &'a SavedServer>) {
         if s.iweight == iweight && s.uweight != iweight {
             be.change_server(idx, Change::Weight(s.uweight));
         }
-        // Check state bits: 0x4 configured, 0x2 enabled.
-        if has_check && s.check_state & 0x4 != 0 && s.check_state & 0x2 == 0 {
+        // Check state bits (HAProxy's): 0x2 configured, 0x4 enabled.
+        if has_check && s.check_state & 0x2 != 0 && s.check_state & 0x4 == 0 {
             be.change_server(idx, Change::CheckEnabled { agent: false, on: false });
         }
-        if has_agent && s.agent_state & 0x4 != 0 && s.agent_state & 0x2 == 0 {
+        if has_agent && s.agent_state & 0x2 != 0 && s.agent_state & 0x4 == 0 {
             be.change_server(idx, Change::CheckEnabled { agent: true, on: false });
         }
         be.change_server(

@@ -24,6 +24,7 @@ use CliLevel::{Admin, Operator, User};
 #[rustfmt::skip]
 const COMMANDS: &[Cmd] = &[
     Cmd { words: &["add", "acl"], level: Operator, usage: "add acl [@<ver>] <acl> <pattern>", help: "add an acl entry" },
+    Cmd { words: &["add", "server"], level: Admin, usage: "add server <bk>/<srv>", help: "create a new server" },
     Cmd { words: &["add", "map"], level: Operator, usage: "add map [@<ver>] <map> <key> <val>", help: "add a map entry (payload supported instead of key/val)" },
     Cmd { words: &["clear", "acl"], level: Operator, usage: "clear acl [@<ver>] <acl>", help: "clear the contents of this acl" },
     Cmd { words: &["commit", "acl"], level: Operator, usage: "commit acl @<ver> <acl>", help: "commit the ACL at this version" },
@@ -31,6 +32,7 @@ const COMMANDS: &[Cmd] = &[
     Cmd { words: &["clear", "counters"], level: Operator, usage: "clear counters [all]", help: "clear max statistics counters (or all counters)" },
     Cmd { words: &["clear", "map"], level: Operator, usage: "clear map [@<ver>] <map>", help: "clear the contents of this map" },
     Cmd { words: &["del", "acl"], level: Operator, usage: "del acl <acl> [<key>|#<ref>]", help: "delete acl entries matching <key>" },
+    Cmd { words: &["del", "server"], level: Admin, usage: "del server <bk>/<srv>", help: "remove a dynamically added server" },
     Cmd { words: &["del", "map"], level: Operator, usage: "del map <map> [<key>|#<ref>]", help: "delete map entries matching <key>" },
     Cmd { words: &["disable", "agent"], level: Admin, usage: "disable agent", help: "disable agent checks" },
     Cmd { words: &["disable", "frontend"], level: Admin, usage: "disable frontend <frontend>", help: "temporarily disable specific frontend" },
@@ -245,7 +247,20 @@ pub fn run(sess: &mut Session, line: &str, out: &mut String) {
                 sess.level = want;
             }
         }
-        ["reload"] => sess.reload = true, // answered by the session, once the main loop did it
+        // Answered by the session, once the main loop did it.
+        ["reload"] => sess.edit = Some(crate::runtime::Edit::Files),
+        ["add", "server"] | ["del", "server"] => {
+            let Some((backend, name)) = a(2).split_once('/') else {
+                out.push_str("Require 'backend/server'.");
+                return;
+            };
+            let (backend, name) = (backend.to_string(), name.to_string());
+            sess.edit = Some(if a(0) == "add" {
+                crate::runtime::Edit::AddServer { backend, name, words: args[3..].to_vec() }
+            } else {
+                crate::runtime::Edit::DelServer { backend, name }
+            });
+        }
         ["show", "cli", "level"] => out.push_str(match sess.level {
             User => "user\n",
             Operator => "operator\n",
@@ -603,7 +618,7 @@ mod tests {
             prompt: false,
             timeout: Default::default(),
             quit: false,
-            reload: false,
+            edit: None,
             master: false,
             payload: None,
         };

@@ -55,8 +55,9 @@ pub struct Session {
     pub prompt: bool,
     pub timeout: Duration,
     pub quit: bool,
-    /// `reload` was asked for: the session waits for the main loop's report.
-    pub reload: bool,
+    /// `reload`, `add server` or `del server` was asked for: the session waits for the main
+    /// loop's report.
+    pub edit: Option<crate::runtime::Edit>,
     /// A `-S` (master CLI) socket: a leading `@<process>` word is accepted and skipped (this
     /// one process is every worker).
     pub master: bool,
@@ -139,13 +140,21 @@ pub fn split_commands(line: &str) -> Vec<String> {
     out
 }
 
-/// Asks the main loop for a reload and reports as HAProxy's master CLI does: `Success=1` or
-/// `Success=0`, a `--` line, then the messages of the reload.
-async fn reload_report(out: &mut String) {
-    let report = match crate::runtime::request_reload() {
+/// Asks the main loop for a reload or a server edit. A reload reports as HAProxy's master CLI
+/// does: `Success=1` or `Success=0`, a `--` line, then its messages; an edit with HAProxy's
+/// words.
+async fn edit_report(edit: crate::runtime::Edit, out: &mut String) {
+    let files = matches!(edit, crate::runtime::Edit::Files);
+    let report = match crate::runtime::request_reload(edit) {
         Some(rx) => rx.await.unwrap_or_else(|_| Err(vec!["The reload was interrupted.".into()])),
         None => Err(vec!["The process is not running yet.".into()]),
     };
+    if !files {
+        match report {
+            Ok(l) | Err(l) => l.iter().for_each(|m| out.push_str(m)),
+        }
+        return;
+    }
     let (ok, lines) = match report {
         Ok(l) => (1, l),
         Err(l) => (0, l),
@@ -168,7 +177,7 @@ where
         prompt: false,
         timeout: api.timeout,
         quit: false,
-        reload: false,
+        edit: None,
         master,
         payload: None,
     };
@@ -223,8 +232,8 @@ where
                 cmd = cmd.split_once(' ').map_or("", |(_, rest)| rest.trim_start());
             }
             commands::run(&mut sess, cmd, &mut out);
-            if std::mem::take(&mut sess.reload) {
-                reload_report(&mut out).await;
+            if let Some(edit) = sess.edit.take() {
+                edit_report(edit, &mut out).await;
             }
             if sess.quit {
                 let _ = tokio::time::timeout(sess.timeout, wr.write_all(out.as_bytes())).await;

@@ -321,7 +321,8 @@ fn check_status_number(s: fulcrum_config::CheckStatus) -> u8 {
 fn check_state(c: Option<&crate::server::state::Check>) -> u8 {
     match c {
         None => 0,
-        Some(c) => 0x4 | if c.enabled { 0x2 } else { 0 } | if c.paused { 0x8 } else { 0 },
+        // HAProxy's CHK_ST_CONFIGURED (0x2), CHK_ST_ENABLED (0x4), CHK_ST_PAUSED (0x8).
+        Some(c) => 0x2 | if c.enabled { 0x4 } else { 0 } | if c.paused { 0x8 } else { 0 },
     }
 }
 

@@ -111,6 +111,17 @@ impl Backend {
         self.generation.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// A server added at run time starts as HAProxy's dynamic servers do: in forced
+    /// maintenance, its checks configured but off (until `enable health|agent`). Its plan is
+    /// not current yet: nothing is reported.
+    pub fn start_dynamic(&self, idx: usize) {
+        let srv = &self.servers[idx];
+        let mut r = srv.state();
+        r.start_dynamic();
+        srv.publish(&r, Instant::now());
+        self.generation.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Applies `change` to server `idx` and carries out what follows from it.
     pub fn change_server(&self, idx: usize, change: Change) {
         let now = Instant::now();

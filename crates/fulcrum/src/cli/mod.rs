@@ -8,6 +8,7 @@
 
 pub mod args;
 mod reload;
+mod servers;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -91,9 +92,9 @@ pub fn main(argv: &[String]) -> i32 {
         return 1;
     }
     let mut out = Vec::new();
-    let config = load_config(&args, &mut out);
+    let loaded = load_config(&args, &mut out);
     print_all(&out);
-    let Some(config) = config else { return 1 };
+    let Some((config, sources)) = loaded else { return 1 };
     // `-c` builds the plan too: errorfiles, ACL pattern files and maps are read and server
     // addresses resolved there, so a check reports what a start would (no socket is opened).
     let mut out = Vec::new();
@@ -108,7 +109,7 @@ pub fn main(argv: &[String]) -> i32 {
     for w in crate::state_file::load(&config.global, &config.proxies, &plan.backends) {
         warning(w);
     }
-    start(&args, plan)
+    start(&args, plan, sources)
 }
 
 /// Builds the run-time plan, reporting its errors into `out` as HAProxy prints configuration
@@ -231,7 +232,7 @@ fn print_diag(d: &Diagnostic, quiet: bool, out: &mut Vec<String>) {
 }
 
 /// Reads and loads the configuration; its messages go to `out`.
-fn load_config(args: &Args, out: &mut Vec<String>) -> Option<cfg::Config> {
+fn load_config(args: &Args, out: &mut Vec<String>) -> Option<(cfg::Config, Vec<Source>)> {
     let sources = match read_sources(&args.configs) {
         Ok(s) => s,
         Err(e) => {
@@ -239,9 +240,15 @@ fn load_config(args: &Args, out: &mut Vec<String>) -> Option<cfg::Config> {
             return None;
         }
     };
+    let config = load_sources(&sources, args.quiet, out)?;
+    Some((config, sources))
+}
+
+/// Loads configuration texts already read; messages go to `out`.
+fn load_sources(sources: &[Source], quiet: bool, out: &mut Vec<String>) -> Option<cfg::Config> {
     // As HAProxy, `bind` host names are resolved while the configuration is read: a name that
     // does not resolve is a configuration error.
-    let loaded = cfg::load(&sources, &|k| std::env::var(k).ok()).and_then(|mut loaded| {
+    let loaded = cfg::load(sources, &|k| std::env::var(k).ok()).and_then(|mut loaded| {
         let errors = listener::resolve_binds(&mut loaded.config);
         if errors.is_empty() {
             Ok(loaded)
@@ -252,13 +259,13 @@ fn load_config(args: &Args, out: &mut Vec<String>) -> Option<cfg::Config> {
     match loaded {
         Ok(loaded) => {
             for d in &loaded.diagnostics {
-                print_diag(d, args.quiet, out);
+                print_diag(d, quiet, out);
             }
             Some(loaded.config)
         }
         Err(diags) => {
             for d in &diags {
-                print_diag(d, args.quiet, out);
+                print_diag(d, quiet, out);
             }
             let mut files: Vec<&str> = diags
                 .iter()
@@ -278,7 +285,7 @@ fn load_config(args: &Args, out: &mut Vec<String>) -> Option<cfg::Config> {
     }
 }
 
-fn start(args: &Args, plan: Plan) -> i32 {
+fn start(args: &Args, plan: Plan, sources: Vec<Source>) -> i32 {
     if args.debug {
         for flag in &args.ignored {
             notice(format!("option '{flag}' changes nothing in Fulcrum; ignored"));
@@ -389,7 +396,7 @@ fn start(args: &Args, plan: Plan) -> i32 {
     });
     crate::log::set_quiet(args.quiet);
     let first = reload::generations(&plan, per_worker, &shared);
-    let reloader = reload::reloader(args.clone(), ctx);
+    let reloader = reload::reloader(args.clone(), ctx, sources);
     runtime::run(first, cpus, shared, api, reloader)
 }
 

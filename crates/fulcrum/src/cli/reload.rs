@@ -17,12 +17,13 @@ use std::sync::Arc;
 use fulcrum_config as cfg;
 
 use super::args::Args;
+use super::servers;
 use super::{alert_line, notice_line, warning_line};
 use crate::frontend::limit::Limit;
 use crate::frontend::rate::RateLimit;
 use crate::listener::Inherited;
 use crate::plan::{self, Plan};
-use crate::runtime::{NewPlan, Reloader, Shared, WorkerGen, WorkerSocket};
+use crate::runtime::{Edit, NewPlan, Reloader, Shared, WorkerGen, WorkerSocket};
 
 /// What stays from one generation to the next.
 pub struct Context {
@@ -122,12 +123,65 @@ pub fn generations(
         .collect()
 }
 
-/// The reload the runtime calls.
-pub fn reloader(args: Args, ctx: Context) -> Reloader {
-    Box::new(move |current| reload(&args, &ctx, current))
+/// The reload the runtime calls: the configuration texts in force are kept, so that a server
+/// added or deleted at run time rebuilds from them (and a reload from the files forgets such
+/// changes, as with HAProxy).
+pub fn reloader(args: Args, ctx: Context, sources: Vec<cfg::Source>) -> Reloader {
+    let mut sources = sources;
+    Box::new(move |current, edit| {
+        let (next, texts) = match edit {
+            Edit::Files => reload(&args, &ctx, current)?,
+            Edit::AddServer { backend, name, words } => {
+                let texts = servers::add(current, &sources, backend, name, words)?;
+                let mut next = rebuild(&args, &ctx, current, &texts)?;
+                servers::start_added(&next, backend, name);
+                next.messages = vec!["New server registered.\n".into()];
+                (next, texts)
+            }
+            Edit::DelServer { backend, name } => {
+                let texts = servers::delete(current, &sources, backend, name)?;
+                let mut next = rebuild(&args, &ctx, current, &texts)?;
+                next.messages = vec!["Server deleted.".into()];
+                (next, texts)
+            }
+        };
+        sources = texts;
+        Ok(next)
+    })
 }
 
-fn reload(args: &Args, ctx: &Context, current: &Arc<Shared>) -> Result<NewPlan, Vec<String>> {
+/// A new generation from configuration texts in memory (a server edit): references keep
+/// their run-time entries; errors are the configuration's, without their place.
+fn rebuild(
+    args: &Args,
+    ctx: &Context,
+    current: &Arc<Shared>,
+    texts: &[cfg::Source],
+) -> Result<NewPlan, Vec<String>> {
+    let mut out = Vec::new();
+    let strip = |out: Vec<String>| -> Vec<String> {
+        let errors = out.iter().filter(|l| l.starts_with("[ALERT]"));
+        let first = errors.map(|l| l.rsplit_once(" : ").map_or(l.as_str(), |x| x.1)).next();
+        vec![format!("{}\n", first.unwrap_or("Failed to add the server."))]
+    };
+    let Some(config) = super::load_sources(texts, args.quiet, &mut out) else {
+        return Err(strip(out));
+    };
+    let prev = plan::Previous { frontends: &current.frontends, backends: &current.backends };
+    crate::rules::refs::begin_reload(true);
+    let result = build(ctx, &config, prev, &mut out);
+    crate::rules::refs::end_reload(result.is_some());
+    match result {
+        Some((plan, per_worker)) => Ok(commit(ctx, current, plan, per_worker, Vec::new())),
+        None => Err(strip(out)),
+    }
+}
+
+fn reload(
+    args: &Args,
+    ctx: &Context,
+    current: &Arc<Shared>,
+) -> Result<(NewPlan, Vec<cfg::Source>), Vec<String>> {
     let failed = |mut out: Vec<String>| {
         out.push(alert_line("Reload failed: nothing was changed."));
         out
@@ -141,14 +195,16 @@ fn reload(args: &Args, ctx: &Context, current: &Arc<Shared>) -> Result<NewPlan, 
         ))]));
     }
     let mut out = Vec::new();
-    let Some(config) = super::load_config(args, &mut out) else { return Err(failed(out)) };
+    let Some((config, texts)) = super::load_config(args, &mut out) else {
+        return Err(failed(out));
+    };
     let prev = plan::Previous { frontends: &current.frontends, backends: &current.backends };
     // Map and ACL files are read again; the runtime API sees the new ones once the reload commits.
-    crate::rules::refs::begin_reload();
+    crate::rules::refs::begin_reload(false);
     let result = build(ctx, &config, prev, &mut out);
     crate::rules::refs::end_reload(result.is_some());
     match result {
-        Some((plan, per_worker)) => Ok(commit(ctx, current, plan, per_worker, out)),
+        Some((plan, per_worker)) => Ok((commit(ctx, current, plan, per_worker, out), texts)),
         None => Err(failed(out)),
     }
 }

@@ -34,8 +34,13 @@ impl LiveMap {
         used_at: String,
         order: (usize, u32),
     ) -> Result<Arc<LiveMap>, (usize, fulcrum_pattern::PatternError)> {
-        let initial = Map::parse(method, text)?;
+        Map::parse(method, text)?; // the file's own errors, with their line numbers
         let file = refs::file(Kind::Map, path, text, order);
+        // The reference's entries: the file's, or those a run-time change left (a rebuild
+        // for a server edit carries them).
+        let current: String =
+            file.entries().iter().map(|e| format!("{}\t{}\n", e.key, e.value)).collect();
+        let initial = Map::parse(method, &current)?;
         file.note_use(order, used_at);
         let index = Live::new(initial);
         let live = Arc::new(LiveMap { method, order, file: Arc::clone(&file), index });

@@ -70,19 +70,33 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// The references of the current plan.
 static REFS: Mutex<Vec<Arc<PatRef>>> = Mutex::new(Vec::new());
 /// The references of a plan being built for a reload (files are read again), made current
-/// when the reload commits.
-static BUILDING: Mutex<Option<Vec<Arc<PatRef>>>> = Mutex::new(None);
+/// when the reload commits; with `true`, a reference the current plan has takes its entries
+/// from it (a server added or deleted at run time keeps what the runtime API changed).
+static BUILDING: Mutex<Option<(Vec<Arc<PatRef>>, bool)>> = Mutex::new(None);
 static CREATED: AtomicUsize = AtomicUsize::new(0);
 
-/// Starts registering the references of a new plan apart from the current ones.
-pub fn begin_reload() {
-    *lock(&BUILDING) = Some(Vec::new());
+/// Starts registering the references of a new plan apart from the current ones; `carry`: they
+/// keep the current entries of the references they replace.
+pub fn begin_reload(carry: bool) {
+    *lock(&BUILDING) = Some((Vec::new(), carry));
+}
+
+/// The entries the current reference matching `same` has, when a rebuild carries them.
+fn carried(same: impl Fn(&PatRef) -> bool) -> Option<(Vec<Entry>, u64)> {
+    let building = lock(&BUILDING);
+    if !building.as_ref().is_some_and(|b| b.1) {
+        return None;
+    }
+    let current = lock(&REFS);
+    let r = current.iter().find(|r| same(r))?;
+    let e = lock(&r.entries);
+    Some((e.0.clone(), e.1))
 }
 
 /// Makes the references registered since [`begin_reload`] the current ones (`commit`), or
 /// forgets them (the reload failed).
 pub fn end_reload(commit: bool) {
-    if let Some(refs) = lock(&BUILDING).take() {
+    if let Some((refs, _)) = lock(&BUILDING).take() {
         if commit {
             *lock(&REFS) = refs;
         }
@@ -92,7 +106,7 @@ pub fn end_reload(commit: bool) {
 fn with_registry<R>(f: impl FnOnce(&mut Vec<Arc<PatRef>>) -> R) -> R {
     let mut building = lock(&BUILDING);
     match building.as_mut() {
-        Some(b) => f(b),
+        Some(b) => f(&mut b.0),
         None => f(&mut lock(&REFS)),
     }
 }
@@ -132,6 +146,7 @@ fn new_ref(
 /// The reference of a map or ACL file (one per file and kind, shared by its users); `text`
 /// is read only the first time. `order`: the configuration place of its first use.
 pub fn file(kind: Kind, path: &Path, text: &str, order: (usize, u32)) -> Arc<PatRef> {
+    let kept = carried(|r| r.kind == kind && r.path.as_deref() == Some(path));
     with_registry(|refs| {
         if let Some(r) = refs.iter().find(|r| r.kind == kind && r.path.as_deref() == Some(path)) {
             // Numbered where the configuration first uses it, whatever compiled first.
@@ -144,13 +159,8 @@ pub fn file(kind: Kind, path: &Path, text: &str, order: (usize, u32)) -> Arc<Pat
             Kind::Map => fulcrum_pattern::map_entries(text),
             Kind::Acl => acl_lines(text).map(|l| (l.to_string(), String::new())).collect(),
         };
-        let r = Arc::new(new_ref(
-            kind,
-            Some(path.to_path_buf()),
-            String::new(),
-            order,
-            entries_of(pairs),
-        ));
+        let entries = kept.unwrap_or_else(|| entries_of(pairs));
+        let r = Arc::new(new_ref(kind, Some(path.to_path_buf()), String::new(), order, entries));
         refs.push(Arc::clone(&r));
         r
     })
@@ -164,7 +174,9 @@ pub fn acl_lines(text: &str) -> impl Iterator<Item = &str> {
 /// A new reference for an ACL's inline patterns.
 pub fn inline(desc: String, patterns: &[String], order: (usize, u32)) -> Arc<PatRef> {
     let pairs = patterns.iter().map(|p| (p.clone(), String::new())).collect();
-    let r = Arc::new(new_ref(Kind::Acl, None, desc, order, entries_of(pairs)));
+    let kept = carried(|r| r.path.is_none() && r.desc == desc);
+    let entries = kept.unwrap_or_else(|| entries_of(pairs));
+    let r = Arc::new(new_ref(Kind::Acl, None, desc, order, entries));
     with_registry(|refs| refs.push(Arc::clone(&r)));
     r
 }

@@ -180,21 +180,34 @@ pub struct NewPlan {
     pub messages: Vec<String>,
 }
 
-/// Builds the next generation from the configuration files (`cli::reload`); `Err` carries the
-/// messages that explain why nothing changed.
-pub type Reloader = Box<dyn FnMut(&Arc<Shared>) -> Result<NewPlan, Vec<String>>>;
+/// What a new generation changes.
+#[derive(Clone, Debug)]
+pub enum Edit {
+    /// The configuration files, read again (a reload).
+    Files,
+    /// `add server <backend>/<name> <words>...`: the running configuration plus a server.
+    AddServer { backend: String, name: String, words: Vec<String> },
+    /// `del server <backend>/<name>`: the running configuration without that server.
+    DelServer { backend: String, name: String },
+}
 
-/// A reload asked for by the runtime API: its report comes back on the channel.
-pub type ReloadRequest = tokio::sync::oneshot::Sender<Result<Vec<String>, Vec<String>>>;
+/// Builds the next generation (`cli::reload`); `Err` carries the messages that explain why
+/// nothing changed.
+pub type Reloader = Box<dyn FnMut(&Arc<Shared>, &Edit) -> Result<NewPlan, Vec<String>>>;
+
+/// A reload or server edit asked for by the runtime API: its report comes back on the channel.
+pub type ReloadRequest = (Edit, tokio::sync::oneshot::Sender<Result<Vec<String>, Vec<String>>>);
 
 static RELOADS: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<ReloadRequest>> =
     std::sync::OnceLock::new();
 
-/// Asks the main loop for a reload (the runtime API's `reload`); `None` before workers start.
-pub fn request_reload() -> Option<tokio::sync::oneshot::Receiver<Result<Vec<String>, Vec<String>>>>
-{
+/// Asks the main loop for a reload or a server edit (the runtime API's `reload`, `add|del
+/// server`); `None` before workers start.
+pub fn request_reload(
+    edit: Edit,
+) -> Option<tokio::sync::oneshot::Receiver<Result<Vec<String>, Vec<String>>>> {
     let (tx, rx) = tokio::sync::oneshot::channel();
-    RELOADS.get()?.send(tx).ok()?;
+    RELOADS.get()?.send((edit, tx)).ok()?;
     Some(rx)
 }
 
@@ -283,12 +296,12 @@ async fn supervise(
         tokio::select! {
             _ = usr2.recv() => {
                 if *state_tx.borrow() == RunState::Running {
-                    let _ = reload(&mut reloader, &mut shared, &controls);
+                    let _ = reload(&mut reloader, &mut shared, &controls, &Edit::Files);
                 }
             }
-            Some(reply) = reload_rx.recv() => {
+            Some((edit, reply)) = reload_rx.recv() => {
                 let report = if *state_tx.borrow() == RunState::Running {
-                    reload(&mut reloader, &mut shared, &controls)
+                    reload(&mut reloader, &mut shared, &controls, &edit)
                 } else {
                     Err(vec!["The process is stopping: no reload.".to_string()])
                 };
@@ -354,18 +367,24 @@ fn reload(
     reloader: &mut Reloader,
     shared: &mut Arc<Shared>,
     controls: &[tokio::sync::mpsc::UnboundedSender<WorkerGen>],
+    edit: &Edit,
 ) -> Result<Vec<String>, Vec<String>> {
-    crate::sys::notify_service(&format!(
-        "RELOADING=1\nMONOTONIC_USEC={}",
-        crate::sys::monotonic_usec()
-    ));
-    let result = reloader(shared);
-    crate::sys::notify_service("READY=1");
+    let files = matches!(edit, Edit::Files);
+    if files {
+        crate::sys::notify_service(&format!(
+            "RELOADING=1\nMONOTONIC_USEC={}",
+            crate::sys::monotonic_usec()
+        ));
+    }
+    let result = reloader(shared, edit);
+    if files {
+        crate::sys::notify_service("READY=1");
+    }
     let next = match result {
         Ok(n) => n,
         Err(errors) => {
-            for e in &errors {
-                eprintln!("{e}");
+            if files {
+                errors.iter().for_each(|e| eprintln!("{e}"));
             }
             return Err(errors);
         }
@@ -383,8 +402,8 @@ fn reload(
     for (gen, ctl) in next.workers.into_iter().zip(controls) {
         let _ = ctl.send(gen);
     }
-    for m in &next.messages {
-        eprintln!("{m}");
+    if files {
+        next.messages.iter().for_each(|m| eprintln!("{m}"));
     }
     Ok(next.messages)
 }

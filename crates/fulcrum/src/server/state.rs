@@ -324,6 +324,15 @@ impl Record {
         }
     }
 
+    /// A server added at run time: in forced maintenance, its checks off.
+    pub fn start_dynamic(&mut self) {
+        self.start_in_maint(Admin::FMAINT);
+        for c in [&mut self.check, &mut self.agent].into_iter().flatten() {
+            c.enabled = false;
+            c.paused = false;
+        }
+    }
+
     /// Usable by the load balancers (HAProxy's `srv_currently_usable`).
     pub fn lb_usable(&self) -> bool {
         self.eweight > 0

@@ -975,6 +975,90 @@ backend be
     }
 }
 
+/// `add server` and `del server` answer as HAProxy 2.6's (dynamic servers start in
+/// maintenance with their checks off), and traffic follows: an added server made ready takes
+/// its share, a deleted one none; the other servers keep their counters.
+#[test]
+fn servers_are_added_and_deleted_at_run_time_as_in_haproxy() {
+    let one = testserver("http", "one");
+    let two = testserver("http", "two");
+    let cfg = format!(
+        "
+global
+    stats socket {{sock}} level admin
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {{fe0}}
+    default_backend be
+backend be
+    server s1 {one}
+backend st
+    balance static-rr
+    server s1 {one}
+",
+        one = one.addr
+    );
+    let script = [
+        format!("add server be/s2 {} check weight 5", two.addr),
+        "show servers state be".to_string(),
+        format!("add server be/s2 {}", two.addr),
+        "add server st/x 127.0.0.1:1".into(),
+        "add server nope/x 127.0.0.1:1".into(),
+        "add server be".into(),
+        "add server be/s4 127.0.0.1:1 cookie abc".into(),
+        "set server be/s2 state ready".into(),
+        "TRAFFIC".into(),
+        "del server be/s2".into(),
+        "set server be/s2 state maint".into(),
+        "del server be/s2".into(),
+        "del server be/nope".into(),
+        "del server be".into(),
+        "del server be/s1".into(),
+        "TRAFFIC".into(),
+        "show servers state be".into(),
+    ];
+    // Seconds since the last change differ from run to run.
+    let mask = |text: &str| super::server_state::masked_state(text).join("\n");
+    let mut answers = Vec::new();
+    for which in ["fulcrum", "haproxy"] {
+        let Some(api) = start(which, "api-dyn-servers", &cfg) else { continue };
+        assert_eq!(servers_of(api.addrs[0], 2), ["one", "one"], "{which}");
+        let mut got = Vec::new();
+        for c in &script {
+            if c == "TRAFFIC" {
+                let mut seen = servers_of(api.addrs[0], 12);
+                seen.sort();
+                seen.dedup();
+                got.push(format!("servers: {seen:?}"));
+                continue;
+            }
+            got.push(format!("{c} => {}", mask(&api.cmd(c))));
+        }
+        if which == "fulcrum" {
+            let bad = api.cmd("add server be/s5 127.0.0.1:1 foo");
+            assert!(bad.starts_with("unknown keyword 'foo'"), "{bad}");
+            let stot = api.cmd("show stat");
+            let (_, rows) = csv_rows(&stot);
+            let s1 = rows
+                .iter()
+                .find(|r| field(r, "pxname") == Some("be") && field(r, "svname") == Some("s1"));
+            let n: u64 = s1.and_then(|r| field(r, "stot")?.parse().ok()).unwrap_or(0);
+            assert!(n >= 14, "s1's counters went on across the rebuilds: {n}");
+        }
+        answers.push(got);
+    }
+    let f = &answers[0];
+    assert!(f[8].contains("\"two\""), "the added server serves once ready: {f:#?}");
+    assert_eq!(f[15], "servers: [\"one\"]", "{f:#?}");
+    if let Some(h) = answers.get(1) {
+        same(f, h, "add/del server");
+    }
+}
+
 /// Denied requests and request errors are counted where HAProxy counts them.
 #[test]
 fn denials_and_request_errors_show_in_the_counters_as_in_haproxy() {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::harness::*;
 
 /// `show servers state` without the seconds since the last change (they differ per run).
-fn masked_state(text: &str) -> Vec<String> {
+pub(crate) fn masked_state(text: &str) -> Vec<String> {
     text.lines()
         .map(|l| {
             let mut w: Vec<&str> = l.split(' ').collect();
