@@ -76,10 +76,12 @@ pub fn run(api: &View, words: &[&str], args: &[String], out: &mut String) {
             Err(_) => out.push_str("'set maxconn server' expects an integer parameter.\n"),
         },
         ["shutdown", "sessions", "server"] => {
+            // Sessions registered by the server's own policy end as if it went down (and log
+            // so); otherwise every session using the server ends.
             if srv.sessions.is_some() {
                 crate::server::kill::shutdown(srv, crate::outcome::Cause::Down);
             } else {
-                out.push_str("Fulcrum can end this server's sessions only when its configuration says 'on-marked-down shutdown-sessions'.\n");
+                crate::runtime::sessions::abort_on_server(be.id, idx);
             }
         }
         ["set", "server"] => set_server(be, idx, &args[3..], out),

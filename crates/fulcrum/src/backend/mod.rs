@@ -177,6 +177,7 @@ impl ServerSlot {
 
 impl Drop for ServerSlot {
     fn drop(&mut self) {
+        crate::runtime::sessions::note_server(None);
         if let Some(token) = self.tracked.take() {
             crate::server::kill::untrack(self.server(), token);
         }
@@ -478,6 +479,7 @@ impl Backend {
         let srv = &self.servers[idx];
         Counters::inc(&srv.counters.sessions);
         Counters::raise(&srv.counters.max_sessions, u64::from(srv.cur_conns()));
+        crate::runtime::sessions::note_server(Some((self.id, idx)));
         ServerSlot { backend: Arc::clone(self), idx, tracked: None, queued: None }
     }
 

@@ -201,11 +201,11 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
                     eprintln!("http connection task: {} bytes", std::mem::size_of_val(&task));
                 }
                 let kind = super::profiling::Kind::HttpSession;
-                tokio::task::spawn_local(super::profiling::Profiled::new(kind, task))
+                tokio::task::spawn_local(super::profiling::Profiled::new(kind, stream, task))
             } else {
                 let task = tcp_connection(slots, conn);
                 let kind = super::profiling::Kind::TcpSession;
-                tokio::task::spawn_local(super::profiling::Profiled::new(kind, task))
+                tokio::task::spawn_local(super::profiling::Profiled::new(kind, stream, task))
             };
             // `shutdown session` ends the task (the session has not run yet: it is registered
             // before it can end).

@@ -548,7 +548,8 @@ fn start_generation(
         .into_iter()
         .map(|j| {
             let task = crate::health::task(j, bufsize);
-            tokio::task::spawn_local(profiling::Profiled::new(profiling::Kind::HealthCheck, task))
+            let kind = profiling::Kind::HealthCheck;
+            tokio::task::spawn_local(profiling::Profiled::new(kind, u32::MAX, task))
         })
         .collect();
     (loops, checks)

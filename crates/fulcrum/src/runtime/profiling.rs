@@ -46,14 +46,17 @@ pin_project_lite::pin_project! {
     /// A task timed by kind while profiling is on.
     pub struct Profiled<F> {
         kind: Kind,
+        // The session's place in the worker's table (`u32::MAX`: none), made current while
+        // its task is polled (see `sessions::enter`).
+        stream: u32,
         #[pin]
         inner: F,
     }
 }
 
 impl<F> Profiled<F> {
-    pub fn new(kind: Kind, inner: F) -> Self {
-        Profiled { kind, inner }
+    pub fn new(kind: Kind, stream: u32, inner: F) -> Self {
+        Profiled { kind, stream, inner }
     }
 }
 
@@ -62,13 +65,17 @@ impl<F: Future> Future for Profiled<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
+        super::sessions::enter(*this.stream);
         if !on() {
-            return this.inner.poll(cx);
+            let r = this.inner.poll(cx);
+            super::sessions::enter(u32::MAX);
+            return r;
         }
         let lat = tokio::time::Instant::now().saturating_duration_since(crate::clock::now());
         let t0 = crate::sys::thread_cpu_ns();
         let r = this.inner.poll(cx);
         let cpu = crate::sys::thread_cpu_ns().saturating_sub(t0);
+        super::sessions::enter(u32::MAX);
         let s = &STATS[*this.kind as usize];
         s.calls.fetch_add(1, Ordering::Relaxed);
         s.cpu_ns.fetch_add(cpu, Ordering::Relaxed);

@@ -40,10 +40,87 @@ struct Table {
     slots: Vec<Option<Entry>>,
     free: Vec<u32>,
     next: u64,
+    /// The server words of the slots (see [`Chunk`]).
+    chunks: Vec<Arc<Chunk>>,
+}
+
+impl Table {
+    fn server(&self, slot: usize) -> u64 {
+        self.chunks.get(slot / CHUNK).map_or(0, |c| c[slot % CHUNK].load(Ordering::Relaxed))
+    }
+
+    /// Makes room for `slot`'s server word (in the worker's own list too) and clears it.
+    fn prepare(&mut self, slot: usize) {
+        while self.chunks.len() <= slot / CHUNK {
+            let chunk: Arc<Chunk> = Arc::new(std::array::from_fn(|_| AtomicU64::new(0)));
+            CHUNKS.with(|c| c.borrow_mut().push(Arc::clone(&chunk)));
+            self.chunks.push(chunk);
+        }
+        self.chunks[slot / CHUNK][slot % CHUNK].store(0, Ordering::Relaxed);
+    }
 }
 
 /// Every worker's table.
 static WORKERS: Mutex<Vec<Arc<Registry>>> = Mutex::new(Vec::new());
+
+/// The server each session of a worker is using, by table slot (0: none; else the backend's
+/// id in the high half, the server's index + 1 in the low half), in chunks that never move:
+/// the worker writes them without a lock, readers find them under the table's lock.
+type Chunk = [AtomicU64; CHUNK];
+const CHUNK: usize = 256;
+
+fn server_word(s: Option<(u32, usize)>) -> u64 {
+    s.map_or(0, |(b, i)| u64::from(b) << 32 | (i as u64 + 1))
+}
+
+thread_local! {
+    /// This worker's table, and its server chunks (the worker's own copy of the list).
+    static MINE: std::cell::RefCell<Option<Arc<Registry>>> = const { std::cell::RefCell::new(None) };
+    static CHUNKS: std::cell::RefCell<Vec<Arc<Chunk>>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The session whose task this worker is polling (`u32::MAX`: none).
+    static CURRENT: std::cell::Cell<u32> = const { std::cell::Cell::new(u32::MAX) };
+}
+
+/// The worker polls the task of the session in `slot` (`u32::MAX`: a task of no session).
+#[inline]
+pub fn enter(slot: u32) {
+    CURRENT.set(slot);
+}
+
+/// The session being polled took a connection slot on server `idx` of backend `backend_id`
+/// (`None`: gave it back): one relaxed store, no lock.
+#[inline]
+pub fn note_server(server: Option<(u32, usize)>) {
+    let slot = CURRENT.get() as usize;
+    if slot == u32::MAX as usize {
+        return;
+    }
+    CHUNKS.with(|c| {
+        if let Some(chunk) = c.borrow().get(slot / CHUNK) {
+            chunk[slot % CHUNK].store(server_word(server), Ordering::Relaxed);
+        }
+    });
+}
+
+/// `shutdown sessions server`: ends every session using server `idx` of backend
+/// `backend_id`; how many.
+pub fn abort_on_server(backend_id: u32, idx: usize) -> usize {
+    let mut n = 0;
+    let want = server_word(Some((backend_id, idx)));
+    for r in lock(&WORKERS).iter() {
+        let t = lock(&r.inner);
+        for (i, e) in t.slots.iter().enumerate() {
+            let Some(e) = e else { continue };
+            if t.server(i) == want {
+                if let Some(task) = &e.task {
+                    task.abort();
+                    n += 1;
+                }
+            }
+        }
+    }
+    n
+}
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -60,6 +137,7 @@ impl Registry {
             accepted: AtomicU64::new(0),
         });
         all.push(Arc::clone(&r));
+        MINE.with(|m| *m.borrow_mut() = Some(Arc::clone(&r)));
         r
     }
 
@@ -80,7 +158,7 @@ impl Registry {
             frontend: Arc::clone(frontend),
             since: crate::clock::now().into_std(),
         };
-        match t.free.pop() {
+        let slot = match t.free.pop() {
             Some(i) => {
                 t.slots[i as usize] = Some(entry);
                 i
@@ -89,7 +167,9 @@ impl Registry {
                 t.slots.push(Some(entry));
                 (t.slots.len() - 1) as u32
             }
-        }
+        };
+        t.prepare(slot as usize);
+        slot
     }
 
     /// The session's task, once spawned.
@@ -112,9 +192,20 @@ impl Registry {
 pub fn show(out: &mut String) {
     use std::fmt::Write as _;
     let now = Instant::now();
+    let shared = crate::runtime::shared();
+    let names = |(b, s): (u32, u32)| {
+        let be = shared.as_ref()?.backends.iter().find(|x| x.id == b)?.clone();
+        let srv = be.servers.get(s as usize)?.name.clone();
+        Some((be.name.clone(), srv))
+    };
     for r in lock(&WORKERS).iter() {
         let t = lock(&r.inner);
-        for e in t.slots.iter().flatten() {
+        for (i, e) in t.slots.iter().enumerate() {
+            let Some(e) = e else { continue };
+            let word = t.server(i);
+            let server = (word != 0).then(|| ((word >> 32) as u32, (word as u32).wrapping_sub(1)));
+            let (be, srv) =
+                server.and_then(names).unwrap_or_else(|| ("<NONE>".into(), "<none>".into()));
             let (proto, src) = match e.peer {
                 Some(SocketAddr::V4(a)) => ("tcpv4", a.to_string()),
                 Some(SocketAddr::V6(a)) => ("tcpv6", a.to_string()),
@@ -123,7 +214,7 @@ pub fn show(out: &mut String) {
             let age = now.saturating_duration_since(e.since).as_secs();
             let _ = writeln!(
                 out,
-                "0x{:012x}: proto={proto} src={src} fe={} be=<NONE> srv=<NONE> ts=00 epoch=0 age={} calls=0",
+                "0x{:012x}: proto={proto} src={src} fe={} be={be} srv={srv} ts=00 epoch=0 age={} calls=0",
                 e.id,
                 e.frontend.name,
                 human_age(age),

@@ -890,13 +890,17 @@ backend be
         s.write_all(b"GET /?t=10s HTTP/1.1\r\nHost: t\r\n\r\n").expect("write");
         let me = s.local_addr().expect("addr").to_string();
         let mut list = String::new();
+        // Listed from its accept; its server once its request went to one.
         let listed = eventually(Duration::from_secs(5), || {
             list = api.cmd("show sess");
-            list.contains(&format!("src={me} "))
+            list.lines().any(|l| l.contains(&format!("src={me} ")) && l.contains(" srv=s1 "))
         });
         assert!(listed, "{which}: {list}");
         let line = list.lines().find(|l| l.contains(&format!("src={me} "))).unwrap_or("");
-        assert!(line.contains(" fe=fe ") && line.contains("proto=tcpv4"), "{which}: {list}");
+        assert!(
+            line.contains(" fe=fe be=be srv=s1 ") && line.contains("proto=tcpv4"),
+            "{which}: {list}"
+        );
         let id = line.split(':').next().unwrap_or("").to_string();
         answers.push(vec![
             api.cmd("shutdown session"),
@@ -912,6 +916,21 @@ backend be
             !api.cmd("show sess").contains(&format!("src={me} "))
         });
         assert!(gone, "{which}: the session left the list");
+        // `shutdown sessions server` ends every session using the server.
+        let mut s2 = connect(api.addrs[0]);
+        s2.write_all(b"GET /?t=10s HTTP/1.1\r\nHost: t\r\n\r\n").expect("write");
+        let me2 = s2.local_addr().expect("addr").to_string();
+        let using = eventually(Duration::from_secs(5), || {
+            api.cmd("show sess")
+                .lines()
+                .any(|l| l.contains(&format!("src={me2} ")) && l.contains("srv=s1"))
+        });
+        assert!(using, "{which}: the second session uses s1");
+        assert_eq!(api.cmd("shutdown sessions server be/s1"), "\n", "{which}");
+        s2.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        let mut got2 = [0u8; 64];
+        let n2 = s2.read(&mut got2).unwrap_or(usize::MAX);
+        assert!(n2 == 0 || got2.starts_with(b"HTTP/1.1 502"), "{which}: ended ({n2})");
     }
     if let Some(h) = answers.get(1) {
         same(&answers[0], h, "shutdown session");
