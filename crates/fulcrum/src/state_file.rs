@@ -116,7 +116,7 @@ pub fn load(
 }
 
 fn read(path: &Path, warnings: &mut Vec<String>) -> Vec<SavedServer> {
-    match std::fs::read_to_string(path) {
+    match crate::sys::read_file_string(path) {
         Ok(text) => {
             let (saved, bad) = parse(&text);
             if bad > 0 {

@@ -185,12 +185,12 @@ fn print_version(level: u8) {
 fn read_sources(paths: &[PathBuf]) -> Result<Vec<Source>, String> {
     let mut sources = Vec::new();
     for path in paths {
-        let files = if path.is_dir() {
-            let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+        // Through `sys`: after `chroot`, a reload reads them through the directories kept.
+        let files = if crate::sys::is_dir(path) {
+            let mut files: Vec<PathBuf> = crate::sys::list_files(path)
                 .map_err(|e| open_error(path, &e))?
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "cfg") && p.is_file())
+                .into_iter()
+                .filter(|p| p.extension().is_some_and(|e| e == "cfg"))
                 .collect();
             files.sort();
             files
@@ -198,7 +198,7 @@ fn read_sources(paths: &[PathBuf]) -> Result<Vec<Source>, String> {
             vec![path.clone()]
         };
         for f in files {
-            let text = std::fs::read_to_string(&f).map_err(|e| open_error(&f, &e))?;
+            let text = crate::sys::read_file_string(&f).map_err(|e| open_error(&f, &e))?;
             sources.push(Source { name: f.display().to_string(), text });
         }
     }
@@ -304,7 +304,10 @@ fn start(args: &Args, plan: Plan, sources: Vec<Source>) -> i32 {
         notes.iter().for_each(notice);
     }
     let per_worker = match open_listeners(&plan, nbthread, &mut inherited) {
-        Ok(s) => s,
+        Ok(s) => {
+            listener::remember(s.iter().flatten().map(|ws| &ws.socket.socket));
+            s
+        }
         Err(e) => {
             alert(format!("Starting proxy {e}"));
             return 1;
@@ -360,7 +363,7 @@ fn start(args: &Args, plan: Plan, sources: Vec<Source>) -> i32 {
     } else if write_pidfile(pid()).is_err() {
         return 1;
     }
-    if let Err(e) = drop_privileges(&plan.global) {
+    if let Err(e) = drop_privileges(&plan.global, &args.configs) {
         alert(e);
         return 1;
     }
@@ -557,7 +560,7 @@ fn show(addr: &cfg::BindAddr) -> String {
     }
 }
 
-fn drop_privileges(g: &cfg::Global) -> Result<(), String> {
+fn drop_privileges(g: &cfg::Global, configs: &[PathBuf]) -> Result<(), String> {
     let mut uid = None;
     let mut gid = None;
     if let Some(user) = &g.user {
@@ -587,6 +590,19 @@ fn drop_privileges(g: &cfg::Global) -> Result<(), String> {
             .next()
             .and_then(|a| a.rsplit('/').next().map(str::to_string))
             .unwrap_or_else(|| "fulcrum".into());
+        // What a reload reads again stays reachable: the configuration's directories (a
+        // configuration directory itself, or a file's parent) and the working directory.
+        let dirs: Vec<PathBuf> = configs
+            .iter()
+            .map(|c| {
+                if c.is_dir() {
+                    c.clone()
+                } else {
+                    c.parent().map(Path::to_path_buf).unwrap_or_default()
+                }
+            })
+            .collect();
+        crate::sys::keep_dirs(&dirs);
         crate::sys::chroot(dir)
             .map_err(|_| format!("[{program}.main()] Cannot chroot({}).", dir.display()))?;
     }

@@ -6,7 +6,8 @@
 //! until everything is ready: an invalid configuration, or a new address that cannot be bound,
 //! is reported and the running plan goes on. The listening sockets that stay are this
 //! process's own, duplicated (`Inherited::from_self`), so no connection waiting in their queues
-//! is refused. What only a restart can change (threads, privileges, `chroot`, the stats
+//! is refused. Under `chroot`, the files are read through the directories kept open before
+//! entering it (`sys::keep_dirs`). What only a restart can change (threads, privileges, `chroot`, the stats
 //! sockets, the process `maxconn`) is kept, with a warning naming it.
 //!
 //! Must not touch: the workers (the runtime hands them the generation) or server state beyond
@@ -186,14 +187,6 @@ fn reload(
         out.push(alert_line("Reload failed: nothing was changed."));
         out
     };
-    if let Some(dir) = &ctx.global.chroot {
-        return Err(failed(vec![alert_line(format!(
-            "Reload refused: the process runs in chroot '{}' and cannot read its configuration \
-             files again; restart it instead (a new process with -sf <pid> takes over the \
-             listening sockets).",
-            dir.display()
-        ))]));
-    }
     let mut out = Vec::new();
     let Some((config, texts)) = super::load_config(args, &mut out) else {
         return Err(failed(out));
@@ -237,6 +230,7 @@ fn build(
         }
     };
     drop(inherited); // duplicates of sockets no longer listened on
+    crate::listener::remember(per_worker.iter().flatten().map(|ws| &ws.socket.socket));
     Some((plan, per_worker))
 }
 

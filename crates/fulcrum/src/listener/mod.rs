@@ -164,6 +164,24 @@ fn inherited_fd(n: std::os::fd::RawFd) -> io::Result<OwnedFd> {
 /// listeners are gone).
 pub fn release_given_fds() {
     GIVEN_FDS.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    LISTENING.lock().unwrap_or_else(|e| e.into_inner()).clear();
+}
+
+/// Duplicates of the listening sockets the workers use, kept by the main thread so that a
+/// reload can listen on the very same sockets without looking them up in `/proc` (absent in
+/// a chroot). Replaced at each generation; released with the `fd@` ones at a soft stop.
+static LISTENING: std::sync::Mutex<Vec<Socket>> = std::sync::Mutex::new(Vec::new());
+
+/// Remembers the listening sockets of the generation that starts (duplicates).
+pub fn remember<'a>(sockets: impl Iterator<Item = &'a Socket>) {
+    let dups: Vec<Socket> = sockets.filter_map(|s| s.try_clone().ok()).collect();
+    *LISTENING.lock().unwrap_or_else(|e| e.into_inner()) = dups;
+}
+
+/// Duplicates of the remembered listening sockets (a reload takes them over).
+pub fn remembered() -> Vec<Socket> {
+    let kept = LISTENING.lock().unwrap_or_else(|e| e.into_inner());
+    kept.iter().filter_map(|s| s.try_clone().ok()).collect()
 }
 
 fn duplicate(socket: Socket, count: usize, unix: bool) -> io::Result<Vec<OpenSocket>> {

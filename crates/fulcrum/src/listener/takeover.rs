@@ -5,8 +5,8 @@
 //! itself (`pidfd_getfd`, Linux 5.6+), so the very same queues keep being served. When that is
 //! not permitted, the new process binds fresh sockets, as HAProxy does without `-x`.
 //!
-//! An in-process reload does the same with its own sockets (duplicated with `fcntl`): the
-//! new generation listens on the very sockets the old one did.
+//! An in-process reload does the same with its own sockets (the duplicates `listener` keeps):
+//! the new generation listens on the very sockets the old one did.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -34,18 +34,32 @@ impl Inherited {
         me
     }
 
-    /// Collects this process's own listening sockets (duplicated), for an in-process reload.
+    /// This process's own listening sockets (duplicates of those remembered for the running
+    /// generation), for an in-process reload.
     pub fn from_self() -> std::io::Result<Self> {
         let mut me = Inherited::default();
-        me.collect_from(std::process::id(), true)?;
+        for socket in super::remembered() {
+            me.add(socket);
+        }
         Ok(me)
     }
 
-    fn collect(&mut self, pid: u32) -> std::io::Result<()> {
-        self.collect_from(pid, false)
+    fn add(&mut self, socket: Socket) {
+        let Ok(local) = socket.local_addr() else { return };
+        if let Some(sa) = local.as_socket() {
+            // One descriptor per socket (a process may hold several of one socket).
+            let list = self.inet.entry(sa).or_default();
+            let ino = crate::sys::inode(&socket);
+            if ino.is_some() && list.iter().any(|s| crate::sys::inode(s) == ino) {
+                return;
+            }
+            list.push(socket);
+        } else if let Some(path) = local.as_pathname() {
+            self.unix.entry(path.to_path_buf()).or_insert(socket);
+        }
     }
 
-    fn collect_from(&mut self, pid: u32, own: bool) -> std::io::Result<()> {
+    fn collect(&mut self, pid: u32) -> std::io::Result<()> {
         let dir = std::fs::read_dir(format!("/proc/{pid}/fd"))?;
         for entry in dir.flatten() {
             let Ok(link) = std::fs::read_link(entry.path()) else { continue };
@@ -55,21 +69,9 @@ impl Inherited {
             let Some(fd) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
                 continue;
             };
-            let fd = if own { crate::sys::dup_fd(fd) } else { crate::sys::steal_fd(pid, fd) };
-            let fd = match fd {
-                Ok(fd) => fd,
-                Err(e) if !own => return Err(e),
-                Err(_) => continue, // closed meanwhile
-            };
-            let socket = Socket::from(fd);
-            if !socket.is_listener().unwrap_or(false) {
-                continue;
-            }
-            let Ok(local) = socket.local_addr() else { continue };
-            if let Some(sa) = local.as_socket() {
-                self.inet.entry(sa).or_default().push(socket);
-            } else if let Some(path) = local.as_pathname() {
-                self.unix.entry(path.to_path_buf()).or_insert(socket);
+            let socket = Socket::from(crate::sys::steal_fd(pid, fd)?);
+            if socket.is_listener().unwrap_or(false) {
+                self.add(socket);
             }
         }
         Ok(())

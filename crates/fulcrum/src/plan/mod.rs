@@ -310,7 +310,7 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
     let mut replaced = HashMap::new();
     for (status, src) in &p.errors {
         match src {
-            cfg::ErrorSource::File { path, span } => match std::fs::read(path) {
+            cfg::ErrorSource::File { path, span } => match crate::sys::read_file(path) {
                 Ok(b) => {
                     replaced.insert(*status, Arc::<[u8]>::from(b));
                 }
@@ -427,7 +427,7 @@ fn static_reply(r: &cfg::Reply) -> Result<Vec<u8>, &std::path::Path> {
     let file_body;
     let body = match &r.body {
         cfg::ReplyBody::File(p) => {
-            file_body = std::fs::read(p).map_err(|_| p.as_path())?;
+            file_body = crate::sys::read_file(p).map_err(|_| p.as_path())?;
             &file_body[..]
         }
         _ => body,

@@ -701,7 +701,7 @@ impl<'a> Compiler<'a> {
                 return Ok(Arc::clone(m));
             }
             // HAProxy's words (it does not say why).
-            let text = std::fs::read_to_string(path)
+            let text = crate::sys::read_file_string(path)
                 .map_err(|_| format!("failed to open pattern file <{}>.", path.display()))?;
             let order = (refs::rank(&at.file), at.line);
             let m = maps::LiveMap::load(path, map_method(kind), &text, used_at.clone(), order)
@@ -787,7 +787,7 @@ impl<'a> Compiler<'a> {
         let body = match &r.body {
             cfg::ReplyBody::None => ReplyBody::None,
             cfg::ReplyBody::String(s) => ReplyBody::Bytes(Arc::from(s.as_bytes())),
-            cfg::ReplyBody::File(p) => match std::fs::read(p) {
+            cfg::ReplyBody::File(p) => match crate::sys::read_file(p) {
                 Ok(b) => ReplyBody::Bytes(Arc::from(b)),
                 Err(_) => {
                     let p = p.display();
@@ -1011,7 +1011,7 @@ fn add_patterns(
     b.add_words(&words).map_err(|e| e.to_string())?;
     let mut texts = Vec::with_capacity(a.files.len());
     for f in &a.files {
-        let text = std::fs::read_to_string(f)
+        let text = crate::sys::read_file_string(f)
             .map_err(|_| format!("failed to open pattern file <{}>.", f.display()))?;
         b.add_file(&text).map_err(|(line, e)| {
             format!("failed to add pattern at line {line} of file <{}> : {e}", f.display())

@@ -122,9 +122,9 @@ fn set_dumpable_keeps_a_process_that_changed_user_dumpable() {
     assert_eq!(owner("", "not-dumpable"), 0, "without it they stay root's");
 }
 
-/// `chroot`: once started, the process lives in an empty directory and still proxies and
-/// checks its servers (addresses are resolved before); a directory it cannot enter stops the
-/// start with HAProxy's message. (Entering a chroot needs root: skipped otherwise.)
+/// `chroot`: once started, the process lives in an empty directory and still proxies, checks
+/// its servers (addresses are resolved before) and reloads; a directory it cannot enter stops
+/// the start with HAProxy's message. (Entering a chroot needs root: skipped otherwise.)
 #[test]
 fn chroot_confines_the_running_process_or_stops_the_start() {
     if running_as_root() {
@@ -144,6 +144,16 @@ fn chroot_confines_the_running_process_or_stops_the_start() {
         // Its root is the jail: /proc/<pid>/root points there.
         let root = std::fs::read_link(format!("/proc/{}/root", px.proc.child.id()));
         assert_eq!(root.ok(), Some(jail.canonicalize().expect("jail")));
+        // A reload still reads the configuration (through its directory, kept before chroot).
+        let path = px.dir.join("fulcrum.cfg");
+        let text = std::fs::read_to_string(&path).expect("cfg");
+        std::fs::write(&path, format!("{text} http-response set-header X-Reloaded yes\n"))
+            .expect("cfg");
+        px.proc.signal(libc::SIGUSR2);
+        let reloaded = eventually(Duration::from_secs(5), || {
+            get_with(px.addr(), "/", "").1.to_ascii_lowercase().contains("x-reloaded: yes")
+        });
+        assert!(reloaded, "the chrooted process reloaded: {}", px.proc.log_text());
     }
     let dir = scratch("chroot-missing");
     let path = dir.join("px.cfg");
