@@ -55,10 +55,14 @@ fn section(sources: &[Source], name: &str) -> Option<(usize, usize, usize)> {
     None
 }
 
-/// A word as the configuration reads it back.
+/// A word as the configuration reads it back: bare, or in single quotes (nothing is expanded
+/// or escaped there), or in double quotes with `"`, `\` and `$` escaped when it holds a `'`.
 fn quoted(w: &str) -> String {
     if !w.is_empty() && !w.contains(|c: char| c.is_whitespace() || "#\"'\\$".contains(c)) {
         return w.to_string();
+    }
+    if !w.contains('\'') {
+        return format!("'{w}'");
     }
     format!("\"{}\"", w.replace('\\', "\\\\").replace('"', "\\\"").replace('$', "\\$"))
 }
@@ -145,4 +149,39 @@ pub fn delete(
     let Some(at) = at else { return Err(refused()) };
     lines.remove(at);
     Ok(with_lines(sources, i, lines))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn src(text: &str) -> Vec<Source> {
+        vec![Source { name: "a.cfg".into(), text: text.into() }]
+    }
+
+    #[test]
+    fn a_section_ends_at_the_next_section_or_the_end_of_its_file() {
+        let s = src("global\n daemon\nbackend be\n server a 1.1.1.1:80\n\nfrontend fe\n bind :80\nlisten l\n server b 2.2.2.2:80\n");
+        assert_eq!(section(&s, "be"), Some((0, 3, 5)));
+        assert_eq!(section(&s, "l"), Some((0, 8, 9)));
+        assert_eq!(section(&s, "fe"), None, "a frontend holds no servers");
+        assert_eq!(section(&s, "nope"), None);
+    }
+
+    #[test]
+    fn words_are_quoted_only_when_the_configuration_would_read_them_otherwise() {
+        assert_eq!(quoted("1.2.3.4:80"), "1.2.3.4:80");
+        assert_eq!(quoted("a b"), "'a b'");
+        assert_eq!(quoted("x#y"), "'x#y'");
+        assert_eq!(quoted("${HOME}"), "'${HOME}'");
+        assert_eq!(quoted(""), "''");
+        assert_eq!(quoted("it's"), "\"it's\"");
+        // The configuration reads each back as the word it was.
+        for w in ["a b", "x#y", "${HOME}", "it's $x \"q\""] {
+            let text = format!("listen be\n bind 127.0.0.1:1\n description {}\n", quoted(w));
+            let loaded = fulcrum_config::load(&src(&text), &|_| None).expect("loads");
+            let be = loaded.config.proxies.iter().find(|p| p.name == "be").expect("be");
+            assert_eq!(be.description.as_deref(), Some(w), "{text}");
+        }
+    }
 }
