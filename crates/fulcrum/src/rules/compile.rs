@@ -1,0 +1,460 @@
+//! Compiling a proxy's ACLs, conditions, rules, log formats and `use_backend` switching from
+//! the configuration model: pattern files and maps are read here (through `sys`, so a reload
+//! under `chroot` reads them too) and registered as pattern references; errors name the
+//! configuration line. Must not touch: evaluation (the parent module), sockets.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use fulcrum_config as cfg;
+use fulcrum_pattern::{Method as PMethod, PatternSet, Replace};
+
+use super::*;
+/// Compiles a proxy's ACLs, conditions and rules. Files (`-f`, maps, reply files) are read
+/// here; errors name the config line.
+pub struct Compiler<'a> {
+    proxy: &'a cfg::Proxy,
+    acls: Acls,
+    by_name: HashMap<String, AclId>,
+    /// Named ACLs that failed to compile (already reported: conditions naming them are not).
+    broken: Vec<String>,
+    maps: &'a mut HashMap<(std::path::PathBuf, u8), Arc<maps::LiveMap>>,
+    /// Where the rule being compiled is (maps record where they are used).
+    at: Option<cfg::Span>,
+    pub errors: Vec<String>,
+    /// Some compiled expression reads the connection's local address (`dst`, `%fi`...).
+    pub uses_dst: bool,
+}
+
+impl<'a> Compiler<'a> {
+    pub fn new(
+        proxy: &'a cfg::Proxy,
+        maps: &'a mut HashMap<(std::path::PathBuf, u8), Arc<maps::LiveMap>>,
+    ) -> Self {
+        let mut c = Compiler {
+            proxy,
+            acls: Acls::default(),
+            by_name: HashMap::new(),
+            broken: Vec::new(),
+            maps,
+            at: None,
+            errors: Vec::new(),
+            uses_dst: false,
+        };
+        for named in &proxy.acls {
+            match c.acl(&named.acl) {
+                Ok(acl) => match c.by_name.get(&named.name) {
+                    Some(&id) => c.acls.entries[id].push(acl),
+                    None => {
+                        c.by_name.insert(named.name.clone(), c.acls.entries.len());
+                        c.acls.entries.push(vec![acl]);
+                    }
+                },
+                Err(e) => {
+                    c.errors.push(format!(
+                        "parsing [{}] : error detected while parsing ACL '{}' : {e}",
+                        named.acl.span, named.name
+                    ));
+                    c.broken.push(named.name.clone());
+                }
+            }
+        }
+        c
+    }
+
+    pub fn finish(self) -> Acls {
+        self.acls
+    }
+
+    fn acl(&mut self, a: &cfg::Acl) -> Result<Acl, String> {
+        let expr = self.expr(&a.expr)?;
+        let method = a.method;
+        // Checked as the configuration is (errors name the file and line); the set requests
+        // use is built from the pattern references below.
+        let mut b = PatternSet::builder(method, a.ignore_case);
+        let texts = add_patterns(&mut b, a)?;
+        // As HAProxy creates them: each file's reference, then the line's own.
+        let order = (refs::rank(&a.span.file), a.span.line);
+        let used = format!("file '{}' line {}", a.span.file, a.span.line);
+        let mut from_files = Vec::with_capacity(a.files.len());
+        for (f, text) in a.files.iter().zip(&texts) {
+            let r = refs::file(refs::Kind::Acl, f, text, order);
+            r.note_use(order, used.clone());
+            from_files.push(r);
+        }
+        let inline = refs::inline(inline_desc(a), &a.patterns, order);
+        let all = std::iter::once(inline).chain(from_files).collect();
+        let set = acl_sets::LiveSet::new(method, a.ignore_case, all)?;
+        Ok(Acl { expr, method: a.method, set })
+    }
+
+    pub fn expr(&mut self, e: &cfg::SampleExpr) -> Result<Expr, String> {
+        if matches!(e.fetch, cfg::Fetch::Dst | cfg::Fetch::DstPort) {
+            self.uses_dst = true;
+        }
+        let maps = &mut *self.maps;
+        let at = self.at.as_ref().unwrap_or(&self.proxy.span);
+        let used_at = format!("file '{}' line {}", at.file, at.line);
+        sample::compile(e, &mut |path: &Path, kind| {
+            let k = (path.to_path_buf(), kind as u8);
+            if let Some(m) = maps.get(&k) {
+                m.file.note_use((refs::rank(&at.file), at.line), used_at.clone());
+                return Ok(Arc::clone(m));
+            }
+            // HAProxy's words (it does not say why).
+            let text = crate::sys::read_file_string(path)
+                .map_err(|_| format!("failed to open pattern file <{}>.", path.display()))?;
+            let order = (refs::rank(&at.file), at.line);
+            let m = maps::LiveMap::load(path, map_method(kind), &text, used_at.clone(), order)
+                .map_err(|(line, err)| {
+                    format!("map file <{}>, line {line} : {err}", path.display())
+                })?;
+            maps.insert(k, Arc::clone(&m));
+            Ok(m)
+        })
+    }
+
+    /// Compiles a condition; anonymous ACLs are added to the proxy's list.
+    pub fn cond(&mut self, c: &Option<cfg::Condition>, span: &cfg::Span) -> Option<Cond> {
+        let c = c.as_ref()?;
+        let mut terms = Vec::with_capacity(c.terms.len());
+        for group in &c.terms {
+            let mut g = Vec::with_capacity(group.len());
+            for t in group {
+                let id = match &t.acl {
+                    cfg::AclRef::Named(n) => match self.by_name.get(n) {
+                        Some(&id) => id,
+                        None if self.broken.contains(n) => continue,
+                        None => {
+                            self.errors.push(format!("parsing [{span}] : no such ACL : '{n}'"));
+                            continue;
+                        }
+                    },
+                    cfg::AclRef::Anonymous(a) => match self.acl(a) {
+                        Ok(acl) => {
+                            self.acls.entries.push(vec![acl]);
+                            self.acls.entries.len() - 1
+                        }
+                        Err(e) => {
+                            self.errors.push(format!("parsing [{}] : {e}", a.span));
+                            continue;
+                        }
+                    },
+                };
+                g.push((t.negate, id));
+            }
+            terms.push(g);
+        }
+        Some(Cond { unless: c.unless, terms })
+    }
+
+    pub fn format(&mut self, f: &cfg::LogFormat, span: &cfg::Span) -> Format {
+        use crate::log::format::Part;
+        self.at = Some(span.clone());
+        let mut parts = Vec::with_capacity(f.parts.len());
+        for p in &f.parts {
+            parts.push(match p {
+                cfg::LogPart::Lit(s) => Part::Lit(s.as_bytes().into()),
+                cfg::LogPart::Sep => Part::Sep,
+                cfg::LogPart::Var(v, flags) => {
+                    if matches!(v, cfg::LogVar::FrontendIp | cfg::LogVar::FrontendPort) {
+                        self.uses_dst = true;
+                    }
+                    Part::Var(*v, *flags)
+                }
+                cfg::LogPart::Sample(e, flags) => match self.expr(e) {
+                    Ok(e) => Part::Sample(e, *flags),
+                    Err(err) => {
+                        self.errors.push(format!("parsing [{span}] : {err}"));
+                        continue;
+                    }
+                },
+            });
+        }
+        Format::new(parts)
+    }
+
+    fn replace(&mut self, re: &str, span: &cfg::Span) -> Option<Replace> {
+        match Replace::new(re) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                self.errors.push(format!("parsing [{span}] : invalid regex '{re}' : {e}"));
+                None
+            }
+        }
+    }
+
+    pub fn reply(&mut self, r: &cfg::Reply, span: &cfg::Span) -> ReplySpec {
+        let body = match &r.body {
+            cfg::ReplyBody::None => ReplyBody::None,
+            cfg::ReplyBody::String(s) => ReplyBody::Bytes(Arc::from(s.as_bytes())),
+            cfg::ReplyBody::File(p) => match crate::sys::read_file(p) {
+                Ok(b) => ReplyBody::Bytes(Arc::from(b)),
+                Err(_) => {
+                    let p = p.display();
+                    self.errors.push(format!("parsing [{span}] : error opening file '{p}'."));
+                    ReplyBody::None
+                }
+            },
+            cfg::ReplyBody::LfString(f) => ReplyBody::Format(self.format(f, span)),
+            cfg::ReplyBody::ErrorFiles => ReplyBody::ErrorMessage,
+        };
+        let headers = r.headers.iter().map(|(n, f)| (n.clone(), self.format(f, span))).collect();
+        ReplySpec { status: r.status, content_type: r.content_type.clone(), body, headers }
+    }
+
+    pub fn rules(&mut self, rules: &[cfg::HttpRule]) -> Vec<Rule> {
+        let mut out = Vec::with_capacity(rules.len());
+        for r in rules {
+            self.at = Some(r.span.clone());
+            let cond = self.cond(&r.cond, &r.span);
+            let span = &r.span;
+            let action = match &r.action {
+                cfg::HttpAction::Allow => Action::Allow,
+                cfg::HttpAction::PrometheusExporter => Action::Prometheus,
+                cfg::HttpAction::Deny { status, reply } => Action::Deny {
+                    status: *status,
+                    reply: reply.as_ref().map(|rp| self.reply(rp, span)),
+                },
+                cfg::HttpAction::Return(rp) => Action::Return(self.reply(rp, span)),
+                cfg::HttpAction::Redirect(rd) => Action::Redirect(RedirectSpec {
+                    kind: rd.kind,
+                    value: self.format(&rd.value, span),
+                    code: rd.code,
+                    drop_query: rd.drop_query,
+                    append_slash: rd.append_slash,
+                }),
+                cfg::HttpAction::SetHeader { name, value } => Action::SetHeader {
+                    name: name.as_bytes().into(),
+                    value: self.format(value, span),
+                },
+                cfg::HttpAction::AddHeader { name, value } => Action::AddHeader {
+                    name: name.as_bytes().into(),
+                    value: self.format(value, span),
+                },
+                cfg::HttpAction::DelHeader { name } => {
+                    Action::DelHeader { name: name.as_bytes().into() }
+                }
+                cfg::HttpAction::ReplaceHeader { name, regex, replace } => {
+                    let Some(re) = self.replace(regex, span) else { continue };
+                    Action::ReplaceHeader {
+                        name: name.as_bytes().into(),
+                        re,
+                        with: self.format(replace, span),
+                    }
+                }
+                cfg::HttpAction::ReplaceValue { name, regex, replace } => {
+                    let Some(re) = self.replace(regex, span) else { continue };
+                    Action::ReplaceValue {
+                        name: name.as_bytes().into(),
+                        re,
+                        with: self.format(replace, span),
+                    }
+                }
+                cfg::HttpAction::SetPath(f) => Action::SetPath(self.format(f, span)),
+                cfg::HttpAction::SetQuery(f) => Action::SetQuery(self.format(f, span)),
+                cfg::HttpAction::SetUri(f) => Action::SetUri(self.format(f, span)),
+                cfg::HttpAction::SetMethod(f) => Action::SetMethod(self.format(f, span)),
+                cfg::HttpAction::ReplaceUri { regex, replace } => {
+                    let Some(re) = self.replace(regex, span) else { continue };
+                    Action::ReplaceUri { re, with: self.format(replace, span) }
+                }
+                cfg::HttpAction::ReplacePath { regex, replace } => {
+                    let Some(re) = self.replace(regex, span) else { continue };
+                    Action::ReplacePath { re, with: self.format(replace, span) }
+                }
+                cfg::HttpAction::SetVar { scope, name, expr } => match self.expr(expr) {
+                    Ok(e) => Action::SetVar { scope: *scope, name: name.as_str().into(), expr: e },
+                    Err(err) => {
+                        self.errors.push(format!("parsing [{span}] : {err}"));
+                        continue;
+                    }
+                },
+                cfg::HttpAction::UnsetVar { scope, name } => {
+                    Action::UnsetVar { scope: *scope, name: name.as_str().into() }
+                }
+                cfg::HttpAction::WaitForBody { time, at_least } => {
+                    Action::WaitForBody { time: *time, at_least: *at_least }
+                }
+                cfg::HttpAction::StrictMode(on) => Action::StrictMode(*on),
+                cfg::HttpAction::SetVarFmt { scope, name, fmt } => Action::SetVarFmt {
+                    scope: *scope,
+                    name: name.as_str().into(),
+                    fmt: self.format(fmt, span),
+                },
+                cfg::HttpAction::Tarpit { status } => Action::Tarpit { status: *status },
+                cfg::HttpAction::Reject | cfg::HttpAction::SilentDrop => Action::Drop,
+                cfg::HttpAction::Capture { expr, id } => match self.expr(expr) {
+                    Ok(expr) => Action::Capture { expr, id: *id },
+                    Err(e) => {
+                        self.errors.push(format!("parsing [{span}] : {e}"));
+                        continue;
+                    }
+                },
+                cfg::HttpAction::EarlyHint { name, value } => Action::EarlyHint {
+                    name: name.as_bytes().into(),
+                    value: self.format(value, span),
+                },
+                cfg::HttpAction::SetStatus { status, reason } => Action::SetStatus {
+                    status: *status,
+                    reason: reason.as_deref().map(|r| r.as_bytes().into()),
+                },
+            };
+            out.push(Rule { action, cond });
+        }
+        out
+    }
+
+    /// Groups `use_backend` rules into [`Segment`]s: consecutive rules whose condition is one
+    /// plain ACL (one line, no negation, `if`) over the same sample, match method and case
+    /// rule are indexed together.
+    pub fn switching(&mut self, rules: &[cfg::UseBackend]) -> Vec<Segment> {
+        let mut segments = Vec::new();
+        let mut i = 0;
+        while i < rules.len() {
+            let Some(first) = self.indexable(&rules[i]) else {
+                push_linear(&mut segments, i);
+                i += 1;
+                continue;
+            };
+            let mut j = i + 1;
+            while j < rules.len() && self.indexable(&rules[j]).is_some_and(|a| same_key(a, first)) {
+                j += 1;
+            }
+            if j - i < INDEX_MIN_RULES {
+                for k in i..j {
+                    push_linear(&mut segments, k);
+                }
+                i = j;
+                continue;
+            }
+            match self.index(&rules[i..j], first) {
+                Ok((set, ends)) => match self.expr(&first.expr) {
+                    Ok(expr) => segments.push(Segment::Indexed {
+                        rules: i..j,
+                        expr,
+                        method: first.method,
+                        set,
+                        ends,
+                    }),
+                    Err(_) => (i..j).for_each(|k| push_linear(&mut segments, k)),
+                },
+                // The rules' own compilation reports the error; evaluate them one by one.
+                Err(_) => (i..j).for_each(|k| push_linear(&mut segments, k)),
+            }
+            i = j;
+        }
+        segments
+    }
+
+    /// The single ACL a rule's condition tests, when the rule can join an index.
+    fn indexable<'c>(&self, u: &'c cfg::UseBackend) -> Option<&'c cfg::Acl>
+    where
+        'a: 'c,
+    {
+        let c = u.cond.as_ref()?;
+        if c.unless || c.terms.len() != 1 || c.terms[0].len() != 1 || c.terms[0][0].negate {
+            return None;
+        }
+        let acl: &cfg::Acl = match &c.terms[0][0].acl {
+            cfg::AclRef::Anonymous(a) => a,
+            cfg::AclRef::Named(n) => {
+                let mut lines = self.proxy.acls.iter().filter(|a| &a.name == n);
+                let one = lines.next()?;
+                if lines.next().is_some() {
+                    return None;
+                }
+                &one.acl
+            }
+        };
+        use cfg::MatchMethod as M;
+        match acl.method {
+            // Patterns from files are meant to change at run time (`add acl <file>`): such
+            // rules stay out of indexes, which are built once.
+            _ if !acl.files.is_empty() => None,
+            M::Found | M::Bool => None,
+            _ => Some(acl),
+        }
+    }
+
+    fn index(
+        &mut self,
+        rules: &[cfg::UseBackend],
+        first: &cfg::Acl,
+    ) -> Result<(PatternSet, Vec<usize>), String> {
+        let mut b = PatternSet::builder(first.method, first.ignore_case);
+        let mut ends = Vec::with_capacity(rules.len());
+        for u in rules {
+            let acl = self.indexable(u).ok_or("not indexable")?;
+            add_patterns(&mut b, acl)?;
+            ends.push(b.len());
+        }
+        for u in rules {
+            if let Some(acl) = self.indexable(u) {
+                refs::freeze(&inline_desc(acl));
+            }
+        }
+        Ok((b.build(), ends))
+    }
+
+    pub fn tcp_rules(&mut self, rules: &[cfg::TcpRule]) -> Vec<(bool, Option<Cond>)> {
+        rules.iter().map(|r| (r.accept, self.cond(&r.cond, &r.span))).collect()
+    }
+}
+
+/// Adds an ACL's inline patterns, then its `-f` files (read here), to a pattern set; the
+/// files' texts.
+fn add_patterns(
+    b: &mut fulcrum_pattern::PatternSetBuilder,
+    a: &cfg::Acl,
+) -> Result<Vec<String>, String> {
+    let words: Vec<&str> = a.patterns.iter().map(String::as_str).collect();
+    b.add_words(&words).map_err(|e| e.to_string())?;
+    let mut texts = Vec::with_capacity(a.files.len());
+    for f in &a.files {
+        let text = crate::sys::read_file_string(f)
+            .map_err(|_| format!("failed to open pattern file <{}>.", f.display()))?;
+        b.add_file(&text).map_err(|(line, e)| {
+            format!("failed to add pattern at line {line} of file <{}> : {e}", f.display())
+        })?;
+        texts.push(text);
+    }
+    Ok(texts)
+}
+
+/// How `show acl` names an ACL's inline patterns (HAProxy's words).
+fn inline_desc(a: &cfg::Acl) -> String {
+    format!("acl '{}' file '{}' line {}", a.keyword, a.span.file, a.span.line)
+}
+
+fn push_linear(segments: &mut Vec<Segment>, rule: usize) {
+    if let Some(Segment::Linear(r)) = segments.last_mut() {
+        if r.end == rule {
+            r.end += 1;
+            return;
+        }
+    }
+    segments.push(Segment::Linear(rule..rule + 1));
+}
+
+/// Whether two ACLs test the same sample the same way (only their patterns differ).
+fn same_key(a: &cfg::Acl, b: &cfg::Acl) -> bool {
+    a.expr.fetch == b.expr.fetch
+        && a.expr.converters == b.expr.converters
+        && a.method == b.method
+        && a.ignore_case == b.ignore_case
+}
+
+fn map_method(kind: cfg::MapMatch) -> PMethod {
+    match kind {
+        cfg::MapMatch::Str => PMethod::Str,
+        cfg::MapMatch::Beg => PMethod::Beg,
+        cfg::MapMatch::End => PMethod::End,
+        cfg::MapMatch::Sub => PMethod::Sub,
+        cfg::MapMatch::Dom => PMethod::Dom,
+        cfg::MapMatch::Reg => PMethod::Reg,
+        cfg::MapMatch::Ip => PMethod::Ip,
+        cfg::MapMatch::Int => PMethod::Int,
+    }
+}
