@@ -88,7 +88,8 @@ pub fn avail_of(expr: &SampleExpr) -> Avail {
         | Fetch::ResFhdr { .. }
         | Fetch::ResCook { .. }
         | Fetch::ResVer => Avail::Response,
-        Fetch::SslFc | Fetch::TlsOnly => Avail::Session,
+        Fetch::Tls(t) if t.is_back() => Avail::Server,
+        Fetch::Tls(_) | Fetch::TlsOnly => Avail::Session,
         Fetch::FcErr => Avail::Always,
         Fetch::BeName => Avail::Backend,
         Fetch::SrvName => Avail::Server,

@@ -63,6 +63,8 @@ pub fn parse_bind_at(line: &Line, at: usize, section: &str, diags: &mut Diags) -
         unix: Default::default(),
         level: Default::default(),
         expose_fd: false,
+        tls: Default::default(),
+        accept_proxy: false,
     };
     bind_options(line, at, section, &mut bind, diags).map(|()| bind)
 }
@@ -106,6 +108,13 @@ fn bind_options(
                 ok = false;
             }
             "v4v6" => bind.v4v6 = true,
+            "accept-proxy" => bind.accept_proxy = true,
+            _ if crate::tls::is_bind_option(opt) => {
+                if let Some(Err(msg)) = crate::tls::bind_option(opt, val, &mut bind.tls) {
+                    diags.alert(line, format!("{prefix} : {msg}"));
+                    ok = false;
+                }
+            }
             "name" if val.is_empty() => {
                 diags.alert(line, format!("{prefix} : 'name' : missing name"));
                 ok = false;
@@ -349,33 +358,47 @@ mod tests {
 
     #[test]
     fn every_unsupported_option_of_a_line_is_reported() {
-        let (b, d) = bind("bind :80 ssl crt /x.pem alpn h2,http/1.1 accept-proxy name web tfo");
+        let (b, d) =
+            bind("bind :80 ssl crt /x.pem alpn h2,http/1.1 accept-proxy name web tfo mss 1400");
         assert!(b.is_none());
         let p = "'bind :80' in section 'frontend': ";
-        let want: Vec<String> = ["ssl", "crt", "alpn", "accept-proxy", "tfo"]
-            .iter()
-            .map(|o| format!("{p}'{o}' is not supported yet"))
-            .collect();
+        let want: Vec<String> =
+            ["tfo", "mss"].iter().map(|o| format!("{p}'{o}' is not supported yet")).collect();
         assert_eq!(d, want);
         // A bad value does not stop the reading either; an unknown keyword does.
-        let (_, d) = bind("bind :80 backlog x ssl bogus maxconn y");
+        let (_, d) = bind("bind :80 backlog x tfo bogus maxconn y");
         assert_eq!(
             d,
             [
                 "'bind :80' in section 'frontend' : 'backlog' : backlog expects an integer argument, got 'x'".to_string(),
-                format!("{p}'ssl' is not supported yet"),
+                format!("{p}'tfo' is not supported yet"),
                 format!("{p}unknown keyword 'bogus'."),
             ]
         );
     }
 
     #[test]
+    fn tls_and_proxy_options_are_read() {
+        let (b, d) = bind("bind :443 ssl crt /x.pem crt-list /l alpn h2,http/1.1 accept-proxy strict-sni verify required ca-file /ca.pem ssl-min-ver TLSv1.3");
+        assert!(d.is_empty(), "{d:?}");
+        let b = b.expect("bind");
+        assert!(b.tls.ssl && b.accept_proxy && b.tls.strict_sni);
+        assert_eq!(b.tls.certs.len(), 2);
+        assert_eq!(b.tls.ca_file.as_deref(), Some("/ca.pem"));
+        assert_eq!(b.tls.versions.min, Some(crate::model::TlsVersion::Tls13));
+        let (_, d) = bind("bind :443 ssl verify sometimes ssl-max-ver TLSv9");
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert!(d[0].contains("unknown verify method 'sometimes'"), "{d:?}");
+        assert!(d[1].contains("unknown ssl/tls version string 'TLSv9'"), "{d:?}");
+    }
+
+    #[test]
     fn option_errors() {
         assert_eq!(
-            bind("bind :80 ssl crt x").1,
+            bind("bind :80 tfo defer-accept").1,
             [
-                "'bind :80' in section 'frontend': 'ssl' is not supported yet",
-                "'bind :80' in section 'frontend': 'crt' is not supported yet"
+                "'bind :80' in section 'frontend': 'tfo' is not supported yet",
+                "'bind :80' in section 'frontend': 'defer-accept' is not supported yet"
             ]
         );
         assert_eq!(

@@ -47,6 +47,9 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
         Status::Obsolete(why) => return diags.alert(line, why),
         Status::Supported | Status::Partial(_) => {}
     }
+    if crate::tls::is_global(kw) {
+        return crate::tls::global_line(kw, line, &mut g.tls, diags);
+    }
     match kw {
         "daemon" => {
             if no_extra(line, 1, kw, diags) {

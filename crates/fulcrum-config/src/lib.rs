@@ -30,6 +30,7 @@ pub mod sections;
 pub mod server;
 mod stats_page;
 mod tcpka;
+pub mod tls;
 mod validate;
 
 pub use cond::FEATURES;

@@ -14,8 +14,10 @@ use std::time::Duration;
 
 mod check;
 mod http;
+mod tls;
 pub use check::*;
 pub use http::*;
+pub use tls::*;
 
 /// Where a piece of configuration came from: file name and 1-based line number.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -122,6 +124,8 @@ pub struct Global {
     pub stats_timeout: Duration,
     /// `stats maxconn`: runtime API sessions at once per socket (HAProxy: 10).
     pub stats_maxconn: u32,
+    /// `ssl-default-*`, `crt-base`, `tune.ssl.*`...
+    pub tls: GlobalTls,
 }
 
 /// Kernel socket buffer sizes (`SO_RCVBUF`, `SO_SNDBUF`) to force on a connection; `None`
@@ -170,6 +174,7 @@ impl Default for Global {
             server_state_file: None,
             stats_timeout: Duration::from_secs(10),
             stats_maxconn: 10,
+            tls: GlobalTls::default(),
         }
     }
 }
@@ -471,6 +476,10 @@ pub struct Bind {
     pub level: CliLevel,
     /// `expose-fd listeners`: the runtime API may hand the listening sockets to a new process.
     pub expose_fd: bool,
+    /// `ssl`, `crt`... (see [`BindTls`]).
+    pub tls: BindTls,
+    /// `accept-proxy`: every connection starts with a PROXY protocol header (v1 or v2).
+    pub accept_proxy: bool,
 }
 
 /// The owner and mode a UNIX socket's file is given (`bind /path mode 600 user haproxy`).
@@ -697,6 +706,10 @@ pub struct Server {
     pub pool_max_conn: Option<i32>,
     /// `pool-purge-delay`.
     pub pool_purge_delay: Option<Duration>,
+    /// `ssl`, `verify`, `sni`... (see [`ServerTls`]).
+    pub tls: ServerTls,
+    /// `send-proxy*`, `proxy-v2-options`.
+    pub send_proxy: SendProxy,
 }
 
 /// A server's address as written. Host names are resolved by the engine at start-up.

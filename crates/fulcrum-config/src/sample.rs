@@ -6,7 +6,7 @@
 //! output type (for the ACL default match and converter input checks) and where it may be used
 //! (request or response side).
 
-use crate::model::{Converter, Fetch, MapMatch, SampleExpr, VarScope};
+use crate::model::{Converter, Fetch, MapMatch, SampleExpr, TlsFetch, VarScope};
 use crate::sample_names;
 
 /// Output type of a fetch or converter, as HAProxy types samples.
@@ -339,6 +339,7 @@ const IS: &[ArgT] = &[ArgT::Int, ArgT::Str];
 const I: &[ArgT] = &[ArgT::Int];
 const ISI: &[ArgT] = &[ArgT::Int, ArgT::Str, ArgT::Int];
 const SSS: &[ArgT] = &[ArgT::Str, ArgT::Str, ArgT::Str];
+const SIS: &[ArgT] = &[ArgT::Str, ArgT::Int, ArgT::Str];
 
 fn fetch_def(name: &str) -> Option<FetchDef> {
     use Avail::*;
@@ -371,10 +372,43 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "req.body_len" | "req.body_size" => d(NONE, 0, Int, Request),
         "req.body_param" => d(S, 0, Bin, Request),
         "base" => d(NONE, 0, Str, Request),
-        "ssl_fc" | "ssl_fc_is_resumed" => d(NONE, 0, Bool, Session),
+        "ssl_fc" | "ssl_fc_is_resumed" | "ssl_fc_has_sni" | "ssl_fc_has_crt" | "ssl_c_used" => {
+            d(NONE, 0, Bool, Session)
+        }
+        "ssl_bc" | "ssl_bc_is_resumed" => d(NONE, 0, Bool, Server),
         "fc_err" => d(NONE, 0, Int, Always),
-        "ssl_fc_err" | "ssl_c_err" | "ssl_c_ca_err" => d(NONE, 0, Int, Session),
-        "ssl_fc_sni" => d(NONE, 0, Str, Session),
+        "ssl_fc_err" | "ssl_c_err" | "ssl_c_ca_err" | "ssl_c_verify" | "ssl_c_version"
+        | "ssl_fc_use_keysize" | "ssl_fc_alg_keysize" | "ssl_c_ca_err_depth" => {
+            d(NONE, 0, Int, Session)
+        }
+        "ssl_bc_use_keysize" | "ssl_bc_alg_keysize" => d(NONE, 0, Int, Server),
+        "ssl_fc_sni"
+        | "ssl_fc_protocol"
+        | "ssl_fc_cipher"
+        | "ssl_fc_alpn"
+        | "ssl_fc_npn"
+        | "ssl_c_notafter"
+        | "ssl_c_notbefore"
+        | "ssl_c_sig_alg"
+        | "ssl_c_key_alg"
+        | "ssl_f_s_dn"
+        | "ssl_f_i_dn"
+        | "ssl_f_notafter"
+        | "ssl_f_notbefore"
+        | "ssl_f_sig_alg"
+        | "ssl_f_key_alg"
+        | "ssl_fc_cipherlist_str" => d(NONE, 0, Str, Session),
+        "ssl_c_s_dn" | "ssl_c_i_dn" => d(SIS, 0, Str, Session),
+        "ssl_bc_protocol" | "ssl_bc_cipher" | "ssl_bc_alpn" => d(NONE, 0, Str, Server),
+        "ssl_fc_session_id"
+        | "ssl_c_serial"
+        | "ssl_c_sha1"
+        | "ssl_c_der"
+        | "ssl_f_serial"
+        | "ssl_f_sha1"
+        | "ssl_f_der"
+        | "ssl_fc_cipherlist_bin" => d(NONE, 0, Bin, Session),
+        "ssl_bc_session_id" => d(NONE, 0, Bin, Server),
         "cook_cnt" | "req.cook_cnt" | "cook_val" | "req.cook_val" => d(S, 0, Int, Request),
         "res.cook" | "scook" => d(S, 0, Str, Response),
         "res.ver" | "resp_ver" => d(NONE, 0, Str, Response),
@@ -446,6 +480,42 @@ fn first_str(args: &[Arg]) -> String {
     args.first().map(Arg::str).unwrap_or_default()
 }
 
+/// `ssl_*` fetches.
+fn tls_fetch(name: &str, args: &[Arg]) -> Fetch {
+    use TlsFetch as T;
+    let back = name.starts_with("ssl_bc");
+    Fetch::Tls(match name {
+        "ssl_fc" | "ssl_bc" => T::Used { back },
+        "ssl_fc_has_sni" => T::HasSni,
+        "ssl_fc_sni" => T::Sni,
+        "ssl_fc_protocol" | "ssl_bc_protocol" => T::Protocol { back },
+        "ssl_fc_cipher" | "ssl_bc_cipher" => T::Cipher { back },
+        "ssl_fc_alpn" | "ssl_bc_alpn" => T::Alpn { back },
+        "ssl_fc_is_resumed" | "ssl_bc_is_resumed" => T::IsResumed { back },
+        "ssl_fc_use_keysize" | "ssl_fc_alg_keysize" | "ssl_bc_use_keysize"
+        | "ssl_bc_alg_keysize" => T::Keysize { back },
+        "ssl_fc_session_id" | "ssl_bc_session_id" => T::SessionId { back },
+        "ssl_fc_err" | "ssl_c_err" | "ssl_c_ca_err" | "ssl_c_verify" | "ssl_c_ca_err_depth" => {
+            T::Err
+        }
+        "ssl_fc_has_crt" | "ssl_c_used" => T::HasCrt,
+        "ssl_c_s_dn" | "ssl_c_i_dn" => T::Dn {
+            issuer: name == "ssl_c_i_dn",
+            field: opt_str(args, 0),
+            occ: args.get(1).map_or(1, |a| a.int().clamp(-100, 100) as i32),
+        },
+        "ssl_c_serial" => T::Serial,
+        "ssl_c_sha1" => T::Sha1,
+        "ssl_c_der" => T::Der,
+        "ssl_c_notafter" => T::NotAfter,
+        "ssl_c_notbefore" => T::NotBefore,
+        "ssl_c_version" => T::Version,
+        "ssl_c_sig_alg" => T::SigAlg,
+        "ssl_c_key_alg" => T::KeyAlg,
+        _ => return Fetch::TlsOnly,
+    })
+}
+
 /// Builds the model's fetch from a checked argument list.
 fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
     let fetch = match name {
@@ -504,9 +574,8 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
         "req.body_param" => Fetch::ReqBodyParam { name: first_str(args) },
         "req.hdrs" => Fetch::ReqHdrs,
         "base" => Fetch::Base,
-        "ssl_fc" | "ssl_fc_is_resumed" => Fetch::SslFc,
         "fc_err" => Fetch::FcErr,
-        "ssl_fc_err" | "ssl_c_err" | "ssl_c_ca_err" | "ssl_fc_sni" => Fetch::TlsOnly,
+        _ if name.starts_with("ssl_") => tls_fetch(name, args),
         "cook_cnt" | "req.cook_cnt" => Fetch::CookCnt { name: first_str(args) },
         "cook_val" | "req.cook_val" => Fetch::CookVal { name: first_str(args) },
         "res.cook" | "scook" => Fetch::ResCook { name: first_str(args) },
@@ -898,7 +967,7 @@ mod tests {
     fn base_ssl_fc_version_and_name_fetches_have_haproxy_types_and_places() {
         let cases = [
             ("base", Fetch::Base, SmpType::Str, Avail::Request),
-            ("ssl_fc", Fetch::SslFc, SmpType::Bool, Avail::Session),
+            ("ssl_fc", Fetch::Tls(TlsFetch::Used { back: false }), SmpType::Bool, Avail::Session),
             ("res.ver", Fetch::ResVer, SmpType::Str, Avail::Response),
             ("resp_ver", Fetch::ResVer, SmpType::Str, Avail::Response),
             ("fe_name", Fetch::FeName, SmpType::Str, Avail::Always),

@@ -14,7 +14,8 @@ use crate::duration::{read_time, TimeError};
 use crate::keywords::{self, Status};
 use crate::lexer::Line;
 use crate::model::{
-    AgentCheck, InitAddr, Mode, Observe, OnError, Server, ServerAddr, ServerCheck, ServerPort,
+    AgentCheck, InitAddr, Mode, Observe, OnError, SendProxy, Server, ServerAddr, ServerCheck,
+    ServerPort, ServerTls,
 };
 
 /// Server settings a `default-server` line sets for the `server` lines after it.
@@ -38,6 +39,8 @@ pub struct ServerOpts {
     pub shutdown_on_down: bool,
     pub shutdown_backups_on_up: bool,
     pub init_addr: Vec<InitAddr>,
+    pub tls: ServerTls,
+    pub send_proxy: SendProxy,
 }
 
 impl Default for ServerOpts {
@@ -61,6 +64,8 @@ impl Default for ServerOpts {
             shutdown_on_down: false,
             shutdown_backups_on_up: false,
             init_addr: vec![InitAddr::Last, InitAddr::Libc],
+            tls: ServerTls::default(),
+            send_proxy: SendProxy::default(),
         }
     }
 }
@@ -151,6 +156,8 @@ pub fn parse_server(
         shutdown_on_down: o.shutdown_on_down,
         shutdown_backups_on_up: o.shutdown_backups_on_up,
         init_addr: o.init_addr,
+        tls: o.tls,
+        send_proxy: o.send_proxy,
     })
 }
 
@@ -275,6 +282,10 @@ impl Parse<'_> {
                 }
             },
             "init-addr" => o.init_addr = init_addr(val)?,
+            _ if crate::tls::is_server_option(opt) => {
+                let r = crate::tls::server_option(opt, val, &mut o.tls, &mut o.send_proxy);
+                return r.unwrap_or(Ok(1));
+            }
             _ => {
                 flag(opt, o)?;
                 return Ok(1);
@@ -365,6 +376,7 @@ fn takes_value(opt: &str) -> bool {
             | "on-marked-up"
             | "init-addr"
     ) || NOT_YET_WITH_VALUE.contains(&opt)
+        || crate::tls::SERVER_WITH_VALUE.contains(&opt)
 }
 
 /// Server options Fulcrum does not support yet that take a value (HAProxy skips it too).
@@ -517,9 +529,6 @@ fn flag(opt: &str, o: &mut ServerOpts) -> Result<(), String> {
         "no-check-send-proxy" => o.check.send_proxy = false,
         "agent-check" => o.agent.enabled = true,
         "no-agent-check" => o.agent = AgentCheck::default(),
-        "check-ssl" | "check-sni" | "check-alpn" | "no-check-ssl" => {
-            return Err(format!("'{opt}' needs TLS, which is not supported yet"))
-        }
         _ => {
             return Err(match keywords::find(keywords::SERVER_OPTIONS, opt).map(|k| k.status) {
                 Some(Status::NotYet | Status::Obsolete(_)) => {

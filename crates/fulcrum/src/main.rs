@@ -28,6 +28,7 @@ mod state_file;
 mod stats;
 mod sys;
 mod tcp;
+mod tls;
 
 #[global_allocator]
 static ALLOCATOR: memory::Allocator = memory::Allocator;

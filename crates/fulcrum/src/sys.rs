@@ -224,6 +224,27 @@ pub fn write_nonblocking(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
     }
 }
 
+/// Has the peer of socket `fd` shut its sending side (`POLLRDHUP`, without waiting)?
+pub fn peer_shut_write(fd: RawFd) -> bool {
+    let mut p = libc::pollfd { fd, events: libc::POLLRDHUP, revents: 0 };
+    // SAFETY: one valid pollfd, no wait.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n > 0 && p.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0
+}
+
+/// Reads what socket `fd` holds without consuming it (`MSG_PEEK`, non-blocking).
+pub fn peek(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: recv into a buffer valid for its length.
+    let n = unsafe {
+        libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_PEEK | libc::MSG_DONTWAIT)
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
 /// Sends `datagrams` on the connected datagram socket `fd` with one `sendmmsg` (without
 /// blocking): how many the kernel took, from the first.
 pub fn send_datagrams(fd: RawFd, datagrams: &[&[u8]]) -> io::Result<usize> {

@@ -110,14 +110,12 @@ pub enum Fetch {
     ReqHdrs,
     /// `base`: the first `Host` header value followed by the path (no query string).
     Base,
-    /// `ssl_fc`: the client connection is TLS (boolean); `ssl_fc_is_resumed`: its session was
-    /// resumed. Fulcrum has no TLS listeners yet, so both are always false.
-    SslFc,
+    /// A TLS fact of the client connection (`ssl_fc*`, `ssl_c_*`) or the server's (`ssl_bc*`).
+    Tls(TlsFetch),
     /// `fc_err`: the client connection's error code; 0 (none) for a connection that reaches a
     /// rule or a log line (TLS handshake errors come with TLS).
     FcErr,
-    /// `ssl_fc_err`, `ssl_c_err`, `ssl_c_ca_err`, `ssl_fc_sni`: facts of a TLS connection; no
-    /// sample on a clear-text one (all of them until TLS exists), as in HAProxy.
+    /// TLS facts Fulcrum does not keep (`ssl_fc_cipherlist_*`, `ssl_f_*`...): no sample.
     TlsOnly,
     /// `cook_cnt([<name>])` / `req.cook_cnt(...)`: how many times the request cookie appears
     /// (every cookie when the name is empty) (integer).
@@ -810,4 +808,81 @@ pub struct Capture {
     /// At most 63 for a cookie (HAProxy truncates larger lengths, with a warning).
     pub len: u32,
     pub span: Span,
+}
+
+impl TlsFetch {
+    /// A fact of the server connection (`ssl_bc*`).
+    pub fn is_back(&self) -> bool {
+        matches!(
+            self,
+            TlsFetch::Used { back: true }
+                | TlsFetch::Protocol { back: true }
+                | TlsFetch::Cipher { back: true }
+                | TlsFetch::Alpn { back: true }
+                | TlsFetch::IsResumed { back: true }
+                | TlsFetch::Keysize { back: true }
+                | TlsFetch::SessionId { back: true }
+        )
+    }
+}
+
+/// The TLS fetches (HAProxy's `ssl_fc*`, `ssl_c_*`, `ssl_bc*`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TlsFetch {
+    /// `ssl_fc` / `ssl_bc`: the connection is TLS (boolean).
+    Used {
+        back: bool,
+    },
+    /// `ssl_fc_has_sni`.
+    HasSni,
+    /// `ssl_fc_sni`.
+    Sni,
+    /// `ssl_fc_protocol` / `ssl_bc_protocol`: `TLSv1.3`...
+    Protocol {
+        back: bool,
+    },
+    /// `ssl_fc_cipher` / `ssl_bc_cipher`: OpenSSL's name of the suite.
+    Cipher {
+        back: bool,
+    },
+    /// `ssl_fc_alpn` / `ssl_bc_alpn`.
+    Alpn {
+        back: bool,
+    },
+    /// `ssl_fc_is_resumed` / `ssl_bc_is_resumed`.
+    IsResumed {
+        back: bool,
+    },
+    /// `ssl_fc_use_keysize`, `ssl_fc_alg_keysize` (and `ssl_bc_*`): the cipher's key bits.
+    Keysize {
+        back: bool,
+    },
+    /// `ssl_fc_session_id` / `ssl_bc_session_id` (binary).
+    SessionId {
+        back: bool,
+    },
+    /// `ssl_fc_err`, `ssl_c_err`, `ssl_c_ca_err`, `ssl_c_verify`: 0 once the handshake is done.
+    Err,
+    /// `ssl_fc_has_crt`, `ssl_c_used`: the client sent a certificate.
+    HasCrt,
+    /// `ssl_c_s_dn([field[,occ]])`, `ssl_c_i_dn(...)`.
+    Dn {
+        issuer: bool,
+        field: Option<String>,
+        occ: i32,
+    },
+    /// `ssl_c_serial` (binary).
+    Serial,
+    /// `ssl_c_sha1` (binary).
+    Sha1,
+    /// `ssl_c_der` (binary).
+    Der,
+    /// `ssl_c_notafter`, `ssl_c_notbefore`: `YYMMDDhhmmss[Z]`.
+    NotAfter,
+    NotBefore,
+    /// `ssl_c_version`.
+    Version,
+    /// `ssl_c_sig_alg`, `ssl_c_key_alg`.
+    SigAlg,
+    KeyAlg,
 }

@@ -1,8 +1,14 @@
-//! A connection's socket, whichever family it is (TCP or UNIX), and the per-thread buffer pool.
+//! A connection's byte stream, whichever it is (TCP, UNIX, or TLS over either), and the
+//! per-thread buffer pool.
 //!
 //! Sessions see one [`Stream`] type for client and server sides and borrow 16 kB buffers from
-//! the worker's pool only while data is in flight, so an idle connection holds no buffer.
+//! the worker's pool only while data is in flight, so an idle connection holds no buffer. The
+//! contract is a non-blocking socket's: `try_*` calls that say `WouldBlock`, readiness polled
+//! apart; TLS (`tls`) keeps it, so sessions never know which kind they have.
 //! Must not touch: proxy logic, timeouts or counters.
+
+pub mod proxy;
+pub mod tls;
 
 use std::cell::{Cell, RefCell};
 use std::io::{self, IoSlice};
@@ -21,6 +27,8 @@ pub enum Stream {
     /// Registered with the event loop only when it must wait.
     Tcp(LazyTcp),
     Unix(UnixStream),
+    /// TLS over one of the others.
+    Tls(Box<tls::TlsStream>),
 }
 
 /// A TCP connection (client or server side) used speculatively, as HAProxy does: reads and
@@ -222,6 +230,7 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.poll_ready(cx, true),
             Stream::Unix(s) => s.poll_read_ready(cx),
+            Stream::Tls(s) => s.poll_read_ready(cx),
         }
     }
     pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
@@ -230,6 +239,31 @@ impl Stream {
                 s.io(Interest::READABLE, || io::Read::read(&mut s.sock.socket(), buf))
             }
             Stream::Unix(s) => s.try_read(buf),
+            Stream::Tls(s) => s.try_read(buf),
+        }
+    }
+    /// Reads without consuming (the PROXY protocol header). Not for TLS streams.
+    pub fn try_peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        use std::os::fd::AsRawFd;
+        let fd = self.as_fd().as_raw_fd();
+        match self {
+            Stream::Tcp(s) => s.io(Interest::READABLE, || crate::sys::peek(fd, buf)),
+            Stream::Unix(s) => s.try_io(Interest::READABLE, || crate::sys::peek(fd, buf)),
+            Stream::Tls(_) => Err(io::ErrorKind::Unsupported.into()),
+        }
+    }
+    /// The TLS layer, if this stream has one.
+    pub fn tls(&self) -> Option<&tls::TlsStream> {
+        match self {
+            Stream::Tls(s) => Some(s),
+            _ => None,
+        }
+    }
+    /// The stream under any TLS layer: the socket itself.
+    pub fn transport(&self) -> &Stream {
+        match self {
+            Stream::Tls(s) => s.inner(),
+            s => s,
         }
     }
     /// Forgets the socket's read readiness without a syscall, after a read that drained it (a
@@ -241,12 +275,35 @@ impl Stream {
             Stream::Unix(s) => {
                 let _ = s.try_io(Interest::READABLE, || Err::<(), _>(would_block()));
             }
+            // A short read of plaintext says nothing about the socket: TLS clears its
+            // socket's readiness itself after a short read of ciphertext.
+            Stream::Tls(_) => {}
         }
     }
     pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self {
             Stream::Tcp(s) => s.poll_ready(cx, false),
             Stream::Unix(s) => s.poll_write_ready(cx),
+            Stream::Tls(s) => s.poll_write_ready(cx),
+        }
+    }
+    /// Sends what a layer above the socket still holds (TLS records); `WouldBlock` if the
+    /// socket cannot take it all now. Plain sockets hold nothing.
+    pub fn try_flush(&self) -> io::Result<()> {
+        match self {
+            Stream::Tls(s) => s.try_flush(),
+            _ => Ok(()),
+        }
+    }
+    /// Sends the slices in one `sendmsg` (TCP, UNIX), without waiting.
+    fn try_send_vectored(&self, bufs: &[IoSlice<'_>], more: bool) -> io::Result<usize> {
+        let flags = libc::MSG_NOSIGNAL | if more { libc::MSG_MORE } else { 0 };
+        match self {
+            Stream::Tcp(s) => {
+                s.io(Interest::WRITABLE, || s.sock().send_vectored_with_flags(bufs, flags))
+            }
+            Stream::Unix(s) => s.try_write_vectored(bufs),
+            Stream::Tls(_) => Err(io::ErrorKind::Unsupported.into()),
         }
     }
     pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
@@ -270,10 +327,14 @@ impl Stream {
             // No `MSG_MORE` on UNIX streams.
             Stream::Unix(s) if head.is_empty() => s.try_write(data),
             Stream::Unix(s) => s.try_write_vectored(&[IoSlice::new(head), IoSlice::new(data)]),
+            Stream::Tls(s) => s.try_send(head, data, more),
         }
     }
     /// Sends a FIN (half-close): the peer reads end-of-stream, the other direction stays open.
     pub fn shutdown_write(&self) -> io::Result<()> {
+        if let Stream::Tls(s) = self {
+            return s.shutdown_write();
+        }
         match socket2::SockRef::from(self).shutdown(Shutdown::Write) {
             Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
             r => r,
@@ -285,6 +346,9 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.peer_closed().await,
             Stream::Unix(_) => Ok(false),
+            Stream::Tls(s) if s.has_buffered() => Ok(false),
+            // Any record (even a close_notify) counts as "sent something".
+            Stream::Tls(s) => Box::pin(s.inner().peer_closed()).await,
         }
     }
 }
@@ -294,6 +358,7 @@ impl AsFd for Stream {
         match self {
             Stream::Tcp(s) => s.as_fd(),
             Stream::Unix(s) => s.as_fd(),
+            Stream::Tls(s) => s.inner().as_fd(),
         }
     }
 }

@@ -33,6 +33,13 @@ pub struct Bind {
     pub maxconn: u32,
     /// `mode`/`user`/`group` of its UNIX sockets' files.
     pub unix: fulcrum_config::UnixPerms,
+    /// `ssl`: connections are TLS, with this configuration (certificates loaded once).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// `accept-proxy`: connections open with a PROXY protocol header.
+    pub accept_proxy: bool,
+    /// `name`, and its number in the frontend (from 1): how log lines name it.
+    pub name: Option<String>,
+    pub number: u32,
 }
 
 #[derive(Debug)]

@@ -246,6 +246,11 @@ fn check_plan(be: &Backend, idx: usize, agent: bool, bufsize: usize) -> Option<C
             timeout_check: be.check_timeouts.check,
             timeout_connect: be.check_timeouts.connect,
             send_proxy,
+            tls: s
+                .tls
+                .as_ref()
+                .filter(|o| !agent && o.check_ssl)
+                .map(|o| (std::sync::Arc::clone(&o.check_config), o.check_sni.clone())),
             disable_on_404: !agent && hc.disable_on_404,
             bufsize,
         },

@@ -36,6 +36,8 @@ pub struct Plan {
     pub timeout_connect: Option<Duration>,
     /// `check-send-proxy` (health check only).
     pub send_proxy: bool,
+    /// `check-ssl` (or the server's `ssl`): checks run over TLS, sending this SNI.
+    pub tls: Option<(std::sync::Arc<rustls::ClientConfig>, Option<String>)>,
     pub disable_on_404: bool,
     pub bufsize: usize,
     /// What the HTTP expect steps read besides the status.
@@ -577,6 +579,34 @@ impl Runner<'_> {
         if proxy {
             let line = self.proxy_line();
             self.send(line.as_bytes(), step).await?;
+        }
+        if let (true, Some((config, sni))) = (implicit, &self.plan.tls) {
+            let Some(Conn(plain)) = self.conn.take() else { return Ok(()) };
+            let ip = match &dest {
+                Dest::Inet(a) => a.ip(),
+                Dest::Unix(_) => std::net::IpAddr::from([127, 0, 0, 1]),
+            };
+            let name = crate::tls::server_name(sni.as_deref(), ip);
+            let tls = crate::connection::tls::TlsStream::client(
+                plain,
+                std::sync::Arc::clone(config),
+                name,
+            )
+            .map_err(|e| CheckResult::new(CheckStatus::L6Rsp, strerror(&e)))?;
+            match tokio::time::timeout_at(limit, tls.handshake()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    let mut desc = format!("SSL handshake failure ({e})");
+                    desc.push_str(&self.where_(step));
+                    return Err(CheckResult::new(CheckStatus::L6Rsp, desc));
+                }
+                Err(_) => {
+                    let mut desc = "SSL handshake timeout".to_string();
+                    desc.push_str(&self.where_(step));
+                    return Err(CheckResult::new(CheckStatus::L6Timeout, desc));
+                }
+            }
+            self.conn = Some(Conn(Stream::Tls(Box::new(tls))));
         }
         Ok(())
     }

@@ -164,7 +164,8 @@ pub async fn send_within(
             *head = &head[h..];
             *data = &data[n - h..];
         }
-        Ok(())
+        // TLS: the last records may still wait for the socket.
+        s.try_flush()
     };
     match send(&mut head, &mut data) {
         Ok(()) => return Ok(()),

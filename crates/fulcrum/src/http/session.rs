@@ -241,13 +241,13 @@ pub async fn serve(
     start: Start,
     shared: &Shared,
 ) -> Option<Resting> {
-    let (client, peer, dst_port, requests, more) = match start {
-        Start::New(conn) => (conn.client, conn.peer, conn.dst_port, 0, None),
-        Start::Resume(r) => (r.client, r.peer, r.dst_port, r.requests, r.more),
+    let (client, peer, dst_port, requests, more, given_local) = match start {
+        Start::New(conn) => (conn.client, conn.peer, conn.dst_port, 0, None, conn.local),
+        Start::Resume(r) => (r.client, r.peer, r.dst_port, r.requests, r.more, None),
     };
     let (local, vars, own, mut idle_since) = match more {
         Some(m) => (m.local, m.vars, m.own, m.idle_since),
-        None => (None, Vars::default(), None, None),
+        None => (given_local, Vars::default(), None, None),
     };
     let ctimer = std::pin::pin!(None);
     let stimer = std::pin::pin!(None);
@@ -545,7 +545,8 @@ impl Session<'_> {
         let Some(f) = &self.fe.log.unique_id else { return };
         if self.vars.unique_id.is_none() {
             let no = *self.stream_no.get_or_insert_with(crate::log::next_stream_number);
-            let base = rules_base(self.fe, self.http, self.peer, self.local, be, None, &[]);
+            let base =
+                rules_base(self.fe, self.http, self.peer, self.local, be, None, &[], &self.client);
             let ctx = base.ctx(&self.req, None, &self.vars);
             let stream = crate::log::format::Stream {
                 fe: self.fe,
@@ -589,7 +590,8 @@ impl Session<'_> {
             (Some(b), Some(i)) => Some(b.servers[i].name.as_str()),
             _ => None,
         };
-        let base = rules_base(self.fe, self.http, self.peer, self.local, be, server, &[]);
+        let base =
+            rules_base(self.fe, self.http, self.peer, self.local, be, server, &[], &self.client);
         let mut ctx = base.ctx(&self.req, None, &self.vars);
         let refused_at = refused;
         let refused = refused.is_some();
@@ -642,6 +644,7 @@ impl Session<'_> {
             be,
             None,
             body_view(&self.cbuf, self.req.info().body),
+            &self.client,
         )
     }
 

@@ -612,7 +612,11 @@ fn var(
         V::LogCount => hex_or_dec(out, s.map_or(0, |s| s.log_count), f, 4),
         V::RequestCounter => hex_or_dec(out, s.map_or(0, |s| s.request_counter), f, 4),
         V::Pid => hex_or_dec(out, u64::from(std::process::id()), f, 4),
-        V::SslCipher | V::SslVersion => text(out, None, f),
+        V::SslCipher | V::SslVersion => {
+            let fields = ctx.client.and_then(crate::tls::facts::log_fields);
+            let t = fields.map(|(ver, cipher)| if v == V::SslVersion { ver } else { cipher });
+            text(out, t.map(str::as_bytes), f)
+        }
         V::TermState => {
             let st = o.map_or([b'-'; 2], |o| o.state());
             out.extend_from_slice(&st);

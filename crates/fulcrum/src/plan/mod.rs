@@ -196,7 +196,7 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
             },
             cfg::Mode::Tcp => None,
         };
-        let mut fe = frontend(p, backend);
+        let mut fe = frontend(p, backend, &config.global.tls, &mut errors, &mut warnings);
         if let Some(old) = prev.frontends.iter().find(|f| f.name == p.name) {
             fe.carry_from(old);
         }
@@ -439,12 +439,32 @@ fn static_reply(r: &cfg::Reply) -> Result<Vec<u8>, &std::path::Path> {
     Ok(crate::http::reply::raw(r.status, r.content_type.as_deref(), &headers, body))
 }
 
-fn frontend(p: &cfg::Proxy, backend: Option<Arc<Backend>>) -> Frontend {
+fn frontend(
+    p: &cfg::Proxy,
+    backend: Option<Arc<Backend>>,
+    g: &cfg::GlobalTls,
+    errors: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> Frontend {
     let binds = p
         .binds
         .iter()
-        .map(|b| {
+        .enumerate()
+        .map(|(i, b)| {
+            let tls = if b.tls.ssl {
+                let who = format!("parsing [{}] : 'bind' of frontend '{}'", b.span, p.name);
+                let http = p.mode == cfg::Mode::Http;
+                crate::tls::server_config(&b.tls, g, http, &who, warnings)
+                    .map_err(|mut e| errors.append(&mut e))
+                    .ok()
+            } else {
+                None
+            };
             Arc::new(Bind {
+                tls,
+                accept_proxy: b.accept_proxy,
+                name: b.name.clone(),
+                number: i as u32 + 1,
                 addrs: b.addrs.clone(),
                 backlog: b.backlog,
                 v4v6: b.v4v6,
@@ -486,7 +506,7 @@ fn backend(
     warnings: &mut Vec<String>,
 ) -> Result<Backend, Vec<String>> {
     let mut errors = Vec::new();
-    let servers = servers::build(p, &mut errors, warnings);
+    let servers = servers::build(p, &config.global.tls, &mut errors, warnings);
     if !errors.is_empty() {
         return Err(errors);
     }

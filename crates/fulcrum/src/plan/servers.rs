@@ -11,7 +11,12 @@ use crate::server::state::{Admin, Check};
 use crate::server::{kill, Policy, Server, Target};
 
 /// The servers of backend `p`; errors and warnings name the line they come from.
-pub fn build(p: &cfg::Proxy, errors: &mut Vec<String>, warnings: &mut Vec<String>) -> Vec<Server> {
+pub fn build(
+    p: &cfg::Proxy,
+    g: &cfg::GlobalTls,
+    errors: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> Vec<Server> {
     let now = Instant::now();
     let ids = super::auto_ids(p.servers.iter().map(|s| s.id));
     // A backup server's sessions may be ended by an active server coming back.
@@ -49,6 +54,17 @@ pub fn build(p: &cfg::Proxy, errors: &mut Vec<String>, warnings: &mut Vec<String
         srv.cookie = s.cookie.clone();
         srv.pool_max_conn = s.pool_max_conn.unwrap_or(-1);
         srv.policy = policy(s, &who, errors);
+        let check_elsewhere = s.check.port.is_some() || s.check.addr.is_some();
+        match crate::tls::origin(&s.tls, g, check_elsewhere, &who, warnings) {
+            Ok(o) => srv.tls = o,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        }
+        if s.send_proxy.version > 0 {
+            srv.send_proxy = Some(Box::new(s.send_proxy.clone()));
+        }
         if s.shutdown_on_down || (s.backup && backups_killable) {
             srv.sessions = Some(kill::Sessions::default());
         }

@@ -327,6 +327,8 @@ pub struct Base<'a> {
     pub body: &'a [u8],
     /// `tune.bufsize`: a header edit that would make the head larger fails, as in HAProxy.
     pub max_head: usize,
+    /// The client connection (`ssl_fc*`, `ssl_c_*`).
+    pub client: Option<&'a crate::connection::Stream>,
 }
 
 impl<'a> Base<'a> {
@@ -348,6 +350,7 @@ impl<'a> Base<'a> {
             server: self.server,
             backends: self.backends,
             body: self.body,
+            client: self.client,
         }
     }
 }

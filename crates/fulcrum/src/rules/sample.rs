@@ -152,6 +152,8 @@ pub struct Ctx<'a> {
     pub backends: &'a HashMap<String, Arc<Backend>>,
     /// The request body bytes received so far (`req.body` after `wait-for-body`).
     pub body: &'a [u8],
+    /// The client connection, for its TLS facts (`ssl_fc*`, `ssl_c_*`).
+    pub client: Option<&'a crate::connection::Stream>,
 }
 
 impl<'a> Ctx<'a> {
@@ -175,6 +177,7 @@ impl<'a> Ctx<'a> {
             server: None,
             backends: &fe.backends,
             body: &[],
+            client: None,
         }
     }
 }
@@ -456,7 +459,7 @@ fn fetch_each<'a>(
             v.extend_from_slice(r.path());
             f(Value::Str(Cow::Owned(v)))
         }
-        SslFc => f(Value::Bool(false)),
+        Tls(t) => one(crate::tls::facts::fetch(t, ctx.client, None), f),
         FcErr => f(Value::Int(0)),
         TlsOnly => false,
         CookCnt { name } => {

@@ -187,7 +187,14 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
             let fc = &ws.frontend.counters;
             Counters::inc(&fc.conns);
             Counters::raise(&fc.max_sessions, u64::from(ws.frontend.limit.current()));
-            let conn = Accepted { client, peer, dst_port: ws.dst_port };
+            let conn = Accepted {
+                client,
+                peer,
+                local: None,
+                proxied: None,
+                prepared: false,
+                dst_port: ws.dst_port,
+            };
             if !admit(&ws.frontend, &conn, &shared) {
                 continue;
             }
@@ -255,6 +262,16 @@ fn http_connection(slots: Slots, mut start: Start) -> impl std::future::Future<O
         let (fe, shared) = (&*slots.frontend, &*slots.shared);
         // A `mode tcp` frontend's connection upgraded to HTTP runs with its `upgrade` settings.
         let Some(http) = fe.http.as_ref().or(fe.upgrade.as_ref()) else { return };
+        if let Start::New(conn) = start {
+            start = if needs_prelude(&slots.bind, &conn) {
+                match Box::pin(prelude(&slots, conn)).await {
+                    Some(c) => Start::New(c),
+                    None => return,
+                }
+            } else {
+                Start::New(conn)
+            };
+        }
         loop {
             let serving = Box::pin(crate::http::serve(fe, http, start, shared));
             let Some(rest) = serving.await else { return };
@@ -271,8 +288,18 @@ fn http_connection(slots: Slots, mut start: Start) -> impl std::future::Future<O
 /// connection's addresses; a `mode http` backend upgrades it to an HTTP session (as HAProxy
 /// does), where each request then picks its backend again.
 async fn tcp_connection(slots: Slots, conn: Accepted) {
+    let conn = if needs_prelude(&slots.bind, &conn) {
+        match Box::pin(prelude(&slots, conn)).await {
+            Some(c) => c,
+            None => return,
+        }
+    } else {
+        conn
+    };
     let (fe, shared) = (&*slots.frontend, &*slots.shared);
-    let dst = || socket2::SockRef::from(&conn.client).local_addr().ok()?.as_socket();
+    let dst = || {
+        conn.local.or_else(|| socket2::SockRef::from(&conn.client).local_addr().ok()?.as_socket())
+    };
     let dst = if fe.needs_dst { dst() } else { None };
     let Some(be) = crate::rules::switching::choose_for_connection(fe, conn.peer, dst) else {
         if shared.debug {
@@ -318,6 +345,7 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         let vars = crate::rules::sample::Vars::default();
         let mut ctx = crate::rules::sample::Ctx::connection(fe, peer, local, &vars);
         ctx.backend = Some(be);
+        ctx.client = Some(&conn.client);
         let mut stream = log::format::Stream {
             fe,
             be: Some(be),
@@ -337,6 +365,100 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         stream.unique_id = uid.as_deref();
         log::stream_line(fe, &ctx, &stream, None, shared.debug);
     }
+}
+
+/// `f`, bounded by `limit` when there is one (`None`: it timed out).
+async fn within<F: std::future::Future>(limit: Option<Duration>, f: F) -> Option<F::Output> {
+    match limit {
+        Some(d) => tokio::time::timeout(d, f).await.ok(),
+        None => Some(f.await),
+    }
+}
+
+/// A PROXY protocol header to read or a TLS handshake to run before the session starts.
+fn needs_prelude(bind: &Bind, conn: &Accepted) -> bool {
+    (bind.tls.is_some() || bind.accept_proxy) && !conn.prepared
+}
+
+/// Reads the PROXY protocol header (`accept-proxy`) and runs the TLS handshake (`ssl`), within
+/// `timeout client`. A failure closes the connection with HAProxy's log line for connections
+/// that never became a stream (`fe/bind: <reason>`).
+async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
+    let (fe, bind) = (&*slots.frontend, &*slots.bind);
+    let limit = fe.timeouts.client;
+    conn.prepared = true;
+    if bind.accept_proxy {
+        let r = within(limit, crate::connection::proxy::read(&conn.client)).await;
+        let why = match r {
+            Some(Ok(h)) => {
+                if let Some((src, dst)) = h.addrs {
+                    conn.peer = Some(src);
+                    conn.local = Some(dst);
+                }
+                if !h.tlvs.is_empty() {
+                    conn.proxied = Some(Box::new(h));
+                }
+                None
+            }
+            Some(Err(Ok(bad))) => Some(bad.message()),
+            Some(Err(Err(_))) => Some("Connection error while waiting for PROXY protocol header"),
+            None => Some("Timeout while waiting for PROXY protocol header"),
+        };
+        if let Some(why) = why {
+            embryonic_log(slots, &conn, why);
+            // As HAProxy: the connection is reset.
+            let _ = socket2::SockRef::from(&conn.client).set_linger(Some(Duration::ZERO));
+            return None;
+        }
+    }
+    if let Some(config) = &bind.tls {
+        let Accepted { client, peer, local, proxied, prepared, dst_port } = conn;
+        let tls = crate::connection::tls::TlsStream::server(client, Arc::clone(config)).ok()?;
+        let why = match within(limit, tls.handshake()).await {
+            Some(Ok(())) => None,
+            Some(Err(e)) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                Some("Connection closed during SSL handshake")
+            }
+            Some(Err(_)) => Some("SSL handshake failure"),
+            None => Some("Timeout during SSL handshake"),
+        };
+        conn = Accepted {
+            client: Stream::Tls(Box::new(tls)),
+            peer,
+            local,
+            proxied,
+            prepared,
+            dst_port,
+        };
+        if let Some(why) = why {
+            embryonic_log(slots, &conn, why);
+            return None;
+        }
+    }
+    Some(conn)
+}
+
+/// HAProxy's line for a connection that ended before it became a stream (a bad PROXY header,
+/// a failed TLS handshake): `client:port [date] frontend/bind: reason`, when the frontend logs.
+fn embryonic_log(slots: &Slots, conn: &Accepted, why: &str) {
+    let fe = &*slots.frontend;
+    if slots.shared.debug {
+        eprintln!("{}: {why}", fe.name);
+    }
+    let Some(logger) = &fe.logger else { return };
+    if fe.log.line.is_none() {
+        return;
+    }
+    let mut date = Vec::new();
+    crate::log::dates::log_date(&mut date, crate::clock::wall());
+    let (ip, port) = match conn.peer {
+        Some(p) => (p.ip().to_string(), p.port()),
+        None => ("unix".to_string(), 0),
+    };
+    let bind = slots.bind.name.clone().unwrap_or_else(|| slots.bind.number.to_string());
+    let line =
+        format!("{ip}:{port} [{}] {}/{bind}: {why}", String::from_utf8_lossy(&date), fe.name);
+    logger.send(crate::log::syslog::INFO, &line);
 }
 
 fn is_resource_shortage(e: &io::Error) -> bool {

@@ -141,6 +141,10 @@ pub struct Server {
     /// (the check tasks then rebuild what they send where).
     check_target: Mutex<CheckTarget>,
     check_gen: AtomicU32,
+    /// `ssl`: connections (and checks, as `check-ssl` says) are TLS.
+    pub tls: Option<Arc<crate::tls::Origin>>,
+    /// `send-proxy*`: a PROXY protocol header opens each connection.
+    pub send_proxy: Option<Box<fulcrum_config::SendProxy>>,
 }
 
 impl Server {
@@ -170,6 +174,8 @@ impl Server {
             check_soon: tokio::sync::Notify::new(),
             check_target: Mutex::new(CheckTarget::default()),
             check_gen: AtomicU32::new(0),
+            tls: None,
+            send_proxy: None,
         };
         s.publish(&s.state(), Instant::now());
         s

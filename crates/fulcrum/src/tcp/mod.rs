@@ -37,10 +37,81 @@ pub enum Ending {
     Tunnel(TunnelEnd),
 }
 
+/// What opening a server connection may need from the client's side: addresses for a PROXY
+/// protocol header, the client's TLS connection (`send-proxy-v2-ssl`, `sni ssl_fc_sni`), the
+/// request's Host (`sni req.hdr(host)`), the stream's unique id.
+#[derive(Clone, Copy, Default)]
+pub struct Opening<'a> {
+    pub src: Option<SocketAddr>,
+    pub dst: Option<SocketAddr>,
+    pub client: Option<&'a Stream>,
+    pub host: Option<&'a [u8]>,
+    pub unique_id: Option<&'a str>,
+}
+
+impl Opening<'_> {
+    /// The SNI a connection to server `srv` sends (`sni`), if any.
+    pub fn sni(&self, srv: &crate::server::Server) -> Option<String> {
+        let origin = srv.tls.as_ref()?;
+        let client_sni = self.client.and_then(|c| c.tls()).and_then(|t| {
+            t.with_conn(|c| match c {
+                rustls::Connection::Server(s) => s.server_name().map(str::to_string),
+                rustls::Connection::Client(_) => None,
+            })
+        });
+        origin.sni.as_ref()?.value(self.host, client_sni.as_deref())
+    }
+}
+
+/// Turns a fresh connection to `srv` into what the server expects: a PROXY protocol header
+/// first (`send-proxy*`), then TLS (`ssl`) with the handshake run here. `limit` bounds the
+/// whole (it is what is left of `timeout connect`).
+pub async fn open_layers(
+    srv: &crate::server::Server,
+    stream: Stream,
+    open: &Opening<'_>,
+    limit: Option<Duration>,
+) -> io::Result<Stream> {
+    let work = async {
+        if let Some(sp) = &srv.send_proxy {
+            let dst = open.dst.or_else(|| {
+                let c = open.client?;
+                socket2::SockRef::from(c).local_addr().ok()?.as_socket()
+            });
+            let header = crate::tls::facts::proxy_header(sp, open, dst);
+            crate::http::io::write_all(&stream, &header).await?;
+        }
+        let Some(origin) = &srv.tls else { return Ok(stream) };
+        let sni = open.sni(srv);
+        let ip = socket2::SockRef::from(stream.transport())
+            .peer_addr()
+            .ok()
+            .and_then(|a| a.as_socket())
+            .map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), |a| a.ip());
+        let name = crate::tls::server_name(sni.as_deref(), ip);
+        let tls =
+            crate::connection::tls::TlsStream::client(stream, Arc::clone(&origin.config), name)?;
+        tls.handshake().await?;
+        Ok(Stream::Tls(Box::new(tls)))
+    };
+    match limit {
+        Some(d) => tokio::time::timeout(d, work)
+            .await
+            .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "handshake timeout"))),
+        None => work.await,
+    }
+}
+
 /// Everything a TCP session needs to know about where it came from.
 pub struct Accepted {
     pub client: Stream,
     pub peer: Option<SocketAddr>,
+    /// The destination a PROXY protocol header gave (else the socket's local address).
+    pub local: Option<SocketAddr>,
+    /// The PROXY protocol header's TLVs, when it had some.
+    pub proxied: Option<Box<crate::connection::proxy::Header>>,
+    /// The PROXY header was read and the TLS handshake run (`runtime::accept`).
+    pub prepared: bool,
     /// The port the client connected to (for servers without a port).
     pub dst_port: u16,
 }
@@ -98,7 +169,13 @@ fn is_resource_error(errno: i32) -> bool {
 /// Serves one TCP session to its end, recording how it went in `out`.
 pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: &Accepted, out: &mut Outcome) {
     let key = conn.peer.map(|p| PickKey::Ip(p.ip()));
-    let connecting = connect_server(be, key, conn.dst_port, out);
+    let open = Opening {
+        src: conn.peer,
+        dst: conn.local,
+        client: Some(&conn.client),
+        ..Default::default()
+    };
+    let connecting = connect_server(be, key, conn.dst_port, &open, out);
     let connected = if be.abortonclose {
         tokio::select! {
             r = connecting => r,
@@ -153,9 +230,10 @@ async fn connect_server(
     be: &Arc<Backend>,
     key: Option<PickKey<'_>>,
     dst_port: u16,
+    open: &Opening<'_>,
     out: &mut Outcome,
 ) -> Result<(ServerSlot, Stream), Ending> {
-    connect_server_reusing(be, key, None, dst_port, out, &mut |_| None)
+    connect_server_reusing(be, key, None, dst_port, open, out, &mut |_| None)
         .await
         .map(|(s, c, _)| (s, c))
 }
@@ -167,6 +245,7 @@ pub async fn connect_server_reusing(
     key: Option<PickKey<'_>>,
     persist: Option<usize>,
     dst_port: u16,
+    open: &Opening<'_>,
     out: &mut Outcome,
     idle: &mut dyn FnMut(usize) -> Option<(Stream, u32)>,
 ) -> Result<(ServerSlot, Stream, u32), Ending> {
@@ -194,7 +273,18 @@ pub async fn connect_server_reusing(
     }
     let mut retries_left = be.retries;
     loop {
-        if let Some((stream, requests)) = idle(slot.index()) {
+        let reused = idle(slot.index()).and_then(|(stream, requests)| {
+            // A TLS connection made with another SNI is not reused for this one.
+            let srv = slot.server();
+            if srv.tls.as_ref().is_some_and(|o| o.sni.is_some())
+                && stream.tls().and_then(|t| t.sni()) != open.sni(srv).as_deref()
+            {
+                crate::http::pool::discard(stream);
+                return None;
+            }
+            Some((stream, requests))
+        });
+        if let Some((stream, requests)) = reused {
             out.marks.connect = out.marks.queue;
             note_addrs(out, &stream);
             slot.track(&stream);
@@ -202,19 +292,29 @@ pub async fn connect_server_reusing(
         }
         let target = slot.server().target();
         let endpoint = target.resolve(dst_port);
-        let err =
-            match connect(endpoint, be.timeouts.connect, be.server_bufs, be.server_tcpka).await {
-                Ok(stream) => {
-                    out.marks.connect = Some(crate::clock::now());
-                    note_addrs(out, &stream);
-                    if slot.server().policy.observe.is_some() {
-                        observe(be, slot.index(), false, "L4 successful connection");
-                    }
-                    slot.track(&stream);
-                    return Ok((slot, stream, 0));
+        let started = (slot.server().tls.is_some() || slot.server().send_proxy.is_some())
+            .then(std::time::Instant::now);
+        let mut connected =
+            connect(endpoint, be.timeouts.connect, be.server_bufs, be.server_tcpka).await;
+        if let (Some(t0), Ok(_)) = (started, &connected) {
+            // PROXY header and TLS handshake, within what is left of `timeout connect`.
+            let left = be.timeouts.connect.map(|d| d.saturating_sub(t0.elapsed()));
+            if let Ok(stream) = connected {
+                connected = open_layers(slot.server(), stream, open, left).await;
+            }
+        }
+        let err = match connected {
+            Ok(stream) => {
+                out.marks.connect = Some(crate::clock::now());
+                note_addrs(out, &stream);
+                if slot.server().policy.observe.is_some() {
+                    observe(be, slot.index(), false, "L4 successful connection");
                 }
-                Err(e) => e,
-            };
+                slot.track(&stream);
+                return Ok((slot, stream, 0));
+            }
+            Err(e) => e,
+        };
         Counters::inc(&slot.server().counters.connect_errors);
         Counters::inc(&be.counters.connect_errors);
         observe(be, slot.index(), true, "L4 unsuccessful connection");

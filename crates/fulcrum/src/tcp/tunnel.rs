@@ -58,6 +58,8 @@ struct Flow {
     eof: bool,
     shut: bool,
     moved: u64,
+    /// `to` is TLS and holds records its socket has not taken yet.
+    unflushed: bool,
 }
 
 /// What one call to `Flow::pump` observed.
@@ -83,7 +85,18 @@ impl Flow {
     ) -> Result<(), Side> {
         let to_side = if from_side == Side::Client { Side::Server } else { Side::Client };
         loop {
-            if self.start < self.end {
+            if self.unflushed {
+                match to.poll_write_ready(cx) {
+                    Poll::Pending => return Ok(()),
+                    Poll::Ready(Err(_)) => return Err(to_side),
+                    Poll::Ready(Ok(())) => {}
+                }
+                match to.try_flush() {
+                    Ok(()) => self.unflushed = false,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    Err(_) => return Err(to_side),
+                }
+            } else if self.start < self.end {
                 match to.poll_write_ready(cx) {
                     Poll::Pending => return Ok(()),
                     Poll::Ready(Err(_)) => return Err(to_side),
@@ -99,6 +112,14 @@ impl Flow {
                             self.start = 0;
                             self.end = 0;
                             self.buf = None; // back to the pool while idle
+                                             // TLS: records the socket did not take yet go before more is read.
+                            match to.try_flush() {
+                                Ok(()) => {}
+                                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                                    self.unflushed = true
+                                }
+                                Err(_) => return Err(to_side),
+                            }
                         }
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,

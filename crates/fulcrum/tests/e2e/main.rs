@@ -16,3 +16,4 @@ mod server_state;
 mod socket_buffers;
 mod stats_page;
 mod timeouts;
+mod tls;

@@ -16,7 +16,8 @@ impl Session<'_> {
         let st = be.timeouts.server;
         let ct = self.fe.timeouts.client;
         // `self.out` holds the request head, written by `transaction` before the first try.
-        if let Err(_e) = write_all_within(&sc.stream, &self.out, st).await {
+        if let Err(e) = write_all_within(&sc.stream, &self.out, st).await {
+            self.note(format_args!("request head not sent: {e}"));
             return Exchange::RetryFresh;
         }
         let mut body_done = info.body == Body::None;
@@ -94,6 +95,9 @@ impl Session<'_> {
                     Ok(r) => r,
                     Err(_) => return Exchange::ServerTimeout,
                 };
+                if let Err(e) = &n {
+                    self.note(format_args!("response head: {e}"));
+                }
                 match n {
                     Ok(0) | Err(_) if !got_any => return Exchange::RetryFresh,
                     Ok(0) | Err(_) => return Exchange::ServerGone,
@@ -135,9 +139,23 @@ impl Session<'_> {
             };
             pool::take(be, idx, min_requests, check).map(|i| (i.stream, i.requests))
         };
-        let (slot, stream, requests) =
-            tcp::connect_server_reusing(be, key, persist, self.dst_port, &mut self.o, &mut idle)
-                .await?;
+        let open = tcp::Opening {
+            src: self.peer,
+            dst: self.local,
+            client: Some(&self.client),
+            host: self.req.header(b"host"),
+            unique_id: None,
+        };
+        let (slot, stream, requests) = tcp::connect_server_reusing(
+            be,
+            key,
+            persist,
+            self.dst_port,
+            &open,
+            &mut self.o,
+            &mut idle,
+        )
+        .await?;
         // `connect` / `reuse` of the stats: a connection that served requests before is reused.
         for c in [&be.counters, &slot.server().counters] {
             Counters::inc(if requests > 0 { &c.reuses } else { &c.connects });

@@ -390,6 +390,7 @@ impl Session<'_> {
                     be.map(|b| &**b),
                     None,
                     body,
+                    &self.client,
                 );
                 let v = rules::run(
                     &r.http_request,
@@ -573,7 +574,8 @@ impl Session<'_> {
         be: Option<&Backend>,
         server: Option<&str>,
     ) -> Verdict<'r> {
-        let base = rules_base(self.fe, self.http, self.peer, self.local, be, server, &[]);
+        let base =
+            rules_base(self.fe, self.http, self.peer, self.local, be, server, &[], &self.client);
         let (resp, req) = (&mut self.resp, &self.req);
         rules::run(list, 0, acls, &base, resp, Some(req), &mut self.vars, &mut self.scratch)
     }
@@ -650,8 +652,11 @@ impl Session<'_> {
         }
         let ot = be_http.originalto.as_ref().or(self.http.originalto.as_ref());
         if let Some(ot) = ot {
-            if let Ok(local) = socket2::SockRef::from(&self.client).local_addr() {
-                if let Some(ip) = local.as_socket().map(|a| a.ip()) {
+            let local = self.local.or_else(|| {
+                socket2::SockRef::from(&self.client).local_addr().ok().and_then(|a| a.as_socket())
+            });
+            {
+                if let Some(ip) = local.map(|a| a.ip()) {
                     if !ot.excepted(ip) {
                         let v = ip.to_string();
                         let _ = self.req.add_header(ot.header.as_bytes(), v.as_bytes());
@@ -687,6 +692,7 @@ pub(super) fn drop_default_port(req: &mut Head) {
 
 /// The fixed parts of a fetch context for rules: where the connection comes from and goes to,
 /// the proxies, and what of the request body has arrived.
+#[allow(clippy::too_many_arguments)] // the context's parts, each from another place
 pub(super) fn rules_base<'b>(
     fe: &'b Frontend,
     http: &HttpProxy,
@@ -695,6 +701,7 @@ pub(super) fn rules_base<'b>(
     backend: Option<&'b Backend>,
     server: Option<&'b str>,
     body: &'b [u8],
+    client: &'b crate::connection::Stream,
 ) -> Base<'b> {
     Base {
         src: peer,
@@ -706,6 +713,7 @@ pub(super) fn rules_base<'b>(
         backends: &fe.backends,
         body,
         max_head: http.bufsize,
+        client: Some(client),
     }
 }
 

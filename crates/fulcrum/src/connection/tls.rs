@@ -1,0 +1,385 @@
+//! TLS over a [`Stream`], with the same non-blocking contract as a plain socket: `try_read`
+//! gives plaintext or `WouldBlock`, `try_send` takes plaintext or says `WouldBlock`, readiness
+//! is polled the same way. Sessions (`mode tcp`, `mode http`, checks) never know which they have.
+//!
+//! rustls does the protocol (see `crate::tls` for the choice of crypto); this module only moves
+//! records: one `recv` of up to 16 kB per read into a pool buffer (rustls alone would read 4 kB
+//! at a time), fed to rustls from memory; ciphertext leaves in one `sendmsg` per flush, with
+//! `MSG_MORE` when the caller says more follows. Ciphertext that the socket did not take is
+//! flushed by the next write, and by any wait for reading (`poll_read_ready`), so a response
+//! never stays behind in rustls while the session waits for the next request.
+//!
+//! Must not touch: certificates and configuration (`crate::tls`), proxy logic.
+
+use std::cell::RefCell;
+use std::io::{self, IoSlice, Read, Write};
+use std::task::{Context, Poll};
+
+use super::{Buf, Stream};
+
+/// Plaintext written at once up to this size is copied into one record with its head.
+const COALESCE: usize = 16384;
+
+/// A TLS connection over a plain stream.
+pub struct TlsStream {
+    inner: Stream,
+    state: RefCell<State>,
+    /// The SNI sent (server connections): an idle connection is reused only for the same.
+    sni: Option<Box<str>>,
+}
+
+impl std::fmt::Debug for TlsStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsStream").field("inner", &self.inner).finish_non_exhaustive()
+    }
+}
+
+struct State {
+    conn: rustls::Connection,
+    /// Ciphertext received and not yet given to rustls: `buf[start..end]`.
+    inbuf: Option<Buf>,
+    start: usize,
+    end: usize,
+    /// Plaintext rustls holds for us.
+    plain: usize,
+    /// The peer closed (close_notify or end of stream).
+    closed: bool,
+}
+
+/// Writes ciphertext to the socket without waiting.
+struct SockWriter<'a> {
+    inner: &'a Stream,
+    more: bool,
+}
+
+impl Write for SockWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner.try_send(&[], buf, self.more)
+    }
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        self.inner.try_send_vectored(bufs, self.more)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn tls_error(e: rustls::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e)
+}
+
+impl State {
+    fn pending_in(&self) -> bool {
+        self.start < self.end
+    }
+
+    /// Sends queued ciphertext; `WouldBlock` if some remains.
+    fn flush(&mut self, inner: &Stream, more: bool) -> io::Result<()> {
+        while self.conn.wants_write() {
+            match self.conn.write_tls(&mut SockWriter { inner, more }) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(_) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives buffered ciphertext to rustls and decrypts it, until plaintext is available or
+    /// nothing is left. Errors are protocol errors (an alert is queued and flushed).
+    fn feed(&mut self, inner: &Stream) -> io::Result<()> {
+        while self.pending_in() && self.conn.wants_read() {
+            let buf = self.inbuf.as_deref().unwrap_or(&[]);
+            let mut slice = &buf[self.start..self.end];
+            let n = self.conn.read_tls(&mut slice)?;
+            self.start += n;
+            self.process(inner)?;
+            if n == 0 {
+                break;
+            }
+        }
+        if !self.pending_in() {
+            self.inbuf = None;
+            self.start = 0;
+            self.end = 0;
+        }
+        Ok(())
+    }
+
+    fn process(&mut self, inner: &Stream) -> io::Result<()> {
+        match self.conn.process_new_packets() {
+            Ok(st) => {
+                self.plain = st.plaintext_bytes_to_read();
+                self.closed |= st.peer_has_closed();
+                Ok(())
+            }
+            Err(e) => {
+                // The alert goes out if the socket takes it.
+                let _ = self.flush(inner, false);
+                Err(tls_error(e))
+            }
+        }
+    }
+
+    /// Reads ciphertext from the socket once (up to a pool buffer). `Ok(false)` at end of
+    /// stream.
+    fn recv(&mut self, inner: &Stream) -> io::Result<bool> {
+        let buf = self.inbuf.get_or_insert_with(Buf::take);
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+        let space = buf.len() - self.end;
+        match inner.try_read(&mut buf[self.end..]) {
+            Ok(0) => {
+                // rustls learns of the end of stream.
+                let _ = self.conn.read_tls(&mut &[][..]);
+                self.closed = true;
+                if !self.pending_in() {
+                    self.inbuf = None;
+                }
+                Ok(false)
+            }
+            Ok(n) => {
+                self.end += n;
+                if n < space {
+                    inner.clear_read_ready();
+                }
+                Ok(true)
+            }
+            Err(e) => {
+                if !self.pending_in() {
+                    self.inbuf = None;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Plaintext for `out`: `Ok(0)` at the end, `WouldBlock` when none is there yet.
+    fn read_plain(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        match self.conn.reader().read(out) {
+            Ok(n) => {
+                self.plain = self.plain.saturating_sub(n);
+                Ok(n)
+            }
+            // The peer closed without close_notify: an end of stream like any other.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(0),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl TlsStream {
+    /// A server-side TLS connection over `inner` (the handshake is run by [`Self::handshake`]).
+    pub fn server(inner: Stream, config: std::sync::Arc<rustls::ServerConfig>) -> io::Result<Self> {
+        let conn = rustls::ServerConnection::new(config).map_err(tls_error)?;
+        Ok(Self::new(inner, conn.into()))
+    }
+
+    /// A client-side TLS connection to a server.
+    pub fn client(
+        inner: Stream,
+        config: std::sync::Arc<rustls::ClientConfig>,
+        name: rustls::pki_types::ServerName<'static>,
+    ) -> io::Result<Self> {
+        let sni = match &name {
+            rustls::pki_types::ServerName::DnsName(d) => Some(d.as_ref().into()),
+            _ => None,
+        };
+        let conn = rustls::ClientConnection::new(config, name).map_err(tls_error)?;
+        let mut s = Self::new(inner, conn.into());
+        s.sni = sni;
+        Ok(s)
+    }
+
+    fn new(inner: Stream, conn: rustls::Connection) -> Self {
+        TlsStream {
+            inner,
+            sni: None,
+            state: RefCell::new(State {
+                conn,
+                inbuf: None,
+                start: 0,
+                end: 0,
+                plain: 0,
+                closed: false,
+            }),
+        }
+    }
+
+    pub fn inner(&self) -> &Stream {
+        &self.inner
+    }
+
+    /// The SNI this (server) connection sent.
+    pub fn sni(&self) -> Option<&str> {
+        self.sni.as_deref()
+    }
+
+    /// Runs the handshake to its end (the caller bounds it in time).
+    pub async fn handshake(&self) -> io::Result<()> {
+        std::future::poll_fn(|cx| self.poll_handshake(cx)).await
+    }
+
+    fn poll_handshake(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let mut st = self.state.borrow_mut();
+        loop {
+            if st.conn.wants_write() {
+                match st.flush(&self.inner, false) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        std::task::ready!(self.inner.poll_write_ready(cx))?;
+                        continue;
+                    }
+                    Err(e) => return Poll::Ready(Err(e)),
+                }
+            }
+            if !st.conn.is_handshaking() {
+                return Poll::Ready(Ok(()));
+            }
+            if st.pending_in() {
+                st.feed(&self.inner)?;
+                if st.conn.wants_write() || !st.conn.is_handshaking() {
+                    continue;
+                }
+            }
+            if st.closed {
+                return Poll::Ready(Err(io::ErrorKind::UnexpectedEof.into()));
+            }
+            std::task::ready!(self.inner.poll_read_ready(cx))?;
+            match st.recv(&self.inner) {
+                Ok(true) => {}
+                Ok(false) => {
+                    st.feed(&self.inner)?;
+                    return Poll::Ready(Err(io::ErrorKind::UnexpectedEof.into()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+
+    pub fn try_read(&self, out: &mut [u8]) -> io::Result<usize> {
+        let mut st = self.state.borrow_mut();
+        loop {
+            if st.plain > 0 || st.closed && !st.pending_in() {
+                return st.read_plain(out);
+            }
+            if st.pending_in() {
+                let before = st.end - st.start;
+                st.feed(&self.inner)?;
+                if st.plain > 0 || st.closed {
+                    continue;
+                }
+                if st.pending_in() && st.end - st.start == before {
+                    // rustls takes nothing more and gives nothing: never spin on it.
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, "TLS input stalled"));
+                }
+                if st.conn.wants_write() {
+                    // A key update or a ticket to answer: best effort, the rest later.
+                    let _ = st.flush(&self.inner, false);
+                }
+                if st.pending_in() {
+                    continue;
+                }
+            }
+            if !st.recv(&self.inner)? {
+                st.feed(&self.inner)?;
+                return st.read_plain(out);
+            }
+        }
+    }
+
+    /// Ready to read when plaintext or ciphertext is buffered; otherwise when the socket is.
+    /// Ciphertext still queued is pushed out first (and the wait also covers the socket
+    /// becoming writable for it).
+    pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let mut st = self.state.borrow_mut();
+        if st.conn.wants_write() {
+            loop {
+                match st.flush(&self.inner, false) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        match self.inner.poll_write_ready(cx) {
+                            Poll::Ready(Ok(())) => continue,
+                            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                            Poll::Pending => break,
+                        }
+                    }
+                    Err(e) => return Poll::Ready(Err(e)),
+                    Ok(()) => break,
+                }
+            }
+        }
+        if st.plain > 0 || st.pending_in() || st.closed {
+            return Poll::Ready(Ok(()));
+        }
+        drop(st);
+        self.inner.poll_read_ready(cx)
+    }
+
+    pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.inner.poll_write_ready(cx)
+    }
+
+    /// Encrypts what fits of `head` then `data` and sends it; `WouldBlock` while earlier
+    /// ciphertext is still queued.
+    pub fn try_send(&self, head: &[u8], data: &[u8], more: bool) -> io::Result<usize> {
+        let mut st = self.state.borrow_mut();
+        st.flush(&self.inner, more)?;
+        let total = head.len() + data.len();
+        let n = if head.is_empty() {
+            st.conn.writer().write(data)?
+        } else if total <= COALESCE {
+            SCRATCH.with(|s| {
+                let mut s = s.borrow_mut();
+                s.clear();
+                s.extend_from_slice(head);
+                s.extend_from_slice(data);
+                st.conn.writer().write(&s)
+            })?
+        } else {
+            let h = st.conn.writer().write(head)?;
+            if h < head.len() {
+                h
+            } else {
+                h + st.conn.writer().write(data)?
+            }
+        };
+        match st.flush(&self.inner, more) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock && n > 0 => {}
+            Err(e) => return Err(e),
+        }
+        Ok(n)
+    }
+
+    /// Sends what is still queued; `WouldBlock` if the socket does not take all of it.
+    pub fn try_flush(&self) -> io::Result<()> {
+        self.state.borrow_mut().flush(&self.inner, false)
+    }
+
+    /// Sends close_notify, then a FIN.
+    pub fn shutdown_write(&self) -> io::Result<()> {
+        let mut st = self.state.borrow_mut();
+        st.conn.send_close_notify();
+        let _ = st.flush(&self.inner, false);
+        drop(st);
+        self.inner.shutdown_write()
+    }
+
+    /// Is plaintext already buffered (the peer sent something)?
+    pub fn has_buffered(&self) -> bool {
+        let st = self.state.borrow();
+        st.plain > 0 || st.pending_in()
+    }
+
+    /// Facts about the session for fetches and logs.
+    pub fn with_conn<R>(&self, f: impl FnOnce(&rustls::Connection) -> R) -> R {
+        f(&self.state.borrow().conn)
+    }
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}

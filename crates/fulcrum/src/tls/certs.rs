@@ -1,0 +1,292 @@
+//! Certificates for TLS termination: PEM bundles (chain and key in one file, or the key in
+//! `<file>.key` as HAProxy looks for it), directories of them, `crt-list` files, and the
+//! resolver that picks one per handshake: the SNI name exactly, then a wildcard, else the
+//! bind's default (its first certificate) unless `strict-sni`; among the certificates of one
+//! name, the first whose key the client can use (ECDSA before RSA when the client takes both).
+//!
+//! Everything is read once when a plan is built and shared by all workers (`Arc`).
+//! Must not touch: sockets, the handshake itself.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+
+/// One certificate loaded, with the names it serves.
+pub struct Loaded {
+    pub key: Arc<CertifiedKey>,
+    /// Lower-case DNS names (SAN dNSName entries, then the subject's CN); `*.x` wildcards.
+    pub names: Vec<String>,
+    /// Names excluded by `!name` filters of a crt-list line.
+    pub excluded: Vec<String>,
+}
+
+/// `base` (crt-base / ca-base) before a relative path, as HAProxy does.
+pub fn with_base(path: &str, base: Option<&str>) -> PathBuf {
+    match base {
+        Some(b) if !path.starts_with('/') => Path::new(b).join(path),
+        _ => PathBuf::from(path),
+    }
+}
+
+/// Files of a directory that are certificates (not the companions HAProxy reads beside them).
+fn is_companion(p: &Path) -> bool {
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    name.starts_with('.')
+        || [".key", ".ocsp", ".issuer", ".sctl", ".dh"].iter().any(|e| name.ends_with(e))
+}
+
+/// Loads `crt <path>`: a file, a directory of files, or HAProxy's multi-cert bundle
+/// (`<path>.rsa`, `<path>.ecdsa`, `<path>.dsa` when `<path>` itself does not exist).
+pub fn load_crt(path: &Path, warnings: &mut Vec<String>) -> Result<Vec<Loaded>, String> {
+    if crate::sys::is_dir(path) {
+        let mut files = crate::sys::list_files(path)
+            .map_err(|e| format!("unable to scan directory '{}' : {e}.", path.display()))?;
+        files.sort();
+        let mut out = Vec::new();
+        for f in files.into_iter().filter(|f| !is_companion(f)) {
+            out.push(load_file(&f, warnings)?);
+        }
+        return Ok(out);
+    }
+    match load_file(path, warnings) {
+        Err(e) if crate::sys::read_file(path).is_err() => {
+            let mut out = Vec::new();
+            for ext in ["rsa", "ecdsa", "dsa"] {
+                let p = PathBuf::from(format!("{}.{ext}", path.display()));
+                if crate::sys::read_file(&p).is_ok() {
+                    out.push(load_file(&p, warnings)?);
+                }
+            }
+            if out.is_empty() {
+                return Err(e);
+            }
+            Ok(out)
+        }
+        r => r.map(|l| vec![l]),
+    }
+}
+
+/// Loads one PEM bundle: certificates (leaf first), and the key from it or `<file>.key`.
+pub fn load_file(path: &Path, warnings: &mut Vec<String>) -> Result<Loaded, String> {
+    let shown = path.display();
+    let pem = crate::sys::read_file(path).map_err(|e| {
+        format!("unable to stat SSL certificate from file '{shown}' : {}.", os_error(&e))
+    })?;
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("unable to load SSL certificate from PEM file '{shown}' : {e}."))?;
+    if certs.is_empty() {
+        return Err(format!("unable to load SSL certificate from PEM file '{shown}'."));
+    }
+    let key = match PrivateKeyDer::from_pem_slice(&pem) {
+        Ok(k) => k,
+        Err(_) => {
+            let key_path = PathBuf::from(format!("{shown}.key"));
+            let text = crate::sys::read_file(&key_path)
+                .map_err(|_| format!("unable to load SSL private key from PEM file '{shown}'."))?;
+            PrivateKeyDer::from_pem_slice(&text).map_err(|_| {
+                format!("unable to load SSL private key from PEM file '{}'.", key_path.display())
+            })?
+        }
+    };
+    let signer = rustls::crypto::aws_lc_rs::sign::any_supported_type(&key)
+        .map_err(|e| format!("unable to load SSL private key from PEM file '{shown}' : {e}."))?;
+    let ck = CertifiedKey::new(certs, signer);
+    if ck.keys_match().is_err() {
+        return Err(format!(
+            "inconsistencies between private key and certificate loaded from PEM file '{shown}'."
+        ));
+    }
+    let info = super::x509::Info::parse(&ck.cert[0])
+        .ok_or_else(|| format!("unable to parse the certificate of PEM file '{shown}'."))?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    if info.not_after < now {
+        warnings.push(format!("certificate '{shown}' expired on {}.", info.not_after_text));
+    }
+    Ok(Loaded { key: Arc::new(ck), names: info.dns_names(), excluded: Vec::new() })
+}
+
+/// An I/O error as `strerror` words it ("No such file or directory"), as HAProxy prints it.
+pub fn os_error(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+/// Loads a `crt-list` file: `<crt> [[<options>]] [[!]<sni filter>...]` per line.
+pub fn load_crt_list(
+    path: &Path,
+    crt_base: Option<&str>,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Loaded>, String> {
+    let text = crate::sys::read_file_string(path).map_err(|e| {
+        format!("unable to open crt-list file '{}' : {}.", path.display(), os_error(&e))
+    })?;
+    let mut out = Vec::new();
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let at = format!("crt-list file '{}' line {}", path.display(), n + 1);
+        let mut rest = line;
+        let crt = take_word(&mut rest);
+        let mut filters = Vec::new();
+        let mut options = false;
+        let rest = rest.trim_start();
+        let rest = if let Some(r) = rest.strip_prefix('[') {
+            let Some((opts, after)) = r.split_once(']') else {
+                return Err(format!("{at} : missing ']' after the SSL options."));
+            };
+            options = !opts.trim().is_empty();
+            after
+        } else {
+            rest
+        };
+        filters.extend(rest.split_whitespace().map(str::to_ascii_lowercase));
+        if options {
+            warnings.push(format!("{at} : per-certificate SSL options are not applied yet (the bind line's are used)."));
+        }
+        let loaded =
+            load_crt(&with_base(crt, crt_base), warnings).map_err(|e| format!("{at} : {e}"))?;
+        for mut l in loaded {
+            let (neg, pos): (Vec<String>, Vec<String>) =
+                filters.iter().cloned().partition(|f| f.starts_with('!'));
+            if !pos.is_empty() {
+                l.names = pos;
+            }
+            l.excluded = neg.into_iter().map(|f| f[1..].to_string()).collect();
+            out.push(l);
+        }
+    }
+    Ok(out)
+}
+
+fn take_word<'a>(s: &mut &'a str) -> &'a str {
+    let t = s.trim_start();
+    let end = t.find(char::is_whitespace).unwrap_or(t.len());
+    let (w, r) = t.split_at(end);
+    *s = r;
+    w
+}
+
+/// Picks a bind's certificate for each handshake.
+#[derive(Debug)]
+pub struct Resolver {
+    exact: HashMap<String, Vec<Arc<CertifiedKey>>>,
+    /// By the part after `*.`.
+    wildcard: HashMap<String, Vec<Arc<CertifiedKey>>>,
+    /// The first certificate of the bind (and others of its names, for ECDSA/RSA choice).
+    default: Vec<Arc<CertifiedKey>>,
+    strict_sni: bool,
+}
+
+impl Resolver {
+    pub fn new(loaded: Vec<Loaded>, strict_sni: bool) -> Self {
+        let mut exact: HashMap<String, Vec<Arc<CertifiedKey>>> = HashMap::new();
+        let mut wildcard: HashMap<String, Vec<Arc<CertifiedKey>>> = HashMap::new();
+        let first_names = loaded.first().map(|l| l.names.clone()).unwrap_or_default();
+        let mut default = Vec::new();
+        for (i, l) in loaded.iter().enumerate() {
+            if i == 0 || l.names.iter().any(|n| first_names.contains(n)) {
+                default.push(Arc::clone(&l.key));
+            }
+            for name in l.names.iter().filter(|n| !l.excluded.contains(n)) {
+                let (map, key) = match name.strip_prefix("*.") {
+                    Some(rest) => (&mut wildcard, rest.to_string()),
+                    None => (&mut exact, name.clone()),
+                };
+                let list = map.entry(key).or_default();
+                if !list.iter().any(|k| Arc::ptr_eq(k, &l.key)) {
+                    list.push(Arc::clone(&l.key));
+                }
+            }
+        }
+        Resolver { exact, wildcard, default, strict_sni }
+    }
+
+    /// The certificates for `name` (already lower-case), if any matches.
+    fn find(&self, name: &str) -> Option<&[Arc<CertifiedKey>]> {
+        if let Some(l) = self.exact.get(name) {
+            return Some(l);
+        }
+        let parent = name.split_once('.')?.1;
+        self.wildcard.get(parent).map(Vec::as_slice)
+    }
+}
+
+impl ResolvesServerCert for Resolver {
+    fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        let found = hello.server_name().and_then(|n| {
+            let lower = n.to_ascii_lowercase();
+            self.find(lower.trim_end_matches('.'))
+        });
+        let list = match found {
+            Some(l) => l,
+            None if self.strict_sni => return None,
+            None => &self.default,
+        };
+        let schemes = hello.signature_schemes();
+        list.iter()
+            .find(|k| k.key.choose_scheme(schemes).is_some())
+            .or_else(|| list.first())
+            .cloned()
+    }
+}
+
+/// Reads CA certificates (`ca-file`, `ca-verify-file`); `@system-ca` is the system's bundle.
+pub fn load_cas(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    let path = if path == Path::new("@system-ca") {
+        Path::new("/etc/ssl/certs/ca-certificates.crt")
+    } else {
+        path
+    };
+    let pem = crate::sys::read_file(path)
+        .map_err(|e| format!("unable to load CA file '{}' : {}.", path.display(), os_error(&e)))?;
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("unable to load CA file '{}' : {e}.", path.display()))?;
+    if certs.is_empty() {
+        return Err(format!("unable to load CA file '{}' : no certificate in it.", path.display()));
+    }
+    Ok(certs)
+}
+
+/// Reads a `crl-file`.
+pub fn load_crls(
+    path: &Path,
+) -> Result<Vec<rustls::pki_types::CertificateRevocationListDer<'static>>, String> {
+    let pem = crate::sys::read_file(path)
+        .map_err(|e| format!("unable to load CRL file '{}' : {e}.", path.display()))?;
+    rustls::pki_types::CertificateRevocationListDer::pem_slice_iter(&pem)
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("unable to load CRL file '{}' : {e}.", path.display()))
+}
+
+/// A client certificate with its key (`server ... crt`), for origination.
+pub fn load_client_cert(
+    path: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
+    let l = load_file(path, warnings)?;
+    let pem = crate::sys::read_file(path).map_err(|e| e.to_string())?;
+    let key = PrivateKeyDer::from_pem_slice(&pem)
+        .or_else(|_| {
+            let kp = PathBuf::from(format!("{}.key", path.display()));
+            let t = crate::sys::read_file(&kp).map_err(|e| e.to_string())?;
+            PrivateKeyDer::from_pem_slice(&t).map_err(|e| e.to_string())
+        })
+        .map_err(|e| {
+            format!("unable to load SSL private key from PEM file '{}' : {e}.", path.display())
+        })?;
+    Ok((l.key.cert.clone(), key))
+}

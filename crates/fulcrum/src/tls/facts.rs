@@ -1,0 +1,214 @@
+//! What a TLS connection says about itself, in HAProxy's words: the `ssl_fc*`, `ssl_c_*` and
+//! `ssl_bc*` fetches, the `%sslv`/`%sslc` log fields, and the PROXY protocol v2 TLVs a server
+//! connection carries (`send-proxy-v2-ssl`, `proxy-v2-options`).
+//!
+//! Must not touch: the connection's I/O.
+
+use std::borrow::Cow;
+use std::net::SocketAddr;
+
+use fulcrum_config::{SendProxy, TlsFetch};
+use rustls::{CipherSuite, Connection, HandshakeKind, ProtocolVersion};
+
+use crate::connection::proxy;
+use crate::connection::Stream;
+use crate::rules::sample::Value;
+
+/// `TLSv1.3`, `TLSv1.2`.
+pub fn protocol_name(v: ProtocolVersion) -> &'static str {
+    match v {
+        ProtocolVersion::TLSv1_3 => "TLSv1.3",
+        ProtocolVersion::TLSv1_2 => "TLSv1.2",
+        ProtocolVersion::TLSv1_1 => "TLSv1.1",
+        ProtocolVersion::TLSv1_0 => "TLSv1",
+        _ => "unknown",
+    }
+}
+
+/// OpenSSL's name of a suite (what HAProxy logs), and its key size in bits.
+pub fn cipher_name(s: CipherSuite) -> (&'static str, i64) {
+    match u16::from(s) {
+        0x1301 => ("TLS_AES_128_GCM_SHA256", 128),
+        0x1302 => ("TLS_AES_256_GCM_SHA384", 256),
+        0x1303 => ("TLS_CHACHA20_POLY1305_SHA256", 256),
+        0xc02b => ("ECDHE-ECDSA-AES128-GCM-SHA256", 128),
+        0xc02c => ("ECDHE-ECDSA-AES256-GCM-SHA384", 256),
+        0xc02f => ("ECDHE-RSA-AES128-GCM-SHA256", 128),
+        0xc030 => ("ECDHE-RSA-AES256-GCM-SHA384", 256),
+        0xcca8 => ("ECDHE-RSA-CHACHA20-POLY1305", 256),
+        0xcca9 => ("ECDHE-ECDSA-CHACHA20-POLY1305", 256),
+        _ => ("unknown", 0),
+    }
+}
+
+/// The log fields `%sslv` and `%sslc` of a client connection (`-` on clear text).
+pub fn log_fields(client: &Stream) -> Option<(&'static str, &'static str)> {
+    client.tls()?.with_conn(|c| {
+        let v = c.protocol_version().map(protocol_name)?;
+        let s = c.negotiated_cipher_suite().map(|s| cipher_name(s.suite()).0)?;
+        Some((v, s))
+    })
+}
+
+/// The server name a client asked for (`ssl_fc_sni`).
+pub fn client_sni(client: &Stream) -> Option<String> {
+    client.tls()?.with_conn(|c| match c {
+        Connection::Server(s) => s.server_name().map(str::to_string),
+        Connection::Client(_) => None,
+    })
+}
+
+/// Evaluates a TLS fetch on the client connection (`back`: on the server connection); `None`
+/// without a value (a clear-text connection, as HAProxy).
+pub fn fetch(
+    t: &TlsFetch,
+    client: Option<&Stream>,
+    server: Option<&Stream>,
+) -> Option<Value<'static>> {
+    let stream = if t.is_back() { server } else { client };
+    let tls = stream.and_then(Stream::tls);
+    match (t, tls) {
+        (TlsFetch::Used { .. }, _) => return Some(Value::Bool(tls.is_some())),
+        // HAProxy answers 0 on clear text for this one (httpslog shows it).
+        (TlsFetch::IsResumed { .. }, None) => return Some(Value::Bool(false)),
+        _ => {}
+    }
+    let tls = tls?;
+    let s = |v: &str| Value::Str(Cow::Owned(v.as_bytes().to_vec()));
+    let bin = |v: &[u8]| Value::Str(Cow::Owned(v.to_vec()));
+    tls.with_conn(|c| match t {
+        TlsFetch::Used { .. } => None,
+        TlsFetch::HasSni => {
+            Some(Value::Bool(matches!(c, Connection::Server(s) if s.server_name().is_some())))
+        }
+        TlsFetch::Sni => match c {
+            Connection::Server(sc) => sc.server_name().map(s),
+            Connection::Client(_) => None,
+        },
+        TlsFetch::Protocol { .. } => c.protocol_version().map(|v| s(protocol_name(v))),
+        TlsFetch::Cipher { .. } => c.negotiated_cipher_suite().map(|x| s(cipher_name(x.suite()).0)),
+        TlsFetch::Keysize { .. } => {
+            c.negotiated_cipher_suite().map(|x| Value::Int(cipher_name(x.suite()).1))
+        }
+        TlsFetch::Alpn { .. } => c.alpn_protocol().map(bin),
+        TlsFetch::IsResumed { .. } => {
+            Some(Value::Bool(c.handshake_kind() == Some(HandshakeKind::Resumed)))
+        }
+        // rustls does not expose session ids.
+        TlsFetch::SessionId { .. } => None,
+        TlsFetch::Err => Some(Value::Int(0)),
+        TlsFetch::HasCrt => Some(Value::Bool(c.peer_certificates().is_some_and(|p| !p.is_empty()))),
+        _ => {
+            let der = c.peer_certificates()?.first()?;
+            cert_fetch(t, der)
+        }
+    })
+}
+
+/// `ssl_c_*` on the client's certificate.
+fn cert_fetch(t: &TlsFetch, der: &[u8]) -> Option<Value<'static>> {
+    let s = |v: String| Value::Str(Cow::Owned(v.into_bytes()));
+    if let TlsFetch::Der = t {
+        return Some(Value::Str(Cow::Owned(der.to_vec())));
+    }
+    if let TlsFetch::Sha1 = t {
+        let d = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA1_FOR_LEGACY_USE_ONLY, der);
+        return Some(Value::Str(Cow::Owned(d.as_ref().to_vec())));
+    }
+    let info = super::x509::Info::parse(der)?;
+    Some(match t {
+        TlsFetch::Dn { issuer, field, occ } => {
+            let dn = if *issuer { &info.issuer } else { &info.subject };
+            match field {
+                Some(name) => s(super::x509::Info::dn_field(dn, name, *occ)?),
+                None => s(dn.clone()),
+            }
+        }
+        TlsFetch::Serial => Value::Str(Cow::Owned(info.serial)),
+        TlsFetch::NotAfter => s(info.not_after_text),
+        TlsFetch::NotBefore => s(info.not_before_text),
+        TlsFetch::Version => Value::Int(i64::from(info.version)),
+        TlsFetch::SigAlg => s(info.sig_alg),
+        TlsFetch::KeyAlg => s(info.key_alg),
+        _ => return None,
+    })
+}
+
+/// The PROXY protocol header opening a connection to a server, from the client's side.
+pub fn proxy_header(
+    sp: &SendProxy,
+    open: &crate::tcp::Opening<'_>,
+    dst: Option<SocketAddr>,
+) -> Vec<u8> {
+    if sp.version == 1 {
+        return proxy::v1(open.src, dst);
+    }
+    let has = |o: &str| sp.options.iter().any(|x| x == o);
+    let client = open.client;
+    let sni = client.and_then(client_sni);
+    let ssl =
+        (sp.ssl || has("ssl") || has("ssl-cipher") || has("cert-cn") || sp.ssl_cn).then(|| {
+            ssl_tlv(
+                client,
+                sp.ssl_cn || has("cert-cn"),
+                has("ssl-cipher"),
+                has("cert-sig"),
+                has("cert-key"),
+            )
+        });
+    let alpn = client
+        .and_then(Stream::tls)
+        .and_then(|t| t.with_conn(|c| c.alpn_protocol().map(<[u8]>::to_vec)));
+    let extras = proxy::Extras {
+        alpn: alpn.as_deref(),
+        authority: if has("authority") { sni.as_deref() } else { None },
+        // HAProxy sends the TLV even when the stream has no unique id (empty).
+        unique_id: if has("unique-id") { Some(open.unique_id.unwrap_or("")) } else { None },
+        ssl,
+        crc32c: has("crc32c"),
+    };
+    proxy::v2(open.src, dst, &extras)
+}
+
+/// PP2_TYPE_SSL: client flags, verify result, and the sub-TLVs asked for.
+fn ssl_tlv(client: Option<&Stream>, cn: bool, cipher: bool, sig: bool, key: bool) -> proxy::SslTlv {
+    let Some(tls) = client.and_then(Stream::tls) else {
+        return (0, 0, Vec::new());
+    };
+    tls.with_conn(|c| {
+        let mut subs = Vec::new();
+        let mut flags = 0x01; // PP2_CLIENT_SSL
+        if let Some(v) = c.protocol_version() {
+            subs.push((proxy::PP2_SUBTYPE_SSL_VERSION, protocol_name(v).as_bytes().to_vec()));
+        }
+        let cert =
+            c.peer_certificates().and_then(|p| p.first()).and_then(|d| super::x509::Info::parse(d));
+        if cert.is_some() {
+            flags |= 0x02 | 0x04; // PP2_CLIENT_CERT_CONN | PP2_CLIENT_CERT_SESS
+        }
+        if cn {
+            if let Some(v) =
+                cert.as_ref().and_then(|i| super::x509::Info::dn_field(&i.subject, "CN", 1))
+            {
+                subs.push((proxy::PP2_SUBTYPE_SSL_CN, v.into_bytes()));
+            }
+        }
+        if let Some(i) = &cert {
+            if key {
+                subs.push((proxy::PP2_SUBTYPE_SSL_KEY_ALG, i.key_alg.clone().into_bytes()));
+            }
+            if sig {
+                subs.push((proxy::PP2_SUBTYPE_SSL_SIG_ALG, i.sig_alg.clone().into_bytes()));
+            }
+        }
+        if cipher {
+            if let Some(s) = c.negotiated_cipher_suite() {
+                subs.push((
+                    proxy::PP2_SUBTYPE_SSL_CIPHER,
+                    cipher_name(s.suite()).0.as_bytes().to_vec(),
+                ));
+            }
+        }
+        (flags, 0, subs)
+    })
+}

@@ -1,0 +1,637 @@
+//! TLS termination and origination, and the PROXY protocol, with real clients: rustls here
+//! (certificate choice, ALPN, resumption, mutual TLS), `curl` and `openssl s_client` when
+//! installed, and HAProxy 2.6 on the other end of PROXY protocol connections when installed.
+//! Certificates are made per test (rcgen): a CA, servers, clients, an expired one.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+
+use crate::harness::{eventually, fulcrum, haproxy_bin, scratch, start_proxy, testserver};
+
+/// A test CA and what it signs.
+struct Ca {
+    issuer: CertifiedIssuer<'static, KeyPair>,
+}
+
+impl Ca {
+    fn new(cn: &str) -> Ca {
+        let mut p = CertificateParams::new(Vec::<String>::new()).expect("params");
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        p.distinguished_name.push(DnType::CommonName, cn);
+        let key = KeyPair::generate().expect("key");
+        Ca { issuer: CertifiedIssuer::self_signed(p, key).expect("ca") }
+    }
+
+    fn pem(&self) -> String {
+        self.issuer.pem()
+    }
+
+    fn der(&self) -> CertificateDer<'static> {
+        self.issuer.der().clone()
+    }
+
+    /// A leaf for `names` (first one is the CN), ECDSA P-256 or RSA-2048; returns the PEM
+    /// bundle (chain + key) and the key alone.
+    fn leaf(&self, names: &[&str], rsa: bool, expired: bool) -> (String, String) {
+        let mut p = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+            .expect("params");
+        p.distinguished_name.push(DnType::CommonName, names[0]);
+        p.distinguished_name.push(DnType::OrganizationName, "Fulcrum Tests");
+        if expired {
+            p.not_before = rcgen::date_time_ymd(2020, 1, 1);
+            p.not_after = rcgen::date_time_ymd(2021, 1, 1);
+        }
+        let key = if rsa {
+            KeyPair::generate_for(&rcgen::PKCS_RSA_SHA256).expect("rsa key")
+        } else {
+            KeyPair::generate().expect("key")
+        };
+        let cert = p.signed_by(&key, &self.issuer).expect("sign");
+        let key_pem = key.serialize_pem();
+        (format!("{}{}", cert.pem(), key_pem), key_pem)
+    }
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write");
+    p
+}
+
+fn roots(ca: &Ca) -> Arc<rustls::RootCertStore> {
+    let mut r = rustls::RootCertStore::empty();
+    r.add(ca.der()).expect("root");
+    Arc::new(r)
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::aws_lc_rs::default_provider())
+}
+
+fn client_config(ca: &Ca, alpn: &[&str]) -> Arc<rustls::ClientConfig> {
+    let mut c = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots(ca))
+        .with_no_client_auth();
+    c.alpn_protocols = alpn.iter().map(|a| a.as_bytes().to_vec()).collect();
+    Arc::new(c)
+}
+
+/// A TLS connection to `addr` naming `sni`; `Err` when the handshake fails.
+fn tls_connect(
+    addr: SocketAddr,
+    sni: &str,
+    config: Arc<rustls::ClientConfig>,
+) -> std::io::Result<rustls::StreamOwned<rustls::ClientConnection, TcpStream>> {
+    let tcp = TcpStream::connect(addr)?;
+    tcp.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let name = ServerName::try_from(sni.to_string()).expect("name");
+    let conn = rustls::ClientConnection::new(config, name).map_err(std::io::Error::other)?;
+    let mut s = rustls::StreamOwned::new(conn, tcp);
+    while s.conn.is_handshaking() {
+        s.conn.complete_io(&mut s.sock)?;
+    }
+    Ok(s)
+}
+
+/// The CN of the certificate the server presented.
+fn peer_cn(s: &rustls::StreamOwned<rustls::ClientConnection, TcpStream>) -> String {
+    let der = &s.conn.peer_certificates().expect("certs")[0];
+    let (_, cert) = x509_parser::parse_x509_certificate(der).expect("parse");
+    let cn = cert.subject().iter_common_name().next().expect("cn");
+    cn.as_str().expect("str").to_string()
+}
+
+/// Sends a GET over `s` and returns status and head.
+fn get<S: Read + Write>(s: &mut S, path: &str) -> (u16, String) {
+    let req = format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n");
+    s.write_all(req.as_bytes()).expect("write");
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = s.read(&mut chunk).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&buf);
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let len = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length: ")
+                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                })
+                .unwrap_or(0);
+            if body.len() >= len {
+                let code = head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+                return (code, head.to_string());
+            }
+        }
+    }
+    (0, String::from_utf8_lossy(&buf).into_owned())
+}
+
+fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines().find_map(|l| {
+        let (n, v) = l.split_once(':')?;
+        n.eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+#[test]
+fn sni_wildcards_default_ecdsa_rsa_and_alpn() {
+    let dir = scratch("tls-sni-certs");
+    let ca = Ca::new("Test CA");
+    let a = write(&dir, "a.pem", &ca.leaf(&["a.test"], false, false).0);
+    let a_rsa = write(&dir, "a-rsa.pem", &ca.leaf(&["a.test"], true, false).0);
+    let b = write(&dir, "b.pem", &ca.leaf(&["b.test", "*.wild.test"], false, false).0);
+    let ts = testserver("http", "s1");
+    let echo = testserver("echo", "e");
+    let cfg = format!(
+        "defaults\n mode http\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
+         frontend fe\n bind {{fe0}} ssl crt {} crt {} crt {} alpn h2,http/1.1\n\
+         http-response set-header X-Sni %[ssl_fc_sni]\n http-response set-header X-Proto %[ssl_fc_protocol]\n\
+         http-response set-header X-Alpn %[ssl_fc_alpn]\n http-response set-header X-Tls %[ssl_fc]\n\
+         default_backend be\n\
+         frontend raw\n mode tcp\n bind {{fe1}} ssl crt {} alpn h2,http/1.1\n default_backend echo\n\
+         backend be\n server s1 {}\n backend echo\n mode tcp\n server e {}\n",
+        a.display(), a_rsa.display(), b.display(), a.display(), ts.addr, echo.addr
+    );
+    let f = fulcrum("tls-sni", &cfg);
+    let cfg_h = client_config(&ca, &["h2", "http/1.1"]);
+    // Exact name, wildcard, and no match (the default: the first certificate).
+    let mut s = tls_connect(f.addr(), "a.test", Arc::clone(&cfg_h)).expect("handshake a.test");
+    assert_eq!(peer_cn(&s), "a.test");
+    // h2 is not offered by an HTTP frontend until HTTP/2 exists.
+    assert_eq!(s.conn.alpn_protocol(), Some(&b"http/1.1"[..]));
+    let (code, head) = get(&mut s, "/");
+    assert_eq!(code, 200, "{head}");
+    assert_eq!(header(&head, "x-sni"), Some("a.test"));
+    assert_eq!(header(&head, "x-proto"), Some("TLSv1.3"));
+    assert_eq!(header(&head, "x-alpn"), Some("http/1.1"));
+    assert_eq!(header(&head, "x-tls"), Some("1"));
+    // Keep-alive over TLS.
+    let (code, _) = get(&mut s, "/again");
+    assert_eq!(code, 200);
+    let s = tls_connect(f.addr(), "x.wild.test", Arc::clone(&cfg_h)).expect("wildcard");
+    assert_eq!(peer_cn(&s), "b.test");
+    let s = tls_connect(f.addr(), "unknown.test", Arc::clone(&cfg_h));
+    // The default certificate does not carry the name: the client refuses it.
+    assert!(s.is_err(), "a client that verifies names refuses the default certificate");
+    // A client that only takes RSA signatures gets the RSA certificate of the same name.
+    let mut p = rustls::crypto::aws_lc_rs::default_provider();
+    p.cipher_suites.retain(|cs| {
+        cs.version() == &rustls::version::TLS12 && format!("{:?}", cs.suite()).contains("ECDHE_RSA")
+    });
+    let rsa_only = rustls::ClientConfig::builder_with_provider(Arc::new(p))
+        .with_protocol_versions(&[&rustls::version::TLS12])
+        .expect("v")
+        .with_root_certificates(roots(&ca))
+        .with_no_client_auth();
+    let s = tls_connect(f.addr(), "a.test", Arc::new(rsa_only)).expect("rsa handshake");
+    let der = &s.conn.peer_certificates().expect("certs")[0];
+    let (_, cert) = x509_parser::parse_x509_certificate(der).expect("parse");
+    assert_eq!(
+        cert.public_key().algorithm.algorithm.to_id_string(),
+        "1.2.840.113549.1.1.1",
+        "RSA key"
+    );
+    // mode tcp: TLS offload to a clear-text echo service; ALPN as configured (h2 included).
+    let mut s = tls_connect(f.addrs[1], "a.test", cfg_h).expect("tcp handshake");
+    assert_eq!(s.conn.alpn_protocol(), Some(&b"h2"[..]));
+    s.write_all(b"hello over tls").expect("write");
+    let mut got = [0u8; 14];
+    s.read_exact(&mut got).expect("echo");
+    assert_eq!(&got, b"hello over tls");
+}
+
+#[test]
+fn strict_sni_resumption_and_redirect_to_https() {
+    let dir = scratch("tls-strict-certs");
+    let ca = Ca::new("Test CA");
+    let a = write(&dir, "a.pem", &ca.leaf(&["a.test"], false, false).0);
+    let ts = testserver("http", "s1");
+    let cfg = format!(
+        "defaults\n mode http\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
+         frontend fe\n bind {{fe0}} ssl crt {} strict-sni\n bind {{fe1}}\n\
+         http-request redirect scheme https unless {{ ssl_fc }}\n\
+         http-response set-header X-Resumed %[ssl_fc_is_resumed]\n default_backend be\n\
+         backend be\n server s1 {}\n",
+        a.display(),
+        ts.addr
+    );
+    let f = fulcrum("tls-strict", &cfg);
+    let cfg_c = client_config(&ca, &[]);
+    assert!(
+        tls_connect(f.addr(), "other.test", Arc::clone(&cfg_c)).is_err(),
+        "strict-sni refuses an unknown name"
+    );
+    // Resumption: the second connection of the same client resumes (TLS 1.3 tickets).
+    let mut s = tls_connect(f.addr(), "a.test", Arc::clone(&cfg_c)).expect("first");
+    let (_, head) = get(&mut s, "/");
+    assert_eq!(header(&head, "x-resumed"), Some("0"));
+    drop(s);
+    let mut s = tls_connect(f.addr(), "a.test", Arc::clone(&cfg_c)).expect("second");
+    assert_eq!(s.conn.handshake_kind(), Some(rustls::HandshakeKind::Resumed));
+    let (_, head) = get(&mut s, "/");
+    assert_eq!(header(&head, "x-resumed"), Some("1"));
+    // TLS 1.2 resumes too (session tickets).
+    let c12 = rustls::ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS12])
+        .expect("v")
+        .with_root_certificates(roots(&ca))
+        .with_no_client_auth();
+    let c12 = Arc::new(c12);
+    drop(tls_connect(f.addr(), "a.test", Arc::clone(&c12)).expect("tls12 first"));
+    let s = tls_connect(f.addr(), "a.test", c12).expect("tls12 second");
+    assert_eq!(s.conn.handshake_kind(), Some(rustls::HandshakeKind::Resumed));
+    // Clear text is redirected, TLS is served.
+    let (code, head, _) = crate::harness::get_with(f.addrs[1], "/x", "");
+    assert_eq!(code, 302, "{head}");
+    assert!(head.to_ascii_lowercase().contains("location: https://t/x"), "{head}");
+}
+
+#[test]
+fn mutual_tls_accepts_rejects_and_shows_the_client_certificate() {
+    let dir = scratch("tls-mtls-certs");
+    let ca = Ca::new("Test CA");
+    let other = Ca::new("Other CA");
+    let srv = write(&dir, "srv.pem", &ca.leaf(&["a.test"], false, false).0);
+    let ca_file = write(&dir, "ca.pem", &ca.pem());
+    let ts = testserver("http", "s1");
+    let cfg = format!(
+        "defaults\n mode http\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
+         frontend req\n bind {{fe0}} ssl crt {srv} verify required ca-file {ca}\n\
+         http-response set-header X-Cn %[ssl_c_s_dn(CN)]\n http-response set-header X-Issuer %[ssl_c_i_dn]\n\
+         http-response set-header X-Used %[ssl_c_used]\n http-response set-header X-Verify %[ssl_c_verify]\n\
+         default_backend be\n\
+         frontend opt\n bind {{fe1}} ssl crt {srv} verify optional ca-file {ca}\n\
+         http-response set-header X-Used %[ssl_c_used]\n default_backend be\n\
+         backend be\n server s1 {ts}\n",
+        srv = srv.display(),
+        ca = ca_file.display(),
+        ts = ts.addr
+    );
+    let f = fulcrum("tls-mtls", &cfg);
+    let with_cert = |issuer: &Ca, cn: &str| {
+        let (bundle, key) = issuer.leaf(&[cn], false, false);
+        let chain: Vec<CertificateDer<'static>> =
+            rustls::pki_types::pem::PemObject::pem_slice_iter(bundle.as_bytes())
+                .collect::<Result<_, _>>()
+                .expect("chain");
+        let key: PrivateKeyDer<'static> =
+            rustls::pki_types::pem::PemObject::from_pem_slice(key.as_bytes()).expect("key");
+        let c = rustls::ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .expect("v")
+            .with_root_certificates(roots(&ca))
+            .with_client_auth_cert(chain, key)
+            .expect("client cert");
+        Arc::new(c)
+    };
+    // No certificate: refused by `verify required` (TLS 1.3 refuses after the handshake, at
+    // the first read).
+    let refused = tls_connect(f.addr(), "a.test", client_config(&ca, &[]))
+        .map(|mut s| get(&mut s, "/").0)
+        .unwrap_or(0);
+    assert_eq!(refused, 0, "no client certificate: no response");
+    // A certificate from another CA: refused.
+    let refused = tls_connect(f.addr(), "a.test", with_cert(&other, "mallory"))
+        .map(|mut s| get(&mut s, "/").0)
+        .unwrap_or(0);
+    assert_eq!(refused, 0, "a certificate from an unknown CA: no response");
+    // The right one: served, and visible to rules.
+    let mut s = tls_connect(f.addr(), "a.test", with_cert(&ca, "alice")).expect("handshake");
+    let (code, head) = get(&mut s, "/");
+    assert_eq!(code, 200, "{head}");
+    assert_eq!(header(&head, "x-cn"), Some("alice"));
+    assert_eq!(header(&head, "x-issuer"), Some("/CN=Test CA"));
+    assert_eq!(header(&head, "x-used"), Some("1"));
+    assert_eq!(header(&head, "x-verify"), Some("0"));
+    // `verify optional`: no certificate is fine.
+    let mut s = tls_connect(f.addrs[1], "a.test", client_config(&ca, &[])).expect("optional");
+    let (code, head) = get(&mut s, "/");
+    assert_eq!((code, header(&head, "x-used")), (200, Some("0")), "{head}");
+}
+
+#[test]
+fn servers_over_tls_verify_their_certificates_and_names() {
+    let dir = scratch("tls-origin-certs");
+    let ca = Ca::new("Test CA");
+    let other = Ca::new("Other CA");
+    let inner = write(&dir, "inner.pem", &ca.leaf(&["inner.test"], false, false).0);
+    let ca_file = write(&dir, "ca.pem", &ca.pem());
+    let other_file = write(&dir, "other.pem", &other.pem());
+    let ts = testserver("http", "s1");
+    let cfg = format!(
+        "defaults\n mode http\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
+         frontend inner\n bind INNER ssl crt {inner}\n\
+         http-response set-header X-Inner-Sni %[ssl_fc_sni]\n default_backend app\n\
+         frontend good\n bind {{fe0}}\n default_backend good\n\
+         frontend badca\n bind {{fe1}}\n default_backend badca\n\
+         frontend badname\n bind {{fe2}}\n default_backend badname\n\
+         backend app\n server s1 {ts}\n\
+         backend good\n server i INNER ssl verify required ca-file {ca} sni str(inner.test)\n\
+         backend badca\n server i INNER ssl verify required ca-file {other}\n\
+         backend badname\n server i INNER ssl verify required ca-file {ca} verifyhost wrong.test\n",
+        inner = inner.display(),
+        ca = ca_file.display(),
+        other = other_file.display(),
+        ts = ts.addr
+    );
+    // The inner frontend's address is only known once bound: a fixed local port is avoided by
+    // binding it first here.
+    let probe = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let inner_addr = probe.local_addr().expect("addr");
+    drop(probe);
+    let cfg = cfg.replace("INNER", &inner_addr.to_string());
+    let f = fulcrum("tls-origin", &cfg);
+    assert!(eventually(Duration::from_secs(5), || TcpStream::connect(inner_addr).is_ok()));
+    let (code, head, _) = crate::harness::get_with(f.addrs[0], "/", "");
+    assert_eq!(code, 200, "{head}");
+    assert_eq!(header(&head, "x-inner-sni"), Some("inner.test"), "the SNI sent");
+    let (code, _, _) = crate::harness::get_with(f.addrs[1], "/", "");
+    assert_eq!(code, 503, "a server certificate from another CA is refused");
+    let (code, _, _) = crate::harness::get_with(f.addrs[2], "/", "");
+    assert_eq!(code, 503, "verifyhost checks the name");
+}
+
+#[test]
+fn configuration_errors_name_the_file_and_line() {
+    let dir = scratch("tls-errors-certs");
+    let ca = Ca::new("Test CA");
+    let (bundle, _) = ca.leaf(&["a.test"], false, false);
+    let (_, other_key) = ca.leaf(&["b.test"], false, false);
+    let cert_only: String =
+        bundle.split("-----BEGIN PRIVATE KEY-----").next().unwrap_or("").to_string();
+    let mismatch = write(&dir, "mismatch.pem", &format!("{cert_only}{other_key}"));
+    let expired = write(&dir, "expired.pem", &ca.leaf(&["old.test"], false, true).0);
+    let garbage = write(
+        &dir,
+        "garbage.pem",
+        "-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n",
+    );
+    let cfg = format!(
+        "global\n ssl-default-bind-ciphers ECDHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES128-GCM-SHA256\n\
+         defaults\n mode http\n timeout connect 1s\n timeout client 1s\n timeout server 1s\n\
+         frontend f1\n bind 127.0.0.1:1 ssl crt {dir}/missing.pem\n\
+         frontend f2\n bind 127.0.0.1:2 ssl crt {mismatch}\n\
+         frontend f3\n bind 127.0.0.1:3 ssl crt {garbage}\n\
+         frontend f4\n bind 127.0.0.1:4 ssl crt {expired}\n\
+         backend b\n server s 127.0.0.1:1 ssl verify required\n",
+        dir = dir.display(),
+        mismatch = mismatch.display(),
+        garbage = garbage.display(),
+        expired = expired.display()
+    );
+    let (code, _, err) = crate::harness::check("tls-errors", &cfg);
+    assert_ne!(code, 0, "{err}");
+    assert!(
+        err.contains(
+            "check.cfg:9] : 'bind' of frontend 'f1' : unable to stat SSL certificate from file"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("check.cfg:11]")
+            && err.contains("inconsistencies between private key and certificate"),
+        "{err}"
+    );
+    assert!(
+        err.contains("check.cfg:13]")
+            && err.contains("unable to load SSL certificate from PEM file"),
+        "{err}"
+    );
+    assert!(err.contains("'server b/s'") && err.contains("no CA file specified"), "{err}");
+    // Warnings: the configuration loads.
+    let cfg = format!(
+        "global\n ssl-default-bind-ciphers ECDHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES128-GCM-SHA256\n\
+         defaults\n mode http\n timeout connect 1s\n timeout client 1s\n timeout server 1s\n\
+         frontend f4\n bind 127.0.0.1:4 ssl crt {expired} npn http/1.1\n",
+        expired = expired.display()
+    );
+    let (code, _, err) = crate::harness::check("tls-warnings", &cfg);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("expired.pem' expired on"), "an expired certificate is a warning: {err}");
+    assert!(
+        err.contains("DHE-RSA-AES128-GCM-SHA256 not available"),
+        "dropped ciphers are named: {err}"
+    );
+    assert!(err.contains("'npn' is ignored"), "{err}");
+}
+
+#[test]
+fn curl_and_openssl_clients_talk_to_tls_frontends() {
+    let curl = std::process::Command::new("curl").arg("--version").output().is_ok();
+    let openssl = std::process::Command::new("openssl").arg("version").output().is_ok();
+    if !curl && !openssl {
+        eprintln!("curl and openssl not installed: skipped");
+        return;
+    }
+    let dir = scratch("tls-clients-certs");
+    let ca = Ca::new("Test CA");
+    let a = write(&dir, "a.pem", &ca.leaf(&["a.test"], false, false).0);
+    let ca_file = write(&dir, "ca.pem", &ca.pem());
+    let ts = testserver("http", "s1");
+    let cfg = format!(
+        "defaults\n mode http\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
+         frontend fe\n bind {{fe0}} ssl crt {}\n default_backend be\n backend be\n server s1 {}\n",
+        a.display(),
+        ts.addr
+    );
+    let f = fulcrum("tls-clients", &cfg);
+    let port = f.addr().port();
+    if curl {
+        let out = std::process::Command::new("curl")
+            .args(["-s", "-o", "/dev/null", "-w", "%{http_code} %{size_download}", "--cacert"])
+            .arg(&ca_file)
+            .args(["--resolve", &format!("a.test:{port}:127.0.0.1")])
+            .arg(format!("https://a.test:{port}/?s=1000000"))
+            .output()
+            .expect("curl");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "200 1000000", "{out:?}");
+    }
+    if openssl {
+        for (v, want) in [("-tls1_2", "TLSv1.2"), ("-tls1_3", "TLSv1.3")] {
+            let mut child = std::process::Command::new("openssl")
+                .args([
+                    "s_client",
+                    "-connect",
+                    &format!("127.0.0.1:{port}"),
+                    "-servername",
+                    "a.test",
+                    v,
+                    "-CAfile",
+                ])
+                .arg(&ca_file)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("openssl");
+            drop(child.stdin.take());
+            let out = child.wait_with_output().expect("wait");
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                text.contains(&format!("Protocol  : {want}"))
+                    || text.contains(&format!(", {want},")),
+                "{text}"
+            );
+            assert!(text.contains("Verify return code: 0 (ok)"), "{text}");
+        }
+        // TLS 1.1 is refused.
+        let out = std::process::Command::new("openssl")
+            .args(["s_client", "-connect", &format!("127.0.0.1:{port}"), "-tls1_1"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("openssl");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("Cipher is (NONE)") || text.contains("no peer certificate"),
+            "TLS 1.1 refused: {text}"
+        );
+    }
+}
+
+/// Reads a PROXY header (v1 line or v2 block) the way a server would: everything the
+/// connection sent within a short time.
+fn read_header(listener: &TcpListener) -> Vec<u8> {
+    let (mut c, _) = listener.accept().expect("accept");
+    c.set_read_timeout(Some(Duration::from_millis(500))).expect("timeout");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 512];
+    while let Ok(n) = c.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+        if got.windows(4).any(|w| w == b"\r\n\r\n") && got.starts_with(b"PROXY") {
+            break;
+        }
+    }
+    got
+}
+
+#[test]
+fn proxy_protocol_in_and_out_as_haproxy_speaks_it() {
+    let ts = testserver("http", "s1");
+    // Fulcrum accepting v1 and v2 headers; a bad header closes the connection with a log line.
+    let cfg = format!(
+        "defaults\n mode http\n log stderr format raw local0\n option httplog\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
+         frontend fe\n bind {{fe0}} accept-proxy\n http-response set-header X-Src %[src]:%[src_port]\n\
+         http-response set-header X-Dst %[dst]:%[dst_port]\n default_backend be\n\
+         backend be\n server s1 {}\n",
+        ts.addr
+    );
+    let f = fulcrum("pp-in", &cfg);
+    let mut s = TcpStream::connect(f.addr()).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5))).expect("t");
+    s.write_all(b"PROXY TCP4 192.0.2.1 198.51.100.2 5000 443\r\n").expect("w");
+    let (code, head) = get(&mut s, "/");
+    assert_eq!(code, 200, "{head}");
+    assert_eq!(header(&head, "x-src"), Some("192.0.2.1:5000"));
+    assert_eq!(header(&head, "x-dst"), Some("198.51.100.2:443"));
+    let mut s = TcpStream::connect(f.addr()).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5))).expect("t");
+    s.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").expect("w");
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    assert!(rest.is_empty(), "a connection without a PROXY header is closed without an answer");
+    assert!(
+        eventually(Duration::from_secs(5), || f
+            .proc
+            .log_text()
+            .contains("fe/1: Received something which does not look like a PROXY protocol header")),
+        "{}",
+        f.proc.log_text()
+    );
+    // HAProxy sending v2 (and v1) to Fulcrum: the client's address comes through.
+    if let Some(_hap) = haproxy_bin() {
+        for opt in ["send-proxy-v2", "send-proxy"] {
+            let hcfg = format!(
+                "defaults\n mode http\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
+                 frontend fe\n bind {{fe0}}\n default_backend be\n backend be\n server f {} {opt}\n",
+                f.addr()
+            );
+            let (_p, addrs, _) =
+                start_proxy("haproxy", &format!("pp-hap-{opt}"), &hcfg).expect("haproxy");
+            let mut got = None;
+            eventually(Duration::from_secs(5), || {
+                let (code, head, _) = crate::harness::get_with(addrs[0], "/", "");
+                got = Some((code, head));
+                code == 200
+            });
+            let (code, head) = got.expect("answer");
+            assert_eq!(code, 200, "{opt}: {head}");
+            assert!(
+                header(&head, "x-src").is_some_and(|v| v.starts_with("127.0.0.1:")),
+                "{opt}: {head}"
+            );
+        }
+    }
+    // Fulcrum sending v1 and v2 to a server: the bytes HAProxy sends for the same settings.
+    let send = |which: &str, opt: &str| -> Vec<u8> {
+        let sink = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let cfg = format!(
+            "defaults\n mode tcp\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
+             frontend fe\n bind {{fe0}}\n default_backend be\n backend be\n server s {} {opt}\n",
+            sink.local_addr().expect("addr")
+        );
+        let (_p, addrs, _) =
+            start_proxy(which, &format!("pp-out-{which}-{}", opt.replace(' ', "_")), &cfg)
+                .expect("proxy");
+        let mut c = None;
+        eventually(Duration::from_secs(5), || {
+            c = TcpStream::connect(addrs[0]).ok();
+            c.is_some()
+        });
+        let mut c = c.expect("client");
+        c.write_all(b"GET / HTTP/1.1\r\n\r\n").expect("w");
+        let got = read_header(&sink);
+        // Addresses and ports differ between runs: keep the header's shape.
+        let client_port = c.local_addr().expect("addr").port();
+        let fe_port = addrs[0].port();
+        let text = String::from_utf8_lossy(&got)
+            .replace(&client_port.to_string(), "CPORT")
+            .replace(&fe_port.to_string(), "FPORT");
+        let mut bytes = text.into_bytes();
+        if got.starts_with(b"\r\n") {
+            bytes = got.clone();
+            // v2: ports are the last four bytes of the address block (IPv4: offset 16+8).
+            bytes[24..28].fill(0);
+        }
+        bytes
+    };
+    let v1 = send("fulcrum", "send-proxy");
+    assert!(
+        v1.starts_with(b"PROXY TCP4 127.0.0.1 127.0.0.1 CPORT FPORT\r\nGET / HTTP/1.1"),
+        "{}",
+        String::from_utf8_lossy(&v1)
+    );
+    if haproxy_bin().is_some() {
+        for opt in
+            ["send-proxy", "send-proxy-v2", "send-proxy-v2 proxy-v2-options crc32c,unique-id"]
+        {
+            let ours = send("fulcrum", opt);
+            let theirs = send("haproxy", opt);
+            if opt.contains("crc32c") {
+                // The checksum covers the ports: compare lengths and TLV types only.
+                assert_eq!(ours.len(), theirs.len(), "{opt}");
+            } else {
+                assert_eq!(
+                    ours, theirs,
+                    "{opt}: Fulcrum (left) and HAProxy 2.6 (right) send the same header"
+                );
+            }
+        }
+    }
+}
