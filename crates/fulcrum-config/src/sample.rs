@@ -6,7 +6,7 @@
 //! output type (for the ACL default match and converter input checks) and where it may be used
 //! (request or response side).
 
-use crate::model::{Converter, Fetch, MapMatch, SampleExpr, TlsFetch, VarScope};
+use crate::model::{Converter, Fetch, MapMatch, PayloadFetch, SampleExpr, TlsFetch, VarScope};
 use crate::sample_names;
 
 /// Output type of a fetch or converter, as HAProxy types samples.
@@ -409,6 +409,9 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         | "ssl_f_der"
         | "ssl_fc_cipherlist_bin" => d(NONE, 0, Bin, Session),
         "ssl_bc_session_id" => d(NONE, 0, Bin, Server),
+        "req.ssl_sni" | "req_ssl_sni" | "req.ssl_alpn" => d(NONE, 0, Str, Session),
+        "req.ssl_hello_type" | "req_ssl_hello_type" | "req.ssl_ver" | "req_ssl_ver" | "req.len"
+        | "req_len" => d(NONE, 0, Int, Session),
         "cook_cnt" | "req.cook_cnt" | "cook_val" | "req.cook_val" => d(S, 0, Int, Request),
         "res.cook" | "scook" => d(S, 0, Str, Response),
         "res.ver" | "resp_ver" => d(NONE, 0, Str, Response),
@@ -575,6 +578,11 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
         "req.hdrs" => Fetch::ReqHdrs,
         "base" => Fetch::Base,
         "fc_err" => Fetch::FcErr,
+        "req.ssl_sni" | "req_ssl_sni" => Fetch::Payload(PayloadFetch::SslSni),
+        "req.ssl_alpn" => Fetch::Payload(PayloadFetch::SslAlpn),
+        "req.ssl_hello_type" | "req_ssl_hello_type" => Fetch::Payload(PayloadFetch::SslHelloType),
+        "req.ssl_ver" | "req_ssl_ver" => Fetch::Payload(PayloadFetch::SslVer),
+        "req.len" | "req_len" => Fetch::Payload(PayloadFetch::Len),
         _ if name.starts_with("ssl_") => tls_fetch(name, args),
         "cook_cnt" | "req.cook_cnt" => Fetch::CookCnt { name: first_str(args) },
         "cook_val" | "req.cook_val" => Fetch::CookVal { name: first_str(args) },

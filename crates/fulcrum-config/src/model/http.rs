@@ -115,6 +115,9 @@ pub enum Fetch {
     /// `fc_err`: the client connection's error code; 0 (none) for a connection that reaches a
     /// rule or a log line (TLS handshake errors come with TLS).
     FcErr,
+    /// What the first bytes of a connection say (`req.ssl_sni`, `req.len`...), before any
+    /// layer reads them: `mode tcp` rules after `tcp-request inspect-delay`.
+    Payload(PayloadFetch),
     /// TLS facts Fulcrum does not keep (`ssl_fc_cipherlist_*`, `ssl_f_*`...): no sample.
     TlsOnly,
     /// `cook_cnt([<name>])` / `req.cook_cnt(...)`: how many times the request cookie appears
@@ -885,4 +888,19 @@ pub enum TlsFetch {
     /// `ssl_c_sig_alg`, `ssl_c_key_alg`.
     SigAlg,
     KeyAlg,
+}
+
+/// Fetches on the bytes waiting at the start of a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PayloadFetch {
+    /// `req.ssl_sni` / `req_ssl_sni`: the ClientHello's server name.
+    SslSni,
+    /// `req.ssl_alpn`: the first protocol the ClientHello offers.
+    SslAlpn,
+    /// `req.ssl_hello_type` / `req_ssl_hello_type`: 1 for a ClientHello.
+    SslHelloType,
+    /// `req.ssl_ver` / `req_ssl_ver`: `major << 16 | minor` of the record.
+    SslVer,
+    /// `req.len` / `req_len`: how many bytes are waiting.
+    Len,
 }

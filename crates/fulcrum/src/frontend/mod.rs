@@ -69,6 +69,10 @@ pub struct Frontend {
     pub backends: Arc<std::collections::HashMap<String, Arc<Backend>>>,
     /// Rules or headers need the address a client connected to (read once per connection).
     pub needs_dst: bool,
+    /// `mode tcp` rules read the connection's first bytes: they wait for them, up to
+    /// `inspect_delay` (`tcp-request inspect-delay`).
+    pub needs_payload: bool,
+    pub inspect_delay: Option<std::time::Duration>,
     /// `option clitcpka` (or `tcpka`) and `clitcpka-*`: set on its listening sockets.
     pub client_tcpka: fulcrum_config::TcpKeepAlive,
     /// `proc.` variables, shared by the whole process.

@@ -242,7 +242,10 @@ pub async fn serve(
     shared: &Shared,
 ) -> Option<Resting> {
     let (client, peer, dst_port, requests, more, given_local) = match start {
-        Start::New(conn) => (conn.client, conn.peer, conn.dst_port, 0, None, conn.local),
+        Start::New(conn) => {
+            let local = conn.local();
+            (conn.client, conn.peer, conn.dst_port, 0, None, local)
+        }
         Start::Resume(r) => (r.client, r.peer, r.dst_port, r.requests, r.more, None),
     };
     let (local, vars, own, mut idle_since) = match more {

@@ -185,6 +185,7 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
         // The backends' rules may read it too (a listen's own rules were compiled above).
         let needs_dst =
             c.uses_dst || p.originalto.is_some() || backends.values().any(|b| b.uses_dst);
+        let needs_payload = c.uses_payload;
         rules.acls = c.finish();
         let http = match p.mode {
             cfg::Mode::Http => match http_proxy(p, config) {
@@ -214,6 +215,8 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
         fe.backends = Arc::clone(&backends);
         fe.proc_vars = Arc::clone(&proc_vars);
         fe.needs_dst = needs_dst;
+        fe.needs_payload = needs_payload && p.mode == cfg::Mode::Tcp;
+        fe.inspect_delay = p.inspect_delay;
         frontends.push(Arc::new(fe));
     }
     crate::rules::refs::number();
@@ -489,6 +492,8 @@ fn frontend(
         backends: Default::default(),
         proc_vars: Default::default(),
         needs_dst: false,
+        needs_payload: false,
+        inspect_delay: None,
         client_tcpka: p.cli_tcpka,
         logger: None,
         log: Default::default(),

@@ -25,6 +25,8 @@ pub struct Compiler<'a> {
     pub errors: Vec<String>,
     /// Some compiled expression reads the connection's local address (`dst`, `%fi`...).
     pub uses_dst: bool,
+    /// A rule reads the connection's first bytes (`req.ssl_sni`...).
+    pub uses_payload: bool,
 }
 
 impl<'a> Compiler<'a> {
@@ -41,6 +43,7 @@ impl<'a> Compiler<'a> {
             at: None,
             errors: Vec::new(),
             uses_dst: false,
+            uses_payload: false,
         };
         for named in &proxy.acls {
             match c.acl(&named.acl) {
@@ -92,6 +95,9 @@ impl<'a> Compiler<'a> {
     pub fn expr(&mut self, e: &cfg::SampleExpr) -> Result<Expr, String> {
         if matches!(e.fetch, cfg::Fetch::Dst | cfg::Fetch::DstPort) {
             self.uses_dst = true;
+        }
+        if matches!(e.fetch, cfg::Fetch::Payload(_)) {
+            self.uses_payload = true;
         }
         let maps = &mut *self.maps;
         let at = self.at.as_ref().unwrap_or(&self.proxy.span);

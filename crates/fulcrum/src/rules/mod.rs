@@ -351,6 +351,7 @@ impl<'a> Base<'a> {
             backends: self.backends,
             body: self.body,
             client: self.client,
+            payload: &[],
         }
     }
 }
@@ -503,8 +504,13 @@ pub fn tcp_accepts(
     }
     let vars = Vars::default();
     let ctx = Ctx::connection(fe, src, dst, &vars);
+    tcp_accepts_in(list, acls, &ctx)
+}
+
+/// Like [`tcp_accepts`], in a given context (one that sees the connection's first bytes).
+pub fn tcp_accepts_in(list: &[(bool, Option<Cond>)], acls: &Acls, ctx: &Ctx<'_>) -> bool {
     for (accept, cond) in list {
-        if holds(cond, acls, &ctx) {
+        if holds(cond, acls, ctx) {
             return *accept;
         }
     }

@@ -154,6 +154,8 @@ pub struct Ctx<'a> {
     pub body: &'a [u8],
     /// The client connection, for its TLS facts (`ssl_fc*`, `ssl_c_*`).
     pub client: Option<&'a crate::connection::Stream>,
+    /// The bytes waiting at the start of the connection (`req.ssl_sni`, `req.len`).
+    pub payload: &'a [u8],
 }
 
 impl<'a> Ctx<'a> {
@@ -178,6 +180,7 @@ impl<'a> Ctx<'a> {
             backends: &fe.backends,
             body: &[],
             client: None,
+            payload: &[],
         }
     }
 }
@@ -460,6 +463,17 @@ fn fetch_each<'a>(
             f(Value::Str(Cow::Owned(v)))
         }
         Tls(t) => one(crate::tls::facts::fetch(t, ctx.client, None), f),
+        Payload(p) => {
+            let h = crate::tls::hello::parse(ctx.payload);
+            let v = match p {
+                cfg::PayloadFetch::SslSni => h.sni.map(b),
+                cfg::PayloadFetch::SslAlpn => h.alpn.map(b),
+                cfg::PayloadFetch::SslHelloType => h.hello_type.map(|t| Value::Int(i64::from(t))),
+                cfg::PayloadFetch::SslVer => h.version.map(Value::Int),
+                cfg::PayloadFetch::Len => Some(Value::Int(ctx.payload.len() as i64)),
+            };
+            one(v, f)
+        }
         FcErr => f(Value::Int(0)),
         TlsOnly => false,
         CookCnt { name } => {

@@ -187,14 +187,8 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
             let fc = &ws.frontend.counters;
             Counters::inc(&fc.conns);
             Counters::raise(&fc.max_sessions, u64::from(ws.frontend.limit.current()));
-            let conn = Accepted {
-                client,
-                peer,
-                local: None,
-                proxied: None,
-                prepared: false,
-                dst_port: ws.dst_port,
-            };
+            let conn =
+                Accepted { client, peer, proxied: None, prepared: false, dst_port: ws.dst_port };
             if !admit(&ws.frontend, &conn, &shared) {
                 continue;
             }
@@ -231,11 +225,13 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
 /// is inspected, `tcp-request content` rules; in mode http the session runs those per request).
 fn admit(fe: &Frontend, conn: &Accepted, shared: &Shared) -> bool {
     let r = &fe.rules;
-    if !r.tcp_connection.is_empty() || !r.tcp_content.is_empty() && fe.http.is_none() {
+    // Rules on the first bytes run once they are there (`tcp_connection`).
+    let content_now = fe.http.is_none() && !fe.needs_payload;
+    if !r.tcp_connection.is_empty() || !r.tcp_content.is_empty() && content_now {
         let local = socket2::SockRef::from(&conn.client).local_addr().ok();
         let dst = local.and_then(|a| a.as_socket());
         let accepted = crate::rules::tcp_accepts(&r.tcp_connection, &r.acls, fe, conn.peer, dst)
-            && (fe.http.is_some()
+            && (!content_now
                 || crate::rules::tcp_accepts(&r.tcp_content, &r.acls, fe, conn.peer, dst));
         if !accepted {
             Counters::inc(&fe.counters.denied_conn);
@@ -298,10 +294,26 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
     };
     let (fe, shared) = (&*slots.frontend, &*slots.shared);
     let dst = || {
-        conn.local.or_else(|| socket2::SockRef::from(&conn.client).local_addr().ok()?.as_socket())
+        conn.local().or_else(|| socket2::SockRef::from(&conn.client).local_addr().ok()?.as_socket())
     };
     let dst = if fe.needs_dst { dst() } else { None };
-    let Some(be) = crate::rules::switching::choose_for_connection(fe, conn.peer, dst) else {
+    let chosen = if fe.needs_payload {
+        // `tcp-request inspect-delay`: the rules see the first bytes (a ClientHello to route
+        // by its name), read without consuming them.
+        let payload = inspect(&conn.client, fe.inspect_delay).await;
+        let vars = crate::rules::sample::Vars::default();
+        let mut ctx = crate::rules::sample::Ctx::connection(fe, conn.peer, dst, &vars);
+        ctx.payload = &payload;
+        ctx.client = Some(&conn.client);
+        if !crate::rules::tcp_accepts_in(&fe.rules.tcp_content, &fe.rules.acls, &ctx) {
+            Counters::inc(&fe.counters.denied_conn);
+            return;
+        }
+        crate::rules::switching::choose(fe, &ctx)
+    } else {
+        crate::rules::switching::choose_for_connection(fe, conn.peer, dst)
+    };
+    let Some(be) = chosen else {
         if shared.debug {
             eprintln!("{}: no backend: session closed", fe.name);
         }
@@ -367,6 +379,46 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
     }
 }
 
+/// The connection's first bytes, peeked: until a TLS record is complete (or the bytes are not
+/// TLS), the buffer is full, the client closes, or `delay` ends (none: what is there now).
+async fn inspect(client: &Stream, delay: Option<Duration>) -> Vec<u8> {
+    let mut buf = vec![0u8; crate::connection::BUFSIZE];
+    let mut seen = 0;
+    let wait = async {
+        loop {
+            if std::future::poll_fn(|cx| client.poll_read_ready(cx)).await.is_err() {
+                return;
+            }
+            match client.try_peek(&mut buf) {
+                Ok(0) | Err(_) if seen > 0 => return,
+                Ok(0) => return,
+                Ok(n) => {
+                    let h = crate::tls::hello::parse(&buf[..n]);
+                    if h.settled || n == buf.len() {
+                        seen = n;
+                        return;
+                    }
+                    if n == seen {
+                        use std::os::fd::{AsFd, AsRawFd};
+                        if crate::sys::peer_shut_write(client.as_fd().as_raw_fd()) {
+                            return;
+                        }
+                    }
+                    seen = n;
+                    client.clear_read_ready();
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => return,
+            }
+        }
+    };
+    let _ = within(Some(delay.unwrap_or(Duration::ZERO)), wait).await;
+    // What is there now, whatever the wait ended on.
+    let n = client.try_peek(&mut buf).unwrap_or(0);
+    buf.truncate(n);
+    buf
+}
+
 /// `f`, bounded by `limit` when there is one (`None`: it timed out).
 async fn within<F: std::future::Future>(limit: Option<Duration>, f: F) -> Option<F::Output> {
     match limit {
@@ -391,11 +443,10 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
         let r = within(limit, crate::connection::proxy::read(&conn.client)).await;
         let why = match r {
             Some(Ok(h)) => {
-                if let Some((src, dst)) = h.addrs {
+                if let Some((src, _)) = h.addrs {
                     conn.peer = Some(src);
-                    conn.local = Some(dst);
                 }
-                if !h.tlvs.is_empty() {
+                if h.addrs.is_some() || !h.tlvs.is_empty() {
                     conn.proxied = Some(Box::new(h));
                 }
                 None
@@ -412,7 +463,7 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
         }
     }
     if let Some(config) = &bind.tls {
-        let Accepted { client, peer, local, proxied, prepared, dst_port } = conn;
+        let Accepted { client, peer, proxied, prepared, dst_port } = conn;
         let tls = crate::connection::tls::TlsStream::server(client, Arc::clone(config)).ok()?;
         let why = match within(limit, tls.handshake()).await {
             Some(Ok(())) => None,
@@ -422,14 +473,7 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
             Some(Err(_)) => Some("SSL handshake failure"),
             None => Some("Timeout during SSL handshake"),
         };
-        conn = Accepted {
-            client: Stream::Tls(Box::new(tls)),
-            peer,
-            local,
-            proxied,
-            prepared,
-            dst_port,
-        };
+        conn = Accepted { client: Stream::Tls(Box::new(tls)), peer, proxied, prepared, dst_port };
         if let Some(why) = why {
             embryonic_log(slots, &conn, why);
             return None;

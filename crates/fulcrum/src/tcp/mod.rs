@@ -45,21 +45,23 @@ pub struct Opening<'a> {
     pub src: Option<SocketAddr>,
     pub dst: Option<SocketAddr>,
     pub client: Option<&'a Stream>,
-    pub host: Option<&'a [u8]>,
+    /// The request (its Host is looked up only for a server whose SNI needs it).
+    pub req: Option<&'a fulcrum_http::Head>,
     pub unique_id: Option<&'a str>,
 }
 
 impl Opening<'_> {
     /// The SNI a connection to server `srv` sends (`sni`), if any.
     pub fn sni(&self, srv: &crate::server::Server) -> Option<String> {
-        let origin = srv.tls.as_ref()?;
+        let sni = srv.tls.as_ref()?.sni.as_ref()?;
         let client_sni = self.client.and_then(|c| c.tls()).and_then(|t| {
             t.with_conn(|c| match c {
                 rustls::Connection::Server(s) => s.server_name().map(str::to_string),
                 rustls::Connection::Client(_) => None,
             })
         });
-        origin.sni.as_ref()?.value(self.host, client_sni.as_deref())
+        let host = self.req.and_then(|r| r.header(b"host"));
+        sni.value(host, client_sni.as_deref())
     }
 }
 
@@ -106,14 +108,20 @@ pub async fn open_layers(
 pub struct Accepted {
     pub client: Stream,
     pub peer: Option<SocketAddr>,
-    /// The destination a PROXY protocol header gave (else the socket's local address).
-    pub local: Option<SocketAddr>,
-    /// The PROXY protocol header's TLVs, when it had some.
+    /// What a PROXY protocol header said (boxed: most connections have none, and this
+    /// struct is part of every connection task's size).
     pub proxied: Option<Box<crate::connection::proxy::Header>>,
     /// The PROXY header was read and the TLS handshake run (`runtime::accept`).
     pub prepared: bool,
     /// The port the client connected to (for servers without a port).
     pub dst_port: u16,
+}
+
+impl Accepted {
+    /// The original destination a PROXY protocol header gave (else `None`: the socket's).
+    pub fn local(&self) -> Option<SocketAddr> {
+        self.proxied.as_ref().and_then(|h| h.addrs).map(|a| a.1)
+    }
 }
 
 impl Ending {
@@ -171,7 +179,7 @@ pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: &Accepted, out: &mut 
     let key = conn.peer.map(|p| PickKey::Ip(p.ip()));
     let open = Opening {
         src: conn.peer,
-        dst: conn.local,
+        dst: conn.local(),
         client: Some(&conn.client),
         ..Default::default()
     };

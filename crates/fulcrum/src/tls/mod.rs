@@ -18,6 +18,7 @@
 pub mod certs;
 pub mod ciphers;
 pub mod facts;
+pub mod hello;
 pub mod x509;
 
 use std::sync::{Arc, OnceLock};

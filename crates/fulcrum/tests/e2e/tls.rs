@@ -635,3 +635,61 @@ fn proxy_protocol_in_and_out_as_haproxy_speaks_it() {
         }
     }
 }
+
+#[test]
+fn tls_passthrough_routes_by_the_client_hello_name() {
+    let dir = scratch("tls-pass-certs");
+    let ca = Ca::new("Test CA");
+    let a = write(&dir, "a.pem", &ca.leaf(&["a.test"], false, false).0);
+    let b = write(&dir, "b.pem", &ca.leaf(&["b.test"], false, false).0);
+    let ts = testserver("http", "s1");
+    // Two TLS services behind a passthrough frontend that reads the ClientHello's name.
+    let svc = |name: &str, pem: &Path| {
+        format!(
+            "frontend {name}\n mode http\n bind INNER_{name} ssl crt {}\n\
+             http-response set-header X-Service {name}\n default_backend app\n",
+            pem.display()
+        )
+    };
+    let mut cfg = format!(
+        "defaults\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
+         frontend pass\n mode tcp\n bind {{fe0}}\n tcp-request inspect-delay 5s\n\
+         tcp-request content reject if !{{ req.ssl_hello_type 1 }}\n\
+         use_backend to_a if {{ req.ssl_sni -i a.test }}\n\
+         use_backend to_b if {{ req_ssl_sni -m end .b.test }} || {{ req_ssl_sni b.test }}\n\
+         backend to_a\n mode tcp\n server a INNER_svc_a\n\
+         backend to_b\n mode tcp\n server b INNER_svc_b\n\
+         backend app\n mode http\n server s1 {}\n",
+        ts.addr
+    );
+    cfg.push_str(&svc("svc_a", &a));
+    cfg.push_str(&svc("svc_b", &b));
+    for name in ["svc_a", "svc_b"] {
+        let probe = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = probe.local_addr().expect("addr").to_string();
+        drop(probe);
+        cfg = cfg.replace(&format!("INNER_{name}"), &addr);
+    }
+    let f = fulcrum("tls-pass", &cfg);
+    let client = client_config(&ca, &[]);
+    for (sni, service) in [("a.test", "svc_a"), ("b.test", "svc_b")] {
+        let mut s = None;
+        eventually(Duration::from_secs(5), || {
+            s = tls_connect(f.addr(), sni, Arc::clone(&client)).ok();
+            s.is_some()
+        });
+        let mut s = s.expect("handshake through the passthrough");
+        assert_eq!(peer_cn(&s), sni, "the service's own certificate");
+        let (code, head) = get(&mut s, "/");
+        assert_eq!((code, header(&head, "x-service")), (200, Some(service)), "{head}");
+    }
+    // Not a ClientHello: refused by the content rule once the bytes settle.
+    let mut c = TcpStream::connect(f.addr()).expect("connect");
+    c.set_read_timeout(Some(Duration::from_secs(5))).expect("t");
+    c.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").expect("w");
+    let mut rest = Vec::new();
+    let _ = c.read_to_end(&mut rest);
+    assert!(rest.is_empty(), "clear text is rejected");
+    // An unknown name: no backend (no default): closed.
+    assert!(tls_connect(f.addr(), "c.test", client).is_err());
+}

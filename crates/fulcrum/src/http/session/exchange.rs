@@ -143,7 +143,7 @@ impl Session<'_> {
             src: self.peer,
             dst: self.local,
             client: Some(&self.client),
-            host: self.req.header(b"host"),
+            req: Some(&self.req),
             unique_id: None,
         };
         let (slot, stream, requests) = tcp::connect_server_reusing(
