@@ -63,12 +63,10 @@ fn extensions<'a>(rec: &'a [u8], h: &mut Hello<'a>) -> Option<()> {
         let (kind, len) = (u16_at(rec, i)?, u16_at(rec, i + 2)?);
         let body = rec.get(i + 4..i + 4 + len)?;
         match kind {
-            0 => {
-                // server_name: list length(2), then type(1)=0 host_name, length(2), name
-                if body.len() >= 5 && body[2] == 0 {
-                    let n = u16_at(body, 3)?;
-                    h.sni = body.get(5..5 + n);
-                }
+            // server_name: list length(2), then type(1)=0 host_name, length(2), name
+            0 if body.len() >= 5 && body[2] == 0 => {
+                let n = u16_at(body, 3)?;
+                h.sni = body.get(5..5 + n);
             }
             16 => {
                 // ALPN: list length(2), then length(1)-prefixed names
