@@ -460,6 +460,10 @@ impl Runner<'_> {
                 };
                 CheckResult { status, code, desc, duration: None }
             }
+            // Over TLS, HAProxy reports a handshake that went through as layer 6.
+            Some(Action::Connect { implicit: true, .. }) if self.plan.tls.is_some() => {
+                CheckResult::new(CheckStatus::L6Ok, "")
+            }
             Some(Action::Connect { implicit: true, .. }) => CheckResult::new(CheckStatus::L4Ok, ""),
             Some(Action::Connect { .. }) => CheckResult::new(CheckStatus::L4Ok, "(tcp-check)"),
             _ => CheckResult::new(CheckStatus::L7Ok, "(tcp-check)"),

@@ -19,6 +19,7 @@ pub mod certs;
 pub mod ciphers;
 pub mod facts;
 pub mod hello;
+pub mod tickets;
 pub mod x509;
 
 use std::sync::{Arc, OnceLock};
@@ -217,14 +218,22 @@ pub fn server_config(
     sc.ignore_client_order = !(t.prefer_client_ciphers || g.bind_prefer_client_ciphers);
     sc.session_storage = session_cache(g.cache_size);
     if !(t.no_tickets || g.bind_no_tickets) {
-        if let Some(tk) = ticketer() {
+        if let Some(path) = &t.tls_ticket_keys {
+            let path = certs::with_base(path, g.crt_base.as_deref());
+            let shown = path.display().to_string();
+            let text = crate::sys::read_file_string(&path).map_err(|e| {
+                vec![format!(
+                    "{who} : failed to load keys from '{shown}' : {}.",
+                    certs::os_error(&e)
+                )]
+            })?;
+            let lifetime = g.lifetime.as_secs().min(u64::from(u32::MAX)) as u32;
+            let tk = tickets::FileTicketer::parse(&text, &shown, lifetime)
+                .map_err(|e| vec![format!("{who} : tls-ticket-keys {e}")])?;
+            sc.ticketer = Arc::new(tk);
+        } else if let Some(tk) = ticketer() {
             sc.ticketer = tk;
         }
-    }
-    if t.tls_ticket_keys.is_some() {
-        warnings.push(format!(
-            "{who} : 'tls-ticket-keys' is not applied yet: ticket keys are made and rotated by Fulcrum."
-        ));
     }
     sc.max_early_data_size = 0;
     Ok(Arc::new(sc))

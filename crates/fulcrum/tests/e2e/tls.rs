@@ -693,3 +693,67 @@ fn tls_passthrough_routes_by_the_client_hello_name() {
     // An unknown name: no backend (no default): closed.
     assert!(tls_connect(f.addr(), "c.test", client).is_err());
 }
+
+#[test]
+fn shared_ticket_keys_resume_across_processes_and_checks_run_over_tls() {
+    let dir = scratch("tls-keys-certs");
+    let ca = Ca::new("Test CA");
+    let a = write(&dir, "a.pem", &ca.leaf(&["a.test"], false, false).0);
+    // Three keys of 48 bytes, base64, as `openssl rand 48 | openssl base64 -A` writes them.
+    let keys = write(
+        &dir,
+        "tickets.key",
+        "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEB\n\
+         AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgIC\n\
+         AwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMD\n",
+    );
+    let ts = testserver("http", "s1");
+    let cfg = format!(
+        "defaults\n mode http\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
+         frontend fe\n bind {{fe0}} ssl crt {} tls-ticket-keys {}\n default_backend be\n\
+         backend be\n server s1 {}\n",
+        a.display(),
+        keys.display(),
+        ts.addr
+    );
+    let one = fulcrum("tls-keys-1", &cfg);
+    let two = fulcrum("tls-keys-2", &cfg);
+    let client = client_config(&ca, &[]);
+    let mut s = tls_connect(one.addr(), "a.test", Arc::clone(&client)).expect("first process");
+    assert_eq!(get(&mut s, "/").0, 200);
+    drop(s);
+    let s = tls_connect(two.addr(), "a.test", client).expect("second process");
+    assert_eq!(
+        s.conn.handshake_kind(),
+        Some(rustls::HandshakeKind::Resumed),
+        "a ticket from one process resumes on another with the same keys"
+    );
+    // A server checked over TLS (`check-ssl` implied by `ssl`): UP; a clear-text port with
+    // `check-ssl` fails its handshake: DOWN, with HAProxy's layer 6 status.
+    let cfg = format!(
+        "defaults\n mode http\n timeout connect 2s\n timeout client 5s\n timeout server 5s\n\
+         timeout check 2s\n option log-health-checks\n\
+         frontend fe\n bind {{fe0}} ssl crt {a}\n default_backend app\n\
+         backend app\n server s1 {ts}\n\
+         backend checked\n server good {tls} ssl verify none check inter 200ms\n\
+         server bad {ts} check-ssl verify none check inter 200ms rise 1 fall 1\n",
+        a = a.display(),
+        ts = ts.addr,
+        tls = one.addr()
+    );
+    let f = fulcrum("tls-checks", &cfg);
+    assert!(
+        eventually(Duration::from_secs(5), || {
+            let log = f.proc.log_text();
+            log.contains("Server checked/bad is DOWN") && log.contains("Layer6")
+        }),
+        "{}",
+        f.proc.log_text()
+    );
+    assert!(!f.proc.log_text().contains("Server checked/good is DOWN"), "{}", f.proc.log_text());
+    assert!(
+        f.proc.log_text().contains("server checked/good succeeded, reason: Layer6 check passed"),
+        "{}",
+        f.proc.log_text()
+    );
+}
