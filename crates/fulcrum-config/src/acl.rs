@@ -89,7 +89,7 @@ pub fn avail_of(expr: &SampleExpr) -> Avail {
         | Fetch::ResCook { .. }
         | Fetch::ResVer => Avail::Response,
         Fetch::Tls(t) if t.is_back() => Avail::Server,
-        Fetch::Tls(_) | Fetch::TlsOnly | Fetch::Payload(_) => Avail::Session,
+        Fetch::Tls(_) | Fetch::TlsOnly | Fetch::Payload(_) | Fetch::Pp(_) => Avail::Session,
         Fetch::FcErr => Avail::Always,
         Fetch::BeName => Avail::Backend,
         Fetch::SrvName => Avail::Server,

@@ -276,6 +276,9 @@ pub struct Proxy {
     pub redirects: Vec<HttpRule>,
     /// `tcp-request connection accept|reject` rules.
     pub tcp_request_connection: Vec<TcpRule>,
+    /// `tcp-request connection expect-proxy layer4 [if|unless ...]`: the conditions under
+    /// which a connection must open with a PROXY protocol header.
+    pub expect_proxy: Vec<Option<Condition>>,
     /// `tcp-request content accept|reject` rules.
     pub tcp_request_content: Vec<TcpRule>,
     /// `tcp-request inspect-delay`.

@@ -97,6 +97,7 @@ impl ProxyBuild {
             http_after_response: Vec::new(),
             redirects: Vec::new(),
             tcp_request_connection: Vec::new(),
+            expect_proxy: Vec::new(),
             tcp_request_content: Vec::new(),
             inspect_delay: None,
             monitor_uri: None,

@@ -1026,7 +1026,16 @@ pub fn tcp_request(b: &mut ProxyBuild, line: &Line, which: &str, diags: &mut Dia
         (TCP_CONTENT_ACTIONS, Ctx::TcpContent, Order::TcpContent)
     };
     let action = line.arg(2);
-    if action != "accept" && action != "reject" {
+    let expect = which == "connection" && action == "expect-proxy";
+    if expect && line.arg(3) != "layer4" {
+        let msg = format!(
+            "'tcp-request {which} expect-proxy' expects 'layer4', in {} (got '{}').",
+            who(p),
+            line.arg(3)
+        );
+        return diags.alert(line, msg);
+    }
+    if action != "accept" && action != "reject" && !expect {
         let msg = if tcp_action_known(list, action) {
             format!("'tcp-request {which} {action}' is not supported yet")
         } else {
@@ -1048,10 +1057,15 @@ pub fn tcp_request(b: &mut ProxyBuild, line: &Line, which: &str, diags: &mut Dia
             who(p)
         )
     };
-    let Ok(cond) = condition(p, line, 3, ctx, &wrap, &unexpected, diags) else {
+    let Ok(cond) = condition(p, line, if expect { 4 } else { 3 }, ctx, &wrap, &unexpected, diags)
+    else {
         return;
     };
     placed(b, line, order, diags);
+    if expect {
+        b.proxy.expect_proxy.push(cond);
+        return;
+    }
     let rule = TcpRule { span: line.span.clone(), accept: action == "accept", cond };
     if which == "connection" {
         b.proxy.tcp_request_connection.push(rule);

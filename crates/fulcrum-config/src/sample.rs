@@ -6,7 +6,9 @@
 //! output type (for the ACL default match and converter input checks) and where it may be used
 //! (request or response side).
 
-use crate::model::{Converter, Fetch, MapMatch, PayloadFetch, SampleExpr, TlsFetch, VarScope};
+use crate::model::{
+    Converter, Fetch, MapMatch, PayloadFetch, PpFetch, SampleExpr, TlsFetch, VarScope,
+};
 use crate::sample_names;
 
 /// Output type of a fetch or converter, as HAProxy types samples.
@@ -410,6 +412,8 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         | "ssl_fc_cipherlist_bin" => d(NONE, 0, Bin, Session),
         "ssl_bc_session_id" => d(NONE, 0, Bin, Server),
         "req.ssl_sni" | "req_ssl_sni" | "req.ssl_alpn" => d(NONE, 0, Str, Session),
+        "fc_pp_authority" | "fc_pp_unique_id" => d(NONE, 0, Str, Session),
+        "fc_pp_tlv" => d(S, 1, Str, Session),
         "req.ssl_hello_type" | "req_ssl_hello_type" | "req.ssl_ver" | "req_ssl_ver" | "req.len"
         | "req_len" => d(NONE, 0, Int, Session),
         "cook_cnt" | "req.cook_cnt" | "cook_val" | "req.cook_val" => d(S, 0, Int, Request),
@@ -578,6 +582,37 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
         "req.hdrs" => Fetch::ReqHdrs,
         "base" => Fetch::Base,
         "fc_err" => Fetch::FcErr,
+        "fc_pp_authority" => Fetch::Pp(PpFetch::Authority),
+        "fc_pp_unique_id" => Fetch::Pp(PpFetch::UniqueId),
+        "fc_pp_tlv" => {
+            let t = first_str(args);
+            let n = match t.to_ascii_uppercase().as_str() {
+                "ALPN" => 0x01,
+                "AUTHORITY" => 0x02,
+                "CRC32C" => 0x03,
+                "NOOP" => 0x04,
+                "UNIQUE_ID" => 0x05,
+                "SSL" => 0x20,
+                "SSL_VERSION" => 0x21,
+                "SSL_CN" => 0x22,
+                "SSL_CIPHER" => 0x23,
+                "SSL_SIG_ALG" => 0x24,
+                "SSL_KEY_ALG" => 0x25,
+                "NETNS" => 0x30,
+                _ => match t
+                    .strip_prefix("0x")
+                    .map(|h| u8::from_str_radix(h, 16))
+                    .unwrap_or_else(|| t.parse())
+                {
+                    Ok(n) => n,
+                    Err(_) => {
+                        let msg = format!("'{t}' is not a TLV type (a number 0..255 or a name)");
+                        return Err(SmpError::ArgCheck(name.to_string(), msg));
+                    }
+                },
+            };
+            Fetch::Pp(PpFetch::Tlv(n))
+        }
         "req.ssl_sni" | "req_ssl_sni" => Fetch::Payload(PayloadFetch::SslSni),
         "req.ssl_alpn" => Fetch::Payload(PayloadFetch::SslAlpn),
         "req.ssl_hello_type" | "req_ssl_hello_type" => Fetch::Payload(PayloadFetch::SslHelloType),

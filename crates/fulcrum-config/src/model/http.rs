@@ -115,6 +115,10 @@ pub enum Fetch {
     /// `fc_err`: the client connection's error code; 0 (none) for a connection that reaches a
     /// rule or a log line (TLS handshake errors come with TLS).
     FcErr,
+    /// `fc_pp_authority`, `fc_pp_unique_id`, `fc_pp_tlv(<type>)`: TLVs of the PROXY protocol
+    /// header the connection opened with (`Some(type)`), or its authority (`None`... see
+    /// [`PpFetch`]).
+    Pp(PpFetch),
     /// What the first bytes of a connection say (`req.ssl_sni`, `req.len`...), before any
     /// layer reads them: `mode tcp` rules after `tcp-request inspect-delay`.
     Payload(PayloadFetch),
@@ -903,4 +907,16 @@ pub enum PayloadFetch {
     SslVer,
     /// `req.len` / `req_len`: how many bytes are waiting.
     Len,
+}
+
+/// TLVs of a received PROXY protocol v2 header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PpFetch {
+    /// `fc_pp_authority` (PP2_TYPE_AUTHORITY).
+    Authority,
+    /// `fc_pp_unique_id` (PP2_TYPE_UNIQUE_ID).
+    UniqueId,
+    /// `fc_pp_tlv(<type>)`: any TLV by number (or HAProxy's names: ALPN, AUTHORITY, CRC32C,
+    /// NOOP, UNIQUE_ID, SSL, NETNS...).
+    Tlv(u8),
 }

@@ -37,7 +37,6 @@ pub struct Header {
 }
 
 impl Header {
-    #[cfg(test)]
     pub fn tlv(&self, kind: u8) -> Option<&[u8]> {
         self.tlvs.iter().find(|(k, _)| *k == kind).map(|(_, v)| v.as_slice())
     }

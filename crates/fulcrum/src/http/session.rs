@@ -92,6 +92,8 @@ struct Session<'a> {
     requests: u32,
     /// The address the client connected to.
     local: Option<SocketAddr>,
+    /// The PROXY protocol header the connection opened with, when it had one (`fc_pp_*`).
+    pp: Option<Box<crate::connection::proxy::Header>>,
     vars: Vars,
     scratch: Vec<u8>,
     /// Bytes a hash-based `balance` hashes (reused).
@@ -180,6 +182,7 @@ pub struct Resting {
 /// The rarer parts of a resting connection.
 struct RestingMore {
     local: Option<SocketAddr>,
+    pp: Option<Box<crate::connection::proxy::Header>>,
     /// When the previous transaction ended (only when logging): the next one's `Ti` and
     /// date count from there, as in HAProxy.
     idle_since: Option<Instant>,
@@ -244,13 +247,13 @@ pub async fn serve(
     let (client, peer, dst_port, requests, more, given_local) = match start {
         Start::New(conn) => {
             let local = conn.local();
-            (conn.client, conn.peer, conn.dst_port, 0, None, local)
+            (conn.client, conn.peer, conn.dst_port, 0, None, (local, conn.proxied))
         }
-        Start::Resume(r) => (r.client, r.peer, r.dst_port, r.requests, r.more, None),
+        Start::Resume(r) => (r.client, r.peer, r.dst_port, r.requests, r.more, (None, None)),
     };
-    let (local, vars, own, mut idle_since) = match more {
-        Some(m) => (m.local, m.vars, m.own, m.idle_since),
-        None => (given_local, Vars::default(), None, None),
+    let (local, pp, vars, own, mut idle_since) = match more {
+        Some(m) => (m.local, m.pp, m.vars, m.own, m.idle_since),
+        None => (given_local.0, given_local.1, Vars::default(), None, None),
     };
     let ctimer = std::pin::pin!(None);
     let stimer = std::pin::pin!(None);
@@ -269,6 +272,7 @@ pub async fn serve(
         own,
         requests,
         local,
+        pp,
         vars,
         scratch: Vec::new(),
         key: Vec::new(),
@@ -299,11 +303,18 @@ pub async fn serve(
                 s.park();
                 let idle_since = s.o.marks.start.filter(|_| s.logs);
                 let more = (s.local.is_some()
+                    || s.pp.is_some()
                     || !s.vars.is_empty()
                     || s.own.is_some()
                     || idle_since.is_some())
                 .then(|| {
-                    Box::new(RestingMore { local: s.local, vars: s.vars, own: s.own, idle_since })
+                    Box::new(RestingMore {
+                        local: s.local,
+                        pp: s.pp,
+                        vars: s.vars,
+                        own: s.own,
+                        idle_since,
+                    })
                 });
                 return Some(Resting {
                     client: s.client,
@@ -548,8 +559,17 @@ impl Session<'_> {
         let Some(f) = &self.fe.log.unique_id else { return };
         if self.vars.unique_id.is_none() {
             let no = *self.stream_no.get_or_insert_with(crate::log::next_stream_number);
-            let base =
-                rules_base(self.fe, self.http, self.peer, self.local, be, None, &[], &self.client);
+            let base = rules_base(
+                self.fe,
+                self.http,
+                self.peer,
+                self.local,
+                be,
+                None,
+                &[],
+                &self.client,
+                self.pp.as_deref(),
+            );
             let ctx = base.ctx(&self.req, None, &self.vars);
             let stream = crate::log::format::Stream {
                 fe: self.fe,
@@ -593,8 +613,17 @@ impl Session<'_> {
             (Some(b), Some(i)) => Some(b.servers[i].name.as_str()),
             _ => None,
         };
-        let base =
-            rules_base(self.fe, self.http, self.peer, self.local, be, server, &[], &self.client);
+        let base = rules_base(
+            self.fe,
+            self.http,
+            self.peer,
+            self.local,
+            be,
+            server,
+            &[],
+            &self.client,
+            self.pp.as_deref(),
+        );
         let mut ctx = base.ctx(&self.req, None, &self.vars);
         let refused_at = refused;
         let refused = refused.is_some();
@@ -648,6 +677,7 @@ impl Session<'_> {
             None,
             body_view(&self.cbuf, self.req.info().body),
             &self.client,
+            self.pp.as_deref(),
         )
     }
 

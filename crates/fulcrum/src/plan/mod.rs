@@ -281,6 +281,7 @@ fn proxy_rules(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::rul
         http_after_response: c.rules(&p.http_after_response),
         redirects: c.rules(&p.redirects),
         tcp_connection: c.tcp_rules(&p.tcp_request_connection),
+        expect_proxy: p.expect_proxy.iter().map(|cond| c.cond(cond, &p.span)).collect(),
         tcp_content: c.tcp_rules(&p.tcp_request_content),
         monitor_fail: p
             .monitor_fail

@@ -329,6 +329,8 @@ pub struct Base<'a> {
     pub max_head: usize,
     /// The client connection (`ssl_fc*`, `ssl_c_*`).
     pub client: Option<&'a crate::connection::Stream>,
+    /// Its PROXY protocol header (`fc_pp_*`).
+    pub pp: Option<&'a crate::connection::proxy::Header>,
 }
 
 impl<'a> Base<'a> {
@@ -352,6 +354,7 @@ impl<'a> Base<'a> {
             body: self.body,
             client: self.client,
             payload: &[],
+            pp: self.pp,
         }
     }
 }
@@ -545,6 +548,8 @@ pub struct ProxyRules {
     pub http_after_response: Vec<Rule>,
     pub redirects: Vec<Rule>,
     pub tcp_connection: Vec<(bool, Option<Cond>)>,
+    /// `tcp-request connection expect-proxy layer4` conditions.
+    pub expect_proxy: Vec<Option<Cond>>,
     pub tcp_content: Vec<(bool, Option<Cond>)>,
     pub monitor_fail: Vec<Cond>,
     /// `use_backend` rules: a fixed backend or a format naming one, with the condition.

@@ -156,6 +156,8 @@ pub struct Ctx<'a> {
     pub client: Option<&'a crate::connection::Stream>,
     /// The bytes waiting at the start of the connection (`req.ssl_sni`, `req.len`).
     pub payload: &'a [u8],
+    /// The PROXY protocol header the connection opened with (`fc_pp_*`).
+    pub pp: Option<&'a crate::connection::proxy::Header>,
 }
 
 impl<'a> Ctx<'a> {
@@ -181,6 +183,7 @@ impl<'a> Ctx<'a> {
             body: &[],
             client: None,
             payload: &[],
+            pp: None,
         }
     }
 }
@@ -463,6 +466,14 @@ fn fetch_each<'a>(
             f(Value::Str(Cow::Owned(v)))
         }
         Tls(t) => one(crate::tls::facts::fetch(t, ctx.client, None), f),
+        Pp(p) => {
+            let kind = match p {
+                cfg::PpFetch::Authority => crate::connection::proxy::PP2_TYPE_AUTHORITY,
+                cfg::PpFetch::UniqueId => crate::connection::proxy::PP2_TYPE_UNIQUE_ID,
+                cfg::PpFetch::Tlv(n) => *n,
+            };
+            one(ctx.pp.and_then(|h| h.tlv(kind)).map(b), f)
+        }
         Payload(p) => {
             let h = crate::tls::hello::parse(ctx.payload);
             let v = match p {

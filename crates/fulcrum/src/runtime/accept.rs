@@ -187,9 +187,15 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
             let fc = &ws.frontend.counters;
             Counters::inc(&fc.conns);
             Counters::raise(&fc.max_sessions, u64::from(ws.frontend.limit.current()));
-            let conn =
-                Accepted { client, peer, proxied: None, prepared: false, dst_port: ws.dst_port };
-            if !admit(&ws.frontend, &conn, &shared) {
+            let mut conn = Accepted {
+                client,
+                peer,
+                proxied: None,
+                prepared: false,
+                expect_proxy: false,
+                dst_port: ws.dst_port,
+            };
+            if !admit(&ws.frontend, &mut conn, &shared) {
                 continue;
             }
             shared.sess_rate.count(now);
@@ -223,8 +229,15 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
 
 /// A new connection passes `tcp-request connection` rules (and, in mode tcp, where no payload
 /// is inspected, `tcp-request content` rules; in mode http the session runs those per request).
-fn admit(fe: &Frontend, conn: &Accepted, shared: &Shared) -> bool {
+fn admit(fe: &Frontend, conn: &mut Accepted, shared: &Shared) -> bool {
     let r = &fe.rules;
+    if !r.expect_proxy.is_empty() {
+        let local = socket2::SockRef::from(&conn.client).local_addr().ok();
+        let dst = local.and_then(|a| a.as_socket());
+        let vars = crate::rules::sample::Vars::default();
+        let ctx = crate::rules::sample::Ctx::connection(fe, conn.peer, dst, &vars);
+        conn.expect_proxy = r.expect_proxy.iter().any(|c| crate::rules::holds(c, &r.acls, &ctx));
+    }
     // Rules on the first bytes run once they are there (`tcp_connection`).
     let content_now = fe.http.is_none() && !fe.needs_payload;
     if !r.tcp_connection.is_empty() || !r.tcp_content.is_empty() && content_now {
@@ -305,6 +318,7 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         let mut ctx = crate::rules::sample::Ctx::connection(fe, conn.peer, dst, &vars);
         ctx.payload = &payload;
         ctx.client = Some(&conn.client);
+        ctx.pp = conn.proxied.as_deref();
         if !crate::rules::tcp_accepts_in(&fe.rules.tcp_content, &fe.rules.acls, &ctx) {
             Counters::inc(&fe.counters.denied_conn);
             return;
@@ -358,6 +372,7 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         let mut ctx = crate::rules::sample::Ctx::connection(fe, peer, local, &vars);
         ctx.backend = Some(be);
         ctx.client = Some(&conn.client);
+        ctx.pp = conn.proxied.as_deref();
         let mut stream = log::format::Stream {
             fe,
             be: Some(be),
@@ -429,7 +444,7 @@ async fn within<F: std::future::Future>(limit: Option<Duration>, f: F) -> Option
 
 /// A PROXY protocol header to read or a TLS handshake to run before the session starts.
 fn needs_prelude(bind: &Bind, conn: &Accepted) -> bool {
-    (bind.tls.is_some() || bind.accept_proxy) && !conn.prepared
+    (bind.tls.is_some() || bind.accept_proxy || conn.expect_proxy) && !conn.prepared
 }
 
 /// Reads the PROXY protocol header (`accept-proxy`) and runs the TLS handshake (`ssl`), within
@@ -439,7 +454,7 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
     let (fe, bind) = (&*slots.frontend, &*slots.bind);
     let limit = fe.timeouts.client;
     conn.prepared = true;
-    if bind.accept_proxy {
+    if bind.accept_proxy || conn.expect_proxy {
         let r = within(limit, crate::connection::proxy::read(&conn.client)).await;
         let why = match r {
             Some(Ok(h)) => {
@@ -463,7 +478,7 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
         }
     }
     if let Some(config) = &bind.tls {
-        let Accepted { client, peer, proxied, prepared, dst_port } = conn;
+        let Accepted { client, peer, proxied, prepared, expect_proxy, dst_port } = conn;
         let tls = crate::connection::tls::TlsStream::server(client, Arc::clone(config)).ok()?;
         let why = match within(limit, tls.handshake()).await {
             Some(Ok(())) => None,
@@ -473,7 +488,14 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
             Some(Err(_)) => Some("SSL handshake failure"),
             None => Some("Timeout during SSL handshake"),
         };
-        conn = Accepted { client: Stream::Tls(Box::new(tls)), peer, proxied, prepared, dst_port };
+        conn = Accepted {
+            client: Stream::Tls(Box::new(tls)),
+            peer,
+            proxied,
+            prepared,
+            expect_proxy,
+            dst_port,
+        };
         if let Some(why) = why {
             embryonic_log(slots, &conn, why);
             return None;

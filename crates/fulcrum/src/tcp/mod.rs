@@ -113,6 +113,8 @@ pub struct Accepted {
     pub proxied: Option<Box<crate::connection::proxy::Header>>,
     /// The PROXY header was read and the TLS handshake run (`runtime::accept`).
     pub prepared: bool,
+    /// `tcp-request connection expect-proxy layer4` matched: a PROXY header comes first.
+    pub expect_proxy: bool,
     /// The port the client connected to (for servers without a port).
     pub dst_port: u16,
 }

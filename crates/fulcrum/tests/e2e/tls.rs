@@ -528,7 +528,12 @@ fn proxy_protocol_in_and_out_as_haproxy_speaks_it() {
     let cfg = format!(
         "defaults\n mode http\n log stderr format raw local0\n option httplog\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
          frontend fe\n bind {{fe0}} accept-proxy\n http-response set-header X-Src %[src]:%[src_port]\n\
-         http-response set-header X-Dst %[dst]:%[dst_port]\n default_backend be\n\
+         http-response set-header X-Dst %[dst]:%[dst_port]\n\
+         http-response set-header X-Authority %[fc_pp_authority]\n\
+         http-response set-header X-Uid %[fc_pp_unique_id]\n\
+         http-response set-header X-Tlv %[fc_pp_tlv(0xE0)]\n default_backend be\n\
+         frontend rule\n bind {{fe1}}\n tcp-request connection expect-proxy layer4 if {{ src 127.0.0.1 }}\n\
+         http-response set-header X-Src %[src]\n default_backend be\n\
          backend be\n server s1 {}\n",
         ts.addr
     );
@@ -540,6 +545,35 @@ fn proxy_protocol_in_and_out_as_haproxy_speaks_it() {
     assert_eq!(code, 200, "{head}");
     assert_eq!(header(&head, "x-src"), Some("192.0.2.1:5000"));
     assert_eq!(header(&head, "x-dst"), Some("198.51.100.2:443"));
+    // `tcp-request connection expect-proxy layer4` on a plain bind.
+    let mut s = TcpStream::connect(f.addrs[1]).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5))).expect("t");
+    s.write_all(b"PROXY TCP6 2001:db8::1 2001:db8::2 4000 80\r\n").expect("w");
+    let (code, head) = get(&mut s, "/");
+    assert_eq!((code, header(&head, "x-src")), (200, Some("2001:db8::1")), "{head}");
+    // v2 with TLVs: authority, unique id, and a custom type, read by fc_pp_* (and kept
+    // while the connection idles between requests).
+    let mut v2 = b"\r\n\r\n\0\r\nQUIT\n\x21\x11".to_vec();
+    let mut body = vec![192, 0, 2, 9, 198, 51, 100, 7, 0x13, 0x88, 0x01, 0xbb];
+    for (t, v) in [(0x02u8, &b"api.test"[..]), (0x05, b"req-42"), (0xE0, b"custom")] {
+        body.push(t);
+        body.extend_from_slice(&(v.len() as u16).to_be_bytes());
+        body.extend_from_slice(v);
+    }
+    v2.extend_from_slice(&(body.len() as u16).to_be_bytes());
+    v2.extend_from_slice(&body);
+    let mut s = TcpStream::connect(f.addr()).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5))).expect("t");
+    s.write_all(&v2).expect("w");
+    for _ in 0..2 {
+        let (code, head) = get(&mut s, "/");
+        assert_eq!(code, 200, "{head}");
+        assert_eq!(header(&head, "x-src"), Some("192.0.2.9:5000"));
+        assert_eq!(header(&head, "x-dst"), Some("198.51.100.7:443"));
+        assert_eq!(header(&head, "x-authority"), Some("api.test"));
+        assert_eq!(header(&head, "x-uid"), Some("req-42"));
+        assert_eq!(header(&head, "x-tlv"), Some("custom"));
+    }
     let mut s = TcpStream::connect(f.addr()).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(5))).expect("t");
     s.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").expect("w");

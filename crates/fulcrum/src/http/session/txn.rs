@@ -391,6 +391,7 @@ impl Session<'_> {
                     None,
                     body,
                     &self.client,
+                    self.pp.as_deref(),
                 );
                 let v = rules::run(
                     &r.http_request,
@@ -574,8 +575,17 @@ impl Session<'_> {
         be: Option<&Backend>,
         server: Option<&str>,
     ) -> Verdict<'r> {
-        let base =
-            rules_base(self.fe, self.http, self.peer, self.local, be, server, &[], &self.client);
+        let base = rules_base(
+            self.fe,
+            self.http,
+            self.peer,
+            self.local,
+            be,
+            server,
+            &[],
+            &self.client,
+            self.pp.as_deref(),
+        );
         let (resp, req) = (&mut self.resp, &self.req);
         rules::run(list, 0, acls, &base, resp, Some(req), &mut self.vars, &mut self.scratch)
     }
@@ -702,6 +712,7 @@ pub(super) fn rules_base<'b>(
     server: Option<&'b str>,
     body: &'b [u8],
     client: &'b crate::connection::Stream,
+    pp: Option<&'b crate::connection::proxy::Header>,
 ) -> Base<'b> {
     Base {
         src: peer,
@@ -714,6 +725,7 @@ pub(super) fn rules_base<'b>(
         body,
         max_head: http.bufsize,
         client: Some(client),
+        pp,
     }
 }
 
