@@ -9,6 +9,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const DEMO_CFG: &str = include_str!("../../../../examples/demo.cfg");
+/// A self-signed certificate for 127.0.0.1 (demo only: its key is public).
+const DEMO_PEM: &str = include_str!("../../../../examples/demo.pem");
 const FRONTEND: &str = "127.0.0.1:8080";
 
 struct Children(Vec<Child>);
@@ -42,7 +44,10 @@ fn config_path() -> Result<PathBuf, String> {
         return Ok(local);
     }
     let path = std::env::temp_dir().join(format!("fulcrum-demo-{}.cfg", std::process::id()));
-    std::fs::write(&path, DEMO_CFG).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let pem = std::env::temp_dir().join(format!("fulcrum-demo-{}.pem", std::process::id()));
+    std::fs::write(&pem, DEMO_PEM).map_err(|e| format!("cannot write {}: {e}", pem.display()))?;
+    let text = DEMO_CFG.replace("examples/demo.pem", &pem.display().to_string());
+    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(path)
 }
 
@@ -93,6 +98,7 @@ fn run() -> Result<(), String> {
     println!("  curl -si http://{FRONTEND}/admin        403 from an http-request deny rule");
     println!("  curl -si http://{FRONTEND}/old          301 redirect");
     println!("  curl -si http://{FRONTEND}/health       monitor-uri, answered by Fulcrum");
+    println!("  curl -sik https://127.0.0.1:8443/         the same over TLS (self-signed demo certificate)");
     println!("Health checks run every second on s1..s3 (pids {pids:?}):");
     println!("  kill -STOP {}    s2 stops answering: marked DOWN below, no traffic", pids[1]);
     println!("  kill -CONT {}    s2 comes back UP; its weight ramps up over 5 s", pids[1]);
@@ -105,7 +111,7 @@ fn run() -> Result<(), String> {
     println!("  echo 'set server servers/s2 state maint' | socat stdio /tmp/fulcrum-demo.sock");
     println!("Edit {} and apply it in place (server states and counters stay):", cfg.display());
     println!("  echo reload | socat stdio /tmp/fulcrum-demo.sock     (or: kill -USR2 {proxy_pid})");
-    println!("Each request is logged below as HAProxy logs it (option httplog):");
+    println!("Each request is logged below as HAProxy logs it (option httpslog: TLS fields at the end):");
     wait_for_stop(&mut children)
 }
 

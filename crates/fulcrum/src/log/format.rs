@@ -564,6 +564,10 @@ fn var(
                 out.push(b'"');
             }
             out.extend_from_slice(ctx.frontend.as_bytes());
+            // HAProxy marks a TLS connection's frontend with `~`.
+            if ctx.client.is_some_and(|c| c.tls().is_some()) {
+                out.push(b'~');
+            }
             if q {
                 out.push(b'"');
             }

@@ -791,3 +791,49 @@ fn shared_ticket_keys_resume_across_processes_and_checks_run_over_tls() {
         f.proc.log_text()
     );
 }
+
+#[test]
+fn httpslog_lines_carry_the_tls_fields_as_haproxy_writes_them() {
+    let dir = scratch("tls-log-certs");
+    let ca = Ca::new("Test CA");
+    let a = write(&dir, "a.pem", &ca.leaf(&["a.test"], false, false).0);
+    let ts = testserver("http", "s1");
+    let cfg = format!(
+        "defaults\n mode http\n log stderr format raw local0\n option httpslog\n\
+         timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
+         frontend fe\n bind {{fe0}} ssl crt {}\n bind {{fe1}}\n default_backend be\n\
+         backend be\n server s1 {}\n",
+        a.display(),
+        ts.addr
+    );
+    let f = fulcrum("tls-log", &cfg);
+    let mut s = tls_connect(f.addr(), "a.test", client_config(&ca, &[])).expect("handshake");
+    assert_eq!(get(&mut s, "/tls").0, 200);
+    drop(s);
+    assert_eq!(crate::harness::get_with(f.addrs[1], "/clear", "").0, 200);
+    // HAProxy 2.6's httpslog: `fe~` for a TLS connection, then
+    // fc_err/ssl_fc_err,hex/ssl_c_err/ssl_c_ca_err/ssl_fc_is_resumed and sni/version/cipher.
+    let tls_line =
+        |log: &str| log.lines().find(|l| l.contains("\"GET /tls HTTP/1.1\"")).map(str::to_string);
+    assert!(eventually(Duration::from_secs(5), || tls_line(&f.proc.log_text()).is_some()));
+    let line = tls_line(&f.proc.log_text()).unwrap_or_default();
+    assert!(line.contains(" fe~ be/s1 "), "{line}");
+    assert!(
+        line.ends_with(
+            "\"GET /tls HTTP/1.1\" 0/0000000000000000/0/0/0 a.test/TLSv1.3/TLS_AES_128_GCM_SHA256"
+        ) || line.ends_with(
+            "\"GET /tls HTTP/1.1\" 0/0000000000000000/0/0/0 a.test/TLSv1.3/TLS_AES_256_GCM_SHA384"
+        ),
+        "{line}"
+    );
+    assert!(
+        eventually(Duration::from_secs(5), || f
+            .proc
+            .log_text()
+            .lines()
+            .any(|l| l.contains(" fe be/s1 ")
+                && l.ends_with("\"GET /clear HTTP/1.1\" 0/-/-/-/0 -/-/-"))),
+        "{}",
+        f.proc.log_text()
+    );
+}
