@@ -111,7 +111,9 @@ fn run() -> Result<(), String> {
     println!("  echo 'set server servers/s2 state maint' | socat stdio /tmp/fulcrum-demo.sock");
     println!("Edit {} and apply it in place (server states and counters stay):", cfg.display());
     println!("  echo reload | socat stdio /tmp/fulcrum-demo.sock     (or: kill -USR2 {proxy_pid})");
-    println!("Each request is logged below as HAProxy logs it (option httpslog: TLS fields at the end):");
+    println!(
+        "Each request is logged below as HAProxy logs it (option httpslog: TLS fields at the end):"
+    );
     wait_for_stop(&mut children)
 }
 

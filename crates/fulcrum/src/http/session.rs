@@ -663,7 +663,10 @@ impl Session<'_> {
 
     /// Whether `be` is the frontend itself (a `listen` section), whose rules already ran.
     fn is_own_backend(&self, be: &Arc<Backend>) -> bool {
-        be.name == self.fe.name && self.fe.backend.as_ref().is_some_and(|b| Arc::ptr_eq(b, be))
+        // A `listen` section's own half; a frontend and a backend may share a name.
+        be.is_listen
+            && be.name == self.fe.name
+            && self.fe.backend.as_ref().is_some_and(|b| Arc::ptr_eq(b, be))
     }
 
     /// The fixed parts of a fetch context.

@@ -331,6 +331,8 @@ pub struct Base<'a> {
     pub client: Option<&'a crate::connection::Stream>,
     /// Its PROXY protocol header (`fc_pp_*`).
     pub pp: Option<&'a crate::connection::proxy::Header>,
+    /// The server connection, in response rules (`ssl_bc*`).
+    pub server_stream: Option<&'a crate::connection::Stream>,
 }
 
 impl<'a> Base<'a> {
@@ -355,6 +357,7 @@ impl<'a> Base<'a> {
             client: self.client,
             payload: &[],
             pp: self.pp,
+            server_stream: self.server_stream,
         }
     }
 }

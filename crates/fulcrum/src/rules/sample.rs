@@ -158,6 +158,8 @@ pub struct Ctx<'a> {
     pub payload: &'a [u8],
     /// The PROXY protocol header the connection opened with (`fc_pp_*`).
     pub pp: Option<&'a crate::connection::proxy::Header>,
+    /// The server connection, once there is one (`ssl_bc*`).
+    pub server_stream: Option<&'a crate::connection::Stream>,
 }
 
 impl<'a> Ctx<'a> {
@@ -184,6 +186,7 @@ impl<'a> Ctx<'a> {
             client: None,
             payload: &[],
             pp: None,
+            server_stream: None,
         }
     }
 }
@@ -465,7 +468,7 @@ fn fetch_each<'a>(
             v.extend_from_slice(r.path());
             f(Value::Str(Cow::Owned(v)))
         }
-        Tls(t) => one(crate::tls::facts::fetch(t, ctx.client, None), f),
+        Tls(t) => one(crate::tls::facts::fetch(t, ctx.client, ctx.server_stream), f),
         Pp(p) => {
             let kind = match p {
                 cfg::PpFetch::Authority => crate::connection::proxy::PP2_TYPE_AUTHORITY,

@@ -340,7 +340,8 @@ fn servers_over_tls_verify_their_certificates_and_names() {
          frontend badca\n bind {{fe1}}\n default_backend badca\n\
          frontend badname\n bind {{fe2}}\n default_backend badname\n\
          backend app\n server s1 {ts}\n\
-         backend good\n server i INNER ssl verify required ca-file {ca} sni str(inner.test)\n\
+         backend good\n http-response set-header X-Bc %[ssl_bc]/%[ssl_bc_protocol]/%[ssl_bc_cipher]\n\
+         server i INNER ssl verify required ca-file {ca} sni str(inner.test)\n\
          backend badca\n server i INNER ssl verify required ca-file {other}\n\
          backend badname\n server i INNER ssl verify required ca-file {ca} verifyhost wrong.test\n",
         inner = inner.display(),
@@ -359,6 +360,11 @@ fn servers_over_tls_verify_their_certificates_and_names() {
     let (code, head, _) = crate::harness::get_with(f.addrs[0], "/", "");
     assert_eq!(code, 200, "{head}");
     assert_eq!(header(&head, "x-inner-sni"), Some("inner.test"), "the SNI sent");
+    assert_eq!(
+        header(&head, "x-bc"),
+        Some("1/TLSv1.3/TLS_AES_128_GCM_SHA256"),
+        "ssl_bc* facts: {head}"
+    );
     let (code, _, _) = crate::harness::get_with(f.addrs[1], "/", "");
     assert_eq!(code, 503, "a server certificate from another CA is refused");
     let (code, _, _) = crate::harness::get_with(f.addrs[2], "/", "");

@@ -498,3 +498,21 @@ fn cookie_rewrite_and_prefix_modes() {
         assert_eq!(r.echoed().header("cookie"), Some("JSESSIONID=abc"));
     });
 }
+
+#[test]
+fn a_backend_named_as_its_frontend_runs_its_own_rules() {
+    // Not a `listen`: two sections that share a name, as many configurations have them.
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&format!(
+            "{DEFAULTS}frontend web\n bind {{fe0}}\n http-response set-header X-Front 1\n\
+             default_backend web\n\
+             backend web\n http-request set-header X-Seen-By-Backend yes\n\
+             http-response set-header X-Back 1\n server s1 {}\n",
+            srv.addr()
+        ));
+        let r = px.get("/");
+        assert_eq!(r.status, 200);
+        (r.header("x-front").map(str::to_string), r.header("x-back").map(str::to_string))
+    });
+}

@@ -264,7 +264,7 @@ impl Session<'_> {
         // Borrowed from the backend (a local `Arc`), not copied: no allocation per request.
         let be_ref: &Backend = &be;
         let server_name = be_ref.servers[slot.index()].name.as_str();
-        if let Some(built) = self.response_rules(&be, Some(server_name)) {
+        if let Some(built) = self.response_rules(&be, Some(server_name), Some(&sc.stream)) {
             drop(slot);
             drop(sc); // the server's response is abandoned with its connection
             let mut i = info;
@@ -534,6 +534,7 @@ impl Session<'_> {
         &mut self,
         be: &Arc<Backend>,
         server: Option<&str>,
+        server_stream: Option<&crate::connection::Stream>,
     ) -> Option<Built> {
         let own = self.is_own_backend(be);
         let fe = self.fe;
@@ -542,7 +543,8 @@ impl Session<'_> {
             if !run || r.http_response.is_empty() {
                 continue;
             }
-            let v = self.run_on_response(&r.http_response, &r.acls, Some(be), server);
+            let v =
+                self.run_on_response(&r.http_response, &r.acls, Some(be), server, server_stream);
             let built = match v {
                 Verdict::Continue
                 | Verdict::WaitForBody { .. }
@@ -574,8 +576,9 @@ impl Session<'_> {
         acls: &rules::Acls,
         be: Option<&Backend>,
         server: Option<&str>,
+        server_stream: Option<&crate::connection::Stream>,
     ) -> Verdict<'r> {
-        let base = rules_base(
+        let mut base = rules_base(
             self.fe,
             self.http,
             self.peer,
@@ -586,6 +589,7 @@ impl Session<'_> {
             &self.client,
             self.pp.as_deref(),
         );
+        base.server_stream = server_stream;
         let (resp, req) = (&mut self.resp, &self.req);
         rules::run(list, 0, acls, &base, resp, Some(req), &mut self.vars, &mut self.scratch)
     }
@@ -599,7 +603,13 @@ impl Session<'_> {
             if r.http_after_response.is_empty() {
                 continue;
             }
-            let _ = self.run_on_response(&r.http_after_response, &r.acls, be.map(|b| &**b), server);
+            let _ = self.run_on_response(
+                &r.http_after_response,
+                &r.acls,
+                be.map(|b| &**b),
+                server,
+                None,
+            );
         }
     }
 
@@ -726,6 +736,7 @@ pub(super) fn rules_base<'b>(
         max_head: http.bufsize,
         client: Some(client),
         pp,
+        server_stream: None,
     }
 }
 
