@@ -193,6 +193,53 @@ impl TlsStream {
         Ok(s)
     }
 
+    /// A server-side TLS connection whose configuration is chosen by the name the client asks
+    /// for (`crt-list` lines with their own SSL options): the ClientHello is read first, then
+    /// the handshake runs (the caller bounds the whole in time).
+    pub async fn accept_routed(
+        inner: Stream,
+        pick: &dyn Fn(Option<&str>) -> std::sync::Arc<rustls::ServerConfig>,
+    ) -> io::Result<Self> {
+        let mut acceptor = rustls::server::Acceptor::default();
+        let mut buf = Buf::take();
+        loop {
+            std::future::poll_fn(|cx| inner.poll_read_ready(cx)).await?;
+            let n = match inner.try_read(&mut buf) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Err(e),
+            };
+            let mut slice = &buf[..n];
+            while !slice.is_empty() {
+                if acceptor.read_tls(&mut slice)? == 0 {
+                    break;
+                }
+            }
+            let refused = |e: rustls::Error, mut alert: rustls::server::AcceptedAlert| {
+                let _ = alert.write_all(&mut SockWriter { inner: &inner, more: false });
+                tls_error(e)
+            };
+            match acceptor.accept() {
+                Ok(None) => {
+                    if n < buf.len() {
+                        inner.clear_read_ready();
+                    }
+                }
+                Ok(Some(accepted)) => {
+                    let name = accepted.client_hello().server_name().map(str::to_string);
+                    let config = pick(name.as_deref());
+                    let conn = accepted.into_connection(config).map_err(|(e, a)| refused(e, a))?;
+                    drop(buf);
+                    let s = Self::new(inner, conn.into());
+                    s.handshake().await?;
+                    return Ok(s);
+                }
+                Err((e, alert)) => return Err(refused(e, alert)),
+            }
+        }
+    }
+
     fn new(inner: Stream, conn: rustls::Connection) -> Self {
         TlsStream {
             inner,

@@ -34,7 +34,7 @@ pub struct Bind {
     /// `mode`/`user`/`group` of its UNIX sockets' files.
     pub unix: fulcrum_config::UnixPerms,
     /// `ssl`: connections are TLS, with this configuration (certificates loaded once).
-    pub tls: Option<Arc<rustls::ServerConfig>>,
+    pub tls: Option<Arc<crate::tls::BindTls>>,
     /// `accept-proxy`: connections open with a PROXY protocol header.
     pub accept_proxy: bool,
     /// `name`, and its number in the frontend (from 1): how log lines name it.

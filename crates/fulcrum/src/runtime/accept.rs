@@ -471,7 +471,7 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
             None => Some("Timeout while waiting for PROXY protocol header"),
         };
         if let Some(why) = why {
-            embryonic_log(slots, &conn, why);
+            embryonic_log(slots, conn.peer, why);
             // As HAProxy: the connection is reset.
             let _ = socket2::SockRef::from(&conn.client).set_linger(Some(Duration::ZERO));
             return None;
@@ -479,13 +479,31 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
     }
     if let Some(config) = &bind.tls {
         let Accepted { client, peer, proxied, prepared, expect_proxy, dst_port } = conn;
-        let tls = crate::connection::tls::TlsStream::server(client, Arc::clone(config)).ok()?;
-        let why = match within(limit, tls.handshake()).await {
-            Some(Ok(())) => None,
-            Some(Err(e)) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                Some("Connection closed during SSL handshake")
+        let (tls, r) = if config.routed() {
+            // The ClientHello first: a crt-list line's own options for the name asked.
+            let pick = |name: Option<&str>| config.pick(name);
+            match within(limit, crate::connection::tls::TlsStream::accept_routed(client, &pick))
+                .await
+            {
+                Some(Ok(s)) => (s, Some(Ok(()))),
+                Some(Err(e)) => {
+                    embryonic_log(slots, peer, handshake_failure(&e));
+                    return None;
+                }
+                None => {
+                    embryonic_log(slots, peer, "Timeout during SSL handshake");
+                    return None;
+                }
             }
-            Some(Err(_)) => Some("SSL handshake failure"),
+        } else {
+            let tls = crate::connection::tls::TlsStream::server(client, Arc::clone(&config.config))
+                .ok()?;
+            let r = within(limit, tls.handshake()).await;
+            (tls, r)
+        };
+        let why = match r {
+            Some(Ok(())) => None,
+            Some(Err(e)) => Some(handshake_failure(&e)),
             None => Some("Timeout during SSL handshake"),
         };
         conn = Accepted {
@@ -497,16 +515,25 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
             dst_port,
         };
         if let Some(why) = why {
-            embryonic_log(slots, &conn, why);
+            embryonic_log(slots, conn.peer, why);
             return None;
         }
     }
     Some(conn)
 }
 
+/// HAProxy's words for a failed handshake.
+fn handshake_failure(e: &io::Error) -> &'static str {
+    if e.kind() == io::ErrorKind::UnexpectedEof {
+        "Connection closed during SSL handshake"
+    } else {
+        "SSL handshake failure"
+    }
+}
+
 /// HAProxy's line for a connection that ended before it became a stream (a bad PROXY header,
 /// a failed TLS handshake): `client:port [date] frontend/bind: reason`, when the frontend logs.
-fn embryonic_log(slots: &Slots, conn: &Accepted, why: &str) {
+fn embryonic_log(slots: &Slots, peer: Option<std::net::SocketAddr>, why: &str) {
     let fe = &*slots.frontend;
     if slots.shared.debug {
         eprintln!("{}: {why}", fe.name);
@@ -517,7 +544,7 @@ fn embryonic_log(slots: &Slots, conn: &Accepted, why: &str) {
     }
     let mut date = Vec::new();
     crate::log::dates::log_date(&mut date, crate::clock::wall());
-    let (ip, port) = match conn.peer {
+    let (ip, port) = match peer {
         Some(p) => (p.ip().to_string(), p.port()),
         None => ("unix".to_string(), 0),
     };

@@ -23,6 +23,9 @@ pub struct Loaded {
     pub names: Vec<String>,
     /// Names excluded by `!name` filters of a crt-list line.
     pub excluded: Vec<String>,
+    /// A crt-list line's own SSL options (`[alpn h2 verify required ...]`), applied over the
+    /// bind line's: the handshakes for its names use them.
+    pub settings: Option<Arc<fulcrum_config::BindTls>>,
 }
 
 /// `base` (crt-base / ca-base) before a relative path, as HAProxy does.
@@ -110,7 +113,7 @@ pub fn load_file(path: &Path, warnings: &mut Vec<String>) -> Result<Loaded, Stri
     if info.not_after < now {
         warnings.push(format!("certificate '{shown}' expired on {}.", info.not_after_text));
     }
-    Ok(Loaded { key: Arc::new(ck), names: info.dns_names(), excluded: Vec::new() })
+    Ok(Loaded { key: Arc::new(ck), names: info.dns_names(), excluded: Vec::new(), settings: None })
 }
 
 /// An I/O error as `strerror` words it ("No such file or directory"), as HAProxy prints it.
@@ -126,6 +129,7 @@ pub fn os_error(e: &std::io::Error) -> String {
 pub fn load_crt_list(
     path: &Path,
     crt_base: Option<&str>,
+    bind: &fulcrum_config::BindTls,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Loaded>, String> {
     let text = crate::sys::read_file_string(path).map_err(|e| {
@@ -141,21 +145,21 @@ pub fn load_crt_list(
         let mut rest = line;
         let crt = take_word(&mut rest);
         let mut filters = Vec::new();
-        let mut options = false;
+        let mut settings = None;
         let rest = rest.trim_start();
         let rest = if let Some(r) = rest.strip_prefix('[') {
             let Some((opts, after)) = r.split_once(']') else {
                 return Err(format!("{at} : missing ']' after the SSL options."));
             };
-            options = !opts.trim().is_empty();
+            if !opts.trim().is_empty() {
+                settings =
+                    Some(Arc::new(line_options(opts, bind).map_err(|e| format!("{at} : {e}"))?));
+            }
             after
         } else {
             rest
         };
         filters.extend(rest.split_whitespace().map(str::to_ascii_lowercase));
-        if options {
-            warnings.push(format!("{at} : per-certificate SSL options are not applied yet (the bind line's are used)."));
-        }
         let loaded =
             load_crt(&with_base(crt, crt_base), warnings).map_err(|e| format!("{at} : {e}"))?;
         for mut l in loaded {
@@ -165,10 +169,51 @@ pub fn load_crt_list(
                 l.names = pos;
             }
             l.excluded = neg.into_iter().map(|f| f[1..].to_string()).collect();
+            l.settings = settings.clone();
             out.push(l);
         }
     }
     Ok(out)
+}
+
+/// The SSL options of a crt-list line (HAProxy's `ssl_bind_conf` keywords) over the bind's.
+fn line_options(
+    text: &str,
+    bind: &fulcrum_config::BindTls,
+) -> Result<fulcrum_config::BindTls, String> {
+    const ALLOWED: &[&str] = &[
+        "allow-0rtt",
+        "alpn",
+        "ca-file",
+        "ciphers",
+        "ciphersuites",
+        "crl-file",
+        "curves",
+        "ecdhe",
+        "no-ca-names",
+        "npn",
+        "verify",
+        "ssl-min-ver",
+        "ssl-max-ver",
+    ];
+    let mut t = bind.clone();
+    // Certificates come from the line itself.
+    t.certs.clear();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut i = 0;
+    while i < words.len() {
+        let opt = words[i];
+        if !ALLOWED.contains(&opt) {
+            return Err(format!("'{opt}' is not a crt-list SSL option."));
+        }
+        let takes = fulcrum_config::tls::BIND_WITH_VALUE.contains(&opt);
+        let val = if takes { words.get(i + 1).copied().unwrap_or("") } else { "" };
+        if let Some(Err(e)) = fulcrum_config::tls::bind_option(opt, val, &mut t) {
+            return Err(e);
+        }
+        i += 1 + usize::from(takes);
+    }
+    Ok(t)
 }
 
 fn take_word<'a>(s: &mut &'a str) -> &'a str {

@@ -144,16 +144,42 @@ fn session_cache(size: u32) -> Arc<dyn rustls::server::StoresServerSessions> {
     C.get_or_init(|| rustls::server::ServerSessionMemoryCache::new(size.max(1) as usize)).clone()
 }
 
+/// A bind's TLS: its configuration, and those of the crt-list lines that have SSL options of
+/// their own, chosen by the name the client asks for.
+#[derive(Debug)]
+pub struct BindTls {
+    pub config: Arc<ServerConfig>,
+    exact: std::collections::HashMap<String, Arc<ServerConfig>>,
+    wildcard: std::collections::HashMap<String, Arc<ServerConfig>>,
+}
+
+impl BindTls {
+    /// Some crt-list lines have options: the ClientHello is read before choosing.
+    pub fn routed(&self) -> bool {
+        !self.exact.is_empty() || !self.wildcard.is_empty()
+    }
+
+    /// The configuration for a client asking for `name`.
+    pub fn pick(&self, name: Option<&str>) -> Arc<ServerConfig> {
+        let found = name.and_then(|n| {
+            let n = n.to_ascii_lowercase();
+            self.exact.get(&n).or_else(|| self.wildcard.get(n.split_once('.')?.1)).cloned()
+        });
+        found.unwrap_or_else(|| Arc::clone(&self.config))
+    }
+}
+
 /// Builds a bind's TLS configuration: certificates, versions, suites, ALPN, client
-/// verification. `who` is the bind line for messages; `http` says the frontend speaks HTTP
-/// (then `h2` is left out of ALPN until HTTP/2 is supported).
+/// verification, and one configuration per crt-list line with options. `who` is the bind line
+/// for messages; `http` says the frontend speaks HTTP (then `h2` is left out of ALPN until
+/// HTTP/2 is supported).
 pub fn server_config(
     t: &cfg::BindTls,
     g: &cfg::GlobalTls,
     http: bool,
     who: &str,
     warnings: &mut Vec<String>,
-) -> Result<Arc<ServerConfig>, Vec<String>> {
+) -> Result<Arc<BindTls>, Vec<String>> {
     let mut errors = Vec::new();
     let mut loaded = Vec::new();
     for src in &t.certs {
@@ -164,6 +190,7 @@ pub fn server_config(
             cfg::CertSource::CrtList(p) => certs::load_crt_list(
                 &certs::with_base(p, g.crt_base.as_deref()),
                 g.crt_base.as_deref(),
+                t,
                 warnings,
             ),
         };
@@ -175,6 +202,44 @@ pub fn server_config(
     if loaded.is_empty() && errors.is_empty() {
         errors.push(format!("{who} : no SSL certificate specified (use 'crt' or 'crt-list')."));
     }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    // Lines with options of their own: a configuration each, for their names.
+    let (mut exact, mut wildcard) =
+        (std::collections::HashMap::new(), std::collections::HashMap::new());
+    for l in loaded.iter().filter(|l| l.settings.is_some()) {
+        let Some(settings) = &l.settings else { continue };
+        let own = certs::Loaded {
+            key: Arc::clone(&l.key),
+            names: l.names.clone(),
+            excluded: l.excluded.clone(),
+            settings: None,
+        };
+        let config = build_config(settings, g, http, who, warnings, vec![own])?;
+        for name in l.names.iter().filter(|n| !l.excluded.contains(n)) {
+            match name.strip_prefix("*.") {
+                Some(rest) => {
+                    wildcard.entry(rest.to_string()).or_insert_with(|| Arc::clone(&config))
+                }
+                None => exact.entry(name.clone()).or_insert_with(|| Arc::clone(&config)),
+            };
+        }
+    }
+    let config = build_config(t, g, http, who, warnings, loaded)?;
+    Ok(Arc::new(BindTls { config, exact, wildcard }))
+}
+
+/// One rustls configuration from settings and certificates.
+fn build_config(
+    t: &cfg::BindTls,
+    g: &cfg::GlobalTls,
+    http: bool,
+    who: &str,
+    warnings: &mut Vec<String>,
+    loaded: Vec<certs::Loaded>,
+) -> Result<Arc<ServerConfig>, Vec<String>> {
+    let mut errors = Vec::new();
     for w in &t.ignored {
         warnings.push(format!("{who} : '{w}' is ignored (not supported: use 'alpn')."));
     }

@@ -843,3 +843,51 @@ fn httpslog_lines_carry_the_tls_fields_as_haproxy_writes_them() {
         f.proc.log_text()
     );
 }
+
+#[test]
+fn crt_list_lines_bring_their_own_options_and_filters() {
+    let dir = scratch("tls-crtlist-certs");
+    let ca = Ca::new("Test CA");
+    let a = write(&dir, "a.pem", &ca.leaf(&["a.test"], false, false).0);
+    let b = write(&dir, "b.pem", &ca.leaf(&["b.test", "*.b.test"], false, false).0);
+    let c = write(&dir, "c.pem", &ca.leaf(&["c.test", "alias.test"], false, false).0);
+    let ca_file = write(&dir, "ca.pem", &ca.pem());
+    // a: the bind's options (ALPN http/1.1); b: its own ALPN and client certificates required;
+    // c (c.test, alias.test): served only as "alias.test" (a filter replaces the names).
+    let list = write(
+        &dir,
+        "list.txt",
+        &format!(
+            "# comment\n{}\n{} [alpn x-b verify required ca-file {}] b.test *.b.test\n{} alias.test\n",
+            a.display(),
+            b.display(),
+            ca_file.display(),
+            c.display()
+        ),
+    );
+    let ts = testserver("http", "s1");
+    let cfg = format!(
+        "defaults\n mode tcp\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
+         frontend fe\n bind {{fe0}} ssl crt-list {} alpn http/1.1\n default_backend echo\n\
+         backend echo\n server e {}\n",
+        list.display(),
+        ts.addr
+    );
+    let f = fulcrum("tls-crtlist", &cfg);
+    let alpn = client_config(&ca, &["x-b", "http/1.1"]);
+    let s = tls_connect(f.addr(), "a.test", Arc::clone(&alpn)).expect("a.test");
+    assert_eq!((peer_cn(&s).as_str(), s.conn.alpn_protocol()), ("a.test", Some(&b"http/1.1"[..])));
+    let s = tls_connect(f.addr(), "alias.test", Arc::clone(&alpn)).expect("alias");
+    assert_eq!(peer_cn(&s), "c.test", "the filter's name");
+    assert!(
+        tls_connect(f.addr(), "c.test", Arc::clone(&alpn)).is_err(),
+        "a name of the certificate left out by the line's filter gets the default certificate"
+    );
+    // b.test: its own ALPN, and no response without a client certificate.
+    let mut s = tls_connect(f.addr(), "x.b.test", alpn).expect("b: the handshake's first part");
+    assert_eq!((peer_cn(&s).as_str(), s.conn.alpn_protocol()), ("b.test", Some(&b"x-b"[..])));
+    let _ = s.write_all(b"GET / HTTP/1.1\r\nHost: b\r\n\r\n");
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    assert!(got.is_empty(), "verify required on the b.test line: refused without a certificate");
+}
