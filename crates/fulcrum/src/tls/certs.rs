@@ -1,5 +1,6 @@
 //! Certificates for TLS termination: PEM bundles (chain and key in one file, or the key in
-//! `<file>.key` as HAProxy looks for it), directories of them, `crt-list` files, and the
+//! `<file>.key` as HAProxy looks for it; a DER OCSP response in `<file>.ocsp` is stapled),
+//! directories of them, `crt-list` files, and the
 //! resolver that picks one per handshake: the SNI name exactly, then a wildcard, else the
 //! bind's default (its first certificate) unless `strict-sni`; among the certificates of one
 //! name, the first whose key the client can use (ECDSA before RSA when the client takes both).
@@ -99,7 +100,19 @@ pub fn load_file(path: &Path, warnings: &mut Vec<String>) -> Result<Loaded, Stri
     };
     let signer = rustls::crypto::aws_lc_rs::sign::any_supported_type(&key)
         .map_err(|e| format!("unable to load SSL private key from PEM file '{shown}' : {e}."))?;
-    let ck = CertifiedKey::new(certs, signer);
+    let mut ck = CertifiedKey::new(certs, signer);
+    // `<file>.ocsp`: a DER OCSP response stapled to every handshake, as HAProxy staples it.
+    let ocsp_path = PathBuf::from(format!("{shown}.ocsp"));
+    if let Ok(der) = crate::sys::read_file(&ocsp_path) {
+        if der.first() == Some(&0x30) {
+            ck.ocsp = Some(der);
+        } else {
+            warnings.push(format!(
+                "'{}' is not a DER OCSP response: not stapled.",
+                ocsp_path.display()
+            ));
+        }
+    }
     if ck.keys_match().is_err() {
         return Err(format!(
             "inconsistencies between private key and certificate loaded from PEM file '{shown}'."

@@ -891,3 +891,69 @@ fn crt_list_lines_bring_their_own_options_and_filters() {
     let _ = s.read_to_end(&mut got);
     assert!(got.is_empty(), "verify required on the b.test line: refused without a certificate");
 }
+
+/// Accepts the server's certificate and keeps the OCSP response it stapled.
+#[derive(Debug)]
+struct KeepOcsp(std::sync::Mutex<Vec<u8>>, Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for KeepOcsp {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        ocsp: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        *self.0.lock().expect("lock") = ocsp.to_vec();
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(m, c, d, &self.1.signature_verification_algorithms)
+    }
+    fn verify_tls13_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(m, c, d, &self.1.signature_verification_algorithms)
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.1.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[test]
+fn an_ocsp_file_beside_the_certificate_is_stapled() {
+    let dir = scratch("tls-ocsp-certs");
+    let ca = Ca::new("Test CA");
+    let a = write(&dir, "a.pem", &ca.leaf(&["a.test"], false, false).0);
+    // The bytes are stapled as they are (a client checks them); a DER SEQUENCE stands in here.
+    let response = [0x30u8, 0x03, 0x0a, 0x01, 0x00];
+    std::fs::write(dir.join("a.pem.ocsp"), response).expect("ocsp");
+    let ts = testserver("http", "s1");
+    let cfg = format!(
+        "defaults\n mode http\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
+         frontend fe\n bind {{fe0}} ssl crt {}\n default_backend be\n backend be\n server s1 {}\n",
+        a.display(),
+        ts.addr
+    );
+    let f = fulcrum("tls-ocsp", &cfg);
+    let keep = Arc::new(KeepOcsp(std::sync::Mutex::new(Vec::new()), provider()));
+    let c = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .expect("v")
+        .dangerous()
+        .with_custom_certificate_verifier(
+            Arc::clone(&keep) as Arc<dyn rustls::client::danger::ServerCertVerifier>
+        )
+        .with_no_client_auth();
+    tls_connect(f.addr(), "a.test", Arc::new(c)).expect("handshake");
+    assert_eq!(*keep.0.lock().expect("lock"), response.to_vec());
+}
