@@ -124,7 +124,15 @@ pub fn load_file(path: &Path, warnings: &mut Vec<String>) -> Result<Loaded, Stri
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
     if info.not_after < now {
-        warnings.push(format!("certificate '{shown}' expired on {}.", info.not_after_text));
+        let when = crate::log::dates::gmt(
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(info.not_after.max(0) as u64),
+        );
+        warnings.push(format!(
+            "certificate '{shown}' expired on {}-{:02}-{:02}.",
+            when.year,
+            when.month + 1,
+            when.day
+        ));
     }
     Ok(Loaded { key: Arc::new(ck), names: info.dns_names(), excluded: Vec::new(), settings: None })
 }

@@ -125,8 +125,8 @@ fn cert_fetch(t: &TlsFetch, der: &[u8]) -> Option<Value<'static>> {
             }
         }
         TlsFetch::Serial => Value::Str(Cow::Owned(info.serial)),
-        TlsFetch::NotAfter => s(info.not_after_text),
-        TlsFetch::NotBefore => s(info.not_before_text),
+        TlsFetch::NotAfter => s(info.not_after_text?),
+        TlsFetch::NotBefore => s(info.not_before_text?),
         TlsFetch::Version => Value::Int(i64::from(info.version)),
         TlsFetch::SigAlg => s(info.sig_alg),
         TlsFetch::KeyAlg => s(info.key_alg),

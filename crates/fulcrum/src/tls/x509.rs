@@ -10,8 +10,8 @@ pub struct Info {
     pub issuer: String,
     pub serial: Vec<u8>,
     pub not_after: i64,
-    pub not_after_text: String,
-    pub not_before_text: String,
+    pub not_after_text: Option<String>,
+    pub not_before_text: Option<String>,
     pub version: u32,
     pub sig_alg: String,
     pub key_alg: String,
@@ -51,18 +51,15 @@ fn dn(name: &X509Name<'_>) -> String {
     s
 }
 
-/// Seconds since the epoch as ASN.1 UTCTime text (`YYMMDDhhmmssZ`), GeneralizedTime from 2050
-/// (certificates before 1970 print as 1970).
-pub fn asn1_time(secs: i64) -> String {
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs.max(0) as u64);
+/// `ssl_c_notafter`'s text: `YYMMDDhhmmssZ`, as HAProxy prints certificate times (the
+/// two-digit year of UTCTime, or GeneralizedTime without its century). HAProxy gives no value
+/// outside 2000-2099; neither does this.
+pub fn asn1_time(secs: i64) -> Option<String> {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(u64::try_from(secs).ok()?);
     let g = crate::log::dates::gmt(t);
     let (y, m, d) = (i64::from(g.year), g.month + 1, g.day);
     let (h, mi, s) = (g.hour, g.min, g.sec);
-    if (1950..2050).contains(&y) {
-        format!("{:02}{m:02}{d:02}{h:02}{mi:02}{s:02}Z", y % 100)
-    } else {
-        format!("{y:04}{m:02}{d:02}{h:02}{mi:02}{s:02}Z")
-    }
+    (2000..2100).contains(&y).then(|| format!("{:02}{m:02}{d:02}{h:02}{mi:02}{s:02}Z", y % 100))
 }
 
 fn sig_name(oid: &str) -> String {
@@ -162,9 +159,10 @@ mod tests {
 
     #[test]
     fn asn1_times_read_as_in_certificates() {
-        assert_eq!(asn1_time(0), "700101000000Z");
-        assert_eq!(asn1_time(1_700_000_000), "231114221320Z");
-        assert_eq!(asn1_time(2_556_143_999), "20501231235959Z");
+        assert_eq!(asn1_time(0), None, "1970: HAProxy gives no value before 2000");
+        assert_eq!(asn1_time(1_700_000_000).as_deref(), Some("231114221320Z"));
+        assert_eq!(asn1_time(2_556_143_999).as_deref(), Some("501231235959Z"));
+        assert_eq!(asn1_time(4_102_444_800), None, "2100");
     }
 
     #[test]

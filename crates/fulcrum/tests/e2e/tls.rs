@@ -957,3 +957,142 @@ fn an_ocsp_file_beside_the_certificate_is_stapled() {
     tls_connect(f.addr(), "a.test", Arc::new(c)).expect("handshake");
     assert_eq!(*keep.0.lock().expect("lock"), response.to_vec());
 }
+
+/// What a client sees of a TLS frontend, for comparing Fulcrum with HAProxy 2.6.
+#[derive(Debug, PartialEq)]
+struct Seen {
+    strict_unknown_refused: bool,
+    cn_for_a: String,
+    no_cert_refused: bool,
+    with_cert: (u16, Vec<Option<String>>),
+    optional_used: Option<String>,
+    tls12: Vec<Option<String>>,
+    resumed: bool,
+}
+
+fn observe(which: &str, ca: &Ca, dir: &Path, backend: SocketAddr) -> Option<Seen> {
+    let a = dir.join("a.pem");
+    let ca_file = dir.join("ca.pem");
+    let headers = "http-response set-header X-Cn %[ssl_c_s_dn(CN)]\n\
+         http-response set-header X-Dn %[ssl_c_s_dn]\n http-response set-header X-Idn %[ssl_c_i_dn]\n\
+         http-response set-header X-Serial %[ssl_c_serial,hex]\n http-response set-header X-Sha1 %[ssl_c_sha1,hex]\n\
+         http-response set-header X-Na %[ssl_c_notafter]\n http-response set-header X-Ver %[ssl_c_version]\n\
+         http-response set-header X-Used %[ssl_c_used]\n http-response set-header X-Proto %[ssl_fc_protocol]\n\
+         http-response set-header X-Cipher %[ssl_fc_cipher]\n http-response set-header X-Bits %[ssl_fc_use_keysize]\n\
+         http-response set-header X-Sni %[ssl_fc_sni]\n";
+    let cfg = format!(
+        "global\n tune.ssl.default-dh-param 2048\n\
+         defaults\n mode http\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
+         frontend strict\n bind {{fe0}} ssl crt {a} strict-sni\n {headers} default_backend be\n\
+         frontend req\n bind {{fe1}} ssl crt {a} verify required ca-file {ca}\n {headers} default_backend be\n\
+         frontend opt\n bind {{fe2}} ssl crt {a} verify optional ca-file {ca}\n {headers} default_backend be\n\
+         backend be\n server s1 {backend}\n",
+        a = a.display(),
+        ca = ca_file.display(),
+    );
+    let (_p, addrs, _) = start_proxy(which, &format!("tls-both-{which}"), &cfg)?;
+    let plain = client_config(ca, &[]);
+    assert!(eventually(Duration::from_secs(5), || tls_connect(
+        addrs[0],
+        "a.test",
+        Arc::clone(&plain)
+    )
+    .is_ok()));
+    let strict_unknown_refused = tls_connect(addrs[0], "zzz.test", Arc::clone(&plain)).is_err();
+    let cn_for_a = peer_cn(&tls_connect(addrs[0], "a.test", Arc::clone(&plain)).expect("a"));
+    let no_cert_refused = tls_connect(addrs[1], "a.test", Arc::clone(&plain))
+        .map(|mut s| get(&mut s, "/").0)
+        .unwrap_or(0)
+        == 0;
+    let (bundle, key) = ca.leaf(&["alice"], false, false);
+    let chain: Vec<CertificateDer<'static>> =
+        rustls::pki_types::pem::PemObject::pem_slice_iter(bundle.as_bytes())
+            .collect::<Result<_, _>>()
+            .expect("chain");
+    let key: PrivateKeyDer<'static> =
+        rustls::pki_types::pem::PemObject::from_pem_slice(key.as_bytes()).expect("key");
+    let mtls = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .expect("v")
+        .with_root_certificates(roots(ca))
+        .with_client_auth_cert(chain, key)
+        .expect("client cert");
+    let mut s = tls_connect(addrs[1], "a.test", Arc::new(mtls)).expect("mtls");
+    let (code, head) = get(&mut s, "/");
+    let names = ["x-cn", "x-dn", "x-idn", "x-used", "x-ver", "x-proto", "x-sni", "x-na"];
+    let with_cert = (code, names.iter().map(|n| header(&head, n).map(str::to_string)).collect());
+    // The certificate's serial and SHA-1 differ per run: only their shape is checked. Its end
+    // date (rcgen's default, year 4096) gives no `ssl_c_notafter` value in HAProxy.
+    let serial_ok = header(&head, "x-serial")
+        .is_some_and(|v| v.len() >= 2 && v.chars().all(|c| c.is_ascii_hexdigit()));
+    let sha1_ok = header(&head, "x-sha1").is_some_and(|v| v.len() == 40);
+    assert!(serial_ok && sha1_ok, "{which}: {head}");
+    let mut s = tls_connect(addrs[2], "a.test", Arc::clone(&plain)).expect("optional");
+    let optional_used = header(&get(&mut s, "/").1, "x-used").map(str::to_string);
+    let mut p = rustls::crypto::aws_lc_rs::default_provider();
+    p.cipher_suites
+        .retain(|cs| format!("{:?}", cs.suite()) == "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256");
+    let c12 = Arc::new(
+        rustls::ClientConfig::builder_with_provider(Arc::new(p))
+            .with_protocol_versions(&[&rustls::version::TLS12])
+            .expect("v")
+            .with_root_certificates(roots(ca))
+            .with_no_client_auth(),
+    );
+    let mut s = tls_connect(addrs[2], "a.test", Arc::clone(&c12)).expect("tls12");
+    let head = get(&mut s, "/").1;
+    let tls12 = ["x-proto", "x-cipher", "x-bits"]
+        .iter()
+        .map(|n| header(&head, n).map(str::to_string))
+        .collect();
+    drop(s);
+    let resumed = tls_connect(addrs[2], "a.test", c12).expect("again").conn.handshake_kind()
+        == Some(rustls::HandshakeKind::Resumed);
+    Some(Seen {
+        strict_unknown_refused,
+        cn_for_a,
+        no_cert_refused,
+        with_cert,
+        optional_used,
+        tls12,
+        resumed,
+    })
+}
+
+#[test]
+fn tls_frontends_behave_as_haproxy_2_6_does() {
+    let dir = scratch("tls-both-certs");
+    let ca = Ca::new("Test CA");
+    write(&dir, "a.pem", &ca.leaf(&["a.test"], false, false).0);
+    write(&dir, "ca.pem", &ca.pem());
+    let ts = testserver("http", "s1");
+    let ours = observe("fulcrum", &ca, &dir, ts.addr).expect("fulcrum");
+    let s = |v: &str| Some(v.to_string());
+    assert_eq!(
+        ours,
+        Seen {
+            strict_unknown_refused: true,
+            cn_for_a: "a.test".into(),
+            no_cert_refused: true,
+            with_cert: (
+                200,
+                vec![
+                    s("alice"),
+                    s("/CN=alice/O=Fulcrum Tests"),
+                    s("/CN=Test CA"),
+                    s("1"),
+                    s("3"),
+                    s("TLSv1.3"),
+                    s("a.test"),
+                    s("")
+                ]
+            ),
+            optional_used: s("0"),
+            tls12: vec![s("TLSv1.2"), s("ECDHE-ECDSA-AES128-GCM-SHA256"), s("128")],
+            resumed: true,
+        }
+    );
+    if let Some(theirs) = observe("haproxy", &ca, &dir, ts.addr) {
+        assert_eq!(ours, theirs, "Fulcrum (left) and HAProxy 2.6 (right)");
+    }
+}
