@@ -5,10 +5,9 @@
 //!
 //! Must not touch: sockets, server choice (the backend picks the server).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
-use super::sample::{Ctx, Vars};
+use super::sample::Ctx;
 use super::{holds, Segment, UseTarget};
 use crate::backend::Backend;
 use crate::frontend::Frontend;
@@ -46,18 +45,4 @@ pub fn choose(fe: &Frontend, ctx: &Ctx<'_>) -> Option<Arc<Backend>> {
         }
     }
     fe.backend.clone()
-}
-
-/// The backend a `mode tcp` connection goes to: the rules see its addresses, no payload.
-pub fn choose_for_connection(
-    fe: &Frontend,
-    src: Option<SocketAddr>,
-    dst: Option<SocketAddr>,
-) -> Option<Arc<Backend>> {
-    if fe.rules.use_backends.is_empty() {
-        return fe.backend.clone();
-    }
-    let vars = Vars::default();
-    let ctx = Ctx::connection(fe, src, dst, &vars);
-    choose(fe, &ctx)
 }

@@ -195,7 +195,7 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
                 expect_proxy: false,
                 dst_port: ws.dst_port,
             };
-            if !admit(&ws.frontend, &mut conn, &shared) {
+            if !admit(&ws.frontend, &mut conn, &shared, ws.bind.tls.is_some()) {
                 continue;
             }
             shared.sess_rate.count(now);
@@ -229,7 +229,7 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
 
 /// A new connection passes `tcp-request connection` rules (and, in mode tcp, where no payload
 /// is inspected, `tcp-request content` rules; in mode http the session runs those per request).
-fn admit(fe: &Frontend, conn: &mut Accepted, shared: &Shared) -> bool {
+fn admit(fe: &Frontend, conn: &mut Accepted, shared: &Shared, tls: bool) -> bool {
     let r = &fe.rules;
     if !r.expect_proxy.is_empty() {
         let local = socket2::SockRef::from(&conn.client).local_addr().ok();
@@ -239,7 +239,7 @@ fn admit(fe: &Frontend, conn: &mut Accepted, shared: &Shared) -> bool {
         conn.expect_proxy = r.expect_proxy.iter().any(|c| crate::rules::holds(c, &r.acls, &ctx));
     }
     // Rules on the first bytes run once they are there (`tcp_connection`).
-    let content_now = fe.http.is_none() && !fe.needs_payload;
+    let content_now = fe.http.is_none() && !fe.needs_payload && !tls;
     if !r.tcp_connection.is_empty() || !r.tcp_content.is_empty() && content_now {
         let local = socket2::SockRef::from(&conn.client).local_addr().ok();
         let dst = local.and_then(|a| a.as_socket());
@@ -310,22 +310,29 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         conn.local().or_else(|| socket2::SockRef::from(&conn.client).local_addr().ok()?.as_socket())
     };
     let dst = if fe.needs_dst { dst() } else { None };
-    let chosen = if fe.needs_payload {
+    // `tcp-request content` rules run here, not at accept, when they may read the first bytes
+    // or the TLS handshake's facts (`ssl_fc_sni`: the handshake ran in the prelude).
+    let late = fe.needs_payload || slots.bind.tls.is_some();
+    let chosen = if late || !fe.rules.use_backends.is_empty() {
         // `tcp-request inspect-delay`: the rules see the first bytes (a ClientHello to route
         // by its name), read without consuming them.
-        let payload = inspect(&conn.client, fe.inspect_delay).await;
+        let payload = if fe.needs_payload {
+            inspect(&conn.client, fe.inspect_delay).await
+        } else {
+            Vec::new()
+        };
         let vars = crate::rules::sample::Vars::default();
         let mut ctx = crate::rules::sample::Ctx::connection(fe, conn.peer, dst, &vars);
         ctx.payload = &payload;
         ctx.client = Some(&conn.client);
         ctx.pp = conn.proxied.as_deref();
-        if !crate::rules::tcp_accepts_in(&fe.rules.tcp_content, &fe.rules.acls, &ctx) {
+        if late && !crate::rules::tcp_accepts_in(&fe.rules.tcp_content, &fe.rules.acls, &ctx) {
             Counters::inc(&fe.counters.denied_conn);
             return;
         }
         crate::rules::switching::choose(fe, &ctx)
     } else {
-        crate::rules::switching::choose_for_connection(fe, conn.peer, dst)
+        fe.backend.clone()
     };
     let Some(be) = chosen else {
         if shared.debug {

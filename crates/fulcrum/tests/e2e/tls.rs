@@ -162,7 +162,9 @@ fn sni_wildcards_default_ecdsa_rsa_and_alpn() {
          http-response set-header X-Sni %[ssl_fc_sni]\n http-response set-header X-Proto %[ssl_fc_protocol]\n\
          http-response set-header X-Alpn %[ssl_fc_alpn]\n http-response set-header X-Tls %[ssl_fc]\n\
          default_backend be\n\
-         frontend raw\n mode tcp\n bind {{fe1}} ssl crt {} alpn h2,http/1.1\n default_backend echo\n\
+         frontend raw\n mode tcp\n bind {{fe1}} ssl crt {} alpn h2,http/1.1\n\
+         tcp-request content reject if {{ ssl_fc_protocol TLSv1.2 }}\n\
+         use_backend echo if {{ ssl_fc_sni a.test }} {{ ssl_fc_alpn h2 }}\n\
          backend be\n server s1 {}\n backend echo\n mode tcp\n server e {}\n",
         a.display(), a_rsa.display(), b.display(), a.display(), ts.addr, echo.addr
     );
@@ -212,6 +214,25 @@ fn sni_wildcards_default_ecdsa_rsa_and_alpn() {
     let mut got = [0u8; 14];
     s.read_exact(&mut got).expect("echo");
     assert_eq!(&got, b"hello over tls");
+    // mode tcp rules see the handshake's facts: without h2 no use_backend matches (and there
+    // is no default), and a content rule refuses TLS 1.2.
+    let tls12 = Arc::new(
+        rustls::ClientConfig::builder_with_provider(provider())
+            .with_protocol_versions(&[&rustls::version::TLS12])
+            .expect("v")
+            .with_root_certificates(roots(&ca))
+            .with_no_client_auth(),
+    );
+    let mut h2_12 = (*tls12).clone();
+    h2_12.alpn_protocols = vec![b"h2".to_vec()];
+    for (what, config) in
+        [("http/1.1", client_config(&ca, &["http/1.1"])), ("TLS 1.2", Arc::new(h2_12))]
+    {
+        let mut s = tls_connect(f.addrs[1], "a.test", config).expect("the handshake succeeds");
+        let _ = s.write_all(b"x");
+        let mut rest = Vec::new();
+        assert!(s.read_to_end(&mut rest).map_or(true, |_| rest.is_empty()), "{what}: closed");
+    }
 }
 
 #[test]
