@@ -393,14 +393,13 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         | "ssl_c_notbefore"
         | "ssl_c_sig_alg"
         | "ssl_c_key_alg"
-        | "ssl_f_s_dn"
-        | "ssl_f_i_dn"
         | "ssl_f_notafter"
         | "ssl_f_notbefore"
         | "ssl_f_sig_alg"
         | "ssl_f_key_alg"
         | "ssl_fc_cipherlist_str" => d(NONE, 0, Str, Session),
-        "ssl_c_s_dn" | "ssl_c_i_dn" => d(SIS, 0, Str, Session),
+        "ssl_c_s_dn" | "ssl_c_i_dn" | "ssl_f_s_dn" | "ssl_f_i_dn" => d(SIS, 0, Str, Session),
+        "ssl_f_version" => d(NONE, 0, Int, Session),
         "ssl_bc_protocol" | "ssl_bc_cipher" | "ssl_bc_alpn" => d(NONE, 0, Str, Server),
         "ssl_fc_session_id"
         | "ssl_c_serial"
@@ -490,6 +489,12 @@ fn first_str(args: &[Arg]) -> String {
 /// `ssl_*` fetches.
 fn tls_fetch(name: &str, args: &[Arg]) -> Fetch {
     use TlsFetch as T;
+    if let Some(field) = name.strip_prefix("ssl_f_") {
+        return match tls_fetch(&format!("ssl_c_{field}"), args) {
+            Fetch::Tls(inner) => Fetch::Tls(T::Local(Box::new(inner))),
+            other => other,
+        };
+    }
     let back = name.starts_with("ssl_bc");
     Fetch::Tls(match name {
         "ssl_fc" | "ssl_bc" => T::Used { back },

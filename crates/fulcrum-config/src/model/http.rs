@@ -892,6 +892,8 @@ pub enum TlsFetch {
     /// `ssl_c_sig_alg`, `ssl_c_key_alg`.
     SigAlg,
     KeyAlg,
+    /// `ssl_f_*`: the same fields of the certificate this side presented.
+    Local(Box<TlsFetch>),
 }
 
 /// Fetches on the bytes waiting at the start of a connection.

@@ -44,6 +44,8 @@ struct State {
     plain: usize,
     /// The peer closed (close_notify or end of stream).
     closed: bool,
+    /// The certificate this side presented (server side), for `ssl_f_*`.
+    local_cert: Option<std::sync::Arc<rustls::sign::CertifiedKey>>,
 }
 
 /// Writes ciphertext to the socket without waiting.
@@ -229,9 +231,11 @@ impl TlsStream {
                 Ok(Some(accepted)) => {
                     let name = accepted.client_hello().server_name().map(str::to_string);
                     let config = pick(name.as_deref());
+                    let _ = crate::tls::certs::take_chosen();
                     let conn = accepted.into_connection(config).map_err(|(e, a)| refused(e, a))?;
                     drop(buf);
                     let s = Self::new(inner, conn.into());
+                    s.state.borrow_mut().local_cert = crate::tls::certs::take_chosen();
                     s.handshake().await?;
                     return Ok(s);
                 }
@@ -251,6 +255,7 @@ impl TlsStream {
                 end: 0,
                 plain: 0,
                 closed: false,
+                local_cert: None,
             }),
         }
     }
@@ -287,6 +292,9 @@ impl TlsStream {
             }
             if st.pending_in() {
                 st.feed(&self.inner)?;
+                if let Some(k) = crate::tls::certs::take_chosen() {
+                    st.local_cert = Some(k);
+                }
                 if st.conn.wants_write() || !st.conn.is_handshaking() {
                     continue;
                 }
@@ -419,6 +427,11 @@ impl TlsStream {
     pub fn has_buffered(&self) -> bool {
         let st = self.state.borrow();
         st.plain > 0 || st.pending_in()
+    }
+
+    /// The leaf of the certificate this side presented (server side).
+    pub fn local_cert(&self) -> Option<rustls::pki_types::CertificateDer<'static>> {
+        self.state.borrow().local_cert.as_ref().map(|k| k.cert[0].clone())
     }
 
     /// Facts about the session for fetches and logs.

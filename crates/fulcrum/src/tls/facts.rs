@@ -98,6 +98,7 @@ pub fn fetch(
         TlsFetch::SessionId { .. } => None,
         TlsFetch::Err => Some(Value::Int(0)),
         TlsFetch::HasCrt => Some(Value::Bool(c.peer_certificates().is_some_and(|p| !p.is_empty()))),
+        TlsFetch::Local(inner) => cert_fetch(inner, &tls.local_cert()?),
         _ => {
             let der = c.peer_certificates()?.first()?;
             cert_fetch(t, der)

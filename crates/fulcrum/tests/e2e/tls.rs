@@ -1000,7 +1000,8 @@ fn observe(which: &str, ca: &Ca, dir: &Path, backend: SocketAddr) -> Option<Seen
          http-response set-header X-Na %[ssl_c_notafter]\n http-response set-header X-Ver %[ssl_c_version]\n\
          http-response set-header X-Used %[ssl_c_used]\n http-response set-header X-Proto %[ssl_fc_protocol]\n\
          http-response set-header X-Cipher %[ssl_fc_cipher]\n http-response set-header X-Bits %[ssl_fc_use_keysize]\n\
-         http-response set-header X-Sni %[ssl_fc_sni]\n";
+         http-response set-header X-Sni %[ssl_fc_sni]\n http-response set-header X-Fdn %[ssl_f_s_dn]\n\
+         http-response set-header X-Fidn %[ssl_f_i_dn(CN)]\n http-response set-header X-Fver %[ssl_f_version]\n";
     let cfg = format!(
         "global\n tune.ssl.default-dh-param 2048\n\
          defaults\n mode http\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
@@ -1040,7 +1041,10 @@ fn observe(which: &str, ca: &Ca, dir: &Path, backend: SocketAddr) -> Option<Seen
         .expect("client cert");
     let mut s = tls_connect(addrs[1], "a.test", Arc::new(mtls)).expect("mtls");
     let (code, head) = get(&mut s, "/");
-    let names = ["x-cn", "x-dn", "x-idn", "x-used", "x-ver", "x-proto", "x-sni", "x-na"];
+    let names = [
+        "x-cn", "x-dn", "x-idn", "x-used", "x-ver", "x-proto", "x-sni", "x-na", "x-fdn", "x-fidn",
+        "x-fver",
+    ];
     let with_cert = (code, names.iter().map(|n| header(&head, n).map(str::to_string)).collect());
     // The certificate's serial and SHA-1 differ per run: only their shape is checked. Its end
     // date (rcgen's default, year 4096) gives no `ssl_c_notafter` value in HAProxy.
@@ -1105,7 +1109,10 @@ fn tls_frontends_behave_as_haproxy_2_6_does() {
                     s("3"),
                     s("TLSv1.3"),
                     s("a.test"),
-                    s("")
+                    s(""),
+                    s("/CN=a.test/O=Fulcrum Tests"),
+                    s("Test CA"),
+                    s("3")
                 ]
             ),
             optional_used: s("0"),
