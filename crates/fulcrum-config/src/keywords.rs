@@ -638,7 +638,7 @@ pub static SERVER_OPTIONS: &[Keyword] = &[
     g("send-proxy-v2-ssl", Partial("PP2_TYPE_SSL with version, cipher, signature and key algorithms of the client connection")),
     g("send-proxy-v2-ssl-cn", Partial("as send-proxy-v2-ssl, plus the client certificate's CN")),
     g("slowstart", Supported),
-    g("sni", Partial("any sample expression the rules know; evaluated on the request that opens the connection")),
+    g("sni", Partial("any sample expression the rules know (converters too, not map converters), evaluated on the request that opens the connection; an idle TLS connection is reused only for the same SNI")),
     g("socks4", NotYet),
     g("source", NotYet),
     g("ssl", Supported),

@@ -61,7 +61,7 @@ impl Opening<'_> {
             })
         });
         let host = self.req.and_then(|r| r.header(b"host"));
-        sni.value(host, client_sni.as_deref())
+        sni.value(host, client_sni.as_deref(), self)
     }
 }
 

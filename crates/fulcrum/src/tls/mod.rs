@@ -466,7 +466,7 @@ pub fn origin(
     let check_config =
         if t.check_alpn.is_some() { build(&t.check_alpn)? } else { Arc::clone(&config) };
     let sni = match t.sni.as_deref() {
-        Some(e) => Some(Sni::parse(e).ok_or_else(|| format!("{who} : sni '{e}' : only str(<name>), req.hdr(host) / hdr(host) (with field(1,:) or lower) and ssl_fc_sni are supported yet."))?),
+        Some(e) => Some(Sni::parse(e).map_err(|m| format!("{who} : sni '{e}' : {m}"))?),
         None => None,
     };
     Ok(Some(Arc::new(Origin {
@@ -478,8 +478,9 @@ pub fn origin(
     })))
 }
 
-/// The SNI expressions of real configurations (`server ... sni <expr>`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// `server ... sni <expr>`: the forms of real configurations read without the rules' machinery,
+/// any other sample expression compiled as rules compile it.
+#[derive(Debug)]
 pub enum Sni {
     /// `str(<name>)`.
     Fixed(String),
@@ -488,10 +489,27 @@ pub enum Sni {
     Host { strip_port: bool, lower: bool },
     /// `ssl_fc_sni`: the name the client asked for.
     FromClient,
+    /// Any other expression, evaluated on the request (its fetches and converters).
+    Expr(Box<crate::rules::sample::Expr>),
 }
 
 impl Sni {
-    pub fn parse(expr: &str) -> Option<Sni> {
+    pub fn parse(expr: &str) -> Result<Sni, String> {
+        if let Some(s) = Self::parse_common(expr) {
+            return Ok(s);
+        }
+        let (parsed, end) = fulcrum_config::sample::parse(expr, fulcrum_config::sample::End::Input)
+            .map_err(|e| e.plain())?;
+        if end != expr.len() {
+            return Err(format!("unexpected text after the expression: '{}'", &expr[end..]));
+        }
+        let compiled = crate::rules::sample::compile(&parsed.expr, &mut |_, _| {
+            Err("maps are not supported in 'sni'".to_string())
+        })?;
+        Ok(Sni::Expr(Box::new(compiled)))
+    }
+
+    fn parse_common(expr: &str) -> Option<Sni> {
         // Converters are split at commas outside parentheses (`field(1,:)` is one).
         let mut items = Vec::new();
         let (mut depth, mut start) = (0i32, 0);
@@ -529,9 +547,43 @@ impl Sni {
         }
     }
 
-    /// The value for one connection, from the request's Host and the client's SNI.
-    pub fn value(&self, host: Option<&[u8]>, client_sni: Option<&str>) -> Option<String> {
+    /// The value for one connection, from the request's Host and the client's SNI (and, for
+    /// other expressions, what `open` knows of the stream).
+    pub fn value(
+        &self,
+        host: Option<&[u8]>,
+        client_sni: Option<&str>,
+        open: &crate::tcp::Opening<'_>,
+    ) -> Option<String> {
         match self {
+            Sni::Expr(e) => {
+                use crate::rules::sample::{Ctx, ProcVars, Vars};
+                static PROC: OnceLock<ProcVars> = OnceLock::new();
+                static NO_BACKENDS: OnceLock<
+                    std::collections::HashMap<String, Arc<crate::backend::Backend>>,
+                > = OnceLock::new();
+                let vars = Vars::default();
+                let ctx = Ctx {
+                    src: open.src,
+                    dst: open.dst,
+                    req: open.req,
+                    resp: None,
+                    vars: &vars,
+                    proc_vars: PROC.get_or_init(ProcVars::default),
+                    frontend: "",
+                    backend: None,
+                    server: None,
+                    backends: NO_BACKENDS.get_or_init(Default::default),
+                    body: &[],
+                    client: open.client,
+                    payload: &[],
+                    pp: None,
+                    server_stream: None,
+                };
+                let v = e.eval(&ctx)?;
+                let text = String::from_utf8_lossy(&v.as_bytes()).into_owned();
+                (!text.is_empty()).then_some(text)
+            }
             Sni::Fixed(s) => Some(s.clone()),
             Sni::FromClient => client_sni.map(str::to_string),
             Sni::Host { strip_port, lower } => {
@@ -659,16 +711,23 @@ mod tests {
 
     #[test]
     fn sni_expressions_of_real_configurations() {
-        assert_eq!(Sni::parse("str(api.example.com)"), Some(Sni::Fixed("api.example.com".into())));
+        let open = crate::tcp::Opening::default();
+        let fixed = Sni::parse("str(api.example.com)").expect("str");
+        assert!(matches!(&fixed, Sni::Fixed(n) if n == "api.example.com"));
         let host = Sni::parse("req.hdr(host),field(1,:)").expect("host");
-        assert_eq!(host.value(Some(b"Example.com:8443"), None).as_deref(), Some("Example.com"));
-        let lower = Sni::parse("hdr(Host),lower").expect("lower");
-        assert_eq!(lower.value(Some(b"Example.com"), None).as_deref(), Some("example.com"));
         assert_eq!(
-            Sni::parse("ssl_fc_sni").expect("sni").value(None, Some("a.b")).as_deref(),
-            Some("a.b")
+            host.value(Some(b"Example.com:8443"), None, &open).as_deref(),
+            Some("Example.com")
         );
-        assert_eq!(Sni::parse("req.hdr(x-forwarded-host)"), None);
-        assert_eq!(Sni::parse("str(a),lower"), None);
+        let lower = Sni::parse("hdr(Host),lower").expect("lower");
+        assert_eq!(lower.value(Some(b"Example.com"), None, &open).as_deref(), Some("example.com"));
+        let from = Sni::parse("ssl_fc_sni").expect("sni");
+        assert_eq!(from.value(None, Some("a.b"), &open).as_deref(), Some("a.b"));
+        // Anything else the rules know is compiled as they compile it.
+        let other = Sni::parse("str(x.example),upper").expect("any expression");
+        assert!(matches!(other, Sni::Expr(_)));
+        assert_eq!(other.value(None, None, &open).as_deref(), Some("X.EXAMPLE"));
+        assert!(Sni::parse("nosuchfetch").is_err());
+        assert!(Sni::parse("str(a) junk").is_err());
     }
 }

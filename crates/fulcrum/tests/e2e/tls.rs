@@ -360,11 +360,13 @@ fn servers_over_tls_verify_their_certificates_and_names() {
          frontend good\n bind {{fe0}}\n default_backend good\n\
          frontend badca\n bind {{fe1}}\n default_backend badca\n\
          frontend badname\n bind {{fe2}}\n default_backend badname\n\
+         frontend byheader\n bind {{fe3}}\n default_backend byheader\n\
          backend app\n server s1 {ts}\n\
          backend good\n http-response set-header X-Bc %[ssl_bc]/%[ssl_bc_protocol]/%[ssl_bc_cipher]\n\
          server i INNER ssl verify required ca-file {ca} sni str(inner.test)\n\
          backend badca\n server i INNER ssl verify required ca-file {other}\n\
-         backend badname\n server i INNER ssl verify required ca-file {ca} verifyhost wrong.test\n",
+         backend badname\n server i INNER ssl verify required ca-file {ca} verifyhost wrong.test\n\
+         backend byheader\n server i INNER ssl verify required ca-file {ca} sni req.hdr(x-target),lower\n",
         inner = inner.display(),
         ca = ca_file.display(),
         other = other_file.display(),
@@ -390,6 +392,11 @@ fn servers_over_tls_verify_their_certificates_and_names() {
     assert_eq!(code, 503, "a server certificate from another CA is refused");
     let (code, _, _) = crate::harness::get_with(f.addrs[2], "/", "");
     assert_eq!(code, 503, "verifyhost checks the name");
+    // Any expression for `sni` (here a header and a converter); the name is then verified.
+    let (code, head, _) = crate::harness::get_with(f.addrs[3], "/", "X-Target: Inner.Test\r\n");
+    assert_eq!((code, header(&head, "x-inner-sni")), (200, Some("inner.test")), "{head}");
+    let (code, _, _) = crate::harness::get_with(f.addrs[3], "/", "X-Target: other.test\r\n");
+    assert_eq!(code, 503, "the SNI sent is the name verified");
 }
 
 #[test]
