@@ -46,19 +46,56 @@ struct State {
     closed: bool,
     /// The certificate this side presented (server side), for `ssl_f_*`.
     local_cert: Option<std::sync::Arc<rustls::sign::CertifiedKey>>,
+    /// The session id (`ssl_fc_session_id`), read from the ServerHello.
+    sid: SessionId,
+}
+
+/// A TLS session id as OpenSSL keeps it: in TLS 1.2 the one the ServerHello carries (the same
+/// on a resumption by id), in TLS 1.3 a random one per session (the ServerHello only echoes
+/// the client's legacy id there).
+#[derive(Default)]
+struct SessionId {
+    /// 0: not seen yet, 1: read from the ServerHello, 2: drawn for a TLS 1.3 session.
+    from: u8,
+    len: u8,
+    bytes: [u8; 32],
+}
+
+impl SessionId {
+    /// Reads the session id of a ServerHello at the start of `rec` (a handshake record).
+    fn capture(&mut self, rec: &[u8]) {
+        // record header (5), handshake header (4), version (2), random (32), id length.
+        if self.from != 0 || rec.len() < 44 || rec[0] != 22 || rec[5] != 2 {
+            return;
+        }
+        let len = usize::from(rec[43]);
+        if let Some(id) = rec.get(44..44 + len).filter(|_| len <= 32) {
+            self.bytes[..len].copy_from_slice(id);
+            self.len = len as u8;
+            self.from = 1;
+        }
+    }
 }
 
 /// Writes ciphertext to the socket without waiting.
 struct SockWriter<'a> {
     inner: &'a Stream,
     more: bool,
+    /// While a server-side handshake has not sent its ServerHello: read its session id.
+    sid: Option<&'a mut SessionId>,
 }
 
 impl Write for SockWriter<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if let Some(sid) = self.sid.as_deref_mut() {
+            sid.capture(buf);
+        }
         self.inner.try_send(&[], buf, self.more)
     }
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        if let (Some(sid), Some(first)) = (self.sid.as_deref_mut(), bufs.first()) {
+            sid.capture(first);
+        }
         self.inner.try_send_vectored(bufs, self.more)
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -78,7 +115,11 @@ impl State {
     /// Sends queued ciphertext; `WouldBlock` if some remains.
     fn flush(&mut self, inner: &Stream, more: bool) -> io::Result<()> {
         while self.conn.wants_write() {
-            match self.conn.write_tls(&mut SockWriter { inner, more }) {
+            let watch = self.sid.from == 0
+                && self.conn.is_handshaking()
+                && matches!(self.conn, rustls::Connection::Server(_));
+            let sid = if watch { Some(&mut self.sid) } else { None };
+            match self.conn.write_tls(&mut SockWriter { inner, more, sid }) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(_) => {}
                 Err(e) => return Err(e),
@@ -93,6 +134,12 @@ impl State {
         while self.pending_in() && self.conn.wants_read() {
             let buf = self.inbuf.as_deref().unwrap_or(&[]);
             let mut slice = &buf[self.start..self.end];
+            if self.sid.from == 0
+                && self.conn.is_handshaking()
+                && matches!(self.conn, rustls::Connection::Client(_))
+            {
+                self.sid.capture(slice);
+            }
             let n = self.conn.read_tls(&mut slice)?;
             self.start += n;
             self.process(inner)?;
@@ -219,7 +266,7 @@ impl TlsStream {
                 }
             }
             let refused = |e: rustls::Error, mut alert: rustls::server::AcceptedAlert| {
-                let _ = alert.write_all(&mut SockWriter { inner: &inner, more: false });
+                let _ = alert.write_all(&mut SockWriter { inner: &inner, more: false, sid: None });
                 tls_error(e)
             };
             match acceptor.accept() {
@@ -256,6 +303,7 @@ impl TlsStream {
                 plain: 0,
                 closed: false,
                 local_cert: None,
+                sid: SessionId::default(),
             }),
         }
     }
@@ -432,6 +480,22 @@ impl TlsStream {
     /// The leaf of the certificate this side presented (server side).
     pub fn local_cert(&self) -> Option<rustls::pki_types::CertificateDer<'static>> {
         self.state.borrow().local_cert.as_ref().map(|k| k.cert[0].clone())
+    }
+
+    /// The session id as OpenSSL would give it (`ssl_fc_session_id`): `None` when empty.
+    pub fn session_id(&self) -> Option<Vec<u8>> {
+        let mut st = self.state.borrow_mut();
+        if st.conn.is_handshaking() {
+            return None;
+        }
+        if st.conn.protocol_version() == Some(rustls::ProtocolVersion::TLSv1_3) && st.sid.from != 2
+        {
+            let sid = &mut st.sid;
+            aws_lc_rs::rand::fill(&mut sid.bytes).ok()?;
+            (sid.len, sid.from) = (32, 2);
+        }
+        let sid = &st.sid;
+        (sid.from != 0 && sid.len > 0).then(|| sid.bytes[..usize::from(sid.len)].to_vec())
     }
 
     /// Facts about the session for fetches and logs.

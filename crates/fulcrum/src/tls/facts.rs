@@ -74,10 +74,13 @@ pub fn fetch(
         _ => {}
     }
     let tls = tls?;
+    if let TlsFetch::SessionId { .. } = t {
+        return tls.session_id().map(|id| Value::Str(Cow::Owned(id)));
+    }
     let s = |v: &str| Value::Str(Cow::Owned(v.as_bytes().to_vec()));
     let bin = |v: &[u8]| Value::Str(Cow::Owned(v.to_vec()));
     tls.with_conn(|c| match t {
-        TlsFetch::Used { .. } => None,
+        TlsFetch::Used { .. } | TlsFetch::SessionId { .. } => None,
         TlsFetch::HasSni => {
             Some(Value::Bool(matches!(c, Connection::Server(s) if s.server_name().is_some())))
         }
@@ -94,8 +97,6 @@ pub fn fetch(
         TlsFetch::IsResumed { .. } => {
             Some(Value::Bool(c.handshake_kind() == Some(HandshakeKind::Resumed)))
         }
-        // rustls does not expose session ids.
-        TlsFetch::SessionId { .. } => None,
         TlsFetch::Err => Some(Value::Int(0)),
         TlsFetch::HasCrt => Some(Value::Bool(c.peer_certificates().is_some_and(|p| !p.is_empty()))),
         TlsFetch::Local(inner) => cert_fetch(inner, &tls.local_cert()?),

@@ -245,7 +245,8 @@ fn strict_sni_resumption_and_redirect_to_https() {
         "defaults\n mode http\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
          frontend fe\n bind {{fe0}} ssl crt {} strict-sni\n bind {{fe1}}\n\
          http-request redirect scheme https unless {{ ssl_fc }}\n\
-         http-response set-header X-Resumed %[ssl_fc_is_resumed]\n default_backend be\n\
+         http-response set-header X-Resumed %[ssl_fc_is_resumed]\n\
+         http-response set-header X-Sid %[ssl_fc_session_id,hex]\n default_backend be\n\
          backend be\n server s1 {}\n",
         a.display(),
         ts.addr
@@ -257,24 +258,46 @@ fn strict_sni_resumption_and_redirect_to_https() {
         "strict-sni refuses an unknown name"
     );
     // Resumption: the second connection of the same client resumes (TLS 1.3 tickets).
+    // ssl_fc_session_id as OpenSSL keeps it: 32 bytes, the same for every request of a
+    // connection; in TLS 1.3 a new one per session, in TLS 1.2 the id a resumption reuses.
+    let sid = |head: &str| {
+        let v = header(head, "x-sid").unwrap_or_default().to_string();
+        assert!(v.len() == 64 && v.bytes().all(|b| b.is_ascii_hexdigit()), "{head}");
+        v
+    };
     let mut s = tls_connect(f.addr(), "a.test", Arc::clone(&cfg_c)).expect("first");
     let (_, head) = get(&mut s, "/");
     assert_eq!(header(&head, "x-resumed"), Some("0"));
+    let first = sid(&head);
+    assert_eq!(sid(&get(&mut s, "/").1), first, "one id per connection");
     drop(s);
     let mut s = tls_connect(f.addr(), "a.test", Arc::clone(&cfg_c)).expect("second");
     assert_eq!(s.conn.handshake_kind(), Some(rustls::HandshakeKind::Resumed));
     let (_, head) = get(&mut s, "/");
     assert_eq!(header(&head, "x-resumed"), Some("1"));
-    // TLS 1.2 resumes too (session tickets).
-    let c12 = rustls::ClientConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS12])
-        .expect("v")
-        .with_root_certificates(roots(&ca))
-        .with_no_client_auth();
-    let c12 = Arc::new(c12);
-    drop(tls_connect(f.addr(), "a.test", Arc::clone(&c12)).expect("tls12 first"));
-    let s = tls_connect(f.addr(), "a.test", c12).expect("tls12 second");
-    assert_eq!(s.conn.handshake_kind(), Some(rustls::HandshakeKind::Resumed));
+    assert_ne!(sid(&head), first, "a TLS 1.3 resumption is a new session");
+    // TLS 1.2 resumes too, by ticket and by session id.
+    for by_id in [false, true] {
+        let mut c12 = rustls::ClientConfig::builder_with_provider(provider())
+            .with_protocol_versions(&[&rustls::version::TLS12])
+            .expect("v")
+            .with_root_certificates(roots(&ca))
+            .with_no_client_auth();
+        if by_id {
+            c12.resumption = rustls::client::Resumption::in_memory_sessions(8)
+                .tls12_resumption(rustls::client::Tls12Resumption::SessionIdOnly);
+        }
+        let c12 = Arc::new(c12);
+        let mut s = tls_connect(f.addr(), "a.test", Arc::clone(&c12)).expect("tls12 first");
+        let first = sid(&get(&mut s, "/").1);
+        drop(s);
+        let mut s = tls_connect(f.addr(), "a.test", c12).expect("tls12 second");
+        assert_eq!(s.conn.handshake_kind(), Some(rustls::HandshakeKind::Resumed));
+        let again = sid(&get(&mut s, "/").1);
+        if by_id {
+            assert_eq!(again, first, "resumed by id: the same session");
+        }
+    }
     // Clear text is redirected, TLS is served.
     let (code, head, _) = crate::harness::get_with(f.addrs[1], "/x", "");
     assert_eq!(code, 302, "{head}");
