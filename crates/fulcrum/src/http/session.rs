@@ -79,6 +79,8 @@ struct Session<'a> {
     shared: &'a Shared,
     /// Each transaction's `httplog` line is wanted (`-d`, or `option httplog` with targets).
     logs: bool,
+    /// Nothing of the request body was forwarded yet (an answer made here may drain it).
+    body_unread: bool,
     client: Stream,
     peer: Option<SocketAddr>,
     dst_port: u16,
@@ -280,6 +282,7 @@ pub async fn serve(
         log: TxnLog::default(),
         stream_no: None,
         logs: shared.debug || (fe.logger.is_some() && fe.log.line.is_some()),
+        body_unread: false,
         parked: true,
         ctimer,
         stimer,

@@ -389,7 +389,12 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
             }
             _ => HashKey::Source,
         },
-        tarpit: p.timeouts.tarpit.or(p.timeouts.connect),
+        // HAProxy falls back on `timeout connect` in proxies that are backends; a frontend
+        // answers its tarpit at once unless `timeout tarpit` is set.
+        tarpit: match p.kind {
+            cfg::ProxyKind::Frontend => p.timeouts.tarpit,
+            _ => p.timeouts.tarpit.or(p.timeouts.connect),
+        },
         ignore_probes: p.http_ignore_probes,
         retry_on: retry_on(&p.retry_on),
     };

@@ -439,3 +439,45 @@ fn a_soft_stop_closes_idle_keep_alive_connections() {
         assert!(long.closed_within(Duration::from_secs(3)), "the long idle one too");
     });
 }
+
+#[test]
+fn answers_made_by_the_proxy_keep_the_connection_when_the_request_was_read_whole() {
+    // As HAProxy 2.6: deny, return, redirect, tarpit and 503 answers leave the connection
+    // usable when the request (body included) is all there and the client did not ask to
+    // close; a redirect of a request with a body, a body still on its way, `Connection:
+    // close` and a plain HTTP/1.0 request close it.
+    each(|t| {
+        let px = t.start(&format!(
+            "{DEFAULTS}frontend fe\n bind {{fe0}}\n\
+             http-request return status 200 content-type text/plain string hi if {{ path /ret }}\n\
+             http-request deny if {{ path /deny }}\n\
+             http-request redirect location /x if {{ path /redir }}\n\
+             http-request tarpit if {{ path /tarpit }}\n\
+             default_backend nosrv\nbackend nosrv\n"
+        ));
+        let mut seen = Vec::new();
+        for path in ["/ret", "/deny", "/redir", "/tarpit", "/nosrv"] {
+            for req in [
+                format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n"),
+                format!("POST {path} HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc"),
+                format!(
+                    "POST {path} HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n\
+                     3\r\nabc\r\n0\r\n\r\n"
+                ),
+                format!("POST {path} HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nabc"),
+                format!("GET {path} HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"),
+                format!("GET {path} HTTP/1.0\r\n\r\n"),
+                format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),
+            ] {
+                let mut cl = px.client();
+                let r = cl.request(req.as_bytes());
+                // Still open: the next request is answered on the same connection.
+                cl.send_lossy(b"GET /ret HTTP/1.1\r\nHost: t\r\n\r\n");
+                let open = cl.read_final(false).is_ok_and(|r| r.status == 200);
+                let conn = r.header("connection").map(str::to_ascii_lowercase);
+                seen.push((show(req.as_bytes()), r.status, conn, open));
+            }
+        }
+        seen
+    });
+}

@@ -121,14 +121,21 @@ impl Session<'_> {
                 msg = out;
             }
         }
-        // HAProxy closes the client connection after the answers it makes up (deny, return,
-        // redirect, 503...), saying so; after a 502 or 504 the connection stays usable (unless
-        // a reload retired its frontend).
-        let mut closes = message_closes(&msg);
+        // As HAProxy 2.6, the connection carries on after an answer made here when the
+        // request was read whole (its body drained here, or never forwarded in part), the
+        // client did not ask to close, and the message does not say it closes.
         let status = parse_status(&msg);
-        if !closes && (status != 502 && status != 504 || crate::runtime::retiring(self.fe)) {
-            closes = true;
+        let client_close =
+            info.conn_close || self.req.version() == Version::Http10 && !info.conn_keep_alive;
+        let keep = !message_closes(&msg)
+            && !client_close
+            && self.drain_request_body(info.body)
+            && !crate::runtime::retiring(self.fe)
+            && !crate::runtime::stopping();
+        if !keep && !message_closes(&msg) {
             msg = with_connection_close(&msg);
+        } else if keep && self.req.version() == Version::Http10 {
+            msg = with_header_after_status(&msg, b"connection: keep-alive\r\n");
         }
         self.o.status = Some(status);
         self.log.backend = be.cloned();
@@ -137,11 +144,39 @@ impl Session<'_> {
         } else {
             self.o.bytes_out += msg.len() as u64;
         }
-        let _ = write_all_within(&self.client, &msg, self.fe.timeouts.client).await;
-        if closes || info.body != Body::None || info.conn_close || crate::runtime::stopping() {
-            Next::Close
-        } else {
+        let sent = write_all_within(&self.client, &msg, self.fe.timeouts.client).await;
+        if keep && sent.is_ok() {
             Next::KeepAlive
+        } else {
+            Next::Close
+        }
+    }
+
+    /// Is the whole request read? A body of which nothing was forwarded yet is consumed here
+    /// when all of it already arrived; otherwise (in part here, or partly forwarded) no.
+    fn drain_request_body(&mut self, body: Body) -> bool {
+        let unread = std::mem::take(&mut self.body_unread);
+        match body {
+            Body::None => true,
+            _ if !unread => false,
+            Body::Length(n) => {
+                let whole = self.cbuf.len() as u64 >= n;
+                if whole {
+                    self.cbuf.consume(n as usize);
+                }
+                whole
+            }
+            Body::Chunked => {
+                let mut scan = ChunkedScanner::new();
+                match scan.scan(self.cbuf.data()) {
+                    Ok(s) if s.done => {
+                        self.cbuf.consume(s.accepted);
+                        true
+                    }
+                    _ => false,
+                }
+            }
+            Body::UntilClose => false,
         }
     }
 

@@ -21,6 +21,7 @@ impl Session<'_> {
             return Exchange::RetryFresh;
         }
         let mut body_done = info.body == Body::None;
+        self.body_unread = false;
         self.scanner.reset();
         // A new connection's bytes: nothing of an earlier try's response is resumed.
         self.resp.start_over();
@@ -206,6 +207,7 @@ impl Session<'_> {
 
     /// Turns the connection into a tunnel (after 101 Switching Protocols or a CONNECT 2xx).
     pub(super) async fn tunnel(&mut self, sc: ServerConn, be: &Backend, slot: &ServerSlot) {
+        self.body_unread = false;
         let ok = write_all(&sc.stream, self.cbuf.data()).await.is_ok()
             && write_all(&self.client, sc.buf.data()).await.is_ok();
         self.cbuf.clear();

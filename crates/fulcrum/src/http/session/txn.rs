@@ -15,6 +15,7 @@ impl Session<'_> {
             self.vars.caps.take_from(spec, &self.req, false);
         }
         let info = *self.req.info();
+        self.body_unread = info.body != Body::None;
         let method = self.req.method();
         let version = self.req.version();
         let client_close = match version {
@@ -444,7 +445,13 @@ impl Session<'_> {
                 Verdict::Prometheus => {
                     Built::Bytes(crate::stats::prometheus::offloaded(self.req.target()).await)
                 }
-                Verdict::Redirect(rd) => Built::Bytes(self.build_redirect(rd, be)),
+                Verdict::Redirect(rd) => {
+                    // HAProxy closes after a redirect of a request that has a body.
+                    if !matches!(info.body, Body::None | Body::Length(0)) {
+                        self.body_unread = false;
+                    }
+                    Built::Bytes(self.build_redirect(rd, be))
+                }
                 Verdict::RewriteFailed => {
                     Counters::inc(&self.fe.counters.failed_rewrites);
                     if let Some(b) = be {
