@@ -442,7 +442,7 @@ pub static BIND_OPTIONS: &[Keyword] = &[
     g("ciphers", Partial("as ssl-default-bind-ciphers")),
     g("ciphersuites", Partial("as ssl-default-bind-ciphersuites")),
     g("crl-file", Supported),
-    g("crt", Partial("PEM bundles (chain + key, RSA, ECDSA, Ed25519; .key companion files; a DER .ocsp companion is stapled), directories, multi-cert bundles (.rsa/.ecdsa/.dsa); .issuer/.sctl companions are not read (no OCSP updates, no SCTs)")),
+    g("crt", Partial("PEM bundles (chain + key, RSA, ECDSA, Ed25519; .key companion files; a DER .ocsp companion is checked as HAProxy checks it, against the issuer from the chain or the .issuer companion, then stapled), directories, multi-cert bundles (.rsa/.ecdsa/.dsa), X.509 v1 certificates; a .sctl companion is not sent (a warning says so); no OCSP updates")),
     g("crt-ignore-err", Partial("accepted, no effect")),
     g("crt-list", Partial("lines <crt> [[<ssl options>]] [[!]<sni filter>...]; a line's options (alpn, verify, ca-file, crl-file, ciphers, ciphersuites, curves, ecdhe, ssl-min-ver, ssl-max-ver, no-ca-names, allow-0rtt, npn) apply to its names: the ClientHello is read first, then that line's configuration runs the handshake")),
     g("curves", Partial("as ssl-default-bind-curves")),

@@ -1,5 +1,6 @@
 //! Certificates for TLS termination: PEM bundles (chain and key in one file, or the key in
-//! `<file>.key` as HAProxy looks for it; a DER OCSP response in `<file>.ocsp` is stapled),
+//! `<file>.key` as HAProxy looks for it; a DER OCSP response in `<file>.ocsp` is checked by
+//! [`super::ocsp`] then stapled),
 //! directories of them, `crt-list` files, and the
 //! resolver that picks one per handshake: the SNI name exactly, then a wildcard, else the
 //! bind's default (its first certificate) unless `strict-sni`; among the certificates of one
@@ -101,19 +102,25 @@ pub fn load_file(path: &Path, warnings: &mut Vec<String>) -> Result<Loaded, Stri
     let signer = rustls::crypto::aws_lc_rs::sign::any_supported_type(&key)
         .map_err(|e| format!("unable to load SSL private key from PEM file '{shown}' : {e}."))?;
     let mut ck = CertifiedKey::new(certs, signer);
-    // `<file>.ocsp`: a DER OCSP response stapled to every handshake, as HAProxy staples it.
+    // `<file>.ocsp`: a DER OCSP response, checked then stapled to every handshake.
     let ocsp_path = PathBuf::from(format!("{shown}.ocsp"));
     if let Ok(der) = crate::sys::read_file(&ocsp_path) {
-        if der.first() == Some(&0x30) {
-            ck.ocsp = Some(der);
-        } else {
-            warnings.push(format!(
-                "'{}' is not a DER OCSP response: not stapled.",
-                ocsp_path.display()
-            ));
-        }
+        ck.ocsp = ocsp_for(&ck.cert, path, &ocsp_path, der, warnings)?;
     }
-    if ck.keys_match().is_err() {
+    let sctl = PathBuf::from(format!("{shown}.sctl"));
+    if crate::sys::read_file(&sctl).is_ok() {
+        warnings.push(format!(
+            "'{}': Certificate Transparency lists are not sent yet (rustls has no support).",
+            sctl.display()
+        ));
+    }
+    // The key's public half against the certificate's (as parsed by x509-parser: rustls'
+    // `keys_match` parses with webpki, which refuses the X.509 v1 certificates OpenSSL makes
+    // by default and HAProxy serves).
+    let leaf_spki = x509_parser::parse_x509_certificate(&ck.cert[0])
+        .map(|(_, c)| c.tbs_certificate.subject_pki.raw.to_vec())
+        .map_err(|_| format!("unable to parse the certificate of PEM file '{shown}'."))?;
+    if ck.key.public_key().is_some_and(|k| k.as_ref() != leaf_spki.as_slice()) {
         return Err(format!(
             "inconsistencies between private key and certificate loaded from PEM file '{shown}'."
         ));
@@ -135,6 +142,51 @@ pub fn load_file(path: &Path, warnings: &mut Vec<String>) -> Result<Loaded, Stri
         ));
     }
     Ok(Loaded { key: Arc::new(ck), names: info.dns_names(), excluded: Vec::new(), settings: None })
+}
+
+/// The OCSP response to staple for `certs` (leaf first), if it passes HAProxy's checks (a
+/// warning says why not); no issuer for the leaf is an error, as in HAProxy.
+fn ocsp_for(
+    certs: &[CertificateDer<'static>],
+    path: &Path,
+    ocsp_path: &Path,
+    der: Vec<u8>,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Vec<u8>>, String> {
+    use x509_parser::prelude::{FromDer, X509Certificate};
+    let shown = path.display();
+    let (_, leaf) = X509Certificate::from_der(&certs[0])
+        .map_err(|_| format!("unable to parse the certificate of PEM file '{shown}'."))?;
+    let issuer_path = PathBuf::from(format!("{shown}.issuer"));
+    let not_issuer = || {
+        format!("'{}' is not the issuer of the certificate in '{shown}'.", issuer_path.display())
+    };
+    let issuer_der = match crate::sys::read_file(&issuer_path) {
+        Ok(pem) => Some(CertificateDer::from_pem_slice(&pem).map_err(|_| not_issuer())?),
+        Err(_) => None,
+    };
+    let issuer = match super::ocsp::find_issuer(&leaf, issuer_der.as_deref(), &certs[1..]) {
+        Ok(Some(i)) => i,
+        Ok(None) => {
+            return Err(format!(
+                "'{}' is present and activates OCSP, but the issuer of the certificate is \
+                 neither in '{shown}' nor in '{}': the OCSP certificate id cannot be computed.",
+                ocsp_path.display(),
+                issuer_path.display()
+            ))
+        }
+        Err(()) => return Err(not_issuer()),
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    match super::ocsp::check(&der, &leaf, &issuer, now) {
+        Ok(()) => Ok(Some(der)),
+        Err(why) => {
+            warnings.push(format!("'{}': {why}; not stapled.", ocsp_path.display()));
+            Ok(None)
+        }
+    }
 }
 
 /// An I/O error as `strerror` words it ("No such file or directory"), as HAProxy prints it.

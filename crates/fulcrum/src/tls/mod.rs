@@ -19,6 +19,7 @@ pub mod certs;
 pub mod ciphers;
 pub mod facts;
 pub mod hello;
+pub mod ocsp;
 pub mod tickets;
 pub mod x509;
 

@@ -980,33 +980,174 @@ impl rustls::client::danger::ServerCertVerifier for KeepOcsp {
     }
 }
 
+/// An OCSP response for `leaf` (a PEM file) signed by the CA, made by `openssl ocsp` as an
+/// administrator makes one; `None` without openssl.
+fn ocsp_response(dir: &Path, ca: &Path, ca_key: &Path, leaf: &Path) -> Option<Vec<u8>> {
+    let run = |args: &[&str]| {
+        std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+    };
+    let leaf = leaf.to_str()?;
+    let serial = run(&["x509", "-in", leaf, "-noout", "-serial"])?;
+    let serial =
+        String::from_utf8_lossy(&serial.stdout).trim().trim_start_matches("serial=").to_string();
+    std::fs::write(
+        dir.join("index.txt"),
+        format!("V\t391231235959Z\t\t{serial}\tunknown\t/CN=x\n"),
+    )
+    .ok()?;
+    run(&["ocsp", "-issuer", ca.to_str()?, "-cert", leaf, "-no_nonce", "-reqout", "req.der"])?;
+    let (ca, key) = (ca.to_str()?, ca_key.to_str()?);
+    run(&[
+        "ocsp",
+        "-index",
+        "index.txt",
+        "-rsigner",
+        ca,
+        "-rkey",
+        key,
+        "-CA",
+        ca,
+        "-reqin",
+        "req.der",
+        "-respout",
+        "resp.der",
+        "-ndays",
+        "7",
+    ])?;
+    std::fs::read(dir.join("resp.der")).ok()
+}
+
 #[test]
-fn an_ocsp_file_beside_the_certificate_is_stapled() {
+fn an_ocsp_file_beside_the_certificate_is_checked_then_stapled() {
     let dir = scratch("tls-ocsp-certs");
-    let ca = Ca::new("Test CA");
-    let a = write(&dir, "a.pem", &ca.leaf(&["a.test"], false, false).0);
-    // The bytes are stapled as they are (a client checks them); a DER SEQUENCE stands in here.
-    let response = [0x30u8, 0x03, 0x0a, 0x01, 0x00];
-    std::fs::write(dir.join("a.pem.ocsp"), response).expect("ocsp");
+    let key = KeyPair::generate().expect("key");
+    let ca_key = write(&dir, "ca.key", &key.serialize_pem());
+    let mut p = CertificateParams::new(Vec::<String>::new()).expect("params");
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    p.distinguished_name.push(DnType::CommonName, "OCSP CA");
+    let ca = Ca { issuer: CertifiedIssuer::self_signed(p, key).expect("ca") };
+    let ca_pem = write(&dir, "ca.pem", &ca.pem());
+    // a.test: its issuer in the chain; b.test: in `b.pem.issuer`; c.test: a's response.
+    let a = write(&dir, "a.pem", &format!("{}{}", ca.leaf(&["a.test"], false, false).0, ca.pem()));
+    let b = write(&dir, "b.pem", &ca.leaf(&["b.test"], false, false).0);
+    write(&dir, "b.pem.issuer", &ca.pem());
+    let c = write(&dir, "c.pem", &format!("{}{}", ca.leaf(&["c.test"], false, false).0, ca.pem()));
+    let Some(resp_a) = ocsp_response(&dir, &ca_pem, &ca_key, &a) else {
+        eprintln!("openssl not installed: skipped");
+        return;
+    };
+    let resp_b = ocsp_response(&dir, &ca_pem, &ca_key, &b).expect("b's response");
+    std::fs::write(dir.join("a.pem.ocsp"), &resp_a).expect("ocsp");
+    std::fs::write(dir.join("b.pem.ocsp"), &resp_b).expect("ocsp");
+    std::fs::write(dir.join("c.pem.ocsp"), &resp_a).expect("ocsp");
+    let ts = testserver("http", "s1");
+    let cfg = format!(
+        "defaults\n mode http\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
+         frontend fe\n bind {{fe0}} ssl crt {} crt {} crt {}\n default_backend be\n\
+         backend be\n server s1 {}\n",
+        a.display(),
+        b.display(),
+        c.display(),
+        ts.addr
+    );
+    let (code, _, err) =
+        crate::harness::check("tls-ocsp-check", &cfg.replace("{fe0}", "127.0.0.1:1"));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("c.pem.ocsp': OCSP single response: Certificate ID does not match"),
+        "a response for another certificate is not stapled: {err}"
+    );
+    let f = fulcrum("tls-ocsp", &cfg);
+    let stapled = |name: &str| {
+        let keep = Arc::new(KeepOcsp(std::sync::Mutex::new(Vec::new()), provider()));
+        let c = rustls::ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .expect("v")
+            .dangerous()
+            .with_custom_certificate_verifier(
+                Arc::clone(&keep) as Arc<dyn rustls::client::danger::ServerCertVerifier>
+            )
+            .with_no_client_auth();
+        tls_connect(f.addr(), name, Arc::new(c)).expect("handshake");
+        let got = keep.0.lock().expect("lock").clone();
+        got
+    };
+    assert_eq!(stapled("a.test"), resp_a, "issuer from the chain");
+    assert_eq!(stapled("b.test"), resp_b, "issuer from b.pem.issuer");
+    assert!(stapled("c.test").is_empty(), "not stapled");
+    // Without an issuer the certificate id cannot be computed: an error, as in HAProxy.
+    let lone = write(&dir, "lone.pem", &ca.leaf(&["lone.test"], false, false).0);
+    std::fs::write(dir.join("lone.pem.ocsp"), &resp_a).expect("ocsp");
+    let cfg = format!(
+        "defaults\n mode http\n timeout client 1s\n frontend fe\n bind 127.0.0.1:1 ssl crt {}\n",
+        lone.display()
+    );
+    let (code, _, err) = crate::harness::check("tls-ocsp-lone", &cfg);
+    assert_ne!(code, 0, "{err}");
+    assert!(err.contains("lone.pem.ocsp' is present and activates OCSP"), "{err}");
+}
+
+#[test]
+fn an_x509_v1_certificate_made_by_openssl_is_served() {
+    // `openssl x509 -req` without extensions signs version 1 certificates; HAProxy serves them.
+    let dir = scratch("tls-v1-certs");
+    let run = |args: &[&str]| {
+        std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+    };
+    let made = run(&[
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        "k.pem",
+        "-out",
+        "r.csr",
+        "-subj",
+        "/CN=v1.test",
+    ])
+    .and_then(|_| {
+        run(&["x509", "-req", "-in", "r.csr", "-signkey", "k.pem", "-out", "c.pem", "-days", "5"])
+    });
+    if made.is_none() {
+        eprintln!("openssl not installed: skipped");
+        return;
+    }
+    let text = run(&["x509", "-in", "c.pem", "-noout", "-text"]).expect("text");
+    assert!(String::from_utf8_lossy(&text.stdout).contains("Version: 1 (0x0)"));
+    let bundle = format!(
+        "{}{}",
+        std::fs::read_to_string(dir.join("c.pem")).expect("cert"),
+        std::fs::read_to_string(dir.join("k.pem")).expect("key")
+    );
+    let pem = write(&dir, "v1.pem", &bundle);
     let ts = testserver("http", "s1");
     let cfg = format!(
         "defaults\n mode http\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
          frontend fe\n bind {{fe0}} ssl crt {}\n default_backend be\n backend be\n server s1 {}\n",
-        a.display(),
+        pem.display(),
         ts.addr
     );
-    let f = fulcrum("tls-ocsp", &cfg);
-    let keep = Arc::new(KeepOcsp(std::sync::Mutex::new(Vec::new()), provider()));
-    let c = rustls::ClientConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .expect("v")
-        .dangerous()
-        .with_custom_certificate_verifier(
-            Arc::clone(&keep) as Arc<dyn rustls::client::danger::ServerCertVerifier>
-        )
-        .with_no_client_auth();
-    tls_connect(f.addr(), "a.test", Arc::new(c)).expect("handshake");
-    assert_eq!(*keep.0.lock().expect("lock"), response.to_vec());
+    let f = fulcrum("tls-v1", &cfg);
+    let out = std::process::Command::new("openssl")
+        .args(["s_client", "-connect", &f.addr().to_string(), "-servername", "v1.test"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("s_client");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("CN = v1.test"), "{text}");
 }
 
 /// What a client sees of a TLS frontend, for comparing Fulcrum with HAProxy 2.6.
