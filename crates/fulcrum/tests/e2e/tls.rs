@@ -499,13 +499,7 @@ fn curl_and_openssl_clients_talk_to_tls_frontends() {
     let a = write(&dir, "a.pem", &ca.leaf(&["a.test"], false, false).0);
     let ca_file = write(&dir, "ca.pem", &ca.pem());
     let ts = testserver("http", "s1");
-    let cfg = format!(
-        "defaults\n mode http\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
-         frontend fe\n bind {{fe0}} ssl crt {}\n default_backend be\n backend be\n server s1 {}\n",
-        a.display(),
-        ts.addr
-    );
-    let f = fulcrum("tls-clients", &cfg);
+    let f = fulcrum("tls-clients", &terminating(&a, ts.addr));
     let port = f.addr().port();
     if curl {
         let out = std::process::Command::new("curl")
@@ -561,6 +555,15 @@ fn curl_and_openssl_clients_talk_to_tls_frontends() {
 
 /// Reads a PROXY header (v1 line or v2 block) the way a server would: everything the
 /// connection sent within a short time.
+/// A frontend terminating TLS with `pem` in front of `server`.
+fn terminating(pem: &Path, server: SocketAddr) -> String {
+    format!(
+        "defaults\n mode http\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
+         frontend fe\n bind {{fe0}} ssl crt {}\n default_backend be\n backend be\n server s1 {server}\n",
+        pem.display()
+    )
+}
+
 fn read_header(listener: &TcpListener) -> Vec<u8> {
     let (mut c, _) = listener.accept().expect("accept");
     c.set_read_timeout(Some(Duration::from_millis(500))).expect("timeout");
@@ -1134,13 +1137,7 @@ fn an_x509_v1_certificate_made_by_openssl_is_served() {
     );
     let pem = write(&dir, "v1.pem", &bundle);
     let ts = testserver("http", "s1");
-    let cfg = format!(
-        "defaults\n mode http\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
-         frontend fe\n bind {{fe0}} ssl crt {}\n default_backend be\n backend be\n server s1 {}\n",
-        pem.display(),
-        ts.addr
-    );
-    let f = fulcrum("tls-v1", &cfg);
+    let f = fulcrum("tls-v1", &terminating(&pem, ts.addr));
     let out = std::process::Command::new("openssl")
         .args(["s_client", "-connect", &f.addr().to_string(), "-servername", "v1.test"])
         .stdin(std::process::Stdio::null())
