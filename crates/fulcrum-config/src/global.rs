@@ -57,6 +57,34 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
             }
         }
         "nbthread" => nbthread(line, g, diags),
+        // One group of threads, as HAProxy 2.6 builds it.
+        "thread-groups" => match parse_u32(line.arg(1)) {
+            None => diags.alert(
+                line,
+                format!("'{kw}' passed a missing or unparsable integer value in '{}'", line.arg(1)),
+            ),
+            Some(1) => {
+                no_extra(line, 2, kw, diags);
+            }
+            Some(n) => diags.alert(line, format!("'{kw}' value must be between 1 and 1 (was {n})")),
+        },
+        "tune.idle-pool.shared" => match line.arg(1) {
+            "on" | "off" => {
+                no_extra(line, 2, kw, diags);
+            }
+            other => diags.alert(line, format!("'{kw}' expects either 'on' or 'off' but got '{other}'.")),
+        },
+        "expose-experimental-directives" => {
+            no_extra(line, 1, kw, diags);
+        }
+        "tune.maxrewrite" => match (line.arg(1), parse_u64(line.arg(1))) {
+            ("", _) | (_, None) => diags.alert(line, format!("'{kw}' expects an integer argument.")),
+            (_, Some(v)) => {
+                if no_extra(line, 2, kw, diags) {
+                    g.tune_maxrewrite = usize::try_from(v).unwrap_or(usize::MAX);
+                }
+            }
+        },
         "maxconn" => {
             if let Some(v) = int_arg(line, 1, kw, diags) {
                 g.maxconn = Some(v);

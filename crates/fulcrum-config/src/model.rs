@@ -78,6 +78,9 @@ pub struct Global {
     pub group: Option<UserSpec>,
     /// `tune.bufsize` (HAProxy's default 16384): the largest request or response head.
     pub tune_bufsize: usize,
+    /// `tune.maxrewrite` (default 1024, at most half a buffer): the part of a buffer kept free
+    /// for rewrites; a head must fit in the rest.
+    pub tune_maxrewrite: usize,
     /// `tune.http.maxhdr` (default 101): the most header lines a message may have.
     pub tune_http_maxhdr: u32,
     /// `tune.maxaccept` (default [`DEFAULT_MAXACCEPT`]): connections a listener accepts per
@@ -153,6 +156,7 @@ impl Default for Global {
             user: None,
             group: None,
             tune_bufsize: 16384,
+            tune_maxrewrite: 1024,
             tune_http_maxhdr: 101,
             tune_maxaccept: Some(DEFAULT_MAXACCEPT),
             client_bufs: SocketBuffers::default(),

@@ -372,7 +372,7 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
         limits: fulcrum_http::Limits {
             // HAProxy keeps `tune.maxrewrite` (1024, at most half the buffer) free for header
             // rewrites: a head must fit in the rest.
-            max_head: g.tune_bufsize - (g.tune_bufsize / 2).min(1024),
+            max_head: g.tune_bufsize - (g.tune_bufsize / 2).min(g.tune_maxrewrite),
             max_headers: g.tune_http_maxhdr as usize,
         },
         bufsize: g.tune_bufsize,

@@ -212,6 +212,23 @@ fn a_rewrite_overflowing_the_buffer_fails_unless_strict_mode_is_off() {
 }
 
 #[test]
+fn tune_maxrewrite_is_kept_free_in_the_buffer_for_rewrites() {
+    // A request head must fit in `tune.bufsize` minus `tune.maxrewrite` (at most half of it).
+    each(|t| {
+        let srv = server("s1");
+        let mut seen = Vec::new();
+        for reserve in ["1024", "6000", "12000"] {
+            let px = t.start(&format!("global\n tune.maxrewrite {reserve}\n{}", one(&srv, "")));
+            for size in [7000, 9000, 11000] {
+                let h = format!("X-A: {}", "a".repeat(size));
+                seen.push((reserve, size, px.get_with("/", &[&h]).status));
+            }
+        }
+        seen
+    });
+}
+
+#[test]
 fn set_var_fmt_and_variables_live_across_request_and_response() {
     each(|t| {
         let srv = server("s1");
