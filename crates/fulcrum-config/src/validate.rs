@@ -31,7 +31,11 @@ pub fn validate(config: &Config, parse_failed: bool, out: &mut Vec<Diagnostic>) 
     }
     conflicting_binds(config, out);
     duplicate_proxy_ids(config, out);
-    if !parse_failed && !config.frontends().any(|p| !p.binds.is_empty()) {
+    // A stats socket is a listener too (HAProxy then runs health checks and its CLI alone).
+    if !parse_failed
+        && !config.frontends().any(|p| !p.binds.is_empty())
+        && config.global.stats_sockets.is_empty()
+    {
         out.push(Diagnostic::alert(
             None,
             "no listener: the configuration has no 'frontend' or 'listen' section with a 'bind' line, nothing would be started.",

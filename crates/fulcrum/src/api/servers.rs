@@ -360,8 +360,11 @@ fn show_state(api: &View, only: &str, out: &mut String) {
                     },
                     c.health,
                 ),
-                // Without a check, HAProxy's counter sits at its default `rise` (2) while up.
-                None => (1, 0, r.unchecked_health.unwrap_or(if r.is_up() { 2 } else { 0 })),
+                // Without a check, HAProxy's counter sits at the configured `rise` while up.
+                None => {
+                    let up = if r.is_up() { srv.policy.rise } else { 0 };
+                    (1, 0, r.unchecked_health.unwrap_or(up))
+                }
             };
             let live = srv.check_target();
             let p = &srv.policy;

@@ -125,6 +125,7 @@ fn policy(s: &cfg::Server, who: &str, errors: &mut Vec<String>) -> Policy {
         check_addr: resolve_opt(&s.check.addr),
         agent_addr: resolve_opt(&s.agent.addr),
         check: s.check.enabled.then(|| s.check.clone()),
+        rise: s.check.rise,
         agent: s.agent.enabled.then(|| s.agent.clone()),
         observe: s.observe,
         on_error: s.on_error,

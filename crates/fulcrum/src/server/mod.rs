@@ -60,6 +60,8 @@ pub enum Endpoint<'a> {
 pub struct Policy {
     /// `check` settings (`None`: not checked).
     pub check: Option<fulcrum_config::ServerCheck>,
+    /// `rise` as configured, checked or not (an unchecked server's health counter shows it).
+    pub rise: u32,
     /// `agent-check` settings (`None`: no agent).
     pub agent: Option<fulcrum_config::AgentCheck>,
     pub observe: Option<fulcrum_config::Observe>,

@@ -81,7 +81,7 @@ backend be
     balance leastconn
     cookie SRV insert indirect
     server s1 DEAD check inter 200ms rise 2 fall 3 cookie a
-    server s2 LIVE weight 5 maxconn 30 cookie b
+    server s2 LIVE weight 5 maxconn 30 cookie b rise 1
 listen tcpx
     mode tcp
     bind {fe1}
@@ -1138,5 +1138,24 @@ backend be
     if let Some(h) = seen.get(1) {
         same(fe, &h.0, "frontend counters");
         same(be, &h.1, "backend counters");
+    }
+}
+
+#[test]
+fn a_stats_socket_alone_is_a_listener_and_checks_run_behind_it() {
+    // No frontend at all: HAProxy runs the checks and answers on its socket.
+    let live = testserver("http", "live");
+    let cfg = format!(
+        "global\n stats socket {{sock}} level admin\n\
+         defaults\n timeout connect 1s\n timeout client 1s\n timeout server 1s\n\
+         backend be\n server s1 {} check inter 100ms rise 1\n",
+        live.addr
+    );
+    for which in ["fulcrum", "haproxy"] {
+        let Some(api) = start(which, "api-no-frontend", &cfg) else { continue };
+        let passed = eventually(Duration::from_secs(5), || {
+            api.cmd("show stat").lines().any(|l| l.starts_with("be,s1,") && l.contains(",L4OK,"))
+        });
+        assert!(passed, "{which}: the check ran: {}", api.cmd("show stat"));
     }
 }
