@@ -82,7 +82,8 @@ pub fn avail_of(expr: &SampleExpr) -> Avail {
         | Fetch::ReqHdrs
         | Fetch::Base
         | Fetch::CookCnt { .. }
-        | Fetch::CookVal { .. } => Avail::Request,
+        | Fetch::CookVal { .. }
+        | Fetch::PathQ => Avail::Request,
         Fetch::Status
         | Fetch::ResHdr { .. }
         | Fetch::ResFhdr { .. }
@@ -92,7 +93,7 @@ pub fn avail_of(expr: &SampleExpr) -> Avail {
         Fetch::Tls(_) | Fetch::TlsOnly | Fetch::Payload(_) | Fetch::Pp(_) => Avail::Session,
         Fetch::FcErr => Avail::Always,
         Fetch::BeName => Avail::Backend,
-        Fetch::SrvName => Avail::Server,
+        Fetch::SrvName | Fetch::SrvId => Avail::Server,
         Fetch::Captured { response, .. } => Avail::Captured { response: *response },
         Fetch::Src
         | Fetch::SrcPort
@@ -110,6 +111,8 @@ pub fn avail_of(expr: &SampleExpr) -> Avail {
         | Fetch::AlwaysFalse
         | Fetch::Var { .. }
         | Fetch::Str(_)
+        | Fetch::Bin(_)
+        | Fetch::HttpFirstReq
         | Fetch::Int(_)
         | Fetch::Date { .. }
         | Fetch::Rand { .. }

@@ -428,6 +428,10 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "capture.res.hdr" => d(I, 1, Str, Captured { response: true }),
         "var" => d(SS, 1, Any, Always),
         "str" => d(S, 1, Str, Always),
+        "bin" => d(S, 1, Bin, Always),
+        "pathq" => d(NONE, 0, Str, Request),
+        "srv_id" => d(NONE, 0, Int, Server),
+        "http_first_req" => d(NONE, 0, Bool, Always),
         "int" => d(I, 1, Int, Always),
         _ => None,
     }
@@ -661,6 +665,29 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
             Fetch::Var { scope, name }
         }
         "str" => Fetch::Str(args.first().map(Arg::str).unwrap_or_default()),
+        "bin" => {
+            let text = args.first().map(Arg::str).unwrap_or_default();
+            let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+            let bytes: Option<Vec<u8>> = text
+                .len()
+                .is_multiple_of(2)
+                .then(|| {
+                    text.as_bytes().chunks(2).map(|p| Some(hex(p[0])? << 4 | hex(p[1])?)).collect()
+                })
+                .flatten();
+            match bytes {
+                Some(b) => Fetch::Bin(b),
+                None => {
+                    return Err(SmpError::ArgCheck(
+                        name.to_string(),
+                        format!("failed to parse '{text}' as type 'binary'"),
+                    ))
+                }
+            }
+        }
+        "pathq" => Fetch::PathQ,
+        "srv_id" => Fetch::SrvId,
+        "http_first_req" => Fetch::HttpFirstReq,
         "int" => Fetch::Int(args.first().map(Arg::int).unwrap_or_default()),
         _ => return Err(SmpError::UnknownFetch(name.to_string())),
     };
@@ -686,6 +713,108 @@ fn date(args: &[Arg]) -> Result<Fetch, SmpError> {
 
 fn is_known_fetch(name: &str) -> bool {
     sample_names::FETCHES.contains(&name) || sample_names::ACL_KEYWORDS.contains(&name)
+}
+
+/// A pure converter (see [`pure_converter`]) and its checked arguments.
+fn build_pure(
+    s: &str,
+    name: &str,
+    raw: Option<&RawArgs>,
+) -> Result<(Converter, SmpType, SmpType), SmpError> {
+    let arg_err = |(n, m): (usize, String)| {
+        SmpError::Conv(format!("invalid arg {} in converter '{name}' : {m}", n.max(1)))
+    };
+    let invalid = |m: &str| SmpError::Conv(format!("invalid args in converter '{name}' : {m}"));
+    let Some((spec, mandatory, input, output)) = pure_converter(name) else {
+        return Err(SmpError::Conv(format!("unknown converter '{name}'")));
+    };
+    let a = check_args(s, raw, spec, mandatory).map_err(arg_err)?;
+    let int = |i: usize| a.get(i).map(Arg::int);
+    use crate::model::{ArithOp as O, Hash32 as H, PureConv as P};
+    let hash = |kind| P::Hash32 { kind, avalanche: int(0).unwrap_or(0) != 0 };
+    let arith = |op| -> Result<P, SmpError> {
+        let text = a.first().map(Arg::str).unwrap_or_default();
+        match parse_int(&text) {
+            Some(value) => Ok(P::Arith { op, value }),
+            None if text.contains('.') => Err(SmpError::Conv(format!(
+                "a variable as the argument of converter '{name}' is not supported yet"
+            ))),
+            None => Err(invalid(&format!("failed to parse '{text}' as an integer"))),
+        }
+    };
+    let conv = match name {
+        "length" => P::Length,
+        "bytes" => {
+            let num = |i: usize| -> Result<Option<i64>, SmpError> {
+                let Some(t) = a.get(i).map(Arg::str) else { return Ok(None) };
+                match parse_int(&t) {
+                    Some(v) if v >= 0 => Ok(Some(v)),
+                    _ if t.contains('.') => Err(SmpError::Conv(
+                        "a variable as the argument of converter 'bytes' is not supported yet"
+                            .into(),
+                    )),
+                    _ => Err(invalid(&format!("failed to parse '{t}' as a positive integer"))),
+                }
+            };
+            P::Bytes { offset: num(0)?.unwrap_or(0), len: num(1)? }
+        }
+        "base64" => P::Base64,
+        "b64dec" => P::B64Dec,
+        "ub64enc" => P::Ub64Enc,
+        "ub64dec" => P::Ub64Dec,
+        "url_dec" => P::UrlDec { form: int(0).unwrap_or(0) != 0 },
+        "sha1" => P::Sha1,
+        "sha2" => match int(0).unwrap_or(256) {
+            b @ (224 | 256 | 384 | 512) => P::Sha2 { bits: b as u16 },
+            b => return Err(invalid(&format!("Unsupported number of bits: '{b}'."))),
+        },
+        "crc32" => hash(H::Crc32),
+        "crc32c" => hash(H::Crc32c),
+        "djb2" => hash(H::Djb2),
+        "sdbm" => hash(H::Sdbm),
+        "wt6" => hash(H::Wt6),
+        "xxh32" => P::Xxh32(int(0).unwrap_or(0) as u32),
+        "xxh64" => P::Xxh64(int(0).unwrap_or(0) as u64),
+        "xxh3" => P::Xxh3(int(0).unwrap_or(0) as u64),
+        "add" => arith(O::Add)?,
+        "sub" => arith(O::Sub)?,
+        "mul" => arith(O::Mul)?,
+        "div" => arith(O::Div)?,
+        "mod" => arith(O::Mod)?,
+        "and" => arith(O::And)?,
+        "or" => arith(O::Or)?,
+        "xor" => arith(O::Xor)?,
+        "neg" => P::Neg,
+        "cpl" => P::Cpl,
+        "bool" => P::Bool,
+        "not" => P::Not,
+        "odd" => P::Odd,
+        "even" => P::Even,
+        _ => P::Hex2i,
+    };
+    Ok((Converter::Pure(conv), input, output))
+}
+
+/// The pure converters: arguments (types, how many are mandatory), input and output types.
+fn pure_converter(name: &str) -> Option<(&'static [ArgT], usize, SmpType, SmpType)> {
+    use SmpType::*;
+    Some(match name {
+        "length" => (NONE, 0, Str, Int),
+        "bytes" => (SS, 1, Bin, Bin),
+        "base64" | "ub64enc" => (NONE, 0, Bin, Str),
+        "b64dec" | "ub64dec" => (NONE, 0, Str, Bin),
+        "url_dec" => (I, 0, Str, Str),
+        "sha1" => (NONE, 0, Bin, Bin),
+        "sha2" => (I, 0, Bin, Bin),
+        "crc32" | "crc32c" | "djb2" | "sdbm" | "wt6" | "xxh32" | "xxh64" | "xxh3" => {
+            (I, 0, Bin, Int)
+        }
+        "add" | "sub" | "mul" | "div" | "mod" | "and" | "or" | "xor" => (S, 1, Int, Int),
+        "neg" | "cpl" => (NONE, 0, Int, Int),
+        "bool" | "not" | "odd" | "even" => (NONE, 0, Int, Bool),
+        "hex2i" => (NONE, 0, Str, Int),
+        _ => return None,
+    })
 }
 
 /// True for the `map`, `map_<match>` and `map_<match>_<output>` converters.
@@ -793,6 +922,7 @@ fn build_converter(
             let conv = Converter::Map { kind, file: file.into(), default: opt_str(&a, 1) };
             Ok((conv, input, SmpType::Str))
         }
+        _ if pure_converter(name).is_some() => build_pure(s, name, raw),
         _ if sample_names::CONVERTERS.contains(&name) => {
             Err(SmpError::Conv(format!("converter '{name}' is not supported yet")))
         }

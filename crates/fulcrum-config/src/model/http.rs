@@ -154,6 +154,14 @@ pub enum Fetch {
     Var { scope: VarScope, name: String },
     /// `str(<s>)`: a constant string.
     Str(String),
+    /// `bin(<hex>)`: constant bytes.
+    Bin(Vec<u8>),
+    /// `pathq`: the path and query of the request target (no scheme or authority).
+    PathQ,
+    /// `srv_id`: the number of the server that took the request.
+    SrvId,
+    /// `http_first_req`: the request is the first of its connection.
+    HttpFirstReq,
     /// `int(<n>)`: a constant integer.
     Int(i64),
 }
@@ -201,6 +209,80 @@ pub enum Converter {
         file: PathBuf,
         default: Option<String>,
     },
+    /// The converters that need nothing compiled: hashes, encodings, arithmetic.
+    Pure(PureConv),
+}
+
+/// Converters computed from their input and literal arguments alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PureConv {
+    /// `length`: the input's length in bytes.
+    Length,
+    /// `bytes(<offset>[,<length>])`: a part of the input (empty past its end).
+    Bytes {
+        offset: i64,
+        len: Option<i64>,
+    },
+    /// `base64`, `b64dec`, `ub64enc`, `ub64dec`.
+    Base64,
+    B64Dec,
+    Ub64Enc,
+    Ub64Dec,
+    /// `url_dec([<in_form>])`: `%XX` decoded (and `+` as a space in a form).
+    UrlDec {
+        form: bool,
+    },
+    /// `sha1`, `sha2([<bits>])`: the digest, binary.
+    Sha1,
+    Sha2 {
+        bits: u16,
+    },
+    /// `crc32`, `crc32c`, `djb2`, `sdbm`, `wt6` (`avalanche`: HAProxy's `full_hash` after).
+    Hash32 {
+        kind: Hash32,
+        avalanche: bool,
+    },
+    /// `xxh32`, `xxh64`, `xxh3` with their seed.
+    Xxh32(u32),
+    Xxh64(u64),
+    Xxh3(u64),
+    /// `add`, `sub`, `mul`, `div`, `mod`, `and`, `or`, `xor` with a literal integer.
+    Arith {
+        op: ArithOp,
+        value: i64,
+    },
+    /// `neg`, `cpl`, `bool`, `not`, `odd`, `even`.
+    Neg,
+    Cpl,
+    Bool,
+    Not,
+    Odd,
+    Even,
+    /// `hex2i`: hexadecimal text to an integer.
+    Hex2i,
+}
+
+/// The 32-bit hashes of HAProxy's `hash.c`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hash32 {
+    Crc32,
+    Crc32c,
+    Djb2,
+    Sdbm,
+    Wt6,
+}
+
+/// Integer operators of the arithmetic converters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArithOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    And,
+    Or,
+    Xor,
 }
 
 /// How a `map_*` converter matches its input against the map's keys.

@@ -158,7 +158,7 @@ thread_local! {
 }
 
 /// Takes an idle connection to server `idx` of `be`, if any, most recently used first.
-/// `min_requests`: how many requests it must already have carried (1 for `aggressive`).
+/// `min_requests`: how many requests it must already have carried (2 for `aggressive`).
 /// With `check`, a connection the server closed meanwhile is skipped (one `recv`); without,
 /// the caller copes with a dead one (a request without body is retried on a new connection).
 pub fn take(be: &Arc<Backend>, idx: usize, min_requests: u32, check: bool) -> Option<Idle> {

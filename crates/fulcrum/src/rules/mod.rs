@@ -11,6 +11,7 @@
 
 pub mod acl_sets;
 mod compile;
+pub mod convert;
 mod live;
 pub mod maps;
 pub mod refs;

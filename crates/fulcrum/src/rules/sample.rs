@@ -84,6 +84,8 @@ pub struct Vars {
     pub caps: crate::log::format::Captures,
     /// The request's `unique-id-format` id, once made (the `unique-id` fetch, the log line).
     pub unique_id: Option<Vec<u8>>,
+    /// The transaction is the first of its connection (`http_first_req`).
+    pub first_req: bool,
 }
 
 impl Vars {
@@ -201,6 +203,7 @@ pub enum Conv {
     Word { index: i32, delims: Box<[u8]>, count: Option<i32> },
     Regsub(Regsub),
     Map { map: Arc<super::maps::LiveMap>, kind: cfg::MapMatch, default: Option<Box<str>> },
+    Pure(cfg::PureConv),
 }
 
 /// A compiled sample expression.
@@ -243,6 +246,9 @@ impl Expr {
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
 
 fn convert<'a>(c: &Conv, v: Value<'a>) -> Option<Value<'a>> {
+    if let Conv::Pure(p) = c {
+        return super::convert::pure(p, v);
+    }
     let s = match (c, v) {
         // HAProxy casts an integer to binary as its 8 big-endian bytes.
         (Conv::Hex, Value::Int(i)) => Cow::Owned(i.to_be_bytes().to_vec()),
@@ -282,6 +288,7 @@ fn convert<'a>(c: &Conv, v: Value<'a>) -> Option<Value<'a>> {
             r.apply(&s, &mut out);
             Value::Str(Cow::Owned(out))
         }
+        Conv::Pure(_) => return None,
         Conv::Map { map, kind, default } => {
             let found = map.with(|map| {
                 let v = match kind {
@@ -436,6 +443,16 @@ fn fetch_each<'a>(
             one(v, f)
         }
         Str(s) => f(Value::Str(Cow::Owned(s.as_bytes().to_vec()))),
+        Bin(v) => f(Value::Str(Cow::Owned(v.clone()))),
+        PathQ => one(req.map(|r| b(pathq(r))), f),
+        SrvId => one(
+            ctx.server
+                .zip(ctx.backend)
+                .and_then(|(name, be)| be.servers.iter().find(|s| s.name == name))
+                .map(|s| Value::Int(i64::from(s.id))),
+            f,
+        ),
+        HttpFirstReq => f(Value::Bool(ctx.vars.first_req)),
         Int(i) => f(Value::Int(*i)),
         Fhdr { name, occ } => full_values(req, name, *occ, last_only, &mut |v| f(b(v))),
         ResFhdr { name, occ } => full_values(ctx.resp, name, *occ, last_only, &mut |v| f(b(v))),
@@ -556,6 +573,19 @@ fn fetch_each<'a>(
             let v = slots.get(*slot as usize).and_then(|v| v.as_deref());
             one(v.map(|v| Value::Str(Cow::Borrowed(v))), f)
         }
+    }
+}
+
+/// The path and query of the request target: the target itself in origin form, what follows
+/// the authority in absolute form.
+fn pathq(r: &Head) -> &[u8] {
+    let t = r.target();
+    let p = r.path();
+    let start = (p.as_ptr() as usize).wrapping_sub(t.as_ptr() as usize);
+    if start <= t.len() && !p.is_empty() {
+        &t[start..]
+    } else {
+        p
     }
 }
 
@@ -695,6 +725,7 @@ pub fn compile(e: &cfg::SampleExpr, load_map: &mut MapLoader<'_>) -> Result<Expr
                 kind: *kind,
                 default: default.as_deref().map(Into::into),
             },
+            cfg::Converter::Pure(p) => Conv::Pure(*p),
         });
     }
     Ok(Expr { fetch: e.fetch.clone(), convs })

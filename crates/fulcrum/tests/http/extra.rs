@@ -539,3 +539,55 @@ fn sess_variables_live_across_a_connections_requests_and_proc_ones_across_connec
         assert_eq!((c.header("x-first"), c.header("x-proc")), (Some("/three"), Some("/set/one")));
     });
 }
+
+#[test]
+fn converters_hash_encode_slice_and_count_as_haproxy_does() {
+    each(|t| {
+        let srv = server("s1");
+        let convs = [
+            "str(hello),length",
+            "str(hello),bytes(1,3)",
+            "str(hello),bytes(9)",
+            "str(hello),base64",
+            "str(aGVsbG8=),b64dec",
+            "bin(fbff00),ub64enc",
+            "str(-_8),ub64dec,hex",
+            "str(a%20b+c),url_dec",
+            "str(a%20b+c),url_dec(1)",
+            "str(hello),sha1,hex",
+            "str(hello),sha2(384),hex",
+            "str(hello),crc32",
+            "str(hello),crc32(1)",
+            "str(hello),crc32c",
+            "str(hello),djb2(1)",
+            "str(hello),sdbm",
+            "str(hello),wt6(1)",
+            "str(hello),xxh32(5)",
+            "str(hello),xxh64",
+            "str(hello),xxh3(1)",
+            "int(7),add(5),mul(3),sub(4),div(2),mod(7)",
+            "int(12),and(10),or(1),xor(3)",
+            "int(7),div(0)",
+            "int(5),neg",
+            "int(5),cpl",
+            "int(3),odd",
+            "int(0),bool",
+            "int(0),not",
+            "str(1f),hex2i",
+            "var(txn.pq)",
+            "srv_id",
+            "http_first_req",
+        ];
+        let mut lines = String::from(" http-request set-var(txn.pq) pathq\n");
+        for (i, c) in convs.iter().enumerate() {
+            lines.push_str(&format!(" http-response set-header X-C{i} \"%[{c}]\"\n"));
+        }
+        let px = t.start(&one(&srv, &lines));
+        let r = px.get("/p/a?q=1");
+        convs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c} = {}", r.header(&format!("x-c{i}")).unwrap_or("<none>")))
+            .collect::<Vec<_>>()
+    });
+}

@@ -481,3 +481,34 @@ fn answers_made_by_the_proxy_keep_the_connection_when_the_request_was_read_whole
         seen
     });
 }
+
+#[test]
+fn http_reuse_aggressive_gives_a_first_request_only_a_proven_connection() {
+    // The receiver tells whether a request is the first of its (server) connection.
+    each(|t| {
+        let px = t.start(&format!(
+            "global\n nbthread 1\n{DEFAULTS}listen sender\n bind {{fe0}}\n http-reuse aggressive\n server s 127.0.0.1:{{port1}}\n\
+             listen receiver\n bind {{fe1}}\n http-request return status 200\n\
+             http-after-response set-header X-First %[http_first_req]\n"
+        ));
+        let first = |cl: &mut Client| {
+            cl.request(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+                .header("x-first")
+                .unwrap_or("")
+                .to_string()
+        };
+        let mut seen = Vec::new();
+        let mut a = px.client();
+        seen.push(first(&mut a));
+        drop(a);
+        // Its connection carried one request only: not proven, a new one is opened.
+        let mut b = px.client();
+        seen.push(first(&mut b));
+        seen.push(first(&mut b));
+        drop(b);
+        // That one carried two: the next client's first request may take it.
+        let mut c = px.client();
+        seen.push(first(&mut c));
+        seen
+    });
+}

@@ -135,7 +135,9 @@ impl Session<'_> {
             let min_requests = match reuse {
                 Reuse::Never => return None,
                 Reuse::Safe if first => return None,
-                Reuse::Aggressive if first => 1,
+                // `aggressive`: a first request takes only a connection proven reusable (it
+                // carried a later request of some client connection before).
+                Reuse::Aggressive if first => 2,
                 _ => 0,
             };
             pool::take(be, idx, min_requests, check).map(|i| (i.stream, i.requests))

@@ -9,6 +9,7 @@ impl Session<'_> {
     /// One request/response exchange, the request head being in `self.req`.
     pub(super) async fn transaction(&mut self) -> Next {
         self.vars.end_transaction();
+        self.vars.first_req = self.requests == 0;
         let spec = &self.fe.log.captures;
         if !spec.is_empty() {
             self.vars.caps.reset(spec);
