@@ -1103,7 +1103,7 @@ mod tests {
         assert_eq!(err("bogus"), "unknown fetch method 'bogus'");
         assert_eq!(err("baseq"), "fetch method 'baseq' is not supported yet");
         assert_eq!(err("path,bogus"), "unknown converter 'bogus'");
-        assert_eq!(err("path,base64"), "converter 'base64' is not supported yet");
+        assert_eq!(err("path,json"), "converter 'json' is not supported yet");
         assert_eq!(err("path,map_beg_int(/m)"), "converter 'map_beg_int' is not supported yet");
         assert_eq!(err(""), "missing fetch method");
     }
