@@ -296,6 +296,8 @@ impl HttpWhich {
                         | "return"
                         | "redirect"
                         | "set-path"
+                        | "set-pathq"
+                        | "replace-pathq"
                         | "set-query"
                         | "set-uri"
                         | "set-method"
@@ -507,20 +509,21 @@ fn http_action(
             };
             return Ok((act, 5));
         }
-        "set-path" | "set-query" | "set-uri" | "set-method" => {
+        "set-path" | "set-pathq" | "set-query" | "set-uri" | "set-method" => {
             if a.len() != 1 || a[0].is_empty() {
                 return Err(Some("expects exactly 1 argument <format>.".into()));
             }
             let f = log_format(a[0], at)?;
             let act = match base {
                 "set-path" => HttpAction::SetPath(f),
+                "set-pathq" => HttpAction::SetPathQ(f),
                 "set-query" => HttpAction::SetQuery(f),
                 "set-uri" => HttpAction::SetUri(f),
                 _ => HttpAction::SetMethod(f),
             };
             return Ok((act, 3));
         }
-        "replace-uri" | "replace-path" => {
+        "replace-uri" | "replace-path" | "replace-pathq" => {
             if a.len() != 2 {
                 return Err(Some(
                     "expects exactly 2 arguments <match-regex> and <replace-format>.".into(),
@@ -530,10 +533,10 @@ fn http_action(
                 .map_err(|e| Some(format!("failed to parse the regex : {e}.")))?;
             let regex = a[0].to_string();
             let replace = log_format(a[1], at)?;
-            let act = if base == "replace-uri" {
-                HttpAction::ReplaceUri { regex, replace }
-            } else {
-                HttpAction::ReplacePath { regex, replace }
+            let act = match base {
+                "replace-uri" => HttpAction::ReplaceUri { regex, replace },
+                "replace-pathq" => HttpAction::ReplacePathQ { regex, replace },
+                _ => HttpAction::ReplacePath { regex, replace },
             };
             return Ok((act, 4));
         }

@@ -580,6 +580,8 @@ pub enum HttpAction {
         replace: LogFormat,
     },
     SetPath(LogFormat),
+    /// `set-pathq`: the path and the query at once.
+    SetPathQ(LogFormat),
     SetQuery(LogFormat),
     SetUri(LogFormat),
     SetMethod(LogFormat),
@@ -588,6 +590,11 @@ pub enum HttpAction {
         replace: LogFormat,
     },
     ReplacePath {
+        regex: String,
+        replace: LogFormat,
+    },
+    /// `replace-pathq`: the regex is applied to the path and query.
+    ReplacePathQ {
         regex: String,
         replace: LogFormat,
     },

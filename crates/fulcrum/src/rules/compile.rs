@@ -259,6 +259,7 @@ impl<'a> Compiler<'a> {
                     }
                 }
                 cfg::HttpAction::SetPath(f) => Action::SetPath(self.format(f, span)),
+                cfg::HttpAction::SetPathQ(f) => Action::SetPathQ(self.format(f, span)),
                 cfg::HttpAction::SetQuery(f) => Action::SetQuery(self.format(f, span)),
                 cfg::HttpAction::SetUri(f) => Action::SetUri(self.format(f, span)),
                 cfg::HttpAction::SetMethod(f) => Action::SetMethod(self.format(f, span)),
@@ -269,6 +270,10 @@ impl<'a> Compiler<'a> {
                 cfg::HttpAction::ReplacePath { regex, replace } => {
                     let Some(re) = self.replace(regex, span) else { continue };
                     Action::ReplacePath { re, with: self.format(replace, span) }
+                }
+                cfg::HttpAction::ReplacePathQ { regex, replace } => {
+                    let Some(re) = self.replace(regex, span) else { continue };
+                    Action::ReplacePathQ { re, with: self.format(replace, span) }
                 }
                 cfg::HttpAction::SetVar { scope, name, expr } => match self.expr(expr) {
                     Ok(e) => Action::SetVar { scope: *scope, name: name.as_str().into(), expr: e },

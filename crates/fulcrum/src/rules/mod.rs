@@ -154,6 +154,7 @@ pub enum Action {
         with: Format,
     },
     SetPath(Format),
+    SetPathQ(Format),
     SetQuery(Format),
     SetUri(Format),
     SetMethod(Format),
@@ -162,6 +163,10 @@ pub enum Action {
         with: Format,
     },
     ReplacePath {
+        re: Replace,
+        with: Format,
+    },
+    ReplacePathQ {
         re: Replace,
         with: Format,
     },
@@ -440,6 +445,10 @@ fn edit(
             render(f, head, out);
             set_path_raw(head, out)?;
         }
+        Action::SetPathQ(f) => {
+            render(f, head, out);
+            set_pathq(head, out)?;
+        }
         Action::SetQuery(f) => {
             render(f, head, out);
             let q = out.strip_prefix(b"?").unwrap_or(out);
@@ -467,6 +476,14 @@ fn edit(
             let mut new = Vec::new();
             if re.replace(head.path(), &with, &mut new) {
                 set_path_raw(head, &new)?;
+            }
+        }
+        Action::ReplacePathQ { re, with } => {
+            render(with, head, out);
+            let with = std::mem::take(out);
+            let mut new = Vec::new();
+            if re.replace(sample::pathq(head), &with, &mut new) {
+                set_pathq(head, &new)?;
             }
         }
         Action::SetStatus { status, reason } => head.set_status(*status, reason.as_deref())?,
@@ -526,6 +543,17 @@ pub fn tcp_accepts_in(list: &[(bool, Option<Cond>)], acls: &Acls, ctx: &Ctx<'_>)
 
 /// Replaces the path, keeping the query string; the new path is taken as is (HAProxy escapes
 /// nothing, so a `?` in it simply becomes part of the target).
+/// Replaces the path and query of the target (keeping an absolute form's scheme and
+/// authority).
+fn set_pathq(head: &mut Head, pathq: &[u8]) -> Result<(), fulcrum_http::EditError> {
+    let t = head.target();
+    let keep = t.len() - sample::pathq(head).len();
+    let mut target = Vec::with_capacity(keep + pathq.len());
+    target.extend_from_slice(&t[..keep]);
+    target.extend_from_slice(pathq);
+    head.set_target(&target)
+}
+
 fn set_path_raw(head: &mut Head, path: &[u8]) -> Result<(), fulcrum_http::EditError> {
     let mut target = Vec::with_capacity(path.len() + 32);
     let t = head.target();

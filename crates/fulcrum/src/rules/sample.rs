@@ -578,7 +578,7 @@ fn fetch_each<'a>(
 
 /// The path and query of the request target: the target itself in origin form, what follows
 /// the authority in absolute form.
-fn pathq(r: &Head) -> &[u8] {
+pub fn pathq(r: &Head) -> &[u8] {
     let t = r.target();
     let p = r.path();
     let start = (p.as_ptr() as usize).wrapping_sub(t.as_ptr() as usize);

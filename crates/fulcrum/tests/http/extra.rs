@@ -591,3 +591,27 @@ fn converters_hash_encode_slice_and_count_as_haproxy_does() {
             .collect::<Vec<_>>()
     });
 }
+
+#[test]
+fn set_pathq_and_replace_pathq_rewrite_path_and_query_together() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(
+            &srv,
+            " http-request set-pathq /echo?new=1 if { path_beg /set }\n\
+             http-request replace-pathq ^/rep(.*)\\?(.*)$ /echo?p=\\1&\\2 if { path_beg /rep }\n\
+             http-request set-header X-PathQ %[pathq]\n",
+        ));
+        let mut seen = Vec::new();
+        for raw in [
+            "GET /set/a?b=2 HTTP/1.1\r\nHost: t\r\n\r\n",
+            "GET http://t/set/a?b=2 HTTP/1.1\r\nHost: t\r\n\r\n",
+            "GET /rep/z?y=3 HTTP/1.1\r\nHost: t\r\n\r\n",
+            "GET http://t/rep/z?y=3 HTTP/1.1\r\nHost: t\r\n\r\n",
+        ] {
+            let h = px.send(raw.as_bytes()).echoed();
+            seen.push((h.target.clone(), h.header("x-pathq").map(str::to_string)));
+        }
+        seen
+    });
+}
