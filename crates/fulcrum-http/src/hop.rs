@@ -30,7 +30,8 @@ fn named_by_connection(head: &Head, name: &[u8]) -> bool {
 }
 
 /// Removes hop-by-hop fields before forwarding (RFC 9110 section 7.6.1): Connection and every
-/// field it names, Keep-Alive, Proxy-Connection, TE, and Upgrade unless `keep_upgrade`.
+/// field it names, Keep-Alive, Proxy-Connection, TE (but a `trailers` token is written back as
+/// `te: trailers`, as HAProxy does), and Upgrade unless `keep_upgrade`.
 ///
 /// - Transfer-Encoding is **kept**: after parsing it can only say `chunked` (anything else is
 ///   rejected), and the body is forwarded chunked as received, so the engine need not re-add
@@ -48,7 +49,15 @@ pub fn strip_hop_by_hop(head: &mut Head, keep_upgrade: bool) {
     let keep_upgrade =
         keep_upgrade && head.header(b"upgrade").is_some() && named_by_connection(head, b"upgrade");
     // Without a Connection field no other field is named (the usual case: no search per field).
-    let connection = head.tagged_headers().any(|(s, _, _)| s == Special::Connection);
+    // TE goes, but `trailers` (lower case, without parameters) is passed on as HAProxy does.
+    let (mut connection, mut te_trailers) = (false, false);
+    for (special, _, v) in head.tagged_headers() {
+        match special {
+            Special::Connection => connection = true,
+            Special::Te => te_trailers |= comma_values(v).any(|t| t == b"trailers"),
+            _ => {}
+        }
+    }
     head.mark_fields(|h, special, name| match special {
         Special::Connection | Special::KeepAlive | Special::ProxyConnection | Special::Te => true,
         Special::Upgrade => !keep_upgrade,
@@ -61,6 +70,9 @@ pub fn strip_hop_by_hop(head: &mut Head, keep_upgrade: bool) {
         }
     });
     head.sweep();
+    if te_trailers {
+        let _ = head.push_field(b"te", b"trailers");
+    }
     if keep_upgrade {
         // Cannot break framing; only fails if the store is full, then the upgrade is dropped.
         if head.push_field(b"Connection", b"upgrade").is_err() {
@@ -118,8 +130,21 @@ mod tests {
             X-Foo: 1\r\nKeep-Alive: 5\r\nProxy-Connection: x\r\nTE: trailers\r\nUpgrade: h2c\r\n\
             Trailer: x\r\nX-Bar: 2\r\n\r\n");
         strip_hop_by_hop(&mut h, false);
-        assert_eq!(names(&h), ["Host", "Trailer", "X-Bar"]);
+        assert_eq!(names(&h), ["Host", "Trailer", "X-Bar", "te"]);
+        assert_eq!(h.header(b"te"), Some(&b"trailers"[..]), "TE keeps its trailers token");
         assert!(h.info().conn_close, "connection facts are those received");
+        for te in ["gzip", "trailers;q=0.5", "gzip, deflate"] {
+            let raw = format!("GET / HTTP/1.1\r\nHost: a\r\nTE: {te}\r\n\r\n");
+            let mut h = req(raw.as_bytes());
+            strip_hop_by_hop(&mut h, false);
+            assert_eq!(names(&h), ["Host"], "TE: {te}");
+        }
+        let mut h = req(b"GET / HTTP/1.1\r\nHost: a\r\nTE: gzip, trailers\r\n\r\n");
+        strip_hop_by_hop(&mut h, false);
+        assert_eq!(h.header(b"te"), Some(&b"trailers"[..]));
+        let mut h = req(b"GET / HTTP/1.1\r\nHost: a\r\nTE: Trailers\r\n\r\n");
+        strip_hop_by_hop(&mut h, false);
+        assert_eq!(names(&h), ["Host"], "compared as HAProxy compares it");
     }
 
     #[test]

@@ -615,3 +615,18 @@ fn set_pathq_and_replace_pathq_rewrite_path_and_query_together() {
         seen
     });
 }
+
+#[test]
+fn te_reaches_the_server_as_trailers_or_not_at_all() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, ""));
+        ["trailers, gzip", "gzip", "trailers;q=0.5", "TRAILERS"]
+            .iter()
+            .map(|te| {
+                let h = px.get_with("/echo", &[&format!("TE: {te}")]).echoed();
+                h.header("te").map(str::to_string)
+            })
+            .collect::<Vec<_>>()
+    });
+}

@@ -322,6 +322,21 @@ fn monitor_uri_answers_200_and_monitor_fail_503() {
         let r = px.client_to(1).request(get("/health").as_bytes());
         assert_eq!(r.status, 503);
         assert_eq!(srv.counts().requests, 1);
+        // A monitor URI written as a path matches an absolute-form request's path.
+        let abs = b"GET http://t/health HTTP/1.1\r\nHost: t\r\n\r\n";
+        let r = px.send(abs);
+        assert_eq!((r.status, r.text().as_str()), (200, PAGE_MONITOR));
+    });
+}
+
+#[test]
+fn an_absolute_monitor_uri_matches_only_the_whole_target() {
+    each(|t| {
+        let px = t.start(&format!(
+            "{DEFAULTS}frontend fe\n bind {{fe0}}\n monitor-uri http://www.example.org/health\n"
+        ));
+        let abs = b"GET http://www.example.org/health HTTP/1.1\r\nHost: www.example.org\r\n\r\n";
+        (px.send(abs).status, px.get("/health").status)
     });
 }
 

@@ -33,7 +33,14 @@ impl Session<'_> {
         }
         // monitor-uri: answered here, before any rule.
         if let Some(uri) = &self.http.monitor_uri {
-            if self.req.target() == uri.as_bytes() {
+            // A monitor URI written as a path matches the path (and query) of an absolute-form
+            // target too; an absolute one matches the whole target.
+            let target = if uri.starts_with('/') {
+                crate::rules::sample::pathq(&self.req)
+            } else {
+                self.req.target()
+            };
+            if target == uri.as_bytes() {
                 let failing = {
                     let base = self.base(None);
                     let ctx = base.ctx(&self.req, None, &self.vars);
