@@ -113,6 +113,7 @@ pub fn avail_of(expr: &SampleExpr) -> Avail {
         | Fetch::Str(_)
         | Fetch::Bin(_)
         | Fetch::HttpFirstReq
+        | Fetch::Uuid
         | Fetch::Int(_)
         | Fetch::Date { .. }
         | Fetch::Rand { .. }

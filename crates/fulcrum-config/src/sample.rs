@@ -435,6 +435,7 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "pathq" => d(NONE, 0, Str, Request),
         "srv_id" => d(NONE, 0, Int, Server),
         "http_first_req" => d(NONE, 0, Bool, Always),
+        "uuid" => d(I, 0, Str, Always),
         "int" => d(I, 1, Int, Always),
         _ => None,
     }
@@ -691,6 +692,15 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
         "pathq" => Fetch::PathQ,
         "srv_id" => Fetch::SrvId,
         "http_first_req" => Fetch::HttpFirstReq,
+        "uuid" => match args.first().map(Arg::int) {
+            None | Some(4) => Fetch::Uuid,
+            Some(_) => {
+                return Err(SmpError::ArgCheck(
+                    name.to_string(),
+                    "Unsupported UUID version".to_string(),
+                ))
+            }
+        },
         "int" => Fetch::Int(args.first().map(Arg::int).unwrap_or_default()),
         _ => return Err(SmpError::UnknownFetch(name.to_string())),
     };

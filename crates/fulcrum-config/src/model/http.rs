@@ -162,6 +162,8 @@ pub enum Fetch {
     SrvId,
     /// `http_first_req`: the request is the first of its connection.
     HttpFirstReq,
+    /// `uuid([4])`: a random version 4 UUID.
+    Uuid,
     /// `int(<n>)`: a constant integer.
     Int(i64),
 }

@@ -453,6 +453,7 @@ fn fetch_each<'a>(
             f,
         ),
         HttpFirstReq => f(Value::Bool(ctx.vars.first_req)),
+        Uuid => f(Value::Str(Cow::Owned(uuid4()))),
         Int(i) => f(Value::Int(*i)),
         Fhdr { name, occ } => full_values(req, name, *occ, last_only, &mut |v| f(b(v))),
         ResFhdr { name, occ } => full_values(ctx.resp, name, *occ, last_only, &mut |v| f(b(v))),
@@ -588,6 +589,26 @@ pub fn pathq(r: &Head) -> &[u8] {
         p
     }
 }
+
+/// A random version 4 UUID in its usual text form.
+fn uuid4() -> Vec<u8> {
+    let (a, b) = (crate::backend::random_u64(), crate::backend::random_u64());
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&a.to_be_bytes());
+    bytes[8..].copy_from_slice(&b.to_be_bytes());
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let mut out = Vec::with_capacity(36);
+    for (i, b) in bytes.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            out.push(b'-');
+        }
+        out.extend_from_slice(&[HEX_LOWER[usize::from(b >> 4)], HEX_LOWER[usize::from(b & 15)]]);
+    }
+    out
+}
+
+const HEX_LOWER: &[u8; 16] = b"0123456789abcdef";
 
 /// How many times cookie `name` appears in one Cookie header value.
 fn count_cookies(v: &[u8], name: &[u8]) -> usize {

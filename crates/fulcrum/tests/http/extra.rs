@@ -630,3 +630,27 @@ fn te_reaches_the_server_as_trailers_or_not_at_all() {
             .collect::<Vec<_>>()
     });
 }
+
+#[test]
+fn uuid_gives_a_fresh_version_4_id_and_unique_id_keeps_one_per_request() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(
+            &srv,
+            " unique-id-format ID-%[uuid]\n http-response set-header X-U %[uuid]\n\
+             http-response set-header X-A %[unique-id]\n http-response set-header X-B %[unique-id]\n",
+        ));
+        let (r1, r2) = (px.get("/"), px.get("/"));
+        let shape = |u: &str| {
+            let parts: Vec<usize> = u.split('-').map(str::len).collect();
+            let hex =
+                u.bytes().all(|b| b == b'-' || b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+            (parts, hex, u.as_bytes().get(14).copied().map(char::from))
+        };
+        let u1 = r1.header("x-u").unwrap_or_default().to_string();
+        assert_ne!(Some(u1.as_str()), r2.header("x-u"), "a new one each time");
+        assert_eq!(r1.header("x-a"), r1.header("x-b"), "one unique id per request");
+        assert_ne!(r1.header("x-a"), r2.header("x-a"));
+        shape(&u1)
+    });
+}
