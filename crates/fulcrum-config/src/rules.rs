@@ -831,6 +831,15 @@ pub fn parse_reply(
             "file" => ReplyBody::File(PathBuf::from(val)),
             "string" => ReplyBody::String(val.to_string()),
             "lf-string" => ReplyBody::LfString(logformat::parse_in(val, ctx, be_cap)?),
+            "lf-file" => {
+                let text = std::fs::read_to_string(val)
+                    .map_err(|e| format!("'{opt}' : failed to open file '{val}' ({e})."))?;
+                let mut f = logformat::parse_in(&text, ctx, be_cap)?;
+                f.text = text;
+                ReplyBody::LfFile(f)
+            }
+            "errorfile" => ReplyBody::ErrorFile(PathBuf::from(val)),
+            "errorfiles" => ReplyBody::ErrorFilesOf(val.to_string()),
             _ => return Err(format!("'{opt}' in an http reply is not supported yet.")),
         };
         i += if takes_value { 2 } else { 1 };
@@ -844,9 +853,15 @@ pub fn parse_reply(
             "status code '{status}' not handled by default with 'default-errorfiles' argument.."
         ));
     }
-    let has_payload =
-        matches!(body, ReplyBody::String(_) | ReplyBody::LfString(_) | ReplyBody::File(_));
-    if matches!(body, ReplyBody::String(_) | ReplyBody::LfString(_)) && content_type.is_none() {
+    let has_payload = matches!(
+        body,
+        ReplyBody::String(_) | ReplyBody::LfString(_) | ReplyBody::File(_) | ReplyBody::LfFile(_)
+    );
+    let from_errorfiles =
+        from_errorfiles || matches!(body, ReplyBody::ErrorFile(_) | ReplyBody::ErrorFilesOf(_));
+    if matches!(body, ReplyBody::String(_) | ReplyBody::LfString(_) | ReplyBody::LfFile(_))
+        && content_type.is_none()
+    {
         return Err("a content type must be defined when non-empty payload is configured.".into());
     }
     if has_payload && (status == 204 || status == 304) {

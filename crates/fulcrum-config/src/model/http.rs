@@ -680,6 +680,13 @@ pub enum ReplyBody {
     File(PathBuf),
     /// `lf-string <fmt>`.
     LfString(LogFormat),
+    /// `lf-file <file>`: the file's text as a log-format string (read when parsed).
+    LfFile(LogFormat),
+    /// `errorfile <file>`: a complete raw HTTP response (read by the engine), sent as is.
+    ErrorFile(PathBuf),
+    /// `errorfiles <name>`: the message of `http-errors <name>` for the status (the proxy's own
+    /// message when the section has none for it).
+    ErrorFilesOf(String),
     /// `default-errorfiles`, or no payload option on a `deny`/`return` whose status has an
     /// error message: use the proxy's error message for that status.
     ErrorFiles,

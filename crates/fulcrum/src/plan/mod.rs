@@ -156,7 +156,7 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
             },
             None => None,
         };
-        let mut c = crate::rules::Compiler::new(p, &mut maps);
+        let mut c = crate::rules::Compiler::new(p, &mut maps, &config.http_errors);
         let mut rules = proxy_rules(&mut c, p);
         for u in &p.use_backends {
             let cond = c.cond(&u.cond, &u.span);
@@ -313,33 +313,12 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
     let mut errors = Vec::new();
     let mut replaced = HashMap::new();
     for (status, src) in &p.errors {
-        match src {
-            cfg::ErrorSource::File { path, span } => match crate::sys::read_file(path) {
-                Ok(b) => {
-                    replaced.insert(*status, Arc::<[u8]>::from(b));
-                }
-                Err(_) => errors.push(format!(
-                    "parsing [{span}] : errorfile : error opening file '{}'.",
-                    path.display()
-                )),
-            },
-            cfg::ErrorSource::Location { code, url, .. } => {
-                // HAProxy's errorloc answers, byte for byte.
-                let line = if *code == 303 { "303 See Other" } else { "302 Found" };
-                let msg = format!(
-                    "HTTP/1.1 {line}\r\nCache-Control: no-cache\r\nContent-length: 0\r\nLocation: {url}\r\n\r\n"
-                );
-                replaced.insert(*status, Arc::<[u8]>::from(msg.into_bytes()));
+        match error_message(src, &config.http_errors) {
+            Ok(Some(b)) => {
+                replaced.insert(*status, Arc::<[u8]>::from(b));
             }
-            cfg::ErrorSource::Reply { reply, span } => match static_reply(reply) {
-                Ok(r) => {
-                    replaced.insert(*status, Arc::<[u8]>::from(r));
-                }
-                Err(path) => errors.push(format!(
-                    "parsing [{span}] : http-error : error opening file '{}'",
-                    path.display()
-                )),
-            },
+            Ok(None) => {}
+            Err(e) => errors.push(e),
         }
     }
     let addr = |f: &Option<cfg::ForwardFor>| {
@@ -425,12 +404,67 @@ fn retry_on(list: &[cfg::RetryOn]) -> crate::http::RetryOn {
     r
 }
 
+/// The raw response an error source gives (`None`: the built-in message stays).
+fn error_message(
+    src: &cfg::ErrorSource,
+    sections: &[cfg::HttpErrorsSection],
+) -> Result<Option<Vec<u8>>, String> {
+    match src {
+        cfg::ErrorSource::File { path, span } => {
+            crate::sys::read_file(path).map(Some).map_err(|_| {
+                format!("parsing [{span}] : errorfile : error opening file '{}'.", path.display())
+            })
+        }
+        cfg::ErrorSource::Location { code, url, .. } => {
+            // HAProxy's errorloc answers, byte for byte.
+            let line = if *code == 303 { "303 See Other" } else { "302 Found" };
+            Ok(Some(
+                format!(
+                    "HTTP/1.1 {line}\r\nCache-Control: no-cache\r\nContent-length: 0\r\nLocation: {url}\r\n\r\n"
+                )
+                .into_bytes(),
+            ))
+        }
+        cfg::ErrorSource::Reply { reply, span } => match reply_message(reply, sections, span)? {
+            Some(Some(raw)) => Ok(Some(raw.to_vec())),
+            Some(None) => Ok(Some(crate::http::reply::raw(reply.status, None, &[], b""))),
+            None => static_reply(reply).map(Some).map_err(|path| {
+                format!("parsing [{span}] : http-error : error opening file '{}'", path.display())
+            }),
+        },
+    }
+}
+
+/// A reply whose body is a whole message (`errorfile <file>`, `errorfiles <name>`): `None`
+/// for other replies; `Some(None)` when the section has no message for the status.
+pub fn reply_message(
+    r: &cfg::Reply,
+    sections: &[cfg::HttpErrorsSection],
+    span: &cfg::Span,
+) -> Result<Option<Option<Arc<[u8]>>>, String> {
+    match &r.body {
+        cfg::ReplyBody::ErrorFile(path) => crate::sys::read_file(path)
+            .map(|b| Some(Some(Arc::from(b))))
+            .map_err(|_| format!("parsing [{span}] : error opening file '{}'.", path.display())),
+        cfg::ReplyBody::ErrorFilesOf(name) => {
+            let Some(section) = sections.iter().find(|s| &s.name == name) else {
+                return Err(format!("parsing [{span}] : unknown http-errors section '{name}'."));
+            };
+            match section.errors.get(&r.status) {
+                Some(src) => Ok(Some(error_message(src, sections)?.map(Arc::from))),
+                None => Ok(Some(None)),
+            }
+        }
+        _ => Ok(None),
+    }
+}
+
 /// An `http-error status` reply without log-format parts, rendered once into a raw response;
 /// `Err` names a `file` payload that cannot be read.
 fn static_reply(r: &cfg::Reply) -> Result<Vec<u8>, &std::path::Path> {
     let body: &[u8] = match &r.body {
         cfg::ReplyBody::String(s) => s.as_bytes(),
-        cfg::ReplyBody::LfString(f) => f.text.as_bytes(),
+        cfg::ReplyBody::LfString(f) | cfg::ReplyBody::LfFile(f) => f.text.as_bytes(),
         _ => b"",
     };
     let file_body;
@@ -573,7 +607,7 @@ fn backend(
             server_fin: t.server_fin,
         },
     );
-    let mut c = crate::rules::Compiler::new(p, maps);
+    let mut c = crate::rules::Compiler::new(p, maps, &config.http_errors);
     let mut rules = proxy_rules(&mut c, p);
     errors.append(&mut c.errors);
     be.uses_dst = c.uses_dst || p.originalto.is_some();

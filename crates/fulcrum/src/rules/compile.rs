@@ -15,6 +15,8 @@ use super::*;
 /// here; errors name the config line.
 pub struct Compiler<'a> {
     proxy: &'a cfg::Proxy,
+    /// The `http-errors` sections (`errorfiles <name>` in replies).
+    sections: &'a [cfg::HttpErrorsSection],
     acls: Acls,
     by_name: HashMap<String, AclId>,
     /// Named ACLs that failed to compile (already reported: conditions naming them are not).
@@ -33,9 +35,11 @@ impl<'a> Compiler<'a> {
     pub fn new(
         proxy: &'a cfg::Proxy,
         maps: &'a mut HashMap<(std::path::PathBuf, u8), Arc<maps::LiveMap>>,
+        sections: &'a [cfg::HttpErrorsSection],
     ) -> Self {
         let mut c = Compiler {
             proxy,
+            sections,
             acls: Acls::default(),
             by_name: HashMap::new(),
             broken: Vec::new(),
@@ -203,8 +207,21 @@ impl<'a> Compiler<'a> {
                     ReplyBody::None
                 }
             },
-            cfg::ReplyBody::LfString(f) => ReplyBody::Format(self.format(f, span)),
+            cfg::ReplyBody::LfString(f) | cfg::ReplyBody::LfFile(f) => {
+                ReplyBody::Format(self.format(f, span))
+            }
             cfg::ReplyBody::ErrorFiles => ReplyBody::ErrorMessage,
+            cfg::ReplyBody::ErrorFile(_) | cfg::ReplyBody::ErrorFilesOf(_) => {
+                match crate::plan::reply_message(r, self.sections, span) {
+                    Ok(Some(Some(raw))) => ReplyBody::Message(raw),
+                    // A status the section does not have: the status alone, as HAProxy.
+                    Ok(_) => ReplyBody::None,
+                    Err(e) => {
+                        self.errors.push(e);
+                        ReplyBody::None
+                    }
+                }
+            }
         };
         let headers = r.headers.iter().map(|(n, f)| (n.clone(), self.format(f, span))).collect();
         ReplySpec { status: r.status, content_type: r.content_type.clone(), body, headers }

@@ -108,6 +108,8 @@ pub enum ReplyBody {
     Format(Format),
     /// The proxy's error message for the status (a raw response, sent as is).
     ErrorMessage,
+    /// A whole raw response (`errorfile`, `errorfiles` replies), sent as is.
+    Message(Arc<[u8]>),
 }
 
 /// What a redirect produces.

@@ -244,3 +244,33 @@ fn errorloc302_redirects_instead_of_the_error() {
         r.summary(&["location", "content-length", "cache-control", "connection"])
     });
 }
+
+#[test]
+fn replies_take_errorfile_errorfiles_and_lf_file_and_an_empty_message_closes_silently() {
+    let teapot = "HTTP/1.1 418 I'm a teapot\r\ncontent-length: 6\r\nx-from: file\r\n\r\nteapot";
+    let gone = "HTTP/1.1 410 Gone\r\ncontent-length: 4\r\nx-from: section\r\n\r\ngone";
+    each(|t| {
+        let px = t.start_with(
+            &format!(
+                "http-errors errs\n errorfile 410 {{dir}}/410.http\n\
+                 {DEFAULTS}frontend fe\n bind {{fe0}}\n errorfile 500 /dev/null\n\
+                 http-request deny deny_status 418 errorfile {{dir}}/418.http if {{ path /file }}\n\
+                 http-request deny deny_status 410 errorfiles errs if {{ path /section }}\n\
+                 http-request deny deny_status 403 errorfiles errs if {{ path /fallback }}\n\
+                 http-request return status 200 content-type text/plain lf-file {{dir}}/body.lf if {{ path /lf }}\n\
+                 http-request deny deny_status 500 if {{ path /empty }}\n"
+            ),
+            &[("418.http", teapot), ("410.http", gone), ("body.lf", "path is %[path]\n")],
+        );
+        let mut seen = Vec::new();
+        for path in ["/file", "/section", "/fallback", "/lf"] {
+            let r = px.get(path);
+            seen.push((path, r.status, r.header("x-from").map(str::to_string), r.text()));
+        }
+        // An empty message: nothing is sent and the connection closes.
+        let mut cl = px.client();
+        cl.send(b"GET /empty HTTP/1.1\r\nHost: t\r\n\r\n");
+        let closed = cl.closed_within(Duration::from_secs(2));
+        (seen, closed, cl.pending().to_vec())
+    });
+}

@@ -17,6 +17,7 @@ impl Session<'_> {
             rules::ReplyBody::Bytes(b) => (&b[..]).into(),
             rules::ReplyBody::Format(f) => f.render_vec(&ctx).into(),
             rules::ReplyBody::ErrorMessage => return self.messages(be).get(rp.status).to_vec(),
+            rules::ReplyBody::Message(m) => return m.to_vec(),
         };
         let hdrs: Vec<(Vec<u8>, Vec<u8>)> =
             rp.headers.iter().map(|(n, f)| (n.as_bytes().to_vec(), f.render_vec(&ctx))).collect();
@@ -127,12 +128,15 @@ impl Session<'_> {
         let status = parse_status(&msg);
         let client_close =
             info.conn_close || self.req.version() == Version::Http10 && !info.conn_keep_alive;
-        let keep = !message_closes(&msg)
+        // An empty message (`errorfile <code> /dev/null`): nothing is sent, the connection
+        // closes.
+        let keep = !msg.is_empty()
+            && !message_closes(&msg)
             && !client_close
             && self.drain_request_body(info.body)
             && !crate::runtime::retiring(self.fe)
             && !crate::runtime::stopping();
-        if !keep && !message_closes(&msg) {
+        if !keep && !msg.is_empty() && !message_closes(&msg) {
             msg = with_connection_close(&msg);
         } else if keep && self.req.version() == Version::Http10 {
             msg = with_header_after_status(&msg, b"connection: keep-alive\r\n");
