@@ -204,7 +204,8 @@ fn hop_by_hop_headers_are_removed_where_haproxy_passes_them() {
                 ("upgrade", "foo"),
             ]
         } else {
-            &[("host", "t")]
+            // TE's `trailers` token is passed on, as HAProxy does.
+            &[("host", "t"), ("te", "trailers")]
         };
         let want: Vec<(String, String)> =
             want.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();

@@ -488,9 +488,11 @@ fn cookie_insert_indirect_nocache_persists_on_the_named_server() {
                 "indirect: removed from the request"
             );
         }
-        // An unknown value: balanced, and a new cookie is set.
+        // An unknown value: balanced, a new cookie is set, and the stale one is not sent on.
         let r = px.get_with("/", &["Cookie: SRV=zz"]);
         assert!(r.header("set-cookie").is_some_and(|c| c.starts_with("SRV=c")));
+        let r = px.get_with("/echo", &["Cookie: SRV=zz; other=2"]);
+        assert_eq!(r.echoed().header("cookie"), Some("other=2"), "indirect: an unknown one too");
     });
 }
 

@@ -45,6 +45,13 @@ impl Session<'_> {
                 break;
             }
         }
+        if found.is_none() && self.o.cookie_in == CookieIn::Invalid {
+            // `insert indirect`: a cookie naming no server is taken out too, as HAProxy does.
+            if ck.indirect && ck.mode == cfg::CookieMode::Insert {
+                self.rewrite_request_cookie(&ck.name, None);
+            }
+            return None;
+        }
         let (idx, rest) = found?;
         if ck.mode == cfg::CookieMode::Prefix {
             self.rewrite_request_cookie(&ck.name, Some(&rest));
