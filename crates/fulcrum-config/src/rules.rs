@@ -491,11 +491,26 @@ fn http_action(
             return Ok((act, 4));
         }
         "del-header" => {
-            exactly(1, "expects at least 1 argument.")?;
-            if a.get(1) == Some(&"-m") {
-                return Err(Some("'-m' (header name matching) is not supported yet.".into()));
+            if a.is_empty() || a[0].is_empty() {
+                return Err(Some("expects at least 1 argument.".into()));
             }
-            return Ok((HttpAction::DelHeader { name: a[0].to_string() }, 3));
+            if a.get(1) == Some(&"-m") {
+                let how = match a.get(2).copied().unwrap_or("") {
+                    "str" => NameMatch::Str,
+                    "beg" => NameMatch::Beg,
+                    "end" => NameMatch::End,
+                    "sub" => NameMatch::Sub,
+                    "reg" => {
+                        crate::regex_check::check(a[0])
+                            .map_err(|e| Some(format!("failed to parse the regex : {e}.")))?;
+                        NameMatch::Reg
+                    }
+                    m => return Err(Some(format!("-m with unsupported matching method '{m}'."))),
+                };
+                return Ok((HttpAction::DelHeader { name: a[0].to_string(), how }, 5));
+            }
+            exactly(1, "expects at least 1 argument.")?;
+            return Ok((HttpAction::DelHeader { name: a[0].to_string(), how: NameMatch::Str }, 3));
         }
         "replace-header" | "replace-value" => {
             exactly(3, "expects exactly 3 arguments.")?;

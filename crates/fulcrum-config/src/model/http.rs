@@ -287,6 +287,17 @@ pub enum ArithOp {
     Xor,
 }
 
+/// How `del-header -m` matches header names (`str`, the default: the whole name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum NameMatch {
+    #[default]
+    Str,
+    Beg,
+    End,
+    Sub,
+    Reg,
+}
+
 /// How a `map_*` converter matches its input against the map's keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MapMatch {
@@ -568,8 +579,10 @@ pub enum HttpAction {
         name: String,
         value: LogFormat,
     },
+    /// `del-header <name> [-m str|beg|end|sub|reg]`.
     DelHeader {
         name: String,
+        how: NameMatch,
     },
     ReplaceHeader {
         name: String,

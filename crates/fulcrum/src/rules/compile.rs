@@ -256,8 +256,23 @@ impl<'a> Compiler<'a> {
                     name: name.as_bytes().into(),
                     value: self.format(value, span),
                 },
-                cfg::HttpAction::DelHeader { name } => {
-                    Action::DelHeader { name: name.as_bytes().into() }
+                cfg::HttpAction::DelHeader { name, how } => {
+                    let how = match how {
+                        cfg::NameMatch::Str => None,
+                        cfg::NameMatch::Beg => Some(super::DelMatch::Beg),
+                        cfg::NameMatch::End => Some(super::DelMatch::End),
+                        cfg::NameMatch::Sub => Some(super::DelMatch::Sub),
+                        cfg::NameMatch::Reg => match regex::bytes::Regex::new(name) {
+                            Ok(re) => Some(super::DelMatch::Reg(re)),
+                            Err(e) => {
+                                self.errors.push(format!(
+                                    "parsing [{span}] : invalid regex '{name}' : {e}"
+                                ));
+                                continue;
+                            }
+                        },
+                    };
+                    Action::DelHeader { name: name.as_bytes().into(), how }
                 }
                 cfg::HttpAction::ReplaceHeader { name, regex, replace } => {
                     let Some(re) = self.replace(regex, span) else { continue };

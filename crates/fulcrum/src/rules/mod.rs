@@ -144,6 +144,8 @@ pub enum Action {
     },
     DelHeader {
         name: Box<[u8]>,
+        /// `-m beg|end|sub|reg`; `None`: the whole name.
+        how: Option<DelMatch>,
     },
     ReplaceHeader {
         name: Box<[u8]>,
@@ -402,8 +404,11 @@ fn edit(
             }
             head.add_header(name, out)?;
         }
-        Action::DelHeader { name } => {
+        Action::DelHeader { name, how: None } => {
             head.remove_header(name);
+        }
+        Action::DelHeader { name, how: Some(how) } => {
+            head.retain_headers(|n, _| !how.matches(name, n));
         }
         Action::ReplaceHeader { name, re, with } | Action::ReplaceValue { name, re, with } => {
             let per_value = matches!(action, Action::ReplaceValue { .. });
@@ -500,6 +505,30 @@ fn set_var(base: &Base<'_>, vars: &mut Vars, scope: cfg::VarScope, name: &str, v
         base.proc_vars.set(name, v);
     } else {
         vars.set(scope, name, v);
+    }
+}
+
+/// How `del-header -m` compares names (case-insensitively; a regex sees the name in lower
+/// case, as HAProxy stores names).
+#[derive(Debug)]
+pub enum DelMatch {
+    Beg,
+    End,
+    Sub,
+    Reg(regex::bytes::Regex),
+}
+
+impl DelMatch {
+    fn matches(&self, pattern: &[u8], name: &[u8]) -> bool {
+        let p = pattern.len();
+        match self {
+            DelMatch::Beg => name.len() >= p && name[..p].eq_ignore_ascii_case(pattern),
+            DelMatch::End => {
+                name.len() >= p && name[name.len() - p..].eq_ignore_ascii_case(pattern)
+            }
+            DelMatch::Sub => p == 0 || name.windows(p).any(|w| w.eq_ignore_ascii_case(pattern)),
+            DelMatch::Reg(re) => re.is_match(&name.to_ascii_lowercase()),
+        }
     }
 }
 

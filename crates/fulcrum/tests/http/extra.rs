@@ -654,3 +654,33 @@ fn uuid_gives_a_fresh_version_4_id_and_unique_id_keeps_one_per_request() {
         shape(&u1)
     });
 }
+
+#[test]
+fn del_header_matches_names_by_string_prefix_suffix_substring_or_regex() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(
+            &srv,
+            " http-request del-header x-str1\n http-request del-header X-STR2 -m str\n\
+             http-request del-header x-beg -m beg\n http-request del-header end1 -m end\n\
+             http-request del-header sub -m sub\n http-request del-header ^x.reg.$ -m reg\n",
+        ));
+        let sent = [
+            "X-Always: 1",
+            "X-Str1: 1",
+            "x-str2: 1",
+            "X-Beg1: 1",
+            "x-begx: 1",
+            "X-End1: 1",
+            "X-End2: 1",
+            "X-Sub1: 1",
+            "Y-SUB2: 1",
+            "X-Reg1: 1",
+            "X-Reg12: 1",
+        ];
+        let h = px.get_with("/echo", &sent).echoed();
+        let mut kept: Vec<String> = h.headers.iter().map(|(n, _)| n.to_ascii_lowercase()).collect();
+        kept.sort();
+        kept
+    });
+}
