@@ -360,3 +360,31 @@ fn connect_is_forwarded_and_becomes_a_tunnel() {
         writer.join().expect("writer").expect("write");
     });
 }
+
+#[test]
+fn wait_for_body_answers_408_when_the_body_does_not_come_in_time() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&listen(&format!(
+            " http-request wait-for-body time 100ms if {{ path /a }}\n\
+             http-request wait-for-body time 100ms at-least 10 if {{ path /b }}\n server s1 {}\n",
+            srv.addr()
+        )));
+        let mut seen = Vec::new();
+        for (path, body) in [("/a", "x".repeat(20)), ("/b", "y".repeat(20))] {
+            let mut cl = px.client();
+            // 20 bytes of the 21 announced: `/a` waits for all of it, `/b` for 10 bytes only.
+            let head =
+                format!("POST {path}?echo=body HTTP/1.1\r\nHost: t\r\nContent-Length: 21\r\n\r\n");
+            cl.send(head.as_bytes());
+            cl.send(body.as_bytes());
+            if path == "/b" {
+                // Enough for `at-least`: the request goes on, and its last byte follows.
+                cl.send(b"z");
+            }
+            let st = cl.read_one(false).map(|r| r.status).unwrap_or(0);
+            seen.push((path, st));
+        }
+        seen
+    });
+}

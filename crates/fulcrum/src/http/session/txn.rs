@@ -441,7 +441,13 @@ impl Session<'_> {
             let built = match verdict {
                 Verdict::Continue => return None,
                 Verdict::WaitForBody { time, at_least, resume } => {
-                    self.wait_for_body(info, time, at_least).await;
+                    if !self.wait_for_body(info, time, at_least).await {
+                        // The body did not come in time: HAProxy's 408.
+                        self.o.end(Cause::ClientTimeout, Phase::Request);
+                        let mut i = *info;
+                        i.conn_close = true;
+                        return Some(self.answer(408, &i, be).await);
+                    }
                     start = resume;
                     continue;
                 }
@@ -497,16 +503,18 @@ impl Session<'_> {
 
     /// `wait-for-body` / `option http-buffer-request`: reads the request body into the client
     /// buffer until it is complete, `at_least` bytes are there, the buffer is full, or `time`.
+    /// Waits up to `time` for the request body (or `at_least` bytes of it, or a full buffer).
+    /// `false` when the time ran out first (HAProxy then answers 408).
     pub(super) async fn wait_for_body(
         &mut self,
         info: &fulcrum_http::Info,
         time: Duration,
         at_least: Option<u64>,
-    ) {
+    ) -> bool {
         let want = match info.body {
             Body::Length(n) => n,
             Body::Chunked => u64::MAX,
-            _ => return,
+            _ => return true,
         };
         let want = at_least.map_or(want, |a| a.min(want));
         let deadline = Instant::now() + time;
@@ -516,21 +524,24 @@ impl Session<'_> {
             self.req.remove_header(b"expect");
             let go = write_all(&self.client, b"HTTP/1.1 100 Continue\r\n\r\n");
             if timer::within_io(self.ctimer.as_mut(), self.fe.timeouts.client, go).await.is_err() {
-                return;
+                return true;
             }
         }
         while (self.cbuf.len() as u64) < want && !self.cbuf.is_full() {
             if info.body == Body::Chunked {
                 let mut sc = ChunkedScanner::new();
                 if sc.scan(self.cbuf.data()).map(|s| s.done).unwrap_or(true) {
-                    return;
+                    return true;
                 }
             }
             match timer::until(self.ctimer.as_mut(), deadline, self.cbuf.fill(&self.client)).await {
                 Ok(Ok(n)) if n > 0 => {}
-                _ => return,
+                Err(_) => return false,
+                // The client closed or failed: what follows finds out.
+                _ => return true,
             }
         }
+        true
     }
 
     /// Picks the backend: the first `use_backend` whose condition holds, else the default.
@@ -606,7 +617,25 @@ impl Session<'_> {
         );
         base.server_stream = server_stream;
         let (resp, req) = (&mut self.resp, &self.req);
-        rules::run(list, 0, acls, &base, resp, Some(req), &mut self.vars, &mut self.scratch)
+        // `http-response wait-for-body` does not wait yet (the body is forwarded as it comes):
+        // the rules after it run at once.
+        let mut start = 0;
+        loop {
+            let v = rules::run(
+                list,
+                start,
+                acls,
+                &base,
+                resp,
+                Some(req),
+                &mut self.vars,
+                &mut self.scratch,
+            );
+            match v {
+                Verdict::WaitForBody { resume, .. } => start = resume,
+                v => return v,
+            }
+        }
     }
 
     /// Runs `http-after-response` rules (backend's, then frontend's) on `self.resp`.
