@@ -513,3 +513,38 @@ fn http_reuse_aggressive_gives_a_first_request_only_a_proven_connection() {
         seen
     });
 }
+
+#[test]
+fn a_server_connection_opened_with_a_proxy_header_is_not_shared_with_another_client() {
+    // The receiver answers with the client address the PROXY header gave it and the unique
+    // id TLV; the sender tells which client port it served.
+    each(|t| {
+        let px = t.start(&format!(
+            "global\n nbthread 1\n{DEFAULTS}\
+             listen sender\n bind {{fe0}}\n server r 127.0.0.1:{{port1}} send-proxy-v2\n\
+             http-after-response set-header X-Client %[src_port]\n\
+             listen tagged\n bind {{fe2}}\n unique-id-format ID-%[req.hdr(in)]\n\
+             server r 127.0.0.1:{{port1}} send-proxy-v2 proxy-v2-options unique-id\n\
+             listen receiver\n bind {{fe1}} accept-proxy\n http-request return status 200\n\
+             http-after-response set-header X-Seen %[src_port]\n\
+             http-after-response set-header X-Id %[fc_pp_unique_id]\n"
+        ));
+        let mut same = Vec::new();
+        for _ in 0..2 {
+            let mut cl = px.client();
+            for _ in 0..2 {
+                let r = cl.request(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+                same.push(r.header("x-client") == r.header("x-seen"));
+            }
+        }
+        let mut cl = px.client_to(2);
+        let ids: Vec<Option<String>> = ["a", "b"]
+            .iter()
+            .map(|v| {
+                let raw = format!("GET / HTTP/1.1\r\nHost: t\r\nin: {v}\r\n\r\n");
+                cl.request(raw.as_bytes()).header("x-id").map(str::to_string)
+            })
+            .collect();
+        (same, ids)
+    });
+}

@@ -147,7 +147,7 @@ impl Session<'_> {
             dst: self.local,
             client: Some(&self.client),
             req: Some(&self.req),
-            unique_id: None,
+            unique_id: self.vars.unique_id.as_deref().and_then(|u| std::str::from_utf8(u).ok()),
         };
         let (slot, stream, requests) = tcp::connect_server_reusing(
             be,
@@ -185,11 +185,18 @@ impl Session<'_> {
     /// With `http-reuse never` it stays private to this session; otherwise it goes to the
     /// worker's idle pool (where this session's next request will usually find it again).
     pub(super) fn keep_server_conn(&mut self, sc: ServerConn) {
-        if sc.be.servers[sc.idx].pool_max_conn == 0 {
+        let srv = &sc.be.servers[sc.idx];
+        if srv.pool_max_conn == 0 {
             return pool::discard(sc.stream); // no idle connections kept for this server
         }
+        // A PROXY header speaks for one client connection (and with the unique-id TLV, for one
+        // request): such a connection stays private to its client, or is not reused at all.
+        let proxied = srv.send_proxy.as_ref();
+        if proxied.is_some_and(|sp| sp.options.iter().any(|o| o == "unique-id")) {
+            return pool::discard(sc.stream);
+        }
         let reuse = sc.be.http.as_deref().map(|h| h.reuse).unwrap_or(self.http.reuse);
-        if reuse != Reuse::Never {
+        if reuse != Reuse::Never && proxied.is_none() {
             return self.release_server_conn(sc);
         }
         if let Some(old) = self.own.replace(sc) {
@@ -200,7 +207,8 @@ impl Session<'_> {
     /// A connection this session no longer needs: to the worker's pool unless reuse is off.
     pub(super) fn release_server_conn(&self, sc: ServerConn) {
         let reuse = sc.be.http.as_deref().map(|h| h.reuse).unwrap_or(self.http.reuse);
-        if reuse != Reuse::Never && sc.buf.is_empty() && !crate::runtime::stopping() {
+        let shared = sc.be.servers[sc.idx].send_proxy.is_none();
+        if reuse != Reuse::Never && shared && sc.buf.is_empty() && !crate::runtime::stopping() {
             pool::put(&sc.be, sc.idx, sc.stream, sc.requests);
         } else if sc.buf.is_empty() {
             pool::discard(sc.stream); // idle between requests: nothing is lost by a reset
