@@ -65,7 +65,15 @@ pub struct ProxyBuild {
     pub rules_seen: [bool; 6],
     /// The `tcp-check` and `http-check` step lists.
     pub checks: CheckLists,
+    /// A named `defaults` section's own rules ([`DEFAULTS_RULES`] and the kinds below): the
+    /// sections that may start from it are limited, as in HAProxy.
+    pub defaults_rules: u8,
 }
+
+/// A `defaults` section has TCP/HTTP rules (which its proxies run before their own).
+pub const DEFAULTS_RULES: u8 = 1;
+/// ... among them `tcp-request connection` or `tcp-request session` rules (no backend may use it).
+pub const DEFAULTS_CONN_RULES: u8 = 2;
 
 impl ProxyBuild {
     /// A fresh `defaults` section with HAProxy's built-in settings.
@@ -140,6 +148,7 @@ impl ProxyBuild {
             errors: Vec::new(),
             rules_seen: [false; 6],
             checks: CheckLists::default(),
+            defaults_rules: 0,
         }
     }
 
@@ -151,6 +160,8 @@ impl ProxyBuild {
         b.proxy.kind = kind;
         b.section = Section::Proxy(kind);
         b.checks = defaults.checks.inherited();
+        b.defaults_rules = 0;
+        b.rules_seen = [false; 6];
         // Settings a `defaults` section only gives to the side that uses them.
         if !kind.is_backend() {
             b.proxy.cookie = None;

@@ -352,7 +352,12 @@ fn is_known_action(which: HttpWhich, action: &str) -> bool {
 pub fn http_rule(b: &mut ProxyBuild, line: &Line, which: HttpWhich, diags: &mut Diags) {
     let kw = which.keyword();
     if b.section == Section::Defaults {
-        return defaults_rule(b, line, kw, diags);
+        if b.proxy.name.is_empty() {
+            return diags
+                .alert(line, format!("'{kw}' not allowed in anonymous 'defaults' section."));
+        }
+        // A named defaults section's rules run before those of the proxies that use it.
+        b.defaults_rules |= crate::proxy::DEFAULTS_RULES;
     }
     let action = line.arg(1);
     if !is_known_action(which, action) {
@@ -419,16 +424,6 @@ fn is_final(a: &HttpAction) -> bool {
             | HttpAction::Redirect(_)
             | HttpAction::Tarpit { .. }
     )
-}
-
-/// Rules in `defaults`: HAProxy refuses them in anonymous sections; Fulcrum does not support
-/// them in named ones yet.
-fn defaults_rule(b: &ProxyBuild, line: &Line, kw: &str, diags: &mut Diags) {
-    if b.proxy.name.is_empty() {
-        diags.alert(line, format!("'{kw}' not allowed in anonymous 'defaults' section."));
-    } else {
-        diags.alert(line, format!("'{kw}' in a 'defaults' section is not supported yet"));
-    }
 }
 
 type ActionResult = Result<(HttpAction, usize), Option<String>>;
@@ -1017,17 +1012,16 @@ fn tcp_action_known(list: &str, action: &str) -> bool {
 /// `tcp-request connection|content|inspect-delay ...` (the keyword table resolved `which`).
 pub fn tcp_request(b: &mut ProxyBuild, line: &Line, which: &str, diags: &mut Diags) {
     if b.section == Section::Defaults {
-        return if b.proxy.name.is_empty() {
-            diags.alert(
+        if b.proxy.name.is_empty() {
+            return diags.alert(
                 line,
                 format!("tcp-request {which} is not allowed in anonymous 'defaults' sections"),
-            )
-        } else {
-            diags.alert(
-                line,
-                format!("'tcp-request {which}' in a 'defaults' section is not supported yet"),
-            )
-        };
+            );
+        }
+        b.defaults_rules |= crate::proxy::DEFAULTS_RULES;
+        if matches!(which, "connection" | "session") {
+            b.defaults_rules |= crate::proxy::DEFAULTS_CONN_RULES;
+        }
     }
     let p = &b.proxy;
     if which == "inspect-delay" {

@@ -28,6 +28,8 @@ pub struct Builder {
     proxies: Vec<ProxyBuild>,
     named_defaults: Vec<ProxyBuild>,
     last_defaults: Option<ProxyBuild>,
+    /// Defaults sections with rules: used by a frontend, by a backend.
+    rule_defaults: std::collections::HashMap<String, (bool, bool)>,
     http_errors: Vec<HttpErrorsSection>,
     current: Current,
 }
@@ -46,6 +48,7 @@ impl Builder {
             proxies: Vec::new(),
             named_defaults: Vec::new(),
             last_defaults: None,
+            rule_defaults: std::collections::HashMap::new(),
             http_errors: Vec::new(),
             current: Current::None,
         }
@@ -119,8 +122,11 @@ impl Builder {
     fn start(&mut self, line: &Line, section: Section) {
         self.finish_section();
         let kw = section.keyword();
-        let name = line.arg(1);
-        let mut rest = line.words.iter().skip(2).map(String::as_str).peekable();
+        // `defaults from <name>`: an anonymous defaults section starting from a named one.
+        let anonymous_from = section == Section::Defaults && line.arg(1) == "from";
+        let name = if anonymous_from { "" } else { line.arg(1) };
+        let skip = if anonymous_from { 1 } else { 2 };
+        let mut rest = line.words.iter().skip(skip).map(String::as_str).peekable();
         let mut legacy_addr = None;
         if section == Section::Proxy(ProxyKind::Listen) && rest.peek().is_some_and(|w| *w != "from")
         {
@@ -149,6 +155,7 @@ impl Builder {
             return;
         }
         let base = self.base_defaults(line, section, name, from);
+        self.rule_defaults_users(line, section, &base);
         let mut b = match section {
             Section::Defaults => {
                 let mut d = base.clone();
@@ -190,6 +197,41 @@ impl Builder {
             span: line.span.clone(),
             errors: Default::default(),
         });
+    }
+
+    /// A defaults section with rules serves only frontends or only backends, never another
+    /// defaults section or a `listen` (HAProxy's restrictions, with its words).
+    fn rule_defaults_users(&mut self, line: &Line, section: Section, base: &ProxyBuild) {
+        use crate::proxy::{DEFAULTS_CONN_RULES, DEFAULTS_RULES};
+        if base.defaults_rules & DEFAULTS_RULES == 0 {
+            return;
+        }
+        let at = span_text(&base.proxy.span);
+        let err = match section {
+            Section::Defaults => Some(format!("a defaults section cannot inherit from a defaults section defining TCP/HTTP rules (defaults section at {at}).")),
+            Section::Proxy(ProxyKind::Listen) => {
+                Some("a listen section cannot inherit from a defaults section defining TCP/HTTP rules.".to_string())
+            }
+            Section::Proxy(kind) => {
+                let backend = kind == ProxyKind::Backend;
+                let users = self.rule_defaults.entry(base.proxy.name.clone()).or_default();
+                if backend {
+                    users.1 = true;
+                } else {
+                    users.0 = true;
+                }
+                if users.0 && users.1 {
+                    Some(format!("frontends and backends cannot inherit from the same defaults section if it defines TCP/HTTP rules (defaults section at {at})."))
+                } else if backend && base.defaults_rules & DEFAULTS_CONN_RULES != 0 {
+                    Some(format!("a backend section cannot inherit from a defaults section defining 'tcp-request connection' or 'tcp-request session' rules (defaults section at {at})."))
+                } else {
+                    None
+                }
+            }
+        };
+        if let Some(msg) = err {
+            self.diags.list.push(crate::diag::Diagnostic::alert(Some(line.span.clone()), msg));
+        }
     }
 
     /// The defaults a new section starts from: `from <name>`, else the last `defaults`.

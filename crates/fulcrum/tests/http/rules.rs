@@ -533,3 +533,25 @@ fn a_backend_named_as_its_frontend_runs_its_own_rules() {
         (r.header("x-front").map(str::to_string), r.header("x-back").map(str::to_string))
     });
 }
+
+#[test]
+fn rules_of_a_named_defaults_section_run_before_the_proxys_own() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&format!(
+            "defaults common\n mode http\n timeout connect 1s\n timeout client 5s\n timeout server 5s\n\
+             defaults front from common\n http-request set-var(txn.order) str(defaults)\n\
+             http-request allow if {{ path /early }}\n\
+             http-response set-header X-Defaults %[var(txn.order)]\n\
+             frontend fe from front\n bind {{fe0}}\n\
+             http-request set-var(txn.order) str(defaults-then-frontend) if {{ var(txn.order) -m str defaults }}\n\
+             http-request deny\n default_backend be\n\
+             backend be from common\n server s1 {}\n",
+            srv.addr()
+        ));
+        // `allow` in the defaults' rules ends them all: the frontend's deny does not run.
+        let early = px.get("/early");
+        let late = px.get("/late");
+        (early.status, early.header("x-defaults").map(str::to_string), late.status)
+    });
+}
