@@ -841,13 +841,7 @@ pub fn parse_reply(
             "file" => ReplyBody::File(PathBuf::from(val)),
             "string" => ReplyBody::String(val.to_string()),
             "lf-string" => ReplyBody::LfString(logformat::parse_in(val, ctx, be_cap)?),
-            "lf-file" => {
-                let text = std::fs::read_to_string(val)
-                    .map_err(|e| format!("'{opt}' : failed to open file '{val}' ({e})."))?;
-                let mut f = logformat::parse_in(&text, ctx, be_cap)?;
-                f.text = text;
-                ReplyBody::LfFile(f)
-            }
+            "lf-file" => ReplyBody::LfFile { path: PathBuf::from(val), ctx, be_cap },
             "errorfile" => ReplyBody::ErrorFile(PathBuf::from(val)),
             "errorfiles" => ReplyBody::ErrorFilesOf(val.to_string()),
             _ => return Err(format!("'{opt}' in an http reply is not supported yet.")),
@@ -865,11 +859,14 @@ pub fn parse_reply(
     }
     let has_payload = matches!(
         body,
-        ReplyBody::String(_) | ReplyBody::LfString(_) | ReplyBody::File(_) | ReplyBody::LfFile(_)
+        ReplyBody::String(_)
+            | ReplyBody::LfString(_)
+            | ReplyBody::File(_)
+            | ReplyBody::LfFile { .. }
     );
     let from_errorfiles =
         from_errorfiles || matches!(body, ReplyBody::ErrorFile(_) | ReplyBody::ErrorFilesOf(_));
-    if matches!(body, ReplyBody::String(_) | ReplyBody::LfString(_) | ReplyBody::LfFile(_))
+    if matches!(body, ReplyBody::String(_) | ReplyBody::LfString(_) | ReplyBody::LfFile { .. })
         && content_type.is_none()
     {
         return Err("a content type must be defined when non-empty payload is configured.".into());

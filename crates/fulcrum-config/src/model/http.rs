@@ -693,8 +693,9 @@ pub enum ReplyBody {
     File(PathBuf),
     /// `lf-string <fmt>`.
     LfString(LogFormat),
-    /// `lf-file <file>`: the file's text as a log-format string (read when parsed).
-    LfFile(LogFormat),
+    /// `lf-file <file>`: the file's text as a log-format string, read and parsed by the engine
+    /// for the rule context it appears in.
+    LfFile { path: PathBuf, ctx: crate::sample::Ctx, be_cap: bool },
     /// `errorfile <file>`: a complete raw HTTP response (read by the engine), sent as is.
     ErrorFile(PathBuf),
     /// `errorfiles <name>`: the message of `http-errors <name>` for the status (the proxy's own

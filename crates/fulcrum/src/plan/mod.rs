@@ -464,12 +464,12 @@ pub fn reply_message(
 fn static_reply(r: &cfg::Reply) -> Result<Vec<u8>, &std::path::Path> {
     let body: &[u8] = match &r.body {
         cfg::ReplyBody::String(s) => s.as_bytes(),
-        cfg::ReplyBody::LfString(f) | cfg::ReplyBody::LfFile(f) => f.text.as_bytes(),
+        cfg::ReplyBody::LfString(f) => f.text.as_bytes(),
         _ => b"",
     };
     let file_body;
     let body = match &r.body {
-        cfg::ReplyBody::File(p) => {
+        cfg::ReplyBody::File(p) | cfg::ReplyBody::LfFile { path: p, .. } => {
             file_body = crate::sys::read_file(p).map_err(|_| p.as_path())?;
             &file_body[..]
         }

@@ -207,9 +207,14 @@ impl<'a> Compiler<'a> {
                     ReplyBody::None
                 }
             },
-            cfg::ReplyBody::LfString(f) | cfg::ReplyBody::LfFile(f) => {
-                ReplyBody::Format(self.format(f, span))
-            }
+            cfg::ReplyBody::LfString(f) => ReplyBody::Format(self.format(f, span)),
+            cfg::ReplyBody::LfFile { path, ctx, be_cap } => match lf_file(path, *ctx, *be_cap) {
+                Ok(f) => ReplyBody::Format(self.format(&f, span)),
+                Err(e) => {
+                    self.errors.push(format!("parsing [{span}] : {e}"));
+                    ReplyBody::None
+                }
+            },
             cfg::ReplyBody::ErrorFiles => ReplyBody::ErrorMessage,
             cfg::ReplyBody::ErrorFile(_) | cfg::ReplyBody::ErrorFilesOf(_) => {
                 match crate::plan::reply_message(r, self.sections, span) {
@@ -500,4 +505,18 @@ fn map_method(kind: cfg::MapMatch) -> PMethod {
         cfg::MapMatch::Ip => PMethod::Ip,
         cfg::MapMatch::Int => PMethod::Int,
     }
+}
+
+/// An `lf-file` payload: the file read and parsed as a log-format string.
+pub fn lf_file(
+    path: &std::path::Path,
+    ctx: fulcrum_config::sample::Ctx,
+    be_cap: bool,
+) -> Result<cfg::LogFormat, String> {
+    let text = crate::sys::read_file(path)
+        .map_err(|_| format!("'lf-file' : error opening file '{}'.", path.display()))?;
+    let text = String::from_utf8_lossy(&text).into_owned();
+    let mut f = fulcrum_config::logformat::parse_in(&text, ctx, be_cap)?;
+    f.text = text;
+    Ok(f)
 }
