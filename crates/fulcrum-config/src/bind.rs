@@ -189,6 +189,8 @@ fn unix_option(opt: &str, val: &str, bind: &mut Bind) -> Result<(), String> {
 
 /// Parses one address of a bind list; a port range gives one address per port.
 pub fn parse_bind_addr(text: &str) -> Result<Vec<BindAddr>, String> {
+    let expanded = crate::addr_env::expand(text);
+    let text: &str = &expanded;
     if let Some(fd) = text.strip_prefix("fd@") {
         return match fd.parse::<i32>() {
             Ok(n) if n >= 0 => Ok(vec![BindAddr::Fd(n)]),

@@ -6,6 +6,7 @@
 //! files and passes the environment in, so every stage is testable on strings.
 
 pub mod acl;
+mod addr_env;
 mod args;
 pub mod bind;
 mod check;
@@ -64,6 +65,13 @@ pub struct Loaded {
 /// On failure returns every diagnostic found (all errors of all files, not just the first),
 /// warnings included, in the order they were found.
 pub fn load(sources: &[Source], env: EnvLookup<'_>) -> Result<Loaded, Vec<Diagnostic>> {
+    addr_env::prepare(sources.iter().map(|s| s.text.as_str()), env);
+    let result = load_prepared(sources, env);
+    addr_env::clear();
+    result
+}
+
+fn load_prepared(sources: &[Source], env: EnvLookup<'_>) -> Result<Loaded, Vec<Diagnostic>> {
     let mut builder = sections::Builder::new();
     for source in sources {
         let (lines, errors) = lexer::lex_source(&source.name, &source.text, env);

@@ -199,6 +199,8 @@ fn parse_sample(text: &str) -> Result<LogSample, String> {
 /// A log target's address: `stdout`/`stderr`/`fd@<n>`, `unix@<path>` or a path, or
 /// `[ipv4@|ipv6@|udp@...]<host>[:<port>]` (port 514 by default).
 fn address(text: &str) -> Result<LogAddr, String> {
+    let expanded = crate::addr_env::expand(text);
+    let text: &str = &expanded;
     match text {
         "stdout" => return Ok(LogAddr::Fd(1)),
         "stderr" => return Ok(LogAddr::Fd(2)),
@@ -229,7 +231,7 @@ fn address(text: &str) -> Result<LogAddr, String> {
     };
     // As HAProxy: the last ':' not inside brackets separates the port.
     let (host, port) = match rest.rfind([':', ']']) {
-        Some(i) if i > 0 && rest.as_bytes()[i] == b':' => {
+        Some(i) if rest.as_bytes()[i] == b':' => {
             let p = &rest[i + 1..];
             let port = match p.bytes().next() {
                 None => 0,
@@ -259,6 +261,9 @@ fn address(text: &str) -> Result<LogAddr, String> {
         _ => (rest, 0),
     };
     let bare = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    // No host before the port is any address, as in HAProxy (`log :514`, or `log ${H}:${P}`
+    // with both unset).
+    let bare = if bare.is_empty() && rest.starts_with(':') { "0.0.0.0" } else { bare };
     // An address that is not an IP is a host name, resolved when the plan is built; one with a
     // ':' left in it is neither.
     if bare.is_empty() || (bare.contains(':') && bare.parse::<std::net::Ipv6Addr>().is_err()) {

@@ -543,6 +543,8 @@ fn flag(opt: &str, o: &mut ServerOpts) -> Result<(), String> {
 
 /// Parses a server address as written; host names are kept for the engine to resolve.
 pub fn parse_server_addr(text: &str) -> Result<ServerAddr, String> {
+    let expanded = crate::addr_env::expand(text);
+    let text: &str = &expanded;
     if text.starts_with("fd@") || text.starts_with("sockpair@") {
         return Err(format!("a file descriptor is not acceptable here in '{text}'"));
     }
