@@ -163,7 +163,7 @@ pub static GLOBAL: &[Keyword] = &[
     g("tune.http.cookielen", NotYet),
     g("tune.http.logurilen", NotYet),
     g("tune.http.maxhdr", Supported),
-    g("tune.idle-pool.shared", Partial("accepted: idle server connections are always shared by the threads")),
+    g("tune.idle-pool.shared", Partial("accepted, no effect: idle server connections are kept per worker thread (HAProxy shares them across threads)")),
     g("tune.idletimer", NotYet),
     g("tune.lua.forced-yield", NotYet),
     g("tune.lua.maxmem", NotYet),
