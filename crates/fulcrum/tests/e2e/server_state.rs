@@ -66,7 +66,20 @@ backend be
         let Some((_p2, addrs, _)) = start_proxy(which, "state-second", &cfg2) else { continue };
         let sock2 = dir2.join("api.sock");
         assert!(eventually(Duration::from_secs(5), || UnixStream::connect(&sock2).is_ok()));
-        let state = api(&sock2, "show servers state");
+        // c's first check starts at once (HAProxy schedules the first server's check at
+        // start-up): wait for it to end, so both processes are compared after it.
+        let mut state = String::new();
+        let settled = eventually(Duration::from_secs(5), || {
+            state = api(&sock2, "show servers state");
+            state.lines().any(|l| {
+                let w: Vec<&str> = l.split(' ').collect();
+                w.len() > 13
+                    && w[3] == "c"
+                    && w[11] != "0"
+                    && w[13].parse::<u32>().is_ok_and(|s| s & 1 == 0)
+            })
+        });
+        assert!(settled, "{which}: c's first check never ended: {state}");
         let names = servers_of(addrs[0], 6);
         assert_eq!(
             count(&names, "a"),
