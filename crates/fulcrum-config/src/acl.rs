@@ -95,6 +95,7 @@ pub fn avail_of(expr: &SampleExpr) -> Avail {
         Fetch::BeName => Avail::Backend,
         Fetch::SrvName | Fetch::SrvId => Avail::Server,
         Fetch::Captured { response, .. } => Avail::Captured { response: *response },
+        Fetch::Sc(_) | Fetch::TableSize { .. } => Avail::Always,
         Fetch::Src
         | Fetch::SrcPort
         | Fetch::Dst
@@ -386,6 +387,7 @@ impl CondEnv<'_> {
         let be = if self.kind.is_backend() { "backend" } else { "frontend" };
         match self.ctx {
             Ctx::TcpConnection => "frontend tcp-request connection rule".into(),
+            Ctx::TcpSession => "frontend tcp-request session rule".into(),
             Ctx::TcpContent => format!("{fe} tcp-request content rule"),
             Ctx::HttpRequest | Ctx::Monitor => format!("{fe} http-request header rule"),
             Ctx::HttpResponse => format!("{be} http-response header rule"),
@@ -399,6 +401,7 @@ impl CondEnv<'_> {
     fn ctx_in(&self) -> &'static str {
         match self.ctx {
             Ctx::TcpConnection => " in 'tcp-request connection'",
+            Ctx::TcpSession => " in 'tcp-request session'",
             Ctx::TcpContent => " in 'tcp-request content'",
             _ => "",
         }

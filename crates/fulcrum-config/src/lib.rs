@@ -30,6 +30,7 @@ mod sample_names;
 pub mod sections;
 pub mod server;
 mod stats_page;
+mod stick;
 mod tcpka;
 pub mod tls;
 mod validate;

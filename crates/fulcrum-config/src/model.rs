@@ -14,9 +14,11 @@ use std::time::Duration;
 
 mod check;
 mod http;
+mod stick;
 mod tls;
 pub use check::*;
 pub use http::*;
+pub use stick::*;
 pub use tls::*;
 
 /// Where a piece of configuration came from: file name and 1-based line number.
@@ -278,17 +280,23 @@ pub struct Proxy {
     pub http_after_response: Vec<HttpRule>,
     /// Legacy `redirect` rules (the action is always [`HttpAction::Redirect`]).
     pub redirects: Vec<HttpRule>,
-    /// `tcp-request connection accept|reject` rules.
+    /// `tcp-request connection` rules.
     pub tcp_request_connection: Vec<TcpRule>,
+    /// `tcp-request session` rules (after the PROXY header and the TLS handshake).
+    pub tcp_request_session: Vec<TcpRule>,
     /// `tcp-request connection expect-proxy layer4 [if|unless ...]`: the conditions under
     /// which a connection must open with a PROXY protocol header.
     pub expect_proxy: Vec<Option<Condition>>,
-    /// `tcp-request content accept|reject` rules.
+    /// `tcp-request content` rules.
     pub tcp_request_content: Vec<TcpRule>,
     /// `tcp-request inspect-delay`.
     pub inspect_delay: Option<Duration>,
     /// `monitor-uri`.
     pub monitor_uri: Option<String>,
+    /// `stick-table`: the proxy's table (named after the proxy).
+    pub stick_table: Option<StickTable>,
+    /// `stick on|match|store-request|store-response` rules, in order.
+    pub stick_rules: Vec<StickRule>,
     /// `stats enable` and the other `stats` keywords: the statistics page (any of them
     /// turns it on, as in HAProxy).
     pub stats: Option<StatsPage>,

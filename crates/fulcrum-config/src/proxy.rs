@@ -62,7 +62,7 @@ pub struct ProxyBuild {
     /// `http-errors` section is known.
     pub errors: Vec<ErrorEntry>,
     /// Rule families seen so far (indexed by `rules::Order`), for "placed after" warnings.
-    pub rules_seen: [bool; 6],
+    pub rules_seen: [bool; 7],
     /// The `tcp-check` and `http-check` step lists.
     pub checks: CheckLists,
     /// A named `defaults` section's own rules ([`DEFAULTS_RULES`] and the kinds below): the
@@ -105,6 +105,9 @@ impl ProxyBuild {
             http_after_response: Vec::new(),
             redirects: Vec::new(),
             tcp_request_connection: Vec::new(),
+            tcp_request_session: Vec::new(),
+            stick_table: None,
+            stick_rules: Vec::new(),
             expect_proxy: Vec::new(),
             tcp_request_content: Vec::new(),
             inspect_delay: None,
@@ -146,7 +149,7 @@ impl ProxyBuild {
             section: Section::Defaults,
             default_server: ServerOpts::default(),
             errors: Vec::new(),
-            rules_seen: [false; 6],
+            rules_seen: [false; 7],
             checks: CheckLists::default(),
             defaults_rules: 0,
         }
@@ -161,7 +164,7 @@ impl ProxyBuild {
         b.section = Section::Proxy(kind);
         b.checks = defaults.checks.inherited();
         b.defaults_rules = 0;
-        b.rules_seen = [false; 6];
+        b.rules_seen = [false; 7];
         // Settings a `defaults` section only gives to the side that uses them.
         if !kind.is_backend() {
             b.proxy.cookie = None;
@@ -189,6 +192,13 @@ pub fn parse_line(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
     }
     if first == "option" && words.len() < 2 {
         return diags.alert(line, "'option' expects an option name.");
+    }
+    if first == "stick" && keywords::find_proxy(words).is_none() {
+        // `stick store` (an alias of `store-request`) or a wrong word: its own messages.
+        if b.section == Section::Defaults {
+            return diags.alert(line, "'stick' not allowed in 'defaults' section.");
+        }
+        return crate::stick::stick_rule(b, line, diags);
     }
     let Some(kw) = keywords::find_proxy(words) else {
         return unknown(b, line, words, diags);
@@ -355,6 +365,11 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         "tcp-request connection" => rules::tcp_request(b, line, "connection", diags),
         "tcp-request content" => rules::tcp_request(b, line, "content", diags),
         "tcp-request inspect-delay" => rules::tcp_request(b, line, "inspect-delay", diags),
+        "tcp-request session" => rules::tcp_request(b, line, "session", diags),
+        "stick-table" => crate::stick::stick_table(b, line, diags),
+        "stick on" | "stick match" | "stick store-request" | "stick store-response" => {
+            crate::stick::stick_rule(b, line, diags)
+        }
         "monitor fail" => rules::monitor_fail(b, line, diags),
         "monitor-uri" => rules::monitor_uri(b, line, diags),
         "load-server-state-from-file" => {

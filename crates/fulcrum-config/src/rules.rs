@@ -22,16 +22,18 @@ pub const ERROR_CODES: &[u16] =
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Order {
     TcpConnection = 0,
-    TcpContent = 1,
-    MonitorFail = 2,
-    HttpRequest = 3,
-    Redirect = 4,
-    UseBackend = 5,
+    TcpSession = 1,
+    TcpContent = 2,
+    MonitorFail = 3,
+    HttpRequest = 4,
+    Redirect = 5,
+    UseBackend = 6,
 }
 
 impl Order {
-    const ALL: [Order; 6] = [
+    const ALL: [Order; 7] = [
         Order::TcpConnection,
+        Order::TcpSession,
         Order::TcpContent,
         Order::MonitorFail,
         Order::HttpRequest,
@@ -40,7 +42,7 @@ impl Order {
     ];
     fn subject(self) -> &'static str {
         match self {
-            Order::TcpConnection | Order::TcpContent => "tcp-request",
+            Order::TcpConnection | Order::TcpSession | Order::TcpContent => "tcp-request",
             Order::MonitorFail => "monitor fail",
             Order::HttpRequest => "http-request",
             Order::Redirect => "redirect",
@@ -50,6 +52,7 @@ impl Order {
     fn with_article(self) -> &'static str {
         match self {
             Order::TcpConnection => "a 'tcp-request connection'",
+            Order::TcpSession => "a 'tcp-request session'",
             Order::TcpContent => "a 'tcp-request content'",
             Order::MonitorFail => "a 'monitor fail'",
             Order::HttpRequest => "an 'http-request'",
@@ -288,6 +291,7 @@ impl HttpWhich {
             "strict-mode",
         ];
         COMMON.contains(&action)
+            || (self != HttpWhich::After && crate::stick::is_stick_action(action))
             || match self {
                 HttpWhich::Request => matches!(
                     action,
@@ -577,6 +581,10 @@ fn http_action(
             return Ok((HttpAction::Redirect(r), next));
         }
         "deny" | "return" | "tarpit" => return reply_action(line, base, be_cap, diags),
+        b if crate::stick::is_stick_action(b) => {
+            let (a, next) = crate::stick::action(line, 1, ctx, be_cap).map_err(Some)?;
+            return Ok((HttpAction::Stick(a), next));
+        }
         _ => return Err(Some(format!("'{base}' is not supported yet"))),
     };
     Ok(action)
@@ -998,6 +1006,7 @@ pub fn redirect_line(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
 // ---- tcp-request ----
 
 const TCP_CONNECTION_ACTIONS: &str = "'accept', 'reject', 'capture', 'expect-proxy', 'expect-netscaler-cip', 'track-sc0' ... 'track-sc2', 'sc-inc-gpc(*)', 'sc-inc-gpc0(*)', 'sc-inc-gpc1(*)', 'sc-set-gpt(*)', 'sc-set-gpt0(*)', 'set-var-fmt(*)', 'set-var(*)', 'unset-var(*)', 'set-dst', 'set-dst-port', 'set-mark', 'set-src', 'set-src-port', 'set-tos', 'silent-drop'";
+const TCP_SESSION_ACTIONS: &str = "'accept', 'reject', 'track-sc0' ... 'track-sc2', 'sc-inc-gpc(*)', 'sc-inc-gpc0(*)', 'sc-inc-gpc1(*)', 'sc-set-gpt(*)', 'sc-set-gpt0(*)', 'set-var-fmt(*)', 'set-var(*)', 'unset-var(*)', 'set-dst', 'set-dst-port', 'set-mark', 'set-src', 'set-src-port', 'set-tos', 'silent-drop'";
 const TCP_CONTENT_ACTIONS: &str = "'accept', 'reject', 'capture', 'expect-proxy', 'expect-netscaler-cip', 'track-sc0' ... 'track-sc2', 'ot-group', 'set-log-level', 'set-nice', 'switch-mode', 'use-service', 'sc-inc-gpc(*)', 'sc-inc-gpc0(*)', 'sc-inc-gpc1(*)', 'sc-set-gpt(*)', 'sc-set-gpt0(*)', 'send-spoe-group', 'do-resolve(*)', 'set-var-fmt(*)', 'set-var(*)', 'unset-var(*)', 'set-src', 'set-src-port', 'set-dst', 'set-dst-port', 'set-mark', 'set-tos', 'silent-drop', 'set-priority-class', 'set-priority-offset'";
 
 fn tcp_action_known(list: &str, action: &str) -> bool {
@@ -1044,10 +1053,10 @@ pub fn tcp_request(b: &mut ProxyBuild, line: &Line, which: &str, diags: &mut Dia
             ),
         };
     }
-    let (list, ctx, order) = if which == "connection" {
-        (TCP_CONNECTION_ACTIONS, Ctx::TcpConnection, Order::TcpConnection)
-    } else {
-        (TCP_CONTENT_ACTIONS, Ctx::TcpContent, Order::TcpContent)
+    let (list, ctx, order) = match which {
+        "connection" => (TCP_CONNECTION_ACTIONS, Ctx::TcpConnection, Order::TcpConnection),
+        "session" => (TCP_SESSION_ACTIONS, Ctx::TcpSession, Order::TcpSession),
+        _ => (TCP_CONTENT_ACTIONS, Ctx::TcpContent, Order::TcpContent),
     };
     let action = line.arg(2);
     let expect = which == "connection" && action == "expect-proxy";
@@ -1059,14 +1068,48 @@ pub fn tcp_request(b: &mut ProxyBuild, line: &Line, which: &str, diags: &mut Dia
         );
         return diags.alert(line, msg);
     }
-    if action != "accept" && action != "reject" && !expect {
-        let msg = if tcp_action_known(list, action) {
-            format!("'tcp-request {which} {action}' is not supported yet")
-        } else {
-            format!("'tcp-request {which}' expects {list} in {} (got '{action}').", who(p))
-        };
-        return diags.alert(line, msg);
-    }
+    let (base, _) = action_base(action);
+    let be_cap = p.kind.is_backend();
+    let (act, next) = match base {
+        _ if expect => (None, 4),
+        "accept" => (Some(TcpAction::Accept), 3),
+        "reject" => (Some(TcpAction::Reject), 3),
+        "silent-drop" => (Some(TcpAction::SilentDrop), 3),
+        _ if crate::stick::is_stick_action(base) => {
+            match crate::stick::action(line, 2, ctx, be_cap) {
+                Ok((a, next)) => (Some(TcpAction::Do(HttpAction::Stick(a))), next),
+                Err(m) => {
+                    let msg = format!(
+                        "error detected in {} while parsing 'tcp-request {which} {action}' rule : {m}.",
+                        who(p)
+                    );
+                    return diags.alert(line, msg);
+                }
+            }
+        }
+        "set-var" | "set-var-fmt" | "unset-var" => {
+            let shifted = Line { words: line.words[1..].to_vec(), ..line.clone() };
+            match var_action(&shifted, base, At { ctx, be_cap }) {
+                Ok((a, next)) => (Some(TcpAction::Do(a)), next + 1),
+                Err(m) => {
+                    let m = m.unwrap_or_default();
+                    let msg = format!(
+                        "error detected in {} while parsing 'tcp-request {which} {action}' rule : {m}",
+                        who(p)
+                    );
+                    return diags.alert(line, msg);
+                }
+            }
+        }
+        _ => {
+            let msg = if tcp_action_known(list, action) {
+                format!("'tcp-request {which} {action}' is not supported yet")
+            } else {
+                format!("'tcp-request {which}' expects {list} in {} (got '{action}').", who(p))
+            };
+            return diags.alert(line, msg);
+        }
+    };
     let wrap = |m: &str| {
         format!(
             "'tcp-request {which} {action}' : error detected in {} while parsing '{}' condition : {}",
@@ -1081,20 +1124,19 @@ pub fn tcp_request(b: &mut ProxyBuild, line: &Line, which: &str, diags: &mut Dia
             who(p)
         )
     };
-    let Ok(cond) = condition(p, line, if expect { 4 } else { 3 }, ctx, &wrap, &unexpected, diags)
-    else {
+    let Ok(cond) = condition(p, line, next, ctx, &wrap, &unexpected, diags) else {
         return;
     };
     placed(b, line, order, diags);
-    if expect {
+    let Some(action) = act else {
         b.proxy.expect_proxy.push(cond);
         return;
-    }
-    let rule = TcpRule { span: line.span.clone(), accept: action == "accept", cond };
-    if which == "connection" {
-        b.proxy.tcp_request_connection.push(rule);
-    } else {
-        b.proxy.tcp_request_content.push(rule);
+    };
+    let rule = TcpRule { span: line.span.clone(), action, cond };
+    match which {
+        "connection" => b.proxy.tcp_request_connection.push(rule),
+        "session" => b.proxy.tcp_request_session.push(rule),
+        _ => b.proxy.tcp_request_content.push(rule),
     }
 }
 

@@ -12,7 +12,9 @@ use crate::model::{
 use crate::sample_names;
 
 mod conv;
+mod stick;
 use conv::{build_converter, castable};
+pub use stick::SLOTS as STICK_COUNTERS;
 
 /// Output type of a fetch or converter, as HAProxy types samples.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +64,8 @@ pub enum Avail {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ctx {
     TcpConnection,
+    /// `tcp-request session`: after the PROXY header and the TLS handshake.
+    TcpSession,
     TcpContent,
     HttpRequest,
     HttpResponse,
@@ -86,11 +90,17 @@ impl Avail {
                 }
             }
             (Avail::Request | Avail::Message | Avail::Response, Ctx::Log) => false,
-            (Avail::Method | Avail::Message, c) => c != Ctx::TcpConnection,
-            (Avail::Request, c) => !matches!(c, Ctx::TcpConnection | Ctx::HttpResponse),
+            (Avail::Method | Avail::Message, c) => {
+                !matches!(c, Ctx::TcpConnection | Ctx::TcpSession)
+            }
+            (Avail::Request, c) => {
+                !matches!(c, Ctx::TcpConnection | Ctx::TcpSession | Ctx::HttpResponse)
+            }
             (Avail::Response | Avail::Server, c) => c == Ctx::HttpResponse,
             (Avail::Session, c) => c != Ctx::TcpConnection,
-            (Avail::Backend, c) => !matches!(c, Ctx::TcpConnection | Ctx::Switching),
+            (Avail::Backend, c) => {
+                !matches!(c, Ctx::TcpConnection | Ctx::TcpSession | Ctx::Switching)
+            }
         }
     }
 
@@ -437,7 +447,7 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "http_first_req" => d(NONE, 0, Bool, Always),
         "uuid" => d(I, 0, Str, Always),
         "int" => d(I, 1, Int, Always),
-        _ => None,
+        _ => stick::def(name).and_then(|(args, mandatory, out)| d(args, mandatory, out, Always)),
     }
 }
 
@@ -702,6 +712,7 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
             }
         },
         "int" => Fetch::Int(args.first().map(Arg::int).unwrap_or_default()),
+        _ if stick::def(name).is_some() => stick::build(name, args)?,
         _ => return Err(SmpError::UnknownFetch(name.to_string())),
     };
     Ok(fetch)

@@ -26,6 +26,7 @@ mod runtime;
 mod server;
 mod state_file;
 mod stats;
+mod stick;
 mod sys;
 mod tcp;
 mod tls;

@@ -11,7 +11,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::Span;
+use super::{ScFetch, Span, StickAction, TableConv};
 
 // ---- sample expressions ----
 
@@ -166,6 +166,11 @@ pub enum Fetch {
     Uuid,
     /// `int(<n>)`: a constant integer.
     Int(i64),
+    /// A stick counter (`sc_*`, `sc0_*`, `src_*`).
+    Sc(ScFetch),
+    /// `table_avl([<table>])` (free entries), `table_cnt([<table>])` (used entries); the
+    /// proxy's own table when `None`.
+    TableSize { table: Option<String>, used: bool },
 }
 
 /// The scope of a variable (`proc.`, `sess.`, `txn.`, `req.`, `res.`).
@@ -213,6 +218,11 @@ pub enum Converter {
     },
     /// The converters that need nothing compiled: hashes, encodings, arithmetic.
     Pure(PureConv),
+    /// `in_table(<table>)`, `table_<data>(<table>)`: the input's entry in a stick table.
+    Table {
+        what: TableConv,
+        table: String,
+    },
 }
 
 /// Converters computed from their input and literal arguments alone.
@@ -670,6 +680,8 @@ pub enum HttpAction {
         expr: SampleExpr,
         id: u32,
     },
+    /// `track-sc*`, `sc-inc-gpc*`, `sc-set-gpt*`.
+    Stick(StickAction),
 }
 
 /// An HTTP reply built by the proxy (`return`, `deny` with reply options, `http-error`).
@@ -724,13 +736,36 @@ pub enum RedirectKind {
     Scheme,
 }
 
-/// One `tcp-request connection|content accept|reject` rule.
+/// One `tcp-request connection|session|content` rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TcpRule {
     pub span: Span,
-    /// `accept` (true) or `reject` (false).
-    pub accept: bool,
+    pub action: TcpAction,
     pub cond: Option<Condition>,
+}
+
+/// What a `tcp-request` rule does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TcpAction {
+    /// `accept`: stop evaluating this list, go on.
+    Accept,
+    /// `reject`: close the connection.
+    Reject,
+    /// `silent-drop`: close without telling the client.
+    SilentDrop,
+    /// A non-final action shared with `http-request`: `set-var`, `set-var-fmt`, `unset-var`,
+    /// `track-sc*`, `sc-inc-gpc*`, `sc-set-gpt*`.
+    Do(HttpAction),
+}
+
+impl TcpAction {
+    pub fn accepts(&self) -> Option<bool> {
+        match self {
+            TcpAction::Accept => Some(true),
+            TcpAction::Reject | TcpAction::SilentDrop => Some(false),
+            TcpAction::Do(_) => None,
+        }
+    }
 }
 
 // ---- backend selection ----

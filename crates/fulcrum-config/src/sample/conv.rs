@@ -213,6 +213,16 @@ pub(super) fn build_converter(
             Ok((conv, input, SmpType::Str))
         }
         _ if pure_converter(name).is_some() => build_pure(s, name, raw),
+        _ if super::stick::conv_def(name).is_some() => {
+            let (spec, mandatory) = super::stick::conv_def(name).unwrap_or((NONE, 0));
+            let a = check_args(s, raw, spec, mandatory).map_err(arg_err)?;
+            let conv = super::stick::build_conv(name, &a).map_err(|m| invalid(&m))?;
+            let out = match &conv {
+                Converter::Table { what, .. } => super::stick::conv_out(what),
+                _ => SmpType::Int,
+            };
+            Ok((conv, SmpType::Any, out))
+        }
         _ if sample_names::CONVERTERS.contains(&name) => {
             Err(SmpError::Conv(format!("converter '{name}' is not supported yet")))
         }

@@ -30,6 +30,7 @@ const COMMANDS: &[Cmd] = &[
     Cmd { words: &["commit", "acl"], level: Operator, usage: "commit acl @<ver> <acl>", help: "commit the ACL at this version" },
     Cmd { words: &["commit", "map"], level: Operator, usage: "commit map @<ver> <map>", help: "commit the map at this version" },
     Cmd { words: &["clear", "counters"], level: Operator, usage: "clear counters [all]", help: "clear max statistics counters (or all counters)" },
+    Cmd { words: &["clear", "table"], level: User, usage: "clear table <table> [<filter>]*", help: "remove an entry from a table (filter: data/key)" },
     Cmd { words: &["clear", "map"], level: Operator, usage: "clear map [@<ver>] <map>", help: "clear the contents of this map" },
     Cmd { words: &["del", "acl"], level: Operator, usage: "del acl <acl> [<key>|#<ref>]", help: "delete acl entries matching <key>" },
     Cmd { words: &["del", "server"], level: Admin, usage: "del server <bk>/<srv>", help: "remove a dynamically added server" },
@@ -57,6 +58,7 @@ const COMMANDS: &[Cmd] = &[
     Cmd { words: &["set", "profiling"], level: Admin, usage: "set profiling <what> {auto|on|off}", help: "enable/disable resource profiling (tasks,memory)" },
     Cmd { words: &["set", "rate-limit"], level: Admin, usage: "set rate-limit <setting> <value>", help: "change a rate limiting value" },
     Cmd { words: &["set", "server"], level: Admin, usage: "set server <bk>/<srv> [opts]", help: "change a server's state, weight, address or ssl" },
+    Cmd { words: &["set", "table"], level: User, usage: "set table <table> key <k> [data.* <v>]*", help: "update or create a table entry's data" },
     Cmd { words: &["set", "timeout"], level: User, usage: "set timeout [cli] <delay>", help: "change a timeout setting" },
     Cmd { words: &["set", "weight"], level: Admin, usage: "set weight <bk>/<srv>  (DEPRECATED)", help: "change a server's weight (use 'set server' instead)" },
     Cmd { words: &["show", "acl"], level: Operator, usage: "show acl [@<ver>] <acl>]", help: "report available acls or dump an acl's contents" },
@@ -73,6 +75,7 @@ const COMMANDS: &[Cmd] = &[
     Cmd { words: &["show", "servers", "state"], level: User, usage: "show servers state [<backend>]", help: "dump volatile server information (all or for a single backend)" },
     Cmd { words: &["show", "sess"], level: Operator, usage: "show sess [id]", help: "report the list of current sessions or dump this exact session" },
     Cmd { words: &["show", "stat"], level: User, usage: "show stat [desc|json|no-maint|typed|up]*", help: "report counters for each proxy and server" },
+    Cmd { words: &["show", "table"], level: User, usage: "show table <table> [<filter>]*", help: "report table usage stats or dump this table's contents (filter: data/key)" },
     Cmd { words: &["show", "version"], level: User, usage: "show version", help: "show version of the current process" },
     Cmd { words: &["shutdown", "frontend"], level: Admin, usage: "shutdown frontend <frontend>", help: "stop a specific frontend" },
     Cmd { words: &["shutdown", "session"], level: Admin, usage: "shutdown session [id]", help: "kill a specific session" },
@@ -358,6 +361,7 @@ pub fn run(sess: &mut Session, line: &str, out: &mut String) {
             },
         },
         ["shutdown", "frontend"] => frontend_state(api, &args, out),
+        [verb, "table"] => super::tables::run(&api.shared.tables, verb, &args, sess.level, out),
         [verb, "map"] => {
             let payload = sess.payload.as_deref();
             super::maps::run(crate::rules::refs::Kind::Map, verb, &args, payload, out)

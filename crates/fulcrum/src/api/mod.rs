@@ -13,6 +13,7 @@
 mod commands;
 mod maps;
 pub mod servers;
+mod tables;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;

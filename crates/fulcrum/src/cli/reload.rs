@@ -54,6 +54,7 @@ impl Context {
             bufsize: g.tune_bufsize,
             backends: Arc::new(plan.backends.clone()),
             frontends: plan.frontends.clone(),
+            tables: Arc::clone(&plan.tables),
             hard_stop_after: g.hard_stop_after,
             grace: g.grace,
             global_logger: plan.global_logger.clone(),
@@ -168,7 +169,11 @@ fn rebuild(
     let Some(config) = super::load_sources(texts, args.quiet, &mut out) else {
         return Err(strip(out));
     };
-    let prev = plan::Previous { frontends: &current.frontends, backends: &current.backends };
+    let prev = plan::Previous {
+        frontends: &current.frontends,
+        backends: &current.backends,
+        tables: Some(&current.tables),
+    };
     crate::rules::refs::begin_reload(true);
     let result = build(ctx, &config, prev, &mut out);
     crate::rules::refs::end_reload(result.is_some());
@@ -191,7 +196,11 @@ fn reload(
     let Some((config, texts)) = super::load_config(args, &mut out) else {
         return Err(failed(out));
     };
-    let prev = plan::Previous { frontends: &current.frontends, backends: &current.backends };
+    let prev = plan::Previous {
+        frontends: &current.frontends,
+        backends: &current.backends,
+        tables: Some(&current.tables),
+    };
     // Map and ACL files are read again; the runtime API sees the new ones once the reload commits.
     crate::rules::refs::begin_reload(false);
     let result = build(ctx, &config, prev, &mut out);

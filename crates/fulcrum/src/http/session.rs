@@ -246,16 +246,16 @@ pub async fn serve(
     start: Start,
     shared: &Shared,
 ) -> Option<Resting> {
-    let (client, peer, dst_port, requests, more, given_local) = match start {
+    let (client, peer, dst_port, requests, more, given) = match start {
         Start::New(conn) => {
             let local = conn.local();
-            (conn.client, conn.peer, conn.dst_port, 0, None, (local, conn.proxied))
+            (conn.client, conn.peer, conn.dst_port, 0, None, (local, conn.proxied, conn.vars))
         }
-        Start::Resume(r) => (r.client, r.peer, r.dst_port, r.requests, r.more, (None, None)),
+        Start::Resume(r) => (r.client, r.peer, r.dst_port, r.requests, r.more, (None, None, None)),
     };
     let (local, pp, vars, own, mut idle_since) = match more {
         Some(m) => (m.local, m.pp, m.vars, m.own, m.idle_since),
-        None => (given_local.0, given_local.1, Vars::default(), None, None),
+        None => (given.0, given.1, given.2.map(|v| *v).unwrap_or_default(), None, None),
     };
     let ctimer = std::pin::pin!(None);
     let stimer = std::pin::pin!(None);
@@ -332,6 +332,9 @@ pub async fn serve(
             Err(refused) => {
                 // HAProxy counts a request it could not read too (even one that never came).
                 Counters::inc(&fe.counters.requests);
+                if let Some(sc) = &s.vars.sc {
+                    sc.http_request();
+                }
                 if refused.answer {
                     s.answer_raw(refused.status).await;
                 }
@@ -607,6 +610,9 @@ impl Session<'_> {
     fn print_log(&mut self, refused: Option<bool>) {
         let l = std::mem::take(&mut self.log);
         crate::stats::account(self.fe, l.backend.as_deref(), &self.o, true, refused.is_some());
+        if let Some(sc) = self.vars.sc.as_deref_mut() {
+            sc.end_http_stream(&self.o, refused.is_some());
+        }
         if !self.logs || l.skip {
             self.log.request_line = l.request_line;
             return;
@@ -687,15 +693,17 @@ impl Session<'_> {
         )
     }
 
-    fn tcp_content_accepts(&self) -> bool {
-        let base = self.base(None);
-        let ctx = base.ctx(&self.req, None, &self.vars);
-        for (accept, cond) in &self.fe.rules.tcp_content {
-            if rules::holds(cond, &self.fe.rules.acls, &ctx) {
-                return *accept;
-            }
-        }
-        true
+    fn tcp_content_accepts(&mut self) -> bool {
+        let mut vars = std::mem::take(&mut self.vars);
+        let ok = {
+            let base = self.base(None);
+            let empty = Vars::default();
+            let mk = base.ctx(&self.req, None, &empty);
+            let r = &self.fe.rules;
+            rules::tcp_run(&r.tcp_content, &r.acls, &mk, &mut vars, rules::stick::Level::Stream)
+        };
+        self.vars = vars;
+        ok
     }
 
     /// A debug note about this session (under `-d`).

@@ -32,6 +32,8 @@ pub struct Plan {
     pub warnings: Vec<String>,
     /// `global`'s log targets: where process-wide messages go (HAProxy's `send_log(NULL, ...)`).
     pub global_logger: Option<Arc<crate::log::syslog::Logger>>,
+    /// The stick tables, by the name of the proxy declaring them.
+    pub tables: Arc<crate::stick::Tables>,
 }
 
 #[allow(dead_code)] // the runtime API and stats page find proxies here; unit-tested
@@ -89,6 +91,8 @@ pub(crate) fn auto_ids(forced: impl Iterator<Item = Option<u32>> + Clone) -> Vec
 pub struct Previous<'a> {
     pub frontends: &'a [Arc<Frontend>],
     pub backends: &'a [Arc<Backend>],
+    /// Its stick tables: a table declared the same way keeps its entries.
+    pub tables: Option<&'a crate::stick::Tables>,
 }
 
 /// Builds the plan; errors name the config line they come from. With `prev` (an in-process
@@ -106,6 +110,7 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
     }
     crate::rules::refs::set_file_order(files);
     let ids = proxy_ids(config);
+    let tables = Arc::new(stick_tables(config, prev.tables));
     let common = crate::log::syslog::Common::new(&config.global, &mut errors);
     let logger = |p: &cfg::Proxy, errors: &mut Vec<String>| {
         crate::log::syslog::Logger::build(&p.logs, p.log_tag.as_deref(), &common)
@@ -117,7 +122,7 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
     let mut by_name: HashMap<String, Arc<Backend>> = HashMap::new();
     let mut all_backends = Vec::new();
     for p in config.backends() {
-        match backend(p, config, &mut maps, &mut warnings) {
+        match backend(p, config, &mut maps, &tables, &mut warnings) {
             Ok(mut be) => {
                 if let Some(old) = prev.backends.iter().find(|b| b.name == p.name) {
                     be.carry_from(old);
@@ -156,7 +161,7 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
             },
             None => None,
         };
-        let mut c = crate::rules::Compiler::new(p, &mut maps, &config.http_errors);
+        let mut c = crate::rules::Compiler::new(p, &mut maps, &config.http_errors, &tables);
         let mut rules = proxy_rules(&mut c, p);
         for u in &p.use_backends {
             let cond = c.cond(&u.cond, &u.span);
@@ -232,10 +237,25 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
             backends: all_backends,
             warnings,
             global_logger,
+            tables,
         })
     } else {
         Err(errors)
     }
+}
+
+/// The stick tables a configuration declares; one declared as in `prev` is kept, with its
+/// entries.
+fn stick_tables(config: &cfg::Config, prev: Option<&crate::stick::Tables>) -> crate::stick::Tables {
+    let mut out = crate::stick::Tables::new();
+    for (order, p) in config.proxies.iter().enumerate() {
+        let Some(t) = &p.stick_table else { continue };
+        let kept = prev.and_then(|m| m.get(&p.name)).filter(|old| old.same_as(t));
+        let table =
+            kept.cloned().unwrap_or_else(|| Arc::new(crate::stick::Table::new(&p.name, order, t)));
+        out.insert(p.name.clone(), table);
+    }
+    out
 }
 
 /// A frontend's log formats and options.
@@ -281,6 +301,7 @@ fn proxy_rules(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::rul
         http_after_response: c.rules(&p.http_after_response),
         redirects: c.rules(&p.redirects),
         tcp_connection: c.tcp_rules(&p.tcp_request_connection),
+        tcp_session: c.tcp_rules(&p.tcp_request_session),
         expect_proxy: p.expect_proxy.iter().map(|cond| c.cond(cond, &p.span)).collect(),
         tcp_content: c.tcp_rules(&p.tcp_request_content),
         monitor_fail: p
@@ -548,6 +569,7 @@ fn backend(
     p: &cfg::Proxy,
     config: &cfg::Config,
     maps: &mut HashMap<(std::path::PathBuf, u8), Arc<crate::rules::maps::LiveMap>>,
+    tables: &crate::stick::Tables,
     warnings: &mut Vec<String>,
 ) -> Result<Backend, Vec<String>> {
     let mut errors = Vec::new();
@@ -607,7 +629,7 @@ fn backend(
             server_fin: t.server_fin,
         },
     );
-    let mut c = crate::rules::Compiler::new(p, maps, &config.http_errors);
+    let mut c = crate::rules::Compiler::new(p, maps, &config.http_errors, tables);
     let mut rules = proxy_rules(&mut c, p);
     errors.append(&mut c.errors);
     be.uses_dst = c.uses_dst || p.originalto.is_some();

@@ -29,6 +29,8 @@ pub struct Compiler<'a> {
     pub uses_dst: bool,
     /// A rule reads the connection's first bytes (`req.ssl_sni`...).
     pub uses_payload: bool,
+    /// The plan's stick tables.
+    tables: &'a crate::stick::Tables,
 }
 
 impl<'a> Compiler<'a> {
@@ -36,8 +38,10 @@ impl<'a> Compiler<'a> {
         proxy: &'a cfg::Proxy,
         maps: &'a mut HashMap<(std::path::PathBuf, u8), Arc<maps::LiveMap>>,
         sections: &'a [cfg::HttpErrorsSection],
+        tables: &'a crate::stick::Tables,
     ) -> Self {
         let mut c = Compiler {
+            tables,
             proxy,
             sections,
             acls: Acls::default(),
@@ -106,23 +110,29 @@ impl<'a> Compiler<'a> {
         let maps = &mut *self.maps;
         let at = self.at.as_ref().unwrap_or(&self.proxy.span);
         let used_at = format!("file '{}' line {}", at.file, at.line);
-        sample::compile(e, &mut |path: &Path, kind| {
-            let k = (path.to_path_buf(), kind as u8);
-            if let Some(m) = maps.get(&k) {
-                m.file.note_use((refs::rank(&at.file), at.line), used_at.clone());
-                return Ok(Arc::clone(m));
-            }
-            // HAProxy's words (it does not say why).
-            let text = crate::sys::read_file_string(path)
-                .map_err(|_| format!("failed to open pattern file <{}>.", path.display()))?;
-            let order = (refs::rank(&at.file), at.line);
-            let m = maps::LiveMap::load(path, map_method(kind), &text, used_at.clone(), order)
-                .map_err(|(line, err)| {
-                    format!("map file <{}>, line {line} : {err}", path.display())
-                })?;
-            maps.insert(k, Arc::clone(&m));
-            Ok(m)
-        })
+        let (tables, own) = (self.tables, self.proxy.name.as_str());
+        let table = move |name: Option<&str>| find_table(tables, name, own);
+        sample::compile(
+            e,
+            &mut |path: &Path, kind| {
+                let k = (path.to_path_buf(), kind as u8);
+                if let Some(m) = maps.get(&k) {
+                    m.file.note_use((refs::rank(&at.file), at.line), used_at.clone());
+                    return Ok(Arc::clone(m));
+                }
+                // HAProxy's words (it does not say why).
+                let text = crate::sys::read_file_string(path)
+                    .map_err(|_| format!("failed to open pattern file <{}>.", path.display()))?;
+                let order = (refs::rank(&at.file), at.line);
+                let m = maps::LiveMap::load(path, map_method(kind), &text, used_at.clone(), order)
+                    .map_err(|(line, err)| {
+                        format!("map file <{}>, line {line} : {err}", path.display())
+                    })?;
+                maps.insert(k, Arc::clone(&m));
+                Ok(m)
+            },
+            &table,
+        )
     }
 
     /// Compiles a condition; anonymous ACLs are added to the proxy's list.
@@ -237,121 +247,122 @@ impl<'a> Compiler<'a> {
         for r in rules {
             self.at = Some(r.span.clone());
             let cond = self.cond(&r.cond, &r.span);
-            let span = &r.span;
-            let action = match &r.action {
-                cfg::HttpAction::Allow => Action::Allow,
-                cfg::HttpAction::PrometheusExporter => Action::Prometheus,
-                cfg::HttpAction::Deny { status, reply } => Action::Deny {
-                    status: *status,
-                    reply: reply.as_ref().map(|rp| self.reply(rp, span)),
-                },
-                cfg::HttpAction::Return(rp) => Action::Return(self.reply(rp, span)),
-                cfg::HttpAction::Redirect(rd) => Action::Redirect(RedirectSpec {
-                    kind: rd.kind,
-                    value: self.format(&rd.value, span),
-                    code: rd.code,
-                    drop_query: rd.drop_query,
-                    append_slash: rd.append_slash,
-                }),
-                cfg::HttpAction::SetHeader { name, value } => Action::SetHeader {
-                    name: name.as_bytes().into(),
-                    value: self.format(value, span),
-                },
-                cfg::HttpAction::AddHeader { name, value } => Action::AddHeader {
-                    name: name.as_bytes().into(),
-                    value: self.format(value, span),
-                },
-                cfg::HttpAction::DelHeader { name, how } => {
-                    let how = match how {
-                        cfg::NameMatch::Str => None,
-                        cfg::NameMatch::Beg => Some(super::DelMatch::Beg),
-                        cfg::NameMatch::End => Some(super::DelMatch::End),
-                        cfg::NameMatch::Sub => Some(super::DelMatch::Sub),
-                        cfg::NameMatch::Reg => match regex::bytes::Regex::new(name) {
-                            Ok(re) => Some(super::DelMatch::Reg(re)),
-                            Err(e) => {
-                                self.errors.push(format!(
-                                    "parsing [{span}] : invalid regex '{name}' : {e}"
-                                ));
-                                continue;
-                            }
-                        },
-                    };
-                    Action::DelHeader { name: name.as_bytes().into(), how }
-                }
-                cfg::HttpAction::ReplaceHeader { name, regex, replace } => {
-                    let Some(re) = self.replace(regex, span) else { continue };
-                    Action::ReplaceHeader {
-                        name: name.as_bytes().into(),
-                        re,
-                        with: self.format(replace, span),
-                    }
-                }
-                cfg::HttpAction::ReplaceValue { name, regex, replace } => {
-                    let Some(re) = self.replace(regex, span) else { continue };
-                    Action::ReplaceValue {
-                        name: name.as_bytes().into(),
-                        re,
-                        with: self.format(replace, span),
-                    }
-                }
-                cfg::HttpAction::SetPath(f) => Action::SetPath(self.format(f, span)),
-                cfg::HttpAction::SetPathQ(f) => Action::SetPathQ(self.format(f, span)),
-                cfg::HttpAction::SetQuery(f) => Action::SetQuery(self.format(f, span)),
-                cfg::HttpAction::SetUri(f) => Action::SetUri(self.format(f, span)),
-                cfg::HttpAction::SetMethod(f) => Action::SetMethod(self.format(f, span)),
-                cfg::HttpAction::ReplaceUri { regex, replace } => {
-                    let Some(re) = self.replace(regex, span) else { continue };
-                    Action::ReplaceUri { re, with: self.format(replace, span) }
-                }
-                cfg::HttpAction::ReplacePath { regex, replace } => {
-                    let Some(re) = self.replace(regex, span) else { continue };
-                    Action::ReplacePath { re, with: self.format(replace, span) }
-                }
-                cfg::HttpAction::ReplacePathQ { regex, replace } => {
-                    let Some(re) = self.replace(regex, span) else { continue };
-                    Action::ReplacePathQ { re, with: self.format(replace, span) }
-                }
-                cfg::HttpAction::SetVar { scope, name, expr } => match self.expr(expr) {
-                    Ok(e) => Action::SetVar { scope: *scope, name: name.as_str().into(), expr: e },
-                    Err(err) => {
-                        self.errors.push(format!("parsing [{span}] : {err}"));
-                        continue;
-                    }
-                },
-                cfg::HttpAction::UnsetVar { scope, name } => {
-                    Action::UnsetVar { scope: *scope, name: name.as_str().into() }
-                }
-                cfg::HttpAction::WaitForBody { time, at_least } => {
-                    Action::WaitForBody { time: *time, at_least: *at_least }
-                }
-                cfg::HttpAction::StrictMode(on) => Action::StrictMode(*on),
-                cfg::HttpAction::SetVarFmt { scope, name, fmt } => Action::SetVarFmt {
-                    scope: *scope,
-                    name: name.as_str().into(),
-                    fmt: self.format(fmt, span),
-                },
-                cfg::HttpAction::Tarpit { status } => Action::Tarpit { status: *status },
-                cfg::HttpAction::Reject | cfg::HttpAction::SilentDrop => Action::Drop,
-                cfg::HttpAction::Capture { expr, id } => match self.expr(expr) {
-                    Ok(expr) => Action::Capture { expr, id: *id },
-                    Err(e) => {
-                        self.errors.push(format!("parsing [{span}] : {e}"));
-                        continue;
-                    }
-                },
-                cfg::HttpAction::EarlyHint { name, value } => Action::EarlyHint {
-                    name: name.as_bytes().into(),
-                    value: self.format(value, span),
-                },
-                cfg::HttpAction::SetStatus { status, reason } => Action::SetStatus {
-                    status: *status,
-                    reason: reason.as_deref().map(|r| r.as_bytes().into()),
-                },
-            };
+            let Some(action) = self.action(&r.action, &r.span) else { continue };
             out.push(Rule { action, cond });
         }
         out
+    }
+
+    /// Compiles one action (`None` once an error is recorded).
+    fn action(&mut self, a: &cfg::HttpAction, span: &cfg::Span) -> Option<Action> {
+        Some(match a {
+            cfg::HttpAction::Allow => Action::Allow,
+            cfg::HttpAction::PrometheusExporter => Action::Prometheus,
+            cfg::HttpAction::Deny { status, reply } => Action::Deny {
+                status: *status,
+                reply: reply.as_ref().map(|rp| self.reply(rp, span)),
+            },
+            cfg::HttpAction::Return(rp) => Action::Return(self.reply(rp, span)),
+            cfg::HttpAction::Redirect(rd) => Action::Redirect(RedirectSpec {
+                kind: rd.kind,
+                value: self.format(&rd.value, span),
+                code: rd.code,
+                drop_query: rd.drop_query,
+                append_slash: rd.append_slash,
+            }),
+            cfg::HttpAction::SetHeader { name, value } => {
+                Action::SetHeader { name: name.as_bytes().into(), value: self.format(value, span) }
+            }
+            cfg::HttpAction::AddHeader { name, value } => {
+                Action::AddHeader { name: name.as_bytes().into(), value: self.format(value, span) }
+            }
+            cfg::HttpAction::DelHeader { name, how } => {
+                let how = match how {
+                    cfg::NameMatch::Str => None,
+                    cfg::NameMatch::Beg => Some(super::DelMatch::Beg),
+                    cfg::NameMatch::End => Some(super::DelMatch::End),
+                    cfg::NameMatch::Sub => Some(super::DelMatch::Sub),
+                    cfg::NameMatch::Reg => match regex::bytes::Regex::new(name) {
+                        Ok(re) => Some(super::DelMatch::Reg(re)),
+                        Err(e) => {
+                            self.errors
+                                .push(format!("parsing [{span}] : invalid regex '{name}' : {e}"));
+                            return None;
+                        }
+                    },
+                };
+                Action::DelHeader { name: name.as_bytes().into(), how }
+            }
+            cfg::HttpAction::ReplaceHeader { name, regex, replace } => {
+                let re = self.replace(regex, span)?;
+                Action::ReplaceHeader {
+                    name: name.as_bytes().into(),
+                    re,
+                    with: self.format(replace, span),
+                }
+            }
+            cfg::HttpAction::ReplaceValue { name, regex, replace } => {
+                let re = self.replace(regex, span)?;
+                Action::ReplaceValue {
+                    name: name.as_bytes().into(),
+                    re,
+                    with: self.format(replace, span),
+                }
+            }
+            cfg::HttpAction::SetPath(f) => Action::SetPath(self.format(f, span)),
+            cfg::HttpAction::SetPathQ(f) => Action::SetPathQ(self.format(f, span)),
+            cfg::HttpAction::SetQuery(f) => Action::SetQuery(self.format(f, span)),
+            cfg::HttpAction::SetUri(f) => Action::SetUri(self.format(f, span)),
+            cfg::HttpAction::SetMethod(f) => Action::SetMethod(self.format(f, span)),
+            cfg::HttpAction::ReplaceUri { regex, replace } => {
+                let re = self.replace(regex, span)?;
+                Action::ReplaceUri { re, with: self.format(replace, span) }
+            }
+            cfg::HttpAction::ReplacePath { regex, replace } => {
+                let re = self.replace(regex, span)?;
+                Action::ReplacePath { re, with: self.format(replace, span) }
+            }
+            cfg::HttpAction::ReplacePathQ { regex, replace } => {
+                let re = self.replace(regex, span)?;
+                Action::ReplacePathQ { re, with: self.format(replace, span) }
+            }
+            cfg::HttpAction::SetVar { scope, name, expr } => match self.expr(expr) {
+                Ok(e) => Action::SetVar { scope: *scope, name: name.as_str().into(), expr: e },
+                Err(err) => {
+                    self.errors.push(format!("parsing [{span}] : {err}"));
+                    return None;
+                }
+            },
+            cfg::HttpAction::UnsetVar { scope, name } => {
+                Action::UnsetVar { scope: *scope, name: name.as_str().into() }
+            }
+            cfg::HttpAction::WaitForBody { time, at_least } => {
+                Action::WaitForBody { time: *time, at_least: *at_least }
+            }
+            cfg::HttpAction::StrictMode(on) => Action::StrictMode(*on),
+            cfg::HttpAction::SetVarFmt { scope, name, fmt } => Action::SetVarFmt {
+                scope: *scope,
+                name: name.as_str().into(),
+                fmt: self.format(fmt, span),
+            },
+            cfg::HttpAction::Tarpit { status } => Action::Tarpit { status: *status },
+            cfg::HttpAction::Reject | cfg::HttpAction::SilentDrop => Action::Drop,
+            cfg::HttpAction::Capture { expr, id } => match self.expr(expr) {
+                Ok(expr) => Action::Capture { expr, id: *id },
+                Err(e) => {
+                    self.errors.push(format!("parsing [{span}] : {e}"));
+                    return None;
+                }
+            },
+            cfg::HttpAction::EarlyHint { name, value } => {
+                Action::EarlyHint { name: name.as_bytes().into(), value: self.format(value, span) }
+            }
+            cfg::HttpAction::Stick(a) => return self.stick(a, span),
+            cfg::HttpAction::SetStatus { status, reason } => Action::SetStatus {
+                status: *status,
+                reason: reason.as_deref().map(|r| r.as_bytes().into()),
+            },
+        })
     }
 
     /// Groups `use_backend` rules into [`Segment`]s: consecutive rules whose condition is one
@@ -446,9 +457,70 @@ impl<'a> Compiler<'a> {
         Ok((b.build(), ends))
     }
 
-    pub fn tcp_rules(&mut self, rules: &[cfg::TcpRule]) -> Vec<(bool, Option<Cond>)> {
-        rules.iter().map(|r| (r.accept, self.cond(&r.cond, &r.span))).collect()
+    pub fn tcp_rules(&mut self, rules: &[cfg::TcpRule]) -> Vec<TcpRule> {
+        let mut out = Vec::with_capacity(rules.len());
+        for r in rules {
+            self.at = Some(r.span.clone());
+            let cond = self.cond(&r.cond, &r.span);
+            let act = match &r.action {
+                cfg::TcpAction::Accept => TcpAct::Accept,
+                cfg::TcpAction::Reject | cfg::TcpAction::SilentDrop => TcpAct::Reject,
+                cfg::TcpAction::Do(a) => match self.action(a, &r.span) {
+                    Some(a) => TcpAct::Do(a),
+                    None => continue,
+                },
+            };
+            out.push(TcpRule { act, cond });
+        }
+        out
     }
+
+    /// Compiles a stick-counter action.
+    fn stick(&mut self, a: &cfg::StickAction, span: &cfg::Span) -> Option<Action> {
+        let expr = |c: &mut Self, e: &cfg::SampleExpr| match c.expr(e) {
+            Ok(e) => Some(e),
+            Err(err) => {
+                c.errors.push(format!("parsing [{span}] : {err}"));
+                None
+            }
+        };
+        Some(Action::Stick(match a {
+            cfg::StickAction::Track { slot, key, table } => {
+                let t = match find_table(self.tables, table.as_deref(), &self.proxy.name) {
+                    Ok(t) => t,
+                    Err(_) => {
+                        let n = table.as_deref().unwrap_or(&self.proxy.name);
+                        self.errors.push(format!(
+                            "Proxy '{}': unable to find table '{n}' referenced by track-sc{slot}.",
+                            self.proxy.name
+                        ));
+                        return None;
+                    }
+                };
+                stick::StickAct::Track { slot: *slot, key: expr(self, key)?, table: t }
+            }
+            cfg::StickAction::IncGpc { slot, idx, array } => {
+                stick::StickAct::IncGpc { slot: *slot, idx: *idx, array: *array }
+            }
+            cfg::StickAction::SetGpt { slot, idx, array, value } => {
+                let value = match value {
+                    cfg::GptValue::Int(i) => stick::GptSource::Int(*i),
+                    cfg::GptValue::Expr(e) => stick::GptSource::Expr(expr(self, e)?),
+                };
+                stick::StickAct::SetGpt { slot: *slot, idx: *idx, array: *array, value }
+            }
+        }))
+    }
+}
+
+/// The stick table `name` (`None`: proxy `own`'s), with HAProxy's message when there is none.
+fn find_table(
+    tables: &crate::stick::Tables,
+    name: Option<&str>,
+    own: &str,
+) -> Result<Arc<crate::stick::Table>, String> {
+    let n = name.unwrap_or(own);
+    tables.get(n).cloned().ok_or_else(|| format!("unable to find table '{n}'"))
 }
 
 /// Adds an ACL's inline patterns, then its `-f` files (read here), to a pattern set; the

@@ -16,6 +16,7 @@ mod live;
 pub mod maps;
 pub mod refs;
 pub mod sample;
+pub mod stick;
 pub mod switching;
 
 use std::collections::HashMap;
@@ -211,6 +212,8 @@ pub enum Action {
         name: Box<[u8]>,
         value: Format,
     },
+    /// `track-sc*`, `sc-inc-gpc*`, `sc-set-gpt*`.
+    Stick(stick::StickAct),
 }
 
 #[derive(Debug)]
@@ -297,6 +300,11 @@ pub fn run<'r>(
                 if let Some(v) = v {
                     vars.caps.store(req.is_some(), *id, &v);
                 }
+            }
+            Action::Stick(a) => {
+                let eval =
+                    |e: &Expr, v: &Vars| e.eval(&base.ctx(head, req, v)).map(Value::into_owned);
+                stick::apply(a, vars, stick::Level::Http, &eval);
             }
             Action::EarlyHint { name, value } => {
                 // HAProxy: a conditional early-hint rule starts a new 103; an unconditional
@@ -545,31 +553,76 @@ fn wire_len(head: &Head) -> usize {
     })
 }
 
-/// Whether a list of `tcp-request connection|content` rules lets a connection through,
-/// judged on what is known before any HTTP: addresses, variables, backends' state.
-pub fn tcp_accepts(
-    list: &[(bool, Option<Cond>)],
-    acls: &Acls,
-    fe: &crate::frontend::Frontend,
-    src: Option<std::net::SocketAddr>,
-    dst: Option<std::net::SocketAddr>,
-) -> bool {
-    if list.is_empty() {
-        return true;
-    }
-    let vars = Vars::default();
-    let ctx = Ctx::connection(fe, src, dst, &vars);
-    tcp_accepts_in(list, acls, &ctx)
+/// A compiled `tcp-request` rule.
+#[derive(Debug)]
+pub struct TcpRule {
+    pub act: TcpAct,
+    pub cond: Option<Cond>,
 }
 
-/// Like [`tcp_accepts`], in a given context (one that sees the connection's first bytes).
-pub fn tcp_accepts_in(list: &[(bool, Option<Cond>)], acls: &Acls, ctx: &Ctx<'_>) -> bool {
-    for (accept, cond) in list {
-        if holds(cond, acls, ctx) {
-            return *accept;
+#[derive(Debug)]
+pub enum TcpAct {
+    Accept,
+    Reject,
+    /// `set-var`, `set-var-fmt`, `unset-var`, stick-counter actions.
+    Do(Action),
+}
+
+/// Runs a `tcp-request connection|session|content` rule list: false when it rejects.
+/// `template` is what the rules see but for the variables (the session's, in `vars`).
+pub fn tcp_run(
+    list: &[TcpRule],
+    acls: &Acls,
+    template: &Ctx<'_>,
+    vars: &mut Vars,
+    level: stick::Level,
+) -> bool {
+    for r in list {
+        if !holds(&r.cond, acls, &template.with_vars(vars)) {
+            continue;
+        }
+        match &r.act {
+            TcpAct::Accept => return true,
+            TcpAct::Reject => return false,
+            TcpAct::Do(a) => tcp_action(a, template, vars, level),
         }
     }
     true
+}
+
+fn tcp_action(a: &Action, t: &Ctx<'_>, vars: &mut Vars, level: stick::Level) {
+    match a {
+        Action::SetVar { scope, name, expr } => {
+            let Some(v) = expr.eval(&t.with_vars(vars)).map(Value::into_owned) else { return };
+            if *scope == cfg::VarScope::Proc {
+                t.proc_vars.set(name, v);
+            } else {
+                vars.set(*scope, name, v);
+            }
+        }
+        Action::SetVarFmt { scope, name, fmt } => {
+            let mut out = Vec::new();
+            fmt.render(&t.with_vars(vars), None, &mut out);
+            let v = Value::Str(std::borrow::Cow::Owned(out));
+            if *scope == cfg::VarScope::Proc {
+                t.proc_vars.set(name, v);
+            } else {
+                vars.set(*scope, name, v);
+            }
+        }
+        Action::UnsetVar { scope, name } => {
+            if *scope == cfg::VarScope::Proc {
+                t.proc_vars.unset(name);
+            } else {
+                vars.unset(*scope, name);
+            }
+        }
+        Action::Stick(s) => {
+            let eval = |e: &Expr, v: &Vars| e.eval(&t.with_vars(v)).map(Value::into_owned);
+            stick::apply(s, vars, level, &eval);
+        }
+        _ => {}
+    }
 }
 
 /// Replaces the path, keeping the query string; the new path is taken as is (HAProxy escapes
@@ -610,10 +663,11 @@ pub struct ProxyRules {
     pub http_response: Vec<Rule>,
     pub http_after_response: Vec<Rule>,
     pub redirects: Vec<Rule>,
-    pub tcp_connection: Vec<(bool, Option<Cond>)>,
+    pub tcp_connection: Vec<TcpRule>,
+    pub tcp_session: Vec<TcpRule>,
     /// `tcp-request connection expect-proxy layer4` conditions.
     pub expect_proxy: Vec<Option<Cond>>,
-    pub tcp_content: Vec<(bool, Option<Cond>)>,
+    pub tcp_content: Vec<TcpRule>,
     pub monitor_fail: Vec<Cond>,
     /// `use_backend` rules: a fixed backend or a format naming one, with the condition.
     pub use_backends: Vec<(UseTarget, Option<Cond>)>,

@@ -86,6 +86,8 @@ pub struct Vars {
     pub unique_id: Option<Vec<u8>>,
     /// The transaction is the first of its connection (`http_first_req`).
     pub first_req: bool,
+    /// What the session and its stream track in stick tables.
+    pub sc: Option<Box<crate::stick::track::Counters>>,
 }
 
 impl Vars {
@@ -104,7 +106,7 @@ impl Vars {
     /// No variable is set. (The per-transaction flags do not count: the next transaction resets
     /// them anyway.)
     pub fn is_empty(&self) -> bool {
-        self.vars.is_empty()
+        self.vars.is_empty() && self.sc.as_ref().is_none_or(|sc| sc.is_empty())
     }
     /// Forgets transaction-scoped variables (a new request starts).
     pub fn end_transaction(&mut self) {
@@ -138,6 +140,7 @@ impl ProcVars {
 }
 
 /// What fetches can see of a transaction.
+#[derive(Clone, Copy)]
 pub struct Ctx<'a> {
     pub src: Option<SocketAddr>,
     pub dst: Option<SocketAddr>,
@@ -165,6 +168,14 @@ pub struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
+    /// The same context over other variables.
+    pub fn with_vars<'v>(&self, vars: &'v Vars) -> Ctx<'v>
+    where
+        'a: 'v,
+    {
+        Ctx { vars, ..*self }
+    }
+
     /// What a rule run on a connection alone sees (no request yet): its addresses, the
     /// frontend, `vars`.
     pub fn connection(
@@ -199,11 +210,28 @@ pub enum Conv {
     Hex,
     Lower,
     Upper,
-    Field { index: i32, delims: Box<[u8]>, count: Option<i32> },
-    Word { index: i32, delims: Box<[u8]>, count: Option<i32> },
+    Field {
+        index: i32,
+        delims: Box<[u8]>,
+        count: Option<i32>,
+    },
+    Word {
+        index: i32,
+        delims: Box<[u8]>,
+        count: Option<i32>,
+    },
     Regsub(Regsub),
-    Map { map: Arc<super::maps::LiveMap>, kind: cfg::MapMatch, default: Option<Box<str>> },
+    Map {
+        map: Arc<super::maps::LiveMap>,
+        kind: cfg::MapMatch,
+        default: Option<Box<str>>,
+    },
     Pure(cfg::PureConv),
+    /// `in_table`, `table_*`.
+    Table {
+        what: cfg::TableConv,
+        table: Arc<crate::stick::Table>,
+    },
 }
 
 /// A compiled sample expression.
@@ -211,6 +239,8 @@ pub enum Conv {
 pub struct Expr {
     pub fetch: cfg::Fetch,
     pub convs: Vec<Conv>,
+    /// The stick table a stick-counter fetch reads (resolved once).
+    pub table: Option<Arc<crate::stick::Table>>,
 }
 
 impl Expr {
@@ -218,7 +248,7 @@ impl Expr {
     /// fetches, converters applied. `None` when the fetch finds nothing.
     pub fn eval<'a>(&self, ctx: &Ctx<'a>) -> Option<Value<'a>> {
         let mut last = None;
-        fetch_each(&self.fetch, ctx, true, &mut |v| {
+        self.fetch_each(ctx, true, &mut |v| {
             last = Some(v);
             false
         });
@@ -228,10 +258,24 @@ impl Expr {
     /// Calls `f` with each occurrence (ACLs try every occurrence), converters applied, until it
     /// returns true. Returns whether it did.
     pub fn any<'a>(&self, ctx: &Ctx<'a>, f: &mut dyn FnMut(&Value<'_>) -> bool) -> bool {
-        fetch_each(&self.fetch, ctx, false, &mut |v| match self.convert(v) {
+        self.fetch_each(ctx, false, &mut |v| match self.convert(v) {
             Some(v) => f(&v),
             None => false,
         })
+    }
+
+    fn fetch_each<'a>(
+        &self,
+        ctx: &Ctx<'a>,
+        last_only: bool,
+        f: &mut dyn FnMut(Value<'a>) -> bool,
+    ) -> bool {
+        match &self.fetch {
+            cfg::Fetch::Sc(_) | cfg::Fetch::TableSize { .. } => {
+                super::stick::fetch(&self.fetch, self.table.as_ref(), ctx).is_some_and(f)
+            }
+            fetch => fetch_each(fetch, ctx, last_only, f),
+        }
     }
 
     fn convert<'a>(&self, mut v: Value<'a>) -> Option<Value<'a>> {
@@ -246,8 +290,10 @@ impl Expr {
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
 
 fn convert<'a>(c: &Conv, v: Value<'a>) -> Option<Value<'a>> {
-    if let Conv::Pure(p) = c {
-        return super::convert::pure(p, v);
+    match c {
+        Conv::Pure(p) => return super::convert::pure(p, v),
+        Conv::Table { what, table } => return super::stick::convert(*what, table, &v),
+        _ => {}
     }
     let s = match (c, v) {
         // HAProxy casts an integer to binary as its 8 big-endian bytes.
@@ -288,7 +334,7 @@ fn convert<'a>(c: &Conv, v: Value<'a>) -> Option<Value<'a>> {
             r.apply(&s, &mut out);
             Value::Str(Cow::Owned(out))
         }
-        Conv::Pure(_) => return None,
+        Conv::Pure(_) | Conv::Table { .. } => return None,
         Conv::Map { map, kind, default } => {
             let found = map.with(|map| {
                 let v = match kind {
@@ -455,6 +501,7 @@ fn fetch_each<'a>(
         HttpFirstReq => f(Value::Bool(ctx.vars.first_req)),
         Uuid => f(Value::Str(Cow::Owned(uuid4()))),
         Int(i) => f(Value::Int(*i)),
+        Sc(_) | TableSize { .. } => false, // read by `Expr::fetch_each`
         Fhdr { name, occ } => full_values(req, name, *occ, last_only, &mut |v| f(b(v))),
         ResFhdr { name, occ } => full_values(ctx.resp, name, *occ, last_only, &mut |v| f(b(v))),
         FhdrCnt { name } => {
@@ -660,7 +707,7 @@ fn pick_occurrence<'a, I: Iterator<Item = &'a [u8]>>(
 }
 
 /// IPv4-mapped IPv6 addresses are shown and matched as IPv4, as HAProxy does.
-fn canonical(ip: IpAddr) -> IpAddr {
+pub(crate) fn canonical(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
         v4 => v4,
@@ -723,8 +770,16 @@ fn backend_figure(be: &crate::backend::Backend, fetch: &cfg::Fetch) -> i64 {
 pub type MapLoader<'a> =
     dyn FnMut(&std::path::Path, cfg::MapMatch) -> Result<Arc<super::maps::LiveMap>, String> + 'a;
 
-/// Compiles a sample expression; `load_map` loads (once) the map file a converter names.
-pub fn compile(e: &cfg::SampleExpr, load_map: &mut MapLoader<'_>) -> Result<Expr, String> {
+/// Finds a stick table by name (`None`: the proxy's own).
+pub type TableFinder<'a> = dyn Fn(Option<&str>) -> Result<Arc<crate::stick::Table>, String> + 'a;
+
+/// Compiles a sample expression; `load_map` loads (once) the map file a converter names,
+/// `table` finds the stick tables it reads.
+pub fn compile(
+    e: &cfg::SampleExpr,
+    load_map: &mut MapLoader<'_>,
+    table: &TableFinder<'_>,
+) -> Result<Expr, String> {
     let mut convs = Vec::with_capacity(e.converters.len());
     for c in &e.converters {
         convs.push(match c {
@@ -747,7 +802,20 @@ pub fn compile(e: &cfg::SampleExpr, load_map: &mut MapLoader<'_>) -> Result<Expr
                 default: default.as_deref().map(Into::into),
             },
             cfg::Converter::Pure(p) => Conv::Pure(*p),
+            cfg::Converter::Table { what, table: name } => {
+                Conv::Table { what: *what, table: table(Some(name))? }
+            }
         });
     }
-    Ok(Expr { fetch: e.fetch.clone(), convs })
+    let table = match &e.fetch {
+        cfg::Fetch::TableSize { table: t, .. }
+        | cfg::Fetch::Sc(cfg::ScFetch { src: cfg::ScSource::Src { table: t }, .. }) => {
+            Some(table(t.as_deref())?)
+        }
+        cfg::Fetch::Sc(cfg::ScFetch {
+            src: cfg::ScSource::Slot { table: Some(t), .. }, ..
+        }) => Some(table(Some(t))?),
+        _ => None,
+    };
+    Ok(Expr { fetch: e.fetch.clone(), convs, table })
 }

@@ -20,6 +20,7 @@ use crate::counters::Counters;
 use crate::frontend::{Bind, Frontend};
 use crate::http::Start;
 use crate::log;
+use crate::rules::stick::Level;
 use crate::tcp::{self, Accepted};
 
 /// Sessions alive in this worker; soft stop waits for zero.
@@ -194,8 +195,9 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
                 prepared: false,
                 expect_proxy: false,
                 dst_port: ws.dst_port,
+                vars: None,
             };
-            if !admit(&ws.frontend, &mut conn, &shared, ws.bind.tls.is_some()) {
+            if !admit(&ws.frontend, &mut conn, &shared, &ws.bind) {
                 continue;
             }
             shared.sess_rate.count(now);
@@ -227,10 +229,12 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
     }
 }
 
-/// A new connection passes `tcp-request connection` rules (and, in mode tcp, where no payload
-/// is inspected, `tcp-request content` rules; in mode http the session runs those per request).
-fn admit(fe: &Frontend, conn: &mut Accepted, shared: &Shared, tls: bool) -> bool {
+/// A new connection passes `tcp-request connection` rules, then (when no PROXY header nor TLS
+/// handshake comes first) `tcp-request session` rules, and in mode tcp, where no payload is
+/// inspected, `tcp-request content` rules (in mode http the session runs those per request).
+fn admit(fe: &Frontend, conn: &mut Accepted, shared: &Shared, bind: &Bind) -> bool {
     let r = &fe.rules;
+    let tls = bind.tls.is_some();
     if !r.expect_proxy.is_empty() {
         let local = socket2::SockRef::from(&conn.client).local_addr().ok();
         let dst = local.and_then(|a| a.as_socket());
@@ -238,14 +242,32 @@ fn admit(fe: &Frontend, conn: &mut Accepted, shared: &Shared, tls: bool) -> bool
         let ctx = crate::rules::sample::Ctx::connection(fe, conn.peer, dst, &vars);
         conn.expect_proxy = r.expect_proxy.iter().any(|c| crate::rules::holds(c, &r.acls, &ctx));
     }
+    let session_now = !needs_prelude(bind, conn);
     // Rules on the first bytes run once they are there (`tcp_connection`).
-    let content_now = fe.http.is_none() && !fe.needs_payload && !tls;
+    let content_now =
+        fe.http.is_none() && !fe.needs_payload && !tls && (session_now || r.tcp_session.is_empty());
     if !r.tcp_connection.is_empty() || !r.tcp_content.is_empty() && content_now {
         let local = socket2::SockRef::from(&conn.client).local_addr().ok();
         let dst = local.and_then(|a| a.as_socket());
-        let accepted = crate::rules::tcp_accepts(&r.tcp_connection, &r.acls, fe, conn.peer, dst)
-            && (!content_now
-                || crate::rules::tcp_accepts(&r.tcp_content, &r.acls, fe, conn.peer, dst));
+        let mut vars = crate::rules::sample::Vars::default();
+        let empty = crate::rules::sample::Vars::default();
+        let mk = crate::rules::sample::Ctx::connection(fe, conn.peer, dst, &empty);
+        let mut accepted =
+            crate::rules::tcp_run(&r.tcp_connection, &r.acls, &mk, &mut vars, Level::Session);
+        if !vars.is_empty() {
+            conn.vars = Some(Box::new(std::mem::take(&mut vars)));
+        }
+        if accepted && session_now {
+            accepted = session_rules(fe, conn);
+        }
+        if accepted && content_now {
+            let mut vars = conn.vars.take().map(|b| *b).unwrap_or_default();
+            accepted =
+                crate::rules::tcp_run(&r.tcp_content, &r.acls, &mk, &mut vars, Level::Stream);
+            if !vars.is_empty() {
+                conn.vars = Some(Box::new(vars));
+            }
+        }
         if !accepted {
             Counters::inc(&fe.counters.denied_conn);
             if shared.debug {
@@ -253,6 +275,9 @@ fn admit(fe: &Frontend, conn: &mut Accepted, shared: &Shared, tls: bool) -> bool
             }
             return false;
         }
+    } else if session_now && !session_rules(fe, conn) {
+        Counters::inc(&fe.counters.denied_conn);
+        return false;
     }
     Counters::inc(&fe.counters.sessions);
     true
@@ -297,7 +322,7 @@ fn http_connection(slots: Slots, mut start: Start) -> impl std::future::Future<O
 /// connection's addresses; a `mode http` backend upgrades it to an HTTP session (as HAProxy
 /// does), where each request then picks its backend again.
 async fn tcp_connection(slots: Slots, conn: Accepted) {
-    let conn = if needs_prelude(&slots.bind, &conn) {
+    let mut conn = if needs_prelude(&slots.bind, &conn) {
         match Box::pin(prelude(&slots, conn)).await {
             Some(c) => c,
             None => return,
@@ -321,16 +346,22 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         } else {
             Vec::new()
         };
-        let vars = crate::rules::sample::Vars::default();
-        let mut ctx = crate::rules::sample::Ctx::connection(fe, conn.peer, dst, &vars);
-        ctx.payload = &payload;
-        ctx.client = Some(&conn.client);
-        ctx.pp = conn.proxied.as_deref();
-        if late && !crate::rules::tcp_accepts_in(&fe.rules.tcp_content, &fe.rules.acls, &ctx) {
+        let mut vars = conn.vars.take().map(|b| *b).unwrap_or_default();
+        let empty = crate::rules::sample::Vars::default();
+        let mut mk = crate::rules::sample::Ctx::connection(fe, conn.peer, dst, &empty);
+        mk.payload = &payload;
+        mk.client = Some(&conn.client);
+        mk.pp = conn.proxied.as_deref();
+        let r = &fe.rules;
+        if late && !crate::rules::tcp_run(&r.tcp_content, &r.acls, &mk, &mut vars, Level::Stream) {
             Counters::inc(&fe.counters.denied_conn);
             return;
         }
-        crate::rules::switching::choose(fe, &ctx)
+        let chosen = crate::rules::switching::choose(fe, &mk.with_vars(&vars));
+        if !vars.is_empty() {
+            conn.vars = Some(Box::new(vars));
+        }
+        chosen
     } else {
         fe.backend.clone()
     };
@@ -374,6 +405,9 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
     // The client connection closes after the log line (HAProxy counts it in %ac then).
     tcp::serve(fe, be, &conn, &mut outcome).await;
     crate::stats::account(fe, Some(be), &outcome, false, false);
+    if let Some(sc) = conn.vars.as_ref().and_then(|v| v.sc.as_ref()) {
+        sc.bytes(outcome.bytes_in, outcome.bytes_out);
+    }
     if logs {
         let vars = crate::rules::sample::Vars::default();
         let mut ctx = crate::rules::sample::Ctx::connection(fe, peer, local, &vars);
@@ -485,7 +519,7 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
         }
     }
     if let Some(config) = &bind.tls {
-        let Accepted { client, peer, proxied, prepared, expect_proxy, dst_port } = conn;
+        let Accepted { client, peer, proxied, prepared, expect_proxy, dst_port, vars } = conn;
         let (tls, r) = if config.routed() {
             // The ClientHello first: a crt-list line's own options for the name asked.
             let pick = |name: Option<&str>| config.pick(name);
@@ -520,13 +554,45 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
             prepared,
             expect_proxy,
             dst_port,
+            vars,
         };
         if let Some(why) = why {
             embryonic_log(slots, conn.peer, why);
             return None;
         }
     }
+    // `tcp-request session` rules, now that the PROXY header and the handshake are over.
+    if !session_rules(fe, &mut conn) {
+        Counters::inc(&fe.counters.denied_conn);
+        return None;
+    }
     Some(conn)
+}
+
+/// Runs `tcp-request session` rules on a connection (its variables and trackers kept in it),
+/// then counts the session on what it tracks. False when they reject it.
+fn session_rules(fe: &Frontend, conn: &mut Accepted) -> bool {
+    let r = &fe.rules;
+    if r.tcp_session.is_empty() && conn.vars.is_none() {
+        return true;
+    }
+    let mut vars = conn.vars.take().map(|b| *b).unwrap_or_default();
+    let dst = conn.local().or_else(|| {
+        socket2::SockRef::from(&conn.client).local_addr().ok().and_then(|a| a.as_socket())
+    });
+    let src = conn.proxied.as_ref().and_then(|h| h.addrs).map(|a| a.0).or(conn.peer);
+    let empty = crate::rules::sample::Vars::default();
+    let mut mk = crate::rules::sample::Ctx::connection(fe, src, dst, &empty);
+    mk.client = Some(&conn.client);
+    mk.pp = conn.proxied.as_deref();
+    let ok = crate::rules::tcp_run(&r.tcp_session, &r.acls, &mk, &mut vars, Level::Session);
+    if let Some(sc) = &vars.sc {
+        sc.session_started();
+    }
+    if !vars.is_empty() {
+        conn.vars = Some(Box::new(vars));
+    }
+    ok
 }
 
 /// HAProxy's words for a failed handshake.

@@ -126,6 +126,8 @@ pub struct Shared {
     pub sess_rate: Arc<crate::frontend::rate::RateLimit>,
     /// What the process knows of itself (`show info`, the stats page).
     pub process: crate::stats::info::Process,
+    /// The stick tables (the first worker purges their expired entries each second).
+    pub tables: Arc<crate::stick::Tables>,
 }
 
 /// What HAProxy says of each proxy when a soft stop begins (`stop_proxy()`): frontends and
@@ -485,6 +487,8 @@ fn worker(
                 if first {
                     if let Some(s) = shared() {
                         crate::stats::sample(&s.frontends, &s.backends);
+                        let now = crate::stick::now_ms();
+                        s.tables.values().for_each(|t| t.purge(now));
                     }
                 }
             }

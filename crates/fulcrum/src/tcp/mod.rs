@@ -117,6 +117,9 @@ pub struct Accepted {
     pub expect_proxy: bool,
     /// The port the client connected to (for servers without a port).
     pub dst_port: u16,
+    /// What `tcp-request connection|session` rules set or tracked for the session (boxed:
+    /// most connections have none).
+    pub vars: Option<Box<crate::rules::sample::Vars>>,
 }
 
 impl Accepted {

@@ -504,9 +504,11 @@ impl Sni {
         if end != expr.len() {
             return Err(format!("unexpected text after the expression: '{}'", &expr[end..]));
         }
-        let compiled = crate::rules::sample::compile(&parsed.expr, &mut |_, _| {
-            Err("maps are not supported in 'sni'".to_string())
-        })?;
+        let compiled = crate::rules::sample::compile(
+            &parsed.expr,
+            &mut |_, _| Err("maps are not supported in 'sni'".to_string()),
+            &|_| Err("stick tables are not supported in 'sni'".to_string()),
+        )?;
         Ok(Sni::Expr(Box::new(compiled)))
     }
 

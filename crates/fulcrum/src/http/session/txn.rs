@@ -31,6 +31,11 @@ impl Session<'_> {
             self.o.end(Cause::Proxy, Phase::Request);
             return Next::Close;
         }
+        // Each tracked entry counts the request once (an `http-request` rule tracking one
+        // later counts it then).
+        if let Some(sc) = &self.vars.sc {
+            sc.http_request();
+        }
         // monitor-uri: answered here, before any rule.
         if let Some(uri) = &self.http.monitor_uri {
             // A monitor URI written as a path matches the path (and query) of an absolute-form

@@ -1,0 +1,245 @@
+//! Rules and samples over stick tables: the `track-sc*`, `sc-inc-gpc*` and `sc-set-gpt*`
+//! actions, the `sc_*` / `src_*` / `table_avl` / `table_cnt` fetches and the `in_table` /
+//! `table_*` converters, with HAProxy 2.6's answers (an untracked counter gives no sample, a
+//! client without entry gives 0, a type the table does not store gives no sample).
+//!
+//! Must not touch: tables' insides (`crate::stick` owns them), sockets.
+
+use std::sync::Arc;
+
+use fulcrum_config as cfg;
+use fulcrum_config::{DataType as D, ScRead, ScSource, TableConv};
+
+use super::sample::{Ctx, Expr, Value, Vars};
+use crate::stick::{freq, now_ms, Entry, Key, Table};
+
+/// A compiled stick-counter action.
+#[derive(Debug)]
+pub enum StickAct {
+    Track { slot: u8, key: Expr, table: Arc<Table> },
+    IncGpc { slot: u8, idx: u32, array: bool },
+    SetGpt { slot: u8, idx: u32, array: bool, value: GptSource },
+}
+
+#[derive(Debug)]
+pub enum GptSource {
+    Int(i64),
+    Expr(Expr),
+}
+
+/// Where a rule list runs: tracking there lasts for the session or for the stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    /// `tcp-request connection|session`.
+    Session,
+    /// `tcp-request content`.
+    Stream,
+    /// `http-request`, `http-response`: tracking also counts the request, as HAProxy does.
+    Http,
+}
+
+/// The type a `gpc0`/`gpc1` (`gpt0`) action or fetch uses: the legacy type when the table
+/// stores it, else element 0/1 of the `gpc` (`gpt`) array, as HAProxy 2.6 falls back.
+fn gpc_target(t: &Table, idx: u32, array: bool, rate: bool) -> (D, u16) {
+    let (legacy, arr) = match (idx, rate) {
+        (0, false) => (D::Gpc0, D::Gpc),
+        (1, false) => (D::Gpc1, D::Gpc),
+        (0, true) => (D::Gpc0Rate, D::GpcRate),
+        (_, true) => (D::Gpc1Rate, D::GpcRate),
+        _ => (D::Gpc, D::Gpc),
+    };
+    if !array && t.layout.has(legacy) {
+        (legacy, 0)
+    } else {
+        (arr, idx as u16)
+    }
+}
+
+fn gpt_target(t: &Table, idx: u32, array: bool) -> (D, u16) {
+    if !array && t.layout.has(D::Gpt0) {
+        (D::Gpt0, 0)
+    } else {
+        (D::Gpt, idx as u16)
+    }
+}
+
+/// Increments a general purpose counter (and its rate), returns the new count.
+fn inc_gpc(t: &Table, e: &Entry, idx: u32, array: bool) -> Option<u64> {
+    let (c, ci) = gpc_target(t, idx, array, false);
+    let (r, ri) = gpc_target(t, idx, array, true);
+    let now = now_ms();
+    let v = {
+        let mut w = e.data();
+        freq::add(&t.layout, &mut w, r, ri, 1, now as u32);
+        freq::add(&t.layout, &mut w, c, ci, 1, now as u32);
+        // The new count; with only the rate stored, its current period's count; else 0.
+        freq::read(&t.layout, &w, c, ci, now as u32)
+            .or_else(|| freq::current(&t.layout, &w, r, ri))
+            .unwrap_or(0)
+    };
+    e.touch(now);
+    Some(v)
+}
+
+/// Runs a stick-counter action. `eval` evaluates an expression on the rule's context.
+pub fn apply(
+    a: &StickAct,
+    vars: &mut Vars,
+    level: Level,
+    eval: &dyn Fn(&Expr, &Vars) -> Option<Value<'static>>,
+) {
+    match a {
+        StickAct::Track { slot, key, table } => {
+            if vars.sc.as_ref().is_some_and(|sc| sc.slot(*slot).is_some()) {
+                return; // the first tracking of a slot wins
+            }
+            let Some(k) = eval(key, vars).and_then(|v| Key::from_value(table.key, &v)) else {
+                return;
+            };
+            let Some(entry) = table.get_or_create(k, now_ms()) else { return };
+            let sc = vars.sc.get_or_insert_with(Default::default);
+            if sc.track(*slot, table, entry, level == Level::Session) && level == Level::Http {
+                sc.http_request_on(*slot);
+            }
+        }
+        StickAct::IncGpc { slot, idx, array } => {
+            if let Some(t) = vars.sc.as_ref().and_then(|sc| sc.slot(*slot)) {
+                inc_gpc(&t.table, &t.entry, *idx, *array);
+            }
+        }
+        StickAct::SetGpt { slot, idx, array, value } => {
+            let v = match value {
+                GptSource::Int(i) => *i,
+                GptSource::Expr(e) => match eval(e, vars).and_then(|v| v.as_int()) {
+                    Some(i) => i,
+                    None => return,
+                },
+            };
+            if let Some(t) = vars.sc.as_ref().and_then(|sc| sc.slot(*slot)) {
+                let (ty, i) = gpt_target(&t.table, *idx, *array);
+                freq::set(&t.table.layout, &mut t.entry.data(), ty, i, v as u32 as u64);
+                t.entry.touch(now_ms());
+            }
+        }
+    }
+}
+
+/// What a data-reading fetch or converter gives for an entry: `None` when the table does not
+/// store the type.
+fn read(t: &Table, e: &Entry, r: ScRead) -> Option<i64> {
+    let now = now_ms();
+    let get = |ty: D, idx: u16| freq::read(&t.layout, &e.data(), ty, idx, now as u32);
+    let v = match r {
+        ScRead::Data(D::Gpc0) => get_gpc(t, e, 0, false, false),
+        ScRead::Data(D::Gpc1) => get_gpc(t, e, 1, false, false),
+        ScRead::Data(D::Gpc0Rate) => get_gpc(t, e, 0, false, true),
+        ScRead::Data(D::Gpc1Rate) => get_gpc(t, e, 1, false, true),
+        ScRead::Data(D::Gpt0) => {
+            let (ty, i) = gpt_target(t, 0, false);
+            get(ty, i)
+        }
+        ScRead::Data(ty) => get(ty, 0),
+        ScRead::Elem(ty, idx) => get(ty, idx as u16),
+        ScRead::KBytes { out } => {
+            get(if out { D::BytesOutCnt } else { D::BytesInCnt }, 0).map(|b| b >> 10)
+        }
+        ScRead::IncGpc(idx, array) => inc_gpc(t, e, idx, array),
+        ScRead::ClrGpc(idx, array) => {
+            let (ty, i) = gpc_target(t, idx, array, false);
+            let mut w = e.data();
+            let old = freq::read(&t.layout, &w, ty, i, now as u32);
+            freq::set(&t.layout, &mut w, ty, i, 0);
+            old
+        }
+        ScRead::Trackers => Some(u64::from(e.trackers.load(std::sync::atomic::Ordering::Relaxed))),
+        ScRead::UpdtConnCnt => {
+            t.add(e, &[(D::ConnCnt, 1)]);
+            get(D::ConnCnt, 0)
+        }
+        ScRead::Tracked => Some(1),
+    };
+    v.map(|v| v as i64)
+}
+
+fn get_gpc(t: &Table, e: &Entry, idx: u32, array: bool, rate: bool) -> Option<u64> {
+    let (ty, i) = gpc_target(t, idx, array, rate);
+    freq::read(&t.layout, &e.data(), ty, i, now_ms() as u32)
+}
+
+/// Fetches creating the client's entry when it has none (`src_inc_gpc0`, `src_clr_gpc0`,
+/// `src_updt_conn_cnt`), as HAProxy's `smp_create_src_stkctr`.
+fn creates(r: ScRead) -> bool {
+    matches!(r, ScRead::IncGpc(..) | ScRead::ClrGpc(..) | ScRead::UpdtConnCnt)
+}
+
+/// Evaluates a stick-counter fetch (`table`: the one resolved at compile time, if any).
+pub fn fetch<'a>(f: &cfg::Fetch, table: Option<&Arc<Table>>, ctx: &Ctx<'_>) -> Option<Value<'a>> {
+    match f {
+        cfg::Fetch::TableSize { used, .. } => {
+            let t = table?;
+            let n = t.used();
+            Some(Value::Int(if *used { n.into() } else { i64::from(t.size.saturating_sub(n)) }))
+        }
+        cfg::Fetch::Sc(sc) => match &sc.src {
+            ScSource::Src { .. } => {
+                let t = table?;
+                let src = ctx.src?;
+                let key = Key::from_value(t.key, &Value::Ip(super::sample::canonical(src.ip())))?;
+                let entry = if creates(sc.read) {
+                    t.get_or_create(key, now_ms())
+                } else {
+                    t.lookup(&key, now_ms())
+                };
+                match (entry, sc.read) {
+                    (_, ScRead::Tracked) => None,
+                    (Some(e), r) => read(t, &e, r).map(Value::Int),
+                    // No entry: 0, whatever is asked.
+                    (None, _) => Some(Value::Int(0)),
+                }
+            }
+            ScSource::Slot { slot, .. } => {
+                let tracked = ctx.vars.sc.as_ref().and_then(|s| s.slot(*slot));
+                if sc.read == ScRead::Tracked {
+                    return Some(Value::Bool(tracked.is_some()));
+                }
+                let tracked = tracked?;
+                match table {
+                    // Another table: the same key there.
+                    Some(t) => match t.lookup(&tracked.entry.key, now_ms()) {
+                        Some(e) => read(t, &e, sc.read).map(Value::Int),
+                        None => Some(Value::Int(0)),
+                    },
+                    None => read(&tracked.table, &tracked.entry, sc.read).map(Value::Int),
+                }
+            }
+        },
+        _ => None,
+    }
+}
+
+/// Evaluates a table converter on a sample.
+pub fn convert<'a>(what: TableConv, t: &Table, v: &Value<'_>) -> Option<Value<'a>> {
+    let key = Key::from_value(t.key, v)?;
+    let now = now_ms();
+    let e = t.lookup(&key, now);
+    let read_of = |r: ScRead| -> Option<Value<'a>> {
+        match &e {
+            Some(e) => read(t, e, r).map(Value::Int),
+            None => Some(Value::Int(0)),
+        }
+    };
+    match what {
+        TableConv::In => Some(Value::Bool(e.is_some())),
+        TableConv::Data(ty) => read_of(ScRead::Data(ty)),
+        TableConv::Elem(ty, i) => read_of(ScRead::Elem(ty, i)),
+        TableConv::KBytes { out } => read_of(ScRead::KBytes { out }),
+        // HAProxy counts its own lookup among the trackers.
+        TableConv::Trackers => read_of(ScRead::Trackers)
+            .map(|v| Value::Int(v.as_int().unwrap_or(0) + i64::from(e.is_some()))),
+        TableConv::Expire => {
+            let e = e?;
+            t.expires_in(&e, now).map(|ms| Value::Int(ms as i64))
+        }
+        TableConv::Idle => e.map(|e| Value::Int(now.saturating_sub(e.touched()) as i64)),
+    }
+}

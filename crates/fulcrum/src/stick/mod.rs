@@ -1,0 +1,411 @@
+//! Stick tables (HAProxy's `stktable`): keyed entries holding counters, shared by every worker.
+//!
+//! A table is split in shards (one for small tables, so `size` and the eviction order are
+//! exact; up to 64 for large ones), each a lock around a hash map and an order of entries by
+//! last touch. Sessions that track an entry hold it (`Arc`) and update its counters under the
+//! entry's own small lock, without touching the shard: a keep-alive request on a tracked
+//! entry costs one uncontended lock. Touching an entry is one atomic store; the order is
+//! brought up to date lazily, when the oldest entries are looked at (expiry, eviction).
+//!
+//! Entries expire `expire` after their last touch unless a session tracks them; a full table
+//! evicts its least recently touched untracked entries (`nopurge`: refuses new ones). Expired
+//! entries go when a shard is full, when `purge` runs (once a second) and are skipped by reads.
+//!
+//! Must not touch: sessions, rules (`track` keeps what a session holds).
+
+pub mod freq;
+pub mod track;
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Instant;
+
+use fulcrum_config as cfg;
+use fulcrum_config::{DataType, TableKey};
+
+pub use freq::Layout;
+
+/// A key as the table stores it (converted to the table's type).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Key {
+    V4([u8; 4]),
+    V6([u8; 16]),
+    Int(i32),
+    /// Strings (cut to the table's length) and binary keys (cut or zero-padded).
+    Bytes(Box<[u8]>),
+}
+
+impl Key {
+    /// Converts a sample to a key of type `t`, as HAProxy's `smp_to_stkey` does; `None` when
+    /// it does not convert (an IPv6 address into an `ip` table, text into an `integer` one).
+    pub fn from_value(t: TableKey, v: &crate::rules::sample::Value<'_>) -> Option<Key> {
+        use crate::rules::sample::Value;
+        Some(match t {
+            TableKey::Ip => match v.as_ip()? {
+                IpAddr::V4(a) => Key::V4(a.octets()),
+                IpAddr::V6(a) => Key::V4(a.to_ipv4_mapped()?.octets()),
+            },
+            TableKey::Ipv6 => match v.as_ip()? {
+                IpAddr::V4(a) => Key::V6(a.to_ipv6_mapped().octets()),
+                IpAddr::V6(a) => Key::V6(a.octets()),
+            },
+            TableKey::Integer => match v {
+                Value::Ip(_) => return None,
+                v => Key::Int(v.as_int()? as i32),
+            },
+            TableKey::String { len } => {
+                let b = v.as_bytes();
+                Key::Bytes(b[..b.len().min(len)].into())
+            }
+            TableKey::Binary { len } => {
+                let b = match v {
+                    Value::Int(i) => std::borrow::Cow::Owned(i.to_be_bytes().to_vec()),
+                    Value::Ip(IpAddr::V4(a)) => std::borrow::Cow::Owned(a.octets().to_vec()),
+                    Value::Ip(IpAddr::V6(a)) => std::borrow::Cow::Owned(a.octets().to_vec()),
+                    v => v.as_bytes(),
+                };
+                let mut k = vec![0u8; len];
+                let n = b.len().min(len);
+                k[..n].copy_from_slice(&b[..n]);
+                Key::Bytes(k.into())
+            }
+        })
+    }
+
+    /// Parses a key typed on the runtime API (`show table t key <k>`).
+    pub fn parse(t: TableKey, text: &str) -> Option<Key> {
+        use crate::rules::sample::Value;
+        let v = match t {
+            TableKey::Ip | TableKey::Ipv6 => Value::Ip(text.parse().ok()?),
+            TableKey::Integer => Value::Int(text.parse::<i32>().ok()?.into()),
+            TableKey::String { .. } => Value::Str(text.as_bytes().into()),
+            TableKey::Binary { .. } => Value::Str(hex(text)?.into()),
+        };
+        Key::from_value(t, &v)
+    }
+
+    /// The key as `show table` prints it.
+    pub fn show(&self, t: TableKey) -> String {
+        match self {
+            Key::V4(a) => std::net::Ipv4Addr::from(*a).to_string(),
+            Key::V6(a) => std::net::Ipv6Addr::from(*a).to_string(),
+            Key::Int(i) => i.to_string(),
+            Key::Bytes(b) if matches!(t, TableKey::Binary { .. }) => {
+                b.iter().map(|x| format!("{x:02X}")).collect()
+            }
+            Key::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        }
+    }
+}
+
+fn hex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok()).collect()
+}
+
+/// Milliseconds on the tables' clock: a u64 for expiry, and its low 32 bits for frequency
+/// counters (as HAProxy's `now_ms`, which wraps; offset so a fresh counter's zero tick is far
+/// in the past).
+pub fn now_ms() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    let epoch = *EPOCH.get_or_init(Instant::now);
+    let now = crate::clock::now().into_std();
+    now.saturating_duration_since(epoch).as_millis() as u64 + (1 << 31)
+}
+
+/// One entry: the key, its counters and who holds it.
+#[derive(Debug)]
+pub struct Entry {
+    pub key: Key,
+    /// Sessions tracking it (HAProxy's `ref_cnt`, `show table`'s `use`).
+    pub trackers: AtomicU32,
+    /// When it was last touched ([`now_ms`]).
+    touched: AtomicU64,
+    /// Its place in the shard's order: (touch time when queued, sequence number).
+    queued: Mutex<(u64, u64)>,
+    words: Mutex<Box<[u64]>>,
+}
+
+impl Entry {
+    /// The entry's counters, locked.
+    pub fn data(&self) -> MutexGuard<'_, Box<[u64]>> {
+        self.words.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    pub fn touch(&self, now: u64) {
+        self.touched.fetch_max(now, Ordering::Relaxed);
+    }
+    pub fn touched(&self) -> u64 {
+        self.touched.load(Ordering::Relaxed)
+    }
+}
+
+#[derive(Default)]
+struct Shard {
+    map: HashMap<Key, Arc<Entry>>,
+    /// Entries by (touch time when queued, sequence): the oldest first. An entry touched
+    /// since it was queued is moved when it comes to the front.
+    order: BTreeMap<(u64, u64), Arc<Entry>>,
+    seq: u64,
+}
+
+/// A stick table of the running configuration.
+pub struct Table {
+    /// The proxy that declares it.
+    pub name: Arc<str>,
+    /// Its place among the tables (configuration order).
+    pub order: usize,
+    pub key: TableKey,
+    pub size: u32,
+    /// Milliseconds an untouched entry lives (0: forever).
+    pub expire: u64,
+    pub nopurge: bool,
+    pub layout: Layout,
+    shards: Box<[Mutex<Shard>]>,
+    /// Entries in the table.
+    used: AtomicU32,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+/// Entries looked at, at most, to find room in a full shard.
+const EVICT_SCAN: usize = 64;
+
+impl Table {
+    pub fn new(name: &str, order: usize, t: &cfg::StickTable) -> Table {
+        let shards = (t.size / 4096).clamp(1, 64).next_power_of_two().min(64) as usize;
+        Table {
+            name: name.into(),
+            order,
+            key: t.key,
+            size: t.size,
+            expire: t.expire.map_or(0, |d| d.as_millis() as u64),
+            nopurge: t.nopurge,
+            layout: Layout::new(&t.store),
+            shards: (0..shards).map(|_| Mutex::new(Shard::default())).collect(),
+            used: AtomicU32::new(0),
+        }
+    }
+
+    /// Declared as `t` (a reload keeps the table and its entries).
+    pub fn same_as(&self, t: &cfg::StickTable) -> bool {
+        self.key == t.key
+            && self.size == t.size
+            && self.expire == t.expire.map_or(0, |d| d.as_millis() as u64)
+            && self.nopurge == t.nopurge
+            && self.layout.stored == {
+                let mut s = t.store.clone();
+                s.sort_by_key(|x| x.ty);
+                s
+            }
+    }
+
+    /// Entries in the table.
+    pub fn used(&self) -> u32 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    fn shard(&self, key: &Key) -> MutexGuard<'_, Shard> {
+        let i = if self.shards.len() == 1 {
+            0
+        } else {
+            use std::hash::BuildHasher;
+            static SEED: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
+            SEED.get_or_init(Default::default).hash_one(key) as usize & (self.shards.len() - 1)
+        };
+        self.shards[i].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn shard_cap(&self) -> usize {
+        (self.size as usize).div_ceil(self.shards.len()).max(1)
+    }
+
+    fn expired(&self, e: &Entry, now: u64) -> bool {
+        self.expire != 0
+            && e.trackers.load(Ordering::Relaxed) == 0
+            && e.touched() + self.expire <= now
+    }
+
+    /// The entry of `key`, when there is one and it has not expired.
+    pub fn lookup(&self, key: &Key, now: u64) -> Option<Arc<Entry>> {
+        let s = self.shard(key);
+        s.map.get(key).filter(|e| !self.expired(e, now)).cloned()
+    }
+
+    /// The entry of `key`, created (and touched) as needed; `None` when the table is full and
+    /// nothing can go (`nopurge`, or every old entry is tracked).
+    pub fn get_or_create(&self, key: Key, now: u64) -> Option<Arc<Entry>> {
+        let mut s = self.shard(&key);
+        if let Some(e) = s.map.get(&key) {
+            if !self.expired(e, now) {
+                e.touch(now);
+                return Some(e.clone());
+            }
+        }
+        self.remove_expired(&mut s, now, usize::MAX);
+        if let Some(e) = s.map.get(&key) {
+            // expired, but tracked again since
+            e.touch(now);
+            return Some(e.clone());
+        }
+        if s.map.len() >= self.shard_cap() && (self.nopurge || !self.evict_oldest(&mut s, now)) {
+            return None;
+        }
+        s.seq += 1;
+        let seq = s.seq;
+        let e = Arc::new(Entry {
+            key: key.clone(),
+            trackers: AtomicU32::new(0),
+            touched: AtomicU64::new(now),
+            queued: Mutex::new((now, seq)),
+            words: Mutex::new(vec![0; self.layout.words].into()),
+        });
+        s.order.insert((now, seq), e.clone());
+        s.map.insert(key, e.clone());
+        self.used.fetch_add(1, Ordering::Relaxed);
+        Some(e)
+    }
+
+    fn unlink(&self, s: &mut Shard, e: &Entry) {
+        let q = *e.queued.lock().unwrap_or_else(|x| x.into_inner());
+        s.order.remove(&q);
+        if s.map.remove(&e.key).is_some() {
+            self.used.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Moves an entry touched since it was queued to its place; true when it was moved.
+    fn requeue(s: &mut Shard, e: &Arc<Entry>) -> bool {
+        let mut q = e.queued.lock().unwrap_or_else(|x| x.into_inner());
+        let t = e.touched();
+        if t <= q.0 {
+            return false;
+        }
+        s.order.remove(&*q);
+        s.seq += 1;
+        *q = (t, s.seq);
+        s.order.insert(*q, e.clone());
+        true
+    }
+
+    /// Removes expired entries from the front of the order (at most `max` looked at).
+    fn remove_expired(&self, s: &mut Shard, now: u64, max: usize) {
+        if self.expire == 0 {
+            return;
+        }
+        let mut looked = 0;
+        while looked < max {
+            let Some((&(t, _), e)) = s.order.first_key_value() else { break };
+            if t + self.expire > now {
+                break;
+            }
+            looked += 1;
+            let e = e.clone();
+            if Self::requeue(s, &e) {
+                continue;
+            }
+            if e.trackers.load(Ordering::Relaxed) > 0 {
+                // Tracked: it stays; look at it again one period later.
+                let mut q = e.queued.lock().unwrap_or_else(|x| x.into_inner());
+                s.order.remove(&*q);
+                s.seq += 1;
+                *q = (now, s.seq);
+                s.order.insert(*q, e.clone());
+                continue;
+            }
+            self.unlink(s, &e);
+        }
+    }
+
+    /// Evicts the least recently touched untracked entry; false when none was found.
+    fn evict_oldest(&self, s: &mut Shard, now: u64) -> bool {
+        for _ in 0..EVICT_SCAN {
+            let Some((_, e)) = s.order.first_key_value() else { return false };
+            let e = e.clone();
+            if Self::requeue(s, &e) {
+                continue;
+            }
+            if e.trackers.load(Ordering::Relaxed) > 0 {
+                // In use now: it goes to the back.
+                let mut q = e.queued.lock().unwrap_or_else(|x| x.into_inner());
+                s.order.remove(&*q);
+                s.seq += 1;
+                *q = (now.max(q.0), s.seq);
+                s.order.insert(*q, e.clone());
+                continue;
+            }
+            self.unlink(s, &e);
+            return true;
+        }
+        false
+    }
+
+    /// Drops expired entries (called once a second).
+    pub fn purge(&self, now: u64) {
+        for sh in self.shards.iter() {
+            let mut s = sh.lock().unwrap_or_else(|e| e.into_inner());
+            self.remove_expired(&mut s, now, 10_000);
+        }
+    }
+
+    /// Every live entry, oldest touch first within each shard (`show table`).
+    pub fn entries(&self, now: u64) -> Vec<Arc<Entry>> {
+        let mut out = Vec::new();
+        for sh in self.shards.iter() {
+            let s = sh.lock().unwrap_or_else(|e| e.into_inner());
+            out.extend(s.map.values().filter(|e| !self.expired(e, now)).cloned());
+        }
+        out
+    }
+
+    /// Removes an entry unless a session tracks it; true when it went (`clear table`).
+    pub fn remove(&self, key: &Key) -> bool {
+        let mut s = self.shard(key);
+        let Some(e) = s.map.get(key).cloned() else { return false };
+        if e.trackers.load(Ordering::Relaxed) > 0 {
+            return false;
+        }
+        self.unlink(&mut s, &e);
+        true
+    }
+
+    /// Milliseconds until an entry expires (`show table`'s `exp`, `table_expire`): `None`
+    /// for a table without `expire`.
+    pub fn expires_in(&self, e: &Entry, now: u64) -> Option<u64> {
+        (self.expire != 0).then(|| (e.touched() + self.expire).saturating_sub(now))
+    }
+
+    /// Reads a data type of an entry (a rate over its period).
+    pub fn read(&self, e: &Entry, ty: DataType, idx: u16) -> Option<u64> {
+        freq::read(&self.layout, &e.data(), ty, idx, now_ms() as u32)
+    }
+
+    /// Adds to data types of an entry at once (one lock), and touches it when one of them is
+    /// stored (as HAProxy touches an entry whose data changed).
+    pub fn add(&self, e: &Entry, adds: &[(DataType, u64)]) {
+        if !adds.iter().any(|(ty, _)| self.layout.has(*ty)) {
+            return;
+        }
+        let now = now_ms();
+        {
+            let mut w = e.data();
+            for &(ty, n) in adds {
+                freq::add(&self.layout, &mut w, ty, 0, n, now as u32);
+            }
+        }
+        e.touch(now);
+    }
+}
+
+/// The tables of a plan, by the name of the proxy that declares them.
+pub type Tables = HashMap<String, Arc<Table>>;
+
+#[cfg(test)]
+mod tests;

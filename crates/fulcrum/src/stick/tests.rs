@@ -1,0 +1,102 @@
+use std::time::Duration;
+
+use super::*;
+use crate::rules::sample::Value;
+
+fn table(size: u32, expire: Option<u64>, nopurge: bool) -> Arc<Table> {
+    let t = cfg::StickTable {
+        span: cfg::Span { file: "t.cfg".into(), line: 1 },
+        key: TableKey::Ip,
+        size,
+        expire: expire.map(Duration::from_millis),
+        nopurge,
+        store: vec![cfg::Stored { ty: DataType::ConnCur, period: None, elems: 1 }],
+        peers: None,
+    };
+    Arc::new(Table::new("t", 0, &t))
+}
+
+fn ip(n: u8) -> Key {
+    Key::V4([10, 0, 0, n])
+}
+
+#[test]
+fn keys_convert_as_haproxy_converts_samples() {
+    let v6: Value = Value::Ip("::ffff:1.2.3.4".parse().expect("address"));
+    assert_eq!(Key::from_value(TableKey::Ip, &v6), Some(Key::V4([1, 2, 3, 4])));
+    let pure6: Value = Value::Ip("2001:db8::1".parse().expect("address"));
+    assert_eq!(Key::from_value(TableKey::Ip, &pure6), None);
+    let v4: Value = Value::Ip("1.2.3.4".parse().expect("address"));
+    assert_eq!(Key::parse(TableKey::Ipv6, "1.2.3.4"), Key::from_value(TableKey::Ipv6, &v4));
+    let long: Value = Value::Str(b"abcdef".as_slice().into());
+    assert_eq!(
+        Key::from_value(TableKey::String { len: 3 }, &long),
+        Some(Key::Bytes(b"abc".as_slice().into()))
+    );
+    assert_eq!(
+        Key::from_value(TableKey::Binary { len: 8 }, &long),
+        Some(Key::Bytes(b"abcdef\0\0".as_slice().into()))
+    );
+    assert_eq!(Key::from_value(TableKey::Integer, &long), None);
+    assert_eq!(Key::from_value(TableKey::Integer, &Value::Int(-7)), Some(Key::Int(-7)));
+}
+
+#[test]
+fn a_full_table_evicts_the_least_recently_touched_untracked_entry() {
+    let t = table(3, None, false);
+    for n in 1..=3 {
+        t.get_or_create(ip(n), 100 + u64::from(n)).expect("room");
+    }
+    // 1 is touched again, 2 is tracked: 3 is the one to go.
+    t.get_or_create(ip(1), 200).expect("found");
+    let two = t.lookup(&ip(2), 200).expect("two");
+    two.trackers.fetch_add(1, Ordering::Relaxed);
+    t.get_or_create(ip(4), 300).expect("room made");
+    assert_eq!(t.used(), 3);
+    assert!(t.lookup(&ip(3), 300).is_none());
+    for n in [1, 2, 4] {
+        assert!(t.lookup(&ip(n), 300).is_some(), "{n} stays");
+    }
+}
+
+#[test]
+fn nopurge_refuses_new_entries_when_full() {
+    let t = table(2, None, true);
+    assert!(t.get_or_create(ip(1), 1).is_some());
+    assert!(t.get_or_create(ip(2), 2).is_some());
+    assert!(t.get_or_create(ip(3), 3).is_none());
+    assert!(t.get_or_create(ip(1), 4).is_some(), "an existing key is still found");
+}
+
+#[test]
+fn entries_expire_after_their_last_touch_unless_tracked() {
+    let t = table(10, Some(1000), false);
+    let a = t.get_or_create(ip(1), 0).expect("a");
+    t.get_or_create(ip(2), 0).expect("b");
+    a.touch(800);
+    assert!(t.lookup(&ip(2), 1000).is_none(), "b expired at 1000");
+    assert!(t.lookup(&ip(1), 1000).is_some(), "a was touched at 800");
+    t.purge(1000);
+    assert_eq!(t.used(), 1);
+    a.trackers.fetch_add(1, Ordering::Relaxed);
+    t.purge(5000);
+    assert_eq!(t.used(), 1, "a tracked entry stays");
+    a.trackers.fetch_sub(1, Ordering::Relaxed);
+    a.touch(5000);
+    t.purge(5999);
+    assert_eq!(t.used(), 1);
+    t.purge(6000);
+    assert_eq!(t.used(), 0);
+    assert!(!t.remove(&ip(1)));
+}
+
+#[test]
+fn clear_keeps_tracked_entries() {
+    let t = table(10, None, false);
+    let a = t.get_or_create(ip(1), 0).expect("a");
+    t.get_or_create(ip(2), 0).expect("b");
+    a.trackers.fetch_add(1, Ordering::Relaxed);
+    assert!(!t.remove(&ip(1)));
+    assert!(t.remove(&ip(2)));
+    assert_eq!(t.used(), 1);
+}
