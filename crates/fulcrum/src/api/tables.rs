@@ -86,7 +86,15 @@ fn entry_line(t: &Table, e: &Arc<Entry>, out: &mut String) {
                 name.to_string()
             };
             if s.ty == DataType::ServerKey {
-                let _ = write!(out, " {label}=-");
+                let id = freq::read(&t.layout, &w, s.ty, 0, 0).unwrap_or(0);
+                match crate::stick::dict::name(id) {
+                    Some(n) => {
+                        let _ = write!(out, " {label}={n}");
+                    }
+                    None => {
+                        let _ = write!(out, " {label}=-");
+                    }
+                }
                 continue;
             }
             let v = freq::read(&t.layout, &w, s.ty, i, now as u32).unwrap_or(0);

@@ -248,8 +248,24 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
 /// entries.
 fn stick_tables(config: &cfg::Config, prev: Option<&crate::stick::Tables>) -> crate::stick::Tables {
     let mut out = crate::stick::Tables::new();
+    // Tables stick rules use keep the server (HAProxy adds the types itself).
+    let mut for_servers: Vec<&str> = Vec::new();
+    for p in config.proxies.iter().filter(|p| p.kind.is_backend()) {
+        for r in &p.stick_rules {
+            for_servers.push(r.table.as_deref().unwrap_or(&p.name));
+        }
+    }
     for (order, p) in config.proxies.iter().enumerate() {
         let Some(t) = &p.stick_table else { continue };
+        let mut t = t.clone();
+        if for_servers.contains(&p.name.as_str()) {
+            for ty in [cfg::DataType::ServerId, cfg::DataType::ServerKey] {
+                if t.stored(ty).is_none() {
+                    t.store.push(cfg::Stored { ty, period: None, elems: 1 });
+                }
+            }
+        }
+        let t = &t;
         let kept = prev.and_then(|m| m.get(&p.name)).filter(|old| old.same_as(t));
         let table =
             kept.cloned().unwrap_or_else(|| Arc::new(crate::stick::Table::new(&p.name, order, t)));
@@ -304,6 +320,7 @@ fn proxy_rules(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::rul
         tcp_session: c.tcp_rules(&p.tcp_request_session),
         expect_proxy: p.expect_proxy.iter().map(|cond| c.cond(cond, &p.span)).collect(),
         tcp_content: c.tcp_rules(&p.tcp_request_content),
+        stick: if p.kind.is_backend() { c.stick_rules(&p.stick_rules) } else { Vec::new() },
         monitor_fail: p
             .monitor_fail
             .iter()

@@ -475,6 +475,31 @@ impl<'a> Compiler<'a> {
         out
     }
 
+    /// Compiles `stick on|match|store-*` rules.
+    pub fn stick_rules(&mut self, rules: &[cfg::StickRule]) -> Vec<stick::StickRule> {
+        let mut out = Vec::with_capacity(rules.len());
+        for r in rules {
+            self.at = Some(r.span.clone());
+            let Ok(table) = find_table(self.tables, r.table.as_deref(), &self.proxy.name) else {
+                let n = r.table.as_deref().unwrap_or(&self.proxy.name);
+                let what = if r.kind == cfg::StickKind::StoreResponse {
+                    "store table"
+                } else {
+                    "stick-table"
+                };
+                self.errors
+                    .push(format!("Proxy '{}': unable to find {what} '{n}'.", self.proxy.name));
+                continue;
+            };
+            let cond = self.cond(&r.cond, &r.span);
+            match self.expr(&r.key) {
+                Ok(key) => out.push(stick::StickRule { kind: r.kind, key, table, cond }),
+                Err(e) => self.errors.push(format!("parsing [{}] : {e}", r.span)),
+            }
+        }
+        out
+    }
+
     /// Compiles a stick-counter action.
     fn stick(&mut self, a: &cfg::StickAction, span: &cfg::Span) -> Option<Action> {
         let expr = |c: &mut Self, e: &cfg::SampleExpr| match c.expr(e) {

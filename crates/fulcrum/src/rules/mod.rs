@@ -669,6 +669,8 @@ pub struct ProxyRules {
     pub expect_proxy: Vec<Option<Cond>>,
     pub tcp_content: Vec<TcpRule>,
     pub monitor_fail: Vec<Cond>,
+    /// `stick on|match|store-*` rules.
+    pub stick: Vec<stick::StickRule>,
     /// `use_backend` rules: a fixed backend or a format naming one, with the condition.
     pub use_backends: Vec<(UseTarget, Option<Cond>)>,
     /// The statistics page, when the proxy has one.

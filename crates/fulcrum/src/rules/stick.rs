@@ -243,3 +243,101 @@ pub fn convert<'a>(what: TableConv, t: &Table, v: &Value<'_>) -> Option<Value<'a
         TableConv::Idle => e.map(|e| Value::Int(now.saturating_sub(e.touched()) as i64)),
     }
 }
+
+/// A compiled `stick on|match|store-request|store-response` rule.
+#[derive(Debug)]
+pub struct StickRule {
+    pub kind: cfg::StickKind,
+    pub key: Expr,
+    pub table: Arc<Table>,
+    pub cond: Option<super::Cond>,
+}
+
+/// Keys waiting for the server a stream ends up on (`stick store-*`): one per table.
+pub type Stores = Vec<(Arc<Table>, Key)>;
+
+fn pending(stores: &Stores, t: &Arc<Table>) -> bool {
+    stores.iter().any(|(s, _)| Arc::ptr_eq(s, t))
+}
+
+/// The request side of stick rules: touches every entry a `stick on|match` rule finds and
+/// returns the server the first one names when it is up (drained ones too), unless a server
+/// is `assigned` already (a persistence cookie); notes the keys `stick on|store-request`
+/// will store.
+pub fn on_request(
+    rules: &[StickRule],
+    acls: &super::Acls,
+    ctx: &Ctx<'_>,
+    be: &crate::backend::Backend,
+    assigned: bool,
+    stores: &mut Stores,
+) -> Option<usize> {
+    let mut chosen = None;
+    for r in rules.iter().filter(|r| r.kind != cfg::StickKind::StoreResponse) {
+        let store = matches!(r.kind, cfg::StickKind::On | cfg::StickKind::StoreRequest);
+        let matching = matches!(r.kind, cfg::StickKind::On | cfg::StickKind::Match);
+        if store && !matching && pending(stores, &r.table) {
+            continue; // one store per table, its condition not even evaluated
+        }
+        if !super::holds(&r.cond, acls, ctx) {
+            continue;
+        }
+        let Some(key) = r.key.eval(ctx).and_then(|v| Key::from_value(r.table.key, &v)) else {
+            continue;
+        };
+        if matching {
+            if let Some(e) = r.table.lookup(&key, now_ms()) {
+                e.touch(now_ms());
+                if chosen.is_none() && !assigned {
+                    chosen = server_of(&r.table, &e, be);
+                }
+            }
+        }
+        if store && !pending(stores, &r.table) {
+            stores.push((r.table.clone(), key));
+        }
+    }
+    chosen
+}
+
+/// The server an entry names in `be`: by name (`server_key`) when stored, else by id.
+fn server_of(t: &Table, e: &Entry, be: &crate::backend::Backend) -> Option<usize> {
+    let w = e.data();
+    let by_name = freq::read(&t.layout, &w, D::ServerKey, 0, 0)
+        .filter(|k| *k != 0)
+        .and_then(|k| crate::stick::dict::name(k))
+        .and_then(|n| be.servers.iter().position(|s| *s.name == *n));
+    let idx = by_name.or_else(|| {
+        let id = freq::read(&t.layout, &w, D::ServerId, 0, 0)? as u32;
+        be.servers.iter().position(|s| s.id == id)
+    })?;
+    be.servers[idx].is_up().then_some(idx)
+}
+
+/// The response side: keys of `stick store-response` rules (one per table among them).
+pub fn on_response(rules: &[StickRule], acls: &super::Acls, ctx: &Ctx<'_>, stores: &mut Stores) {
+    let mut seen: Vec<&Arc<Table>> = Vec::new();
+    for r in rules.iter().filter(|r| r.kind == cfg::StickKind::StoreResponse) {
+        if seen.iter().any(|t| Arc::ptr_eq(t, &r.table)) || !super::holds(&r.cond, acls, ctx) {
+            continue;
+        }
+        if let Some(key) = r.key.eval(ctx).and_then(|v| Key::from_value(r.table.key, &v)) {
+            seen.push(&r.table);
+            stores.push((r.table.clone(), key));
+        }
+    }
+}
+
+/// Stores the pending keys with the server the stream went to (its id and name).
+pub fn commit(stores: &mut Stores, server: &crate::server::Server) {
+    for (t, key) in stores.drain(..) {
+        let now = now_ms();
+        let Some(e) = t.get_or_create(key, now) else { continue };
+        {
+            let mut w = e.data();
+            freq::set(&t.layout, &mut w, D::ServerId, 0, u64::from(server.id));
+            freq::set(&t.layout, &mut w, D::ServerKey, 0, crate::stick::dict::intern(&server.name));
+        }
+        e.touch(now);
+    }
+}

@@ -13,6 +13,7 @@
 //!
 //! Must not touch: sessions, rules (`track` keeps what a session holds).
 
+pub mod dict;
 pub mod freq;
 pub mod track;
 

@@ -182,13 +182,32 @@ fn is_resource_error(errno: i32) -> bool {
 /// Serves one TCP session to its end, recording how it went in `out`.
 pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: &Accepted, out: &mut Outcome) {
     let key = conn.peer.map(|p| PickKey::Ip(p.ip()));
+    // `stick match|on` picks the server; `stick store-*` keys wait for the one connected to.
+    let mut stores = crate::rules::stick::Stores::new();
+    let persist = if be.rules.stick.is_empty() {
+        None
+    } else {
+        let vars = conn.vars.as_deref();
+        let empty = crate::rules::sample::Vars::default();
+        let mut ctx = crate::rules::sample::Ctx::connection(
+            fe,
+            conn.peer,
+            conn.local(),
+            vars.unwrap_or(&empty),
+        );
+        ctx.backend = Some(be);
+        ctx.client = Some(&conn.client);
+        ctx.pp = conn.proxied.as_deref();
+        let r = &be.rules;
+        crate::rules::stick::on_request(&r.stick, &r.acls, &ctx, be, false, &mut stores)
+    };
     let open = Opening {
         src: conn.peer,
         dst: conn.local(),
         client: Some(&conn.client),
         ..Default::default()
     };
-    let connecting = connect_server(be, key, conn.dst_port, &open, out);
+    let connecting = connect_server(be, key, persist, conn.dst_port, &open, out);
     let connected = if be.abortonclose {
         tokio::select! {
             r = connecting => r,
@@ -201,6 +220,9 @@ pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: &Accepted, out: &mut 
         Ok(v) => v,
         Err(e) => return e.record(out),
     };
+    if !stores.is_empty() {
+        crate::rules::stick::commit(&mut stores, slot.server());
+    }
     Counters::inc(&be.counters.connects);
     Counters::inc(&slot.server().counters.connects);
     let t = tunnel_timeouts(fe, be);
@@ -242,11 +264,12 @@ async fn client_left(client: &Stream) {
 async fn connect_server(
     be: &Arc<Backend>,
     key: Option<PickKey<'_>>,
+    persist: Option<usize>,
     dst_port: u16,
     open: &Opening<'_>,
     out: &mut Outcome,
 ) -> Result<(ServerSlot, Stream), Ending> {
-    connect_server_reusing(be, key, None, dst_port, open, out, &mut |_| None)
+    connect_server_reusing(be, key, persist, dst_port, open, out, &mut |_| None)
         .await
         .map(|(s, c, _)| (s, c))
 }

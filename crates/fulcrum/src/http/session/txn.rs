@@ -127,6 +127,18 @@ impl Session<'_> {
         }
         self.add_addr_headers(be_http);
         let persist = self.persistence(&be, be_http);
+        // `stick match|on` after a persistence cookie; `stick store-*` keys wait for the server.
+        let mut stores = rules::stick::Stores::new();
+        let persist = if be.rules.stick.is_empty() {
+            persist
+        } else {
+            let base = self.base(Some(&be));
+            let ctx = base.ctx(&self.req, None, &self.vars);
+            let r = &be.rules;
+            let assigned = persist.is_some();
+            rules::stick::on_request(&r.stick, &r.acls, &ctx, &be, assigned, &mut stores)
+                .or(persist)
+        };
 
         // A chunked body already received must be valid before anything reaches a server.
         if info.body == Body::Chunked && !self.cbuf.is_empty() {
@@ -273,6 +285,12 @@ impl Session<'_> {
                 Counters::inc(&be.counters.failed_responses);
                 return self.answer(502, &info, Some(&be)).await;
             }
+        }
+        if !be.rules.stick.is_empty() {
+            let base = self.base(Some(&be));
+            let ctx = base.ctx(&self.resp, Some(&self.req), &self.vars);
+            rules::stick::on_response(&be.rules.stick, &be.rules.acls, &ctx, &mut stores);
+            rules::stick::commit(&mut stores, slot.server());
         }
         // Response rules: backend's, then frontend's; a deny replaces the response.
         // Borrowed from the backend (a local `Arc`), not copied: no allocation per request.
