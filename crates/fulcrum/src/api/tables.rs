@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use fulcrum_config::{CliLevel, DataType, TableKey};
 
-use crate::stick::{freq, now_ms, Entry, Key, Table, Tables};
+use crate::stick::{freq, now, tick, Entry, Key, Table, Tables};
 
 fn type_name(k: TableKey) -> &'static str {
     match k {
@@ -69,7 +69,7 @@ fn sort_bytes(k: &Key) -> Vec<u8> {
 
 /// One entry's line.
 fn entry_line(t: &Table, e: &Arc<Entry>, out: &mut String) {
-    let now = now_ms();
+    let now = now();
     let uses = e.trackers.load(std::sync::atomic::Ordering::Relaxed);
     let exp = t.expires_in(e, now).unwrap_or(0);
     let _ = write!(out, "{:p}: key={} use={uses} exp={exp}", Arc::as_ptr(e), show_key(t, &e.key));
@@ -97,7 +97,7 @@ fn entry_line(t: &Table, e: &Arc<Entry>, out: &mut String) {
                 }
                 continue;
             }
-            let v = freq::read(&t.layout, &w, s.ty, i, now as u32).unwrap_or(0);
+            let v = freq::read(&t.layout, &w, s.ty, i, tick(now)).unwrap_or(0);
             let v = match s.ty {
                 DataType::ServerId => (v as u32 as i32).to_string(),
                 _ => v.to_string(),
@@ -240,6 +240,12 @@ pub fn run(tables: &Tables, verb: &str, args: &[String], level: CliLevel, out: &
         return;
     };
     let oper = level >= CliLevel::Operator;
+    if verb == "set" && !a(3).is_empty() && a(3) != "key" {
+        out.push_str(
+            "content-based lookup is only supported with the \"show\" and \"clear\" actions\n",
+        );
+        return;
+    }
     let sel = match select(t, args, verb) {
         Ok(s) => s,
         Err(e) => {
@@ -248,7 +254,7 @@ pub fn run(tables: &Tables, verb: &str, args: &[String], level: CliLevel, out: &
         }
     };
     match (verb, sel) {
-        ("set", Select::All(f)) if !f.is_empty() || !a(3).is_empty() => out.push_str(
+        ("set", Select::All(_)) if !a(3).is_empty() => out.push_str(
             "content-based lookup is only supported with the \"show\" and \"clear\" actions\n",
         ),
         ("set", Select::All(_)) => {}
@@ -259,7 +265,7 @@ pub fn run(tables: &Tables, verb: &str, args: &[String], level: CliLevel, out: &
                 let _ = writeln!(out, "{e}");
             }
             Ok(key) => {
-                if let Some(e) = t.lookup(&key, now_ms()) {
+                if let Some(e) = t.lookup(&key, now()) {
                     header(t, out);
                     entry_line(t, &e, out);
                 }
@@ -271,7 +277,7 @@ pub fn run(tables: &Tables, verb: &str, args: &[String], level: CliLevel, out: &
                 out.push_str("# contents not dumped due to insufficient privileges\n");
                 return;
             }
-            let mut entries = t.entries(now_ms());
+            let mut entries = t.entries(now());
             entries.sort_by_cached_key(|e| sort_bytes(&e.key));
             for e in entries.iter().filter(|e| filters.iter().all(|f| f.keeps(t, e))) {
                 entry_line(t, e, out);
@@ -283,13 +289,13 @@ pub fn run(tables: &Tables, verb: &str, args: &[String], level: CliLevel, out: &
                 let _ = writeln!(out, "{e}");
             }
             Ok(key) => {
-                if t.lookup(&key, now_ms()).is_some() && !t.remove(&key) {
+                if t.lookup(&key, now()).is_some() && !t.remove(&key) {
                     out.push_str("Entry currently in use, cannot remove\n");
                 }
             }
         },
         (_, Select::All(filters)) => {
-            for e in t.entries(now_ms()) {
+            for e in t.entries(now()) {
                 if filters.iter().all(|f| f.keeps(t, &e)) {
                     t.remove(&e.key);
                 }
@@ -312,7 +318,7 @@ fn set(t: &Table, k: &str, rest: &[String], oper: bool, out: &mut String) {
             return;
         }
     };
-    let now = now_ms();
+    let now = now();
     let Some(e) = t.get_or_create(key, now) else {
         out.push_str("Unable to allocate a new entry\n");
         return;

@@ -11,7 +11,7 @@ use fulcrum_config as cfg;
 use fulcrum_config::{DataType as D, ScRead, ScSource, TableConv};
 
 use super::sample::{Ctx, Expr, Value, Vars};
-use crate::stick::{freq, now_ms, Entry, Key, Table};
+use crate::stick::{freq, now, tick, Entry, Key, Table};
 
 /// A compiled stick-counter action.
 #[derive(Debug)]
@@ -67,13 +67,13 @@ fn gpt_target(t: &Table, idx: u32, array: bool) -> (D, u16) {
 fn inc_gpc(t: &Table, e: &Entry, idx: u32, array: bool) -> Option<u64> {
     let (c, ci) = gpc_target(t, idx, array, false);
     let (r, ri) = gpc_target(t, idx, array, true);
-    let now = now_ms();
+    let now = now();
     let v = {
         let mut w = e.data();
-        freq::add(&t.layout, &mut w, r, ri, 1, now as u32);
-        freq::add(&t.layout, &mut w, c, ci, 1, now as u32);
+        freq::add(&t.layout, &mut w, r, ri, 1, tick(now));
+        freq::add(&t.layout, &mut w, c, ci, 1, tick(now));
         // The new count; with only the rate stored, its current period's count; else 0.
-        freq::read(&t.layout, &w, c, ci, now as u32)
+        freq::read(&t.layout, &w, c, ci, tick(now))
             .or_else(|| freq::current(&t.layout, &w, r, ri))
             .unwrap_or(0)
     };
@@ -96,7 +96,7 @@ pub fn apply(
             let Some(k) = eval(key, vars).and_then(|v| Key::from_value(table.key, &v)) else {
                 return;
             };
-            let Some(entry) = table.get_or_create(k, now_ms()) else { return };
+            let Some(entry) = table.get_or_create(k, now()) else { return };
             let sc = vars.sc.get_or_insert_with(Default::default);
             if sc.track(*slot, table, entry, level == Level::Session) && level == Level::Http {
                 sc.http_request_on(*slot);
@@ -118,7 +118,7 @@ pub fn apply(
             if let Some(t) = vars.sc.as_ref().and_then(|sc| sc.slot(*slot)) {
                 let (ty, i) = gpt_target(&t.table, *idx, *array);
                 freq::set(&t.table.layout, &mut t.entry.data(), ty, i, v as u32 as u64);
-                t.entry.touch(now_ms());
+                t.entry.touch(now());
             }
         }
     }
@@ -127,8 +127,8 @@ pub fn apply(
 /// What a data-reading fetch or converter gives for an entry: `None` when the table does not
 /// store the type.
 fn read(t: &Table, e: &Entry, r: ScRead) -> Option<i64> {
-    let now = now_ms();
-    let get = |ty: D, idx: u16| freq::read(&t.layout, &e.data(), ty, idx, now as u32);
+    let now = now();
+    let get = |ty: D, idx: u16| freq::read(&t.layout, &e.data(), ty, idx, tick(now));
     let v = match r {
         ScRead::Data(D::Gpc0) => get_gpc(t, e, 0, false, false),
         ScRead::Data(D::Gpc1) => get_gpc(t, e, 1, false, false),
@@ -147,7 +147,7 @@ fn read(t: &Table, e: &Entry, r: ScRead) -> Option<i64> {
         ScRead::ClrGpc(idx, array) => {
             let (ty, i) = gpc_target(t, idx, array, false);
             let mut w = e.data();
-            let old = freq::read(&t.layout, &w, ty, i, now as u32);
+            let old = freq::read(&t.layout, &w, ty, i, tick(now));
             freq::set(&t.layout, &mut w, ty, i, 0);
             old
         }
@@ -163,7 +163,7 @@ fn read(t: &Table, e: &Entry, r: ScRead) -> Option<i64> {
 
 fn get_gpc(t: &Table, e: &Entry, idx: u32, array: bool, rate: bool) -> Option<u64> {
     let (ty, i) = gpc_target(t, idx, array, rate);
-    freq::read(&t.layout, &e.data(), ty, i, now_ms() as u32)
+    freq::read(&t.layout, &e.data(), ty, i, tick(now()))
 }
 
 /// Fetches creating the client's entry when it has none (`src_inc_gpc0`, `src_clr_gpc0`,
@@ -186,9 +186,9 @@ pub fn fetch<'a>(f: &cfg::Fetch, table: Option<&Arc<Table>>, ctx: &Ctx<'_>) -> O
                 let src = ctx.src?;
                 let key = Key::from_value(t.key, &Value::Ip(super::sample::canonical(src.ip())))?;
                 let entry = if creates(sc.read) {
-                    t.get_or_create(key, now_ms())
+                    t.get_or_create(key, now())
                 } else {
-                    t.lookup(&key, now_ms())
+                    t.lookup(&key, now())
                 };
                 match (entry, sc.read) {
                     (_, ScRead::Tracked) => None,
@@ -205,7 +205,7 @@ pub fn fetch<'a>(f: &cfg::Fetch, table: Option<&Arc<Table>>, ctx: &Ctx<'_>) -> O
                 let tracked = tracked?;
                 match table {
                     // Another table: the same key there.
-                    Some(t) => match t.lookup(&tracked.entry.key, now_ms()) {
+                    Some(t) => match t.lookup(&tracked.entry.key, now()) {
                         Some(e) => read(t, &e, sc.read).map(Value::Int),
                         None => Some(Value::Int(0)),
                     },
@@ -220,7 +220,7 @@ pub fn fetch<'a>(f: &cfg::Fetch, table: Option<&Arc<Table>>, ctx: &Ctx<'_>) -> O
 /// Evaluates a table converter on a sample.
 pub fn convert<'a>(what: TableConv, t: &Table, v: &Value<'_>) -> Option<Value<'a>> {
     let key = Key::from_value(t.key, v)?;
-    let now = now_ms();
+    let now = now();
     let e = t.lookup(&key, now);
     let read_of = |r: ScRead| -> Option<Value<'a>> {
         match &e {
@@ -240,7 +240,7 @@ pub fn convert<'a>(what: TableConv, t: &Table, v: &Value<'_>) -> Option<Value<'a
             let e = e?;
             t.expires_in(&e, now).map(|ms| Value::Int(ms as i64))
         }
-        TableConv::Idle => e.map(|e| Value::Int(now.saturating_sub(e.touched()) as i64)),
+        TableConv::Idle => e.map(|e| Value::Int((now.saturating_sub(e.touched()) / 1000) as i64)),
     }
 }
 
@@ -286,8 +286,8 @@ pub fn on_request(
             continue;
         };
         if matching {
-            if let Some(e) = r.table.lookup(&key, now_ms()) {
-                e.touch(now_ms());
+            if let Some(e) = r.table.lookup(&key, now()) {
+                e.touch(now());
                 if chosen.is_none() && !assigned {
                     chosen = server_of(&r.table, &e, be);
                 }
@@ -331,7 +331,7 @@ pub fn on_response(rules: &[StickRule], acls: &super::Acls, ctx: &Ctx<'_>, store
 /// Stores the pending keys with the server the stream went to (its id and name).
 pub fn commit(stores: &mut Stores, server: &crate::server::Server) {
     for (t, key) in stores.drain(..) {
-        let now = now_ms();
+        let now = now();
         let Some(e) = t.get_or_create(key, now) else { continue };
         {
             let mut w = e.data();

@@ -269,6 +269,8 @@ fn admit(fe: &Frontend, conn: &mut Accepted, shared: &Shared, bind: &Bind) -> bo
             }
         }
         if !accepted {
+            // What it tracked is let go before the client sees the close.
+            conn.vars = None;
             Counters::inc(&fe.counters.denied_conn);
             if shared.debug {
                 eprintln!("{}: connection rejected by tcp-request rules", fe.name);
@@ -276,6 +278,7 @@ fn admit(fe: &Frontend, conn: &mut Accepted, shared: &Shared, bind: &Bind) -> bo
             return false;
         }
     } else if session_now && !session_rules(fe, conn) {
+        conn.vars = None;
         Counters::inc(&fe.counters.denied_conn);
         return false;
     }
@@ -563,6 +566,7 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
     }
     // `tcp-request session` rules, now that the PROXY header and the handshake are over.
     if !session_rules(fe, &mut conn) {
+        conn.vars = None;
         Counters::inc(&fe.counters.denied_conn);
         return None;
     }

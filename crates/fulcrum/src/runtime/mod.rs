@@ -487,7 +487,7 @@ fn worker(
                 if first {
                     if let Some(s) = shared() {
                         crate::stats::sample(&s.frontends, &s.backends);
-                        let now = crate::stick::now_ms();
+                        let now = crate::stick::now();
                         s.tables.values().for_each(|t| t.purge(now));
                     }
                 }

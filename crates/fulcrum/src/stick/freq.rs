@@ -106,7 +106,7 @@ pub fn read(l: &Layout, w: &[u64], ty: DataType, idx: u16, now: u32) -> Option<u
 }
 
 fn now_tick() -> u32 {
-    super::now_ms() as u32
+    super::tick(super::now())
 }
 
 /// The period of a rate type (for `show table`'s `http_req_rate(10000)`).

@@ -108,14 +108,19 @@ fn hex(text: &str) -> Option<Vec<u8>> {
     (0..text.len()).step_by(2).map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok()).collect()
 }
 
-/// Milliseconds on the tables' clock: a u64 for expiry, and its low 32 bits for frequency
-/// counters (as HAProxy's `now_ms`, which wraps; offset so a fresh counter's zero tick is far
-/// in the past).
-pub fn now_ms() -> u64 {
+/// The tables' clock, in microseconds (fine enough that touches a millisecond apart keep
+/// their order for eviction).
+pub fn now() -> u64 {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     let epoch = *EPOCH.get_or_init(Instant::now);
     let now = crate::clock::now().into_std();
-    now.saturating_duration_since(epoch).as_millis() as u64 + (1 << 31)
+    now.saturating_duration_since(epoch).as_micros() as u64
+}
+
+/// The millisecond tick of frequency counters at `now` (as HAProxy's `now_ms`, which wraps;
+/// offset so a fresh counter's zero tick is far in the past).
+pub fn tick(now: u64) -> u32 {
+    ((now / 1000) as u32).wrapping_add(1 << 31)
 }
 
 /// One entry: the key, its counters and who holds it.
@@ -161,7 +166,7 @@ pub struct Table {
     pub order: usize,
     pub key: TableKey,
     pub size: u32,
-    /// Milliseconds an untouched entry lives (0: forever).
+    /// Microseconds an untouched entry lives (0: forever).
     pub expire: u64,
     pub nopurge: bool,
     pub layout: Layout,
@@ -187,7 +192,7 @@ impl Table {
             order,
             key: t.key,
             size: t.size,
-            expire: t.expire.map_or(0, |d| d.as_millis() as u64),
+            expire: t.expire.map_or(0, |d| d.as_micros() as u64),
             nopurge: t.nopurge,
             layout: Layout::new(&t.store),
             shards: (0..shards).map(|_| Mutex::new(Shard::default())).collect(),
@@ -199,7 +204,7 @@ impl Table {
     pub fn same_as(&self, t: &cfg::StickTable) -> bool {
         self.key == t.key
             && self.size == t.size
-            && self.expire == t.expire.map_or(0, |d| d.as_millis() as u64)
+            && self.expire == t.expire.map_or(0, |d| d.as_micros() as u64)
             && self.nopurge == t.nopurge
             && self.layout.stored == {
                 let mut s = t.store.clone();
@@ -380,12 +385,12 @@ impl Table {
     /// Milliseconds until an entry expires (`show table`'s `exp`, `table_expire`): `None`
     /// for a table without `expire`.
     pub fn expires_in(&self, e: &Entry, now: u64) -> Option<u64> {
-        (self.expire != 0).then(|| (e.touched() + self.expire).saturating_sub(now))
+        (self.expire != 0).then(|| (e.touched() + self.expire).saturating_sub(now) / 1000)
     }
 
     /// Reads a data type of an entry (a rate over its period).
     pub fn read(&self, e: &Entry, ty: DataType, idx: u16) -> Option<u64> {
-        freq::read(&self.layout, &e.data(), ty, idx, now_ms() as u32)
+        freq::read(&self.layout, &e.data(), ty, idx, tick(now()))
     }
 
     /// Adds to data types of an entry at once (one lock), and touches it when one of them is
@@ -394,11 +399,11 @@ impl Table {
         if !adds.iter().any(|(ty, _)| self.layout.has(*ty)) {
             return;
         }
-        let now = now_ms();
+        let now = now();
         {
             let mut w = e.data();
             for &(ty, n) in adds {
-                freq::add(&self.layout, &mut w, ty, 0, n, now as u32);
+                freq::add(&self.layout, &mut w, ty, 0, n, tick(now));
             }
         }
         e.touch(now);

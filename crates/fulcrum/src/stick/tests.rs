@@ -70,22 +70,25 @@ fn nopurge_refuses_new_entries_when_full() {
 
 #[test]
 fn entries_expire_after_their_last_touch_unless_tracked() {
+    // Times in microseconds; the table expires entries after 1000 ms.
+    let ms = |m: u64| m * 1000;
     let t = table(10, Some(1000), false);
     let a = t.get_or_create(ip(1), 0).expect("a");
     t.get_or_create(ip(2), 0).expect("b");
-    a.touch(800);
-    assert!(t.lookup(&ip(2), 1000).is_none(), "b expired at 1000");
-    assert!(t.lookup(&ip(1), 1000).is_some(), "a was touched at 800");
-    t.purge(1000);
+    a.touch(ms(800));
+    assert!(t.lookup(&ip(2), ms(1000)).is_none(), "b expired at 1000");
+    assert!(t.lookup(&ip(1), ms(1000)).is_some(), "a was touched at 800");
+    assert_eq!(t.expires_in(&a, ms(1000)), Some(800));
+    t.purge(ms(1000));
     assert_eq!(t.used(), 1);
     a.trackers.fetch_add(1, Ordering::Relaxed);
-    t.purge(5000);
+    t.purge(ms(5000));
     assert_eq!(t.used(), 1, "a tracked entry stays");
     a.trackers.fetch_sub(1, Ordering::Relaxed);
-    a.touch(5000);
-    t.purge(5999);
+    a.touch(ms(5000));
+    t.purge(ms(5999));
     assert_eq!(t.used(), 1);
-    t.purge(6000);
+    t.purge(ms(6000));
     assert_eq!(t.used(), 0);
     assert!(!t.remove(&ip(1)));
 }

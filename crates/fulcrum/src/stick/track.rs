@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use fulcrum_config::DataType as D;
 
-use super::{now_ms, Entry, Table};
+use super::{now, Entry, Table};
 
 /// One tracked entry.
 #[derive(Debug)]
@@ -33,7 +33,7 @@ impl Drop for Tracked {
         // lives `expire` from now.
         if self.table.layout.has(D::ConnCur) {
             super::freq::sub_one(&self.table.layout, &mut self.entry.data(), D::ConnCur);
-            self.entry.touch(now_ms());
+            self.entry.touch(now());
         }
         self.entry.trackers.fetch_sub(1, Ordering::Relaxed);
     }

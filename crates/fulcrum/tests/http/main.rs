@@ -22,5 +22,6 @@ mod keepalive;
 mod malformed;
 mod px;
 mod rules;
+mod stick;
 mod switching;
 mod upgrade;
