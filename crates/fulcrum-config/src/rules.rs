@@ -582,7 +582,8 @@ fn http_action(
         }
         "deny" | "return" | "tarpit" => return reply_action(line, base, be_cap, diags),
         b if crate::stick::is_stick_action(b) => {
-            let (a, next) = crate::stick::action(line, 1, ctx, be_cap).map_err(Some)?;
+            let (a, next) =
+                crate::stick::action(line, 1, ctx, be_cap).map_err(|m| Some(format!("{m}.")))?;
             return Ok((HttpAction::Stick(a), next));
         }
         _ => return Err(Some(format!("'{base}' is not supported yet"))),
@@ -1078,13 +1079,10 @@ pub fn tcp_request(b: &mut ProxyBuild, line: &Line, which: &str, diags: &mut Dia
         _ if crate::stick::is_stick_action(base) => {
             match crate::stick::action(line, 2, ctx, be_cap) {
                 Ok((a, next)) => (Some(TcpAction::Do(HttpAction::Stick(a))), next),
-                Err(m) => {
-                    let msg = format!(
-                        "error detected in {} while parsing 'tcp-request {which} {action}' rule : {m}.",
-                        who(p)
-                    );
-                    return diags.alert(line, msg);
+                Err(m) if m.starts_with("fetch method") => {
+                    return diags.alert(line, format!("'tcp-request {which} {action}' : {m}"));
                 }
+                Err(m) => return diags.alert(line, m),
             }
         }
         "set-var" | "set-var-fmt" | "unset-var" => {

@@ -325,8 +325,7 @@ pub fn action(
         let (parsed, _) = sample::parse(text, End::Input).map_err(|e| e.plain())?;
         if !parsed.avail.usable_in_proxy(ctx, be_cap) {
             return Err(format!(
-                "fetch method '{}' extracts information from '{}', none of which is available here",
-                parsed.kw,
+                "fetch method '{text}' extracts information from '{}', none of which is available here",
                 parsed.avail.needs()
             ));
         }
@@ -407,8 +406,7 @@ pub fn action(
                 let (parsed, _) = sample::parse(text, End::Input).map_err(|e| e.plain())?;
                 if !parsed.avail.usable_in_proxy(ctx, be_cap) {
                     return Err(format!(
-                        "fetch method '{}' extracts information from '{}', none of which is available here",
-                        parsed.kw,
+                        "fetch method '{text}' extracts information from '{}', none of which is available here",
                         parsed.avail.needs()
                     ));
                 }

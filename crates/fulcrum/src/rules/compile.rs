@@ -545,7 +545,10 @@ fn find_table(
     own: &str,
 ) -> Result<Arc<crate::stick::Table>, String> {
     let n = name.unwrap_or(own);
-    tables.get(n).cloned().ok_or_else(|| format!("unable to find table '{n}'"))
+    tables
+        .get(n)
+        .cloned()
+        .ok_or_else(|| format!("unable to find table '{n}' referenced in proxy '{own}'."))
 }
 
 /// Adds an ACL's inline patterns, then its `-f` files (read here), to a pattern set; the

@@ -305,7 +305,7 @@ fn server_of(t: &Table, e: &Entry, be: &crate::backend::Backend) -> Option<usize
     let w = e.data();
     let by_name = freq::read(&t.layout, &w, D::ServerKey, 0, 0)
         .filter(|k| *k != 0)
-        .and_then(|k| crate::stick::dict::name(k))
+        .and_then(crate::stick::dict::name)
         .and_then(|n| be.servers.iter().position(|s| *s.name == *n));
     let idx = by_name.or_else(|| {
         let id = freq::read(&t.layout, &w, D::ServerId, 0, 0)? as u32;
