@@ -99,6 +99,12 @@ fn run() -> Result<(), String> {
     println!("  curl -si http://{FRONTEND}/old          301 redirect");
     println!("  curl -si http://{FRONTEND}/health       monitor-uri, answered by Fulcrum");
     println!("  curl -sik https://127.0.0.1:8443/         the same over TLS (self-signed demo certificate)");
+    println!(
+        "  for i in $(seq 60); do curl -s -o /dev/null -w '%{{http_code}} ' http://{FRONTEND}/; done"
+    );
+    println!(
+        "                                          past 50 requests in 10 s: 429 (stick table)"
+    );
     println!("Health checks run every second on s1..s3 (pids {pids:?}):");
     println!("  kill -STOP {}    s2 stops answering: marked DOWN below, no traffic", pids[1]);
     println!("  kill -CONT {}    s2 comes back UP; its weight ramps up over 5 s", pids[1]);
@@ -109,6 +115,7 @@ fn run() -> Result<(), String> {
     println!("  or ask the runtime API:");
     println!("  echo 'show stat' | socat stdio /tmp/fulcrum-demo.sock");
     println!("  echo 'set server servers/s2 state maint' | socat stdio /tmp/fulcrum-demo.sock");
+    println!("  echo 'show table demo' | socat stdio /tmp/fulcrum-demo.sock   (the rate limit's counters)");
     println!("Edit {} and apply it in place (server states and counters stay):", cfg.display());
     println!("  echo reload | socat stdio /tmp/fulcrum-demo.sock     (or: kill -USR2 {proxy_pid})");
     println!(

@@ -38,9 +38,9 @@ fn bad_configurations_get_exact_diagnostics_and_status_1() {
         ),
         (
             "unsupported-and-unknown-backend",
-            format!("defaults\n{T}frontend fe\n bind 127.0.0.1:1\n stick-table type ip size 1k\n default_backend nope\n"),
+            format!("defaults\n{T}frontend fe\n bind 127.0.0.1:1\n compression algo gzip\n default_backend nope\n"),
             &[
-                "[ALERT] : config : parsing [check.cfg:7] : 'stick-table' is not supported yet",
+                "[ALERT] : config : parsing [check.cfg:7] : 'compression' is not supported yet",
                 "[ALERT] : config : parsing [check.cfg:8] : Proxy 'fe': unable to find required default_backend: 'nope'.",
             ],
         ),
