@@ -101,9 +101,24 @@ def rss_kb(pid):
 
 
 def fill(sock, n):
-    """`set table` N keys over one prompt-mode session; returns once every answer came back."""
+    """`set table` N keys over one prompt-mode session (answers read as they come); returns
+    the table's line of `show table` once every answer came back."""
+    import threading
+
     s = socket.socket(socket.AF_UNIX)
     s.connect(sock)
+    s.settimeout(600)
+    out = []
+
+    def read():
+        while True:
+            chunk = s.recv(1 << 16)
+            if not chunk:
+                break
+            out.append(chunk)
+
+    reader = threading.Thread(target=read)
+    reader.start()
     s.sendall(b"prompt\n")
     batch = []
     for i in range(n):
@@ -112,18 +127,12 @@ def fill(sock, n):
         if len(batch) == 1000 or i == n - 1:
             s.sendall("".join(batch).encode())
             batch = []
-    s.sendall(b"show table\n")
-    s.shutdown(socket.SHUT_WR)
-    s.settimeout(300)
-    out = b""
-    while True:
-        chunk = s.recv(1 << 16)
-        if not chunk:
-            break
-        out += chunk
+    s.sendall(b"show table\nquit\n")
+    reader.join()
     s.close()
-    lines = [l for l in out.decode(errors="replace").splitlines() if "# table: fe" in l]
-    return lines[-1] if lines else "?"
+    text = b"".join(out).decode(errors="replace")
+    lines = [l for l in text.splitlines() if "# table: fe" in l]
+    return lines[-1].lstrip("> ") if lines else "?"
 
 
 def memory(a, tmp, log):

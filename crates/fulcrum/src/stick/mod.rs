@@ -17,7 +17,7 @@ pub mod dict;
 pub mod freq;
 pub mod track;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -129,16 +129,53 @@ pub struct Entry {
     pub key: Key,
     /// Sessions tracking it (HAProxy's `ref_cnt`, `show table`'s `use`).
     pub trackers: AtomicU32,
-    /// When it was last touched ([`now_ms`]).
+    /// When it was last touched ([`now`], microseconds).
     touched: AtomicU64,
-    /// Its place in the shard's order: (touch time when queued, sequence number).
-    queued: Mutex<(u64, u64)>,
-    words: Mutex<Box<[u64]>>,
+    /// Its place in the shard's order: the touch time it was queued with (changed under the
+    /// shard's lock only).
+    queued: AtomicU64,
+    words: Mutex<Words>,
+}
+
+/// An entry's data words: inline for the usual one to three, else on the heap.
+#[derive(Debug)]
+pub enum Words {
+    Inline(u8, [u64; 3]),
+    Heap(Box<[u64]>),
+}
+
+impl Words {
+    fn new(n: usize) -> Words {
+        if n <= 3 {
+            Words::Inline(n as u8, [0; 3])
+        } else {
+            Words::Heap(vec![0; n].into())
+        }
+    }
+}
+
+impl std::ops::Deref for Words {
+    type Target = [u64];
+    fn deref(&self) -> &[u64] {
+        match self {
+            Words::Inline(n, w) => &w[..usize::from(*n)],
+            Words::Heap(b) => b,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Words {
+    fn deref_mut(&mut self) -> &mut [u64] {
+        match self {
+            Words::Inline(n, w) => &mut w[..usize::from(*n)],
+            Words::Heap(b) => b,
+        }
+    }
 }
 
 impl Entry {
     /// The entry's counters, locked.
-    pub fn data(&self) -> MutexGuard<'_, Box<[u64]>> {
+    pub fn data(&self) -> MutexGuard<'_, Words> {
         self.words.lock().unwrap_or_else(|e| e.into_inner())
     }
     pub fn touch(&self, now: u64) {
@@ -147,15 +184,40 @@ impl Entry {
     pub fn touched(&self) -> u64 {
         self.touched.load(Ordering::Relaxed)
     }
+    /// Its key in a shard's order: (queued touch time, identity).
+    fn order_key(self: &Arc<Self>) -> (u64, usize) {
+        (self.queued.load(Ordering::Relaxed), Arc::as_ptr(self) as usize)
+    }
+}
+
+/// A shard's entries, found by key (the set holds the entries themselves: one pointer per
+/// slot, not a copy of the key).
+#[derive(Debug, Clone)]
+struct Held(Arc<Entry>);
+
+impl std::hash::Hash for Held {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.0.key.hash(h)
+    }
+}
+impl PartialEq for Held {
+    fn eq(&self, other: &Held) -> bool {
+        self.0.key == other.0.key
+    }
+}
+impl Eq for Held {}
+impl std::borrow::Borrow<Key> for Held {
+    fn borrow(&self) -> &Key {
+        &self.0.key
+    }
 }
 
 #[derive(Default)]
 struct Shard {
-    map: HashMap<Key, Arc<Entry>>,
-    /// Entries by (touch time when queued, sequence): the oldest first. An entry touched
+    map: HashSet<Held>,
+    /// Entries by (touch time when queued, identity): the oldest first. An entry touched
     /// since it was queued is moved when it comes to the front.
-    order: BTreeMap<(u64, u64), Arc<Entry>>,
-    seq: u64,
+    order: BTreeMap<(u64, usize), Arc<Entry>>,
 }
 
 /// A stick table of the running configuration.
@@ -242,21 +304,21 @@ impl Table {
     /// The entry of `key`, when there is one and it has not expired.
     pub fn lookup(&self, key: &Key, now: u64) -> Option<Arc<Entry>> {
         let s = self.shard(key);
-        s.map.get(key).filter(|e| !self.expired(e, now)).cloned()
+        s.map.get(key).map(|h| &h.0).filter(|e| !self.expired(e, now)).cloned()
     }
 
     /// The entry of `key`, created (and touched) as needed; `None` when the table is full and
     /// nothing can go (`nopurge`, or every old entry is tracked).
     pub fn get_or_create(&self, key: Key, now: u64) -> Option<Arc<Entry>> {
         let mut s = self.shard(&key);
-        if let Some(e) = s.map.get(&key) {
+        if let Some(Held(e)) = s.map.get(&key) {
             if !self.expired(e, now) {
                 e.touch(now);
                 return Some(e.clone());
             }
         }
         self.remove_expired(&mut s, now, usize::MAX);
-        if let Some(e) = s.map.get(&key) {
+        if let Some(Held(e)) = s.map.get(&key) {
             // expired, but tracked again since
             e.touch(now);
             return Some(e.clone());
@@ -264,40 +326,40 @@ impl Table {
         if s.map.len() >= self.shard_cap() && (self.nopurge || !self.evict_oldest(&mut s, now)) {
             return None;
         }
-        s.seq += 1;
-        let seq = s.seq;
         let e = Arc::new(Entry {
-            key: key.clone(),
+            key,
             trackers: AtomicU32::new(0),
             touched: AtomicU64::new(now),
-            queued: Mutex::new((now, seq)),
-            words: Mutex::new(vec![0; self.layout.words].into()),
+            queued: AtomicU64::new(now),
+            words: Mutex::new(Words::new(self.layout.words)),
         });
-        s.order.insert((now, seq), e.clone());
-        s.map.insert(key, e.clone());
+        s.order.insert(e.order_key(), e.clone());
+        s.map.insert(Held(e.clone()));
         self.used.fetch_add(1, Ordering::Relaxed);
         Some(e)
     }
 
-    fn unlink(&self, s: &mut Shard, e: &Entry) {
-        let q = *e.queued.lock().unwrap_or_else(|x| x.into_inner());
-        s.order.remove(&q);
-        if s.map.remove(&e.key).is_some() {
+    fn unlink(&self, s: &mut Shard, e: &Arc<Entry>) {
+        s.order.remove(&e.order_key());
+        if s.map.remove(&e.key) {
             self.used.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
+    /// Queues an entry again at `at` (under the shard's lock).
+    fn queue_at(s: &mut Shard, e: &Arc<Entry>, at: u64) {
+        s.order.remove(&e.order_key());
+        e.queued.store(at, Ordering::Relaxed);
+        s.order.insert(e.order_key(), e.clone());
+    }
+
     /// Moves an entry touched since it was queued to its place; true when it was moved.
     fn requeue(s: &mut Shard, e: &Arc<Entry>) -> bool {
-        let mut q = e.queued.lock().unwrap_or_else(|x| x.into_inner());
         let t = e.touched();
-        if t <= q.0 {
+        if t <= e.queued.load(Ordering::Relaxed) {
             return false;
         }
-        s.order.remove(&*q);
-        s.seq += 1;
-        *q = (t, s.seq);
-        s.order.insert(*q, e.clone());
+        Self::queue_at(s, e, t);
         true
     }
 
@@ -318,12 +380,8 @@ impl Table {
                 continue;
             }
             if e.trackers.load(Ordering::Relaxed) > 0 {
-                // Tracked: it stays; look at it again one period later.
-                let mut q = e.queued.lock().unwrap_or_else(|x| x.into_inner());
-                s.order.remove(&*q);
-                s.seq += 1;
-                *q = (now, s.seq);
-                s.order.insert(*q, e.clone());
+                // Tracked: it stays; looked at again an expiry period later.
+                Self::queue_at(s, &e, now);
                 continue;
             }
             self.unlink(s, &e);
@@ -340,11 +398,8 @@ impl Table {
             }
             if e.trackers.load(Ordering::Relaxed) > 0 {
                 // In use now: it goes to the back.
-                let mut q = e.queued.lock().unwrap_or_else(|x| x.into_inner());
-                s.order.remove(&*q);
-                s.seq += 1;
-                *q = (now.max(q.0), s.seq);
-                s.order.insert(*q, e.clone());
+                let at = now.max(e.queued.load(Ordering::Relaxed));
+                Self::queue_at(s, &e, at);
                 continue;
             }
             self.unlink(s, &e);
@@ -366,7 +421,7 @@ impl Table {
         let mut out = Vec::new();
         for sh in self.shards.iter() {
             let s = sh.lock().unwrap_or_else(|e| e.into_inner());
-            out.extend(s.map.values().filter(|e| !self.expired(e, now)).cloned());
+            out.extend(s.map.iter().map(|h| &h.0).filter(|e| !self.expired(e, now)).cloned());
         }
         out
     }
@@ -374,7 +429,7 @@ impl Table {
     /// Removes an entry unless a session tracks it; true when it went (`clear table`).
     pub fn remove(&self, key: &Key) -> bool {
         let mut s = self.shard(key);
-        let Some(e) = s.map.get(key).cloned() else { return false };
+        let Some(Held(e)) = s.map.get(key).cloned() else { return false };
         if e.trackers.load(Ordering::Relaxed) > 0 {
             return false;
         }
