@@ -225,6 +225,7 @@ pub fn run(tables: &Tables, verb: &str, args: &[String], level: CliLevel, out: &
         match verb {
             "show" => {
                 let mut all: Vec<&Arc<Table>> = tables.values().collect();
+                all.iter().for_each(|t| t.purge(now()));
                 all.sort_by_key(|t| std::cmp::Reverse(t.order));
                 for t in all {
                     header(t, out);
@@ -239,6 +240,8 @@ pub fn run(tables: &Tables, verb: &str, args: &[String], level: CliLevel, out: &
         out.push_str("No such table\n");
         return;
     };
+    // What has expired goes before anything is shown or counted.
+    t.purge(now());
     let oper = level >= CliLevel::Operator;
     if verb == "set" && !a(3).is_empty() && a(3) != "key" {
         out.push_str(

@@ -298,7 +298,7 @@ impl Table {
     fn expired(&self, e: &Entry, now: u64) -> bool {
         self.expire != 0
             && e.trackers.load(Ordering::Relaxed) == 0
-            && e.touched() + self.expire <= now
+            && self.deadline(e.touched()) <= now / 1000
     }
 
     /// The entry of `key`, when there is one and it has not expired.
@@ -371,7 +371,7 @@ impl Table {
         let mut looked = 0;
         while looked < max {
             let Some((&(t, _), e)) = s.order.first_key_value() else { break };
-            if t + self.expire > now {
+            if self.deadline(t) > now / 1000 {
                 break;
             }
             looked += 1;
@@ -408,6 +408,25 @@ impl Table {
         false
     }
 
+    /// The millisecond an entry touched at `touched` expires (expiry counts in whole
+    /// milliseconds, as HAProxy's ticks do: touched in a millisecond, it lives `expire` from
+    /// that millisecond's start).
+    fn deadline(&self, touched: u64) -> u64 {
+        touched / 1000 + self.expire / 1000
+    }
+
+    /// Removes an entry nobody tracks any more if it has expired (HAProxy's
+    /// `stksess_kill_if_expired`, when a tracker lets go).
+    pub fn kill_if_expired(&self, e: &Arc<Entry>, now: u64) {
+        if !self.expired(e, now) {
+            return;
+        }
+        let mut s = self.shard(&e.key);
+        if s.map.get(&e.key).is_some_and(|h| Arc::ptr_eq(&h.0, e)) && self.expired(e, now) {
+            self.unlink(&mut s, e);
+        }
+    }
+
     /// Drops expired entries (called once a second).
     pub fn purge(&self, now: u64) {
         for sh in self.shards.iter() {
@@ -440,7 +459,7 @@ impl Table {
     /// Milliseconds until an entry expires (`show table`'s `exp`, `table_expire`): `None`
     /// for a table without `expire`.
     pub fn expires_in(&self, e: &Entry, now: u64) -> Option<u64> {
-        (self.expire != 0).then(|| (e.touched() + self.expire).saturating_sub(now) / 1000)
+        (self.expire != 0).then(|| self.deadline(e.touched()).saturating_sub(now / 1000))
     }
 
     /// Reads a data type of an entry (a rate over its period).

@@ -35,7 +35,9 @@ impl Drop for Tracked {
             super::freq::sub_one(&self.table.layout, &mut self.entry.data(), D::ConnCur);
             self.entry.touch(now());
         }
-        self.entry.trackers.fetch_sub(1, Ordering::Relaxed);
+        if self.entry.trackers.fetch_sub(1, Ordering::Relaxed) == 1 && self.table.expire != 0 {
+            self.table.kill_if_expired(&self.entry, now());
+        }
     }
 }
 
@@ -122,17 +124,13 @@ impl Counters {
     pub fn end_http_stream(&mut self, o: &crate::outcome::Outcome, refused: bool) {
         use crate::outcome::{Cause, Phase};
         self.bytes(o.bytes_in, o.bytes_out);
-        let denied = o.cause == Cause::Proxy
-            && matches!(o.phase, Phase::Request | Phase::Tarpit)
-            && o.status != Some(400);
+        // (Denied requests were counted as the rules denied them.)
         // Past the connection: the status came from the server, or HAProxy's 502/504 for a
         // server that failed (its own 503 for no server or a refused connection is not one).
         let served =
             !matches!(o.phase, Phase::Request | Phase::Queue | Phase::Connect | Phase::Tarpit);
         match o.status {
-            _ if denied || o.status == Some(400) && (refused || o.cause == Cause::Proxy) => {
-                self.http_error()
-            }
+            Some(400) if refused || o.cause == Cause::Proxy => self.http_error(),
             Some(400..=499) if served => self.http_error(),
             Some(s @ 500..=599) if served && s != 501 && s != 505 => self.http_failure(),
             _ => {}

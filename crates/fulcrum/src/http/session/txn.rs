@@ -461,6 +461,12 @@ impl Session<'_> {
                 Verdict::Tarpit(_) => (Cause::Proxy, Phase::Tarpit),
                 _ => (Cause::Proxy, Phase::Request),
             };
+            // A denied or tarpitted request is an HTTP error for what the session tracks.
+            if matches!(verdict, Verdict::Deny(..) | Verdict::Tarpit(_)) {
+                if let Some(sc) = &self.vars.sc {
+                    sc.http_error();
+                }
+            }
             let built = match verdict {
                 Verdict::Continue => return None,
                 Verdict::WaitForBody { time, at_least, resume } => {
