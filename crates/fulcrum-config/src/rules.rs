@@ -3,8 +3,6 @@
 //! `use_backend`, `monitor fail` and `monitor-uri`, with the HTTP replies (`return`, `deny`,
 //! `http-error`) and redirects they build, and HAProxy's "rule placed after" warnings.
 
-use std::path::PathBuf;
-
 use crate::acl::{self, CondEnv};
 use crate::args::{no_extra, parse_size, Diags};
 use crate::duration::{read_time, TimeError};
@@ -63,7 +61,7 @@ impl Order {
 }
 
 /// Records a rule of family `o`, warning when a family processed later was already seen.
-fn placed(b: &mut ProxyBuild, line: &Line, o: Order, diags: &mut Diags) {
+pub(crate) fn placed(b: &mut ProxyBuild, line: &Line, o: Order, diags: &mut Diags) {
     let later = Order::ALL.iter().find(|l| **l > o && b.rules_seen[**l as usize]);
     if let Some(l) = later {
         diags.warning(
@@ -78,11 +76,11 @@ fn placed(b: &mut ProxyBuild, line: &Line, o: Order, diags: &mut Diags) {
     b.rules_seen[o as usize] = true;
 }
 
-fn words_from(line: &Line, i: usize) -> &[String] {
+pub(crate) fn words_from(line: &Line, i: usize) -> &[String] {
     &line.words[i.min(line.words.len())..]
 }
 
-fn who(p: &Proxy) -> String {
+pub(crate) fn who(p: &Proxy) -> String {
     format!("{} '{}'", type_word(p.kind), p.name)
 }
 
@@ -332,7 +330,7 @@ impl HttpWhich {
 }
 
 /// The action keyword without its `(<args>)`, and whether HAProxy registers it with arguments.
-fn action_base(action: &str) -> (&str, bool) {
+pub(crate) fn action_base(action: &str) -> (&str, bool) {
     match action.find('(') {
         Some(i) => (&action[..i], true),
         None => (action, false),
@@ -341,7 +339,7 @@ fn action_base(action: &str) -> (&str, bool) {
 
 /// HAProxy's `action_lookup()`: a keyword its list shows as `name(*)` matches any action that
 /// starts with `name` (`track-sc0`, `set-var(txn.x)`), the others match exactly.
-fn matches_action(listed: &str, action: &str) -> bool {
+pub(crate) fn matches_action(listed: &str, action: &str) -> bool {
     match listed.strip_suffix("(*)") {
         Some(prefix) => action.starts_with(prefix),
         None => listed == action,
@@ -430,14 +428,14 @@ fn is_final(a: &HttpAction) -> bool {
     )
 }
 
-type ActionResult = Result<(HttpAction, usize), Option<String>>;
+pub(crate) type ActionResult = Result<(HttpAction, usize), Option<String>>;
 
 /// Where an action's log-format strings and samples are evaluated.
 #[derive(Clone, Copy)]
-struct At {
-    ctx: Ctx,
+pub(crate) struct At {
+    pub(crate) ctx: Ctx,
     /// The proxy has backend capability (`be_name` is known in its request rules).
-    be_cap: bool,
+    pub(crate) be_cap: bool,
 }
 
 fn log_format(text: &str, at: At) -> Result<LogFormat, Option<String>> {
@@ -639,7 +637,7 @@ fn capture_action(p: &mut crate::model::Proxy, line: &Line, which: HttpWhich) ->
     Ok((HttpAction::Capture { expr: parsed.expr, id }, 5))
 }
 
-fn var_action(line: &Line, base: &str, at: At) -> ActionResult {
+pub(crate) fn var_action(line: &Line, base: &str, at: At) -> ActionResult {
     let ctx = at.ctx;
     let action = line.arg(1);
     let incomplete = || {
@@ -741,402 +739,9 @@ fn set_status(a: &[&str]) -> Result<(HttpAction, usize), Option<String>> {
     Ok((HttpAction::SetStatus { status, reason: None }, 3))
 }
 
-// ---- replies ----
-
-/// What kind of reply is being parsed, for its defaults and messages.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum ReplyKind {
-    /// `http-request deny` (status 403, default error message when no payload).
-    Deny,
-    /// `http-request return` (status 200, empty when no payload).
-    Return,
-    /// `http-request tarpit` (status 500, default error message when no payload).
-    Tarpit,
-    /// `http-error status <code> ...`.
-    HttpError,
-}
-
-/// A parsed reply: the reply, whether any reply option was given, warnings, next word.
-pub struct ParsedReply {
-    pub reply: Reply,
-    pub explicit: bool,
-    pub warnings: Vec<String>,
-    pub next: usize,
-}
-
-/// Parses reply options from word `start` to a condition or the end of the line.
-pub fn parse_reply(
-    line: &Line,
-    start: usize,
-    kind: ReplyKind,
-    ctx: Ctx,
-    be_cap: bool,
-) -> Result<ParsedReply, String> {
-    let deny_like = matches!(kind, ReplyKind::Deny | ReplyKind::Tarpit);
-    let mut status: u16 = match kind {
-        ReplyKind::Deny => 403,
-        ReplyKind::Tarpit => 500,
-        _ => 200,
-    };
-    let mut content_type: Option<String> = None;
-    let mut body = ReplyBody::None;
-    let mut body_kw: Option<&str> = None;
-    let mut headers = Vec::new();
-    let mut warnings = Vec::new();
-    let mut explicit = false;
-    let mut i = start;
-    loop {
-        let opt = line.arg(i);
-        let val = line.arg(i + 1);
-        let has_val = i + 1 < line.words.len();
-        match opt {
-            "status" | "deny_status" if opt == "status" || deny_like => {
-                if !has_val {
-                    return Err("'status' expects <status_code> as argument.".into());
-                }
-                status = match val.parse::<u16>() {
-                    Ok(s) if (200..=599).contains(&s) => s,
-                    _ => return Err(format!("Unexpected status code '{val}'.")),
-                };
-                i += 2;
-                continue;
-            }
-            "content-type" => {
-                if val.is_empty() {
-                    return Err("'content-type' expects <type> as argument.".into());
-                }
-                content_type = Some(val.to_string());
-                explicit = true;
-                i += 2;
-                continue;
-            }
-            "hdr" => {
-                if !has_val || i + 2 >= line.words.len() {
-                    return Err("'hdr' expects <name> and <value> as arguments.".into());
-                }
-                let name = val.to_string();
-                let lower = name.to_ascii_lowercase();
-                if matches!(lower.as_str(), "content-length" | "content-type" | "transfer-encoding")
-                {
-                    warnings.push(format!("header '{name}' always ignored by the http reply."));
-                } else {
-                    headers.push((name, logformat::parse_in(line.arg(i + 2), ctx, be_cap)?));
-                }
-                explicit = true;
-                i += 3;
-                continue;
-            }
-            "default-errorfiles" | "errorfile" | "errorfiles" | "file" | "lf-file" | "string"
-            | "lf-string" => {}
-            _ => break,
-        }
-        if let Some(prev) = body_kw {
-            return Err(format!("unexpected '{opt}' argument, '{prev}' already defined."));
-        }
-        body_kw = Some(opt);
-        explicit = true;
-        let takes_value = opt != "default-errorfiles";
-        if takes_value && val.is_empty() {
-            let what = match opt {
-                "string" => "<str>",
-                "lf-string" => "<fmt>",
-                "errorfiles" => "<name>",
-                _ => "<file>",
-            };
-            return Err(format!("'{opt}' expects {what} as argument."));
-        }
-        body = match opt {
-            "default-errorfiles" => ReplyBody::ErrorFiles,
-            "file" => ReplyBody::File(PathBuf::from(val)),
-            "string" => ReplyBody::String(val.to_string()),
-            "lf-string" => ReplyBody::LfString(logformat::parse_in(val, ctx, be_cap)?),
-            "lf-file" => ReplyBody::LfFile { path: PathBuf::from(val), ctx, be_cap },
-            "errorfile" => ReplyBody::ErrorFile(PathBuf::from(val)),
-            "errorfiles" => ReplyBody::ErrorFilesOf(val.to_string()),
-            _ => return Err(format!("'{opt}' in an http reply is not supported yet.")),
-        };
-        i += if takes_value { 2 } else { 1 };
-    }
-    if deny_like && body_kw.is_none() {
-        body = ReplyBody::ErrorFiles;
-    }
-    let from_errorfiles = body == ReplyBody::ErrorFiles;
-    if from_errorfiles && !ERROR_CODES.contains(&status) {
-        return Err(format!(
-            "status code '{status}' not handled by default with 'default-errorfiles' argument.."
-        ));
-    }
-    let has_payload = matches!(
-        body,
-        ReplyBody::String(_)
-            | ReplyBody::LfString(_)
-            | ReplyBody::File(_)
-            | ReplyBody::LfFile { .. }
-    );
-    let from_errorfiles =
-        from_errorfiles || matches!(body, ReplyBody::ErrorFile(_) | ReplyBody::ErrorFilesOf(_));
-    if matches!(body, ReplyBody::String(_) | ReplyBody::LfString(_) | ReplyBody::LfFile { .. })
-        && content_type.is_none()
-    {
-        return Err("a content type must be defined when non-empty payload is configured.".into());
-    }
-    if has_payload && (status == 204 || status == 304) {
-        return Err(format!("No body expected for {status} responses."));
-    }
-    if !has_payload {
-        if let Some(t) = content_type.take() {
-            warnings.push(format!(
-                "content-type '{t}' ignored by the http reply because neither errorfile nor payload defined."
-            ));
-        }
-    }
-    if from_errorfiles && !headers.is_empty() {
-        warnings
-            .push("hdr parameters ignored by the http reply when used with an erorrfile.".into());
-        headers.clear();
-    }
-    Ok(ParsedReply {
-        reply: Reply { status, content_type, body, headers },
-        explicit,
-        warnings,
-        next: i,
-    })
-}
-
-fn reply_action(line: &Line, base: &str, be_cap: bool, diags: &mut Diags) -> ActionResult {
-    let kind = match base {
-        "deny" => ReplyKind::Deny,
-        "tarpit" => ReplyKind::Tarpit,
-        _ => ReplyKind::Return,
-    };
-    let ctx = if line.arg(0) == "http-request" { Ctx::HttpRequest } else { Ctx::HttpResponse };
-    let parsed = parse_reply(line, 2, kind, ctx, be_cap).map_err(Some)?;
-    if kind == ReplyKind::Tarpit && parsed.explicit {
-        return Err(Some(
-            "reply options of 'tarpit' (content-type, payload, hdr) are not supported yet.".into(),
-        ));
-    }
-    for w in parsed.warnings {
-        diags.warning(line, w);
-    }
-    let action = match kind {
-        ReplyKind::Tarpit => HttpAction::Tarpit { status: parsed.reply.status },
-        ReplyKind::Deny => HttpAction::Deny {
-            status: parsed.reply.status,
-            reply: parsed.explicit.then_some(parsed.reply),
-        },
-        _ => HttpAction::Return(parsed.reply),
-    };
-    Ok((action, parsed.next))
-}
-
-// ---- redirects ----
-
-/// Parses redirect options from word `start`; returns the redirect and the next word.
-pub fn parse_redirect(
-    line: &Line,
-    start: usize,
-    ctx: Ctx,
-    be_cap: bool,
-) -> Result<(Redirect, usize), String> {
-    let mut target: Option<(RedirectKind, &str)> = None;
-    let mut code = 302;
-    let mut drop_query = false;
-    let mut append_slash = false;
-    let mut i = start;
-    while i < line.words.len() {
-        let w = line.arg(i);
-        let has_val = i + 1 < line.words.len();
-        match w {
-            "location" | "prefix" | "scheme" | "code" if !has_val => {
-                return Err(format!("missing argument for '{w}'."))
-            }
-            "location" => target = Some((RedirectKind::Location, line.arg(i + 1))),
-            "prefix" => target = Some((RedirectKind::Prefix, line.arg(i + 1))),
-            "scheme" => target = Some((RedirectKind::Scheme, line.arg(i + 1))),
-            "code" => {
-                let v = line.arg(i + 1);
-                code = match v.parse::<u16>() {
-                    Ok(c @ (301 | 302 | 303 | 307 | 308)) => c,
-                    _ => return Err(format!("'code': unsupported HTTP code '{v}' (must be one of 301, 302, 303, 307 or 308).")),
-                };
-            }
-            "drop-query" | "append-slash" => {
-                if w == "drop-query" {
-                    drop_query = true;
-                } else {
-                    append_slash = true;
-                }
-                i += 1;
-                continue;
-            }
-            "set-cookie" | "clear-cookie" | "ignore-empty" => {
-                return Err(format!("redirect option '{w}' is not supported yet."))
-            }
-            "if" | "unless" => break,
-            _ => return Err(format!("expects 'code', 'prefix', 'location', 'scheme', 'set-cookie', 'clear-cookie', 'drop-query', 'ignore-empty' or 'append-slash' (was '{w}').")),
-        }
-        i += 2;
-    }
-    let Some((kind, value)) = target else {
-        return Err("redirection type expected ('prefix', 'location', or 'scheme').".into());
-    };
-    let value = logformat::parse_in(value, ctx, be_cap)?;
-    Ok((Redirect { kind, value, code, drop_query, append_slash }, i))
-}
-
-/// The legacy `redirect location|prefix|scheme ... [if|unless <cond>]` keyword.
-pub fn redirect_line(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
-    let p = &b.proxy;
-    let rule_err =
-        |m: &str| format!("error detected in {} while parsing redirect rule : {m}", who(p));
-    let (redirect, next) = match parse_redirect(line, 1, Ctx::HttpRequest, p.kind.is_backend()) {
-        Ok(v) => v,
-        Err(m) => return diags.alert(line, rule_err(&m)),
-    };
-    let wrap = |m: &str| rule_err(&format!("error in condition: {m}"));
-    let unexpected = |w: &str| rule_err(&format!("unexpected '{w}'."));
-    let Ok(cond) = condition(p, line, next, Ctx::HttpRequest, &wrap, &unexpected, diags) else {
-        return;
-    };
-    placed(b, line, Order::Redirect, diags);
-    let rule = HttpRule { span: line.span.clone(), action: HttpAction::Redirect(redirect), cond };
-    b.proxy.redirects.push(rule);
-}
-
-// ---- tcp-request ----
-
-const TCP_CONNECTION_ACTIONS: &str = "'accept', 'reject', 'capture', 'expect-proxy', 'expect-netscaler-cip', 'track-sc0' ... 'track-sc2', 'sc-inc-gpc(*)', 'sc-inc-gpc0(*)', 'sc-inc-gpc1(*)', 'sc-set-gpt(*)', 'sc-set-gpt0(*)', 'set-var-fmt(*)', 'set-var(*)', 'unset-var(*)', 'set-dst', 'set-dst-port', 'set-mark', 'set-src', 'set-src-port', 'set-tos', 'silent-drop'";
-const TCP_SESSION_ACTIONS: &str = "'accept', 'reject', 'track-sc0' ... 'track-sc2', 'sc-inc-gpc(*)', 'sc-inc-gpc0(*)', 'sc-inc-gpc1(*)', 'sc-set-gpt(*)', 'sc-set-gpt0(*)', 'set-var-fmt(*)', 'set-var(*)', 'unset-var(*)', 'set-dst', 'set-dst-port', 'set-mark', 'set-src', 'set-src-port', 'set-tos', 'silent-drop'";
-const TCP_CONTENT_ACTIONS: &str = "'accept', 'reject', 'capture', 'expect-proxy', 'expect-netscaler-cip', 'track-sc0' ... 'track-sc2', 'ot-group', 'set-log-level', 'set-nice', 'switch-mode', 'use-service', 'sc-inc-gpc(*)', 'sc-inc-gpc0(*)', 'sc-inc-gpc1(*)', 'sc-set-gpt(*)', 'sc-set-gpt0(*)', 'send-spoe-group', 'do-resolve(*)', 'set-var-fmt(*)', 'set-var(*)', 'unset-var(*)', 'set-src', 'set-src-port', 'set-dst', 'set-dst-port', 'set-mark', 'set-tos', 'silent-drop', 'set-priority-class', 'set-priority-offset'";
-
-fn tcp_action_known(list: &str, action: &str) -> bool {
-    // HAProxy lists `track-sc0` ... `track-sc2` but registers the `track-sc` prefix.
-    action.starts_with("track-sc")
-        || list.split(", ").any(|k| matches_action(k.trim_matches('\''), action))
-}
-
-/// `tcp-request connection|content|inspect-delay ...` (the keyword table resolved `which`).
-pub fn tcp_request(b: &mut ProxyBuild, line: &Line, which: &str, diags: &mut Diags) {
-    if b.section == Section::Defaults {
-        if b.proxy.name.is_empty() {
-            return diags.alert(
-                line,
-                format!("tcp-request {which} is not allowed in anonymous 'defaults' sections"),
-            );
-        }
-        b.defaults_rules |= crate::proxy::DEFAULTS_RULES;
-        if matches!(which, "connection" | "session") {
-            b.defaults_rules |= crate::proxy::DEFAULTS_CONN_RULES;
-        }
-    }
-    let p = &b.proxy;
-    if which == "inspect-delay" {
-        let v = line.arg(2);
-        let base = format!(
-            "'tcp-request inspect-delay' expects a positive delay in milliseconds, in {}",
-            who(p)
-        );
-        return match read_time(v) {
-            Ok(t) => {
-                if let Some(w) = t.warning {
-                    diags.warning(line, w);
-                }
-                b.proxy.inspect_delay = (!t.value.is_zero()).then_some(t.value);
-            }
-            Err(TimeError::Missing) => diags.alert(line, base),
-            Err(TimeError::BadChar(c)) => {
-                diags.alert(line, format!("{base} (unexpected character '{c}')"))
-            }
-            Err(TimeError::Overflow) => diags.alert(
-                line,
-                format!("{base} (timer overflow in '{v}', maximum value is 2147483647 ms or ~24.8 days)"),
-            ),
-        };
-    }
-    let (list, ctx, order) = match which {
-        "connection" => (TCP_CONNECTION_ACTIONS, Ctx::TcpConnection, Order::TcpConnection),
-        "session" => (TCP_SESSION_ACTIONS, Ctx::TcpSession, Order::TcpSession),
-        _ => (TCP_CONTENT_ACTIONS, Ctx::TcpContent, Order::TcpContent),
-    };
-    let action = line.arg(2);
-    let expect = which == "connection" && action == "expect-proxy";
-    if expect && line.arg(3) != "layer4" {
-        let msg = format!(
-            "'tcp-request {which} expect-proxy' expects 'layer4', in {} (got '{}').",
-            who(p),
-            line.arg(3)
-        );
-        return diags.alert(line, msg);
-    }
-    let (base, _) = action_base(action);
-    let be_cap = p.kind.is_backend();
-    let (act, next) = match base {
-        _ if expect => (None, 4),
-        "accept" => (Some(TcpAction::Accept), 3),
-        "reject" => (Some(TcpAction::Reject), 3),
-        "silent-drop" => (Some(TcpAction::SilentDrop), 3),
-        _ if crate::stick::is_stick_action(base) => {
-            match crate::stick::action(line, 2, ctx, be_cap) {
-                Ok((a, next)) => (Some(TcpAction::Do(HttpAction::Stick(a))), next),
-                Err(m) if m.starts_with("fetch method") => {
-                    return diags.alert(line, format!("'tcp-request {which} {action}' : {m}"));
-                }
-                Err(m) => return diags.alert(line, m),
-            }
-        }
-        "set-var" | "set-var-fmt" | "unset-var" => {
-            let shifted = Line { words: line.words[1..].to_vec(), ..line.clone() };
-            match var_action(&shifted, base, At { ctx, be_cap }) {
-                Ok((a, next)) => (Some(TcpAction::Do(a)), next + 1),
-                Err(m) => {
-                    let m = m.unwrap_or_default();
-                    let msg = format!(
-                        "error detected in {} while parsing 'tcp-request {which} {action}' rule : {m}",
-                        who(p)
-                    );
-                    return diags.alert(line, msg);
-                }
-            }
-        }
-        _ => {
-            let msg = if tcp_action_known(list, action) {
-                format!("'tcp-request {which} {action}' is not supported yet")
-            } else {
-                format!("'tcp-request {which}' expects {list} in {} (got '{action}').", who(p))
-            };
-            return diags.alert(line, msg);
-        }
-    };
-    let wrap = |m: &str| {
-        format!(
-            "'tcp-request {which} {action}' : error detected in {} while parsing '{}' condition : {}",
-            who(p),
-            line.arg(3),
-            m.strip_suffix('.').unwrap_or(m)
-        )
-    };
-    let unexpected = |w: &str| {
-        format!(
-            "'tcp-request {which} {action}' only accepts 'if' or 'unless', in {} (got '{w}')",
-            who(p)
-        )
-    };
-    let Ok(cond) = condition(p, line, next, ctx, &wrap, &unexpected, diags) else {
-        return;
-    };
-    placed(b, line, order, diags);
-    let Some(action) = act else {
-        b.proxy.expect_proxy.push(cond);
-        return;
-    };
-    let rule = TcpRule { span: line.span.clone(), action, cond };
-    match which {
-        "connection" => b.proxy.tcp_request_connection.push(rule),
-        "session" => b.proxy.tcp_request_session.push(rule),
-        _ => b.proxy.tcp_request_content.push(rule),
-    }
-}
+use crate::replies::reply_action;
+pub use crate::replies::{parse_redirect, parse_reply, redirect_line, ReplyKind};
+pub use crate::tcp_rules::tcp_request;
 
 // ---- use_backend, monitor ----
 
@@ -1201,6 +806,8 @@ pub fn monitor_uri(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
 mod tests {
     use super::*;
     use crate::lexer::lex_source;
+    use crate::replies::ParsedReply;
+    use crate::tcp_rules::{tcp_action_known, TCP_CONNECTION_ACTIONS, TCP_CONTENT_ACTIONS};
 
     fn line(text: &str) -> Line {
         let (mut lines, _) = lex_source("r.cfg", text, &|_| None);
