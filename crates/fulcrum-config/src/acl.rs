@@ -95,7 +95,7 @@ pub fn avail_of(expr: &SampleExpr) -> Avail {
         Fetch::BeName => Avail::Backend,
         Fetch::SrvName | Fetch::SrvId => Avail::Server,
         Fetch::Captured { response, .. } => Avail::Captured { response: *response },
-        Fetch::Sc(_) | Fetch::TableSize { .. } => Avail::Always,
+        Fetch::Sc(_) | Fetch::TableSize { .. } | Fetch::Fc(_) | Fetch::IpConst(_) => Avail::Always,
         Fetch::Src
         | Fetch::SrcPort
         | Fetch::Dst

@@ -290,6 +290,8 @@ impl HttpWhich {
         ];
         COMMON.contains(&action)
             || (self != HttpWhich::After && crate::stick::is_stick_action(action))
+            || (self == HttpWhich::Request
+                && matches!(action, "set-src" | "set-src-port" | "set-dst" | "set-dst-port"))
             || match self {
                 HttpWhich::Request => matches!(
                     action,
@@ -579,6 +581,9 @@ fn http_action(
             return Ok((HttpAction::Redirect(r), next));
         }
         "deny" | "return" | "tarpit" => return reply_action(line, base, be_cap, diags),
+        "set-src" | "set-src-port" | "set-dst" | "set-dst-port" => {
+            return addr_action(line, 1, base, ctx, be_cap).map_err(Some)
+        }
         b if crate::stick::is_stick_action(b) => {
             let (a, next) =
                 crate::stick::action(line, 1, ctx, be_cap).map_err(|m| Some(format!("{m}.")))?;
@@ -587,6 +592,31 @@ fn http_action(
         _ => return Err(Some(format!("'{base}' is not supported yet"))),
     };
     Ok(action)
+}
+
+/// `set-src|set-src-port|set-dst|set-dst-port <expr>` at word `at` (the action's).
+pub(crate) fn addr_action(
+    line: &Line,
+    at: usize,
+    base: &str,
+    ctx: Ctx,
+    be_cap: bool,
+) -> Result<(HttpAction, usize), String> {
+    let text = line.arg(at + 1);
+    let (parsed, _) = sample::parse(text, End::Input).map_err(|e| format!("{}.", e.plain()))?;
+    if !parsed.avail.usable_in_proxy(ctx, be_cap) {
+        return Err(format!(
+            "fetch method '{text}' extracts information from '{}', none of which is available here.",
+            parsed.avail.needs()
+        ));
+    }
+    let part = match base {
+        "set-src" => AddrPart::Src,
+        "set-src-port" => AddrPart::SrcPort,
+        "set-dst" => AddrPart::Dst,
+        _ => AddrPart::DstPort,
+    };
+    Ok((HttpAction::SetAddr { part, expr: parsed.expr }, at + 2))
 }
 
 /// `http-request capture <expr> [len <n> | id <n>]`, `http-response capture <expr> id <n>`:

@@ -361,7 +361,8 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
     use SmpType::*;
     let d = |args, mandatory, out, avail| Some(FetchDef { args, mandatory, out, avail });
     match name {
-        "src" | "dst" => d(NONE, 0, Ip, Always),
+        "src" | "dst" | "fc_src" | "fc_dst" => d(NONE, 0, Ip, Always),
+        "fc_src_port" | "fc_dst_port" => d(NONE, 0, Int, Always),
         "src_port" | "dst_port" => d(NONE, 0, Int, Always),
         "path" | "url" | "query" => d(NONE, 0, Str, Request),
         "method" => d(NONE, 0, Meth, Method),
@@ -447,6 +448,7 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "http_first_req" => d(NONE, 0, Bool, Always),
         "uuid" => d(I, 0, Str, Always),
         "int" => d(I, 1, Int, Always),
+        "ipv4" | "ipv6" => d(S, 1, Ip, Always),
         _ => stick::def(name).and_then(|(args, mandatory, out)| d(args, mandatory, out, Always)),
     }
 }
@@ -550,6 +552,10 @@ fn tls_fetch(name: &str, args: &[Arg]) -> Fetch {
 fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
     let fetch = match name {
         "src" => Fetch::Src,
+        "fc_src" => Fetch::Fc(crate::model::AddrPart::Src),
+        "fc_src_port" => Fetch::Fc(crate::model::AddrPart::SrcPort),
+        "fc_dst" => Fetch::Fc(crate::model::AddrPart::Dst),
+        "fc_dst_port" => Fetch::Fc(crate::model::AddrPart::DstPort),
         "src_port" => Fetch::SrcPort,
         "dst" => Fetch::Dst,
         "dst_port" => Fetch::DstPort,
@@ -712,6 +718,20 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
             }
         },
         "int" => Fetch::Int(args.first().map(Arg::int).unwrap_or_default()),
+        "ipv4" | "ipv6" => {
+            let text = first_str(args);
+            let ip: Option<std::net::IpAddr> = match name {
+                "ipv4" => text.parse::<std::net::Ipv4Addr>().ok().map(Into::into),
+                _ => text.parse::<std::net::Ipv6Addr>().ok().map(Into::into),
+            };
+            match ip {
+                Some(ip) => Fetch::IpConst(ip),
+                None => {
+                    let msg = format!("failed to parse '{text}' as type '{name}' at position 1");
+                    return Err(SmpError::FetchArg(name.to_string(), msg));
+                }
+            }
+        }
         _ if stick::def(name).is_some() => stick::build(name, args)?,
         _ => return Err(SmpError::UnknownFetch(name.to_string())),
     };

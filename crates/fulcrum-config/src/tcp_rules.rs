@@ -88,6 +88,18 @@ pub fn tcp_request(b: &mut ProxyBuild, line: &Line, which: &str, diags: &mut Dia
                 Err(m) => return diags.alert(line, m),
             }
         }
+        "set-src" | "set-src-port" | "set-dst" | "set-dst-port" => {
+            match crate::rules::addr_action(line, 2, base, ctx, be_cap) {
+                Ok((a, next)) => (Some(TcpAction::Do(a)), next),
+                Err(m) => {
+                    let msg = format!(
+                        "error detected in {} while parsing 'tcp-request {which} {action}' rule : {m}",
+                        who(p)
+                    );
+                    return diags.alert(line, msg);
+                }
+            }
+        }
         "set-var" | "set-var-fmt" | "unset-var" => {
             let shifted = Line { words: line.words[1..].to_vec(), ..line.clone() };
             match var_action(&shifted, base, At { ctx, be_cap }) {

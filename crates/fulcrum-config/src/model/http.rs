@@ -166,6 +166,11 @@ pub enum Fetch {
     Uuid,
     /// `int(<n>)`: a constant integer.
     Int(i64),
+    /// `ipv4(<addr>)`, `ipv6(<addr>)`: a constant address.
+    IpConst(IpAddr),
+    /// `fc_src`, `fc_src_port`, `fc_dst`, `fc_dst_port`: the connection's own addresses,
+    /// whatever `set-src`/`set-dst` did.
+    Fc(AddrPart),
     /// A stick counter (`sc_*`, `sc0_*`, `src_*`).
     Sc(ScFetch),
     /// `table_avl([<table>])` (free entries), `table_cnt([<table>])` (used entries); the
@@ -682,6 +687,22 @@ pub enum HttpAction {
     },
     /// `track-sc*`, `sc-inc-gpc*`, `sc-set-gpt*`.
     Stick(StickAction),
+    /// `set-src`, `set-src-port`, `set-dst`, `set-dst-port <expr>`: the session's addresses
+    /// as every later rule, log line and server connection sees them (`fc_src` keeps the
+    /// connection's own).
+    SetAddr {
+        part: AddrPart,
+        expr: SampleExpr,
+    },
+}
+
+/// Which address (or port) `set-src|dst[-port]` changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AddrPart {
+    Src,
+    SrcPort,
+    Dst,
+    DstPort,
 }
 
 /// An HTTP reply built by the proxy (`return`, `deny` with reply options, `http-error`).

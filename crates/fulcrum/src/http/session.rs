@@ -290,6 +290,7 @@ pub async fn serve(
     if fe.needs_dst && s.local.is_none() {
         s.local = socket2::SockRef::from(&s.client).local_addr().ok().and_then(|a| a.as_socket());
     }
+    s.sync_addrs();
 
     loop {
         s.o = Outcome { want_server_addrs: s.logs && fe.log.server_addrs, ..Outcome::default() };
@@ -691,6 +692,21 @@ impl Session<'_> {
             &self.client,
             self.pp.as_deref(),
         )
+    }
+
+    /// `set-src`/`set-dst` changed the session's addresses: everything from now on (log
+    /// lines, forwarded headers, source hashing, PROXY headers) sees the new ones.
+    fn sync_addrs(&mut self) {
+        if let Some(a) = &self.vars.addrs {
+            self.peer = a.src;
+            self.local = a.dst;
+        }
+    }
+
+    fn tcp_content_accepts_synced(&mut self) -> bool {
+        let ok = self.tcp_content_accepts();
+        self.sync_addrs();
+        ok
     }
 
     fn tcp_content_accepts(&mut self) -> bool {

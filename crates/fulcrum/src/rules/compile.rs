@@ -358,6 +358,13 @@ impl<'a> Compiler<'a> {
                 Action::EarlyHint { name: name.as_bytes().into(), value: self.format(value, span) }
             }
             cfg::HttpAction::Stick(a) => return self.stick(a, span),
+            cfg::HttpAction::SetAddr { part, expr } => match self.expr(expr) {
+                Ok(expr) => Action::SetAddr { part: *part, expr },
+                Err(e) => {
+                    self.errors.push(format!("parsing [{span}] : {e}"));
+                    return None;
+                }
+            },
             cfg::HttpAction::SetStatus { status, reason } => Action::SetStatus {
                 status: *status,
                 reason: reason.as_deref().map(|r| r.as_bytes().into()),

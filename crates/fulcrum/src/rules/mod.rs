@@ -214,6 +214,11 @@ pub enum Action {
     },
     /// `track-sc*`, `sc-inc-gpc*`, `sc-set-gpt*`.
     Stick(stick::StickAct),
+    /// `set-src`, `set-src-port`, `set-dst`, `set-dst-port`.
+    SetAddr {
+        part: cfg::AddrPart,
+        expr: Expr,
+    },
 }
 
 #[derive(Debug)]
@@ -301,6 +306,13 @@ pub fn run<'r>(
                     vars.caps.store(req.is_some(), *id, &v);
                 }
             }
+            Action::SetAddr { part, expr } => {
+                let ctx = base.ctx(head, req, vars);
+                let addrs = (ctx.src, ctx.dst);
+                if let Some(v) = expr.eval(&ctx).map(Value::into_owned) {
+                    vars.set_addr(*part, &v, addrs, false);
+                }
+            }
             Action::Stick(a) => {
                 let eval =
                     |e: &Expr, v: &Vars| e.eval(&base.ctx(head, req, v)).map(Value::into_owned);
@@ -360,9 +372,10 @@ impl<'a> Base<'a> {
             None => (Some(head), None),
             Some(r) => (Some(r), Some(head)),
         };
+        let (src, dst) = vars.addrs.as_ref().map_or((self.src, self.dst), |a| (a.src, a.dst));
         Ctx {
-            src: self.src,
-            dst: self.dst,
+            src,
+            dst,
             req,
             resp,
             vars,
@@ -615,6 +628,13 @@ fn tcp_action(a: &Action, t: &Ctx<'_>, vars: &mut Vars, level: stick::Level) {
                 t.proc_vars.unset(name);
             } else {
                 vars.unset(*scope, name);
+            }
+        }
+        Action::SetAddr { part, expr } => {
+            let ctx = t.with_vars(vars);
+            let addrs = (ctx.src, ctx.dst);
+            if let Some(v) = expr.eval(&ctx).map(Value::into_owned) {
+                vars.set_addr(*part, &v, addrs, level == stick::Level::Session);
             }
         }
         Action::Stick(s) => {

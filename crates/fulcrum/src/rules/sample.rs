@@ -88,6 +88,59 @@ pub struct Vars {
     pub first_req: bool,
     /// What the session and its stream track in stick tables.
     pub sc: Option<Box<crate::stick::track::Counters>>,
+    /// The session's addresses once `set-src`/`set-dst` changed them.
+    pub addrs: Option<Box<Addrs>>,
+}
+
+/// A session's addresses after `set-src`/`set-dst`: the connection's own (`fc_src`, `fc_dst`),
+/// the session's (changed by `tcp-request session` rules), and the current stream's (changed
+/// by later rules, back to the session's when the stream ends).
+#[derive(Debug, Clone, Copy)]
+pub struct Addrs {
+    pub fc_src: Option<SocketAddr>,
+    pub fc_dst: Option<SocketAddr>,
+    pub sess_src: Option<SocketAddr>,
+    pub sess_dst: Option<SocketAddr>,
+    pub src: Option<SocketAddr>,
+    pub dst: Option<SocketAddr>,
+}
+
+impl Vars {
+    /// Changes the stream's (`session`: and the session's) source or destination address or
+    /// port, as `set-src` and its siblings do: an address keeps the port when the family
+    /// stays, else takes port 0.
+    pub fn set_addr(
+        &mut self,
+        part: cfg::AddrPart,
+        v: &Value<'_>,
+        (src, dst): (Option<SocketAddr>, Option<SocketAddr>),
+        session: bool,
+    ) {
+        use cfg::AddrPart as P;
+        let a = self.addrs.get_or_insert_with(|| {
+            Box::new(Addrs { fc_src: src, fc_dst: dst, sess_src: src, sess_dst: dst, src, dst })
+        });
+        let slot = match part {
+            P::Src | P::SrcPort => &mut a.src,
+            P::Dst | P::DstPort => &mut a.dst,
+        };
+        match part {
+            P::Src | P::Dst => {
+                let Some(ip) = v.as_ip() else { return };
+                let port = slot.filter(|o| o.is_ipv4() == ip.is_ipv4()).map_or(0, |o| o.port());
+                *slot = Some(SocketAddr::new(ip, port));
+            }
+            P::SrcPort | P::DstPort => {
+                let Some(port) = v.as_int().and_then(|p| u16::try_from(p).ok()) else { return };
+                if let Some(o) = slot.as_mut() {
+                    o.set_port(port);
+                }
+            }
+        }
+        if session {
+            (a.sess_src, a.sess_dst) = (a.src, a.dst);
+        }
+    }
 }
 
 impl Vars {
@@ -106,11 +159,16 @@ impl Vars {
     /// No variable is set. (The per-transaction flags do not count: the next transaction resets
     /// them anyway.)
     pub fn is_empty(&self) -> bool {
-        self.vars.is_empty() && self.sc.as_ref().is_none_or(|sc| sc.is_empty())
+        self.vars.is_empty()
+            && self.sc.as_ref().is_none_or(|sc| sc.is_empty())
+            && self.addrs.is_none()
     }
     /// Forgets transaction-scoped variables (a new request starts).
     pub fn end_transaction(&mut self) {
         self.vars.retain(|(s, _, _)| *s == cfg::VarScope::Sess);
+        if let Some(a) = self.addrs.as_mut() {
+            (a.src, a.dst) = (a.sess_src, a.sess_dst);
+        }
         self.strict_off = false;
         self.early_hints.clear();
         self.unique_id = None;
@@ -173,7 +231,8 @@ impl<'a> Ctx<'a> {
     where
         'a: 'v,
     {
-        Ctx { vars, ..*self }
+        let (src, dst) = vars.addrs.as_ref().map_or((self.src, self.dst), |a| (a.src, a.dst));
+        Ctx { vars, src, dst, ..*self }
     }
 
     /// What a rule run on a connection alone sees (no request yet): its addresses, the
@@ -184,6 +243,7 @@ impl<'a> Ctx<'a> {
         dst: Option<SocketAddr>,
         vars: &'a Vars,
     ) -> Self {
+        let (src, dst) = vars.addrs.as_ref().map_or((src, dst), |a| (a.src, a.dst));
         Ctx {
             src,
             dst,
@@ -501,7 +561,21 @@ fn fetch_each<'a>(
         HttpFirstReq => f(Value::Bool(ctx.vars.first_req)),
         Uuid => f(Value::Str(Cow::Owned(uuid4()))),
         Int(i) => f(Value::Int(*i)),
+        IpConst(ip) => f(Value::Ip(*ip)),
         Sc(_) | TableSize { .. } => false, // read by `Expr::fetch_each`
+        Fc(part) => {
+            let (src, dst) =
+                ctx.vars.addrs.as_ref().map_or((ctx.src, ctx.dst), |a| (a.fc_src, a.fc_dst));
+            one(
+                match part {
+                    cfg::AddrPart::Src => src.map(|a| Value::Ip(canonical(a.ip()))),
+                    cfg::AddrPart::Dst => dst.map(|a| Value::Ip(canonical(a.ip()))),
+                    cfg::AddrPart::SrcPort => src.map(|a| Value::Int(i64::from(a.port()))),
+                    cfg::AddrPart::DstPort => dst.map(|a| Value::Int(i64::from(a.port()))),
+                },
+                f,
+            )
+        }
         Fhdr { name, occ } => full_values(req, name, *occ, last_only, &mut |v| f(b(v))),
         ResFhdr { name, occ } => full_values(ctx.resp, name, *occ, last_only, &mut |v| f(b(v))),
         FhdrCnt { name } => {

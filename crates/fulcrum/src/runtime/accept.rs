@@ -254,6 +254,13 @@ fn admit(fe: &Frontend, conn: &mut Accepted, shared: &Shared, bind: &Bind) -> bo
         let mk = crate::rules::sample::Ctx::connection(fe, conn.peer, dst, &empty);
         let mut accepted =
             crate::rules::tcp_run(&r.tcp_connection, &r.acls, &mk, &mut vars, Level::Session);
+        // `tcp-request connection set-src|dst` change the connection's own addresses
+        // (`fc_src`...), the later levels the session's only.
+        if let Some(a) = vars.addrs.as_mut() {
+            (a.fc_src, a.fc_dst) = (a.src, a.dst);
+            (a.sess_src, a.sess_dst) = (a.src, a.dst);
+            conn.peer = a.src;
+        }
         if !vars.is_empty() {
             conn.vars = Some(Box::new(std::mem::take(&mut vars)));
         }
@@ -502,8 +509,14 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
         let r = within(limit, crate::connection::proxy::read(&conn.client)).await;
         let why = match r {
             Some(Ok(h)) => {
-                if let Some((src, _)) = h.addrs {
+                if let Some((src, dst)) = h.addrs {
                     conn.peer = Some(src);
+                    // Addresses a `tcp-request connection set-src|dst` gave stay the
+                    // connection's own (`fc_src`); the header's are the session's.
+                    if let Some(a) = conn.vars.as_mut().and_then(|v| v.addrs.as_mut()) {
+                        (a.src, a.sess_src, a.dst, a.sess_dst) =
+                            (Some(src), Some(src), Some(dst), Some(dst));
+                    }
                 }
                 if h.addrs.is_some() || !h.tlvs.is_empty() {
                     conn.proxied = Some(Box::new(h));
@@ -590,6 +603,9 @@ fn session_rules(fe: &Frontend, conn: &mut Accepted) -> bool {
     mk.client = Some(&conn.client);
     mk.pp = conn.proxied.as_deref();
     let ok = crate::rules::tcp_run(&r.tcp_session, &r.acls, &mk, &mut vars, Level::Session);
+    if let Some(a) = &vars.addrs {
+        conn.peer = a.src;
+    }
     if let Some(sc) = &vars.sc {
         sc.session_started();
     }

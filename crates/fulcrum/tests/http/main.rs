@@ -15,6 +15,7 @@
 mod harness;
 
 mod acl;
+mod addrs;
 mod bodies;
 mod errors;
 mod extra;

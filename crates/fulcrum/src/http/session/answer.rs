@@ -19,8 +19,13 @@ impl Session<'_> {
             rules::ReplyBody::ErrorMessage => return self.messages(be).get(rp.status).to_vec(),
             rules::ReplyBody::Message(m) => return m.to_vec(),
         };
-        let hdrs: Vec<(Vec<u8>, Vec<u8>)> =
-            rp.headers.iter().map(|(n, f)| (n.as_bytes().to_vec(), f.render_vec(&ctx))).collect();
+        // As HAProxy: a header whose value comes out empty is not added.
+        let hdrs: Vec<(Vec<u8>, Vec<u8>)> = rp
+            .headers
+            .iter()
+            .map(|(n, f)| (n.as_bytes().to_vec(), f.render_vec(&ctx)))
+            .filter(|(_, v)| !v.is_empty())
+            .collect();
         let refs: Vec<(&[u8], &[u8])> = hdrs.iter().map(|(n, v)| (&n[..], &v[..])).collect();
         crate::http::reply::raw(rp.status, rp.content_type.as_deref(), &refs, &body)
     }

@@ -9,6 +9,7 @@ impl Session<'_> {
     /// One request/response exchange, the request head being in `self.req`.
     pub(super) async fn transaction(&mut self) -> Next {
         self.vars.end_transaction();
+        self.sync_addrs();
         self.vars.first_req = self.requests == 0;
         let spec = &self.fe.log.captures;
         if !spec.is_empty() {
@@ -26,7 +27,7 @@ impl Session<'_> {
         let fe = self.fe;
 
         // tcp-request content rules (the connection closes on reject).
-        if !fe.rules.tcp_content.is_empty() && !self.tcp_content_accepts() {
+        if !fe.rules.tcp_content.is_empty() && !self.tcp_content_accepts_synced() {
             self.note(format_args!("tcp-request content reject"));
             self.o.end(Cause::Proxy, Phase::Request);
             return Next::Close;
@@ -453,6 +454,7 @@ impl Session<'_> {
                     v => v,
                 }
             };
+            self.sync_addrs();
             let (cause, phase) = match &verdict {
                 Verdict::Return(_) | Verdict::Redirect(_) | Verdict::Prometheus => {
                     (Cause::Local, Phase::Request)
@@ -735,22 +737,27 @@ impl Session<'_> {
     /// `option forwardfor` / `option originalto` (the backend's settings win).
     pub(super) fn add_addr_headers(&mut self, be_http: &HttpProxy) {
         let Some(peer) = self.peer else { return };
-        let ff = be_http.forwardfor.as_ref().or(self.http.forwardfor.as_ref());
-        if let Some(ff) = ff {
+        // As HAProxy: either proxy's `option forwardfor` adds the header (named by the
+        // backend's when it has one); `if-none` holds only when neither says otherwise, and
+        // either proxy's `except` network keeps it out.
+        let (fe_ff, be_ff) = (self.http.forwardfor.as_ref(), be_http.forwardfor.as_ref());
+        if let Some(ff) = be_ff.or(fe_ff) {
+            let always = [fe_ff, be_ff].iter().flatten().any(|f| !f.if_none);
             let present = self.req.header(ff.header.as_bytes()).is_some();
-            if !(ff.excepted(peer.ip()) || (ff.if_none && present)) {
+            let excepted = [fe_ff, be_ff].iter().flatten().any(|f| f.excepted(peer.ip()));
+            if !(excepted || (!always && present)) {
                 let v = peer.ip().to_string();
                 let _ = self.req.add_header(ff.header.as_bytes(), v.as_bytes());
             }
         }
-        let ot = be_http.originalto.as_ref().or(self.http.originalto.as_ref());
-        if let Some(ot) = ot {
+        let (fe_ot, be_ot) = (self.http.originalto.as_ref(), be_http.originalto.as_ref());
+        if let Some(ot) = be_ot.or(fe_ot) {
             let local = self.local.or_else(|| {
                 socket2::SockRef::from(&self.client).local_addr().ok().and_then(|a| a.as_socket())
             });
             {
                 if let Some(ip) = local.map(|a| a.ip()) {
-                    if !ot.excepted(ip) {
+                    if ![fe_ot, be_ot].iter().flatten().any(|o| o.excepted(ip)) {
                         let v = ip.to_string();
                         let _ = self.req.add_header(ot.header.as_bytes(), v.as_bytes());
                     }
