@@ -83,7 +83,10 @@ pub fn avail_of(expr: &SampleExpr) -> Avail {
         | Fetch::Base
         | Fetch::CookCnt { .. }
         | Fetch::CookVal { .. }
-        | Fetch::PathQ => Avail::Request,
+        | Fetch::PathQ
+        | Fetch::HttpAuth { .. }
+        | Fetch::HttpAuthGroup { .. }
+        | Fetch::AuthPart(_) => Avail::Request,
         Fetch::Status
         | Fetch::ResHdr { .. }
         | Fetch::ResFhdr { .. }
@@ -95,6 +98,7 @@ pub fn avail_of(expr: &SampleExpr) -> Avail {
         Fetch::BeName => Avail::Backend,
         Fetch::SrvName | Fetch::SrvId => Avail::Server,
         Fetch::Captured { response, .. } => Avail::Captured { response: *response },
+        Fetch::ReqLine(_) => Avail::Captured { response: false },
         Fetch::Sc(_) | Fetch::TableSize { .. } | Fetch::Fc(_) | Fetch::IpConst(_) => Avail::Always,
         Fetch::Src
         | Fetch::SrcPort

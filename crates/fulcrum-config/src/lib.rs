@@ -35,6 +35,7 @@ mod stick;
 mod tcp_rules;
 mod tcpka;
 pub mod tls;
+mod userlist;
 mod validate;
 
 pub use cond::FEATURES;

@@ -12,10 +12,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod auth;
 mod check;
 mod http;
 mod stick;
 mod tls;
+pub use auth::*;
 pub use check::*;
 pub use http::*;
 pub use stick::*;
@@ -43,6 +45,8 @@ pub struct Config {
     pub proxies: Vec<Proxy>,
     /// `http-errors <name>` sections, in order.
     pub http_errors: Vec<HttpErrorsSection>,
+    /// `userlist <name>` sections, in order.
+    pub userlists: Vec<Userlist>,
 }
 
 impl Config {

@@ -291,7 +291,10 @@ impl HttpWhich {
         COMMON.contains(&action)
             || (self != HttpWhich::After && crate::stick::is_stick_action(action))
             || (self == HttpWhich::Request
-                && matches!(action, "set-src" | "set-src-port" | "set-dst" | "set-dst-port"))
+                && matches!(
+                    action,
+                    "set-src" | "set-src-port" | "set-dst" | "set-dst-port" | "auth"
+                ))
             || match self {
                 HttpWhich::Request => matches!(
                     action,
@@ -583,6 +586,15 @@ fn http_action(
         "deny" | "return" | "tarpit" => return reply_action(line, base, be_cap, diags),
         "set-src" | "set-src-port" | "set-dst" | "set-dst-port" => {
             return addr_action(line, 1, base, ctx, be_cap).map_err(Some)
+        }
+        "auth" => {
+            if a.first() == Some(&"realm") {
+                match a.get(1).filter(|r| !r.is_empty()) {
+                    Some(r) => return Ok((HttpAction::Auth { realm: Some(r.to_string()) }, 4)),
+                    None => return Err(Some("missing realm value.\n".into())),
+                }
+            }
+            (HttpAction::Auth { realm: None }, 2)
         }
         b if crate::stick::is_stick_action(b) => {
             let (a, next) =

@@ -439,6 +439,9 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "be_name" => d(NONE, 0, Str, Backend),
         "srv_name" => d(NONE, 0, Str, Server),
         "capture.req.hdr" => d(I, 1, Str, Captured { response: false }),
+        "capture.req.uri" | "capture.req.method" | "capture.req.ver" => {
+            d(NONE, 0, Str, Captured { response: false })
+        }
         "capture.res.hdr" => d(I, 1, Str, Captured { response: true }),
         "var" => d(SS, 1, Any, Always),
         "str" => d(S, 1, Str, Always),
@@ -449,6 +452,9 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "uuid" => d(I, 0, Str, Always),
         "int" => d(I, 1, Int, Always),
         "ipv4" | "ipv6" => d(S, 1, Ip, Always),
+        "http_auth" => d(S, 1, Bool, Request),
+        "http_auth_group" => d(S, 1, Str, Request),
+        "http_auth_user" | "http_auth_pass" | "http_auth_type" => d(NONE, 0, Str, Request),
         _ => stick::def(name).and_then(|(args, mandatory, out)| d(args, mandatory, out, Always)),
     }
 }
@@ -718,6 +724,14 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
             }
         },
         "int" => Fetch::Int(args.first().map(Arg::int).unwrap_or_default()),
+        "capture.req.uri" => Fetch::ReqLine(crate::model::ReqLinePart::Uri),
+        "capture.req.method" => Fetch::ReqLine(crate::model::ReqLinePart::Method),
+        "capture.req.ver" => Fetch::ReqLine(crate::model::ReqLinePart::Version),
+        "http_auth" => Fetch::HttpAuth { userlist: first_str(args) },
+        "http_auth_group" => Fetch::HttpAuthGroup { userlist: first_str(args) },
+        "http_auth_user" => Fetch::AuthPart(crate::model::AuthPart::User),
+        "http_auth_pass" => Fetch::AuthPart(crate::model::AuthPart::Pass),
+        "http_auth_type" => Fetch::AuthPart(crate::model::AuthPart::Type),
         "ipv4" | "ipv6" => {
             let text = first_str(args);
             let ip: Option<std::net::IpAddr> = match name {

@@ -10,7 +10,7 @@ use crate::global;
 use crate::http_opts;
 use crate::keywords::OTHER_SECTIONS;
 use crate::lexer::Line;
-use crate::model::{Config, Global, HttpErrorsSection, ProxyKind, Span};
+use crate::model::{Config, Global, HttpErrorsSection, ProxyKind, Span, Userlist};
 use crate::proxy::{self, type_word, ProxyBuild, Section};
 
 enum Current {
@@ -18,6 +18,7 @@ enum Current {
     Global,
     Build(Box<ProxyBuild>),
     HttpErrors(HttpErrorsSection),
+    Userlist(Userlist),
     Skip,
 }
 
@@ -31,6 +32,7 @@ pub struct Builder {
     /// Defaults sections with rules: used by a frontend, by a backend.
     rule_defaults: std::collections::HashMap<String, (bool, bool)>,
     http_errors: Vec<HttpErrorsSection>,
+    userlists: Vec<Userlist>,
     current: Current,
 }
 
@@ -50,6 +52,7 @@ impl Builder {
             last_defaults: None,
             rule_defaults: std::collections::HashMap::new(),
             http_errors: Vec::new(),
+            userlists: Vec::new(),
             current: Current::None,
         }
     }
@@ -71,7 +74,13 @@ impl Builder {
             crate::check::finish(&mut b);
             proxies.push(b.proxy);
         }
-        (Config { global: self.global, proxies, http_errors: self.http_errors }, self.diags)
+        let config = Config {
+            global: self.global,
+            proxies,
+            http_errors: self.http_errors,
+            userlists: self.userlists,
+        };
+        (config, self.diags)
     }
 
     fn line(&mut self, line: &Line) {
@@ -87,6 +96,7 @@ impl Builder {
             "backend" => self.start(line, Section::Proxy(ProxyKind::Backend)),
             "listen" => self.start(line, Section::Proxy(ProxyKind::Listen)),
             "http-errors" => self.start_http_errors(line),
+            "userlist" => self.start_userlist(line),
             _ if OTHER_SECTIONS.contains(&kw) => {
                 self.finish_section();
                 self.diags.alert(line, format!("section '{kw}' is not supported yet"));
@@ -99,6 +109,7 @@ impl Builder {
                 Current::Global => global::parse_line(line, &mut self.global, &mut self.diags),
                 Current::Build(b) => proxy::parse_line(b, line, &mut self.diags),
                 Current::HttpErrors(s) => http_errors_line(s, line, &mut self.diags),
+                Current::Userlist(u) => crate::userlist::line(u, line, &mut self.diags),
                 Current::Skip => {}
             },
         }
@@ -115,6 +126,7 @@ impl Builder {
             }
             Current::Build(b) => self.proxies.push(*b),
             Current::HttpErrors(s) => self.http_errors.push(s),
+            Current::Userlist(u) => self.userlists.push(u),
             _ => {}
         }
     }
@@ -169,6 +181,30 @@ impl Builder {
             self.legacy_listen_addr(line, addr, &mut b);
         }
         self.current = Current::Build(Box::new(b));
+    }
+
+    /// `userlist <name>`.
+    fn start_userlist(&mut self, line: &Line) {
+        self.finish_section();
+        self.current = Current::Skip;
+        let name = line.arg(1);
+        if name.is_empty() {
+            return self.diags.alert(line, "'userlist' expects <name> as arguments.");
+        }
+        if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || "-_.:".contains(*c)))
+        {
+            let msg = format!("character '{c}' is not permitted in 'userlist' name '{name}'.");
+            return self.diags.alert(line, msg);
+        }
+        if self.userlists.iter().any(|u| u.name == name) {
+            return self.diags.warning(line, format!("ignoring duplicated userlist '{name}'."));
+        }
+        self.current = Current::Userlist(Userlist {
+            name: name.to_string(),
+            span: line.span.clone(),
+            groups: Vec::new(),
+            users: Vec::new(),
+        });
     }
 
     /// `http-errors <name>`.

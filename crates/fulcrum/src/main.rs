@@ -7,6 +7,7 @@
 //! the allocator.
 
 mod api;
+mod auth;
 mod backend;
 mod cli;
 mod clock;

@@ -154,6 +154,44 @@ pub fn shutdown_read(fd: RawFd) -> io::Result<()> {
 }
 
 /// This machine's host name (HAProxy's default `node`), read once.
+/// The system's crypt(3) (`libcrypt.so.1`, loaded on first use, so every hash the system
+/// knows works as it does for HAProxy: DES, `$1$`, `$5$`, `$6$`, `$2b$`, `$y$`...): the hash of
+/// `key` with `setting` (a stored hash), `None` when the library is missing or the setting
+/// is not one it knows. crypt(3) keeps its answer in a static buffer: calls are serialised.
+pub fn crypt(key: &str, setting: &str) -> Option<String> {
+    type CryptFn =
+        unsafe extern "C" fn(*const libc::c_char, *const libc::c_char) -> *mut libc::c_char;
+    static LIB: std::sync::Mutex<Option<Option<usize>>> = std::sync::Mutex::new(None);
+    let key = CString::new(key).ok()?;
+    let setting = CString::new(setting).ok()?;
+    let mut g = LIB.lock().unwrap_or_else(|e| e.into_inner());
+    let f = *g.get_or_insert_with(|| {
+        // SAFETY: dlopen/dlsym with NUL-terminated names; the handle is never closed, so the
+        // symbol stays valid for the process.
+        unsafe {
+            let h = libc::dlopen(c"libcrypt.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
+            if h.is_null() {
+                return None;
+            }
+            let sym = libc::dlsym(h, c"crypt".as_ptr());
+            (!sym.is_null()).then_some(sym as usize)
+        }
+    });
+    let f = f?;
+    // SAFETY: `f` is libcrypt's `crypt`, called with two C strings under the lock that
+    // guards its static result buffer; the result is copied out before the lock is released.
+    unsafe {
+        let crypt: CryptFn = std::mem::transmute::<usize, CryptFn>(f);
+        let out = crypt(key.as_ptr(), setting.as_ptr());
+        if out.is_null() {
+            return None;
+        }
+        let s = std::ffi::CStr::from_ptr(out).to_str().ok()?.to_string();
+        // libxcrypt signals a bad setting with a result starting with '*'.
+        (!s.starts_with('*')).then_some(s)
+    }
+}
+
 pub fn hostname() -> &'static str {
     static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     NAME.get_or_init(|| {

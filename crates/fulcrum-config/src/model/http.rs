@@ -11,7 +11,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{ScFetch, Span, StickAction, TableConv};
+use super::{AuthPart, ScFetch, Span, StickAction, TableConv};
 
 // ---- sample expressions ----
 
@@ -168,6 +168,15 @@ pub enum Fetch {
     Int(i64),
     /// `ipv4(<addr>)`, `ipv6(<addr>)`: a constant address.
     IpConst(IpAddr),
+    /// `http_auth(<userlist>)`: the request's Basic credentials are a user's of the list.
+    HttpAuth { userlist: String },
+    /// `http_auth_group(<userlist>)`: the groups of the user the credentials authenticate.
+    HttpAuthGroup { userlist: String },
+    /// `http_auth_user`, `http_auth_pass`, `http_auth_type`.
+    AuthPart(AuthPart),
+    /// `capture.req.uri`, `capture.req.method`, `capture.req.ver`: the request line (as the
+    /// request has it when read; rewrites are seen).
+    ReqLine(ReqLinePart),
     /// `fc_src`, `fc_src_port`, `fc_dst`, `fc_dst_port`: the connection's own addresses,
     /// whatever `set-src`/`set-dst` did.
     Fc(AddrPart),
@@ -176,6 +185,14 @@ pub enum Fetch {
     /// `table_avl([<table>])` (free entries), `table_cnt([<table>])` (used entries); the
     /// proxy's own table when `None`.
     TableSize { table: Option<String>, used: bool },
+}
+
+/// Which part of the request line `capture.req.*` gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReqLinePart {
+    Uri,
+    Method,
+    Version,
 }
 
 /// The scope of a variable (`proc.`, `sess.`, `txn.`, `req.`, `res.`).
@@ -693,6 +710,10 @@ pub enum HttpAction {
     SetAddr {
         part: AddrPart,
         expr: SampleExpr,
+    },
+    /// `auth [realm <realm>]`: 401 asking for Basic credentials.
+    Auth {
+        realm: Option<String>,
     },
 }
 

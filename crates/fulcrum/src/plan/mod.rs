@@ -111,6 +111,15 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
     crate::rules::refs::set_file_order(files);
     let ids = proxy_ids(config);
     let tables = Arc::new(stick_tables(config, prev.tables));
+    let mut userlists = crate::auth::Userlists::new();
+    for u in &config.userlists {
+        match crate::auth::Userlist::build(u) {
+            Ok(l) => {
+                userlists.insert(u.name.clone(), Arc::new(l));
+            }
+            Err(e) => errors.push(e),
+        }
+    }
     let common = crate::log::syslog::Common::new(&config.global, &mut errors);
     let logger = |p: &cfg::Proxy, errors: &mut Vec<String>| {
         crate::log::syslog::Logger::build(&p.logs, p.log_tag.as_deref(), &common)
@@ -122,7 +131,7 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
     let mut by_name: HashMap<String, Arc<Backend>> = HashMap::new();
     let mut all_backends = Vec::new();
     for p in config.backends() {
-        match backend(p, config, &mut maps, &tables, &mut warnings) {
+        match backend(p, config, &mut maps, (&tables, &userlists), &mut warnings) {
             Ok(mut be) => {
                 if let Some(old) = prev.backends.iter().find(|b| b.name == p.name) {
                     be.carry_from(old);
@@ -161,7 +170,8 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
             },
             None => None,
         };
-        let mut c = crate::rules::Compiler::new(p, &mut maps, &config.http_errors, &tables);
+        let mut c =
+            crate::rules::Compiler::new(p, &mut maps, &config.http_errors, &tables, &userlists);
         let mut rules = proxy_rules(&mut c, p);
         for u in &p.use_backends {
             let cond = c.cond(&u.cond, &u.span);
@@ -586,7 +596,7 @@ fn backend(
     p: &cfg::Proxy,
     config: &cfg::Config,
     maps: &mut HashMap<(std::path::PathBuf, u8), Arc<crate::rules::maps::LiveMap>>,
-    tables: &crate::stick::Tables,
+    (tables, userlists): (&crate::stick::Tables, &crate::auth::Userlists),
     warnings: &mut Vec<String>,
 ) -> Result<Backend, Vec<String>> {
     let mut errors = Vec::new();
@@ -646,7 +656,7 @@ fn backend(
             server_fin: t.server_fin,
         },
     );
-    let mut c = crate::rules::Compiler::new(p, maps, &config.http_errors, tables);
+    let mut c = crate::rules::Compiler::new(p, maps, &config.http_errors, tables, userlists);
     let mut rules = proxy_rules(&mut c, p);
     errors.append(&mut c.errors);
     be.uses_dst = c.uses_dst || p.originalto.is_some();

@@ -31,6 +31,8 @@ pub struct Compiler<'a> {
     pub uses_payload: bool,
     /// The plan's stick tables.
     tables: &'a crate::stick::Tables,
+    /// The plan's userlists.
+    userlists: &'a crate::auth::Userlists,
 }
 
 impl<'a> Compiler<'a> {
@@ -39,9 +41,11 @@ impl<'a> Compiler<'a> {
         maps: &'a mut HashMap<(std::path::PathBuf, u8), Arc<maps::LiveMap>>,
         sections: &'a [cfg::HttpErrorsSection],
         tables: &'a crate::stick::Tables,
+        userlists: &'a crate::auth::Userlists,
     ) -> Self {
         let mut c = Compiler {
             tables,
+            userlists,
             proxy,
             sections,
             acls: Acls::default(),
@@ -112,6 +116,12 @@ impl<'a> Compiler<'a> {
         let used_at = format!("file '{}' line {}", at.file, at.line);
         let (tables, own) = (self.tables, self.proxy.name.as_str());
         let table = move |name: Option<&str>| find_table(tables, name, own);
+        let lists = self.userlists;
+        let userlist = move |name: &str| {
+            lists.get(name).cloned().ok_or_else(|| {
+                format!("unable to find userlist '{name}' referenced in proxy '{own}'.")
+            })
+        };
         sample::compile(
             e,
             &mut |path: &Path, kind| {
@@ -132,6 +142,7 @@ impl<'a> Compiler<'a> {
                 Ok(m)
             },
             &table,
+            &userlist,
         )
     }
 
@@ -358,6 +369,9 @@ impl<'a> Compiler<'a> {
                 Action::EarlyHint { name: name.as_bytes().into(), value: self.format(value, span) }
             }
             cfg::HttpAction::Stick(a) => return self.stick(a, span),
+            cfg::HttpAction::Auth { realm } => {
+                Action::Auth { realm: realm.as_deref().unwrap_or(&self.proxy.name).into() }
+            }
             cfg::HttpAction::SetAddr { part, expr } => match self.expr(expr) {
                 Ok(expr) => Action::SetAddr { part: *part, expr },
                 Err(e) => {

@@ -219,6 +219,10 @@ pub enum Action {
         part: cfg::AddrPart,
         expr: Expr,
     },
+    /// `http-request auth`: the realm (the proxy's name by default).
+    Auth {
+        realm: Box<str>,
+    },
 }
 
 #[derive(Debug)]
@@ -244,6 +248,8 @@ pub enum Verdict<'r> {
     Drop,
     /// `use-service prometheus-exporter`: answer with the metrics.
     Prometheus,
+    /// `auth`: 401 asking for credentials in this realm.
+    Auth(&'r str),
     /// `wait-for-body`: the session buffers the body then runs the rules again from `resume`.
     WaitForBody {
         time: std::time::Duration,
@@ -272,6 +278,7 @@ pub fn run<'r>(
         match &rule.action {
             Action::Allow => return Verdict::Continue,
             Action::Prometheus => return Verdict::Prometheus,
+            Action::Auth { realm } => return Verdict::Auth(realm),
             Action::Deny { status, reply } => return Verdict::Deny(*status, reply.as_ref()),
             Action::Return(r) => return Verdict::Return(r),
             Action::Redirect(r) => return Verdict::Redirect(r),

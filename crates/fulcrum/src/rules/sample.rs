@@ -301,6 +301,8 @@ pub struct Expr {
     pub convs: Vec<Conv>,
     /// The stick table a stick-counter fetch reads (resolved once).
     pub table: Option<Arc<crate::stick::Table>>,
+    /// The userlist `http_auth()` and `http_auth_group()` check against.
+    pub users: Option<Arc<crate::auth::Userlist>>,
 }
 
 impl Expr {
@@ -333,6 +335,20 @@ impl Expr {
         match &self.fetch {
             cfg::Fetch::Sc(_) | cfg::Fetch::TableSize { .. } => {
                 super::stick::fetch(&self.fetch, self.table.as_ref(), ctx).is_some_and(f)
+            }
+            cfg::Fetch::HttpAuth { .. } | cfg::Fetch::HttpAuthGroup { .. } => {
+                let (Some(list), Some(req)) = (&self.users, ctx.req) else { return false };
+                let user = req
+                    .header(b"authorization")
+                    .and_then(crate::auth::basic)
+                    .and_then(|(u, p)| list.check(&u, &p).map(|user| user.groups.clone()));
+                match (&self.fetch, user) {
+                    (cfg::Fetch::HttpAuth { .. }, u) => f(Value::Bool(u.is_some())),
+                    (_, Some(groups)) => {
+                        groups.into_iter().any(|g| f(Value::Str(Cow::Owned(g.into_bytes()))))
+                    }
+                    (_, None) => false,
+                }
             }
             fetch => fetch_each(fetch, ctx, last_only, f),
         }
@@ -562,6 +578,32 @@ fn fetch_each<'a>(
         Uuid => f(Value::Str(Cow::Owned(uuid4()))),
         Int(i) => f(Value::Int(*i)),
         IpConst(ip) => f(Value::Ip(*ip)),
+        HttpAuth { .. } | HttpAuthGroup { .. } => false, // read by `Expr::fetch_each`
+        ReqLine(part) => {
+            let Some(r) = req else { return false };
+            match part {
+                cfg::ReqLinePart::Uri => f(b(r.target())),
+                cfg::ReqLinePart::Method => f(b(r.method_bytes())),
+                cfg::ReqLinePart::Version => f(b(r.version().as_bytes())),
+            }
+        }
+        AuthPart(part) => {
+            let Some(h) = req.and_then(|r| r.header(b"authorization")) else { return false };
+            let h = h.trim_ascii();
+            match part {
+                cfg::AuthPart::Type => {
+                    let t = h.split(|&c| c == b' ').next().unwrap_or(b"");
+                    f(b(t))
+                }
+                cfg::AuthPart::User | cfg::AuthPart::Pass => match crate::auth::basic(h) {
+                    Some((u, p)) => {
+                        let v = if *part == cfg::AuthPart::User { u } else { p };
+                        f(Value::Str(Cow::Owned(v)))
+                    }
+                    None => false,
+                },
+            }
+        }
         Sc(_) | TableSize { .. } => false, // read by `Expr::fetch_each`
         Fc(part) => {
             let (src, dst) =
@@ -853,6 +895,7 @@ pub fn compile(
     e: &cfg::SampleExpr,
     load_map: &mut MapLoader<'_>,
     table: &TableFinder<'_>,
+    userlist: &dyn Fn(&str) -> Result<Arc<crate::auth::Userlist>, String>,
 ) -> Result<Expr, String> {
     let mut convs = Vec::with_capacity(e.converters.len());
     for c in &e.converters {
@@ -891,5 +934,11 @@ pub fn compile(
         }) => Some(table(Some(t))?),
         _ => None,
     };
-    Ok(Expr { fetch: e.fetch.clone(), convs, table })
+    let users = match &e.fetch {
+        cfg::Fetch::HttpAuth { userlist: u } | cfg::Fetch::HttpAuthGroup { userlist: u } => {
+            Some(userlist(u)?)
+        }
+        _ => None,
+    };
+    Ok(Expr { fetch: e.fetch.clone(), convs, table, users })
 }

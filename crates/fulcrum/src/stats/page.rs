@@ -68,7 +68,7 @@ pub fn options(page: &StatsPage, target: &[u8]) -> Options {
 }
 
 /// Decodes standard base64 (for `Authorization: Basic`); `None` if it is not.
-fn base64(text: &[u8]) -> Option<Vec<u8>> {
+pub fn base64(text: &[u8]) -> Option<Vec<u8>> {
     let val = |c: u8| match c {
         b'A'..=b'Z' => Some(c - b'A'),
         b'a'..=b'z' => Some(c - b'a' + 26),
@@ -93,14 +93,7 @@ fn base64(text: &[u8]) -> Option<Vec<u8>> {
 
 /// Whether an `Authorization` header names one of the page's users.
 pub fn authorized(page: &StatsPage, authorization: Option<&[u8]>) -> bool {
-    let Some(h) = authorization else { return false };
-    let h = h.trim_ascii();
-    let Some(cred) = h.get(6..).filter(|_| h[..6].eq_ignore_ascii_case(b"basic ")) else {
-        return false;
-    };
-    let Some(plain) = base64(cred.trim_ascii()) else { return false };
-    let Some(colon) = plain.iter().position(|&c| c == b':') else { return false };
-    let (user, pass) = (&plain[..colon], &plain[colon + 1..]);
+    let Some((user, pass)) = authorization.and_then(crate::auth::basic) else { return false };
     page.auth.iter().any(|(u, p)| u.as_bytes() == user && p.as_bytes() == pass)
 }
 

@@ -508,6 +508,7 @@ impl Sni {
             &parsed.expr,
             &mut |_, _| Err("maps are not supported in 'sni'".to_string()),
             &|_| Err("stick tables are not supported in 'sni'".to_string()),
+            &|_| Err("userlists are not supported in 'sni'".to_string()),
         )?;
         Ok(Sni::Expr(Box::new(compiled)))
     }

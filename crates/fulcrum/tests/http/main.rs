@@ -16,6 +16,7 @@ mod harness;
 
 mod acl;
 mod addrs;
+mod auth;
 mod bodies;
 mod errors;
 mod extra;

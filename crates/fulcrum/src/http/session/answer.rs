@@ -83,6 +83,30 @@ impl Session<'_> {
         out
     }
 
+    /// `http-request auth`: the proxy's 401 message with its `WWW-Authenticate` header for
+    /// `realm` (any the message had replaced), as HAProxy builds it.
+    pub(super) fn auth_reply(&self, realm: &str, be: Option<&Arc<Backend>>) -> Vec<u8> {
+        let msg = self.messages(be).get(401);
+        let Some(end) = msg.windows(4).position(|w| w == b"\r\n\r\n") else {
+            return msg.to_vec();
+        };
+        let mut out = Vec::with_capacity(msg.len() + realm.len() + 40);
+        for line in msg[..end].split(|&c| c == b'\n') {
+            let name = line.split(|&c| c == b':').next().unwrap_or(b"");
+            if name.trim_ascii().eq_ignore_ascii_case(b"www-authenticate") {
+                continue;
+            }
+            out.extend_from_slice(line);
+            out.push(b'\n');
+        }
+        out.truncate(out.len().saturating_sub(1));
+        out.extend_from_slice(b"\r\nwww-authenticate: Basic realm=\"");
+        out.extend_from_slice(realm.as_bytes());
+        out.extend_from_slice(b"\"");
+        out.extend_from_slice(&msg[end..]);
+        out
+    }
+
     pub(super) fn messages<'m>(
         &'m self,
         be: Option<&'m Arc<Backend>>,

@@ -456,15 +456,16 @@ impl Session<'_> {
             };
             self.sync_addrs();
             let (cause, phase) = match &verdict {
-                Verdict::Return(_) | Verdict::Redirect(_) | Verdict::Prometheus => {
-                    (Cause::Local, Phase::Request)
-                }
+                Verdict::Return(_)
+                | Verdict::Redirect(_)
+                | Verdict::Prometheus
+                | Verdict::Auth(_) => (Cause::Local, Phase::Request),
                 Verdict::RewriteFailed => (Cause::Internal, Phase::Request),
                 Verdict::Tarpit(_) => (Cause::Proxy, Phase::Tarpit),
                 _ => (Cause::Proxy, Phase::Request),
             };
             // A denied or tarpitted request is an HTTP error for what the session tracks.
-            if matches!(verdict, Verdict::Deny(..) | Verdict::Tarpit(_)) {
+            if matches!(verdict, Verdict::Deny(..) | Verdict::Tarpit(_) | Verdict::Auth(_)) {
                 if let Some(sc) = &self.vars.sc {
                     sc.http_error();
                 }
@@ -487,6 +488,7 @@ impl Session<'_> {
                     None => Built::Status(status),
                 },
                 Verdict::Return(rp) => Built::Bytes(self.build_reply(rp, be)),
+                Verdict::Auth(realm) => Built::Bytes(self.auth_reply(realm, be)),
                 Verdict::Prometheus => {
                     Built::Bytes(crate::stats::prometheus::offloaded(self.req.target()).await)
                 }
@@ -606,7 +608,8 @@ impl Session<'_> {
                 Verdict::Continue
                 | Verdict::WaitForBody { .. }
                 | Verdict::Tarpit(_)
-                | Verdict::Prometheus => continue,
+                | Verdict::Prometheus
+                | Verdict::Auth(_) => continue,
                 Verdict::Drop => Built::Drop,
                 Verdict::Deny(status, None) => {
                     Built::Status(if status == 403 { 502 } else { status })
