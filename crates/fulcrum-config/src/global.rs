@@ -74,6 +74,7 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
             }
             other => diags.alert(line, format!("'{kw}' expects either 'on' or 'off' but got '{other}'.")),
         },
+        "set-var" | "set-var-fmt" => set_var(line, kw, g, diags),
         "expose-experimental-directives" => {
             no_extra(line, 1, kw, diags);
         }
@@ -527,6 +528,38 @@ pub fn cpus_for_thread(cpu_map: &[CpuMap], thread: u32, nbthread: u32) -> Option
         }
     }
     result
+}
+
+/// `set-var <proc.name> <expr>`, `set-var-fmt <proc.name> <format>`: evaluated in order once
+/// the configuration is loaded.
+fn set_var(line: &Line, kw: &str, g: &mut Global, diags: &mut Diags) {
+    let what = if kw == "set-var" { "a sample expression" } else { "a format string" };
+    let (name, text) = (line.arg(1), line.arg(2));
+    if name.is_empty() || text.is_empty() {
+        let msg =
+            format!("'{kw}' requires a process-wide variable name ('proc.<name>') and {what}.");
+        return diags.alert(line, msg);
+    }
+    let var = match crate::sample::parse_var_name(name) {
+        Ok((crate::model::VarScope::Proc, n)) => n,
+        Ok(_) => {
+            let msg = format!("'{kw}': cannot set variable '{name}', only scope 'proc' is permitted in the global section.");
+            return diags.alert(line, msg);
+        }
+        Err(m) => return diags.alert(line, format!("'{kw}': {m}.")),
+    };
+    let value = if kw == "set-var" {
+        match crate::sample::parse(text, crate::sample::End::Input) {
+            Ok((p, _)) => crate::model::GlobalVarValue::Expr(p.expr),
+            Err(e) => return diags.alert(line, format!("'{kw}': {}.", e.plain())),
+        }
+    } else {
+        match crate::logformat::parse(text, crate::sample::Ctx::Monitor) {
+            Ok(f) => crate::model::GlobalVarValue::Fmt(f),
+            Err(m) => return diags.alert(line, format!("'{kw}': {m}")),
+        }
+    };
+    g.set_vars.push(crate::model::GlobalVar { span: line.span.clone(), name: var, value });
 }
 
 #[cfg(test)]

@@ -63,9 +63,26 @@ impl Config {
     }
 }
 
+/// A global `set-var` / `set-var-fmt`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GlobalVar {
+    pub span: Span,
+    /// The `proc.` variable's name.
+    pub name: String,
+    pub value: GlobalVarValue,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GlobalVarValue {
+    Expr(SampleExpr),
+    Fmt(LogFormat),
+}
+
 /// The `global` section (several `global` sections are merged in order).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Global {
+    /// `set-var` / `set-var-fmt` lines, in order.
+    pub set_vars: Vec<GlobalVar>,
     pub daemon: bool,
     /// `nbthread`; `None` means "as many as the CPUs the process may use".
     pub nbthread: Option<u32>,
@@ -151,6 +168,7 @@ pub const DEFAULT_MAXACCEPT: u32 = 64;
 impl Default for Global {
     fn default() -> Self {
         Global {
+            set_vars: Vec::new(),
             daemon: false,
             nbthread: None,
             maxconn: None,

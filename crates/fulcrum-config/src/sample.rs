@@ -679,16 +679,11 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
         "be_name" => Fetch::BeName,
         "srv_name" => Fetch::SrvName,
         "var" => {
-            if args.len() > 1 {
-                return Err(SmpError::Other(
-                    "the default value argument of 'var' is not supported yet".into(),
-                ));
-            }
             let text = args.first().map(Arg::str).unwrap_or_default();
             let (scope, name) = parse_var_name(&text).map_err(|m| {
                 SmpError::Other(format!("invalid args in fetch method 'var' : {m}"))
             })?;
-            Fetch::Var { scope, name }
+            Fetch::Var { scope, name, default: args.get(1).map(Arg::str) }
         }
         "str" => Fetch::Str(args.first().map(Arg::str).unwrap_or_default()),
         "bin" => {
@@ -1102,7 +1097,7 @@ mod tests {
         assert_eq!(ok("str").expr.fetch, Fetch::Str(String::new()));
         assert_eq!(
             ok("var(txn.my.var)").expr.fetch,
-            Fetch::Var { scope: VarScope::Txn, name: "my.var".into() }
+            Fetch::Var { scope: VarScope::Txn, name: "my.var".into(), default: None }
         );
         assert_eq!(ok("nbsrv(be)").expr.fetch, Fetch::NbSrv { backend: Some("be".into()) });
         assert_eq!(ok("be_conn").expr.fetch, Fetch::BeConn { backend: None });

@@ -151,7 +151,12 @@ pub enum Fetch {
     /// `srv_name`: the name of the server the request was sent to (response side only).
     SrvName,
     /// `var(<scope>.<name>)`.
-    Var { scope: VarScope, name: String },
+    Var {
+        scope: VarScope,
+        name: String,
+        /// `var(<name>,<default>)`: a string given when the variable is not set.
+        default: Option<String>,
+    },
     /// `str(<s>)`: a constant string.
     Str(String),
     /// `bin(<hex>)`: constant bytes.
@@ -244,6 +249,12 @@ pub enum Converter {
     Table {
         what: TableConv,
         table: String,
+    },
+    /// `add`, `sub`, `mul`, `div`, `mod`, `and`, `or`, `xor` with a variable's value.
+    ArithVar {
+        op: ArithOp,
+        scope: VarScope,
+        name: String,
     },
 }
 

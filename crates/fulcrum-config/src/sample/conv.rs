@@ -26,9 +26,8 @@ fn build_pure(
         let text = a.first().map(Arg::str).unwrap_or_default();
         match parse_int(&text) {
             Some(value) => Ok(P::Arith { op, value }),
-            None if text.contains('.') => Err(SmpError::Conv(format!(
-                "a variable as the argument of converter '{name}' is not supported yet"
-            ))),
+            // A variable's value: its own converter (it needs the transaction).
+            None if text.contains('.') => Err(SmpError::Other(format!("\0var {text}"))),
             None => Err(invalid(&format!("failed to parse '{text}' as an integer"))),
         }
     };
@@ -212,7 +211,26 @@ pub(super) fn build_converter(
             let conv = Converter::Map { kind, file: file.into(), default: opt_str(&a, 1) };
             Ok((conv, input, SmpType::Str))
         }
-        _ if pure_converter(name).is_some() => build_pure(s, name, raw),
+        _ if pure_converter(name).is_some() => match build_pure(s, name, raw) {
+            // `add(<var>)` and its siblings: the variable's value at run time.
+            Err(SmpError::Other(m)) if m.starts_with("\0var ") => {
+                let text = &m["\0var ".len()..];
+                let (scope, var) = parse_var_name(text).map_err(|e| invalid(&e))?;
+                use crate::model::ArithOp as O;
+                let op = match name {
+                    "add" => O::Add,
+                    "sub" => O::Sub,
+                    "mul" => O::Mul,
+                    "div" => O::Div,
+                    "mod" => O::Mod,
+                    "and" => O::And,
+                    "or" => O::Or,
+                    _ => O::Xor,
+                };
+                Ok((Converter::ArithVar { op, scope, name: var }, SmpType::Int, SmpType::Int))
+            }
+            r => r,
+        },
         _ if super::stick::conv_def(name).is_some() => {
             let (spec, mandatory) = super::stick::conv_def(name).unwrap_or((NONE, 0));
             let a = check_args(s, raw, spec, mandatory).map_err(arg_err)?;

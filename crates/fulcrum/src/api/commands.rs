@@ -43,6 +43,7 @@ const COMMANDS: &[Cmd] = &[
     Cmd { words: &["enable", "frontend"], level: Admin, usage: "enable frontend <frontend>", help: "re-enable specific frontend" },
     Cmd { words: &["enable", "health"], level: Admin, usage: "enable health", help: "enable health checks" },
     Cmd { words: &["enable", "server"], level: Admin, usage: "enable server  (DEPRECATED)", help: "enable a disabled server (use 'set server' instead)" },
+    Cmd { words: &["experimental-mode"], level: Admin, usage: "experimental-mode [on|off]", help: "toggle experimental mode" },
     Cmd { words: &["get", "acl"], level: Operator, usage: "get acl <acl> <value>", help: "report the patterns matching a sample for an ACL" },
     Cmd { words: &["get", "map"], level: Operator, usage: "get map <map> <value>", help: "report the keys and values matching a sample for a map" },
     Cmd { words: &["get", "var"], level: Operator, usage: "get var <name>", help: "retrieve contents of a process-wide variable" },
@@ -60,6 +61,7 @@ const COMMANDS: &[Cmd] = &[
     Cmd { words: &["set", "server"], level: Admin, usage: "set server <bk>/<srv> [opts]", help: "change a server's state, weight, address or ssl" },
     Cmd { words: &["set", "table"], level: User, usage: "set table <table> key <k> [data.* <v>]*", help: "update or create a table entry's data" },
     Cmd { words: &["set", "timeout"], level: User, usage: "set timeout [cli] <delay>", help: "change a timeout setting" },
+    Cmd { words: &["set", "var"], level: Admin, usage: "set var <name> [fmt|expr] {<fmt>|<expr>}", help: "set a process-wide variable (experimental)" },
     Cmd { words: &["set", "weight"], level: Admin, usage: "set weight <bk>/<srv>  (DEPRECATED)", help: "change a server's weight (use 'set server' instead)" },
     Cmd { words: &["show", "acl"], level: Operator, usage: "show acl [@<ver>] <acl>]", help: "report available acls or dump an acl's contents" },
     Cmd { words: &["show", "activity"], level: User, usage: "show activity", help: "show per-thread activity stats (for support/developers)" },
@@ -327,6 +329,19 @@ pub fn run(sess: &mut Session, line: &str, out: &mut String) {
         }
         ["set", "rate-limit"] => set_rate_limit(api, &args, out),
         ["get", "var"] => get_var(api, a(2), out),
+        ["experimental-mode"] => match a(1) {
+            "" => {
+                let state = if sess.experimental { "on" } else { "off" };
+                let _ = writeln!(out, "experimental-mode is {state}");
+            }
+            "on" => sess.experimental = true,
+            "off" => sess.experimental = false,
+            _ => out.push_str("error: 'on' or 'off' expected.\n"),
+        },
+        ["set", "var"] if !sess.experimental => {
+            out.push_str("This command is restricted to experimental mode only.\n")
+        }
+        ["set", "var"] => set_var(api, &args, out),
         ["show", "errors"] => show_errors(api, a(2), a(3), out),
         ["show", "sess"] => crate::runtime::sessions::show(out),
         ["show", "activity"] => crate::runtime::sessions::activity(out),
@@ -539,6 +554,74 @@ fn set_timeout(sess: &mut Session, args: &[String], out: &mut String) {
 }
 
 /// `get var proc.<name>`: HAProxy's `<name>: type=<t> value=<v>` line.
+/// `set var proc.<name> [expr] <expr>` / `set var proc.<name> fmt <format>` (HAProxy's
+/// experimental command): evaluated with no connection, as global `set-var` lines are.
+fn set_var(api: &View, args: &[String], out: &mut String) {
+    use crate::rules::sample::{Value, Vars};
+    let a = |i: usize| args.get(i).map(String::as_str).unwrap_or("");
+    let Some(name) = a(2).strip_prefix("proc.").filter(|n| !n.is_empty()) else {
+        out.push_str("Missing process-wide variable identifier.\n");
+        return;
+    };
+    let (fmt, text) = match a(3) {
+        "fmt" => (true, args.get(4..).map(|w| w.join(" ")).unwrap_or_default()),
+        "expr" => (false, a(4).to_string()),
+        _ => (false, a(3).to_string()),
+    };
+    if text.is_empty() {
+        out.push_str("Missing either 'expr' or 'fmt' followed by an expression.\n");
+        return;
+    }
+    let Some(fe) = api.shared.frontends.first() else { return };
+    let backends = std::collections::HashMap::new();
+    let vars = Vars::default();
+    let ctx = crate::rules::sample::Ctx::process(&fe.proc_vars, &backends, &vars);
+    let eval = |text: &str| -> Result<Option<Value<'static>>, String> {
+        let (p, _) = fulcrum_config::sample::parse(text, fulcrum_config::sample::End::Input)
+            .map_err(|e| e.plain())?;
+        let c = crate::rules::sample::compile(
+            &p.expr,
+            &mut |_, _| Err("no maps here".to_string()),
+            &|_| Err("no stick tables here".to_string()),
+            &|_| Err("no userlists here".to_string()),
+        )?;
+        Ok(c.eval(&ctx).map(Value::into_owned))
+    };
+    let value = if fmt {
+        let f = match fulcrum_config::logformat::parse(&text, fulcrum_config::sample::Ctx::Monitor)
+        {
+            Ok(f) => f,
+            Err(m) => {
+                let _ = writeln!(out, "{m}");
+                return;
+            }
+        };
+        let mut buf = Vec::new();
+        for part in &f.parts {
+            match part {
+                fulcrum_config::LogPart::Lit(s) => buf.extend_from_slice(s.as_bytes()),
+                fulcrum_config::LogPart::Sep => buf.push(b' '),
+                fulcrum_config::LogPart::Sample(e, _) => {
+                    if let Ok(Some(v)) = eval(&e.text) {
+                        buf.extend_from_slice(&v.as_bytes());
+                    }
+                }
+                fulcrum_config::LogPart::Var(..) => {}
+            }
+        }
+        Ok(Some(Value::Str(std::borrow::Cow::Owned(buf))))
+    } else {
+        eval(&text)
+    };
+    match value {
+        Ok(Some(v)) => fe.proc_vars.set(name, v),
+        Ok(None) => {}
+        Err(m) => {
+            let _ = writeln!(out, "{m}");
+        }
+    }
+}
+
 fn get_var(api: &View, name: &str, out: &mut String) {
     use crate::rules::sample::Value;
     if name.is_empty() {
@@ -625,6 +708,7 @@ mod tests {
             edit: None,
             master: false,
             payload: None,
+            experimental: false,
         };
         let mut out = String::new();
         usage(&sess, &words("show stats"), false, &mut out);

@@ -64,6 +64,8 @@ pub struct Session {
     pub master: bool,
     /// The lines after a command line ending with `<<`, up to an empty line.
     pub payload: Option<String>,
+    /// `experimental-mode on`: experimental commands (`set var`) are allowed.
+    pub experimental: bool,
 }
 
 /// Starts serving the sockets on the current event loop.
@@ -181,6 +183,7 @@ where
         edit: None,
         master,
         payload: None,
+        experimental: false,
     };
     let mut line = Vec::new();
     loop {

@@ -150,6 +150,7 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
     }
     let backends = Arc::new(by_name);
     let proc_vars = Arc::new(crate::rules::sample::ProcVars::default());
+    global_vars(config, &proc_vars, &backends, &mut errors);
     let mut frontends = Vec::new();
     for p in config.frontends() {
         let default = p
@@ -251,6 +252,57 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
         })
     } else {
         Err(errors)
+    }
+}
+
+/// Global `set-var` / `set-var-fmt` lines, evaluated in order: a process variable for each.
+fn global_vars(
+    config: &cfg::Config,
+    proc_vars: &crate::rules::sample::ProcVars,
+    backends: &HashMap<String, Arc<Backend>>,
+    errors: &mut Vec<String>,
+) {
+    use crate::rules::sample::{compile, Value, Vars};
+    let vars = Vars::default();
+    let ctx = crate::rules::sample::Ctx::process(proc_vars, backends, &vars);
+    let no_map =
+        |_: &std::path::Path, _| Err("maps are not available in the global section".to_string());
+    let no_table =
+        |_: Option<&str>| Err("stick tables are not available in the global section".to_string());
+    let no_list = |_: &str| Err("userlists are not available in the global section".to_string());
+    let eval = |e: &cfg::SampleExpr| -> Result<Option<Value<'static>>, String> {
+        let c = compile(e, &mut no_map.clone(), &no_table, &no_list)?;
+        Ok(c.eval(&ctx).map(Value::into_owned))
+    };
+    for v in &config.global.set_vars {
+        let value = match &v.value {
+            cfg::GlobalVarValue::Expr(e) => eval(e),
+            cfg::GlobalVarValue::Fmt(f) => {
+                let mut out = Vec::new();
+                let mut failed = None;
+                for part in &f.parts {
+                    match part {
+                        cfg::LogPart::Lit(s) => out.extend_from_slice(s.as_bytes()),
+                        cfg::LogPart::Sep => out.push(b' '),
+                        cfg::LogPart::Sample(e, _) => match eval(e) {
+                            Ok(Some(v)) => out.extend_from_slice(&v.as_bytes()),
+                            Ok(None) => {}
+                            Err(m) => failed = Some(m),
+                        },
+                        cfg::LogPart::Var(..) => {}
+                    }
+                }
+                match failed {
+                    Some(m) => Err(m),
+                    None => Ok(Some(Value::Str(std::borrow::Cow::Owned(out)))),
+                }
+            }
+        };
+        match value {
+            Ok(Some(val)) => proc_vars.set(&v.name, val),
+            Ok(None) => {}
+            Err(m) => errors.push(format!("parsing [{}] : {m}", v.span)),
+        }
     }
 }
 

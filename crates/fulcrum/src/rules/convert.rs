@@ -149,23 +149,7 @@ pub fn pure<'a>(c: &cfg::PureConv, v: Value<'a>) -> Option<Value<'a>> {
         P::Xxh32(seed) => int(i64::from(xxhash_rust::xxh32::xxh32(&bytes_of(v, true), seed))),
         P::Xxh64(seed) => int(xxhash_rust::xxh64::xxh64(&bytes_of(v, true), seed) as i64),
         P::Xxh3(seed) => int(xxhash_rust::xxh3::xxh3_64_with_seed(&bytes_of(v, true), seed) as i64),
-        P::Arith { op, value } => {
-            let a = int_of(&v)?;
-            use cfg::ArithOp as O;
-            int(match op {
-                O::Add => a.saturating_add(value),
-                O::Sub => a.saturating_sub(value),
-                O::Mul => a.saturating_mul(value),
-                // HAProxy: a division by zero gives the largest integer, a modulo by zero 0.
-                O::Div if value == 0 => i64::MAX,
-                O::Div => a.checked_div(value).unwrap_or(i64::MAX),
-                O::Mod if value == 0 => 0,
-                O::Mod => a.checked_rem(value).unwrap_or(0),
-                O::And => a & value,
-                O::Or => a | value,
-                O::Xor => a ^ value,
-            })
-        }
+        P::Arith { op, value } => int(arith(op, int_of(&v)?, value)),
         P::Neg => int(int_of(&v)?.wrapping_neg()),
         P::Cpl => int(!int_of(&v)?),
         P::Bool => Value::Bool(int_of(&v)? != 0),
@@ -186,6 +170,24 @@ pub fn pure<'a>(c: &cfg::PureConv, v: Value<'a>) -> Option<Value<'a>> {
             int(if neg { -acc } else { acc })
         }
     })
+}
+
+/// HAProxy's arithmetic converters on `a` and `value`.
+pub fn arith(op: cfg::ArithOp, a: i64, value: i64) -> i64 {
+    use cfg::ArithOp as O;
+    match op {
+        O::Add => a.saturating_add(value),
+        O::Sub => a.saturating_sub(value),
+        O::Mul => a.saturating_mul(value),
+        // HAProxy: a division by zero gives the largest integer, a modulo by zero 0.
+        O::Div if value == 0 => i64::MAX,
+        O::Div => a.checked_div(value).unwrap_or(i64::MAX),
+        O::Mod if value == 0 => 0,
+        O::Mod => a.checked_rem(value).unwrap_or(0),
+        O::And => a & value,
+        O::Or => a | value,
+        O::Xor => a ^ value,
+    }
 }
 
 #[cfg(test)]

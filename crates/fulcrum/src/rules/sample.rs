@@ -226,6 +226,31 @@ pub struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
+    /// What a global `set-var` sees: no connection, no proxy; process variables.
+    pub fn process(
+        proc_vars: &'a ProcVars,
+        backends: &'a HashMap<String, Arc<Backend>>,
+        vars: &'a Vars,
+    ) -> Self {
+        Ctx {
+            src: None,
+            dst: None,
+            req: None,
+            resp: None,
+            vars,
+            proc_vars,
+            frontend: "",
+            backend: None,
+            server: None,
+            backends,
+            body: &[],
+            client: None,
+            payload: &[],
+            pp: None,
+            server_stream: None,
+        }
+    }
+
     /// The same context over other variables.
     pub fn with_vars<'v>(&self, vars: &'v Vars) -> Ctx<'v>
     where
@@ -292,6 +317,12 @@ pub enum Conv {
         what: cfg::TableConv,
         table: Arc<crate::stick::Table>,
     },
+    /// `add(<var>)` and its siblings.
+    ArithVar {
+        op: cfg::ArithOp,
+        scope: cfg::VarScope,
+        name: Box<str>,
+    },
 }
 
 /// A compiled sample expression.
@@ -314,13 +345,13 @@ impl Expr {
             last = Some(v);
             false
         });
-        self.convert(last?)
+        self.convert(last?, ctx)
     }
 
     /// Calls `f` with each occurrence (ACLs try every occurrence), converters applied, until it
     /// returns true. Returns whether it did.
     pub fn any<'a>(&self, ctx: &Ctx<'a>, f: &mut dyn FnMut(&Value<'_>) -> bool) -> bool {
-        self.fetch_each(ctx, false, &mut |v| match self.convert(v) {
+        self.fetch_each(ctx, false, &mut |v| match self.convert(v, ctx) {
             Some(v) => f(&v),
             None => false,
         })
@@ -354,11 +385,26 @@ impl Expr {
         }
     }
 
-    fn convert<'a>(&self, mut v: Value<'a>) -> Option<Value<'a>> {
+    fn convert<'a>(&self, mut v: Value<'a>, ctx: &Ctx<'_>) -> Option<Value<'a>> {
         for c in &self.convs {
-            v = convert(c, v)?;
+            v = match c {
+                Conv::ArithVar { op, scope, name } => {
+                    let b = var_value(ctx, *scope, name)?.as_int()?;
+                    Value::Int(super::convert::arith(*op, v.as_int()?, b))
+                }
+                c => convert(c, v)?,
+            };
         }
         Some(v)
+    }
+}
+
+/// A variable's value (`proc.` ones from the process's store).
+fn var_value(ctx: &Ctx<'_>, scope: cfg::VarScope, name: &str) -> Option<Value<'static>> {
+    if scope == cfg::VarScope::Proc {
+        ctx.proc_vars.0.read().ok().and_then(|m| m.get(name).cloned())
+    } else {
+        ctx.vars.get(scope, name).cloned()
     }
 }
 
@@ -410,7 +456,7 @@ fn convert<'a>(c: &Conv, v: Value<'a>) -> Option<Value<'a>> {
             r.apply(&s, &mut out);
             Value::Str(Cow::Owned(out))
         }
-        Conv::Pure(_) | Conv::Table { .. } => return None,
+        Conv::Pure(_) | Conv::Table { .. } | Conv::ArithVar { .. } => return None,
         Conv::Map { map, kind, default } => {
             let found = map.with(|map| {
                 let v = match kind {
@@ -556,12 +602,10 @@ fn fetch_each<'a>(
         AlwaysTrue => f(Value::Bool(true)),
         AlwaysFalse => f(Value::Bool(false)),
         Status => one(ctx.resp.map(|r| Value::Int(i64::from(r.status()))), f),
-        Var { scope, name } => {
-            let v = if *scope == cfg::VarScope::Proc {
-                ctx.proc_vars.0.read().ok().and_then(|m| m.get(name).cloned())
-            } else {
-                ctx.vars.get(*scope, name).cloned()
-            };
+        Var { scope, name, default } => {
+            let v = var_value(ctx, *scope, name).or_else(|| {
+                default.as_ref().map(|d| Value::Str(Cow::Owned(d.as_bytes().to_vec())))
+            });
             one(v, f)
         }
         Str(s) => f(Value::Str(Cow::Owned(s.as_bytes().to_vec()))),
@@ -919,6 +963,9 @@ pub fn compile(
                 default: default.as_deref().map(Into::into),
             },
             cfg::Converter::Pure(p) => Conv::Pure(*p),
+            cfg::Converter::ArithVar { op, scope, name } => {
+                Conv::ArithVar { op: *op, scope: *scope, name: name.as_str().into() }
+            }
             cfg::Converter::Table { what, table: name } => {
                 Conv::Table { what: *what, table: table(Some(name))? }
             }

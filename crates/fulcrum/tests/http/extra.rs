@@ -684,3 +684,32 @@ fn del_header_matches_names_by_string_prefix_suffix_substring_or_regex() {
         kept
     });
 }
+
+#[test]
+fn global_set_var_variable_arguments_and_defaults_and_set_var_on_the_cli() {
+    let cfg = format!(
+        "global\n stats socket {{dir}}/api.sock level admin\n\
+         set-var proc.a int(12)\n set-var proc.b var(proc.none,60),div(proc.a)\n\
+         set-var-fmt proc.s \"x-%[var(proc.a)]-%[str(y)]\"\n\
+         {DEFAULTS}frontend fe\n bind {{fe0}}\n\
+         http-request set-var(txn.n) int(30),sub(proc.b),mul(proc.a)\n\
+         http-request return status 200 hdr x \"%[var(proc.a)] %[var(proc.b)] %[var(proc.s)] %[var(txn.n)] %[var(txn.none,dflt)] %[int(1),add(txn.none)]\"\n"
+    );
+    each(|t| {
+        let px = t.start(&cfg);
+        let sock = px.dir.join("api.sock");
+        assert!(eventually(Duration::from_secs(5), || {
+            std::os::unix::net::UnixStream::connect(&sock).is_ok()
+        }));
+        let first = px.get("/").header("x").map(String::from);
+        assert_eq!(first.as_deref(), Some("12 5 x-12-y 300 dflt"));
+        let refused = crate::harness::api(&sock, "set var proc.a int(3)");
+        let set = crate::harness::api(
+            &sock,
+            "experimental-mode on; set var proc.a int(3); set var proc.s fmt %[var(proc.s),upper]",
+        );
+        let then = px.get("/").header("x").map(String::from);
+        let got = crate::harness::api(&sock, "get var proc.a");
+        (first, refused, set, then, got)
+    });
+}
