@@ -18,6 +18,7 @@ pub mod refs;
 pub mod sample;
 pub mod stick;
 pub mod switching;
+pub mod vars;
 
 use std::collections::HashMap;
 

@@ -71,131 +71,7 @@ impl Value<'_> {
     }
 }
 
-/// Variables of a session and of its current transaction (`sess.`, `txn.`, `req.`, `res.`).
-/// `proc.` variables live in the plan, shared by all sessions.
-#[derive(Default, Debug)]
-pub struct Vars {
-    vars: Vec<(cfg::VarScope, Box<str>, Value<'static>)>,
-    /// `http-request strict-mode off` for this transaction: failed rewrites are ignored.
-    pub strict_off: bool,
-    /// Header lines `early-hint` rules gathered for a `103 Early Hints` answer.
-    pub early_hints: Vec<u8>,
-    /// The transaction's captures (`capture request header`, `http-request capture`...).
-    pub caps: crate::log::format::Captures,
-    /// The request's `unique-id-format` id, once made (the `unique-id` fetch, the log line).
-    pub unique_id: Option<Vec<u8>>,
-    /// The transaction is the first of its connection (`http_first_req`).
-    pub first_req: bool,
-    /// What the session and its stream track in stick tables.
-    pub sc: Option<Box<crate::stick::track::Counters>>,
-    /// The session's addresses once `set-src`/`set-dst` changed them.
-    pub addrs: Option<Box<Addrs>>,
-}
-
-/// A session's addresses after `set-src`/`set-dst`: the connection's own (`fc_src`, `fc_dst`),
-/// the session's (changed by `tcp-request session` rules), and the current stream's (changed
-/// by later rules, back to the session's when the stream ends).
-#[derive(Debug, Clone, Copy)]
-pub struct Addrs {
-    pub fc_src: Option<SocketAddr>,
-    pub fc_dst: Option<SocketAddr>,
-    pub sess_src: Option<SocketAddr>,
-    pub sess_dst: Option<SocketAddr>,
-    pub src: Option<SocketAddr>,
-    pub dst: Option<SocketAddr>,
-}
-
-impl Vars {
-    /// Changes the stream's (`session`: and the session's) source or destination address or
-    /// port, as `set-src` and its siblings do: an address keeps the port when the family
-    /// stays, else takes port 0.
-    pub fn set_addr(
-        &mut self,
-        part: cfg::AddrPart,
-        v: &Value<'_>,
-        (src, dst): (Option<SocketAddr>, Option<SocketAddr>),
-        session: bool,
-    ) {
-        use cfg::AddrPart as P;
-        let a = self.addrs.get_or_insert_with(|| {
-            Box::new(Addrs { fc_src: src, fc_dst: dst, sess_src: src, sess_dst: dst, src, dst })
-        });
-        let slot = match part {
-            P::Src | P::SrcPort => &mut a.src,
-            P::Dst | P::DstPort => &mut a.dst,
-        };
-        match part {
-            P::Src | P::Dst => {
-                let Some(ip) = v.as_ip() else { return };
-                let port = slot.filter(|o| o.is_ipv4() == ip.is_ipv4()).map_or(0, |o| o.port());
-                *slot = Some(SocketAddr::new(ip, port));
-            }
-            P::SrcPort | P::DstPort => {
-                let Some(port) = v.as_int().and_then(|p| u16::try_from(p).ok()) else { return };
-                if let Some(o) = slot.as_mut() {
-                    o.set_port(port);
-                }
-            }
-        }
-        if session {
-            (a.sess_src, a.sess_dst) = (a.src, a.dst);
-        }
-    }
-}
-
-impl Vars {
-    pub fn get(&self, scope: cfg::VarScope, name: &str) -> Option<&Value<'static>> {
-        self.vars.iter().find(|(s, n, _)| *s == scope && &**n == name).map(|(_, _, v)| v)
-    }
-    pub fn set(&mut self, scope: cfg::VarScope, name: &str, v: Value<'static>) {
-        match self.vars.iter_mut().find(|(s, n, _)| *s == scope && &**n == name) {
-            Some(slot) => slot.2 = v,
-            None => self.vars.push((scope, name.into(), v)),
-        }
-    }
-    pub fn unset(&mut self, scope: cfg::VarScope, name: &str) {
-        self.vars.retain(|(s, n, _)| !(*s == scope && &**n == name));
-    }
-    /// No variable is set. (The per-transaction flags do not count: the next transaction resets
-    /// them anyway.)
-    pub fn is_empty(&self) -> bool {
-        self.vars.is_empty()
-            && self.sc.as_ref().is_none_or(|sc| sc.is_empty())
-            && self.addrs.is_none()
-    }
-    /// Forgets transaction-scoped variables (a new request starts).
-    pub fn end_transaction(&mut self) {
-        self.vars.retain(|(s, _, _)| *s == cfg::VarScope::Sess);
-        if let Some(a) = self.addrs.as_mut() {
-            (a.src, a.dst) = (a.sess_src, a.sess_dst);
-        }
-        self.strict_off = false;
-        self.early_hints.clear();
-        self.unique_id = None;
-    }
-}
-
-/// Process-wide (`proc.`) variables: read-mostly, behind a lock taken only by rules that use
-/// them.
-#[derive(Default, Debug)]
-pub struct ProcVars(std::sync::RwLock<HashMap<String, Value<'static>>>);
-
-impl ProcVars {
-    pub fn set(&self, name: &str, v: Value<'static>) {
-        if let Ok(mut m) = self.0.write() {
-            m.insert(name.to_string(), v);
-        }
-    }
-    pub fn unset(&self, name: &str) {
-        if let Ok(mut m) = self.0.write() {
-            m.remove(name);
-        }
-    }
-    /// A variable's value (the runtime API's `get var`).
-    pub fn get(&self, name: &str) -> Option<Value<'static>> {
-        self.0.read().ok()?.get(name).cloned()
-    }
-}
+pub use super::vars::{ProcVars, Vars};
 
 /// What fetches can see of a transaction.
 #[derive(Clone, Copy)]
@@ -402,7 +278,7 @@ impl Expr {
 /// A variable's value (`proc.` ones from the process's store).
 fn var_value(ctx: &Ctx<'_>, scope: cfg::VarScope, name: &str) -> Option<Value<'static>> {
     if scope == cfg::VarScope::Proc {
-        ctx.proc_vars.0.read().ok().and_then(|m| m.get(name).cloned())
+        ctx.proc_vars.get(name)
     } else {
         ctx.vars.get(scope, name).cloned()
     }
