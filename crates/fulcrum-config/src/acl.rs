@@ -113,6 +113,8 @@ pub fn avail_of(expr: &SampleExpr) -> Avail {
         | Fetch::SrvIsUp { .. }
         | Fetch::SrvConn { .. }
         | Fetch::AlwaysTrue
+        | Fetch::WaitEnd
+        | Fetch::FeConn
         | Fetch::AlwaysFalse
         | Fetch::Var { .. }
         | Fetch::Str(_)
@@ -191,6 +193,10 @@ fn check_pattern(method: MatchMethod, p: &str, seen_op: &mut bool) -> Result<(),
             Err(format!("'{p}' is not a valid IPv4 or IPv6 address."))
         }
         MatchMethod::Reg => regex_check::check(p).map_err(|e| format!("{e}.")),
+        MatchMethod::Bin => {
+            let mut b = fulcrum_pattern::PatternSet::builder(MatchMethod::Bin, false);
+            b.add(p).map_err(|e| format!("{e}."))
+        }
         _ => Ok(()),
     }
 }
@@ -256,7 +262,6 @@ pub fn parse_acl(words: &[String], span: &Span) -> Result<ParsedAcl, String> {
                 let m = words.get(i + 1).map(String::as_str).unwrap_or("");
                 method = Some(match (m, MatchMethod::from_name(m)) {
                     (_, Some(m)) => m,
-                    ("bin", None) => return Err("matching method 'bin' is not supported yet.".into()),
                     _ => {
                         return Err(format!(
                             "unknown matching method '{m}' when parsing ACL expression."
@@ -370,9 +375,15 @@ pub fn predefined(name: &str, span: &Span) -> Result<Option<Acl>, String> {
         "METH_POST" => meth(&["POST"]),
         "METH_PUT" => meth(&["PUT"]),
         "METH_TRACE" => meth(&["TRACE"]),
-        "RDP_COOKIE" | "REQ_CONTENT" | "WAIT_END" => {
-            return Err(format!("predefined ACL '{name}' is not supported yet."))
-        }
+        "WAIT_END" => anon(span, Fetch::WaitEnd, "wait_end", Bool, &[]),
+        "REQ_CONTENT" => anon(
+            span,
+            Fetch::Payload(crate::model::PayloadFetch::Len),
+            "req.len",
+            Int,
+            &["gt", "0"],
+        ),
+        "RDP_COOKIE" => return Err(format!("predefined ACL '{name}' is not supported yet.")),
         _ => return Ok(None),
     }))
 }
@@ -395,6 +406,7 @@ impl CondEnv<'_> {
             Ctx::TcpContent => format!("{fe} tcp-request content rule"),
             Ctx::HttpRequest | Ctx::Monitor => format!("{fe} http-request header rule"),
             Ctx::HttpResponse => format!("{be} http-response header rule"),
+            Ctx::TcpResponse => "backend tcp-response content rule".into(),
             Ctx::Switching => "frontend use-backend rule".into(),
             Ctx::Log => "frontend log".into(),
         }
@@ -730,8 +742,8 @@ mod tests {
             AclRef::Named("TRUE".into())
         );
         assert_eq!(
-            cond("if WAIT_END", &[]).err(),
-            Some("predefined ACL 'WAIT_END' is not supported yet.".into())
+            cond("if RDP_COOKIE", &[]).err(),
+            Some("predefined ACL 'RDP_COOKIE' is not supported yet.".into())
         );
     }
 

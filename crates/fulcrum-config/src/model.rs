@@ -313,6 +313,10 @@ pub struct Proxy {
     pub tcp_request_content: Vec<TcpRule>,
     /// `tcp-request inspect-delay`.
     pub inspect_delay: Option<Duration>,
+    /// `tcp-response content` rules.
+    pub tcp_response_content: Vec<TcpRule>,
+    /// `tcp-response inspect-delay`.
+    pub response_inspect_delay: Option<Duration>,
     /// `monitor-uri`.
     pub monitor_uri: Option<String>,
     /// `stick-table`: the proxy's table (named after the proxy).

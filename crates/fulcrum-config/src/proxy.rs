@@ -62,7 +62,7 @@ pub struct ProxyBuild {
     /// `http-errors` section is known.
     pub errors: Vec<ErrorEntry>,
     /// Rule families seen so far (indexed by `rules::Order`), for "placed after" warnings.
-    pub rules_seen: [bool; 7],
+    pub rules_seen: [bool; 8],
     /// The `tcp-check` and `http-check` step lists.
     pub checks: CheckLists,
     /// A named `defaults` section's own rules ([`DEFAULTS_RULES`] and the kinds below): the
@@ -74,6 +74,8 @@ pub struct ProxyBuild {
 pub const DEFAULTS_RULES: u8 = 1;
 /// ... among them `tcp-request connection` or `tcp-request session` rules (no backend may use it).
 pub const DEFAULTS_CONN_RULES: u8 = 2;
+/// ... among them `tcp-response content` rules (no frontend may use it).
+pub const DEFAULTS_RES_RULES: u8 = 4;
 
 impl ProxyBuild {
     /// A fresh `defaults` section with HAProxy's built-in settings.
@@ -111,6 +113,8 @@ impl ProxyBuild {
             expect_proxy: Vec::new(),
             tcp_request_content: Vec::new(),
             inspect_delay: None,
+            tcp_response_content: Vec::new(),
+            response_inspect_delay: None,
             monitor_uri: None,
             stats: None,
             monitor_fail: Vec::new(),
@@ -149,7 +153,7 @@ impl ProxyBuild {
             section: Section::Defaults,
             default_server: ServerOpts::default(),
             errors: Vec::new(),
-            rules_seen: [false; 7],
+            rules_seen: [false; 8],
             checks: CheckLists::default(),
             defaults_rules: 0,
         }
@@ -164,7 +168,7 @@ impl ProxyBuild {
         b.section = Section::Proxy(kind);
         b.checks = defaults.checks.inherited();
         b.defaults_rules = 0;
-        b.rules_seen = [false; 7];
+        b.rules_seen = [false; 8];
         // Settings a `defaults` section only gives to the side that uses them.
         if !kind.is_backend() {
             b.proxy.cookie = None;
@@ -225,6 +229,11 @@ fn unknown(b: &ProxyBuild, line: &Line, words: &[String], diags: &mut Diags) {
         }
         "tcp-request" => format!(
             "'tcp-request' expects 'inspect-delay', 'connection', or 'content' in {} '{}' (got '{second}')",
+            type_word(b.proxy.kind),
+            b.proxy.name
+        ),
+        "tcp-response" => format!(
+            "'tcp-response' expects 'inspect-delay' or 'content' in {} '{}' (got '{second}')",
             type_word(b.proxy.kind),
             b.proxy.name
         ),
@@ -366,6 +375,8 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         "tcp-request content" => rules::tcp_request(b, line, "content", diags),
         "tcp-request inspect-delay" => rules::tcp_request(b, line, "inspect-delay", diags),
         "tcp-request session" => rules::tcp_request(b, line, "session", diags),
+        "tcp-response content" => rules::tcp_response(b, line, "content", diags),
+        "tcp-response inspect-delay" => rules::tcp_response(b, line, "inspect-delay", diags),
         "stick-table" => crate::stick::stick_table(b, line, diags),
         "stick on" | "stick match" | "stick store-request" | "stick store-response" => {
             crate::stick::stick_rule(b, line, diags)

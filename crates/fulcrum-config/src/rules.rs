@@ -26,6 +26,8 @@ pub enum Order {
     HttpRequest = 4,
     Redirect = 5,
     UseBackend = 6,
+    /// `tcp-response content`: nothing is ever placed after it.
+    TcpResponse = 7,
 }
 
 impl Order {
@@ -45,6 +47,7 @@ impl Order {
             Order::HttpRequest => "http-request",
             Order::Redirect => "redirect",
             Order::UseBackend => "use_backend",
+            Order::TcpResponse => "tcp-response",
         }
     }
     fn with_article(self) -> &'static str {
@@ -56,6 +59,7 @@ impl Order {
             Order::HttpRequest => "an 'http-request'",
             Order::Redirect => "a 'redirect'",
             Order::UseBackend => "a 'use_backend'",
+            Order::TcpResponse => "a 'tcp-response content'",
         }
     }
 }
@@ -783,7 +787,7 @@ fn set_status(a: &[&str]) -> Result<(HttpAction, usize), Option<String>> {
 
 use crate::replies::reply_action;
 pub use crate::replies::{parse_redirect, parse_reply, redirect_line, ReplyKind};
-pub use crate::tcp_rules::tcp_request;
+pub use crate::tcp_rules::{tcp_request, tcp_response};
 
 // ---- use_backend, monitor ----
 

@@ -67,6 +67,8 @@ pub enum Ctx {
     /// `tcp-request session`: after the PROXY header and the TLS handshake.
     TcpSession,
     TcpContent,
+    /// `tcp-response content`: the backend, with the server's response.
+    TcpResponse,
     HttpRequest,
     HttpResponse,
     /// `use_backend`.
@@ -96,7 +98,9 @@ impl Avail {
             (Avail::Request, c) => {
                 !matches!(c, Ctx::TcpConnection | Ctx::TcpSession | Ctx::HttpResponse)
             }
-            (Avail::Response | Avail::Server, c) => c == Ctx::HttpResponse,
+            (Avail::Response | Avail::Server, c) => {
+                matches!(c, Ctx::HttpResponse | Ctx::TcpResponse)
+            }
             (Avail::Session, c) => c != Ctx::TcpConnection,
             (Avail::Backend, c) => {
                 !matches!(c, Ctx::TcpConnection | Ctx::TcpSession | Ctx::Switching)
@@ -352,9 +356,47 @@ const SS: &[ArgT] = &[ArgT::Str, ArgT::Str];
 const SI: &[ArgT] = &[ArgT::Str, ArgT::Int];
 const IS: &[ArgT] = &[ArgT::Int, ArgT::Str];
 const I: &[ArgT] = &[ArgT::Int];
+const II: &[ArgT] = &[ArgT::Int, ArgT::Int];
+const IIS: &[ArgT] = &[ArgT::Int, ArgT::Int, ArgT::Str];
 const ISI: &[ArgT] = &[ArgT::Int, ArgT::Str, ArgT::Int];
 const SSS: &[ArgT] = &[ArgT::Str, ArgT::Str, ArgT::Str];
 const SIS: &[ArgT] = &[ArgT::Str, ArgT::Int, ArgT::Str];
+
+/// `req.payload(<offset>,<length>)` and `req.payload_lv(<offset1>,<length>[,<offset2>])`, with
+/// HAProxy's checks.
+fn payload(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
+    let bad = |m: &str| Err(SmpError::ArgCheck(name.to_string(), m.to_string()));
+    let int = |i: usize| args.get(i).map_or(0, Arg::int);
+    let (offset, length) = (int(0), int(1));
+    if offset < 0 || offset > u32::MAX as i64 || !(0..=u32::MAX as i64).contains(&length) {
+        return bad("payload offset and length must be positive");
+    }
+    let (offset, length) = (offset as u32, length as u32);
+    if !name.ends_with("_lv") {
+        return Ok(Fetch::Payload(PayloadFetch::Bytes { offset, length }));
+    }
+    if length == 0 {
+        return bad("payload length must be > 0");
+    }
+    if length > 4 {
+        return bad("payload length must be <= 4 bytes");
+    }
+    let at = match args.get(2).map(Arg::str) {
+        None => None,
+        Some(t) if t.is_empty() => None,
+        Some(t) => {
+            let (rel, digits) = match t.strip_prefix('+') {
+                Some(d) => (true, d),
+                None => (false, t.as_str()),
+            };
+            match digits.parse::<i64>() {
+                Ok(n) => Some((n, rel)),
+                Err(_) => return bad("payload offset2 must be an integer"),
+            }
+        }
+    };
+    Ok(Fetch::Payload(PayloadFetch::Lv { offset, length, at }))
+}
 
 fn fetch_def(name: &str) -> Option<FetchDef> {
     use Avail::*;
@@ -373,6 +415,7 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "hdr_cnt" | "req.hdr_cnt" => d(S, 0, Int, Request),
         "hdr_ip" | "req.hdr_ip" => d(SI, 0, Ip, Request),
         "cook" | "req.cook" => d(S, 0, Str, Request),
+        "fe_conn" => d(NONE, 0, Int, Always),
         "nbsrv" | "be_conn" | "be_sess_rate" | "connslots" | "queue" | "avg_queue" => {
             d(S, 0, Int, Always)
         }
@@ -429,6 +472,12 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "fc_pp_tlv" => d(S, 1, Str, Session),
         "req.ssl_hello_type" | "req_ssl_hello_type" | "req.ssl_ver" | "req_ssl_ver" | "req.len"
         | "req_len" => d(NONE, 0, Int, Session),
+        "req.payload" | "payload" => d(II, 2, Bin, Session),
+        "req.payload_lv" | "payload_lv" => d(IIS, 2, Bin, Session),
+        "res.len" => d(NONE, 0, Int, Response),
+        "res.payload" => d(II, 2, Bin, Response),
+        "res.payload_lv" => d(IIS, 2, Bin, Response),
+        "wait_end" => d(NONE, 0, Bool, Always),
         "cook_cnt" | "req.cook_cnt" | "cook_val" | "req.cook_val" => d(S, 0, Int, Request),
         "res.cook" | "scook" => d(S, 0, Str, Response),
         "res.ver" | "resp_ver" => d(NONE, 0, Str, Response),
@@ -585,6 +634,7 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
         "cook" | "req.cook" => Fetch::Cook { name: first_str(args) },
         "nbsrv" => Fetch::NbSrv { backend: opt_str(args, 0) },
         "be_conn" => Fetch::BeConn { backend: opt_str(args, 0) },
+        "fe_conn" => Fetch::FeConn,
         "be_sess_rate" => Fetch::BeSessRate { backend: opt_str(args, 0) },
         "connslots" => Fetch::ConnSlots { backend: opt_str(args, 0) },
         "queue" => Fetch::Queue { backend: opt_str(args, 0) },
@@ -652,7 +702,10 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
         "req.ssl_alpn" => Fetch::Payload(PayloadFetch::SslAlpn),
         "req.ssl_hello_type" | "req_ssl_hello_type" => Fetch::Payload(PayloadFetch::SslHelloType),
         "req.ssl_ver" | "req_ssl_ver" => Fetch::Payload(PayloadFetch::SslVer),
-        "req.len" | "req_len" => Fetch::Payload(PayloadFetch::Len),
+        "req.len" | "req_len" | "res.len" => Fetch::Payload(PayloadFetch::Len),
+        "req.payload" | "payload" | "res.payload" | "req.payload_lv" | "payload_lv"
+        | "res.payload_lv" => payload(name, args)?,
+        "wait_end" => Fetch::WaitEnd,
         _ if name.starts_with("ssl_") => tls_fetch(name, args),
         "cook_cnt" | "req.cook_cnt" => Fetch::CookCnt { name: first_str(args) },
         "cook_val" | "req.cook_val" => Fetch::CookVal { name: first_str(args) },

@@ -119,6 +119,9 @@ impl Builder {
         match std::mem::replace(&mut self.current, Current::None) {
             Current::Build(b) if b.section == Section::Defaults => {
                 if !b.proxy.name.is_empty() {
+                    if b.defaults_rules & crate::proxy::DEFAULTS_RULES != 0 {
+                        crate::validate::defaults_rule_refs(&b.proxy, &mut self.diags.list);
+                    }
                     self.named_defaults.retain(|d| d.proxy.name != b.proxy.name);
                     self.named_defaults.push((*b).clone());
                 }
@@ -238,7 +241,7 @@ impl Builder {
     /// A defaults section with rules serves only frontends or only backends, never another
     /// defaults section or a `listen` (HAProxy's restrictions, with its words).
     fn rule_defaults_users(&mut self, line: &Line, section: Section, base: &ProxyBuild) {
-        use crate::proxy::{DEFAULTS_CONN_RULES, DEFAULTS_RULES};
+        use crate::proxy::{DEFAULTS_CONN_RULES, DEFAULTS_RES_RULES, DEFAULTS_RULES};
         if base.defaults_rules & DEFAULTS_RULES == 0 {
             return;
         }
@@ -258,6 +261,8 @@ impl Builder {
                 }
                 if users.0 && users.1 {
                     Some(format!("frontends and backends cannot inherit from the same defaults section if it defines TCP/HTTP rules (defaults section at {at})."))
+                } else if !backend && base.defaults_rules & DEFAULTS_RES_RULES != 0 {
+                    Some(format!("a frontend section cannot inherit from a defaults section defining 'tcp-response content' rules (defaults section at {at})."))
                 } else if backend && base.defaults_rules & DEFAULTS_CONN_RULES != 0 {
                     Some(format!("a backend section cannot inherit from a defaults section defining 'tcp-request connection' or 'tcp-request session' rules (defaults section at {at})."))
                 } else {

@@ -19,33 +19,58 @@ pub(crate) fn tcp_action_known(list: &str, action: &str) -> bool {
         || list.split(", ").any(|k| matches_action(k.trim_matches('\''), action))
 }
 
+pub(crate) const TCP_RESPONSE_ACTIONS: &str = "'accept', 'close', 'reject', 'ot-group', 'set-log-level', 'set-nice', 'sc-inc-gpc(*)', 'sc-inc-gpc0(*)', 'sc-inc-gpc1(*)', 'sc-set-gpt(*)', 'sc-set-gpt0(*)', 'send-spoe-group', 'set-var-fmt(*)', 'set-var(*)', 'unset-var(*)', 'set-mark', 'set-tos', 'silent-drop'";
+
+/// `tcp-response content|inspect-delay ...`: only where a backend is (HAProxy's words).
+pub fn tcp_response(b: &mut ProxyBuild, line: &Line, which: &str, diags: &mut Diags) {
+    let anonymous = b.section == Section::Defaults && b.proxy.name.is_empty();
+    if anonymous || b.section == Section::Proxy(ProxyKind::Frontend) {
+        let msg = format!(
+            "tcp-response {which} is only allowed in 'backend' sections or 'defaults' section with a name"
+        );
+        return diags.alert(line, msg);
+    }
+    tcp_rule(b, line, "tcp-response", which, diags)
+}
+
 /// `tcp-request connection|content|inspect-delay ...` (the keyword table resolved `which`).
 pub fn tcp_request(b: &mut ProxyBuild, line: &Line, which: &str, diags: &mut Diags) {
+    tcp_rule(b, line, "tcp-request", which, diags)
+}
+
+fn tcp_rule(b: &mut ProxyBuild, line: &Line, kw: &str, which: &str, diags: &mut Diags) {
+    let response = kw == "tcp-response";
     if b.section == Section::Defaults {
         if b.proxy.name.is_empty() {
             return diags.alert(
                 line,
-                format!("tcp-request {which} is not allowed in anonymous 'defaults' sections"),
+                format!("{kw} {which} is not allowed in anonymous 'defaults' sections"),
             );
         }
         b.defaults_rules |= crate::proxy::DEFAULTS_RULES;
-        if matches!(which, "connection" | "session") {
+        if response && which == "content" {
+            b.defaults_rules |= crate::proxy::DEFAULTS_RES_RULES;
+        }
+        if matches!(which, "connection" | "session") && !response {
             b.defaults_rules |= crate::proxy::DEFAULTS_CONN_RULES;
         }
     }
     let p = &b.proxy;
     if which == "inspect-delay" {
         let v = line.arg(2);
-        let base = format!(
-            "'tcp-request inspect-delay' expects a positive delay in milliseconds, in {}",
-            who(p)
-        );
+        let base =
+            format!("'{kw} inspect-delay' expects a positive delay in milliseconds, in {}", who(p));
         return match read_time(v) {
             Ok(t) => {
                 if let Some(w) = t.warning {
                     diags.warning(line, w);
                 }
-                b.proxy.inspect_delay = (!t.value.is_zero()).then_some(t.value);
+                let delay = (!t.value.is_zero()).then_some(t.value);
+                if response {
+                    b.proxy.response_inspect_delay = delay;
+                } else {
+                    b.proxy.inspect_delay = delay;
+                }
             }
             Err(TimeError::Missing) => diags.alert(line, base),
             Err(TimeError::BadChar(c)) => {
@@ -58,6 +83,7 @@ pub fn tcp_request(b: &mut ProxyBuild, line: &Line, which: &str, diags: &mut Dia
         };
     }
     let (list, ctx, order) = match which {
+        _ if response => (TCP_RESPONSE_ACTIONS, Ctx::TcpResponse, Order::TcpResponse),
         "connection" => (TCP_CONNECTION_ACTIONS, Ctx::TcpConnection, Order::TcpConnection),
         "session" => (TCP_SESSION_ACTIONS, Ctx::TcpSession, Order::TcpSession),
         _ => (TCP_CONTENT_ACTIONS, Ctx::TcpContent, Order::TcpContent),
@@ -66,7 +92,7 @@ pub fn tcp_request(b: &mut ProxyBuild, line: &Line, which: &str, diags: &mut Dia
     let expect = which == "connection" && action == "expect-proxy";
     if expect && line.arg(3) != "layer4" {
         let msg = format!(
-            "'tcp-request {which} expect-proxy' expects 'layer4', in {} (got '{}').",
+            "'{kw} {which} expect-proxy' expects 'layer4', in {} (got '{}').",
             who(p),
             line.arg(3)
         );
@@ -79,21 +105,22 @@ pub fn tcp_request(b: &mut ProxyBuild, line: &Line, which: &str, diags: &mut Dia
         "accept" => (Some(TcpAction::Accept), 3),
         "reject" => (Some(TcpAction::Reject), 3),
         "silent-drop" => (Some(TcpAction::SilentDrop), 3),
+        "close" if response => (Some(TcpAction::Close), 3),
         _ if crate::stick::is_stick_action(base) => {
             match crate::stick::action(line, 2, ctx, be_cap) {
                 Ok((a, next)) => (Some(TcpAction::Do(HttpAction::Stick(a))), next),
                 Err(m) if m.starts_with("fetch method") => {
-                    return diags.alert(line, format!("'tcp-request {which} {action}' : {m}"));
+                    return diags.alert(line, format!("'{kw} {which} {action}' : {m}"));
                 }
                 Err(m) => return diags.alert(line, m),
             }
         }
-        "set-src" | "set-src-port" | "set-dst" | "set-dst-port" => {
+        "set-src" | "set-src-port" | "set-dst" | "set-dst-port" if !response => {
             match crate::rules::addr_action(line, 2, base, ctx, be_cap) {
                 Ok((a, next)) => (Some(TcpAction::Do(a)), next),
                 Err(m) => {
                     let msg = format!(
-                        "error detected in {} while parsing 'tcp-request {which} {action}' rule : {m}",
+                        "error detected in {} while parsing '{kw} {which} {action}' rule : {m}",
                         who(p)
                     );
                     return diags.alert(line, msg);
@@ -107,7 +134,7 @@ pub fn tcp_request(b: &mut ProxyBuild, line: &Line, which: &str, diags: &mut Dia
                 Err(m) => {
                     let m = m.unwrap_or_default();
                     let msg = format!(
-                        "error detected in {} while parsing 'tcp-request {which} {action}' rule : {m}",
+                        "error detected in {} while parsing '{kw} {which} {action}' rule : {m}",
                         who(p)
                     );
                     return diags.alert(line, msg);
@@ -116,26 +143,23 @@ pub fn tcp_request(b: &mut ProxyBuild, line: &Line, which: &str, diags: &mut Dia
         }
         _ => {
             let msg = if tcp_action_known(list, action) {
-                format!("'tcp-request {which} {action}' is not supported yet")
+                format!("'{kw} {which} {action}' is not supported yet")
             } else {
-                format!("'tcp-request {which}' expects {list} in {} (got '{action}').", who(p))
+                format!("'{kw} {which}' expects {list} in {} (got '{action}').", who(p))
             };
             return diags.alert(line, msg);
         }
     };
     let wrap = |m: &str| {
         format!(
-            "'tcp-request {which} {action}' : error detected in {} while parsing '{}' condition : {}",
+            "'{kw} {which} {action}' : error detected in {} while parsing '{}' condition : {}",
             who(p),
             line.arg(3),
             m.strip_suffix('.').unwrap_or(m)
         )
     };
     let unexpected = |w: &str| {
-        format!(
-            "'tcp-request {which} {action}' only accepts 'if' or 'unless', in {} (got '{w}')",
-            who(p)
-        )
+        format!("'{kw} {which} {action}' only accepts 'if' or 'unless', in {} (got '{w}')", who(p))
     };
     let Ok(cond) = condition(p, line, next, ctx, &wrap, &unexpected, diags) else {
         return;
@@ -147,6 +171,7 @@ pub fn tcp_request(b: &mut ProxyBuild, line: &Line, which: &str, diags: &mut Dia
     };
     let rule = TcpRule { span: line.span.clone(), action, cond };
     match which {
+        _ if response => b.proxy.tcp_response_content.push(rule),
         "connection" => b.proxy.tcp_request_connection.push(rule),
         "session" => b.proxy.tcp_request_session.push(rule),
         _ => b.proxy.tcp_request_content.push(rule),

@@ -24,6 +24,7 @@ pub fn validate(config: &Config, parse_failed: bool, out: &mut Vec<Diagnostic>) 
         fetch_backend_refs(config, p, out);
         duplicate_servers(p, out);
         stats_auth_and_rules(p, out);
+        tcp_response_reads(p, out);
         if !parse_failed {
             missing_bind(p, out);
             missing_timeouts(p, out);
@@ -330,6 +331,37 @@ fn where_text(acl: bool, kw: &str, fetch: &str) -> String {
     }
 }
 
+/// `tcp-response content` rules that read the response's bytes (`res.len`, `res.payload*`,
+/// `WAIT_END`) in a `mode tcp` backend: not supported yet (the tunnel cannot hold the
+/// response back while client bytes flow).
+fn tcp_response_reads(p: &Proxy, out: &mut Vec<Diagnostic>) {
+    if p.mode != Mode::Tcp {
+        return;
+    }
+    for r in &p.tcp_response_content {
+        let Some(c) = &r.cond else { continue };
+        let reads = c.terms.iter().flatten().any(|t| {
+            let exprs: Vec<&SampleExpr> = match &t.acl {
+                AclRef::Anonymous(a) => vec![&a.expr],
+                AclRef::Named(n) => {
+                    p.acls.iter().filter(|a| &a.name == n).map(|a| &a.acl.expr).collect()
+                }
+            };
+            exprs.iter().any(|e| matches!(e.fetch, Fetch::Payload(_) | Fetch::WaitEnd))
+        });
+        if reads {
+            out.push(Diagnostic::alert(
+                at(&r.span),
+                format!(
+                    "'tcp-response content' rules that read the response (res.len, res.payload, WAIT_END) are not supported yet in mode tcp, in {} '{}'",
+                    type_word(p.kind),
+                    p.name
+                ),
+            ));
+        }
+    }
+}
+
 fn cond_exprs<'a>(c: &'a Condition, out: &mut Vec<(&'a SampleExpr, bool)>) {
     for t in c.terms.iter().flatten() {
         if let AclRef::Anonymous(a) = &t.acl {
@@ -381,8 +413,39 @@ fn rule_exprs<'a>(r: &'a HttpRule, out: &mut Vec<(&'a SampleExpr, bool)>) {
     }
 }
 
-/// `nbsrv()` and `be_conn()` name a backend (the proxy itself without argument).
-fn fetch_backend_refs(config: &Config, p: &Proxy, out: &mut Vec<Diagnostic>) {
+/// Rules of a named `defaults` section (checked when it ends): a server fetch must name its
+/// backend and a `track-sc*` its table, as nothing else can resolve them (HAProxy's words).
+pub fn defaults_rule_refs(p: &Proxy, out: &mut Vec<Diagnostic>) {
+    for (e, acl, span, kw) in proxy_exprs(p) {
+        let fetch = match &e.fetch {
+            Fetch::SrvIsUp { backend: None, .. } => "srv_is_up",
+            Fetch::SrvConn { backend: None, .. } => "srv_conn",
+            _ => continue,
+        };
+        let place = where_text(acl, kw, fetch);
+        let msg = format!("backend name must be set in arg 1 of {place} in proxy '{}'.", p.name);
+        out.push(Diagnostic::alert(at(span), msg));
+    }
+    let tcp = p.tcp_request_connection.iter().chain(&p.tcp_request_session);
+    let tcp = tcp.chain(&p.tcp_request_content).chain(&p.tcp_response_content);
+    let tcp_actions = tcp.filter_map(|r| match &r.action {
+        crate::model::TcpAction::Do(a) => Some(a),
+        _ => None,
+    });
+    let http = p.http_request.iter().chain(&p.http_response).chain(&p.http_after_response);
+    for a in tcp_actions.chain(http.map(|r| &r.action)) {
+        if let HttpAction::Stick(crate::model::StickAction::Track { slot, table: None, .. }) = a {
+            let msg = format!(
+                "Proxy '{}': unable to find table '{}' referenced by track-sc{slot}.",
+                p.name, p.name
+            );
+            out.push(Diagnostic::alert(None, msg));
+        }
+    }
+}
+
+/// Every sample expression of the proxy's ACLs and rules, with where it is.
+fn proxy_exprs(p: &Proxy) -> Vec<(&SampleExpr, bool, &Span, &'static str)> {
     let mut found: Vec<(&SampleExpr, bool, &Span, &str)> = Vec::new();
     for a in &p.acls {
         found.push((&a.acl.expr, true, &a.acl.span, "acl"));
@@ -417,7 +480,12 @@ fn fetch_backend_refs(config: &Config, p: &Proxy, out: &mut Vec<Diagnostic>) {
         }
         found.extend(v.into_iter().map(|(e, acl)| (e, acl, &r.span, "tcp-request")));
     }
-    for (e, acl, span, kw) in found {
+    found
+}
+
+/// `nbsrv()` and `be_conn()` name a backend (the proxy itself without argument).
+fn fetch_backend_refs(config: &Config, p: &Proxy, out: &mut Vec<Diagnostic>) {
+    for (e, acl, span, kw) in proxy_exprs(p) {
         let (fetch, backend, server) = match &e.fetch {
             Fetch::NbSrv { backend } => ("nbsrv", backend, None),
             Fetch::BeConn { backend } => ("be_conn", backend, None),

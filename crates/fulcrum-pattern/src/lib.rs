@@ -87,6 +87,8 @@ pub enum Method {
     Int,
     /// IPv4 / IPv6 address with optional mask.
     Ip,
+    /// Exact binary match; patterns are written in hexadecimal (`-m bin 0a0b`).
+    Bin,
     /// Presence of the sample; decided by the caller.
     Found,
     /// Truth of the sample; decided by the caller.
@@ -107,6 +109,7 @@ impl Method {
             "len" => Method::Len,
             "int" => Method::Int,
             "ip" => Method::Ip,
+            "bin" => Method::Bin,
             "found" => Method::Found,
             "bool" => Method::Bool,
             _ => return None,
@@ -126,6 +129,7 @@ impl Method {
             Method::Len => "len",
             Method::Int => "int",
             Method::Ip => "ip",
+            Method::Bin => "bin",
             Method::Found => "found",
             Method::Bool => "bool",
         }

@@ -42,7 +42,22 @@ struct Values {
     regexes: Vec<Regex>,
     ranges: Vec<IntRange>,
     ips: Vec<IpPattern>,
+    /// `bin` patterns, decoded.
+    bins: Vec<Vec<u8>>,
     ignored: usize,
+}
+
+/// A `bin` pattern: hexadecimal digits, two per byte (HAProxy's words when it is not).
+fn parse_hex(value: &str) -> Result<Vec<u8>, PatternError> {
+    if !value.len().is_multiple_of(2) {
+        return Err(PatternError::new("an even number of hex digit is expected"));
+    }
+    let digit = |c: u8| {
+        (c as char).to_digit(16).map(|d| d as u8).ok_or_else(|| {
+            PatternError::new(format!("an hex digit is expected (found '{}')", c as char))
+        })
+    };
+    value.as_bytes().chunks(2).map(|p| Ok(digit(p[0])? << 4 | digit(p[1])?)).collect()
 }
 
 impl Values {
@@ -62,6 +77,10 @@ impl Values {
             }
             Method::Str | Method::Beg | Method::End | Method::Sub | Method::Dom | Method::Dir => {
                 self.strings.push(value.to_string())
+            }
+            Method::Bin => {
+                self.bins.push(parse_hex(value)?);
+                self.strings.push(value.to_string());
             }
             Method::Found | Method::Bool => self.ignored += 1,
         }
@@ -101,6 +120,10 @@ impl Values {
                 Index::Len(RangeIndex::build(&bounds))
             }
             Method::Ip => Index::Ip(IpIndex::build(&self.ips)),
+            Method::Bin => Index::Str(BytesTable::build(
+                self.bins.iter().enumerate().map(|(i, b)| (i as u32, b.as_slice())),
+                false,
+            )),
             Method::Found | Method::Bool => Index::Nothing,
         }
     }

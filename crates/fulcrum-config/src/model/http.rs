@@ -78,6 +78,11 @@ pub enum Fetch {
     SrvConn { backend: Option<String>, server: String },
     /// `always_true`.
     AlwaysTrue,
+    /// `fe_conn`: the frontend's current connections (another frontend by name: not yet).
+    FeConn,
+    /// `wait_end` (the `WAIT_END` ACL): true once the inspection delay is over; until then
+    /// a rule that tests it waits.
+    WaitEnd,
     /// `always_false`.
     AlwaysFalse,
     /// `status`: the response status code.
@@ -806,6 +811,8 @@ pub enum TcpAction {
     Reject,
     /// `silent-drop`: close without telling the client.
     SilentDrop,
+    /// `close` (`tcp-response content`): close the server connection.
+    Close,
     /// A non-final action shared with `http-request`: `set-var`, `set-var-fmt`, `unset-var`,
     /// `track-sc*`, `sc-inc-gpc*`, `sc-set-gpt*`.
     Do(HttpAction),
@@ -815,7 +822,7 @@ impl TcpAction {
     pub fn accepts(&self) -> Option<bool> {
         match self {
             TcpAction::Accept => Some(true),
-            TcpAction::Reject | TcpAction::SilentDrop => Some(false),
+            TcpAction::Reject | TcpAction::SilentDrop | TcpAction::Close => Some(false),
             TcpAction::Do(_) => None,
         }
     }
@@ -1107,8 +1114,15 @@ pub enum PayloadFetch {
     SslHelloType,
     /// `req.ssl_ver` / `req_ssl_ver`: `major << 16 | minor` of the record.
     SslVer,
-    /// `req.len` / `req_len`: how many bytes are waiting.
+    /// `req.len` / `req_len` / `res.len`: how many bytes are waiting.
     Len,
+    /// `req.payload(<offset>,<length>)` / `res.payload(...)`: bytes at `offset` (`length` 0:
+    /// all that is there).
+    Bytes { offset: u32, length: u32 },
+    /// `req.payload_lv(<offset1>,<length>[,<offset2>])` / `res.payload_lv(...)`: a block
+    /// whose length is the big-endian integer of `length` bytes at `offset1`; the block
+    /// follows the length, or starts at `offset2` (absolute, or relative after a `+`).
+    Lv { offset: u32, length: u32, at: Option<(i64, bool)> },
 }
 
 /// TLVs of a received PROXY protocol v2 header.

@@ -71,6 +71,10 @@ pub struct Backend {
     pub redispatch: bool,
     pub abortonclose: bool,
     pub timeouts: BackendTimeouts,
+    /// `tcp-request inspect-delay` for the backend's `tcp-request content` rules.
+    pub inspect_delay: Option<Duration>,
+    /// `tcp-response inspect-delay`.
+    pub response_inspect_delay: Option<Duration>,
     /// Shared with the backend of the same name of the plan before a reload.
     pub counters: Arc<Counters>,
     /// `mode http` settings; `None` in `mode tcp`.
@@ -278,6 +282,8 @@ impl Backend {
                 down_time: Duration::ZERO,
             }),
             algo: "roundrobin",
+            inspect_delay: None,
+            response_inspect_delay: None,
             cookie_name: None,
             sess_rate: Default::default(),
             log_health_checks: false,

@@ -31,6 +31,7 @@ use crate::tcp::{self, Accepted};
 mod answer;
 mod cookies;
 mod exchange;
+mod inspect;
 mod stats;
 mod txn;
 
@@ -701,25 +702,6 @@ impl Session<'_> {
             self.peer = a.src;
             self.local = a.dst;
         }
-    }
-
-    fn tcp_content_accepts_synced(&mut self) -> bool {
-        let ok = self.tcp_content_accepts();
-        self.sync_addrs();
-        ok
-    }
-
-    fn tcp_content_accepts(&mut self) -> bool {
-        let mut vars = std::mem::take(&mut self.vars);
-        let ok = {
-            let base = self.base(None);
-            let empty = Vars::default();
-            let mk = base.ctx(&self.req, None, &empty);
-            let r = &self.fe.rules;
-            rules::tcp_run(&r.tcp_content, &r.acls, &mk, &mut vars, rules::stick::Level::Stream)
-        };
-        self.vars = vars;
-        ok
     }
 
     /// A debug note about this session (under `-d`).

@@ -382,6 +382,11 @@ fn proxy_rules(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::rul
         tcp_session: c.tcp_rules(&p.tcp_request_session),
         expect_proxy: p.expect_proxy.iter().map(|cond| c.cond(cond, &p.span)).collect(),
         tcp_content: c.tcp_rules(&p.tcp_request_content),
+        tcp_response: if p.kind.is_backend() {
+            c.tcp_rules(&p.tcp_response_content)
+        } else {
+            Vec::new()
+        },
         stick: if p.kind.is_backend() { c.stick_rules(&p.stick_rules) } else { Vec::new() },
         monitor_fail: p
             .monitor_fail
@@ -720,6 +725,8 @@ fn backend(
     be.check_timeouts = crate::backend::CheckTimeouts { check: t.check, connect: t.connect };
     be.server_bufs = config.global.server_bufs;
     be.server_tcpka = p.srv_tcpka;
+    be.inspect_delay = p.inspect_delay;
+    be.response_inspect_delay = p.response_inspect_delay;
     rules.acls = c.finish();
     be.rules = rules;
     if p.mode == cfg::Mode::Http {

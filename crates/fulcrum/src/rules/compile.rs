@@ -485,7 +485,9 @@ impl<'a> Compiler<'a> {
             let cond = self.cond(&r.cond, &r.span);
             let act = match &r.action {
                 cfg::TcpAction::Accept => TcpAct::Accept,
-                cfg::TcpAction::Reject | cfg::TcpAction::SilentDrop => TcpAct::Reject,
+                cfg::TcpAction::Reject | cfg::TcpAction::SilentDrop | cfg::TcpAction::Close => {
+                    TcpAct::Reject
+                }
                 cfg::TcpAction::Do(a) => match self.action(a, &r.span) {
                     Some(a) => TcpAct::Do(a),
                     None => continue,

@@ -86,6 +86,47 @@ impl Cond {
     }
 }
 
+impl Cond {
+    /// HAProxy's three-valued evaluation while data may still arrive (`ctx.more` set): `None`
+    /// when the answer is not known yet (a term that did not match on a sample more bytes
+    /// could change). A match is final; `!` and `unless` keep an unknown unknown.
+    pub fn eval3(&self, acls: &Acls, ctx: &Ctx<'_>) -> Option<bool> {
+        let Some(more) = ctx.more else { return Some(self.eval(acls, ctx)) };
+        // 0: fails, 1: unknown, 3: passes (HAProxy's ACL_TEST_* values), so & and | work.
+        let mut any = 0u8;
+        for group in &self.terms {
+            let mut all = 3u8;
+            for (negate, id) in group {
+                more.set(false);
+                let m = acls.entries[*id].iter().any(|a| a.matches(ctx));
+                let mut r = if m {
+                    3
+                } else if more.get() {
+                    1
+                } else {
+                    0
+                };
+                if *negate {
+                    r = if r == 1 { 1 } else { 3 - r };
+                }
+                all &= r;
+                if all == 0 {
+                    break;
+                }
+            }
+            any |= all;
+            if any == 3 {
+                break;
+            }
+        }
+        more.set(false);
+        match any {
+            1 => None,
+            r => Some((r == 3) != self.unless),
+        }
+    }
+}
+
 /// Evaluates an optional condition (absent: true).
 pub fn holds(cond: &Option<Cond>, acls: &Acls, ctx: &Ctx<'_>) -> bool {
     cond.as_ref().is_none_or(|c| c.eval(acls, ctx))
@@ -358,6 +399,7 @@ pub struct Base<'a> {
     pub dst: Option<std::net::SocketAddr>,
     pub proc_vars: &'a sample::ProcVars,
     pub frontend: &'a str,
+    pub fe: Option<&'a crate::frontend::Frontend>,
     pub backend: Option<&'a crate::backend::Backend>,
     pub server: Option<&'a str>,
     pub backends: &'a HashMap<String, Arc<crate::backend::Backend>>,
@@ -389,6 +431,7 @@ impl<'a> Base<'a> {
             vars,
             proc_vars: self.proc_vars,
             frontend: self.frontend,
+            fe: self.fe,
             backend: self.backend,
             server: self.server,
             backends: self.backends,
@@ -397,6 +440,7 @@ impl<'a> Base<'a> {
             payload: &[],
             pp: self.pp,
             server_stream: self.server_stream,
+            more: None,
         }
     }
 }
@@ -598,17 +642,46 @@ pub fn tcp_run(
     vars: &mut Vars,
     level: stick::Level,
 ) -> bool {
-    for r in list {
-        if !holds(&r.cond, acls, &template.with_vars(vars)) {
-            continue;
+    let final_ctx = Ctx { more: None, ..*template };
+    tcp_eval(list, 0, acls, &final_ctx, vars, level) != TcpVerdict::Reject
+}
+
+/// Where a `tcp-request content` or `tcp-response content` list stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcpVerdict {
+    /// An `accept`, or the end of the list.
+    Accept,
+    Reject,
+    /// The rule at this index cannot be decided before more data or the end of the delay
+    /// (only when `template.more` is set); evaluation resumes there.
+    Wait(usize),
+}
+
+/// Runs `list` from rule `from`; with `template.more` set, stops at the first rule whose
+/// condition is not decided yet (see [`Cond::eval3`]).
+pub fn tcp_eval(
+    list: &[TcpRule],
+    from: usize,
+    acls: &Acls,
+    template: &Ctx<'_>,
+    vars: &mut Vars,
+    level: stick::Level,
+) -> TcpVerdict {
+    for (i, r) in list.iter().enumerate().skip(from) {
+        if let Some(c) = &r.cond {
+            match c.eval3(acls, &template.with_vars(vars)) {
+                Some(true) => {}
+                Some(false) => continue,
+                None => return TcpVerdict::Wait(i),
+            }
         }
         match &r.act {
-            TcpAct::Accept => return true,
-            TcpAct::Reject => return false,
+            TcpAct::Accept => return TcpVerdict::Accept,
+            TcpAct::Reject => return TcpVerdict::Reject,
             TcpAct::Do(a) => tcp_action(a, template, vars, level),
         }
     }
-    true
+    TcpVerdict::Accept
 }
 
 fn tcp_action(a: &Action, t: &Ctx<'_>, vars: &mut Vars, level: stick::Level) {
@@ -696,6 +769,8 @@ pub struct ProxyRules {
     /// `tcp-request connection expect-proxy layer4` conditions.
     pub expect_proxy: Vec<Option<Cond>>,
     pub tcp_content: Vec<TcpRule>,
+    /// `tcp-response content` rules (backends).
+    pub tcp_response: Vec<TcpRule>,
     pub monitor_fail: Vec<Cond>,
     /// `stick on|match|store-*` rules.
     pub stick: Vec<stick::StickRule>,

@@ -83,6 +83,8 @@ pub struct Ctx<'a> {
     pub vars: &'a Vars,
     pub proc_vars: &'a ProcVars,
     pub frontend: &'a str,
+    /// The frontend itself, where there is one (`fe_conn`).
+    pub fe: Option<&'a crate::frontend::Frontend>,
     /// The backend handling the transaction, once chosen.
     pub backend: Option<&'a Backend>,
     /// The server that took the request, once chosen.
@@ -99,6 +101,11 @@ pub struct Ctx<'a> {
     pub pp: Option<&'a crate::connection::proxy::Header>,
     /// The server connection, once there is one (`ssl_bc*`).
     pub server_stream: Option<&'a crate::connection::Stream>,
+    /// Set while `payload` may still grow (an inspection delay runs): a fetch whose answer
+    /// could change with more data (`req.len`, a `req.payload` beyond the bytes there,
+    /// `WAIT_END`) marks it, and a rule that does not match then waits (HAProxy's
+    /// `SMP_F_MAY_CHANGE`).
+    pub more: Option<&'a std::cell::Cell<bool>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -116,6 +123,7 @@ impl<'a> Ctx<'a> {
             vars,
             proc_vars,
             frontend: "",
+            fe: None,
             backend: None,
             server: None,
             backends,
@@ -124,6 +132,7 @@ impl<'a> Ctx<'a> {
             payload: &[],
             pp: None,
             server_stream: None,
+            more: None,
         }
     }
 
@@ -153,6 +162,7 @@ impl<'a> Ctx<'a> {
             vars,
             proc_vars: &fe.proc_vars,
             frontend: &fe.name,
+            fe: Some(fe),
             backend: None,
             server: None,
             backends: &fe.backends,
@@ -161,6 +171,74 @@ impl<'a> Ctx<'a> {
             payload: &[],
             pp: None,
             server_stream: None,
+            more: None,
+        }
+    }
+}
+
+/// `req.len`, `req.payload*`, `req.ssl_*` on the bytes waiting (HAProxy's `smp_fetch_payload*`):
+/// when they may still grow, an answer that more bytes could change marks `ctx.more`.
+fn payload<'a>(p: &cfg::PayloadFetch, ctx: &Ctx<'a>) -> Option<Value<'a>> {
+    let data = ctx.payload;
+    let may_change = || {
+        if let Some(m) = ctx.more {
+            m.set(true);
+        }
+    };
+    let bytes = |at: usize, len: usize| -> Option<Value<'a>> {
+        let end = at.checked_add(len)?;
+        if end > crate::connection::BUFSIZE {
+            return None; // never fits a buffer: will never match
+        }
+        if end > data.len() {
+            may_change();
+            return None;
+        }
+        Some(Value::Str(Cow::Borrowed(&data[at..end])))
+    };
+    match *p {
+        cfg::PayloadFetch::Len => {
+            may_change();
+            Some(Value::Int(data.len() as i64))
+        }
+        cfg::PayloadFetch::Bytes { offset, length: 0 } => {
+            let at = offset as usize;
+            if at >= data.len() {
+                may_change();
+                return None;
+            }
+            may_change();
+            Some(Value::Str(Cow::Borrowed(&data[at..])))
+        }
+        cfg::PayloadFetch::Bytes { offset, length } => bytes(offset as usize, length as usize),
+        cfg::PayloadFetch::Lv { offset, length, at } => {
+            let (o, l) = (offset as usize, length as usize);
+            let Some(field) = data.get(o..o + l) else {
+                may_change();
+                return None;
+            };
+            let size = field.iter().fold(0usize, |n, &b| n << 8 | b as usize);
+            let start = match at {
+                None => (o + l) as i64,
+                Some((n, true)) => (o + l) as i64 + n,
+                Some((n, false)) => n,
+            };
+            if size == 0 || start < 0 {
+                return None;
+            }
+            bytes(start as usize, size)
+        }
+        _ => {
+            let h = crate::tls::hello::parse(data);
+            if !h.settled {
+                may_change();
+            }
+            match p {
+                cfg::PayloadFetch::SslSni => h.sni.map(|v| Value::Str(Cow::Borrowed(v))),
+                cfg::PayloadFetch::SslAlpn => h.alpn.map(|v| Value::Str(Cow::Borrowed(v))),
+                cfg::PayloadFetch::SslHelloType => h.hello_type.map(|t| Value::Int(i64::from(t))),
+                _ => h.version.map(Value::Int),
+            }
         }
     }
 }
@@ -446,6 +524,7 @@ fn fetch_each<'a>(
             };
             one(be.map(|be| Value::Int(be.usable_servers() as i64)), f)
         }
+        FeConn => one(ctx.fe.map(|fe| Value::Int(i64::from(fe.limit.current()))), f),
         BeConn { backend } => {
             let be = match backend {
                 Some(n) => ctx.backends.get(n).map(|b| &**b),
@@ -578,17 +657,14 @@ fn fetch_each<'a>(
             };
             one(ctx.pp.and_then(|h| h.tlv(kind)).map(b), f)
         }
-        Payload(p) => {
-            let h = crate::tls::hello::parse(ctx.payload);
-            let v = match p {
-                cfg::PayloadFetch::SslSni => h.sni.map(b),
-                cfg::PayloadFetch::SslAlpn => h.alpn.map(b),
-                cfg::PayloadFetch::SslHelloType => h.hello_type.map(|t| Value::Int(i64::from(t))),
-                cfg::PayloadFetch::SslVer => h.version.map(Value::Int),
-                cfg::PayloadFetch::Len => Some(Value::Int(ctx.payload.len() as i64)),
-            };
-            one(v, f)
-        }
+        Payload(p) => one(payload(p, ctx), f),
+        WaitEnd => match ctx.more {
+            Some(more) => {
+                more.set(true);
+                false
+            }
+            None => f(Value::Bool(true)),
+        },
         FcErr => f(Value::Int(0)),
         TlsOnly => false,
         CookCnt { name } => {

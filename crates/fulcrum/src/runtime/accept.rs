@@ -348,25 +348,36 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
     // `tcp-request content` rules run here, not at accept, when they may read the first bytes
     // or the TLS handshake's facts (`ssl_fc_sni`: the handshake ran in the prelude).
     let late = fe.needs_payload || slots.bind.tls.is_some();
+    let mut got = tcp::inspect::Inspected { payload: Vec::new(), shut: false };
     let chosen = if late || !fe.rules.use_backends.is_empty() {
         // `tcp-request inspect-delay`: the rules see the first bytes (a ClientHello to route
         // by its name), read without consuming them.
-        let payload = if fe.needs_payload {
-            inspect(&conn.client, fe.inspect_delay).await
-        } else {
-            Vec::new()
-        };
+        if fe.needs_payload {
+            got = tcp::inspect::first_bytes(&conn.client, fe.inspect_delay).await;
+        }
         let mut vars = conn.vars.take().map(|b| *b).unwrap_or_default();
         let empty = crate::rules::sample::Vars::default();
         let mut mk = crate::rules::sample::Ctx::connection(fe, conn.peer, dst, &empty);
-        mk.payload = &payload;
         mk.client = Some(&conn.client);
         mk.pp = conn.proxied.as_deref();
         let r = &fe.rules;
-        if late && !crate::rules::tcp_run(&r.tcp_content, &r.acls, &mk, &mut vars, Level::Stream) {
-            Counters::inc(&fe.counters.denied_conn);
-            return;
+        if late {
+            let v = tcp::inspect::content_rules(
+                &conn.client,
+                &mut got,
+                fe.inspect_delay,
+                &r.tcp_content,
+                &r.acls,
+                &mk,
+                &mut vars,
+            )
+            .await;
+            if v == crate::rules::TcpVerdict::Reject {
+                Counters::inc(&fe.counters.denied_conn);
+                return;
+            }
         }
+        mk.payload = &got.payload;
         let chosen = crate::rules::switching::choose(fe, &mk.with_vars(&vars));
         if !vars.is_empty() {
             conn.vars = Some(Box::new(vars));
@@ -386,6 +397,34 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         return Box::pin(http_connection(slots, Start::New(conn))).await;
     }
     let be = &be;
+    if !be.rules.tcp_content.is_empty() {
+        // The backend's `tcp-request content` rules, on the same first bytes.
+        let mut vars = conn.vars.take().map(|b| *b).unwrap_or_default();
+        let empty = crate::rules::sample::Vars::default();
+        let mut mk = crate::rules::sample::Ctx::connection(fe, conn.peer, dst, &empty);
+        mk.client = Some(&conn.client);
+        mk.pp = conn.proxied.as_deref();
+        mk.backend = Some(be);
+        let r = &be.rules;
+        let v = tcp::inspect::content_rules(
+            &conn.client,
+            &mut got,
+            be.inspect_delay,
+            &r.tcp_content,
+            &r.acls,
+            &mk,
+            &mut vars,
+        )
+        .await;
+        if !vars.is_empty() {
+            conn.vars = Some(Box::new(vars));
+        }
+        if v == crate::rules::TcpVerdict::Reject {
+            Counters::inc(&be.counters.denied_req);
+            Counters::inc(&fe.counters.denied_req);
+            return;
+        }
+    }
     Counters::inc(&be.counters.sessions);
     let peer = conn.peer;
     // The clock and the local address are read only for a log line.
@@ -413,7 +452,7 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         outcome.marks.request = Some(now);
     }
     // The client connection closes after the log line (HAProxy counts it in %ac then).
-    tcp::serve(fe, be, &conn, &mut outcome).await;
+    tcp::serve(fe, be, &mut conn, &mut outcome).await;
     crate::stats::account(fe, Some(be), &outcome, false, false);
     if let Some(sc) = conn.vars.as_ref().and_then(|v| v.sc.as_ref()) {
         sc.bytes(outcome.bytes_in, outcome.bytes_out);
@@ -443,46 +482,6 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         stream.unique_id = uid.as_deref();
         log::stream_line(fe, &ctx, &stream, None, shared.debug);
     }
-}
-
-/// The connection's first bytes, peeked: until a TLS record is complete (or the bytes are not
-/// TLS), the buffer is full, the client closes, or `delay` ends (none: what is there now).
-async fn inspect(client: &Stream, delay: Option<Duration>) -> Vec<u8> {
-    let mut buf = vec![0u8; crate::connection::BUFSIZE];
-    let mut seen = 0;
-    let wait = async {
-        loop {
-            if std::future::poll_fn(|cx| client.poll_read_ready(cx)).await.is_err() {
-                return;
-            }
-            match client.try_peek(&mut buf) {
-                Ok(0) | Err(_) if seen > 0 => return,
-                Ok(0) => return,
-                Ok(n) => {
-                    let h = crate::tls::hello::parse(&buf[..n]);
-                    if h.settled || n == buf.len() {
-                        seen = n;
-                        return;
-                    }
-                    if n == seen {
-                        use std::os::fd::{AsFd, AsRawFd};
-                        if crate::sys::peer_shut_write(client.as_fd().as_raw_fd()) {
-                            return;
-                        }
-                    }
-                    seen = n;
-                    client.clear_read_ready();
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(_) => return,
-            }
-        }
-    };
-    let _ = within(Some(delay.unwrap_or(Duration::ZERO)), wait).await;
-    // What is there now, whatever the wait ended on.
-    let n = client.try_peek(&mut buf).unwrap_or(0);
-    buf.truncate(n);
-    buf
 }
 
 /// `f`, bounded by `limit` when there is one (`None`: it timed out).

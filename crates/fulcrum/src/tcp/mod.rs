@@ -4,6 +4,7 @@
 //!
 //! Must not touch: accept and limits (the listener), selection policy (backend and balancer).
 
+pub mod inspect;
 pub mod tunnel;
 
 use std::future::{poll_fn, Future};
@@ -35,6 +36,30 @@ pub enum Ending {
     /// The client left while waiting for a server (`CQ`/`CC`, abortonclose).
     ClientAborted,
     Tunnel(TunnelEnd),
+}
+
+/// `tcp-response content` rules in mode tcp, once the server is connected. Rules that read
+/// the response's bytes are refused at start-up, so these decide at once.
+fn response_rules_accept(
+    fe: &Frontend,
+    be: &Backend,
+    conn: &mut Accepted,
+    srv: &crate::server::Server,
+) -> bool {
+    let mut vars = conn.vars.take().map(|b| *b).unwrap_or_default();
+    let empty = crate::rules::sample::Vars::default();
+    let mut ctx = crate::rules::sample::Ctx::connection(fe, conn.peer, conn.local(), &empty);
+    ctx.backend = Some(be);
+    ctx.server = Some(&srv.name);
+    ctx.client = Some(&conn.client);
+    ctx.pp = conn.proxied.as_deref();
+    let r = &be.rules;
+    let level = crate::rules::stick::Level::Stream;
+    let ok = crate::rules::tcp_run(&r.tcp_response, &r.acls, &ctx, &mut vars, level);
+    if !vars.is_empty() {
+        conn.vars = Some(Box::new(vars));
+    }
+    ok
 }
 
 /// What opening a server connection may need from the client's side: addresses for a PROXY
@@ -180,7 +205,7 @@ fn is_resource_error(errno: i32) -> bool {
 }
 
 /// Serves one TCP session to its end, recording how it went in `out`.
-pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: &Accepted, out: &mut Outcome) {
+pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: &mut Accepted, out: &mut Outcome) {
     let key = conn.peer.map(|p| PickKey::Ip(p.ip()));
     // `stick match|on` picks the server; `stick store-*` keys wait for the one connected to.
     let mut stores = crate::rules::stick::Stores::new();
@@ -225,6 +250,11 @@ pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: &Accepted, out: &mut 
     }
     Counters::inc(&be.counters.connects);
     Counters::inc(&slot.server().counters.connects);
+    if !be.rules.tcp_response.is_empty() && !response_rules_accept(fe, be, conn, slot.server()) {
+        Counters::inc(&be.counters.denied_resp);
+        Counters::inc(&fe.counters.denied_resp);
+        return out.end(crate::outcome::Cause::Proxy, Phase::Done);
+    }
     let t = tunnel_timeouts(fe, be);
     let (end, moved) = tunnel::run(&conn.client, &server, t, &|| slot.ended_by().is_some()).await;
     let srv = slot.server();

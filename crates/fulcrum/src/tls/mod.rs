@@ -575,6 +575,7 @@ impl Sni {
                     vars: &vars,
                     proc_vars: PROC.get_or_init(ProcVars::default),
                     frontend: "",
+                    fe: None,
                     backend: None,
                     server: None,
                     backends: NO_BACKENDS.get_or_init(Default::default),
@@ -583,6 +584,7 @@ impl Sni {
                     payload: &[],
                     pp: None,
                     server_stream: None,
+                    more: None,
                 };
                 let v = e.eval(&ctx)?;
                 let text = String::from_utf8_lossy(&v.as_bytes()).into_owned();

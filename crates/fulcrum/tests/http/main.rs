@@ -20,6 +20,7 @@ mod auth;
 mod bodies;
 mod errors;
 mod extra;
+mod inspect;
 mod keepalive;
 mod malformed;
 mod px;

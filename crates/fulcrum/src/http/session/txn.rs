@@ -27,7 +27,7 @@ impl Session<'_> {
         let fe = self.fe;
 
         // tcp-request content rules (the connection closes on reject).
-        if !fe.rules.tcp_content.is_empty() && !self.tcp_content_accepts_synced() {
+        if !fe.rules.tcp_content.is_empty() && !self.tcp_content_accepts(&fe.rules, None) {
             self.note(format_args!("tcp-request content reject"));
             self.o.end(Cause::Proxy, Phase::Request);
             return Next::Close;
@@ -87,6 +87,13 @@ impl Session<'_> {
         };
         // A `listen` proxy is its own backend: its rules ran above already.
         if !self.is_own_backend(&be) {
+            if !be.rules.tcp_content.is_empty() && !self.tcp_content_accepts(&be.rules, Some(&be)) {
+                self.note(format_args!("tcp-request content reject (backend)"));
+                Counters::inc(&be.counters.denied_req);
+                Counters::inc(&fe.counters.denied_req);
+                self.o.end(Cause::Proxy, Phase::Request);
+                return Next::Close;
+            }
             if let Some(next) = self.request_rules(&be.rules, Some(&be), &info).await {
                 return next;
             }
@@ -285,6 +292,17 @@ impl Session<'_> {
                 self.o.end(Cause::Proxy, Phase::Headers);
                 Counters::inc(&be.counters.failed_responses);
                 return self.answer(502, &info, Some(&be)).await;
+            }
+        }
+        if !be.rules.tcp_response.is_empty() {
+            let server_name = be.servers[slot.index()].name.as_str();
+            if !self.tcp_response_accepts(&be, server_name).await {
+                drop(slot);
+                drop(sc); // the server's response is abandoned with its connection
+                Counters::inc(&be.counters.denied_resp);
+                Counters::inc(&fe.counters.denied_resp);
+                self.o.end(Cause::Proxy, Phase::Done);
+                return Next::Close;
             }
         }
         if !be.rules.stick.is_empty() {
@@ -812,6 +830,7 @@ pub(super) fn rules_base<'b>(
         dst: local,
         proc_vars: &fe.proc_vars,
         frontend: &fe.name,
+        fe: Some(fe),
         backend,
         server,
         backends: &fe.backends,

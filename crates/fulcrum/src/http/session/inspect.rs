@@ -1,0 +1,62 @@
+//! `tcp-request content` and `tcp-response content` rules inside an HTTP transaction: the
+//! frontend's request rules before anything else, the backend's once it is chosen (before its
+//! `http-request` rules), and the backend's response rules when the response's head arrives
+//! (before stick rules and `http-response` rules), as HAProxy's analysers order them. A
+//! response rule that cannot be decided yet (`WAIT_END`) waits for `tcp-response
+//! inspect-delay`. Reads and writes only the transaction's variables.
+
+use std::cell::Cell;
+
+use crate::backend::Backend;
+use crate::rules::sample::Vars;
+use crate::rules::stick::Level;
+use crate::rules::{self, ProxyRules, TcpVerdict};
+
+use super::Session;
+
+impl Session<'_> {
+    /// Runs `r`'s `tcp-request content` rules on the request; false when one rejects.
+    pub(super) fn tcp_content_accepts(&mut self, r: &ProxyRules, be: Option<&Backend>) -> bool {
+        let mut vars = std::mem::take(&mut self.vars);
+        let ok = {
+            let base = self.base(be);
+            let empty = Vars::default();
+            let mk = base.ctx(&self.req, None, &empty);
+            rules::tcp_run(&r.tcp_content, &r.acls, &mk, &mut vars, Level::Stream)
+        };
+        self.vars = vars;
+        self.sync_addrs();
+        ok
+    }
+
+    /// Runs the backend's `tcp-response content` rules on the response's head; false when
+    /// one rejects (the connection then closes without an answer).
+    pub(super) async fn tcp_response_accepts(&mut self, be: &Backend, server: &str) -> bool {
+        let delay = be.response_inspect_delay;
+        let deadline = delay.map(|d| tokio::time::Instant::now() + d);
+        let more = Cell::new(false);
+        let mut from = 0;
+        loop {
+            let done = deadline.is_none_or(|d| tokio::time::Instant::now() >= d);
+            let mut vars = std::mem::take(&mut self.vars);
+            let v = {
+                let mut base = self.base(Some(be));
+                base.server = Some(server);
+                let empty = Vars::default();
+                let mut mk = base.ctx(&self.resp, Some(&self.req), &empty);
+                mk.more = (!done).then_some(&more);
+                let r = &be.rules;
+                rules::tcp_eval(&r.tcp_response, from, &r.acls, &mk, &mut vars, Level::Stream)
+            };
+            self.vars = vars;
+            match v {
+                TcpVerdict::Wait(i) => from = i,
+                v => return v == TcpVerdict::Accept,
+            }
+            // Nothing more arrives for the head's rules: only the delay can end.
+            if let Some(d) = deadline {
+                tokio::time::sleep_until(d).await;
+            }
+        }
+    }
+}

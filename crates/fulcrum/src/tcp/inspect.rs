@@ -1,0 +1,135 @@
+//! Content inspection of a `mode tcp` connection: `tcp-request content` rules (the
+//! frontend's, then the backend's) run on the first bytes the client sent, peeked and never
+//! consumed. Under `tcp-request inspect-delay` a rule that cannot be decided yet (`req.len`,
+//! `req.payload` beyond the bytes there, `WAIT_END`: see `rules::Cond::eval3`) waits for more
+//! bytes, the client's end of stream, a full buffer or the end of the delay, then the list
+//! resumes at that rule, as HAProxy's inspection analyser does. Owns no state beyond one call;
+//! must not read from the socket nor clear its readiness (the tunnel forwards every byte
+//! afterwards).
+
+use std::cell::Cell;
+use std::io;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::connection::{Stream, BUFSIZE};
+use crate::rules::sample::{Ctx, Vars};
+use crate::rules::stick::Level;
+use crate::rules::{tcp_eval, Acls, TcpRule, TcpVerdict};
+
+/// How often bytes already seen are peeked again while more are awaited. The socket's
+/// readiness is never cleared here: with bytes still waiting, a cleared (edge-triggered)
+/// readiness would stall the tunnel that reads them afterwards until the client sends more.
+const RECHECK: Duration = Duration::from_millis(10);
+
+/// The bytes waiting at the start of a connection, as the rules see them.
+pub struct Inspected {
+    pub payload: Vec<u8>,
+    /// The client shut its side: no more bytes will come.
+    pub shut: bool,
+}
+
+/// Waits for the first bytes: until a TLS record is complete, the bytes are not TLS, the
+/// buffer is full, the client shuts or `delay` ends (routing by `req.ssl_sni` needs no rule
+/// that waits).
+pub async fn first_bytes(client: &Stream, delay: Option<Duration>) -> Inspected {
+    let mut buf = vec![0u8; BUFSIZE];
+    let mut shut = false;
+    let wait = async {
+        let mut seen = 0;
+        loop {
+            if std::future::poll_fn(|cx| client.poll_read_ready(cx)).await.is_err() {
+                return true;
+            }
+            match client.try_peek(&mut buf) {
+                Ok(0) => return true,
+                Ok(n) => {
+                    let h = crate::tls::hello::parse(&buf[..n]);
+                    if h.settled || n == buf.len() {
+                        return false;
+                    }
+                    if n == seen && peer_shut(client) {
+                        return true;
+                    }
+                    if n == seen {
+                        tokio::time::sleep(RECHECK).await;
+                    }
+                    seen = n;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => return true,
+            }
+        }
+    };
+    if let Ok(s) = tokio::time::timeout(delay.unwrap_or(Duration::ZERO), wait).await {
+        shut = s;
+    }
+    // What is there now, whatever the wait ended on.
+    let n = client.try_peek(&mut buf).unwrap_or(0);
+    buf.truncate(n);
+    Inspected { payload: buf, shut }
+}
+
+fn peer_shut(client: &Stream) -> bool {
+    use std::os::fd::{AsFd, AsRawFd};
+    crate::sys::peer_shut_write(client.as_fd().as_raw_fd())
+}
+
+/// Waits until more than `got.payload.len()` bytes wait, the client shuts or `deadline`.
+async fn more_bytes(client: &Stream, got: &mut Inspected, deadline: Instant) {
+    let mut buf = vec![0u8; BUFSIZE];
+    let seen = got.payload.len();
+    let wait = async {
+        loop {
+            if std::future::poll_fn(|cx| client.poll_read_ready(cx)).await.is_err() {
+                return (0, true);
+            }
+            match client.try_peek(&mut buf) {
+                Ok(0) => return (0, true),
+                Ok(n) if n > seen => return (n, false),
+                Ok(_) if peer_shut(client) => return (0, true),
+                Ok(_) => tokio::time::sleep(RECHECK).await,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => return (0, true),
+            }
+        }
+    };
+    if let Ok((n, shut)) = tokio::time::timeout_at(deadline, wait).await {
+        got.shut |= shut;
+        if n > seen {
+            buf.truncate(n);
+            got.payload = buf;
+        }
+    }
+}
+
+/// Runs `list` on the inspected bytes, waiting as long as `delay` allows while a rule cannot
+/// be decided; `Accept` or `Reject`.
+#[allow(clippy::too_many_arguments)]
+pub async fn content_rules(
+    client: &Stream,
+    got: &mut Inspected,
+    delay: Option<Duration>,
+    list: &[TcpRule],
+    acls: &Acls,
+    template: &Ctx<'_>,
+    vars: &mut Vars,
+) -> TcpVerdict {
+    let deadline = delay.map(|d| Instant::now() + d);
+    let more = Cell::new(false);
+    let mut from = 0;
+    loop {
+        let done = deadline.is_none_or(|d| Instant::now() >= d)
+            || got.shut
+            || got.payload.len() >= BUFSIZE;
+        let ctx = Ctx { payload: &got.payload, more: (!done).then_some(&more), ..*template };
+        match tcp_eval(list, from, acls, &ctx, vars, Level::Stream) {
+            TcpVerdict::Wait(i) => from = i,
+            v => return v,
+        }
+        if let Some(d) = deadline {
+            more_bytes(client, got, d).await;
+        }
+    }
+}
