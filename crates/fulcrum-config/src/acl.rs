@@ -114,6 +114,7 @@ pub fn avail_of(expr: &SampleExpr) -> Avail {
         | Fetch::SrvConn { .. }
         | Fetch::AlwaysTrue
         | Fetch::WaitEnd
+        | Fetch::Bool(_)
         | Fetch::FeConn
         | Fetch::AlwaysFalse
         | Fetch::Var { .. }

@@ -698,11 +698,13 @@ pub(crate) fn var_action(line: &Line, base: &str, at: At) -> ActionResult {
         Some((v, c)) => (v, Some(c)),
         None => (inner, None),
     };
-    if conds.is_some() {
-        return Err(Some(format!(
-            "conditions on '{base}' (ifexists, ifgt...) are not supported yet."
-        )));
+    if conds.is_some() && base == "unset-var" {
+        return Err(Some("unset-var does not expect parameters after the variable name. Only \"set-var\" and \"set-var-fmt\" manage conditions.".into()));
     }
+    let conds = match conds {
+        Some(c) => crate::model::VarConds::parse(c).map_err(|m| Some(format!("{m}.")))?,
+        None => 0,
+    };
     let (scope, name) = sample::parse_var_name(var).map_err(|m| Some(format!("{m}.")))?;
     if base == "unset-var" {
         return Ok((HttpAction::UnsetVar { scope, name }, 2));
@@ -711,7 +713,7 @@ pub(crate) fn var_action(line: &Line, base: &str, at: At) -> ActionResult {
     if base == "set-var-fmt" {
         // As HAProxy, a missing format is an empty one.
         let fmt = log_format(text, at)?;
-        return Ok((HttpAction::SetVarFmt { scope, name, fmt }, 3));
+        return Ok((HttpAction::SetVarFmt { scope, name, fmt, conds }, 3));
     }
     let (mut parsed, _) =
         sample::parse(text, End::Input).map_err(|e| Some(format!("{}.", e.plain())))?;
@@ -724,7 +726,7 @@ pub(crate) fn var_action(line: &Line, base: &str, at: At) -> ActionResult {
             "fetch method '{action}' extracts information from '{needs}', none of which is available here."
         )));
     }
-    Ok((HttpAction::SetVar { scope, name, expr: parsed.expr }, 3))
+    Ok((HttpAction::SetVar { scope, name, expr: parsed.expr, conds }, 3))
 }
 
 /// `wait-for-body time <time> [at-least <bytes>]`, the two options in any order (as HAProxy).
@@ -953,7 +955,7 @@ mod tests {
     fn set_var_fmt_stores_a_log_format_and_a_missing_one_is_empty() {
         let (act, next) =
             request_action("http-request set-var-fmt(txn.from) %[src]:%cp").expect("parses");
-        let HttpAction::SetVarFmt { scope, name, fmt } = act else { panic!("{act:?}") };
+        let HttpAction::SetVarFmt { scope, name, fmt, .. } = act else { panic!("{act:?}") };
         assert_eq!((scope, name.as_str(), fmt.parts.len(), next), (VarScope::Txn, "from", 3, 3));
         let (act, _) = request_action("http-request set-var-fmt(req.x)").expect("parses");
         let HttpAction::SetVarFmt { fmt, .. } = act else { panic!("{act:?}") };

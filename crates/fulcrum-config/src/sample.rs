@@ -500,6 +500,7 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "http_first_req" => d(NONE, 0, Bool, Always),
         "uuid" => d(I, 0, Str, Always),
         "int" => d(I, 1, Int, Always),
+        "bool" => d(S, 1, Bool, Always),
         "ipv4" | "ipv6" => d(S, 1, Ip, Always),
         "http_auth" => d(S, 1, Bool, Request),
         "http_auth_group" => d(S, 1, Str, Request),
@@ -772,6 +773,14 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
             }
         },
         "int" => Fetch::Int(args.first().map(Arg::int).unwrap_or_default()),
+        "bool" => match args.first().map(Arg::str).as_deref() {
+            Some("true" | "1") => Fetch::Bool(true),
+            Some("false" | "0") => Fetch::Bool(false),
+            _ => {
+                let msg = "Expects 'true', 'false', '0' or '1'".to_string();
+                return Err(SmpError::ArgCheck(name.to_string(), msg));
+            }
+        },
         "capture.req.uri" => Fetch::ReqLine(crate::model::ReqLinePart::Uri),
         "capture.req.method" => Fetch::ReqLine(crate::model::ReqLinePart::Method),
         "capture.req.ver" => Fetch::ReqLine(crate::model::ReqLinePart::Version),

@@ -176,6 +176,8 @@ pub enum Fetch {
     Uuid,
     /// `int(<n>)`: a constant integer.
     Int(i64),
+    /// `bool(<true|false|1|0>)`.
+    Bool(bool),
     /// `ipv4(<addr>)`, `ipv6(<addr>)`: a constant address.
     IpConst(IpAddr),
     /// `http_auth(<userlist>)`: the request's Basic credentials are a user's of the list.
@@ -203,6 +205,40 @@ pub enum ReqLinePart {
     Uri,
     Method,
     Version,
+}
+
+/// The conditions `set-var(<name>,<cond>...)` may put on a store (HAProxy's `VF_COND_*`), as
+/// bits of a `u8`.
+pub struct VarConds;
+
+impl VarConds {
+    pub const IFEXISTS: u8 = 1;
+    pub const IFNOTEXISTS: u8 = 2;
+    pub const IFEMPTY: u8 = 4;
+    pub const IFNOTEMPTY: u8 = 8;
+    pub const IFSET: u8 = 16;
+    pub const IFNOTSET: u8 = 32;
+    pub const IFGT: u8 = 64;
+    pub const IFLT: u8 = 128;
+
+    /// The bits of a comma-separated list, or HAProxy's message for a wrong word.
+    pub fn parse(list: &str) -> Result<u8, String> {
+        let mut bits = 0;
+        for w in list.split(',') {
+            bits |= match w {
+                "ifexists" => Self::IFEXISTS,
+                "ifnotexists" => Self::IFNOTEXISTS,
+                "ifempty" => Self::IFEMPTY,
+                "ifnotempty" => Self::IFNOTEMPTY,
+                "ifset" => Self::IFSET,
+                "ifnotset" => Self::IFNOTSET,
+                "ifgt" => Self::IFGT,
+                "iflt" => Self::IFLT,
+                _ => return Err(format!("unknown condition \"{w}\"")),
+            };
+        }
+        Ok(bits)
+    }
 }
 
 /// The scope of a variable (`proc.`, `sess.`, `txn.`, `req.`, `res.`).
@@ -254,6 +290,12 @@ pub enum Converter {
     Table {
         what: TableConv,
         table: String,
+    },
+    /// `set-var(<name>[,<condition>...])`: stores the sample in a variable and passes it on.
+    SetVar {
+        scope: VarScope,
+        name: String,
+        conds: u8,
     },
     /// `add`, `sub`, `mul`, `div`, `mod`, `and`, `or`, `xor` with a variable's value.
     ArithVar {
@@ -665,6 +707,8 @@ pub enum HttpAction {
         scope: VarScope,
         name: String,
         expr: SampleExpr,
+        /// `set-var(<name>,<condition>...)`: [`VarConds`] bits.
+        conds: u8,
     },
     UnsetVar {
         scope: VarScope,
@@ -689,6 +733,7 @@ pub enum HttpAction {
         scope: VarScope,
         name: String,
         fmt: LogFormat,
+        conds: u8,
     },
     /// `tarpit [deny_status <code>]` (request rules only): holds the request, answering
     /// nothing, for `timeout tarpit` (`timeout connect` when unset), then answers with the

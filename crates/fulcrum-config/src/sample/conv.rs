@@ -211,6 +211,18 @@ pub(super) fn build_converter(
             let conv = Converter::Map { kind, file: file.into(), default: opt_str(&a, 1) };
             Ok((conv, input, SmpType::Str))
         }
+        "set-var" => {
+            const S9: &[ArgT] = &[ArgT::Str; 9];
+            let a = check_args(s, raw, S9, 1).map_err(arg_err)?;
+            let (scope, var) = parse_var_name(&a[0].str()).map_err(|e| invalid(&e))?;
+            let list: Vec<String> = a[1..].iter().map(Arg::str).collect();
+            let conds = if list.is_empty() {
+                0
+            } else {
+                crate::model::VarConds::parse(&list.join(",")).map_err(|e| invalid(&e))?
+            };
+            Ok((Converter::SetVar { scope, name: var, conds }, SmpType::Any, SmpType::Any))
+        }
         _ if pure_converter(name).is_some() => match build_pure(s, name, raw) {
             // `add(<var>)` and its siblings: the variable's value at run time.
             Err(SmpError::Other(m)) if m.starts_with("\0var ") => {

@@ -337,8 +337,13 @@ impl<'a> Compiler<'a> {
                 let re = self.replace(regex, span)?;
                 Action::ReplacePathQ { re, with: self.format(replace, span) }
             }
-            cfg::HttpAction::SetVar { scope, name, expr } => match self.expr(expr) {
-                Ok(e) => Action::SetVar { scope: *scope, name: name.as_str().into(), expr: e },
+            cfg::HttpAction::SetVar { scope, name, expr, conds } => match self.expr(expr) {
+                Ok(e) => Action::SetVar {
+                    scope: *scope,
+                    name: name.as_str().into(),
+                    expr: e,
+                    conds: *conds,
+                },
                 Err(err) => {
                     self.errors.push(format!("parsing [{span}] : {err}"));
                     return None;
@@ -351,10 +356,11 @@ impl<'a> Compiler<'a> {
                 Action::WaitForBody { time: *time, at_least: *at_least }
             }
             cfg::HttpAction::StrictMode(on) => Action::StrictMode(*on),
-            cfg::HttpAction::SetVarFmt { scope, name, fmt } => Action::SetVarFmt {
+            cfg::HttpAction::SetVarFmt { scope, name, fmt, conds } => Action::SetVarFmt {
                 scope: *scope,
                 name: name.as_str().into(),
                 fmt: self.format(fmt, span),
+                conds: *conds,
             },
             cfg::HttpAction::Tarpit { status } => Action::Tarpit { status: *status },
             cfg::HttpAction::Reject | cfg::HttpAction::SilentDrop => Action::Drop,

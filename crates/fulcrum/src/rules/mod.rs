@@ -221,6 +221,7 @@ pub enum Action {
         scope: cfg::VarScope,
         name: Box<str>,
         expr: Expr,
+        conds: u8,
     },
     UnsetVar {
         scope: cfg::VarScope,
@@ -239,6 +240,7 @@ pub enum Action {
         scope: cfg::VarScope,
         name: Box<str>,
         fmt: Format,
+        conds: u8,
     },
     Tarpit {
         status: u16,
@@ -314,7 +316,11 @@ pub fn run<'r>(
     scratch: &mut Vec<u8>,
 ) -> Verdict<'r> {
     for (i, rule) in rules.iter().enumerate().skip(start) {
-        if !holds(&rule.cond, acls, &base.ctx(head, req, vars)) {
+        let hold = holds(&rule.cond, acls, &base.ctx(head, req, vars));
+        if !vars.pending.get_mut().is_empty() {
+            vars.flush(); // `set-var()` converters in the condition
+        }
+        if !hold {
             continue;
         }
         match &rule.action {
@@ -327,10 +333,11 @@ pub fn run<'r>(
             Action::WaitForBody { time, at_least } => {
                 return Verdict::WaitForBody { time: *time, at_least: *at_least, resume: i + 1 }
             }
-            Action::SetVar { scope, name, expr } => {
+            Action::SetVar { scope, name, expr, conds } => {
                 let v = expr.eval(&base.ctx(head, req, vars)).map(Value::into_owned);
+                vars.flush();
                 if let Some(v) = v {
-                    set_var(base, vars, *scope, name, v);
+                    set_var(base.proc_vars, vars, *scope, name, v, *conds);
                 }
             }
             Action::UnsetVar { scope, name } => {
@@ -341,11 +348,12 @@ pub fn run<'r>(
                 }
             }
             Action::StrictMode(on) => vars.strict_off = !on,
-            Action::SetVarFmt { scope, name, fmt } => {
+            Action::SetVarFmt { scope, name, fmt, conds } => {
                 scratch.clear();
                 fmt.render(&base.ctx(head, req, vars), None, scratch);
+                vars.flush();
                 let v = Value::Str(std::borrow::Cow::Owned(scratch.clone()));
-                set_var(base, vars, *scope, name, v);
+                set_var(base.proc_vars, vars, *scope, name, v, *conds);
             }
             Action::Tarpit { status } => return Verdict::Tarpit(*status),
             Action::Drop => return Verdict::Drop,
@@ -573,11 +581,18 @@ fn edit(
 }
 
 /// `proc.` variables are shared by the process; the other scopes live with the session.
-fn set_var(base: &Base<'_>, vars: &mut Vars, scope: cfg::VarScope, name: &str, v: Value<'static>) {
+fn set_var(
+    proc_vars: &sample::ProcVars,
+    vars: &mut Vars,
+    scope: cfg::VarScope,
+    name: &str,
+    v: Value<'static>,
+    conds: u8,
+) {
     if scope == cfg::VarScope::Proc {
-        base.proc_vars.set(name, v);
+        proc_vars.set_if(name, v, conds);
     } else {
-        vars.set(scope, name, v);
+        vars.set_if(scope, name, v, conds);
     }
 }
 
@@ -669,7 +684,9 @@ pub fn tcp_eval(
 ) -> TcpVerdict {
     for (i, r) in list.iter().enumerate().skip(from) {
         if let Some(c) = &r.cond {
-            match c.eval3(acls, &template.with_vars(vars)) {
+            let hold = c.eval3(acls, &template.with_vars(vars));
+            vars.flush(); // `set-var()` converters in the condition
+            match hold {
                 Some(true) => {}
                 Some(false) => continue,
                 None => return TcpVerdict::Wait(i),
@@ -686,23 +703,19 @@ pub fn tcp_eval(
 
 fn tcp_action(a: &Action, t: &Ctx<'_>, vars: &mut Vars, level: stick::Level) {
     match a {
-        Action::SetVar { scope, name, expr } => {
-            let Some(v) = expr.eval(&t.with_vars(vars)).map(Value::into_owned) else { return };
-            if *scope == cfg::VarScope::Proc {
-                t.proc_vars.set(name, v);
-            } else {
-                vars.set(*scope, name, v);
+        Action::SetVar { scope, name, expr, conds } => {
+            let v = expr.eval(&t.with_vars(vars)).map(Value::into_owned);
+            vars.flush();
+            if let Some(v) = v {
+                set_var(t.proc_vars, vars, *scope, name, v, *conds);
             }
         }
-        Action::SetVarFmt { scope, name, fmt } => {
+        Action::SetVarFmt { scope, name, fmt, conds } => {
             let mut out = Vec::new();
             fmt.render(&t.with_vars(vars), None, &mut out);
+            vars.flush();
             let v = Value::Str(std::borrow::Cow::Owned(out));
-            if *scope == cfg::VarScope::Proc {
-                t.proc_vars.set(name, v);
-            } else {
-                vars.set(*scope, name, v);
-            }
+            set_var(t.proc_vars, vars, *scope, name, v, *conds);
         }
         Action::UnsetVar { scope, name } => {
             if *scope == cfg::VarScope::Proc {

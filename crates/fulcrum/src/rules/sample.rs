@@ -246,6 +246,12 @@ fn payload<'a>(p: &cfg::PayloadFetch, ctx: &Ctx<'a>) -> Option<Value<'a>> {
 /// A compiled converter.
 #[derive(Debug)]
 pub enum Conv {
+    /// `set-var(<name>[,<conditions>])`: the sample passes on unchanged.
+    SetVar {
+        scope: cfg::VarScope,
+        name: Box<str>,
+        conds: u8,
+    },
     Hex,
     Lower,
     Upper,
@@ -346,6 +352,26 @@ impl Expr {
                     let b = var_value(ctx, *scope, name)?.as_int()?;
                     Value::Int(super::convert::arith(*op, v.as_int()?, b))
                 }
+                // HAProxy's converter fails when a condition refuses the store.
+                Conv::SetVar { scope, name, conds } => {
+                    let owned = v.clone().into_owned();
+                    if *scope == cfg::VarScope::Proc {
+                        if !ctx.proc_vars.set_if(name, owned, *conds) {
+                            return None;
+                        }
+                    } else {
+                        let (exists, cur) = ctx.vars.lookup(*scope, name);
+                        let (create, store) = super::vars::decide(exists, cur, &owned, *conds);
+                        if create || store {
+                            let mut q = ctx.vars.pending.try_borrow_mut().ok()?;
+                            q.push((*scope, name.clone(), owned, *conds));
+                        }
+                        if !store {
+                            return None;
+                        }
+                    }
+                    v
+                }
                 c => convert(c, v)?,
             };
         }
@@ -410,7 +436,9 @@ fn convert<'a>(c: &Conv, v: Value<'a>) -> Option<Value<'a>> {
             r.apply(&s, &mut out);
             Value::Str(Cow::Owned(out))
         }
-        Conv::Pure(_) | Conv::Table { .. } | Conv::ArithVar { .. } => return None,
+        Conv::Pure(_) | Conv::Table { .. } | Conv::ArithVar { .. } | Conv::SetVar { .. } => {
+            return None
+        }
         Conv::Map { map, kind, default } => {
             let found = map.with(|map| {
                 let v = match kind {
@@ -576,6 +604,7 @@ fn fetch_each<'a>(
         HttpFirstReq => f(Value::Bool(ctx.vars.first_req)),
         Uuid => f(Value::Str(Cow::Owned(uuid4()))),
         Int(i) => f(Value::Int(*i)),
+        Bool(b) => f(Value::Bool(*b)),
         IpConst(ip) => f(Value::Ip(*ip)),
         HttpAuth { .. } | HttpAuthGroup { .. } => false, // read by `Expr::fetch_each`
         ReqLine(part) => {
@@ -917,6 +946,9 @@ pub fn compile(
             cfg::Converter::Pure(p) => Conv::Pure(*p),
             cfg::Converter::ArithVar { op, scope, name } => {
                 Conv::ArithVar { op: *op, scope: *scope, name: name.as_str().into() }
+            }
+            cfg::Converter::SetVar { scope, name, conds } => {
+                Conv::SetVar { scope: *scope, name: name.as_str().into(), conds: *conds }
             }
             cfg::Converter::Table { what, table: name } => {
                 Conv::Table { what: *what, table: table(Some(name))? }

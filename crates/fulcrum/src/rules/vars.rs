@@ -11,11 +11,19 @@ use fulcrum_config as cfg;
 
 use super::sample::Value;
 
+/// A queued store: scope, name, value, conditions.
+pub type Store = (cfg::VarScope, Box<str>, Value<'static>, u8);
+
 /// Variables of a session and of its current transaction (`sess.`, `txn.`, `req.`, `res.`).
 /// `proc.` variables live in the plan, shared by all sessions.
 #[derive(Default, Debug)]
 pub struct Vars {
-    vars: Vec<(cfg::VarScope, Box<str>, Value<'static>)>,
+    /// `None`: the variable exists without a value (created by a `set-var` whose condition
+    /// failed), as HAProxy's `SMP_T_ANY`.
+    vars: Vec<(cfg::VarScope, Box<str>, Option<Value<'static>>)>,
+    /// Stores the `set-var()` converter asked for while `&Vars` was shared (conditions and
+    /// fetches run on an immutable context); [`Vars::flush`] applies them in order.
+    pub pending: std::cell::RefCell<Vec<Store>>,
     /// `http-request strict-mode off` for this transaction: failed rewrites are ignored.
     pub strict_off: bool,
     /// Header lines `early-hint` rules gathered for a `103 Early Hints` answer.
@@ -85,12 +93,40 @@ impl Vars {
 
 impl Vars {
     pub fn get(&self, scope: cfg::VarScope, name: &str) -> Option<&Value<'static>> {
-        self.vars.iter().find(|(s, n, _)| *s == scope && &**n == name).map(|(_, _, v)| v)
+        self.vars
+            .iter()
+            .find(|(s, n, _)| *s == scope && &**n == name)
+            .and_then(|(_, _, v)| v.as_ref())
     }
-    pub fn set(&mut self, scope: cfg::VarScope, name: &str, v: Value<'static>) {
-        match self.vars.iter_mut().find(|(s, n, _)| *s == scope && &**n == name) {
-            Some(slot) => slot.2 = v,
-            None => self.vars.push((scope, name.into(), v)),
+    /// Whether the variable exists, and its value if it has one.
+    pub fn lookup(&self, scope: cfg::VarScope, name: &str) -> (bool, Option<&Value<'static>>) {
+        match self.vars.iter().find(|(s, n, _)| *s == scope && &**n == name) {
+            Some((_, _, v)) => (true, v.as_ref()),
+            None => (false, None),
+        }
+    }
+    /// `set-var(<name>,<conditions>)`: stores `v` unless a condition says no (see [`decide`]).
+    pub fn set_if(&mut self, scope: cfg::VarScope, name: &str, v: Value<'static>, conds: u8) {
+        let i = self.vars.iter().position(|(s, n, _)| *s == scope && &**n == name);
+        let cur = i.and_then(|i| self.vars[i].2.as_ref());
+        let (create, store) = decide(i.is_some(), cur, &v, conds);
+        let slot = match i {
+            Some(i) => &mut self.vars[i].2,
+            None if create => {
+                self.vars.push((scope, name.into(), None));
+                &mut self.vars.last_mut().expect("pushed").2
+            }
+            None => return,
+        };
+        if store {
+            *slot = Some(v);
+        }
+    }
+    /// Applies the stores the `set-var()` converter queued.
+    pub fn flush(&mut self) {
+        let queued = std::mem::take(self.pending.get_mut());
+        for (scope, name, v, conds) in queued {
+            self.set_if(scope, &name, v, conds);
         }
     }
     pub fn unset(&mut self, scope: cfg::VarScope, name: &str) {
@@ -115,16 +151,58 @@ impl Vars {
     }
 }
 
+/// What a `set-var` with `conds` does to a variable that exists or not, with the value `cur`:
+/// whether it creates the variable (without a value) and whether it stores `new`. HAProxy's
+/// `var_set()`: `ifempty`/`ifnotempty` test the new value, `ifgt`/`iflt` compare integers
+/// only (`ifgt`: the variable is greater than the new value).
+pub fn decide(exists: bool, cur: Option<&Value<'_>>, new: &Value<'_>, conds: u8) -> (bool, bool) {
+    use cfg::VarConds as C;
+    if conds == 0 {
+        return (true, true);
+    }
+    if exists && conds & C::IFNOTEXISTS != 0 || !exists && conds & C::IFEXISTS != 0 {
+        return (false, false);
+    }
+    let create = !exists;
+    let cur = if exists { cur } else { None };
+    if conds & C::IFSET != 0 && cur.is_none() || conds & C::IFNOTSET != 0 && cur.is_some() {
+        return (create, false);
+    }
+    let store = match new {
+        Value::Str(s) => {
+            !(conds & C::IFNOTEMPTY != 0 && s.is_empty()
+                || conds & C::IFEMPTY != 0 && !s.is_empty())
+        }
+        _ if conds & C::IFEMPTY != 0 => false, // a scalar is never empty
+        Value::Int(n) => match cur {
+            Some(Value::Int(c)) => {
+                !(conds & C::IFGT != 0 && c <= n || conds & C::IFLT != 0 && c >= n)
+            }
+            _ => true,
+        },
+        _ => true,
+    };
+    (create, store)
+}
+
 /// Process-wide (`proc.`) variables: read-mostly, behind a lock taken only by rules that use
-/// them.
+/// them. Every one a configuration names exists from the start (HAProxy creates them while
+/// parsing), so a name without a value here exists, unset.
 #[derive(Default, Debug)]
 pub struct ProcVars(std::sync::RwLock<HashMap<String, Value<'static>>>);
 
 impl ProcVars {
     pub fn set(&self, name: &str, v: Value<'static>) {
-        if let Ok(mut m) = self.0.write() {
+        self.set_if(name, v, 0);
+    }
+    /// `set-var(proc.<name>,<conditions>)`: false when a condition refused the store.
+    pub fn set_if(&self, name: &str, v: Value<'static>, conds: u8) -> bool {
+        let Ok(mut m) = self.0.write() else { return false };
+        let store = decide(true, m.get(name), &v, conds).1;
+        if store {
             m.insert(name.to_string(), v);
         }
+        store
     }
     pub fn unset(&self, name: &str) {
         if let Ok(mut m) = self.0.write() {

@@ -28,3 +28,4 @@ mod rules;
 mod stick;
 mod switching;
 mod upgrade;
+mod vars;
