@@ -41,8 +41,7 @@ const fn g(name: &'static str, status: Status) -> Keyword {
 }
 
 /// Sections HAProxy 2.6 knows besides the proxies and `global`.
-pub const OTHER_SECTIONS: &[&str] =
-    &["cache", "fcgi-app", "mailers", "peers", "program", "resolvers", "ring"];
+pub const OTHER_SECTIONS: &[&str] = &["cache", "mailers", "peers", "program", "resolvers", "ring"];
 
 /// HAProxy 2.6's `global` keywords (manual §3).
 pub static GLOBAL: &[Keyword] = &[
@@ -299,7 +298,7 @@ pub static PROXY: &[Keyword] = &[
     p("option http-keep-alive", D|F|L|B, Supported),
     p("option http-no-delay", D|F|L|B, Partial("accepted, no effect")),
     p("option http-pretend-keepalive", D|L|B, Partial("accepted, no effect: server connections are kept alive unless http-server-close/httpclose")),
-    p("option http-restrict-req-hdr-names", D|F|L|B, NotYet),
+    p("option http-restrict-req-hdr-names", D|F|L|B, Supported),
     p("option http-server-close", D|F|L|B, Supported),
     p("option http-tunnel", D|F|L|B, Obsolete("option 'http-tunnel' is not supported any more since HAProxy 2.1, please just remove it, it shouldn't be needed.")),
     p("option http-use-proxy-header", D|F|L, Partial("accepted; Proxy-Connection is not consulted (it is removed as hop-by-hop)")),
@@ -752,6 +751,7 @@ pub fn compat_markdown() -> String {
         out.push_str(&format!("| `{s}` | supported |\n"));
     }
     out.push_str("| `userlist` | supported: `group <name> [users <u>,...]`, `user <name> [password <hash> | insecure-password <text>] [groups <g>,...]`; hashes are checked with the system's crypt(3) (libcrypt.so.1, as HAProxy: DES, `$1$`, `$5$`, `$6$`, `$2b$`, `$y$`...); a user without password never authenticates (HAProxy 2.6.12 crashes on one) |\n");
+    out.push_str("| `fcgi-app` | partial: read and checked (`docroot`, `index`, `path-info`, `acl`, `set-param`, `unset-param`, `pass-header`, `hide-header`, `option`, `log-stderr`), used by nothing: `use-fcgi-app` and `proto fcgi` are not supported yet |\n");
     for s in OTHER_SECTIONS {
         out.push_str(&format!("| `{s}` | not yet |\n"));
     }

@@ -136,6 +136,7 @@ impl ProxyBuild {
             log_separate_errors: false,
             formats: Default::default(),
             dontlognull: false,
+            restrict_req_hdr_names: 0,
             http_ignore_probes: false,
             http_use_proxy_header: false,
             http_pretend_keepalive: false,
@@ -431,6 +432,19 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
                     .alert(line, format!("negation/default is not supported for option '{opt}'."));
             }
             http_opts::forward_option(p, line, name == "option forwardfor", diags)
+        }
+        "option http-restrict-req-hdr-names" => {
+            let expects = "option 'http-restrict-req-hdr-names' expects 'preserve', 'reject' or 'delete' option.";
+            if !no_extra(line, 3, "option", diags) {
+                return;
+            }
+            p.restrict_req_hdr_names = match line.arg(2) {
+                "" => return diags.alert(line, format!("missing parameter. {expects}")),
+                "preserve" => 0,
+                "delete" => 1,
+                "reject" => 2,
+                v => return diags.alert(line, format!("invalid parameter '{v}'. {expects}")),
+            };
         }
         "option http-keep-alive" | "option http-server-close" | "option httpclose" => {
             http_opts::conn_mode(p, line, &name["option ".len()..], prefixed, diags)

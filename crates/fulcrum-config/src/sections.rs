@@ -19,6 +19,9 @@ enum Current {
     Build(Box<ProxyBuild>),
     HttpErrors(HttpErrorsSection),
     Userlist(Userlist),
+    /// An `fcgi-app` section: read and checked, used by nothing yet (`use-fcgi-app` is not
+    /// supported): its name and whether it had a `docroot`.
+    FcgiApp(String, bool),
     Skip,
 }
 
@@ -97,6 +100,16 @@ impl Builder {
             "listen" => self.start(line, Section::Proxy(ProxyKind::Listen)),
             "http-errors" => self.start_http_errors(line),
             "userlist" => self.start_userlist(line),
+            "fcgi-app" => {
+                self.finish_section();
+                self.current = Current::Skip;
+                let name = line.arg(1);
+                if name.is_empty() {
+                    let msg = "'fcgi-app' expects <name> as argument.";
+                    return self.diags.alert(line, msg);
+                }
+                self.current = Current::FcgiApp(name.to_string(), false);
+            }
             _ if OTHER_SECTIONS.contains(&kw) => {
                 self.finish_section();
                 self.diags.alert(line, format!("section '{kw}' is not supported yet"));
@@ -110,6 +123,7 @@ impl Builder {
                 Current::Build(b) => proxy::parse_line(b, line, &mut self.diags),
                 Current::HttpErrors(s) => http_errors_line(s, line, &mut self.diags),
                 Current::Userlist(u) => crate::userlist::line(u, line, &mut self.diags),
+                Current::FcgiApp(_, docroot) => fcgi_app_line(line, docroot, &mut self.diags),
                 Current::Skip => {}
             },
         }
@@ -130,6 +144,10 @@ impl Builder {
             Current::Build(b) => self.proxies.push(*b),
             Current::HttpErrors(s) => self.http_errors.push(s),
             Current::Userlist(u) => self.userlists.push(u),
+            Current::FcgiApp(name, false) => {
+                let msg = format!("fcgi-app '{name}': no docroot configured.");
+                self.diags.list.push(crate::diag::Diagnostic::alert(None, msg));
+            }
             _ => {}
         }
     }
@@ -362,5 +380,37 @@ fn http_errors_line(s: &mut HttpErrorsSection, line: &Line, diags: &mut Diags) {
     }
     if let Some((code, src)) = http_opts::errorfile(line, true, diags) {
         s.errors.insert(code, src);
+    }
+}
+
+/// One line of an `fcgi-app` section: HAProxy 2.6's keywords, each with its argument.
+fn fcgi_app_line(line: &Line, docroot: &mut bool, diags: &mut Diags) {
+    let kw = line.arg(0);
+    let needs = match kw {
+        "docroot" => "<path>",
+        "path-info" => "<regex>",
+        "index" => "<filename>",
+        "set-param" => "<name> and <value>",
+        "unset-param" | "pass-header" | "hide-header" => "<name>",
+        "acl" | "log-stderr" => "",
+        "option" if line.arg(1).is_empty() => {
+            return diags.alert(line, format!("'{kw}' expects an option name."));
+        }
+        "option" => match line.arg(1) {
+            "keep-conn" | "get-values" | "mpxs-conns" | "max-reqs" => "",
+            o => return diags.alert(line, format!("unknown option '{o}'.")),
+        },
+        _ => {
+            let msg = format!("unknown keyword '{kw}' in 'fcgi-app' section");
+            return diags.alert(line, msg);
+        }
+    };
+    let missing = line.arg(1).is_empty() || kw == "set-param" && line.arg(2).is_empty();
+    if !needs.is_empty() && missing {
+        let what = if needs.contains(" and ") { "arguments" } else { "argument" };
+        return diags.alert(line, format!("'{kw}' expects {needs} as {what}."));
+    }
+    if kw == "docroot" {
+        *docroot = true;
     }
 }

@@ -382,6 +382,7 @@ fn proxy_rules(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::rul
         tcp_session: c.tcp_rules(&p.tcp_request_session),
         expect_proxy: p.expect_proxy.iter().map(|cond| c.cond(cond, &p.span)).collect(),
         tcp_content: c.tcp_rules(&p.tcp_request_content),
+        restrict_hdr_names: p.restrict_req_hdr_names,
         tcp_response: if p.kind.is_backend() {
             c.tcp_rules(&p.tcp_response_content)
         } else {

@@ -784,6 +784,8 @@ pub struct ProxyRules {
     pub tcp_content: Vec<TcpRule>,
     /// `tcp-response content` rules (backends).
     pub tcp_response: Vec<TcpRule>,
+    /// `option http-restrict-req-hdr-names`: 0 preserve, 1 delete, 2 reject.
+    pub restrict_hdr_names: u8,
     pub monitor_fail: Vec<Cond>,
     /// `stick on|match|store-*` rules.
     pub stick: Vec<stick::StickRule>,

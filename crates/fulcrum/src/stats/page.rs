@@ -44,27 +44,34 @@ pub struct Options {
     pub no_maint: bool,
     pub norefresh: bool,
     pub status: Option<String>,
+    /// `scope=<text>`: only the proxies whose name contains it (any case).
+    pub scope: Option<String>,
 }
 
 pub fn options(page: &StatsPage, target: &[u8]) -> Options {
     let target = origin_form(target);
     let rest = String::from_utf8_lossy(&target[page.uri.len().min(target.len())..]).into_owned();
-    let mut o = Options::default();
-    for part in rest.split(';').skip(1) {
-        match part {
-            "csv" => o.csv = true,
-            "json" => o.json = true,
-            "up" => o.up = true,
-            "no-maint" => o.no_maint = true,
-            "norefresh" => o.norefresh = true,
-            p => {
-                if let Some(st) = p.strip_prefix("st=") {
-                    o.status = Some(st.chars().take(4).collect());
-                }
-            }
-        }
+    // As HAProxy, each option is found anywhere after the URI (`/stats?scope=a;csv`).
+    Options {
+        scope: url_scope(&rest),
+        csv: rest.contains(";csv"),
+        json: rest.contains(";json"),
+        up: rest.contains(";up"),
+        no_maint: rest.contains(";no-maint"),
+        norefresh: rest.contains(";norefresh"),
+        status: rest.find(";st=").map(|at| rest[at + 4..].chars().take(4).collect()),
     }
-    o
+}
+
+/// HAProxy's `scope=` anywhere after the URI: up to `;`, `&` or a space, at most 20
+/// characters, dropped when one is not a letter, digit, `_`, `.`, `:` or `-`.
+fn url_scope(rest: &str) -> Option<String> {
+    let at = rest.find("scope=")? + "scope=".len();
+    let text: String =
+        rest[at..].chars().take_while(|c| !matches!(c, ';' | '&' | ' ')).take(20).collect();
+    let valid =
+        text.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-'));
+    (valid && !text.is_empty()).then_some(text)
 }
 
 /// Decodes standard base64 (for `Authorization: Basic`); `None` if it is not.
@@ -137,7 +144,13 @@ fn page_rows(shared: &Shared, here: &Here<'_>, o: &Options) -> Vec<super::Row> {
                 names.get(&id).is_some_and(|n| *n == s)
             })
     };
-    let mut rows = rows::all(&scope, &shared.backends, |id, _| in_scope(id));
+    let wanted = o.scope.as_deref().map(str::to_ascii_lowercase);
+    let in_url_scope = |id: u32| {
+        wanted.as_ref().is_none_or(|w| {
+            names.get(&id).is_some_and(|n| n.to_ascii_lowercase().contains(w.as_str()))
+        })
+    };
+    let mut rows = rows::all(&scope, &shared.backends, |id, _| in_scope(id) && in_url_scope(id));
     if o.no_maint {
         rows.retain(|r| {
             r.obj != ObjType::Server
@@ -346,6 +359,9 @@ mod tests {
         let o = options(&page, b"/stats;csv;norefresh;up");
         assert!(o.csv && o.norefresh && o.up && !o.json);
         assert_eq!(options(&page, b"/stats;st=DONE").status.as_deref(), Some("DONE"));
+        assert_eq!(options(&page, b"/stats?;csv;scope=b1").scope.as_deref(), Some("b1"));
+        assert_eq!(options(&page, b"/stats?scope=be&x").scope.as_deref(), Some("be"));
+        assert_eq!(options(&page, b"/stats?scope=b<1").scope, None);
         assert!(matches(&page, b"http://lb.example/stats;csv"));
         assert!(options(&page, b"HTTP://lb.example/stats;csv").csv);
         assert_eq!(origin_form(b"http://h"), b"/");

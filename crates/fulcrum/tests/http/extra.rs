@@ -713,3 +713,65 @@ fn global_set_var_variable_arguments_and_defaults_and_set_var_on_the_cli() {
         (first, refused, set, then, got)
     });
 }
+
+#[test]
+fn http_restrict_req_hdr_names_deletes_or_refuses_odd_header_names() {
+    let srv = server("s1");
+    let cfg = format!(
+        "{DEFAULTS}frontend fe\n bind {{fe0}}\n\
+         use_backend del if {{ path_beg /del }}\n use_backend rej if {{ path_beg /rej }}\n\
+         default_backend keep\n\
+         backend keep\n server s1 {a}\n\
+         backend del\n option http-restrict-req-hdr-names delete\n server s1 {a}\n\
+         backend rej\n option http-restrict-req-hdr-names reject\n server s1 {a}\n",
+        a = srv.addr()
+    );
+    each(|t| {
+        let px = t.start(&cfg);
+        let hdrs = ["X-my_hdr: 1", "X.dot: 2", "X-fine-9: 3"];
+        let names = |path: &str| {
+            let r = px.get_with(path, &hdrs);
+            let seen: Vec<String> = if r.status == 200 {
+                r.echoed()
+                    .names()
+                    .into_iter()
+                    .filter(|n| n.starts_with('x'))
+                    .map(str::to_string)
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            (r.status, seen)
+        };
+        [names("/?echo=head"), names("/del?echo=head"), names("/rej?echo=head"), {
+            // Names made only of letters, digits and '-' pass even in reject mode.
+            let r = px.get_with("/rej?echo=head", &["X-fine-9: 3"]);
+            (r.status, Vec::new())
+        }]
+    });
+}
+
+#[test]
+fn stats_page_scope_in_the_url_keeps_the_proxies_whose_name_contains_it() {
+    let srv = server("s1");
+    let cfg = format!(
+        "{DEFAULTS}frontend fe\n bind {{fe0}}\n stats enable\n stats uri /stats\n default_backend app1\n\
+         backend app1\n server s1 {a}\n backend App2\n server s1 {a}\n backend other\n server s1 {a}\n",
+        a = srv.addr()
+    );
+    each(|t| {
+        let px = t.start(&cfg);
+        let rows = |q: &str| {
+            let r = px.get(&format!("/stats;csv{q}"));
+            let mut seen: Vec<String> = r
+                .text()
+                .lines()
+                .filter(|l| !l.starts_with('#') && !l.is_empty())
+                .map(|l| l.split(',').take(2).collect::<Vec<_>>().join(","))
+                .collect();
+            seen.sort();
+            (r.status, seen)
+        };
+        [rows(""), rows(";scope=app"), rows("&scope=OTHER"), rows(";scope=bad<char")]
+    });
+}

@@ -455,6 +455,12 @@ impl Session<'_> {
                     &mut self.scratch,
                 );
                 match v {
+                    Verdict::Continue
+                        if r.restrict_hdr_names != 0
+                            && !restrict_header_names(&mut self.req, r.restrict_hdr_names) =>
+                    {
+                        Verdict::Deny(403, None)
+                    }
                     Verdict::Continue => {
                         // Legacy redirect rules come after http-request rules.
                         let redirect = r.redirects.iter().find(|rule| {
@@ -789,6 +795,20 @@ impl Session<'_> {
 }
 
 /// `http://host:80/...` becomes `http://host/...` (and `https://host:443/...` likewise).
+/// `option http-restrict-req-hdr-names delete|reject` (`mode` 1 or 2): header names with a
+/// character other than a letter, a digit or `-` are removed, or (false) refuse the request.
+fn restrict_header_names(req: &mut Head, mode: u8) -> bool {
+    let bad = |n: &[u8]| n.iter().any(|&c| !c.is_ascii_alphanumeric() && c != b'-');
+    if !req.headers().any(|(n, _)| bad(n)) {
+        return true;
+    }
+    if mode == 2 {
+        return false;
+    }
+    req.retain_headers(|n, _| !bad(n));
+    true
+}
+
 pub(super) fn drop_default_port(req: &mut Head) {
     let t = req.target();
     let (scheme_len, port): (usize, &[u8]) =
