@@ -261,7 +261,7 @@ pub static PROXY: &[Keyword] = &[
     p("http-check send-state", D|L|B, Supported),
     p("http-check set-var", D|L|B, NotYet),
     p("http-check unset-var", D|L|B, NotYet),
-    p("http-error", D|F|L|B, Partial("status, content-type, string, lf-string, file, lf-file, errorfile, errorfiles, default-errorfiles, hdr; log-format parts are sent as written (rendered once, not per request)")),
+    p("http-error", D|F|L|B, Supported),
     p("http-request", D|F|L|B, Partial("use-service prometheus-exporter, auth [realm <realm>] (the proxy's 401 message with its WWW-Authenticate header), track-sc*, sc-inc-gpc*, sc-set-gpt*, set-src, set-src-port, set-dst, set-dst-port (for the request: the next one starts from the session's addresses), allow, deny, return, redirect, tarpit (no reply options), reject, silent-drop, set-header, add-header, del-header (with -m str|beg|end|sub|reg), replace-header, replace-value, set-path, set-pathq, set-query, set-uri, set-method, replace-uri, replace-path, replace-pathq, set-var(), set-var-fmt(), unset-var(), wait-for-body, strict-mode, early-hint; in a named defaults section too (its rules run before the proxy's own, with HAProxy's restrictions on who may use it)")),
     p("http-response", D|F|L|B, Partial("allow, deny, return, redirect, silent-drop, set-header, add-header, del-header, replace-header, replace-value, set-status, set-var(), set-var-fmt(), unset-var(), strict-mode (wait-for-body is accepted without effect on responses: the rules after it run at once); in a named defaults section too (its rules run before the proxy's own, with HAProxy's restrictions on who may use it)")),
     p("http-reuse", D|L|B, Supported),

@@ -383,6 +383,16 @@ fn proxy_rules(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::rul
         expect_proxy: p.expect_proxy.iter().map(|cond| c.cond(cond, &p.span)).collect(),
         tcp_content: c.tcp_rules(&p.tcp_request_content),
         restrict_hdr_names: p.restrict_req_hdr_names,
+        error_replies: p
+            .errors
+            .iter()
+            .filter_map(|(status, src)| match src {
+                cfg::ErrorSource::Reply { reply, span } if renders(reply) => {
+                    Some((*status, c.reply(reply, span)))
+                }
+                _ => None,
+            })
+            .collect(),
         tcp_response: if p.kind.is_backend() {
             c.tcp_rules(&p.tcp_response_content)
         } else {
@@ -531,6 +541,10 @@ fn error_message(
                 .into_bytes(),
             ))
         }
+        // `default-errorfiles`: HAProxy's own message, whatever a defaults section loaded.
+        cfg::ErrorSource::Reply { reply, .. } if reply.body == cfg::ReplyBody::ErrorFiles => {
+            Ok(Some(crate::http::messages::builtin_or_generic(reply.status).to_vec()))
+        }
         cfg::ErrorSource::Reply { reply, span } => match reply_message(reply, sections, span)? {
             Some(Some(raw)) => Ok(Some(raw.to_vec())),
             Some(None) => Ok(Some(crate::http::reply::raw(reply.status, None, &[], b""))),
@@ -563,6 +577,17 @@ pub fn reply_message(
         }
         _ => Ok(None),
     }
+}
+
+/// An `http-error status` reply has log-format parts to render for each request.
+fn renders(r: &cfg::Reply) -> bool {
+    let dynamic = |f: &cfg::LogFormat| f.parts.iter().any(|p| !matches!(p, cfg::LogPart::Lit(_)));
+    let body = match &r.body {
+        cfg::ReplyBody::LfString(f) => dynamic(f),
+        cfg::ReplyBody::LfFile { .. } => true,
+        _ => false,
+    };
+    body || r.headers.iter().any(|(_, f)| dynamic(f))
 }
 
 /// An `http-error status` reply without log-format parts, rendered once into a raw response;

@@ -786,6 +786,9 @@ pub struct ProxyRules {
     pub tcp_response: Vec<TcpRule>,
     /// `option http-restrict-req-hdr-names`: 0 preserve, 1 delete, 2 reject.
     pub restrict_hdr_names: u8,
+    /// `http-error status <code>` replies with log-format parts (`lf-string`, `lf-file`,
+    /// `hdr <name> <fmt>`): rendered for each request that gets the status.
+    pub error_replies: Vec<(u16, ReplySpec)>,
     pub monitor_fail: Vec<Cond>,
     /// `stick on|match|store-*` rules.
     pub stick: Vec<stick::StickRule>,

@@ -274,3 +274,30 @@ fn replies_take_errorfile_errorfiles_and_lf_file_and_an_empty_message_closes_sil
         (seen, closed, cl.pending().to_vec())
     });
 }
+
+#[test]
+fn http_error_replies_render_their_formats_for_each_request() {
+    let srv = server("s1");
+    let cfg = format!(
+        "{DEFAULTS}frontend fe\n bind {{fe0}}\n\
+         http-error status 403 content-type text/plain hdr x-path \"path=%[path]\" lf-string \"denied %[path] for %[src]\"\n\
+         http-error status 404 default-errorfiles\n\
+         http-request deny if {{ path_beg /deny }}\n\
+         http-request deny deny_status 404 if {{ path_beg /gone }}\n\
+         http-request return status 403 default-errorfiles if {{ path_beg /ret }}\n\
+         default_backend be\n backend be\n server s1 {}\n",
+        srv.addr()
+    );
+    each(|t| {
+        let px = t.start(&cfg);
+        ["/deny/a", "/deny/b?q=1", "/ret/x", "/gone"].map(|p| {
+            let r = px.get(p);
+            (
+                r.status,
+                r.header("x-path").map(str::to_string),
+                r.header("content-type").map(str::to_string),
+                r.text(),
+            )
+        })
+    });
+}

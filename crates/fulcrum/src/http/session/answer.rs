@@ -16,7 +16,7 @@ impl Session<'_> {
             rules::ReplyBody::None => (&b""[..]).into(),
             rules::ReplyBody::Bytes(b) => (&b[..]).into(),
             rules::ReplyBody::Format(f) => f.render_vec(&ctx).into(),
-            rules::ReplyBody::ErrorMessage => return self.messages(be).get(rp.status).to_vec(),
+            rules::ReplyBody::ErrorMessage => return self.error_message(rp.status, be),
             rules::ReplyBody::Message(m) => return m.to_vec(),
         };
         // As HAProxy: a header whose value comes out empty is not added.
@@ -107,6 +107,23 @@ impl Session<'_> {
         out
     }
 
+    /// The proxy's answer for `status`: an `http-error` reply rendered for this request when
+    /// it has log-format parts, else the message loaded at start-up.
+    pub(super) fn error_message(&mut self, status: u16, be: Option<&Arc<Backend>>) -> Vec<u8> {
+        let rules = match be {
+            Some(b) if b.http.as_deref().is_some_and(|h| !h.messages.is_empty()) => &b.rules,
+            _ => &self.fe.rules,
+        };
+        let dynamic = rules
+            .error_replies
+            .iter()
+            .find(|(s, rp)| *s == status && !matches!(rp.body, rules::ReplyBody::ErrorMessage));
+        match dynamic {
+            Some((_, rp)) => self.build_reply(rp, be),
+            None => self.messages(be).get(status).to_vec(),
+        }
+    }
+
     pub(super) fn messages<'m>(
         &'m self,
         be: Option<&'m Arc<Backend>>,
@@ -129,7 +146,7 @@ impl Session<'_> {
         info: &fulcrum_http::Info,
         be: Option<&Arc<Backend>>,
     ) -> Next {
-        let msg = self.messages(be).get(status).to_vec();
+        let msg = self.error_message(status, be);
         self.answer_bytes(msg, info, be).await
     }
 
