@@ -116,6 +116,7 @@ pub fn avail_of(expr: &SampleExpr) -> Avail {
         | Fetch::WaitEnd
         | Fetch::Bool(_)
         | Fetch::FeConn
+        | Fetch::SoName
         | Fetch::AlwaysFalse
         | Fetch::Var { .. }
         | Fetch::Str(_)

@@ -416,6 +416,7 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "hdr_ip" | "req.hdr_ip" => d(SI, 0, Ip, Request),
         "cook" | "req.cook" => d(S, 0, Str, Request),
         "fe_conn" => d(NONE, 0, Int, Always),
+        "so_name" => d(NONE, 0, Str, Always),
         "nbsrv" | "be_conn" | "be_sess_rate" | "connslots" | "queue" | "avg_queue" => {
             d(S, 0, Int, Always)
         }
@@ -636,6 +637,7 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
         "nbsrv" => Fetch::NbSrv { backend: opt_str(args, 0) },
         "be_conn" => Fetch::BeConn { backend: opt_str(args, 0) },
         "fe_conn" => Fetch::FeConn,
+        "so_name" => Fetch::SoName,
         "be_sess_rate" => Fetch::BeSessRate { backend: opt_str(args, 0) },
         "connslots" => Fetch::ConnSlots { backend: opt_str(args, 0) },
         "queue" => Fetch::Queue { backend: opt_str(args, 0) },

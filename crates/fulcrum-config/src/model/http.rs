@@ -80,6 +80,8 @@ pub enum Fetch {
     AlwaysTrue,
     /// `fe_conn`: the frontend's current connections (another frontend by name: not yet).
     FeConn,
+    /// `so_name`: the name of the `bind` line that accepted the connection.
+    SoName,
     /// `wait_end` (the `WAIT_END` ACL): true once the inspection delay is over; until then
     /// a rule that tests it waits.
     WaitEnd,

@@ -85,6 +85,8 @@ struct Session<'a> {
     client: Stream,
     peer: Option<SocketAddr>,
     dst_port: u16,
+    /// The `bind` line that accepted the connection (`so_name`).
+    bind_no: u16,
     cbuf: RecvBuf,
     req: Head,
     resp: Head,
@@ -180,6 +182,7 @@ pub struct Resting {
     more: Option<Box<RestingMore>>,
     requests: u32,
     dst_port: u16,
+    bind_no: u16,
 }
 
 /// The rarer parts of a resting connection.
@@ -247,12 +250,15 @@ pub async fn serve(
     start: Start,
     shared: &Shared,
 ) -> Option<Resting> {
-    let (client, peer, dst_port, requests, more, given) = match start {
+    let (client, peer, dst_port, bind_no, requests, more, given) = match start {
         Start::New(conn) => {
             let local = conn.local();
-            (conn.client, conn.peer, conn.dst_port, 0, None, (local, conn.proxied, conn.vars))
+            let given = (local, conn.proxied, conn.vars);
+            (conn.client, conn.peer, conn.dst_port, conn.bind_no, 0, None, given)
         }
-        Start::Resume(r) => (r.client, r.peer, r.dst_port, r.requests, r.more, (None, None, None)),
+        Start::Resume(r) => {
+            (r.client, r.peer, r.dst_port, r.bind_no, r.requests, r.more, (None, None, None))
+        }
     };
     let (local, pp, vars, own, mut idle_since) = match more {
         Some(m) => (m.local, m.pp, m.vars, m.own, m.idle_since),
@@ -267,6 +273,7 @@ pub async fn serve(
         client,
         peer,
         dst_port,
+        bind_no,
         cbuf: RecvBuf::default(),
         req: Head::new(),
         resp: Head::new(),
@@ -328,6 +335,7 @@ pub async fn serve(
                     more,
                     requests: s.requests,
                     dst_port: s.dst_port,
+                    bind_no: s.bind_no,
                 });
             }
             Ok(Read::Closed) => break,
@@ -577,6 +585,7 @@ impl Session<'_> {
                 &[],
                 &self.client,
                 self.pp.as_deref(),
+                self.bind_no,
             );
             let ctx = base.ctx(&self.req, None, &self.vars);
             let stream = crate::log::format::Stream {
@@ -634,6 +643,7 @@ impl Session<'_> {
             &[],
             &self.client,
             self.pp.as_deref(),
+            self.bind_no,
         );
         let mut ctx = base.ctx(&self.req, None, &self.vars);
         let refused_at = refused;
@@ -692,6 +702,7 @@ impl Session<'_> {
             body_view(&self.cbuf, self.req.info().body),
             &self.client,
             self.pp.as_deref(),
+            self.bind_no,
         )
     }
 

@@ -85,6 +85,8 @@ pub struct Ctx<'a> {
     pub frontend: &'a str,
     /// The frontend itself, where there is one (`fe_conn`).
     pub fe: Option<&'a crate::frontend::Frontend>,
+    /// The number of the `bind` line that accepted the connection, from 1 (0: none).
+    pub bind_no: u16,
     /// The backend handling the transaction, once chosen.
     pub backend: Option<&'a Backend>,
     /// The server that took the request, once chosen.
@@ -124,6 +126,7 @@ impl<'a> Ctx<'a> {
             proc_vars,
             frontend: "",
             fe: None,
+            bind_no: 0,
             backend: None,
             server: None,
             backends,
@@ -163,6 +166,7 @@ impl<'a> Ctx<'a> {
             proc_vars: &fe.proc_vars,
             frontend: &fe.name,
             fe: Some(fe),
+            bind_no: 0,
             backend: None,
             server: None,
             backends: &fe.backends,
@@ -553,6 +557,11 @@ fn fetch_each<'a>(
             one(be.map(|be| Value::Int(be.usable_servers() as i64)), f)
         }
         FeConn => one(ctx.fe.map(|fe| Value::Int(i64::from(fe.limit.current()))), f),
+        SoName => {
+            let bind =
+                ctx.fe.and_then(|fe| fe.binds.iter().find(|b| b.number == u32::from(ctx.bind_no)));
+            one(bind.and_then(|b| b.name.as_deref()).map(|n| b(n.as_bytes())), f)
+        }
         BeConn { backend } => {
             let be = match backend {
                 Some(n) => ctx.backends.get(n).map(|b| &**b),

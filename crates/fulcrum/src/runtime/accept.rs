@@ -195,6 +195,7 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
                 prepared: false,
                 expect_proxy: false,
                 dst_port: ws.dst_port,
+                bind_no: ws.bind.number as u16,
                 vars: None,
             };
             if !admit(&ws.frontend, &mut conn, &shared, &ws.bind) {
@@ -359,6 +360,7 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         let empty = crate::rules::sample::Vars::default();
         let mut mk = crate::rules::sample::Ctx::connection(fe, conn.peer, dst, &empty);
         mk.client = Some(&conn.client);
+        mk.bind_no = conn.bind_no;
         mk.pp = conn.proxied.as_deref();
         let r = &fe.rules;
         if late {
@@ -403,6 +405,7 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         let empty = crate::rules::sample::Vars::default();
         let mut mk = crate::rules::sample::Ctx::connection(fe, conn.peer, dst, &empty);
         mk.client = Some(&conn.client);
+        mk.bind_no = conn.bind_no;
         mk.pp = conn.proxied.as_deref();
         mk.backend = Some(be);
         let r = &be.rules;
@@ -534,7 +537,8 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
         }
     }
     if let Some(config) = &bind.tls {
-        let Accepted { client, peer, proxied, prepared, expect_proxy, dst_port, vars } = conn;
+        let Accepted { client, peer, proxied, prepared, expect_proxy, dst_port, bind_no, vars } =
+            conn;
         let (tls, r) = if config.routed() {
             // The ClientHello first: a crt-list line's own options for the name asked.
             let pick = |name: Option<&str>| config.pick(name);
@@ -569,6 +573,7 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
             prepared,
             expect_proxy,
             dst_port,
+            bind_no,
             vars,
         };
         if let Some(why) = why {

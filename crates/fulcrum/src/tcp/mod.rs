@@ -52,6 +52,7 @@ fn response_rules_accept(
     ctx.backend = Some(be);
     ctx.server = Some(&srv.name);
     ctx.client = Some(&conn.client);
+    ctx.bind_no = conn.bind_no;
     ctx.pp = conn.proxied.as_deref();
     let r = &be.rules;
     let level = crate::rules::stick::Level::Stream;
@@ -142,6 +143,8 @@ pub struct Accepted {
     pub expect_proxy: bool,
     /// The port the client connected to (for servers without a port).
     pub dst_port: u16,
+    /// The number of the `bind` line that accepted it, from 1 (`so_name`).
+    pub bind_no: u16,
     /// What `tcp-request connection|session` rules set or tracked for the session (boxed:
     /// most connections have none).
     pub vars: Option<Box<crate::rules::sample::Vars>>,
@@ -222,6 +225,8 @@ pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: &mut Accepted, out: &
         );
         ctx.backend = Some(be);
         ctx.client = Some(&conn.client);
+        ctx.bind_no = conn.bind_no;
+        ctx.bind_no = conn.bind_no;
         ctx.pp = conn.proxied.as_deref();
         let r = &be.rules;
         crate::rules::stick::on_request(&r.stick, &r.acls, &ctx, be, false, &mut stores)

@@ -576,6 +576,7 @@ impl Sni {
                     proc_vars: PROC.get_or_init(ProcVars::default),
                     frontend: "",
                     fe: None,
+                    bind_no: 0,
                     backend: None,
                     server: None,
                     backends: NO_BACKENDS.get_or_init(Default::default),

@@ -775,3 +775,21 @@ fn stats_page_scope_in_the_url_keeps_the_proxies_whose_name_contains_it() {
         [rows(""), rows(";scope=app"), rows("&scope=OTHER"), rows(";scope=bad<char")]
     });
 }
+
+#[test]
+fn so_name_is_the_name_of_the_bind_line_that_accepted_the_connection() {
+    let srv = server("s1");
+    let cfg = format!(
+        "{DEFAULTS}frontend fe\n bind {{fe0}} name first\n bind {{fe1}}\n\
+         http-request return status 200 hdr so-name \"<%[so_name]>\"\n\
+         default_backend be\n backend be\n server s1 {}\n",
+        srv.addr()
+    );
+    each(|t| {
+        let px = t.start(&cfg);
+        let named = px.get("/");
+        let mut cl = px.client_to(1);
+        let unnamed = cl.request(get("/").as_bytes());
+        (named.header("so-name").map(str::to_string), unnamed.header("so-name").map(str::to_string))
+    });
+}

@@ -443,6 +443,7 @@ impl Session<'_> {
                     body,
                     &self.client,
                     self.pp.as_deref(),
+                    self.bind_no,
                 );
                 let v = rules::run(
                     &r.http_request,
@@ -672,6 +673,7 @@ impl Session<'_> {
             &[],
             &self.client,
             self.pp.as_deref(),
+            self.bind_no,
         );
         base.server_stream = server_stream;
         let (resp, req) = (&mut self.resp, &self.req);
@@ -844,6 +846,7 @@ pub(super) fn rules_base<'b>(
     body: &'b [u8],
     client: &'b crate::connection::Stream,
     pp: Option<&'b crate::connection::proxy::Header>,
+    bind_no: u16,
 ) -> Base<'b> {
     Base {
         src: peer,
@@ -851,6 +854,7 @@ pub(super) fn rules_base<'b>(
         proc_vars: &fe.proc_vars,
         frontend: &fe.name,
         fe: Some(fe),
+        bind_no,
         backend,
         server,
         backends: &fe.backends,
