@@ -506,7 +506,12 @@ fn var(
         V::CookieServer => text(out, s.and_then(|s| s.captures?.cookie_res.as_deref()), f),
         V::Hostname => text(out, Some(crate::sys::hostname().as_bytes()), f),
         V::UniqueId => text(out, s.and_then(|s| s.unique_id), f),
-        V::Status => num(out, o.and_then(|o| o.status).map_or(0, i64::from)),
+        // An HTTP stream that never got a status (the client left first) logs -1, as
+        // HAProxy's transaction does; a TCP stream has none: 0.
+        V::Status => {
+            let none = if s.is_some_and(|s| s.http) { -1 } else { 0 };
+            num(out, o.and_then(|o| o.status).map_or(none, i64::from))
+        }
         V::DateGmt => dates::gmt_date(out, accept.unwrap_or_else(SystemTime::now)),
         V::DateLocal => dates::local_date(out, accept.unwrap_or_else(SystemTime::now)),
         V::Date => dates::log_date(out, accept.unwrap_or_else(SystemTime::now)),

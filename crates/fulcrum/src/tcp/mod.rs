@@ -192,6 +192,8 @@ impl Ending {
                 o.be_queue = 1;
                 (Cause::ClientAbort, Phase::Queue)
             }
+            // Before a server was assigned the stream was queued (`CQ`), after it connecting.
+            Ending::ClientAborted if o.server.is_none() => (Cause::ClientAbort, Phase::Queue),
             Ending::ClientAborted => (Cause::ClientAbort, Phase::Connect),
         };
         o.end(cause, phase);
@@ -288,7 +290,7 @@ fn tunnel_timeouts(fe: &Frontend, be: &Backend) -> TunnelTimeouts {
 }
 
 /// Resolves when the client has closed its side (with nothing left to read).
-async fn client_left(client: &Stream) {
+pub(crate) async fn client_left(client: &Stream) {
     match client.peer_closed().await {
         Ok(true) | Err(_) => {}
         Ok(false) => std::future::pending().await,

@@ -793,3 +793,23 @@ fn so_name_is_the_name_of_the_bind_line_that_accepted_the_connection() {
         (named.header("so-name").map(str::to_string), unnamed.header("so-name").map(str::to_string))
     });
 }
+
+#[test]
+fn abortonclose_drops_a_request_whose_client_left_while_waiting_for_the_answer() {
+    each(|t| {
+        let srv = server("s1");
+        let cfg = format!(
+            "{DEFAULTS}frontend fe\n bind {{fe0}}\n default_backend be\n\
+             backend be\n option abortonclose\n server s1 {}\n",
+            srv.addr()
+        );
+        let px = t.start(&cfg);
+        let mut cl = px.client();
+        // A keep-alive request (HAProxy 2.6 watches only such a client while it waits).
+        cl.send(b"GET /?t=2000 HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert!(eventually(Duration::from_secs(2), || srv.counts().conns >= 1));
+        drop(cl);
+        // The server connection is closed long before the server would have answered.
+        eventually(Duration::from_millis(1500), || srv.counts().closed >= 1)
+    });
+}

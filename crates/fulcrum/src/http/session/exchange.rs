@@ -92,7 +92,23 @@ impl Session<'_> {
                 }
                 // `timeout server` bounds each wait for the server's bytes.
                 let read = sc.buf.fill(&sc.stream);
-                let n = match timer::within(self.stimer.as_mut(), st, read).await {
+                let waited = timer::within(self.stimer.as_mut(), st, read);
+                // `option abortonclose`: a client that leaves while the response is awaited
+                // abandons it (the server connection closes; HAProxy logs 400 `CH`).
+                let got = if be.abortonclose && body_done {
+                    tokio::select! {
+                        biased;
+                        r = waited => Some(r),
+                        _ = tcp::client_left(&self.client) => None,
+                    }
+                } else {
+                    Some(waited.await)
+                };
+                let Some(got) = got else {
+                    self.o.status = Some(400);
+                    return Exchange::ClientGone;
+                };
+                let n = match got {
                     Ok(r) => r,
                     Err(_) => return Exchange::ServerTimeout,
                 };
@@ -149,7 +165,7 @@ impl Session<'_> {
             req: Some(&self.req),
             unique_id: self.vars.unique_id.as_deref().and_then(|u| std::str::from_utf8(u).ok()),
         };
-        let (slot, stream, requests) = tcp::connect_server_reusing(
+        let connecting = tcp::connect_server_reusing(
             be,
             key,
             persist,
@@ -157,8 +173,18 @@ impl Session<'_> {
             &open,
             &mut self.o,
             &mut idle,
-        )
-        .await?;
+        );
+        // `option abortonclose`: a client that leaves while its request waits for a slot or
+        // a connection abandons it (`CQ`, `CC`).
+        let (slot, stream, requests) = if be.abortonclose {
+            tokio::select! {
+                biased;
+                r = connecting => r,
+                _ = tcp::client_left(&self.client) => Err(tcp::Ending::ClientAborted),
+            }
+        } else {
+            connecting.await
+        }?;
         // `connect` / `reuse` of the stats: a connection that served requests before is reused.
         for c in [&be.counters, &slot.server().counters] {
             Counters::inc(if requests > 0 { &c.reuses } else { &c.connects });

@@ -185,7 +185,12 @@ impl Session<'_> {
                 Ok(v) => v,
                 Err(e) => {
                     self.note(format_args!("no server: {e:?}"));
+                    let gone = matches!(e, tcp::Ending::ClientAborted);
                     e.record(&mut self.o);
+                    if gone {
+                        // No one to answer (`abortonclose`): status -1 in the log.
+                        return Next::Close;
+                    }
                     return self.answer(503, &info, Some(&be)).await;
                 }
             };
