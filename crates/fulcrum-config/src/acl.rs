@@ -117,6 +117,7 @@ pub fn avail_of(expr: &SampleExpr) -> Avail {
         | Fetch::Bool(_)
         | Fetch::FeConn
         | Fetch::SoName
+        | Fetch::LastRule { .. }
         | Fetch::AlwaysFalse
         | Fetch::Var { .. }
         | Fetch::Str(_)

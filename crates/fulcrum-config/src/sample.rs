@@ -417,6 +417,8 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "cook" | "req.cook" => d(S, 0, Str, Request),
         "fe_conn" => d(NONE, 0, Int, Always),
         "so_name" => d(NONE, 0, Str, Always),
+        "last_rule_file" => d(NONE, 0, Str, Always),
+        "last_rule_line" => d(NONE, 0, Int, Always),
         "nbsrv" | "be_conn" | "be_sess_rate" | "connslots" | "queue" | "avg_queue" => {
             d(S, 0, Int, Always)
         }
@@ -638,6 +640,8 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
         "be_conn" => Fetch::BeConn { backend: opt_str(args, 0) },
         "fe_conn" => Fetch::FeConn,
         "so_name" => Fetch::SoName,
+        "last_rule_file" => Fetch::LastRule { line: false },
+        "last_rule_line" => Fetch::LastRule { line: true },
         "be_sess_rate" => Fetch::BeSessRate { backend: opt_str(args, 0) },
         "connslots" => Fetch::ConnSlots { backend: opt_str(args, 0) },
         "queue" => Fetch::Queue { backend: opt_str(args, 0) },

@@ -82,6 +82,9 @@ pub enum Fetch {
     FeConn,
     /// `so_name`: the name of the `bind` line that accepted the connection.
     SoName,
+    /// `last_rule_file` / `last_rule_line` (`line`): where the stream's last final rule
+    /// (`accept`, `reject`, `allow`, `deny`, `redirect`...) was written.
+    LastRule { line: bool },
     /// `wait_end` (the `WAIT_END` ACL): true once the inspection delay is over; until then
     /// a rule that tests it waits.
     WaitEnd,

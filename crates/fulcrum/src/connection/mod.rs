@@ -342,6 +342,17 @@ impl Stream {
     }
     /// Waits until the peer sent something or closed; `Ok(true)` means it closed (EOF).
     /// UNIX streams have no async peek: for them this reports "sent something" at once.
+    /// The peer has shut its sending side already (no wait; plain sockets only).
+    pub fn shut_by_peer(&self) -> bool {
+        match self.transport() {
+            s @ Stream::Tcp(_) => {
+                use std::os::fd::AsRawFd;
+                crate::sys::peer_shut_write(s.as_fd().as_raw_fd())
+            }
+            _ => false,
+        }
+    }
+
     pub async fn peer_closed(&self) -> io::Result<bool> {
         match self {
             Stream::Tcp(s) => s.peer_closed().await,

@@ -112,6 +112,9 @@ struct Session<'a> {
     stream_no: Option<u64>,
     /// The per-request memory is with the worker's spares (idle between requests).
     parked: bool,
+    /// The next answer made here skips `http-after-response` rules (an `http-response
+    /// redirect`'s, as in HAProxy).
+    skip_after: bool,
     /// Bounds the waits for the client's bytes (see `timer`).
     ctimer: Pin<&'a mut Timer>,
     /// Bounds the waits for the server's bytes.
@@ -292,6 +295,7 @@ pub async fn serve(
         logs: shared.debug || (fe.logger.is_some() && fe.log.line.is_some()),
         body_unread: false,
         parked: true,
+        skip_after: false,
         ctimer,
         stimer,
     };

@@ -259,7 +259,8 @@ impl<'a> Compiler<'a> {
             self.at = Some(r.span.clone());
             let cond = self.cond(&r.cond, &r.span);
             let Some(action) = self.action(&r.action, &r.span) else { continue };
-            out.push(Rule { action, cond });
+            let at = super::origin::register(&r.span.file, r.span.line);
+            out.push(Rule { action, cond, at });
         }
         out
     }
@@ -499,7 +500,8 @@ impl<'a> Compiler<'a> {
                     None => continue,
                 },
             };
-            out.push(TcpRule { act, cond });
+            let at = super::origin::register(&r.span.file, r.span.line);
+            out.push(TcpRule { act, cond, at });
         }
         out
     }

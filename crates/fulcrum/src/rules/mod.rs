@@ -14,6 +14,7 @@ mod compile;
 pub mod convert;
 mod live;
 pub mod maps;
+pub mod origin;
 pub mod refs;
 pub mod sample;
 pub mod stick;
@@ -273,6 +274,8 @@ pub enum Action {
 pub struct Rule {
     pub action: Action,
     pub cond: Option<Cond>,
+    /// Where it was written ([`origin`]), for `last_rule_file|line`.
+    pub at: u32,
 }
 
 /// How a rule list ended for the session.
@@ -322,6 +325,9 @@ pub fn run<'r>(
         }
         if !hold {
             continue;
+        }
+        if rule.action.is_final() {
+            vars.last_rule = rule.at;
         }
         match &rule.action {
             Action::Allow => return Verdict::Continue,
@@ -640,6 +646,25 @@ fn wire_len(head: &Head) -> usize {
 pub struct TcpRule {
     pub act: TcpAct,
     pub cond: Option<Cond>,
+    /// Where it was written ([`origin`]).
+    pub at: u32,
+}
+
+impl Action {
+    /// The action ends its rule list (HAProxy then notes the rule as the stream's last).
+    fn is_final(&self) -> bool {
+        matches!(
+            self,
+            Action::Allow
+                | Action::Prometheus
+                | Action::Auth { .. }
+                | Action::Deny { .. }
+                | Action::Return(_)
+                | Action::Redirect(_)
+                | Action::Tarpit { .. }
+                | Action::Drop
+        )
+    }
 }
 
 #[derive(Debug)]
@@ -695,6 +720,14 @@ pub fn tcp_eval(
             }
         }
         match &r.act {
+            TcpAct::Accept | TcpAct::Reject if level == stick::Level::Stream => {
+                vars.last_rule = r.at;
+                return if matches!(r.act, TcpAct::Accept) {
+                    TcpVerdict::Accept
+                } else {
+                    TcpVerdict::Reject
+                };
+            }
             TcpAct::Accept => return TcpVerdict::Accept,
             TcpAct::Reject => return TcpVerdict::Reject,
             TcpAct::Do(a) => tcp_action(a, template, vars, level),

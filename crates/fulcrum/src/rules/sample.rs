@@ -557,6 +557,11 @@ fn fetch_each<'a>(
             one(be.map(|be| Value::Int(be.usable_servers() as i64)), f)
         }
         FeConn => one(ctx.fe.map(|fe| Value::Int(i64::from(fe.limit.current()))), f),
+        LastRule { line } => match super::origin::place(ctx.vars.last_rule) {
+            Some((_, n)) if *line => f(Value::Int(i64::from(n))),
+            Some((file, _)) => f(Value::Str(Cow::Owned(file.as_bytes().to_vec()))),
+            None => false,
+        },
         SoName => {
             let bind =
                 ctx.fe.and_then(|fe| fe.binds.iter().find(|b| b.number == u32::from(ctx.bind_no)));

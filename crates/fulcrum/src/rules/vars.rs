@@ -38,6 +38,9 @@ pub struct Vars {
     pub sc: Option<Box<crate::stick::track::Counters>>,
     /// The session's addresses once `set-src`/`set-dst` changed them.
     pub addrs: Option<Box<Addrs>>,
+    /// The stream's last final rule (`accept`, `deny`, `allow`...), by its place
+    /// (`rules::origin`; 0: none yet): `last_rule_file`, `last_rule_line`.
+    pub last_rule: u32,
 }
 
 /// A session's addresses after `set-src`/`set-dst`: the connection's own (`fc_src`, `fc_dst`),
@@ -146,6 +149,7 @@ impl Vars {
             (a.src, a.dst) = (a.sess_src, a.sess_dst);
         }
         self.strict_off = false;
+        self.last_rule = 0;
         self.early_hints.clear();
         self.unique_id = None;
     }

@@ -74,6 +74,8 @@ pub struct Opening<'a> {
     /// The request (its Host is looked up only for a server whose SNI needs it).
     pub req: Option<&'a fulcrum_http::Head>,
     pub unique_id: Option<&'a str>,
+    /// `option abortonclose`: a client that has shut its side gives up at the next retry.
+    pub abortonclose: bool,
 }
 
 impl Opening<'_> {
@@ -393,6 +395,9 @@ pub async fn connect_server_reusing(
         observe(be, slot.index(), true, "L4 unsuccessful connection");
         if retries_left == 0 {
             return Err(Ending::ConnectFailed(err.kind(), err.raw_os_error()));
+        }
+        if open.abortonclose && open.client.is_some_and(|c| c.shut_by_peer()) {
+            return Err(Ending::ClientAborted);
         }
         retries_left -= 1;
         out.retries += 1;

@@ -813,3 +813,31 @@ fn abortonclose_drops_a_request_whose_client_left_while_waiting_for_the_answer()
         eventually(Duration::from_millis(1500), || srv.counts().closed >= 1)
     });
 }
+
+#[test]
+fn last_rule_line_names_the_final_rule_and_a_replaced_response_keeps_the_connection() {
+    let srv = server("s1");
+    let cfg = format!(
+        "{DEFAULTS}frontend fe\n bind {{fe0}}\n\
+         tcp-request content accept if {{ path /tcp }}\n\
+         http-request set-var(txn.p) path\n\
+         http-request allow if {{ path /allow }}\n\
+         http-request deny if {{ path /deny }}\n\
+         http-response deny if {{ var(txn.p) -m str /rdeny }}\n\
+         http-response redirect location /x if {{ var(txn.p) -m str /rred }}\n\
+         http-after-response set-header x-lr \"%[last_rule_line]\"\n\
+         default_backend be\n backend be\n server s1 {}\n",
+        srv.addr()
+    );
+    let base = cfg.lines().position(|l| l.starts_with("tcp-request")).expect("line") as i64 + 1;
+    each(|t| {
+        let px = t.start(&cfg);
+        let mut cl = px.client();
+        ["/tcp", "/none", "/allow", "/deny", "/rdeny", "/rred", "/none"].map(|p| {
+            let r = cl.request(format!("GET {p} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+            // Relative to the first rule, so that both proxies' files compare.
+            let lr = r.header("x-lr").and_then(|v| v.parse::<i64>().ok()).map(|n| n - base);
+            (r.status, lr)
+        })
+    });
+}

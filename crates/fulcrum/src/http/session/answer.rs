@@ -158,7 +158,7 @@ impl Session<'_> {
         info: &fulcrum_http::Info,
         be: Option<&Arc<Backend>>,
     ) -> Next {
-        if self.has_after_response(be) {
+        if !std::mem::take(&mut self.skip_after) && self.has_after_response(be) {
             let limits = fulcrum_http::Limits { max_head: msg.len().max(1024), max_headers: 1000 };
             if let Ok(Some(n)) = self.resp.parse_response(&msg, &limits) {
                 self.after_response(be, None);

@@ -91,11 +91,12 @@ impl Session<'_> {
                     break; // back to the upload
                 }
                 // `timeout server` bounds each wait for the server's bytes.
+                let watch = be.abortonclose && body_done && !self.client_shut();
                 let read = sc.buf.fill(&sc.stream);
                 let waited = timer::within(self.stimer.as_mut(), st, read);
                 // `option abortonclose`: a client that leaves while the response is awaited
                 // abandons it (the server connection closes; HAProxy logs 400 `CH`).
-                let got = if be.abortonclose && body_done {
+                let got = if watch {
                     tokio::select! {
                         biased;
                         r = waited => Some(r),
@@ -124,6 +125,11 @@ impl Session<'_> {
         }
     }
 
+    /// The client has already shut its side (a half-close after its request).
+    fn client_shut(&self) -> bool {
+        self.client.shut_by_peer()
+    }
+
     /// Gets a server slot and a connection for it: the session's own connection to that
     /// server, an idle one from the pool as `reuse` allows, or a new one.
     pub(super) async fn server_conn(
@@ -136,6 +142,7 @@ impl Session<'_> {
         check: bool,
     ) -> Result<(ServerSlot, ServerConn), tcp::Ending> {
         let first = self.requests == 0;
+        let watch = be.abortonclose && !self.client_shut();
         let own = &mut self.own;
         let mut idle = |idx: usize| -> Option<(Stream, u32)> {
             if fresh_only {
@@ -164,6 +171,7 @@ impl Session<'_> {
             client: Some(&self.client),
             req: Some(&self.req),
             unique_id: self.vars.unique_id.as_deref().and_then(|u| std::str::from_utf8(u).ok()),
+            abortonclose: be.abortonclose,
         };
         let connecting = tcp::connect_server_reusing(
             be,
@@ -175,8 +183,9 @@ impl Session<'_> {
             &mut idle,
         );
         // `option abortonclose`: a client that leaves while its request waits for a slot or
-        // a connection abandons it (`CQ`, `CC`).
-        let (slot, stream, requests) = if be.abortonclose {
+        // a connection abandons it (`CQ`, `CC`). As in HAProxy, a client that had already
+        // half-closed when its request was read still gets its answer.
+        let (slot, stream, requests) = if watch {
             tokio::select! {
                 biased;
                 r = connecting => r,

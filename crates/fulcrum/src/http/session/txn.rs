@@ -323,8 +323,9 @@ impl Session<'_> {
         if let Some(built) = self.response_rules(&be, Some(server_name), Some(&sc.stream)) {
             drop(slot);
             drop(sc); // the server's response is abandoned with its connection
+                      // As HAProxy, the client's connection carries on when its request went whole.
             let mut i = info;
-            i.conn_close = true;
+            i.conn_close |= !body_done;
             let cause = if matches!(built, Built::Bytes(_)) { Cause::Local } else { Cause::Proxy };
             self.o.end(cause, Phase::Headers);
             return match built {
@@ -647,7 +648,10 @@ impl Session<'_> {
                 Verdict::Deny(_, Some(rp)) | Verdict::Return(rp) => {
                     Built::Bytes(self.build_reply(rp, Some(be)))
                 }
-                Verdict::Redirect(rd) => Built::Bytes(self.build_redirect(rd, Some(be))),
+                Verdict::Redirect(rd) => {
+                    self.skip_after = true;
+                    Built::Bytes(self.build_redirect(rd, Some(be)))
+                }
                 Verdict::RewriteFailed => {
                     Counters::inc(&fe.counters.failed_rewrites);
                     Counters::inc(&be.counters.failed_rewrites);
