@@ -503,6 +503,8 @@ pub struct Map {
     method: Method,
     index: Index,
     values: Vec<String>,
+    /// A `reg` map's regexes one by one (`map_regm` needs the matching one's groups).
+    regs: Vec<Regex>,
 }
 
 impl Map {
@@ -522,7 +524,8 @@ impl Map {
             keys.push(method, key, false, false).map_err(|e| (line, e))?;
             values.push(value.to_string());
         }
-        Ok(Map { method, index: keys.index(method, false), values })
+        let regs = if method == Method::Reg { keys.regexes.clone() } else { Vec::new() };
+        Ok(Map { method, index: keys.index(method, false), values, regs })
     }
 
     pub fn method(&self) -> Method {
@@ -534,6 +537,45 @@ impl Map {
     /// [`Map::lookup_ip`] / [`Map::lookup_int`].
     pub fn lookup(&self, key: &[u8]) -> Option<&str> {
         self.index.first_str(key).map(|i| self.values[i as usize].as_str())
+    }
+
+    /// `map_regm`: the value of the first regex that matches, its `\1`..`\9` replaced by
+    /// the groups the regex captured (HAProxy's `exp_replace`: `\xHH` is a byte, any other
+    /// escaped character stands for itself).
+    pub fn lookup_regm(&self, key: &[u8]) -> Option<Vec<u8>> {
+        let i = self.index.first_str(key)? as usize;
+        let value = self.values[i].as_bytes();
+        let caps = self.regs.get(i).and_then(|r| r.captures(key));
+        let mut out = Vec::with_capacity(value.len() + key.len());
+        let mut j = 0;
+        while j < value.len() {
+            let c = value[j];
+            let next = value.get(j + 1).copied();
+            match (c, next) {
+                (b'\\', Some(d @ b'0'..=b'9')) => {
+                    let g = caps.as_ref().and_then(|c| c.get(usize::from(d - b'0')));
+                    out.extend_from_slice(g.map_or(&b""[..], |m| m.as_bytes()));
+                    j += 2;
+                }
+                (b'\\', Some(b'x')) if value.len() >= j + 4 => {
+                    let hex = std::str::from_utf8(&value[j + 2..j + 4]).ok();
+                    match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                        Some(b) => out.push(b),
+                        None => out.extend_from_slice(&value[j..j + 4]),
+                    }
+                    j += 4;
+                }
+                (b'\\', Some(o)) => {
+                    out.push(o);
+                    j += 2;
+                }
+                _ => {
+                    out.push(c);
+                    j += 1;
+                }
+            }
+        }
+        Some(out)
     }
 
     pub fn lookup_ip(&self, ip: IpAddr) -> Option<&str> {
@@ -842,6 +884,15 @@ mod tests {
             ip.lookup_ip(IpAddr::V6(Ipv4Addr::new(10, 1, 2, 3).to_ipv6_mapped())),
             Some("mapped")
         );
+    }
+
+    #[test]
+    fn map_regm_replaces_the_groups_of_the_matching_regex() {
+        let m = Map::parse(Method::Reg, "^(.*)\\.(.*)$ \\1_AND_\\2\n^x(y)$ [\\x41\\1\\\\]\n")
+            .expect("valid");
+        assert_eq!(m.lookup_regm(b"www.example.org").as_deref(), Some(&b"www.example_AND_org"[..]));
+        assert_eq!(m.lookup_regm(b"xy").as_deref(), Some(&b"[Ay\\]"[..]));
+        assert_eq!(m.lookup_regm(b"nothing"), None);
     }
 
     #[test]

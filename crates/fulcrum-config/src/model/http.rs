@@ -402,6 +402,8 @@ pub enum MapMatch {
     Sub,
     Dom,
     Reg,
+    /// `map_regm`: `reg`, the value's `\1`..`\9` replaced by the regex's groups.
+    Regm,
     Ip,
     Int,
 }

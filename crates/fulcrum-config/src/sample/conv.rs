@@ -192,6 +192,7 @@ pub(super) fn build_converter(
                 "map_sub" => MapMatch::Sub,
                 "map_dom" => MapMatch::Dom,
                 "map_reg" => MapMatch::Reg,
+                "map_regm" => MapMatch::Regm,
                 "map_ip" => MapMatch::Ip,
                 "map_int" => MapMatch::Int,
                 _ => {

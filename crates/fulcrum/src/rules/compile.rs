@@ -632,7 +632,7 @@ fn map_method(kind: cfg::MapMatch) -> PMethod {
         cfg::MapMatch::End => PMethod::End,
         cfg::MapMatch::Sub => PMethod::Sub,
         cfg::MapMatch::Dom => PMethod::Dom,
-        cfg::MapMatch::Reg => PMethod::Reg,
+        cfg::MapMatch::Reg | cfg::MapMatch::Regm => PMethod::Reg,
         cfg::MapMatch::Ip => PMethod::Ip,
         cfg::MapMatch::Int => PMethod::Int,
     }

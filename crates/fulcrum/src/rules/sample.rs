@@ -454,6 +454,11 @@ fn convert<'a>(c: &Conv, v: Value<'a>) -> Option<Value<'a>> {
                         .ok()
                         .and_then(|t| t.trim().parse().ok())
                         .and_then(|i| map.lookup_int(i)),
+                    cfg::MapMatch::Regm => {
+                        return map
+                            .lookup_regm(&s)
+                            .or_else(|| default.as_deref().map(|d| d.as_bytes().to_vec()));
+                    }
                     _ => map.lookup(&s),
                 };
                 v.or(default.as_deref()).map(|out| out.as_bytes().to_vec())

@@ -841,3 +841,23 @@ fn last_rule_line_names_the_final_rule_and_a_replaced_response_keeps_the_connect
         })
     });
 }
+
+#[test]
+fn map_regm_puts_the_regex_groups_in_the_value() {
+    let srv = server("s1");
+    let cfg = format!(
+        "{DEFAULTS}frontend fe\n bind {{fe0}}\n\
+         http-request return status 200 hdr x-m \"%[req.hdr(x-host),map_regm({{dir}}/hosts.map,none)]\"\n\
+         default_backend be\n backend be\n server s1 {}\n",
+        srv.addr()
+    );
+    let map = "^([a-z]+)\\.example\\.(org|net)$ \\2-\\1\n^www\\.(.*)$ www:\\1:\\3:\n";
+    each(|t| {
+        let px = t.start_with(&cfg, &[("hosts.map", map)]);
+        let got = ["shop.example.org", "www.example.com", "other"].map(|h| {
+            px.get_with("/", &[&format!("X-Host: {h}")]).header("x-m").map(str::to_string)
+        });
+        assert_eq!(got[0].as_deref(), Some("org-shop"));
+        got
+    });
+}
