@@ -388,3 +388,23 @@ fn wait_for_body_answers_408_when_the_body_does_not_come_in_time() {
         seen
     });
 }
+
+#[test]
+fn a_stalled_chunked_upload_gets_504_when_timeout_server_ends_it() {
+    let srv = server("s1");
+    // `timeout client` is longer: as HAProxy, the server's timer ends the stalled upload.
+    let cfg = format!(
+        "defaults\n mode http\n timeout connect 1s\n timeout client 5s\n timeout server 600ms\n\
+         frontend fe\n bind {{fe0}}\n default_backend be\n backend be\n server s1 {}\n",
+        srv.addr()
+    );
+    each(|t| {
+        let px = t.start(&cfg);
+        let mut cl = px.client();
+        cl.send(b"POST /up HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab");
+        let started = Instant::now();
+        let status = cl.read_final(false).map(|r| r.status).unwrap_or(0);
+        let waited = started.elapsed();
+        (status, waited >= Duration::from_millis(500) && waited < Duration::from_millis(2500))
+    });
+}

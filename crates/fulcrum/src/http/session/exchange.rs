@@ -35,7 +35,9 @@ impl Session<'_> {
                     &[],
                     info.body,
                     &mut self.scanner,
-                    (self.ctimer.as_mut(), ct),
+                    // As HAProxy: once the request is on its way, `timeout server` bounds a
+                    // stalled upload too (the server owes an answer: 504 when it expires).
+                    (self.ctimer.as_mut(), st.or(ct)),
                     st,
                     Some((&sc.stream, &mut sc.buf)),
                     &mut self.o.bytes_in,
@@ -45,6 +47,7 @@ impl Session<'_> {
                     Xfer::Done => body_done = true,
                     Xfer::Interrupted => {}
                     Xfer::Invalid => return Exchange::BadRequest,
+                    Xfer::ReadTimeout if st.is_some() => return Exchange::ServerTimeout,
                     Xfer::ReadEof | Xfer::ReadError | Xfer::ReadTimeout => {
                         self.note(format_args!("request body: {x:?}"));
                         return Exchange::ClientGone;
