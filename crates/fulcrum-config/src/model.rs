@@ -755,6 +755,8 @@ pub struct Server {
     pub tls: ServerTls,
     /// `send-proxy*`, `proxy-v2-options`.
     pub send_proxy: SendProxy,
+    /// `socks4 <addr>:<port>`: connections go through this SOCKS4 proxy.
+    pub socks4: Option<std::net::SocketAddr>,
 }
 
 /// A server's address as written. Host names are resolved by the engine at start-up.

@@ -41,6 +41,8 @@ pub struct ServerOpts {
     pub init_addr: Vec<InitAddr>,
     pub tls: ServerTls,
     pub send_proxy: SendProxy,
+    /// `socks4 <addr>:<port>`: connections to the server go through this SOCKS4 proxy.
+    pub socks4: Option<std::net::SocketAddr>,
 }
 
 impl Default for ServerOpts {
@@ -66,6 +68,7 @@ impl Default for ServerOpts {
             init_addr: vec![InitAddr::Last, InitAddr::Libc],
             tls: ServerTls::default(),
             send_proxy: SendProxy::default(),
+            socks4: None,
         }
     }
 }
@@ -158,6 +161,7 @@ pub fn parse_server(
         init_addr: o.init_addr,
         tls: o.tls,
         send_proxy: o.send_proxy,
+        socks4: o.socks4,
     })
 }
 
@@ -250,6 +254,16 @@ impl Parse<'_> {
             "id" => o.id = Some(self.id(val)?),
             "port" => o.check.port = Some(port(opt, val)?),
             "addr" => o.check.addr = Some(check_host_text(opt, val)?),
+            "socks4" => match val.parse::<std::net::SocketAddr>() {
+                Ok(a) => o.socks4 = Some(a),
+                Err(_) if !val.contains(':') => {
+                    return Err(format!("'socks4 {val}' : missing port specification in '{val}'."))
+                }
+                Err(_) => {
+                    let m = format!("'socks4 {val}' : invalid address (an IP address and its port; host names are not supported yet).");
+                    return Err(m);
+                }
+            },
             "inter" => o.check.inter = self.delay(opt, val)?,
             "fastinter" => o.check.fastinter = Some(self.delay(opt, val)?),
             "downinter" => o.check.downinter = Some(self.delay(opt, val)?),
@@ -375,6 +389,7 @@ fn takes_value(opt: &str) -> bool {
             | "on-marked-down"
             | "on-marked-up"
             | "init-addr"
+            | "socks4"
     ) || NOT_YET_WITH_VALUE.contains(&opt)
         || crate::tls::SERVER_WITH_VALUE.contains(&opt)
 }
@@ -406,7 +421,6 @@ const NOT_YET_WITH_VALUE: &[&str] = &[
     "resolvers",
     "sigalgs",
     "sni",
-    "socks4",
     "source",
     "ssl-max-ver",
     "ssl-min-ver",
@@ -526,6 +540,7 @@ fn flag(opt: &str, o: &mut ServerOpts) -> Result<(), String> {
         "check" => o.check.enabled = true,
         "no-check" => o.check.enabled = false,
         "check-send-proxy" => o.check.send_proxy = true,
+        "check-via-socks4" => o.check.via_socks4 = true,
         "no-check-send-proxy" => o.check.send_proxy = false,
         "agent-check" => o.agent.enabled = true,
         "no-agent-check" => o.agent = AgentCheck::default(),

@@ -20,6 +20,8 @@ pub const DEFAULT_FALL: u32 = 3;
 pub struct ServerCheck {
     /// `check`: health checks are run.
     pub enabled: bool,
+    /// `check-via-socks4`: checks go through the server's `socks4` proxy too.
+    pub via_socks4: bool,
     /// `inter`: time between two checks while the server is fully up or fully down.
     pub inter: Duration,
     /// `fastinter`: between checks while the server is going up or down (`inter` if unset).
@@ -42,6 +44,7 @@ impl Default for ServerCheck {
     fn default() -> Self {
         ServerCheck {
             enabled: false,
+            via_socks4: false,
             inter: DEFAULT_INTER,
             fastinter: None,
             downinter: None,

@@ -246,6 +246,7 @@ fn check_plan(be: &Backend, idx: usize, agent: bool, bufsize: usize) -> Option<C
             timeout_check: be.check_timeouts.check,
             timeout_connect: be.check_timeouts.connect,
             send_proxy,
+            socks4: s.socks4.filter(|_| !agent && p.check.as_ref().is_some_and(|c| c.via_socks4)),
             tls: s
                 .tls
                 .as_ref()

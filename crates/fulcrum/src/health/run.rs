@@ -36,6 +36,8 @@ pub struct Plan {
     pub timeout_connect: Option<Duration>,
     /// `check-send-proxy` (health check only).
     pub send_proxy: bool,
+    /// `check-via-socks4`: the server's SOCKS4 proxy, which checks go through.
+    pub socks4: Option<std::net::SocketAddr>,
     /// `check-ssl` (or the server's `ssl`): checks run over TLS, sending this SNI.
     pub tls: Option<(std::sync::Arc<rustls::ClientConfig>, Option<String>)>,
     pub disable_on_404: bool,
@@ -553,6 +555,7 @@ impl Runner<'_> {
             limit = limit.min(Instant::now() + tc);
         }
         let linger = c.linger;
+        let socks4 = self.plan.socks4;
         // Nothing to send first: the handshake's last ACK can wait (HAProxy's
         // `CONNECT_DELACK_ALWAYS`, for steps not followed by an expect).
         let next = self.plan.steps.iter().skip_while(|s| !std::ptr::eq(*s, step)).nth(1);
@@ -560,7 +563,14 @@ impl Runner<'_> {
         let attempt = async {
             match &dest {
                 Dest::Inet(addr) => {
-                    let s = Stream::connect_check(*addr, delay_ack).await?;
+                    let s = match socks4 {
+                        Some(proxy) => {
+                            let s = Stream::connect_check(proxy, false).await?;
+                            crate::tcp::socks4::handshake(&s, *addr).await?;
+                            s
+                        }
+                        None => Stream::connect_check(*addr, delay_ack).await?,
+                    };
                     if linger {
                         // `linger`: a clean close for servers that dislike resets.
                         socket2::SockRef::from(&s).set_linger(None)?;

@@ -62,6 +62,7 @@ pub fn build(
                 continue;
             }
         }
+        srv.socks4 = s.socks4;
         if s.send_proxy.version > 0 {
             srv.send_proxy = Some(Box::new(s.send_proxy.clone()));
         }

@@ -48,6 +48,8 @@ impl Value<'_> {
         match self {
             Value::Ip(ip) => Some(*ip),
             Value::Str(s) => std::str::from_utf8(s).ok()?.trim().parse().ok(),
+            // HAProxy's cast: the integer is the IPv4 address (`c_int2ip`).
+            Value::Int(i) => Some(IpAddr::V4(std::net::Ipv4Addr::from(*i as u32))),
             _ => None,
         }
     }

@@ -147,6 +147,8 @@ pub struct Server {
     pub tls: Option<Arc<crate::tls::Origin>>,
     /// `send-proxy*`: a PROXY protocol header opens each connection.
     pub send_proxy: Option<Box<fulcrum_config::SendProxy>>,
+    /// `socks4`: connections go through this SOCKS4 proxy.
+    pub socks4: Option<SocketAddr>,
 }
 
 impl Server {
@@ -178,6 +180,7 @@ impl Server {
             check_gen: AtomicU32::new(0),
             tls: None,
             send_proxy: None,
+            socks4: None,
         };
         s.publish(&s.state(), Instant::now());
         s

@@ -5,6 +5,7 @@
 //! Must not touch: accept and limits (the listener), selection policy (backend and balancer).
 
 pub mod inspect;
+pub mod socks4;
 pub mod tunnel;
 
 use std::future::{poll_fn, Future};
@@ -369,8 +370,10 @@ pub async fn connect_server_reusing(
         let endpoint = target.resolve(dst_port);
         let started = (slot.server().tls.is_some() || slot.server().send_proxy.is_some())
             .then(std::time::Instant::now);
-        let mut connected =
-            connect(endpoint, be.timeouts.connect, be.server_bufs, be.server_tcpka).await;
+        let mut connected = match slot.server().socks4 {
+            Some(proxy) => connect_socks4(proxy, endpoint, be).await,
+            None => connect(endpoint, be.timeouts.connect, be.server_bufs, be.server_tcpka).await,
+        };
         if let (Some(t0), Ok(_)) = (started, &connected) {
             // PROXY header and TLS handshake, within what is left of `timeout connect`.
             let left = be.timeouts.connect.map(|d| d.saturating_sub(t0.elapsed()));
@@ -448,6 +451,28 @@ pub fn observe(be: &Backend, idx: usize, failed: bool, what: &'static str) {
 
 /// Opens a connection to a server within the connect timeout, with the kernel buffer sizes
 /// `tune.rcvbuf.server` / `tune.sndbuf.server` force (TCP only).
+/// A connection to the server through its SOCKS4 proxy, within `timeout connect`.
+async fn connect_socks4(
+    proxy: SocketAddr,
+    endpoint: Endpoint<'_>,
+    be: &Backend,
+) -> io::Result<Stream> {
+    let Endpoint::Inet(target) = endpoint else {
+        return Err(io::Error::new(io::ErrorKind::Unsupported, "SOCKS4 needs an IPv4 server"));
+    };
+    let attempt = async {
+        let s = Stream::connect_tcp(proxy, be.server_bufs, be.server_tcpka).await?;
+        socks4::handshake(&s, target).await?;
+        Ok(s)
+    };
+    match be.timeouts.connect {
+        Some(d) => tokio::time::timeout(d, attempt)
+            .await
+            .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "connect timeout"))),
+        None => attempt.await,
+    }
+}
+
 pub async fn connect(
     endpoint: Endpoint<'_>,
     timeout: Option<Duration>,

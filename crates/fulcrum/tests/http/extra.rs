@@ -861,3 +861,53 @@ fn map_regm_puts_the_regex_groups_in_the_value() {
         got
     });
 }
+
+/// A one-thread SOCKS4 proxy that answers HTTP itself once a CONNECT is granted: the body
+/// says which destination and user id it was asked for. Serves `n` connections.
+fn socks4_answering(n: usize) -> (std::net::SocketAddr, std::thread::JoinHandle<()>) {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = l.local_addr().expect("addr");
+    let t = std::thread::spawn(move || {
+        for _ in 0..n {
+            let Ok((mut s, _)) = l.accept() else { return };
+            let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
+            let mut req = [0u8; 16];
+            if s.read_exact(&mut req).is_err() {
+                continue;
+            }
+            let _ = s.write_all(b"\x00\x5a\x00\x00\x00\x00\x00\x00");
+            let mut head = Vec::new();
+            let mut b = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && s.read(&mut b).unwrap_or(0) == 1 {
+                head.push(b[0]);
+            }
+            let port = u16::from_be_bytes([req[2], req[3]]);
+            let ip = std::net::Ipv4Addr::new(req[4], req[5], req[6], req[7]);
+            let body =
+                format!("{}:{}:{}:{}", req[0], ip, port, String::from_utf8_lossy(&req[8..15]));
+            let resp = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = s.write_all(resp.as_bytes());
+        }
+    });
+    (addr, t)
+}
+
+#[test]
+fn socks4_servers_are_reached_through_their_proxy() {
+    each(|t| {
+        let (proxy, thread) = socks4_answering(1);
+        let cfg = format!(
+            "{DEFAULTS}frontend fe\n bind {{fe0}}\n default_backend be\n\
+             backend be\n server s1 192.0.2.9:8081 socks4 {proxy}\n"
+        );
+        let px = t.start(&cfg);
+        let r = px.get("/");
+        let _ = thread.join();
+        assert_eq!(r.text(), "4:192.0.2.9:8081:HAProxy");
+        (r.status, r.text())
+    });
+}
