@@ -911,3 +911,50 @@ fn socks4_servers_are_reached_through_their_proxy() {
         (r.status, r.text())
     });
 }
+
+/// A one-thread server that answers each of `n` connections with a head announcing 10 body
+/// bytes, then sends `first` of them at once and the rest after `pause` (never, when `None`).
+fn slow_body(n: usize, first: usize, pause: Option<Duration>) -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = l.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for _ in 0..n {
+            let Ok((mut s, _)) = l.accept() else { return };
+            let mut b = [0u8; 4096];
+            let _ = s.read(&mut b);
+            let body = b"0123456789";
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n");
+            let _ = s.write_all(&body[..first]);
+            match pause {
+                Some(p) => {
+                    std::thread::sleep(p);
+                    let _ = s.write_all(&body[first..]);
+                }
+                None => std::thread::sleep(Duration::from_secs(2)),
+            }
+        }
+    });
+    addr
+}
+
+#[test]
+fn http_response_wait_for_body_waits_or_answers_504() {
+    each(|t| {
+        let stalled = slow_body(1, 5, None);
+        let late = slow_body(1, 5, Some(Duration::from_millis(100)));
+        let cfg = format!(
+            "{DEFAULTS}frontend fe\n bind {{fe0}}\n use_backend late if {{ path /late }}\n\
+             default_backend stalled\n\
+             backend stalled\n http-response wait-for-body time 300ms\n server s1 {stalled}\n\
+             backend late\n http-response wait-for-body time 2s\n\
+             http-response set-header x-len \"%[res.hdr(content-length)]\"\n server s1 {late}\n"
+        );
+        let px = t.start(&cfg);
+        let started = Instant::now();
+        let r = px.get("/");
+        let timed_out = (r.status, started.elapsed() >= Duration::from_millis(250));
+        let r = px.get("/late");
+        (timed_out, r.status, r.text(), r.header("x-len").map(str::to_string))
+    });
+}

@@ -320,7 +320,7 @@ impl Session<'_> {
         // Borrowed from the backend (a local `Arc`), not copied: no allocation per request.
         let be_ref: &Backend = &be;
         let server_name = be_ref.servers[slot.index()].name.as_str();
-        if let Some(built) = self.response_rules(&be, Some(server_name), Some(&sc.stream)) {
+        if let Some(built) = self.response_rules(&be, Some(server_name), &mut sc).await {
             drop(slot);
             drop(sc); // the server's response is abandoned with its connection
                       // As HAProxy, the client's connection carries on when its request went whole.
@@ -620,11 +620,11 @@ impl Session<'_> {
 
     /// Runs the backend's then the frontend's `http-response` rules on `self.resp`.
     /// Returns a status to answer instead when a rule denies the response.
-    pub(super) fn response_rules(
+    pub(super) async fn response_rules(
         &mut self,
         be: &Arc<Backend>,
         server: Option<&str>,
-        server_stream: Option<&crate::connection::Stream>,
+        sc: &mut ServerConn,
     ) -> Option<Built> {
         let own = self.is_own_backend(be);
         let fe = self.fe;
@@ -633,8 +633,20 @@ impl Session<'_> {
             if !run || r.http_response.is_empty() {
                 continue;
             }
-            let v =
-                self.run_on_response(&r.http_response, &r.acls, Some(be), server, server_stream);
+            let mut start = 0;
+            let v = loop {
+                let list = &r.http_response;
+                let v =
+                    self.run_on_response(list, start, &r.acls, Some(be), server, Some(&sc.stream));
+                // `wait-for-body`: the response's body (or `at-least` of it) is read into the
+                // server buffer first; the rules after it then run, or HAProxy's 504 answers.
+                let Verdict::WaitForBody { time, at_least, resume } = v else { break v };
+                if !self.wait_for_response_body(sc, time, at_least).await {
+                    self.o.end(Cause::ServerTimeout, Phase::Data);
+                    return Some(Built::Status(504));
+                }
+                start = resume;
+            };
             let built = match v {
                 Verdict::Continue
                 | Verdict::WaitForBody { .. }
@@ -663,10 +675,45 @@ impl Session<'_> {
         None
     }
 
-    /// Runs one list of response rules on `self.resp` (the request for context).
+    /// Reads the response's body into the server buffer until it is whole (or `at_least` of
+    /// it is there, or the buffer is full) within `time`; false when the time ran out.
+    async fn wait_for_response_body(
+        &mut self,
+        sc: &mut ServerConn,
+        time: Duration,
+        at_least: Option<u64>,
+    ) -> bool {
+        let info = *self.resp.info();
+        let want = match info.body {
+            Body::Length(n) => n,
+            Body::Chunked | Body::UntilClose => u64::MAX,
+            _ => return true,
+        };
+        let want = at_least.map_or(want, |a| a.min(want));
+        let deadline = Instant::now() + time;
+        while (sc.buf.len() as u64) < want && !sc.buf.is_full() {
+            if info.body == Body::Chunked {
+                let mut scan = ChunkedScanner::new();
+                if scan.scan(sc.buf.data()).map(|s| s.done).unwrap_or(true) {
+                    return true;
+                }
+            }
+            match timer::until(self.stimer.as_mut(), deadline, sc.buf.fill(&sc.stream)).await {
+                Ok(Ok(n)) if n > 0 => {}
+                Err(_) => return false,
+                // The server closed or failed: the forwarding that follows finds out.
+                _ => return true,
+            }
+        }
+        true
+    }
+
+    /// Runs one list of response rules on `self.resp` (the request for context), from rule
+    /// `start`; `wait-for-body` stops it (the caller waits, then resumes).
     pub(super) fn run_on_response<'r>(
         &mut self,
         list: &'r [rules::Rule],
+        start: usize,
         acls: &rules::Acls,
         be: Option<&Backend>,
         server: Option<&str>,
@@ -686,25 +733,7 @@ impl Session<'_> {
         );
         base.server_stream = server_stream;
         let (resp, req) = (&mut self.resp, &self.req);
-        // `http-response wait-for-body` does not wait yet (the body is forwarded as it comes):
-        // the rules after it run at once.
-        let mut start = 0;
-        loop {
-            let v = rules::run(
-                list,
-                start,
-                acls,
-                &base,
-                resp,
-                Some(req),
-                &mut self.vars,
-                &mut self.scratch,
-            );
-            match v {
-                Verdict::WaitForBody { resume, .. } => start = resume,
-                v => return v,
-            }
-        }
+        rules::run(list, start, acls, &base, resp, Some(req), &mut self.vars, &mut self.scratch)
     }
 
     /// Runs `http-after-response` rules (backend's, then frontend's) on `self.resp`.
@@ -718,6 +747,7 @@ impl Session<'_> {
             }
             let _ = self.run_on_response(
                 &r.http_after_response,
+                0,
                 &r.acls,
                 be.map(|b| &**b),
                 server,
