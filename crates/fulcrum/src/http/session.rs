@@ -29,6 +29,7 @@ use crate::tcp::tunnel::{self, TunnelTimeouts};
 use crate::tcp::{self, Accepted};
 
 mod answer;
+mod bodies;
 mod cookies;
 mod exchange;
 mod inspect;

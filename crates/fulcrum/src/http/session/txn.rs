@@ -565,49 +565,6 @@ impl Session<'_> {
         }
     }
 
-    /// `wait-for-body` / `option http-buffer-request`: reads the request body into the client
-    /// buffer until it is complete, `at_least` bytes are there, the buffer is full, or `time`.
-    /// Waits up to `time` for the request body (or `at_least` bytes of it, or a full buffer).
-    /// `false` when the time ran out first (HAProxy then answers 408).
-    pub(super) async fn wait_for_body(
-        &mut self,
-        info: &fulcrum_http::Info,
-        time: Duration,
-        at_least: Option<u64>,
-    ) -> bool {
-        let want = match info.body {
-            Body::Length(n) => n,
-            Body::Chunked => u64::MAX,
-            _ => return true,
-        };
-        let want = at_least.map_or(want, |a| a.min(want));
-        let deadline = Instant::now() + time;
-        // The client waits for leave to send its body: the proxy gives it, and the server will
-        // not see the expectation any more.
-        if info.expect_continue && self.req.header(b"expect").is_some() {
-            self.req.remove_header(b"expect");
-            let go = write_all(&self.client, b"HTTP/1.1 100 Continue\r\n\r\n");
-            if timer::within_io(self.ctimer.as_mut(), self.fe.timeouts.client, go).await.is_err() {
-                return true;
-            }
-        }
-        while (self.cbuf.len() as u64) < want && !self.cbuf.is_full() {
-            if info.body == Body::Chunked {
-                let mut sc = ChunkedScanner::new();
-                if sc.scan(self.cbuf.data()).map(|s| s.done).unwrap_or(true) {
-                    return true;
-                }
-            }
-            match timer::until(self.ctimer.as_mut(), deadline, self.cbuf.fill(&self.client)).await {
-                Ok(Ok(n)) if n > 0 => {}
-                Err(_) => return false,
-                // The client closed or failed: what follows finds out.
-                _ => return true,
-            }
-        }
-        true
-    }
-
     /// Picks the backend: the first `use_backend` whose condition holds, else the default.
     pub(super) fn choose_backend(&mut self) -> Option<Arc<Backend>> {
         if self.fe.rules.use_backends.is_empty() {
@@ -673,39 +630,6 @@ impl Session<'_> {
             return Some(built);
         }
         None
-    }
-
-    /// Reads the response's body into the server buffer until it is whole (or `at_least` of
-    /// it is there, or the buffer is full) within `time`; false when the time ran out.
-    async fn wait_for_response_body(
-        &mut self,
-        sc: &mut ServerConn,
-        time: Duration,
-        at_least: Option<u64>,
-    ) -> bool {
-        let info = *self.resp.info();
-        let want = match info.body {
-            Body::Length(n) => n,
-            Body::Chunked | Body::UntilClose => u64::MAX,
-            _ => return true,
-        };
-        let want = at_least.map_or(want, |a| a.min(want));
-        let deadline = Instant::now() + time;
-        while (sc.buf.len() as u64) < want && !sc.buf.is_full() {
-            if info.body == Body::Chunked {
-                let mut scan = ChunkedScanner::new();
-                if scan.scan(sc.buf.data()).map(|s| s.done).unwrap_or(true) {
-                    return true;
-                }
-            }
-            match timer::until(self.stimer.as_mut(), deadline, sc.buf.fill(&sc.stream)).await {
-                Ok(Ok(n)) if n > 0 => {}
-                Err(_) => return false,
-                // The server closed or failed: the forwarding that follows finds out.
-                _ => return true,
-            }
-        }
-        true
     }
 
     /// Runs one list of response rules on `self.resp` (the request for context), from rule

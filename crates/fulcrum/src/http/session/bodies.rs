@@ -1,0 +1,84 @@
+//! Waiting for a message body before rules go on: `wait-for-body` on requests and responses
+//! and `option http-buffer-request`. The body is read into the side's receive buffer (never
+//! consumed here) until it is whole, `at-least` of it is there, the buffer is full, or the time
+//! given runs out; what follows (rules, forwarding) reads it from there.
+
+use super::*;
+
+/// Fills `buf` from `from` until `want` bytes (or a whole chunked body) are there, the buffer
+/// is full, or `deadline`: false when the time ran out first.
+async fn fill_until(
+    buf: &mut RecvBuf,
+    from: &Stream,
+    timer: Pin<&mut Timer>,
+    body: Body,
+    want: u64,
+    deadline: Instant,
+) -> bool {
+    let mut timer = timer;
+    while (buf.len() as u64) < want && !buf.is_full() {
+        if body == Body::Chunked {
+            let mut scan = ChunkedScanner::new();
+            if scan.scan(buf.data()).map(|s| s.done).unwrap_or(true) {
+                return true;
+            }
+        }
+        match timer::until(timer.as_mut(), deadline, buf.fill(from)).await {
+            Ok(Ok(n)) if n > 0 => {}
+            Err(_) => return false,
+            // The peer closed or failed: what follows finds out.
+            _ => return true,
+        }
+    }
+    true
+}
+
+/// How many body bytes to wait for: all of a known length (`at_least` of it when smaller),
+/// or until the end for chunked and close-delimited bodies; `None`: no body.
+fn wanted(body: Body, at_least: Option<u64>) -> Option<u64> {
+    let all = match body {
+        Body::Length(n) => n,
+        Body::Chunked | Body::UntilClose => u64::MAX,
+        _ => return None,
+    };
+    Some(at_least.map_or(all, |a| a.min(all)))
+}
+
+impl Session<'_> {
+    /// `wait-for-body` / `option http-buffer-request` on the request, into the client buffer.
+    /// `false` when the time ran out first (HAProxy then answers 408).
+    pub(super) async fn wait_for_body(
+        &mut self,
+        info: &fulcrum_http::Info,
+        time: Duration,
+        at_least: Option<u64>,
+    ) -> bool {
+        let body = if info.body == Body::UntilClose { Body::None } else { info.body };
+        let Some(want) = wanted(body, at_least) else { return true };
+        let deadline = Instant::now() + time;
+        // The client waits for leave to send its body: the proxy gives it, and the server will
+        // not see the expectation any more.
+        if info.expect_continue && self.req.header(b"expect").is_some() {
+            self.req.remove_header(b"expect");
+            let go = write_all(&self.client, b"HTTP/1.1 100 Continue\r\n\r\n");
+            if timer::within_io(self.ctimer.as_mut(), self.fe.timeouts.client, go).await.is_err() {
+                return true;
+            }
+        }
+        fill_until(&mut self.cbuf, &self.client, self.ctimer.as_mut(), body, want, deadline).await
+    }
+
+    /// `http-response wait-for-body`, into the server connection's buffer; false when the time
+    /// ran out (HAProxy then answers 504).
+    pub(super) async fn wait_for_response_body(
+        &mut self,
+        sc: &mut ServerConn,
+        time: Duration,
+        at_least: Option<u64>,
+    ) -> bool {
+        let body = self.resp.info().body;
+        let Some(want) = wanted(body, at_least) else { return true };
+        let deadline = Instant::now() + time;
+        fill_until(&mut sc.buf, &sc.stream, self.stimer.as_mut(), body, want, deadline).await
+    }
+}
