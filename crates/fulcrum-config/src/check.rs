@@ -273,7 +273,20 @@ fn connect(line: &Line) -> Result<CheckStep, String> {
         let (opt, val) = (line.arg(i), line.arg(i + 1));
         let has_val = i + 1 < line.words.len();
         match opt {
-            "default" => {}
+            "default" => c.default = true,
+            "ssl" => c.ssl = true,
+            "via-socks4" => c.via_socks4 = true,
+            "sni" | "alpn" if !has_val => {
+                return Err(format!("'{opt}' expects a string as argument.."))
+            }
+            "sni" => {
+                c.sni = Some(val.to_string());
+                i += 1;
+            }
+            "alpn" => {
+                c.alpn = Some(val.split(',').map(str::to_string).collect());
+                i += 1;
+            }
             "send-proxy" => c.send_proxy = true,
             "linger" => c.linger = true,
             "port" if !has_val => {
@@ -299,10 +312,7 @@ fn connect(line: &Line) -> Result<CheckStep, String> {
                 c.comment = Some(val.to_string());
                 i += 1;
             }
-            "ssl" | "sni" | "alpn" => {
-                return Err(format!("'{opt}' needs TLS, which is not supported yet"))
-            }
-            "proto" | "via-socks4" => return Err(format!("'{opt}' is not supported yet")),
+            "proto" => return Err(format!("'{opt}' is not supported yet")),
             _ => return Err(format!("expects 'comment', 'port', 'addr', 'send-proxy', 'ssl', 'sni', 'alpn' or 'via-socks4', 'linger', 'default' but got '{opt}' as argument")),
         }
         i += 1;

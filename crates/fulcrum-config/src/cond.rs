@@ -1,6 +1,6 @@
 //! Conditional blocks (HAProxy §2.4): `.if` / `.elif` / `.else` / `.endif` nesting, the
 //! condition expression language (`!`, `&&`, `||`, parentheses, integers and the predicates
-//! `defined`, `feature`, `streq`, `strneq`, `version_atleast`, `version_before`), and the
+//! `defined`, `feature`, `streq`, `strneq`, `version_atleast`, `version_before`, `ssllib_name_startswith`), and the
 //! `.notice` / `.warning` / `.alert` / `.diag` directives.
 
 use crate::diag::{Diagnostic, Severity};
@@ -9,8 +9,13 @@ use crate::model::Span;
 use crate::{EnvLookup, HAPROXY_COMPAT_VERSION};
 
 /// Build features `feature(<name>)` answers true for: only what Fulcrum's engine really does
-/// (worker threads, CPU pinning, `SO_REUSEPORT` listeners, epoll through the runtime).
-pub const FEATURES: &[&str] = &["CPU_AFFINITY", "EPOLL", "REUSEPORT", "THREAD"];
+/// (worker threads, CPU pinning, `SO_REUSEPORT` listeners, epoll through the runtime, and
+/// `OPENSSL`: configurations guard their `ssl` keywords with it, and those work here, through
+/// rustls — OpenSSL-only keywords such as `ssl-engine` still say "not supported yet").
+pub const FEATURES: &[&str] = &["CPU_AFFINITY", "EPOLL", "OPENSSL", "REUSEPORT", "THREAD"];
+
+/// The TLS library `ssllib_name_startswith(<prefix>)` compares with (case aside, as HAProxy).
+pub const SSLLIB_NAME: &str = "rustls";
 
 /// Evaluates a condition text (the words after `.if`, joined by single spaces).
 /// An empty condition is false.
@@ -129,7 +134,11 @@ impl Parser<'_> {
         }
         let name = String::from_utf8_lossy(&self.s[start..self.pos]).into_owned();
         let nargs = match name.as_str() {
-            "defined" | "feature" | "version_atleast" | "version_before" => 1,
+            "defined"
+            | "feature"
+            | "version_atleast"
+            | "version_before"
+            | "ssllib_name_startswith" => 1,
             "streq" | "strneq" => 2,
             _ => {
                 self.pos = start;
@@ -152,6 +161,9 @@ impl Parser<'_> {
         Ok(match name.as_str() {
             "defined" => !args[0].is_empty() && (self.env)(&args[0]).is_some(),
             "feature" => FEATURES.contains(&args[0].as_str()),
+            "ssllib_name_startswith" => {
+                SSLLIB_NAME.get(..args[0].len()).is_some_and(|p| p.eq_ignore_ascii_case(&args[0]))
+            }
             "streq" => args[0] == args[1],
             "strneq" => args[0] != args[1],
             "version_atleast" => version_key(HAPROXY_COMPAT_VERSION) >= version_key(&args[0]),
@@ -347,7 +359,11 @@ mod tests {
         assert_eq!(ev("defined(NOPE)"), Ok(false));
         assert_eq!(ev("defined()"), Ok(false));
         assert_eq!(ev("feature(THREAD)"), Ok(true));
-        assert_eq!(ev("feature(OPENSSL)"), Ok(false));
+        assert_eq!(ev("feature(OPENSSL)"), Ok(true));
+        assert_eq!(ev("feature(PCRE)"), Ok(false));
+        assert_eq!(ev("ssllib_name_startswith(RusTLS)"), Ok(true));
+        assert_eq!(ev("ssllib_name_startswith(OpenSSL)"), Ok(false));
+        assert_eq!(ev("!ssllib_name_startswith(AWS-LC)"), Ok(true));
         assert_eq!(ev("streq(a,a)"), Ok(true));
         assert_eq!(ev("streq(a, a)"), Ok(false));
         assert_eq!(ev("strneq(a,b)"), Ok(true));

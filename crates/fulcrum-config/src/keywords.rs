@@ -254,7 +254,7 @@ pub static PROXY: &[Keyword] = &[
     p("hash-type", D|L|B, Supported),
     p("http-after-response", D|F|L|B, Partial("allow, set-header, add-header, del-header, replace-header, replace-value, set-status, set-var(), set-var-fmt(), unset-var(), strict-mode; in a named defaults section too (its rules run before the proxy's own, with HAProxy's restrictions on who may use it)")),
     p("http-check comment", D|L|B, Supported),
-    p("http-check connect", D|L|B, Partial("port, addr, send-proxy, linger, comment, default; not ssl, sni, alpn (need TLS), proto, via-socks4, port expressions")),
+    p("http-check connect", D|L|B, Partial("port, addr, send-proxy, linger, comment, default, ssl, sni, alpn, via-socks4; not proto, port expressions")),
     p("http-check disable-on-404", D|L|B, Supported),
     p("http-check expect", D|L|B, Partial("status, rstatus, string, rstring, hdr, fhdr, min-recv, ok-status, error-status, tout-status, comment; on-success/on-error as plain text (not log-format); not string-lf, status-code")),
     p("http-check send", D|L|B, Partial("meth, uri, ver, hdr, body, comment (header values as plain text); not uri-lf, body-lf")),
@@ -392,7 +392,7 @@ pub static PROXY: &[Keyword] = &[
     p("stick store-response", L|B, Supported),
     p("stick-table", F|L|B, Partial("every key and data type of 2.6; 'peers' is accepted and nothing is synchronised (no peers sections); a reload keeps a table declared the same way, with its entries")),
     p("tcp-check comment", D|L|B, Supported),
-    p("tcp-check connect", D|L|B, Partial("port, addr, send-proxy, linger, comment, default; not ssl, sni, alpn (need TLS), proto, via-socks4, port expressions")),
+    p("tcp-check connect", D|L|B, Partial("port, addr, send-proxy, linger, comment, default, ssl, sni, alpn, via-socks4; not proto, port expressions")),
     p("tcp-check expect", D|L|B, Partial("string, rstring, binary, rbinary, min-recv, ok-status, error-status, tout-status, comment; on-success/on-error as plain text (not log-format); not string-lf, binary-lf, status-code")),
     p("tcp-check send", D|L|B, Supported),
     p("tcp-check send-lf", D|L|B, NotYet),
@@ -654,7 +654,7 @@ pub static SERVER_OPTIONS: &[Keyword] = &[
     g("verify", Supported),
     g("verifyhost", Supported),
     g("weight", Supported),
-    g("ws", NotYet),
+    g("ws", Partial("auto and h1: websocket goes over HTTP/1.1 (HTTP/2 to servers not yet)")),
 ];
 
 /// What `docs/compat.md` says about ACLs, sample expressions and log-format strings.
@@ -739,7 +739,7 @@ pub fn compat_markdown() -> String {
     out.push_str("refused with HAProxy's own `unknown keyword` message.\n\n");
     out.push_str("Notes:\n\n");
     out.push_str("- When `balance` is omitted the algorithm is `roundrobin`, as in HAProxy.\n");
-    out.push_str("- `version_atleast()` / `version_before()` compare against `2.6` (missing components are 0).\n");
+    out.push_str("- `version_atleast()` / `version_before()` compare against `2.6` (missing components are 0). `feature()` is true for CPU_AFFINITY, EPOLL, OPENSSL (the TLS keywords work, through rustls), REUSEPORT and THREAD; `ssllib_name_startswith()` compares with `rustls`.\n");
     out.push_str("- Command line: `-W` and `-Ws` (master-worker) are accepted: Fulcrum is one process that reloads itself in place on SIGUSR2 or the runtime API's `reload` (server states, counters, idle server connections and listening sockets kept; live sessions finish on the old configuration), and `-Ws` sends systemd `READY=1`/`RELOADING=1` notifications and stays in the foreground, so Debian's `haproxy.service` (`-Ws ... -S ...`, `ExecReload=kill -USR2`) works unchanged. `-S <socket>[,mode,<m>,user,<u>,group,<g>,level,<l>]` serves the runtime API (admin level) as HAProxy's master CLI: a leading `@<n>` is skipped and `reload` answers `Success=1`/`Success=0`, `--`, then the messages. Under `chroot`, the directories of the configuration files and the working directory are kept open before entering it, and a reload reads files through them (files elsewhere, outside the jail, cannot be read again: the reload reports it and changes nothing); `nbthread`, `cpu-map`, global `maxconn`, `user`/`group`, `stats socket` changes wait for a restart (a warning says so).\n");
     out.push_str(
         "- Two `bind` lines on exactly the same address (or unix path, or fd) are an error; ",

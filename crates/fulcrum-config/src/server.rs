@@ -132,6 +132,9 @@ pub fn parse_server(
     if o.agent.port.is_none() {
         o.agent.port = o.check.port;
     }
+    if o.check.port.is_none() {
+        o.check.port = o.check.addr_port;
+    }
     if o.agent.enabled && o.agent.port.is_none() {
         let msg = format!("server {name} does not have agent port. Agent check has been disabled.");
         diags.alert(line, msg);
@@ -253,7 +256,30 @@ impl Parse<'_> {
             },
             "id" => o.id = Some(self.id(val)?),
             "port" => o.check.port = Some(port(opt, val)?),
-            "addr" => o.check.addr = Some(check_host_text(opt, val)?),
+            "addr" => {
+                // HAProxy takes `<ip>:<port>` too: the port is the checks' when `port` is not.
+                let (host, port) = match check_host_text(opt, val) {
+                    Ok(h) => (h, None),
+                    Err(e) => match crate::bind::split_host_port(val) {
+                        Some((h, p)) if !p.is_empty() => {
+                            let host = check_host_text(opt, h).map_err(|_| e)?;
+                            if let Some(c) = p.chars().find(|c| !c.is_ascii_digit()) {
+                                return Err(format!("'{opt}' : invalid character '{c}' in port number '{p}' in '{val}'."));
+                            }
+                            (host, Some(port(opt, p)?))
+                        }
+                        _ => return Err(e),
+                    },
+                };
+                o.check.addr = Some(host);
+                o.check.addr_port = port;
+            }
+            // Websocket to servers: over HTTP/1.1, the only protocol spoken to them today.
+            "ws" => match val {
+                "auto" | "h1" => {}
+                "h2" => return Err("'ws h2' : HTTP/2 to servers is not supported yet".into()),
+                _ => return Err(format!("'{opt}' has to be 'auto', 'h1' or 'h2'")),
+            },
             "socks4" => match val.parse::<std::net::SocketAddr>() {
                 Ok(a) => o.socks4 = Some(a),
                 Err(_) if !val.contains(':') => {
@@ -390,6 +416,7 @@ fn takes_value(opt: &str) -> bool {
             | "on-marked-up"
             | "init-addr"
             | "socks4"
+            | "ws"
     ) || NOT_YET_WITH_VALUE.contains(&opt)
         || crate::tls::SERVER_WITH_VALUE.contains(&opt)
 }
@@ -428,7 +455,6 @@ const NOT_YET_WITH_VALUE: &[&str] = &[
     "track",
     "verify",
     "verifyhost",
-    "ws",
 ];
 
 /// HAProxy's message for an option whose value is missing.
@@ -444,6 +470,7 @@ fn missing_value(opt: &str) -> String {
             format!("'{opt}' expects an integer argument.")
         }
         "id" => format!("'{opt}' : expects an integer argument"),
+        "ws" => format!("'{opt}' has to be 'auto', 'h1' or 'h2'"),
         _ => format!("'{opt}' expects <value> as argument.."),
     }
 }

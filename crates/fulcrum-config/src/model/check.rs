@@ -36,6 +36,8 @@ pub struct ServerCheck {
     pub port: Option<u16>,
     /// `addr`: where checks connect (the server's address if unset), as written.
     pub addr: Option<String>,
+    /// The port written with `addr <ip>:<port>`: checks use it when `port` is not set.
+    pub addr_port: Option<u16>,
     /// `check-send-proxy`: checks start with a PROXY protocol v1 line.
     pub send_proxy: bool,
 }
@@ -52,6 +54,7 @@ impl Default for ServerCheck {
             fall: DEFAULT_FALL,
             port: None,
             addr: None,
+            addr_port: None,
             send_proxy: false,
         }
     }
@@ -180,6 +183,17 @@ pub struct ConnectStep {
     pub linger: bool,
     /// `comment <text>`.
     pub comment: Option<String>,
+    /// `default`: the server's check settings apply (`check-ssl`, `check-sni`, `check-alpn`,
+    /// `check-send-proxy`, `check-via-socks4`).
+    pub default: bool,
+    /// `ssl`: over TLS, with the server's TLS settings (`verify`, `crt`...).
+    pub ssl: bool,
+    /// `sni <name>` (with `ssl`).
+    pub sni: Option<String>,
+    /// `alpn <list>` (with `ssl`), as written: comma-separated.
+    pub alpn: Option<Vec<String>>,
+    /// `via-socks4`: through the server's `socks4` proxy.
+    pub via_socks4: bool,
 }
 
 /// `tcp-check send|send-binary` / `http-check send`.

@@ -302,6 +302,13 @@ pub enum Converter {
         name: String,
         conds: u8,
     },
+    /// `concat([<start>],[<var>],[<end>])`: the input, then `start`, the variable's value (when
+    /// it exists), `end`.
+    Concat {
+        start: String,
+        var: Option<(VarScope, String)>,
+        end: String,
+    },
     /// `add`, `sub`, `mul`, `div`, `mod`, `and`, `or`, `xor` with a variable's value.
     ArithVar {
         op: ArithOp,

@@ -212,6 +212,20 @@ pub(super) fn build_converter(
             let conv = Converter::Map { kind, file: file.into(), default: opt_str(&a, 1) };
             Ok((conv, input, SmpType::Str))
         }
+        "concat" => {
+            let a = check_args(s, raw, SSS, 1).map_err(arg_err)?;
+            let var = match a.get(1).map(Arg::str).filter(|v| !v.is_empty()) {
+                Some(v) => Some(parse_var_name(&v).map_err(|_| {
+                    SmpError::Conv(format!(
+                        "invalid args in converter '{name}' : failed to register variable name '{v}'"
+                    ))
+                })?),
+                None => None,
+            };
+            let start = a.first().map(Arg::str).unwrap_or_default();
+            let end = a.get(2).map(Arg::str).unwrap_or_default();
+            Ok((Converter::Concat { start, var, end }, SmpType::Str, SmpType::Str))
+        }
         "set-var" => {
             const S9: &[ArgT] = &[ArgT::Str; 9];
             let a = check_args(s, raw, S9, 1).map_err(arg_err)?;

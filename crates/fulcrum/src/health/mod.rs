@@ -235,6 +235,18 @@ fn check_plan(be: &Backend, idx: usize, agent: bool, bufsize: usize) -> Option<C
     } else {
         (hc.kind, run::Plan::steps(hc.kind, &hc.steps, hc.send_state))
     };
+    let mut steps = steps;
+    for st in &mut steps {
+        if let run::Action::Connect { step, tls, .. } = &mut st.action {
+            if let (true, Some(o)) = (step.ssl, s.tls.as_ref()) {
+                // HAProxy: a step's `alpn` or none (not the server's), its `sni` or none.
+                let mut c = (*o.check_config).clone();
+                c.alpn_protocols =
+                    step.alpn.iter().flatten().map(|p| p.clone().into_bytes()).collect();
+                *tls = Some((Arc::new(c), step.sni.clone()));
+            }
+        }
+    }
     let needs = run::Plan::needs(&steps);
     Some(CheckPlan {
         run: run::Plan {
@@ -247,6 +259,7 @@ fn check_plan(be: &Backend, idx: usize, agent: bool, bufsize: usize) -> Option<C
             timeout_connect: be.check_timeouts.connect,
             send_proxy,
             socks4: s.socks4.filter(|_| !agent && p.check.as_ref().is_some_and(|c| c.via_socks4)),
+            socks4_proxy: s.socks4.filter(|_| !agent),
             tls: s
                 .tls
                 .as_ref()

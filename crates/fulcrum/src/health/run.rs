@@ -36,10 +36,12 @@ pub struct Plan {
     pub timeout_connect: Option<Duration>,
     /// `check-send-proxy` (health check only).
     pub send_proxy: bool,
-    /// `check-via-socks4`: the server's SOCKS4 proxy, which checks go through.
+    /// `check-via-socks4`: the server's SOCKS4 proxy, which default connects go through.
     pub socks4: Option<std::net::SocketAddr>,
-    /// `check-ssl` (or the server's `ssl`): checks run over TLS, sending this SNI.
-    pub tls: Option<(std::sync::Arc<rustls::ClientConfig>, Option<String>)>,
+    /// The server's `socks4` proxy, for a `tcp-check connect via-socks4`.
+    pub socks4_proxy: Option<std::net::SocketAddr>,
+    /// `check-ssl` (or the server's `ssl`): default connects run over TLS, sending this SNI.
+    pub tls: Option<CheckTls>,
     pub disable_on_404: bool,
     pub bufsize: usize,
     /// What the HTTP expect steps read besides the status.
@@ -64,6 +66,9 @@ impl Plan {
     }
 }
 
+/// A TLS client configuration for checks, and the SNI to send.
+pub type CheckTls = (std::sync::Arc<rustls::ClientConfig>, Option<String>);
+
 /// Where a check connects.
 #[derive(Clone, Debug)]
 pub enum Dest {
@@ -84,6 +89,9 @@ pub enum Action {
     Connect {
         step: ConnectStep,
         implicit: bool,
+        /// For a `connect ssl` step: its configuration (the server's check settings with the
+        /// step's `alpn`) and `sni`, set when the task's plan is made.
+        tls: Option<CheckTls>,
     },
     /// The bytes are built once when they never change (no `send-state`).
     Send(SendStep, Option<Vec<u8>>),
@@ -111,7 +119,7 @@ impl Plan {
                 CheckStep::Comment(c) => comment = Some(c.clone()),
                 CheckStep::Connect(c) => {
                     let own = c.comment.clone().or(comment.take());
-                    let action = Action::Connect { step: c.clone(), implicit: false };
+                    let action = Action::Connect { step: c.clone(), implicit: false, tls: None };
                     out.push(Step { id, comment: own, action });
                 }
                 CheckStep::Send(snd) => {
@@ -155,7 +163,11 @@ impl Plan {
             let step = ConnectStep::default();
             out.insert(
                 0,
-                Step { id: 0, comment: None, action: Action::Connect { step, implicit: true } },
+                Step {
+                    id: 0,
+                    comment: None,
+                    action: Action::Connect { step, implicit: true, tls: None },
+                },
             );
         }
         out
@@ -320,8 +332,8 @@ impl Runner<'_> {
         for (i, step) in self.plan.steps.iter().enumerate() {
             last = Some(step);
             match &step.action {
-                Action::Connect { step: c, implicit } => {
-                    if let Err(r) = self.connect(c, *implicit, step).await {
+                Action::Connect { step: c, implicit, tls } => {
+                    if let Err(r) = self.connect(c, *implicit, tls.as_ref(), step).await {
                         return Ok(r);
                     }
                     must_read = true;
@@ -463,11 +475,11 @@ impl Runner<'_> {
                 CheckResult { status, code, desc, duration: None }
             }
             // Over TLS, HAProxy reports a handshake that went through as layer 6.
-            Some(Action::Connect { implicit: true, .. }) if self.plan.tls.is_some() => {
-                CheckResult::new(CheckStatus::L6Ok, "")
+            Some(Action::Connect { implicit, .. }) => {
+                let tls = matches!(&self.conn, Some(Conn(Stream::Tls(_))));
+                let status = if tls { CheckStatus::L6Ok } else { CheckStatus::L4Ok };
+                CheckResult::new(status, if *implicit { "" } else { "(tcp-check)" })
             }
-            Some(Action::Connect { implicit: true, .. }) => CheckResult::new(CheckStatus::L4Ok, ""),
-            Some(Action::Connect { .. }) => CheckResult::new(CheckStatus::L4Ok, "(tcp-check)"),
             _ => CheckResult::new(CheckStatus::L7Ok, "(tcp-check)"),
         }
     }
@@ -483,7 +495,7 @@ impl Runner<'_> {
             format!(" at step {} of tcp-check", step.id)
         };
         match &step.action {
-            Action::Connect { step: c, implicit: false } => match c.port {
+            Action::Connect { step: c, implicit: false, .. } => match c.port {
                 Some(p) => s.push_str(&format!(" (connect port {p})")),
                 None => s.push_str(" (connect)"),
             },
@@ -535,8 +547,12 @@ impl Runner<'_> {
         &mut self,
         c: &ConnectStep,
         implicit: bool,
+        own_tls: Option<&CheckTls>,
         step: &Step,
     ) -> Result<(), CheckResult> {
+        // HAProxy: the server's check settings apply to its implicit connect and to a
+        // `connect default`; a step's own `ssl` / `send-proxy` / `via-socks4` always do.
+        let dflt = implicit || c.default;
         // A second connect closes the first connection.
         self.conn = None;
         self.buf.clear();
@@ -555,7 +571,11 @@ impl Runner<'_> {
             limit = limit.min(Instant::now() + tc);
         }
         let linger = c.linger;
-        let socks4 = self.plan.socks4;
+        let socks4 = match (c.via_socks4, dflt) {
+            (true, _) => self.plan.socks4_proxy,
+            (false, true) => self.plan.socks4,
+            (false, false) => None,
+        };
         // Nothing to send first: the handshake's last ACK can wait (HAProxy's
         // `CONNECT_DELACK_ALWAYS`, for steps not followed by an expect).
         let next = self.plan.steps.iter().skip_while(|s| !std::ptr::eq(*s, step)).nth(1);
@@ -589,12 +609,17 @@ impl Runner<'_> {
         if let Some(tc) = self.plan.timeout_check {
             self.deadline = Instant::now() + tc;
         }
-        let proxy = c.send_proxy || (implicit && self.plan.send_proxy);
+        let proxy = c.send_proxy || (dflt && self.plan.send_proxy);
         if proxy {
             let line = self.proxy_line();
             self.send(line.as_bytes(), step).await?;
         }
-        if let (true, Some((config, sni))) = (implicit, &self.plan.tls) {
+        let tls = match (own_tls, dflt) {
+            (Some(t), _) => Some(t),
+            (None, true) => self.plan.tls.as_ref(),
+            (None, false) => None,
+        };
+        if let Some((config, sni)) = tls {
             let Some(Conn(plain)) = self.conn.take() else { return Ok(()) };
             let ip = match &dest {
                 Dest::Inet(a) => a.ip(),
@@ -610,7 +635,18 @@ impl Runner<'_> {
             match tokio::time::timeout_at(limit, tls.handshake()).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
-                    let mut desc = format!("SSL handshake failure ({e})");
+                    // HAProxy's words (its log readers match them), without the library's.
+                    let closed = matches!(
+                        e.kind(),
+                        io::ErrorKind::UnexpectedEof
+                            | io::ErrorKind::ConnectionReset
+                            | io::ErrorKind::BrokenPipe
+                    );
+                    let mut desc = if closed {
+                        "Connection closed during SSL handshake".to_string()
+                    } else {
+                        "SSL handshake failure".to_string()
+                    };
                     desc.push_str(&self.where_(step));
                     return Err(CheckResult::new(CheckStatus::L6Rsp, desc));
                 }

@@ -55,7 +55,9 @@ pub fn build(
         srv.pool_max_conn = s.pool_max_conn.unwrap_or(-1);
         srv.policy = policy(s, &who, errors);
         let check_elsewhere = s.check.port.is_some() || s.check.addr.is_some();
-        match crate::tls::origin(&s.tls, g, check_elsewhere, &who, warnings) {
+        let connect_ssl =
+            p.health_check.steps.iter().any(|c| matches!(c, cfg::CheckStep::Connect(c) if c.ssl));
+        match crate::tls::origin(&s.tls, g, check_elsewhere, connect_ssl, &who, warnings) {
             Ok(o) => srv.tls = o,
             Err(e) => {
                 errors.push(e);

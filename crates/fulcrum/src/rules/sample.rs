@@ -283,6 +283,12 @@ pub enum Conv {
         what: cfg::TableConv,
         table: Arc<crate::stick::Table>,
     },
+    /// `concat(...)`.
+    Concat {
+        start: Box<str>,
+        var: Option<(cfg::VarScope, Box<str>)>,
+        end: Box<str>,
+    },
     /// `add(<var>)` and its siblings.
     ArithVar {
         op: cfg::ArithOp,
@@ -354,6 +360,15 @@ impl Expr {
     fn convert<'a>(&self, mut v: Value<'a>, ctx: &Ctx<'_>) -> Option<Value<'a>> {
         for c in &self.convs {
             v = match c {
+                Conv::Concat { start, var, end } => {
+                    let mut out = v.as_bytes().into_owned();
+                    out.extend_from_slice(start.as_bytes());
+                    if let Some(x) = var.as_ref().and_then(|(sc, n)| var_value(ctx, *sc, n)) {
+                        out.extend_from_slice(&x.as_bytes());
+                    }
+                    out.extend_from_slice(end.as_bytes());
+                    Value::Str(Cow::Owned(out))
+                }
                 Conv::ArithVar { op, scope, name } => {
                     let b = var_value(ctx, *scope, name)?.as_int()?;
                     Value::Int(super::convert::arith(*op, v.as_int()?, b))
@@ -442,9 +457,11 @@ fn convert<'a>(c: &Conv, v: Value<'a>) -> Option<Value<'a>> {
             r.apply(&s, &mut out);
             Value::Str(Cow::Owned(out))
         }
-        Conv::Pure(_) | Conv::Table { .. } | Conv::ArithVar { .. } | Conv::SetVar { .. } => {
-            return None
-        }
+        Conv::Pure(_)
+        | Conv::Table { .. }
+        | Conv::ArithVar { .. }
+        | Conv::SetVar { .. }
+        | Conv::Concat { .. } => return None,
         Conv::Map { map, kind, default } => {
             let found = map.with(|map| {
                 let v = match kind {
@@ -965,6 +982,11 @@ pub fn compile(
                 default: default.as_deref().map(Into::into),
             },
             cfg::Converter::Pure(p) => Conv::Pure(*p),
+            cfg::Converter::Concat { start, var, end } => Conv::Concat {
+                start: start.as_str().into(),
+                var: var.as_ref().map(|(sc, n)| (*sc, n.as_str().into())),
+                end: end.as_str().into(),
+            },
             cfg::Converter::ArithVar { op, scope, name } => {
                 Conv::ArithVar { op: *op, scope: *scope, name: name.as_str().into() }
             }

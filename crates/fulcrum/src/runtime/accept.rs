@@ -392,6 +392,7 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         if shared.debug {
             eprintln!("{}: no backend: session closed", fe.name);
         }
+        tcp::close_cleanly(&conn.client).await;
         return;
     };
     if be.http.is_some() && fe.upgrade.is_some() {

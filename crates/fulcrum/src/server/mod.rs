@@ -143,7 +143,8 @@ pub struct Server {
     /// (the check tasks then rebuild what they send where).
     check_target: Mutex<CheckTarget>,
     check_gen: AtomicU32,
-    /// `ssl`: connections (and checks, as `check-ssl` says) are TLS.
+    /// The server's TLS settings: for its connections when `ssl` says so (see
+    /// [`Server::traffic_tls`]), for checks as `check-ssl` or `tcp-check connect ssl` say.
     pub tls: Option<Arc<crate::tls::Origin>>,
     /// `send-proxy*`: a PROXY protocol header opens each connection.
     pub send_proxy: Option<Box<fulcrum_config::SendProxy>>,
@@ -198,6 +199,11 @@ impl Server {
     }
 
     /// Where its checks go, as changed at run time.
+    /// The TLS side of the server's connections (`ssl`), if they have one.
+    pub fn traffic_tls(&self) -> Option<&Arc<crate::tls::Origin>> {
+        self.tls.as_ref().filter(|o| o.ssl)
+    }
+
     pub fn check_target(&self) -> CheckTarget {
         self.check_target.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }

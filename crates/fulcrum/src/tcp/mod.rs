@@ -82,7 +82,7 @@ pub struct Opening<'a> {
 impl Opening<'_> {
     /// The SNI a connection to server `srv` sends (`sni`), if any.
     pub fn sni(&self, srv: &crate::server::Server) -> Option<String> {
-        let sni = srv.tls.as_ref()?.sni.as_ref()?;
+        let sni = srv.traffic_tls()?.sni.as_ref()?;
         let client_sni = self.client.and_then(|c| c.tls()).and_then(|t| {
             t.with_conn(|c| match c {
                 rustls::Connection::Server(s) => s.server_name().map(str::to_string),
@@ -112,7 +112,7 @@ pub async fn open_layers(
             let header = crate::tls::facts::proxy_header(sp, open, dst);
             crate::http::io::write_all(&stream, &header).await?;
         }
-        let Some(origin) = &srv.tls else { return Ok(stream) };
+        let Some(origin) = srv.traffic_tls() else { return Ok(stream) };
         let sni = open.sni(srv);
         let ip = socket2::SockRef::from(stream.transport())
             .peer_addr()
@@ -292,6 +292,30 @@ fn tunnel_timeouts(fe: &Frontend, be: &Backend) -> TunnelTimeouts {
     }
 }
 
+/// Closes a session that will have no server as HAProxy does, with a FIN: our side is shut,
+/// then what the client sends is read and dropped until it closes too (a second at most), so
+/// unread bytes never turn the close into a reset.
+pub(crate) async fn close_cleanly(client: &Stream) {
+    let _ = client.shutdown_write();
+    if !matches!(client.transport(), Stream::Tcp(_)) {
+        return; // UNIX streams have no readiness wait here (see `Stream::peer_closed`).
+    }
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(1);
+    let mut sink = [0u8; 2048];
+    loop {
+        match client.try_read(&mut sink) {
+            Ok(0) => return,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => return,
+        }
+        match tokio::time::timeout_at(deadline, client.peer_closed()).await {
+            Ok(Ok(false)) => {}
+            _ => return,
+        }
+    }
+}
+
 /// Resolves when the client has closed its side (with nothing left to read).
 pub(crate) async fn client_left(client: &Stream) {
     match client.peer_closed().await {
@@ -352,7 +376,7 @@ pub async fn connect_server_reusing(
         let reused = idle(slot.index()).and_then(|(stream, requests)| {
             // A TLS connection made with another SNI is not reused for this one.
             let srv = slot.server();
-            if srv.tls.as_ref().is_some_and(|o| o.sni.is_some())
+            if srv.traffic_tls().is_some_and(|o| o.sni.is_some())
                 && stream.tls().and_then(|t| t.sni()) != open.sni(srv).as_deref()
             {
                 crate::http::pool::discard(stream);
@@ -368,7 +392,7 @@ pub async fn connect_server_reusing(
         }
         let target = slot.server().target();
         let endpoint = target.resolve(dst_port);
-        let started = (slot.server().tls.is_some() || slot.server().send_proxy.is_some())
+        let started = (slot.server().traffic_tls().is_some() || slot.server().send_proxy.is_some())
             .then(std::time::Instant::now);
         let mut connected = match slot.server().socks4 {
             Some(proxy) => connect_socks4(proxy, endpoint, be).await,

@@ -364,6 +364,8 @@ pub struct Origin {
     pub check_config: Arc<ClientConfig>,
     /// Checks use TLS (`check-ssl`, or the server's `ssl` without its own check port/addr).
     pub check_ssl: bool,
+    /// Traffic uses TLS (`ssl`); without it this side serves health checks only.
+    pub ssl: bool,
 }
 
 /// Builds a server's TLS side.
@@ -371,11 +373,12 @@ pub fn origin(
     t: &cfg::ServerTls,
     g: &cfg::GlobalTls,
     check_elsewhere: bool,
+    connect_ssl: bool,
     who: &str,
     warnings: &mut Vec<String>,
 ) -> Result<Option<Arc<Origin>>, String> {
     let check_ssl = t.check_ssl || (t.ssl && !check_elsewhere);
-    if !t.ssl && !check_ssl {
+    if !t.ssl && !check_ssl && !connect_ssl {
         return Ok(None);
     }
     let verify = t.verify.unwrap_or(g.server_verify);
@@ -476,6 +479,7 @@ pub fn origin(
         check_sni: t.check_sni.clone(),
         check_config,
         check_ssl,
+        ssl: t.ssl,
     })))
 }
 

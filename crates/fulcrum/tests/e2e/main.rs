@@ -17,3 +17,4 @@ mod socket_buffers;
 mod stats_page;
 mod timeouts;
 mod tls;
+mod tls_checks;

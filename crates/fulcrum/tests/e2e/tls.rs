@@ -15,12 +15,12 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use crate::harness::{eventually, fulcrum, haproxy_bin, scratch, start_proxy, testserver};
 
 /// A test CA and what it signs.
-struct Ca {
+pub(crate) struct Ca {
     issuer: CertifiedIssuer<'static, KeyPair>,
 }
 
 impl Ca {
-    fn new(cn: &str) -> Ca {
+    pub(crate) fn new(cn: &str) -> Ca {
         let mut p = CertificateParams::new(Vec::<String>::new()).expect("params");
         p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         p.distinguished_name.push(DnType::CommonName, cn);
@@ -38,7 +38,7 @@ impl Ca {
 
     /// A leaf for `names` (first one is the CN), ECDSA P-256 or RSA-2048; returns the PEM
     /// bundle (chain + key) and the key alone.
-    fn leaf(&self, names: &[&str], rsa: bool, expired: bool) -> (String, String) {
+    pub(crate) fn leaf(&self, names: &[&str], rsa: bool, expired: bool) -> (String, String) {
         let mut p = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
             .expect("params");
         p.distinguished_name.push(DnType::CommonName, names[0]);
@@ -58,7 +58,7 @@ impl Ca {
     }
 }
 
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+pub(crate) fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).expect("write");
     p
@@ -70,7 +70,7 @@ fn roots(ca: &Ca) -> Arc<rustls::RootCertStore> {
     Arc::new(r)
 }
 
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+pub(crate) fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::aws_lc_rs::default_provider())
 }
 

@@ -52,3 +52,21 @@ fn set_var_conditions_decide_each_store_as_haproxy_does() {
         })
     });
 }
+
+#[test]
+fn concat_appends_its_strings_and_a_variable_when_it_exists() {
+    let cfg = format!(
+        "{DEFAULTS}frontend fe\n bind {{fe0}}\n\
+         http-request set-var(txn.mid) str(middle)\n\
+         http-request set-var(txn.num) int(42)\n\
+         http-request return status 200 content-type text/plain \
+         lf-string \"%[path,concat(<,txn.mid,>)] %[str(n),concat(=,txn.num)] \
+         %[str(x),concat(,txn.none,!)] %[str(only),concat(-start)]\"\n"
+    );
+    each(|t| {
+        let px = t.start(&cfg);
+        let r = px.get("/p");
+        assert_eq!((r.status, r.text().as_str()), (200, "/p<middle> n=42 x! only-start"));
+        r.text()
+    });
+}
