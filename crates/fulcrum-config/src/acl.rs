@@ -483,7 +483,8 @@ pub fn parse_condition(
             named(w, span, env, &mut conflicts)?
         };
         if let Some(g) = groups.last_mut() {
-            g.push(CondTerm { negate, acl });
+            let (acl, never) = acl;
+            g.push(CondTerm { negate, acl, never });
         }
         negate = false;
     }
@@ -508,8 +509,9 @@ impl Conflicts {
     }
 }
 
-fn anonymous(acl: Acl, env: &CondEnv<'_>, conflicts: &mut Conflicts) -> AclRef {
-    if !env.usable(&acl) && conflicts.full.is_none() {
+fn anonymous(acl: Acl, env: &CondEnv<'_>, conflicts: &mut Conflicts) -> (AclRef, bool) {
+    let never = !env.usable(&acl);
+    if never && conflicts.full.is_none() {
         conflicts.full = Some(format!(
             "anonymous acl will never match{} because it uses keyword '{}' which is incompatible with '{}'",
             env.ctx_in(),
@@ -517,7 +519,7 @@ fn anonymous(acl: Acl, env: &CondEnv<'_>, conflicts: &mut Conflicts) -> AclRef {
             env.ctx_name()
         ));
     }
-    AclRef::Anonymous(Box::new(acl))
+    (AclRef::Anonymous(Box::new(acl)), never)
 }
 
 /// The `hdr()` sample fetch of a response rule's log-format or `set-var` reads the response.
@@ -532,7 +534,7 @@ fn named(
     span: &Span,
     env: &CondEnv<'_>,
     conflicts: &mut Conflicts,
-) -> Result<AclRef, String> {
+) -> Result<(AclRef, bool), String> {
     let lines: Vec<&Acl> = env.acls.iter().filter(|a| a.name == name).map(|a| &a.acl).collect();
     if lines.is_empty() {
         return match predefined(name, span)? {
@@ -541,7 +543,10 @@ fn named(
         };
     }
     let bad: Vec<&Acl> = lines.iter().copied().filter(|a| !env.usable(a)).collect();
-    if bad.len() == lines.len() {
+    // Some lines only: those fail at run time as the rest matches (not modelled: the ACL is
+    // evaluated whole).
+    let never = bad.len() == lines.len();
+    if never {
         conflicts.full.get_or_insert(format!(
             "acl '{name}' will never match{} because it only involves keywords that are incompatible with '{}'",
             env.ctx_in(),
@@ -554,7 +559,7 @@ fn named(
             env.ctx_name()
         ));
     }
-    Ok(AclRef::Named(name.to_string()))
+    Ok((AclRef::Named(name.to_string()), never))
 }
 
 #[cfg(test)]

@@ -461,6 +461,10 @@ pub struct Condition {
 pub struct CondTerm {
     pub negate: bool,
     pub acl: AclRef,
+    /// The ACL cannot match where it is used (the "will never match" warning): its fetches
+    /// fail there at run time as HAProxy's do (a request's `path` in a response rule: the
+    /// request has left the buffer), so it never matches (and `!` makes it true).
+    pub never: bool,
 }
 
 /// A named ACL of the proxy, or an anonymous `{ ... }` one. Predefined ACLs (`TRUE`,

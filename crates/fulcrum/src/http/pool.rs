@@ -91,8 +91,9 @@ struct Pool {
     /// Server connections carrying a request now, and the most at once since the last purge.
     in_use: usize,
     peak: usize,
-    /// `peak` of the previous purge period.
-    last_peak: usize,
+    /// How many this worker needs, estimated at each purge from the peaks as HAProxy's
+    /// `est_need_conns`: the mean of the last estimate and the last peak, at least that peak.
+    est_need: usize,
     /// Purges so far.
     purges: u32,
 }
@@ -105,7 +106,7 @@ impl Default for Pool {
             cap: usize::MAX,
             in_use: 0,
             peak: 0,
-            last_peak: 0,
+            est_need: 0,
             purges: 0,
         }
     }
@@ -206,10 +207,12 @@ pub fn put(be: &Arc<Backend>, idx: usize, stream: Stream, requests: u32) {
     }
     POOL.with(|p| {
         let mut p = p.borrow_mut();
-        // Enough idle connections: the hard cap, or twice what was recently in use at once
-        // (with a floor), so a burst of new sessions does not leave thousands idle.
-        let recent = (p.peak.max(p.last_peak) * 2).max(MIN_IDLE);
-        if p.total >= p.cap || p.total >= recent {
+        // HAProxy's rule (`srv_add_to_idle_list`): kept while the connections in use (this one
+        // among them) and the idle ones together stay within what was needed at once lately,
+        // above a small floor. A burst of first requests (which `http-reuse safe` sends on new
+        // connections) then leaves about as many idle as were in use at its height, not more.
+        let need = p.in_use.max(p.peak).max(p.est_need);
+        if p.total >= p.cap || (p.total >= MIN_IDLE && p.in_use + p.total > need) {
             return discard(stream);
         }
         p.total += 1;
@@ -261,7 +264,7 @@ pub fn purge(delay: u32) -> usize {
             closed += 1;
             excess -= 1;
         }
-        p.last_peak = p.peak;
+        p.est_need = ((p.est_need + p.peak) / 2).max(p.peak);
         p.peak = p.in_use;
         closed
     })

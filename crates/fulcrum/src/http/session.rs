@@ -116,6 +116,10 @@ struct Session<'a> {
     /// The next answer made here skips `http-after-response` rules (an `http-response
     /// redirect`'s, as in HAProxy).
     skip_after: bool,
+    /// What the request's and the response's body data take in the buffer as HAProxy counts
+    /// it for rewrites (`rules::room`), counted when their rules first need it.
+    req_data_htx: Option<usize>,
+    resp_data_htx: Option<usize>,
     /// Bounds the waits for the client's bytes (see `timer`).
     ctimer: Pin<&'a mut Timer>,
     /// Bounds the waits for the server's bytes.
@@ -297,6 +301,8 @@ pub async fn serve(
         body_unread: false,
         parked: true,
         skip_after: false,
+        req_data_htx: None,
+        resp_data_htx: None,
         ctimer,
         stimer,
     };
@@ -437,6 +443,7 @@ impl Session<'_> {
         // Waiting for the first byte of a later request: `timeout http-keep-alive`.
         let idle_timeout = if first { request_timeout } else { t.keep_alive.or(request_timeout) };
         let mut started = !self.cbuf.is_empty();
+        self.req_data_htx = None;
         if !self.parked {
             self.req.start_over();
         }

@@ -173,6 +173,12 @@ impl<'a> Compiler<'a> {
                         }
                     },
                 };
+                if t.never {
+                    // Never matches where it is used: an ACL of no lines.
+                    self.acls.entries.push(Vec::new());
+                    g.push((t.negate, self.acls.entries.len() - 1));
+                    continue;
+                }
                 g.push((t.negate, id));
             }
             terms.push(g);

@@ -16,6 +16,7 @@ mod live;
 pub mod maps;
 pub mod origin;
 pub mod refs;
+pub mod room;
 pub mod sample;
 pub mod stick;
 pub mod switching;
@@ -420,8 +421,12 @@ pub struct Base<'a> {
     pub backends: &'a HashMap<String, Arc<crate::backend::Backend>>,
     /// Request body bytes already received.
     pub body: &'a [u8],
-    /// `tune.bufsize`: a header edit that would make the head larger fails, as in HAProxy.
+    /// `tune.bufsize`: a header edit that would not fit in the buffer with the body data there
+    /// (`data_htx`) fails, as in HAProxy (see [`room`]).
     pub max_head: usize,
+    /// What the message's body data takes in the buffer, as HAProxy counts it
+    /// ([`room::data_len`]).
+    pub data_htx: usize,
     /// The client connection (`ssl_fc*`, `ssl_c_*`).
     pub client: Option<&'a crate::connection::Stream>,
     /// Its PROXY protocol header (`fc_pp_*`).
@@ -479,16 +484,16 @@ fn edit(
             let removed: usize = head
                 .headers()
                 .filter(|(n, _)| n.eq_ignore_ascii_case(name))
-                .map(|(n, v)| n.len() + v.len() + 4)
+                .map(|(n, v)| room::field_len(n, v))
                 .sum();
-            if wire_len(head) - removed + name.len() + out.len() + 4 > base.max_head {
+            if !fits(head, removed, room::field_len(name, out), base) {
                 return Err(fulcrum_http::EditError::TooLarge);
             }
             head.set_header(name, out)?;
         }
         Action::AddHeader { name, value } => {
             render(value, head, out);
-            if wire_len(head) + name.len() + out.len() + 4 > base.max_head {
+            if !fits(head, 0, room::field_len(name, out), base) {
                 return Err(fulcrum_http::EditError::TooLarge);
             }
             head.add_header(name, out)?;
@@ -629,16 +634,11 @@ impl DelMatch {
 }
 
 /// The size of the head as it would be written.
-fn wire_len(head: &Head) -> usize {
-    thread_local! {
-        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    SCRATCH.with(|s| {
-        let mut s = s.borrow_mut();
-        s.clear();
-        head.write_to(&mut s);
-        s.len()
-    })
+/// Whether `head` less `removed` plus `added` bytes (HTX form) still fits in the buffer with
+/// the body data there.
+fn fits(head: &Head, removed: usize, added: usize, base: &Base<'_>) -> bool {
+    let used = room::HTX_HEADER + room::head_len(head) - removed + added + base.data_htx;
+    used <= base.max_head
 }
 
 /// A compiled `tcp-request` rule.

@@ -552,3 +552,35 @@ fn acl_conditions_combine_with_or_not_and_anonymous_acls() {
         assert_eq!(go("/z", true), "n", "negation");
     });
 }
+
+#[test]
+fn request_acls_in_response_rules_never_match_as_in_haproxy() {
+    // HAProxy warns that these "will never match", and at run time their fetches fail: the
+    // request has left the buffer. `!` of such an ACL is then true; `method` (kept with the
+    // transaction) still works, and a named ACL with one usable line matches by that line.
+    let srv = server("s1");
+    let cfg = format!(
+        "{DEFAULTS}listen li\n bind {{fe0}}\n server s1 {}\n\
+         acl isr path_beg /r\n acl mixed path_beg /r\n acl mixed status 200\n\
+         http-response set-header x-a yes if {{ hdr(x-server) -m found }}\n\
+         http-response set-header x-b yes if {{ path_beg /r }}\n\
+         http-response set-header x-c yes if !{{ path_beg /r }}\n\
+         http-response set-header x-d yes if isr\n\
+         http-response set-header x-e yes if mixed\n\
+         http-response set-header x-f yes if {{ method GET }}\n\
+         http-response set-header x-g yes if {{ url_param(s) 5 }}\n\
+         http-response set-header x-h yes if {{ req.hdr(host) -m found }}\n",
+        srv.addr()
+    );
+    each(|t| {
+        let px = t.start(&cfg);
+        let r = px.get("/r1?s=5");
+        assert_eq!(r.status, 200);
+        let set: Vec<&str> = ["x-a", "x-b", "x-c", "x-d", "x-e", "x-f", "x-g", "x-h"]
+            .into_iter()
+            .filter(|h| r.has(h))
+            .collect();
+        assert_eq!(set, ["x-c", "x-e", "x-f"]);
+        set.join(",")
+    });
+}

@@ -229,6 +229,48 @@ fn tune_maxrewrite_is_kept_free_in_the_buffer_for_rewrites() {
 }
 
 #[test]
+fn a_body_filling_the_buffer_leaves_tune_maxrewrite_for_header_rewrites() {
+    // HAProxy reads a body until `tune.maxrewrite` bytes are left in the buffer: a message
+    // whose body filled it has that much room for its rewrites, and no more (500 under
+    // `strict-mode`, the default; silently skipped with `strict-mode off`).
+    let v = "1".repeat(60);
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&format!(
+            "global\n tune.bufsize 2048\n tune.maxrewrite 128\n{}",
+            one(
+                &srv,
+                &format!(
+                    " option http-buffer-request\n\
+                     http-request set-header x-hdr1 {v}\n\
+                     http-request set-header x-hdr2 {v} if {{ path /two }}\n\
+                     http-request strict-mode off if {{ path /lax }}\n\
+                     http-request set-header x-hdr3 {v} if {{ path /lax }}\n\
+                     http-request set-var(txn.p) path\n\
+                     http-response set-header x-res1 {v} if {{ var(txn.p) -m beg /r }}\n\
+                     http-response set-header x-res2 {v} if {{ var(txn.p) -m beg /r2 }}\n"
+                )
+            )
+        ));
+        let body = "b".repeat(2000);
+        let post = |path: &str| {
+            let raw = format!("POST {path} HTTP/1.1\r\nHost: t\r\nContent-Length: 2000\r\nConnection: close\r\n\r\n{body}");
+            px.send(raw.as_bytes())
+        };
+        let one_fits = post("/echo");
+        let lax = post("/lax?echo=head");
+        let big = |path: &str| px.get(&format!("{path}?s=2000")).status;
+        (
+            (one_fits.status, post("/two").status),
+            (lax.status, lax.echoed().has("x-hdr1"), lax.echoed().has("x-hdr3")),
+            // Small bodies leave room: both fit.
+            px.get_with("/two", &[]).status,
+            (big("/r1"), big("/r2")),
+        )
+    });
+}
+
+#[test]
 fn set_var_fmt_and_variables_live_across_request_and_response() {
     each(|t| {
         let srv = server("s1");

@@ -548,3 +548,30 @@ fn a_server_connection_opened_with_a_proxy_header_is_not_shared_with_another_cli
         (same, ids)
     });
 }
+
+#[test]
+fn idle_server_connections_stay_within_what_was_needed_at_once() {
+    // 80 requests at once (each waits 300 ms at the server), then 250 clients one after the
+    // other, one request each: every first request opens a server connection (`http-reuse
+    // safe`), and the idle pool keeps about as many as were in use at once (80), as HAProxy's
+    // `srv_add_to_idle_list` does; not the 250 the clients opened (nor twice the peak).
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one_thread(&srv, ""));
+        let mut wave: Vec<Client> = (0..80).map(|_| px.client()).collect();
+        for c in &mut wave {
+            c.send(b"GET /?t=300 HTTP/1.1\r\nHost: t\r\n\r\n");
+        }
+        for c in &mut wave {
+            assert_eq!(c.read().status, 200);
+        }
+        drop(wave);
+        for _ in 0..250 {
+            let mut c = px.client();
+            assert_eq!(c.request(GET).status, 200);
+        }
+        let open = srv.counts().open();
+        assert!((40..=100).contains(&open), "{open} server connections open");
+        open / 20
+    });
+}

@@ -65,6 +65,7 @@ impl Session<'_> {
                 return true;
             }
         }
+        self.req_data_htx = None;
         fill_until(&mut self.cbuf, &self.client, self.ctimer.as_mut(), body, want, deadline).await
     }
 
@@ -79,6 +80,8 @@ impl Session<'_> {
         let body = self.resp.info().body;
         let Some(want) = wanted(body, at_least) else { return true };
         let deadline = Instant::now() + time;
+        // The body read now is counted after the head as it is now.
+        self.resp_data_htx = None;
         fill_until(&mut sc.buf, &sc.stream, self.stimer.as_mut(), body, want, deadline).await
     }
 }

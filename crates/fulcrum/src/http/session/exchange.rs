@@ -25,6 +25,7 @@ impl Session<'_> {
         self.scanner.reset();
         // A new connection's bytes: nothing of an earlier try's response is resumed.
         self.resp.start_over();
+        self.resp_data_htx = None;
         let mut got_any = false;
         loop {
             if !body_done {

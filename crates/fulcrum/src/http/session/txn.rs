@@ -439,7 +439,11 @@ impl Session<'_> {
         loop {
             let verdict = {
                 let body = body_view(&self.cbuf, self.req.info().body);
-                let base = rules_base(
+                let max_input = self.http.limits.max_head;
+                let data_htx = *self
+                    .req_data_htx
+                    .get_or_insert_with(|| rules::room::data_len(&self.req, body.len(), max_input));
+                let mut base = rules_base(
                     self.fe,
                     self.http,
                     self.peer,
@@ -451,6 +455,7 @@ impl Session<'_> {
                     self.pp.as_deref(),
                     self.bind_no,
                 );
+                base.data_htx = data_htx;
                 let v = rules::run(
                     &r.http_request,
                     start,
@@ -586,6 +591,11 @@ impl Session<'_> {
         let own = self.is_own_backend(be);
         let fe = self.fe;
         let lists: [(&ProxyRules, bool); 2] = [(&be.rules, !own), (&fe.rules, true)];
+        if self.resp_data_htx.is_none() {
+            let body = body_view(&sc.buf, self.resp.info().body).len();
+            let max_input = self.http.limits.max_head;
+            self.resp_data_htx = Some(rules::room::data_len(&self.resp, body, max_input));
+        }
         for (r, run) in lists {
             if !run || r.http_response.is_empty() {
                 continue;
@@ -656,6 +666,7 @@ impl Session<'_> {
             self.bind_no,
         );
         base.server_stream = server_stream;
+        base.data_htx = self.resp_data_htx.unwrap_or(0);
         let (resp, req) = (&mut self.resp, &self.req);
         rules::run(list, start, acls, &base, resp, Some(req), &mut self.vars, &mut self.scratch)
     }
@@ -823,6 +834,7 @@ pub(super) fn rules_base<'b>(
         backends: &fe.backends,
         body,
         max_head: http.bufsize,
+        data_htx: 0,
         client: Some(client),
         pp,
         server_stream: None,
