@@ -129,7 +129,7 @@ pub fn http_check(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
         "send" => http_send(line).map(|s| CheckStep::Send(SendStep::Http(s))),
         "expect" => expect(line, true),
         "comment" => comment(line),
-        "set-var" | "unset-var" => Err(format!("'http-check {sub}' is not supported yet")),
+        _ if is_var_action(sub) => var_step(line),
         _ => Err(format!("'http-check' only supports 'disable-on-404', 'send-state', 'comment', 'connect', 'send', 'expect'. but got '{sub}'")),
     };
     let step = match step {
@@ -154,9 +154,8 @@ pub fn tcp_check(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
         "send" | "send-binary" => tcp_send(line, sub == "send-binary"),
         "expect" => expect(line, false),
         "comment" => comment(line),
-        "send-lf" | "send-binary-lf" | "set-var" | "unset-var" => {
-            Err(format!("'tcp-check {sub}' is not supported yet"))
-        }
+        _ if is_var_action(sub) => var_step(line),
+        "send-lf" | "send-binary-lf" => Err(format!("'tcp-check {sub}' is not supported yet")),
         _ => Err(format!("'tcp-check' only supports 'comment', 'connect', 'send', 'send-binary', 'expect'. but got '{sub}'")),
     };
     match step {
@@ -167,6 +166,43 @@ pub fn tcp_check(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
         Ok(step) => b.checks.tcp_list().push(step),
         Err(e) => diags.alert(line, message("tcp-check", sub, e)),
     }
+}
+
+fn is_var_action(sub: &str) -> bool {
+    sub.starts_with("set-var(")
+        || sub.starts_with("unset-var(")
+        || sub == "set-var"
+        || sub == "unset-var"
+}
+
+/// `set-var(<name>[,<cond>...]) <expr>` / `unset-var(<name>)` in a check's steps.
+fn var_step(line: &Line) -> Result<CheckStep, String> {
+    let sub = line.arg(1);
+    let unset = sub.starts_with("unset-var");
+    let base = if unset { "unset-var" } else { "set-var" };
+    // HAProxy names the action before each reason.
+    let said = |m: String| format!("'{base}' : {m}");
+    let inner = sub
+        .strip_prefix(base)
+        .and_then(|r| r.strip_prefix('('))
+        .and_then(|r| r.strip_suffix(')'))
+        .ok_or_else(|| {
+            said(format!("invalid or incomplete action '{base}'. Expects '{base}(<var-name>)'."))
+        })?;
+    let (var, conds) = match inner.split_once(',') {
+        Some((v, c)) if !unset => (v, VarConds::parse(c).map_err(|m| said(format!("{m}.")))?),
+        Some(_) => return Err(said("unset-var does not expect parameters after the variable name. Only \"set-var\" and \"set-var-fmt\" manage conditions.".into())),
+        None => (inner, 0),
+    };
+    let (scope, name) = crate::sample::parse_var_name(var).map_err(|m| said(format!("{m}.")))?;
+    if unset {
+        return Ok(CheckStep::UnsetVar { scope, name });
+    }
+    let (mut parsed, _) = crate::sample::parse(line.arg(2), crate::sample::End::Input)
+        .map_err(|e| said(format!("{}.", e.plain())))?;
+    // A check reads its server's response: `hdr()` there is the response's.
+    crate::acl::response_side(&mut parsed.expr);
+    Ok(CheckStep::SetVar { scope, name, expr: parsed.expr, conds })
 }
 
 /// HAProxy's `'<kw> <sub>' : <reason>.` (messages that already name the keyword stay as is).
@@ -192,7 +228,9 @@ fn first_connect_ok(list: &[CheckStep]) -> bool {
 /// HAProxy's ordering rules for explicit `http-check` steps.
 fn order_ok(list: &[CheckStep], step: &CheckStep) -> Result<(), String> {
     let index = list.iter().filter(|s| !from_option(s)).count() + 1;
-    let last = list.iter().rev().find(|s| !matches!(s, CheckStep::Comment(_)));
+    let last = list.iter().rev().find(|s| {
+        !matches!(s, CheckStep::Comment(_) | CheckStep::SetVar { .. } | CheckStep::UnsetVar { .. })
+    });
     let last_is_option_send = last.is_some_and(from_option);
     match (last, step) {
         (None, _) => Ok(()),
@@ -616,10 +654,8 @@ fn status_ranges(val: &str) -> Result<Vec<(u16, u16)>, String> {
 fn header_expect(line: &Line, at: usize) -> Result<(HeaderExpect, usize), String> {
     let kw = line.arg(at);
     let mut i = at + 1;
-    if line.arg(i) != "name" || line.arg(i + 1).is_empty() {
-        if line.arg(i) == "name-lf" {
-            return Err("'name-lf' is not supported yet".into());
-        }
+    let name_lf = line.arg(i) == "name-lf";
+    if !(line.arg(i) == "name" || name_lf) || line.arg(i + 1).is_empty() {
         return Err(format!(
             "'{kw}' expects at the name keyword as first argument followed by a pattern"
         ));
@@ -652,22 +688,30 @@ fn header_expect(line: &Line, at: usize) -> Result<(HeaderExpect, usize), String
     };
     let name_match = method(&mut i)?;
     let name = line.arg(i).to_string();
+    let lf = |text: &str| {
+        crate::logformat::parse(text, crate::sample::Ctx::HttpResponse)
+            .map_err(|e| format!("'{kw}' : {e}"))
+    };
     let mut h = HeaderExpect {
+        name_lf: if name_lf { Some(lf(&name)?) } else { None },
         name,
         name_match,
         value: None,
         value_match: HeaderMatch::Str,
         full: kw == "fhdr",
+        value_lf: None,
     };
-    if line.arg(i + 1) == "value" {
+    if matches!(line.arg(i + 1), "value" | "value-lf") {
+        let value_lf = line.arg(i + 1) == "value-lf";
         i += 2;
         h.value_match = method(&mut i)?;
         if line.arg(i).is_empty() {
             return Err(format!("'{kw}' expect a pattern with the value keyword"));
         }
         h.value = Some(line.arg(i).to_string());
-    } else if line.arg(i + 1) == "value-lf" {
-        return Err("'value-lf' is not supported yet".into());
+        if value_lf {
+            h.value_lf = Some(lf(line.arg(i))?);
+        }
     }
     for (m, p) in [(h.name_match, Some(&h.name)), (h.value_match, h.value.as_ref())] {
         if let (HeaderMatch::Reg, Some(p)) = (m, p) {

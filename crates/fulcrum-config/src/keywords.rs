@@ -256,11 +256,11 @@ pub static PROXY: &[Keyword] = &[
     p("http-check comment", D|L|B, Supported),
     p("http-check connect", D|L|B, Partial("port, addr, send-proxy, linger, comment, default, ssl, sni, alpn, via-socks4; not proto, port expressions")),
     p("http-check disable-on-404", D|L|B, Supported),
-    p("http-check expect", D|L|B, Partial("status, rstatus, string, rstring, hdr, fhdr, min-recv, ok-status, error-status, tout-status, comment; on-success/on-error as plain text (not log-format); not string-lf, status-code")),
+    p("http-check expect", D|L|B, Partial("status, rstatus, string, rstring, hdr, fhdr (name-lf and value-lf too), min-recv, ok-status, error-status, tout-status, comment; on-success/on-error as plain text (not log-format); not string-lf, status-code")),
     p("http-check send", D|L|B, Partial("meth, uri, ver, hdr, body, comment (header values as plain text); not uri-lf, body-lf")),
     p("http-check send-state", D|L|B, Supported),
-    p("http-check set-var", D|L|B, NotYet),
-    p("http-check unset-var", D|L|B, NotYet),
+    p("http-check set-var", D|L|B, Partial("check. and proc. scopes; a check sees its check. variables, constants and its server's response (res.hdr, res.fhdr, res.payload...), not process variables")),
+    p("http-check unset-var", D|L|B, Partial("check. and proc. scopes; a check sees its check. variables, constants and its server's response (res.hdr, res.fhdr, res.payload...), not process variables")),
     p("http-error", D|F|L|B, Supported),
     p("http-request", D|F|L|B, Partial("use-service prometheus-exporter, auth [realm <realm>] (the proxy's 401 message with its WWW-Authenticate header), track-sc*, sc-inc-gpc*, sc-set-gpt*, set-src, set-src-port, set-dst, set-dst-port (for the request: the next one starts from the session's addresses), allow, deny, return, redirect, tarpit (no reply options), reject, silent-drop, set-header, add-header, del-header (with -m str|beg|end|sub|reg), replace-header, replace-value, set-path, set-pathq, set-query, set-uri, set-method, replace-uri, replace-path, replace-pathq, set-var(), set-var-fmt(), unset-var(), wait-for-body, strict-mode, early-hint; in a named defaults section too (its rules run before the proxy's own, with HAProxy's restrictions on who may use it)")),
     p("http-response", D|F|L|B, Partial("allow, deny, return, redirect, silent-drop, set-header, add-header, del-header, replace-header, replace-value, set-status, set-var(), set-var-fmt(), unset-var(), strict-mode, wait-for-body (the response body, or at-least of it, read first; 504 when the time runs out); in a named defaults section too (its rules run before the proxy's own, with HAProxy's restrictions on who may use it)")),
@@ -398,8 +398,8 @@ pub static PROXY: &[Keyword] = &[
     p("tcp-check send-lf", D|L|B, NotYet),
     p("tcp-check send-binary", D|L|B, Supported),
     p("tcp-check send-binary-lf", D|L|B, NotYet),
-    p("tcp-check set-var", D|L|B, NotYet),
-    p("tcp-check unset-var", D|L|B, NotYet),
+    p("tcp-check set-var", D|L|B, Partial("check. and proc. scopes; a check sees its check. variables, constants and its server's response (res.hdr, res.fhdr, res.payload...), not process variables")),
+    p("tcp-check unset-var", D|L|B, Partial("check. and proc. scopes; a check sees its check. variables, constants and its server's response (res.hdr, res.fhdr, res.payload...), not process variables")),
     p("tcp-request connection", D|F|L, Partial("accept, reject, silent-drop, track-sc*, sc-inc-gpc*, sc-set-gpt*, set-var, set-var-fmt, unset-var, set-src, set-src-port, set-dst, set-dst-port (the connection's own addresses: fc_src, fc_dst), expect-proxy layer4 (its conditions are tested before the accept/reject rules, whatever their order); in a named defaults section too (its rules run before the proxy's own, with HAProxy's restrictions on who may use it)")),
     p("tcp-request content", D|F|L|B, Partial("accept, reject, silent-drop, track-sc*, sc-inc-gpc*, sc-set-gpt*, set-var, set-var-fmt, unset-var, set-src, set-src-port, set-dst, set-dst-port (in mode tcp they may read req.ssl_sni, req.ssl_alpn, req.ssl_hello_type, req.ssl_ver, req.len, req.payload, req.payload_lv, a rule waiting for more bytes under inspect-delay when these cannot decide it yet, and on ssl binds run after the handshake, so ssl_fc_* work); a backend's run after the frontend's, once it is chosen; in a named defaults section too (its rules run before the proxy's own, with HAProxy's restrictions on who may use it)")),
     p("tcp-request inspect-delay", D|F|L|B, Partial("mode tcp: the first bytes are waited for until a TLS record is complete, the bytes are not TLS, the buffer is full or the delay ends; in a named defaults section too (its rules run before the proxy's own, with HAProxy's restrictions on who may use it)")),
@@ -690,6 +690,12 @@ pub fn find_proxy(words: &[String]) -> Option<&'static Keyword> {
     if let Some(second) = words.get(1) {
         if let Some(k) = find(PROXY, &format!("{first} {second}")) {
             return Some(k);
+        }
+        // `tcp-check set-var(check.x)`: the action's name is before its parenthesis.
+        if let Some((action, _)) = second.split_once('(') {
+            if let Some(k) = find(PROXY, &format!("{first} {action}")) {
+                return Some(k);
+            }
         }
     }
     find(PROXY, first)

@@ -527,7 +527,7 @@ pub fn parse_var_name(text: &str) -> Result<(VarScope, String), String> {
         "txn" => VarScope::Txn,
         "req" => VarScope::Req,
         "res" => VarScope::Res,
-        "check" => return Err("variables of scope 'check' are not supported yet".into()),
+        "check" => VarScope::Check,
         _ => return Err(bad()),
     };
     if name.is_empty() {

@@ -8,6 +8,8 @@
 
 use std::time::Duration;
 
+use super::{LogFormat, SampleExpr, VarScope};
+
 /// HAProxy's default `inter` (`DEF_CHKINTR`).
 pub const DEFAULT_INTER: Duration = Duration::from_millis(2000);
 /// HAProxy's default `rise` (`DEF_RISETIME`).
@@ -168,6 +170,19 @@ pub enum CheckStep {
     Expect(ExpectStep),
     /// `tcp-check comment` / `http-check comment`: names the steps after it in messages.
     Comment(String),
+    /// `set-var(<name>[,<cond>...]) <expr>`: the sample is read from the check's response
+    /// (`res.hdr`, `res.fhdr`...), variables and constants.
+    SetVar {
+        scope: VarScope,
+        name: String,
+        expr: SampleExpr,
+        conds: u8,
+    },
+    /// `unset-var(<name>)`.
+    UnsetVar {
+        scope: VarScope,
+        name: String,
+    },
 }
 
 /// `tcp-check connect` / `http-check connect`.
@@ -336,6 +351,10 @@ pub struct HeaderExpect {
     pub value_match: HeaderMatch,
     /// `fhdr`: values are whole lines, not split on commas.
     pub full: bool,
+    /// `name-lf <fmt>` / `value-lf <fmt>`: the name or value is a log-format string rendered
+    /// at each check (`name` / `value` then hold it as written).
+    pub name_lf: Option<LogFormat>,
+    pub value_lf: Option<LogFormat>,
 }
 
 /// `-m str|beg|end|sub|reg` of an HTTP header expect.

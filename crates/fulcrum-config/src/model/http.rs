@@ -254,6 +254,8 @@ pub enum VarScope {
     Txn,
     Req,
     Res,
+    /// `check.`: a health check's own, for the duration of one check.
+    Check,
 }
 
 /// A converter applied to a sample (HAProxy manual §7.3.1).

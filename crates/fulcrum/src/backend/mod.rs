@@ -66,6 +66,8 @@ pub struct Backend {
     pub logger: Option<Arc<crate::log::syslog::Logger>>,
     /// How its servers are checked.
     pub health_check: Arc<fulcrum_config::HealthCheck>,
+    /// The check steps' compiled samples (`set-var`, `name-lf`...), one per configured step.
+    pub check_samples: Arc<Vec<crate::health::samples::StepSamples>>,
     pub check_timeouts: CheckTimeouts,
     pub retries: u32,
     pub redispatch: bool,
@@ -290,6 +292,7 @@ impl Backend {
             is_listen: false,
             logger: None,
             health_check: Default::default(),
+            check_samples: Default::default(),
             check_timeouts: CheckTimeouts::default(),
             retries,
             redispatch,

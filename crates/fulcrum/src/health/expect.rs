@@ -33,8 +33,14 @@ impl Expect {
             | ExpectKind::BinaryRegex(p)
             | ExpectKind::StatusRegex(p)
             | ExpectKind::BodyRegex(p) => (compile(p), None),
+            // Header names match whatever their case, as HAProxy compiles them (`REG_ICASE`).
             ExpectKind::Header(h) => (
-                (h.name_match == HeaderMatch::Reg).then(|| compile(&h.name)).flatten(),
+                (h.name_match == HeaderMatch::Reg)
+                    .then(|| {
+                        let mut b = RegexBuilder::new(&h.name);
+                        b.case_insensitive(true).unicode(false).build().ok()
+                    })
+                    .flatten(),
                 match (&h.value, h.value_match) {
                     (Some(v), HeaderMatch::Reg) => compile(v),
                     _ => None,
@@ -208,7 +214,20 @@ pub fn text(b: &[u8]) -> String {
 }
 
 /// An HTTP expect over the response received so far (`None`: no complete head yet).
+#[cfg(test)]
 pub fn http(x: &Expect, resp: Option<&Response>, last_read: bool, disable_404: bool) -> Eval {
+    http_with(x, None, resp, last_read, disable_404)
+}
+
+/// As [`http`], a header expect's name and value taken from `rendered` (`name-lf`,
+/// `value-lf` rendered for this run) when given.
+pub fn http_with(
+    x: &Expect,
+    rendered: Option<&HeaderExpect>,
+    resp: Option<&Response>,
+    last_read: bool,
+    disable_404: bool,
+) -> Eval {
     let e = &x.step;
     let fail = |status: CheckStatus, desc: String| {
         let mut msg = match &e.on_error {
@@ -241,7 +260,7 @@ pub fn http(x: &Expect, resp: Option<&Response>, last_read: bool, disable_404: b
             let code = resp.status.to_string();
             (x.regex.as_ref().is_some_and(|r| r.is_match(code.as_bytes())), sts, reason)
         }
-        ExpectKind::Header(h) => (header_matches(x, h, resp), sts, reason),
+        ExpectKind::Header(h) => (header_matches(x, rendered.unwrap_or(h), resp), sts, reason),
         ExpectKind::Body(_) | ExpectKind::BodyRegex(_) => {
             let rsp = e.error_status.unwrap_or(CheckStatus::L7Rsp);
             if resp.body.is_empty() {
@@ -388,6 +407,8 @@ mod tests {
             value: Some("ready".into()),
             value_match: HeaderMatch::Str,
             full: false,
+            name_lf: None,
+            value_lf: None,
         }));
         assert_eq!(http(&h, Some(&resp(200, b"")), false, false), Eval::Continue);
         let b = x(ExpectKind::Body(b"alive".to_vec()));

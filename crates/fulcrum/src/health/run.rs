@@ -46,6 +46,8 @@ pub struct Plan {
     pub bufsize: usize,
     /// What the HTTP expect steps read besides the status.
     pub needs: http::Needs,
+    /// The configured steps' samples (`set-var`, `name-lf`, `value-lf`), by [`Step::at`].
+    pub samples: std::sync::Arc<Vec<super::samples::StepSamples>>,
 }
 
 impl Plan {
@@ -82,6 +84,8 @@ pub struct Step {
     pub id: u32,
     pub comment: Option<String>,
     pub action: Action,
+    /// The configured step it comes from (`usize::MAX`: one HAProxy adds).
+    pub at: usize,
 }
 
 #[derive(Debug)]
@@ -96,6 +100,16 @@ pub enum Action {
     /// The bytes are built once when they never change (no `send-state`).
     Send(SendStep, Option<Vec<u8>>),
     Expect(Box<Expect>),
+    /// `set-var(<name>[,<cond>...]) <expr>` (the expression in [`Plan::samples`]).
+    SetVar {
+        scope: fulcrum_config::VarScope,
+        name: Box<str>,
+        conds: u8,
+    },
+    UnsetVar {
+        scope: fulcrum_config::VarScope,
+        name: Box<str>,
+    },
 }
 
 impl Plan {
@@ -120,7 +134,16 @@ impl Plan {
                 CheckStep::Connect(c) => {
                     let own = c.comment.clone().or(comment.take());
                     let action = Action::Connect { step: c.clone(), implicit: false, tls: None };
-                    out.push(Step { id, comment: own, action });
+                    out.push(Step { id, comment: own, action, at: i });
+                }
+                CheckStep::SetVar { scope, name, conds, .. } => {
+                    let action =
+                        Action::SetVar { scope: *scope, name: name.as_str().into(), conds: *conds };
+                    out.push(Step { id, comment: None, action, at: i });
+                }
+                CheckStep::UnsetVar { scope, name } => {
+                    let action = Action::UnsetVar { scope: *scope, name: name.as_str().into() };
+                    out.push(Step { id, comment: None, action, at: i });
                 }
                 CheckStep::Send(snd) => {
                     let own = match snd {
@@ -134,7 +157,8 @@ impl Plan {
                         // Built at each send: it carries the time, or the server's state.
                         SendStep::Http(_) | SendStep::Dated { .. } => None,
                     };
-                    out.push(Step { id, comment: own, action: Action::Send(snd.clone(), bytes) });
+                    let action = Action::Send(snd.clone(), bytes);
+                    out.push(Step { id, comment: own, action, at: i });
                 }
                 CheckStep::Expect(e) => {
                     let mut e = e.clone();
@@ -142,11 +166,8 @@ impl Plan {
                         e.comment = comment.clone();
                     }
                     let own = e.comment.clone();
-                    out.push(Step {
-                        id,
-                        comment: own,
-                        action: Action::Expect(Box::new(Expect::new(e))),
-                    });
+                    let action = Action::Expect(Box::new(Expect::new(e)));
+                    out.push(Step { id, comment: own, action, at: i });
                 }
             }
         }
@@ -157,9 +178,13 @@ impl Plan {
                 200, 399,
             )]));
             let id = out.last().map_or(1, |s| s.id + 1);
-            out.push(Step { id, comment: None, action: Action::Expect(Box::new(Expect::new(e))) });
+            let action = Action::Expect(Box::new(Expect::new(e)));
+            out.push(Step { id, comment: None, action, at: usize::MAX });
         }
-        if !matches!(out.first().map(|s| &s.action), Some(Action::Connect { .. })) {
+        let first = out
+            .iter()
+            .find(|s| !matches!(s.action, Action::SetVar { .. } | Action::UnsetVar { .. }));
+        if !matches!(first.map(|s| &s.action), Some(Action::Connect { .. })) {
             let step = ConnectStep::default();
             out.insert(
                 0,
@@ -167,6 +192,7 @@ impl Plan {
                     id: 0,
                     comment: None,
                     action: Action::Connect { step, implicit: true, tls: None },
+                    at: usize::MAX,
                 },
             );
         }
@@ -275,6 +301,7 @@ pub async fn run(
         code: None,
         server_up,
         chunk,
+        vars: None,
     };
     let outcome = r.steps(send_state).await;
     scratch.buf = std::mem::take(&mut r.buf);
@@ -318,6 +345,8 @@ struct Runner<'a> {
     server_up: bool,
     /// The read area ([`Scratch`]).
     chunk: Vec<u8>,
+    /// The run's `check.` variables, once a step sets one.
+    vars: Option<Box<crate::rules::sample::Vars>>,
 }
 
 impl Runner<'_> {
@@ -357,6 +386,20 @@ impl Runner<'_> {
                     };
                     if let Err(r) = self.send(bytes, step).await {
                         return Ok(r);
+                    }
+                }
+                Action::SetVar { scope, name, conds } => {
+                    let vars = self.vars.get_or_insert_with(Default::default);
+                    let expr = self.plan.samples.get(step.at).and_then(|s| s.expr.as_ref());
+                    let scope_of = super::samples::Scope { vars, buf: &self.buf };
+                    if let Some(v) = expr.and_then(|e| scope_of.eval(e)) {
+                        vars.flush();
+                        vars.set_if(*scope, name, v, *conds);
+                    }
+                }
+                Action::UnsetVar { scope, name } => {
+                    if let Some(v) = self.vars.as_mut() {
+                        v.unset(*scope, name);
                     }
                 }
                 Action::Expect(x) => {
@@ -412,7 +455,14 @@ impl Runner<'_> {
                                         }
                                     }
                                     let code = resp.as_ref().map(|r| r.status);
-                                    let ev = expect::http(x, resp.as_ref(), last_read, false);
+                                    let rendered = self.rendered_header(x, step);
+                                    let ev = expect::http_with(
+                                        x,
+                                        rendered.as_ref(),
+                                        resp.as_ref(),
+                                        last_read,
+                                        false,
+                                    );
                                     if let Eval::Fail { status, desc, .. } = ev {
                                         return Ok(CheckResult {
                                             status,
@@ -482,6 +532,18 @@ impl Runner<'_> {
             }
             _ => CheckResult::new(CheckStatus::L7Ok, "(tcp-check)"),
         }
+    }
+
+    /// An `expect hdr` step's `name-lf` / `value-lf` rendered for this run.
+    fn rendered_header(&self, x: &Expect, step: &Step) -> Option<fulcrum_config::HeaderExpect> {
+        let fulcrum_config::ExpectKind::Header(h) = &x.step.kind else { return None };
+        let s = self.plan.samples.get(step.at)?;
+        if s.name.is_none() && s.value.is_none() {
+            return None;
+        }
+        let empty = crate::rules::sample::Vars::default();
+        let vars = self.vars.as_deref().unwrap_or(&empty);
+        Some(super::samples::header(h, s, &super::samples::Scope { vars, buf: &self.buf }))
     }
 
     /// The `tcp-check` context HAProxy appends to connection errors.

@@ -748,6 +748,11 @@ fn backend(
     be.log_health_checks = p.log_health_checks;
     be.is_listen = p.kind == cfg::ProxyKind::Listen;
     be.health_check = Arc::new(p.health_check.clone());
+    match crate::health::samples::compile(&mut c, &p.health_check.steps, &p.span) {
+        Ok(s) => be.check_samples = Arc::new(s),
+        Err(e) => errors.push(format!("[{}] : backend '{}' : health check : {e}", p.span, p.name)),
+    }
+    errors.append(&mut c.errors);
     be.check_timeouts = crate::backend::CheckTimeouts { check: t.check, connect: t.connect };
     be.server_bufs = config.global.server_bufs;
     be.server_tcpka = p.srv_tcpka;

@@ -641,3 +641,51 @@ fn sessions_queued_for_a_server_that_goes_down_are_redispatched() {
     let down = l.iter().find(|l| l.contains(" is DOWN")).expect("down line");
     assert!(down.contains("1 sessions active, 1 requeued, 0 remaining in queue."), "{down}");
 }
+
+/// A server answering every check with the same response, then closing.
+fn fixed_answer(response: &'static [u8]) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = l.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for mut s in l.incoming().flatten() {
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let mut buf = [0u8; 2048];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(response);
+        }
+    });
+    addr
+}
+
+#[test]
+fn http_check_set_var_and_log_format_header_expects_as_in_haproxy() {
+    let srv = fixed_answer(
+        b"HTTP/1.1 202 OK\r\nx-test1: true, next value\r\nx-reg-test1: 1\r\n\
+          x-hdr-name: x-test1\r\ncontent-length: 0\r\n\r\n",
+    );
+    for which in ["fulcrum", "haproxy"] {
+        let cfg = format!(
+            "defaults\n mode http\n timeout client 5s\n timeout server 5s\n timeout connect 5s\n\
+             option log-health-checks\n\
+             frontend fe\n bind {{fe0}}\n\
+             backend good\n option httpchk\n http-check expect status 202\n\
+             http-check expect hdr name -m reg \"^[a-z]+-Reg-[a-z]+[0-9]\\$\"\n\
+             http-check set-var(check.name) res.fhdr(x-hdr-name)\n\
+             http-check expect hdr name-lf -m str \"%[var(check.name)]\"\n\
+             http-check set-var(check.value) res.fhdr(x-test1)\n\
+             http-check expect fhdr name x-test1 value-lf \"%[var(check.value)]\"\n\
+             server s {srv} check inter 100ms rise 1 fall 1\n\
+             backend bad\n option httpchk\n http-check expect status 202\n\
+             http-check expect hdr name-lf \"%[var(check.unset)]x-test1\" value-lf \"%[res.fhdr(x-hdr-name)]\"\n\
+             server s {srv} check inter 100ms rise 1 fall 1\n"
+        );
+        let Some((p, _, _)) = start_proxy(which, "check-vars", &cfg) else { continue };
+        let seen = || {
+            let log = p.log_text();
+            log.contains("Health check for server good/s succeeded")
+                && log.contains("Health check for server bad/s failed")
+        };
+        assert!(eventually(Duration::from_secs(5), seen), "{which}: {}", p.log_text());
+        assert!(!p.log_text().contains("server good/s failed"), "{which}: {}", p.log_text());
+    }
+}

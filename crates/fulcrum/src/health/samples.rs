@@ -1,0 +1,102 @@
+//! Samples in health checks: `http-check|tcp-check set-var(<name>) <expr>` and the `name-lf` /
+//! `value-lf` log-format strings of `http-check expect hdr|fhdr`. They are compiled with the
+//! backend's rules (same fetches, converters, maps), and read what a check has: its `check.`
+//! variables, constants, and the server's response received so far (`res.hdr`, `res.fhdr`,
+//! `res.payload`...). Process variables and other proxies are not visible here.
+//!
+//! Must not touch: the check's connection and result (the runner), server state.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use fulcrum_config as cfg;
+use fulcrum_http::{Head, Limits};
+
+use crate::log::format::Format;
+use crate::rules::sample::{Ctx, Expr, ProcVars, Vars};
+
+/// One configured step's compiled samples (none for most steps).
+#[derive(Debug, Default)]
+pub struct StepSamples {
+    /// `set-var`'s expression.
+    pub expr: Option<Expr>,
+    /// `name-lf` and `value-lf`.
+    pub name: Option<Format>,
+    pub value: Option<Format>,
+}
+
+/// Compiles the samples of a backend's check steps, one entry per configured step.
+pub fn compile(
+    c: &mut crate::rules::Compiler<'_>,
+    steps: &[cfg::CheckStep],
+    span: &cfg::Span,
+) -> Result<Vec<StepSamples>, String> {
+    let mut out = Vec::with_capacity(steps.len());
+    for s in steps {
+        let mut one = StepSamples::default();
+        match s {
+            cfg::CheckStep::SetVar { expr, .. } => one.expr = Some(c.expr(expr)?),
+            cfg::CheckStep::Expect(cfg::ExpectStep {
+                kind: cfg::ExpectKind::Header(h), ..
+            }) => {
+                one.name = h.name_lf.as_ref().map(|f| c.format(f, span));
+                one.value = h.value_lf.as_ref().map(|f| c.format(f, span));
+            }
+            _ => {}
+        }
+        out.push(one);
+    }
+    Ok(out)
+}
+
+/// What samples of one check run see: its variables and the response bytes received.
+pub struct Scope<'a> {
+    pub vars: &'a Vars,
+    pub buf: &'a [u8],
+}
+
+impl Scope<'_> {
+    /// Runs `f` with a fetch context over the response head in `buf` (none while it is
+    /// incomplete or not HTTP).
+    fn with_ctx<R>(&self, f: impl FnOnce(&Ctx<'_>) -> R) -> R {
+        thread_local! {
+            static NONE: (ProcVars, HashMap<String, Arc<crate::backend::Backend>>) =
+                Default::default();
+        }
+        let mut head = Head::new();
+        let limits = Limits { max_head: self.buf.len().max(1024), max_headers: 1000 };
+        let parsed = matches!(head.parse_response(self.buf, &limits), Ok(Some(_)));
+        NONE.with(|(proc_vars, backends)| {
+            let mut ctx = Ctx::process(proc_vars, backends, self.vars);
+            if parsed {
+                ctx.resp = Some(&head);
+            }
+            ctx.payload = self.buf;
+            f(&ctx)
+        })
+    }
+
+    /// The value of a `set-var` expression, if it has one.
+    pub fn eval(&self, e: &Expr) -> Option<crate::rules::sample::Value<'static>> {
+        self.with_ctx(|ctx| e.eval(ctx).map(|v| v.into_owned()))
+    }
+
+    /// A log-format string rendered.
+    pub fn render(&self, f: &Format) -> String {
+        let mut out = Vec::new();
+        self.with_ctx(|ctx| f.render(ctx, None, &mut out));
+        String::from_utf8_lossy(&out).into_owned()
+    }
+}
+
+/// `expect hdr` with its `name-lf` / `value-lf` rendered for this run.
+pub fn header(h: &cfg::HeaderExpect, s: &StepSamples, scope: &Scope<'_>) -> cfg::HeaderExpect {
+    let mut h = h.clone();
+    if let Some(f) = &s.name {
+        h.name = scope.render(f);
+    }
+    if let Some(f) = &s.value {
+        h.value = Some(scope.render(f));
+    }
+    h
+}
