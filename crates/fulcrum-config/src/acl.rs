@@ -417,6 +417,14 @@ impl CondEnv<'_> {
     fn usable(&self, acl: &Acl) -> bool {
         avail_of(&acl.expr).usable_in_proxy(self.ctx, self.kind.is_backend())
     }
+    /// The ACL's fetch fails at run time here as HAProxy's does: the request's line and
+    /// headers read from a response rule (the request has left the buffer by then). Captures
+    /// and the method stay readable there whatever the warning says.
+    fn fails_here(&self, acl: &Acl) -> bool {
+        self.ctx == Ctx::HttpResponse
+            && !self.usable(acl)
+            && matches!(avail_of(&acl.expr), Avail::Request | Avail::Message)
+    }
     fn ctx_in(&self) -> &'static str {
         match self.ctx {
             Ctx::TcpConnection => " in 'tcp-request connection'",
@@ -510,8 +518,8 @@ impl Conflicts {
 }
 
 fn anonymous(acl: Acl, env: &CondEnv<'_>, conflicts: &mut Conflicts) -> (AclRef, bool) {
-    let never = !env.usable(&acl);
-    if never && conflicts.full.is_none() {
+    let never = env.fails_here(&acl);
+    if !env.usable(&acl) && conflicts.full.is_none() {
         conflicts.full = Some(format!(
             "anonymous acl will never match{} because it uses keyword '{}' which is incompatible with '{}'",
             env.ctx_in(),
@@ -545,8 +553,8 @@ fn named(
     let bad: Vec<&Acl> = lines.iter().copied().filter(|a| !env.usable(a)).collect();
     // Some lines only: those fail at run time as the rest matches (not modelled: the ACL is
     // evaluated whole).
-    let never = bad.len() == lines.len();
-    if never {
+    let never = lines.iter().all(|a| env.fails_here(a));
+    if bad.len() == lines.len() {
         conflicts.full.get_or_insert(format!(
             "acl '{name}' will never match{} because it only involves keywords that are incompatible with '{}'",
             env.ctx_in(),
