@@ -41,7 +41,7 @@ const fn g(name: &'static str, status: Status) -> Keyword {
 }
 
 /// Sections HAProxy 2.6 knows besides the proxies and `global`.
-pub const OTHER_SECTIONS: &[&str] = &["cache", "mailers", "peers", "program", "resolvers", "ring"];
+pub const OTHER_SECTIONS: &[&str] = &["cache", "mailers", "peers", "program", "resolvers"];
 
 /// HAProxy 2.6's `global` keywords (manual §3).
 pub static GLOBAL: &[Keyword] = &[
@@ -80,7 +80,7 @@ pub static GLOBAL: &[Keyword] = &[
     g("insecure-setuid-wanted", NotYet),
     g("issuers-chain-path", NotYet),
     g("localpeer", Partial("recorded for the peers sections, which are not supported yet")),
-    g("log", Partial("UDP (ipv4@, ipv6@, host:port, port 514 by default), UNIX datagram sockets, stdout/stderr/fd@<n>; len, format (every format), sample, facility, level, minlevel; not ring@, tcp@")),
+    g("log", Partial("UDP (ipv4@, ipv6@, host:port, port 514 by default), UNIX datagram sockets, stdout/stderr/fd@<n>, ring@<name>; len, format (every format), sample, facility, level, minlevel; not tcp@")),
     g("log-send-hostname", Supported),
     g("log-tag", Supported),
     g("lua-load", NotYet),
@@ -758,6 +758,8 @@ pub fn compat_markdown() -> String {
     }
     out.push_str("| `userlist` | supported: `group <name> [users <u>,...]`, `user <name> [password <hash> | insecure-password <text>] [groups <g>,...]`; hashes are checked with the system's crypt(3) (libcrypt.so.1, as HAProxy: DES, `$1$`, `$5$`, `$6$`, `$2b$`, `$y$`...); a user without password never authenticates (HAProxy 2.6.12 crashes on one) |\n");
     out.push_str("| `fcgi-app` | partial: read and checked (`docroot`, `index`, `path-info`, `acl`, `set-param`, `unset-param`, `pass-header`, `hide-header`, `option`, `log-stderr`), used by nothing: `use-fcgi-app` and `proto fcgi` are not supported yet |\n");
+    out.push_str("| `ring` | partial: `description`, `format`, `maxlen`, `size`, `timeout connect`, `timeout server`, `server <name> <ip>:<port> [log-proto legacy|octet-count]` (TCP, no check or TLS options); written by `log ring@<name>` targets; `show events` on the runtime API not yet |\n");
+    out.push_str("| `log-forward` | partial: `bind` (TCP, octet-counted or one message per line), `dgram-bind` (UDP), `log`, `maxconn`, `backlog`, `timeout client`; RFC 3164 and 5424 headers read (level, facility, host, tag and pid kept); started with the process, a reload keeps them as they were |\n");
     for s in OTHER_SECTIONS {
         out.push_str(&format!("| `{s}` | not yet |\n"));
     }

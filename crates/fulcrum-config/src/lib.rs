@@ -19,6 +19,7 @@ mod http_opts;
 pub mod keywords;
 pub mod lexer;
 pub mod logformat;
+pub mod logfwd;
 pub mod logopts;
 mod logtargets;
 pub mod model;

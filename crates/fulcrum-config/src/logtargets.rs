@@ -212,11 +212,10 @@ fn address(text: &str) -> Result<LogAddr, String> {
             .map(LogAddr::Fd)
             .map_err(|_| format!("invalid file descriptor in '{text}'"));
     }
-    if text.starts_with("ring@")
-        || text.starts_with("tcp@")
-        || text.starts_with("tcp4@")
-        || text.starts_with("tcp6@")
-    {
+    if let Some(name) = text.strip_prefix("ring@") {
+        return Ok(LogAddr::Ring(name.to_string()));
+    }
+    if text.starts_with("tcp@") || text.starts_with("tcp4@") || text.starts_with("tcp6@") {
         return Err(format!("log target '{text}' is not supported yet"));
     }
     if let Some(path) = text.strip_prefix("unix@").or(text.starts_with('/').then_some(text)) {
@@ -400,6 +399,6 @@ mod tests {
             addr("127.0.0.1:1-2"),
             Err("port range not permitted here in '127.0.0.1:1-2'".into())
         );
-        assert_eq!(addr("ring@buf"), Err("log target 'ring@buf' is not supported yet".into()));
+        assert_eq!(addr("ring@buf"), Ok(LogAddr::Ring("buf".into())));
     }
 }

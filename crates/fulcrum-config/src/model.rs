@@ -47,6 +47,10 @@ pub struct Config {
     pub http_errors: Vec<HttpErrorsSection>,
     /// `userlist <name>` sections, in order.
     pub userlists: Vec<Userlist>,
+    /// `ring <name>` sections.
+    pub rings: Vec<crate::logfwd::Ring>,
+    /// `log-forward <name>` sections.
+    pub log_forwards: Vec<crate::logfwd::LogForward>,
 }
 
 impl Config {
@@ -459,6 +463,8 @@ pub enum LogAddr {
     Unix(PathBuf),
     /// An inherited file descriptor (`stdout` is 1, `stderr` 2).
     Fd(i32),
+    /// `ring@<name>`: the `ring` section of that name.
+    Ring(String),
 }
 
 /// The header of a syslog message (`format`).

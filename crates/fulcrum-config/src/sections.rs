@@ -22,6 +22,8 @@ enum Current {
     /// An `fcgi-app` section: read and checked, used by nothing yet (`use-fcgi-app` is not
     /// supported): its name and whether it had a `docroot`.
     FcgiApp(String, bool),
+    Ring(crate::logfwd::Ring),
+    LogForward(crate::logfwd::LogForward),
     Skip,
 }
 
@@ -36,6 +38,8 @@ pub struct Builder {
     rule_defaults: std::collections::HashMap<String, (bool, bool)>,
     http_errors: Vec<HttpErrorsSection>,
     userlists: Vec<Userlist>,
+    rings: Vec<crate::logfwd::Ring>,
+    log_forwards: Vec<crate::logfwd::LogForward>,
     current: Current,
 }
 
@@ -56,6 +60,8 @@ impl Builder {
             rule_defaults: std::collections::HashMap::new(),
             http_errors: Vec::new(),
             userlists: Vec::new(),
+            rings: Vec::new(),
+            log_forwards: Vec::new(),
             current: Current::None,
         }
     }
@@ -82,6 +88,8 @@ impl Builder {
             proxies,
             http_errors: self.http_errors,
             userlists: self.userlists,
+            rings: self.rings,
+            log_forwards: self.log_forwards,
         };
         (config, self.diags)
     }
@@ -110,6 +118,26 @@ impl Builder {
                 }
                 self.current = Current::FcgiApp(name.to_string(), false);
             }
+            "ring" | "log-forward" => {
+                self.finish_section();
+                self.current = Current::Skip;
+                let name = line.arg(1);
+                if name.is_empty() {
+                    return self.diags.alert(line, format!("missing name for {kw} section."));
+                }
+                let taken = self.rings.iter().any(|r| r.name == name)
+                    || self.log_forwards.iter().any(|f| f.name == name);
+                if taken {
+                    return self
+                        .diags
+                        .alert(line, format!("sink or log-forward '{name}' already exists."));
+                }
+                self.current = if kw == "ring" {
+                    Current::Ring(crate::logfwd::Ring::new(name, line.span.clone()))
+                } else {
+                    Current::LogForward(crate::logfwd::LogForward::new(name, line.span.clone()))
+                };
+            }
             _ if OTHER_SECTIONS.contains(&kw) => {
                 self.finish_section();
                 self.diags.alert(line, format!("section '{kw}' is not supported yet"));
@@ -124,6 +152,8 @@ impl Builder {
                 Current::HttpErrors(s) => http_errors_line(s, line, &mut self.diags),
                 Current::Userlist(u) => crate::userlist::line(u, line, &mut self.diags),
                 Current::FcgiApp(_, docroot) => fcgi_app_line(line, docroot, &mut self.diags),
+                Current::Ring(r) => crate::logfwd::ring_line(r, line, &mut self.diags),
+                Current::LogForward(f) => crate::logfwd::forward_line(f, line, &mut self.diags),
                 Current::Skip => {}
             },
         }
@@ -144,6 +174,8 @@ impl Builder {
             Current::Build(b) => self.proxies.push(*b),
             Current::HttpErrors(s) => self.http_errors.push(s),
             Current::Userlist(u) => self.userlists.push(u),
+            Current::Ring(r) => self.rings.push(r),
+            Current::LogForward(f) => self.log_forwards.push(f),
             Current::FcgiApp(name, false) => {
                 let msg = format!("fcgi-app '{name}': no docroot configured.");
                 self.diags.list.push(crate::diag::Diagnostic::alert(None, msg));

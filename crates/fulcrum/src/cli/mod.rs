@@ -303,6 +303,10 @@ fn start(args: &Args, plan: Plan, sources: Vec<Source>) -> i32 {
     if args.debug {
         notes.iter().for_each(notice);
     }
+    if let Err(e) = crate::log::forward::start(&plan.log_forwards) {
+        alert(e);
+        return 1;
+    }
     let per_worker = match open_listeners(&plan, nbthread, &mut inherited) {
         Ok(s) => {
             listener::remember(s.iter().flatten().map(|ws| &ws.socket.socket));

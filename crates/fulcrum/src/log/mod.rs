@@ -6,6 +6,8 @@
 pub mod batch;
 pub mod dates;
 pub mod format;
+pub mod forward;
+pub mod ring;
 pub mod syslog;
 
 use std::cell::RefCell;

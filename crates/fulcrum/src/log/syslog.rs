@@ -44,6 +44,7 @@ enum Dest {
     Inet(SocketAddr),
     Unix(PathBuf),
     Fd(i32),
+    Ring(Arc<super::ring::Ring>),
 }
 
 #[derive(Debug, Clone)]
@@ -166,7 +167,7 @@ impl Logger {
             let level = level.max(t.minlevel);
             if t.format == SyslogFormat::Rfc5424 {
                 let mut header =
-                    header(t.format, level, t.facility, self.host.as_deref(), &self.tag)
+                    header(t.format, level, t.facility, self.host.as_deref(), &self.tag, pid())
                         .into_bytes();
                 // The structured data as it is, without its trailing spaces, then one.
                 let sd = sd.unwrap_or(b"-");
@@ -177,7 +178,8 @@ impl Logger {
                 continue;
             }
             if has_subsecond_time(t.format) {
-                let header = header(t.format, level, t.facility, self.host.as_deref(), &self.tag);
+                let header =
+                    header(t.format, level, t.facility, self.host.as_deref(), &self.tag, pid());
                 send_one(t, header.as_bytes(), msg);
                 continue;
             }
@@ -216,11 +218,37 @@ impl Logger {
                 };
                 let h = &mut c[i];
                 if h.sec != sec {
-                    h.bytes = header(t.format, level, t.facility, self.host.as_deref(), &self.tag);
+                    h.bytes =
+                        header(t.format, level, t.facility, self.host.as_deref(), &self.tag, pid());
                     h.sec = sec;
                 }
                 send_one(t, h.bytes.as_bytes(), msg);
             });
+        }
+    }
+}
+
+impl Logger {
+    /// Sends on a message a `log-forward` section received, keeping its level, facility,
+    /// host, tag and pid in the header each target writes.
+    pub fn forward(&self, m: &super::forward::Received<'_>) {
+        for t in &self.targets {
+            let level = m.level.unwrap_or(INFO);
+            if level > t.level || t.sample.as_ref().is_some_and(|s| !s.take()) {
+                continue;
+            }
+            let level = level.max(t.minlevel);
+            let facility = m.facility.unwrap_or(t.facility);
+            let host = m.host.or(self.host.as_deref());
+            let tag = m.tag.unwrap_or(&self.tag);
+            let mut h = header(t.format, level, facility, host, tag, m.pid.unwrap_or(0));
+            if m.pid.is_none() {
+                h = h.replace("[0]: ", ": ").replace(" 0 - ", " - - ");
+            }
+            if t.format == SyslogFormat::Rfc5424 {
+                h.push_str("- ");
+            }
+            send_one(t, h.as_bytes(), m.msg);
         }
     }
 }
@@ -235,14 +263,25 @@ fn target(t: &LogTarget) -> Result<Target, String> {
         }
         LogAddr::Unix(p) => Dest::Unix(p.clone()),
         LogAddr::Fd(n) => Dest::Fd(*n),
+        LogAddr::Ring(name) => Dest::Ring(super::ring::find(name).ok_or_else(|| {
+            format!("parsing [{}] : log : no such ring '{name}' in '{}'", t.span, t.written)
+        })?),
+    };
+    // A ring stores messages in its own format and length unless the line says otherwise.
+    let (format, maxlen) = match &dest {
+        Dest::Ring(r) if t.format == SyslogFormat::Unspecified => {
+            (r.format, r.maxlen.min(t.maxlen as usize))
+        }
+        Dest::Ring(r) => (t.format, r.maxlen.min(t.maxlen as usize)),
+        _ => (t.format, t.maxlen as usize),
     };
     Ok(Target {
         dest,
-        format: t.format,
+        format,
         facility: t.facility,
         level: t.level,
         minlevel: t.minlevel,
-        maxlen: t.maxlen as usize,
+        maxlen,
         sample: t.sample.as_ref().map(|s| Sampling {
             ranges: s.ranges.clone().into(),
             size: s.size,
@@ -279,13 +318,19 @@ fn pid() -> u32 {
 }
 
 /// The syslog header of one message (HAProxy's `build_log_header`).
-fn header(format: SyslogFormat, level: u8, facility: u8, host: Option<&str>, tag: &str) -> String {
+fn header(
+    format: SyslogFormat,
+    level: u8,
+    facility: u8,
+    host: Option<&str>,
+    tag: &str,
+    pid: u32,
+) -> String {
     let format = match format {
         SyslogFormat::Unspecified if host.is_some() => SyslogFormat::Rfc3164,
         SyslogFormat::Unspecified => SyslogFormat::Local,
         f => f,
     };
-    let pid = pid();
     let mut h = String::with_capacity(64);
     let pri = u32::from(facility) * 8 + u32::from(level);
     match format {
@@ -381,6 +426,10 @@ fn send_one(t: &Target, header: &[u8], msg: &[u8]) {
     let m = &msg[..msg.len().min(room)];
     let parts = [IoSlice::new(h), IoSlice::new(m), IoSlice::new(b"\n")];
     let sent = match &t.dest {
+        Dest::Ring(r) => {
+            r.put(&[h, m]);
+            Ok(0)
+        }
         Dest::Fd(fd) => write_fd(*fd, &parts),
         Dest::Inet(addr) => send_udp(*addr, &parts),
         Dest::Unix(path) => match socket2::SockAddr::unix(path) {
@@ -473,7 +522,7 @@ mod tests {
     #[test]
     fn headers_in_each_format_as_haproxy_writes_them() {
         let pid = std::process::id();
-        let h = |f, host| strip_time(&header(f, ALERT, 16, host, "mytag"));
+        let h = |f, host| strip_time(&header(f, ALERT, 16, host, "mytag", pid));
         assert_eq!(h(SyslogFormat::Unspecified, None), format!("<129>TIME mytag[{pid}]: "));
         assert_eq!(
             h(SyslogFormat::Unspecified, Some("box")),

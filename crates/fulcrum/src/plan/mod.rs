@@ -34,6 +34,8 @@ pub struct Plan {
     pub global_logger: Option<Arc<crate::log::syslog::Logger>>,
     /// The stick tables, by the name of the proxy declaring them.
     pub tables: Arc<crate::stick::Tables>,
+    /// `log-forward` sections and their targets (started with the process).
+    pub log_forwards: Vec<(cfg::logfwd::LogForward, Arc<crate::log::syslog::Logger>)>,
 }
 
 #[allow(dead_code)] // the runtime API and stats page find proxies here; unit-tested
@@ -120,7 +122,18 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
             Err(e) => errors.push(e),
         }
     }
+    crate::log::ring::install(&config.rings);
     let common = crate::log::syslog::Common::new(&config.global, &mut errors);
+    let mut log_forwards = Vec::new();
+    for f in &config.log_forwards {
+        match crate::log::syslog::Logger::build(&f.logs, None, &common) {
+            Ok(Some(l)) => log_forwards.push((f.clone(), Arc::new(l))),
+            Ok(None) => {
+                errors.push(format!("[{}] : log-forward '{}' has no log target.", f.span, f.name))
+            }
+            Err(e) => errors.push(e),
+        }
+    }
     let logger = |p: &cfg::Proxy, errors: &mut Vec<String>| {
         crate::log::syslog::Logger::build(&p.logs, p.log_tag.as_deref(), &common)
             .map_err(|e| errors.push(e))
@@ -249,6 +262,7 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
             warnings,
             global_logger,
             tables,
+            log_forwards,
         })
     } else {
         Err(errors)

@@ -26,7 +26,12 @@ impl Sink {
 
     /// Waits (at most 5 s) until `n` datagrams arrived in all; returns how many did.
     pub(crate) fn wait_for(&self, n: usize) -> usize {
-        let deadline = Instant::now() + Duration::from_secs(5);
+        self.wait_for_within(n, Duration::from_secs(5))
+    }
+
+    /// As [`Sink::wait_for`], at most `within`.
+    pub(crate) fn wait_for_within(&self, n: usize, within: Duration) -> usize {
+        let deadline = Instant::now() + within;
         let mut buf = vec![0u8; 70_000];
         while self.got.borrow().len() < n {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -338,4 +343,54 @@ fn httplog_lines_say_how_each_transaction_ended_as_haproxy_does() {
             "<134>TIME t[PID]: 127.0.0.1:P [DATE] fe be/s1 T/T/T/-1/T 502 209 - - PH-- 1/1/0/0/0 0/0 {h} {} \"GET /?bad=garbage HTTP/1.1\"\n",
         ]
     );
+}
+
+/// A free loopback port for TCP (UDP binds it as well on loopback in practice).
+fn free_addr(udp: bool) -> SocketAddr {
+    if udp {
+        UdpSocket::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr")
+    } else {
+        std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr")
+    }
+}
+
+#[test]
+fn log_forward_relays_through_a_ring_keeping_tag_pid_and_level() {
+    // The frontend logs over UDP to a log-forward section, which writes to a ring (RFC 5424),
+    // whose server is a second log-forward section over TCP, which sends to the sink: the
+    // line arrives with the proxy's tag, pid and level, as HAProxy relays it.
+    let ts = testserver("http", "s1");
+    for which in ["fulcrum", "haproxy"] {
+        let sink = Sink::new();
+        let (udp, tcp) = (free_addr(true), free_addr(false));
+        let cfg = format!(
+            "defaults\n mode http\n option httplog\n timeout connect 5s\n timeout client 5s\n\
+             timeout server 5s\n\
+             frontend fe\n bind {{fe0}}\n log {udp} local0\n default_backend be\n\
+             backend be\n server s1 {ts}\n\
+             ring buf\n description \"relay\"\n format rfc5424\n maxlen 1200\n size 32764\n\
+             timeout connect 5s\n timeout server 10s\n server relay {tcp}\n\
+             log-forward from_udp\n dgram-bind {udp}\n log ring@buf local0\n\
+             log-forward from_tcp\n bind {tcp}\n log {sink} local0\n",
+            ts = ts.addr,
+            sink = sink.addr()
+        );
+        let Some((p, addrs, _)) = start_proxy(which, "log-forward", &cfg) else { continue };
+        // The relay's TCP connection comes with the first message: send until one arrives.
+        let mut got = 0;
+        for i in 0..20 {
+            let _ = get_with(addrs[0], &format!("/relayed-{i}"), "");
+            got = sink.wait_for_within(1, Duration::from_millis(250));
+            if got > 0 {
+                break;
+            }
+        }
+        assert!(got > 0, "{which}: nothing relayed; {}", p.log_text());
+        let line = sink.got.borrow()[0].clone();
+        // HAProxy 2.6 writes what it relays in its own way (RFC 5424 with the tag in the
+        // host field); both keep the priority, the tag with the pid, and the message.
+        let head = format!("[{}]: ", p.pid());
+        assert!(line.starts_with("<134>"), "{which}: {line}");
+        assert!(line.contains(&head) && line.contains("\"GET /relayed-"), "{which}: {line}");
+    }
 }
