@@ -4,6 +4,9 @@
 
 use super::*;
 
+/// A client's half-close this soon after its request is taken as sent with it.
+const WITH_THE_REQUEST: Duration = Duration::from_millis(2);
+
 impl Session<'_> {
     /// Sends the request (head, then body) and reads the final response head into `self.resp`,
     /// forwarding interim (1xx) responses. Returns whether the request body was fully sent.
@@ -190,10 +193,20 @@ impl Session<'_> {
         // a connection abandons it (`CQ`, `CC`). As in HAProxy, a client that had already
         // half-closed when its request was read still gets its answer.
         let (slot, stream, requests) = if watch {
+            // A half-close that follows the request at once came with it (HAProxy reads them
+            // together and keeps the request): only a later one abandons it.
+            let since = Instant::now();
+            let mut connecting = std::pin::pin!(connecting);
             tokio::select! {
                 biased;
-                r = connecting => r,
-                _ = tcp::client_left(&self.client) => Err(tcp::Ending::ClientAborted),
+                r = &mut connecting => r,
+                _ = tcp::client_left(&self.client) => {
+                    if since.elapsed() < WITH_THE_REQUEST {
+                        connecting.await
+                    } else {
+                        Err(tcp::Ending::ClientAborted)
+                    }
+                }
             }
         } else {
             connecting.await
