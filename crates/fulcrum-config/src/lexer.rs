@@ -159,12 +159,9 @@ fn expand_var(
 ) -> Result<usize, String> {
     let braced = chars.get(i + 1) == Some(&'{');
     let name_start = if braced { i + 2 } else { i + 1 };
+    // As HAProxy: inside double quotes, a `$` must start a variable name (`\$` for the sign).
     match chars.get(name_start) {
         Some(&c) if is_var_first(c) => {}
-        _ if !braced => {
-            cur.push('$');
-            return Ok(i + 1);
-        }
         _ => {
             return Err(format!(
                 "forbidden first char in environment variable name at position {}",
@@ -254,7 +251,11 @@ mod tests {
         assert_eq!(w(r#""${EMPTY-def}""#), [""]);
         assert_eq!(w(r#""a\"b\\c\$d""#), ["a\"b\\c$d"]);
         assert_eq!(w(r#"x"${LIST[*]}"y"#), ["xa", "b", "cy"]);
-        assert_eq!(w(r#""5$""#), ["5$"]);
+        // HAProxy 2.6 refuses a `$` that starts no name inside double quotes.
+        assert_eq!(
+            split_words(r#""5$""#, &env),
+            Err("forbidden first char in environment variable name at position 4".into())
+        );
     }
 
     #[test]

@@ -127,7 +127,7 @@ pub fn ring_line(r: &mut Ring, line: &Line, diags: &mut Diags) {
                 }
                 r.servers.push(s);
             }
-            kw => return Err(format!("unknown keyword '{kw}' in 'ring' section")),
+            kw => return Err(format!("unknown statement '{kw}'.")),
         }
         Ok(())
     })();
@@ -159,11 +159,7 @@ pub fn forward_line(f: &mut LogForward, line: &Line, diags: &mut Diags) {
             "timeout" if line.arg(1) == "client" => {
                 f.timeout_client = Some(time(line, line.arg(2))?);
             }
-            kw => {
-                return Err(format!(
-                    "unknown keyword '{kw}' in log-forward section (expects 'bind', 'dgram-bind', 'log', 'maxconn', 'backlog' or 'timeout client')"
-                ))
-            }
+            kw => return Err(format!("unknown keyword '{kw}' in log-forward section.")),
         }
         Ok(())
     })();
