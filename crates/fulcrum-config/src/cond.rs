@@ -11,8 +11,10 @@ use crate::{EnvLookup, HAPROXY_COMPAT_VERSION};
 /// Build features `feature(<name>)` answers true for: only what Fulcrum's engine really does
 /// (worker threads, CPU pinning, `SO_REUSEPORT` listeners, epoll through the runtime, and
 /// `OPENSSL`: configurations guard their `ssl` keywords with it, and those work here, through
-/// rustls — OpenSSL-only keywords such as `ssl-engine` still say "not supported yet").
-pub const FEATURES: &[&str] = &["CPU_AFFINITY", "EPOLL", "OPENSSL", "REUSEPORT", "THREAD"];
+/// rustls — OpenSSL-only keywords such as `ssl-engine` still say "not supported yet"), and
+/// `PCRE2`/`PCRE2_JIT`: a regex the `regex` crate refuses is compiled with PCRE2 itself.
+pub const FEATURES: &[&str] =
+    &["CPU_AFFINITY", "EPOLL", "OPENSSL", "PCRE2", "PCRE2_JIT", "REUSEPORT", "THREAD"];
 
 /// The TLS library `ssllib_name_startswith(<prefix>)` compares with (case aside, as HAProxy).
 pub const SSLLIB_NAME: &str = "rustls";
@@ -361,6 +363,7 @@ mod tests {
         assert_eq!(ev("feature(THREAD)"), Ok(true));
         assert_eq!(ev("feature(OPENSSL)"), Ok(true));
         assert_eq!(ev("feature(PCRE)"), Ok(false));
+        assert_eq!(ev("feature(PCRE) || feature(PCRE2)"), Ok(true));
         assert_eq!(ev("ssllib_name_startswith(RusTLS)"), Ok(true));
         assert_eq!(ev("ssllib_name_startswith(OpenSSL)"), Ok(false));
         assert_eq!(ev("!ssllib_name_startswith(AWS-LC)"), Ok(true));

@@ -219,6 +219,7 @@ pub fn parse_redirect(
     let mut code = 302;
     let mut drop_query = false;
     let mut append_slash = false;
+    let mut ignore_empty = false;
     let mut i = start;
     while i < line.words.len() {
         let w = line.arg(i);
@@ -237,16 +238,16 @@ pub fn parse_redirect(
                     _ => return Err(format!("'code': unsupported HTTP code '{v}' (must be one of 301, 302, 303, 307 or 308).")),
                 };
             }
-            "drop-query" | "append-slash" => {
-                if w == "drop-query" {
-                    drop_query = true;
-                } else {
-                    append_slash = true;
+            "drop-query" | "append-slash" | "ignore-empty" => {
+                match w {
+                    "drop-query" => drop_query = true,
+                    "append-slash" => append_slash = true,
+                    _ => ignore_empty = true,
                 }
                 i += 1;
                 continue;
             }
-            "set-cookie" | "clear-cookie" | "ignore-empty" => {
+            "set-cookie" | "clear-cookie" => {
                 return Err(format!("redirect option '{w}' is not supported yet."))
             }
             "if" | "unless" => break,
@@ -258,7 +259,7 @@ pub fn parse_redirect(
         return Err("redirection type expected ('prefix', 'location', or 'scheme').".into());
     };
     let value = logformat::parse_in(value, ctx, be_cap)?;
-    Ok((Redirect { kind, value, code, drop_query, append_slash }, i))
+    Ok((Redirect { kind, value, code, drop_query, append_slash, ignore_empty }, i))
 }
 
 /// The legacy `redirect location|prefix|scheme ... [if|unless <cond>]` keyword.

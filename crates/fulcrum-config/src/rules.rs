@@ -432,9 +432,8 @@ fn is_final(a: &HttpAction) -> bool {
         HttpAction::Allow
             | HttpAction::Deny { .. }
             | HttpAction::Return(_)
-            | HttpAction::Redirect(_)
             | HttpAction::Tarpit { .. }
-    )
+    ) || matches!(a, HttpAction::Redirect(r) if !r.ignore_empty)
 }
 
 pub(crate) type ActionResult = Result<(HttpAction, usize), Option<String>>;

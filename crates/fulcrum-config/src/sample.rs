@@ -243,10 +243,22 @@ fn split_args(s: &str, open: usize) -> Result<RawArgs, String> {
         match (quote, c) {
             (Some(q), _) if c == q => quote = None,
             (None, b'"' | b'\'') => quote = Some(c),
-            (_, b'\\') if i + 1 < bytes.len() => {
-                let ch = s[i + 1..].chars().next().unwrap_or('\\');
-                cur.push(ch);
-                i += 1 + ch.len_utf8();
+            // HAProxy's `make_arg_list`: outside single quotes, `\\`, `\ `, `\"` and `\'` stand
+            // for the character, `\r`, `\n`, `\t` for the control characters, and any other
+            // backslash stays (a regex's `\d` reaches the regex).
+            (q, b'\\') if q != Some(b'\'') && i + 1 < bytes.len() => {
+                match bytes[i + 1] {
+                    c @ (b'\\' | b' ' | b'"' | b'\'') => cur.push(char::from(c)),
+                    b'r' => cur.push('\r'),
+                    b'n' => cur.push('\n'),
+                    b't' => cur.push('\t'),
+                    _ => {
+                        cur.push('\\');
+                        i += 1;
+                        continue;
+                    }
+                }
+                i += 2;
                 continue;
             }
             (None, b',') => {
@@ -1151,10 +1163,19 @@ mod tests {
 
     #[test]
     fn quotes_and_backslashes_protect_commas_in_arguments() {
-        let p = ok(r#"path,regsub("a,b",\,,g)"#);
+        let p = ok(r#"path,regsub("a,b",x\ y,g)"#);
         assert_eq!(
             p.expr.converters,
-            vec![Converter::Regsub { regex: "a,b".into(), subst: ",".into(), flags: "g".into() }]
+            vec![Converter::Regsub { regex: "a,b".into(), subst: "x y".into(), flags: "g".into() }]
+        );
+        // As HAProxy's `make_arg_list`: other backslashes stay, single quotes keep all.
+        let p = ok(r#"path,regsub(:\d+$,\t),regsub(x,'\t')"#);
+        assert_eq!(
+            p.expr.converters,
+            vec![
+                Converter::Regsub { regex: ":\\d+$".into(), subst: "\t".into(), flags: "".into() },
+                Converter::Regsub { regex: "x".into(), subst: "\\t".into(), flags: "".into() }
+            ]
         );
     }
 

@@ -55,7 +55,7 @@ mod word;
 use std::fmt;
 
 pub use conv::{field, lower, upper, word};
-pub use rx::{Regsub, Replace};
+pub use rx::{compile as compile_regex, Locs, Regsub, Replace, Rx};
 pub use set::{Map, PatternSet, PatternSetBuilder};
 
 /// The `(key, value)` entries of a map file's text, in order (comments and blank lines

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use regex::bytes::Regex;
+use crate::rx::Rx as Regex;
 
 use crate::int::{parse_range, IntRange};
 use crate::ip::{parse_ip, v6_to_v4, IpPattern};

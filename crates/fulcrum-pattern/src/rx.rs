@@ -7,8 +7,10 @@
 //! Must not touch: log-format evaluation of replacement strings (the caller evaluates
 //! `<replace-fmt>` and hands the result to [`Replace::replace`]).
 //!
-//! Differences from PCRE that remain: the `regex` crate refuses look-around and
-//! back-references inside the regex (reported as invalid at start-up), `$` does not match
+//! A regex the `regex` crate refuses (back-references, look-around, atomic groups, possessive
+//! quantifiers...) is compiled with PCRE2, HAProxy's own engine (no UTF, JIT when available):
+//! every regex HAProxy accepts is accepted. The others stay on `regex` (a DFA, and one
+//! `RegexSet` for a whole `reg` list), whose differences from PCRE are: `$` does not match
 //! before a final newline, and when `regsub` looks for the next match it searches the rest
 //! of the input in place, so `^` does not match there (as with HAProxy's `REG_NOTBOL`) but
 //! `\b` sees the byte before (PCRE, given the rest as a new subject, does not).
@@ -25,13 +27,74 @@ use regex::bytes::{CaptureLocations, Regex, RegexBuilder, RegexSet, RegexSetBuil
 
 use crate::PatternError;
 
+/// A compiled regex: on the `regex` crate, or on PCRE2 when only PCRE accepts it.
+#[derive(Debug, Clone)]
+pub enum Rx {
+    Fast(Regex),
+    Pcre(pcre2::bytes::Regex),
+}
+
+/// Capture group positions of a match (see [`Rx::captures_read_at`]).
+pub enum Locs {
+    Fast(CaptureLocations),
+    Pcre(pcre2::bytes::CaptureLocations),
+}
+
+impl Locs {
+    /// Group `n`'s start and end, if it took part in the match.
+    pub fn get(&self, n: usize) -> Option<(usize, usize)> {
+        match self {
+            Locs::Fast(l) => l.get(n),
+            Locs::Pcre(l) => l.get(n),
+        }
+    }
+}
+
+impl Rx {
+    pub fn is_match(&self, input: &[u8]) -> bool {
+        match self {
+            Rx::Fast(r) => r.is_match(input),
+            // A PCRE error at match time (a resource limit) counts as no match, as HAProxy's.
+            Rx::Pcre(r) => r.is_match(input).unwrap_or(false),
+        }
+    }
+
+    pub fn capture_locations(&self) -> Locs {
+        match self {
+            Rx::Fast(r) => Locs::Fast(r.capture_locations()),
+            Rx::Pcre(r) => Locs::Pcre(r.capture_locations()),
+        }
+    }
+
+    /// The groups of the first match in `input`, if any.
+    pub fn captures(&self, input: &[u8]) -> Option<Locs> {
+        let mut locs = self.capture_locations();
+        self.captures_read_at(&mut locs, input, 0).then_some(locs)
+    }
+
+    /// Searches `input` from `start`; true when it matched (groups in `locs`).
+    pub fn captures_read_at(&self, locs: &mut Locs, input: &[u8], start: usize) -> bool {
+        match (self, locs) {
+            (Rx::Fast(r), Locs::Fast(l)) => r.captures_read_at(l, input, start).is_some(),
+            (Rx::Pcre(r), Locs::Pcre(l)) => {
+                matches!(r.captures_read_at(l, input, start), Ok(Some(_)))
+            }
+            _ => false,
+        }
+    }
+}
+
 /// Compiles `pattern` as HAProxy would compile it with PCRE.
-pub(crate) fn compile(pattern: &str, ignore_case: bool) -> Result<Regex, PatternError> {
-    RegexBuilder::new(pattern)
-        .unicode(false)
-        .case_insensitive(ignore_case)
-        .build()
-        .map_err(|e| invalid(pattern, &e))
+pub fn compile(pattern: &str, ignore_case: bool) -> Result<Rx, PatternError> {
+    match RegexBuilder::new(pattern).unicode(false).case_insensitive(ignore_case).build() {
+        Ok(r) => Ok(Rx::Fast(r)),
+        Err(e) => pcre2::bytes::RegexBuilder::new()
+            .caseless(ignore_case)
+            .jit_if_available(true)
+            .build(pattern)
+            .map(Rx::Pcre)
+            .map_err(|_| invalid(pattern, &e)),
+    }
 }
 
 fn invalid(pattern: &str, e: &regex::Error) -> PatternError {
@@ -47,7 +110,7 @@ fn invalid(pattern: &str, e: &regex::Error) -> PatternError {
 #[derive(Debug)]
 pub(crate) enum RegexIndex {
     Set(RegexSet),
-    List(Vec<Regex>),
+    List(Vec<Rx>),
 }
 
 thread_local! {
@@ -56,7 +119,7 @@ thread_local! {
 
 impl RegexIndex {
     /// `compiled` are the regexes already validated one by one, in order.
-    pub fn build(patterns: &[String], compiled: Vec<Regex>, ignore_case: bool) -> RegexIndex {
+    pub fn build(patterns: &[String], compiled: Vec<Rx>, ignore_case: bool) -> RegexIndex {
         let set = RegexSetBuilder::new(patterns)
             .unicode(false)
             .case_insensitive(ignore_case)
@@ -124,7 +187,7 @@ fn hex_value(c: u8) -> u8 {
 /// The `regsub(<regex>,<subst>[,<flags>])` converter.
 #[derive(Debug)]
 pub struct Regsub {
-    regex: Regex,
+    regex: Rx,
     subst: Vec<u8>,
     global: bool,
 }
@@ -168,7 +231,7 @@ impl Regsub {
         let mut first = true;
         loop {
             let found = if self.global || first {
-                self.regex.captures_read_at(&mut locs, input, start).is_some()
+                self.regex.captures_read_at(&mut locs, input, start)
             } else {
                 false
             };
@@ -191,7 +254,7 @@ impl Regsub {
         }
     }
 
-    fn expand_locs(&self, input: &[u8], locs: &CaptureLocations, out: &mut Vec<u8>) {
+    fn expand_locs(&self, input: &[u8], locs: &Locs, out: &mut Vec<u8>) {
         expand_with(&self.subst, |n| locs.get(n).map(|(s, e)| &input[s..e]), out);
     }
 }
@@ -241,7 +304,7 @@ fn expand_with<'h>(
 /// alone. Matching is case-sensitive.
 #[derive(Debug)]
 pub struct Replace {
-    regex: Regex,
+    regex: Rx,
 }
 
 impl Replace {
@@ -256,8 +319,8 @@ impl Replace {
     pub fn replace(&self, input: &[u8], with: &[u8], out: &mut Vec<u8>) -> bool {
         out.clear();
         match self.regex.captures(input) {
-            Some(caps) => {
-                expand_with(with, |n| caps.get(n).map(|m| m.as_bytes()), out);
+            Some(locs) => {
+                expand_with(with, |n| locs.get(n).map(|(s, e)| &input[s..e]), out);
                 true
             }
             None => false,
@@ -274,8 +337,8 @@ impl Replace {
     ) -> Result<bool, PatternError> {
         out.clear();
         match self.regex.captures(input) {
-            Some(caps) => {
-                if expand_with(with, |n| caps.get(n).map(|m| m.as_bytes()), out) {
+            Some(locs) => {
+                if expand_with(with, |n| locs.get(n).map(|(s, e)| &input[s..e]), out) {
                     Ok(true)
                 } else {
                     out.clear();
@@ -360,6 +423,20 @@ mod tests {
         assert!(r.try_replace(b"/p", b"bad\\", &mut out).is_err());
         assert!(r.replace(b"/p", b"bad\\", &mut out));
         assert_eq!(out, b"bad");
+    }
+
+    #[test]
+    fn what_only_pcre_accepts_goes_to_pcre() {
+        // Back-reference, look-ahead, look-behind, atomic group: HAProxy's PCRE2 takes them.
+        let r = compile(r"^(\w+)-\1$", false).expect("valid");
+        assert!(matches!(r, Rx::Pcre(_)));
+        assert!(r.is_match(b"ab-ab") && !r.is_match(b"ab-ba"));
+        assert!(compile("^/api(?!/v1)", false).is_ok_and(|r| r.is_match(b"/api/v2")));
+        assert!(compile("(?<=id=)[0-9]+", true).is_ok_and(|r| r.is_match(b"ID=42")));
+        assert!(compile("(?>a+)b", false).is_ok_and(|r| r.is_match(b"aab")));
+        assert_eq!(sub("(?<=a)b", "X", "g", "abab cb"), "aXaX cb");
+        assert!(matches!(compile("a+b", false), Ok(Rx::Fast(_))));
+        assert!(compile("a(", false).is_err());
     }
 
     #[test]

@@ -24,11 +24,10 @@
 use std::net::IpAddr;
 
 use aho_corasick::AhoCorasick;
-use regex::bytes::Regex;
 
 use crate::int::{self, IntRange, RangeIndex};
 use crate::ip::{self, IpIndex, IpPattern};
-use crate::rx::{self, RegexIndex};
+use crate::rx::{self, RegexIndex, Rx};
 use crate::table::BytesTable;
 use crate::text;
 use crate::trie::Trie;
@@ -39,7 +38,7 @@ use crate::{Method, PatternError};
 #[derive(Debug, Default)]
 struct Values {
     strings: Vec<String>,
-    regexes: Vec<Regex>,
+    regexes: Vec<Rx>,
     ranges: Vec<IntRange>,
     ips: Vec<IpPattern>,
     /// `bin` patterns, decoded.
@@ -504,7 +503,7 @@ pub struct Map {
     index: Index,
     values: Vec<String>,
     /// A `reg` map's regexes one by one (`map_regm` needs the matching one's groups).
-    regs: Vec<Regex>,
+    regs: Vec<Rx>,
 }
 
 impl Map {
@@ -554,7 +553,7 @@ impl Map {
             match (c, next) {
                 (b'\\', Some(d @ b'0'..=b'9')) => {
                     let g = caps.as_ref().and_then(|c| c.get(usize::from(d - b'0')));
-                    out.extend_from_slice(g.map_or(&b""[..], |m| m.as_bytes()));
+                    out.extend_from_slice(g.map_or(&b""[..], |(s, e)| &key[s..e]));
                     j += 2;
                 }
                 (b'\\', Some(b'x')) if value.len() >= j + 4 => {

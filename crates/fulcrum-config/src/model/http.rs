@@ -366,6 +366,10 @@ pub enum PureConv {
     Even,
     /// `hex2i`: hexadecimal text to an integer.
     Hex2i,
+    /// `host_only`: a Host value without its port, in lower case.
+    HostOnly,
+    /// `port_only`: a Host value's port (0 without one).
+    PortOnly,
 }
 
 /// The 32-bit hashes of HAProxy's `hash.c`.
@@ -850,6 +854,8 @@ pub struct Redirect {
     pub code: u16,
     pub drop_query: bool,
     pub append_slash: bool,
+    /// `ignore-empty`: the rule is skipped when its value renders empty.
+    pub ignore_empty: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

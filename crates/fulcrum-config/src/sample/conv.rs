@@ -79,6 +79,8 @@ fn build_pure(
         "not" => P::Not,
         "odd" => P::Odd,
         "even" => P::Even,
+        "host_only" => P::HostOnly,
+        "port_only" => P::PortOnly,
         _ => P::Hex2i,
     };
     Ok((Converter::Pure(conv), input, output))
@@ -102,6 +104,8 @@ fn pure_converter(name: &str) -> Option<(&'static [ArgT], usize, SmpType, SmpTyp
         "neg" | "cpl" => (NONE, 0, Int, Int),
         "bool" | "not" | "odd" | "even" => (NONE, 0, Int, Bool),
         "hex2i" => (NONE, 0, Str, Int),
+        "host_only" => (NONE, 0, Str, Str),
+        "port_only" => (NONE, 0, Str, Int),
         _ => return None,
     })
 }

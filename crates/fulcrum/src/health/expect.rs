@@ -8,7 +8,8 @@ use fulcrum_config::{
     CheckMessage, CheckStatus, CustomExpect, ExpectKind, ExpectStep, HeaderExpect, HeaderMatch,
     Payload,
 };
-use regex::bytes::{Regex, RegexBuilder};
+use fulcrum_pattern::Rx as Regex;
+use regex::bytes::RegexBuilder;
 
 use super::custom;
 
@@ -26,8 +27,12 @@ impl Expect {
     pub fn new(step: ExpectStep) -> Self {
         // Byte by byte, as HAProxy's PCRE matches (`[^\r]` takes any byte, not only UTF-8);
         // a pattern only Unicode mode accepts (a non-ASCII class) keeps it.
-        let compile =
-            |p: &str| RegexBuilder::new(p).unicode(false).build().or_else(|_| Regex::new(p)).ok();
+        // What only PCRE takes (back-references, look-around) is compiled with PCRE2.
+        let compile = |p: &str| {
+            let r = RegexBuilder::new(p).unicode(false).build();
+            let r = r.or_else(|_| regex::bytes::Regex::new(p)).map(Regex::Fast);
+            r.ok().or_else(|| fulcrum_pattern::compile_regex(p, false).ok())
+        };
         let (regex, value_regex) = match &step.kind {
             ExpectKind::Regex(p)
             | ExpectKind::BinaryRegex(p)
@@ -36,10 +41,7 @@ impl Expect {
             // Header names match whatever their case, as HAProxy compiles them (`REG_ICASE`).
             ExpectKind::Header(h) => (
                 (h.name_match == HeaderMatch::Reg)
-                    .then(|| {
-                        let mut b = RegexBuilder::new(&h.name);
-                        b.case_insensitive(true).unicode(false).build().ok()
-                    })
+                    .then(|| fulcrum_pattern::compile_regex(&h.name, true).ok())
                     .flatten(),
                 match (&h.value, h.value_match) {
                     (Some(v), HeaderMatch::Reg) => compile(v),

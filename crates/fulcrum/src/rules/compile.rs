@@ -287,6 +287,7 @@ impl<'a> Compiler<'a> {
                 code: rd.code,
                 drop_query: rd.drop_query,
                 append_slash: rd.append_slash,
+                ignore_empty: rd.ignore_empty,
             }),
             cfg::HttpAction::SetHeader { name, value } => {
                 Action::SetHeader { name: name.as_bytes().into(), value: self.format(value, span) }
@@ -300,7 +301,7 @@ impl<'a> Compiler<'a> {
                     cfg::NameMatch::Beg => Some(super::DelMatch::Beg),
                     cfg::NameMatch::End => Some(super::DelMatch::End),
                     cfg::NameMatch::Sub => Some(super::DelMatch::Sub),
-                    cfg::NameMatch::Reg => match regex::bytes::Regex::new(name) {
+                    cfg::NameMatch::Reg => match fulcrum_pattern::compile_regex(name, false) {
                         Ok(re) => Some(super::DelMatch::Reg(re)),
                         Err(e) => {
                             self.errors

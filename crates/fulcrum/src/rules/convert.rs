@@ -169,6 +169,22 @@ pub fn pure<'a>(c: &cfg::PureConv, v: Value<'a>) -> Option<Value<'a>> {
             }
             int(if neg { -acc } else { acc })
         }
+        // HAProxy's: the last ':' not inside an IPv6 literal's brackets starts the port.
+        P::HostOnly | P::PortOnly => {
+            let s = bytes_of(v, false);
+            let colon = s.iter().rposition(|&c| c == b':' || c == b']').filter(|&i| s[i] == b':');
+            if *c == P::PortOnly {
+                let digits = colon.map_or(&[][..], |i| &s[i + 1..]);
+                let n = digits
+                    .iter()
+                    .take_while(|c| c.is_ascii_digit())
+                    .fold(0i64, |a, &d| a.wrapping_mul(10).wrapping_add(i64::from(d - b'0')));
+                int(n)
+            } else {
+                let host = colon.map_or(&s[..], |i| &s[..i]);
+                owned(host.to_ascii_lowercase())
+            }
+        }
     })
 }
 
@@ -238,6 +254,11 @@ mod tests {
         assert_eq!(a(O::Div, 0, "4").as_deref(), Some(&*i64::MAX.to_string()));
         assert_eq!(a(O::Mod, 0, "4").as_deref(), Some("0"));
         assert_eq!(conv(P::Hex2i, "ff").as_deref(), Some("255"));
+        assert_eq!(conv(P::HostOnly, "WWW.Example.com:8080").as_deref(), Some("www.example.com"));
+        assert_eq!(conv(P::HostOnly, "[::1]:80").as_deref(), Some("[::1]"));
+        assert_eq!(conv(P::HostOnly, "[::1]").as_deref(), Some("[::1]"));
+        assert_eq!(conv(P::PortOnly, "[::1]:8443").as_deref(), Some("8443"));
+        assert_eq!(conv(P::PortOnly, "example.com").as_deref(), Some("0"));
         assert_eq!(conv(P::Odd, "3").as_deref(), Some("true"));
     }
 }

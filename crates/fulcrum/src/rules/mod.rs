@@ -165,6 +165,15 @@ pub struct RedirectSpec {
     pub code: u16,
     pub drop_query: bool,
     pub append_slash: bool,
+    /// `ignore-empty`: skipped when `value` renders empty.
+    pub ignore_empty: bool,
+}
+
+impl RedirectSpec {
+    /// `ignore-empty` and the value renders empty: the rule does nothing.
+    pub fn skipped(&self, ctx: &sample::Ctx<'_>) -> bool {
+        self.ignore_empty && self.value.render_vec(ctx).is_empty()
+    }
 }
 
 /// A compiled rule action.
@@ -336,6 +345,7 @@ pub fn run<'r>(
             Action::Auth { realm } => return Verdict::Auth(realm),
             Action::Deny { status, reply } => return Verdict::Deny(*status, reply.as_ref()),
             Action::Return(r) => return Verdict::Return(r),
+            Action::Redirect(r) if r.skipped(&base.ctx(head, req, vars)) => {}
             Action::Redirect(r) => return Verdict::Redirect(r),
             Action::WaitForBody { time, at_least } => {
                 return Verdict::WaitForBody { time: *time, at_least: *at_least, resume: i + 1 }
@@ -616,7 +626,7 @@ pub enum DelMatch {
     Beg,
     End,
     Sub,
-    Reg(regex::bytes::Regex),
+    Reg(fulcrum_pattern::Rx),
 }
 
 impl DelMatch {

@@ -1000,3 +1000,55 @@ fn http_response_wait_for_body_waits_or_answers_504() {
         (timed_out, r.status, r.text(), r.header("x-len").map(str::to_string))
     });
 }
+
+#[test]
+fn pcre_only_regexes_ignore_empty_redirects_and_host_converters() {
+    // Look-ahead, look-behind and back-references run as HAProxy's PCRE2 runs them; `\d` in a
+    // converter's argument reaches the regex; `ignore-empty` skips a redirect to nothing;
+    // `host_only` / `port_only` split a Host value.
+    let srv = server("s1");
+    let px_cfg = one(
+        &srv,
+        " acl old path_reg ^/api(?!/v2)\n\
+         http-request deny deny_status 410 if old\n\
+         http-request return status 200 hdr x-twin %[req.hdr(x-pair),regsub(\\\"^(\\\\w+)-\\\\1$\\\",twin)] \
+         if { path_beg /twin }\n\
+         http-request redirect location %[path,map_str({dir}/moved.map)] code 301 ignore-empty\n\
+         http-request set-var(txn.lb) str(yes) if { path_reg (?<=/s)how }\n\
+         http-request return status 200 hdr x-host %[req.hdr(host),host_only] \
+         hdr x-port %[req.hdr(host),port_only] hdr x-nodigits %[req.hdr(host),regsub(:\\d+$,,)] \
+         hdr x-lb %[var(txn.lb)] if { path_beg /show }\n",
+    );
+    each(|t| {
+        let px = t.start_with(&px_cfg, &[("moved.map", "/old /new\n")]);
+        let show = px.send(
+            b"GET /show/p/p HTTP/1.1\r\nHost: WWW.Example.com:8080\r\nConnection: close\r\n\r\n",
+        );
+        assert_eq!(
+            [
+                show.header("x-host"),
+                show.header("x-port"),
+                show.header("x-nodigits"),
+                show.header("x-lb")
+            ],
+            [Some("www.example.com"), Some("8080"), Some("WWW.Example.com"), Some("yes")]
+        );
+        assert_eq!((px.get("/api/v1").status, px.get("/api/v2").status), (410, 200));
+        assert_eq!(px.get_with("/twin", &["X-Pair: cd-cd"]).header("x-twin"), Some("twin"));
+        assert_eq!(px.get("/old").header("location"), Some("/new"));
+        (
+            (px.get("/api/v1/x").status, px.get("/api/v2/x").status),
+            (
+                px.get_with("/twin", &["X-Pair: ab-ab"]).header("x-twin").map(str::to_string),
+                px.get_with("/twin", &["X-Pair: ab-ba"]).header("x-twin").map(str::to_string),
+            ),
+            (px.get("/old").status, px.get("/old").header("location").map(str::to_string)),
+            (
+                show.header("x-host").map(str::to_string),
+                show.header("x-port").map(str::to_string),
+                show.header("x-nodigits").map(str::to_string),
+                show.header("x-lb").map(str::to_string),
+            ),
+        )
+    });
+}

@@ -476,11 +476,9 @@ impl Session<'_> {
                     Verdict::Continue => {
                         // Legacy redirect rules come after http-request rules.
                         let redirect = r.redirects.iter().find(|rule| {
-                            rules::holds(
-                                &rule.cond,
-                                &r.acls,
-                                &base.ctx(&self.req, None, &self.vars),
-                            )
+                            let ctx = base.ctx(&self.req, None, &self.vars);
+                            rules::holds(&rule.cond, &r.acls, &ctx)
+                                && !matches!(&rule.action, rules::Action::Redirect(rd) if rd.skipped(&ctx))
                         });
                         match redirect.map(|rule| &rule.action) {
                             Some(rules::Action::Redirect(rd)) => Verdict::Redirect(rd),
