@@ -59,12 +59,12 @@ pub fn parse<'a>(raw: &'a [u8]) -> Received<'a> {
         let r = if let Some(after) = r.strip_prefix(b"- ") {
             after
         } else if r.first() == Some(&b'[') {
-            let mut i = 0;
-            let mut depth_end = 0;
+            let (mut i, mut depth_end, mut quoted) = (0, r.len(), false);
             while i < r.len() {
                 match r[i] {
                     b'\\' => i += 1,
-                    b']' if r.get(i + 1) != Some(&b'[') => {
+                    b'"' => quoted = !quoted,
+                    b']' if !quoted && r.get(i + 1) != Some(&b'[') => {
                         depth_end = i + 1;
                         break;
                     }
