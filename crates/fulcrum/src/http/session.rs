@@ -120,6 +120,9 @@ struct Session<'a> {
     /// it for rewrites (`rules::room`), counted when their rules first need it.
     req_data_htx: Option<usize>,
     resp_data_htx: Option<usize>,
+    /// The transaction's stick counters were counted and released already (an answer made
+    /// here does it before its last write).
+    sc_ended: bool,
     /// Bounds the waits for the client's bytes (see `timer`).
     ctimer: Pin<&'a mut Timer>,
     /// Bounds the waits for the server's bytes.
@@ -303,6 +306,7 @@ pub async fn serve(
         skip_after: false,
         req_data_htx: None,
         resp_data_htx: None,
+        sc_ended: false,
         ctimer,
         stimer,
     };
@@ -633,7 +637,8 @@ impl Session<'_> {
     fn print_log(&mut self, refused: Option<bool>) {
         let l = std::mem::take(&mut self.log);
         crate::stats::account(self.fe, l.backend.as_deref(), &self.o, true, refused.is_some());
-        if let Some(sc) = self.vars.sc.as_deref_mut() {
+        if let (false, Some(sc)) = (std::mem::take(&mut self.sc_ended), self.vars.sc.as_deref_mut())
+        {
             sc.end_http_stream(&self.o, refused.is_some());
         }
         if !self.logs || l.skip {

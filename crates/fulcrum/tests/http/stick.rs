@@ -240,3 +240,28 @@ fn show_set_and_clear_table_answer_as_haproxy_does() {
         cmds.iter().map(|c| (c.to_string(), masked(&api(&s, c)))).collect::<Vec<_>>()
     });
 }
+
+#[test]
+fn a_stream_releases_what_it_tracked_before_its_answer_reaches_the_client() {
+    // The connection stays open (keep-alive): the entry an `http-request track-sc0` took is
+    // released with the stream, already when the client reads the proxy's answer.
+    let cfg = format!(
+        "{GLOBAL}{DEFAULTS}frontend fe\n bind {{fe0}}\n\
+         stick-table type ip size 1k expire 30s store http_req_cnt,http_err_cnt\n\
+         http-request track-sc0 src\n\
+         http-request deny deny_status 403\n"
+    );
+    each(|t| {
+        let px = t.start(&cfg);
+        let s = sock(&px);
+        let mut cl = px.client();
+        let mut seen = Vec::new();
+        for _ in 0..5 {
+            assert_eq!(cl.request(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").status, 403);
+            let table = api(&s, "show table fe");
+            assert!(table.contains("use=0"), "{table}");
+            seen = masked(&table);
+        }
+        seen
+    });
+}

@@ -194,6 +194,12 @@ impl Session<'_> {
         } else {
             self.o.bytes_out += msg.len() as u64;
         }
+        // The stream ends with this answer: what it tracked alone is counted and released
+        // before the client can see the answer (and, say, ask `show table` at once).
+        if let Some(sc) = self.vars.sc.as_deref_mut() {
+            sc.end_http_stream(&self.o, false);
+            self.sc_ended = true;
+        }
         let sent = write_all_within(&self.client, &msg, self.fe.timeouts.client).await;
         if keep && sent.is_ok() {
             Next::KeepAlive
