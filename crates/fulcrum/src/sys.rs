@@ -612,4 +612,10 @@ impl LazyRegistered {
             .map_err(io::Error::from)?;
         Ok(self.reg.get_or_init(|| r))
     }
+
+    /// Drops the registration, if made (from any thread: another worker takes the socket over
+    /// and registers it with its own event loop when it must wait).
+    pub fn unregister(&mut self) {
+        self.reg.take();
+    }
 }

@@ -364,6 +364,23 @@ impl Stream {
     }
 }
 
+impl Stream {
+    /// Takes over a connection another worker's event loop registered: its registration is
+    /// dropped here and made again with this worker's loop when it must wait (the idle pool's
+    /// takeover, see `http::pool`).
+    pub fn move_to_this_worker(self) -> io::Result<Stream> {
+        Ok(match self {
+            Stream::Tcp(mut s) => {
+                s.sock.unregister();
+                s.drained.set(false);
+                Stream::Tcp(s)
+            }
+            Stream::Unix(s) => Stream::Unix(UnixStream::from_std(s.into_std()?)?),
+            Stream::Tls(s) => Stream::Tls(Box::new(s.map_inner(Stream::move_to_this_worker)?)),
+        })
+    }
+}
+
 impl AsFd for Stream {
     fn as_fd(&self) -> BorrowedFd<'_> {
         match self {

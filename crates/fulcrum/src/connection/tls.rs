@@ -220,6 +220,12 @@ impl State {
 }
 
 impl TlsStream {
+    /// The same TLS connection over `f(inner)`.
+    pub fn map_inner(self, f: impl FnOnce(Stream) -> io::Result<Stream>) -> io::Result<Self> {
+        let TlsStream { inner, state, sni } = self;
+        Ok(TlsStream { inner: f(inner)?, state, sni })
+    }
+
     /// A server-side TLS connection over `inner` (the handshake is run by [`Self::handshake`]).
     pub fn server(inner: Stream, config: std::sync::Arc<rustls::ServerConfig>) -> io::Result<Self> {
         let conn = rustls::ServerConnection::new(config).map_err(tls_error)?;

@@ -3,18 +3,19 @@
 //! A connection whose response ended cleanly and that both sides agreed to keep alive is put
 //! here (unless `http-reuse never`, or `pool-max-conn` is reached); a later request to the same
 //! server takes the most recently used one (warm in the kernel's caches). Each worker has its own
-//! pool (thread-local), so no lock is taken. Connections idle longer than `pool-purge-delay` are
-//! closed by [`purge`], called by the worker once a second (ages count in those calls, so putting
-//! a connection reads no clock).
+//! pool, behind a lock of its own that only its worker takes in the usual course; a worker that
+//! finds none for a server that has idle connections elsewhere takes one over from another
+//! worker (HAProxy's takeover): the socket leaves that worker's event loop and joins this one's.
+//! Connections idle longer than `pool-purge-delay` are closed by [`purge`], called by the worker
+//! once a second (ages count in those calls, so putting a connection reads no clock).
 //!
 //! Must not touch: request/response semantics; `http-reuse` policy lives in the session.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 use std::time::Duration;
-
-use std::sync::Arc;
 
 use crate::backend::Backend;
 use crate::connection::Stream;
@@ -81,10 +82,25 @@ impl Idle {
     }
 }
 
-struct Pool {
+/// A worker's idle connections, which other workers may take over.
+#[derive(Default)]
+struct Lists {
     by_server: ByServer,
     /// Idle connections held by this worker, all servers together.
     total: usize,
+}
+
+type Shared = Arc<Mutex<Lists>>;
+
+fn lock(lists: &Mutex<Lists>) -> MutexGuard<'_, Lists> {
+    lists.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Every worker's lists, for takeovers (a worker's entry dies with its thread).
+static WORKERS: RwLock<Vec<Weak<Mutex<Lists>>>> = RwLock::new(Vec::new());
+
+struct Pool {
+    lists: Shared,
     /// Most idle connections this worker keeps (HAProxy bounds idle connections by a share of
     /// the process's file descriptors, `tune.pool-high-fd-ratio`, 25 %).
     cap: usize,
@@ -100,15 +116,11 @@ struct Pool {
 
 impl Default for Pool {
     fn default() -> Self {
-        Pool {
-            by_server: ByServer::default(),
-            total: 0,
-            cap: usize::MAX,
-            in_use: 0,
-            peak: 0,
-            est_need: 0,
-            purges: 0,
-        }
+        let lists = Shared::default();
+        let mut workers = WORKERS.write().unwrap_or_else(|e| e.into_inner());
+        workers.retain(|w| w.strong_count() > 0);
+        workers.push(Arc::downgrade(&lists));
+        Pool { lists, cap: usize::MAX, in_use: 0, peak: 0, est_need: 0, purges: 0 }
     }
 }
 
@@ -163,9 +175,10 @@ thread_local! {
 /// With `check`, a connection the server closed meanwhile is skipped (one `recv`); without,
 /// the caller copes with a dead one (a request without body is retried on a new connection).
 pub fn take(be: &Arc<Backend>, idx: usize, min_requests: u32, check: bool) -> Option<Idle> {
-    POOL.with(|p| {
-        let mut p = p.borrow_mut();
-        let Pool { by_server, total, .. } = &mut *p;
+    let found = POOL.with(|p| {
+        let p = p.borrow();
+        let mut lists = lock(&p.lists);
+        let Lists { by_server, total } = &mut *lists;
         let list = by_server.get_mut(&key(be, idx))?;
         let mut i = list.len();
         while i > 0 {
@@ -185,7 +198,50 @@ pub fn take(be: &Arc<Backend>, idx: usize, min_requests: u32, check: bool) -> Op
             i = i.min(list.len());
         }
         None
-    })
+    });
+    found.or_else(|| take_over(be, idx, min_requests, check))
+}
+
+/// Takes an idle connection to server `idx` of `be` from another worker, when some worker
+/// holds one (the server's count says so; a worker busy with its lists is passed over).
+fn take_over(be: &Arc<Backend>, idx: usize, min_requests: u32, check: bool) -> Option<Idle> {
+    let server = &be.servers[idx];
+    if server.idle_conns.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    let own = POOL.with(|p| Arc::as_ptr(&p.borrow().lists));
+    let others: Vec<Shared> = {
+        let workers = WORKERS.read().unwrap_or_else(|e| e.into_inner());
+        workers.iter().filter(|w| w.as_ptr() != own).filter_map(Weak::upgrade).collect()
+    };
+    let k = key(be, idx);
+    for other in others {
+        // At most a few tries per worker: a connection the server closed is dropped, the
+        // next one tried.
+        for _ in 0..4 {
+            let idle = {
+                let Ok(mut lists) = other.try_lock() else { break };
+                let Lists { by_server, total } = &mut *lists;
+                let Some(list) = by_server.get_mut(&k) else { break };
+                let Some(i) = list.iter().rposition(|c| c.requests >= min_requests) else {
+                    break;
+                };
+                let idle = list.remove(i);
+                server.idle_conns.fetch_sub(1, Ordering::Relaxed);
+                *total -= 1;
+                idle
+            };
+            let Idle { stream, requests, since, backend, idx: i, addr_gen } = idle;
+            let Ok(stream) = stream.move_to_this_worker() else { continue };
+            let idle = Idle { stream, requests, since, backend, idx: i, addr_gen };
+            let moved = idle.addr_gen != server.addr_gen();
+            if !moved && (!check || super::io::idle_is_clean(&idle.stream)) {
+                return Some(idle);
+            }
+            discard(idle.stream);
+        }
+    }
+    None
 }
 
 /// Offers a connection to the pool; it is closed instead when `pool-max-conn` is reached. A
@@ -206,21 +262,23 @@ pub fn put(be: &Arc<Backend>, idx: usize, stream: Stream, requests: u32) {
         return discard(stream);
     }
     POOL.with(|p| {
-        let mut p = p.borrow_mut();
+        let p = p.borrow();
         // HAProxy's rule (`srv_add_to_idle_list`): kept while the connections in use (this one
         // among them) and the idle ones together stay within what was needed at once lately,
         // above a small floor. A burst of first requests (which `http-reuse safe` sends on new
         // connections) then leaves about as many idle as were in use at its height, not more.
         let need = p.in_use.max(p.peak).max(p.est_need);
-        if p.total >= p.cap || (p.total >= MIN_IDLE && p.in_use + p.total > need) {
+        let mut lists = lock(&p.lists);
+        if lists.total >= p.cap || (lists.total >= MIN_IDLE && p.in_use + lists.total > need) {
+            drop(lists);
             return discard(stream);
         }
-        p.total += 1;
+        lists.total += 1;
         server.idle_conns.fetch_add(1, Ordering::Relaxed);
         let since = p.purges;
         let addr_gen = server.addr_gen();
         let idle = Idle { stream, requests, since, backend: Arc::clone(be), idx, addr_gen };
-        p.by_server.entry(key(be, idx)).or_default().push(idle);
+        lists.by_server.entry(key(be, idx)).or_default().push(idle);
     });
 }
 
@@ -236,7 +294,8 @@ pub fn purge(delay: u32) -> usize {
         let now = p.purges;
         let mut closed = 0;
         let peak = p.peak;
-        let Pool { by_server, total, .. } = &mut *p;
+        let mut lists = lock(&p.lists);
+        let Lists { by_server, total } = &mut *lists;
         // By age only: probing every idle connection each period would cost one syscall per
         // connection per second. A connection the server closed is noticed when taken (or its
         // request is retried) and goes with its age.
@@ -264,6 +323,7 @@ pub fn purge(delay: u32) -> usize {
             closed += 1;
             excess -= 1;
         }
+        drop(lists);
         p.est_need = ((p.est_need + p.peak) / 2).max(p.peak);
         p.peak = p.in_use;
         closed
@@ -275,8 +335,9 @@ pub fn purge(delay: u32) -> usize {
 /// reused by its requests; the others are closed.
 pub fn adopt(backends: &[Arc<Backend>]) {
     POOL.with(|p| {
-        let mut p = p.borrow_mut();
-        let old = std::mem::take(&mut p.by_server);
+        let p = p.borrow();
+        let mut lists = lock(&p.lists);
+        let old = std::mem::take(&mut lists.by_server);
         for (_, list) in old {
             for mut c in list {
                 if !backends.iter().any(|b| Arc::ptr_eq(b, &c.backend)) {
@@ -288,12 +349,12 @@ pub fn adopt(backends: &[Arc<Backend>]) {
                         }
                         None => {
                             c.close();
-                            p.total -= 1;
+                            lists.total -= 1;
                             continue;
                         }
                     }
                 }
-                p.by_server.entry(key(&c.backend, c.idx)).or_default().push(c);
+                lists.by_server.entry(key(&c.backend, c.idx)).or_default().push(c);
             }
         }
     });
@@ -317,9 +378,10 @@ fn successor(
 /// Closes every idle connection of this worker (soft stop).
 pub fn clear() {
     POOL.with(|p| {
-        let mut p = p.borrow_mut();
-        p.total = 0;
-        for (_, list) in p.by_server.drain() {
+        let p = p.borrow();
+        let mut lists = lock(&p.lists);
+        lists.total = 0;
+        for (_, list) in lists.by_server.drain() {
             for c in list {
                 c.server().idle_conns.fetch_sub(1, Ordering::Relaxed);
             }
