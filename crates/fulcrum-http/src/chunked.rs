@@ -1,6 +1,10 @@
-//! `ChunkedScanner`: validates a chunked body (RFC 9112 section 7.1) as it streams by, without
-//! copying or rewriting it, so the engine forwards the bytes verbatim. Owns only the framing
-//! state; must not touch heads or buffers.
+//! `ChunkedScanner`: validates a chunked body (RFC 9112 section 7.1) as it streams by. A body
+//! already in canonical form (chunk sizes in hex without leading zeros or extensions, CRLF line
+//! ends, no framing fields in the trailers) is forwarded verbatim, without a copy; any other
+//! is written again in that form ([`ChunkedScanner::render`]), as HAProxy writes every chunk-size
+//! line itself: what reaches the peer never depends on how it reads `000…05`, `5 `, `5;x`,
+//! a bare LF, or a `Content-Length` in the trailers. Owns only the framing state; must not touch
+//! heads or buffers.
 //!
 //! Lines (chunk-size lines, trailer lines) are accepted whole: a partial line is left to the
 //! caller, who calls again with it and more bytes. Chunk data is accepted as it comes.
@@ -24,6 +28,9 @@ pub struct Scan {
     /// The body (last chunk, trailers, final line end) ended within them; bytes after
     /// `accepted` belong to the next message.
     pub done: bool,
+    /// The accepted bytes are in canonical form and may go as they are; otherwise forward
+    /// what [`ChunkedScanner::render`] writes for them.
+    pub canonical: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,6 +132,37 @@ fn size_line(line: &[u8], complete: bool) -> Result<u64, ChunkError> {
     Ok(size)
 }
 
+/// A canonical chunk-size line: hex digits only, no leading zero (but for the last chunk's).
+fn canonical_size(line: &[u8]) -> bool {
+    line.iter().all(u8::is_ascii_hexdigit) && (line.len() == 1 || line.first() != Some(&b'0'))
+}
+
+/// A trailer field that would speak for the message's framing or target (`Content-Length`,
+/// `Transfer-Encoding`, `Host`): never forwarded (RFC 9110 6.5.1).
+fn framing_trailer(line: &[u8]) -> bool {
+    let name = line.split(|&b| b == b':').next().unwrap_or_default();
+    [&b"content-length"[..], b"transfer-encoding", b"host"]
+        .iter()
+        .any(|f| name.eq_ignore_ascii_case(f))
+}
+
+/// Writes a chunk-size line in canonical form.
+fn write_size(out: &mut Vec<u8>, size: u64) {
+    let mut digits = [0u8; 16];
+    let mut i = digits.len();
+    let mut n = size;
+    loop {
+        i -= 1;
+        digits[i] = b"0123456789abcdef"[(n & 0xf) as usize];
+        n >>= 4;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+    out.extend_from_slice(b"\r\n");
+}
+
 fn trailer_line(line: &[u8], complete: bool) -> Result<(), ChunkError> {
     match check_field_line(line, complete) {
         Ok(_) => Ok(()),
@@ -159,17 +197,33 @@ impl ChunkedScanner {
     /// ends may be CRLF or a bare LF (as HAProxy); a CR must be followed by LF. After an error
     /// every call returns the same error.
     pub fn scan(&mut self, input: &[u8]) -> Result<Scan, ChunkError> {
+        self.run(input, None)
+    }
+
+    /// Writes to `out` the canonical form of `input`, which a scanner in this same state
+    /// accepted (a copy of it taken before [`ChunkedScanner::scan`], given exactly the accepted
+    /// bytes): chunk sizes in lowercase hex, CRLF line ends, extensions and framing trailer
+    /// fields left out.
+    pub fn render(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        let _ = self.run(input, Some(out));
+    }
+
+    fn run(&mut self, input: &[u8], mut out: Option<&mut Vec<u8>>) -> Result<Scan, ChunkError> {
         let mut i = 0;
+        let mut canonical = true;
         loop {
             match self.state {
                 State::Failed(e) => return Err(e),
-                State::Done => return Ok(Scan { accepted: i, done: true }),
+                State::Done => return Ok(Scan { accepted: i, done: true, canonical }),
                 State::Data(remaining) => {
                     let available = (input.len() - i) as u64;
                     if available == 0 {
-                        return Ok(Scan { accepted: i, done: false });
+                        return Ok(Scan { accepted: i, done: false, canonical });
                     }
                     let n = remaining.min(available);
+                    if let Some(out) = out.as_deref_mut() {
+                        out.extend_from_slice(&input[i..i + n as usize]);
+                    }
                     // n <= available, which came from a usize.
                     i += n as usize;
                     self.payload += n;
@@ -177,13 +231,20 @@ impl ChunkedScanner {
                         if n == remaining { State::DataEnd } else { State::Data(remaining - n) };
                 }
                 State::DataEnd => match input.get(i..).unwrap_or_default() {
-                    [] | [b'\r'] => return Ok(Scan { accepted: i, done: false }),
+                    [] | [b'\r'] => return Ok(Scan { accepted: i, done: false, canonical }),
                     [b'\n', ..] => {
                         i += 1;
+                        canonical = false;
+                        if let Some(out) = out.as_deref_mut() {
+                            out.extend_from_slice(b"\r\n");
+                        }
                         self.state = State::SizeLine;
                     }
                     [b'\r', b'\n', ..] => {
                         i += 2;
+                        if let Some(out) = out.as_deref_mut() {
+                            out.extend_from_slice(b"\r\n");
+                        }
                         self.state = State::SizeLine;
                     }
                     [b'\r', ..] => return self.fail(ChunkError::BareCr),
@@ -208,9 +269,11 @@ impl ChunkedScanner {
                         if window.len() == MAX_CHUNK_LINE + 2 {
                             return self.fail(ChunkError::LineTooLong);
                         }
-                        return Ok(Scan { accepted: i, done: false });
+                        return Ok(Scan { accepted: i, done: false, canonical });
                     };
                     let line = window[..j].strip_suffix(b"\r").unwrap_or(&window[..j]);
+                    // A bare LF ends the line: not canonical.
+                    canonical &= line.len() < j;
                     if sizes {
                         let size = match size_line(line, true) {
                             Ok(size) => size,
@@ -219,8 +282,15 @@ impl ChunkedScanner {
                         if line.len() > MAX_CHUNK_LINE {
                             return self.fail(ChunkError::LineTooLong);
                         }
+                        canonical &= canonical_size(line);
+                        if let Some(out) = out.as_deref_mut() {
+                            write_size(out, size);
+                        }
                         self.state = if size == 0 { State::Trailers } else { State::Data(size) };
                     } else if line.is_empty() {
+                        if let Some(out) = out.as_deref_mut() {
+                            out.extend_from_slice(b"\r\n");
+                        }
                         self.state = State::Done;
                     } else {
                         if let Err(e) = trailer_line(line, true) {
@@ -232,6 +302,12 @@ impl ChunkedScanner {
                         self.trailer_bytes += j + 1;
                         if self.trailer_bytes > MAX_TRAILERS {
                             return self.fail(ChunkError::TrailersTooLarge);
+                        }
+                        if framing_trailer(line) {
+                            canonical = false;
+                        } else if let Some(out) = out.as_deref_mut() {
+                            out.extend_from_slice(line);
+                            out.extend_from_slice(b"\r\n");
                         }
                     }
                     i += j + 1;

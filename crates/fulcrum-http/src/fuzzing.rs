@@ -104,6 +104,11 @@ fn assert_round_trip(h: &Head, kind: Kind, full_info: bool, what: &str) {
     let out = written(h);
     let mut back = Head::new();
     let r = parse(&mut back, kind, &out, &ROOMY);
+    // What only a client is refused for: an edit may remove the Host of an HTTP/1.1 request
+    // (`del-header host`) or make an HTTP/1.0 one chunked, and the proxy sends it on.
+    if matches!(r, Err(HeadError::MissingHost | HeadError::TransferEncodingInHttp10)) {
+        return;
+    }
     assert_eq!(r, Ok(Some(out.len())), "{what}: written head does not parse back: {out:?}");
     assert_eq!(snapshot(&back, full_info), snapshot(h, full_info), "{what}: head changed: {out:?}");
     assert_eq!(written(&back), out, "{what}: writing is not stable");
@@ -256,6 +261,7 @@ fn scan_pieces(data: &[u8], cuts: &[usize]) -> (Result<Scan, ChunkError>, u64) {
     let mut s = ChunkedScanner::new();
     let mut start = 0; // first byte not accepted yet
     let mut total = 0;
+    let mut canonical = true;
     for &cut in cuts.iter().chain(std::iter::once(&data.len())) {
         let cut = cut.max(start);
         match s.scan(&data[start..cut]) {
@@ -264,13 +270,14 @@ fn scan_pieces(data: &[u8], cuts: &[usize]) -> (Result<Scan, ChunkError>, u64) {
                 assert!(scan.accepted <= cut - start);
                 start += scan.accepted;
                 total += scan.accepted;
+                canonical &= scan.canonical;
                 if scan.done {
-                    return (Ok(Scan { accepted: total, done: true }), s.payload());
+                    return (Ok(Scan { accepted: total, done: true, canonical }), s.payload());
                 }
             }
         }
     }
-    (Ok(Scan { accepted: total, done: false }), s.payload())
+    (Ok(Scan { accepted: total, done: false, canonical }), s.payload())
 }
 
 /// Checks the chunked scanner on `data` (see the module doc).

@@ -853,7 +853,8 @@ impl Head {
                     return Err(HeadError::DuplicateHost);
                 }
                 self.seen_host = true;
-                if !target::host_matches(self.target(), &line[value.clone()]) {
+                let host = &line[value.clone()];
+                if !target::valid_host(host) || !target::host_matches(self.target(), host) {
                     return Err(HeadError::BadHost);
                 }
             }
@@ -884,6 +885,20 @@ impl Head {
                 Flaw::ClAndTe => HeadError::BadTransferEncoding,
             },
         )?;
+        if self.kind == Kind::Request {
+            // RFC 9112 6.1 and 3.2 (HAProxy 2.6 forwards both). An absolute-form or CONNECT
+            // target names its host itself.
+            if self.version == Version::Http10 && self.seen_te {
+                return Err(HeadError::TransferEncodingInHttp10);
+            }
+            let names_host = matches!(
+                target::form(self.target()),
+                target::Form::Absolute { .. } | target::Form::Authority
+            );
+            if self.version == Version::Http11 && !self.seen_host && !names_host {
+                return Err(HeadError::MissingHost);
+            }
+        }
         self.info = Info { te_and_cl, ..info };
         Ok(())
     }

@@ -29,8 +29,6 @@
 //!   twice -> 400; another coding before it (`gzip, chunked`) -> 422 for a request (HAProxy's
 //!   answer) and 502 for a response. HAProxy also rejects a response whose Transfer-Encoding does
 //!   not end in chunked, where RFC 9112 6.3 would read it until close; we do the same.
-//! - Transfer-Encoding in an HTTP/1.0 request is honoured like in HTTP/1.1 (HAProxy forwards
-//!   it chunked; RFC 9112 6.1 says a server MAY treat it as faulty).
 //! - Transfer-Encoding with Content-Length: chunked wins, Content-Length is removed,
 //!   `Info::te_and_cl` is set (HAProxy then closes the server connection).
 //! - Host differing from an absolute-form target's authority (default ports ignored) or from a
@@ -39,9 +37,9 @@
 //!   `Sec-WebSocket-Accept` (101 response), else 400 / 502.
 //! - A request head too long, too many fields: 400, not 414/431 (see [`HeadError`]);
 //!   `max_headers` counts as `tune.http.maxhdr` does (101 -> 100 fields).
-//! - A status line may lack the SP before an empty reason. HTTP/1.1 without Host is accepted.
+//! - A status line may lack the SP before an empty reason.
 //! - Chunk sizes: hex digits, leading zeros allowed, at most 2^63-1; SP/HTAB may follow the
-//!   size.
+//!   size (the engine forwards them rewritten in canonical form, as HAProxy writes its own).
 //!
 //! # Where it is stricter than HAProxy 2.6 (HAProxy accepts these; RFC 9112 allows rejecting)
 //! - Request and status lines take exactly one SP between parts (HAProxy takes runs of SP/HTAB).
@@ -57,7 +55,12 @@
 //! - A Transfer-Encoding field without any coding is rejected even when another field says
 //!   `chunked` (HAProxy takes that pair).
 //! - Chunk extensions must follow RFC 9112 7.1.1 (HAProxy skips them unchecked); trailer fields
-//!   follow the header rules (so obs-fold in trailers is rejected too).
+//!   follow the header rules (so obs-fold in trailers is rejected too); `Content-Length`,
+//!   `Transfer-Encoding` and `Host` in trailers are never forwarded.
+//! - An HTTP/1.1 request without Host, or with a Host that is not `host[:port]` (`a b`), gets
+//!   400 (RFC 9112 3.2; HAProxy forwards both).
+//! - Transfer-Encoding in an HTTP/1.0 request is faulty framing: 400 (RFC 9112 6.1; HAProxy
+//!   forwards it chunked).
 //!
 //! # Not done here
 //! Hop-by-hop removal ([`strip_hop_by_hop`]) goes further than HAProxy 2.6, which forwards

@@ -129,6 +129,37 @@ fn without_default_port<'a>(scheme: &[u8], hp: &'a [u8]) -> &'a [u8] {
     }
 }
 
+/// A Host value of valid syntax (RFC 9110 7.2: `uri-host [ ":" port ]`, the host a reg-name
+/// of unreserved, sub-delims and percent-encoded bytes, or an IP literal in brackets; empty is
+/// allowed). `a b`, `a/b`, `a@b`, `a:b` are not.
+pub(crate) fn valid_host(v: &[u8]) -> bool {
+    fn reg(b: u8) -> bool {
+        b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=%".contains(&b)
+    }
+    let (host, port) = match v.first() {
+        Some(b'[') => match v.iter().position(|&b| b == b']') {
+            Some(end) => {
+                let inner = &v[1..end];
+                if inner.is_empty() || !inner.iter().all(|&b| reg(b) || b == b':') {
+                    return false;
+                }
+                (&v[..0], &v[end + 1..])
+            }
+            None => return false,
+        },
+        _ => match v.iter().position(|&b| b == b':') {
+            Some(colon) => (&v[..colon], &v[colon..]),
+            None => (v, &v[v.len()..]),
+        },
+    };
+    let port_ok = match port.split_first() {
+        None => true,
+        Some((b':', digits)) => digits.iter().all(u8::is_ascii_digit),
+        Some(_) => false,
+    };
+    port_ok && host.iter().all(|&b| reg(b))
+}
+
 /// True unless the target carries an authority that differs from `host` (case-insensitive;
 /// default ports ignored for absolute-form; exact for CONNECT's authority-form, as HAProxy).
 pub(crate) fn host_matches(t: &[u8], host: &[u8]) -> bool {
@@ -149,6 +180,18 @@ pub(crate) fn host_matches(t: &[u8], host: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_values_are_checked_for_their_syntax() {
+        for good in [&b"a"[..], b"", b"a.b-c_d~e", b"a:80", b"a:", b"[::1]", b"[::1]:443", b"x%41"]
+        {
+            assert!(valid_host(good), "{}", String::from_utf8_lossy(good));
+        }
+        for bad in [&b"a b"[..], b"a/b", b"a@b", b"a:b", b"a:1:2", b"[::1", b"[]", b"[::1]x", b"a?"]
+        {
+            assert!(!valid_host(bad), "{}", String::from_utf8_lossy(bad));
+        }
+    }
 
     #[test]
     fn forms_are_recognised_as_haproxy_does() {

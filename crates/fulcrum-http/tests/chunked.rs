@@ -3,21 +3,26 @@
 
 use fulcrum_http::{ChunkError, ChunkedScanner, Scan, MAX_CHUNK_LINE, MAX_TRAILERS};
 
+/// What a scan accepted and whether the body ended (whether it is canonical is tested apart).
+fn ad(s: Scan) -> (usize, bool) {
+    (s.accepted, s.done)
+}
+
 /// Scans `body` in one call.
-fn once(body: &[u8]) -> Result<(Scan, u64), ChunkError> {
+fn once(body: &[u8]) -> Result<((usize, bool), u64), ChunkError> {
     let mut s = ChunkedScanner::new();
-    s.scan(body).map(|r| (r, s.payload()))
+    s.scan(body).map(|r| (ad(r), s.payload()))
 }
 
 /// Scans `body` given as two pieces cut at `cut`, the caller keeping what was not accepted.
-fn split(body: &[u8], cut: usize) -> Result<(Scan, u64), ChunkError> {
+fn split(body: &[u8], cut: usize) -> Result<((usize, bool), u64), ChunkError> {
     let mut s = ChunkedScanner::new();
     let first = s.scan(&body[..cut])?;
     if first.done {
-        return Ok((first, s.payload()));
+        return Ok((ad(first), s.payload()));
     }
     let second = s.scan(&body[first.accepted..])?;
-    Ok((Scan { accepted: first.accepted + second.accepted, done: second.done }, s.payload()))
+    Ok(((first.accepted + second.accepted, second.done), s.payload()))
 }
 
 const VALID: &[(&str, &[u8], u64)] = &[
@@ -36,7 +41,7 @@ const VALID: &[(&str, &[u8], u64)] = &[
 #[test]
 fn valid_bodies_are_accepted_whole() {
     for (what, body, payload) in VALID {
-        assert_eq!(once(body), Ok((Scan { accepted: body.len(), done: true }, *payload)), "{what}");
+        assert_eq!(once(body), Ok(((body.len(), true), *payload)), "{what}");
     }
 }
 
@@ -65,32 +70,32 @@ fn valid_bodies_split_at_every_byte_give_the_same_result() {
 #[test]
 fn bytes_after_the_body_are_left_for_the_next_message() {
     let r = once(b"1\r\nx\r\n0\r\n\r\nGET / HTTP/1.1\r\n");
-    assert_eq!(r, Ok((Scan { accepted: 11, done: true }, 1)));
+    assert_eq!(r, Ok(((11, true), 1)));
     let mut s = ChunkedScanner::new();
     s.scan(b"0\r\n\r\n").expect("valid body");
-    assert_eq!(s.scan(b"more"), Ok(Scan { accepted: 0, done: true }));
+    assert_eq!(s.scan(b"more").map(ad), Ok((0, true)));
     s.reset();
-    assert_eq!(s.scan(b"0\r\n\r\n"), Ok(Scan { accepted: 5, done: true }));
+    assert_eq!(s.scan(b"0\r\n\r\n").map(ad), Ok((5, true)));
 }
 
 #[test]
 fn partial_lines_are_not_accepted_but_data_is() {
     let mut s = ChunkedScanner::new();
-    assert_eq!(s.scan(b"1"), Ok(Scan { accepted: 0, done: false }));
-    assert_eq!(s.scan(b"10\r"), Ok(Scan { accepted: 0, done: false }));
-    assert_eq!(s.scan(b"10\r\nabcd"), Ok(Scan { accepted: 8, done: false }));
+    assert_eq!(s.scan(b"1").map(ad), Ok((0, false)));
+    assert_eq!(s.scan(b"10\r").map(ad), Ok((0, false)));
+    assert_eq!(s.scan(b"10\r\nabcd").map(ad), Ok((8, false)));
     assert_eq!(s.payload(), 4);
-    assert_eq!(s.scan(b"efghijklmnop\r"), Ok(Scan { accepted: 12, done: false }));
-    assert_eq!(s.scan(b"\r\n0\r\nX: "), Ok(Scan { accepted: 5, done: false }));
-    assert_eq!(s.scan(b"X: y\r\n\r"), Ok(Scan { accepted: 6, done: false }));
-    assert_eq!(s.scan(b"\r\n"), Ok(Scan { accepted: 2, done: true }));
+    assert_eq!(s.scan(b"efghijklmnop\r").map(ad), Ok((12, false)));
+    assert_eq!(s.scan(b"\r\n0\r\nX: ").map(ad), Ok((5, false)));
+    assert_eq!(s.scan(b"X: y\r\n\r").map(ad), Ok((6, false)));
+    assert_eq!(s.scan(b"\r\n").map(ad), Ok((2, true)));
     assert_eq!(s.payload(), 16);
 }
 
 #[test]
 fn sizes_up_to_two_to_the_sixty_three_minus_one_are_accepted() {
     let mut s = ChunkedScanner::new();
-    assert_eq!(s.scan(b"7fffffffffffffff\r\nab"), Ok(Scan { accepted: 20, done: false }));
+    assert_eq!(s.scan(b"7fffffffffffffff\r\nab").map(ad), Ok((20, false)));
     assert_eq!(s.payload(), 2);
 }
 
@@ -155,4 +160,61 @@ fn invalid_bytes_are_reported_before_the_line_ends() {
     assert_eq!(s.scan(b"3g"), Err(ChunkError::BadSize));
     let mut s = ChunkedScanner::new();
     assert_eq!(s.scan(b"0\r\nX T"), Err(ChunkError::BadTrailer));
+}
+
+/// Scans `body` in pieces cut at `cut`, forwarding as the engine does: accepted bytes as they
+/// are when canonical, else what `render` writes for them.
+fn forwarded(body: &[u8], cut: usize) -> Vec<u8> {
+    let mut s = ChunkedScanner::new();
+    let mut out = Vec::new();
+    let mut start = 0;
+    for end in [cut, body.len()] {
+        let end = end.max(start);
+        let before = s.clone();
+        let r = s.scan(&body[start..end]).expect("valid body");
+        let accepted = &body[start..start + r.accepted];
+        if r.canonical {
+            out.extend_from_slice(accepted);
+        } else {
+            before.clone().render(accepted, &mut out);
+        }
+        start += r.accepted;
+        if r.done {
+            break;
+        }
+    }
+    out
+}
+
+#[test]
+fn canonical_bodies_pass_as_they_are_and_others_are_written_again() {
+    let cases: &[(&str, &[u8], &[u8])] = &[
+        ("canonical", b"3\r\nabc\r\n0\r\n\r\n", b"3\r\nabc\r\n0\r\n\r\n"),
+        ("upper-case hex", b"A\r\n0123456789\r\n0\r\n\r\n", b"A\r\n0123456789\r\n0\r\n\r\n"),
+        ("trailers", b"1\r\nx\r\n0\r\nX-T: 1\r\n\r\n", b"1\r\nx\r\n0\r\nX-T: 1\r\n\r\n"),
+        ("leading zeros", b"0003\r\nabc\r\n00\r\n\r\n", b"3\r\nabc\r\n0\r\n\r\n"),
+        ("extensions", b"3;a=b\r\nabc\r\n0;x=\"y\"\r\n\r\n", b"3\r\nabc\r\n0\r\n\r\n"),
+        ("spaces after the size", b"3 \r\nabc\r\n0\t\r\n\r\n", b"3\r\nabc\r\n0\r\n\r\n"),
+        ("LF-only lines", b"3\nabc\n0\nX: 1\n\n", b"3\r\nabc\r\n0\r\nX: 1\r\n\r\n"),
+        ("a large size", b"0010\r\n0123456789abcdef\r\n0\r\n\r\n", b"10\r\n0123456789abcdef\r\n0\r\n\r\n"),
+        (
+            "framing fields in trailers",
+            b"1\r\nx\r\n0\r\nContent-Length: 5\r\nX: 1\r\ntransfer-encoding: chunked\r\nHOST: a\r\n\r\n",
+            b"1\r\nx\r\n0\r\nX: 1\r\n\r\n",
+        ),
+    ];
+    for (what, body, expected) in cases {
+        let whole = once(body).expect("valid body");
+        assert_eq!(whole.0, (body.len(), true), "{what}");
+        let mut s = ChunkedScanner::new();
+        let canonical = s.scan(body).map(|r| r.canonical).expect("valid body");
+        assert_eq!(canonical, body == expected, "{what}: canonical");
+        for cut in 0..=body.len() {
+            assert_eq!(show(&forwarded(body, cut)), show(expected), "{what} cut at {cut}");
+        }
+    }
+}
+
+fn show(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
 }

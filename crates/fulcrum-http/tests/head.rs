@@ -40,18 +40,18 @@ fn malformed_requests_are_rejected_with_the_right_reason() {
         ("trailing space", b"GET / HTTP/1.1 \r\n\r\n", BadVersion),
         ("HTTP/0.9 line", b"GET /\r\n\r\n", BadVersion),
         ("method alone", b"GET\r\n\r\n", BadTarget),
-        ("target with 0x80", b"GET /\x80 HTTP/1.1\r\n\r\n", BadTarget),
-        ("target with #", b"GET /a#b HTTP/1.1\r\n\r\n", BadTarget),
-        ("target with DEL", b"GET /a\x7fb HTTP/1.1\r\n\r\n", BadTarget),
-        ("target with CTL", b"GET /a\x01b HTTP/1.1\r\n\r\n", BadTarget),
-        ("target with NUL", b"GET /a\x00b HTTP/1.1\r\n\r\n", BadTarget),
+        ("target with 0x80", b"GET /\x80 HTTP/1.1\r\nHost: a\r\n\r\n", BadTarget),
+        ("target with #", b"GET /a#b HTTP/1.1\r\nHost: a\r\n\r\n", BadTarget),
+        ("target with DEL", b"GET /a\x7fb HTTP/1.1\r\nHost: a\r\n\r\n", BadTarget),
+        ("target with CTL", b"GET /a\x01b HTTP/1.1\r\nHost: a\r\n\r\n", BadTarget),
+        ("target with NUL", b"GET /a\x00b HTTP/1.1\r\nHost: a\r\n\r\n", BadTarget),
         ("relative target", b"GET abc HTTP/1.1\r\n\r\n", BadTarget),
         ("query-only target", b"GET ?x HTTP/1.1\r\n\r\n", BadTarget),
         ("absolute with query after authority", b"GET http://a?x HTTP/1.1\r\n\r\n", BadTarget),
         ("scheme starting with a digit", b"GET 1a://a/ HTTP/1.1\r\n\r\n", BadTarget),
         ("authority-form for GET", b"GET a:443 HTTP/1.1\r\n\r\n", BadTarget),
         ("CONNECT without port", b"CONNECT a HTTP/1.1\r\n\r\n", BadTarget),
-        ("CONNECT with a path", b"CONNECT /x HTTP/1.1\r\n\r\n", BadTarget),
+        ("CONNECT with a path", b"CONNECT /x HTTP/1.1\r\nHost: a\r\n\r\n", BadTarget),
         ("CONNECT with a bad port", b"CONNECT a:b HTTP/1.1\r\n\r\n", BadTarget),
         ("lowercase version", b"GET / http/1.1\r\n\r\n", BadVersion),
         ("HTTP/2.0", b"GET / HTTP/2.0\r\n\r\n", BadVersion),
@@ -61,73 +61,73 @@ fn malformed_requests_are_rejected_with_the_right_reason() {
         ("HTTP/1.x", b"GET / HTTP/1.x\r\n\r\n", BadVersion),
         ("HTTQ", b"GET / HTTQ/1.1\r\n\r\n", BadVersion),
         ("bare CR ending the request line", b"GET / HTTP/1.1\rHost: a\r\n\r\n", BareCr),
-        ("bare CR in a value", b"GET / HTTP/1.1\r\nX: a\rb\r\n\r\n", BareCr),
-        ("CR CR LF", b"GET / HTTP/1.1\r\nX: a\r\r\n\r\n", BareCr),
-        ("bare CR as the last line", b"GET / HTTP/1.1\r\nX: a\r\n\r\r\n", BareCr),
-        ("space before colon", b"GET / HTTP/1.1\r\nX-A : b\r\n\r\n", SpaceBeforeColon),
-        ("tab before colon", b"GET / HTTP/1.1\r\nX-A\t: b\r\n\r\n", SpaceBeforeColon),
-        ("bad name byte", b"GET / HTTP/1.1\r\nX(A: b\r\n\r\n", BadHeaderName),
-        ("name with 0x80", b"GET / HTTP/1.1\r\nX\x80: b\r\n\r\n", BadHeaderName),
-        ("empty name", b"GET / HTTP/1.1\r\n: b\r\n\r\n", BadHeaderName),
-        ("no colon", b"GET / HTTP/1.1\r\nXA\r\n\r\n", BadHeaderName),
-        ("obs-fold", b"GET / HTTP/1.1\r\nX: a\r\n b\r\n\r\n", ObsFold),
+        ("bare CR in a value", b"GET / HTTP/1.1\r\nHost: a\r\nX: a\rb\r\n\r\n", BareCr),
+        ("CR CR LF", b"GET / HTTP/1.1\r\nHost: a\r\nX: a\r\r\n\r\n", BareCr),
+        ("bare CR as the last line", b"GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n\r\r\n", BareCr),
+        ("space before colon", b"GET / HTTP/1.1\r\nHost: a\r\nX-A : b\r\n\r\n", SpaceBeforeColon),
+        ("tab before colon", b"GET / HTTP/1.1\r\nHost: a\r\nX-A\t: b\r\n\r\n", SpaceBeforeColon),
+        ("bad name byte", b"GET / HTTP/1.1\r\nHost: a\r\nX(A: b\r\n\r\n", BadHeaderName),
+        ("name with 0x80", b"GET / HTTP/1.1\r\nHost: a\r\nX\x80: b\r\n\r\n", BadHeaderName),
+        ("empty name", b"GET / HTTP/1.1\r\nHost: a\r\n: b\r\n\r\n", BadHeaderName),
+        ("no colon", b"GET / HTTP/1.1\r\nHost: a\r\nXA\r\n\r\n", BadHeaderName),
+        ("obs-fold", b"GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n", ObsFold),
         ("obs-fold with tab", b"GET / HTTP/1.1\r\nX: a\r\n\tb\r\n\r\n", ObsFold),
         ("space before the first field", b"GET / HTTP/1.1\r\n Host: a\r\n\r\n", ObsFold),
-        ("NUL in a value", b"GET / HTTP/1.1\r\nX: a\x00b\r\n\r\n", BadHeaderValue),
-        ("CTL in a value", b"GET / HTTP/1.1\r\nX: a\x01b\r\n\r\n", BadHeaderValue),
-        ("DEL in a value", b"GET / HTTP/1.1\r\nX: a\x7fb\r\n\r\n", BadHeaderValue),
+        ("NUL in a value", b"GET / HTTP/1.1\r\nHost: a\r\nX: a\x00b\r\n\r\n", BadHeaderValue),
+        ("CTL in a value", b"GET / HTTP/1.1\r\nHost: a\r\nX: a\x01b\r\n\r\n", BadHeaderValue),
+        ("DEL in a value", b"GET / HTTP/1.1\r\nHost: a\r\nX: a\x7fb\r\n\r\n", BadHeaderValue),
         (
             "CL list differs",
-            b"POST / HTTP/1.1\r\nContent-Length: 3, 4\r\n\r\n",
+            b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3, 4\r\n\r\n",
             ConflictingContentLength,
         ),
         (
             "CL headers differ",
-            b"POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n",
+            b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n",
             ConflictingContentLength,
         ),
-        ("CL with plus", b"POST / HTTP/1.1\r\nContent-Length: +3\r\n\r\n", BadContentLength),
-        ("CL negative", b"POST / HTTP/1.1\r\nContent-Length: -3\r\n\r\n", BadContentLength),
-        ("CL hex", b"POST / HTTP/1.1\r\nContent-Length: 0x3\r\n\r\n", BadContentLength),
-        ("CL empty", b"POST / HTTP/1.1\r\nContent-Length:\r\n\r\n", BadContentLength),
-        ("CL empty element", b"POST / HTTP/1.1\r\nContent-Length: 3,,3\r\n\r\n", BadContentLength),
-        ("CL trailing comma", b"POST / HTTP/1.1\r\nContent-Length: 3,\r\n\r\n", BadContentLength),
-        ("CL space inside", b"POST / HTTP/1.1\r\nContent-Length: 3 3\r\n\r\n", BadContentLength),
+        ("CL with plus", b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +3\r\n\r\n", BadContentLength),
+        ("CL negative", b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -3\r\n\r\n", BadContentLength),
+        ("CL hex", b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0x3\r\n\r\n", BadContentLength),
+        ("CL empty", b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length:\r\n\r\n", BadContentLength),
+        ("CL empty element", b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3,,3\r\n\r\n", BadContentLength),
+        ("CL trailing comma", b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3,\r\n\r\n", BadContentLength),
+        ("CL space inside", b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3 3\r\n\r\n", BadContentLength),
         (
             "CL 2^63",
-            b"POST / HTTP/1.1\r\nContent-Length: 9223372036854775808\r\n\r\n",
+            b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 9223372036854775808\r\n\r\n",
             BadContentLength,
         ),
         (
             "CL overflow",
-            b"POST / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+            b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999999\r\n\r\n",
             BadContentLength,
         ),
-        ("TE gzip", b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", BadTransferEncoding),
+        ("TE gzip", b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", BadTransferEncoding),
         (
             "TE chunked not final",
-            b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+            b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
             BadTransferEncoding,
         ),
         (
             "TE chunked twice",
-            b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
+            b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
             BadTransferEncoding,
         ),
         (
             "TE chunked in two headers",
-            b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
             BadTransferEncoding,
         ),
-        ("TE empty", b"POST / HTTP/1.1\r\nTransfer-Encoding:\r\n\r\n", BadTransferEncoding),
+        ("TE empty", b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\n\r\n", BadTransferEncoding),
         (
             "TE empty field beside chunked",
-            b"POST / HTTP/1.1\r\nTransfer-Encoding: ,\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: ,\r\nTransfer-Encoding: chunked\r\n\r\n",
             BadTransferEncoding,
         ),
         (
             "TE chunked with a parameter",
-            b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked ;\r\n\r\n",
+            b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked ;\r\n\r\n",
             BadTransferEncoding,
         ),
         (
@@ -137,17 +137,17 @@ fn malformed_requests_are_rejected_with_the_right_reason() {
         ),
         (
             "TE gzip then chunked",
-            b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+            b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
             UnsupportedTransferCoding,
         ),
         (
             "TE gzip and chunked headers",
-            b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n",
             UnsupportedTransferCoding,
         ),
         (
             "bad CL beside TE",
-            b"POST / HTTP/1.1\r\nContent-Length: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: x\r\nTransfer-Encoding: chunked\r\n\r\n",
             BadContentLength,
         ),
         ("two different hosts", b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", DuplicateHost),
@@ -161,7 +161,7 @@ fn malformed_requests_are_rejected_with_the_right_reason() {
         ("host differs from CONNECT", b"CONNECT a:8443 HTTP/1.1\r\nHost: b:8443\r\n\r\n", BadHost),
         (
             "websocket without key",
-            b"GET / HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
             BadWebSocketHandshake,
         ),
         (
@@ -273,24 +273,24 @@ fn valid_targets_of_every_form_are_accepted() {
     assert_eq!(h.method(), Method::Connect);
     assert_eq!(h.target(), b"[::1]:443");
     assert_eq!(h.path(), b"");
-    let h = req(b"OPTIONS * HTTP/1.1\r\n\r\n");
+    let h = req(b"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n");
     assert_eq!(h.target(), b"*");
-    req(b"GET * HTTP/1.1\r\n\r\n");
-    req(b"GET /{|}^`\\\"<> HTTP/1.1\r\n\r\n");
-    req(b"GET //a/b HTTP/1.1\r\n\r\n");
+    req(b"GET * HTTP/1.1\r\nHost: a\r\n\r\n");
+    req(b"GET /{|}^`\\\"<> HTTP/1.1\r\nHost: a\r\n\r\n");
+    req(b"GET //a/b HTTP/1.1\r\nHost: a\r\n\r\n");
     req(b"GET http:///x HTTP/1.1\r\nHost: a\r\n\r\n");
-    let h = req(b"get / HTTP/1.1\r\n\r\n");
+    let h = req(b"get / HTTP/1.1\r\nHost: a\r\n\r\n");
     assert_eq!(h.method(), Method::Other);
-    let h = req(b"FOO-BAR / HTTP/1.1\r\n\r\n");
+    let h = req(b"FOO-BAR / HTTP/1.1\r\nHost: a\r\n\r\n");
     assert_eq!(h.method_bytes(), b"FOO-BAR");
 }
 
 #[test]
 fn versions_one_point_two_to_nine_are_read_as_one_point_one() {
     assert_eq!(req(b"GET / HTTP/1.0\r\n\r\n").version(), Version::Http10);
-    let h = req(b"GET / HTTP/1.2\r\n\r\n");
+    let h = req(b"GET / HTTP/1.2\r\nHost: a\r\n\r\n");
     assert_eq!(h.version(), Version::Http11);
-    assert_eq!(written(&h), "GET / HTTP/1.1\r\n\r\n");
+    assert_eq!(written(&h), "GET / HTTP/1.1\r\nHost: a\r\n\r\n");
 }
 
 #[test]
@@ -303,7 +303,7 @@ fn lf_only_lines_and_leading_empty_lines_are_accepted() {
 
 #[test]
 fn obs_text_and_tabs_are_allowed_in_values() {
-    let h = req(b"GET / HTTP/1.1\r\nX: caf\xc3\xa9\tau lait\r\n\r\n");
+    let h = req(b"GET / HTTP/1.1\r\nHost: a\r\nX: caf\xc3\xa9\tau lait\r\n\r\n");
     assert_eq!(h.header(b"x"), Some(&b"caf\xc3\xa9\tau lait"[..]));
 }
 
@@ -330,19 +330,20 @@ fn responses_keep_status_and_reason() {
 
 #[test]
 fn identical_content_lengths_are_merged_into_one() {
-    let h = req(b"POST / HTTP/1.1\r\nContent-Length: 3, 3\r\nContent-Length: 03\r\n\r\n");
+    let h =
+        req(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3, 3\r\nContent-Length: 03\r\n\r\n");
     assert_eq!(h.header_count(b"content-length"), 1);
     assert_eq!(h.header(b"content-length"), Some(&b"3"[..]));
     assert_eq!(h.info().body, Body::Length(3));
-    let h = req(b"POST / HTTP/1.1\r\nContent-Length: 9223372036854775807\r\n\r\n");
+    let h = req(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 9223372036854775807\r\n\r\n");
     assert_eq!(h.info().body, Body::Length(i64::MAX as u64));
 }
 
 #[test]
 fn chunked_beats_content_length_which_is_removed() {
     for raw in [
-        &b"POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"[..],
-        b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n",
+        &b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"[..],
+        b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nHost: a\r\nContent-Length: 5\r\n\r\n",
     ] {
         let h = req(raw);
         assert_eq!(h.info().body, Body::Chunked);
@@ -356,25 +357,49 @@ fn chunked_beats_content_length_which_is_removed() {
 #[test]
 fn transfer_encoding_spellings_haproxy_takes_are_chunked() {
     for te in [&b"Chunked"[..], b"\tchunked\t", b"chunked,", b", chunked"] {
-        let mut raw = b"POST / HTTP/1.1\r\nTransfer-Encoding: ".to_vec();
+        let mut raw = b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: ".to_vec();
         raw.extend_from_slice(te);
         raw.extend_from_slice(b"\r\n\r\n");
         assert_eq!(req(&raw).info().body, Body::Chunked);
     }
-    let h = req(b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n");
-    assert_eq!(h.info().body, Body::Chunked, "HTTP/1.0 with chunked, as HAProxy");
+    // RFC 9112 6.1: faulty framing (HAProxy forwards it chunked).
+    let mut h = Head::new();
+    let r = h.parse_request(b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", &L);
+    assert_eq!(r, Err(HeadError::TransferEncodingInHttp10));
+}
+
+#[test]
+fn an_http_1_1_request_names_its_host() {
+    let mut h = Head::new();
+    for (raw, expected) in [
+        (&b"GET / HTTP/1.1\r\n\r\n"[..], Err(HeadError::MissingHost)),
+        (b"OPTIONS * HTTP/1.1\r\n\r\n", Err(HeadError::MissingHost)),
+        (b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", Err(HeadError::BadHost)),
+        (b"GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", Err(HeadError::BadHost)),
+        (b"GET / HTTP/1.1\r\nHost: a:b\r\n\r\n", Err(HeadError::BadHost)),
+        (b"GET / HTTP/1.1\r\nHost: \r\n\r\n", Ok(Some(26))),
+        (b"GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n", Ok(Some(34))),
+        (b"GET / HTTP/1.0\r\n\r\n", Ok(Some(18))),
+        // The target names it.
+        (b"GET http://a/ HTTP/1.1\r\n\r\n", Ok(Some(26))),
+        (b"CONNECT a:443 HTTP/1.1\r\n\r\n", Ok(Some(26))),
+    ] {
+        assert_eq!(h.parse_request(raw, &L), expected, "{}", String::from_utf8_lossy(raw));
+    }
 }
 
 #[test]
 fn connection_tokens_upgrade_and_expect_are_reported() {
-    let h = req(b"GET / HTTP/1.1\r\nConnection: Keep-Alive, X\r\nConnection: CLOSE, upgrade\r\n\
-        Upgrade: h2c\r\n\r\n");
+    let h = req(
+        b"GET / HTTP/1.1\r\nHost: a\r\nConnection: Keep-Alive, X\r\nConnection: CLOSE, upgrade\r\n\
+        Upgrade: h2c\r\n\r\n",
+    );
     let i = h.info();
     assert!(i.conn_close && i.conn_keep_alive && i.conn_upgrade && i.upgrade);
     assert!(!i.expect_continue);
     let h = req(b"POST / HTTP/1.0\r\nExpect: 100-continue\r\n\r\n");
     assert!(!h.info().expect_continue, "ignored in HTTP/1.0");
-    let h = req(b"GET / HTTP/1.1\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\
+    let h = req(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\
         Sec-WebSocket-Key: k\r\n\r\n");
     assert!(h.info().conn_upgrade);
 }
@@ -391,8 +416,8 @@ fn a_host_matching_the_absolute_target_is_accepted() {
 #[test]
 fn header_count_limit_follows_tune_http_maxhdr() {
     let build = |n: usize| {
-        let mut raw = b"GET / HTTP/1.1\r\n".to_vec();
-        for i in 0..n {
+        let mut raw = b"GET / HTTP/1.1\r\nHost: a\r\n".to_vec();
+        for i in 1..n {
             raw.extend_from_slice(format!("X-{i}: a\r\n").as_bytes());
         }
         raw.extend_from_slice(b"\r\n");
@@ -402,8 +427,9 @@ fn header_count_limit_follows_tune_http_maxhdr() {
     assert_eq!(h.parse_request(&build(100), &L), Ok(Some(build(100).len())));
     assert_eq!(h.header_len(), 100);
     assert_eq!(h.parse_request(&build(101), &L), Err(HeadError::TooManyHeaders));
-    let merged = b"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\nX: y\r\n\r\n";
-    let three = Limits { max_headers: 3, ..L };
+    let merged =
+        b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 1\r\nX: y\r\n\r\n";
+    let three = Limits { max_headers: 4, ..L };
     assert!(matches!(h.parse_request(merged, &three), Ok(Some(_))), "merged ones do not count");
 }
 
@@ -415,12 +441,12 @@ fn size_limits_tell_a_long_request_line_from_a_long_head() {
     assert_eq!(h.parse_request(&long_uri, &small), Err(HeadError::UriTooLong));
     assert_eq!(h.parse_request(&long_uri[..64], &small), Err(HeadError::UriTooLong));
     assert_eq!(h.parse_request(&long_uri[..63], &small), Ok(None));
-    let long_head = [&b"GET / HTTP/1.1\r\nX: "[..], &[b'a'; 100], b"\r\n\r\n"].concat();
+    let long_head = [&b"GET / HTTP/1.1\r\nHost: a\r\nX: "[..], &[b'a'; 100], b"\r\n\r\n"].concat();
     assert_eq!(h.parse_request(&long_head, &small), Err(HeadError::HeadTooLarge));
     let mut resp = Head::new();
     let long_status = [&b"HTTP/1.1 200 "[..], &[b'a'; 100], b"\r\n\r\n"].concat();
     assert_eq!(resp.parse_response(&long_status, &small), Err(HeadError::HeadTooLarge));
-    let exact = b"GET / HTTP/1.1\r\nX: 0123456789012345678901234567890123456789\r\n\r\n";
+    let exact = b"GET / HTTP/1.1\r\nHost: a\r\nX: 0123456789012345678901234567890123456789\r\n\r\n";
     let fits = Limits { max_head: exact.len(), max_headers: 101 };
     assert_eq!(h.parse_request(exact, &fits), Ok(Some(exact.len())));
     let tight = Limits { max_head: exact.len() - 1, max_headers: 101 };
@@ -447,11 +473,14 @@ fn a_head_arriving_in_pieces_gives_the_same_head_and_length() {
 #[test]
 fn a_new_parse_forgets_the_previous_head() {
     let mut h = Head::new();
-    h.parse_request(b"GET /a HTTP/1.1\r\nX: 1\r\nTransfer-Encoding: chunked\r\n\r\n", &L)
-        .expect("valid request");
+    h.parse_request(
+        b"GET /a HTTP/1.1\r\nHost: a\r\nX: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+        &L,
+    )
+    .expect("valid request");
     h.parse_request(b"GET /b HTTP/1.0\r\n\r\n", &L).expect("valid request");
     assert_eq!((h.target(), h.header_len(), h.info().body), (&b"/b"[..], 0, Body::None));
-    h.parse_request(b"GET /c HTTP/1.1\r\nX: ", &L).expect("incomplete is fine");
+    h.parse_request(b"GET /c HTTP/1.1\r\nHost: a\r\nX: ", &L).expect("incomplete is fine");
     h.clear();
     assert_eq!(h.parse_response(b"HTTP/1.1 204 No Content\r\n\r\n", &L), Ok(Some(27)));
     assert_eq!(h.status(), 204);
@@ -510,7 +539,7 @@ fn target_edits_keep_each_form_valid() {
     let mut h = req(b"GET http://a HTTP/1.1\r\n\r\n");
     h.set_query(Some(b"k=v")).expect("valid query");
     assert_eq!(h.target(), b"http://a/?k=v");
-    let mut h = req(b"OPTIONS * HTTP/1.1\r\n\r\n");
+    let mut h = req(b"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n");
     h.set_path(b"/p").expect("valid path");
     assert_eq!(h.target(), b"/p");
     let mut h = req(b"CONNECT a:443 HTTP/1.1\r\n\r\n");
@@ -563,7 +592,7 @@ fn header_edits_refuse_invalid_bytes_and_broken_framing() {
     );
     let mut abs = req(b"GET http://a/ HTTP/1.1\r\n\r\n");
     assert_eq!(abs.add_header(b"Host", b"b"), Err(EditError::Invalid(HeadError::BadHost)));
-    let mut ws = req(b"GET / HTTP/1.1\r\nUpgrade: websocket\r\n\r\n");
+    let mut ws = req(b"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\n\r\n");
     assert_eq!(
         ws.add_header(b"Connection", b"upgrade"),
         Err(EditError::Invalid(HeadError::BadWebSocketHandshake))

@@ -57,7 +57,7 @@ mod tests {
 
     #[test]
     fn a_body_filling_the_buffer_leaves_maxrewrite_for_rewrites() {
-        let h = req(b"GET /req1 HTTP/1.1\r\ncontent-length: 2000\r\n\r\n");
+        let h = req(b"GET /req1 HTTP/1.0\r\ncontent-length: 2000\r\n\r\n");
         // HAProxy: start line 8+20+16, one field 8+14+4, end of headers 8.
         assert_eq!(head_len(&h), 78);
         let (bufsize, maxrewrite) = (2048, 128);

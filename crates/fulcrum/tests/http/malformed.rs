@@ -266,6 +266,7 @@ fn tolerated() -> Vec<Tolerated> {
         t("obs-fold", b"GET /?echo=1 HTTP/1.1\r\nHost: t\r\nX-A: a\r\n b\r\n\r\n", b"GET /?echo=1 HTTP/1.1\r\nhost: t\r\nx-a: a   b\r\n\r\n"),
         t("lower-case method", b"get /?echo=1 HTTP/1.1\r\nHost: t\r\n\r\n", b"get /?echo=1 HTTP/1.1\r\nhost: t\r\n\r\n"),
         t("HTTP/1.1 without Host", b"GET /?echo=1 HTTP/1.1\r\n\r\n", b"GET /?echo=1 HTTP/1.1\r\n\r\n"),
+        t("Host with a space", b"GET /?echo=1 HTTP/1.1\r\nHost: a b\r\n\r\n", b"GET /?echo=1 HTTP/1.1\r\nhost: a b\r\n\r\n"),
         t("identical Host twice (merged)", b"GET /?echo=1 HTTP/1.1\r\nHost: t\r\nHost: t\r\n\r\n", b"GET /?echo=1 HTTP/1.1\r\nhost: t\r\n\r\n"),
         t("empty header value", b"GET /?echo=1 HTTP/1.1\r\nHost: t\r\nX-A:\r\n\r\n", b"GET /?echo=1 HTTP/1.1\r\nhost: t\r\nx-a: \r\n\r\n"),
         t("obs-text in a header value", b"GET /?echo=1 HTTP/1.1\r\nHost: t\r\nX-A: \xe9\xff\r\n\r\n", b"GET /?echo=1 HTTP/1.1\r\nhost: t\r\nx-a: \xe9\xff\r\n\r\n"),
@@ -296,6 +297,33 @@ fn tolerated() -> Vec<Tolerated> {
             "chunked in HTTP/1.0",
             b"POST /?echo=all HTTP/1.0\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
             b"POST /?echo=all HTTP/1.0\r\nhost: t\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n",
+        ),
+        // Chunk-size lines are written again by HAProxy: leading zeros, spaces and extensions
+        // never reach the server.
+        t(
+            "chunk size with leading zeros",
+            b"POST /?echo=all HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0003\r\nabc\r\n000\r\n\r\n",
+            b"POST /?echo=all HTTP/1.1\r\nhost: t\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        ),
+        t(
+            "chunk size with a space and an extension",
+            b"POST /?echo=all HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3 ;a=b\r\nabc\r\n0;c\r\n\r\n",
+            b"POST /?echo=all HTTP/1.1\r\nhost: t\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        ),
+        t(
+            "chunk lines ending in LF",
+            b"POST /?echo=all HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\nabc\n0\n\n",
+            b"POST /?echo=all HTTP/1.1\r\nhost: t\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        ),
+        t(
+            "trailers",
+            b"POST /?echo=all HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nx-t: 1\r\n\r\n",
+            b"POST /?echo=all HTTP/1.1\r\nhost: t\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nx-t: 1\r\n\r\n",
+        ),
+        t(
+            "framing fields in trailers",
+            b"POST /?echo=all HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nContent-Length: 9\r\nx-t: 1\r\nHost: evil\r\n\r\n",
+            b"POST /?echo=all HTTP/1.1\r\nhost: t\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nx-t: 1\r\n\r\n",
         ),
         t("absolute-form target", b"GET http://t/?echo=1 HTTP/1.1\r\nHost: t\r\n\r\n", b"GET http://t/?echo=1 HTTP/1.1\r\nhost: t\r\n\r\n"),
         // The scheme's default port is dropped from the authority.
@@ -333,7 +361,8 @@ fn tolerated_requests_reach_the_server_normalised() {
                 wrong.push(format!("{}: status {} not from the server", c.name, r.status));
                 continue;
             }
-            if let Some(at) = c.at_server {
+            if let Some(at) = c.at_server.filter(|_| !(t.is_haproxy() && CLEANER.contains(&c.name)))
+            {
                 let got = lower_names(&r.body);
                 if got != at {
                     wrong.push(format!(
@@ -343,7 +372,7 @@ fn tolerated_requests_reach_the_server_normalised() {
                         show(at)
                     ));
                 }
-                if !STRICTER.contains(&c.name) {
+                if !STRICTER.contains(&c.name) && !CLEANER.contains(&c.name) {
                     seen.push(got);
                 }
             }
@@ -355,9 +384,13 @@ fn tolerated_requests_reach_the_server_normalised() {
 
 /// Requests HAProxy 2.6 forwards (normalised) that Fulcrum refuses with 400 on purpose: issue 3
 /// asks to reject invalid characters in the target and header values and obs-fold, and Fulcrum
-/// also holds the request line and Host to RFC 9112 (single spaces, HTTP/1.x, one Host), so no
-/// server behind it ever has to guess.
+/// also holds the request line, Host and framing to RFC 9112 (single spaces, HTTP/1.x, one valid
+/// Host, always one in HTTP/1.1, no Transfer-Encoding in HTTP/1.0: issue 16), so no server
+/// behind it ever has to guess.
 const STRICTER: &[&str] = &[
+    "HTTP/1.1 without Host",
+    "Host with a space",
+    "chunked in HTTP/1.0",
     "two spaces after the method",
     "tabs as separators",
     "version HTTP/2.0",
@@ -369,6 +402,11 @@ const STRICTER: &[&str] = &[
     "control char in a header value",
     "DEL in a header value",
 ];
+
+/// Requests HAProxy 2.6 forwards as they are in a part that Fulcrum cleans up (the expectation
+/// holds for Fulcrum only): fields that speak for the framing or the target are never forwarded
+/// in trailers (RFC 9110 6.5.1, issue 16).
+const CLEANER: &[&str] = &["framing fields in trailers"];
 
 #[test]
 fn content_length_and_chunked_closes_the_client_connection() {

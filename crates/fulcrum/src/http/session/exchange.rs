@@ -335,22 +335,36 @@ pub(super) async fn pump(
         Body::Length(n) => n,
         _ => u64::MAX,
     };
+    // A chunked body not in canonical form goes as the scanner writes it again (rare: no
+    // allocation otherwise).
+    let mut rewritten = Vec::new();
     loop {
         if !fbuf.is_empty() {
             let data = fbuf.data();
             let before = scanner.payload();
+            let mut rewrite = false;
             let (n, done) = match body {
                 Body::Length(_) => {
                     let n = (data.len() as u64).min(remaining) as usize;
                     remaining -= n as u64;
                     (n, remaining == 0)
                 }
-                Body::Chunked => match scanner.scan(data) {
-                    Ok(s) => (s.accepted, s.done),
-                    Err(_) => return Xfer::Invalid,
-                },
+                Body::Chunked => {
+                    let mut from = scanner.clone();
+                    match scanner.scan(data) {
+                        Ok(s) if s.canonical => (s.accepted, s.done),
+                        Ok(s) => {
+                            rewrite = true;
+                            rewritten.clear();
+                            from.render(&data[..s.accepted], &mut rewritten);
+                            (s.accepted, s.done)
+                        }
+                        Err(_) => return Xfer::Invalid,
+                    }
+                }
                 _ => (data.len(), false),
             };
+            let out: &[u8] = if rewrite { &rewritten } else { &data[..n] };
             // Data bytes (a chunked body's framing is not counted, as HAProxy counts).
             let data_bytes = match body {
                 Body::Chunked => scanner.payload() - before,
@@ -358,7 +372,7 @@ pub(super) async fn pump(
             };
             if n > 0 || !head.is_empty() {
                 let more = !done && fbuf.is_full();
-                match send_within(to, head, &data[..n], write_timeout, more).await {
+                match send_within(to, head, out, write_timeout, more).await {
                     Ok(()) => *moved += data_bytes,
                     Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
                         return Xfer::WriteTimeout
