@@ -146,6 +146,30 @@ fn framing_trailer(line: &[u8]) -> bool {
         .any(|f| name.eq_ignore_ascii_case(f))
 }
 
+/// Where a scan writes what it accepted.
+enum Out<'a> {
+    None,
+    /// The body in canonical form.
+    Canonical(&'a mut Vec<u8>),
+    /// The chunks' data only.
+    Data(&'a mut Vec<u8>),
+}
+
+impl Out<'_> {
+    fn data(&mut self, b: &[u8]) {
+        match self {
+            Out::Canonical(o) | Out::Data(o) => o.extend_from_slice(b),
+            Out::None => {}
+        }
+    }
+
+    fn framing(&mut self, b: &[u8]) {
+        if let Out::Canonical(o) = self {
+            o.extend_from_slice(b);
+        }
+    }
+}
+
 /// Writes a chunk-size line in canonical form.
 fn write_size(out: &mut Vec<u8>, size: u64) {
     let mut digits = [0u8; 16];
@@ -197,7 +221,7 @@ impl ChunkedScanner {
     /// ends may be CRLF or a bare LF (as HAProxy); a CR must be followed by LF. After an error
     /// every call returns the same error.
     pub fn scan(&mut self, input: &[u8]) -> Result<Scan, ChunkError> {
-        self.run(input, None)
+        self.run(input, Out::None)
     }
 
     /// Writes to `out` the canonical form of `input`, which a scanner in this same state
@@ -205,10 +229,16 @@ impl ChunkedScanner {
     /// bytes): chunk sizes in lowercase hex, CRLF line ends, extensions and framing trailer
     /// fields left out.
     pub fn render(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        let _ = self.run(input, Some(out));
+        let _ = self.run(input, Out::Canonical(out));
     }
 
-    fn run(&mut self, input: &[u8], mut out: Option<&mut Vec<u8>>) -> Result<Scan, ChunkError> {
+    /// Scans as [`ChunkedScanner::scan`] and appends the chunks' data (no framing, no
+    /// trailers) to `data`: the body as HTTP/2 carries it in DATA frames.
+    pub fn decode(&mut self, input: &[u8], data: &mut Vec<u8>) -> Result<Scan, ChunkError> {
+        self.run(input, Out::Data(data))
+    }
+
+    fn run(&mut self, input: &[u8], mut out: Out<'_>) -> Result<Scan, ChunkError> {
         let mut i = 0;
         let mut canonical = true;
         loop {
@@ -221,9 +251,7 @@ impl ChunkedScanner {
                         return Ok(Scan { accepted: i, done: false, canonical });
                     }
                     let n = remaining.min(available);
-                    if let Some(out) = out.as_deref_mut() {
-                        out.extend_from_slice(&input[i..i + n as usize]);
-                    }
+                    out.data(&input[i..i + n as usize]);
                     // n <= available, which came from a usize.
                     i += n as usize;
                     self.payload += n;
@@ -235,16 +263,12 @@ impl ChunkedScanner {
                     [b'\n', ..] => {
                         i += 1;
                         canonical = false;
-                        if let Some(out) = out.as_deref_mut() {
-                            out.extend_from_slice(b"\r\n");
-                        }
+                        out.framing(b"\r\n");
                         self.state = State::SizeLine;
                     }
                     [b'\r', b'\n', ..] => {
                         i += 2;
-                        if let Some(out) = out.as_deref_mut() {
-                            out.extend_from_slice(b"\r\n");
-                        }
+                        out.framing(b"\r\n");
                         self.state = State::SizeLine;
                     }
                     [b'\r', ..] => return self.fail(ChunkError::BareCr),
@@ -283,14 +307,12 @@ impl ChunkedScanner {
                             return self.fail(ChunkError::LineTooLong);
                         }
                         canonical &= canonical_size(line);
-                        if let Some(out) = out.as_deref_mut() {
+                        if let Out::Canonical(out) = &mut out {
                             write_size(out, size);
                         }
                         self.state = if size == 0 { State::Trailers } else { State::Data(size) };
                     } else if line.is_empty() {
-                        if let Some(out) = out.as_deref_mut() {
-                            out.extend_from_slice(b"\r\n");
-                        }
+                        out.framing(b"\r\n");
                         self.state = State::Done;
                     } else {
                         if let Err(e) = trailer_line(line, true) {
@@ -305,9 +327,9 @@ impl ChunkedScanner {
                         }
                         if framing_trailer(line) {
                             canonical = false;
-                        } else if let Some(out) = out.as_deref_mut() {
-                            out.extend_from_slice(line);
-                            out.extend_from_slice(b"\r\n");
+                        } else {
+                            out.framing(line);
+                            out.framing(b"\r\n");
                         }
                     }
                     i += j + 1;

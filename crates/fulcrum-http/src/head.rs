@@ -1335,6 +1335,28 @@ impl Head {
         self.write_fields(out);
     }
 
+    /// Like [`Head::write_to`], with an absolute-form request target written in origin form
+    /// (`/path?query`): how a request that came over HTTP/2 (whose target is the absolute URI
+    /// HAProxy builds from `:scheme`, `:authority` and `:path`) goes to an HTTP/1 server.
+    pub fn write_origin_form_to(&self, out: &mut Vec<u8>) {
+        let t = self.target();
+        if self.kind != Kind::Request || !matches!(target::form(t), target::Form::Absolute { .. }) {
+            return self.write_to(out);
+        }
+        let path = self.path();
+        out.extend_from_slice(self.method_bytes());
+        out.push(b' ');
+        out.extend_from_slice(if path.is_empty() { b"/" } else { path });
+        if let Some(q) = self.query() {
+            out.push(b'?');
+            out.extend_from_slice(q);
+        }
+        out.push(b' ');
+        out.extend_from_slice(self.version.as_bytes());
+        out.extend_from_slice(b"\r\n");
+        self.write_fields(out);
+    }
+
     /// Appends the header block: every field as `name: value` CRLF, then the empty line.
     pub fn write_fields(&self, out: &mut Vec<u8>) {
         for (name, value) in self.headers() {

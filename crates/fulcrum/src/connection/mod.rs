@@ -29,6 +29,9 @@ pub enum Stream {
     Unix(UnixStream),
     /// TLS over one of the others.
     Tls(Box<tls::TlsStream>),
+    /// One HTTP/2 stream of a client connection, seen as an HTTP/1.1 connection carrying one
+    /// request (`http::h2::view`).
+    H2(Box<crate::http::h2::view::H1View>),
 }
 
 /// A TCP connection (client or server side) used speculatively, as HAProxy does: reads and
@@ -231,6 +234,7 @@ impl Stream {
             Stream::Tcp(s) => s.poll_ready(cx, true),
             Stream::Unix(s) => s.poll_read_ready(cx),
             Stream::Tls(s) => s.poll_read_ready(cx),
+            Stream::H2(s) => s.poll_read_ready(cx),
         }
     }
     pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
@@ -240,6 +244,7 @@ impl Stream {
             }
             Stream::Unix(s) => s.try_read(buf),
             Stream::Tls(s) => s.try_read(buf),
+            Stream::H2(s) => s.try_read(buf),
         }
     }
     /// Reads without consuming (the PROXY protocol header). Not for TLS streams.
@@ -250,6 +255,7 @@ impl Stream {
             Stream::Tcp(s) => s.io(Interest::READABLE, || crate::sys::peek(fd, buf)),
             Stream::Unix(s) => s.try_io(Interest::READABLE, || crate::sys::peek(fd, buf)),
             Stream::Tls(_) => Err(io::ErrorKind::Unsupported.into()),
+            Stream::H2(s) => s.try_peek(buf),
         }
     }
     /// The TLS layer, if this stream has one.
@@ -277,7 +283,7 @@ impl Stream {
             }
             // A short read of plaintext says nothing about the socket: TLS clears its
             // socket's readiness itself after a short read of ciphertext.
-            Stream::Tls(_) => {}
+            Stream::Tls(_) | Stream::H2(_) => {}
         }
     }
     pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -285,6 +291,7 @@ impl Stream {
             Stream::Tcp(s) => s.poll_ready(cx, false),
             Stream::Unix(s) => s.poll_write_ready(cx),
             Stream::Tls(s) => s.poll_write_ready(cx),
+            Stream::H2(s) => s.poll_write_ready(cx),
         }
     }
     /// Sends what a layer above the socket still holds (TLS records); `WouldBlock` if the
@@ -303,7 +310,7 @@ impl Stream {
                 s.io(Interest::WRITABLE, || s.sock().send_vectored_with_flags(bufs, flags))
             }
             Stream::Unix(s) => s.try_write_vectored(bufs),
-            Stream::Tls(_) => Err(io::ErrorKind::Unsupported.into()),
+            Stream::Tls(_) | Stream::H2(_) => Err(io::ErrorKind::Unsupported.into()),
         }
     }
     pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
@@ -328,12 +335,15 @@ impl Stream {
             Stream::Unix(s) if head.is_empty() => s.try_write(data),
             Stream::Unix(s) => s.try_write_vectored(&[IoSlice::new(head), IoSlice::new(data)]),
             Stream::Tls(s) => s.try_send(head, data, more),
+            Stream::H2(s) => s.try_send(head, data),
         }
     }
     /// Sends a FIN (half-close): the peer reads end-of-stream, the other direction stays open.
     pub fn shutdown_write(&self) -> io::Result<()> {
-        if let Stream::Tls(s) = self {
-            return s.shutdown_write();
+        match self {
+            Stream::Tls(s) => return s.shutdown_write(),
+            Stream::H2(s) => return s.shutdown_write(),
+            _ => {}
         }
         match socket2::SockRef::from(self).shutdown(Shutdown::Write) {
             Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
@@ -357,6 +367,7 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.peer_closed().await,
             Stream::Unix(_) => Ok(false),
+            Stream::H2(s) => s.peer_closed().await,
             Stream::Tls(s) if s.has_buffered() => Ok(false),
             // Any record (even a close_notify) counts as "sent something".
             Stream::Tls(s) => Box::pin(s.inner().peer_closed()).await,
@@ -377,6 +388,7 @@ impl Stream {
             }
             Stream::Unix(s) => Stream::Unix(UnixStream::from_std(s.into_std()?)?),
             Stream::Tls(s) => Stream::Tls(Box::new(s.map_inner(Stream::move_to_this_worker)?)),
+            Stream::H2(_) => return Err(io::ErrorKind::Unsupported.into()),
         })
     }
 }
@@ -387,6 +399,7 @@ impl AsFd for Stream {
             Stream::Tcp(s) => s.as_fd(),
             Stream::Unix(s) => s.as_fd(),
             Stream::Tls(s) => s.inner().as_fd(),
+            Stream::H2(s) => s.as_fd(),
         }
     }
 }

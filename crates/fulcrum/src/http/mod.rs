@@ -13,14 +13,15 @@
 //! (`messages`). Must not touch: accept/limits (runtime), server choice (backend/balancer),
 //! config parsing.
 
+pub mod h2;
 pub mod io;
 pub mod messages;
 pub mod pool;
 pub mod reply;
-mod session;
+pub(crate) mod session;
 mod timer;
 
-pub use session::{serve, Start};
+pub use session::{serve, Served, Start};
 
 use std::net::IpAddr;
 use std::time::Duration;

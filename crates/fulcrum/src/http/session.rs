@@ -127,6 +127,9 @@ struct Session<'a> {
     ctimer: Pin<&'a mut Timer>,
     /// Bounds the waits for the server's bytes.
     stimer: Pin<&'a mut Timer>,
+    /// The HTTP/2 connection this session is one stream of (`client` is then the stream's
+    /// view): its socket and TLS facts answer the fetches; one request, then the session ends.
+    h2_conn: Option<&'a Stream>,
 }
 
 /// What a transaction's log line needs beyond its outcome (kept only when lines are logged).
@@ -252,15 +255,41 @@ impl Future for RestingWait<'_> {
     }
 }
 
-/// Serves one client connection in `mode http` until it closes (`None`), or until it has idled
-/// long enough between requests to rest (`Some`; the caller waits with [`Resting::wait`] and
-/// calls `serve` again).
-pub async fn serve(
+/// How serving a connection ended.
+pub enum Served {
+    Closed,
+    /// Idle long enough between requests to rest: the caller waits with [`Resting::wait`] and
+    /// calls `serve` again.
+    Rest(Resting),
+    /// The client opened with HTTP/2's preface: the connection goes on as HTTP/2, with the
+    /// bytes already read.
+    H2(Accepted, Vec<u8>),
+}
+
+/// Serves one client connection in `mode http` until it closes, rests, or turns out to speak
+/// HTTP/2.
+pub async fn serve(fe: &Frontend, http: &HttpProxy, start: Start, shared: &Shared) -> Served {
+    serve_with(fe, http, start, shared, None).await
+}
+
+/// Serves one stream of an HTTP/2 connection (`conn`): its one request.
+pub async fn serve_stream(
+    fe: &Frontend,
+    http: &HttpProxy,
+    stream: Accepted,
+    shared: &Shared,
+    conn: &Stream,
+) {
+    serve_with(fe, http, Start::New(stream), shared, Some(conn)).await;
+}
+
+async fn serve_with(
     fe: &Frontend,
     http: &HttpProxy,
     start: Start,
     shared: &Shared,
-) -> Option<Resting> {
+    h2_conn: Option<&Stream>,
+) -> Served {
     let (client, peer, dst_port, bind_no, requests, more, given) = match start {
         Start::New(conn) => {
             let local = conn.local();
@@ -309,9 +338,10 @@ pub async fn serve(
         sc_ended: false,
         ctimer,
         stimer,
+        h2_conn,
     };
     if fe.needs_dst && s.local.is_none() {
-        s.local = socket2::SockRef::from(&s.client).local_addr().ok().and_then(|a| a.as_socket());
+        s.local = socket2::SockRef::from(s.conn()).local_addr().ok().and_then(|a| a.as_socket());
     }
     s.sync_addrs();
 
@@ -343,7 +373,7 @@ pub async fn serve(
                         idle_since,
                     })
                 });
-                return Some(Resting {
+                return Served::Rest(Resting {
                     client: s.client,
                     peer: s.peer,
                     deadline,
@@ -354,6 +384,22 @@ pub async fn serve(
                 });
             }
             Ok(Read::Closed) => break,
+            Ok(Read::H2) => {
+                let prefix = s.cbuf.data().to_vec();
+                s.cbuf.clear();
+                let vars = (!s.vars.is_empty()).then(|| Box::new(std::mem::take(&mut s.vars)));
+                let conn = Accepted {
+                    client: s.client,
+                    peer: s.peer,
+                    proxied: s.pp,
+                    prepared: true,
+                    expect_proxy: false,
+                    dst_port: s.dst_port,
+                    bind_no: s.bind_no,
+                    vars,
+                };
+                return Served::H2(conn, prefix);
+            }
             Err(refused) => {
                 // HAProxy counts a request it could not read too (even one that never came).
                 Counters::inc(&fe.counters.requests);
@@ -377,14 +423,15 @@ pub async fn serve(
             s.log.request_line.push(b' ');
             s.log.request_line.extend_from_slice(r.target());
             s.log.request_line.push(b' ');
-            s.log.request_line.extend_from_slice(r.version().as_bytes());
+            let version = if s.h2_conn.is_some() { b"HTTP/2.0" } else { r.version().as_bytes() };
+            s.log.request_line.extend_from_slice(version);
         }
         // Not boxed: a connection idle for long leaves this future altogether (it rests), so
         // the transaction's state costs no allocation per request.
         if fe.log.line.is_none() {
             if let Some(logger) = &fe.logger {
                 let local = s.local.or_else(|| {
-                    socket2::SockRef::from(&s.client).local_addr().ok().and_then(|a| a.as_socket())
+                    socket2::SockRef::from(s.conn()).local_addr().ok().and_then(|a| a.as_socket())
                 });
                 let line = crate::log::connect_line(s.peer, local, &fe.name, true);
                 logger.send(crate::log::syslog::INFO, &line);
@@ -395,7 +442,7 @@ pub async fn serve(
         s.requests += 1;
         // (A retired frontend's connection closes after a response that said so: the client
         // was told, so its next request is not lost; soft stop closes at once.)
-        if next == Next::Close || crate::runtime::stopping() {
+        if next == Next::Close || crate::runtime::stopping() || s.h2_conn.is_some() {
             break;
         }
         s.park();
@@ -406,7 +453,7 @@ pub async fn serve(
     if let Some(sc) = s.own.take() {
         s.release_server_conn(sc);
     }
-    None
+    Served::Closed
 }
 
 /// A request refused before it could be handled (HAProxy's `<BADREQ>` lines).
@@ -434,6 +481,8 @@ enum Read {
     Closed,
     /// Idle for a while with time left: rest, the keep-alive timeout ending at the deadline.
     Rest(Option<Instant>),
+    /// HTTP/2's preface opens the connection (prior knowledge): in `cbuf`.
+    H2,
 }
 
 impl Session<'_> {
@@ -478,6 +527,13 @@ impl Session<'_> {
                         return Err(Refused::invalid(400));
                     }
                     Ok(None) => {}
+                    Err(_)
+                        if first
+                            && self.h2_conn.is_none()
+                            && self.cbuf.data().starts_with(super::h2::PREFACE_LINE) =>
+                    {
+                        return Ok(Read::H2);
+                    }
                     Err(e) => {
                         self.note(format_args!("invalid request: {e}"));
                         self.capture_request(Some(e));
@@ -599,7 +655,8 @@ impl Session<'_> {
                 be,
                 None,
                 &[],
-                &self.client,
+                self.conn(),
+                self.h2_conn.is_some(),
                 self.pp.as_deref(),
                 self.bind_no,
             );
@@ -658,7 +715,8 @@ impl Session<'_> {
             be,
             server,
             &[],
-            &self.client,
+            self.h2_conn.unwrap_or(&self.client),
+            self.h2_conn.is_some(),
             self.pp.as_deref(),
             self.bind_no,
         );
@@ -707,6 +765,11 @@ impl Session<'_> {
             && self.fe.backend.as_ref().is_some_and(|b| Arc::ptr_eq(b, be))
     }
 
+    /// The client's connection: its socket and TLS layer (an HTTP/2 stream's connection).
+    fn conn(&self) -> &Stream {
+        self.h2_conn.unwrap_or(&self.client)
+    }
+
     /// The fixed parts of a fetch context.
     fn base<'b>(&'b self, be: Option<&'b Backend>) -> Base<'b> {
         rules_base(
@@ -717,7 +780,8 @@ impl Session<'_> {
             be,
             None,
             body_view(&self.cbuf, self.req.info().body),
-            &self.client,
+            self.conn(),
+            self.h2_conn.is_some(),
             self.pp.as_deref(),
             self.bind_no,
         )

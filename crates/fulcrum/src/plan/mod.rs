@@ -641,8 +641,7 @@ fn frontend(
         .map(|(i, b)| {
             let tls = if b.tls.ssl {
                 let who = format!("parsing [{}] : 'bind' of frontend '{}'", b.span, p.name);
-                let http = p.mode == cfg::Mode::Http;
-                crate::tls::server_config(&b.tls, g, http, &who, warnings)
+                crate::tls::server_config(&b.tls, g, &who, warnings)
                     .map_err(|mut e| errors.append(&mut e))
                     .ok()
             } else {

@@ -439,6 +439,8 @@ pub struct Base<'a> {
     pub data_htx: usize,
     /// The client connection (`ssl_fc*`, `ssl_c_*`).
     pub client: Option<&'a crate::connection::Stream>,
+    /// The request came over HTTP/2 (`req.ver`, `%HV`).
+    pub h2: bool,
     /// Its PROXY protocol header (`fc_pp_*`).
     pub pp: Option<&'a crate::connection::proxy::Header>,
     /// The server connection, in response rules (`ssl_bc*`).
@@ -468,6 +470,7 @@ impl<'a> Base<'a> {
             backends: self.backends,
             body: self.body,
             client: self.client,
+            h2: self.h2,
             payload: &[],
             pp: self.pp,
             server_stream: self.server_stream,

@@ -99,6 +99,8 @@ pub struct Ctx<'a> {
     pub body: &'a [u8],
     /// The client connection, for its TLS facts (`ssl_fc*`, `ssl_c_*`).
     pub client: Option<&'a crate::connection::Stream>,
+    /// The request came over HTTP/2 (`req.ver`, `%HV`).
+    pub h2: bool,
     /// The bytes waiting at the start of the connection (`req.ssl_sni`, `req.len`).
     pub payload: &'a [u8],
     /// The PROXY protocol header the connection opened with (`fc_pp_*`).
@@ -134,6 +136,7 @@ impl<'a> Ctx<'a> {
             backends,
             body: &[],
             client: None,
+            h2: false,
             payload: &[],
             pp: None,
             server_stream: None,
@@ -174,6 +177,7 @@ impl<'a> Ctx<'a> {
             backends: &fe.backends,
             body: &[],
             client: None,
+            h2: false,
             payload: &[],
             pp: None,
             server_stream: None,
@@ -525,6 +529,7 @@ fn fetch_each<'a>(
         ReqVer => one(
             req.map(|r| {
                 b(match r.version() {
+                    _ if ctx.h2 => b"2.0",
                     fulcrum_http::Version::Http10 => b"1.0",
                     _ => b"1.1",
                 })

@@ -18,7 +18,7 @@ use super::{Shared, WorkerSocket};
 use crate::connection::Stream;
 use crate::counters::Counters;
 use crate::frontend::{Bind, Frontend};
-use crate::http::Start;
+use crate::http::{Served, Start};
 use crate::log;
 use crate::rules::stick::Level;
 use crate::tcp::{self, Accepted};
@@ -308,18 +308,32 @@ fn http_connection(slots: Slots, mut start: Start) -> impl std::future::Future<O
         // A `mode tcp` frontend's connection upgraded to HTTP runs with its `upgrade` settings.
         let Some(http) = fe.http.as_ref().or(fe.upgrade.as_ref()) else { return };
         if let Start::New(conn) = start {
-            start = if needs_prelude(&slots.bind, &conn) {
+            let conn = if needs_prelude(&slots.bind, &conn) {
                 match Box::pin(prelude(&slots, conn)).await {
-                    Some(c) => Start::New(c),
+                    Some(c) => c,
                     None => return,
                 }
             } else {
-                Start::New(conn)
+                conn
             };
+            // TLS chose HTTP/2 (`alpn h2,...`).
+            if conn.client.tls().is_some_and(|t| t.with_conn(|c| c.alpn_protocol() == Some(b"h2")))
+            {
+                let (fe, shared) = (Arc::clone(&slots.frontend), Arc::clone(&slots.shared));
+                return Box::pin(crate::http::h2::serve(fe, shared, conn, Vec::new())).await;
+            }
+            start = Start::New(conn);
         }
         loop {
             let serving = Box::pin(crate::http::serve(fe, http, start, shared));
-            let Some(rest) = serving.await else { return };
+            let rest = match serving.await {
+                Served::Closed => return,
+                Served::Rest(rest) => rest,
+                Served::H2(conn, prefix) => {
+                    let (fe, shared) = (Arc::clone(&slots.frontend), Arc::clone(&slots.shared));
+                    return Box::pin(crate::http::h2::serve(fe, shared, conn, prefix)).await;
+                }
+            };
             start = Start::Resume(rest);
             let Start::Resume(rest) = &start else { return };
             if !rest.wait().await {

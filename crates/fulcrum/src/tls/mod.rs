@@ -172,12 +172,10 @@ impl BindTls {
 
 /// Builds a bind's TLS configuration: certificates, versions, suites, ALPN, client
 /// verification, and one configuration per crt-list line with options. `who` is the bind line
-/// for messages; `http` says the frontend speaks HTTP (then `h2` is left out of ALPN until
-/// HTTP/2 is supported).
+/// for messages.
 pub fn server_config(
     t: &cfg::BindTls,
     g: &cfg::GlobalTls,
-    http: bool,
     who: &str,
     warnings: &mut Vec<String>,
 ) -> Result<Arc<BindTls>, Vec<String>> {
@@ -217,7 +215,7 @@ pub fn server_config(
             excluded: l.excluded.clone(),
             settings: None,
         };
-        let config = build_config(settings, g, http, who, warnings, vec![own])?;
+        let config = build_config(settings, g, who, warnings, vec![own])?;
         for name in l.names.iter().filter(|n| !l.excluded.contains(n)) {
             match name.strip_prefix("*.") {
                 Some(rest) => {
@@ -227,7 +225,7 @@ pub fn server_config(
             };
         }
     }
-    let config = build_config(t, g, http, who, warnings, loaded)?;
+    let config = build_config(t, g, who, warnings, loaded)?;
     Ok(Arc::new(BindTls { config, exact, wildcard }))
 }
 
@@ -235,7 +233,6 @@ pub fn server_config(
 fn build_config(
     t: &cfg::BindTls,
     g: &cfg::GlobalTls,
-    http: bool,
     who: &str,
     warnings: &mut Vec<String>,
     loaded: Vec<certs::Loaded>,
@@ -273,13 +270,7 @@ fn build_config(
     let resolver = certs::Resolver::new(loaded, t.strict_sni);
     let mut sc = builder.with_client_cert_verifier(verifier).with_cert_resolver(Arc::new(resolver));
     if let Some(list) = &t.alpn {
-        let mut protos = list.clone();
-        if http && protos.iter().any(|p| p == "h2") {
-            warnings
-                .push(format!("{who} : HTTP/2 is not supported yet: 'h2' is not offered in ALPN."));
-            protos.retain(|p| p != "h2");
-        }
-        sc.alpn_protocols = protos.into_iter().map(String::into_bytes).collect();
+        sc.alpn_protocols = list.iter().map(|p| p.clone().into_bytes()).collect();
     }
     sc.ignore_client_order = !(t.prefer_client_ciphers || g.bind_prefer_client_ciphers);
     sc.session_storage = session_cache(g.cache_size);
@@ -586,6 +577,7 @@ impl Sni {
                     backends: NO_BACKENDS.get_or_init(Default::default),
                     body: &[],
                     client: open.client,
+                    h2: false,
                     payload: &[],
                     pp: None,
                     server_stream: None,

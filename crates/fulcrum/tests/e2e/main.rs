@@ -3,6 +3,8 @@
 mod balance;
 mod config_errors;
 mod failures;
+#[path = "../http/h2client.rs"]
+mod h2client;
 mod harness;
 mod health;
 mod lifecycle;

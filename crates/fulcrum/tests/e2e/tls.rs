@@ -12,6 +12,7 @@ use std::time::Duration;
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 
+use crate::h2client::H2Req;
 use crate::harness::{eventually, fulcrum, haproxy_bin, scratch, start_proxy, testserver};
 
 /// A test CA and what it signs.
@@ -101,6 +102,27 @@ fn tls_connect(
     Ok(s)
 }
 
+/// Sends `reqs` over HTTP/2 on a TLS connection to `addr` naming `sni` (ALPN must pick h2).
+fn h2_over_tls(
+    addr: SocketAddr,
+    sni: &str,
+    config: Arc<rustls::ClientConfig>,
+    reqs: &[H2Req],
+) -> Result<Vec<crate::h2client::H2Resp>, String> {
+    let name = ServerName::try_from(sni.to_string()).map_err(|e| e.to_string())?;
+    crate::h2client::run(async move {
+        let tcp = tokio::net::TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+        let tls = tokio_rustls::TlsConnector::from(config)
+            .connect(name, tcp)
+            .await
+            .map_err(|e| e.to_string())?;
+        if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
+            return Err("ALPN did not pick h2".into());
+        }
+        crate::h2client::exchange(tls, sni, reqs).await
+    })
+}
+
 /// The CN of the certificate the server presented.
 fn peer_cn(s: &rustls::StreamOwned<rustls::ClientConnection, TcpStream>) -> String {
     let der = &s.conn.peer_certificates().expect("certs")[0];
@@ -170,10 +192,10 @@ fn sni_wildcards_default_ecdsa_rsa_and_alpn() {
     );
     let f = fulcrum("tls-sni", &cfg);
     let cfg_h = client_config(&ca, &["h2", "http/1.1"]);
+    let cfg_h1 = client_config(&ca, &["http/1.1"]);
     // Exact name, wildcard, and no match (the default: the first certificate).
-    let mut s = tls_connect(f.addr(), "a.test", Arc::clone(&cfg_h)).expect("handshake a.test");
+    let mut s = tls_connect(f.addr(), "a.test", Arc::clone(&cfg_h1)).expect("handshake a.test");
     assert_eq!(peer_cn(&s), "a.test");
-    // h2 is not offered by an HTTP frontend until HTTP/2 exists.
     assert_eq!(s.conn.alpn_protocol(), Some(&b"http/1.1"[..]));
     let (code, head) = get(&mut s, "/");
     assert_eq!(code, 200, "{head}");
@@ -184,6 +206,16 @@ fn sni_wildcards_default_ecdsa_rsa_and_alpn() {
     // Keep-alive over TLS.
     let (code, _) = get(&mut s, "/again");
     assert_eq!(code, 200);
+    // A client offering h2 gets HTTP/2, with the same facts.
+    let got =
+        h2_over_tls(f.addr(), "a.test", Arc::clone(&cfg_h), &[H2Req::get("/"), H2Req::get("/b")])
+            .expect("HTTP/2 over TLS");
+    for r in &got {
+        assert_eq!(r.status, 200, "{r:?}");
+        assert_eq!(r.header("x-alpn"), Some("h2"));
+        assert_eq!(r.header("x-sni"), Some("a.test"));
+        assert_eq!(r.header("x-tls"), Some("1"));
+    }
     let s = tls_connect(f.addr(), "x.wild.test", Arc::clone(&cfg_h)).expect("wildcard");
     assert_eq!(peer_cn(&s), "b.test");
     let s = tls_connect(f.addr(), "unknown.test", Arc::clone(&cfg_h));

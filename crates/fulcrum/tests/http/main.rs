@@ -20,6 +20,8 @@ mod auth;
 mod bodies;
 mod errors;
 mod extra;
+mod h2;
+mod h2client;
 mod inspect;
 mod keepalive;
 mod malformed;

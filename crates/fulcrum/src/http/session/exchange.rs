@@ -175,7 +175,7 @@ impl Session<'_> {
         let open = tcp::Opening {
             src: self.peer,
             dst: self.local,
-            client: Some(&self.client),
+            client: Some(self.h2_conn.unwrap_or(&self.client)),
             req: Some(&self.req),
             unique_id: self.vars.unique_id.as_deref().and_then(|u| std::str::from_utf8(u).ok()),
             abortonclose: be.abortonclose,

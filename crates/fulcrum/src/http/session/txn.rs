@@ -161,7 +161,12 @@ impl Session<'_> {
         // The head as it goes to the server (once for all tries); rewrites must leave it within
         // a buffer, as in HAProxy.
         self.out.clear();
-        self.req.write_to(&mut self.out);
+        if self.h2_conn.is_some() {
+            // HTTP/2's absolute URI goes to an HTTP/1 server in origin form, as HAProxy sends it.
+            self.req.write_origin_form_to(&mut self.out);
+        } else {
+            self.req.write_to(&mut self.out);
+        }
         if self.out.len() > be_http.bufsize.min(self.http.bufsize) && !self.vars.strict_off {
             self.o.end(Cause::Internal, Phase::Request);
             return self.answer(500, &info, Some(&be)).await;
@@ -451,7 +456,8 @@ impl Session<'_> {
                     be.map(|b| &**b),
                     None,
                     body,
-                    &self.client,
+                    self.h2_conn.unwrap_or(&self.client),
+                    self.h2_conn.is_some(),
                     self.pp.as_deref(),
                     self.bind_no,
                 );
@@ -659,7 +665,8 @@ impl Session<'_> {
             be,
             server,
             &[],
-            &self.client,
+            self.h2_conn.unwrap_or(&self.client),
+            self.h2_conn.is_some(),
             self.pp.as_deref(),
             self.bind_no,
         );
@@ -754,7 +761,7 @@ impl Session<'_> {
         let (fe_ot, be_ot) = (self.http.originalto.as_ref(), be_http.originalto.as_ref());
         if let Some(ot) = be_ot.or(fe_ot) {
             let local = self.local.or_else(|| {
-                socket2::SockRef::from(&self.client).local_addr().ok().and_then(|a| a.as_socket())
+                socket2::SockRef::from(self.conn()).local_addr().ok().and_then(|a| a.as_socket())
             });
             {
                 if let Some(ip) = local.map(|a| a.ip()) {
@@ -817,6 +824,7 @@ pub(super) fn rules_base<'b>(
     server: Option<&'b str>,
     body: &'b [u8],
     client: &'b crate::connection::Stream,
+    h2: bool,
     pp: Option<&'b crate::connection::proxy::Header>,
     bind_no: u16,
 ) -> Base<'b> {
@@ -834,6 +842,7 @@ pub(super) fn rules_base<'b>(
         max_head: http.bufsize,
         data_htx: 0,
         client: Some(client),
+        h2,
         pp,
         server_stream: None,
     }

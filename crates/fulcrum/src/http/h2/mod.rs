@@ -1,0 +1,190 @@
+//! HTTP/2 from clients (HAProxy's `mux_h2` on the frontend side): the connection's frames and
+//! HPACK are the `h2` crate's (a well-kept implementation with flow control and the known
+//! denial-of-service limits; writing them again buys nothing measured yet), each stream runs
+//! as its own task through the same transaction code as an HTTP/1.1 request ([`view`]).
+//!
+//! A connection speaks HTTP/2 when TLS negotiated `h2` (`alpn h2,http/1.1` on the bind), or
+//! when a clear-text connection opens with HTTP/2's preface (prior knowledge, as HAProxy
+//! switches to HTTP/2 on seeing `PRI * HTTP/2.0`).
+//!
+//! Owns: the connection's settings, its idle timeout and its streams' tasks. Must not touch:
+//! transactions (the session runs them), accept and limits (runtime).
+
+pub mod view;
+
+use std::future::Future;
+use std::io;
+use std::os::fd::AsFd;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::connection::Stream;
+use crate::frontend::Frontend;
+use crate::runtime::Shared;
+use crate::tcp::Accepted;
+
+/// The client preface of HTTP/2 (RFC 9113 3.4), as its first line reads.
+pub const PREFACE_LINE: &[u8] = b"PRI * HTTP/2.0\r\n";
+
+/// HAProxy 2.6's defaults for `tune.h2.*`.
+const MAX_CONCURRENT_STREAMS: u32 = 100;
+const INITIAL_WINDOW: u32 = 65_535;
+const HEADER_TABLE_SIZE: u32 = 4096;
+const MAX_FRAME_SIZE: u32 = 16_384;
+
+/// The connection's socket for the `h2` crate, with the bytes already read from it first (the
+/// preface seen by the HTTP/1 reader).
+struct Io {
+    s: Rc<Stream>,
+    prefix: Vec<u8>,
+    pos: usize,
+}
+
+impl AsyncRead for Io {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if self.pos < self.prefix.len() {
+            let n = (self.prefix.len() - self.pos).min(buf.remaining());
+            let start = self.pos;
+            buf.put_slice(&self.prefix[start..start + n]);
+            self.pos += n;
+            if self.pos == self.prefix.len() {
+                self.prefix = Vec::new();
+                self.pos = 0;
+            }
+            return Poll::Ready(Ok(()));
+        }
+        loop {
+            std::task::ready!(self.s.poll_read_ready(cx))?;
+            match self.s.try_read(buf.initialize_unfilled()) {
+                Ok(n) => {
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
+impl AsyncWrite for Io {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            match self.s.try_write(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                r => return Poll::Ready(r),
+            }
+            std::task::ready!(self.s.poll_write_ready(cx))?;
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        loop {
+            match self.s.try_flush() {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                r => return Poll::Ready(r),
+            }
+            std::task::ready!(self.s.poll_write_ready(cx))?;
+        }
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        std::task::ready!(self.as_mut().poll_flush(cx))?;
+        Poll::Ready(self.s.shutdown_write())
+    }
+}
+
+/// Serves an HTTP/2 client connection until it closes, each stream in a task of its own.
+/// `prefix`: bytes already read from it.
+pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefix: Vec<u8>) {
+    let Accepted { client, peer, proxied, dst_port, bind_no, .. } = conn;
+    // The streams' views reach the socket through a duplicate (`getsockname`, options): it
+    // stays valid whatever the connection's task does.
+    let Ok(fd) = client.as_fd().try_clone_to_owned() else { return };
+    let fd = Arc::new(fd);
+    let client = Rc::new(client);
+    let io = Io { s: Rc::clone(&client), prefix, pos: 0 };
+    let mut b = h2::server::Builder::new();
+    b.max_concurrent_streams(MAX_CONCURRENT_STREAMS)
+        .initial_window_size(INITIAL_WINDOW)
+        .header_table_size(HEADER_TABLE_SIZE)
+        .max_frame_size(MAX_FRAME_SIZE)
+        .max_header_list_size(fe_bufsize(&fe) as u32);
+    let client_timeout = fe.timeouts.client;
+    let handshake = b.handshake::<_, Bytes>(io);
+    let mut h2 = match within(client_timeout, handshake).await {
+        Some(Ok(c)) => c,
+        _ => return,
+    };
+    let idle = fe
+        .http
+        .as_ref()
+        .or(fe.upgrade.as_ref())
+        .and_then(|h| h.timeouts.keep_alive)
+        .or(client_timeout);
+    loop {
+        // Without a stream, `timeout http-keep-alive` (else `timeout client`) ends the
+        // connection with a GOAWAY; with streams, their own timeouts run.
+        let limit = if h2.has_streams() { None } else { idle };
+        let next = match within(limit, h2.accept()).await {
+            Some(n) => n,
+            None => {
+                h2.graceful_shutdown();
+                let _ = within(Some(Duration::from_secs(1)), drain(&mut h2)).await;
+                return;
+            }
+        };
+        let (req, respond) = match next {
+            Some(Ok(r)) => r,
+            Some(Err(_)) | None => return,
+        };
+        let view = view::H1View::new(req, respond, Arc::clone(&fd));
+        let acc = Accepted {
+            client: Stream::H2(Box::new(view)),
+            peer,
+            proxied: proxied.clone(),
+            prepared: true,
+            expect_proxy: false,
+            dst_port,
+            bind_no,
+            vars: None,
+        };
+        let (fe, shared, conn) = (Arc::clone(&fe), Arc::clone(&shared), Rc::clone(&client));
+        tokio::task::spawn_local(async move {
+            if let Some(http) = fe.http.as_ref().or(fe.upgrade.as_ref()) {
+                crate::http::session::serve_stream(&fe, http, acc, &shared, &conn).await;
+            }
+        });
+    }
+}
+
+/// Polls the connection until the client has closed it (after a GOAWAY).
+async fn drain<T: AsyncRead + AsyncWrite + Unpin>(h2: &mut h2::server::Connection<T, Bytes>) {
+    while let Some(Ok(_)) = h2.accept().await {}
+}
+
+fn fe_bufsize(fe: &Frontend) -> usize {
+    fe.http.as_ref().or(fe.upgrade.as_ref()).map_or(16_384, |h| h.bufsize)
+}
+
+/// `Some(output)` unless `limit` passed first.
+async fn within<F: Future>(limit: Option<Duration>, f: F) -> Option<F::Output> {
+    match limit {
+        Some(d) => tokio::time::timeout(d, f).await.ok(),
+        None => Some(f.await),
+    }
+}

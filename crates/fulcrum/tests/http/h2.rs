@@ -1,0 +1,98 @@
+//! HTTP/2 from clients (issue 16): prior knowledge on a clear-text bind (HAProxy switches to
+//! HTTP/2 on its preface), requests multiplexed on one connection, translated to HTTP/1.1 for
+//! the servers (`:authority` as Host, cookies joined, a body without length sent chunked), the
+//! rules and fetches as for HTTP/1 (`req.ver` is `2.0`). Over TLS (`alpn h2`): `e2e/tls.rs`.
+
+use crate::h2client::{h2c, H2Req, H2Resp};
+use crate::px::*;
+
+/// What the test server received for one answer: the request line, whether Host is the
+/// proxy's address, the cookie, the framing fields and the body.
+fn received(px: &Px, r: &H2Resp) -> (u16, String, bool, Option<String>, Option<String>, String) {
+    let body = r.text();
+    let Some(h) = Head::parse(&r.body) else {
+        return (r.status, body, false, None, None, String::new());
+    };
+    let line = format!("{} {} {}", h.method, h.target, h.version);
+    let host = h.header("host") == Some(px.addr().to_string().as_str());
+    let framing = h.header("transfer-encoding").or(h.header("content-length")).map(str::to_string);
+    let sent = body.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (r.status, line, host, h.header("cookie").map(str::to_string), framing, sent)
+}
+
+#[test]
+fn http2_requests_reach_an_http1_server_as_http1() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&listen(&format!(" server s1 {}\n", srv.addr())));
+        let reqs = [
+            H2Req::get("/?echo=head")
+                .header("cookie", "a=1")
+                .header("cookie", "b=2")
+                .header("x-test", "v"),
+            // No length: the server gets it chunked.
+            H2Req::post("/?echo=all", b"hello"),
+            H2Req::post("/?echo=all", b"world").header("content-length", "5"),
+        ];
+        let got = h2c(px.addr(), &reqs).expect("HTTP/2 exchange");
+        got.iter().map(|r| received(&px, r)).collect::<Vec<_>>()
+    });
+}
+
+#[test]
+fn http2_requests_run_the_rules_and_read_version_2_0() {
+    each(|t| {
+        let px = t.start(&listen(
+            " http-request deny deny_status 403 if { path /denied }\n\
+             http-request return status 200 content-type text/plain lf-string \"v=%[req.ver] m=%[method] u=%[url] p=%[path] q=%[query] h=%[req.hdr(x-a)] host=%[req.hdr(host)]\"\n",
+        ));
+        let reqs = [
+            H2Req::get("/a?b=1").header("x-a", "one"),
+            H2Req::get("/denied"),
+            H2Req::post("/p", b"body"),
+        ];
+        let got = h2c(px.addr(), &reqs).expect("HTTP/2 exchange");
+        // The proxy's address differs from one run to the other.
+        let addr = px.addr().to_string();
+        let text = |r: &H2Resp| r.text().replace(&addr, "ADDR");
+        got.iter()
+            .map(|r| (r.status, text(r), r.header("content-type").map(str::to_string)))
+            .collect::<Vec<_>>()
+    });
+}
+
+#[test]
+fn many_streams_at_once_each_get_their_own_answer() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&listen(&format!(" server s1 {}\n", srv.addr())));
+        let reqs: Vec<H2Req> = (0..40).map(|i| H2Req::get(&format!("/?echo=head&n={i}"))).collect();
+        let got = h2c(px.addr(), &reqs).expect("HTTP/2 exchange");
+        let ok = got
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| {
+                r.status == 200
+                    && Head::parse(&r.body)
+                        .is_some_and(|h| h.target == format!("/?echo=head&n={i}"))
+            })
+            .count();
+        assert_eq!(ok, 40, "{got:?}");
+        ok
+    });
+}
+
+#[test]
+fn a_large_response_crosses_the_stream_window() {
+    // 1 MB through HTTP/2's 64 kB initial window: the proxy waits for WINDOW_UPDATEs and loses
+    // nothing (chunked and sized bodies).
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&listen(&format!(" server s1 {}\n", srv.addr())));
+        let reqs = [H2Req::get("/?s=1m"), H2Req::get("/?s=300k&chunked=1")];
+        let got = h2c(px.addr(), &reqs).expect("HTTP/2 exchange");
+        got.iter()
+            .map(|r| (r.status, r.body.len(), r.header("transfer-encoding").is_some()))
+            .collect::<Vec<_>>()
+    });
+}

@@ -1,0 +1,138 @@
+//! A small HTTP/2 client for the tests (the `h2` crate from the client's side): requests sent
+//! at once on one connection (multiplexed), answers gathered whole. Shared by the `http` and
+//! `e2e` targets.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// One request.
+#[derive(Clone, Debug, Default)]
+pub struct H2Req {
+    pub method: &'static str,
+    pub path: String,
+    pub headers: Vec<(&'static str, String)>,
+    /// Sent in DATA frames after the HEADERS frame (`None`: the HEADERS frame ends the stream).
+    pub body: Option<Vec<u8>>,
+}
+
+impl H2Req {
+    pub fn get(path: &str) -> H2Req {
+        H2Req { method: "GET", path: path.to_string(), ..H2Req::default() }
+    }
+
+    pub fn post(path: &str, body: &[u8]) -> H2Req {
+        H2Req {
+            method: "POST",
+            path: path.to_string(),
+            body: Some(body.to_vec()),
+            ..H2Req::default()
+        }
+    }
+
+    pub fn header(mut self, name: &'static str, value: &str) -> H2Req {
+        self.headers.push((name, value.to_string()));
+        self
+    }
+}
+
+/// One answer (header names in lower case, as HTTP/2 has them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct H2Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl H2Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// Sends `reqs` over a clear-text connection to `addr` (prior knowledge).
+pub fn h2c(addr: SocketAddr, reqs: &[H2Req]) -> Result<Vec<H2Resp>, String> {
+    run(async move {
+        let tcp = tokio::net::TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+        exchange(tcp, &addr.to_string(), reqs).await
+    })
+}
+
+/// Runs `f` on a runtime of its own, within 10 s.
+pub fn run<T>(f: impl std::future::Future<Output = Result<T, String>>) -> Result<T, String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        tokio::time::timeout(Duration::from_secs(10), f)
+            .await
+            .unwrap_or_else(|_| Err("timed out".into()))
+    })
+}
+
+/// Sends `reqs` at once over `io` (an HTTP/2 connection once the preface is sent), then reads
+/// every answer whole.
+pub async fn exchange<T>(io: T, authority: &str, reqs: &[H2Req]) -> Result<Vec<H2Resp>, String>
+where
+    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (client, conn) = h2::client::handshake(io).await.map_err(|e| e.to_string())?;
+    let driver = tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let mut pending = Vec::new();
+    for r in reqs {
+        let mut client = client.clone().ready().await.map_err(|e| e.to_string())?;
+        let mut b =
+            http::Request::builder().method(r.method).uri(format!("http://{authority}{}", r.path));
+        for (n, v) in &r.headers {
+            b = b.header(*n, v.as_str());
+        }
+        let req = b.body(()).map_err(|e| e.to_string())?;
+        let (resp, mut send) =
+            client.send_request(req, r.body.is_none()).map_err(|e| e.to_string())?;
+        if let Some(body) = &r.body {
+            send.send_data(Bytes::from(body.clone()), true).map_err(|e| e.to_string())?;
+        }
+        pending.push(resp);
+    }
+    // Every answer is read at once: one left unread would hold the connection's window.
+    let readers: Vec<_> = pending
+        .into_iter()
+        .map(|resp| {
+            tokio::spawn(async move {
+                let resp = resp.await.map_err(|e| e.to_string())?;
+                let (parts, mut body) = resp.into_parts();
+                let mut data = Vec::new();
+                while let Some(chunk) = body.data().await {
+                    let chunk = chunk.map_err(|e| e.to_string())?;
+                    let _ = body.flow_control().release_capacity(chunk.len());
+                    data.extend_from_slice(&chunk);
+                }
+                let headers = parts
+                    .headers
+                    .iter()
+                    .map(|(n, v)| {
+                        (n.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into())
+                    })
+                    .collect();
+                Ok::<_, String>(H2Resp { status: parts.status.as_u16(), headers, body: data })
+            })
+        })
+        .collect();
+    let mut out = Vec::new();
+    for r in readers {
+        out.push(r.await.map_err(|e| e.to_string())??);
+    }
+    drop(client);
+    driver.abort();
+    Ok(out)
+}
