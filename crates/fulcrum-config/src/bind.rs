@@ -65,6 +65,7 @@ pub fn parse_bind_at(line: &Line, at: usize, section: &str, diags: &mut Diags) -
         expose_fd: false,
         tls: Default::default(),
         accept_proxy: false,
+        proto: None,
     };
     bind_options(line, at, section, &mut bind, diags).map(|()| bind)
 }
@@ -108,6 +109,23 @@ fn bind_options(
                 ok = false;
             }
             "v4v6" => bind.v4v6 = true,
+            "proto" if val.is_empty() => {
+                diags.alert(line, format!("{prefix} : '{opt}' : missing value"));
+                ok = false;
+            }
+            "proto" => match val {
+                "h1" => bind.proto = Some(crate::model::MuxProto::H1),
+                "h2" => bind.proto = Some(crate::model::MuxProto::H2),
+                "fcgi" | "none" | "quic" => {
+                    diags.alert(line, format!("{prefix} : 'proto {val}' is not supported yet"));
+                    ok = false;
+                }
+                _ => {
+                    diags
+                        .alert(line, format!("{prefix} : '{opt}' :  unknown MUX protocol '{val}'"));
+                    ok = false;
+                }
+            },
             "accept-proxy" => bind.accept_proxy = true,
             _ if crate::tls::is_bind_option(opt) => {
                 if let Some(Err(msg)) = crate::tls::bind_option(opt, val, &mut bind.tls) {

@@ -477,7 +477,7 @@ pub static BIND_OPTIONS: &[Keyword] = &[
     g("npn", Partial("accepted and ignored with a warning (NPN is obsolete; use alpn)")),
     g("prefer-client-ciphers", Supported),
     g("process", NotYet),
-    g("proto", NotYet),
+    g("proto", Partial("h2 (every connection speaks HTTP/2 at once, prior knowledge; a client that does not gets its connection closed) and h1 (HTTP/1 only: no switch to HTTP/2 on its preface, h2 not chosen by ALPN)")),
     g("quic-cc-algo", NotYet),
     g("quic-force-retry", NotYet),
     g("severity-output", NotYet),

@@ -531,6 +531,16 @@ pub struct Bind {
     pub tls: BindTls,
     /// `accept-proxy`: every connection starts with a PROXY protocol header (v1 or v2).
     pub accept_proxy: bool,
+    /// `proto h1|h2`: the HTTP version every connection speaks, whatever ALPN or the first
+    /// bytes say.
+    pub proto: Option<MuxProto>,
+}
+
+/// A `proto` name of a `bind` line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MuxProto {
+    H1,
+    H2,
 }
 
 /// The owner and mode a UNIX socket's file is given (`bind /path mode 600 user haproxy`).

@@ -530,7 +530,8 @@ impl Session<'_> {
                     Err(_)
                         if first
                             && self.h2_conn.is_none()
-                            && self.cbuf.data().starts_with(super::h2::PREFACE_LINE) =>
+                            && self.cbuf.data().starts_with(super::h2::PREFACE_LINE)
+                            && !self.h1_only() =>
                     {
                         return Ok(Read::H2);
                     }
@@ -763,6 +764,12 @@ impl Session<'_> {
         be.is_listen
             && be.name == self.fe.name
             && self.fe.backend.as_ref().is_some_and(|b| Arc::ptr_eq(b, be))
+    }
+
+    /// `proto h1` on the bind: no switch to HTTP/2 on its preface.
+    fn h1_only(&self) -> bool {
+        let bind = self.fe.binds.get(usize::from(self.bind_no).wrapping_sub(1));
+        bind.is_some_and(|b| b.proto == Some(fulcrum_config::MuxProto::H1))
     }
 
     /// The client's connection: its socket and TLS layer (an HTTP/2 stream's connection).

@@ -650,6 +650,7 @@ fn frontend(
             Arc::new(Bind {
                 tls,
                 accept_proxy: b.accept_proxy,
+                proto: b.proto,
                 name: b.name.clone(),
                 number: i as u32 + 1,
                 addrs: b.addrs.clone(),

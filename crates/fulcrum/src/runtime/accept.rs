@@ -22,6 +22,7 @@ use crate::http::{Served, Start};
 use crate::log;
 use crate::rules::stick::Level;
 use crate::tcp::{self, Accepted};
+use fulcrum_config::MuxProto;
 
 /// Sessions alive in this worker; soft stop waits for zero.
 pub struct Live {
@@ -316,9 +317,12 @@ fn http_connection(slots: Slots, mut start: Start) -> impl std::future::Future<O
             } else {
                 conn
             };
-            // TLS chose HTTP/2 (`alpn h2,...`).
-            if conn.client.tls().is_some_and(|t| t.with_conn(|c| c.alpn_protocol() == Some(b"h2")))
-            {
+            // `proto h2`, or TLS chose HTTP/2 (`alpn h2,...`) and `proto h1` does not forbid it.
+            let proto = slots.bind.proto;
+            let alpn_h2 = || {
+                conn.client.tls().is_some_and(|t| t.with_conn(|c| c.alpn_protocol() == Some(b"h2")))
+            };
+            if proto == Some(MuxProto::H2) || (proto.is_none() && alpn_h2()) {
                 let (fe, shared) = (Arc::clone(&slots.frontend), Arc::clone(&slots.shared));
                 return Box::pin(crate::http::h2::serve(fe, shared, conn, Vec::new())).await;
             }

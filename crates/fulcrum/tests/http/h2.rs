@@ -96,3 +96,26 @@ fn a_large_response_crosses_the_stream_window() {
             .collect::<Vec<_>>()
     });
 }
+
+#[test]
+fn proto_h2_speaks_http2_at_once_and_proto_h1_never_switches() {
+    each(|t| {
+        let px = t.start(&format!(
+            "{DEFAULTS}listen px\n bind {{fe0}} proto h2\n bind {{fe1}} proto h1\n\
+             http-request return status 200 content-type text/plain lf-string \"v=%[req.ver]\"\n"
+        ));
+        let h2 = h2c(px.addr(), &[H2Req::get("/")]).map(|r| r[0].text());
+        // An HTTP/1 request to an HTTP/2-only bind: the connection closes, nothing answered.
+        let mut cl = px.client();
+        cl.send(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+        let refused = cl.closed_within(std::time::Duration::from_secs(2));
+        // HTTP/2's preface on an HTTP/1-only bind is a bad request.
+        let mut one = px.client_to(1);
+        let r = one.request(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+        let h1 = px.client_to(1).request(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").text();
+        assert_eq!(h2.as_deref(), Ok("v=2.0"));
+        assert!(refused);
+        assert_eq!((r.status, h1.as_str()), (400, "v=1.1"));
+        (h2, refused, r.status, h1)
+    });
+}

@@ -128,7 +128,7 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
     let handshake = b.handshake::<_, Bytes>(io);
     let mut h2 = match within(client_timeout, handshake).await {
         Some(Ok(c)) => c,
-        _ => return,
+        _ => return close_quietly(&client),
     };
     let idle = fe
         .http
@@ -170,6 +170,19 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
             }
         });
     }
+}
+
+/// Closes a connection that did not speak HTTP/2 with a FIN, not a reset: what it sent is read
+/// first (a socket closed with unread bytes resets the connection).
+fn close_quietly(client: &Stream) {
+    let mut buf = [0u8; 4096];
+    for _ in 0..16 {
+        match client.try_read(&mut buf) {
+            Ok(n) if n > 0 => {}
+            _ => break,
+        }
+    }
+    let _ = client.shutdown_write();
 }
 
 /// Polls the connection until the client has closed it (after a GOAWAY).
