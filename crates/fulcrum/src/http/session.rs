@@ -340,6 +340,11 @@ async fn serve_with(
         stimer,
         h2_conn,
     };
+    if h2_conn.is_some() {
+        // As HAProxy marks every HTTP/2 stream: not a connection's first request
+        // (`http_first_req` is 0, `http-reuse safe` may take an idle server connection).
+        s.requests = 1;
+    }
     if fe.needs_dst && s.local.is_none() {
         s.local = socket2::SockRef::from(s.conn()).local_addr().ok().and_then(|a| a.as_socket());
     }

@@ -164,11 +164,13 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
             vars: None,
         };
         let (fe, shared, conn) = (Arc::clone(&fe), Arc::clone(&shared), Rc::clone(&client));
-        tokio::task::spawn_local(async move {
+        // Boxed: the task then holds a pointer, and Tokio's moves of a task's future and
+        // output (at spawn, at completion) copy 16 bytes instead of a whole session.
+        tokio::task::spawn_local(Box::pin(async move {
             if let Some(http) = fe.http.as_ref().or(fe.upgrade.as_ref()) {
                 crate::http::session::serve_stream(&fe, http, acc, &shared, &conn).await;
             }
-        });
+        }));
     }
 }
 
