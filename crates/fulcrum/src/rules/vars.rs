@@ -142,6 +142,19 @@ impl Vars {
             && self.sc.as_ref().is_none_or(|sc| sc.is_empty())
             && self.addrs.is_none()
     }
+    /// What an HTTP/2 stream starts with: the session's variables, addresses and tracked
+    /// entries (shared with the connection, see `stick::track::Counters::share`).
+    pub fn for_stream(&self) -> Vars {
+        let vars =
+            self.vars.iter().filter(|(s, _, _)| *s == cfg::VarScope::Sess).cloned().collect();
+        Vars {
+            vars,
+            sc: self.sc.as_ref().map(|c| Box::new(c.share())).filter(|c| !c.is_empty()),
+            addrs: self.addrs.clone(),
+            ..Vars::default()
+        }
+    }
+
     /// Forgets transaction-scoped variables (a new request starts).
     pub fn end_transaction(&mut self) {
         self.vars.retain(|(s, _, _)| *s == cfg::VarScope::Sess);

@@ -51,6 +51,13 @@ thread_local! {
     static STOPPING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// The client sockets of this worker's resting connections (see [`StopWatch`]).
     static WATCHED: RefCell<HashSet<RawFd>> = RefCell::new(HashSet::new());
+    /// Woken by a soft stop: connections that can end gracefully (HTTP/2's GOAWAY).
+    static STOP_NOTIFY: std::rc::Rc<tokio::sync::Notify> = std::rc::Rc::new(tokio::sync::Notify::new());
+}
+
+/// This worker's soft-stop notification (take `notified()` before checking [`stopping`]).
+pub fn stop_notify() -> std::rc::Rc<tokio::sync::Notify> {
+    STOP_NOTIFY.with(std::rc::Rc::clone)
 }
 
 /// True once this worker is soft-stopping.
@@ -87,6 +94,7 @@ impl Drop for StopWatch {
 
 fn begin_stop() {
     STOPPING.with(|s| s.set(true));
+    STOP_NOTIFY.with(|n| n.notify_waiters());
     WATCHED.with(|w| {
         for &fd in w.borrow().iter() {
             // Every registered descriptor is open (its `StopWatch` is alive) and a socket.

@@ -25,10 +25,19 @@ pub struct Tracked {
     pub entry: Arc<Entry>,
     /// Tracked by the session (kept across streams).
     session: bool,
+    /// An HTTP/2 stream's share of what its connection tracks: the connection counts it and
+    /// lets it go; the share only keeps the entry alive.
+    borrowed: bool,
 }
 
 impl Drop for Tracked {
     fn drop(&mut self) {
+        if self.borrowed {
+            if self.entry.trackers.fetch_sub(1, Ordering::Relaxed) == 1 && self.table.expire != 0 {
+                self.table.kill_if_expired(&self.entry, now());
+            }
+            return;
+        }
         // HAProxy's `stream_store_counters`: one connection less, the entry touched so it
         // lives `expire` from now.
         if self.table.layout.has(D::ConnCur) {
@@ -67,8 +76,27 @@ impl Counters {
         }
         entry.trackers.fetch_add(1, Ordering::Relaxed);
         table.add(&entry, &[(D::ConnCur, 1), (D::ConnCnt, 1), (D::ConnRate, 1)]);
-        *slot = Some(Tracked { table: table.clone(), entry, session });
+        *slot = Some(Tracked { table: table.clone(), entry, session, borrowed: false });
         true
+    }
+
+    /// What an HTTP/2 stream sees of its connection's counters: the entries the session
+    /// tracks, counted on by the stream's requests, errors and bytes, released by the
+    /// connection only.
+    pub fn share(&self) -> Counters {
+        let mut c = Counters::default();
+        for (i, t) in self.slots.iter().enumerate() {
+            if let Some(t) = t.as_ref().filter(|t| t.session) {
+                t.entry.trackers.fetch_add(1, Ordering::Relaxed);
+                c.slots[i] = Some(Tracked {
+                    table: t.table.clone(),
+                    entry: t.entry.clone(),
+                    session: true,
+                    borrowed: true,
+                });
+            }
+        }
+        c
     }
 
     /// Adds to the same data types of every tracked entry.

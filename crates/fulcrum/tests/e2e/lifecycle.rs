@@ -427,3 +427,45 @@ fn global_maxconn_holds_across_workers_with_reuseport_sockets() {
         held = held_back_until_freed(held, addr, round, Duration::from_millis(200));
     }
 }
+
+#[test]
+fn a_soft_stop_ends_http2_connections_with_goaway_once_their_streams_are_done() {
+    let ts = testserver("http", "s1");
+    let px = fulcrum(
+        "soft-stop-h2",
+        &format!(
+            "defaults\n mode http\n timeout connect 1s\n timeout client 10s\n timeout server 10s\n\
+             frontend fe\n bind {{fe0}} proto h2\n default_backend be\nbackend be\n server s1 {}\n",
+            ts.addr
+        ),
+    );
+    let addr = px.addr();
+    let got = crate::h2client::run(async {
+        let tcp = tokio::net::TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+        let (client, conn) = h2::client::handshake(tcp).await.map_err(|e| e.to_string())?;
+        let driver = tokio::spawn(conn);
+        let mut c = client.ready().await.map_err(|e| e.to_string())?;
+        let req =
+            http::Request::get(format!("http://{addr}/?t=300ms&s=10")).body(()).expect("request");
+        let (resp, _) = c.send_request(req, true).map_err(|e| e.to_string())?;
+        // The stream is in flight (the server waits 300 ms): soft stop now.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        px.proc.signal(libc::SIGUSR1);
+        let resp = resp.await.map_err(|e| e.to_string())?;
+        let status = resp.status().as_u16();
+        let mut body = resp.into_body();
+        let mut len = 0;
+        while let Some(chunk) = body.data().await {
+            len += chunk.map_err(|e| e.to_string())?.len();
+        }
+        drop(c);
+        // The proxy sent GOAWAY and closes: the connection ends without an error.
+        let ended = tokio::time::timeout(Duration::from_secs(5), driver).await;
+        let clean = matches!(ended, Ok(Ok(Ok(()))));
+        Ok::<_, String>((status, len, clean))
+    });
+    assert_eq!(got, Ok((200, 10, true)));
+    let mut px = px;
+    let st = px.proc.wait_exit(Duration::from_secs(5)).expect("exits once the connection ended");
+    assert_eq!(st.code(), Some(0));
+}

@@ -119,3 +119,25 @@ fn proto_h2_speaks_http2_at_once_and_proto_h1_never_switches() {
         (h2, refused, r.status, h1)
     });
 }
+
+#[test]
+fn what_the_connection_tracks_counts_every_stream() {
+    // The classic rate limit, tracked per connection: over HTTP/2 every stream counts, and the
+    // sixth request of the second is refused, as over HTTP/1.
+    each(|t| {
+        let px = t.start(&format!(
+            "{DEFAULTS}frontend fe\n bind {{fe0}}\n\
+             stick-table type ip size 1k expire 10s store http_req_rate(10s)\n\
+             tcp-request connection track-sc0 src\n\
+             tcp-request session set-var(sess.who) str(me)\n\
+             http-request deny deny_status 429 if {{ sc_http_req_rate(0) gt 5 }}\n\
+             http-request return status 200 content-type text/plain lf-string \"%[var(sess.who)]\"\n"
+        ));
+        let reqs: Vec<H2Req> = (0..10).map(|i| H2Req::get(&format!("/{i}"))).collect();
+        let got = h2c(px.addr(), &reqs).expect("HTTP/2 exchange");
+        let ok = got.iter().filter(|r| r.status == 200 && r.text() == "me").count();
+        let limited = got.iter().filter(|r| r.status == 429).count();
+        assert_eq!((ok, limited), (5, 5), "{got:?}");
+        (ok, limited)
+    });
+}

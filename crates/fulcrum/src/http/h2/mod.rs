@@ -111,7 +111,7 @@ impl AsyncWrite for Io {
 /// Serves an HTTP/2 client connection until it closes, each stream in a task of its own.
 /// `prefix`: bytes already read from it.
 pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefix: Vec<u8>) {
-    let Accepted { client, peer, proxied, dst_port, bind_no, .. } = conn;
+    let Accepted { client, peer, proxied, dst_port, bind_no, vars, .. } = conn;
     // The streams' views reach the socket through a duplicate (`getsockname`, options): it
     // stays valid whatever the connection's task does.
     let Ok(fd) = client.as_fd().try_clone_to_owned() else { return };
@@ -136,16 +136,42 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
         .or(fe.upgrade.as_ref())
         .and_then(|h| h.timeouts.keep_alive)
         .or(client_timeout);
+    let stop = crate::runtime::stop_notify();
+    // Made once: a soft stop wakes it (a waiter per connection, not per stream).
+    let stopped = stop.notified();
+    tokio::pin!(stopped);
+    stopped.as_mut().enable();
+    let tick = tokio::time::sleep(Duration::from_secs(1));
+    tokio::pin!(tick);
+    let mut idle_since = tokio::time::Instant::now();
     loop {
-        // Without a stream, `timeout http-keep-alive` (else `timeout client`) ends the
-        // connection with a GOAWAY; with streams, their own timeouts run.
-        let limit = if h2.has_streams() { None } else { idle };
-        let next = match within(limit, h2.accept()).await {
-            Some(n) => n,
-            None => {
-                h2.graceful_shutdown();
-                let _ = within(Some(Duration::from_secs(1)), drain(&mut h2)).await;
-                return;
+        // A soft stop or a reload that replaced this frontend: GOAWAY, the streams in flight
+        // finish. Without a stream, `timeout http-keep-alive` (else `timeout client`) ends the
+        // connection the same way; with streams, their own timeouts run. The flags are looked
+        // at when a stream comes and at least once a second.
+        let busy = h2.has_streams();
+        if busy {
+            idle_since = tokio::time::Instant::now();
+        }
+        let idle_over = !busy && idle.is_some_and(|d| idle_since.elapsed() >= d);
+        if crate::runtime::retiring(&fe) || idle_over {
+            h2.graceful_shutdown();
+            let bound = client_timeout.unwrap_or(Duration::from_secs(30));
+            let _ = within(Some(bound), drain(&mut h2)).await;
+            return;
+        }
+        let next = tokio::select! {
+            biased;
+            n = h2.accept() => n,
+            _ = &mut stopped, if !crate::runtime::stopping() => continue,
+            _ = &mut tick => {
+                let wait = match idle {
+                    Some(d) if !busy => d.saturating_sub(idle_since.elapsed()),
+                    _ => Duration::from_secs(1),
+                };
+                let wait = wait.clamp(Duration::from_millis(1), Duration::from_secs(1));
+                tick.as_mut().reset(tokio::time::Instant::now() + wait);
+                continue;
             }
         };
         let (req, respond) = match next {
@@ -161,7 +187,8 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
             expect_proxy: false,
             dst_port,
             bind_no,
-            vars: None,
+            // Each stream sees the session's variables and what it tracks.
+            vars: vars.as_ref().map(|v| Box::new(v.for_stream())),
         };
         let (fe, shared, conn) = (Arc::clone(&fe), Arc::clone(&shared), Rc::clone(&client));
         // Boxed: the task then holds a pointer, and Tokio's moves of a task's future and
