@@ -78,6 +78,37 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
         "expose-experimental-directives" => {
             no_extra(line, 1, kw, diags);
         }
+        "tune.h2.header-table-size"
+        | "tune.h2.initial-window-size"
+        | "tune.h2.max-concurrent-streams"
+        | "tune.h2.max-frame-size" => {
+            // HAProxy reads the value with atoi(): a word that is not a number is 0.
+            let v = c_atoi(line.arg(1));
+            let h2 = &mut g.tune_h2;
+            let (slot, ok, msg) = match kw {
+                "tune.h2.header-table-size" => (
+                    &mut h2.header_table_size,
+                    (4096..=65536).contains(&v),
+                    "expects a numeric value between 4096 and 65536.",
+                ),
+                "tune.h2.max-frame-size" => (
+                    &mut h2.max_frame_size,
+                    (16384..=16_777_215).contains(&v),
+                    "expects a numeric value between 16384 and 16777215.",
+                ),
+                "tune.h2.initial-window-size" => {
+                    (&mut h2.initial_window_size, v >= 0, "expects a positive numeric value.")
+                }
+                _ => (&mut h2.max_concurrent_streams, v >= 0, "expects a positive numeric value."),
+            };
+            if no_extra(line, 2, kw, diags) {
+                if ok {
+                    *slot = v as u32;
+                } else {
+                    diags.alert(line, format!("'{kw}' {msg}"));
+                }
+            }
+        }
         "tune.maxrewrite" => match (line.arg(1), parse_u64(line.arg(1))) {
             ("", _) | (_, None) => diags.alert(line, format!("'{kw}' expects an integer argument.")),
             (_, Some(v)) => {
@@ -560,6 +591,23 @@ fn set_var(line: &Line, kw: &str, g: &mut Global, diags: &mut Diags) {
         }
     };
     g.set_vars.push(crate::model::GlobalVar { span: line.span.clone(), name: var, value });
+}
+
+/// C's `atoi()` as HAProxy's parsers use it: leading blanks, a sign, digits; anything else
+/// ends the number (none: 0), kept within `i32`.
+fn c_atoi(s: &str) -> i64 {
+    let t = s.trim_start();
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let mut v: i64 = 0;
+    for b in digits.bytes().take_while(u8::is_ascii_digit) {
+        v = (v * 10 + i64::from(b - b'0')).min(i64::from(u32::MAX));
+    }
+    let v = if neg { -v } else { v };
+    i64::from(v as i32)
 }
 
 #[cfg(test)]

@@ -157,9 +157,10 @@ pub static GLOBAL: &[Keyword] = &[
     g("tune.comp.maxlevel", NotYet),
     g("tune.fail-alloc", NotYet),
     g("tune.fd.edge-triggered", NotYet),
-    g("tune.h2.header-table-size", NotYet),
-    g("tune.h2.initial-window-size", NotYet),
-    g("tune.h2.max-concurrent-streams", NotYet),
+    g("tune.h2.header-table-size", Supported),
+    g("tune.h2.initial-window-size", Supported),
+    g("tune.h2.max-concurrent-streams", Supported),
+    g("tune.h2.max-frame-size", Supported),
     g("tune.http.cookielen", NotYet),
     g("tune.http.logurilen", NotYet),
     g("tune.http.maxhdr", Supported),
@@ -812,7 +813,7 @@ const STATS_NOTES: &[&str] = &[
 /// Run-time behaviours of `mode http` where Fulcrum chooses differently from HAProxy 2.6 (each
 /// is checked per product by the black-box tests in `crates/fulcrum/tests/http`).
 const HTTP_DIFFERENCES: &[&str] = &[
-    "- Stricter request parsing (400, nothing reaches a server): exactly one space between the request-line parts (HAProxy accepts runs of spaces and tabs), versions `HTTP/1.0`–`HTTP/1.9` only (HAProxy forwards `HTTP/2.0` as 1.1), obs-fold refused (HAProxy unfolds it), control bytes, NUL and DEL refused in the target and header values (HAProxy forwards them), a second identical `Host` refused (HAProxy merges it), an HTTP/1.1 request without `Host` (unless its target names the host) or with a `Host` that is not `host[:port]` refused (RFC 9112 3.2; HAProxy forwards both), `Transfer-Encoding` in an HTTP/1.0 request refused as faulty framing (RFC 9112 6.1; HAProxy forwards it chunked), chunk extensions held to the RFC grammar.",
+    "- Stricter request parsing (400, nothing reaches a server): exactly one space between the request-line parts (HAProxy accepts runs of spaces and tabs), versions `HTTP/1.0`–`HTTP/1.9` only (HAProxy forwards `HTTP/2.0` as 1.1), obs-fold refused (HAProxy unfolds it), control bytes, NUL and DEL refused in the target and header values (HAProxy forwards them), a second identical `Host` refused (HAProxy merges it), an HTTP/1.1 request without `Host` (unless its target names the host) or with a `Host` holding a blank, a control byte or a delimiter of another URI part (`a b`, `a/b`, `a@b`) refused (RFC 9112 3.2; HAProxy forwards both), chunk extensions held to the RFC grammar.",
     "- Responses get the same scrutiny (502): a status line not starting with `HTTP/1.x`, NUL or control bytes in values, obs-fold.",
     "- Hop-by-hop headers are removed before forwarding: `Connection` and the headers it names, `Keep-Alive`, `Proxy-Connection`, `TE`, and `Upgrade` unless the request is an upgrade. HAProxy 2.6 only removes the `close`/`keep-alive` tokens.",
     "- A request without body that fails on a reused server connection before any response byte is sent again on a new connection, whatever `retry-on` says (HAProxy closes the client connection silently unless `retry-on empty-response`).",
@@ -820,7 +821,7 @@ const HTTP_DIFFERENCES: &[&str] = &[
     "- `replace-value` keeps the separators between values as they were (HAProxy rebuilds the list and may drop a space).",
     "- Header names reach the server with their case as received (HAProxy lower-cases them).",
     "- Idle server connections are pooled per worker thread; a thread that has none for a server takes one over from another thread, as HAProxy does.",
-    "- HTTP/2 from clients (`alpn h2` on TLS binds, prior knowledge on clear-text binds, `proto h2`): each stream is translated to HTTP/1.1 for the transaction, so every rule, fetch, log field and counter works as for HTTP/1 (`req.ver` is `2.0`, `url` and the log's request line carry the absolute URI made of `:scheme`, `:authority` and `:path`, servers get the origin form, every stream counts as a connection's later request as in HAProxy: `http_first_req` is 0 and `http-reuse safe` may reuse); a stream starts with its session's variables and what `tcp-request connection|session` rules track; interim answers (100, 103) go out as interim HEADERS frames; a soft stop or a reload sends GOAWAY and lets the streams in flight finish; response trailers, extended CONNECT (WebSocket over HTTP/2), HTTP/2 to servers and the `tune.h2.*` settings are not there yet (HAProxy 2.6's defaults are used: 100 streams, 64 kB windows, 16 kB frames).",
+    "- HTTP/2 from clients (`alpn h2` on TLS binds, prior knowledge on clear-text binds, `proto h2`): each stream is translated to HTTP/1.1 for the transaction, so every rule, fetch, log field and counter works as for HTTP/1 (`req.ver` is `2.0`, `url` and the log's request line carry the absolute URI made of `:scheme`, `:authority` and `:path`, servers get the origin form, every stream counts as a connection's later request as in HAProxy: `http_first_req` is 0 and `http-reuse safe` may reuse); a stream starts with its session's variables and what `tcp-request connection|session` rules track; interim answers (100, 103) go out as interim HEADERS frames; a soft stop or a reload sends GOAWAY and lets the streams in flight finish; response trailers, extended CONNECT (WebSocket over HTTP/2), and HTTP/2 to servers are not there yet; `tune.h2.*` set what HTTP/2 connections announce (HAProxy 2.6's defaults: 100 streams, 64 kB windows, 16 kB frames, a 4 kB HPACK table).",
     "- Stick tables: `bytes_in_*` and `bytes_out_*` count the bytes on the wire (HAProxy counts its internal message sizes), added as each stream ends (there is no `option contstats`); tables are not synchronised between processes (no `peers` sections yet), a reload in place keeps a table declared the same way with its entries; expiry and eviction order follow the last touch to the microsecond (HAProxy's ticks are milliseconds).",
     "- Every rejected request gets 400, as in HAProxy (there is no 414/431).",
     "- A rewrite that would make an invalid message (`set-uri` to an empty or malformed target, `set-path` not starting with `/`, `set-method` with a non-token byte, `set-query` with a space) fails the transaction with 500 under `strict-mode on` (the default) and changes nothing under `strict-mode off`; HAProxy forwards several of these as they are, or keeps part of the rewrite.",

@@ -110,6 +110,8 @@ pub struct Global {
     pub tune_maxrewrite: usize,
     /// `tune.http.maxhdr` (default 101): the most header lines a message may have.
     pub tune_http_maxhdr: u32,
+    /// `tune.h2.*`: the settings HTTP/2 connections announce.
+    pub tune_h2: TuneH2,
     /// `tune.maxaccept` (default [`DEFAULT_MAXACCEPT`]): connections a listener accepts per
     /// wake-up before other work runs; `None` when set to a negative value (no limit).
     pub tune_maxaccept: Option<u32>,
@@ -186,6 +188,7 @@ impl Default for Global {
             tune_bufsize: 16384,
             tune_maxrewrite: 1024,
             tune_http_maxhdr: 101,
+            tune_h2: TuneH2::default(),
             tune_maxaccept: Some(DEFAULT_MAXACCEPT),
             client_bufs: SocketBuffers::default(),
             server_bufs: SocketBuffers::default(),
@@ -534,6 +537,27 @@ pub struct Bind {
     /// `proto h1|h2`: the HTTP version every connection speaks, whatever ALPN or the first
     /// bytes say.
     pub proto: Option<MuxProto>,
+}
+
+/// `tune.h2.header-table-size`, `initial-window-size`, `max-concurrent-streams`,
+/// `max-frame-size` (HAProxy 2.6's defaults).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TuneH2 {
+    pub header_table_size: u32,
+    pub initial_window_size: u32,
+    pub max_concurrent_streams: u32,
+    pub max_frame_size: u32,
+}
+
+impl Default for TuneH2 {
+    fn default() -> Self {
+        TuneH2 {
+            header_table_size: 4096,
+            initial_window_size: 65_535,
+            max_concurrent_streams: 100,
+            max_frame_size: 16_384,
+        }
+    }
 }
 
 /// A `proto` name of a `bind` line.

@@ -52,14 +52,11 @@ pub enum HeadError {
     UnsupportedTransferCoding,
     /// A request has more than one Host header.
     DuplicateHost,
-    /// The Host header is not a valid `host[:port]`, or differs from the authority of an
-    /// absolute-form or authority-form target.
+    /// The Host header holds a blank, a control byte or a delimiter of another URI part, or
+    /// differs from the authority of an absolute-form or authority-form target.
     BadHost,
     /// An HTTP/1.1 request without Host (RFC 9112 3.2: 400; HAProxy 2.6 forwards it).
     MissingHost,
-    /// Transfer-Encoding in an HTTP/1.0 request: faulty framing (RFC 9112 6.1; HAProxy 2.6
-    /// forwards it chunked).
-    TransferEncodingInHttp10,
     /// `Connection: upgrade` with `Upgrade: websocket` but no `Sec-WebSocket-Key` (request) or
     /// a 101 response without `Sec-WebSocket-Accept`.
     BadWebSocketHandshake,
@@ -99,7 +96,6 @@ impl fmt::Display for HeadError {
             HeadError::DuplicateHost => "several Host headers",
             HeadError::BadHost => "invalid Host, or Host differs from the target's authority",
             HeadError::MissingHost => "HTTP/1.1 request without Host",
-            HeadError::TransferEncodingInHttp10 => "Transfer-Encoding in an HTTP/1.0 request",
             HeadError::BadWebSocketHandshake => "WebSocket upgrade without its key",
             HeadError::BadStatus => "invalid status line",
         };

@@ -886,11 +886,8 @@ impl Head {
             },
         )?;
         if self.kind == Kind::Request {
-            // RFC 9112 6.1 and 3.2 (HAProxy 2.6 forwards both). An absolute-form or CONNECT
-            // target names its host itself.
-            if self.version == Version::Http10 && self.seen_te {
-                return Err(HeadError::TransferEncodingInHttp10);
-            }
+            // RFC 9112 3.2 (HAProxy 2.6 forwards it). An absolute-form or CONNECT target names
+            // its host itself.
             let names_host = matches!(
                 target::form(self.target()),
                 target::Form::Absolute { .. } | target::Form::Authority

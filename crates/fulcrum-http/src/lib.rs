@@ -38,6 +38,9 @@
 //! - A request head too long, too many fields: 400, not 414/431 (see [`HeadError`]);
 //!   `max_headers` counts as `tune.http.maxhdr` does (101 -> 100 fields).
 //! - A status line may lack the SP before an empty reason.
+//! - Transfer-Encoding in an HTTP/1.0 request is honoured like in HTTP/1.1 and the engine
+//!   closes the connection after it (RFC 9112 6.1: faulty framing, "close the connection after
+//!   processing the message"; HAProxy does the same).
 //! - Chunk sizes: hex digits, leading zeros allowed, at most 2^63-1; SP/HTAB may follow the
 //!   size (the engine forwards them rewritten in canonical form, as HAProxy writes its own).
 //!
@@ -57,10 +60,9 @@
 //! - Chunk extensions must follow RFC 9112 7.1.1 (HAProxy skips them unchecked); trailer fields
 //!   follow the header rules (so obs-fold in trailers is rejected too); `Content-Length`,
 //!   `Transfer-Encoding` and `Host` in trailers are never forwarded.
-//! - An HTTP/1.1 request without Host, or with a Host that is not `host[:port]` (`a b`), gets
-//!   400 (RFC 9112 3.2; HAProxy forwards both).
-//! - Transfer-Encoding in an HTTP/1.0 request is faulty framing: 400 (RFC 9112 6.1; HAProxy
-//!   forwards it chunked).
+//! - An HTTP/1.1 request without Host, or with a Host holding a blank, a control byte or a
+//!   delimiter of another URI part (`a b`, `a/b`, `a@b`), gets 400 (RFC 9112 3.2; HAProxy
+//!   forwards both).
 //!
 //! # Not done here
 //! Hop-by-hop removal ([`strip_hop_by_hop`]) goes further than HAProxy 2.6, which forwards

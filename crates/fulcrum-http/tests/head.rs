@@ -362,10 +362,8 @@ fn transfer_encoding_spellings_haproxy_takes_are_chunked() {
         raw.extend_from_slice(b"\r\n\r\n");
         assert_eq!(req(&raw).info().body, Body::Chunked);
     }
-    // RFC 9112 6.1: faulty framing (HAProxy forwards it chunked).
-    let mut h = Head::new();
-    let r = h.parse_request(b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", &L);
-    assert_eq!(r, Err(HeadError::TransferEncodingInHttp10));
+    let h = req(b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n");
+    assert_eq!(h.info().body, Body::Chunked, "HTTP/1.0 with chunked, as HAProxy");
 }
 
 #[test]
@@ -376,7 +374,7 @@ fn an_http_1_1_request_names_its_host() {
         (b"OPTIONS * HTTP/1.1\r\n\r\n", Err(HeadError::MissingHost)),
         (b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", Err(HeadError::BadHost)),
         (b"GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", Err(HeadError::BadHost)),
-        (b"GET / HTTP/1.1\r\nHost: a:b\r\n\r\n", Err(HeadError::BadHost)),
+        (b"GET / HTTP/1.1\r\nHost: a@b\r\n\r\n", Err(HeadError::BadHost)),
         (b"GET / HTTP/1.1\r\nHost: \r\n\r\n", Ok(Some(26))),
         (b"GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n", Ok(Some(34))),
         (b"GET / HTTP/1.0\r\n\r\n", Ok(Some(18))),

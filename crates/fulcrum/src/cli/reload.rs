@@ -50,6 +50,7 @@ impl Context {
             debug: self.debug,
             // Like HAProxy's `tune.pool-high-fd-ratio` (25 % of about 2 x maxconn descriptors).
             idle_cap: (self.maxconn as usize / 2 / self.nbthread).max(1),
+            h2: g.tune_h2,
             max_accept: g.tune_maxaccept.map_or(usize::MAX, |n| n as usize),
             bufsize: g.tune_bufsize,
             backends: Arc::new(plan.backends.clone()),

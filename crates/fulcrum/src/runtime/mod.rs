@@ -112,6 +112,8 @@ pub struct Shared {
     pub debug: bool,
     /// Idle server connections each worker may keep.
     pub idle_cap: usize,
+    /// `tune.h2.*`.
+    pub h2: fulcrum_config::TuneH2,
     /// `tune.maxaccept`: connections one listener accepts per wake-up (`usize::MAX`: all).
     pub max_accept: usize,
     /// `tune.bufsize`: the largest answer a check reads.

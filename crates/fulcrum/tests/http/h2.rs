@@ -141,3 +141,16 @@ fn what_the_connection_tracks_counts_every_stream() {
         (ok, limited)
     });
 }
+
+#[test]
+fn tune_h2_max_concurrent_streams_is_announced() {
+    each(|t| {
+        let px = t.start(&format!(
+            "global\n tune.h2.max-concurrent-streams 7\n{DEFAULTS}listen px\n bind {{fe0}} proto h2\n\
+             http-request return status 200\n"
+        ));
+        let n = crate::h2client::max_streams(px.addr());
+        assert_eq!(n, Ok(7));
+        n
+    });
+}

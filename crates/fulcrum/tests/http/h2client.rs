@@ -136,3 +136,22 @@ where
     driver.abort();
     Ok(out)
 }
+
+/// How many concurrent streams the server at `addr` announces (after one request).
+pub fn max_streams(addr: SocketAddr) -> Result<usize, String> {
+    run(async move {
+        let tcp = tokio::net::TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+        let (client, conn) = h2::client::handshake(tcp).await.map_err(|e| e.to_string())?;
+        let driver = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let mut c = client.ready().await.map_err(|e| e.to_string())?;
+        let req =
+            http::Request::get(format!("http://{addr}/")).body(()).map_err(|e| e.to_string())?;
+        let (resp, _) = c.send_request(req, true).map_err(|e| e.to_string())?;
+        let _ = resp.await.map_err(|e| e.to_string())?;
+        let n = c.current_max_send_streams();
+        driver.abort();
+        Ok(n)
+    })
+}

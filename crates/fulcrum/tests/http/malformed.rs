@@ -384,13 +384,12 @@ fn tolerated_requests_reach_the_server_normalised() {
 
 /// Requests HAProxy 2.6 forwards (normalised) that Fulcrum refuses with 400 on purpose: issue 3
 /// asks to reject invalid characters in the target and header values and obs-fold, and Fulcrum
-/// also holds the request line, Host and framing to RFC 9112 (single spaces, HTTP/1.x, one valid
-/// Host, always one in HTTP/1.1, no Transfer-Encoding in HTTP/1.0: issue 16), so no server
-/// behind it ever has to guess.
+/// also holds the request line and Host to RFC 9112 (single spaces, HTTP/1.x, one Host without
+/// blanks or delimiters, always one in HTTP/1.1: issue 16), so no server behind it ever has to
+/// guess.
 const STRICTER: &[&str] = &[
     "HTTP/1.1 without Host",
     "Host with a space",
-    "chunked in HTTP/1.0",
     "two spaces after the method",
     "tabs as separators",
     "version HTTP/2.0",
@@ -458,5 +457,34 @@ fn chunked_body_errors_after_the_head_was_forwarded_get_400() {
         assert!(cl.read_final(false).is_err(), "no answer to an unfinished request");
         assert!(cl.closed_within(Duration::from_secs(2)));
         seen
+    });
+}
+
+#[test]
+fn an_http_1_0_response_framed_by_transfer_encoding_closes_the_client_connection() {
+    // RFC 9112 6.1: faulty framing; HAProxy forwards it and closes the client's connection.
+    use std::io::{Read, Write};
+    each(|t| {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let srv = std::thread::spawn(move || {
+            let Ok((mut s, _)) = l.accept() else { return };
+            let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
+            let mut head = Vec::new();
+            let mut b = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && s.read(&mut b).unwrap_or(0) == 1 {
+                head.push(b[0]);
+            }
+            let _ = s.write_all(
+                b"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+            );
+        });
+        let px = t.start(&listen(&format!(" server s1 {addr}\n")));
+        let mut cl = px.client();
+        let r = cl.request(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+        let closed = cl.closed_within(Duration::from_secs(2));
+        let _ = srv.join();
+        assert!(closed, "the client connection stays open");
+        (r.status, r.text(), closed)
     });
 }

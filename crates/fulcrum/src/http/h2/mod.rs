@@ -32,12 +32,6 @@ use crate::tcp::Accepted;
 /// The client preface of HTTP/2 (RFC 9113 3.4), as its first line reads.
 pub const PREFACE_LINE: &[u8] = b"PRI * HTTP/2.0\r\n";
 
-/// HAProxy 2.6's defaults for `tune.h2.*`.
-const MAX_CONCURRENT_STREAMS: u32 = 100;
-const INITIAL_WINDOW: u32 = 65_535;
-const HEADER_TABLE_SIZE: u32 = 4096;
-const MAX_FRAME_SIZE: u32 = 16_384;
-
 /// The connection's socket for the `h2` crate, with the bytes already read from it first (the
 /// preface seen by the HTTP/1 reader).
 struct Io {
@@ -119,10 +113,11 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
     let client = Rc::new(client);
     let io = Io { s: Rc::clone(&client), prefix, pos: 0 };
     let mut b = h2::server::Builder::new();
-    b.max_concurrent_streams(MAX_CONCURRENT_STREAMS)
-        .initial_window_size(INITIAL_WINDOW)
-        .header_table_size(HEADER_TABLE_SIZE)
-        .max_frame_size(MAX_FRAME_SIZE)
+    let t = shared.h2;
+    b.max_concurrent_streams(t.max_concurrent_streams)
+        .initial_window_size(t.initial_window_size.min(0x7fff_ffff))
+        .header_table_size(t.header_table_size)
+        .max_frame_size(t.max_frame_size)
         .max_header_list_size(fe_bufsize(&fe) as u32);
     let client_timeout = fe.timeouts.client;
     let handshake = b.handshake::<_, Bytes>(io);

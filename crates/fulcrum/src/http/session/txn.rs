@@ -340,8 +340,12 @@ impl Session<'_> {
             };
         }
         self.cookie_response(be_http, &slot, persist);
+        // An HTTP/1.0 response framed by Transfer-Encoding is faulty framing (RFC 9112 6.1):
+        // the client connection closes after it, as HAProxy closes it.
+        let faulty = self.resp.version() == Version::Http10 && resp_body == Body::Chunked;
         let client_keep = !tunnel
             && !info.te_and_cl
+            && !faulty
             && body_done
             && !client_close
             && conn_mode != ConnMode::Close
