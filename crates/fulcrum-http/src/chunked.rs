@@ -151,14 +151,24 @@ enum Out<'a> {
     None,
     /// The body in canonical form.
     Canonical(&'a mut Vec<u8>),
-    /// The chunks' data only.
-    Data(&'a mut Vec<u8>),
+    /// The chunks' data, and the trailer lines apart.
+    Data(&'a mut Vec<u8>, &'a mut Vec<u8>),
 }
 
 impl Out<'_> {
     fn data(&mut self, b: &[u8]) {
         match self {
-            Out::Canonical(o) | Out::Data(o) => o.extend_from_slice(b),
+            Out::Canonical(o) | Out::Data(o, _) => o.extend_from_slice(b),
+            Out::None => {}
+        }
+    }
+
+    fn trailer(&mut self, line: &[u8]) {
+        match self {
+            Out::Canonical(o) | Out::Data(_, o) => {
+                o.extend_from_slice(line);
+                o.extend_from_slice(b"\r\n");
+            }
             Out::None => {}
         }
     }
@@ -232,10 +242,16 @@ impl ChunkedScanner {
         let _ = self.run(input, Out::Canonical(out));
     }
 
-    /// Scans as [`ChunkedScanner::scan`] and appends the chunks' data (no framing, no
-    /// trailers) to `data`: the body as HTTP/2 carries it in DATA frames.
-    pub fn decode(&mut self, input: &[u8], data: &mut Vec<u8>) -> Result<Scan, ChunkError> {
-        self.run(input, Out::Data(data))
+    /// Scans as [`ChunkedScanner::scan`] and appends the chunks' data (no framing) to `data`
+    /// and the trailer lines (each with CRLF, framing fields left out) to `trailers`: the body
+    /// as HTTP/2 carries it in DATA frames and a final HEADERS frame.
+    pub fn decode(
+        &mut self,
+        input: &[u8],
+        data: &mut Vec<u8>,
+        trailers: &mut Vec<u8>,
+    ) -> Result<Scan, ChunkError> {
+        self.run(input, Out::Data(data, trailers))
     }
 
     fn run(&mut self, input: &[u8], mut out: Out<'_>) -> Result<Scan, ChunkError> {
@@ -328,8 +344,7 @@ impl ChunkedScanner {
                         if framing_trailer(line) {
                             canonical = false;
                         } else {
-                            out.framing(line);
-                            out.framing(b"\r\n");
+                            out.trailer(line);
                         }
                     }
                     i += j + 1;

@@ -224,11 +224,13 @@ fn decoding_keeps_the_data_only_in_any_cut() {
     let body = b"0003;x=y\r\nabc\r\n2\r\nde\r\n0\r\nX-T: 1\r\n\r\nNEXT";
     for cut in 0..=body.len() {
         let mut s = ChunkedScanner::new();
-        let mut data = Vec::new();
-        let first = s.decode(&body[..cut], &mut data).expect("valid body");
-        let second = s.decode(&body[first.accepted..], &mut data).expect("valid body");
+        let (mut data, mut trailers) = (Vec::new(), Vec::new());
+        let first = s.decode(&body[..cut], &mut data, &mut trailers).expect("valid body");
+        let second =
+            s.decode(&body[first.accepted..], &mut data, &mut trailers).expect("valid body");
         assert!(second.done, "cut at {cut}");
         assert_eq!(first.accepted + second.accepted, body.len() - 4, "cut at {cut}");
         assert_eq!(data, b"abcde", "cut at {cut}");
+        assert_eq!(trailers, b"X-T: 1\r\n", "cut at {cut}");
     }
 }

@@ -9,7 +9,9 @@
 //! open. `Upgrade` (101) and `CONNECT` (2xx) turn the connection into a tunnel.
 //!
 //! Bodies are never buffered whole: they move through one pool buffer per direction, chunked
-//! bodies validated on the fly and passed through verbatim. Errors become HAProxy's answers
+//! bodies validated on the fly and passed through verbatim when in canonical form (else their
+//! chunk-size lines are written again). HTTP/2 clients (`h2`) run the same sessions, one per
+//! stream, through an HTTP/1.1 view of the stream. Errors become HAProxy's answers
 //! (`messages`). Must not touch: accept/limits (runtime), server choice (backend/balancer),
 //! config parsing.
 

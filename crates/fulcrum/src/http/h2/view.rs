@@ -70,6 +70,8 @@ struct Send {
     held_ends: bool,
     /// Scratch for decoding a chunked body.
     scratch: Vec<u8>,
+    /// A chunked body's trailer lines (`name: value` CRLF), sent as the last HEADERS frame.
+    trailers: Vec<u8>,
 }
 
 /// Fields that speak for one HTTP/1 connection: never sent in HTTP/2 (RFC 9113 8.2.2).
@@ -154,6 +156,7 @@ impl H1View {
                 held: Vec::new(),
                 held_ends: false,
                 scratch: Vec::new(),
+                trailers: Vec::new(),
             }),
             fd,
         }
@@ -301,6 +304,31 @@ impl Recv {
     }
 }
 
+/// Ends a response with its last data, then its trailers when it has some.
+fn end(stream: &mut SendStream<Bytes>, last: Bytes, trailers: &[u8]) -> io::Result<()> {
+    if trailers.is_empty() {
+        return stream.send_data(last, true).map_err(h2_error);
+    }
+    if !last.is_empty() {
+        stream.send_data(last, false).map_err(h2_error)?;
+    }
+    let mut map = http::HeaderMap::new();
+    for line in trailers.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(colon) = line.iter().position(|&b| b == b':') else { continue };
+        let (name, value) = (&line[..colon], line[colon + 1..].trim_ascii());
+        if connection_specific(name) {
+            continue;
+        }
+        if let (Ok(n), Ok(v)) =
+            (http::HeaderName::from_bytes(name), http::HeaderValue::from_bytes(value))
+        {
+            map.append(n, v);
+        }
+    }
+    stream.send_trailers(map).map_err(h2_error)
+}
+
 fn h2_error(e: h2::Error) -> io::Error {
     io::Error::new(io::ErrorKind::BrokenPipe, e)
 }
@@ -398,7 +426,7 @@ impl Send {
             }
             Framing::Chunked(scan) => {
                 let s = scan
-                    .decode(bytes, &mut self.held)
+                    .decode(bytes, &mut self.held, &mut self.trailers)
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
                 self.held_ends = s.done;
             }
@@ -414,7 +442,7 @@ impl Send {
             return Ok(());
         }
         if self.held.is_empty() {
-            stream.send_data(Bytes::new(), true).map_err(h2_error)?;
+            end(stream, Bytes::new(), &self.trailers)?;
             self.state = SendState::Done;
             return Ok(());
         }
@@ -426,10 +454,11 @@ impl Send {
         let all = n == self.held.len();
         let chunk = Bytes::copy_from_slice(&self.held[..n]);
         self.held.drain(..n);
-        let end = all && self.held_ends;
-        stream.send_data(chunk, end).map_err(h2_error)?;
-        if end {
+        if all && self.held_ends {
+            end(stream, chunk, &self.trailers)?;
             self.state = SendState::Done;
+        } else {
+            stream.send_data(chunk, false).map_err(h2_error)?;
         }
         Ok(())
     }
@@ -443,7 +472,7 @@ impl Send {
                 if self.held_ends || matches!(framing, Framing::UntilClose) =>
             {
                 let last = Bytes::from(std::mem::take(&mut self.held));
-                let _ = stream.send_data(last, true);
+                let _ = end(&mut stream, last, &self.trailers);
             }
             SendState::Body { mut stream, .. } => stream.send_reset(h2::Reason::CANCEL),
             SendState::Head(_) => {
