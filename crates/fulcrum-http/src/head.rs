@@ -581,6 +581,8 @@ pub struct Head {
     seen_cl: Option<u64>,
     seen_te: bool,
     seen_host: bool,
+    /// An HTTP/1.1 request must carry Host (see [`Head::set_host_required`]).
+    host_optional: bool,
 }
 
 impl Default for Head {
@@ -608,6 +610,7 @@ impl Head {
             seen_cl: None,
             seen_te: false,
             seen_host: false,
+            host_optional: false,
         }
     }
 
@@ -892,7 +895,11 @@ impl Head {
                 target::form(self.target()),
                 target::Form::Absolute { .. } | target::Form::Authority
             );
-            if self.version == Version::Http11 && !self.seen_host && !names_host {
+            if self.version == Version::Http11
+                && !self.seen_host
+                && !names_host
+                && !self.host_optional
+            {
                 return Err(HeadError::MissingHost);
             }
         }
@@ -1330,6 +1337,12 @@ impl Head {
         }
         out.extend_from_slice(b"\r\n");
         self.write_fields(out);
+    }
+
+    /// Whether a request without Host is refused (the default; RFC 9112 3.2). A request that
+    /// came over HTTP/2, whose `:authority` is optional (RFC 9113 8.3.1), is parsed with it off.
+    pub fn set_host_required(&mut self, required: bool) {
+        self.host_optional = !required;
     }
 
     /// Like [`Head::write_to`], with an absolute-form request target written in origin form

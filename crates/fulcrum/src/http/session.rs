@@ -517,6 +517,7 @@ impl Session<'_> {
         loop {
             if !self.cbuf.is_empty() {
                 self.unpark();
+                self.req.set_host_required(self.h2_conn.is_none());
                 match self.req.parse_request(self.cbuf.data(), &self.http.limits) {
                     Ok(Some(n)) => {
                         self.cbuf.consume(n);

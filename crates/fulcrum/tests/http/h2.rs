@@ -187,3 +187,35 @@ fn trailers_of_a_chunked_response_reach_an_http2_client() {
         (r.status, r.body.len(), r.trailers.clone())
     });
 }
+
+#[test]
+fn request_trailers_reach_an_http1_server_after_a_chunked_body() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&listen(&format!(" server s1 {}\n", srv.addr())));
+        let req = H2Req::post("/?echo=all", b"hello").trailer("x-sum", "42");
+        let got = h2c(px.addr(), &[req]).expect("exchange");
+        let text = got[0].text();
+        // What the server received after the head: the chunked body and its trailer.
+        let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+        assert!(body.to_ascii_lowercase().contains("x-sum: 42"), "{text}");
+        (got[0].status, body.to_ascii_lowercase())
+    });
+}
+
+#[test]
+fn the_default_port_of_the_scheme_is_dropped_from_the_authority() {
+    each(|t| {
+        let px = t.start(&listen(
+            " http-request return status 200 content-type text/plain lf-string \"%[url] %[req.hdr(host)]\"\n",
+        ));
+        let reqs = [
+            H2Req::get("/a").origin("http://example.test:80"),
+            H2Req::get("/b").origin("https://example.test:443"),
+            H2Req::get("/c").origin("http://example.test:8080"),
+            H2Req::get("/d").origin("https://example.test:80"),
+        ];
+        let got = h2c(px.addr(), &reqs).expect("exchange");
+        got.iter().map(|r| r.text()).collect::<Vec<_>>()
+    });
+}

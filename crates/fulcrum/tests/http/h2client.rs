@@ -17,6 +17,10 @@ pub struct H2Req {
     pub headers: Vec<(&'static str, String)>,
     /// Sent in DATA frames after the HEADERS frame (`None`: the HEADERS frame ends the stream).
     pub body: Option<Vec<u8>>,
+    /// Sent in a last HEADERS frame after the body.
+    pub trailers: Vec<(&'static str, String)>,
+    /// `:scheme` and `:authority` other than `http` and the server's address.
+    pub origin: Option<String>,
 }
 
 impl H2Req {
@@ -35,6 +39,16 @@ impl H2Req {
 
     pub fn header(mut self, name: &'static str, value: &str) -> H2Req {
         self.headers.push((name, value.to_string()));
+        self
+    }
+
+    pub fn origin(mut self, origin: &str) -> H2Req {
+        self.origin = Some(origin.to_string());
+        self
+    }
+
+    pub fn trailer(mut self, name: &'static str, value: &str) -> H2Req {
+        self.trailers.push((name, value.to_string()));
         self
     }
 }
@@ -93,8 +107,11 @@ where
     let mut pending = Vec::new();
     for r in reqs {
         let mut client = client.clone().ready().await.map_err(|e| e.to_string())?;
-        let mut b =
-            http::Request::builder().method(r.method).uri(format!("http://{authority}{}", r.path));
+        let uri = match &r.origin {
+            Some(o) => format!("{o}{}", r.path),
+            None => format!("http://{authority}{}", r.path),
+        };
+        let mut b = http::Request::builder().method(r.method).uri(uri);
         for (n, v) in &r.headers {
             b = b.header(*n, v.as_str());
         }
@@ -102,7 +119,16 @@ where
         let (resp, mut send) =
             client.send_request(req, r.body.is_none()).map_err(|e| e.to_string())?;
         if let Some(body) = &r.body {
-            send.send_data(Bytes::from(body.clone()), true).map_err(|e| e.to_string())?;
+            let end = r.trailers.is_empty();
+            send.send_data(Bytes::from(body.clone()), end).map_err(|e| e.to_string())?;
+        }
+        if !r.trailers.is_empty() {
+            let mut map = http::HeaderMap::new();
+            for (n, v) in &r.trailers {
+                let v = http::HeaderValue::from_str(v).map_err(|e| e.to_string())?;
+                map.append(*n, v);
+            }
+            send.send_trailers(map).map_err(|e| e.to_string())?;
         }
         pending.push(resp);
     }

@@ -93,7 +93,16 @@ impl H1View {
         let method = parts.method.as_str().as_bytes();
         head.extend_from_slice(method);
         head.push(b' ');
-        let authority = parts.uri.authority().map(|a| a.as_str());
+        // The scheme's default port is dropped from the authority, as HAProxy normalises it
+        // (RFC 3986 6.2.3): `http://a:80/` is `http://a/`, its Host `a`.
+        let authority = parts.uri.authority().map(|a| {
+            let default = match parts.uri.scheme_str() {
+                Some("http") => ":80",
+                Some("https") => ":443",
+                _ => return a.as_str(),
+            };
+            a.as_str().strip_suffix(default).unwrap_or(a.as_str())
+        });
         if parts.method == http::Method::CONNECT {
             head.extend_from_slice(authority.unwrap_or("").as_bytes());
         } else {
@@ -193,15 +202,34 @@ impl H1View {
                 } else {
                     r.pending.extend_from_slice(&data);
                 }
-                if r.body.is_end_stream() {
-                    r.end();
+                // (The end, with its trailers if any, is seen by the next poll.)
+                Poll::Ready(Ok(()))
+            }
+            // The end: with trailers, they close the chunked body (without a length to say
+            // where the body ends, HTTP/1 has no place for them: dropped).
+            Poll::Ready(None) => match r.body.poll_trailers(cx) {
+                Poll::Pending => Poll::Pending,
+                Poll::Ready(Ok(Some(trailers))) if r.chunked => {
+                    r.pending.extend_from_slice(b"0\r\n");
+                    for (name, value) in trailers.iter() {
+                        r.pending.extend_from_slice(name.as_str().as_bytes());
+                        r.pending.extend_from_slice(b": ");
+                        r.pending.extend_from_slice(value.as_bytes());
+                        r.pending.extend_from_slice(b"\r\n");
+                    }
+                    r.pending.extend_from_slice(b"\r\n");
+                    r.ended = true;
+                    Poll::Ready(Ok(()))
                 }
-                Poll::Ready(Ok(()))
-            }
-            Poll::Ready(None) => {
-                r.end();
-                Poll::Ready(Ok(()))
-            }
+                Poll::Ready(Ok(_)) => {
+                    r.end();
+                    Poll::Ready(Ok(()))
+                }
+                Poll::Ready(Err(_)) => {
+                    r.failed = true;
+                    Poll::Ready(Ok(()))
+                }
+            },
             Poll::Ready(Some(Err(_))) => {
                 r.failed = true;
                 Poll::Ready(Ok(()))
