@@ -131,6 +131,7 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
         .or(fe.upgrade.as_ref())
         .and_then(|h| h.timeouts.keep_alive)
         .or(client_timeout);
+    let leftovers = view::Leftovers::default();
     let stop = crate::runtime::stop_notify();
     // Made once: a soft stop wakes it (a waiter per connection, not per stream).
     let stopped = stop.notified();
@@ -158,6 +159,7 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
         let next = tokio::select! {
             biased;
             n = h2.accept() => n,
+            _ = std::future::poll_fn(|cx| view::poll_leftovers(&leftovers, cx)) => continue,
             _ = &mut stopped, if !crate::runtime::stopping() => continue,
             _ = &mut tick => {
                 let wait = match idle {
@@ -173,7 +175,7 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
             Some(Ok(r)) => r,
             Some(Err(_)) | None => return,
         };
-        let view = view::H1View::new(req, respond, Arc::clone(&fd));
+        let view = view::H1View::new(req, respond, Arc::clone(&fd), Arc::clone(&leftovers));
         let acc = Accepted {
             client: Stream::H2(Box::new(view)),
             peer,

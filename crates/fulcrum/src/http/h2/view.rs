@@ -28,10 +28,34 @@ pub struct H1View {
     send: RefCell<Send>,
     /// A duplicate of the connection's socket (`getsockname` and socket options).
     fd: Arc<OwnedFd>,
+    /// Where a request still being received goes when the view ends before it (an answer
+    /// made early): the connection reads it to its end, as HAProxy does, so the rest of its
+    /// frames are still checked and the window keeps opening.
+    leftovers: Leftovers,
+}
+
+/// Request bodies a connection reads to their end after their streams' views ended.
+pub type Leftovers = Arc<std::sync::Mutex<Vec<RecvStream>>>;
+
+/// Reads what the leftovers received, releasing the window; drops those that ended. Never
+/// ready: polled beside the connection, it is woken by the connection's frames.
+pub fn poll_leftovers(leftovers: &Leftovers, cx: &mut Context<'_>) -> Poll<()> {
+    let mut l = leftovers.lock().unwrap_or_else(|e| e.into_inner());
+    l.retain_mut(|body| loop {
+        match body.poll_data(cx) {
+            Poll::Ready(Some(Ok(data))) => {
+                let _ = body.flow_control().release_capacity(data.len());
+            }
+            Poll::Pending => return true,
+            Poll::Ready(_) => return false,
+        }
+    });
+    Poll::Pending
 }
 
 struct Recv {
-    body: RecvStream,
+    /// Taken by the leftovers when the view ends early.
+    body: Option<RecvStream>,
     /// HTTP/1 bytes ready for the session: `pending[pos..]`.
     pending: Vec<u8>,
     pos: usize,
@@ -87,6 +111,7 @@ impl H1View {
         req: http::Request<RecvStream>,
         respond: SendResponse<Bytes>,
         fd: Arc<OwnedFd>,
+        leftovers: Leftovers,
     ) -> H1View {
         let (parts, body) = req.into_parts();
         let mut head = Vec::with_capacity(256);
@@ -157,7 +182,14 @@ impl H1View {
         head.extend_from_slice(b"\r\n");
         let method = Method::from_bytes(method);
         H1View {
-            recv: RefCell::new(Recv { body, pending: head, pos: 0, chunked, ended, failed: false }),
+            recv: RefCell::new(Recv {
+                body: Some(body),
+                pending: head,
+                pos: 0,
+                chunked,
+                ended,
+                failed: false,
+            }),
             send: RefCell::new(Send {
                 respond: Some(respond),
                 state: SendState::Head(Vec::new()),
@@ -168,6 +200,7 @@ impl H1View {
                 trailers: Vec::new(),
             }),
             fd,
+            leftovers,
         }
     }
 
@@ -186,12 +219,14 @@ impl H1View {
         }
         r.pending.clear();
         r.pos = 0;
-        match r.body.poll_data(cx) {
+        let r = &mut *r;
+        let Some(body) = r.body.as_mut() else { return Poll::Ready(Ok(())) };
+        match body.poll_data(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Some(Ok(data))) => {
                 // The window opens again as soon as the bytes are here: at most one frame
                 // waits in this view, and at most a window's worth inside h2.
-                let _ = r.body.flow_control().release_capacity(data.len());
+                let _ = body.flow_control().release_capacity(data.len());
                 if r.chunked {
                     if !data.is_empty() {
                         let size = format!("{:x}\r\n", data.len());
@@ -207,7 +242,7 @@ impl H1View {
             }
             // The end: with trailers, they close the chunked body (without a length to say
             // where the body ends, HTTP/1 has no place for them: dropped).
-            Poll::Ready(None) => match r.body.poll_trailers(cx) {
+            Poll::Ready(None) => match body.poll_trailers(cx) {
                 Poll::Pending => Poll::Pending,
                 Poll::Ready(Ok(Some(trailers))) if r.chunked => {
                     r.pending.extend_from_slice(b"0\r\n");
@@ -516,6 +551,10 @@ impl Send {
 impl Drop for H1View {
     fn drop(&mut self) {
         self.send().finish();
+        let r = self.recv.get_mut();
+        if let Some(body) = r.body.take().filter(|b| !r.ended && !r.failed && !b.is_end_stream()) {
+            self.leftovers.lock().unwrap_or_else(|e| e.into_inner()).push(body);
+        }
     }
 }
 
