@@ -219,3 +219,52 @@ fn the_default_port_of_the_scheme_is_dropped_from_the_authority() {
         got.iter().map(|r| r.text()).collect::<Vec<_>>()
     });
 }
+
+/// One HTTP/2 frame.
+fn frame(ty: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = payload.len() as u32;
+    let mut f = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, ty, flags];
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+#[test]
+fn continuation_and_ping_floods_end_the_connection_and_the_proxy_serves_on() {
+    // A header block that never ends (20,000 CONTINUATION frames, 400 kB of fields) and 20,000
+    // PINGs: each connection is ended, the proxy's memory stays bounded, the next client
+    // is answered.
+    use std::io::{Read, Write};
+    each(|t| {
+        let px = t.start(&listen(" http-request return status 200\n"));
+        let mut ended = Vec::new();
+        for flood in ["continuation", "ping"] {
+            let mut s = std::net::TcpStream::connect(px.addr()).expect("connect");
+            s.set_read_timeout(Some(std::time::Duration::from_secs(5))).expect("timeout");
+            let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+            out.extend(frame(0x4, 0, 0, &[]));
+            if flood == "continuation" {
+                // :method GET, :scheme http, :path /, then literal fields, never END_HEADERS.
+                out.extend(frame(0x1, 0, 1, &[0x82, 0x86, 0x84]));
+                let field = [&[0x00, 0x03][..], b"x-a", &[0x0c], b"aaaaaaaaaaaa"].concat();
+                for _ in 0..20_000 {
+                    out.extend(frame(0x9, 0, 1, &field));
+                }
+            } else {
+                for i in 0..20_000u64 {
+                    out.extend(frame(0x6, 0, 0, &i.to_be_bytes()));
+                }
+            }
+            // The proxy may stop reading (and close) before all of it is written.
+            let _ = s.write_all(&out);
+            let _ = s.shutdown(std::net::Shutdown::Write);
+            let mut got = Vec::new();
+            let r = s.read_to_end(&mut got);
+            ended.push((flood, r.is_ok() || !got.is_empty()));
+        }
+        let after = h2c(px.addr(), &[H2Req::get("/")]).map(|r| r[0].status);
+        assert_eq!(after, Ok(200));
+        assert!(ended.iter().all(|(_, e)| *e), "{ended:?}");
+        (ended, after)
+    });
+}
