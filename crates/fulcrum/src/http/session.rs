@@ -3,14 +3,13 @@
 
 use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
-use std::os::fd::{AsFd, AsRawFd};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::Poll;
 use std::time::Duration;
 
 use fulcrum_http::{Body, ChunkedScanner, Head, Method, Version};
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 
 use fulcrum_config as cfg;
 
@@ -33,10 +32,13 @@ mod bodies;
 mod cookies;
 mod exchange;
 mod inspect;
+mod rest;
 mod stats;
 mod txn;
 
 use exchange::*;
+pub use rest::Resting;
+use rest::RestingMore;
 use txn::*;
 
 /// A connection to a server, attached to this session while it carries a request.
@@ -182,77 +184,6 @@ const REST_AFTER: Duration = Duration::from_millis(20);
 pub enum Start {
     New(Accepted),
     Resume(Resting),
-}
-
-/// What a keep-alive connection keeps while it rests between requests. It lives in the
-/// connection's task (see `runtime::accept`), so every byte here is a byte per idle connection:
-/// what most connections do not have (variables, a private server connection, a local address
-/// for the rules) is boxed apart and absent when empty.
-pub struct Resting {
-    client: Stream,
-    peer: Option<SocketAddr>,
-    /// When `timeout http-keep-alive` ends the rest.
-    deadline: Option<Instant>,
-    more: Option<Box<RestingMore>>,
-    requests: u32,
-    dst_port: u16,
-    bind_no: u16,
-}
-
-/// The rarer parts of a resting connection.
-struct RestingMore {
-    local: Option<SocketAddr>,
-    pp: Option<Box<crate::connection::proxy::Header>>,
-    /// When the previous transaction ended (only when logging): the next one's `Ti` and
-    /// date count from there, as in HAProxy.
-    idle_since: Option<Instant>,
-    /// `sess.` variables.
-    vars: Vars,
-    own: Option<ServerConn>,
-}
-
-impl Resting {
-    /// Waits until the client sends its next request (`true`: resume the session), or closes,
-    /// or the keep-alive timeout or a soft stop ends the rest (`false`: close the connection).
-    pub fn wait(&self) -> RestingWait<'_> {
-        RestingWait {
-            client: &self.client,
-            timer: self.deadline.map(tokio::time::sleep_until),
-            _watched: crate::runtime::StopWatch::new(self.client.as_fd().as_raw_fd()),
-        }
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// See [`Resting::wait`]. Written by hand rather than as an `async` block: its size is
-    /// part of the memory of every idle connection, and a generator keeps room for each of its
-    /// sub-futures apart. A soft stop wakes it by shutting the socket's read side (the
-    /// `StopWatch`), which costs no waiter here.
-    pub struct RestingWait<'a> {
-        client: &'a Stream,
-        #[pin]
-        timer: Option<Sleep>,
-        _watched: crate::runtime::StopWatch,
-    }
-}
-
-impl Future for RestingWait<'_> {
-    type Output = bool;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
-        let this = self.project();
-        if crate::runtime::stopping() {
-            return Poll::Ready(false);
-        }
-        // Readable also means closed or in error: the session finds out which.
-        if this.client.poll_read_ready(cx).is_ready() {
-            return Poll::Ready(true);
-        }
-        match this.timer.as_pin_mut().map(|timer| timer.poll(cx)) {
-            Some(Poll::Ready(())) => Poll::Ready(false),
-            _ => Poll::Pending,
-        }
-    }
 }
 
 /// How serving a connection ended.

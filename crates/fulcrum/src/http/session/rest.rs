@@ -1,0 +1,86 @@
+//! A keep-alive connection between requests when its session has dissolved: what it keeps
+//! (`Resting`, a few hundred bytes) and the hand-written wait for its next request.
+//! Must not touch: requests (the session resumes for those).
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::time::{Instant, Sleep};
+
+use super::ServerConn;
+use crate::connection::Stream;
+use crate::rules::sample::Vars;
+
+/// What a keep-alive connection keeps while it rests between requests. It lives in the
+/// connection's task (see `runtime::accept`), so every byte here is a byte per idle connection:
+/// what most connections do not have (variables, a private server connection, a local address
+/// for the rules) is boxed apart and absent when empty.
+pub struct Resting {
+    pub(super) client: Stream,
+    pub(super) peer: Option<SocketAddr>,
+    /// When `timeout http-keep-alive` ends the rest.
+    pub(super) deadline: Option<Instant>,
+    pub(super) more: Option<Box<RestingMore>>,
+    pub(super) requests: u32,
+    pub(super) dst_port: u16,
+    pub(super) bind_no: u16,
+}
+
+/// The rarer parts of a resting connection.
+pub(super) struct RestingMore {
+    pub(super) local: Option<SocketAddr>,
+    pub(super) pp: Option<Box<crate::connection::proxy::Header>>,
+    /// When the previous transaction ended (only when logging): the next one's `Ti` and
+    /// date count from there, as in HAProxy.
+    pub(super) idle_since: Option<Instant>,
+    /// `sess.` variables.
+    pub(super) vars: Vars,
+    pub(super) own: Option<ServerConn>,
+}
+
+impl Resting {
+    /// Waits until the client sends its next request (`true`: resume the session), or closes,
+    /// or the keep-alive timeout or a soft stop ends the rest (`false`: close the connection).
+    pub fn wait(&self) -> RestingWait<'_> {
+        RestingWait {
+            client: &self.client,
+            timer: self.deadline.map(tokio::time::sleep_until),
+            _watched: crate::runtime::StopWatch::new(self.client.as_fd().as_raw_fd()),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// See [`Resting::wait`]. Written by hand rather than as an `async` block: its size is
+    /// part of the memory of every idle connection, and a generator keeps room for each of its
+    /// sub-futures apart. A soft stop wakes it by shutting the socket's read side (the
+    /// `StopWatch`), which costs no waiter here.
+    pub struct RestingWait<'a> {
+        client: &'a Stream,
+        #[pin]
+        timer: Option<Sleep>,
+        _watched: crate::runtime::StopWatch,
+    }
+}
+
+impl Future for RestingWait<'_> {
+    type Output = bool;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
+        let this = self.project();
+        if crate::runtime::stopping() {
+            return Poll::Ready(false);
+        }
+        // Readable also means closed or in error: the session finds out which.
+        if this.client.poll_read_ready(cx).is_ready() {
+            return Poll::Ready(true);
+        }
+        match this.timer.as_pin_mut().map(|timer| timer.poll(cx)) {
+            Some(Poll::Ready(())) => Poll::Ready(false),
+            _ => Poll::Pending,
+        }
+    }
+}
