@@ -560,7 +560,7 @@ impl Default for TuneH2 {
     }
 }
 
-/// A `proto` name of a `bind` line.
+/// A `proto` name of a `bind` or `server` line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MuxProto {
     H1,
@@ -797,6 +797,11 @@ pub struct Server {
     pub send_proxy: SendProxy,
     /// `socks4 <addr>:<port>`: connections go through this SOCKS4 proxy.
     pub socks4: Option<std::net::SocketAddr>,
+    /// `proto h1|h2`: the protocol spoken to the server, whatever ALPN chose (HTTP/1.1 when
+    /// neither says).
+    pub proto: Option<MuxProto>,
+    /// `check-proto`, or else `proto`: the protocol of the server's HTTP health checks.
+    pub check_proto: Option<MuxProto>,
 }
 
 /// A server's address as written. Host names are resolved by the engine at start-up.

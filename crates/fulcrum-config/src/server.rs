@@ -14,8 +14,8 @@ use crate::duration::{read_time, TimeError};
 use crate::keywords::{self, Status};
 use crate::lexer::Line;
 use crate::model::{
-    AgentCheck, InitAddr, Mode, Observe, OnError, SendProxy, Server, ServerAddr, ServerCheck,
-    ServerPort, ServerTls,
+    AgentCheck, InitAddr, Mode, MuxProto, Observe, OnError, SendProxy, Server, ServerAddr,
+    ServerCheck, ServerPort, ServerTls,
 };
 
 /// Server settings a `default-server` line sets for the `server` lines after it.
@@ -43,6 +43,10 @@ pub struct ServerOpts {
     pub send_proxy: SendProxy,
     /// `socks4 <addr>:<port>`: connections to the server go through this SOCKS4 proxy.
     pub socks4: Option<std::net::SocketAddr>,
+    /// `proto h1|h2`: the protocol spoken to the server whatever ALPN says.
+    pub proto: Option<MuxProto>,
+    /// `check-proto h1|h2`: the protocol of HTTP health checks (the server's by default).
+    pub check_proto: Option<MuxProto>,
 }
 
 impl Default for ServerOpts {
@@ -69,6 +73,8 @@ impl Default for ServerOpts {
             tls: ServerTls::default(),
             send_proxy: SendProxy::default(),
             socks4: None,
+            proto: None,
+            check_proto: None,
         }
     }
 }
@@ -165,6 +171,8 @@ pub fn parse_server(
         tls: o.tls,
         send_proxy: o.send_proxy,
         socks4: o.socks4,
+        proto: o.proto,
+        check_proto: o.check_proto.or(o.proto),
     })
 }
 
@@ -280,6 +288,21 @@ impl Parse<'_> {
                 "h2" => return Err("'ws h2' : HTTP/2 to servers is not supported yet".into()),
                 _ => return Err(format!("'{opt}' has to be 'auto', 'h1' or 'h2'")),
             },
+            "proto" | "check-proto" => {
+                let p = match val {
+                    "h1" => MuxProto::H1,
+                    "h2" => MuxProto::H2,
+                    "fcgi" | "none" | "quic" => {
+                        return Err(format!("'{opt} {val}' is not supported yet"))
+                    }
+                    _ => return Err(format!("'{opt}' :  unknown MUX protocol '{val}'")),
+                };
+                if opt == "proto" {
+                    o.proto = Some(p);
+                } else {
+                    o.check_proto = Some(p);
+                }
+            }
             "socks4" => match val.parse::<std::net::SocketAddr>() {
                 Ok(a) => o.socks4 = Some(a),
                 Err(_) if !val.contains(':') => {
@@ -417,6 +440,8 @@ fn takes_value(opt: &str) -> bool {
             | "init-addr"
             | "socks4"
             | "ws"
+            | "proto"
+            | "check-proto"
     ) || NOT_YET_WITH_VALUE.contains(&opt)
         || crate::tls::SERVER_WITH_VALUE.contains(&opt)
 }
@@ -426,7 +451,6 @@ const NOT_YET_WITH_VALUE: &[&str] = &[
     "alpn",
     "ca-file",
     "check-alpn",
-    "check-proto",
     "check-sni",
     "ciphers",
     "ciphersuites",
@@ -439,7 +463,6 @@ const NOT_YET_WITH_VALUE: &[&str] = &[
     "namespace",
     "npn",
     "pool-low-conn",
-    "proto",
     "proxy-v2-options",
     "redir",
     "resolve-net",
@@ -471,6 +494,7 @@ fn missing_value(opt: &str) -> String {
         }
         "id" => format!("'{opt}' : expects an integer argument"),
         "ws" => format!("'{opt}' has to be 'auto', 'h1' or 'h2'"),
+        "proto" | "check-proto" => format!("'{opt}' : missing value"),
         _ => format!("'{opt}' expects <value> as argument.."),
     }
 }

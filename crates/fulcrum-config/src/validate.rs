@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use crate::diag::Diagnostic;
 use crate::model::{
     AclRef, BackendTarget, Balance, BindAddr, CaptureKind, Condition, Config, Fetch, HttpAction,
-    HttpRule, LogFormat, LogPart, Mode, Proxy, ReplyBody, SampleExpr, Span,
+    HttpRule, LogFormat, LogPart, Mode, MuxProto, Proxy, ReplyBody, SampleExpr, Span,
 };
 use crate::proxy::type_word;
 
@@ -25,6 +25,7 @@ pub fn validate(config: &Config, parse_failed: bool, out: &mut Vec<Diagnostic>) 
         duplicate_servers(p, out);
         stats_auth_and_rules(p, out);
         tcp_response_reads(p, out);
+        mux_protos(p, out);
         if !parse_failed {
             missing_bind(p, out);
             missing_timeouts(p, out);
@@ -54,6 +55,42 @@ fn stats_auth_and_rules(p: &Proxy, out: &mut Vec<Diagnostic>) {
             p.name
         );
         out.push(Diagnostic::alert(at(&p.span), msg));
+    }
+}
+
+/// `proto h1|h2` on a bind or server of a `mode tcp` proxy: both are HTTP multiplexers.
+fn mux_protos(p: &Proxy, out: &mut Vec<Diagnostic>) {
+    if p.mode != Mode::Tcp {
+        return;
+    }
+    let word = |m: MuxProto| match m {
+        MuxProto::H1 => "h1",
+        MuxProto::H2 => "h2",
+    };
+    for b in &p.binds {
+        let Some(m) = b.proto else { continue };
+        let addrs: Vec<String> = b.addrs.iter().map(addr_text).collect();
+        let msg = format!(
+            "{} '{}' : MUX protocol '{}' is not usable for 'bind {}' at [{}].",
+            type_word(p.kind),
+            p.name,
+            word(m),
+            addrs.join(","),
+            b.span
+        );
+        out.push(Diagnostic::alert(at(&b.span), msg));
+    }
+    for s in &p.servers {
+        let Some(m) = s.proto else { continue };
+        let msg = format!(
+            "{} '{}' : MUX protocol '{}' is not usable for server '{}' at [{}].",
+            type_word(p.kind),
+            p.name,
+            word(m),
+            s.name,
+            s.span
+        );
+        out.push(Diagnostic::alert(at(&s.span), msg));
     }
 }
 

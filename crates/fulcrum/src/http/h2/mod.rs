@@ -10,6 +10,7 @@
 //! Owns: the connection's settings, its idle timeout and its streams' tasks. Must not touch:
 //! transactions (the session runs them), accept and limits (runtime).
 
+pub mod body;
 pub mod view;
 
 use std::future::Future;

@@ -20,11 +20,13 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use fulcrum_http::{Body, ChunkedScanner, Head, Limits, Method};
 use h2::server::SendResponse;
-use h2::{RecvStream, SendStream};
+use h2::RecvStream;
+
+use super::body::{connection_specific, h2_error, Framing, Incoming, Outgoing};
 
 /// An HTTP/2 stream behind the session's `Stream` interface (`Stream::H2`).
 pub struct H1View {
-    recv: RefCell<Recv>,
+    recv: RefCell<Incoming>,
     send: RefCell<Send>,
     /// A duplicate of the connection's socket (`getsockname` and socket options).
     fd: Arc<OwnedFd>,
@@ -53,34 +55,11 @@ pub fn poll_leftovers(leftovers: &Leftovers, cx: &mut Context<'_>) -> Poll<()> {
     Poll::Pending
 }
 
-struct Recv {
-    /// Taken by the leftovers when the view ends early.
-    body: Option<RecvStream>,
-    /// HTTP/1 bytes ready for the session: `pending[pos..]`.
-    pending: Vec<u8>,
-    pos: usize,
-    /// The body is sent on chunked (no `content-length`).
-    chunked: bool,
-    /// Everything of the request is in `pending` (or was read).
-    ended: bool,
-    /// The stream failed (reset by the client, connection gone).
-    failed: bool,
-}
-
 enum SendState {
     /// Gathering the response head.
     Head(Vec<u8>),
-    Body {
-        framing: Framing,
-        stream: SendStream<Bytes>,
-    },
+    Body(Outgoing),
     Done,
-}
-
-enum Framing {
-    Length(u64),
-    Chunked(ChunkedScanner),
-    UntilClose,
 }
 
 struct Send {
@@ -88,21 +67,8 @@ struct Send {
     state: SendState,
     /// The request's method (a HEAD response has no body).
     method: Method,
-    /// Decoded body bytes not accepted by the stream's window yet.
-    held: Vec<u8>,
-    /// Those end the stream.
-    held_ends: bool,
-    /// Scratch for decoding a chunked body.
+    /// Bytes that followed the head in what the session wrote.
     scratch: Vec<u8>,
-    /// A chunked body's trailer lines (`name: value` CRLF), sent as the last HEADERS frame.
-    trailers: Vec<u8>,
-}
-
-/// Fields that speak for one HTTP/1 connection: never sent in HTTP/2 (RFC 9113 8.2.2).
-fn connection_specific(name: &[u8]) -> bool {
-    [&b"connection"[..], b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"]
-        .iter()
-        .any(|n| name.eq_ignore_ascii_case(n))
 }
 
 impl H1View {
@@ -174,37 +140,26 @@ impl H1View {
             head.extend_from_slice(b"\r\n");
         }
         let sized = parts.headers.contains_key(http::header::CONTENT_LENGTH);
-        let ended = body.is_end_stream();
-        let chunked = !ended && !sized;
+        let chunked = !body.is_end_stream() && !sized;
         if chunked {
             head.extend_from_slice(b"transfer-encoding: chunked\r\n");
         }
         head.extend_from_slice(b"\r\n");
         let method = Method::from_bytes(method);
         H1View {
-            recv: RefCell::new(Recv {
-                body: Some(body),
-                pending: head,
-                pos: 0,
-                chunked,
-                ended,
-                failed: false,
-            }),
+            recv: RefCell::new(Incoming::new(head, Some(body), chunked)),
             send: RefCell::new(Send {
                 respond: Some(respond),
                 state: SendState::Head(Vec::new()),
                 method,
-                held: Vec::new(),
-                held_ends: false,
                 scratch: Vec::new(),
-                trailers: Vec::new(),
             }),
             fd,
             leftovers,
         }
     }
 
-    fn recv(&self) -> std::cell::RefMut<'_, Recv> {
+    fn recv(&self) -> std::cell::RefMut<'_, Incoming> {
         self.recv.borrow_mut()
     }
 
@@ -213,112 +168,21 @@ impl H1View {
     }
 
     pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let mut r = self.recv();
-        if r.pos < r.pending.len() || r.ended || r.failed {
-            return Poll::Ready(Ok(()));
-        }
-        r.pending.clear();
-        r.pos = 0;
-        let r = &mut *r;
-        let Some(body) = r.body.as_mut() else { return Poll::Ready(Ok(())) };
-        match body.poll_data(cx) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(Some(Ok(data))) => {
-                // The window opens again as soon as the bytes are here: at most one frame
-                // waits in this view, and at most a window's worth inside h2.
-                let _ = body.flow_control().release_capacity(data.len());
-                if r.chunked {
-                    if !data.is_empty() {
-                        let size = format!("{:x}\r\n", data.len());
-                        r.pending.extend_from_slice(size.as_bytes());
-                        r.pending.extend_from_slice(&data);
-                        r.pending.extend_from_slice(b"\r\n");
-                    }
-                } else {
-                    r.pending.extend_from_slice(&data);
-                }
-                // (The end, with its trailers if any, is seen by the next poll.)
-                Poll::Ready(Ok(()))
-            }
-            // The end: with trailers, they close the chunked body (without a length to say
-            // where the body ends, HTTP/1 has no place for them: dropped).
-            Poll::Ready(None) => match body.poll_trailers(cx) {
-                Poll::Pending => Poll::Pending,
-                Poll::Ready(Ok(Some(trailers))) if r.chunked => {
-                    r.pending.extend_from_slice(b"0\r\n");
-                    for (name, value) in trailers.iter() {
-                        r.pending.extend_from_slice(name.as_str().as_bytes());
-                        r.pending.extend_from_slice(b": ");
-                        r.pending.extend_from_slice(value.as_bytes());
-                        r.pending.extend_from_slice(b"\r\n");
-                    }
-                    r.pending.extend_from_slice(b"\r\n");
-                    r.ended = true;
-                    Poll::Ready(Ok(()))
-                }
-                Poll::Ready(Ok(_)) => {
-                    r.end();
-                    Poll::Ready(Ok(()))
-                }
-                Poll::Ready(Err(_)) => {
-                    r.failed = true;
-                    Poll::Ready(Ok(()))
-                }
-            },
-            Poll::Ready(Some(Err(_))) => {
-                r.failed = true;
-                Poll::Ready(Ok(()))
-            }
-        }
+        self.recv().poll_ready(cx).map(Ok)
     }
 
     pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        let mut r = self.recv();
-        let avail = r.pending.len() - r.pos;
-        if avail > 0 {
-            let n = avail.min(buf.len());
-            buf[..n].copy_from_slice(&r.pending[r.pos..r.pos + n]);
-            r.pos += n;
-            return Ok(n);
-        }
-        if r.failed {
-            return Err(io::ErrorKind::ConnectionReset.into());
-        }
-        if r.ended {
-            return Ok(0);
-        }
-        Err(io::ErrorKind::WouldBlock.into())
+        self.recv().try_read(buf)
     }
 
     pub fn try_peek(&self, buf: &mut [u8]) -> io::Result<usize> {
-        let r = self.recv();
-        let avail = &r.pending[r.pos..];
-        if avail.is_empty() {
-            return if r.ended { Ok(0) } else { Err(io::ErrorKind::WouldBlock.into()) };
-        }
-        let n = avail.len().min(buf.len());
-        buf[..n].copy_from_slice(&avail[..n]);
-        Ok(n)
+        self.recv().try_peek(buf)
     }
 
     pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let mut s = self.send();
-        let s = &mut *s;
-        if s.held.is_empty() {
-            return Poll::Ready(Ok(()));
-        }
-        let SendState::Body { stream, .. } = &mut s.state else { return Poll::Ready(Ok(())) };
-        loop {
-            if stream.capacity() > 0 {
-                return Poll::Ready(Ok(()));
-            }
-            stream.reserve_capacity(s.held.len());
-            match stream.poll_capacity(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Some(Ok(_))) => {}
-                Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(h2_error(e))),
-                Poll::Ready(None) => return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())),
-            }
+        match &mut self.send().state {
+            SendState::Body(out) => out.poll_capacity(cx),
+            _ => Poll::Ready(Ok(())),
         }
     }
 
@@ -326,13 +190,17 @@ impl H1View {
     /// earlier body bytes wait for the stream's window.
     pub fn try_send(&self, head: &[u8], data: &[u8]) -> io::Result<usize> {
         let mut s = self.send();
-        s.flush_held()?;
-        if !s.held.is_empty() {
-            return Err(io::ErrorKind::WouldBlock.into());
+        if let SendState::Body(out) = &mut s.state {
+            out.flush()?;
+            if !out.is_flushed() {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
         }
         s.take(head)?;
         s.take(data)?;
-        s.flush_held()?;
+        if let SendState::Body(out) = &mut s.state {
+            out.flush()?;
+        }
         Ok(head.len() + data.len())
     }
 
@@ -347,53 +215,15 @@ impl H1View {
         std::future::poll_fn(|cx| {
             let mut s = self.send();
             let s = &mut *s;
-            let reset = match (&mut s.state, s.respond.as_mut()) {
-                (SendState::Body { stream, .. }, _) => stream.poll_reset(cx),
-                (_, Some(respond)) => respond.poll_reset(cx),
-                _ => return Poll::Pending,
-            };
-            reset.map(|_| Ok(true))
+            match (&mut s.state, s.respond.as_mut()) {
+                (SendState::Body(out), _) if !out.is_done() => out.poll_reset(cx).map(|_| Ok(true)),
+                (SendState::Body(_), _) => Poll::Pending,
+                (_, Some(respond)) => respond.poll_reset(cx).map(|_| Ok(true)),
+                _ => Poll::Pending,
+            }
         })
         .await
     }
-}
-
-impl Recv {
-    fn end(&mut self) {
-        if self.chunked {
-            self.pending.extend_from_slice(b"0\r\n\r\n");
-        }
-        self.ended = true;
-    }
-}
-
-/// Ends a response with its last data, then its trailers when it has some.
-fn end(stream: &mut SendStream<Bytes>, last: Bytes, trailers: &[u8]) -> io::Result<()> {
-    if trailers.is_empty() {
-        return stream.send_data(last, true).map_err(h2_error);
-    }
-    if !last.is_empty() {
-        stream.send_data(last, false).map_err(h2_error)?;
-    }
-    let mut map = http::HeaderMap::new();
-    for line in trailers.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let Some(colon) = line.iter().position(|&b| b == b':') else { continue };
-        let (name, value) = (&line[..colon], line[colon + 1..].trim_ascii());
-        if connection_specific(name) {
-            continue;
-        }
-        if let (Ok(n), Ok(v)) =
-            (http::HeaderName::from_bytes(name), http::HeaderValue::from_bytes(value))
-        {
-            map.append(n, v);
-        }
-    }
-    stream.send_trailers(map).map_err(h2_error)
-}
-
-fn h2_error(e: h2::Error) -> io::Error {
-    io::Error::new(io::ErrorKind::BrokenPipe, e)
 }
 
 impl Send {
@@ -406,15 +236,13 @@ impl Send {
                     bytes = &[];
                     self.head_ready()?;
                     // What followed the head in the same bytes is body.
-                    if let SendState::Body { .. } = self.state {
-                        let rest = std::mem::take(&mut self.scratch);
-                        self.body(&rest)?;
-                        self.scratch = rest;
+                    if let SendState::Body(out) = &mut self.state {
+                        out.take(&self.scratch)?;
                         self.scratch.clear();
                     }
                 }
-                SendState::Body { .. } => {
-                    self.body(bytes)?;
+                SendState::Body(out) => {
+                    out.take(bytes)?;
                     bytes = &[];
                 }
                 SendState::Done => return Ok(()), // beyond the message: dropped
@@ -470,74 +298,18 @@ impl Send {
             self.scratch.clear();
             self.scratch.extend_from_slice(&buf[n..]);
             self.state = match framing {
-                Some(framing) => SendState::Body { framing, stream },
+                Some(framing) => SendState::Body(Outgoing::new(framing, stream)),
                 None => SendState::Done,
             };
             return Ok(());
         }
     }
 
-    /// Body bytes in their HTTP/1 framing: their data joins what waits for the window.
-    fn body(&mut self, bytes: &[u8]) -> io::Result<()> {
-        let SendState::Body { framing, .. } = &mut self.state else { return Ok(()) };
-        match framing {
-            Framing::Length(left) => {
-                let n = (bytes.len() as u64).min(*left) as usize;
-                self.held.extend_from_slice(&bytes[..n]);
-                *left -= n as u64;
-                self.held_ends = *left == 0;
-            }
-            Framing::Chunked(scan) => {
-                let s = scan
-                    .decode(bytes, &mut self.held, &mut self.trailers)
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-                self.held_ends = s.done;
-            }
-            Framing::UntilClose => self.held.extend_from_slice(bytes),
-        }
-        Ok(())
-    }
-
-    /// Sends what the window takes of the held bytes.
-    fn flush_held(&mut self) -> io::Result<()> {
-        let SendState::Body { stream, .. } = &mut self.state else { return Ok(()) };
-        if self.held.is_empty() && !self.held_ends {
-            return Ok(());
-        }
-        if self.held.is_empty() {
-            end(stream, Bytes::new(), &self.trailers)?;
-            self.state = SendState::Done;
-            return Ok(());
-        }
-        stream.reserve_capacity(self.held.len());
-        let n = stream.capacity().min(self.held.len());
-        if n == 0 {
-            return Ok(());
-        }
-        let all = n == self.held.len();
-        let chunk = Bytes::copy_from_slice(&self.held[..n]);
-        self.held.drain(..n);
-        if all && self.held_ends {
-            end(stream, chunk, &self.trailers)?;
-            self.state = SendState::Done;
-        } else {
-            stream.send_data(chunk, false).map_err(h2_error)?;
-        }
-        Ok(())
-    }
-
-    /// Ends the response as it stands: a complete message (or a body read until close) ends
-    /// the stream with its last bytes, which h2 keeps until the window takes them; an
-    /// unfinished one resets the stream.
+    /// Ends the response as it stands (see [`Outgoing::finish`]); without a head sent, the
+    /// stream is reset.
     fn finish(&mut self) {
         match std::mem::replace(&mut self.state, SendState::Done) {
-            SendState::Body { framing, mut stream }
-                if self.held_ends || matches!(framing, Framing::UntilClose) =>
-            {
-                let last = Bytes::from(std::mem::take(&mut self.held));
-                let _ = end(&mut stream, last, &self.trailers);
-            }
-            SendState::Body { mut stream, .. } => stream.send_reset(h2::Reason::CANCEL),
+            SendState::Body(mut out) => out.finish(),
             SendState::Head(_) => {
                 if let Some(mut r) = self.respond.take() {
                     r.send_reset(h2::Reason::INTERNAL_ERROR);
@@ -551,8 +323,7 @@ impl Send {
 impl Drop for H1View {
     fn drop(&mut self) {
         self.send().finish();
-        let r = self.recv.get_mut();
-        if let Some(body) = r.body.take().filter(|b| !r.ended && !r.failed && !b.is_end_stream()) {
+        if let Some(body) = self.recv.get_mut().unfinished() {
             self.leftovers.lock().unwrap_or_else(|e| e.into_inner()).push(body);
         }
     }

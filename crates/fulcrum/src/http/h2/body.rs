@@ -1,0 +1,312 @@
+//! A message body between its HTTP/2 frames and its HTTP/1 bytes, in both directions: the
+//! views of a client's stream ([`super::view`]) and of a stream to a server
+//! ([`super::upstream`]) read one with [`Incoming`] and write one with [`Outgoing`].
+//!
+//! Owns: DATA frames, their flow control and the body's HTTP/1 framing (a length, chunks and
+//! their trailers, or a tunnel's raw bytes). Must not touch: heads (each view writes its own).
+
+use std::io;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use fulcrum_http::ChunkedScanner;
+use h2::{RecvStream, SendStream};
+
+/// A body received in DATA frames, read as HTTP/1 bytes.
+pub struct Incoming {
+    /// `None` once the message has no body, or when a view handed it on.
+    pub body: Option<RecvStream>,
+    /// HTTP/1 bytes ready: `pending[pos..]`.
+    pub pending: Vec<u8>,
+    pos: usize,
+    /// Written in chunks (no `content-length` says the size): trailers then close it.
+    pub chunked: bool,
+    /// Everything is in `pending` (or was read).
+    pub ended: bool,
+    /// The stream failed (reset by the peer, connection gone).
+    pub failed: bool,
+}
+
+impl Incoming {
+    /// `head`: HTTP/1 bytes read before the body's.
+    pub fn new(head: Vec<u8>, body: Option<RecvStream>, chunked: bool) -> Incoming {
+        let ended = body.as_ref().is_none_or(|b| b.is_end_stream());
+        Incoming { body, pending: head, pos: 0, chunked, ended, failed: false }
+    }
+
+    /// Nothing is ready to be read.
+    pub fn is_empty(&self) -> bool {
+        self.pos >= self.pending.len()
+    }
+
+    /// Ready when bytes, the end or a failure can be read.
+    pub fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if !self.is_empty() || self.ended || self.failed {
+            return Poll::Ready(());
+        }
+        self.pending.clear();
+        self.pos = 0;
+        let Some(body) = self.body.as_mut() else {
+            self.ended = true;
+            return Poll::Ready(());
+        };
+        match body.poll_data(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Some(Ok(data))) => {
+                // The window opens again as soon as the bytes are here: at most one frame
+                // waits in this view, and at most a window's worth inside h2.
+                let _ = body.flow_control().release_capacity(data.len());
+                if !self.chunked {
+                    self.pending.extend_from_slice(&data);
+                } else if !data.is_empty() {
+                    let size = format!("{:x}\r\n", data.len());
+                    self.pending.extend_from_slice(size.as_bytes());
+                    self.pending.extend_from_slice(&data);
+                    self.pending.extend_from_slice(b"\r\n");
+                }
+                // (The end, with its trailers if any, is seen by the next poll.)
+                Poll::Ready(())
+            }
+            // The end: with trailers, they close the chunked body (without chunks, HTTP/1 has
+            // no place for them: dropped).
+            Poll::Ready(None) => match body.poll_trailers(cx) {
+                Poll::Pending => Poll::Pending,
+                Poll::Ready(Ok(Some(trailers))) if self.chunked => {
+                    self.pending.extend_from_slice(b"0\r\n");
+                    for (name, value) in trailers.iter() {
+                        self.pending.extend_from_slice(name.as_str().as_bytes());
+                        self.pending.extend_from_slice(b": ");
+                        self.pending.extend_from_slice(value.as_bytes());
+                        self.pending.extend_from_slice(b"\r\n");
+                    }
+                    self.pending.extend_from_slice(b"\r\n");
+                    self.ended = true;
+                    Poll::Ready(())
+                }
+                Poll::Ready(Ok(_)) => {
+                    if self.chunked {
+                        self.pending.extend_from_slice(b"0\r\n\r\n");
+                    }
+                    self.ended = true;
+                    Poll::Ready(())
+                }
+                Poll::Ready(Err(_)) => {
+                    self.failed = true;
+                    Poll::Ready(())
+                }
+            },
+            Poll::Ready(Some(Err(_))) => {
+                self.failed = true;
+                Poll::Ready(())
+            }
+        }
+    }
+
+    pub fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let avail = self.pending.len() - self.pos;
+        if avail > 0 {
+            let n = avail.min(buf.len());
+            buf[..n].copy_from_slice(&self.pending[self.pos..self.pos + n]);
+            self.pos += n;
+            return Ok(n);
+        }
+        if self.failed {
+            return Err(io::ErrorKind::ConnectionReset.into());
+        }
+        if self.ended {
+            return Ok(0);
+        }
+        Err(io::ErrorKind::WouldBlock.into())
+    }
+
+    pub fn try_peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let avail = &self.pending[self.pos.min(self.pending.len())..];
+        if avail.is_empty() {
+            return if self.ended { Ok(0) } else { Err(io::ErrorKind::WouldBlock.into()) };
+        }
+        let n = avail.len().min(buf.len());
+        buf[..n].copy_from_slice(&avail[..n]);
+        Ok(n)
+    }
+
+    /// The body is still arriving (for the connection to read to its end).
+    pub fn unfinished(&mut self) -> Option<RecvStream> {
+        self.body.take().filter(|b| !self.ended && !self.failed && !b.is_end_stream())
+    }
+}
+
+/// How an HTTP/1 body being sent says where it ends.
+pub enum Framing {
+    Length(u64),
+    Chunked(ChunkedScanner),
+    /// Until the writer shuts its side: a response read until close, a tunnel's bytes.
+    UntilClose,
+}
+
+/// A body sent in DATA frames, written as HTTP/1 bytes.
+pub struct Outgoing {
+    framing: Framing,
+    stream: SendStream<Bytes>,
+    /// Decoded body bytes not accepted by the stream's window yet.
+    held: Vec<u8>,
+    /// Those end the stream.
+    held_ends: bool,
+    /// A chunked body's trailer lines (`name: value` CRLF), sent as the last HEADERS frame.
+    trailers: Vec<u8>,
+    /// The stream was ended (or reset).
+    done: bool,
+}
+
+impl Outgoing {
+    pub fn new(framing: Framing, stream: SendStream<Bytes>) -> Outgoing {
+        Outgoing {
+            framing,
+            stream,
+            held: Vec::new(),
+            held_ends: false,
+            trailers: Vec::new(),
+            done: false,
+        }
+    }
+
+    /// The whole body was sent (or the stream ended).
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Nothing waits for the window.
+    pub fn is_flushed(&self) -> bool {
+        self.held.is_empty()
+    }
+
+    /// Ready when the window takes more (or there is nothing to wait for).
+    pub fn poll_capacity(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.held.is_empty() || self.done {
+            return Poll::Ready(Ok(()));
+        }
+        loop {
+            if self.stream.capacity() > 0 {
+                return Poll::Ready(Ok(()));
+            }
+            self.stream.reserve_capacity(self.held.len());
+            match self.stream.poll_capacity(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Ok(_))) => {}
+                Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(h2_error(e))),
+                Poll::Ready(None) => return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())),
+            }
+        }
+    }
+
+    /// Body bytes in their HTTP/1 framing: their data joins what waits for the window (bytes
+    /// beyond the body's end are dropped).
+    pub fn take(&mut self, bytes: &[u8]) -> io::Result<()> {
+        if self.done {
+            return Ok(());
+        }
+        match &mut self.framing {
+            Framing::Length(left) => {
+                let n = (bytes.len() as u64).min(*left) as usize;
+                self.held.extend_from_slice(&bytes[..n]);
+                *left -= n as u64;
+                self.held_ends = *left == 0;
+            }
+            Framing::Chunked(scan) => {
+                let s = scan
+                    .decode(bytes, &mut self.held, &mut self.trailers)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                self.held_ends = s.done;
+            }
+            Framing::UntilClose => self.held.extend_from_slice(bytes),
+        }
+        Ok(())
+    }
+
+    /// Sends what the window takes of the held bytes.
+    pub fn flush(&mut self) -> io::Result<()> {
+        if self.done || (self.held.is_empty() && !self.held_ends) {
+            return Ok(());
+        }
+        if self.held.is_empty() {
+            return self.end(Bytes::new());
+        }
+        self.stream.reserve_capacity(self.held.len());
+        let n = self.stream.capacity().min(self.held.len());
+        if n == 0 {
+            return Ok(());
+        }
+        let all = n == self.held.len();
+        let chunk = Bytes::copy_from_slice(&self.held[..n]);
+        self.held.drain(..n);
+        if all && self.held_ends {
+            self.end(chunk)
+        } else {
+            self.stream.send_data(chunk, false).map_err(h2_error)
+        }
+    }
+
+    /// Ends the body as it stands: a complete message (or a body that lasts until close)
+    /// ends the stream with its last bytes, which h2 keeps until the window takes them; an
+    /// unfinished one resets the stream.
+    pub fn finish(&mut self) {
+        if self.done {
+            return;
+        }
+        if self.held_ends || matches!(self.framing, Framing::UntilClose) {
+            let last = Bytes::from(std::mem::take(&mut self.held));
+            let _ = self.end(last);
+        } else {
+            self.reset(h2::Reason::CANCEL);
+        }
+    }
+
+    pub fn reset(&mut self, reason: h2::Reason) {
+        if !self.done {
+            self.done = true;
+            self.stream.send_reset(reason);
+        }
+    }
+
+    /// Waits until the peer resets the stream.
+    pub fn poll_reset(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        self.stream.poll_reset(cx).map(|_| ())
+    }
+
+    /// Ends the stream with its last data, then its trailers when it has some.
+    fn end(&mut self, last: Bytes) -> io::Result<()> {
+        self.done = true;
+        let stream = &mut self.stream;
+        if self.trailers.is_empty() {
+            return stream.send_data(last, true).map_err(h2_error);
+        }
+        if !last.is_empty() {
+            stream.send_data(last, false).map_err(h2_error)?;
+        }
+        let mut map = http::HeaderMap::new();
+        for line in self.trailers.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let Some(colon) = line.iter().position(|&b| b == b':') else { continue };
+            let (name, value) = (&line[..colon], line[colon + 1..].trim_ascii());
+            if connection_specific(name) {
+                continue;
+            }
+            if let (Ok(n), Ok(v)) =
+                (http::HeaderName::from_bytes(name), http::HeaderValue::from_bytes(value))
+            {
+                map.append(n, v);
+            }
+        }
+        stream.send_trailers(map).map_err(h2_error)
+    }
+}
+
+/// Fields that speak for one HTTP/1 connection: never sent in HTTP/2 (RFC 9113 8.2.2).
+pub fn connection_specific(name: &[u8]) -> bool {
+    [&b"connection"[..], b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"]
+        .iter()
+        .any(|n| name.eq_ignore_ascii_case(n))
+}
+
+pub fn h2_error(e: h2::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::BrokenPipe, e)
+}
