@@ -32,6 +32,9 @@ pub enum Stream {
     /// One HTTP/2 stream of a client connection, seen as an HTTP/1.1 connection carrying one
     /// request (`http::h2::view`).
     H2(Box<crate::http::h2::view::H1View>),
+    /// One HTTP/2 stream of a connection to a server, seen as an HTTP/1.1 connection carrying
+    /// one request (`http::h2::upstream`).
+    H2Up(Box<crate::http::h2::upstream::UpView>),
 }
 
 /// A TCP connection (client or server side) used speculatively, as HAProxy does: reads and
@@ -235,6 +238,7 @@ impl Stream {
             Stream::Unix(s) => s.poll_read_ready(cx),
             Stream::Tls(s) => s.poll_read_ready(cx),
             Stream::H2(s) => s.poll_read_ready(cx),
+            Stream::H2Up(s) => s.poll_read_ready(cx),
         }
     }
     pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
@@ -245,6 +249,7 @@ impl Stream {
             Stream::Unix(s) => s.try_read(buf),
             Stream::Tls(s) => s.try_read(buf),
             Stream::H2(s) => s.try_read(buf),
+            Stream::H2Up(s) => s.try_read(buf),
         }
     }
     /// Reads without consuming (the PROXY protocol header). Not for TLS streams.
@@ -254,7 +259,7 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.io(Interest::READABLE, || crate::sys::peek(fd, buf)),
             Stream::Unix(s) => s.try_io(Interest::READABLE, || crate::sys::peek(fd, buf)),
-            Stream::Tls(_) => Err(io::ErrorKind::Unsupported.into()),
+            Stream::Tls(_) | Stream::H2Up(_) => Err(io::ErrorKind::Unsupported.into()),
             Stream::H2(s) => s.try_peek(buf),
         }
     }
@@ -262,6 +267,14 @@ impl Stream {
     pub fn tls(&self) -> Option<&tls::TlsStream> {
         match self {
             Stream::Tls(s) => Some(s),
+            _ => None,
+        }
+    }
+    /// The SNI a connection to a server was made with (over TLS, or an HTTP/2 stream's).
+    pub fn server_sni(&self) -> Option<&str> {
+        match self {
+            Stream::Tls(s) => s.sni(),
+            Stream::H2Up(s) => s.sni(),
             _ => None,
         }
     }
@@ -283,7 +296,7 @@ impl Stream {
             }
             // A short read of plaintext says nothing about the socket: TLS clears its
             // socket's readiness itself after a short read of ciphertext.
-            Stream::Tls(_) | Stream::H2(_) => {}
+            Stream::Tls(_) | Stream::H2(_) | Stream::H2Up(_) => {}
         }
     }
     pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -292,6 +305,7 @@ impl Stream {
             Stream::Unix(s) => s.poll_write_ready(cx),
             Stream::Tls(s) => s.poll_write_ready(cx),
             Stream::H2(s) => s.poll_write_ready(cx),
+            Stream::H2Up(s) => s.poll_write_ready(cx),
         }
     }
     /// Sends what a layer above the socket still holds (TLS records); `WouldBlock` if the
@@ -310,7 +324,9 @@ impl Stream {
                 s.io(Interest::WRITABLE, || s.sock().send_vectored_with_flags(bufs, flags))
             }
             Stream::Unix(s) => s.try_write_vectored(bufs),
-            Stream::Tls(_) | Stream::H2(_) => Err(io::ErrorKind::Unsupported.into()),
+            Stream::Tls(_) | Stream::H2(_) | Stream::H2Up(_) => {
+                Err(io::ErrorKind::Unsupported.into())
+            }
         }
     }
     pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
@@ -336,6 +352,7 @@ impl Stream {
             Stream::Unix(s) => s.try_write_vectored(&[IoSlice::new(head), IoSlice::new(data)]),
             Stream::Tls(s) => s.try_send(head, data, more),
             Stream::H2(s) => s.try_send(head, data),
+            Stream::H2Up(s) => s.try_send(head, data),
         }
     }
     /// Sends a FIN (half-close): the peer reads end-of-stream, the other direction stays open.
@@ -343,6 +360,7 @@ impl Stream {
         match self {
             Stream::Tls(s) => return s.shutdown_write(),
             Stream::H2(s) => return s.shutdown_write(),
+            Stream::H2Up(s) => return s.shutdown_write(),
             _ => {}
         }
         match socket2::SockRef::from(self).shutdown(Shutdown::Write) {
@@ -368,6 +386,7 @@ impl Stream {
             Stream::Tcp(s) => s.peer_closed().await,
             Stream::Unix(_) => Ok(false),
             Stream::H2(s) => s.peer_closed().await,
+            Stream::H2Up(s) => s.peer_closed().await,
             Stream::Tls(s) if s.has_buffered() => Ok(false),
             // Any record (even a close_notify) counts as "sent something".
             Stream::Tls(s) => Box::pin(s.inner().peer_closed()).await,
@@ -388,7 +407,7 @@ impl Stream {
             }
             Stream::Unix(s) => Stream::Unix(UnixStream::from_std(s.into_std()?)?),
             Stream::Tls(s) => Stream::Tls(Box::new(s.map_inner(Stream::move_to_this_worker)?)),
-            Stream::H2(_) => return Err(io::ErrorKind::Unsupported.into()),
+            Stream::H2(_) | Stream::H2Up(_) => return Err(io::ErrorKind::Unsupported.into()),
         })
     }
 }
@@ -400,6 +419,7 @@ impl AsFd for Stream {
             Stream::Unix(s) => s.as_fd(),
             Stream::Tls(s) => s.inner().as_fd(),
             Stream::H2(s) => s.as_fd(),
+            Stream::H2Up(s) => s.as_fd(),
         }
     }
 }

@@ -65,6 +65,12 @@ pub fn build(
             }
         }
         srv.socks4 = s.socks4;
+        srv.proto = s.proto;
+        let alpn_h2 = s.tls.ssl && s.tls.alpn.as_ref().is_some_and(|l| l.iter().any(|p| p == "h2"));
+        srv.may_h2 = match s.proto {
+            Some(p) => p == cfg::MuxProto::H2,
+            None => alpn_h2,
+        };
         if s.send_proxy.version > 0 {
             srv.send_proxy = Some(Box::new(s.send_proxy.clone()));
         }

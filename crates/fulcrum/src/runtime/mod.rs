@@ -525,6 +525,7 @@ fn worker(
         checks.iter().for_each(|c| c.abort());
         begin_stop();
         crate::http::pool::clear();
+        crate::http::h2::upstream::clear();
         let exit = async {
             while *state.borrow_and_update() != RunState::Exit {
                 if state.changed().await.is_err() {

@@ -150,6 +150,11 @@ pub struct Server {
     pub send_proxy: Option<Box<fulcrum_config::SendProxy>>,
     /// `socks4`: connections go through this SOCKS4 proxy.
     pub socks4: Option<SocketAddr>,
+    /// `proto h1|h2`: the protocol spoken whatever ALPN says.
+    pub proto: Option<fulcrum_config::MuxProto>,
+    /// Its connections may speak HTTP/2 (`proto h2`, or `h2` offered by ALPN): transactions
+    /// look for a stream on one first (`http::h2::upstream`).
+    pub may_h2: bool,
 }
 
 impl Server {
@@ -182,6 +187,8 @@ impl Server {
             tls: None,
             send_proxy: None,
             socks4: None,
+            proto: None,
+            may_h2: false,
         };
         s.publish(&s.state(), Instant::now());
         s

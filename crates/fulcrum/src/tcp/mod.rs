@@ -377,7 +377,7 @@ pub async fn connect_server_reusing(
             // A TLS connection made with another SNI is not reused for this one.
             let srv = slot.server();
             if srv.traffic_tls().is_some_and(|o| o.sni.is_some())
-                && stream.tls().and_then(|t| t.sni()) != open.sni(srv).as_deref()
+                && stream.server_sni() != open.sni(srv).as_deref()
             {
                 crate::http::pool::discard(stream);
                 return None;

@@ -448,18 +448,18 @@ pub fn origin(
         c.enable_sni = true;
         Ok(Arc::new(c))
     };
-    let mut alpn = t.alpn.clone();
-    if alpn.as_ref().is_some_and(|l| l.iter().any(|p| p == "h2")) {
-        warnings.push(format!(
-            "{who} : HTTP/2 to servers is not supported yet: 'h2' is not offered in ALPN."
-        ));
-        if let Some(l) = alpn.as_mut() {
+    let config = build(&t.alpn)?;
+    // Health checks speak HTTP/1.1: without `check-alpn`, they offer the server's ALPN
+    // list less `h2` (HAProxy would run an HTTP check over HTTP/2 then).
+    let check_config = match &t.check_alpn {
+        Some(_) => build(&t.check_alpn)?,
+        None if t.alpn.as_ref().is_some_and(|l| l.iter().any(|p| p == "h2")) => {
+            let mut l = t.alpn.clone().unwrap_or_default();
             l.retain(|p| p != "h2");
+            build(&Some(l).filter(|l| !l.is_empty()))?
         }
-    }
-    let config = build(&alpn)?;
-    let check_config =
-        if t.check_alpn.is_some() { build(&t.check_alpn)? } else { Arc::clone(&config) };
+        None => Arc::clone(&config),
+    };
     let sni = match t.sni.as_deref() {
         Some(e) => Some(Sni::parse(e).map_err(|m| format!("{who} : sni '{e}' : {m}"))?),
         None => None,

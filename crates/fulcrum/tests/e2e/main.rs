@@ -3,8 +3,11 @@
 mod balance;
 mod config_errors;
 mod failures;
+mod h2_servers;
 #[path = "../http/h2client.rs"]
 mod h2client;
+#[path = "../http/h2server.rs"]
+mod h2server;
 mod harness;
 mod health;
 mod lifecycle;

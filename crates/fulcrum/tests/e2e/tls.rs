@@ -29,7 +29,7 @@ impl Ca {
         Ca { issuer: CertifiedIssuer::self_signed(p, key).expect("ca") }
     }
 
-    fn pem(&self) -> String {
+    pub(crate) fn pem(&self) -> String {
         self.issuer.pem()
     }
 

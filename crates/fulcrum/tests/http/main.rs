@@ -22,6 +22,8 @@ mod errors;
 mod extra;
 mod h2;
 mod h2client;
+mod h2server;
+mod h2up;
 mod inspect;
 mod keepalive;
 mod malformed;

@@ -143,28 +143,34 @@ pub enum Framing {
     UntilClose,
 }
 
-/// A body sent in DATA frames, written as HTTP/1 bytes.
+/// A body sent in DATA frames, written as HTTP/1 bytes. Each write goes to the stream at once
+/// (h2 keeps what its window does not take yet); the next write waits while the window holds
+/// nothing beyond what is kept, so at most a window and one write are buffered, and a body that
+/// pauses (a gRPC stream between messages) is never held back.
 pub struct Outgoing {
     framing: Framing,
     stream: SendStream<Bytes>,
-    /// Decoded body bytes not accepted by the stream's window yet.
-    held: Vec<u8>,
-    /// Those end the stream.
-    held_ends: bool,
+    /// Scratch for decoding chunks.
+    decoded: Vec<u8>,
     /// A chunked body's trailer lines (`name: value` CRLF), sent as the last HEADERS frame.
     trailers: Vec<u8>,
+    /// Some data went to the stream.
+    sent: bool,
     /// The stream was ended (or reset).
     done: bool,
 }
+
+/// Window asked for beyond what waits to be sent.
+const WANT: usize = 64 * 1024;
 
 impl Outgoing {
     pub fn new(framing: Framing, stream: SendStream<Bytes>) -> Outgoing {
         Outgoing {
             framing,
             stream,
-            held: Vec::new(),
-            held_ends: false,
+            decoded: Vec::new(),
             trailers: Vec::new(),
+            sent: false,
             done: false,
         }
     }
@@ -174,21 +180,18 @@ impl Outgoing {
         self.done
     }
 
-    /// Nothing waits for the window.
+    /// The stream takes another write now.
     pub fn is_flushed(&self) -> bool {
-        self.held.is_empty()
+        self.done || !self.sent || self.stream.capacity() > 0
     }
 
-    /// Ready when the window takes more (or there is nothing to wait for).
+    /// Ready when the stream takes another write (or there is nothing to wait for).
     pub fn poll_capacity(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if self.held.is_empty() || self.done {
-            return Poll::Ready(Ok(()));
-        }
         loop {
-            if self.stream.capacity() > 0 {
+            if self.is_flushed() {
                 return Poll::Ready(Ok(()));
             }
-            self.stream.reserve_capacity(self.held.len());
+            self.stream.reserve_capacity(WANT);
             match self.stream.poll_capacity(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Some(Ok(_))) => {}
@@ -198,63 +201,46 @@ impl Outgoing {
         }
     }
 
-    /// Body bytes in their HTTP/1 framing: their data joins what waits for the window (bytes
-    /// beyond the body's end are dropped).
+    /// Body bytes in their HTTP/1 framing: their data goes to the stream, which ends with the
+    /// body (bytes beyond the body's end are dropped).
     pub fn take(&mut self, bytes: &[u8]) -> io::Result<()> {
-        if self.done {
+        if self.done || bytes.is_empty() {
             return Ok(());
         }
-        match &mut self.framing {
+        let (data, ends): (Bytes, bool) = match &mut self.framing {
             Framing::Length(left) => {
                 let n = (bytes.len() as u64).min(*left) as usize;
-                self.held.extend_from_slice(&bytes[..n]);
                 *left -= n as u64;
-                self.held_ends = *left == 0;
+                (Bytes::copy_from_slice(&bytes[..n]), *left == 0)
             }
             Framing::Chunked(scan) => {
+                self.decoded.clear();
                 let s = scan
-                    .decode(bytes, &mut self.held, &mut self.trailers)
+                    .decode(bytes, &mut self.decoded, &mut self.trailers)
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-                self.held_ends = s.done;
+                (Bytes::copy_from_slice(&self.decoded), s.done)
             }
-            Framing::UntilClose => self.held.extend_from_slice(bytes),
+            Framing::UntilClose => (Bytes::copy_from_slice(bytes), false),
+        };
+        if ends {
+            return self.end(data);
+        }
+        if !data.is_empty() {
+            self.sent = true;
+            self.stream.send_data(data, false).map_err(h2_error)?;
+            self.stream.reserve_capacity(WANT);
         }
         Ok(())
     }
 
-    /// Sends what the window takes of the held bytes.
-    pub fn flush(&mut self) -> io::Result<()> {
-        if self.done || (self.held.is_empty() && !self.held_ends) {
-            return Ok(());
-        }
-        if self.held.is_empty() {
-            return self.end(Bytes::new());
-        }
-        self.stream.reserve_capacity(self.held.len());
-        let n = self.stream.capacity().min(self.held.len());
-        if n == 0 {
-            return Ok(());
-        }
-        let all = n == self.held.len();
-        let chunk = Bytes::copy_from_slice(&self.held[..n]);
-        self.held.drain(..n);
-        if all && self.held_ends {
-            self.end(chunk)
-        } else {
-            self.stream.send_data(chunk, false).map_err(h2_error)
-        }
-    }
-
     /// Ends the body as it stands: a complete message (or a body that lasts until close)
-    /// ends the stream with its last bytes, which h2 keeps until the window takes them; an
-    /// unfinished one resets the stream.
+    /// ends the stream; an unfinished one resets it.
     pub fn finish(&mut self) {
         if self.done {
             return;
         }
-        if self.held_ends || matches!(self.framing, Framing::UntilClose) {
-            let last = Bytes::from(std::mem::take(&mut self.held));
-            let _ = self.end(last);
+        if matches!(self.framing, Framing::UntilClose) {
+            let _ = self.end(Bytes::new());
         } else {
             self.reset(h2::Reason::CANCEL);
         }

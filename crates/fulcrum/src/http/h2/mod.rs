@@ -11,6 +11,7 @@
 //! transactions (the session runs them), accept and limits (runtime).
 
 pub mod body;
+pub mod upstream;
 pub mod view;
 
 use std::future::Future;

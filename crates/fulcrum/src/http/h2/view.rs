@@ -190,17 +190,13 @@ impl H1View {
     /// earlier body bytes wait for the stream's window.
     pub fn try_send(&self, head: &[u8], data: &[u8]) -> io::Result<usize> {
         let mut s = self.send();
-        if let SendState::Body(out) = &mut s.state {
-            out.flush()?;
+        if let SendState::Body(out) = &s.state {
             if !out.is_flushed() {
                 return Err(io::ErrorKind::WouldBlock.into());
             }
         }
         s.take(head)?;
         s.take(data)?;
-        if let SendState::Body(out) = &mut s.state {
-            out.flush()?;
-        }
         Ok(head.len() + data.len())
     }
 

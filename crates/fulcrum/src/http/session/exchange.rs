@@ -3,6 +3,7 @@
 //! Must not touch: rules and answers (the transaction decides from what this returns).
 
 use super::*;
+use crate::http::h2::upstream;
 
 /// A client's half-close this soon after its request is taken as sent with it.
 const WITH_THE_REQUEST: Duration = Duration::from_millis(2);
@@ -150,10 +151,28 @@ impl Session<'_> {
     ) -> Result<(ServerSlot, ServerConn), tcp::Ending> {
         let first = self.requests == 0;
         let watch = be.abortonclose && !self.client_shut();
+        let open = tcp::Opening {
+            src: self.peer,
+            dst: self.local,
+            client: Some(self.h2_conn.unwrap_or(&self.client)),
+            req: Some(&self.req),
+            unique_id: self.vars.unique_id.as_deref().and_then(|u| std::str::from_utf8(u).ok()),
+            abortonclose: be.abortonclose,
+        };
         let own = &mut self.own;
         let mut idle = |idx: usize| -> Option<(Stream, u32)> {
             if fresh_only {
                 return None;
+            }
+            // A stream on an HTTP/2 connection of this worker with room for it, in every
+            // reuse mode but `never` (HAProxy's "available" connections, first request too).
+            let srv = &be.servers[idx];
+            if srv.may_h2 && reuse != Reuse::Never {
+                let sni =
+                    srv.traffic_tls().and_then(|t| t.sni.as_ref()).and_then(|_| open.sni(srv));
+                if let Some(found) = upstream::take(be, idx, sni.as_deref()) {
+                    return Some(found);
+                }
             }
             if let Some(sc) = own.take() {
                 let clean = !check || crate::http::io::idle_is_clean(&sc.stream);
@@ -171,14 +190,6 @@ impl Session<'_> {
                 _ => 0,
             };
             pool::take(be, idx, min_requests, check).map(|i| (i.stream, i.requests))
-        };
-        let open = tcp::Opening {
-            src: self.peer,
-            dst: self.local,
-            client: Some(self.h2_conn.unwrap_or(&self.client)),
-            req: Some(&self.req),
-            unique_id: self.vars.unique_id.as_deref().and_then(|u| std::str::from_utf8(u).ok()),
-            abortonclose: be.abortonclose,
         };
         let connecting = tcp::connect_server_reusing(
             be,
@@ -211,6 +222,21 @@ impl Session<'_> {
         } else {
             connecting.await
         }?;
+        // A new connection to a server speaking HTTP/2: the transaction gets its first stream.
+        let srv = slot.server();
+        let stream = if srv.may_h2
+            && !matches!(stream, Stream::H2Up(_))
+            && upstream::speaks_h2(srv.proto, &stream)
+        {
+            let sni = stream.server_sni().map(str::to_string);
+            let shared = reuse != Reuse::Never;
+            let h2 = self.shared.h2;
+            upstream::start(stream, be, slot.index(), sni.as_deref(), h2, shared)
+                .await
+                .map_err(|e| tcp::Ending::ConnectFailed(e.kind(), None))?
+        } else {
+            stream
+        };
         // `connect` / `reuse` of the stats: a connection that served requests before is reused.
         for c in [&be.counters, &slot.server().counters] {
             Counters::inc(if requests > 0 { &c.reuses } else { &c.connects });
@@ -237,6 +263,9 @@ impl Session<'_> {
     /// With `http-reuse never` it stays private to this session; otherwise it goes to the
     /// worker's idle pool (where this session's next request will usually find it again).
     pub(super) fn keep_server_conn(&mut self, sc: ServerConn) {
+        if let Stream::H2Up(_) = sc.stream {
+            return; // its stream ends; the connection stays the worker's
+        }
         let srv = &sc.be.servers[sc.idx];
         if srv.pool_max_conn == 0 {
             return pool::discard(sc.stream); // no idle connections kept for this server
@@ -258,6 +287,9 @@ impl Session<'_> {
 
     /// A connection this session no longer needs: to the worker's pool unless reuse is off.
     pub(super) fn release_server_conn(&self, sc: ServerConn) {
+        if let Stream::H2Up(_) = sc.stream {
+            return;
+        }
         let reuse = sc.be.http.as_deref().map(|h| h.reuse).unwrap_or(self.http.reuse);
         let shared = sc.be.servers[sc.idx].send_proxy.is_none();
         if reuse != Reuse::Never && shared && sc.buf.is_empty() && !crate::runtime::stopping() {

@@ -1,0 +1,496 @@
+//! HTTP/2 to servers (HAProxy's `mux_h2` on the backend side): `server ... proto h2`, or TLS
+//! whose ALPN chose `h2` (`alpn h2,http/1.1`). The transaction writes its request as HTTP/1.1
+//! bytes and reads the response as HTTP/1.1 bytes, as it does with any server; [`UpView`]
+//! turns them into one stream of a shared connection, as [`super::view`] does for a client's
+//! stream: HTTP/1.1 stays the one internal form, and every rule, log and retry works unchanged.
+//!
+//! Connections are the worker's (each runs as a task of its event loop) and shared by every
+//! transaction of the worker going to the same server (HAProxy's "available" connections,
+//! used in every `http-reuse` mode but `never`, where a connection carries one transaction).
+//! One is left for another when its streams reach the server's `SETTINGS_MAX_CONCURRENT_STREAMS`,
+//! and closed once idle for HAProxy's default `pool-purge-delay` (5 s), or when the server
+//! sent GOAWAY.
+//!
+//! Owns: the worker's HTTP/2 connections to servers and the translation of one request and
+//! response. Must not touch: server choice and slots (the backend), the idle HTTP/1 pool.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use bytes::Bytes;
+use fulcrum_http::{Body, ChunkedScanner, Head, Limits, Method};
+use h2::client::{ResponseFuture, SendRequest};
+
+use super::body::{connection_specific, h2_error, Framing, Incoming, Outgoing};
+use crate::backend::Backend;
+use crate::connection::Stream;
+
+/// How long a connection without streams stays open (HAProxy's default `pool-purge-delay`).
+const IDLE: Duration = Duration::from_secs(5);
+
+/// What the streams of one connection and its task share.
+#[derive(Default)]
+struct ConnState {
+    /// Streams open (views alive).
+    active: AtomicUsize,
+    /// Streams carried so far (the `reuse` counter counts those after the first).
+    streams: AtomicU32,
+    /// The connection ended (or was told to by GOAWAY): no new stream goes to it.
+    closed: AtomicBool,
+}
+
+/// A connection of this worker to a server.
+struct Conn {
+    backend: Weak<Backend>,
+    idx: usize,
+    addr_gen: u32,
+    sni: Option<Box<str>>,
+    send: SendRequest<Bytes>,
+    fd: Arc<OwnedFd>,
+    tls: bool,
+    state: Arc<ConnState>,
+}
+
+thread_local! {
+    static CONNS: RefCell<Vec<Conn>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A new stream on one of this worker's connections to that server, with the number of
+/// streams the connection carried before; `None` when none has room.
+pub fn take(be: &Arc<Backend>, idx: usize, sni: Option<&str>) -> Option<(Stream, u32)> {
+    CONNS.with(|c| {
+        let mut conns = c.borrow_mut();
+        conns.retain(|c| !c.state.closed.load(Ordering::Acquire));
+        let gen = be.servers[idx].addr_gen();
+        let c = conns.iter().find(|c| {
+            c.idx == idx
+                && std::ptr::eq(c.backend.as_ptr(), Arc::as_ptr(be))
+                && c.addr_gen == gen
+                && c.sni.as_deref() == sni
+                && c.state.active.load(Ordering::Relaxed) < c.send.current_max_send_streams()
+        })?;
+        let before = c.state.streams.load(Ordering::Relaxed);
+        let view = UpView::new(c.send.clone(), Arc::clone(&c.fd), c.tls, &c.state, c.sni.clone());
+        Some((Stream::H2Up(Box::new(view)), before))
+    })
+}
+
+/// Whether a new connection to that server speaks HTTP/2: `proto h2`, or ALPN chose `h2`.
+pub fn speaks_h2(proto: Option<fulcrum_config::MuxProto>, stream: &Stream) -> bool {
+    use fulcrum_config::MuxProto;
+    match proto {
+        Some(p) => p == MuxProto::H2,
+        None => stream.tls().is_some_and(|t| t.with_conn(|c| c.alpn_protocol() == Some(b"h2"))),
+    }
+}
+
+/// Starts HTTP/2 on a new connection to a server and opens its first stream. `shared`: other
+/// transactions of the worker may use it too (`http-reuse` is not `never`). Fails when the
+/// preface could not be written.
+pub async fn start(
+    stream: Stream,
+    be: &Arc<Backend>,
+    idx: usize,
+    sni: Option<&str>,
+    tune: fulcrum_config::TuneH2,
+    shared: bool,
+) -> io::Result<Stream> {
+    let tls = stream.tls().is_some();
+    let fd = Arc::new(stream.as_fd().try_clone_to_owned()?);
+    let io = super::Io { s: Rc::new(stream), prefix: Vec::new(), pos: 0 };
+    let mut b = h2::client::Builder::new();
+    b.enable_push(false)
+        .initial_window_size(tune.initial_window_size.min(0x7fff_ffff))
+        .header_table_size(tune.header_table_size)
+        .max_frame_size(tune.max_frame_size)
+        .max_concurrent_streams(tune.max_concurrent_streams);
+    let (send, conn) = b.handshake::<_, Bytes>(io).await.map_err(h2_error)?;
+    let state = Arc::new(ConnState::default());
+    let sni: Option<Box<str>> = sni.map(Into::into);
+    let view = UpView::new(send.clone(), Arc::clone(&fd), tls, &state, sni.clone());
+    if shared {
+        CONNS.with(|c| {
+            c.borrow_mut().push(Conn {
+                backend: Arc::downgrade(be),
+                idx,
+                addr_gen: be.servers[idx].addr_gen(),
+                sni,
+                send,
+                fd,
+                tls,
+                state: Arc::clone(&state),
+            })
+        });
+    } else {
+        drop(send); // the connection ends with its one stream
+    }
+    tokio::task::spawn_local(drive(conn, state));
+    Ok(Stream::H2Up(Box::new(view)))
+}
+
+/// Runs a connection until it ends: the server closed it or sent GOAWAY, or it stayed without
+/// streams for [`IDLE`] (its handle then leaves the worker's list and h2 closes it).
+async fn drive(mut conn: h2::client::Connection<super::Io, Bytes>, state: Arc<ConnState>) {
+    let mut idle_since = tokio::time::Instant::now();
+    let mut tick = std::pin::pin!(tokio::time::sleep(IDLE));
+    let mut forgotten = false;
+    loop {
+        tokio::select! {
+            _ = &mut conn => break,
+            _ = &mut tick, if !forgotten => {
+                let now = tokio::time::Instant::now();
+                if state.active.load(Ordering::Relaxed) > 0 {
+                    idle_since = now;
+                }
+                if now.duration_since(idle_since) >= IDLE {
+                    // Without streams nor handles, h2 sends GOAWAY and the future ends.
+                    forget(&state);
+                    forgotten = true;
+                } else {
+                    tick.as_mut().reset(now + Duration::from_secs(1));
+                }
+            }
+        }
+    }
+    forget(&state);
+}
+
+/// Takes a connection out of the worker's list.
+fn forget(state: &Arc<ConnState>) {
+    state.closed.store(true, Ordering::Release);
+    CONNS.with(|c| c.borrow_mut().retain(|c| !Arc::ptr_eq(&c.state, state)));
+}
+
+/// Drops every connection of this worker to servers (tests, shutdown).
+pub fn clear() {
+    CONNS.with(|c| c.borrow_mut().clear());
+}
+
+/// One request and its response on a stream to a server, behind the session's `Stream`
+/// interface (`Stream::H2Up`).
+pub struct UpView {
+    out: RefCell<Out>,
+    inc: RefCell<In>,
+    /// A duplicate of the connection's socket (`getsockname`, `shutdown session`).
+    fd: Arc<OwnedFd>,
+    sni: Option<Box<str>>,
+    conn: Arc<ConnState>,
+}
+
+enum OutState {
+    /// Gathering the request head.
+    Head(Vec<u8>),
+    Body(Outgoing),
+    Done,
+}
+
+struct Out {
+    send: Option<SendRequest<Bytes>>,
+    state: OutState,
+    /// `https` over TLS.
+    tls: bool,
+}
+
+struct In {
+    /// The response awaited (interim ones first).
+    response: Option<ResponseFuture>,
+    /// The request's method: a HEAD response has no body, a CONNECT's 2xx is a tunnel.
+    method: Method,
+    /// An interim response's head, to be read first.
+    interim: Vec<u8>,
+    /// The final response, its head first.
+    message: Option<Incoming>,
+    /// Woken when the request is sent (a read waiting before the response is awaited).
+    waiting: Option<Waker>,
+    /// The stream or the connection failed before a final response.
+    failed: bool,
+}
+
+impl UpView {
+    fn new(
+        send: SendRequest<Bytes>,
+        fd: Arc<OwnedFd>,
+        tls: bool,
+        conn: &Arc<ConnState>,
+        sni: Option<Box<str>>,
+    ) -> UpView {
+        conn.active.fetch_add(1, Ordering::Relaxed);
+        conn.streams.fetch_add(1, Ordering::Relaxed);
+        UpView {
+            out: RefCell::new(Out { send: Some(send), state: OutState::Head(Vec::new()), tls }),
+            inc: RefCell::new(In {
+                response: None,
+                method: Method::Get,
+                interim: Vec::new(),
+                message: None,
+                waiting: None,
+                failed: false,
+            }),
+            fd,
+            sni,
+            conn: Arc::clone(conn),
+        }
+    }
+
+    /// The SNI the connection was made with.
+    pub fn sni(&self) -> Option<&str> {
+        self.sni.as_deref()
+    }
+
+    pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let mut i = self.inc.borrow_mut();
+        let i = &mut *i;
+        if !i.interim.is_empty() || i.failed {
+            return Poll::Ready(Ok(()));
+        }
+        if let Some(m) = i.message.as_mut() {
+            return m.poll_ready(cx).map(Ok);
+        }
+        let Some(fut) = i.response.as_mut() else {
+            i.waiting = Some(cx.waker().clone());
+            return Poll::Pending;
+        };
+        if let Poll::Ready(Some(Ok(r))) = fut.poll_informational(cx) {
+            // 100 Continue, 103 Early Hints: read as HTTP/1 interim heads.
+            write_status(&mut i.interim, r.status());
+            write_fields(&mut i.interim, r.headers());
+            i.interim.extend_from_slice(b"\r\n");
+            return Poll::Ready(Ok(()));
+        }
+        match std::pin::Pin::new(fut).poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Err(_)) => {
+                i.failed = true;
+                i.response = None;
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Ok(resp)) => {
+                i.response = None;
+                i.message = Some(response_head(resp, i.method));
+                Poll::Ready(Ok(()))
+            }
+        }
+    }
+
+    pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut i = self.inc.borrow_mut();
+        if !i.interim.is_empty() {
+            let n = i.interim.len().min(buf.len());
+            buf[..n].copy_from_slice(&i.interim[..n]);
+            i.interim.drain(..n);
+            return Ok(n);
+        }
+        if i.failed {
+            return Err(io::ErrorKind::ConnectionReset.into());
+        }
+        match i.message.as_mut() {
+            Some(m) => m.try_read(buf),
+            None => Err(io::ErrorKind::WouldBlock.into()),
+        }
+    }
+
+    pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.out.borrow_mut().state {
+            OutState::Body(out) => out.poll_capacity(cx),
+            _ => Poll::Ready(Ok(())),
+        }
+    }
+
+    /// Takes HTTP/1 request bytes: all of `head` and `data`, or none with `WouldBlock` while
+    /// earlier body bytes wait for the stream's window.
+    pub fn try_send(&self, head: &[u8], data: &[u8]) -> io::Result<usize> {
+        let mut o = self.out.borrow_mut();
+        if let OutState::Body(out) = &o.state {
+            if !out.is_flushed() {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+        }
+        for bytes in [head, data] {
+            self.take(&mut o, bytes)?;
+        }
+        Ok(head.len() + data.len())
+    }
+
+    fn take(&self, o: &mut Out, bytes: &[u8]) -> io::Result<()> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        match &mut o.state {
+            OutState::Head(buf) => {
+                buf.extend_from_slice(bytes);
+                let mut head = Head::new();
+                head.set_host_required(false);
+                let limits = Limits { max_head: buf.len().max(1024), max_headers: 10_000 };
+                let n = match head.parse_request(buf, &limits) {
+                    Ok(Some(n)) => n,
+                    Ok(None) => return Ok(()),
+                    Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e)),
+                };
+                let rest = buf.split_off(n);
+                self.send_head(o, &head)?;
+                if let OutState::Body(out) = &mut o.state {
+                    out.take(&rest)?;
+                }
+                Ok(())
+            }
+            OutState::Body(out) => out.take(bytes),
+            OutState::Done => Ok(()),
+        }
+    }
+
+    /// Opens the stream with the request's HEADERS frame.
+    fn send_head(&self, o: &mut Out, head: &Head) -> io::Result<()> {
+        let method = head.method();
+        let connect = method == Method::Connect;
+        let framing = match head.info().body {
+            _ if connect => Some(Framing::UntilClose),
+            Body::Length(0) | Body::None | Body::UntilClose => None,
+            Body::Length(n) => Some(Framing::Length(n)),
+            Body::Chunked => Some(Framing::Chunked(ChunkedScanner::new())),
+        };
+        let req = request(head, o.tls)?;
+        let mut send = o.send.take().ok_or(io::ErrorKind::BrokenPipe)?;
+        let (response, stream) = send.send_request(req, framing.is_none()).map_err(h2_error)?;
+        o.state = match framing {
+            Some(f) => OutState::Body(Outgoing::new(f, stream)),
+            None => OutState::Done,
+        };
+        let mut i = self.inc.borrow_mut();
+        i.method = method;
+        i.response = Some(response);
+        if let Some(w) = i.waiting.take() {
+            w.wake();
+        }
+        Ok(())
+    }
+
+    /// The request's body ends here (a tunnel's client side closed).
+    pub fn shutdown_write(&self) -> io::Result<()> {
+        if let OutState::Body(out) = &mut self.out.borrow_mut().state {
+            out.finish();
+        }
+        Ok(())
+    }
+
+    /// A server's stream is never idle between requests: nothing to watch.
+    pub async fn peer_closed(&self) -> io::Result<bool> {
+        std::future::pending().await
+    }
+}
+
+/// The HTTP/2 request for an HTTP/1.1 head: `:authority` from Host (or an absolute target),
+/// `:scheme` from the connection, connection-specific fields dropped (RFC 9113 8.2.2).
+fn request(head: &Head, tls: bool) -> io::Result<http::Request<()>> {
+    let bad = |e: &dyn std::fmt::Display| io::Error::new(io::ErrorKind::InvalidData, e.to_string());
+    let method = http::Method::from_bytes(head.method_bytes()).map_err(|e| bad(&e))?;
+    let target = head.target();
+    let host = head.header(b"host");
+    let uri: http::Uri = if method == http::Method::CONNECT {
+        http::Uri::try_from(target).map_err(|e| bad(&e))?
+    } else if target.starts_with(b"/") {
+        match host {
+            Some(h) => {
+                let mut u = Vec::with_capacity(h.len() + target.len() + 8);
+                u.extend_from_slice(if tls { b"https://" } else { b"http://" });
+                u.extend_from_slice(h);
+                u.extend_from_slice(target);
+                http::Uri::try_from(u).map_err(|e| bad(&e))?
+            }
+            None => http::Uri::try_from(target).map_err(|e| bad(&e))?,
+        }
+    } else {
+        // Absolute form (`*` of `OPTIONS *` too).
+        http::Uri::try_from(target).map_err(|e| bad(&e))?
+    };
+    let mut req = http::Request::new(());
+    *req.method_mut() = method;
+    *req.uri_mut() = uri;
+    let headers = req.headers_mut();
+    for (name, value) in head.headers() {
+        if connection_specific(name) || name.eq_ignore_ascii_case(b"host") {
+            continue;
+        }
+        // `te` only as `trailers` (RFC 9113 8.2.2).
+        if name.eq_ignore_ascii_case(b"te") && !value.eq_ignore_ascii_case(b"trailers") {
+            continue;
+        }
+        if let (Ok(n), Ok(v)) =
+            (http::HeaderName::from_bytes(name), http::HeaderValue::from_bytes(value))
+        {
+            headers.append(n, v);
+        }
+    }
+    Ok(req)
+}
+
+/// The HTTP/1.1 head of a response, and its body framed for HTTP/1: as sized by the server,
+/// else in chunks (where its trailers fit).
+fn response_head(resp: http::Response<h2::RecvStream>, method: Method) -> Incoming {
+    let (parts, body) = resp.into_parts();
+    let status = parts.status.as_u16();
+    let mut head = Vec::with_capacity(256);
+    write_status(&mut head, parts.status);
+    write_fields(&mut head, &parts.headers);
+    let bodiless = method == Method::Head || status == 204 || status == 304;
+    let tunnel = method == Method::Connect && (200..300).contains(&status);
+    let sized = parts.headers.contains_key(http::header::CONTENT_LENGTH);
+    let (body, chunked) = if bodiless {
+        (None, false)
+    } else if tunnel || sized {
+        (Some(body), false)
+    } else if body.is_end_stream() {
+        head.extend_from_slice(b"content-length: 0\r\n");
+        (None, false)
+    } else {
+        head.extend_from_slice(b"transfer-encoding: chunked\r\n");
+        (Some(body), true)
+    };
+    head.extend_from_slice(b"\r\n");
+    Incoming::new(head, body, chunked)
+}
+
+fn write_status(out: &mut Vec<u8>, status: http::StatusCode) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(status.canonical_reason().unwrap_or("Unknown").as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+fn write_fields(out: &mut Vec<u8>, headers: &http::HeaderMap) {
+    for (name, value) in headers {
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+impl Drop for UpView {
+    fn drop(&mut self) {
+        if let OutState::Body(out) = &mut self.out.get_mut().state {
+            out.finish();
+        }
+        // An unread response ends its stream (h2 resets it when its handles go).
+        self.conn.active.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl std::fmt::Debug for UpView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpView").finish_non_exhaustive()
+    }
+}
+
+impl AsFd for UpView {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}

@@ -1,0 +1,160 @@
+//! HTTP/2 to servers (issue 16): `server ... proto h2` (prior knowledge), HTTP/1 and HTTP/2
+//! clients translated for an HTTP/2 server and its answers translated back, bodies with and
+//! without length, trailers both ways, interim answers, a connection shared by the
+//! transactions of a worker, a stream reset by the server. Over TLS with `alpn h2`:
+//! `e2e/tls.rs`.
+
+use crate::h2client::{h2c, H2Req};
+use crate::h2server::h2_server;
+use crate::px::*;
+
+/// One thread, so that every transaction may share one connection to the server.
+fn config(addr: std::net::SocketAddr, extra: &str) -> String {
+    format!(
+        "global\n nbthread 1\n{DEFAULTS}listen px\n bind {{fe0}}\n{extra} server s1 {addr} proto h2\n"
+    )
+}
+
+/// What the server described, without the connection number.
+fn described(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| match l.split_once(' ') {
+            Some((c, rest)) if c.starts_with("conn=") => rest.to_string(),
+            _ => l.to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn http1_requests_reach_an_http2_server_and_its_answers_come_back_as_http1() {
+    each(|t| {
+        let srv = h2_server();
+        let px = t.start(&config(srv.addr, ""));
+        let mut c = px.client();
+        let get = c.request(b"GET /a?x=1 HTTP/1.1\r\nHost: example.com\r\nX-A: 1\r\nConnection: keep-alive\r\nTE: trailers\r\n\r\n");
+        let sized =
+            c.request(b"POST /p HTTP/1.1\r\nHost: example.com\r\nContent-Length: 5\r\n\r\nhello");
+        let chunked = c.request(
+            b"POST /c?trailers=1 HTTP/1.1\r\nHost: example.com\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nhel\r\n2\r\nlo\r\n0\r\nx-check: 7\r\n\r\n",
+        );
+        let head = c.request(b"HEAD /h HTTP/1.1\r\nHost: example.com\r\n\r\n");
+        let empty = c.request(b"GET /e?s=0 HTTP/1.1\r\nHost: example.com\r\n\r\n");
+        let status = c.request(b"GET /e?status=404&sized=1 HTTP/1.1\r\nHost: example.com\r\n\r\n");
+        assert_eq!(get.status, 200);
+        assert!(get.text().contains("authority: example.com\n"), "{}", get.text());
+        assert!(get.text().contains("x-a: 1\n") && get.text().contains("te: trailers\n"));
+        assert!(!get.text().contains("connection"), "{}", get.text());
+        assert!(sized.text().contains("body: hello\n"), "{}", sized.text());
+        assert!(chunked.text().contains("body: hello\n"), "{}", chunked.text());
+        assert!(chunked.text().contains("trailer x-check: 7\n"), "{}", chunked.text());
+        // The server's trailers reach the HTTP/1 client after a chunked body.
+        assert_eq!(chunked.header("transfer-encoding"), Some("chunked"));
+        assert!(chunked.trailers.iter().any(|(n, v)| n == "grpc-status" && v == "0"));
+        // (A HEADERS frame that ends the stream: Fulcrum says `content-length: 0`, HAProxy
+        // 2.6 sends an empty chunked body.)
+        assert!(empty.body.is_empty(), "{empty:?}");
+        if !t.is_haproxy() {
+            assert_eq!(empty.header("content-length"), Some("0"));
+        }
+        assert_eq!(
+            (status.status, status.header("content-length")),
+            (404, Some(status.body.len().to_string().as_str()))
+        );
+        // Every request went on the one connection.
+        assert_eq!(srv.connections(), 1);
+        (
+            described(&get.text()),
+            described(&sized.text()),
+            described(&chunked.text()),
+            chunked.trailers.clone(),
+            (head.status, head.body.len()),
+            (empty.status, status.status),
+        )
+    });
+}
+
+#[test]
+fn http2_clients_reach_an_http2_server_on_one_shared_connection() {
+    each(|t| {
+        let srv = h2_server();
+        let px = t.start(&config(srv.addr, ""));
+        let reqs: Vec<H2Req> = (0..30)
+            .map(|i| match i % 3 {
+                0 => H2Req::get(&format!("/g{i}")),
+                1 => H2Req::post(&format!("/p{i}"), b"data").header("content-length", "4"),
+                _ => H2Req::post(&format!("/c{i}?trailers=1"), b"chunks").trailer("x-t", "1"),
+            })
+            .collect();
+        let got = h2c(px.addr(), &reqs).expect("HTTP/2 exchange");
+        let ok = got
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| {
+                let text = r.text();
+                let first = text.lines().next().unwrap_or("").to_string();
+                let path_ok = first.contains(&format!("/{}{i}", ["g", "p", "c"][i % 3]));
+                let body_ok = match i % 3 {
+                    0 => text.contains("body: \n"),
+                    1 => text.contains("body: data\n"),
+                    _ => text.contains("body: chunks\n") && text.contains("trailer x-t: 1\n"),
+                };
+                let trailers_ok = i % 3 != 2 || r.trailers.iter().any(|(n, _)| n == "x-sum");
+                r.status == 200 && path_ok && body_ok && trailers_ok
+            })
+            .count();
+        let statuses: Vec<u16> = got.iter().map(|r| r.status).collect();
+        assert_eq!(ok, 30, "{statuses:?}");
+        // Fulcrum's streams share one connection (HAProxy 2.6 opens one per stream that
+        // arrives before its first connection is up: 30 here).
+        if !t.is_haproxy() {
+            let again = h2c(px.addr(), &[H2Req::get("/again")]).expect("exchange");
+            assert_eq!(again[0].header("x-conn"), Some("1"));
+            assert_eq!(srv.connections(), 1);
+        }
+        ok
+    });
+}
+
+#[test]
+fn an_interim_answer_and_a_reset_stream_come_back_to_an_http1_client() {
+    each(|t| {
+        let srv = h2_server();
+        let px = t.start(&config(srv.addr, ""));
+        let mut c = px.client();
+        let cont =
+            c.request(b"POST /x?continue=1 HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nok");
+        let interim: Vec<u16> = cont.interim.iter().map(|r| r.status).collect();
+        // A stream the server resets: 502, and the connection serves the next request.
+        let reset = px.client().request(b"GET /r?reset=1 HTTP/1.1\r\nHost: h\r\n\r\n");
+        let after = px.client().request(b"GET /after HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!(cont.status, 200);
+        assert_eq!(reset.status, 502);
+        assert_eq!(after.status, 200);
+        // Fulcrum keeps the connection (the reset was the stream's); HAProxy 2.6 opens another.
+        if !t.is_haproxy() {
+            assert_eq!(after.header("x-conn"), Some("1"));
+        }
+        (cont.status, interim, reset.status, after.status)
+    });
+}
+
+#[test]
+fn a_server_that_sends_goaway_gets_a_new_connection() {
+    each(|t| {
+        let srv = h2_server();
+        let px = t.start(&config(srv.addr, ""));
+        // The server answers, then says GOAWAY: the next request opens a new connection.
+        let first = px.client().request(b"GET /1?goaway=1 HTTP/1.1\r\nHost: h\r\n\r\n");
+        let mut statuses = Vec::new();
+        let moved = eventually(std::time::Duration::from_secs(3), || {
+            let r = px.client().request(b"GET /2 HTTP/1.1\r\nHost: h\r\n\r\n");
+            statuses.push(r.status);
+            r.header("x-conn") == Some("2")
+        });
+        assert_eq!(first.header("x-conn"), Some("1"));
+        assert!(moved);
+        // No request is lost meanwhile.
+        assert!(statuses.iter().all(|&s| s == 200), "{statuses:?}");
+        (first.status, moved)
+    });
+}
