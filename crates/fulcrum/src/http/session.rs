@@ -85,6 +85,9 @@ struct Session<'a> {
     logs: bool,
     /// Nothing of the request body was forwarded yet (an answer made here may drain it).
     body_unread: bool,
+    /// The request body still to send once its upload was interrupted by the response (a
+    /// sized body's remaining length; a chunked one's state is the scanner's).
+    body_left: Body,
     client: Stream,
     peer: Option<SocketAddr>,
     dst_port: u16,
@@ -262,6 +265,7 @@ async fn serve_with(
         stream_no: None,
         logs: shared.debug || (fe.logger.is_some() && fe.log.line.is_some()),
         body_unread: false,
+        body_left: Body::None,
         parked: true,
         skip_after: false,
         req_data_htx: None,

@@ -3,6 +3,7 @@
 mod balance;
 mod config_errors;
 mod failures;
+mod grpc;
 mod h2_servers;
 #[path = "../http/h2client.rs"]
 mod h2client;

@@ -31,14 +31,16 @@ impl Session<'_> {
         self.resp.start_over();
         self.resp_data_htx = None;
         let mut got_any = false;
+        self.body_left = info.body;
         loop {
             if !body_done {
+                let before = self.o.bytes_in;
                 let x = pump(
                     &self.client,
                     &mut self.cbuf,
                     &sc.stream,
                     &[],
-                    info.body,
+                    self.body_left,
                     &mut self.scanner,
                     // As HAProxy: once the request is on its way, `timeout server` bounds a
                     // stalled upload too (the server owes an answer: 504 when it expires).
@@ -48,6 +50,10 @@ impl Session<'_> {
                     &mut self.o.bytes_in,
                 )
                 .await;
+                // What is left of a sized body, should the upload resume.
+                if let Body::Length(n) = self.body_left {
+                    self.body_left = Body::Length(n.saturating_sub(self.o.bytes_in - before));
+                }
                 match x {
                     Xfer::Done => body_done = true,
                     Xfer::Interrupted => {}
@@ -469,6 +475,27 @@ pub(super) async fn pump(
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return Xfer::ReadTimeout,
             Err(_) => return Xfer::ReadError,
+        }
+    }
+}
+
+/// Both bodies of an HTTP/2 transaction at once: the response's (`down`, which decides the
+/// outcome) and the rest of the request's (`up`), as a gRPC bidirectional call needs (each
+/// message may wait for the answer to the one before). The request body stops when the
+/// response ends first (the stream's view ends it). HTTP/1 transactions do not come here: an
+/// early response ends their upload, as before.
+pub(super) async fn duplex(
+    down: impl std::future::Future<Output = Xfer>,
+    up: impl std::future::Future<Output = Xfer>,
+) -> Xfer {
+    let mut down = std::pin::pin!(down);
+    let mut up = std::pin::pin!(up);
+    let mut up_done = false;
+    loop {
+        tokio::select! {
+            biased;
+            x = &mut down => return x,
+            _ = &mut up, if !up_done => up_done = true,
         }
     }
 }

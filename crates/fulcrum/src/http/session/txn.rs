@@ -392,9 +392,12 @@ impl Session<'_> {
         }
         let st = be.timeouts.server;
         let ct = self.fe.timeouts.client;
+        // On HTTP/2 (either side), a request body still arriving goes on beside the response.
+        let duplex = !body_done && (self.h2_conn.is_some() || matches!(sc.stream, Stream::H2Up(_)));
+        let mut req_scanner = if duplex { self.scanner.clone() } else { ChunkedScanner::new() };
         self.scanner.reset();
         let head: &[u8] = if head_with_body { &self.out } else { &[] };
-        let xfer = pump(
+        let down = pump(
             &sc.stream,
             &mut sc.buf,
             &self.client,
@@ -405,8 +408,24 @@ impl Session<'_> {
             ct,
             None,
             &mut self.o.bytes_out,
-        )
-        .await;
+        );
+        let xfer = if duplex {
+            let up = pump(
+                &self.client,
+                &mut self.cbuf,
+                &sc.stream,
+                &[],
+                self.body_left,
+                &mut req_scanner,
+                (self.ctimer.as_mut(), st.or(ct)),
+                st,
+                None,
+                &mut self.o.bytes_in,
+            );
+            exchange::duplex(down, up).await
+        } else {
+            down.await
+        };
         let killed = if xfer == Xfer::Done { None } else { slot.ended_by() };
         drop(slot);
         if let Some(by) = killed {
