@@ -565,7 +565,7 @@ pub static SERVER_OPTIONS: &[Keyword] = &[
     g("ca-file", Supported),
     g("check", Supported),
     g("check-alpn", Supported),
-    g("check-proto", Partial("h1; h2 is read but checks still speak HTTP/1.1")),
+    g("check-proto", Partial("h1 and h2 for HTTP checks (`option httpchk`, `http-check`): the server's `proto` by default, as in HAProxy; TCP checks ignore it")),
     g("check-send-proxy", Supported),
     g("check-sni", Supported),
     g("check-ssl", Supported),

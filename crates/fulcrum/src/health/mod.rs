@@ -267,6 +267,7 @@ fn check_plan(be: &Backend, idx: usize, agent: bool, bufsize: usize) -> Option<C
                 .filter(|o| !agent && o.check_ssl)
                 .map(|o| (std::sync::Arc::clone(&o.check_config), o.check_sni.clone())),
             disable_on_404: !agent && hc.disable_on_404,
+            h2: !agent && kind == CheckKind::Http && s.check_h2,
             samples: if agent { Default::default() } else { Arc::clone(&be.check_samples) },
             bufsize,
         },

@@ -43,6 +43,9 @@ pub struct Plan {
     /// `check-ssl` (or the server's `ssl`): default connects run over TLS, sending this SNI.
     pub tls: Option<CheckTls>,
     pub disable_on_404: bool,
+    /// HTTP checks speak HTTP/2 (`check-proto h2`): the request and answer go through one
+    /// stream of a connection of the check's own (`http::h2::upstream`).
+    pub h2: bool,
     pub bufsize: usize,
     /// What the HTTP expect steps read besides the status.
     pub needs: http::Needs,
@@ -719,6 +722,14 @@ impl Runner<'_> {
                 }
             }
             self.conn = Some(Conn(Stream::Tls(Box::new(tls))));
+        }
+        if self.plan.h2 {
+            let Some(Conn(s)) = self.conn.take() else { return Ok(()) };
+            let tune = fulcrum_config::TuneH2::default();
+            match crate::http::h2::upstream::start(s, tune, None).await {
+                Ok(s) => self.conn = Some(Conn(s)),
+                Err(e) => return Err(self.conn_error(Phase::Connected, Some(&e), false, step)),
+            }
         }
         Ok(())
     }

@@ -67,6 +67,7 @@ pub fn build(
         srv.socks4 = s.socks4;
         srv.proto = s.proto;
         let alpn_h2 = s.tls.ssl && s.tls.alpn.as_ref().is_some_and(|l| l.iter().any(|p| p == "h2"));
+        srv.check_h2 = s.check_proto == Some(cfg::MuxProto::H2);
         srv.may_h2 = match s.proto {
             Some(p) => p == cfg::MuxProto::H2,
             None => alpn_h2,

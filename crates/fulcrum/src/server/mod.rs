@@ -155,6 +155,8 @@ pub struct Server {
     /// Its connections may speak HTTP/2 (`proto h2`, or `h2` offered by ALPN): transactions
     /// look for a stream on one first (`http::h2::upstream`).
     pub may_h2: bool,
+    /// HTTP health checks speak HTTP/2 (`check-proto h2`, or `proto h2` without it).
+    pub check_h2: bool,
 }
 
 impl Server {
@@ -189,6 +191,7 @@ impl Server {
             socks4: None,
             proto: None,
             may_h2: false,
+            check_h2: false,
         };
         s.publish(&s.state(), Instant::now());
         s

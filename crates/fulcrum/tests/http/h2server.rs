@@ -31,6 +31,8 @@ pub struct Seen {
     pub requests: AtomicUsize,
     /// The most streams open at once on one connection.
     pub max_streams: AtomicUsize,
+    /// Requests for `/health` (health checks).
+    pub health: AtomicUsize,
 }
 
 /// A running server; it stops with the test process (its thread sleeps on the listener).
@@ -45,6 +47,9 @@ impl H2Server {
     }
     pub fn requests(&self) -> usize {
         self.seen.requests.load(Ordering::SeqCst)
+    }
+    pub fn health_checks(&self) -> usize {
+        self.seen.health.load(Ordering::SeqCst)
     }
 }
 
@@ -94,6 +99,9 @@ async fn serve<T: AsyncRead + AsyncWrite + Unpin + 'static>(io: T, conn: usize, 
     let open = Arc::new(AtomicUsize::new(0));
     while let Some(Ok((req, respond))) = h2.accept().await {
         seen.requests.fetch_add(1, Ordering::SeqCst);
+        if req.uri().path() == "/health" {
+            seen.health.fetch_add(1, Ordering::SeqCst);
+        }
         if param(req.uri().query().unwrap_or(""), "goaway") == Some("1") {
             h2.graceful_shutdown();
         }

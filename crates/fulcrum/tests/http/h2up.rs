@@ -158,3 +158,31 @@ fn a_server_that_sends_goaway_gets_a_new_connection() {
         (first.status, moved)
     });
 }
+
+#[test]
+fn http_health_checks_speak_http2_to_a_proto_h2_server() {
+    // `proto h2` makes the checks speak HTTP/2 too (HAProxy: `check-proto` defaults to the
+    // server's protocol); `check-proto h1` keeps them in HTTP/1.1, which an HTTP/2-only server
+    // cannot answer: that server goes down at its first check.
+    each(|t| {
+        let srv = h2_server();
+        let a = srv.addr;
+        let px = t.start(&format!(
+            "global\n nbthread 1\n{DEFAULTS}frontend fe\n bind {{fe0}}\n bind {{fe1}}\n\
+             use_backend h1chk if {{ dst_port {{port1}} }}\n default_backend h2chk\n\
+             backend h2chk\n option httpchk GET /health\n http-check expect status 200\n\
+             server s1 {a} proto h2 check inter 100ms fall 1 rise 1\n\
+             backend h1chk\n option httpchk GET /health\n\
+             server s1 {a} proto h2 check-proto h1 check inter 100ms fall 1 rise 1\n"
+        ));
+        let checked = eventually(std::time::Duration::from_secs(5), || srv.health_checks() >= 3);
+        let down = eventually(std::time::Duration::from_secs(5), || {
+            px.client_to(1).request(b"GET / HTTP/1.1\r\nHost: h\r\n\r\n").status == 503
+        });
+        let up = px.client().request(b"GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert!(checked, "{} checks over HTTP/2", srv.health_checks());
+        assert!(down);
+        assert_eq!(up.status, 200);
+        (checked, down, up.status)
+    });
+}

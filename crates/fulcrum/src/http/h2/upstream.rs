@@ -91,16 +91,22 @@ pub fn speaks_h2(proto: Option<fulcrum_config::MuxProto>, stream: &Stream) -> bo
     }
 }
 
-/// Starts HTTP/2 on a new connection to a server and opens its first stream. `shared`: other
-/// transactions of the worker may use it too (`http-reuse` is not `never`). Fails when the
-/// preface could not be written.
+/// Where a new connection may serve other transactions of the worker (`http-reuse` is not
+/// `never`).
+pub struct Share<'a> {
+    pub be: &'a Arc<Backend>,
+    pub idx: usize,
+    /// The SNI it was made with.
+    pub sni: Option<&'a str>,
+}
+
+/// Starts HTTP/2 on a new connection to a server and opens its first stream; without `share`,
+/// the connection carries that one stream (a transaction under `http-reuse never`, a health
+/// check). Fails when the preface could not be written.
 pub async fn start(
     stream: Stream,
-    be: &Arc<Backend>,
-    idx: usize,
-    sni: Option<&str>,
     tune: fulcrum_config::TuneH2,
-    shared: bool,
+    share: Option<Share<'_>>,
 ) -> io::Result<Stream> {
     let tls = stream.tls().is_some();
     let fd = Arc::new(stream.as_fd().try_clone_to_owned()?);
@@ -113,10 +119,10 @@ pub async fn start(
         .max_concurrent_streams(tune.max_concurrent_streams);
     let (send, conn) = b.handshake::<_, Bytes>(io).await.map_err(h2_error)?;
     let state = Arc::new(ConnState::default());
-    let sni: Option<Box<str>> = sni.map(Into::into);
+    let sni: Option<Box<str>> = share.as_ref().and_then(|s| s.sni).map(Into::into);
     let view = UpView::new(send.clone(), Arc::clone(&fd), tls, &state, sni.clone());
-    if shared {
-        CONNS.with(|c| {
+    match share {
+        Some(Share { be, idx, .. }) => CONNS.with(|c| {
             c.borrow_mut().push(Conn {
                 backend: Arc::downgrade(be),
                 idx,
@@ -127,9 +133,8 @@ pub async fn start(
                 tls,
                 state: Arc::clone(&state),
             })
-        });
-    } else {
-        drop(send); // the connection ends with its one stream
+        }),
+        None => drop(send), // the connection ends with its one stream
     }
     tokio::task::spawn_local(drive(conn, state));
     Ok(Stream::H2Up(Box::new(view)))

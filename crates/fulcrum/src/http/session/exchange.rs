@@ -235,9 +235,12 @@ impl Session<'_> {
             && upstream::speaks_h2(srv.proto, &stream)
         {
             let sni = stream.server_sni().map(str::to_string);
-            let shared = reuse != Reuse::Never;
-            let h2 = self.shared.h2;
-            upstream::start(stream, be, slot.index(), sni.as_deref(), h2, shared)
+            let share = (reuse != Reuse::Never).then(|| upstream::Share {
+                be,
+                idx: slot.index(),
+                sni: sni.as_deref(),
+            });
+            upstream::start(stream, self.shared.h2, share)
                 .await
                 .map_err(|e| tcp::Ending::ConnectFailed(e.kind(), None))?
         } else {
