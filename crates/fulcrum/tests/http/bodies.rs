@@ -408,3 +408,30 @@ fn a_stalled_chunked_upload_gets_504_when_timeout_server_ends_it() {
         (status, waited >= Duration::from_millis(500) && waited < Duration::from_millis(2500))
     });
 }
+
+#[test]
+fn a_head_rewritten_to_get_gets_no_body_and_the_server_connection_carries_on() {
+    // `http-request set-method GET` on a HEAD: the server sends a body (sized, then chunked),
+    // the client gets none, and the server's connection carries the next requests cleanly
+    // (the body is read and dropped, not left in the connection for the next answer).
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&format!(
+            "global\n nbthread 1\n{}",
+            one(&srv, " http-request set-method GET if METH_HEAD\n")
+        ));
+        let mut c = px.client();
+        let sized = c.request(b"HEAD /?s=3000 HTTP/1.1\r\nHost: t\r\n\r\n");
+        let chunked = c.request(b"HEAD /?s=70000&chunked=1 HTTP/1.1\r\nHost: t\r\n\r\n");
+        let after = c.request(b"GET /?s=5 HTTP/1.1\r\nHost: t\r\n\r\n");
+        let conns = srv.counts().conns;
+        let again = px.client().request(b"GET /?s=7 HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!((sized.status, sized.body.len()), (200, 0));
+        assert_eq!((chunked.status, chunked.body.len()), (200, 0));
+        assert_eq!((after.status, after.body.len()), (200, 5));
+        assert_eq!((again.status, again.body.len()), (200, 7));
+        // The client's requests went on one server connection.
+        assert_eq!(conns, 1);
+        (sized.status, chunked.status, after.body.len(), again.body.len())
+    });
+}

@@ -482,6 +482,54 @@ pub(super) async fn pump(
     }
 }
 
+/// Reads a message body to its end and drops it: the body a server sends for a request whose
+/// method a rule rewrote from HEAD (the client gets none), so that its connection can carry
+/// the next request.
+pub(super) async fn drain(
+    from: &Stream,
+    buf: &mut RecvBuf,
+    body: Body,
+    scanner: &mut ChunkedScanner,
+    (mut timer, timeout): (Pin<&mut Timer>, Option<Duration>),
+) -> Xfer {
+    let mut remaining = match body {
+        Body::None | Body::Length(0) => return Xfer::Done,
+        Body::Length(n) => n,
+        _ => u64::MAX,
+    };
+    loop {
+        if !buf.is_empty() {
+            let data = buf.data();
+            let (n, done) = match body {
+                Body::Length(_) => {
+                    let n = (data.len() as u64).min(remaining) as usize;
+                    remaining -= n as u64;
+                    (n, remaining == 0)
+                }
+                Body::Chunked => match scanner.scan(data) {
+                    Ok(s) => (s.accepted, s.done),
+                    Err(_) => return Xfer::Invalid,
+                },
+                _ => (data.len(), false),
+            };
+            buf.consume(n);
+            if done {
+                return Xfer::Done;
+            }
+            if n == 0 && buf.is_full() {
+                return Xfer::Invalid;
+            }
+        }
+        match timer::within_io(timer.as_mut(), timeout, buf.fill_streaming(from)).await {
+            Ok(0) if body == Body::UntilClose => return Xfer::Done,
+            Ok(0) => return Xfer::ReadEof,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return Xfer::ReadTimeout,
+            Err(_) => return Xfer::ReadError,
+        }
+    }
+}
+
 /// Both bodies of an HTTP/2 transaction at once: the response's (`down`, which decides the
 /// outcome) and the rest of the request's (`up`), as a gRPC bidirectional call needs (each
 /// message may wait for the answer to the one before). The request body stops when the

@@ -284,7 +284,13 @@ impl Session<'_> {
         let resp_body = fulcrum_http::response_body(&self.resp, method);
         let tunnel = (status == 101 && upgrade) || (method == Method::Connect && status / 100 == 2);
         fulcrum_http::strip_hop_by_hop(&mut self.resp, status == 101);
-        let server_keep = !tunnel
+        // The body a server sends for a method rewritten from HEAD never reaches the client:
+        // it is read and dropped after the head went.
+        let skipped = match fulcrum_http::response_body(&self.resp, self.req.method()) {
+            b @ (Body::Length(_) | Body::Chunked) if self.req.method() != method => Some(b),
+            _ => None,
+        };
+        let mut server_keep = !tunnel
             && body_done
             && conn_mode == ConnMode::KeepAlive
             && !info.te_and_cl
@@ -443,6 +449,12 @@ impl Session<'_> {
             };
             self.o.end(cause, Phase::Data);
             return Next::Close;
+        }
+        if let (Some(b), true) = (skipped, server_keep) {
+            self.scanner.reset();
+            let timer = (self.stimer.as_mut(), st);
+            let x = exchange::drain(&sc.stream, &mut sc.buf, b, &mut self.scanner, timer).await;
+            server_keep = x == Xfer::Done;
         }
         if server_keep && sc.buf.is_empty() {
             sc.requests += 1;
