@@ -111,6 +111,7 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
     // The streams' views reach the socket through a duplicate (`getsockname`, options): it
     // stays valid whatever the connection's task does.
     let Ok(fd) = client.as_fd().try_clone_to_owned() else { return };
+    no_delay(&client);
     let fd = Arc::new(fd);
     let client = Rc::new(client);
     let io = Io { s: Rc::clone(&client), prefix, pos: 0 };
@@ -197,6 +198,15 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
                 crate::http::session::serve_stream(&fe, http, acc, &shared, &conn).await;
             }
         }));
+    }
+}
+
+/// HTTP/2 writes frames as they come (a HEADERS frame after the SETTINGS, a WINDOW_UPDATE
+/// alone): Nagle's algorithm would hold each small write until the previous one is
+/// acknowledged, 40 ms with a delayed ACK. HAProxy sets `TCP_NODELAY` on every connection.
+fn no_delay(s: &Stream) {
+    if let t @ Stream::Tcp(_) = s.transport() {
+        let _ = socket2::SockRef::from(t).set_tcp_nodelay(true);
     }
 }
 

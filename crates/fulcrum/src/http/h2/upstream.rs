@@ -109,6 +109,7 @@ pub async fn start(
     share: Option<Share<'_>>,
 ) -> io::Result<Stream> {
     let tls = stream.tls().is_some();
+    super::no_delay(&stream);
     let fd = Arc::new(stream.as_fd().try_clone_to_owned()?);
     let io = super::Io { s: Rc::new(stream), prefix: Vec::new(), pos: 0 };
     let mut b = h2::client::Builder::new();
@@ -396,7 +397,7 @@ fn request(head: &Head, tls: bool) -> io::Result<http::Request<()>> {
     let bad = |e: &dyn std::fmt::Display| io::Error::new(io::ErrorKind::InvalidData, e.to_string());
     let method = http::Method::from_bytes(head.method_bytes()).map_err(|e| bad(&e))?;
     let target = head.target();
-    let host = head.header(b"host");
+    let host = head.header(b"host").filter(|h| !h.is_empty());
     let uri: http::Uri = if method == http::Method::CONNECT {
         http::Uri::try_from(target).map_err(|e| bad(&e))?
     } else if target.starts_with(b"/") {

@@ -114,6 +114,10 @@ impl H1View {
             head.extend_from_slice(a.as_bytes());
             head.extend_from_slice(b"\r\n");
         }
+        // Without an authority, HTTP/1.1 wants an empty Host (RFC 9112 3.2).
+        if authority.is_none() && !parts.headers.contains_key(http::header::HOST) {
+            head.extend_from_slice(b"host: \r\n");
+        }
         let mut cookies = 0;
         for (name, value) in parts.headers.iter() {
             if name == http::header::HOST && authority.is_some() {
