@@ -2,9 +2,13 @@
 """bench/h2.py: HTTP/2 clients through the proxy (issue 16), Fulcrum beside HAProxy 2.6 and nginx.
 
   python3 bench/h2.py [--rounds 3] [--requests 200000] [--conns 10] [--streams 100] [--bin PATH]
+                      [--backend h1|h2]
 
 h2load (prior knowledge, `--conns` connections, `--streams` concurrent streams each) asks for a
-small answer (`/?s=64`) through each proxy to one HTTP/1 test server. Each proxy runs alone
+small answer (`/?s=64`) through each proxy to one server: Fulcrum's HTTP/1 test server
+(`--backend h1`), or an HTTP/2 server (`--backend h2`: HAProxy answering 64 bytes itself on a
+`proto h2` bind, reached with `server ... proto h2`, and by nginx with `grpc_pass`, its only
+HTTP/2 upstream). Each proxy runs alone
 with one thread on CPU 0; h2load and the test server share CPU 1. Rounds are interleaved; the
 figure is the proxy's CPU time (user + system, from /proc) per request, and the median of the
 rounds is reported with its range, beside requests per second and the proxy's RSS.
@@ -94,6 +98,16 @@ def rss_kb(pid):
     return total
 
 
+ORIGIN_CFG = f"""global
+  nbthread 1
+defaults
+  mode http
+  timeout client 30s
+frontend origin
+  bind 127.0.0.1:{BE} proto h2
+  http-request return status 200 content-type text/plain string "{'x' * 64}"
+"""
+
 PROXY_CFG = f"""global
   nbthread 1
 defaults
@@ -109,7 +123,7 @@ backend be
 """
 
 
-def nginx_conf(d):
+def nginx_conf(d, h2):
     return f"""daemon off;
 master_process on;
 worker_processes 1;
@@ -132,9 +146,7 @@ http {{
     server {{
         listen 127.0.0.1:{FE} http2;
         location / {{
-            proxy_pass http://be;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
+            {"grpc_pass grpc://be;" if h2 else 'proxy_pass http://be; proxy_http_version 1.1; proxy_set_header Connection "";'}
         }}
     }}
 }}
@@ -175,19 +187,26 @@ def main():
     ap.add_argument("--conns", type=int, default=10)
     ap.add_argument("--streams", type=int, default=100)
     ap.add_argument("--bin", default=os.path.join(ROOT, "target/release/fulcrum"))
+    ap.add_argument("--backend", choices=["h1", "h2"], default="h1")
     a = ap.parse_args()
+    h2 = a.backend == "h2"
     tmp = tempfile.mkdtemp(prefix="fulcrum-h2-bench-")
     log = open(os.path.join(tmp, "log.txt"), "w")
     cfg = os.path.join(tmp, "proxy.cfg")
-    open(cfg, "w").write(PROXY_CFG)
+    open(cfg, "w").write(PROXY_CFG.rstrip("\n") + (" proto h2\n" if h2 else "\n"))
     ncfg = os.path.join(tmp, "nginx.conf")
-    open(ncfg, "w").write(nginx_conf(tmp))
+    open(ncfg, "w").write(nginx_conf(tmp, h2))
     contenders = [
         ("fulcrum", [a.bin, "-f", cfg]),
         ("haproxy", ["haproxy", "-db", "-f", cfg]),
         ("nginx", ["nginx", "-c", ncfg, "-e", os.path.join(tmp, "error.log")]),
     ]
-    be = start([a.bin, "testserver", "-q", "-L", f"127.0.0.1:{BE}"], "1", log)
+    if h2:
+        ocfg = os.path.join(tmp, "origin.cfg")
+        open(ocfg, "w").write(ORIGIN_CFG)
+        be = start(["haproxy", "-db", "-f", ocfg], "1", log)
+    else:
+        be = start([a.bin, "testserver", "-q", "-L", f"127.0.0.1:{BE}"], "1", log)
     results = {n: [] for n, _ in contenders}
     try:
         wait_listen(BE)
@@ -201,7 +220,8 @@ def main():
         stop(be)
         for p in list(PROCS):
             stop(p)
-    print(f"\nh2load -c{a.conns} -m{a.streams}, {a.requests} requests of 64 bytes, HTTP/1 server, "
+    server = "HTTP/2 server" if h2 else "HTTP/1 server"
+    print(f"\nh2load -c{a.conns} -m{a.streams}, {a.requests} requests of 64 bytes, {server}, "
           f"one proxy thread, medians of {a.rounds} rounds:")
     med = {}
     for name, rows in results.items():

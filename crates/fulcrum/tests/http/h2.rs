@@ -268,3 +268,19 @@ fn continuation_and_ping_floods_end_the_connection_and_the_proxy_serves_on() {
         (ended, after)
     });
 }
+
+#[test]
+fn websocket_and_connect_over_http2_become_tunnels_to_an_http1_server() {
+    // An extended CONNECT (RFC 8441: how browsers open a WebSocket over HTTP/2) reaches the
+    // HTTP/1 server as an `Upgrade: websocket` request, its 101 comes back as 200, then the
+    // stream carries the bytes both ways; a plain CONNECT likewise, its 200 opening the tunnel.
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&listen(&format!(" server s1 {}\n", srv.addr())));
+        let ws = crate::h2client::tunnel(px.addr(), Some("websocket"), "/chat", b"ping over h2");
+        let connect = crate::h2client::tunnel(px.addr(), None, "example.com:443", b"raw bytes");
+        assert_eq!(ws, Ok((200, b"ping over h2".to_vec())));
+        assert_eq!(connect, Ok((200, b"raw bytes".to_vec())));
+        (ws, connect)
+    });
+}

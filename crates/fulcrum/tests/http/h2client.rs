@@ -218,3 +218,67 @@ pub fn rapid_reset(addr: SocketAddr, n: usize) -> Result<usize, String> {
         Ok(opened)
     })
 }
+
+/// Opens a tunnel on one stream: an extended CONNECT (RFC 8441) for `protocol` on `target`
+/// (a path), or a plain CONNECT to `target` (`host:port`) without it; then sends `data` and
+/// reads as many bytes back. Returns the status and what came back.
+pub fn tunnel(
+    addr: SocketAddr,
+    protocol: Option<&'static str>,
+    target: &str,
+    data: &[u8],
+) -> Result<(u16, Vec<u8>), String> {
+    let target = target.to_string();
+    let data = data.to_vec();
+    run(async move {
+        let tcp = tokio::net::TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+        let (client, conn) = h2::client::handshake(tcp).await.map_err(|e| e.to_string())?;
+        let driver = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let mut client = client.ready().await.map_err(|e| e.to_string())?;
+        if protocol.is_some() {
+            // The server's SETTINGS must have allowed it first.
+            for _ in 0..200 {
+                if client.is_extended_connect_protocol_enabled() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                client = client.ready().await.map_err(|e| e.to_string())?;
+            }
+        }
+        let uri = match protocol {
+            Some(_) => format!("http://{addr}{target}"),
+            None => target.clone(),
+        };
+        let mut req = http::Request::builder()
+            .method("CONNECT")
+            .uri(uri)
+            .header("sec-websocket-version", "13")
+            .body(())
+            .map_err(|e| e.to_string())?;
+        if let Some(p) = protocol {
+            req.extensions_mut().insert(h2::ext::Protocol::from_static(p));
+        }
+        let (resp, mut send) = client.send_request(req, false).map_err(|e| e.to_string())?;
+        let resp = resp.await.map_err(|e| e.to_string())?;
+        let status = resp.status().as_u16();
+        let mut body = resp.into_body();
+        let mut back = Vec::new();
+        if status == 200 {
+            send.send_data(Bytes::from(data.clone()), false).map_err(|e| e.to_string())?;
+            while back.len() < data.len() {
+                match body.data().await {
+                    Some(Ok(chunk)) => {
+                        let _ = body.flow_control().release_capacity(chunk.len());
+                        back.extend_from_slice(&chunk);
+                    }
+                    _ => break,
+                }
+            }
+        }
+        drop(send);
+        driver.abort();
+        Ok((status, back))
+    })
+}

@@ -21,6 +21,7 @@ mod bodies;
 mod errors;
 mod extra;
 mod h2;
+mod h2attacks;
 mod h2client;
 mod h2server;
 mod h2up;

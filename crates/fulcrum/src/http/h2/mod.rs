@@ -121,7 +121,8 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
         .initial_window_size(t.initial_window_size.min(0x7fff_ffff))
         .header_table_size(t.header_table_size)
         .max_frame_size(t.max_frame_size)
-        .max_header_list_size(fe_bufsize(&fe) as u32);
+        .max_header_list_size(fe_bufsize(&fe) as u32)
+        .enable_connect_protocol();
     let client_timeout = fe.timeouts.client;
     let handshake = b.handshake::<_, Bytes>(io);
     let mut h2 = match within(client_timeout, handshake).await {
@@ -199,6 +200,15 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
             }
         }));
     }
+}
+
+/// A `Sec-WebSocket-Key` for an HTTP/1.1 upgrade made from an HTTP/2 extended CONNECT: 16
+/// random bytes in base64 (RFC 6455 4.1).
+pub fn websocket_key() -> String {
+    use base64::Engine;
+    let mut nonce = [0u8; 16];
+    let _ = aws_lc_rs::rand::fill(&mut nonce);
+    base64::engine::general_purpose::STANDARD.encode(nonce)
 }
 
 /// HTTP/2 writes frames as they come (a HEADERS frame after the SETTINGS, a WINDOW_UPDATE

@@ -363,7 +363,15 @@ impl UpView {
         };
         let req = request(head, o.tls)?;
         let mut send = o.send.take().ok_or(io::ErrorKind::BrokenPipe)?;
-        let (response, stream) = send.send_request(req, framing.is_none()).map_err(h2_error)?;
+        let (response, stream) = match send.send_request(req, framing.is_none()) {
+            Ok(r) => r,
+            Err(e) => {
+                // A connection that refuses a new stream (GOAWAY, stream ids used up) gets no
+                // more: the transaction is retried on a new one.
+                self.conn.closed.store(true, Ordering::Release);
+                return Err(h2_error(e));
+            }
+        };
         o.state = match framing {
             Some(f) => OutState::Body(Outgoing::new(f, stream)),
             None => OutState::Done,

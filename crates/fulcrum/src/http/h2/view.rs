@@ -67,8 +67,20 @@ struct Send {
     state: SendState,
     /// The request's method (a HEAD response has no body).
     method: Method,
+    /// A CONNECT (plain or extended): its success opens a tunnel on the stream.
+    tunnel: Tunnel,
     /// Bytes that followed the head in what the session wrote.
     scratch: Vec<u8>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tunnel {
+    No,
+    /// CONNECT: a 2xx opens the tunnel.
+    Connect,
+    /// Extended CONNECT (RFC 8441, WebSocket over HTTP/2): the request went on as an HTTP/1.1
+    /// upgrade, whose 101 opens the tunnel and answers 200.
+    Upgrade,
 }
 
 impl H1View {
@@ -81,7 +93,17 @@ impl H1View {
     ) -> H1View {
         let (parts, body) = req.into_parts();
         let mut head = Vec::with_capacity(256);
-        let method = parts.method.as_str().as_bytes();
+        let protocol = parts.extensions.get::<h2::ext::Protocol>().map(|p| p.as_str().to_string());
+        let tunnel = match (&parts.method, &protocol) {
+            (&http::Method::CONNECT, Some(_)) => Tunnel::Upgrade,
+            (&http::Method::CONNECT, None) => Tunnel::Connect,
+            _ => Tunnel::No,
+        };
+        let method = if tunnel == Tunnel::Upgrade {
+            b"GET".as_slice()
+        } else {
+            parts.method.as_str().as_bytes()
+        };
         head.extend_from_slice(method);
         head.push(b' ');
         // The scheme's default port is dropped from the authority, as HAProxy normalises it
@@ -94,7 +116,7 @@ impl H1View {
             };
             a.as_str().strip_suffix(default).unwrap_or(a.as_str())
         });
-        if parts.method == http::Method::CONNECT {
+        if tunnel == Tunnel::Connect {
             head.extend_from_slice(authority.unwrap_or("").as_bytes());
         } else {
             // The absolute URI HAProxy builds from `:scheme`, `:authority` and `:path` (what
@@ -143,8 +165,22 @@ impl H1View {
             }
             head.extend_from_slice(b"\r\n");
         }
+        if let (Tunnel::Upgrade, Some(p)) = (tunnel, &protocol) {
+            head.extend_from_slice(b"connection: upgrade\r\nupgrade: ");
+            head.extend_from_slice(p.as_bytes());
+            head.extend_from_slice(b"\r\n");
+            // HTTP/1.1 WebSocket wants a key (RFC 6455 4.1), which HTTP/2 has no use for.
+            if p.eq_ignore_ascii_case("websocket")
+                && !parts.headers.contains_key("sec-websocket-key")
+            {
+                head.extend_from_slice(b"sec-websocket-key: ");
+                head.extend_from_slice(super::websocket_key().as_bytes());
+                head.extend_from_slice(b"\r\n");
+            }
+        }
         let sized = parts.headers.contains_key(http::header::CONTENT_LENGTH);
-        let chunked = !body.is_end_stream() && !sized;
+        // A tunnel's bytes go as they come.
+        let chunked = !body.is_end_stream() && !sized && tunnel == Tunnel::No;
         if chunked {
             head.extend_from_slice(b"transfer-encoding: chunked\r\n");
         }
@@ -156,6 +192,7 @@ impl H1View {
                 respond: Some(respond),
                 state: SendState::Head(Vec::new()),
                 method,
+                tunnel,
                 scratch: Vec::new(),
             }),
             fd,
@@ -279,6 +316,22 @@ impl Send {
                 resp.headers_mut().append(n, v);
             }
             let respond = self.respond.as_mut().ok_or(io::ErrorKind::BrokenPipe)?;
+            let opens = match self.tunnel {
+                Tunnel::Upgrade => status == 101,
+                Tunnel::Connect => (200..300).contains(&status),
+                Tunnel::No => false,
+            };
+            if opens {
+                // The tunnel: 200 without the upgrade's fields, then DATA both ways.
+                *resp.status_mut() = http::StatusCode::OK;
+                resp.headers_mut().remove("sec-websocket-accept");
+                let mut respond = self.respond.take().ok_or(io::ErrorKind::BrokenPipe)?;
+                let stream = respond.send_response(resp, false).map_err(h2_error)?;
+                self.scratch.clear();
+                self.scratch.extend_from_slice(&buf[n..]);
+                self.state = SendState::Body(Outgoing::new(Framing::UntilClose, stream));
+                return Ok(());
+            }
             if (100..200).contains(&status) {
                 // Interim (100 Continue, 103 Early Hints); 101 has no HTTP/2 meaning.
                 if status != 101 {

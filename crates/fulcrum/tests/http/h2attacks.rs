@@ -1,0 +1,175 @@
+//! The known HTTP/2 denial-of-service shapes not covered in `h2.rs` (rapid reset, CONTINUATION
+//! and PING floods are there), each mounted on raw frames against the proxy beside HAProxy:
+//! the proxy stays up, its memory bounded, and the next client is answered.
+//!
+//! - SETTINGS flood (CVE-2019-9515): SETTINGS frames sent without reading their ACKs;
+//! - zero-window stall (CVE-2019-9517 style): a window of 0 and a large answer asked for, the
+//!   window never opened: the stream stays stalled, bounded, until `timeout client`;
+//! - stream-id exhaustion: the last stream id (2^31 - 1) used at once, then an id going back.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use crate::h2client::{h2c, H2Req};
+use crate::px::*;
+
+fn frame(ty: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = payload.len() as u32;
+    let mut f = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, ty, flags];
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// The preface and an empty SETTINGS frame, then `rest`.
+fn open(px: &Px, rest: &[u8]) -> TcpStream {
+    let mut s = TcpStream::connect(px.addr()).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    out.extend(frame(0x4, 0, 0, &[]));
+    out.extend_from_slice(rest);
+    let _ = s.write_all(&out);
+    s
+}
+
+/// A GET of `path` on `stream` (HPACK: :method GET, :scheme http, a literal :path, END_HEADERS
+/// and END_STREAM).
+fn get(stream: u32, path: &str) -> Vec<u8> {
+    let mut block = vec![0x82, 0x86, 0x04, path.len() as u8];
+    block.extend_from_slice(path.as_bytes());
+    frame(0x1, 0x5, stream, &block)
+}
+
+/// Frames read until the connection ends (or `within` passes): (type, length, stream) each.
+fn frames_until_closed(s: &mut TcpStream, within: Duration) -> (Vec<(u8, usize, u32)>, bool) {
+    let end = Instant::now() + within;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 16384];
+    let mut closed = false;
+    while Instant::now() < end {
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => {
+                closed = true;
+                break;
+            }
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i + 9 <= buf.len() {
+        let len = (buf[i] as usize) << 16 | (buf[i + 1] as usize) << 8 | buf[i + 2] as usize;
+        let id = u32::from_be_bytes([buf[i + 5], buf[i + 6], buf[i + 7], buf[i + 8]]) & 0x7fff_ffff;
+        out.push((buf[i + 3], len, id));
+        i += 9 + len;
+    }
+    (out, closed)
+}
+
+fn peak_rss_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM");
+    line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).expect("kB value")
+}
+
+#[test]
+fn a_settings_flood_is_bounded_and_the_proxy_serves_on() {
+    each(|t| {
+        let px = t.start(&listen(" http-request return status 200\n"));
+        // 100,000 SETTINGS frames (each asks for an ACK), none of the ACKs read.
+        let mut flood = Vec::new();
+        for _ in 0..100_000 {
+            flood.extend(frame(0x4, 0, 0, &[0x00, 0x03, 0x00, 0x00, 0x00, 0x64]));
+        }
+        let mut s = open(&px, &[]);
+        s.set_write_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        // The proxy may stop reading, or close, before all of it is written.
+        let _ = s.write_all(&flood);
+        let after = h2c(px.addr(), &[H2Req::get("/")]).map(|r| r[0].status);
+        assert_eq!(after, Ok(200));
+        if !t.is_haproxy() {
+            let peak = peak_rss_kb(px.proc.pid());
+            assert!(peak < 64 << 10, "peak resident memory {peak} kB");
+        }
+        after
+    });
+}
+
+#[test]
+fn a_zero_window_stalls_only_its_own_stream_until_timeout_client() {
+    // The client announces a window of 0 and asks for 1 MB: nothing of the body can be sent.
+    // Other clients are served meanwhile; the proxy holds at most a window's worth and what
+    // one read brings (not the megabyte), and `timeout client` ends the stalled connection.
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&format!(
+            "defaults\n mode http\n timeout connect 1s\n timeout client 1s\n timeout server 5s\n\
+             listen px\n bind {{fe0}}\n server s1 {}\n",
+            srv.addr()
+        ));
+        // SETTINGS_INITIAL_WINDOW_SIZE = 0.
+        let zero = frame(0x4, 0, 0, &[0x00, 0x04, 0x00, 0x00, 0x00, 0x00]);
+        let mut s = open(&px, &[zero, get(1, "/?s=1m")].concat());
+        let others = h2c(px.addr(), &[H2Req::get("/?s=10"), H2Req::get("/?s=20")])
+            .map(|r| r.iter().map(|r| (r.status, r.body.len())).collect::<Vec<_>>());
+        let started = Instant::now();
+        let (frames, closed) = frames_until_closed(&mut s, Duration::from_secs(8));
+        let waited = started.elapsed();
+        // The answer's HEADERS went, no data (the window is 0; HAProxy ends the stream with an
+        // empty DATA frame), then the connection ended.
+        let headers = frames.iter().any(|&(ty, _, id)| ty == 0x1 && id == 1);
+        let data = frames.iter().any(|&(ty, len, id)| ty == 0x0 && id == 1 && len > 0);
+        assert_eq!(others, Ok(vec![(200, 10), (200, 20)]));
+        assert!(headers && !data, "{frames:?}");
+        assert!(closed && waited < Duration::from_secs(6), "closed {closed} after {waited:?}");
+        if !t.is_haproxy() {
+            let peak = peak_rss_kb(px.proc.pid());
+            assert!(peak < 40 << 10, "peak resident memory {peak} kB");
+        }
+        (others, headers, data, closed)
+    });
+}
+
+#[test]
+fn the_last_stream_id_is_served_and_an_id_going_back_ends_the_connection() {
+    each(|t| {
+        let px = t.start(&listen(" http-request return status 200\n"));
+        // Stream 2^31 - 1 at once (ids only have to grow), then stream 3: a protocol error.
+        let last = 0x7fff_ffff;
+        let mut s = open(&px, &get(last, "/"));
+        let mut got = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut chunk = [0u8; 4096];
+        // Until the answer's HEADERS on the last stream id.
+        let answered = loop {
+            if Instant::now() > deadline {
+                break false;
+            }
+            match s.read(&mut chunk) {
+                Ok(0) | Err(_) => break false,
+                Ok(n) => got.extend_from_slice(&chunk[..n]),
+            }
+            let mut i = 0;
+            let mut found = false;
+            while i + 9 <= got.len() {
+                let len =
+                    (got[i] as usize) << 16 | (got[i + 1] as usize) << 8 | got[i + 2] as usize;
+                let id = u32::from_be_bytes([got[i + 5], got[i + 6], got[i + 7], got[i + 8]]);
+                found |= got[i + 3] == 0x1 && id == last;
+                i += 9 + len;
+            }
+            if found {
+                break true;
+            }
+        };
+        let _ = s.write_all(&get(3, "/"));
+        let (frames, closed) = frames_until_closed(&mut s, Duration::from_secs(5));
+        let goaway = frames.iter().any(|&(ty, _, _)| ty == 0x7);
+        let after = h2c(px.addr(), &[H2Req::get("/")]).map(|r| r[0].status);
+        assert!(answered);
+        assert!(goaway && closed, "{frames:?} closed {closed}");
+        assert_eq!(after, Ok(200));
+        (answered, goaway, after)
+    });
+}
