@@ -286,9 +286,12 @@ impl Session<'_> {
         fulcrum_http::strip_hop_by_hop(&mut self.resp, status == 101);
         // The body a server sends for a method rewritten from HEAD never reaches the client:
         // it is read and dropped after the head went.
-        let skipped = match fulcrum_http::response_body(&self.resp, self.req.method()) {
-            b @ (Body::Length(_) | Body::Chunked) if self.req.method() != method => Some(b),
-            _ => None,
+        let skipped = match self.req.method() {
+            m if m == method => None,
+            m => match fulcrum_http::response_body(&self.resp, m) {
+                b @ (Body::Length(_) | Body::Chunked) => Some(b),
+                _ => None,
+            },
         };
         let mut server_keep = !tunnel
             && body_done
