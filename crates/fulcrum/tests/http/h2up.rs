@@ -186,3 +186,24 @@ fn http_health_checks_speak_http2_to_a_proto_h2_server() {
         (checked, down, up.status)
     });
 }
+
+#[test]
+fn a_websocket_upgrade_to_a_proto_h2_server_goes_over_http1() {
+    // `ws h1`: the upgrade opens an HTTP/1.1 connection to the server (here an HTTP/1-only
+    // one, so that only that path can answer), whatever its `proto h2`.
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&format!(
+            "{DEFAULTS}listen px\n bind {{fe0}}\n server s1 {} proto h2 ws h1\n",
+            srv.addr()
+        ));
+        let mut c = px.client();
+        c.send(b"GET /chat HTTP/1.1\r\nHost: h\r\nConnection: upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n");
+        let r = c.read_one(false).expect("101");
+        c.send(b"echo me");
+        let back = c.read_exact(7);
+        assert_eq!(r.status, 101);
+        assert_eq!(back.as_deref(), Ok(&b"echo me"[..]));
+        (r.status, back)
+    });
+}

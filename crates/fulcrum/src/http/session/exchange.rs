@@ -165,6 +165,9 @@ impl Session<'_> {
             unique_id: self.vars.unique_id.as_deref().and_then(|u| std::str::from_utf8(u).ok()),
             abortonclose: be.abortonclose,
         };
+        // An upgrade (WebSocket) goes over HTTP/1.1 whatever the server's protocol (`ws h1`;
+        // HAProxy's `ws auto` would use HTTP/2's extended CONNECT towards a `proto h2` server).
+        let upgrade = self.req.info().upgrade;
         let own = &mut self.own;
         let mut idle = |idx: usize| -> Option<(Stream, u32)> {
             if fresh_only {
@@ -173,7 +176,7 @@ impl Session<'_> {
             // A stream on an HTTP/2 connection of this worker with room for it, in every
             // reuse mode but `never` (HAProxy's "available" connections, first request too).
             let srv = &be.servers[idx];
-            if srv.may_h2 && reuse != Reuse::Never {
+            if srv.may_h2 && reuse != Reuse::Never && !upgrade {
                 let sni =
                     srv.traffic_tls().and_then(|t| t.sni.as_ref()).and_then(|_| open.sni(srv));
                 if let Some(found) = upstream::take(be, idx, sni.as_deref()) {
@@ -231,6 +234,7 @@ impl Session<'_> {
         // A new connection to a server speaking HTTP/2: the transaction gets its first stream.
         let srv = slot.server();
         let stream = if srv.may_h2
+            && !upgrade
             && !matches!(stream, Stream::H2Up(_))
             && upstream::speaks_h2(srv.proto, &stream)
         {
