@@ -4,6 +4,7 @@
 # Fulcrum and then HAProxy 2.6 (when installed) on the same configuration.
 #
 #   bench/h2spec.sh [path/to/fulcrum]
+#   BACKEND=h2 bench/h2spec.sh     the backend is reached over HTTP/2 (`server ... proto h2`)
 #
 # h2spec is built from its public Go module the first time (needs Go; about a minute).
 # Every process started here is stopped by PID; ports 127.0.0.1:24600..24611.
@@ -25,6 +26,8 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T
     -out "$TMP/c.pem" -days 1 -subj "/CN=localhost" 2>/dev/null
 cat "$TMP/c.pem" "$TMP/k.pem" > "$TMP/site.pem"
 
+PROTO=""
+[ "${BACKEND:-h1}" = h2 ] && PROTO=" proto h2"
 config() { # $1: first port of three
     cat <<EOF
 defaults
@@ -35,9 +38,9 @@ defaults
 listen px
   bind 127.0.0.1:$1 proto h2
   bind 127.0.0.1:$(($1 + 1)) ssl crt $TMP/site.pem alpn h2,http/1.1
-  server s1 127.0.0.1:$(($1 + 2))
+  server s1 127.0.0.1:$(($1 + 2))$PROTO
 listen body
-  bind 127.0.0.1:$(($1 + 2))
+  bind 127.0.0.1:$(($1 + 2))$PROTO
   http-request return status 200 content-type text/plain string "hello world"
 EOF
 }

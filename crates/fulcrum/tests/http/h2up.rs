@@ -207,3 +207,28 @@ fn a_websocket_upgrade_to_a_proto_h2_server_goes_over_http1() {
         (r.status, back)
     });
 }
+
+#[test]
+fn an_upload_that_pauses_does_not_hold_back_the_others_on_the_shared_connection() {
+    // One request's body stops half-way (a streaming client between messages) while another
+    // sends 200 kB, more than the connection's 64 kB window: the second goes through (a
+    // waiting stream must not keep the connection's window for itself).
+    each(|t| {
+        let srv = h2_server();
+        let px = t.start(&config(srv.addr, ""));
+        let mut paused = px.client();
+        paused.send(
+            b"POST /paused HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
+        );
+        // The paused request is on the server's connection before the big one starts.
+        assert!(eventually(std::time::Duration::from_secs(3), || srv.requests() >= 1));
+        let body = vec![b'x'; 200_000];
+        let mut req = b"POST /big HTTP/1.1\r\nHost: h\r\nContent-Length: 200000\r\n\r\n".to_vec();
+        req.extend_from_slice(&body);
+        let big = px.client().request(&req);
+        let text = big.text();
+        assert_eq!(big.status, 200, "{}", &text[..text.len().min(200)]);
+        assert!(text.contains(&format!("body: {}\n", "x".repeat(200_000))));
+        big.status
+    });
+}

@@ -160,8 +160,11 @@ pub struct Outgoing {
     done: bool,
 }
 
-/// Window asked for beyond what waits to be sent.
-const WANT: usize = 64 * 1024;
+/// Window asked for beyond what waits to be sent: one byte, so that the stream's capacity turns
+/// positive exactly when everything written so far has its window (the next write may go),
+/// while holding next to nothing of the connection's window, which all its streams share (a
+/// larger reservation let one waiting stream starve the others' DATA).
+const WANT: usize = 1;
 
 impl Outgoing {
     pub fn new(framing: Framing, stream: SendStream<Bytes>) -> Outgoing {
