@@ -802,6 +802,8 @@ pub struct Server {
     pub proto: Option<MuxProto>,
     /// `check-proto`, or else `proto`: the protocol of the server's HTTP health checks.
     pub check_proto: Option<MuxProto>,
+    /// `ws h1|h2`: the protocol WebSocket upgrades take to the server (`None`: `auto`).
+    pub ws: Option<MuxProto>,
 }
 
 /// A server's address as written. Host names are resolved by the engine at start-up.

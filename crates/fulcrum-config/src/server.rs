@@ -47,6 +47,8 @@ pub struct ServerOpts {
     pub proto: Option<MuxProto>,
     /// `check-proto h1|h2`: the protocol of HTTP health checks (the server's by default).
     pub check_proto: Option<MuxProto>,
+    /// `ws h1|h2` (`None`: `auto`).
+    pub ws: Option<MuxProto>,
 }
 
 impl Default for ServerOpts {
@@ -75,6 +77,7 @@ impl Default for ServerOpts {
             socks4: None,
             proto: None,
             check_proto: None,
+            ws: None,
         }
     }
 }
@@ -173,6 +176,7 @@ pub fn parse_server(
         socks4: o.socks4,
         proto: o.proto,
         check_proto: o.check_proto.or(o.proto),
+        ws: o.ws,
     })
 }
 
@@ -283,11 +287,14 @@ impl Parse<'_> {
                 o.check.addr_port = port;
             }
             // Websocket to servers: over HTTP/1.1, the only protocol spoken to them today.
-            "ws" => match val {
-                "auto" | "h1" => {}
-                "h2" => return Err("'ws h2' : HTTP/2 to servers is not supported yet".into()),
-                _ => return Err(format!("'{opt}' has to be 'auto', 'h1' or 'h2'")),
-            },
+            "ws" => {
+                o.ws = match val {
+                    "auto" => None,
+                    "h1" => Some(MuxProto::H1),
+                    "h2" => Some(MuxProto::H2),
+                    _ => return Err(format!("'{opt}' has to be 'auto', 'h1' or 'h2'")),
+                }
+            }
             "proto" | "check-proto" => {
                 let p = match val {
                     "h1" => MuxProto::H1,

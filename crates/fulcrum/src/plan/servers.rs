@@ -68,6 +68,12 @@ pub fn build(
         srv.proto = s.proto;
         let alpn_h2 = s.tls.ssl && s.tls.alpn.as_ref().is_some_and(|l| l.iter().any(|p| p == "h2"));
         srv.check_h2 = s.check_proto == Some(cfg::MuxProto::H2);
+        let alpn_h2_only =
+            s.tls.ssl && s.tls.alpn.as_ref().is_some_and(|l| l.len() == 1 && l[0] == "h2");
+        srv.ws_h2 = match s.ws {
+            Some(w) => w == cfg::MuxProto::H2,
+            None => s.proto == Some(cfg::MuxProto::H2) || (s.proto.is_none() && alpn_h2_only),
+        };
         srv.may_h2 = match s.proto {
             Some(p) => p == cfg::MuxProto::H2,
             None => alpn_h2,

@@ -157,6 +157,9 @@ pub struct Server {
     pub may_h2: bool,
     /// HTTP health checks speak HTTP/2 (`check-proto h2`, or `proto h2` without it).
     pub check_h2: bool,
+    /// WebSocket upgrades go over HTTP/2 (extended CONNECT): `ws h2`, or `ws auto` with
+    /// `proto h2` or an ALPN list of `h2` alone (HAProxy's choices); else over HTTP/1.1.
+    pub ws_h2: bool,
 }
 
 impl Server {
@@ -192,6 +195,7 @@ impl Server {
             proto: None,
             may_h2: false,
             check_h2: false,
+            ws_h2: false,
         };
         s.publish(&s.state(), Instant::now());
         s

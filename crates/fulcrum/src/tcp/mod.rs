@@ -77,6 +77,9 @@ pub struct Opening<'a> {
     pub unique_id: Option<&'a str>,
     /// `option abortonclose`: a client that has shut its side gives up at the next retry.
     pub abortonclose: bool,
+    /// The request is an upgrade: to a server whose WebSocket goes over HTTP/1.1 (`ws`), TLS
+    /// offers ALPN without `h2`.
+    pub upgrade: bool,
 }
 
 impl Opening<'_> {
@@ -120,8 +123,8 @@ pub async fn open_layers(
             .and_then(|a| a.as_socket())
             .map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), |a| a.ip());
         let name = crate::tls::server_name(sni.as_deref(), ip);
-        let tls =
-            crate::connection::tls::TlsStream::client(stream, Arc::clone(&origin.config), name)?;
+        let config = if open.upgrade && !srv.ws_h2 { &origin.config_h1 } else { &origin.config };
+        let tls = crate::connection::tls::TlsStream::client(stream, Arc::clone(config), name)?;
         tls.handshake().await?;
         Ok(Stream::Tls(Box::new(tls)))
     };

@@ -348,6 +348,8 @@ fn subject_of(c: &CertificateDer<'_>) -> Option<rustls::DistinguishedName> {
 #[derive(Debug)]
 pub struct Origin {
     pub config: Arc<ClientConfig>,
+    /// `config` offering ALPN without `h2` (WebSocket upgrades over HTTP/1.1).
+    pub config_h1: Arc<ClientConfig>,
     /// `sni <expr>`: what the connection's SNI is.
     pub sni: Option<Sni>,
     /// For health checks: `check-sni`.
@@ -449,16 +451,18 @@ pub fn origin(
         Ok(Arc::new(c))
     };
     let config = build(&t.alpn)?;
-    // Health checks speak HTTP/1.1: without `check-alpn`, they offer the server's ALPN
-    // list less `h2` (HAProxy would run an HTTP check over HTTP/2 then).
+    // The list less `h2`: for WebSocket upgrades that go over HTTP/1.1, and for health
+    // checks without `check-alpn` (HAProxy would run an HTTP check over HTTP/2 then).
+    let config_h1 = if t.alpn.as_ref().is_some_and(|l| l.iter().any(|p| p == "h2")) {
+        let mut l = t.alpn.clone().unwrap_or_default();
+        l.retain(|p| p != "h2");
+        build(&Some(l).filter(|l| !l.is_empty()))?
+    } else {
+        Arc::clone(&config)
+    };
     let check_config = match &t.check_alpn {
         Some(_) => build(&t.check_alpn)?,
-        None if t.alpn.as_ref().is_some_and(|l| l.iter().any(|p| p == "h2")) => {
-            let mut l = t.alpn.clone().unwrap_or_default();
-            l.retain(|p| p != "h2");
-            build(&Some(l).filter(|l| !l.is_empty()))?
-        }
-        None => Arc::clone(&config),
+        None => Arc::clone(&config_h1),
     };
     let sni = match t.sni.as_deref() {
         Some(e) => Some(Sni::parse(e).map_err(|m| format!("{who} : sni '{e}' : {m}"))?),
@@ -466,6 +470,7 @@ pub fn origin(
     };
     Ok(Some(Arc::new(Origin {
         config,
+        config_h1,
         sni,
         check_sni: t.check_sni.clone(),
         check_config,

@@ -95,7 +95,10 @@ fn start(tls: Option<tokio_rustls::TlsAcceptor>) -> H2Server {
 }
 
 async fn serve<T: AsyncRead + AsyncWrite + Unpin + 'static>(io: T, conn: usize, seen: Arc<Seen>) {
-    let Ok(mut h2) = h2::server::handshake(io).await else { return };
+    let Ok(mut h2) = h2::server::Builder::new().enable_connect_protocol().handshake(io).await
+    else {
+        return;
+    };
     let open = Arc::new(AtomicUsize::new(0));
     while let Some(Ok((req, respond))) = h2.accept().await {
         seen.requests.fetch_add(1, Ordering::SeqCst);
@@ -126,6 +129,24 @@ async fn answer(
 ) {
     let (parts, mut body) = req.into_parts();
     let query = parts.uri.query().unwrap_or("").to_string();
+    if parts.method == http::Method::CONNECT {
+        // A tunnel (extended CONNECT for `:protocol`): 200, then every byte echoed.
+        let proto = parts.extensions.get::<h2::ext::Protocol>().map(|p| p.as_str().to_string());
+        let resp = http::Response::builder()
+            .status(200)
+            .header("x-protocol", proto.unwrap_or_default())
+            .body(())
+            .expect("200");
+        let Ok(mut stream) = respond.send_response(resp, false) else { return };
+        while let Some(Ok(d)) = body.data().await {
+            let _ = body.flow_control().release_capacity(d.len());
+            if stream.send_data(d, false).is_err() {
+                return;
+            }
+        }
+        let _ = stream.send_data(Bytes::new(), true);
+        return;
+    }
     if param(&query, "reset") == Some("1") {
         respond.send_reset(h2::Reason::INTERNAL_ERROR);
         return;

@@ -232,3 +232,32 @@ fn an_upload_that_pauses_does_not_hold_back_the_others_on_the_shared_connection(
         big.status
     });
 }
+
+#[test]
+fn a_websocket_upgrade_goes_as_an_extended_connect_to_an_http2_server() {
+    // `ws auto` with `proto h2` (and `ws h2`): the HTTP/1.1 upgrade becomes an extended
+    // CONNECT (RFC 8441) on the shared connection; its 200 comes back as the 101 the client
+    // expects, with the accept value its key asks for; then the stream carries the bytes.
+    each(|t| {
+        let srv = h2_server();
+        let a = srv.addr;
+        let px = t.start(&format!(
+            "global\n nbthread 1\n{DEFAULTS}listen auto\n bind {{fe0}}\n server s1 {a} proto h2\n\
+             listen h2\n bind {{fe1}}\n server s1 {a} proto h2 ws h2\n"
+        ));
+        let mut got = Vec::new();
+        for i in 0..2 {
+            let mut c = px.client_to(i);
+            c.send(b"GET /chat HTTP/1.1\r\nHost: h\r\nConnection: upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n");
+            let r = c.read_one(false).expect("101");
+            c.send(b"frames");
+            let back = c.read_exact(6);
+            assert_eq!(r.status, 101);
+            assert_eq!(r.header("sec-websocket-accept"), Some("s3pPLMBiTxaQ9kYGzzhZRbK+xOo="));
+            assert_eq!(r.header("x-protocol"), Some("websocket"));
+            assert_eq!(back.as_deref(), Ok(&b"frames"[..]));
+            got.push((r.status, back));
+        }
+        got
+    });
+}

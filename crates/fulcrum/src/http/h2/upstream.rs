@@ -211,6 +211,8 @@ struct In {
     method: Method,
     /// An interim response's head, to be read first.
     interim: Vec<u8>,
+    /// The request was a WebSocket upgrade sent as an extended CONNECT: its key.
+    websocket: Option<Vec<u8>>,
     /// The final response, its head first.
     message: Option<Incoming>,
     /// Woken when the request is sent (a read waiting before the response is awaited).
@@ -235,6 +237,7 @@ impl UpView {
                 response: None,
                 method: Method::Get,
                 interim: Vec::new(),
+                websocket: None,
                 message: None,
                 waiting: None,
                 failed: false,
@@ -279,7 +282,10 @@ impl UpView {
             }
             Poll::Ready(Ok(resp)) => {
                 i.response = None;
-                i.message = Some(response_head(resp, i.method));
+                i.message = Some(match i.websocket.take() {
+                    Some(key) if resp.status().is_success() => websocket_head(resp, &key),
+                    _ => response_head(resp, i.method),
+                });
                 Poll::Ready(Ok(()))
             }
         }
@@ -355,13 +361,22 @@ impl UpView {
     fn send_head(&self, o: &mut Out, head: &Head) -> io::Result<()> {
         let method = head.method();
         let connect = method == Method::Connect;
+        // A WebSocket upgrade goes as an extended CONNECT (RFC 8441): the session only sends
+        // one here when the server's `ws` allows it.
+        let ws = head.info().upgrade
+            && head.header(b"upgrade").is_some_and(|v| v.eq_ignore_ascii_case(b"websocket"));
         let framing = match head.info().body {
-            _ if connect => Some(Framing::UntilClose),
+            _ if connect || ws => Some(Framing::UntilClose),
             Body::Length(0) | Body::None | Body::UntilClose => None,
             Body::Length(n) => Some(Framing::Length(n)),
             Body::Chunked => Some(Framing::Chunked(ChunkedScanner::new())),
         };
-        let req = request(head, o.tls)?;
+        let mut req = request(head, o.tls)?;
+        if ws {
+            *req.method_mut() = http::Method::CONNECT;
+            req.extensions_mut().insert(h2::ext::Protocol::from_static("websocket"));
+            req.headers_mut().remove("sec-websocket-key");
+        }
         let mut send = o.send.take().ok_or(io::ErrorKind::BrokenPipe)?;
         let (response, stream) = match send.send_request(req, framing.is_none()) {
             Ok(r) => r,
@@ -378,6 +393,7 @@ impl UpView {
         };
         let mut i = self.inc.borrow_mut();
         i.method = method;
+        i.websocket = ws.then(|| head.header(b"sec-websocket-key").unwrap_or_default().to_vec());
         i.response = Some(response);
         if let Some(w) = i.waiting.take() {
             w.wake();
@@ -468,6 +484,33 @@ fn response_head(resp: http::Response<h2::RecvStream>, method: Method) -> Incomi
     };
     head.extend_from_slice(b"\r\n");
     Incoming::new(head, body, chunked)
+}
+
+/// The 101 an HTTP/1.1 WebSocket client expects, for an extended CONNECT's 2xx, with the
+/// `Sec-WebSocket-Accept` its key asks for (RFC 6455 4.2.2); then the stream is the tunnel.
+fn websocket_head(resp: http::Response<h2::RecvStream>, key: &[u8]) -> Incoming {
+    use base64::Engine;
+    let (parts, body) = resp.into_parts();
+    let mut head = Vec::with_capacity(256);
+    head.extend_from_slice(
+        b"HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: websocket\r\n",
+    );
+    if !key.is_empty() {
+        let mut input = key.to_vec();
+        input.extend_from_slice(b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11");
+        let sha = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA1_FOR_LEGACY_USE_ONLY, &input);
+        head.extend_from_slice(b"sec-websocket-accept: ");
+        head.extend_from_slice(
+            base64::engine::general_purpose::STANDARD.encode(sha.as_ref()).as_bytes(),
+        );
+        head.extend_from_slice(b"\r\n");
+    }
+    let mut rest = parts.headers;
+    rest.remove(http::header::CONTENT_LENGTH);
+    rest.remove("sec-websocket-accept");
+    write_fields(&mut head, &rest);
+    head.extend_from_slice(b"\r\n");
+    Incoming::new(head, Some(body), false)
 }
 
 fn write_status(out: &mut Vec<u8>, status: http::StatusCode) {

@@ -164,10 +164,12 @@ impl Session<'_> {
             req: Some(&self.req),
             unique_id: self.vars.unique_id.as_deref().and_then(|u| std::str::from_utf8(u).ok()),
             abortonclose: be.abortonclose,
+            upgrade: self.req.info().upgrade,
         };
-        // An upgrade (WebSocket) goes over HTTP/1.1 whatever the server's protocol (`ws h1`;
-        // HAProxy's `ws auto` would use HTTP/2's extended CONNECT towards a `proto h2` server).
+        // An upgrade (WebSocket) takes HTTP/2 only as the server's `ws` allows (extended
+        // CONNECT); else it goes over HTTP/1.1 whatever the server's protocol.
         let upgrade = self.req.info().upgrade;
+        let h2_ok = |srv: &crate::server::Server| !upgrade || srv.ws_h2;
         let own = &mut self.own;
         let mut idle = |idx: usize| -> Option<(Stream, u32)> {
             if fresh_only {
@@ -176,7 +178,7 @@ impl Session<'_> {
             // A stream on an HTTP/2 connection of this worker with room for it, in every
             // reuse mode but `never` (HAProxy's "available" connections, first request too).
             let srv = &be.servers[idx];
-            if srv.may_h2 && reuse != Reuse::Never && !upgrade {
+            if srv.may_h2 && reuse != Reuse::Never && h2_ok(srv) {
                 let sni =
                     srv.traffic_tls().and_then(|t| t.sni.as_ref()).and_then(|_| open.sni(srv));
                 if let Some(found) = upstream::take(be, idx, sni.as_deref()) {
@@ -234,7 +236,7 @@ impl Session<'_> {
         // A new connection to a server speaking HTTP/2: the transaction gets its first stream.
         let srv = slot.server();
         let stream = if srv.may_h2
-            && !upgrade
+            && h2_ok(srv)
             && !matches!(stream, Stream::H2Up(_))
             && upstream::speaks_h2(srv.proto, &stream)
         {
