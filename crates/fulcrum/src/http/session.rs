@@ -33,6 +33,7 @@ mod cookies;
 mod exchange;
 mod inspect;
 mod rest;
+mod rules_run;
 mod stats;
 mod txn;
 
