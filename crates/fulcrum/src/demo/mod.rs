@@ -100,6 +100,7 @@ fn run() -> Result<(), String> {
     println!("  curl -si http://{FRONTEND}/health       monitor-uri, answered by Fulcrum");
     println!("  curl -sik https://127.0.0.1:8443/         the same over TLS and HTTP/2 (self-signed demo certificate)");
     println!("  curl -si --http2-prior-knowledge http://{FRONTEND}/   HTTP/2 without TLS");
+    println!("  curl -si http://{FRONTEND}/h2/hello      backend 'h2': a server spoken to in HTTP/2 (proto h2)");
     println!(
         "  for i in $(seq 60); do curl -s -o /dev/null -w '%{{http_code}} ' http://{FRONTEND}/; done"
     );
