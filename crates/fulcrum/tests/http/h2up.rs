@@ -261,3 +261,21 @@ fn a_websocket_upgrade_goes_as_an_extended_connect_to_an_http2_server() {
         got
     });
 }
+
+#[test]
+fn http_reuse_never_gives_each_client_its_own_http2_connection() {
+    each(|t| {
+        let srv = h2_server();
+        let px = t.start(&config(srv.addr, " http-reuse never\n"));
+        let conns: Vec<Option<String>> = (0..3)
+            .map(|i| {
+                let r =
+                    px.client().request(format!("GET /{i} HTTP/1.1\r\nHost: h\r\n\r\n").as_bytes());
+                assert_eq!(r.status, 200);
+                r.header("x-conn").map(str::to_string)
+            })
+            .collect();
+        assert_eq!(conns, vec![Some("1".into()), Some("2".into()), Some("3".into())]);
+        conns
+    });
+}
