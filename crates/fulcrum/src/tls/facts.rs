@@ -58,6 +58,46 @@ pub fn client_sni(client: &Stream) -> Option<String> {
     })
 }
 
+/// What the `ssl_bc*` fetches read of a server connection, kept by a stream of an HTTP/2
+/// connection to a server (the TLS layer is the connection's, shared by its streams).
+#[derive(Debug)]
+pub struct Snapshot {
+    protocol: Option<&'static str>,
+    cipher: Option<(&'static str, i64)>,
+    alpn: Option<Vec<u8>>,
+    resumed: bool,
+    session_id: Option<Vec<u8>>,
+}
+
+impl Snapshot {
+    pub fn of(tls: &crate::connection::tls::TlsStream) -> Snapshot {
+        let session_id = tls.session_id();
+        tls.with_conn(|c| Snapshot {
+            protocol: c.protocol_version().map(protocol_name),
+            cipher: c.negotiated_cipher_suite().map(|x| cipher_name(x.suite())),
+            alpn: c.alpn_protocol().map(<[u8]>::to_vec),
+            resumed: c.handshake_kind() == Some(HandshakeKind::Resumed),
+            session_id,
+        })
+    }
+
+    fn fetch(&self, t: &TlsFetch) -> Option<Value<'static>> {
+        let s = |v: &str| Value::Str(Cow::Owned(v.as_bytes().to_vec()));
+        match t {
+            TlsFetch::Used { .. } => Some(Value::Bool(true)),
+            TlsFetch::IsResumed { .. } => Some(Value::Bool(self.resumed)),
+            TlsFetch::SessionId { .. } => {
+                self.session_id.clone().map(|v| Value::Str(Cow::Owned(v)))
+            }
+            TlsFetch::Protocol { .. } => self.protocol.map(s),
+            TlsFetch::Cipher { .. } => self.cipher.map(|c| s(c.0)),
+            TlsFetch::Keysize { .. } => self.cipher.map(|c| Value::Int(c.1)),
+            TlsFetch::Alpn { .. } => self.alpn.clone().map(|v| Value::Str(Cow::Owned(v))),
+            _ => None,
+        }
+    }
+}
+
 /// Evaluates a TLS fetch on the client connection (`back`: on the server connection); `None`
 /// without a value (a clear-text connection, as HAProxy).
 pub fn fetch(
@@ -65,6 +105,12 @@ pub fn fetch(
     client: Option<&Stream>,
     server: Option<&Stream>,
 ) -> Option<Value<'static>> {
+    if let (true, Some(Stream::H2Up(v))) = (t.is_back(), server) {
+        return match v.tls_facts() {
+            Some(snap) => snap.fetch(t),
+            None => fetch(t, client, None),
+        };
+    }
     let stream = if t.is_back() { server } else { client };
     let tls = stream.and_then(Stream::tls);
     match (t, tls) {

@@ -37,6 +37,7 @@ fn alpn_h2_to_a_tls_server_carries_http1_and_http2_clients() {
         "global\n nbthread 1\n\
          defaults\n mode http\n timeout connect 2s\n timeout client 5s\n timeout server 5s\n\
          listen px\n bind {{fe0}}\n\
+         http-response set-header x-bc \"%[ssl_bc_alpn] %[ssl_bc_protocol] %[ssl_bc]\"\n\
          server s1 {} ssl verify required ca-file {} sni str(origin.test) alpn h2,http/1.1\n",
         srv.addr,
         ca_file.display()
@@ -53,6 +54,8 @@ fn alpn_h2_to_a_tls_server_carries_http1_and_http2_clients() {
         assert!(h1.starts_with("HTTP/1.1 200"), "{which}: {h1}");
         assert!(h1.contains("GET /one?x=1\n"), "{which}: {h1}");
         assert!(h1.contains("\nauthority: "), "{which}: {h1}");
+        // The server connection's TLS facts, as seen by a transaction on one of its streams.
+        assert!(h1.to_ascii_lowercase().contains("x-bc: h2 tlsv1.3 1\r\n"), "{which}: {h1}");
         assert_eq!(h2[0].status, 200, "{which}");
         assert!(text.contains("POST /two?trailers=1\n"), "{which}: {text}");
         assert!(

@@ -54,7 +54,7 @@ struct Conn {
     sni: Option<Box<str>>,
     send: SendRequest<Bytes>,
     fd: Arc<OwnedFd>,
-    tls: bool,
+    tls: Option<Arc<crate::tls::facts::Snapshot>>,
     state: Arc<ConnState>,
 }
 
@@ -77,7 +77,8 @@ pub fn take(be: &Arc<Backend>, idx: usize, sni: Option<&str>) -> Option<(Stream,
                 && c.state.active.load(Ordering::Relaxed) < c.send.current_max_send_streams()
         })?;
         let before = c.state.streams.load(Ordering::Relaxed);
-        let view = UpView::new(c.send.clone(), Arc::clone(&c.fd), c.tls, &c.state, c.sni.clone());
+        let view =
+            UpView::new(c.send.clone(), Arc::clone(&c.fd), c.tls.clone(), &c.state, c.sni.clone());
         Some((Stream::H2Up(Box::new(view)), before))
     })
 }
@@ -108,7 +109,7 @@ pub async fn start(
     tune: fulcrum_config::TuneH2,
     share: Option<Share<'_>>,
 ) -> io::Result<Stream> {
-    let tls = stream.tls().is_some();
+    let tls = stream.tls().map(|t| Arc::new(crate::tls::facts::Snapshot::of(t)));
     super::no_delay(&stream);
     let fd = Arc::new(stream.as_fd().try_clone_to_owned()?);
     let io = super::Io { s: Rc::new(stream), prefix: Vec::new(), pos: 0 };
@@ -121,7 +122,7 @@ pub async fn start(
     let (send, conn) = b.handshake::<_, Bytes>(io).await.map_err(h2_error)?;
     let state = Arc::new(ConnState::default());
     let sni: Option<Box<str>> = share.as_ref().and_then(|s| s.sni).map(Into::into);
-    let view = UpView::new(send.clone(), Arc::clone(&fd), tls, &state, sni.clone());
+    let view = UpView::new(send.clone(), Arc::clone(&fd), tls.clone(), &state, sni.clone());
     match share {
         Some(Share { be, idx, .. }) => CONNS.with(|c| {
             c.borrow_mut().push(Conn {
@@ -187,6 +188,8 @@ pub struct UpView {
     /// A duplicate of the connection's socket (`getsockname`, `shutdown session`).
     fd: Arc<OwnedFd>,
     sni: Option<Box<str>>,
+    /// The connection's TLS facts (`ssl_bc*`), over TLS.
+    tls: Option<Arc<crate::tls::facts::Snapshot>>,
     conn: Arc<ConnState>,
 }
 
@@ -225,14 +228,19 @@ impl UpView {
     fn new(
         send: SendRequest<Bytes>,
         fd: Arc<OwnedFd>,
-        tls: bool,
+        tls: Option<Arc<crate::tls::facts::Snapshot>>,
         conn: &Arc<ConnState>,
         sni: Option<Box<str>>,
     ) -> UpView {
         conn.active.fetch_add(1, Ordering::Relaxed);
         conn.streams.fetch_add(1, Ordering::Relaxed);
+        let https = tls.is_some();
         UpView {
-            out: RefCell::new(Out { send: Some(send), state: OutState::Head(Vec::new()), tls }),
+            out: RefCell::new(Out {
+                send: Some(send),
+                state: OutState::Head(Vec::new()),
+                tls: https,
+            }),
             inc: RefCell::new(In {
                 response: None,
                 method: Method::Get,
@@ -244,8 +252,14 @@ impl UpView {
             }),
             fd,
             sni,
+            tls,
             conn: Arc::clone(conn),
         }
+    }
+
+    /// The connection's TLS facts, over TLS (`ssl_bc*` fetches).
+    pub fn tls_facts(&self) -> Option<&crate::tls::facts::Snapshot> {
+        self.tls.as_deref()
     }
 
     /// The SNI the connection was made with.
