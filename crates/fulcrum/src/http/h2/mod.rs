@@ -119,6 +119,7 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
     let t = shared.h2;
     b.max_concurrent_streams(t.max_concurrent_streams)
         .initial_window_size(t.initial_window_size.min(0x7fff_ffff))
+        .initial_connection_window_size(0x7fff_ffff)
         .header_table_size(t.header_table_size)
         .max_frame_size(t.max_frame_size)
         .max_header_list_size(fe_bufsize(&fe) as u32)

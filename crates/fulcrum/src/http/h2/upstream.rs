@@ -67,7 +67,12 @@ thread_local! {
 pub fn take(be: &Arc<Backend>, idx: usize, sni: Option<&str>) -> Option<(Stream, u32)> {
     CONNS.with(|c| {
         let mut conns = c.borrow_mut();
-        conns.retain(|c| !c.state.closed.load(Ordering::Acquire));
+        // A connection the server sent GOAWAY on refuses new streams: it leaves the list.
+        let mut cx = Context::from_waker(Waker::noop());
+        conns.retain_mut(|c| {
+            !c.state.closed.load(Ordering::Acquire)
+                && !matches!(c.send.poll_ready(&mut cx), Poll::Ready(Err(_)))
+        });
         let gen = be.servers[idx].addr_gen();
         let c = conns.iter().find(|c| {
             c.idx == idx
@@ -116,6 +121,9 @@ pub async fn start(
     let mut b = h2::client::Builder::new();
     b.enable_push(false)
         .initial_window_size(tune.initial_window_size.min(0x7fff_ffff))
+        // The connection's window as large as it goes (HAProxy's choice): streams share it,
+        // and one whose client reads slowly must not hold back the others.
+        .initial_connection_window_size(0x7fff_ffff)
         .header_table_size(tune.header_table_size)
         .max_frame_size(tune.max_frame_size)
         .max_concurrent_streams(tune.max_concurrent_streams);
@@ -461,8 +469,11 @@ fn request(head: &Head, tls: bool) -> io::Result<http::Request<()>> {
         if connection_specific(name) || name.eq_ignore_ascii_case(b"host") {
             continue;
         }
-        // `te` only as `trailers` (RFC 9113 8.2.2).
-        if name.eq_ignore_ascii_case(b"te") && !value.eq_ignore_ascii_case(b"trailers") {
+        // `te` only as `trailers` (RFC 9113 8.2.2), written as h2 wants it (lower case).
+        if name.eq_ignore_ascii_case(b"te") {
+            if value.eq_ignore_ascii_case(b"trailers") {
+                headers.append(http::header::TE, http::HeaderValue::from_static("trailers"));
+            }
             continue;
         }
         if let (Ok(n), Ok(v)) =

@@ -178,7 +178,8 @@ impl Session<'_> {
             // A stream on an HTTP/2 connection of this worker with room for it, in every
             // reuse mode but `never` (HAProxy's "available" connections, first request too).
             let srv = &be.servers[idx];
-            if srv.may_h2 && reuse != Reuse::Never && h2_ok(srv) {
+            // (Not with a PROXY header: it speaks for one client.)
+            if srv.may_h2 && reuse != Reuse::Never && h2_ok(srv) && srv.send_proxy.is_none() {
                 let sni =
                     srv.traffic_tls().and_then(|t| t.sni.as_ref()).and_then(|_| open.sni(srv));
                 if let Some(found) = upstream::take(be, idx, sni.as_deref()) {
@@ -240,12 +241,11 @@ impl Session<'_> {
             && !matches!(stream, Stream::H2Up(_))
             && upstream::speaks_h2(srv.proto, &stream)
         {
-            let sni = stream.server_sni().map(str::to_string);
-            let share = (reuse != Reuse::Never).then(|| upstream::Share {
-                be,
-                idx: slot.index(),
-                sni: sni.as_deref(),
-            });
+            // The SNI as `take` looks it up (not the name the TLS layer could use).
+            let sni = srv.traffic_tls().and_then(|t| t.sni.as_ref()).and_then(|_| open.sni(srv));
+            let shared = reuse != Reuse::Never && srv.send_proxy.is_none();
+            let share =
+                shared.then(|| upstream::Share { be, idx: slot.index(), sni: sni.as_deref() });
             upstream::start(stream, self.shared.h2, share)
                 .await
                 .map_err(|e| tcp::Ending::ConnectFailed(e.kind(), None))?
@@ -552,7 +552,14 @@ pub(super) async fn duplex(
         tokio::select! {
             biased;
             x = &mut down => return x,
-            _ = &mut up, if !up_done => up_done = true,
+            x = &mut up, if !up_done => match x {
+                // The client left mid-body: the transaction ends (its server stream is reset
+                // as it goes) rather than waiting for an answer that needs the rest.
+                Xfer::ReadEof | Xfer::ReadError | Xfer::ReadTimeout => return Xfer::WriteError,
+                Xfer::Invalid => return Xfer::Invalid,
+                // Done, or the server takes no more of it (it answered): the answer goes on.
+                _ => up_done = true,
+            },
         }
     }
 }
