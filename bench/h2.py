@@ -2,7 +2,7 @@
 """bench/h2.py: HTTP/2 clients through the proxy (issue 16), Fulcrum beside HAProxy 2.6 and nginx.
 
   python3 bench/h2.py [--rounds 3] [--requests 200000] [--conns 10] [--streams 100] [--bin PATH]
-                      [--backend h1|h2]
+                      [--backend h1|h2] [--bin-b PATH]
 
 h2load (prior knowledge, `--conns` connections, `--streams` concurrent streams each) asks for a
 small answer (`/?s=64`) through each proxy to one server: Fulcrum's HTTP/1 test server
@@ -12,6 +12,9 @@ HTTP/2 upstream). Each proxy runs alone
 with one thread on CPU 0; h2load and the test server share CPU 1. Rounds are interleaved; the
 figure is the proxy's CPU time (user + system, from /proc) per request, and the median of the
 rounds is reported with its range, beside requests per second and the proxy's RSS.
+
+`--bin-b` adds a second Fulcrum binary, interleaved with the first in every round (a paired
+A/B of a change), and prints its ratio to the first.
 
 Every process it starts is stopped by PID; ports are 127.0.0.1:24400..24410. Needs haproxy,
 nginx and h2load (Debian packages haproxy, nginx, nghttp2-client); builds nothing.
@@ -188,6 +191,7 @@ def main():
     ap.add_argument("--streams", type=int, default=100)
     ap.add_argument("--bin", default=os.path.join(ROOT, "target/release/fulcrum"))
     ap.add_argument("--backend", choices=["h1", "h2"], default="h1")
+    ap.add_argument("--bin-b", help="a second Fulcrum binary (paired A/B)")
     a = ap.parse_args()
     h2 = a.backend == "h2"
     tmp = tempfile.mkdtemp(prefix="fulcrum-h2-bench-")
@@ -201,6 +205,8 @@ def main():
         ("haproxy", ["haproxy", "-db", "-f", cfg]),
         ("nginx", ["nginx", "-c", ncfg, "-e", os.path.join(tmp, "error.log")]),
     ]
+    if a.bin_b:
+        contenders.insert(1, ("fulcrum-b", [a.bin_b, "-f", cfg]))
     if h2:
         ocfg = os.path.join(tmp, "origin.cfg")
         open(ocfg, "w").write(ORIGIN_CFG)
@@ -232,6 +238,11 @@ def main():
               f"RSS {statistics.median(x[2] for x in rows) / 1024:.1f} MB")
     print(f"  fulcrum/haproxy CPU: {med['fulcrum'] / med['haproxy']:.2f}x, "
           f"fulcrum/nginx CPU: {med['fulcrum'] / med['nginx']:.2f}x")
+    if a.bin_b:
+        pairs = [b[0] / x[0] for x, b in zip(results["fulcrum"], results["fulcrum-b"])]
+        print(f"  fulcrum-b/fulcrum CPU: {med['fulcrum-b'] / med['fulcrum']:.3f}x "
+              f"(per round: {', '.join(f'{p:.3f}' for p in pairs)}), "
+              f"fulcrum-b/haproxy CPU: {med['fulcrum-b'] / med['haproxy']:.2f}x")
 
 
 if __name__ == "__main__":

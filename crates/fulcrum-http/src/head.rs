@@ -614,6 +614,15 @@ impl Head {
         }
     }
 
+    /// An empty head with room for a head of `bytes` bytes in `fields` fields: one allocation
+    /// each where a head grown from nothing reallocates as it parses.
+    pub fn with_capacity(bytes: usize, fields: usize) -> Head {
+        let mut h = Head::new();
+        h.store.reserve_exact(bytes);
+        h.fields.reserve_exact(fields);
+        h
+    }
+
     /// Forgets the head (and any parse in progress), keeping the capacity.
     pub fn clear(&mut self) {
         self.store.clear();

@@ -203,6 +203,44 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
     }
 }
 
+thread_local! {
+    /// The head each worker's views parse an HTTP/1 head into on its way to HTTP/2 frames.
+    static PARSE_HEAD: std::cell::RefCell<fulcrum_http::Head> =
+        std::cell::RefCell::new(fulcrum_http::Head::new());
+}
+
+/// The worker's head for parsing an HTTP/1 head the session wrote (warm, with its capacity:
+/// no allocation per stream), given back when dropped. A second taker meanwhile gets a new one.
+pub struct ParseHead(fulcrum_http::Head);
+
+impl ParseHead {
+    pub fn take() -> ParseHead {
+        let mut h = PARSE_HEAD.with(|h| std::mem::take(&mut *h.borrow_mut()));
+        h.start_over();
+        ParseHead(h)
+    }
+}
+
+impl std::ops::Deref for ParseHead {
+    type Target = fulcrum_http::Head;
+    fn deref(&self) -> &fulcrum_http::Head {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ParseHead {
+    fn deref_mut(&mut self) -> &mut fulcrum_http::Head {
+        &mut self.0
+    }
+}
+
+impl Drop for ParseHead {
+    fn drop(&mut self) {
+        let h = std::mem::take(&mut self.0);
+        let _ = PARSE_HEAD.try_with(|p| *p.borrow_mut() = h);
+    }
+}
+
 /// A `Sec-WebSocket-Key` for an HTTP/1.1 upgrade made from an HTTP/2 extended CONNECT: 16
 /// random bytes in base64 (RFC 6455 4.1).
 pub fn websocket_key() -> String {

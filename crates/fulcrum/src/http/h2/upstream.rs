@@ -359,7 +359,7 @@ impl UpView {
         match &mut o.state {
             OutState::Head(buf) => {
                 buf.extend_from_slice(bytes);
-                let mut head = Head::new();
+                let mut head = super::ParseHead::take();
                 head.set_host_required(false);
                 let limits = Limits { max_head: buf.len().max(1024), max_headers: 10_000 };
                 let n = match head.parse_request(buf, &limits) {

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use fulcrum_http::{Body, ChunkedScanner, Head, Limits, Method};
+use fulcrum_http::{Body, ChunkedScanner, Limits, Method};
 use h2::server::SendResponse;
 use h2::RecvStream;
 
@@ -293,7 +293,7 @@ impl Send {
     fn head_ready(&mut self) -> io::Result<()> {
         loop {
             let SendState::Head(buf) = &mut self.state else { return Ok(()) };
-            let mut head = Head::new();
+            let mut head = super::ParseHead::take();
             let limits = Limits { max_head: buf.len().max(1024), max_headers: 10_000 };
             let n = match head.parse_response(buf, &limits) {
                 Ok(Some(n)) => n,
@@ -302,6 +302,7 @@ impl Send {
             };
             let status = head.status();
             let mut resp = http::Response::new(());
+            resp.headers_mut().reserve(head.headers().count());
             *resp.status_mut() = http::StatusCode::from_u16(status)
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
             for (name, value) in head.headers() {
