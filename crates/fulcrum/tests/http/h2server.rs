@@ -13,7 +13,8 @@
 //! The query asks for an answer: `status=<code>`, `s=<n>` (a body of n bytes instead),
 //! `sized=1` (with `content-length`), `trailers=1` (`grpc-status: 0` and `x-sum: 42` after
 //! the body), `reset=1` (RST_STREAM instead of an answer), `continue=1` (a 100 first), `goaway=1`
-//! (GOAWAY after this stream).
+//! (GOAWAY after this stream), `early=1` (413 with the body `early` at once, before the
+//! request's body is read, then RST_STREAM(NO_ERROR) as RFC 9113 8.1 allows).
 //! Shared by the `http` and `e2e` targets.
 #![allow(dead_code)]
 
@@ -149,6 +150,19 @@ async fn answer(
     }
     if param(&query, "reset") == Some("1") {
         respond.send_reset(h2::Reason::INTERNAL_ERROR);
+        return;
+    }
+    if param(&query, "early") == Some("1") {
+        let resp = http::Response::builder()
+            .status(413)
+            .header("content-length", "6")
+            .body(())
+            .expect("413");
+        if let Ok(mut s) = respond.send_response(resp, false) {
+            let _ = s.send_data(Bytes::from_static(b"early\n"), true);
+        }
+        // The request body dropped unread: h2 resets the stream with NO_ERROR.
+        drop(body);
         return;
     }
     if param(&query, "continue") == Some("1") {

@@ -279,3 +279,58 @@ fn http_reuse_never_gives_each_client_its_own_http2_connection() {
         conns
     });
 }
+
+#[test]
+fn an_early_answer_during_a_large_upload_reaches_the_client() {
+    // The server answers 413 before reading the body, then resets the stream with NO_ERROR
+    // (RFC 9113 8.1): the answer is the client's, not a 502 for the upload it interrupted.
+    each(|t| {
+        let srv = h2_server();
+        let px = t.start(&config(srv.addr, ""));
+        let mut c = px.client();
+        let len = 4_000_000;
+        c.send(
+            format!("POST /up?early=1 HTTP/1.1\r\nHost: h\r\nContent-Length: {len}\r\n\r\n")
+                .as_bytes(),
+        );
+        let writer = {
+            let mut s = c.s.try_clone().expect("clone");
+            std::thread::spawn(move || {
+                let chunk = vec![b'u'; 64 * 1024];
+                let mut sent = 0;
+                while sent < len {
+                    if std::io::Write::write_all(&mut s, &chunk).is_err() {
+                        break;
+                    }
+                    sent += chunk.len();
+                }
+            })
+        };
+        let r = c.read_final(false).expect("an answer");
+        drop(c);
+        writer.join().expect("writer");
+        assert_eq!((r.status, r.text()), (413, "early\n".to_string()));
+        // The shared connection still carries the next request.
+        let next = px.client().request(b"GET /after HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!(next.status, 200);
+        (r.status, r.text(), next.status)
+    });
+}
+
+#[test]
+fn options_asterisk_and_a_request_without_host_get_a_scheme_and_an_authority() {
+    // HTTP/2 wants `:scheme` on these (RFC 9113 8.3.1): `OPTIONS *` keeps its Host as
+    // `:authority` and `*` as `:path`; an HTTP/1.0 request without Host gets one.
+    each(|t| {
+        let srv = h2_server();
+        let px = t.start(&config(srv.addr, ""));
+        let star = px.client().request(b"OPTIONS * HTTP/1.1\r\nHost: example.com\r\n\r\n");
+        let old = px.client().request(b"GET /old HTTP/1.0\r\n\r\n");
+        assert_eq!(star.status, 200, "{}", star.text());
+        assert!(star.text().contains("OPTIONS *\n"), "{}", star.text());
+        assert!(star.text().contains("authority: example.com\n"), "{}", star.text());
+        assert_eq!(old.status, 200, "{}", old.text());
+        assert!(old.text().contains("GET /old\n"), "{}", old.text());
+        (star.status, old.status)
+    });
+}

@@ -256,6 +256,12 @@ impl Outgoing {
         }
     }
 
+    /// The peer reset the stream with NO_ERROR: it needs no more of the body (RFC 9113 8.1).
+    pub fn stopped_without_error(&mut self) -> bool {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        matches!(self.stream.poll_reset(&mut cx), Poll::Ready(Ok(r)) if r == h2::Reason::NO_ERROR)
+    }
+
     /// Waits until the peer resets the stream.
     pub fn poll_reset(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         self.stream.poll_reset(cx).map(|_| ())

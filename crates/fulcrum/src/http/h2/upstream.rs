@@ -331,10 +331,34 @@ impl UpView {
     }
 
     pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match &mut self.out.borrow_mut().state {
-            OutState::Body(out) => out.poll_capacity(cx),
-            _ => Poll::Ready(Ok(())),
+        let mut o = self.out.borrow_mut();
+        let r = match &mut o.state {
+            OutState::Body(out) => std::task::ready!(out.poll_capacity(cx)),
+            _ => Ok(()),
+        };
+        Poll::Ready(r.or_else(|e| self.write_failed(&mut o, e)))
+    }
+
+    /// A write of the request's body failed: when the server answered and then reset the
+    /// stream with NO_ERROR, it sent its whole answer before the whole request and wants no
+    /// more of it (RFC 9113 8.1), so the rest of the body is dropped and the answer read as
+    /// usual (an early 413, say, reaches the client instead of a 502). Any other failure
+    /// stands (a stream refused by GOAWAY, without an answer, is retried elsewhere).
+    fn write_failed(&self, o: &mut Out, e: io::Error) -> io::Result<()> {
+        let OutState::Body(out) = &mut o.state else { return Err(e) };
+        if !out.stopped_without_error() {
+            return Err(e);
         }
+        let mut cx = Context::from_waker(Waker::noop());
+        let answered = self.poll_read_ready(&mut cx).is_ready() && {
+            let i = self.inc.borrow();
+            !i.failed && (i.message.is_some() || !i.interim.is_empty())
+        };
+        if !answered {
+            return Err(e);
+        }
+        o.state = OutState::Done;
+        Ok(())
     }
 
     /// Takes HTTP/1 request bytes: all of `head` and `data`, or none with `WouldBlock` while
@@ -347,7 +371,9 @@ impl UpView {
             }
         }
         for bytes in [head, data] {
-            self.take(&mut o, bytes)?;
+            if let Err(e) = self.take(&mut o, bytes) {
+                self.write_failed(&mut o, e)?;
+            }
         }
         Ok(head.len() + data.len())
     }
@@ -393,7 +419,11 @@ impl UpView {
             Body::Length(n) => Some(Framing::Length(n)),
             Body::Chunked => Some(Framing::Chunked(ChunkedScanner::new())),
         };
-        let mut req = request(head, o.tls)?;
+        let server = || {
+            let a = socket2::SockRef::from(&*self.fd).peer_addr().ok()?.as_socket()?;
+            Some(a.to_string())
+        };
+        let mut req = request(head, o.tls, server)?;
         if ws {
             *req.method_mut() = http::Method::CONNECT;
             req.extensions_mut().insert(h2::ext::Protocol::from_static("websocket"));
@@ -438,27 +468,37 @@ impl UpView {
 }
 
 /// The HTTP/2 request for an HTTP/1.1 head: `:authority` from Host (or an absolute target),
-/// `:scheme` from the connection, connection-specific fields dropped (RFC 9113 8.2.2).
-fn request(head: &Head, tls: bool) -> io::Result<http::Request<()>> {
+/// `:scheme` from the connection, connection-specific fields dropped (RFC 9113 8.2.2). Without
+/// a Host, the authority is the server's address (`server`): HTTP/2 wants a `:scheme` on every
+/// request but CONNECT, which the `h2` crate sends only with an authority (HAProxy sends
+/// none; a server would refuse the request without `:scheme`).
+fn request(
+    head: &Head,
+    tls: bool,
+    server: impl FnOnce() -> Option<String>,
+) -> io::Result<http::Request<()>> {
     let bad = |e: &dyn std::fmt::Display| io::Error::new(io::ErrorKind::InvalidData, e.to_string());
     let method = http::Method::from_bytes(head.method_bytes()).map_err(|e| bad(&e))?;
     let target = head.target();
-    let host = head.header(b"host").filter(|h| !h.is_empty());
     let uri: http::Uri = if method == http::Method::CONNECT {
         http::Uri::try_from(target).map_err(|e| bad(&e))?
-    } else if target.starts_with(b"/") {
-        match host {
-            Some(h) => {
-                let mut u = Vec::with_capacity(h.len() + target.len() + 8);
-                u.extend_from_slice(if tls { b"https://" } else { b"http://" });
-                u.extend_from_slice(h);
-                u.extend_from_slice(target);
-                http::Uri::try_from(u).map_err(|e| bad(&e))?
+    } else if target.starts_with(b"/") || target == b"*" {
+        // Origin form, or the asterisk form of `OPTIONS *` (its `:path` is `*`).
+        let authority = match head.header(b"host").filter(|h| !h.is_empty()) {
+            Some(h) => http::uri::Authority::try_from(h).map_err(|e| bad(&e))?,
+            None => {
+                let a = server().ok_or_else(|| bad(&"no authority for the request"))?;
+                http::uri::Authority::try_from(a).map_err(|e| bad(&e))?
             }
-            None => http::Uri::try_from(target).map_err(|e| bad(&e))?,
-        }
+        };
+        http::Uri::builder()
+            .scheme(if tls { "https" } else { "http" })
+            .authority(authority)
+            .path_and_query(target)
+            .build()
+            .map_err(|e| bad(&e))?
     } else {
-        // Absolute form (`*` of `OPTIONS *` too).
+        // Absolute form.
         http::Uri::try_from(target).map_err(|e| bad(&e))?
     };
     let mut req = http::Request::new(());
