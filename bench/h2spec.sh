@@ -15,7 +15,7 @@ GOBIN_DIR=${H2SPEC_DIR:-/tmp/h2spec-bin}
 H2SPEC="$GOBIN_DIR/h2spec"
 if [ ! -x "$H2SPEC" ]; then
     mkdir -p "$GOBIN_DIR"
-    GOBIN="$GOBIN_DIR" go install github.com/summerwind/h2spec/cmd/h2spec@v2.6.0 >/dev/null 2>&1 \
+    GOBIN="$GOBIN_DIR" go install github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible >/dev/null 2>&1 \
         || GOBIN="$GOBIN_DIR" go install github.com/summerwind/h2spec/cmd/h2spec@latest
 fi
 TMP=$(mktemp -d)

@@ -9,6 +9,7 @@ mod h2_servers;
 mod h2client;
 #[path = "../http/h2server.rs"]
 mod h2server;
+mod h2spec;
 mod harness;
 mod health;
 mod lifecycle;
