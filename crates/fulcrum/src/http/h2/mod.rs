@@ -241,6 +241,37 @@ impl Drop for ParseHead {
     }
 }
 
+/// Appends an HTTP/1 head's fields to an HTTP/2 header map, but those `skip` says to drop and
+/// those HTTP/2 cannot carry; their values share one buffer (one allocation per head instead of
+/// one per value).
+pub fn append_fields(
+    head: &fulcrum_http::Head,
+    skip: impl Fn(&[u8]) -> bool,
+    map: &mut http::HeaderMap,
+) {
+    let (mut total, mut count) = (0, 0);
+    for (_, v) in head.headers().filter(|(n, _)| !skip(n)) {
+        total += v.len();
+        count += 1;
+    }
+    let mut all = bytes::BytesMut::with_capacity(total);
+    for (_, v) in head.headers().filter(|(n, _)| !skip(n)) {
+        all.extend_from_slice(v);
+    }
+    let all = all.freeze();
+    map.reserve(count);
+    let mut at = 0;
+    for (name, value) in head.headers().filter(|(n, _)| !skip(n)) {
+        let v = all.slice(at..at + value.len());
+        at += value.len();
+        if let (Ok(n), Ok(v)) =
+            (http::HeaderName::from_bytes(name), http::HeaderValue::from_maybe_shared(v))
+        {
+            map.append(n, v);
+        }
+    }
+}
+
 /// A `Sec-WebSocket-Key` for an HTTP/1.1 upgrade made from an HTTP/2 extended CONNECT: 16
 /// random bytes in base64 (RFC 6455 4.1).
 pub fn websocket_key() -> String {

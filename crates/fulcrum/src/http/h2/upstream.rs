@@ -505,22 +505,15 @@ fn request(
     *req.method_mut() = method;
     *req.uri_mut() = uri;
     let headers = req.headers_mut();
-    for (name, value) in head.headers() {
-        if connection_specific(name) || name.eq_ignore_ascii_case(b"host") {
-            continue;
-        }
-        // `te` only as `trailers` (RFC 9113 8.2.2), written as h2 wants it (lower case).
-        if name.eq_ignore_ascii_case(b"te") {
-            if value.eq_ignore_ascii_case(b"trailers") {
-                headers.append(http::header::TE, http::HeaderValue::from_static("trailers"));
-            }
-            continue;
-        }
-        if let (Ok(n), Ok(v)) =
-            (http::HeaderName::from_bytes(name), http::HeaderValue::from_bytes(value))
-        {
-            headers.append(n, v);
-        }
+    let skip = |name: &[u8]| {
+        connection_specific(name)
+            || name.eq_ignore_ascii_case(b"host")
+            || name.eq_ignore_ascii_case(b"te")
+    };
+    super::append_fields(head, skip, headers);
+    // `te` only as `trailers` (RFC 9113 8.2.2), written as h2 wants it (lower case).
+    if head.header(b"te").is_some_and(|v| v.eq_ignore_ascii_case(b"trailers")) {
+        headers.append(http::header::TE, http::HeaderValue::from_static("trailers"));
     }
     Ok(req)
 }

@@ -302,20 +302,9 @@ impl Send {
             };
             let status = head.status();
             let mut resp = http::Response::new(());
-            resp.headers_mut().reserve(head.headers().count());
             *resp.status_mut() = http::StatusCode::from_u16(status)
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-            for (name, value) in head.headers() {
-                if connection_specific(name) {
-                    continue;
-                }
-                let (Ok(n), Ok(v)) =
-                    (http::HeaderName::from_bytes(name), http::HeaderValue::from_bytes(value))
-                else {
-                    continue;
-                };
-                resp.headers_mut().append(n, v);
-            }
+            super::append_fields(&head, connection_specific, resp.headers_mut());
             let respond = self.respond.as_mut().ok_or(io::ErrorKind::BrokenPipe)?;
             let opens = match self.tunnel {
                 Tunnel::Upgrade => status == 101,
