@@ -96,7 +96,12 @@ pub(crate) fn query(t: &[u8]) -> Option<&[u8]> {
 /// The authority of an absolute-form target without userinfo, or the whole authority-form
 /// target; `None` for other forms or an empty authority.
 pub(crate) fn authority(t: &[u8]) -> Option<&[u8]> {
-    match form(t) {
+    authority_of(t, form(t))
+}
+
+/// [`authority`] for a target whose form is known.
+fn authority_of(t: &[u8], form: Form) -> Option<&[u8]> {
+    match form {
         Form::Absolute { auth_start, auth_end } => {
             let a = &t[auth_start..auth_end];
             let a = match a.iter().rposition(|&b| b == b'@') {
@@ -140,9 +145,10 @@ pub(crate) fn valid_host(v: &[u8]) -> bool {
 /// True unless the target carries an authority that differs from `host` (case-insensitive;
 /// default ports ignored for absolute-form; exact for CONNECT's authority-form, as HAProxy).
 pub(crate) fn host_matches(t: &[u8], host: &[u8]) -> bool {
-    match form(t) {
+    let f = form(t);
+    match f {
         Form::Authority => host.eq_ignore_ascii_case(t),
-        Form::Absolute { auth_start, .. } => match authority(t) {
+        Form::Absolute { auth_start, .. } => match authority_of(t, f) {
             Some(a) => {
                 let scheme = &t[..auth_start - 3];
                 without_default_port(scheme, a)

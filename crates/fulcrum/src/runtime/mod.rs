@@ -493,6 +493,7 @@ fn worker(
             loop {
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                 crate::http::pool::purge(delay);
+                crate::http::h2::tasks::trim();
                 // One worker samples the rates, of the current plan.
                 if first {
                     if let Some(s) = shared() {

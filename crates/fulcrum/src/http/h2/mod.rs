@@ -1,7 +1,8 @@
 //! HTTP/2 from clients (HAProxy's `mux_h2` on the frontend side): the connection's frames and
 //! HPACK are the `h2` crate's (a well-kept implementation with flow control and the known
 //! denial-of-service limits; writing them again buys nothing measured yet), each stream runs
-//! as its own task through the same transaction code as an HTTP/1.1 request ([`view`]).
+//! as a task of its own ([`tasks`]) through the same transaction code as an HTTP/1.1 request
+//! ([`view`]).
 //!
 //! A connection speaks HTTP/2 when TLS negotiated `h2` (`alpn h2,http/1.1` on the bind), or
 //! when a clear-text connection opens with HTTP/2's preface (prior knowledge, as HAProxy
@@ -11,6 +12,7 @@
 //! transactions (the session runs them), accept and limits (runtime).
 
 pub mod body;
+pub mod tasks;
 pub mod upstream;
 pub mod view;
 
@@ -192,14 +194,12 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
             // Each stream sees the session's variables and what it tracks.
             vars: vars.as_ref().map(|v| Box::new(v.for_stream())),
         };
-        let (fe, shared, conn) = (Arc::clone(&fe), Arc::clone(&shared), Rc::clone(&client));
-        // Boxed: the task then holds a pointer, and Tokio's moves of a task's future and
-        // output (at spawn, at completion) copy 16 bytes instead of a whole session.
-        tokio::task::spawn_local(Box::pin(async move {
-            if let Some(http) = fe.http.as_ref().or(fe.upgrade.as_ref()) {
-                crate::http::session::serve_stream(&fe, http, acc, &shared, &conn).await;
-            }
-        }));
+        tasks::run(tasks::Job {
+            fe: Arc::clone(&fe),
+            shared: Arc::clone(&shared),
+            stream: acc,
+            conn: Rc::clone(&client),
+        });
     }
 }
 

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use fulcrum_http::{Body, ChunkedScanner, Limits, Method};
+use fulcrum_http::{Body, ChunkedScanner, Head, Limits, Method};
 use h2::server::SendResponse;
 use h2::RecvStream;
 
@@ -71,6 +71,8 @@ struct Send {
     tunnel: Tunnel,
     /// Bytes that followed the head in what the session wrote.
     scratch: Vec<u8>,
+    /// Bytes still to come of a head sent already from its parsed form.
+    skip: usize,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -194,6 +196,7 @@ impl H1View {
                 method,
                 tunnel,
                 scratch: Vec::new(),
+                skip: 0,
             }),
             fd,
             leftovers,
@@ -241,6 +244,20 @@ impl H1View {
         Ok(head.len() + data.len())
     }
 
+    /// The final response head the session parsed (and wrote as the `len` bytes it writes
+    /// next): sent from its fields, its bytes then dropped, instead of parsed again from them.
+    /// Anything else (an interim head, a head already begun) goes the parsing way.
+    pub fn send_head(&self, head: &Head, len: usize) -> io::Result<()> {
+        let mut s = self.send();
+        let fresh = matches!(&s.state, SendState::Head(b) if b.is_empty()) && s.skip == 0;
+        if !fresh || head.status() < 200 {
+            return Ok(());
+        }
+        s.respond(head)?;
+        s.skip = len;
+        Ok(())
+    }
+
     /// The response ends here (a body that lasts until the connection closes).
     pub fn shutdown_write(&self) -> io::Result<()> {
         self.send().finish();
@@ -266,6 +283,12 @@ impl H1View {
 impl Send {
     /// Takes bytes of the HTTP/1 response.
     fn take(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        // The head given already (`H1View::send_head`): its bytes are dropped.
+        if self.skip > 0 {
+            let n = self.skip.min(bytes.len());
+            self.skip -= n;
+            bytes = &bytes[n..];
+        }
         while !bytes.is_empty() {
             match &mut self.state {
                 SendState::Head(buf) => {
@@ -300,52 +323,61 @@ impl Send {
                 Ok(None) => return Ok(()),
                 Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e)),
             };
-            let status = head.status();
-            let mut resp = http::Response::new(());
-            *resp.status_mut() = http::StatusCode::from_u16(status)
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-            super::append_fields(&head, connection_specific, resp.headers_mut());
-            let respond = self.respond.as_mut().ok_or(io::ErrorKind::BrokenPipe)?;
-            let opens = match self.tunnel {
-                Tunnel::Upgrade => status == 101,
-                Tunnel::Connect => (200..300).contains(&status),
-                Tunnel::No => false,
-            };
-            if opens {
-                // The tunnel: 200 without the upgrade's fields, then DATA both ways.
-                *resp.status_mut() = http::StatusCode::OK;
-                resp.headers_mut().remove("sec-websocket-accept");
-                let mut respond = self.respond.take().ok_or(io::ErrorKind::BrokenPipe)?;
-                let stream = respond.send_response(resp, false).map_err(h2_error)?;
-                self.scratch.clear();
-                self.scratch.extend_from_slice(&buf[n..]);
-                self.state = SendState::Body(Outgoing::new(Framing::UntilClose, stream));
-                return Ok(());
-            }
-            if (100..200).contains(&status) {
-                // Interim (100 Continue, 103 Early Hints); 101 has no HTTP/2 meaning.
-                if status != 101 {
-                    respond.send_informational(resp).map_err(h2_error)?;
-                }
-                buf.drain(..n);
-                continue;
-            }
-            let framing = match fulcrum_http::response_body(&head, self.method) {
-                Body::None | Body::Length(0) => None,
-                Body::Length(len) => Some(Framing::Length(len)),
-                Body::Chunked => Some(Framing::Chunked(ChunkedScanner::new())),
-                Body::UntilClose => Some(Framing::UntilClose),
-            };
-            let mut respond = self.respond.take().ok_or(io::ErrorKind::BrokenPipe)?;
-            let stream = respond.send_response(resp, framing.is_none()).map_err(h2_error)?;
             self.scratch.clear();
             self.scratch.extend_from_slice(&buf[n..]);
-            self.state = match framing {
-                Some(framing) => SendState::Body(Outgoing::new(framing, stream)),
-                None => SendState::Done,
-            };
-            return Ok(());
+            if self.respond(&head)? {
+                return Ok(());
+            }
+            // Interim: the next head follows.
+            if let SendState::Head(buf) = &mut self.state {
+                buf.drain(..n);
+            }
         }
+    }
+
+    /// Sends a response head: `Ok(false)` for an interim one (100 Continue, 103 Early Hints;
+    /// 101 has no HTTP/2 meaning), `Ok(true)` once the final one is on its way (the state is
+    /// then the body's).
+    fn respond(&mut self, head: &Head) -> io::Result<bool> {
+        let status = head.status();
+        let mut resp = http::Response::new(());
+        *resp.status_mut() = http::StatusCode::from_u16(status)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        super::append_fields(head, connection_specific, resp.headers_mut());
+        let respond = self.respond.as_mut().ok_or(io::ErrorKind::BrokenPipe)?;
+        let opens = match self.tunnel {
+            Tunnel::Upgrade => status == 101,
+            Tunnel::Connect => (200..300).contains(&status),
+            Tunnel::No => false,
+        };
+        if opens {
+            // The tunnel: 200 without the upgrade's fields, then DATA both ways.
+            *resp.status_mut() = http::StatusCode::OK;
+            resp.headers_mut().remove("sec-websocket-accept");
+            let mut respond = self.respond.take().ok_or(io::ErrorKind::BrokenPipe)?;
+            let stream = respond.send_response(resp, false).map_err(h2_error)?;
+            self.state = SendState::Body(Outgoing::new(Framing::UntilClose, stream));
+            return Ok(true);
+        }
+        if (100..200).contains(&status) {
+            if status != 101 {
+                respond.send_informational(resp).map_err(h2_error)?;
+            }
+            return Ok(false);
+        }
+        let framing = match fulcrum_http::response_body(head, self.method) {
+            Body::None | Body::Length(0) => None,
+            Body::Length(len) => Some(Framing::Length(len)),
+            Body::Chunked => Some(Framing::Chunked(ChunkedScanner::new())),
+            Body::UntilClose => Some(Framing::UntilClose),
+        };
+        let mut respond = self.respond.take().ok_or(io::ErrorKind::BrokenPipe)?;
+        let stream = respond.send_response(resp, framing.is_none()).map_err(h2_error)?;
+        self.state = match framing {
+            Some(framing) => SendState::Body(Outgoing::new(framing, stream)),
+            None => SendState::Done,
+        };
+        Ok(true)
     }
 
     /// Ends the response as it stands (see [`Outgoing::finish`]); without a head sent, the

@@ -382,6 +382,14 @@ impl Session<'_> {
             i.conn_close = true;
             return self.answer(500, &i, Some(&be)).await;
         }
+        // An HTTP/2 client's stream takes the head as parsed (not parsed again from its bytes).
+        if let Stream::H2(view) = &self.client {
+            if let Err(e) = view.send_head(&self.resp, self.out.len()) {
+                self.note(format_args!("client write failed: {e}"));
+                self.o.end(Cause::ClientAbort, Phase::Data);
+                return Next::Close;
+            }
+        }
         // When body bytes came with the head, both leave in one `sendmsg` (see `pump`).
         let head_with_body =
             !tunnel && !sc.buf.is_empty() && !matches!(resp_body, Body::None | Body::Length(0));
