@@ -284,3 +284,46 @@ fn websocket_and_connect_over_http2_become_tunnels_to_an_http1_server() {
         (ws, connect)
     });
 }
+
+/// Reads one HTTP/2 frame: (type, flags, payload).
+fn read_frame(s: &mut std::net::TcpStream) -> std::io::Result<(u8, u8, Vec<u8>)> {
+    use std::io::Read;
+    let mut head = [0u8; 9];
+    s.read_exact(&mut head)?;
+    let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+    let mut payload = vec![0; len];
+    s.read_exact(&mut payload)?;
+    Ok((head[3], head[4], payload))
+}
+
+#[test]
+fn the_connection_window_opens_after_the_settings_exchange() {
+    // HAProxy's order, which clients written against it expect (HAProxy's own reg-tests): its
+    // SETTINGS, then (the client's SETTINGS come) their ACK; the connection's WINDOW_UPDATE
+    // only after. The client's SETTINGS leave once the proxy's arrived, so that a WINDOW_UPDATE
+    // sent with the proxy's SETTINGS would come before the ACK.
+    each(|t| {
+        use std::io::Write;
+        let srv = server("s1");
+        let px = t.start(&format!(
+            "{DEFAULTS}listen px\n bind {{fe0}} proto h2\n server s1 {}\n",
+            srv.addr()
+        ));
+        let mut s = std::net::TcpStream::connect(px.addr()).expect("connect");
+        s.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+        s.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").expect("preface");
+        let first = read_frame(&mut s).expect("the proxy's SETTINGS");
+        assert_eq!((first.0, first.1), (4, 0), "the first frame is SETTINGS");
+        s.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).expect("SETTINGS");
+        let mut before_ack = Vec::new();
+        loop {
+            let (kind, flags, _) = read_frame(&mut s).expect("a frame");
+            if kind == 4 && flags & 1 == 1 {
+                break;
+            }
+            before_ack.push(kind);
+        }
+        assert!(!before_ack.contains(&8), "WINDOW_UPDATE before the ACK: {before_ack:?}");
+        before_ack
+    });
+}

@@ -121,7 +121,6 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
     let t = shared.h2;
     b.max_concurrent_streams(t.max_concurrent_streams)
         .initial_window_size(t.initial_window_size.min(0x7fff_ffff))
-        .initial_connection_window_size(0x7fff_ffff)
         .header_table_size(t.header_table_size)
         .max_frame_size(t.max_frame_size)
         .max_header_list_size(fe_bufsize(&fe) as u32)
@@ -134,6 +133,12 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
         Some(Ok(c)) => c,
         _ => return close_quietly(&client),
     };
+    // The connection's window is opened as large as it goes (HAProxy's choice: a slow reader's
+    // stream must not hold the window all streams share) with the first stream, once the
+    // client's SETTINGS were acknowledged: HAProxy's order, SETTINGS both ways, their ACK, then
+    // the WINDOW_UPDATE, which clients written against it expect (set in the builder, h2 sent
+    // it right after its own SETTINGS, before the ACK).
+    let mut window_opened = false;
     let idle = fe
         .http
         .as_ref()
@@ -184,6 +189,10 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
             Some(Ok(r)) => r,
             Some(Err(_)) | None => return,
         };
+        if !window_opened {
+            window_opened = true;
+            h2.set_target_window_size(0x7fff_ffff);
+        }
         let view = view::H1View::new(req, respond, Arc::clone(&fd), Arc::clone(&leftovers));
         let acc = Accepted {
             client: Stream::H2(Box::new(view)),
