@@ -3,7 +3,9 @@
 HAProxy 2.6. Each proxy runs alone (one thread) on a `bind ... proto h2` frontend; N connections
 send HTTP/2's preface and an empty SETTINGS frame, read the proxy's SETTINGS, acknowledge them,
 and stay idle; the figure is the proxy's RSS growth (from /proc) divided by N, after a first
-batch of connections has warmed the allocator up.
+batch of connections has warmed the allocator up. A second figure has each connection make one
+request first (a GET answered by the proxy itself) and then stay idle: HPACK's tables then hold
+the request's fields, as on a browser's connection between two pages.
 
     python3 bench/h2_idle.py [-n 1000] [--bin target/release/fulcrum]
 
@@ -45,23 +47,50 @@ def rss_kb(pid):
     return 0
 
 
-def open_idle(n):
+# GET / on stream 1, END_STREAM and END_HEADERS: :method GET, :scheme http, :path / from HPACK's
+# static table, :authority and user-agent as literals with incremental indexing (they enter the
+# proxy's dynamic table, as a browser's fields do).
+AUTHORITY = b"127.0.0.1"
+AGENT = b"h2-idle-bench/1.0"
+BLOCK = (b"\x82\x86\x84\x41" + bytes([len(AUTHORITY)]) + AUTHORITY
+         + b"\x7a" + bytes([len(AGENT)]) + AGENT)
+REQUEST = len(BLOCK).to_bytes(3, "big") + b"\x01\x05" + (1).to_bytes(4, "big") + BLOCK
+
+
+def read_frame(s, buf):
+    """(type, flags, stream id, rest of buf) of the next frame."""
+    while True:
+        if len(buf) >= 9:
+            n = int.from_bytes(buf[:3], "big")
+            if len(buf) >= 9 + n:
+                sid = int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF
+                return buf[3], buf[4], sid, buf[9 + n:]
+        chunk = s.recv(65536)
+        if not chunk:
+            raise RuntimeError("connection closed")
+        buf += chunk
+
+
+def open_idle(n, request=False):
     conns = []
     for _ in range(n):
         s = socket.create_connection(("127.0.0.1", PORT), timeout=5)
         s.sendall(PREFACE + SETTINGS)
-        got = b""
-        while len(got) < 9:
-            chunk = s.recv(4096)
-            if not chunk:
-                raise RuntimeError("closed before SETTINGS")
-            got += chunk
-        s.sendall(SETTINGS_ACK)
+        buf = b""
+        while True:
+            kind, flags, _, buf = read_frame(s, buf)
+            if kind == 4 and not flags & 1:
+                break
+        s.sendall(SETTINGS_ACK + (REQUEST if request else b""))
+        while request:
+            kind, flags, sid, buf = read_frame(s, buf)
+            if sid == 1 and kind in (0, 1) and flags & 1:
+                break
         conns.append(s)
     return conns
 
 
-def measure(cmd, n):
+def measure(cmd, n, request):
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          stdin=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -72,11 +101,13 @@ def measure(cmd, n):
                 break
             except OSError:
                 time.sleep(0.05)
-        warm = open_idle(200)
+        warm = open_idle(200, request)
         time.sleep(0.5)
         before = rss_kb(p.pid)
-        conns = open_idle(n)
-        time.sleep(1.0)
+        conns = open_idle(n, request)
+        # Idle a while: Fulcrum gives back a connection's stream memory after a second
+        # without streams.
+        time.sleep(3.0)
         after = rss_kb(p.pid)
         for s in conns + warm:
             s.close()
@@ -98,10 +129,12 @@ def main():
     tmp = tempfile.mkdtemp(prefix="fulcrum-h2-idle-")
     cfg = os.path.join(tmp, "proxy.cfg")
     open(cfg, "w").write(CFG)
-    print(f"{a.n} idle HTTP/2 connections (preface, SETTINGS both ways), RSS growth per connection:")
-    print(f"  fulcrum  {measure([a.bin, '-f', cfg], a.n) / 1024:6.1f} kB")
-    if shutil.which("haproxy"):
-        print(f"  haproxy  {measure(['haproxy', '-db', '-f', cfg], a.n) / 1024:6.1f} kB")
+    for request in (False, True):
+        what = "after one request each" if request else "preface, SETTINGS both ways"
+        print(f"{a.n} idle HTTP/2 connections ({what}), RSS growth per connection:")
+        print(f"  fulcrum  {measure([a.bin, '-f', cfg], a.n, request) / 1024:6.1f} kB")
+        if shutil.which("haproxy"):
+            print(f"  haproxy  {measure(['haproxy', '-db', '-f', cfg], a.n, request) / 1024:6.1f} kB")
     shutil.rmtree(tmp, ignore_errors=True)
 
 

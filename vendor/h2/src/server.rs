@@ -564,6 +564,14 @@ where
         self.connection.has_streams()
     }
 
+    /// Fulcrum: gives back the memory that the connection's streams no longer use (the stream
+    /// store and the frame queues keep the capacity of the busiest moment otherwise). For a
+    /// connection that has been idle a while; costs an allocation per queue when streams come
+    /// again.
+    pub fn release_idle_memory(&mut self) {
+        self.connection.release_idle_memory();
+    }
+
     /// Returns the maximum number of concurrent streams that may be initiated
     /// by the server on this connection.
     ///

@@ -18,6 +18,9 @@ use tokio::io::AsyncRead;
 use tokio_util::codec::FramedRead as InnerFramedRead;
 use tokio_util::codec::{LengthDelimitedCodec, LengthDelimitedCodecError};
 
+/// Fulcrum: the read buffer's size when it is allocated (tokio-util's initial capacity).
+const READ_BUFFER_CAPACITY: usize = 8 * 1024;
+
 // 16 MB "sane default" taken from golang http2
 const DEFAULT_SETTINGS_MAX_HEADER_LIST_SIZE: usize = 16 << 20;
 
@@ -26,6 +29,9 @@ pub struct FramedRead<T> {
     inner: InnerFramedRead<T, LengthDelimitedCodec>,
 
     decoder: FrameDecoder,
+
+    /// Fulcrum: the read buffer was given back (see `release_buffers_if_empty`).
+    released: bool,
 }
 
 #[derive(Debug)]
@@ -61,7 +67,11 @@ enum Continuable {
 impl<T> FramedRead<T> {
     pub fn new(inner: InnerFramedRead<T, LengthDelimitedCodec>) -> FramedRead<T> {
         let decoder = FrameDecoder::new(inner.decoder().max_frame_length());
-        FramedRead { inner, decoder }
+        FramedRead {
+            inner,
+            decoder,
+            released: false,
+        }
     }
 
     pub fn get_ref(&self) -> &T {
@@ -70,6 +80,17 @@ impl<T> FramedRead<T> {
 
     pub fn get_mut(&mut self) -> &mut T {
         self.inner.get_mut()
+    }
+
+    /// Fulcrum: gives back the read buffer and HPACK's Huffman buffer when nothing received
+    /// waits in them: an idle connection holds neither (8 kB and 4 kB each, resident for good,
+    /// otherwise). They are allocated again to read and to decode.
+    pub fn release_buffers_if_empty(&mut self) {
+        if !self.released && self.inner.read_buffer().is_empty() {
+            self.released = true;
+            *self.inner.read_buffer_mut() = BytesMut::new();
+        }
+        self.decoder.hpack.release_buffer();
     }
 
     /// Returns the current max frame size setting
@@ -421,6 +442,11 @@ where
         let _e = span.enter();
         loop {
             tracing::trace!("poll");
+            // Fulcrum: the read buffer is allocated to read (see `release_buffers_if_empty`).
+            if self.released {
+                self.released = false;
+                *self.inner.read_buffer_mut() = BytesMut::with_capacity(READ_BUFFER_CAPACITY);
+            }
             let bytes = match ready!(Pin::new(&mut self.inner).poll_next(cx)) {
                 Some(Ok(bytes)) => bytes,
                 Some(Err(e)) => return Poll::Ready(Some(Err(map_err(e)))),

@@ -64,6 +64,9 @@ enum Next<B> {
 ///
 /// The minimum MAX_FRAME_SIZE is 16kb, so always be able to send a HEADERS
 /// frame that big.
+// Fulcrum: the buffer is allocated when a frame is buffered and released when the connection
+// waits without streams (see `Codec::release_idle_memory`): an idle connection holds none
+// (16 kB each, resident for good, otherwise).
 const DEFAULT_BUFFER_CAPACITY: usize = 16 * 1_024;
 
 /// Chain payloads bigger than this when vectored I/O is enabled. The remote
@@ -93,7 +96,7 @@ where
             final_flush_done: false,
             encoder: Encoder {
                 hpack: hpack::Encoder::default(),
-                buf: Cursor::new(BytesMut::with_capacity(DEFAULT_BUFFER_CAPACITY)),
+                buf: Cursor::new(BytesMut::new()),
                 next: None,
                 last_data_frame: None,
                 max_frame_size: frame::DEFAULT_MAX_FRAME_SIZE,
@@ -176,6 +179,11 @@ where
         Poll::Ready(Ok(()))
     }
 
+    /// Fulcrum: gives the buffer's memory back if nothing is left to write.
+    pub fn release_buffer_if_empty(&mut self) {
+        self.encoder.release_if_empty();
+    }
+
     /// Close the codec
     pub fn shutdown(&mut self, cx: &mut Context) -> Poll<io::Result<()>> {
         if !self.final_flush_done {
@@ -220,9 +228,20 @@ where
         }
     }
 
+    /// Fulcrum: gives the buffer's memory back when nothing is left to write.
+    fn release_if_empty(&mut self) {
+        if self.next.is_none() && self.buf.get_ref().capacity() != 0 && !self.buf.has_remaining()
+        {
+            self.buf = Cursor::new(BytesMut::new());
+        }
+    }
+
     fn buffer(&mut self, item: Frame<B>) -> Result<(), UserError> {
         // Ensure that we have enough capacity to accept the write.
         assert!(self.has_capacity());
+        if self.buf.get_ref().capacity() == 0 {
+            self.buf.get_mut().reserve(DEFAULT_BUFFER_CAPACITY);
+        }
         let span = tracing::trace_span!("FramedWrite::buffer", frame = ?item);
         let _e = span.enter();
 
@@ -307,9 +326,11 @@ where
     }
 
     fn has_capacity(&self) -> bool {
+        // Fulcrum: a buffer not allocated yet will be, at its full capacity.
         self.next.is_none()
-            && (self.buf.get_ref().capacity() - self.buf.get_ref().len()
-                >= self.min_buffer_capacity)
+            && (self.buf.get_ref().capacity() == 0
+                || self.buf.get_ref().capacity() - self.buf.get_ref().len()
+                    >= self.min_buffer_capacity)
     }
 
     fn is_empty(&self) -> bool {

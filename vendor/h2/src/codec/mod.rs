@@ -131,6 +131,13 @@ where
     T: AsyncWrite + Unpin,
     B: Buf,
 {
+    /// Fulcrum: gives back the read, write and Huffman buffers that hold nothing, for a
+    /// connection waiting without streams.
+    pub fn release_idle_memory(&mut self) {
+        self.inner.release_buffers_if_empty();
+        self.inner.get_mut().release_buffer_if_empty();
+    }
+
     /// Returns `Ready` when the codec can buffer a frame
     pub fn poll_ready(&mut self, cx: &mut Context) -> Poll<io::Result<()>> {
         self.framed_write().poll_ready(cx)

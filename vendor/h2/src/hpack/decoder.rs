@@ -20,6 +20,8 @@ pub struct Decoder {
     last_max_update: usize,
     table: Table,
     buffer: BytesMut,
+    /// Fulcrum: `buffer` is not allocated (see `release_buffer`).
+    buffer_released: bool,
 }
 
 /// Represents all errors that can be encountered while performing the decoding
@@ -158,7 +160,18 @@ impl Decoder {
             max_size_update: None,
             last_max_update: size,
             table: Table::new(size),
-            buffer: BytesMut::with_capacity(4096),
+            // Fulcrum: allocated with the first Huffman-coded string (see `release_buffer`).
+            buffer: BytesMut::new(),
+            buffer_released: true,
+        }
+    }
+
+    /// Fulcrum: gives the Huffman buffer's memory back (an idle connection then holds none);
+    /// the strings decoded into it keep their part until they are dropped.
+    pub fn release_buffer(&mut self) {
+        if !self.buffer_released {
+            self.buffer_released = true;
+            self.buffer = BytesMut::new();
         }
     }
 
@@ -214,8 +227,9 @@ impl Decoder {
                     can_resize = false;
                     let entry = self.decode_literal(src, true)?;
 
-                    // Insert the header into the table
-                    self.table.insert(entry.clone());
+                    // Insert the header into the table (Fulcrum: as a copy of its own, see
+                    // `Header::detached`)
+                    self.table.insert(entry.detached());
                     consume(src);
 
                     if f(entry).is_break() {
@@ -333,6 +347,10 @@ impl Decoder {
 
         let offset = (buf.position() - old_pos) as usize;
         if huff {
+            if self.buffer_released {
+                self.buffer_released = false;
+                self.buffer = BytesMut::with_capacity(4096);
+            }
             let ret = {
                 let raw = &buf.chunk()[..len];
                 huffman::decode(raw, &mut self.buffer).map(|buf| StringMarker {

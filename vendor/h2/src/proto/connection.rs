@@ -287,6 +287,13 @@ where
         self.inner.streams.has_streams()
     }
 
+    /// Fulcrum: see `Streams::release_idle_memory` and `Codec::release_idle_memory`.
+    pub fn release_idle_memory(&mut self) {
+        if self.inner.streams.release_idle_memory(usize::MAX) {
+            self.codec.release_idle_memory();
+        }
+    }
+
     /// Checks if there are any streams or references left
     pub fn has_streams_or_other_references(&self) -> bool {
         // If we poll() and realize that there are no streams or references
@@ -332,6 +339,14 @@ where
                                 continue;
                             }
 
+                            // Fulcrum: waiting without streams, the connection gives back
+                            // the memory it holds for them and its empty buffers (an idle
+                            // connection then holds 4 kB, not 30: HAProxy frees its buffers
+                            // the same way). Not while streams are open: a busy connection
+                            // would allocate them again at each read.
+                            if self.inner.streams.release_idle_memory(16) {
+                                self.codec.release_idle_memory();
+                            }
                             return Poll::Pending;
                         }
                     };

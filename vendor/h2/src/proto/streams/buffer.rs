@@ -33,6 +33,14 @@ impl<T> Buffer<T> {
     pub fn is_empty(&self) -> bool {
         self.slab.is_empty()
     }
+
+    /// Fulcrum: gives the slab's memory back when no frame is queued and it has room for
+    /// `max` frames at most.
+    pub fn release_if_empty(&mut self, max: usize) {
+        if self.slab.is_empty() && self.slab.capacity() != 0 && self.slab.capacity() <= max {
+            self.slab = Slab::new();
+        }
+    }
 }
 
 impl Deque {

@@ -85,6 +85,11 @@ pub(crate) enum Open {
 }
 
 impl Recv {
+    /// Fulcrum: gives the event buffer's memory back when it is empty.
+    pub fn release_buffer_if_empty(&mut self, max: usize) {
+        self.buffer.release_if_empty(max);
+    }
+
     pub fn new(peer: peer::Dyn, config: &Config) -> Self {
         let next_stream_id = if peer.is_server() { 1 } else { 2 };
 

@@ -79,6 +79,15 @@ pub(super) trait Resolve {
 // ===== impl Store =====
 
 impl Store {
+    /// Fulcrum: gives the store's memory back when it holds no stream (no key can refer to
+    /// an entry then) and has room for `max` streams at most.
+    pub fn release_if_empty(&mut self, max: usize) {
+        if self.slab.is_empty() && self.slab.capacity() != 0 && self.slab.capacity() <= max {
+            self.slab = slab::Slab::new();
+            self.ids = IndexMap::new();
+        }
+    }
+
     pub fn new() -> Self {
         Store {
             slab: slab::Slab::new(),

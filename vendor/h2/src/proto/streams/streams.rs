@@ -1149,6 +1149,23 @@ where
         me.counts.has_streams() || me.refs > 1
     }
 
+    /// Fulcrum: without active streams, gives back the memory of the stream store and frame
+    /// queues that nothing uses (they keep the capacity the busiest moment gave them
+    /// otherwise), those with room for `max` entries at most (a connection that had many
+    /// streams at once keeps larger ones a while: they would grow again, step by step, with
+    /// its next burst). True if there was no active stream.
+    pub fn release_idle_memory(&self, max: usize) -> bool {
+        let mut me = self.inner.lock().unwrap();
+        let me = &mut *me;
+        if me.counts.has_streams() {
+            return false;
+        }
+        me.store.release_if_empty(max);
+        me.actions.recv.release_buffer_if_empty(max);
+        self.send_buffer.inner.lock().unwrap().release_if_empty(max);
+        true
+    }
+
     #[cfg(feature = "unstable")]
     pub fn num_wired_streams(&self) -> usize {
         let me = self.inner.lock().unwrap();
