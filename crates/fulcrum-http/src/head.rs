@@ -384,7 +384,10 @@ struct Ctx<'a> {
     kind: Kind,
     version: Version,
     target: &'a [u8],
+    form: Form,
     status: u16,
+    /// The Host values were checked against the target already (by the parser).
+    host_checked: bool,
 }
 
 enum Flaw {
@@ -447,7 +450,7 @@ fn analyze<'a>(
             }
             Special::Host if request => {
                 hosts += 1;
-                if !target::host_matches(ctx.target, value) {
+                if !ctx.host_checked && !target::host_matches_in(ctx.target, ctx.form, value) {
                     return Err(HeadError::BadHost.into());
                 }
             }
@@ -571,6 +574,8 @@ pub struct Head {
     method: Method,
     method_span: Span,
     target_span: Span,
+    /// The target's form, found once when the target is set.
+    form: Form,
     reason_span: Span,
     version: Version,
     status: u16,
@@ -601,6 +606,7 @@ impl Head {
             method: Method::Other,
             method_span: Span::default(),
             target_span: Span::default(),
+            form: Form::Invalid,
             reason_span: Span::default(),
             version: Version::Http11,
             status: 0,
@@ -631,6 +637,7 @@ impl Head {
         self.method = Method::Other;
         self.method_span = Span::default();
         self.target_span = Span::default();
+        self.form = Form::Invalid;
         self.reason_span = Span::default();
         self.version = Version::Http11;
         self.status = 0;
@@ -781,7 +788,8 @@ impl Head {
             return Err(byte_error(b, HeadError::BadTarget));
         }
         let method = Method::from_bytes(&line[..m_end]);
-        if !target::form_fits(method, target::form(&line[t_start..t_end])) {
+        let form = target::form(&line[t_start..t_end]);
+        if !target::form_fits(method, form) {
             return Err(HeadError::BadTarget);
         }
         let Some(version) = check_version(&line[t_end + 1..], complete)? else {
@@ -792,6 +800,7 @@ impl Head {
         self.method = method;
         self.method_span = Span::at(base, m_end);
         self.target_span = Span::at(base + t_start, t_end - t_start);
+        self.form = form;
         self.version = version;
         Ok(())
     }
@@ -866,7 +875,9 @@ impl Head {
                 }
                 self.seen_host = true;
                 let host = &line[value.clone()];
-                if !target::valid_host(host) || !target::host_matches(self.target(), host) {
+                if !target::valid_host(host)
+                    || !target::host_matches_in(self.target(), self.form, host)
+                {
                     return Err(HeadError::BadHost);
                 }
             }
@@ -890,20 +901,18 @@ impl Head {
         if te_and_cl {
             self.fields.retain(|f| f.special != Special::ContentLength);
         }
-        let info = analyze(&self.ctx(None, None), self.view(None, None, None), true).map_err(
-            |f| match f {
-                Flaw::Head(e) => e,
-                // Content-Length was removed just above.
-                Flaw::ClAndTe => HeadError::BadTransferEncoding,
-            },
-        )?;
+        // Each Host value was checked against the target as it was parsed.
+        let ctx = Ctx { host_checked: true, ..self.ctx(None, None) };
+        let info = analyze(&ctx, self.view(None, None, None), true).map_err(|f| match f {
+            Flaw::Head(e) => e,
+            // Content-Length was removed just above.
+            Flaw::ClAndTe => HeadError::BadTransferEncoding,
+        })?;
         if self.kind == Kind::Request {
             // RFC 9112 3.2 (HAProxy 2.6 forwards it). An absolute-form or CONNECT target names
             // its host itself.
-            let names_host = matches!(
-                target::form(self.target()),
-                target::Form::Absolute { .. } | target::Form::Authority
-            );
+            let names_host =
+                matches!(self.form, target::Form::Absolute { .. } | target::Form::Authority);
             if self.version == Version::Http11
                 && !self.seen_host
                 && !names_host
@@ -920,12 +929,15 @@ impl Head {
         &self.store[s.range()]
     }
 
-    fn ctx<'a>(&'a self, target: Option<&'a [u8]>, status: Option<u16>) -> Ctx<'a> {
+    fn ctx<'a>(&'a self, target: Option<(&'a [u8], Form)>, status: Option<u16>) -> Ctx<'a> {
+        let (target, form) = target.unwrap_or_else(|| (self.target(), self.form));
         Ctx {
             kind: self.kind,
             version: self.version,
-            target: target.unwrap_or_else(|| self.target()),
+            target,
+            form,
             status: status.unwrap_or(self.status),
+            host_checked: false,
         }
     }
 
@@ -980,7 +992,18 @@ impl Head {
     /// before the `?`. Empty for `*`, CONNECT's `host:port` and `http://host` (HAProxy's fetch
     /// then finds nothing; it does not make up a `/`).
     pub fn path(&self) -> &[u8] {
-        target::path(self.target())
+        target::path_in(self.target(), self.form)
+    }
+
+    /// The target as [`Head::write_origin_form_to`] writes it, but for the `/` it supplies for
+    /// an empty path: what follows the authority of an absolute-form target, else the whole
+    /// target.
+    pub fn origin_form_target(&self) -> &[u8] {
+        let t = self.target();
+        match self.form {
+            Form::Absolute { auth_end, .. } => &t[auth_end..],
+            _ => t,
+        }
     }
 
     /// HAProxy's `query` fetch: what follows the first `?` of the target (`Some(b"")` for a
@@ -1079,11 +1102,13 @@ impl Head {
         }
         self.store.extend_from_within(old.start + resume..old.end);
         let new = &self.store[start..];
-        if !target::form_fits(self.method, target::form(new)) {
+        let form = target::form(new);
+        if !target::form_fits(self.method, form) {
             self.store.truncate(start);
             return Err(EditError::BadTarget);
         }
         self.target_span = Span::at(start, len);
+        self.form = form;
         Ok(())
     }
 
@@ -1095,7 +1120,7 @@ impl Head {
             return Err(EditError::BadMethod);
         }
         let method = Method::from_bytes(m);
-        if !target::form_fits(method, target::form(self.target())) {
+        if !target::form_fits(method, self.form) {
             return Err(EditError::BadMethod);
         }
         self.method_span = self.push(m)?;
@@ -1124,16 +1149,17 @@ impl Head {
                 .fields
                 .iter()
                 .position(|f| f.special == Special::Host)
-                .filter(|&i| !target::host_matches(t, self.bytes(self.fields[i].value)))
+                .filter(|&i| !target::host_matches_in(t, form, self.bytes(self.fields[i].value)))
                 .map(|i| (i, auth)),
             None => None,
         };
-        analyze(&self.ctx(Some(t), None), self.view(None, host_update, None), true)?;
+        analyze(&self.ctx(Some((t, form)), None), self.view(None, host_update, None), true)?;
         let span = self.push(t)?;
         if let Some((i, auth)) = host_update {
             self.fields[i].value = self.push(auth)?;
         }
         self.target_span = span;
+        self.form = form;
         Ok(())
     }
 
@@ -1146,9 +1172,9 @@ impl Head {
             return Err(EditError::BadTarget);
         }
         let t = self.target();
-        let (cut, resume) = match target::form(t) {
+        let (cut, resume) = match self.form {
             Form::Asterisk => (0, 1),
-            _ => target::path_bounds(t).ok_or(EditError::BadTarget)?,
+            f => target::path_bounds_in(t, f).ok_or(EditError::BadTarget)?,
         };
         self.rebuild_target(cut, &[p], resume)
     }
@@ -1162,9 +1188,9 @@ impl Head {
             return Err(EditError::BadTarget);
         }
         let t = self.target();
-        let (path_start, cut) = match target::form(t) {
-            Form::Origin | Form::Absolute { .. } => {
-                target::path_bounds(t).ok_or(EditError::BadTarget)?
+        let (path_start, cut) = match self.form {
+            f @ (Form::Origin | Form::Absolute { .. }) => {
+                target::path_bounds_in(t, f).ok_or(EditError::BadTarget)?
             }
             _ => return Err(EditError::BadTarget),
         };
@@ -1193,38 +1219,80 @@ impl Head {
         Ok(())
     }
 
+    /// A Host edit on an absolute-form request also makes `value` the target's authority, as
+    /// HAProxy's `http_update_authority` does (a request that came over HTTP/2 has such a
+    /// target): the new target, `None` for other edits. Refused if the result is no target.
+    fn target_for_host(
+        &self,
+        name: &[u8],
+        value: &[u8],
+    ) -> Result<Option<(Vec<u8>, Form)>, EditError> {
+        let Form::Absolute { auth_start, auth_end } = self.form else { return Ok(None) };
+        if self.kind != Kind::Request || !name.eq_ignore_ascii_case(b"host") {
+            return Ok(None);
+        }
+        let t = self.target();
+        let mut new = Vec::with_capacity(t.len() + value.len());
+        new.extend_from_slice(&t[..auth_start]);
+        new.extend_from_slice(value);
+        new.extend_from_slice(&t[auth_end..]);
+        let form = target::form(&new);
+        if !new.iter().all(|&b| is_target(b)) || !matches!(form, Form::Absolute { .. }) {
+            return Err(EditError::BadTarget);
+        }
+        Ok(Some((new, form)))
+    }
+
+    /// Installs a target made by [`Head::target_for_host`].
+    fn retarget(&mut self, new: Option<(Vec<u8>, Form)>) -> Result<(), EditError> {
+        if let Some((t, form)) = new {
+            self.target_span = self.push(&t)?;
+            self.form = form;
+        }
+        Ok(())
+    }
+
     /// Appends a field. The value is trimmed of OWS; refused with CR, LF, NUL or another
     /// control byte but HTAB, or when the head would no longer parse (a second Content-Length,
-    /// Content-Length beside Transfer-Encoding, a second Host, a Host that differs from an
-    /// absolute-form target's authority, ...).
+    /// Content-Length beside Transfer-Encoding, a second Host, ...). A Host added to an
+    /// absolute-form request becomes the target's authority too.
     pub fn add_header(&mut self, name: &[u8], value: &[u8]) -> Result<(), EditError> {
         self.require_any()?;
         check_name(name)?;
         let value = check_value(value)?;
-        let info =
-            analyze(&self.ctx(None, None), self.view(None, None, Some((name, value))), true)?;
+        let new = self.target_for_host(name, value)?;
+        let ctx = match &new {
+            Some((t, f)) => self.ctx(Some((t, *f)), None),
+            None => self.ctx(None, None),
+        };
+        let info = analyze(&ctx, self.view(None, None, Some((name, value))), true)?;
         let special = special(name);
         let name = self.push(name)?;
         let value = self.push(value)?;
         self.fields.push(Field::new(name, value, special));
         self.info.body = info.body;
-        Ok(())
+        self.retarget(new)
     }
 
-    /// Removes every field named `name`, then appends one (HAProxy's `set-header`).
+    /// Removes every field named `name`, then appends one (HAProxy's `set-header`; a Host set
+    /// on an absolute-form request becomes the target's authority too).
     pub fn set_header(&mut self, name: &[u8], value: &[u8]) -> Result<(), EditError> {
         self.require_any()?;
         check_name(name)?;
         let value = check_value(value)?;
-        let info =
-            analyze(&self.ctx(None, None), self.view(Some(name), None, Some((name, value))), true)?;
+        let new = self.target_for_host(name, value)?;
+        let ctx = match &new {
+            Some((t, f)) => self.ctx(Some((t, *f)), None),
+            None => self.ctx(None, None),
+        };
+        let info = analyze(&ctx, self.view(Some(name), None, Some((name, value))), true)?;
         let name_span = self.push(name)?;
         let value_span = self.push(value)?;
         let store = &self.store;
         self.fields.retain(|f| !store[f.name.range()].eq_ignore_ascii_case(name));
         self.fields.push(Field::new(name_span, value_span, special(name)));
         self.info.body = info.body;
-        Ok(())
+        self.retarget(new)
     }
 
     /// Removes every field named `name` (case-insensitive); returns how many. Removing a
@@ -1258,11 +1326,15 @@ impl Head {
             return Err(EditError::NoSuchHeader);
         }
         let value = check_value(value)?;
-        let info =
-            analyze(&self.ctx(None, None), self.view(None, Some((index, value)), None), true)?;
+        let new = self.target_for_host(self.bytes(self.fields[index].name), value)?;
+        let ctx = match &new {
+            Some((t, f)) => self.ctx(Some((t, *f)), None),
+            None => self.ctx(None, None),
+        };
+        let info = analyze(&ctx, self.view(None, Some((index, value)), None), true)?;
         self.fields[index].value = self.push(value)?;
         self.info.body = info.body;
-        Ok(())
+        self.retarget(new)
     }
 
     /// The fields in order with what each name means to the codec: (meaning, name, value).
@@ -1358,8 +1430,7 @@ impl Head {
     /// (`/path?query`): how a request that came over HTTP/2 (whose target is the absolute URI
     /// HAProxy builds from `:scheme`, `:authority` and `:path`) goes to an HTTP/1 server.
     pub fn write_origin_form_to(&self, out: &mut Vec<u8>) {
-        let t = self.target();
-        if self.kind != Kind::Request || !matches!(target::form(t), target::Form::Absolute { .. }) {
+        if self.kind != Kind::Request || !matches!(self.form, target::Form::Absolute { .. }) {
             return self.write_to(out);
         }
         let path = self.path();

@@ -68,9 +68,10 @@ pub(crate) fn form_fits(method: Method, f: Form) -> bool {
     }
 }
 
-/// Where the path starts and the query begins (index of `?` or the end) in a target.
-pub(crate) fn path_bounds(t: &[u8]) -> Option<(usize, usize)> {
-    let start = match form(t) {
+/// Where the path starts and the query begins (index of `?` or the end) in a target whose
+/// form is known.
+pub(crate) fn path_bounds_in(t: &[u8], form: Form) -> Option<(usize, usize)> {
+    let start = match form {
         Form::Origin => 0,
         Form::Absolute { auth_end, .. } => auth_end,
         _ => return None,
@@ -81,8 +82,14 @@ pub(crate) fn path_bounds(t: &[u8]) -> Option<(usize, usize)> {
 
 /// HAProxy's `path` fetch: from the first `/` after the authority to before the `?`. Empty for
 /// `*`, authority-form and `http://host` (HAProxy's fetch then finds nothing).
+#[cfg(test)]
 pub(crate) fn path(t: &[u8]) -> &[u8] {
-    match path_bounds(t) {
+    path_in(t, form(t))
+}
+
+/// [`path`] for a target whose form is known.
+pub(crate) fn path_in(t: &[u8], form: Form) -> &[u8] {
+    match path_bounds_in(t, form) {
         Some((s, e)) => &t[s..e],
         None => b"",
     }
@@ -144,8 +151,13 @@ pub(crate) fn valid_host(v: &[u8]) -> bool {
 
 /// True unless the target carries an authority that differs from `host` (case-insensitive;
 /// default ports ignored for absolute-form; exact for CONNECT's authority-form, as HAProxy).
+#[cfg(test)]
 pub(crate) fn host_matches(t: &[u8], host: &[u8]) -> bool {
-    let f = form(t);
+    host_matches_in(t, form(t), host)
+}
+
+/// [`host_matches`] for a target whose form is known.
+pub(crate) fn host_matches_in(t: &[u8], f: Form, host: &[u8]) -> bool {
     match f {
         Form::Authority => host.eq_ignore_ascii_case(t),
         Form::Absolute { auth_start, .. } => match authority_of(t, f) {

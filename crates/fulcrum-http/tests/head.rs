@@ -588,8 +588,21 @@ fn header_edits_refuse_invalid_bytes_and_broken_framing() {
         h.set_header(b"Transfer-Encoding", b"gzip, chunked"),
         Err(EditError::Invalid(HeadError::UnsupportedTransferCoding))
     );
-    let mut abs = req(b"GET http://a/ HTTP/1.1\r\n\r\n");
-    assert_eq!(abs.add_header(b"Host", b"b"), Err(EditError::Invalid(HeadError::BadHost)));
+    // A Host given to an absolute-form request becomes its authority (HAProxy's
+    // `http_update_authority`); one that would change the target's parts is refused.
+    let mut abs = req(b"GET http://a/x?y HTTP/1.1\r\n\r\n");
+    abs.add_header(b"Host", b"b:8080").expect("host");
+    assert_eq!(abs.target(), b"http://b:8080/x?y");
+    abs.set_header(b"Host", b"c").expect("host");
+    assert_eq!(
+        (abs.target(), abs.path(), abs.header(b"host")),
+        (&b"http://c/x?y"[..], &b"/x"[..], Some(&b"c"[..]))
+    );
+    abs.set_header_value_at(0, b"d").expect("host");
+    assert_eq!(abs.target(), b"http://d/x?y");
+    assert_eq!(abs.set_header(b"Host", b"e/f"), Err(EditError::Invalid(HeadError::BadHost)));
+    assert_eq!(abs.set_header(b"Host", b"e f"), Err(EditError::BadTarget));
+    assert_eq!(abs.target(), b"http://d/x?y");
     let mut ws = req(b"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\n\r\n");
     assert_eq!(
         ws.add_header(b"Connection", b"upgrade"),

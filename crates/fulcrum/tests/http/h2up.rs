@@ -334,3 +334,53 @@ fn options_asterisk_and_a_request_without_host_get_a_scheme_and_an_authority() {
         (star.status, old.status)
     });
 }
+
+#[test]
+fn targets_and_authorities_reach_an_http2_server_as_from_the_parsed_head() {
+    // The request goes to an HTTP/2 server from the head the transaction parsed (not from its
+    // HTTP/1 bytes parsed again): the path and query, the authority, a Host rewritten by a
+    // rule, and an HTTP/1 client's absolute-form target all arrive as HAProxy sends them.
+    each(|t| {
+        let srv = h2_server();
+        let px = t.start(&config(
+            srv.addr,
+            " http-request set-header host other.example if { path /rewritten }\n",
+        ));
+        let h2 =
+            h2c(px.addr(), &[H2Req::get("/q?a=1&b"), H2Req::get("/rewritten"), H2Req::get("/?x")])
+                .expect("HTTP/2 exchange");
+        let abs = px
+            .client()
+            .request(b"GET http://example.com/abs?x=1 HTTP/1.1\r\nHost: example.com\r\n\r\n");
+        let bare =
+            px.client().request(b"GET http://example.com HTTP/1.1\r\nHost: example.com\r\n\r\n");
+        let moved = px
+            .client()
+            .request(b"GET http://example.com/rewritten?k HTTP/1.1\r\nHost: example.com\r\n\r\n");
+        // The proxy's own address (the HTTP/2 client's `:authority`) differs between runs.
+        let me = px.addr().to_string();
+        let lines = |text: &str| -> Vec<String> {
+            described(text)
+                .into_iter()
+                .filter(|l| !l.contains(':') || l.starts_with("authority:"))
+                .map(|l| l.replace(&me, "PROXY"))
+                .collect()
+        };
+        let got: Vec<(u16, Vec<String>)> = h2
+            .iter()
+            .map(|r| (r.status, lines(&r.text())))
+            .chain([&abs, &bare, &moved].iter().map(|r| (r.status, lines(&r.text()))))
+            .collect();
+        for (status, l) in &got {
+            assert_eq!(*status, 200, "{l:?}");
+        }
+        assert!(got[0].1.iter().any(|l| l.ends_with(" /q?a=1&b")), "{got:?}");
+        assert!(got[3].1.iter().any(|l| l.ends_with(" /abs?x=1")), "{got:?}");
+        assert!(got[3].1.contains(&"authority: example.com".to_string()), "{got:?}");
+        // `set-header host` on a request whose target names its authority: the authority
+        // follows (HAProxy's `http_update_authority`).
+        assert!(got[1].1.contains(&"authority: other.example".to_string()), "{got:?}");
+        assert!(got[5].1.contains(&"authority: other.example".to_string()), "{got:?}");
+        got
+    });
+}

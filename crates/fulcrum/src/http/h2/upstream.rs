@@ -221,6 +221,8 @@ struct Out {
     state: OutState,
     /// `https` over TLS.
     tls: bool,
+    /// Bytes still to come of a head sent already from its parsed form.
+    skip: usize,
 }
 
 struct In {
@@ -255,6 +257,7 @@ impl UpView {
             out: RefCell::new(Out {
                 send: Some(send),
                 state: OutState::Head(Vec::new()),
+                skip: 0,
                 tls: https,
             }),
             inc: RefCell::new(In {
@@ -386,7 +389,13 @@ impl UpView {
         Ok(head.len() + data.len())
     }
 
-    fn take(&self, o: &mut Out, bytes: &[u8]) -> io::Result<()> {
+    fn take(&self, o: &mut Out, mut bytes: &[u8]) -> io::Result<()> {
+        // The head given already (`UpView::send_parsed_head`): its bytes are dropped.
+        if o.skip > 0 {
+            let n = o.skip.min(bytes.len());
+            o.skip -= n;
+            bytes = &bytes[n..];
+        }
         if bytes.is_empty() {
             return Ok(());
         }
@@ -402,7 +411,8 @@ impl UpView {
                     Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e)),
                 };
                 let rest = buf.split_off(n);
-                self.send_head(o, &head)?;
+                let req = self.request(o, &head, false)?;
+                self.send_head(o, &head, req)?;
                 if let OutState::Body(out) = &mut o.state {
                     out.take(&rest)?;
                 }
@@ -413,8 +423,32 @@ impl UpView {
         }
     }
 
+    /// The request head the session parsed, which it writes next as `len` bytes (in origin
+    /// form if `origin_form`): sent from its fields, its bytes then dropped, instead of parsed
+    /// again from them. A head that cannot go this way goes the parsing way (which says why).
+    pub fn send_parsed_head(&self, head: &Head, len: usize, origin_form: bool) {
+        let mut o = self.out.borrow_mut();
+        let fresh = matches!(&o.state, OutState::Head(b) if b.is_empty()) && o.skip == 0;
+        if !fresh || !head.is_request() {
+            return;
+        }
+        let Ok(req) = self.request(&o, head, origin_form) else { return };
+        if self.send_head(&mut o, head, req).is_ok() {
+            o.skip = len;
+        }
+    }
+
+    /// The HTTP/2 request for `head` (see [`request`]).
+    fn request(&self, o: &Out, head: &Head, origin_form: bool) -> io::Result<http::Request<()>> {
+        let server = || {
+            let a = socket2::SockRef::from(&*self.fd).peer_addr().ok()?.as_socket()?;
+            Some(a.to_string())
+        };
+        request(head, o.tls, origin_form, server)
+    }
+
     /// Opens the stream with the request's HEADERS frame.
-    fn send_head(&self, o: &mut Out, head: &Head) -> io::Result<()> {
+    fn send_head(&self, o: &mut Out, head: &Head, mut req: http::Request<()>) -> io::Result<()> {
         let method = head.method();
         let connect = method == Method::Connect;
         // A WebSocket upgrade goes as an extended CONNECT (RFC 8441): the session only sends
@@ -427,11 +461,6 @@ impl UpView {
             Body::Length(n) => Some(Framing::Length(n)),
             Body::Chunked => Some(Framing::Chunked(ChunkedScanner::new())),
         };
-        let server = || {
-            let a = socket2::SockRef::from(&*self.fd).peer_addr().ok()?.as_socket()?;
-            Some(a.to_string())
-        };
-        let mut req = request(head, o.tls, server)?;
         if ws {
             *req.method_mut() = http::Method::CONNECT;
             req.extensions_mut().insert(h2::ext::Protocol::from_static("websocket"));
@@ -483,11 +512,26 @@ impl UpView {
 fn request(
     head: &Head,
     tls: bool,
+    origin_form: bool,
     server: impl FnOnce() -> Option<String>,
 ) -> io::Result<http::Request<()>> {
     let bad = |e: &dyn std::fmt::Display| io::Error::new(io::ErrorKind::InvalidData, e.to_string());
     let method = http::Method::from_bytes(head.method_bytes()).map_err(|e| bad(&e))?;
-    let target = head.target();
+    // The origin form the session would write for an absolute-form target (see
+    // `Head::write_origin_form_to`): what follows the authority, `/` if nothing.
+    let target = match head.target() {
+        t if origin_form
+            && method != http::Method::CONNECT
+            && !t.starts_with(b"/")
+            && t != b"*" =>
+        {
+            match head.origin_form_target() {
+                b"" => b"/".as_slice(),
+                o => o,
+            }
+        }
+        t => t,
+    };
     let uri: http::Uri = if method == http::Method::CONNECT {
         http::Uri::try_from(target).map_err(|e| bad(&e))?
     } else if target.starts_with(b"/") || target == b"*" {

@@ -20,6 +20,10 @@ impl Session<'_> {
         let st = be.timeouts.server;
         let ct = self.fe.timeouts.client;
         // `self.out` holds the request head, written by `transaction` before the first try.
+        // A stream to an HTTP/2 server takes it as parsed (not parsed again from its bytes).
+        if let Stream::H2Up(up) = &sc.stream {
+            up.send_parsed_head(&self.req, self.out.len(), self.h2_conn.is_some());
+        }
         if let Err(e) = write_all_within(&sc.stream, &self.out, st).await {
             self.note(format_args!("request head not sent: {e}"));
             return Exchange::RetryFresh;
