@@ -161,6 +161,9 @@ pub(crate) fn host_matches_in(t: &[u8], f: Form, host: &[u8]) -> bool {
     match f {
         Form::Authority => host.eq_ignore_ascii_case(t),
         Form::Absolute { auth_start, .. } => match authority_of(t, f) {
+            // The same bytes stay the same once normalised (an HTTP/2 request's Host is
+            // written from its authority).
+            Some(a) if a == host => true,
             Some(a) => {
                 let scheme = &t[..auth_start - 3];
                 without_default_port(scheme, a)
