@@ -14,6 +14,8 @@ use crate::error::{EditError, HeadError};
 use crate::target::{self, Form};
 use crate::values::{comma_values, has_token};
 
+mod build;
+
 /// The byte store stays addressable with `u32` offsets.
 const MAX_STORE: usize = u32::MAX as usize;
 
@@ -245,6 +247,47 @@ fn check_version(v: &[u8], complete: bool) -> Result<Option<Version>, HeadError>
         [_, _, _, _, _, _, _, _] => Ok(Some(Version::Http11)),
         _ => Err(HeadError::BadVersion),
     }
+}
+
+/// A request line's parts (offsets into the line).
+pub(crate) struct RequestLine {
+    m_end: usize,
+    t_start: usize,
+    t_end: usize,
+    method: Method,
+    form: Form,
+    version: Version,
+}
+
+/// Checks a request line (line end removed), left to right so that a partial line fails
+/// exactly where the complete one would: `Ok(None)` for a partial line without a fault yet.
+#[inline(always)]
+fn check_request_line(line: &[u8], complete: bool) -> Result<Option<RequestLine>, HeadError> {
+    let m_end = line.iter().take_while(|&&b| is_tchar(b)).count();
+    let Some(&b) = line.get(m_end) else {
+        return if complete { Err(HeadError::BadTarget) } else { Ok(None) };
+    };
+    if b != b' ' || m_end == 0 {
+        return Err(byte_error(b, HeadError::BadMethod));
+    }
+    let t_start = m_end + 1;
+    let t_end = t_start + line[t_start..].iter().take_while(|&&b| is_target(b)).count();
+    let Some(&b) = line.get(t_end) else {
+        let e = if t_end == t_start { HeadError::BadTarget } else { HeadError::BadVersion };
+        return if complete { Err(e) } else { Ok(None) };
+    };
+    if b != b' ' || t_end == t_start {
+        return Err(byte_error(b, HeadError::BadTarget));
+    }
+    let method = Method::from_bytes(&line[..m_end]);
+    let form = target::form(&line[t_start..t_end]);
+    if !target::form_fits(method, form) {
+        return Err(HeadError::BadTarget);
+    }
+    let Some(version) = check_version(&line[t_end + 1..], complete)? else {
+        return Ok(None);
+    };
+    Ok(Some(RequestLine { m_end, t_start, t_end, method, form, version }))
 }
 
 /// Checks one header or trailer line (line end removed), left to right so that a partial line
@@ -771,38 +814,20 @@ impl Head {
     }
 
     fn request_line(&mut self, line: &[u8], complete: bool) -> Result<(), HeadError> {
-        let m_end = line.iter().take_while(|&&b| is_tchar(b)).count();
-        let Some(&b) = line.get(m_end) else {
-            return if complete { Err(HeadError::BadTarget) } else { Ok(()) };
-        };
-        if b != b' ' || m_end == 0 {
-            return Err(byte_error(b, HeadError::BadMethod));
-        }
-        let t_start = m_end + 1;
-        let t_end = t_start + line[t_start..].iter().take_while(|&&b| is_target(b)).count();
-        let Some(&b) = line.get(t_end) else {
-            let e = if t_end == t_start { HeadError::BadTarget } else { HeadError::BadVersion };
-            return if complete { Err(e) } else { Ok(()) };
-        };
-        if b != b' ' || t_end == t_start {
-            return Err(byte_error(b, HeadError::BadTarget));
-        }
-        let method = Method::from_bytes(&line[..m_end]);
-        let form = target::form(&line[t_start..t_end]);
-        if !target::form_fits(method, form) {
-            return Err(HeadError::BadTarget);
-        }
-        let Some(version) = check_version(&line[t_end + 1..], complete)? else {
-            return Ok(());
-        };
+        let Some(l) = check_request_line(line, complete)? else { return Ok(()) };
         let base = self.store.len();
         self.store.extend_from_slice(line);
-        self.method = method;
-        self.method_span = Span::at(base, m_end);
-        self.target_span = Span::at(base + t_start, t_end - t_start);
-        self.form = form;
-        self.version = version;
+        self.set_request_line(base, &l);
         Ok(())
+    }
+
+    /// Takes a checked request line stored at `base`.
+    fn set_request_line(&mut self, base: usize, l: &RequestLine) {
+        self.method = l.method;
+        self.method_span = Span::at(base, l.m_end);
+        self.target_span = Span::at(base + l.t_start, l.t_end - l.t_start);
+        self.form = l.form;
+        self.version = l.version;
     }
 
     fn status_line(&mut self, line: &[u8], complete: bool) -> Result<(), HeadError> {
@@ -850,23 +875,48 @@ impl Head {
         &mut self,
         line: &[u8],
         n: usize,
-        mut value: Range<usize>,
+        value: Range<usize>,
         limits: &Limits,
     ) -> Result<(), HeadError> {
-        let special = special(&line[..n]);
+        let Some((special, kept)) = self.check_field(&line[..n], &line[value.clone()], limits)?
+        else {
+            return Ok(());
+        };
+        let base = self.store.len();
+        self.store.extend_from_slice(line);
+        self.fields.push(Field::new(
+            Span::at(base, n),
+            Span::at(base + value.start + kept.start, kept.len()),
+            special,
+        ));
+        Ok(())
+    }
+
+    /// Checks a field's meaning before it is stored (Content-Length, Transfer-Encoding, Host,
+    /// the field count): what its name means and the part of its value kept (a Content-Length
+    /// list keeps its first element), or `None` for a field merged into an earlier one.
+    #[inline(always)]
+    fn check_field(
+        &mut self,
+        name: &[u8],
+        value: &[u8],
+        limits: &Limits,
+    ) -> Result<Option<(Special, Range<usize>)>, HeadError> {
+        let special = special(name);
+        let mut kept = 0..value.len();
         match special {
             Special::ContentLength => {
-                let (len, first) = parse_content_length(&line[value.clone()])?;
+                let (len, first) = parse_content_length(value)?;
                 if let Some(prev) = self.seen_cl {
                     // Identical to the first one: merged into it, as HAProxy.
                     return if prev == len {
-                        Ok(())
+                        Ok(None)
                     } else {
                         Err(HeadError::ConflictingContentLength)
                     };
                 }
                 self.seen_cl = Some(len);
-                value = value.start + first.start..value.start + first.end;
+                kept = first;
             }
             Special::TransferEncoding => self.seen_te = true,
             Special::Host if self.kind == Kind::Request => {
@@ -874,9 +924,8 @@ impl Head {
                     return Err(HeadError::DuplicateHost);
                 }
                 self.seen_host = true;
-                let host = &line[value.clone()];
-                if !target::valid_host(host)
-                    || !target::host_matches_in(self.target(), self.form, host)
+                if !target::valid_host(value)
+                    || !target::host_matches_in(self.target(), self.form, value)
                 {
                     return Err(HeadError::BadHost);
                 }
@@ -886,16 +935,10 @@ impl Head {
         if self.fields.len() + 1 >= limits.max_headers {
             return Err(HeadError::TooManyHeaders);
         }
-        let base = self.store.len();
-        self.store.extend_from_slice(line);
-        self.fields.push(Field::new(
-            Span::at(base, n),
-            Span::at(base + value.start, value.len()),
-            special,
-        ));
-        Ok(())
+        Ok(Some((special, kept)))
     }
 
+    #[inline(always)]
     fn finish(&mut self) -> Result<(), HeadError> {
         let te_and_cl = self.seen_te && self.seen_cl.is_some();
         if te_and_cl {

@@ -34,6 +34,13 @@ impl Incoming {
         Incoming { body, pending: head, pos: 0, chunked, ended, failed: false }
     }
 
+    /// Puts `bytes` before those not read yet.
+    pub fn prepend(&mut self, mut bytes: Vec<u8>) {
+        bytes.extend_from_slice(&self.pending[self.pos..]);
+        self.pending = bytes;
+        self.pos = 0;
+    }
+
     /// Nothing is ready to be read.
     pub fn is_empty(&self) -> bool {
         self.pos >= self.pending.len()

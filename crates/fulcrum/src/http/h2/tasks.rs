@@ -11,6 +11,9 @@
 //! tasks was not enough: 1,000 streams at once come and go in bursts of a hundred, and most
 //! streams still found no idle task.)
 //!
+//! An idle task also keeps a session's spare heads ([`crate::http::session::take_spare`]): the
+//! spares then follow the load as the tasks do.
+//!
 //! Owns: the idle tasks of this worker. Must not touch: what a stream does (the session).
 
 use std::cell::RefCell;
@@ -72,8 +75,14 @@ pub fn run(job: Job) {
 async fn task(first: Job) {
     let mailbox = Rc::new(Idle::default());
     let mut next = Some(first);
+    // The heads of its last stream, kept for its next one.
+    let mut spare = None;
     while let Some(job) = next.take() {
+        if let Some(s) = spare.take() {
+            crate::http::session::give_spare(s);
+        }
         serve(job).await;
+        spare = crate::http::session::take_spare();
         next = wait(&mailbox).await;
     }
 }

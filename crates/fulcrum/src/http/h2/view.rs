@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use fulcrum_http::{Body, ChunkedScanner, Head, Limits, Method};
+use fulcrum_http::{Body, ChunkedScanner, Head, HeadError, Limits, Method};
 use h2::server::SendResponse;
 use h2::RecvStream;
 
@@ -27,6 +27,8 @@ use super::body::{connection_specific, h2_error, Framing, Incoming, Outgoing};
 /// An HTTP/2 stream behind the session's `Stream` interface (`Stream::H2`).
 pub struct H1View {
     recv: RefCell<Incoming>,
+    /// The request head, until the session takes it (built, or as text).
+    head: RefCell<Option<RequestHead>>,
     send: RefCell<Send>,
     /// A duplicate of the connection's socket (`getsockname` and socket options).
     fd: Arc<OwnedFd>,
@@ -85,29 +87,71 @@ enum Tunnel {
     Upgrade,
 }
 
-impl H1View {
-    /// The view of a request just accepted on the connection whose socket `fd` duplicates.
-    pub fn new(
-        req: http::Request<RecvStream>,
-        respond: SendResponse<Bytes>,
-        fd: Arc<OwnedFd>,
-        leftovers: Leftovers,
-    ) -> H1View {
-        let (parts, body) = req.into_parts();
-        let mut head = Vec::with_capacity(256);
-        let protocol = parts.extensions.get::<h2::ext::Protocol>().map(|p| p.as_str().to_string());
-        let tunnel = match (&parts.method, &protocol) {
-            (&http::Method::CONNECT, Some(_)) => Tunnel::Upgrade,
-            (&http::Method::CONNECT, None) => Tunnel::Connect,
-            _ => Tunnel::No,
-        };
-        let method = if tunnel == Tunnel::Upgrade {
+/// A request head as received in its HEADERS frame, until the session takes it.
+struct RequestHead {
+    parts: http::request::Parts,
+    /// Extended CONNECT's `:protocol`.
+    protocol: Option<String>,
+    tunnel: Tunnel,
+    /// The body goes in chunks (no `content-length`).
+    chunked: bool,
+}
+
+/// Where a request head goes: a head built from its parts, or its HTTP/1.1 text.
+trait HeadOut {
+    fn start(&mut self, method: &[u8], target: &[&[u8]]) -> Result<(), HeadError>;
+    fn field(&mut self, name: &[u8], value: &[u8]) -> Result<(), HeadError>;
+}
+
+struct Built<'a> {
+    head: &'a mut Head,
+    limits: &'a Limits,
+}
+
+impl HeadOut for Built<'_> {
+    fn start(&mut self, method: &[u8], target: &[&[u8]]) -> Result<(), HeadError> {
+        self.head.set_host_required(false);
+        self.head.begin_request(method, target)
+    }
+
+    fn field(&mut self, name: &[u8], value: &[u8]) -> Result<(), HeadError> {
+        self.head.build_field(name, value, self.limits)
+    }
+}
+
+/// The text, without its final empty line.
+impl HeadOut for Vec<u8> {
+    fn start(&mut self, method: &[u8], target: &[&[u8]]) -> Result<(), HeadError> {
+        self.extend_from_slice(method);
+        self.push(b' ');
+        for piece in target {
+            self.extend_from_slice(piece);
+        }
+        self.extend_from_slice(b" HTTP/1.1\r\n");
+        Ok(())
+    }
+
+    fn field(&mut self, name: &[u8], value: &[u8]) -> Result<(), HeadError> {
+        self.extend_from_slice(name);
+        self.extend_from_slice(b": ");
+        self.extend_from_slice(value);
+        self.extend_from_slice(b"\r\n");
+        Ok(())
+    }
+}
+
+impl RequestHead {
+    /// The HTTP/1.1 request HAProxy makes of an HTTP/2 one: the absolute URI built from
+    /// `:scheme`, `:authority` and `:path` (what `url` and the log show; servers get the origin
+    /// form), `:authority` as Host, cookie fields joined (RFC 9113 8.2.3), an extended CONNECT
+    /// as an HTTP/1.1 upgrade, chunked framing for a body of unknown size.
+    fn write(&self, out: &mut impl HeadOut) -> Result<(), HeadError> {
+        let parts = &self.parts;
+        let method = if self.tunnel == Tunnel::Upgrade {
             b"GET".as_slice()
         } else {
             parts.method.as_str().as_bytes()
         };
-        head.extend_from_slice(method);
-        head.push(b' ');
         // The scheme's default port is dropped from the authority, as HAProxy normalises it
         // (RFC 3986 6.2.3): `http://a:80/` is `http://a/`, its Host `a`.
         let authority = parts.uri.authority().map(|a| {
@@ -118,29 +162,25 @@ impl H1View {
             };
             a.as_str().strip_suffix(default).unwrap_or(a.as_str())
         });
-        if tunnel == Tunnel::Connect {
-            head.extend_from_slice(authority.unwrap_or("").as_bytes());
+        if self.tunnel == Tunnel::Connect {
+            out.start(method, &[authority.unwrap_or("").as_bytes()])?;
         } else {
-            // The absolute URI HAProxy builds from `:scheme`, `:authority` and `:path` (what
-            // `url` and the log show; servers get the origin form).
-            if let (Some(scheme), Some(a)) = (parts.uri.scheme_str(), authority) {
-                head.extend_from_slice(scheme.as_bytes());
-                head.extend_from_slice(b"://");
-                head.extend_from_slice(a.as_bytes());
-            }
             let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-            head.extend_from_slice(if path.is_empty() { b"/" } else { path.as_bytes() });
+            let path = if path.is_empty() { b"/".as_slice() } else { path.as_bytes() };
+            match (parts.uri.scheme_str(), authority) {
+                (Some(scheme), Some(a)) => {
+                    out.start(method, &[scheme.as_bytes(), b"://", a.as_bytes(), path])?
+                }
+                _ => out.start(method, &[path])?,
+            }
         }
-        head.extend_from_slice(b" HTTP/1.1\r\n");
         // `:authority` is the Host (RFC 9113 8.3.1); a `host` field is used only without it.
         if let Some(a) = authority {
-            head.extend_from_slice(b"host: ");
-            head.extend_from_slice(a.as_bytes());
-            head.extend_from_slice(b"\r\n");
+            out.field(b"host", a.as_bytes())?;
         }
         // Without an authority, HTTP/1.1 wants an empty Host (RFC 9112 3.2).
         if authority.is_none() && !parts.headers.contains_key(http::header::HOST) {
-            head.extend_from_slice(b"host: \r\n");
+            out.field(b"host", b"")?;
         }
         let mut cookies = 0;
         for (name, value) in parts.headers.iter() {
@@ -151,45 +191,65 @@ impl H1View {
                 cookies += 1;
                 continue;
             }
-            head.extend_from_slice(name.as_str().as_bytes());
-            head.extend_from_slice(b": ");
-            head.extend_from_slice(value.as_bytes());
-            head.extend_from_slice(b"\r\n");
+            out.field(name.as_str().as_bytes(), value.as_bytes())?;
         }
-        // Cookie fields are joined into one for HTTP/1 (RFC 9113 8.2.3).
         if cookies > 0 {
-            head.extend_from_slice(b"cookie: ");
-            for (i, v) in parts.headers.get_all(http::header::COOKIE).iter().enumerate() {
-                if i > 0 {
-                    head.extend_from_slice(b"; ");
+            let mut all = parts.headers.get_all(http::header::COOKIE).iter();
+            match (cookies, all.next()) {
+                (1, Some(v)) => out.field(b"cookie", v.as_bytes())?,
+                (_, first) => {
+                    let mut joined = first.map(|v| v.as_bytes().to_vec()).unwrap_or_default();
+                    for v in all {
+                        joined.extend_from_slice(b"; ");
+                        joined.extend_from_slice(v.as_bytes());
+                    }
+                    out.field(b"cookie", &joined)?;
                 }
-                head.extend_from_slice(v.as_bytes());
             }
-            head.extend_from_slice(b"\r\n");
         }
-        if let (Tunnel::Upgrade, Some(p)) = (tunnel, &protocol) {
-            head.extend_from_slice(b"connection: upgrade\r\nupgrade: ");
-            head.extend_from_slice(p.as_bytes());
-            head.extend_from_slice(b"\r\n");
+        if let (Tunnel::Upgrade, Some(p)) = (self.tunnel, &self.protocol) {
+            out.field(b"connection", b"upgrade")?;
+            out.field(b"upgrade", p.as_bytes())?;
             // HTTP/1.1 WebSocket wants a key (RFC 6455 4.1), which HTTP/2 has no use for.
             if p.eq_ignore_ascii_case("websocket")
                 && !parts.headers.contains_key("sec-websocket-key")
             {
-                head.extend_from_slice(b"sec-websocket-key: ");
-                head.extend_from_slice(super::websocket_key().as_bytes());
-                head.extend_from_slice(b"\r\n");
+                out.field(b"sec-websocket-key", super::websocket_key().as_bytes())?;
             }
         }
+        if self.chunked {
+            out.field(b"transfer-encoding", b"chunked")?;
+        }
+        Ok(())
+    }
+}
+
+impl H1View {
+    /// The view of a request just accepted on the connection whose socket `fd` duplicates.
+    pub fn new(
+        req: http::Request<RecvStream>,
+        respond: SendResponse<Bytes>,
+        fd: Arc<OwnedFd>,
+        leftovers: Leftovers,
+    ) -> H1View {
+        let (parts, body) = req.into_parts();
+        let protocol = parts.extensions.get::<h2::ext::Protocol>().map(|p| p.as_str().to_string());
+        let tunnel = match (&parts.method, &protocol) {
+            (&http::Method::CONNECT, Some(_)) => Tunnel::Upgrade,
+            (&http::Method::CONNECT, None) => Tunnel::Connect,
+            _ => Tunnel::No,
+        };
+        let method = if tunnel == Tunnel::Upgrade {
+            Method::Get
+        } else {
+            Method::from_bytes(parts.method.as_str().as_bytes())
+        };
         let sized = parts.headers.contains_key(http::header::CONTENT_LENGTH);
         // A tunnel's bytes go as they come.
         let chunked = !body.is_end_stream() && !sized && tunnel == Tunnel::No;
-        if chunked {
-            head.extend_from_slice(b"transfer-encoding: chunked\r\n");
-        }
-        head.extend_from_slice(b"\r\n");
-        let method = Method::from_bytes(method);
         H1View {
-            recv: RefCell::new(Incoming::new(head, Some(body), chunked)),
+            recv: RefCell::new(Incoming::new(Vec::new(), Some(body), chunked)),
+            head: RefCell::new(Some(RequestHead { parts, protocol, tunnel, chunked })),
             send: RefCell::new(Send {
                 respond: Some(respond),
                 state: SendState::Head(Vec::new()),
@@ -203,7 +263,43 @@ impl H1View {
         }
     }
 
+    /// The request head built into `head` from the HEADERS frame's fields, with the checks of a
+    /// parse: `Some(size of its HTTP/1.1 text)`. `None` when the head was taken already, or is
+    /// one a parse refuses: its HTTP/1.1 text is then what the session reads, and its parse
+    /// gives the error (the same answer, log and capture as any refused head).
+    pub fn take_request_head(&self, head: &mut Head, limits: &Limits) -> Option<usize> {
+        let mut pending = self.head.borrow_mut();
+        let req = pending.as_ref()?;
+        let mut out = Built { head, limits };
+        match req.write(&mut out).and_then(|()| out.head.end_head(limits)) {
+            Ok(size) => {
+                *pending = None;
+                Some(size)
+            }
+            Err(_) => {
+                out.head.clear();
+                drop(pending);
+                self.write_request_text();
+                None
+            }
+        }
+    }
+
+    /// The request head as HTTP/1.1 text, ahead of the body's bytes, for a session that reads
+    /// before (or instead of) taking it built.
+    fn write_request_text(&self) {
+        let Some(req) = self.head.borrow_mut().take() else { return };
+        let mut text = Vec::with_capacity(256);
+        let _ = req.write(&mut text);
+        text.extend_from_slice(b"\r\n");
+        self.recv.borrow_mut().prepend(text);
+    }
+
+    /// The request's bytes (its head first as text, when it was not taken built).
     fn recv(&self) -> std::cell::RefMut<'_, Incoming> {
+        if self.head.borrow().is_some() {
+            self.write_request_text();
+        }
         self.recv.borrow_mut()
     }
 
