@@ -146,7 +146,28 @@ fn without_default_port<'a>(scheme: &[u8], hp: &'a [u8]) -> &'a [u8] {
 /// the backtick). `a b`, `a/b`, `a@b` are refused; odd but harmless values such as
 /// `:8443example.org` pass on to the rules, as HAProxy's own tests expect.
 pub(crate) fn valid_host(v: &[u8]) -> bool {
-    !v.iter().any(|&b| b <= b' ' || b == 0x7f || br#"/?#@\"<>{}|^`"#.contains(&b))
+    // A `match` (a bit test), not a search of the list per byte: every request's Host is
+    // checked (a search cost 80 instructions per byte).
+    !v.iter().any(|&b| {
+        matches!(
+            b,
+            0..=b' '
+                | 0x7f
+                | b'/'
+                | b'?'
+                | b'#'
+                | b'@'
+                | b'\\'
+                | b'"'
+                | b'<'
+                | b'>'
+                | b'{'
+                | b'}'
+                | b'|'
+                | b'^'
+                | b'`'
+        )
+    })
 }
 
 /// True unless the target carries an authority that differs from `host` (case-insensitive;
@@ -178,6 +199,14 @@ pub(crate) fn host_matches_in(t: &[u8], f: Form, host: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_byte_of_a_host_is_judged_as_the_list_says() {
+        for b in 0..=255u8 {
+            let refused = b <= b' ' || b == 0x7f || br#"/?#@\"<>{}|^`"#.contains(&b);
+            assert_eq!(valid_host(&[b'a', b, b'z']), !refused, "{b:#x}");
+        }
+    }
 
     #[test]
     fn host_values_are_checked_for_their_syntax() {
