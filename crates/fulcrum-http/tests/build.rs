@@ -169,7 +169,7 @@ fn a_built_response_is_the_parse_of_its_text() {
         (599, vec![("transfer-encoding", "chunked")]),
     ] {
         let mut b = Head::new();
-        b.begin_response(status).expect("valid part");
+        b.begin_response(status, fulcrum_http::default_reason(status)).expect("valid part");
         for (n, v) in &fields {
             b.build_field(n.as_bytes(), v.as_bytes(), &L).expect("valid part");
         }
@@ -183,13 +183,14 @@ fn a_built_response_is_the_parse_of_its_text() {
         assert_eq!(b.status(), status);
     }
     let mut b = Head::new();
-    b.begin_response(200).expect("valid part");
+    b.begin_response(200, b"OK").expect("valid part");
     b.build_field(b"content-length", b"5", &L).expect("valid part");
     b.end_head(&L).expect("valid part");
     assert_eq!(b.info().body, Body::Length(5));
     assert_eq!(b.reason(), b"OK");
-    assert_eq!(Head::new().begin_response(99), Err(HeadError::BadStatus));
-    assert_eq!(Head::new().begin_response(1000), Err(HeadError::BadStatus));
+    assert_eq!(Head::new().begin_response(99, b""), Err(HeadError::BadStatus));
+    assert_eq!(Head::new().begin_response(1000, b""), Err(HeadError::BadStatus));
+    assert_eq!(Head::new().begin_response(200, b"O\rK"), Err(HeadError::BadStatus));
 }
 
 #[test]

@@ -27,10 +27,9 @@ impl Head {
         Ok(())
     }
 
-    /// Starts a response head `HTTP/1.1 status reason` (the status code's usual reason),
-    /// forgetting what the head held.
-    pub fn begin_response(&mut self, status: u16) -> Result<(), HeadError> {
-        if !(100..=999).contains(&status) {
+    /// Starts a response head `HTTP/1.1 status reason`, forgetting what the head held.
+    pub fn begin_response(&mut self, status: u16, reason: &[u8]) -> Result<(), HeadError> {
+        if !(100..=999).contains(&status) || value_run(reason) != reason.len() {
             return Err(HeadError::BadStatus);
         }
         self.clear();
@@ -41,7 +40,6 @@ impl Head {
             b'0' + (status / 10 % 10) as u8,
             b'0' + (status % 10) as u8,
         ]);
-        let reason = super::default_reason(status);
         // The space stays before an empty reason, as `write_to` writes it.
         self.store.push(b' ');
         let at = self.store.len();

@@ -252,6 +252,22 @@ impl Stream {
             Stream::H2Up(s) => s.try_read(buf),
         }
     }
+    /// Reads into the unfilled part of `buf` (see [`crate::sys::recv_into`]: a TCP socket's
+    /// read needs no zeroed buffer); one read, as [`Stream::try_read`].
+    pub fn try_read_buf(&self, buf: &mut tokio::io::ReadBuf<'_>) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        match self {
+            Stream::Tcp(s) => {
+                let fd = self.as_fd().as_raw_fd();
+                s.io(Interest::READABLE, || crate::sys::recv_into(fd, buf))
+            }
+            _ => {
+                let n = self.try_read(buf.initialize_unfilled())?;
+                buf.advance(n);
+                Ok(())
+            }
+        }
+    }
     /// Reads without consuming (the PROXY protocol header). Not for TLS streams.
     pub fn try_peek(&self, buf: &mut [u8]) -> io::Result<usize> {
         use std::os::fd::AsRawFd;

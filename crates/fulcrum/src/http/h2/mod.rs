@@ -64,11 +64,8 @@ impl AsyncRead for Io {
         }
         loop {
             std::task::ready!(self.s.poll_read_ready(cx))?;
-            match self.s.try_read(buf.initialize_unfilled()) {
-                Ok(n) => {
-                    buf.advance(n);
-                    return Poll::Ready(Ok(()));
-                }
+            match self.s.try_read_buf(buf) {
+                Ok(()) => return Poll::Ready(Ok(())),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) => return Poll::Ready(Err(e)),
             }

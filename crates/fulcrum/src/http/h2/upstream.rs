@@ -234,8 +234,10 @@ struct In {
     interim: Vec<u8>,
     /// The request was a WebSocket upgrade sent as an extended CONNECT: its key.
     websocket: Option<Vec<u8>>,
-    /// The final response, its head first.
+    /// The final response, its head first (as text, unless the head is still in `head`).
     message: Option<Incoming>,
+    /// The final response's head as received, until the session takes it (built, or as text).
+    head: Option<ResponseHead>,
     /// Woken when the request is sent (a read waiting before the response is awaited).
     waiting: Option<Waker>,
     /// The stream or the connection failed before a final response.
@@ -266,6 +268,7 @@ impl UpView {
                 interim: Vec::new(),
                 websocket: None,
                 message: None,
+                head: None,
                 waiting: None,
                 failed: false,
             }),
@@ -289,7 +292,7 @@ impl UpView {
     pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let mut i = self.inc.borrow_mut();
         let i = &mut *i;
-        if !i.interim.is_empty() || i.failed {
+        if !i.interim.is_empty() || i.failed || i.head.is_some() {
             return Poll::Ready(Ok(()));
         }
         if let Some(m) = i.message.as_mut() {
@@ -317,7 +320,11 @@ impl UpView {
                 i.response = None;
                 i.message = Some(match i.websocket.take() {
                     Some(key) if resp.status().is_success() => websocket_head(resp, &key),
-                    _ => response_head(resp, i.method),
+                    _ => {
+                        let (head, body) = response_head(resp, i.method);
+                        i.head = Some(head);
+                        body
+                    }
                 });
                 Poll::Ready(Ok(()))
             }
@@ -326,6 +333,10 @@ impl UpView {
 
     pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
         let mut i = self.inc.borrow_mut();
+        let i = &mut *i;
+        if let (Some(head), Some(m)) = (i.head.take(), i.message.as_mut()) {
+            m.prepend(head.text());
+        }
         if !i.interim.is_empty() {
             let n = i.interim.len().min(buf.len());
             buf[..n].copy_from_slice(&i.interim[..n]);
@@ -338,6 +349,34 @@ impl UpView {
         match i.message.as_mut() {
             Some(m) => m.try_read(buf),
             None => Err(io::ErrorKind::WouldBlock.into()),
+        }
+    }
+
+    /// The final response's head is here, to be taken built ([`UpView::take_response_head`]).
+    pub fn has_response_head(&self) -> bool {
+        self.inc.borrow().head.is_some()
+    }
+
+    /// The final response's head built into `head` from its HEADERS frame, with the checks
+    /// of a parse: `Some(size of its HTTP/1.1 text)`. `None` when there is none to take, or
+    /// one a parse refuses: its text is then what the session reads, and its parse gives the
+    /// error (the same 502, log and capture as any refused head).
+    pub fn take_response_head(&self, head: &mut Head, limits: &Limits) -> Option<usize> {
+        let mut i = self.inc.borrow_mut();
+        let i = &mut *i;
+        let r = i.head.as_ref()?;
+        match r.build(head, limits) {
+            Ok(size) => {
+                i.head = None;
+                Some(size)
+            }
+            Err(_) => {
+                head.clear();
+                if let (Some(r), Some(m)) = (i.head.take(), i.message.as_mut()) {
+                    m.prepend(r.text());
+                }
+                None
+            }
         }
     }
 
@@ -570,30 +609,63 @@ fn request(
     Ok(req)
 }
 
-/// The HTTP/1.1 head of a response, and its body framed for HTTP/1: as sized by the server,
-/// else in chunks (where its trailers fit).
-fn response_head(resp: http::Response<h2::RecvStream>, method: Method) -> Incoming {
+/// A response's head as received, and the field its body's HTTP/1 framing adds.
+struct ResponseHead {
+    parts: http::response::Parts,
+    framing: Option<(&'static [u8], &'static [u8])>,
+}
+
+impl ResponseHead {
+    fn reason(&self) -> &'static [u8] {
+        self.parts.status.canonical_reason().unwrap_or("Unknown").as_bytes()
+    }
+
+    /// The head built from its fields (see [`UpView::take_response_head`]).
+    fn build(&self, head: &mut Head, limits: &Limits) -> Result<usize, fulcrum_http::HeadError> {
+        head.begin_response(self.parts.status.as_u16(), self.reason())?;
+        for (name, value) in &self.parts.headers {
+            head.build_field(name.as_str().as_bytes(), value.as_bytes(), limits)?;
+        }
+        if let Some((name, value)) = self.framing {
+            head.build_field(name, value, limits)?;
+        }
+        head.end_head(limits)
+    }
+
+    /// The head as HTTP/1.1 text.
+    fn text(&self) -> Vec<u8> {
+        let mut head = Vec::with_capacity(256);
+        write_status(&mut head, self.parts.status);
+        write_fields(&mut head, &self.parts.headers);
+        if let Some((name, value)) = self.framing {
+            head.extend_from_slice(name);
+            head.extend_from_slice(b": ");
+            head.extend_from_slice(value);
+            head.extend_from_slice(b"\r\n");
+        }
+        head.extend_from_slice(b"\r\n");
+        head
+    }
+}
+
+/// The head of a response, and its body framed for HTTP/1: as sized by the server, else in
+/// chunks (where its trailers fit).
+fn response_head(resp: http::Response<h2::RecvStream>, method: Method) -> (ResponseHead, Incoming) {
     let (parts, body) = resp.into_parts();
     let status = parts.status.as_u16();
-    let mut head = Vec::with_capacity(256);
-    write_status(&mut head, parts.status);
-    write_fields(&mut head, &parts.headers);
     let bodiless = method == Method::Head || status == 204 || status == 304;
     let tunnel = method == Method::Connect && (200..300).contains(&status);
     let sized = parts.headers.contains_key(http::header::CONTENT_LENGTH);
-    let (body, chunked) = if bodiless {
-        (None, false)
+    let (body, chunked, framing) = if bodiless {
+        (None, false, None)
     } else if tunnel || sized {
-        (Some(body), false)
+        (Some(body), false, None)
     } else if body.is_end_stream() {
-        head.extend_from_slice(b"content-length: 0\r\n");
-        (None, false)
+        (None, false, Some((b"content-length".as_slice(), b"0".as_slice())))
     } else {
-        head.extend_from_slice(b"transfer-encoding: chunked\r\n");
-        (Some(body), true)
+        (Some(body), true, Some((b"transfer-encoding".as_slice(), b"chunked".as_slice())))
     };
-    head.extend_from_slice(b"\r\n");
-    Incoming::new(head, body, chunked)
+    (ResponseHead { parts, framing }, Incoming::new(Vec::new(), body, chunked))
 }
 
 /// The 101 an HTTP/1.1 WebSocket client expects, for an extended CONNECT's 2xx, with the

@@ -73,6 +73,13 @@ impl Session<'_> {
             // Read until a response head is complete (or, during an upload, until the server
             // said something: then the upload resumes if it was only an interim answer).
             loop {
+                // An HTTP/2 server's final response head comes built from its HEADERS frame
+                // (not written as text to be parsed again), unless a parse would refuse it.
+                if let (Stream::H2Up(v), true) = (&sc.stream, sc.buf.is_empty()) {
+                    if v.take_response_head(&mut self.resp, &self.http.limits).is_some() {
+                        return Exchange::Response(sc, body_done);
+                    }
+                }
                 if !sc.buf.is_empty() {
                     got_any = true;
                     match self.resp.parse_response(sc.buf.data(), &self.http.limits) {
@@ -110,7 +117,7 @@ impl Session<'_> {
                 }
                 // `timeout server` bounds each wait for the server's bytes.
                 let watch = be.abortonclose && body_done && !self.client_shut();
-                let read = sc.buf.fill(&sc.stream);
+                let read = fill_or_head(&mut sc.buf, &sc.stream);
                 let waited = timer::within(self.stimer.as_mut(), st, read);
                 // `option abortonclose`: a client that leaves while the response is awaited
                 // abandons it (the server connection closes; HAProxy logs 400 `CH`).
@@ -576,4 +583,17 @@ pub(super) fn observe_l7(be: &Backend, idx: usize, failed: bool, what: &'static 
     if srv.policy.observe == Some(fulcrum_config::Observe::Layer7) && srv.observed(failed) {
         be.change_server(idx, crate::backend::status::Change::Observed { what });
     }
+}
+
+/// Waits for a server's bytes (see [`RecvBuf::fill`]), or for an HTTP/2 server's response
+/// head, which is taken built at the top of the response loop: `Ok(n)` bytes read, `Ok(1)`
+/// for a head ready (nothing read).
+async fn fill_or_head(buf: &mut RecvBuf, s: &Stream) -> std::io::Result<usize> {
+    if let (Stream::H2Up(v), true) = (s, buf.is_empty()) {
+        std::future::poll_fn(|cx| s.poll_read_ready(cx)).await?;
+        if v.has_response_head() {
+            return Ok(1);
+        }
+    }
+    buf.fill(s).await
 }
