@@ -1281,6 +1281,23 @@ impl<B: Buf> SendResponse<B> {
             .map_err(Into::into)
     }
 
+    /// Fulcrum: sends a response whose header block (`:status` and the fields) the caller
+    /// encoded with no reference to the dynamic table (indexed static entries, literals without
+    /// indexing): the bytes go as they are, with a table size update first if one is owed.
+    /// `status` must be the one the block carries, a final (non-1xx) status. The caller is
+    /// responsible for the block's validity (lower-case names, no connection-specific field).
+    pub fn send_response_encoded(
+        &mut self,
+        status: http::StatusCode,
+        block: bytes::Bytes,
+        end_of_stream: bool,
+    ) -> Result<SendStream<B>, crate::Error> {
+        self.inner
+            .send_response_encoded(status, block, end_of_stream)
+            .map(|_| SendStream::new(self.inner.clone()))
+            .map_err(Into::into)
+    }
+
     /// Push a request and response to the client
     ///
     /// On success, a [`SendResponse`] instance is returned.

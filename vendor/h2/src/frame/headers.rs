@@ -6,7 +6,7 @@ use crate::hpack::{self, BytesStr};
 use http::header::{self, HeaderName, HeaderValue};
 use http::{uri, HeaderMap, Method, Request, StatusCode, Uri};
 
-use bytes::{Buf, BufMut, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use std::fmt;
 use std::io::Cursor;
@@ -100,6 +100,10 @@ struct HeaderBlock {
     /// Pseudo headers, these are broken out as they must be sent as part of the
     /// headers frame.
     pseudo: Pseudo,
+
+    /// Fulcrum: a header block the sender encoded already (without using the dynamic
+    /// table), sent as is instead of `pseudo` and `fields` (see `Headers::encoded`).
+    encoded: Option<Bytes>,
 }
 
 #[derive(Debug)]
@@ -126,6 +130,26 @@ impl Headers {
                 fields,
                 is_over_size: false,
                 pseudo,
+                encoded: None,
+            },
+            flags: HeadersFlag::default(),
+        }
+    }
+
+    /// Fulcrum: a HEADERS frame whose header block `block` was encoded by the sender, with
+    /// no reference to the dynamic table (indexed static entries and literals without
+    /// indexing only): written as is after any table size update owed to the peer. `pseudo`
+    /// is what the block carries (the status of a response), for the stream's state.
+    pub fn encoded(stream_id: StreamId, pseudo: Pseudo, block: Bytes) -> Self {
+        Headers {
+            stream_id,
+            stream_dep: None,
+            header_block: HeaderBlock {
+                fields: HeaderMap::new(),
+                field_size: block.len(),
+                is_over_size: false,
+                pseudo,
+                encoded: Some(block),
             },
             flags: HeadersFlag::default(),
         }
@@ -143,6 +167,7 @@ impl Headers {
                 fields,
                 is_over_size: false,
                 pseudo: Pseudo::default(),
+                encoded: None,
             },
             flags,
         }
@@ -208,6 +233,7 @@ impl Headers {
                 field_size: 0,
                 is_over_size: false,
                 pseudo: Pseudo::default(),
+                encoded: None,
             },
             flags,
         };
@@ -368,6 +394,7 @@ impl PushPromise {
                 fields,
                 is_over_size: false,
                 pseudo,
+                encoded: None,
             },
             promised_id,
             stream_id,
@@ -459,6 +486,7 @@ impl PushPromise {
                 field_size: 0,
                 is_over_size: false,
                 pseudo: Pseudo::default(),
+                encoded: None,
             },
             promised_id,
             stream_id: head.stream_id(),
@@ -992,6 +1020,11 @@ impl HeaderBlock {
     fn into_encoding(self, encoder: &mut hpack::Encoder) -> EncodingHeaderBlock {
         let mut hpack = encoder.take_scratch();
         hpack.clear();
+        // Fulcrum: a block encoded by the sender goes as is.
+        if let Some(block) = self.encoded {
+            encoder.encode_encoded(&block, &mut hpack);
+            return EncodingHeaderBlock { hpack };
+        }
         let headers = Iter {
             pseudo: Some(self.pseudo),
             fields: self.fields.into_iter(),

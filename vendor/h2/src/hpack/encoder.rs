@@ -136,6 +136,13 @@ impl Encoder {
         }
     }
 
+    /// Fulcrum: a header block encoded by the caller without reference to the dynamic table
+    /// (see `frame::Headers::encoded`), after any table size update owed to the peer.
+    pub fn encode_encoded(&mut self, block: &[u8], dst: &mut BytesMut) {
+        self.encode_size_updates(dst);
+        dst.extend_from_slice(block);
+    }
+
     fn encode_size_updates(&mut self, dst: &mut BytesMut) {
         match self.size_update.take() {
             Some(SizeUpdate::One(val)) => {

@@ -13,6 +13,7 @@
 //! transactions (the session runs them), accept and limits (runtime).
 
 pub mod body;
+pub mod hpack;
 pub mod tasks;
 pub mod upstream;
 pub mod view;

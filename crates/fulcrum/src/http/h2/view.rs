@@ -436,26 +436,27 @@ impl Send {
     /// then the body's).
     fn respond(&mut self, head: &Head) -> io::Result<bool> {
         let status = head.status();
-        let mut resp = http::Response::new(());
-        *resp.status_mut() = http::StatusCode::from_u16(status)
+        let code = http::StatusCode::from_u16(status)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-        super::append_fields(head, connection_specific, resp.headers_mut());
-        let respond = self.respond.as_mut().ok_or(io::ErrorKind::BrokenPipe)?;
         let opens = match self.tunnel {
             Tunnel::Upgrade => status == 101,
             Tunnel::Connect => (200..300).contains(&status),
             Tunnel::No => false,
         };
-        if opens {
-            // The tunnel: 200 without the upgrade's fields, then DATA both ways.
-            *resp.status_mut() = http::StatusCode::OK;
-            resp.headers_mut().remove("sec-websocket-accept");
-            let mut respond = self.respond.take().ok_or(io::ErrorKind::BrokenPipe)?;
-            let stream = respond.send_response(resp, false).map_err(h2_error)?;
-            self.state = SendState::Body(Outgoing::new(Framing::UntilClose, stream));
-            return Ok(true);
-        }
-        if (100..200).contains(&status) {
+        if opens || (100..200).contains(&status) {
+            let mut resp = http::Response::new(());
+            *resp.status_mut() = code;
+            super::append_fields(head, connection_specific, resp.headers_mut());
+            let respond = self.respond.as_mut().ok_or(io::ErrorKind::BrokenPipe)?;
+            if opens {
+                // The tunnel: 200 without the upgrade's fields, then DATA both ways.
+                *resp.status_mut() = http::StatusCode::OK;
+                resp.headers_mut().remove("sec-websocket-accept");
+                let mut respond = self.respond.take().ok_or(io::ErrorKind::BrokenPipe)?;
+                let stream = respond.send_response(resp, false).map_err(h2_error)?;
+                self.state = SendState::Body(Outgoing::new(Framing::UntilClose, stream));
+                return Ok(true);
+            }
             if status != 101 {
                 respond.send_informational(resp).map_err(h2_error)?;
             }
@@ -467,8 +468,13 @@ impl Send {
             Body::Chunked => Some(Framing::Chunked(ChunkedScanner::new())),
             Body::UntilClose => Some(Framing::UntilClose),
         };
+        // The final head, encoded from its fields (`hpack`), not through a header map; `te`
+        // too is for requests only (RFC 9113 8.2.2).
+        let skip = |n: &[u8]| connection_specific(n) || n.eq_ignore_ascii_case(b"te");
+        let block = super::hpack::response_block(head, skip);
         let mut respond = self.respond.take().ok_or(io::ErrorKind::BrokenPipe)?;
-        let stream = respond.send_response(resp, framing.is_none()).map_err(h2_error)?;
+        let stream =
+            respond.send_response_encoded(code, block, framing.is_none()).map_err(h2_error)?;
         self.state = match framing {
             Some(framing) => SendState::Body(Outgoing::new(framing, stream)),
             None => SendState::Done,

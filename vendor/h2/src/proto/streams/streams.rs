@@ -1336,6 +1336,35 @@ impl<B> StreamRef<B> {
         })
     }
 
+    /// Fulcrum: `send_response` with a header block the caller encoded (see
+    /// `frame::Headers::encoded`).
+    pub fn send_response_encoded(
+        &mut self,
+        status: http::StatusCode,
+        block: bytes::Bytes,
+        end_of_stream: bool,
+    ) -> Result<(), UserError> {
+        let mut me = self.opaque.inner.lock().unwrap();
+        let me = &mut *me;
+
+        let stream = me.store.resolve(self.opaque.key);
+        let actions = &mut me.actions;
+        let mut send_buffer = self.send_buffer.inner.lock().unwrap();
+        let send_buffer = &mut *send_buffer;
+
+        me.counts.transition(stream, |counts, stream| {
+            let mut frame =
+                frame::Headers::encoded(stream.id, frame::Pseudo::response(status), block);
+            if end_of_stream {
+                frame.set_end_stream()
+            }
+
+            actions
+                .send
+                .send_headers(frame, send_buffer, stream, counts, &mut actions.task)
+        })
+    }
+
     pub fn send_push_promise(
         &mut self,
         mut request: Request<()>,

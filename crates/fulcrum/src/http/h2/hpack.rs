@@ -1,0 +1,286 @@
+//! HPACK encoding of a head straight from its fields (RFC 7541), stateless as HAProxy's
+//! encoder: a name of the static table by its index, every value as a literal without
+//! indexing, no Huffman coding, nothing in the dynamic table. The `h2` crate's own encoder
+//! takes an `http::HeaderMap` (a map allocated and hashed per head) and indexes values in its
+//! dynamic table: about 4,000 instructions per response against a few hundred here. The
+//! block goes out through `h2`'s `send_response_encoded` (`vendor/h2`), which writes any table
+//! size update it owes the peer first; the decoder's state is not touched, as no field here
+//! refers to the dynamic table.
+//!
+//! Owns: the bytes of a header block. Must not touch: frames, streams (the `h2` crate's).
+
+use bytes::{BufMut, Bytes, BytesMut};
+use fulcrum_http::Head;
+
+/// Bytes a block may take at most for `head` (without its dropped fields).
+fn bound(head: &Head) -> usize {
+    // Per field: two strings with up to 5-byte length prefixes, one index byte (4 with a
+    // large index).
+    8 + head.headers().map(|(n, v)| n.len() + v.len() + 14).sum::<usize>()
+}
+
+thread_local! {
+    /// Where blocks are written: each block is split off as its own `Bytes`, the allocation
+    /// shared by the blocks written from it (one allocation per many responses).
+    static ARENA: std::cell::RefCell<BytesMut> = std::cell::RefCell::new(BytesMut::new());
+}
+
+/// Most bytes an arena's allocation holds.
+const ARENA_SIZE: usize = 16 * 1024;
+
+/// The header block of a response head: `:status`, then every field but those `skip` says
+/// to drop (connection-specific ones), names in lower case as HTTP/2 wants them.
+pub fn response_block(head: &Head, skip: impl Fn(&[u8]) -> bool) -> Bytes {
+    let need = bound(head);
+    ARENA.with(|a| {
+        let mut a = a.borrow_mut();
+        if a.capacity() - a.len() < need {
+            *a = BytesMut::with_capacity(need.max(ARENA_SIZE));
+        }
+        write_status(head.status(), &mut a);
+        for (name, value) in head.headers().filter(|(n, _)| !skip(n)) {
+            write_field(name, value, &mut a);
+        }
+        a.split().freeze()
+    })
+}
+
+/// `:status`: indexed when the static table has it, else a literal with the name indexed.
+fn write_status(status: u16, dst: &mut BytesMut) {
+    let index = match status {
+        200 => 8,
+        204 => 9,
+        206 => 10,
+        304 => 11,
+        400 => 12,
+        404 => 13,
+        500 => 14,
+        _ => 0,
+    };
+    if index > 0 {
+        dst.put_u8(0x80 | index);
+        return;
+    }
+    let digits = [
+        b'0' + (status / 100 % 10) as u8,
+        b'0' + (status / 10 % 10) as u8,
+        b'0' + (status % 10) as u8,
+    ];
+    // Literal without indexing, name index 8 (`:status`).
+    dst.put_u8(0x08);
+    write_string(&digits, dst);
+}
+
+/// A field as a literal without indexing: its name by its static index when it has one.
+fn write_field(name: &[u8], value: &[u8], dst: &mut BytesMut) {
+    match static_index(name) {
+        Some(i) => write_int(usize::from(i), 4, 0x00, dst),
+        None => {
+            dst.put_u8(0x00);
+            write_int(name.len(), 7, 0x00, dst);
+            let at = dst.len();
+            dst.extend_from_slice(name);
+            dst[at..].make_ascii_lowercase();
+        }
+    }
+    write_string(value, dst);
+}
+
+/// A string literal, not Huffman-coded.
+fn write_string(s: &[u8], dst: &mut BytesMut) {
+    write_int(s.len(), 7, 0x00, dst);
+    dst.extend_from_slice(s);
+}
+
+/// An integer with an `n`-bit prefix (RFC 7541 5.1), the first byte's other bits `flags`.
+fn write_int(mut v: usize, n: u32, flags: u8, dst: &mut BytesMut) {
+    let max = (1usize << n) - 1;
+    if v < max {
+        dst.put_u8(flags | v as u8);
+        return;
+    }
+    dst.put_u8(flags | max as u8);
+    v -= max;
+    while v >= 128 {
+        dst.put_u8(0x80 | (v & 0x7f) as u8);
+        v >>= 7;
+    }
+    dst.put_u8(v as u8);
+}
+
+/// The index of `name` (any case) among the static table's names (RFC 7541 Appendix A),
+/// `:status` and the other pseudo-fields left out.
+fn static_index(name: &[u8]) -> Option<u8> {
+    let mut lower = [0u8; 27];
+    let l = lower.get_mut(..name.len())?;
+    l.copy_from_slice(name);
+    l.make_ascii_lowercase();
+    Some(match &*l {
+        b"accept-charset" => 15,
+        b"accept-encoding" => 16,
+        b"accept-language" => 17,
+        b"accept-ranges" => 18,
+        b"accept" => 19,
+        b"access-control-allow-origin" => 20,
+        b"age" => 21,
+        b"allow" => 22,
+        b"authorization" => 23,
+        b"cache-control" => 24,
+        b"content-disposition" => 25,
+        b"content-encoding" => 26,
+        b"content-language" => 27,
+        b"content-length" => 28,
+        b"content-location" => 29,
+        b"content-range" => 30,
+        b"content-type" => 31,
+        b"cookie" => 32,
+        b"date" => 33,
+        b"etag" => 34,
+        b"expect" => 35,
+        b"expires" => 36,
+        b"from" => 37,
+        b"host" => 38,
+        b"if-match" => 39,
+        b"if-modified-since" => 40,
+        b"if-none-match" => 41,
+        b"if-range" => 42,
+        b"if-unmodified-since" => 43,
+        b"last-modified" => 44,
+        b"link" => 45,
+        b"location" => 46,
+        b"max-forwards" => 47,
+        b"proxy-authenticate" => 48,
+        b"proxy-authorization" => 49,
+        b"range" => 50,
+        b"referer" => 51,
+        b"refresh" => 52,
+        b"retry-after" => 53,
+        b"server" => 54,
+        b"set-cookie" => 55,
+        b"strict-transport-security" => 56,
+        b"transfer-encoding" => 57,
+        b"user-agent" => 58,
+        b"vary" => 59,
+        b"via" => 60,
+        b"www-authenticate" => 61,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(raw: &[u8]) -> Head {
+        let mut h = Head::new();
+        let limits = fulcrum_http::Limits { max_head: 8192, max_headers: 101 };
+        assert_eq!(h.parse_response(raw, &limits), Ok(Some(raw.len())));
+        h
+    }
+
+    #[test]
+    fn integers_are_encoded_as_rfc_7541_shows() {
+        // C.1.1 to C.1.3: 10 with a 5-bit prefix, 1337 with a 5-bit prefix, 42 with 8 bits.
+        for (v, n, want) in [
+            (10, 5, vec![0x0a]),
+            (1337, 5, vec![0x1f, 0x9a, 0x0a]),
+            (42, 8, vec![0x2a]),
+            (15, 4, vec![0x0f, 0x00]),
+            (127, 7, vec![0x7f, 0x00]),
+        ] {
+            let mut b = BytesMut::new();
+            write_int(v, n, 0, &mut b);
+            assert_eq!(&b[..], &want[..], "{v} on {n} bits");
+        }
+    }
+
+    #[test]
+    fn a_field_is_a_literal_without_indexing_as_rfc_7541_shows() {
+        // C.2.2: `:path: /sample/path` (name index 4) is 040c 2f73 616d 706c 652f 7061 7468.
+        let mut b = BytesMut::new();
+        write_int(4, 4, 0x00, &mut b);
+        write_string(b"/sample/path", &mut b);
+        assert_eq!(&b[..], b"\x04\x0c/sample/path");
+        // A name outside the static table: 0x00, the name (lower case), the value.
+        let mut b = BytesMut::new();
+        write_field(b"X-Custom", b"v", &mut b);
+        assert_eq!(&b[..], b"\x00\x08x-custom\x01v");
+        // A static name in any case, its index on four bits (then continued: 31 = 15 + 16).
+        let mut b = BytesMut::new();
+        write_field(b"Content-Type", b"text/plain", &mut b);
+        assert_eq!(&b[..], b"\x0f\x10\x0atext/plain");
+    }
+
+    #[test]
+    fn every_static_name_has_its_index() {
+        let names = [
+            "accept-charset",
+            "accept-encoding",
+            "accept-language",
+            "accept-ranges",
+            "accept",
+            "access-control-allow-origin",
+            "age",
+            "allow",
+            "authorization",
+            "cache-control",
+            "content-disposition",
+            "content-encoding",
+            "content-language",
+            "content-length",
+            "content-location",
+            "content-range",
+            "content-type",
+            "cookie",
+            "date",
+            "etag",
+            "expect",
+            "expires",
+            "from",
+            "host",
+            "if-match",
+            "if-modified-since",
+            "if-none-match",
+            "if-range",
+            "if-unmodified-since",
+            "last-modified",
+            "link",
+            "location",
+            "max-forwards",
+            "proxy-authenticate",
+            "proxy-authorization",
+            "range",
+            "referer",
+            "refresh",
+            "retry-after",
+            "server",
+            "set-cookie",
+            "strict-transport-security",
+            "transfer-encoding",
+            "user-agent",
+            "vary",
+            "via",
+            "www-authenticate",
+        ];
+        for (i, n) in names.iter().enumerate() {
+            assert_eq!(static_index(n.as_bytes()), Some(i as u8 + 15), "{n}");
+            assert_eq!(static_index(n.to_uppercase().as_bytes()), Some(i as u8 + 15), "{n}");
+        }
+        assert_eq!(static_index(b"x-accept"), None);
+        assert_eq!(static_index(b"a-name-longer-than-any-static-one"), None);
+    }
+
+    #[test]
+    fn a_response_block_has_its_status_and_fields_but_those_skipped() {
+        let h =
+            head(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\nX-A: b\r\n\r\n");
+        let b = response_block(&h, |n| n.eq_ignore_ascii_case(b"connection"));
+        assert_eq!(&b[..], b"\x88\x0f\x0d\x012\x00\x03x-a\x01b");
+        let h = head(b"HTTP/1.1 302 Found\r\nlocation: /x\r\n\r\n");
+        let b = response_block(&h, |_| false);
+        assert_eq!(&b[..], b"\x08\x03302\x0f\x1f\x02/x");
+        // Blocks written one after the other stay apart.
+        let b2 = response_block(&h, |_| false);
+        assert_eq!(b, b2);
+    }
+}
