@@ -1026,6 +1026,18 @@ impl Head {
         self.bytes(self.method_span)
     }
 
+    /// An absolute-form target's scheme and authority (without user info): `None` for the
+    /// other forms, or an empty authority.
+    pub fn scheme_and_authority(&self) -> Option<(&[u8], &[u8])> {
+        let t = self.target();
+        match self.form {
+            Form::Absolute { auth_start, .. } => {
+                Some((&t[..auth_start - 3], target::authority_of(t, self.form)?))
+            }
+            _ => None,
+        }
+    }
+
     /// The request-target as sent: origin-form, absolute-form, authority-form (CONNECT) or `*`.
     pub fn target(&self) -> &[u8] {
         self.bytes(self.target_span)

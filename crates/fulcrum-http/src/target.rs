@@ -107,7 +107,7 @@ pub(crate) fn authority(t: &[u8]) -> Option<&[u8]> {
 }
 
 /// [`authority`] for a target whose form is known.
-fn authority_of(t: &[u8], form: Form) -> Option<&[u8]> {
+pub(crate) fn authority_of(t: &[u8], form: Form) -> Option<&[u8]> {
     match form {
         Form::Absolute { auth_start, auth_end } => {
             let a = &t[auth_start..auth_end];

@@ -540,6 +540,33 @@ where
             })
     }
 
+    /// Fulcrum: sends a request whose header block (the pseudo-fields and the fields) the
+    /// caller encoded with no reference to the dynamic table (indexed static entries, literals
+    /// without indexing): the bytes go as they are, with a table size update first if one is
+    /// owed. `method` must be the one the block carries; not for CONNECT. The caller is
+    /// responsible for the block's validity (pseudo-fields first, lower-case names, no
+    /// connection-specific field).
+    pub fn send_request_encoded(
+        &mut self,
+        method: http::Method,
+        block: bytes::Bytes,
+        end_of_stream: bool,
+    ) -> Result<(ResponseFuture, SendStream<B>), crate::Error> {
+        self.inner
+            .send_request_encoded(method, block, end_of_stream, self.pending.as_ref())
+            .map_err(Into::into)
+            .map(|(stream, is_full)| {
+                if stream.is_pending_open() && is_full {
+                    self.pending = Some(stream.clone_to_opaque());
+                }
+                let response = ResponseFuture {
+                    inner: stream.clone_to_opaque(),
+                    push_promise_consumed: false,
+                };
+                (response, SendStream::new(stream))
+            })
+    }
+
     /// Returns whether the [extended CONNECT protocol][1] is enabled or not.
     ///
     /// This setting is configured by the server peer by sending the

@@ -1,11 +1,12 @@
 //! HPACK encoding of a head straight from its fields (RFC 7541), stateless as HAProxy's
 //! encoder: a name of the static table by its index, every value as a literal without
 //! indexing, no Huffman coding, nothing in the dynamic table. The `h2` crate's own encoder
-//! takes an `http::HeaderMap` (a map allocated and hashed per head) and indexes values in its
-//! dynamic table: about 4,000 instructions per response against a few hundred here. The
-//! block goes out through `h2`'s `send_response_encoded` (`vendor/h2`), which writes any table
-//! size update it owes the peer first; the decoder's state is not touched, as no field here
-//! refers to the dynamic table.
+//! takes an `http::HeaderMap` (a map allocated and hashed per head, with an `http::Uri` parsed
+//! for a request) and indexes values in its dynamic table: about 4,000 instructions per head
+//! against a few hundred here. Blocks go out through `h2`'s `send_response_encoded` (to
+//! clients) and `send_request_encoded` (to servers), added in `vendor/h2`, which write any
+//! table size update owed to the peer first; as no field here refers to the dynamic table,
+//! the peer's decoder state is never in question.
 //!
 //! Owns: the bytes of a header block. Must not touch: frames, streams (the `h2` crate's).
 
@@ -39,6 +40,52 @@ pub fn response_block(head: &Head, skip: impl Fn(&[u8]) -> bool) -> Bytes {
         }
         write_status(head.status(), &mut a);
         for (name, value) in head.headers().filter(|(n, _)| !skip(n)) {
+            write_field(name, value, &mut a);
+        }
+        a.split().freeze()
+    })
+}
+
+/// The header block of a request to a server: `:method`, `:scheme`, `:authority` and `:path`
+/// (lower-case `http` or `https`), then every field of `head` but those `skip` says to drop,
+/// then `extra`.
+pub fn request_block(
+    method: &[u8],
+    https: bool,
+    authority: &[u8],
+    path: &[u8],
+    head: &Head,
+    skip: impl Fn(&[u8]) -> bool,
+    extra: Option<(&[u8], &[u8])>,
+) -> Bytes {
+    let need = bound(head) + method.len() + authority.len() + path.len() + 24;
+    ARENA.with(|a| {
+        let mut a = a.borrow_mut();
+        if a.capacity() - a.len() < need {
+            *a = BytesMut::with_capacity(need.max(ARENA_SIZE));
+        }
+        match method {
+            b"GET" => a.put_u8(0x82),
+            b"POST" => a.put_u8(0x83),
+            m => {
+                a.put_u8(0x02);
+                write_string(m, &mut a);
+            }
+        }
+        a.put_u8(if https { 0x87 } else { 0x86 });
+        a.put_u8(0x01);
+        write_string(authority, &mut a);
+        match path {
+            b"/" => a.put_u8(0x84),
+            p => {
+                a.put_u8(0x04);
+                write_string(p, &mut a);
+            }
+        }
+        for (name, value) in head.headers().filter(|(n, _)| !skip(n)) {
+            write_field(name, value, &mut a);
+        }
+        if let Some((name, value)) = extra {
             write_field(name, value, &mut a);
         }
         a.split().freeze()
@@ -280,6 +327,12 @@ mod tests {
         let b = response_block(&h, |_| false);
         assert_eq!(&b[..], b"\x08\x03302\x0f\x1f\x02/x");
         // Blocks written one after the other stay apart.
+        let r = head(b"HTTP/1.1 200 OK\r\n\r\n");
+        let q = request_block(b"GET", false, b"a:81", b"/", &r, |_| false, None);
+        assert_eq!(&q[..], b"\x82\x86\x01\x04a:81\x84");
+        let q =
+            request_block(b"PUT", true, b"a", b"/x?y", &r, |_| false, Some((b"te", b"trailers")));
+        assert_eq!(&q[..], b"\x02\x03PUT\x87\x01\x01a\x04\x04/x?y\x00\x02te\x08trailers");
         let b2 = response_block(&h, |_| false);
         assert_eq!(b, b2);
     }

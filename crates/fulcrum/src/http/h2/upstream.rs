@@ -451,7 +451,7 @@ impl UpView {
                 };
                 let rest = buf.split_off(n);
                 let req = self.request(o, &head, false)?;
-                self.send_head(o, &head, req)?;
+                self.send_head(o, &head, Request::Map(req))?;
                 if let OutState::Body(out) = &mut o.state {
                     out.take(&rest)?;
                 }
@@ -471,10 +471,61 @@ impl UpView {
         if !fresh || !head.is_request() {
             return;
         }
-        let Ok(req) = self.request(&o, head, origin_form) else { return };
-        if self.send_head(&mut o, head, req).is_ok() {
+        let sent = match self.encoded_request(&o, head) {
+            Some(block) => self.send_head(&mut o, head, Request::Encoded(block)),
+            None => match self.request(&o, head, origin_form) {
+                Ok(req) => self.send_head(&mut o, head, Request::Map(req)),
+                Err(_) => return,
+            },
+        };
+        if sent.is_ok() {
             o.skip = len;
         }
+    }
+
+    /// The request's header block encoded straight from `head` (see [`super::hpack`]), the
+    /// same fields as [`request`] makes: `None` for what goes the header-map way (CONNECT, an
+    /// upgrade, a target or authority that way refuses or would read otherwise).
+    fn encoded_request(&self, o: &Out, head: &Head) -> Option<(http::Method, Bytes)> {
+        if head.method() == Method::Connect || head.info().upgrade {
+            return None;
+        }
+        let method = http::Method::from_bytes(head.method_bytes()).ok()?;
+        let t = head.target();
+        let (https, authority, path) = if t.starts_with(b"/") || t == b"*" {
+            let host = head.header(b"host").filter(|h| !h.is_empty())?;
+            (o.tls, host, t)
+        } else {
+            let (scheme, authority) = head.scheme_and_authority()?;
+            let https = match scheme {
+                s if s.eq_ignore_ascii_case(b"http") => false,
+                s if s.eq_ignore_ascii_case(b"https") => true,
+                _ => return None,
+            };
+            let path = match head.origin_form_target() {
+                b"" => b"/".as_slice(),
+                p => p,
+            };
+            (https, authority, path)
+        };
+        let skip = |name: &[u8]| {
+            connection_specific(name)
+                || name.eq_ignore_ascii_case(b"host")
+                || name.eq_ignore_ascii_case(b"te")
+        };
+        // `te` only as `trailers` (RFC 9113 8.2.2).
+        let te = head.header(b"te").is_some_and(|v| v.eq_ignore_ascii_case(b"trailers"));
+        let extra = te.then_some((b"te".as_slice(), b"trailers".as_slice()));
+        let block = super::hpack::request_block(
+            head.method_bytes(),
+            https,
+            authority,
+            path,
+            head,
+            skip,
+            extra,
+        );
+        Some((method, block))
     }
 
     /// The HTTP/2 request for `head` (see [`request`]).
@@ -487,7 +538,7 @@ impl UpView {
     }
 
     /// Opens the stream with the request's HEADERS frame.
-    fn send_head(&self, o: &mut Out, head: &Head, mut req: http::Request<()>) -> io::Result<()> {
+    fn send_head(&self, o: &mut Out, head: &Head, req: Request) -> io::Result<()> {
         let method = head.method();
         let connect = method == Method::Connect;
         // A WebSocket upgrade goes as an extended CONNECT (RFC 8441): the session only sends
@@ -500,13 +551,20 @@ impl UpView {
             Body::Length(n) => Some(Framing::Length(n)),
             Body::Chunked => Some(Framing::Chunked(ChunkedScanner::new())),
         };
-        if ws {
-            *req.method_mut() = http::Method::CONNECT;
-            req.extensions_mut().insert(h2::ext::Protocol::from_static("websocket"));
-            req.headers_mut().remove("sec-websocket-key");
-        }
         let mut send = o.send.take().ok_or(io::ErrorKind::BrokenPipe)?;
-        let (response, stream) = match send.send_request(req, framing.is_none()) {
+        let end = framing.is_none();
+        let sent = match req {
+            Request::Map(mut req) => {
+                if ws {
+                    *req.method_mut() = http::Method::CONNECT;
+                    req.extensions_mut().insert(h2::ext::Protocol::from_static("websocket"));
+                    req.headers_mut().remove("sec-websocket-key");
+                }
+                send.send_request(req, end)
+            }
+            Request::Encoded((method, block)) => send.send_request_encoded(method, block, end),
+        };
+        let (response, stream) = match sent {
             Ok(r) => r,
             Err(e) => {
                 // A connection that refuses a new stream (GOAWAY, stream ids used up) gets no
@@ -541,6 +599,13 @@ impl UpView {
     pub async fn peer_closed(&self) -> io::Result<bool> {
         std::future::pending().await
     }
+}
+
+/// A request for `send_head`: as a header map (what `h2` encodes), or as a header block
+/// encoded already with its method.
+enum Request {
+    Map(http::Request<()>),
+    Encoded((http::Method, Bytes)),
 }
 
 /// The HTTP/2 request for an HTTP/1.1 head: `:authority` from Host (or an absolute target),

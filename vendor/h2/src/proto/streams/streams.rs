@@ -268,13 +268,49 @@ where
         end_of_stream: bool,
         pending: Option<&OpaqueStreamRef>,
     ) -> Result<(StreamRef<B>, bool), SendError> {
-        use super::stream::ContentLength;
-        use http::Method;
-
         let protocol = request.extensions_mut().remove::<Protocol>();
 
         // Clear before taking lock, incase extensions contain a StreamRef.
         request.extensions_mut().clear();
+
+        let is_head = *request.method() == http::Method::HEAD;
+        self.open_request(is_head, pending, move |stream_id| {
+            client::Peer::convert_send_message(stream_id, request, protocol, end_of_stream)
+        })
+    }
+
+    /// Fulcrum: `send_request` with a header block the caller encoded (see
+    /// `frame::Headers::encoded`); `method` is the one the block carries.
+    pub fn send_request_encoded(
+        &mut self,
+        method: http::Method,
+        block: Bytes,
+        end_of_stream: bool,
+        pending: Option<&OpaqueStreamRef>,
+    ) -> Result<(StreamRef<B>, bool), SendError> {
+        let is_head = method == http::Method::HEAD;
+        self.open_request(is_head, pending, move |stream_id| {
+            let pseudo = frame::Pseudo {
+                method: Some(method),
+                ..Default::default()
+            };
+            let mut frame = frame::Headers::encoded(stream_id, pseudo, block);
+            if end_of_stream {
+                frame.set_end_stream()
+            }
+            Ok(frame)
+        })
+    }
+
+    /// Fulcrum: what `send_request` did after converting the request, for a HEADERS frame
+    /// that `headers` makes for the new stream's id.
+    fn open_request(
+        &mut self,
+        is_head: bool,
+        pending: Option<&OpaqueStreamRef>,
+        headers: impl FnOnce(StreamId) -> Result<frame::Headers, SendError>,
+    ) -> Result<(StreamRef<B>, bool), SendError> {
+        use super::stream::ContentLength;
 
         // TODO: There is a hazard with assigning a stream ID before the
         // prioritize layer. If prioritization reorders new streams, this
@@ -315,13 +351,12 @@ where
             me.actions.recv.init_window_sz(),
         );
 
-        if *request.method() == Method::HEAD {
+        if is_head {
             stream.content_length = ContentLength::Head;
         }
 
         // Convert the message
-        let headers =
-            client::Peer::convert_send_message(stream_id, request, protocol, end_of_stream)?;
+        let headers = headers(stream_id)?;
 
         let mut stream = me.store.insert(stream.id, stream);
 
