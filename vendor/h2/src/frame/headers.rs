@@ -27,8 +27,9 @@ pub struct Headers {
     /// The stream dependency information, if any.
     stream_dep: Option<StreamDependency>,
 
-    /// The header block fragment
-    header_block: HeaderBlock,
+    /// The header block fragment (Fulcrum: boxed, so that a `Frame` is small: frames are
+    /// moved a dozen times on their way through queues and slabs)
+    header_block: Box<HeaderBlock>,
 
     /// The associated flags
     flags: HeadersFlag,
@@ -45,8 +46,9 @@ pub struct PushPromise {
     /// The ID of the stream being reserved by this PushPromise.
     promised_id: StreamId,
 
-    /// The header block fragment
-    header_block: HeaderBlock,
+    /// The header block fragment (Fulcrum: boxed, so that a `Frame` is small: frames are
+    /// moved a dozen times on their way through queues and slabs)
+    header_block: Box<HeaderBlock>,
 
     /// The associated flags
     flags: PushPromiseFlag,
@@ -125,13 +127,13 @@ impl Headers {
         Headers {
             stream_id,
             stream_dep: None,
-            header_block: HeaderBlock {
+            header_block: Box::new(HeaderBlock {
                 field_size: calculate_headermap_size(&fields),
                 fields,
                 is_over_size: false,
                 pseudo,
                 encoded: None,
-            },
+            }),
             flags: HeadersFlag::default(),
         }
     }
@@ -144,13 +146,13 @@ impl Headers {
         Headers {
             stream_id,
             stream_dep: None,
-            header_block: HeaderBlock {
+            header_block: Box::new(HeaderBlock {
                 fields: HeaderMap::new(),
                 field_size: block.len(),
                 is_over_size: false,
                 pseudo,
                 encoded: Some(block),
-            },
+            }),
             flags: HeadersFlag::default(),
         }
     }
@@ -162,13 +164,13 @@ impl Headers {
         Headers {
             stream_id,
             stream_dep: None,
-            header_block: HeaderBlock {
+            header_block: Box::new(HeaderBlock {
                 field_size: calculate_headermap_size(&fields),
                 fields,
                 is_over_size: false,
                 pseudo: Pseudo::default(),
                 encoded: None,
-            },
+            }),
             flags,
         }
     }
@@ -228,13 +230,13 @@ impl Headers {
         let headers = Headers {
             stream_id: head.stream_id(),
             stream_dep,
-            header_block: HeaderBlock {
+            header_block: Box::new(HeaderBlock {
                 fields: HeaderMap::new(),
                 field_size: 0,
                 is_over_size: false,
                 pseudo: Pseudo::default(),
                 encoded: None,
-            },
+            }),
             flags,
         };
 
@@ -275,7 +277,10 @@ impl Headers {
     }
 
     pub fn into_parts(self) -> (Pseudo, HeaderMap) {
-        (self.header_block.pseudo, self.header_block.fields)
+        {
+            let block = *self.header_block;
+            (block.pseudo, block.fields)
+        }
     }
 
     #[cfg(feature = "unstable")]
@@ -297,7 +302,7 @@ impl Headers {
     }
 
     pub fn into_fields(self) -> HeaderMap {
-        self.header_block.fields
+        (*self.header_block).fields
     }
 
     pub fn encode(
@@ -389,13 +394,13 @@ impl PushPromise {
     ) -> Self {
         PushPromise {
             flags: PushPromiseFlag::default(),
-            header_block: HeaderBlock {
+            header_block: Box::new(HeaderBlock {
                 field_size: calculate_headermap_size(&fields),
                 fields,
                 is_over_size: false,
                 pseudo,
                 encoded: None,
-            },
+            }),
             promised_id,
             stream_id,
         }
@@ -435,7 +440,7 @@ impl PushPromise {
 
     #[cfg(feature = "unstable")]
     pub fn into_fields(self) -> HeaderMap {
-        self.header_block.fields
+        (*self.header_block).fields
     }
 
     /// Loads the push promise frame but doesn't actually do HPACK decoding.
@@ -481,13 +486,13 @@ impl PushPromise {
 
         let frame = PushPromise {
             flags,
-            header_block: HeaderBlock {
+            header_block: Box::new(HeaderBlock {
                 fields: HeaderMap::new(),
                 field_size: 0,
                 is_over_size: false,
                 pseudo: Pseudo::default(),
                 encoded: None,
-            },
+            }),
             promised_id,
             stream_id: head.stream_id(),
         };
@@ -547,7 +552,10 @@ impl PushPromise {
 
     /// Consume `self`, returning the parts of the frame
     pub fn into_parts(self) -> (Pseudo, HeaderMap) {
-        (self.header_block.pseudo, self.header_block.fields)
+        {
+            let block = *self.header_block;
+            (block.pseudo, block.fields)
+        }
     }
 }
 
