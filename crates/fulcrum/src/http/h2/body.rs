@@ -221,16 +221,16 @@ impl Outgoing {
             Framing::Length(left) => {
                 let n = (bytes.len() as u64).min(*left) as usize;
                 *left -= n as u64;
-                (Bytes::copy_from_slice(&bytes[..n]), *left == 0)
+                (super::hpack::copy(&bytes[..n]), *left == 0)
             }
             Framing::Chunked(scan) => {
                 self.decoded.clear();
                 let s = scan
                     .decode(bytes, &mut self.decoded, &mut self.trailers)
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-                (Bytes::copy_from_slice(&self.decoded), s.done)
+                (super::hpack::copy(&self.decoded), s.done)
             }
-            Framing::UntilClose => (Bytes::copy_from_slice(bytes), false),
+            Framing::UntilClose => (super::hpack::copy(bytes), false),
         };
         if ends {
             return self.end(data);

@@ -8,6 +8,8 @@
 //! table size update owed to the peer first; as no field here refers to the dynamic table,
 //! the peer's decoder state is never in question.
 //!
+//! The same arena takes the small copies of body bytes handed to `h2` ([`copy`]).
+//!
 //! Owns: the bytes of a header block. Must not touch: frames, streams (the `h2` crate's).
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -21,28 +23,42 @@ fn bound(head: &Head) -> usize {
 }
 
 thread_local! {
-    /// Where blocks are written: each block is split off as its own `Bytes`, the allocation
-    /// shared by the blocks written from it (one allocation per many responses).
+    /// Where blocks and small copies are written: each is split off as its own `Bytes`, the
+    /// allocation shared by the pieces written from it (one allocation for many responses).
     static ARENA: std::cell::RefCell<BytesMut> = std::cell::RefCell::new(BytesMut::new());
 }
 
 /// Most bytes an arena's allocation holds.
 const ARENA_SIZE: usize = 16 * 1024;
 
-/// The header block of a response head: `:status`, then every field but those `skip` says
-/// to drop (connection-specific ones), names in lower case as HTTP/2 wants them.
-pub fn response_block(head: &Head, skip: impl Fn(&[u8]) -> bool) -> Bytes {
-    let need = bound(head);
+/// Writes at most `need` bytes with `write` into the worker's arena: the bytes written.
+pub fn in_arena(need: usize, write: impl FnOnce(&mut BytesMut)) -> Bytes {
     ARENA.with(|a| {
         let mut a = a.borrow_mut();
         if a.capacity() - a.len() < need {
             *a = BytesMut::with_capacity(need.max(ARENA_SIZE));
         }
-        write_status(head.status(), &mut a);
-        for (name, value) in head.headers().filter(|(n, _)| !skip(n)) {
-            write_field(name, value, &mut a);
-        }
+        write(&mut a);
         a.split().freeze()
+    })
+}
+
+/// A copy of `bytes`: a small one shares the arena's allocation, a large one has its own.
+pub fn copy(bytes: &[u8]) -> Bytes {
+    if bytes.len() > 1024 {
+        return Bytes::copy_from_slice(bytes);
+    }
+    in_arena(bytes.len(), |a| a.extend_from_slice(bytes))
+}
+
+/// The header block of a response head: `:status`, then every field but those `skip` says
+/// to drop (connection-specific ones), names in lower case as HTTP/2 wants them.
+pub fn response_block(head: &Head, skip: impl Fn(&[u8]) -> bool) -> Bytes {
+    in_arena(bound(head), |a| {
+        write_status(head.status(), a);
+        for (name, value) in head.headers().filter(|(n, _)| !skip(n)) {
+            write_field(name, value, a);
+        }
     })
 }
 
@@ -59,36 +75,31 @@ pub fn request_block(
     extra: Option<(&[u8], &[u8])>,
 ) -> Bytes {
     let need = bound(head) + method.len() + authority.len() + path.len() + 24;
-    ARENA.with(|a| {
-        let mut a = a.borrow_mut();
-        if a.capacity() - a.len() < need {
-            *a = BytesMut::with_capacity(need.max(ARENA_SIZE));
-        }
+    in_arena(need, |a| {
         match method {
             b"GET" => a.put_u8(0x82),
             b"POST" => a.put_u8(0x83),
             m => {
                 a.put_u8(0x02);
-                write_string(m, &mut a);
+                write_string(m, a);
             }
         }
         a.put_u8(if https { 0x87 } else { 0x86 });
         a.put_u8(0x01);
-        write_string(authority, &mut a);
+        write_string(authority, a);
         match path {
             b"/" => a.put_u8(0x84),
             p => {
                 a.put_u8(0x04);
-                write_string(p, &mut a);
+                write_string(p, a);
             }
         }
         for (name, value) in head.headers().filter(|(n, _)| !skip(n)) {
-            write_field(name, value, &mut a);
+            write_field(name, value, a);
         }
         if let Some((name, value)) = extra {
-            write_field(name, value, &mut a);
+            write_field(name, value, a);
         }
-        a.split().freeze()
     })
 }
 
