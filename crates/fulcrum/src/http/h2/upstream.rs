@@ -1,8 +1,10 @@
 //! HTTP/2 to servers (HAProxy's `mux_h2` on the backend side): `server ... proto h2`, or TLS
-//! whose ALPN chose `h2` (`alpn h2,http/1.1`). The transaction writes its request as HTTP/1.1
-//! bytes and reads the response as HTTP/1.1 bytes, as it does with any server; [`UpView`]
-//! turns them into one stream of a shared connection, as [`super::view`] does for a client's
-//! stream: HTTP/1.1 stays the one internal form, and every rule, log and retry works unchanged.
+//! whose ALPN chose `h2` (`alpn h2,http/1.1`). The transaction sends its request and reads the
+//! response as it does with any server; [`UpView`] turns them into one stream of a shared
+//! connection, as [`super::view`] does for a client's stream: the request head HPACK-encoded
+//! from the head the session parsed ([`super::hpack`]), the final response head built from
+//! the HEADERS frame for the session, bodies as HTTP/1.1 bytes. HTTP/1.1 heads stay the one
+//! internal form, and every rule, log and retry works unchanged.
 //!
 //! Connections are the worker's (each runs as a task of its event loop) and shared by every
 //! transaction of the worker going to the same server (HAProxy's "available" connections,

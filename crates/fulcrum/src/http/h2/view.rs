@@ -1,12 +1,15 @@
-//! One HTTP/2 stream seen as an HTTP/1.1 connection carrying one request: the session reads the
-//! request as HTTP/1.1 bytes (its head written from the HEADERS frame, its body from the DATA
-//! frames, chunked when no `content-length` says its size) and writes its response as HTTP/1.1
-//! bytes, which go out as HEADERS and DATA frames (a 1xx as an interim HEADERS frame).
+//! One HTTP/2 stream seen as an HTTP/1.1 connection carrying one request: the session takes
+//! the request head built from the HEADERS frame's fields (with a parse's checks: no HTTP/1
+//! text written and scanned again) and reads the body as HTTP/1.1 bytes from the DATA frames
+//! (chunked when no `content-length` says its size); it hands over its response head as it
+//! parsed it, which goes out HPACK-encoded from its fields ([`super::hpack`]), and writes the
+//! body as HTTP/1.1 bytes, which go out as DATA frames (a 1xx as an interim HEADERS frame).
 //!
-//! HTTP/1.1 is the one internal form between the HTTP/2 framing and the transaction, as HTX is
-//! in HAProxy: every rule, fetch, log and counter then works on HTTP/2 requests unchanged, and
-//! the HTTP/1 path pays nothing for HTTP/2's existence. The cost is one HTTP/1 head written and
-//! parsed again per stream and direction (measured in `bench/`).
+//! HTTP/1.1 heads are the one internal form between the HTTP/2 framing and the transaction, as
+//! HTX is in HAProxy: every rule, fetch, log and counter then works on HTTP/2 requests
+//! unchanged, and the HTTP/1 path pays nothing for HTTP/2's existence. A head a parse would
+//! refuse, or one read as bytes before it is taken, goes as HTTP/1.1 text, whose parse then
+//! gives the very answer, log line and capture an HTTP/1 client would get.
 //!
 //! Owns: the stream's request and response framing. Must not touch: the connection (the
 //! driver in `http::h2` does), rules, servers.
