@@ -327,3 +327,42 @@ fn the_connection_window_opens_after_the_settings_exchange() {
         before_ack
     });
 }
+
+/// A GET with `n` fields `x-0: v` to `x-{n-1}: v`.
+fn many_fields(n: usize) -> H2Req {
+    (0..n).fold(H2Req::get("/?echo=head"), |r, i| {
+        r.header(Box::leak(format!("x-{i}").into_boxed_str()), "v")
+    })
+}
+
+#[test]
+fn an_http2_head_takes_twice_as_many_fields_as_an_http1_one() {
+    // HAProxy decodes an HTTP/2 head into twice `tune.http.maxhdr` entries (197 fields beside
+    // the pseudo-fields with the default 101), where HTTP/1 takes 100.
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&listen(&format!(" server s1 {}\n", srv.addr())));
+        let got = h2c(px.addr(), &[many_fields(197)]).expect("HTTP/2 exchange");
+        let (status, line, ..) = received(&px, &got[0]);
+        let fields = got[0].text().matches("x-").count();
+        (status, line, fields)
+    });
+}
+
+#[test]
+fn a_request_head_a_parse_refuses_is_answered_as_over_http1() {
+    // The head of an HTTP/2 request is built from its fields with a parse's checks; one a
+    // parse refuses goes the HTTP/1.1 text way instead, whose parse answers: 400 as an HTTP/1
+    // client gets it, nothing reaches the server, the connection serves on. (HAProxy ends the
+    // connection with COMPRESSION_ERROR for a head of more fields than it takes.)
+    let srv = server("s1");
+    let px = Target::Fulcrum.start(&listen(&format!(" server s1 {}\n", srv.addr())));
+    let reqs = [many_fields(250), H2Req::get("/?echo=head")];
+    let got = h2c(px.addr(), &reqs).expect("HTTP/2 exchange");
+    assert_eq!(got[0].status, 400);
+    assert_eq!(
+        (got[1].status, received(&px, &got[1]).1.as_str()),
+        (200, "GET /?echo=head HTTP/1.1")
+    );
+    assert!(!got[0].text().contains("x-0"), "{}", got[0].text());
+}
