@@ -11,7 +11,7 @@
 
 use crate::chars::{find_lf, is_ows, is_qdtext, is_tchar, is_value};
 use crate::error::ChunkError;
-use crate::head::check_field_line;
+use crate::head::lines::check_field_line;
 use crate::HeadError;
 
 /// Longest chunk-size line or trailer line, line end excluded.

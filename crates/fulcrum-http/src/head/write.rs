@@ -1,0 +1,93 @@
+//! A head serialised again as HTTP/1.1 text (to a server, to a client, or to be read back).
+//! Must not touch: the head's contents.
+
+use super::*;
+
+impl Head {
+    /// Appends the serialised head: start line, fields, empty line; CRLF line ends, single SP
+    /// separators, `HTTP/1.0` or `HTTP/1.1`, names as received, values without surrounding
+    /// OWS. Nothing for an empty head.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        let version = self.version.as_bytes();
+        let mut len = 2 + self
+            .fields
+            .iter()
+            .map(|f| f.name.len as usize + f.value.len as usize + 4)
+            .sum::<usize>();
+        match self.kind {
+            Kind::Empty => return,
+            Kind::Request => {
+                len += self.method_span.len as usize + self.target_span.len as usize + 12
+            }
+            Kind::Response => len += self.reason_span.len as usize + 15,
+        }
+        out.reserve(len);
+        match self.kind {
+            Kind::Request => {
+                out.extend_from_slice(self.method_bytes());
+                out.push(b' ');
+                out.extend_from_slice(self.target());
+                out.push(b' ');
+                out.extend_from_slice(version);
+            }
+            _ => {
+                out.extend_from_slice(version);
+                out.push(b' ');
+                let s = self.status;
+                out.extend_from_slice(&[
+                    b'0' + (s / 100 % 10) as u8,
+                    b'0' + (s / 10 % 10) as u8,
+                    b'0' + (s % 10) as u8,
+                    b' ',
+                ]);
+                out.extend_from_slice(self.reason());
+            }
+        }
+        out.extend_from_slice(b"\r\n");
+        self.write_fields(out);
+    }
+
+    /// Whether a request without Host is refused (the default; RFC 9112 3.2). A request that
+    /// came over HTTP/2, whose `:authority` is optional (RFC 9113 8.3.1), is parsed with it off.
+    pub fn set_host_required(&mut self, required: bool) {
+        self.host_optional = !required;
+    }
+
+    /// Like [`Head::write_to`], with an absolute-form request target written in origin form
+    /// (`/path?query`): how a request that came over HTTP/2 (whose target is the absolute URI
+    /// HAProxy builds from `:scheme`, `:authority` and `:path`) goes to an HTTP/1 server.
+    pub fn write_origin_form_to(&self, out: &mut Vec<u8>) {
+        if self.kind != Kind::Request || !matches!(self.form, target::Form::Absolute { .. }) {
+            return self.write_to(out);
+        }
+        let path = self.path();
+        out.extend_from_slice(self.method_bytes());
+        out.push(b' ');
+        out.extend_from_slice(if path.is_empty() { b"/" } else { path });
+        if let Some(q) = self.query() {
+            out.push(b'?');
+            out.extend_from_slice(q);
+        }
+        out.push(b' ');
+        out.extend_from_slice(self.version.as_bytes());
+        out.extend_from_slice(b"\r\n");
+        self.write_fields(out);
+    }
+
+    /// Appends the header block: every field as `name: value` CRLF, then the empty line.
+    pub fn write_fields(&self, out: &mut Vec<u8>) {
+        for (name, value) in self.headers() {
+            out.extend_from_slice(name);
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value);
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+
+    /// Capacity of the byte store and of the field index (for allocation tests).
+    #[doc(hidden)]
+    pub fn capacities(&self) -> (usize, usize) {
+        (self.store.capacity(), self.fields.capacity())
+    }
+}
