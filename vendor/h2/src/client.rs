@@ -348,6 +348,9 @@ pub struct Builder {
     ///
     /// When this gets exhausted, we issue a GOAWAY with `ENHANCE_YOUR_CALM`.
     data_frame_budget: proto::DataFrameBudget,
+
+    /// Fulcrum: header blocks received are kept as decoded bytes (`RawHead`).
+    raw_heads: bool,
 }
 
 #[derive(Debug)]
@@ -696,7 +699,16 @@ impl Builder {
             stream_id: 1.into(),
             local_max_error_reset_streams: Some(proto::DEFAULT_LOCAL_RESET_COUNT_MAX),
             data_frame_budget: proto::DataFrameBudget::Auto,
+            raw_heads: false,
         }
+    }
+
+    /// Fulcrum: header blocks received on the connection are decoded into `RawHead`s (see
+    /// `h2::raw`) instead of the crate's `http` types, with the same checks; `ResponseFuture::poll_raw` gives
+    /// them so. The other ways still work, converting each head.
+    pub fn raw_heads(&mut self, enabled: bool) -> &mut Self {
+        self.raw_heads = enabled;
+        self
     }
 
     /// Indicates the initial window size (in octets) for stream-level
@@ -1376,6 +1388,10 @@ where
             codec.set_max_recv_header_list_size(max as usize);
         }
 
+        if builder.raw_heads {
+            codec.set_raw_heads();
+        }
+
         // Send initial settings frame
         codec
             .buffer(builder.settings.clone().into())
@@ -1532,7 +1548,16 @@ impl Future for ResponseFuture {
     type Output = Result<Response<RecvStream>, crate::Error>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let (parts, _) = ready!(self.inner.poll_response(cx))?.into_parts();
+        let response = match ready!(self.inner.poll_response(cx))? {
+            proto::PollMessage::Client(response) => response,
+            // Fulcrum: a head decoded as bytes (`raw_heads`), made into a `Response`.
+            proto::PollMessage::Raw(raw) => {
+                let (pseudo, fields) = crate::frame::raw_into_parts(&raw);
+                <Peer as proto::Peer>::convert_poll_message(pseudo, fields, self.inner.stream_id())?
+            }
+            proto::PollMessage::Server(_) => unreachable!("a client receives responses"),
+        };
+        let (parts, _) = response.into_parts();
         let body = RecvStream::new(FlowControl::new(self.inner.clone()));
 
         Poll::Ready(Ok(Response::from_parts(parts, body)))
@@ -1540,6 +1565,23 @@ impl Future for ResponseFuture {
 }
 
 impl ResponseFuture {
+    /// Fulcrum: the final response's head as decoded (see `Builder::raw_heads`: without it,
+    /// made of the crate's types first), and its body.
+    pub fn poll_raw(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(crate::RawHead, RecvStream), crate::Error>> {
+        let head = match ready!(self.inner.poll_response(cx))? {
+            proto::PollMessage::Raw(raw) => raw,
+            proto::PollMessage::Client(response) => {
+                crate::RawHead::of_response(&response.into_parts().0)
+            }
+            proto::PollMessage::Server(_) => unreachable!("a client receives responses"),
+        };
+        let body = RecvStream::new(FlowControl::new(self.inner.clone()));
+        Poll::Ready(Ok((head, body)))
+    }
+
     /// Returns the stream ID of the response stream.
     ///
     /// # Panics

@@ -136,6 +136,9 @@ mod share;
 pub mod fuzz_bridge;
 
 pub use crate::error::{Error, Reason};
+/// Fulcrum: header blocks decoded as bytes (`raw_heads`).
+pub use crate::hpack::raw;
+pub use crate::hpack::raw::RawHead;
 pub use crate::share::{FlowControl, Ping, PingPong, Pong, RecvStream, SendStream, StreamId};
 
 #[cfg(feature = "unstable")]

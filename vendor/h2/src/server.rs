@@ -263,6 +263,9 @@ pub struct Builder {
     ///
     /// When this gets exhausted, we issue a GOAWAY with `ENHANCE_YOUR_CALM`.
     data_frame_budget: proto::DataFrameBudget,
+
+    /// Fulcrum: header blocks received are kept as decoded bytes (`RawHead`).
+    raw_heads: bool,
 }
 
 /// Send a response back to the client
@@ -396,6 +399,10 @@ where
             codec.set_max_recv_header_list_size(max as usize);
         }
 
+        if builder.raw_heads {
+            codec.set_raw_heads();
+        }
+
         // Send initial settings frame.
         codec
             .buffer(builder.settings.clone().into())
@@ -434,9 +441,29 @@ where
             return Poll::Ready(None);
         }
 
-        if let Some(inner) = self.connection.next_incoming() {
+        while let Some(mut inner) = self.connection.next_incoming() {
             tracing::trace!("received incoming");
-            let (head, _) = inner.take_request().into_parts();
+            let head = match inner.take_request() {
+                proto::PollMessage::Server(req) => req,
+                // Fulcrum: a head decoded as bytes (`raw_heads`), made into a `Request`; one
+                // that cannot be (an `:authority` or `:path` the crate refuses) is reset.
+                proto::PollMessage::Raw(raw) => {
+                    let (pseudo, fields) = frame::raw_into_parts(&raw);
+                    match <Peer as proto::Peer>::convert_poll_message(
+                        pseudo,
+                        fields,
+                        inner.stream_id(),
+                    ) {
+                        Ok(req) => req,
+                        Err(_) => {
+                            inner.send_reset(Reason::PROTOCOL_ERROR);
+                            continue;
+                        }
+                    }
+                }
+                proto::PollMessage::Client(_) => unreachable!("a server receives requests"),
+            };
+            let (head, _) = head.into_parts();
             let body = RecvStream::new(FlowControl::new(inner.clone_to_opaque()));
 
             let request = Request::from_parts(head, body);
@@ -445,6 +472,35 @@ where
             return Poll::Ready(Some(Ok((request, respond))));
         }
 
+        Poll::Pending
+    }
+
+    /// Fulcrum: accepts the next request with its head as decoded (see `Builder::raw_heads`:
+    /// without it, the head is made of the crate's types first).
+    pub async fn accept_raw(
+        &mut self,
+    ) -> Option<Result<(crate::RawHead, RecvStream, SendResponse<B>), crate::Error>> {
+        crate::poll_fn(move |cx| self.poll_accept_raw(cx)).await
+    }
+
+    /// Fulcrum: see `accept_raw`.
+    #[doc(hidden)]
+    pub fn poll_accept_raw(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<(crate::RawHead, RecvStream, SendResponse<B>), crate::Error>>> {
+        if self.poll_closed(cx)?.is_ready() {
+            return Poll::Ready(None);
+        }
+        if let Some(inner) = self.connection.next_incoming() {
+            let head = match inner.take_request() {
+                proto::PollMessage::Raw(raw) => raw,
+                proto::PollMessage::Server(req) => crate::RawHead::of_request(&req.into_parts().0),
+                proto::PollMessage::Client(_) => unreachable!("a server receives requests"),
+            };
+            let body = RecvStream::new(FlowControl::new(inner.clone_to_opaque()));
+            return Poll::Ready(Some(Ok((head, body, SendResponse { inner }))));
+        }
         Poll::Pending
     }
 
@@ -671,7 +727,16 @@ impl Builder {
             max_send_buffer_size: proto::DEFAULT_MAX_SEND_BUFFER_SIZE,
             local_max_error_reset_streams: Some(proto::DEFAULT_LOCAL_RESET_COUNT_MAX),
             data_frame_budget: proto::DataFrameBudget::Auto,
+            raw_heads: false,
         }
+    }
+
+    /// Fulcrum: header blocks received on the connection are decoded into `RawHead`s (see
+    /// `h2::raw`) instead of the crate's `http` types, with the same checks; `accept_raw` gives
+    /// them so. The other ways still work, converting each head.
+    pub fn raw_heads(&mut self, enabled: bool) -> &mut Self {
+        self.raw_heads = enabled;
+        self
     }
 
     /// Indicates the initial window size (in octets) for stream-level

@@ -231,3 +231,70 @@ fn idle_connections_give_their_buffers_back() {
         (per_conn < 12, after)
     });
 }
+
+/// Frames read until one ends `stream` (END_STREAM) or the connection ends, within 5 s:
+/// (type, flags, stream, payload) each.
+fn frames_until_end_of(s: &mut TcpStream, stream: u32) -> Vec<(u8, u8, u32, Vec<u8>)> {
+    let end = Instant::now() + Duration::from_secs(5);
+    let mut buf = Vec::new();
+    let mut out = Vec::new();
+    let mut chunk = [0u8; 16384];
+    while Instant::now() < end {
+        while buf.len() >= 9 {
+            let len = (buf[0] as usize) << 16 | (buf[1] as usize) << 8 | buf[2] as usize;
+            if buf.len() < 9 + len {
+                break;
+            }
+            let id = u32::from_be_bytes([buf[5], buf[6], buf[7], buf[8]]) & 0x7fff_ffff;
+            let (ty, flags) = (buf[3], buf[4]);
+            out.push((ty, flags, id, buf[9..9 + len].to_vec()));
+            buf.drain(..9 + len);
+            if id == stream && flags & 0x1 != 0 && (ty == 0x0 || ty == 0x1) {
+                return out;
+            }
+        }
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    out
+}
+
+#[test]
+fn a_path_or_authority_a_parse_refuses_is_answered_400_and_the_connection_serves_on() {
+    // HTTP/2 takes any bytes but NUL, CR and LF in `:path` and `:authority`; Fulcrum checks
+    // them as the HTTP/1.1 request line and Host they become, so a space in either is
+    // answered 400 (logged as any refused request) instead of reaching a server, and the
+    // connection's other streams are served.
+    let srv = server("s1");
+    let px = Target::Fulcrum.start(&listen(&format!(" server s1 {}\n", srv.addr())));
+    let block = |path: &str, authority: &str| {
+        let mut b = vec![0x82, 0x86, 0x04, path.len() as u8];
+        b.extend_from_slice(path.as_bytes());
+        b.extend_from_slice(&[0x01, authority.len() as u8]);
+        b.extend_from_slice(authority.as_bytes());
+        b
+    };
+    let mut out = frame(0x1, 0x5, 1, &block("/a b", "example.com"));
+    out.extend(frame(0x1, 0x5, 3, &block("/", "exa mple.com")));
+    out.extend(frame(0x1, 0x5, 5, &block("/?echo=head", "example.com")));
+    let mut s = open(&px, &out);
+    let frames = frames_until_end_of(&mut s, 5);
+    let heads: Vec<(u32, Vec<u8>)> =
+        frames.into_iter().filter(|f| f.0 == 0x1).map(|f| (f.2, f.3)).collect();
+    let status = |id: u32| {
+        let (_, b) = heads.iter().find(|h| h.0 == id).expect("a HEADERS frame on the stream");
+        // Fulcrum's `:status`: indexed when the static table has it, else a literal after
+        // name index 8.
+        const STATIC: [u16; 7] = [200, 204, 206, 304, 400, 404, 500];
+        match b.first() {
+            Some(&i @ 0x88..=0x8e) => STATIC[usize::from(i - 0x88)],
+            _ => {
+                assert_eq!(&b[..2], b"\x08\x03", "{b:?}");
+                std::str::from_utf8(&b[2..5]).expect("digits").parse::<u16>().expect("status")
+            }
+        }
+    };
+    assert_eq!((status(1), status(3), status(5)), (400, 400, 200));
+}

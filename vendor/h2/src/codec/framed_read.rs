@@ -39,6 +39,10 @@ struct FrameDecoder {
     // hpack decoder state
     hpack: hpack::Decoder,
 
+    /// Fulcrum: the decoder of a connection whose header blocks are kept as bytes
+    /// (`raw_heads`), in place of `hpack`.
+    raw: Option<hpack::raw::RawDecoder>,
+
     max_header_list_size: usize,
 
     max_continuation_frames: usize,
@@ -122,6 +126,11 @@ impl<T> FramedRead<T> {
     pub fn set_header_table_size(&mut self, val: usize) {
         self.decoder.set_header_table_size(val);
     }
+
+    /// Fulcrum: header blocks are decoded as bytes (`RawHead`) from now on.
+    pub fn set_raw_heads(&mut self) {
+        self.decoder.set_raw_heads();
+    }
 }
 
 fn calc_max_continuation_frames(header_max: usize, frame_max: usize) -> usize {
@@ -138,6 +147,7 @@ impl FrameDecoder {
         let max_header_list_size = DEFAULT_SETTINGS_MAX_HEADER_LIST_SIZE;
         FrameDecoder {
             hpack: hpack::Decoder::new(DEFAULT_SETTINGS_HEADER_TABLE_SIZE),
+            raw: None,
             max_header_list_size,
             max_continuation_frames: calc_max_continuation_frames(
                 max_header_list_size,
@@ -159,6 +169,32 @@ impl FrameDecoder {
 
     fn set_header_table_size(&mut self, val: usize) {
         self.hpack.queue_size_update(val);
+        if let Some(raw) = &mut self.raw {
+            raw.queue_size_update(val);
+        }
+    }
+
+    /// Fulcrum: load the header blocks to come as bytes (`frame::Headers::load_raw`).
+    fn set_raw_heads(&mut self) {
+        if self.raw.is_none() {
+            self.raw = Some(hpack::raw::RawDecoder::new(
+                DEFAULT_SETTINGS_HEADER_TABLE_SIZE,
+            ));
+        }
+    }
+
+    fn load_block(
+        &mut self,
+        frame: &mut Continuable,
+        src: &mut BytesMut,
+    ) -> Result<(), frame::Error> {
+        match (&mut self.raw, frame) {
+            (Some(raw), Continuable::Headers(h)) => h.load_raw(src, self.max_header_list_size, raw),
+            (Some(raw), Continuable::PushPromise(p)) => {
+                p.load_raw(src, self.max_header_list_size, raw)
+            }
+            (None, frame) => frame.load_hpack(src, self.max_header_list_size, &mut self.hpack),
+        }
     }
 
     fn decode(&mut self, bytes: BytesMut) -> Result<Option<Frame>, Error> {
@@ -211,7 +247,11 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
             let is_end_headers = frame.is_end_headers();
 
             // Load the HPACK encoded headers
-            match frame.load_hpack(&mut payload, decoder.max_header_list_size, &mut decoder.hpack) {
+            let loaded = match &mut decoder.raw {
+                Some(raw) => frame.load_raw(&mut payload, decoder.max_header_list_size, raw),
+                None => frame.load_hpack(&mut payload, decoder.max_header_list_size, &mut decoder.hpack),
+            };
+            match loaded {
                 Ok(_) => {},
                 Err(frame::Error::Hpack(hpack::DecoderError::NeedMore(_))) if !is_end_headers => {},
                 Err(frame::Error::MalformedMessage) => {
@@ -390,11 +430,7 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
                 partial.buf.extend_from_slice(&bytes[frame::HEADER_LEN..]);
             }
 
-            match partial.frame.load_hpack(
-                &mut partial.buf,
-                decoder.max_header_list_size,
-                &mut decoder.hpack,
-            ) {
+            match decoder.load_block(&mut partial.frame, &mut partial.buf) {
                 Ok(_) => {}
                 Err(frame::Error::Hpack(hpack::DecoderError::NeedMore(_))) if !is_end_headers => {}
                 Err(frame::Error::MalformedMessage) => {

@@ -105,6 +105,11 @@ impl<T, B> Codec<T, B> {
         self.inner.set_max_header_list_size(val);
     }
 
+    /// Fulcrum: header blocks received are decoded as bytes (`RawHead`).
+    pub fn set_raw_heads(&mut self) {
+        self.inner.set_raw_heads();
+    }
+
     /// Get a reference to the inner stream.
     #[cfg(feature = "unstable")]
     pub fn get_ref(&self) -> &T {

@@ -1,6 +1,7 @@
 use super::{util, StreamDependency, StreamId};
 use crate::ext::Protocol;
 use crate::frame::{Error, Frame, Head, Kind};
+use crate::hpack::raw::{self, RawDecoder, RawHead};
 use crate::hpack::{self, BytesStr};
 
 use http::header::{self, HeaderName, HeaderValue};
@@ -106,6 +107,10 @@ struct HeaderBlock {
     /// Fulcrum: a header block the sender encoded already (without using the dynamic
     /// table), sent as is instead of `pseudo` and `fields` (see `Headers::encoded`).
     encoded: Option<Bytes>,
+
+    /// Fulcrum: the block as decoded by `hpack::raw` (a connection with `raw_heads`), in
+    /// place of `pseudo` and `fields`.
+    raw: Option<RawHead>,
 }
 
 #[derive(Debug)]
@@ -133,6 +138,7 @@ impl Headers {
                 is_over_size: false,
                 pseudo,
                 encoded: None,
+                raw: None,
             }),
             flags: HeadersFlag::default(),
         }
@@ -152,6 +158,7 @@ impl Headers {
                 is_over_size: false,
                 pseudo,
                 encoded: Some(block),
+                raw: None,
             }),
             flags: HeadersFlag::default(),
         }
@@ -170,6 +177,7 @@ impl Headers {
                 is_over_size: false,
                 pseudo: Pseudo::default(),
                 encoded: None,
+                raw: None,
             }),
             flags,
         }
@@ -236,6 +244,7 @@ impl Headers {
                 is_over_size: false,
                 pseudo: Pseudo::default(),
                 encoded: None,
+                raw: None,
             }),
             flags,
         };
@@ -250,6 +259,17 @@ impl Headers {
         decoder: &mut hpack::Decoder,
     ) -> Result<(), Error> {
         self.header_block.load(src, max_header_list_size, decoder)
+    }
+
+    /// Fulcrum: decodes the block into a `RawHead` (see `hpack::raw`).
+    pub fn load_raw(
+        &mut self,
+        src: &mut BytesMut,
+        max_header_list_size: usize,
+        decoder: &mut RawDecoder,
+    ) -> Result<(), Error> {
+        self.header_block
+            .load_raw(src, max_header_list_size, decoder)
     }
 
     pub fn stream_id(&self) -> StreamId {
@@ -277,10 +297,7 @@ impl Headers {
     }
 
     pub fn into_parts(self) -> (Pseudo, HeaderMap) {
-        {
-            let block = *self.header_block;
-            (block.pseudo, block.fields)
-        }
+        self.header_block.into_parts()
     }
 
     #[cfg(feature = "unstable")]
@@ -288,13 +305,12 @@ impl Headers {
         &mut self.header_block.pseudo
     }
 
-    pub(crate) fn pseudo(&self) -> &Pseudo {
-        &self.header_block.pseudo
-    }
-
     /// Whether it has status 1xx
     pub(crate) fn is_informational(&self) -> bool {
-        self.header_block.pseudo.is_informational()
+        match &self.header_block.raw {
+            Some(raw) => raw.status().map_or(false, |s| (100..200).contains(&s)),
+            None => self.header_block.pseudo.is_informational(),
+        }
     }
 
     pub fn fields(&self) -> &HeaderMap {
@@ -302,7 +318,72 @@ impl Headers {
     }
 
     pub fn into_fields(self) -> HeaderMap {
-        (*self.header_block).fields
+        self.header_block.into_parts().1
+    }
+
+    /// Fulcrum: the block was decoded as bytes (`load_raw`).
+    pub(crate) fn is_raw(&self) -> bool {
+        self.header_block.raw.is_some()
+    }
+
+    /// Fulcrum: the block as decoded by `load_raw`.
+    pub(crate) fn into_raw(self) -> RawHead {
+        self.header_block.raw.unwrap_or_default()
+    }
+
+    /// Fulcrum: `:status`, however the block was decoded.
+    pub(crate) fn status_code(&self) -> Option<u16> {
+        match &self.header_block.raw {
+            Some(raw) => raw.status(),
+            None => self.header_block.pseudo.status.map(|s| s.as_u16()),
+        }
+    }
+
+    /// Fulcrum: whether `:protocol` is here, however the block was decoded.
+    pub(crate) fn has_protocol(&self) -> bool {
+        match &self.header_block.raw {
+            Some(raw) => raw.protocol().is_some(),
+            None => self.header_block.pseudo.protocol.is_some(),
+        }
+    }
+
+    /// Fulcrum: whether `:status` is here, however the block was decoded.
+    pub(crate) fn has_status(&self) -> bool {
+        match &self.header_block.raw {
+            Some(raw) => raw.has_pseudo(raw::Pseudo::Status),
+            None => self.header_block.pseudo.status.is_some(),
+        }
+    }
+
+    /// Fulcrum: the `content-length` the fields give, `Err` for one that is not a number or
+    /// two that differ, however the block was decoded.
+    pub(crate) fn content_length(&self) -> Result<Option<u64>, ()> {
+        let mut first = None;
+        let mut check = |v: &[u8]| -> Result<(), ()> {
+            let n = parse_u64(v).map_err(|_| ())?;
+            match first {
+                Some(f) if f != n => Err(()),
+                _ => {
+                    first = Some(n);
+                    Ok(())
+                }
+            }
+        };
+        match &self.header_block.raw {
+            Some(raw) => {
+                for (name, value) in raw.fields() {
+                    if name == b"content-length" {
+                        check(value)?;
+                    }
+                }
+            }
+            None => {
+                for value in self.header_block.fields.get_all(header::CONTENT_LENGTH) {
+                    check(value.as_bytes())?;
+                }
+            }
+        }
+        Ok(first)
     }
 
     pub fn encode(
@@ -400,6 +481,7 @@ impl PushPromise {
                 is_over_size: false,
                 pseudo,
                 encoded: None,
+                raw: None,
             }),
             promised_id,
             stream_id,
@@ -492,6 +574,7 @@ impl PushPromise {
                 is_over_size: false,
                 pseudo: Pseudo::default(),
                 encoded: None,
+                raw: None,
             }),
             promised_id,
             stream_id: head.stream_id(),
@@ -506,6 +589,17 @@ impl PushPromise {
         decoder: &mut hpack::Decoder,
     ) -> Result<(), Error> {
         self.header_block.load(src, max_header_list_size, decoder)
+    }
+
+    /// Fulcrum: decodes the block into a `RawHead` (see `hpack::raw`).
+    pub fn load_raw(
+        &mut self,
+        src: &mut BytesMut,
+        max_header_list_size: usize,
+        decoder: &mut RawDecoder,
+    ) -> Result<(), Error> {
+        self.header_block
+            .load_raw(src, max_header_list_size, decoder)
     }
 
     pub fn stream_id(&self) -> StreamId {
@@ -552,10 +646,7 @@ impl PushPromise {
 
     /// Consume `self`, returning the parts of the frame
     pub fn into_parts(self) -> (Pseudo, HeaderMap) {
-        {
-            let block = *self.header_block;
-            (block.pseudo, block.fields)
-        }
+        self.header_block.into_parts()
     }
 }
 
@@ -1025,6 +1116,102 @@ impl HeaderBlock {
         Ok(())
     }
 
+    /// Fulcrum: decodes into `raw` with the checks `load` makes: pseudo-fields first, once
+    /// each and known; names in lower case; no connection-specific field; `te` only as
+    /// `trailers`; the list's size. A field refused makes the message malformed (a stream
+    /// error) where `load` refused some with a connection error.
+    fn load_raw(
+        &mut self,
+        src: &mut BytesMut,
+        max_header_list_size: usize,
+        decoder: &mut RawDecoder,
+    ) -> Result<(), Error> {
+        let max_header_list_abuse_size =
+            max_header_list_size.saturating_mul(MAX_HEADER_LIST_ABUSE_MULTIPLIER);
+        let mut malformed = false;
+        let mut header_list_way_too_large = false;
+        let is_over_size = &mut self.is_over_size;
+        let raw = self.raw.get_or_insert_with(RawHead::new);
+        // Whether a regular field came (pseudo-fields must come before).
+        let mut reg = raw.fields().next().is_some();
+        let res = decoder.decode(src, raw, |raw, at| {
+            let (name, value) = raw.entry(at);
+            let size = name.len() + value.len() + 32;
+            let mut pseudo = None;
+            let keep = match name.first() {
+                None => false,
+                Some(b':') => {
+                    pseudo = raw::Pseudo::from_name(name);
+                    !reg && match pseudo {
+                        Some(p) if raw.has_pseudo(p) => false,
+                        Some(raw::Pseudo::Method) => is_token(value),
+                        Some(raw::Pseudo::Status) => raw::parse_status(value).is_some(),
+                        // `:authority` and `:path` are the user's to check (as bytes: their
+                        // UTF-8 is checked where the crate's types are made of them).
+                        Some(raw::Pseudo::Authority | raw::Pseudo::Path) => true,
+                        Some(_) => std::str::from_utf8(value).is_ok(),
+                        None => false,
+                    }
+                }
+                Some(_) => {
+                    reg = true;
+                    is_lower_token(name)
+                        && value.iter().all(|&b| (b >= 32 && b != 127) || b == b'\t')
+                        && !matches!(
+                            name,
+                            b"connection"
+                                | b"transfer-encoding"
+                                | b"upgrade"
+                                | b"keep-alive"
+                                | b"proxy-connection"
+                        )
+                        && (name != b"te" || value == b"trailers")
+                }
+            };
+            if !keep {
+                tracing::trace!("load_raw; header malformed");
+                malformed = true;
+                raw.buf_mut().truncate(at);
+                return ControlFlow::Continue(());
+            }
+            let total = raw.add_size(size);
+            if total > max_header_list_abuse_size {
+                header_list_way_too_large = true;
+                raw.buf_mut().truncate(at);
+                return ControlFlow::Break(());
+            }
+            if total >= max_header_list_size {
+                *is_over_size = true;
+            }
+            if *is_over_size {
+                raw.buf_mut().truncate(at);
+            } else if let Some(p) = pseudo {
+                raw.set_pseudo(p, at);
+            }
+            ControlFlow::Continue(())
+        });
+        if let Err(e) = res {
+            tracing::trace!("hpack decoding error; err={:?}", e);
+            return Err(e.into());
+        }
+        if header_list_way_too_large {
+            return Err(Error::HeaderListWayTooLarge);
+        }
+        if malformed {
+            return Err(Error::MalformedMessage);
+        }
+        Ok(())
+    }
+
+    /// The pseudo-fields and fields, made of `raw` when the block was decoded as bytes.
+    fn into_parts(self: Box<Self>) -> (Pseudo, HeaderMap) {
+        let block = *self;
+        match block.raw {
+            Some(raw) => raw_into_parts(&raw),
+            None => (block.pseudo, block.fields),
+        }
+    }
+
     fn into_encoding(self, encoder: &mut hpack::Encoder) -> EncodingHeaderBlock {
         let mut hpack = encoder.take_scratch();
         hpack.clear();
@@ -1069,6 +1256,69 @@ impl HeaderBlock {
             + self.field_size
     }
 }
+
+/// Fulcrum: the pseudo-fields and fields of a head decoded as bytes, as the crate's types
+/// (its fields were checked as they were decoded).
+pub fn raw_into_parts(raw: &RawHead) -> (Pseudo, HeaderMap) {
+    let mut pseudo = Pseudo::default();
+    let str_of = |v: &[u8]| BytesStr::try_from(Bytes::copy_from_slice(v)).ok();
+    pseudo.method = raw.method().and_then(|v| Method::from_bytes(v).ok());
+    pseudo.scheme = raw.scheme().and_then(str_of);
+    pseudo.authority = raw.authority().and_then(str_of);
+    pseudo.path = raw.path().and_then(str_of);
+    pseudo.protocol = raw
+        .protocol()
+        .and_then(|v| Protocol::try_from(Bytes::copy_from_slice(v)).ok());
+    pseudo.status = raw.status().and_then(|s| StatusCode::from_u16(s).ok());
+    let mut fields = HeaderMap::new();
+    for (name, value) in raw.fields() {
+        if let (Ok(n), Ok(v)) = (HeaderName::from_bytes(name), HeaderValue::from_bytes(value)) {
+            fields.append(n, v);
+        }
+    }
+    (pseudo, fields)
+}
+
+/// A method's bytes (RFC 9110 9.1: a token).
+fn is_token(v: &[u8]) -> bool {
+    !v.is_empty() && v.iter().all(|&b| TOKEN[b as usize] != 0)
+}
+
+/// An HTTP/2 field name: a token without upper case (RFC 9113 8.2.1).
+fn is_lower_token(v: &[u8]) -> bool {
+    !v.is_empty()
+        && v.iter()
+            .all(|&b| TOKEN[b as usize] != 0 && !b.is_ascii_uppercase())
+}
+
+/// tchar (RFC 9110 5.6.2).
+const TOKEN: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        t[i] = (b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'!' | b'#'
+                    | b'$'
+                    | b'%'
+                    | b'&'
+                    | b'\''
+                    | b'*'
+                    | b'+'
+                    | b'-'
+                    | b'.'
+                    | b'^'
+                    | b'_'
+                    | b'`'
+                    | b'|'
+                    | b'~'
+            )) as u8;
+        i += 1;
+    }
+    t
+};
 
 fn calculate_headermap_size(map: &HeaderMap) -> usize {
     map.iter()

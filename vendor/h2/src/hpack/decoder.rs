@@ -26,6 +26,8 @@ pub struct Decoder {
 
 /// Represents all errors that can be encountered while performing the decoding
 /// of an HPACK header set.
+// Fulcrum: public through `h2::raw` (its variants are named for what they are).
+#[allow(missing_docs)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
 pub enum DecoderError {
     InvalidRepresentation,
@@ -40,6 +42,8 @@ pub enum DecoderError {
     NeedMore(NeedMore),
 }
 
+/// Why a block needs more bytes.
+#[allow(missing_docs)]
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
 pub enum NeedMore {
     UnexpectedEndOfStream,

@@ -8,7 +8,7 @@ mod streams;
 
 pub(crate) use self::connection::{Config, Connection, DataFrameBudget};
 pub use self::error::{Error, Initiator};
-pub(crate) use self::peer::{Dyn as DynPeer, Peer};
+pub(crate) use self::peer::{Dyn as DynPeer, Peer, PollMessage};
 pub(crate) use self::ping_pong::UserPings;
 pub(crate) use self::streams::{DynStreams, OpaqueStreamRef, StreamRef, Streams};
 pub(crate) use self::streams::{Open, PollReset, Prioritized};

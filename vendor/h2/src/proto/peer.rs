@@ -1,5 +1,6 @@
 use crate::error::Reason;
 use crate::frame::{Pseudo, StreamId};
+use crate::hpack::raw::RawHead;
 use crate::proto::{Error, Open};
 
 use http::{HeaderMap, Request, Response};
@@ -43,6 +44,9 @@ pub(crate) enum Dyn {
 pub enum PollMessage {
     Client(Response<()>),
     Server(Request<()>),
+    /// Fulcrum: a request or final response head decoded as bytes (`raw_heads`), checked as
+    /// `convert_poll_message` checks a head.
+    Raw(RawHead),
 }
 
 // ===== impl Dyn =====
@@ -72,6 +76,56 @@ impl Dyn {
         }
     }
 
+    /// Fulcrum: the checks `convert_poll_message` makes, on a head decoded as bytes (the
+    /// request's `:authority` and `:path` are left to the user, who parses them anyway).
+    pub fn check_raw(&self, raw: RawHead, stream_id: StreamId) -> Result<PollMessage, Error> {
+        macro_rules! malformed {
+            ($($arg:tt)*) => {{
+                tracing::debug!($($arg)*);
+                return Err(Error::library_reset(stream_id, Reason::PROTOCOL_ERROR));
+            }}
+        }
+        if !self.is_server() {
+            if raw.status().is_none() {
+                malformed!("malformed headers: missing :status");
+            }
+            return Ok(PollMessage::Raw(raw));
+        }
+        let Some(method) = raw.method() else {
+            malformed!("malformed headers: missing method")
+        };
+        let is_connect = method == b"CONNECT";
+        let has_protocol = raw.protocol().is_some();
+        if has_protocol && !is_connect {
+            malformed!("malformed headers: :protocol on non-CONNECT request");
+        }
+        if raw.status().is_some() {
+            malformed!("malformed headers: :status field on request");
+        }
+        match raw.scheme() {
+            Some(_) if is_connect && !has_protocol => {
+                malformed!("malformed headers: :scheme in CONNECT")
+            }
+            Some(scheme) if !valid_scheme(scheme) => {
+                malformed!("malformed headers: malformed scheme")
+            }
+            Some(_) => {}
+            None if !is_connect || has_protocol => malformed!("malformed headers: missing scheme"),
+            None => {}
+        }
+        match raw.path() {
+            Some(_) if is_connect && !has_protocol => {
+                malformed!("malformed headers: :path in CONNECT")
+            }
+            Some(b"") => malformed!("malformed headers: missing path"),
+            Some(_) => {}
+            // (`convert_poll_message` refuses it too, as a URI with a scheme and no path.)
+            None if !is_connect || has_protocol => malformed!("malformed headers: missing path"),
+            None => {}
+        }
+        Ok(PollMessage::Raw(raw))
+    }
+
     /// Returns true if the remote peer can initiate a stream with the given ID.
     pub fn ensure_can_open(&self, id: StreamId, mode: Open) -> Result<(), Error> {
         if self.is_server() {
@@ -92,4 +146,13 @@ impl Dyn {
             Ok(())
         }
     }
+}
+
+/// A URI scheme as `http::uri::Scheme` takes it: letters, digits, `+`, `-`, `.`, `~`; at
+/// most 64 bytes (and not empty).
+fn valid_scheme(s: &[u8]) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.' | b'~'))
 }

@@ -347,4 +347,157 @@ mod tests {
         let b2 = response_block(&h, |_| false);
         assert_eq!(b, b2);
     }
+
+    // The decoder that reads peers' heads (`h2::raw`, vendored), checked against RFC 7541's
+    // examples and this encoder's blocks.
+
+    fn unhex(s: &str) -> Vec<u8> {
+        let s: Vec<u8> = s.bytes().filter(u8::is_ascii_hexdigit).collect();
+        s.chunks(2)
+            .map(|c| u8::from_str_radix(std::str::from_utf8(c).expect("ascii"), 16).expect("hex"))
+            .collect()
+    }
+
+    fn decode(d: &mut h2::raw::RawDecoder, hex: &str) -> Result<Vec<String>, String> {
+        let mut src = BytesMut::from(&unhex(hex)[..]);
+        let mut head = h2::RawHead::new();
+        d.decode(&mut src, &mut head, |_, _| std::ops::ControlFlow::Continue(()))
+            .map_err(|e| format!("{e:?}"))?;
+        assert!(src.is_empty(), "the whole block is consumed");
+        Ok(head
+            .all()
+            .map(|(n, v)| format!("{}: {}", String::from_utf8_lossy(n), String::from_utf8_lossy(v)))
+            .collect())
+    }
+
+    fn table(d: &h2::raw::RawDecoder) -> Vec<String> {
+        d.table()
+            .map(|(n, v)| format!("{}: {}", String::from_utf8_lossy(n), String::from_utf8_lossy(v)))
+            .collect()
+    }
+
+    #[test]
+    fn peers_requests_decode_as_rfc_7541_c3_and_c4_show() {
+        // C.3 (literals as they are) and C.4 (the same requests Huffman-coded) leave the same
+        // fields and the same dynamic table.
+        let blocks = [
+            [
+                "828684410f7777772e6578616d706c652e636f6d",
+                "828684be58086e6f2d6361636865",
+                "828785bf400a637573746f6d2d6b65790c637573746f6d2d76616c7565",
+            ],
+            [
+                "828684418cf1e3c2e5f23a6ba0ab90f4ff",
+                "828684be5886a8eb10649cbf",
+                "828785bf408825a849e95ba97d7f8925a849e95bb8e8b4bf",
+            ],
+        ];
+        for (i, [one, two, three]) in blocks.iter().enumerate() {
+            let mut d = h2::raw::RawDecoder::new(4096);
+            let base = [":method: GET", ":scheme: http", ":path: /", ":authority: www.example.com"];
+            assert_eq!(decode(&mut d, one), Ok(base.map(String::from).to_vec()), "C.{}.1", i + 3);
+            assert_eq!(table(&d), [":authority: www.example.com"]);
+            assert_eq!(d.table_size(), 57);
+            let mut want = base.map(String::from).to_vec();
+            want.push("cache-control: no-cache".into());
+            assert_eq!(decode(&mut d, two), Ok(want), "C.{}.2", i + 3);
+            assert_eq!(d.table_size(), 110);
+            assert_eq!(
+                decode(&mut d, three),
+                Ok(vec![
+                    ":method: GET".to_string(),
+                    ":scheme: https".into(),
+                    ":path: /index.html".into(),
+                    ":authority: www.example.com".into(),
+                    "custom-key: custom-value".into(),
+                ]),
+                "C.{}.3",
+                i + 3
+            );
+            assert_eq!(
+                table(&d),
+                [
+                    "custom-key: custom-value",
+                    "cache-control: no-cache",
+                    ":authority: www.example.com"
+                ]
+            );
+            assert_eq!(d.table_size(), 164);
+        }
+    }
+
+    #[test]
+    fn the_oldest_entries_are_evicted_as_rfc_7541_c5_shows() {
+        // A 256-byte table: the second response's `:status: 307` evicts `:status: 302`.
+        let mut d = h2::raw::RawDecoder::new(256);
+        let first =
+            "4803333032580770726976617465611d4d6f6e2c203231204f637420323031332032303a31333a\
+                     323120474d546e1768747470733a2f2f7777772e6578616d706c652e636f6d";
+        let fields = |status: &str| {
+            vec![
+                format!(":status: {status}"),
+                "cache-control: private".into(),
+                "date: Mon, 21 Oct 2013 20:13:21 GMT".into(),
+                "location: https://www.example.com".into(),
+            ]
+        };
+        assert_eq!(decode(&mut d, first), Ok(fields("302")));
+        assert_eq!(d.table_size(), 222);
+        assert_eq!(decode(&mut d, "4803333037c1c0bf"), Ok(fields("307")));
+        assert_eq!(
+            table(&d),
+            [
+                ":status: 307",
+                "location: https://www.example.com",
+                "date: Mon, 21 Oct 2013 20:13:21 GMT",
+                "cache-control: private"
+            ]
+        );
+        assert_eq!(d.table_size(), 222);
+    }
+
+    #[test]
+    fn bad_blocks_are_refused_and_a_cut_field_waits_for_the_rest() {
+        let mut d = h2::raw::RawDecoder::new(4096);
+        // Index 70 is past the static table and an empty dynamic one; index 0 is none.
+        assert_eq!(decode(&mut d, "c6"), Err("InvalidTableIndex".into()));
+        assert_eq!(decode(&mut d, "80"), Err("InvalidTableIndex".into()));
+        // A size update above what SETTINGS allowed, or after a field.
+        assert_eq!(decode(&mut d, "3fe21f"), Err("InvalidMaxDynamicSize".into()));
+        assert_eq!(decode(&mut d, "8220"), Err("InvalidMaxDynamicSize".into()));
+        // An integer of more than five bytes.
+        assert_eq!(decode(&mut d, "ffffffffffff7f"), Err("IntegerOverflow".into()));
+        // A Huffman string padded with more than 7 bits, or with a code not all ones.
+        assert!(decode(&mut d, "0001618100").is_err());
+        // A block cut inside a literal: the fields before it are decoded, the cut one stays
+        // in the buffer until the rest comes (a CONTINUATION frame).
+        let whole = unhex("82400a637573746f6d2d6b65790c637573746f6d2d76616c7565");
+        let mut src = BytesMut::from(&whole[..9]);
+        let mut head = h2::RawHead::new();
+        let more = d.decode(&mut src, &mut head, |_, _| std::ops::ControlFlow::Continue(()));
+        assert!(matches!(more, Err(h2::raw::DecoderError::NeedMore(_))), "{more:?}");
+        assert_eq!(head.all().count(), 1);
+        assert_eq!(&src[..], &whole[1..9]);
+        src.extend_from_slice(&whole[9..]);
+        d.decode(&mut src, &mut head, |_, _| std::ops::ControlFlow::Continue(())).expect("rest");
+        let all: Vec<_> = head.all().collect();
+        assert_eq!(all, [(&b":method"[..], &b"GET"[..]), (b"custom-key", b"custom-value")]);
+    }
+
+    #[test]
+    fn this_encoders_blocks_decode_to_their_heads() {
+        let h = head(b"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nX-Long: aaa\r\n\r\n");
+        let b = response_block(&h, |_| false);
+        let mut d = h2::raw::RawDecoder::new(4096);
+        let mut src = BytesMut::from(&b[..]);
+        let mut raw = h2::RawHead::new();
+        d.decode(&mut src, &mut raw, |_, _| std::ops::ControlFlow::Continue(())).expect("decodes");
+        let all: Vec<_> = raw.all().collect();
+        assert_eq!(
+            all,
+            [(&b":status"[..], &b"404"[..]), (b"content-type", b"text/plain"), (b"x-long", b"aaa")]
+        );
+        // Literals without indexing: the table stays empty.
+        assert_eq!(d.table_size(), 0);
+    }
 }

@@ -123,7 +123,10 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
         .header_table_size(t.header_table_size)
         .max_frame_size(t.max_frame_size)
         .max_header_list_size(fe_bufsize(&fe) as u32)
-        .enable_connect_protocol();
+        .enable_connect_protocol()
+        // Heads as decoded bytes, built into the transaction's head (view.rs): no `http`
+        // types made of them first.
+        .raw_heads(true);
     let client_timeout = fe.timeouts.client;
     // Boxed: its state is half of this function's, which an idle connection would keep
     // resident for good (2.4 kB of the connection's memory).
@@ -171,7 +174,7 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
         }
         let next = tokio::select! {
             biased;
-            n = h2.accept() => n,
+            n = h2.accept_raw() => n,
             _ = std::future::poll_fn(|cx| view::poll_leftovers(&leftovers, cx)) => continue,
             _ = &mut stopped, if !crate::runtime::stopping() => continue,
             _ = &mut tick => {
@@ -189,7 +192,7 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
                 continue;
             }
         };
-        let (req, respond) = match next {
+        let (req, body, respond) = match next {
             Some(Ok(r)) => r,
             Some(Err(_)) | None => return,
         };
@@ -197,7 +200,7 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
             window_opened = true;
             h2.set_target_window_size(0x7fff_ffff);
         }
-        let view = view::H1View::new(req, respond, Arc::clone(&fd), Arc::clone(&leftovers));
+        let view = view::H1View::new(req, body, respond, Arc::clone(&fd), Arc::clone(&leftovers));
         let acc = Accepted {
             client: Stream::H2(Box::new(view)),
             peer,
@@ -320,7 +323,7 @@ fn close_quietly(client: &Stream) {
 
 /// Polls the connection until the client has closed it (after a GOAWAY).
 async fn drain<T: AsyncRead + AsyncWrite + Unpin>(h2: &mut h2::server::Connection<T, Bytes>) {
-    while let Some(Ok(_)) = h2.accept().await {}
+    while let Some(Ok(_)) = h2.accept_raw().await {}
 }
 
 fn fe_bufsize(fe: &Frontend) -> usize {

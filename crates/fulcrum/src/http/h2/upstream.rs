@@ -17,7 +17,6 @@
 //! response. Must not touch: server choice and slots (the backend), the idle HTTP/1 pool.
 
 use std::cell::RefCell;
-use std::future::Future;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::rc::Rc;
@@ -130,6 +129,8 @@ pub async fn start(
     let io = super::Io { s: Rc::new(stream), prefix: Vec::new(), pos: 0 };
     let mut b = h2::client::Builder::new();
     b.enable_push(false)
+        // Heads as decoded bytes, built into the transaction's head: no `http` types first.
+        .raw_heads(true)
         .initial_window_size(tune.initial_window_size.min(0x7fff_ffff))
         // The connection's window as large as it goes (HAProxy's choice): streams share it,
         // and one whose client reads slowly must not hold back the others.
@@ -306,24 +307,27 @@ impl UpView {
         };
         if let Poll::Ready(Some(Ok(r))) = fut.poll_informational(cx) {
             // 100 Continue, 103 Early Hints: read as HTTP/1 interim heads.
-            write_status(&mut i.interim, r.status());
-            write_fields(&mut i.interim, r.headers());
+            write_status(&mut i.interim, r.status().as_u16());
+            let fields = r.headers().iter().map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()));
+            write_fields(&mut i.interim, fields);
             i.interim.extend_from_slice(b"\r\n");
             return Poll::Ready(Ok(()));
         }
-        match std::pin::Pin::new(fut).poll(cx) {
+        match fut.poll_raw(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Err(_)) => {
                 i.failed = true;
                 i.response = None;
                 Poll::Ready(Ok(()))
             }
-            Poll::Ready(Ok(resp)) => {
+            Poll::Ready(Ok((raw, body))) => {
                 i.response = None;
+                // (`h2` checked that the status is three digits.)
+                let status = raw.status().unwrap_or(500);
                 i.message = Some(match i.websocket.take() {
-                    Some(key) if resp.status().is_success() => websocket_head(resp, &key),
+                    Some(key) if (200..300).contains(&status) => websocket_head(&raw, body, &key),
                     _ => {
-                        let (head, body) = response_head(resp, i.method);
+                        let (head, body) = response_head(raw, status, body, i.method);
                         i.head = Some(head);
                         body
                     }
@@ -678,20 +682,18 @@ fn request(
 
 /// A response's head as received, and the field its body's HTTP/1 framing adds.
 struct ResponseHead {
-    parts: http::response::Parts,
+    /// The HEADERS frame's fields as decoded (checked by `h2` as for any head).
+    raw: h2::RawHead,
+    status: u16,
     framing: Option<(&'static [u8], &'static [u8])>,
 }
 
 impl ResponseHead {
-    fn reason(&self) -> &'static [u8] {
-        self.parts.status.canonical_reason().unwrap_or("Unknown").as_bytes()
-    }
-
     /// The head built from its fields (see [`UpView::take_response_head`]).
     fn build(&self, head: &mut Head, limits: &Limits) -> Result<usize, fulcrum_http::HeadError> {
-        head.begin_response(self.parts.status.as_u16(), self.reason())?;
-        for (name, value) in &self.parts.headers {
-            head.build_field(name.as_str().as_bytes(), value.as_bytes(), limits)?;
+        head.begin_response(self.status, reason(self.status).as_bytes())?;
+        for (name, value) in self.raw.fields() {
+            head.build_field(name, value, limits)?;
         }
         if let Some((name, value)) = self.framing {
             head.build_field(name, value, limits)?;
@@ -702,14 +704,8 @@ impl ResponseHead {
     /// The head as HTTP/1.1 text.
     fn text(&self) -> Vec<u8> {
         let mut head = Vec::with_capacity(256);
-        write_status(&mut head, self.parts.status);
-        write_fields(&mut head, &self.parts.headers);
-        if let Some((name, value)) = self.framing {
-            head.extend_from_slice(name);
-            head.extend_from_slice(b": ");
-            head.extend_from_slice(value);
-            head.extend_from_slice(b"\r\n");
-        }
+        write_status(&mut head, self.status);
+        write_fields(&mut head, self.raw.fields().chain(self.framing));
         head.extend_from_slice(b"\r\n");
         head
     }
@@ -717,12 +713,15 @@ impl ResponseHead {
 
 /// The head of a response, and its body framed for HTTP/1: as sized by the server, else in
 /// chunks (where its trailers fit).
-fn response_head(resp: http::Response<h2::RecvStream>, method: Method) -> (ResponseHead, Incoming) {
-    let (parts, body) = resp.into_parts();
-    let status = parts.status.as_u16();
+fn response_head(
+    raw: h2::RawHead,
+    status: u16,
+    body: h2::RecvStream,
+    method: Method,
+) -> (ResponseHead, Incoming) {
     let bodiless = method == Method::Head || status == 204 || status == 304;
     let tunnel = method == Method::Connect && (200..300).contains(&status);
-    let sized = parts.headers.contains_key(http::header::CONTENT_LENGTH);
+    let sized = raw.contains(b"content-length");
     let (body, chunked, framing) = if bodiless {
         (None, false, None)
     } else if tunnel || sized {
@@ -732,14 +731,13 @@ fn response_head(resp: http::Response<h2::RecvStream>, method: Method) -> (Respo
     } else {
         (Some(body), true, Some((b"transfer-encoding".as_slice(), b"chunked".as_slice())))
     };
-    (ResponseHead { parts, framing }, Incoming::new(Vec::new(), body, chunked))
+    (ResponseHead { raw, status, framing }, Incoming::new(Vec::new(), body, chunked))
 }
 
 /// The 101 an HTTP/1.1 WebSocket client expects, for an extended CONNECT's 2xx, with the
 /// `Sec-WebSocket-Accept` its key asks for (RFC 6455 4.2.2); then the stream is the tunnel.
-fn websocket_head(resp: http::Response<h2::RecvStream>, key: &[u8]) -> Incoming {
+fn websocket_head(raw: &h2::RawHead, body: h2::RecvStream, key: &[u8]) -> Incoming {
     use base64::Engine;
-    let (parts, body) = resp.into_parts();
     let mut head = Vec::with_capacity(256);
     head.extend_from_slice(
         b"HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: websocket\r\n",
@@ -754,27 +752,35 @@ fn websocket_head(resp: http::Response<h2::RecvStream>, key: &[u8]) -> Incoming 
         );
         head.extend_from_slice(b"\r\n");
     }
-    let mut rest = parts.headers;
-    rest.remove(http::header::CONTENT_LENGTH);
-    rest.remove("sec-websocket-accept");
-    write_fields(&mut head, &rest);
+    let rest =
+        raw.fields().filter(|(n, _)| *n != b"content-length" && *n != b"sec-websocket-accept");
+    write_fields(&mut head, rest);
     head.extend_from_slice(b"\r\n");
     Incoming::new(head, Some(body), false)
 }
 
-fn write_status(out: &mut Vec<u8>, status: http::StatusCode) {
+/// A status's reason phrase (HTTP/2 carries none).
+fn reason(status: u16) -> &'static str {
+    http::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("Unknown")
+}
+
+fn write_status(out: &mut Vec<u8>, status: u16) {
     out.extend_from_slice(b"HTTP/1.1 ");
-    out.extend_from_slice(status.as_str().as_bytes());
+    out.extend_from_slice(&[
+        b'0' + (status / 100 % 10) as u8,
+        b'0' + (status / 10 % 10) as u8,
+        b'0' + (status % 10) as u8,
+    ]);
     out.push(b' ');
-    out.extend_from_slice(status.canonical_reason().unwrap_or("Unknown").as_bytes());
+    out.extend_from_slice(reason(status).as_bytes());
     out.extend_from_slice(b"\r\n");
 }
 
-fn write_fields(out: &mut Vec<u8>, headers: &http::HeaderMap) {
-    for (name, value) in headers {
-        out.extend_from_slice(name.as_str().as_bytes());
+fn write_fields<'a>(out: &mut Vec<u8>, fields: impl Iterator<Item = (&'a [u8], &'a [u8])>) {
+    for (name, value) in fields {
+        out.extend_from_slice(name);
         out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(value);
         out.extend_from_slice(b"\r\n");
     }
 }

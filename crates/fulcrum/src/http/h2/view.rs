@@ -92,9 +92,8 @@ enum Tunnel {
 
 /// A request head as received in its HEADERS frame, until the session takes it.
 struct RequestHead {
-    parts: http::request::Parts,
-    /// Extended CONNECT's `:protocol`.
-    protocol: Option<String>,
+    /// The HEADERS frame's fields as decoded (checked by `h2` as for any head).
+    raw: h2::RawHead,
     tunnel: Tunnel,
     /// The body goes in chunks (no `content-length`).
     chunked: bool,
@@ -149,74 +148,73 @@ impl RequestHead {
     /// form), `:authority` as Host, cookie fields joined (RFC 9113 8.2.3), an extended CONNECT
     /// as an HTTP/1.1 upgrade, chunked framing for a body of unknown size.
     fn write(&self, out: &mut impl HeadOut) -> Result<(), HeadError> {
-        let parts = &self.parts;
+        let raw = &self.raw;
         let method = if self.tunnel == Tunnel::Upgrade {
             b"GET".as_slice()
         } else {
-            parts.method.as_str().as_bytes()
+            raw.method().unwrap_or_default()
         };
         // The scheme's default port is dropped from the authority, as HAProxy normalises it
         // (RFC 3986 6.2.3): `http://a:80/` is `http://a/`, its Host `a`.
-        let authority = parts.uri.authority().map(|a| {
-            let default = match parts.uri.scheme_str() {
-                Some("http") => ":80",
-                Some("https") => ":443",
-                _ => return a.as_str(),
+        let scheme = raw.scheme();
+        let authority = raw.authority().map(|a| {
+            let default: &[u8] = match scheme {
+                Some(b"http") => b":80",
+                Some(b"https") => b":443",
+                _ => return a,
             };
-            a.as_str().strip_suffix(default).unwrap_or(a.as_str())
+            a.strip_suffix(default).unwrap_or(a)
         });
         if self.tunnel == Tunnel::Connect {
-            out.start(method, &[authority.unwrap_or("").as_bytes()])?;
+            out.start(method, &[authority.unwrap_or_default()])?;
         } else {
-            let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-            let path = if path.is_empty() { b"/".as_slice() } else { path.as_bytes() };
-            match (parts.uri.scheme_str(), authority) {
-                (Some(scheme), Some(a)) => {
-                    out.start(method, &[scheme.as_bytes(), b"://", a.as_bytes(), path])?
-                }
+            let path = match raw.path() {
+                None | Some(b"") => b"/".as_slice(),
+                Some(p) => p,
+            };
+            match (scheme, authority) {
+                (Some(scheme), Some(a)) => out.start(method, &[scheme, b"://", a, path])?,
                 _ => out.start(method, &[path])?,
             }
         }
         // `:authority` is the Host (RFC 9113 8.3.1); a `host` field is used only without it.
         if let Some(a) = authority {
-            out.field(b"host", a.as_bytes())?;
+            out.field(b"host", a)?;
         }
         // Without an authority, HTTP/1.1 wants an empty Host (RFC 9112 3.2).
-        if authority.is_none() && !parts.headers.contains_key(http::header::HOST) {
+        if authority.is_none() && !raw.contains(b"host") {
             out.field(b"host", b"")?;
         }
         let mut cookies = 0;
-        for (name, value) in parts.headers.iter() {
-            if name == http::header::HOST && authority.is_some() {
+        for (name, value) in raw.fields() {
+            if name == b"host" && authority.is_some() {
                 continue;
             }
-            if name == http::header::COOKIE {
+            if name == b"cookie" {
                 cookies += 1;
                 continue;
             }
-            out.field(name.as_str().as_bytes(), value.as_bytes())?;
+            out.field(name, value)?;
         }
         if cookies > 0 {
-            let mut all = parts.headers.get_all(http::header::COOKIE).iter();
+            let mut all = raw.fields().filter(|(n, _)| *n == b"cookie").map(|(_, v)| v);
             match (cookies, all.next()) {
-                (1, Some(v)) => out.field(b"cookie", v.as_bytes())?,
+                (1, Some(v)) => out.field(b"cookie", v)?,
                 (_, first) => {
-                    let mut joined = first.map(|v| v.as_bytes().to_vec()).unwrap_or_default();
+                    let mut joined = first.map(<[u8]>::to_vec).unwrap_or_default();
                     for v in all {
                         joined.extend_from_slice(b"; ");
-                        joined.extend_from_slice(v.as_bytes());
+                        joined.extend_from_slice(v);
                     }
                     out.field(b"cookie", &joined)?;
                 }
             }
         }
-        if let (Tunnel::Upgrade, Some(p)) = (self.tunnel, &self.protocol) {
+        if let (Tunnel::Upgrade, Some(p)) = (self.tunnel, raw.protocol()) {
             out.field(b"connection", b"upgrade")?;
-            out.field(b"upgrade", p.as_bytes())?;
+            out.field(b"upgrade", p)?;
             // HTTP/1.1 WebSocket wants a key (RFC 6455 4.1), which HTTP/2 has no use for.
-            if p.eq_ignore_ascii_case("websocket")
-                && !parts.headers.contains_key("sec-websocket-key")
-            {
+            if p.eq_ignore_ascii_case(b"websocket") && !raw.contains(b"sec-websocket-key") {
                 out.field(b"sec-websocket-key", super::websocket_key().as_bytes())?;
             }
         }
@@ -230,29 +228,29 @@ impl RequestHead {
 impl H1View {
     /// The view of a request just accepted on the connection whose socket `fd` duplicates.
     pub fn new(
-        req: http::Request<RecvStream>,
+        raw: h2::RawHead,
+        body: RecvStream,
         respond: SendResponse<Bytes>,
         fd: Arc<OwnedFd>,
         leftovers: Leftovers,
     ) -> H1View {
-        let (parts, body) = req.into_parts();
-        let protocol = parts.extensions.get::<h2::ext::Protocol>().map(|p| p.as_str().to_string());
-        let tunnel = match (&parts.method, &protocol) {
-            (&http::Method::CONNECT, Some(_)) => Tunnel::Upgrade,
-            (&http::Method::CONNECT, None) => Tunnel::Connect,
+        let connect = raw.method() == Some(b"CONNECT");
+        let tunnel = match (connect, raw.protocol()) {
+            (true, Some(_)) => Tunnel::Upgrade,
+            (true, None) => Tunnel::Connect,
             _ => Tunnel::No,
         };
         let method = if tunnel == Tunnel::Upgrade {
             Method::Get
         } else {
-            Method::from_bytes(parts.method.as_str().as_bytes())
+            Method::from_bytes(raw.method().unwrap_or_default())
         };
-        let sized = parts.headers.contains_key(http::header::CONTENT_LENGTH);
+        let sized = raw.contains(b"content-length");
         // A tunnel's bytes go as they come.
         let chunked = !body.is_end_stream() && !sized && tunnel == Tunnel::No;
         H1View {
             recv: RefCell::new(Incoming::new(Vec::new(), Some(body), chunked)),
-            head: RefCell::new(Some(RequestHead { parts, protocol, tunnel, chunked })),
+            head: RefCell::new(Some(RequestHead { raw, tunnel, chunked })),
             send: RefCell::new(Send {
                 respond: Some(respond),
                 state: SendState::Head(Vec::new()),

@@ -131,15 +131,39 @@ fn decode_code_slow(
 
 // Decodes a Huffman encoded string into the provided buffer.
 pub fn decode(src: &[u8], buf: &mut BytesMut) -> Result<BytesMut, DecoderError> {
-    let len = src.len();
     let base_len = buf.len();
 
     // Reserve the worst case output size. Every code is at least 5 bits,
     // so `len` input bytes can't decode to more than `len * 8 / 5` output
     // bytes. One more byte covers the fast path always writing two bytes
     // even when it decoded only one symbol.
-    buf.resize(base_len + len * 8 / 5 + 1, 0);
-    let dst = &mut buf[base_len..];
+    buf.resize(base_len + src.len() * 8 / 5 + 1, 0);
+    let o = decode_slice(src, &mut buf[base_len..])?;
+    buf.truncate(base_len + o);
+    Ok(buf.split())
+}
+
+/// Fulcrum: decodes a Huffman encoded string at the end of `out` (HPACK decoding into a
+/// header block's bytes, `hpack::raw`), and says how many bytes it added.
+pub fn decode_append(src: &[u8], out: &mut Vec<u8>) -> Result<usize, DecoderError> {
+    let base_len = out.len();
+    out.resize(base_len + src.len() * 8 / 5 + 1, 0);
+    match decode_slice(src, &mut out[base_len..]) {
+        Ok(o) => {
+            out.truncate(base_len + o);
+            Ok(o)
+        }
+        Err(e) => {
+            out.truncate(base_len);
+            Err(e)
+        }
+    }
+}
+
+// Decodes into `dst`, which has room for the worst case (`src.len() * 8 / 5 + 1` bytes), and
+// returns the decoded length.
+fn decode_slice(src: &[u8], dst: &mut [u8]) -> Result<usize, DecoderError> {
+    let len = src.len();
     let mut o = 0;
 
     let mut acc: u64 = 0;
@@ -201,8 +225,7 @@ pub fn decode(src: &[u8], buf: &mut BytesMut) -> Result<BytesMut, DecoderError> 
         decode_code_slow(&mut acc, &mut bits, dst, &mut o)?;
     }
 
-    buf.truncate(base_len + o);
-    Ok(buf.split())
+    Ok(o)
 }
 
 #[cfg(test)]

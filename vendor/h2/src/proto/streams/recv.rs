@@ -182,27 +182,15 @@ impl Recv {
 
         {
             use super::stream::ContentLength;
-            use http::header;
 
-            let mut first_content_length = None;
-            for content_length in frame.fields().get_all(header::CONTENT_LENGTH) {
-                let content_length = match frame::parse_u64(content_length.as_bytes()) {
-                    Ok(v) => v,
-                    Err(_) => {
-                        proto_err!(stream: "could not parse content-length; stream={:?}", stream.id);
-                        return Err(Error::library_reset(stream.id, Reason::PROTOCOL_ERROR).into());
-                    }
-                };
-
-                if let Some(first) = first_content_length {
-                    if content_length != first {
-                        proto_err!(stream: "conflicting content-length headers; stream={:?}", stream.id);
-                        return Err(Error::library_reset(stream.id, Reason::PROTOCOL_ERROR).into());
-                    }
-                } else {
-                    first_content_length = Some(content_length);
+            // Fulcrum: read the same way from a head decoded as bytes.
+            let first_content_length = match frame.content_length() {
+                Ok(n) => n,
+                Err(()) => {
+                    proto_err!(stream: "could not parse content-length, or conflicting ones; stream={:?}", stream.id);
+                    return Err(Error::library_reset(stream.id, Reason::PROTOCOL_ERROR).into());
                 }
-            }
+            };
 
             if let Some(content_length) =
                 first_content_length.filter(|_| !stream.content_length.is_head())
@@ -213,8 +201,7 @@ impl Recv {
                 if frame.is_end_stream()
                     && content_length > 0
                     && frame
-                        .pseudo()
-                        .status
+                        .status_code()
                         .map_or(true, |status| status != 204 && status != 304)
                 {
                     proto_err!(stream: "recv_headers with END_STREAM: content-length is not zero; stream={:?};", stream.id);
@@ -244,9 +231,8 @@ impl Recv {
         }
 
         let stream_id = frame.stream_id();
-        let (pseudo, fields) = frame.into_parts();
 
-        if pseudo.protocol.is_some()
+        if frame.has_protocol()
             && counts.peer().is_server()
             && !self.is_extended_connect_protocol_enabled
         {
@@ -254,15 +240,21 @@ impl Recv {
             return Err(Error::library_reset(stream.id, Reason::PROTOCOL_ERROR).into());
         }
 
-        if pseudo.status.is_some() && counts.peer().is_server() {
+        if frame.has_status() && counts.peer().is_server() {
             proto_err!(stream: "cannot use :status header for requests; stream={:?}", stream.id);
             return Err(Error::library_reset(stream.id, Reason::PROTOCOL_ERROR).into());
         }
 
-        if !pseudo.is_informational() {
-            let message = counts
-                .peer()
-                .convert_poll_message(pseudo, fields, stream_id)?;
+        if !frame.is_informational() {
+            // Fulcrum: a head decoded as bytes stays so.
+            let message = if frame.is_raw() {
+                counts.peer().check_raw(frame.into_raw(), stream_id)?
+            } else {
+                let (pseudo, fields) = frame.into_parts();
+                counts
+                    .peer()
+                    .convert_poll_message(pseudo, fields, stream_id)?
+            };
 
             // Push the frame onto the stream's recv buffer
             stream
@@ -280,6 +272,7 @@ impl Recv {
         } else {
             // This is an informational response (1xx status code)
             // Convert to response and store it for polling
+            let (pseudo, fields) = frame.into_parts();
             let message = counts
                 .peer()
                 .convert_poll_message(pseudo, fields, stream_id)?;
@@ -303,11 +296,12 @@ impl Recv {
     ///
     /// Panics if `stream.pending_recv` has no `Event::Headers` queued.
     ///
-    pub fn take_request(&mut self, stream: &mut store::Ptr) -> Request<()> {
+    pub fn take_request(&mut self, stream: &mut store::Ptr) -> super::peer::PollMessage {
         use super::peer::PollMessage::*;
 
+        // Fulcrum: or the head as bytes (`Raw`).
         match stream.pending_recv.pop_front(&mut self.buffer) {
-            Some(Event::Headers(Server(request))) => request,
+            Some(Event::Headers(m @ (Server(_) | Raw(_)))) => m,
             _ => unreachable!("server stream queue must start with Headers"),
         }
     }
@@ -349,13 +343,14 @@ impl Recv {
         &mut self,
         cx: &Context,
         stream: &mut store::Ptr,
-    ) -> Poll<Result<Response<()>, proto::Error>> {
+    ) -> Poll<Result<super::peer::PollMessage, proto::Error>> {
         use super::peer::PollMessage::*;
 
         // Skip over any interim informational headers to find the main response
         loop {
             match stream.pending_recv.pop_front(&mut self.buffer) {
-                Some(Event::Headers(Client(response))) => return Poll::Ready(Ok(response)),
+                // Fulcrum: or the head as bytes (`Raw`).
+                Some(Event::Headers(m @ (Client(_) | Raw(_)))) => return Poll::Ready(Ok(m)),
                 Some(Event::InformationalHeaders(_)) => {
                     tracing::trace!("Skipping informational response in poll_response - should be consumed via poll_informational; stream_id={:?}", stream.id);
                     continue;
@@ -389,11 +384,11 @@ impl Recv {
         // If it's not, we put it back
         if let Some(event) = stream.pending_recv.pop_front(&mut self.buffer) {
             match event {
-                Event::Headers(Client(response)) => {
+                Event::Headers(m @ (Client(_) | Raw(_))) => {
                     // Final response
                     stream
                         .pending_recv
-                        .push_front(&mut self.buffer, Event::Headers(Client(response)));
+                        .push_front(&mut self.buffer, Event::Headers(m));
                     return Poll::Ready(None);
                 }
                 Event::InformationalHeaders(Client(response)) => {

@@ -1463,7 +1463,7 @@ impl<B> StreamRef<B> {
     /// # Panics
     ///
     /// This function panics if the request isn't present.
-    pub fn take_request(&self) -> Request<()> {
+    pub fn take_request(&self) -> crate::proto::peer::PollMessage {
         let mut me = self.opaque.inner.lock().unwrap();
         let me = &mut *me;
 
@@ -1552,7 +1552,10 @@ impl OpaqueStreamRef {
         }
     }
     /// Called by a client to check for a received response.
-    pub fn poll_response(&mut self, cx: &Context) -> Poll<Result<Response<()>, proto::Error>> {
+    pub fn poll_response(
+        &mut self,
+        cx: &Context,
+    ) -> Poll<Result<crate::proto::peer::PollMessage, proto::Error>> {
         let mut me = self.inner.lock().unwrap();
         let me = &mut *me;
 

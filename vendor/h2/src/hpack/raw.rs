@@ -1,0 +1,649 @@
+//! Fulcrum: HPACK decoding into a header block's bytes.
+//!
+//! On a connection built with `raw_heads(true)` a HEADERS frame's block is decoded here into
+//! one `RawHead`: every field's name and value copied (or Huffman-decoded) once into one
+//! buffer, the pseudo-fields found by offset. The crate's own decoder makes an
+//! `http::HeaderName`, a `HeaderValue` and a `Bytes` of each field, a `HeaderMap` of the
+//! block and an `http::Uri` of the request's pseudo-fields; a proxy then writes all of it
+//! out again as bytes. This decoder keeps the same dynamic table rules (RFC 7541 4, 6) and
+//! errors as `hpack::Decoder`; the frame layer (`frame::headers`) checks the fields as the
+//! crate does for any head.
+
+use super::huffman;
+pub use super::{DecoderError, NeedMore};
+
+use bytes::{Buf, BytesMut};
+use std::collections::VecDeque;
+use std::fmt;
+use std::ops::ControlFlow;
+
+/// The fields of a header block as decoded: names and values as bytes, in the order they came.
+///
+/// Each entry of `buf` is the name's length and the value's length (4 bytes each, little
+/// endian), then the name, then the value.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct RawHead {
+    buf: Vec<u8>,
+    /// Where each pseudo-field's entry starts in `buf`, plus one (0: absent), in the order
+    /// of `Pseudo`.
+    pseudo: [u32; 6],
+    /// The block's size as RFC 7541 4.1 counts it, as far as it was decoded.
+    size: usize,
+}
+
+/// The pseudo-fields a head may carry (RFC 9113 8.3, RFC 8441 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pseudo {
+    /// `:method`
+    Method = 0,
+    /// `:scheme`
+    Scheme = 1,
+    /// `:authority`
+    Authority = 2,
+    /// `:path`
+    Path = 3,
+    /// `:protocol`
+    Protocol = 4,
+    /// `:status`
+    Status = 5,
+}
+
+impl Pseudo {
+    /// The pseudo-field a name (with its colon) is, if any.
+    #[inline]
+    pub fn from_name(name: &[u8]) -> Option<Pseudo> {
+        let p = match (name.len(), name.get(1), name.get(2)) {
+            (7, Some(b'm'), _) => Pseudo::Method,
+            (7, Some(b's'), Some(b'c')) => Pseudo::Scheme,
+            (7, Some(b's'), _) => Pseudo::Status,
+            (10, Some(b'a'), _) => Pseudo::Authority,
+            (5, Some(b'p'), _) => Pseudo::Path,
+            (9, Some(b'p'), _) => Pseudo::Protocol,
+            _ => return None,
+        };
+        (name == p.name().as_bytes()).then_some(p)
+    }
+
+    /// The name, with its colon.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pseudo::Method => ":method",
+            Pseudo::Scheme => ":scheme",
+            Pseudo::Authority => ":authority",
+            Pseudo::Path => ":path",
+            Pseudo::Protocol => ":protocol",
+            Pseudo::Status => ":status",
+        }
+    }
+}
+
+const ENTRY_HEAD: usize = 8;
+
+#[inline(always)]
+fn entry_at(buf: &[u8], at: usize) -> (&[u8], &[u8], usize) {
+    let Some(head) = buf.get(at..at + ENTRY_HEAD) else {
+        return (&[], &[], buf.len());
+    };
+    let name_len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
+    let value_len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as usize;
+    let name_at = at + ENTRY_HEAD;
+    let end = name_at + name_len + value_len;
+    match buf.get(name_at..end) {
+        Some(both) => {
+            let (name, value) = both.split_at(name_len);
+            (name, value, end)
+        }
+        None => (&[], &[], buf.len()),
+    }
+}
+
+impl RawHead {
+    /// An empty head.
+    pub fn new() -> RawHead {
+        RawHead::default()
+    }
+
+    /// A pseudo-field's value.
+    #[inline]
+    pub fn pseudo(&self, which: Pseudo) -> Option<&[u8]> {
+        match self.pseudo[which as usize] {
+            0 => None,
+            at => Some(entry_at(&self.buf, at as usize - 1).1),
+        }
+    }
+
+    /// `:method`
+    pub fn method(&self) -> Option<&[u8]> {
+        self.pseudo(Pseudo::Method)
+    }
+
+    /// `:scheme`
+    pub fn scheme(&self) -> Option<&[u8]> {
+        self.pseudo(Pseudo::Scheme)
+    }
+
+    /// `:authority`
+    pub fn authority(&self) -> Option<&[u8]> {
+        self.pseudo(Pseudo::Authority)
+    }
+
+    /// `:path`
+    pub fn path(&self) -> Option<&[u8]> {
+        self.pseudo(Pseudo::Path)
+    }
+
+    /// `:protocol` (extended CONNECT, RFC 8441)
+    pub fn protocol(&self) -> Option<&[u8]> {
+        self.pseudo(Pseudo::Protocol)
+    }
+
+    /// `:status`, when it is three digits.
+    pub fn status(&self) -> Option<u16> {
+        self.pseudo(Pseudo::Status).and_then(parse_status)
+    }
+
+    /// The fields that are not pseudo-fields, in order.
+    pub fn fields(&self) -> Fields<'_> {
+        Fields {
+            buf: &self.buf,
+            at: 0,
+        }
+    }
+
+    /// Every field, pseudo-fields included, in the order they came.
+    pub fn all(&self) -> All<'_> {
+        All {
+            buf: &self.buf,
+            at: 0,
+        }
+    }
+
+    /// The first field of this name (lower case).
+    pub fn get(&self, name: &[u8]) -> Option<&[u8]> {
+        self.fields().find(|(n, _)| *n == name).map(|(_, v)| v)
+    }
+
+    /// Whether a field of this name (lower case) is here.
+    pub fn contains(&self, name: &[u8]) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// The block's decoded size (RFC 7541 4.1: each field's name and value, plus 32).
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Adds a field (or a pseudo-field, which must come first) as decoded.
+    pub fn push(&mut self, name: &[u8], value: &[u8]) {
+        let at = self.buf.len();
+        self.buf
+            .extend_from_slice(&(name.len() as u32).to_le_bytes());
+        self.buf
+            .extend_from_slice(&(value.len() as u32).to_le_bytes());
+        self.buf.extend_from_slice(name);
+        self.buf.extend_from_slice(value);
+        self.size += name.len() + value.len() + 32;
+        if let Some(p) = Pseudo::from_name(name) {
+            self.pseudo[p as usize] = at as u32 + 1;
+        }
+    }
+
+    /// The head of a request made with the crate's types.
+    pub(crate) fn of_request(parts: &http::request::Parts) -> RawHead {
+        let mut raw = RawHead::new();
+        raw.push(b":method", parts.method.as_str().as_bytes());
+        if let Some(s) = parts.uri.scheme_str() {
+            raw.push(b":scheme", s.as_bytes());
+        }
+        if let Some(a) = parts.uri.authority() {
+            raw.push(b":authority", a.as_str().as_bytes());
+        }
+        if let Some(p) = parts.uri.path_and_query() {
+            raw.push(b":path", p.as_str().as_bytes());
+        }
+        if let Some(p) = parts.extensions.get::<crate::ext::Protocol>() {
+            raw.push(b":protocol", p.as_str().as_bytes());
+        }
+        for (name, value) in &parts.headers {
+            raw.push(name.as_str().as_bytes(), value.as_bytes());
+        }
+        raw
+    }
+
+    /// The head of a response made with the crate's types.
+    pub(crate) fn of_response(parts: &http::response::Parts) -> RawHead {
+        let mut raw = RawHead::new();
+        raw.push(b":status", parts.status.as_str().as_bytes());
+        for (name, value) in &parts.headers {
+            raw.push(name.as_str().as_bytes(), value.as_bytes());
+        }
+        raw
+    }
+
+    pub(crate) fn buf_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+
+    pub(crate) fn entry(&self, at: usize) -> (&[u8], &[u8]) {
+        let (n, v, _) = entry_at(&self.buf, at);
+        (n, v)
+    }
+
+    pub(crate) fn set_pseudo(&mut self, which: Pseudo, at: usize) -> bool {
+        let slot = &mut self.pseudo[which as usize];
+        if *slot != 0 {
+            return false;
+        }
+        *slot = at as u32 + 1;
+        true
+    }
+
+    pub(crate) fn has_pseudo(&self, which: Pseudo) -> bool {
+        self.pseudo[which as usize] != 0
+    }
+
+    pub(crate) fn add_size(&mut self, n: usize) -> usize {
+        self.size += n;
+        self.size
+    }
+}
+
+impl fmt::Debug for RawHead {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_map();
+        let mut at = 0;
+        while at < self.buf.len() {
+            let (n, v, end) = entry_at(&self.buf, at);
+            d.entry(&String::from_utf8_lossy(n), &String::from_utf8_lossy(v));
+            at = end;
+        }
+        d.finish()
+    }
+}
+
+/// The fields of a [`RawHead`] that are not pseudo-fields: `(name, value)`.
+#[derive(Debug, Clone)]
+pub struct Fields<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        while self.at < self.buf.len() {
+            let (n, v, end) = entry_at(self.buf, self.at);
+            self.at = end;
+            if n.first() != Some(&b':') {
+                return Some((n, v));
+            }
+        }
+        None
+    }
+}
+
+/// Every field of a [`RawHead`], pseudo-fields included: `(name, value)`.
+#[derive(Debug, Clone)]
+pub struct All<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Iterator for All<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.at >= self.buf.len() {
+            return None;
+        }
+        let (n, v, end) = entry_at(self.buf, self.at);
+        self.at = end;
+        Some((n, v))
+    }
+}
+
+/// A status of three digits, 100 to 999 (as `http::StatusCode::from_bytes`).
+pub fn parse_status(v: &[u8]) -> Option<u16> {
+    match v {
+        [a @ b'1'..=b'9', b @ b'0'..=b'9', c @ b'0'..=b'9'] => {
+            Some((a - b'0') as u16 * 100 + (b - b'0') as u16 * 10 + (c - b'0') as u16)
+        }
+        _ => None,
+    }
+}
+
+/// HPACK's static table (RFC 7541 Appendix A).
+const STATIC: [(&[u8], &[u8]); 61] = [
+    (b":authority", b""),
+    (b":method", b"GET"),
+    (b":method", b"POST"),
+    (b":path", b"/"),
+    (b":path", b"/index.html"),
+    (b":scheme", b"http"),
+    (b":scheme", b"https"),
+    (b":status", b"200"),
+    (b":status", b"204"),
+    (b":status", b"206"),
+    (b":status", b"304"),
+    (b":status", b"400"),
+    (b":status", b"404"),
+    (b":status", b"500"),
+    (b"accept-charset", b""),
+    (b"accept-encoding", b"gzip, deflate"),
+    (b"accept-language", b""),
+    (b"accept-ranges", b""),
+    (b"accept", b""),
+    (b"access-control-allow-origin", b""),
+    (b"age", b""),
+    (b"allow", b""),
+    (b"authorization", b""),
+    (b"cache-control", b""),
+    (b"content-disposition", b""),
+    (b"content-encoding", b""),
+    (b"content-language", b""),
+    (b"content-length", b""),
+    (b"content-location", b""),
+    (b"content-range", b""),
+    (b"content-type", b""),
+    (b"cookie", b""),
+    (b"date", b""),
+    (b"etag", b""),
+    (b"expect", b""),
+    (b"expires", b""),
+    (b"from", b""),
+    (b"host", b""),
+    (b"if-match", b""),
+    (b"if-modified-since", b""),
+    (b"if-none-match", b""),
+    (b"if-range", b""),
+    (b"if-unmodified-since", b""),
+    (b"last-modified", b""),
+    (b"link", b""),
+    (b"location", b""),
+    (b"max-forwards", b""),
+    (b"proxy-authenticate", b""),
+    (b"proxy-authorization", b""),
+    (b"range", b""),
+    (b"referer", b""),
+    (b"refresh", b""),
+    (b"retry-after", b""),
+    (b"server", b""),
+    (b"set-cookie", b""),
+    (b"strict-transport-security", b""),
+    (b"transfer-encoding", b""),
+    (b"user-agent", b""),
+    (b"vary", b""),
+    (b"via", b""),
+    (b"www-authenticate", b""),
+];
+
+/// One dynamic table entry: name then value, in one allocation.
+#[derive(Debug)]
+struct Entry {
+    bytes: Box<[u8]>,
+    name_len: usize,
+}
+
+impl Entry {
+    fn name(&self) -> &[u8] {
+        &self.bytes[..self.name_len]
+    }
+
+    fn value(&self) -> &[u8] {
+        &self.bytes[self.name_len..]
+    }
+
+    /// Its size as RFC 7541 4.1 counts it.
+    fn size(&self) -> usize {
+        self.bytes.len() + 32
+    }
+}
+
+/// An HPACK decoder whose fields go into a [`RawHead`]'s buffer.
+#[derive(Debug)]
+pub struct RawDecoder {
+    /// Newest first.
+    entries: VecDeque<Entry>,
+    size: usize,
+    max_size: usize,
+    /// The table size the peer was told, to take effect at the next block.
+    max_size_update: Option<usize>,
+    /// The largest table size the peer may ask for.
+    last_max_update: usize,
+}
+
+impl RawDecoder {
+    /// A decoder whose table holds `size` bytes (RFC 7541 4.2).
+    pub fn new(size: usize) -> RawDecoder {
+        RawDecoder {
+            entries: VecDeque::new(),
+            size: 0,
+            max_size: size,
+            max_size_update: None,
+            last_max_update: size,
+        }
+    }
+
+    /// The table size sent in SETTINGS_HEADER_TABLE_SIZE (as `Decoder::queue_size_update`).
+    pub fn queue_size_update(&mut self, size: usize) {
+        let size = match self.max_size_update {
+            Some(v) => v.max(size),
+            None => size,
+        };
+        self.max_size_update = Some(size);
+    }
+
+    /// Decodes the fields of `src` into `out`'s buffer, each as an entry of its own, and calls
+    /// `f(out, start of the entry)` after each (which may drop it by truncating the buffer
+    /// back to that start). A field cut short stays in `src` (`NeedMore`) for the next call,
+    /// with the rest of the block; the fields before it are consumed.
+    pub fn decode<F>(
+        &mut self,
+        src: &mut BytesMut,
+        out: &mut RawHead,
+        mut f: F,
+    ) -> Result<(), DecoderError>
+    where
+        F: FnMut(&mut RawHead, usize) -> ControlFlow<()>,
+    {
+        if let Some(size) = self.max_size_update.take() {
+            self.last_max_update = size;
+        }
+        let mut can_resize = true;
+        let mut pos = 0;
+        // Room for the block as it comes (Huffman codes decode to at most 8/5 of their size)
+        // and the entries' lengths: one allocation for most blocks.
+        if out.buf.capacity() == 0 {
+            out.buf.reserve((src.len() * 2 + 64).max(512));
+        }
+        let res = loop {
+            if pos >= src.len() {
+                break Ok(());
+            }
+            let mut p = pos;
+            let start = out.buf.len();
+            match self.one(src, &mut p, &mut out.buf, &mut can_resize) {
+                Ok(true) => {
+                    pos = p;
+                    if f(out, start).is_break() {
+                        break Ok(());
+                    }
+                }
+                Ok(false) => pos = p,
+                Err(e) => {
+                    out.buf.truncate(start);
+                    break Err(e);
+                }
+            }
+        };
+        src.advance(pos);
+        res
+    }
+
+    /// Decodes one representation at `p`: `true` when it was a field (its entry added to
+    /// `out`), `false` for a table size update.
+    fn one(
+        &mut self,
+        src: &[u8],
+        p: &mut usize,
+        out: &mut Vec<u8>,
+        can_resize: &mut bool,
+    ) -> Result<bool, DecoderError> {
+        let b = src[*p];
+        if b & 0x80 != 0 {
+            // Indexed (RFC 7541 6.1)
+            *can_resize = false;
+            let idx = decode_int(src, p, 7)?;
+            let (name, value) = self.get(idx)?;
+            out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+            out.extend_from_slice(&(value.len() as u32).to_le_bytes());
+            out.extend_from_slice(name);
+            out.extend_from_slice(value);
+            return Ok(true);
+        }
+        if b & 0xc0 == 0 && b & 0xe0 == 0x20 {
+            // Dynamic table size update (6.3)
+            if !*can_resize {
+                return Err(DecoderError::InvalidMaxDynamicSize);
+            }
+            let size = decode_int(src, p, 5)?;
+            if size > self.last_max_update {
+                return Err(DecoderError::InvalidMaxDynamicSize);
+            }
+            self.max_size = size;
+            self.evict(0);
+            return Ok(false);
+        }
+        // Literal, with incremental indexing (6.2.1), without (6.2.2) or never indexed (6.2.3)
+        *can_resize = false;
+        let index = b & 0x40 != 0;
+        let idx = decode_int(src, p, if index { 6 } else { 4 })?;
+        let start = out.len();
+        out.extend_from_slice(&[0; ENTRY_HEAD]);
+        let name_len = if idx == 0 {
+            match string(src, p, out) {
+                Ok(n) => n,
+                Err(e) => {
+                    out.truncate(start);
+                    return Err(e);
+                }
+            }
+        } else {
+            match self.get(idx) {
+                Ok((name, _)) => {
+                    out.extend_from_slice(name);
+                    name.len()
+                }
+                Err(e) => {
+                    out.truncate(start);
+                    return Err(e);
+                }
+            }
+        };
+        let value_len = match string(src, p, out) {
+            Ok(n) => n,
+            Err(e) => {
+                out.truncate(start);
+                return Err(e);
+            }
+        };
+        out[start..start + 4].copy_from_slice(&(name_len as u32).to_le_bytes());
+        out[start + 4..start + 8].copy_from_slice(&(value_len as u32).to_le_bytes());
+        if index {
+            let bytes: Box<[u8]> = out[start + ENTRY_HEAD..].into();
+            self.insert(Entry { bytes, name_len });
+        }
+        Ok(true)
+    }
+
+    /// The entry at a table index (static then dynamic, RFC 7541 2.3.3).
+    fn get(&self, idx: usize) -> Result<(&[u8], &[u8]), DecoderError> {
+        match idx {
+            0 => Err(DecoderError::InvalidTableIndex),
+            1..=61 => Ok(STATIC[idx - 1]),
+            _ => match self.entries.get(idx - 62) {
+                Some(e) => Ok((e.name(), e.value())),
+                None => Err(DecoderError::InvalidTableIndex),
+            },
+        }
+    }
+
+    fn insert(&mut self, entry: Entry) {
+        let len = entry.size();
+        self.evict(len);
+        if self.size + len <= self.max_size {
+            self.size += len;
+            self.entries.push_front(entry);
+        }
+    }
+
+    /// Evicts the oldest entries until `room` more bytes fit (all of them if it cannot).
+    fn evict(&mut self, room: usize) {
+        while self.size + room > self.max_size {
+            match self.entries.pop_back() {
+                Some(last) => self.size -= last.size(),
+                None => return,
+            }
+        }
+    }
+
+    /// The dynamic table's entries, newest first (for tests).
+    pub fn table(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.entries.iter().map(|e| (e.name(), e.value()))
+    }
+
+    /// The dynamic table's size (RFC 7541 4.1).
+    pub fn table_size(&self) -> usize {
+        self.size
+    }
+}
+
+/// A string literal (RFC 7541 5.2) appended to `out`: its decoded length.
+fn string(src: &[u8], p: &mut usize, out: &mut Vec<u8>) -> Result<usize, DecoderError> {
+    let Some(&first) = src.get(*p) else {
+        return Err(DecoderError::NeedMore(NeedMore::UnexpectedEndOfStream));
+    };
+    let len = decode_int(src, p, 7)?;
+    if len > src.len() - *p {
+        return Err(DecoderError::NeedMore(NeedMore::StringUnderflow));
+    }
+    let s = &src[*p..*p + len];
+    *p += len;
+    if first & 0x80 != 0 {
+        huffman::decode_append(s, out)
+    } else {
+        out.extend_from_slice(s);
+        Ok(len)
+    }
+}
+
+/// An integer with an N-bit prefix (RFC 7541 5.1), as `hpack::Decoder` reads it.
+fn decode_int(src: &[u8], p: &mut usize, prefix: u8) -> Result<usize, DecoderError> {
+    const MAX_BYTES: usize = 5;
+    let Some(&first) = src.get(*p) else {
+        return Err(DecoderError::NeedMore(NeedMore::IntegerUnderflow));
+    };
+    *p += 1;
+    let mask = ((1u16 << prefix) - 1) as u8;
+    let mut ret = (first & mask) as usize;
+    if ret < mask as usize {
+        return Ok(ret);
+    }
+    let mut bytes = 1;
+    let mut shift = 0;
+    while let Some(&b) = src.get(*p) {
+        *p += 1;
+        bytes += 1;
+        ret += ((b & 0x7f) as usize) << shift;
+        shift += 7;
+        if b & 0x80 == 0 {
+            return Ok(ret);
+        }
+        if bytes == MAX_BYTES {
+            return Err(DecoderError::IntegerOverflow);
+        }
+    }
+    Err(DecoderError::NeedMore(NeedMore::IntegerUnderflow))
+}
