@@ -45,19 +45,27 @@ fn named_by_connection(head: &Head, name: &[u8]) -> bool {
 /// named by Connection, and only rewrites Connection (verified); the engine decides whether to
 /// call this.
 pub fn strip_hop_by_hop(head: &mut Head, keep_upgrade: bool) {
-    // The head as it is now decides (an edit may have removed Connection or Upgrade).
-    let keep_upgrade =
-        keep_upgrade && head.header(b"upgrade").is_some() && named_by_connection(head, b"upgrade");
     // Without a Connection field no other field is named (the usual case: no search per field).
     // TE goes, but `trailers` (lower case, without parameters) is passed on as HAProxy does.
-    let (mut connection, mut te_trailers) = (false, false);
+    let (mut connection, mut te_trailers, mut any) = (false, false, false);
     for (special, _, v) in head.tagged_headers() {
         match special {
-            Special::Connection => connection = true,
-            Special::Te => te_trailers |= comma_values(v).any(|t| t == b"trailers"),
+            Special::Connection => (connection, any) = (true, true),
+            Special::Te => {
+                any = true;
+                te_trailers |= comma_values(v).any(|t| t == b"trailers");
+            }
+            Special::KeepAlive | Special::ProxyConnection | Special::Upgrade => any = true,
             _ => {}
         }
     }
+    // No hop-by-hop field at all (most heads): nothing to strip or add.
+    if !any {
+        return;
+    }
+    // The head as it is now decides (an edit may have removed Connection or Upgrade).
+    let keep_upgrade =
+        keep_upgrade && head.header(b"upgrade").is_some() && named_by_connection(head, b"upgrade");
     head.mark_fields(|h, special, name| match special {
         Special::Connection | Special::KeepAlive | Special::ProxyConnection | Special::Te => true,
         Special::Upgrade => !keep_upgrade,

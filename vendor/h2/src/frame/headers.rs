@@ -1131,7 +1131,7 @@ impl HeaderBlock {
         let mut malformed = false;
         let mut header_list_way_too_large = false;
         let is_over_size = &mut self.is_over_size;
-        let raw = self.raw.get_or_insert_with(RawHead::new);
+        let raw = self.raw.get_or_insert_with(RawHead::with_room);
         // Whether a regular field came (pseudo-fields must come before).
         let mut reg = raw.fields().next().is_some();
         let res = decoder.decode(src, raw, |raw, at| {
