@@ -370,6 +370,7 @@ impl Headers {
             }
         };
         match &self.header_block.raw {
+            Some(raw) if !raw.has_content_length() => {}
             Some(raw) => {
                 for (name, value) in raw.fields() {
                     if name == b"content-length" {
@@ -1134,39 +1135,43 @@ impl HeaderBlock {
         let raw = self.raw.get_or_insert_with(RawHead::with_room);
         // Whether a regular field came (pseudo-fields must come before).
         let mut reg = raw.fields().next().is_some();
-        let res = decoder.decode(src, raw, |raw, at| {
+        let res = decoder.decode(src, raw, |raw, at, valid| {
             let (name, value) = raw.entry(at);
             let size = name.len() + value.len() + 32;
             let mut pseudo = None;
-            let keep = match name.first() {
-                None => false,
-                Some(b':') => {
-                    pseudo = raw::Pseudo::from_name(name);
-                    !reg && match pseudo {
-                        Some(p) if raw.has_pseudo(p) => false,
-                        Some(raw::Pseudo::Method) => is_token(value),
-                        Some(raw::Pseudo::Status) => raw::parse_status(value).is_some(),
-                        // `:authority` and `:path` are the user's to check (as bytes: their
-                        // UTF-8 is checked where the crate's types are made of them).
-                        Some(raw::Pseudo::Authority | raw::Pseudo::Path) => true,
-                        Some(_) => std::str::from_utf8(value).is_ok(),
-                        None => false,
+            // (`valid`: the name's and value's bytes, checked by the decoder.)
+            let keep = valid
+                && match name.first() {
+                    None => false,
+                    Some(b':') => {
+                        pseudo = raw::Pseudo::from_name(name);
+                        !reg && match pseudo {
+                            Some(p) if raw.has_pseudo(p) => false,
+                            Some(raw::Pseudo::Method) => raw::is_token(value),
+                            Some(raw::Pseudo::Status) => raw::parse_status(value).is_some(),
+                            // `:authority` and `:path` are the user's to check (as bytes:
+                            // their UTF-8 is checked where the crate's types are made of them).
+                            Some(raw::Pseudo::Authority | raw::Pseudo::Path) => true,
+                            Some(_) => std::str::from_utf8(value).is_ok(),
+                            None => false,
+                        }
                     }
-                }
-                Some(_) => {
-                    reg = true;
-                    is_lower_token(name)
-                        && value.iter().all(|&b| (b >= 32 && b != 127) || b == b'\t')
-                        && !matches!(
+                    Some(_) => {
+                        reg = true;
+                        !matches!(
                             name,
                             b"connection"
                                 | b"transfer-encoding"
                                 | b"upgrade"
                                 | b"keep-alive"
                                 | b"proxy-connection"
-                        )
-                        && (name != b"te" || value == b"trailers")
-                }
+                        ) && (name != b"te" || value == b"trailers")
+                    }
+                };
+            let seen = if keep && pseudo.is_none() {
+                raw::seen_of(name)
+            } else {
+                0
             };
             if !keep {
                 tracing::trace!("load_raw; header malformed");
@@ -1187,6 +1192,8 @@ impl HeaderBlock {
                 raw.buf_mut().truncate(at);
             } else if let Some(p) = pseudo {
                 raw.set_pseudo(p, at);
+            } else {
+                raw.add_seen(seen);
             }
             ControlFlow::Continue(())
         });
@@ -1278,47 +1285,6 @@ pub fn raw_into_parts(raw: &RawHead) -> (Pseudo, HeaderMap) {
     }
     (pseudo, fields)
 }
-
-/// A method's bytes (RFC 9110 9.1: a token).
-fn is_token(v: &[u8]) -> bool {
-    !v.is_empty() && v.iter().all(|&b| TOKEN[b as usize] != 0)
-}
-
-/// An HTTP/2 field name: a token without upper case (RFC 9113 8.2.1).
-fn is_lower_token(v: &[u8]) -> bool {
-    !v.is_empty()
-        && v.iter()
-            .all(|&b| TOKEN[b as usize] != 0 && !b.is_ascii_uppercase())
-}
-
-/// tchar (RFC 9110 5.6.2).
-const TOKEN: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut i = 0;
-    while i < 256 {
-        let b = i as u8;
-        t[i] = (b.is_ascii_alphanumeric()
-            || matches!(
-                b,
-                b'!' | b'#'
-                    | b'$'
-                    | b'%'
-                    | b'&'
-                    | b'\''
-                    | b'*'
-                    | b'+'
-                    | b'-'
-                    | b'.'
-                    | b'^'
-                    | b'_'
-                    | b'`'
-                    | b'|'
-                    | b'~'
-            )) as u8;
-        i += 1;
-    }
-    t
-};
 
 fn calculate_headermap_size(map: &HeaderMap) -> usize {
     map.iter()

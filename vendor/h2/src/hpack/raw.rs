@@ -32,7 +32,24 @@ pub struct RawHead {
     pseudo: [u32; 6],
     /// The block's size as RFC 7541 4.1 counts it, as far as it was decoded.
     size: usize,
+    /// Which of the fields a user looks for first are here (`SEEN_*`): no search for them.
+    seen: u8,
 }
+
+/// What a regular field's name means to `RawHead::contains`.
+#[inline]
+pub(crate) fn seen_of(name: &[u8]) -> u8 {
+    match name {
+        b"content-length" => SEEN_CONTENT_LENGTH,
+        b"host" => SEEN_HOST,
+        b"cookie" => SEEN_COOKIE,
+        _ => 0,
+    }
+}
+
+const SEEN_CONTENT_LENGTH: u8 = 1;
+const SEEN_HOST: u8 = 2;
+const SEEN_COOKIE: u8 = 4;
 
 /// The pseudo-fields a head may carry (RFC 9113 8.3, RFC 8441 4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,7 +155,12 @@ impl RawHead {
             .ok()
             .flatten()
             .unwrap_or_else(|| Vec::with_capacity(HEAD_ROOM));
-        RawHead { buf, pseudo: [0; 6], size: 0 }
+        RawHead {
+            buf,
+            pseudo: [0; 6],
+            size: 0,
+            seen: 0,
+        }
     }
 
     /// A pseudo-field's value.
@@ -203,7 +225,30 @@ impl RawHead {
 
     /// Whether a field of this name (lower case) is here.
     pub fn contains(&self, name: &[u8]) -> bool {
-        self.get(name).is_some()
+        match name {
+            b"content-length" => self.has_content_length(),
+            b"host" => self.seen & SEEN_HOST != 0,
+            b"cookie" => self.seen & SEEN_COOKIE != 0,
+            _ => self.get(name).is_some(),
+        }
+    }
+
+    /// Whether a `content-length` field is here (without a search).
+    #[inline]
+    pub fn has_content_length(&self) -> bool {
+        self.seen & SEEN_CONTENT_LENGTH != 0
+    }
+
+    /// Notes a regular field kept, for `contains`.
+    #[inline]
+    pub(crate) fn note(&mut self, name: &[u8]) {
+        self.seen |= seen_of(name);
+    }
+
+    /// Notes what `seen_of` gave for a field kept.
+    #[inline]
+    pub(crate) fn add_seen(&mut self, seen: u8) {
+        self.seen |= seen;
     }
 
     /// The block's decoded size (RFC 7541 4.1: each field's name and value, plus 32).
@@ -221,8 +266,9 @@ impl RawHead {
         self.buf.extend_from_slice(name);
         self.buf.extend_from_slice(value);
         self.size += name.len() + value.len() + 32;
-        if let Some(p) = Pseudo::from_name(name) {
-            self.pseudo[p as usize] = at as u32 + 1;
+        match Pseudo::from_name(name) {
+            Some(p) => self.pseudo[p as usize] = at as u32 + 1,
+            None => self.note(name),
         }
     }
 
@@ -422,6 +468,9 @@ const STATIC: [(&[u8], &[u8]); 61] = [
 struct Entry {
     bytes: Box<[u8]>,
     name_len: usize,
+    /// Its name and value pass `name_ok` and `value_ok` (found when it was decoded).
+    name_ok: bool,
+    value_ok: bool,
 }
 
 impl Entry {
@@ -474,8 +523,10 @@ impl RawDecoder {
     }
 
     /// Decodes the fields of `src` into `out`'s buffer, each as an entry of its own, and calls
-    /// `f(out, start of the entry)` after each (which may drop it by truncating the buffer
-    /// back to that start). A field cut short stays in `src` (`NeedMore`) for the next call,
+    /// `f(out, start of the entry, valid)` after each (which may drop it by truncating the
+    /// buffer back to that start); `valid`: its name is a pseudo-field's or a token without
+    /// upper case, its value has no control byte but tab (found once per table entry, not at
+    /// each use of it). A field cut short stays in `src` (`NeedMore`) for the next call,
     /// with the rest of the block; the fields before it are consumed.
     pub fn decode<F>(
         &mut self,
@@ -484,7 +535,7 @@ impl RawDecoder {
         mut f: F,
     ) -> Result<(), DecoderError>
     where
-        F: FnMut(&mut RawHead, usize) -> ControlFlow<()>,
+        F: FnMut(&mut RawHead, usize, bool) -> ControlFlow<()>,
     {
         if let Some(size) = self.max_size_update.take() {
             self.last_max_update = size;
@@ -501,13 +552,13 @@ impl RawDecoder {
             let mut p = pos;
             let start = out.buf.len();
             match self.one(src, &mut p, &mut out.buf, &mut can_resize) {
-                Ok(true) => {
+                Ok(Some(valid)) => {
                     pos = p;
-                    if f(out, start).is_break() {
+                    if f(out, start, valid).is_break() {
                         break Ok(());
                     }
                 }
-                Ok(false) => pos = p,
+                Ok(None) => pos = p,
                 Err(e) => {
                     out.buf.truncate(start);
                     break Err(e);
@@ -518,26 +569,26 @@ impl RawDecoder {
         res
     }
 
-    /// Decodes one representation at `p`: `true` when it was a field (its entry added to
-    /// `out`), `false` for a table size update.
+    /// Decodes one representation at `p`: `Some(valid)` when it was a field (its entry added
+    /// to `out`, see `decode`), `None` for a table size update.
     fn one(
         &mut self,
         src: &[u8],
         p: &mut usize,
         out: &mut Vec<u8>,
         can_resize: &mut bool,
-    ) -> Result<bool, DecoderError> {
+    ) -> Result<Option<bool>, DecoderError> {
         let b = src[*p];
         if b & 0x80 != 0 {
             // Indexed (RFC 7541 6.1)
             *can_resize = false;
             let idx = decode_int(src, p, 7)?;
-            let (name, value) = self.get(idx)?;
+            let (name, value, name_ok, value_ok) = self.get(idx)?;
             out.extend_from_slice(&(name.len() as u32).to_le_bytes());
             out.extend_from_slice(&(value.len() as u32).to_le_bytes());
             out.extend_from_slice(name);
             out.extend_from_slice(value);
-            return Ok(true);
+            return Ok(Some(name_ok && value_ok));
         }
         if b & 0xc0 == 0 && b & 0xe0 == 0x20 {
             // Dynamic table size update (6.3)
@@ -550,7 +601,7 @@ impl RawDecoder {
             }
             self.max_size = size;
             self.evict(0);
-            return Ok(false);
+            return Ok(None);
         }
         // Literal, with incremental indexing (6.2.1), without (6.2.2) or never indexed (6.2.3)
         *can_resize = false;
@@ -558,9 +609,9 @@ impl RawDecoder {
         let idx = decode_int(src, p, if index { 6 } else { 4 })?;
         let start = out.len();
         out.extend_from_slice(&[0; ENTRY_HEAD]);
-        let name_len = if idx == 0 {
+        let (name_len, name_ok) = if idx == 0 {
             match string(src, p, out) {
-                Ok(n) => n,
+                Ok(n) => (n, name_ok(&out[out.len() - n..])),
                 Err(e) => {
                     out.truncate(start);
                     return Err(e);
@@ -568,9 +619,9 @@ impl RawDecoder {
             }
         } else {
             match self.get(idx) {
-                Ok((name, _)) => {
+                Ok((name, _, ok, _)) => {
                     out.extend_from_slice(name);
-                    name.len()
+                    (name.len(), ok)
                 }
                 Err(e) => {
                     out.truncate(start);
@@ -587,19 +638,21 @@ impl RawDecoder {
         };
         out[start..start + 4].copy_from_slice(&(name_len as u32).to_le_bytes());
         out[start + 4..start + 8].copy_from_slice(&(value_len as u32).to_le_bytes());
+        let value_ok = value_ok(&out[out.len() - value_len..]);
         if index {
-            self.insert(&out[start + ENTRY_HEAD..], name_len);
+            self.insert(&out[start + ENTRY_HEAD..], name_len, name_ok, value_ok);
         }
-        Ok(true)
+        Ok(Some(name_ok && value_ok))
     }
 
-    /// The entry at a table index (static then dynamic, RFC 7541 2.3.3).
-    fn get(&self, idx: usize) -> Result<(&[u8], &[u8]), DecoderError> {
+    /// The entry at a table index (static then dynamic, RFC 7541 2.3.3), and whether its name
+    /// and value are valid (see `decode`).
+    fn get(&self, idx: usize) -> Result<(&[u8], &[u8], bool, bool), DecoderError> {
         match idx {
             0 => Err(DecoderError::InvalidTableIndex),
-            1..=61 => Ok(STATIC[idx - 1]),
+            1..=61 => Ok((STATIC[idx - 1].0, STATIC[idx - 1].1, true, true)),
             _ => match self.entries.get(idx - 62) {
-                Some(e) => Ok((e.name(), e.value())),
+                Some(e) => Ok((e.name(), e.value(), e.name_ok, e.value_ok)),
                 None => Err(DecoderError::InvalidTableIndex),
             },
         }
@@ -608,7 +661,7 @@ impl RawDecoder {
     /// Inserts a field (name then value). A peer that indexes the same field in every head
     /// (a `content-length` of the same size, say) evicts an entry of its size each time: its
     /// memory is reused rather than freed and allocated again.
-    fn insert(&mut self, field: &[u8], name_len: usize) {
+    fn insert(&mut self, field: &[u8], name_len: usize, name_ok: bool, value_ok: bool) {
         let len = field.len() + 32;
         let mut spare = None;
         while self.size + len > self.max_size {
@@ -629,7 +682,12 @@ impl RawDecoder {
                 _ => field.into(),
             };
             self.size += len;
-            self.entries.push_front(Entry { bytes, name_len });
+            self.entries.push_front(Entry {
+                bytes,
+                name_len,
+                name_ok,
+                value_ok,
+            });
         }
     }
 
@@ -653,6 +711,57 @@ impl RawDecoder {
         self.size
     }
 }
+
+/// A field name a head may carry: a pseudo-field's (checked by name where the head is read),
+/// or a token without upper case (RFC 9113 8.2.1).
+fn name_ok(name: &[u8]) -> bool {
+    match name.first() {
+        Some(b':') => true,
+        Some(_) => name
+            .iter()
+            .all(|&b| TOKEN[b as usize] != 0 && !b.is_ascii_uppercase()),
+        None => false,
+    }
+}
+
+/// A field value as `http::HeaderValue` takes it: no control byte but tab.
+fn value_ok(value: &[u8]) -> bool {
+    value.iter().all(|&b| (b >= 32 && b != 127) || b == b'\t')
+}
+
+/// Whether `v` is a token (RFC 9110 5.6.2), as a method is.
+pub(crate) fn is_token(v: &[u8]) -> bool {
+    !v.is_empty() && v.iter().all(|&b| TOKEN[b as usize] != 0)
+}
+
+/// tchar (RFC 9110 5.6.2).
+const TOKEN: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        t[i] = (b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'!' | b'#'
+                    | b'$'
+                    | b'%'
+                    | b'&'
+                    | b'\''
+                    | b'*'
+                    | b'+'
+                    | b'-'
+                    | b'.'
+                    | b'^'
+                    | b'_'
+                    | b'`'
+                    | b'|'
+                    | b'~'
+            )) as u8;
+        i += 1;
+    }
+    t
+};
 
 /// A string literal (RFC 7541 5.2) appended to `out`: its decoded length.
 fn string(src: &[u8], p: &mut usize, out: &mut Vec<u8>) -> Result<usize, DecoderError> {

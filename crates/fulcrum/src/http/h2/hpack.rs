@@ -361,7 +361,7 @@ mod tests {
     fn decode(d: &mut h2::raw::RawDecoder, hex: &str) -> Result<Vec<String>, String> {
         let mut src = BytesMut::from(&unhex(hex)[..]);
         let mut head = h2::RawHead::new();
-        d.decode(&mut src, &mut head, |_, _| std::ops::ControlFlow::Continue(()))
+        d.decode(&mut src, &mut head, |_, _, _| std::ops::ControlFlow::Continue(()))
             .map_err(|e| format!("{e:?}"))?;
         assert!(src.is_empty(), "the whole block is consumed");
         Ok(head
@@ -474,14 +474,36 @@ mod tests {
         let whole = unhex("82400a637573746f6d2d6b65790c637573746f6d2d76616c7565");
         let mut src = BytesMut::from(&whole[..9]);
         let mut head = h2::RawHead::new();
-        let more = d.decode(&mut src, &mut head, |_, _| std::ops::ControlFlow::Continue(()));
+        let more = d.decode(&mut src, &mut head, |_, _, _| std::ops::ControlFlow::Continue(()));
         assert!(matches!(more, Err(h2::raw::DecoderError::NeedMore(_))), "{more:?}");
         assert_eq!(head.all().count(), 1);
         assert_eq!(&src[..], &whole[1..9]);
         src.extend_from_slice(&whole[9..]);
-        d.decode(&mut src, &mut head, |_, _| std::ops::ControlFlow::Continue(())).expect("rest");
+        d.decode(&mut src, &mut head, |_, _, _| std::ops::ControlFlow::Continue(())).expect("rest");
         let all: Vec<_> = head.all().collect();
         assert_eq!(all, [(&b":method"[..], &b"GET"[..]), (b"custom-key", b"custom-value")]);
+    }
+
+    #[test]
+    fn a_field_s_validity_is_found_once_and_kept_with_its_table_entry() {
+        // An upper-case name (invalid in HTTP/2), indexed: invalid when it comes, and again
+        // when a later block refers to its table entry; a control byte in a value likewise.
+        let mut d = h2::raw::RawDecoder::new(4096);
+        let valid = |d: &mut h2::raw::RawDecoder, hex: &str| {
+            let mut src = BytesMut::from(&unhex(hex)[..]);
+            let mut head = h2::RawHead::new();
+            let mut seen = Vec::new();
+            d.decode(&mut src, &mut head, |_, _, ok| {
+                seen.push(ok);
+                std::ops::ControlFlow::Continue(())
+            })
+            .expect("decodes");
+            seen
+        };
+        assert_eq!(valid(&mut d, "4003582d410162"), [false]);
+        assert_eq!(valid(&mut d, "be82"), [false, true]);
+        assert_eq!(valid(&mut d, "4003782d6101080003782d610162"), [false, true]);
+        assert_eq!(valid(&mut d, "bebf"), [false, false]);
     }
 
     #[test]
@@ -491,7 +513,8 @@ mod tests {
         let mut d = h2::raw::RawDecoder::new(4096);
         let mut src = BytesMut::from(&b[..]);
         let mut raw = h2::RawHead::new();
-        d.decode(&mut src, &mut raw, |_, _| std::ops::ControlFlow::Continue(())).expect("decodes");
+        d.decode(&mut src, &mut raw, |_, _, _| std::ops::ControlFlow::Continue(()))
+            .expect("decodes");
         let all: Vec<_> = raw.all().collect();
         assert_eq!(
             all,

@@ -721,7 +721,7 @@ fn response_head(
 ) -> (ResponseHead, Incoming) {
     let bodiless = method == Method::Head || status == 204 || status == 304;
     let tunnel = method == Method::Connect && (200..300).contains(&status);
-    let sized = raw.contains(b"content-length");
+    let sized = raw.has_content_length();
     let (body, chunked, framing) = if bodiless {
         (None, false, None)
     } else if tunnel || sized {

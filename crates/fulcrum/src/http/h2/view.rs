@@ -245,7 +245,7 @@ impl H1View {
         } else {
             Method::from_bytes(raw.method().unwrap_or_default())
         };
-        let sized = raw.contains(b"content-length");
+        let sized = raw.has_content_length();
         // A tunnel's bytes go as they come.
         let chunked = !body.is_end_stream() && !sized && tunnel == Tunnel::No;
         H1View {
