@@ -1129,82 +1129,27 @@ impl HeaderBlock {
     ) -> Result<(), Error> {
         let max_header_list_abuse_size =
             max_header_list_size.saturating_mul(MAX_HEADER_LIST_ABUSE_MULTIPLIER);
-        let mut malformed = false;
-        let mut header_list_way_too_large = false;
-        let is_over_size = &mut self.is_over_size;
         let raw = self.raw.get_or_insert_with(RawHead::with_room);
-        // Whether a regular field came (pseudo-fields must come before).
-        let mut reg = raw.fields().next().is_some();
-        let res = decoder.decode(src, raw, |raw, at, valid| {
-            let (name, value) = raw.entry(at);
-            let size = name.len() + value.len() + 32;
-            let mut pseudo = None;
-            // (`valid`: the name's and value's bytes, checked by the decoder.)
-            let keep = valid
-                && match name.first() {
-                    None => false,
-                    Some(b':') => {
-                        pseudo = raw::Pseudo::from_name(name);
-                        !reg && match pseudo {
-                            Some(p) if raw.has_pseudo(p) => false,
-                            Some(raw::Pseudo::Method) => raw::is_token(value),
-                            Some(raw::Pseudo::Status) => raw::parse_status(value).is_some(),
-                            // `:authority` and `:path` are the user's to check (as bytes:
-                            // their UTF-8 is checked where the crate's types are made of them).
-                            Some(raw::Pseudo::Authority | raw::Pseudo::Path) => true,
-                            Some(_) => std::str::from_utf8(value).is_ok(),
-                            None => false,
-                        }
-                    }
-                    Some(_) => {
-                        reg = true;
-                        !matches!(
-                            name,
-                            b"connection"
-                                | b"transfer-encoding"
-                                | b"upgrade"
-                                | b"keep-alive"
-                                | b"proxy-connection"
-                        ) && (name != b"te" || value == b"trailers")
-                    }
-                };
-            let seen = if keep && pseudo.is_none() {
-                raw::seen_of(name)
-            } else {
-                0
-            };
-            if !keep {
-                tracing::trace!("load_raw; header malformed");
-                malformed = true;
-                raw.buf_mut().truncate(at);
-                return ControlFlow::Continue(());
+        let loaded = match raw::load(
+            decoder,
+            src,
+            raw,
+            max_header_list_size,
+            max_header_list_abuse_size,
+        ) {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::trace!("hpack decoding error; err={:?}", e);
+                return Err(e.into());
             }
-            let total = raw.add_size(size);
-            if total > max_header_list_abuse_size {
-                header_list_way_too_large = true;
-                raw.buf_mut().truncate(at);
-                return ControlFlow::Break(());
-            }
-            if total >= max_header_list_size {
-                *is_over_size = true;
-            }
-            if *is_over_size {
-                raw.buf_mut().truncate(at);
-            } else if let Some(p) = pseudo {
-                raw.set_pseudo(p, at);
-            } else {
-                raw.add_seen(seen);
-            }
-            ControlFlow::Continue(())
-        });
-        if let Err(e) = res {
-            tracing::trace!("hpack decoding error; err={:?}", e);
-            return Err(e.into());
+        };
+        if loaded.over_size {
+            self.is_over_size = true;
         }
-        if header_list_way_too_large {
+        if loaded.way_too_large {
             return Err(Error::HeaderListWayTooLarge);
         }
-        if malformed {
+        if loaded.malformed {
             return Err(Error::MalformedMessage);
         }
         Ok(())

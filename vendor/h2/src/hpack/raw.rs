@@ -149,7 +149,7 @@ impl RawHead {
     }
 
     /// An empty head with room for a usual one, from the thread's pool when it has one.
-    pub(crate) fn with_room() -> RawHead {
+    pub fn with_room() -> RawHead {
         let buf = POOL
             .try_with(|p| p.borrow_mut().pop())
             .ok()
@@ -304,10 +304,6 @@ impl RawHead {
         raw
     }
 
-    pub(crate) fn buf_mut(&mut self) -> &mut Vec<u8> {
-        &mut self.buf
-    }
-
     pub(crate) fn entry(&self, at: usize) -> (&[u8], &[u8]) {
         let (n, v, _) = entry_at(&self.buf, at);
         (n, v)
@@ -386,6 +382,98 @@ impl<'a> Iterator for All<'a> {
         self.at = end;
         Some((n, v))
     }
+}
+
+/// What [`load`] found in a header block besides its fields.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Loaded {
+    /// A field broke a rule of RFC 9113 8.2 or 8.3 (dropped): the message is malformed.
+    pub malformed: bool,
+    /// The list reached `max_list` (the fields beyond it dropped).
+    pub over_size: bool,
+    /// The list went past `abuse` (decoding stopped): the peer is abusive.
+    pub way_too_large: bool,
+}
+
+/// Decodes a header block (or the part of it `src` holds) into `raw` with the checks of RFC
+/// 9113 8.2 and 8.3 that hold for any head: pseudo-fields first, each once, known ones (a
+/// token `:method`, a three-digit `:status`, UTF-8 `:scheme` and `:protocol`; `:authority`
+/// and `:path` are left to the user); regular names as the decoder checks them; no
+/// connection-specific field; `te` only `trailers`. A field that breaks one is dropped and
+/// the block reported malformed. Which pseudo-fields a request or a response may carry is
+/// the caller's to check.
+pub fn load(
+    decoder: &mut RawDecoder,
+    src: &mut BytesMut,
+    raw: &mut RawHead,
+    max_list: usize,
+    abuse: usize,
+) -> Result<Loaded, DecoderError> {
+    let mut loaded = Loaded::default();
+    // Whether a regular field came (pseudo-fields must come before).
+    let mut reg = raw.fields().next().is_some();
+    let mut over_size = raw.size >= max_list;
+    decoder.decode(src, raw, |raw, at, valid| {
+        let (name, value) = raw.entry(at);
+        let size = name.len() + value.len() + 32;
+        let mut pseudo = None;
+        // (`valid`: the name's and value's bytes, checked by the decoder.)
+        let keep = valid
+            && match name.first() {
+                None => false,
+                Some(b':') => {
+                    pseudo = Pseudo::from_name(name);
+                    !reg && match pseudo {
+                        Some(p) if raw.has_pseudo(p) => false,
+                        Some(Pseudo::Method) => is_token(value),
+                        Some(Pseudo::Status) => parse_status(value).is_some(),
+                        Some(Pseudo::Authority | Pseudo::Path) => true,
+                        Some(_) => std::str::from_utf8(value).is_ok(),
+                        None => false,
+                    }
+                }
+                Some(_) => {
+                    reg = true;
+                    !matches!(
+                        name,
+                        b"connection"
+                            | b"transfer-encoding"
+                            | b"upgrade"
+                            | b"keep-alive"
+                            | b"proxy-connection"
+                    ) && (name != b"te" || value == b"trailers")
+                }
+            };
+        let seen = if keep && pseudo.is_none() {
+            seen_of(name)
+        } else {
+            0
+        };
+        if !keep {
+            loaded.malformed = true;
+            raw.buf.truncate(at);
+            return ControlFlow::Continue(());
+        }
+        let total = raw.add_size(size);
+        if total > abuse {
+            loaded.way_too_large = true;
+            raw.buf.truncate(at);
+            return ControlFlow::Break(());
+        }
+        if total >= max_list {
+            over_size = true;
+        }
+        if over_size {
+            raw.buf.truncate(at);
+        } else if let Some(p) = pseudo {
+            raw.set_pseudo(p, at);
+        } else {
+            raw.add_seen(seen);
+        }
+        ControlFlow::Continue(())
+    })?;
+    loaded.over_size = over_size;
+    Ok(loaded)
 }
 
 /// A status of three digits, 100 to 999 (as `http::StatusCode::from_bytes`).

@@ -1,6 +1,7 @@
 //! A message body between its HTTP/2 frames and its HTTP/1 bytes, in both directions: the
-//! views of a client's stream ([`super::view`]) and of a stream to a server
-//! ([`super::upstream`]) read one with [`Incoming`] and write one with [`Outgoing`].
+//! view of a client's stream ([`super::view`]) reads one with [`Incoming`] and writes one with
+//! [`Outgoing`] (a stream to a server, [`super::upstream`], has its own, over
+//! [`super::backconn`]; it shares [`Framing`]).
 //!
 //! Owns: DATA frames, their flow control and the body's HTTP/1 framing (a length, chunks and
 //! their trailers, or a tunnel's raw bytes). Must not touch: heads (each view writes its own).
@@ -110,20 +111,7 @@ impl Incoming {
     }
 
     pub fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let avail = self.pending.len() - self.pos;
-        if avail > 0 {
-            let n = avail.min(buf.len());
-            buf[..n].copy_from_slice(&self.pending[self.pos..self.pos + n]);
-            self.pos += n;
-            return Ok(n);
-        }
-        if self.failed {
-            return Err(io::ErrorKind::ConnectionReset.into());
-        }
-        if self.ended {
-            return Ok(0);
-        }
-        Err(io::ErrorKind::WouldBlock.into())
+        read_ready(&self.pending, &mut self.pos, self.ended, self.failed, buf)
     }
 
     pub fn try_peek(&self, buf: &mut [u8]) -> io::Result<usize> {
@@ -140,6 +128,31 @@ impl Incoming {
     pub fn unfinished(&mut self) -> Option<RecvStream> {
         self.body.take().filter(|b| !self.ended && !self.failed && !b.is_end_stream())
     }
+}
+
+/// Reads bytes ready (`pending[*pos..]`) into `buf`; without any, the end (`ended`: 0), a
+/// failure (`ConnectionReset`) or `WouldBlock`.
+pub fn read_ready(
+    pending: &[u8],
+    pos: &mut usize,
+    ended: bool,
+    failed: bool,
+    buf: &mut [u8],
+) -> io::Result<usize> {
+    let avail = pending.len() - *pos;
+    if avail > 0 {
+        let n = avail.min(buf.len());
+        buf[..n].copy_from_slice(&pending[*pos..*pos + n]);
+        *pos += n;
+        return Ok(n);
+    }
+    if failed {
+        return Err(io::ErrorKind::ConnectionReset.into());
+    }
+    if ended {
+        return Ok(0);
+    }
+    Err(io::ErrorKind::WouldBlock.into())
 }
 
 /// How an HTTP/1 body being sent says where it ends.
@@ -261,12 +274,6 @@ impl Outgoing {
             self.done = true;
             self.stream.send_reset(reason);
         }
-    }
-
-    /// The peer reset the stream with NO_ERROR: it needs no more of the body (RFC 9113 8.1).
-    pub fn stopped_without_error(&mut self) -> bool {
-        let mut cx = Context::from_waker(std::task::Waker::noop());
-        matches!(self.stream.poll_reset(&mut cx), Poll::Ready(Ok(r)) if r == h2::Reason::NO_ERROR)
     }
 
     /// Waits until the peer resets the stream.

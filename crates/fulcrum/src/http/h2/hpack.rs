@@ -103,6 +103,31 @@ pub fn request_block(
     })
 }
 
+/// A header block of any fields in order, pseudo-fields first (requests built the slow way,
+/// trailers): each a literal without indexing, its name by index when the static table has
+/// it, in lower case.
+pub fn block_of<'a>(fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> Vec<u8> {
+    let mut a = BytesMut::with_capacity(256);
+    for (name, value) in fields {
+        let pseudo = match name {
+            b":authority" => Some(1),
+            b":method" => Some(2),
+            b":path" => Some(4),
+            b":scheme" => Some(6),
+            b":status" => Some(8),
+            _ => None,
+        };
+        match pseudo {
+            Some(i) => {
+                write_int(i, 4, 0x00, &mut a);
+                write_string(value, &mut a);
+            }
+            None => write_field(name, value, &mut a),
+        }
+    }
+    a.to_vec()
+}
+
 /// `:status`: indexed when the static table has it, else a literal with the name indexed.
 fn write_status(status: u16, dst: &mut BytesMut) {
     let index = match status {

@@ -12,6 +12,7 @@
 //! Owns: the connection's settings, its idle timeout and its streams' tasks. Must not touch:
 //! transactions (the session runs them), accept and limits (runtime).
 
+pub mod backconn;
 pub mod body;
 pub mod hpack;
 pub mod tasks;
