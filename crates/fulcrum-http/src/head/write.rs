@@ -60,14 +60,14 @@ impl Head {
         if self.kind != Kind::Request || !matches!(self.form, target::Form::Absolute { .. }) {
             return self.write_to(out);
         }
-        let path = self.path();
+        // What follows the authority: the path (`/` when empty), then any query.
+        let rest = self.origin_form_target();
         out.extend_from_slice(self.method_bytes());
         out.push(b' ');
-        out.extend_from_slice(if path.is_empty() { b"/" } else { path });
-        if let Some(q) = self.query() {
-            out.push(b'?');
-            out.extend_from_slice(q);
+        if rest.first() != Some(&b'/') {
+            out.push(b'/');
         }
+        out.extend_from_slice(rest);
         out.push(b' ');
         out.extend_from_slice(self.version.as_bytes());
         out.extend_from_slice(b"\r\n");

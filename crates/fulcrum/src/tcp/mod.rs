@@ -393,21 +393,9 @@ pub async fn connect_server_reusing(
             slot.track(&stream);
             return Ok((slot, stream, requests));
         }
-        let target = slot.server().target();
-        let endpoint = target.resolve(dst_port);
-        let started = (slot.server().traffic_tls().is_some() || slot.server().send_proxy.is_some())
-            .then(std::time::Instant::now);
-        let mut connected = match slot.server().socks4 {
-            Some(proxy) => connect_socks4(proxy, endpoint, be).await,
-            None => connect(endpoint, be.timeouts.connect, be.server_bufs, be.server_tcpka).await,
-        };
-        if let (Some(t0), Ok(_)) = (started, &connected) {
-            // PROXY header and TLS handshake, within what is left of `timeout connect`.
-            let left = be.timeouts.connect.map(|d| d.saturating_sub(t0.elapsed()));
-            if let Ok(stream) = connected {
-                connected = open_layers(slot.server(), stream, open, left).await;
-            }
-        }
+        // (Boxed: the state of a connect and a TLS handshake is large, and a request that
+        // finds an idle connection should not have it moved around with its own.)
+        let connected = Box::pin(open_new(be, &slot, dst_port, open)).await;
         let err = match connected {
             Ok(stream) => {
                 out.marks.connect = Some(crate::clock::now());
@@ -448,6 +436,32 @@ pub async fn connect_server_reusing(
             let pause = be.timeouts.connect.unwrap_or(Duration::MAX).min(Duration::from_secs(1));
             tokio::time::sleep(pause).await;
         }
+    }
+}
+
+/// A new connection to the slot's server: TCP (or through SOCKS4), then the PROXY header and
+/// TLS within what is left of `timeout connect`.
+async fn open_new(
+    be: &Backend,
+    slot: &ServerSlot,
+    dst_port: u16,
+    open: &Opening<'_>,
+) -> io::Result<Stream> {
+    let srv = slot.server();
+    let target = srv.target();
+    let endpoint = target.resolve(dst_port);
+    let started =
+        (srv.traffic_tls().is_some() || srv.send_proxy.is_some()).then(std::time::Instant::now);
+    let connected = match srv.socks4 {
+        Some(proxy) => connect_socks4(proxy, endpoint, be).await,
+        None => connect(endpoint, be.timeouts.connect, be.server_bufs, be.server_tcpka).await,
+    };
+    match (started, connected) {
+        (Some(t0), Ok(stream)) => {
+            let left = be.timeouts.connect.map(|d| d.saturating_sub(t0.elapsed()));
+            open_layers(srv, stream, open, left).await
+        }
+        (_, connected) => connected,
     }
 }
 

@@ -214,15 +214,20 @@ impl Session<'_> {
             };
             pool::take(be, idx, min_requests, check).map(|i| (i.stream, i.requests))
         };
-        let connecting = tcp::connect_server_reusing(
-            be,
-            key,
-            persist,
-            self.dst_port,
-            &open,
-            &mut self.o,
-            &mut idle,
-        );
+        // (A macro, not a variable: awaited where it is made, the future is not moved.)
+        macro_rules! connecting {
+            () => {
+                tcp::connect_server_reusing(
+                    be,
+                    key,
+                    persist,
+                    self.dst_port,
+                    &open,
+                    &mut self.o,
+                    &mut idle,
+                )
+            };
+        }
         // `option abortonclose`: a client that leaves while its request waits for a slot or
         // a connection abandons it (`CQ`, `CC`). As in HAProxy, a client that had already
         // half-closed when its request was read still gets its answer.
@@ -230,7 +235,7 @@ impl Session<'_> {
             // A half-close that follows the request at once came with it (HAProxy reads them
             // together and keeps the request): only a later one abandons it.
             let since = Instant::now();
-            let mut connecting = std::pin::pin!(connecting);
+            let mut connecting = std::pin::pin!(connecting!());
             tokio::select! {
                 biased;
                 r = &mut connecting => r,
@@ -243,7 +248,7 @@ impl Session<'_> {
                 }
             }
         } else {
-            connecting.await
+            connecting!().await
         }?;
         // A new connection to a server speaking HTTP/2: the transaction gets its first stream.
         let srv = slot.server();

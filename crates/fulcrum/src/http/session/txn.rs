@@ -414,18 +414,23 @@ impl Session<'_> {
         let mut req_scanner = if duplex { self.scanner.clone() } else { ChunkedScanner::new() };
         self.scanner.reset();
         let head: &[u8] = if head_with_body { &self.out } else { &[] };
-        let down = pump(
-            &sc.stream,
-            &mut sc.buf,
-            &self.client,
-            head,
-            resp_body,
-            &mut self.scanner,
-            (self.stimer.as_mut(), st),
-            ct,
-            None,
-            &mut self.o.bytes_out,
-        );
+        // (A macro, not a variable: awaited where it is made, the future is not moved.)
+        macro_rules! down {
+            () => {
+                pump(
+                    &sc.stream,
+                    &mut sc.buf,
+                    &self.client,
+                    head,
+                    resp_body,
+                    &mut self.scanner,
+                    (self.stimer.as_mut(), st),
+                    ct,
+                    None,
+                    &mut self.o.bytes_out,
+                )
+            };
+        }
         let xfer = if duplex {
             let up = pump(
                 &self.client,
@@ -439,9 +444,9 @@ impl Session<'_> {
                 None,
                 &mut self.o.bytes_in,
             );
-            exchange::duplex(down, up).await
+            exchange::duplex(down!(), up).await
         } else {
-            down.await
+            down!().await
         };
         let killed = if xfer == Xfer::Done { None } else { slot.ended_by() };
         drop(slot);
@@ -554,18 +559,19 @@ impl Session<'_> {
 
 /// `http://host:80/...` becomes `http://host/...` (and `https://host:443/...` likewise).
 pub(super) fn drop_default_port(req: &mut Head) {
+    // (The target's form, found when it was parsed, says where the authority is.)
+    let Some((scheme, _)) = req.scheme_and_authority() else { return };
+    let port: &[u8] = if scheme.eq_ignore_ascii_case(b"http") {
+        b":80"
+    } else if scheme.eq_ignore_ascii_case(b"https") {
+        b":443"
+    } else {
+        return;
+    };
     let t = req.target();
-    let (scheme_len, port): (usize, &[u8]) =
-        if t.len() > 7 && t[..7].eq_ignore_ascii_case(b"http://") {
-            (7, b":80")
-        } else if t.len() > 8 && t[..8].eq_ignore_ascii_case(b"https://") {
-            (8, b":443")
-        } else {
-            return;
-        };
-    let rest = &t[scheme_len..];
-    let auth_end = rest.iter().position(|&c| c == b'/' || c == b'?').unwrap_or(rest.len());
-    let auth = &rest[..auth_end];
+    let scheme_len = scheme.len() + 3;
+    let auth_end = t.len() - req.origin_form_target().len() - scheme_len;
+    let auth = &t[scheme_len..scheme_len + auth_end];
     if auth.len() > port.len() && auth.ends_with(port) {
         let cut = scheme_len + auth_end - port.len();
         let mut new = Vec::with_capacity(t.len());
