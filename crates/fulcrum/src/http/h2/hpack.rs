@@ -3,14 +3,12 @@
 //! indexing, no Huffman coding, nothing in the dynamic table. The `h2` crate's own encoder
 //! takes an `http::HeaderMap` (a map allocated and hashed per head, with an `http::Uri` parsed
 //! for a request) and indexes values in its dynamic table: about 4,000 instructions per head
-//! against a few hundred here. Blocks go out through `h2`'s `send_response_encoded` (to
-//! clients) and `send_request_encoded` (to servers), added in `vendor/h2`, which write any
-//! table size update owed to the peer first; as no field here refers to the dynamic table,
-//! the peer's decoder state is never in question.
+//! against a few hundred here. Blocks go out in HEADERS frames written by Fulcrum's own
+//! connections (`frontconn` to clients, `backconn` to servers), which put any table size
+//! update owed to the peer first; as no field here refers to the dynamic table, the peer's
+//! decoder state is never in question.
 //!
-//! The same arena takes the small copies of body bytes handed to `h2` ([`copy`]).
-//!
-//! Owns: the bytes of a header block. Must not touch: frames, streams (the `h2` crate's).
+//! Owns: the bytes of a header block. Must not touch: frames, streams.
 
 use bytes::{BufMut, Bytes, BytesMut};
 use fulcrum_http::Head;
@@ -41,14 +39,6 @@ pub fn in_arena(need: usize, write: impl FnOnce(&mut BytesMut)) -> Bytes {
         write(&mut a);
         a.split().freeze()
     })
-}
-
-/// A copy of `bytes`: a small one shares the arena's allocation, a large one has its own.
-pub fn copy(bytes: &[u8]) -> Bytes {
-    if bytes.len() > 1024 {
-        return Bytes::copy_from_slice(bytes);
-    }
-    in_arena(bytes.len(), |a| a.extend_from_slice(bytes))
 }
 
 /// The header block of a response head: `:status`, then every field but those `skip` says

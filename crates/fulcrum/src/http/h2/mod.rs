@@ -1,25 +1,26 @@
-//! HTTP/2 from clients (HAProxy's `mux_h2` on the frontend side): the connection's frames and
-//! HPACK are the `h2` crate's (a well-kept implementation with flow control and the known
-//! denial-of-service limits), built from `vendor/h2` with one change: an idle connection gives
-//! its buffers back (4 kB per idle connection instead of 20 to 24; `vendor/h2/FULCRUM.md`).
-//! Each stream runs as a task of its own ([`tasks`]) through the same transaction code as an
-//! HTTP/1.1 request ([`view`]).
+//! HTTP/2 (HAProxy's `mux_h2`), on both sides, without the `h2` crate's connection machinery:
+//! [`frontconn`] serves clients (frames, stream states, flow control, the limits against
+//! abusive clients), [`backconn`] speaks to servers; header blocks are decoded by the vendored
+//! crate's HPACK decoder (`h2::raw`) and encoded by [`hpack`]. Each client stream runs as a
+//! task of its own ([`tasks`]) through the same transaction code as an HTTP/1.1 request
+//! ([`view`]); a transaction's stream to a server is an [`upstream::UpView`].
 //!
 //! A connection speaks HTTP/2 when TLS negotiated `h2` (`alpn h2,http/1.1` on the bind), or
 //! when a clear-text connection opens with HTTP/2's preface (prior knowledge, as HAProxy
 //! switches to HTTP/2 on seeing `PRI * HTTP/2.0`).
 //!
-//! Owns: the connection's settings, its idle timeout and its streams' tasks. Must not touch:
-//! transactions (the session runs them), accept and limits (runtime).
+//! Owns: the client connection's task, its idle timeout and GOAWAY, its streams' tasks. Must
+//! not touch: transactions (the session runs them), accept and limits (runtime).
 
 pub mod backconn;
 pub mod body;
+pub mod frames;
+pub mod frontconn;
 pub mod hpack;
 pub mod tasks;
 pub mod upstream;
 pub mod view;
 
-use std::future::Future;
 use std::io;
 use std::os::fd::AsFd;
 use std::pin::Pin;
@@ -28,7 +29,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::connection::Stream;
@@ -39,8 +39,8 @@ use crate::tcp::Accepted;
 /// The client preface of HTTP/2 (RFC 9113 3.4), as its first line reads.
 pub const PREFACE_LINE: &[u8] = b"PRI * HTTP/2.0\r\n";
 
-/// The connection's socket for the `h2` crate, with the bytes already read from it first (the
-/// preface seen by the HTTP/1 reader).
+/// A connection's socket as `AsyncRead`/`AsyncWrite` for its task, with any bytes read from it
+/// before first.
 struct Io {
     s: Rc<Stream>,
     prefix: Vec<u8>,
@@ -116,39 +116,16 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
     no_delay(&client);
     let fd = Arc::new(fd);
     let client = Rc::new(client);
-    let io = Io { s: Rc::clone(&client), prefix, pos: 0 };
-    let mut b = h2::server::Builder::new();
-    let t = shared.h2;
-    b.max_concurrent_streams(t.max_concurrent_streams)
-        .initial_window_size(t.initial_window_size.min(0x7fff_ffff))
-        .header_table_size(t.header_table_size)
-        .max_frame_size(t.max_frame_size)
-        .max_header_list_size(fe_bufsize(&fe) as u32)
-        .enable_connect_protocol()
-        // Heads as decoded bytes, built into the transaction's head (view.rs): no `http`
-        // types made of them first.
-        .raw_heads(true);
+    let mut io = Io { s: Rc::clone(&client), prefix: Vec::new(), pos: 0 };
+    let h2 = frontconn::Conn::new(&shared.h2, fe_bufsize(&fe), &prefix);
+    drop(prefix);
     let client_timeout = fe.timeouts.client;
-    // Boxed: its state is half of this function's, which an idle connection would keep
-    // resident for good (2.4 kB of the connection's memory).
-    let handshake = Box::pin(b.handshake::<_, Bytes>(io));
-    let mut h2 = match within(client_timeout, handshake).await {
-        Some(Ok(c)) => c,
-        _ => return close_quietly(&client),
-    };
-    // The connection's window is opened as large as it goes (HAProxy's choice: a slow reader's
-    // stream must not hold the window all streams share) with the first stream, once the
-    // client's SETTINGS were acknowledged: HAProxy's order, SETTINGS both ways, their ACK, then
-    // the WINDOW_UPDATE, which clients written against it expect (set in the builder, h2 sent
-    // it right after its own SETTINGS, before the ACK).
-    let mut window_opened = false;
     let idle = fe
         .http
         .as_ref()
         .or(fe.upgrade.as_ref())
         .and_then(|h| h.timeouts.keep_alive)
         .or(client_timeout);
-    let leftovers = view::Leftovers::default();
     let stop = crate::runtime::stop_notify();
     // Made once: a soft stop wakes it (a waiter per connection, not per stream).
     let stopped = stop.notified();
@@ -157,33 +134,33 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
     let tick = tokio::time::sleep(Duration::from_secs(1));
     tokio::pin!(tick);
     let mut idle_since = tokio::time::Instant::now();
+    // Once GOAWAY went out: when the connection ends, streams in flight or not.
+    let mut deadline: Option<tokio::time::Instant> = None;
+    let mut opened = Vec::new();
     loop {
         // A soft stop or a reload that replaced this frontend: GOAWAY, the streams in flight
         // finish. Without a stream, `timeout http-keep-alive` (else `timeout client`) ends the
         // connection the same way; with streams, their own timeouts run. The flags are looked
         // at when a stream comes and at least once a second.
         let busy = h2.has_streams();
+        let now = tokio::time::Instant::now();
         if busy {
-            idle_since = tokio::time::Instant::now();
+            idle_since = now;
         }
-        let idle_over = !busy && idle.is_some_and(|d| idle_since.elapsed() >= d);
-        if crate::runtime::retiring(&fe) || idle_over {
-            h2.graceful_shutdown();
-            let bound = client_timeout.unwrap_or(Duration::from_secs(30));
-            let _ = within(Some(bound), drain(&mut h2)).await;
+        let idle_over = !busy && idle.is_some_and(|d| now.duration_since(idle_since) >= d);
+        if deadline.is_none() && (crate::runtime::retiring(&fe) || idle_over) {
+            h2.goaway();
+            deadline = Some(now + client_timeout.unwrap_or(Duration::from_secs(30)));
+        }
+        if deadline.is_some_and(|d| now >= d) {
+            h2.unregister();
             return;
         }
-        let next = tokio::select! {
+        let event = tokio::select! {
             biased;
-            n = h2.accept_raw() => n,
-            _ = std::future::poll_fn(|cx| view::poll_leftovers(&leftovers, cx)) => continue,
+            e = std::future::poll_fn(|cx| h2.poll_drive(cx, &mut io, &mut opened)) => e,
             _ = &mut stopped, if !crate::runtime::stopping() => continue,
             _ = &mut tick => {
-                // A connection without streams for a second gives back the memory of its
-                // stream store and frame queues (HPACK's tables stay: the client indexes them).
-                if !busy && idle_since.elapsed() >= Duration::from_secs(1) {
-                    h2.release_idle_memory();
-                }
                 let wait = match idle {
                     Some(d) if !busy => d.saturating_sub(idle_since.elapsed()),
                     _ => Duration::from_secs(1),
@@ -193,32 +170,37 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
                 continue;
             }
         };
-        let (req, body, respond) = match next {
-            Some(Ok(r)) => r,
-            Some(Err(_)) | None => return,
-        };
-        if !window_opened {
-            window_opened = true;
-            h2.set_target_window_size(0x7fff_ffff);
+        if let frontconn::Event::Ended = event {
+            return;
         }
-        let view = view::H1View::new(req, body, respond, Arc::clone(&fd), Arc::clone(&leftovers));
-        let acc = Accepted {
-            client: Stream::H2(Box::new(view)),
-            peer,
-            proxied: proxied.clone(),
-            prepared: true,
-            expect_proxy: false,
-            dst_port,
-            bind_no,
-            // Each stream sees the session's variables and what it tracks.
-            vars: vars.as_ref().map(|v| Box::new(v.for_stream())),
-        };
-        tasks::run(tasks::Job {
-            fe: Arc::clone(&fe),
-            shared: Arc::clone(&shared),
-            stream: acc,
-            conn: Rc::clone(&client),
-        });
+        for id in opened.drain(..) {
+            // (A body that came whole with the head is still to be read.)
+            let taken = h2.stream(id, |st| {
+                let ended = st.recv_end && st.data.is_empty() && st.trailers.is_none();
+                (st.request.take(), ended)
+            });
+            let Some((Some(raw), ended)) = taken else {
+                continue;
+            };
+            let view = view::H1View::new(h2.key(), id, raw, ended, Arc::clone(&fd));
+            let acc = Accepted {
+                client: Stream::H2(Box::new(view)),
+                peer,
+                proxied: proxied.clone(),
+                prepared: true,
+                expect_proxy: false,
+                dst_port,
+                bind_no,
+                // Each stream sees the session's variables and what it tracks.
+                vars: vars.as_ref().map(|v| Box::new(v.for_stream())),
+            };
+            tasks::run(tasks::Job {
+                fe: Arc::clone(&fe),
+                shared: Arc::clone(&shared),
+                stream: acc,
+                conn: Rc::clone(&client),
+            });
+        }
     }
 }
 
@@ -309,32 +291,6 @@ fn no_delay(s: &Stream) {
     }
 }
 
-/// Closes a connection that did not speak HTTP/2 with a FIN, not a reset: what it sent is read
-/// first (a socket closed with unread bytes resets the connection).
-fn close_quietly(client: &Stream) {
-    let mut buf = [0u8; 4096];
-    for _ in 0..16 {
-        match client.try_read(&mut buf) {
-            Ok(n) if n > 0 => {}
-            _ => break,
-        }
-    }
-    let _ = client.shutdown_write();
-}
-
-/// Polls the connection until the client has closed it (after a GOAWAY).
-async fn drain<T: AsyncRead + AsyncWrite + Unpin>(h2: &mut h2::server::Connection<T, Bytes>) {
-    while let Some(Ok(_)) = h2.accept_raw().await {}
-}
-
 fn fe_bufsize(fe: &Frontend) -> usize {
     fe.http.as_ref().or(fe.upgrade.as_ref()).map_or(16_384, |h| h.bufsize)
-}
-
-/// `Some(output)` unless `limit` passed first.
-async fn within<F: Future>(limit: Option<Duration>, f: F) -> Option<F::Output> {
-    match limit {
-        Some(d) => tokio::time::timeout(d, f).await.ok(),
-        None => Some(f.await),
-    }
 }

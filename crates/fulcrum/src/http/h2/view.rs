@@ -20,56 +20,133 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use bytes::Bytes;
 use fulcrum_http::{Body, ChunkedScanner, Head, HeadError, Limits, Method};
-use h2::server::SendResponse;
-use h2::RecvStream;
 
-use super::body::{connection_specific, h2_error, Framing, Incoming, Outgoing};
+use super::body::{connection_specific, read_ready, Framing, Sending};
+use super::frontconn::{self, Key, INTERNAL_ERROR};
 
 /// An HTTP/2 stream behind the session's `Stream` interface (`Stream::H2`).
 pub struct H1View {
-    recv: RefCell<Incoming>,
+    conn: Key,
+    id: u32,
+    recv: RefCell<Recv>,
     /// The request head, until the session takes it (built, or as text).
     head: RefCell<Option<RequestHead>>,
     send: RefCell<Send>,
     /// A duplicate of the connection's socket (`getsockname` and socket options).
     fd: Arc<OwnedFd>,
-    /// Where a request still being received goes when the view ends before it (an answer
-    /// made early): the connection reads it to its end, as HAProxy does, so the rest of its
-    /// frames are still checked and the window keeps opening.
-    leftovers: Leftovers,
 }
 
-/// Request bodies a connection reads to their end after their streams' views ended.
-pub type Leftovers = Arc<std::sync::Mutex<Vec<RecvStream>>>;
+/// The request's HTTP/1 bytes: its head's text (unless taken built), then its body as the
+/// stream's DATA frames bring it (in chunks, with the trailers, when no size was given).
+struct Recv {
+    pending: Vec<u8>,
+    pos: usize,
+    chunked: bool,
+    ended: bool,
+    failed: bool,
+}
 
-/// Reads what the leftovers received, releasing the window; drops those that ended. Never
-/// ready: polled beside the connection, it is woken by the connection's frames.
-pub fn poll_leftovers(leftovers: &Leftovers, cx: &mut Context<'_>) -> Poll<()> {
-    let mut l = leftovers.lock().unwrap_or_else(|e| e.into_inner());
-    l.retain_mut(|body| loop {
-        match body.poll_data(cx) {
-            Poll::Ready(Some(Ok(data))) => {
-                let _ = body.flow_control().release_capacity(data.len());
-            }
-            Poll::Pending => return true,
-            Poll::Ready(_) => return false,
+impl Recv {
+    fn prepend(&mut self, mut bytes: Vec<u8>) {
+        bytes.extend_from_slice(&self.pending[self.pos..]);
+        self.pending = bytes;
+        self.pos = 0;
+    }
+
+    fn is_empty(&self) -> bool {
+        self.pos >= self.pending.len()
+    }
+
+    fn poll_ready(&mut self, key: Key, id: u32, cx: &mut Context<'_>) -> Poll<()> {
+        if !self.is_empty() || self.ended || self.failed {
+            return Poll::Ready(());
         }
-    });
-    Poll::Pending
+        self.pending.clear();
+        self.pos = 0;
+        let got = frontconn::with(key, |c| {
+            let got = c.stream(id, |st| {
+                if !st.data.is_empty() {
+                    let n = st.data.len();
+                    if !self.chunked {
+                        std::mem::swap(&mut self.pending, &mut st.data);
+                    } else {
+                        let size = format!("{n:x}\r\n");
+                        self.pending.extend_from_slice(size.as_bytes());
+                        self.pending.extend_from_slice(&st.data);
+                        self.pending.extend_from_slice(b"\r\n");
+                        st.data.clear();
+                    }
+                    return Poll::Ready(n);
+                }
+                if st.recv_end {
+                    // The end: with trailers, they close the chunked body (without chunks,
+                    // HTTP/1 has no place for them: dropped).
+                    if self.chunked {
+                        self.pending.extend_from_slice(b"0\r\n");
+                        if let Some(t) = st.trailers.take() {
+                            for (name, value) in t.fields() {
+                                self.pending.extend_from_slice(name);
+                                self.pending.extend_from_slice(b": ");
+                                self.pending.extend_from_slice(value);
+                                self.pending.extend_from_slice(b"\r\n");
+                            }
+                        }
+                        self.pending.extend_from_slice(b"\r\n");
+                    }
+                    self.ended = true;
+                    return Poll::Ready(0);
+                }
+                if st.reset.is_some() {
+                    self.failed = true;
+                    return Poll::Ready(0);
+                }
+                st.poll_readable(cx).map(|()| 0)
+            });
+            // The window opens again as the bytes are read.
+            if let Some(Poll::Ready(n)) = got {
+                if n > 0 {
+                    c.release(id, n);
+                }
+            }
+            got
+        });
+        match got.flatten() {
+            Some(Poll::Pending) => Poll::Pending,
+            Some(Poll::Ready(_)) => Poll::Ready(()),
+            None => {
+                self.failed = true;
+                Poll::Ready(())
+            }
+        }
+    }
+
+    fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        read_ready(&self.pending, &mut self.pos, self.ended, self.failed, buf)
+    }
+
+    fn try_peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let avail = &self.pending[self.pos.min(self.pending.len())..];
+        if avail.is_empty() {
+            return if self.ended { Ok(0) } else { Err(io::ErrorKind::WouldBlock.into()) };
+        }
+        let n = avail.len().min(buf.len());
+        buf[..n].copy_from_slice(&avail[..n]);
+        Ok(n)
+    }
 }
 
 enum SendState {
     /// Gathering the response head.
     Head(Vec<u8>),
-    Body(Outgoing),
+    Body(Sending),
     Done,
 }
 
 struct Send {
-    respond: Option<SendResponse<Bytes>>,
     state: SendState,
+    /// A final head went out.
+    answered: bool,
     /// The request's method (a HEAD response has no body).
     method: Method,
     /// A CONNECT (plain or extended): its success opens a tunnel on the stream.
@@ -226,14 +303,9 @@ impl RequestHead {
 }
 
 impl H1View {
-    /// The view of a request just accepted on the connection whose socket `fd` duplicates.
-    pub fn new(
-        raw: h2::RawHead,
-        body: RecvStream,
-        respond: SendResponse<Bytes>,
-        fd: Arc<OwnedFd>,
-        leftovers: Leftovers,
-    ) -> H1View {
+    /// The view of stream `id` of the connection `conn`, whose request head is `raw`
+    /// (`ended`: the request has no body), on the connection whose socket `fd` duplicates.
+    pub fn new(conn: Key, id: u32, raw: h2::RawHead, ended: bool, fd: Arc<OwnedFd>) -> H1View {
         let connect = raw.method() == Some(b"CONNECT");
         let tunnel = match (connect, raw.protocol()) {
             (true, Some(_)) => Tunnel::Upgrade,
@@ -247,20 +319,21 @@ impl H1View {
         };
         let sized = raw.has_content_length();
         // A tunnel's bytes go as they come.
-        let chunked = !body.is_end_stream() && !sized && tunnel == Tunnel::No;
+        let chunked = !ended && !sized && tunnel == Tunnel::No;
         H1View {
-            recv: RefCell::new(Incoming::new(Vec::new(), Some(body), chunked)),
+            conn,
+            id,
+            recv: RefCell::new(Recv { pending: Vec::new(), pos: 0, chunked, ended, failed: false }),
             head: RefCell::new(Some(RequestHead { raw, tunnel, chunked })),
             send: RefCell::new(Send {
-                respond: Some(respond),
                 state: SendState::Head(Vec::new()),
+                answered: false,
                 method,
                 tunnel,
                 scratch: Vec::new(),
                 skip: 0,
             }),
             fd,
-            leftovers,
         }
     }
 
@@ -303,19 +376,15 @@ impl H1View {
     }
 
     /// The request's bytes (its head first as text, when it was not taken built).
-    fn recv(&self) -> std::cell::RefMut<'_, Incoming> {
+    fn recv(&self) -> std::cell::RefMut<'_, Recv> {
         if self.head.borrow().is_some() {
             self.write_request_text();
         }
         self.recv.borrow_mut()
     }
 
-    fn send(&self) -> std::cell::RefMut<'_, Send> {
-        self.send.borrow_mut()
-    }
-
     pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.recv().poll_ready(cx).map(Ok)
+        self.recv().poll_ready(self.conn, self.id, cx).map(Ok)
     }
 
     pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
@@ -327,8 +396,14 @@ impl H1View {
     }
 
     pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match &mut self.send().state {
-            SendState::Body(out) => out.poll_capacity(cx),
+        match &self.send.borrow().state {
+            SendState::Body(s) if !s.done => {
+                match frontconn::with(self.conn, |c| c.poll_writable(self.id, cx)) {
+                    Some(Poll::Pending) => Poll::Pending,
+                    Some(Poll::Ready(Ok(()))) => Poll::Ready(Ok(())),
+                    _ => Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())),
+                }
+            }
             _ => Poll::Ready(Ok(())),
         }
     }
@@ -336,14 +411,18 @@ impl H1View {
     /// Takes HTTP/1 response bytes: all of `head` and `data`, or none with `WouldBlock` while
     /// earlier body bytes wait for the stream's window.
     pub fn try_send(&self, head: &[u8], data: &[u8]) -> io::Result<usize> {
-        let mut s = self.send();
-        if let SendState::Body(out) = &s.state {
-            if !out.is_flushed() {
+        let mut s = self.send.borrow_mut();
+        if let SendState::Body(b) = &s.state {
+            let id = self.id;
+            if !b.done && !frontconn::with(self.conn, |c| c.is_writable(id)).unwrap_or(true) {
                 return Err(io::ErrorKind::WouldBlock.into());
             }
         }
-        s.take(head)?;
-        s.take(data)?;
+        frontconn::with(self.conn, |c| {
+            s.take(c, self.id, head)?;
+            s.take(c, self.id, data)
+        })
+        .unwrap_or(Err(io::ErrorKind::BrokenPipe.into()))?;
         Ok(head.len() + data.len())
     }
 
@@ -351,32 +430,30 @@ impl H1View {
     /// next): sent from its fields, its bytes then dropped, instead of parsed again from them.
     /// Anything else (an interim head, a head already begun) goes the parsing way.
     pub fn send_head(&self, head: &Head, len: usize) -> io::Result<()> {
-        let mut s = self.send();
+        let mut s = self.send.borrow_mut();
         let fresh = matches!(&s.state, SendState::Head(b) if b.is_empty()) && s.skip == 0;
         if !fresh || head.status() < 200 {
             return Ok(());
         }
-        s.respond(head)?;
+        frontconn::with(self.conn, |c| s.respond(c, self.id, head))
+            .unwrap_or(Err(io::ErrorKind::BrokenPipe.into()))?;
         s.skip = len;
         Ok(())
     }
 
     /// The response ends here (a body that lasts until the connection closes).
     pub fn shutdown_write(&self) -> io::Result<()> {
-        self.send().finish();
+        let mut s = self.send.borrow_mut();
+        frontconn::with(self.conn, |c| s.finish(c, self.id));
         Ok(())
     }
 
     /// Waits until the client resets the stream (`Ok(true)`).
     pub async fn peer_closed(&self) -> io::Result<bool> {
         std::future::poll_fn(|cx| {
-            let mut s = self.send();
-            let s = &mut *s;
-            match (&mut s.state, s.respond.as_mut()) {
-                (SendState::Body(out), _) if !out.is_done() => out.poll_reset(cx).map(|_| Ok(true)),
-                (SendState::Body(_), _) => Poll::Pending,
-                (_, Some(respond)) => respond.poll_reset(cx).map(|_| Ok(true)),
-                _ => Poll::Pending,
+            match frontconn::with(self.conn, |c| c.stream(self.id, |st| st.poll_reset(cx))) {
+                Some(Some(Poll::Pending)) => Poll::Pending,
+                _ => Poll::Ready(Ok(true)),
             }
         })
         .await
@@ -385,7 +462,7 @@ impl H1View {
 
 impl Send {
     /// Takes bytes of the HTTP/1 response.
-    fn take(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+    fn take(&mut self, c: &frontconn::Conn, id: u32, mut bytes: &[u8]) -> io::Result<()> {
         // The head given already (`H1View::send_head`): its bytes are dropped.
         if self.skip > 0 {
             let n = self.skip.min(bytes.len());
@@ -397,15 +474,15 @@ impl Send {
                 SendState::Head(buf) => {
                     buf.extend_from_slice(bytes);
                     bytes = &[];
-                    self.head_ready()?;
+                    self.head_ready(c, id)?;
                     // What followed the head in the same bytes is body.
                     if let SendState::Body(out) = &mut self.state {
-                        out.take(&self.scratch)?;
-                        self.scratch.clear();
+                        let scratch = std::mem::take(&mut self.scratch);
+                        out.take(c, id, &scratch)?;
                     }
                 }
                 SendState::Body(out) => {
-                    out.take(bytes)?;
+                    out.take(c, id, bytes)?;
                     bytes = &[];
                 }
                 SendState::Done => return Ok(()), // beyond the message: dropped
@@ -416,7 +493,7 @@ impl Send {
 
     /// Sends the gathered head once complete (1xx heads as interim responses); the bytes
     /// after it are left in `scratch`.
-    fn head_ready(&mut self) -> io::Result<()> {
+    fn head_ready(&mut self, c: &frontconn::Conn, id: u32) -> io::Result<()> {
         loop {
             let SendState::Head(buf) = &mut self.state else { return Ok(()) };
             let mut head = super::ParseHead::take();
@@ -428,7 +505,7 @@ impl Send {
             };
             self.scratch.clear();
             self.scratch.extend_from_slice(&buf[n..]);
-            if self.respond(&head)? {
+            if self.respond(c, id, &head)? {
                 return Ok(());
             }
             // Interim: the next head follows.
@@ -441,31 +518,31 @@ impl Send {
     /// Sends a response head: `Ok(false)` for an interim one (100 Continue, 103 Early Hints;
     /// 101 has no HTTP/2 meaning), `Ok(true)` once the final one is on its way (the state is
     /// then the body's).
-    fn respond(&mut self, head: &Head) -> io::Result<bool> {
+    fn respond(&mut self, c: &frontconn::Conn, id: u32, head: &Head) -> io::Result<bool> {
         let status = head.status();
-        let code = http::StatusCode::from_u16(status)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
         let opens = match self.tunnel {
             Tunnel::Upgrade => status == 101,
             Tunnel::Connect => (200..300).contains(&status),
             Tunnel::No => false,
         };
-        if opens || (100..200).contains(&status) {
-            let mut resp = http::Response::new(());
-            *resp.status_mut() = code;
-            super::append_fields(head, connection_specific, resp.headers_mut());
-            let respond = self.respond.as_mut().ok_or(io::ErrorKind::BrokenPipe)?;
-            if opens {
-                // The tunnel: 200 without the upgrade's fields, then DATA both ways.
-                *resp.status_mut() = http::StatusCode::OK;
-                resp.headers_mut().remove("sec-websocket-accept");
-                let mut respond = self.respond.take().ok_or(io::ErrorKind::BrokenPipe)?;
-                let stream = respond.send_response(resp, false).map_err(h2_error)?;
-                self.state = SendState::Body(Outgoing::new(Framing::UntilClose, stream));
-                return Ok(true);
-            }
+        if opens {
+            // The tunnel: 200 without the upgrade's fields, then DATA both ways.
+            let skip = |n: &[u8]| {
+                connection_specific(n) || n.eq_ignore_ascii_case(b"sec-websocket-accept")
+            };
+            let fields = head.headers().filter(|(n, _)| !skip(n));
+            let block = super::hpack::block_of(
+                std::iter::once((b":status".as_slice(), b"200".as_slice())).chain(fields),
+            );
+            c.send_head(id, &block, true, false)?;
+            self.answered = true;
+            self.state = SendState::Body(Sending::new(Framing::UntilClose));
+            return Ok(true);
+        }
+        if (100..200).contains(&status) {
             if status != 101 {
-                respond.send_informational(resp).map_err(h2_error)?;
+                let block = super::hpack::response_block(head, connection_specific);
+                c.send_head(id, &block, false, false)?;
             }
             return Ok(false);
         }
@@ -475,30 +552,25 @@ impl Send {
             Body::Chunked => Some(Framing::Chunked(ChunkedScanner::new())),
             Body::UntilClose => Some(Framing::UntilClose),
         };
-        // The final head, encoded from its fields (`hpack`), not through a header map; `te`
-        // too is for requests only (RFC 9113 8.2.2).
+        // The final head, encoded from its fields (`hpack`); `te` too is for requests only
+        // (RFC 9113 8.2.2).
         let skip = |n: &[u8]| connection_specific(n) || n.eq_ignore_ascii_case(b"te");
         let block = super::hpack::response_block(head, skip);
-        let mut respond = self.respond.take().ok_or(io::ErrorKind::BrokenPipe)?;
-        let stream =
-            respond.send_response_encoded(code, block, framing.is_none()).map_err(h2_error)?;
+        c.send_head(id, &block, true, framing.is_none())?;
+        self.answered = true;
         self.state = match framing {
-            Some(framing) => SendState::Body(Outgoing::new(framing, stream)),
+            Some(framing) => SendState::Body(Sending::new(framing)),
             None => SendState::Done,
         };
         Ok(true)
     }
 
-    /// Ends the response as it stands (see [`Outgoing::finish`]); without a head sent, the
+    /// Ends the response as it stands (see [`Sending::finish`]); without a head sent, the
     /// stream is reset.
-    fn finish(&mut self) {
+    fn finish(&mut self, c: &frontconn::Conn, id: u32) {
         match std::mem::replace(&mut self.state, SendState::Done) {
-            SendState::Body(mut out) => out.finish(),
-            SendState::Head(_) => {
-                if let Some(mut r) = self.respond.take() {
-                    r.send_reset(h2::Reason::INTERNAL_ERROR);
-                }
-            }
+            SendState::Body(mut out) => out.finish(c, id),
+            SendState::Head(_) => c.reset(id, INTERNAL_ERROR),
             SendState::Done => {}
         }
     }
@@ -506,10 +578,12 @@ impl Send {
 
 impl Drop for H1View {
     fn drop(&mut self) {
-        self.send().finish();
-        if let Some(body) = self.recv.get_mut().unfinished() {
-            self.leftovers.lock().unwrap_or_else(|e| e.into_inner()).push(body);
-        }
+        let id = self.id;
+        let send = self.send.get_mut();
+        frontconn::with(self.conn, |c| {
+            send.finish(c, id);
+            c.detach(id);
+        });
     }
 }
 

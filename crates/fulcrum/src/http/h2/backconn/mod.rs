@@ -19,7 +19,7 @@
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -31,61 +31,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 mod recv;
 
-const DATA: u8 = 0;
-const HEADERS: u8 = 1;
-const RST_STREAM: u8 = 3;
-const SETTINGS: u8 = 4;
-const PUSH_PROMISE: u8 = 5;
-const PING: u8 = 6;
-const GOAWAY: u8 = 7;
-const WINDOW_UPDATE: u8 = 8;
-const CONTINUATION: u8 = 9;
-
-const END_STREAM: u8 = 0x1;
-const ACK: u8 = 0x1;
-const END_HEADERS: u8 = 0x4;
-const PADDED: u8 = 0x8;
-const PRIORITY: u8 = 0x20;
-
-/// Error codes (RFC 9113 7).
-pub const NO_ERROR: u32 = 0;
-pub const PROTOCOL_ERROR: u32 = 1;
-pub const FLOW_CONTROL_ERROR: u32 = 3;
-pub const STREAM_CLOSED: u32 = 5;
-pub const FRAME_SIZE_ERROR: u32 = 6;
-pub const REFUSED_STREAM: u32 = 7;
-pub const CANCEL: u32 = 8;
-pub const COMPRESSION_ERROR: u32 = 9;
-
-const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-const MAX_WINDOW: i64 = 0x7fff_ffff;
-/// The largest stream id.
-const MAX_ID: u32 = 0x7fff_ffff;
-/// Bytes queued for the socket beyond which a body's writer waits, and beyond four times which
-/// nothing more is read (a server flooding PINGs or SETTINGS gets no answer it does not read).
-const OUT_HIGH: usize = 64 * 1024;
-/// The most bytes a header block may take, all its frames together (HAProxy holds a head in
-/// one 16 kB buffer); the fields decoded from it, at most `MAX_LIST`.
-const MAX_BLOCK: usize = 256 * 1024;
-const MAX_LIST: usize = 256 * 1024;
-/// Streams a server takes until its SETTINGS say (RFC 9113 advises at least 100).
-const INITIAL_STREAMS: u32 = 100;
-
-/// Stream ids are small odd numbers: hashed by one multiplication.
-#[derive(Default)]
-struct IdHash(u64);
-
-impl Hasher for IdHash {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("stream ids hash as u32")
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
+use super::frames::*;
+pub use super::frames::{CANCEL, NO_ERROR};
 
 type StreamMap = HashMap<u32, Strm, BuildHasherDefault<IdHash>>;
 
@@ -261,16 +208,6 @@ pub fn with<R>(key: Key, f: impl FnOnce(&Conn) -> R) -> Option<R> {
 
 /// A connection error: GOAWAY with this code, then the connection ends.
 struct ConnError(u32);
-
-fn frame_head(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, id: u32) {
-    let [_, a, b, c] = (len as u32).to_be_bytes();
-    let [d, e, f, g] = id.to_be_bytes();
-    out.extend_from_slice(&[a, b, c, kind, flags, d, e, f, g]);
-}
-
-fn be32(b: &[u8]) -> u32 {
-    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
-}
 
 impl Conn {
     /// A new connection's state, its preface and SETTINGS queued, in this worker's registry
@@ -746,5 +683,17 @@ impl Inner {
         for w in self.out_waiters.drain(..) {
             w.wake();
         }
+    }
+}
+
+impl super::body::Sink for Conn {
+    fn send_data(&self, id: u32, data: &[u8], end: bool) -> io::Result<()> {
+        Conn::send_data(self, id, data, end)
+    }
+    fn send_trailers(&self, id: u32, block: Vec<u8>) -> io::Result<()> {
+        Conn::send_trailers(self, id, block)
+    }
+    fn reset(&self, id: u32, code: u32) {
+        Conn::reset(self, id, code)
     }
 }

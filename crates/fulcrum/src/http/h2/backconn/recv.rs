@@ -60,7 +60,7 @@ impl Inner {
         if id == 0 {
             return Err(ConnError(PROTOCOL_ERROR));
         }
-        let (from, to) = unpad(flags, &self.rbuf[at..at + len])?;
+        let (from, to) = unpad(flags, &self.rbuf[at..at + len]).map_err(ConnError)?;
         let (from, to) = (at + from, at + to);
         // The connection's window: opened again as bytes come (see `Conn::new`).
         self.conn_unacked += len as i64;
@@ -367,40 +367,4 @@ fn end_of_stream(w: &mut Wire, st: &mut Strm) {
         return;
     }
     st.recv_end = true;
-}
-
-/// Where a DATA frame's data is in its payload, without the padding.
-fn unpad(flags: u8, payload: &[u8]) -> Result<(usize, usize), ConnError> {
-    if flags & PADDED == 0 {
-        return Ok((0, payload.len()));
-    }
-    let pad = usize::from(*payload.first().ok_or(ConnError(FRAME_SIZE_ERROR))?);
-    if pad >= payload.len() {
-        return Err(ConnError(PROTOCOL_ERROR));
-    }
-    Ok((1, payload.len() - pad))
-}
-
-/// The `content-length` a head gives: `Err` for one that is not a number, or two that differ.
-fn content_length(raw: &RawHead) -> Result<Option<u64>, ()> {
-    if !raw.has_content_length() {
-        return Ok(None);
-    }
-    let mut found = None;
-    for (_, v) in raw.fields().filter(|(n, _)| *n == b"content-length") {
-        let n = decimal(v).ok_or(())?;
-        if found.is_some_and(|f| f != n) {
-            return Err(());
-        }
-        found = Some(n);
-    }
-    Ok(found)
-}
-
-/// A decimal number of digits only (what `content-length` holds).
-fn decimal(v: &[u8]) -> Option<u64> {
-    if v.is_empty() || v.len() > 19 {
-        return None;
-    }
-    v.iter().try_fold(0u64, |n, &b| b.is_ascii_digit().then(|| n * 10 + u64::from(b - b'0')))
 }

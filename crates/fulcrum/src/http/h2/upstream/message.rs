@@ -10,8 +10,8 @@ use std::task::{Context, Poll};
 
 use fulcrum_http::{Head, Limits, Method};
 
-use super::super::backconn::{self, Conn, Key, CANCEL};
-use super::super::body::{connection_specific, read_ready, Framing};
+use super::super::backconn::{self, Key};
+use super::super::body::read_ready;
 
 /// A response's HTTP/1 bytes: its head's text (unless taken built), then its body as the
 /// stream's DATA frames bring it (in chunks, with the trailers, when the server gave no size).
@@ -102,96 +102,6 @@ impl Msg {
 
     pub(super) fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         read_ready(&self.pending, &mut self.pos, self.ended, self.failed, buf)
-    }
-}
-
-/// A request body going out in DATA frames, taken as HTTP/1 bytes.
-pub(super) struct Sending {
-    framing: Framing,
-    /// Scratch for decoding chunks.
-    decoded: Vec<u8>,
-    /// A chunked body's trailer lines (`name: value` CRLF), sent as the last HEADERS frame.
-    trailers: Vec<u8>,
-    /// The stream was ended (or reset).
-    pub(super) done: bool,
-}
-
-impl Sending {
-    pub(super) fn new(framing: Framing) -> Sending {
-        Sending { framing, decoded: Vec::new(), trailers: Vec::new(), done: false }
-    }
-
-    /// Body bytes in their HTTP/1 framing: their data goes to the stream, which ends with the
-    /// body (bytes beyond the body's end are dropped).
-    pub(super) fn take(&mut self, c: &Conn, id: u32, bytes: &[u8]) -> io::Result<()> {
-        if self.done || bytes.is_empty() {
-            return Ok(());
-        }
-        let mut decoded = std::mem::take(&mut self.decoded);
-        let (data, ends): (&[u8], bool) = match &mut self.framing {
-            Framing::Length(left) => {
-                let n = (bytes.len() as u64).min(*left) as usize;
-                *left -= n as u64;
-                (&bytes[..n], *left == 0)
-            }
-            Framing::Chunked(scan) => {
-                decoded.clear();
-                let s = scan
-                    .decode(bytes, &mut decoded, &mut self.trailers)
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-                (&decoded, s.done)
-            }
-            Framing::UntilClose => (bytes, false),
-        };
-        let r = if ends {
-            self.end(c, id, data)
-        } else if !data.is_empty() {
-            c.send_data(id, data, false)
-        } else {
-            Ok(())
-        };
-        self.decoded = decoded;
-        r
-    }
-
-    /// Ends the body as it stands: a complete message (or a body that lasts until close)
-    /// ends the stream; an unfinished one resets it.
-    pub(super) fn finish(&mut self, c: &Conn, id: u32) {
-        if self.done {
-            return;
-        }
-        if matches!(self.framing, Framing::UntilClose) {
-            let _ = self.end(c, id, &[]);
-        } else {
-            self.done = true;
-            c.reset(id, CANCEL);
-        }
-    }
-
-    /// Ends the stream with its last data, then its trailers when it has some.
-    pub(super) fn end(&mut self, c: &Conn, id: u32, last: &[u8]) -> io::Result<()> {
-        self.done = true;
-        if self.trailers.is_empty() {
-            return c.send_data(id, last, true);
-        }
-        if !last.is_empty() {
-            c.send_data(id, last, false)?;
-        }
-        let mut fields: Vec<(Vec<u8>, &[u8])> = Vec::new();
-        for line in self.trailers.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            let Some(colon) = line.iter().position(|&b| b == b':') else { continue };
-            let (name, value) = (&line[..colon], line[colon + 1..].trim_ascii());
-            if connection_specific(name)
-                || http::HeaderName::from_bytes(name).is_err()
-                || http::HeaderValue::from_bytes(value).is_err()
-            {
-                continue;
-            }
-            fields.push((name.to_ascii_lowercase(), value));
-        }
-        let block = super::super::hpack::block_of(fields.iter().map(|(n, v)| (n.as_slice(), *v)));
-        c.send_trailers(id, block)
     }
 }
 

@@ -28,16 +28,14 @@ use bytes::Bytes;
 use fulcrum_http::{Body, ChunkedScanner, Head, Limits, Method};
 
 use super::backconn::{self, Conn, Key, NO_ERROR};
-use super::body::{connection_specific, Framing};
+use super::body::{connection_specific, Framing, Sending};
 use crate::backend::Backend;
 use crate::connection::Stream;
 
 mod message;
 mod request;
 
-use message::{
-    response_head, websocket_head, write_fields, write_status, Msg, ResponseHead, Sending,
-};
+use message::{response_head, websocket_head, write_fields, write_status, Msg, ResponseHead};
 use request::{map_block, request, Request};
 
 /// How long a connection without streams stays open (HAProxy's default `pool-purge-delay`).
