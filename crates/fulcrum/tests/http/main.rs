@@ -25,6 +25,7 @@ mod h2attacks;
 mod h2client;
 mod h2server;
 mod h2up;
+mod h2upframes;
 mod inspect;
 mod keepalive;
 mod malformed;

@@ -141,8 +141,13 @@ impl Session<'_> {
                 if let Err(e) = &n {
                     self.note(format_args!("response head: {e}"));
                 }
+                // A stream to an HTTP/2 server that failed was processed, unless the server
+                // refused it: only that one goes again (never a request the server may have
+                // acted on).
+                let h2_taken = matches!(sc.stream, Stream::H2Up(_))
+                    && !matches!(&n, Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused);
                 match n {
-                    Ok(0) | Err(_) if !got_any => return Exchange::RetryFresh,
+                    Ok(0) | Err(_) if !got_any && !h2_taken => return Exchange::RetryFresh,
                     Ok(0) | Err(_) => return Exchange::ServerGone,
                     Ok(_) => {}
                 }

@@ -32,7 +32,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 mod recv;
 
 use super::frames::*;
-pub use super::frames::{CANCEL, NO_ERROR};
+pub use super::frames::{CANCEL, NO_ERROR, REFUSED_STREAM};
 
 type StreamMap = HashMap<u32, Strm, BuildHasherDefault<IdHash>>;
 

@@ -270,7 +270,7 @@ impl Inner {
                 let last = be32(p) & MAX_ID;
                 self.closing = true;
                 // Streams above the last the server took were not processed: refused (the
-                // transaction is tried again on another connection).
+                // transaction may go again on another connection, see `exchange`).
                 for st in self.streams.values_mut().filter(|s| s.id > last && !s.closed()) {
                     st.reset = Some(REFUSED_STREAM);
                     st.local_end = true;

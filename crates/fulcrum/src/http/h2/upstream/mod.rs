@@ -27,7 +27,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use fulcrum_http::{Body, ChunkedScanner, Head, Limits, Method};
 
-use super::backconn::{self, Conn, Key, NO_ERROR};
+use super::backconn::{self, Conn, Key, NO_ERROR, REFUSED_STREAM};
 use super::body::{connection_specific, Framing, Sending};
 use crate::backend::Backend;
 use crate::connection::Stream;
@@ -216,6 +216,8 @@ struct In {
     waiting: Option<Waker>,
     /// The stream or the connection failed before a final response.
     failed: bool,
+    /// The server refused the stream (it may go again on another connection).
+    refused: bool,
 }
 
 impl UpView {
@@ -239,6 +241,7 @@ impl UpView {
                 head: None,
                 waiting: None,
                 failed: false,
+                refused: false,
             }),
             fd,
             sni,
@@ -274,6 +277,7 @@ impl UpView {
             Interim(h2::RawHead),
             Final(h2::RawHead, bool),
             Failed,
+            Refused,
         }
         let got = backconn::with(self.conn, |c| {
             c.stream(id, |st| {
@@ -283,8 +287,10 @@ impl UpView {
                 if let Some(raw) = st.response.take() {
                     return Some(Got::Final(raw, st.recv_end && st.data.is_empty()));
                 }
-                if st.reset.is_some() {
-                    return Some(Got::Failed);
+                if let Some(code) = st.reset {
+                    // Refused (REFUSED_STREAM, or above a GOAWAY's last stream): the server
+                    // did not process it, and it may go again elsewhere (RFC 9113 8.7).
+                    return Some(if code == REFUSED_STREAM { Got::Refused } else { Got::Failed });
                 }
                 st.poll_readable(cx).is_ready().then_some(Got::Failed)
             })
@@ -298,6 +304,11 @@ impl UpView {
                 write_status(&mut i.interim, raw.status().unwrap_or(100));
                 write_fields(&mut i.interim, raw.fields());
                 i.interim.extend_from_slice(b"\r\n");
+                Poll::Ready(Ok(()))
+            }
+            Some(Got::Refused) => {
+                i.failed = true;
+                i.refused = true;
                 Poll::Ready(Ok(()))
             }
             Some(Got::Failed) => {
@@ -333,7 +344,13 @@ impl UpView {
             return Ok(n);
         }
         if i.failed {
-            return Err(io::ErrorKind::ConnectionReset.into());
+            // (Only a refused stream is sent again: `exchange` retries on `ConnectionRefused`.)
+            let kind = if i.refused {
+                io::ErrorKind::ConnectionRefused
+            } else {
+                io::ErrorKind::ConnectionReset
+            };
+            return Err(kind.into());
         }
         match i.message.as_mut() {
             Some(m) => m.try_read(buf),
@@ -389,7 +406,7 @@ impl UpView {
     /// stream with NO_ERROR, it sent its whole answer before the whole request and wants no
     /// more of it (RFC 9113 8.1), so the rest of the body is dropped and the answer read as
     /// usual (an early 413, say, reaches the client instead of a 502). Any other failure
-    /// stands (a stream refused by GOAWAY, without an answer, is retried elsewhere).
+    /// stands (a stream refused, without an answer, may go again elsewhere: see `exchange`).
     fn write_failed(&self, o: &mut Out, e: io::Error) -> io::Result<()> {
         let OutState::Body(_) = &o.state else { return Err(e) };
         let id = self.id.get();
@@ -565,7 +582,7 @@ impl UpView {
             c.open(&block, end, method == Method::Head)
         });
         // A connection that refuses a new stream (GOAWAY, stream ids used up) gets no more:
-        // the transaction is retried on a new one.
+        // the head is not sent, and the transaction goes to a new one.
         let id = opened.unwrap_or_else(|| Err(io::ErrorKind::BrokenPipe.into()))?;
         self.id.set(id);
         o.state = match framing {
