@@ -10,7 +10,7 @@ small answer (`/?s=64`) through each proxy to one server: Fulcrum's HTTP/1 test 
 `proto h2` bind, reached with `server ... proto h2`, and by nginx with `grpc_pass`, its only
 HTTP/2 upstream). Each proxy runs alone
 with one thread on CPU 0; h2load and the test server share CPU 1. Rounds are interleaved; the
-figure is the proxy's CPU time (user + system, from /proc) per request, and the median of the
+figure is the proxy's CPU time (user + system, from /proc; the system part shown too) per request, and the median of the
 rounds is reported with its range, beside requests per second and the proxy's RSS.
 
 `--bin-b` adds a second Fulcrum binary, interleaved with the first in every round (a paired
@@ -79,14 +79,16 @@ def tree_pids(pid):
 
 
 def cpu_ticks(pid):
-    total = 0
+    """(user, system) clock ticks of the process and its children."""
+    user = system = 0
     for p in tree_pids(pid):
         try:
             f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
-            total += int(f[11]) + int(f[12])
+            user += int(f[11])
+            system += int(f[12])
         except OSError:
             pass
-    return total
+    return user, system
 
 
 def rss_kb(pid):
@@ -172,15 +174,16 @@ def point(name, cmd, a, log):
     try:
         wait_listen(FE)
         h2load(2000, a.conns, a.streams)  # warm-up: connections to the server, caches
-        t0 = cpu_ticks(p.pid)
+        u0, s0 = cpu_ticks(p.pid)
         done, failed, rps = h2load(a.requests, a.conns, a.streams)
-        used = cpu_ticks(p.pid) - t0
+        u1, s1 = cpu_ticks(p.pid)
         rss = rss_kb(p.pid)
     finally:
         stop(p)
     if failed:
         raise RuntimeError(f"{name}: {failed} requests failed")
-    return used / HZ * 1e6 / done, rps, rss
+    per = 1e6 / HZ / done
+    return (u1 - u0 + s1 - s0) * per, rps, rss, (s1 - s0) * per
 
 
 def main():
@@ -218,10 +221,10 @@ def main():
         wait_listen(BE)
         for r in range(1, a.rounds + 1):
             for name, cmd in contenders:
-                us, rps, rss = point(name, cmd, a, log)
-                results[name].append((us, rps, rss))
-                print(f"round {r} {name:8}: {us:6.2f} us CPU/request {rps:10.0f} req/s "
-                      f"RSS {rss / 1024:6.1f} MB", flush=True)
+                us, rps, rss, sys_us = point(name, cmd, a, log)
+                results[name].append((us, rps, rss, sys_us))
+                print(f"round {r} {name:8}: {us:6.2f} us CPU/request ({sys_us:5.2f} system) "
+                      f"{rps:10.0f} req/s RSS {rss / 1024:6.1f} MB", flush=True)
     finally:
         stop(be)
         for p in list(PROCS):
@@ -233,10 +236,13 @@ def main():
     for name, rows in results.items():
         us = [x[0] for x in rows]
         med[name] = statistics.median(us)
-        print(f"  {name:8} {med[name]:6.2f} us CPU/request (range {min(us):.2f}-{max(us):.2f}), "
+        print(f"  {name:8} {med[name]:6.2f} us CPU/request (range {min(us):.2f}-{max(us):.2f}; "
+              f"system {statistics.median(x[3] for x in rows):.2f}), "
               f"{statistics.median(x[1] for x in rows):10.0f} req/s, "
               f"RSS {statistics.median(x[2] for x in rows) / 1024:.1f} MB")
-    print(f"  fulcrum/haproxy CPU: {med['fulcrum'] / med['haproxy']:.2f}x, "
+    paired = [f[0] / h[0] for f, h in zip(results["fulcrum"], results["haproxy"])]
+    print(f"  fulcrum/haproxy CPU: {med['fulcrum'] / med['haproxy']:.2f}x (median of the rounds' "
+          f"ratios {statistics.median(paired):.2f}x, range {min(paired):.2f}-{max(paired):.2f}), "
           f"fulcrum/nginx CPU: {med['fulcrum'] / med['nginx']:.2f}x")
     if a.bin_b:
         pairs = [b[0] / x[0] for x, b in zip(results["fulcrum"], results["fulcrum-b"])]

@@ -1,14 +1,16 @@
 //! A message body between its HTTP/1 bytes and HTTP/2's DATA frames, for both sides of
 //! HTTP/2 (`frontconn` from clients, `backconn` to servers): the body's HTTP/1 framing (a
 //! length, chunks and their trailers, or a tunnel's raw bytes) taken apart into DATA frames
-//! ([`Sending`]), and bytes ready read ([`read_ready`]).
+//! ([`Sending`]), and a stream's DATA and trailers given as HTTP/1 bytes ([`Received`]).
 //!
 //! Owns: bodies' framing. Must not touch: heads (each view writes its own), frames.
 
 use std::io;
+use std::task::{Context, Poll};
 
 use fulcrum_http::ChunkedScanner;
 
+use super::conn::{self, Key, Side};
 use super::frames::CANCEL;
 
 /// Where a body's DATA frames go: a connection's stream.
@@ -41,6 +43,123 @@ pub fn read_ready(
         return Ok(0);
     }
     Err(io::ErrorKind::WouldBlock.into())
+}
+
+/// A message received on a stream as HTTP/1 bytes: what was put first (a head's text), then
+/// its body as the stream's DATA frames bring it (in chunks, with the trailers, when no size
+/// was given).
+pub struct Received {
+    /// Bytes ready: `pending[pos..]`.
+    pending: Vec<u8>,
+    pos: usize,
+    chunked: bool,
+    /// Everything is in `pending` (or was read).
+    ended: bool,
+    failed: bool,
+}
+
+impl Received {
+    /// `first` to be read first; `more`: body bytes may still come from the stream.
+    pub fn new(first: Vec<u8>, more: bool, chunked: bool) -> Received {
+        Received { pending: first, pos: 0, chunked, ended: !more, failed: false }
+    }
+
+    pub fn prepend(&mut self, mut bytes: Vec<u8>) {
+        bytes.extend_from_slice(&self.pending[self.pos..]);
+        self.pending = bytes;
+        self.pos = 0;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pos >= self.pending.len()
+    }
+
+    /// Ready when bytes, the end or a failure can be read: takes what stream `id` of the
+    /// connection `key` received (its window opens again as the bytes are read: at most a
+    /// window's worth waits).
+    pub fn poll_ready<S: Side>(&mut self, key: Key<S>, id: u32, cx: &mut Context<'_>) -> Poll<()> {
+        if !self.is_empty() || self.ended || self.failed {
+            return Poll::Ready(());
+        }
+        self.pending.clear();
+        self.pos = 0;
+        let got = conn::with(key, |c| {
+            let got = c.stream(id, |st| self.take(st, cx));
+            if let Some(Poll::Ready(n)) = got {
+                if n > 0 {
+                    c.release(id, n);
+                }
+            }
+            got
+        });
+        match got.flatten() {
+            Some(Poll::Pending) => Poll::Pending,
+            Some(Poll::Ready(_)) => Poll::Ready(()),
+            None => {
+                self.failed = true;
+                Poll::Ready(())
+            }
+        }
+    }
+
+    /// Takes the stream's body bytes (their count), its end or its failure.
+    fn take<P>(&mut self, st: &mut conn::Strm<P>, cx: &mut Context<'_>) -> Poll<usize> {
+        if !st.data.is_empty() {
+            let n = st.data.len();
+            if !self.chunked {
+                std::mem::swap(&mut self.pending, &mut st.data);
+            } else {
+                let size = format!("{n:x}\r\n");
+                self.pending.extend_from_slice(size.as_bytes());
+                self.pending.extend_from_slice(&st.data);
+                self.pending.extend_from_slice(b"\r\n");
+                st.data.clear();
+            }
+            return Poll::Ready(n);
+        }
+        if st.recv_end {
+            // The end: with trailers, they close the chunked body (without chunks, HTTP/1 has
+            // no place for them: dropped).
+            if self.chunked {
+                self.pending.extend_from_slice(b"0\r\n");
+                if let Some(t) = st.trailers.take() {
+                    write_fields(&mut self.pending, t.fields());
+                }
+                self.pending.extend_from_slice(b"\r\n");
+            }
+            self.ended = true;
+            return Poll::Ready(0);
+        }
+        if st.reset.is_some() {
+            self.failed = true;
+            return Poll::Ready(0);
+        }
+        st.poll_readable_or(cx, false).map(|()| 0)
+    }
+
+    pub fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        read_ready(&self.pending, &mut self.pos, self.ended, self.failed, buf)
+    }
+
+    pub fn try_peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let avail = &self.pending[self.pos.min(self.pending.len())..];
+        if avail.is_empty() {
+            return if self.ended { Ok(0) } else { Err(io::ErrorKind::WouldBlock.into()) };
+        }
+        let n = avail.len().min(buf.len());
+        buf[..n].copy_from_slice(&avail[..n]);
+        Ok(n)
+    }
+}
+
+/// Fields as HTTP/1 lines (`name: value` CRLF).
+pub fn write_fields<'a>(out: &mut Vec<u8>, fields: impl Iterator<Item = (&'a [u8], &'a [u8])>) {
+    for (name, value) in fields {
+        out.extend_from_slice(name);
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value);
+        out.extend_from_slice(b"\r\n");
+    }
 }
 
 /// How an HTTP/1 body being sent says where it ends.

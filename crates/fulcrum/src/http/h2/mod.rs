@@ -14,6 +14,7 @@
 
 pub mod backconn;
 pub mod body;
+pub mod conn;
 pub mod frames;
 pub mod frontconn;
 pub mod hpack;
@@ -177,7 +178,7 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
             // (A body that came whole with the head is still to be read.)
             let taken = h2.stream(id, |st| {
                 let ended = st.recv_end && st.data.is_empty() && st.trailers.is_none();
-                (st.request.take(), ended)
+                (st.part.request.take(), ended)
             });
             let Some((Some(raw), ended)) = taken else {
                 continue;

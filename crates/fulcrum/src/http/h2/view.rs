@@ -22,7 +22,7 @@ use std::task::{Context, Poll};
 
 use fulcrum_http::{Body, ChunkedScanner, Head, HeadError, Limits, Method};
 
-use super::body::{connection_specific, read_ready, Framing, Sending};
+use super::body::{connection_specific, Framing, Received, Sending};
 use super::frontconn::{self, Key, INTERNAL_ERROR};
 
 /// An HTTP/2 stream behind the session's `Stream` interface (`Stream::H2`).
@@ -37,104 +37,8 @@ pub struct H1View {
     fd: Arc<OwnedFd>,
 }
 
-/// The request's HTTP/1 bytes: its head's text (unless taken built), then its body as the
-/// stream's DATA frames bring it (in chunks, with the trailers, when no size was given).
-struct Recv {
-    pending: Vec<u8>,
-    pos: usize,
-    chunked: bool,
-    ended: bool,
-    failed: bool,
-}
-
-impl Recv {
-    fn prepend(&mut self, mut bytes: Vec<u8>) {
-        bytes.extend_from_slice(&self.pending[self.pos..]);
-        self.pending = bytes;
-        self.pos = 0;
-    }
-
-    fn is_empty(&self) -> bool {
-        self.pos >= self.pending.len()
-    }
-
-    fn poll_ready(&mut self, key: Key, id: u32, cx: &mut Context<'_>) -> Poll<()> {
-        if !self.is_empty() || self.ended || self.failed {
-            return Poll::Ready(());
-        }
-        self.pending.clear();
-        self.pos = 0;
-        let got = frontconn::with(key, |c| {
-            let got = c.stream(id, |st| {
-                if !st.data.is_empty() {
-                    let n = st.data.len();
-                    if !self.chunked {
-                        std::mem::swap(&mut self.pending, &mut st.data);
-                    } else {
-                        let size = format!("{n:x}\r\n");
-                        self.pending.extend_from_slice(size.as_bytes());
-                        self.pending.extend_from_slice(&st.data);
-                        self.pending.extend_from_slice(b"\r\n");
-                        st.data.clear();
-                    }
-                    return Poll::Ready(n);
-                }
-                if st.recv_end {
-                    // The end: with trailers, they close the chunked body (without chunks,
-                    // HTTP/1 has no place for them: dropped).
-                    if self.chunked {
-                        self.pending.extend_from_slice(b"0\r\n");
-                        if let Some(t) = st.trailers.take() {
-                            for (name, value) in t.fields() {
-                                self.pending.extend_from_slice(name);
-                                self.pending.extend_from_slice(b": ");
-                                self.pending.extend_from_slice(value);
-                                self.pending.extend_from_slice(b"\r\n");
-                            }
-                        }
-                        self.pending.extend_from_slice(b"\r\n");
-                    }
-                    self.ended = true;
-                    return Poll::Ready(0);
-                }
-                if st.reset.is_some() {
-                    self.failed = true;
-                    return Poll::Ready(0);
-                }
-                st.poll_readable(cx).map(|()| 0)
-            });
-            // The window opens again as the bytes are read.
-            if let Some(Poll::Ready(n)) = got {
-                if n > 0 {
-                    c.release(id, n);
-                }
-            }
-            got
-        });
-        match got.flatten() {
-            Some(Poll::Pending) => Poll::Pending,
-            Some(Poll::Ready(_)) => Poll::Ready(()),
-            None => {
-                self.failed = true;
-                Poll::Ready(())
-            }
-        }
-    }
-
-    fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        read_ready(&self.pending, &mut self.pos, self.ended, self.failed, buf)
-    }
-
-    fn try_peek(&self, buf: &mut [u8]) -> io::Result<usize> {
-        let avail = &self.pending[self.pos.min(self.pending.len())..];
-        if avail.is_empty() {
-            return if self.ended { Ok(0) } else { Err(io::ErrorKind::WouldBlock.into()) };
-        }
-        let n = avail.len().min(buf.len());
-        buf[..n].copy_from_slice(&avail[..n]);
-        Ok(n)
-    }
-}
+/// The request's HTTP/1 bytes: its head's text (unless taken built), then its body.
+type Recv = Received;
 
 enum SendState {
     /// Gathering the response head.
@@ -323,7 +227,7 @@ impl H1View {
         H1View {
             conn,
             id,
-            recv: RefCell::new(Recv { pending: Vec::new(), pos: 0, chunked, ended, failed: false }),
+            recv: RefCell::new(Received::new(Vec::new(), !ended, chunked)),
             head: RefCell::new(Some(RequestHead { raw, tunnel, chunked })),
             send: RefCell::new(Send {
                 state: SendState::Head(Vec::new()),

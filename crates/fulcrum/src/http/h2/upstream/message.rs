@@ -5,105 +5,13 @@
 //! Owns: the HTTP/1 framing of bodies to and from a server's stream. Must not touch: frames
 //! (the connection's, `backconn`), the request head.
 
-use std::io;
-use std::task::{Context, Poll};
-
 use fulcrum_http::{Head, Limits, Method};
 
-use super::super::backconn::{self, Key};
-use super::super::body::read_ready;
+pub(super) use super::super::body::write_fields;
+use super::super::body::Received;
 
-/// A response's HTTP/1 bytes: its head's text (unless taken built), then its body as the
-/// stream's DATA frames bring it (in chunks, with the trailers, when the server gave no size).
-pub(super) struct Msg {
-    /// Bytes ready: `pending[pos..]`.
-    pending: Vec<u8>,
-    pos: usize,
-    chunked: bool,
-    /// Everything is in `pending` (or was read).
-    ended: bool,
-    failed: bool,
-}
-
-impl Msg {
-    /// `more`: body bytes may still come from the stream.
-    pub(super) fn new(head: Vec<u8>, more: bool, chunked: bool) -> Msg {
-        Msg { pending: head, pos: 0, chunked, ended: !more, failed: false }
-    }
-
-    pub(super) fn prepend(&mut self, mut bytes: Vec<u8>) {
-        bytes.extend_from_slice(&self.pending[self.pos..]);
-        self.pending = bytes;
-        self.pos = 0;
-    }
-
-    pub(super) fn is_empty(&self) -> bool {
-        self.pos >= self.pending.len()
-    }
-
-    /// Ready when bytes, the end or a failure can be read.
-    pub(super) fn poll_ready(&mut self, key: Key, id: u32, cx: &mut Context<'_>) -> Poll<()> {
-        if !self.is_empty() || self.ended || self.failed {
-            return Poll::Ready(());
-        }
-        self.pending.clear();
-        self.pos = 0;
-        let got = backconn::with(key, |c| {
-            let got = c.stream(id, |st| {
-                if !st.data.is_empty() {
-                    let n = st.data.len();
-                    if !self.chunked {
-                        std::mem::swap(&mut self.pending, &mut st.data);
-                    } else {
-                        let size = format!("{n:x}\r\n");
-                        self.pending.extend_from_slice(size.as_bytes());
-                        self.pending.extend_from_slice(&st.data);
-                        self.pending.extend_from_slice(b"\r\n");
-                        st.data.clear();
-                    }
-                    return Poll::Ready(n);
-                }
-                if st.recv_end {
-                    // The end: with trailers, they close the chunked body (without chunks,
-                    // HTTP/1 has no place for them: dropped).
-                    if self.chunked {
-                        self.pending.extend_from_slice(b"0\r\n");
-                        if let Some(t) = st.trailers.take() {
-                            write_fields(&mut self.pending, t.fields());
-                        }
-                        self.pending.extend_from_slice(b"\r\n");
-                    }
-                    self.ended = true;
-                    return Poll::Ready(0);
-                }
-                if st.reset.is_some() {
-                    self.failed = true;
-                    return Poll::Ready(0);
-                }
-                st.poll_readable(cx).map(|()| 0)
-            });
-            // The window opens again as the bytes are read: at most a window's worth waits.
-            if let Some(Poll::Ready(n)) = got {
-                if n > 0 {
-                    c.release(id, n);
-                }
-            }
-            got
-        });
-        match got.flatten() {
-            Some(Poll::Pending) => Poll::Pending,
-            Some(Poll::Ready(_)) => Poll::Ready(()),
-            None => {
-                self.failed = true;
-                Poll::Ready(())
-            }
-        }
-    }
-
-    pub(super) fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        read_ready(&self.pending, &mut self.pos, self.ended, self.failed, buf)
-    }
-}
+/// A response's HTTP/1 bytes: its head's text (unless taken built), then its body.
+pub(super) type Msg = Received;
 
 /// A response's head as received, and the field its body's HTTP/1 framing adds.
 pub(super) struct ResponseHead {
@@ -203,16 +111,4 @@ pub(super) fn write_status(out: &mut Vec<u8>, status: u16) {
     out.push(b' ');
     out.extend_from_slice(reason(status).as_bytes());
     out.extend_from_slice(b"\r\n");
-}
-
-pub(super) fn write_fields<'a>(
-    out: &mut Vec<u8>,
-    fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
-) {
-    for (name, value) in fields {
-        out.extend_from_slice(name);
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value);
-        out.extend_from_slice(b"\r\n");
-    }
 }

@@ -281,10 +281,10 @@ impl UpView {
         }
         let got = backconn::with(self.conn, |c| {
             c.stream(id, |st| {
-                if let Some(raw) = st.interim.pop_front() {
+                if let Some(raw) = st.part.interim.pop_front() {
                     return Some(Got::Interim(raw));
                 }
-                if let Some(raw) = st.response.take() {
+                if let Some(raw) = st.part.response.take() {
                     return Some(Got::Final(raw, st.recv_end && st.data.is_empty()));
                 }
                 if let Some(code) = st.reset {
