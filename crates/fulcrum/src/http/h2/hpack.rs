@@ -6,12 +6,32 @@
 //! against a few hundred here. Blocks go out in HEADERS frames written by Fulcrum's own
 //! connections (`frontconn` to clients, `backconn` to servers), which put any table size
 //! update owed to the peer first; as no field here refers to the dynamic table, the peer's
-//! decoder state is never in question.
+//! decoder state is never in question. A block is encoded into the worker's buffer
+//! ([`scratch`]) and copied into its connection's output: no allocation per head.
 //!
 //! Owns: the bytes of a header block. Must not touch: frames, streams.
 
-use bytes::{BufMut, Bytes, BytesMut};
 use fulcrum_http::Head;
+
+thread_local! {
+    /// A worker's buffer for the header blocks it encodes (see [`scratch`]).
+    static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// An empty buffer to encode a block into, the worker's own when it has it back (see
+/// [`put_back`]): no allocation per head. A block goes into its connection's output by copy.
+pub fn scratch() -> Vec<u8> {
+    let mut v = SCRATCH.take();
+    v.clear();
+    v
+}
+
+/// Gives a buffer from [`scratch`] back to the worker (unless it grew large).
+pub fn put_back(v: Vec<u8>) {
+    if v.capacity() <= 64 * 1024 {
+        SCRATCH.set(v);
+    }
+}
 
 /// Bytes a block may take at most for `head` (without its dropped fields).
 fn bound(head: &Head) -> usize {
@@ -20,84 +40,66 @@ fn bound(head: &Head) -> usize {
     8 + head.headers().map(|(n, v)| n.len() + v.len() + 14).sum::<usize>()
 }
 
-thread_local! {
-    /// Where blocks and small copies are written: each is split off as its own `Bytes`, the
-    /// allocation shared by the pieces written from it (one allocation for many responses).
-    static ARENA: std::cell::RefCell<BytesMut> = std::cell::RefCell::new(BytesMut::new());
-}
-
-/// Most bytes an arena's allocation holds.
-const ARENA_SIZE: usize = 16 * 1024;
-
-/// Writes at most `need` bytes with `write` into the worker's arena: the bytes written.
-pub fn in_arena(need: usize, write: impl FnOnce(&mut BytesMut)) -> Bytes {
-    ARENA.with(|a| {
-        let mut a = a.borrow_mut();
-        if a.capacity() - a.len() < need {
-            *a = BytesMut::with_capacity(need.max(ARENA_SIZE));
-        }
-        write(&mut a);
-        a.split().freeze()
-    })
-}
-
 /// The header block of a response head: `:status`, then every field but those `skip` says
 /// to drop (connection-specific ones), names in lower case as HTTP/2 wants them.
-pub fn response_block(head: &Head, skip: impl Fn(&[u8]) -> bool) -> Bytes {
-    in_arena(bound(head), |a| {
-        write_status(head.status(), a);
-        for (name, value) in head.headers().filter(|(n, _)| !skip(n)) {
-            write_field(name, value, a);
-        }
-    })
+pub fn response_block(head: &Head, skip: impl Fn(&[u8]) -> bool, a: &mut Vec<u8>) {
+    a.reserve(bound(head));
+    write_status(head.status(), a);
+    for (name, value) in head.headers().filter(|(n, _)| !skip(n)) {
+        write_field(name, value, a);
+    }
 }
 
-/// The header block of a request to a server: `:method`, `:scheme`, `:authority` and `:path`
-/// (lower-case `http` or `https`), then every field of `head` but those `skip` says to drop,
-/// then `extra`.
+/// A request's pseudo-fields: `:method`, `:scheme` (`https` or `http`), `:authority`, `:path`.
+pub struct Pseudo<'a> {
+    pub method: &'a [u8],
+    pub https: bool,
+    pub authority: &'a [u8],
+    pub path: &'a [u8],
+}
+
+/// The header block of a request to a server: its pseudo-fields (lower-case `http` or
+/// `https`), then every field of `head` but those `skip` says to drop, then `extra`.
 pub fn request_block(
-    method: &[u8],
-    https: bool,
-    authority: &[u8],
-    path: &[u8],
+    p: Pseudo<'_>,
     head: &Head,
     skip: impl Fn(&[u8]) -> bool,
     extra: Option<(&[u8], &[u8])>,
-) -> Bytes {
-    let need = bound(head) + method.len() + authority.len() + path.len() + 24;
-    in_arena(need, |a| {
-        match method {
-            b"GET" => a.put_u8(0x82),
-            b"POST" => a.put_u8(0x83),
-            m => {
-                a.put_u8(0x02);
-                write_string(m, a);
-            }
+    a: &mut Vec<u8>,
+) {
+    let Pseudo { method, https, authority, path } = p;
+    a.reserve(bound(head) + method.len() + authority.len() + path.len() + 24);
+    match method {
+        b"GET" => a.push(0x82),
+        b"POST" => a.push(0x83),
+        m => {
+            a.push(0x02);
+            write_string(m, a);
         }
-        a.put_u8(if https { 0x87 } else { 0x86 });
-        a.put_u8(0x01);
-        write_string(authority, a);
-        match path {
-            b"/" => a.put_u8(0x84),
-            p => {
-                a.put_u8(0x04);
-                write_string(p, a);
-            }
+    }
+    a.push(if https { 0x87 } else { 0x86 });
+    a.push(0x01);
+    write_string(authority, a);
+    match path {
+        b"/" => a.push(0x84),
+        p => {
+            a.push(0x04);
+            write_string(p, a);
         }
-        for (name, value) in head.headers().filter(|(n, _)| !skip(n)) {
-            write_field(name, value, a);
-        }
-        if let Some((name, value)) = extra {
-            write_field(name, value, a);
-        }
-    })
+    }
+    for (name, value) in head.headers().filter(|(n, _)| !skip(n)) {
+        write_field(name, value, a);
+    }
+    if let Some((name, value)) = extra {
+        write_field(name, value, a);
+    }
 }
 
 /// A header block of any fields in order, pseudo-fields first (requests built the slow way,
 /// trailers): each a literal without indexing, its name by index when the static table has
 /// it, in lower case.
 pub fn block_of<'a>(fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> Vec<u8> {
-    let mut a = BytesMut::with_capacity(256);
+    let mut a = Vec::with_capacity(256);
     for (name, value) in fields {
         let pseudo = match name {
             b":authority" => Some(1),
@@ -115,11 +117,11 @@ pub fn block_of<'a>(fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> V
             None => write_field(name, value, &mut a),
         }
     }
-    a.to_vec()
+    a
 }
 
 /// `:status`: indexed when the static table has it, else a literal with the name indexed.
-fn write_status(status: u16, dst: &mut BytesMut) {
+fn write_status(status: u16, dst: &mut Vec<u8>) {
     let index = match status {
         200 => 8,
         204 => 9,
@@ -131,7 +133,7 @@ fn write_status(status: u16, dst: &mut BytesMut) {
         _ => 0,
     };
     if index > 0 {
-        dst.put_u8(0x80 | index);
+        dst.push(0x80 | index);
         return;
     }
     let digits = [
@@ -140,16 +142,16 @@ fn write_status(status: u16, dst: &mut BytesMut) {
         b'0' + (status % 10) as u8,
     ];
     // Literal without indexing, name index 8 (`:status`).
-    dst.put_u8(0x08);
+    dst.push(0x08);
     write_string(&digits, dst);
 }
 
 /// A field as a literal without indexing: its name by its static index when it has one.
-fn write_field(name: &[u8], value: &[u8], dst: &mut BytesMut) {
+fn write_field(name: &[u8], value: &[u8], dst: &mut Vec<u8>) {
     match static_index(name) {
         Some(i) => write_int(usize::from(i), 4, 0x00, dst),
         None => {
-            dst.put_u8(0x00);
+            dst.push(0x00);
             write_int(name.len(), 7, 0x00, dst);
             let at = dst.len();
             dst.extend_from_slice(name);
@@ -160,25 +162,26 @@ fn write_field(name: &[u8], value: &[u8], dst: &mut BytesMut) {
 }
 
 /// A string literal, not Huffman-coded.
-fn write_string(s: &[u8], dst: &mut BytesMut) {
+fn write_string(s: &[u8], dst: &mut Vec<u8>) {
     write_int(s.len(), 7, 0x00, dst);
     dst.extend_from_slice(s);
 }
 
 /// An integer with an `n`-bit prefix (RFC 7541 5.1), the first byte's other bits `flags`.
-fn write_int(mut v: usize, n: u32, flags: u8, dst: &mut BytesMut) {
+#[inline]
+fn write_int(mut v: usize, n: u32, flags: u8, dst: &mut Vec<u8>) {
     let max = (1usize << n) - 1;
     if v < max {
-        dst.put_u8(flags | v as u8);
+        dst.push(flags | v as u8);
         return;
     }
-    dst.put_u8(flags | max as u8);
+    dst.push(flags | max as u8);
     v -= max;
     while v >= 128 {
-        dst.put_u8(0x80 | (v & 0x7f) as u8);
+        dst.push(0x80 | (v & 0x7f) as u8);
         v >>= 7;
     }
-    dst.put_u8(v as u8);
+    dst.push(v as u8);
 }
 
 /// The index of `name` (any case) among the static table's names (RFC 7541 Appendix A),
@@ -242,6 +245,8 @@ fn static_index(name: &[u8]) -> Option<u8> {
 
 #[cfg(test)]
 mod tests {
+    use bytes::BytesMut;
+
     use super::*;
 
     fn head(raw: &[u8]) -> Head {
@@ -261,7 +266,7 @@ mod tests {
             (15, 4, vec![0x0f, 0x00]),
             (127, 7, vec![0x7f, 0x00]),
         ] {
-            let mut b = BytesMut::new();
+            let mut b = Vec::new();
             write_int(v, n, 0, &mut b);
             assert_eq!(&b[..], &want[..], "{v} on {n} bits");
         }
@@ -270,16 +275,16 @@ mod tests {
     #[test]
     fn a_field_is_a_literal_without_indexing_as_rfc_7541_shows() {
         // C.2.2: `:path: /sample/path` (name index 4) is 040c 2f73 616d 706c 652f 7061 7468.
-        let mut b = BytesMut::new();
+        let mut b = Vec::new();
         write_int(4, 4, 0x00, &mut b);
         write_string(b"/sample/path", &mut b);
         assert_eq!(&b[..], b"\x04\x0c/sample/path");
         // A name outside the static table: 0x00, the name (lower case), the value.
-        let mut b = BytesMut::new();
+        let mut b = Vec::new();
         write_field(b"X-Custom", b"v", &mut b);
         assert_eq!(&b[..], b"\x00\x08x-custom\x01v");
         // A static name in any case, its index on four bits (then continued: 31 = 15 + 16).
-        let mut b = BytesMut::new();
+        let mut b = Vec::new();
         write_field(b"Content-Type", b"text/plain", &mut b);
         assert_eq!(&b[..], b"\x0f\x10\x0atext/plain");
     }
@@ -347,20 +352,26 @@ mod tests {
     fn a_response_block_has_its_status_and_fields_but_those_skipped() {
         let h =
             head(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\nX-A: b\r\n\r\n");
-        let b = response_block(&h, |n| n.eq_ignore_ascii_case(b"connection"));
+        let mut b = Vec::new();
+        response_block(&h, |n| n.eq_ignore_ascii_case(b"connection"), &mut b);
         assert_eq!(&b[..], b"\x88\x0f\x0d\x012\x00\x03x-a\x01b");
         let h = head(b"HTTP/1.1 302 Found\r\nlocation: /x\r\n\r\n");
-        let b = response_block(&h, |_| false);
+        let mut b = scratch();
+        response_block(&h, |_| false, &mut b);
         assert_eq!(&b[..], b"\x08\x03302\x0f\x1f\x02/x");
-        // Blocks written one after the other stay apart.
+        put_back(b);
+        // The worker's buffer comes back empty.
         let r = head(b"HTTP/1.1 200 OK\r\n\r\n");
-        let q = request_block(b"GET", false, b"a:81", b"/", &r, |_| false, None);
+        let mut q = scratch();
+        let p = Pseudo { method: b"GET", https: false, authority: b"a:81", path: b"/" };
+        request_block(p, &r, |_| false, None, &mut q);
         assert_eq!(&q[..], b"\x82\x86\x01\x04a:81\x84");
-        let q =
-            request_block(b"PUT", true, b"a", b"/x?y", &r, |_| false, Some((b"te", b"trailers")));
+        put_back(q);
+        let mut q = scratch();
+        let te = Some((&b"te"[..], &b"trailers"[..]));
+        let p = Pseudo { method: b"PUT", https: true, authority: b"a", path: b"/x?y" };
+        request_block(p, &r, |_| false, te, &mut q);
         assert_eq!(&q[..], b"\x02\x03PUT\x87\x01\x01a\x04\x04/x?y\x00\x02te\x08trailers");
-        let b2 = response_block(&h, |_| false);
-        assert_eq!(b, b2);
     }
 
     // The decoder that reads peers' heads (`h2::raw`, vendored), checked against RFC 7541's
@@ -524,7 +535,8 @@ mod tests {
     #[test]
     fn this_encoders_blocks_decode_to_their_heads() {
         let h = head(b"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nX-Long: aaa\r\n\r\n");
-        let b = response_block(&h, |_| false);
+        let mut b = Vec::new();
+        response_block(&h, |_| false, &mut b);
         let mut d = h2::raw::RawDecoder::new(4096);
         let mut src = BytesMut::from(&b[..]);
         let mut raw = h2::RawHead::new();

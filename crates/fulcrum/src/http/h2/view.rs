@@ -445,8 +445,7 @@ impl Send {
         }
         if (100..200).contains(&status) {
             if status != 101 {
-                let block = super::hpack::response_block(head, connection_specific);
-                c.send_head(id, &block, false, false)?;
+                send_block(c, id, head, connection_specific, false, false)?;
             }
             return Ok(false);
         }
@@ -459,8 +458,7 @@ impl Send {
         // The final head, encoded from its fields (`hpack`); `te` too is for requests only
         // (RFC 9113 8.2.2).
         let skip = |n: &[u8]| connection_specific(n) || n.eq_ignore_ascii_case(b"te");
-        let block = super::hpack::response_block(head, skip);
-        c.send_head(id, &block, true, framing.is_none())?;
+        send_block(c, id, head, skip, true, framing.is_none())?;
         self.answered = true;
         self.state = match framing {
             Some(framing) => SendState::Body(Sending::new(framing)),
@@ -478,6 +476,22 @@ impl Send {
             SendState::Done => {}
         }
     }
+}
+
+/// Sends a response head's block (encoded in the worker's buffer, see `hpack::scratch`).
+fn send_block(
+    c: &frontconn::Conn,
+    id: u32,
+    head: &Head,
+    skip: impl Fn(&[u8]) -> bool,
+    final_head: bool,
+    end: bool,
+) -> io::Result<()> {
+    let mut block = super::hpack::scratch();
+    super::hpack::response_block(head, skip, &mut block);
+    let sent = c.send_head(id, &block, final_head, end);
+    super::hpack::put_back(block);
+    sent
 }
 
 impl Drop for H1View {

@@ -259,27 +259,27 @@ impl Wire {
 
     /// Writes as much of a stream's held-back body as the windows allow, then its end.
     pub fn flush_stream<P>(&mut self, st: &mut Strm<P>) {
-        while !st.pending.is_empty() {
-            let n = (st.pending.len() as i64)
-                .min(st.send_window)
-                .min(self.send_window)
-                .min(self.peer_max_frame as i64);
-            if n <= 0 {
-                if self.send_window <= 0 && st.send_window > 0 && !st.blocked {
-                    st.blocked = true;
-                    self.blocked.push_back(st.id);
-                }
+        self.send_body(st, &[]);
+    }
+
+    /// Writes a stream's body bytes, those held back first, as far as the windows allow (the
+    /// rest held back in the stream), then its end once due: a body that fits goes straight
+    /// into the output.
+    pub fn send_body<P>(&mut self, st: &mut Strm<P>, data: &[u8]) {
+        if st.pending.is_empty() {
+            let n = self.frames_from(st, data);
+            if n < data.len() {
+                st.pending.extend_from_slice(&data[n..]);
                 return;
             }
-            let n = n as usize;
-            let end = n == st.pending.len() && st.pending_end && st.trailers_out.is_none();
-            frame_head(&mut self.out, n, DATA, if end { END_STREAM } else { 0 }, st.id);
-            self.out.extend_from_slice(&st.pending[..n]);
+        } else {
+            st.pending.extend_from_slice(data);
+            let held = std::mem::take(&mut st.pending);
+            let n = self.frames_from(st, &held);
+            st.pending = held;
             st.pending.drain(..n);
-            st.send_window -= n as i64;
-            self.send_window -= n as i64;
-            if end {
-                st.local_end = true;
+            if !st.pending.is_empty() {
+                return;
             }
         }
         if st.pending_end && !st.local_end {
@@ -297,6 +297,37 @@ impl Wire {
         if let Some(w) = st.writer.take() {
             w.wake();
         }
+    }
+
+    /// DATA frames of `src` as far as the windows allow (the last one ending the stream if
+    /// its end is due after them): the bytes written. A stream stopped by the connection's
+    /// window waits in `blocked`.
+    fn frames_from<P>(&mut self, st: &mut Strm<P>, src: &[u8]) -> usize {
+        let mut done = 0;
+        while done < src.len() {
+            let n = ((src.len() - done) as i64)
+                .min(st.send_window)
+                .min(self.send_window)
+                .min(self.peer_max_frame as i64);
+            if n <= 0 {
+                if self.send_window <= 0 && st.send_window > 0 && !st.blocked {
+                    st.blocked = true;
+                    self.blocked.push_back(st.id);
+                }
+                return done;
+            }
+            let n = n as usize;
+            let end = done + n == src.len() && st.pending_end && st.trailers_out.is_none();
+            frame_head(&mut self.out, n, DATA, if end { END_STREAM } else { 0 }, st.id);
+            self.out.extend_from_slice(&src[done..done + n]);
+            done += n;
+            st.send_window -= n as i64;
+            self.send_window -= n as i64;
+            if end {
+                st.local_end = true;
+            }
+        }
+        done
     }
 }
 
@@ -570,21 +601,18 @@ impl<S: Side> Conn<S> {
     /// Sends body bytes, as far as the windows let them go (the rest waits in the stream),
     /// and ends the stream after them if `end`.
     pub fn send_data(&self, id: u32, data: &[u8], end: bool) -> io::Result<()> {
-        self.sending(id, |st| {
-            st.pending.extend_from_slice(data);
-            st.pending_end = end;
-        })
+        self.sending(id, data, |st| st.pending_end = end)
     }
 
     /// Ends the stream with trailers (a header block), after any body bytes held back.
     pub fn send_trailers(&self, id: u32, block: Vec<u8>) -> io::Result<()> {
-        self.sending(id, |st| {
+        self.sending(id, &[], |st| {
             st.pending_end = true;
             st.trailers_out = Some(block);
         })
     }
 
-    fn sending(&self, id: u32, f: impl FnOnce(&mut Strm<S::Part>)) -> io::Result<()> {
+    fn sending(&self, id: u32, data: &[u8], f: impl FnOnce(&mut Strm<S::Part>)) -> io::Result<()> {
         let mut i = self.inner.borrow_mut();
         let i = &mut *i;
         let st = i.streams.get_mut(&id).ok_or(io::ErrorKind::BrokenPipe)?;
@@ -592,7 +620,7 @@ impl<S: Side> Conn<S> {
             return Err(io::ErrorKind::BrokenPipe.into());
         }
         f(st);
-        i.wire.flush_stream(st);
+        i.wire.send_body(st, data);
         i.wire.wake_driver();
         Ok(())
     }

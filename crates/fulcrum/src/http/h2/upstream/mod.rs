@@ -24,7 +24,6 @@ use std::sync::{Arc, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use bytes::Bytes;
 use fulcrum_http::{Body, ChunkedScanner, Head, Limits, Method};
 
 use super::backconn::{self, Conn, Key, NO_ERROR, REFUSED_STREAM};
@@ -503,7 +502,7 @@ impl UpView {
     /// The request's header block encoded straight from `head` (see [`super::hpack`]), the
     /// same fields as [`request`] makes: `None` for what goes the header-map way (CONNECT, an
     /// upgrade, a target or authority that way refuses or would read otherwise).
-    fn encoded_request(&self, o: &Out, head: &Head) -> Option<Bytes> {
+    fn encoded_request(&self, o: &Out, head: &Head) -> Option<Vec<u8>> {
         if head.method() == Method::Connect || head.info().upgrade {
             return None;
         }
@@ -533,15 +532,9 @@ impl UpView {
         // `te` only as `trailers` (RFC 9113 8.2.2).
         let te = head.header(b"te").is_some_and(|v| v.eq_ignore_ascii_case(b"trailers"));
         let extra = te.then_some((b"te".as_slice(), b"trailers".as_slice()));
-        let block = super::hpack::request_block(
-            head.method_bytes(),
-            https,
-            authority,
-            path,
-            head,
-            skip,
-            extra,
-        );
+        let mut block = super::hpack::scratch();
+        let p = super::hpack::Pseudo { method: head.method_bytes(), https, authority, path };
+        super::hpack::request_block(p, head, skip, extra, &mut block);
         Some(block)
     }
 
@@ -570,16 +563,18 @@ impl UpView {
         };
         let end = framing.is_none();
         let opened = backconn::with(self.conn, |c| {
-            let block = match &req {
+            let block = match req {
                 Request::Map(req) => {
                     if ws && !c.may_connect_protocol() {
                         return Err(io::Error::other("the server refuses extended CONNECT"));
                     }
-                    map_block(req, ws)
+                    map_block(&req, ws)
                 }
-                Request::Encoded(block) => block.to_vec(),
+                Request::Encoded(block) => block,
             };
-            c.open(&block, end, method == Method::Head)
+            let opened = c.open(&block, end, method == Method::Head);
+            super::hpack::put_back(block);
+            opened
         });
         // A connection that refuses a new stream (GOAWAY, stream ids used up) gets no more:
         // the head is not sent, and the transaction goes to a new one.

@@ -6,7 +6,6 @@
 
 use std::io;
 
-use bytes::Bytes;
 use fulcrum_http::Head;
 
 use super::super::body::connection_specific;
@@ -14,7 +13,7 @@ use super::super::body::connection_specific;
 /// A request for `send_head`: as a header map, or as a header block encoded already.
 pub(super) enum Request {
     Map(http::Request<()>),
-    Encoded(Bytes),
+    Encoded(Vec<u8>),
 }
 
 /// The header block of a request made as an `http::Request` (see [`request`]); a WebSocket
