@@ -228,26 +228,33 @@ pub enum Served {
 /// Serves one client connection in `mode http` until it closes, rests, or turns out to speak
 /// HTTP/2.
 pub async fn serve(fe: &Frontend, http: &HttpProxy, start: Start, shared: &Shared) -> Served {
-    serve_with(fe, http, start, shared, None).await
+    let (ctimer, stimer) = (std::pin::pin!(None), std::pin::pin!(None));
+    serve_with(fe, http, start, shared, None, ctimer, stimer).await
 }
 
-/// Serves one stream of an HTTP/2 connection (`conn`): its one request.
+/// Serves one stream of an HTTP/2 connection (`conn`): its one request. The stream's task
+/// gives the session's two timers (the client's, the server's; see `timer`) and keeps them
+/// for its next stream: a timer filed in the worker's wheel is moved to the next stream's
+/// deadline instead of taken out and filed again.
 pub async fn serve_stream(
     fe: &Frontend,
     http: &HttpProxy,
     stream: Accepted,
     shared: &Shared,
     conn: &Stream,
+    (ctimer, stimer): (Pin<&mut Timer>, Pin<&mut Timer>),
 ) {
-    serve_with(fe, http, Start::New(stream), shared, Some(conn)).await;
+    serve_with(fe, http, Start::New(stream), shared, Some(conn), ctimer, stimer).await;
 }
 
-async fn serve_with(
-    fe: &Frontend,
-    http: &HttpProxy,
+async fn serve_with<'a>(
+    fe: &'a Frontend,
+    http: &'a HttpProxy,
     start: Start,
-    shared: &Shared,
-    h2_conn: Option<&Stream>,
+    shared: &'a Shared,
+    h2_conn: Option<&'a Stream>,
+    ctimer: Pin<&'a mut Timer>,
+    stimer: Pin<&'a mut Timer>,
 ) -> Served {
     let (client, peer, dst_port, bind_no, requests, more, given) = match start {
         Start::New(conn) => {
@@ -263,8 +270,6 @@ async fn serve_with(
         Some(m) => (m.local, m.pp, m.vars, m.own, m.idle_since),
         None => (given.0, given.1, given.2.map(|v| *v).unwrap_or_default(), None, None),
     };
-    let ctimer = std::pin::pin!(None);
-    let stimer = std::pin::pin!(None);
     let mut s = Session {
         fe,
         http,

@@ -366,3 +366,30 @@ fn a_request_head_a_parse_refuses_is_answered_as_over_http1() {
     );
     assert!(!got[0].text().contains("x-0"), "{}", got[0].text());
 }
+
+#[test]
+fn timeout_server_bounds_each_stream_also_on_tasks_that_served_streams_before() {
+    // A stream's task keeps its session's timers for its next stream (`h2::tasks`): streams
+    // answered at once arm them first, then a stream whose server stays silent gets 504 once
+    // `timeout server` passes (not the server's delay), beside one answered; and streams after
+    // it are served.
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&format!(
+            "defaults\n mode http\n timeout connect 1s\n timeout client 5s\n timeout server 400ms\n\
+             listen px\n bind {{fe0}}\n server s1 {}\n",
+            srv.addr()
+        ));
+        let quick = || -> Vec<H2Req> { (0..4).map(|i| H2Req::get(&format!("/?s={i}"))).collect() };
+        let status = |r: Result<Vec<H2Resp>, String>| -> Vec<u16> {
+            r.expect("HTTP/2 exchange").iter().map(|r| r.status).collect()
+        };
+        let first = status(h2c(px.addr(), &quick()));
+        let started = std::time::Instant::now();
+        let slow = status(h2c(px.addr(), &[H2Req::get("/?t=3s"), H2Req::get("/?s=5")]));
+        let waited = started.elapsed();
+        assert!(waited < std::time::Duration::from_millis(2500), "waited {waited:?}");
+        let after = status(h2c(px.addr(), &quick()));
+        (first, slow, after)
+    });
+}

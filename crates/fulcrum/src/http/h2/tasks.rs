@@ -12,17 +12,21 @@
 //! streams still found no idle task.)
 //!
 //! An idle task also keeps a session's spare heads ([`crate::http::session::take_spare`]): the
-//! spares then follow the load as the tasks do.
+//! spares then follow the load as the tasks do; and its session's two timers, moved from one
+//! stream's deadlines to the next's (no timer taken out of the worker's wheel and filed again
+//! per stream).
 //!
 //! Owns: the idle tasks of this worker. Must not touch: what a stream does (the session).
 
 use std::cell::RefCell;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Poll, Waker};
 
 use crate::connection::Stream;
 use crate::frontend::Frontend;
+use crate::http::timer::Timer;
 use crate::runtime::Shared;
 use crate::tcp::Accepted;
 
@@ -75,22 +79,23 @@ pub fn run(job: Job) {
 async fn task(first: Job) {
     let mailbox = Rc::new(Idle::default());
     let mut next = Some(first);
-    // The heads of its last stream, kept for its next one.
+    // The heads of its last stream, kept for its next one; and its session's timers.
     let mut spare = None;
+    let (mut ctimer, mut stimer) = (std::pin::pin!(None), std::pin::pin!(None));
     while let Some(job) = next.take() {
         if let Some(s) = spare.take() {
             crate::http::session::give_spare(s);
         }
-        serve(job).await;
+        serve(job, (ctimer.as_mut(), stimer.as_mut())).await;
         spare = crate::http::session::take_spare();
         next = wait(&mailbox).await;
     }
 }
 
-async fn serve(job: Job) {
+async fn serve(job: Job, timers: (Pin<&mut Timer>, Pin<&mut Timer>)) {
     let Job { fe, shared, stream, conn } = job;
     if let Some(http) = fe.http.as_ref().or(fe.upgrade.as_ref()) {
-        crate::http::session::serve_stream(&fe, http, stream, &shared, &conn).await;
+        crate::http::session::serve_stream(&fe, http, stream, &shared, &conn, timers).await;
     }
 }
 
