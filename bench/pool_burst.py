@@ -16,10 +16,7 @@ Every process started is stopped by PID; ports are 127.0.0.1:24320..24321.
 import os
 import sys
 
-# This folder has a `logging.py` (a benchmark) that would shadow the standard module asyncio
-# imports: the folder goes last on the path.
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path = [p for p in sys.path if os.path.abspath(p or ".") != HERE] + [HERE]
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""bench/logging.py: what logging every request costs (issue 12), Fulcrum beside HAProxy 2.6.
+"""bench/log_cost.py: what logging every request costs (issue 12), Fulcrum beside HAProxy 2.6.
 
-  python3 bench/logging.py [--rounds 5] [--secs 5] [--bin PATH] [--bin-b PATH]
+  python3 bench/log_cost.py [--rounds 5] [--secs 5] [--bin PATH] [--bin-b PATH]
 
 Keep-alive small requests (wrk -t1 -c50, one server, empty body), each proxy with one thread on
 CPU 0, wrk, the test server and the syslog sink on CPU 1. Four variants, interleaved round by
