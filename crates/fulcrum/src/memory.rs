@@ -5,7 +5,9 @@
 //! and their frees cost about 3,500 instructions, a sixth of the proxy's user-space work per
 //! connection. They are the over-aligned blocks (Tokio's task cells and I/O registrations are
 //! aligned on 128 bytes; glibc's `posix_memalign` takes its slow path every time) and those
-//! above glibc's per-thread cache limit of 1,032 bytes (an HTTP session's state, ~3 kB). HAProxy
+//! above glibc's per-thread cache limit of 1,032 bytes (an HTTP session's state, ~3 kB). Later,
+//! HTTP/2: blocks of a few hundred bytes that streams take and give back by the hundred, past
+//! the 7 of a size glibc's cache holds (so blocks above 256 bytes are kept here). HAProxy
 //! keeps pools per object type for the same reason; a general allocator crate would replace
 //! glibc for everything, which this does not need.
 //!
@@ -13,8 +15,9 @@
 //! bytes (the sizes of such types are multiples of their alignment), allocated aligned on 128;
 //! the others by steps of 16 bytes, as glibc sizes them (coarser classes cost about 50 bytes
 //! of resident memory per idle connection: the rounded-up blocks freed when sessions go idle
-//! leave larger holes among the connections' long-lived blocks). A freed block goes to the freeing thread's list for its class, up to a bound
-//! per class, beyond which it goes back to glibc; an allocation takes from the list first. The
+//! leave larger holes among the connections' long-lived blocks). A freed block goes to the
+//! freeing thread's list for its class, up to a bound per class, beyond which it goes back to
+//! glibc; an allocation takes from the list first. The
 //! lists are intrusive (a free block holds the address of the next), so the cache allocates
 //! nothing itself. Every other request goes straight to glibc.
 //!
@@ -34,15 +37,21 @@ const MAX_SIZE: usize = 4096;
 const WIDE: usize = 128;
 /// glibc's alignment, and the class step of the other classes.
 const PLAIN: usize = 16;
-/// Over-aligned classes (128 bytes to 4 kB), then the others (1,040 bytes to 4 kB).
+/// Over-aligned classes (128 bytes to 4 kB), then the others (272 bytes to 4 kB).
 const WIDE_CLASSES: usize = MAX_SIZE / WIDE;
 const CLASSES: usize = WIDE_CLASSES + (MAX_SIZE - GLIBC_FAST) / PLAIN;
 /// Most bytes of one class's blocks a thread keeps. What the lists hold is memory no
-/// connection uses; a few blocks per class absorb the frees and allocations that alternate as
-/// connections end and begin.
-const MAX_BYTES: usize = 16 * 1024;
-/// glibc's per-thread cache serves blocks up to this size (at 16-byte alignment) quickly.
-const GLIBC_FAST: usize = 1024;
+/// connection uses; a class's blocks absorb the frees and allocations that alternate as
+/// connections and streams end and begin (with 16 kB, 56 views of 288 bytes: a burst of
+/// HTTP/2 streams freed and asked for hundreds, and five in six still went to glibc's slow
+/// path).
+const MAX_BYTES: usize = 128 * 1024;
+/// glibc's per-thread cache serves blocks up to 1,024 bytes quickly, but only 7 of a size:
+/// past that, frees and allocations take its slow path. Blocks up to this size are left to it
+/// (many small ones of many sizes: its cache is where they belong); larger ones are kept
+/// here, where a class keeps up to `MAX_BYTES` (a burst of HTTP/2 streams ends and begins a
+/// hundred views of 288 and 384 bytes at once).
+const GLIBC_FAST: usize = 256;
 
 /// The allocator (see the module doc).
 pub struct Allocator;
@@ -208,9 +217,11 @@ mod tests {
         assert_eq!(class_of(l(4096, 16)), Some(CLASSES - 1));
         assert_eq!(class_of(l(4096, 64)), Some(WIDE_CLASSES - 1));
         assert_eq!(class_of(l(100, 8)), None, "glibc's own cache serves it");
-        assert_eq!(class_of(l(1024, 16)), None);
-        assert_eq!(class_of(l(1025, 8)), Some(WIDE_CLASSES));
-        assert_eq!(class_layout(WIDE_CLASSES), l(1040, 16));
+        assert_eq!(class_of(l(256, 16)), None);
+        assert_eq!(class_of(l(257, 8)), Some(WIDE_CLASSES));
+        assert_eq!(class_layout(WIDE_CLASSES), l(272, 16));
+        let view = class_of(l(288, 8)).expect("an HTTP/2 stream's view is cached");
+        assert_eq!(class_layout(view), l(288, 16));
         assert_eq!(class_layout(2), l(384, 128));
         // Every class's blocks hold every size that maps to it.
         for size in 1..=MAX_SIZE {
@@ -267,7 +278,7 @@ mod tests {
             }
             let c = class_of(l).expect("cached class");
             assert_eq!(FREE.with(|f| f[c].len.get()), max_blocks(c));
-            assert_eq!(max_blocks(c), 8, "16 kB of 2,048-byte blocks");
+            assert_eq!(max_blocks(c), 64, "128 kB of 2,048-byte blocks");
         })
         .join()
         .expect("the thread");

@@ -162,6 +162,9 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
             e = std::future::poll_fn(|cx| h2.poll_drive(cx, &mut io, &mut opened)) => e,
             _ = &mut stopped, if !crate::runtime::stopping() => continue,
             _ = &mut tick => {
+                if !busy {
+                    h2.trim();
+                }
                 let wait = match idle {
                     Some(d) if !busy => d.saturating_sub(idle_since.elapsed()),
                     _ => Duration::from_secs(1),

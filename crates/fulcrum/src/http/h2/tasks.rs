@@ -19,6 +19,7 @@
 //! Owns: the idle tasks of this worker. Must not touch: what a stream does (the session).
 
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -57,12 +58,12 @@ struct Idle {
 }
 
 thread_local! {
-    static IDLE: RefCell<Vec<Rc<Idle>>> = const { RefCell::new(Vec::new()) };
+    static IDLE: RefCell<VecDeque<Rc<Idle>>> = const { RefCell::new(VecDeque::new()) };
 }
 
 /// Serves a stream in an idle task of this worker, or in a new one.
 pub fn run(job: Job) {
-    match IDLE.with(|i| i.borrow_mut().pop()) {
+    match IDLE.with(|i| i.borrow_mut().pop_back()) {
         Some(idle) => {
             *idle.job.borrow_mut() = Some(job);
             if let Some(w) = idle.waker.borrow_mut().take() {
@@ -106,7 +107,7 @@ async fn wait(mailbox: &Rc<Idle>) -> Option<Job> {
         let room = i.len() < MAX_IDLE;
         if room {
             mailbox.since.set(Some(crate::clock::now()));
-            i.push(Rc::clone(mailbox));
+            i.push_back(Rc::clone(mailbox));
         }
         room
     });
@@ -124,7 +125,8 @@ async fn wait(mailbox: &Rc<Idle>) -> Option<Job> {
     .await
 }
 
-/// Ends the tasks idle for [`IDLE_FOR`] (the oldest are first in the list).
+/// Ends the tasks idle for [`IDLE_FOR`] (the oldest are first in the list: taken from its
+/// front, the others do not move).
 pub fn trim() {
     let now = crate::clock::now();
     let old: Vec<Rc<Idle>> = IDLE.with(|i| {

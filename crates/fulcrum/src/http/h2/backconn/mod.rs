@@ -180,10 +180,9 @@ impl Conn {
         s.next_id += 2;
         s.carried += 1;
         i.wire.head(id, block, end);
-        let mut st = i.new_stream(id);
+        let st = i.new_stream(id);
         st.part.bodiless = bodiless;
         st.local_end = end;
-        i.streams.insert(id, st);
         i.wire.wake_driver();
         Ok(id)
     }
@@ -193,10 +192,11 @@ impl Conn {
         let mut i = self.inner.borrow_mut();
         let i = &mut *i;
         i.side.active -= 1;
-        if let Some(mut st) = i.streams.remove(&id) {
+        if let Some(st) = i.streams.get_mut(&id) {
             if !st.closed() {
-                i.wire.rst(&mut st, CANCEL);
+                i.wire.rst(st, CANCEL);
             }
+            i.streams.forget(&id);
         }
         if i.side.active == 0 {
             i.wire.wake_driver();

@@ -14,8 +14,7 @@
 //! stream states, limits: `frontconn::recv`, `backconn::recv`), the views.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
-use std::hash::BuildHasherDefault;
+use std::collections::VecDeque;
 use std::io;
 use std::marker::PhantomData;
 use std::pin::Pin;
@@ -28,6 +27,7 @@ use h2::raw::{RawDecoder, RawHead};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 mod recv;
+mod streams;
 
 use super::frames::*;
 pub use recv::Frame;
@@ -49,7 +49,7 @@ pub trait Side: Sized + 'static {
 /// A connection error: GOAWAY with this code, then the connection ends.
 pub struct ConnError(pub u32);
 
-pub type StreamMap<P> = HashMap<u32, Strm<P>, BuildHasherDefault<IdHash>>;
+pub use streams::StreamMap;
 
 /// One stream: what the peer sent that the view has not read, and what the view sent that
 /// the windows held back; `part`, what only one side keeps.
@@ -237,6 +237,7 @@ impl Wire {
     /// A header block (HEADERS, then CONTINUATION frames past the peer's frame size), ending
     /// the stream if `end`; a table size update first if one is owed.
     pub fn head(&mut self, id: u32, block: &[u8], end: bool) {
+        self.room();
         let update: &[u8] = if std::mem::take(&mut self.owe_table_update) { &[0x20] } else { &[] };
         let total = block.len() + update.len();
         let first = total.min(self.peer_max_frame);
@@ -254,6 +255,14 @@ impl Wire {
             frame_head(&mut self.out, n, CONTINUATION, flags, id);
             self.out.extend_from_slice(&rest[..n]);
             rest = &rest[n..];
+        }
+    }
+
+    /// An output freed when the connection went idle starts again at a size that holds a
+    /// burst of small answers (grown from nothing, it was copied a dozen times on the way).
+    fn room(&mut self) {
+        if self.out.capacity() == 0 {
+            self.out.reserve(OUT_START);
         }
     }
 
@@ -303,6 +312,7 @@ impl Wire {
     /// its end is due after them): the bytes written. A stream stopped by the connection's
     /// window waits in `blocked`.
     fn frames_from<P>(&mut self, st: &mut Strm<P>, src: &[u8]) -> usize {
+        self.room();
         let mut done = 0;
         while done < src.len() {
             let n = ((src.len() - done) as i64)
@@ -548,11 +558,12 @@ impl<S: Side> Inner<S> {
         }
     }
 
-    /// A new stream's windows.
-    pub fn new_stream(&self, id: u32) -> Strm<S::Part> {
+    /// A new stream, with its windows, in the map.
+    pub fn new_stream(&mut self, id: u32) -> &mut Strm<S::Part> {
         // Until the peer acknowledged our SETTINGS, it may send as the default window lets it.
         let recv_window = if self.acked { self.our_window } else { self.our_window.max(65_535) };
-        Strm { id, recv_window, send_window: self.wire.peer_window, ..Strm::default() }
+        let send_window = self.wire.peer_window;
+        self.streams.insert(Strm { id, recv_window, send_window, ..Strm::default() })
     }
 }
 

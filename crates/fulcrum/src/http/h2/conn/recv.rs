@@ -217,7 +217,7 @@ impl<S: Side> Inner<S> {
         }
         self.wire.flush_stream(st);
         if st.detached && st.closed() {
-            self.streams.remove(&id);
+            self.streams.forget(&id);
         }
     }
 
@@ -231,7 +231,7 @@ impl<S: Side> Inner<S> {
                     self.wire.flush_stream(st);
                 }
                 if st.detached && st.closed() {
-                    self.streams.remove(&id);
+                    self.streams.forget(&id);
                 }
             }
         }

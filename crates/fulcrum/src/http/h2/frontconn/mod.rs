@@ -77,6 +77,8 @@ pub struct Front {
     answered: u32,
     /// Streams this side reset lately (frames for them are ignored).
     reset_ids: VecDeque<u32>,
+    /// Streams whose view ended before they closed (forgotten once closed).
+    lingering: Vec<u32>,
 }
 
 thread_local! {
@@ -138,6 +140,7 @@ impl Conn {
             early_resets: 0,
             answered: 0,
             reset_ids: VecDeque::new(),
+            lingering: Vec::new(),
         };
         let mut inner = Inner::new(side, tune, Vec::with_capacity(64), prefix.to_vec());
         inner.wire.settings(&settings);
@@ -147,6 +150,14 @@ impl Conn {
     /// Whether streams are open (or still being read to their end).
     pub fn has_streams(&self) -> bool {
         !self.inner.borrow().streams.is_empty()
+    }
+
+    /// Gives back the memory an idle connection's stream store kept for its busy times.
+    pub fn trim(&self) {
+        let mut i = self.inner.borrow_mut();
+        if i.streams.is_empty() && i.streams.capacity() > 0 {
+            i.streams = conn::StreamMap::default();
+        }
     }
 
     /// Sends GOAWAY (NO_ERROR): streams opened after it are ignored, and the connection ends
@@ -195,9 +206,10 @@ impl Conn {
             i.side.reset_sent(id);
         }
         if st.closed() {
-            i.streams.remove(&id);
+            i.streams.forget(&id);
         } else {
             st.detached = true;
+            i.side.lingering.push(id);
             // What the view did not read opens the window again.
             let n = std::mem::take(&mut st.unacked) + st.data.len() as u32;
             st.data = Vec::new();
@@ -257,7 +269,17 @@ impl Conn {
                 }
             }
             // Streams whose view ended and whose last bytes went out are forgotten.
-            i.streams.retain(|_, st| !(st.detached && st.closed()));
+            if !i.side.lingering.is_empty() {
+                let streams = &mut i.streams;
+                i.side.lingering.retain(|id| match streams.get(id) {
+                    Some(st) if st.closed() => {
+                        streams.forget(id);
+                        false
+                    }
+                    Some(_) => true,
+                    None => false,
+                });
+            }
             if i.side.goaway.is_some() && i.streams.is_empty() && !i.dead {
                 fail(i); // the last stream after GOAWAY ended
             }
@@ -289,11 +311,9 @@ impl Conn {
                 }
             }
             if i.streams.is_empty() && i.rpos == i.rend && i.block.is_none() {
-                // An idle connection holds no buffer, no stream store.
+                // An idle connection holds no buffer (and, after a while, no stream store:
+                // `trim`; streams come and go in bursts on a busy one).
                 i.free_read_buffer();
-                if i.streams.capacity() > 0 {
-                    i.streams = conn::StreamMap::default();
-                }
                 i.block_buf = BytesMut::new();
             }
             if !again {

@@ -100,7 +100,7 @@ impl Inner<Front> {
         if !st.end_recv(&mut self.wire) {
             self.side.reset_sent(id);
         } else if st.detached && st.closed() {
-            self.streams.remove(&id);
+            self.streams.forget(&id);
         }
     }
 
@@ -217,11 +217,10 @@ impl Inner<Front> {
             self.side.reset_sent(id);
             return Ok(());
         }
-        let mut st = self.new_stream(id);
+        let st = self.new_stream(id);
         st.part.request = Some(raw);
         st.cl_left = cl_left;
         st.recv_end = end_stream;
-        self.streams.insert(id, st);
         self.side.opened.push(id);
         Ok(())
     }
@@ -257,7 +256,7 @@ impl Inner<Front> {
                     st.reset_by_peer(code);
                 }
                 if st.detached || self.side.opened.contains(&id) {
-                    self.streams.remove(&id);
+                    self.streams.forget(&id);
                     self.side.opened.retain(|&o| o != id);
                 }
                 let s = &self.side;
