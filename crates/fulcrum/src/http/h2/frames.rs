@@ -41,8 +41,6 @@ pub const MAX_ID: u32 = 0x7fff_ffff;
 /// Bytes queued for the socket beyond which a body's writer waits, and beyond four times which
 /// nothing more is read (a server flooding PINGs or SETTINGS gets no answer it does not read).
 pub const OUT_HIGH: usize = 64 * 1024;
-/// What a connection's output starts with once it has something to send.
-pub const OUT_START: usize = 16 * 1024;
 /// The most bytes a header block may take, all its frames together (HAProxy holds a head in
 /// one 16 kB buffer); the fields decoded from it, at most `MAX_LIST`.
 pub const MAX_BLOCK: usize = 256 * 1024;

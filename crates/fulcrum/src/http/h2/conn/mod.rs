@@ -51,6 +51,9 @@ pub struct ConnError(pub u32);
 
 pub use streams::StreamMap;
 
+/// A stream store this small is freed as soon as its streams all ended.
+pub const SMALL_STORE: usize = 4;
+
 /// One stream: what the peer sent that the view has not read, and what the view sent that
 /// the windows held back; `part`, what only one side keeps.
 #[derive(Default)]
@@ -165,6 +168,9 @@ pub struct Wire {
     /// A dynamic table size update owed at the start of the next block (the peer's
     /// SETTINGS_HEADER_TABLE_SIZE went below the default).
     owe_table_update: bool,
+    /// The output's size when it was last freed (its streams all ended): the next burst
+    /// starts there.
+    last_size: usize,
 }
 
 impl Wire {
@@ -178,6 +184,7 @@ impl Wire {
             send_window: 65_535,
             blocked: VecDeque::new(),
             owe_table_update: false,
+            last_size: 0,
         }
     }
 
@@ -258,11 +265,12 @@ impl Wire {
         }
     }
 
-    /// An output freed when the connection went idle starts again at a size that holds a
-    /// burst of small answers (grown from nothing, it was copied a dozen times on the way).
+    /// An output freed when its streams all ended starts again at the size it had then: a
+    /// connection whose streams come in bursts does not grow it from nothing each time
+    /// (copied a dozen times on the way to a burst's size).
     fn room(&mut self) {
-        if self.out.capacity() == 0 {
-            self.out.reserve(OUT_START);
+        if self.out.capacity() == 0 && self.last_size > 0 {
+            self.out.reserve(self.last_size);
         }
     }
 
@@ -506,7 +514,10 @@ impl<S: Side> Inner<S> {
             }
             w.sent = 0;
             w.out.clear();
-            if w.out.capacity() > OUT_HIGH || self.streams.is_empty() {
+            if w.out.capacity() > OUT_HIGH {
+                w.out = Vec::new();
+            } else if self.streams.is_empty() {
+                w.last_size = w.out.capacity();
                 w.out = Vec::new();
             }
             for waker in self.out_waiters.drain(..) {

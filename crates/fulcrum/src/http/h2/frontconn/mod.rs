@@ -152,11 +152,15 @@ impl Conn {
         !self.inner.borrow().streams.is_empty()
     }
 
-    /// Gives back the memory an idle connection's stream store kept for its busy times.
+    /// Gives back the memory an idle connection kept for its busy times: a large stream
+    /// store (kept while streams come and go in bursts) and its output buffer.
     pub fn trim(&self) {
         let mut i = self.inner.borrow_mut();
         if i.streams.is_empty() && i.streams.capacity() > 0 {
             i.streams = conn::StreamMap::default();
+        }
+        if i.wire.out.is_empty() && i.wire.out.capacity() > 0 {
+            i.wire.out = Vec::new();
         }
     }
 
@@ -311,9 +315,14 @@ impl Conn {
                 }
             }
             if i.streams.is_empty() && i.rpos == i.rend && i.block.is_none() {
-                // An idle connection holds no buffer (and, after a while, no stream store:
-                // `trim`; streams come and go in bursts on a busy one).
+                // An idle connection holds no buffer, and no stream store unless a large one
+                // (streams come and go in bursts on a busy connection: `trim` frees it after a
+                // second). Memory freed at once is what the next connection takes; freed
+                // later, it leaves holes among the connections' memory.
                 i.free_read_buffer();
+                if i.streams.capacity() > 0 && i.streams.capacity() <= conn::SMALL_STORE {
+                    i.streams = conn::StreamMap::default();
+                }
                 i.block_buf = BytesMut::new();
             }
             if !again {
