@@ -42,6 +42,16 @@ pub use rest::Resting;
 use rest::RestingMore;
 use txn::*;
 
+/// A step's future run out of line: on the heap and polled through a pointer, so neither its
+/// state nor its code sits in the caller's. For the steps a request rarely takes (error
+/// answers, tunnels, rules most configurations lack): in a stream's transaction they made its
+/// future larger and spread its code, which each stream runs cold from the instruction cache.
+type Cold<'f, T> = Pin<Box<dyn Future<Output = T> + 'f>>;
+
+fn cold<'f, T>(f: impl Future<Output = T> + 'f) -> Cold<'f, T> {
+    Box::pin(f)
+}
+
 /// A connection to a server, attached to this session while it carries a request.
 struct ServerConn {
     stream: Stream,

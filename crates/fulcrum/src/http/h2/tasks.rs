@@ -72,8 +72,20 @@ pub fn run(job: Job) {
         }
         // Boxed: Tokio's moves of a task's future (at spawn, at completion) then copy a
         // pointer, not the whole future.
-        None => drop(tokio::task::spawn_local(Box::pin(task(job)))),
+        None => {
+            let t = Box::pin(task(job));
+            if debug_sizes() {
+                eprintln!("http/2 stream task: {} bytes", std::mem::size_of_val(&*t));
+            }
+            drop(tokio::task::spawn_local(t));
+        }
     }
+}
+
+/// `FULCRUM_DEBUG_SIZES` is set (read once: an environment lookup takes a process-wide lock).
+fn debug_sizes() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("FULCRUM_DEBUG_SIZES").is_some())
 }
 
 /// A task: its first stream, then those it is handed while it waits idle.

@@ -60,7 +60,7 @@ impl Session<'_> {
         // `option http-buffer-request`: the body (up to a buffer) is there before rules run.
         if self.http.buffer_request && info.body != Body::None {
             let t = self.http.timeouts.request.or(fe.timeouts.client).unwrap_or(Duration::MAX);
-            self.wait_for_body(&info, t.min(Duration::from_secs(3600)), None).await;
+            cold(self.wait_for_body(&info, t.min(Duration::from_secs(3600)), None)).await;
         }
         self.make_unique_id(None, false);
         // Frontend rules, then legacy redirects.
@@ -315,7 +315,7 @@ impl Session<'_> {
         }
         if !be.rules.tcp_response.is_empty() {
             let server_name = be.servers[slot.index()].name.as_str();
-            if !self.tcp_response_accepts(&be, server_name).await {
+            if !cold(self.tcp_response_accepts(&be, server_name)).await {
                 drop(slot);
                 drop(sc); // the server's response is abandoned with its connection
                 Counters::inc(&be.counters.denied_resp);
@@ -345,7 +345,7 @@ impl Session<'_> {
             return match built {
                 Built::Drop => Next::Close,
                 Built::Status(status) => self.answer(status, &i, Some(&be)).await,
-                Built::Bytes(bytes) => self.answer_bytes(bytes, &i, Some(&be)).await,
+                Built::Bytes(bytes) => cold(self.answer_bytes(bytes, &i, Some(&be))).await,
             };
         }
         self.cookie_response(be_http, &slot, persist);
@@ -404,7 +404,7 @@ impl Session<'_> {
             if self.logs { crate::outcome::head_size(&self.resp) } else { self.out.len() as u64 };
         self.o.status = Some(status);
         if tunnel {
-            self.tunnel(sc, &be, &slot).await;
+            cold(self.tunnel(sc, &be, &slot)).await;
             return Next::Close;
         }
         let st = be.timeouts.server;
