@@ -246,15 +246,16 @@ pub async fn serve(fe: &Frontend, http: &HttpProxy, start: Start, shared: &Share
 /// gives the session's two timers (the client's, the server's; see `timer`) and keeps them
 /// for its next stream: a timer filed in the worker's wheel is moved to the next stream's
 /// deadline instead of taken out and filed again.
-pub async fn serve_stream(
-    fe: &Frontend,
-    http: &HttpProxy,
+/// (A plain function returning `serve_with`'s future: no layer of its own.)
+pub fn serve_stream<'a>(
+    fe: &'a Frontend,
+    http: &'a HttpProxy,
     stream: Accepted,
-    shared: &Shared,
-    conn: &Stream,
-    (ctimer, stimer): (Pin<&mut Timer>, Pin<&mut Timer>),
-) {
-    serve_with(fe, http, Start::New(stream), shared, Some(conn), ctimer, stimer).await;
+    shared: &'a Shared,
+    conn: &'a Stream,
+    (ctimer, stimer): (Pin<&'a mut Timer>, Pin<&'a mut Timer>),
+) -> impl Future<Output = Served> + 'a {
+    serve_with(fe, http, Start::New(stream), shared, Some(conn), ctimer, stimer)
 }
 
 async fn serve_with<'a>(
