@@ -131,6 +131,10 @@ pub enum AcquireError {
 }
 
 /// The outcome of one try at a slot.
+/// The queue a request found no free slot in: a server's own, or the backend's (`None`).
+#[derive(Debug)]
+pub struct Line(Option<usize>);
+
 enum Attempt {
     Got(ServerSlot),
     Failed(AcquireError),
@@ -426,22 +430,50 @@ impl Backend {
     pub async fn acquire_persist(
         self: &Arc<Self>,
         key: Option<PickKey<'_>>,
-        mut persist: Option<usize>,
+        persist: Option<usize>,
+        exclude: Option<usize>,
+    ) -> Result<ServerSlot, AcquireError> {
+        // The usual case, a free slot at once, costs no wait machinery.
+        match self.try_acquire_persist(key, persist, exclude)? {
+            Ok(slot) => Ok(slot),
+            Err(line) => self.acquire_queued(line, key, exclude).await,
+        }
+    }
+
+    /// `acquire_persist`'s first step, without a future: a free slot, or the line to wait in
+    /// (`Err`: go on with [`Backend::acquire_queued`]).
+    pub fn try_acquire_persist(
+        self: &Arc<Self>,
+        key: Option<PickKey<'_>>,
+        persist: Option<usize>,
+        exclude: Option<usize>,
+    ) -> Result<Result<ServerSlot, Line>, AcquireError> {
+        match self.attempt(key, persist, exclude) {
+            Attempt::Got(slot) => Ok(Ok(slot)),
+            Attempt::Failed(e) => Err(e),
+            Attempt::Wait(line) => Ok(Err(Line(line))),
+        }
+    }
+
+    /// The rest of `acquire_persist` once a first attempt found no free slot: waits in `line`.
+    pub async fn acquire_queued(
+        self: &Arc<Self>,
+        Line(mut line): Line,
+        key: Option<PickKey<'_>>,
         exclude: Option<usize>,
     ) -> Result<ServerSlot, AcquireError> {
         loop {
-            // The usual case, a free slot at once, costs no wait machinery.
-            let line = match self.attempt(key, persist, exclude) {
-                Attempt::Got(slot) => return Ok(slot),
-                Attempt::Failed(e) => return Err(e),
-                Attempt::Wait(line) => line,
-            };
             match self.wait_in_queue(line).await {
                 Ok(slot) => return Ok(slot),
                 Err(Some(e)) => return Err(e),
                 // Its server went down while it waited: choose again, without persistence.
-                Err(None) => persist = None,
+                Err(None) => {}
             }
+            line = match self.attempt(key, None, exclude) {
+                Attempt::Got(slot) => return Ok(slot),
+                Attempt::Failed(e) => return Err(e),
+                Attempt::Wait(line) => line,
+            };
         }
     }
 

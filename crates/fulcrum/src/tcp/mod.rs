@@ -8,11 +8,9 @@ pub mod inspect;
 pub mod socks4;
 pub mod tunnel;
 
-use std::future::{poll_fn, Future};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::task::Poll;
 use std::time::Duration;
 
 use tokio::net::UnixStream;
@@ -352,46 +350,117 @@ pub async fn connect_server_reusing(
     out: &mut Outcome,
     idle: &mut dyn FnMut(usize) -> Option<(Stream, u32)>,
 ) -> Result<(ServerSlot, Stream, u32), Ending> {
+    match reuse_at_once(be, key, persist, open, out, idle)? {
+        AtOnce::Reused(slot, stream, requests) => Ok((slot, stream, requests)),
+        AtOnce::Continue(from) => {
+            connect_after(be, key, persist, dst_port, open, out, idle, from).await
+        }
+    }
+}
+
+/// What [`reuse_at_once`] found.
+pub enum AtOnce {
+    /// A free slot, and an idle connection to its server.
+    Reused(ServerSlot, Stream, u32),
+    /// The rest is [`connect_after`]'s.
+    Continue(From),
+}
+
+/// Where [`connect_after`] starts.
+pub enum From {
+    /// With this slot (its idle connections were looked at already).
+    Slot(ServerSlot),
+    /// Waiting in this queue for a slot.
+    Queue(crate::backend::Line),
+}
+
+/// `connect_server_reusing`'s usual case, without a future: a free slot at once and an idle
+/// connection for it (a request's future that awaits this one step then holds none of the
+/// connect's or the queue's state, and runs none of their code).
+pub fn reuse_at_once(
+    be: &Arc<Backend>,
+    key: Option<PickKey<'_>>,
+    persist: Option<usize>,
+    open: &Opening<'_>,
+    out: &mut Outcome,
+    idle: &mut dyn FnMut(usize) -> Option<(Stream, u32)>,
+) -> Result<AtOnce, Ending> {
     // The clock is read only when the slot has to be waited for, and before a connect: a
     // request that finds a free slot and an idle connection reads none.
-    let mut acquire = std::pin::pin!(be.acquire_persist(key, persist, None));
-    let acquired = poll_fn(|cx| Poll::Ready(acquire.as_mut().poll(cx))).await;
-    let mut slot = match acquired {
-        Poll::Ready(r) => {
-            let slot = r.map_err(Ending::NoServer)?;
-            out.marks.queue = out.marks.request;
-            slot
-        }
-        Poll::Pending => {
-            let r = acquire.await;
-            out.marks.queue = Some(crate::clock::now());
-            r.map_err(Ending::NoServer)?
-        }
+    let mut slot = match be.try_acquire_persist(key, persist, None).map_err(Ending::NoServer)? {
+        Ok(slot) => slot,
+        Err(line) => return Ok(AtOnce::Continue(From::Queue(line))),
     };
+    out.marks.queue = out.marks.request;
+    took(&slot, out);
+    Ok(match reuse_idle(&mut slot, open, out, idle) {
+        Some((stream, requests)) => AtOnce::Reused(slot, stream, requests),
+        None => AtOnce::Continue(From::Slot(slot)),
+    })
+}
+
+/// The slot's server and queue positions, for the log line.
+fn took(slot: &ServerSlot, out: &mut Outcome) {
     out.server = Some(slot.index());
     match slot.queued {
         Some((true, pos)) => out.srv_queue = pos,
         Some((false, pos)) => out.be_queue = pos,
         None => {}
     }
+}
+
+/// An idle connection to the slot's server, if `idle` has one (and, for TLS, one made with
+/// this request's SNI).
+fn reuse_idle(
+    slot: &mut ServerSlot,
+    open: &Opening<'_>,
+    out: &mut Outcome,
+    idle: &mut dyn FnMut(usize) -> Option<(Stream, u32)>,
+) -> Option<(Stream, u32)> {
+    let (stream, requests) = idle(slot.index())?;
+    // A TLS connection made with another SNI is not reused for this one.
+    let srv = slot.server();
+    if srv.traffic_tls().is_some_and(|o| o.sni.is_some())
+        && stream.server_sni() != open.sni(srv).as_deref()
+    {
+        crate::http::pool::discard(stream);
+        return None;
+    }
+    out.marks.connect = out.marks.queue;
+    note_addrs(out, &stream);
+    slot.track(&stream);
+    Some((stream, requests))
+}
+
+/// The rest of `connect_server_reusing` after [`reuse_at_once`]: the wait for a slot, new
+/// connections, retries and redispatch.
+#[allow(clippy::too_many_arguments)]
+pub async fn connect_after(
+    be: &Arc<Backend>,
+    key: Option<PickKey<'_>>,
+    persist: Option<usize>,
+    dst_port: u16,
+    open: &Opening<'_>,
+    out: &mut Outcome,
+    idle: &mut dyn FnMut(usize) -> Option<(Stream, u32)>,
+    from: From,
+) -> Result<(ServerSlot, Stream, u32), Ending> {
+    let (mut slot, mut looked) = match from {
+        From::Slot(slot) => (slot, true),
+        From::Queue(line) => {
+            let r = be.acquire_queued(line, key, None).await;
+            out.marks.queue = Some(crate::clock::now());
+            let slot = r.map_err(Ending::NoServer)?;
+            took(&slot, out);
+            (slot, false)
+        }
+    };
     let mut retries_left = be.retries;
     loop {
-        let reused = idle(slot.index()).and_then(|(stream, requests)| {
-            // A TLS connection made with another SNI is not reused for this one.
-            let srv = slot.server();
-            if srv.traffic_tls().is_some_and(|o| o.sni.is_some())
-                && stream.server_sni() != open.sni(srv).as_deref()
-            {
-                crate::http::pool::discard(stream);
-                return None;
+        if !std::mem::take(&mut looked) {
+            if let Some((stream, requests)) = reuse_idle(&mut slot, open, out, idle) {
+                return Ok((slot, stream, requests));
             }
-            Some((stream, requests))
-        });
-        if let Some((stream, requests)) = reused {
-            out.marks.connect = out.marks.queue;
-            note_addrs(out, &stream);
-            slot.track(&stream);
-            return Ok((slot, stream, requests));
         }
         // (Boxed: the state of a connect and a TLS handshake is large, and a request that
         // finds an idle connection should not have it moved around with its own.)

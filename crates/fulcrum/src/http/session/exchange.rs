@@ -240,7 +240,7 @@ impl Session<'_> {
             // A half-close that follows the request at once came with it (HAProxy reads them
             // together and keeps the request): only a later one abandons it.
             let since = Instant::now();
-            let mut connecting = std::pin::pin!(connecting!());
+            let mut connecting = cold(connecting!());
             tokio::select! {
                 biased;
                 r = &mut connecting => r,
@@ -253,7 +253,17 @@ impl Session<'_> {
                 }
             }
         } else {
-            connecting!().await
+            // Usually a free slot and an idle connection, found without a future; else the
+            // queue, a connect, retries: out of line.
+            match tcp::reuse_at_once(be, key, persist, &open, &mut self.o, &mut idle)? {
+                tcp::AtOnce::Reused(slot, stream, requests) => Ok((slot, stream, requests)),
+                tcp::AtOnce::Continue(from) => {
+                    let port = self.dst_port;
+                    let o = &mut self.o;
+                    cold(tcp::connect_after(be, key, persist, port, &open, o, &mut idle, from))
+                        .await
+                }
+            }
         }?;
         // A new connection to a server speaking HTTP/2: the transaction gets its first stream.
         let srv = slot.server();
@@ -267,7 +277,7 @@ impl Session<'_> {
             let shared = reuse != Reuse::Never && srv.send_proxy.is_none();
             let share =
                 shared.then(|| upstream::Share { be, idx: slot.index(), sni: sni.as_deref() });
-            upstream::start(stream, self.shared.h2, share)
+            cold(upstream::start(stream, self.shared.h2, share))
                 .await
                 .map_err(|e| tcp::Ending::ConnectFailed(e.kind(), None))?
         } else {
