@@ -64,11 +64,15 @@ impl Session<'_> {
         }
         self.make_unique_id(None, false);
         // Frontend rules, then legacy redirects.
-        if let Some(next) = self.request_rules(&fe.rules, None, &info).await {
-            return next;
+        if any_request_rules(&fe.rules) {
+            if let Some(next) = self.request_rules(&fe.rules, None, &info).await {
+                return next;
+            }
         }
-        if let Some(next) = self.stats_page(&fe.rules, None, &info).await {
-            return next;
+        if fe.rules.stats.is_some() {
+            if let Some(next) = self.stats_page(&fe.rules, None, &info).await {
+                return next;
+            }
         }
         // Backend choice.
         let Some(be) = self.choose_backend() else {
@@ -94,11 +98,15 @@ impl Session<'_> {
                 self.o.end(Cause::Proxy, Phase::Request);
                 return Next::Close;
             }
-            if let Some(next) = self.request_rules(&be.rules, Some(&be), &info).await {
-                return next;
+            if any_request_rules(&be.rules) {
+                if let Some(next) = self.request_rules(&be.rules, Some(&be), &info).await {
+                    return next;
+                }
             }
-            if let Some(next) = self.stats_page(&be.rules, Some(&be), &info).await {
-                return next;
+            if be.rules.stats.is_some() {
+                if let Some(next) = self.stats_page(&be.rules, Some(&be), &info).await {
+                    return next;
+                }
             }
         }
         self.make_unique_id(Some(&be), true);
@@ -635,4 +643,11 @@ pub(super) fn merge_mode(fe: ConnMode, be: ConnMode) -> ConnMode {
         (ServerClose, _) | (_, ServerClose) => ServerClose,
         _ => KeepAlive,
     }
+}
+
+/// Whether `request_rules` has anything to run (`http-request` rules, legacy redirects,
+/// `option http-restrict-req-hdr-names`): its future is made and awaited only then, so a
+/// request through a proxy without them writes none of its state.
+fn any_request_rules(r: &ProxyRules) -> bool {
+    !r.http_request.is_empty() || !r.redirects.is_empty() || r.restrict_hdr_names != 0
 }
