@@ -384,3 +384,67 @@ fn targets_and_authorities_reach_an_http2_server_as_from_the_parsed_head() {
         got
     });
 }
+
+/// A one-shot HTTP/2 server written frame by frame: it takes one connection, waits for the
+/// request's HEADERS, answers `200` with `body`, says GOAWAY and closes at once (without
+/// reading what the proxy sends after, so the proxy may see a reset).
+fn answer_then_close(body: &'static [u8]) -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = l.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        let Ok((mut s, _)) = l.accept() else { return };
+        let frame = |kind: u8, flags: u8, id: u32, payload: &[u8]| {
+            let n = payload.len();
+            let mut f = vec![(n >> 16) as u8, (n >> 8) as u8, n as u8, kind, flags];
+            f.extend_from_slice(&id.to_be_bytes());
+            f.extend_from_slice(payload);
+            f
+        };
+        // Its SETTINGS; then the proxy's preface (24 bytes) and frames until a HEADERS one.
+        if s.write_all(&frame(4, 0, 0, &[])).is_err() {
+            return;
+        }
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        let has_headers = |b: &[u8]| {
+            let mut p = 24;
+            while p + 9 <= b.len() {
+                let len = (b[p] as usize) << 16 | (b[p + 1] as usize) << 8 | b[p + 2] as usize;
+                if b[p + 3] == 1 {
+                    return true;
+                }
+                p += 9 + len;
+            }
+            false
+        };
+        while !has_headers(&got) {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+        let mut out = frame(4, 1, 0, &[]);
+        out.extend(frame(1, 4, 1, &[0x88])); // :status 200 (static table entry 8)
+        out.extend(frame(0, 1, 1, body));
+        out.extend(frame(7, 0, 0, &[0, 0, 0, 1, 0, 0, 0, 0]));
+        let _ = s.write_all(&out);
+    });
+    addr
+}
+
+#[test]
+fn a_response_the_server_sent_just_before_closing_reaches_the_client() {
+    // The whole response, GOAWAY and the close may arrive in one read, before the transaction
+    // looked at its stream: the response is still the client's.
+    each(|t| {
+        let mut got = Vec::new();
+        for _ in 0..3 {
+            let px = t.start(&config(answer_then_close(b"all of it"), ""));
+            let r = px.client().request(b"GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+            got.push((r.status, r.text()));
+        }
+        assert!(got.iter().all(|(s, b)| *s == 200 && b == "all of it"), "{got:?}");
+        got
+    });
+}

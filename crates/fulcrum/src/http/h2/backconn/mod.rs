@@ -67,6 +67,9 @@ pub struct Back {
     shared: bool,
     /// No new stream: GOAWAY came, ids ran out, or the connection left the list.
     closing: bool,
+    /// Its task ended: it stays in the registry only for the views still reading what came
+    /// before the end, and leaves it with the last.
+    ended: bool,
     /// What the server said in its SETTINGS (and whether its first came).
     max_streams: u32,
     connect_protocol: bool,
@@ -120,6 +123,7 @@ impl Conn {
             carried: 0,
             shared,
             closing: false,
+            ended: false,
             max_streams: INITIAL_STREAMS,
             connect_protocol: false,
             known: false,
@@ -199,17 +203,27 @@ impl Conn {
             i.streams.forget(&id);
         }
         if i.side.active == 0 {
-            i.wire.wake_driver();
+            if i.side.ended {
+                self.unregister();
+            } else {
+                i.wire.wake_driver();
+            }
         }
     }
 
     /// Runs the connection: reads and handles frames, writes what is queued, until the
     /// connection fails, the server closes it, or it ends without streams (out of the
-    /// worker's list). Then it leaves the registry.
+    /// worker's list). Then it leaves the registry, or, while views are left (a response that
+    /// came whole just before the server closed, not read yet), with the last of them.
     pub(super) fn poll_drive(&self, cx: &mut Context<'_>, io: &mut super::Io) -> Poll<()> {
         let r = self.drive_once(cx, io);
         if r.is_ready() {
-            self.unregister();
+            let mut i = self.inner.borrow_mut();
+            i.side.ended = true;
+            if i.side.active == 0 {
+                drop(i);
+                self.unregister();
+            }
         }
         r
     }
