@@ -15,20 +15,70 @@ use std::time::Instant;
 
 use crate::frontend::Frontend;
 
-/// One live session.
+/// One live session: 48 bytes, for every connection the worker holds, idle ones included
+/// (part of scenario f's memory per idle connection, `bench/run --only f`).
 #[derive(Debug)]
 struct Entry {
     id: u64,
     task: Option<tokio::task::AbortHandle>,
-    peer: Option<SocketAddr>,
     frontend: Arc<Frontend>,
-    since: Instant,
+    peer: Peer,
+    /// When it started: seconds since the table's `base`.
+    since: u32,
+}
+
+/// A client's address in 19 bytes (a `SocketAddr` takes 32).
+#[derive(Debug, Clone, Copy)]
+struct Peer {
+    ip: [u8; 16],
+    port: u16,
+    family: Family,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Family {
+    V4,
+    V6,
+    Unix,
+}
+
+impl Peer {
+    fn of(a: Option<SocketAddr>) -> Peer {
+        let mut ip = [0; 16];
+        match a {
+            Some(SocketAddr::V4(a)) => {
+                ip[..4].copy_from_slice(&a.ip().octets());
+                Peer { ip, port: a.port(), family: Family::V4 }
+            }
+            Some(SocketAddr::V6(a)) => {
+                Peer { ip: a.ip().octets(), port: a.port(), family: Family::V6 }
+            }
+            None => Peer { ip, port: 0, family: Family::Unix },
+        }
+    }
+
+    /// HAProxy's `proto=` and `src=`.
+    fn show(&self) -> (&'static str, String) {
+        match self.family {
+            Family::V4 => {
+                let ip = std::net::Ipv4Addr::new(self.ip[0], self.ip[1], self.ip[2], self.ip[3]);
+                ("tcpv4", SocketAddr::from((ip, self.port)).to_string())
+            }
+            Family::V6 => {
+                let ip = std::net::Ipv6Addr::from(self.ip);
+                ("tcpv6", SocketAddr::from((ip, self.port)).to_string())
+            }
+            Family::Unix => ("unix", "unix".to_string()),
+        }
+    }
 }
 
 /// One worker's table.
 #[derive(Debug)]
 pub struct Registry {
     worker: u64,
+    /// What the entries' `since` counts from.
+    base: Instant,
     inner: Mutex<Table>,
     /// Turns of the worker's event loop and connections it accepted (`show activity`).
     loops: AtomicU64,
@@ -132,6 +182,7 @@ impl Registry {
         let mut all = lock(&WORKERS);
         let r = Arc::new(Registry {
             worker: all.len() as u64 + 1,
+            base: Instant::now(),
             inner: Mutex::default(),
             loops: AtomicU64::new(0),
             accepted: AtomicU64::new(0),
@@ -151,12 +202,13 @@ impl Registry {
         self.accepted.fetch_add(1, Ordering::Relaxed);
         let mut t = lock(&self.inner);
         t.next += 1;
+        let since = crate::clock::now().into_std().saturating_duration_since(self.base);
         let entry = Entry {
             id: self.worker << 40 | t.next,
             task: None,
-            peer,
             frontend: Arc::clone(frontend),
-            since: crate::clock::now().into_std(),
+            peer: Peer::of(peer),
+            since: since.as_secs() as u32,
         };
         let slot = match t.free.pop() {
             Some(i) => {
@@ -200,18 +252,15 @@ pub fn show(out: &mut String) {
     };
     for r in lock(&WORKERS).iter() {
         let t = lock(&r.inner);
+        let up = now.saturating_duration_since(r.base).as_secs();
         for (i, e) in t.slots.iter().enumerate() {
             let Some(e) = e else { continue };
             let word = t.server(i);
             let server = (word != 0).then(|| ((word >> 32) as u32, (word as u32).wrapping_sub(1)));
             let (be, srv) =
                 server.and_then(names).unwrap_or_else(|| ("<NONE>".into(), "<none>".into()));
-            let (proto, src) = match e.peer {
-                Some(SocketAddr::V4(a)) => ("tcpv4", a.to_string()),
-                Some(SocketAddr::V6(a)) => ("tcpv6", a.to_string()),
-                None => ("unix", "unix".to_string()),
-            };
-            let age = now.saturating_duration_since(e.since).as_secs();
+            let (proto, src) = e.peer.show();
+            let age = up.saturating_sub(u64::from(e.since));
             let _ = writeln!(
                 out,
                 "0x{:012x}: proto={proto} src={src} fe={} be={be} srv={srv} ts=00 epoch=0 age={} calls=0",
@@ -268,7 +317,7 @@ pub fn shutdown(id: u64) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::human_age;
+    use super::*;
 
     #[test]
     fn ages_read_as_haproxy_writes_them() {
@@ -276,5 +325,15 @@ mod tests {
         assert_eq!(human_age(125), "2m5s");
         assert_eq!(human_age(3720), "1h2m");
         assert_eq!(human_age(90000), "1d1h");
+    }
+
+    #[test]
+    fn an_entry_keeps_the_peer_it_was_given_in_48_bytes() {
+        assert_eq!(std::mem::size_of::<Option<Entry>>(), 48);
+        let v4: SocketAddr = "192.0.2.7:51234".parse().expect("v4");
+        let v6: SocketAddr = "[2001:db8::1]:443".parse().expect("v6");
+        assert_eq!(Peer::of(Some(v4)).show(), ("tcpv4", "192.0.2.7:51234".to_string()));
+        assert_eq!(Peer::of(Some(v6)).show(), ("tcpv6", "[2001:db8::1]:443".to_string()));
+        assert_eq!(Peer::of(None).show(), ("unix", "unix".to_string()));
     }
 }
