@@ -26,10 +26,14 @@
 //! a registration; measured in C, 10,000 pairs of 384 and 256 bytes: 1,046 bytes each pair
 //! aligned, 743 not). Such a block, once freed, is kept for reuse and never given back (as
 //! HAProxy's pools keep theirs): the memory of the busiest moment's connections stays with
-//! the process. The other classes' lists are bounded; past the bound, blocks go back to glibc.
+//! the process. A thread keeps up to two batches of them per class (128 kB each); past that, a
+//! full batch goes to a pool shared by all threads, where a thread whose list is empty takes
+//! one before carving more (a lock per batch), so that blocks one worker frees and another
+//! allocates are not lost to either. The other classes' lists are bounded; past the bound,
+//! blocks go back to glibc.
 //!
-//! Must not touch: anything but memory (no I/O, no locks, no panics: it runs inside every
-//! allocation of every thread).
+//! Must not touch: anything but memory (no I/O, no lock but the pool's, no panics: it runs
+//! inside every allocation of every thread).
 
 // An allocator is unsafe code by nature; each block says why it holds.
 #![allow(unsafe_code)]
@@ -88,11 +92,9 @@ fn class_layout(c: usize) -> Layout {
     unsafe { Layout::from_size_align_unchecked(size, align) }
 }
 
-/// Most blocks of class `c` a thread keeps (the over-aligned ones: all, see the module doc).
+/// Most blocks of class `c` a thread keeps in its list (an over-aligned class: a batch, and
+/// a full batch aside, see [`keep_wide`]).
 fn max_blocks(c: usize) -> u32 {
-    if c < WIDE_CLASSES {
-        return u32::MAX;
-    }
     (MAX_BYTES / class_layout(c).size()).max(1) as u32
 }
 
@@ -103,13 +105,32 @@ const REGION: usize = 64 * 1024;
 struct FreeList {
     head: Cell<*mut u8>,
     len: Cell<u32>,
+    /// Over-aligned classes: a full batch (`max_blocks` blocks, linked), or null.
+    spare: Cell<*mut u8>,
+}
+
+/// Every thread's surplus of over-aligned blocks, by class: a stack of full batches, each
+/// linked through its first block's second word. A thread that frees more such blocks than it
+/// allocates (a server connection made by one worker and closed by another) gives its batches
+/// here, and one that allocates more takes them, a lock per batch.
+static POOL: [std::sync::Mutex<usize>; WIDE_CLASSES] =
+    [const { std::sync::Mutex::new(0) }; WIDE_CLASSES];
+
+fn pool(c: usize) -> std::sync::MutexGuard<'static, usize> {
+    POOL[c].lock().unwrap_or_else(|e| e.into_inner())
 }
 
 thread_local! {
     // No destructor (nothing here needs drop), so the lists are usable until the thread ends;
     // blocks still cached then are not returned (MAX_BYTES per class at most).
     static FREE: [FreeList; CLASSES] = const {
-        [const { FreeList { head: Cell::new(ptr::null_mut()), len: Cell::new(0) } }; CLASSES]
+        [const {
+            FreeList {
+                head: Cell::new(ptr::null_mut()),
+                len: Cell::new(0),
+                spare: Cell::new(ptr::null_mut()),
+            }
+        }; CLASSES]
     };
     /// What is left of the thread's current region: its next free address and its end.
     static CARVE: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
@@ -140,6 +161,22 @@ fn carve(size: usize) -> *mut u8 {
 fn take(c: usize) -> *mut u8 {
     FREE.try_with(|lists| {
         let list = &lists[c];
+        if list.head.get().is_null() && c < WIDE_CLASSES {
+            // Empty: the batch aside, else one from the pool.
+            let mut batch = list.spare.replace(ptr::null_mut());
+            if batch.is_null() {
+                let mut top = pool(c);
+                batch = *top as *mut u8;
+                if !batch.is_null() {
+                    // SAFETY: a pooled batch's first block holds the next batch in its second word.
+                    *top = unsafe { batch.cast::<usize>().add(1).read() };
+                }
+            }
+            if !batch.is_null() {
+                list.head.set(batch);
+                list.len.set(max_blocks(c));
+            }
+        }
         let p = list.head.get();
         if !p.is_null() {
             // SAFETY: a listed block is over 128 bytes, aligned on 16 at least, and holds the next one.
@@ -151,12 +188,24 @@ fn take(c: usize) -> *mut u8 {
     .unwrap_or(ptr::null_mut())
 }
 
-/// Keeps block `p` of class `c` if the thread's list has room.
+/// Keeps block `p` of class `c` if the thread's list has room (an over-aligned one: always,
+/// the list's full batch set aside, or given to the pool when one is aside already).
 fn keep(c: usize, p: *mut u8) -> bool {
     FREE.try_with(|lists| {
         let list = &lists[c];
         if list.len.get() >= max_blocks(c) {
-            return false;
+            if c >= WIDE_CLASSES {
+                return false;
+            }
+            let full = list.head.replace(ptr::null_mut());
+            list.len.set(0);
+            let old = list.spare.replace(full);
+            if !old.is_null() {
+                let mut top = pool(c);
+                // SAFETY: `old` is a free block of over 128 bytes: its second word links the batches.
+                unsafe { old.cast::<usize>().add(1).write(*top) };
+                *top = old as usize;
+            }
         }
         // SAFETY: `p` is a block of this class no longer in use: aligned, over 128 bytes.
         unsafe { p.cast::<*mut u8>().write(list.head.get()) };
@@ -342,6 +391,38 @@ mod tests {
         })
         .join()
         .expect("the thread");
+    }
+
+    #[test]
+    fn a_thread_that_frees_more_than_it_allocates_gives_its_surplus_to_the_others() {
+        // A class no other test uses (3,968 bytes, aligned on 128: batches of 33).
+        let l = Layout::from_size_align(3968, 128).expect("a layout");
+        let c = class_of(l).expect("a class");
+        let n = 3 * max_blocks(c) as usize;
+        let made: Vec<usize> = std::thread::spawn(move || {
+            (0..n).map(|_| unsafe { Allocator.alloc(l) } as usize).collect()
+        })
+        .join()
+        .expect("the allocating thread");
+        std::thread::spawn(move || {
+            for &p in &made {
+                unsafe { Allocator.dealloc(p as *mut u8, l) };
+            }
+            // A batch in its list, one aside, the first given to the pool.
+            assert_eq!(FREE.with(|f| f[c].len.get()), max_blocks(c));
+            assert_ne!(*pool(c), 0);
+            let first = made[..max_blocks(c) as usize].to_vec();
+            std::thread::spawn(move || {
+                let p = unsafe { Allocator.alloc(l) } as usize;
+                assert!(first.contains(&p), "a block of the pooled batch");
+                assert_eq!(*pool(c), 0);
+                assert_eq!(FREE.with(|f| f[c].len.get()), max_blocks(c) - 1);
+            })
+            .join()
+            .expect("the third thread");
+        })
+        .join()
+        .expect("the freeing thread");
     }
 
     #[test]
