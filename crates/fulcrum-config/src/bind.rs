@@ -1,6 +1,6 @@
 //! `bind` lines: listening address forms (`:80`, `*:80`, `ip:port`, `[v6]:port`, `:::80`,
 //! `host:port`, `ipv4@`/`ipv6@`, `unix@/path`, `/path`, `fd@<n>`, port ranges, comma lists)
-//! and the bind options Fulcrum supports (`name`, `backlog`, `v4v6`, `maxconn`). Host names are
+//! and the bind options Fulcrum supports (`name`, `backlog`, `v4v6`, `v6only`, `maxconn`, the TCP socket options). Host names are
 //! checked as HAProxy checks them before resolving, and kept: the engine resolves them.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -59,6 +59,8 @@ pub fn parse_bind_at(line: &Line, at: usize, section: &str, diags: &mut Diags) -
         name: None,
         backlog: None,
         v4v6: false,
+        v6only: false,
+        sockopts: Default::default(),
         maxconn: None,
         unix: Default::default(),
         level: Default::default(),
@@ -109,6 +111,26 @@ fn bind_options(
                 ok = false;
             }
             "v4v6" => bind.v4v6 = true,
+            "v6only" => bind.v6only = true,
+            "defer-accept" => bind.sockopts.defer_accept = true,
+            "tfo" => bind.sockopts.tfo = true,
+            "mss" if val.is_empty() => {
+                diags.alert(line, format!("{prefix} : '{opt}' : missing MSS value"));
+                ok = false;
+            }
+            "mss" => match crate::args::atol(val) {
+                m if m != 0 && m.unsigned_abs() <= 65_535 => bind.sockopts.mss = Some(m as i32),
+                _ => {
+                    let msg = "expects an MSS with and absolute value between 1 and 65535";
+                    diags.alert(line, format!("{prefix} : '{opt}' : {msg}"));
+                    ok = false;
+                }
+            },
+            "interface" if val.is_empty() => {
+                diags.alert(line, format!("{prefix} : '{opt}' : missing interface name"));
+                ok = false;
+            }
+            "interface" => bind.sockopts.interface = Some(val.to_string()),
             "proto" if val.is_empty() => {
                 diags.alert(line, format!("{prefix} : '{opt}' : missing value"));
                 ok = false;
@@ -377,21 +399,53 @@ mod tests {
     }
 
     #[test]
+    fn v6only_wins_over_v4v6_and_neither_leaves_the_system_default() {
+        let only = |t: &str| bind(t).0.expect("bind").only_v6();
+        assert_eq!(only("bind :::80"), None);
+        assert_eq!(only("bind :::80 v4v6"), Some(false));
+        assert_eq!(only("bind :::80 v6only"), Some(true));
+        assert_eq!(only("bind :::80 v4v6 v6only"), Some(true));
+        assert_eq!(only("bind :::80 v6only v4v6"), Some(true));
+    }
+
+    #[test]
+    fn tcp_socket_options_are_read_with_haproxys_messages() {
+        let (b, d) = bind("bind :80 defer-accept tfo mss -40 interface lo");
+        assert!(d.is_empty(), "{d:?}");
+        let o = b.expect("bind").sockopts;
+        assert!(o.defer_accept && o.tfo);
+        assert_eq!((o.mss, o.interface.as_deref()), (Some(-40), Some("lo")));
+        let (b, d) = bind("bind :80 mss 0 mss 70000 interface");
+        assert!(b.is_none());
+        let p = "'bind :80' in section 'frontend' : ";
+        let range = "expects an MSS with and absolute value between 1 and 65535";
+        assert_eq!(
+            d,
+            [
+                format!("{p}'mss' : {range}"),
+                format!("{p}'mss' : {range}"),
+                format!("{p}'interface' : missing interface name"),
+            ]
+        );
+    }
+
+    #[test]
     fn every_unsupported_option_of_a_line_is_reported() {
-        let (b, d) =
-            bind("bind :80 ssl crt /x.pem alpn h2,http/1.1 accept-proxy name web tfo mss 1400");
+        let (b, d) = bind(
+            "bind :80 ssl crt /x.pem alpn h2,http/1.1 accept-proxy name web tcp-ut 5s nice 10",
+        );
         assert!(b.is_none());
         let p = "'bind :80' in section 'frontend': ";
         let want: Vec<String> =
-            ["tfo", "mss"].iter().map(|o| format!("{p}'{o}' is not supported yet")).collect();
+            ["tcp-ut", "nice"].iter().map(|o| format!("{p}'{o}' is not supported yet")).collect();
         assert_eq!(d, want);
         // A bad value does not stop the reading either; an unknown keyword does.
-        let (_, d) = bind("bind :80 backlog x tfo bogus maxconn y");
+        let (_, d) = bind("bind :80 backlog x tcp-ut 5s bogus maxconn y");
         assert_eq!(
             d,
             [
                 "'bind :80' in section 'frontend' : 'backlog' : backlog expects an integer argument, got 'x'".to_string(),
-                format!("{p}'tfo' is not supported yet"),
+                format!("{p}'tcp-ut' is not supported yet"),
                 format!("{p}unknown keyword 'bogus'."),
             ]
         );
@@ -415,10 +469,10 @@ mod tests {
     #[test]
     fn option_errors() {
         assert_eq!(
-            bind("bind :80 tfo defer-accept").1,
+            bind("bind :80 tcp-ut 1s namespace x").1,
             [
-                "'bind :80' in section 'frontend': 'tfo' is not supported yet",
-                "'bind :80' in section 'frontend': 'defer-accept' is not supported yet"
+                "'bind :80' in section 'frontend': 'tcp-ut' is not supported yet",
+                "'bind :80' in section 'frontend': 'namespace' is not supported yet"
             ]
         );
         assert_eq!(

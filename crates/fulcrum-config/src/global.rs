@@ -278,6 +278,16 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
                 g.chroot = Some(PathBuf::from(line.arg(1)));
             }
         }
+        // Fulcrum never splices (no pipes), and Linux has no kqueue nor event ports: read as
+        // HAProxy reads them, no effect.
+        "nosplice" | "nokqueue" | "noevports" => {
+            no_extra(line, 1, kw, diags);
+        }
+        "maxpipes" | "tune.pipesize" => {
+            if no_extra(line, 2, kw, diags) && line.arg(1).is_empty() {
+                diags.alert(line, format!("'{kw}' expects an integer argument."));
+            }
+        }
         _ => diags.alert(line, format!("'{kw}' is not supported yet")),
     }
 }

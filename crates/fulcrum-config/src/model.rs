@@ -276,6 +276,8 @@ pub struct Proxy {
     pub description: Option<String>,
     pub mode: Mode,
     pub binds: Vec<Bind>,
+    /// `backlog <n>`: the listen backlog of its binds that do not set their own.
+    pub backlog: Option<u32>,
     /// Frontend `maxconn`.
     pub maxconn: Option<u32>,
     pub timeouts: Timeouts,
@@ -522,6 +524,12 @@ pub struct Bind {
     pub backlog: Option<u32>,
     /// `v4v6`: an IPv6 socket also accepts IPv4.
     pub v4v6: bool,
+    /// `v6only`: an IPv6 socket accepts IPv6 only (before `v4v6`).
+    pub v6only: bool,
+    /// TCP listeners' socket options: `defer-accept` (`TCP_DEFER_ACCEPT`), `tfo`
+    /// (`TCP_FASTOPEN`), `mss <n>` (`TCP_MAXSEG`; negative: that much below the default),
+    /// `interface <name>` (`SO_BINDTODEVICE`).
+    pub sockopts: BindSockOpts,
     /// `maxconn <n>` on this bind.
     pub maxconn: Option<u32>,
     /// `mode`, `uid`/`user`, `gid`/`group`: the permissions of a UNIX socket's file.
@@ -537,6 +545,29 @@ pub struct Bind {
     /// `proto h1|h2`: the HTTP version every connection speaks, whatever ALPN or the first
     /// bytes say.
     pub proto: Option<MuxProto>,
+}
+
+/// See [`Bind::sockopts`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BindSockOpts {
+    pub defer_accept: bool,
+    pub tfo: bool,
+    pub mss: Option<i32>,
+    pub interface: Option<String>,
+}
+
+impl Bind {
+    /// `IPV6_V6ONLY` for its IPv6 sockets: `v6only`, else `v4v6`, else the system's default
+    /// (`net.ipv6.bindv6only`), as HAProxy sets it.
+    pub fn only_v6(&self) -> Option<bool> {
+        if self.v6only {
+            Some(true)
+        } else if self.v4v6 {
+            Some(false)
+        } else {
+            None
+        }
+    }
 }
 
 /// `tune.h2.header-table-size`, `initial-window-size`, `max-concurrent-streams`,

@@ -88,6 +88,7 @@ impl ProxyBuild {
             id: None,
             mode: Mode::Tcp,
             binds: Vec::new(),
+            backlog: None,
             maxconn: None,
             timeouts: Timeouts::default(),
             balance: Balance::default(),
@@ -319,6 +320,14 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
                 p.maxconn = Some(v);
             }
             no_extra(line, 2, "maxconn", diags);
+        }
+        "backlog" => {
+            if line.arg(1).is_empty() {
+                diags.alert(line, "'backlog' expects an integer argument.");
+            } else if let Some(v) = int_arg(line, 1, "backlog", diags) {
+                p.backlog = Some(v);
+            }
+            no_extra(line, 2, "backlog", diags);
         }
         "balance" => balance(p, line, diags),
         "hash-type" => hash_type(p, line, diags),

@@ -137,3 +137,34 @@ fn cpus_for_thread_is_exported() {
     let pins: Vec<_> = (1..=4).map(|t| cpus_for_thread(&cfg.global.cpu_map, t, 4)).collect();
     assert_eq!(pins, [Some(vec![4]), Some(vec![5]), Some(vec![6]), Some(vec![7])]);
 }
+
+#[test]
+fn a_proxy_backlog_comes_from_defaults_and_splice_settings_load_without_effect() {
+    let text = format!(
+        "global\n nosplice\n maxpipes 1024\n tune.pipesize 65536\n nokqueue\n noevports\n\
+         {TIMEOUTS} backlog 2048\n\
+         frontend a\n bind :80\n default_backend b\n\
+         frontend c\n backlog 10\n bind :81 backlog 5\n default_backend b\n\
+         backend b\n server s 10.0.0.1:80\n"
+    );
+    let cfg = load_ok(&[src("b.cfg", &text)]).config;
+    let a = cfg.proxy("a").expect("a");
+    let c = cfg.proxy("c").expect("c");
+    assert_eq!((a.backlog, a.binds[0].backlog), (Some(2048), None));
+    assert_eq!((c.backlog, c.binds[0].backlog), (Some(10), Some(5)));
+    // HAProxy's messages for what they lack or have too much of, all reported at once.
+    let bad = "global\n maxpipes\n nosplice 1\n\
+               defaults\n backlog\n\
+               frontend f\n bind :80\n backlog x\n";
+    let diags = load(&[src("x.cfg", bad)], &env).expect_err("bad lines");
+    let got: Vec<String> = diags.iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        got,
+        [
+            "parsing [x.cfg:2] : 'maxpipes' expects an integer argument.",
+            "parsing [x.cfg:3] : 'nosplice' cannot handle unexpected argument '1'.",
+            "parsing [x.cfg:5] : 'backlog' expects an integer argument.",
+            "parsing [x.cfg:8] : 'backlog' expects an integer argument.",
+        ]
+    );
+}

@@ -153,6 +153,26 @@ pub fn shutdown_read(fd: RawFd) -> io::Result<()> {
     check(unsafe { libc::shutdown(fd, libc::SHUT_RD) }).map(|_| ())
 }
 
+/// Sets the TCP-level integer option `opt` (`libc::TCP_*`) of socket `fd` to `value`.
+pub fn set_tcp_opt(fd: RawFd, opt: libc::c_int, value: libc::c_int) -> io::Result<()> {
+    let size = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: the value lives on the stack for the call, its size passed with it.
+    check(unsafe { libc::setsockopt(fd, libc::IPPROTO_TCP, opt, (&raw const value).cast(), size) })
+        .map(|_| ())
+}
+
+/// The TCP-level integer option `opt` of socket `fd` (tests read what was set).
+#[cfg(test)]
+pub fn tcp_opt(fd: RawFd, opt: libc::c_int) -> io::Result<libc::c_int> {
+    let mut value: libc::c_int = 0;
+    let mut size = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: room for a c_int on the stack, its size passed with it and updated by the call.
+    check(unsafe {
+        libc::getsockopt(fd, libc::IPPROTO_TCP, opt, (&raw mut value).cast(), &raw mut size)
+    })?;
+    Ok(value)
+}
+
 /// This machine's host name (HAProxy's default `node`), read once.
 /// The system's crypt(3) (`libcrypt.so.1`, loaded on first use, so every hash the system
 /// knows works as it does for HAProxy: DES, `$1$`, `$5$`, `$6$`, `$2b$`, `$y$`...): the hash of

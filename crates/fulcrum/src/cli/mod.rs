@@ -444,7 +444,8 @@ fn open_master_sockets(specs: &[String]) -> Result<Vec<crate::api::ApiSocket>, S
         };
         let opts = BindOptions {
             backlog: None,
-            v4v6: false,
+            only_v6: None,
+            sockopts: &Default::default(),
             bufs: Default::default(),
             keepalive: Default::default(),
             unix: listener::UnixOwner::resolve(&perms)?,
@@ -465,7 +466,8 @@ fn open_api_sockets(g: &cfg::Global) -> Result<Vec<crate::api::ApiSocket>, Strin
         let unix = listener::UnixOwner::resolve(&s.bind.unix)?;
         let opts = BindOptions {
             backlog: s.bind.backlog,
-            v4v6: s.bind.v4v6,
+            only_v6: s.bind.only_v6(),
+            sockopts: &s.bind.sockopts,
             bufs: Default::default(),
             keepalive: Default::default(),
             unix,
@@ -531,7 +533,8 @@ fn open_listeners(
                 .map_err(|e| format!("{}: {e}", fe.name))?;
             let opts = BindOptions {
                 backlog: bind.backlog,
-                v4v6: bind.v4v6,
+                only_v6: bind.only_v6,
+                sockopts: &bind.sockopts,
                 bufs: plan.global.client_bufs,
                 keepalive: fe.client_tcpka,
                 unix,

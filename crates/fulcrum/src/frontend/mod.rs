@@ -26,7 +26,10 @@ pub struct FrontendTimeouts {
 pub struct Bind {
     pub addrs: Vec<BindAddr>,
     pub backlog: Option<u32>,
-    pub v4v6: bool,
+    /// `IPV6_V6ONLY` (`None`: the system's default).
+    pub only_v6: Option<bool>,
+    /// `defer-accept`, `tfo`, `mss`, `interface`.
+    pub sockopts: fulcrum_config::BindSockOpts,
     /// The bind line's own `maxconn` (its count kept across a reload when the addresses stay).
     pub limit: Arc<Limit>,
     /// The configured `maxconn` (0: none), applied to `limit` when a reload commits.

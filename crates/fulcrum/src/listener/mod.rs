@@ -30,9 +30,12 @@ pub struct OpenSocket {
 
 /// Per-address options from the `bind` line.
 #[derive(Clone, Copy, Debug)]
-pub struct BindOptions {
+pub struct BindOptions<'a> {
     pub backlog: Option<u32>,
-    pub v4v6: bool,
+    /// `IPV6_V6ONLY` on IPv6 sockets (`None`: left to the system's default, as HAProxy does).
+    pub only_v6: Option<bool>,
+    /// `defer-accept`, `tfo`, `mss`, `interface` (TCP listeners only).
+    pub sockopts: &'a fulcrum_config::BindSockOpts,
     /// `tune.rcvbuf.client` / `tune.sndbuf.client`: set on TCP listeners, whose accepted
     /// connections inherit them.
     pub bufs: fulcrum_config::SocketBuffers,
@@ -110,7 +113,7 @@ fn open_sockets(
                 .map(|s| OpenSocket { socket: s, unix: false })
                 .collect();
             while out.len() < count {
-                let socket = open_inet(sa, opts.v4v6, backlog, opts.bufs)?;
+                let socket = open_inet(sa, &opts, backlog)?;
                 out.push(OpenSocket { socket, unix: false });
             }
             Ok(out)
@@ -193,24 +196,45 @@ fn duplicate(socket: Socket, count: usize, unix: bool) -> io::Result<Vec<OpenSoc
     Ok(out)
 }
 
-fn open_inet(
-    sa: &SocketAddr,
-    v4v6: bool,
-    backlog: i32,
-    bufs: fulcrum_config::SocketBuffers,
-) -> io::Result<Socket> {
+fn open_inet(sa: &SocketAddr, opts: &BindOptions<'_>, backlog: i32) -> io::Result<Socket> {
     let socket = Socket::new(Domain::for_address(*sa), Type::STREAM, Some(Protocol::TCP))?;
-    if sa.is_ipv6() {
-        socket.set_only_v6(!v4v6)?;
+    if let (true, Some(only)) = (sa.is_ipv6(), opts.only_v6) {
+        socket.set_only_v6(only)?;
     }
     socket.set_reuse_address(true)?;
     socket.set_reuse_port(true)?;
     socket.set_nonblocking(true)?;
     socket.set_tcp_nodelay(true)?;
-    crate::connection::force_buffers(&socket, bufs);
+    crate::connection::force_buffers(&socket, opts.bufs);
+    if let Some(name) = &opts.sockopts.interface {
+        socket.bind_device(Some(name.as_bytes()))?;
+    }
     socket.bind(&SockAddr::from(*sa))?;
+    set_sockopts(&socket, opts.sockopts, backlog)?;
     socket.listen(backlog)?;
     Ok(socket)
+}
+
+/// `defer-accept`, `tfo` (its queue as long as the backlog) and `mss` (a negative one taken
+/// off the default), set before `listen` as HAProxy does.
+fn set_sockopts(socket: &Socket, o: &fulcrum_config::BindSockOpts, backlog: i32) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = socket.as_raw_fd();
+    if o.defer_accept {
+        crate::sys::set_tcp_opt(fd, libc::TCP_DEFER_ACCEPT, 1)?;
+    }
+    if o.tfo {
+        crate::sys::set_tcp_opt(fd, libc::TCP_FASTOPEN, backlog)?;
+    }
+    match o.mss {
+        Some(m) if m > 0 => socket.set_tcp_mss(m as u32)?,
+        Some(m) => {
+            let default = socket.tcp_mss()? as i32;
+            socket.set_tcp_mss((default + m).max(1) as u32)?;
+        }
+        None => {}
+    }
+    Ok(())
 }
 
 /// Opens a UNIX listener as HAProxy does: bound under a temporary name next to `path`, given
@@ -252,4 +276,44 @@ pub fn open_unix(path: &Path, backlog: i32, owner: UnixOwner) -> io::Result<Sock
 /// The port a session's client connected to, for servers without a port.
 pub fn local_port(socket: &Socket) -> u16 {
     socket.local_addr().ok().and_then(|a| a.as_socket()).map(|a| a.port()).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fulcrum_config::BindSockOpts;
+    use std::os::fd::AsRawFd;
+
+    fn listener(o: &BindSockOpts) -> io::Result<Socket> {
+        let opts = BindOptions {
+            backlog: None,
+            only_v6: None,
+            bufs: Default::default(),
+            keepalive: Default::default(),
+            unix: UnixOwner::default(),
+            sockopts: o,
+        };
+        open_inet(&"127.0.0.1:0".parse().expect("an address"), &opts, 64)
+    }
+
+    #[test]
+    fn the_bind_lines_tcp_options_are_set_on_the_listener() {
+        let opt = |s: &Socket, o| crate::sys::tcp_opt(s.as_raw_fd(), o).expect("getsockopt");
+        let plain = listener(&BindSockOpts::default()).expect("a listener");
+        assert_eq!((opt(&plain, libc::TCP_DEFER_ACCEPT), opt(&plain, libc::TCP_FASTOPEN)), (0, 0));
+        let default_mss = plain.tcp_mss().expect("mss");
+        let set = BindSockOpts { defer_accept: true, tfo: true, mss: Some(1200), interface: None };
+        let s = listener(&set).expect("a listener");
+        assert_ne!(opt(&s, libc::TCP_DEFER_ACCEPT), 0);
+        assert_eq!(opt(&s, libc::TCP_FASTOPEN), 64, "the queue as long as the backlog");
+        assert_eq!(s.tcp_mss().expect("mss"), 1200);
+        // A negative MSS is taken off the default.
+        let s = listener(&BindSockOpts { mss: Some(-36), ..Default::default() }).expect("ok");
+        assert_eq!(s.tcp_mss().expect("mss"), default_mss - 36);
+        // `interface` needs CAP_NET_RAW: bound to it, or refused for want of it.
+        match listener(&BindSockOpts { interface: Some("lo".into()), ..Default::default() }) {
+            Ok(s) => assert_eq!(s.device().expect("device").as_deref(), Some(&b"lo"[..])),
+            Err(e) => assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}"),
+        }
+    }
 }
