@@ -266,7 +266,7 @@ pub static PROXY: &[Keyword] = &[
     p("http-request", D|F|L|B, Partial("use-service prometheus-exporter, auth [realm <realm>] (the proxy's 401 message with its WWW-Authenticate header), track-sc*, sc-inc-gpc*, sc-set-gpt*, set-src, set-src-port, set-dst, set-dst-port (for the request: the next one starts from the session's addresses), allow, deny, return, redirect, tarpit (no reply options), reject, silent-drop, set-header, add-header, del-header (with -m str|beg|end|sub|reg), replace-header, replace-value, set-path, set-pathq, set-query, set-uri, set-method, replace-uri, replace-path, replace-pathq, set-var(), set-var-fmt(), unset-var(), wait-for-body, strict-mode, early-hint; in a named defaults section too (its rules run before the proxy's own, with HAProxy's restrictions on who may use it)")),
     p("http-response", D|F|L|B, Partial("allow, deny, return, redirect, silent-drop, set-header, add-header, del-header, replace-header, replace-value, set-status, set-var(), set-var-fmt(), unset-var(), strict-mode, wait-for-body (the response body, or at-least of it, read first; 504 when the time runs out); in a named defaults section too (its rules run before the proxy's own, with HAProxy's restrictions on who may use it)")),
     p("http-reuse", D|L|B, Supported),
-    p("http-send-name-header", D|L|B, NotYet),
+    p("http-send-name-header", D|L|B, Partial("set on each try to the server's name (mode http)")),
     p("id", F|L|B, Supported),
     p("ignore-persist", L|B, NotYet),
     p("load-server-state-from-file", D|L|B, Supported),

@@ -344,6 +344,8 @@ pub struct Proxy {
     pub forwardfor: Option<ForwardFor>,
     /// `option originalto`.
     pub originalto: Option<ForwardFor>,
+    /// `http-send-name-header <name>`: the header set to the server's name on each try.
+    pub send_name_header: Option<String>,
     /// `option http-keep-alive` / `http-server-close` / `httpclose`.
     pub http_conn_mode: HttpConnMode,
     /// `option http-buffer-request`.

@@ -122,6 +122,7 @@ impl ProxyBuild {
             errors: Default::default(),
             forwardfor: None,
             originalto: None,
+            send_name_header: None,
             http_conn_mode: HttpConnMode::default(),
             http_buffer_request: false,
             http_reuse: HttpReuse::default(),
@@ -434,6 +435,13 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         "http-error" => http_opts::http_error(b, line, diags),
         "http-reuse" => http_opts::http_reuse(p, line, diags),
         "cookie" => http_opts::cookie(p, line, diags),
+        "http-send-name-header" => {
+            if line.arg(1).is_empty() {
+                diags.alert(line, "'http-send-name-header' requires a header string.");
+            } else {
+                p.send_name_header = Some(line.arg(1).to_string());
+            }
+        }
         "option forwardfor" | "option originalto" => {
             if prefixed {
                 let opt = &name["option ".len()..];

@@ -168,3 +168,19 @@ fn a_proxy_backlog_comes_from_defaults_and_splice_settings_load_without_effect()
         ]
     );
 }
+
+#[test]
+fn http_send_name_header_needs_its_header_name() {
+    let ok = format!(
+        "{TIMEOUTS} mode http\nfrontend f\n bind :80\n default_backend b\n\
+         backend b\n http-send-name-header X-Srv\n server s 10.0.0.1:80\n"
+    );
+    let cfg = load_ok(&[src("n.cfg", &ok)]).config;
+    assert_eq!(cfg.proxy("b").expect("b").send_name_header.as_deref(), Some("X-Srv"));
+    let bad = ok.replace(" X-Srv", "");
+    let diags = load(&[src("n.cfg", &bad)], &env).expect_err("no header name");
+    assert_eq!(
+        diags[0].to_string(),
+        "parsing [n.cfg:10] : 'http-send-name-header' requires a header string."
+    );
+}

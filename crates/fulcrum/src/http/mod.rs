@@ -109,6 +109,8 @@ pub struct HttpProxy {
     pub reuse: Reuse,
     pub forwardfor: Option<AddrHeader>,
     pub originalto: Option<AddrHeader>,
+    /// `http-send-name-header`.
+    pub send_name_header: Option<Box<str>>,
     pub messages: Messages,
     /// `tune.bufsize` / `tune.http.maxhdr` limits on a received message head.
     pub limits: fulcrum_http::Limits,

@@ -78,3 +78,32 @@ fn connection_and_session_rules_change_the_connection_s_and_the_session_s_addres
         got
     });
 }
+
+#[test]
+fn http_send_name_header_names_the_server_each_try_reaches() {
+    // The first server refuses connections (a closed port): with `option redispatch` the retry
+    // goes to the other one, and the header names it, in place of the client's own.
+    let srv = server("s2");
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr")
+    };
+    let cfg = format!(
+        "{DEFAULTS}listen px\n bind {{fe0}}\n timeout connect 200ms\n retries 1\n\
+         option redispatch\n balance roundrobin\n http-send-name-header X-Srv\n\
+         server dead {dead}\n server live {}\n",
+        srv.addr()
+    );
+    each(|t| {
+        let px = t.start(&cfg);
+        let mut got = Vec::new();
+        for _ in 0..4 {
+            let r = px.client().request(b"GET /echo HTTP/1.1\r\nHost: t\r\nX-Srv: spoofed\r\n\r\n");
+            assert_eq!(r.status, 200);
+            let e = r.echoed();
+            got.push(e.all("x-srv").iter().map(|v| v.to_string()).collect::<Vec<_>>());
+        }
+        assert!(got.iter().all(|v| v == &["live"]), "{got:?}");
+        got
+    });
+}

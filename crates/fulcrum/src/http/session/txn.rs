@@ -168,13 +168,7 @@ impl Session<'_> {
         }
         // The head as it goes to the server (once for all tries); rewrites must leave it within
         // a buffer, as in HAProxy.
-        self.out.clear();
-        if self.h2_conn.is_some() {
-            // HTTP/2's absolute URI goes to an HTTP/1 server in origin form, as HAProxy sends it.
-            self.req.write_origin_form_to(&mut self.out);
-        } else {
-            self.req.write_to(&mut self.out);
-        }
+        self.write_request_head();
         if self.out.len() > be_http.bufsize.min(self.http.bufsize) && !self.vars.strict_off {
             self.o.end(Cause::Internal, Phase::Request);
             return self.answer(500, &info, Some(&be)).await;
@@ -207,6 +201,12 @@ impl Session<'_> {
                     return self.answer(503, &info, Some(&be)).await;
                 }
             };
+            if let Some(name) = &be_http.send_name_header {
+                // `http-send-name-header`: this try's server (HAProxy sets it at the last moment).
+                let _ =
+                    self.req.set_header(name.as_bytes(), be.servers[slot.index()].name.as_bytes());
+                self.write_request_head();
+            }
             let reused = sc.requests > 0;
             let exchanged = self.exchange(sc, &info, &be).await;
             if self.logs {
@@ -533,6 +533,17 @@ impl Session<'_> {
     }
 
     /// `option forwardfor` / `option originalto` (the backend's settings win).
+    /// Writes the request head as it goes to the server into `self.out`.
+    fn write_request_head(&mut self) {
+        self.out.clear();
+        if self.h2_conn.is_some() {
+            // HTTP/2's absolute URI goes to an HTTP/1 server in origin form, as HAProxy sends it.
+            self.req.write_origin_form_to(&mut self.out);
+        } else {
+            self.req.write_to(&mut self.out);
+        }
+    }
+
     pub(super) fn add_addr_headers(&mut self, be_http: &HttpProxy) {
         let Some(peer) = self.peer else { return };
         // As HAProxy: either proxy's `option forwardfor` adds the header (named by the
