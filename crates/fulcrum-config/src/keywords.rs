@@ -250,7 +250,7 @@ pub static PROXY: &[Keyword] = &[
     p("error-log-format", D|F|L, Supported),
     p("force-persist", L|B, NotYet),
     p("filter", F|L|B, NotYet),
-    p("fullconn", D|L|B, NotYet),
+    p("fullconn", D|L|B, Partial("shown as the backend's session limit (`slim`, as HAProxy shows it); without `minconn` (not yet) it limits nothing, as in HAProxy")),
     p("grace", D|F|L|B, Obsolete("the 'grace' keyword is not supported any more since HAProxy version 2.5.")),
     p("hash-type", D|L|B, Supported),
     p("http-after-response", D|F|L|B, Partial("allow, set-header, add-header, del-header, replace-header, replace-value, set-status, set-var(), set-var-fmt(), unset-var(), strict-mode; in a named defaults section too (its rules run before the proxy's own, with HAProxy's restrictions on who may use it)")),

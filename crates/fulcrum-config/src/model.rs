@@ -278,6 +278,8 @@ pub struct Proxy {
     pub binds: Vec<Bind>,
     /// `backlog <n>`: the listen backlog of its binds that do not set their own.
     pub backlog: Option<u32>,
+    /// `fullconn <n>` (backends): the load at which `minconn` servers reach their `maxconn`.
+    pub fullconn: Option<u32>,
     /// Frontend `maxconn`.
     pub maxconn: Option<u32>,
     pub timeouts: Timeouts,

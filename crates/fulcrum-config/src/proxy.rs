@@ -89,6 +89,7 @@ impl ProxyBuild {
             mode: Mode::Tcp,
             binds: Vec::new(),
             backlog: None,
+            fullconn: None,
             maxconn: None,
             timeouts: Timeouts::default(),
             balance: Balance::default(),
@@ -293,6 +294,11 @@ fn placement_ok(b: &ProxyBuild, line: &Line, kw: &Keyword, diags: &mut Diags) ->
         diags.alert(line, format!("'{name}' not allowed because {who}."));
     } else if name.starts_with("timeout ") {
         diags.warning(line, format!("'{name}' will be ignored because {who}"));
+    } else if name == "fullconn" {
+        diags.warning(
+            line,
+            format!("'{name}' ignored because {who}. Maybe you want 'maxconn' instead ?"),
+        );
     } else if name == "maxconn" {
         diags.warning(
             line,
@@ -321,6 +327,12 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
                 p.maxconn = Some(v);
             }
             no_extra(line, 2, "maxconn", diags);
+        }
+        "fullconn" => {
+            if no_extra(line, 2, "fullconn", diags) {
+                // HAProxy reads it with atol(): what is not a number is 0 (the default).
+                p.fullconn = u32::try_from(crate::args::atol(line.arg(1))).ok().filter(|&n| n > 0);
+            }
         }
         "backlog" => {
             if line.arg(1).is_empty() {

@@ -55,6 +55,8 @@ pub struct Backend {
     pub algo: &'static str,
     /// The persistence cookie's name, for the stats.
     pub cookie_name: Option<String>,
+    /// `fullconn`, when set (the stats' `slim`; HAProxy's default is worked out there).
+    pub fullconn: Option<u32>,
     /// Sessions given a server, per second (`be_sess_rate`), sampled from the servers'
     /// session counters.
     sess_rate: crate::counters::Rate,
@@ -291,6 +293,7 @@ impl Backend {
             inspect_delay: None,
             response_inspect_delay: None,
             cookie_name: None,
+            fullconn: None,
             sess_rate: Default::default(),
             log_health_checks: false,
             is_listen: false,

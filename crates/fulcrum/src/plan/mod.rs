@@ -761,6 +761,7 @@ fn backend(
     be.uses_dst = c.uses_dst || p.originalto.is_some();
     be.algo = algo;
     be.cookie_name = p.cookie.as_ref().map(|c| c.name.clone());
+    be.fullconn = p.fullconn;
     be.log_health_checks = p.log_health_checks;
     be.is_listen = p.kind == cfg::ProxyKind::Listen;
     be.health_check = Arc::new(p.health_check.clone());

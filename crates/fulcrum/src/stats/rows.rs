@@ -154,17 +154,25 @@ pub fn frontend(fe: &Frontend, scope: &Scope<'_>) -> Row {
     r
 }
 
-/// A backend's `slim` (HAProxy's default `fullconn`): a tenth of the limits of the
-/// frontends whose default backend it is, rounded up; the process limit's tenth otherwise.
+/// A backend's `slim`: its `fullconn`, else HAProxy's default: a tenth of the limits of the
+/// frontends that lead to it (their default backend, or a `use_backend` naming it), rounded
+/// up; 1 when none does (HAProxy 2.6's figures, `show stat` on the same configuration).
 fn fullconn(be: &Backend, scope: &Scope<'_>) -> u32 {
-    let sum: u64 = scope
-        .frontends
-        .iter()
-        .filter(|f| f.backend.as_ref().is_some_and(|b| std::ptr::eq(&**b, be)))
-        .map(|f| u64::from(frontend_limit(f, scope)))
-        .sum();
-    let sum = if sum == 0 { u64::from(scope.global_maxconn) } else { sum };
-    sum.div_ceil(10).min(u64::from(u32::MAX)) as u32
+    use crate::rules::UseTarget;
+    if let Some(n) = be.fullconn {
+        return n;
+    }
+    let is_be = |b: &std::sync::Arc<Backend>| std::ptr::eq(&**b, be);
+    let leads = |f: &&std::sync::Arc<Frontend>| {
+        f.backend.as_ref().is_some_and(is_be)
+            || f.rules
+                .use_backends
+                .iter()
+                .any(|(t, _)| matches!(t, UseTarget::Fixed(b) if is_be(b)))
+    };
+    let sum: u64 =
+        scope.frontends.iter().filter(leads).map(|f| u64::from(frontend_limit(f, scope))).sum();
+    sum.div_ceil(10).clamp(1, u64::from(u32::MAX)) as u32
 }
 
 pub fn backend(be: &Backend, scope: &Scope<'_>) -> Row {

@@ -1160,3 +1160,42 @@ fn a_stats_socket_alone_is_a_listener_and_checks_run_behind_it() {
         assert!(passed, "{which}: the check ran: {}", api.cmd("show stat"));
     }
 }
+
+#[test]
+fn a_backends_session_limit_is_its_fullconn_or_a_tenth_of_the_frontends_leading_to_it() {
+    // `slim` of a BACKEND row: `fullconn` when set; else a tenth of the `maxconn` of every
+    // frontend whose default backend it is or whose `use_backend` names it; 1 when none does.
+    let live = testserver("http", "live");
+    let cfg = format!(
+        "global\n stats socket {{sock}} mode 600 level admin\n\
+         defaults\n mode http\n timeout connect 1s\n timeout client 5s\n timeout server 5s\n\
+         frontend a\n bind {{fe0}}\n maxconn 3000\n default_backend one\n\
+         frontend b\n bind {{fe1}}\n maxconn 501\n use_backend one if {{ path /x }}\n\
+         default_backend set\n\
+         backend one\n server s {live}\n\
+         backend none\n server s {live}\n\
+         backend set\n fullconn 42\n server s {live}\n",
+        live = live.addr
+    );
+    let mut seen = Vec::new();
+    for which in ["fulcrum", "haproxy"] {
+        let Some(api) = start(which, "api-fullconn", &cfg) else { continue };
+        let (_, rows) = csv_rows(&api.cmd("show stat"));
+        let limits: Vec<(String, String)> = rows
+            .iter()
+            .filter(|r| field(r, "svname") == Some("BACKEND"))
+            .map(|r| {
+                (field(r, "pxname").unwrap_or("").into(), field(r, "slim").unwrap_or("").into())
+            })
+            .collect();
+        seen.push(limits);
+    }
+    let want: Vec<(String, String)> = [("one", "351"), ("none", "1"), ("set", "42")]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(seen[0], want, "Fulcrum");
+    if let Some(h) = seen.get(1) {
+        assert_eq!(h, &want, "HAProxy 2.6");
+    }
+}
