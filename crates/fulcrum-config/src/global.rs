@@ -159,6 +159,14 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
             ),
             _ => diags.alert(line, format!("'{kw}' expects a positive integer argument.")),
         },
+        "tune.http.logurilen" => match parse_u32(line.arg(1)) {
+            Some(v) if v > 0 => {
+                if no_extra(line, 2, kw, diags) {
+                    g.tune_http_logurilen = v.saturating_add(1);
+                }
+            }
+            _ => diags.alert(line, format!("'{kw}' expects an integer argument.")),
+        },
         "tune.http.maxhdr" => match (line.arg(1), parse_u32(line.arg(1))) {
             ("", _) => diags.alert(line, format!("'{kw}' expects an integer argument.")),
             (_, Some(v)) if (1..=32767).contains(&v) => {

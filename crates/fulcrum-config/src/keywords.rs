@@ -162,7 +162,7 @@ pub static GLOBAL: &[Keyword] = &[
     g("tune.h2.max-concurrent-streams", Supported),
     g("tune.h2.max-frame-size", Supported),
     g("tune.http.cookielen", NotYet),
-    g("tune.http.logurilen", NotYet),
+    g("tune.http.logurilen", Supported),
     g("tune.http.maxhdr", Supported),
     g("tune.idle-pool.shared", Partial("accepted, no effect: idle server connections are kept per worker thread (HAProxy shares them across threads)")),
     g("tune.idletimer", NotYet),

@@ -110,6 +110,10 @@ pub struct Global {
     pub tune_maxrewrite: usize,
     /// `tune.http.maxhdr` (default 101): the most header lines a message may have.
     pub tune_http_maxhdr: u32,
+    /// The room for a request line in the logs (`%r`), counting HAProxy's terminating byte:
+    /// 1,024 by default (1,023 bytes logged), `tune.http.logurilen` + 1 when set (as HAProxy
+    /// 2.6 logs them: 100 bytes for `tune.http.logurilen 100`).
+    pub tune_http_logurilen: u32,
     /// `tune.h2.*`: the settings HTTP/2 connections announce.
     pub tune_h2: TuneH2,
     /// `tune.maxaccept` (default [`DEFAULT_MAXACCEPT`]): connections a listener accepts per
@@ -188,6 +192,7 @@ impl Default for Global {
             tune_bufsize: 16384,
             tune_maxrewrite: 1024,
             tune_http_maxhdr: 101,
+            tune_http_logurilen: 1024,
             tune_h2: TuneH2::default(),
             tune_maxaccept: Some(DEFAULT_MAXACCEPT),
             client_bufs: SocketBuffers::default(),

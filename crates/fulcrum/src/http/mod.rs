@@ -111,6 +111,8 @@ pub struct HttpProxy {
     pub originalto: Option<AddrHeader>,
     /// `http-send-name-header`.
     pub send_name_header: Option<Box<str>>,
+    /// The most bytes of a request line the logs keep (`tune.http.logurilen` - 1).
+    pub log_uri_max: usize,
     pub messages: Messages,
     /// `tune.bufsize` / `tune.http.maxhdr` limits on a received message head.
     pub limits: fulcrum_http::Limits,

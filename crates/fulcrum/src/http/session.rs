@@ -407,6 +407,8 @@ async fn serve_with<'a>(
             s.log.request_line.push(b' ');
             let version = if s.h2_conn.is_some() { b"HTTP/2.0" } else { r.version().as_bytes() };
             s.log.request_line.extend_from_slice(version);
+            // As HAProxy: the line as far as `tune.http.logurilen` leaves room (1,023 bytes).
+            s.log.request_line.truncate(s.http.log_uri_max);
         }
         // Not boxed: a connection idle for long leaves this future altogether (it rests), so
         // the transaction's state costs no allocation per request.

@@ -478,6 +478,7 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
         forwardfor: addr(&p.forwardfor),
         originalto: addr(&p.originalto),
         send_name_header: p.send_name_header.as_deref().map(Into::into),
+        log_uri_max: g.tune_http_logurilen.saturating_sub(1) as usize,
         messages: Messages::new(replaced),
         limits: fulcrum_http::Limits {
             // HAProxy keeps `tune.maxrewrite` (1024, at most half the buffer) free for header

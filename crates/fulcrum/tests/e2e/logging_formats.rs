@@ -292,6 +292,29 @@ fn a_line_longer_than_len_is_cut_as_haproxy_cuts_it() {
     assert_eq!(runs[0], [format!("/{}\n", &long[..78])]);
 }
 
+/// The request line in the logs is cut as HAProxy cuts it (its version then lost): at 1,023
+/// bytes by default, at `tune.http.logurilen` bytes when set.
+#[test]
+fn a_long_request_line_is_logged_as_far_as_tune_http_logurilen_leaves_room() {
+    let ts = testserver("http", "s1");
+    for (tune, keep) in [("", 1023), (" tune.http.logurilen 64\n", 64)] {
+        let cfg = format!(
+            "global\n nbthread 1\n{tune}\
+             defaults\n mode http\n timeout connect 1s\n timeout client 5s\n timeout server 5s\n\
+             frontend fe\n log {{sink}} len 8192 format raw local0\n log-format \"%r\"\n\
+             bind {{fe0}}\n default_backend be\nbackend be\n server s1 {}\n",
+            ts.addr
+        );
+        let path = format!("/{}", "a".repeat(2000));
+        let runs = both_with_sink("log-urilen", &cfg, 1, |p, sink| {
+            let req = format!("GET {path} HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
+            step(p.addrs[0], sink, req.as_bytes(), 1);
+        });
+        let line = format!("GET {path} HTTP/1.1");
+        assert_eq!(runs[0], [format!("{}\n", &line[..keep])], "{tune}");
+    }
+}
+
 /// `option httpslog` on a clear-text connection (its TLS fields as HAProxy prints them then),
 /// `log-format-sd` on an RFC 5424 target, and the `hex` converter.
 #[test]

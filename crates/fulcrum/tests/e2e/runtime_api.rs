@@ -168,6 +168,15 @@ fn show_stat_and_show_servers_state_match_haproxy_column_for_column() {
         for _ in 0..3 {
             assert_eq!(http_get(api.addrs[0], "/").map(|r| r.0), Some(200), "{which}");
         }
+        // A response is counted as its stream ends, which may come just after the client has
+        // it (HAProxy on a loaded machine): the counts are read once all three are in.
+        let counted = eventually(Duration::from_secs(3), || {
+            let (_, rows) = csv_rows(&api.cmd("show stat"));
+            rows.iter().any(|r| {
+                field(r, "svname") == Some("FRONTEND") && field(r, "hrsp_2xx") == Some("3")
+            })
+        });
+        assert!(counted, "{which}: the three responses counted");
         let stat = api.cmd("show stat");
         let (header, _) = csv_rows(&stat);
         let state = api.cmd("show servers state");
