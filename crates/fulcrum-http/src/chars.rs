@@ -60,7 +60,7 @@ static CLASS: [u8; 256] = table();
 
 /// `tchar` of RFC 9110 section 5.6.2: the bytes of a token (method, field name).
 #[inline]
-pub(crate) fn is_tchar(b: u8) -> bool {
+pub fn is_tchar(b: u8) -> bool {
     CLASS[b as usize] & TCHAR != 0
 }
 

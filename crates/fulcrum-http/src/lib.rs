@@ -80,6 +80,7 @@ mod locate;
 mod target;
 mod values;
 
+pub use chars::is_tchar;
 pub use chunked::{ChunkedScanner, Scan, MAX_CHUNK_LINE, MAX_TRAILERS};
 pub use error::{ChunkError, EditError, HeadError};
 pub use head::{default_reason, Body, Head, Info, Limits, Method, Version};

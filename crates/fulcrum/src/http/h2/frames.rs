@@ -1,43 +1,15 @@
-//! HTTP/2's frames as bytes (RFC 9113 4, 6): their types, flags and error codes, a frame
-//! header written, a padded payload read; shared by Fulcrum's two sides of HTTP/2
-//! (`backconn` to servers, `frontconn` from clients).
+//! What Fulcrum's two sides of HTTP/2 (`backconn` to servers, `frontconn` from clients) share
+//! of frames beyond their wire format (which is `fulcrum_h2::frame`, re-exported here): the
+//! limits they hold peers to, stream ids' hash, a head's `content-length`.
 //!
-//! Owns: the wire format. Must not touch: streams, connections.
+//! Owns: those limits. Must not touch: streams, connections.
 
 use std::hash::Hasher;
 
-use h2::raw::RawHead;
+use fulcrum_h2::RawHead;
 
-pub const DATA: u8 = 0;
-pub const HEADERS: u8 = 1;
-pub const RST_STREAM: u8 = 3;
-pub const SETTINGS: u8 = 4;
-pub const PUSH_PROMISE: u8 = 5;
-pub const PING: u8 = 6;
-pub const GOAWAY: u8 = 7;
-pub const WINDOW_UPDATE: u8 = 8;
-pub const CONTINUATION: u8 = 9;
+pub use fulcrum_h2::frame::*;
 
-pub const END_STREAM: u8 = 0x1;
-pub const ACK: u8 = 0x1;
-pub const END_HEADERS: u8 = 0x4;
-pub const PADDED: u8 = 0x8;
-pub const PRIORITY: u8 = 0x20;
-
-/// Error codes (RFC 9113 7).
-pub const NO_ERROR: u32 = 0;
-pub const PROTOCOL_ERROR: u32 = 1;
-pub const FLOW_CONTROL_ERROR: u32 = 3;
-pub const STREAM_CLOSED: u32 = 5;
-pub const FRAME_SIZE_ERROR: u32 = 6;
-pub const REFUSED_STREAM: u32 = 7;
-pub const CANCEL: u32 = 8;
-pub const COMPRESSION_ERROR: u32 = 9;
-
-pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-pub const MAX_WINDOW: i64 = 0x7fff_ffff;
-/// The largest stream id.
-pub const MAX_ID: u32 = 0x7fff_ffff;
 /// Bytes queued for the socket beyond which a body's writer waits, and beyond four times which
 /// nothing more is read (a server flooding PINGs or SETTINGS gets no answer it does not read).
 pub const OUT_HIGH: usize = 64 * 1024;
@@ -62,28 +34,6 @@ impl Hasher for IdHash {
     fn write_u32(&mut self, n: u32) {
         self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
-}
-
-pub fn frame_head(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, id: u32) {
-    let [_, a, b, c] = (len as u32).to_be_bytes();
-    let [d, e, f, g] = id.to_be_bytes();
-    out.extend_from_slice(&[a, b, c, kind, flags, d, e, f, g]);
-}
-
-pub fn be32(b: &[u8]) -> u32 {
-    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
-}
-
-/// Where a DATA frame's data is in its payload, without the padding.
-pub fn unpad(flags: u8, payload: &[u8]) -> Result<(usize, usize), u32> {
-    if flags & PADDED == 0 {
-        return Ok((0, payload.len()));
-    }
-    let pad = usize::from(*payload.first().ok_or(FRAME_SIZE_ERROR)?);
-    if pad >= payload.len() {
-        return Err(PROTOCOL_ERROR);
-    }
-    Ok((1, payload.len() - pad))
 }
 
 /// The `content-length` a head gives: `Err` for one that is not a number, or two that differ.

@@ -11,6 +11,7 @@
 //!
 //! Owns: the bytes of a header block. Must not touch: frames, streams.
 
+use fulcrum_h2::hpack::{write_int, write_string};
 use fulcrum_http::Head;
 
 thread_local! {
@@ -159,29 +160,6 @@ fn write_field(name: &[u8], value: &[u8], dst: &mut Vec<u8>) {
         }
     }
     write_string(value, dst);
-}
-
-/// A string literal, not Huffman-coded.
-fn write_string(s: &[u8], dst: &mut Vec<u8>) {
-    write_int(s.len(), 7, 0x00, dst);
-    dst.extend_from_slice(s);
-}
-
-/// An integer with an `n`-bit prefix (RFC 7541 5.1), the first byte's other bits `flags`.
-#[inline]
-fn write_int(mut v: usize, n: u32, flags: u8, dst: &mut Vec<u8>) {
-    let max = (1usize << n) - 1;
-    if v < max {
-        dst.push(flags | v as u8);
-        return;
-    }
-    dst.push(flags | max as u8);
-    v -= max;
-    while v >= 128 {
-        dst.push(0x80 | (v & 0x7f) as u8);
-        v >>= 7;
-    }
-    dst.push(v as u8);
 }
 
 /// The index of `name` (any case) among the static table's names (RFC 7541 Appendix A),
@@ -374,172 +352,14 @@ mod tests {
         assert_eq!(&q[..], b"\x02\x03PUT\x87\x01\x01a\x04\x04/x?y\x00\x02te\x08trailers");
     }
 
-    // The decoder that reads peers' heads (`h2::raw`, vendored), checked against RFC 7541's
-    // examples and this encoder's blocks.
-
-    fn unhex(s: &str) -> Vec<u8> {
-        let s: Vec<u8> = s.bytes().filter(u8::is_ascii_hexdigit).collect();
-        s.chunks(2)
-            .map(|c| u8::from_str_radix(std::str::from_utf8(c).expect("ascii"), 16).expect("hex"))
-            .collect()
-    }
-
-    fn decode(d: &mut h2::raw::RawDecoder, hex: &str) -> Result<Vec<String>, String> {
-        let mut src = BytesMut::from(&unhex(hex)[..]);
-        let mut head = h2::RawHead::new();
-        d.decode(&mut src, &mut head, |_, _, _| std::ops::ControlFlow::Continue(()))
-            .map_err(|e| format!("{e:?}"))?;
-        assert!(src.is_empty(), "the whole block is consumed");
-        Ok(head
-            .all()
-            .map(|(n, v)| format!("{}: {}", String::from_utf8_lossy(n), String::from_utf8_lossy(v)))
-            .collect())
-    }
-
-    fn table(d: &h2::raw::RawDecoder) -> Vec<String> {
-        d.table()
-            .map(|(n, v)| format!("{}: {}", String::from_utf8_lossy(n), String::from_utf8_lossy(v)))
-            .collect()
-    }
-
-    #[test]
-    fn peers_requests_decode_as_rfc_7541_c3_and_c4_show() {
-        // C.3 (literals as they are) and C.4 (the same requests Huffman-coded) leave the same
-        // fields and the same dynamic table.
-        let blocks = [
-            [
-                "828684410f7777772e6578616d706c652e636f6d",
-                "828684be58086e6f2d6361636865",
-                "828785bf400a637573746f6d2d6b65790c637573746f6d2d76616c7565",
-            ],
-            [
-                "828684418cf1e3c2e5f23a6ba0ab90f4ff",
-                "828684be5886a8eb10649cbf",
-                "828785bf408825a849e95ba97d7f8925a849e95bb8e8b4bf",
-            ],
-        ];
-        for (i, [one, two, three]) in blocks.iter().enumerate() {
-            let mut d = h2::raw::RawDecoder::new(4096);
-            let base = [":method: GET", ":scheme: http", ":path: /", ":authority: www.example.com"];
-            assert_eq!(decode(&mut d, one), Ok(base.map(String::from).to_vec()), "C.{}.1", i + 3);
-            assert_eq!(table(&d), [":authority: www.example.com"]);
-            assert_eq!(d.table_size(), 57);
-            let mut want = base.map(String::from).to_vec();
-            want.push("cache-control: no-cache".into());
-            assert_eq!(decode(&mut d, two), Ok(want), "C.{}.2", i + 3);
-            assert_eq!(d.table_size(), 110);
-            assert_eq!(
-                decode(&mut d, three),
-                Ok(vec![
-                    ":method: GET".to_string(),
-                    ":scheme: https".into(),
-                    ":path: /index.html".into(),
-                    ":authority: www.example.com".into(),
-                    "custom-key: custom-value".into(),
-                ]),
-                "C.{}.3",
-                i + 3
-            );
-            assert_eq!(
-                table(&d),
-                [
-                    "custom-key: custom-value",
-                    "cache-control: no-cache",
-                    ":authority: www.example.com"
-                ]
-            );
-            assert_eq!(d.table_size(), 164);
-        }
-    }
-
-    #[test]
-    fn the_oldest_entries_are_evicted_as_rfc_7541_c5_shows() {
-        // A 256-byte table: the second response's `:status: 307` evicts `:status: 302`.
-        let mut d = h2::raw::RawDecoder::new(256);
-        let first =
-            "4803333032580770726976617465611d4d6f6e2c203231204f637420323031332032303a31333a\
-                     323120474d546e1768747470733a2f2f7777772e6578616d706c652e636f6d";
-        let fields = |status: &str| {
-            vec![
-                format!(":status: {status}"),
-                "cache-control: private".into(),
-                "date: Mon, 21 Oct 2013 20:13:21 GMT".into(),
-                "location: https://www.example.com".into(),
-            ]
-        };
-        assert_eq!(decode(&mut d, first), Ok(fields("302")));
-        assert_eq!(d.table_size(), 222);
-        assert_eq!(decode(&mut d, "4803333037c1c0bf"), Ok(fields("307")));
-        assert_eq!(
-            table(&d),
-            [
-                ":status: 307",
-                "location: https://www.example.com",
-                "date: Mon, 21 Oct 2013 20:13:21 GMT",
-                "cache-control: private"
-            ]
-        );
-        assert_eq!(d.table_size(), 222);
-    }
-
-    #[test]
-    fn bad_blocks_are_refused_and_a_cut_field_waits_for_the_rest() {
-        let mut d = h2::raw::RawDecoder::new(4096);
-        // Index 70 is past the static table and an empty dynamic one; index 0 is none.
-        assert_eq!(decode(&mut d, "c6"), Err("InvalidTableIndex".into()));
-        assert_eq!(decode(&mut d, "80"), Err("InvalidTableIndex".into()));
-        // A size update above what SETTINGS allowed, or after a field.
-        assert_eq!(decode(&mut d, "3fe21f"), Err("InvalidMaxDynamicSize".into()));
-        assert_eq!(decode(&mut d, "8220"), Err("InvalidMaxDynamicSize".into()));
-        // An integer of more than five bytes.
-        assert_eq!(decode(&mut d, "ffffffffffff7f"), Err("IntegerOverflow".into()));
-        // A Huffman string padded with more than 7 bits, or with a code not all ones.
-        assert!(decode(&mut d, "0001618100").is_err());
-        // A block cut inside a literal: the fields before it are decoded, the cut one stays
-        // in the buffer until the rest comes (a CONTINUATION frame).
-        let whole = unhex("82400a637573746f6d2d6b65790c637573746f6d2d76616c7565");
-        let mut src = BytesMut::from(&whole[..9]);
-        let mut head = h2::RawHead::new();
-        let more = d.decode(&mut src, &mut head, |_, _, _| std::ops::ControlFlow::Continue(()));
-        assert!(matches!(more, Err(h2::raw::DecoderError::NeedMore(_))), "{more:?}");
-        assert_eq!(head.all().count(), 1);
-        assert_eq!(&src[..], &whole[1..9]);
-        src.extend_from_slice(&whole[9..]);
-        d.decode(&mut src, &mut head, |_, _, _| std::ops::ControlFlow::Continue(())).expect("rest");
-        let all: Vec<_> = head.all().collect();
-        assert_eq!(all, [(&b":method"[..], &b"GET"[..]), (b"custom-key", b"custom-value")]);
-    }
-
-    #[test]
-    fn a_field_s_validity_is_found_once_and_kept_with_its_table_entry() {
-        // An upper-case name (invalid in HTTP/2), indexed: invalid when it comes, and again
-        // when a later block refers to its table entry; a control byte in a value likewise.
-        let mut d = h2::raw::RawDecoder::new(4096);
-        let valid = |d: &mut h2::raw::RawDecoder, hex: &str| {
-            let mut src = BytesMut::from(&unhex(hex)[..]);
-            let mut head = h2::RawHead::new();
-            let mut seen = Vec::new();
-            d.decode(&mut src, &mut head, |_, _, ok| {
-                seen.push(ok);
-                std::ops::ControlFlow::Continue(())
-            })
-            .expect("decodes");
-            seen
-        };
-        assert_eq!(valid(&mut d, "4003582d410162"), [false]);
-        assert_eq!(valid(&mut d, "be82"), [false, true]);
-        assert_eq!(valid(&mut d, "4003782d6101080003782d610162"), [false, true]);
-        assert_eq!(valid(&mut d, "bebf"), [false, false]);
-    }
-
     #[test]
     fn this_encoders_blocks_decode_to_their_heads() {
         let h = head(b"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nX-Long: aaa\r\n\r\n");
         let mut b = Vec::new();
         response_block(&h, |_| false, &mut b);
-        let mut d = h2::raw::RawDecoder::new(4096);
+        let mut d = fulcrum_h2::RawDecoder::new(4096);
         let mut src = BytesMut::from(&b[..]);
-        let mut raw = h2::RawHead::new();
+        let mut raw = fulcrum_h2::RawHead::new();
         d.decode(&mut src, &mut raw, |_, _, _| std::ops::ControlFlow::Continue(()))
             .expect("decodes");
         let all: Vec<_> = raw.all().collect();

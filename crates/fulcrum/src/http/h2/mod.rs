@@ -1,7 +1,7 @@
 //! HTTP/2 (HAProxy's `mux_h2`), on both sides, without the `h2` crate's connection machinery:
 //! [`frontconn`] serves clients (frames, stream states, flow control, the limits against
-//! abusive clients), [`backconn`] speaks to servers; header blocks are decoded by the vendored
-//! crate's HPACK decoder (`h2::raw`) and encoded by [`hpack`]. Each client stream runs as a
+//! abusive clients), [`backconn`] speaks to servers; header blocks are decoded by Fulcrum's own
+//! HPACK decoder (`fulcrum_h2::hpack`, fuzzed) and encoded by [`hpack`]. Each client stream runs as a
 //! task of its own ([`tasks`]) through the same transaction code as an HTTP/1.1 request
 //! ([`view`]); a transaction's stream to a server is an [`upstream::UpView`].
 //!

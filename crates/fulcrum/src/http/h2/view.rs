@@ -74,7 +74,7 @@ enum Tunnel {
 /// A request head as received in its HEADERS frame, until the session takes it.
 struct RequestHead {
     /// The HEADERS frame's fields as decoded (checked by `h2` as for any head).
-    raw: h2::RawHead,
+    raw: fulcrum_h2::RawHead,
     tunnel: Tunnel,
     /// The body goes in chunks (no `content-length`).
     chunked: bool,
@@ -209,7 +209,13 @@ impl RequestHead {
 impl H1View {
     /// The view of stream `id` of the connection `conn`, whose request head is `raw`
     /// (`ended`: the request has no body), on the connection whose socket `fd` duplicates.
-    pub fn new(conn: Key, id: u32, raw: h2::RawHead, ended: bool, fd: Arc<OwnedFd>) -> H1View {
+    pub fn new(
+        conn: Key,
+        id: u32,
+        raw: fulcrum_h2::RawHead,
+        ended: bool,
+        fd: Arc<OwnedFd>,
+    ) -> H1View {
         let connect = raw.method() == Some(b"CONNECT");
         let tunnel = match (connect, raw.protocol()) {
             (true, Some(_)) => Tunnel::Upgrade,

@@ -10,8 +10,8 @@
 //! Why by hand: the `h2` crate's client keeps its streams behind an `Arc<Mutex<_>>` shared
 //! with its handles, and moves each frame through per-stream queues and a prioritiser: through
 //! an HTTP/2 server, 40.7k instructions per request where HAProxy takes 32.6k, of which the
-//! crate's client side took about 7k (`bench/h2.py`, callgrind). Header blocks are still
-//! decoded by the vendored crate's HPACK decoder (`h2::raw`), and encoded by
+//! crate's client side took about 7k (`bench/h2.py`, callgrind). Header blocks are
+//! decoded by `fulcrum_h2::hpack`, and encoded by
 //! [`super::hpack`] (literals only: the server's table size never matters).
 //!
 //! Owns: the connection's frames, its streams' states and windows. Must not touch: what the
@@ -24,7 +24,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::thread::LocalKey;
 
-use h2::raw::RawHead;
+use fulcrum_h2::RawHead;
 
 mod recv;
 

@@ -3,7 +3,7 @@
 //!
 //! Owns: the meaning of each frame received. Must not touch: the socket, the views.
 
-use h2::raw::{Pseudo, RawHead};
+use fulcrum_h2::{Pseudo, RawHead};
 
 use super::conn::Frame;
 use super::*;
@@ -86,8 +86,9 @@ impl Inner<Back> {
     fn on_block(&mut self, id: u32, end_stream: bool) -> Result<(), ConnError> {
         let mut raw = RawHead::with_room();
         let src = &mut self.block_buf;
-        let loaded = h2::raw::load(&mut self.decoder, src, &mut raw, MAX_LIST, MAX_BLOCK * 4)
-            .map_err(|_| ConnError(COMPRESSION_ERROR))?;
+        let loaded =
+            fulcrum_h2::hpack::load(&mut self.decoder, src, &mut raw, MAX_LIST, MAX_BLOCK * 4)
+                .map_err(|_| ConnError(COMPRESSION_ERROR))?;
         if !src.is_empty() {
             return Err(ConnError(COMPRESSION_ERROR)); // a field cut short
         }

@@ -23,7 +23,7 @@ use std::task::{Context, Poll, Waker};
 use std::thread::LocalKey;
 
 use bytes::BytesMut;
-use h2::raw::{RawDecoder, RawHead};
+use fulcrum_h2::{RawDecoder, RawHead};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 mod recv;

@@ -25,13 +25,10 @@ impl<S: Side> Inner<S> {
     /// The next whole frame read, if any: its size checked, and that it continues a header
     /// block still arriving.
     pub fn next_frame(&mut self) -> Result<Option<Frame>, ConnError> {
-        if self.rend - self.rpos < 9 {
+        let Some(Header { len, kind, flags, id }) = Header::parse(&self.rbuf[self.rpos..self.rend])
+        else {
             return Ok(None);
-        }
-        let h = &self.rbuf[self.rpos..self.rpos + 9];
-        let len = (usize::from(h[0]) << 16) | (usize::from(h[1]) << 8) | usize::from(h[2]);
-        let (kind, flags) = (h[3], h[4]);
-        let id = be32(&h[5..9]) & MAX_ID;
+        };
         if len > self.our_max_frame {
             return Err(ConnError(FRAME_SIZE_ERROR));
         }
@@ -49,24 +46,9 @@ impl<S: Side> Inner<S> {
     /// A HEADERS frame's payload past its padding and priority: the block's first fragment
     /// (at `rbuf[from..to]`), and the stream it depends on if it says.
     pub fn headers_payload(&self, f: &Frame) -> Result<(usize, usize, Option<u32>), ConnError> {
-        let (mut from, end) = (f.at, f.at + f.len);
-        let mut pad = 0;
-        if f.flags & PADDED != 0 {
-            pad = usize::from(*self.rbuf[from..end].first().ok_or(ConnError(FRAME_SIZE_ERROR))?);
-            from += 1;
-        }
-        let mut dep = None;
-        if f.flags & PRIORITY != 0 {
-            if from + 5 > end {
-                return Err(ConnError(FRAME_SIZE_ERROR));
-            }
-            dep = Some(be32(&self.rbuf[from..from + 4]) & MAX_ID);
-            from += 5;
-        }
-        if pad > end - from {
-            return Err(ConnError(PROTOCOL_ERROR));
-        }
-        Ok((from, end - pad, dep))
+        let (from, to, dep) =
+            headers_payload(f.flags, &self.rbuf[f.at..f.at + f.len]).map_err(ConnError)?;
+        Ok((f.at + from, f.at + to, dep))
     }
 
     /// A header block's first fragment (`rbuf[from..to]`): `Some(end_stream)` if the block is

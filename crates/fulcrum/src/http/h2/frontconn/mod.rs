@@ -9,8 +9,8 @@
 //!
 //! Why by hand: the `h2` crate's server side took about 7,000 instructions per request (its
 //! stream store behind a mutex, stream references counted, frames moved through queues), a
-//! quarter of a request's cost. Header blocks are still decoded by the vendored crate's HPACK
-//! decoder (`h2::raw::load`) and encoded by [`super::hpack`].
+//! quarter of a request's cost. Header blocks are decoded by `fulcrum_h2::hpack::load` and
+//! encoded by [`super::hpack`].
 //!
 //! Owns: the connection's frames, its streams' states and windows, the limits against abusive
 //! clients (rapid resets, floods, header blocks without end). Must not touch: what the heads
@@ -24,17 +24,13 @@ use std::task::{Context, Poll};
 use std::thread::LocalKey;
 
 use bytes::BytesMut;
-use h2::raw::RawHead;
+use fulcrum_h2::RawHead;
 
 mod recv;
 
 use super::conn::{self, ConnError, Inner, Registry, Side};
 use super::frames::*;
-pub use super::frames::{CANCEL, NO_ERROR};
-
-/// RST_STREAM and GOAWAY codes only the server side sends.
-pub const INTERNAL_ERROR: u32 = 2;
-const ENHANCE_YOUR_CALM: u32 = 11;
+pub use super::frames::{CANCEL, INTERNAL_ERROR, NO_ERROR};
 
 /// Streams a client reset before their answer began, beyond which (and beyond twice those
 /// answered) the connection ends: a rapid reset flood (CVE-2023-44487).

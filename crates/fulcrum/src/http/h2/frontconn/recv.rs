@@ -4,7 +4,7 @@
 //!
 //! Owns: the meaning of each frame received. Must not touch: the socket, the views.
 
-use h2::raw::{Pseudo, RawHead};
+use fulcrum_h2::{Pseudo, RawHead};
 
 use super::conn::Frame;
 use super::*;
@@ -128,7 +128,7 @@ impl Inner<Front> {
         let mut raw = RawHead::with_room();
         let src = &mut self.block_buf;
         let max_list = self.side.max_list;
-        h2::raw::load(&mut self.decoder, src, &mut raw, max_list, 4 * max_list)
+        fulcrum_h2::hpack::load(&mut self.decoder, src, &mut raw, max_list, 4 * max_list)
             .map_err(|_| ConnError(COMPRESSION_ERROR))?;
         self.side.last_id = self.side.last_id.max(id);
         self.wire.rst_frame(id, PROTOCOL_ERROR);
@@ -142,8 +142,9 @@ impl Inner<Front> {
         let mut raw = RawHead::with_room();
         let src = &mut self.block_buf;
         let max_list = self.side.max_list;
-        let loaded = h2::raw::load(&mut self.decoder, src, &mut raw, max_list, 4 * max_list)
-            .map_err(|_| ConnError(COMPRESSION_ERROR))?;
+        let loaded =
+            fulcrum_h2::hpack::load(&mut self.decoder, src, &mut raw, max_list, 4 * max_list)
+                .map_err(|_| ConnError(COMPRESSION_ERROR))?;
         if !src.is_empty() {
             return Err(ConnError(COMPRESSION_ERROR)); // a field cut short
         }
@@ -290,9 +291,6 @@ impl Inner<Front> {
         self.side.reset_sent(id);
     }
 }
-
-/// A PRIORITY frame's type (RFC 9113 6.3).
-const PRIORITY_FRAME: u8 = 2;
 
 /// The pseudo-fields of a request as RFC 9113 8.3.1 and RFC 8441 4 want them: `:method`;
 /// `:scheme` and a non-empty `:path` unless a CONNECT without `:protocol`, which has neither;

@@ -16,7 +16,7 @@ pub(super) type Msg = Received;
 /// A response's head as received, and the field its body's HTTP/1 framing adds.
 pub(super) struct ResponseHead {
     /// The HEADERS frame's fields as decoded (checked as for any head).
-    raw: h2::RawHead,
+    raw: fulcrum_h2::RawHead,
     status: u16,
     framing: Option<(&'static [u8], &'static [u8])>,
 }
@@ -51,7 +51,7 @@ impl ResponseHead {
 /// The head of a response, and its body framed for HTTP/1: as sized by the server, else in
 /// chunks (where its trailers fit). `ended`: the stream ended with the head.
 pub(super) fn response_head(
-    raw: h2::RawHead,
+    raw: fulcrum_h2::RawHead,
     status: u16,
     ended: bool,
     method: Method,
@@ -73,7 +73,7 @@ pub(super) fn response_head(
 
 /// The 101 an HTTP/1.1 WebSocket client expects, for an extended CONNECT's 2xx, with the
 /// `Sec-WebSocket-Accept` its key asks for (RFC 6455 4.2.2); then the stream is the tunnel.
-pub(super) fn websocket_head(raw: &h2::RawHead, key: &[u8]) -> Msg {
+pub(super) fn websocket_head(raw: &fulcrum_h2::RawHead, key: &[u8]) -> Msg {
     use base64::Engine;
     let mut head = Vec::with_capacity(256);
     head.extend_from_slice(

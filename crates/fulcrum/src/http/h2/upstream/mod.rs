@@ -273,8 +273,8 @@ impl UpView {
             return Poll::Pending;
         }
         enum Got {
-            Interim(h2::RawHead),
-            Final(h2::RawHead, bool),
+            Interim(fulcrum_h2::RawHead),
+            Final(fulcrum_h2::RawHead, bool),
             Failed,
             Refused,
         }
