@@ -1,6 +1,7 @@
 //! `userlist` sections at run time: users, their groups and passwords (clear, or crypt(3)
 //! hashes checked with the system's library through `sys::crypt`), and the request's Basic
-//! credentials (`Authorization`), for `http_auth()`, `http_auth_group()`, `http_auth_user`...
+//! credentials (`Authorization`, base64 decoded here), for `http_auth()`, `http_auth_group()`,
+//! `http_auth_user`...
 //!
 //! Must not touch: sessions, rules.
 
@@ -68,9 +69,33 @@ impl Userlist {
 pub fn basic(authorization: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
     let h = authorization.trim_ascii();
     let cred = h.get(6..).filter(|_| h[..6].eq_ignore_ascii_case(b"basic "))?;
-    let plain = crate::stats::page::base64(cred.trim_ascii())?;
+    let plain = base64(cred.trim_ascii())?;
     let colon = plain.iter().position(|&c| c == b':')?;
     Some((plain[..colon].to_vec(), plain[colon + 1..].to_vec()))
+}
+
+/// Decodes standard base64 (for `Authorization: Basic`); `None` if it is not.
+pub fn base64(text: &[u8]) -> Option<Vec<u8>> {
+    let val = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let text: Vec<u8> = text.iter().copied().take_while(|&c| c != b'=').collect();
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0);
+    for c in text {
+        acc = (acc << 6) | u32::from(val(c)?);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    Some(out)
 }
 
 #[cfg(test)]

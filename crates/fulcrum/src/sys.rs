@@ -1,13 +1,15 @@
 //! The only module that calls the operating system through `unsafe` FFI.
 //!
 //! Owns: file-descriptor limits, privilege dropping, CPU pinning, daemonising (fork/setsid),
-//! signalling other processes and taking over another process's listening sockets. Each call is
-//! a thin, checked wrapper returning `io::Result`; nothing here knows about proxies or config.
+//! signalling other processes and taking over another process's listening sockets, and host
+//! names resolved through the system resolver (`resolve_host`, safe std). Each call is a thin,
+//! checked wrapper returning `io::Result`; nothing here knows about proxies or config.
 //! Why hand-written: these are a dozen libc calls; a wrapper crate would add more than it saves.
 #![allow(unsafe_code)]
 
 use std::ffi::CString;
 use std::io;
+use std::net::{IpAddr, ToSocketAddrs};
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
 fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
@@ -225,6 +227,16 @@ pub fn hostname() -> &'static str {
         let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
         String::from_utf8_lossy(&buf[..end]).into_owned()
     })
+}
+
+/// Resolves a host name through the system resolver (first answer).
+pub fn resolve_host(host: &str) -> Result<IpAddr, String> {
+    if let Ok(ip) = host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
+        return Ok(ip);
+    }
+    let mut addrs =
+        (host, 0).to_socket_addrs().map_err(|_| format!("could not resolve address '{host}'."))?;
+    addrs.next().map(|a| a.ip()).ok_or_else(|| format!("could not resolve address '{host}'."))
 }
 
 /// A moment in local time, as syslog headers print it.

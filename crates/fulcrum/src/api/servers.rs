@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::View;
-use crate::backend::status::{parse_weight, Change};
+use crate::backend::status::{parse_weight, set_state, Change};
 use crate::backend::Backend;
 use crate::server::state::{Admin, Oper};
 
@@ -86,27 +86,6 @@ pub fn run(api: &View, words: &[&str], args: &[String], out: &mut String) {
         }
         ["set", "server"] => set_server(be, idx, &args[3..], out),
         _ => out.push_str("Unknown command.\n"),
-    }
-}
-
-/// `ready`, `drain` or `maint` (the runtime API's `set server ... state`, the stats page's
-/// admin form).
-pub fn set_state(be: &Backend, idx: usize, state: &str) {
-    let set = |flag| be.change_server(idx, Change::SetAdmin { flag, cause: String::new() });
-    let clear = |flag| be.change_server(idx, Change::ClearAdmin { flag });
-    match state {
-        "ready" => {
-            clear(Admin::FDRAIN);
-            clear(Admin::FMAINT);
-        }
-        "drain" => {
-            set(Admin::FDRAIN);
-            clear(Admin::FMAINT);
-        }
-        _ => {
-            clear(Admin::FDRAIN);
-            set(Admin::FMAINT);
-        }
     }
 }
 

@@ -10,6 +10,9 @@
 //! sessions when `on-marked-down`/`on-marked-up` say so, then logs the transition with
 //! HAProxy's wording and counts it. Must not touch: sockets other than those it is told to
 //! shut, check scheduling.
+//!
+//! Also here, for the callers above: [`set_state`] (`ready`/`drain`/`maint`, from the runtime
+//! API and the stats page's admin form).
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -524,6 +527,27 @@ pub fn parse_weight(text: &str, iweight: u32, dynamic: bool) -> Result<u32, Stri
         );
     }
     Ok(w as u32)
+}
+
+/// `ready`, `drain` or `maint` (the runtime API's `set server ... state`, the stats page's
+/// admin form).
+pub fn set_state(be: &Backend, idx: usize, state: &str) {
+    let set = |flag| be.change_server(idx, Change::SetAdmin { flag, cause: String::new() });
+    let clear = |flag| be.change_server(idx, Change::ClearAdmin { flag });
+    match state {
+        "ready" => {
+            clear(Admin::FDRAIN);
+            clear(Admin::FMAINT);
+        }
+        "drain" => {
+            set(Admin::FDRAIN);
+            clear(Admin::FMAINT);
+        }
+        _ => {
+            clear(Admin::FDRAIN);
+            set(Admin::FMAINT);
+        }
+    }
 }
 
 #[cfg(test)]

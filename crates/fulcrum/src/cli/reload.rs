@@ -116,7 +116,7 @@ pub fn generations(
 ) -> Vec<WorkerGen> {
     let n = per_worker.len().max(1);
     let mut checks: Vec<Vec<crate::health::Job>> = (0..n).map(|_| Vec::new()).collect();
-    for (i, job) in crate::health::jobs(plan).into_iter().enumerate() {
+    for (i, job) in crate::health::jobs(&plan.backends, &plan.global).into_iter().enumerate() {
         checks[i % n].push(job);
     }
     per_worker

@@ -17,11 +17,10 @@ pub mod samples;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fulcrum_config::{CheckKind, CustomExpect, ExpectKind, ExpectStep, SendStep};
+use fulcrum_config::{CheckKind, CustomExpect, ExpectKind, ExpectStep, Global, SendStep};
 
 use crate::backend::status::Change;
 use crate::backend::Backend;
-use crate::plan::Plan;
 use crate::server::Target;
 
 /// HAProxy's `SRV_CHK_INTER_THRES`: checks more frequent than this do not set the spread.
@@ -47,12 +46,12 @@ pub struct Job {
     pub spread: u32,
 }
 
-/// The tasks a plan needs, in HAProxy's order (backends, then servers; health before agent).
-pub fn jobs(plan: &Plan) -> Vec<Job> {
-    let g = &plan.global;
+/// The tasks a plan needs (its backends, its `global` settings), in HAProxy's order (backends,
+/// then servers; health before agent).
+pub fn jobs(backends: &[Arc<Backend>], g: &Global) -> Vec<Job> {
     let mut checks = Vec::new();
     let mut warmups = Vec::new();
-    for be in &plan.backends {
+    for be in backends {
         for (idx, s) in be.servers.iter().enumerate() {
             let r = s.state();
             for (agent, c) in [(false, &r.check), (true, &r.agent)] {

@@ -8,8 +8,6 @@
 
 mod servers;
 
-pub use servers::resolve as resolve_host;
-
 use std::collections::HashMap;
 use std::sync::Arc;
 

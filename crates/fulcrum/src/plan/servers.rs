@@ -2,13 +2,14 @@
 //! assigns them, the check policy, and each server's initial state record (checks armed,
 //! `disabled` or unresolved servers in maintenance, `slowstart`).
 
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
 use fulcrum_config as cfg;
 
 use crate::server::state::{Admin, Check};
 use crate::server::{kill, Policy, Server, Target};
+use crate::sys::resolve_host as resolve;
 
 /// The servers of backend `p`; errors and warnings name the line they come from.
 pub fn build(
@@ -189,14 +190,4 @@ fn target(
     } else {
         Err(format!("no method found to resolve address '{host}'."))
     }
-}
-
-/// Resolves a host name through the system resolver (first answer).
-pub fn resolve(host: &str) -> Result<IpAddr, String> {
-    if let Ok(ip) = host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
-        return Ok(ip);
-    }
-    let mut addrs =
-        (host, 0).to_socket_addrs().map_err(|_| format!("could not resolve address '{host}'."))?;
-    addrs.next().map(|a| a.ip()).ok_or_else(|| format!("could not resolve address '{host}'."))
 }

@@ -74,30 +74,6 @@ fn url_scope(rest: &str) -> Option<String> {
     (valid && !text.is_empty()).then_some(text)
 }
 
-/// Decodes standard base64 (for `Authorization: Basic`); `None` if it is not.
-pub fn base64(text: &[u8]) -> Option<Vec<u8>> {
-    let val = |c: u8| match c {
-        b'A'..=b'Z' => Some(c - b'A'),
-        b'a'..=b'z' => Some(c - b'a' + 26),
-        b'0'..=b'9' => Some(c - b'0' + 52),
-        b'+' => Some(62),
-        b'/' => Some(63),
-        _ => None,
-    };
-    let text: Vec<u8> = text.iter().copied().take_while(|&c| c != b'=').collect();
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0);
-    for c in text {
-        acc = (acc << 6) | u32::from(val(c)?);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    Some(out)
-}
-
 /// Whether an `Authorization` header names one of the page's users.
 pub fn authorized(page: &StatsPage, authorization: Option<&[u8]>) -> bool {
     let Some((user, pass)) = authorization.and_then(crate::auth::basic) else { return false };
@@ -320,7 +296,7 @@ fn action_on(be: &Backend, idx: usize, action: &str) -> bool {
     };
     let change = |c: Change| be.change_server(idx, c);
     match action {
-        "ready" | "drain" | "maint" => crate::api::servers::set_state(be, idx, action),
+        "ready" | "drain" | "maint" => crate::backend::status::set_state(be, idx, action),
         "dhlth" | "ehlth" if has_check => {
             change(Change::CheckEnabled { agent: false, on: action == "ehlth" });
         }
