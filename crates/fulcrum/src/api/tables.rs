@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use fulcrum_config::{CliLevel, DataType, TableKey};
 
+use crate::rules::stick::parse_key;
 use crate::stick::{freq, now, tick, Entry, Key, Table, Tables};
 
 fn type_name(k: TableKey) -> &'static str {
@@ -205,7 +206,7 @@ fn cli_key(t: &Table, text: &str, verb: &str) -> Result<Key, String> {
                 "{what} tables of type other than ip, ipv6, string and integer is not supported"
             ))
         }
-        TableKey::Ip => Ok(Key::parse(t.key, text).unwrap_or(Key::V4([0; 4]))),
+        TableKey::Ip => Ok(parse_key(t.key, text).unwrap_or(Key::V4([0; 4]))),
         TableKey::Integer => {
             let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
             match digits.parse::<u64>() {
@@ -213,7 +214,7 @@ fn cli_key(t: &Table, text: &str, verb: &str) -> Result<Key, String> {
                 _ => Err("Invalid key".into()),
             }
         }
-        _ => Key::parse(t.key, text).ok_or_else(|| "Invalid key".into()),
+        _ => parse_key(t.key, text).ok_or_else(|| "Invalid key".into()),
     }
 }
 

@@ -12,7 +12,7 @@
 //! shut, check scheduling.
 //!
 //! Also here, for the callers above: [`set_state`] (`ready`/`drain`/`maint`, from the runtime
-//! API and the stats page's admin form).
+//! API and the stats page's admin form) and what an agent's answer asks for ([`AgentReply`]).
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -21,7 +21,6 @@ use std::time::{Duration, Instant};
 use fulcrum_config::{CheckStatus, OnError};
 
 use super::Backend;
-use crate::health::agent::AgentReply;
 use crate::log::syslog::{ALERT, EMERG, NOTICE};
 use crate::server::state::{Admin, CheckResult, Reason, Transition, Verdict};
 use crate::server::Server;
@@ -77,6 +76,22 @@ pub enum Change {
     Observed {
         what: &'static str,
     },
+}
+
+/// What one agent line asks for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AgentReply {
+    /// The health word and whether it means up.
+    pub health: Option<(String, bool)>,
+    pub admin: Option<AgentAdmin>,
+    /// `75%` as written.
+    pub weight: Option<String>,
+    /// The value after `maxconn:`.
+    pub maxconn: Option<String>,
+    /// The first word not understood.
+    pub error: Option<String>,
+    /// The text after `#`.
+    pub desc: String,
 }
 
 /// The administrative word of an agent's answer.

@@ -4,11 +4,15 @@
 //! Sessions see one [`Stream`] type for client and server sides and borrow 16 kB buffers from
 //! the worker's pool only while data is in flight, so an idle connection holds no buffer. The
 //! contract is a non-blocking socket's: `try_*` calls that say `WouldBlock`, readiness polled
-//! apart; TLS (`tls`) keeps it, so sessions never know which kind they have.
+//! apart; TLS (`tls`) keeps it, so sessions never know which kind they have. Whole writes
+//! and closing with a reset: `send` (`write_all`, `send_within`, `discard`).
 //! Must not touch: proxy logic, timeouts or counters.
 
 pub mod proxy;
+mod send;
 pub mod tls;
+
+pub use send::{abort, discard, send_within, write_all, write_all_within};
 
 use std::cell::{Cell, RefCell};
 use std::io::{self, IoSlice};

@@ -2,25 +2,11 @@
 //! spaces, tabs or commas, up to CR or LF, with an optional `# description`. Words: a health
 //! state (`up`, `down`, `stopped`, `fail`), an administrative state (`ready`, `drain`,
 //! `maint`), a weight (`75%`), `maxconn:<n>`; the last of each kind wins, anything else is an
-//! error to report. Pure: the backend's status entry point applies the result.
+//! error to report. Pure: the backend's status entry point applies the result (an
+//! [`AgentReply`], which lives beside `AgentAdmin` in `backend::status`).
 
 use crate::backend::status::AgentAdmin;
-
-/// What one agent line asks for.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct AgentReply {
-    /// The health word and whether it means up.
-    pub health: Option<(String, bool)>,
-    pub admin: Option<AgentAdmin>,
-    /// `75%` as written.
-    pub weight: Option<String>,
-    /// The value after `maxconn:`.
-    pub maxconn: Option<String>,
-    /// The first word not understood.
-    pub error: Option<String>,
-    /// The text after `#`.
-    pub desc: String,
-}
+pub use crate::backend::status::AgentReply;
 
 /// Parses the first line of `buf`; `None` while no CR or LF has arrived.
 pub fn parse(buf: &[u8]) -> Option<AgentReply> {

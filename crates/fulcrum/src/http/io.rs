@@ -1,6 +1,7 @@
 //! Socket I/O for HTTP sessions: a receive buffer that borrows a pool buffer only while it holds
-//! bytes, and read/write helpers that try the syscall first and wait for readiness only after
-//! `EAGAIN` (so a socket with data costs one syscall, not an `epoll` round trip).
+//! bytes, and read helpers that try the syscall first and wait for readiness only after
+//! `EAGAIN` (so a socket with data costs one syscall, not an `epoll` round trip); the write
+//! helpers, which work the same way, live in `connection::send` and are re-exported here.
 //!
 //! Must not touch: HTTP semantics (framing, rules), timeouts policy (callers wrap these futures).
 
@@ -8,6 +9,7 @@ use std::future::poll_fn;
 use std::io;
 use std::task::Poll;
 
+pub use crate::connection::{send_within, write_all, write_all_within};
 use crate::connection::{Buf, Stream};
 
 /// Bytes received from one side and not consumed yet: `buf[start..end]`.
@@ -123,71 +125,6 @@ impl RecvBuf {
             self.clear();
         }
         r
-    }
-}
-
-/// Writes all of `data`, within `limit` of inactivity. The first attempt is made at once and
-/// no timer is armed unless the socket cannot take everything now (the common case costs one
-/// `send` and no clock read).
-pub async fn write_all_within(
-    s: &Stream,
-    data: &[u8],
-    limit: Option<std::time::Duration>,
-) -> io::Result<()> {
-    send_within(s, &[], data, limit, false).await
-}
-
-/// Writes all of `data`.
-pub async fn write_all(s: &Stream, data: &[u8]) -> io::Result<()> {
-    send_within(s, &[], data, None, false).await
-}
-
-/// Writes all of `head` then all of `data`, within `limit` of inactivity: one `sendmsg` when
-/// the socket takes both (a response head and the first bytes of its body leave together).
-/// `more`: more of this message follows at once (see [`Stream::try_send`]). The first attempt
-/// is made at once and no timer is armed unless the socket cannot take everything now.
-pub async fn send_within(
-    s: &Stream,
-    mut head: &[u8],
-    mut data: &[u8],
-    limit: Option<std::time::Duration>,
-    more: bool,
-) -> io::Result<()> {
-    // Sends until everything went or the socket is full (`WouldBlock`).
-    let send = |head: &mut &[u8], data: &mut &[u8]| -> io::Result<()> {
-        while !head.is_empty() || !data.is_empty() {
-            let n = s.try_send(head, data, more)?;
-            if n == 0 {
-                return Err(io::ErrorKind::WriteZero.into());
-            }
-            let h = n.min(head.len());
-            *head = &head[h..];
-            *data = &data[n - h..];
-        }
-        // TLS: the last records may still wait for the socket.
-        s.try_flush()
-    };
-    match send(&mut head, &mut data) {
-        Ok(()) => return Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-        Err(e) => return Err(e),
-    }
-    let rest = poll_fn(|cx| loop {
-        match send(&mut head, &mut data) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            r => return Poll::Ready(r),
-        }
-        match s.poll_write_ready(cx) {
-            Poll::Ready(Ok(())) => continue,
-            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-            Poll::Pending => return Poll::Pending,
-        }
-    });
-    match limit {
-        Some(d) => tokio::time::timeout(d, rest)
-            .await
-            .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into())),
-        None => rest.await,
     }
 }
 

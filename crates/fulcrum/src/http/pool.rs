@@ -15,10 +15,10 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
-use std::time::Duration;
 
 use crate::backend::Backend;
-use crate::connection::Stream;
+pub use crate::connection::discard;
+use crate::connection::{abort, Stream};
 use crate::server::Server;
 
 /// One server of one backend: the backend's address in memory (backends live as long as the
@@ -142,19 +142,6 @@ impl InUse {
 impl Drop for InUse {
     fn drop(&mut self) {
         let _ = POOL.try_with(|p| p.borrow_mut().in_use -= 1);
-    }
-}
-
-/// Closes an idle connection with a reset instead of a FIN: nothing is in flight, and the
-/// proxy's side then keeps no TIME_WAIT entry (a busy proxy closing thousands of idle server
-/// connections a second would otherwise run out of local ports; HAProxy's `nolinger`).
-pub fn discard(stream: Stream) {
-    abort(&stream);
-}
-
-fn abort(stream: &Stream) {
-    if let Stream::Tcp(_) = stream {
-        let _ = socket2::SockRef::from(stream).set_linger(Some(Duration::ZERO));
     }
 }
 

@@ -5,10 +5,11 @@
 //!
 //! Must not touch: tables' insides (`crate::stick` owns them), sockets.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use fulcrum_config as cfg;
-use fulcrum_config::{DataType as D, ScRead, ScSource, TableConv};
+use fulcrum_config::{DataType as D, ScRead, ScSource, TableConv, TableKey};
 
 use super::sample::{Ctx, Expr, Value, Vars};
 use crate::stick::{freq, now, tick, Entry, Key, Table};
@@ -93,7 +94,7 @@ pub fn apply(
             if vars.sc.as_ref().is_some_and(|sc| sc.slot(*slot).is_some()) {
                 return; // the first tracking of a slot wins
             }
-            let Some(k) = eval(key, vars).and_then(|v| Key::from_value(table.key, &v)) else {
+            let Some(k) = eval(key, vars).and_then(|v| key_of(table.key, &v)) else {
                 return;
             };
             let Some(entry) = table.get_or_create(k, now()) else { return };
@@ -184,7 +185,7 @@ pub fn fetch<'a>(f: &cfg::Fetch, table: Option<&Arc<Table>>, ctx: &Ctx<'_>) -> O
             ScSource::Src { .. } => {
                 let t = table?;
                 let src = ctx.src?;
-                let key = Key::from_value(t.key, &Value::Ip(super::sample::canonical(src.ip())))?;
+                let key = key_of(t.key, &Value::Ip(super::sample::canonical(src.ip())))?;
                 let entry = if creates(sc.read) {
                     t.get_or_create(key, now())
                 } else {
@@ -219,7 +220,7 @@ pub fn fetch<'a>(f: &cfg::Fetch, table: Option<&Arc<Table>>, ctx: &Ctx<'_>) -> O
 
 /// Evaluates a table converter on a sample.
 pub fn convert<'a>(what: TableConv, t: &Table, v: &Value<'_>) -> Option<Value<'a>> {
-    let key = Key::from_value(t.key, v)?;
+    let key = key_of(t.key, v)?;
     let now = now();
     let e = t.lookup(&key, now);
     let read_of = |r: ScRead| -> Option<Value<'a>> {
@@ -282,7 +283,7 @@ pub fn on_request(
         if !super::holds(&r.cond, acls, ctx) {
             continue;
         }
-        let Some(key) = r.key.eval(ctx).and_then(|v| Key::from_value(r.table.key, &v)) else {
+        let Some(key) = r.key.eval(ctx).and_then(|v| key_of(r.table.key, &v)) else {
             continue;
         };
         if matching {
@@ -321,7 +322,7 @@ pub fn on_response(rules: &[StickRule], acls: &super::Acls, ctx: &Ctx<'_>, store
         if seen.iter().any(|t| Arc::ptr_eq(t, &r.table)) || !super::holds(&r.cond, acls, ctx) {
             continue;
         }
-        if let Some(key) = r.key.eval(ctx).and_then(|v| Key::from_value(r.table.key, &v)) {
+        if let Some(key) = r.key.eval(ctx).and_then(|v| key_of(r.table.key, &v)) {
             seen.push(&r.table);
             stores.push((r.table.clone(), key));
         }
@@ -339,5 +340,84 @@ pub fn commit(stores: &mut Stores, server: &crate::server::Server) {
             freq::set(&t.layout, &mut w, D::ServerKey, 0, crate::stick::dict::intern(&server.name));
         }
         e.touch(now);
+    }
+}
+
+/// Converts a sample to a key of type `t`, as HAProxy's `smp_to_stkey` does; `None` when
+/// it does not convert (an IPv6 address into an `ip` table, text into an `integer` one).
+pub fn key_of(t: TableKey, v: &Value<'_>) -> Option<Key> {
+    Some(match t {
+        TableKey::Ip => match v.as_ip()? {
+            IpAddr::V4(a) => Key::V4(a.octets()),
+            IpAddr::V6(a) => Key::V4(a.to_ipv4_mapped()?.octets()),
+        },
+        TableKey::Ipv6 => match v.as_ip()? {
+            IpAddr::V4(a) => Key::V6(a.to_ipv6_mapped().octets()),
+            IpAddr::V6(a) => Key::V6(a.octets()),
+        },
+        TableKey::Integer => match v {
+            Value::Ip(_) => return None,
+            v => Key::Int(v.as_int()? as i32),
+        },
+        TableKey::String { len } => {
+            let b = v.as_bytes();
+            Key::Bytes(b[..b.len().min(len)].into())
+        }
+        TableKey::Binary { len } => {
+            let b = match v {
+                Value::Int(i) => std::borrow::Cow::Owned(i.to_be_bytes().to_vec()),
+                Value::Ip(IpAddr::V4(a)) => std::borrow::Cow::Owned(a.octets().to_vec()),
+                Value::Ip(IpAddr::V6(a)) => std::borrow::Cow::Owned(a.octets().to_vec()),
+                v => v.as_bytes(),
+            };
+            let mut k = vec![0u8; len];
+            let n = b.len().min(len);
+            k[..n].copy_from_slice(&b[..n]);
+            Key::Bytes(k.into())
+        }
+    })
+}
+
+/// Parses a key typed on the runtime API (`show table t key <k>`).
+pub fn parse_key(t: TableKey, text: &str) -> Option<Key> {
+    let v = match t {
+        TableKey::Ip | TableKey::Ipv6 => Value::Ip(text.parse().ok()?),
+        TableKey::Integer => Value::Int(text.parse::<i32>().ok()?.into()),
+        TableKey::String { .. } => Value::Str(text.as_bytes().into()),
+        TableKey::Binary { .. } => Value::Str(hex(text)?.into()),
+    };
+    key_of(t, &v)
+}
+
+fn hex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_convert_as_haproxy_converts_samples() {
+        let v6: Value = Value::Ip("::ffff:1.2.3.4".parse().expect("address"));
+        assert_eq!(key_of(TableKey::Ip, &v6), Some(Key::V4([1, 2, 3, 4])));
+        let pure6: Value = Value::Ip("2001:db8::1".parse().expect("address"));
+        assert_eq!(key_of(TableKey::Ip, &pure6), None);
+        let v4: Value = Value::Ip("1.2.3.4".parse().expect("address"));
+        assert_eq!(parse_key(TableKey::Ipv6, "1.2.3.4"), key_of(TableKey::Ipv6, &v4));
+        let long: Value = Value::Str(b"abcdef".as_slice().into());
+        assert_eq!(
+            key_of(TableKey::String { len: 3 }, &long),
+            Some(Key::Bytes(b"abc".as_slice().into()))
+        );
+        assert_eq!(
+            key_of(TableKey::Binary { len: 8 }, &long),
+            Some(Key::Bytes(b"abcdef\0\0".as_slice().into()))
+        );
+        assert_eq!(key_of(TableKey::Integer, &long), None);
+        assert_eq!(key_of(TableKey::Integer, &Value::Int(-7)), Some(Key::Int(-7)));
     }
 }

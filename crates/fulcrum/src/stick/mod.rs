@@ -18,7 +18,6 @@ pub mod freq;
 pub mod track;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::net::IpAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
@@ -28,7 +27,8 @@ use fulcrum_config::{DataType, TableKey};
 
 pub use freq::Layout;
 
-/// A key as the table stores it (converted to the table's type).
+/// A key as the table stores it (converted to the table's type: from a sample by
+/// `rules::stick::key_of`, from the runtime API's text by `rules::stick::parse_key`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Key {
     V4([u8; 4]),
@@ -39,54 +39,6 @@ pub enum Key {
 }
 
 impl Key {
-    /// Converts a sample to a key of type `t`, as HAProxy's `smp_to_stkey` does; `None` when
-    /// it does not convert (an IPv6 address into an `ip` table, text into an `integer` one).
-    pub fn from_value(t: TableKey, v: &crate::rules::sample::Value<'_>) -> Option<Key> {
-        use crate::rules::sample::Value;
-        Some(match t {
-            TableKey::Ip => match v.as_ip()? {
-                IpAddr::V4(a) => Key::V4(a.octets()),
-                IpAddr::V6(a) => Key::V4(a.to_ipv4_mapped()?.octets()),
-            },
-            TableKey::Ipv6 => match v.as_ip()? {
-                IpAddr::V4(a) => Key::V6(a.to_ipv6_mapped().octets()),
-                IpAddr::V6(a) => Key::V6(a.octets()),
-            },
-            TableKey::Integer => match v {
-                Value::Ip(_) => return None,
-                v => Key::Int(v.as_int()? as i32),
-            },
-            TableKey::String { len } => {
-                let b = v.as_bytes();
-                Key::Bytes(b[..b.len().min(len)].into())
-            }
-            TableKey::Binary { len } => {
-                let b = match v {
-                    Value::Int(i) => std::borrow::Cow::Owned(i.to_be_bytes().to_vec()),
-                    Value::Ip(IpAddr::V4(a)) => std::borrow::Cow::Owned(a.octets().to_vec()),
-                    Value::Ip(IpAddr::V6(a)) => std::borrow::Cow::Owned(a.octets().to_vec()),
-                    v => v.as_bytes(),
-                };
-                let mut k = vec![0u8; len];
-                let n = b.len().min(len);
-                k[..n].copy_from_slice(&b[..n]);
-                Key::Bytes(k.into())
-            }
-        })
-    }
-
-    /// Parses a key typed on the runtime API (`show table t key <k>`).
-    pub fn parse(t: TableKey, text: &str) -> Option<Key> {
-        use crate::rules::sample::Value;
-        let v = match t {
-            TableKey::Ip | TableKey::Ipv6 => Value::Ip(text.parse().ok()?),
-            TableKey::Integer => Value::Int(text.parse::<i32>().ok()?.into()),
-            TableKey::String { .. } => Value::Str(text.as_bytes().into()),
-            TableKey::Binary { .. } => Value::Str(hex(text)?.into()),
-        };
-        Key::from_value(t, &v)
-    }
-
     /// The key as `show table` prints it.
     pub fn show(&self, t: TableKey) -> String {
         match self {
@@ -99,13 +51,6 @@ impl Key {
             Key::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
         }
     }
-}
-
-fn hex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok()).collect()
 }
 
 /// The tables' clock, in microseconds (fine enough that touches a millisecond apart keep

@@ -1,7 +1,6 @@
 use std::time::Duration;
 
 use super::*;
-use crate::rules::sample::Value;
 
 fn table(size: u32, expire: Option<u64>, nopurge: bool) -> Arc<Table> {
     let t = cfg::StickTable {
@@ -18,27 +17,6 @@ fn table(size: u32, expire: Option<u64>, nopurge: bool) -> Arc<Table> {
 
 fn ip(n: u8) -> Key {
     Key::V4([10, 0, 0, n])
-}
-
-#[test]
-fn keys_convert_as_haproxy_converts_samples() {
-    let v6: Value = Value::Ip("::ffff:1.2.3.4".parse().expect("address"));
-    assert_eq!(Key::from_value(TableKey::Ip, &v6), Some(Key::V4([1, 2, 3, 4])));
-    let pure6: Value = Value::Ip("2001:db8::1".parse().expect("address"));
-    assert_eq!(Key::from_value(TableKey::Ip, &pure6), None);
-    let v4: Value = Value::Ip("1.2.3.4".parse().expect("address"));
-    assert_eq!(Key::parse(TableKey::Ipv6, "1.2.3.4"), Key::from_value(TableKey::Ipv6, &v4));
-    let long: Value = Value::Str(b"abcdef".as_slice().into());
-    assert_eq!(
-        Key::from_value(TableKey::String { len: 3 }, &long),
-        Some(Key::Bytes(b"abc".as_slice().into()))
-    );
-    assert_eq!(
-        Key::from_value(TableKey::Binary { len: 8 }, &long),
-        Some(Key::Bytes(b"abcdef\0\0".as_slice().into()))
-    );
-    assert_eq!(Key::from_value(TableKey::Integer, &long), None);
-    assert_eq!(Key::from_value(TableKey::Integer, &Value::Int(-7)), Some(Key::Int(-7)));
 }
 
 #[test]

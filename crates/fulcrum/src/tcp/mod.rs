@@ -111,7 +111,7 @@ pub async fn open_layers(
                 socket2::SockRef::from(c).local_addr().ok()?.as_socket()
             });
             let header = crate::tls::facts::proxy_header(sp, open, dst);
-            crate::http::io::write_all(&stream, &header).await?;
+            crate::connection::write_all(&stream, &header).await?;
         }
         let Some(origin) = srv.traffic_tls() else { return Ok(stream) };
         let sni = open.sni(srv);
@@ -423,7 +423,7 @@ fn reuse_idle(
     if srv.traffic_tls().is_some_and(|o| o.sni.is_some())
         && stream.server_sni() != open.sni(srv).as_deref()
     {
-        crate::http::pool::discard(stream);
+        crate::connection::discard(stream);
         return None;
     }
     out.marks.connect = out.marks.queue;

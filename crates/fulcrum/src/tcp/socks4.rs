@@ -24,7 +24,7 @@ pub fn request(target: SocketAddr) -> io::Result<[u8; 16]> {
 
 /// Asks the proxy `s` is connected to for `target`; `Ok` once it granted it.
 pub async fn handshake(s: &Stream, target: SocketAddr) -> io::Result<()> {
-    crate::http::io::write_all(s, &request(target)?).await?;
+    crate::connection::write_all(s, &request(target)?).await?;
     let mut answer = [0u8; 8];
     let mut got = 0;
     while got < answer.len() {
