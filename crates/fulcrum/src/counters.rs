@@ -3,9 +3,13 @@
 //! atomics: they count, they never synchronise anything. Most are bumped where a decision is
 //! made (a session accepted, a connect failed); the ones that depend on how a stream ended
 //! (status classes, aborts, denials, request errors, times) are added once per stream from its
-//! outcome by `stats::account`.
+//! outcome by `stats::account`. Also each proxy's last refused message (`Slot`, `Snapshot`:
+//! `show errors`), which `stats::snapshots` captures and renders.
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::SystemTime;
 
 #[derive(Debug, Default)]
 pub struct Counters {
@@ -206,6 +210,34 @@ impl Rate {
         let elapsed = epoch_ms().saturating_sub(at).min(1000);
         let curr = total.saturating_sub(self.start.load(Ordering::Relaxed));
         curr + self.prev.load(Ordering::Relaxed) * (1000 - elapsed) / 1000
+    }
+}
+
+/// One refused message.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    pub when: SystemTime,
+    /// The process-wide event number (`event #N`).
+    pub event: u32,
+    pub src: Option<SocketAddr>,
+    /// For a request: the backend it was for, if known; for a response: the frontend.
+    pub other: Option<(String, u32)>,
+    pub server: Option<(String, u32)>,
+    pub buf: Vec<u8>,
+    pub error_at: usize,
+}
+
+/// Where a proxy keeps its last snapshot.
+#[derive(Debug, Default)]
+pub struct Slot(Mutex<Option<Box<Snapshot>>>);
+
+impl Slot {
+    pub fn get(&self) -> Option<Snapshot> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).as_deref().cloned()
+    }
+
+    pub fn set(&self, s: Snapshot) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(s));
     }
 }
 

@@ -513,7 +513,7 @@ fn show_errors(api: &View, which: &str, kind: &str, out: &mut String) {
     ids.extend(s.backends.iter().map(|b| (b.id, b.name.as_str())));
     ids.sort_unstable();
     ids.dedup();
-    let other_id = |snap: &Option<crate::stats::snapshots::Snapshot>| {
+    let other_id = |snap: &Option<crate::counters::Snapshot>| {
         snap.as_ref().and_then(|s| s.other.as_ref().map(|o| i64::from(o.1)))
     };
     let proxies: Vec<ProxyErrors<'_>> = ids

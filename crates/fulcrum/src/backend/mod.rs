@@ -90,7 +90,7 @@ pub struct Backend {
     /// A reload replaced it (its sessions' idle server connections go to its successor).
     pub retired: std::sync::atomic::AtomicBool,
     /// The last invalid response its servers sent (`show errors`).
-    pub invalid_rep: crate::stats::snapshots::Slot,
+    pub invalid_rep: crate::counters::Slot,
     /// `tune.rcvbuf.server` / `tune.sndbuf.server` (global), for its server connections.
     pub server_bufs: fulcrum_config::SocketBuffers,
     /// `option srvtcpka` (or `tcpka`) and `srvtcpka-*`.

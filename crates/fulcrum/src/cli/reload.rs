@@ -62,7 +62,7 @@ impl Context {
             stopping: Default::default(),
             conn_rate: Arc::clone(&self.conn_rate),
             sess_rate: Arc::clone(&self.sess_rate),
-            process: crate::stats::info::Process {
+            process: crate::runtime::Process {
                 started: self.started,
                 started_at: self.started_at,
                 nbthread: self.nbthread,

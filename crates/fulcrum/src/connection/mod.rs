@@ -8,10 +8,12 @@
 //! and closing with a reset: `send` (`write_all`, `send_within`, `discard`).
 //! Must not touch: proxy logic, timeouts or counters.
 
+mod opening;
 pub mod proxy;
 mod send;
 pub mod tls;
 
+pub use opening::Opening;
 pub use send::{abort, discard, send_within, write_all, write_all_within};
 
 use std::cell::{Cell, RefCell};

@@ -9,11 +9,17 @@
 //! flushed by the next write, and by any wait for reading (`poll_read_ready`), so a response
 //! never stays behind in rustls while the session waits for the next request.
 //!
+//! The certificate `tls::certs::Resolver` chose for a handshake step is handed over here
+//! (`CHOSEN`, `take_chosen`): rustls does not say which it sent.
+//!
 //! Must not touch: certificates and configuration (`crate::tls`), proxy logic.
 
 use std::cell::RefCell;
 use std::io::{self, IoSlice, Read, Write};
+use std::sync::Arc;
 use std::task::{Context, Poll};
+
+use rustls::sign::CertifiedKey;
 
 use super::{Buf, Stream};
 
@@ -284,11 +290,11 @@ impl TlsStream {
                 Ok(Some(accepted)) => {
                     let name = accepted.client_hello().server_name().map(str::to_string);
                     let config = pick(name.as_deref());
-                    let _ = crate::tls::certs::take_chosen();
+                    let _ = take_chosen();
                     let conn = accepted.into_connection(config).map_err(|(e, a)| refused(e, a))?;
                     drop(buf);
                     let s = Self::new(inner, conn.into());
-                    s.state.borrow_mut().local_cert = crate::tls::certs::take_chosen();
+                    s.state.borrow_mut().local_cert = take_chosen();
                     s.handshake().await?;
                     return Ok(s);
                 }
@@ -346,7 +352,7 @@ impl TlsStream {
             }
             if st.pending_in() {
                 st.feed(&self.inner)?;
-                if let Some(k) = crate::tls::certs::take_chosen() {
+                if let Some(k) = take_chosen() {
                     st.local_cert = Some(k);
                 }
                 if st.conn.wants_write() || !st.conn.is_handshaking() {
@@ -512,4 +518,15 @@ impl TlsStream {
 
 thread_local! {
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+thread_local! {
+    /// The certificate the last handshake step on this thread chose (rustls does not say which
+    /// it sent): the connection that ran the step takes it at once (`ssl_f_*`).
+    pub static CHOSEN: RefCell<Option<Arc<CertifiedKey>>> = const { RefCell::new(None) };
+}
+
+/// Takes the certificate `tls::certs::Resolver` chose on this thread since the last call.
+pub fn take_chosen() -> Option<Arc<CertifiedKey>> {
+    CHOSEN.with(|c| c.borrow_mut().take())
 }

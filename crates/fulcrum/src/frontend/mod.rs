@@ -94,7 +94,7 @@ pub struct Frontend {
     /// `runtime::retiring`).
     pub retired: std::sync::atomic::AtomicBool,
     /// The last invalid request it received (`show errors`).
-    pub invalid_req: crate::stats::snapshots::Slot,
+    pub invalid_req: crate::counters::Slot,
 }
 
 impl Frontend {

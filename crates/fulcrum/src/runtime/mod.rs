@@ -135,9 +135,24 @@ pub struct Shared {
     pub conn_rate: Arc<crate::frontend::rate::RateLimit>,
     pub sess_rate: Arc<crate::frontend::rate::RateLimit>,
     /// What the process knows of itself (`show info`, the stats page).
-    pub process: crate::stats::info::Process,
+    pub process: Process,
     /// The stick tables (the first worker purges their expired entries each second).
     pub tables: Arc<crate::stick::Tables>,
+}
+
+/// What the process knows of itself from start-up.
+#[derive(Debug)]
+pub struct Process {
+    pub started: std::time::SystemTime,
+    pub started_at: std::time::Instant,
+    pub nbthread: usize,
+    /// The `maxconn` the process started with (`Hard_maxconn`).
+    pub hard_maxconn: u32,
+    pub ulimit_n: u64,
+    pub node: String,
+    pub description: Option<String>,
+    /// Listening sockets, counted once per address (not per worker).
+    pub listeners: usize,
 }
 
 /// What HAProxy says of each proxy when a soft stop begins (`stop_proxy()`): frontends and

@@ -2,27 +2,12 @@
 //! scripts and exporters that read them by name find them.
 
 use std::sync::atomic::Ordering;
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 
 use super::render::InfoLine;
 use super::Val;
 use crate::counters::Counters;
-use crate::runtime::Shared;
-
-/// What the process knows of itself from start-up.
-#[derive(Debug)]
-pub struct Process {
-    pub started: SystemTime,
-    pub started_at: Instant,
-    pub nbthread: usize,
-    /// The `maxconn` the process started with (`Hard_maxconn`).
-    pub hard_maxconn: u32,
-    pub ulimit_n: u64,
-    pub node: String,
-    pub description: Option<String>,
-    /// Listening sockets, counted once per address (not per worker).
-    pub listeners: usize,
-}
+use crate::runtime::{Process, Shared};
 
 fn u32v(v: impl TryInto<u32>) -> Val {
     Val::U32(v.try_into().unwrap_or(u32::MAX))

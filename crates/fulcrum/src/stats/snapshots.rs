@@ -3,41 +3,15 @@
 //! arrived (up to a buffer), where the error is, who sent them and when.
 //!
 //! Written by the HTTP session when it refuses a head (a cold path: one lock and one copy per
-//! refused message), read by the runtime API. Must not touch: what the session answers.
+//! refused message), read by the runtime API. The proxies hold their snapshots in
+//! `counters::Slot`s. Must not touch: what the session answers.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Mutex;
 use std::time::SystemTime;
 
-/// One refused message.
-#[derive(Clone, Debug)]
-pub struct Snapshot {
-    pub when: SystemTime,
-    /// The process-wide event number (`event #N`).
-    pub event: u32,
-    pub src: Option<SocketAddr>,
-    /// For a request: the backend it was for, if known; for a response: the frontend.
-    pub other: Option<(String, u32)>,
-    pub server: Option<(String, u32)>,
-    pub buf: Vec<u8>,
-    pub error_at: usize,
-}
-
-/// Where a proxy keeps its last snapshot.
-#[derive(Debug, Default)]
-pub struct Slot(Mutex<Option<Box<Snapshot>>>);
-
-impl Slot {
-    pub fn get(&self) -> Option<Snapshot> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).as_deref().cloned()
-    }
-
-    fn set(&self, s: Snapshot) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(s));
-    }
-}
+use crate::counters::{Slot, Snapshot};
 
 /// Snapshots taken since the process started (`Total events captured`).
 static EVENTS: AtomicU32 = AtomicU32::new(0);

@@ -16,6 +16,7 @@ use std::time::Duration;
 use tokio::net::UnixStream;
 
 use crate::backend::{AcquireError, Backend, PickKey, ServerSlot};
+pub use crate::connection::Opening;
 use crate::connection::Stream;
 use crate::counters::Counters;
 use crate::frontend::Frontend;
@@ -62,24 +63,8 @@ fn response_rules_accept(
     ok
 }
 
-/// What opening a server connection may need from the client's side: addresses for a PROXY
-/// protocol header, the client's TLS connection (`send-proxy-v2-ssl`, `sni ssl_fc_sni`), the
-/// request's Host (`sni req.hdr(host)`), the stream's unique id.
-#[derive(Clone, Copy, Default)]
-pub struct Opening<'a> {
-    pub src: Option<SocketAddr>,
-    pub dst: Option<SocketAddr>,
-    pub client: Option<&'a Stream>,
-    /// The request (its Host is looked up only for a server whose SNI needs it).
-    pub req: Option<&'a fulcrum_http::Head>,
-    pub unique_id: Option<&'a str>,
-    /// `option abortonclose`: a client that has shut its side gives up at the next retry.
-    pub abortonclose: bool,
-    /// The request is an upgrade: to a server whose WebSocket goes over HTTP/1.1 (`ws`), TLS
-    /// offers ALPN without `h2`.
-    pub upgrade: bool,
-}
-
+/// What `Opening` (defined in `connection`, for the TLS settings to read) does here, where
+/// the servers are known.
 impl Opening<'_> {
     /// The SNI a connection to server `srv` sends (`sni`), if any.
     pub fn sni(&self, srv: &crate::server::Server) -> Option<String> {

@@ -359,20 +359,9 @@ impl ResolvesServerCert for Resolver {
             .find(|k| k.key.choose_scheme(schemes).is_some())
             .or_else(|| list.first())
             .cloned();
-        CHOSEN.with(|c| *c.borrow_mut() = chosen.clone());
+        crate::connection::tls::CHOSEN.with(|c| *c.borrow_mut() = chosen.clone());
         chosen
     }
-}
-
-thread_local! {
-    /// The certificate the last handshake step on this thread chose (rustls does not say which
-    /// it sent): the connection that ran the step takes it at once (`ssl_f_*`).
-    static CHOSEN: std::cell::RefCell<Option<Arc<CertifiedKey>>> = const { std::cell::RefCell::new(None) };
-}
-
-/// Takes the certificate [`Resolver`] chose on this thread since the last call.
-pub fn take_chosen() -> Option<Arc<CertifiedKey>> {
-    CHOSEN.with(|c| c.borrow_mut().take())
 }
 
 /// Reads CA certificates (`ca-file`, `ca-verify-file`); `@system-ca` is the system's bundle.

@@ -185,7 +185,7 @@ fn cert_fetch(t: &TlsFetch, der: &[u8]) -> Option<Value<'static>> {
 /// The PROXY protocol header opening a connection to a server, from the client's side.
 pub fn proxy_header(
     sp: &SendProxy,
-    open: &crate::tcp::Opening<'_>,
+    open: &crate::connection::Opening<'_>,
     dst: Option<SocketAddr>,
 ) -> Vec<u8> {
     if sp.version == 1 {

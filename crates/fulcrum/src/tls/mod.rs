@@ -557,7 +557,7 @@ impl Sni {
         &self,
         host: Option<&[u8]>,
         client_sni: Option<&str>,
-        open: &crate::tcp::Opening<'_>,
+        open: &crate::connection::Opening<'_>,
     ) -> Option<String> {
         match self {
             Sni::Expr(e) => {
@@ -719,7 +719,7 @@ mod tests {
 
     #[test]
     fn sni_expressions_of_real_configurations() {
-        let open = crate::tcp::Opening::default();
+        let open = crate::connection::Opening::default();
         let fixed = Sni::parse("str(api.example.com)").expect("str");
         assert!(matches!(&fixed, Sni::Fixed(n) if n == "api.example.com"));
         let host = Sni::parse("req.hdr(host),field(1,:)").expect("host");
