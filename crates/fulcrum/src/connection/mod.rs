@@ -1,19 +1,22 @@
-//! A connection's byte stream, whichever it is (TCP, UNIX, or TLS over either), and the
-//! per-thread buffer pool.
+//! A connection's byte stream, whichever it is (TCP, UNIX, or TLS over either: bytes only,
+//! nothing of HTTP), and the per-thread buffer pool.
 //!
 //! Sessions see one [`Stream`] type for client and server sides and borrow 16 kB buffers from
 //! the worker's pool only while data is in flight, so an idle connection holds no buffer. The
 //! contract is a non-blocking socket's: `try_*` calls that say `WouldBlock`, readiness polled
 //! apart; TLS (`tls`) keeps it, so sessions never know which kind they have. Whole writes
-//! and closing with a reset: `send` (`write_all`, `send_within`, `discard`).
+//! and closing with a reset: `send` (`write_all`, `send_within`, `discard`), written against
+//! [`Pipe`], the byte interface a `Stream` and an HTTP/2 stream's view share.
 //! Must not touch: proxy logic, timeouts or counters.
 
 mod opening;
+mod pipe;
 pub mod proxy;
 mod send;
 pub mod tls;
 
 pub use opening::Opening;
+pub use pipe::{Pipe, ServerLink};
 pub use send::{abort, discard, send_within, write_all, write_all_within};
 
 use std::cell::{Cell, RefCell};
@@ -35,12 +38,6 @@ pub enum Stream {
     Unix(UnixStream),
     /// TLS over one of the others.
     Tls(Box<tls::TlsStream>),
-    /// One HTTP/2 stream of a client connection, seen as an HTTP/1.1 connection carrying one
-    /// request (`http::h2::view`).
-    H2(Box<crate::http::h2::view::H1View>),
-    /// One HTTP/2 stream of a connection to a server, seen as an HTTP/1.1 connection carrying
-    /// one request (`http::h2::upstream`).
-    H2Up(Box<crate::http::h2::upstream::UpView>),
 }
 
 /// A TCP connection (client or server side) used speculatively, as HAProxy does: reads and
@@ -243,8 +240,6 @@ impl Stream {
             Stream::Tcp(s) => s.poll_ready(cx, true),
             Stream::Unix(s) => s.poll_read_ready(cx),
             Stream::Tls(s) => s.poll_read_ready(cx),
-            Stream::H2(s) => s.poll_read_ready(cx),
-            Stream::H2Up(s) => s.poll_read_ready(cx),
         }
     }
     pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
@@ -254,8 +249,6 @@ impl Stream {
             }
             Stream::Unix(s) => s.try_read(buf),
             Stream::Tls(s) => s.try_read(buf),
-            Stream::H2(s) => s.try_read(buf),
-            Stream::H2Up(s) => s.try_read(buf),
         }
     }
     /// Reads into the unfilled part of `buf` (see [`crate::sys::recv_into`]: a TCP socket's
@@ -281,8 +274,7 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.io(Interest::READABLE, || crate::sys::peek(fd, buf)),
             Stream::Unix(s) => s.try_io(Interest::READABLE, || crate::sys::peek(fd, buf)),
-            Stream::Tls(_) | Stream::H2Up(_) => Err(io::ErrorKind::Unsupported.into()),
-            Stream::H2(s) => s.try_peek(buf),
+            Stream::Tls(_) => Err(io::ErrorKind::Unsupported.into()),
         }
     }
     /// The TLS layer, if this stream has one.
@@ -292,11 +284,10 @@ impl Stream {
             _ => None,
         }
     }
-    /// The SNI a connection to a server was made with (over TLS, or an HTTP/2 stream's).
+    /// The SNI a connection to a server was made with (over TLS).
     pub fn server_sni(&self) -> Option<&str> {
         match self {
             Stream::Tls(s) => s.sni(),
-            Stream::H2Up(s) => s.sni(),
             _ => None,
         }
     }
@@ -318,7 +309,7 @@ impl Stream {
             }
             // A short read of plaintext says nothing about the socket: TLS clears its
             // socket's readiness itself after a short read of ciphertext.
-            Stream::Tls(_) | Stream::H2(_) | Stream::H2Up(_) => {}
+            Stream::Tls(_) => {}
         }
     }
     pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -326,8 +317,6 @@ impl Stream {
             Stream::Tcp(s) => s.poll_ready(cx, false),
             Stream::Unix(s) => s.poll_write_ready(cx),
             Stream::Tls(s) => s.poll_write_ready(cx),
-            Stream::H2(s) => s.poll_write_ready(cx),
-            Stream::H2Up(s) => s.poll_write_ready(cx),
         }
     }
     /// Sends what a layer above the socket still holds (TLS records); `WouldBlock` if the
@@ -346,9 +335,7 @@ impl Stream {
                 s.io(Interest::WRITABLE, || s.sock().send_vectored_with_flags(bufs, flags))
             }
             Stream::Unix(s) => s.try_write_vectored(bufs),
-            Stream::Tls(_) | Stream::H2(_) | Stream::H2Up(_) => {
-                Err(io::ErrorKind::Unsupported.into())
-            }
+            Stream::Tls(_) => Err(io::ErrorKind::Unsupported.into()),
         }
     }
     pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
@@ -373,17 +360,12 @@ impl Stream {
             Stream::Unix(s) if head.is_empty() => s.try_write(data),
             Stream::Unix(s) => s.try_write_vectored(&[IoSlice::new(head), IoSlice::new(data)]),
             Stream::Tls(s) => s.try_send(head, data, more),
-            Stream::H2(s) => s.try_send(head, data),
-            Stream::H2Up(s) => s.try_send(head, data),
         }
     }
     /// Sends a FIN (half-close): the peer reads end-of-stream, the other direction stays open.
     pub fn shutdown_write(&self) -> io::Result<()> {
-        match self {
-            Stream::Tls(s) => return s.shutdown_write(),
-            Stream::H2(s) => return s.shutdown_write(),
-            Stream::H2Up(s) => return s.shutdown_write(),
-            _ => {}
+        if let Stream::Tls(s) = self {
+            return s.shutdown_write();
         }
         match socket2::SockRef::from(self).shutdown(Shutdown::Write) {
             Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
@@ -407,8 +389,6 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.peer_closed().await,
             Stream::Unix(_) => Ok(false),
-            Stream::H2(s) => s.peer_closed().await,
-            Stream::H2Up(s) => s.peer_closed().await,
             Stream::Tls(s) if s.has_buffered() => Ok(false),
             // Any record (even a close_notify) counts as "sent something".
             Stream::Tls(s) => Box::pin(s.inner().peer_closed()).await,
@@ -429,7 +409,6 @@ impl Stream {
             }
             Stream::Unix(s) => Stream::Unix(UnixStream::from_std(s.into_std()?)?),
             Stream::Tls(s) => Stream::Tls(Box::new(s.map_inner(Stream::move_to_this_worker)?)),
-            Stream::H2(_) | Stream::H2Up(_) => return Err(io::ErrorKind::Unsupported.into()),
         })
     }
 }
@@ -440,8 +419,6 @@ impl AsFd for Stream {
             Stream::Tcp(s) => s.as_fd(),
             Stream::Unix(s) => s.as_fd(),
             Stream::Tls(s) => s.inner().as_fd(),
-            Stream::H2(s) => s.as_fd(),
-            Stream::H2Up(s) => s.as_fd(),
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Writing a whole message to a [`Stream`] and closing an idle connection with a reset:
+//! Writing a whole message to a [`Pipe`] (a [`Stream`] or an HTTP/2 stream's view) and closing an idle connection with a reset:
 //! `write_all`, `write_all_within` and `send_within` try the syscall first and wait for
 //! readiness only after `EAGAIN` (a socket that takes everything costs one `send` and no clock
 //! read), within an inactivity limit the caller gives; `discard` drops a connection with
@@ -13,13 +13,13 @@ use std::io;
 use std::task::Poll;
 use std::time::Duration;
 
-use super::Stream;
+use super::{Pipe, Stream};
 
 /// Writes all of `data`, within `limit` of inactivity. The first attempt is made at once and
 /// no timer is armed unless the socket cannot take everything now (the common case costs one
 /// `send` and no clock read).
-pub async fn write_all_within(
-    s: &Stream,
+pub async fn write_all_within<P: Pipe + ?Sized>(
+    s: &P,
     data: &[u8],
     limit: Option<std::time::Duration>,
 ) -> io::Result<()> {
@@ -27,7 +27,7 @@ pub async fn write_all_within(
 }
 
 /// Writes all of `data`.
-pub async fn write_all(s: &Stream, data: &[u8]) -> io::Result<()> {
+pub async fn write_all<P: Pipe + ?Sized>(s: &P, data: &[u8]) -> io::Result<()> {
     send_within(s, &[], data, None, false).await
 }
 
@@ -35,8 +35,8 @@ pub async fn write_all(s: &Stream, data: &[u8]) -> io::Result<()> {
 /// the socket takes both (a response head and the first bytes of its body leave together).
 /// `more`: more of this message follows at once (see [`Stream::try_send`]). The first attempt
 /// is made at once and no timer is armed unless the socket cannot take everything now.
-pub async fn send_within(
-    s: &Stream,
+pub async fn send_within<P: Pipe + ?Sized>(
+    s: &P,
     mut head: &[u8],
     mut data: &[u8],
     limit: Option<std::time::Duration>,

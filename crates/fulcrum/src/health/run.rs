@@ -21,7 +21,8 @@ use tokio::time::Instant;
 use super::agent::AgentReply;
 use super::expect::{self, Eval, Expect, Wording};
 use super::http;
-use crate::connection::Stream;
+use crate::connection::{Pipe, Stream};
+use crate::http::peer::Peer;
 use crate::server::state::CheckResult;
 
 /// Where and how to check, prepared once per check task.
@@ -212,7 +213,7 @@ pub struct Scratch {
 }
 
 /// A check connection.
-struct Conn(Stream);
+struct Conn(Peer);
 
 impl Conn {
     /// Reads what is there (waiting for it if nothing is) onto the end of `buf`, at most up to
@@ -529,7 +530,7 @@ impl Runner<'_> {
             }
             // Over TLS, HAProxy reports a handshake that went through as layer 6.
             Some(Action::Connect { implicit, .. }) => {
-                let tls = matches!(&self.conn, Some(Conn(Stream::Tls(_))));
+                let tls = matches!(&self.conn, Some(Conn(Peer::Bytes(Stream::Tls(_)))));
                 let status = if tls { CheckStatus::L6Ok } else { CheckStatus::L4Ok };
                 CheckResult::new(status, if *implicit { "" } else { "(tcp-check)" })
             }
@@ -660,9 +661,9 @@ impl Runner<'_> {
                         // `linger`: a clean close for servers that dislike resets.
                         socket2::SockRef::from(&s).set_linger(None)?;
                     }
-                    Ok(Conn(s))
+                    Ok(Conn(Peer::Bytes(s)))
                 }
-                Dest::Unix(p) => Ok(Conn(Stream::Unix(UnixStream::connect(p).await?))),
+                Dest::Unix(p) => Ok(Conn(Peer::Bytes(Stream::Unix(UnixStream::connect(p).await?)))),
             }
         };
         let conn = match tokio::time::timeout_at(limit, attempt).await {
@@ -685,7 +686,7 @@ impl Runner<'_> {
             (None, false) => None,
         };
         if let Some((config, sni)) = tls {
-            let Some(Conn(plain)) = self.conn.take() else { return Ok(()) };
+            let Some(Conn(Peer::Bytes(plain))) = self.conn.take() else { return Ok(()) };
             let ip = match &dest {
                 Dest::Inet(a) => a.ip(),
                 Dest::Unix(_) => std::net::IpAddr::from([127, 0, 0, 1]),
@@ -721,10 +722,10 @@ impl Runner<'_> {
                     return Err(CheckResult::new(CheckStatus::L6Timeout, desc));
                 }
             }
-            self.conn = Some(Conn(Stream::Tls(Box::new(tls))));
+            self.conn = Some(Conn(Peer::Bytes(Stream::Tls(Box::new(tls)))));
         }
         if self.plan.h2 {
-            let Some(Conn(s)) = self.conn.take() else { return Ok(()) };
+            let Some(Conn(Peer::Bytes(s))) = self.conn.take() else { return Ok(()) };
             let tune = fulcrum_config::TuneH2::default();
             match crate::http::h2::upstream::start(s, tune, None).await {
                 Ok(s) => self.conn = Some(Conn(s)),
@@ -736,7 +737,7 @@ impl Runner<'_> {
 
     /// PROXY v1 line of the check connection itself (HAProxy sends its own addresses).
     fn proxy_line(&self) -> String {
-        if let Some(Conn(s @ Stream::Tcp(_))) = &self.conn {
+        if let Some(Conn(Peer::Bytes(s @ Stream::Tcp(_)))) = &self.conn {
             let sock = socket2::SockRef::from(s);
             let addrs = (
                 sock.local_addr().ok().and_then(|a| a.as_socket()),

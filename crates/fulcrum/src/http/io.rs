@@ -10,7 +10,7 @@ use std::io;
 use std::task::Poll;
 
 pub use crate::connection::{send_within, write_all, write_all_within};
-use crate::connection::{Buf, Stream};
+use crate::connection::{Buf, Pipe};
 
 /// Bytes received from one side and not consumed yet: `buf[start..end]`.
 #[derive(Default)]
@@ -64,18 +64,18 @@ impl RecvBuf {
     /// While nothing is buffered and the socket has nothing to read, the pool buffer is given
     /// back: an idle keep-alive connection holds no buffer.
     /// Readiness is checked first (no syscall while the socket is known drained), then `recv`.
-    pub async fn fill(&mut self, s: &Stream) -> io::Result<usize> {
+    pub async fn fill<P: Pipe>(&mut self, s: &P) -> io::Result<usize> {
         self.fill_with(s, true).await
     }
 
     /// Like `fill`, for streaming a body: a short read does not clear the readiness (more data
     /// usually arrived while the previous chunk was written; trying `recv` first saves an
     /// event-loop round trip per chunk).
-    pub async fn fill_streaming(&mut self, s: &Stream) -> io::Result<usize> {
+    pub async fn fill_streaming<P: Pipe>(&mut self, s: &P) -> io::Result<usize> {
         self.fill_with(s, false).await
     }
 
-    async fn fill_with(&mut self, s: &Stream, clear_on_short: bool) -> io::Result<usize> {
+    async fn fill_with<P: Pipe>(&mut self, s: &P, clear_on_short: bool) -> io::Result<usize> {
         poll_fn(|cx| loop {
             match s.poll_read_ready(cx) {
                 Poll::Ready(Ok(())) => {}
@@ -93,11 +93,11 @@ impl RecvBuf {
 
     /// Reads once without waiting: `Ok(None)` when the socket has nothing now, `Ok(Some(0))`
     /// at end of stream.
-    pub fn try_fill(&mut self, s: &Stream) -> io::Result<Option<usize>> {
+    pub fn try_fill<P: Pipe>(&mut self, s: &P) -> io::Result<Option<usize>> {
         self.try_fill_with(s, true)
     }
 
-    fn try_fill_with(&mut self, s: &Stream, clear_on_short: bool) -> io::Result<Option<usize>> {
+    fn try_fill_with<P: Pipe>(&mut self, s: &P, clear_on_short: bool) -> io::Result<Option<usize>> {
         let buf = self.buf.get_or_insert_with(Buf::take);
         if self.end == buf.len() {
             if self.start == 0 {
@@ -130,7 +130,7 @@ impl RecvBuf {
 
 /// Without blocking: is the idle connection still good (nothing to read, not closed)?
 /// Used before reusing a pooled server connection.
-pub fn idle_is_clean(s: &Stream) -> bool {
+pub fn idle_is_clean<P: Pipe>(s: &P) -> bool {
     let mut one = [0u8; 1];
     matches!(s.try_read(&mut one), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
 }

@@ -18,6 +18,7 @@
 pub mod h2;
 pub mod io;
 pub mod messages;
+pub mod peer;
 pub mod pool;
 pub mod reply;
 pub(crate) mod session;

@@ -14,10 +14,11 @@ use tokio::time::Instant;
 use fulcrum_config as cfg;
 
 use super::io::{send_within, write_all, write_all_within, RecvBuf};
+use super::peer::Peer;
 use super::timer::{self, Timer};
 use super::{pool, ConnMode, HashKey, HttpProxy, Reuse};
 use crate::backend::{Backend, PickKey, ServerSlot};
-use crate::connection::Stream;
+use crate::connection::{Pipe, Stream};
 use crate::counters::Counters;
 use crate::frontend::Frontend;
 use crate::outcome::{Cause, Outcome, Phase};
@@ -54,7 +55,7 @@ fn cold<'f, T>(f: impl Future<Output = T> + 'f) -> Cold<'f, T> {
 
 /// A connection to a server, attached to this session while it carries a request.
 struct ServerConn {
-    stream: Stream,
+    stream: Peer,
     be: Arc<Backend>,
     idx: usize,
     /// Requests completed on it before the current one.
@@ -99,7 +100,7 @@ struct Session<'a> {
     /// The request body still to send once its upload was interrupted by the response (a
     /// sized body's remaining length; a chunked one's state is the scanner's).
     body_left: Body,
-    client: Stream,
+    client: Peer,
     peer: Option<SocketAddr>,
     dst_port: u16,
     /// The `bind` line that accepted the connection (`so_name`).
@@ -205,6 +206,15 @@ enum KeyKind {
     Bytes,
 }
 
+/// The client's connection (see `Session::conn`), from the session's fields (so that other
+/// fields can be borrowed beside it).
+fn conn_of<'s>(h2_conn: Option<&'s Stream>, client: &'s Peer) -> &'s Stream {
+    match (h2_conn, client) {
+        (Some(c), _) | (None, Peer::Bytes(c)) => c,
+        (None, _) => unreachable!("an HTTP/2 stream's session has its connection"),
+    }
+}
+
 /// An answer the rules built.
 enum Built {
     Status(u16),
@@ -239,7 +249,17 @@ pub enum Served {
 /// HTTP/2.
 pub async fn serve(fe: &Frontend, http: &HttpProxy, start: Start, shared: &Shared) -> Served {
     let (ctimer, stimer) = (std::pin::pin!(None), std::pin::pin!(None));
+    let start = match start {
+        Start::New(conn) => Begin::New(conn.map_client(Peer::Bytes)),
+        Start::Resume(r) => Begin::Resume(r),
+    };
     serve_with(fe, http, start, shared, None, ctimer, stimer).await
+}
+
+/// [`Start`] with the client as the session holds it.
+enum Begin {
+    New(Accepted<Peer>),
+    Resume(Resting),
 }
 
 /// Serves one stream of an HTTP/2 connection (`conn`): its one request. The stream's task
@@ -250,31 +270,32 @@ pub async fn serve(fe: &Frontend, http: &HttpProxy, start: Start, shared: &Share
 pub fn serve_stream<'a>(
     fe: &'a Frontend,
     http: &'a HttpProxy,
-    stream: Accepted,
+    stream: Accepted<Peer>,
     shared: &'a Shared,
     conn: &'a Stream,
     (ctimer, stimer): (Pin<&'a mut Timer>, Pin<&'a mut Timer>),
 ) -> impl Future<Output = Served> + 'a {
-    serve_with(fe, http, Start::New(stream), shared, Some(conn), ctimer, stimer)
+    serve_with(fe, http, Begin::New(stream), shared, Some(conn), ctimer, stimer)
 }
 
 async fn serve_with<'a>(
     fe: &'a Frontend,
     http: &'a HttpProxy,
-    start: Start,
+    start: Begin,
     shared: &'a Shared,
     h2_conn: Option<&'a Stream>,
     ctimer: Pin<&'a mut Timer>,
     stimer: Pin<&'a mut Timer>,
 ) -> Served {
     let (client, peer, dst_port, bind_no, requests, more, given) = match start {
-        Start::New(conn) => {
+        Begin::New(conn) => {
             let local = conn.local();
             let given = (local, conn.proxied, conn.vars);
             (conn.client, conn.peer, conn.dst_port, conn.bind_no, 0, None, given)
         }
-        Start::Resume(r) => {
-            (r.client, r.peer, r.dst_port, r.bind_no, r.requests, r.more, (None, None, None))
+        Begin::Resume(r) => {
+            let client = Peer::Bytes(r.client);
+            (client, r.peer, r.dst_port, r.bind_no, r.requests, r.more, (None, None, None))
         }
     };
     let (local, pp, vars, own, mut idle_since) = match more {
@@ -337,7 +358,9 @@ async fn serve_with<'a>(
         match s.read_request().await {
             // Counted as it arrives (HAProxy's `cum_req`): the stats show the request in flight.
             Ok(Read::Request) => Counters::inc(&fe.counters.requests),
-            Ok(Read::Rest(deadline)) => {
+            // (Only an HTTP/1 connection's session rests or turns into HTTP/2: an HTTP/2
+            // stream's serves one request.)
+            Ok(Read::Rest(deadline)) if matches!(s.client, Peer::Bytes(_)) => {
                 s.cbuf.clear();
                 s.park();
                 let idle_since = s.o.marks.start.filter(|_| s.logs);
@@ -355,8 +378,9 @@ async fn serve_with<'a>(
                         idle_since,
                     })
                 });
+                let Peer::Bytes(client) = s.client else { unreachable!("checked above") };
                 return Served::Rest(Resting {
-                    client: s.client,
+                    client,
                     peer: s.peer,
                     deadline,
                     more,
@@ -366,12 +390,13 @@ async fn serve_with<'a>(
                 });
             }
             Ok(Read::Closed) => break,
-            Ok(Read::H2) => {
+            Ok(Read::H2) if matches!(s.client, Peer::Bytes(_)) => {
                 let prefix = s.cbuf.data().to_vec();
                 s.cbuf.clear();
                 let vars = (!s.vars.is_empty()).then(|| Box::new(std::mem::take(&mut s.vars)));
+                let Peer::Bytes(client) = s.client else { unreachable!("checked above") };
                 let conn = Accepted {
-                    client: s.client,
+                    client,
                     peer: s.peer,
                     proxied: s.pp,
                     prepared: true,
@@ -382,6 +407,7 @@ async fn serve_with<'a>(
                 };
                 return Served::H2(conn, prefix);
             }
+            Ok(Read::Rest(_) | Read::H2) => break,
             Err(refused) => {
                 // HAProxy counts a request it could not read too (even one that never came).
                 Counters::inc(&fe.counters.requests);
@@ -495,10 +521,10 @@ impl Session<'_> {
         let mut started_late = false;
         // An HTTP/2 stream's head comes built from its HEADERS frame (not written as text to
         // be parsed again), unless it is one a parse refuses: then as text, below.
-        if matches!(self.client, Stream::H2(_)) && self.cbuf.is_empty() {
+        if matches!(self.client, Peer::H2(_)) && self.cbuf.is_empty() {
             self.unpark();
         }
-        if let (Stream::H2(view), true) = (&self.client, self.cbuf.is_empty()) {
+        if let (Peer::H2(view), true) = (&self.client, self.cbuf.is_empty()) {
             if let Some(size) = view.take_request_head(&mut self.req, &self.http.limits) {
                 self.o.bytes_in = size as u64;
                 if self.logs {
@@ -664,7 +690,7 @@ impl Session<'_> {
                 be,
                 None,
                 &[],
-                self.conn(),
+                conn_of(self.h2_conn, &self.client),
                 self.h2_conn.is_some(),
                 self.pp.as_deref(),
                 self.bind_no,
@@ -724,7 +750,7 @@ impl Session<'_> {
             be,
             server,
             &[],
-            self.h2_conn.unwrap_or(&self.client),
+            conn_of(self.h2_conn, &self.client),
             self.h2_conn.is_some(),
             self.pp.as_deref(),
             self.bind_no,
@@ -782,7 +808,7 @@ impl Session<'_> {
 
     /// The client's connection: its socket and TLS layer (an HTTP/2 stream's connection).
     fn conn(&self) -> &Stream {
-        self.h2_conn.unwrap_or(&self.client)
+        conn_of(self.h2_conn, &self.client)
     }
 
     /// The fixed parts of a fetch context.
@@ -795,7 +821,7 @@ impl Session<'_> {
             be,
             None,
             body_view(&self.cbuf, self.req.info().body),
-            self.conn(),
+            conn_of(self.h2_conn, &self.client),
             self.h2_conn.is_some(),
             self.pp.as_deref(),
             self.bind_no,

@@ -444,7 +444,7 @@ pub struct Base<'a> {
     /// Its PROXY protocol header (`fc_pp_*`).
     pub pp: Option<&'a crate::connection::proxy::Header>,
     /// The server connection, in response rules (`ssl_bc*`).
-    pub server_stream: Option<&'a crate::connection::Stream>,
+    pub server_stream: Option<crate::tls::facts::ServerSide<'a>>,
 }
 
 impl<'a> Base<'a> {

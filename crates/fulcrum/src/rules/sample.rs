@@ -106,7 +106,7 @@ pub struct Ctx<'a> {
     /// The PROXY protocol header the connection opened with (`fc_pp_*`).
     pub pp: Option<&'a crate::connection::proxy::Header>,
     /// The server connection, once there is one (`ssl_bc*`).
-    pub server_stream: Option<&'a crate::connection::Stream>,
+    pub server_stream: Option<crate::tls::facts::ServerSide<'a>>,
     /// Set while `payload` may still grow (an inspection delay runs): a fetch whose answer
     /// could change with more data (`req.len`, a `req.payload` beyond the bytes there,
     /// `WAIT_END`) marks it, and a rule that does not match then waits (HAProxy's

@@ -572,8 +572,10 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
         }
     }
     if let Some(config) = &bind.tls {
-        let Accepted { client, peer, proxied, prepared, expect_proxy, dst_port, bind_no, vars } =
-            conn;
+        // The client goes into the TLS layer; the rest waits for it.
+        let mut plain = None;
+        let rest = conn.map_client(|c| plain = Some(c));
+        let (Some(client), peer) = (plain, rest.peer) else { return None };
         let (tls, r) = if config.routed() {
             // The ClientHello first: a crt-list line's own options for the name asked.
             let pick = |name: Option<&str>| config.pick(name);
@@ -601,16 +603,7 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
             Some(Err(e)) => Some(handshake_failure(&e)),
             None => Some("Timeout during SSL handshake"),
         };
-        conn = Accepted {
-            client: Stream::Tls(Box::new(tls)),
-            peer,
-            proxied,
-            prepared,
-            expect_proxy,
-            dst_port,
-            bind_no,
-            vars,
-        };
+        conn = rest.map_client(|()| Stream::Tls(Box::new(tls)));
         if let Some(why) = why {
             embryonic_log(slots, conn.peer, why);
             return None;

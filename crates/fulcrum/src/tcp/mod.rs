@@ -10,6 +10,7 @@ pub mod tunnel;
 
 use std::io;
 use std::net::SocketAddr;
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ use tokio::net::UnixStream;
 
 use crate::backend::{AcquireError, Backend, PickKey, ServerSlot};
 pub use crate::connection::Opening;
-use crate::connection::Stream;
+use crate::connection::{ServerLink, Stream};
 use crate::counters::Counters;
 use crate::frontend::Frontend;
 use crate::outcome::{Cause, Outcome, Phase};
@@ -120,8 +121,10 @@ pub async fn open_layers(
 }
 
 /// Everything a TCP session needs to know about where it came from.
-pub struct Accepted {
-    pub client: Stream,
+pub struct Accepted<C = Stream> {
+    /// The connection's byte stream; for one HTTP/2 stream's session, its view
+    /// (`http::peer::Peer`).
+    pub client: C,
     pub peer: Option<SocketAddr>,
     /// What a PROXY protocol header said (boxed: most connections have none, and this
     /// struct is part of every connection task's size).
@@ -139,7 +142,24 @@ pub struct Accepted {
     pub vars: Option<Box<crate::rules::sample::Vars>>,
 }
 
-impl Accepted {
+impl<C> Accepted<C> {
+    /// The same with its client made another type (a byte stream into an HTTP session's
+    /// `Peer`).
+    pub fn map_client<D>(self, f: impl FnOnce(C) -> D) -> Accepted<D> {
+        let Accepted { client, peer, proxied, prepared, expect_proxy, dst_port, bind_no, vars } =
+            self;
+        Accepted {
+            client: f(client),
+            peer,
+            proxied,
+            prepared,
+            expect_proxy,
+            dst_port,
+            bind_no,
+            vars,
+        }
+    }
+
     /// The original destination a PROXY protocol header gave (else `None`: the socket's).
     pub fn local(&self) -> Option<SocketAddr> {
         self.proxied.as_ref().and_then(|h| h.addrs).map(|a| a.1)
@@ -232,7 +252,7 @@ pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: &mut Accepted, out: &
     let connected = if be.abortonclose {
         tokio::select! {
             r = connecting => r,
-            _ = client_left(&conn.client) => Err(Ending::ClientAborted),
+            _ = client_left(conn.client.peer_closed()) => Err(Ending::ClientAborted),
         }
     } else {
         connecting.await
@@ -302,9 +322,10 @@ pub(crate) async fn close_cleanly(client: &Stream) {
     }
 }
 
-/// Resolves when the client has closed its side (with nothing left to read).
-pub(crate) async fn client_left(client: &Stream) {
-    match client.peer_closed().await {
+/// Resolves when the client has closed its side (with nothing left to read): `closed` is
+/// its `peer_closed()`.
+pub(crate) async fn client_left(closed: impl std::future::Future<Output = io::Result<bool>>) {
+    match closed.await {
         Ok(true) | Err(_) => {}
         Ok(false) => std::future::pending().await,
     }
@@ -319,22 +340,22 @@ async fn connect_server(
     open: &Opening<'_>,
     out: &mut Outcome,
 ) -> Result<(ServerSlot, Stream), Ending> {
-    connect_server_reusing(be, key, persist, dst_port, open, out, &mut |_| None)
+    connect_server_reusing::<Stream>(be, key, persist, dst_port, open, out, &mut |_| None)
         .await
         .map(|(s, c, _)| (s, c))
 }
 
 /// Like `connect_server`, but before each connection attempt `idle(server index)` may supply
 /// an existing connection to that server (with the number of requests it already carried).
-pub async fn connect_server_reusing(
+pub async fn connect_server_reusing<L: ServerLink>(
     be: &Arc<Backend>,
     key: Option<PickKey<'_>>,
     persist: Option<usize>,
     dst_port: u16,
     open: &Opening<'_>,
     out: &mut Outcome,
-    idle: &mut dyn FnMut(usize) -> Option<(Stream, u32)>,
-) -> Result<(ServerSlot, Stream, u32), Ending> {
+    idle: &mut dyn FnMut(usize) -> Option<(L, u32)>,
+) -> Result<(ServerSlot, L, u32), Ending> {
     match reuse_at_once(be, key, persist, open, out, idle)? {
         AtOnce::Reused(slot, stream, requests) => Ok((slot, stream, requests)),
         AtOnce::Continue(from) => {
@@ -344,9 +365,9 @@ pub async fn connect_server_reusing(
 }
 
 /// What [`reuse_at_once`] found.
-pub enum AtOnce {
+pub enum AtOnce<L> {
     /// A free slot, and an idle connection to its server.
-    Reused(ServerSlot, Stream, u32),
+    Reused(ServerSlot, L, u32),
     /// The rest is [`connect_after`]'s.
     Continue(From),
 }
@@ -362,14 +383,14 @@ pub enum From {
 /// `connect_server_reusing`'s usual case, without a future: a free slot at once and an idle
 /// connection for it (a request's future that awaits this one step then holds none of the
 /// connect's or the queue's state, and runs none of their code).
-pub fn reuse_at_once(
+pub fn reuse_at_once<L: ServerLink>(
     be: &Arc<Backend>,
     key: Option<PickKey<'_>>,
     persist: Option<usize>,
     open: &Opening<'_>,
     out: &mut Outcome,
-    idle: &mut dyn FnMut(usize) -> Option<(Stream, u32)>,
-) -> Result<AtOnce, Ending> {
+    idle: &mut dyn FnMut(usize) -> Option<(L, u32)>,
+) -> Result<AtOnce<L>, Ending> {
     // The clock is read only when the slot has to be waited for, and before a connect: a
     // request that finds a free slot and an idle connection reads none.
     let mut slot = match be.try_acquire_persist(key, persist, None).map_err(Ending::NoServer)? {
@@ -396,19 +417,19 @@ fn took(slot: &ServerSlot, out: &mut Outcome) {
 
 /// An idle connection to the slot's server, if `idle` has one (and, for TLS, one made with
 /// this request's SNI).
-fn reuse_idle(
+fn reuse_idle<L: ServerLink>(
     slot: &mut ServerSlot,
     open: &Opening<'_>,
     out: &mut Outcome,
-    idle: &mut dyn FnMut(usize) -> Option<(Stream, u32)>,
-) -> Option<(Stream, u32)> {
+    idle: &mut dyn FnMut(usize) -> Option<(L, u32)>,
+) -> Option<(L, u32)> {
     let (stream, requests) = idle(slot.index())?;
     // A TLS connection made with another SNI is not reused for this one.
     let srv = slot.server();
     if srv.traffic_tls().is_some_and(|o| o.sni.is_some())
         && stream.server_sni() != open.sni(srv).as_deref()
     {
-        crate::connection::discard(stream);
+        stream.discard();
         return None;
     }
     out.marks.connect = out.marks.queue;
@@ -420,16 +441,16 @@ fn reuse_idle(
 /// The rest of `connect_server_reusing` after [`reuse_at_once`]: the wait for a slot, new
 /// connections, retries and redispatch.
 #[allow(clippy::too_many_arguments)]
-pub async fn connect_after(
+pub async fn connect_after<L: ServerLink>(
     be: &Arc<Backend>,
     key: Option<PickKey<'_>>,
     persist: Option<usize>,
     dst_port: u16,
     open: &Opening<'_>,
     out: &mut Outcome,
-    idle: &mut dyn FnMut(usize) -> Option<(Stream, u32)>,
+    idle: &mut dyn FnMut(usize) -> Option<(L, u32)>,
     from: From,
-) -> Result<(ServerSlot, Stream, u32), Ending> {
+) -> Result<(ServerSlot, L, u32), Ending> {
     let (mut slot, mut looked) = match from {
         From::Slot(slot) => (slot, true),
         From::Queue(line) => {
@@ -458,7 +479,7 @@ pub async fn connect_after(
                     observe(be, slot.index(), false, "L4 successful connection");
                 }
                 slot.track(&stream);
-                return Ok((slot, stream, 0));
+                return Ok((slot, L::from(stream), 0));
             }
             Err(e) => e,
         };
@@ -521,7 +542,7 @@ async fn open_new(
 
 /// Keeps the server connection's addresses for a log line that prints them (two system
 /// calls, made only then).
-fn note_addrs(out: &mut Outcome, stream: &Stream) {
+fn note_addrs(out: &mut Outcome, stream: &impl AsFd) {
     if out.want_server_addrs {
         let s = socket2::SockRef::from(stream);
         let (local, peer) = (s.local_addr().ok(), s.peer_addr().ok());

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
 
-use crate::connection::{Buf, Stream};
+use crate::connection::{Buf, Pipe};
 
 /// Inactivity timeouts of each side, already resolved (`timeout tunnel` applied by the caller).
 #[derive(Clone, Copy, Debug, Default)]
@@ -75,10 +75,10 @@ impl Flow {
     }
 
     /// Moves as much as possible without blocking. `Err` carries the side that failed.
-    fn pump(
+    fn pump<F: Pipe, T: Pipe>(
         &mut self,
-        from: &Stream,
-        to: &Stream,
+        from: &F,
+        to: &T,
         from_side: Side,
         cx: &mut Context<'_>,
         act: &mut Activity,
@@ -171,9 +171,9 @@ fn err_end(side: Side) -> TunnelEnd {
 ///
 /// `killed` says whether a server state change ended the session (it shuts the server
 /// socket): once the server side has ended, the tunnel then ends at once, both ways.
-pub async fn run(
-    client: &Stream,
-    server: &Stream,
+pub async fn run<C: Pipe, S: Pipe>(
+    client: &C,
+    server: &S,
     t: TunnelTimeouts,
     killed: &dyn Fn() -> bool,
 ) -> (TunnelEnd, Moved) {

@@ -98,19 +98,27 @@ impl Snapshot {
     }
 }
 
+/// The server side of a transaction as TLS fetches see it: its byte stream, or, for an
+/// HTTP/2 stream, the facts of the connection it runs on (taken when the connection was made;
+/// `None` on clear text).
+#[derive(Clone, Copy)]
+pub enum ServerSide<'a> {
+    Stream(&'a Stream),
+    Facts(Option<&'a Snapshot>),
+}
+
 /// Evaluates a TLS fetch on the client connection (`back`: on the server connection); `None`
 /// without a value (a clear-text connection, as HAProxy).
 pub fn fetch(
     t: &TlsFetch,
     client: Option<&Stream>,
-    server: Option<&Stream>,
+    server: Option<ServerSide<'_>>,
 ) -> Option<Value<'static>> {
-    if let (true, Some(Stream::H2Up(v))) = (t.is_back(), server) {
-        return match v.tls_facts() {
-            Some(snap) => snap.fetch(t),
-            None => fetch(t, client, None),
-        };
-    }
+    let server = match server {
+        Some(ServerSide::Facts(Some(snap))) if t.is_back() => return snap.fetch(t),
+        Some(ServerSide::Stream(s)) => Some(s),
+        _ => None,
+    };
     let stream = if t.is_back() { server } else { client };
     let tls = stream.and_then(Stream::tls);
     match (t, tls) {

@@ -140,16 +140,6 @@ impl Received {
     pub fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         read_ready(&self.pending, &mut self.pos, self.ended, self.failed, buf)
     }
-
-    pub fn try_peek(&self, buf: &mut [u8]) -> io::Result<usize> {
-        let avail = &self.pending[self.pos.min(self.pending.len())..];
-        if avail.is_empty() {
-            return if self.ended { Ok(0) } else { Err(io::ErrorKind::WouldBlock.into()) };
-        }
-        let n = avail.len().min(buf.len());
-        buf[..n].copy_from_slice(&avail[..n]);
-        Ok(n)
-    }
 }
 
 /// Fields as HTTP/1 lines (`name: value` CRLF).

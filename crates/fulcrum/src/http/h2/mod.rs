@@ -34,6 +34,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::connection::Stream;
 use crate::frontend::Frontend;
+use crate::http::peer::Peer;
 use crate::runtime::Shared;
 use crate::tcp::Accepted;
 
@@ -188,7 +189,7 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
             };
             let view = view::H1View::new(h2.key(), id, raw, ended, Arc::clone(&fd));
             let acc = Accepted {
-                client: Stream::H2(Box::new(view)),
+                client: Peer::H2(Box::new(view)),
                 peer,
                 proxied: proxied.clone(),
                 prepared: true,

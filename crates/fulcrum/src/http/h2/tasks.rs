@@ -40,7 +40,7 @@ const IDLE_FOR: std::time::Duration = std::time::Duration::from_secs(2);
 pub struct Job {
     pub fe: Arc<Frontend>,
     pub shared: Arc<Shared>,
-    pub stream: Accepted,
+    pub stream: Accepted<crate::http::peer::Peer>,
     pub conn: Rc<Stream>,
 }
 

@@ -301,10 +301,6 @@ impl H1View {
         self.recv().try_read(buf)
     }
 
-    pub fn try_peek(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.recv().try_peek(buf)
-    }
-
     pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match &self.send.borrow().state {
             SendState::Body(s) if !s.done => {

@@ -9,7 +9,7 @@ use super::*;
 /// is full, or `deadline`: false when the time ran out first.
 async fn fill_until(
     buf: &mut RecvBuf,
-    from: &Stream,
+    from: &Peer,
     timer: Pin<&mut Timer>,
     body: Body,
     want: u64,

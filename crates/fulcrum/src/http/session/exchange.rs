@@ -3,6 +3,7 @@
 //! Must not touch: rules and answers (the transaction decides from what this returns).
 
 use super::*;
+use crate::connection::ServerLink as _;
 use crate::http::h2::upstream;
 
 /// A client's half-close this soon after its request is taken as sent with it.
@@ -21,7 +22,7 @@ impl Session<'_> {
         let ct = self.fe.timeouts.client;
         // `self.out` holds the request head, written by `transaction` before the first try.
         // A stream to an HTTP/2 server takes it as parsed (not parsed again from its bytes).
-        if let Stream::H2Up(up) = &sc.stream {
+        if let Peer::H2Up(up) = &sc.stream {
             up.send_parsed_head(&self.req, self.out.len(), self.h2_conn.is_some());
         }
         if let Err(e) = write_all_within(&sc.stream, &self.out, st).await {
@@ -75,7 +76,7 @@ impl Session<'_> {
             loop {
                 // An HTTP/2 server's final response head comes built from its HEADERS frame
                 // (not written as text to be parsed again), unless a parse would refuse it.
-                if let (Stream::H2Up(v), true) = (&sc.stream, sc.buf.is_empty()) {
+                if let (Peer::H2Up(v), true) = (&sc.stream, sc.buf.is_empty()) {
                     if v.take_response_head(&mut self.resp, &self.http.limits).is_some() {
                         return Exchange::Response(sc, body_done);
                     }
@@ -125,7 +126,7 @@ impl Session<'_> {
                     tokio::select! {
                         biased;
                         r = waited => Some(r),
-                        _ = tcp::client_left(&self.client) => None,
+                        _ = tcp::client_left(self.client.peer_closed()) => None,
                     }
                 } else {
                     Some(waited.await)
@@ -144,7 +145,7 @@ impl Session<'_> {
                 // A stream to an HTTP/2 server that failed was processed, unless the server
                 // refused it: only that one goes again (never a request the server may have
                 // acted on).
-                let h2_taken = matches!(sc.stream, Stream::H2Up(_))
+                let h2_taken = matches!(sc.stream, Peer::H2Up(_))
                     && !matches!(&n, Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused);
                 match n {
                     Ok(0) | Err(_) if !got_any && !h2_taken => return Exchange::RetryFresh,
@@ -176,7 +177,7 @@ impl Session<'_> {
         let open = tcp::Opening {
             src: self.peer,
             dst: self.local,
-            client: Some(self.h2_conn.unwrap_or(&self.client)),
+            client: Some(conn_of(self.h2_conn, &self.client)),
             req: Some(&self.req),
             unique_id: self.vars.unique_id.as_deref().and_then(|u| std::str::from_utf8(u).ok()),
             abortonclose: be.abortonclose,
@@ -187,7 +188,7 @@ impl Session<'_> {
         let upgrade = self.req.info().upgrade;
         let h2_ok = |srv: &crate::server::Server| !upgrade || srv.ws_h2;
         let own = &mut self.own;
-        let mut idle = |idx: usize| -> Option<(Stream, u32)> {
+        let mut idle = |idx: usize| -> Option<(Peer, u32)> {
             if fresh_only {
                 return None;
             }
@@ -217,7 +218,7 @@ impl Session<'_> {
                 Reuse::Aggressive if first => 2,
                 _ => 0,
             };
-            pool::take(be, idx, min_requests, check).map(|i| (i.stream, i.requests))
+            pool::take(be, idx, min_requests, check).map(|i| (Peer::Bytes(i.stream), i.requests))
         };
         // (A macro, not a variable: awaited where it is made, the future is not moved.)
         macro_rules! connecting {
@@ -244,7 +245,7 @@ impl Session<'_> {
             tokio::select! {
                 biased;
                 r = &mut connecting => r,
-                _ = tcp::client_left(&self.client) => {
+                _ = tcp::client_left(self.client.peer_closed()) => {
                     if since.elapsed() < WITH_THE_REQUEST {
                         connecting.await
                     } else {
@@ -267,21 +268,21 @@ impl Session<'_> {
         }?;
         // A new connection to a server speaking HTTP/2: the transaction gets its first stream.
         let srv = slot.server();
-        let stream = if srv.may_h2
-            && h2_ok(srv)
-            && !matches!(stream, Stream::H2Up(_))
-            && upstream::speaks_h2(srv.proto, &stream)
-        {
-            // The SNI as `take` looks it up (not the name the TLS layer could use).
-            let sni = srv.traffic_tls().and_then(|t| t.sni.as_ref()).and_then(|_| open.sni(srv));
-            let shared = reuse != Reuse::Never && srv.send_proxy.is_none();
-            let share =
-                shared.then(|| upstream::Share { be, idx: slot.index(), sni: sni.as_deref() });
-            cold(upstream::start(stream, self.shared.h2, share))
-                .await
-                .map_err(|e| tcp::Ending::ConnectFailed(e.kind(), None))?
-        } else {
-            stream
+        let stream = match stream {
+            Peer::Bytes(stream)
+                if srv.may_h2 && h2_ok(srv) && upstream::speaks_h2(srv.proto, &stream) =>
+            {
+                // The SNI as `take` looks it up (not the name the TLS layer could use).
+                let sni =
+                    srv.traffic_tls().and_then(|t| t.sni.as_ref()).and_then(|_| open.sni(srv));
+                let shared = reuse != Reuse::Never && srv.send_proxy.is_none();
+                let share =
+                    shared.then(|| upstream::Share { be, idx: slot.index(), sni: sni.as_deref() });
+                cold(upstream::start(stream, self.shared.h2, share))
+                    .await
+                    .map_err(|e| tcp::Ending::ConnectFailed(e.kind(), None))?
+            }
+            stream => stream,
         };
         // `connect` / `reuse` of the stats: a connection that served requests before is reused.
         for c in [&be.counters, &slot.server().counters] {
@@ -309,18 +310,18 @@ impl Session<'_> {
     /// With `http-reuse never` it stays private to this session; otherwise it goes to the
     /// worker's idle pool (where this session's next request will usually find it again).
     pub(super) fn keep_server_conn(&mut self, sc: ServerConn) {
-        if let Stream::H2Up(_) = sc.stream {
+        if let Peer::H2Up(_) = sc.stream {
             return; // its stream ends; the connection stays the worker's
         }
         let srv = &sc.be.servers[sc.idx];
         if srv.pool_max_conn == 0 {
-            return pool::discard(sc.stream); // no idle connections kept for this server
+            return sc.stream.discard(); // no idle connections kept for this server
         }
         // A PROXY header speaks for one client connection (and with the unique-id TLV, for one
         // request): such a connection stays private to its client, or is not reused at all.
         let proxied = srv.send_proxy.as_ref();
         if proxied.is_some_and(|sp| sp.options.iter().any(|o| o == "unique-id")) {
-            return pool::discard(sc.stream);
+            return sc.stream.discard();
         }
         let reuse = sc.be.http.as_deref().map(|h| h.reuse).unwrap_or(self.http.reuse);
         if reuse != Reuse::Never && proxied.is_none() {
@@ -333,15 +334,15 @@ impl Session<'_> {
 
     /// A connection this session no longer needs: to the worker's pool unless reuse is off.
     pub(super) fn release_server_conn(&self, sc: ServerConn) {
-        if let Stream::H2Up(_) = sc.stream {
-            return;
-        }
+        let Peer::Bytes(stream) = sc.stream else {
+            return; // an HTTP/2 stream ends; its connection stays the worker's
+        };
         let reuse = sc.be.http.as_deref().map(|h| h.reuse).unwrap_or(self.http.reuse);
         let shared = sc.be.servers[sc.idx].send_proxy.is_none();
         if reuse != Reuse::Never && shared && sc.buf.is_empty() && !crate::runtime::stopping() {
-            pool::put(&sc.be, sc.idx, sc.stream, sc.requests);
+            pool::put(&sc.be, sc.idx, stream, sc.requests);
         } else if sc.buf.is_empty() {
-            pool::discard(sc.stream); // idle between requests: nothing is lost by a reset
+            pool::discard(stream); // idle between requests: nothing is lost by a reset
         }
     }
 
@@ -397,15 +398,15 @@ pub(super) enum Exchange {
 /// body that trickles is never held back.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn pump(
-    from: &Stream,
+    from: &Peer,
     fbuf: &mut RecvBuf,
-    to: &Stream,
+    to: &Peer,
     mut head: &[u8],
     body: Body,
     scanner: &mut ChunkedScanner,
     (mut read_timer, read_timeout): (Pin<&mut Timer>, Option<Duration>),
     write_timeout: Option<Duration>,
-    mut watch: Option<(&Stream, &mut RecvBuf)>,
+    mut watch: Option<(&Peer, &mut RecvBuf)>,
     moved: &mut u64,
 ) -> Xfer {
     let mut remaining = match body {
@@ -523,7 +524,7 @@ pub(super) async fn pump(
 /// method a rule rewrote from HEAD (the client gets none), so that its connection can carry
 /// the next request.
 pub(super) async fn drain(
-    from: &Stream,
+    from: &Peer,
     buf: &mut RecvBuf,
     body: Body,
     scanner: &mut ChunkedScanner,
@@ -608,8 +609,8 @@ pub(super) fn observe_l7(be: &Backend, idx: usize, failed: bool, what: &'static 
 /// Waits for a server's bytes (see [`RecvBuf::fill`]), or for an HTTP/2 server's response
 /// head, which is taken built at the top of the response loop: `Ok(n)` bytes read, `Ok(1)`
 /// for a head ready (nothing read).
-async fn fill_or_head(buf: &mut RecvBuf, s: &Stream) -> std::io::Result<usize> {
-    if let (Stream::H2Up(v), true) = (s, buf.is_empty()) {
+async fn fill_or_head(buf: &mut RecvBuf, s: &Peer) -> std::io::Result<usize> {
+    if let (Peer::H2Up(v), true) = (s, buf.is_empty()) {
         std::future::poll_fn(|cx| s.poll_read_ready(cx)).await?;
         if v.has_response_head() {
             return Ok(1);

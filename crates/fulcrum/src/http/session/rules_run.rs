@@ -29,7 +29,7 @@ impl Session<'_> {
                     be.map(|b| &**b),
                     None,
                     body,
-                    self.h2_conn.unwrap_or(&self.client),
+                    conn_of(self.h2_conn, &self.client),
                     self.h2_conn.is_some(),
                     self.pp.as_deref(),
                     self.bind_no,
@@ -180,8 +180,14 @@ impl Session<'_> {
             let mut start = 0;
             let v = loop {
                 let list = &r.http_response;
-                let v =
-                    self.run_on_response(list, start, &r.acls, Some(be), server, Some(&sc.stream));
+                let v = self.run_on_response(
+                    list,
+                    start,
+                    &r.acls,
+                    Some(be),
+                    server,
+                    Some(sc.stream.tls_side()),
+                );
                 // `wait-for-body`: the response's body (or `at-least` of it) is read into the
                 // server buffer first; the rules after it then run, or HAProxy's 504 answers.
                 let Verdict::WaitForBody { time, at_least, resume } = v else { break v };
@@ -228,7 +234,7 @@ impl Session<'_> {
         acls: &rules::Acls,
         be: Option<&Backend>,
         server: Option<&str>,
-        server_stream: Option<&crate::connection::Stream>,
+        server_stream: Option<crate::tls::facts::ServerSide<'_>>,
     ) -> Verdict<'r> {
         let mut base = rules_base(
             self.fe,
@@ -238,7 +244,7 @@ impl Session<'_> {
             be,
             server,
             &[],
-            self.h2_conn.unwrap_or(&self.client),
+            conn_of(self.h2_conn, &self.client),
             self.h2_conn.is_some(),
             self.pp.as_deref(),
             self.bind_no,

@@ -391,7 +391,7 @@ impl Session<'_> {
             return self.answer(500, &i, Some(&be)).await;
         }
         // An HTTP/2 client's stream takes the head as parsed (not parsed again from its bytes).
-        if let Stream::H2(view) = &self.client {
+        if let Peer::H2(view) = &self.client {
             if let Err(e) = view.send_head(&self.resp, self.out.len()) {
                 self.note(format_args!("client write failed: {e}"));
                 self.o.end(Cause::ClientAbort, Phase::Data);
@@ -418,7 +418,7 @@ impl Session<'_> {
         let st = be.timeouts.server;
         let ct = self.fe.timeouts.client;
         // On HTTP/2 (either side), a request body still arriving goes on beside the response.
-        let duplex = !body_done && (self.h2_conn.is_some() || matches!(sc.stream, Stream::H2Up(_)));
+        let duplex = !body_done && (self.h2_conn.is_some() || matches!(sc.stream, Peer::H2Up(_)));
         let mut req_scanner = if duplex { self.scanner.clone() } else { ChunkedScanner::new() };
         self.scanner.reset();
         let head: &[u8] = if head_with_body { &self.out } else { &[] };

@@ -30,6 +30,7 @@ use super::backconn::{self, Conn, Key, NO_ERROR, REFUSED_STREAM};
 use super::body::{connection_specific, Framing, Sending};
 use crate::backend::Backend;
 use crate::connection::Stream;
+use crate::http::peer::Peer;
 
 mod message;
 mod request;
@@ -57,7 +58,7 @@ thread_local! {
 
 /// A new stream on one of this worker's connections to that server, with the number of
 /// streams the connection carried before; `None` when none has room.
-pub fn take(be: &Arc<Backend>, idx: usize, sni: Option<&str>) -> Option<(Stream, u32)> {
+pub fn take(be: &Arc<Backend>, idx: usize, sni: Option<&str>) -> Option<(Peer, u32)> {
     CONNS.with(|c| {
         let conns = c.borrow();
         let gen = be.servers[idx].addr_gen();
@@ -72,7 +73,7 @@ pub fn take(be: &Arc<Backend>, idx: usize, sni: Option<&str>) -> Option<(Stream,
         })?;
         let before = e.conn.carried();
         let view = UpView::new(&e.conn, Arc::clone(&e.fd), e.tls.clone(), e.sni.clone());
-        Some((Stream::H2Up(Box::new(view)), before))
+        Some((Peer::H2Up(Box::new(view)), before))
     })
 }
 
@@ -101,7 +102,7 @@ pub async fn start(
     stream: Stream,
     tune: fulcrum_config::TuneH2,
     share: Option<Share<'_>>,
-) -> io::Result<Stream> {
+) -> io::Result<Peer> {
     let tls = stream.tls().map(|t| Arc::new(crate::tls::facts::Snapshot::of(t)));
     super::no_delay(&stream);
     let fd = Arc::new(stream.as_fd().try_clone_to_owned()?);
@@ -123,7 +124,7 @@ pub async fn start(
         });
     }
     tokio::task::spawn_local(drive(conn, io));
-    Ok(Stream::H2Up(Box::new(view)))
+    Ok(Peer::H2Up(Box::new(view)))
 }
 
 /// Runs a connection until it ends: the server closed it or sent GOAWAY, or it stayed without
@@ -170,7 +171,7 @@ pub fn clear() {
 }
 
 /// One request and its response on a stream to a server, behind the session's `Stream`
-/// interface (`Stream::H2Up`). It names its connection by key (a `Stream` moves between
+/// interface (`Peer::H2Up`). It names its connection by key (a `Stream` moves between
 /// threads in the idle pool's types, an `Rc` cannot; a view never leaves its worker).
 pub struct UpView {
     conn: Key,
