@@ -4,7 +4,11 @@
 //!   section: a module uses modules of its own layer or of lower ones (peers of a layer never in
 //!   a circle), `deny:` and `allow:` lines making exceptions;
 //! - no file is over [`MAX_LINES`] lines of code (blank lines, comment-only lines and
-//!   `#[cfg(test)]` items not counted).
+//!   `#[cfg(test)]` items not counted);
+//! - no function is over [`MAX_FN_LINES`] lines of code, counted the same way from its `fn` line
+//!   through its closing brace: closures and inner fns count toward it (an inner fn is checked on
+//!   its own too), methods of `impl` and `trait` blocks are named `Type::name`, and a second
+//!   function of a file by one name is `name#2`.
 //!
 //! A reference is a `use` (grouped and multi-line ones too, each imported name a site), a
 //! `crate::x::...` path written in code, or a `super::...` path that climbs out of a top-level
@@ -28,11 +32,14 @@ use std::path::{Path, PathBuf};
 
 /// The most lines of code a source file may have.
 const MAX_LINES: usize = 800;
+/// The most lines of code a function may have, from its `fn` line through its closing brace.
+const MAX_FN_LINES: usize = 150;
 
 const LAYERS_HEADING: &str = "## Layers (enforced)";
 const DEBT_FILE: &str = "tests/architecture_debt.txt";
 const DEBT_LAYERS: &str = "[layers]";
 const DEBT_SIZES: &str = "[file sizes]";
+const DEBT_FNS: &str = "[function sizes]";
 
 // ---------------------------------------------------------------------------------------------
 // Reading Rust source
@@ -455,6 +462,161 @@ fn code_lines(src: &str) -> usize {
         .count()
 }
 
+/// One function of a file (an `fn` with a body, methods and inner fns included) outside
+/// `#[cfg(test)]` items.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Func {
+    /// `name`, or `Type::name` for a method of an `impl` or `trait` block; the second function
+    /// of a file by that name is `name#2`, the third `name#3`.
+    name: String,
+    /// The line of its `fn`.
+    line: usize,
+    /// Lines of code from its `fn` line through its closing brace, closures and inner fns
+    /// included (blank lines, comment-only lines and `#[cfg(test)]` items not counted).
+    lines: usize,
+}
+
+/// The functions of a file, in the order they start.
+fn functions(src: &str) -> Vec<Func> {
+    let s = strip_cfg_test(tokens(&blank(src, true)));
+    if s.whole {
+        return Vec::new();
+    }
+    let in_test = |ln: usize| s.ranges.iter().any(|&(a, b)| a <= ln && ln <= b);
+    let code: Vec<bool> = blank(src, false)
+        .split('\n')
+        .enumerate()
+        .map(|(k, line)| !line.trim().is_empty() && !in_test(k + 1))
+        .collect();
+    let toks = &s.toks;
+    let text = |k: usize| toks.get(k).map_or("", |t| t.text.as_str());
+    // The `}` closing each `{`.
+    let mut close = BTreeMap::new();
+    let mut open = Vec::new();
+    for (k, t) in toks.iter().enumerate() {
+        match t.text.as_str() {
+            "{" => open.push(k),
+            "}" => {
+                if let Some(o) = open.pop() {
+                    close.insert(o, k);
+                }
+            }
+            _ => {}
+        }
+    }
+    // The `{` opening the body of the item whose header goes on at `from`: the first one outside
+    // parentheses and brackets, unless a `;` comes first (no body).
+    let body = |from: usize| {
+        let mut depth = 0i32;
+        for k in from..toks.len() {
+            match text(k) {
+                "(" | "[" => depth += 1,
+                ")" | "]" => depth -= 1,
+                "{" if depth == 0 => return Some(k),
+                ";" if depth == 0 => return None,
+                _ => {}
+            }
+        }
+        None
+    };
+    // `{` of an `impl` or `trait` block -> the type its functions are methods of.
+    let mut owner: BTreeMap<usize, String> = BTreeMap::new();
+    // For each open `{`, the type when it is an `impl` or `trait` block.
+    let mut blocks: Vec<Option<String>> = Vec::new();
+    let mut found: Vec<Func> = Vec::new();
+    // An `impl` item, not `impl Trait` in a type.
+    let impl_item =
+        |k: usize| k == 0 || matches!(text(k - 1), ";" | "{" | "}" | "]" | "unsafe" | "default");
+    for k in 0..toks.len() {
+        match text(k) {
+            "{" => blocks.push(owner.get(&k).cloned()),
+            "}" => {
+                blocks.pop();
+            }
+            "impl" if impl_item(k) => {
+                if let Some(b) = body(k + 1) {
+                    if let Some(ty) = impl_type(&toks[k + 1..b]) {
+                        owner.insert(b, ty);
+                    }
+                }
+            }
+            "trait" if is_ident(text(k + 1)) => {
+                if let Some(b) = body(k + 2) {
+                    owner.insert(b, text(k + 1).to_string());
+                }
+            }
+            "fn" if is_ident(text(k + 1)) => {
+                let Some(end) = body(k + 2).and_then(|b| close.get(&b)) else { continue };
+                let name = match blocks.last() {
+                    Some(Some(ty)) => format!("{ty}::{}", text(k + 1)),
+                    _ => text(k + 1).to_string(),
+                };
+                let (first, last) = (toks[k].line, toks[*end].line);
+                let lines = (first..=last).filter(|&ln| code.get(ln - 1) == Some(&true)).count();
+                found.push(Func { name, line: first, lines });
+            }
+            _ => {}
+        }
+    }
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for f in &mut found {
+        let n = seen.entry(f.name.clone()).or_default();
+        *n += 1;
+        if *n > 1 {
+            f.name = format!("{}#{n}", f.name);
+        }
+    }
+    found
+}
+
+/// The type an `impl` block is for, from the tokens between `impl` and its `{`: the last name
+/// of the path after `for` (or after the generics), `Session` for
+/// `impl<'a> fmt::Display for &'a mut crate::x::Session<'a>`.
+fn impl_type(header: &[Tok]) -> Option<String> {
+    let text = |k: usize| header.get(k).map_or("", |t| t.text.as_str());
+    // Angle brackets, `->` not one of them.
+    let step = |k: usize, angle: &mut i32| match text(k) {
+        "<" => *angle += 1,
+        ">" if k == 0 || text(k - 1) != "-" => *angle -= 1,
+        _ => {}
+    };
+    let (mut angle, mut k) = (0, 0);
+    // The generics of `impl<...>`.
+    if text(0) == "<" {
+        step(0, &mut angle);
+        while angle > 0 && k + 1 < header.len() {
+            k += 1;
+            step(k, &mut angle);
+        }
+        k += 1;
+    }
+    let mut start = k;
+    while k < header.len() {
+        match text(k) {
+            "for" if angle == 0 => start = k + 1,
+            "where" if angle == 0 => break,
+            _ => step(k, &mut angle),
+        }
+        k += 1;
+    }
+    let mut k = start;
+    // References, lifetimes, `mut`, `dyn`: to the path.
+    while matches!(text(k), "&" | "'" | "mut" | "dyn" | "(" | "[" | "*" | "const")
+        || (k > 0 && text(k - 1) == "'")
+    {
+        k += 1;
+    }
+    let mut name = None;
+    while is_ident(text(k)) {
+        name = Some(text(k).to_string());
+        if text(k + 1) != "::" {
+            break;
+        }
+        k += 2;
+    }
+    name
+}
+
 /// The modules `main.rs` declares.
 fn top_modules(main_rs: &str) -> BTreeSet<String> {
     let toks = strip_cfg_test(tokens(&blank(main_rs, true))).toks;
@@ -492,6 +654,8 @@ struct Analysis {
     sites: Vec<Site>,
     /// Lines of code per file (test files left out).
     sizes: BTreeMap<String, usize>,
+    /// Lines of code per function, `file:name` (test files left out).
+    fns: BTreeMap<String, usize>,
 }
 
 fn rust_files(dir: &Path, base: &Path, out: &mut Vec<String>) {
@@ -549,6 +713,9 @@ fn analyse(files: &BTreeMap<String, String>) -> Analysis {
             continue;
         }
         a.sizes.insert(rel.clone(), code_lines(text));
+        for f in functions(text) {
+            a.fns.insert(format!("{rel}:{}", f.name), f.lines);
+        }
         let Some(from) = file_module(rel).into_iter().next() else { continue }; // main.rs
         for r in &refs[rel] {
             if r.to != from {
@@ -745,20 +912,32 @@ struct Debt {
     edges: BTreeMap<(String, String), usize>,
     /// File under src -> lines of code.
     sizes: BTreeMap<String, usize>,
+    /// `file:name` of a function -> lines of code.
+    fns: BTreeMap<String, usize>,
 }
 
-/// `[layers]` lines `from -> to  N  # why`, `[file sizes]` lines `path  N  # why`.
+/// A debt line without its comment, which starts at a `#` opening the line or following a blank
+/// (`f#2` is a name).
+fn uncomment(line: &str) -> &str {
+    let comment = line
+        .char_indices()
+        .find(|&(k, c)| c == '#' && (k == 0 || line[..k].ends_with(char::is_whitespace)));
+    &line[..comment.map_or(line.len(), |(k, _)| k)]
+}
+
+/// `[layers]` lines `from -> to  N  # why`, `[file sizes]` lines `path  N  # why`,
+/// `[function sizes]` lines `path  name  N  # why`.
 fn parse_debt(text: &str) -> Result<Debt, String> {
     let mut debt = Debt::default();
     let mut section = "";
     for (k, raw) in text.lines().enumerate() {
         let at = format!("{DEBT_FILE}:{}", k + 1);
-        let line = raw.split('#').next().unwrap_or("").trim();
+        let line = uncomment(raw).trim();
         if line.is_empty() {
             continue;
         }
-        if line == DEBT_LAYERS || line == DEBT_SIZES {
-            section = if line == DEBT_LAYERS { DEBT_LAYERS } else { DEBT_SIZES };
+        if let Some(s) = [DEBT_LAYERS, DEBT_SIZES, DEBT_FNS].into_iter().find(|s| *s == line) {
+            section = s;
             continue;
         }
         let words: Vec<&str> = line.split_whitespace().collect();
@@ -775,9 +954,19 @@ fn parse_debt(text: &str) -> Result<Debt, String> {
                     return Err(format!("{at}: `{file}` is listed twice"));
                 }
             }
+            (DEBT_FNS, [file, name, _], Some(n)) => {
+                if debt.fns.insert(format!("{file}:{name}"), n).is_some() {
+                    return Err(format!("{at}: `{file}  {name}` is listed twice"));
+                }
+            }
             (DEBT_LAYERS, ..) => return Err(format!("{at}: expected `from -> to  N  # why`")),
             (DEBT_SIZES, ..) => return Err(format!("{at}: expected `path  N  # why`")),
-            _ => return Err(format!("{at}: a line before `{DEBT_LAYERS}` or `{DEBT_SIZES}`")),
+            (DEBT_FNS, ..) => return Err(format!("{at}: expected `path  name  N  # why`")),
+            _ => {
+                return Err(format!(
+                    "{at}: a line before `{DEBT_LAYERS}`, `{DEBT_SIZES}` or `{DEBT_FNS}`"
+                ))
+            }
         }
     }
     Ok(debt)
@@ -825,28 +1014,42 @@ fn check_edges(layers: &Layers, sites: &[Site], debt: &Debt) -> Vec<String> {
 
 /// Files over [`MAX_LINES`] that the debt file does not cover exactly.
 fn check_sizes(sizes: &BTreeMap<String, usize>, debt: &Debt) -> Vec<String> {
+    check_counts(MAX_LINES, sizes, &debt.sizes)
+}
+
+/// Functions over [`MAX_FN_LINES`] that the debt file does not cover exactly.
+fn check_fns(fns: &BTreeMap<String, usize>, debt: &Debt) -> Vec<String> {
+    check_counts(MAX_FN_LINES, fns, &debt.fns)
+}
+
+/// Lines of code per file (or `file:function`) over `max` that `known` does not list exactly.
+fn check_counts(
+    max: usize,
+    counts: &BTreeMap<String, usize>,
+    known: &BTreeMap<String, usize>,
+) -> Vec<String> {
     let mut problems = Vec::new();
-    for (file, &n) in sizes {
-        match debt.sizes.get(file) {
-            None if n > MAX_LINES => problems
-                .push(format!("src/{file} has {n} lines of code, over {MAX_LINES}: split it")),
-            Some(&known) if n > known => problems.push(format!(
-                "src/{file} grew from {known} to {n} lines of code ({DEBT_FILE} may only \
-                 shrink): split it"
+    for (what, &n) in counts {
+        match known.get(what) {
+            None if n > max => {
+                problems.push(format!("src/{what} has {n} lines of code, over {max}: split it"))
+            }
+            Some(&was) if n > was => problems.push(format!(
+                "src/{what} grew from {was} to {n} lines of code ({DEBT_FILE} may only shrink): \
+                 split it"
             )),
-            Some(_) if n <= MAX_LINES => problems.push(format!(
-                "src/{file} has {n} lines of code, within {MAX_LINES}: delete its line in \
-                 {DEBT_FILE}"
+            Some(_) if n <= max => problems.push(format!(
+                "src/{what} has {n} lines of code, within {max}: delete its line in {DEBT_FILE}"
             )),
-            Some(&known) if n < known => problems.push(format!(
-                "src/{file} has {n} lines of code now, {DEBT_FILE} says {known}: lower its \
-                 count to {n}"
+            Some(&was) if n < was => problems.push(format!(
+                "src/{what} has {n} lines of code now, {DEBT_FILE} says {was}: lower its count \
+                 to {n}"
             )),
             _ => {}
         }
     }
-    for file in debt.sizes.keys().filter(|f| !sizes.contains_key(*f)) {
-        problems.push(format!("src/{file} (in {DEBT_FILE}) is gone: delete its line"));
+    for what in known.keys().filter(|w| !counts.contains_key(*w)) {
+        problems.push(format!("src/{what} (in {DEBT_FILE}) is gone: delete its line"));
     }
     problems
 }
@@ -891,6 +1094,12 @@ fn modules_keep_to_their_layers() {
 fn files_stay_small() {
     let a = analyse(&read_sources(&crate_dir().join("src")));
     fail_on("file sizes", &check_sizes(&a.sizes, &debt()));
+}
+
+#[test]
+fn functions_stay_small() {
+    let a = analyse(&read_sources(&crate_dir().join("src")));
+    fail_on("function sizes", &check_fns(&a.fns, &debt()));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1047,6 +1256,109 @@ fn files_declared_as_test_modules_are_left_out() {
         a.sites.iter().map(|s| (s.file.as_str(), s.line, s.from.as_str(), s.to.as_str())).collect();
     assert_eq!(sites, [("a/s.rs", 3, "a", "b"), ("b.rs", 2, "b", "a")]);
     assert_eq!(a.sizes.keys().collect::<Vec<_>>(), ["a/mod.rs", "a/s.rs", "b.rs", "main.rs"]);
+    assert_eq!(a.fns.keys().collect::<Vec<_>>(), ["b.rs:f"]);
+}
+
+fn fns_of(src: &str) -> Vec<(String, usize, usize)> {
+    functions(src).into_iter().map(|f| (f.name, f.line, f.lines)).collect()
+}
+
+fn func(name: &str, line: usize, lines: usize) -> (String, usize, usize) {
+    (name.to_string(), line, lines)
+}
+
+#[test]
+fn methods_are_named_by_their_type() {
+    let src = "\
+struct S;
+impl<'a, T: Fn() -> u8> fmt::Display for &'a mut crate::x::Wrap<T> where T: Copy {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        Ok(())
+    }
+}
+impl S {
+    pub(crate) async fn new() -> impl Fn(u8) -> u8 {
+        |x| x
+    }
+    const fn size() -> [u8; 2] { [0; 2] }
+}
+pub(crate) trait T {
+    fn needed(&self);
+    fn given(&self) -> u8 {
+        1
+    }
+}
+fn free(f: fn(u8) -> u8, g: impl Fn(u8)) {}
+impl S { fn new() {} }
+";
+    assert_eq!(
+        fns_of(src),
+        [
+            func("Wrap::fmt", 3, 3),
+            func("S::new", 8, 3),
+            func("S::size", 11, 1),
+            func("T::given", 15, 3),
+            func("free", 19, 1),
+            func("S::new#2", 20, 1),
+        ]
+    );
+}
+
+#[test]
+fn closures_and_inner_fns_count_toward_the_outer_fn() {
+    let src = "\
+fn outer() {
+    let c = |x: u8| {
+        x + 1
+    };
+
+    // a comment
+    fn inner() -> u8 {
+        2
+    }
+}
+fn inner() {}
+";
+    // outer: all but the blank line and the comment; the inner fn on its own too.
+    assert_eq!(fns_of(src), [func("outer", 1, 8), func("inner", 7, 3), func("inner#2", 11, 1)]);
+}
+
+#[test]
+fn braces_in_strings_chars_and_comments_are_not_matched() {
+    let src = r##"
+fn f() -> String {
+    let a = "}";
+    let b = '}';
+    let c = r#"}"
+    "#;
+    // }
+    /* } */
+    format!("{{{a}{b}{c}")
+}
+fn g() {}
+"##;
+    assert_eq!(fns_of(src), [func("f", 2, 7), func("g", 11, 1)]);
+}
+
+#[test]
+fn test_items_have_no_functions() {
+    let src = "\
+fn kept() {
+    #[cfg(test)]
+    let x = 1;
+}
+#[cfg(test)]
+mod tests {
+    fn t() {}
+    impl super::S {
+        fn m() {}
+    }
+}
+#[cfg(test)]
+fn helper() {}
+";
+    assert_eq!(fns_of(src), [func("kept", 1, 2)]);
+    assert!(fns_of("#![cfg(test)]\nfn t() {}\n").is_empty());
 }
 
 const SAMPLE_LAYERS: &str = "\
@@ -1179,4 +1491,37 @@ fn the_size_ratchet_only_shrinks() {
             && p[2].contains("gone"),
         "{p:?}"
     );
+}
+
+#[test]
+fn the_function_size_ratchet_only_shrinks() {
+    let fns: BTreeMap<String, usize> =
+        [("a/x.rs:S::f#2", MAX_FN_LINES + 10), ("a/x.rs:g", MAX_FN_LINES + 1), ("b.rs:h", 3)]
+            .into_iter()
+            .map(|(f, n)| (f.to_string(), n))
+            .collect();
+    let debt = |text: &str| parse_debt(text).expect("parses");
+    let known = format!(
+        "[file sizes]\n[function sizes]\na/x.rs  S::f#2  {}  # why #1\na/x.rs g {}\n",
+        MAX_FN_LINES + 10,
+        MAX_FN_LINES + 1
+    );
+    assert_eq!(debt(&known).fns.get("a/x.rs:S::f#2"), Some(&(MAX_FN_LINES + 10)));
+    assert_eq!(check_fns(&fns, &debt(&known)), Vec::<String>::new());
+    let p = check_fns(&fns, &debt(&format!("[function sizes]\na/x.rs S::f#2 {MAX_FN_LINES}\n")));
+    assert!(
+        p.len() == 2 && p[0].contains("grew from 150 to 160") && p[1].contains("src/a/x.rs:g has"),
+        "{p:?}"
+    );
+    let stale = "[function sizes]\na/x.rs S::f#2 170\na/x.rs g 151\nb.rs h 200\nb.rs k 200\n";
+    let p = check_fns(&fns, &debt(stale));
+    assert_eq!(p.len(), 3, "{p:?}");
+    assert!(
+        p[0].contains("lower its count to 160")
+            && p[1].contains("src/b.rs:h has 3 lines of code, within 150")
+            && p[2].contains("src/b.rs:k (in"),
+        "{p:?}"
+    );
+    assert!(parse_debt("[function sizes]\na/x.rs 200\n").is_err());
+    assert!(parse_debt("[function sizes]\na/x.rs f 200\na/x.rs f 201\n").is_err());
 }
