@@ -361,52 +361,10 @@ async fn serve_with<'a>(
             // (Only an HTTP/1 connection's session rests or turns into HTTP/2: an HTTP/2
             // stream's serves one request.)
             Ok(Read::Rest(deadline)) if matches!(s.client, Peer::Bytes(_)) => {
-                s.cbuf.clear();
-                s.park();
-                let idle_since = s.o.marks.start.filter(|_| s.logs);
-                let more = (s.local.is_some()
-                    || s.pp.is_some()
-                    || !s.vars.is_empty()
-                    || s.own.is_some()
-                    || idle_since.is_some())
-                .then(|| {
-                    Box::new(RestingMore {
-                        local: s.local,
-                        pp: s.pp,
-                        vars: s.vars,
-                        own: s.own,
-                        idle_since,
-                    })
-                });
-                let Peer::Bytes(client) = s.client else { unreachable!("checked above") };
-                return Served::Rest(Resting {
-                    client,
-                    peer: s.peer,
-                    deadline,
-                    more,
-                    requests: s.requests,
-                    dst_port: s.dst_port,
-                    bind_no: s.bind_no,
-                });
+                return s.rest(deadline)
             }
             Ok(Read::Closed) => break,
-            Ok(Read::H2) if matches!(s.client, Peer::Bytes(_)) => {
-                let prefix = s.cbuf.data().to_vec();
-                s.cbuf.clear();
-                let vars = (!s.vars.is_empty()).then(|| Box::new(std::mem::take(&mut s.vars)));
-                let Peer::Bytes(client) = s.client else { unreachable!("checked above") };
-                let conn = Accepted {
-                    client,
-                    peer: s.peer,
-                    proxied: s.pp,
-                    prepared: true,
-                    expect_proxy: false,
-                    dst_port: s.dst_port,
-                    bind_no: s.bind_no,
-                    vars,
-                };
-                return Served::H2(conn, prefix);
-            }
+            Ok(Read::H2) if matches!(s.client, Peer::Bytes(_)) => return s.into_h2(),
             Ok(Read::Rest(_) | Read::H2) => break,
             Err(refused) => {
                 // HAProxy counts a request it could not read too (even one that never came).
@@ -634,6 +592,58 @@ impl Session<'_> {
 
     /// Going idle between requests: the heads and the output buffer (warm, with their capacity)
     /// go to the worker's spares, so an idle connection keeps no per-request memory.
+    /// Dissolves the session of an idle HTTP/1 connection into its small [`Resting`] state.
+    fn rest(mut self, deadline: Option<Instant>) -> Served {
+        self.cbuf.clear();
+        self.park();
+        let idle_since = self.o.marks.start.filter(|_| self.logs);
+        let more = (self.local.is_some()
+            || self.pp.is_some()
+            || !self.vars.is_empty()
+            || self.own.is_some()
+            || idle_since.is_some())
+        .then(|| {
+            Box::new(RestingMore {
+                local: self.local,
+                pp: self.pp,
+                vars: self.vars,
+                own: self.own,
+                idle_since,
+            })
+        });
+        // (Only an HTTP/1 connection's session rests: the caller checks.)
+        let Peer::Bytes(client) = self.client else { return Served::Closed };
+        Served::Rest(Resting {
+            client,
+            peer: self.peer,
+            deadline,
+            more,
+            requests: self.requests,
+            dst_port: self.dst_port,
+            bind_no: self.bind_no,
+        })
+    }
+
+    /// Hands an HTTP/1 connection that opened with HTTP/2's preface on, with the bytes read.
+    fn into_h2(mut self) -> Served {
+        let prefix = self.cbuf.data().to_vec();
+        self.cbuf.clear();
+        let vars = (!self.vars.is_empty()).then(|| Box::new(std::mem::take(&mut self.vars)));
+        // (Only an HTTP/1 connection's session turns into HTTP/2: the caller checks.)
+        let Peer::Bytes(client) = self.client else { return Served::Closed };
+        let conn = Accepted {
+            client,
+            peer: self.peer,
+            proxied: self.pp,
+            prepared: true,
+            expect_proxy: false,
+            dst_port: self.dst_port,
+            bind_no: self.bind_no,
+            vars,
+        };
+        Served::H2(conn, prefix)
+    }
+
     fn park(&mut self) {
         if self.parked || !self.cbuf.is_empty() {
             return;
