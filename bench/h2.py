@@ -186,6 +186,28 @@ def point(name, cmd, a, log):
     return (u1 - u0 + s1 - s0) * per, rps, rss, (s1 - s0) * per
 
 
+def report(results, what, rate, with_b):
+    """Prints each contender's medians (rows of (us, rate, rss_kb, sys_us) per round), the
+    ratios to HAProxy and nginx, and with `with_b` the paired ratio of fulcrum-b to fulcrum."""
+    med = {}
+    for name, rows in results.items():
+        us = [x[0] for x in rows]
+        med[name] = statistics.median(us)
+        print(f"  {name:9} {med[name]:6.2f} us CPU/{what} (range {min(us):.2f}-{max(us):.2f}; "
+              f"system {statistics.median(x[3] for x in rows):.2f}), "
+              f"{statistics.median(x[1] for x in rows):10.0f} {rate}, "
+              f"RSS {statistics.median(x[2] for x in rows) / 1024:.1f} MB")
+    paired = [f[0] / h[0] for f, h in zip(results["fulcrum"], results["haproxy"])]
+    print(f"  fulcrum/haproxy CPU: {med['fulcrum'] / med['haproxy']:.2f}x (median of the rounds' "
+          f"ratios {statistics.median(paired):.2f}x, range {min(paired):.2f}-{max(paired):.2f}), "
+          f"fulcrum/nginx CPU: {med['fulcrum'] / med['nginx']:.2f}x")
+    if with_b:
+        pairs = [b[0] / x[0] for x, b in zip(results["fulcrum"], results["fulcrum-b"])]
+        print(f"  fulcrum-b/fulcrum CPU: {med['fulcrum-b'] / med['fulcrum']:.3f}x "
+              f"(per round: {', '.join(f'{p:.3f}' for p in pairs)}), "
+              f"fulcrum-b/haproxy CPU: {med['fulcrum-b'] / med['haproxy']:.2f}x")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
@@ -232,24 +254,7 @@ def main():
     server = "HTTP/2 server" if h2 else "HTTP/1 server"
     print(f"\nh2load -c{a.conns} -m{a.streams}, {a.requests} requests of 64 bytes, {server}, "
           f"one proxy thread, medians of {a.rounds} rounds:")
-    med = {}
-    for name, rows in results.items():
-        us = [x[0] for x in rows]
-        med[name] = statistics.median(us)
-        print(f"  {name:8} {med[name]:6.2f} us CPU/request (range {min(us):.2f}-{max(us):.2f}; "
-              f"system {statistics.median(x[3] for x in rows):.2f}), "
-              f"{statistics.median(x[1] for x in rows):10.0f} req/s, "
-              f"RSS {statistics.median(x[2] for x in rows) / 1024:.1f} MB")
-    paired = [f[0] / h[0] for f, h in zip(results["fulcrum"], results["haproxy"])]
-    print(f"  fulcrum/haproxy CPU: {med['fulcrum'] / med['haproxy']:.2f}x (median of the rounds' "
-          f"ratios {statistics.median(paired):.2f}x, range {min(paired):.2f}-{max(paired):.2f}), "
-          f"fulcrum/nginx CPU: {med['fulcrum'] / med['nginx']:.2f}x")
-    if a.bin_b:
-        pairs = [b[0] / x[0] for x, b in zip(results["fulcrum"], results["fulcrum-b"])]
-        print(f"  fulcrum-b/fulcrum CPU: {med['fulcrum-b'] / med['fulcrum']:.3f}x "
-              f"(per round: {', '.join(f'{p:.3f}' for p in pairs)}), "
-              f"fulcrum-b/haproxy CPU: {med['fulcrum-b'] / med['haproxy']:.2f}x")
-
+    report(results, "request", "req/s", bool(a.bin_b))
 
 if __name__ == "__main__":
     sys.exit(main())
