@@ -32,31 +32,31 @@ pub trait Pipe {
 }
 
 impl<P: Pipe + ?Sized> Pipe for &P {
-    #[inline]
+    #[inline(always)]
     fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         P::poll_read_ready(self, cx)
     }
-    #[inline]
+    #[inline(always)]
     fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
         P::try_read(self, buf)
     }
-    #[inline]
+    #[inline(always)]
     fn clear_read_ready(&self) {
         P::clear_read_ready(self)
     }
-    #[inline]
+    #[inline(always)]
     fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         P::poll_write_ready(self, cx)
     }
-    #[inline]
+    #[inline(always)]
     fn try_send(&self, head: &[u8], data: &[u8], more: bool) -> io::Result<usize> {
         P::try_send(self, head, data, more)
     }
-    #[inline]
+    #[inline(always)]
     fn try_flush(&self) -> io::Result<()> {
         P::try_flush(self)
     }
-    #[inline]
+    #[inline(always)]
     fn shutdown_write(&self) -> io::Result<()> {
         P::shutdown_write(self)
     }
@@ -82,31 +82,31 @@ impl ServerLink for Stream {
 }
 
 impl Pipe for Stream {
-    #[inline]
+    #[inline(always)]
     fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Stream::poll_read_ready(self, cx)
     }
-    #[inline]
+    #[inline(always)]
     fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
         Stream::try_read(self, buf)
     }
-    #[inline]
+    #[inline(always)]
     fn clear_read_ready(&self) {
         Stream::clear_read_ready(self)
     }
-    #[inline]
+    #[inline(always)]
     fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Stream::poll_write_ready(self, cx)
     }
-    #[inline]
+    #[inline(always)]
     fn try_send(&self, head: &[u8], data: &[u8], more: bool) -> io::Result<usize> {
         Stream::try_send(self, head, data, more)
     }
-    #[inline]
+    #[inline(always)]
     fn try_flush(&self) -> io::Result<()> {
         Stream::try_flush(self)
     }
-    #[inline]
+    #[inline(always)]
     fn shutdown_write(&self) -> io::Result<()> {
         Stream::shutdown_write(self)
     }

@@ -64,6 +64,7 @@ impl RecvBuf {
     /// While nothing is buffered and the socket has nothing to read, the pool buffer is given
     /// back: an idle keep-alive connection holds no buffer.
     /// Readiness is checked first (no syscall while the socket is known drained), then `recv`.
+    #[inline(always)]
     pub async fn fill<P: Pipe>(&mut self, s: &P) -> io::Result<usize> {
         self.fill_with(s, true).await
     }

@@ -28,7 +28,7 @@ pub enum Peer {
 }
 
 impl From<Stream> for Peer {
-    #[inline]
+    #[inline(always)]
     fn from(s: Stream) -> Peer {
         Peer::Bytes(s)
     }
@@ -91,7 +91,7 @@ impl ServerLink for Peer {
 }
 
 impl Pipe for Peer {
-    #[inline]
+    #[inline(always)]
     fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self {
             Peer::Bytes(s) => s.poll_read_ready(cx),
@@ -99,7 +99,7 @@ impl Pipe for Peer {
             Peer::H2Up(v) => v.poll_read_ready(cx),
         }
     }
-    #[inline]
+    #[inline(always)]
     fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Peer::Bytes(s) => s.try_read(buf),
@@ -107,14 +107,14 @@ impl Pipe for Peer {
             Peer::H2Up(v) => v.try_read(buf),
         }
     }
-    #[inline]
+    #[inline(always)]
     fn clear_read_ready(&self) {
         // A short read of an HTTP/2 stream says nothing about its connection's socket.
         if let Peer::Bytes(s) = self {
             s.clear_read_ready()
         }
     }
-    #[inline]
+    #[inline(always)]
     fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self {
             Peer::Bytes(s) => s.poll_write_ready(cx),
@@ -122,7 +122,7 @@ impl Pipe for Peer {
             Peer::H2Up(v) => v.poll_write_ready(cx),
         }
     }
-    #[inline]
+    #[inline(always)]
     fn try_send(&self, head: &[u8], data: &[u8], more: bool) -> io::Result<usize> {
         match self {
             Peer::Bytes(s) => s.try_send(head, data, more),
@@ -130,13 +130,14 @@ impl Pipe for Peer {
             Peer::H2Up(v) => v.try_send(head, data),
         }
     }
-    #[inline]
+    #[inline(always)]
     fn try_flush(&self) -> io::Result<()> {
         match self {
             Peer::Bytes(s) => s.try_flush(),
             _ => Ok(()),
         }
     }
+    #[inline(always)]
     fn shutdown_write(&self) -> io::Result<()> {
         match self {
             Peer::Bytes(s) => s.shutdown_write(),
