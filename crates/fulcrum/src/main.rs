@@ -17,6 +17,7 @@ mod demo;
 mod frontend;
 mod health;
 mod http;
+mod lifecycle;
 mod listener;
 mod log;
 mod memory;

@@ -91,13 +91,20 @@ pub struct Frontend {
     /// Wakes its accept loops when it is enabled again.
     pub enabled: tokio::sync::Notify,
     /// A reload replaced it: its sessions end after their current transaction (see
-    /// `runtime::retiring`).
+    /// [`Frontend::retiring`]).
     pub retired: std::sync::atomic::AtomicBool,
     /// The last invalid request it received (`show errors`).
     pub invalid_req: crate::counters::Slot,
 }
 
 impl Frontend {
+    /// True when a session of this frontend should end after its current transaction: the
+    /// worker is soft-stopping, or a reload replaced the frontend (its sessions finish on the
+    /// plan they started with, their clients' next connections go to the new one).
+    pub fn retiring(&self) -> bool {
+        crate::lifecycle::stopping() || self.retired.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Takes over the live state of the frontend of the same name in the plan before an
     /// in-process reload, while this one is not shared yet: counters, its connection count,
     /// those of binds on the same addresses (the new `maxconn`s apply to them once the reload

@@ -410,7 +410,7 @@ async fn serve_with<'a>(
         s.requests += 1;
         // (A retired frontend's connection closes after a response that said so: the client
         // was told, so its next request is not lost; soft stop closes at once.)
-        if next == Next::Close || crate::runtime::stopping() || s.h2_conn.is_some() {
+        if next == Next::Close || crate::lifecycle::stopping() || s.h2_conn.is_some() {
             break;
         }
         s.park();

@@ -12,9 +12,6 @@ mod accept;
 pub mod profiling;
 pub mod sessions;
 
-use std::cell::RefCell;
-use std::collections::HashSet;
-use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -43,64 +40,6 @@ pub enum RunState {
     SoftStop,
     /// Exit now (SIGTERM, SIGINT, `hard-stop-after`): send what is pending and leave.
     Exit,
-}
-
-thread_local! {
-    /// This worker's soft-stop flag: set once the worker stops accepting, so keep-alive sessions
-    /// close after their current transaction and resting ones close at once.
-    static STOPPING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// The client sockets of this worker's resting connections (see [`StopWatch`]).
-    static WATCHED: RefCell<HashSet<RawFd>> = RefCell::new(HashSet::new());
-    /// Woken by a soft stop: connections that can end gracefully (HTTP/2's GOAWAY).
-    static STOP_NOTIFY: std::rc::Rc<tokio::sync::Notify> = std::rc::Rc::new(tokio::sync::Notify::new());
-}
-
-/// This worker's soft-stop notification (take `notified()` before checking [`stopping`]).
-pub fn stop_notify() -> std::rc::Rc<tokio::sync::Notify> {
-    STOP_NOTIFY.with(std::rc::Rc::clone)
-}
-
-/// True once this worker is soft-stopping.
-pub fn stopping() -> bool {
-    STOPPING.with(|s| s.get())
-}
-
-/// True when a session of `fe` should end after its current transaction: the worker is
-/// soft-stopping, or a reload replaced `fe` (its sessions finish on the plan they started with,
-/// their clients' next connections go to the new one).
-pub fn retiring(fe: &Frontend) -> bool {
-    stopping() || fe.retired.load(std::sync::atomic::Ordering::Relaxed)
-}
-
-/// Registers a resting connection's client socket for as long as it lives: a soft stop shuts
-/// the read side of every registered socket, which wakes its connection (it reads end of
-/// stream, or sees [`stopping`], and closes). A waiter per idle connection would cost more
-/// memory; connections rest only after an idle moment, so this costs no work per request.
-pub struct StopWatch(RawFd);
-
-impl StopWatch {
-    /// `fd` must stay open as long as the watch lives.
-    pub fn new(fd: RawFd) -> Self {
-        WATCHED.with(|w| w.borrow_mut().insert(fd));
-        StopWatch(fd)
-    }
-}
-
-impl Drop for StopWatch {
-    fn drop(&mut self) {
-        WATCHED.with(|w| w.borrow_mut().remove(&self.0));
-    }
-}
-
-fn begin_stop() {
-    STOPPING.with(|s| s.set(true));
-    STOP_NOTIFY.with(|n| n.notify_waiters());
-    WATCHED.with(|w| {
-        for &fd in w.borrow().iter() {
-            // Every registered descriptor is open (its `StopWatch` is alive) and a socket.
-            let _ = crate::sys::shutdown_read(fd);
-        }
-    });
 }
 
 /// What every worker shares.
@@ -539,7 +478,7 @@ fn worker(
         drop(loops); // closes this worker's listening sockets
         purge.abort();
         checks.iter().for_each(|c| c.abort());
-        begin_stop();
+        crate::lifecycle::begin_stop();
         crate::http::pool::clear();
         crate::http::h2::upstream::clear();
         let exit = async {

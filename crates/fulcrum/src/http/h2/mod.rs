@@ -128,7 +128,7 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
         .or(fe.upgrade.as_ref())
         .and_then(|h| h.timeouts.keep_alive)
         .or(client_timeout);
-    let stop = crate::runtime::stop_notify();
+    let stop = crate::lifecycle::stop_notify();
     // Made once: a soft stop wakes it (a waiter per connection, not per stream).
     let stopped = stop.notified();
     tokio::pin!(stopped);
@@ -150,7 +150,7 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
             idle_since = now;
         }
         let idle_over = !busy && idle.is_some_and(|d| now.duration_since(idle_since) >= d);
-        if deadline.is_none() && (crate::runtime::retiring(&fe) || idle_over) {
+        if deadline.is_none() && (fe.retiring() || idle_over) {
             h2.goaway();
             deadline = Some(now + client_timeout.unwrap_or(Duration::from_secs(30)));
         }
@@ -161,7 +161,7 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
         let event = tokio::select! {
             biased;
             e = std::future::poll_fn(|cx| h2.poll_drive(cx, &mut io, &mut opened)) => e,
-            _ = &mut stopped, if !crate::runtime::stopping() => continue,
+            _ = &mut stopped, if !crate::lifecycle::stopping() => continue,
             _ = &mut tick => {
                 if !busy {
                     h2.trim();

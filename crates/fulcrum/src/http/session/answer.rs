@@ -186,8 +186,8 @@ impl Session<'_> {
             && !message_closes(&msg)
             && !client_close
             && self.drain_request_body(info.body)
-            && !crate::runtime::retiring(self.fe)
-            && !crate::runtime::stopping();
+            && !self.fe.retiring()
+            && !crate::lifecycle::stopping();
         if !keep && !msg.is_empty() && !message_closes(&msg) {
             msg = with_connection_close(&msg);
         } else if keep && self.req.version() == Version::Http10 {

@@ -339,7 +339,7 @@ impl Session<'_> {
         };
         let reuse = sc.be.http.as_deref().map(|h| h.reuse).unwrap_or(self.http.reuse);
         let shared = sc.be.servers[sc.idx].send_proxy.is_none();
-        if reuse != Reuse::Never && shared && sc.buf.is_empty() && !crate::runtime::stopping() {
+        if reuse != Reuse::Never && shared && sc.buf.is_empty() && !crate::lifecycle::stopping() {
             pool::put(&sc.be, sc.idx, stream, sc.requests);
         } else if sc.buf.is_empty() {
             pool::discard(stream); // idle between requests: nothing is lost by a reset

@@ -48,7 +48,7 @@ impl Resting {
         RestingWait {
             client: &self.client,
             timer: self.deadline.map(tokio::time::sleep_until),
-            _watched: crate::runtime::StopWatch::new(self.client.as_fd().as_raw_fd()),
+            _watched: crate::lifecycle::StopWatch::new(self.client.as_fd().as_raw_fd()),
         }
     }
 }
@@ -62,7 +62,7 @@ pin_project_lite::pin_project! {
         client: &'a Stream,
         #[pin]
         timer: Option<Sleep>,
-        _watched: crate::runtime::StopWatch,
+        _watched: crate::lifecycle::StopWatch,
     }
 }
 
@@ -71,7 +71,7 @@ impl Future for RestingWait<'_> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
         let this = self.project();
-        if crate::runtime::stopping() {
+        if crate::lifecycle::stopping() {
             return Poll::Ready(false);
         }
         // Readable also means closed or in error: the session finds out which.

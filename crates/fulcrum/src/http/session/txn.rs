@@ -367,7 +367,7 @@ impl Session<'_> {
             && !client_close
             && conn_mode != ConnMode::Close
             && resp_body != Body::UntilClose
-            && !crate::runtime::retiring(self.fe);
+            && !self.fe.retiring();
         if status == 101 {
             let _ = self.resp.set_header(b"Connection", b"upgrade");
         } else if !client_keep && !tunnel {
