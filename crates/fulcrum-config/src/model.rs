@@ -780,14 +780,8 @@ pub enum HashMethod {
     Consistent,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum HashFunction {
-    #[default]
-    Sdbm,
-    Djb2,
-    Wt6,
-    Crc32,
-}
+/// `hash-type`'s function: the balancer's own type (one enum for model and engine).
+pub use fulcrum_balance::HashFunction;
 
 /// One `server` line, with `default-server` settings applied.
 #[derive(Clone, Debug, PartialEq, Eq)]

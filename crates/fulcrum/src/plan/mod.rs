@@ -11,7 +11,7 @@ mod servers;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use fulcrum_balance::{Algorithm, Balancer, HashConfig, HashFunction};
+use fulcrum_balance::{Algorithm, Balancer, HashConfig};
 use fulcrum_config as cfg;
 
 use crate::backend::{Backend, BackendTimeouts};
@@ -716,12 +716,7 @@ fn backend(
     };
     let hash = HashConfig {
         consistent: p.hash_type.method == cfg::HashMethod::Consistent,
-        function: match p.hash_type.function {
-            cfg::HashFunction::Sdbm => HashFunction::Sdbm,
-            cfg::HashFunction::Djb2 => HashFunction::Djb2,
-            cfg::HashFunction::Wt6 => HashFunction::Wt6,
-            cfg::HashFunction::Crc32 => HashFunction::Crc32,
-        },
+        function: p.hash_type.function,
         avalanche: p.hash_type.avalanche,
     };
     let t = &p.timeouts;
