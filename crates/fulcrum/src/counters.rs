@@ -4,7 +4,7 @@
 //! made (a session accepted, a connect failed); the ones that depend on how a stream ended
 //! (status classes, aborts, denials, request errors, times) are added once per stream from its
 //! outcome by `stats::account`. Also each proxy's last refused message (`Slot`, `Snapshot`:
-//! `show errors`), which `stats::snapshots` captures and renders.
+//! `show errors`), captured here (`capture`) and rendered by `stats::snapshots`.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -239,6 +239,38 @@ impl Slot {
     pub fn set(&self, s: Snapshot) {
         *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(s));
     }
+}
+
+/// Snapshots taken since the process started (`Total events captured`).
+static SNAPSHOTS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Snapshots captured so far (`show errors`' `Total events captured`).
+pub fn snapshots_taken() -> u32 {
+    SNAPSHOTS.load(Ordering::Relaxed)
+}
+
+/// Captures a refused message into `slot` (`show errors`, see `stats::snapshots`); `err` locates the error when the head was
+/// refused by the parser (`None`: too large or incomplete, the error is at its end).
+pub fn capture(
+    slot: &Slot,
+    buf: &[u8],
+    bufsize: usize,
+    err: Option<fulcrum_http::HeadError>,
+    src: Option<SocketAddr>,
+    other: Option<(String, u32)>,
+    server: Option<(String, u32)>,
+) {
+    let buf = &buf[..buf.len().min(bufsize)];
+    let error_at = err.map_or(buf.len(), |e| fulcrum_http::error_position(buf, e));
+    slot.set(Snapshot {
+        when: SystemTime::now(),
+        event: SNAPSHOTS.fetch_add(1, Ordering::Relaxed),
+        src,
+        other,
+        server,
+        buf: buf.to_vec(),
+        error_at,
+    });
 }
 
 #[cfg(test)]

@@ -852,21 +852,13 @@ impl Session<'_> {
     fn capture_request(&self, err: Option<fulcrum_http::HeadError>) {
         let slot = &self.fe.invalid_req;
         let buf = self.cbuf.data();
-        crate::stats::snapshots::capture(
-            slot,
-            buf,
-            self.shared.bufsize,
-            err,
-            self.peer,
-            None,
-            None,
-        );
+        crate::counters::capture(slot, buf, self.shared.bufsize, err, self.peer, None, None);
     }
 
     /// Keeps the refused response for `show errors`.
     fn capture_response(&self, sc: &ServerConn, err: Option<fulcrum_http::HeadError>) {
         let srv = &sc.be.servers[sc.idx];
-        crate::stats::snapshots::capture(
+        crate::counters::capture(
             &sc.be.invalid_rep,
             sc.buf.data(),
             self.shared.bufsize,

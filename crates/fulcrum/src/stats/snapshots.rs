@@ -2,48 +2,14 @@
 //! frontend received and the last invalid response each backend got, with the bytes as they
 //! arrived (up to a buffer), where the error is, who sent them and when.
 //!
-//! Written by the HTTP session when it refuses a head (a cold path: one lock and one copy per
-//! refused message), read by the runtime API. The proxies hold their snapshots in
-//! `counters::Slot`s. Must not touch: what the session answers.
+//! Taken by the HTTP session when it refuses a head (`counters::capture`: a cold path, one lock
+//! and one copy per refused message), rendered here for the runtime API. The proxies hold their
+//! snapshots in `counters::Slot`s. Must not touch: what the session answers.
 
 use std::fmt::Write as _;
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::SystemTime;
 
-use crate::counters::{Slot, Snapshot};
-
-/// Snapshots taken since the process started (`Total events captured`).
-static EVENTS: AtomicU32 = AtomicU32::new(0);
-
-/// Events captured so far.
-pub fn total() -> u32 {
-    EVENTS.load(Ordering::Relaxed)
-}
-
-/// Captures a refused message into `slot`; `err` locates the error when the head was
-/// refused by the parser (`None`: too large or incomplete, the error is at its end).
-pub fn capture(
-    slot: &Slot,
-    buf: &[u8],
-    bufsize: usize,
-    err: Option<fulcrum_http::HeadError>,
-    src: Option<SocketAddr>,
-    other: Option<(String, u32)>,
-    server: Option<(String, u32)>,
-) {
-    let buf = &buf[..buf.len().min(bufsize)];
-    let error_at = err.map_or(buf.len(), |e| fulcrum_http::error_position(buf, e));
-    slot.set(Snapshot {
-        when: SystemTime::now(),
-        event: EVENTS.fetch_add(1, Ordering::Relaxed),
-        src,
-        other,
-        server,
-        buf: buf.to_vec(),
-        error_at,
-    });
-}
+use crate::counters::Snapshot;
 
 /// One proxy's part of `show errors`: its name and id, and its snapshots.
 pub struct ProxyErrors<'a> {
@@ -64,7 +30,7 @@ fn date(out: &mut String, t: SystemTime) {
 pub fn render(proxies: &[ProxyErrors<'_>], bufsize: usize, out: &mut String) {
     out.push_str("Total events captured on [");
     date(out, SystemTime::now());
-    let _ = writeln!(out, "] : {}", total());
+    let _ = writeln!(out, "] : {}", crate::counters::snapshots_taken());
     for p in proxies {
         for (s, req) in [(&p.request, true), (&p.response, false)] {
             let Some(s) = s else { continue };
