@@ -15,6 +15,15 @@ use fulcrum_pattern::Regsub;
 
 use crate::backend::Backend;
 
+mod conn;
+mod cookies;
+mod headers;
+mod message;
+mod state;
+
+pub(crate) use conn::canonical;
+pub use message::pathq;
+
 /// A sample: what a fetch returns and converters transform.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value<'a> {
@@ -182,73 +191,6 @@ impl<'a> Ctx<'a> {
             pp: None,
             server_stream: None,
             more: None,
-        }
-    }
-}
-
-/// `req.len`, `req.payload*`, `req.ssl_*` on the bytes waiting (HAProxy's `smp_fetch_payload*`):
-/// when they may still grow, an answer that more bytes could change marks `ctx.more`.
-fn payload<'a>(p: &cfg::PayloadFetch, ctx: &Ctx<'a>) -> Option<Value<'a>> {
-    let data = ctx.payload;
-    let may_change = || {
-        if let Some(m) = ctx.more {
-            m.set(true);
-        }
-    };
-    let bytes = |at: usize, len: usize| -> Option<Value<'a>> {
-        let end = at.checked_add(len)?;
-        if end > crate::connection::BUFSIZE {
-            return None; // never fits a buffer: will never match
-        }
-        if end > data.len() {
-            may_change();
-            return None;
-        }
-        Some(Value::Str(Cow::Borrowed(&data[at..end])))
-    };
-    match *p {
-        cfg::PayloadFetch::Len => {
-            may_change();
-            Some(Value::Int(data.len() as i64))
-        }
-        cfg::PayloadFetch::Bytes { offset, length: 0 } => {
-            let at = offset as usize;
-            if at >= data.len() {
-                may_change();
-                return None;
-            }
-            may_change();
-            Some(Value::Str(Cow::Borrowed(&data[at..])))
-        }
-        cfg::PayloadFetch::Bytes { offset, length } => bytes(offset as usize, length as usize),
-        cfg::PayloadFetch::Lv { offset, length, at } => {
-            let (o, l) = (offset as usize, length as usize);
-            let Some(field) = data.get(o..o + l) else {
-                may_change();
-                return None;
-            };
-            let size = field.iter().fold(0usize, |n, &b| n << 8 | b as usize);
-            let start = match at {
-                None => (o + l) as i64,
-                Some((n, true)) => (o + l) as i64 + n,
-                Some((n, false)) => n,
-            };
-            if size == 0 || start < 0 {
-                return None;
-            }
-            bytes(start as usize, size)
-        }
-        _ => {
-            let h = crate::tls::hello::parse(data);
-            if !h.settled {
-                may_change();
-            }
-            match p {
-                cfg::PayloadFetch::SslSni => h.sni.map(|v| Value::Str(Cow::Borrowed(v))),
-                cfg::PayloadFetch::SslAlpn => h.alpn.map(|v| Value::Str(Cow::Borrowed(v))),
-                cfg::PayloadFetch::SslHelloType => h.hello_type.map(|t| Value::Int(i64::from(t))),
-                _ => h.version.map(Value::Int),
-            }
         }
     }
 }
@@ -504,6 +446,7 @@ fn sub_slice<'a>(
 
 /// Calls `f` for each occurrence the fetch finds (for single-valued fetches, at most once),
 /// until `f` returns true. `last_only`: multi-valued fetches give their last occurrence only.
+/// Each family of fetches is read by its own module; constants, time and random numbers here.
 fn fetch_each<'a>(
     fetch: &cfg::Fetch,
     ctx: &Ctx<'a>,
@@ -511,277 +454,64 @@ fn fetch_each<'a>(
     f: &mut dyn FnMut(Value<'a>) -> bool,
 ) -> bool {
     use cfg::Fetch::*;
-    let one = |v: Option<Value<'a>>, f: &mut dyn FnMut(Value<'a>) -> bool| match v {
-        Some(v) => f(v),
-        None => false,
-    };
-    let req = ctx.req;
-    let b = |x: &'a [u8]| Value::Str(Cow::Borrowed(x));
     match fetch {
-        Src => one(ctx.src.map(|a| Value::Ip(canonical(a.ip()))), f),
-        SrcPort => one(ctx.src.map(|a| Value::Int(i64::from(a.port()))), f),
-        Dst => one(ctx.dst.map(|a| Value::Ip(canonical(a.ip()))), f),
-        DstPort => one(ctx.dst.map(|a| Value::Int(i64::from(a.port()))), f),
-        Path => one(req.map(|r| b(r.path())), f),
-        Url => one(req.map(|r| b(r.target())), f),
-        Query => one(req.and_then(|r| r.query()).map(b), f),
-        Method => one(req.map(|r| b(r.method_bytes())), f),
-        ReqVer => one(
-            req.map(|r| {
-                b(match r.version() {
-                    _ if ctx.h2 => b"2.0",
-                    fulcrum_http::Version::Http10 => b"1.0",
-                    _ => b"1.1",
-                })
-            }),
-            f,
-        ),
-        UrlParam { name } => one(
-            req.and_then(|r| r.query())
-                .and_then(|q| fulcrum_http::url_param(q, name.as_bytes()))
-                .map(b),
-            f,
-        ),
-        Hdr { name, occ } => header_values(req, name, *occ, last_only, &mut |v| f(b(v))),
-        ResHdr { name, occ } => header_values(ctx.resp, name, *occ, last_only, &mut |v| f(b(v))),
-        HdrCnt { name } => {
-            let mut n = 0i64;
-            header_values(req, name, None, false, &mut |_| {
-                n += 1;
-                false
-            });
-            f(Value::Int(n))
+        Src | SrcPort | Dst | DstPort | Fc(_) | SoName | Tls(_) | Pp(_) | Payload(_) | WaitEnd
+        | FcErr | TlsOnly => conn::fetch(fetch, ctx, f),
+        Path
+        | Url
+        | Query
+        | Method
+        | ReqVer
+        | UrlParam { .. }
+        | PathQ
+        | ReqLine(_)
+        | Base
+        | Status
+        | ResVer
+        | ReqBody
+        | ReqBodyLen
+        | ReqBodySize
+        | ReqBodyParam { .. } => message::fetch(fetch, ctx, f),
+        Hdr { .. }
+        | ResHdr { .. }
+        | HdrCnt { .. }
+        | HdrIp { .. }
+        | Fhdr { .. }
+        | ResFhdr { .. }
+        | FhdrCnt { .. }
+        | ReqHdrs
+        | AuthPart(_) => headers::fetch(fetch, ctx, last_only, f),
+        Cook { .. } | CookCnt { .. } | CookVal { .. } | ResCook { .. } => {
+            cookies::fetch(fetch, ctx, f)
         }
-        HdrIp { name, occ } => {
-            header_values(req, name, *occ, last_only, &mut |v| match std::str::from_utf8(v)
-                .ok()
-                .and_then(|t| parse_ip_loose(t.trim()))
-            {
-                Some(ip) => f(Value::Ip(ip)),
-                None => false,
-            })
-        }
-        Cook { name } => {
-            let Some(r) = req else { return false };
-            for (n, v) in r.headers() {
-                if n.eq_ignore_ascii_case(b"cookie") {
-                    // HAProxy 2.6 quirk: a header holding only `name=` yields no cookie, while an
-                    // empty value next to other cookies is found.
-                    let found = fulcrum_http::cookie_value(v, name.as_bytes());
-                    let alone = v.trim_ascii().len() == name.len() + 1;
-                    if let Some(c) = found.filter(|c| !(c.is_empty() && alone)) {
-                        if f(b(c)) {
-                            return true;
-                        }
-                    }
-                }
-            }
-            false
-        }
-        NbSrv { backend } => {
-            let be = match backend {
-                Some(n) => ctx.backends.get(n).map(|b| &**b),
-                None => ctx.backend,
-            };
-            one(be.map(|be| Value::Int(be.usable_servers() as i64)), f)
-        }
-        FeConn => one(ctx.fe.map(|fe| Value::Int(i64::from(fe.limit.current()))), f),
-        LastRule { line } => match super::origin::place(ctx.vars.last_rule) {
-            Some((_, n)) if *line => f(Value::Int(i64::from(n))),
-            Some((file, _)) => f(Value::Str(Cow::Owned(file.as_bytes().to_vec()))),
-            None => false,
-        },
-        SoName => {
-            let bind =
-                ctx.fe.and_then(|fe| fe.binds.iter().find(|b| b.number == u32::from(ctx.bind_no)));
-            one(bind.and_then(|b| b.name.as_deref()).map(|n| b(n.as_bytes())), f)
-        }
-        BeConn { backend } => {
-            let be = match backend {
-                Some(n) => ctx.backends.get(n).map(|b| &**b),
-                None => ctx.backend,
-            };
-            one(be.map(|be| Value::Int(i64::from(be.active_sessions()))), f)
-        }
-        BeSessRate { backend }
-        | ConnSlots { backend }
-        | Queue { backend }
-        | AvgQueue { backend } => {
-            let be = match backend {
-                Some(n) => ctx.backends.get(n).map(|b| &**b),
-                None => ctx.backend,
-            };
-            one(be.map(|be| Value::Int(backend_figure(be, fetch))), f)
-        }
-        SrvIsUp { backend, server } | SrvConn { backend, server } => {
-            let be = match backend {
-                Some(n) => ctx.backends.get(n).map(|b| &**b),
-                None => ctx.backend,
-            };
-            let srv = be.and_then(|be| be.servers.iter().find(|s| &s.name == server));
-            let v = srv.map(|s| match fetch {
-                SrvIsUp { .. } => Value::Bool(s.is_up()),
-                _ => Value::Int(i64::from(s.cur_conns())),
-            });
-            one(v, f)
-        }
+        NbSrv { .. }
+        | FeConn
+        | LastRule { .. }
+        | BeConn { .. }
+        | BeSessRate { .. }
+        | ConnSlots { .. }
+        | Queue { .. }
+        | AvgQueue { .. }
+        | SrvIsUp { .. }
+        | SrvConn { .. }
+        | Var { .. }
+        | SrvId
+        | HttpFirstReq
+        | FeName
+        | BeName
+        | SrvName
+        | UniqueId
+        | Captured { .. } => state::fetch(fetch, ctx, f),
         AlwaysTrue => f(Value::Bool(true)),
         AlwaysFalse => f(Value::Bool(false)),
-        Status => one(ctx.resp.map(|r| Value::Int(i64::from(r.status()))), f),
-        Var { scope, name, default } => {
-            let v = var_value(ctx, *scope, name).or_else(|| {
-                default.as_ref().map(|d| Value::Str(Cow::Owned(d.as_bytes().to_vec())))
-            });
-            one(v, f)
-        }
         Str(s) => f(Value::Str(Cow::Owned(s.as_bytes().to_vec()))),
         Bin(v) => f(Value::Str(Cow::Owned(v.clone()))),
-        PathQ => one(req.map(|r| b(pathq(r))), f),
-        SrvId => one(
-            ctx.server
-                .zip(ctx.backend)
-                .and_then(|(name, be)| be.servers.iter().find(|s| s.name == name))
-                .map(|s| Value::Int(i64::from(s.id))),
-            f,
-        ),
-        HttpFirstReq => f(Value::Bool(ctx.vars.first_req)),
         Uuid => f(Value::Str(Cow::Owned(uuid4()))),
         Int(i) => f(Value::Int(*i)),
         Bool(b) => f(Value::Bool(*b)),
         IpConst(ip) => f(Value::Ip(*ip)),
         HttpAuth { .. } | HttpAuthGroup { .. } => false, // read by `Expr::fetch_each`
-        ReqLine(part) => {
-            let Some(r) = req else { return false };
-            match part {
-                cfg::ReqLinePart::Uri => f(b(r.target())),
-                cfg::ReqLinePart::Method => f(b(r.method_bytes())),
-                cfg::ReqLinePart::Version => f(b(r.version().as_bytes())),
-            }
-        }
-        AuthPart(part) => {
-            let Some(h) = req.and_then(|r| r.header(b"authorization")) else { return false };
-            let h = h.trim_ascii();
-            match part {
-                cfg::AuthPart::Type => {
-                    let t = h.split(|&c| c == b' ').next().unwrap_or(b"");
-                    f(b(t))
-                }
-                cfg::AuthPart::User | cfg::AuthPart::Pass => match crate::auth::basic(h) {
-                    Some((u, p)) => {
-                        let v = if *part == cfg::AuthPart::User { u } else { p };
-                        f(Value::Str(Cow::Owned(v)))
-                    }
-                    None => false,
-                },
-            }
-        }
-        Sc(_) | TableSize { .. } => false, // read by `Expr::fetch_each`
-        Fc(part) => {
-            let (src, dst) =
-                ctx.vars.addrs.as_ref().map_or((ctx.src, ctx.dst), |a| (a.fc_src, a.fc_dst));
-            one(
-                match part {
-                    cfg::AddrPart::Src => src.map(|a| Value::Ip(canonical(a.ip()))),
-                    cfg::AddrPart::Dst => dst.map(|a| Value::Ip(canonical(a.ip()))),
-                    cfg::AddrPart::SrcPort => src.map(|a| Value::Int(i64::from(a.port()))),
-                    cfg::AddrPart::DstPort => dst.map(|a| Value::Int(i64::from(a.port()))),
-                },
-                f,
-            )
-        }
-        Fhdr { name, occ } => full_values(req, name, *occ, last_only, &mut |v| f(b(v))),
-        ResFhdr { name, occ } => full_values(ctx.resp, name, *occ, last_only, &mut |v| f(b(v))),
-        FhdrCnt { name } => {
-            let n = req.map_or(0, |r| {
-                r.headers().filter(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes())).count()
-            });
-            f(Value::Int(n as i64))
-        }
-        ReqBody => one(req.map(|_| b(ctx.body)), f),
-        ReqBodyLen => one(req.map(|_| Value::Int(ctx.body.len() as i64)), f),
-        ReqBodySize => one(
-            req.map(|r| match r.info().body {
-                fulcrum_http::Body::Length(n) => Value::Int(n as i64),
-                _ => Value::Int(ctx.body.len() as i64),
-            }),
-            f,
-        ),
-        ReqBodyParam { name } => one(fulcrum_http::url_param(ctx.body, name.as_bytes()).map(b), f),
-        ReqHdrs => {
-            let Some(r) = req else { return false };
-            let mut all = Vec::new();
-            r.write_fields(&mut all);
-            f(Value::Str(Cow::Owned(all)))
-        }
-        Base => {
-            let Some(r) = req else { return false };
-            let Some(host) = r.header(b"host") else { return false };
-            let mut v = host.to_vec();
-            v.extend_from_slice(r.path());
-            f(Value::Str(Cow::Owned(v)))
-        }
-        Tls(t) => one(crate::tls::facts::fetch(t, ctx.client, ctx.server_stream), f),
-        Pp(p) => {
-            let kind = match p {
-                cfg::PpFetch::Authority => crate::connection::proxy::PP2_TYPE_AUTHORITY,
-                cfg::PpFetch::UniqueId => crate::connection::proxy::PP2_TYPE_UNIQUE_ID,
-                cfg::PpFetch::Tlv(n) => *n,
-            };
-            one(ctx.pp.and_then(|h| h.tlv(kind)).map(b), f)
-        }
-        Payload(p) => one(payload(p, ctx), f),
-        WaitEnd => match ctx.more {
-            Some(more) => {
-                more.set(true);
-                false
-            }
-            None => f(Value::Bool(true)),
-        },
-        FcErr => f(Value::Int(0)),
-        TlsOnly => false,
-        CookCnt { name } => {
-            let n = req.map_or(0, |r| {
-                r.headers()
-                    .filter(|(n, _)| n.eq_ignore_ascii_case(b"cookie"))
-                    .map(|(_, v)| count_cookies(v, name.as_bytes()))
-                    .sum::<usize>()
-            });
-            f(Value::Int(n as i64))
-        }
-        CookVal { name } => {
-            let v = req.and_then(|r| {
-                r.headers()
-                    .filter(|(n, _)| n.eq_ignore_ascii_case(b"cookie"))
-                    .filter_map(|(_, v)| fulcrum_http::cookie_value(v, name.as_bytes()))
-                    .last()
-            });
-            one(v.and_then(|v| std::str::from_utf8(v).ok()?.trim().parse().ok()).map(Value::Int), f)
-        }
-        ResCook { name } => {
-            let Some(r) = ctx.resp else { return false };
-            for (n, v) in r.headers() {
-                if n.eq_ignore_ascii_case(b"set-cookie") {
-                    let nv = v.split(|&c| c == b';').next().unwrap_or(v).trim_ascii();
-                    if nv.len() > name.len()
-                        && nv[..name.len()] == *name.as_bytes()
-                        && nv[name.len()] == b'='
-                        && f(b(&nv[name.len() + 1..]))
-                    {
-                        return true;
-                    }
-                }
-            }
-            false
-        }
-        ResVer => one(
-            ctx.resp.map(|r| {
-                b(match r.version() {
-                    fulcrum_http::Version::Http10 => b"1.0",
-                    _ => b"1.1",
-                })
-            }),
-            f,
-        ),
+        Sc(_) | TableSize { .. } => false,               // read by `Expr::fetch_each`
         Date { offset } => {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -795,30 +525,23 @@ fn fetch_each<'a>(
                 _ => i64::from(r as u32),
             }))
         }
-        FeName => f(Value::Str(Cow::Owned(ctx.frontend.as_bytes().to_vec()))),
-        BeName => one(ctx.backend.map(|be| Value::Str(Cow::Owned(be.name.as_bytes().to_vec()))), f),
-        SrvName => one(ctx.server.map(|s| Value::Str(Cow::Owned(s.as_bytes().to_vec()))), f),
-        UniqueId => one(ctx.vars.unique_id.as_deref().map(|u| Value::Str(Cow::Borrowed(u))), f),
-        Captured { response, slot } => {
-            let caps = &ctx.vars.caps;
-            let slots = if *response { &caps.res } else { &caps.req };
-            let v = slots.get(*slot as usize).and_then(|v| v.as_deref());
-            one(v.map(|v| Value::Str(Cow::Borrowed(v))), f)
-        }
     }
 }
 
-/// The path and query of the request target: the target itself in origin form, what follows
-/// the authority in absolute form.
-pub fn pathq(r: &Head) -> &[u8] {
-    let t = r.target();
-    let p = r.path();
-    let start = (p.as_ptr() as usize).wrapping_sub(t.as_ptr() as usize);
-    if start <= t.len() && !p.is_empty() {
-        &t[start..]
-    } else {
-        p
+/// What a fetch calls with each value it finds, until it returns true.
+type Each<'f, 'a> = dyn FnMut(Value<'a>) -> bool + 'f;
+
+/// Calls `f` with the value of a single-valued fetch, if it found one.
+fn one<'a>(v: Option<Value<'a>>, f: &mut dyn FnMut(Value<'a>) -> bool) -> bool {
+    match v {
+        Some(v) => f(v),
+        None => false,
     }
+}
+
+/// A sample borrowing bytes of the transaction.
+fn borrowed(x: &[u8]) -> Value<'_> {
+    Value::Str(Cow::Borrowed(x))
 }
 
 /// A random version 4 UUID in its usual text form.
@@ -840,115 +563,6 @@ fn uuid4() -> Vec<u8> {
 }
 
 const HEX_LOWER: &[u8; 16] = b"0123456789abcdef";
-
-/// How many times cookie `name` appears in one Cookie header value.
-fn count_cookies(v: &[u8], name: &[u8]) -> usize {
-    v.split(|&c| c == b';')
-        .filter(|p| {
-            let p = p.trim_ascii();
-            p.len() > name.len() && p[..name.len()] == *name && p[name.len()] == b'='
-        })
-        .count()
-}
-
-/// Whole field values of header `name` (no splitting at commas): `req.fhdr` / `res.fhdr`.
-/// Without `occ`: every one for ACLs, the last one for samples.
-fn full_values<'a>(
-    head: Option<&'a Head>,
-    name: &str,
-    occ: Option<i32>,
-    last_only: bool,
-    f: &mut dyn FnMut(&'a [u8]) -> bool,
-) -> bool {
-    let Some(head) = head else { return false };
-    let all = || {
-        head.headers().filter(move |(n, _)| n.eq_ignore_ascii_case(name.as_bytes())).map(|(_, v)| v)
-    };
-    pick_occurrence(all, occ, last_only, f)
-}
-
-/// Calls `f` on the occurrence(s) `occ` selects among `values()`: every one until `f` says
-/// true (ACLs, no `occ`), the last one (samples, no `occ`), the n-th (1-based) or the n-th
-/// from the end (negative).
-fn pick_occurrence<'a, I: Iterator<Item = &'a [u8]>>(
-    values: impl Fn() -> I,
-    occ: Option<i32>,
-    last_only: bool,
-    f: &mut dyn FnMut(&'a [u8]) -> bool,
-) -> bool {
-    if !last_only && matches!(occ, None | Some(0)) {
-        return values().any(f);
-    }
-    let v = match occ {
-        None | Some(0) => values().last(),
-        Some(n) if n > 0 => values().nth(n as usize - 1),
-        Some(n) => {
-            let count = values().count();
-            count.checked_sub(n.unsigned_abs() as usize).and_then(|i| values().nth(i))
-        }
-    };
-    v.is_some_and(f)
-}
-
-/// IPv4-mapped IPv6 addresses are shown and matched as IPv4, as HAProxy does.
-pub(crate) fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
-        v4 => v4,
-    }
-}
-
-/// `hdr_ip` accepts `addr` and `addr:port` (IPv4) forms.
-fn parse_ip_loose(t: &str) -> Option<IpAddr> {
-    t.parse().ok().or_else(|| t.rsplit_once(':').and_then(|(a, _)| a.parse().ok()))
-}
-
-/// The values of header `name` (comma-separated values are separate occurrences, as HAProxy's
-/// `hdr()` does); an empty name means every header. `occ`: 1-based position, negative from the
-/// end. Calls `f` until it returns true.
-fn header_values<'a>(
-    head: Option<&'a Head>,
-    name: &str,
-    occ: Option<i32>,
-    last_only: bool,
-    f: &mut dyn FnMut(&'a [u8]) -> bool,
-) -> bool {
-    let Some(head) = head else { return false };
-    let matching = move || {
-        head.headers()
-            .filter(move |(n, _)| name.is_empty() || n.eq_ignore_ascii_case(name.as_bytes()))
-            .flat_map(|(_, v)| fulcrum_http::comma_values(v))
-    };
-    pick_occurrence(matching, occ, last_only, f)
-}
-
-/// `be_sess_rate`, `connslots`, `queue`, `avg_queue` of a backend, as HAProxy computes them.
-fn backend_figure(be: &crate::backend::Backend, fetch: &cfg::Fetch) -> i64 {
-    match fetch {
-        cfg::Fetch::BeSessRate { .. } => be.session_rate() as i64,
-        cfg::Fetch::Queue { .. } => i64::from(be.queued()),
-        cfg::Fetch::AvgQueue { .. } => {
-            let (queued, n) = (i64::from(be.queued()), be.usable_servers() as i64);
-            if n > 0 {
-                (queued + n - 1) / n
-            } else {
-                queued * 2
-            }
-        }
-        _ => {
-            let mut slots = 0i64;
-            for (i, s) in be.servers.iter().enumerate().filter(|(_, s)| s.is_up()) {
-                let (maxconn, maxqueue) = (s.maxconn(), s.maxqueue);
-                if maxconn == 0 || maxqueue == 0 {
-                    return -1;
-                }
-                slots += i64::from(maxconn) - i64::from(s.cur_conns()) + i64::from(maxqueue)
-                    - i64::from(be.server_queued(i));
-            }
-            slots
-        }
-    }
-}
 
 /// Loads (once) the map file a converter names.
 pub type MapLoader<'a> =

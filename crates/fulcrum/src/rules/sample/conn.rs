@@ -1,0 +1,136 @@
+//! Connection fetches: the client's and the local addresses (`src`, `dst`, `fc_*`), the `bind`
+//! line's name, TLS facts, the PROXY protocol header (`fc_pp_*`) and the bytes waiting at the
+//! start of the connection (`req.len`, `req.payload*`, `req.ssl_*`, `WAIT_END`).
+//!
+//! Must not touch: the connection itself (read only through `Ctx`), HTTP heads.
+
+use std::borrow::Cow;
+use std::net::IpAddr;
+
+use fulcrum_config as cfg;
+
+use super::{borrowed as b, one, Ctx, Each, Value};
+
+/// The connection fetches (`fetch_each` sends no other here).
+pub(super) fn fetch<'a>(fetch: &cfg::Fetch, ctx: &Ctx<'a>, f: &mut Each<'_, 'a>) -> bool {
+    use cfg::Fetch::*;
+    match fetch {
+        Src => one(ctx.src.map(|a| Value::Ip(canonical(a.ip()))), f),
+        SrcPort => one(ctx.src.map(|a| Value::Int(i64::from(a.port()))), f),
+        Dst => one(ctx.dst.map(|a| Value::Ip(canonical(a.ip()))), f),
+        DstPort => one(ctx.dst.map(|a| Value::Int(i64::from(a.port()))), f),
+        Fc(part) => {
+            let (src, dst) =
+                ctx.vars.addrs.as_ref().map_or((ctx.src, ctx.dst), |a| (a.fc_src, a.fc_dst));
+            one(
+                match part {
+                    cfg::AddrPart::Src => src.map(|a| Value::Ip(canonical(a.ip()))),
+                    cfg::AddrPart::Dst => dst.map(|a| Value::Ip(canonical(a.ip()))),
+                    cfg::AddrPart::SrcPort => src.map(|a| Value::Int(i64::from(a.port()))),
+                    cfg::AddrPart::DstPort => dst.map(|a| Value::Int(i64::from(a.port()))),
+                },
+                f,
+            )
+        }
+        SoName => {
+            let bind =
+                ctx.fe.and_then(|fe| fe.binds.iter().find(|b| b.number == u32::from(ctx.bind_no)));
+            one(bind.and_then(|b| b.name.as_deref()).map(|n| b(n.as_bytes())), f)
+        }
+        Tls(t) => one(crate::tls::facts::fetch(t, ctx.client, ctx.server_stream), f),
+        Pp(p) => {
+            let kind = match p {
+                cfg::PpFetch::Authority => crate::connection::proxy::PP2_TYPE_AUTHORITY,
+                cfg::PpFetch::UniqueId => crate::connection::proxy::PP2_TYPE_UNIQUE_ID,
+                cfg::PpFetch::Tlv(n) => *n,
+            };
+            one(ctx.pp.and_then(|h| h.tlv(kind)).map(b), f)
+        }
+        Payload(p) => one(payload(p, ctx), f),
+        WaitEnd => match ctx.more {
+            Some(more) => {
+                more.set(true);
+                false
+            }
+            None => f(Value::Bool(true)),
+        },
+        FcErr => f(Value::Int(0)),
+        TlsOnly => false,
+        _ => false, // another family's
+    }
+}
+
+/// `req.len`, `req.payload*`, `req.ssl_*` on the bytes waiting (HAProxy's `smp_fetch_payload*`):
+/// when they may still grow, an answer that more bytes could change marks `ctx.more`.
+fn payload<'a>(p: &cfg::PayloadFetch, ctx: &Ctx<'a>) -> Option<Value<'a>> {
+    let data = ctx.payload;
+    let may_change = || {
+        if let Some(m) = ctx.more {
+            m.set(true);
+        }
+    };
+    let bytes = |at: usize, len: usize| -> Option<Value<'a>> {
+        let end = at.checked_add(len)?;
+        if end > crate::connection::BUFSIZE {
+            return None; // never fits a buffer: will never match
+        }
+        if end > data.len() {
+            may_change();
+            return None;
+        }
+        Some(Value::Str(Cow::Borrowed(&data[at..end])))
+    };
+    match *p {
+        cfg::PayloadFetch::Len => {
+            may_change();
+            Some(Value::Int(data.len() as i64))
+        }
+        cfg::PayloadFetch::Bytes { offset, length: 0 } => {
+            let at = offset as usize;
+            if at >= data.len() {
+                may_change();
+                return None;
+            }
+            may_change();
+            Some(Value::Str(Cow::Borrowed(&data[at..])))
+        }
+        cfg::PayloadFetch::Bytes { offset, length } => bytes(offset as usize, length as usize),
+        cfg::PayloadFetch::Lv { offset, length, at } => {
+            let (o, l) = (offset as usize, length as usize);
+            let Some(field) = data.get(o..o + l) else {
+                may_change();
+                return None;
+            };
+            let size = field.iter().fold(0usize, |n, &b| n << 8 | b as usize);
+            let start = match at {
+                None => (o + l) as i64,
+                Some((n, true)) => (o + l) as i64 + n,
+                Some((n, false)) => n,
+            };
+            if size == 0 || start < 0 {
+                return None;
+            }
+            bytes(start as usize, size)
+        }
+        _ => {
+            let h = crate::tls::hello::parse(data);
+            if !h.settled {
+                may_change();
+            }
+            match p {
+                cfg::PayloadFetch::SslSni => h.sni.map(|v| Value::Str(Cow::Borrowed(v))),
+                cfg::PayloadFetch::SslAlpn => h.alpn.map(|v| Value::Str(Cow::Borrowed(v))),
+                cfg::PayloadFetch::SslHelloType => h.hello_type.map(|t| Value::Int(i64::from(t))),
+                _ => h.version.map(Value::Int),
+            }
+        }
+    }
+}
+
+/// IPv4-mapped IPv6 addresses are shown and matched as IPv4, as HAProxy does.
+pub(crate) fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+        v4 => v4,
+    }
+}
