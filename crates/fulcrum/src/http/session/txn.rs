@@ -5,6 +5,19 @@
 
 use super::*;
 
+/// What a response head says for the rest of its transaction.
+struct Answered {
+    /// As the server answered it (before any rule).
+    status: u16,
+    resp_body: Body,
+    /// The connection turns into a tunnel (101 to an upgrade, 2xx to CONNECT).
+    tunnel: bool,
+    /// The body of a response to a method rewritten from HEAD: read and dropped.
+    skipped: Option<Body>,
+    /// The server's connection may carry another request.
+    server_keep: bool,
+}
+
 impl Session<'_> {
     /// One request/response exchange, the request head being in `self.req`.
     pub(super) async fn transaction(&mut self) -> Next {
@@ -124,37 +137,11 @@ impl Session<'_> {
         }
         let conn_mode = merge_mode(self.http.conn_mode, be_http.conn_mode);
 
-        // What goes to the server.
-        let upgrade = info.upgrade && info.conn_upgrade;
-        fulcrum_http::strip_hop_by_hop(&mut self.req, upgrade);
-        if upgrade {
-            let _ = self.req.set_header(b"Connection", b"upgrade");
-        } else if conn_mode != ConnMode::KeepAlive {
-            let _ = self.req.set_header(b"Connection", b"close");
-        } else if version == Version::Http10 && info.body != Body::Chunked {
-            // HTTP/1.0 asks for keep-alive explicitly (HAProxy does not for a chunked 1.0
-            // request, after which the connection closes).
-            let _ = self.req.set_header(b"Connection", b"keep-alive");
-        }
-        // An absolute-form target loses the scheme's default port, as HAProxy normalises it.
-        drop_default_port(&mut self.req);
-        if info.body == Body::Chunked {
-            let _ = self.req.set_header(b"Transfer-Encoding", b"chunked");
-        }
-        self.add_addr_headers(be_http);
+        let upgrade = self.edit_request_for_server(&info, version, conn_mode, be_http);
         let persist = self.persistence(&be, be_http);
         // `stick match|on` after a persistence cookie; `stick store-*` keys wait for the server.
         let mut stores = rules::stick::Stores::new();
-        let persist = if be.rules.stick.is_empty() {
-            persist
-        } else {
-            let base = self.base(Some(&be));
-            let ctx = base.ctx(&self.req, None, &self.vars);
-            let r = &be.rules;
-            let assigned = persist.is_some();
-            rules::stick::on_request(&r.stick, &r.acls, &ctx, &be, assigned, &mut stores)
-                .or(persist)
-        };
+        let persist = self.stick_match(&be, persist, &mut stores);
 
         // A chunked body already received must be valid before anything reaches a server.
         if info.body == Body::Chunked && !self.cbuf.is_empty() {
@@ -287,29 +274,8 @@ impl Session<'_> {
 
         self.key = keybuf;
         // The response head is in `self.resp`.
-        let status = self.resp.status();
-        let resp_info = *self.resp.info();
-        let resp_body = fulcrum_http::response_body(&self.resp, method);
-        let tunnel = (status == 101 && upgrade) || (method == Method::Connect && status / 100 == 2);
-        fulcrum_http::strip_hop_by_hop(&mut self.resp, status == 101);
-        // The body a server sends for a method rewritten from HEAD never reaches the client:
-        // it is read and dropped after the head went.
-        let skipped = match self.req.method() {
-            m if m == method => None,
-            m => match fulcrum_http::response_body(&self.resp, m) {
-                b @ (Body::Length(_) | Body::Chunked) => Some(b),
-                _ => None,
-            },
-        };
-        let mut server_keep = !tunnel
-            && body_done
-            && conn_mode == ConnMode::KeepAlive
-            && !info.te_and_cl
-            && resp_body != Body::UntilClose
-            && match self.resp.version() {
-                Version::Http10 => resp_info.conn_keep_alive,
-                _ => !resp_info.conn_close,
-            };
+        let Answered { status, resp_body, tunnel, skipped, mut server_keep } =
+            self.response_facts(method, upgrade, body_done, conn_mode, &info);
         // A chunked response body already received must be valid before the head goes out.
         if resp_body == Body::Chunked && !sc.buf.is_empty() {
             let mut check = ChunkedScanner::new();
@@ -357,27 +323,15 @@ impl Session<'_> {
             };
         }
         self.cookie_response(be_http, &slot, persist);
-        // An HTTP/1.0 response framed by Transfer-Encoding is faulty framing (RFC 9112 6.1):
-        // the client connection closes after it, as HAProxy closes it.
-        let faulty = self.resp.version() == Version::Http10 && resp_body == Body::Chunked;
-        let client_keep = !tunnel
-            && !info.te_and_cl
-            && !faulty
-            && body_done
-            && !client_close
-            && conn_mode != ConnMode::Close
-            && resp_body != Body::UntilClose
-            && !self.fe.retiring();
-        if status == 101 {
-            let _ = self.resp.set_header(b"Connection", b"upgrade");
-        } else if !client_keep && !tunnel {
-            let _ = self.resp.set_header(b"Connection", b"close");
-        } else if client_keep && version == Version::Http10 {
-            let _ = self.resp.set_header(b"Connection", b"keep-alive");
-        }
-        if resp_body == Body::Chunked {
-            let _ = self.resp.set_header(b"Transfer-Encoding", b"chunked");
-        }
+        let client_keep = self.edit_response_for_client(
+            &info,
+            body_done,
+            client_close,
+            conn_mode,
+            (status, version),
+            tunnel,
+            resp_body,
+        );
         self.after_response(Some(&be), Some(server_name));
         self.out.clear();
         self.resp.write_to(&mut self.out);
@@ -489,6 +443,136 @@ impl Session<'_> {
         } else {
             Next::Close
         }
+    }
+
+    /// What the response head says for the rest of the transaction (its hop-by-hop fields
+    /// dropped on the way): see [`Answered`].
+    // Called once per transaction: inlined, as it was written there.
+    #[inline(always)]
+    fn response_facts(
+        &mut self,
+        method: Method,
+        upgrade: bool,
+        body_done: bool,
+        conn_mode: ConnMode,
+        info: &fulcrum_http::Info,
+    ) -> Answered {
+        let status = self.resp.status();
+        let resp_info = *self.resp.info();
+        let resp_body = fulcrum_http::response_body(&self.resp, method);
+        let tunnel = (status == 101 && upgrade) || (method == Method::Connect && status / 100 == 2);
+        fulcrum_http::strip_hop_by_hop(&mut self.resp, status == 101);
+        // The body a server sends for a method rewritten from HEAD never reaches the client:
+        // it is read and dropped after the head went.
+        let skipped = match self.req.method() {
+            m if m == method => None,
+            m => match fulcrum_http::response_body(&self.resp, m) {
+                b @ (Body::Length(_) | Body::Chunked) => Some(b),
+                _ => None,
+            },
+        };
+        let server_keep = !tunnel
+            && body_done
+            && conn_mode == ConnMode::KeepAlive
+            && !info.te_and_cl
+            && resp_body != Body::UntilClose
+            && match self.resp.version() {
+                Version::Http10 => resp_info.conn_keep_alive,
+                _ => !resp_info.conn_close,
+            };
+        Answered { status, resp_body, tunnel, skipped, server_keep }
+    }
+
+    /// The request as it goes to the server (HAProxy's `http_process_request`'s edits):
+    /// hop-by-hop fields gone, `Connection` as the connection modes say, the target's default
+    /// port dropped, the framing and the address headers set. Whether it asks for an upgrade.
+    // Called once per transaction: inlined, as it was written there.
+    #[inline(always)]
+    fn edit_request_for_server(
+        &mut self,
+        info: &fulcrum_http::Info,
+        version: Version,
+        conn_mode: ConnMode,
+        be_http: &HttpProxy,
+    ) -> bool {
+        let upgrade = info.upgrade && info.conn_upgrade;
+        fulcrum_http::strip_hop_by_hop(&mut self.req, upgrade);
+        if upgrade {
+            let _ = self.req.set_header(b"Connection", b"upgrade");
+        } else if conn_mode != ConnMode::KeepAlive {
+            let _ = self.req.set_header(b"Connection", b"close");
+        } else if version == Version::Http10 && info.body != Body::Chunked {
+            // HTTP/1.0 asks for keep-alive explicitly (HAProxy does not for a chunked 1.0
+            // request, after which the connection closes).
+            let _ = self.req.set_header(b"Connection", b"keep-alive");
+        }
+        // An absolute-form target loses the scheme's default port, as HAProxy normalises it.
+        drop_default_port(&mut self.req);
+        if info.body == Body::Chunked {
+            let _ = self.req.set_header(b"Transfer-Encoding", b"chunked");
+        }
+        self.add_addr_headers(be_http);
+        upgrade
+    }
+
+    /// `stick match|on` (after a persistence cookie): the server a stick table names, else
+    /// `persist`; `stick store-*` keys go into `stores` until the server is known.
+    // Called once per transaction: inlined, as it was written there.
+    #[inline(always)]
+    fn stick_match(
+        &self,
+        be: &Arc<Backend>,
+        persist: Option<usize>,
+        stores: &mut rules::stick::Stores,
+    ) -> Option<usize> {
+        if be.rules.stick.is_empty() {
+            return persist;
+        }
+        let base = self.base(Some(be));
+        let ctx = base.ctx(&self.req, None, &self.vars);
+        let r = &be.rules;
+        let assigned = persist.is_some();
+        rules::stick::on_request(&r.stick, &r.acls, &ctx, be, assigned, stores).or(persist)
+    }
+
+    /// Whether the client's connection stays open after this response, and the response's
+    /// `Connection` and framing fields as that decision and the versions say (`status` as the
+    /// server answered it, `version` the request's as it came).
+    // Called once per transaction: inlined, as it was written there.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn edit_response_for_client(
+        &mut self,
+        info: &fulcrum_http::Info,
+        body_done: bool,
+        client_close: bool,
+        conn_mode: ConnMode,
+        (status, version): (u16, Version),
+        tunnel: bool,
+        resp_body: Body,
+    ) -> bool {
+        // An HTTP/1.0 response framed by Transfer-Encoding is faulty framing (RFC 9112 6.1):
+        // the client connection closes after it, as HAProxy closes it.
+        let faulty = self.resp.version() == Version::Http10 && resp_body == Body::Chunked;
+        let client_keep = !tunnel
+            && !info.te_and_cl
+            && !faulty
+            && body_done
+            && !client_close
+            && conn_mode != ConnMode::Close
+            && resp_body != Body::UntilClose
+            && !self.fe.retiring();
+        if status == 101 {
+            let _ = self.resp.set_header(b"Connection", b"upgrade");
+        } else if !client_keep && !tunnel {
+            let _ = self.resp.set_header(b"Connection", b"close");
+        } else if client_keep && version == Version::Http10 {
+            let _ = self.resp.set_header(b"Connection", b"keep-alive");
+        }
+        if resp_body == Body::Chunked {
+            let _ = self.resp.set_header(b"Transfer-Encoding", b"chunked");
+        }
+        client_keep
     }
 
     /// The key a hash-based `balance` hashes, stored in `self.key`; `None` without one (then
