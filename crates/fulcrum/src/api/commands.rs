@@ -254,18 +254,7 @@ pub fn run(sess: &mut Session, line: &str, out: &mut String) {
         }
         // Answered by the session, once the main loop did it.
         ["reload"] => sess.edit = Some(crate::runtime::Edit::Files),
-        ["add", "server"] | ["del", "server"] => {
-            let Some((backend, name)) = a(2).split_once('/') else {
-                out.push_str("Require 'backend/server'.");
-                return;
-            };
-            let (backend, name) = (backend.to_string(), name.to_string());
-            sess.edit = Some(if a(0) == "add" {
-                crate::runtime::Edit::AddServer { backend, name, words: args[3..].to_vec() }
-            } else {
-                crate::runtime::Edit::DelServer { backend, name }
-            });
-        }
+        ["add", "server"] | ["del", "server"] => server_edit(sess, &args, out),
         ["show", "cli", "level"] => out.push_str(match sess.level {
             User => "user\n",
             Operator => "operator\n",
@@ -283,50 +272,10 @@ pub fn run(sess: &mut Session, line: &str, out: &mut String) {
             }
         }
         ["set", "timeout"] => set_timeout(sess, &args, out),
-        ["clear", "counters"] => {
-            let all = a(2) == "all";
-            if all && sess.level < Admin {
-                out.push_str("Permission denied\n");
-                return;
-            }
-            let fes = api.shared.frontends.iter().map(|f| &f.counters);
-            let bes = api.shared.backends.iter().flat_map(|b| {
-                std::iter::once(&b.counters).chain(b.servers.iter().map(|s| &s.counters))
-            });
-            for c in fes.chain(bes) {
-                if all {
-                    c.clear_all();
-                } else {
-                    c.clear_max();
-                }
-            }
-        }
+        ["clear", "counters"] => clear_counters(api, sess.level, a(2), out),
         ["disable" | "enable", "frontend"] => frontend_state(api, &args, out),
-        ["set", "maxconn", "frontend"] => {
-            let Some(fe) = api.shared.frontends.iter().find(|f| f.name == a(3)) else {
-                out.push_str(if a(3).is_empty() {
-                    "Frontend name expected.\n"
-                } else {
-                    "No such frontend.\n"
-                });
-                return;
-            };
-            match a(4).parse::<u32>() {
-                Ok(v) => fe.limit.set_max(v),
-                Err(_) => out.push_str("Integer value expected.\n"),
-            }
-        }
-        ["set", "maxconn", "global"] => {
-            // As HAProxy's atoi(): what is not a number is 0, and 0 means "as at start".
-            let v = atoi(a(3));
-            let hard = i64::from(api.shared.process.hard_maxconn);
-            if v > hard {
-                out.push_str("Value out of range.\n");
-                return;
-            }
-            let v = if v <= 0 { hard } else { v };
-            api.shared.global_limit.set_max(v as u32);
-        }
+        ["set", "maxconn", "frontend"] => set_maxconn_frontend(api, a(3), a(4), out),
+        ["set", "maxconn", "global"] => set_maxconn_global(api, a(3), out),
         ["set", "rate-limit"] => set_rate_limit(api, &args, out),
         ["get", "var"] => get_var(api, a(2), out),
         ["experimental-mode"] => match a(1) {
@@ -348,33 +297,8 @@ pub fn run(sess: &mut Session, line: &str, out: &mut String) {
         ["show", "profiling"] => crate::runtime::profiling::show(out),
         ["set", "profiling"] => out.push_str(crate::runtime::profiling::set(a(2), a(3))),
         ["show", "pools"] => show_pools(out),
-        ["shutdown", "session"] => {
-            let id = a(2);
-            let parsed = match id.strip_prefix("0x") {
-                Some(hex) => u64::from_str_radix(hex, 16).ok(),
-                None => id.parse().ok(),
-            };
-            match parsed.filter(|&p| p != 0) {
-                None => out.push_str("Session pointer expected (use 'show sess').\n"),
-                Some(p) if !crate::runtime::sessions::shutdown(p) => {
-                    out.push_str("No such session (use 'show sess').\n")
-                }
-                Some(_) => {}
-            }
-        }
-        ["show", "env"] => match a(2) {
-            "" => {
-                for (k, v) in std::env::vars_os() {
-                    let _ = writeln!(out, "{}={}", k.to_string_lossy(), v.to_string_lossy());
-                }
-            }
-            name => match std::env::var_os(name) {
-                Some(v) => {
-                    let _ = writeln!(out, "{name}={}", v.to_string_lossy());
-                }
-                None => out.push_str("Variable not found\n"),
-            },
-        },
+        ["shutdown", "session"] => shutdown_session(a(2), out),
+        ["show", "env"] => show_env(a(2), out),
         ["shutdown", "frontend"] => frontend_state(api, &args, out),
         [verb, "table"] => super::tables::run(&api.shared.tables, verb, &args, sess.level, out),
         [verb, "map"] => {
@@ -386,6 +310,103 @@ pub fn run(sess: &mut Session, line: &str, out: &mut String) {
             super::maps::run(crate::rules::refs::Kind::Acl, verb, &args, payload, out)
         }
         _ => super::servers::run(api, cmd.words, &args, out),
+    }
+}
+
+/// `add server` / `del server`: checks `<bk>/<srv>`, then leaves the edit to the main loop.
+fn server_edit(sess: &mut Session, args: &[String], out: &mut String) {
+    let a = |i: usize| args.get(i).map_or("", String::as_str);
+    let Some((backend, name)) = a(2).split_once('/') else {
+        out.push_str("Require 'backend/server'.");
+        return;
+    };
+    let (backend, name) = (backend.to_string(), name.to_string());
+    sess.edit = Some(if a(0) == "add" {
+        crate::runtime::Edit::AddServer { backend, name, words: args[3..].to_vec() }
+    } else {
+        crate::runtime::Edit::DelServer { backend, name }
+    });
+}
+
+/// `clear counters [all]`: the max counters of every proxy and server, or all of them (admin).
+fn clear_counters(api: &View, level: CliLevel, arg: &str, out: &mut String) {
+    let all = arg == "all";
+    if all && level < Admin {
+        out.push_str("Permission denied\n");
+        return;
+    }
+    let fes = api.shared.frontends.iter().map(|f| &f.counters);
+    let bes =
+        api.shared.backends.iter().flat_map(|b| {
+            std::iter::once(&b.counters).chain(b.servers.iter().map(|s| &s.counters))
+        });
+    for c in fes.chain(bes) {
+        if all {
+            c.clear_all();
+        } else {
+            c.clear_max();
+        }
+    }
+}
+
+/// `set maxconn frontend <frontend> <value>`.
+fn set_maxconn_frontend(api: &View, name: &str, value: &str, out: &mut String) {
+    let Some(fe) = api.shared.frontends.iter().find(|f| f.name == name) else {
+        out.push_str(if name.is_empty() {
+            "Frontend name expected.\n"
+        } else {
+            "No such frontend.\n"
+        });
+        return;
+    };
+    match value.parse::<u32>() {
+        Ok(v) => fe.limit.set_max(v),
+        Err(_) => out.push_str("Integer value expected.\n"),
+    }
+}
+
+/// `set maxconn global <value>`.
+fn set_maxconn_global(api: &View, value: &str, out: &mut String) {
+    // As HAProxy's atoi(): what is not a number is 0, and 0 means "as at start".
+    let v = atoi(value);
+    let hard = i64::from(api.shared.process.hard_maxconn);
+    if v > hard {
+        out.push_str("Value out of range.\n");
+        return;
+    }
+    let v = if v <= 0 { hard } else { v };
+    api.shared.global_limit.set_max(v as u32);
+}
+
+/// `shutdown session <id>`: the id in decimal or `0x` hexadecimal, as `show sess` gives it.
+fn shutdown_session(id: &str, out: &mut String) {
+    let parsed = match id.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => id.parse().ok(),
+    };
+    match parsed.filter(|&p| p != 0) {
+        None => out.push_str("Session pointer expected (use 'show sess').\n"),
+        Some(p) if !crate::runtime::sessions::shutdown(p) => {
+            out.push_str("No such session (use 'show sess').\n")
+        }
+        Some(_) => {}
+    }
+}
+
+/// `show env [<name>]`: the process's environment, or one variable of it.
+fn show_env(name: &str, out: &mut String) {
+    match name {
+        "" => {
+            for (k, v) in std::env::vars_os() {
+                let _ = writeln!(out, "{}={}", k.to_string_lossy(), v.to_string_lossy());
+            }
+        }
+        name => match std::env::var_os(name) {
+            Some(v) => {
+                let _ = writeln!(out, "{name}={}", v.to_string_lossy());
+            }
+            None => out.push_str("Variable not found\n"),
+        },
     }
 }
 

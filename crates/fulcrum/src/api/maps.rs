@@ -99,34 +99,7 @@ pub fn run(kind: Kind, verb: &str, args: &[String], payload: Option<&str>, out: 
         return;
     }
     if verb == "show" && a(2).is_empty() {
-        out.push_str("# id (file) description\n");
-        for r in refs::list(kind) {
-            let used = r.used_at();
-            let entries = r.entries().len() * r.users().max(1);
-            let (curr, next) = r.versions();
-            let _ = match &r.path {
-                Some(p) => {
-                    let users: Vec<String> =
-                        used.iter().map(|u| format!("by {what} at {u}")).collect();
-                    writeln!(
-                        out,
-                        "{} ({}) pattern loaded from file '{}' used {}. curr_ver={curr} next_ver={next} entry_cnt={entries}",
-                        r.id(),
-                        p.display(),
-                        p.display(),
-                        users.join(", "),
-                    )
-                }
-                None => writeln!(
-                    out,
-                    "{} () {}. curr_ver={curr} next_ver={next} entry_cnt={}",
-                    r.id(),
-                    r.desc,
-                    r.entries().len()
-                ),
-            };
-        }
-        return;
+        return show_refs(kind, out);
     }
     let needs = match (kind, verb) {
         (Kind::Map, "add")
@@ -160,97 +133,11 @@ pub fn run(kind: Kind, verb: &str, args: &[String], payload: Option<&str>, out: 
             let _ = writeln!(out, "New version created: {}", r.prepare());
             return;
         }
-        "commit" => {
-            match r.commit(ver) {
-                Ok(()) => {}
-                Err(None) => out.push_str("Version number out of range.\n"),
-                Err(Some(e)) => {
-                    let _ = writeln!(out, "{e}.");
-                }
-            }
-            return;
-        }
-        "show" => {
-            for e in r.version_entries(ver).unwrap_or_default() {
-                let _ = match kind {
-                    Kind::Map => writeln!(out, "{} {} {}", reference(&e), e.key, e.value),
-                    Kind::Acl => writeln!(out, "{} {}", reference(&e), e.key),
-                };
-            }
-            return;
-        }
-        "add" => {
-            // One entry from the line, or one per payload line (`key value`).
-            let mut pairs: Vec<(String, String)> = Vec::new();
-            match payload {
-                Some(p) if kind == Kind::Map => {
-                    for line in p.lines().filter(|l| !l.is_empty()) {
-                        let (k, v) = line.split_once([' ', '\t']).unwrap_or((line, ""));
-                        if v.trim().is_empty() {
-                            let _ = writeln!(out, "Missing value for key '{k}'.");
-                            return;
-                        }
-                        pairs.push((k.to_string(), v.trim_start().to_string()));
-                    }
-                }
-                _ => match kind {
-                    Kind::Map => pairs.push((a(3).to_string(), args[4..].join(" "))),
-                    Kind::Acl => pairs.push((a(3).to_string(), String::new())),
-                },
-            }
-            r.change_version(ver, |entries, next| {
-                for (key, value) in pairs {
-                    entries.push(Entry { id: *next, key, value });
-                    *next += 1;
-                }
-                true
-            })
-        }
-        "set" => {
-            if a(3).is_empty() || a(4).is_empty() {
-                out.push_str(
-                    "'set map' expects three parameters: map identifier, key and value.\n",
-                );
-                return;
-            }
-            let value = args[4..].join(" ");
-            let key = a(3);
-            r.change(|entries, _| {
-                let mut found = false;
-                for e in entries.iter_mut().filter(|e| matches(e, key)) {
-                    e.value = value.clone();
-                    found = true;
-                }
-                found
-            })
-            .map_err(Some)
-            .map(|found| {
-                if !found {
-                    out.push_str("entry not found.\n");
-                }
-                true
-            })
-        }
-        "del" => {
-            if a(3).is_empty() {
-                let _ =
-                    writeln!(out, "This command expects two parameters: {who} identifier and key.");
-                return;
-            }
-            let key = a(3);
-            r.change(|entries, _| {
-                let before = entries.len();
-                entries.retain(|e| !matches(e, key));
-                before != entries.len()
-            })
-            .map_err(Some)
-            .map(|found| {
-                if !found {
-                    out.push_str("Key not found.\n");
-                }
-                true
-            })
-        }
+        "commit" => return commit(&r, ver, out),
+        "show" => return show(kind, &r, ver, out),
+        "add" => add(kind, &r, ver, &args, payload, out),
+        "set" => set(&r, &args, out),
+        "del" => del(&r, who, &args, out),
         _ => r.change_version(ver, |entries, _| {
             entries.clear();
             true
@@ -268,4 +155,146 @@ pub fn run(kind: Kind, verb: &str, args: &[String], payload: Option<&str>, out: 
             }
         },
     }
+}
+
+/// `show map|acl` without a reference: every reference of the kind, with its users.
+fn show_refs(kind: Kind, out: &mut String) {
+    let what = if kind == Kind::Map { "map" } else { "acl" };
+    out.push_str("# id (file) description\n");
+    for r in refs::list(kind) {
+        let used = r.used_at();
+        let entries = r.entries().len() * r.users().max(1);
+        let (curr, next) = r.versions();
+        let _ = match &r.path {
+            Some(p) => {
+                let users: Vec<String> = used.iter().map(|u| format!("by {what} at {u}")).collect();
+                writeln!(
+                    out,
+                    "{} ({}) pattern loaded from file '{}' used {}. curr_ver={curr} next_ver={next} entry_cnt={entries}",
+                    r.id(),
+                    p.display(),
+                    p.display(),
+                    users.join(", "),
+                )
+            }
+            None => writeln!(
+                out,
+                "{} () {}. curr_ver={curr} next_ver={next} entry_cnt={}",
+                r.id(),
+                r.desc,
+                r.entries().len()
+            ),
+        };
+    }
+}
+
+/// `commit map|acl @<ver> <ref>`.
+fn commit(r: &refs::PatRef, ver: u32, out: &mut String) {
+    match r.commit(ver) {
+        Ok(()) => {}
+        Err(None) => out.push_str("Version number out of range.\n"),
+        Err(Some(e)) => {
+            let _ = writeln!(out, "{e}.");
+        }
+    }
+}
+
+/// `show map|acl [@<ver>] <ref>`: the version's entries.
+fn show(kind: Kind, r: &refs::PatRef, ver: u32, out: &mut String) {
+    for e in r.version_entries(ver).unwrap_or_default() {
+        let _ = match kind {
+            Kind::Map => writeln!(out, "{} {} {}", reference(&e), e.key, e.value),
+            Kind::Acl => writeln!(out, "{} {}", reference(&e), e.key),
+        };
+    }
+}
+
+/// `add map|acl [@<ver>] <ref> ...`: the line's entry or the payload's (`Ok(false)`: refused).
+fn add(
+    kind: Kind,
+    r: &refs::PatRef,
+    ver: u32,
+    args: &[String],
+    payload: Option<&str>,
+    out: &mut String,
+) -> Result<bool, Option<String>> {
+    let a = |i: usize| args.get(i).map_or("", String::as_str);
+    // One entry from the line, or one per payload line (`key value`).
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    match payload {
+        Some(p) if kind == Kind::Map => {
+            for line in p.lines().filter(|l| !l.is_empty()) {
+                let (k, v) = line.split_once([' ', '\t']).unwrap_or((line, ""));
+                if v.trim().is_empty() {
+                    let _ = writeln!(out, "Missing value for key '{k}'.");
+                    return Ok(false);
+                }
+                pairs.push((k.to_string(), v.trim_start().to_string()));
+            }
+        }
+        _ => match kind {
+            Kind::Map => pairs.push((a(3).to_string(), args[4..].join(" "))),
+            Kind::Acl => pairs.push((a(3).to_string(), String::new())),
+        },
+    }
+    r.change_version(ver, |entries, next| {
+        for (key, value) in pairs {
+            entries.push(Entry { id: *next, key, value });
+            *next += 1;
+        }
+        true
+    })
+}
+
+/// `set map <ref> [<key>|#<ref>] <value>` (`Ok(false)`: refused, its message written).
+fn set(r: &refs::PatRef, args: &[String], out: &mut String) -> Result<bool, Option<String>> {
+    let a = |i: usize| args.get(i).map_or("", String::as_str);
+    if a(3).is_empty() || a(4).is_empty() {
+        out.push_str("'set map' expects three parameters: map identifier, key and value.\n");
+        return Ok(false);
+    }
+    let value = args[4..].join(" ");
+    let key = a(3);
+    r.change(|entries, _| {
+        let mut found = false;
+        for e in entries.iter_mut().filter(|e| matches(e, key)) {
+            e.value = value.clone();
+            found = true;
+        }
+        found
+    })
+    .map_err(Some)
+    .map(|found| {
+        if !found {
+            out.push_str("entry not found.\n");
+        }
+        true
+    })
+}
+
+/// `del map|acl <ref> [<key>|#<ref>]` (`Ok(false)`: refused, its message written).
+fn del(
+    r: &refs::PatRef,
+    who: &str,
+    args: &[String],
+    out: &mut String,
+) -> Result<bool, Option<String>> {
+    let a = |i: usize| args.get(i).map_or("", String::as_str);
+    if a(3).is_empty() {
+        let _ = writeln!(out, "This command expects two parameters: {who} identifier and key.");
+        return Ok(false);
+    }
+    let key = a(3);
+    r.change(|entries, _| {
+        let before = entries.len();
+        entries.retain(|e| !matches(e, key));
+        before != entries.len()
+    })
+    .map_err(Some)
+    .map(|found| {
+        if !found {
+            out.push_str("Key not found.\n");
+        }
+        true
+    })
 }

@@ -12,6 +12,7 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use fulcrum_config::{CheckKind, CheckStatus, CheckStep, ConnectStep, SendStep};
@@ -374,21 +375,7 @@ impl Runner<'_> {
                 Action::Send(s, prebuilt) => {
                     self.buf.clear();
                     must_read = true;
-                    let built;
-                    let bytes = match (prebuilt, s) {
-                        (Some(b), _) => &b[..],
-                        (None, SendStep::Http(h)) => {
-                            let state = send_state.as_ref().map(|f| f());
-                            built = http::request(h, state.as_deref());
-                            &built[..]
-                        }
-                        (None, SendStep::Bytes { data, .. }) => &data[..],
-                        (None, SendStep::Dated { data, time_at }) => {
-                            built = dated(data, *time_at);
-                            &built[..]
-                        }
-                    };
-                    if let Err(r) = self.send(bytes, step).await {
+                    if let Err(r) = self.send_step(s, prebuilt.as_deref(), send_state, step).await {
                         return Ok(r);
                     }
                 }
@@ -409,103 +396,139 @@ impl Runner<'_> {
                 Action::Expect(x) => {
                     let last_step = i + 1 == self.plan.steps.len();
                     let w = Wording { tcp_check, step_id: step.id, last_step };
-                    loop {
-                        if must_read && !self.closed {
-                            if let Err(r) = self.read_more(step, x).await {
-                                return Ok(r);
-                            }
-                        }
-                        must_read = false;
-                        let full = self.buf.len() >= self.plan.bufsize;
-                        let last_read = self.closed || full;
-                        if x.step.kind
-                            == fulcrum_config::ExpectKind::Custom(
-                                fulcrum_config::CustomExpect::Agent,
-                            )
-                        {
-                            match super::agent::parse(&self.buf) {
-                                Some(reply) => return Err(Some(reply)),
-                                None if last_read => return Err(None),
-                                None => {
-                                    must_read = true;
-                                    continue;
-                                }
-                            }
-                        }
-                        let ev = if self.plan.kind == CheckKind::Http {
-                            match http::parse(
-                                &self.buf,
-                                self.closed,
-                                self.plan.bufsize,
-                                self.plan.needs,
-                            ) {
-                                Err(_) => Eval::Fail {
-                                    status: CheckStatus::L7Rsp,
-                                    code: None,
-                                    desc: comment_only(&x.step.comment),
-                                },
-                                Ok(resp) => {
-                                    self.code = resp.as_ref().map(|r| r.status);
-                                    if let Some(code) = self.code {
-                                        // A 404 stops an up server's traffic instead of failing.
-                                        if self.plan.disable_on_404 && self.server_up && code == 404
-                                        {
-                                            return Ok(CheckResult {
-                                                status: CheckStatus::L7OkCond,
-                                                code: Some(404),
-                                                desc: String::new(),
-                                                duration: None,
-                                            });
-                                        }
-                                    }
-                                    let code = resp.as_ref().map(|r| r.status);
-                                    let rendered = self.rendered_header(x, step);
-                                    let ev = expect::http_with(
-                                        x,
-                                        rendered.as_ref(),
-                                        resp.as_ref(),
-                                        last_read,
-                                        false,
-                                    );
-                                    if let Eval::Fail { status, desc, .. } = ev {
-                                        return Ok(CheckResult {
-                                            status,
-                                            code,
-                                            desc,
-                                            duration: None,
-                                        });
-                                    }
-                                    ev
-                                }
-                            }
-                        } else {
-                            expect::tcp(x, &self.buf, last_read, w)
-                        };
-                        match ev {
-                            Eval::Continue => break,
-                            Eval::Passed { status, code, desc } => {
-                                self.early =
-                                    Some(CheckResult { status, code, desc, duration: None });
-                                break;
-                            }
-                            Eval::Wait if last_read => {
-                                let desc =
-                                    format!("TCPCHK got an empty response at step {}", step.id);
-                                return Ok(CheckResult::new(
-                                    x.step.error_status.unwrap_or(CheckStatus::L7Rsp),
-                                    desc,
-                                ));
-                            }
-                            Eval::Wait => must_read = true,
-                            Eval::Fail { status, code, desc } => {
-                                return Ok(CheckResult { status, code, desc, duration: None })
-                            }
-                        }
+                    if let ControlFlow::Break(end) =
+                        self.expect_step(x, step, w, &mut must_read).await
+                    {
+                        return end;
                     }
                 }
             }
         }
         Ok(self.success(last))
+    }
+
+    /// An `expect` step: reads until the answer is known and judges it (`Break`: the run's end).
+    async fn expect_step(
+        &mut self,
+        x: &Expect,
+        step: &Step,
+        w: Wording,
+        must_read: &mut bool,
+    ) -> ControlFlow<Result<CheckResult, Option<AgentReply>>> {
+        loop {
+            if *must_read && !self.closed {
+                if let Err(r) = self.read_more(step, x).await {
+                    return ControlFlow::Break(Ok(r));
+                }
+            }
+            *must_read = false;
+            let full = self.buf.len() >= self.plan.bufsize;
+            let last_read = self.closed || full;
+            if x.step.kind
+                == fulcrum_config::ExpectKind::Custom(fulcrum_config::CustomExpect::Agent)
+            {
+                match super::agent::parse(&self.buf) {
+                    Some(reply) => return ControlFlow::Break(Err(Some(reply))),
+                    None if last_read => return ControlFlow::Break(Err(None)),
+                    None => {
+                        *must_read = true;
+                        continue;
+                    }
+                }
+            }
+            let ev = if self.plan.kind == CheckKind::Http {
+                match http::parse(&self.buf, self.closed, self.plan.bufsize, self.plan.needs) {
+                    Err(_) => Eval::Fail {
+                        status: CheckStatus::L7Rsp,
+                        code: None,
+                        desc: comment_only(&x.step.comment),
+                    },
+                    Ok(resp) => {
+                        self.code = resp.as_ref().map(|r| r.status);
+                        if let Some(code) = self.code {
+                            // A 404 stops an up server's traffic instead of failing.
+                            if self.plan.disable_on_404 && self.server_up && code == 404 {
+                                return ControlFlow::Break(Ok(CheckResult {
+                                    status: CheckStatus::L7OkCond,
+                                    code: Some(404),
+                                    desc: String::new(),
+                                    duration: None,
+                                }));
+                            }
+                        }
+                        let code = resp.as_ref().map(|r| r.status);
+                        let rendered = self.rendered_header(x, step);
+                        let ev = expect::http_with(
+                            x,
+                            rendered.as_ref(),
+                            resp.as_ref(),
+                            last_read,
+                            false,
+                        );
+                        if let Eval::Fail { status, desc, .. } = ev {
+                            return ControlFlow::Break(Ok(CheckResult {
+                                status,
+                                code,
+                                desc,
+                                duration: None,
+                            }));
+                        }
+                        ev
+                    }
+                }
+            } else {
+                expect::tcp(x, &self.buf, last_read, w)
+            };
+            match ev {
+                Eval::Continue => break,
+                Eval::Passed { status, code, desc } => {
+                    self.early = Some(CheckResult { status, code, desc, duration: None });
+                    break;
+                }
+                Eval::Wait if last_read => {
+                    let desc = format!("TCPCHK got an empty response at step {}", step.id);
+                    return ControlFlow::Break(Ok(CheckResult::new(
+                        x.step.error_status.unwrap_or(CheckStatus::L7Rsp),
+                        desc,
+                    )));
+                }
+                Eval::Wait => *must_read = true,
+                Eval::Fail { status, code, desc } => {
+                    return ControlFlow::Break(Ok(CheckResult {
+                        status,
+                        code,
+                        desc,
+                        duration: None,
+                    }))
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// A `send` step: its bytes, built now unless they were built with the plan, sent.
+    async fn send_step(
+        &mut self,
+        s: &SendStep,
+        prebuilt: Option<&[u8]>,
+        send_state: Option<SendState<'_>>,
+        step: &Step,
+    ) -> Result<(), CheckResult> {
+        let built;
+        let bytes = match (prebuilt, s) {
+            (Some(b), _) => b,
+            (None, SendStep::Http(h)) => {
+                let state = send_state.as_ref().map(|f| f());
+                built = http::request(h, state.as_deref());
+                &built[..]
+            }
+            (None, SendStep::Bytes { data, .. }) => &data[..],
+            (None, SendStep::Dated { data, time_at }) => {
+                built = dated(data, *time_at);
+                &built[..]
+            }
+        };
+        self.send(bytes, step).await
     }
 
     /// The result once every step passed.

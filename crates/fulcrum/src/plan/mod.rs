@@ -164,56 +164,9 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
     global_vars(config, &proc_vars, &backends, &mut errors);
     let mut frontends = Vec::new();
     for p in config.frontends() {
-        let default = p
-            .default_backend
-            .as_ref()
-            .map(|r| r.name.as_str())
-            .or((p.kind == cfg::ProxyKind::Listen).then_some(p.name.as_str()));
-        let backend = match default {
-            Some(name) => match backends.get(name) {
-                Some(be) => Some(Arc::clone(be)),
-                None => {
-                    errors.push(format!(
-                        "[{}] : proxy '{}': unknown backend '{name}'",
-                        p.span, p.name
-                    ));
-                    None
-                }
-            },
-            None => None,
-        };
-        let mut c =
-            crate::rules::Compiler::new(p, &mut maps, &config.http_errors, &tables, &userlists);
-        let mut rules = proxy_rules(&mut c, p);
-        for u in &p.use_backends {
-            let cond = c.cond(&u.cond, &u.span);
-            let target = match &u.target {
-                cfg::BackendTarget::Name(n) => match backends.get(n) {
-                    Some(be) => crate::rules::UseTarget::Fixed(Arc::clone(be)),
-                    None => {
-                        c.errors.push(format!(
-                            "[{}] : proxy '{}': unknown backend '{n}'",
-                            u.span, p.name
-                        ));
-                        continue;
-                    }
-                },
-                cfg::BackendTarget::Dynamic(f) => {
-                    crate::rules::UseTarget::Dynamic(c.format(f, &u.span))
-                }
-            };
-            rules.use_backends.push((target, cond));
-        }
-        if rules.use_backends.len() == p.use_backends.len() {
-            rules.switching = c.switching(&p.use_backends);
-        }
-        let log = log_settings(&mut c, p);
-        errors.append(&mut c.errors);
-        // The backends' rules may read it too (a listen's own rules were compiled above).
-        let needs_dst =
-            c.uses_dst || p.originalto.is_some() || backends.values().any(|b| b.uses_dst);
-        let needs_payload = c.uses_payload;
-        rules.acls = c.finish();
+        let backend = default_backend(p, &backends, &mut errors);
+        let (rules, log, needs_dst, needs_payload) =
+            frontend_rules(p, config, &mut maps, (&tables, &userlists), &backends, &mut errors);
         let http = match p.mode {
             cfg::Mode::Http => match http_proxy(p, config) {
                 Ok(h) => Some(h),
@@ -265,6 +218,69 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
     } else {
         Err(errors)
     }
+}
+
+/// A frontend's default backend (a listen's own), or an error when it names none defined.
+fn default_backend(
+    p: &cfg::Proxy,
+    backends: &HashMap<String, Arc<Backend>>,
+    errors: &mut Vec<String>,
+) -> Option<Arc<Backend>> {
+    let default = p
+        .default_backend
+        .as_ref()
+        .map(|r| r.name.as_str())
+        .or((p.kind == cfg::ProxyKind::Listen).then_some(p.name.as_str()));
+    match default {
+        Some(name) => match backends.get(name) {
+            Some(be) => Some(Arc::clone(be)),
+            None => {
+                errors.push(format!("[{}] : proxy '{}': unknown backend '{name}'", p.span, p.name));
+                None
+            }
+        },
+        None => None,
+    }
+}
+
+/// A frontend's compiled rules and log settings, and whether they read the address or payload.
+fn frontend_rules(
+    p: &cfg::Proxy,
+    config: &cfg::Config,
+    maps: &mut HashMap<(std::path::PathBuf, u8), Arc<crate::rules::maps::LiveMap>>,
+    (tables, userlists): (&crate::stick::Tables, &crate::auth::Userlists),
+    backends: &HashMap<String, Arc<Backend>>,
+    errors: &mut Vec<String>,
+) -> (crate::rules::ProxyRules, crate::log::Settings, bool, bool) {
+    let mut c = crate::rules::Compiler::new(p, maps, &config.http_errors, tables, userlists);
+    let mut rules = proxy_rules(&mut c, p);
+    for u in &p.use_backends {
+        let cond = c.cond(&u.cond, &u.span);
+        let target = match &u.target {
+            cfg::BackendTarget::Name(n) => match backends.get(n) {
+                Some(be) => crate::rules::UseTarget::Fixed(Arc::clone(be)),
+                None => {
+                    c.errors
+                        .push(format!("[{}] : proxy '{}': unknown backend '{n}'", u.span, p.name));
+                    continue;
+                }
+            },
+            cfg::BackendTarget::Dynamic(f) => {
+                crate::rules::UseTarget::Dynamic(c.format(f, &u.span))
+            }
+        };
+        rules.use_backends.push((target, cond));
+    }
+    if rules.use_backends.len() == p.use_backends.len() {
+        rules.switching = c.switching(&p.use_backends);
+    }
+    let log = log_settings(&mut c, p);
+    errors.append(&mut c.errors);
+    // The backends' rules may read it too (a listen's own rules were compiled above).
+    let needs_dst = c.uses_dst || p.originalto.is_some() || backends.values().any(|b| b.uses_dst);
+    let needs_payload = c.uses_payload;
+    rules.acls = c.finish();
+    (rules, log, needs_dst, needs_payload)
 }
 
 /// Global `set-var` / `set-var-fmt` lines, evaluated in order: a process variable for each.
