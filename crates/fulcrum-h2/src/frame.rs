@@ -1,6 +1,7 @@
 //! HTTP/2's frames as bytes (RFC 9113 4, 6): their types, flags and error codes, a frame
 //! header read and written, a padded DATA payload and a HEADERS payload (padding and
-//! priority) taken apart.
+//! priority) taken apart. (SETTINGS entries are read where they are applied, in the
+//! proxy's `http::h2::conn`.)
 //!
 //! Owns: the wire format of frames. Must not touch: streams, connections, header blocks'
 //! contents (`hpack`).
@@ -114,15 +115,6 @@ pub fn headers_payload(flags: u8, payload: &[u8]) -> Result<(usize, usize, Optio
     Ok((from, end - pad, dep))
 }
 
-/// A SETTINGS payload's entries (RFC 9113 6.5.1): `(identifier, value)`; `Err` when its
-/// length is not a multiple of 6 (FRAME_SIZE_ERROR).
-pub fn settings(payload: &[u8]) -> Result<impl Iterator<Item = (u16, u32)> + '_, u32> {
-    if !payload.len().is_multiple_of(6) {
-        return Err(FRAME_SIZE_ERROR);
-    }
-    Ok(payload.chunks_exact(6).map(|e| (u16::from_be_bytes([e[0], e[1]]), be32(&e[2..6]))))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,8 +143,5 @@ mod tests {
         assert_eq!(headers_payload(PRIORITY, b"\0\0\0"), Err(FRAME_SIZE_ERROR));
         assert_eq!(headers_payload(PADDED, b"\x05ab"), Err(PROTOCOL_ERROR));
         assert_eq!(headers_payload(0, b"ab"), Ok((0, 2, None)));
-        let s: Vec<_> = settings(b"\x00\x03\x00\x00\x00\x64").expect("six bytes").collect();
-        assert_eq!(s, [(3, 100)]);
-        assert!(settings(b"\x00\x03\x00").is_err());
     }
 }

@@ -31,37 +31,6 @@ pub trait Pipe {
     }
 }
 
-impl<P: Pipe + ?Sized> Pipe for &P {
-    #[inline(always)]
-    fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        P::poll_read_ready(self, cx)
-    }
-    #[inline(always)]
-    fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        P::try_read(self, buf)
-    }
-    #[inline(always)]
-    fn clear_read_ready(&self) {
-        P::clear_read_ready(self)
-    }
-    #[inline(always)]
-    fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        P::poll_write_ready(self, cx)
-    }
-    #[inline(always)]
-    fn try_send(&self, head: &[u8], data: &[u8], more: bool) -> io::Result<usize> {
-        P::try_send(self, head, data, more)
-    }
-    #[inline(always)]
-    fn try_flush(&self) -> io::Result<()> {
-        P::try_flush(self)
-    }
-    #[inline(always)]
-    fn shutdown_write(&self) -> io::Result<()> {
-        P::shutdown_write(self)
-    }
-}
-
 /// A connection to a server as the connect path (`tcp::connect_server_reusing`) hands it on:
 /// a new one is a [`Stream`]; an idle one the caller supplies may be what a layer above made
 /// of one (an HTTP/2 stream's view, `http::peer::Peer`).

@@ -35,12 +35,13 @@ mod exchange;
 mod inspect;
 mod rest;
 mod rules_run;
+mod spare;
 mod stats;
 mod txn;
 
 use exchange::*;
 pub use rest::Resting;
-use rest::RestingMore;
+pub use spare::{give_spare, take_spare, Spare};
 use txn::*;
 
 /// A step's future run out of line: on the heap and polled through a pointer, so neither its
@@ -162,42 +163,6 @@ struct TxnLog {
     skip: bool,
 }
 
-/// Per-request memory of a session parked while it idles (see `Session::park`). Boxed: it
-/// goes between sessions, tasks and the worker's list as a pointer, the heads swapped in and
-/// out of it (moving the heads themselves cost six `memcpy` calls per HTTP/2 stream).
-#[derive(Default)]
-pub struct Spare {
-    req: Head,
-    resp: Head,
-    out: Vec<u8>,
-}
-
-thread_local! {
-    // Boxed on purpose: a spare moves as a pointer (see `Spare`).
-    #[allow(clippy::vec_box)]
-    static SPARES: std::cell::RefCell<Vec<Box<Spare>>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Spares kept per worker; beyond this, a parked session's memory is freed.
-const SPARES_MAX: usize = 128;
-
-/// Takes one of the worker's spares: an HTTP/2 stream's task keeps one while it waits for its
-/// next stream ([`give_spare`] before it), so the spares follow the streams in flight (a
-/// thousand streams come and go in bursts of a hundred: most found no spare within
-/// [`SPARES_MAX`] and allocated their heads).
-pub fn take_spare() -> Option<Box<Spare>> {
-    SPARES.with(|s| s.borrow_mut().pop())
-}
-
-/// Gives a spare back to the worker, for the next session that starts (see [`take_spare`]).
-pub fn give_spare(spare: Box<Spare>) {
-    SPARES.with(|s| s.borrow_mut().push(spare));
-}
-
-/// The room a session's heads get when no spare is left: most heads fit.
-const FRESH_HEAD_BYTES: usize = 512;
-const FRESH_HEAD_FIELDS: usize = 16;
-
 /// What a hash-based balance uses for one request.
 enum KeyKind {
     None,
@@ -228,9 +193,10 @@ enum Built {
 /// hundred bytes instead of a whole session).
 const REST_AFTER: Duration = Duration::from_millis(20);
 
-/// Where a session starts: a new connection, or one coming back from rest.
-pub enum Start {
-    New(Accepted),
+/// Where a session starts: a new connection (its client a `Stream`, or in the session a
+/// `Peer`: an HTTP/2 stream's too), or one coming back from rest.
+pub enum Start<C = Stream> {
+    New(Accepted<C>),
     Resume(Resting),
 }
 
@@ -250,16 +216,10 @@ pub enum Served {
 pub async fn serve(fe: &Frontend, http: &HttpProxy, start: Start, shared: &Shared) -> Served {
     let (ctimer, stimer) = (std::pin::pin!(None), std::pin::pin!(None));
     let start = match start {
-        Start::New(conn) => Begin::New(conn.map_client(Peer::Bytes)),
-        Start::Resume(r) => Begin::Resume(r),
+        Start::New(conn) => Start::New(conn.map_client(Peer::Bytes)),
+        Start::Resume(r) => Start::Resume(r),
     };
     serve_with(fe, http, start, shared, None, ctimer, stimer).await
-}
-
-/// [`Start`] with the client as the session holds it.
-enum Begin {
-    New(Accepted<Peer>),
-    Resume(Resting),
 }
 
 /// Serves one stream of an HTTP/2 connection (`conn`): its one request. The stream's task
@@ -275,25 +235,25 @@ pub fn serve_stream<'a>(
     conn: &'a Stream,
     (ctimer, stimer): (Pin<&'a mut Timer>, Pin<&'a mut Timer>),
 ) -> impl Future<Output = Served> + 'a {
-    serve_with(fe, http, Begin::New(stream), shared, Some(conn), ctimer, stimer)
+    serve_with(fe, http, Start::New(stream), shared, Some(conn), ctimer, stimer)
 }
 
 async fn serve_with<'a>(
     fe: &'a Frontend,
     http: &'a HttpProxy,
-    start: Begin,
+    start: Start<Peer>,
     shared: &'a Shared,
     h2_conn: Option<&'a Stream>,
     ctimer: Pin<&'a mut Timer>,
     stimer: Pin<&'a mut Timer>,
 ) -> Served {
     let (client, peer, dst_port, bind_no, requests, more, given) = match start {
-        Begin::New(conn) => {
+        Start::New(conn) => {
             let local = conn.local();
             let given = (local, conn.proxied, conn.vars);
             (conn.client, conn.peer, conn.dst_port, conn.bind_no, 0, None, given)
         }
-        Begin::Resume(r) => {
+        Start::Resume(r) => {
             let client = Peer::Bytes(r.client);
             (client, r.peer, r.dst_port, r.bind_no, r.requests, r.more, (None, None, None))
         }
@@ -588,101 +548,6 @@ impl Session<'_> {
                 }
             }
         }
-    }
-
-    /// Going idle between requests: the heads and the output buffer (warm, with their capacity)
-    /// go to the worker's spares, so an idle connection keeps no per-request memory.
-    /// Dissolves the session of an idle HTTP/1 connection into its small [`Resting`] state.
-    fn rest(mut self, deadline: Option<Instant>) -> Served {
-        self.cbuf.clear();
-        self.park();
-        let idle_since = self.o.marks.start.filter(|_| self.logs);
-        let more = (self.local.is_some()
-            || self.pp.is_some()
-            || !self.vars.is_empty()
-            || self.own.is_some()
-            || idle_since.is_some())
-        .then(|| {
-            Box::new(RestingMore {
-                local: self.local,
-                pp: self.pp,
-                vars: self.vars,
-                own: self.own,
-                idle_since,
-            })
-        });
-        // (Only an HTTP/1 connection's session rests: the caller checks.)
-        let Peer::Bytes(client) = self.client else { return Served::Closed };
-        Served::Rest(Resting {
-            client,
-            peer: self.peer,
-            deadline,
-            more,
-            requests: self.requests,
-            dst_port: self.dst_port,
-            bind_no: self.bind_no,
-        })
-    }
-
-    /// Hands an HTTP/1 connection that opened with HTTP/2's preface on, with the bytes read.
-    fn into_h2(mut self) -> Served {
-        let prefix = self.cbuf.data().to_vec();
-        self.cbuf.clear();
-        let vars = (!self.vars.is_empty()).then(|| Box::new(std::mem::take(&mut self.vars)));
-        // (Only an HTTP/1 connection's session turns into HTTP/2: the caller checks.)
-        let Peer::Bytes(client) = self.client else { return Served::Closed };
-        let conn = Accepted {
-            client,
-            peer: self.peer,
-            proxied: self.pp,
-            prepared: true,
-            expect_proxy: false,
-            dst_port: self.dst_port,
-            bind_no: self.bind_no,
-            vars,
-        };
-        Served::H2(conn, prefix)
-    }
-
-    fn park(&mut self) {
-        if self.parked || !self.cbuf.is_empty() {
-            return;
-        }
-        let mut spare = self.emptied.take().unwrap_or_default();
-        std::mem::swap(&mut self.req, &mut spare.req);
-        std::mem::swap(&mut self.resp, &mut spare.resp);
-        std::mem::swap(&mut self.out, &mut spare.out);
-        SPARES.with(|s| {
-            let mut s = s.borrow_mut();
-            if s.len() < SPARES_MAX {
-                s.push(spare);
-            }
-        });
-        self.parked = true;
-    }
-
-    /// A request is arriving: take warm heads back from the worker's spares.
-    #[inline(always)]
-    fn unpark(&mut self) {
-        if !self.parked {
-            return;
-        }
-        self.parked = false;
-        if let Some(mut spare) = SPARES.with(|s| s.borrow_mut().pop()) {
-            std::mem::swap(&mut self.req, &mut spare.req);
-            std::mem::swap(&mut self.resp, &mut spare.resp);
-            std::mem::swap(&mut self.out, &mut spare.out);
-            self.emptied = Some(spare);
-        } else {
-            // Sized for a usual head at once (HTTP/2 streams, many at a time, often find no
-            // spare: growing from nothing cost a dozen reallocations per stream).
-            self.req = Head::with_capacity(FRESH_HEAD_BYTES, FRESH_HEAD_FIELDS);
-            self.resp = Head::with_capacity(FRESH_HEAD_BYTES, FRESH_HEAD_FIELDS);
-            self.out = Vec::with_capacity(FRESH_HEAD_BYTES);
-        }
-        // A head parked mid-parse (a request that never completed) belongs to other bytes.
-        self.req.start_over();
-        self.resp.start_over();
     }
 
     /// `unique-id-format`: the request's id, made once as the request rules begin (so the

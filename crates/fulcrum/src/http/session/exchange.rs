@@ -485,7 +485,7 @@ pub(super) async fn pump(
                         }
                         // Readiness may be stale: confirm with a non-blocking read.
                         while other.poll_read_ready(cx).is_ready() {
-                            match obuf.try_fill(other) {
+                            match obuf.try_fill(*other) {
                                 Ok(None) => continue, // spurious; readiness now cleared
                                 Ok(Some(0)) | Err(_) => {
                                     gone = true;

@@ -1,5 +1,7 @@
 //! A keep-alive connection between requests when its session has dissolved: what it keeps
-//! (`Resting`, a few hundred bytes) and the hand-written wait for its next request.
+//! (`Resting`, a few hundred bytes), the session dissolving into it (`Session::rest`), and the
+//! hand-written wait for its next request; and the other way an HTTP/1 session hands its
+//! connection on, to HTTP/2 (`Session::into_h2`).
 //! Must not touch: requests (the session resumes for those).
 
 use std::future::Future;
@@ -10,9 +12,10 @@ use std::task::{Context, Poll};
 
 use tokio::time::{Instant, Sleep};
 
-use super::ServerConn;
+use super::{Peer, Served, ServerConn, Session};
 use crate::connection::Stream;
 use crate::rules::sample::Vars;
+use crate::tcp::Accepted;
 
 /// What a keep-alive connection keeps while it rests between requests. It lives in the
 /// connection's task (see `runtime::accept`), so every byte here is a byte per idle connection:
@@ -39,6 +42,60 @@ pub(super) struct RestingMore {
     /// `sess.` variables.
     pub(super) vars: Vars,
     pub(super) own: Option<ServerConn>,
+}
+
+impl Session<'_> {
+    /// Dissolves the session of an idle HTTP/1 connection into its small [`Resting`] state.
+    pub(super) fn rest(mut self, deadline: Option<Instant>) -> Served {
+        self.cbuf.clear();
+        self.park();
+        let idle_since = self.o.marks.start.filter(|_| self.logs);
+        let more = (self.local.is_some()
+            || self.pp.is_some()
+            || !self.vars.is_empty()
+            || self.own.is_some()
+            || idle_since.is_some())
+        .then(|| {
+            Box::new(RestingMore {
+                local: self.local,
+                pp: self.pp,
+                vars: self.vars,
+                own: self.own,
+                idle_since,
+            })
+        });
+        // (Only an HTTP/1 connection's session rests: the caller checks.)
+        let Peer::Bytes(client) = self.client else { return Served::Closed };
+        Served::Rest(Resting {
+            client,
+            peer: self.peer,
+            deadline,
+            more,
+            requests: self.requests,
+            dst_port: self.dst_port,
+            bind_no: self.bind_no,
+        })
+    }
+
+    /// Hands an HTTP/1 connection that opened with HTTP/2's preface on, with the bytes read.
+    pub(super) fn into_h2(mut self) -> Served {
+        let prefix = self.cbuf.data().to_vec();
+        self.cbuf.clear();
+        let vars = (!self.vars.is_empty()).then(|| Box::new(std::mem::take(&mut self.vars)));
+        // (Only an HTTP/1 connection's session turns into HTTP/2: the caller checks.)
+        let Peer::Bytes(client) = self.client else { return Served::Closed };
+        let conn = Accepted {
+            client,
+            peer: self.peer,
+            proxied: self.pp,
+            prepared: true,
+            expect_proxy: false,
+            dst_port: self.dst_port,
+            bind_no: self.bind_no,
+            vars,
+        };
+        Served::H2(conn, prefix)
+    }
 }
 
 impl Resting {
