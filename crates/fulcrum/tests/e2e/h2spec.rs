@@ -4,9 +4,10 @@
 //! case of its generic, hpack and http2 sections must pass. HAProxy 2.6 runs the same (when
 //! installed): its figures are printed beside, not asserted (it passes them all too).
 //!
-//! h2spec is a Go program: `.ci/run` builds it from its public module and says where with
-//! `H2SPEC`; else one on the `PATH` is used. Without it the test says so and passes: it cannot
-//! run. `bench/h2spec.sh` runs the same by hand.
+//! h2spec is a Go program: `.ci/run` builds it from its public module, says where with
+//! `H2SPEC` and runs this test (`cargo test -p fulcrum --test e2e -- --ignored h2spec`); else
+//! one on the `PATH` is used. It is ignored by a plain `cargo test`, which may not have it: a
+//! missing h2spec is never a pass. `bench/h2spec.sh` runs the same by hand.
 
 use std::process::Command;
 
@@ -41,11 +42,9 @@ fn run(bin: &str, port: u16, tls: bool) -> Result<(u32, u32, u32), String> {
 }
 
 #[test]
+#[ignore = "needs h2spec (H2SPEC, or on the PATH): .ci/run builds it and runs this with --ignored"]
 fn h2spec_passes_every_case_on_clear_text_and_tls_to_http1_and_http2_backends() {
-    let Some(bin) = h2spec() else {
-        eprintln!("h2spec not found (set H2SPEC): the conformance suite cannot run");
-        return;
-    };
+    let bin = h2spec().expect("h2spec not found: set H2SPEC or put it on the PATH");
     let ca = Ca::new("Test CA");
     let (site, _) = ca.leaf(&["localhost"], false, false);
     for backend in ["", " proto h2"] {
