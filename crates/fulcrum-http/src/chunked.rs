@@ -226,6 +226,12 @@ impl ChunkedScanner {
         self.state == State::Done
     }
 
+    /// Between chunks: what was accepted ends a chunk (or nothing was), and the next bytes
+    /// start a chunk-size line. A body may then go on as data blocks instead of its framing.
+    pub fn at_chunk_start(&self) -> bool {
+        self.state == State::SizeLine
+    }
+
     /// Scans the bytes that follow those already accepted. A partial chunk-size line or
     /// trailer line is not accepted: keep it and call again with more bytes after it. Line
     /// ends may be CRLF or a bare LF (as HAProxy); a CR must be followed by LF. After an error

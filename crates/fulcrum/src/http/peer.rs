@@ -5,7 +5,10 @@
 //!
 //! The views are HTTP's, so they live here and not in `connection`, whose `Stream` is bytes
 //! only. This is the seam the transaction's re-cut (issue 36) widens: the views are to give
-//! and take messages (a head, body data, trailers, the end) instead of HTTP/1 bytes.
+//! and take messages instead of HTTP/1 bytes. Bodies have begun: an HTTP/2 stream gives its
+//! body as [`Piece`]s (data blocks, trailers as fields, the end) and takes them, so a body
+//! between two HTTP/2 peers moves DATA to DATA, never written as HTTP/1 chunks
+//! (`session::pieces`).
 //!
 //! Must not touch: what the bytes mean, rules, servers.
 
@@ -16,6 +19,18 @@ use std::task::{Context, Poll};
 use super::h2::upstream::UpView;
 use super::h2::view::H1View;
 use crate::connection::{Pipe, ServerLink, Stream};
+
+/// One piece of a message body as a driver gives it: data (in the caller's buffer), trailers
+/// as fields, or the end. Each driver frames them its own way.
+#[derive(Debug)]
+pub enum Piece {
+    /// Data bytes; `end`: the message ends with them (no trailers follow).
+    Data { end: bool },
+    /// The trailers, which end the message.
+    Trailers(fulcrum_h2::RawHead),
+    /// The message ended (after data given before).
+    End,
+}
 
 /// One side of a transaction (see the module's doc).
 pub enum Peer {
@@ -67,6 +82,63 @@ impl Peer {
     /// The peer has shut its sending side already (no wait; plain sockets only).
     pub fn shut_by_peer(&self) -> bool {
         self.stream().is_some_and(Stream::shut_by_peer)
+    }
+
+    /// This side gives its message's body as [`Piece`]s from here on: an HTTP/2 stream whose
+    /// head was taken built and whose body bytes were all read (none wait as HTTP/1 bytes).
+    #[inline]
+    pub fn gives_pieces(&self) -> bool {
+        match self {
+            Peer::Bytes(_) => false,
+            Peer::H2(v) => v.gives_pieces(),
+            Peer::H2Up(v) => v.gives_pieces(),
+        }
+    }
+
+    /// This side takes its message's body as [`Piece`]s from here on: an HTTP/2 stream whose
+    /// head went and which took no body bytes partly (no chunk begun).
+    #[inline]
+    pub fn takes_pieces(&self) -> bool {
+        match self {
+            Peer::Bytes(_) => false,
+            Peer::H2(v) => v.takes_pieces(),
+            Peer::H2Up(v) => v.takes_pieces(),
+        }
+    }
+
+    /// The next piece of the body this side gives (see [`Peer::gives_pieces`]); data is
+    /// swapped into `buf` (its old bytes dropped). `ConnectionReset` when the stream failed.
+    pub fn poll_piece(&self, cx: &mut Context<'_>, buf: &mut Vec<u8>) -> Poll<io::Result<Piece>> {
+        match self {
+            Peer::Bytes(_) => Poll::Ready(Err(io::ErrorKind::Unsupported.into())),
+            Peer::H2(v) => v.poll_piece(cx, buf),
+            Peer::H2Up(v) => v.poll_piece(cx, buf),
+        }
+    }
+
+    /// Sends data of the body this side takes, ending it with `end` (see
+    /// [`Peer::takes_pieces`]). Taken whole: wait for [`Pipe::poll_write_ready`] first.
+    pub fn send_data(&self, data: &[u8], end: bool) -> io::Result<()> {
+        match self {
+            Peer::Bytes(_) => Err(io::ErrorKind::Unsupported.into()),
+            Peer::H2(v) => v.send_data(data, end),
+            Peer::H2Up(v) => v.send_data(data, end),
+        }
+    }
+
+    /// Ends the body this side takes with trailers.
+    pub fn send_trailers(&self, fields: &fulcrum_h2::RawHead) -> io::Result<()> {
+        match self {
+            Peer::Bytes(_) => Err(io::ErrorKind::Unsupported.into()),
+            Peer::H2(v) => v.send_trailers(fields),
+            Peer::H2Up(v) => v.send_trailers(fields),
+        }
+    }
+
+    /// A server's final response head is ready to be taken built (an HTTP/2 stream's).
+    #[inline]
+    pub fn has_response_head(&self) -> bool {
+        matches!(self, Peer::H2Up(v) if v.has_response_head())
     }
 
     /// Waits until the peer sent something or closed; `Ok(true)` means it closed (EOF).

@@ -33,6 +33,7 @@ mod bodies;
 mod cookies;
 mod exchange;
 mod inspect;
+mod pieces;
 mod rest;
 mod rules_run;
 mod spare;

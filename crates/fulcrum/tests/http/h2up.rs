@@ -448,3 +448,35 @@ fn a_response_the_server_sent_just_before_closing_reaches_the_client() {
         got
     });
 }
+
+/// Between two HTTP/2 peers a body moves as data and trailers (no HTTP/1 chunks on the way):
+/// bodies many windows long go both ways whole, in order, at the pace of each side's window,
+/// with their trailers; a sized one ends at its length.
+#[test]
+fn large_bodies_and_their_trailers_go_whole_between_http2_peers() {
+    each(|t| {
+        let srv = h2_server();
+        let px = t.start(&config(srv.addr, ""));
+        let big: Vec<u8> = (0..700_000u32).map(|i| b'a' + (i % 23) as u8).collect();
+        let reqs = [
+            H2Req::post("/up?trailers=1", &big).trailer("x-end", "up"),
+            H2Req::post("/sized", &big[..300_000]).header("content-length", "300000"),
+            H2Req::get("/down?s=900000&trailers=1"),
+            H2Req::get("/down-sized?s=500000&sized=1"),
+        ];
+        let got = h2c(px.addr(), &reqs).expect("HTTP/2 exchange");
+        let up = got[0].text();
+        let echoed = up.split_once("body: ").map(|(_, b)| b).unwrap_or("");
+        assert!(echoed.as_bytes().starts_with(&big), "{}", &up[..200]);
+        assert!(up.contains("\ntrailer x-end: up\n"), "{}", &up[up.len() - 200..]);
+        assert!(got[0].trailers.iter().any(|(n, v)| n == "grpc-status" && v == "0"));
+        let sized = got[1].text();
+        let echoed = sized.split_once("body: ").map(|(_, b)| b).unwrap_or("");
+        assert_eq!(echoed.trim_end().len(), 300_000);
+        let want: Vec<u8> = (0..900_000usize).map(|i| b'a' + (i % 26) as u8).collect();
+        assert!(got[2].body == want, "{} bytes", got[2].body.len());
+        assert!(got[2].trailers.iter().any(|(n, v)| n == "x-sum" && v == "42"));
+        assert_eq!((got[3].body.len(), got[3].header("content-length")), (500_000, Some("500000")));
+        got.iter().map(|r| (r.status, r.body.len(), r.trailers.clone())).collect::<Vec<_>>()
+    });
+}

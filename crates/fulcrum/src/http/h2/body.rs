@@ -1,7 +1,9 @@
-//! A message body between its HTTP/1 bytes and HTTP/2's DATA frames, for both sides of
+//! A message body between HTTP/2's DATA frames and what the session moves, for both sides of
 //! HTTP/2 (`frontconn` from clients, `backconn` to servers): the body's HTTP/1 framing (a
 //! length, chunks and their trailers, or a tunnel's raw bytes) taken apart into DATA frames
-//! ([`Sending`]), and a stream's DATA and trailers given as HTTP/1 bytes ([`Received`]).
+//! ([`Sending`]), and a stream's DATA and trailers given as HTTP/1 bytes ([`Received`]); or,
+//! between two HTTP/2 peers, the body as pieces both ways (data blocks, trailers as fields:
+//! [`Received::poll_piece`], [`Sending::pass`]), with no HTTP/1 framing at all.
 //!
 //! Owns: bodies' framing. Must not touch: heads (each view writes its own), frames.
 
@@ -12,6 +14,7 @@ use fulcrum_http::ChunkedScanner;
 
 use super::conn::{self, Key, Side};
 use super::frames::CANCEL;
+use crate::http::peer::Piece;
 
 /// Where a body's DATA frames go: a connection's stream.
 pub trait Sink {
@@ -140,6 +143,57 @@ impl Received {
     pub fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         read_ready(&self.pending, &mut self.pos, self.ended, self.failed, buf)
     }
+
+    /// The body's next piece, taken from stream `id` of the connection `key` as it came: data
+    /// swapped into `buf` (no copy; the stream's window opens again as for a read), the
+    /// trailers as fields, the end, or `ConnectionReset`. Only once every byte given as HTTP/1
+    /// was read ([`Received::is_empty`]): what came as chunks was whole chunks, so the pieces
+    /// follow them.
+    pub fn poll_piece<S: Side>(
+        &mut self,
+        key: Key<S>,
+        id: u32,
+        cx: &mut Context<'_>,
+        buf: &mut Vec<u8>,
+    ) -> Poll<io::Result<Piece>> {
+        if self.failed {
+            return Poll::Ready(Err(io::ErrorKind::ConnectionReset.into()));
+        }
+        if self.ended {
+            return Poll::Ready(Ok(Piece::End));
+        }
+        let got = conn::with(key, |c| {
+            let got = c.stream(id, |st| {
+                if !st.data.is_empty() {
+                    buf.clear();
+                    std::mem::swap(buf, &mut st.data);
+                    let end = st.recv_end && st.trailers.is_none();
+                    return Poll::Ready(Ok(Piece::Data { end }));
+                }
+                if st.recv_end {
+                    return Poll::Ready(Ok(match st.trailers.take() {
+                        Some(t) => Piece::Trailers(t),
+                        None => Piece::End,
+                    }));
+                }
+                if st.reset.is_some() {
+                    return Poll::Ready(Err(io::ErrorKind::ConnectionReset.into()));
+                }
+                st.poll_readable_or(cx, false).map(|()| Ok(Piece::End))
+            });
+            if let Some(Poll::Ready(Ok(Piece::Data { .. }))) = got {
+                c.release(id, buf.len());
+            }
+            got
+        });
+        let got = got.flatten().unwrap_or(Poll::Ready(Err(io::ErrorKind::ConnectionReset.into())));
+        match &got {
+            Poll::Ready(Ok(Piece::Data { end: false })) | Poll::Pending => {}
+            Poll::Ready(Ok(_)) => self.ended = true,
+            Poll::Ready(Err(_)) => self.failed = true,
+        }
+        got
+    }
 }
 
 /// Fields as HTTP/1 lines (`name: value` CRLF).
@@ -208,6 +262,48 @@ impl Sending {
         };
         self.decoded = decoded;
         r
+    }
+
+    /// Whether the body may go on as pieces ([`Sending::pass`]): it is not over, and no
+    /// HTTP/1 chunk was begun (nor trailers) that its framing would still wait to complete.
+    pub fn takes_pieces(&self) -> bool {
+        !self.done
+            && match &self.framing {
+                Framing::Length(_) => true,
+                Framing::Chunked(scan) => scan.at_chunk_start() && self.trailers.is_empty(),
+                Framing::UntilClose => false,
+            }
+    }
+
+    /// Body data as a message's block (no HTTP/1 framing): it goes to the stream as it is,
+    /// and ends it with `end`. Data after the end is dropped, as in [`Sending::take`].
+    pub fn pass(&mut self, c: &impl Sink, id: u32, data: &[u8], end: bool) -> io::Result<()> {
+        if self.done {
+            return Ok(());
+        }
+        if let Framing::Length(left) = &mut self.framing {
+            *left = left.saturating_sub(data.len() as u64);
+        }
+        self.done = end;
+        if data.is_empty() && !end {
+            return Ok(());
+        }
+        c.send_data(id, data, end)
+    }
+
+    /// Ends the body with trailers given as fields (those of one HTTP/1 connection left out).
+    pub fn pass_trailers(
+        &mut self,
+        c: &impl Sink,
+        id: u32,
+        fields: &fulcrum_h2::RawHead,
+    ) -> io::Result<()> {
+        if self.done {
+            return Ok(());
+        }
+        self.done = true;
+        let kept = fields.fields().filter(|(n, _)| !connection_specific(n));
+        c.send_trailers(id, super::hpack::block_of(kept))
     }
 
     /// Ends the body as it stands: a complete message (or a body that lasts until close)

@@ -347,6 +347,44 @@ impl H1View {
         Ok(())
     }
 
+    /// The request's body goes on as pieces: its head was taken built and every byte given
+    /// as HTTP/1 was read.
+    pub fn gives_pieces(&self) -> bool {
+        self.head.borrow().is_none() && self.recv.borrow().is_empty()
+    }
+
+    /// The request body's next piece (see `Received::poll_piece`).
+    pub fn poll_piece(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut Vec<u8>,
+    ) -> Poll<io::Result<crate::http::peer::Piece>> {
+        self.recv.borrow_mut().poll_piece(self.conn, self.id, cx, buf)
+    }
+
+    /// The response's body goes on as pieces: its final head went from its fields and no
+    /// HTTP/1 body bytes were taken partly.
+    pub fn takes_pieces(&self) -> bool {
+        let s = self.send.borrow();
+        s.skip == 0 && matches!(&s.state, SendState::Body(b) if b.takes_pieces())
+    }
+
+    /// Response body data as a block (see `Sending::pass`).
+    pub fn send_data(&self, data: &[u8], end: bool) -> io::Result<()> {
+        let mut s = self.send.borrow_mut();
+        let SendState::Body(b) = &mut s.state else { return Ok(()) };
+        frontconn::with(self.conn, |c| b.pass(c, self.id, data, end))
+            .unwrap_or(Err(io::ErrorKind::BrokenPipe.into()))
+    }
+
+    /// Ends the response body with trailers.
+    pub fn send_trailers(&self, fields: &fulcrum_h2::RawHead) -> io::Result<()> {
+        let mut s = self.send.borrow_mut();
+        let SendState::Body(b) = &mut s.state else { return Ok(()) };
+        frontconn::with(self.conn, |c| b.pass_trailers(c, self.id, fields))
+            .unwrap_or(Err(io::ErrorKind::BrokenPipe.into()))
+    }
+
     /// The response ends here (a body that lasts until the connection closes).
     pub fn shutdown_write(&self) -> io::Result<()> {
         let mut s = self.send.borrow_mut();

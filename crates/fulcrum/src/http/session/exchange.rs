@@ -414,6 +414,17 @@ pub(super) async fn pump(
         Body::Length(n) => n,
         _ => u64::MAX,
     };
+    // Between two HTTP/2 peers the body goes as pieces, once no byte of it waits here.
+    if head.is_empty()
+        && fbuf.is_empty()
+        && (body == Body::Chunked && scanner.at_chunk_start() || matches!(body, Body::Length(_)))
+        && from.gives_pieces()
+        && to.takes_pieces()
+    {
+        let sized = matches!(body, Body::Length(_)).then_some(remaining);
+        let timer = (read_timer, read_timeout);
+        return cold(pieces::pump(from, to, sized, timer, write_timeout, watch, moved)).await;
+    }
     // A chunked body not in canonical form goes as the scanner writes it again (rare: no
     // allocation otherwise).
     let mut rewritten = Vec::new();
@@ -485,6 +496,11 @@ pub(super) async fn pump(
                         }
                         // Readiness may be stale: confirm with a non-blocking read.
                         while other.poll_read_ready(cx).is_ready() {
+                            // A head that came built is left for `exchange` to take so.
+                            if other.has_response_head() {
+                                watched = true;
+                                return Poll::Ready(Ok(usize::MAX));
+                            }
                             match obuf.try_fill(*other) {
                                 Ok(None) => continue, // spurious; readiness now cleared
                                 Ok(Some(0)) | Err(_) => {

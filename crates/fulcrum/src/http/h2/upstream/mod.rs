@@ -594,6 +594,57 @@ impl UpView {
         Ok(())
     }
 
+    /// The response's body goes on as pieces: its head was taken built and every byte given
+    /// as HTTP/1 was read.
+    pub fn gives_pieces(&self) -> bool {
+        let i = self.inc.borrow();
+        i.head.is_none() && i.interim.is_empty() && i.message.as_ref().is_some_and(Msg::is_empty)
+    }
+
+    /// The response body's next piece (see `Received::poll_piece`).
+    pub fn poll_piece(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut Vec<u8>,
+    ) -> Poll<io::Result<crate::http::peer::Piece>> {
+        let mut i = self.inc.borrow_mut();
+        let i = &mut *i;
+        match i.message.as_mut() {
+            Some(m) if !i.failed => m.poll_piece(self.conn, self.id.get(), cx, buf),
+            _ => Poll::Ready(Err(io::ErrorKind::ConnectionReset.into())),
+        }
+    }
+
+    /// The request's body goes on as pieces: the stream is open and no HTTP/1 body bytes were
+    /// taken partly.
+    pub fn takes_pieces(&self) -> bool {
+        let o = self.out.borrow();
+        o.skip == 0 && matches!(&o.state, OutState::Body(b) if b.takes_pieces())
+    }
+
+    /// Request body data as a block (see `Sending::pass`); a failure is taken as by
+    /// [`UpView::try_send`] (an answered stream's reset drops the rest of the body).
+    pub fn send_data(&self, data: &[u8], end: bool) -> io::Result<()> {
+        self.passing(|c, id, b| b.pass(c, id, data, end))
+    }
+
+    /// Ends the request body with trailers.
+    pub fn send_trailers(&self, fields: &fulcrum_h2::RawHead) -> io::Result<()> {
+        self.passing(|c, id, b| b.pass_trailers(c, id, fields))
+    }
+
+    fn passing(&self, f: impl FnOnce(&Conn, u32, &mut Sending) -> io::Result<()>) -> io::Result<()> {
+        let mut o = self.out.borrow_mut();
+        let OutState::Body(b) = &mut o.state else { return Ok(()) };
+        let id = self.id.get();
+        let r = backconn::with(self.conn, |c| f(c, id, b))
+            .unwrap_or(Err(io::ErrorKind::BrokenPipe.into()));
+        match r {
+            Err(e) => self.write_failed(&mut o, e),
+            ok => ok,
+        }
+    }
+
     /// The request's body ends here (a tunnel's client side closed).
     pub fn shutdown_write(&self) -> io::Result<()> {
         if let OutState::Body(s) = &mut self.out.borrow_mut().state {
