@@ -340,6 +340,15 @@ impl Head {
         h
     }
 
+    /// Exchanges this head's buffers (with their capacity) for `other`'s and leaves this head
+    /// empty, as [`Head::clear`] does; `other` keeps its state with this head's bytes, to be
+    /// cleared by its next use. Moves six words where swapping two heads moves both whole.
+    pub fn swap_buffers(&mut self, other: &mut Head) {
+        std::mem::swap(&mut self.store, &mut other.store);
+        std::mem::swap(&mut self.fields, &mut other.fields);
+        self.clear();
+    }
+
     /// Forgets the head (and any parse in progress), keeping the capacity.
     pub fn clear(&mut self) {
         self.store.clear();

@@ -629,3 +629,25 @@ fn status_edits_use_the_usual_reason_or_the_given_one() {
     empty.write_to(&mut out);
     assert!(out.is_empty());
 }
+
+#[test]
+fn swapping_buffers_leaves_an_empty_head_that_parses_the_next_request() {
+    let mut warm = req(b"GET /a HTTP/1.1\r\nHost: a\r\nX-Long: 0123456789abcdef\r\n\r\n");
+    let mut parked = Head::new();
+    // The session parks: its head gives its buffers away and is empty.
+    warm.swap_buffers(&mut parked);
+    assert_eq!((warm.target(), warm.headers().count()), (&b""[..], 0));
+    let mut out = Vec::new();
+    warm.write_to(&mut out);
+    assert!(out.is_empty());
+    // The parked buffers come back into a head that parses anew whatever they held.
+    let mut next = Head::new();
+    next.swap_buffers(&mut parked);
+    let raw = b"POST /b HTTP/1.1\r\nHost: b\r\nContent-Length: 0\r\n\r\n";
+    assert_eq!(next.parse_request(raw, &Limits::default()), Ok(Some(raw.len())));
+    assert_eq!(
+        (next.method(), next.target(), next.header(b"host")),
+        (Method::Post, &b"/b"[..], Some(&b"b"[..]))
+    );
+    assert_eq!(written(&next), String::from_utf8_lossy(raw));
+}

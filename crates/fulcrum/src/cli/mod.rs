@@ -7,6 +7,7 @@
 //! Owns: the process's exit status and the messages printed before workers start.
 
 pub mod args;
+mod explain;
 mod reload;
 mod servers;
 
@@ -63,6 +64,7 @@ pub fn main(argv: &[String]) -> i32 {
     match argv.first().map(String::as_str) {
         Some("testserver") => return fulcrum_testserver::main(&argv[1..]),
         Some("demo") => return crate::demo::main(&argv[1..]),
+        Some("explain") => return explain::main(&argv[1..]),
         _ => {}
     }
     let args = match args::parse(argv) {

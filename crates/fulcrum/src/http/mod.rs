@@ -15,6 +15,7 @@
 //! (`messages`). Must not touch: accept/limits (runtime), server choice (backend/balancer),
 //! config parsing.
 
+pub mod analyse;
 pub mod h2;
 pub mod io;
 pub mod messages;
@@ -40,8 +41,9 @@ pub struct HttpTimeouts {
     pub keep_alive: Option<Duration>,
 }
 
-/// `option http-keep-alive` (default) / `http-server-close` / `httpclose`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// `option http-keep-alive` (default) / `http-server-close` / `httpclose`, in the order of
+/// strictness (a transaction takes the stricter of its proxies').
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ConnMode {
     #[default]
     KeepAlive,

@@ -13,10 +13,11 @@ use tokio::time::Instant;
 
 use fulcrum_config as cfg;
 
+use super::analyse::{self, KeyKind, Ruled, Stop, ToServer, Txn};
 use super::io::{send_within, write_all, write_all_within, RecvBuf};
 use super::peer::Peer;
 use super::timer::{self, Timer};
-use super::{pool, ConnMode, HashKey, HttpProxy, Reuse};
+use super::{pool, ConnMode, HttpProxy, Reuse};
 use crate::backend::{Backend, PickKey, ServerSlot};
 use crate::connection::{Pipe, Stream};
 use crate::counters::Counters;
@@ -162,14 +163,6 @@ struct TxnLog {
     backend: Option<Arc<Backend>>,
     /// No line for this transaction (a `monitor-uri` request).
     skip: bool,
-}
-
-/// What a hash-based balance uses for one request.
-enum KeyKind {
-    None,
-    Ip(std::net::IpAddr),
-    /// The bytes in the key buffer.
-    Bytes,
 }
 
 /// The client's connection (see `Session::conn`), from the session's fields (so that other
@@ -551,54 +544,6 @@ impl Session<'_> {
         }
     }
 
-    /// `unique-id-format`: the request's id, made once as the request rules begin (so the
-    /// `unique-id` fetch has it), and sent to the server in `unique-id-header` once the
-    /// backend's rules have run (`header`).
-    fn make_unique_id(&mut self, be: Option<&Backend>, header: bool) {
-        let Some(f) = &self.fe.log.unique_id else { return };
-        if self.vars.unique_id.is_none() {
-            let no = *self.stream_no.get_or_insert_with(crate::log::next_stream_number);
-            let base = rules_base(
-                self.fe,
-                self.http,
-                self.peer,
-                self.local,
-                be,
-                None,
-                &[],
-                conn_of(self.h2_conn, &self.client),
-                self.h2_conn.is_some(),
-                self.pp.as_deref(),
-                self.bind_no,
-            );
-            let ctx = base.ctx(&self.req, None, &self.vars);
-            let stream = crate::log::format::Stream {
-                fe: self.fe,
-                be,
-                outcome: &self.o,
-                now: crate::clock::now(),
-                wall: crate::clock::wall(),
-                request_line: None,
-                captures: None,
-                unique_id: None,
-                actconn: self.shared.global_limit.current(),
-                request_counter: no,
-                log_count: self.fe.log.count.load(std::sync::atomic::Ordering::Relaxed),
-                server_conn: None,
-                http: true,
-            };
-            let mut id = Vec::with_capacity(64);
-            f.render(&ctx, Some(&stream), &mut id);
-            id.truncate(127);
-            self.vars.unique_id = Some(id);
-        }
-        if let (true, Some(h), Some(id)) =
-            (header, &self.fe.log.unique_id_header, &self.vars.unique_id)
-        {
-            let _ = self.req.add_header(h.as_bytes(), id);
-        }
-    }
-
     /// Logs the transaction's line in the frontend's format (to its targets; on stderr under
     /// `-d`) and forgets what it needed. `refused`: the request was refused before it was
     /// complete (HAProxy's `<BADREQ>` lines, without request nor captures).
@@ -668,14 +613,6 @@ impl Session<'_> {
         self.log.request_line = l.request_line;
     }
 
-    /// Whether `be` is the frontend itself (a `listen` section), whose rules already ran.
-    fn is_own_backend(&self, be: &Arc<Backend>) -> bool {
-        // A `listen` section's own half; a frontend and a backend may share a name.
-        be.is_listen
-            && be.name == self.fe.name
-            && self.fe.backend.as_ref().is_some_and(|b| Arc::ptr_eq(b, be))
-    }
-
     /// `proto h1` on the bind: no switch to HTTP/2 on its preface.
     fn h1_only(&self) -> bool {
         let bind = self.fe.binds.get(usize::from(self.bind_no).wrapping_sub(1));
@@ -685,6 +622,38 @@ impl Session<'_> {
     /// The client's connection: its socket and TLS layer (an HTTP/2 stream's connection).
     fn conn(&self) -> &Stream {
         conn_of(self.h2_conn, &self.client)
+    }
+
+    /// The transaction as its analysers see it (`analyse`): the request, its variables and
+    /// what is known of the connection.
+    // Inlined: made in place in the caller's frame (a call cost more than the view).
+    #[inline(always)]
+    fn txn(&mut self) -> Txn<'_> {
+        let body = body_view(&self.cbuf, self.req.info().body);
+        Txn {
+            fe: self.fe,
+            http: self.http,
+            peer: self.peer,
+            local: self.local,
+            client: Some(conn_of(self.h2_conn, &self.client)),
+            h2: self.h2_conn.is_some(),
+            pp: self.pp.as_deref(),
+            bind_no: self.bind_no,
+            // (Read only for a unique id: an atomic load per transaction otherwise.)
+            actconn: match self.fe.log.unique_id {
+                Some(_) => self.shared.global_limit.current(),
+                None => 0,
+            },
+            body,
+            req: &mut self.req,
+            vars: &mut self.vars,
+            scratch: &mut self.scratch,
+            o: &mut self.o,
+            data_htx: &mut self.req_data_htx,
+            stream_no: &mut self.stream_no,
+            backend: &mut self.log.backend,
+            key: &mut self.key,
+        }
     }
 
     /// The fixed parts of a fetch context.

@@ -20,6 +20,7 @@ pub mod room;
 pub mod sample;
 pub mod stick;
 pub mod switching;
+pub mod trace;
 pub mod vars;
 
 use std::collections::HashMap;
@@ -332,6 +333,9 @@ pub fn run<'r>(
         let hold = holds(&rule.cond, acls, &base.ctx(head, req, vars));
         if !vars.pending.get_mut().is_empty() {
             vars.flush(); // `set-var()` converters in the condition
+        }
+        if let Some(t) = vars.trace.as_deref_mut() {
+            t.rule(rule.at, hold);
         }
         if !hold {
             continue;
@@ -726,11 +730,16 @@ pub fn tcp_eval(
         if let Some(c) = &r.cond {
             let hold = c.eval3(acls, &template.with_vars(vars));
             vars.flush(); // `set-var()` converters in the condition
+            if let (Some(t), Some(held)) = (vars.trace.as_deref_mut(), hold) {
+                t.rule(r.at, held);
+            }
             match hold {
                 Some(true) => {}
                 Some(false) => continue,
                 None => return TcpVerdict::Wait(i),
             }
+        } else if let Some(t) = vars.trace.as_deref_mut() {
+            t.rule(r.at, true);
         }
         match &r.act {
             TcpAct::Accept | TcpAct::Reject if level == stick::Level::Stream => {

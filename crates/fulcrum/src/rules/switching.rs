@@ -13,10 +13,16 @@ use crate::backend::Backend;
 use crate::frontend::Frontend;
 
 /// The backend a transaction goes to, judged on `ctx`.
+#[inline]
 pub fn choose(fe: &Frontend, ctx: &Ctx<'_>) -> Option<Arc<Backend>> {
+    choose_why(fe, ctx).0
+}
+
+/// [`choose`], with the index of the `use_backend` rule that chose (`None`: the default).
+pub fn choose_why(fe: &Frontend, ctx: &Ctx<'_>) -> (Option<Arc<Backend>>, Option<usize>) {
     let r = &fe.rules;
     if r.use_backends.is_empty() {
-        return fe.backend.clone();
+        return (fe.backend.clone(), None);
     }
     let linear = [Segment::Linear(0..r.use_backends.len())];
     let segments = if r.switching.is_empty() { &linear[..] } else { &r.switching[..] };
@@ -33,16 +39,16 @@ pub fn choose(fe: &Frontend, ctx: &Ctx<'_>) -> Option<Arc<Backend>> {
     });
     for i in matching {
         match &r.use_backends[i].0 {
-            UseTarget::Fixed(be) => return Some(Arc::clone(be)),
+            UseTarget::Fixed(be) => return (Some(Arc::clone(be)), Some(i)),
             UseTarget::Dynamic(f) => {
                 let name = f.render_vec(ctx);
                 let found = std::str::from_utf8(&name).ok().and_then(|n| fe.backends.get(n));
                 if let Some(be) = found {
-                    return Some(Arc::clone(be));
+                    return (Some(Arc::clone(be)), Some(i));
                 }
                 // HAProxy: an unknown dynamic name falls through to the next rules.
             }
         }
     }
-    fe.backend.clone()
+    (fe.backend.clone(), None)
 }

@@ -41,6 +41,8 @@ pub struct Vars {
     /// The stream's last final rule (`accept`, `deny`, `allow`...), by its place
     /// (`rules::origin`; 0: none yet): `last_rule_file`, `last_rule_line`.
     pub last_rule: u32,
+    /// What the analysers did, when asked (`fulcrum explain`); `None` on live traffic.
+    pub trace: Option<Box<super::trace::Trace>>,
 }
 
 /// A session's addresses after `set-src`/`set-dst`: the connection's own (`fc_src`, `fc_dst`),
@@ -156,6 +158,12 @@ impl Vars {
     }
 
     /// Forgets transaction-scoped variables (a new request starts).
+    /// Every variable of the session and transaction with its value (`None`: set without
+    /// one), in the order they were made.
+    pub fn all(&self) -> impl Iterator<Item = (cfg::VarScope, &str, Option<&Value<'static>>)> {
+        self.vars.iter().map(|(s, n, v)| (*s, &**n, v.as_ref()))
+    }
+
     pub fn end_transaction(&mut self) {
         self.vars.retain(|(s, _, _)| *s == cfg::VarScope::Sess);
         if let Some(a) = self.addrs.as_mut() {

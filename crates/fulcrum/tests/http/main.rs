@@ -19,6 +19,7 @@ mod addrs;
 mod auth;
 mod bodies;
 mod errors;
+mod explain;
 mod extra;
 mod h2;
 mod h2attacks;

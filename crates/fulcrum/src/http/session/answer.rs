@@ -4,30 +4,13 @@
 use super::*;
 
 impl Session<'_> {
-    /// A `return` / `deny` reply, rendered.
+    /// A `return` / `deny` reply, rendered (see `analyse`).
     pub(super) fn build_reply(
         &mut self,
         rp: &rules::ReplySpec,
         be: Option<&Arc<Backend>>,
     ) -> Vec<u8> {
-        let base = self.base(be.map(|b| &**b));
-        let ctx = base.ctx(&self.req, None, &self.vars);
-        let body: std::borrow::Cow<'_, [u8]> = match &rp.body {
-            rules::ReplyBody::None => (&b""[..]).into(),
-            rules::ReplyBody::Bytes(b) => (&b[..]).into(),
-            rules::ReplyBody::Format(f) => f.render_vec(&ctx).into(),
-            rules::ReplyBody::ErrorMessage => return self.error_message(rp.status, be),
-            rules::ReplyBody::Message(m) => return m.to_vec(),
-        };
-        // As HAProxy: a header whose value comes out empty is not added.
-        let hdrs: Vec<(Vec<u8>, Vec<u8>)> = rp
-            .headers
-            .iter()
-            .map(|(n, f)| (n.as_bytes().to_vec(), f.render_vec(&ctx)))
-            .filter(|(_, v)| !v.is_empty())
-            .collect();
-        let refs: Vec<(&[u8], &[u8])> = hdrs.iter().map(|(n, v)| (&n[..], &v[..])).collect();
-        crate::http::reply::raw(rp.status, rp.content_type.as_deref(), &refs, &body)
+        self.txn().build_reply(rp, be)
     }
 
     /// A redirect response.
@@ -36,102 +19,12 @@ impl Session<'_> {
         rd: &rules::RedirectSpec,
         be: Option<&Arc<Backend>>,
     ) -> Vec<u8> {
-        let base = self.base(be.map(|b| &**b));
-        let ctx = base.ctx(&self.req, None, &self.vars);
-        let value = rd.value.render_vec(&ctx);
-        let mut loc = Vec::with_capacity(value.len() + self.req.target().len() + 16);
-        match rd.kind {
-            cfg::RedirectKind::Location => loc.extend_from_slice(&value),
-            cfg::RedirectKind::Prefix | cfg::RedirectKind::Scheme => {
-                if rd.kind == cfg::RedirectKind::Scheme {
-                    loc.extend_from_slice(&value);
-                    loc.extend_from_slice(b"://");
-                    loc.extend_from_slice(self.req.header(b"host").unwrap_or(b""));
-                } else if value != b"/" {
-                    loc.extend_from_slice(&value);
-                }
-                let path = self.req.path();
-                loc.extend_from_slice(if path.is_empty() { b"/" } else { path });
-                if rd.append_slash && !loc.ends_with(b"/") {
-                    loc.push(b'/');
-                }
-                if !rd.drop_query {
-                    if let Some(q) = self.req.query() {
-                        loc.push(b'?');
-                        loc.extend_from_slice(q);
-                    }
-                }
-            }
-        }
-        if rd.kind == cfg::RedirectKind::Location && rd.append_slash && !loc.ends_with(b"/") {
-            loc.push(b'/');
-        }
-        // As HAProxy's `http_apply_redirect_rule`: length, location, and no caching of the
-        // temporary ones.
-        let mut out = Vec::with_capacity(loc.len() + 96);
-        out.extend_from_slice(b"HTTP/1.1 ");
-        out.extend_from_slice(rd.code.to_string().as_bytes());
-        out.push(b' ');
-        out.extend_from_slice(fulcrum_http::default_reason(rd.code));
-        out.extend_from_slice(b"\r\ncontent-length: 0\r\nlocation: ");
-        out.extend_from_slice(&loc);
-        out.extend_from_slice(b"\r\n");
-        if matches!(rd.code, 302 | 303 | 307) {
-            out.extend_from_slice(b"cache-control: no-cache\r\n");
-        }
-        out.extend_from_slice(b"\r\n");
-        out
+        self.txn().build_redirect(rd, be)
     }
 
-    /// `http-request auth`: the proxy's 401 message with its `WWW-Authenticate` header for
-    /// `realm` (any the message had replaced), as HAProxy builds it.
-    pub(super) fn auth_reply(&self, realm: &str, be: Option<&Arc<Backend>>) -> Vec<u8> {
-        let msg = self.messages(be).get(401);
-        let Some(end) = msg.windows(4).position(|w| w == b"\r\n\r\n") else {
-            return msg.to_vec();
-        };
-        let mut out = Vec::with_capacity(msg.len() + realm.len() + 40);
-        for line in msg[..end].split(|&c| c == b'\n') {
-            let name = line.split(|&c| c == b':').next().unwrap_or(b"");
-            if name.trim_ascii().eq_ignore_ascii_case(b"www-authenticate") {
-                continue;
-            }
-            out.extend_from_slice(line);
-            out.push(b'\n');
-        }
-        out.truncate(out.len().saturating_sub(1));
-        out.extend_from_slice(b"\r\nwww-authenticate: Basic realm=\"");
-        out.extend_from_slice(realm.as_bytes());
-        out.extend_from_slice(b"\"");
-        out.extend_from_slice(&msg[end..]);
-        out
-    }
-
-    /// The proxy's answer for `status`: an `http-error` reply rendered for this request when
-    /// it has log-format parts, else the message loaded at start-up.
+    /// The proxy's answer for `status` (see `analyse`).
     pub(super) fn error_message(&mut self, status: u16, be: Option<&Arc<Backend>>) -> Vec<u8> {
-        let rules = match be {
-            Some(b) if b.http.as_deref().is_some_and(|h| !h.messages.is_empty()) => &b.rules,
-            _ => &self.fe.rules,
-        };
-        let dynamic = rules
-            .error_replies
-            .iter()
-            .find(|(s, rp)| *s == status && !matches!(rp.body, rules::ReplyBody::ErrorMessage));
-        match dynamic {
-            Some((_, rp)) => self.build_reply(rp, be),
-            None => self.messages(be).get(status).to_vec(),
-        }
-    }
-
-    pub(super) fn messages<'m>(
-        &'m self,
-        be: Option<&'m Arc<Backend>>,
-    ) -> &'m crate::http::messages::Messages {
-        match be.and_then(|b| b.http.as_deref()) {
-            Some(h) if !h.messages.is_empty() => &h.messages,
-            _ => &self.http.messages,
-        }
+        self.txn().error_message(status, be)
     }
 
     /// Writes `self.out` (a response head) to the client.

@@ -2,121 +2,10 @@
 //! cookie the response carries back. Must not touch: server choice beyond naming the server.
 
 use super::*;
-use crate::outcome::{CookieIn, CookieOut};
+use crate::http::analyse::logs_flags;
+use crate::outcome::CookieOut;
 
 impl Session<'_> {
-    /// Persistence cookie: the server the request's cookie names, if the backend uses cookies.
-    /// With `indirect` (or `prefix`), the cookie is taken out of the request sent on.
-    pub(super) fn persistence(&mut self, be: &Arc<Backend>, be_http: &HttpProxy) -> Option<usize> {
-        let chosen = self.cookie_server(be, be_http);
-        if !be_http.cookie.as_ref().is_some_and(logs_flags) {
-            self.o.cookie_in = CookieIn::NotApplicable;
-        }
-        chosen
-    }
-
-    fn cookie_server(&mut self, be: &Arc<Backend>, be_http: &HttpProxy) -> Option<usize> {
-        let ck = be_http.cookie.as_ref()?;
-        // HAProxy's flags start at "no cookie" / "no set-cookie" once persistence applies.
-        self.o.cookie_in = CookieIn::None;
-        self.o.cookie_out = CookieOut::None;
-        let mut found: Option<(usize, Vec<u8>)> = None;
-        for (n, v) in self.req.headers() {
-            if !n.eq_ignore_ascii_case(b"cookie") {
-                continue;
-            }
-            if let Some(val) = fulcrum_http::cookie_value(v, ck.name.as_bytes()) {
-                let (id, rest) = match ck.mode {
-                    cfg::CookieMode::Prefix => match val.iter().position(|&c| c == b'~') {
-                        Some(i) => (&val[..i], val[i + 1..].to_vec()),
-                        None => (val, Vec::new()),
-                    },
-                    _ => (val, Vec::new()),
-                };
-                if let Some(idx) = be
-                    .servers
-                    .iter()
-                    .position(|s| s.cookie.as_deref().map(str::as_bytes) == Some(id))
-                {
-                    found = Some((idx, rest));
-                } else {
-                    self.o.cookie_in = CookieIn::Invalid;
-                }
-                break;
-            }
-        }
-        if found.is_none() && self.o.cookie_in == CookieIn::Invalid {
-            // `insert indirect`: a cookie naming no server is taken out too, as HAProxy does.
-            if ck.indirect && ck.mode == cfg::CookieMode::Insert {
-                self.rewrite_request_cookie(&ck.name, None);
-            }
-            return None;
-        }
-        let (idx, rest) = found?;
-        if ck.mode == cfg::CookieMode::Prefix {
-            self.rewrite_request_cookie(&ck.name, Some(&rest));
-        } else if ck.indirect && ck.mode == cfg::CookieMode::Insert {
-            self.rewrite_request_cookie(&ck.name, None);
-        }
-        let srv = &be.servers[idx];
-        if srv.is_up() {
-            self.o.cookie_in = CookieIn::Valid;
-            Some(idx)
-        } else {
-            self.o.cookie_in = CookieIn::Down;
-            None
-        }
-    }
-
-    /// Replaces (or removes, with `None`) cookie `name` in the request's Cookie headers.
-    pub(super) fn rewrite_request_cookie(&mut self, name: &str, value: Option<&[u8]>) {
-        let mut edits = Vec::new();
-        for (i, (n, v)) in self.req.headers().enumerate() {
-            if !n.eq_ignore_ascii_case(b"cookie") {
-                continue;
-            }
-            let mut out: Vec<u8> = Vec::new();
-            let mut changed = false;
-            for part in v.split(|&c| c == b';') {
-                let t = part.trim_ascii();
-                if t.is_empty() {
-                    continue;
-                }
-                let is_ours = t.len() > name.len()
-                    && t[..name.len()] == *name.as_bytes()
-                    && t[name.len()] == b'=';
-                let piece: Vec<u8> = if is_ours {
-                    changed = true;
-                    match value {
-                        Some(v) => [name.as_bytes(), b"=", v].concat(),
-                        None => continue,
-                    }
-                } else {
-                    t.to_vec()
-                };
-                if !out.is_empty() {
-                    out.extend_from_slice(b"; ");
-                }
-                out.extend_from_slice(&piece);
-            }
-            if changed {
-                edits.push((i, out));
-            }
-        }
-        for (i, v) in edits.into_iter().rev() {
-            if v.is_empty() {
-                let mut k = 0;
-                self.req.retain_headers(|_, _| {
-                    let keep = k != i;
-                    k += 1;
-                    keep
-                });
-            } else {
-                let _ = self.req.set_header_value_at(i, &v);
-            }
-        }
-    }
-
     /// Cookie persistence on the response: insert, rewrite or prefix the server's cookie.
     pub(super) fn cookie_response(
         &mut self,
@@ -205,12 +94,6 @@ impl Session<'_> {
             cfg::CookieMode::Passive => {}
         }
     }
-}
-
-/// Whether the log's cookie flags apply: HAProxy prints them for a cookie that is inserted,
-/// rewritten, prefixed or `indirect`, and `--` for a passive one.
-fn logs_flags(ck: &cfg::CookieCfg) -> bool {
-    ck.mode != cfg::CookieMode::Passive || ck.indirect
 }
 
 /// Whether a response carries freshness information a cache could use (`nocache` then marks

@@ -1,6 +1,6 @@
-//! `tcp-request content` and `tcp-response content` rules inside an HTTP transaction: the
-//! frontend's request rules before anything else, the backend's once it is chosen (before its
-//! `http-request` rules), and the backend's response rules when the response's head arrives
+//! `tcp-response content` rules inside an HTTP transaction (the request's `tcp-request
+//! content` rules run among the analysers, `analyse`): the backend's response rules when the
+//! response's head arrives
 //! (before stick rules and `http-response` rules), as HAProxy's analysers order them. A
 //! response rule that cannot be decided yet (`WAIT_END`) waits for `tcp-response
 //! inspect-delay`. Reads and writes only the transaction's variables.
@@ -10,25 +10,11 @@ use std::cell::Cell;
 use crate::backend::Backend;
 use crate::rules::sample::Vars;
 use crate::rules::stick::Level;
-use crate::rules::{self, ProxyRules, TcpVerdict};
+use crate::rules::{self, TcpVerdict};
 
 use super::Session;
 
 impl Session<'_> {
-    /// Runs `r`'s `tcp-request content` rules on the request; false when one rejects.
-    pub(super) fn tcp_content_accepts(&mut self, r: &ProxyRules, be: Option<&Backend>) -> bool {
-        let mut vars = std::mem::take(&mut self.vars);
-        let ok = {
-            let base = self.base(be);
-            let empty = Vars::default();
-            let mk = base.ctx(&self.req, None, &empty);
-            rules::tcp_run(&r.tcp_content, &r.acls, &mk, &mut vars, Level::Stream)
-        };
-        self.vars = vars;
-        self.sync_addrs();
-        ok
-    }
-
     /// Runs the backend's `tcp-response content` rules on the response's head; false when
     /// one rejects (the connection then closes without an answer).
     pub(super) async fn tcp_response_accepts(&mut self, be: &Backend, server: &str) -> bool {

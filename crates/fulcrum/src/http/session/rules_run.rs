@@ -1,160 +1,53 @@
-//! The proxies' rule lists run on a transaction: `http-request` (with the legacy `redirect`
-//! rules), backend choice by `use_backend`, `http-response`, `http-after-response`.
+//! The proxies' response rule lists run on a transaction (`http-response`,
+//! `http-after-response`), and what the session does when a request rule ended the
+//! transaction (the request's rules themselves run in `analyse`).
 //! Must not touch: sockets, servers (the transaction in `txn` calls these at its steps).
 
 use super::*;
 
 impl Session<'_> {
-    /// Runs a proxy's `http-request` rules then its legacy `redirect` rules. `Some(next)`
-    /// when they answered the client themselves.
-    pub(super) async fn request_rules(
+    /// What the session does for a rule that ended the transaction (see `analyse::Ruled`).
+    pub(super) async fn ruled(
         &mut self,
-        r: &ProxyRules,
+        r: Ruled,
         be: Option<&Arc<Backend>>,
         info: &fulcrum_http::Info,
-    ) -> Option<Next> {
-        let mut start = 0;
-        loop {
-            let verdict = {
-                let body = body_view(&self.cbuf, self.req.info().body);
-                let max_input = self.http.limits.max_head;
-                let data_htx = *self
-                    .req_data_htx
-                    .get_or_insert_with(|| rules::room::data_len(&self.req, body.len(), max_input));
-                let mut base = rules_base(
-                    self.fe,
-                    self.http,
-                    self.peer,
-                    self.local,
-                    be.map(|b| &**b),
-                    None,
-                    body,
-                    conn_of(self.h2_conn, &self.client),
-                    self.h2_conn.is_some(),
-                    self.pp.as_deref(),
-                    self.bind_no,
-                );
-                base.data_htx = data_htx;
-                let v = rules::run(
-                    &r.http_request,
-                    start,
-                    &r.acls,
-                    &base,
-                    &mut self.req,
-                    None,
-                    &mut self.vars,
-                    &mut self.scratch,
-                );
-                match v {
-                    Verdict::Continue
-                        if r.restrict_hdr_names != 0
-                            && !restrict_header_names(&mut self.req, r.restrict_hdr_names) =>
-                    {
-                        Verdict::Deny(403, None)
-                    }
-                    Verdict::Continue => {
-                        // Legacy redirect rules come after http-request rules.
-                        let redirect = r.redirects.iter().find(|rule| {
-                            let ctx = base.ctx(&self.req, None, &self.vars);
-                            rules::holds(&rule.cond, &r.acls, &ctx)
-                                && !matches!(&rule.action, rules::Action::Redirect(rd) if rd.skipped(&ctx))
-                        });
-                        match redirect.map(|rule| &rule.action) {
-                            Some(rules::Action::Redirect(rd)) => Verdict::Redirect(rd),
-                            _ => Verdict::Continue,
-                        }
-                    }
-                    v => v,
+    ) -> Next {
+        match r {
+            Ruled::Answer { built, cause, phase, closes } => {
+                if closes {
+                    self.body_unread = false;
                 }
-            };
-            self.sync_addrs();
-            let (cause, phase) = match &verdict {
-                Verdict::Return(_)
-                | Verdict::Redirect(_)
-                | Verdict::Prometheus
-                | Verdict::Auth(_) => (Cause::Local, Phase::Request),
-                Verdict::RewriteFailed => (Cause::Internal, Phase::Request),
-                Verdict::Tarpit(_) => (Cause::Proxy, Phase::Tarpit),
-                _ => (Cause::Proxy, Phase::Request),
-            };
-            // A denied or tarpitted request is an HTTP error for what the session tracks.
-            if matches!(verdict, Verdict::Deny(..) | Verdict::Tarpit(_) | Verdict::Auth(_)) {
-                if let Some(sc) = &self.vars.sc {
-                    sc.http_error();
+                self.o.end(cause, phase);
+                match built {
+                    analyse::Built::Status(status) => self.answer(status, info, be).await,
+                    analyse::Built::Bytes(bytes) => self.answer_bytes(bytes, info, be).await,
                 }
             }
-            let built = match verdict {
-                Verdict::Continue => return None,
-                Verdict::WaitForBody { time, at_least, resume } => {
-                    if !self.wait_for_body(info, time, at_least).await {
-                        // The body did not come in time: HAProxy's 408.
-                        self.o.end(Cause::ClientTimeout, Phase::Request);
-                        let mut i = *info;
-                        i.conn_close = true;
-                        return Some(self.answer(408, &i, be).await);
-                    }
-                    start = resume;
-                    continue;
+            Ruled::Tarpit(status) => {
+                // Hold the client for `timeout tarpit` (default: `timeout connect`).
+                let http = be.and_then(|b| b.http.as_deref()).unwrap_or(self.http);
+                if let Some(t) = http.tarpit {
+                    tokio::time::sleep(t).await;
                 }
-                Verdict::Deny(status, reply) => match reply {
-                    Some(rp) => Built::Bytes(self.build_reply(rp, be)),
-                    None => Built::Status(status),
-                },
-                Verdict::Return(rp) => Built::Bytes(self.build_reply(rp, be)),
-                Verdict::Auth(realm) => Built::Bytes(self.auth_reply(realm, be)),
-                Verdict::Prometheus => {
-                    Built::Bytes(crate::stats::prometheus::offloaded(self.req.target()).await)
+                // As HAProxy: the tarpit counts as queueing, from no request time.
+                self.o.marks.request = None;
+                if self.logs {
+                    self.o.marks.queue = Some(crate::clock::now());
                 }
-                Verdict::Redirect(rd) => {
-                    // HAProxy closes after a redirect of a request that has a body.
-                    if !matches!(info.body, Body::None | Body::Length(0)) {
-                        self.body_unread = false;
-                    }
-                    Built::Bytes(self.build_redirect(rd, be))
-                }
-                Verdict::RewriteFailed => {
-                    Counters::inc(&self.fe.counters.failed_rewrites);
-                    if let Some(b) = be {
-                        Counters::inc(&b.counters.failed_rewrites);
-                    }
-                    Built::Status(500)
-                }
-                Verdict::Drop => {
-                    self.o.end(cause, phase);
-                    return Some(Next::Close);
-                }
-                Verdict::Tarpit(status) => {
-                    // Hold the client for `timeout tarpit` (default: `timeout connect`).
-                    let http = be.and_then(|b| b.http.as_deref()).unwrap_or(self.http);
-                    if let Some(t) = http.tarpit {
-                        tokio::time::sleep(t).await;
-                    }
-                    // As HAProxy: the tarpit counts as queueing, from no request time.
-                    self.o.marks.request = None;
-                    if self.logs {
-                        self.o.marks.queue = Some(crate::clock::now());
-                    }
-                    Built::Status(status)
-                }
-            };
-            self.o.end(cause, phase);
-            let next = match built {
-                Built::Status(status) => self.answer(status, info, be).await,
-                Built::Bytes(bytes) => self.answer_bytes(bytes, info, be).await,
-                Built::Drop => Next::Close,
-            };
-            return Some(next);
+                self.o.end(Cause::Proxy, Phase::Tarpit);
+                self.answer(status, info, be).await
+            }
+            Ruled::Prometheus => {
+                let bytes = crate::stats::prometheus::offloaded(self.req.target()).await;
+                self.o.end(Cause::Local, Phase::Request);
+                self.answer_bytes(bytes, info, be).await
+            }
+            Ruled::Drop => {
+                self.o.end(Cause::Proxy, Phase::Request);
+                Next::Close
+            }
         }
-    }
-
-    /// Picks the backend: the first `use_backend` whose condition holds, else the default.
-    pub(super) fn choose_backend(&mut self) -> Option<Arc<Backend>> {
-        if self.fe.rules.use_backends.is_empty() {
-            return self.fe.backend.clone();
-        }
-        let base = self.base(None);
-        let ctx = base.ctx(&self.req, None, &self.vars);
-        rules::switching::choose(self.fe, &ctx)
     }
 
     /// Runs the backend's then the frontend's `http-response` rules on `self.resp`.
@@ -165,7 +58,7 @@ impl Session<'_> {
         server: Option<&str>,
         sc: &mut ServerConn,
     ) -> Option<Built> {
-        let own = self.is_own_backend(be);
+        let own = analyse::is_own_backend(self.fe, be);
         let fe = self.fe;
         let lists: [(&ProxyRules, bool); 2] = [(&be.rules, !own), (&fe.rules, true)];
         if self.resp_data_htx.is_none() {
@@ -257,7 +150,7 @@ impl Session<'_> {
 
     /// Runs `http-after-response` rules (backend's, then frontend's) on `self.resp`.
     pub(super) fn after_response(&mut self, be: Option<&Arc<Backend>>, server: Option<&str>) {
-        let own = be.is_some_and(|b| self.is_own_backend(b));
+        let own = be.is_some_and(|b| analyse::is_own_backend(self.fe, b));
         let be_rules = be.filter(|_| !own).map(|b| &b.rules);
         let fe = self.fe;
         for r in be_rules.into_iter().chain(std::iter::once(&fe.rules)) {
@@ -279,18 +172,4 @@ impl Session<'_> {
         !self.fe.rules.http_after_response.is_empty()
             || be.is_some_and(|b| !b.rules.http_after_response.is_empty())
     }
-}
-
-/// `option http-restrict-req-hdr-names delete|reject` (`mode` 1 or 2): header names with a
-/// character other than a letter, a digit or `-` are removed, or (false) refuse the request.
-fn restrict_header_names(req: &mut Head, mode: u8) -> bool {
-    let bad = |n: &[u8]| n.iter().any(|&c| !c.is_ascii_alphanumeric() && c != b'-');
-    if !req.headers().any(|(n, _)| bad(n)) {
-        return true;
-    }
-    if mode == 2 {
-        return false;
-    }
-    req.retain_headers(|n, _| !bad(n));
-    true
 }

@@ -52,8 +52,9 @@ impl Session<'_> {
             return;
         }
         let mut spare = self.emptied.take().unwrap_or_default();
-        std::mem::swap(&mut self.req, &mut spare.req);
-        std::mem::swap(&mut self.resp, &mut spare.resp);
+        // Only the heads' buffers move (whole heads are large: their copies cost more).
+        self.req.swap_buffers(&mut spare.req);
+        self.resp.swap_buffers(&mut spare.resp);
         std::mem::swap(&mut self.out, &mut spare.out);
         SPARES.with(|s| {
             let mut s = s.borrow_mut();
@@ -72,8 +73,8 @@ impl Session<'_> {
         }
         self.parked = false;
         if let Some(mut spare) = SPARES.with(|s| s.borrow_mut().pop()) {
-            std::mem::swap(&mut self.req, &mut spare.req);
-            std::mem::swap(&mut self.resp, &mut spare.resp);
+            self.req.swap_buffers(&mut spare.req);
+            self.resp.swap_buffers(&mut spare.resp);
             std::mem::swap(&mut self.out, &mut spare.out);
             self.emptied = Some(spare);
         } else {

@@ -39,90 +39,65 @@ impl Session<'_> {
         };
         let fe = self.fe;
 
-        // tcp-request content rules (the connection closes on reject).
-        if !fe.rules.tcp_content.is_empty() && !self.tcp_content_accepts(&fe.rules, None) {
-            self.note(format_args!("tcp-request content reject"));
-            self.o.end(Cause::Proxy, Phase::Request);
-            return Next::Close;
-        }
-        // Each tracked entry counts the request once (an `http-request` rule tracking one
-        // later counts it then).
-        if let Some(sc) = &self.vars.sc {
-            sc.http_request();
-        }
-        // monitor-uri: answered here, before any rule.
-        if let Some(uri) = &self.http.monitor_uri {
-            // A monitor URI written as a path matches the path (and query) of an absolute-form
-            // target too; an absolute one matches the whole target.
-            let target = if uri.starts_with('/') {
-                crate::rules::sample::pathq(&self.req)
-            } else {
-                self.req.target()
-            };
-            if target == uri.as_bytes() {
-                let failing = {
-                    let base = self.base(None);
-                    let ctx = base.ctx(&self.req, None, &self.vars);
-                    fe.rules.monitor_fail.iter().any(|c| c.eval(&fe.rules.acls, &ctx))
-                };
-                // HAProxy does not log monitoring requests.
-                self.log.skip = true;
-                return self.answer(if failing { 503 } else { 200 }, &info, None).await;
-            }
-        }
-        // `option http-buffer-request`: the body (up to a buffer) is there before rules run.
-        if self.http.buffer_request && info.body != Body::None {
-            let t = self.http.timeouts.request.or(fe.timeouts.client).unwrap_or(Duration::MAX);
-            cold(self.wait_for_body(&info, t.min(Duration::from_secs(3600)), None)).await;
-        }
-        self.make_unique_id(None, false);
-        // Frontend rules, then legacy redirects.
-        if any_request_rules(&fe.rules) {
-            if let Some(next) = self.request_rules(&fe.rules, None, &info).await {
-                return next;
-            }
-        }
-        if fe.rules.stats.is_some() {
-            if let Some(next) = self.stats_page(&fe.rules, None, &info).await {
-                return next;
-            }
-        }
-        // Backend choice.
-        let Some(be) = self.choose_backend() else {
-            self.o.end(Cause::Proxy, Phase::Request);
-            return self.answer(503, &info, None).await;
-        };
-        Counters::inc(&be.counters.sessions);
-        // The counters read it at the end too, logged or not.
-        self.log.backend = Some(Arc::clone(&be));
-        // Only a `mode tcp` frontend upgraded to HTTP can pick a tcp backend (for a later
-        // request): as HAProxy, the stream fails and the connection closes without an answer.
-        let Some(be_http) = be.http.as_deref() else {
-            self.note(format_args!("tcp backend '{}' for an HTTP request: closing", be.name));
-            self.o.end(Cause::Internal, Phase::Request);
-            return Next::Close;
-        };
-        // A `listen` proxy is its own backend: its rules ran above already.
-        if !self.is_own_backend(&be) {
-            if !be.rules.tcp_content.is_empty() && !self.tcp_content_accepts(&be.rules, Some(&be)) {
-                self.note(format_args!("tcp-request content reject (backend)"));
-                Counters::inc(&be.counters.denied_req);
-                Counters::inc(&fe.counters.denied_req);
-                self.o.end(Cause::Proxy, Phase::Request);
-                return Next::Close;
-            }
-            if any_request_rules(&be.rules) {
-                if let Some(next) = self.request_rules(&be.rules, Some(&be), &info).await {
-                    return next;
+        // The request analysers (`analyse`) up to the backend; each stop asks the session
+        // for what only it can do, then they go on.
+        let mut progress = analyse::Progress::default();
+        let to = loop {
+            let stop = self.txn().request(&mut progress);
+            self.sync_addrs();
+            let be = progress.be.as_ref();
+            match stop {
+                Stop::Backend(to) => break to,
+                Stop::Reject => {
+                    self.note(format_args!("tcp-request content reject"));
+                    self.o.end(Cause::Proxy, Phase::Request);
+                    return Next::Close;
+                }
+                Stop::Monitor { failing } => {
+                    // HAProxy does not log monitoring requests.
+                    self.log.skip = true;
+                    return self.answer(if failing { 503 } else { 200 }, &info, None).await;
+                }
+                Stop::BufferBody => {
+                    // `option http-buffer-request`: the body (up to a buffer) is there before
+                    // rules run.
+                    let t = self.http.timeouts.request.or(fe.timeouts.client);
+                    let t = t.unwrap_or(Duration::MAX).min(Duration::from_secs(3600));
+                    cold(self.wait_for_body(&info, t, None)).await;
+                }
+                Stop::WaitForBody { time, at_least } => {
+                    if !cold(self.wait_for_body(&info, time, at_least)).await {
+                        // The body did not come in time: HAProxy's 408.
+                        self.o.end(Cause::ClientTimeout, Phase::Request);
+                        let mut i = info;
+                        i.conn_close = true;
+                        let be = progress.be.as_ref();
+                        return self.answer(408, &i, be).await;
+                    }
+                }
+                Stop::Ruled(r) => return cold(self.ruled(r, be, &info)).await,
+                Stop::Stats => {
+                    let rules = Txn::stats_rules(fe, &progress);
+                    let be = progress.be.as_ref();
+                    if let Some(next) = cold(self.stats_page(rules, be, &info)).await {
+                        return next;
+                    }
+                }
+                Stop::NoBackend => {
+                    self.o.end(Cause::Proxy, Phase::Request);
+                    return self.answer(503, &info, None).await;
+                }
+                Stop::TcpBackend => {
+                    // As HAProxy: the stream fails and the connection closes without an
+                    // answer.
+                    self.note(format_args!("tcp backend for an HTTP request: closing"));
+                    self.o.end(Cause::Internal, Phase::Request);
+                    return Next::Close;
                 }
             }
-            if be.rules.stats.is_some() {
-                if let Some(next) = self.stats_page(&be.rules, Some(&be), &info).await {
-                    return next;
-                }
-            }
-        }
-        self.make_unique_id(Some(&be), true);
+        };
+        let be = progress.be.take().expect("the analysers chose a backend");
+        let be_http = be.http.as_deref().expect("an HTTP backend");
         if !self.vars.early_hints.is_empty() {
             // One `103 Early Hints` per group of rules (`\0` separates groups).
             let mut hints = Vec::new();
@@ -135,18 +110,14 @@ impl Session<'_> {
                 return Next::Close;
             }
         }
-        let conn_mode = merge_mode(self.http.conn_mode, be_http.conn_mode);
-
-        let upgrade = self.edit_request_for_server(&info, version, conn_mode, be_http);
-        let persist = self.persistence(&be, be_http);
-        // `stick match|on` after a persistence cookie; `stick store-*` keys wait for the server.
-        let mut stores = rules::stick::Stores::new();
-        let persist = self.stick_match(&be, persist, &mut stores);
+        let ToServer { upgrade, persist, mut stores, key, conn_mode } = to;
+        let keybuf = std::mem::take(&mut self.key);
 
         // A chunked body already received must be valid before anything reaches a server.
         if info.body == Body::Chunked && !self.cbuf.is_empty() {
             let mut check = ChunkedScanner::new();
             if check.scan(self.cbuf.data()).is_err() {
+                self.key = keybuf;
                 let mut i = info;
                 i.conn_close = true;
                 self.o.end(Cause::Proxy, Phase::Request);
@@ -157,12 +128,11 @@ impl Session<'_> {
         // a buffer, as in HAProxy.
         self.write_request_head();
         if self.out.len() > be_http.bufsize.min(self.http.bufsize) && !self.vars.strict_off {
+            self.key = keybuf;
             self.o.end(Cause::Internal, Phase::Request);
             return self.answer(500, &info, Some(&be)).await;
         }
-        let mut keybuf = std::mem::take(&mut self.key);
-        keybuf.clear();
-        let key = match self.pick_key(&be_http.hash_key, &mut keybuf) {
+        let key = match key {
             KeyKind::None => None,
             KeyKind::Ip(ip) => Some(PickKey::Ip(ip)),
             KeyKind::Bytes => Some(PickKey::Bytes(&keybuf)),
@@ -483,58 +453,6 @@ impl Session<'_> {
         Answered { status, resp_body, tunnel, skipped, server_keep }
     }
 
-    /// The request as it goes to the server (HAProxy's `http_process_request`'s edits):
-    /// hop-by-hop fields gone, `Connection` as the connection modes say, the target's default
-    /// port dropped, the framing and the address headers set. Whether it asks for an upgrade.
-    // Called once per transaction: inlined, as it was written there.
-    #[inline(always)]
-    fn edit_request_for_server(
-        &mut self,
-        info: &fulcrum_http::Info,
-        version: Version,
-        conn_mode: ConnMode,
-        be_http: &HttpProxy,
-    ) -> bool {
-        let upgrade = info.upgrade && info.conn_upgrade;
-        fulcrum_http::strip_hop_by_hop(&mut self.req, upgrade);
-        if upgrade {
-            let _ = self.req.set_header(b"Connection", b"upgrade");
-        } else if conn_mode != ConnMode::KeepAlive {
-            let _ = self.req.set_header(b"Connection", b"close");
-        } else if version == Version::Http10 && info.body != Body::Chunked {
-            // HTTP/1.0 asks for keep-alive explicitly (HAProxy does not for a chunked 1.0
-            // request, after which the connection closes).
-            let _ = self.req.set_header(b"Connection", b"keep-alive");
-        }
-        // An absolute-form target loses the scheme's default port, as HAProxy normalises it.
-        drop_default_port(&mut self.req);
-        if info.body == Body::Chunked {
-            let _ = self.req.set_header(b"Transfer-Encoding", b"chunked");
-        }
-        self.add_addr_headers(be_http);
-        upgrade
-    }
-
-    /// `stick match|on` (after a persistence cookie): the server a stick table names, else
-    /// `persist`; `stick store-*` keys go into `stores` until the server is known.
-    // Called once per transaction: inlined, as it was written there.
-    #[inline(always)]
-    fn stick_match(
-        &self,
-        be: &Arc<Backend>,
-        persist: Option<usize>,
-        stores: &mut rules::stick::Stores,
-    ) -> Option<usize> {
-        if be.rules.stick.is_empty() {
-            return persist;
-        }
-        let base = self.base(Some(be));
-        let ctx = base.ctx(&self.req, None, &self.vars);
-        let r = &be.rules;
-        let assigned = persist.is_some();
-        rules::stick::on_request(&r.stick, &r.acls, &ctx, be, assigned, stores).or(persist)
-    }
-
     /// Whether the client's connection stays open after this response, and the response's
     /// `Connection` and framing fields as that decision and the versions say (`status` as the
     /// server answered it, `version` the request's as it came).
@@ -575,48 +493,6 @@ impl Session<'_> {
         client_keep
     }
 
-    /// The key a hash-based `balance` hashes, stored in `self.key`; `None` without one (then
-    /// the client address is used for `source`, round robin otherwise).
-    pub(super) fn pick_key(&self, k: &HashKey, key: &mut Vec<u8>) -> KeyKind {
-        let req = &self.req;
-        match k {
-            HashKey::Source => return self.peer.map_or(KeyKind::None, |p| KeyKind::Ip(p.ip())),
-            HashKey::Uri { depth, len, whole, path_only } => {
-                let t = if *path_only { req.path() } else { req.target() };
-                let mut t = if *whole { t } else { t.split(|&c| c == b'?').next().unwrap_or(t) };
-                if let Some(d) = depth {
-                    let mut slashes = 0;
-                    if let Some(end) = t.iter().position(|&c| {
-                        if c == b'/' {
-                            slashes += 1;
-                        }
-                        slashes > *d
-                    }) {
-                        t = &t[..end];
-                    }
-                }
-                if let Some(l) = len {
-                    t = &t[..t.len().min(*l as usize)];
-                }
-                key.extend_from_slice(t);
-            }
-            HashKey::UrlParam(name) => {
-                let v = req.query().and_then(|q| fulcrum_http::url_param(q, name.as_bytes()));
-                let Some(v) = v else { return KeyKind::None };
-                key.extend_from_slice(v);
-            }
-            HashKey::Hdr { name, domain_only } => {
-                let v = req.header(name.as_bytes());
-                let Some(v) = v.and_then(|v| crate::http::hdr_hash_key(v, *domain_only)) else {
-                    return KeyKind::None;
-                };
-                key.extend_from_slice(v);
-            }
-        }
-        KeyKind::Bytes
-    }
-
-    /// `option forwardfor` / `option originalto` (the backend's settings win).
     /// Writes the request head as it goes to the server into `self.out`.
     fn write_request_head(&mut self) {
         self.out.clear();
@@ -626,61 +502,6 @@ impl Session<'_> {
         } else {
             self.req.write_to(&mut self.out);
         }
-    }
-
-    pub(super) fn add_addr_headers(&mut self, be_http: &HttpProxy) {
-        let Some(peer) = self.peer else { return };
-        // As HAProxy: either proxy's `option forwardfor` adds the header (named by the
-        // backend's when it has one); `if-none` holds only when neither says otherwise, and
-        // either proxy's `except` network keeps it out.
-        let (fe_ff, be_ff) = (self.http.forwardfor.as_ref(), be_http.forwardfor.as_ref());
-        if let Some(ff) = be_ff.or(fe_ff) {
-            let always = [fe_ff, be_ff].iter().flatten().any(|f| !f.if_none);
-            let present = self.req.header(ff.header.as_bytes()).is_some();
-            let excepted = [fe_ff, be_ff].iter().flatten().any(|f| f.excepted(peer.ip()));
-            if !(excepted || (!always && present)) {
-                let v = peer.ip().to_string();
-                let _ = self.req.add_header(ff.header.as_bytes(), v.as_bytes());
-            }
-        }
-        let (fe_ot, be_ot) = (self.http.originalto.as_ref(), be_http.originalto.as_ref());
-        if let Some(ot) = be_ot.or(fe_ot) {
-            let local = self.local.or_else(|| {
-                socket2::SockRef::from(self.conn()).local_addr().ok().and_then(|a| a.as_socket())
-            });
-            {
-                if let Some(ip) = local.map(|a| a.ip()) {
-                    if ![fe_ot, be_ot].iter().flatten().any(|o| o.excepted(ip)) {
-                        let v = ip.to_string();
-                        let _ = self.req.add_header(ot.header.as_bytes(), v.as_bytes());
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// `http://host:80/...` becomes `http://host/...` (and `https://host:443/...` likewise).
-pub(super) fn drop_default_port(req: &mut Head) {
-    // (The target's form, found when it was parsed, says where the authority is.)
-    let Some((scheme, _)) = req.scheme_and_authority() else { return };
-    let port: &[u8] = if scheme.eq_ignore_ascii_case(b"http") {
-        b":80"
-    } else if scheme.eq_ignore_ascii_case(b"https") {
-        b":443"
-    } else {
-        return;
-    };
-    let t = req.target();
-    let scheme_len = scheme.len() + 3;
-    let auth_end = t.len() - req.origin_form_target().len() - scheme_len;
-    let auth = &t[scheme_len..scheme_len + auth_end];
-    if auth.len() > port.len() && auth.ends_with(port) {
-        let cut = scheme_len + auth_end - port.len();
-        let mut new = Vec::with_capacity(t.len());
-        new.extend_from_slice(&t[..cut]);
-        new.extend_from_slice(&t[scheme_len + auth_end..]);
-        let _ = req.set_target(&new);
     }
 }
 
@@ -728,21 +549,4 @@ pub(super) fn body_view(cbuf: &RecvBuf, body: Body) -> &[u8] {
         Body::Length(n) => &data[..data.len().min(n as usize)],
         _ => data,
     }
-}
-
-/// The stricter of the frontend's and backend's connection modes.
-pub(super) fn merge_mode(fe: ConnMode, be: ConnMode) -> ConnMode {
-    use ConnMode::*;
-    match (fe, be) {
-        (Close, _) | (_, Close) => Close,
-        (ServerClose, _) | (_, ServerClose) => ServerClose,
-        _ => KeepAlive,
-    }
-}
-
-/// Whether `request_rules` has anything to run (`http-request` rules, legacy redirects,
-/// `option http-restrict-req-hdr-names`): its future is made and awaited only then, so a
-/// request through a proxy without them writes none of its state.
-fn any_request_rules(r: &ProxyRules) -> bool {
-    !r.http_request.is_empty() || !r.redirects.is_empty() || r.restrict_hdr_names != 0
 }

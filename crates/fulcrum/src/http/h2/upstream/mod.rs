@@ -633,7 +633,10 @@ impl UpView {
         self.passing(|c, id, b| b.pass_trailers(c, id, fields))
     }
 
-    fn passing(&self, f: impl FnOnce(&Conn, u32, &mut Sending) -> io::Result<()>) -> io::Result<()> {
+    fn passing(
+        &self,
+        f: impl FnOnce(&Conn, u32, &mut Sending) -> io::Result<()>,
+    ) -> io::Result<()> {
         let mut o = self.out.borrow_mut();
         let OutState::Body(b) = &mut o.state else { return Ok(()) };
         let id = self.id.get();

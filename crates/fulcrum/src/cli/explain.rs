@@ -1,0 +1,550 @@
+//! `fulcrum explain`: one request through the transaction's real analysers (`http::analyse`),
+//! offline, with what they did printed in order: every rule judged (its file:line, its text,
+//! whether its condition held), the backend chosen and why, the server and why, variables
+//! set, headers changed, the request as it would reach the server, or the answer a rule made
+//! with HAProxy's status and termination state. No socket is opened and no server is asked.
+//!
+//! ```text
+//! fulcrum explain -f haproxy.cfg [--frontend NAME] [--src IP:PORT] [--down s1,be/s2] REQUEST
+//! ```
+//! REQUEST is HTTP/1.1 text (a bare `\n` is taken as a line end), a file holding it, or `-`
+//! for stdin; what follows its head is its body.
+//!
+//! Must not touch: the analysers' decisions (it drives them and prints what they did).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use fulcrum_config as cfg;
+use fulcrum_http::{Head, Limits};
+
+use crate::backend::status::Change;
+use crate::backend::Backend;
+use crate::frontend::Frontend;
+use crate::http::analyse::{Built, KeyKind, Parts, Progress, Ruled, Stop, ToServer, Txn};
+use crate::outcome::{Cause, Outcome, Phase};
+use crate::rules::sample::Vars;
+use crate::rules::trace::{Step, Trace};
+
+const USAGE: &str = "\
+Usage: fulcrum explain -f <cfgfile|cfgdir> [-f ...] [--frontend NAME] [--src IP:PORT]
+                       [--down SERVER[,SERVER...]] REQUEST
+  REQUEST: HTTP/1.1 request text, a file holding it, or - for stdin
+  --frontend: the frontend that receives it (default: the first HTTP frontend)
+  --src: the client's address (default 127.0.0.1:40000)
+  --down: servers to take as in maintenance (NAME in every backend, or BACKEND/NAME)
+";
+
+#[derive(Default)]
+struct Opts {
+    configs: Vec<PathBuf>,
+    frontend: Option<String>,
+    src: Option<SocketAddr>,
+    down: Vec<String>,
+    request: Option<String>,
+}
+
+fn parse(argv: &[String]) -> Result<Opts, String> {
+    let mut o = Opts::default();
+    let mut it = argv.iter();
+    while let Some(a) = it.next() {
+        let mut value = || it.next().cloned().ok_or_else(|| format!("'{a}' expects a value"));
+        match a.as_str() {
+            "-f" => o.configs.push(value()?.into()),
+            "--frontend" => o.frontend = Some(value()?),
+            "--src" => {
+                let v = value()?;
+                o.src = Some(v.parse().map_err(|_| format!("'--src' expects IP:PORT, got '{v}'"))?);
+            }
+            "--down" => o.down.extend(value()?.split(',').map(str::to_string)),
+            "-h" | "--help" => return Err(String::new()),
+            _ if o.request.is_none() && (!a.starts_with('-') || a == "-") => {
+                o.request = Some(a.clone())
+            }
+            _ => return Err(format!("unknown option '{a}'")),
+        }
+    }
+    if o.configs.is_empty() || o.request.is_none() {
+        return Err("a configuration (-f) and a request are needed".into());
+    }
+    Ok(o)
+}
+
+/// Runs `fulcrum explain` (the arguments after `explain`); returns the exit status: 0 when
+/// the request was explained, 1 on a usage or configuration error.
+pub fn main(argv: &[String]) -> i32 {
+    let opts = match parse(argv) {
+        Ok(o) => o,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("[ALERT] explain: {e}");
+            }
+            eprint!("{USAGE}");
+            return 1;
+        }
+    };
+    let text = match read_request(opts.request.as_deref().unwrap_or("-")) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("[ALERT] explain: {e}");
+            return 1;
+        }
+    };
+    let args = super::args::Args { configs: opts.configs.clone(), ..Default::default() };
+    let mut out = Vec::new();
+    let loaded = super::load_config(&args, &mut out);
+    super::print_all(&out);
+    let Some((config, _)) = loaded else { return 1 };
+    let mut out = Vec::new();
+    let plan = super::build_plan(&config, crate::plan::Previous::default(), &mut out);
+    super::print_all(&out);
+    let Some(plan) = plan else { return 1 };
+    if let Err(e) = take_down(&plan.backends, &opts.down) {
+        eprintln!("[ALERT] explain: {e}");
+        return 1;
+    }
+    let fe = match pick_frontend(&plan.frontends, opts.frontend.as_deref()) {
+        Ok(fe) => fe,
+        Err(e) => {
+            eprintln!("[ALERT] explain: {e}");
+            return 1;
+        }
+    };
+    let src = opts.src.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 40000)));
+    match explain(&config, fe, src, &text) {
+        Ok(report) => {
+            print!("{report}");
+            0
+        }
+        Err(e) => {
+            eprintln!("[ALERT] explain: {e}");
+            1
+        }
+    }
+}
+
+/// The request's text: the argument itself when it holds a request line, else the file it
+/// names (`-`: stdin). Bare `\n` line ends become CRLF.
+fn read_request(arg: &str) -> Result<Vec<u8>, String> {
+    let raw = if arg == "-" {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut v).map_err(|e| e.to_string())?;
+        v
+    } else if arg.contains(" HTTP/") {
+        arg.as_bytes().to_vec()
+    } else {
+        std::fs::read(arg).map_err(|e| format!("cannot read '{arg}': {e}"))?
+    };
+    Ok(crlf(&raw))
+}
+
+/// Bare LF line ends in the head become CRLF (the body is left as it is); the head gets its
+/// final empty line when it lacks one.
+fn crlf(raw: &[u8]) -> Vec<u8> {
+    let (head, body) = match raw.windows(2).position(|w| w == b"\n\n") {
+        Some(i) => (&raw[..i + 1], &raw[i + 2..]),
+        None => match raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            Some(i) => (&raw[..i + 2], &raw[i + 4..]),
+            None => (raw, &[][..]),
+        },
+    };
+    let mut out = Vec::with_capacity(raw.len() + 32);
+    for line in head.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        out.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(body);
+    out
+}
+
+/// `--down`: servers in maintenance, through the backends' one entry point for state.
+fn take_down(backends: &[Arc<Backend>], names: &[String]) -> Result<(), String> {
+    for name in names.iter().filter(|n| !n.is_empty()) {
+        let (be_name, srv) = match name.split_once('/') {
+            Some((b, s)) => (Some(b), s),
+            None => (None, name.as_str()),
+        };
+        let mut found = false;
+        for be in backends.iter().filter(|b| be_name.is_none_or(|n| n == b.name)) {
+            if let Some(idx) = be.servers.iter().position(|s| s.name == srv) {
+                let flag = crate::server::state::Admin::FMAINT;
+                be.change_server(idx, Change::SetAdmin { flag, cause: "explain --down".into() });
+                found = true;
+            }
+        }
+        if !found {
+            return Err(format!("--down: no server '{name}'"));
+        }
+    }
+    Ok(())
+}
+
+fn pick_frontend<'p>(
+    frontends: &'p [Arc<Frontend>],
+    name: Option<&str>,
+) -> Result<&'p Arc<Frontend>, String> {
+    match name {
+        Some(n) => frontends
+            .iter()
+            .find(|f| f.name == n)
+            .ok_or_else(|| format!("no frontend '{n}'"))
+            .and_then(|f| match f.http {
+                Some(_) => Ok(f),
+                None => Err(format!("frontend '{n}' is not in mode http")),
+            }),
+        None => frontends
+            .iter()
+            .find(|f| f.http.is_some())
+            .ok_or_else(|| "the configuration has no HTTP frontend".to_string()),
+    }
+}
+
+/// Runs the analysers on the request and writes what they did.
+fn explain(
+    config: &cfg::Config,
+    fe: &Arc<Frontend>,
+    src: SocketAddr,
+    text: &[u8],
+) -> Result<String, String> {
+    let http = fe.http.as_ref().ok_or("not an HTTP frontend")?;
+    let mut req = Head::new();
+    let limits = Limits { max_head: text.len().max(1024), ..http.limits };
+    let n = match req.parse_request(text, &limits) {
+        Ok(Some(n)) => n,
+        Ok(None) => return Err("the request's head is incomplete".into()),
+        Err(e) => {
+            return Ok(format!(
+                "request refused by the parser: {e}\nanswer: 400 Bad Request (termination PR--)\n"
+            ))
+        }
+    };
+    let before = req.clone();
+    let local = fe.binds.iter().flat_map(|b| &b.addrs).find_map(|a| match a {
+        cfg::BindAddr::Inet(a) => Some(*a),
+        _ => None,
+    });
+    let mut parts = Parts::new(req);
+    let mut txn = parts.txn(fe, http, (Some(src), local), &text[n..]);
+    let mut w = Report::new(config, fe, src, &before);
+    let mut progress = Progress::default();
+    let ended = loop {
+        match txn.request(&mut progress) {
+            Stop::Backend(to) => break Err(to),
+            Stop::BufferBody | Stop::WaitForBody { .. } => {
+                txn.note(|| "wait-for-body: the body given is all there is".into())
+            }
+            Stop::Stats => {
+                let rules = Txn::stats_rules(fe, &progress);
+                let asks = rules
+                    .stats
+                    .as_ref()
+                    .is_some_and(|s| crate::stats::page::matches(&s.page, txn.req.target()));
+                if asks {
+                    break Ok("answer: the statistics page (stats uri)".to_string());
+                }
+            }
+            Stop::Reject => {
+                txn.o.end(Cause::Proxy, Phase::Request);
+                break Ok(format!(
+                    "answer: none, the connection closes (termination {})",
+                    state(txn.o)
+                ));
+            }
+            Stop::Monitor { failing } => {
+                let s = if failing { 503 } else { 200 };
+                break Ok(format!("answer: {s} (monitor-uri; not logged)"));
+            }
+            Stop::Ruled(r) => break Ok(ruled(&mut txn, r, progress.be.as_ref())),
+            Stop::NoBackend => {
+                txn.o.end(Cause::Proxy, Phase::Request);
+                break Ok(format!(
+                    "answer: 503 Service Unavailable (termination {})",
+                    state(txn.o)
+                ));
+            }
+            Stop::TcpBackend => {
+                txn.o.end(Cause::Internal, Phase::Request);
+                break Ok("answer: none, a mode tcp backend for an HTTP request".to_string());
+            }
+        }
+    };
+    let server_part = match &ended {
+        Err(to) => {
+            let be = progress.be.clone().ok_or("no backend chosen")?;
+            server(config, &be, to, txn.key)
+        }
+        Ok(_) => String::new(),
+    };
+    let trace = txn.vars.trace.take().map(|t| *t).unwrap_or_default();
+    w.steps(&trace);
+    w.vars(txn.vars);
+    w.headers(&before, txn.req);
+    match ended {
+        Ok(answer) => w.line(&answer),
+        Err(_) => {
+            w.out.push_str(&server_part);
+            w.line("request as it goes to the server:");
+            let mut head = Vec::new();
+            txn.req.write_to(&mut head);
+            for l in String::from_utf8_lossy(&head).lines().filter(|l| !l.is_empty()) {
+                w.line(&format!("  {l}"));
+            }
+        }
+    }
+    Ok(w.out)
+}
+
+/// What a rule's ending comes to, in words.
+fn ruled(txn: &mut Txn<'_>, r: Ruled, be: Option<&Arc<Backend>>) -> String {
+    let (status, how) = match r {
+        Ruled::Answer { built, cause, phase, .. } => {
+            txn.o.end(cause, phase);
+            match built {
+                Built::Status(s) => (s, String::new()),
+                Built::Bytes(b) => {
+                    let head = String::from_utf8_lossy(&b);
+                    let head = head.split("\r\n\r\n").next().unwrap_or("").to_string();
+                    (head.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0), head)
+                }
+            }
+        }
+        Ruled::Tarpit(s) => {
+            txn.o.end(Cause::Proxy, Phase::Tarpit);
+            (s, "(after `timeout tarpit`)".into())
+        }
+        Ruled::Prometheus => {
+            txn.o.end(Cause::Local, Phase::Request);
+            (200, "(the Prometheus exporter's page)".into())
+        }
+        Ruled::Drop => {
+            txn.o.end(Cause::Proxy, Phase::Request);
+            return format!("answer: none, the connection closes (termination {})", state(txn.o));
+        }
+    };
+    let _ = be;
+    let reason = String::from_utf8_lossy(fulcrum_http::default_reason(status)).into_owned();
+    let mut s = format!("answer: {status} {reason} (termination {})\n", state(txn.o));
+    for l in how.lines() {
+        s.push_str(&format!("  {l}\n"));
+    }
+    s.trim_end().to_string()
+}
+
+/// `%tsc`-like four letters: the termination state, then `--` (no cookie yet).
+fn state(o: &Outcome) -> String {
+    let [a, b] = o.state();
+    format!("{}{}--", a as char, b as char)
+}
+
+/// The server the backend's balancer picks, from a fresh start, and why.
+fn server(config: &cfg::Config, be: &Arc<Backend>, to: &ToServer, key: &[u8]) -> String {
+    let balance = config
+        .backends()
+        .find(|p| p.name == be.name)
+        .map(|p| balance_word(&p.balance))
+        .unwrap_or_default();
+    let pick_key = match &to.key {
+        KeyKind::None => None,
+        KeyKind::Ip(ip) => Some(crate::backend::PickKey::Ip(*ip)),
+        KeyKind::Bytes => Some(crate::backend::PickKey::Bytes(key)),
+    };
+    let candidates: Vec<&str> =
+        be.servers.iter().filter(|s| s.is_up()).map(|s| s.name.as_str()).collect();
+    let mut s = format!("backend: {}\n", be.name);
+    match be.try_acquire_persist(pick_key, to.persist, None) {
+        Ok(Ok(slot)) => {
+            let name = &be.servers[slot.index()].name;
+            let why = match (to.persist, be.maps_keys()) {
+                (Some(_), _) => "persistence".to_string(),
+                (None, true) => format!("balance {balance}, from the request"),
+                (None, false) => format!("balance {balance}, the pick from a fresh start"),
+            };
+            s.push_str(&format!("server: {name} ({why}; usable: {})\n", candidates.join(" ")));
+        }
+        Ok(Err(_)) => s.push_str("server: none free now, the request would wait in the queue\n"),
+        Err(_) => s.push_str("server: none usable: answer 503 (termination SC--)\n"),
+    }
+    s
+}
+
+/// The `balance` line's words.
+fn balance_word(b: &cfg::Balance) -> String {
+    use cfg::Balance::*;
+    match b {
+        RoundRobin => "roundrobin".into(),
+        StaticRr => "static-rr".into(),
+        LeastConn => "leastconn".into(),
+        First => "first".into(),
+        Source => "source".into(),
+        Random { draws } => format!("random({draws})"),
+        Uri { .. } => "uri".into(),
+        UrlParam { name } => format!("url_param {name}"),
+        Hdr { name, .. } => format!("hdr({name})"),
+    }
+}
+
+/// The report, line by line.
+struct Report<'c> {
+    out: String,
+    config: &'c cfg::Config,
+    fe: &'c Frontend,
+    /// The configuration files' lines, read once (for the rules' text).
+    files: std::collections::HashMap<Arc<str>, Vec<String>>,
+}
+
+impl<'c> Report<'c> {
+    fn new(config: &'c cfg::Config, fe: &'c Frontend, src: SocketAddr, req: &Head) -> Report<'c> {
+        let mut r = Report { out: String::new(), config, fe, files: Default::default() };
+        let line = format!(
+            "{} {} HTTP/1.{}",
+            String::from_utf8_lossy(req.method_bytes()),
+            String::from_utf8_lossy(req.target()),
+            u8::from(req.version() != fulcrum_http::Version::Http10)
+        );
+        r.line(&format!("request: {line} (frontend {}, from {src})", fe.name));
+        r
+    }
+
+    fn line(&mut self, s: &str) {
+        self.out.push_str(s);
+        self.out.push('\n');
+    }
+
+    /// The text of `file:line` in the configuration.
+    fn text_at(&mut self, file: &Arc<str>, line: u32) -> String {
+        let lines = self.files.entry(Arc::clone(file)).or_insert_with(|| {
+            std::fs::read_to_string(&**file)
+                .map(|t| t.lines().map(|l| l.trim().to_string()).collect())
+                .unwrap_or_default()
+        });
+        lines.get(line as usize - 1).cloned().unwrap_or_default()
+    }
+
+    fn steps(&mut self, trace: &Trace) {
+        for step in &trace.steps {
+            match step {
+                Step::Rule { at, held } => {
+                    let Some((file, line)) = crate::rules::origin::place(*at) else { continue };
+                    let text = self.text_at(&file, line);
+                    let verdict = if *held { "applies" } else { "does not apply" };
+                    self.line(&format!("  {file}:{line}: {text}  -> {verdict}"));
+                }
+                Step::Note(n) => {
+                    let n = self.with_place(n);
+                    self.line(&format!("  {n}"));
+                }
+            }
+        }
+    }
+
+    /// A `use_backend` note names its rule by number: its place and text are added.
+    fn with_place(&mut self, note: &str) -> String {
+        let Some(rest) = note.strip_prefix("use_backend: rule ") else { return note.into() };
+        let Some(i) = rest.split(' ').next().and_then(|n| n.parse::<usize>().ok()) else {
+            return note.into();
+        };
+        let fe = self.fe.name.clone();
+        let span = self
+            .config
+            .frontends()
+            .find(|p| p.name == fe)
+            .and_then(|p| p.use_backends.get(i - 1))
+            .map(|u| u.span.clone());
+        match span {
+            Some(sp) => {
+                let text = self.text_at(&sp.file, sp.line);
+                format!("{}:{}: {text}  -> applies: {note}", sp.file, sp.line)
+            }
+            None => note.into(),
+        }
+    }
+
+    fn vars(&mut self, vars: &Vars) {
+        let all: Vec<String> = vars
+            .all()
+            .map(|(scope, name, v)| {
+                let scope = format!("{scope:?}").to_lowercase();
+                match v {
+                    Some(v) => {
+                        format!("{scope}.{name} = {:?}", String::from_utf8_lossy(&v.as_bytes()))
+                    }
+                    None => format!("{scope}.{name} (no value)"),
+                }
+            })
+            .collect();
+        if !all.is_empty() {
+            self.line("variables:");
+            for v in all {
+                self.line(&format!("  {v}"));
+            }
+        }
+    }
+
+    fn headers(&mut self, before: &Head, after: &Head) {
+        let b: Vec<(Vec<u8>, Vec<u8>)> =
+            before.headers().map(|(n, v)| (n.to_ascii_lowercase(), v.to_vec())).collect();
+        let a: Vec<(Vec<u8>, Vec<u8>)> =
+            after.headers().map(|(n, v)| (n.to_ascii_lowercase(), v.to_vec())).collect();
+        let mut lines = Vec::new();
+        for (n, v) in b.iter().filter(|f| !a.contains(f)) {
+            lines.push(format!("  - {}: {}", lossy(n), lossy(v)));
+        }
+        for (n, v) in a.iter().filter(|f| !b.contains(f)) {
+            lines.push(format!("  + {}: {}", lossy(n), lossy(v)));
+        }
+        if before.target() != after.target() || before.method_bytes() != after.method_bytes() {
+            lines.push(format!(
+                "  request line: {} {}",
+                lossy(after.method_bytes()),
+                lossy(after.target())
+            ));
+        }
+        if !lines.is_empty() {
+            self.line("headers changed:");
+            for l in lines {
+                self.line(&l);
+            }
+        }
+    }
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bare_line_feeds_become_crlf_in_the_head_only() {
+        assert_eq!(
+            crlf(b"GET / HTTP/1.1\nHost: a\n\nx\ny"),
+            b"GET / HTTP/1.1\r\nHost: a\r\n\r\nx\ny"
+        );
+        assert_eq!(
+            crlf(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"),
+            b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"
+        );
+        assert_eq!(crlf(b"GET / HTTP/1.1\nHost: a"), b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    }
+
+    #[test]
+    fn arguments_name_the_files_the_frontend_and_the_request() {
+        let a: Vec<String> = ["-f", "a.cfg", "--src", "10.0.0.1:5", "--down", "s1,b/s2", "req.txt"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let o = parse(&a).expect("parsed");
+        assert_eq!(o.configs, vec![PathBuf::from("a.cfg")]);
+        assert_eq!(o.src, Some("10.0.0.1:5".parse().expect("addr")));
+        assert_eq!(o.down, vec!["s1", "b/s2"]);
+        assert_eq!(o.request.as_deref(), Some("req.txt"));
+        assert!(parse(&["-f".into(), "a.cfg".into()]).is_err());
+        assert!(
+            parse(&["--src".into(), "nope".into(), "-f".into(), "a".into(), "r".into()]).is_err()
+        );
+    }
+}

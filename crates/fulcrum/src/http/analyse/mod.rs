@@ -1,0 +1,589 @@
+//! One transaction's request analysers, in HAProxy 2.6's order and named after its own
+//! (`include/haproxy/channel-t.h`): `AN_REQ_INSPECT_FE` (`tcp-request content`), the monitor
+//! URI, `AN_REQ_HTTP_PROCESS_FE` (`http-request` rules, legacy `redirect` rules, the stats
+//! page), `AN_REQ_SWITCHING_RULES` (`use_backend`), `AN_REQ_INSPECT_BE`,
+//! `AN_REQ_HTTP_PROCESS_BE`; then, once the request goes on, its edits for the server
+//! (`http_process_request`), cookie persistence, `AN_REQ_STICKING_RULES` and the key a
+//! hash-based balance uses ([`Txn::for_server`]).
+//!
+//! They run on the message alone: a [`Txn`] is the request, its variables, what is known of
+//! its connection, and no socket. Where an analyser needs what only the session can do (wait
+//! for the body, hold a tarpit, send an answer), [`Txn::request`] stops with a [`Stop`] and
+//! resumes where it stopped on the next call ([`Progress`]), as HAProxy's analysers give the
+//! stream back until their data is there. The session runs them on every request
+//! (`session::txn`); `fulcrum explain` runs them offline, with a trace
+//! (`rules::trace`).
+//!
+//! Must not touch: sockets, timers, the server side.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fulcrum_http::{Body, Head};
+
+use super::HttpProxy;
+use crate::backend::Backend;
+use crate::connection::Stream;
+use crate::counters::Counters;
+use crate::frontend::Frontend;
+use crate::outcome::{Cause, Outcome, Phase};
+use crate::rules::sample::Vars;
+use crate::rules::{self, Base, ProxyRules, Verdict};
+
+mod answers;
+mod server;
+
+pub use server::{logs_flags, KeyKind, ToServer};
+
+/// One transaction seen by its analysers: the request and what goes with it, borrowed from
+/// the session (or from `fulcrum explain`) for one call.
+pub struct Txn<'s> {
+    pub fe: &'s Frontend,
+    pub http: &'s HttpProxy,
+    /// The connection's addresses (as `set-src`/`set-dst` left them).
+    pub peer: Option<SocketAddr>,
+    pub local: Option<SocketAddr>,
+    /// The client's connection, for the fetches that read its socket or TLS layer (`None`
+    /// offline).
+    pub client: Option<&'s Stream>,
+    /// The request came over HTTP/2.
+    pub h2: bool,
+    pub pp: Option<&'s crate::connection::proxy::Header>,
+    pub bind_no: u16,
+    /// Connections the process holds now (`%ac` in a unique id).
+    pub actconn: u32,
+    /// What of the request's body was received (its raw bytes).
+    pub body: &'s [u8],
+    pub req: &'s mut Head,
+    pub vars: &'s mut Vars,
+    pub scratch: &'s mut Vec<u8>,
+    pub o: &'s mut Outcome,
+    /// What the request's body data takes in a buffer, once counted (`rules::room`).
+    pub data_htx: &'s mut Option<usize>,
+    /// The transaction's number (`%rt`), once taken.
+    pub stream_no: &'s mut Option<u64>,
+    /// The backend the transaction went to (for its log line and counters).
+    pub backend: &'s mut Option<Arc<Backend>>,
+    /// Where the balance key's bytes go ([`KeyKind::Bytes`]).
+    pub key: &'s mut Vec<u8>,
+}
+
+/// A transaction's own parts, held without a session: what `fulcrum explain` and the tests
+/// run the analysers on (a trace kept).
+#[derive(Default)]
+pub struct Parts {
+    pub req: Head,
+    pub vars: Vars,
+    pub scratch: Vec<u8>,
+    pub o: Outcome,
+    pub data_htx: Option<usize>,
+    pub stream_no: Option<u64>,
+    pub backend: Option<Arc<Backend>>,
+    pub key: Vec<u8>,
+}
+
+impl Parts {
+    /// The parts of a first request whose head is `req`, its analysers traced.
+    pub fn new(req: Head) -> Parts {
+        let mut p = Parts { req, ..Parts::default() };
+        p.vars.first_req = true;
+        p.vars.trace = Some(Box::default());
+        p
+    }
+
+    /// The analysers' view, for a request received by `fe` from `peer` on `local` (no socket:
+    /// connection fetches see none), with `body` received.
+    pub fn txn<'s>(
+        &'s mut self,
+        fe: &'s Frontend,
+        http: &'s HttpProxy,
+        (peer, local): (Option<SocketAddr>, Option<SocketAddr>),
+        body: &'s [u8],
+    ) -> Txn<'s> {
+        Txn {
+            fe,
+            http,
+            peer,
+            local,
+            client: None,
+            h2: false,
+            pp: None,
+            bind_no: 1,
+            actconn: 1,
+            body,
+            req: &mut self.req,
+            vars: &mut self.vars,
+            scratch: &mut self.scratch,
+            o: &mut self.o,
+            data_htx: &mut self.data_htx,
+            stream_no: &mut self.stream_no,
+            backend: &mut self.backend,
+            key: &mut self.key,
+        }
+    }
+}
+
+/// Where the request analysers are: the next one to run (and the rule to resume from) and
+/// the backend once chosen.
+#[derive(Default)]
+pub struct Progress {
+    at: At,
+    /// The rule a `wait-for-body` resumes from (in the list `at` names).
+    from: usize,
+    pub be: Option<Arc<Backend>>,
+}
+
+/// The analysers in their order (a stop resumes at one).
+#[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum At {
+    #[default]
+    InspectFe,
+    /// After `option http-buffer-request`'s wait.
+    Buffered,
+    /// The frontend's `http-request` rules (from `Progress::from`).
+    ProcessFe,
+    Switching,
+    ProcessBe,
+    Done,
+}
+
+/// Why [`Txn::request`] stopped: each asks the session for something, then (unless it ends
+/// the transaction) to call again.
+#[derive(Debug)]
+pub enum Stop {
+    /// `tcp-request content reject`: the connection closes without an answer.
+    Reject,
+    /// The monitor URI: 200, or 503 when a `monitor fail` condition holds; not logged.
+    Monitor { failing: bool },
+    /// `option http-buffer-request`: the body (up to a buffer) is awaited, then call again.
+    BufferBody,
+    /// `wait-for-body`: the body is awaited for `time`; 408 when it does not come, else call
+    /// again.
+    WaitForBody { time: Duration, at_least: Option<u64> },
+    /// A rule ended the transaction (see [`Ruled`]).
+    Ruled(Ruled),
+    /// The request may be for a statistics page (the frontend's, or the backend's once
+    /// chosen): the session serves it, or calls again.
+    Stats,
+    /// No backend (503).
+    NoBackend,
+    /// A `mode tcp` backend for an HTTP request: the connection closes.
+    TcpBackend,
+    /// The request goes to `Progress::be`, edited for it, with what choosing its server needs.
+    Backend(ToServer),
+}
+
+/// How a rule ended a transaction.
+#[derive(Debug)]
+pub enum Ruled {
+    /// An answer made here: a status (the proxy's message for it) or a whole message;
+    /// `closes`: the connection closes after it whatever the request's body (a redirect of a
+    /// request with a body, as HAProxy).
+    Answer { built: Built, cause: Cause, phase: Phase, closes: bool },
+    /// `tarpit`: held for `timeout tarpit`, then answered `status`.
+    Tarpit(u16),
+    /// `use-service prometheus-exporter`.
+    Prometheus,
+    /// `reject`, `silent-drop`: closed without an answer.
+    Drop,
+}
+
+/// An answer the rules built.
+#[derive(Debug)]
+pub enum Built {
+    Status(u16),
+    Bytes(Vec<u8>),
+}
+
+impl<'s> Txn<'s> {
+    /// The fixed parts of a fetch context (borrowing none of the transaction's own parts).
+    pub fn base<'b>(&self, be: Option<&'b Backend>) -> Base<'b>
+    where
+        's: 'b,
+    {
+        Base {
+            src: self.peer,
+            dst: self.local,
+            proc_vars: &self.fe.proc_vars,
+            frontend: &self.fe.name,
+            fe: Some(self.fe),
+            bind_no: self.bind_no,
+            backend: be,
+            server: None,
+            backends: &self.fe.backends,
+            body: self.body,
+            max_head: self.http.bufsize,
+            data_htx: 0,
+            client: self.client,
+            h2: self.h2,
+            pp: self.pp,
+            server_stream: None,
+        }
+    }
+
+    /// Notes a step of the trace, when one is kept.
+    #[inline]
+    pub fn note(&mut self, what: impl FnOnce() -> String) {
+        if let Some(t) = self.vars.trace.as_deref_mut() {
+            t.note(what());
+        }
+    }
+
+    /// Runs the request analysers from where `p` says, up to the next [`Stop`]. Written
+    /// straight through (each stop that the transaction survives says where to resume), so
+    /// a request no analyser stops costs no more than the steps themselves.
+    // (Not inlined into the session's transaction: measured, that costs more.)
+    pub fn request(&mut self, p: &mut Progress) -> Stop {
+        let fe = self.fe;
+        if p.at == At::InspectFe {
+            if !fe.rules.tcp_content.is_empty() && !self.tcp_content_accepts(&fe.rules, None) {
+                self.note(|| "tcp-request content: rejected".into());
+                return Stop::Reject;
+            }
+            // Each tracked entry counts the request once (an `http-request` rule tracking one
+            // later counts it then).
+            if let Some(sc) = &self.vars.sc {
+                sc.http_request();
+            }
+            if let Some(failing) = self.monitor() {
+                return Stop::Monitor { failing };
+            }
+            if self.http.buffer_request && self.req.info().body != Body::None {
+                p.at = At::Buffered;
+                return Stop::BufferBody;
+            }
+        }
+        if p.at <= At::Buffered {
+            self.make_unique_id(None, false);
+        }
+        if p.at <= At::ProcessFe {
+            let from = if p.at == At::ProcessFe { p.from } else { 0 };
+            if any_request_rules(&fe.rules) {
+                if let Some(stop) = self.http_request(&fe.rules, None, from, &mut p.from) {
+                    p.at = At::ProcessFe;
+                    return stop;
+                }
+            }
+            if fe.rules.stats.is_some() {
+                p.at = At::Switching;
+                return Stop::Stats;
+            }
+        }
+        if p.at <= At::Switching {
+            let Some(chosen) = self.choose_backend() else {
+                self.note(|| "use_backend: no backend".into());
+                return Stop::NoBackend;
+            };
+            Counters::inc(&chosen.counters.sessions);
+            *self.backend = Some(Arc::clone(&chosen));
+            let own = self.is_own_backend(&chosen);
+            let http = chosen.http.is_some();
+            p.be = Some(chosen);
+            // Only a `mode tcp` frontend upgraded to HTTP can pick a tcp backend.
+            if !http {
+                return Stop::TcpBackend;
+            }
+            let be = p.be.as_ref().expect("chosen");
+            // A `listen` proxy is its own backend: its rules ran above already.
+            if !own {
+                if !be.rules.tcp_content.is_empty()
+                    && !self.tcp_content_accepts(&be.rules, Some(be))
+                {
+                    self.note(|| "tcp-request content (backend): rejected".into());
+                    Counters::inc(&be.counters.denied_req);
+                    Counters::inc(&fe.counters.denied_req);
+                    return Stop::Reject;
+                }
+                p.at = At::ProcessBe;
+                p.from = 0;
+            }
+        }
+        let be = p.be.as_ref().expect("chosen");
+        if p.at == At::ProcessBe {
+            if any_request_rules(&be.rules) {
+                if let Some(stop) = self.http_request(&be.rules, Some(be), p.from, &mut p.from) {
+                    return stop;
+                }
+            }
+            if be.rules.stats.is_some() {
+                p.at = At::Done;
+                return Stop::Stats;
+            }
+        }
+        self.make_unique_id(Some(be), true);
+        let be_http = be.http.as_deref().expect("an HTTP backend");
+        Stop::Backend(self.for_server(be, be_http))
+    }
+
+    /// The rules of the stats page's proxy, when [`Stop::Stats`] stopped the analysers.
+    pub fn stats_rules<'p>(fe: &'p Frontend, p: &'p Progress) -> &'p ProxyRules {
+        match (&p.be, p.at) {
+            (Some(be), At::Done) => &be.rules,
+            _ => &fe.rules,
+        }
+    }
+
+    /// `monitor-uri`: `Some(failing)` when the request is for it.
+    fn monitor(&mut self) -> Option<bool> {
+        let uri = self.http.monitor_uri.as_ref()?;
+        // A monitor URI written as a path matches the path (and query) of an absolute-form
+        // target too; an absolute one matches the whole target.
+        let target = if uri.starts_with('/') {
+            crate::rules::sample::pathq(self.req)
+        } else {
+            self.req.target()
+        };
+        if target != uri.as_bytes() {
+            return None;
+        }
+        let rules = &self.fe.rules;
+        let failing = {
+            let base = self.base(None);
+            let ctx = base.ctx(self.req, None, self.vars);
+            rules.monitor_fail.iter().any(|c| c.eval(&rules.acls, &ctx))
+        };
+        self.note(|| format!("monitor-uri {uri}: {}", if failing { 503 } else { 200 }));
+        Some(failing)
+    }
+
+    /// Runs `r`'s `tcp-request content` rules on the request; false when one rejects.
+    pub fn tcp_content_accepts(&mut self, r: &ProxyRules, be: Option<&Backend>) -> bool {
+        let mut vars = std::mem::take(self.vars);
+        let ok = {
+            let base = self.base(be);
+            let empty = Vars::default();
+            let mk = base.ctx(self.req, None, &empty);
+            rules::tcp_run(&r.tcp_content, &r.acls, &mk, &mut vars, rules::stick::Level::Stream)
+        };
+        *self.vars = vars;
+        self.sync_addrs();
+        ok
+    }
+
+    /// `set-src`/`set-dst` changed the addresses: what follows sees the new ones.
+    pub fn sync_addrs(&mut self) {
+        if let Some(a) = &self.vars.addrs {
+            self.peer = a.src;
+            self.local = a.dst;
+        }
+    }
+
+    /// A proxy's `http-request` rules from rule `from`, then its legacy `redirect` rules:
+    /// `None` when the request goes on; at `wait-for-body`, `resume` says where to resume.
+    fn http_request(
+        &mut self,
+        r: &ProxyRules,
+        be: Option<&Arc<Backend>>,
+        from: usize,
+        resume: &mut usize,
+    ) -> Option<Stop> {
+        let verdict = self.request_verdict(r, be.map(|b| &**b), from);
+        let (cause, phase) = match &verdict {
+            Verdict::Return(_) | Verdict::Redirect(_) | Verdict::Prometheus | Verdict::Auth(_) => {
+                (Cause::Local, Phase::Request)
+            }
+            Verdict::RewriteFailed => (Cause::Internal, Phase::Request),
+            Verdict::Tarpit(_) => (Cause::Proxy, Phase::Tarpit),
+            _ => (Cause::Proxy, Phase::Request),
+        };
+        // A denied or tarpitted request is an HTTP error for what the session tracks.
+        if matches!(verdict, Verdict::Deny(..) | Verdict::Tarpit(_) | Verdict::Auth(_)) {
+            if let Some(sc) = &self.vars.sc {
+                sc.http_error();
+            }
+        }
+        let mut closes = false;
+        let built = match verdict {
+            Verdict::Continue => return None,
+            Verdict::WaitForBody { time, at_least, resume: next } => {
+                *resume = next;
+                return Some(Stop::WaitForBody { time, at_least });
+            }
+            Verdict::Deny(status, reply) => match reply {
+                Some(rp) => Built::Bytes(self.build_reply(rp, be)),
+                None => Built::Status(status),
+            },
+            Verdict::Return(rp) => Built::Bytes(self.build_reply(rp, be)),
+            Verdict::Auth(realm) => Built::Bytes(self.auth_reply(realm, be)),
+            Verdict::Prometheus => return Some(Stop::Ruled(Ruled::Prometheus)),
+            Verdict::Redirect(rd) => {
+                // HAProxy closes after a redirect of a request that has a body.
+                closes = !matches!(self.req.info().body, Body::None | Body::Length(0));
+                Built::Bytes(self.build_redirect(rd, be))
+            }
+            Verdict::RewriteFailed => {
+                Counters::inc(&self.fe.counters.failed_rewrites);
+                if let Some(b) = be {
+                    Counters::inc(&b.counters.failed_rewrites);
+                }
+                Built::Status(500)
+            }
+            Verdict::Drop => return Some(Stop::Ruled(Ruled::Drop)),
+            Verdict::Tarpit(status) => return Some(Stop::Ruled(Ruled::Tarpit(status))),
+        };
+        Some(Stop::Ruled(Ruled::Answer { built, cause, phase, closes }))
+    }
+
+    /// The verdict of `r`'s `http-request` rules from `from`, then of its `redirect` rules
+    /// (and `option http-restrict-req-hdr-names`).
+    fn request_verdict<'r>(
+        &mut self,
+        r: &'r ProxyRules,
+        be: Option<&Backend>,
+        from: usize,
+    ) -> Verdict<'r> {
+        let max_input = self.http.limits.max_head;
+        let (req, body) = (&*self.req, self.body);
+        let data_htx =
+            *self.data_htx.get_or_insert_with(|| rules::room::data_len(req, body.len(), max_input));
+        let verdict = {
+            let mut base = self.base(be);
+            base.data_htx = data_htx;
+            let v = rules::run(
+                &r.http_request,
+                from,
+                &r.acls,
+                &base,
+                self.req,
+                None,
+                self.vars,
+                self.scratch,
+            );
+            match v {
+                Verdict::Continue
+                    if r.restrict_hdr_names != 0
+                        && !restrict_header_names(self.req, r.restrict_hdr_names) =>
+                {
+                    Verdict::Deny(403, None)
+                }
+                Verdict::Continue => {
+                    // Legacy redirect rules come after http-request rules.
+                    let redirect = r.redirects.iter().find(|rule| {
+                        let ctx = base.ctx(self.req, None, self.vars);
+                        let held = rules::holds(&rule.cond, &r.acls, &ctx)
+                            && !matches!(&rule.action, rules::Action::Redirect(rd) if rd.skipped(&ctx));
+                        if let Some(t) = self.vars.trace.as_deref_mut() {
+                            t.rule(rule.at, held);
+                        }
+                        held
+                    });
+                    match redirect.map(|rule| &rule.action) {
+                        Some(rules::Action::Redirect(rd)) => Verdict::Redirect(rd),
+                        _ => Verdict::Continue,
+                    }
+                }
+                v => v,
+            }
+        };
+        self.sync_addrs();
+        verdict
+    }
+
+    /// `use_backend`: the first rule whose condition holds, else the default backend.
+    pub fn choose_backend(&mut self) -> Option<Arc<Backend>> {
+        if self.fe.rules.use_backends.is_empty() {
+            let be = self.fe.backend.clone();
+            self.note(|| match &be {
+                Some(b) => format!("use_backend: none applies: default_backend {}", b.name),
+                None => "use_backend: none applies, no default_backend".into(),
+            });
+            return be;
+        }
+        let (be, rule) = {
+            let base = self.base(None);
+            let ctx = base.ctx(self.req, None, self.vars);
+            rules::switching::choose_why(self.fe, &ctx)
+        };
+        self.note(|| match (&be, rule) {
+            (Some(b), Some(i)) => format!("use_backend: rule {} chose backend {}", i + 1, b.name),
+            (Some(b), None) => format!("use_backend: none applies: default_backend {}", b.name),
+            (None, _) => "use_backend: none applies, no default_backend".into(),
+        });
+        be
+    }
+
+    fn is_own_backend(&self, be: &Arc<Backend>) -> bool {
+        is_own_backend(self.fe, be)
+    }
+
+    /// `unique-id-format`: the request's id, made once as the request rules begin (so the
+    /// `unique-id` fetch has it), and sent to the server in `unique-id-header` once the
+    /// backend's rules have run (`header`).
+    #[inline(always)]
+    fn make_unique_id(&mut self, be: Option<&Backend>, header: bool) {
+        if self.fe.log.unique_id.is_some() {
+            self.make_unique_id_now(be, header);
+        }
+    }
+
+    #[inline(never)]
+    fn make_unique_id_now(&mut self, be: Option<&Backend>, header: bool) {
+        let Some(f) = &self.fe.log.unique_id else { return };
+        if self.vars.unique_id.is_none() {
+            let no = *self.stream_no.get_or_insert_with(crate::log::next_stream_number);
+            let mut base = self.base(be);
+            base.body = &[];
+            let ctx = base.ctx(self.req, None, self.vars);
+            let stream = crate::log::format::Stream {
+                fe: self.fe,
+                be,
+                outcome: self.o,
+                now: crate::clock::now(),
+                wall: crate::clock::wall(),
+                request_line: None,
+                captures: None,
+                unique_id: None,
+                actconn: self.actconn,
+                request_counter: no,
+                log_count: self.fe.log.count.load(std::sync::atomic::Ordering::Relaxed),
+                server_conn: None,
+                http: true,
+            };
+            let mut id = Vec::with_capacity(64);
+            f.render(&ctx, Some(&stream), &mut id);
+            id.truncate(127);
+            self.vars.unique_id = Some(id);
+        }
+        if let (true, Some(h), Some(id)) =
+            (header, &self.fe.log.unique_id_header, &self.vars.unique_id)
+        {
+            let _ = self.req.add_header(h.as_bytes(), id);
+        }
+    }
+}
+
+/// The connection mode of a transaction: the stricter of the frontend's and the backend's.
+#[inline]
+pub fn conn_mode(fe: &HttpProxy, be: &HttpProxy) -> super::ConnMode {
+    fe.conn_mode.max(be.conn_mode)
+}
+
+/// Whether `be` is the frontend itself (a `listen` section), whose rules already ran.
+pub fn is_own_backend(fe: &Frontend, be: &Arc<Backend>) -> bool {
+    // A `listen` section's own half; a frontend and a backend may share a name.
+    be.is_listen && be.name == fe.name && fe.backend.as_ref().is_some_and(|b| Arc::ptr_eq(b, be))
+}
+
+/// Whether a proxy has `http-request` work (rules, legacy redirects,
+/// `option http-restrict-req-hdr-names`): without any, its analyser does nothing.
+fn any_request_rules(r: &ProxyRules) -> bool {
+    !r.http_request.is_empty() || !r.redirects.is_empty() || r.restrict_hdr_names != 0
+}
+
+/// `option http-restrict-req-hdr-names delete|reject` (`mode` 1 or 2): header names with a
+/// character other than a letter, a digit or `-` are removed, or (false) refuse the request.
+fn restrict_header_names(req: &mut Head, mode: u8) -> bool {
+    let bad = |n: &[u8]| n.iter().any(|&c| !c.is_ascii_alphanumeric() && c != b'-');
+    if !req.headers().any(|(n, _)| bad(n)) {
+        return true;
+    }
+    if mode == 2 {
+        return false;
+    }
+    req.retain_headers(|n, _| !bad(n));
+    true
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,202 @@
+//! The request analysers without a socket: a configuration's plan, a request parsed from
+//! text, and what [`Txn::request`] and [`Txn::for_server`] decide.
+
+use std::sync::Arc;
+
+use fulcrum_http::{Head, Limits};
+
+use super::*;
+use crate::outcome::CookieIn;
+use crate::plan::Plan;
+use crate::rules::trace::{Step, Trace};
+
+const DEFAULTS: &str = "defaults\n mode http\n timeout client 1s\n timeout server 1s\n \
+                        timeout connect 1s\n";
+
+fn plan(proxies: &str) -> Plan {
+    let text = format!("{DEFAULTS}{proxies}");
+    let src = fulcrum_config::Source { name: "t.cfg".into(), text };
+    let loaded = fulcrum_config::load(&[src], &|_| None).expect("config loads");
+    crate::plan::build(&loaded.config, Default::default()).expect("plan builds")
+}
+
+/// What the analysers made of one request.
+struct Seen {
+    stops: Vec<String>,
+    backend: Option<String>,
+    head: Head,
+    to: Option<ToServer>,
+    o: Outcome,
+    trace: Trace,
+}
+
+/// Runs the analysers on `request` (HTTP/1.1 text) through the plan's first frontend, as
+/// the session would with the whole body there: each stop that lets the transaction go on
+/// (a body awaited, a stats page not asked for) is answered by calling again.
+fn run(plan: &Plan, request: &str) -> Seen {
+    let fe = &plan.frontends[0];
+    let http = fe.http.as_ref().expect("an HTTP frontend");
+    let mut req = Head::new();
+    let text = request.as_bytes();
+    let n = req.parse_request(text, &Limits::default()).expect("parses").expect("whole");
+    let mut parts = Parts::new(req);
+    let addrs = (
+        Some("192.0.2.7:4000".parse().expect("addr")),
+        Some("127.0.0.1:80".parse().expect("addr")),
+    );
+    let mut txn = parts.txn(fe, http, addrs, &text[n..]);
+    let mut p = Progress::default();
+    let mut stops = Vec::new();
+    let mut to = None;
+    loop {
+        let stop = txn.request(&mut p);
+        stops.push(match &stop {
+            Stop::Backend(_) => "Backend".to_string(),
+            other => format!("{other:?}"),
+        });
+        match stop {
+            Stop::BufferBody | Stop::WaitForBody { .. } | Stop::Stats => continue,
+            Stop::Backend(t) => to = Some(t),
+            _ => {}
+        }
+        break;
+    }
+    let trace = txn.vars.trace.take().map(|t| *t).unwrap_or_default();
+    let backend = parts.backend.map(|b| b.name.clone());
+    Seen { stops, backend, head: parts.req, to, o: parts.o, trace }
+}
+
+fn rules_held(t: &Trace) -> Vec<(u32, bool)> {
+    let line = |at: u32| crate::rules::origin::place(at).map_or(0, |(_, l)| l);
+    t.steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Rule { at, held } => Some((line(*at), *held)),
+            Step::Note(_) => None,
+        })
+        .collect()
+}
+
+#[test]
+fn use_backend_picks_the_first_rule_that_holds_else_the_default() {
+    let p = plan(
+        "frontend fe\n bind 127.0.0.1:1\n use_backend api if { path_beg /api }\n \
+         use_backend img if { path_end .png }\n default_backend web\n\
+         backend api\n server a 127.0.0.1:2\nbackend img\n server i 127.0.0.1:3\n\
+         backend web\n server w 127.0.0.1:4\n",
+    );
+    let api = run(&p, "GET /api/x.png HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_eq!(
+        (api.stops.last().map(String::as_str), api.backend.as_deref()),
+        (Some("Backend"), Some("api"))
+    );
+    assert_eq!(run(&p, "GET /a.png HTTP/1.1\r\nHost: h\r\n\r\n").backend.as_deref(), Some("img"));
+    let web = run(&p, "GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_eq!(web.backend.as_deref(), Some("web"));
+    assert!(web
+        .trace
+        .steps
+        .iter()
+        .any(|s| matches!(s, Step::Note(n) if n.contains("default_backend web"))));
+}
+
+#[test]
+fn deny_return_and_redirect_end_the_transaction_with_haproxy_termination_states() {
+    let p = plan(
+        "frontend fe\n bind 127.0.0.1:1\n http-request deny if { path /d }\n \
+         http-request return status 201 content-type text/plain string ok if { path /r }\n \
+         http-request redirect location /n code 301 if { path /o }\n default_backend b\n\
+         backend b\n server s 127.0.0.1:2\n",
+    );
+    let d = run(&p, "GET /d HTTP/1.1\r\nHost: h\r\n\r\n");
+    let last = d.stops.last().expect("a stop");
+    assert!(last.contains("Status(403)"), "{last}");
+    let r = run(&p, "GET /r HTTP/1.1\r\nHost: h\r\n\r\n");
+    let last = r.stops.last().expect("a stop");
+    assert!(last.contains("Bytes") && last.contains("Local"), "{last}");
+    let o = run(&p, "POST /o HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nab");
+    let last = o.stops.last().expect("a stop");
+    // A redirect of a request with a body closes the connection, as HAProxy.
+    assert!(last.contains("closes: true") && last.contains("Local"), "{last}");
+    // The rules ran in order up to the one that answered (lines 8, 9, 10 of the file).
+    assert_eq!(rules_held(&o.trace), vec![(8, false), (9, false), (10, true)]);
+    // None of them reached a backend.
+    assert_eq!((d.backend, r.backend, o.backend), (None, None, None));
+}
+
+#[test]
+fn wait_for_body_stops_then_resumes_at_the_next_rule() {
+    let p = plan(
+        "frontend fe\n bind 127.0.0.1:1\n http-request set-var(txn.a) str(1)\n \
+         http-request wait-for-body time 1s\n http-request deny if { req.body -m sub secret }\n \
+         default_backend b\nbackend b\n server s 127.0.0.1:2\n",
+    );
+    let s = run(&p, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 6\r\n\r\nsecret");
+    assert!(s.stops[0].starts_with("WaitForBody"), "{:?}", s.stops);
+    assert!(s.stops[1].contains("Status(403)"), "{:?}", s.stops);
+    // The rule before the wait ran once.
+    assert_eq!(rules_held(&s.trace), vec![(8, true), (9, true), (10, true)]);
+    let ok = run(&p, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nok");
+    assert_eq!(ok.backend.as_deref(), Some("b"));
+}
+
+#[test]
+fn a_persistence_cookie_names_the_server_and_indirect_takes_it_out() {
+    let p = plan(
+        "frontend fe\n bind 127.0.0.1:1\n default_backend b\n\
+         backend b\n cookie SRV insert indirect nocache\n server s1 127.0.0.1:2 cookie one\n \
+         server s2 127.0.0.1:3 cookie two\n",
+    );
+    let s = run(&p, "GET / HTTP/1.1\r\nHost: h\r\nCookie: a=1; SRV=two\r\n\r\n");
+    let to = s.to.as_ref().expect("to a server");
+    assert_eq!(to.persist, Some(1));
+    assert_eq!(s.o.cookie_in, CookieIn::Valid);
+    assert_eq!(s.head.header(b"cookie"), Some(&b"a=1"[..]));
+    let none = run(&p, "GET / HTTP/1.1\r\nHost: h\r\nCookie: SRV=zzz\r\n\r\n");
+    assert_eq!(
+        (none.to.expect("to a server").persist, none.o.cookie_in),
+        (None, CookieIn::Invalid)
+    );
+}
+
+#[test]
+fn the_request_for_the_server_loses_hop_by_hop_fields_and_gains_forwardfor() {
+    let p = plan(
+        "frontend fe\n bind 127.0.0.1:1\n option forwardfor\n default_backend b\n\
+         backend b\n balance url_param id\n server s1 127.0.0.1:2\n server s2 127.0.0.1:3\n",
+    );
+    let s = run(
+        &p,
+        "GET http://h:80/p?id=42 HTTP/1.1\r\nHost: h\r\nConnection: x-hop\r\nX-Hop: 1\r\n\r\n",
+    );
+    assert_eq!(s.head.header(b"x-forwarded-for"), Some(&b"192.0.2.7"[..]));
+    assert_eq!(s.head.header(b"x-hop"), None);
+    assert_eq!(s.head.target(), b"http://h/p?id=42");
+    let to = s.to.expect("to a server");
+    assert!(matches!(to.key, KeyKind::Bytes));
+}
+
+#[test]
+fn tcp_request_content_reject_and_the_monitor_uri_come_first() {
+    let p = plan(
+        "frontend fe\n bind 127.0.0.1:1\n monitor-uri /alive\n \
+         tcp-request content reject if { src 192.0.2.0/24 } { path /no }\n \
+         http-request deny\n default_backend b\nbackend b\n server s 127.0.0.1:2\n",
+    );
+    assert_eq!(run(&p, "GET /no HTTP/1.1\r\nHost: h\r\n\r\n").stops, vec!["Reject"]);
+    let m = run(&p, "GET /alive HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_eq!(m.stops, vec!["Monitor { failing: false }"]);
+}
+
+#[test]
+fn a_listen_section_runs_its_rules_once() {
+    let p = plan(
+        "listen px\n bind 127.0.0.1:1\n http-request set-header x-n %[req.hdr_cnt(x-n)]\n \
+         server s 127.0.0.1:2\n",
+    );
+    let s = run(&p, "GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_eq!(s.backend.as_deref(), Some("px"));
+    assert_eq!(s.head.header(b"x-n"), Some(&b"0"[..]));
+    assert_eq!(rules_held(&s.trace).len(), 1);
+    let _ = Arc::clone(&p.frontends[0]);
+}

@@ -1,0 +1,102 @@
+//! `fulcrum explain` (issue 36 §2) beside a live Fulcrum: the same configuration, the same
+//! requests; what `explain` says (status, server, termination state, the head the server
+//! gets) must be what the live proxy did, since both run the same analysers.
+
+use crate::harness::run;
+use crate::px::*;
+
+/// What `explain` printed for one request, in the live run's terms.
+#[derive(Debug, PartialEq, Eq)]
+struct Said {
+    status: u16,
+    server: Option<String>,
+    /// The request head for the server, its lines lower-cased by name (`None`: answered).
+    head: Option<Vec<(String, String)>>,
+    state: Option<String>,
+}
+
+fn explain(cfg: &std::path::Path, extra: &[&str], request: &str) -> Said {
+    let mut args = vec!["explain", "-f", cfg.to_str().expect("utf-8 path")];
+    args.extend_from_slice(extra);
+    args.push(request);
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "explain failed: {out}{err}");
+    let after = |p: &str| out.lines().find_map(|l| l.strip_prefix(p)).map(str::to_string);
+    let server = after("server: ").map(|s| s.split(' ').next().unwrap_or("").to_string());
+    let answer = after("answer: ");
+    let status = match &answer {
+        Some(a) => a.split(' ').next().and_then(|s| s.parse().ok()).unwrap_or(0),
+        None => 200, // the test server answers 200
+    };
+    let state = answer.as_deref().and_then(|a| {
+        let s = a.split("(termination ").nth(1)?;
+        Some(s.trim_end_matches(')').to_string())
+    });
+    let head = out.split("request as it goes to the server:\n").nth(1).map(|h| {
+        h.lines()
+            .skip(1)
+            .filter_map(|l| l.trim().split_once(": "))
+            .map(|(n, v)| (n.to_lowercase(), v.to_string()))
+            .collect()
+    });
+    Said { status, server, head, state }
+}
+
+#[test]
+fn explain_says_what_the_live_proxy_does() {
+    let (a1, a2, w1) = (server("a1"), server("a2"), server("w1"));
+    let cfg = format!(
+        "global\n nbthread 1\n{DEFAULTS}frontend fe\n bind {{fe0}}\n option forwardfor\n \
+         acl api path_beg /api\n http-request deny if {{ path_beg /admin }}\n \
+         http-request set-var(txn.k) str(api) if api\n \
+         http-request set-header X-Kind %[var(txn.k)] if api\n \
+         http-request redirect location /new code 301 if {{ path /old }}\n \
+         http-request return status 202 content-type text/plain string ok if {{ path /ret }}\n \
+         use_backend api if api\n default_backend web\n\
+         backend api\n balance uri\n cookie SRV insert indirect nocache\n \
+         server a1 {} cookie one\n server a2 {} cookie two\n\
+         backend web\n http-request del-header x-drop\n server w1 {}\n",
+        a1.addrs()[0],
+        a2.addrs()[0],
+        w1.addrs()[0]
+    );
+    let px = Target::Fulcrum.start(&cfg);
+    let path = px.dir.join("proxy.cfg");
+    let requests = [
+        "GET /api/users?id=1&echo=head HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+        "GET /api/other?echo=head HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+        "GET /api/x?echo=head HTTP/1.1\r\nHost: t\r\nCookie: z=1; SRV=one\r\nConnection: close\r\n\r\n",
+        "GET /api/x?echo=head HTTP/1.1\r\nHost: t\r\nCookie: SRV=two\r\nConnection: close\r\n\r\n",
+        "GET /page?echo=head HTTP/1.1\r\nHost: t\r\nX-Drop: 1\r\nConnection: close\r\n\r\n",
+        "GET /admin?echo=head HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+        "GET /old HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+        "GET /ret HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    ];
+    for (i, req) in requests.iter().enumerate() {
+        let said = explain(&path, &["--src", "127.0.0.1:40000"], req);
+        let got = px.send(req.as_bytes());
+        assert_eq!(said.status, got.status, "request {i}: {req:?}");
+        match &said.head {
+            Some(head) => {
+                assert_eq!(said.server.as_deref(), Some(got.server()), "request {i}");
+                let echoed = got.echoed();
+                let live: Vec<(String, String)> = echoed.headers.clone();
+                assert_eq!(head, &live, "request {i}: the head the server got");
+            }
+            None => {
+                // An answer made here: the live log line has the same termination state.
+                let state = said.state.clone().expect("a termination state");
+                let logged = eventually(std::time::Duration::from_secs(5), || {
+                    px.log().lines().any(|l| {
+                        l.contains(&format!(" {state} "))
+                            && l.contains(req.split(' ').nth(1).unwrap_or("-"))
+                    })
+                });
+                assert!(logged, "request {i}: {state} not in the log:\n{}", px.log());
+            }
+        }
+    }
+    // `--down`: a server in maintenance is not chosen, and its cookie no longer holds.
+    let said = explain(&path, &["--down", "a1"], requests[2]);
+    assert_eq!(said.server.as_deref(), Some("a2"));
+}
