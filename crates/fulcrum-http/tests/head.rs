@@ -651,3 +651,23 @@ fn swapping_buffers_leaves_an_empty_head_that_parses_the_next_request() {
     );
     assert_eq!(written(&next), String::from_utf8_lossy(raw));
 }
+
+#[test]
+fn text_len_is_the_length_of_the_text_written() {
+    let heads = [
+        req(b"GET /a?b HTTP/1.1\r\nHost: a\r\nX-Y:  z \r\n\r\n"),
+        req(b"GET http://h:8/p?q HTTP/1.1\r\nHost: h:8\r\n\r\n"),
+        req(b"GET http://h HTTP/1.0\r\n\r\n"),
+        req(b"OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n"),
+        resp(b"HTTP/1.1 404 Not Here\r\nContent-Length: 0\r\n\r\n"),
+        resp(b"HTTP/1.0 200\r\n\r\n"),
+        Head::new(),
+    ];
+    for h in &heads {
+        let (mut plain, mut origin) = (Vec::new(), Vec::new());
+        h.write_to(&mut plain);
+        h.write_origin_form_to(&mut origin);
+        assert_eq!(h.text_len(false), plain.len(), "{}", String::from_utf8_lossy(&plain));
+        assert_eq!(h.text_len(true), origin.len(), "{}", String::from_utf8_lossy(&origin));
+    }
+}

@@ -9,19 +9,10 @@ impl Head {
     /// OWS. Nothing for an empty head.
     pub fn write_to(&self, out: &mut Vec<u8>) {
         let version = self.version.as_bytes();
-        let mut len = 2 + self
-            .fields
-            .iter()
-            .map(|f| f.name.len as usize + f.value.len as usize + 4)
-            .sum::<usize>();
-        match self.kind {
-            Kind::Empty => return,
-            Kind::Request => {
-                len += self.method_span.len as usize + self.target_span.len as usize + 12
-            }
-            Kind::Response => len += self.reason_span.len as usize + 15,
+        if self.kind == Kind::Empty {
+            return;
         }
-        out.reserve(len);
+        out.reserve(self.text_len(false));
         match self.kind {
             Kind::Request => {
                 out.extend_from_slice(self.method_bytes());
@@ -45,6 +36,29 @@ impl Head {
         }
         out.extend_from_slice(b"\r\n");
         self.write_fields(out);
+    }
+
+    /// The length of the text [`Head::write_to`] writes (with `origin_form`, of what
+    /// [`Head::write_origin_form_to`] writes), without writing it: what a peer that takes the
+    /// head as parsed (HTTP/2) is measured by against a buffer.
+    pub fn text_len(&self, origin_form: bool) -> usize {
+        let fields = 2 + self
+            .fields
+            .iter()
+            .map(|f| f.name.len as usize + f.value.len as usize + 4)
+            .sum::<usize>();
+        match self.kind {
+            Kind::Empty => 0,
+            Kind::Request if origin_form && matches!(self.form, target::Form::Absolute { .. }) => {
+                let rest = self.origin_form_target();
+                let slash = usize::from(rest.first() != Some(&b'/'));
+                fields + self.method_span.len as usize + rest.len() + slash + 12
+            }
+            Kind::Request => {
+                fields + self.method_span.len as usize + self.target_span.len as usize + 12
+            }
+            Kind::Response => fields + self.reason_span.len as usize + 15,
+        }
     }
 
     /// Whether a request without Host is refused (the default; RFC 9112 3.2). A request that

@@ -57,8 +57,6 @@ struct Send {
     tunnel: Tunnel,
     /// Bytes that followed the head in what the session wrote.
     scratch: Vec<u8>,
-    /// Bytes still to come of a head sent already from its parsed form.
-    skip: usize,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -241,7 +239,6 @@ impl H1View {
                 method,
                 tunnel,
                 scratch: Vec::new(),
-                skip: 0,
             }),
             fd,
         }
@@ -332,19 +329,18 @@ impl H1View {
         Ok(head.len() + data.len())
     }
 
-    /// The final response head the session parsed (and wrote as the `len` bytes it writes
-    /// next): sent from its fields, its bytes then dropped, instead of parsed again from them.
-    /// Anything else (an interim head, a head already begun) goes the parsing way.
-    pub fn send_head(&self, head: &Head, len: usize) -> io::Result<()> {
+    /// Sends the final response head the session parsed, HPACK-encoded from its fields: no
+    /// HTTP/1 text is written for it. `Ok(false)` for anything else (an interim head, a head
+    /// begun already), which goes as text and is parsed here.
+    pub fn send_head(&self, head: &Head) -> io::Result<bool> {
         let mut s = self.send.borrow_mut();
-        let fresh = matches!(&s.state, SendState::Head(b) if b.is_empty()) && s.skip == 0;
+        let fresh = matches!(&s.state, SendState::Head(b) if b.is_empty());
         if !fresh || head.status() < 200 {
-            return Ok(());
+            return Ok(false);
         }
         frontconn::with(self.conn, |c| s.respond(c, self.id, head))
             .unwrap_or(Err(io::ErrorKind::BrokenPipe.into()))?;
-        s.skip = len;
-        Ok(())
+        Ok(true)
     }
 
     /// The request's body goes on as pieces: its head was taken built and every byte given
@@ -362,11 +358,11 @@ impl H1View {
         self.recv.borrow_mut().poll_piece(self.conn, self.id, cx, buf)
     }
 
-    /// The response's body goes on as pieces: its final head went from its fields and no
-    /// HTTP/1 body bytes were taken partly.
+    /// The response's body goes on as pieces: its final head went and no HTTP/1 body bytes
+    /// were taken partly.
     pub fn takes_pieces(&self) -> bool {
         let s = self.send.borrow();
-        s.skip == 0 && matches!(&s.state, SendState::Body(b) if b.takes_pieces())
+        matches!(&s.state, SendState::Body(b) if b.takes_pieces())
     }
 
     /// Response body data as a block (see `Sending::pass`).
@@ -407,12 +403,6 @@ impl H1View {
 impl Send {
     /// Takes bytes of the HTTP/1 response.
     fn take(&mut self, c: &frontconn::Conn, id: u32, mut bytes: &[u8]) -> io::Result<()> {
-        // The head given already (`H1View::send_head`): its bytes are dropped.
-        if self.skip > 0 {
-            let n = self.skip.min(bytes.len());
-            self.skip -= n;
-            bytes = &bytes[n..];
-        }
         while !bytes.is_empty() {
             match &mut self.state {
                 SendState::Head(buf) => {

@@ -20,12 +20,23 @@ impl Session<'_> {
     ) -> Exchange {
         let st = be.timeouts.server;
         let ct = self.fe.timeouts.client;
-        // `self.out` holds the request head, written by `transaction` before the first try.
-        // A stream to an HTTP/2 server takes it as parsed (not parsed again from its bytes).
-        if let Peer::H2Up(up) = &sc.stream {
-            up.send_parsed_head(&self.req, self.out.len(), self.h2_conn.is_some());
-        }
-        if let Err(e) = write_all_within(&sc.stream, &self.out, st).await {
+        // A stream to an HTTP/2 server takes the head as parsed: no HTTP/1 text is written.
+        let parsed = match &sc.stream {
+            Peer::H2Up(up) => up.send_parsed_head(&self.req, self.h2_conn.is_some()),
+            _ => Ok(false),
+        };
+        let sent = match parsed {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                // The head's text, written once for all tries (a rule may have set it).
+                if self.out.is_empty() {
+                    self.write_request_head();
+                }
+                write_all_within(&sc.stream, &self.out, st).await
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = sent {
             self.note(format_args!("request head not sent: {e}"));
             return Exchange::RetryFresh;
         }

@@ -25,37 +25,17 @@ pub(super) async fn pump(
     let mut remaining = sized.unwrap_or(u64::MAX);
     let mut buf = Vec::new();
     loop {
-        let (mut watched, mut gone) = (false, false);
-        let next = poll_fn(|cx| {
-            if let Poll::Ready(r) = from.poll_piece(cx, &mut buf) {
-                return Poll::Ready(r.map(Some));
-            }
-            if let Some((other, obuf)) = watch.as_mut() {
-                // The server answering during the upload (see `pump`); a head that came built
-                // is left for `exchange` to take as it is.
-                while other.poll_read_ready(cx).is_ready() {
-                    if other.has_response_head() {
-                        watched = true;
-                        return Poll::Ready(Ok(None));
-                    }
-                    match obuf.try_fill(*other) {
-                        Ok(None) => continue, // spurious; readiness now cleared
-                        Ok(Some(0)) | Err(_) => gone = true,
-                        Ok(Some(_)) => watched = true,
-                    }
-                    return Poll::Ready(Ok(None));
+        // What came already is taken at once: no timer armed, no waker kept.
+        let piece = match from.poll_piece(&mut Context::from_waker(Waker::noop()), &mut buf) {
+            Poll::Ready(Ok(piece)) => piece,
+            Poll::Ready(Err(_)) => return Xfer::ReadError,
+            Poll::Pending => {
+                match wait(from, &mut buf, &mut watch, (read_timer.as_mut(), read_timeout)).await {
+                    Ok(piece) => piece,
+                    Err(x) => return x,
                 }
             }
-            Poll::Pending
-        });
-        let piece = match timer::within_io(read_timer.as_mut(), read_timeout, next).await {
-            Ok(Some(piece)) => piece,
-            Ok(None) if watched => return Xfer::Interrupted,
-            Ok(None) => return Xfer::WriteError,
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return Xfer::ReadTimeout,
-            Err(_) => return Xfer::ReadError,
         };
-        debug_assert!(!gone || !watched);
         let (data, short): (&[u8], bool) = match &piece {
             Piece::Data { end } => {
                 let n = (buf.len() as u64).min(remaining) as usize;
@@ -91,6 +71,49 @@ pub(super) async fn pump(
         if end {
             return Xfer::Done;
         }
+    }
+}
+
+/// Waits for the next piece `from` gives, within `read_timeout` of inactivity; with `watch`,
+/// stops as soon as the watched side has something to say (see `pump`).
+async fn wait(
+    from: &Peer,
+    buf: &mut Vec<u8>,
+    watch: &mut Option<(&Peer, &mut RecvBuf)>,
+    (read_timer, read_timeout): (Pin<&mut Timer>, Option<Duration>),
+) -> Result<Piece, Xfer> {
+    let (mut watched, mut gone) = (false, false);
+    let next = poll_fn(|cx| {
+        if let Poll::Ready(r) = from.poll_piece(cx, buf) {
+            return Poll::Ready(r.map(Some));
+        }
+        if let Some((other, obuf)) = watch.as_mut() {
+            // The server answering during the upload (see `pump`); a head that came built is
+            // left for `exchange` to take as it is.
+            while other.poll_read_ready(cx).is_ready() {
+                if other.has_response_head() {
+                    watched = true;
+                    return Poll::Ready(Ok(None));
+                }
+                match obuf.try_fill(*other) {
+                    Ok(None) => continue, // spurious; readiness now cleared
+                    Ok(Some(0)) | Err(_) => gone = true,
+                    Ok(Some(_)) => watched = true,
+                }
+                return Poll::Ready(Ok(None));
+            }
+        }
+        Poll::Pending
+    });
+    match timer::within_io(read_timer, read_timeout, next).await {
+        Ok(Some(piece)) => Ok(piece),
+        Ok(None) if watched => Err(Xfer::Interrupted),
+        Ok(None) => {
+            debug_assert!(gone);
+            Err(Xfer::WriteError)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Err(Xfer::ReadTimeout),
+        Err(_) => Err(Xfer::ReadError),
     }
 }
 

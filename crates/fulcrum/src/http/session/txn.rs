@@ -5,6 +5,14 @@
 
 use super::*;
 
+/// Why the response head could not go to the client.
+enum HeadOut {
+    /// Rewrites made it larger than a buffer (500).
+    TooLarge,
+    /// The client's stream failed.
+    Failed(std::io::Error),
+}
+
 /// What a response head says for the rest of its transaction.
 struct Answered {
     /// As the server answered it (before any rule).
@@ -124,10 +132,10 @@ impl Session<'_> {
                 return self.answer(400, &i, Some(&be)).await;
             }
         }
-        // The head as it goes to the server (once for all tries); rewrites must leave it within
-        // a buffer, as in HAProxy.
-        self.write_request_head();
-        if self.out.len() > be_http.bufsize.min(self.http.bufsize) && !self.vars.strict_off {
+        // The head as it goes to the server (its text written when a try needs it: an HTTP/2
+        // server takes it as parsed); rewrites must leave it within a buffer, as in HAProxy.
+        let len = self.request_head_len();
+        if len > be_http.bufsize.min(self.http.bufsize) && !self.vars.strict_off {
             self.key = keybuf;
             self.o.end(Cause::Internal, Phase::Request);
             return self.answer(500, &info, Some(&be)).await;
@@ -303,29 +311,28 @@ impl Session<'_> {
             resp_body,
         );
         self.after_response(Some(&be), Some(server_name));
-        self.out.clear();
-        self.resp.write_to(&mut self.out);
-        if self.out.len() > self.http.bufsize && !self.vars.strict_off {
-            // Rewrites made the head larger than a buffer: HAProxy fails the transaction.
-            drop(slot);
-            drop(sc);
-            self.o.end(Cause::Internal, Phase::Headers);
-            let mut i = info;
-            i.conn_close = true;
-            return self.answer(500, &i, Some(&be)).await;
-        }
-        // An HTTP/2 client's stream takes the head as parsed (not parsed again from its bytes).
-        if let Peer::H2(view) = &self.client {
-            if let Err(e) = view.send_head(&self.resp, self.out.len()) {
+        let (len, parsed) = match self.client_head() {
+            Ok(v) => v,
+            Err(HeadOut::TooLarge) => {
+                // Rewrites made the head larger than a buffer: HAProxy fails the transaction.
+                drop((slot, sc));
+                self.o.end(Cause::Internal, Phase::Headers);
+                let mut i = info;
+                i.conn_close = true;
+                return self.answer(500, &i, Some(&be)).await;
+            }
+            Err(HeadOut::Failed(e)) => {
                 self.note(format_args!("client write failed: {e}"));
                 self.o.end(Cause::ClientAbort, Phase::Data);
                 return Next::Close;
             }
-        }
+        };
         // When body bytes came with the head, both leave in one `sendmsg` (see `pump`).
-        let head_with_body =
-            !tunnel && !sc.buf.is_empty() && !matches!(resp_body, Body::None | Body::Length(0));
-        if !head_with_body {
+        let head_with_body = !parsed
+            && !tunnel
+            && !sc.buf.is_empty()
+            && !matches!(resp_body, Body::None | Body::Length(0));
+        if !head_with_body && !parsed {
             if let Err(e) = self.write_client_head().await {
                 self.note(format_args!("client write failed: {e}"));
                 self.o.end(Cause::ClientAbort, Phase::Data);
@@ -333,7 +340,7 @@ impl Session<'_> {
             }
         }
         self.o.bytes_out +=
-            if self.logs { crate::outcome::head_size(&self.resp) } else { self.out.len() as u64 };
+            if self.logs { crate::outcome::head_size(&self.resp) } else { len as u64 };
         self.o.status = Some(status);
         if tunnel {
             cold(self.tunnel(sc, &be, &slot)).await;
@@ -493,8 +500,47 @@ impl Session<'_> {
         client_keep
     }
 
+    /// The response head for the client, once its rules ran: an HTTP/2 client's stream takes
+    /// it as parsed (`.1`: no HTTP/1 text is written), else its text is in `self.out`; `.0`
+    /// its text's length either way.
+    #[inline(always)]
+    fn client_head(&mut self) -> Result<(usize, bool), HeadOut> {
+        self.out.clear();
+        let len = if self.h2_conn.is_some() {
+            self.resp.text_len(false)
+        } else {
+            self.resp.write_to(&mut self.out);
+            self.out.len()
+        };
+        if len > self.http.bufsize && !self.vars.strict_off {
+            return Err(HeadOut::TooLarge);
+        }
+        let parsed = match &self.client {
+            Peer::H2(view) => view.send_head(&self.resp).map_err(HeadOut::Failed)?,
+            _ => false,
+        };
+        if !parsed && self.out.is_empty() {
+            self.resp.write_to(&mut self.out);
+        }
+        Ok((len, parsed))
+    }
+
+    /// The length of the request head's text as it goes to the server: written into
+    /// `self.out` for an HTTP/1 client (a try will need it), measured only for an HTTP/2 one
+    /// (an HTTP/2 server takes the head as parsed; `exchange` writes it when one does not).
+    #[inline(always)]
+    fn request_head_len(&mut self) -> usize {
+        if self.h2_conn.is_some() {
+            self.out.clear();
+            self.req.text_len(true)
+        } else {
+            self.write_request_head();
+            self.out.len()
+        }
+    }
+
     /// Writes the request head as it goes to the server into `self.out`.
-    fn write_request_head(&mut self) {
+    pub(super) fn write_request_head(&mut self) {
         self.out.clear();
         if self.h2_conn.is_some() {
             // HTTP/2's absolute URI goes to an HTTP/1 server in origin form, as HAProxy sends it.

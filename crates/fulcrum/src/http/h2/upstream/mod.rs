@@ -197,8 +197,6 @@ struct Out {
     state: OutState,
     /// `https` over TLS.
     tls: bool,
-    /// Bytes still to come of a head sent already from its parsed form.
-    skip: usize,
 }
 
 struct In {
@@ -232,7 +230,7 @@ impl UpView {
         UpView {
             conn: conn.key(),
             id: Cell::new(0),
-            out: RefCell::new(Out { state: OutState::Head(Vec::new()), skip: 0, tls: https }),
+            out: RefCell::new(Out { state: OutState::Head(Vec::new()), tls: https }),
             inc: RefCell::new(In {
                 method: Method::Get,
                 interim: Vec::new(),
@@ -444,13 +442,7 @@ impl UpView {
         Ok(head.len() + data.len())
     }
 
-    fn take(&self, o: &mut Out, mut bytes: &[u8]) -> io::Result<()> {
-        // The head given already (`UpView::send_parsed_head`): its bytes are dropped.
-        if o.skip > 0 {
-            let n = o.skip.min(bytes.len());
-            o.skip -= n;
-            bytes = &bytes[n..];
-        }
+    fn take(&self, o: &mut Out, bytes: &[u8]) -> io::Result<()> {
         if bytes.is_empty() {
             return Ok(());
         }
@@ -479,25 +471,24 @@ impl UpView {
         }
     }
 
-    /// The request head the session parsed, which it writes next as `len` bytes (in origin
-    /// form if `origin_form`): sent from its fields, its bytes then dropped, instead of parsed
-    /// again from them. A head that cannot go this way goes the parsing way (which says why).
-    pub fn send_parsed_head(&self, head: &Head, len: usize, origin_form: bool) {
+    /// Opens the stream with the request head the session parsed (in origin form if
+    /// `origin_form`), HPACK-encoded from its fields: no HTTP/1 text is written for it.
+    /// `Ok(false)` when it cannot go this way (a head begun already, or one the header map
+    /// refuses): the session then writes its text, whose parse says why.
+    pub fn send_parsed_head(&self, head: &Head, origin_form: bool) -> io::Result<bool> {
         let mut o = self.out.borrow_mut();
-        let fresh = matches!(&o.state, OutState::Head(b) if b.is_empty()) && o.skip == 0;
+        let fresh = matches!(&o.state, OutState::Head(b) if b.is_empty());
         if !fresh || !head.is_request() {
-            return;
+            return Ok(false);
         }
-        let sent = match self.encoded_request(&o, head) {
-            Some(block) => self.send_head(&mut o, head, Request::Encoded(block)),
+        let req = match self.encoded_request(&o, head) {
+            Some(block) => Request::Encoded(block),
             None => match self.request(&o, head, origin_form) {
-                Ok(req) => self.send_head(&mut o, head, Request::Map(req)),
-                Err(_) => return,
+                Ok(req) => Request::Map(req),
+                Err(_) => return Ok(false),
             },
         };
-        if sent.is_ok() {
-            o.skip = len;
-        }
+        self.send_head(&mut o, head, req).map(|()| true)
     }
 
     /// The request's header block encoded straight from `head` (see [`super::hpack`]), the
@@ -619,7 +610,7 @@ impl UpView {
     /// taken partly.
     pub fn takes_pieces(&self) -> bool {
         let o = self.out.borrow();
-        o.skip == 0 && matches!(&o.state, OutState::Body(b) if b.takes_pieces())
+        matches!(&o.state, OutState::Body(b) if b.takes_pieces())
     }
 
     /// Request body data as a block (see `Sending::pass`); a failure is taken as by
