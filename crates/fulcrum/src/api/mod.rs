@@ -11,7 +11,7 @@
 //! Must not touch: the workers' sessions (it only reads counters and asks the entry point).
 
 mod commands;
-mod maps;
+pub mod maps;
 pub mod servers;
 mod tables;
 

@@ -5,10 +5,13 @@
 //! with HAProxy's status and termination state. No socket is opened and no server is asked.
 //!
 //! ```text
-//! fulcrum explain -f haproxy.cfg [--frontend NAME] [--src IP:PORT] [--down s1,be/s2] REQUEST
+//! fulcrum explain -f haproxy.cfg [--frontend NAME] [--src IP:PORT] [--down s1,be/s2]
+//!                 [--state-file FILE] [--map REF=FILE] [--acl REF=FILE] REQUEST
 //! ```
 //! REQUEST is HTTP/1.1 text (a bare `\n` is taken as a line end), a file holding it, or `-`
-//! for stdin; what follows its head is its body.
+//! for stdin; what follows its head is its body. Live state comes in the runtime API's own
+//! formats and through its own code: a `show servers state` file (`state_file`), a map's or an
+//! ACL's contents as `show map|acl` prints them or as `add map|acl` takes them (`api::maps`).
 //!
 //! Must not touch: the analysers' decisions (it drives them and prints what they did).
 
@@ -24,6 +27,7 @@ use crate::backend::Backend;
 use crate::frontend::Frontend;
 use crate::http::analyse::{Built, KeyKind, Parts, Progress, Ruled, Stop, ToServer, Txn};
 use crate::outcome::{Cause, Outcome, Phase};
+use crate::rules::refs::Kind;
 use crate::rules::sample::Vars;
 use crate::rules::trace::{Step, Trace};
 
@@ -34,6 +38,10 @@ Usage: fulcrum explain -f <cfgfile|cfgdir> [-f ...] [--frontend NAME] [--src IP:
   --frontend: the frontend that receives it (default: the first HTTP frontend)
   --src: the client's address (default 127.0.0.1:40000)
   --down: servers to take as in maintenance (NAME in every backend, or BACKEND/NAME)
+  --state-file: server states as `show servers state` writes them
+  --map REF=FILE, --acl REF=FILE: a map's or an ACL's contents instead of its file's (REF as
+    the configuration names the file, or #ID; FILE's lines as `show map|acl` prints them, or
+    `key value` / `pattern`)
 ";
 
 #[derive(Default)]
@@ -42,6 +50,9 @@ struct Opts {
     frontend: Option<String>,
     src: Option<SocketAddr>,
     down: Vec<String>,
+    state_file: Option<PathBuf>,
+    /// `--map` / `--acl`: (kind, reference, file).
+    patterns: Vec<(Kind, String, PathBuf)>,
     request: Option<String>,
 }
 
@@ -58,6 +69,15 @@ fn parse(argv: &[String]) -> Result<Opts, String> {
                 o.src = Some(v.parse().map_err(|_| format!("'--src' expects IP:PORT, got '{v}'"))?);
             }
             "--down" => o.down.extend(value()?.split(',').map(str::to_string)),
+            "--state-file" => o.state_file = Some(value()?.into()),
+            "--map" | "--acl" => {
+                let v = value()?;
+                let Some((r, file)) = v.split_once('=') else {
+                    return Err(format!("'{a}' expects REF=FILE, got '{v}'"));
+                };
+                let kind = if a == "--map" { Kind::Map } else { Kind::Acl };
+                o.patterns.push((kind, r.to_string(), file.into()));
+            }
             "-h" | "--help" => return Err(String::new()),
             _ if o.request.is_none() && (!a.starts_with('-') || a == "-") => {
                 o.request = Some(a.clone())
@@ -100,7 +120,10 @@ pub fn main(argv: &[String]) -> i32 {
     let plan = super::build_plan(&config, crate::plan::Previous::default(), &mut out);
     super::print_all(&out);
     let Some(plan) = plan else { return 1 };
-    if let Err(e) = take_down(&plan.backends, &opts.down) {
+    let live = take_down(&plan.backends, &opts.down)
+        .and_then(|()| load_states(&plan.backends, opts.state_file.as_deref()))
+        .and_then(|()| opts.patterns.iter().try_for_each(|(k, r, f)| load_patterns(*k, r, f)));
+    if let Err(e) = live {
         eprintln!("[ALERT] explain: {e}");
         return 1;
     }
@@ -179,6 +202,55 @@ fn take_down(backends: &[Arc<Backend>], names: &[String]) -> Result<(), String> 
         }
     }
     Ok(())
+}
+
+/// `--state-file`: the servers' saved states, applied as at start-up (`state_file`).
+fn load_states(backends: &[Arc<Backend>], path: Option<&std::path::Path>) -> Result<(), String> {
+    let Some(path) = path else { return Ok(()) };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
+    let (saved, _skipped) = crate::state_file::parse(&text);
+    for be in backends {
+        crate::state_file::apply(be, saved.iter().filter(|s| s.backend == be.name));
+    }
+    Ok(())
+}
+
+/// `--map` / `--acl`: the reference's entries replaced by the file's, through the runtime
+/// API's `clear` and `add` (its messages are the errors).
+fn load_patterns(kind: Kind, reference: &str, path: &std::path::Path) -> Result<(), String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
+    let what = if kind == Kind::Map { "map" } else { "acl" };
+    // `show map|acl` lines start with the entry's id (`0x...`): dropped.
+    let lines: Vec<&str> = text
+        .lines()
+        .map(|l| match l.split_once(' ') {
+            Some((id, rest)) if id.starts_with("0x") => rest,
+            _ => l,
+        })
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let words = |verb: &str, rest: &[&str]| -> Vec<String> {
+        [verb, what, reference].iter().chain(rest).map(|w| w.to_string()).collect()
+    };
+    let mut out = String::new();
+    crate::api::maps::run(kind, "clear", &words("clear", &[]), None, &mut out);
+    if !out.trim().is_empty() {
+        return Err(format!("--{what} {reference}: {}", out.trim()));
+    }
+    if kind == Kind::Map {
+        let payload = lines.join("\n");
+        crate::api::maps::run(kind, "add", &words("add", &[]), Some(&payload), &mut out);
+    } else {
+        for l in &lines {
+            crate::api::maps::run(kind, "add", &words("add", &[l.trim()]), None, &mut out);
+        }
+    }
+    match out.trim() {
+        "" => Ok(()),
+        msg => Err(format!("--{what} {reference}: {msg}")),
+    }
 }
 
 fn pick_frontend<'p>(

@@ -100,3 +100,54 @@ fn explain_says_what_the_live_proxy_does() {
     let said = explain(&path, &["--down", "a1"], requests[2]);
     assert_eq!(said.server.as_deref(), Some("a2"));
 }
+
+/// Live state given to `explain` in the runtime API's formats: a map's and an ACL's contents as
+/// `show map|acl` prints them, and servers' states as `show servers state` writes them.
+#[test]
+fn explain_takes_live_maps_acls_and_server_states() {
+    let dir = crate::harness::scratch("explain-live");
+    let file = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).expect("write");
+        p.to_string_lossy().into_owned()
+    };
+    let map = file("paths.map", "/api api\n");
+    let acl = file("blocked.acl", "10.9.9.9\n");
+    let cfg = file(
+        "h.cfg",
+        &format!(
+            "{DEFAULTS}frontend fe\n bind 127.0.0.1:1\n acl blocked src -f {acl}\n \
+             http-request deny if blocked\n use_backend %[path,map_beg({map},web)]\n\
+             backend api\n server a1 127.0.0.1:2\n server a2 127.0.0.1:3\n\
+             backend web\n server w1 127.0.0.1:4\n"
+        ),
+    );
+    let live_map = file("live.map", "0x55d0c0ffee /v2 api\n");
+    let live_acl = file("live.acl", "0x55d0c0ffee 127.0.0.1\n");
+    let state = file(
+        "state",
+        "1\n# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight \
+         srv_iweight srv_time_since_last_change srv_check_status srv_check_result \
+         srv_check_health srv_check_state srv_agent_state bk_f_forced_id srv_f_forced_id \
+         srv_fqdn srv_port srvrecord srv_use_ssl srv_check_port srv_check_addr \
+         srv_agent_addr srv_agent_port\n\
+         2 api 1 a1 127.0.0.1 2 1 1 1 100 1 0 3 7 0 0 0 - 2 - 0 0 - - 0\n",
+    );
+    let req = "GET /v2/x HTTP/1.1\r\nHost: t\r\n\r\n";
+    let path = std::path::Path::new(&cfg);
+    let (map_arg, acl_arg) = (format!("{map}={live_map}"), format!("{acl}={live_acl}"));
+    let with = |extra: &[&str]| {
+        let args: Vec<&str> = ["--src", "127.0.0.1:5"].iter().chain(extra).copied().collect();
+        explain(path, &args, req)
+    };
+    assert_eq!(with(&[]).server.as_deref(), Some("w1"));
+    assert_eq!(with(&["--map", &map_arg]).server.as_deref(), Some("a1"));
+    // a1 was in maintenance (admin state 1) when the state was saved.
+    let saved = with(&["--map", &map_arg, "--state-file", &state]);
+    assert_eq!(saved.server.as_deref(), Some("a2"));
+    let denied = with(&["--acl", &acl_arg]);
+    assert_eq!((denied.status, denied.state.as_deref()), (403, Some("PR--")));
+    let (code, _, err) = run(&["explain", "-f", &cfg, "--acl", &format!("/nope={live_acl}"), req]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Unknown ACL identifier"), "{err}");
+}
