@@ -110,7 +110,7 @@ Usage : fulcrum [-f <cfgfile|cfgdir>]* [ -vdVD ] [ -n <maxconn> ] [ -N <maxpconn
         [ -W | -Ws ] [ -S <socket>[,<option>]* ]
         fulcrum testserver [-L <addr:port>]... [-n <name>] [-t <threads>] [--mode http|echo|sink]
         fulcrum demo
-        fulcrum explain -f <cfgfile> [--frontend NAME] [--src IP:PORT] [--down SRV,...]
+        fulcrum explain -f <cfgfile> [--frontend NAME] [--src IP:PORT] [--tls-sni NAME] [--down SRV,...]
                 [--state-file FILE] [--map REF=FILE] [--acl REF=FILE] REQUEST
         -v displays version ; -vv shows known build options.
         -d enters debug mode (foreground, one line per session on stderr) ;

@@ -5,8 +5,9 @@
 //! with HAProxy's status and termination state. No socket is opened and no server is asked.
 //!
 //! ```text
-//! fulcrum explain -f haproxy.cfg [--frontend NAME] [--src IP:PORT] [--down s1,be/s2]
-//!                 [--state-file FILE] [--map REF=FILE] [--acl REF=FILE] REQUEST
+//! fulcrum explain -f haproxy.cfg [--frontend NAME] [--src IP:PORT] [--tls-sni NAME]
+//!                 [--down s1,be/s2] [--state-file FILE] [--map REF=FILE] [--acl REF=FILE]
+//!                 REQUEST
 //! ```
 //! REQUEST is HTTP/1.1 text (a bare `\n` is taken as a line end), a file holding it, or `-`
 //! for stdin; what follows its head is its body. Live state comes in the runtime API's own
@@ -30,6 +31,7 @@ use crate::outcome::{Cause, Outcome, Phase};
 use crate::rules::refs::Kind;
 use crate::rules::sample::Vars;
 use crate::rules::trace::{Step, Trace};
+use crate::tls::facts::Told;
 
 const USAGE: &str = "\
 Usage: fulcrum explain -f <cfgfile|cfgdir> [-f ...] [--frontend NAME] [--src IP:PORT]
@@ -38,6 +40,7 @@ Usage: fulcrum explain -f <cfgfile|cfgdir> [-f ...] [--frontend NAME] [--src IP:
   --frontend: the frontend that receives it (default: the first HTTP frontend)
   --src: the client's address (default 127.0.0.1:40000)
   --down: servers to take as in maintenance (NAME in every backend, or BACKEND/NAME)
+  --tls, --tls-sni NAME: the request came over TLS (ssl_fc), with that SNI (ssl_fc_sni)
   --state-file: server states as `show servers state` writes them
   --map REF=FILE, --acl REF=FILE: a map's or an ACL's contents instead of its file's (REF as
     the configuration names the file, or #ID; FILE's lines as `show map|acl` prints them, or
@@ -51,6 +54,8 @@ struct Opts {
     src: Option<SocketAddr>,
     down: Vec<String>,
     state_file: Option<PathBuf>,
+    /// `--tls` / `--tls-sni`: the request came over TLS (with that server name).
+    tls: Option<Option<String>>,
     /// `--map` / `--acl`: (kind, reference, file).
     patterns: Vec<(Kind, String, PathBuf)>,
     request: Option<String>,
@@ -70,6 +75,8 @@ fn parse(argv: &[String]) -> Result<Opts, String> {
             }
             "--down" => o.down.extend(value()?.split(',').map(str::to_string)),
             "--state-file" => o.state_file = Some(value()?.into()),
+            "--tls" => o.tls = Some(None),
+            "--tls-sni" => o.tls = Some(Some(value()?)),
             "--map" | "--acl" => {
                 let v = value()?;
                 let Some((r, file)) = v.split_once('=') else {
@@ -135,7 +142,8 @@ pub fn main(argv: &[String]) -> i32 {
         }
     };
     let src = opts.src.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 40000)));
-    match explain(&config, fe, src, &text) {
+    let told = opts.tls.as_ref().map(|sni| Told { sni: sni.as_deref() });
+    match explain(&config, fe, (src, told.as_ref()), &text) {
         Ok(report) => {
             print!("{report}");
             0
@@ -277,7 +285,7 @@ fn pick_frontend<'p>(
 fn explain(
     config: &cfg::Config,
     fe: &Arc<Frontend>,
-    src: SocketAddr,
+    (src, told): (SocketAddr, Option<&Told<'_>>),
     text: &[u8],
 ) -> Result<String, String> {
     let http = fe.http.as_ref().ok_or("not an HTTP frontend")?;
@@ -299,6 +307,7 @@ fn explain(
     });
     let mut parts = Parts::new(req);
     let mut txn = parts.txn(fe, http, (Some(src), local), &text[n..]);
+    txn.told_tls = told;
     let mut w = Report::new(config, fe, src, &before);
     let mut progress = Progress::default();
     let ended = loop {

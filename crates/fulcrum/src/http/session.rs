@@ -636,6 +636,7 @@ impl Session<'_> {
             peer: self.peer,
             local: self.local,
             client: Some(conn_of(self.h2_conn, &self.client)),
+            told_tls: None,
             h2: self.h2_conn.is_some(),
             pp: self.pp.as_deref(),
             bind_no: self.bind_no,

@@ -443,6 +443,8 @@ pub struct Base<'a> {
     pub data_htx: usize,
     /// The client connection (`ssl_fc*`, `ssl_c_*`).
     pub client: Option<&'a crate::connection::Stream>,
+    /// The client connection's TLS as `fulcrum explain` is told it (no `client` then).
+    pub told_tls: Option<&'a crate::tls::facts::Told<'a>>,
     /// The request came over HTTP/2 (`req.ver`, `%HV`).
     pub h2: bool,
     /// Its PROXY protocol header (`fc_pp_*`).
@@ -474,6 +476,7 @@ impl<'a> Base<'a> {
             backends: self.backends,
             body: self.body,
             client: self.client,
+            told_tls: self.told_tls,
             h2: self.h2,
             payload: &[],
             pp: self.pp,

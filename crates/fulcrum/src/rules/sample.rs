@@ -108,6 +108,8 @@ pub struct Ctx<'a> {
     pub body: &'a [u8],
     /// The client connection, for its TLS facts (`ssl_fc*`, `ssl_c_*`).
     pub client: Option<&'a crate::connection::Stream>,
+    /// The client connection's TLS as `fulcrum explain` is told it (no `client` then).
+    pub told_tls: Option<&'a crate::tls::facts::Told<'a>>,
     /// The request came over HTTP/2 (`req.ver`, `%HV`).
     pub h2: bool,
     /// The bytes waiting at the start of the connection (`req.ssl_sni`, `req.len`).
@@ -145,6 +147,7 @@ impl<'a> Ctx<'a> {
             backends,
             body: &[],
             client: None,
+            told_tls: None,
             h2: false,
             payload: &[],
             pp: None,
@@ -186,6 +189,7 @@ impl<'a> Ctx<'a> {
             backends: &fe.backends,
             body: &[],
             client: None,
+            told_tls: None,
             h2: false,
             payload: &[],
             pp: None,

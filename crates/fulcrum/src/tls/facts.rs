@@ -107,13 +107,38 @@ pub enum ServerSide<'a> {
     Facts(Option<&'a Snapshot>),
 }
 
-/// Evaluates a TLS fetch on the client connection (`back`: on the server connection); `None`
-/// without a value (a clear-text connection, as HAProxy).
+/// A client connection's TLS as `fulcrum explain` is told it, without one: TLS, with this
+/// server name if any; no certificate, no cipher.
+#[derive(Clone, Copy, Debug)]
+pub struct Told<'a> {
+    pub sni: Option<&'a str>,
+}
+
+impl Told<'_> {
+    fn fetch(&self, t: &TlsFetch) -> Option<Value<'static>> {
+        match t {
+            TlsFetch::Used { .. } => Some(Value::Bool(true)),
+            TlsFetch::HasSni => Some(Value::Bool(self.sni.is_some())),
+            TlsFetch::Sni => self.sni.map(|s| Value::Str(Cow::Owned(s.as_bytes().to_vec()))),
+            TlsFetch::IsResumed { .. } => Some(Value::Bool(false)),
+            TlsFetch::HasCrt => Some(Value::Bool(false)),
+            _ => None,
+        }
+    }
+}
+
+/// Evaluates a TLS fetch on the client connection (`back`: on the server connection), or on
+/// what explain was `told` of it; `None` without a value (a clear-text connection, as
+/// HAProxy).
 pub fn fetch(
     t: &TlsFetch,
     client: Option<&Stream>,
+    told: Option<&Told<'_>>,
     server: Option<ServerSide<'_>>,
 ) -> Option<Value<'static>> {
+    if let (None, Some(told), false) = (client, told, t.is_back()) {
+        return told.fetch(t);
+    }
     let server = match server {
         Some(ServerSide::Facts(Some(snap))) if t.is_back() => return snap.fetch(t),
         Some(ServerSide::Stream(s)) => Some(s),

@@ -582,6 +582,7 @@ impl Sni {
                     backends: NO_BACKENDS.get_or_init(Default::default),
                     body: &[],
                     client: open.client,
+                    told_tls: None,
                     h2: false,
                     payload: &[],
                     pp: None,

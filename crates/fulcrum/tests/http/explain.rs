@@ -151,3 +151,26 @@ fn explain_takes_live_maps_acls_and_server_states() {
     assert_eq!(code, 1);
     assert!(err.contains("Unknown ACL identifier"), "{err}");
 }
+
+/// `--tls` and `--tls-sni`: what the client's TLS would say, for the rules that read it
+/// (`ssl_fc`, `ssl_fc_sni`); without them the request came in clear.
+#[test]
+fn explain_is_told_the_clients_tls() {
+    let dir = crate::harness::scratch("explain-tls");
+    let cfg = dir.join("h.cfg");
+    let text = format!(
+        "{DEFAULTS}frontend fe\n bind 127.0.0.1:1\n \
+         http-request redirect scheme https code 301 if !{{ ssl_fc }}\n \
+         use_backend shop if {{ ssl_fc_sni shop.example.com }}\n default_backend web\n\
+         backend shop\n server s1 127.0.0.1:2\nbackend web\n server w1 127.0.0.1:3\n"
+    );
+    std::fs::write(&cfg, text).expect("write");
+    let req = "GET /x HTTP/1.1\r\nHost: shop.example.com\r\n\r\n";
+    let clear = explain(&cfg, &[], req);
+    assert_eq!((clear.status, clear.state.as_deref()), (301, Some("LR--")));
+    assert_eq!(
+        explain(&cfg, &["--tls-sni", "shop.example.com"], req).server.as_deref(),
+        Some("s1")
+    );
+    assert_eq!(explain(&cfg, &["--tls"], req).server.as_deref(), Some("w1"));
+}

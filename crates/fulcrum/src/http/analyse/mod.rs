@@ -47,6 +47,8 @@ pub struct Txn<'s> {
     /// The client's connection, for the fetches that read its socket or TLS layer (`None`
     /// offline).
     pub client: Option<&'s Stream>,
+    /// Offline, the client connection's TLS as `fulcrum explain` is told it.
+    pub told_tls: Option<&'s crate::tls::facts::Told<'s>>,
     /// The request came over HTTP/2.
     pub h2: bool,
     pub pp: Option<&'s crate::connection::proxy::Header>,
@@ -107,6 +109,7 @@ impl Parts {
             peer,
             local,
             client: None,
+            told_tls: None,
             h2: false,
             pp: None,
             bind_no: 1,
@@ -216,6 +219,7 @@ impl<'s> Txn<'s> {
             max_head: self.http.bufsize,
             data_htx: 0,
             client: self.client,
+            told_tls: self.told_tls,
             h2: self.h2,
             pp: self.pp,
             server_stream: None,

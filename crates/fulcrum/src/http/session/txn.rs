@@ -581,6 +581,7 @@ pub(super) fn rules_base<'b>(
         max_head: http.bufsize,
         data_htx: 0,
         client: Some(client),
+        told_tls: None,
         h2,
         pp,
         server_stream: None,
