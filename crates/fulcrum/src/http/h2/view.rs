@@ -2,8 +2,10 @@
 //! the request head built from the HEADERS frame's fields (with a parse's checks: no HTTP/1
 //! text written and scanned again) and reads the body as HTTP/1.1 bytes from the DATA frames
 //! (chunked when no `content-length` says its size); it hands over its response head as it
-//! parsed it, which goes out HPACK-encoded from its fields ([`super::hpack`]), and writes the
-//! body as HTTP/1.1 bytes, which go out as DATA frames (a 1xx as an interim HEADERS frame).
+//! parsed it, which goes out HPACK-encoded from its fields ([`super::hpack`]; no HTTP/1 text
+//! is written for it), and writes the body as HTTP/1.1 bytes, which go out as DATA frames (a
+//! 1xx as an interim HEADERS frame). Between two HTTP/2 peers the bodies go as pieces instead
+//! (`poll_piece`, `send_data`, `send_trailers`: DATA to DATA, trailers as fields).
 //!
 //! HTTP/1.1 heads are the one internal form between the HTTP/2 framing and the transaction, as
 //! HTX is in HAProxy: every rule, fetch, log and counter then works on HTTP/2 requests

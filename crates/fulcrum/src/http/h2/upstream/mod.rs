@@ -2,8 +2,9 @@
 //! whose ALPN chose `h2` (`alpn h2,http/1.1`). The transaction sends its request and reads the
 //! response as it does with any server; [`UpView`] turns them into one stream of a shared
 //! connection ([`super::backconn`]), as [`super::view`] does for a client's stream: the
-//! request head HPACK-encoded from the head the session parsed ([`super::hpack`]), the final
-//! response head built from the HEADERS frame for the session, bodies as HTTP/1.1 bytes.
+//! request head HPACK-encoded from the head the session parsed ([`super::hpack`]; no HTTP/1
+//! text is written for it), the final response head built from the HEADERS frame for the
+//! session, bodies as HTTP/1.1 bytes, or as pieces when the client speaks HTTP/2 too.
 //! HTTP/1.1 heads stay the one internal form, and every rule, log and retry works unchanged.
 //!
 //! Connections are the worker's (each runs as a task of its event loop) and shared by every
