@@ -536,7 +536,12 @@ impl<'c> Report<'c> {
         match span {
             Some(sp) => {
                 let text = self.text_at(&sp.file, sp.line);
-                format!("{}:{}: {text}  -> applies: {note}", sp.file, sp.line)
+                match rest.split_once(' ').map(|(_, r)| r) {
+                    Some(r @ ("does not apply" | "names no backend")) => {
+                        format!("{}:{}: {text}  -> {r}", sp.file, sp.line)
+                    }
+                    _ => format!("{}:{}: {text}  -> applies: {note}", sp.file, sp.line),
+                }
             }
             None => note.into(),
         }

@@ -173,4 +173,23 @@ fn explain_is_told_the_clients_tls() {
         Some("s1")
     );
     assert_eq!(explain(&cfg, &["--tls"], req).server.as_deref(), Some("w1"));
+    // The trace names each rule judged, with its line, the `use_backend` ones too.
+    let path = cfg.to_str().expect("utf-8 path");
+    let (_, out, _) = run(&["explain", "-f", path, "--tls", req]);
+    let line = |n: u32, verdict: &str| format!("{path}:{n}: ") + verdict;
+    assert!(
+        out.contains(&line(
+            8,
+            "http-request redirect scheme https code 301 if !{ ssl_fc }  -> does not apply"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&line(
+            9,
+            "use_backend shop if { ssl_fc_sni shop.example.com }  -> does not apply"
+        )),
+        "{out}"
+    );
+    assert!(out.contains("default_backend web"), "{out}");
 }

@@ -499,6 +499,9 @@ impl<'s> Txn<'s> {
             let ctx = base.ctx(self.req, None, self.vars);
             rules::switching::choose_why(self.fe, &ctx)
         };
+        if self.vars.trace.is_some() {
+            self.trace_use_backends(rule);
+        }
         self.note(|| match (&be, rule) {
             (Some(b), Some(i)) => format!("use_backend: rule {} chose backend {}", i + 1, b.name),
             (Some(b), None) => format!("use_backend: none applies: default_backend {}", b.name),
@@ -509,6 +512,24 @@ impl<'s> Txn<'s> {
 
     fn is_own_backend(&self, be: &Arc<Backend>) -> bool {
         is_own_backend(self.fe, be)
+    }
+
+    /// For a trace: the `use_backend` rules before the one that chose (all of them when none
+    /// did), judged again one by one (the live choice may have used an index).
+    #[cold]
+    fn trace_use_backends(&mut self, chose: Option<usize>) {
+        let r = &self.fe.rules;
+        let before = chose.unwrap_or(r.use_backends.len());
+        let held: Vec<bool> = {
+            let base = self.base(None);
+            let ctx = base.ctx(self.req, None, self.vars);
+            r.use_backends[..before].iter().map(|(_, c)| rules::holds(c, &r.acls, &ctx)).collect()
+        };
+        for (i, h) in held.into_iter().enumerate() {
+            // A rule that holds without choosing names a backend that does not exist.
+            let what = if h { "names no backend" } else { "does not apply" };
+            self.note(|| format!("use_backend: rule {} {what}", i + 1));
+        }
     }
 
     /// `unique-id-format`: the request's id, made once as the request rules begin (so the
