@@ -35,7 +35,8 @@ use crate::tls::facts::Told;
 
 const USAGE: &str = "\
 Usage: fulcrum explain -f <cfgfile|cfgdir> [-f ...] [--frontend NAME] [--src IP:PORT]
-                       [--down SERVER[,SERVER...]] REQUEST
+                       [--tls | --tls-sni NAME] [--down SERVER[,SERVER...]]
+                       [--state-file FILE] [--map REF=FILE] [--acl REF=FILE] REQUEST
   REQUEST: HTTP/1.1 request text, a file holding it, or - for stdin
   --frontend: the frontend that receives it (default: the first HTTP frontend)
   --src: the client's address (default 127.0.0.1:40000)
@@ -103,10 +104,13 @@ fn parse(argv: &[String]) -> Result<Opts, String> {
 pub fn main(argv: &[String]) -> i32 {
     let opts = match parse(argv) {
         Ok(o) => o,
+        // `-h`, `--help`: the usage, on stdout.
+        Err(e) if e.is_empty() => {
+            print!("{USAGE}");
+            return 0;
+        }
         Err(e) => {
-            if !e.is_empty() {
-                eprintln!("[ALERT] explain: {e}");
-            }
+            eprintln!("[ALERT] explain: {e}");
             eprint!("{USAGE}");
             return 1;
         }

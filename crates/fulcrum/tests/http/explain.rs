@@ -96,6 +96,9 @@ fn explain_says_what_the_live_proxy_does() {
             }
         }
     }
+    // Asked for help, it says how to call it, on stdout, and succeeds.
+    let (code, out, _) = run(&["explain", "--help"]);
+    assert!(code == 0 && out.starts_with("Usage: fulcrum explain"), "{code} {out}");
     // `--down`: a server in maintenance is not chosen, and its cookie no longer holds.
     let said = explain(&path, &["--down", "a1"], requests[2]);
     assert_eq!(said.server.as_deref(), Some("a2"));
