@@ -341,7 +341,7 @@ fn explain(
                 let s = if failing { 503 } else { 200 };
                 break Ok(format!("answer: {s} (monitor-uri; not logged)"));
             }
-            Stop::Ruled(r) => break Ok(ruled(&mut txn, r, progress.be.as_ref())),
+            Stop::Ruled(r) => break Ok(ruled(&mut txn, r)),
             Stop::NoBackend => {
                 txn.o.end(Cause::Proxy, Phase::Request);
                 break Ok(format!(
@@ -382,11 +382,17 @@ fn explain(
 }
 
 /// What a rule's ending comes to, in words.
-fn ruled(txn: &mut Txn<'_>, r: Ruled, be: Option<&Arc<Backend>>) -> String {
+fn ruled(txn: &mut Txn<'_>, r: Ruled) -> String {
     let (status, how) = match r {
         Ruled::Answer { built, cause, phase, .. } => {
             txn.o.end(cause, phase);
             match built {
+                Built::Drop => {
+                    return format!(
+                        "answer: none, the connection closes (termination {})",
+                        state(txn.o)
+                    )
+                }
                 Built::Status(s) => (s, String::new()),
                 Built::Bytes(b) => {
                     let head = String::from_utf8_lossy(&b);
@@ -403,12 +409,7 @@ fn ruled(txn: &mut Txn<'_>, r: Ruled, be: Option<&Arc<Backend>>) -> String {
             txn.o.end(Cause::Local, Phase::Request);
             (200, "(the Prometheus exporter's page)".into())
         }
-        Ruled::Drop => {
-            txn.o.end(Cause::Proxy, Phase::Request);
-            return format!("answer: none, the connection closes (termination {})", state(txn.o));
-        }
     };
-    let _ = be;
     let reason = String::from_utf8_lossy(fulcrum_http::default_reason(status)).into_owned();
     let mut s = format!("answer: {status} {reason} (termination {})\n", state(txn.o));
     for l in how.lines() {
@@ -516,38 +517,35 @@ impl<'c> Report<'c> {
                     let verdict = if *held { "applies" } else { "does not apply" };
                     self.line(&format!("  {file}:{line}: {text}  -> {verdict}"));
                 }
-                Step::Note(n) => {
-                    let n = self.with_place(n);
-                    self.line(&format!("  {n}"));
+                Step::UseBackend { rule, held, chose } => {
+                    let l = self.use_backend(*rule, *held, chose.as_deref());
+                    self.line(&format!("  {l}"));
                 }
+                Step::Note(n) => self.line(&format!("  {n}")),
             }
         }
     }
 
-    /// A `use_backend` note names its rule by number: its place and text are added.
-    fn with_place(&mut self, note: &str) -> String {
-        let Some(rest) = note.strip_prefix("use_backend: rule ") else { return note.into() };
-        let Some(i) = rest.split(' ').next().and_then(|n| n.parse::<usize>().ok()) else {
-            return note.into();
-        };
+    /// A `use_backend` rule judged, with its place and text from the configuration.
+    fn use_backend(&mut self, rule: usize, held: bool, chose: Option<&str>) -> String {
         let fe = self.fe.name.clone();
         let span = self
             .config
             .frontends()
             .find(|p| p.name == fe)
-            .and_then(|p| p.use_backends.get(i - 1))
+            .and_then(|p| p.use_backends.get(rule))
             .map(|u| u.span.clone());
+        let verdict = match (held, chose) {
+            (true, Some(b)) => format!("applies: backend {b}"),
+            (true, None) => "names no backend".to_string(),
+            (false, _) => "does not apply".to_string(),
+        };
         match span {
             Some(sp) => {
                 let text = self.text_at(&sp.file, sp.line);
-                match rest.split_once(' ').map(|(_, r)| r) {
-                    Some(r @ ("does not apply" | "names no backend")) => {
-                        format!("{}:{}: {text}  -> {r}", sp.file, sp.line)
-                    }
-                    _ => format!("{}:{}: {text}  -> applies: {note}", sp.file, sp.line),
-                }
+                format!("{}:{}: {text}  -> {verdict}", sp.file, sp.line)
             }
-            None => note.into(),
+            None => format!("use_backend rule {}: {verdict}", rule + 1),
         }
     }
 

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use fulcrum_config as cfg;
 
-use super::analyse::{self, KeyKind, Ruled, Stop, ToServer, Txn};
+use super::analyse::{self, Built, KeyKind, Ruled, Stop, ToServer, Txn};
 use super::io::{send_within, write_all, write_all_within, RecvBuf};
 use super::peer::Peer;
 use super::timer::{self, Timer};
@@ -28,6 +28,14 @@ use crate::rules::{self, Base, ProxyRules, Verdict};
 use crate::runtime::Shared;
 use crate::tcp::tunnel::{self, TunnelTimeouts};
 use crate::tcp::{self, Accepted};
+
+/// What fetches read of a session's client connection (`analyse::ConnFacts`), borrowing only
+/// those fields (a macro: a method would borrow the whole session).
+macro_rules! conn_facts {
+    ($s:ident) => {
+        (Some(conn_of($s.h2_conn, &$s.client)), $s.h2_conn.is_some(), $s.pp.as_deref(), $s.bind_no)
+    };
+}
 
 mod answer;
 mod bodies;
@@ -172,14 +180,6 @@ fn conn_of<'s>(h2_conn: Option<&'s Stream>, client: &'s Peer) -> &'s Stream {
         (Some(c), _) | (None, Peer::Bytes(c)) => c,
         (None, _) => unreachable!("an HTTP/2 stream's session has its connection"),
     }
-}
-
-/// An answer the rules built.
-enum Built {
-    Status(u16),
-    Bytes(Vec<u8>),
-    /// Close without an answer (`reject`, `silent-drop`).
-    Drop,
 }
 
 /// How long a keep-alive connection waits for its next request inside its full session before
@@ -563,18 +563,13 @@ impl Session<'_> {
             (Some(b), Some(i)) => Some(b.servers[i].name.as_str()),
             _ => None,
         };
-        let base = rules_base(
+        let base = analyse::base(
             self.fe,
             self.http,
-            self.peer,
-            self.local,
-            be,
-            server,
+            (self.peer, self.local),
+            (be, server),
             &[],
-            conn_of(self.h2_conn, &self.client),
-            self.h2_conn.is_some(),
-            self.pp.as_deref(),
-            self.bind_no,
+            conn_facts!(self),
         );
         let mut ctx = base.ctx(&self.req, None, &self.vars);
         let refused_at = refused;
@@ -659,18 +654,13 @@ impl Session<'_> {
 
     /// The fixed parts of a fetch context.
     fn base<'b>(&'b self, be: Option<&'b Backend>) -> Base<'b> {
-        rules_base(
+        analyse::base(
             self.fe,
             self.http,
-            self.peer,
-            self.local,
-            be,
-            None,
+            (self.peer, self.local),
+            (be, None),
             body_view(&self.cbuf, self.req.info().body),
-            conn_of(self.h2_conn, &self.client),
-            self.h2_conn.is_some(),
-            self.pp.as_deref(),
-            self.bind_no,
+            conn_facts!(self),
         )
     }
 

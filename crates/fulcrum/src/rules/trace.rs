@@ -13,6 +13,10 @@ pub enum Step {
     /// A rule judged: its place (`origin`), and whether its condition held (without one,
     /// it holds).
     Rule { at: u32, held: bool },
+    /// A `use_backend` rule judged (its index in the frontend's list; those rules carry no
+    /// place): whether its condition held, and the backend it chose (`None`: it held but
+    /// named no backend that exists, or did not hold).
+    UseBackend { rule: usize, held: bool, chose: Option<String> },
     /// Any other decision, in words (the analyser's name first).
     Note(String),
 }

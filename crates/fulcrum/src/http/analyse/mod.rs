@@ -29,6 +29,7 @@ use crate::counters::Counters;
 use crate::frontend::Frontend;
 use crate::outcome::{Cause, Outcome, Phase};
 use crate::rules::sample::Vars;
+use crate::rules::trace::Step;
 use crate::rules::{self, Base, ProxyRules, Verdict};
 
 mod answers;
@@ -188,15 +189,15 @@ pub enum Ruled {
     Tarpit(u16),
     /// `use-service prometheus-exporter`.
     Prometheus,
-    /// `reject`, `silent-drop`: closed without an answer.
-    Drop,
 }
 
-/// An answer the rules built.
+/// An answer rules built (request or response rules).
 #[derive(Debug)]
 pub enum Built {
     Status(u16),
     Bytes(Vec<u8>),
+    /// Close without an answer (`reject`, `silent-drop`).
+    Drop,
 }
 
 impl<'s> Txn<'s> {
@@ -205,25 +206,11 @@ impl<'s> Txn<'s> {
     where
         's: 'b,
     {
-        Base {
-            src: self.peer,
-            dst: self.local,
-            proc_vars: &self.fe.proc_vars,
-            frontend: &self.fe.name,
-            fe: Some(self.fe),
-            bind_no: self.bind_no,
-            backend: be,
-            server: None,
-            backends: &self.fe.backends,
-            body: self.body,
-            max_head: self.http.bufsize,
-            data_htx: 0,
-            client: self.client,
-            told_tls: self.told_tls,
-            h2: self.h2,
-            pp: self.pp,
-            server_stream: None,
-        }
+        let (fe, pp) = (self.fe, self.pp);
+        let conn = (self.client, self.h2, pp, self.bind_no);
+        let mut base = base(fe, self.http, (self.peer, self.local), (be, None), self.body, conn);
+        base.told_tls = self.told_tls;
+        base
     }
 
     /// Notes a step of the trace, when one is kept.
@@ -423,7 +410,7 @@ impl<'s> Txn<'s> {
                 }
                 Built::Status(500)
             }
-            Verdict::Drop => return Some(Stop::Ruled(Ruled::Drop)),
+            Verdict::Drop => Built::Drop,
             Verdict::Tarpit(status) => return Some(Stop::Ruled(Ruled::Tarpit(status))),
         };
         Some(Stop::Ruled(Ruled::Answer { built, cause, phase, closes }))
@@ -486,13 +473,8 @@ impl<'s> Txn<'s> {
 
     /// `use_backend`: the first rule whose condition holds, else the default backend.
     pub fn choose_backend(&mut self) -> Option<Arc<Backend>> {
-        if self.fe.rules.use_backends.is_empty() {
-            let be = self.fe.backend.clone();
-            self.note(|| match &be {
-                Some(b) => format!("use_backend: none applies: default_backend {}", b.name),
-                None => "use_backend: none applies, no default_backend".into(),
-            });
-            return be;
+        if self.fe.rules.use_backends.is_empty() && self.vars.trace.is_none() {
+            return self.fe.backend.clone();
         }
         let (be, rule) = {
             let base = self.base(None);
@@ -500,13 +482,8 @@ impl<'s> Txn<'s> {
             rules::switching::choose_why(self.fe, &ctx)
         };
         if self.vars.trace.is_some() {
-            self.trace_use_backends(rule);
+            self.trace_use_backends(rule, be.as_deref());
         }
-        self.note(|| match (&be, rule) {
-            (Some(b), Some(i)) => format!("use_backend: rule {} chose backend {}", i + 1, b.name),
-            (Some(b), None) => format!("use_backend: none applies: default_backend {}", b.name),
-            (None, _) => "use_backend: none applies, no default_backend".into(),
-        });
         be
     }
 
@@ -514,10 +491,11 @@ impl<'s> Txn<'s> {
         is_own_backend(self.fe, be)
     }
 
-    /// For a trace: the `use_backend` rules before the one that chose (all of them when none
-    /// did), judged again one by one (the live choice may have used an index).
+    /// For a trace: the `use_backend` rules up to the one that chose (all of them when none
+    /// did), judged again one by one (the live choice may have used an index), then the default
+    /// backend when it was that.
     #[cold]
-    fn trace_use_backends(&mut self, chose: Option<usize>) {
+    fn trace_use_backends(&mut self, chose: Option<usize>, be: Option<&Backend>) {
         let r = &self.fe.rules;
         let before = chose.unwrap_or(r.use_backends.len());
         let held: Vec<bool> = {
@@ -525,10 +503,15 @@ impl<'s> Txn<'s> {
             let ctx = base.ctx(self.req, None, self.vars);
             r.use_backends[..before].iter().map(|(_, c)| rules::holds(c, &r.acls, &ctx)).collect()
         };
-        for (i, h) in held.into_iter().enumerate() {
-            // A rule that holds without choosing names a backend that does not exist.
-            let what = if h { "names no backend" } else { "does not apply" };
-            self.note(|| format!("use_backend: rule {} {what}", i + 1));
+        let Some(t) = self.vars.trace.as_deref_mut() else { return };
+        for (rule, held) in held.into_iter().enumerate() {
+            t.steps.push(Step::UseBackend { rule, held, chose: None });
+        }
+        let name = be.map(|b| b.name.clone());
+        match (chose, name) {
+            (Some(rule), chose) => t.steps.push(Step::UseBackend { rule, held: true, chose }),
+            (None, Some(n)) => t.note(format!("use_backend: none applies: default_backend {n}")),
+            (None, None) => t.note("use_backend: none applies, no default_backend"),
         }
     }
 
@@ -577,6 +560,43 @@ impl<'s> Txn<'s> {
         }
     }
 }
+
+/// The fixed parts of a fetch context for rules: where the connection comes from and goes to
+/// (`addrs`), the proxies and server (`at`), what of the request body has arrived, and the
+/// client connection's facts (`conn`: its stream, HTTP/2, PROXY header, `bind` line).
+pub fn base<'b>(
+    fe: &'b Frontend,
+    http: &HttpProxy,
+    (src, dst): (Option<SocketAddr>, Option<SocketAddr>),
+    (backend, server): (Option<&'b Backend>, Option<&'b str>),
+    body: &'b [u8],
+    (client, h2, pp, bind_no): ConnFacts<'b>,
+) -> Base<'b> {
+    Base {
+        src,
+        dst,
+        proc_vars: &fe.proc_vars,
+        frontend: &fe.name,
+        fe: Some(fe),
+        bind_no,
+        backend,
+        server,
+        backends: &fe.backends,
+        body,
+        max_head: http.bufsize,
+        data_htx: 0,
+        client,
+        told_tls: None,
+        h2,
+        pp,
+        server_stream: None,
+    }
+}
+
+/// What fetches read of the client connection: its stream, whether it speaks HTTP/2, its PROXY
+/// header, its `bind` line's number.
+pub type ConnFacts<'b> =
+    (Option<&'b Stream>, bool, Option<&'b crate::connection::proxy::Header>, u16);
 
 /// The connection mode of a transaction: the stricter of the frontend's and the backend's.
 #[inline]

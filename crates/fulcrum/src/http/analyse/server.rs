@@ -71,13 +71,8 @@ impl<'s> Txn<'s> {
         if let Some(i) = persist {
             self.note(|| format!("persistence: server {}", be.servers[i].name));
         }
-        let kind = match &be_http.hash_key {
-            HashKey::Source => self.peer.map_or(KeyKind::None, |p| KeyKind::Ip(p.ip())),
-            k => {
-                self.key.clear();
-                pick_key(self.req, k, self.key)
-            }
-        };
+        self.key.clear();
+        let kind = pick_key(self.req, self.peer, &be_http.hash_key, self.key);
         ToServer { upgrade, persist, stores, key: kind, conn_mode }
     }
 
@@ -325,11 +320,16 @@ pub fn drop_default_port(req: &mut Head) {
     }
 }
 
-/// The bytes a hash-based `balance` hashes, appended to `key` (`KeyKind::Bytes`); `None`
-/// without any (round robin then).
-pub fn pick_key(req: &Head, k: &HashKey, key: &mut Vec<u8>) -> KeyKind {
+/// What a hash-based `balance` hashes: the client's address for `source`, else bytes appended
+/// to `key` (`KeyKind::Bytes`); `None` without any (round robin then).
+fn pick_key(
+    req: &Head,
+    peer: Option<std::net::SocketAddr>,
+    k: &HashKey,
+    key: &mut Vec<u8>,
+) -> KeyKind {
     match k {
-        HashKey::Source => return KeyKind::None, // the client's address: the caller's
+        HashKey::Source => return peer.map_or(KeyKind::None, |p| KeyKind::Ip(p.ip())),
         HashKey::Uri { depth, len, whole, path_only } => {
             let t = if *path_only { req.path() } else { req.target() };
             let mut t = if *whole { t } else { t.split(|&c| c == b'?').next().unwrap_or(t) };

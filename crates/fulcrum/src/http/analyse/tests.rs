@@ -72,7 +72,7 @@ fn rules_held(t: &Trace) -> Vec<(u32, bool)> {
         .iter()
         .filter_map(|s| match s {
             Step::Rule { at, held } => Some((line(*at), *held)),
-            Step::Note(_) => None,
+            Step::Note(_) | Step::UseBackend { .. } => None,
         })
         .collect()
 }

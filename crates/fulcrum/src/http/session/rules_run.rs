@@ -20,8 +20,9 @@ impl Session<'_> {
                 }
                 self.o.end(cause, phase);
                 match built {
-                    analyse::Built::Status(status) => self.answer(status, info, be).await,
-                    analyse::Built::Bytes(bytes) => self.answer_bytes(bytes, info, be).await,
+                    Built::Status(status) => self.answer(status, info, be).await,
+                    Built::Bytes(bytes) => self.answer_bytes(bytes, info, be).await,
+                    Built::Drop => Next::Close,
                 }
             }
             Ruled::Tarpit(status) => {
@@ -42,10 +43,6 @@ impl Session<'_> {
                 let bytes = crate::stats::prometheus::offloaded(self.req.target()).await;
                 self.o.end(Cause::Local, Phase::Request);
                 self.answer_bytes(bytes, info, be).await
-            }
-            Ruled::Drop => {
-                self.o.end(Cause::Proxy, Phase::Request);
-                Next::Close
             }
         }
     }
@@ -129,18 +126,13 @@ impl Session<'_> {
         server: Option<&str>,
         server_stream: Option<crate::tls::facts::ServerSide<'_>>,
     ) -> Verdict<'r> {
-        let mut base = rules_base(
+        let mut base = analyse::base(
             self.fe,
             self.http,
-            self.peer,
-            self.local,
-            be,
-            server,
+            (self.peer, self.local),
+            (be, server),
             &[],
-            conn_of(self.h2_conn, &self.client),
-            self.h2_conn.is_some(),
-            self.pp.as_deref(),
-            self.bind_no,
+            conn_facts!(self),
         );
         base.server_stream = server_stream;
         base.data_htx = self.resp_data_htx.unwrap_or(0);

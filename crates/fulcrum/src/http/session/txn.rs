@@ -79,14 +79,12 @@ impl Session<'_> {
                         self.o.end(Cause::ClientTimeout, Phase::Request);
                         let mut i = info;
                         i.conn_close = true;
-                        let be = progress.be.as_ref();
                         return self.answer(408, &i, be).await;
                     }
                 }
                 Stop::Ruled(r) => return cold(self.ruled(r, be, &info)).await,
                 Stop::Stats => {
                     let rules = Txn::stats_rules(fe, &progress);
-                    let be = progress.be.as_ref();
                     if let Some(next) = cold(self.stats_page(rules, be, &info)).await {
                         return next;
                     }
@@ -548,43 +546,6 @@ impl Session<'_> {
         } else {
             self.req.write_to(&mut self.out);
         }
-    }
-}
-
-/// The fixed parts of a fetch context for rules: where the connection comes from and goes to,
-/// the proxies, and what of the request body has arrived.
-#[allow(clippy::too_many_arguments)] // the context's parts, each from another place
-pub(super) fn rules_base<'b>(
-    fe: &'b Frontend,
-    http: &HttpProxy,
-    peer: Option<SocketAddr>,
-    local: Option<SocketAddr>,
-    backend: Option<&'b Backend>,
-    server: Option<&'b str>,
-    body: &'b [u8],
-    client: &'b crate::connection::Stream,
-    h2: bool,
-    pp: Option<&'b crate::connection::proxy::Header>,
-    bind_no: u16,
-) -> Base<'b> {
-    Base {
-        src: peer,
-        dst: local,
-        proc_vars: &fe.proc_vars,
-        frontend: &fe.name,
-        fe: Some(fe),
-        bind_no,
-        backend,
-        server,
-        backends: &fe.backends,
-        body,
-        max_head: http.bufsize,
-        data_htx: 0,
-        client: Some(client),
-        told_tls: None,
-        h2,
-        pp,
-        server_stream: None,
     }
 }
 
