@@ -74,6 +74,7 @@ mod chars;
 mod chunked;
 mod error;
 pub mod fuzzing;
+pub mod reply;
 mod head;
 mod hop;
 mod locate;

@@ -26,6 +26,7 @@ mod plan;
 mod rules;
 mod runtime;
 mod server;
+mod shared;
 mod state_file;
 mod stats;
 mod stick;

@@ -241,7 +241,7 @@ pub fn run(sess: &mut Session, line: &str, out: &mut String) {
         return;
     }
     // The plan current when the command runs (a reload may replace it between commands).
-    let Some(shared) = crate::runtime::shared() else { return };
+    let Some(shared) = crate::shared::shared() else { return };
     let api = &View { shared };
     match cmd.words {
         ["operator"] | ["user"] => {

@@ -23,7 +23,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 use fulcrum_config::CliLevel;
 
-use crate::runtime::Shared;
+use crate::shared::Shared;
 
 /// One `stats socket`: its listening socket (opened before privileges were dropped) and
 /// its level.

@@ -189,7 +189,7 @@ impl ServerSlot {
 
 impl Drop for ServerSlot {
     fn drop(&mut self) {
-        crate::runtime::sessions::note_server(None);
+        crate::server::users::note_server(None);
         if let Some(token) = self.tracked.take() {
             crate::server::kill::untrack(self.server(), token);
         }
@@ -523,7 +523,7 @@ impl Backend {
         let srv = &self.servers[idx];
         Counters::inc(&srv.counters.sessions);
         Counters::raise(&srv.counters.max_sessions, u64::from(srv.cur_conns()));
-        crate::runtime::sessions::note_server(Some((self.id, idx)));
+        crate::server::users::note_server(Some((self.id, idx)));
         ServerSlot { backend: Arc::clone(self), idx, tracked: None, queued: None }
     }
 

@@ -401,7 +401,9 @@ fn start(args: &Args, plan: Plan, sources: Vec<Source>) -> i32 {
             timeout: plan.global.stats_timeout,
             maxconn: plan.global.stats_maxconn,
         };
-        (Arc::new(api), api_sockets)
+        let api = Arc::new(api);
+        // The runtime API runs on the main thread's event loop, away from the workers.
+        Box::new(move || crate::api::start(api, api_sockets)) as runtime::OnStart
     });
     crate::log::set_quiet(args.quiet);
     let first = reload::generations(&plan, per_worker, &shared);

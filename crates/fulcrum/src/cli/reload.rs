@@ -24,7 +24,8 @@ use crate::frontend::limit::Limit;
 use crate::frontend::rate::RateLimit;
 use crate::listener::Inherited;
 use crate::plan::{self, Plan};
-use crate::runtime::{Edit, NewPlan, Reloader, Shared, WorkerGen, WorkerSocket};
+use crate::runtime::{Edit, NewPlan, Reloader, WorkerGen, WorkerSocket};
+use crate::shared::Shared;
 
 /// What stays from one generation to the next.
 pub struct Context {
@@ -62,7 +63,7 @@ impl Context {
             stopping: Default::default(),
             conn_rate: Arc::clone(&self.conn_rate),
             sess_rate: Arc::clone(&self.sess_rate),
-            process: crate::runtime::Process {
+            process: crate::shared::Process {
                 started: self.started,
                 started_at: self.started_at,
                 nbthread: self.nbthread,

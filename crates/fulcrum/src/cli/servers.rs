@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use fulcrum_config::Source;
 
-use crate::runtime::{NewPlan, Shared};
+use crate::runtime::NewPlan;
+use crate::shared::Shared;
 
 /// Words that start a section.
 const SECTIONS: &[&str] = &[

@@ -21,7 +21,6 @@ pub mod io;
 pub mod messages;
 pub mod peer;
 pub mod pool;
-pub mod reply;
 pub(crate) mod session;
 mod timer;
 

@@ -235,7 +235,7 @@ fn take_over(be: &Arc<Backend>, idx: usize, min_requests: u32, check: bool) -> O
 /// session of a plan a reload replaced offers it to the current plan's server.
 pub fn put(be: &Arc<Backend>, idx: usize, stream: Stream, requests: u32) {
     if be.retired.load(Ordering::Relaxed) {
-        let current = crate::runtime::shared();
+        let current = crate::shared::shared();
         let next =
             current.and_then(|s| successor(be, idx, be.servers[idx].addr_gen(), &s.backends));
         return match next {

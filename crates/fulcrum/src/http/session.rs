@@ -25,7 +25,7 @@ use crate::frontend::Frontend;
 use crate::outcome::{Cause, Outcome, Phase};
 use crate::rules::sample::Vars;
 use crate::rules::{self, Base, ProxyRules, Verdict};
-use crate::runtime::Shared;
+use crate::shared::Shared;
 use crate::tcp::tunnel::{self, TunnelTimeouts};
 use crate::tcp::{self, Accepted};
 

@@ -252,7 +252,8 @@ fn frontend_rules(
     backends: &HashMap<String, Arc<Backend>>,
     errors: &mut Vec<String>,
 ) -> (crate::rules::ProxyRules, crate::log::Settings, bool, bool) {
-    let mut c = crate::rules::Compiler::new(p, maps, &config.http_errors, tables, userlists);
+    let messages = |r: &cfg::Reply, at: &cfg::Span| reply_message(r, &config.http_errors, at);
+    let mut c = crate::rules::Compiler::new(p, maps, &messages, tables, userlists);
     let mut rules = proxy_rules(&mut c, p);
     for u in &p.use_backends {
         let cond = c.cond(&u.cond, &u.span);
@@ -577,7 +578,7 @@ fn error_message(
         }
         cfg::ErrorSource::Reply { reply, span } => match reply_message(reply, sections, span)? {
             Some(Some(raw)) => Ok(Some(raw.to_vec())),
-            Some(None) => Ok(Some(crate::http::reply::raw(reply.status, None, &[], b""))),
+            Some(None) => Ok(Some(fulcrum_http::reply::raw(reply.status, None, &[], b""))),
             None => static_reply(reply).map(Some).map_err(|path| {
                 format!("parsing [{span}] : http-error : error opening file '{}'", path.display())
             }),
@@ -640,7 +641,7 @@ fn static_reply(r: &cfg::Reply) -> Result<Vec<u8>, &std::path::Path> {
     // text is used as written.
     let headers: Vec<(&[u8], &[u8])> =
         r.headers.iter().map(|(n, f)| (n.as_bytes(), f.text.as_bytes())).collect();
-    Ok(crate::http::reply::raw(r.status, r.content_type.as_deref(), &headers, body))
+    Ok(fulcrum_http::reply::raw(r.status, r.content_type.as_deref(), &headers, body))
 }
 
 fn frontend(
@@ -765,7 +766,8 @@ fn backend(
             server_fin: t.server_fin,
         },
     );
-    let mut c = crate::rules::Compiler::new(p, maps, &config.http_errors, tables, userlists);
+    let messages = |r: &cfg::Reply, at: &cfg::Span| reply_message(r, &config.http_errors, at);
+    let mut c = crate::rules::Compiler::new(p, maps, &messages, tables, userlists);
     let mut rules = proxy_rules(&mut c, p);
     errors.append(&mut c.errors);
     be.uses_dst = c.uses_dst || p.originalto.is_some();

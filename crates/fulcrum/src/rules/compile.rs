@@ -11,12 +11,19 @@ use fulcrum_config as cfg;
 use fulcrum_pattern::{Method as PMethod, PatternSet, Replace};
 
 use super::*;
+
+/// A reply's whole message, as `plan::reply_message` reads it: `None` for replies that are not
+/// one, `Some(None)` when the `http-errors` section has no message for the status.
+pub(crate) type MessageReader<'a> =
+    &'a dyn Fn(&cfg::Reply, &cfg::Span) -> Result<Option<Option<Arc<[u8]>>>, String>;
+
 /// Compiles a proxy's ACLs, conditions and rules. Files (`-f`, maps, reply files) are read
 /// here; errors name the config line.
 pub struct Compiler<'a> {
     proxy: &'a cfg::Proxy,
-    /// The `http-errors` sections (`errorfiles <name>` in replies).
-    sections: &'a [cfg::HttpErrorsSection],
+    /// Reads a reply's whole message (`errorfile`, `errorfiles <name>` of the `http-errors`
+    /// sections): the plan's reader, which knows HAProxy's messages.
+    messages: MessageReader<'a>,
     acls: Acls,
     by_name: HashMap<String, AclId>,
     /// Named ACLs that failed to compile (already reported: conditions naming them are not).
@@ -39,7 +46,7 @@ impl<'a> Compiler<'a> {
     pub fn new(
         proxy: &'a cfg::Proxy,
         maps: &'a mut HashMap<(std::path::PathBuf, u8), Arc<maps::LiveMap>>,
-        sections: &'a [cfg::HttpErrorsSection],
+        messages: MessageReader<'a>,
         tables: &'a crate::stick::Tables,
         userlists: &'a crate::auth::Userlists,
     ) -> Self {
@@ -47,7 +54,7 @@ impl<'a> Compiler<'a> {
             tables,
             userlists,
             proxy,
-            sections,
+            messages,
             acls: Acls::default(),
             by_name: HashMap::new(),
             broken: Vec::new(),
@@ -244,7 +251,7 @@ impl<'a> Compiler<'a> {
             },
             cfg::ReplyBody::ErrorFiles => ReplyBody::ErrorMessage,
             cfg::ReplyBody::ErrorFile(_) | cfg::ReplyBody::ErrorFilesOf(_) => {
-                match crate::plan::reply_message(r, self.sections, span) {
+                match (self.messages)(r, span) {
                     Ok(Some(Some(raw))) => ReplyBody::Message(raw),
                     // A status the section does not have: the status alone, as HAProxy.
                     Ok(_) => ReplyBody::None,

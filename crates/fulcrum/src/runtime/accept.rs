@@ -14,7 +14,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use tokio::io::unix::AsyncFd;
 use tokio::sync::Notify;
 
-use super::{Shared, WorkerSocket};
+use super::WorkerSocket;
+use crate::shared::Shared;
 use crate::connection::Stream;
 use crate::counters::Counters;
 use crate::frontend::{Bind, Frontend};

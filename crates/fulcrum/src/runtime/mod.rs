@@ -18,9 +18,9 @@ use std::thread::JoinHandle;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 
-use crate::frontend::limit::Limit;
 use crate::frontend::{Bind, Frontend};
 use crate::listener::OpenSocket;
+use crate::shared::Shared;
 
 /// A listening socket assigned to one worker, with what its sessions need.
 #[derive(Debug)]
@@ -40,58 +40,6 @@ pub enum RunState {
     SoftStop,
     /// Exit now (SIGTERM, SIGINT, `hard-stop-after`): send what is pending and leave.
     Exit,
-}
-
-/// What every worker shares.
-#[derive(Debug)]
-pub struct Shared {
-    /// The process-wide `maxconn` (the same across reloads).
-    pub global_limit: Arc<Limit>,
-    /// `-d`: one line per session on stderr.
-    pub debug: bool,
-    /// Idle server connections each worker may keep.
-    pub idle_cap: usize,
-    /// `tune.h2.*`.
-    pub h2: fulcrum_config::TuneH2,
-    /// `tune.maxaccept`: connections one listener accepts per wake-up (`usize::MAX`: all).
-    pub max_accept: usize,
-    /// `tune.bufsize`: the largest answer a check reads.
-    pub bufsize: usize,
-    /// Every backend (the first worker samples their rates each second).
-    pub backends: Arc<Vec<Arc<crate::backend::Backend>>>,
-    /// Every frontend (and `listen`), in configuration order.
-    pub frontends: Vec<Arc<crate::frontend::Frontend>>,
-    /// `hard-stop-after`: a soft stop lasts at most this long.
-    pub hard_stop_after: Option<std::time::Duration>,
-    /// `grace`: the listeners keep accepting this long after a soft stop is asked for.
-    pub grace: Option<std::time::Duration>,
-    /// `global`'s log targets.
-    pub global_logger: Option<Arc<crate::log::syslog::Logger>>,
-    /// A soft stop has begun (`show info`'s `Stopping`).
-    pub stopping: std::sync::atomic::AtomicBool,
-    /// `maxconnrate`, `maxsessrate` / `set rate-limit sessions global` (the same across
-    /// reloads).
-    pub conn_rate: Arc<crate::frontend::rate::RateLimit>,
-    pub sess_rate: Arc<crate::frontend::rate::RateLimit>,
-    /// What the process knows of itself (`show info`, the stats page).
-    pub process: Process,
-    /// The stick tables (the first worker purges their expired entries each second).
-    pub tables: Arc<crate::stick::Tables>,
-}
-
-/// What the process knows of itself from start-up.
-#[derive(Debug)]
-pub struct Process {
-    pub started: std::time::SystemTime,
-    pub started_at: std::time::Instant,
-    pub nbthread: usize,
-    /// The `maxconn` the process started with (`Hard_maxconn`).
-    pub hard_maxconn: u32,
-    pub ulimit_n: u64,
-    pub node: String,
-    pub description: Option<String>,
-    /// Listening sockets, counted once per address (not per worker).
-    pub listeners: usize,
 }
 
 /// What HAProxy says of each proxy when a soft stop begins (`stop_proxy()`): frontends and
@@ -117,19 +65,6 @@ fn stop_messages(shared: &Shared) {
     {
         line(&be.name, 0, load(&be.counters.sessions), be.logger.as_deref());
     }
-}
-
-/// The current generation's shared state, for work done away from the workers (statistics
-/// rendering, the runtime API); replaced by each reload.
-static SHARED: std::sync::RwLock<Option<Arc<Shared>>> = std::sync::RwLock::new(None);
-
-/// The shared state of the running process's current plan (set once workers start).
-pub fn shared() -> Option<Arc<Shared>> {
-    SHARED.read().unwrap_or_else(|e| e.into_inner()).clone()
-}
-
-fn set_shared(s: &Arc<Shared>) {
-    *SHARED.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(s));
 }
 
 /// What one worker runs for one plan: its share of the listening sockets and check tasks.
@@ -177,16 +112,20 @@ pub fn request_reload(
     Some(rx)
 }
 
+/// What the main thread starts on its event loop before supervising the workers (the runtime
+/// API's listeners: `runtime` does not know the API).
+pub type OnStart = Box<dyn FnOnce()>;
+
 /// Starts the workers and blocks until the process should exit; returns the exit status.
 /// `first` holds each worker's first generation.
 pub fn run(
     first: Vec<WorkerGen>,
     cpus: Vec<Option<Vec<u32>>>,
     shared: Arc<Shared>,
-    api: Option<(Arc<crate::api::Api>, Vec<crate::api::ApiSocket>)>,
+    on_start: Option<OnStart>,
     reloader: Reloader,
 ) -> i32 {
-    set_shared(&shared);
+    crate::shared::set(&shared);
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -198,9 +137,8 @@ pub fn run(
         }
     };
     rt.block_on(async move {
-        // The runtime API runs on this thread's event loop, away from the workers.
-        if let Some((api, sockets)) = api {
-            crate::api::start(api, sockets);
+        if let Some(start) = on_start {
+            start();
         }
         supervise(first, cpus, shared, reloader).await
     })
@@ -356,7 +294,7 @@ fn reload(
         }
     };
     let old = std::mem::replace(shared, next.shared);
-    set_shared(shared);
+    crate::shared::set(shared);
     // The old plan retires once the new one is current: its sessions end after their current
     // transaction, and the server connections they free go to the new plan's pools.
     for fe in &old.frontends {
@@ -450,7 +388,7 @@ fn worker(
                 crate::http::h2::tasks::trim();
                 // One worker samples the rates, of the current plan.
                 if first {
-                    if let Some(s) = shared() {
+                    if let Some(s) = crate::shared::shared() {
                         crate::stats::sample(&s.frontends, &s.backends);
                         let now = crate::stick::now();
                         s.tables.values().for_each(|t| t.purge(now));

@@ -65,17 +65,17 @@ impl<F: Future> Future for Profiled<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
-        super::sessions::enter(*this.stream);
+        crate::server::users::enter(*this.stream);
         if !on() {
             let r = this.inner.poll(cx);
-            super::sessions::enter(u32::MAX);
+            crate::server::users::enter(u32::MAX);
             return r;
         }
         let lat = tokio::time::Instant::now().saturating_duration_since(crate::clock::now());
         let t0 = crate::sys::thread_cpu_ns();
         let r = this.inner.poll(cx);
         let cpu = crate::sys::thread_cpu_ns().saturating_sub(t0);
-        super::sessions::enter(u32::MAX);
+        crate::server::users::enter(u32::MAX);
         let s = &STATS[*this.kind as usize];
         s.calls.fetch_add(1, Ordering::Relaxed);
         s.cpu_ns.fetch_add(cpu, Ordering::Relaxed);

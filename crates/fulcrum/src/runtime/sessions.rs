@@ -102,9 +102,7 @@ impl Table {
     /// Makes room for `slot`'s server word (in the worker's own list too) and clears it.
     fn prepare(&mut self, slot: usize) {
         while self.chunks.len() <= slot / CHUNK {
-            let chunk: Arc<Chunk> = Arc::new(std::array::from_fn(|_| AtomicU64::new(0)));
-            CHUNKS.with(|c| c.borrow_mut().push(Arc::clone(&chunk)));
-            self.chunks.push(chunk);
+            self.chunks.push(crate::server::users::add_chunk());
         }
         self.chunks[slot / CHUNK][slot % CHUNK].store(0, Ordering::Relaxed);
     }
@@ -113,43 +111,11 @@ impl Table {
 /// Every worker's table.
 static WORKERS: Mutex<Vec<Arc<Registry>>> = Mutex::new(Vec::new());
 
-/// The server each session of a worker is using, by table slot (0: none; else the backend's
-/// id in the high half, the server's index + 1 in the low half), in chunks that never move:
-/// the worker writes them without a lock, readers find them under the table's lock.
-type Chunk = [AtomicU64; CHUNK];
-const CHUNK: usize = 256;
-
-fn server_word(s: Option<(u32, usize)>) -> u64 {
-    s.map_or(0, |(b, i)| u64::from(b) << 32 | (i as u64 + 1))
-}
+use crate::server::users::{server_word, Chunk, CHUNK};
 
 thread_local! {
-    /// This worker's table, and its server chunks (the worker's own copy of the list).
+    /// This worker's table.
     static MINE: std::cell::RefCell<Option<Arc<Registry>>> = const { std::cell::RefCell::new(None) };
-    static CHUNKS: std::cell::RefCell<Vec<Arc<Chunk>>> = const { std::cell::RefCell::new(Vec::new()) };
-    /// The session whose task this worker is polling (`u32::MAX`: none).
-    static CURRENT: std::cell::Cell<u32> = const { std::cell::Cell::new(u32::MAX) };
-}
-
-/// The worker polls the task of the session in `slot` (`u32::MAX`: a task of no session).
-#[inline]
-pub fn enter(slot: u32) {
-    CURRENT.set(slot);
-}
-
-/// The session being polled took a connection slot on server `idx` of backend `backend_id`
-/// (`None`: gave it back): one relaxed store, no lock.
-#[inline]
-pub fn note_server(server: Option<(u32, usize)>) {
-    let slot = CURRENT.get() as usize;
-    if slot == u32::MAX as usize {
-        return;
-    }
-    CHUNKS.with(|c| {
-        if let Some(chunk) = c.borrow().get(slot / CHUNK) {
-            chunk[slot % CHUNK].store(server_word(server), Ordering::Relaxed);
-        }
-    });
 }
 
 /// `shutdown sessions server`: ends every session using server `idx` of backend
@@ -244,7 +210,7 @@ impl Registry {
 pub fn show(out: &mut String) {
     use std::fmt::Write as _;
     let now = Instant::now();
-    let shared = crate::runtime::shared();
+    let shared = crate::shared::shared();
     let names = |(b, s): (u32, u32)| {
         let be = shared.as_ref()?.backends.iter().find(|x| x.id == b)?.clone();
         let srv = be.servers.get(s as usize)?.name.clone();

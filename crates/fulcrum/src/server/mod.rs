@@ -9,6 +9,7 @@
 
 pub mod kill;
 pub mod state;
+pub mod users;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use super::render::InfoLine;
 use super::Val;
 use crate::counters::Counters;
-use crate::runtime::{Process, Shared};
+use crate::shared::{Process, Shared};
 
 fn u32v(v: impl TryInto<u32>) -> Val {
     Val::U32(v.try_into().unwrap_or(u32::MAX))

@@ -39,7 +39,7 @@ pub async fn render(job: impl FnOnce() -> Vec<u8> + Send + 'static) -> Vec<u8> {
             let _ = tx.send(job());
         }
     }));
-    let unavailable = || crate::http::reply::raw(503, Some("text/plain"), &[], b"busy\n");
+    let unavailable = || fulcrum_http::reply::raw(503, Some("text/plain"), &[], b"busy\n");
     if sent.is_err() {
         return unavailable();
     }

@@ -13,7 +13,7 @@ use fulcrum_config::StatsPage;
 use super::{html, render, rows, ObjType, Val};
 use crate::backend::status::Change;
 use crate::backend::Backend;
-use crate::runtime::Shared;
+use crate::shared::Shared;
 use crate::server::state::Oper;
 
 /// The origin-form part of a request target (`/x?y` of `http://host/x?y`).
@@ -85,7 +85,7 @@ pub fn unauthorized(realm: Option<&str>) -> Vec<u8> {
     let realm = realm.unwrap_or("HAProxy Statistics");
     let body = b"<html><body><h1>401 Unauthorized</h1>\nYou need a valid user and password to access this content.\n</body></html>\n";
     let www = format!("Basic realm=\"{realm}\"");
-    crate::http::reply::raw(
+    fulcrum_http::reply::raw(
         401,
         Some("text/html"),
         &[(b"Cache-Control", b"no-cache"), (b"WWW-Authenticate", www.as_bytes())],
@@ -139,9 +139,9 @@ fn page_rows(shared: &Shared, here: &Here<'_>, o: &Options) -> Vec<super::Row> {
 /// [`get`], rendered by the statistics thread (`offload`) so the worker keeps serving.
 pub async fn get_offloaded(page: &StatsPage, proxy: &str, admin: bool, target: &[u8]) -> Vec<u8> {
     let (page, proxy, target) = (page.clone(), proxy.to_string(), target.to_vec());
-    super::offload::render(move || match crate::runtime::shared() {
+    super::offload::render(move || match crate::shared::shared() {
         Some(shared) => get(&shared, &Here { proxy: &proxy, page: &page, admin }, &target),
-        None => crate::http::reply::raw(503, None, &[], b""),
+        None => fulcrum_http::reply::raw(503, None, &[], b""),
     })
     .await
 }
@@ -196,7 +196,7 @@ pub fn get(shared: &Shared, here: &Here<'_>, target: &[u8]) -> Vec<u8> {
         refresh = r.as_secs().max(1).to_string();
         extra.push((b"Refresh", refresh.as_bytes()));
     }
-    crate::http::reply::raw(200, Some(ctype), &extra, body.as_bytes())
+    fulcrum_http::reply::raw(200, Some(ctype), &extra, body.as_bytes())
 }
 
 fn server_up(r: &super::Row) -> bool {
@@ -236,7 +236,7 @@ pub fn post(shared: &Shared, here: &Here<'_>, target: &[u8], body: &[u8]) -> Vec
     let uri = String::from_utf8_lossy(&target[..here.page.uri.len()]).into_owned();
     let st = if here.admin { apply(shared, body) } else { "DENY" };
     let location = format!("{uri};st={st}");
-    crate::http::reply::raw(
+    fulcrum_http::reply::raw(
         303,
         Some("text/plain"),
         &[(b"Cache-Control", b"no-cache"), (b"Location", location.as_bytes())],

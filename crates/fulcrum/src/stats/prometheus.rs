@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use super::prometheus_metrics::METRICS;
 use super::{fields, rows, ObjType, Row, Val};
-use crate::runtime::Shared;
+use crate::shared::Shared;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {
@@ -335,9 +335,9 @@ pub fn render(shared: &Shared, target: &[u8], out: &mut String) {
 /// The answer, rendered by the statistics thread (`offload`) so the worker keeps serving.
 pub async fn offloaded(target: &[u8]) -> Vec<u8> {
     let target = target.to_vec();
-    super::offload::render(move || match crate::runtime::shared() {
+    super::offload::render(move || match crate::shared::shared() {
         Some(shared) => answer(&shared, &target),
-        None => crate::http::reply::raw(503, None, &[], b""),
+        None => fulcrum_http::reply::raw(503, None, &[], b""),
     })
     .await
 }
@@ -346,7 +346,7 @@ pub async fn offloaded(target: &[u8]) -> Vec<u8> {
 pub fn answer(shared: &Shared, target: &[u8]) -> Vec<u8> {
     let mut body = String::with_capacity(64 * 1024);
     render(shared, target, &mut body);
-    crate::http::reply::raw(
+    fulcrum_http::reply::raw(
         200,
         Some("text/plain; version=0.0.4"),
         &[(b"Cache-Control", b"no-cache")],

@@ -32,7 +32,7 @@ impl<'s> Txn<'s> {
             .filter(|(_, v)| !v.is_empty())
             .collect();
         let refs: Vec<(&[u8], &[u8])> = hdrs.iter().map(|(n, v)| (&n[..], &v[..])).collect();
-        crate::http::reply::raw(rp.status, rp.content_type.as_deref(), &refs, &body)
+        fulcrum_http::reply::raw(rp.status, rp.content_type.as_deref(), &refs, &body)
     }
 
     /// A redirect response.

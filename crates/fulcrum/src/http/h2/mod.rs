@@ -35,7 +35,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use crate::connection::Stream;
 use crate::frontend::Frontend;
 use crate::http::peer::Peer;
-use crate::runtime::Shared;
+use crate::shared::Shared;
 use crate::tcp::Accepted;
 
 /// The client preface of HTTP/2 (RFC 9113 3.4), as its first line reads.

@@ -26,7 +26,7 @@ use std::task::{Poll, Waker};
 
 use crate::connection::Stream;
 use crate::frontend::Frontend;
-use crate::runtime::Shared;
+use crate::shared::Shared;
 use crate::tcp::Accepted;
 
 /// Most idle tasks a worker keeps (about 8 kB each).

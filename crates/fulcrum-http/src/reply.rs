@@ -27,7 +27,7 @@ pub fn write_head(
 ) {
     use std::io::Write as _;
     let _ = write!(out, "HTTP/1.1 {status} ");
-    out.extend_from_slice(fulcrum_http::default_reason(status));
+    out.extend_from_slice(crate::default_reason(status));
     out.extend_from_slice(b"\r\n");
     for (n, v) in extra {
         out.extend_from_slice(n);

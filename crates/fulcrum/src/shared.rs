@@ -1,0 +1,75 @@
+//! What every worker and session of the running plan reads: the plan's process-wide settings
+//! and proxies ([`Shared`]), what the process knows of itself ([`Process`]), and the current
+//! one for code that has no other way to it ([`shared`]: the stats page, the runtime API).
+//!
+//! Must not touch: how workers run or plans are built (`runtime`, `cli::reload`).
+
+use std::sync::Arc;
+
+use crate::frontend::limit::Limit;
+
+/// What every worker shares.
+#[derive(Debug)]
+pub struct Shared {
+    /// The process-wide `maxconn` (the same across reloads).
+    pub global_limit: Arc<Limit>,
+    /// `-d`: one line per session on stderr.
+    pub debug: bool,
+    /// Idle server connections each worker may keep.
+    pub idle_cap: usize,
+    /// `tune.h2.*`.
+    pub h2: fulcrum_config::TuneH2,
+    /// `tune.maxaccept`: connections one listener accepts per wake-up (`usize::MAX`: all).
+    pub max_accept: usize,
+    /// `tune.bufsize`: the largest answer a check reads.
+    pub bufsize: usize,
+    /// Every backend (the first worker samples their rates each second).
+    pub backends: Arc<Vec<Arc<crate::backend::Backend>>>,
+    /// Every frontend (and `listen`), in configuration order.
+    pub frontends: Vec<Arc<crate::frontend::Frontend>>,
+    /// `hard-stop-after`: a soft stop lasts at most this long.
+    pub hard_stop_after: Option<std::time::Duration>,
+    /// `grace`: the listeners keep accepting this long after a soft stop is asked for.
+    pub grace: Option<std::time::Duration>,
+    /// `global`'s log targets.
+    pub global_logger: Option<Arc<crate::log::syslog::Logger>>,
+    /// A soft stop has begun (`show info`'s `Stopping`).
+    pub stopping: std::sync::atomic::AtomicBool,
+    /// `maxconnrate`, `maxsessrate` / `set rate-limit sessions global` (the same across
+    /// reloads).
+    pub conn_rate: Arc<crate::frontend::rate::RateLimit>,
+    pub sess_rate: Arc<crate::frontend::rate::RateLimit>,
+    /// What the process knows of itself (`show info`, the stats page).
+    pub process: Process,
+    /// The stick tables (the first worker purges their expired entries each second).
+    pub tables: Arc<crate::stick::Tables>,
+}
+
+/// What the process knows of itself from start-up.
+#[derive(Debug)]
+pub struct Process {
+    pub started: std::time::SystemTime,
+    pub started_at: std::time::Instant,
+    pub nbthread: usize,
+    /// The `maxconn` the process started with (`Hard_maxconn`).
+    pub hard_maxconn: u32,
+    pub ulimit_n: u64,
+    pub node: String,
+    pub description: Option<String>,
+    /// Listening sockets, counted once per address (not per worker).
+    pub listeners: usize,
+}
+
+/// The current generation's shared state, for work done away from the workers (statistics
+/// rendering, the runtime API); replaced by each reload.
+static SHARED: std::sync::RwLock<Option<Arc<Shared>>> = std::sync::RwLock::new(None);
+
+/// The shared state of the running process's current plan (set once workers start).
+pub fn shared() -> Option<Arc<Shared>> {
+    SHARED.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+pub fn set(s: &Arc<Shared>) {
+    *SHARED.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(s));
+}
+
