@@ -58,7 +58,15 @@ pub fn build(
         let check_elsewhere = s.check.port.is_some() || s.check.addr.is_some();
         let connect_ssl =
             p.health_check.steps.iter().any(|c| matches!(c, cfg::CheckStep::Connect(c) if c.ssl));
-        match crate::tls::origin(&s.tls, g, check_elsewhere, connect_ssl, &who, warnings) {
+        match crate::tls::origin(
+            &s.tls,
+            g,
+            check_elsewhere,
+            connect_ssl,
+            &who,
+            warnings,
+            &crate::rules::sample::sni_expr,
+        ) {
             Ok(o) => srv.tls = o,
             Err(e) => {
                 errors.push(e);

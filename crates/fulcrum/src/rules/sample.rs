@@ -20,6 +20,7 @@ mod cookies;
 mod headers;
 mod message;
 mod state;
+mod tls;
 
 pub(crate) use conn::canonical;
 pub use message::pathq;
@@ -638,4 +639,59 @@ pub fn compile(
         _ => None,
     };
     Ok(Expr { fetch: e.fetch.clone(), convs, table, users })
+}
+
+/// A server's `sni` expression beyond the forms `tls::Sni` reads itself, compiled as rules
+/// compile it (no maps, stick tables or userlists) and evaluated on the connection being
+/// opened: its request, addresses and client connection.
+pub fn sni_expr(expr: &str) -> Result<Box<dyn crate::tls::SniExpr>, String> {
+    let (parsed, end) =
+        cfg::sample::parse(expr, cfg::sample::End::Input).map_err(|e| e.plain())?;
+    if end != expr.len() {
+        return Err(format!("unexpected text after the expression: '{}'", &expr[end..]));
+    }
+    let compiled = compile(
+        &parsed.expr,
+        &mut |_, _| Err("maps are not supported in 'sni'".to_string()),
+        &|_| Err("stick tables are not supported in 'sni'".to_string()),
+        &|_| Err("userlists are not supported in 'sni'".to_string()),
+    )?;
+    Ok(Box::new(CompiledSni(compiled)))
+}
+
+#[derive(Debug)]
+struct CompiledSni(Expr);
+
+impl crate::tls::SniExpr for CompiledSni {
+    fn value(&self, open: &crate::connection::Opening<'_>) -> Option<String> {
+        static PROC: std::sync::OnceLock<ProcVars> = std::sync::OnceLock::new();
+        static NO_BACKENDS: std::sync::OnceLock<HashMap<String, Arc<Backend>>> =
+            std::sync::OnceLock::new();
+        let vars = Vars::default();
+        let ctx = Ctx {
+            src: open.src,
+            dst: open.dst,
+            req: open.req,
+            resp: None,
+            vars: &vars,
+            proc_vars: PROC.get_or_init(ProcVars::default),
+            frontend: "",
+            fe: None,
+            bind_no: 0,
+            backend: None,
+            server: None,
+            backends: NO_BACKENDS.get_or_init(Default::default),
+            body: &[],
+            client: open.client,
+            told_tls: None,
+            h2: false,
+            payload: &[],
+            pp: None,
+            server_stream: None,
+            more: None,
+        };
+        let v = self.0.eval(&ctx)?;
+        let text = String::from_utf8_lossy(&v.as_bytes()).into_owned();
+        (!text.is_empty()).then_some(text)
+    }
 }

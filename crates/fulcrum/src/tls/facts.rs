@@ -1,18 +1,16 @@
-//! What a TLS connection says about itself, in HAProxy's words: the `ssl_fc*`, `ssl_c_*` and
-//! `ssl_bc*` fetches, the `%sslv`/`%sslc` log fields, and the PROXY protocol v2 TLVs a server
+//! What a TLS connection says about itself, in HAProxy's words: what the `ssl_fc*`, `ssl_c_*`
+//! and `ssl_bc*` fetches read (`rules::sample::tls` makes them values), the `%sslv`/`%sslc` log fields, and the PROXY protocol v2 TLVs a server
 //! connection carries (`send-proxy-v2-ssl`, `proxy-v2-options`).
 //!
 //! Must not touch: the connection's I/O.
 
-use std::borrow::Cow;
 use std::net::SocketAddr;
 
-use fulcrum_config::{SendProxy, TlsFetch};
+use fulcrum_config::SendProxy;
 use rustls::{CipherSuite, Connection, HandshakeKind, ProtocolVersion};
 
 use crate::connection::proxy;
 use crate::connection::Stream;
-use crate::rules::sample::Value;
 
 /// `TLSv1.3`, `TLSv1.2`.
 pub fn protocol_name(v: ProtocolVersion) -> &'static str {
@@ -62,11 +60,11 @@ pub fn client_sni(client: &Stream) -> Option<String> {
 /// connection to a server (the TLS layer is the connection's, shared by its streams).
 #[derive(Debug)]
 pub struct Snapshot {
-    protocol: Option<&'static str>,
-    cipher: Option<(&'static str, i64)>,
-    alpn: Option<Vec<u8>>,
-    resumed: bool,
-    session_id: Option<Vec<u8>>,
+    pub protocol: Option<&'static str>,
+    pub cipher: Option<(&'static str, i64)>,
+    pub alpn: Option<Vec<u8>>,
+    pub resumed: bool,
+    pub session_id: Option<Vec<u8>>,
 }
 
 impl Snapshot {
@@ -79,22 +77,6 @@ impl Snapshot {
             resumed: c.handshake_kind() == Some(HandshakeKind::Resumed),
             session_id,
         })
-    }
-
-    fn fetch(&self, t: &TlsFetch) -> Option<Value<'static>> {
-        let s = |v: &str| Value::Str(Cow::Owned(v.as_bytes().to_vec()));
-        match t {
-            TlsFetch::Used { .. } => Some(Value::Bool(true)),
-            TlsFetch::IsResumed { .. } => Some(Value::Bool(self.resumed)),
-            TlsFetch::SessionId { .. } => {
-                self.session_id.clone().map(|v| Value::Str(Cow::Owned(v)))
-            }
-            TlsFetch::Protocol { .. } => self.protocol.map(s),
-            TlsFetch::Cipher { .. } => self.cipher.map(|c| s(c.0)),
-            TlsFetch::Keysize { .. } => self.cipher.map(|c| Value::Int(c.1)),
-            TlsFetch::Alpn { .. } => self.alpn.clone().map(|v| Value::Str(Cow::Owned(v))),
-            _ => None,
-        }
     }
 }
 
@@ -114,106 +96,6 @@ pub struct Told<'a> {
     pub sni: Option<&'a str>,
 }
 
-impl Told<'_> {
-    fn fetch(&self, t: &TlsFetch) -> Option<Value<'static>> {
-        match t {
-            TlsFetch::Used { .. } => Some(Value::Bool(true)),
-            TlsFetch::HasSni => Some(Value::Bool(self.sni.is_some())),
-            TlsFetch::Sni => self.sni.map(|s| Value::Str(Cow::Owned(s.as_bytes().to_vec()))),
-            TlsFetch::IsResumed { .. } => Some(Value::Bool(false)),
-            TlsFetch::HasCrt => Some(Value::Bool(false)),
-            _ => None,
-        }
-    }
-}
-
-/// Evaluates a TLS fetch on the client connection (`back`: on the server connection), or on
-/// what explain was `told` of it; `None` without a value (a clear-text connection, as
-/// HAProxy).
-pub fn fetch(
-    t: &TlsFetch,
-    client: Option<&Stream>,
-    told: Option<&Told<'_>>,
-    server: Option<ServerSide<'_>>,
-) -> Option<Value<'static>> {
-    if let (None, Some(told), false) = (client, told, t.is_back()) {
-        return told.fetch(t);
-    }
-    let server = match server {
-        Some(ServerSide::Facts(Some(snap))) if t.is_back() => return snap.fetch(t),
-        Some(ServerSide::Stream(s)) => Some(s),
-        _ => None,
-    };
-    let stream = if t.is_back() { server } else { client };
-    let tls = stream.and_then(Stream::tls);
-    match (t, tls) {
-        (TlsFetch::Used { .. }, _) => return Some(Value::Bool(tls.is_some())),
-        // HAProxy answers 0 on clear text for this one (httpslog shows it).
-        (TlsFetch::IsResumed { .. }, None) => return Some(Value::Bool(false)),
-        _ => {}
-    }
-    let tls = tls?;
-    if let TlsFetch::SessionId { .. } = t {
-        return tls.session_id().map(|id| Value::Str(Cow::Owned(id)));
-    }
-    let s = |v: &str| Value::Str(Cow::Owned(v.as_bytes().to_vec()));
-    let bin = |v: &[u8]| Value::Str(Cow::Owned(v.to_vec()));
-    tls.with_conn(|c| match t {
-        TlsFetch::Used { .. } | TlsFetch::SessionId { .. } => None,
-        TlsFetch::HasSni => {
-            Some(Value::Bool(matches!(c, Connection::Server(s) if s.server_name().is_some())))
-        }
-        TlsFetch::Sni => match c {
-            Connection::Server(sc) => sc.server_name().map(s),
-            Connection::Client(_) => None,
-        },
-        TlsFetch::Protocol { .. } => c.protocol_version().map(|v| s(protocol_name(v))),
-        TlsFetch::Cipher { .. } => c.negotiated_cipher_suite().map(|x| s(cipher_name(x.suite()).0)),
-        TlsFetch::Keysize { .. } => {
-            c.negotiated_cipher_suite().map(|x| Value::Int(cipher_name(x.suite()).1))
-        }
-        TlsFetch::Alpn { .. } => c.alpn_protocol().map(bin),
-        TlsFetch::IsResumed { .. } => {
-            Some(Value::Bool(c.handshake_kind() == Some(HandshakeKind::Resumed)))
-        }
-        TlsFetch::Err => Some(Value::Int(0)),
-        TlsFetch::HasCrt => Some(Value::Bool(c.peer_certificates().is_some_and(|p| !p.is_empty()))),
-        TlsFetch::Local(inner) => cert_fetch(inner, &tls.local_cert()?),
-        _ => {
-            let der = c.peer_certificates()?.first()?;
-            cert_fetch(t, der)
-        }
-    })
-}
-
-/// `ssl_c_*` on the client's certificate.
-fn cert_fetch(t: &TlsFetch, der: &[u8]) -> Option<Value<'static>> {
-    let s = |v: String| Value::Str(Cow::Owned(v.into_bytes()));
-    if let TlsFetch::Der = t {
-        return Some(Value::Str(Cow::Owned(der.to_vec())));
-    }
-    if let TlsFetch::Sha1 = t {
-        let d = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA1_FOR_LEGACY_USE_ONLY, der);
-        return Some(Value::Str(Cow::Owned(d.as_ref().to_vec())));
-    }
-    let info = super::x509::Info::parse(der)?;
-    Some(match t {
-        TlsFetch::Dn { issuer, field, occ } => {
-            let dn = if *issuer { &info.issuer } else { &info.subject };
-            match field {
-                Some(name) => s(super::x509::Info::dn_field(dn, name, *occ)?),
-                None => s(dn.clone()),
-            }
-        }
-        TlsFetch::Serial => Value::Str(Cow::Owned(info.serial)),
-        TlsFetch::NotAfter => s(info.not_after_text?),
-        TlsFetch::NotBefore => s(info.not_before_text?),
-        TlsFetch::Version => Value::Int(i64::from(info.version)),
-        TlsFetch::SigAlg => s(info.sig_alg),
-        TlsFetch::KeyAlg => s(info.key_alg),
-        _ => return None,
-    })
-}
 
 /// The PROXY protocol header opening a connection to a server, from the client's side.
 pub fn proxy_header(

@@ -369,6 +369,7 @@ pub fn origin(
     connect_ssl: bool,
     who: &str,
     warnings: &mut Vec<String>,
+    sni_expr: SniCompiler<'_>,
 ) -> Result<Option<Arc<Origin>>, String> {
     let check_ssl = t.check_ssl || (t.ssl && !check_elsewhere);
     if !t.ssl && !check_ssl && !connect_ssl {
@@ -465,7 +466,7 @@ pub fn origin(
         None => Arc::clone(&config_h1),
     };
     let sni = match t.sni.as_deref() {
-        Some(e) => Some(Sni::parse(e).map_err(|m| format!("{who} : sni '{e}' : {m}"))?),
+        Some(e) => Some(Sni::parse(e, sni_expr).map_err(|m| format!("{who} : sni '{e}' : {m}"))?),
         None => None,
     };
     Ok(Some(Arc::new(Origin {
@@ -490,27 +491,26 @@ pub enum Sni {
     Host { strip_port: bool, lower: bool },
     /// `ssl_fc_sni`: the name the client asked for.
     FromClient,
-    /// Any other expression, evaluated on the request (its fetches and converters).
-    Expr(Box<crate::rules::sample::Expr>),
+    /// Any other expression, evaluated on the request (its fetches and converters): compiled
+    /// and evaluated by the rules (`rules::sample::sni_expr`).
+    Expr(Box<dyn SniExpr>),
 }
 
+/// An `sni` expression the rules compiled: its value for a connection being opened.
+pub trait SniExpr: std::fmt::Debug + Send + Sync {
+    fn value(&self, open: &crate::connection::Opening<'_>) -> Option<String>;
+}
+
+/// Compiles an `sni` expression (`rules::sample::sni_expr`: the rules' compiler; TLS does not
+/// know samples).
+pub type SniCompiler<'a> = &'a dyn Fn(&str) -> Result<Box<dyn SniExpr>, String>;
+
 impl Sni {
-    pub fn parse(expr: &str) -> Result<Sni, String> {
+    pub fn parse(expr: &str, compile: SniCompiler<'_>) -> Result<Sni, String> {
         if let Some(s) = Self::parse_common(expr) {
             return Ok(s);
         }
-        let (parsed, end) = fulcrum_config::sample::parse(expr, fulcrum_config::sample::End::Input)
-            .map_err(|e| e.plain())?;
-        if end != expr.len() {
-            return Err(format!("unexpected text after the expression: '{}'", &expr[end..]));
-        }
-        let compiled = crate::rules::sample::compile(
-            &parsed.expr,
-            &mut |_, _| Err("maps are not supported in 'sni'".to_string()),
-            &|_| Err("stick tables are not supported in 'sni'".to_string()),
-            &|_| Err("userlists are not supported in 'sni'".to_string()),
-        )?;
-        Ok(Sni::Expr(Box::new(compiled)))
+        Ok(Sni::Expr(compile(expr)?))
     }
 
     fn parse_common(expr: &str) -> Option<Sni> {
@@ -560,39 +560,7 @@ impl Sni {
         open: &crate::connection::Opening<'_>,
     ) -> Option<String> {
         match self {
-            Sni::Expr(e) => {
-                use crate::rules::sample::{Ctx, ProcVars, Vars};
-                static PROC: OnceLock<ProcVars> = OnceLock::new();
-                static NO_BACKENDS: OnceLock<
-                    std::collections::HashMap<String, Arc<crate::backend::Backend>>,
-                > = OnceLock::new();
-                let vars = Vars::default();
-                let ctx = Ctx {
-                    src: open.src,
-                    dst: open.dst,
-                    req: open.req,
-                    resp: None,
-                    vars: &vars,
-                    proc_vars: PROC.get_or_init(ProcVars::default),
-                    frontend: "",
-                    fe: None,
-                    bind_no: 0,
-                    backend: None,
-                    server: None,
-                    backends: NO_BACKENDS.get_or_init(Default::default),
-                    body: &[],
-                    client: open.client,
-                    told_tls: None,
-                    h2: false,
-                    payload: &[],
-                    pp: None,
-                    server_stream: None,
-                    more: None,
-                };
-                let v = e.eval(&ctx)?;
-                let text = String::from_utf8_lossy(&v.as_bytes()).into_owned();
-                (!text.is_empty()).then_some(text)
-            }
+            Sni::Expr(e) => e.value(open),
             Sni::Fixed(s) => Some(s.clone()),
             Sni::FromClient => client_sni.map(str::to_string),
             Sni::Host { strip_port, lower } => {
@@ -721,22 +689,22 @@ mod tests {
     #[test]
     fn sni_expressions_of_real_configurations() {
         let open = crate::connection::Opening::default();
-        let fixed = Sni::parse("str(api.example.com)").expect("str");
+        let fixed = Sni::parse("str(api.example.com)", &crate::rules::sample::sni_expr).expect("str");
         assert!(matches!(&fixed, Sni::Fixed(n) if n == "api.example.com"));
-        let host = Sni::parse("req.hdr(host),field(1,:)").expect("host");
+        let host = Sni::parse("req.hdr(host),field(1,:)", &crate::rules::sample::sni_expr).expect("host");
         assert_eq!(
             host.value(Some(b"Example.com:8443"), None, &open).as_deref(),
             Some("Example.com")
         );
-        let lower = Sni::parse("hdr(Host),lower").expect("lower");
+        let lower = Sni::parse("hdr(Host),lower", &crate::rules::sample::sni_expr).expect("lower");
         assert_eq!(lower.value(Some(b"Example.com"), None, &open).as_deref(), Some("example.com"));
-        let from = Sni::parse("ssl_fc_sni").expect("sni");
+        let from = Sni::parse("ssl_fc_sni", &crate::rules::sample::sni_expr).expect("sni");
         assert_eq!(from.value(None, Some("a.b"), &open).as_deref(), Some("a.b"));
         // Anything else the rules know is compiled as they compile it.
-        let other = Sni::parse("str(x.example),upper").expect("any expression");
+        let other = Sni::parse("str(x.example),upper", &crate::rules::sample::sni_expr).expect("any expression");
         assert!(matches!(other, Sni::Expr(_)));
         assert_eq!(other.value(None, None, &open).as_deref(), Some("X.EXAMPLE"));
-        assert!(Sni::parse("nosuchfetch").is_err());
-        assert!(Sni::parse("str(a) junk").is_err());
+        assert!(Sni::parse("nosuchfetch", &crate::rules::sample::sni_expr).is_err());
+        assert!(Sni::parse("str(a) junk", &crate::rules::sample::sni_expr).is_err());
     }
 }

@@ -37,7 +37,7 @@ pub(super) fn fetch<'a>(fetch: &cfg::Fetch, ctx: &Ctx<'a>, f: &mut Each<'_, 'a>)
                 ctx.fe.and_then(|fe| fe.binds.iter().find(|b| b.number == u32::from(ctx.bind_no)));
             one(bind.and_then(|b| b.name.as_deref()).map(|n| b(n.as_bytes())), f)
         }
-        Tls(t) => one(crate::tls::facts::fetch(t, ctx.client, ctx.told_tls, ctx.server_stream), f),
+        Tls(t) => one(super::tls::fetch(t, ctx.client, ctx.told_tls, ctx.server_stream), f),
         Pp(p) => {
             let kind = match p {
                 cfg::PpFetch::Authority => crate::connection::proxy::PP2_TYPE_AUTHORITY,
