@@ -74,10 +74,10 @@ mod chars;
 mod chunked;
 mod error;
 pub mod fuzzing;
-pub mod reply;
 mod head;
 mod hop;
 mod locate;
+pub mod reply;
 mod target;
 mod values;
 

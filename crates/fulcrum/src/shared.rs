@@ -72,4 +72,3 @@ pub fn shared() -> Option<Arc<Shared>> {
 pub fn set(s: &Arc<Shared>) {
     *SHARED.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(s));
 }
-

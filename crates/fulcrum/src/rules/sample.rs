@@ -645,8 +645,7 @@ pub fn compile(
 /// compile it (no maps, stick tables or userlists) and evaluated on the connection being
 /// opened: its request, addresses and client connection.
 pub fn sni_expr(expr: &str) -> Result<Box<dyn crate::tls::SniExpr>, String> {
-    let (parsed, end) =
-        cfg::sample::parse(expr, cfg::sample::End::Input).map_err(|e| e.plain())?;
+    let (parsed, end) = cfg::sample::parse(expr, cfg::sample::End::Input).map_err(|e| e.plain())?;
     if end != expr.len() {
         return Err(format!("unexpected text after the expression: '{}'", &expr[end..]));
     }
@@ -672,23 +671,12 @@ impl crate::tls::SniExpr for CompiledSni {
             src: open.src,
             dst: open.dst,
             req: open.req,
-            resp: None,
-            vars: &vars,
-            proc_vars: PROC.get_or_init(ProcVars::default),
-            frontend: "",
-            fe: None,
-            bind_no: 0,
-            backend: None,
-            server: None,
-            backends: NO_BACKENDS.get_or_init(Default::default),
-            body: &[],
             client: open.client,
-            told_tls: None,
-            h2: false,
-            payload: &[],
-            pp: None,
-            server_stream: None,
-            more: None,
+            ..Ctx::process(
+                PROC.get_or_init(ProcVars::default),
+                NO_BACKENDS.get_or_init(Default::default),
+                &vars,
+            )
         };
         let v = self.0.eval(&ctx)?;
         let text = String::from_utf8_lossy(&v.as_bytes()).into_owned();

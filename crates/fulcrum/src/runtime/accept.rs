@@ -15,13 +15,13 @@ use tokio::io::unix::AsyncFd;
 use tokio::sync::Notify;
 
 use super::WorkerSocket;
-use crate::shared::Shared;
 use crate::connection::Stream;
 use crate::counters::Counters;
 use crate::frontend::{Bind, Frontend};
 use crate::http::{Served, Start};
 use crate::log;
 use crate::rules::stick::Level;
+use crate::shared::Shared;
 use crate::tcp::{self, Accepted};
 use fulcrum_config::MuxProto;
 

@@ -13,8 +13,8 @@ use fulcrum_config::StatsPage;
 use super::{html, render, rows, ObjType, Val};
 use crate::backend::status::Change;
 use crate::backend::Backend;
-use crate::shared::Shared;
 use crate::server::state::Oper;
+use crate::shared::Shared;
 
 /// The origin-form part of a request target (`/x?y` of `http://host/x?y`).
 pub fn origin_form(target: &[u8]) -> &[u8] {

@@ -96,7 +96,6 @@ pub struct Told<'a> {
     pub sni: Option<&'a str>,
 }
 
-
 /// The PROXY protocol header opening a connection to a server, from the client's side.
 pub fn proxy_header(
     sp: &SendProxy,

@@ -689,9 +689,11 @@ mod tests {
     #[test]
     fn sni_expressions_of_real_configurations() {
         let open = crate::connection::Opening::default();
-        let fixed = Sni::parse("str(api.example.com)", &crate::rules::sample::sni_expr).expect("str");
+        let fixed =
+            Sni::parse("str(api.example.com)", &crate::rules::sample::sni_expr).expect("str");
         assert!(matches!(&fixed, Sni::Fixed(n) if n == "api.example.com"));
-        let host = Sni::parse("req.hdr(host),field(1,:)", &crate::rules::sample::sni_expr).expect("host");
+        let host =
+            Sni::parse("req.hdr(host),field(1,:)", &crate::rules::sample::sni_expr).expect("host");
         assert_eq!(
             host.value(Some(b"Example.com:8443"), None, &open).as_deref(),
             Some("Example.com")
@@ -701,7 +703,8 @@ mod tests {
         let from = Sni::parse("ssl_fc_sni", &crate::rules::sample::sni_expr).expect("sni");
         assert_eq!(from.value(None, Some("a.b"), &open).as_deref(), Some("a.b"));
         // Anything else the rules know is compiled as they compile it.
-        let other = Sni::parse("str(x.example),upper", &crate::rules::sample::sni_expr).expect("any expression");
+        let other = Sni::parse("str(x.example),upper", &crate::rules::sample::sni_expr)
+            .expect("any expression");
         assert!(matches!(other, Sni::Expr(_)));
         assert_eq!(other.value(None, None, &open).as_deref(), Some("X.EXAMPLE"));
         assert!(Sni::parse("nosuchfetch", &crate::rules::sample::sni_expr).is_err());

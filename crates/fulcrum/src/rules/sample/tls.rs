@@ -100,16 +100,13 @@ fn cert_fetch(t: &TlsFetch, der: &[u8]) -> Option<Value<'static>> {
     })
 }
 
-
 /// `ssl_bc*` on what a stream of an HTTP/2 connection kept of the connection's TLS.
 fn snapshot(snap: &Snapshot, t: &TlsFetch) -> Option<Value<'static>> {
     let s = |v: &str| Value::Str(Cow::Owned(v.as_bytes().to_vec()));
     match t {
         TlsFetch::Used { .. } => Some(Value::Bool(true)),
         TlsFetch::IsResumed { .. } => Some(Value::Bool(snap.resumed)),
-        TlsFetch::SessionId { .. } => {
-            snap.session_id.clone().map(|v| Value::Str(Cow::Owned(v)))
-        }
+        TlsFetch::SessionId { .. } => snap.session_id.clone().map(|v| Value::Str(Cow::Owned(v))),
         TlsFetch::Protocol { .. } => snap.protocol.map(s),
         TlsFetch::Cipher { .. } => snap.cipher.map(|c| s(c.0)),
         TlsFetch::Keysize { .. } => snap.cipher.map(|c| Value::Int(c.1)),
