@@ -594,9 +594,9 @@ fn set_var(api: &View, args: &[String], out: &mut String) {
         return;
     }
     let Some(fe) = api.shared.frontends.first() else { return };
-    let backends = std::collections::HashMap::new();
     let vars = Vars::default();
-    let ctx = crate::rules::sample::Ctx::process(&fe.proc_vars, &backends, &vars);
+    let ctx =
+        crate::rules::sample::Ctx::process(&fe.proc_vars, &crate::rules::view::NoBackends, &vars);
     let eval = |text: &str| -> Result<Option<Value<'static>>, String> {
         let (p, _) = fulcrum_config::sample::parse(text, fulcrum_config::sample::End::Input)
             .map_err(|e| e.plain())?;

@@ -8,13 +8,14 @@
 
 mod queue;
 pub mod status;
+mod view;
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fulcrum_balance::{Balancer, Pick, Rng, ServerSet};
+use fulcrum_balance::{Balancer, Pick, ServerSet};
 
 use crate::counters::Counters;
 use crate::server::Server;
@@ -69,7 +70,7 @@ pub struct Backend {
     /// How its servers are checked.
     pub health_check: Arc<fulcrum_config::HealthCheck>,
     /// The check steps' compiled samples (`set-var`, `name-lf`...), one per configured step.
-    pub check_samples: Arc<Vec<crate::health::samples::StepSamples>>,
+    pub check_samples: Arc<Vec<crate::rules::check::StepSamples>>,
     pub check_timeouts: CheckTimeouts,
     pub retries: u32,
     pub redispatch: bool,
@@ -82,7 +83,7 @@ pub struct Backend {
     /// Shared with the backend of the same name of the plan before a reload.
     pub counters: Arc<Counters>,
     /// `mode http` settings; `None` in `mode tcp`.
-    pub http: Option<Box<crate::http::HttpProxy>>,
+    pub http: Option<Box<crate::http_settings::HttpProxy>>,
     /// ACLs and rules of the backend section.
     pub rules: crate::rules::ProxyRules,
     /// Its rules or headers read the client connection's local address.
@@ -230,24 +231,6 @@ impl ServerSet for View<'_> {
     fn generation(&self) -> u64 {
         self.be.generation.load(Ordering::Relaxed)
     }
-}
-
-thread_local! {
-    static RNG: std::cell::RefCell<Rng> = std::cell::RefCell::new(Rng::new(seed()));
-}
-
-/// A random number from this worker's generator (`rand()` fetch).
-pub fn random_u64() -> u64 {
-    RNG.with(|r| r.borrow_mut().next_u64())
-}
-
-fn seed() -> u64 {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let here = &t as *const u64 as u64;
-    t ^ here.rotate_left(32) ^ 0x9e37_79b9_7f4a_7c15
 }
 
 /// What a hash-based algorithm hashes: the client's address (`source`) or request bytes
@@ -412,9 +395,8 @@ impl Backend {
             None => None,
         };
         let mut balancer = self.balancer.lock().unwrap_or_else(|e| e.into_inner());
-        RNG.with(|rng| {
-            let mut rng = rng.borrow_mut();
-            let mut ctx = Pick { key: key_bytes, rng: &mut rng, exclude };
+        crate::random::with(|rng| {
+            let mut ctx = Pick { key: key_bytes, rng, exclude };
             balancer.pick(&view, &mut ctx)
         })
     }

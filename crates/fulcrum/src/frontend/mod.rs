@@ -1,10 +1,14 @@
-//! A frontend at run time: its binds, limits, client-side timeouts, counters and the backend
-//! its sessions go to. Shared read-only by all workers (only atomics change).
+//! A frontend at run time: its binds, limits, client-side timeouts, counters, rules and the
+//! backend its sessions go to (`switching`: `use_backend`), and its log lines (`log`). Shared
+//! read-only by all workers (only atomics change).
 //!
 //! Must not touch: sockets (the listener owns them) or server selection (the backend does).
 
 pub mod limit;
+pub mod log;
 pub mod rate;
+pub mod switching;
+mod view;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -64,12 +68,14 @@ pub struct Frontend {
     /// Shared with the frontend of the same name of the plan before a reload.
     pub counters: Arc<Counters>,
     /// `mode http` settings; `None` in `mode tcp`.
-    pub http: Option<crate::http::HttpProxy>,
+    pub http: Option<crate::http_settings::HttpProxy>,
     /// A `mode tcp` frontend that may use a `mode http` backend: its client-side HTTP settings
     /// (timeouts, error messages, connection mode) for the connections it upgrades to HTTP.
-    pub upgrade: Option<crate::http::HttpProxy>,
-    /// ACLs, rules and `use_backend` switching.
+    pub upgrade: Option<crate::http_settings::HttpProxy>,
+    /// ACLs and rules (`switching`: the `use_backend` rules grouped for evaluation).
     pub rules: crate::rules::ProxyRules,
+    /// `use_backend` rules: a fixed backend or a format naming one, with the condition.
+    pub use_backends: switching::UseBackends,
     /// Every backend by name (dynamic `use_backend`, `nbsrv(<name>)`).
     pub backends: Arc<std::collections::HashMap<String, Arc<Backend>>>,
     /// Rules or headers need the address a client connected to (read once per connection).
@@ -85,7 +91,7 @@ pub struct Frontend {
     /// Where its log messages go (`log` lines); `None` without any.
     pub logger: Option<Arc<crate::log::syslog::Logger>>,
     /// Which line each session (mode tcp) or request (mode http) logs, and when.
-    pub log: crate::log::Settings,
+    pub log: crate::rules::format::Settings,
     /// `disable frontend` (runtime API): its listeners stop accepting until enabled again.
     pub disabled: std::sync::atomic::AtomicBool,
     /// Wakes its accept loops when it is enabled again.

@@ -12,7 +12,6 @@ mod custom;
 mod expect;
 mod http;
 pub mod run;
-pub mod samples;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -103,7 +102,7 @@ async fn checks(job: &Job, bufsize: usize) {
     let be = &job.backend;
     let mut version = be.servers[job.idx].check_version();
     let Some(mut plan) = check_plan(be, job.idx, agent, bufsize) else { return };
-    let mut rng = crate::backend::random_u64() | 1;
+    let mut rng = crate::random::u64() | 1;
     let mut scratch = run::Scratch::default();
     loop {
         // The server moved (`set server ... addr`), or its checks did (`check-port`...).

@@ -52,7 +52,7 @@ pub struct Plan {
     /// What the HTTP expect steps read besides the status.
     pub needs: http::Needs,
     /// The configured steps' samples (`set-var`, `name-lf`, `value-lf`), by [`Step::at`].
-    pub samples: std::sync::Arc<Vec<super::samples::StepSamples>>,
+    pub samples: std::sync::Arc<Vec<crate::rules::check::StepSamples>>,
 }
 
 impl Plan {
@@ -382,7 +382,7 @@ impl Runner<'_> {
                 Action::SetVar { scope, name, conds } => {
                     let vars = self.vars.get_or_insert_with(Default::default);
                     let expr = self.plan.samples.get(step.at).and_then(|s| s.expr.as_ref());
-                    let scope_of = super::samples::Scope { vars, buf: &self.buf };
+                    let scope_of = crate::rules::check::Scope { vars, buf: &self.buf };
                     if let Some(v) = expr.and_then(|e| scope_of.eval(e)) {
                         vars.flush();
                         vars.set_if(*scope, name, v, *conds);
@@ -570,7 +570,11 @@ impl Runner<'_> {
         }
         let empty = crate::rules::sample::Vars::default();
         let vars = self.vars.as_deref().unwrap_or(&empty);
-        Some(super::samples::header(h, s, &super::samples::Scope { vars, buf: &self.buf }))
+        Some(crate::rules::check::header(
+            h,
+            s,
+            &crate::rules::check::Scope { vars, buf: &self.buf },
+        ))
     }
 
     /// The `tcp-check` context HAProxy appends to connection errors.

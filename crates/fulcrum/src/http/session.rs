@@ -16,12 +16,13 @@ use fulcrum_config as cfg;
 use super::analyse::{self, Built, KeyKind, Ruled, Stop, ToServer, Txn};
 use super::io::{send_within, write_all, write_all_within, RecvBuf};
 use super::peer::Peer;
+use super::pool;
 use super::timer::{self, Timer};
-use super::{pool, ConnMode, HttpProxy, Reuse};
 use crate::backend::{Backend, PickKey, ServerSlot};
 use crate::connection::{Pipe, Stream};
 use crate::counters::Counters;
 use crate::frontend::Frontend;
+use crate::http_settings::{ConnMode, HttpProxy, Reuse};
 use crate::outcome::{Cause, Outcome, Phase};
 use crate::rules::sample::Vars;
 use crate::rules::{self, Base, ProxyRules, Verdict};
@@ -577,9 +578,9 @@ impl Session<'_> {
         if refused {
             ctx.req = None;
         }
-        let mut stream = crate::log::format::Stream {
+        let mut stream = crate::rules::format::Stream {
             fe: self.fe,
-            be,
+            be: be.map(|b| b as _),
             outcome: &self.o,
             now: crate::clock::now(),
             wall: crate::clock::wall(),
@@ -599,11 +600,11 @@ impl Session<'_> {
             _ if refused => None,
             Some(u) => Some(&u[..]),
             None => {
-                made = crate::log::unique_id(self.fe, &ctx, &stream);
+                made = crate::frontend::log::unique_id(self.fe, &ctx, &stream);
                 made.as_deref()
             }
         };
-        crate::log::stream_line(self.fe, &ctx, &stream, refused_at, self.shared.debug);
+        crate::frontend::log::stream_line(self.fe, &ctx, &stream, refused_at, self.shared.debug);
         self.vars.unique_id = None;
         self.log.request_line = l.request_line;
     }

@@ -17,8 +17,8 @@ use fulcrum_config as cfg;
 use crate::backend::{Backend, BackendTimeouts};
 use crate::frontend::limit::Limit;
 use crate::frontend::{Bind, Frontend, FrontendTimeouts};
-use crate::http::messages::Messages;
-use crate::http::{AddrHeader, ConnMode, HashKey, HttpProxy, HttpTimeouts, Reuse};
+use crate::http_settings::messages::Messages;
+use crate::http_settings::{AddrHeader, ConnMode, HashKey, HttpProxy, HttpTimeouts, Reuse};
 
 #[derive(Debug)]
 pub struct Plan {
@@ -165,7 +165,7 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
     let mut frontends = Vec::new();
     for p in config.frontends() {
         let backend = default_backend(p, &backends, &mut errors);
-        let (rules, log, needs_dst, needs_payload) =
+        let (rules, use_backends, log, needs_dst, needs_payload) =
             frontend_rules(p, config, &mut maps, (&tables, &userlists), &backends, &mut errors);
         let http = match p.mode {
             cfg::Mode::Http => match http_proxy(p, config) {
@@ -192,6 +192,7 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
             }
         }
         fe.rules = rules;
+        fe.use_backends = use_backends;
         fe.backends = Arc::clone(&backends);
         fe.proc_vars = Arc::clone(&proc_vars);
         fe.needs_dst = needs_dst;
@@ -243,7 +244,16 @@ fn default_backend(
     }
 }
 
-/// A frontend's compiled rules and log settings, and whether they read the address or payload.
+/// A frontend's compiled rules, `use_backend` rules and log settings, and whether they read
+/// the address or payload.
+type FrontendRules = (
+    crate::rules::ProxyRules,
+    crate::frontend::switching::UseBackends,
+    crate::rules::format::Settings,
+    bool,
+    bool,
+);
+
 fn frontend_rules(
     p: &cfg::Proxy,
     config: &cfg::Config,
@@ -251,15 +261,16 @@ fn frontend_rules(
     (tables, userlists): (&crate::stick::Tables, &crate::auth::Userlists),
     backends: &HashMap<String, Arc<Backend>>,
     errors: &mut Vec<String>,
-) -> (crate::rules::ProxyRules, crate::log::Settings, bool, bool) {
+) -> FrontendRules {
     let messages = |r: &cfg::Reply, at: &cfg::Span| reply_message(r, &config.http_errors, at);
     let mut c = crate::rules::Compiler::new(p, maps, &messages, tables, userlists);
     let mut rules = proxy_rules(&mut c, p);
+    let mut use_backends = Vec::new();
     for u in &p.use_backends {
         let cond = c.cond(&u.cond, &u.span);
         let target = match &u.target {
             cfg::BackendTarget::Name(n) => match backends.get(n) {
-                Some(be) => crate::rules::UseTarget::Fixed(Arc::clone(be)),
+                Some(be) => crate::frontend::switching::UseTarget::Fixed(Arc::clone(be)),
                 None => {
                     c.errors
                         .push(format!("[{}] : proxy '{}': unknown backend '{n}'", u.span, p.name));
@@ -267,12 +278,12 @@ fn frontend_rules(
                 }
             },
             cfg::BackendTarget::Dynamic(f) => {
-                crate::rules::UseTarget::Dynamic(c.format(f, &u.span))
+                crate::frontend::switching::UseTarget::Dynamic(c.format(f, &u.span))
             }
         };
-        rules.use_backends.push((target, cond));
+        use_backends.push((target, cond));
     }
-    if rules.use_backends.len() == p.use_backends.len() {
+    if use_backends.len() == p.use_backends.len() {
         rules.switching = c.switching(&p.use_backends);
     }
     let log = log_settings(&mut c, p);
@@ -281,7 +292,7 @@ fn frontend_rules(
     let needs_dst = c.uses_dst || p.originalto.is_some() || backends.values().any(|b| b.uses_dst);
     let needs_payload = c.uses_payload;
     rules.acls = c.finish();
-    (rules, log, needs_dst, needs_payload)
+    (rules, use_backends, log, needs_dst, needs_payload)
 }
 
 /// Global `set-var` / `set-var-fmt` lines, evaluated in order: a process variable for each.
@@ -366,7 +377,10 @@ fn stick_tables(config: &cfg::Config, prev: Option<&crate::stick::Tables>) -> cr
 }
 
 /// A frontend's log formats and options.
-fn log_settings(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::log::Settings {
+fn log_settings(
+    c: &mut crate::rules::Compiler<'_>,
+    p: &cfg::Proxy,
+) -> crate::rules::format::Settings {
     let f = &p.formats;
     let mut compile = |f: &Option<cfg::LogFormat>| f.as_ref().map(|f| c.format(f, &p.span));
     let (line, sd, error) = (compile(&f.line), compile(&f.sd), compile(&f.error));
@@ -374,7 +388,7 @@ fn log_settings(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::lo
     let addrs = [V::BackendIp, V::BackendPort, V::ServerIp, V::ServerPort];
     let server_addrs =
         [&line, &sd, &error].iter().any(|f| f.as_ref().is_some_and(|f| f.uses_any(&addrs)));
-    crate::log::Settings {
+    crate::rules::format::Settings {
         line,
         sd,
         error,
@@ -389,10 +403,10 @@ fn log_settings(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::lo
     }
 }
 
-fn capture_spec(p: &cfg::Proxy) -> crate::log::format::CaptureSpec {
+fn capture_spec(p: &cfg::Proxy) -> crate::rules::format::CaptureSpec {
     let slot = |s: &cfg::CaptureSlot| (s.header.as_deref().map(|h| h.as_bytes().into()), s.len);
     let cookie = p.captures.iter().find(|c| c.kind == cfg::CaptureKind::Cookie);
-    crate::log::format::CaptureSpec {
+    crate::rules::format::CaptureSpec {
         req: p.capture_slots.req.iter().map(slot).collect(),
         res: p.capture_slots.res.iter().map(slot).collect(),
         cookie: cookie.map(|c| (c.name.as_bytes().into(), c.len)),
@@ -433,7 +447,6 @@ fn proxy_rules(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::rul
             .iter()
             .filter_map(|m| c.cond(&Some(m.clone()), &p.span))
             .collect(),
-        use_backends: Vec::new(),
         switching: Vec::new(),
         stats: p.stats.as_ref().map(|page| {
             Box::new(crate::rules::StatsRules {
@@ -531,8 +544,8 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
     }
 }
 
-fn retry_on(list: &[cfg::RetryOn]) -> crate::http::RetryOn {
-    let mut r = crate::http::RetryOn::default();
+fn retry_on(list: &[cfg::RetryOn]) -> crate::http_settings::RetryOn {
+    let mut r = crate::http_settings::RetryOn::default();
     let expanded: Vec<cfg::RetryOn> = list.iter().flat_map(|x| x.expand()).collect();
     for x in expanded {
         match x {
@@ -541,7 +554,9 @@ fn retry_on(list: &[cfg::RetryOn]) -> crate::http::RetryOn {
             cfg::RetryOn::JunkResponse => r.junk_response = true,
             cfg::RetryOn::ResponseTimeout => r.response_timeout = true,
             cfg::RetryOn::Status(code) => {
-                if let Some(i) = crate::http::RETRY_STATUSES.iter().position(|&c| c == code) {
+                if let Some(i) =
+                    crate::http_settings::RETRY_STATUSES.iter().position(|&c| c == code)
+                {
                     r.statuses[i] = true;
                 }
             }
@@ -574,7 +589,7 @@ fn error_message(
         }
         // `default-errorfiles`: HAProxy's own message, whatever a defaults section loaded.
         cfg::ErrorSource::Reply { reply, .. } if reply.body == cfg::ReplyBody::ErrorFiles => {
-            Ok(Some(crate::http::messages::builtin_or_generic(reply.status).to_vec()))
+            Ok(Some(crate::http_settings::messages::builtin_or_generic(reply.status).to_vec()))
         }
         cfg::ErrorSource::Reply { reply, span } => match reply_message(reply, sections, span)? {
             Some(Some(raw)) => Ok(Some(raw.to_vec())),
@@ -692,6 +707,7 @@ fn frontend(
         http: None,
         upgrade: None,
         rules: Default::default(),
+        use_backends: Vec::new(),
         backends: Default::default(),
         proc_vars: Default::default(),
         needs_dst: false,
@@ -777,7 +793,7 @@ fn backend(
     be.log_health_checks = p.log_health_checks;
     be.is_listen = p.kind == cfg::ProxyKind::Listen;
     be.health_check = Arc::new(p.health_check.clone());
-    match crate::health::samples::compile(&mut c, &p.health_check.steps, &p.span) {
+    match crate::rules::check::compile(&mut c, &p.health_check.steps, &p.span) {
         Ok(s) => be.check_samples = Arc::new(s),
         Err(e) => errors.push(format!("[{}] : backend '{}' : health check : {e}", p.span, p.name)),
     }

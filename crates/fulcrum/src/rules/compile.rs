@@ -194,7 +194,7 @@ impl<'a> Compiler<'a> {
     }
 
     pub fn format(&mut self, f: &cfg::LogFormat, span: &cfg::Span) -> Format {
-        use crate::log::format::Part;
+        use crate::rules::format::Part;
         self.at = Some(span.clone());
         let mut parts = Vec::with_capacity(f.parts.len());
         for p in &f.parts {

@@ -7,11 +7,16 @@
 //! applied here; actions that answer the client (deny, return, redirect) or wait for data are
 //! handed back to the session as a [`Verdict`].
 //!
-//! Must not touch: sockets, server choice.
+//! The proxies hold their compiled rules, so the rules sit below them and read them only
+//! through the traits of [`view`] (`fe_conn`, `nbsrv`, `be_name`, `%b`...).
+//!
+//! Must not touch: sockets, server choice, the proxies' types.
 
 pub mod acl_sets;
+pub mod check;
 mod compile;
 pub mod convert;
+pub mod format;
 mod live;
 pub mod maps;
 pub mod origin;
@@ -19,11 +24,9 @@ pub mod refs;
 pub mod room;
 pub mod sample;
 pub mod stick;
-pub mod switching;
 pub mod trace;
 pub mod vars;
-
-use std::collections::HashMap;
+pub mod view;
 
 use std::sync::Arc;
 
@@ -135,7 +138,7 @@ pub fn holds(cond: &Option<Cond>, acls: &Acls, ctx: &Ctx<'_>) -> bool {
     cond.as_ref().is_none_or(|c| c.eval(acls, ctx))
 }
 
-pub use crate::log::format::Format;
+pub use crate::rules::format::Format;
 pub use compile::Compiler;
 
 /// A reply the proxy builds itself (`return`, `deny`, `http-error`).
@@ -428,11 +431,11 @@ pub struct Base<'a> {
     pub dst: Option<std::net::SocketAddr>,
     pub proc_vars: &'a sample::ProcVars,
     pub frontend: &'a str,
-    pub fe: Option<&'a crate::frontend::Frontend>,
+    pub fe: Option<&'a dyn view::FrontendView>,
     pub bind_no: u16,
-    pub backend: Option<&'a crate::backend::Backend>,
+    pub backend: Option<&'a dyn view::BackendView>,
     pub server: Option<&'a str>,
-    pub backends: &'a HashMap<String, Arc<crate::backend::Backend>>,
+    pub backends: &'a dyn view::Backends,
     /// Request body bytes already received.
     pub body: &'a [u8],
     /// `tune.bufsize`: a header edit that would not fit in the buffer with the body data there
@@ -852,12 +855,11 @@ pub struct ProxyRules {
     pub monitor_fail: Vec<Cond>,
     /// `stick on|match|store-*` rules.
     pub stick: Vec<stick::StickRule>,
-    /// `use_backend` rules: a fixed backend or a format naming one, with the condition.
-    pub use_backends: Vec<(UseTarget, Option<Cond>)>,
     /// The statistics page, when the proxy has one.
     pub stats: Option<Box<StatsRules>>,
-    /// The same rules grouped for evaluation: runs of rules that each test one ACL of the same
-    /// sample and match method are answered by one indexed lookup (see [`Segment`]).
+    /// The frontend's `use_backend` rules (`Frontend::use_backends`) grouped for evaluation:
+    /// runs of rules that each test one ACL of the same sample and match method are answered
+    /// by one indexed lookup (see [`Segment`]).
     pub switching: Vec<Segment>,
 }
 
@@ -918,12 +920,6 @@ impl Segment {
 
 /// How many consecutive rules make indexing worth it.
 const INDEX_MIN_RULES: usize = 4;
-
-#[derive(Debug)]
-pub enum UseTarget {
-    Fixed(Arc<crate::backend::Backend>),
-    Dynamic(Format),
-}
 
 #[cfg(test)]
 mod tests {

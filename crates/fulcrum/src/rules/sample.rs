@@ -5,15 +5,12 @@
 //! Must not touch: the heads themselves (read only), sockets.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use fulcrum_config as cfg;
 use fulcrum_http::Head;
 use fulcrum_pattern::Regsub;
-
-use crate::backend::Backend;
 
 mod conn;
 mod cookies;
@@ -96,15 +93,15 @@ pub struct Ctx<'a> {
     pub proc_vars: &'a ProcVars,
     pub frontend: &'a str,
     /// The frontend itself, where there is one (`fe_conn`).
-    pub fe: Option<&'a crate::frontend::Frontend>,
+    pub fe: Option<&'a dyn super::view::FrontendView>,
     /// The number of the `bind` line that accepted the connection, from 1 (0: none).
     pub bind_no: u16,
     /// The backend handling the transaction, once chosen.
-    pub backend: Option<&'a Backend>,
+    pub backend: Option<&'a dyn super::view::BackendView>,
     /// The server that took the request, once chosen.
     pub server: Option<&'a str>,
     /// All backends by name (for `nbsrv(<name>)`, `be_conn(<name>)`).
-    pub backends: &'a HashMap<String, Arc<Backend>>,
+    pub backends: &'a dyn super::view::Backends,
     /// The request body bytes received so far (`req.body` after `wait-for-body`).
     pub body: &'a [u8],
     /// The client connection, for its TLS facts (`ssl_fc*`, `ssl_c_*`).
@@ -130,7 +127,7 @@ impl<'a> Ctx<'a> {
     /// What a global `set-var` sees: no connection, no proxy; process variables.
     pub fn process(
         proc_vars: &'a ProcVars,
-        backends: &'a HashMap<String, Arc<Backend>>,
+        backends: &'a dyn super::view::Backends,
         vars: &'a Vars,
     ) -> Self {
         Ctx {
@@ -164,39 +161,6 @@ impl<'a> Ctx<'a> {
     {
         let (src, dst) = vars.addrs.as_ref().map_or((self.src, self.dst), |a| (a.src, a.dst));
         Ctx { vars, src, dst, ..*self }
-    }
-
-    /// What a rule run on a connection alone sees (no request yet): its addresses, the
-    /// frontend, `vars`.
-    pub fn connection(
-        fe: &'a crate::frontend::Frontend,
-        src: Option<SocketAddr>,
-        dst: Option<SocketAddr>,
-        vars: &'a Vars,
-    ) -> Self {
-        let (src, dst) = vars.addrs.as_ref().map_or((src, dst), |a| (a.src, a.dst));
-        Ctx {
-            src,
-            dst,
-            req: None,
-            resp: None,
-            vars,
-            proc_vars: &fe.proc_vars,
-            frontend: &fe.name,
-            fe: Some(fe),
-            bind_no: 0,
-            backend: None,
-            server: None,
-            backends: &fe.backends,
-            body: &[],
-            client: None,
-            told_tls: None,
-            h2: false,
-            payload: &[],
-            pp: None,
-            server_stream: None,
-            more: None,
-        }
     }
 }
 
@@ -524,7 +488,7 @@ fn fetch_each<'a>(
             f(Value::Int(now + offset))
         }
         Rand { range } => {
-            let r = crate::backend::random_u64();
+            let r = crate::random::u64();
             f(Value::Int(match range {
                 Some(n) if *n > 0 => ((u128::from(r as u32) * u128::from(*n)) >> 32) as i64,
                 _ => i64::from(r as u32),
@@ -551,7 +515,7 @@ fn borrowed(x: &[u8]) -> Value<'_> {
 
 /// A random version 4 UUID in its usual text form.
 fn uuid4() -> Vec<u8> {
-    let (a, b) = (crate::backend::random_u64(), crate::backend::random_u64());
+    let (a, b) = (crate::random::u64(), crate::random::u64());
     let mut bytes = [0u8; 16];
     bytes[..8].copy_from_slice(&a.to_be_bytes());
     bytes[8..].copy_from_slice(&b.to_be_bytes());
@@ -664,19 +628,13 @@ struct CompiledSni(Expr);
 impl crate::tls::SniExpr for CompiledSni {
     fn value(&self, open: &crate::connection::Opening<'_>) -> Option<String> {
         static PROC: std::sync::OnceLock<ProcVars> = std::sync::OnceLock::new();
-        static NO_BACKENDS: std::sync::OnceLock<HashMap<String, Arc<Backend>>> =
-            std::sync::OnceLock::new();
         let vars = Vars::default();
         let ctx = Ctx {
             src: open.src,
             dst: open.dst,
             req: open.req,
             client: open.client,
-            ..Ctx::process(
-                PROC.get_or_init(ProcVars::default),
-                NO_BACKENDS.get_or_init(Default::default),
-                &vars,
-            )
+            ..Ctx::process(PROC.get_or_init(ProcVars::default), &super::view::NoBackends, &vars)
         };
         let v = self.0.eval(&ctx)?;
         let text = String::from_utf8_lossy(&v.as_bytes()).into_owned();

@@ -269,7 +269,7 @@ pub fn on_request(
     rules: &[StickRule],
     acls: &super::Acls,
     ctx: &Ctx<'_>,
-    be: &crate::backend::Backend,
+    be: &dyn super::view::BackendView,
     assigned: bool,
     stores: &mut Stores,
 ) -> Option<usize> {
@@ -302,17 +302,18 @@ pub fn on_request(
 }
 
 /// The server an entry names in `be`: by name (`server_key`) when stored, else by id.
-fn server_of(t: &Table, e: &Entry, be: &crate::backend::Backend) -> Option<usize> {
+fn server_of(t: &Table, e: &Entry, be: &dyn super::view::BackendView) -> Option<usize> {
+    let servers = be.servers();
     let w = e.data();
     let by_name = freq::read(&t.layout, &w, D::ServerKey, 0, 0)
         .filter(|k| *k != 0)
         .and_then(crate::stick::dict::name)
-        .and_then(|n| be.servers.iter().position(|s| *s.name == *n));
+        .and_then(|n| servers.iter().position(|s| *s.name == *n));
     let idx = by_name.or_else(|| {
         let id = freq::read(&t.layout, &w, D::ServerId, 0, 0)? as u32;
-        be.servers.iter().position(|s| s.id == id)
+        servers.iter().position(|s| s.id == id)
     })?;
-    be.servers[idx].is_up().then_some(idx)
+    servers[idx].is_up().then_some(idx)
 }
 
 /// The response side: keys of `stick store-response` rules (one per table among them).

@@ -29,7 +29,7 @@ pub struct Vars {
     /// Header lines `early-hint` rules gathered for a `103 Early Hints` answer.
     pub early_hints: Vec<u8>,
     /// The transaction's captures (`capture request header`, `http-request capture`...).
-    pub caps: crate::log::format::Captures,
+    pub caps: crate::rules::format::Captures,
     /// The request's `unique-id-format` id, once made (the `unique-id` fetch, the log line).
     pub unique_id: Option<Vec<u8>>,
     /// The transaction is the first of its connection (`http_first_req`).

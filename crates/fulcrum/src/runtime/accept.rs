@@ -242,7 +242,7 @@ fn admit(fe: &Frontend, conn: &mut Accepted, shared: &Shared, bind: &Bind) -> bo
         let local = socket2::SockRef::from(&conn.client).local_addr().ok();
         let dst = local.and_then(|a| a.as_socket());
         let vars = crate::rules::sample::Vars::default();
-        let ctx = crate::rules::sample::Ctx::connection(fe, conn.peer, dst, &vars);
+        let ctx = crate::frontend::Frontend::ctx(fe, conn.peer, dst, &vars);
         conn.expect_proxy = r.expect_proxy.iter().any(|c| crate::rules::holds(c, &r.acls, &ctx));
     }
     let session_now = !needs_prelude(bind, conn);
@@ -254,7 +254,7 @@ fn admit(fe: &Frontend, conn: &mut Accepted, shared: &Shared, bind: &Bind) -> bo
         let dst = local.and_then(|a| a.as_socket());
         let mut vars = crate::rules::sample::Vars::default();
         let empty = crate::rules::sample::Vars::default();
-        let mk = crate::rules::sample::Ctx::connection(fe, conn.peer, dst, &empty);
+        let mk = crate::frontend::Frontend::ctx(fe, conn.peer, dst, &empty);
         let mut accepted =
             crate::rules::tcp_run(&r.tcp_connection, &r.acls, &mk, &mut vars, Level::Session);
         // `tcp-request connection set-src|dst` change the connection's own addresses
@@ -385,7 +385,7 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
     // or the TLS handshake's facts (`ssl_fc_sni`: the handshake ran in the prelude).
     let late = fe.needs_payload || slots.bind.tls.is_some();
     let mut got = tcp::inspect::Inspected { payload: Vec::new(), shut: false };
-    let chosen = if late || !fe.rules.use_backends.is_empty() {
+    let chosen = if late || !fe.use_backends.is_empty() {
         // `tcp-request inspect-delay`: the rules see the first bytes (a ClientHello to route
         // by its name), read without consuming them.
         if fe.needs_payload {
@@ -393,7 +393,7 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         }
         let mut vars = conn.vars.take().map(|b| *b).unwrap_or_default();
         let empty = crate::rules::sample::Vars::default();
-        let mut mk = crate::rules::sample::Ctx::connection(fe, conn.peer, dst, &empty);
+        let mut mk = crate::frontend::Frontend::ctx(fe, conn.peer, dst, &empty);
         mk.client = Some(&conn.client);
         mk.bind_no = conn.bind_no;
         mk.pp = conn.proxied.as_deref();
@@ -415,7 +415,7 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
             }
         }
         mk.payload = &got.payload;
-        let chosen = crate::rules::switching::choose(fe, &mk.with_vars(&vars));
+        let chosen = crate::frontend::switching::choose(fe, &mk.with_vars(&vars));
         if !vars.is_empty() {
             conn.vars = Some(Box::new(vars));
         }
@@ -439,11 +439,11 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         // The backend's `tcp-request content` rules, on the same first bytes.
         let mut vars = conn.vars.take().map(|b| *b).unwrap_or_default();
         let empty = crate::rules::sample::Vars::default();
-        let mut mk = crate::rules::sample::Ctx::connection(fe, conn.peer, dst, &empty);
+        let mut mk = crate::frontend::Frontend::ctx(fe, conn.peer, dst, &empty);
         mk.client = Some(&conn.client);
         mk.bind_no = conn.bind_no;
         mk.pp = conn.proxied.as_deref();
-        mk.backend = Some(be);
+        mk.backend = Some(&**be);
         let r = &be.rules;
         let v = tcp::inspect::content_rules(
             &conn.client,
@@ -498,13 +498,13 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
     }
     if logs {
         let vars = crate::rules::sample::Vars::default();
-        let mut ctx = crate::rules::sample::Ctx::connection(fe, peer, local, &vars);
-        ctx.backend = Some(be);
+        let mut ctx = crate::frontend::Frontend::ctx(fe, peer, local, &vars);
+        ctx.backend = Some(&**be);
         ctx.client = Some(&conn.client);
         ctx.pp = conn.proxied.as_deref();
-        let mut stream = log::format::Stream {
+        let mut stream = crate::rules::format::Stream {
             fe,
-            be: Some(be),
+            be: Some(&**be),
             outcome: &outcome,
             now: crate::clock::now(),
             wall: crate::clock::wall(),
@@ -517,9 +517,9 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
             server_conn: outcome.server_conn,
             http: false,
         };
-        let uid = log::unique_id(fe, &ctx, &stream);
+        let uid = crate::frontend::log::unique_id(fe, &ctx, &stream);
         stream.unique_id = uid.as_deref();
-        log::stream_line(fe, &ctx, &stream, None, shared.debug);
+        crate::frontend::log::stream_line(fe, &ctx, &stream, None, shared.debug);
     }
 }
 
@@ -632,7 +632,7 @@ fn session_rules(fe: &Frontend, conn: &mut Accepted) -> bool {
     });
     let src = conn.proxied.as_ref().and_then(|h| h.addrs).map(|a| a.0).or(conn.peer);
     let empty = crate::rules::sample::Vars::default();
-    let mut mk = crate::rules::sample::Ctx::connection(fe, src, dst, &empty);
+    let mut mk = crate::frontend::Frontend::ctx(fe, src, dst, &empty);
     mk.client = Some(&conn.client);
     mk.pp = conn.proxied.as_deref();
     let ok = crate::rules::tcp_run(&r.tcp_session, &r.acls, &mk, &mut vars, Level::Session);

@@ -158,17 +158,14 @@ pub fn frontend(fe: &Frontend, scope: &Scope<'_>) -> Row {
 /// frontends that lead to it (their default backend, or a `use_backend` naming it), rounded
 /// up; 1 when none does (HAProxy 2.6's figures, `show stat` on the same configuration).
 fn fullconn(be: &Backend, scope: &Scope<'_>) -> u32 {
-    use crate::rules::UseTarget;
+    use crate::frontend::switching::UseTarget;
     if let Some(n) = be.fullconn {
         return n;
     }
     let is_be = |b: &std::sync::Arc<Backend>| std::ptr::eq(&**b, be);
     let leads = |f: &&std::sync::Arc<Frontend>| {
         f.backend.as_ref().is_some_and(is_be)
-            || f.rules
-                .use_backends
-                .iter()
-                .any(|(t, _)| matches!(t, UseTarget::Fixed(b) if is_be(b)))
+            || f.use_backends.iter().any(|(t, _)| matches!(t, UseTarget::Fixed(b) if is_be(b)))
     };
     let sum: u64 =
         scope.frontends.iter().filter(leads).map(|f| u64::from(frontend_limit(f, scope))).sum();

@@ -49,7 +49,7 @@ fn response_rules_accept(
 ) -> bool {
     let mut vars = conn.vars.take().map(|b| *b).unwrap_or_default();
     let empty = crate::rules::sample::Vars::default();
-    let mut ctx = crate::rules::sample::Ctx::connection(fe, conn.peer, conn.local(), &empty);
+    let mut ctx = crate::frontend::Frontend::ctx(fe, conn.peer, conn.local(), &empty);
     ctx.backend = Some(be);
     ctx.server = Some(&srv.name);
     ctx.client = Some(&conn.client);
@@ -228,19 +228,15 @@ pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: &mut Accepted, out: &
     } else {
         let vars = conn.vars.as_deref();
         let empty = crate::rules::sample::Vars::default();
-        let mut ctx = crate::rules::sample::Ctx::connection(
-            fe,
-            conn.peer,
-            conn.local(),
-            vars.unwrap_or(&empty),
-        );
-        ctx.backend = Some(be);
+        let mut ctx =
+            crate::frontend::Frontend::ctx(fe, conn.peer, conn.local(), vars.unwrap_or(&empty));
+        ctx.backend = Some(&**be);
         ctx.client = Some(&conn.client);
         ctx.bind_no = conn.bind_no;
         ctx.bind_no = conn.bind_no;
         ctx.pp = conn.proxied.as_deref();
         let r = &be.rules;
-        crate::rules::stick::on_request(&r.stick, &r.acls, &ctx, be, false, &mut stores)
+        crate::rules::stick::on_request(&r.stick, &r.acls, &ctx, &**be, false, &mut stores)
     };
     let open = Opening {
         src: conn.peer,

@@ -129,7 +129,10 @@ impl<'s> Txn<'s> {
         }
     }
 
-    pub fn messages<'m>(&self, be: Option<&'m Arc<Backend>>) -> &'m crate::http::messages::Messages
+    pub fn messages<'m>(
+        &self,
+        be: Option<&'m Arc<Backend>>,
+    ) -> &'m crate::http_settings::messages::Messages
     where
         's: 'm,
     {

@@ -22,11 +22,11 @@ use std::time::Duration;
 
 use fulcrum_http::{Body, Head};
 
-use super::HttpProxy;
 use crate::backend::Backend;
 use crate::connection::Stream;
 use crate::counters::Counters;
 use crate::frontend::Frontend;
+use crate::http_settings::HttpProxy;
 use crate::outcome::{Cause, Outcome, Phase};
 use crate::rules::sample::Vars;
 use crate::rules::trace::Step;
@@ -473,13 +473,13 @@ impl<'s> Txn<'s> {
 
     /// `use_backend`: the first rule whose condition holds, else the default backend.
     pub fn choose_backend(&mut self) -> Option<Arc<Backend>> {
-        if self.fe.rules.use_backends.is_empty() && self.vars.trace.is_none() {
+        if self.fe.use_backends.is_empty() && self.vars.trace.is_none() {
             return self.fe.backend.clone();
         }
         let (be, rule) = {
             let base = self.base(None);
             let ctx = base.ctx(self.req, None, self.vars);
-            rules::switching::choose_why(self.fe, &ctx)
+            crate::frontend::switching::choose_why(self.fe, &ctx)
         };
         if self.vars.trace.is_some() {
             self.trace_use_backends(rule, be.as_deref());
@@ -497,11 +497,12 @@ impl<'s> Txn<'s> {
     #[cold]
     fn trace_use_backends(&mut self, chose: Option<usize>, be: Option<&Backend>) {
         let r = &self.fe.rules;
-        let before = chose.unwrap_or(r.use_backends.len());
+        let before = chose.unwrap_or(self.fe.use_backends.len());
         let held: Vec<bool> = {
             let base = self.base(None);
             let ctx = base.ctx(self.req, None, self.vars);
-            r.use_backends[..before].iter().map(|(_, c)| rules::holds(c, &r.acls, &ctx)).collect()
+            let rules = &self.fe.use_backends[..before];
+            rules.iter().map(|(_, c)| rules::holds(c, &r.acls, &ctx)).collect()
         };
         let Some(t) = self.vars.trace.as_deref_mut() else { return };
         for (rule, held) in held.into_iter().enumerate() {
@@ -533,9 +534,9 @@ impl<'s> Txn<'s> {
             let mut base = self.base(be);
             base.body = &[];
             let ctx = base.ctx(self.req, None, self.vars);
-            let stream = crate::log::format::Stream {
+            let stream = crate::rules::format::Stream {
                 fe: self.fe,
-                be,
+                be: be.map(|b| b as _),
                 outcome: self.o,
                 now: crate::clock::now(),
                 wall: crate::clock::wall(),
@@ -579,9 +580,9 @@ pub fn base<'b>(
         frontend: &fe.name,
         fe: Some(fe),
         bind_no,
-        backend,
+        backend: backend.map(|b| b as _),
         server,
-        backends: &fe.backends,
+        backends: &*fe.backends,
         body,
         max_head: http.bufsize,
         data_htx: 0,
@@ -600,7 +601,7 @@ pub type ConnFacts<'b> =
 
 /// The connection mode of a transaction: the stricter of the frontend's and the backend's.
 #[inline]
-pub fn conn_mode(fe: &HttpProxy, be: &HttpProxy) -> super::ConnMode {
+pub fn conn_mode(fe: &HttpProxy, be: &HttpProxy) -> crate::http_settings::ConnMode {
     fe.conn_mode.max(be.conn_mode)
 }
 

@@ -13,7 +13,7 @@ use fulcrum_http::{Body, Head, Version};
 
 use super::Txn;
 use crate::backend::Backend;
-use crate::http::{ConnMode, HashKey, HttpProxy};
+use crate::http_settings::{ConnMode, HashKey, HttpProxy};
 use crate::outcome::{CookieIn, CookieOut};
 use crate::rules;
 
@@ -123,7 +123,7 @@ impl<'s> Txn<'s> {
         let ctx = base.ctx(self.req, None, self.vars);
         let r = &be.rules;
         let assigned = persist.is_some();
-        rules::stick::on_request(&r.stick, &r.acls, &ctx, be, assigned, stores).or(persist)
+        rules::stick::on_request(&r.stick, &r.acls, &ctx, &**be, assigned, stores).or(persist)
     }
 
     /// `option forwardfor` / `option originalto` (the backend's settings win).
@@ -356,7 +356,8 @@ fn pick_key(
         }
         HashKey::Hdr { name, domain_only } => {
             let v = req.header(name.as_bytes());
-            let Some(v) = v.and_then(|v| crate::http::hdr_hash_key(v, *domain_only)) else {
+            let Some(v) = v.and_then(|v| crate::http_settings::hdr_hash_key(v, *domain_only))
+            else {
                 return KeyKind::None;
             };
             key.extend_from_slice(v);

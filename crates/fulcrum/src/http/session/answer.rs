@@ -138,7 +138,7 @@ impl Session<'_> {
     /// Answers a request that could not even be parsed (the connection then closes).
     /// HAProxy answers these with its built-in message even when `errorfile` replaced it.
     pub(super) async fn answer_raw(&mut self, status: u16) {
-        let msg = crate::http::messages::builtin_or_generic(status);
+        let msg = crate::http_settings::messages::builtin_or_generic(status);
         let _ = write_all_within(&self.client, msg, self.fe.timeouts.client).await;
     }
 }

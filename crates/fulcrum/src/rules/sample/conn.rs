@@ -33,9 +33,8 @@ pub(super) fn fetch<'a>(fetch: &cfg::Fetch, ctx: &Ctx<'a>, f: &mut Each<'_, 'a>)
             )
         }
         SoName => {
-            let bind =
-                ctx.fe.and_then(|fe| fe.binds.iter().find(|b| b.number == u32::from(ctx.bind_no)));
-            one(bind.and_then(|b| b.name.as_deref()).map(|n| b(n.as_bytes())), f)
+            let name = ctx.fe.and_then(|fe| fe.bind_name(u32::from(ctx.bind_no)));
+            one(name.map(|n| b(n.as_bytes())), f)
         }
         Tls(t) => one(super::tls::fetch(t, ctx.client, ctx.told_tls, ctx.server_stream), f),
         Pp(p) => {

@@ -8,8 +8,8 @@ use std::borrow::Cow;
 
 use fulcrum_config as cfg;
 
+use super::super::view::BackendView;
 use super::{one, var_value, Ctx, Each, Value};
-use crate::backend::Backend;
 
 /// The state fetches (`fetch_each` sends no other here).
 pub(super) fn fetch<'a>(fetch: &cfg::Fetch, ctx: &Ctx<'a>, f: &mut Each<'_, 'a>) -> bool {
@@ -19,7 +19,7 @@ pub(super) fn fetch<'a>(fetch: &cfg::Fetch, ctx: &Ctx<'a>, f: &mut Each<'_, 'a>)
             let be = named_or_current(ctx, backend.as_deref());
             one(be.map(|be| Value::Int(be.usable_servers() as i64)), f)
         }
-        FeConn => one(ctx.fe.map(|fe| Value::Int(i64::from(fe.limit.current()))), f),
+        FeConn => one(ctx.fe.map(|fe| Value::Int(i64::from(fe.current_conns()))), f),
         LastRule { line } => match crate::rules::origin::place(ctx.vars.last_rule) {
             Some((_, n)) if *line => f(Value::Int(i64::from(n))),
             Some((file, _)) => f(Value::Str(Cow::Owned(file.as_bytes().to_vec()))),
@@ -34,11 +34,11 @@ pub(super) fn fetch<'a>(fetch: &cfg::Fetch, ctx: &Ctx<'a>, f: &mut Each<'_, 'a>)
         | Queue { backend }
         | AvgQueue { backend } => {
             let be = named_or_current(ctx, backend.as_deref());
-            one(be.map(|be| Value::Int(backend_figure(be, fetch))), f)
+            one(be.map(|be| Value::Int(be.figure(fetch))), f)
         }
         SrvIsUp { backend, server } | SrvConn { backend, server } => {
             let be = named_or_current(ctx, backend.as_deref());
-            let srv = be.and_then(|be| be.servers.iter().find(|s| &s.name == server));
+            let srv = be.and_then(|be| be.servers().iter().find(|s| &s.name == server));
             let v = srv.map(|s| match fetch {
                 SrvIsUp { .. } => Value::Bool(s.is_up()),
                 _ => Value::Int(i64::from(s.cur_conns())),
@@ -54,13 +54,15 @@ pub(super) fn fetch<'a>(fetch: &cfg::Fetch, ctx: &Ctx<'a>, f: &mut Each<'_, 'a>)
         SrvId => one(
             ctx.server
                 .zip(ctx.backend)
-                .and_then(|(name, be)| be.servers.iter().find(|s| s.name == name))
+                .and_then(|(name, be)| be.servers().iter().find(|s| s.name == name))
                 .map(|s| Value::Int(i64::from(s.id))),
             f,
         ),
         HttpFirstReq => f(Value::Bool(ctx.vars.first_req)),
         FeName => f(Value::Str(Cow::Owned(ctx.frontend.as_bytes().to_vec()))),
-        BeName => one(ctx.backend.map(|be| Value::Str(Cow::Owned(be.name.as_bytes().to_vec()))), f),
+        BeName => {
+            one(ctx.backend.map(|be| Value::Str(Cow::Owned(be.name().as_bytes().to_vec()))), f)
+        }
         SrvName => one(ctx.server.map(|s| Value::Str(Cow::Owned(s.as_bytes().to_vec()))), f),
         UniqueId => one(ctx.vars.unique_id.as_deref().map(|u| Value::Str(Cow::Borrowed(u))), f),
         Captured { response, slot } => {
@@ -74,37 +76,9 @@ pub(super) fn fetch<'a>(fetch: &cfg::Fetch, ctx: &Ctx<'a>, f: &mut Each<'_, 'a>)
 }
 
 /// The backend a fetch names (`nbsrv(<name>)`, `be_conn(<name>)`), else the transaction's.
-fn named_or_current<'a>(ctx: &Ctx<'a>, name: Option<&str>) -> Option<&'a Backend> {
+fn named_or_current<'a>(ctx: &Ctx<'a>, name: Option<&str>) -> Option<&'a dyn BackendView> {
     match name {
-        Some(n) => ctx.backends.get(n).map(|b| &**b),
+        Some(n) => ctx.backends.named(n),
         None => ctx.backend,
-    }
-}
-
-/// `be_sess_rate`, `connslots`, `queue`, `avg_queue` of a backend, as HAProxy computes them.
-fn backend_figure(be: &Backend, fetch: &cfg::Fetch) -> i64 {
-    match fetch {
-        cfg::Fetch::BeSessRate { .. } => be.session_rate() as i64,
-        cfg::Fetch::Queue { .. } => i64::from(be.queued()),
-        cfg::Fetch::AvgQueue { .. } => {
-            let (queued, n) = (i64::from(be.queued()), be.usable_servers() as i64);
-            if n > 0 {
-                (queued + n - 1) / n
-            } else {
-                queued * 2
-            }
-        }
-        _ => {
-            let mut slots = 0i64;
-            for (i, s) in be.servers.iter().enumerate().filter(|(_, s)| s.is_up()) {
-                let (maxconn, maxqueue) = (s.maxconn(), s.maxqueue);
-                if maxconn == 0 || maxqueue == 0 {
-                    return -1;
-                }
-                slots += i64::from(maxconn) - i64::from(s.cur_conns()) + i64::from(maxqueue)
-                    - i64::from(be.server_queued(i));
-            }
-            slots
-        }
     }
 }

@@ -7,10 +7,21 @@
 
 use std::sync::Arc;
 
-use super::sample::Ctx;
-use super::{holds, Segment, UseTarget};
+use super::Frontend;
 use crate::backend::Backend;
-use crate::frontend::Frontend;
+use crate::rules::sample::Ctx;
+use crate::rules::{holds, Cond, Format, Segment};
+
+/// Where a `use_backend` rule sends a transaction.
+#[derive(Debug)]
+pub enum UseTarget {
+    Fixed(Arc<Backend>),
+    /// A log-format rendered to a backend's name.
+    Dynamic(Format),
+}
+
+/// A frontend's `use_backend` rules, with their conditions.
+pub type UseBackends = Vec<(UseTarget, Option<Cond>)>;
 
 /// The backend a transaction goes to, judged on `ctx`.
 #[inline]
@@ -21,10 +32,11 @@ pub fn choose(fe: &Frontend, ctx: &Ctx<'_>) -> Option<Arc<Backend>> {
 /// [`choose`], with the index of the `use_backend` rule that chose (`None`: the default).
 pub fn choose_why(fe: &Frontend, ctx: &Ctx<'_>) -> (Option<Arc<Backend>>, Option<usize>) {
     let r = &fe.rules;
-    if r.use_backends.is_empty() {
+    let use_backends = &fe.use_backends;
+    if use_backends.is_empty() {
         return (fe.backend.clone(), None);
     }
-    let linear = [Segment::Linear(0..r.use_backends.len())];
+    let linear = [Segment::Linear(0..use_backends.len())];
     let segments = if r.switching.is_empty() { &linear[..] } else { &r.switching[..] };
     // Rules matching in order; an indexed segment yields its first match with one lookup.
     let matching = segments.iter().flat_map(|seg| {
@@ -34,11 +46,11 @@ pub fn choose_why(fe: &Frontend, ctx: &Ctx<'_>) -> (Option<Arc<Backend>>, Option
         };
         range.filter(move |&i| match first {
             Some(first) => first == Some(i),
-            None => holds(&r.use_backends[i].1, &r.acls, ctx),
+            None => holds(&use_backends[i].1, &r.acls, ctx),
         })
     });
     for i in matching {
-        match &r.use_backends[i].0 {
+        match &use_backends[i].0 {
             UseTarget::Fixed(be) => return (Some(Arc::clone(be)), Some(i)),
             UseTarget::Dynamic(f) => {
                 let name = f.render_vec(ctx);

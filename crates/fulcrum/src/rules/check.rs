@@ -4,16 +4,16 @@
 //! variables, constants, and the server's response received so far (`res.hdr`, `res.fhdr`,
 //! `res.payload`...). Process variables and other proxies are not visible here.
 //!
+//! Compiled with the plan, held by the backend, run by `health::run`.
+//!
 //! Must not touch: the check's connection and result (the runner), server state.
-
-use std::collections::HashMap;
-use std::sync::Arc;
 
 use fulcrum_config as cfg;
 use fulcrum_http::{Head, Limits};
 
-use crate::log::format::Format;
-use crate::rules::sample::{Ctx, Expr, ProcVars, Vars};
+use super::format::Format;
+use super::sample::{Ctx, Expr, ProcVars, Vars};
+use super::view::NoBackends;
 
 /// One configured step's compiled samples (none for most steps).
 #[derive(Debug, Default)]
@@ -27,7 +27,7 @@ pub struct StepSamples {
 
 /// Compiles the samples of a backend's check steps, one entry per configured step.
 pub fn compile(
-    c: &mut crate::rules::Compiler<'_>,
+    c: &mut super::Compiler<'_>,
     steps: &[cfg::CheckStep],
     span: &cfg::Span,
 ) -> Result<Vec<StepSamples>, String> {
@@ -60,14 +60,13 @@ impl Scope<'_> {
     /// incomplete or not HTTP).
     fn with_ctx<R>(&self, f: impl FnOnce(&Ctx<'_>) -> R) -> R {
         thread_local! {
-            static NONE: (ProcVars, HashMap<String, Arc<crate::backend::Backend>>) =
-                Default::default();
+            static NONE: ProcVars = ProcVars::default();
         }
         let mut head = Head::new();
         let limits = Limits { max_head: self.buf.len().max(1024), max_headers: 1000 };
         let parsed = matches!(head.parse_response(self.buf, &limits), Ok(Some(_)));
-        NONE.with(|(proc_vars, backends)| {
-            let mut ctx = Ctx::process(proc_vars, backends, self.vars);
+        NONE.with(|proc_vars| {
+            let mut ctx = Ctx::process(proc_vars, &NoBackends, self.vars);
             if parsed {
                 ctx.resp = Some(&head);
             }
@@ -77,7 +76,7 @@ impl Scope<'_> {
     }
 
     /// The value of a `set-var` expression, if it has one.
-    pub fn eval(&self, e: &Expr) -> Option<crate::rules::sample::Value<'static>> {
+    pub fn eval(&self, e: &Expr) -> Option<super::sample::Value<'static>> {
         self.with_ctx(|ctx| e.eval(ctx).map(|v| v.into_owned()))
     }
 

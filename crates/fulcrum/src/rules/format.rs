@@ -3,20 +3,41 @@
 //! print once; strings honour `+Q` (quotes), `+E` (RFC 5424 escapes) and `M` (`-` when empty);
 //! the request line and its parts are `#XX`-encoded with HAProxy's URL map, captures with its
 //! header map; `+X` writes addresses, ports and counters in hexadecimal.
-//! Must not touch: how a stream ended (it reads the [`Outcome`]), where lines go (`syslog`).
+//! A frontend's log settings ([`Settings`]) are compiled here; `frontend::log` sends its lines.
+//! Must not touch: how a stream ended (it reads the [`Outcome`]), where lines go (`log::syslog`).
 
 use std::io::Write as _;
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
 use std::time::SystemTime;
 
 use fulcrum_config::{LogFlags, LogVar};
 use tokio::time::Instant;
 
-use super::dates;
-use crate::backend::Backend;
-use crate::frontend::Frontend;
+use super::sample::{Ctx, Expr};
+use super::view::{BackendView, FrontendView};
+use crate::log::dates;
 use crate::outcome::Outcome;
-use crate::rules::sample::{Ctx, Expr};
+
+/// A frontend's logging, compiled: its line (`None`: `Connect from` lines), structured data,
+/// error line, unique id, and HAProxy's options on what to log.
+#[derive(Debug, Default)]
+pub struct Settings {
+    pub line: Option<Format>,
+    pub sd: Option<Format>,
+    pub error: Option<Format>,
+    pub unique_id: Option<Format>,
+    pub unique_id_header: Option<Box<str>>,
+    /// What each transaction captures.
+    pub captures: CaptureSpec,
+    pub dontlognull: bool,
+    pub dontlog_normal: bool,
+    pub separate_errors: bool,
+    /// A format prints the server connection's addresses (`%bi`, `%bp`, `%si`, `%sp`).
+    pub server_addrs: bool,
+    /// Lines sent so far (`%lc`).
+    pub count: AtomicU64,
+}
 
 /// A compiled format.
 #[derive(Debug, Default)]
@@ -108,8 +129,8 @@ struct Derived {
 
 /// What a log line knows about its stream beyond the rules' context.
 pub struct Stream<'a> {
-    pub fe: &'a Frontend,
-    pub be: Option<&'a Backend>,
+    pub fe: &'a dyn FrontendView,
+    pub be: Option<&'a dyn BackendView>,
     pub outcome: &'a Outcome,
     /// When the line is built, on the monotonic clock and the wall clock.
     pub now: Instant,
@@ -544,11 +565,11 @@ fn var(
         V::Tt => num(out, t(|t| t.tt)),
         V::Tu => num(out, t(|t| t.tu)),
         V::ActConn => num(out, s.map_or(0, |s| i64::from(s.actconn))),
-        V::FeConn => num(out, s.map_or(0, |s| i64::from(s.fe.limit.current()))),
+        V::FeConn => num(out, s.map_or(0, |s| i64::from(s.fe.current_conns()))),
         V::BeConn => num(out, be.map_or(0, |b| i64::from(b.active_sessions()))),
         V::SrvConn => {
             let n = match (be, o.and_then(|o| o.server)) {
-                (Some(b), Some(i)) => b.servers[i].cur_conns(),
+                (Some(b), Some(i)) => b.servers()[i].cur_conns(),
                 _ => 0,
             };
             num(out, i64::from(n));
@@ -561,7 +582,7 @@ fn var(
         }
         V::SrvQueue => num(out, o.map_or(0, |o| i64::from(o.srv_queue))),
         V::BackendQueue => num(out, o.map_or(0, |o| i64::from(o.be_queue))),
-        V::Backend => text(out, Some(be.map_or(ctx.frontend, |b| b.name.as_str()).as_bytes()), f),
+        V::Backend => text(out, Some(be.map_or(ctx.frontend, |b| b.name()).as_bytes()), f),
         V::Frontend => text(out, Some(ctx.frontend.as_bytes()), f),
         V::FrontendXprt => {
             let q = f.has(LogFlags::QUOTE);
@@ -579,7 +600,7 @@ fn var(
         }
         V::Server => {
             let name = match (be, o.and_then(|o| o.server)) {
-                (Some(b), Some(i)) => b.servers[i].name.as_str(),
+                (Some(b), Some(i)) => b.servers()[i].name.as_str(),
                 _ => ctx.server.unwrap_or("<NOSRV>"),
             };
             text(out, Some(name.as_bytes()), f);
