@@ -25,7 +25,7 @@ use crate::frontend::Frontend;
 use crate::http_settings::{ConnMode, HttpProxy, Reuse};
 use crate::outcome::{Cause, Outcome, Phase};
 use crate::rules::sample::Vars;
-use crate::rules::{self, Base, ProxyRules, Verdict};
+use crate::rules::Base;
 use crate::shared::Shared;
 use crate::tcp::tunnel::{self, TunnelTimeouts};
 use crate::tcp::{self, Accepted};
@@ -643,10 +643,12 @@ impl Session<'_> {
             },
             body,
             req: &mut self.req,
+            resp: &mut self.resp,
             vars: &mut self.vars,
             scratch: &mut self.scratch,
             o: &mut self.o,
             data_htx: &mut self.req_data_htx,
+            resp_data_htx: &mut self.resp_data_htx,
             stream_no: &mut self.stream_no,
             backend: &mut self.log.backend,
             key: &mut self.key,

@@ -1,10 +1,10 @@
-//! One transaction's request analysers, in HAProxy 2.6's order and named after its own
+//! One transaction's analysers, in HAProxy 2.6's order and named after its own
 //! (`include/haproxy/channel-t.h`): `AN_REQ_INSPECT_FE` (`tcp-request content`), the monitor
 //! URI, `AN_REQ_HTTP_PROCESS_FE` (`http-request` rules, legacy `redirect` rules, the stats
 //! page), `AN_REQ_SWITCHING_RULES` (`use_backend`), `AN_REQ_INSPECT_BE`,
 //! `AN_REQ_HTTP_PROCESS_BE`; then, once the request goes on, its edits for the server
 //! (`http_process_request`), cookie persistence, `AN_REQ_STICKING_RULES` and the key a
-//! hash-based balance uses ([`Txn::for_server`]).
+//! hash-based balance uses ([`Txn::for_server`]). The response's analysers are in `response`.
 //!
 //! They run on the message alone: a [`Txn`] is the request, its variables, what is known of
 //! its connection, and no socket. Where an analyser needs what only the session can do (wait
@@ -33,8 +33,10 @@ use crate::rules::trace::Step;
 use crate::rules::{self, Base, ProxyRules, Verdict};
 
 mod answers;
+mod response;
 mod server;
 
+pub use response::{has_after_response, has_response_rules, RespProgress, RespStop};
 pub use server::{logs_flags, KeyKind, ToServer};
 
 /// One transaction seen by its analysers: the request and what goes with it, borrowed from
@@ -59,11 +61,15 @@ pub struct Txn<'s> {
     /// What of the request's body was received (its raw bytes).
     pub body: &'s [u8],
     pub req: &'s mut Head,
+    /// The response head, once there is one (a server's, or an answer made here).
+    pub resp: &'s mut Head,
     pub vars: &'s mut Vars,
     pub scratch: &'s mut Vec<u8>,
     pub o: &'s mut Outcome,
     /// What the request's body data takes in a buffer, once counted (`rules::room`).
     pub data_htx: &'s mut Option<usize>,
+    /// The same for the response's.
+    pub resp_data_htx: &'s mut Option<usize>,
     /// The transaction's number (`%rt`), once taken.
     pub stream_no: &'s mut Option<u64>,
     /// The backend the transaction went to (for its log line and counters).
@@ -77,10 +83,12 @@ pub struct Txn<'s> {
 #[derive(Default)]
 pub struct Parts {
     pub req: Head,
+    pub resp: Head,
     pub vars: Vars,
     pub scratch: Vec<u8>,
     pub o: Outcome,
     pub data_htx: Option<usize>,
+    pub resp_data_htx: Option<usize>,
     pub stream_no: Option<u64>,
     pub backend: Option<Arc<Backend>>,
     pub key: Vec<u8>,
@@ -117,10 +125,12 @@ impl Parts {
             actconn: 1,
             body,
             req: &mut self.req,
+            resp: &mut self.resp,
             vars: &mut self.vars,
             scratch: &mut self.scratch,
             o: &mut self.o,
             data_htx: &mut self.data_htx,
+            resp_data_htx: &mut self.resp_data_htx,
             stream_no: &mut self.stream_no,
             backend: &mut self.backend,
             key: &mut self.key,
@@ -631,5 +641,7 @@ fn restrict_header_names(req: &mut Head, mode: u8) -> bool {
     true
 }
 
+#[cfg(test)]
+mod response_tests;
 #[cfg(test)]
 mod tests;

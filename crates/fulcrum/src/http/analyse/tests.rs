@@ -13,7 +13,7 @@ use crate::rules::trace::{Step, Trace};
 const DEFAULTS: &str = "defaults\n mode http\n timeout client 1s\n timeout server 1s\n \
                         timeout connect 1s\n";
 
-fn plan(proxies: &str) -> Plan {
+pub(super) fn plan(proxies: &str) -> Plan {
     let text = format!("{DEFAULTS}{proxies}");
     let src = fulcrum_config::Source { name: "t.cfg".into(), text };
     let loaded = fulcrum_config::load(&[src], &|_| None).expect("config loads");

@@ -4,24 +4,6 @@
 use super::*;
 
 impl Session<'_> {
-    /// A `return` / `deny` reply, rendered (see `analyse`).
-    pub(super) fn build_reply(
-        &mut self,
-        rp: &rules::ReplySpec,
-        be: Option<&Arc<Backend>>,
-    ) -> Vec<u8> {
-        self.txn().build_reply(rp, be)
-    }
-
-    /// A redirect response.
-    pub(super) fn build_redirect(
-        &mut self,
-        rd: &rules::RedirectSpec,
-        be: Option<&Arc<Backend>>,
-    ) -> Vec<u8> {
-        self.txn().build_redirect(rd, be)
-    }
-
     /// The proxy's answer for `status` (see `analyse`).
     pub(super) fn error_message(&mut self, status: u16, be: Option<&Arc<Backend>>) -> Vec<u8> {
         self.txn().error_message(status, be)
@@ -57,10 +39,10 @@ impl Session<'_> {
         info: &fulcrum_http::Info,
         be: Option<&Arc<Backend>>,
     ) -> Next {
-        if !std::mem::take(&mut self.skip_after) && self.has_after_response(be) {
+        if !std::mem::take(&mut self.skip_after) && analyse::has_after_response(self.fe, be) {
             let limits = fulcrum_http::Limits { max_head: msg.len().max(1024), max_headers: 1000 };
             if let Ok(Some(n)) = self.resp.parse_response(&msg, &limits) {
-                self.after_response(be, None);
+                self.txn().after_response(be, None);
                 let mut out = Vec::with_capacity(msg.len() + 64);
                 self.resp.write_to(&mut out);
                 out.extend_from_slice(&msg[n..]);

@@ -1,6 +1,5 @@
-//! The proxies' response rule lists run on a transaction (`http-response`,
-//! `http-after-response`), and what the session does when a request rule ended the
-//! transaction (the request's rules themselves run in `analyse`).
+//! What the session does when a request rule ended the transaction, and the waits the
+//! response rules ask for (the rules themselves run in `analyse`).
 //! Must not touch: sockets, servers (the transaction in `txn` calls these at its steps).
 
 use super::*;
@@ -47,121 +46,45 @@ impl Session<'_> {
         }
     }
 
-    /// Runs the backend's then the frontend's `http-response` rules on `self.resp`.
-    /// Returns a status to answer instead when a rule denies the response.
+    /// Runs the `http-response` rules on `self.resp` (see `analyse::response`), reading the
+    /// response body into the server buffer when one asks to wait for it. Returns an answer to
+    /// make instead of the response when a rule gives one.
     pub(super) async fn response_rules(
         &mut self,
         be: &Arc<Backend>,
         server: Option<&str>,
         sc: &mut ServerConn,
     ) -> Option<Built> {
-        let own = analyse::is_own_backend(self.fe, be);
-        let fe = self.fe;
-        let lists: [(&ProxyRules, bool); 2] = [(&be.rules, !own), (&fe.rules, true)];
-        if self.resp_data_htx.is_none() {
+        if !analyse::has_response_rules(self.fe, be) {
+            return None;
+        }
+        let mut p = analyse::RespProgress::default();
+        loop {
             let body = body_view(&sc.buf, self.resp.info().body).len();
-            let max_input = self.http.limits.max_head;
-            self.resp_data_htx = Some(rules::room::data_len(&self.resp, body, max_input));
-        }
-        for (r, run) in lists {
-            if !run || r.http_response.is_empty() {
-                continue;
+            let side = Some(sc.stream.tls_side());
+            match self.txn().response_rules(be, server, side, body, &mut p) {
+                analyse::RespStop::Pass => return None,
+                analyse::RespStop::Answer { built, after } => {
+                    self.skip_after |= !after;
+                    return Some(built);
+                }
+                analyse::RespStop::WaitForBody { time, at_least } => {
+                    // The rules after it run once the body (or `at-least` of it) is in the
+                    // server buffer, or HAProxy's 504 answers.
+                    if !self.wait_for_response_body(sc, time, at_least).await {
+                        self.o.end(Cause::ServerTimeout, Phase::Data);
+                        return Some(Built::Status(504));
+                    }
+                }
             }
-            let mut start = 0;
-            let v = loop {
-                let list = &r.http_response;
-                let v = self.run_on_response(
-                    list,
-                    start,
-                    &r.acls,
-                    Some(be),
-                    server,
-                    Some(sc.stream.tls_side()),
-                );
-                // `wait-for-body`: the response's body (or `at-least` of it) is read into the
-                // server buffer first; the rules after it then run, or HAProxy's 504 answers.
-                let Verdict::WaitForBody { time, at_least, resume } = v else { break v };
-                if !self.wait_for_response_body(sc, time, at_least).await {
-                    self.o.end(Cause::ServerTimeout, Phase::Data);
-                    return Some(Built::Status(504));
-                }
-                start = resume;
-            };
-            let built = match v {
-                Verdict::Continue
-                | Verdict::WaitForBody { .. }
-                | Verdict::Tarpit(_)
-                | Verdict::Prometheus
-                | Verdict::Auth(_) => continue,
-                Verdict::Drop => Built::Drop,
-                Verdict::Deny(status, None) => {
-                    Built::Status(if status == 403 { 502 } else { status })
-                }
-                Verdict::Deny(_, Some(rp)) | Verdict::Return(rp) => {
-                    Built::Bytes(self.build_reply(rp, Some(be)))
-                }
-                Verdict::Redirect(rd) => {
-                    self.skip_after = true;
-                    Built::Bytes(self.build_redirect(rd, Some(be)))
-                }
-                Verdict::RewriteFailed => {
-                    Counters::inc(&fe.counters.failed_rewrites);
-                    Counters::inc(&be.counters.failed_rewrites);
-                    Built::Status(500)
-                }
-            };
-            return Some(built);
         }
-        None
     }
 
-    /// Runs one list of response rules on `self.resp` (the request for context), from rule
-    /// `start`; `wait-for-body` stops it (the caller waits, then resumes).
-    pub(super) fn run_on_response<'r>(
-        &mut self,
-        list: &'r [rules::Rule],
-        start: usize,
-        acls: &rules::Acls,
-        be: Option<&Backend>,
-        server: Option<&str>,
-        server_stream: Option<crate::tls::facts::ServerSide<'_>>,
-    ) -> Verdict<'r> {
-        let mut base = analyse::base(
-            self.fe,
-            self.http,
-            (self.peer, self.local),
-            (be, server),
-            &[],
-            conn_facts!(self),
-        );
-        base.server_stream = server_stream;
-        base.data_htx = self.resp_data_htx.unwrap_or(0);
-        let (resp, req) = (&mut self.resp, &self.req);
-        rules::run(list, start, acls, &base, resp, Some(req), &mut self.vars, &mut self.scratch)
-    }
-
-    /// Runs `http-after-response` rules (backend's, then frontend's) on `self.resp`.
+    /// Runs the `http-after-response` rules on `self.resp` (see `analyse::response`).
+    #[inline]
     pub(super) fn after_response(&mut self, be: Option<&Arc<Backend>>, server: Option<&str>) {
-        let own = be.is_some_and(|b| analyse::is_own_backend(self.fe, b));
-        let be_rules = be.filter(|_| !own).map(|b| &b.rules);
-        let fe = self.fe;
-        for r in be_rules.into_iter().chain(std::iter::once(&fe.rules)) {
-            if r.http_after_response.is_empty() {
-                continue;
-            }
-            let _ = self.run_on_response(
-                &r.http_after_response,
-                0,
-                &r.acls,
-                be.map(|b| &**b),
-                server,
-                None,
-            );
+        if analyse::has_after_response(self.fe, be) {
+            self.txn().after_response(be, server);
         }
-    }
-
-    pub(super) fn has_after_response(&self, be: Option<&Arc<Backend>>) -> bool {
-        !self.fe.rules.http_after_response.is_empty()
-            || be.is_some_and(|b| !b.rules.http_after_response.is_empty())
     }
 }

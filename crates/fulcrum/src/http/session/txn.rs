@@ -275,10 +275,7 @@ impl Session<'_> {
             }
         }
         if !be.rules.stick.is_empty() {
-            let base = self.base(Some(&be));
-            let ctx = base.ctx(&self.resp, Some(&self.req), &self.vars);
-            rules::stick::on_response(&be.rules.stick, &be.rules.acls, &ctx, &mut stores);
-            rules::stick::commit(&mut stores, slot.server());
+            self.txn().store_sticks(&be, &mut stores, slot.server());
         }
         // Response rules: backend's, then frontend's; a deny replaces the response.
         // Borrowed from the backend (a local `Arc`), not copied: no allocation per request.
