@@ -26,7 +26,7 @@ use fulcrum_http::{Head, Limits};
 use crate::backend::status::Change;
 use crate::backend::Backend;
 use crate::frontend::Frontend;
-use crate::http::analyse::{Built, KeyKind, Parts, Progress, Ruled, Stop, ToServer, Txn};
+use crate::http::analyse::{Built, KeyKind, Progress, Ruled, Stop, ToServer, Transaction, Txn};
 use crate::outcome::{Cause, Outcome, Phase};
 use crate::rules::refs::Kind;
 use crate::rules::sample::Vars;
@@ -309,7 +309,7 @@ fn explain(
         cfg::BindAddr::Inet(a) => Some(*a),
         _ => None,
     });
-    let mut parts = Parts::new(req);
+    let mut parts = Transaction::new(req);
     let mut txn = parts.txn(fe, http, (Some(src), local), &text[n..]);
     txn.told_tls = told;
     let mut w = Report::new(config, fe, src, &before);

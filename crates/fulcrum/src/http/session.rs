@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use fulcrum_config as cfg;
 
-use super::analyse::{self, Built, KeyKind, Ruled, Stop, ToServer, Txn};
+use super::analyse::{self, Built, KeyKind, Ruled, Stop, ToServer, Transaction, Txn};
 use super::io::{send_within, write_all, write_all_within, RecvBuf};
 use super::peer::Peer;
 use super::pool;
@@ -24,7 +24,6 @@ use crate::counters::Counters;
 use crate::frontend::Frontend;
 use crate::http_settings::{ConnMode, HttpProxy, Reuse};
 use crate::outcome::{Cause, Outcome, Phase};
-use crate::rules::sample::Vars;
 use crate::rules::Base;
 use crate::shared::Shared;
 use crate::tcp::tunnel::{self, TunnelTimeouts};
@@ -118,8 +117,8 @@ struct Session<'a> {
     /// The `bind` line that accepted the connection (`so_name`).
     bind_no: u16,
     cbuf: RecvBuf,
-    req: Head,
-    resp: Head,
+    /// The transaction in progress (its request and response, variables, outcome...).
+    t: Transaction,
     out: Vec<u8>,
     scanner: ChunkedScanner,
     own: Option<ServerConn>,
@@ -129,17 +128,8 @@ struct Session<'a> {
     local: Option<SocketAddr>,
     /// The PROXY protocol header the connection opened with, when it had one (`fc_pp_*`).
     pp: Option<Box<crate::connection::proxy::Header>>,
-    vars: Vars,
-    scratch: Vec<u8>,
-    /// Bytes a hash-based `balance` hashes (reused).
-    key: Vec<u8>,
-    /// How the current transaction is going (timers only when `logs`).
-    o: Outcome,
-    /// What the current transaction's log line needs beyond `o` (only when `logs`).
+    /// What the current transaction's log line needs beyond `t.o` (only when `logs`).
     log: TxnLog,
-    /// The transaction's unique id, once made.
-    /// The transaction's number (`%rt`), once taken.
-    stream_no: Option<u64>,
     /// The per-request memory is with the worker's spares (idle between requests).
     parked: bool,
     /// The spare this session's heads came from, holding its empty ones, for `park`.
@@ -147,10 +137,6 @@ struct Session<'a> {
     /// The next answer made here skips `http-after-response` rules (an `http-response
     /// redirect`'s, as in HAProxy).
     skip_after: bool,
-    /// What the request's and the response's body data take in the buffer as HAProxy counts
-    /// it for rewrites (`rules::room`), counted when their rules first need it.
-    req_data_htx: Option<usize>,
-    resp_data_htx: Option<usize>,
     /// The transaction's stick counters were counted and released already (an answer made
     /// here does it before its last write).
     sc_ended: bool,
@@ -168,8 +154,6 @@ struct Session<'a> {
 struct TxnLog {
     /// The request line as received (`%r`), before any rule rewrote it.
     request_line: Vec<u8>,
-    /// The backend that took the request.
-    backend: Option<Arc<Backend>>,
     /// No line for this transaction (a `monitor-uri` request).
     skip: bool,
 }
@@ -266,28 +250,20 @@ async fn serve_with<'a>(
         dst_port,
         bind_no,
         cbuf: RecvBuf::default(),
-        req: Head::new(),
-        resp: Head::new(),
+        t: Transaction::with_vars(vars),
         out: Vec::new(),
         scanner: ChunkedScanner::new(),
         own,
         requests,
         local,
         pp,
-        vars,
-        scratch: Vec::new(),
-        key: Vec::new(),
-        o: Outcome::default(),
         log: TxnLog::default(),
-        stream_no: None,
         logs: shared.debug || (fe.logger.is_some() && fe.log.line.is_some()),
         body_unread: false,
         body_left: Body::None,
         parked: true,
         emptied: None,
         skip_after: false,
-        req_data_htx: None,
-        resp_data_htx: None,
         sc_ended: false,
         ctimer,
         stimer,
@@ -304,11 +280,11 @@ async fn serve_with<'a>(
     s.sync_addrs();
 
     loop {
-        s.o = Outcome { want_server_addrs: s.logs && fe.log.server_addrs, ..Outcome::default() };
-        s.stream_no = None;
+        s.t.o = Outcome { want_server_addrs: s.logs && fe.log.server_addrs, ..Outcome::default() };
+        s.t.stream_no = None;
         // Clock reads only when a log line will use them.
         if s.logs {
-            s.o.marks.start = Some(idle_since.take().unwrap_or_else(crate::clock::now));
+            s.t.o.marks.start = Some(idle_since.take().unwrap_or_else(crate::clock::now));
         }
         match s.read_request().await {
             // Counted as it arrives (HAProxy's `cum_req`): the stats show the request in flight.
@@ -324,14 +300,14 @@ async fn serve_with<'a>(
             Err(refused) => {
                 // HAProxy counts a request it could not read too (even one that never came).
                 Counters::inc(&fe.counters.requests);
-                if let Some(sc) = &s.vars.sc {
+                if let Some(sc) = &s.t.vars.sc {
                     sc.http_request();
                 }
                 if refused.answer {
                     s.answer_raw(refused.status).await;
                 }
-                s.o.status = Some(refused.status);
-                s.o.end(refused.cause, Phase::Request);
+                s.t.o.status = Some(refused.status);
+                s.t.o.end(refused.cause, Phase::Request);
                 s.log.request_line.clear();
                 s.print_log(Some(refused.null));
                 break;
@@ -339,7 +315,7 @@ async fn serve_with<'a>(
         }
         if s.logs {
             s.log.request_line.clear();
-            let r = &s.req;
+            let r = &s.t.req;
             s.log.request_line.extend_from_slice(r.method_bytes());
             s.log.request_line.push(b' ');
             s.log.request_line.extend_from_slice(r.target());
@@ -409,7 +385,7 @@ enum Read {
 }
 
 impl Session<'_> {
-    /// Reads until a complete request head is parsed into `self.req`. `Ok(false)`: the client
+    /// Reads until a complete request head is parsed into `self.t.req`. `Ok(false)`: the client
     /// closed or stayed idle past the keep-alive timeout (nothing to answer). `Err(status)`: a
     /// bad or late request, to be answered with `status`.
     async fn read_request(&mut self) -> Result<Read, Refused> {
@@ -419,14 +395,14 @@ impl Session<'_> {
         // Waiting for the first byte of a later request: `timeout http-keep-alive`.
         let idle_timeout = if first { request_timeout } else { t.keep_alive.or(request_timeout) };
         let mut started = !self.cbuf.is_empty();
-        self.req_data_htx = None;
+        self.t.data_htx = None;
         if !self.parked {
-            self.req.start_over();
+            self.t.req.start_over();
         }
         // One clock read per request while it is waited for: the deadlines count from here.
-        let now = self.o.marks.start.unwrap_or_else(Instant::now);
+        let now = self.t.o.marks.start.unwrap_or_else(Instant::now);
         if started && self.logs {
-            self.o.marks.request_begin = Some(now);
+            self.t.o.marks.request_begin = Some(now);
         }
         let mut deadline = if started { request_timeout } else { idle_timeout }.map(|d| now + d);
         // Once a later request has begun, `timeout http-request` counts from its first bytes;
@@ -438,12 +414,12 @@ impl Session<'_> {
             self.unpark();
         }
         if let (Peer::H2(view), true) = (&self.client, self.cbuf.is_empty()) {
-            if let Some(size) = view.take_request_head(&mut self.req, &self.http.limits) {
-                self.o.bytes_in = size as u64;
+            if let Some(size) = view.take_request_head(&mut self.t.req, &self.http.limits) {
+                self.t.o.bytes_in = size as u64;
                 if self.logs {
-                    self.o.marks.request_begin = Some(now);
-                    self.o.marks.request = Some(crate::clock::now());
-                    self.o.bytes_in = crate::outcome::head_size(&self.req);
+                    self.t.o.marks.request_begin = Some(now);
+                    self.t.o.marks.request = Some(crate::clock::now());
+                    self.t.o.bytes_in = crate::outcome::head_size(&self.t.req);
                 }
                 return Ok(Read::Request);
             }
@@ -451,14 +427,14 @@ impl Session<'_> {
         loop {
             if !self.cbuf.is_empty() {
                 self.unpark();
-                self.req.set_host_required(self.h2_conn.is_none());
-                match self.req.parse_request(self.cbuf.data(), &self.http.limits) {
+                self.t.req.set_host_required(self.h2_conn.is_none());
+                match self.t.req.parse_request(self.cbuf.data(), &self.http.limits) {
                     Ok(Some(n)) => {
                         self.cbuf.consume(n);
-                        self.o.bytes_in = n as u64;
+                        self.t.o.bytes_in = n as u64;
                         if self.logs {
-                            self.o.marks.request = Some(crate::clock::now());
-                            self.o.bytes_in = crate::outcome::head_size(&self.req);
+                            self.t.o.marks.request = Some(crate::clock::now());
+                            self.t.o.bytes_in = crate::outcome::head_size(&self.t.req);
                         }
                         return Ok(Read::Request);
                     }
@@ -539,7 +515,7 @@ impl Session<'_> {
                 started = true;
                 started_late = !first;
                 if self.logs {
-                    self.o.marks.request_begin = Some(crate::clock::now());
+                    self.t.o.marks.request_begin = Some(crate::clock::now());
                 }
             }
         }
@@ -550,17 +526,19 @@ impl Session<'_> {
     /// complete (HAProxy's `<BADREQ>` lines, without request nor captures).
     fn print_log(&mut self, refused: Option<bool>) {
         let l = std::mem::take(&mut self.log);
-        crate::stats::account(self.fe, l.backend.as_deref(), &self.o, true, refused.is_some());
-        if let (false, Some(sc)) = (std::mem::take(&mut self.sc_ended), self.vars.sc.as_deref_mut())
+        let backend = self.t.backend.take();
+        crate::stats::account(self.fe, backend.as_deref(), &self.t.o, true, refused.is_some());
+        if let (false, Some(sc)) =
+            (std::mem::take(&mut self.sc_ended), self.t.vars.sc.as_deref_mut())
         {
-            sc.end_http_stream(&self.o, refused.is_some());
+            sc.end_http_stream(&self.t.o, refused.is_some());
         }
         if !self.logs || l.skip {
             self.log.request_line = l.request_line;
             return;
         }
-        let be = l.backend.as_deref();
-        let server = match (be, self.o.server) {
+        let be = backend.as_deref();
+        let server = match (be, self.t.o.server) {
             (Some(b), Some(i)) => Some(b.servers[i].name.as_str()),
             _ => None,
         };
@@ -572,7 +550,7 @@ impl Session<'_> {
             &[],
             conn_facts!(self),
         );
-        let mut ctx = base.ctx(&self.req, None, &self.vars);
+        let mut ctx = base.ctx(&self.t.req, None, &self.t.vars);
         let refused_at = refused;
         let refused = refused.is_some();
         if refused {
@@ -581,22 +559,22 @@ impl Session<'_> {
         let mut stream = crate::rules::format::Stream {
             fe: self.fe,
             be: be.map(|b| b as _),
-            outcome: &self.o,
+            outcome: &self.t.o,
             now: crate::clock::now(),
             wall: crate::clock::wall(),
             request_line: (!refused).then_some(&l.request_line[..]),
-            captures: (!refused).then_some(&self.vars.caps),
+            captures: (!refused).then_some(&self.t.vars.caps),
             unique_id: None,
             actconn: self.shared.global_limit.current(),
-            request_counter: self.stream_no.take().unwrap_or_else(crate::log::next_stream_number),
+            request_counter: self.t.stream_no.take().unwrap_or_else(crate::log::next_stream_number),
             log_count: self.fe.log.count.load(std::sync::atomic::Ordering::Relaxed),
-            server_conn: self.o.server_conn,
+            server_conn: self.t.o.server_conn,
             http: be.is_none_or(|b| b.http.is_some()),
         };
         let made;
         // A request refused before it was complete has no id (HAProxy logs it without a
         // stream).
-        stream.unique_id = match &self.vars.unique_id {
+        stream.unique_id = match &self.t.vars.unique_id {
             _ if refused => None,
             Some(u) => Some(&u[..]),
             None => {
@@ -605,7 +583,7 @@ impl Session<'_> {
             }
         };
         crate::frontend::log::stream_line(self.fe, &ctx, &stream, refused_at, self.shared.debug);
-        self.vars.unique_id = None;
+        self.t.vars.unique_id = None;
         self.log.request_line = l.request_line;
     }
 
@@ -625,7 +603,7 @@ impl Session<'_> {
     // Inlined: made in place in the caller's frame (a call cost more than the view).
     #[inline(always)]
     fn txn(&mut self) -> Txn<'_> {
-        let body = body_view(&self.cbuf, self.req.info().body);
+        let body = body_view(&self.cbuf, self.t.req.info().body);
         Txn {
             fe: self.fe,
             http: self.http,
@@ -642,16 +620,16 @@ impl Session<'_> {
                 None => 0,
             },
             body,
-            req: &mut self.req,
-            resp: &mut self.resp,
-            vars: &mut self.vars,
-            scratch: &mut self.scratch,
-            o: &mut self.o,
-            data_htx: &mut self.req_data_htx,
-            resp_data_htx: &mut self.resp_data_htx,
-            stream_no: &mut self.stream_no,
-            backend: &mut self.log.backend,
-            key: &mut self.key,
+            req: &mut self.t.req,
+            resp: &mut self.t.resp,
+            vars: &mut self.t.vars,
+            scratch: &mut self.t.scratch,
+            o: &mut self.t.o,
+            data_htx: &mut self.t.data_htx,
+            resp_data_htx: &mut self.t.resp_data_htx,
+            stream_no: &mut self.t.stream_no,
+            backend: &mut self.t.backend,
+            key: &mut self.t.key,
         }
     }
 
@@ -662,7 +640,7 @@ impl Session<'_> {
             self.http,
             (self.peer, self.local),
             (be, None),
-            body_view(&self.cbuf, self.req.info().body),
+            body_view(&self.cbuf, self.t.req.info().body),
             conn_facts!(self),
         )
     }
@@ -670,7 +648,7 @@ impl Session<'_> {
     /// `set-src`/`set-dst` changed the session's addresses: everything from now on (log
     /// lines, forwarded headers, source hashing, PROXY headers) sees the new ones.
     fn sync_addrs(&mut self) {
-        if let Some(a) = &self.vars.addrs {
+        if let Some(a) = &self.t.vars.addrs {
             self.peer = a.src;
             self.local = a.dst;
         }

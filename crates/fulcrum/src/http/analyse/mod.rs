@@ -78,10 +78,12 @@ pub struct Txn<'s> {
     pub key: &'s mut Vec<u8>,
 }
 
-/// A transaction's own parts, held without a session: what `fulcrum explain` and the tests
-/// run the analysers on (a trace kept).
+/// A transaction's own state: its request and response, variables (the session's too),
+/// outcome, the room its bodies take, its number, backend and balance key. The session holds
+/// one for the transactions of its connection (`Session::t`); `fulcrum explain` and the tests
+/// hold one without a session (a trace kept).
 #[derive(Default)]
-pub struct Parts {
+pub struct Transaction {
     pub req: Head,
     pub resp: Head,
     pub vars: Vars,
@@ -94,10 +96,28 @@ pub struct Parts {
     pub key: Vec<u8>,
 }
 
-impl Parts {
-    /// The parts of a first request whose head is `req`, its analysers traced.
-    pub fn new(req: Head) -> Parts {
-        let mut p = Parts { req, ..Parts::default() };
+impl Transaction {
+    /// A connection's first transaction, over the session's variables (built in place in
+    /// the session: inlined, a copy per connection otherwise).
+    #[inline(always)]
+    pub fn with_vars(vars: Vars) -> Transaction {
+        Transaction {
+            req: Head::new(),
+            resp: Head::new(),
+            vars,
+            scratch: Vec::new(),
+            o: Outcome::default(),
+            data_htx: None,
+            resp_data_htx: None,
+            stream_no: None,
+            backend: None,
+            key: Vec::new(),
+        }
+    }
+
+    /// The state of a first request whose head is `req`, its analysers traced.
+    pub fn new(req: Head) -> Transaction {
+        let mut p = Transaction { req, ..Transaction::default() };
         p.vars.first_req = true;
         p.vars.trace = Some(Box::default());
         p

@@ -10,12 +10,12 @@ use crate::plan::Plan;
 
 /// A transaction through the plan's first frontend taken to its backend, with `response`
 /// (a server's head, HTTP/1.1 text) as its response: its parts and where it goes.
-fn to_backend(p: &Plan, request: &str, response: &str) -> (Parts, Arc<Backend>, ToServer) {
+fn to_backend(p: &Plan, request: &str, response: &str) -> (Transaction, Arc<Backend>, ToServer) {
     let fe = &p.frontends[0];
     let http = fe.http.as_ref().expect("an HTTP frontend");
     let mut req = Head::new();
     req.parse_request(request.as_bytes(), &Limits::default()).expect("parses").expect("whole");
-    let mut parts = Parts::new(req);
+    let mut parts = Transaction::new(req);
     parts.resp.parse_response(response.as_bytes(), &Limits::default()).expect("parses");
     let addrs =
         (Some("192.0.2.7:4000".parse().expect("a")), Some("127.0.0.1:80".parse().expect("a")));
@@ -33,7 +33,7 @@ fn to_backend(p: &Plan, request: &str, response: &str) -> (Parts, Arc<Backend>, 
 
 /// Runs the `http-response` rules to their end, answering each wait as the session does once
 /// the body is there; the stops seen, then the last.
-fn respond(p: &Plan, parts: &mut Parts, be: &Arc<Backend>) -> Vec<String> {
+fn respond(p: &Plan, parts: &mut Transaction, be: &Arc<Backend>) -> Vec<String> {
     let fe = &p.frontends[0];
     let http = fe.http.as_ref().expect("an HTTP frontend");
     let mut txn = parts.txn(fe, http, (None, None), &[]);

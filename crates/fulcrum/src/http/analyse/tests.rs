@@ -39,7 +39,7 @@ fn run(plan: &Plan, request: &str) -> Seen {
     let mut req = Head::new();
     let text = request.as_bytes();
     let n = req.parse_request(text, &Limits::default()).expect("parses").expect("whole");
-    let mut parts = Parts::new(req);
+    let mut parts = Transaction::new(req);
     let addrs = (
         Some("192.0.2.7:4000".parse().expect("addr")),
         Some("127.0.0.1:80".parse().expect("addr")),

@@ -41,10 +41,10 @@ impl Session<'_> {
     ) -> Next {
         if !std::mem::take(&mut self.skip_after) && analyse::has_after_response(self.fe, be) {
             let limits = fulcrum_http::Limits { max_head: msg.len().max(1024), max_headers: 1000 };
-            if let Ok(Some(n)) = self.resp.parse_response(&msg, &limits) {
+            if let Ok(Some(n)) = self.t.resp.parse_response(&msg, &limits) {
                 self.txn().after_response(be, None);
                 let mut out = Vec::with_capacity(msg.len() + 64);
-                self.resp.write_to(&mut out);
+                self.t.resp.write_to(&mut out);
                 out.extend_from_slice(&msg[n..]);
                 msg = out;
             }
@@ -54,7 +54,7 @@ impl Session<'_> {
         // client did not ask to close, and the message does not say it closes.
         let status = parse_status(&msg);
         let client_close =
-            info.conn_close || self.req.version() == Version::Http10 && !info.conn_keep_alive;
+            info.conn_close || self.t.req.version() == Version::Http10 && !info.conn_keep_alive;
         // An empty message (`errorfile <code> /dev/null`): nothing is sent, the connection
         // closes.
         let keep = !msg.is_empty()
@@ -65,20 +65,20 @@ impl Session<'_> {
             && !crate::lifecycle::stopping();
         if !keep && !msg.is_empty() && !message_closes(&msg) {
             msg = with_connection_close(&msg);
-        } else if keep && self.req.version() == Version::Http10 {
+        } else if keep && self.t.req.version() == Version::Http10 {
             msg = with_header_after_status(&msg, b"connection: keep-alive\r\n");
         }
-        self.o.status = Some(status);
-        self.log.backend = be.cloned();
+        self.t.o.status = Some(status);
+        self.t.backend = be.cloned();
         if self.logs {
-            self.o.bytes_out += answer_size(&mut self.resp, &msg);
+            self.t.o.bytes_out += answer_size(&mut self.t.resp, &msg);
         } else {
-            self.o.bytes_out += msg.len() as u64;
+            self.t.o.bytes_out += msg.len() as u64;
         }
         // The stream ends with this answer: what it tracked alone is counted and released
         // before the client can see the answer (and, say, ask `show table` at once).
-        if let Some(sc) = self.vars.sc.as_deref_mut() {
-            sc.end_http_stream(&self.o, false);
+        if let Some(sc) = self.t.vars.sc.as_deref_mut() {
+            sc.end_http_stream(&self.t.o, false);
             self.sc_ended = true;
         }
         let sent = write_all_within(&self.client, &msg, self.fe.timeouts.client).await;

@@ -58,14 +58,14 @@ impl Session<'_> {
         let deadline = Instant::now() + time;
         // The client waits for leave to send its body: the proxy gives it, and the server will
         // not see the expectation any more.
-        if info.expect_continue && self.req.header(b"expect").is_some() {
-            self.req.remove_header(b"expect");
+        if info.expect_continue && self.t.req.header(b"expect").is_some() {
+            self.t.req.remove_header(b"expect");
             let go = write_all(&self.client, b"HTTP/1.1 100 Continue\r\n\r\n");
             if timer::within_io(self.ctimer.as_mut(), self.fe.timeouts.client, go).await.is_err() {
                 return true;
             }
         }
-        self.req_data_htx = None;
+        self.t.data_htx = None;
         fill_until(&mut self.cbuf, &self.client, self.ctimer.as_mut(), body, want, deadline).await
     }
 
@@ -77,11 +77,11 @@ impl Session<'_> {
         time: Duration,
         at_least: Option<u64>,
     ) -> bool {
-        let body = self.resp.info().body;
+        let body = self.t.resp.info().body;
         let Some(want) = wanted(body, at_least) else { return true };
         let deadline = Instant::now() + time;
         // The body read now is counted after the head as it is now.
-        self.resp_data_htx = None;
+        self.t.resp_data_htx = None;
         fill_until(&mut sc.buf, &sc.stream, self.stimer.as_mut(), body, want, deadline).await
     }
 }

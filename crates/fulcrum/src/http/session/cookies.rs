@@ -22,18 +22,18 @@ impl Session<'_> {
                 && v.starts_with(name)
                 && v[name.len()] == b'='
         };
-        let served = self.resp.headers().any(|(n, v)| ours(n, v));
+        let served = self.t.resp.headers().any(|(n, v)| ours(n, v));
         if served {
-            self.o.cookie_out = CookieOut::Provided;
+            self.t.o.cookie_out = CookieOut::Provided;
         }
         // The server's own cookie goes when the proxy inserts its own, and with `indirect`
         // when the client came straight to its server (HAProxy's "Set-cookie Deleted").
         if served && (ck.mode == cfg::CookieMode::Insert || (direct && ck.indirect)) {
-            self.resp.retain_headers(|n, v| !ours(n, v));
-            self.o.cookie_out = CookieOut::Deleted;
+            self.t.resp.retain_headers(|n, v| !ours(n, v));
+            self.t.o.cookie_out = CookieOut::Deleted;
         }
         if !logs_flags(ck) {
-            self.o.cookie_out = CookieOut::NotApplicable;
+            self.t.o.cookie_out = CookieOut::NotApplicable;
         }
         let Some(value) = slot.server().cookie.as_deref() else { return };
         match ck.mode {
@@ -42,7 +42,7 @@ impl Session<'_> {
                 if direct {
                     return;
                 }
-                self.o.cookie_out = CookieOut::Inserted;
+                self.t.o.cookie_out = CookieOut::Inserted;
                 let mut c = format!("{}={value}; path=/", ck.name);
                 for d in &ck.domain {
                     c.push_str("; domain=");
@@ -54,15 +54,15 @@ impl Session<'_> {
                 if ck.secure {
                     c.push_str("; Secure");
                 }
-                let _ = self.resp.add_header(b"Set-Cookie", c.as_bytes());
-                if ck.nocache && cacheable(&self.resp) {
-                    let _ = self.resp.add_header(b"Cache-control", b"private");
+                let _ = self.t.resp.add_header(b"Set-Cookie", c.as_bytes());
+                if ck.nocache && cacheable(&self.t.resp) {
+                    let _ = self.t.resp.add_header(b"Cache-control", b"private");
                 }
             }
             cfg::CookieMode::Rewrite | cfg::CookieMode::Prefix => {
                 let prefix = ck.mode == cfg::CookieMode::Prefix;
                 let mut edits = Vec::new();
-                for (i, (n, v)) in self.resp.headers().enumerate() {
+                for (i, (n, v)) in self.t.resp.headers().enumerate() {
                     if !n.eq_ignore_ascii_case(b"set-cookie") {
                         continue;
                     }
@@ -85,10 +85,10 @@ impl Session<'_> {
                     }
                 }
                 if !edits.is_empty() {
-                    self.o.cookie_out = CookieOut::Rewritten;
+                    self.t.o.cookie_out = CookieOut::Rewritten;
                 }
                 for (i, v) in edits {
-                    let _ = self.resp.set_header_value_at(i, &v);
+                    let _ = self.t.resp.set_header_value_at(i, &v);
                 }
             }
             cfg::CookieMode::Passive => {}

@@ -10,7 +10,7 @@ use crate::http::h2::upstream;
 const WITH_THE_REQUEST: Duration = Duration::from_millis(2);
 
 impl Session<'_> {
-    /// Sends the request (head, then body) and reads the final response head into `self.resp`,
+    /// Sends the request (head, then body) and reads the final response head into `self.t.resp`,
     /// forwarding interim (1xx) responses. Returns whether the request body was fully sent.
     pub(super) async fn exchange(
         &mut self,
@@ -22,7 +22,7 @@ impl Session<'_> {
         let ct = self.fe.timeouts.client;
         // A stream to an HTTP/2 server takes the head as parsed: no HTTP/1 text is written.
         let parsed = match &sc.stream {
-            Peer::H2Up(up) => up.send_parsed_head(&self.req, self.h2_conn.is_some()),
+            Peer::H2Up(up) => up.send_parsed_head(&self.t.req, self.h2_conn.is_some()),
             _ => Ok(false),
         };
         let sent = match parsed {
@@ -44,13 +44,13 @@ impl Session<'_> {
         self.body_unread = false;
         self.scanner.reset();
         // A new connection's bytes: nothing of an earlier try's response is resumed.
-        self.resp.start_over();
-        self.resp_data_htx = None;
+        self.t.resp.start_over();
+        self.t.resp_data_htx = None;
         let mut got_any = false;
         self.body_left = info.body;
         loop {
             if !body_done {
-                let before = self.o.bytes_in;
+                let before = self.t.o.bytes_in;
                 let x = pump(
                     &self.client,
                     &mut self.cbuf,
@@ -63,12 +63,12 @@ impl Session<'_> {
                     (self.ctimer.as_mut(), st.or(ct)),
                     st,
                     Some((&sc.stream, &mut sc.buf)),
-                    &mut self.o.bytes_in,
+                    &mut self.t.o.bytes_in,
                 )
                 .await;
                 // What is left of a sized body, should the upload resume.
                 if let Body::Length(n) = self.body_left {
-                    self.body_left = Body::Length(n.saturating_sub(self.o.bytes_in - before));
+                    self.body_left = Body::Length(n.saturating_sub(self.t.o.bytes_in - before));
                 }
                 match x {
                     Xfer::Done => body_done = true,
@@ -88,15 +88,15 @@ impl Session<'_> {
                 // An HTTP/2 server's final response head comes built from its HEADERS frame
                 // (not written as text to be parsed again), unless a parse would refuse it.
                 if let (Peer::H2Up(v), true) = (&sc.stream, sc.buf.is_empty()) {
-                    if v.take_response_head(&mut self.resp, &self.http.limits).is_some() {
+                    if v.take_response_head(&mut self.t.resp, &self.http.limits).is_some() {
                         return Exchange::Response(sc, body_done);
                     }
                 }
                 if !sc.buf.is_empty() {
                     got_any = true;
-                    match self.resp.parse_response(sc.buf.data(), &self.http.limits) {
+                    match self.t.resp.parse_response(sc.buf.data(), &self.http.limits) {
                         Ok(Some(n)) => {
-                            let status = self.resp.status();
+                            let status = self.t.resp.status();
                             if (100..200).contains(&status) && status != 101 {
                                 // Interim: forward as is (100 Continue, 103 Early Hints).
                                 let head = &sc.buf.data()[..n];
@@ -143,7 +143,7 @@ impl Session<'_> {
                     Some(waited.await)
                 };
                 let Some(got) = got else {
-                    self.o.status = Some(400);
+                    self.t.o.status = Some(400);
                     return Exchange::ClientGone;
                 };
                 let n = match got {
@@ -189,14 +189,14 @@ impl Session<'_> {
             src: self.peer,
             dst: self.local,
             client: Some(conn_of(self.h2_conn, &self.client)),
-            req: Some(&self.req),
-            unique_id: self.vars.unique_id.as_deref().and_then(|u| std::str::from_utf8(u).ok()),
+            req: Some(&self.t.req),
+            unique_id: self.t.vars.unique_id.as_deref().and_then(|u| std::str::from_utf8(u).ok()),
             abortonclose: be.abortonclose,
-            upgrade: self.req.info().upgrade,
+            upgrade: self.t.req.info().upgrade,
         };
         // An upgrade (WebSocket) takes HTTP/2 only as the server's `ws` allows (extended
         // CONNECT); else it goes over HTTP/1.1 whatever the server's protocol.
-        let upgrade = self.req.info().upgrade;
+        let upgrade = self.t.req.info().upgrade;
         let h2_ok = |srv: &crate::server::Server| !upgrade || srv.ws_h2;
         let own = &mut self.own;
         let mut idle = |idx: usize| -> Option<(Peer, u32)> {
@@ -240,7 +240,7 @@ impl Session<'_> {
                     persist,
                     self.dst_port,
                     &open,
-                    &mut self.o,
+                    &mut self.t.o,
                     &mut idle,
                 )
             };
@@ -267,11 +267,11 @@ impl Session<'_> {
         } else {
             // Usually a free slot and an idle connection, found without a future; else the
             // queue, a connect, retries: out of line.
-            match tcp::reuse_at_once(be, key, persist, &open, &mut self.o, &mut idle)? {
+            match tcp::reuse_at_once(be, key, persist, &open, &mut self.t.o, &mut idle)? {
                 tcp::AtOnce::Reused(slot, stream, requests) => Ok((slot, stream, requests)),
                 tcp::AtOnce::Continue(from) => {
                     let port = self.dst_port;
-                    let o = &mut self.o;
+                    let o = &mut self.t.o;
                     cold(tcp::connect_after(be, key, persist, port, &open, o, &mut idle, from))
                         .await
                 }
@@ -374,11 +374,11 @@ impl Session<'_> {
         };
         let killed = || slot.ended_by().is_some();
         let (end, moved) = tunnel::run(&self.client, &sc.stream, t, &killed).await;
-        self.o.bytes_in += moved.client_to_server;
-        self.o.bytes_out += moved.server_to_client;
-        tcp::Ending::Tunnel(end).record(&mut self.o);
+        self.t.o.bytes_in += moved.client_to_server;
+        self.t.o.bytes_out += moved.server_to_client;
+        tcp::Ending::Tunnel(end).record(&mut self.t.o);
         if let Some(by) = slot.ended_by() {
-            self.o.ended_by_state_change(by, Phase::Done);
+            self.t.o.ended_by_state_change(by, Phase::Done);
         }
     }
 }

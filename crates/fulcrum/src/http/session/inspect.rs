@@ -24,17 +24,17 @@ impl Session<'_> {
         let mut from = 0;
         loop {
             let done = deadline.is_none_or(|d| tokio::time::Instant::now() >= d);
-            let mut vars = std::mem::take(&mut self.vars);
+            let mut vars = std::mem::take(&mut self.t.vars);
             let v = {
                 let mut base = self.base(Some(be));
                 base.server = Some(server);
                 let empty = Vars::default();
-                let mut mk = base.ctx(&self.resp, Some(&self.req), &empty);
+                let mut mk = base.ctx(&self.t.resp, Some(&self.t.req), &empty);
                 mk.more = (!done).then_some(&more);
                 let r = &be.rules;
                 rules::tcp_eval(&r.tcp_response, from, &r.acls, &mk, &mut vars, Level::Stream)
             };
-            self.vars = vars;
+            self.t.vars = vars;
             match v {
                 TcpVerdict::Wait(i) => from = i,
                 v => return v == TcpVerdict::Accept,

@@ -49,17 +49,17 @@ impl Session<'_> {
     pub(super) fn rest(mut self, deadline: Option<Instant>) -> Served {
         self.cbuf.clear();
         self.park();
-        let idle_since = self.o.marks.start.filter(|_| self.logs);
+        let idle_since = self.t.o.marks.start.filter(|_| self.logs);
         let more = (self.local.is_some()
             || self.pp.is_some()
-            || !self.vars.is_empty()
+            || !self.t.vars.is_empty()
             || self.own.is_some()
             || idle_since.is_some())
         .then(|| {
             Box::new(RestingMore {
                 local: self.local,
                 pp: self.pp,
-                vars: self.vars,
+                vars: self.t.vars,
                 own: self.own,
                 idle_since,
             })
@@ -81,7 +81,7 @@ impl Session<'_> {
     pub(super) fn into_h2(mut self) -> Served {
         let prefix = self.cbuf.data().to_vec();
         self.cbuf.clear();
-        let vars = (!self.vars.is_empty()).then(|| Box::new(std::mem::take(&mut self.vars)));
+        let vars = (!self.t.vars.is_empty()).then(|| Box::new(std::mem::take(&mut self.t.vars)));
         // (Only an HTTP/1 connection's session turns into HTTP/2: the caller checks.)
         let Peer::Bytes(client) = self.client else { return Served::Closed };
         let conn = Accepted {

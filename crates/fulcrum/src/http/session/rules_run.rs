@@ -17,7 +17,7 @@ impl Session<'_> {
                 if closes {
                     self.body_unread = false;
                 }
-                self.o.end(cause, phase);
+                self.t.o.end(cause, phase);
                 match built {
                     Built::Status(status) => self.answer(status, info, be).await,
                     Built::Bytes(bytes) => self.answer_bytes(bytes, info, be).await,
@@ -31,22 +31,22 @@ impl Session<'_> {
                     tokio::time::sleep(t).await;
                 }
                 // As HAProxy: the tarpit counts as queueing, from no request time.
-                self.o.marks.request = None;
+                self.t.o.marks.request = None;
                 if self.logs {
-                    self.o.marks.queue = Some(crate::clock::now());
+                    self.t.o.marks.queue = Some(crate::clock::now());
                 }
-                self.o.end(Cause::Proxy, Phase::Tarpit);
+                self.t.o.end(Cause::Proxy, Phase::Tarpit);
                 self.answer(status, info, be).await
             }
             Ruled::Prometheus => {
-                let bytes = crate::stats::prometheus::offloaded(self.req.target()).await;
-                self.o.end(Cause::Local, Phase::Request);
+                let bytes = crate::stats::prometheus::offloaded(self.t.req.target()).await;
+                self.t.o.end(Cause::Local, Phase::Request);
                 self.answer_bytes(bytes, info, be).await
             }
         }
     }
 
-    /// Runs the `http-response` rules on `self.resp` (see `analyse::response`), reading the
+    /// Runs the `http-response` rules on `self.t.resp` (see `analyse::response`), reading the
     /// response body into the server buffer when one asks to wait for it. Returns an answer to
     /// make instead of the response when a rule gives one.
     pub(super) async fn response_rules(
@@ -60,7 +60,7 @@ impl Session<'_> {
         }
         let mut p = analyse::RespProgress::default();
         loop {
-            let body = body_view(&sc.buf, self.resp.info().body).len();
+            let body = body_view(&sc.buf, self.t.resp.info().body).len();
             let side = Some(sc.stream.tls_side());
             match self.txn().response_rules(be, server, side, body, &mut p) {
                 analyse::RespStop::Pass => return None,
@@ -72,7 +72,7 @@ impl Session<'_> {
                     // The rules after it run once the body (or `at-least` of it) is in the
                     // server buffer, or HAProxy's 504 answers.
                     if !self.wait_for_response_body(sc, time, at_least).await {
-                        self.o.end(Cause::ServerTimeout, Phase::Data);
+                        self.t.o.end(Cause::ServerTimeout, Phase::Data);
                         return Some(Built::Status(504));
                     }
                 }
@@ -80,7 +80,7 @@ impl Session<'_> {
         }
     }
 
-    /// Runs the `http-after-response` rules on `self.resp` (see `analyse::response`).
+    /// Runs the `http-after-response` rules on `self.t.resp` (see `analyse::response`).
     #[inline]
     pub(super) fn after_response(&mut self, be: Option<&Arc<Backend>>, server: Option<&str>) {
         if analyse::has_after_response(self.fe, be) {

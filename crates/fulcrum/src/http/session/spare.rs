@@ -53,8 +53,8 @@ impl Session<'_> {
         }
         let mut spare = self.emptied.take().unwrap_or_default();
         // Only the heads' buffers move (whole heads are large: their copies cost more).
-        self.req.swap_buffers(&mut spare.req);
-        self.resp.swap_buffers(&mut spare.resp);
+        self.t.req.swap_buffers(&mut spare.req);
+        self.t.resp.swap_buffers(&mut spare.resp);
         std::mem::swap(&mut self.out, &mut spare.out);
         SPARES.with(|s| {
             let mut s = s.borrow_mut();
@@ -73,19 +73,19 @@ impl Session<'_> {
         }
         self.parked = false;
         if let Some(mut spare) = SPARES.with(|s| s.borrow_mut().pop()) {
-            self.req.swap_buffers(&mut spare.req);
-            self.resp.swap_buffers(&mut spare.resp);
+            self.t.req.swap_buffers(&mut spare.req);
+            self.t.resp.swap_buffers(&mut spare.resp);
             std::mem::swap(&mut self.out, &mut spare.out);
             self.emptied = Some(spare);
         } else {
             // Sized for a usual head at once (HTTP/2 streams, many at a time, often find no
             // spare: growing from nothing cost a dozen reallocations per stream).
-            self.req = Head::with_capacity(FRESH_HEAD_BYTES, FRESH_HEAD_FIELDS);
-            self.resp = Head::with_capacity(FRESH_HEAD_BYTES, FRESH_HEAD_FIELDS);
+            self.t.req = Head::with_capacity(FRESH_HEAD_BYTES, FRESH_HEAD_FIELDS);
+            self.t.resp = Head::with_capacity(FRESH_HEAD_BYTES, FRESH_HEAD_FIELDS);
             self.out = Vec::with_capacity(FRESH_HEAD_BYTES);
         }
         // A head parked mid-parse (a request that never completed) belongs to other bytes.
-        self.req.start_over();
-        self.resp.start_over();
+        self.t.req.start_over();
+        self.t.resp.start_over();
     }
 }

@@ -25,13 +25,13 @@ impl Session<'_> {
         info: &fulcrum_http::Info,
     ) -> Option<Next> {
         let st: &StatsRules = rules.stats.as_deref()?;
-        if !page::matches(&st.page, self.req.target()) {
+        if !page::matches(&st.page, self.t.req.target()) {
             return None;
         }
         let (admin, verdict) = {
             let base = self.base(be.map(|b| &**b));
-            let ctx = base.ctx(&self.req, None, &self.vars);
-            let authorized = page::authorized(&st.page, self.req.header(b"authorization"));
+            let ctx = base.ctx(&self.t.req, None, &self.t.vars);
+            let authorized = page::authorized(&st.page, self.t.req.header(b"authorization"));
             let mut verdict = None;
             for (action, cond) in &st.http_request {
                 if cond.as_ref().is_some_and(|c| !c.eval(&rules.acls, &ctx)) {
@@ -61,24 +61,24 @@ impl Session<'_> {
             });
             (st.admin.iter().any(|c| c.eval(&rules.acls, &ctx)), verdict)
         };
-        self.o.end(Cause::Local, Phase::Request);
+        self.t.o.end(Cause::Local, Phase::Request);
         let msg = match verdict {
             Err(None) => {
-                self.o.end(Cause::Proxy, Phase::Request);
+                self.t.o.end(Cause::Proxy, Phase::Request);
                 return Some(self.answer(403, info, be).await);
             }
             Err(Some(realm)) => page::unauthorized(realm.as_deref()),
             Ok(()) => {
                 let name = be.map_or(self.fe.name.as_str(), |b| b.name.as_str());
                 let here = page::Here { proxy: name, page: &st.page, admin };
-                if self.req.method() == Method::Post {
+                if self.t.req.method() == Method::Post {
                     if info.body != Body::None {
                         self.wait_for_body(info, Duration::from_secs(10), None).await;
                     }
                     let body = body_view(&self.cbuf, info.body).to_vec();
-                    page::post(self.shared, &here, self.req.target(), &body)
+                    page::post(self.shared, &here, self.t.req.target(), &body)
                 } else {
-                    page::get_offloaded(&st.page, name, admin, self.req.target()).await
+                    page::get_offloaded(&st.page, name, admin, self.t.req.target()).await
                 }
             }
         };

@@ -27,20 +27,20 @@ struct Answered {
 }
 
 impl Session<'_> {
-    /// One request/response exchange, the request head being in `self.req`.
+    /// One request/response exchange, the request head being in `self.t.req`.
     pub(super) async fn transaction(&mut self) -> Next {
-        self.vars.end_transaction();
+        self.t.vars.end_transaction();
         self.sync_addrs();
-        self.vars.first_req = self.requests == 0;
+        self.t.vars.first_req = self.requests == 0;
         let spec = &self.fe.log.captures;
         if !spec.is_empty() {
-            self.vars.caps.reset(spec);
-            self.vars.caps.take_from(spec, &self.req, false);
+            self.t.vars.caps.reset(spec);
+            self.t.vars.caps.take_from(spec, &self.t.req, false);
         }
-        let info = *self.req.info();
+        let info = *self.t.req.info();
         self.body_unread = info.body != Body::None;
-        let method = self.req.method();
-        let version = self.req.version();
+        let method = self.t.req.method();
+        let version = self.t.req.version();
         let client_close = match version {
             Version::Http10 => !info.conn_keep_alive,
             _ => info.conn_close,
@@ -58,7 +58,7 @@ impl Session<'_> {
                 Stop::Backend(to) => break to,
                 Stop::Reject => {
                     self.note(format_args!("tcp-request content reject"));
-                    self.o.end(Cause::Proxy, Phase::Request);
+                    self.t.o.end(Cause::Proxy, Phase::Request);
                     return Next::Close;
                 }
                 Stop::Monitor { failing } => {
@@ -76,7 +76,7 @@ impl Session<'_> {
                 Stop::WaitForBody { time, at_least } => {
                     if !cold(self.wait_for_body(&info, time, at_least)).await {
                         // The body did not come in time: HAProxy's 408.
-                        self.o.end(Cause::ClientTimeout, Phase::Request);
+                        self.t.o.end(Cause::ClientTimeout, Phase::Request);
                         let mut i = info;
                         i.conn_close = true;
                         return self.answer(408, &i, be).await;
@@ -90,24 +90,24 @@ impl Session<'_> {
                     }
                 }
                 Stop::NoBackend => {
-                    self.o.end(Cause::Proxy, Phase::Request);
+                    self.t.o.end(Cause::Proxy, Phase::Request);
                     return self.answer(503, &info, None).await;
                 }
                 Stop::TcpBackend => {
                     // As HAProxy: the stream fails and the connection closes without an
                     // answer.
                     self.note(format_args!("tcp backend for an HTTP request: closing"));
-                    self.o.end(Cause::Internal, Phase::Request);
+                    self.t.o.end(Cause::Internal, Phase::Request);
                     return Next::Close;
                 }
             }
         };
         let be = progress.be.take().expect("the analysers chose a backend");
         let be_http = be.http.as_deref().expect("an HTTP backend");
-        if !self.vars.early_hints.is_empty() {
+        if !self.t.vars.early_hints.is_empty() {
             // One `103 Early Hints` per group of rules (`\0` separates groups).
             let mut hints = Vec::new();
-            for group in self.vars.early_hints.split(|&b| b == 0).filter(|g| !g.is_empty()) {
+            for group in self.t.vars.early_hints.split(|&b| b == 0).filter(|g| !g.is_empty()) {
                 hints.extend_from_slice(b"HTTP/1.1 103 Early Hints\r\n");
                 hints.extend_from_slice(group);
                 hints.extend_from_slice(b"\r\n");
@@ -117,25 +117,25 @@ impl Session<'_> {
             }
         }
         let ToServer { upgrade, persist, mut stores, key, conn_mode } = to;
-        let keybuf = std::mem::take(&mut self.key);
+        let keybuf = std::mem::take(&mut self.t.key);
 
         // A chunked body already received must be valid before anything reaches a server.
         if info.body == Body::Chunked && !self.cbuf.is_empty() {
             let mut check = ChunkedScanner::new();
             if check.scan(self.cbuf.data()).is_err() {
-                self.key = keybuf;
+                self.t.key = keybuf;
                 let mut i = info;
                 i.conn_close = true;
-                self.o.end(Cause::Proxy, Phase::Request);
+                self.t.o.end(Cause::Proxy, Phase::Request);
                 return self.answer(400, &i, Some(&be)).await;
             }
         }
         // The head as it goes to the server (its text written when a try needs it: an HTTP/2
         // server takes it as parsed); rewrites must leave it within a buffer, as in HAProxy.
         let len = self.request_head_len();
-        if len > be_http.bufsize.min(self.http.bufsize) && !self.vars.strict_off {
-            self.key = keybuf;
-            self.o.end(Cause::Internal, Phase::Request);
+        if len > be_http.bufsize.min(self.http.bufsize) && !self.t.vars.strict_off {
+            self.t.key = keybuf;
+            self.t.o.end(Cause::Internal, Phase::Request);
             return self.answer(500, &info, Some(&be)).await;
         }
         let key = match key {
@@ -156,7 +156,7 @@ impl Session<'_> {
                 Err(e) => {
                     self.note(format_args!("no server: {e:?}"));
                     let gone = matches!(e, tcp::Ending::ClientAborted);
-                    e.record(&mut self.o);
+                    e.record(&mut self.t.o);
                     if gone {
                         // No one to answer (`abortonclose`): status -1 in the log.
                         return Next::Close;
@@ -166,17 +166,17 @@ impl Session<'_> {
             };
             if let Some(name) = &be_http.send_name_header {
                 // `http-send-name-header`: this try's server (HAProxy sets it at the last moment).
-                let _ =
-                    self.req.set_header(name.as_bytes(), be.servers[slot.index()].name.as_bytes());
+                let srv = be.servers[slot.index()].name.as_bytes();
+                let _ = self.t.req.set_header(name.as_bytes(), srv);
                 self.write_request_head();
             }
             let reused = sc.requests > 0;
             let exchanged = self.exchange(sc, &info, &be).await;
             if self.logs {
-                self.o.marks.data = Some(crate::clock::now());
+                self.t.o.marks.data = Some(crate::clock::now());
             }
             if matches!(exchanged, Exchange::Response(..)) && !self.fe.log.captures.is_empty() {
-                self.vars.caps.take_from(&self.fe.log.captures, &self.resp, true);
+                self.t.vars.caps.take_from(&self.fe.log.captures, &self.t.resp, true);
             }
             // `retry-on` (L7 retries): only a request without body can be sent again, at most
             // `retries` times, each time on a new connection.
@@ -188,7 +188,7 @@ impl Session<'_> {
                 Exchange::RetryFresh => may_retry && ro.empty_response,
                 Exchange::BadResponse | Exchange::ServerGone => may_retry && ro.junk_response,
                 Exchange::ServerTimeout => may_retry && ro.response_timeout,
-                Exchange::Response(_, true) => may_retry && ro.status(self.resp.status()),
+                Exchange::Response(_, true) => may_retry && ro.status(self.t.resp.status()),
                 _ => false,
             };
             if retry {
@@ -196,7 +196,7 @@ impl Session<'_> {
                     l7_retries += 1;
                 }
                 fresh_only = true;
-                self.o.retries += 1;
+                self.t.o.retries += 1;
                 Counters::inc(&be.counters.retries);
                 drop(exchanged);
                 drop(slot);
@@ -207,7 +207,7 @@ impl Session<'_> {
                 Exchange::Response(sc, body_done) => {
                     if be.servers[idx].policy.observe.is_some() {
                         // `observe layer7`: 5xx but 501 and 505 count against the server.
-                        let st = self.resp.status();
+                        let st = self.t.resp.status();
                         let bad = st >= 500 && st != 501 && st != 505;
                         observe_l7(&be, idx, bad, "Wrong http response");
                     }
@@ -218,29 +218,29 @@ impl Session<'_> {
                         Exchange::BadResponse => ("Invalid http response", Cause::Proxy),
                         _ => ("Close from server (http)", Cause::ServerAbort),
                     };
-                    self.o.marks.data = None;
-                    self.o.end(cause, Phase::Headers);
+                    self.t.o.marks.data = None;
+                    self.t.o.end(cause, Phase::Headers);
                     if let Some(by) = slot.ended_by() {
-                        self.o.ended_by_state_change(by, Phase::Headers);
+                        self.t.o.ended_by_state_change(by, Phase::Headers);
                     }
                     observe_l7(&be, idx, true, what);
                     Counters::inc(&be.counters.failed_responses);
                     return self.answer(502, &info, Some(&be)).await;
                 }
                 Exchange::ServerTimeout => {
-                    self.o.marks.data = None;
-                    self.o.end(Cause::ServerTimeout, Phase::Headers);
+                    self.t.o.marks.data = None;
+                    self.t.o.end(Cause::ServerTimeout, Phase::Headers);
                     observe_l7(&be, idx, true, "Read timeout (http)");
                     return self.answer(504, &info, Some(&be)).await;
                 }
                 Exchange::ClientGone => {
-                    self.o.marks.data = None;
-                    self.o.end(Cause::ClientAbort, Phase::Headers);
+                    self.t.o.marks.data = None;
+                    self.t.o.end(Cause::ClientAbort, Phase::Headers);
                     return Next::Close;
                 }
                 Exchange::BadRequest => {
-                    self.o.marks.data = None;
-                    self.o.end(Cause::Proxy, Phase::Request);
+                    self.t.o.marks.data = None;
+                    self.t.o.end(Cause::Proxy, Phase::Request);
                     let mut i = info;
                     i.conn_close = true;
                     return self.answer(400, &i, Some(&be)).await;
@@ -248,8 +248,8 @@ impl Session<'_> {
             }
         };
 
-        self.key = keybuf;
-        // The response head is in `self.resp`.
+        self.t.key = keybuf;
+        // The response head is in `self.t.resp`.
         let Answered { status, resp_body, tunnel, skipped, mut server_keep } =
             self.response_facts(method, upgrade, body_done, conn_mode, &info);
         // A chunked response body already received must be valid before the head goes out.
@@ -258,7 +258,7 @@ impl Session<'_> {
             if check.scan(sc.buf.data()).is_err() {
                 drop(slot);
                 drop(sc);
-                self.o.end(Cause::Proxy, Phase::Headers);
+                self.t.o.end(Cause::Proxy, Phase::Headers);
                 Counters::inc(&be.counters.failed_responses);
                 return self.answer(502, &info, Some(&be)).await;
             }
@@ -270,7 +270,7 @@ impl Session<'_> {
                 drop(sc); // the server's response is abandoned with its connection
                 Counters::inc(&be.counters.denied_resp);
                 Counters::inc(&fe.counters.denied_resp);
-                self.o.end(Cause::Proxy, Phase::Done);
+                self.t.o.end(Cause::Proxy, Phase::Done);
                 return Next::Close;
             }
         }
@@ -288,7 +288,7 @@ impl Session<'_> {
             let mut i = info;
             i.conn_close |= !body_done;
             let cause = if matches!(built, Built::Bytes(_)) { Cause::Local } else { Cause::Proxy };
-            self.o.end(cause, Phase::Headers);
+            self.t.o.end(cause, Phase::Headers);
             return match built {
                 Built::Drop => Next::Close,
                 Built::Status(status) => self.answer(status, &i, Some(&be)).await,
@@ -311,14 +311,14 @@ impl Session<'_> {
             Err(HeadOut::TooLarge) => {
                 // Rewrites made the head larger than a buffer: HAProxy fails the transaction.
                 drop((slot, sc));
-                self.o.end(Cause::Internal, Phase::Headers);
+                self.t.o.end(Cause::Internal, Phase::Headers);
                 let mut i = info;
                 i.conn_close = true;
                 return self.answer(500, &i, Some(&be)).await;
             }
             Err(HeadOut::Failed(e)) => {
                 self.note(format_args!("client write failed: {e}"));
-                self.o.end(Cause::ClientAbort, Phase::Data);
+                self.t.o.end(Cause::ClientAbort, Phase::Data);
                 return Next::Close;
             }
         };
@@ -330,13 +330,13 @@ impl Session<'_> {
         if !head_with_body && !parsed {
             if let Err(e) = self.write_client_head().await {
                 self.note(format_args!("client write failed: {e}"));
-                self.o.end(Cause::ClientAbort, Phase::Data);
+                self.t.o.end(Cause::ClientAbort, Phase::Data);
                 return Next::Close;
             }
         }
-        self.o.bytes_out +=
-            if self.logs { crate::outcome::head_size(&self.resp) } else { len as u64 };
-        self.o.status = Some(status);
+        self.t.o.bytes_out +=
+            if self.logs { crate::outcome::head_size(&self.t.resp) } else { len as u64 };
+        self.t.o.status = Some(status);
         if tunnel {
             cold(self.tunnel(sc, &be, &slot)).await;
             return Next::Close;
@@ -361,7 +361,7 @@ impl Session<'_> {
                     (self.stimer.as_mut(), st),
                     ct,
                     None,
-                    &mut self.o.bytes_out,
+                    &mut self.t.o.bytes_out,
                 )
             };
         }
@@ -376,7 +376,7 @@ impl Session<'_> {
                 (self.ctimer.as_mut(), st.or(ct)),
                 st,
                 None,
-                &mut self.o.bytes_in,
+                &mut self.t.o.bytes_in,
             );
             exchange::duplex(down!(), up).await
         } else {
@@ -386,7 +386,7 @@ impl Session<'_> {
         drop(slot);
         if let Some(by) = killed {
             // The server's sessions were shut as it changed state: not the server's doing.
-            self.o.ended_by_state_change(by, Phase::Data);
+            self.t.o.ended_by_state_change(by, Phase::Data);
             return Next::Close;
         }
         if xfer != Xfer::Done {
@@ -397,7 +397,7 @@ impl Session<'_> {
                 Xfer::WriteTimeout => Cause::ClientTimeout,
                 _ => Cause::ServerAbort,
             };
-            self.o.end(cause, Phase::Data);
+            self.t.o.end(cause, Phase::Data);
             return Next::Close;
         }
         if let (Some(b), true) = (skipped, server_keep) {
@@ -429,16 +429,16 @@ impl Session<'_> {
         conn_mode: ConnMode,
         info: &fulcrum_http::Info,
     ) -> Answered {
-        let status = self.resp.status();
-        let resp_info = *self.resp.info();
-        let resp_body = fulcrum_http::response_body(&self.resp, method);
+        let status = self.t.resp.status();
+        let resp_info = *self.t.resp.info();
+        let resp_body = fulcrum_http::response_body(&self.t.resp, method);
         let tunnel = (status == 101 && upgrade) || (method == Method::Connect && status / 100 == 2);
-        fulcrum_http::strip_hop_by_hop(&mut self.resp, status == 101);
+        fulcrum_http::strip_hop_by_hop(&mut self.t.resp, status == 101);
         // The body a server sends for a method rewritten from HEAD never reaches the client:
         // it is read and dropped after the head went.
-        let skipped = match self.req.method() {
+        let skipped = match self.t.req.method() {
             m if m == method => None,
-            m => match fulcrum_http::response_body(&self.resp, m) {
+            m => match fulcrum_http::response_body(&self.t.resp, m) {
                 b @ (Body::Length(_) | Body::Chunked) => Some(b),
                 _ => None,
             },
@@ -448,7 +448,7 @@ impl Session<'_> {
             && conn_mode == ConnMode::KeepAlive
             && !info.te_and_cl
             && resp_body != Body::UntilClose
-            && match self.resp.version() {
+            && match self.t.resp.version() {
                 Version::Http10 => resp_info.conn_keep_alive,
                 _ => !resp_info.conn_close,
             };
@@ -473,7 +473,7 @@ impl Session<'_> {
     ) -> bool {
         // An HTTP/1.0 response framed by Transfer-Encoding is faulty framing (RFC 9112 6.1):
         // the client connection closes after it, as HAProxy closes it.
-        let faulty = self.resp.version() == Version::Http10 && resp_body == Body::Chunked;
+        let faulty = self.t.resp.version() == Version::Http10 && resp_body == Body::Chunked;
         let client_keep = !tunnel
             && !info.te_and_cl
             && !faulty
@@ -483,14 +483,14 @@ impl Session<'_> {
             && resp_body != Body::UntilClose
             && !self.fe.retiring();
         if status == 101 {
-            let _ = self.resp.set_header(b"Connection", b"upgrade");
+            let _ = self.t.resp.set_header(b"Connection", b"upgrade");
         } else if !client_keep && !tunnel {
-            let _ = self.resp.set_header(b"Connection", b"close");
+            let _ = self.t.resp.set_header(b"Connection", b"close");
         } else if client_keep && version == Version::Http10 {
-            let _ = self.resp.set_header(b"Connection", b"keep-alive");
+            let _ = self.t.resp.set_header(b"Connection", b"keep-alive");
         }
         if resp_body == Body::Chunked {
-            let _ = self.resp.set_header(b"Transfer-Encoding", b"chunked");
+            let _ = self.t.resp.set_header(b"Transfer-Encoding", b"chunked");
         }
         client_keep
     }
@@ -502,20 +502,20 @@ impl Session<'_> {
     fn client_head(&mut self) -> Result<(usize, bool), HeadOut> {
         self.out.clear();
         let len = if self.h2_conn.is_some() {
-            self.resp.text_len(false)
+            self.t.resp.text_len(false)
         } else {
-            self.resp.write_to(&mut self.out);
+            self.t.resp.write_to(&mut self.out);
             self.out.len()
         };
-        if len > self.http.bufsize && !self.vars.strict_off {
+        if len > self.http.bufsize && !self.t.vars.strict_off {
             return Err(HeadOut::TooLarge);
         }
         let parsed = match &self.client {
-            Peer::H2(view) => view.send_head(&self.resp).map_err(HeadOut::Failed)?,
+            Peer::H2(view) => view.send_head(&self.t.resp).map_err(HeadOut::Failed)?,
             _ => false,
         };
         if !parsed && self.out.is_empty() {
-            self.resp.write_to(&mut self.out);
+            self.t.resp.write_to(&mut self.out);
         }
         Ok((len, parsed))
     }
@@ -527,7 +527,7 @@ impl Session<'_> {
     fn request_head_len(&mut self) -> usize {
         if self.h2_conn.is_some() {
             self.out.clear();
-            self.req.text_len(true)
+            self.t.req.text_len(true)
         } else {
             self.write_request_head();
             self.out.len()
@@ -539,9 +539,9 @@ impl Session<'_> {
         self.out.clear();
         if self.h2_conn.is_some() {
             // HTTP/2's absolute URI goes to an HTTP/1 server in origin form, as HAProxy sends it.
-            self.req.write_origin_form_to(&mut self.out);
+            self.t.req.write_origin_form_to(&mut self.out);
         } else {
-            self.req.write_to(&mut self.out);
+            self.t.req.write_to(&mut self.out);
         }
     }
 }
