@@ -13,7 +13,7 @@
 mod commands;
 pub mod maps;
 pub mod servers;
-mod tables;
+pub mod tables;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;

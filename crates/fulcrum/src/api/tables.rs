@@ -308,6 +308,44 @@ pub fn run(tables: &Tables, verb: &str, args: &[String], level: CliLevel, out: &
     }
 }
 
+/// One entry as `show table <t>` prints it (`0x..: key=<k> use=0 exp=0 server_id=3
+/// server_key=s3 gpc0=1 ...`, the id optional), made in `t` with its stored counters and
+/// server (for `fulcrum explain --table`). Rates, `use` and `exp` are not restored.
+pub fn load_line(t: &Table, line: &str) -> Result<(), String> {
+    let line = match line.split_once(": ") {
+        Some((id, rest)) if id.starts_with("0x") => rest,
+        _ => line,
+    };
+    let mut words = line.split_whitespace();
+    let key = words
+        .next()
+        .and_then(|w| w.strip_prefix("key="))
+        .ok_or_else(|| format!("'{line}': no 'key=' first"))?;
+    let key = cli_key(t, key, "set")?;
+    let now = now();
+    let e = t.get_or_create(key, now).ok_or("Unable to allocate a new entry")?;
+    e.touch(now);
+    for w in words {
+        let Some((label, v)) = w.split_once('=') else {
+            return Err(format!("'{w}': expected <data>=<value>"));
+        };
+        let Some(ty) = DataType::from_name(label).filter(|ty| t.layout.has(*ty)) else {
+            continue; // `use`, `exp`, rates (`conn_rate(10000)`), array elements
+        };
+        match ty {
+            DataType::ServerKey if v != "-" => {
+                freq::set(&t.layout, &mut e.data(), ty, 0, crate::stick::dict::intern(v));
+            }
+            _ if ty.is_rate() || ty == DataType::ServerKey => {}
+            _ => {
+                let v: i64 = v.parse().map_err(|_| format!("'{w}': not an integer"))?;
+                freq::set(&t.layout, &mut e.data(), ty, 0, v as u64);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `set table <t> key <k> [data.<type> <v>]*`: the entry is made (and touched) first; each
 /// value is set in turn until one is wrong.
 fn set(t: &Table, k: &str, rest: &[String], oper: bool, out: &mut String) {

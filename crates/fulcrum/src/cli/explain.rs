@@ -7,12 +7,13 @@
 //! ```text
 //! fulcrum explain -f haproxy.cfg [--frontend NAME] [--src IP:PORT] [--tls-sni NAME]
 //!                 [--down s1,be/s2] [--state-file FILE] [--map REF=FILE] [--acl REF=FILE]
-//!                 REQUEST
+//!                 [--table NAME=FILE] REQUEST
 //! ```
 //! REQUEST is HTTP/1.1 text (a bare `\n` is taken as a line end), a file holding it, or `-`
 //! for stdin; what follows its head is its body. Live state comes in the runtime API's own
 //! formats and through its own code: a `show servers state` file (`state_file`), a map's or an
-//! ACL's contents as `show map|acl` prints them or as `add map|acl` takes them (`api::maps`).
+//! ACL's contents as `show map|acl` prints them or as `add map|acl` takes them (`api::maps`),
+//! a stick table's entries as `show table` prints them (`api::tables::load_line`).
 //!
 //! Must not touch: the analysers' decisions (it drives them and prints what they did).
 
@@ -36,7 +37,8 @@ use crate::tls::facts::Told;
 const USAGE: &str = "\
 Usage: fulcrum explain -f <cfgfile|cfgdir> [-f ...] [--frontend NAME] [--src IP:PORT]
                        [--tls | --tls-sni NAME] [--down SERVER[,SERVER...]]
-                       [--state-file FILE] [--map REF=FILE] [--acl REF=FILE] REQUEST
+                       [--state-file FILE] [--map REF=FILE] [--acl REF=FILE]
+                       [--table NAME=FILE] REQUEST
   REQUEST: HTTP/1.1 request text, a file holding it, or - for stdin
   --frontend: the frontend that receives it (default: the first HTTP frontend)
   --src: the client's address (default 127.0.0.1:40000)
@@ -46,6 +48,8 @@ Usage: fulcrum explain -f <cfgfile|cfgdir> [-f ...] [--frontend NAME] [--src IP:
   --map REF=FILE, --acl REF=FILE: a map's or an ACL's contents instead of its file's (REF as
     the configuration names the file, or #ID; FILE's lines as `show map|acl` prints them, or
     `key value` / `pattern`)
+  --table NAME=FILE: a stick table's entries as `show table NAME` prints them (key=... and
+    its stored data: server_id, server_key, counters)
 ";
 
 #[derive(Default)]
@@ -59,6 +63,8 @@ struct Opts {
     tls: Option<Option<String>>,
     /// `--map` / `--acl`: (kind, reference, file).
     patterns: Vec<(Kind, String, PathBuf)>,
+    /// `--table`: (table, file).
+    tables: Vec<(String, PathBuf)>,
     request: Option<String>,
 }
 
@@ -85,6 +91,13 @@ fn parse(argv: &[String]) -> Result<Opts, String> {
                 };
                 let kind = if a == "--map" { Kind::Map } else { Kind::Acl };
                 o.patterns.push((kind, r.to_string(), file.into()));
+            }
+            "--table" => {
+                let v = value()?;
+                let Some((t, file)) = v.split_once('=') else {
+                    return Err(format!("'--table' expects NAME=FILE, got '{v}'"));
+                };
+                o.tables.push((t.to_string(), file.into()));
             }
             "-h" | "--help" => return Err(String::new()),
             _ if o.request.is_none() && (!a.starts_with('-') || a == "-") => {
@@ -133,7 +146,8 @@ pub fn main(argv: &[String]) -> i32 {
     let Some(plan) = plan else { return 1 };
     let live = take_down(&plan.backends, &opts.down)
         .and_then(|()| load_states(&plan.backends, opts.state_file.as_deref()))
-        .and_then(|()| opts.patterns.iter().try_for_each(|(k, r, f)| load_patterns(*k, r, f)));
+        .and_then(|()| opts.patterns.iter().try_for_each(|(k, r, f)| load_patterns(*k, r, f)))
+        .and_then(|()| opts.tables.iter().try_for_each(|(t, f)| load_table(&plan.tables, t, f)));
     if let Err(e) = live {
         eprintln!("[ALERT] explain: {e}");
         return 1;
@@ -263,6 +277,23 @@ fn load_patterns(kind: Kind, reference: &str, path: &std::path::Path) -> Result<
         "" => Ok(()),
         msg => Err(format!("--{what} {reference}: {msg}")),
     }
+}
+
+/// `--table NAME=FILE`: the stick table's entries as `show table NAME` prints them (the
+/// server an entry names decides `stick match|on`).
+fn load_table(
+    tables: &crate::stick::Tables,
+    name: &str,
+    path: &std::path::Path,
+) -> Result<(), String> {
+    let t = tables.get(name).ok_or_else(|| format!("--table: no stick table '{name}'"))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
+    // The header line (`# table: ...`) and blank lines are skipped.
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        crate::api::tables::load_line(t, line).map_err(|e| format!("--table {name}: {e}"))?;
+    }
+    Ok(())
 }
 
 fn pick_frontend<'p>(

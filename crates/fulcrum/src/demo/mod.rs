@@ -107,6 +107,7 @@ fn run() -> Result<(), String> {
     println!(
         "                                          past 50 requests in 10 s: 429 (stick table)"
     );
+    explain_admin(&exe, &cfg);
     println!("Health checks run every second on s1..s3 (pids {pids:?}):");
     println!("  kill -STOP {}    s2 stops answering: marked DOWN below, no traffic", pids[1]);
     println!("  kill -CONT {}    s2 comes back UP; its weight ramps up over 5 s", pids[1]);
@@ -124,6 +125,30 @@ fn run() -> Result<(), String> {
         "Each request is logged below as HAProxy logs it (option httpslog: TLS fields at the end):"
     );
     wait_for_stop(&mut children)
+}
+
+/// Runs `fulcrum explain` once on the demo's `/admin` request and prints what it says: why
+/// the request is denied, from the same rules, without sending it.
+fn explain_admin(exe: &std::path::Path, cfg: &std::path::Path) {
+    let request = "GET /admin HTTP/1.1\nHost: demo\n\n";
+    let out = Command::new(exe).arg("explain").arg("-f").arg(cfg).arg(request).output();
+    println!(
+        "Why is /admin refused? `fulcrum explain` runs the same rules offline, no request sent:"
+    );
+    println!(
+        "  {} explain -f {} $'GET /admin HTTP/1.1\\nHost: demo\\n\\n'",
+        exe.display(),
+        cfg.display()
+    );
+    match out {
+        Ok(o) if o.status.success() => {
+            for line in String::from_utf8_lossy(&o.stdout).lines() {
+                println!("    {line}");
+            }
+        }
+        Ok(o) => println!("    (explain failed: {})", String::from_utf8_lossy(&o.stderr).trim()),
+        Err(e) => println!("    (explain failed: {e})"),
+    }
 }
 
 fn wait_for_stop(children: &mut Children) -> Result<(), String> {

@@ -15,6 +15,13 @@ struct Said {
     state: Option<String>,
 }
 
+/// Writes `text` to `dir/name`; its path.
+fn write_in(dir: &std::path::Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write");
+    p.to_string_lossy().into_owned()
+}
+
 fn explain(cfg: &std::path::Path, extra: &[&str], request: &str) -> Said {
     let mut args = vec!["explain", "-f", cfg.to_str().expect("utf-8 path")];
     args.extend_from_slice(extra);
@@ -109,11 +116,7 @@ fn explain_says_what_the_live_proxy_does() {
 #[test]
 fn explain_takes_live_maps_acls_and_server_states() {
     let dir = crate::harness::scratch("explain-live");
-    let file = |name: &str, text: &str| {
-        let p = dir.join(name);
-        std::fs::write(&p, text).expect("write");
-        p.to_string_lossy().into_owned()
-    };
+    let file = |name: &str, text: &str| write_in(&dir, name, text);
     let map = file("paths.map", "/api api\n");
     let acl = file("blocked.acl", "10.9.9.9\n");
     let cfg = file(
@@ -153,6 +156,39 @@ fn explain_takes_live_maps_acls_and_server_states() {
     let (code, _, err) = run(&["explain", "-f", &cfg, "--acl", &format!("/nope={live_acl}"), req]);
     assert_eq!(code, 1);
     assert!(err.contains("Unknown ACL identifier"), "{err}");
+}
+
+/// `--table NAME=FILE`: a stick table's entries as `show table` prints them decide
+/// `stick on|match` as the live table would (the server's name first, then its id).
+#[test]
+fn explain_takes_stick_table_entries() {
+    let dir = crate::harness::scratch("explain-table");
+    let file = |name: &str, text: &str| write_in(&dir, name, text);
+    let cfg = file(
+        "t.cfg",
+        &format!(
+            "{DEFAULTS}frontend fe\n bind 127.0.0.1:1\n default_backend b\n\
+             backend b\n balance roundrobin\n stick-table type string len 32 size 10\n \
+             stick on req.hdr(x-user)\n server s1 127.0.0.1:2\n server s2 127.0.0.1:3\n \
+             server s3 127.0.0.1:4\n"
+        ),
+    );
+    let by_id = file("id.txt", "# table: b, type: string, size:10, used:1\n0x55d0c0ffee: key=alice use=0 exp=0 server_id=3\n");
+    let by_name =
+        file("name.txt", "0x55d0c0ffee: key=alice use=0 exp=0 server_id=3 server_key=s2\n");
+    let path = std::path::Path::new(&cfg);
+    let req = "GET / HTTP/1.1\r\nHost: t\r\nX-User: alice\r\n\r\n";
+    // A fresh table: the balancer's first pick.
+    assert_eq!(explain(path, &[], req).server.as_deref(), Some("s1"));
+    let table = |f: &str| format!("b={f}");
+    assert_eq!(explain(path, &["--table", &table(&by_id)], req).server.as_deref(), Some("s3"));
+    assert_eq!(explain(path, &["--table", &table(&by_name)], req).server.as_deref(), Some("s2"));
+    // Another key is not in the table.
+    let bob = "GET / HTTP/1.1\r\nHost: t\r\nX-User: bob\r\n\r\n";
+    assert_eq!(explain(path, &["--table", &table(&by_id)], bob).server.as_deref(), Some("s1"));
+    let (code, _, err) = run(&["explain", "-f", &cfg, "--table", &format!("nope={by_id}"), req]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no stick table 'nope'"), "{err}");
 }
 
 /// `--tls` and `--tls-sni`: what the client's TLS would say, for the rules that read it
@@ -195,4 +231,29 @@ fn explain_is_told_the_clients_tls() {
         "{out}"
     );
     assert!(out.contains("default_backend web"), "{out}");
+}
+
+/// The demo's own call (`fulcrum demo` runs it and prints it): on `examples/demo.cfg`, from the
+/// repository's root as the demo runs, `/admin` is denied by line 61 and `/api/` goes to
+/// backend `api`, as the demo tells its user to try with curl.
+#[test]
+fn explain_answers_the_demos_questions() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let explain = |request: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_fulcrum"))
+            .current_dir(&root)
+            .args(["explain", "-f", "examples/demo.cfg", request])
+            .output()
+            .expect("run fulcrum explain");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let admin = explain("GET /admin HTTP/1.1\nHost: demo\n\n");
+    assert!(
+        admin.contains("examples/demo.cfg:61: http-request deny if is_admin  -> applies"),
+        "{admin}"
+    );
+    assert!(admin.contains("answer: 403 Forbidden (termination PR--)"), "{admin}");
+    let api = explain("GET /api/?s=64 HTTP/1.1\nHost: demo\n\n");
+    assert!(api.lines().any(|l| l == "backend: api"), "{api}");
 }
