@@ -1,6 +1,6 @@
 //! `fulcrum explain`: one request through the transaction's real analysers (`http::analyse`),
 //! offline, with what they did printed in order: every rule judged (its file:line, its text,
-//! whether its condition held), the backend chosen and why, the server and why, variables
+//! whether its condition held, each ACL the condition evaluated), the backend chosen and why, the server and why, variables
 //! set, headers changed, the request as it would reach the server, or the answer a rule made
 //! with HAProxy's status and termination state. No socket is opened and no server is asked.
 //!
@@ -551,6 +551,15 @@ impl<'c> Report<'c> {
                 Step::UseBackend { rule, held, chose } => {
                     let l = self.use_backend(*rule, *held, chose.as_deref());
                     self.line(&format!("  {l}"));
+                }
+                Step::Acl { at, label, named, negate, matched } => {
+                    let place = crate::rules::origin::place(*at)
+                        .map(|(file, line)| format!(" ({file}:{line})"))
+                        .unwrap_or_default();
+                    let what = if *named { "acl " } else { "" };
+                    let neg = if *negate { "!" } else { "" };
+                    let verdict = if *matched { "matches" } else { "does not match" };
+                    self.line(&format!("      {neg}{what}{label}{place} -> {verdict}"));
                 }
                 Step::Note(n) => self.line(&format!("  {n}")),
             }

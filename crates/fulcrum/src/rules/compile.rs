@@ -66,13 +66,21 @@ impl<'a> Compiler<'a> {
         };
         for named in &proxy.acls {
             match c.acl(&named.acl) {
-                Ok(acl) => match c.by_name.get(&named.name) {
-                    Some(&id) => c.acls.entries[id].push(acl),
-                    None => {
-                        c.by_name.insert(named.name.clone(), c.acls.entries.len());
-                        c.acls.entries.push(vec![acl]);
+                Ok(acl) => {
+                    let at = super::origin::register(&named.acl.span.file, named.acl.span.line);
+                    match c.by_name.get(&named.name) {
+                        Some(&id) => {
+                            c.acls.entries[id].push(acl);
+                            c.acls.info[id].lines.push(at);
+                        }
+                        None => {
+                            let label = named.name.as_str().into();
+                            let info = AclInfo { label, named: true, lines: vec![at] };
+                            let id = c.acls.push(vec![acl], info);
+                            c.by_name.insert(named.name.clone(), id);
+                        }
                     }
-                },
+                }
                 Err(e) => {
                     c.errors.push(format!(
                         "parsing [{}] : error detected while parsing ACL '{}' : {e}",
@@ -171,8 +179,16 @@ impl<'a> Compiler<'a> {
                     },
                     cfg::AclRef::Anonymous(a) => match self.acl(a) {
                         Ok(acl) => {
-                            self.acls.entries.push(vec![acl]);
-                            self.acls.entries.len() - 1
+                            let at = super::origin::register(&a.span.file, a.span.line);
+                            let mut label = format!("{{ {}", a.keyword);
+                            for p in &a.patterns {
+                                label.push(' ');
+                                label.push_str(p);
+                            }
+                            label.push_str(" }");
+                            let info =
+                                AclInfo { label: label.into(), named: false, lines: vec![at] };
+                            self.acls.push(vec![acl], info)
                         }
                         Err(e) => {
                             self.errors.push(format!("parsing [{}] : {e}", a.span));
@@ -182,8 +198,9 @@ impl<'a> Compiler<'a> {
                 };
                 if t.never {
                     // Never matches where it is used: an ACL of no lines.
-                    self.acls.entries.push(Vec::new());
-                    g.push((t.negate, self.acls.entries.len() - 1));
+                    let label = format!("{} (never matches here)", self.acls.info[id].label);
+                    let info = AclInfo { label: label.into(), named: false, lines: Vec::new() };
+                    g.push((t.negate, self.acls.push(Vec::new(), info)));
                     continue;
                 }
                 g.push((t.negate, id));

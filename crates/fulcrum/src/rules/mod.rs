@@ -15,6 +15,7 @@
 pub mod acl_sets;
 pub mod check;
 mod compile;
+mod cond;
 pub mod convert;
 pub mod format;
 mod live;
@@ -36,110 +37,9 @@ use fulcrum_pattern::{PatternSet, Replace};
 
 use sample::{Ctx, Expr, Value, Vars};
 
-/// One compiled ACL criterion.
-#[derive(Debug)]
-pub struct Acl {
-    expr: Expr,
-    method: cfg::MatchMethod,
-    set: Arc<acl_sets::LiveSet>,
-}
-
-impl Acl {
-    fn matches(&self, ctx: &Ctx<'_>) -> bool {
-        use cfg::MatchMethod as M;
-        match self.method {
-            M::Found => self.expr.any(ctx, &mut |_| true),
-            M::Bool => self.expr.any(ctx, &mut |v| v.is_true()),
-            M::Int => self.set.with(|set| {
-                self.expr.any(ctx, &mut |v| v.as_int().is_some_and(|i| set.match_int(i)))
-            }),
-            M::Len => self
-                .set
-                .with(|set| self.expr.any(ctx, &mut |v| set.match_int(v.as_bytes().len() as i64))),
-            M::Ip => self.set.with(|set| {
-                self.expr.any(ctx, &mut |v| v.as_ip().is_some_and(|ip| set.match_ip(ip)))
-            }),
-            _ => self.set.with(|set| self.expr.any(ctx, &mut |v| set.match_str(&v.as_bytes()))),
-        }
-    }
-}
-
-/// A condition: OR of AND-groups of (negated?) ACL references.
-#[derive(Debug)]
-pub struct Cond {
-    unless: bool,
-    terms: Vec<Vec<(bool, AclId)>>,
-}
-
-/// Index into [`Acls`].
-pub type AclId = usize;
-
-/// All ACLs of a proxy: each entry is one name's lines (ORed), or one anonymous ACL.
-#[derive(Debug, Default)]
-pub struct Acls {
-    entries: Vec<Vec<Acl>>,
-}
-
-impl Cond {
-    pub fn eval(&self, acls: &Acls, ctx: &Ctx<'_>) -> bool {
-        let r = self.terms.iter().any(|group| {
-            group.iter().all(|(negate, id)| {
-                let m = acls.entries[*id].iter().any(|a| a.matches(ctx));
-                m != *negate
-            })
-        });
-        r != self.unless
-    }
-}
-
-impl Cond {
-    /// HAProxy's three-valued evaluation while data may still arrive (`ctx.more` set): `None`
-    /// when the answer is not known yet (a term that did not match on a sample more bytes
-    /// could change). A match is final; `!` and `unless` keep an unknown unknown.
-    pub fn eval3(&self, acls: &Acls, ctx: &Ctx<'_>) -> Option<bool> {
-        let Some(more) = ctx.more else { return Some(self.eval(acls, ctx)) };
-        // 0: fails, 1: unknown, 3: passes (HAProxy's ACL_TEST_* values), so & and | work.
-        let mut any = 0u8;
-        for group in &self.terms {
-            let mut all = 3u8;
-            for (negate, id) in group {
-                more.set(false);
-                let m = acls.entries[*id].iter().any(|a| a.matches(ctx));
-                let mut r = if m {
-                    3
-                } else if more.get() {
-                    1
-                } else {
-                    0
-                };
-                if *negate {
-                    r = if r == 1 { 1 } else { 3 - r };
-                }
-                all &= r;
-                if all == 0 {
-                    break;
-                }
-            }
-            any |= all;
-            if any == 3 {
-                break;
-            }
-        }
-        more.set(false);
-        match any {
-            1 => None,
-            r => Some((r == 3) != self.unless),
-        }
-    }
-}
-
-/// Evaluates an optional condition (absent: true).
-pub fn holds(cond: &Option<Cond>, acls: &Acls, ctx: &Ctx<'_>) -> bool {
-    cond.as_ref().is_none_or(|c| c.eval(acls, ctx))
-}
-
 pub use crate::rules::format::Format;
 pub use compile::Compiler;
+pub use cond::{holds, Acl, AclId, AclInfo, Acls, Cond};
 
 /// A reply the proxy builds itself (`return`, `deny`, `http-error`).
 #[derive(Debug)]
@@ -319,6 +219,25 @@ pub enum Verdict<'r> {
     },
 }
 
+/// A rule's condition judged for a trace: the rule, then each ACL evaluated.
+#[cold]
+fn traced(
+    rule: &Rule,
+    acls: &Acls,
+    base: &Base<'_>,
+    (head, req): (&Head, Option<&Head>),
+    vars: &mut Vars,
+) -> bool {
+    let mut acl_steps = Vec::new();
+    let ctx = base.ctx(head, req, vars);
+    let hold = rule.cond.as_ref().is_none_or(|c| c.eval_traced(acls, &ctx, &mut acl_steps));
+    if let Some(t) = vars.trace.as_deref_mut() {
+        t.rule(rule.at, hold);
+        t.steps.append(&mut acl_steps);
+    }
+    hold
+}
+
 /// Runs `rules[start..]`, editing `head` (the request, or the response when `req` is given)
 /// in place; later rules see earlier edits.
 #[allow(clippy::too_many_arguments)]
@@ -333,12 +252,12 @@ pub fn run<'r>(
     scratch: &mut Vec<u8>,
 ) -> Verdict<'r> {
     for (i, rule) in rules.iter().enumerate().skip(start) {
-        let hold = holds(&rule.cond, acls, &base.ctx(head, req, vars));
+        let hold = match vars.trace.is_some() {
+            false => holds(&rule.cond, acls, &base.ctx(head, req, vars)),
+            true => traced(rule, acls, base, (head, req), vars),
+        };
         if !vars.pending.get_mut().is_empty() {
             vars.flush(); // `set-var()` converters in the condition
-        }
-        if let Some(t) = vars.trace.as_deref_mut() {
-            t.rule(rule.at, hold);
         }
         if !hold {
             continue;

@@ -1,5 +1,6 @@
 //! What a transaction's analysers did, step by step, when someone asks (`fulcrum explain`):
-//! each rule judged (its place, whether its condition held) and the other decisions (backend,
+//! each rule judged (its place, whether its condition held, each ACL its condition evaluated)
+//! and the other decisions (backend,
 //! server, persistence) as words. Off on live traffic: a transaction's [`Vars::trace`] is
 //! `None` and each rule then costs one test of it.
 //!
@@ -17,6 +18,10 @@ pub enum Step {
     /// place): whether its condition held, and the backend it chose (`None`: it held but
     /// named no backend that exists, or did not hold).
     UseBackend { rule: usize, held: bool, chose: Option<String> },
+    /// An ACL evaluated for the condition of the rule before it: its label (a name, or an
+    /// anonymous ACL's criterion and patterns), the place of its line that matched (else of
+    /// its first), whether the term was negated (`!`) and whether the ACL matched.
+    Acl { at: u32, label: Box<str>, named: bool, negate: bool, matched: bool },
     /// Any other decision, in words (the analyser's name first).
     Note(String),
 }

@@ -527,20 +527,28 @@ impl<'s> Txn<'s> {
     #[cold]
     fn trace_use_backends(&mut self, chose: Option<usize>, be: Option<&Backend>) {
         let r = &self.fe.rules;
-        let before = chose.unwrap_or(self.fe.use_backends.len());
-        let held: Vec<bool> = {
+        let judged = chose.map_or(self.fe.use_backends.len(), |i| i + 1);
+        // Each rule's condition again, its ACLs noted (the live choice may have used an index).
+        let held: Vec<(bool, Vec<Step>)> = {
             let base = self.base(None);
             let ctx = base.ctx(self.req, None, self.vars);
-            let rules = &self.fe.use_backends[..before];
-            rules.iter().map(|(_, c)| rules::holds(c, &r.acls, &ctx)).collect()
+            let rules = &self.fe.use_backends[..judged];
+            let one = |c: &Option<rules::Cond>| {
+                let mut acls = Vec::new();
+                let h = c.as_ref().is_none_or(|c| c.eval_traced(&r.acls, &ctx, &mut acls));
+                (h, acls)
+            };
+            rules.iter().map(|(_, c)| one(c)).collect()
         };
         let Some(t) = self.vars.trace.as_deref_mut() else { return };
-        for (rule, held) in held.into_iter().enumerate() {
-            t.steps.push(Step::UseBackend { rule, held, chose: None });
-        }
         let name = be.map(|b| b.name.clone());
+        for (rule, (held, mut acls)) in held.into_iter().enumerate() {
+            let chose = if Some(rule) == chose { name.clone() } else { None };
+            t.steps.push(Step::UseBackend { rule, held, chose });
+            t.steps.append(&mut acls);
+        }
         match (chose, name) {
-            (Some(rule), chose) => t.steps.push(Step::UseBackend { rule, held: true, chose }),
+            (Some(_), _) => {}
             (None, Some(n)) => t.note(format!("use_backend: none applies: default_backend {n}")),
             (None, None) => t.note("use_backend: none applies, no default_backend"),
         }

@@ -72,7 +72,7 @@ fn rules_held(t: &Trace) -> Vec<(u32, bool)> {
         .iter()
         .filter_map(|s| match s {
             Step::Rule { at, held } => Some((line(*at), *held)),
-            Step::Note(_) | Step::UseBackend { .. } => None,
+            Step::Note(_) | Step::UseBackend { .. } | Step::Acl { .. } => None,
         })
         .collect()
 }
@@ -199,4 +199,43 @@ fn a_listen_section_runs_its_rules_once() {
     assert_eq!(s.head.header(b"x-n"), Some(&b"0"[..]));
     assert_eq!(rules_held(&s.trace).len(), 1);
     let _ = Arc::clone(&p.frontends[0]);
+}
+
+#[test]
+fn the_trace_names_each_acl_a_condition_evaluated_in_order_and_short_circuited() {
+    let p = plan(
+        "frontend fe\n bind 127.0.0.1:1\n acl a path_beg /a\n acl b hdr(x) -m found\n \
+         acl b path_end .b\n http-request set-header x-hit 1 if a !b || { method PUT }\n \
+         default_backend be\nbackend be\n server s 127.0.0.1:2\n",
+    );
+    let acls = |t: &Trace| -> Vec<(String, u32, bool, bool)> {
+        let line = |at: u32| crate::rules::origin::place(at).map_or(0, |(_, l)| l);
+        t.steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Acl { at, label, negate, matched, .. } => {
+                    Some((label.to_string(), line(*at), *negate, *matched))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    // `a` matches, `b` matches on its second line (so `!b` fails), then the anonymous ACL.
+    let s = run(&p, "GET /a.b HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_eq!(
+        acls(&s.trace),
+        vec![
+            ("a".to_string(), 8, false, true),
+            ("b".to_string(), 10, true, true),
+            ("{ method PUT }".to_string(), 11, false, false),
+        ]
+    );
+    assert_eq!(rules_held(&s.trace), vec![(11, false)]);
+    // `a` does not match: its group stops there.
+    let s = run(&p, "PUT /z HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n");
+    assert_eq!(
+        acls(&s.trace),
+        vec![("a".to_string(), 8, false, false), ("{ method PUT }".to_string(), 11, false, true)]
+    );
+    assert_eq!(s.head.header(b"x-hit"), Some(&b"1"[..]));
 }
