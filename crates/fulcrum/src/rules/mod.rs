@@ -653,10 +653,16 @@ pub fn tcp_eval(
 ) -> TcpVerdict {
     for (i, r) in list.iter().enumerate().skip(from) {
         if let Some(c) = &r.cond {
-            let hold = c.eval3(acls, &template.with_vars(vars));
+            // Traced (offline, where nothing more can arrive): each ACL evaluated is noted.
+            let mut acl_steps = Vec::new();
+            let hold = match vars.trace.is_some() && template.more.is_none() {
+                false => c.eval3(acls, &template.with_vars(vars)),
+                true => Some(c.eval_traced(acls, &template.with_vars(vars), &mut acl_steps)),
+            };
             vars.flush(); // `set-var()` converters in the condition
             if let (Some(t), Some(held)) = (vars.trace.as_deref_mut(), hold) {
                 t.rule(r.at, held);
+                t.steps.append(&mut acl_steps);
             }
             match hold {
                 Some(true) => {}

@@ -183,7 +183,19 @@ fn tcp_request_content_reject_and_the_monitor_uri_come_first() {
          tcp-request content reject if { src 192.0.2.0/24 } { path /no }\n \
          http-request deny\n default_backend b\nbackend b\n server s 127.0.0.1:2\n",
     );
-    assert_eq!(run(&p, "GET /no HTTP/1.1\r\nHost: h\r\n\r\n").stops, vec!["Reject"]);
+    let no = run(&p, "GET /no HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_eq!(no.stops, vec!["Reject"]);
+    // Traced, the rule's two anonymous ACLs are noted, both matching.
+    let seen: Vec<(&str, bool)> = no
+        .trace
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Acl { label, matched, .. } => Some((&**label, *matched)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(seen, vec![("{ src 192.0.2.0/24 }", true), ("{ path /no }", true)]);
     let m = run(&p, "GET /alive HTTP/1.1\r\nHost: h\r\n\r\n");
     assert_eq!(m.stops, vec!["Monitor { failing: false }"]);
 }
