@@ -23,16 +23,13 @@ pub struct Shared {
     pub max_accept: usize,
     /// `tune.bufsize`: the largest answer a check reads.
     pub bufsize: usize,
-    /// Every backend (the first worker samples their rates each second).
-    pub backends: Arc<Vec<Arc<crate::backend::Backend>>>,
-    /// Every frontend (and `listen`), in configuration order.
-    pub frontends: Vec<Arc<crate::frontend::Frontend>>,
+    /// The plan's proxies, stick tables and global log targets (the first worker samples
+    /// the backends' rates and purges the tables each second).
+    pub proxies: Arc<Proxies>,
     /// `hard-stop-after`: a soft stop lasts at most this long.
     pub hard_stop_after: Option<std::time::Duration>,
     /// `grace`: the listeners keep accepting this long after a soft stop is asked for.
     pub grace: Option<std::time::Duration>,
-    /// `global`'s log targets.
-    pub global_logger: Option<Arc<crate::log::syslog::Logger>>,
     /// A soft stop has begun (`show info`'s `Stopping`).
     pub stopping: std::sync::atomic::AtomicBool,
     /// `maxconnrate`, `maxsessrate` / `set rate-limit sessions global` (the same across
@@ -41,8 +38,35 @@ pub struct Shared {
     pub sess_rate: Arc<crate::frontend::rate::RateLimit>,
     /// What the process knows of itself (`show info`, the stats page).
     pub process: Process,
-    /// The stick tables (the first worker purges their expired entries each second).
+}
+
+/// A plan's proxies and what goes with them, held once (by the plan, and by each worker's
+/// [`Shared`]), with the registry by name and id the runtime API and the stats page use.
+#[derive(Debug)]
+pub struct Proxies {
+    /// Every frontend (and `listen`), in configuration order.
+    pub frontends: Vec<Arc<crate::frontend::Frontend>>,
+    /// Every backend (and `listen`), in configuration order.
+    pub backends: Vec<Arc<crate::backend::Backend>>,
+    /// `global`'s log targets: where process-wide messages go (HAProxy's `send_log(NULL, ...)`).
+    pub global_logger: Option<Arc<crate::log::syslog::Logger>>,
+    /// The stick tables, by the name of the proxy declaring them.
     pub tables: Arc<crate::stick::Tables>,
+}
+
+impl Proxies {
+    pub fn backend(&self, name: &str) -> Option<&Arc<crate::backend::Backend>> {
+        self.backends.iter().find(|b| b.name == name)
+    }
+    pub fn backend_by_id(&self, id: u32) -> Option<&Arc<crate::backend::Backend>> {
+        self.backends.iter().find(|b| b.id == id)
+    }
+    pub fn frontend(&self, name: &str) -> Option<&Arc<crate::frontend::Frontend>> {
+        self.frontends.iter().find(|f| f.name == name)
+    }
+    pub fn frontend_by_id(&self, id: u32) -> Option<&Arc<crate::frontend::Frontend>> {
+        self.frontends.iter().find(|f| f.id == id)
+    }
 }
 
 /// What the process knows of itself from start-up.

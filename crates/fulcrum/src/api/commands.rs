@@ -267,7 +267,7 @@ pub fn run(sess: &mut Session, line: &str, out: &mut String) {
         ["show", "stat"] => show_stat(api, sess.level, &args[2..], out),
         ["show", "backend"] => {
             out.push_str("# name\n");
-            for be in api.shared.backends.iter() {
+            for be in api.shared.proxies.backends.iter() {
                 let _ = writeln!(out, "{}", be.name);
             }
         }
@@ -300,7 +300,9 @@ pub fn run(sess: &mut Session, line: &str, out: &mut String) {
         ["shutdown", "session"] => shutdown_session(a(2), out),
         ["show", "env"] => show_env(a(2), out),
         ["shutdown", "frontend"] => frontend_state(api, &args, out),
-        [verb, "table"] => super::tables::run(&api.shared.tables, verb, &args, sess.level, out),
+        [verb, "table"] => {
+            super::tables::run(&api.shared.proxies.tables, verb, &args, sess.level, out)
+        }
         [verb, "map"] => {
             let payload = sess.payload.as_deref();
             super::maps::run(crate::rules::refs::Kind::Map, verb, &args, payload, out)
@@ -335,9 +337,9 @@ fn clear_counters(api: &View, level: CliLevel, arg: &str, out: &mut String) {
         out.push_str("Permission denied\n");
         return;
     }
-    let fes = api.shared.frontends.iter().map(|f| &f.counters);
+    let fes = api.shared.proxies.frontends.iter().map(|f| &f.counters);
     let bes =
-        api.shared.backends.iter().flat_map(|b| {
+        api.shared.proxies.backends.iter().flat_map(|b| {
             std::iter::once(&b.counters).chain(b.servers.iter().map(|s| &s.counters))
         });
     for c in fes.chain(bes) {
@@ -351,7 +353,7 @@ fn clear_counters(api: &View, level: CliLevel, arg: &str, out: &mut String) {
 
 /// `set maxconn frontend <frontend> <value>`.
 fn set_maxconn_frontend(api: &View, name: &str, value: &str, out: &mut String) {
-    let Some(fe) = api.shared.frontends.iter().find(|f| f.name == name) else {
+    let Some(fe) = api.shared.proxies.frontend(name) else {
         out.push_str(if name.is_empty() {
             "Frontend name expected.\n"
         } else {
@@ -459,10 +461,10 @@ fn show_stat(api: &View, level: CliLevel, args: &[String], out: &mut String) {
     let has = |w: &str| rest.iter().any(|o| o == w);
     let scope = rows::Scope {
         global_maxconn: api.shared.global_limit.max(),
-        frontends: &api.shared.frontends,
+        frontends: &api.shared.proxies.frontends,
         legends: level >= Operator,
     };
-    let mut rows = rows::all(&scope, &api.shared.backends, |id, t| {
+    let mut rows = rows::all(&scope, &api.shared.proxies.backends, |id, t| {
         let bit = match t {
             ObjType::Frontend => 1,
             ObjType::Backend => 2,
@@ -518,8 +520,8 @@ fn show_errors(api: &View, which: &str, kind: &str, out: &mut String) {
     let iid = if which.is_empty() {
         -1
     } else {
-        let named = s.frontends.iter().map(|f| (&f.name, f.id));
-        let named = named.chain(s.backends.iter().map(|b| (&b.name, b.id)));
+        let named = s.proxies.frontends.iter().map(|f| (&f.name, f.id));
+        let named = named.chain(s.proxies.backends.iter().map(|b| (&b.name, b.id)));
         match named.into_iter().find(|(n, _)| n.as_str() == which) {
             Some((_, id)) => i64::from(id),
             None => atoi(which),
@@ -530,8 +532,9 @@ fn show_errors(api: &View, which: &str, kind: &str, out: &mut String) {
         return;
     }
     let (want_req, want_resp) = (kind != "response", kind != "request");
-    let mut ids: Vec<(u32, &str)> = s.frontends.iter().map(|f| (f.id, f.name.as_str())).collect();
-    ids.extend(s.backends.iter().map(|b| (b.id, b.name.as_str())));
+    let mut ids: Vec<(u32, &str)> =
+        s.proxies.frontends.iter().map(|f| (f.id, f.name.as_str())).collect();
+    ids.extend(s.proxies.backends.iter().map(|b| (b.id, b.name.as_str())));
     ids.sort_unstable();
     ids.dedup();
     let other_id = |snap: &Option<crate::counters::Snapshot>| {
@@ -540,8 +543,8 @@ fn show_errors(api: &View, which: &str, kind: &str, out: &mut String) {
     let proxies: Vec<ProxyErrors<'_>> = ids
         .into_iter()
         .map(|(id, name)| {
-            let fe = s.frontends.iter().find(|f| f.id == id);
-            let be = s.backends.iter().find(|b| b.id == id);
+            let fe = s.proxies.frontend_by_id(id);
+            let be = s.proxies.backend_by_id(id);
             let mut p = ProxyErrors {
                 name,
                 id,
@@ -593,7 +596,7 @@ fn set_var(api: &View, args: &[String], out: &mut String) {
         out.push_str("Missing either 'expr' or 'fmt' followed by an expression.\n");
         return;
     }
-    let Some(fe) = api.shared.frontends.first() else { return };
+    let Some(fe) = api.shared.proxies.frontends.first() else { return };
     let vars = Vars::default();
     let ctx =
         crate::rules::sample::Ctx::process(&fe.proc_vars, &crate::rules::view::NoBackends, &vars);
@@ -651,7 +654,7 @@ fn get_var(api: &View, name: &str, out: &mut String) {
     }
     let found = name
         .strip_prefix("proc.")
-        .and_then(|n| api.shared.frontends.first().and_then(|fe| fe.proc_vars.get(n)));
+        .and_then(|n| api.shared.proxies.frontends.first().and_then(|fe| fe.proc_vars.get(n)));
     let Some(v) = found else {
         out.push_str("Variable not found.\n");
         return;
@@ -672,7 +675,7 @@ fn frontend_state(api: &View, args: &[String], out: &mut String) {
         out.push_str("A frontend name is expected.\n");
         return;
     }
-    let Some(fe) = api.shared.frontends.iter().find(|f| f.name == name) else {
+    let Some(fe) = api.shared.proxies.frontend(name) else {
         out.push_str("No such frontend.\n");
         return;
     };

@@ -14,7 +14,7 @@ use crate::server::state::{Admin, Oper};
 /// Finds `<backend>/<server>` with HAProxy's messages.
 fn lookup<'a>(api: &'a View, arg: &str) -> Result<(&'a Arc<Backend>, usize), &'static str> {
     let Some((b, s)) = arg.split_once('/') else { return Err("Require 'backend/server'.\n") };
-    let Some(be) = api.shared.backends.iter().find(|x| x.name == b) else {
+    let Some(be) = api.shared.proxies.backend(b) else {
         return Err("No such backend.\n");
     };
     let Some(idx) = be.servers.iter().position(|x| x.name == s) else {
@@ -309,9 +309,9 @@ fn check_state(c: Option<&crate::server::state::Check>) -> u8 {
 
 fn show_state(api: &View, only: &str, out: &mut String) {
     let bes: Vec<&Arc<Backend>> = if only.is_empty() {
-        api.shared.backends.iter().collect()
+        api.shared.proxies.backends.iter().collect()
     } else {
-        match api.shared.backends.iter().find(|b| b.name == only) {
+        match api.shared.proxies.backend(only) {
             Some(b) => vec![b],
             None => return out.push_str("Can't find backend.\n"),
         }
@@ -373,9 +373,9 @@ fn show_state(api: &View, only: &str, out: &mut String) {
 
 fn show_conn(api: &View, only: &str, out: &mut String) {
     let bes: Vec<&Arc<Backend>> = if only.is_empty() {
-        api.shared.backends.iter().collect()
+        api.shared.proxies.backends.iter().collect()
     } else {
-        match api.shared.backends.iter().find(|b| b.name == only) {
+        match api.shared.proxies.backend(only) {
             Some(b) => vec![b],
             None => return out.push_str("Can't find backend.\n"),
         }

@@ -144,15 +144,17 @@ pub fn main(argv: &[String]) -> i32 {
     let plan = super::build_plan(&config, crate::plan::Previous::default(), &mut out);
     super::print_all(&out);
     let Some(plan) = plan else { return 1 };
-    let live = take_down(&plan.backends, &opts.down)
-        .and_then(|()| load_states(&plan.backends, opts.state_file.as_deref()))
+    let live = take_down(&plan.proxies.backends, &opts.down)
+        .and_then(|()| load_states(&plan.proxies.backends, opts.state_file.as_deref()))
         .and_then(|()| opts.patterns.iter().try_for_each(|(k, r, f)| load_patterns(*k, r, f)))
-        .and_then(|()| opts.tables.iter().try_for_each(|(t, f)| load_table(&plan.tables, t, f)));
+        .and_then(|()| {
+            opts.tables.iter().try_for_each(|(t, f)| load_table(&plan.proxies.tables, t, f))
+        });
     if let Err(e) = live {
         eprintln!("[ALERT] explain: {e}");
         return 1;
     }
-    let fe = match pick_frontend(&plan.frontends, opts.frontend.as_deref()) {
+    let fe = match pick_frontend(&plan.proxies.frontends, opts.frontend.as_deref()) {
         Ok(fe) => fe,
         Err(e) => {
             eprintln!("[ALERT] explain: {e}");

@@ -108,7 +108,7 @@ pub fn main(argv: &[String]) -> i32 {
         return 0;
     }
     // Saved server states (`load-server-state-from-file`), before any traffic.
-    for w in crate::state_file::load(&config.global, &config.proxies, &plan.backends) {
+    for w in crate::state_file::load(&config.global, &config.proxies, &plan.proxies.backends) {
         warning(w);
     }
     start(&args, plan, sources)
@@ -295,7 +295,7 @@ fn start(args: &Args, plan: Plan, sources: Vec<Source>) -> i32 {
     }
     let nbthread = plan.global.nbthread.map(|n| n as usize).unwrap_or_else(available_cpus);
     let listener_fds: usize =
-        plan.frontends.iter().flat_map(|f| &f.binds).map(|b| b.addrs.len()).sum::<usize>()
+        plan.proxies.frontends.iter().flat_map(|f| &f.binds).map(|b| b.addrs.len()).sum::<usize>()
             * nbthread;
     let Some(maxconn) = raise_fd_limit(&plan, args.maxconn, listener_fds) else { return 1 };
 
@@ -531,7 +531,7 @@ fn open_listeners(
     inherited: &mut Inherited,
 ) -> Result<Vec<Vec<WorkerSocket>>, String> {
     let mut per_worker: Vec<Vec<WorkerSocket>> = (0..nbthread).map(|_| Vec::new()).collect();
-    for fe in &plan.frontends {
+    for fe in &plan.proxies.frontends {
         for bind in &fe.binds {
             let unix = listener::UnixOwner::resolve(&bind.unix)
                 .map_err(|e| format!("{}: {e}", fe.name))?;

@@ -54,12 +54,9 @@ impl Context {
             h2: g.tune_h2,
             max_accept: g.tune_maxaccept.map_or(usize::MAX, |n| n as usize),
             bufsize: g.tune_bufsize,
-            backends: Arc::new(plan.backends.clone()),
-            frontends: plan.frontends.clone(),
-            tables: Arc::clone(&plan.tables),
+            proxies: Arc::clone(&plan.proxies),
             hard_stop_after: g.hard_stop_after,
             grace: g.grace,
-            global_logger: plan.global_logger.clone(),
             stopping: Default::default(),
             conn_rate: Arc::clone(&self.conn_rate),
             sess_rate: Arc::clone(&self.sess_rate),
@@ -72,6 +69,7 @@ impl Context {
                 node: g.node.clone().unwrap_or_else(|| crate::sys::hostname().to_string()),
                 description: g.description.clone(),
                 listeners: plan
+                    .proxies
                     .frontends
                     .iter()
                     .flat_map(|f| &f.binds)
@@ -117,7 +115,9 @@ pub fn generations(
 ) -> Vec<WorkerGen> {
     let n = per_worker.len().max(1);
     let mut checks: Vec<Vec<crate::health::Job>> = (0..n).map(|_| Vec::new()).collect();
-    for (i, job) in crate::health::jobs(&plan.backends, &plan.global).into_iter().enumerate() {
+    for (i, job) in
+        crate::health::jobs(&plan.proxies.backends, &plan.global).into_iter().enumerate()
+    {
         checks[i % n].push(job);
     }
     per_worker
@@ -172,9 +172,9 @@ fn rebuild(
         return Err(strip(out));
     };
     let prev = plan::Previous {
-        frontends: &current.frontends,
-        backends: &current.backends,
-        tables: Some(&current.tables),
+        frontends: &current.proxies.frontends,
+        backends: &current.proxies.backends,
+        tables: Some(&current.proxies.tables),
     };
     crate::rules::refs::begin_reload(true);
     let result = build(ctx, &config, prev, &mut out);
@@ -199,9 +199,9 @@ fn reload(
         return Err(failed(out));
     };
     let prev = plan::Previous {
-        frontends: &current.frontends,
-        backends: &current.backends,
-        tables: Some(&current.tables),
+        frontends: &current.proxies.frontends,
+        backends: &current.proxies.backends,
+        tables: Some(&current.proxies.tables),
     };
     // Map and ACL files are read again; the runtime API sees the new ones once the reload commits.
     crate::rules::refs::begin_reload(false);
@@ -254,17 +254,18 @@ fn commit(
     mut out: Vec<String>,
 ) -> NewPlan {
     // Committed: the new limits apply to the counts carried over.
-    for fe in &plan.frontends {
+    for fe in &plan.proxies.frontends {
         fe.apply_maxconn();
     }
     ctx.apply_rates(&plan.global);
     let shared = ctx.shared(&plan);
     let shared = Arc::new(shared);
     let kept = plan
+        .proxies
         .backends
         .iter()
         .flat_map(|b| {
-            let old = current.backends.iter().find(|o| o.name == b.name);
+            let old = current.proxies.backend(&b.name);
             b.servers
                 .iter()
                 .filter(move |s| old.is_some_and(|o| o.servers.iter().any(|x| x.name == s.name)))
@@ -272,8 +273,8 @@ fn commit(
         .count();
     out.push(notice_line(format!(
         "Reloaded: {} frontends, {} backends; {kept} servers kept their state.",
-        plan.frontends.len(),
-        plan.backends.len()
+        plan.proxies.frontends.len(),
+        plan.proxies.backends.len()
     )));
     NewPlan { workers: generations(&plan, per_worker, &shared), shared, messages: out }
 }

@@ -82,7 +82,7 @@ pub fn add(
     name: &str,
     words: &[String],
 ) -> Result<Vec<Source>, Vec<String>> {
-    let Some(be) = current.backends.iter().find(|b| b.name == backend) else {
+    let Some(be) = current.proxies.backend(backend) else {
         return Err(vec!["No such backend.".into()]);
     };
     if !be.dynamic_weights() {
@@ -114,7 +114,7 @@ pub fn add(
 
 /// The added server starts in maintenance, its checks off.
 pub fn start_added(next: &NewPlan, backend: &str, name: &str) {
-    let Some(be) = next.shared.backends.iter().find(|b| b.name == backend) else { return };
+    let Some(be) = next.shared.proxies.backend(backend) else { return };
     if let Some(idx) = be.servers.iter().position(|s| s.name == name) {
         be.start_dynamic(idx);
     }
@@ -127,7 +127,7 @@ pub fn delete(
     backend: &str,
     name: &str,
 ) -> Result<Vec<Source>, Vec<String>> {
-    let Some(be) = current.backends.iter().find(|b| b.name == backend) else {
+    let Some(be) = current.proxies.backend(backend) else {
         return Err(vec!["No such backend.".into()]);
     };
     let Some(srv) = be.servers.iter().find(|s| s.name == name) else {

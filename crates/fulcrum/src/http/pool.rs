@@ -236,8 +236,8 @@ fn take_over(be: &Arc<Backend>, idx: usize, min_requests: u32, check: bool) -> O
 pub fn put(be: &Arc<Backend>, idx: usize, stream: Stream, requests: u32) {
     if be.retired.load(Ordering::Relaxed) {
         let current = crate::shared::shared();
-        let next =
-            current.and_then(|s| successor(be, idx, be.servers[idx].addr_gen(), &s.backends));
+        let next = current
+            .and_then(|s| successor(be, idx, be.servers[idx].addr_gen(), &s.proxies.backends));
         return match next {
             Some((b, i)) => put(&b, i, stream, requests),
             None => discard(stream),

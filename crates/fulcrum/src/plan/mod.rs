@@ -19,37 +19,18 @@ use crate::frontend::limit::Limit;
 use crate::frontend::{Bind, Frontend, FrontendTimeouts};
 use crate::http_settings::messages::Messages;
 use crate::http_settings::{AddrHeader, ConnMode, HashKey, HttpProxy, HttpTimeouts, Reuse};
+use crate::shared::Proxies;
 
 #[derive(Debug)]
 pub struct Plan {
     pub global: cfg::Global,
-    pub frontends: Vec<Arc<Frontend>>,
-    /// Every backend (and `listen`), in configuration order.
-    pub backends: Vec<Arc<Backend>>,
+    /// The proxies, stick tables and global log targets: built here, held once, shared with
+    /// the workers (`shared::Shared::proxies`).
+    pub proxies: Arc<Proxies>,
     /// Non-fatal problems found while building (an unresolvable server put in maintenance).
     pub warnings: Vec<String>,
-    /// `global`'s log targets: where process-wide messages go (HAProxy's `send_log(NULL, ...)`).
-    pub global_logger: Option<Arc<crate::log::syslog::Logger>>,
-    /// The stick tables, by the name of the proxy declaring them.
-    pub tables: Arc<crate::stick::Tables>,
     /// `log-forward` sections and their targets (started with the process).
     pub log_forwards: Vec<(cfg::logfwd::LogForward, Arc<crate::log::syslog::Logger>)>,
-}
-
-#[allow(dead_code)] // the runtime API and stats page find proxies here; unit-tested
-impl Plan {
-    pub fn backend(&self, name: &str) -> Option<&Arc<Backend>> {
-        self.backends.iter().find(|b| b.name == name)
-    }
-    pub fn backend_by_id(&self, id: u32) -> Option<&Arc<Backend>> {
-        self.backends.iter().find(|b| b.id == id)
-    }
-    pub fn frontend(&self, name: &str) -> Option<&Arc<Frontend>> {
-        self.frontends.iter().find(|f| f.name == name)
-    }
-    pub fn frontend_by_id(&self, id: u32) -> Option<&Arc<Frontend>> {
-        self.frontends.iter().find(|f| f.id == id)
-    }
 }
 
 /// Proxy ids as HAProxy gives them (`check_config_validity`): in configuration order, a
@@ -207,13 +188,11 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
                 .ok()
                 .flatten()
                 .map(Arc::new);
+        let proxies = Proxies { frontends, backends: all_backends, global_logger, tables };
         Ok(Plan {
             global: config.global.clone(),
-            frontends,
-            backends: all_backends,
+            proxies: Arc::new(proxies),
             warnings,
-            global_logger,
-            tables,
             log_forwards,
         })
     } else {
@@ -833,13 +812,13 @@ mod tests {
         let plan = build(&loaded.config, Previous::default()).expect("plan builds");
         // As HAProxy 2.6 numbers them (checked with `show stat`): fe takes 1, a forces 2,
         // the counter is then at 3, so b takes 3.
-        assert_eq!(plan.frontend("fe").map(|f| f.id), Some(1));
-        assert_eq!(plan.backend("a").map(|b| b.id), Some(2));
-        let b = plan.backend_by_id(3).expect("b by id");
+        assert_eq!(plan.proxies.frontend("fe").map(|f| f.id), Some(1));
+        assert_eq!(plan.proxies.backend("a").map(|b| b.id), Some(2));
+        let b = plan.proxies.backend_by_id(3).expect("b by id");
         assert_eq!(b.name, "b");
         let ids: Vec<u32> = b.servers.iter().map(|s| s.id).collect();
         assert_eq!(ids, [1, 2, 3]);
-        assert!(plan.frontend_by_id(1).is_some() && plan.backend("nope").is_none());
+        assert!(plan.proxies.frontend_by_id(1).is_some() && plan.proxies.backend("nope").is_none());
     }
 
     #[test]

@@ -854,7 +854,8 @@ mod tests {
         let src = fulcrum_config::Source { name: "t.cfg".into(), text: text.into() };
         let loaded = fulcrum_config::load(&[src], &|_| None).expect("config loads");
         let plan = crate::plan::build(&loaded.config, Default::default()).expect("plan builds");
-        let fe = plan.frontends.into_iter().next().expect("a frontend");
+        let proxies = Arc::try_unwrap(plan.proxies).expect("sole owner");
+        let fe = proxies.frontends.into_iter().next().expect("a frontend");
         let fe = Arc::try_unwrap(fe).expect("sole owner");
         fe.rules.switching
     }

@@ -56,12 +56,16 @@ fn stop_messages(shared: &Shared) {
         crate::log::warning(&msg);
     };
     let load = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
-    for fe in &shared.frontends {
-        let own = shared.backends.iter().find(|b| b.name == fe.name);
+    for fe in &shared.proxies.frontends {
+        let own = shared.proxies.backend(&fe.name);
         let be = own.map_or(0, |b| load(&b.counters.sessions));
         line(&fe.name, load(&fe.counters.sessions), be, fe.logger.as_deref());
     }
-    for be in shared.backends.iter().filter(|b| !shared.frontends.iter().any(|f| f.name == b.name))
+    for be in shared
+        .proxies
+        .backends
+        .iter()
+        .filter(|b| !shared.proxies.frontends.iter().any(|f| f.name == b.name))
     {
         line(&be.name, 0, load(&be.counters.sessions), be.logger.as_deref());
     }
@@ -239,10 +243,10 @@ async fn supervise(
                 // connections; those end with the process.
                 let msg = "soft-stop running for too long, performing a hard-stop.";
                 crate::log::warning(msg);
-                if let Some(l) = &shared.global_logger {
+                if let Some(l) = &shared.proxies.global_logger {
                     l.send(crate::log::syslog::WARNING, msg);
                 }
-                for fe in &shared.frontends {
+                for fe in &shared.proxies.frontends {
                     let n = fe.limit.current();
                     if n > 0 {
                         let msg = format!(
@@ -297,10 +301,10 @@ fn reload(
     crate::shared::set(shared);
     // The old plan retires once the new one is current: its sessions end after their current
     // transaction, and the server connections they free go to the new plan's pools.
-    for fe in &old.frontends {
+    for fe in &old.proxies.frontends {
         fe.retired.store(true, std::sync::atomic::Ordering::Relaxed);
     }
-    for be in old.backends.iter() {
+    for be in old.proxies.backends.iter() {
         be.retired.store(true, std::sync::atomic::Ordering::Relaxed);
     }
     for (gen, ctl) in next.workers.into_iter().zip(controls) {
@@ -366,7 +370,7 @@ fn worker(
             // checks replace the old ones, and idle server connections move to the new plan.
             while let std::task::Poll::Ready(Some(gen)) = control.poll_recv(cx) {
                 checks.iter().for_each(|c| c.abort());
-                crate::http::pool::adopt(&gen.shared.backends);
+                crate::http::pool::adopt(&gen.shared.proxies.backends);
                 (loops, checks) = start_generation(gen, &live);
             }
             for slot in loops.iter_mut() {
@@ -389,9 +393,9 @@ fn worker(
                 // One worker samples the rates, of the current plan.
                 if first {
                     if let Some(s) = crate::shared::shared() {
-                        crate::stats::sample(&s.frontends, &s.backends);
+                        crate::stats::sample(&s.proxies.frontends, &s.proxies.backends);
                         let now = crate::stick::now();
-                        s.tables.values().for_each(|t| t.purge(now));
+                        s.proxies.tables.values().for_each(|t| t.purge(now));
                     }
                 }
             }

@@ -212,7 +212,7 @@ pub fn show(out: &mut String) {
     let now = Instant::now();
     let shared = crate::shared::shared();
     let names = |(b, s): (u32, u32)| {
-        let be = shared.as_ref()?.backends.iter().find(|x| x.id == b)?.clone();
+        let be = shared.as_ref()?.proxies.backend_by_id(b)?.clone();
         let srv = be.servers.get(s as usize)?.name.clone();
         Some((be.name.clone(), srv))
     };

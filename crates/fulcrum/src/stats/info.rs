@@ -18,17 +18,19 @@ pub fn lines(p: &Process, shared: &Shared) -> Vec<InfoLine> {
     let up = p.started_at.elapsed().as_secs();
     let (d, h, m, s) = (up / 86400, up / 3600 % 24, up / 60 % 60, up % 60);
     let sum = |f: fn(&crate::counters::Counters) -> u64| -> u64 {
-        shared.frontends.iter().map(|fe| f(&fe.counters)).sum()
+        shared.proxies.frontends.iter().map(|fe| f(&fe.counters)).sum()
     };
     let conns = sum(|c| Counters::get(&c.conns));
     let reqs = sum(|c| Counters::get(&c.requests));
     let bytes_out = sum(|c| Counters::get(&c.bytes_out));
     let conn_rate: u64 = shared
+        .proxies
         .frontends
         .iter()
         .map(|f| f.counters.conn_rate.read(Counters::get(&f.counters.conns)))
         .sum();
     let sess_rate: u64 = shared
+        .proxies
         .frontends
         .iter()
         .map(|f| f.counters.sess_rate.read(Counters::get(&f.counters.sessions)))

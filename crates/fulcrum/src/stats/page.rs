@@ -104,14 +104,15 @@ pub struct Here<'a> {
 fn page_rows(shared: &Shared, here: &Here<'_>, o: &Options) -> Vec<super::Row> {
     let scope = rows::Scope {
         global_maxconn: shared.global_limit.max(),
-        frontends: &shared.frontends,
+        frontends: &shared.proxies.frontends,
         legends: here.page.show_legends,
     };
     let names: std::collections::HashMap<u32, &str> = shared
+        .proxies
         .frontends
         .iter()
         .map(|f| (f.id, f.name.as_str()))
-        .chain(shared.backends.iter().map(|b| (b.id, b.name.as_str())))
+        .chain(shared.proxies.backends.iter().map(|b| (b.id, b.name.as_str())))
         .collect();
     let in_scope = |id: u32| {
         here.page.scope.is_empty()
@@ -126,7 +127,8 @@ fn page_rows(shared: &Shared, here: &Here<'_>, o: &Options) -> Vec<super::Row> {
             names.get(&id).is_some_and(|n| n.to_ascii_lowercase().contains(w.as_str()))
         })
     };
-    let mut rows = rows::all(&scope, &shared.backends, |id, _| in_scope(id) && in_url_scope(id));
+    let mut rows =
+        rows::all(&scope, &shared.proxies.backends, |id, _| in_scope(id) && in_url_scope(id));
     if o.no_maint {
         rows.retain(|r| {
             r.obj != ObjType::Server
@@ -258,10 +260,8 @@ fn apply(shared: &Shared, body: &[u8]) -> &'static str {
         }
     }
     let be: Option<&Arc<Backend>> = match backend.strip_prefix('#') {
-        Some(id) => {
-            id.parse::<u32>().ok().and_then(|id| shared.backends.iter().find(|b| b.id == id))
-        }
-        None => shared.backends.iter().find(|b| b.name == backend),
+        Some(id) => id.parse::<u32>().ok().and_then(|id| shared.proxies.backend_by_id(id)),
+        None => shared.proxies.backend(&backend),
     };
     let Some(be) = be else { return "ERRP" };
     if action.is_empty() || servers.is_empty() {

@@ -298,14 +298,14 @@ pub fn render(shared: &Shared, target: &[u8], out: &mut String) {
     }
     let scope = rows::Scope {
         global_maxconn: shared.global_limit.max(),
-        frontends: &shared.frontends,
+        frontends: &shared.proxies.frontends,
         legends: true,
     };
-    let all = rows::all(&scope, &shared.backends, |_, _| true);
+    let all = rows::all(&scope, &shared.proxies.backends, |_, _| true);
     let http_fe: std::collections::HashMap<u32, bool> =
-        shared.frontends.iter().map(|f| (f.id, f.http.is_some())).collect();
+        shared.proxies.frontends.iter().map(|f| (f.id, f.http.is_some())).collect();
     let http_be: std::collections::HashMap<u32, bool> =
-        shared.backends.iter().map(|b| (b.id, b.http.is_some())).collect();
+        shared.proxies.backends.iter().map(|b| (b.id, b.http.is_some())).collect();
     let pick = |t: ObjType| -> Vec<Labelled<'_>> {
         all.iter().filter(|r| r.obj == t).map(|r| (r, labels(r))).collect()
     };

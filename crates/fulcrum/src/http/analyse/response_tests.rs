@@ -11,7 +11,7 @@ use crate::plan::Plan;
 /// A transaction through the plan's first frontend taken to its backend, with `response`
 /// (a server's head, HTTP/1.1 text) as its response: its parts and where it goes.
 fn to_backend(p: &Plan, request: &str, response: &str) -> (Transaction, Arc<Backend>, ToServer) {
-    let fe = &p.frontends[0];
+    let fe = &p.proxies.frontends[0];
     let http = fe.http.as_ref().expect("an HTTP frontend");
     let mut req = Head::new();
     req.parse_request(request.as_bytes(), &Limits::default()).expect("parses").expect("whole");
@@ -34,7 +34,7 @@ fn to_backend(p: &Plan, request: &str, response: &str) -> (Transaction, Arc<Back
 /// Runs the `http-response` rules to their end, answering each wait as the session does once
 /// the body is there; the stops seen, then the last.
 fn respond(p: &Plan, parts: &mut Transaction, be: &Arc<Backend>) -> Vec<String> {
-    let fe = &p.frontends[0];
+    let fe = &p.proxies.frontends[0];
     let http = fe.http.as_ref().expect("an HTTP frontend");
     let mut txn = parts.txn(fe, http, (None, None), &[]);
     let mut at = RespProgress::default();
@@ -122,15 +122,15 @@ fn after_response_rules_run_for_the_backend_then_the_frontend_and_once_in_a_list
          server s1 127.0.0.1:2\n",
     );
     let (mut parts, be, _) = to_backend(&p, "GET / HTTP/1.1\r\nHost: h\r\n\r\n", OK);
-    let fe = &p.frontends[0];
+    let fe = &p.proxies.frontends[0];
     let http = fe.http.as_ref().expect("http");
     let mut txn = parts.txn(fe, http, (None, None), &[]);
     assert!(has_after_response(fe, Some(&be)));
     txn.after_response(Some(&be), Some("s1"));
     assert_eq!(values(&parts.resp, b"x-after"), vec!["be", "fe"]);
     // A listen section is its own backend: its rules run once.
-    let px = &p.frontends[1];
-    let own = p.backends.iter().find(|b| b.name == "px").expect("px");
+    let px = &p.proxies.frontends[1];
+    let own = p.proxies.backend("px").expect("px");
     let mut txn = parts.txn(px, px.http.as_ref().expect("http"), (None, None), &[]);
     txn.resp.parse_response(OK.as_bytes(), &Limits::default()).expect("parses");
     txn.after_response(Some(own), None);
@@ -146,7 +146,7 @@ fn stick_entries_stored_with_the_server_send_the_next_request_to_it() {
          stick match req.cook(sess)\n \
          server s1 127.0.0.1:2\n server s2 127.0.0.1:3\n server s3 127.0.0.1:4\n",
     );
-    let fe = &p.frontends[0];
+    let fe = &p.proxies.frontends[0];
     let http = fe.http.as_ref().expect("http");
     let alice = "GET / HTTP/1.1\r\nHost: h\r\nX-User: alice\r\n\r\n";
     let (mut parts, be, mut to) = to_backend(&p, alice, OK);

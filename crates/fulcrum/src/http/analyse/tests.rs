@@ -34,7 +34,7 @@ struct Seen {
 /// the session would with the whole body there: each stop that lets the transaction go on
 /// (a body awaited, a stats page not asked for) is answered by calling again.
 fn run(plan: &Plan, request: &str) -> Seen {
-    let fe = &plan.frontends[0];
+    let fe = &plan.proxies.frontends[0];
     let http = fe.http.as_ref().expect("an HTTP frontend");
     let mut req = Head::new();
     let text = request.as_bytes();
@@ -210,7 +210,7 @@ fn a_listen_section_runs_its_rules_once() {
     assert_eq!(s.backend.as_deref(), Some("px"));
     assert_eq!(s.head.header(b"x-n"), Some(&b"0"[..]));
     assert_eq!(rules_held(&s.trace).len(), 1);
-    let _ = Arc::clone(&p.frontends[0]);
+    let _ = Arc::clone(&p.proxies.frontends[0]);
 }
 
 #[test]
