@@ -257,3 +257,40 @@ fn explain_answers_the_demos_questions() {
     let api = explain("GET /api/?s=64 HTTP/1.1\nHost: demo\n\n");
     assert!(api.lines().any(|l| l == "backend: api"), "{api}");
 }
+
+/// A stick table's entries read from a live proxy's runtime API (`show table`, HAProxy 2.6's
+/// own output too when it is installed) and given to `explain`: it names, for each key, the
+/// server the live proxy stuck it to, where a fresh start would name the balancer's first pick.
+#[test]
+fn explain_reads_a_live_proxys_show_table() {
+    let (s1, s2, s3) = (server("s1"), server("s2"), server("s3"));
+    let cfg = format!(
+        "global\n stats socket {{dir}}/api.sock level admin\n{DEFAULTS}frontend fe\n \
+         bind {{fe0}}\n default_backend b\n\
+         backend b\n balance roundrobin\n stick-table type string len 32 size 10\n \
+         stick on req.hdr(x-user)\n server s1 {}\n server s2 {}\n server s3 {}\n",
+        s1.addrs()[0],
+        s2.addrs()[0],
+        s3.addrs()[0]
+    );
+    let req = |user: &str| format!("GET / HTTP/1.1\r\nHost: t\r\nX-User: {user}\r\n\r\n");
+    for t in targets() {
+        let px = t.start(&cfg);
+        // Each user's first request picks a server in turn; the table keeps it.
+        let live: Vec<String> = ["u1", "u2", "u3"]
+            .iter()
+            .map(|u| px.send(req(u).as_bytes()).server().to_string())
+            .collect();
+        let sock = px.dir.join("api.sock");
+        let table = crate::harness::api(&sock, "show table b");
+        assert!(table.contains("key=u3"), "{}: {table}", t.name());
+        let file = write_in(&px.dir, "table.txt", &table);
+        let path = px.dir.join("proxy.cfg");
+        for (u, srv) in ["u1", "u2", "u3"].iter().zip(&live) {
+            let said = explain(&path, &["--table", &format!("b={file}")], &req(u));
+            assert_eq!(said.server.as_deref(), Some(srv.as_str()), "{} {u}: {table}", t.name());
+        }
+        // Without the table every user is new: the balancer's first pick.
+        assert_eq!(explain(&path, &[], &req("u3")).server.as_deref(), Some("s1"));
+    }
+}
