@@ -13,7 +13,9 @@ use tokio::time::Instant;
 
 use fulcrum_config as cfg;
 
-use super::analyse::{self, Built, KeyKind, Ruled, Stop, ToServer, Transaction, Txn};
+use super::analyse::{
+    self, Built, KeepFacts, KeyKind, Ruled, Stop, ToServer, Transaction, Tries, TryEnd, Txn,
+};
 use super::io::{send_within, write_all, write_all_within, RecvBuf};
 use super::peer::Peer;
 use super::pool;

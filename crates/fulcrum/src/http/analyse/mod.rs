@@ -33,9 +33,11 @@ use crate::rules::trace::Step;
 use crate::rules::{self, Base, ProxyRules, Verdict};
 
 mod answers;
+mod decide;
 mod response;
 mod server;
 
+pub use decide::{client_keeps, retry, KeepFacts, Tries, TryEnd};
 pub use response::{has_after_response, has_response_rules, RespProgress, RespStop};
 pub use server::{logs_flags, KeyKind, ToServer};
 

@@ -178,23 +178,18 @@ impl Session<'_> {
             if matches!(exchanged, Exchange::Response(..)) && !self.fe.log.captures.is_empty() {
                 self.t.vars.caps.take_from(&self.fe.log.captures, &self.t.resp, true);
             }
-            // `retry-on` (L7 retries): only a request without body can be sent again, at most
-            // `retries` times, each time on a new connection.
-            let ro = &be_http.retry_on;
-            let may_retry = retryable && l7_retries < be.retries;
-            let retry = match &exchanged {
-                // Issue 3: a reused connection that dies before answering is always retried.
-                Exchange::RetryFresh if reused && retryable && !fresh_only => true,
-                Exchange::RetryFresh => may_retry && ro.empty_response,
-                Exchange::BadResponse | Exchange::ServerGone => may_retry && ro.junk_response,
-                Exchange::ServerTimeout => may_retry && ro.response_timeout,
-                Exchange::Response(_, true) => may_retry && ro.status(self.t.resp.status()),
-                _ => false,
+            // `retry-on` (L7 retries, `analyse::retry`): a request without body, on a new
+            // connection each time.
+            let end = match &exchanged {
+                Exchange::RetryFresh => TryEnd::Empty,
+                Exchange::BadResponse | Exchange::ServerGone => TryEnd::Junk,
+                Exchange::ServerTimeout => TryEnd::Timeout,
+                Exchange::Response(_, true) => TryEnd::Status(self.t.resp.status()),
+                _ => TryEnd::Other,
             };
-            if retry {
-                if !(reused && matches!(exchanged, Exchange::RetryFresh)) || fresh_only {
-                    l7_retries += 1;
-                }
+            let tries = Tries { reused, retryable, fresh_only, used: l7_retries };
+            if let Some(counts) = analyse::retry(end, tries, be.retries, &be_http.retry_on) {
+                l7_retries += u32::from(counts);
                 fresh_only = true;
                 self.t.o.retries += 1;
                 Counters::inc(&be.counters.retries);
@@ -296,15 +291,18 @@ impl Session<'_> {
             };
         }
         self.cookie_response(be_http, &slot, persist);
-        let client_keep = self.edit_response_for_client(
-            &info,
+        let keep = KeepFacts {
+            status,
+            version,
+            resp_body,
+            tunnel,
+            te_and_cl: info.te_and_cl,
             body_done,
             client_close,
             conn_mode,
-            (status, version),
-            tunnel,
-            resp_body,
-        );
+            retiring: || self.fe.retiring(),
+        };
+        let client_keep = analyse::client_keeps(&mut self.t.resp, &keep);
         self.after_response(Some(&be), Some(server_name));
         let (len, parsed) = match self.client_head() {
             Ok(v) => v,
@@ -453,46 +451,6 @@ impl Session<'_> {
                 _ => !resp_info.conn_close,
             };
         Answered { status, resp_body, tunnel, skipped, server_keep }
-    }
-
-    /// Whether the client's connection stays open after this response, and the response's
-    /// `Connection` and framing fields as that decision and the versions say (`status` as the
-    /// server answered it, `version` the request's as it came).
-    // Called once per transaction: inlined, as it was written there.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    fn edit_response_for_client(
-        &mut self,
-        info: &fulcrum_http::Info,
-        body_done: bool,
-        client_close: bool,
-        conn_mode: ConnMode,
-        (status, version): (u16, Version),
-        tunnel: bool,
-        resp_body: Body,
-    ) -> bool {
-        // An HTTP/1.0 response framed by Transfer-Encoding is faulty framing (RFC 9112 6.1):
-        // the client connection closes after it, as HAProxy closes it.
-        let faulty = self.t.resp.version() == Version::Http10 && resp_body == Body::Chunked;
-        let client_keep = !tunnel
-            && !info.te_and_cl
-            && !faulty
-            && body_done
-            && !client_close
-            && conn_mode != ConnMode::Close
-            && resp_body != Body::UntilClose
-            && !self.fe.retiring();
-        if status == 101 {
-            let _ = self.t.resp.set_header(b"Connection", b"upgrade");
-        } else if !client_keep && !tunnel {
-            let _ = self.t.resp.set_header(b"Connection", b"close");
-        } else if client_keep && version == Version::Http10 {
-            let _ = self.t.resp.set_header(b"Connection", b"keep-alive");
-        }
-        if resp_body == Body::Chunked {
-            let _ = self.t.resp.set_header(b"Transfer-Encoding", b"chunked");
-        }
-        client_keep
     }
 
     /// The response head for the client, once its rules ran: an HTTP/2 client's stream takes
