@@ -12,7 +12,7 @@
 //! bodies validated on the fly and passed through verbatim when in canonical form (else their
 //! chunk-size lines are written again). HTTP/2 clients (`h2`) run the same sessions, one per
 //! stream, through an HTTP/1.1 view of the stream. Errors become HAProxy's answers
-//! (`messages`). Must not touch: accept/limits (runtime), server choice (backend/balancer),
+//! (`http_settings::messages`). Must not touch: accept/limits (runtime), server choice (backend/balancer),
 //! config parsing.
 
 pub mod analyse;

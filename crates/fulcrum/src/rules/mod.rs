@@ -13,6 +13,7 @@
 //! Must not touch: sockets, server choice, the proxies' types.
 
 pub mod acl_sets;
+mod base;
 pub mod check;
 mod compile;
 mod cond;
@@ -38,6 +39,7 @@ use fulcrum_pattern::{PatternSet, Replace};
 use sample::{Ctx, Expr, Value, Vars};
 
 pub use crate::rules::format::Format;
+pub use base::Base;
 pub use compile::Compiler;
 pub use cond::{holds, Acl, AclId, AclInfo, Acls, Cond};
 
@@ -342,70 +344,6 @@ pub fn run<'r>(
         }
     }
     Verdict::Continue
-}
-
-/// The parts of a fetch context that do not change while rules run.
-pub struct Base<'a> {
-    pub src: Option<std::net::SocketAddr>,
-    pub dst: Option<std::net::SocketAddr>,
-    pub proc_vars: &'a sample::ProcVars,
-    pub frontend: &'a str,
-    pub fe: Option<&'a dyn view::FrontendView>,
-    pub bind_no: u16,
-    pub backend: Option<&'a dyn view::BackendView>,
-    pub server: Option<&'a str>,
-    pub backends: &'a dyn view::Backends,
-    /// Request body bytes already received.
-    pub body: &'a [u8],
-    /// `tune.bufsize`: a header edit that would not fit in the buffer with the body data there
-    /// (`data_htx`) fails, as in HAProxy (see [`room`]).
-    pub max_head: usize,
-    /// What the message's body data takes in the buffer, as HAProxy counts it
-    /// ([`room::data_len`]).
-    pub data_htx: usize,
-    /// The client connection (`ssl_fc*`, `ssl_c_*`).
-    pub client: Option<&'a crate::connection::Stream>,
-    /// The client connection's TLS as `fulcrum explain` is told it (no `client` then).
-    pub told_tls: Option<&'a crate::tls::facts::Told<'a>>,
-    /// The request came over HTTP/2 (`req.ver`, `%HV`).
-    pub h2: bool,
-    /// Its PROXY protocol header (`fc_pp_*`).
-    pub pp: Option<&'a crate::connection::proxy::Header>,
-    /// The server connection, in response rules (`ssl_bc*`).
-    pub server_stream: Option<crate::tls::facts::ServerSide<'a>>,
-}
-
-impl<'a> Base<'a> {
-    /// A context over `head`: the request when `req` is `None`, else the response to `req`.
-    pub fn ctx<'c>(&'c self, head: &'c Head, req: Option<&'c Head>, vars: &'c Vars) -> Ctx<'c> {
-        let (req, resp) = match req {
-            None => (Some(head), None),
-            Some(r) => (Some(r), Some(head)),
-        };
-        let (src, dst) = vars.addrs.as_ref().map_or((self.src, self.dst), |a| (a.src, a.dst));
-        Ctx {
-            src,
-            dst,
-            req,
-            resp,
-            vars,
-            proc_vars: self.proc_vars,
-            frontend: self.frontend,
-            fe: self.fe,
-            bind_no: self.bind_no,
-            backend: self.backend,
-            server: self.server,
-            backends: self.backends,
-            body: self.body,
-            client: self.client,
-            told_tls: self.told_tls,
-            h2: self.h2,
-            payload: &[],
-            pp: self.pp,
-            server_stream: self.server_stream,
-            more: None,
-        }
-    }
 }
 
 /// Applies a head-editing action.

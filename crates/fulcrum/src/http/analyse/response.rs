@@ -139,11 +139,9 @@ impl Txn<'_> {
         server: Option<&str>,
         side: Option<ServerSide<'_>>,
     ) -> Verdict<'r> {
-        let (fe, pp) = (self.fe, self.pp);
-        let conn = (self.client, self.h2, pp, self.bind_no);
-        let mut base = super::base(fe, self.http, (self.peer, self.local), (be, server), &[], conn);
-        base.told_tls = self.told_tls;
-        base.server_stream = side;
+        let mut base = self.base(be);
+        // Response rules see no request body, and the server that answered.
+        (base.body, base.server, base.server_stream) = (&[], server, side);
         base.data_htx = self.resp_data_htx.unwrap_or(0);
         let (resp, req) = (&mut *self.resp, &*self.req);
         rules::run(list, start, acls, &base, resp, Some(req), self.vars, self.scratch)
