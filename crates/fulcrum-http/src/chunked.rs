@@ -180,8 +180,8 @@ impl Out<'_> {
     }
 }
 
-/// Writes a chunk-size line in canonical form.
-fn write_size(out: &mut Vec<u8>, size: u64) {
+/// Writes a chunk-size line in canonical form (lowercase hex, CRLF).
+pub fn write_size(out: &mut Vec<u8>, size: u64) {
     let mut digits = [0u8; 16];
     let mut i = digits.len();
     let mut n = size;

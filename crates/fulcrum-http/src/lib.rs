@@ -82,7 +82,9 @@ mod target;
 mod values;
 
 pub use chars::is_tchar;
-pub use chunked::{ChunkedScanner, Scan, MAX_CHUNK_LINE, MAX_TRAILERS};
+pub use chunked::{
+    write_size as write_chunk_size, ChunkedScanner, Scan, MAX_CHUNK_LINE, MAX_TRAILERS,
+};
 pub use error::{ChunkError, EditError, HeadError};
 pub use head::{default_reason, Body, Head, Info, Limits, Method, Version};
 pub use hop::{response_body, strip_hop_by_hop};

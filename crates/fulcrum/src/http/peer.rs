@@ -1,14 +1,14 @@
 //! [`Peer`]: one side of an HTTP transaction as the session moves bytes through it: a byte
 //! stream (HTTP/1 over TCP, UNIX or TLS: a [`Stream`]), or one HTTP/2 stream through its
 //! view (`h2::view::H1View` from clients, `h2::upstream::UpView` to servers), which hands the
-//! session heads it built from HEADERS frames and bodies as HTTP/1 bytes.
+//! session heads it built from HEADERS frames and takes the heads the session parsed or built.
 //!
 //! The views are HTTP's, so they live here and not in `connection`, whose `Stream` is bytes
-//! only. This is the seam the transaction's re-cut (issue 36) widens: the views are to give
-//! and take messages instead of HTTP/1 bytes. Bodies have begun: an HTTP/2 stream gives its
-//! body as [`Piece`]s (data blocks, trailers as fields, the end) and takes them, so a body
-//! between two HTTP/2 peers moves DATA to DATA, never written as HTTP/1 chunks
-//! (`session::pieces`).
+//! only. An HTTP/2 stream gives its body as [`Piece`]s (data blocks, trailers as fields, the
+//! end) and takes them, so a body with an HTTP/2 side never crosses as HTTP/1 chunks: between
+//! two HTTP/2 peers DATA goes to DATA, and an HTTP/1 side's framing is taken apart or written
+//! by `session::pieces` (HTTP/1 bytes still reach a view for a body a rule waited for in a
+//! buffer, and for tunnels).
 //!
 //! Must not touch: what the bytes mean, rules, servers.
 

@@ -271,7 +271,7 @@ impl Sending {
             && match &self.framing {
                 Framing::Length(_) => true,
                 Framing::Chunked(scan) => scan.at_chunk_start() && self.trailers.is_empty(),
-                Framing::UntilClose => false,
+                Framing::UntilClose => true,
             }
     }
 

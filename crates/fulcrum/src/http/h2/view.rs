@@ -345,6 +345,20 @@ impl H1View {
         Ok(true)
     }
 
+    /// Sends an interim response head (100 Continue, 103 Early Hints) as parsed, HPACK-encoded
+    /// from its fields; `Ok(false)` once a head was begun as text (it then goes as text too).
+    pub fn send_interim(&self, head: &Head) -> io::Result<bool> {
+        let s = self.send.borrow();
+        if !matches!(&s.state, SendState::Head(b) if b.is_empty()) {
+            return Ok(false);
+        }
+        frontconn::with(self.conn, |c| {
+            send_block(c, self.id, head, connection_specific, false, false)
+        })
+        .unwrap_or(Err(io::ErrorKind::BrokenPipe.into()))?;
+        Ok(true)
+    }
+
     /// The request's body goes on as pieces: its head was taken built and every byte given
     /// as HTTP/1 was read.
     pub fn gives_pieces(&self) -> bool {

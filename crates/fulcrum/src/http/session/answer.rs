@@ -11,7 +11,11 @@ impl Session<'_> {
 
     /// Writes `self.out` (a response head) to the client.
     pub(super) async fn write_client_head(&mut self) -> std::io::Result<()> {
-        write_all_within(&self.client, &self.out, self.fe.timeouts.client).await
+        // (An HTTP/1 client's written at once: this is every response's path.)
+        match &self.client {
+            Peer::H2(_) => send_text(&self.client, &self.out, self.fe.timeouts.client).await,
+            _ => write_all_within(&self.client, &self.out, self.fe.timeouts.client).await,
+        }
     }
 
     /// Answers with the proxy's message for `status` (a replacement or HAProxy's built-in).
@@ -81,7 +85,7 @@ impl Session<'_> {
             sc.end_http_stream(&self.t.o, false);
             self.sc_ended = true;
         }
-        let sent = write_all_within(&self.client, &msg, self.fe.timeouts.client).await;
+        let sent = send_text(&self.client, &msg, self.fe.timeouts.client).await;
         if keep && sent.is_ok() {
             Next::KeepAlive
         } else {
@@ -121,8 +125,38 @@ impl Session<'_> {
     /// HAProxy answers these with its built-in message even when `errorfile` replaced it.
     pub(super) async fn answer_raw(&mut self, status: u16) {
         let msg = crate::http_settings::messages::builtin_or_generic(status);
-        let _ = write_all_within(&self.client, msg, self.fe.timeouts.client).await;
+        let _ = send_text(&self.client, msg, self.fe.timeouts.client).await;
     }
+}
+
+/// Sends what the proxy has as HTTP/1 text for the client (an answer it made, interim heads,
+/// a head it wrote): an HTTP/2 client's stream takes each head as fields, parsed here once,
+/// and the body after the final one as data, as its head frames it; no HTTP/1 text reaches
+/// the stream (but for text that does not parse as a response, which it refuses so).
+pub(super) async fn send_text(
+    client: &Peer,
+    mut msg: &[u8],
+    limit: Option<Duration>,
+) -> std::io::Result<()> {
+    if let Peer::H2(v) = client {
+        let mut head = Head::new();
+        let limits = fulcrum_http::Limits { max_head: msg.len().max(1024), max_headers: 10_000 };
+        while let Ok(Some(n)) = head.parse_response(msg, &limits) {
+            let sent = match head.status() {
+                100..=199 if head.status() != 101 => v.send_interim(&head)?,
+                200.. => v.send_head(&head)?,
+                _ => false,
+            };
+            if !sent {
+                break;
+            }
+            msg = &msg[n..];
+            if head.status() >= 200 || msg.is_empty() {
+                break;
+            }
+        }
+    }
+    write_all_within(client, msg, limit).await
 }
 
 /// What HAProxy counts for an answer it makes (see [`crate::outcome::head_size`]); `resp` is

@@ -60,7 +60,7 @@ impl Session<'_> {
         // not see the expectation any more.
         if info.expect_continue && self.t.req.header(b"expect").is_some() {
             self.t.req.remove_header(b"expect");
-            let go = write_all(&self.client, b"HTTP/1.1 100 Continue\r\n\r\n");
+            let go = answer::send_text(&self.client, b"HTTP/1.1 100 Continue\r\n\r\n", None);
             if timer::within_io(self.ctimer.as_mut(), self.fe.timeouts.client, go).await.is_err() {
                 return true;
             }

@@ -100,7 +100,7 @@ impl Session<'_> {
                             if (100..200).contains(&status) && status != 101 {
                                 // Interim: forward as is (100 Continue, 103 Early Hints).
                                 let head = &sc.buf.data()[..n];
-                                if write_all_within(&self.client, head, ct).await.is_err() {
+                                if answer::send_text(&self.client, head, ct).await.is_err() {
                                     return Exchange::ClientGone;
                                 }
                                 sc.buf.consume(n);
@@ -425,16 +425,47 @@ pub(super) async fn pump(
         Body::Length(n) => n,
         _ => u64::MAX,
     };
-    // Between two HTTP/2 peers the body goes as pieces, once no byte of it waits here.
-    if head.is_empty()
-        && fbuf.is_empty()
-        && (body == Body::Chunked && scanner.at_chunk_start() || matches!(body, Body::Length(_)))
-        && from.gives_pieces()
-        && to.takes_pieces()
-    {
+    // When either side is HTTP/2, the body goes as pieces (see `pieces`): an HTTP/2 side
+    // gives them once no byte of it waits here as HTTP/1, and takes them once no HTTP/1 chunk
+    // of it was begun; an HTTP/1 side's bytes are taken apart or framed on the way.
+    let boundary =
+        matches!(body, Body::Length(_)) || (body == Body::Chunked && scanner.at_chunk_start());
+    let h2_gives = fbuf.is_empty() && boundary && from.gives_pieces();
+    let h2_takes = head.is_empty() && to.takes_pieces();
+    let h1 = |p: &Peer| matches!(p, Peer::Bytes(_));
+    if h2_takes && h1(from) && fbuf.len() as u64 >= remaining {
+        // A sized body all here (a small answer read with its head): one last piece, given
+        // now if the stream takes it (no transfer set up).
+        let noop = &mut std::task::Context::from_waker(std::task::Waker::noop());
+        if let Poll::Ready(Ok(())) = to.poll_write_ready(noop) {
+            let n = remaining as usize;
+            if to.send_data(&fbuf.data()[..n], true).is_err() {
+                return Xfer::WriteError;
+            }
+            *moved += n as u64;
+            fbuf.consume(n);
+            return Xfer::Done;
+        }
+    }
+    if h2_gives && h2_takes {
         let sized = matches!(body, Body::Length(_)).then_some(remaining);
         let timer = (read_timer, read_timeout);
-        return cold(pieces::pump(from, to, sized, timer, write_timeout, watch, moved)).await;
+        return cold(pieces::between_h2(from, to, sized, timer, write_timeout, watch, moved)).await;
+    }
+    if (h2_gives && h1(to)) || (h2_takes && h1(from)) {
+        let from = match h2_gives {
+            true => {
+                let sized = matches!(body, Body::Length(_)).then_some(remaining);
+                pieces::Source::Pieces(from, sized)
+            }
+            false => pieces::Source::H1 { peer: from, buf: fbuf, body, scanner },
+        };
+        let to = match h2_takes {
+            true => pieces::Sink::Pieces(to),
+            false => pieces::Sink::H1 { peer: to, head, chunked: body == Body::Chunked },
+        };
+        let timer = (read_timer, read_timeout);
+        return cold(pieces::pump(from, to, timer, write_timeout, watch, moved)).await;
     }
     // A chunked body not in canonical form goes as the scanner writes it again (rare: no
     // allocation otherwise).
@@ -490,59 +521,13 @@ pub(super) async fn pump(
                 return Xfer::Invalid; // a chunk-size or trailer line longer than a buffer
             }
         }
-        let r = match watch.as_mut() {
-            None => {
-                timer::within_io(read_timer.as_mut(), read_timeout, fbuf.fill_streaming(from)).await
-            }
-            Some((other, obuf)) => {
-                let (mut watched, mut gone) = (false, false);
-                let fill = fbuf.fill_streaming(from);
-                tokio::pin!(fill);
-                let r = timer::within_io(
-                    read_timer.as_mut(),
-                    read_timeout,
-                    poll_fn(|cx| {
-                        if let Poll::Ready(r) = fill.as_mut().poll(cx) {
-                            return Poll::Ready(r);
-                        }
-                        // Readiness may be stale: confirm with a non-blocking read.
-                        while other.poll_read_ready(cx).is_ready() {
-                            // A head that came built is left for `exchange` to take so.
-                            if other.has_response_head() {
-                                watched = true;
-                                return Poll::Ready(Ok(usize::MAX));
-                            }
-                            match obuf.try_fill(*other) {
-                                Ok(None) => continue, // spurious; readiness now cleared
-                                Ok(Some(0)) | Err(_) => {
-                                    gone = true;
-                                    return Poll::Ready(Ok(usize::MAX));
-                                }
-                                Ok(Some(_)) => {
-                                    watched = true;
-                                    return Poll::Ready(Ok(usize::MAX));
-                                }
-                            }
-                        }
-                        Poll::Pending
-                    }),
-                )
-                .await;
-                if watched {
-                    return Xfer::Interrupted;
-                }
-                if gone {
-                    return Xfer::WriteError;
-                }
-                r
-            }
-        };
-        match r {
+        match pieces::fill_watching(fbuf, from, &mut watch, (read_timer.as_mut(), read_timeout))
+            .await
+        {
             Ok(0) if body == Body::UntilClose => return Xfer::Done,
             Ok(0) => return Xfer::ReadEof,
             Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return Xfer::ReadTimeout,
-            Err(_) => return Xfer::ReadError,
+            Err(x) => return x,
         }
     }
 }

@@ -1,19 +1,159 @@
-//! A body between two HTTP/2 peers, moved as pieces (data blocks, trailers as fields, the
-//! end): DATA frames to DATA frames, with no HTTP/1 chunk written and scanned again on the way
-//! (a gRPC call's messages and its `grpc-status` trailers). `pump` comes here when both sides
-//! can (`Peer::gives_pieces`, `Peer::takes_pieces`) and returns what this returns.
+//! A body moved as pieces (data blocks, trailers as fields, the end) whenever one of its two
+//! sides is HTTP/2: each side's framing is taken apart or written here, by its own driver, and
+//! never handed to the other side to be scanned again. Between two HTTP/2 peers DATA frames
+//! go to DATA frames (a gRPC call's messages and its `grpc-status` trailers); from an HTTP/1
+//! side its bytes are taken apart by their framing (a length, chunks and their trailers, or
+//! until close) into pieces for the HTTP/2 stream; to an HTTP/1 side the pieces are framed as
+//! its head says (as they come for a length, else as chunks, the trailers after the last).
+//! Between two HTTP/1 sides a body keeps `pump`'s byte path (forwarded as it came, HAProxy's
+//! fast forwarding). `pump` comes here and returns what this returns.
 //!
-//! Must not touch: bytes (an HTTP/1 side goes `pump`'s way), rules.
+//! Must not touch: rules, heads (each side's went before the body).
 
 use std::task::{Context, Waker};
 
 use super::*;
 use crate::http::peer::Piece;
 
-/// Moves the body `from` gives to `to` piece by piece, as [`pump`] would move its bytes:
-/// `sized`, the length its head gives (the body ends there, as its framing would end it),
-/// else the source says where it ends. `watch`, the timeouts and `moved` as for [`pump`].
+/// Where a body's pieces come from.
+pub(super) enum Source<'a> {
+    /// An HTTP/2 stream, whose body's length its head gives (`Some`: the body ends there, as
+    /// its framing would end it) or its stream's end says.
+    Pieces(&'a Peer, Option<u64>),
+    /// An HTTP/1 side: the bytes buffered in `buf` first, then those read from `peer`, taken
+    /// apart by the framing `body` gives, from where `scanner` stands in a chunked one.
+    H1 { peer: &'a Peer, buf: &'a mut RecvBuf, body: Body, scanner: &'a mut ChunkedScanner },
+}
+
+/// Where a body's pieces go.
+pub(super) enum Sink<'a> {
+    /// An HTTP/2 stream, which frames them itself.
+    Pieces(&'a Peer),
+    /// An HTTP/1 side: `head` (when not sent yet) leaves with the first bytes; the body goes
+    /// in chunks when `chunked`, else as it comes.
+    H1 { peer: &'a Peer, head: &'a [u8], chunked: bool },
+}
+
+/// The next piece a source gave, where its data lies.
+enum Next {
+    /// `n` bytes at the start of the HTTP/1 side's buffer (consumed once sent).
+    Buffered {
+        n: usize,
+        end: bool,
+    },
+    /// The bytes in `block` (an HTTP/2 stream's DATA, or chunks' data decoded); `short`: the
+    /// body ends with them before its length (they go, then the transfer fails).
+    Block {
+        end: bool,
+        short: bool,
+    },
+    Trailers(fulcrum_h2::RawHead),
+    End,
+}
+
+/// Moves the body `from` gives to `to`, as [`pump`] would move its bytes. `watch`, the
+/// timeouts and `moved` (data bytes, no framing) as for [`pump`].
 pub(super) async fn pump(
+    mut from: Source<'_>,
+    to: Sink<'_>,
+    (mut read_timer, read_timeout): (Pin<&mut Timer>, Option<Duration>),
+    write_timeout: Option<Duration>,
+    mut watch: Option<(&Peer, &mut RecvBuf)>,
+    moved: &mut u64,
+) -> Xfer {
+    let mut block = Vec::new();
+    // A chunked source's trailer lines, and the pieces' HTTP/1 framing for a chunked sink.
+    let (mut lines, mut framed) = (Vec::new(), Vec::new());
+    let mut head = match &to {
+        Sink::H1 { head, .. } => *head,
+        Sink::Pieces(_) => &[][..],
+    };
+    let mut remaining = match &from {
+        Source::Pieces(_, sized) => sized.unwrap_or(u64::MAX),
+        Source::H1 { body: Body::Length(n), .. } => *n,
+        Source::H1 { .. } => u64::MAX,
+    };
+    loop {
+        let timer = (read_timer.as_mut(), read_timeout);
+        let next = match &mut from {
+            Source::Pieces(p, sized) => {
+                // What came already is taken at once: no timer armed, no waker kept.
+                let piece = match p.poll_piece(&mut Context::from_waker(Waker::noop()), &mut block)
+                {
+                    Poll::Ready(Ok(piece)) => piece,
+                    Poll::Ready(Err(_)) => return Xfer::ReadError,
+                    Poll::Pending => match wait_piece(p, &mut block, &mut watch, timer).await {
+                        Ok(piece) => piece,
+                        Err(x) => return x,
+                    },
+                };
+                match h2_next(piece, *sized, &mut remaining, &mut block) {
+                    Ok(next) => next,
+                    Err(x) => return x,
+                }
+            }
+            Source::H1 { peer, buf, body, scanner } => {
+                let at = (&mut remaining, &mut **scanner, &mut block, &mut lines);
+                // Out of line: its reads' state would make every body's transfer larger
+                // (moved in as it starts), the HTTP/2 ones too.
+                match cold(h1_next(peer, buf, *body, at, &mut watch, timer)).await {
+                    Ok(next) => next,
+                    Err(x) => return x,
+                }
+            }
+        };
+        let (data, end): (&[u8], bool) = match &next {
+            Next::Buffered { n, end } => match &from {
+                Source::H1 { buf, .. } => (&buf.data()[..*n], *end),
+                Source::Pieces(..) => unreachable!("only an HTTP/1 side buffers"),
+            },
+            Next::Block { end, .. } => (&block, *end),
+            Next::Trailers(_) | Next::End => (&[], true),
+        };
+        let trailers = match &next {
+            Next::Trailers(t) => Some(t),
+            _ => None,
+        };
+        let sent = match &to {
+            Sink::Pieces(p) => to_pieces(p, data, trailers, end, write_timeout).await,
+            Sink::H1 { peer, chunked, .. } => {
+                let out = match chunked {
+                    true => frame_chunk(&mut framed, data, trailers, end),
+                    false => data,
+                };
+                if out.is_empty() && head.is_empty() {
+                    Ok(())
+                } else {
+                    let r = send_within(*peer, head, out, write_timeout, false).await;
+                    r.map_err(|e| match e.kind() {
+                        std::io::ErrorKind::TimedOut => Xfer::WriteTimeout,
+                        _ => Xfer::WriteError,
+                    })
+                }
+            }
+        };
+        if let Err(x) = sent {
+            return x;
+        }
+        head = &[];
+        *moved += data.len() as u64;
+        if let (Next::Buffered { n, .. }, Source::H1 { buf, .. }) = (&next, &mut from) {
+            buf.consume(*n);
+        }
+        if let Next::Block { short: true, .. } = next {
+            return Xfer::ReadEof;
+        }
+        if end {
+            return Xfer::Done;
+        }
+    }
+}
+
+/// Between two HTTP/2 peers, DATA to DATA, as [`pump`] moves a body in general: a loop of its
+/// own for this one case, the gRPC calls' (the general one's state is larger than the worker's
+/// memory classes hold, and its steps cost about 100 instructions more per piece).
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn between_h2(
     from: &Peer,
     to: &Peer,
     sized: Option<u64>,
@@ -30,7 +170,9 @@ pub(super) async fn pump(
             Poll::Ready(Ok(piece)) => piece,
             Poll::Ready(Err(_)) => return Xfer::ReadError,
             Poll::Pending => {
-                match wait(from, &mut buf, &mut watch, (read_timer.as_mut(), read_timeout)).await {
+                match wait_piece(from, &mut buf, &mut watch, (read_timer.as_mut(), read_timeout))
+                    .await
+                {
                     Ok(piece) => piece,
                     Err(x) => return x,
                 }
@@ -74,47 +216,253 @@ pub(super) async fn pump(
     }
 }
 
-/// Waits for the next piece `from` gives, within `read_timeout` of inactivity; with `watch`,
-/// stops as soon as the watched side has something to say (see `pump`).
-async fn wait(
+/// What the next piece of an HTTP/2 stream's body is for the transfer (see
+/// [`Source::Pieces`]); a sized body whose stream ends before its length is `ReadEof`.
+fn h2_next(
+    piece: Piece,
+    sized: Option<u64>,
+    remaining: &mut u64,
+    block: &mut Vec<u8>,
+) -> Result<Next, Xfer> {
+    Ok(match piece {
+        Piece::Data { end } => {
+            let n = (block.len() as u64).min(*remaining) as usize;
+            block.truncate(n);
+            *remaining -= n as u64;
+            // The stream ended before the length its head gave: its last data still goes,
+            // then the transfer fails.
+            let short = end && sized.is_some() && *remaining > 0;
+            if short && n == 0 {
+                return Err(Xfer::ReadEof);
+            }
+            Next::Block { end: !short && (end || (sized.is_some() && *remaining == 0)), short }
+        }
+        _ if sized.is_some() && *remaining > 0 => return Err(Xfer::ReadEof),
+        Piece::Trailers(t) => Next::Trailers(t),
+        Piece::End => Next::End,
+    })
+}
+
+/// The next piece of an HTTP/1 side's body (see [`Source::H1`]): `remaining` of a sized one,
+/// chunks' data decoded into `block` and their trailer lines gathered in `lines`.
+async fn h1_next(
+    from: &Peer,
+    buf: &mut RecvBuf,
+    body: Body,
+    (remaining, scanner, block, lines): (&mut u64, &mut ChunkedScanner, &mut Vec<u8>, &mut Vec<u8>),
+    watch: &mut Option<(&Peer, &mut RecvBuf)>,
+    (mut timer, timeout): (Pin<&mut Timer>, Option<Duration>),
+) -> Result<Next, Xfer> {
+    loop {
+        if !buf.is_empty() {
+            match body {
+                Body::Length(_) => {
+                    let n = (buf.len() as u64).min(*remaining) as usize;
+                    *remaining -= n as u64;
+                    return Ok(Next::Buffered { n, end: *remaining == 0 });
+                }
+                Body::Chunked => {
+                    block.clear();
+                    let s = scanner.decode(buf.data(), block, lines).map_err(|_| Xfer::Invalid)?;
+                    buf.consume(s.accepted);
+                    if s.done && !block.is_empty() && !lines.is_empty() {
+                        // The trailers come next, from the scanner's lines (the scanner
+                        // returns `done` again with no more bytes).
+                        return Ok(Next::Block { end: false, short: false });
+                    }
+                    if s.done && block.is_empty() && !lines.is_empty() {
+                        return Ok(Next::Trailers(trailer_fields(lines)));
+                    }
+                    if s.done || !block.is_empty() {
+                        return Ok(Next::Block { end: s.done, short: false });
+                    }
+                    if s.accepted == 0 && buf.is_full() {
+                        return Err(Xfer::Invalid); // a line longer than a buffer
+                    }
+                }
+                _ => return Ok(Next::Buffered { n: buf.len(), end: false }),
+            }
+        } else if body == Body::Chunked && scanner.is_done() && !lines.is_empty() {
+            return Ok(Next::Trailers(trailer_fields(lines)));
+        }
+        match fill_watching(buf, from, watch, (timer.as_mut(), timeout)).await? {
+            0 if body == Body::UntilClose => return Ok(Next::End),
+            0 => return Err(Xfer::ReadEof),
+            _ => {}
+        }
+    }
+}
+
+/// Trailer lines (`name: value` CRLF, as the chunked scanner keeps them) as fields for HTTP/2:
+/// names in lower case, those of one HTTP/1 connection left out. `lines` is emptied.
+fn trailer_fields(lines: &mut Vec<u8>) -> fulcrum_h2::RawHead {
+    let mut fields = fulcrum_h2::RawHead::new();
+    for line in lines.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(colon) = line.iter().position(|&b| b == b':') else { continue };
+        let (name, value) = (line[..colon].to_ascii_lowercase(), line[colon + 1..].trim_ascii());
+        if !crate::http::h2::body::connection_specific(&name) {
+            fields.push(&name, value);
+        }
+    }
+    lines.clear();
+    fields
+}
+
+/// A piece in HTTP/1's chunked framing, written into `out`: the data as one chunk, then, at the
+/// end, the last chunk and the trailers.
+fn frame_chunk<'o>(
+    out: &'o mut Vec<u8>,
+    data: &[u8],
+    trailers: Option<&fulcrum_h2::RawHead>,
+    end: bool,
+) -> &'o [u8] {
+    out.clear();
+    if !data.is_empty() {
+        fulcrum_http::write_chunk_size(out, data.len() as u64);
+        out.extend_from_slice(data);
+        out.extend_from_slice(b"\r\n");
+    }
+    if end {
+        out.extend_from_slice(b"0\r\n");
+        if let Some(t) = trailers {
+            crate::http::h2::body::write_fields(out, t.fields());
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// Gives a piece to an HTTP/2 stream once it takes more, within `limit` of inactivity.
+async fn to_pieces(
+    to: &Peer,
+    data: &[u8],
+    trailers: Option<&fulcrum_h2::RawHead>,
+    end: bool,
+    limit: Option<Duration>,
+) -> Result<(), Xfer> {
+    if let Err(e) = writable(to, limit).await {
+        return Err(match e.kind() {
+            std::io::ErrorKind::TimedOut => Xfer::WriteTimeout,
+            _ => Xfer::WriteError,
+        });
+    }
+    let sent = match trailers {
+        Some(fields) => to.send_trailers(fields),
+        None => to.send_data(data, end),
+    };
+    sent.map_err(|_| Xfer::WriteError)
+}
+
+/// Waits for the next piece `from` gives, within the read timeout of inactivity; with
+/// `watch`, stops as soon as the watched side has something to say (see `pump`).
+async fn wait_piece(
     from: &Peer,
     buf: &mut Vec<u8>,
     watch: &mut Option<(&Peer, &mut RecvBuf)>,
     (read_timer, read_timeout): (Pin<&mut Timer>, Option<Duration>),
 ) -> Result<Piece, Xfer> {
-    let (mut watched, mut gone) = (false, false);
+    let mut said = Said::Nothing;
     let next = poll_fn(|cx| {
         if let Poll::Ready(r) = from.poll_piece(cx, buf) {
             return Poll::Ready(r.map(Some));
         }
-        if let Some((other, obuf)) = watch.as_mut() {
-            // The server answering during the upload (see `pump`); a head that came built is
-            // left for `exchange` to take as it is.
-            while other.poll_read_ready(cx).is_ready() {
-                if other.has_response_head() {
-                    watched = true;
-                    return Poll::Ready(Ok(None));
-                }
-                match obuf.try_fill(*other) {
-                    Ok(None) => continue, // spurious; readiness now cleared
-                    Ok(Some(0)) | Err(_) => gone = true,
-                    Ok(Some(_)) => watched = true,
-                }
-                return Poll::Ready(Ok(None));
-            }
+        match watched(watch, cx, &mut said) {
+            true => Poll::Ready(Ok(None)),
+            false => Poll::Pending,
         }
-        Poll::Pending
     });
     match timer::within_io(read_timer, read_timeout, next).await {
         Ok(Some(piece)) => Ok(piece),
-        Ok(None) if watched => Err(Xfer::Interrupted),
-        Ok(None) => {
-            debug_assert!(gone);
-            Err(Xfer::WriteError)
-        }
+        Ok(None) => Err(said.into_xfer()),
         Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Err(Xfer::ReadTimeout),
         Err(_) => Err(Xfer::ReadError),
     }
+}
+
+/// Reads more of an HTTP/1 side's bytes into `buf` (`Ok(0)`: its end), within the read
+/// timeout of inactivity; with `watch`, stops as soon as the watched side has something to
+/// say (see `pump`).
+pub(super) async fn fill_watching(
+    buf: &mut RecvBuf,
+    from: &Peer,
+    watch: &mut Option<(&Peer, &mut RecvBuf)>,
+    (read_timer, read_timeout): (Pin<&mut Timer>, Option<Duration>),
+) -> Result<usize, Xfer> {
+    let r = match watch {
+        None => timer::within_io(read_timer, read_timeout, buf.fill_streaming(from)).await,
+        Some(_) => {
+            let mut said = Said::Nothing;
+            let fill = buf.fill_streaming(from);
+            tokio::pin!(fill);
+            let r = timer::within_io(
+                read_timer,
+                read_timeout,
+                poll_fn(|cx| {
+                    if let Poll::Ready(r) = fill.as_mut().poll(cx) {
+                        return Poll::Ready(r.map(Some));
+                    }
+                    match watched(watch, cx, &mut said) {
+                        true => Poll::Ready(Ok(None)),
+                        false => Poll::Pending,
+                    }
+                }),
+            )
+            .await;
+            match r {
+                Ok(None) => return Err(said.into_xfer()),
+                Ok(Some(n)) => Ok(n),
+                Err(e) => Err(e),
+            }
+        }
+    };
+    match r {
+        Ok(n) => Ok(n),
+        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Err(Xfer::ReadTimeout),
+        Err(_) => Err(Xfer::ReadError),
+    }
+}
+
+/// What the watched side (the server, during an upload) did.
+enum Said {
+    Nothing,
+    /// It sent something (or its response head is ready).
+    Something,
+    /// It closed or failed.
+    Gone,
+}
+
+impl Said {
+    fn into_xfer(self) -> Xfer {
+        match self {
+            Said::Gone => Xfer::WriteError,
+            _ => Xfer::Interrupted,
+        }
+    }
+}
+
+/// Whether the watched side has something to say (bytes read into its buffer, a response
+/// head that came built, left for `exchange` to take as it is, or its end), noted in `said`.
+/// Readiness may be stale: it is confirmed with a non-blocking read.
+fn watched(
+    watch: &mut Option<(&Peer, &mut RecvBuf)>,
+    cx: &mut Context<'_>,
+    said: &mut Said,
+) -> bool {
+    let Some((other, obuf)) = watch.as_mut() else { return false };
+    while other.poll_read_ready(cx).is_ready() {
+        if other.has_response_head() {
+            *said = Said::Something;
+            return true;
+        }
+        match obuf.try_fill(*other) {
+            Ok(None) => continue, // spurious; readiness now cleared
+            Ok(Some(0)) | Err(_) => *said = Said::Gone,
+            Ok(Some(_)) => *said = Said::Something,
+        }
+        return true;
+    }
+    false
 }
 
 /// Waits until `to` takes more of a body, within `limit` of inactivity (no timer unless it

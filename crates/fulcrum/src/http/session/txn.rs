@@ -112,7 +112,7 @@ impl Session<'_> {
                 hints.extend_from_slice(group);
                 hints.extend_from_slice(b"\r\n");
             }
-            if write_all_within(&self.client, &hints, fe.timeouts.client).await.is_err() {
+            if answer::send_text(&self.client, &hints, fe.timeouts.client).await.is_err() {
                 return Next::Close;
             }
         }
