@@ -21,16 +21,6 @@ use crate::counters::Counters;
 use crate::server::Server;
 use queue::{Queue, Wake};
 
-/// Backend-side timeouts (HAProxy takes these from the backend).
-#[derive(Clone, Debug, Default)]
-pub struct BackendTimeouts {
-    pub connect: Option<Duration>,
-    pub server: Option<Duration>,
-    pub queue: Option<Duration>,
-    pub tunnel: Option<Duration>,
-    pub server_fin: Option<Duration>,
-}
-
 #[derive(Debug)]
 pub struct Backend {
     pub name: String,
@@ -71,11 +61,12 @@ pub struct Backend {
     pub health_check: Arc<fulcrum_config::HealthCheck>,
     /// The check steps' compiled samples (`set-var`, `name-lf`...), one per configured step.
     pub check_samples: Arc<Vec<crate::rules::check::StepSamples>>,
-    pub check_timeouts: CheckTimeouts,
     pub retries: u32,
     pub redispatch: bool,
     pub abortonclose: bool,
-    pub timeouts: BackendTimeouts,
+    /// The proxy's timeouts, HAProxy's defaults applied (`plan::timeouts`); a backend reads
+    /// the server side's, `queue`, `tunnel`, and its checks `check` and `connect`.
+    pub timeouts: fulcrum_config::Timeouts,
     /// `tcp-request inspect-delay` for the backend's `tcp-request content` rules.
     pub inspect_delay: Option<Duration>,
     /// `tcp-response inspect-delay`.
@@ -112,13 +103,6 @@ impl UpDown {
         self.down_time
             + self.down_since.map_or(Duration::ZERO, |d| now.saturating_duration_since(d))
     }
-}
-
-/// The timeouts checks follow: `timeout check` and `timeout connect`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct CheckTimeouts {
-    pub check: Option<Duration>,
-    pub connect: Option<Duration>,
 }
 
 /// Why no server could be had.
@@ -251,7 +235,7 @@ impl Backend {
         retries: u32,
         redispatch: bool,
         abortonclose: bool,
-        timeouts: BackendTimeouts,
+        timeouts: fulcrum_config::Timeouts,
     ) -> Self {
         let n = servers.len();
         let dynamic = Self::is_dynamic(&balancer);
@@ -283,7 +267,6 @@ impl Backend {
             logger: None,
             health_check: Default::default(),
             check_samples: Default::default(),
-            check_timeouts: CheckTimeouts::default(),
             retries,
             redispatch,
             abortonclose,
@@ -594,7 +577,7 @@ mod tests {
                 Server::new(format!("s{i}"), Target::Inet(addr), w, maxconn, 0)
             })
             .collect();
-        let timeouts = BackendTimeouts { queue, ..Default::default() };
+        let timeouts = fulcrum_config::Timeouts { queue, ..Default::default() };
         let balancer = Balancer::new(Algorithm::RoundRobin, HashConfig::default());
         Arc::new(Backend::new("be".into(), servers, balancer, false, 3, false, false, timeouts))
     }

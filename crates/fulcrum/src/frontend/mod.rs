@@ -11,20 +11,12 @@ pub mod switching;
 mod view;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use fulcrum_config::BindAddr;
 
 use crate::backend::Backend;
 use crate::counters::Counters;
 use limit::Limit;
-
-/// Client-side timeouts (HAProxy takes these from the frontend).
-#[derive(Clone, Debug, Default)]
-pub struct FrontendTimeouts {
-    pub client: Option<Duration>,
-    pub client_fin: Option<Duration>,
-}
 
 #[derive(Debug)]
 pub struct Bind {
@@ -62,7 +54,9 @@ pub struct Frontend {
     pub limit: Arc<Limit>,
     /// The configured `maxconn` (0: none), applied to `limit` when a reload commits.
     pub maxconn: u32,
-    pub timeouts: FrontendTimeouts,
+    /// The proxy's timeouts, HAProxy's defaults applied (`plan::timeouts`); a frontend reads
+    /// the client side's and `timeout http-request`/`http-keep-alive`.
+    pub timeouts: fulcrum_config::Timeouts,
     /// Where sessions go: the first `use_backend`, else `default_backend`.
     pub backend: Option<Arc<Backend>>,
     /// Shared with the frontend of the same name of the plan before a reload.

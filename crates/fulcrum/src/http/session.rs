@@ -391,11 +391,12 @@ impl Session<'_> {
     /// closed or stayed idle past the keep-alive timeout (nothing to answer). `Err(status)`: a
     /// bad or late request, to be answered with `status`.
     async fn read_request(&mut self) -> Result<Read, Refused> {
-        let t = self.http.timeouts;
+        let t = &self.fe.timeouts;
         let first = self.requests == 0;
-        let request_timeout = t.request.or(self.fe.timeouts.client);
+        let request_timeout = t.http_request.or(t.client);
         // Waiting for the first byte of a later request: `timeout http-keep-alive`.
-        let idle_timeout = if first { request_timeout } else { t.keep_alive.or(request_timeout) };
+        let idle_timeout =
+            if first { request_timeout } else { t.http_keep_alive.or(request_timeout) };
         let mut started = !self.cbuf.is_empty();
         self.t.data_htx = None;
         if !self.parked {

@@ -5,20 +5,10 @@
 //! Must not touch: sessions, sockets, rules.
 
 use std::net::IpAddr;
-use std::time::Duration;
 
 pub mod messages;
 
 use messages::Messages;
-
-/// Client-facing HTTP timeouts, resolved from the frontend.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct HttpTimeouts {
-    /// `timeout http-request`: the whole request head must arrive within it (else 408).
-    pub request: Option<Duration>,
-    /// `timeout http-keep-alive`: how long to wait for the next request.
-    pub keep_alive: Option<Duration>,
-}
 
 /// `option http-keep-alive` (default) / `http-server-close` / `httpclose`, in the order of
 /// strictness (a transaction takes the stricter of its proxies').
@@ -86,7 +76,6 @@ pub fn ip_in(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
 /// The HTTP settings of a frontend or backend.
 #[derive(Debug)]
 pub struct HttpProxy {
-    pub timeouts: HttpTimeouts,
     pub conn_mode: ConnMode,
     pub reuse: Reuse,
     pub forwardfor: Option<AddrHeader>,
@@ -108,8 +97,6 @@ pub struct HttpProxy {
     pub cookie: Option<fulcrum_config::CookieCfg>,
     /// What `balance uri|url_param|hdr` hashes (backend).
     pub hash_key: HashKey,
-    /// `timeout tarpit` (default: `timeout connect`).
-    pub tarpit: Option<Duration>,
     /// `option http-ignore-probes`: a connection closed or timed out before sending anything
     /// gets no 400/408.
     pub ignore_probes: bool,

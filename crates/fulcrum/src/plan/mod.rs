@@ -14,11 +14,11 @@ use std::sync::Arc;
 use fulcrum_balance::{Algorithm, Balancer, HashConfig};
 use fulcrum_config as cfg;
 
-use crate::backend::{Backend, BackendTimeouts};
+use crate::backend::Backend;
 use crate::frontend::limit::Limit;
-use crate::frontend::{Bind, Frontend, FrontendTimeouts};
+use crate::frontend::{Bind, Frontend};
 use crate::http_settings::messages::Messages;
-use crate::http_settings::{AddrHeader, ConnMode, HashKey, HttpProxy, HttpTimeouts, Reuse};
+use crate::http_settings::{AddrHeader, ConnMode, HashKey, HttpProxy, Reuse};
 use crate::shared::Proxies;
 
 #[derive(Debug)]
@@ -467,10 +467,6 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
     };
     let g = &config.global;
     let h = HttpProxy {
-        timeouts: HttpTimeouts {
-            request: p.timeouts.http_request,
-            keep_alive: p.timeouts.http_keep_alive,
-        },
         conn_mode: match p.http_conn_mode {
             cfg::HttpConnMode::KeepAlive => ConnMode::KeepAlive,
             cfg::HttpConnMode::ServerClose => ConnMode::ServerClose,
@@ -506,12 +502,6 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
                 HashKey::Hdr { name: name.clone(), domain_only: *use_domain_only }
             }
             _ => HashKey::Source,
-        },
-        // HAProxy falls back on `timeout connect` in proxies that are backends; a frontend
-        // answers its tarpit at once unless `timeout tarpit` is set.
-        tarpit: match p.kind {
-            cfg::ProxyKind::Frontend => p.timeouts.tarpit,
-            _ => p.timeouts.tarpit.or(p.timeouts.connect),
         },
         ignore_probes: p.http_ignore_probes,
         retry_on: retry_on(&p.retry_on),
@@ -680,7 +670,7 @@ fn frontend(
         binds,
         limit: Arc::new(Limit::new(p.maxconn.unwrap_or(0))),
         maxconn: p.maxconn.unwrap_or(0),
-        timeouts: FrontendTimeouts { client: p.timeouts.client, client_fin: p.timeouts.client_fin },
+        timeouts: timeouts(p),
         backend,
         counters: Default::default(),
         http: None,
@@ -731,7 +721,6 @@ fn backend(
         function: p.hash_type.function,
         avalanche: p.hash_type.avalanche,
     };
-    let t = &p.timeouts;
     let algo = match p.balance {
         cfg::Balance::RoundRobin => "roundrobin",
         cfg::Balance::StaticRr => "static-rr",
@@ -753,13 +742,7 @@ fn backend(
         p.retries,
         p.redispatch,
         p.abortonclose,
-        BackendTimeouts {
-            connect: t.connect,
-            server: t.server,
-            queue: t.queue,
-            tunnel: t.tunnel,
-            server_fin: t.server_fin,
-        },
+        timeouts(p),
     );
     let messages = |r: &cfg::Reply, at: &cfg::Span| reply_message(r, &config.http_errors, at);
     let mut c = crate::rules::Compiler::new(p, maps, &messages, tables, userlists);
@@ -777,7 +760,6 @@ fn backend(
         Err(e) => errors.push(format!("[{}] : backend '{}' : health check : {e}", p.span, p.name)),
     }
     errors.append(&mut c.errors);
-    be.check_timeouts = crate::backend::CheckTimeouts { check: t.check, connect: t.connect };
     be.server_bufs = config.global.server_bufs;
     be.server_tcpka = p.srv_tcpka;
     be.inspect_delay = p.inspect_delay;
@@ -827,4 +809,15 @@ mod tests {
         let ids = auto_ids([None, None, Some(2), None].into_iter());
         assert_eq!(ids, [1, 3, 2, 5]);
     }
+}
+
+/// A proxy's timeouts as the run time reads them: the configuration's, with HAProxy's
+/// defaults applied (`timeout tarpit` falls back on `timeout connect` in proxies that are
+/// backends; a frontend answers its tarpit at once unless `timeout tarpit` is set).
+fn timeouts(p: &cfg::Proxy) -> cfg::Timeouts {
+    let mut t = p.timeouts.clone();
+    if p.kind != cfg::ProxyKind::Frontend {
+        t.tarpit = t.tarpit.or(t.connect);
+    }
+    t
 }

@@ -122,12 +122,7 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
     let h2 = frontconn::Conn::new(&shared.h2, fe_bufsize(&fe), &prefix);
     drop(prefix);
     let client_timeout = fe.timeouts.client;
-    let idle = fe
-        .http
-        .as_ref()
-        .or(fe.upgrade.as_ref())
-        .and_then(|h| h.timeouts.keep_alive)
-        .or(client_timeout);
+    let idle = fe.timeouts.http_keep_alive.or(client_timeout);
     let stop = crate::lifecycle::stop_notify();
     // Made once: a soft stop wakes it (a waiter per connection, not per stream).
     let stopped = stop.notified();

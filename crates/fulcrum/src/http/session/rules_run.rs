@@ -26,8 +26,8 @@ impl Session<'_> {
             }
             Ruled::Tarpit(status) => {
                 // Hold the client for `timeout tarpit` (default: `timeout connect`).
-                let http = be.and_then(|b| b.http.as_deref()).unwrap_or(self.http);
-                if let Some(t) = http.tarpit {
+                let tarpit = be.map_or(self.fe.timeouts.tarpit, |b| b.timeouts.tarpit);
+                if let Some(t) = tarpit {
                     tokio::time::sleep(t).await;
                 }
                 // As HAProxy: the tarpit counts as queueing, from no request time.

@@ -69,7 +69,7 @@ impl Session<'_> {
                 Stop::BufferBody => {
                     // `option http-buffer-request`: the body (up to a buffer) is there before
                     // rules run.
-                    let t = self.http.timeouts.request.or(fe.timeouts.client);
+                    let t = fe.timeouts.http_request.or(fe.timeouts.client);
                     let t = t.unwrap_or(Duration::MAX).min(Duration::from_secs(3600));
                     cold(self.wait_for_body(&info, t, None)).await;
                 }
