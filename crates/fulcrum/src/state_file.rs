@@ -139,7 +139,7 @@ fn read(path: &Path, warnings: &mut Vec<String>) -> Vec<SavedServer> {
 /// Applies the saved lines of one backend.
 pub fn apply<'a>(be: &Backend, saved: impl Iterator<Item = &'a SavedServer>) {
     for s in saved {
-        let Some(idx) = be.servers.iter().position(|x| x.name == s.server) else { continue };
+        let Some(idx) = be.server_index(&s.server) else { continue };
         let (iweight, has_check, has_agent) = {
             let r = be.servers[idx].state();
             (r.iweight, r.check.is_some(), r.agent.is_some())

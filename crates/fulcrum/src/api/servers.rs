@@ -17,7 +17,7 @@ fn lookup<'a>(api: &'a View, arg: &str) -> Result<(&'a Arc<Backend>, usize), &'s
     let Some(be) = api.shared.proxies.backend(b) else {
         return Err("No such backend.\n");
     };
-    let Some(idx) = be.servers.iter().position(|x| x.name == s) else {
+    let Some(idx) = be.server_index(s) else {
         return Err("No such server.\n");
     };
     Ok((be, idx))

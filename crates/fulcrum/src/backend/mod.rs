@@ -226,6 +226,11 @@ pub enum PickKey<'a> {
 }
 
 impl Backend {
+    /// The index of the server named `name` (the registry's way: callers do not search).
+    pub fn server_index(&self, name: &str) -> Option<usize> {
+        self.servers.iter().position(|s| s.name == name)
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         name: String,

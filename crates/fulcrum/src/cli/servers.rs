@@ -115,7 +115,7 @@ pub fn add(
 /// The added server starts in maintenance, its checks off.
 pub fn start_added(next: &NewPlan, backend: &str, name: &str) {
     let Some(be) = next.shared.proxies.backend(backend) else { return };
-    if let Some(idx) = be.servers.iter().position(|s| s.name == name) {
+    if let Some(idx) = be.server_index(name) {
         be.start_dynamic(idx);
     }
 }

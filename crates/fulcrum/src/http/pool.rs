@@ -357,7 +357,7 @@ fn successor(
 ) -> Option<(Arc<Backend>, usize)> {
     let srv = &old.servers[idx];
     let b = backends.iter().find(|b| b.name == old.name)?;
-    let new = b.servers.iter().position(|s| s.name == srv.name)?;
+    let new = b.server_index(&srv.name)?;
     let valid = addr_gen == srv.addr_gen() && b.servers[new].target() == srv.target();
     valid.then(|| (Arc::clone(b), new))
 }
