@@ -47,71 +47,13 @@ impl Session<'_> {
         };
         let fe = self.fe;
 
-        // The request analysers (`analyse`) up to the backend; each stop asks the session
-        // for what only it can do, then they go on.
-        let mut progress = analyse::Progress::default();
-        let to = loop {
-            let stop = self.txn().request(&mut progress);
-            self.sync_addrs();
-            let be = progress.be.as_ref();
-            match stop {
-                Stop::Backend(to) => break to,
-                Stop::Reject => {
-                    self.note(format_args!("tcp-request content reject"));
-                    self.t.o.end(Cause::Proxy, Phase::Request);
-                    return Next::Close;
-                }
-                Stop::Monitor { failing } => {
-                    // HAProxy does not log monitoring requests.
-                    self.log.skip = true;
-                    return self.answer(if failing { 503 } else { 200 }, &info, None).await;
-                }
-                Stop::BufferBody => {
-                    // `option http-buffer-request`: the body (up to a buffer) is there before
-                    // rules run.
-                    let t = fe.timeouts.http_request.or(fe.timeouts.client);
-                    let t = t.unwrap_or(Duration::MAX).min(Duration::from_secs(3600));
-                    cold(self.wait_for_body(&info, t, None)).await;
-                }
-                Stop::WaitForBody { time, at_least } => {
-                    if !cold(self.wait_for_body(&info, time, at_least)).await {
-                        // The body did not come in time: HAProxy's 408.
-                        self.t.o.end(Cause::ClientTimeout, Phase::Request);
-                        let mut i = info;
-                        i.conn_close = true;
-                        return self.answer(408, &i, be).await;
-                    }
-                }
-                Stop::Ruled(r) => return cold(self.ruled(r, be, &info)).await,
-                Stop::Stats => {
-                    let rules = Txn::stats_rules(fe, &progress);
-                    if let Some(next) = cold(self.stats_page(rules, be, &info)).await {
-                        return next;
-                    }
-                }
-                Stop::NoBackend => {
-                    self.t.o.end(Cause::Proxy, Phase::Request);
-                    return self.answer(503, &info, None).await;
-                }
-                Stop::TcpBackend => {
-                    // As HAProxy: the stream fails and the connection closes without an
-                    // answer.
-                    self.note(format_args!("tcp backend for an HTTP request: closing"));
-                    self.t.o.end(Cause::Internal, Phase::Request);
-                    return Next::Close;
-                }
-            }
+        let (be, to) = match self.request_analysers(&info).await {
+            Ok(v) => v,
+            Err(next) => return next,
         };
-        let be = progress.be.take().expect("the analysers chose a backend");
         let be_http = be.http.as_deref().expect("an HTTP backend");
         if !self.t.vars.early_hints.is_empty() {
-            // One `103 Early Hints` per group of rules (`\0` separates groups).
-            let mut hints = Vec::new();
-            for group in self.t.vars.early_hints.split(|&b| b == 0).filter(|g| !g.is_empty()) {
-                hints.extend_from_slice(b"HTTP/1.1 103 Early Hints\r\n");
-                hints.extend_from_slice(group);
-                hints.extend_from_slice(b"\r\n");
-            }
+            let hints = early_hints(&self.t.vars.early_hints);
             if answer::send_text(&self.client, &hints, fe.timeouts.client).await.is_err() {
                 return Next::Close;
             }
@@ -153,16 +95,9 @@ impl Session<'_> {
                 self.server_conn(&be, key, persist, be_http.reuse, fresh_only, !retryable).await;
             let (slot, sc) = match got {
                 Ok(v) => v,
-                Err(e) => {
-                    self.note(format_args!("no server: {e:?}"));
-                    let gone = matches!(e, tcp::Ending::ClientAborted);
-                    e.record(&mut self.t.o);
-                    if gone {
-                        // No one to answer (`abortonclose`): status -1 in the log.
-                        return Next::Close;
-                    }
-                    return self.answer(503, &info, Some(&be)).await;
-                }
+                // No one to answer when the client left (`abortonclose`): status -1 in the log.
+                Err(e) if self.no_server(e) => return Next::Close,
+                Err(_) => return self.answer(503, &info, Some(&be)).await,
             };
             if let Some(name) = &be_http.send_name_header {
                 // `http-send-name-header`: this try's server (HAProxy sets it at the last moment).
@@ -178,67 +113,21 @@ impl Session<'_> {
             if matches!(exchanged, Exchange::Response(..)) && !self.fe.log.captures.is_empty() {
                 self.t.vars.caps.take_from(&self.fe.log.captures, &self.t.resp, true);
             }
-            // `retry-on` (L7 retries, `analyse::retry`): a request without body, on a new
-            // connection each time.
-            let end = match &exchanged {
-                Exchange::RetryFresh => TryEnd::Empty,
-                Exchange::BadResponse | Exchange::ServerGone => TryEnd::Junk,
-                Exchange::ServerTimeout => TryEnd::Timeout,
-                Exchange::Response(_, true) => TryEnd::Status(self.t.resp.status()),
-                _ => TryEnd::Other,
-            };
             let tries = Tries { reused, retryable, fresh_only, used: l7_retries };
-            if let Some(counts) = analyse::retry(end, tries, be.retries, &be_http.retry_on) {
+            if let Some(counts) = self.retry_due(&exchanged, tries, &be) {
                 l7_retries += u32::from(counts);
                 fresh_only = true;
-                self.t.o.retries += 1;
-                Counters::inc(&be.counters.retries);
                 drop(exchanged);
                 drop(slot);
                 continue;
             }
-            let idx = slot.index();
-            match exchanged {
-                Exchange::Response(sc, body_done) => {
-                    if be.servers[idx].policy.observe.is_some() {
-                        // `observe layer7`: 5xx but 501 and 505 count against the server.
-                        let st = self.t.resp.status();
-                        let bad = st >= 500 && st != 501 && st != 505;
-                        observe_l7(&be, idx, bad, "Wrong http response");
-                    }
-                    break (slot, sc, body_done);
-                }
-                Exchange::RetryFresh | Exchange::BadResponse | Exchange::ServerGone => {
-                    let (what, cause) = match exchanged {
-                        Exchange::BadResponse => ("Invalid http response", Cause::Proxy),
-                        _ => ("Close from server (http)", Cause::ServerAbort),
-                    };
-                    self.t.o.marks.data = None;
-                    self.t.o.end(cause, Phase::Headers);
-                    if let Some(by) = slot.ended_by() {
-                        self.t.o.ended_by_state_change(by, Phase::Headers);
-                    }
-                    observe_l7(&be, idx, true, what);
-                    Counters::inc(&be.counters.failed_responses);
-                    return self.answer(502, &info, Some(&be)).await;
-                }
-                Exchange::ServerTimeout => {
-                    self.t.o.marks.data = None;
-                    self.t.o.end(Cause::ServerTimeout, Phase::Headers);
-                    observe_l7(&be, idx, true, "Read timeout (http)");
-                    return self.answer(504, &info, Some(&be)).await;
-                }
-                Exchange::ClientGone => {
-                    self.t.o.marks.data = None;
-                    self.t.o.end(Cause::ClientAbort, Phase::Headers);
-                    return Next::Close;
-                }
-                Exchange::BadRequest => {
-                    self.t.o.marks.data = None;
-                    self.t.o.end(Cause::Proxy, Phase::Request);
+            match self.try_ended(exchanged, &slot, &be) {
+                Ok((sc, body_done)) => break (slot, sc, body_done),
+                Err(None) => return Next::Close,
+                Err(Some((status, close))) => {
                     let mut i = info;
-                    i.conn_close = true;
-                    return self.answer(400, &i, Some(&be)).await;
+                    i.conn_close |= close;
+                    return self.answer(status, &i, Some(&be)).await;
                 }
             }
         };
@@ -306,18 +195,14 @@ impl Session<'_> {
         self.after_response(Some(&be), Some(server_name));
         let (len, parsed) = match self.client_head() {
             Ok(v) => v,
-            Err(HeadOut::TooLarge) => {
-                // Rewrites made the head larger than a buffer: HAProxy fails the transaction.
+            Err(out) => {
                 drop((slot, sc));
-                self.t.o.end(Cause::Internal, Phase::Headers);
+                if !self.head_failed(out) {
+                    return Next::Close;
+                }
                 let mut i = info;
                 i.conn_close = true;
                 return self.answer(500, &i, Some(&be)).await;
-            }
-            Err(HeadOut::Failed(e)) => {
-                self.note(format_args!("client write failed: {e}"));
-                self.t.o.end(Cause::ClientAbort, Phase::Data);
-                return Next::Close;
             }
         };
         // When body bytes came with the head, both leave in one `sendmsg` (see `pump`).
@@ -380,24 +265,11 @@ impl Session<'_> {
         } else {
             down!().await
         };
-        let killed = if xfer == Xfer::Done { None } else { slot.ended_by() };
-        drop(slot);
-        if let Some(by) = killed {
-            // The server's sessions were shut as it changed state: not the server's doing.
-            self.t.o.ended_by_state_change(by, Phase::Data);
-            return Next::Close;
-        }
         if xfer != Xfer::Done {
-            self.note(format_args!("response body: {xfer:?}"));
-            let cause = match xfer {
-                Xfer::ReadTimeout => Cause::ServerTimeout,
-                Xfer::WriteError => Cause::ClientAbort,
-                Xfer::WriteTimeout => Cause::ClientTimeout,
-                _ => Cause::ServerAbort,
-            };
-            self.t.o.end(cause, Phase::Data);
+            self.body_failed(xfer, slot);
             return Next::Close;
         }
+        drop(slot);
         if let (Some(b), true) = (skipped, server_keep) {
             self.scanner.reset();
             let timer = (self.stimer.as_mut(), st);
@@ -412,6 +284,187 @@ impl Session<'_> {
             Next::KeepAlive
         } else {
             Next::Close
+        }
+    }
+
+    /// The request analysers (`analyse`) up to the backend, in HAProxy's order; each stop asks
+    /// the session for what only it can do (a wait, an answer, the stats page), then they go
+    /// on. The backend chosen and what goes to its server, or how the transaction ended.
+    async fn request_analysers(
+        &mut self,
+        info: &fulcrum_http::Info,
+    ) -> Result<(Arc<Backend>, ToServer), Next> {
+        let info = *info;
+        let fe = self.fe;
+        // The request analysers (`analyse`) up to the backend; each stop asks the session
+        // for what only it can do, then they go on.
+        let mut progress = analyse::Progress::default();
+        let to = loop {
+            let stop = self.txn().request(&mut progress);
+            self.sync_addrs();
+            let be = progress.be.as_ref();
+            match stop {
+                Stop::Backend(to) => break to,
+                Stop::Reject => {
+                    self.note(format_args!("tcp-request content reject"));
+                    self.t.o.end(Cause::Proxy, Phase::Request);
+                    return Err(Next::Close);
+                }
+                Stop::Monitor { failing } => {
+                    // HAProxy does not log monitoring requests.
+                    self.log.skip = true;
+                    return Err(self.answer(if failing { 503 } else { 200 }, &info, None).await);
+                }
+                Stop::BufferBody => {
+                    // `option http-buffer-request`: the body (up to a buffer) is there before
+                    // rules run.
+                    let t = fe.timeouts.http_request.or(fe.timeouts.client);
+                    let t = t.unwrap_or(Duration::MAX).min(Duration::from_secs(3600));
+                    cold(self.wait_for_body(&info, t, None)).await;
+                }
+                Stop::WaitForBody { time, at_least } => {
+                    if !cold(self.wait_for_body(&info, time, at_least)).await {
+                        // The body did not come in time: HAProxy's 408.
+                        self.t.o.end(Cause::ClientTimeout, Phase::Request);
+                        let mut i = info;
+                        i.conn_close = true;
+                        return Err(self.answer(408, &i, be).await);
+                    }
+                }
+                Stop::Ruled(r) => return Err(cold(self.ruled(r, be, &info)).await),
+                Stop::Stats => {
+                    let rules = Txn::stats_rules(fe, &progress);
+                    if let Some(next) = cold(self.stats_page(rules, be, &info)).await {
+                        return Err(next);
+                    }
+                }
+                Stop::NoBackend => {
+                    self.t.o.end(Cause::Proxy, Phase::Request);
+                    return Err(self.answer(503, &info, None).await);
+                }
+                Stop::TcpBackend => {
+                    // As HAProxy: the stream fails and the connection closes without an
+                    // answer.
+                    self.note(format_args!("tcp backend for an HTTP request: closing"));
+                    self.t.o.end(Cause::Internal, Phase::Request);
+                    return Err(Next::Close);
+                }
+            }
+        };
+        let be = progress.be.take().expect("the analysers chose a backend");
+        Ok((be, to))
+    }
+
+    /// `retry-on` (L7 retries, `analyse::retry`) after a try ended so: a request without
+    /// body goes again, on a new connection each time; how many retries it counts, counted.
+    fn retry_due(&mut self, exchanged: &Exchange, tries: Tries, be: &Backend) -> Option<bool> {
+        let be_http = be.http.as_deref()?;
+        let end = match exchanged {
+            Exchange::RetryFresh => TryEnd::Empty,
+            Exchange::BadResponse | Exchange::ServerGone => TryEnd::Junk,
+            Exchange::ServerTimeout => TryEnd::Timeout,
+            Exchange::Response(_, true) => TryEnd::Status(self.t.resp.status()),
+            _ => TryEnd::Other,
+        };
+        let counts = analyse::retry(end, tries, be.retries, &be_http.retry_on)?;
+        self.t.o.retries += 1;
+        Counters::inc(&be.counters.retries);
+        Some(counts)
+    }
+
+    /// What a try's end means once no retry is due: the response head came (the server's
+    /// connection, and whether the request body went whole), or the transaction ends with the
+    /// outcome recorded: `Some((status, close))` answered with that status (`close`: the
+    /// client's connection closes), `None` closed without an answer.
+    fn try_ended(
+        &mut self,
+        exchanged: Exchange,
+        slot: &ServerSlot,
+        be: &Backend,
+    ) -> Result<(ServerConn, bool), Option<(u16, bool)>> {
+        let idx = slot.index();
+        if !matches!(exchanged, Exchange::Response(..)) {
+            self.t.o.marks.data = None;
+        }
+        match exchanged {
+            Exchange::Response(sc, body_done) => {
+                if be.servers[idx].policy.observe.is_some() {
+                    // `observe layer7`: 5xx but 501 and 505 count against the server.
+                    let st = self.t.resp.status();
+                    let bad = st >= 500 && st != 501 && st != 505;
+                    observe_l7(be, idx, bad, "Wrong http response");
+                }
+                Ok((sc, body_done))
+            }
+            Exchange::RetryFresh | Exchange::BadResponse | Exchange::ServerGone => {
+                let (what, cause) = match exchanged {
+                    Exchange::BadResponse => ("Invalid http response", Cause::Proxy),
+                    _ => ("Close from server (http)", Cause::ServerAbort),
+                };
+                self.t.o.end(cause, Phase::Headers);
+                if let Some(by) = slot.ended_by() {
+                    self.t.o.ended_by_state_change(by, Phase::Headers);
+                }
+                observe_l7(be, idx, true, what);
+                Counters::inc(&be.counters.failed_responses);
+                Err(Some((502, false)))
+            }
+            Exchange::ServerTimeout => {
+                self.t.o.end(Cause::ServerTimeout, Phase::Headers);
+                observe_l7(be, idx, true, "Read timeout (http)");
+                Err(Some((504, false)))
+            }
+            Exchange::ClientGone => {
+                self.t.o.end(Cause::ClientAbort, Phase::Headers);
+                Err(None)
+            }
+            Exchange::BadRequest => {
+                self.t.o.end(Cause::Proxy, Phase::Request);
+                Err(Some((400, true)))
+            }
+        }
+    }
+
+    /// Records how the response body's transfer failed (the client's connection then closes).
+    fn body_failed(&mut self, xfer: Xfer, slot: ServerSlot) {
+        if let Some(by) = slot.ended_by() {
+            // The server's sessions were shut as it changed state: not the server's doing.
+            self.t.o.ended_by_state_change(by, Phase::Data);
+            return;
+        }
+        self.note(format_args!("response body: {xfer:?}"));
+        let cause = match xfer {
+            Xfer::ReadTimeout => Cause::ServerTimeout,
+            Xfer::WriteError => Cause::ClientAbort,
+            Xfer::WriteTimeout => Cause::ClientTimeout,
+            _ => Cause::ServerAbort,
+        };
+        self.t.o.end(cause, Phase::Data);
+    }
+
+    /// Records why no server could be had; true when the client left (nothing to answer),
+    /// else the transaction answers 503.
+    fn no_server(&mut self, e: tcp::Ending) -> bool {
+        self.note(format_args!("no server: {e:?}"));
+        let gone = matches!(e, tcp::Ending::ClientAborted);
+        e.record(&mut self.t.o);
+        gone
+    }
+
+    /// Records why the response head could not go to the client; true when the transaction
+    /// answers 500 instead (rewrites made the head larger than a buffer: HAProxy fails the
+    /// transaction), false when the client's stream failed.
+    fn head_failed(&mut self, out: HeadOut) -> bool {
+        match out {
+            HeadOut::TooLarge => {
+                self.t.o.end(Cause::Internal, Phase::Headers);
+                true
+            }
+            HeadOut::Failed(e) => {
+                self.note(format_args!("client write failed: {e}"));
+                self.t.o.end(Cause::ClientAbort, Phase::Data);
+                false
+            }
         }
     }
 
@@ -512,4 +565,16 @@ pub(super) fn body_view(cbuf: &RecvBuf, body: Body) -> &[u8] {
         Body::Length(n) => &data[..data.len().min(n as usize)],
         _ => data,
     }
+}
+
+/// The `103 Early Hints` heads of `http-request early-hint` rules: one per group of rules
+/// (`\0` separates groups).
+fn early_hints(groups: &[u8]) -> Vec<u8> {
+    let mut hints = Vec::new();
+    for group in groups.split(|&b| b == 0).filter(|g| !g.is_empty()) {
+        hints.extend_from_slice(b"HTTP/1.1 103 Early Hints\r\n");
+        hints.extend_from_slice(group);
+        hints.extend_from_slice(b"\r\n");
+    }
+    hints
 }
