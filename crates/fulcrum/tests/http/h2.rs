@@ -393,3 +393,18 @@ fn timeout_server_bounds_each_stream_also_on_tasks_that_served_streams_before() 
         (first, slow, after)
     });
 }
+
+/// A response without length, read until the server closes (`cl=none`), reaches an HTTP/2
+/// client whole, its stream ended when the server's connection ends.
+#[test]
+fn a_response_read_until_close_reaches_an_http2_client_whole() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&listen(&format!(" server s1 {}\n", srv.addr())));
+        let got = h2c(px.addr(), &[H2Req::get("/?s=200000&cl=none"), H2Req::get("/?s=10&cl=none")])
+            .expect("exchange");
+        let seen: Vec<_> = got.iter().map(|r| (r.status, r.body.len())).collect();
+        assert_eq!(seen, [(200, 200_000), (200, 10)], "{}", t.name());
+        seen
+    });
+}
