@@ -479,3 +479,72 @@ async fn writable(to: &Peer, limit: Option<Duration>) -> std::io::Result<()> {
         None => wait.await,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(h: &fulcrum_h2::RawHead) -> Vec<(String, String)> {
+        let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        h.fields().map(|(n, v)| (s(n), s(v))).collect()
+    }
+
+    /// Pieces written for an HTTP/1 side that takes chunks: each block one chunk, the end the
+    /// last chunk with the trailers; an empty block writes nothing.
+    #[test]
+    fn pieces_become_chunks_and_trailers_for_http1() {
+        let mut out = Vec::new();
+        assert_eq!(frame_chunk(&mut out, b"hello", None, false), b"5\r\nhello\r\n");
+        assert_eq!(frame_chunk(&mut out, &[0u8; 26], None, false)[..4], *b"1a\r\n");
+        assert_eq!(frame_chunk(&mut out, b"", None, false), b"");
+        assert_eq!(frame_chunk(&mut out, b"", None, true), b"0\r\n\r\n");
+        let mut t = fulcrum_h2::RawHead::new();
+        t.push(b"grpc-status", b"0");
+        t.push(b"grpc-message", b"ok");
+        assert_eq!(
+            frame_chunk(&mut out, b"xy", Some(&t), true),
+            b"2\r\nxy\r\n0\r\ngrpc-status: 0\r\ngrpc-message: ok\r\n\r\n"
+        );
+    }
+
+    /// An HTTP/1 body's trailer lines become HTTP/2 fields: names in lower case, values
+    /// trimmed, the fields of one HTTP/1 connection left out.
+    #[test]
+    fn http1_trailer_lines_become_fields() {
+        let mut lines = b"X-Sum: 42 \r\nConnection: close\r\nGrpc-Status:0\r\n".to_vec();
+        let t = trailer_fields(&mut lines);
+        let want = [("x-sum", "42"), ("grpc-status", "0")].map(|(n, v)| (n.into(), v.into()));
+        assert_eq!(fields(&t), want);
+        assert!(lines.is_empty(), "the lines are taken");
+    }
+
+    /// An HTTP/2 stream's pieces for a sized body: its length ends the body (data beyond it
+    /// dropped), and a stream that ends short fails the transfer after its last data.
+    #[test]
+    fn a_sized_bodys_pieces_end_at_its_length() {
+        let sized = Some(5);
+        let (mut remaining, mut block) = (5, b"hel".to_vec());
+        let next = h2_next(Piece::Data { end: false }, sized, &mut remaining, &mut block);
+        assert!(matches!(next, Ok(Next::Block { end: false, short: false })));
+        block = b"lo and more".to_vec();
+        let next = h2_next(Piece::Data { end: false }, sized, &mut remaining, &mut block);
+        assert!(matches!(next, Ok(Next::Block { end: true, short: false })));
+        assert_eq!(block, b"lo", "cut at the length");
+        // Short: 2 of 5 bytes, then the stream's end.
+        let (mut remaining, mut block) = (5, b"ab".to_vec());
+        let next = h2_next(Piece::Data { end: true }, sized, &mut remaining, &mut block);
+        assert!(matches!(next, Ok(Next::Block { short: true, .. })));
+        let (mut remaining, mut block) = (3, Vec::new());
+        assert!(matches!(
+            h2_next(Piece::End, sized, &mut remaining, &mut block),
+            Err(Xfer::ReadEof)
+        ));
+        // Without a length, the stream says where it ends; trailers end it too.
+        let mut remaining = u64::MAX;
+        let next = h2_next(Piece::Data { end: true }, None, &mut remaining, &mut block);
+        assert!(matches!(next, Ok(Next::Block { end: true, short: false })));
+        let t = fulcrum_h2::RawHead::new();
+        let next = h2_next(Piece::Trailers(t), None, &mut remaining, &mut block);
+        assert!(matches!(next, Ok(Next::Trailers(_))));
+    }
+}
