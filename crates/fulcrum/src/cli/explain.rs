@@ -1,13 +1,20 @@
 //! `fulcrum explain`: one request through the transaction's real analysers (`http::analyse`),
 //! offline, with what they did printed in order: every rule judged (its file:line, its text,
-//! whether its condition held, each ACL the condition evaluated), the backend chosen and why, the server and why, variables
-//! set, headers changed, the request as it would reach the server, or the answer a rule made
-//! with HAProxy's status and termination state. No socket is opened and no server is asked.
+//! whether its condition held, each ACL the condition evaluated), the backend chosen and why,
+//! the server and why, variables set, addresses the rules changed, headers changed, the request
+//! as it would reach the server, or the answer the proxy makes with HAProxy's status and
+//! termination state. No socket is opened and no server is asked. Before the analysers, the
+//! connection's `tcp-request connection|session` rules run as the accept loop runs them
+//! (`runtime::connection_rules`, `session_rules_on`); an answer goes through the
+//! `http-after-response` rules as the session sends it. What the session alone does around the
+//! analysers is taken from it where explain needs it: the parser's limits, a chunked body
+//! checked before a server, `http-send-name-header`. The `http` tests run explain beside every
+//! live Fulcrum they start (`tests/http/crosscheck.rs`).
 //!
 //! ```text
-//! fulcrum explain -f haproxy.cfg [--frontend NAME] [--src IP:PORT] [--tls-sni NAME]
-//!                 [--down s1,be/s2] [--state-file FILE] [--map REF=FILE] [--acl REF=FILE]
-//!                 [--table NAME=FILE] REQUEST
+//! fulcrum explain -f haproxy.cfg [--frontend NAME] [--src IP:PORT] [--dst IP:PORT]
+//!                 [--tls-sni NAME] [--down s1,be/s2] [--state-file FILE] [--map REF=FILE]
+//!                 [--acl REF=FILE] [--table NAME=FILE] REQUEST
 //! ```
 //! REQUEST is HTTP/1.1 text (a bare `\n` is taken as a line end), a file holding it, or `-`
 //! for stdin; what follows its head is its body. Live state comes in the runtime API's own
@@ -36,12 +43,14 @@ use crate::tls::facts::Told;
 
 const USAGE: &str = "\
 Usage: fulcrum explain -f <cfgfile|cfgdir> [-f ...] [--frontend NAME] [--src IP:PORT]
-                       [--tls | --tls-sni NAME] [--down SERVER[,SERVER...]]
+                       [--dst IP:PORT] [--tls | --tls-sni NAME] [--down SERVER[,SERVER...]]
                        [--state-file FILE] [--map REF=FILE] [--acl REF=FILE]
                        [--table NAME=FILE] REQUEST
   REQUEST: HTTP/1.1 request text, a file holding it, or - for stdin
   --frontend: the frontend that receives it (default: the first HTTP frontend)
   --src: the client's address (default 127.0.0.1:40000)
+  --dst: the address the client connected to (default: the frontend's first IP bind address;
+    none for a frontend bound only to fd@, UNIX sockets or host names)
   --down: servers to take as in maintenance (NAME in every backend, or BACKEND/NAME)
   --tls, --tls-sni NAME: the request came over TLS (ssl_fc), with that SNI (ssl_fc_sni)
   --state-file: server states as `show servers state` writes them
@@ -57,6 +66,8 @@ struct Opts {
     configs: Vec<PathBuf>,
     frontend: Option<String>,
     src: Option<SocketAddr>,
+    /// `--dst`: the frontend's address the client reached (`dst`, `option originalto`).
+    dst: Option<SocketAddr>,
     down: Vec<String>,
     state_file: Option<PathBuf>,
     /// `--tls` / `--tls-sni`: the request came over TLS (with that server name).
@@ -79,6 +90,10 @@ fn parse(argv: &[String]) -> Result<Opts, String> {
             "--src" => {
                 let v = value()?;
                 o.src = Some(v.parse().map_err(|_| format!("'--src' expects IP:PORT, got '{v}'"))?);
+            }
+            "--dst" => {
+                let v = value()?;
+                o.dst = Some(v.parse().map_err(|_| format!("'--dst' expects IP:PORT, got '{v}'"))?);
             }
             "--down" => o.down.extend(value()?.split(',').map(str::to_string)),
             "--state-file" => o.state_file = Some(value()?.into()),
@@ -163,7 +178,13 @@ pub fn main(argv: &[String]) -> i32 {
     };
     let src = opts.src.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 40000)));
     let told = opts.tls.as_ref().map(|sni| Told { sni: sni.as_deref() });
-    match explain(&config, fe, (src, told.as_ref()), &text) {
+    let local = opts.dst.or_else(|| {
+        fe.binds.iter().flat_map(|b| &b.addrs).find_map(|a| match a {
+            cfg::BindAddr::Inet(a) => Some(*a),
+            _ => None,
+        })
+    });
+    match explain(&config, fe, (src, local, told.as_ref()), &text) {
         Ok(report) => {
             print!("{report}");
             0
@@ -322,33 +343,52 @@ fn pick_frontend<'p>(
 fn explain(
     config: &cfg::Config,
     fe: &Arc<Frontend>,
-    (src, told): (SocketAddr, Option<&Told<'_>>),
+    (src, local, told): (SocketAddr, Option<SocketAddr>, Option<&Told<'_>>),
     text: &[u8],
 ) -> Result<String, String> {
     let http = fe.http.as_ref().ok_or("not an HTTP frontend")?;
     let mut req = Head::new();
-    let limits = Limits { max_head: text.len().max(1024), ..http.limits };
-    let n = match req.parse_request(text, &limits) {
+    // The live session's limits: a head too large for its buffer is refused here too.
+    let n = match req.parse_request(text, &http.limits) {
         Ok(Some(n)) => n,
         Ok(None) => return Err("the request's head is incomplete".into()),
         Err(e) => {
+            let status = e.request_status();
+            let reason = lossy(fulcrum_http::default_reason(status));
             return Ok(format!(
-                "request refused by the parser: {e}\nanswer: 400 Bad Request (termination PR--)\n"
-            ))
+                "request refused by the parser: {e}\nanswer: {status} {reason} (termination PR--)\n"
+            ));
         }
     };
     let before = req.clone();
-    let local = fe.binds.iter().flat_map(|b| &b.addrs).find_map(|a| match a {
-        cfg::BindAddr::Inet(a) => Some(*a),
-        _ => None,
-    });
     let mut parts = Transaction::new(req);
+    // The connection's own rules first, as a new connection passes them (`runtime::accept`):
+    // traced, their variables the session's, their `set-src|dst` the connection's addresses.
+    let connected = {
+        let empty = Vars::default();
+        let mk = fe.ctx(Some(src), local, &empty);
+        crate::runtime::connection_rules(fe, &mk, &mut parts.vars)
+            && crate::runtime::session_rules_on(fe, &mk, &mut parts.vars)
+    };
     let mut txn = parts.txn(fe, http, (Some(src), local), &text[n..]);
+    txn.sync_addrs();
     txn.told_tls = told;
     let mut w = Report::new(config, fe, src, &before);
     let mut progress = Progress::default();
     let ended = loop {
+        if !connected {
+            txn.o.end(Cause::Proxy, Phase::Request);
+            break Ok("answer: none, tcp-request connection|session rules refuse the connection"
+                .to_string());
+        }
         match txn.request(&mut progress) {
+            // As the session (`http::session::txn`): a chunked body already received must be
+            // valid before anything reaches a server.
+            Stop::Backend(_) if !chunked_body_ok(txn.req, txn.body) => {
+                txn.o.end(Cause::Proxy, Phase::Request);
+                let msg = txn.error_message(400, progress.be.as_ref());
+                break Ok(answer(&mut txn, msg, progress.be.as_ref(), Some("")));
+            }
             Stop::Backend(to) => break Err(to),
             Stop::BufferBody | Stop::WaitForBody { .. } => {
                 txn.note(|| "wait-for-body: the body given is all there is".into())
@@ -371,16 +411,14 @@ fn explain(
                 ));
             }
             Stop::Monitor { failing } => {
-                let s = if failing { 503 } else { 200 };
-                break Ok(format!("answer: {s} (monitor-uri; not logged)"));
+                let msg = txn.error_message(if failing { 503 } else { 200 }, None);
+                break Ok(answer(&mut txn, msg, None, None));
             }
-            Stop::Ruled(r) => break Ok(ruled(&mut txn, r)),
+            Stop::Ruled(r) => break Ok(ruled(&mut txn, r, progress.be.as_ref())),
             Stop::NoBackend => {
                 txn.o.end(Cause::Proxy, Phase::Request);
-                break Ok(format!(
-                    "answer: 503 Service Unavailable (termination {})",
-                    state(txn.o)
-                ));
+                let msg = txn.error_message(503, None);
+                break Ok(answer(&mut txn, msg, None, Some("")));
             }
             Stop::TcpBackend => {
                 txn.o.end(Cause::Internal, Phase::Request);
@@ -391,13 +429,20 @@ fn explain(
     let server_part = match &ended {
         Err(to) => {
             let be = progress.be.clone().ok_or("no backend chosen")?;
-            server(config, &be, to, txn.key)
+            let (part, picked) = server(config, &be, to, txn.key);
+            // `http-send-name-header`: the server's name, as the session sets it for a try.
+            let name_header = be.http.as_ref().and_then(|h| h.send_name_header.as_deref());
+            if let (Some(name), Some(i)) = (name_header, picked) {
+                let _ = txn.req.set_header(name.as_bytes(), be.servers[i].name.as_bytes());
+            }
+            part
         }
         Ok(_) => String::new(),
     };
     let trace = txn.vars.trace.take().map(|t| *t).unwrap_or_default();
     w.steps(&trace);
     w.vars(txn.vars);
+    w.addrs(txn.vars);
     w.headers(&before, txn.req);
     match ended {
         Ok(answer) => w.line(&answer),
@@ -414,38 +459,77 @@ fn explain(
     Ok(w.out)
 }
 
+/// The part of a chunked body that was received is valid (or the body is not chunked).
+fn chunked_body_ok(req: &Head, body: &[u8]) -> bool {
+    req.info().body != fulcrum_http::Body::Chunked
+        || body.is_empty()
+        || fulcrum_http::ChunkedScanner::new().scan(body).is_ok()
+}
+
 /// What a rule's ending comes to, in words.
-fn ruled(txn: &mut Txn<'_>, r: Ruled) -> String {
-    let (status, how) = match r {
+fn ruled(txn: &mut Txn<'_>, r: Ruled, be: Option<&Arc<Backend>>) -> String {
+    match r {
         Ruled::Answer { built, cause, phase, .. } => {
             txn.o.end(cause, phase);
-            match built {
+            let msg = match built {
                 Built::Drop => {
                     return format!(
                         "answer: none, the connection closes (termination {})",
                         state(txn.o)
                     )
                 }
-                Built::Status(s) => (s, String::new()),
-                Built::Bytes(b) => {
-                    let head = String::from_utf8_lossy(&b);
-                    let head = head.split("\r\n\r\n").next().unwrap_or("").to_string();
-                    (head.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0), head)
-                }
-            }
+                Built::Status(s) => txn.error_message(s, be),
+                Built::Bytes(b) => b,
+            };
+            answer(txn, msg, be, Some(""))
         }
         Ruled::Tarpit(s) => {
             txn.o.end(Cause::Proxy, Phase::Tarpit);
-            (s, "(after `timeout tarpit`)".into())
+            let msg = txn.error_message(s, be);
+            answer(txn, msg, be, Some("after `timeout tarpit`"))
         }
         Ruled::Prometheus => {
             txn.o.end(Cause::Local, Phase::Request);
-            (200, "(the Prometheus exporter's page)".into())
+            "answer: 200 OK (the Prometheus exporter's page)".to_string()
         }
+    }
+}
+
+/// The answer the client gets for the message `msg` the proxy made: after the
+/// `http-after-response` rules, as the session sends it (`http::session::answer`): its status
+/// line, how it comes and the termination state (`how`: `None` for a request not logged),
+/// then its head.
+fn answer(
+    txn: &mut Txn<'_>,
+    mut msg: Vec<u8>,
+    be: Option<&Arc<Backend>>,
+    how: Option<&str>,
+) -> String {
+    if msg.is_empty() {
+        return format!("answer: none, an empty message (termination {})", state(txn.o));
+    }
+    if crate::http::analyse::has_after_response(txn.fe, be) {
+        let limits = Limits { max_head: msg.len().max(1024), max_headers: 1000 };
+        if let Ok(Some(n)) = txn.resp.parse_response(&msg, &limits) {
+            txn.after_response(be, None);
+            let mut out = Vec::with_capacity(msg.len() + 64);
+            txn.resp.write_to(&mut out);
+            out.extend_from_slice(&msg[n..]);
+            msg = out;
+        }
+    }
+    let head = String::from_utf8_lossy(&msg);
+    let head = head.split("\r\n\r\n").next().unwrap_or("");
+    let mut status_line = head.lines().next().unwrap_or("").splitn(3, ' ').skip(1);
+    let status: u16 = status_line.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let reason = status_line.next().unwrap_or("");
+    let why = match how {
+        None => "(monitor-uri; not logged)".to_string(),
+        Some("") => format!("(termination {})", state(txn.o)),
+        Some(how) => format!("({how}; termination {})", state(txn.o)),
     };
-    let reason = String::from_utf8_lossy(fulcrum_http::default_reason(status)).into_owned();
-    let mut s = format!("answer: {status} {reason} (termination {})\n", state(txn.o));
-    for l in how.lines() {
+    let mut s = format!("answer: {status} {reason} {why}\n");
+    for l in head.lines() {
         s.push_str(&format!("  {l}\n"));
     }
     s.trim_end().to_string()
@@ -457,8 +541,13 @@ fn state(o: &Outcome) -> String {
     format!("{}{}--", a as char, b as char)
 }
 
-/// The server the backend's balancer picks, from a fresh start, and why.
-fn server(config: &cfg::Config, be: &Arc<Backend>, to: &ToServer, key: &[u8]) -> String {
+/// The server the backend's balancer picks, from a fresh start, and why; its index.
+fn server(
+    config: &cfg::Config,
+    be: &Arc<Backend>,
+    to: &ToServer,
+    key: &[u8],
+) -> (String, Option<usize>) {
     let balance = config
         .backends()
         .find(|p| p.name == be.name)
@@ -472,8 +561,10 @@ fn server(config: &cfg::Config, be: &Arc<Backend>, to: &ToServer, key: &[u8]) ->
     let candidates: Vec<&str> =
         be.servers.iter().filter(|s| s.is_up()).map(|s| s.name.as_str()).collect();
     let mut s = format!("backend: {}\n", be.name);
+    let mut picked = None;
     match be.try_acquire_persist(pick_key, to.persist, None) {
         Ok(Ok(slot)) => {
+            picked = Some(slot.index());
             let name = &be.servers[slot.index()].name;
             let why = match (to.persist, be.maps_keys()) {
                 (Some(_), _) => "persistence".to_string(),
@@ -485,7 +576,7 @@ fn server(config: &cfg::Config, be: &Arc<Backend>, to: &ToServer, key: &[u8]) ->
         Ok(Err(_)) => s.push_str("server: none free now, the request would wait in the queue\n"),
         Err(_) => s.push_str("server: none usable: answer 503 (termination SC--)\n"),
     }
-    s
+    (s, picked)
 }
 
 /// The `balance` line's words.
@@ -612,6 +703,20 @@ impl<'c> Report<'c> {
         }
     }
 
+    /// The client's and the frontend's addresses when rules changed them (`set-src`...):
+    /// the log line and the forwarded headers name these.
+    fn addrs(&mut self, vars: &Vars) {
+        let Some(a) = vars.addrs.as_deref() else { return };
+        let show = |a: Option<SocketAddr>| a.map_or("none".to_string(), |a| a.to_string());
+        self.line(&format!(
+            "addresses: src {} dst {} (the connection's: src {} dst {})",
+            show(a.src),
+            show(a.dst),
+            show(a.fc_src),
+            show(a.fc_dst)
+        ));
+    }
+
     fn headers(&mut self, before: &Head, after: &Head) {
         let b: Vec<(Vec<u8>, Vec<u8>)> =
             before.headers().map(|(n, v)| (n.to_ascii_lowercase(), v.to_vec())).collect();
@@ -663,13 +768,24 @@ mod tests {
 
     #[test]
     fn arguments_name_the_files_the_frontend_and_the_request() {
-        let a: Vec<String> = ["-f", "a.cfg", "--src", "10.0.0.1:5", "--down", "s1,b/s2", "req.txt"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let a: Vec<String> = [
+            "-f",
+            "a.cfg",
+            "--src",
+            "10.0.0.1:5",
+            "--dst",
+            "10.0.0.2:80",
+            "--down",
+            "s1,b/s2",
+            "req.txt",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         let o = parse(&a).expect("parsed");
         assert_eq!(o.configs, vec![PathBuf::from("a.cfg")]);
         assert_eq!(o.src, Some("10.0.0.1:5".parse().expect("addr")));
+        assert_eq!(o.dst, Some("10.0.0.2:80".parse().expect("addr")));
         assert_eq!(o.down, vec!["s1", "b/s2"]);
         assert_eq!(o.request.as_deref(), Some("req.txt"));
         assert!(parse(&["-f".into(), "a.cfg".into()]).is_err());

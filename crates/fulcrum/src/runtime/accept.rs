@@ -255,13 +255,8 @@ fn admit(fe: &Frontend, conn: &mut Accepted, shared: &Shared, bind: &Bind) -> bo
         let mut vars = crate::rules::sample::Vars::default();
         let empty = crate::rules::sample::Vars::default();
         let mk = crate::frontend::Frontend::ctx(fe, conn.peer, dst, &empty);
-        let mut accepted =
-            crate::rules::tcp_run(&r.tcp_connection, &r.acls, &mk, &mut vars, Level::Session);
-        // `tcp-request connection set-src|dst` change the connection's own addresses
-        // (`fc_src`...), the later levels the session's only.
-        if let Some(a) = vars.addrs.as_mut() {
-            (a.fc_src, a.fc_dst) = (a.src, a.dst);
-            (a.sess_src, a.sess_dst) = (a.src, a.dst);
+        let mut accepted = connection_rules(fe, &mk, &mut vars);
+        if let Some(a) = &vars.addrs {
             conn.peer = a.src;
         }
         if !vars.is_empty() {
@@ -294,6 +289,42 @@ fn admit(fe: &Frontend, conn: &mut Accepted, shared: &Shared, bind: &Bind) -> bo
     }
     Counters::inc(&fe.counters.sessions);
     true
+}
+
+/// `tcp-request connection` rules on a new connection (`mk`: what they see): false when they
+/// reject it. `vars` takes what they set; their `set-src|dst` change the connection's own
+/// addresses (`fc_src`...), where the later levels change the session's only. (`fulcrum
+/// explain` runs them too.)
+#[inline]
+pub(crate) fn connection_rules(
+    fe: &Frontend,
+    mk: &crate::rules::sample::Ctx<'_>,
+    vars: &mut crate::rules::sample::Vars,
+) -> bool {
+    let r = &fe.rules;
+    let accepted = crate::rules::tcp_run(&r.tcp_connection, &r.acls, mk, vars, Level::Session);
+    if let Some(a) = vars.addrs.as_mut() {
+        (a.fc_src, a.fc_dst) = (a.src, a.dst);
+        (a.sess_src, a.sess_dst) = (a.src, a.dst);
+    }
+    accepted
+}
+
+/// `tcp-request session` rules over the connection's variables (`mk`: what they see), then
+/// the session counted on what it tracks: false when they reject it. (`fulcrum explain` runs
+/// them too.)
+#[inline]
+pub(crate) fn session_rules_on(
+    fe: &Frontend,
+    mk: &crate::rules::sample::Ctx<'_>,
+    vars: &mut crate::rules::sample::Vars,
+) -> bool {
+    let r = &fe.rules;
+    let ok = crate::rules::tcp_run(&r.tcp_session, &r.acls, mk, vars, Level::Session);
+    if let Some(sc) = &vars.sc {
+        sc.session_started();
+    }
+    ok
 }
 
 /// A `mode http` connection. The session runs boxed and its future is freed when the
@@ -635,12 +666,9 @@ fn session_rules(fe: &Frontend, conn: &mut Accepted) -> bool {
     let mut mk = crate::frontend::Frontend::ctx(fe, src, dst, &empty);
     mk.client = Some(&conn.client);
     mk.pp = conn.proxied.as_deref();
-    let ok = crate::rules::tcp_run(&r.tcp_session, &r.acls, &mk, &mut vars, Level::Session);
+    let ok = session_rules_on(fe, &mk, &mut vars);
     if let Some(a) = &vars.addrs {
         conn.peer = a.src;
-    }
-    if let Some(sc) = &vars.sc {
-        sc.session_started();
     }
     if !vars.is_empty() {
         conn.vars = Some(Box::new(vars));

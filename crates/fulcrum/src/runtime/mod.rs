@@ -9,6 +9,7 @@
 //! a session does (the `tcp` and `http` modules).
 
 mod accept;
+pub(crate) use accept::{connection_rules, session_rules_on};
 pub mod profiling;
 pub mod sessions;
 

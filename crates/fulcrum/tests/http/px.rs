@@ -14,6 +14,19 @@
 //!
 //! Header names are compared without case everywhere: HAProxy sends every header name in lower
 //! case (to servers and to clients); values and order are compared exactly.
+//!
+//! Every request a Fulcrum proxy answers through the helpers here (`Px::send`, `get`,
+//! `get_with`, `Client::request`/`try_request` on a client from `Px::client`/`client_to`) is
+//! also given to `fulcrum explain` with the same configuration file, frontend and client
+//! address, and what explain says (status, termination state, backend, server, the head the
+//! server got) must be what the live proxy did (`crosscheck.rs`, issue 36 §2). The skip rule,
+//! in short (the details and reasons are `crosscheck.rs`'s): no request is checked on a proxy
+//! whose live state may leave its configuration (a runtime API, the stats admin form, health
+//! checks, observed errors, conditions drawn by chance); only the first request of a proxy
+//! whose decisions read what requests accumulate (stick tables, counters, rates, `proc.`
+//! variables); only the first request of each connection; only exactly one complete HTTP/1
+//! request that opens no tunnel; at most a few distinct requests per proxy.
+//! `FULCRUM_TEST_EXPLAIN=off` turns it off, `all` checks every eligible request.
 #![allow(dead_code)]
 
 use std::fmt::Debug;
@@ -23,10 +36,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use fulcrum_testserver::{Counts, Mode, Running};
 
+use crate::crosscheck::Checker;
 use crate::harness::{scratch, spawn_with_listeners, Proc, BIN};
 
 /// A proxy implementation under test.
@@ -115,6 +130,8 @@ pub struct Px {
     pub proc: Proc,
     pub addrs: Vec<SocketAddr>,
     pub dir: PathBuf,
+    /// The `explain` cross-check of a Fulcrum proxy's answers (`crosscheck.rs`).
+    pub explain: Option<Arc<Checker>>,
 }
 
 static SEQ: AtomicUsize = AtomicUsize::new(0);
@@ -153,7 +170,8 @@ impl Target {
         let (text, listeners) = fill(cfg, &dir);
         let path = dir.join("proxy.cfg");
         std::fs::write(&path, &text).expect("write cfg");
-        let addrs = listeners.iter().map(|l| l.local_addr().expect("addr")).collect();
+        let addrs: Vec<SocketAddr> =
+            listeners.iter().map(|l| l.local_addr().expect("addr")).collect();
         let mut cmd = match self {
             Target::Fulcrum => {
                 let mut c = Command::new(BIN);
@@ -169,7 +187,21 @@ impl Target {
         };
         cmd.arg("-f").arg(&path);
         let proc = spawn_with_listeners(cmd, &dir, listeners);
-        Px { target: self, proc, addrs, dir }
+        let explain = match self {
+            Target::Fulcrum => Checker::new(&path, &text, &addrs, proc.log.clone()).map(Arc::new),
+            Target::Haproxy => None,
+        };
+        Px { target: self, proc, addrs, dir, explain }
+    }
+}
+
+impl Drop for Px {
+    /// The `explain` checks of the requests this proxy answered (`crosscheck.rs`), while it
+    /// is still up, unless the test already failed.
+    fn drop(&mut self) {
+        if let Some(check) = self.explain.as_ref().filter(|_| !std::thread::panicking()) {
+            check.finish();
+        }
     }
 }
 
@@ -182,10 +214,12 @@ impl Px {
     }
     /// A new client connection to frontend 0.
     pub fn client(&self) -> Client {
-        Client::connect(self.addr())
+        self.client_to(0)
     }
     pub fn client_to(&self, fe: usize) -> Client {
-        Client::connect(self.addrs[fe])
+        let mut c = Client::connect(self.addrs[fe]);
+        c.explain = self.explain.clone().map(|e| (e, fe));
+        c
     }
     /// One request on a new connection (raw bytes as given); the first final answer.
     pub fn send(&self, raw: &[u8]) -> Resp {
@@ -339,6 +373,10 @@ pub struct Client {
     pub s: TcpStream,
     buf: Vec<u8>,
     eof: bool,
+    /// The proxy's `explain` cross-check and the harness frontend this client reached.
+    explain: Option<(Arc<Checker>, usize)>,
+    /// Bytes were sent on this connection already.
+    used: bool,
 }
 
 /// Every read and write gives up after this: the slowest expected answer takes 1.5 s.
@@ -353,23 +391,35 @@ impl Client {
         let _ = s.set_read_timeout(Some(IO_TIMEOUT));
         let _ = s.set_write_timeout(Some(IO_TIMEOUT));
         let _ = s.set_nodelay(true);
-        Client { s, buf: Vec::new(), eof: false }
+        Client { s, buf: Vec::new(), eof: false, explain: None, used: false }
     }
 
     pub fn send(&mut self, bytes: &[u8]) {
+        self.used = true;
         self.s.write_all(bytes).expect("write to proxy");
     }
 
     /// Writes, ignoring errors (the proxy may already have closed).
     pub fn send_lossy(&mut self, bytes: &[u8]) -> bool {
+        self.used = true;
         self.s.write_all(bytes).is_ok()
     }
 
-    /// Sends `raw` and reads the final answer (interim ones are in `interim`).
+    /// Sends `raw` and reads the final answer (interim ones are in `interim`); a Fulcrum
+    /// proxy's answer is cross-checked with `explain` (see the module doc).
     pub fn request(&mut self, raw: &[u8]) -> Resp {
+        self.try_request(raw).unwrap_or_else(|e| panic!("no answer to {:?}: {e}", show(raw)))
+    }
+
+    /// [`Client::request`], the lack of an answer told rather than a panic.
+    pub fn try_request(&mut self, raw: &[u8]) -> Result<Resp, String> {
+        let first = !self.used;
         self.send_lossy(raw);
-        let head = raw.starts_with(b"HEAD ");
-        self.read_final(head).unwrap_or_else(|e| panic!("no answer to {:?}: {e}", show(raw)))
+        let resp = self.read_final(raw.starts_with(b"HEAD "))?;
+        if let (Some((check, fe)), Ok(src)) = (&self.explain, self.s.local_addr()) {
+            check.check(*fe, src, raw, first, &resp);
+        }
+        Ok(resp)
     }
 
     /// Reads more bytes into the buffer; false on EOF/reset/timeout.
@@ -378,7 +428,15 @@ impl Client {
             return Err("connection closed".into());
         }
         let mut tmp = [0u8; 16384];
-        match self.s.read(&mut tmp) {
+        let read = loop {
+            match self.s.read(&mut tmp) {
+                // A signal caught by the test process (glibc's own, a thread's): a read under
+                // `SO_RCVTIMEO` is never restarted (signal(7)), so it is read again here.
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                r => break r,
+            }
+        };
+        match read {
             Ok(0) => {
                 self.eof = true;
                 Err("connection closed".into())
