@@ -779,6 +779,17 @@ fn backend(
     }
 }
 
+/// A proxy's timeouts as the run time reads them: the configuration's, with HAProxy's
+/// defaults applied (`timeout tarpit` falls back on `timeout connect` in proxies that are
+/// backends; a frontend answers its tarpit at once unless `timeout tarpit` is set).
+fn timeouts(p: &cfg::Proxy) -> cfg::Timeouts {
+    let mut t = p.timeouts.clone();
+    if p.kind != cfg::ProxyKind::Frontend {
+        t.tarpit = t.tarpit.or(t.connect);
+    }
+    t
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -809,15 +820,4 @@ mod tests {
         let ids = auto_ids([None, None, Some(2), None].into_iter());
         assert_eq!(ids, [1, 3, 2, 5]);
     }
-}
-
-/// A proxy's timeouts as the run time reads them: the configuration's, with HAProxy's
-/// defaults applied (`timeout tarpit` falls back on `timeout connect` in proxies that are
-/// backends; a frontend answers its tarpit at once unless `timeout tarpit` is set).
-fn timeouts(p: &cfg::Proxy) -> cfg::Timeouts {
-    let mut t = p.timeouts.clone();
-    if p.kind != cfg::ProxyKind::Frontend {
-        t.tarpit = t.tarpit.or(t.connect);
-    }
-    t
 }

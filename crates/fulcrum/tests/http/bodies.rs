@@ -410,6 +410,28 @@ fn a_stalled_chunked_upload_gets_504_when_timeout_server_ends_it() {
 }
 
 #[test]
+fn a_get_rewritten_to_put_keeps_its_body_and_the_server_connection_carries_on() {
+    // `http-request set-method PUT` on a GET: the client gets the server's body (the method
+    // the server got says it has one), and nothing more is read from the server for it: the
+    // next request goes on the same server connection at once.
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&format!(
+            "global\n nbthread 1\n{}",
+            one(&srv, " http-request set-method PUT if METH_GET\n")
+        ));
+        let mut c = px.client();
+        let first = c.request(b"GET /?s=3000 HTTP/1.1\r\nHost: t\r\n\r\n");
+        let second = c.request(b"GET /?s=5 HTTP/1.1\r\nHost: t\r\n\r\n");
+        let conns = srv.counts().conns;
+        assert_eq!((first.status, first.body.len()), (200, 3000));
+        assert_eq!((second.status, second.body.len()), (200, 5));
+        assert_eq!(conns, 1, "{}: one server connection", t.name());
+        (first.body.len(), second.body.len(), conns)
+    });
+}
+
+#[test]
 fn a_head_rewritten_to_get_gets_no_body_and_the_server_connection_carries_on() {
     // `http-request set-method GET` on a HEAD: the server sends a body (sized, then chunked),
     // the client gets none, and the server's connection carries the next requests cleanly

@@ -46,8 +46,7 @@
 //!
 //! Parts of a check are left out where the live side cannot be read or differs by design:
 //! - the log line ([`no_log`]) under the configuration's own `log-format`, where several
-//!   streams logged the client address the rules set (`set-src-port int(4242)`), and with
-//!   `http-request set-method` (a live bug makes that stream end late: see [`no_log`]);
+//!   streams logged the client address the rules set (`set-src-port int(4242)`);
 //! - the head ([`no_head`]) when a server speaks HTTP/2 (its echo is not an HTTP/1 head) or a
 //!   field is made from time or chance (`date`, `rand`, `uuid`, `unique-id`, `%t`...);
 //!   `http-send-name-header`'s field when the live server is not explain's fresh pick;
@@ -632,12 +631,6 @@ pub fn first_only(text: &str) -> Option<&'static str> {
 pub fn no_log(lines: &[Vec<&str>]) -> Option<&'static str> {
     if lines.iter().any(|w| w[0] == "log-format" || w[0] == "error-log-format") {
         return Some("the configuration's own log format: the line is not httplog's");
-    }
-    // A live bug (src/http/session/txn.rs, `response_facts`'s `skipped`): a method rewritten
-    // from anything but HEAD has the response's body drained a second time, and the stream
-    // (its log line) ends only at `timeout server`. Remove once fixed.
-    if lines.iter().any(|w| w[0] == "http-request" && w.get(1) == Some(&"set-method")) {
-        return Some("set-method: the live stream ends at `timeout server` (a live bug)");
     }
     None
 }

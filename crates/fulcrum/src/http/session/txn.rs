@@ -482,23 +482,25 @@ impl Session<'_> {
     ) -> Answered {
         let status = self.t.resp.status();
         let resp_info = *self.t.resp.info();
-        let resp_body = fulcrum_http::response_body(&self.t.resp, method);
+        // The body follows the method the server got (`http-request set-method` may have
+        // changed it); a HEAD client gets none: what the server sends for another method is
+        // read and dropped after the head went.
+        let sent = self.t.req.method();
+        let from_server = fulcrum_http::response_body(&self.t.resp, sent);
+        let (resp_body, skipped) = match from_server {
+            b @ (Body::Length(_) | Body::Chunked) if method == Method::Head => {
+                (Body::None, Some(b))
+            }
+            _ if method == Method::Head => (Body::None, None),
+            b => (b, None),
+        };
         let tunnel = (status == 101 && upgrade) || (method == Method::Connect && status / 100 == 2);
         fulcrum_http::strip_hop_by_hop(&mut self.t.resp, status == 101);
-        // The body a server sends for a method rewritten from HEAD never reaches the client:
-        // it is read and dropped after the head went.
-        let skipped = match self.t.req.method() {
-            m if m == method => None,
-            m => match fulcrum_http::response_body(&self.t.resp, m) {
-                b @ (Body::Length(_) | Body::Chunked) => Some(b),
-                _ => None,
-            },
-        };
         let server_keep = !tunnel
             && body_done
             && conn_mode == ConnMode::KeepAlive
             && !info.te_and_cl
-            && resp_body != Body::UntilClose
+            && from_server != Body::UntilClose
             && match self.t.resp.version() {
                 Version::Http10 => resp_info.conn_keep_alive,
                 _ => !resp_info.conn_close,
