@@ -6,9 +6,9 @@
 //! termination state. No socket is opened and no server is asked. Before the analysers, the
 //! connection's `tcp-request connection|session` rules run as the accept loop runs them
 //! (`runtime::connection_rules`, `session_rules_on`); an answer goes through the
-//! `http-after-response` rules as the session sends it. What the session alone does around the
-//! analysers is taken from it where explain needs it: the parser's limits, a chunked body
-//! checked before a server, `http-send-name-header`. The `http` tests run explain beside every
+//! `http-after-response` rules as the session sends it. The chunked body's check before a
+//! server and `http-send-name-header` are the analysers' (`Stop::BadBody`, `Txn::name_server`),
+//! the parser's limits the frontend's. The `http` tests run explain beside every
 //! live Fulcrum they start (`tests/http/crosscheck.rs`).
 //!
 //! ```text
@@ -382,9 +382,7 @@ fn explain(
                 .to_string());
         }
         match txn.request(&mut progress) {
-            // As the session (`http::session::txn`): a chunked body already received must be
-            // valid before anything reaches a server.
-            Stop::Backend(_) if !chunked_body_ok(txn.req, txn.body) => {
+            Stop::BadBody => {
                 txn.o.end(Cause::Proxy, Phase::Request);
                 let msg = txn.error_message(400, progress.be.as_ref());
                 break Ok(answer(&mut txn, msg, progress.be.as_ref(), Some("")));
@@ -431,9 +429,8 @@ fn explain(
             let be = progress.be.clone().ok_or("no backend chosen")?;
             let (part, picked) = server(config, &be, to, txn.key);
             // `http-send-name-header`: the server's name, as the session sets it for a try.
-            let name_header = be.http.as_ref().and_then(|h| h.send_name_header.as_deref());
-            if let (Some(name), Some(i)) = (name_header, picked) {
-                let _ = txn.req.set_header(name.as_bytes(), be.servers[i].name.as_bytes());
+            if let Some(i) = picked {
+                txn.name_server(&be, i);
             }
             part
         }
@@ -457,13 +454,6 @@ fn explain(
         }
     }
     Ok(w.out)
-}
-
-/// The part of a chunked body that was received is valid (or the body is not chunked).
-fn chunked_body_ok(req: &Head, body: &[u8]) -> bool {
-    req.info().body != fulcrum_http::Body::Chunked
-        || body.is_empty()
-        || fulcrum_http::ChunkedScanner::new().scan(body).is_ok()
 }
 
 /// What a rule's ending comes to, in words.

@@ -206,6 +206,9 @@ pub enum Stop {
     NoBackend,
     /// A `mode tcp` backend for an HTTP request: the connection closes.
     TcpBackend,
+    /// The part of a chunked request body received so far is invalid: 400, and the
+    /// connection closes (nothing reached a server).
+    BadBody,
     /// The request goes to `Progress::be`, edited for it, with what choosing its server needs.
     Backend(ToServer),
 }
@@ -335,8 +338,24 @@ impl<'s> Txn<'s> {
             }
         }
         self.make_unique_id(Some(be), true);
+        // A chunked body already received must be valid before anything reaches a server.
+        let chunked = self.req.info().body == Body::Chunked && !self.body.is_empty();
+        if chunked && fulcrum_http::ChunkedScanner::new().scan(self.body).is_err() {
+            self.note(|| "the chunked body received is invalid".into());
+            return Stop::BadBody;
+        }
         let be_http = be.http.as_deref().expect("an HTTP backend");
         Stop::Backend(self.for_server(be, be_http))
+    }
+
+    /// `http-send-name-header`: the server a try goes to, named in the request as the backend
+    /// says (HAProxy sets it at the last moment, for each try); whether the head changed.
+    pub fn name_server(&mut self, be: &Backend, idx: usize) -> bool {
+        let Some(name) = be.http.as_deref().and_then(|h| h.send_name_header.as_deref()) else {
+            return false;
+        };
+        let _ = self.req.set_header(name.as_bytes(), be.servers[idx].name.as_bytes());
+        true
     }
 
     /// The rules of the stats page's proxy, when [`Stop::Stats`] stopped the analysers.

@@ -251,3 +251,30 @@ fn the_trace_names_each_acl_a_condition_evaluated_in_order_and_short_circuited()
     );
     assert_eq!(s.head.header(b"x-hit"), Some(&b"1"[..]));
 }
+
+/// A chunked body received with the head is checked before anything reaches a server: an
+/// invalid one stops the analysers (400); `http-send-name-header` names the try's server.
+#[test]
+fn an_invalid_chunked_body_stops_before_a_server_and_the_server_is_named() {
+    let p = plan(
+        "frontend fe\n bind 127.0.0.1:1\n default_backend b\n\
+         backend b\n http-send-name-header X-Srv\n server s 127.0.0.1:2\n",
+    );
+    let chunked = "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n";
+    let bad = run(&p, &format!("{chunked}zz\r\nab\r\n"));
+    assert_eq!(bad.stops.last().map(String::as_str), Some("BadBody"));
+    let good = run(&p, &format!("{chunked}2\r\nab\r\n0\r\n\r\n"));
+    assert_eq!(good.stops.last().map(String::as_str), Some("Backend"));
+    // (Part of a valid body is fine too: the rest comes later.)
+    let part = run(&p, &format!("{chunked}5\r\nab"));
+    assert_eq!(part.stops.last().map(String::as_str), Some("Backend"));
+    let plan_be = &p.proxies.backends[0];
+    let fe = &p.proxies.frontends[0];
+    let mut t = Transaction::new(Head::new());
+    let text = b"GET / HTTP/1.1\r\nHost: h\r\n\r\n";
+    t.req.parse_request(text, &Limits::default()).expect("parses");
+    let addrs = (None, None);
+    let mut txn = t.txn(fe, fe.http.as_ref().expect("http"), addrs, &[]);
+    assert!(txn.name_server(plan_be, 0));
+    assert_eq!(t.req.header(b"x-srv"), Some(&b"s"[..]));
+}

@@ -61,17 +61,6 @@ impl Session<'_> {
         let ToServer { upgrade, persist, mut stores, key, conn_mode } = to;
         let keybuf = std::mem::take(&mut self.t.key);
 
-        // A chunked body already received must be valid before anything reaches a server.
-        if info.body == Body::Chunked && !self.cbuf.is_empty() {
-            let mut check = ChunkedScanner::new();
-            if check.scan(self.cbuf.data()).is_err() {
-                self.t.key = keybuf;
-                let mut i = info;
-                i.conn_close = true;
-                self.t.o.end(Cause::Proxy, Phase::Request);
-                return self.answer(400, &i, Some(&be)).await;
-            }
-        }
         // The head as it goes to the server (its text written when a try needs it: an HTTP/2
         // server takes it as parsed); rewrites must leave it within a buffer, as in HAProxy.
         let len = self.request_head_len();
@@ -99,10 +88,7 @@ impl Session<'_> {
                 Err(e) if self.no_server(e) => return Next::Close,
                 Err(_) => return self.answer(503, &info, Some(&be)).await,
             };
-            if let Some(name) = &be_http.send_name_header {
-                // `http-send-name-header`: this try's server (HAProxy sets it at the last moment).
-                let srv = be.servers[slot.index()].name.as_bytes();
-                let _ = self.t.req.set_header(name.as_bytes(), srv);
+            if be_http.send_name_header.is_some() && self.txn().name_server(&be, slot.index()) {
                 self.write_request_head();
             }
             let reused = sc.requests > 0;
@@ -341,6 +327,12 @@ impl Session<'_> {
                 Stop::NoBackend => {
                     self.t.o.end(Cause::Proxy, Phase::Request);
                     return Err(self.answer(503, &info, None).await);
+                }
+                Stop::BadBody => {
+                    self.t.o.end(Cause::Proxy, Phase::Request);
+                    let mut i = info;
+                    i.conn_close = true;
+                    return Err(self.answer(400, &i, be).await);
                 }
                 Stop::TcpBackend => {
                     // As HAProxy: the stream fails and the connection closes without an
