@@ -48,19 +48,25 @@ pub fn strip_hop_by_hop(head: &mut Head, keep_upgrade: bool) {
     // Without a Connection field no other field is named (the usual case: no search per field).
     // TE goes, but `trailers` (lower case, without parameters) is passed on as HAProxy does.
     let (mut connection, mut te_trailers, mut any) = (false, false, false);
+    // Only `te: trailers` as it goes on (gRPC's requests): stripped and added again, the head
+    // would be the same.
+    let (mut only_trailers, mut other) = (true, false);
     for (special, _, v) in head.tagged_headers() {
         match special {
-            Special::Connection => (connection, any) = (true, true),
+            Special::Connection => (connection, any, other) = (true, true, true),
             Special::Te => {
                 any = true;
                 te_trailers |= comma_values(v).any(|t| t == b"trailers");
+                only_trailers &= v == b"trailers";
             }
-            Special::KeepAlive | Special::ProxyConnection | Special::Upgrade => any = true,
+            Special::KeepAlive | Special::ProxyConnection | Special::Upgrade => {
+                (any, other) = (true, true)
+            }
             _ => {}
         }
     }
     // No hop-by-hop field at all (most heads): nothing to strip or add.
-    if !any {
+    if !any || (!other && only_trailers) {
         return;
     }
     // The head as it is now decides (an edit may have removed Connection or Upgrade).
@@ -153,6 +159,12 @@ mod tests {
         let mut h = req(b"GET / HTTP/1.1\r\nHost: a\r\nTE: Trailers\r\n\r\n");
         strip_hop_by_hop(&mut h, false);
         assert_eq!(names(&h), ["Host"], "compared as HAProxy compares it");
+        // Only `trailers` (gRPC's requests): the head stays as it is, field for field.
+        let raw = b"GET / HTTP/1.1\r\nHost: a\r\nte: trailers\r\nX-A: 1\r\n\r\n";
+        let mut h = req(raw);
+        strip_hop_by_hop(&mut h, false);
+        assert_eq!(names(&h), ["Host", "te", "X-A"]);
+        assert_eq!(h.header(b"te"), Some(&b"trailers"[..]));
     }
 
     #[test]
