@@ -117,7 +117,7 @@ impl Backend {
         let dynamic = self.dynamic_weights();
         let log_checks = self.log_health_checks;
         for srv in self.servers.iter_mut() {
-            let Some(o) = old.servers.iter().find(|s| s.name == srv.name) else { continue };
+            let Some(o) = old.server_index(&srv.name).map(|i| &old.servers[i]) else { continue };
             srv.adopt_live(o);
             let saved = o.state().clone();
             let mut r = srv.state();

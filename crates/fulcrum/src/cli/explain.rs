@@ -240,7 +240,7 @@ fn take_down(backends: &[Arc<Backend>], names: &[String]) -> Result<(), String> 
         };
         let mut found = false;
         for be in backends.iter().filter(|b| be_name.is_none_or(|n| n == b.name)) {
-            if let Some(idx) = be.servers.iter().position(|s| s.name == srv) {
+            if let Some(idx) = be.server_index(srv) {
                 let flag = crate::server::state::Admin::FMAINT;
                 be.change_server(idx, Change::SetAdmin { flag, cause: "explain --down".into() });
                 found = true;

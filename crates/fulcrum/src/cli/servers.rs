@@ -130,7 +130,7 @@ pub fn delete(
     let Some(be) = current.proxies.backend(backend) else {
         return Err(vec!["No such backend.".into()]);
     };
-    let Some(srv) = be.servers.iter().find(|s| s.name == name) else {
+    let Some(srv) = be.server_index(name).map(|i| &be.servers[i]) else {
         return Err(vec!["No such server.".into()]);
     };
     if !srv.state().admin.maint() {

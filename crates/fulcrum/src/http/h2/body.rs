@@ -329,22 +329,29 @@ impl Sending {
         if !last.is_empty() {
             c.send_data(id, last, false)?;
         }
-        let mut fields: Vec<(Vec<u8>, &[u8])> = Vec::new();
-        for line in self.trailers.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            let Some(colon) = line.iter().position(|&b| b == b':') else { continue };
-            let (name, value) = (&line[..colon], line[colon + 1..].trim_ascii());
-            if connection_specific(name)
-                || http::HeaderName::from_bytes(name).is_err()
-                || http::HeaderValue::from_bytes(value).is_err()
-            {
-                continue;
-            }
-            fields.push((name.to_ascii_lowercase(), value));
-        }
-        let block = super::hpack::block_of(fields.iter().map(|(n, v)| (n.as_slice(), *v)));
+        let fields = trailer_fields(&mut self.trailers);
+        let block = super::hpack::block_of(fields.fields());
         c.send_trailers(id, block)
     }
+}
+
+/// Trailer lines (`name: value` CRLF, as the chunked scanner keeps them) as fields for HTTP/2:
+/// names in lower case, those of one HTTP/1 connection (and any HTTP/2 could not carry) left
+/// out. `lines` is emptied.
+pub fn trailer_fields(lines: &mut Vec<u8>) -> fulcrum_h2::RawHead {
+    let mut fields = fulcrum_h2::RawHead::new();
+    for line in lines.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(colon) = line.iter().position(|&b| b == b':') else { continue };
+        let (name, value) = (line[..colon].to_ascii_lowercase(), line[colon + 1..].trim_ascii());
+        let valid = http::HeaderName::from_bytes(&name).is_ok()
+            && http::HeaderValue::from_bytes(value).is_ok();
+        if valid && !connection_specific(&name) {
+            fields.push(&name, value);
+        }
+    }
+    lines.clear();
+    fields
 }
 
 /// Fields that speak for one HTTP/1 connection: never sent in HTTP/2 (RFC 9113 8.2.2).

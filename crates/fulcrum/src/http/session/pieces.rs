@@ -13,6 +13,7 @@
 use std::task::{Context, Waker};
 
 use super::*;
+use crate::http::h2::body::trailer_fields;
 use crate::http::peer::Piece;
 
 /// Where a body's pieces come from.
@@ -291,22 +292,6 @@ async fn h1_next(
             _ => {}
         }
     }
-}
-
-/// Trailer lines (`name: value` CRLF, as the chunked scanner keeps them) as fields for HTTP/2:
-/// names in lower case, those of one HTTP/1 connection left out. `lines` is emptied.
-fn trailer_fields(lines: &mut Vec<u8>) -> fulcrum_h2::RawHead {
-    let mut fields = fulcrum_h2::RawHead::new();
-    for line in lines.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let Some(colon) = line.iter().position(|&b| b == b':') else { continue };
-        let (name, value) = (line[..colon].to_ascii_lowercase(), line[colon + 1..].trim_ascii());
-        if !crate::http::h2::body::connection_specific(&name) {
-            fields.push(&name, value);
-        }
-    }
-    lines.clear();
-    fields
 }
 
 /// A piece in HTTP/1's chunked framing, written into `out`: the data as one chunk, then, at the
