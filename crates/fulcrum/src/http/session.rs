@@ -8,13 +8,13 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use fulcrum_http::{Body, ChunkedScanner, Head, Method, Version};
+use fulcrum_http::{Body, ChunkedScanner, Head, Version};
 use tokio::time::Instant;
 
 use fulcrum_config as cfg;
 
 use super::analyse::{
-    self, Built, KeepFacts, KeyKind, Ruled, Stop, ToServer, Transaction, Tries, TryEnd, Txn,
+    self, Answered, Built, KeepFacts, Ruled, Stop, ToServer, Transaction, Tries, TryEnd, Txn,
 };
 use super::io::{send_within, write_all, write_all_within, RecvBuf};
 use super::peer::Peer;
@@ -24,7 +24,7 @@ use crate::backend::{Backend, PickKey, ServerSlot};
 use crate::connection::{Pipe, Stream};
 use crate::counters::Counters;
 use crate::frontend::Frontend;
-use crate::http_settings::{ConnMode, HttpProxy, Reuse};
+use crate::http_settings::{HttpProxy, Reuse};
 use crate::outcome::{Cause, Outcome, Phase};
 use crate::rules::Base;
 use crate::shared::Shared;

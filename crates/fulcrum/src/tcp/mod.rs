@@ -482,7 +482,8 @@ pub async fn connect_after<L: ServerLink>(
         Counters::inc(&slot.server().counters.connect_errors);
         Counters::inc(&be.counters.connect_errors);
         observe(be, slot.index(), true, "L4 unsuccessful connection");
-        if retries_left == 0 {
+        let next = after_failure(be, persist, retries_left, err.kind());
+        if next == Retry::GiveUp {
             return Err(Ending::ConnectFailed(err.kind(), err.raw_os_error()));
         }
         if open.abortonclose && open.client.is_some_and(|c| c.shut_by_peer()) {
@@ -491,23 +492,56 @@ pub async fn connect_after<L: ServerLink>(
         retries_left -= 1;
         out.retries += 1;
         Counters::inc(&be.counters.retries);
-        // As HAProxy: the last retry goes to another server, and so does every retry of a
-        // session that no cookie ties to its server when the algorithm does not map a key to
-        // one server (it does not matter which server takes it).
-        let any_server = persist.is_none() && !be.maps_keys();
-        if be.redispatch && (retries_left == 0 || any_server) && be.usable_servers() > 1 {
-            let failed = slot.index();
-            drop(slot);
-            slot = be.acquire(key, Some(failed)).await.map_err(Ending::NoServer)?;
-            out.server = Some(slot.index());
-            out.redispatched = true;
-            Counters::inc(&be.counters.redispatches);
-        } else if err.kind() != io::ErrorKind::TimedOut {
-            // HAProxy's turn-around: do not hammer a server that just refused.
-            let pause = be.timeouts.connect.unwrap_or(Duration::MAX).min(Duration::from_secs(1));
-            tokio::time::sleep(pause).await;
+        match next {
+            Retry::OtherServer => {
+                let failed = slot.index();
+                drop(slot);
+                slot = be.acquire(key, Some(failed)).await.map_err(Ending::NoServer)?;
+                out.server = Some(slot.index());
+                out.redispatched = true;
+                Counters::inc(&be.counters.redispatches);
+            }
+            Retry::SameServer { pause: Some(pause) } => tokio::time::sleep(pause).await,
+            Retry::SameServer { pause: None } | Retry::GiveUp => {}
         }
     }
+}
+
+/// What follows a failed connection attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retry {
+    /// No retry left: the stream ends (503, `sC`).
+    GiveUp,
+    /// The next attempt goes to another server (`option redispatch`).
+    OtherServer,
+    /// The next attempt goes to the same server, after a pause when it refused.
+    SameServer { pause: Option<Duration> },
+}
+
+/// HAProxy's `retries` and `option redispatch` after a failed connection attempt, with
+/// `retries_left` before it is counted and `persist` the server a cookie tied the stream to.
+pub fn after_failure(
+    be: &Backend,
+    persist: Option<usize>,
+    retries_left: u32,
+    kind: io::ErrorKind,
+) -> Retry {
+    if retries_left == 0 {
+        return Retry::GiveUp;
+    }
+    // As HAProxy: the last retry goes to another server, and so does every retry of a session
+    // that no cookie ties to its server when the algorithm does not map a key to one server
+    // (it does not matter which server takes it).
+    let last = retries_left == 1;
+    let any_server = persist.is_none() && !be.maps_keys();
+    if be.redispatch && (last || any_server) && be.usable_servers() > 1 {
+        return Retry::OtherServer;
+    }
+    // HAProxy's turn-around: do not hammer a server that just refused (a timeout waited
+    // already).
+    let pause = (kind != io::ErrorKind::TimedOut)
+        .then(|| be.timeouts.connect.unwrap_or(Duration::MAX).min(Duration::from_secs(1)));
+    Retry::SameServer { pause }
 }
 
 /// A new connection to the slot's server: TCP (or through SOCKS4), then the PROXY header and
@@ -602,5 +636,67 @@ pub async fn connect(
             .await
             .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "connect timeout"))),
         None => attempt.await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The backend `b` of a configuration with these server lines and options.
+    fn backend(lines: &str) -> Arc<Backend> {
+        let text = format!(
+            "defaults\n mode tcp\n timeout client 1s\n timeout server 1s\n \
+             timeout connect 300ms\nfrontend f\n bind 127.0.0.1:8000\n default_backend b\nbackend b\n{lines}"
+        );
+        let src = fulcrum_config::Source { name: "t.cfg".into(), text };
+        let loaded = fulcrum_config::load(&[src], &|_| None).expect("config loads");
+        let plan = crate::plan::build(&loaded.config, Default::default()).expect("plan builds");
+        let be = plan.proxies.backends.iter().find(|b| b.name == "b").expect("backend b");
+        Arc::clone(be)
+    }
+
+    const TWO: &str = " server s1 127.0.0.1:1\n server s2 127.0.0.1:2\n";
+    const REFUSED: io::ErrorKind = io::ErrorKind::ConnectionRefused;
+    const TIMED_OUT: io::ErrorKind = io::ErrorKind::TimedOut;
+
+    #[test]
+    fn without_redispatch_retries_stay_on_the_server_pausing_after_a_refusal() {
+        let be = backend(&format!(" retries 2\n{TWO}"));
+        let pause = Some(Duration::from_millis(300));
+        assert_eq!(after_failure(&be, None, 2, REFUSED), Retry::SameServer { pause });
+        assert_eq!(after_failure(&be, None, 1, REFUSED), Retry::SameServer { pause });
+        assert_eq!(after_failure(&be, None, 0, REFUSED), Retry::GiveUp);
+        // A timed-out attempt waited `timeout connect` already: no pause.
+        assert_eq!(after_failure(&be, None, 2, TIMED_OUT), Retry::SameServer { pause: None });
+        // The pause is at most a second.
+        let slow = backend(&format!(" retries 2\n timeout connect 5s\n{TWO}"));
+        let second = Some(Duration::from_secs(1));
+        assert_eq!(after_failure(&slow, None, 1, REFUSED), Retry::SameServer { pause: second });
+    }
+
+    #[test]
+    fn redispatch_moves_every_retry_unless_a_cookie_or_a_key_ties_the_server() {
+        let be = backend(&format!(" retries 3\n option redispatch\n{TWO}"));
+        assert_eq!(after_failure(&be, None, 3, REFUSED), Retry::OtherServer);
+        assert_eq!(after_failure(&be, None, 0, REFUSED), Retry::GiveUp);
+        // Tied by a cookie: the same server until the last retry.
+        let pause = Some(Duration::from_millis(300));
+        assert_eq!(after_failure(&be, Some(0), 3, REFUSED), Retry::SameServer { pause });
+        assert_eq!(after_failure(&be, Some(0), 1, REFUSED), Retry::OtherServer);
+        // An algorithm that maps a key to one server ties it the same way.
+        let hashed = backend(&format!(" retries 3\n option redispatch\n balance source\n{TWO}"));
+        assert_eq!(after_failure(&hashed, None, 2, REFUSED), Retry::SameServer { pause });
+        assert_eq!(after_failure(&hashed, None, 1, REFUSED), Retry::OtherServer);
+    }
+
+    #[test]
+    fn redispatch_needs_another_usable_server() {
+        let one = " retries 3\n option redispatch\n server s1 127.0.0.1:1\n \
+                   server s2 127.0.0.1:2 disabled\n";
+        let be = backend(one);
+        assert_eq!(be.usable_servers(), 1);
+        let pause = Some(Duration::from_millis(300));
+        assert_eq!(after_failure(&be, None, 1, REFUSED), Retry::SameServer { pause });
     }
 }

@@ -1,12 +1,14 @@
-//! Two decisions of a transaction made on facts alone, as HAProxy 2.6 makes them: whether a
-//! try at a server is made again (`retries`, `retry-on`: `do_l7_retry` in `http_ana.c`), and
-//! whether the client's connection stays open after the response, with the response's
-//! `Connection` and framing fields saying so (`http_end_txn`, `h1_process_output`'s
-//! connection mode). The session gathers the facts from its sockets and acts on the answers.
+//! Three decisions of a transaction made on facts alone, as HAProxy 2.6 makes them: whether a
+//! try at a server is made again (`retries`, `retry-on`: `do_l7_retry` in `http_ana.c`), what
+//! a response head means for the rest of its transaction (its body, a tunnel, the server's
+//! connection: `http_wait_for_response`), and whether the client's connection stays open after
+//! the response, with the response's `Connection` and framing fields saying so
+//! (`http_end_txn`, `h1_process_output`'s connection mode). The session gathers the facts from
+//! its sockets and acts on the answers.
 //!
 //! Must not touch: sockets, timers, server choice.
 
-use fulcrum_http::{Body, Head, Version};
+use fulcrum_http::{Body, Head, Info, Method, Version};
 
 use crate::http_settings::{ConnMode, RetryOn};
 
@@ -56,6 +58,61 @@ pub fn retry(end: TryEnd, t: Tries, retries: u32, on: &RetryOn) -> Option<bool> 
         TryEnd::Other => false,
     };
     again.then_some(true)
+}
+
+/// What a response head says for the rest of its transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Answered {
+    /// As the server answered it (before any rule).
+    pub status: u16,
+    /// The body the client gets.
+    pub resp_body: Body,
+    /// The connection turns into a tunnel (101 to an upgrade, 2xx to CONNECT).
+    pub tunnel: bool,
+    /// The body of a response to a method rewritten from HEAD: read and dropped.
+    pub skipped: Option<Body>,
+    /// The server's connection may carry another request.
+    pub server_keep: bool,
+}
+
+/// What the response head `resp` to the request `req` (as it went to the server) says for the
+/// rest of the transaction, its hop-by-hop fields dropped on the way. `method` is the client's
+/// method (before `set-method`), `upgrade` that the request asked for one, `body_done` that its
+/// body went whole, `info` its framing facts as the client sent it.
+// Called once per transaction: inlined, as it was written in the session.
+#[inline(always)]
+pub fn answered(
+    req: &Head,
+    resp: &mut Head,
+    method: Method,
+    upgrade: bool,
+    body_done: bool,
+    conn_mode: ConnMode,
+    info: &Info,
+) -> Answered {
+    let status = resp.status();
+    let resp_info = *resp.info();
+    // The body follows the method the server got (`http-request set-method` may have changed
+    // it); a HEAD client gets none: what the server sends for another method is read and
+    // dropped after the head went.
+    let from_server = fulcrum_http::response_body(resp, req.method());
+    let (resp_body, skipped) = match from_server {
+        b @ (Body::Length(_) | Body::Chunked) if method == Method::Head => (Body::None, Some(b)),
+        _ if method == Method::Head => (Body::None, None),
+        b => (b, None),
+    };
+    let tunnel = (status == 101 && upgrade) || (method == Method::Connect && status / 100 == 2);
+    fulcrum_http::strip_hop_by_hop(resp, status == 101);
+    let server_keep = !tunnel
+        && body_done
+        && conn_mode == ConnMode::KeepAlive
+        && !info.te_and_cl
+        && from_server != Body::UntilClose
+        && match resp.version() {
+            Version::Http10 => resp_info.conn_keep_alive,
+            _ => !resp_info.conn_close,
+        };
+    Answered { status, resp_body, tunnel, skipped, server_keep }
 }
 
 /// What decides whether the client's connection stays open after a response.
@@ -250,5 +307,116 @@ mod tests {
         let f = Facts { tunnel: true, resp_body: Body::None, ..facts(200, Version::Http11) };
         assert!(!client_keeps(&mut r, &f));
         assert_eq!(field(&r, "connection"), None);
+    }
+
+    fn request(text: &str) -> Head {
+        let mut h = Head::new();
+        h.parse_request(text.as_bytes(), &Limits::default()).expect("parses").expect("whole");
+        h
+    }
+
+    /// `answered` for a response `resp` to `req` as the client sent it (keep-alive mode, the
+    /// request's body gone whole), with the response's head after it.
+    fn answer(req: &Head, resp: &str) -> (Answered, Head) {
+        let mut r = response(resp);
+        let a = answered(req, &mut r, req.method(), false, true, ConnMode::KeepAlive, req.info());
+        (a, r)
+    }
+
+    #[test]
+    fn a_response_head_says_its_body_and_whether_the_server_connection_carries_on() {
+        let get = request("GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+        let (a, _) = answer(&get, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n");
+        let sized = Answered {
+            status: 200,
+            resp_body: Body::Length(5),
+            tunnel: false,
+            skipped: None,
+            server_keep: true,
+        };
+        assert_eq!(a, sized);
+        let (a, _) = answer(&get, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+        assert_eq!((a.resp_body, a.server_keep), (Body::Chunked, true));
+        // A body until the server closes, a `Connection: close`, an HTTP/1.0 server without
+        // keep-alive: the server's connection is not kept.
+        let (a, _) = answer(&get, "HTTP/1.1 200 OK\r\n\r\n");
+        assert_eq!((a.resp_body, a.server_keep), (Body::UntilClose, false));
+        let (a, _) =
+            answer(&get, "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+        assert!(!a.server_keep);
+        let (a, _) = answer(&get, "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n");
+        assert!(!a.server_keep);
+        let (a, _) =
+            answer(&get, "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n");
+        assert!(a.server_keep);
+        // Not in keep-alive mode, a request body not sent whole, a request with both
+        // Transfer-Encoding and Content-Length: not kept either.
+        let mut r = response("HTTP/1.1 204 No Content\r\n\r\n");
+        let i = get.info();
+        let a = answered(&get, &mut r, Method::Get, false, true, ConnMode::ServerClose, i);
+        assert_eq!((a.resp_body, a.server_keep), (Body::None, false));
+        let a = answered(&get, &mut r, Method::Get, false, false, ConnMode::KeepAlive, i);
+        assert!(!a.server_keep);
+        let both = request(
+            "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+        );
+        assert!(both.info().te_and_cl);
+        let (a, _) = answer(&both, "HTTP/1.1 204 No Content\r\n\r\n");
+        assert!(!a.server_keep);
+    }
+
+    #[test]
+    fn a_head_client_gets_no_body_and_what_a_rewritten_method_brings_is_dropped() {
+        let head = request("HEAD / HTTP/1.1\r\nHost: a\r\n\r\n");
+        let (a, _) = answer(&head, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n");
+        assert_eq!((a.resp_body, a.skipped, a.server_keep), (Body::None, None, true));
+        // `http-request set-method GET` on a HEAD: the server sends a body, read and dropped.
+        let mut got = head.clone();
+        got.set_method(b"GET").expect("set");
+        let mut r = response("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n");
+        let a = answered(&got, &mut r, Method::Head, false, true, ConnMode::KeepAlive, got.info());
+        assert_eq!((a.resp_body, a.skipped), (Body::None, Some(Body::Length(5))));
+        // The other way: a GET sent as HEAD gets no body from the server.
+        let mut sent = request("GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+        sent.set_method(b"HEAD").expect("set");
+        let mut r = response("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n");
+        let a = answered(&sent, &mut r, Method::Get, false, true, ConnMode::KeepAlive, sent.info());
+        assert_eq!((a.resp_body, a.skipped, a.server_keep), (Body::None, None, true));
+    }
+
+    #[test]
+    fn a_101_to_an_upgrade_and_a_2xx_to_connect_become_tunnels() {
+        let ws = request(
+            "GET /chat HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+        );
+        let text = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n\
+                    Upgrade: websocket\r\nKeep-Alive: timeout=5\r\n\
+                    Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
+        let mut r = response(text);
+        let a = answered(&ws, &mut r, Method::Get, true, true, ConnMode::KeepAlive, ws.info());
+        assert_eq!((a.status, a.tunnel, a.server_keep), (101, true, false));
+        // Its hop-by-hop fields go, but a 101 keeps its Upgrade.
+        assert_eq!(field(&r, "upgrade").as_deref(), Some("websocket"));
+        assert_eq!(field(&r, "keep-alive"), None);
+        // A 101 the request did not ask for is no tunnel.
+        let mut r = response(text);
+        let a = answered(&ws, &mut r, Method::Get, false, true, ConnMode::KeepAlive, ws.info());
+        assert!(!a.tunnel);
+        let connect = request("CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n");
+        let (a, _) = answer(&connect, "HTTP/1.1 200 Connection established\r\n\r\n");
+        assert_eq!((a.tunnel, a.server_keep), (true, false));
+        let (a, _) = answer(
+            &connect,
+            "HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n",
+        );
+        assert_eq!((a.tunnel, a.resp_body), (false, Body::Length(0)));
+        // A response's other hop-by-hop fields go too.
+        let get = request("GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+        let (_, r) = answer(
+            &get,
+            "HTTP/1.1 200 OK\r\nConnection: x-drop\r\nX-Drop: 1\r\nKeep-Alive: 1\r\nContent-Length: 0\r\n\r\n",
+        );
+        assert_eq!((field(&r, "x-drop"), field(&r, "keep-alive")), (None, None));
     }
 }

@@ -37,7 +37,7 @@ mod decide;
 mod response;
 mod server;
 
-pub use decide::{client_keeps, retry, KeepFacts, Tries, TryEnd};
+pub use decide::{answered, client_keeps, retry, Answered, KeepFacts, Tries, TryEnd};
 pub use response::{has_after_response, has_response_rules, RespProgress, RespStop};
 pub use server::{logs_flags, KeyKind, ToServer};
 

@@ -26,6 +26,17 @@ pub enum KeyKind {
     Bytes,
 }
 
+impl KeyKind {
+    /// The key the balance algorithm takes, `bytes` being the key buffer's.
+    pub fn pick(self, bytes: &[u8]) -> Option<crate::backend::PickKey<'_>> {
+        match self {
+            KeyKind::None => None,
+            KeyKind::Ip(ip) => Some(crate::backend::PickKey::Ip(ip)),
+            KeyKind::Bytes => Some(crate::backend::PickKey::Bytes(bytes)),
+        }
+    }
+}
+
 /// What the request's way to a server needs, from [`Txn::for_server`].
 pub struct ToServer {
     /// The request asks for an upgrade (WebSocket).

@@ -9,13 +9,18 @@ impl Session<'_> {
         self.txn().error_message(status, be)
     }
 
-    /// Writes `self.out` (a response head) to the client.
+    /// Writes `self.out` (a response head) to the client; a failure ends the stream (`CD`).
     pub(super) async fn write_client_head(&mut self) -> std::io::Result<()> {
         // (An HTTP/1 client's written at once: this is every response's path.)
-        match &self.client {
+        let r = match &self.client {
             Peer::H2(_) => send_text(&self.client, &self.out, self.fe.timeouts.client).await,
             _ => write_all_within(&self.client, &self.out, self.fe.timeouts.client).await,
+        };
+        if let Err(e) = &r {
+            self.note(format_args!("client write failed: {e}"));
+            self.t.o.end(Cause::ClientAbort, Phase::Data);
         }
+        r
     }
 
     /// Answers with the proxy's message for `status` (a replacement or HAProxy's built-in).

@@ -8,6 +8,8 @@
 use std::cell::Cell;
 
 use crate::backend::Backend;
+use crate::counters::Counters;
+use crate::outcome::{Cause, Phase};
 use crate::rules::sample::Vars;
 use crate::rules::stick::Level;
 use crate::rules::{self, TcpVerdict};
@@ -15,9 +17,20 @@ use crate::rules::{self, TcpVerdict};
 use super::Session;
 
 impl Session<'_> {
-    /// Runs the backend's `tcp-response content` rules on the response's head; false when
-    /// one rejects (the connection then closes without an answer).
-    pub(super) async fn tcp_response_accepts(&mut self, be: &Backend, server: &str) -> bool {
+    /// Runs the backend's `tcp-response content` rules on the response's head of server
+    /// `idx`; false when one rejects (counted and recorded: the connection then closes
+    /// without an answer).
+    pub(super) async fn tcp_response_accepts(&mut self, be: &Backend, idx: usize) -> bool {
+        let accepts = self.tcp_response_rules(be, &be.servers[idx].name).await;
+        if !accepts {
+            Counters::inc(&be.counters.denied_resp);
+            Counters::inc(&self.fe.counters.denied_resp);
+            self.t.o.end(Cause::Proxy, Phase::Done);
+        }
+        accepts
+    }
+
+    async fn tcp_response_rules(&mut self, be: &Backend, server: &str) -> bool {
         let delay = be.response_inspect_delay;
         let deadline = delay.map(|d| tokio::time::Instant::now() + d);
         let more = Cell::new(false);

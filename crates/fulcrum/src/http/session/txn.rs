@@ -13,67 +13,38 @@ enum HeadOut {
     Failed(std::io::Error),
 }
 
-/// What a response head says for the rest of its transaction.
-struct Answered {
-    /// As the server answered it (before any rule).
-    status: u16,
-    resp_body: Body,
-    /// The connection turns into a tunnel (101 to an upgrade, 2xx to CONNECT).
-    tunnel: bool,
-    /// The body of a response to a method rewritten from HEAD: read and dropped.
-    skipped: Option<Body>,
-    /// The server's connection may carry another request.
-    server_keep: bool,
+/// What the client asked, as it asked it (before any rule).
+struct Asked {
+    info: fulcrum_http::Info,
+    method: fulcrum_http::Method,
+    version: Version,
+    /// `Connection: close`, or HTTP/1.0 without keep-alive.
+    client_close: bool,
 }
 
 impl Session<'_> {
     /// One request/response exchange, the request head being in `self.t.req`.
     pub(super) async fn transaction(&mut self) -> Next {
-        self.t.vars.end_transaction();
-        self.sync_addrs();
-        self.t.vars.first_req = self.requests == 0;
-        let spec = &self.fe.log.captures;
-        if !spec.is_empty() {
-            self.t.vars.caps.reset(spec);
-            self.t.vars.caps.take_from(spec, &self.t.req, false);
-        }
-        let info = *self.t.req.info();
-        self.body_unread = info.body != Body::None;
-        let method = self.t.req.method();
-        let version = self.t.req.version();
-        let client_close = match version {
-            Version::Http10 => !info.conn_keep_alive,
-            _ => info.conn_close,
-        };
-        let fe = self.fe;
-
+        let asked = self.begin_transaction();
+        let info = asked.info;
         let (be, to) = match self.request_analysers(&info).await {
             Ok(v) => v,
             Err(next) => return next,
         };
         let be_http = be.http.as_deref().expect("an HTTP backend");
-        if !self.t.vars.early_hints.is_empty() {
-            let hints = early_hints(&self.t.vars.early_hints);
-            if answer::send_text(&self.client, &hints, fe.timeouts.client).await.is_err() {
-                return Next::Close;
-            }
+        if !self.t.vars.early_hints.is_empty() && cold(self.early_hints()).await.is_err() {
+            return Next::Close;
         }
         let ToServer { upgrade, persist, mut stores, key, conn_mode } = to;
         let keybuf = std::mem::take(&mut self.t.key);
 
         // The head as it goes to the server (its text written when a try needs it: an HTTP/2
         // server takes it as parsed); rewrites must leave it within a buffer, as in HAProxy.
-        let len = self.request_head_len();
-        if len > be_http.bufsize.min(self.http.bufsize) && !self.t.vars.strict_off {
+        if self.request_head_too_large(be_http) {
             self.t.key = keybuf;
-            self.t.o.end(Cause::Internal, Phase::Request);
             return self.answer(500, &info, Some(&be)).await;
         }
-        let key = match key {
-            KeyKind::None => None,
-            KeyKind::Ip(ip) => Some(PickKey::Ip(ip)),
-            KeyKind::Bytes => Some(PickKey::Bytes(&keybuf)),
-        };
+        let key = key.pick(&keybuf);
         let retryable = info.body == Body::None;
         let mut fresh_only = false;
         let mut l7_retries = 0;
@@ -93,12 +64,7 @@ impl Session<'_> {
             }
             let reused = sc.requests > 0;
             let exchanged = self.exchange(sc, &info, &be).await;
-            if self.logs {
-                self.t.o.marks.data = Some(crate::clock::now());
-            }
-            if matches!(exchanged, Exchange::Response(..)) && !self.fe.log.captures.is_empty() {
-                self.t.vars.caps.take_from(&self.fe.log.captures, &self.t.resp, true);
-            }
+            self.try_done(&exchanged);
             let tries = Tries { reused, retryable, fresh_only, used: l7_retries };
             if let Some(counts) = self.retry_due(&exchanged, tries, &be) {
                 l7_retries += u32::from(counts);
@@ -120,29 +86,26 @@ impl Session<'_> {
 
         self.t.key = keybuf;
         // The response head is in `self.t.resp`.
-        let Answered { status, resp_body, tunnel, skipped, mut server_keep } =
-            self.response_facts(method, upgrade, body_done, conn_mode, &info);
+        let a = analyse::answered(
+            &self.t.req,
+            &mut self.t.resp,
+            asked.method,
+            upgrade,
+            body_done,
+            conn_mode,
+            &info,
+        );
         // A chunked response body already received must be valid before the head goes out.
-        if resp_body == Body::Chunked && !sc.buf.is_empty() {
-            let mut check = ChunkedScanner::new();
-            if check.scan(sc.buf.data()).is_err() {
-                drop(slot);
-                drop(sc);
-                self.t.o.end(Cause::Proxy, Phase::Headers);
-                Counters::inc(&be.counters.failed_responses);
-                return self.answer(502, &info, Some(&be)).await;
-            }
+        let Answered { status, resp_body, tunnel, skipped, mut server_keep } = a;
+        if resp_body == Body::Chunked && self.bad_chunks(&sc.buf, &be) {
+            drop((slot, sc));
+            return self.answer(502, &info, Some(&be)).await;
         }
-        if !be.rules.tcp_response.is_empty() {
-            let server_name = be.servers[slot.index()].name.as_str();
-            if !cold(self.tcp_response_accepts(&be, server_name)).await {
-                drop(slot);
-                drop(sc); // the server's response is abandoned with its connection
-                Counters::inc(&be.counters.denied_resp);
-                Counters::inc(&fe.counters.denied_resp);
-                self.t.o.end(Cause::Proxy, Phase::Done);
-                return Next::Close;
-            }
+        if !be.rules.tcp_response.is_empty()
+            && !cold(self.tcp_response_accepts(&be, slot.index())).await
+        {
+            drop((slot, sc)); // the server's response is abandoned with its connection
+            return Next::Close;
         }
         if !be.rules.stick.is_empty() {
             self.txn().store_sticks(&be, &mut stores, slot.server());
@@ -152,43 +115,17 @@ impl Session<'_> {
         let be_ref: &Backend = &be;
         let server_name = be_ref.servers[slot.index()].name.as_str();
         if let Some(built) = self.response_rules(&be, Some(server_name), &mut sc).await {
-            drop(slot);
-            drop(sc); // the server's response is abandoned with its connection
-                      // As HAProxy, the client's connection carries on when its request went whole.
-            let mut i = info;
-            i.conn_close |= !body_done;
-            let cause = if matches!(built, Built::Bytes(_)) { Cause::Local } else { Cause::Proxy };
-            self.t.o.end(cause, Phase::Headers);
-            return match built {
-                Built::Drop => Next::Close,
-                Built::Status(status) => self.answer(status, &i, Some(&be)).await,
-                Built::Bytes(bytes) => cold(self.answer_bytes(bytes, &i, Some(&be))).await,
-            };
+            drop((slot, sc)); // the server's response is abandoned with its connection
+            return cold(self.answer_built(built, info, body_done, &be)).await;
         }
         self.cookie_response(be_http, &slot, persist);
-        let keep = KeepFacts {
-            status,
-            version,
-            resp_body,
-            tunnel,
-            te_and_cl: info.te_and_cl,
-            body_done,
-            client_close,
-            conn_mode,
-            retiring: || self.fe.retiring(),
-        };
-        let client_keep = analyse::client_keeps(&mut self.t.resp, &keep);
+        let client_keep = self.client_keeps(&asked, &a, body_done, conn_mode);
         self.after_response(Some(&be), Some(server_name));
         let (len, parsed) = match self.client_head() {
             Ok(v) => v,
             Err(out) => {
                 drop((slot, sc));
-                if !self.head_failed(out) {
-                    return Next::Close;
-                }
-                let mut i = info;
-                i.conn_close = true;
-                return self.answer(500, &i, Some(&be)).await;
+                return cold(self.head_failed(out, info, &be)).await;
             }
         };
         // When body bytes came with the head, both leave in one `sendmsg` (see `pump`).
@@ -196,12 +133,8 @@ impl Session<'_> {
             && !tunnel
             && !sc.buf.is_empty()
             && !matches!(resp_body, Body::None | Body::Length(0));
-        if !head_with_body && !parsed {
-            if let Err(e) = self.write_client_head().await {
-                self.note(format_args!("client write failed: {e}"));
-                self.t.o.end(Cause::ClientAbort, Phase::Data);
-                return Next::Close;
-            }
+        if !head_with_body && !parsed && self.write_client_head().await.is_err() {
+            return Next::Close;
         }
         self.t.o.bytes_out +=
             if self.logs { crate::outcome::head_size(&self.t.resp) } else { len as u64 };
@@ -211,45 +144,17 @@ impl Session<'_> {
             return Next::Close;
         }
         let st = be.timeouts.server;
-        let ct = self.fe.timeouts.client;
         // On HTTP/2 (either side), a request body still arriving goes on beside the response.
-        let duplex = !body_done && (self.h2_conn.is_some() || matches!(sc.stream, Peer::H2Up(_)));
-        let mut req_scanner = if duplex { self.scanner.clone() } else { ChunkedScanner::new() };
-        self.scanner.reset();
-        let head: &[u8] = if head_with_body { &self.out } else { &[] };
-        // (A macro, not a variable: awaited where it is made, the future is not moved.)
-        macro_rules! down {
-            () => {
-                pump(
-                    &sc.stream,
-                    &mut sc.buf,
-                    &self.client,
-                    head,
-                    resp_body,
-                    &mut self.scanner,
-                    (self.stimer.as_mut(), st),
-                    ct,
-                    None,
-                    &mut self.t.o.bytes_out,
-                )
-            };
-        }
-        let xfer = if duplex {
-            let up = pump(
-                &self.client,
-                &mut self.cbuf,
-                &sc.stream,
-                &[],
-                self.body_left,
-                &mut req_scanner,
-                (self.ctimer.as_mut(), st.or(ct)),
-                st,
-                None,
-                &mut self.t.o.bytes_in,
-            );
-            exchange::duplex(down!(), up).await
+        let xfer = if !body_done && (self.h2_conn.is_some() || matches!(sc.stream, Peer::H2Up(_))) {
+            cold(self.duplex(&mut sc, head_with_body, resp_body, st)).await
         } else {
-            down!().await
+            self.scanner.reset();
+            let head: &[u8] = if head_with_body { &self.out } else { &[] };
+            let timer = (self.stimer.as_mut(), st);
+            let (ct, out) = (self.fe.timeouts.client, &mut self.t.o.bytes_out);
+            let s = &mut self.scanner;
+            pump(&sc.stream, &mut sc.buf, &self.client, head, resp_body, s, timer, ct, None, out)
+                .await
         };
         if xfer != Xfer::Done {
             self.body_failed(xfer, slot);
@@ -257,10 +162,7 @@ impl Session<'_> {
         }
         drop(slot);
         if let (Some(b), true) = (skipped, server_keep) {
-            self.scanner.reset();
-            let timer = (self.stimer.as_mut(), st);
-            let x = exchange::drain(&sc.stream, &mut sc.buf, b, &mut self.scanner, timer).await;
-            server_keep = x == Xfer::Done;
+            server_keep = cold(self.drain_skipped(&mut sc, b, st)).await;
         }
         if server_keep && sc.buf.is_empty() {
             sc.requests += 1;
@@ -271,6 +173,161 @@ impl Session<'_> {
         } else {
             Next::Close
         }
+    }
+
+    /// A transaction's first steps: the previous one's variables gone, the addresses the
+    /// rules see, the request's captures; what the client asked, as it asked it.
+    #[inline(always)]
+    fn begin_transaction(&mut self) -> Asked {
+        self.t.vars.end_transaction();
+        self.sync_addrs();
+        self.t.vars.first_req = self.requests == 0;
+        let spec = &self.fe.log.captures;
+        if !spec.is_empty() {
+            self.t.vars.caps.reset(spec);
+            self.t.vars.caps.take_from(spec, &self.t.req, false);
+        }
+        let info = *self.t.req.info();
+        self.body_unread = info.body != Body::None;
+        let version = self.t.req.version();
+        let client_close = match version {
+            Version::Http10 => !info.conn_keep_alive,
+            _ => info.conn_close,
+        };
+        Asked { info, method: self.t.req.method(), version, client_close }
+    }
+
+    /// `http-request early-hint`: the 103 answer, sent before the request goes on.
+    async fn early_hints(&mut self) -> std::io::Result<()> {
+        let hints = early_hints(&self.t.vars.early_hints);
+        answer::send_text(&self.client, &hints, self.fe.timeouts.client).await
+    }
+
+    /// Whether rewrites made the head as it goes to the server larger than a buffer (HAProxy
+    /// then fails the transaction: 500). Its text is written when a try needs it (an HTTP/2
+    /// server takes it as parsed).
+    #[inline(always)]
+    fn request_head_too_large(&mut self, be_http: &HttpProxy) -> bool {
+        let len = self.request_head_len();
+        let too = len > be_http.bufsize.min(self.http.bufsize) && !self.t.vars.strict_off;
+        if too {
+            self.t.o.end(Cause::Internal, Phase::Request);
+        }
+        too
+    }
+
+    /// Whether the client's connection stays open after the response (see
+    /// [`analyse::client_keeps`]).
+    #[inline(always)]
+    fn client_keeps(
+        &mut self,
+        asked: &Asked,
+        a: &Answered,
+        body_done: bool,
+        conn_mode: crate::http_settings::ConnMode,
+    ) -> bool {
+        let keep = KeepFacts {
+            status: a.status,
+            version: asked.version,
+            resp_body: a.resp_body,
+            tunnel: a.tunnel,
+            te_and_cl: asked.info.te_and_cl,
+            body_done,
+            client_close: asked.client_close,
+            conn_mode,
+            retiring: || self.fe.retiring(),
+        };
+        analyse::client_keeps(&mut self.t.resp, &keep)
+    }
+
+    /// After each try: the time the response head came, and its captures.
+    #[inline(always)]
+    fn try_done(&mut self, exchanged: &Exchange) {
+        if self.logs {
+            self.t.o.marks.data = Some(crate::clock::now());
+        }
+        if matches!(exchanged, Exchange::Response(..)) && !self.fe.log.captures.is_empty() {
+            self.t.vars.caps.take_from(&self.fe.log.captures, &self.t.resp, true);
+        }
+    }
+
+    /// Whether the chunked body bytes that came with the response head are invalid (the
+    /// transaction then answers 502 instead).
+    #[inline(always)]
+    fn bad_chunks(&mut self, buf: &RecvBuf, be: &Backend) -> bool {
+        if buf.is_empty() || ChunkedScanner::new().scan(buf.data()).is_ok() {
+            return false;
+        }
+        self.t.o.end(Cause::Proxy, Phase::Headers);
+        Counters::inc(&be.counters.failed_responses);
+        true
+    }
+
+    /// The answer a response rule built in place of the server's response. As HAProxy, the
+    /// client's connection carries on when its request went whole.
+    async fn answer_built(
+        &mut self,
+        built: Built,
+        mut info: fulcrum_http::Info,
+        body_done: bool,
+        be: &Arc<Backend>,
+    ) -> Next {
+        info.conn_close |= !body_done;
+        let cause = if matches!(built, Built::Bytes(_)) { Cause::Local } else { Cause::Proxy };
+        self.t.o.end(cause, Phase::Headers);
+        match built {
+            Built::Drop => Next::Close,
+            Built::Status(status) => self.answer(status, &info, Some(be)).await,
+            Built::Bytes(bytes) => self.answer_bytes(bytes, &info, Some(be)).await,
+        }
+    }
+
+    /// The response's body to the client while the rest of the request's goes to the server
+    /// (HTTP/2 on either side).
+    async fn duplex(
+        &mut self,
+        sc: &mut ServerConn,
+        head_with_body: bool,
+        resp_body: Body,
+        st: Option<Duration>,
+    ) -> Xfer {
+        let ct = self.fe.timeouts.client;
+        let mut req_scanner = self.scanner.clone();
+        self.scanner.reset();
+        let head: &[u8] = if head_with_body { &self.out } else { &[] };
+        let down = pump(
+            &sc.stream,
+            &mut sc.buf,
+            &self.client,
+            head,
+            resp_body,
+            &mut self.scanner,
+            (self.stimer.as_mut(), st),
+            ct,
+            None,
+            &mut self.t.o.bytes_out,
+        );
+        let up = pump(
+            &self.client,
+            &mut self.cbuf,
+            &sc.stream,
+            &[],
+            self.body_left,
+            &mut req_scanner,
+            (self.ctimer.as_mut(), st.or(ct)),
+            st,
+            None,
+            &mut self.t.o.bytes_in,
+        );
+        exchange::duplex(down, up).await
+    }
+
+    /// The body of a response to a method rewritten from HEAD, read and dropped; whether the
+    /// server's connection can carry another request after it.
+    async fn drain_skipped(&mut self, sc: &mut ServerConn, b: Body, st: Option<Duration>) -> bool {
+        self.scanner.reset();
+        let timer = (self.stimer.as_mut(), st);
+        exchange::drain(&sc.stream, &mut sc.buf, b, &mut self.scanner, timer).await == Xfer::Done
     }
 
     /// The request analysers (`analyse`) up to the backend, in HAProxy's order; each stop asks
@@ -443,61 +500,26 @@ impl Session<'_> {
         gone
     }
 
-    /// Records why the response head could not go to the client; true when the transaction
-    /// answers 500 instead (rewrites made the head larger than a buffer: HAProxy fails the
-    /// transaction), false when the client's stream failed.
-    fn head_failed(&mut self, out: HeadOut) -> bool {
+    /// When the response head could not go to the client: a 500 when rewrites made it larger
+    /// than a buffer (HAProxy fails the transaction), the end when the client's stream failed.
+    async fn head_failed(
+        &mut self,
+        out: HeadOut,
+        mut info: fulcrum_http::Info,
+        be: &Arc<Backend>,
+    ) -> Next {
         match out {
             HeadOut::TooLarge => {
                 self.t.o.end(Cause::Internal, Phase::Headers);
-                true
+                info.conn_close = true;
+                self.answer(500, &info, Some(be)).await
             }
             HeadOut::Failed(e) => {
                 self.note(format_args!("client write failed: {e}"));
                 self.t.o.end(Cause::ClientAbort, Phase::Data);
-                false
+                Next::Close
             }
         }
-    }
-
-    /// What the response head says for the rest of the transaction (its hop-by-hop fields
-    /// dropped on the way): see [`Answered`].
-    // Called once per transaction: inlined, as it was written there.
-    #[inline(always)]
-    fn response_facts(
-        &mut self,
-        method: Method,
-        upgrade: bool,
-        body_done: bool,
-        conn_mode: ConnMode,
-        info: &fulcrum_http::Info,
-    ) -> Answered {
-        let status = self.t.resp.status();
-        let resp_info = *self.t.resp.info();
-        // The body follows the method the server got (`http-request set-method` may have
-        // changed it); a HEAD client gets none: what the server sends for another method is
-        // read and dropped after the head went.
-        let sent = self.t.req.method();
-        let from_server = fulcrum_http::response_body(&self.t.resp, sent);
-        let (resp_body, skipped) = match from_server {
-            b @ (Body::Length(_) | Body::Chunked) if method == Method::Head => {
-                (Body::None, Some(b))
-            }
-            _ if method == Method::Head => (Body::None, None),
-            b => (b, None),
-        };
-        let tunnel = (status == 101 && upgrade) || (method == Method::Connect && status / 100 == 2);
-        fulcrum_http::strip_hop_by_hop(&mut self.t.resp, status == 101);
-        let server_keep = !tunnel
-            && body_done
-            && conn_mode == ConnMode::KeepAlive
-            && !info.te_and_cl
-            && from_server != Body::UntilClose
-            && match self.t.resp.version() {
-                Version::Http10 => resp_info.conn_keep_alive,
-                _ => !resp_info.conn_close,
-            };
-        Answered { status, resp_body, tunnel, skipped, server_keep }
     }
 
     /// The response head for the client, once its rules ran: an HTTP/2 client's stream takes
