@@ -71,11 +71,6 @@ fn alpn_h2_to_a_tls_server_carries_http1_and_http2_clients() {
 
 /// One HTTP/1.1 request with `Connection: close`: the whole answer as text.
 fn raw_get(addr: std::net::SocketAddr, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut s = crate::harness::connect(addr);
     let req = format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
-    s.write_all(req.as_bytes()).expect("write");
-    let mut buf = Vec::new();
-    let _ = s.read_to_end(&mut buf);
-    String::from_utf8_lossy(&buf).into_owned()
+    String::from_utf8_lossy(&crate::harness::exchange(addr, req.as_bytes())).into_owned()
 }

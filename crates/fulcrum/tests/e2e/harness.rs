@@ -3,6 +3,13 @@
 //!
 //! The proxy's frontend sockets are opened here and handed over as `fd@3`, `fd@4`, ... (the way
 //! systemd does), so tests need no fixed ports and no readiness polling.
+//!
+//! Every request a Fulcrum proxy started here (`fulcrum`, `start_proxy`) answers through the
+//! helpers that send a whole HTTP/1 request on a new connection and read the answer
+//! (`get_with`, `http_get`, `servers_of`, `exchange`) is also given to `fulcrum explain`,
+//! which must say what the live proxy did (`../http/crosscheck.rs`, its skip rule and what it
+//! compares): as the proxy's `Proc` is dropped, the process still up, the recorded requests
+//! are explained and compared with the live answers and the proxy's `-d` log lines.
 #![allow(unsafe_code)] // pre_exec + dup2 to pass listening sockets to the child.
 #![allow(dead_code)]
 
@@ -12,7 +19,10 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use crate::crosscheck::{Checker, Live};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_fulcrum");
 
@@ -28,6 +38,8 @@ pub fn scratch(name: &str) -> PathBuf {
 pub struct Proc {
     pub child: Child,
     pub log: Option<PathBuf>,
+    /// A Fulcrum proxy's `explain` cross-check (`crosscheck.rs`), run as this is dropped.
+    pub explain: Option<Arc<Checker>>,
 }
 
 impl Proc {
@@ -61,6 +73,13 @@ impl Proc {
 
 impl Drop for Proc {
     fn drop(&mut self) {
+        // The `explain` checks of the requests the proxy answered, while it still runs, unless
+        // the test failed already; a mismatch fails the test once the process is gone.
+        let checked = self.explain.take().and_then(|check| {
+            check.stop();
+            let finish = std::panic::AssertUnwindSafe(|| check.finish());
+            (!std::thread::panicking()).then(|| std::panic::catch_unwind(finish))
+        });
         let _ = self.child.kill();
         let _ = self.child.wait();
         if std::thread::panicking() {
@@ -72,6 +91,55 @@ impl Drop for Proc {
                 );
             }
         }
+        if let Some(Err(mismatch)) = checked {
+            std::panic::resume_unwind(mismatch);
+        }
+    }
+}
+
+/// A request head as it reached a server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Head {
+    pub method: String,
+    pub target: String,
+    pub version: String,
+    /// In order; names lower-cased (HAProxy sends them so).
+    pub headers: Vec<(String, String)>,
+}
+
+impl Head {
+    pub fn parse(raw: &[u8]) -> Option<Head> {
+        let text = std::str::from_utf8(raw).ok()?;
+        let head = text.split("\r\n\r\n").next()?;
+        let mut lines = head.split("\r\n");
+        let mut rl = lines.next()?.splitn(3, ' ');
+        let (method, target, version) = (rl.next()?, rl.next()?, rl.next()?);
+        let mut headers = Vec::new();
+        for l in lines {
+            let (n, v) = l.split_once(':')?;
+            headers.push((n.to_ascii_lowercase(), v.trim().to_string()));
+        }
+        Some(Head {
+            method: method.into(),
+            target: target.into(),
+            version: version.into(),
+            headers,
+        })
+    }
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
+    }
+    pub fn all(&self, name: &str) -> Vec<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers.iter().filter(|(n, _)| *n == name).map(|(_, v)| v.as_str()).collect()
+    }
+    pub fn has(&self, name: &str) -> bool {
+        self.header(name).is_some()
+    }
+    /// Header names in order.
+    pub fn names(&self) -> Vec<&str> {
+        self.headers.iter().map(|(n, _)| n.as_str()).collect()
     }
 }
 
@@ -95,7 +163,7 @@ pub fn testserver_at(listen: &str, mode: &str, name: &str) -> TestServer {
         .spawn()
         .expect("spawn testserver");
     let out = child.stdout.take().expect("stdout");
-    let proc = Proc { child, log: None };
+    let proc = Proc { child, log: None, explain: None };
     let mut line = String::new();
     BufReader::new(out).read_line(&mut line).expect("testserver prints its address");
     let addr = line
@@ -145,9 +213,10 @@ pub fn fulcrum_with(test: &str, cfg: &str, extra_args: &[&str]) -> Fulcrum {
         }
     }
     let path = dir.join("fulcrum.cfg");
-    std::fs::write(&path, text).expect("write cfg");
-    let addrs = listeners.iter().map(|l| l.local_addr().expect("addr")).collect();
-    let proc = spawn_fulcrum(&dir, &path, extra_args, listeners);
+    std::fs::write(&path, &text).expect("write cfg");
+    let addrs: Vec<SocketAddr> = listeners.iter().map(|l| l.local_addr().expect("addr")).collect();
+    let mut proc = spawn_fulcrum(&dir, &path, extra_args, listeners);
+    cross_check(&mut proc, &path, &text, &addrs);
     Fulcrum { proc, addrs, dir }
 }
 
@@ -182,7 +251,7 @@ pub fn spawn_fulcrum(
     }
     let child = cmd.spawn().expect("spawn fulcrum");
     drop(listeners);
-    Proc { child, log: Some(log) }
+    Proc { child, log: Some(log), explain: None }
 }
 
 /// Spawns any program with `listeners` as fds 3, 4, ... (for `bind fd@3`, as HAProxy accepts it
@@ -221,7 +290,7 @@ pub fn spawn_with_listeners(
     }
     let child = cmd.spawn().expect("spawn");
     drop(listeners);
-    Proc { child, log: Some(log) }
+    Proc { child, log: Some(log), explain: None }
 }
 
 /// A GET with extra header lines; returns the status line's code, the head and the body.
@@ -232,6 +301,7 @@ pub fn get_with(addr: SocketAddr, path: &str, extra: &str) -> (u16, String, Stri
     s.write_all(req.as_bytes()).expect("write");
     let mut out = Vec::new();
     let _ = s.read_to_end(&mut out);
+    sent(addr, &s, req.as_bytes(), &out);
     let text = String::from_utf8_lossy(&out).into_owned();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let code = head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
@@ -277,12 +347,60 @@ pub fn start_proxy(which: &str, test: &str, cfg: &str) -> Option<(Proc, Vec<Sock
             text = text.replace(&key, &format!("fd@{}", 3 + i));
         }
     }
-    let addrs = listeners.iter().map(|l| l.local_addr().expect("addr")).collect();
+    let addrs: Vec<SocketAddr> = listeners.iter().map(|l| l.local_addr().expect("addr")).collect();
     let path = dir.join("proxy.cfg");
-    std::fs::write(&path, text).expect("write cfg");
+    std::fs::write(&path, &text).expect("write cfg");
     let mut cmd = Command::new(bin);
-    cmd.arg("-db").arg("-f").arg(&path);
-    Some((spawn_with_listeners(cmd, &dir, listeners), addrs, dir))
+    // Foreground; Fulcrum with its `-d` log lines on stderr, for the `explain` cross-check
+    // (HAProxy's `-d` would add its debug traces).
+    cmd.arg(if which == "haproxy" { "-db" } else { "-d" }).arg("-f").arg(&path);
+    let mut proc = spawn_with_listeners(cmd, &dir, listeners);
+    if which != "haproxy" {
+        cross_check(&mut proc, &path, &text, &addrs);
+    }
+    Some((proc, addrs, dir))
+}
+
+/// Gives the Fulcrum proxy `proc`, started from `text` (written at `path`) with the harness's
+/// frontends at `addrs`, its `explain` cross-check.
+fn cross_check(proc: &mut Proc, path: &std::path::Path, text: &str, addrs: &[SocketAddr]) {
+    proc.explain = Checker::new(path, text, addrs, proc.log.clone()).map(Arc::new);
+    if let Some(check) = &proc.explain {
+        check.start();
+    }
+}
+
+/// Hands a request sent alone on the new connection `s` to `addr`, and the whole answer read
+/// back, to the `explain` cross-check of the Fulcrum proxy listening there, if the harness
+/// started one (`crosscheck::sent`).
+fn sent(addr: SocketAddr, s: &TcpStream, raw: &[u8], answer: &[u8]) {
+    let (Ok(src), Some((status, served))) = (s.local_addr(), final_answer(answer)) else {
+        return;
+    };
+    crate::crosscheck::sent(addr, src, raw, Live { status, served: served.as_deref() });
+}
+
+/// The final answer's status in the bytes a client read (interim answers passed over), and
+/// its body (a chunked one decoded) when a test server made it (`X-Server`).
+fn final_answer(mut buf: &[u8]) -> Option<(u16, Option<Vec<u8>>)> {
+    loop {
+        let end = buf.windows(4).position(|w| w == b"\r\n\r\n")?;
+        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+        let status: u16 = head.get(9..12)?.parse().ok()?;
+        buf = &buf[end + 4..];
+        if (100..200).contains(&status) && status != 101 {
+            continue;
+        }
+        let served = head.contains("\r\nx-server:").then(|| {
+            let body = String::from_utf8_lossy(buf);
+            if head.contains("\r\ntransfer-encoding: chunked") {
+                dechunk(&body).into_bytes()
+            } else {
+                buf.to_vec()
+            }
+        });
+        return Some((status, served));
+    }
 }
 
 /// Runs `fulcrum <args>` to completion; returns (status code, stdout, stderr).
@@ -319,7 +437,20 @@ pub fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String, usize)> {
     s.write_all(req.as_bytes()).ok()?;
     let mut buf = Vec::new();
     s.read_to_end(&mut buf).ok()?;
+    sent(addr, &s, req.as_bytes(), &buf);
     parse_response(&buf)
+}
+
+/// Sends `raw` on a new connection and reads until the proxy closes it (at most 5 s): all it
+/// sent back.
+pub fn exchange(addr: SocketAddr, raw: &[u8]) -> Vec<u8> {
+    let mut s = connect(addr);
+    s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    s.write_all(raw).expect("write");
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    sent(addr, &s, raw, &buf);
+    buf
 }
 
 pub fn parse_response(buf: &[u8]) -> Option<(u16, String, usize)> {

@@ -2,7 +2,6 @@
 //! are compared, with times, dates, pids and client ports masked, with what HAProxy 2.6 sends
 //! for the same configuration and the same traffic (where HAProxy is installed).
 
-use std::io::{Read, Write};
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
@@ -161,12 +160,10 @@ fn mask_clf(line: &str) -> String {
 
 /// One request on its own connection; the whole answer.
 fn get(addr: SocketAddr, path: &str) -> Vec<u8> {
-    let mut s = connect(addr);
-    let req = format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
-    s.write_all(req.as_bytes()).expect("write");
-    let mut buf = Vec::new();
-    let _ = s.read_to_end(&mut buf);
-    buf
+    exchange(
+        addr,
+        format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
 }
 
 const DEFAULTS: &str =
@@ -249,16 +246,6 @@ fn a_soft_stop_says_each_proxy_stopped_to_its_own_targets_and_levels_filter() {
             "<148>TIME t[PID]: Proxy be stopped (cumulated conns: FE: 0, BE: 2).\n",
         ]
     );
-}
-
-/// Sends `raw` on a new connection and reads until the proxy closes (or 5 s).
-pub(crate) fn exchange(addr: SocketAddr, raw: &[u8]) -> Vec<u8> {
-    let mut s = connect(addr);
-    s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
-    s.write_all(raw).expect("write");
-    let mut buf = Vec::new();
-    let _ = s.read_to_end(&mut buf);
-    buf
 }
 
 pub(crate) const HTTP_LOG: &str = "global\n nbthread 1\n log {sink} local0\n log-tag t\n\

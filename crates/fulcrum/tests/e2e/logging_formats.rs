@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::harness::*;
-use crate::logging::{both_with_sink, exchange, Sink, HTTP_LOG};
+use crate::logging::{both_with_sink, Sink, HTTP_LOG};
 
 /// Sends `raw` on a new connection, reads the answer, then waits until the sink holds `n`
 /// lines in all.

@@ -2,6 +2,8 @@
 
 mod balance;
 mod config_errors;
+#[path = "../http/crosscheck.rs"]
+mod crosscheck;
 mod failures;
 mod grpc;
 mod h2_servers;

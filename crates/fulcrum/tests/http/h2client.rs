@@ -51,6 +51,14 @@ impl H2Req {
         self.trailers.push((name, value.to_string()));
         self
     }
+
+    /// The URI sent to a server whose address is `authority`.
+    pub fn uri(&self, authority: &str) -> String {
+        match &self.origin {
+            Some(o) => format!("{o}{}", self.path),
+            None => format!("http://{authority}{}", self.path),
+        }
+    }
 }
 
 /// One answer (header names in lower case, as HTTP/2 has them).
@@ -73,12 +81,19 @@ impl H2Resp {
     }
 }
 
-/// Sends `reqs` over a clear-text connection to `addr` (prior knowledge).
+/// Sends `reqs` over a clear-text connection to `addr` (prior knowledge). A Fulcrum proxy's
+/// answers are cross-checked with `explain` (`crosscheck::sent_h2`).
 pub fn h2c(addr: SocketAddr, reqs: &[H2Req]) -> Result<Vec<H2Resp>, String> {
-    run(async move {
+    let (src, got) = run(async move {
         let tcp = tokio::net::TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
-        exchange(tcp, &addr.to_string(), reqs).await
-    })
+        let src = tcp.local_addr().map_err(|e| e.to_string())?;
+        Ok((src, exchange(tcp, &addr.to_string(), reqs).await?))
+    })?;
+    for (req, resp) in reqs.iter().zip(&got) {
+        let same = reqs.iter().filter(|r| (r.method, &r.path) == (req.method, &req.path)).count();
+        crate::crosscheck::sent_h2(addr, src, req, (reqs.len(), same == 1), resp);
+    }
+    Ok(got)
 }
 
 /// Runs `f` on a runtime of its own, within 10 s.
@@ -107,11 +122,7 @@ where
     let mut pending = Vec::new();
     for r in reqs {
         let mut client = client.clone().ready().await.map_err(|e| e.to_string())?;
-        let uri = match &r.origin {
-            Some(o) => format!("{o}{}", r.path),
-            None => format!("http://{authority}{}", r.path),
-        };
-        let mut b = http::Request::builder().method(r.method).uri(uri);
+        let mut b = http::Request::builder().method(r.method).uri(r.uri(authority));
         for (n, v) in &r.headers {
             b = b.header(*n, v.as_str());
         }

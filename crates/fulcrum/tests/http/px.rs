@@ -16,16 +16,19 @@
 //! case (to servers and to clients); values and order are compared exactly.
 //!
 //! Every request a Fulcrum proxy answers through the helpers here (`Px::send`, `get`,
-//! `get_with`, `Client::request`/`try_request` on a client from `Px::client`/`client_to`) is
-//! also given to `fulcrum explain` with the same configuration file, frontend and client
-//! address, and what explain says (status, termination state, backend, server, the head the
-//! server got) must be what the live proxy did (`crosscheck.rs`, issue 36 §2). The skip rule,
-//! in short (the details and reasons are `crosscheck.rs`'s): no request is checked on a proxy
-//! whose live state may leave its configuration (a runtime API, the stats admin form, health
-//! checks, observed errors, conditions drawn by chance); only the first request of a proxy
-//! whose decisions read what requests accumulate (stick tables, counters, rates, `proc.`
-//! variables); only the first request of each connection; only exactly one complete HTTP/1
-//! request that opens no tunnel; at most a few distinct requests per proxy.
+//! `get_with`, `Client::request`/`try_request` on a client from `Px::client`/`client_to`), and
+//! through `h2client::h2c`, is also given to `fulcrum explain` with the same configuration
+//! file, frontend and client address (an HTTP/2 request as its HTTP/1.1 equivalent), and what
+//! explain says (status, termination state, backend, server, the head the server got) must be
+//! what the live proxy did (`crosscheck.rs`, issue 36 §2). The skip rule, in short (the
+//! details and reasons are `crosscheck.rs`'s): no request is checked on a proxy whose live
+//! state may leave its configuration (a runtime API, the stats admin form, health checks,
+//! observed errors, conditions drawn by chance); only the first request of a proxy whose
+//! decisions read what requests accumulate (stick tables, counters, rates, `proc.`
+//! variables); only the first request of each connection (over HTTP/2, a stream whose
+//! request line the connection's other streams do not repeat, and its only stream where the
+//! configuration reads `sess.` variables); only exactly one complete request that opens no
+//! tunnel; at most a few distinct requests per proxy.
 //! `FULCRUM_TEST_EXPLAIN=off` turns it off, `all` checks every eligible request.
 #![allow(dead_code)]
 
@@ -41,7 +44,8 @@ use std::time::{Duration, Instant};
 
 pub use fulcrum_testserver::{Counts, Mode, Running};
 
-use crate::crosscheck::Checker;
+use crate::crosscheck::{Checker, Live};
+pub use crate::harness::Head;
 use crate::harness::{scratch, spawn_with_listeners, Proc, BIN};
 
 /// A proxy implementation under test.
@@ -191,6 +195,10 @@ impl Target {
             Target::Fulcrum => Checker::new(&path, &text, &addrs, proc.log.clone()).map(Arc::new),
             Target::Haproxy => None,
         };
+        // The HTTP/2 client finds it by address.
+        if let Some(check) = &explain {
+            check.start();
+        }
         Px { target: self, proc, addrs, dir, explain }
     }
 }
@@ -199,8 +207,11 @@ impl Drop for Px {
     /// The `explain` checks of the requests this proxy answered (`crosscheck.rs`), while it
     /// is still up, unless the test already failed.
     fn drop(&mut self) {
-        if let Some(check) = self.explain.as_ref().filter(|_| !std::thread::panicking()) {
-            check.finish();
+        if let Some(check) = &self.explain {
+            check.stop();
+            if !std::thread::panicking() {
+                check.finish();
+            }
         }
     }
 }
@@ -322,52 +333,6 @@ impl Resp {
     }
 }
 
-/// A request head as it reached a server.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Head {
-    pub method: String,
-    pub target: String,
-    pub version: String,
-    /// In order; names lower-cased (HAProxy sends them so).
-    pub headers: Vec<(String, String)>,
-}
-
-impl Head {
-    pub fn parse(raw: &[u8]) -> Option<Head> {
-        let text = std::str::from_utf8(raw).ok()?;
-        let head = text.split("\r\n\r\n").next()?;
-        let mut lines = head.split("\r\n");
-        let mut rl = lines.next()?.splitn(3, ' ');
-        let (method, target, version) = (rl.next()?, rl.next()?, rl.next()?);
-        let mut headers = Vec::new();
-        for l in lines {
-            let (n, v) = l.split_once(':')?;
-            headers.push((n.to_ascii_lowercase(), v.trim().to_string()));
-        }
-        Some(Head {
-            method: method.into(),
-            target: target.into(),
-            version: version.into(),
-            headers,
-        })
-    }
-    pub fn header(&self, name: &str) -> Option<&str> {
-        let name = name.to_ascii_lowercase();
-        self.headers.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
-    }
-    pub fn all(&self, name: &str) -> Vec<&str> {
-        let name = name.to_ascii_lowercase();
-        self.headers.iter().filter(|(n, _)| *n == name).map(|(_, v)| v.as_str()).collect()
-    }
-    pub fn has(&self, name: &str) -> bool {
-        self.header(name).is_some()
-    }
-    /// Header names in order.
-    pub fn names(&self) -> Vec<&str> {
-        self.headers.iter().map(|(n, _)| n.as_str()).collect()
-    }
-}
-
 /// A raw client connection with a read-ahead buffer.
 pub struct Client {
     pub s: TcpStream,
@@ -417,7 +382,8 @@ impl Client {
         self.send_lossy(raw);
         let resp = self.read_final(raw.starts_with(b"HEAD "))?;
         if let (Some((check, fe)), Ok(src)) = (&self.explain, self.s.local_addr()) {
-            check.check(*fe, src, raw, first, &resp);
+            let served = resp.has("x-server").then_some(&resp.body[..]);
+            check.check(*fe, src, raw, first, Live { status: resp.status, served });
         }
         Ok(resp)
     }
