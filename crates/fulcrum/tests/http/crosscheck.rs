@@ -42,12 +42,15 @@
 //! 1. The proxy is Fulcrum (HAProxy has no `explain`); `FULCRUM_TEST_EXPLAIN` is not `off`.
 //! 2. Nothing in the configuration changes live state on its own, lets the test change it, or
 //!    decides by chance ([`ruled_out`]): a runtime API (`stats socket`: servers, maps, ACLs,
-//!    tables, variables), the stats page's admin form (`stats admin`), health or agent checks
-//!    and observed errors (`check`, `agent-check`, `track`, `observe` on a server line: the
-//!    servers' states then follow timing), servers' states loaded from a file at start
+//!    tables, variables), the stats page's admin form (`stats admin`), agent checks (they set
+//!    weights without a word on stderr), servers' states loaded from a file at start
 //!    (`load-server-state-from-file`), `rand` in a condition. No request of such a proxy is
-//!    checked. (A server a test stopped needs no rule: the log line still names the server
-//!    tried, and a failed connection is not the analysers' decision.)
+//!    checked. Where health checks or observed errors move the servers' states (`check`,
+//!    `track`, `observe` on a server line, [`checked`]), only the requests answered before the
+//!    first change, which the proxy says on stderr ([`changes_state`]: `Server be/s1 is
+//!    DOWN`...): until then the states are the configuration's, as explain's. (A server a test
+//!    stopped needs no rule: the log line still names the server tried, and a failed
+//!    connection is not the analysers' decision.)
 //! 3. Where decisions read state that requests accumulate ([`first_only`]: stick tables and
 //!    their counters, `proc.` variables, the proxies' and servers' counters, rates and
 //!    queues), only the proxy's first request through the harness: until then they are as
@@ -73,7 +76,8 @@
 //!
 //! Parts of a check are left out where the live side cannot be read or differs by design:
 //! - the log line ([`no_log`]) under the configuration's own `log-format` (or
-//!   `error-log-format`, `option httplog clf`, `option tcplog`: the line is not httplog's),
+//!   `error-log-format`, `option httplog clf`, `option tcplog`: the line is not httplog's)
+//!   when the request's frontend used it (a line of httplog's shape is still looked for),
 //!   and where several streams logged the client address the rules set
 //!   (`set-src-port int(4242)`); the connection's own address has one line per request, the
 //!   first the first request's;
@@ -84,7 +88,9 @@
 //! - the server when the live request waited in the queue (phase `Q`: other requests held
 //!   the servers, which explain never sees), or explain finds none free or usable;
 //! - everything for a `mode tcp` frontend (explain runs the HTTP analysers only) and for the
-//!   statistics page (its status depends on more than the analysers).
+//!   statistics page (its status depends on more than the analysers);
+//! - the termination state of the Prometheus exporter's page: explain does not print it
+//!   (a gap in explain, `explain-prometheus-state` in [`Checker`]'s comparison).
 //!
 //! `FULCRUM_TEST_EXPLAIN_LOG=FILE` appends, per request recorded, the configuration's path
 //! and what became of it: `checked: ` and what was compared (`checked (HTTP/2): ` over
@@ -266,7 +272,10 @@ pub struct Checker {
     off: Option<&'static str>,
     /// Why only the proxy's first request is checked (rule 3), if so.
     first_only: Option<&'static str>,
-    /// Why the log line is not compared, if so.
+    /// Servers' states follow health checks or observed errors (rule 2): requests are checked
+    /// until the first change.
+    checks: bool,
+    /// Why the log line may not be httplog's (then a missing one is no mismatch), if so.
     no_log: Option<&'static str>,
     /// Why the head at the server is not compared, if so.
     no_head: Option<&'static str>,
@@ -352,6 +361,7 @@ impl Checker {
             frontends,
             off: ruled_out(&lines),
             first_only: first_only(text),
+            checks: checked(&lines),
             no_log: no_log(&lines),
             no_head: no_head(text, &lines),
             name_header,
@@ -427,6 +437,15 @@ impl Checker {
         (now != self.text).then_some("the configuration file was rewritten (a reload)")
     }
 
+    /// Rule 2: a server's state changed since the proxy started, as its stderr says (or that
+    /// cannot be read).
+    fn state_changed(&self) -> bool {
+        let Some(text) = self.log.as_ref().and_then(|l| std::fs::read_to_string(l).ok()) else {
+            return true;
+        };
+        text.lines().any(changes_state)
+    }
+
     /// Appends what became of a request to `FULCRUM_TEST_EXPLAIN_LOG`'s file, when set.
     fn note(&self, what: &str) {
         if let Ok(path) = std::env::var("FULCRUM_TEST_EXPLAIN_LOG") {
@@ -483,6 +502,9 @@ impl Checker {
         if let Some(why) = self.off.or_else(|| self.rewritten()) {
             return Err(why);
         }
+        if self.checks && self.state_changed() {
+            return Err("a server's state changed (health checks, observed errors) before it");
+        }
         if let Some(why) = self.first_only.filter(|_| earlier > 0) {
             return Err(why);
         }
@@ -534,6 +556,13 @@ impl Checker {
             }
             if a.text.contains("not logged") {
                 return Ok("the status");
+            }
+            // KNOWN GAP `explain-prometheus-state` (reported with the e2e cross-check, issue 36
+            // §2): for `http-request use-service prometheus-exporter` explain ends the stream
+            // as the live proxy does (L, phase R) but prints no termination state, where the
+            // live log line says `LR--`. Until explain prints it, only the status is compared.
+            if a.text.contains("the Prometheus exporter's page") {
+                return Ok("the status (explain-prometheus-state: no termination state printed)");
             }
         }
         let logged = match self.logged(said.src.ok_or(p.src), fe, p.h2.as_deref()) {
@@ -622,17 +651,19 @@ impl Checker {
     /// request's (its later ones log after it); `Ok`, an address the rules set. `h2`: the
     /// request line an HTTP/2 stream's line shows (its connection's streams end in any order).
     fn logged(&self, src: Result<SocketAddr, SocketAddr>, fe: &str, h2: Option<&str>) -> Line {
-        let Some(path) = self.log.as_ref().filter(|_| self.no_log.is_none()) else {
-            return Line::Unread;
-        };
+        let Some(path) = &self.log else { return Line::Unread };
+        // Under formats of the configuration's own, a frontend may still log httplog's lines:
+        // looked for once (the checks run as the test ends), and none is no mismatch.
+        let wait = if self.no_log.is_some() { 0 } else { 3000 };
         let (Ok(addr) | Err(addr)) = src;
         let mut found = Vec::new();
-        eventually(Duration::from_secs(3), || {
+        eventually(Duration::from_millis(wait), || {
             found = Logged::find(&std::fs::read_to_string(path).unwrap_or_default(), addr, fe);
             found.retain(|l| h2.is_none_or(|r| l.line.ends_with(r)));
             !found.is_empty()
         });
         match found.len() {
+            0 if self.no_log.is_some() => Line::Unread,
             0 => Line::Missing,
             1 => Line::Found(found.remove(0)),
             // Rules gave several streams the same address (`set-src-port int(4242)`).
@@ -851,11 +882,8 @@ pub fn ruled_out(lines: &[Vec<&str>]) -> Option<&'static str> {
             ("load-server-state-from-file", _) => {
                 return Some("the servers' states at start come from a saved file")
             }
-            ("server" | "default-server", _)
-                if w.iter()
-                    .any(|x| matches!(*x, "check" | "agent-check" | "track" | "observe")) =>
-            {
-                return Some("health checks and observed errors change the servers' states")
+            ("server" | "default-server", _) if w.contains(&"agent-check") => {
+                return Some("agent checks change the servers' weights and states")
             }
             _ if w.iter().any(|x| x.contains("rand"))
                 && (w[0] == "acl" || w.iter().any(|x| matches!(*x, "if" | "unless"))) =>
@@ -866,6 +894,25 @@ pub fn ruled_out(lines: &[Vec<&str>]) -> Option<&'static str> {
         }
     }
     None
+}
+
+/// Rule 2: servers whose states follow health checks or observed errors (`check`, `track`,
+/// `observe`): each change is a line on the proxy's stderr ([`changes_state`]).
+pub fn checked(lines: &[Vec<&str>]) -> bool {
+    lines.iter().any(|w| {
+        matches!(w[0], "server" | "default-server")
+            && w.iter().any(|x| matches!(*x, "check" | "track" | "observe"))
+    })
+}
+
+/// A line of the proxy's stderr that says a server changed state: `[WARNING]  (pid) : Server
+/// be/s1 is DOWN, reason: ...`, `Backup Server be/b is UP`, `Server be/s1 was DOWN and now
+/// enters maintenance`... (not a check's report, `Health check for server be/s1 failed`).
+pub fn changes_state(line: &str) -> bool {
+    line.split("Server ").skip(1).any(|rest| {
+        let (name, after) = rest.split_once(' ').unwrap_or((rest, ""));
+        name.contains('/') && ["is ", "enters ", "was "].iter().any(|p| after.starts_with(p))
+    })
 }
 
 /// Rule 3: what makes decisions read state that requests accumulate; the reason.
@@ -915,7 +962,7 @@ pub fn first_only(text: &str) -> Option<&'static str> {
     }
 }
 
-/// What keeps the live log line from being found and read; the reason.
+/// What may give the live log line another shape than httplog's; the reason.
 pub fn no_log(lines: &[Vec<&str>]) -> Option<&'static str> {
     if lines.iter().any(|w| w[0] == "log-format" || w[0] == "error-log-format") {
         return Some("the configuration's own log format: the line is not httplog's");
@@ -1014,8 +1061,12 @@ fn chunked_len(b: &[u8]) -> Option<usize> {
 fn the_skip_rule_reads_configurations_and_requests() {
     let lines = |t: &'static str| words(t);
     assert!(ruled_out(&lines("global\n stats socket /x level admin\n")).is_some());
-    assert!(ruled_out(&lines("backend b\n server s1 1.2.3.4:80 check inter 1s\n")).is_some());
-    assert!(ruled_out(&lines("backend b\n server s1 1.2.3.4:80 # check\n")).is_none());
+    assert!(ruled_out(&lines("backend b\n server s1 1.2.3.4:80 agent-check\n")).is_some());
+    assert!(checked(&lines("backend b\n server s1 1.2.3.4:80 check inter 1s\n")));
+    assert!(!checked(&lines("backend b\n server s1 1.2.3.4:80 # check\n")));
+    let down = "[WARNING]  (7) : Server be/s1 is DOWN, reason: Layer4 connection problem";
+    assert!(changes_state(down) && changes_state("[WARNING]  (7) : Backup Server be/b is UP"));
+    assert!(!changes_state("[WARNING]  (7) : Health check for server be/s1 failed, reason: x"));
     assert!(first_only("backend b\n stick-table type ip size 1\n").is_some());
     assert!(first_only("frontend f\n acl a fe_req_rate gt 3\n").is_some());
     assert!(first_only("frontend f\n acl a path /x\n").is_none());
