@@ -22,8 +22,9 @@
 //! explain says (status, termination state, backend, server, the head the server got) must be
 //! what the live proxy did (`crosscheck.rs`, issue 36 §2). The skip rule, in short (the
 //! details and reasons are `crosscheck.rs`'s): no request is checked on a proxy whose live
-//! state may leave its configuration (a runtime API, the stats admin form, health checks,
-//! observed errors, conditions drawn by chance); only the first request of a proxy whose
+//! state may leave its configuration (a runtime API, the stats admin form, agent checks,
+//! conditions drawn by chance), and with health checks or observed errors none after a server
+//! changed state; only the first request of a proxy whose
 //! decisions read what requests accumulate (stick tables, counters, rates, `proc.`
 //! variables); only the first request of each connection (over HTTP/2, a stream whose
 //! request line the connection's other streams do not repeat, and its only stream where the
