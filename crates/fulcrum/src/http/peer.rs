@@ -116,6 +116,16 @@ impl Peer {
         }
     }
 
+    /// Gives back a buffer [`Peer::poll_piece`] filled, emptied, to the stream's connection
+    /// (its next streams' data takes it instead of allocating).
+    pub fn give_buf(&self, b: Vec<u8>) {
+        match self {
+            Peer::Bytes(_) => {}
+            Peer::H2(v) => v.give_buf(b),
+            Peer::H2Up(v) => v.give_buf(b),
+        }
+    }
+
     /// Sends data of the body this side takes, ending it with `end` (see
     /// [`Peer::takes_pieces`]). Taken whole: wait for [`Pipe::poll_write_ready`] first.
     pub fn send_data(&self, data: &[u8], end: bool) -> io::Result<()> {

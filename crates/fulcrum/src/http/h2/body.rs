@@ -77,6 +77,12 @@ impl Received {
         self.pos >= self.pending.len()
     }
 
+    /// Its buffer, for the connection's next streams (see `StreamMap::give_buf`).
+    pub fn take_buf(&mut self) -> Vec<u8> {
+        self.pos = 0;
+        std::mem::take(&mut self.pending)
+    }
+
     /// Ready when bytes, the end or a failure can be read: takes what stream `id` of the
     /// connection `key` received (its window opens again as the bytes are read: at most a
     /// window's worth waits).

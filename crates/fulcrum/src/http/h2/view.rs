@@ -374,6 +374,11 @@ impl H1View {
         self.recv.borrow_mut().poll_piece(self.conn, self.id, cx, buf)
     }
 
+    /// Gives back the buffer pieces were read into, for the connection's next streams.
+    pub fn give_buf(&self, b: Vec<u8>) {
+        frontconn::with(self.conn, |c| c.give_buf(b));
+    }
+
     /// The response's body goes on as pieces: its final head went and no HTTP/1 body bytes
     /// were taken partly.
     pub fn takes_pieces(&self) -> bool {
@@ -544,9 +549,11 @@ impl Drop for H1View {
     fn drop(&mut self) {
         let id = self.id;
         let send = self.send.get_mut();
+        let buf = self.recv.get_mut().take_buf();
         frontconn::with(self.conn, |c| {
             send.finish(c, id);
             c.detach(id);
+            c.give_buf(buf);
         });
     }
 }

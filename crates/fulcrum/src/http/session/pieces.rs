@@ -150,6 +150,19 @@ pub(super) async fn pump(
     }
 }
 
+/// The buffer pieces were read into, given back to the peer they came from when the body
+/// is done (its connection's next streams take it instead of allocating).
+struct GiveBack<'p> {
+    peer: &'p Peer,
+    buf: Vec<u8>,
+}
+
+impl Drop for GiveBack<'_> {
+    fn drop(&mut self) {
+        self.peer.give_buf(std::mem::take(&mut self.buf));
+    }
+}
+
 /// Between two HTTP/2 peers, DATA to DATA, as [`pump`] moves a body in general: a loop of its
 /// own for this one case, the gRPC calls' (the general one's state is larger than the worker's
 /// memory classes hold, and its steps cost about 100 instructions more per piece).
@@ -164,16 +177,15 @@ pub(super) async fn between_h2(
     moved: &mut u64,
 ) -> Xfer {
     let mut remaining = sized.unwrap_or(u64::MAX);
-    let mut buf = Vec::new();
+    let mut back = GiveBack { peer: from, buf: Vec::new() };
+    let buf = &mut back.buf;
     loop {
         // What came already is taken at once: no timer armed, no waker kept.
-        let piece = match from.poll_piece(&mut Context::from_waker(Waker::noop()), &mut buf) {
+        let piece = match from.poll_piece(&mut Context::from_waker(Waker::noop()), buf) {
             Poll::Ready(Ok(piece)) => piece,
             Poll::Ready(Err(_)) => return Xfer::ReadError,
             Poll::Pending => {
-                match wait_piece(from, &mut buf, &mut watch, (read_timer.as_mut(), read_timeout))
-                    .await
-                {
+                match wait_piece(from, buf, &mut watch, (read_timer.as_mut(), read_timeout)).await {
                     Ok(piece) => piece,
                     Err(x) => return x,
                 }

@@ -268,6 +268,10 @@ impl Conn {
             }
             if i.side.active == 0 {
                 i.free_read_buffer();
+                // Spare body buffers stay only with a busy connection's large stream store.
+                if i.streams.capacity() <= conn::SMALL_STORE {
+                    i.streams.drop_bufs();
+                }
             }
             if !again {
                 break;

@@ -620,6 +620,11 @@ impl<S: Side> Conn<S> {
         self.inner.borrow_mut().streams.get_mut(&id).map(f)
     }
 
+    /// Keeps an emptied body buffer for the next stream's data (see [`StreamMap::give_buf`]).
+    pub fn give_buf(&self, b: Vec<u8>) {
+        self.inner.borrow_mut().streams.give_buf(b);
+    }
+
     /// Sends body bytes, as far as the windows let them go (the rest waits in the stream),
     /// and ends the stream after them if `end`.
     pub fn send_data(&self, id: u32, data: &[u8], end: bool) -> io::Result<()> {

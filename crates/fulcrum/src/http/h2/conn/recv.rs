@@ -252,7 +252,7 @@ impl<S: Side> Inner<S> {
     /// view (or dropped if it detached). Padding counts against the window but is never read:
     /// given back with the next WINDOW_UPDATE. `false` if the stream was reset for it.
     pub fn stream_data(&mut self, id: u32, f: &Frame, from: usize, to: usize) -> bool {
-        let Some(st) = self.streams.get_mut(&id) else { return false };
+        let Some(st) = self.streams.get_for_data(&id) else { return false };
         let w = &mut self.wire;
         st.recv_window -= f.len as i64;
         if st.recv_window < 0 {

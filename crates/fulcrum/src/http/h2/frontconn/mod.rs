@@ -316,6 +316,7 @@ impl Conn {
                 // second). Memory freed at once is what the next connection takes; freed
                 // later, it leaves holes among the connections' memory.
                 i.free_read_buffer();
+                // (A large store keeps its spare body buffers too, for the next burst.)
                 if i.streams.capacity() > 0 && i.streams.capacity() <= conn::SMALL_STORE {
                     i.streams = conn::StreamMap::default();
                 }

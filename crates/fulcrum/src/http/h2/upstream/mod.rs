@@ -593,6 +593,11 @@ impl UpView {
         i.head.is_none() && i.interim.is_empty() && i.message.as_ref().is_some_and(Msg::is_empty)
     }
 
+    /// Gives back the buffer pieces were read into, for the connection's next streams.
+    pub fn give_buf(&self, b: Vec<u8>) {
+        backconn::with(self.conn, |c| c.give_buf(b));
+    }
+
     /// The response body's next piece (see `Received::poll_piece`).
     pub fn poll_piece(
         &self,
@@ -659,12 +664,16 @@ impl Drop for UpView {
     fn drop(&mut self) {
         let id = self.id.get();
         let out = &mut self.out.get_mut().state;
+        let buf = self.inc.get_mut().message.as_mut().map(Msg::take_buf);
         backconn::with(self.conn, |c| {
             if let OutState::Body(s) = out {
                 s.finish(c, id);
             }
             // An unread response ends its stream (reset, CANCEL).
             c.detach(id);
+            if let Some(b) = buf {
+                c.give_buf(b);
+            }
         });
     }
 }
