@@ -448,9 +448,14 @@ pub(super) async fn pump(
         }
     }
     if h2_gives && h2_takes {
-        let sized = matches!(body, Body::Length(_)).then_some(remaining);
+        let sized = matches!(body, Body::Length(_));
+        // What came already goes at once, with no transfer set up (a gRPC call's bodies).
+        if let Some(x) = pieces::relay_ready(from, to, sized, &mut remaining, moved) {
+            return x;
+        }
         let timer = (read_timer, read_timeout);
-        return cold(pieces::between_h2(from, to, sized, timer, write_timeout, watch, moved)).await;
+        let left = (sized, remaining);
+        return cold(pieces::between_h2(from, to, left, timer, write_timeout, watch, moved)).await;
     }
     if (h2_gives && h1(to)) || (h2_takes && h1(from)) {
         let from = match h2_gives {

@@ -165,18 +165,18 @@ impl Drop for GiveBack<'_> {
 
 /// Between two HTTP/2 peers, DATA to DATA, as [`pump`] moves a body in general: a loop of its
 /// own for this one case, the gRPC calls' (the general one's state is larger than the worker's
-/// memory classes hold, and its steps cost about 100 instructions more per piece).
+/// memory classes hold, and its steps cost about 100 instructions more per piece). `remaining`
+/// is what is left of a sized body (`sized`), else `u64::MAX`.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn between_h2(
     from: &Peer,
     to: &Peer,
-    sized: Option<u64>,
+    (sized, mut remaining): (bool, u64),
     (mut read_timer, read_timeout): (Pin<&mut Timer>, Option<Duration>),
     write_timeout: Option<Duration>,
     mut watch: Option<(&Peer, &mut RecvBuf)>,
     moved: &mut u64,
 ) -> Xfer {
-    let mut remaining = sized.unwrap_or(u64::MAX);
     let mut back = GiveBack { peer: from, buf: Vec::new() };
     let buf = &mut back.buf;
     loop {
@@ -191,42 +191,83 @@ pub(super) async fn between_h2(
                 }
             }
         };
-        let (data, short): (&[u8], bool) = match &piece {
-            Piece::Data { end } => {
-                let n = (buf.len() as u64).min(remaining) as usize;
-                remaining -= n as u64;
-                (&buf[..n], *end && sized.is_some() && remaining > 0)
-            }
-            _ => (&[], sized.is_some() && remaining > 0),
-        };
-        let end = match &piece {
-            Piece::Data { end } => (*end && !short) || (sized.is_some() && remaining == 0),
-            _ => !short,
-        };
-        if short && data.is_empty() {
-            return Xfer::ReadEof; // the body ended before its length
-        }
         if let Err(e) = writable(to, write_timeout).await {
             return match e.kind() {
                 std::io::ErrorKind::TimedOut => Xfer::WriteTimeout,
                 _ => Xfer::WriteError,
             };
         }
-        let sent = match &piece {
-            Piece::Trailers(fields) if end => to.send_trailers(fields),
-            _ => to.send_data(data, end),
-        };
-        if sent.is_err() {
-            return Xfer::WriteError;
-        }
-        *moved += data.len() as u64;
-        if short {
-            return Xfer::ReadEof;
-        }
-        if end {
-            return Xfer::Done;
+        if let Some(x) = relay_piece(piece, buf, to, sized, &mut remaining, moved) {
+            return x;
         }
     }
+}
+
+/// [`between_h2`]'s usual case without a transfer set up: the pieces that came already, while
+/// the other side takes them (a gRPC call's bodies come whole with their heads). `None` when
+/// one must be waited for: the rest is `between_h2`'s, from `remaining` on.
+pub(super) fn relay_ready(
+    from: &Peer,
+    to: &Peer,
+    sized: bool,
+    remaining: &mut u64,
+    moved: &mut u64,
+) -> Option<Xfer> {
+    let cx = &mut Context::from_waker(Waker::noop());
+    let mut back = GiveBack { peer: from, buf: Vec::new() };
+    loop {
+        // Taken only when it can go at once: nothing is held back for `between_h2`.
+        if !matches!(to.poll_write_ready(cx), Poll::Ready(Ok(()))) {
+            return None;
+        }
+        let piece = match from.poll_piece(cx, &mut back.buf) {
+            Poll::Ready(Ok(piece)) => piece,
+            Poll::Ready(Err(_)) => return Some(Xfer::ReadError),
+            Poll::Pending => return None,
+        };
+        if let Some(x) = relay_piece(piece, &back.buf, to, sized, remaining, moved) {
+            return Some(x);
+        }
+    }
+}
+
+/// Sends one piece of a body between two HTTP/2 peers (its data in `buf`), the other side
+/// ready for it; the transfer's end if it ends here.
+fn relay_piece(
+    piece: Piece,
+    buf: &[u8],
+    to: &Peer,
+    sized: bool,
+    remaining: &mut u64,
+    moved: &mut u64,
+) -> Option<Xfer> {
+    let (data, short): (&[u8], bool) = match &piece {
+        Piece::Data { end } => {
+            let n = (buf.len() as u64).min(*remaining) as usize;
+            *remaining -= n as u64;
+            (&buf[..n], *end && sized && *remaining > 0)
+        }
+        _ => (&[], sized && *remaining > 0),
+    };
+    let end = match &piece {
+        Piece::Data { end } => (*end && !short) || (sized && *remaining == 0),
+        _ => !short,
+    };
+    if short && data.is_empty() {
+        return Some(Xfer::ReadEof); // the body ended before its length
+    }
+    let sent = match &piece {
+        Piece::Trailers(fields) if end => to.send_trailers(fields),
+        _ => to.send_data(data, end),
+    };
+    if sent.is_err() {
+        return Some(Xfer::WriteError);
+    }
+    *moved += data.len() as u64;
+    if short {
+        return Some(Xfer::ReadEof);
+    }
+    end.then_some(Xfer::Done)
 }
 
 /// What the next piece of an HTTP/2 stream's body is for the transfer (see
