@@ -8,8 +8,8 @@
 //! (`runtime::connection_rules`, `session_rules_on`); an answer goes through the
 //! `http-after-response` rules as the session sends it. The chunked body's check before a
 //! server and `http-send-name-header` are the analysers' (`Stop::BadBody`, `Txn::name_server`),
-//! the parser's limits the frontend's. The `http` tests run explain beside every
-//! live Fulcrum they start (`tests/http/crosscheck.rs`).
+//! the parser's limits the frontend's. The `http` and `e2e` tests run explain beside every
+//! live Fulcrum they start (`tests/http/crosscheck.rs`), on HTTP/1 and HTTP/2 requests.
 //!
 //! ```text
 //! fulcrum explain -f haproxy.cfg [--frontend NAME] [--src IP:PORT] [--dst IP:PORT]
@@ -480,7 +480,8 @@ fn ruled(txn: &mut Txn<'_>, r: Ruled, be: Option<&Arc<Backend>>) -> String {
         }
         Ruled::Prometheus => {
             txn.o.end(Cause::Local, Phase::Request);
-            "answer: 200 OK (the Prometheus exporter's page)".to_string()
+            let state = state(txn.o);
+            format!("answer: 200 OK (the Prometheus exporter's page; termination {state})")
         }
     }
 }

@@ -88,9 +88,7 @@
 //! - the server when the live request waited in the queue (phase `Q`: other requests held
 //!   the servers, which explain never sees), or explain finds none free or usable;
 //! - everything for a `mode tcp` frontend (explain runs the HTTP analysers only) and for the
-//!   statistics page (its status depends on more than the analysers);
-//! - the termination state of the Prometheus exporter's page: explain does not print it
-//!   (a gap in explain, `explain-prometheus-state` in [`Checker`]'s comparison).
+//!   statistics page (its status depends on more than the analysers).
 //!
 //! `FULCRUM_TEST_EXPLAIN_LOG=FILE` appends, per request recorded, the configuration's path
 //! and what became of it: `checked: ` and what was compared (`checked (HTTP/2): ` over
@@ -556,13 +554,6 @@ impl Checker {
             }
             if a.text.contains("not logged") {
                 return Ok("the status");
-            }
-            // KNOWN GAP `explain-prometheus-state` (reported with the e2e cross-check, issue 36
-            // §2): for `http-request use-service prometheus-exporter` explain ends the stream
-            // as the live proxy does (L, phase R) but prints no termination state, where the
-            // live log line says `LR--`. Until explain prints it, only the status is compared.
-            if a.text.contains("the Prometheus exporter's page") {
-                return Ok("the status (explain-prometheus-state: no termination state printed)");
             }
         }
         let logged = match self.logged(said.src.ok_or(p.src), fe, p.h2.as_deref()) {
