@@ -12,6 +12,18 @@ use super::Txn;
 use crate::backend::Backend;
 use crate::rules;
 
+/// `http-request early-hint`: the 103 answers for the fields the rules gathered (`groups`:
+/// one answer's field lines each, separated by a zero byte).
+pub fn early_hints(groups: &[u8]) -> Vec<u8> {
+    let mut hints = Vec::new();
+    for group in groups.split(|&b| b == 0).filter(|g| !g.is_empty()) {
+        hints.extend_from_slice(b"HTTP/1.1 103 Early Hints\r\n");
+        hints.extend_from_slice(group);
+        hints.extend_from_slice(b"\r\n");
+    }
+    hints
+}
+
 impl<'s> Txn<'s> {
     /// A `return` / `deny` reply, rendered.
     pub fn build_reply(&mut self, rp: &rules::ReplySpec, be: Option<&Arc<Backend>>) -> Vec<u8> {

@@ -37,6 +37,7 @@ mod decide;
 mod response;
 mod server;
 
+pub use answers::early_hints;
 pub use decide::{answered, client_keeps, retry, Answered, KeepFacts, Tries, TryEnd};
 pub use response::{has_after_response, has_response_rules, RespProgress, RespStop};
 pub use server::{logs_flags, KeyKind, ToServer};

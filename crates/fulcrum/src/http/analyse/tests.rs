@@ -278,3 +278,71 @@ fn an_invalid_chunked_body_stops_before_a_server_and_the_server_is_named() {
     assert!(txn.name_server(plan_be, 0));
     assert_eq!(t.req.header(b"x-srv"), Some(&b"s"[..]));
 }
+
+/// Runs `f` on the transaction of `request` through the plan's first frontend, once its
+/// request analysers stopped.
+fn with_txn<R>(plan: &Plan, request: &str, f: impl FnOnce(&mut Txn<'_>, Stop) -> R) -> R {
+    let fe = &plan.proxies.frontends[0];
+    let http = fe.http.as_ref().expect("an HTTP frontend");
+    let mut req = Head::new();
+    let text = request.as_bytes();
+    let n = req.parse_request(text, &Limits::default()).expect("parses").expect("whole");
+    let mut parts = Transaction::new(req);
+    let addrs = (
+        Some("192.0.2.7:4000".parse().expect("addr")),
+        Some("127.0.0.1:80".parse().expect("addr")),
+    );
+    let mut txn = parts.txn(fe, http, addrs, &text[n..]);
+    let stop = txn.request(&mut Progress::default());
+    f(&mut txn, stop)
+}
+
+#[test]
+fn an_error_answer_is_the_http_error_reply_rendered_for_the_request_else_haproxys() {
+    let p = plan(
+        "frontend fe\n bind 127.0.0.1:1\n \
+         http-error status 429 content-type text/plain lf-string \"slow down on %[path]\"\n \
+         http-request deny deny_status 429 if { path_beg /api }\n \
+         http-request deny if { path /d }\n default_backend b\nbackend b\n server s 127.0.0.1:2\n",
+    );
+    let text = with_txn(&p, "GET /api/x HTTP/1.1\r\nHost: h\r\n\r\n", |txn, stop| {
+        assert!(format!("{stop:?}").contains("Status(429)"), "{stop:?}");
+        String::from_utf8(txn.error_message(429, None)).expect("utf-8")
+    });
+    assert!(text.starts_with("HTTP/1.1 429 Too Many Requests\r\n"), "{text}");
+    assert!(text.ends_with("\r\n\r\nslow down on /api/x"), "{text}");
+    assert!(text.to_ascii_lowercase().contains("content-type: text/plain\r\n"), "{text}");
+    // A status without a reply of its own: HAProxy's built-in message.
+    let text = with_txn(&p, "GET /d HTTP/1.1\r\nHost: h\r\n\r\n", |txn, _| {
+        String::from_utf8(txn.error_message(403, None)).expect("utf-8")
+    });
+    assert!(text.starts_with("HTTP/1.1 403 Forbidden\r\n"), "{text}");
+    assert!(text.contains("<h1>403 Forbidden</h1>"), "{text}");
+}
+
+#[test]
+fn early_hint_rules_gather_their_fields_into_a_103_before_the_request_goes_on() {
+    let p = plan(
+        "frontend fe\n bind 127.0.0.1:1\n \
+         http-request early-hint link \"</style.css>; rel=preload\"\n \
+         http-request early-hint link \"</%[path,regsub(^/,)].js>; rel=preload\"\n \
+         default_backend b\nbackend b\n server s 127.0.0.1:2\n",
+    );
+    let hints = with_txn(&p, "GET /app HTTP/1.1\r\nHost: h\r\n\r\n", |txn, stop| {
+        assert!(matches!(stop, Stop::Backend(_)), "{stop:?}");
+        early_hints(&txn.vars.early_hints)
+    });
+    assert_eq!(
+        String::from_utf8(hints).expect("utf-8"),
+        "HTTP/1.1 103 Early Hints\r\nlink: </style.css>; rel=preload\r\n\
+         link: </app.js>; rel=preload\r\n\r\n"
+    );
+    // No rule, no 103.
+    let p = plan(
+        "frontend fe\n bind 127.0.0.1:1\n default_backend b\nbackend b\n server s 127.0.0.1:2\n",
+    );
+    let hints = with_txn(&p, "GET / HTTP/1.1\r\nHost: h\r\n\r\n", |txn, _| {
+        early_hints(&txn.vars.early_hints)
+    });
+    assert!(hints.is_empty());
+}

@@ -199,7 +199,7 @@ impl Session<'_> {
 
     /// `http-request early-hint`: the 103 answer, sent before the request goes on.
     async fn early_hints(&mut self) -> std::io::Result<()> {
-        let hints = early_hints(&self.t.vars.early_hints);
+        let hints = analyse::early_hints(&self.t.vars.early_hints);
         answer::send_text(&self.client, &hints, self.fe.timeouts.client).await
     }
 
@@ -581,16 +581,4 @@ pub(super) fn body_view(cbuf: &RecvBuf, body: Body) -> &[u8] {
         Body::Length(n) => &data[..data.len().min(n as usize)],
         _ => data,
     }
-}
-
-/// The `103 Early Hints` heads of `http-request early-hint` rules: one per group of rules
-/// (`\0` separates groups).
-fn early_hints(groups: &[u8]) -> Vec<u8> {
-    let mut hints = Vec::new();
-    for group in groups.split(|&b| b == 0).filter(|g| !g.is_empty()) {
-        hints.extend_from_slice(b"HTTP/1.1 103 Early Hints\r\n");
-        hints.extend_from_slice(group);
-        hints.extend_from_slice(b"\r\n");
-    }
-    hints
 }
