@@ -30,21 +30,31 @@ struct Seen {
     trace: Trace,
 }
 
+/// The plan's first frontend and its HTTP settings.
+fn first_frontend(plan: &Plan) -> (&crate::frontend::Frontend, &crate::http_settings::HttpProxy) {
+    let fe = &plan.proxies.frontends[0];
+    (fe, fe.http.as_ref().expect("an HTTP frontend"))
+}
+
+/// A transaction for `request` (HTTP/1.1 text), and where its head ends.
+fn parsed(request: &str) -> (Transaction, usize) {
+    let mut req = Head::new();
+    let n = req.parse_request(request.as_bytes(), &Limits::default()).expect("parses");
+    (Transaction::new(req), n.expect("whole"))
+}
+
+/// The client's and the frontend's addresses the tests' requests come with.
+fn addrs() -> (Option<std::net::SocketAddr>, Option<std::net::SocketAddr>) {
+    (Some("192.0.2.7:4000".parse().expect("addr")), Some("127.0.0.1:80".parse().expect("addr")))
+}
+
 /// Runs the analysers on `request` (HTTP/1.1 text) through the plan's first frontend, as
 /// the session would with the whole body there: each stop that lets the transaction go on
 /// (a body awaited, a stats page not asked for) is answered by calling again.
 fn run(plan: &Plan, request: &str) -> Seen {
-    let fe = &plan.proxies.frontends[0];
-    let http = fe.http.as_ref().expect("an HTTP frontend");
-    let mut req = Head::new();
-    let text = request.as_bytes();
-    let n = req.parse_request(text, &Limits::default()).expect("parses").expect("whole");
-    let mut parts = Transaction::new(req);
-    let addrs = (
-        Some("192.0.2.7:4000".parse().expect("addr")),
-        Some("127.0.0.1:80".parse().expect("addr")),
-    );
-    let mut txn = parts.txn(fe, http, addrs, &text[n..]);
+    let (fe, http) = first_frontend(plan);
+    let (mut parts, n) = parsed(request);
+    let mut txn = parts.txn(fe, http, addrs(), &request.as_bytes()[n..]);
     let mut p = Progress::default();
     let mut stops = Vec::new();
     let mut to = None;
@@ -282,17 +292,9 @@ fn an_invalid_chunked_body_stops_before_a_server_and_the_server_is_named() {
 /// Runs `f` on the transaction of `request` through the plan's first frontend, once its
 /// request analysers stopped.
 fn with_txn<R>(plan: &Plan, request: &str, f: impl FnOnce(&mut Txn<'_>, Stop) -> R) -> R {
-    let fe = &plan.proxies.frontends[0];
-    let http = fe.http.as_ref().expect("an HTTP frontend");
-    let mut req = Head::new();
-    let text = request.as_bytes();
-    let n = req.parse_request(text, &Limits::default()).expect("parses").expect("whole");
-    let mut parts = Transaction::new(req);
-    let addrs = (
-        Some("192.0.2.7:4000".parse().expect("addr")),
-        Some("127.0.0.1:80".parse().expect("addr")),
-    );
-    let mut txn = parts.txn(fe, http, addrs, &text[n..]);
+    let (fe, http) = first_frontend(plan);
+    let (mut parts, n) = parsed(request);
+    let mut txn = parts.txn(fe, http, addrs(), &request.as_bytes()[n..]);
     let stop = txn.request(&mut Progress::default());
     f(&mut txn, stop)
 }
