@@ -86,6 +86,19 @@ pub fn inode(fd: &impl std::os::fd::AsFd) -> Option<u64> {
 }
 
 /// Reads a whole file (after `chroot`, through the kept directories).
+/// An I/O error in the system's words, as C's `strerror()` gives them and HAProxy prints them
+/// ("Address already in use"), without Rust's " (os error N)".
+pub fn os_words(e: &io::Error) -> String {
+    let text = match e.raw_os_error() {
+        Some(code) => io::Error::from_raw_os_error(code).to_string(),
+        None => e.to_string(),
+    };
+    match text.rfind(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
 pub fn read_file(path: &std::path::Path) -> io::Result<Vec<u8>> {
     match open_kept(path, libc::O_RDONLY) {
         None => std::fs::read(path),

@@ -117,6 +117,21 @@ pub enum AcquireError {
     QueueFull,
 }
 
+impl std::fmt::Display for AcquireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AcquireError::NoServer => f.write_str("no server is usable"),
+            AcquireError::QueueTimeout { server: true, pos } => {
+                write!(f, "timeout queue expired in the server's queue (position {pos})")
+            }
+            AcquireError::QueueTimeout { server: false, pos } => {
+                write!(f, "timeout queue expired in the backend's queue (position {pos})")
+            }
+            AcquireError::QueueFull => f.write_str("the queue is full (maxqueue)"),
+        }
+    }
+}
+
 /// The outcome of one try at a slot.
 /// The queue a request found no free slot in: a server's own, or the backend's (`None`).
 #[derive(Debug)]

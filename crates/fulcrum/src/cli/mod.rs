@@ -314,8 +314,8 @@ fn start(args: &Args, plan: Plan, sources: Vec<Source>) -> i32 {
             listener::remember(s.iter().flatten().map(|ws| &ws.socket.socket));
             s
         }
-        Err(e) => {
-            alert(format!("Starting proxy {e}"));
+        Err(lines) => {
+            lines.into_iter().for_each(alert);
             return 1;
         }
     };
@@ -529,12 +529,19 @@ fn open_listeners(
     plan: &Plan,
     nbthread: usize,
     inherited: &mut Inherited,
-) -> Result<Vec<Vec<WorkerSocket>>, String> {
+) -> Result<Vec<Vec<WorkerSocket>>, Vec<String>> {
     let mut per_worker: Vec<Vec<WorkerSocket>> = (0..nbthread).map(|_| Vec::new()).collect();
+    // As HAProxy, every listener is tried and each failure said, then the start fails.
+    let mut failed = Vec::new();
     for fe in &plan.proxies.frontends {
         for bind in &fe.binds {
-            let unix = listener::UnixOwner::resolve(&bind.unix)
-                .map_err(|e| format!("{}: {e}", fe.name))?;
+            let unix = match listener::UnixOwner::resolve(&bind.unix) {
+                Ok(u) => u,
+                Err(e) => {
+                    failed.push(format!("{}: {e}", bind.origin));
+                    continue;
+                }
+            };
             let opts = BindOptions {
                 backlog: bind.backlog,
                 only_v6: bind.only_v6,
@@ -544,9 +551,15 @@ fn open_listeners(
                 unix,
             };
             for addr in &bind.addrs {
-                let sockets = listener::open(addr, opts, nbthread, inherited).map_err(|e| {
-                    format!("{}: cannot bind socket ({e}) for {}", fe.name, show(addr))
-                })?;
+                let sockets = match listener::open(addr, opts, nbthread, inherited) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let (why, at) = (crate::sys::os_words(&e), show(addr));
+                        failed
+                            .push(format!("{}: cannot bind socket ({why}) for {at}", bind.origin));
+                        continue;
+                    }
+                };
                 for (i, s) in sockets.into_iter().enumerate() {
                     let dst_port = listener::local_port(&s.socket);
                     per_worker[i % nbthread].push(WorkerSocket {
@@ -558,6 +571,12 @@ fn open_listeners(
                 }
             }
         }
+    }
+    if !failed.is_empty() {
+        failed.push(
+            "[haproxy.main()] Some protocols failed to start their listeners! Exiting.".into(),
+        );
+        return Err(failed);
     }
     Ok(per_worker)
 }

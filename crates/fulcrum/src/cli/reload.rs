@@ -235,8 +235,8 @@ fn build(
     };
     let per_worker = match super::open_listeners(&plan, ctx.nbthread, &mut inherited) {
         Ok(s) => s,
-        Err(e) => {
-            out.push(alert_line(format!("Starting proxy {e}")));
+        Err(lines) => {
+            out.extend(lines.into_iter().map(alert_line));
             return None;
         }
     };

@@ -41,6 +41,9 @@ pub struct Bind {
     /// `name`, and its number in the frontend (from 1): how log lines name it.
     pub name: Option<String>,
     pub number: u32,
+    /// Where it is written, as HAProxy's messages about it start: `Binding [file:line] for
+    /// frontend NAME` (`proxy NAME` in a `listen` section).
+    pub origin: String,
 }
 
 #[derive(Debug)]

@@ -857,17 +857,7 @@ fn hex(b: &[u8]) -> String {
 
 /// C's `strerror()` text for an I/O error (HAProxy prints it in check messages).
 pub fn strerror(e: &io::Error) -> String {
-    match e.raw_os_error() {
-        Some(code) => {
-            let s = io::Error::from_raw_os_error(code).to_string();
-            // Rust appends " (os error N)".
-            match s.rfind(" (os error") {
-                Some(i) => s[..i].to_string(),
-                None => s,
-            }
-        }
-        None => e.to_string(),
-    }
+    crate::sys::os_words(e)
 }
 
 #[cfg(test)]

@@ -102,6 +102,21 @@ enum Xfer {
     Interrupted,
 }
 
+impl std::fmt::Display for Xfer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Xfer::Done => "done",
+            Xfer::ReadEof => "the sender closed before its end",
+            Xfer::ReadError => "reading it failed",
+            Xfer::ReadTimeout => "the sender was idle past its timeout",
+            Xfer::WriteError => "writing it failed",
+            Xfer::WriteTimeout => "the receiver was idle past its timeout",
+            Xfer::Invalid => "invalid chunked framing",
+            Xfer::Interrupted => "interrupted by the server's answer",
+        })
+    }
+}
+
 struct Session<'a> {
     fe: &'a Frontend,
     http: &'a HttpProxy,

@@ -654,6 +654,12 @@ fn frontend(
                 proto: b.proto,
                 name: b.name.clone(),
                 number: i as u32 + 1,
+                origin: format!(
+                    "Binding [{}] for {} {}",
+                    b.span,
+                    if p.kind == cfg::ProxyKind::Listen { "proxy" } else { "frontend" },
+                    p.name
+                ),
                 addrs: b.addrs.clone(),
                 backlog: b.backlog.or(p.backlog),
                 only_v6: b.only_v6(),

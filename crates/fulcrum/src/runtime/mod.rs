@@ -337,9 +337,11 @@ fn worker(
 ) {
     if let Some(cpus) = cpus {
         if let Err(e) = crate::sys::pin_current_thread(&cpus) {
+            let list: Vec<String> = cpus.iter().map(u32::to_string).collect();
             eprintln!(
-                "[WARNING]  ({}) : cpu-map: cannot pin thread to {cpus:?}: {e}",
-                std::process::id()
+                "[WARNING]  ({}) : cpu-map: cannot pin thread to CPUs {}: {e}",
+                std::process::id(),
+                list.join(",")
             );
         }
     }

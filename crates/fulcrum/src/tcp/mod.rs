@@ -39,6 +39,23 @@ pub enum Ending {
     Tunnel(TunnelEnd),
 }
 
+impl std::fmt::Display for Ending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ending::NoServer(e) => e.fmt(f),
+            Ending::ConnectFailed(kind, errno) => {
+                let e = match errno {
+                    Some(n) => io::Error::from_raw_os_error(*n),
+                    None => io::Error::from(*kind),
+                };
+                write!(f, "connection to the server failed: {}", crate::sys::os_words(&e))
+            }
+            Ending::ClientAborted => f.write_str("the client left while a server was awaited"),
+            Ending::Tunnel(t) => t.fmt(f),
+        }
+    }
+}
+
 /// `tcp-response content` rules in mode tcp, once the server is connected. Rules that read
 /// the response's bytes are refused at start-up, so these decide at once.
 fn response_rules_accept(

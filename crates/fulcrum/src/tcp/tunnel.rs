@@ -36,6 +36,18 @@ pub enum TunnelEnd {
     ServerError,
 }
 
+impl std::fmt::Display for TunnelEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TunnelEnd::Done => "the tunnel ended",
+            TunnelEnd::ClientTimeout => "timeout client expired in the tunnel",
+            TunnelEnd::ServerTimeout => "timeout server expired in the tunnel",
+            TunnelEnd::ClientError => "the client's side of the tunnel failed",
+            TunnelEnd::ServerError => "the server's side of the tunnel failed",
+        })
+    }
+}
+
 /// Bytes moved, for counters.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Moved {

@@ -191,11 +191,7 @@ fn ocsp_for(
 
 /// An I/O error as `strerror` words it ("No such file or directory"), as HAProxy prints it.
 pub fn os_error(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error") {
-        Some(i) => text[..i].to_string(),
-        None => text,
-    }
+    crate::sys::os_words(e)
 }
 
 /// Loads a `crt-list` file: `<crt> [[<options>]] [[!]<sni filter>...]` per line.

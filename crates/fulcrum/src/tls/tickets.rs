@@ -89,7 +89,10 @@ impl FileTicketer {
                 let mut name = [0u8; 16];
                 name.copy_from_slice(&k[..16]);
                 let aes = &k[16 + half..];
-                let key = UnboundKey::new(alg, aes).map_err(|_| format!("'{name:?}': bad key"))?;
+                let key = UnboundKey::new(alg, aes).map_err(|_| {
+                    let hex: String = name.iter().map(|b| format!("{b:02x}")).collect();
+                    format!("the key named {hex} is not a valid AES key")
+                })?;
                 Ok(Key { name, aead: LessSafeKey::new(key) })
             })
             .collect::<Result<Vec<_>, String>>()?;

@@ -216,3 +216,41 @@ fn the_check_opens_every_file_a_start_reads_and_reports_each_missing_one_once() 
         ]
     );
 }
+
+/// A port already taken: every listener that failed is named by its file and line, in
+/// HAProxy 2.6's words (checked beside it: `Binding [f:7] for proxy li: cannot bind socket
+/// (Address already in use) for [...]`, "frontend" for a frontend), then the start fails with
+/// status 1 and HAProxy's last line.
+#[test]
+fn ports_in_use_are_each_named_by_file_and_line_then_the_start_fails() {
+    let taken: Vec<std::net::TcpListener> =
+        (0..2).map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind")).collect();
+    let port = |i: usize| taken[i].local_addr().expect("addr").port();
+    let dir = scratch("ports-in-use");
+    let path = dir.join("in-use.cfg");
+    let text = format!(
+        "defaults\n mode http\n{T}listen li\n bind 127.0.0.1:{}\n server s 127.0.0.1:1\n\
+         frontend fe\n bind 127.0.0.1:{}\n default_backend li\n",
+        port(0),
+        port(1)
+    );
+    std::fs::write(&path, text).expect("write");
+    let file = path.display().to_string();
+    let (code, _, err) = run(&["-f", &file]);
+    assert_eq!(code, 1, "{err}");
+    let alerts: Vec<&str> = err.lines().filter_map(|l| l.split_once(") : ").map(|p| p.1)).collect();
+    let expected = [
+        format!(
+            "Binding [{file}:7] for proxy li: cannot bind socket (Address already in use) for \
+             [127.0.0.1:{}]",
+            port(0)
+        ),
+        format!(
+            "Binding [{file}:10] for frontend fe: cannot bind socket (Address already in use) \
+             for [127.0.0.1:{}]",
+            port(1)
+        ),
+        "[haproxy.main()] Some protocols failed to start their listeners! Exiting.".to_string(),
+    ];
+    assert_eq!(alerts, expected, "{err}");
+}

@@ -76,7 +76,7 @@ impl Session<'_> {
                     Xfer::Invalid => return Exchange::BadRequest,
                     Xfer::ReadTimeout if st.is_some() => return Exchange::ServerTimeout,
                     Xfer::ReadEof | Xfer::ReadError | Xfer::ReadTimeout => {
-                        self.note(format_args!("request body: {x:?}"));
+                        self.note(format_args!("request body: {x}"));
                         return Exchange::ClientGone;
                     }
                     Xfer::WriteError | Xfer::WriteTimeout => return Exchange::ServerGone,

@@ -481,7 +481,7 @@ impl Session<'_> {
             self.t.o.ended_by_state_change(by, Phase::Data);
             return;
         }
-        self.note(format_args!("response body: {xfer:?}"));
+        self.note(format_args!("response body: {xfer}"));
         let cause = match xfer {
             Xfer::ReadTimeout => Cause::ServerTimeout,
             Xfer::WriteError => Cause::ClientAbort,
@@ -494,7 +494,7 @@ impl Session<'_> {
     /// Records why no server could be had; true when the client left (nothing to answer),
     /// else the transaction answers 503.
     fn no_server(&mut self, e: tcp::Ending) -> bool {
-        self.note(format_args!("no server: {e:?}"));
+        self.note(format_args!("no server: {e}"));
         let gone = matches!(e, tcp::Ending::ClientAborted);
         e.record(&mut self.t.o);
         gone
