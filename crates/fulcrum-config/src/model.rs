@@ -61,6 +61,12 @@ impl Config {
     pub fn frontends(&self) -> impl Iterator<Item = &Proxy> {
         self.proxies.iter().filter(|p| p.kind.is_frontend())
     }
+    /// Something would accept connections: a `frontend` or `listen` with a `bind` line, or a
+    /// stats socket (HAProxy then runs health checks and its CLI alone). Without one, HAProxy's
+    /// `-c` says the file "will not start" (status 2) and a start fails.
+    pub fn has_listener(&self) -> bool {
+        self.frontends().any(|p| !p.binds.is_empty()) || !self.global.stats_sockets.is_empty()
+    }
     /// Proxies that hold servers (`backend` and `listen`).
     pub fn backends(&self) -> impl Iterator<Item = &Proxy> {
         self.proxies.iter().filter(|p| p.kind.is_backend())

@@ -16,8 +16,9 @@ use crate::model::{
 use crate::proxy::type_word;
 
 /// Runs every check, appending diagnostics in a stable order. After parse errors
-/// (`parse_failed`), only the error checks run: the warnings and the "no listener" error would
-/// mostly echo lines that were already refused.
+/// (`parse_failed`), only the error checks run: the warnings would mostly echo lines that were
+/// already refused. A configuration without a listener is valid, as in HAProxy (see
+/// [`Config::has_listener`]: the program says it will not start).
 pub fn validate(config: &Config, parse_failed: bool, out: &mut Vec<Diagnostic>) {
     for p in &config.proxies {
         backend_refs(config, p, out);
@@ -33,16 +34,6 @@ pub fn validate(config: &Config, parse_failed: bool, out: &mut Vec<Diagnostic>) 
     }
     conflicting_binds(config, out);
     duplicate_proxy_ids(config, out);
-    // A stats socket is a listener too (HAProxy then runs health checks and its CLI alone).
-    if !parse_failed
-        && !config.frontends().any(|p| !p.binds.is_empty())
-        && config.global.stats_sockets.is_empty()
-    {
-        out.push(Diagnostic::alert(
-            None,
-            "no listener: the configuration has no 'frontend' or 'listen' section with a 'bind' line, nothing would be started.",
-        ));
-    }
 }
 
 /// HAProxy refuses `stats auth`/`stats realm` beside `stats http-request` (the rules then

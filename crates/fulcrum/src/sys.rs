@@ -520,6 +520,16 @@ pub fn detach() -> io::Result<()> {
 }
 
 /// Sends `sig` to process `pid`.
+/// A command that only prints (`-vv`, `-c`, `explain`) dies quietly of SIGPIPE when its
+/// reader goes away (`fulcrum -vv | head -1`), as HAProxy and other Unix tools do, instead of
+/// failing on the write (Rust ignores SIGPIPE; a proxy must).
+pub fn sigpipe_default() {
+    // SAFETY: sets a signal's disposition to its default; no handler runs Rust code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 pub fn kill(pid: u32, sig: libc::c_int) -> io::Result<()> {
     // SAFETY: plain syscall.
     check(unsafe { libc::kill(pid as libc::pid_t, sig) }).map(drop)

@@ -59,12 +59,19 @@ fn notice(msg: impl std::fmt::Display) {
     eprintln!("[NOTICE]   ({}) : {msg}", pid());
 }
 
+/// HAProxy 2.6's words when a configuration has nothing to listen on.
+pub(crate) const NO_LISTENER: &str =
+    "[haproxy.main()] No enabled listener found (check for 'bind' directives) ! Exiting.";
+
 /// Runs the `fulcrum` command; returns the exit status.
 pub fn main(argv: &[String]) -> i32 {
     match argv.first().map(String::as_str) {
         Some("testserver") => return fulcrum_testserver::main(&argv[1..]),
         Some("demo") => return crate::demo::main(&argv[1..]),
-        Some("explain") => return explain::main(&argv[1..]),
+        Some("explain") => {
+            crate::sys::sigpipe_default();
+            return explain::main(&argv[1..]);
+        }
         _ => {}
     }
     let args = match args::parse(argv) {
@@ -75,6 +82,9 @@ pub fn main(argv: &[String]) -> i32 {
             return 1;
         }
     };
+    if args.version > 0 || args.check {
+        crate::sys::sigpipe_default();
+    }
     if args.version > 0 {
         print_version(args.version);
         return 0;
@@ -103,9 +113,23 @@ pub fn main(argv: &[String]) -> i32 {
     let plan = build_plan(&config, plan::Previous::default(), &mut out);
     print_all(&out);
     let Some(plan) = plan else { return 1 };
-    if args.check {
-        println!("Configuration file is valid");
-        return 0;
+    // As HAProxy 2.6: valid, but nothing would accept a connection.
+    match (config.has_listener(), args.check) {
+        (false, true) => {
+            println!(
+                "Configuration file has no error but will not start (no listener) => exit(2)."
+            );
+            return 2;
+        }
+        (false, false) => {
+            alert(NO_LISTENER);
+            return 1;
+        }
+        (true, true) => {
+            println!("Configuration file is valid");
+            return 0;
+        }
+        (true, false) => {}
     }
     // Saved server states (`load-server-state-from-file`), before any traffic.
     for w in crate::state_file::load(&config.global, &config.proxies, &plan.proxies.backends) {

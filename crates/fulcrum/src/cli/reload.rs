@@ -198,6 +198,11 @@ fn reload(
     let Some((config, texts)) = super::load_config(args, &mut out) else {
         return Err(failed(out));
     };
+    if !config.has_listener() {
+        // The new worker would not start (HAProxy's new worker exits with these words).
+        out.push(alert_line(super::NO_LISTENER));
+        return Err(failed(out));
+    }
     let prev = plan::Previous {
         frontends: &current.proxies.frontends,
         backends: &current.proxies.backends,

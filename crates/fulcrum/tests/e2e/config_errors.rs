@@ -254,3 +254,57 @@ fn ports_in_use_are_each_named_by_file_and_line_then_the_start_fails() {
     ];
     assert_eq!(alerts, expected, "{err}");
 }
+
+/// Valid but with nothing to listen on: `-c` says it will not start and exits 2, a start
+/// fails with HAProxy 2.6's alert and status 1 (both checked beside HAProxy 2.6). A stats
+/// socket is a listener.
+#[test]
+fn a_file_without_a_listener_checks_with_status_2_and_does_not_start() {
+    let backend_only = format!("defaults\n mode http\n{T}backend b\n server s 127.0.0.1:1\n");
+    for text in [backend_only.as_str(), "", "global\n maxconn 10\n"] {
+        let (code, out, err) = check("no-listener", text);
+        assert_eq!(code, 2, "{text:?}: {out}{err}");
+        assert_eq!(
+            out.trim_end(),
+            "Configuration file has no error but will not start (no listener) => exit(2).",
+            "{text:?}"
+        );
+        let dir = scratch("no-listener-start");
+        let path = dir.join("start.cfg");
+        std::fs::write(&path, text).expect("write");
+        let (code, _, err) = run(&["-f", &path.display().to_string()]);
+        assert_eq!(code, 1, "{text:?}: {err}");
+        assert!(
+            err.trim_end().ends_with(
+                ": [haproxy.main()] No enabled listener found (check for 'bind' directives) ! \
+                 Exiting."
+            ),
+            "{text:?}: {err}"
+        );
+    }
+    let dir = scratch("stats-socket-only");
+    let sock = dir.join("api.sock");
+    let text = format!("global\n stats socket {}\n", sock.display());
+    let (code, out, err) = check("stats-socket-only", &text);
+    assert_eq!((code, out.trim_end()), (0, "Configuration file is valid"), "{err}");
+}
+
+/// A command that only prints dies quietly of SIGPIPE when its reader is gone (HAProxy 2.6:
+/// status 141 in a shell), never with a panic.
+#[test]
+fn version_into_a_closed_pipe_ends_by_sigpipe_without_a_panic() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    // The reader is gone before the command starts.
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let out = Command::new(BIN)
+        .arg("-vv")
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.signal(), Some(13), "SIGPIPE: {:?} {err}", out.status);
+}
