@@ -39,6 +39,20 @@ pub fn lex_source(name: &str, text: &str, env: EnvLookup<'_>) -> (Vec<Line>, Vec
     (lines, errors)
 }
 
+/// HAProxy 2.6's refusal of a file whose last line has no line feed (it may have been cut
+/// short while written), in its words: the line, and the position after its last byte.
+pub fn missing_lf(name: &str, text: &str) -> Option<String> {
+    if text.is_empty() || text.ends_with('\n') {
+        return None;
+    }
+    let line = text.matches('\n').count() + 1;
+    let position = text.rsplit('\n').next().map_or(0, str::len) + 1;
+    Some(format!(
+        "parsing [{name}:{line}]: Missing LF on last line, file might have been truncated at \
+         position {position}."
+    ))
+}
+
 /// Splits one line into words, applying quotes, escapes, comments and environment expansion.
 pub fn split_words(line: &str, env: EnvLookup<'_>) -> Result<Vec<String>, String> {
     let chars: Vec<char> = line.chars().collect();

@@ -83,6 +83,9 @@ fn load_prepared(sources: &[Source], env: EnvLookup<'_>) -> Result<Loaded, Vec<D
         for (span, msg) in errors {
             builder.diags.list.push(Diagnostic::alert(Some(span), msg));
         }
+        if let Some(msg) = lexer::missing_lf(&source.name, &source.text) {
+            builder.diags.list.push(Diagnostic::alert(None, msg));
+        }
         let lines = cond::filter(lines, env, &mut builder.diags.list);
         builder.feed_file(&lines);
     }

@@ -632,6 +632,12 @@ pub fn parse_server_addr(text: &str) -> Result<ServerAddr, String> {
     // As HAProxy: without brackets the last colon always starts the port (`::1:80`).
     let (host, port_text) = match split_host_port(rest) {
         Some(hp) => hp,
+        // An opening bracket never closed (`[::1:80`): HAProxy takes the last colon as the
+        // port's and cannot resolve the rest.
+        None if rest.starts_with('[') && !rest.contains(']') => {
+            let host = rest.rsplit_once(':').map_or(rest, |(h, _)| h);
+            return Err(format!("could not resolve address '{host}'"));
+        }
         None if rest.starts_with('[') => (rest.trim_start_matches('[').trim_end_matches(']'), ""),
         None => (rest, ""),
     };

@@ -296,8 +296,8 @@ fn load_sources(sources: &[Source], quiet: bool, out: &mut Vec<String>) -> Optio
             let mut files: Vec<&str> = diags
                 .iter()
                 .filter(|d| d.is_error())
-                .filter_map(|d| d.span.as_ref())
-                .map(|s| &*s.file)
+                // (A message in HAProxy's own shape names its file in its text.)
+                .filter_map(|d| d.span.as_ref().map(|s| &*s.file).or(error_file(&d.message)))
                 .collect();
             files.dedup();
             for f in files {

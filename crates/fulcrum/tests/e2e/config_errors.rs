@@ -59,6 +59,17 @@ fn bad_configurations_get_exact_diagnostics_and_status_1() {
                 "[ALERT] : config : parsing [check.cfg:3] : 'bind' : address '127.0.0.1:1' is already bound by proxy 'x' at check.cfg:2.",
             ],
         ),
+        (
+            // Checked beside HAProxy 2.6: its words, its position (after the last byte).
+            "missing-lf",
+            format!("defaults\n{T}listen x\n bind 127.0.0.1:1\n server a 127.0.0.1:2"),
+            &["[ALERT] : config : parsing [check.cfg:7]: Missing LF on last line, file might have been truncated at position 22."],
+        ),
+        (
+            "unclosed-bracket",
+            format!("defaults\n{T}listen x\n bind 127.0.0.1:1\n server s9 [::1:80\n"),
+            &["[ALERT] : config : parsing [check.cfg:7] : 'server x/s9' : could not resolve address '[::1'"],
+        ),
     ];
     for (name, cfg, expected) in cases {
         let (code, out, lines) = check_clean(name, cfg);
