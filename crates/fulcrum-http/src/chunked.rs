@@ -78,6 +78,7 @@ enum Ext {
 /// HAProxy, optional SP/HTAB, then `*( BWS ";" BWS token [ BWS "=" BWS ( token /
 /// quoted-string ) ] )` (RFC 9112 7.1.1; HAProxy itself skips extensions unchecked).
 fn size_line(line: &[u8], complete: bool) -> Result<u64, ChunkError> {
+    const MAX_CHUNK_SIZE: u64 = 1 << 52;
     let mut size: u64 = 0;
     let mut digits = 0usize;
     let mut st = Ext::Digits;
@@ -89,7 +90,9 @@ fn size_line(line: &[u8], complete: bool) -> Result<u64, ChunkError> {
             Ext::Digits => match b {
                 _ if b.is_ascii_hexdigit() => {
                     let d = (b as char).to_digit(16).map_or(0, u64::from);
-                    if size > (i64::MAX as u64) >> 4 {
+                    // As HAProxy: at most 2^52 - 1 (13 hex digits' worth), so that no size
+                    // reaches a peer that reads integers as floats.
+                    if size >= MAX_CHUNK_SIZE >> 4 {
                         return Err(ChunkError::SizeOverflow);
                     }
                     size = (size << 4) | d;

@@ -671,3 +671,24 @@ fn text_len_is_the_length_of_the_text_written() {
         assert_eq!(h.text_len(true), origin.len(), "{}", String::from_utf8_lossy(&origin));
     }
 }
+
+/// As HAProxy 2.6 (checked beside it): a field name of 255 bytes is taken, 256 refused, in a
+/// parse (whole or in parts) and in a head built from HTTP/2 fields.
+#[test]
+fn field_names_longer_than_255_bytes_are_refused() {
+    let limits = Limits::default();
+    for (len, ok) in [(255, true), (256, false)] {
+        let text = format!("GET / HTTP/1.1\r\nHost: t\r\n{}: 1\r\n\r\n", "n".repeat(len));
+        let mut h = Head::new();
+        let whole = h.parse_request(text.as_bytes(), &limits);
+        assert_eq!(whole.is_ok(), ok, "{len}: {whole:?}");
+        // The first part only, the name not yet ended: refused as soon as it is too long.
+        let mut h = Head::new();
+        let part = h.parse_request(&text.as_bytes()[..26 + len], &limits);
+        assert_eq!(part.is_ok(), ok, "{len} in parts: {part:?}");
+        let mut h = Head::new();
+        h.begin_request(b"GET", &[b"/"]).expect("begin");
+        let name = "n".repeat(len);
+        assert_eq!(h.build_field(name.as_bytes(), b"1", &limits).is_ok(), ok, "{len} built");
+    }
+}

@@ -59,7 +59,10 @@ impl Head {
         value: &[u8],
         limits: &Limits,
     ) -> Result<(), HeadError> {
-        if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
+        if name.is_empty()
+            || name.len() > super::lines::MAX_NAME
+            || !name.iter().all(|&b| is_tchar(b))
+        {
             return Err(HeadError::BadHeaderName);
         }
         if value_run(value) != value.len() {

@@ -73,6 +73,9 @@ pub(super) fn check_request_line(
     Ok(Some(RequestLine { m_end, t_start, t_end, method, form, version }))
 }
 
+/// The longest field name taken.
+pub(crate) const MAX_NAME: usize = 255;
+
 /// Checks one header or trailer line (line end removed), left to right so that a partial line
 /// fails exactly where the complete one would. Complete: returns the name length and the
 /// bounds of the value trimmed of OWS.
@@ -87,6 +90,11 @@ pub(crate) fn check_field_line(
         Some(_) => {}
     }
     let n = line.iter().take_while(|&&b| is_tchar(b)).count();
+    // As HAProxy (its internal message keeps a name's length in a byte): longer names are
+    // refused, 400 for a request, 502 for a response.
+    if n > MAX_NAME {
+        return Err(HeadError::BadHeaderName);
+    }
     let Some(&b) = line.get(n) else {
         return if complete { Err(HeadError::BadHeaderName) } else { Ok(None) };
     };
@@ -133,6 +141,9 @@ pub(super) fn scan_field_line(w: &[u8]) -> Result<FieldScan, HeadError> {
         Some(_) => {}
     }
     let n = w.iter().take_while(|&&b| is_tchar(b)).count();
+    if n > MAX_NAME {
+        return Err(HeadError::BadHeaderName);
+    }
     match w.get(n) {
         None => return Ok(FieldScan::Partial),
         Some(b':') if n > 0 => {}

@@ -124,6 +124,17 @@ fn cases() -> Vec<Case> {
             &post("Transfer-Encoding: chunked\r\n", "3\r\nabcX\r\n"),
             400,
         ),
+        // HAProxy's bounds: a name of at most 255 bytes, a chunk size below 2^52.
+        case(
+            "header name of 256 bytes",
+            &big("GET / HTTP/1.1\r\nHost: t\r\n", 256, ": 1\r\n\r\n"),
+            400,
+        ),
+        case(
+            "chunk size of 14 hex digits",
+            &post("Transfer-Encoding: chunked\r\n", "77777777777777\r\nabc"),
+            400,
+        ),
     ]
 }
 
