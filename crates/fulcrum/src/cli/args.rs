@@ -23,6 +23,8 @@ pub struct Args {
     pub quiet: bool,
     /// `-v` (1) or `-vv` (2).
     pub version: u8,
+    /// `-h` / `--help`: the usage (HAProxy has no such option; a person types it first).
+    pub help: bool,
     /// `-sf <pid>...`: tell these processes to finish (soft stop) once bound.
     pub finish_pids: Vec<u32>,
     /// `-st <pid>...`: tell these processes to stop at once.
@@ -64,6 +66,7 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
             "-v" | "-V" if arg == "-v" => a.version = a.version.max(1),
             "-V" => {}
             "-vv" => a.version = 2,
+            "-h" | "--help" => a.help = true,
             "-N" => {
                 let v = value(&mut i, arg)?;
                 a.maxconn =
@@ -110,8 +113,10 @@ Usage : fulcrum [-f <cfgfile|cfgdir>]* [ -vdVD ] [ -n <maxconn> ] [ -N <maxpconn
         [ -W | -Ws ] [ -S <socket>[,<option>]* ]
         fulcrum testserver [-L <addr:port>]... [-n <name>] [-t <threads>] [--mode http|echo|sink]
         fulcrum demo
-        fulcrum explain -f <cfgfile> [--frontend NAME] [--src IP:PORT] [--tls-sni NAME] [--down SRV,...]
-                [--state-file FILE] [--map REF=FILE] [--acl REF=FILE] REQUEST
+        fulcrum explain -f <cfgfile> [--frontend NAME] [--src IP:PORT] [--dst IP:PORT]
+                [--tls-sni NAME] [--down SRV,...] [--state-file FILE] [--map REF=FILE]
+                [--acl REF=FILE] REQUEST   (REQUEST: HTTP/1.1 text, a file, or - for stdin)
+        -h prints this help (a Fulcrum extension: HAProxy has no -h).
         -v displays version ; -vv shows known build options.
         -d enters debug mode (foreground, one line per session on stderr) ;
         -db only disables background mode ; -D goes daemon ; -q quiet mode
@@ -176,5 +181,6 @@ mod tests {
     fn versions() {
         assert_eq!(p("-v").expect("parses").version, 1);
         assert_eq!(p("-vv").expect("parses").version, 2);
+        assert!(p("-h").expect("parses").help && p("--help").expect("parses").help);
     }
 }

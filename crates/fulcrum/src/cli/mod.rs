@@ -82,8 +82,12 @@ pub fn main(argv: &[String]) -> i32 {
             return 1;
         }
     };
-    if args.version > 0 || args.check {
+    if args.version > 0 || args.check || args.help {
         crate::sys::sigpipe_default();
+    }
+    if args.help {
+        print!("{}", args::USAGE);
+        return 0;
     }
     if args.version > 0 {
         print_version(args.version);

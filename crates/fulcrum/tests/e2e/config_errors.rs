@@ -319,3 +319,15 @@ fn version_into_a_closed_pipe_ends_by_sigpipe_without_a_panic() {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(out.status.signal(), Some(13), "SIGPIPE: {:?} {err}", out.status);
 }
+
+/// `-h` (a Fulcrum extension: HAProxy answers "unknown option") prints the usage and exits 0.
+#[test]
+fn help_prints_the_usage() {
+    for flag in ["-h", "--help"] {
+        let (code, out, err) = run(&[flag]);
+        assert_eq!(code, 0, "{flag}: {err}");
+        assert!(out.starts_with("Usage : fulcrum [-f <cfgfile|cfgdir>]*"), "{flag}: {out}");
+        assert!(out.contains("fulcrum explain -f <cfgfile>"), "{flag}: {out}");
+        assert!(err.is_empty(), "{flag}: {err}");
+    }
+}
