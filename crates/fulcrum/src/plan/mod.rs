@@ -156,7 +156,10 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
                     None
                 }
             },
-            cfg::Mode::Tcp => None,
+            cfg::Mode::Tcp => {
+                error_files_readable(p, config, &mut errors);
+                None
+            }
         };
         let mut fe = frontend(p, backend, &config.global.tls, &mut errors, &mut warnings);
         if let Some(old) = prev.frontends.iter().find(|f| f.name == p.name) {
@@ -535,6 +538,16 @@ fn retry_on(list: &[cfg::RetryOn]) -> crate::http_settings::RetryOn {
     r
 }
 
+/// A `mode tcp` proxy answers no HTTP error, but HAProxy still reads its `errorfile`s and
+/// refuses one it cannot open: so does the check.
+fn error_files_readable(p: &cfg::Proxy, config: &cfg::Config, errors: &mut Vec<String>) {
+    for src in p.errors.values() {
+        if let Err(e) = error_message(src, &config.http_errors) {
+            errors.push(e);
+        }
+    }
+}
+
 /// The raw response an error source gives (`None`: the built-in message stays).
 fn error_message(
     src: &cfg::ErrorSource,
@@ -777,6 +790,8 @@ fn backend(
             Ok(h) => be.http = Some(Box::new(h)),
             Err(mut e) => errors.append(&mut e),
         }
+    } else {
+        error_files_readable(p, config, &mut errors);
     }
     if errors.is_empty() {
         Ok(be)

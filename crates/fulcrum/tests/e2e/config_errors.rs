@@ -66,6 +66,12 @@ fn bad_configurations_get_exact_diagnostics_and_status_1() {
             &["[ALERT] : config : parsing [check.cfg:7]: Missing LF on last line, file might have been truncated at position 22."],
         ),
         (
+            // HAProxy reads a mode tcp proxy's error files too, and refuses a missing one.
+            "tcp-errorfile",
+            format!("defaults\n{T}listen t\n mode tcp\n bind 127.0.0.1:1\n errorfile 503 /nonexistent/503.http\n server s 127.0.0.1:2\n"),
+            &["[ALERT] : config : parsing [check.cfg:8] : errorfile : error opening file '/nonexistent/503.http'."],
+        ),
+        (
             "unclosed-bracket",
             format!("defaults\n{T}listen x\n bind 127.0.0.1:1\n server s9 [::1:80\n"),
             &["[ALERT] : config : parsing [check.cfg:7] : 'server x/s9' : could not resolve address '[::1'"],
