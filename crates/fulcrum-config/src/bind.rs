@@ -93,7 +93,13 @@ fn bind_options(
         let opt = line.arg(i);
         let val = line.arg(i + 1);
         let Some(kw) = keywords::find(keywords::BIND_OPTIONS, opt) else {
-            diags.alert(line, format!("{prefix}: unknown keyword '{opt}'."));
+            let msg = match crate::suggest::best_match(opt, crate::suggest::Place::Bind) {
+                Some(best) => {
+                    format!("{prefix}: unknown keyword '{opt}'; did you mean '{best}' maybe ?")
+                }
+                None => format!("{prefix}: unknown keyword '{opt}'."),
+            };
+            diags.alert(line, msg);
             return None;
         };
         let number = |diags: &mut Diags| {

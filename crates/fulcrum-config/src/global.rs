@@ -37,7 +37,12 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
     let Some(entry) = keywords::find(keywords::GLOBAL, kw) else {
         let msg = match kw.strip_prefix("stats ") {
             Some(sub) => format!("'stats' only supports 'socket', 'maxconn', 'bind-process' and 'timeout' (got '{sub}')"),
-            None => format!("unknown keyword '{kw}' in 'global' section"),
+            None => match crate::suggest::best_match(kw, crate::suggest::Place::Global) {
+                Some(best) => format!(
+                    "unknown keyword '{kw}' in 'global' section; did you mean '{best}' maybe ?"
+                ),
+                None => format!("unknown keyword '{kw}' in 'global' section"),
+            },
         };
         diags.alert(line, msg);
         return;

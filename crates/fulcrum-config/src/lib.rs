@@ -33,6 +33,7 @@ pub mod sections;
 pub mod server;
 mod stats_page;
 mod stick;
+pub mod suggest;
 mod tcp_rules;
 mod tcpka;
 pub mod tls;

@@ -227,7 +227,10 @@ fn unknown(b: &ProxyBuild, line: &Line, words: &[String], diags: &mut Diags) {
     let first = words[0].as_str();
     let second = words.get(1).map(String::as_str).unwrap_or("");
     let msg = match first {
-        "option" => format!("unknown option '{second}'."),
+        "option" => match crate::suggest::best_match(second, crate::suggest::Place::Option) {
+            Some(best) => format!("unknown option '{second}'; did you mean '{best}' maybe ?"),
+            None => format!("unknown option '{second}'."),
+        },
         "tcp-request" if second.is_empty() => {
             format!("missing argument for 'tcp-request' in {} '{}'", type_word(b.proxy.kind), b.proxy.name)
         }
@@ -255,7 +258,15 @@ fn unknown(b: &ProxyBuild, line: &Line, words: &[String], diags: &mut Diags) {
         }
         "timeout" => format!("'timeout' supports 'client', 'server', 'connect', 'check', 'queue', 'http-keep-alive', 'http-request', 'tunnel', 'tarpit', 'client-fin' and 'server-fin' (got '{second}')"),
         _ if keywords::is_proxy_family(first) => format!("'{first}' is not supported yet"),
-        _ => format!("unknown keyword '{first}' in '{}' section", b.section.keyword()),
+        _ => {
+            let section = b.section.keyword();
+            match crate::suggest::best_match(first, crate::suggest::Place::Proxy) {
+                Some(best) => format!(
+                    "unknown keyword '{first}' in '{section}' section; did you mean '{best}' maybe ?"
+                ),
+                None => format!("unknown keyword '{first}' in '{section}' section"),
+            }
+        }
     };
     diags.alert(line, msg);
 }

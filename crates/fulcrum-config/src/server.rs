@@ -607,7 +607,10 @@ fn flag(opt: &str, o: &mut ServerOpts) -> Result<(), String> {
                 Some(Status::NotYet | Status::Obsolete(_)) => {
                     format!("'{opt}' is not supported yet")
                 }
-                _ => format!("unknown keyword '{opt}'."),
+                _ => match crate::suggest::best_match(opt, crate::suggest::Place::Server) {
+                    Some(best) => format!("unknown keyword '{opt}'; did you mean '{best}' maybe ?"),
+                    None => format!("unknown keyword '{opt}'."),
+                },
             })
         }
     }

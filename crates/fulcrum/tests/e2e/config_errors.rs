@@ -66,6 +66,18 @@ fn bad_configurations_get_exact_diagnostics_and_status_1() {
             &["[ALERT] : config : parsing [check.cfg:7]: Missing LF on last line, file might have been truncated at position 22."],
         ),
         (
+            // HAProxy 2.6's guesses, word for word (its fingerprint distance, see `suggest`).
+            "typos",
+            format!("global\n maxcon 10\ndefaults\n{T} timout queue 1s\n option htplog\nlisten x\n bind 127.0.0.1:1 alpnn h2\n server a 127.0.0.1:2 chek\n"),
+            &[
+                "[ALERT] : config : parsing [check.cfg:2] : unknown keyword 'maxcon' in 'global' section; did you mean 'maxconn' maybe ?",
+                "[ALERT] : config : parsing [check.cfg:7] : unknown keyword 'timout' in 'defaults' section; did you mean 'timeout' maybe ?",
+                "[ALERT] : config : parsing [check.cfg:8] : unknown option 'htplog'; did you mean 'httplog' maybe ?",
+                "[ALERT] : config : parsing [check.cfg:10] : 'bind 127.0.0.1:1' in section 'listen': unknown keyword 'alpnn'; did you mean 'alpn' maybe ?",
+                "[ALERT] : config : parsing [check.cfg:11] : 'server x/a' : unknown keyword 'chek'; did you mean 'check' maybe ?",
+            ],
+        ),
+        (
             // HAProxy reads a mode tcp proxy's error files too, and refuses a missing one.
             "tcp-errorfile",
             format!("defaults\n{T}listen t\n mode tcp\n bind 127.0.0.1:1\n errorfile 503 /nonexistent/503.http\n server s 127.0.0.1:2\n"),
