@@ -169,6 +169,28 @@ async fn edit_report(edit: crate::runtime::Edit, out: &mut String) {
     }
 }
 
+/// Reads and drops the rest of a refused line (at most 1 MiB, each read within `limit`):
+/// closing with it unread would reset the connection, and the client would lose the answer.
+async fn drain_line<R: tokio::io::AsyncBufRead + Unpin>(rd: &mut R, limit: std::time::Duration) {
+    use tokio::io::AsyncBufReadExt as _;
+    let mut left: usize = 1 << 20;
+    while left > 0 {
+        let Ok(Ok(buf)) = tokio::time::timeout(limit, rd.fill_buf()).await else { return };
+        if buf.is_empty() {
+            return;
+        }
+        let (n, end) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        rd.consume(n);
+        if end {
+            return;
+        }
+        left = left.saturating_sub(n);
+    }
+}
+
 async fn serve<S>(api: &Api, conn: S, level: CliLevel, master: bool)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite,
@@ -205,6 +227,8 @@ where
         if line.len() as u64 > MAX_LINE {
             out.push_str("Command line too big.\n\n");
             let _ = tokio::time::timeout(sess.timeout, wr.write_all(out.as_bytes())).await;
+            let _ = tokio::time::timeout(sess.timeout, wr.shutdown()).await;
+            drain_line(&mut rd, sess.timeout).await;
             return;
         }
         // `<<` ends a command line that a payload follows, up to an empty line.
