@@ -622,7 +622,7 @@ impl Runner<'_> {
         timed_out: bool,
         step: &Step,
     ) -> CheckResult {
-        let mut desc = err.map(strerror).unwrap_or_default();
+        let mut desc = err.map(crate::sys::os_words).unwrap_or_default();
         desc.push_str(&self.where_(step));
         let status = match (phase, timed_out) {
             (Phase::Connecting, true) => CheckStatus::L4Timeout,
@@ -724,7 +724,7 @@ impl Runner<'_> {
                 std::sync::Arc::clone(config),
                 name,
             )
-            .map_err(|e| CheckResult::new(CheckStatus::L6Rsp, strerror(&e)))?;
+            .map_err(|e| CheckResult::new(CheckStatus::L6Rsp, crate::sys::os_words(&e)))?;
             match tokio::time::timeout_at(limit, tls.handshake()).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
@@ -853,11 +853,6 @@ fn comment_only(c: &Option<String>) -> String {
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-/// C's `strerror()` text for an I/O error (HAProxy prints it in check messages).
-pub fn strerror(e: &io::Error) -> String {
-    crate::sys::os_words(e)
 }
 
 #[cfg(test)]

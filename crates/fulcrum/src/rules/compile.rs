@@ -12,7 +12,7 @@ use fulcrum_pattern::{Method as PMethod, PatternSet, Replace};
 
 use super::*;
 
-/// A reply's whole message, as `plan::reply_message` reads it: `None` for replies that are not
+/// A reply's whole message, as `plan::messages::reply_message` reads it: `None` for replies that are not
 /// one, `Some(None)` when the `http-errors` section has no message for the status.
 pub(crate) type MessageReader<'a> =
     &'a dyn Fn(&cfg::Reply, &cfg::Span) -> Result<Option<Option<Arc<[u8]>>>, String>;

@@ -80,7 +80,10 @@ pub fn load_crt(path: &Path, warnings: &mut Vec<String>) -> Result<Vec<Loaded>, 
 pub fn load_file(path: &Path, warnings: &mut Vec<String>) -> Result<Loaded, String> {
     let shown = path.display();
     let pem = crate::sys::read_file(path).map_err(|e| {
-        format!("unable to stat SSL certificate from file '{shown}' : {}.", os_error(&e))
+        format!(
+            "unable to stat SSL certificate from file '{shown}' : {}.",
+            crate::sys::os_words(&e)
+        )
     })?;
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<_, _>>()
@@ -189,11 +192,6 @@ fn ocsp_for(
     }
 }
 
-/// An I/O error as `strerror` words it ("No such file or directory"), as HAProxy prints it.
-pub fn os_error(e: &std::io::Error) -> String {
-    crate::sys::os_words(e)
-}
-
 /// Loads a `crt-list` file: `<crt> [[<options>]] [[!]<sni filter>...]` per line.
 pub fn load_crt_list(
     path: &Path,
@@ -202,7 +200,7 @@ pub fn load_crt_list(
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Loaded>, String> {
     let text = crate::sys::read_file_string(path).map_err(|e| {
-        format!("unable to open crt-list file '{}' : {}.", path.display(), os_error(&e))
+        format!("unable to open crt-list file '{}' : {}.", path.display(), crate::sys::os_words(&e))
     })?;
     let mut out = Vec::new();
     for (n, raw) in text.lines().enumerate() {
@@ -367,8 +365,9 @@ pub fn load_cas(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
     } else {
         path
     };
-    let pem = crate::sys::read_file(path)
-        .map_err(|e| format!("unable to load CA file '{}' : {}.", path.display(), os_error(&e)))?;
+    let pem = crate::sys::read_file(path).map_err(|e| {
+        format!("unable to load CA file '{}' : {}.", path.display(), crate::sys::os_words(&e))
+    })?;
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<_, _>>()
         .map_err(|e| format!("unable to load CA file '{}' : {e}.", path.display()))?;

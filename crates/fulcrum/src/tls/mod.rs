@@ -281,7 +281,7 @@ fn build_config(
             let text = crate::sys::read_file_string(&path).map_err(|e| {
                 vec![format!(
                     "{who} : failed to load keys from '{shown}' : {}.",
-                    certs::os_error(&e)
+                    crate::sys::os_words(&e)
                 )]
             })?;
             let lifetime = g.lifetime.as_secs().min(u64::from(u32::MAX)) as u32;

@@ -159,7 +159,10 @@ struct GiveBack<'p> {
 
 impl Drop for GiveBack<'_> {
     fn drop(&mut self) {
-        self.peer.give_buf(std::mem::take(&mut self.buf));
+        // (No piece read, no buffer: the connection is not looked up for nothing.)
+        if self.buf.capacity() > 0 {
+            self.peer.give_buf(std::mem::take(&mut self.buf));
+        }
     }
 }
 
