@@ -7,8 +7,8 @@
 //! only. An HTTP/2 stream gives its body as [`Piece`]s (data blocks, trailers as fields, the
 //! end) and takes them, so a body with an HTTP/2 side never crosses as HTTP/1 chunks: between
 //! two HTTP/2 peers DATA goes to DATA, and an HTTP/1 side's framing is taken apart or written
-//! by `session::pieces` (HTTP/1 bytes still reach a view for a body a rule waited for in a
-//! buffer, and for tunnels).
+//! by `session::pieces`; a body a rule waits for stays in its stream, and the rules see a
+//! copy of its data ([`Peer::poll_held`]). (HTTP/1 bytes still reach a view for tunnels.)
 //!
 //! Must not touch: what the bytes mean, rules, servers.
 
@@ -30,6 +30,15 @@ pub enum Piece {
     Trailers(fulcrum_h2::RawHead),
     /// The message ended (after data given before).
     End,
+}
+
+/// What an HTTP/2 stream holds of a body waited for ([`Peer::poll_held`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Held {
+    /// The body ended: all of it is held.
+    pub ended: bool,
+    /// Its window is spent: no more comes until some is read.
+    pub full: bool,
 }
 
 /// One side of a transaction (see the module's doc).
@@ -113,6 +122,23 @@ impl Peer {
             Peer::Bytes(_) => Poll::Ready(Err(io::ErrorKind::Unsupported.into())),
             Peer::H2(v) => v.poll_piece(cx, buf),
             Peer::H2Up(v) => v.poll_piece(cx, buf),
+        }
+    }
+
+    /// The body this side gives, held in its stream without being read (`wait-for-body`, see
+    /// [`Peer::gives_pieces`]): ready once more than `have` bytes of its data came, it ended
+    /// or its window is spent, with its data so far copied into `out`. `Unsupported` for a
+    /// byte stream (its bytes are buffered by the session), `ConnectionReset` when it failed.
+    pub fn poll_held(
+        &self,
+        cx: &mut Context<'_>,
+        have: usize,
+        out: &mut Vec<u8>,
+    ) -> Poll<io::Result<Held>> {
+        match self {
+            Peer::Bytes(_) => Poll::Ready(Err(io::ErrorKind::Unsupported.into())),
+            Peer::H2(v) => v.poll_held(cx, have, out),
+            Peer::H2Up(v) => v.poll_held(cx, have, out),
         }
     }
 

@@ -414,6 +414,9 @@ impl Session<'_> {
             if first { request_timeout } else { t.http_keep_alive.or(request_timeout) };
         let mut started = !self.cbuf.is_empty();
         self.t.data_htx = None;
+        if self.t.held.is_some() {
+            self.t.held = None;
+        }
         if !self.parked {
             self.t.req.start_over();
         }
@@ -621,7 +624,7 @@ impl Session<'_> {
     // Inlined: made in place in the caller's frame (a call cost more than the view).
     #[inline(always)]
     fn txn(&mut self) -> Txn<'_> {
-        let body = body_view(&self.cbuf, self.t.req.info().body);
+        let body = body_view(&self.t.held, &self.cbuf, self.t.req.info().body);
         Txn {
             fe: self.fe,
             http: self.http,
@@ -638,6 +641,7 @@ impl Session<'_> {
                 None => 0,
             },
             body,
+            decoded: self.t.held.as_ref().is_some_and(|h| h.req.is_some()),
             req: &mut self.t.req,
             resp: &mut self.t.resp,
             vars: &mut self.t.vars,
@@ -658,7 +662,7 @@ impl Session<'_> {
             self.http,
             (self.peer, self.local),
             (be, None),
-            body_view(&self.cbuf, self.t.req.info().body),
+            body_view(&self.t.held, &self.cbuf, self.t.req.info().body),
             conn_facts!(self),
         )
     }

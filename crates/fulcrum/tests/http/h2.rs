@@ -408,3 +408,55 @@ fn a_response_read_until_close_reaches_an_http2_client_whole() {
         seen
     });
 }
+
+/// A chunked body's data (`text` as `echo=all` shows the body, framing included), its
+/// trailer lines after a `|`; other text as it is.
+fn dechunked(text: &str) -> String {
+    let (mut data, mut rest) = (String::new(), text);
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else { return text.to_string() };
+        if n == 0 {
+            let trailers = after.trim_end().replace("\r\n", ",");
+            return format!("{data}|{trailers}");
+        }
+        data.push_str(&after[..n.min(after.len())]);
+        rest = after.get(n + 2..).unwrap_or("");
+    }
+    text.to_string()
+}
+
+#[test]
+fn a_body_a_rule_waits_for_is_seen_as_its_data_and_reaches_the_server_whole() {
+    // The rules see a body's data, never its framing: an HTTP/1 client's chunks decoded, an
+    // HTTP/2 client's DATA frames, which stay in the stream until forwarded (issue 36).
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&listen(&format!(
+            " http-request wait-for-body time 2s\n\
+             http-request set-header x-seen \"%[req.body_len]:%[req.body]\"\n server s1 {}\n",
+            srv.addr()
+        )));
+        let seen = |text: &str| {
+            let (head, body) = text.split_once("\r\n\r\n").unwrap_or((text, ""));
+            let x = head.lines().find_map(|l| l.strip_prefix("x-seen: ")).unwrap_or("-");
+            let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
+            (x.to_string(), if chunked { dechunked(body) } else { body.to_string() })
+        };
+        let mut cl = px.client();
+        cl.send(
+            b"POST /?echo=all HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n\
+              5\r\nhello\r\n6\r\n world\r\n0\r\nx-t: 1\r\n\r\n",
+        );
+        let h1 = cl.read_one(false).map(|r| seen(&r.text())).unwrap_or_default();
+        let reqs = [
+            H2Req::post("/?echo=all", b"hello world"),
+            H2Req::post("/?echo=all", b"hello world").header("content-length", "11"),
+            H2Req::post("/?echo=all", b"hello world").trailer("x-t", "1"),
+        ];
+        let got = h2c(px.addr(), &reqs).expect("HTTP/2 exchange");
+        let mut all = vec![h1];
+        all.extend(got.iter().map(|r| seen(&r.text())));
+        assert_eq!(all[0], ("11:hello world".to_string(), "hello world|x-t: 1".to_string()));
+        all
+    });
+}

@@ -116,6 +116,37 @@ fn http2_clients_reach_an_http2_server_on_one_shared_connection() {
 }
 
 #[test]
+fn an_answer_a_rule_waits_for_comes_whole_from_an_http2_server() {
+    // `http-response wait-for-body`: the server's stream keeps its data until it is forwarded
+    // (its window closed meanwhile), for HTTP/1 and HTTP/2 clients, sized or not, trailers too.
+    each(|t| {
+        let srv = h2_server();
+        let rules = " http-response wait-for-body time 2s\n http-response set-header x-after 1\n";
+        let px = t.start(&config(srv.addr, rules));
+        let h1 =
+            px.client().request(b"POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\n\r\ndata");
+        let h1 = (
+            h1.status,
+            h1.header("x-after").map(str::to_string),
+            h1.text().contains("body: data\n"),
+        );
+        let reqs = [
+            H2Req::post("/b", b"data").header("content-length", "4"),
+            H2Req::post("/c?trailers=1", b"chunks").trailer("x-t", "1"),
+        ];
+        let got = h2c(px.addr(), &reqs).expect("HTTP/2 exchange");
+        let mut all = vec![(h1, true)];
+        for (r, want) in got.iter().zip(["body: data\n", "body: chunks\n"]) {
+            let trailers = r.trailers.iter().any(|(n, _)| n == "x-sum") == want.contains("chunks");
+            let h = (r.status, r.header("x-after").map(str::to_string), r.text().contains(want));
+            all.push((h, trailers));
+        }
+        assert_eq!(all[0], ((200, Some("1".to_string()), true), true));
+        all
+    });
+}
+
+#[test]
 fn an_interim_answer_and_a_reset_stream_come_back_to_an_http1_client() {
     each(|t| {
         let srv = h2_server();

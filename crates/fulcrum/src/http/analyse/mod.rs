@@ -42,6 +42,29 @@ pub use decide::{answered, client_keeps, retry, Answered, KeepFacts, Tries, TryE
 pub use response::{has_after_response, has_response_rules, RespProgress, RespStop};
 pub use server::{logs_flags, KeyKind, ToServer};
 
+/// The data of a chunked body's bytes as far as they go (chunks decoded, trailers left out);
+/// `None` for bad chunks, which the analysers answer (`Stop::BadBody`) from the bytes.
+pub fn dechunked(bytes: &[u8]) -> Option<Vec<u8>> {
+    let (mut data, mut trailers) = (Vec::with_capacity(bytes.len()), Vec::new());
+    fulcrum_http::ChunkedScanner::new().decode(bytes, &mut data, &mut trailers).ok()?;
+    Some(data)
+}
+
+/// A chunked body's bytes so far are valid chunks (the rest may come later).
+fn chunks_valid(bytes: &[u8]) -> bool {
+    fulcrum_http::ChunkedScanner::new().scan(bytes).is_ok()
+}
+
+/// The bodies of a transaction that rules waited for (`wait-for-body`, `option
+/// http-buffer-request`), as the rules see them: their data without framing (chunks decoded,
+/// an HTTP/2 stream's data copied: it stays in the stream). `None`: what the side's receive
+/// buffer holds, a sized body's bytes as they came.
+#[derive(Default, Debug)]
+pub struct Held {
+    pub req: Option<Vec<u8>>,
+    pub resp: Option<Vec<u8>>,
+}
+
 /// One transaction seen by its analysers: the request and what goes with it, borrowed from
 /// the session (or from `fulcrum explain`) for one call.
 pub struct Txn<'s> {
@@ -61,8 +84,10 @@ pub struct Txn<'s> {
     pub bind_no: u16,
     /// Connections the process holds now (`%ac` in a unique id).
     pub actconn: u32,
-    /// What of the request's body was received (its raw bytes).
+    /// What of the request's body was received, as the rules see it: its data once decoded
+    /// (`decoded`, see `Transaction::held`), else its bytes as they came.
     pub body: &'s [u8],
+    pub decoded: bool,
     pub req: &'s mut Head,
     /// The response head, once there is one (a server's, or an answer made here).
     pub resp: &'s mut Head,
@@ -94,6 +119,8 @@ pub struct Transaction {
     pub o: Outcome,
     pub data_htx: Option<usize>,
     pub resp_data_htx: Option<usize>,
+    /// The bodies rules waited for, as they see them (see [`Held`]); boxed, as rare.
+    pub held: Option<Box<Held>>,
     pub stream_no: Option<u64>,
     pub backend: Option<Arc<Backend>>,
     pub key: Vec<u8>,
@@ -112,6 +139,7 @@ impl Transaction {
             o: Outcome::default(),
             data_htx: None,
             resp_data_htx: None,
+            held: None,
             stream_no: None,
             backend: None,
             key: Vec::new(),
@@ -127,7 +155,8 @@ impl Transaction {
     }
 
     /// The analysers' view, for a request received by `fe` from `peer` on `local` (no socket:
-    /// connection fetches see none), with `body` received.
+    /// connection fetches see none), with `body` received (as the client sent it: a chunked
+    /// one's data is decoded for the rules, as a session does once it waited for it).
     pub fn txn<'s>(
         &'s mut self,
         fe: &'s Frontend,
@@ -135,6 +164,12 @@ impl Transaction {
         (peer, local): (Option<SocketAddr>, Option<SocketAddr>),
         body: &'s [u8],
     ) -> Txn<'s> {
+        let data = (self.req.info().body == Body::Chunked).then(|| dechunked(body)).flatten();
+        self.held = data.map(|d| Box::new(Held { req: Some(d), resp: None }));
+        let (body, decoded) = match self.held.as_ref().and_then(|h| h.req.as_deref()) {
+            Some(data) => (data, true),
+            None => (body, false),
+        };
         Txn {
             fe,
             http,
@@ -147,6 +182,7 @@ impl Transaction {
             bind_no: 1,
             actconn: 1,
             body,
+            decoded,
             req: &mut self.req,
             resp: &mut self.resp,
             vars: &mut self.vars,
@@ -340,8 +376,9 @@ impl<'s> Txn<'s> {
         }
         self.make_unique_id(Some(be), true);
         // A chunked body already received must be valid before anything reaches a server.
-        let chunked = self.req.info().body == Body::Chunked && !self.body.is_empty();
-        if chunked && fulcrum_http::ChunkedScanner::new().scan(self.body).is_err() {
+        // (Decoded chunks were valid.)
+        let chunked = self.req.info().body == Body::Chunked && !self.decoded;
+        if chunked && !self.body.is_empty() && !chunks_valid(self.body) {
             self.note(|| "the chunked body received is invalid".into());
             return Stop::BadBody;
         }

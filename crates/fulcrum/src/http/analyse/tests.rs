@@ -151,6 +151,23 @@ fn wait_for_body_stops_then_resumes_at_the_next_rule() {
 }
 
 #[test]
+fn the_rules_see_a_chunked_body_as_its_data() {
+    // As HAProxy's rules see only data blocks: no chunk sizes, no trailers.
+    let p = plan(
+        "frontend fe\n bind 127.0.0.1:1\n http-request wait-for-body time 1s\n \
+         http-request set-header x-seen %[req.body_len]:%[req.body]\n \
+         default_backend b\nbackend b\n server s 127.0.0.1:2\n",
+    );
+    let chunked = "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n";
+    let s = run(&p, &format!("{chunked}5\r\nhello\r\n6\r\n world\r\n0\r\nx-t: 1\r\n\r\n"));
+    assert_eq!(s.head.header(b"x-seen"), Some(&b"11:hello world"[..]));
+    assert_eq!(s.stops.last().map(String::as_str), Some("Backend"));
+    // Part of it: the data so far.
+    let s = run(&p, &format!("{chunked}5\r\nhello\r\n6\r\n wo"));
+    assert_eq!(s.head.header(b"x-seen"), Some(&b"8:hello wo"[..]));
+}
+
+#[test]
 fn a_persistence_cookie_names_the_server_and_indirect_takes_it_out() {
     let p = plan(
         "frontend fe\n bind 127.0.0.1:1\n default_backend b\n\

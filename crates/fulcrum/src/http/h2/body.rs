@@ -14,7 +14,7 @@ use fulcrum_http::ChunkedScanner;
 
 use super::conn::{self, Key, Side};
 use super::frames::CANCEL;
-use crate::http::peer::Piece;
+use crate::http::peer::{Held, Piece};
 
 /// Where a body's DATA frames go: a connection's stream.
 pub trait Sink {
@@ -148,6 +148,41 @@ impl Received {
 
     pub fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         read_ready(&self.pending, &mut self.pos, self.ended, self.failed, buf)
+    }
+
+    /// The body held in stream `id` of the connection `key` without reading it
+    /// (`wait-for-body`): ready, its data so far copied into `out`, once more than `have`
+    /// bytes of it came, the stream ended, or its window is spent (nothing more comes until
+    /// some is read); `ConnectionReset` when it failed. As for a piece, only once every byte
+    /// given as HTTP/1 was read: the data is then taken as pieces, the window opening as usual.
+    pub fn poll_held<S: Side>(
+        &mut self,
+        key: Key<S>,
+        id: u32,
+        cx: &mut Context<'_>,
+        have: usize,
+        out: &mut Vec<u8>,
+    ) -> Poll<io::Result<Held>> {
+        if self.failed {
+            return Poll::Ready(Err(io::ErrorKind::ConnectionReset.into()));
+        }
+        if self.ended {
+            out.clear();
+            return Poll::Ready(Ok(Held { ended: true, full: false }));
+        }
+        let got = conn::with(key, |c| {
+            c.stream(id, |st| {
+                st.poll_more(cx, have).map(|()| {
+                    if st.reset.is_some() {
+                        return Err(io::ErrorKind::ConnectionReset.into());
+                    }
+                    out.clear();
+                    out.extend_from_slice(&st.data);
+                    Ok(Held { ended: st.recv_end, full: st.recv_window <= 0 })
+                })
+            })
+        });
+        got.flatten().unwrap_or(Poll::Ready(Err(io::ErrorKind::ConnectionReset.into())))
     }
 
     /// The body's next piece, taken from stream `id` of the connection `key` as it came: data

@@ -374,6 +374,16 @@ impl H1View {
         self.recv.borrow_mut().poll_piece(self.conn, self.id, cx, buf)
     }
 
+    /// The request body held in the stream, unread (see `Received::poll_held`).
+    pub fn poll_held(
+        &self,
+        cx: &mut Context<'_>,
+        have: usize,
+        out: &mut Vec<u8>,
+    ) -> Poll<io::Result<crate::http::peer::Held>> {
+        self.recv.borrow_mut().poll_held(self.conn, self.id, cx, have, out)
+    }
+
     /// Gives back the buffer pieces were read into, for the connection's next streams.
     pub fn give_buf(&self, b: Vec<u8>) {
         frontconn::with(self.conn, |c| c.give_buf(b));

@@ -1,9 +1,43 @@
 //! Waiting for a message body before rules go on: `wait-for-body` on requests and responses
-//! and `option http-buffer-request`. The body is read into the side's receive buffer (never
-//! consumed here) until it is whole, `at-least` of it is there, the buffer is full, or the time
-//! given runs out; what follows (rules, forwarding) reads it from there.
+//! and `option http-buffer-request`, until the body is whole, `at-least` of it is there, the
+//! buffer is full, or the time given runs out. An HTTP/1 side's bytes are read into its
+//! receive buffer (never consumed here), where forwarding takes them; an HTTP/2 stream keeps
+//! its data (forwarded from there as pieces, its window closed meanwhile). The rules see the
+//! body's data without framing: chunks decoded, an HTTP/2 stream's data copied
+//! (`Transaction::held`), as HAProxy's rules see only data blocks.
+
+use std::future::poll_fn;
 
 use super::*;
+
+/// Waits until an HTTP/2 stream `from` holds `want` bytes of its body (or all of it, or as
+/// much as a buffer or its window takes), copying its data into `out` (at most a buffer's
+/// worth, as an HTTP/1 side's buffer holds): false when `deadline` came first.
+async fn hold(
+    out: &mut Vec<u8>,
+    from: &Peer,
+    timer: Pin<&mut Timer>,
+    want: u64,
+    deadline: Instant,
+) -> bool {
+    let mut timer = timer;
+    loop {
+        let have = out.len();
+        let got = poll_fn(|cx| from.poll_held(cx, have, out));
+        match timer::until(timer.as_mut(), deadline, got).await {
+            Err(_) => return false,
+            // The stream failed: what follows finds out.
+            Ok(Err(_)) => return true,
+            Ok(Ok(h)) => {
+                let len = out.len();
+                if len as u64 >= want || h.ended || h.full || len >= crate::connection::BUFSIZE {
+                    out.truncate(crate::connection::BUFSIZE);
+                    return true;
+                }
+            }
+        }
+    }
+}
 
 /// Fills `buf` from `from` until `want` bytes (or a whole chunked body) are there, the buffer
 /// is full, or `deadline`: false when the time ran out first.
@@ -66,7 +100,20 @@ impl Session<'_> {
             }
         }
         self.t.data_htx = None;
-        fill_until(&mut self.cbuf, &self.client, self.ctimer.as_mut(), body, want, deadline).await
+        if self.client.gives_pieces() {
+            let held = self.t.held.get_or_insert_with(Box::default);
+            let mut data = held.req.take().unwrap_or_default();
+            let ok = hold(&mut data, &self.client, self.ctimer.as_mut(), want, deadline).await;
+            self.t.held.get_or_insert_with(Box::default).req = Some(data);
+            return ok;
+        }
+        let ok =
+            fill_until(&mut self.cbuf, &self.client, self.ctimer.as_mut(), body, want, deadline)
+                .await;
+        if body == Body::Chunked {
+            self.t.held.get_or_insert_with(Box::default).req = analyse::dechunked(self.cbuf.data());
+        }
+        ok
     }
 
     /// `http-response wait-for-body`, into the server connection's buffer; false when the time
@@ -82,6 +129,17 @@ impl Session<'_> {
         let deadline = Instant::now() + time;
         // The body read now is counted after the head as it is now.
         self.t.resp_data_htx = None;
-        fill_until(&mut sc.buf, &sc.stream, self.stimer.as_mut(), body, want, deadline).await
+        if sc.stream.gives_pieces() {
+            let mut data = Vec::new();
+            let ok = hold(&mut data, &sc.stream, self.stimer.as_mut(), want, deadline).await;
+            self.t.held.get_or_insert_with(Box::default).resp = Some(data);
+            return ok;
+        }
+        let ok =
+            fill_until(&mut sc.buf, &sc.stream, self.stimer.as_mut(), body, want, deadline).await;
+        if body == Body::Chunked {
+            self.t.held.get_or_insert_with(Box::default).resp = analyse::dechunked(sc.buf.data());
+        }
+        ok
     }
 }

@@ -59,8 +59,15 @@ impl Session<'_> {
             return None;
         }
         let mut p = analyse::RespProgress::default();
+        // (An earlier try's response body is not this one's.)
+        if let Some(h) = &mut self.t.held {
+            h.resp = None;
+        }
         loop {
-            let body = body_view(&sc.buf, self.t.resp.info().body).len();
+            let body = match self.t.held.as_ref().and_then(|h| h.resp.as_ref()) {
+                Some(data) => data.len(),
+                None => body_view(&None, &sc.buf, self.t.resp.info().body).len(),
+            };
             let side = Some(sc.stream.tls_side());
             match self.txn().response_rules(be, server, side, body, &mut p) {
                 analyse::RespStop::Pass => return None,

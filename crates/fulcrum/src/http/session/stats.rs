@@ -75,7 +75,7 @@ impl Session<'_> {
                     if info.body != Body::None {
                         self.wait_for_body(info, Duration::from_secs(10), None).await;
                     }
-                    let body = body_view(&self.cbuf, info.body).to_vec();
+                    let body = body_view(&self.t.held, &self.cbuf, info.body).to_vec();
                     page::post(self.shared, &here, self.t.req.target(), &body)
                 } else {
                     page::get_offloaded(&st.page, name, admin, self.t.req.target()).await

@@ -573,8 +573,17 @@ impl Session<'_> {
     }
 }
 
-/// The part of the client buffer that is the current request's body (what `req.body` sees).
-pub(super) fn body_view(cbuf: &RecvBuf, body: Body) -> &[u8] {
+/// The current request's body as `req.body` sees it: the data a rule waited for (`held`),
+/// else the part of the client buffer that is its body.
+#[inline(always)]
+pub(super) fn body_view<'a>(
+    held: &'a Option<Box<analyse::Held>>,
+    cbuf: &'a RecvBuf,
+    body: Body,
+) -> &'a [u8] {
+    if let Some(h) = held.as_ref().and_then(|h| h.req.as_deref()) {
+        return h;
+    }
     let data = cbuf.data();
     match body {
         Body::None => &[],

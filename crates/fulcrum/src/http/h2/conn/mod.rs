@@ -125,6 +125,17 @@ impl<P> Strm<P> {
         Poll::Pending
     }
 
+    /// Ready when more than `have` bytes of data are held, the peer ended its side, the stream
+    /// failed, or its window is spent (a body held unread, `wait-for-body`).
+    pub(in crate::http::h2) fn poll_more(&mut self, cx: &mut Context<'_>, have: usize) -> Poll<()> {
+        if self.data.len() > have || self.recv_end || self.reset.is_some() || self.recv_window <= 0
+        {
+            return Poll::Ready(());
+        }
+        self.reader = Some(cx.waker().clone());
+        Poll::Pending
+    }
+
     /// Ready once the peer reset the stream.
     pub fn poll_reset(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         if self.reset.is_some() {

@@ -612,6 +612,21 @@ impl UpView {
         }
     }
 
+    /// The response body held in the stream, unread (see `Received::poll_held`).
+    pub fn poll_held(
+        &self,
+        cx: &mut Context<'_>,
+        have: usize,
+        out: &mut Vec<u8>,
+    ) -> Poll<io::Result<crate::http::peer::Held>> {
+        let mut i = self.inc.borrow_mut();
+        let i = &mut *i;
+        match i.message.as_mut() {
+            Some(m) if !i.failed => m.poll_held(self.conn, self.id.get(), cx, have, out),
+            _ => Poll::Ready(Err(io::ErrorKind::ConnectionReset.into())),
+        }
+    }
+
     /// The request's body goes on as pieces: the stream is open and no HTTP/1 body bytes were
     /// taken partly.
     pub fn takes_pieces(&self) -> bool {
