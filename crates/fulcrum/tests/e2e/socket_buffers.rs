@@ -51,6 +51,7 @@ fn echo_through(name: &str, cfg: &str, fe: SocketAddr) -> (Fulcrum, TcpStream, S
 }
 
 #[test]
+#[cfg_attr(no_ss, ignore = "ss (iproute2) is not installed (see crates/fulcrum/build.rs)")]
 fn tune_socket_buffers_reach_client_and_server_sockets() {
     let echo = testserver("echo", "e1");
     // The client side is set on listening sockets Fulcrum opens itself (not on fd@ ones).
@@ -105,6 +106,7 @@ fn timers() -> Vec<(SocketAddr, SocketAddr, String)> {
 }
 
 #[test]
+#[cfg_attr(no_ss, ignore = "ss (iproute2) is not installed (see crates/fulcrum/build.rs)")]
 fn tcp_keepalive_probes_are_armed_on_client_and_server_connections() {
     let echo = testserver("echo", "e1");
     let fe = dead_addr();

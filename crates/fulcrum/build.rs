@@ -1,0 +1,43 @@
+//! Probes the tools some tests drive (a real gRPC client and server, Python's Prometheus
+//! parser, a browser, OpenSSL and curl, `ss`): for each one missing, a `cfg` flag, under which its
+//! tests are ignored with the reason, so `cargo test` shows them as ignored, never as passed
+//! without having run. The binary does not use these flags.
+//!
+//! The probe runs again when `PATH` or `FULCRUM_PROBE_TOOLS` changes, or this file does:
+//! after installing a tool, `touch crates/fulcrum/build.rs` (or set `FULCRUM_PROBE_TOOLS`).
+
+use std::process::{Command, Stdio};
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=PATH");
+    println!("cargo:rerun-if-env-changed=FULCRUM_PROBE_TOOLS");
+    let python = |module: &str| runs("python3", &["-c", &format!("import {module}")]);
+    let browser = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
+        .iter()
+        .any(|p| std::path::Path::new(p).exists());
+    let flags = [
+        ("no_grpcio", python("grpc")),
+        ("no_prometheus_client", python("prometheus_client.parser")),
+        ("no_chromium", browser),
+        ("no_openssl", runs("openssl", &["version"])),
+        ("no_curl", runs("curl", &["--version"])),
+        ("no_ss", runs("ss", &["-V"])),
+    ];
+    for (flag, found) in flags {
+        println!("cargo:rustc-check-cfg=cfg({flag})");
+        if !found {
+            println!("cargo:rustc-cfg={flag}");
+        }
+    }
+}
+
+/// The command runs and succeeds.
+fn runs(cmd: &str, args: &[&str]) -> bool {
+    Command::new(cmd)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
