@@ -55,6 +55,7 @@ pub fn parse_bind_at(line: &Line, at: usize, section: &str, diags: &mut Diags) -
     }
     let mut bind = Bind {
         span: line.span.clone(),
+        written: spec.to_string(),
         addrs,
         name: None,
         backlog: None,

@@ -77,7 +77,30 @@ pub fn load(sources: &[Source], env: EnvLookup<'_>) -> Result<Loaded, Vec<Diagno
     result
 }
 
+/// Like [`load`], but the configuration comes back even when some lines have errors: what
+/// they would have set is missing from it. For `-c` to go on and open the files the other
+/// lines draw on, as HAProxy opens each one while it parses its line. The diagnostics are in
+/// the order [`load`] gives them: the first `.2` found line by line, then those of the checks
+/// that follow the parse (as HAProxy's come after its parse).
+pub fn load_partial(sources: &[Source], env: EnvLookup<'_>) -> (Config, Vec<Diagnostic>, usize) {
+    addr_env::prepare(sources.iter().map(|s| s.text.as_str()), env);
+    let result = parse(sources, env);
+    addr_env::clear();
+    result
+}
+
 fn load_prepared(sources: &[Source], env: EnvLookup<'_>) -> Result<Loaded, Vec<Diagnostic>> {
+    let (config, diags, _) = parse(sources, env);
+    if diags.iter().any(Diagnostic::is_error) {
+        Err(diags)
+    } else {
+        Ok(Loaded { config, diagnostics: diags })
+    }
+}
+
+/// The configuration the sources give and every diagnostic, errors included (the first `.2`
+/// of them found line by line).
+fn parse(sources: &[Source], env: EnvLookup<'_>) -> (Config, Vec<Diagnostic>, usize) {
     let mut builder = sections::Builder::new();
     for source in sources {
         let (lines, errors) = lexer::lex_source(&source.name, &source.text, env);
@@ -91,6 +114,7 @@ fn load_prepared(sources: &[Source], env: EnvLookup<'_>) -> Result<Loaded, Vec<D
         builder.feed_file(&lines);
     }
     let (mut config, mut diags) = builder.finish();
+    let parsed = diags.list.len();
     let parse_failed = diags.has_errors();
     if !parse_failed {
         validate::truncate_cookie_captures(&mut config, &mut diags.list);
@@ -98,11 +122,7 @@ fn load_prepared(sources: &[Source], env: EnvLookup<'_>) -> Result<Loaded, Vec<D
         logopts::compile(&mut config, &mut diags.list);
     }
     validate::validate(&config, parse_failed, &mut diags.list);
-    if diags.has_errors() {
-        Err(diags.list)
-    } else {
-        Ok(Loaded { config, diagnostics: diags.list })
-    }
+    (config, diags.list, parsed)
 }
 
 /// Evaluates one `.if` condition, as `haproxy -cc '<cond>'` does.

@@ -532,6 +532,8 @@ pub struct Timeouts {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Bind {
     pub span: Span,
+    /// The address list as written (HAProxy names a bind line by it in messages).
+    pub written: String,
     pub addrs: Vec<BindAddr>,
     /// `name <name>`.
     pub name: Option<String>,

@@ -167,9 +167,27 @@ fn build_plan(
     let mut shown: Vec<&str> = Vec::new();
     for e in &errors {
         if !shown.contains(&e.as_str()) && !echo(e) {
-            out.push(alert_line(format!("config : {e}")));
             shown.push(e);
         }
+    }
+    // In the order of the lines they name, as HAProxy finds them while parsing (files in the
+    // order their first error came).
+    let mut files: Vec<&str> = Vec::new();
+    let mut at = (0, 0);
+    let mut keyed: Vec<((usize, u32), &str)> = Vec::new();
+    for e in &shown {
+        if let Some((file, line)) = position(e) {
+            let n = files.iter().position(|f| *f == file).unwrap_or_else(|| {
+                files.push(file);
+                files.len() - 1
+            });
+            at = (n, line);
+        }
+        keyed.push((at, e));
+    }
+    keyed.sort_by_key(|(at, _)| *at);
+    for (_, e) in &keyed {
+        out.push(alert_line(format!("config : {e}")));
     }
     let mut files: Vec<&str> = Vec::new();
     for f in shown.iter().filter_map(|e| error_file(e)) {
@@ -186,9 +204,44 @@ fn build_plan(
 
 /// The file an error names in its `parsing [<file>:<line>]` or `[<file>:<line>]` prefix.
 fn error_file(e: &str) -> Option<&str> {
+    position(e).map(|(file, _)| file)
+}
+
+/// The file and line an error names in its `parsing [<file>:<line>]` or `[<file>:<line>]`
+/// prefix.
+fn position(e: &str) -> Option<(&str, u32)> {
     let rest = e.strip_prefix("parsing ").unwrap_or(e).strip_prefix('[')?;
     let place = &rest[..rest.find(']')?];
-    Some(place.rsplit_once(':')?.0)
+    let (file, line) = place.rsplit_once(':')?;
+    Some((file, line.parse().ok()?))
+}
+
+/// Where a place is in the order the sources were read: (file, line).
+fn key(sources: &[Source], (file, line): (&str, u32)) -> (usize, u32) {
+    (sources.iter().position(|s| s.name == file).unwrap_or(usize::MAX), line)
+}
+
+/// The errors a plan built from `config` (a configuration with errors: the lines in error are
+/// missing from it) finds in the files it draws on: error files, certificates, CA and CRL
+/// files, ACL pattern files and maps. Its other errors may be echoes of the lines missing.
+fn file_errors(config: &cfg::Config) -> Vec<String> {
+    const FILE_ERRORS: [&str; 7] = [
+        "error opening file",
+        "failed to open pattern file",
+        "unable to stat SSL certificate",
+        "unable to load",
+        "unable to open crt-list file",
+        "unable to parse the certificate",
+        "map file <",
+    ];
+    let mut found: Vec<String> = Vec::new();
+    for e in plan::build(config, plan::Previous::default()).err().unwrap_or_default() {
+        // (Each once: a `listen` is compiled as a frontend and as a backend.)
+        if FILE_ERRORS.iter().any(|f| e.contains(f)) && !found.contains(&e) {
+            found.push(e);
+        }
+    }
+    found
 }
 
 fn print_version(level: u8) {
@@ -261,6 +314,23 @@ fn print_diag(d: &Diagnostic, quiet: bool, out: &mut Vec<String>) {
     }
 }
 
+/// After messages saying that something is "not supported yet", one line saying where the
+/// list of what Fulcrum supports is (a person switching from HAProxy looks there next).
+fn compat_hint(diags: &[Diagnostic], quiet: bool, out: &mut Vec<String>) {
+    let count = diags.iter().filter(|d| d.message.contains("not supported yet")).count();
+    if count == 0 || quiet {
+        return;
+    }
+    let what = if count == 1 { "a keyword" } else { "keywords" };
+    out.push(format!(
+        "{}({}) : config : {what} that HAProxy 2.6 knows but Fulcrum does not support yet: \
+         see docs/compat.md in Fulcrum's sources, which lists every keyword of HAProxy 2.6 \
+         as supported, partly (how), or not yet.",
+        Severity::Notice.tag(),
+        pid()
+    ));
+}
+
 /// Reads and loads the configuration; its messages go to `out`.
 fn load_config(args: &Args, out: &mut Vec<String>) -> Option<(cfg::Config, Vec<Source>)> {
     let sources = match read_sources(&args.configs) {
@@ -291,12 +361,34 @@ fn load_sources(sources: &[Source], quiet: bool, out: &mut Vec<String>) -> Optio
             for d in &loaded.diagnostics {
                 print_diag(d, quiet, out);
             }
+            compat_hint(&loaded.diagnostics, quiet, out);
             Some(loaded.config)
         }
         Err(diags) => {
-            for d in &diags {
+            // The files the other lines draw on are opened still: HAProxy reports a missing
+            // one among the errors of the parse, in line order (before the later checks').
+            // (The same parse again: its first `parsed` messages are those of `diags`.)
+            let (partial, _, parsed) = cfg::load_partial(sources, &|k| std::env::var(k).ok());
+            let mut files: Vec<((usize, u32), String)> = file_errors(&partial)
+                .into_iter()
+                .map(|e| (position(&e).map_or((usize::MAX, 0), |p| key(sources, p)), e))
+                .collect();
+            files.sort_by_key(|(at, _)| *at);
+            let mut files = files.into_iter().peekable();
+            for (i, d) in diags.iter().enumerate() {
+                let place = d.span.as_ref().map(|s| (&*s.file, s.line));
+                let at = place.or_else(|| position(&d.message)).map(|p| key(sources, p));
+                while let Some((_, e)) =
+                    files.next_if(|(f, _)| i >= parsed || at.is_some_and(|at| *f < at))
+                {
+                    out.push(alert_line(format!("config : {e}")));
+                }
                 print_diag(d, quiet, out);
             }
+            for (_, e) in files {
+                out.push(alert_line(format!("config : {e}")));
+            }
+            compat_hint(&diags, quiet, out);
             let mut files: Vec<&str> = diags
                 .iter()
                 .filter(|d| d.is_error())

@@ -554,7 +554,13 @@ fn frontend(
         .enumerate()
         .map(|(i, b)| {
             let tls = if b.tls.ssl {
-                let who = format!("parsing [{}] : 'bind' of frontend '{}'", b.span, p.name);
+                // HAProxy's words: "'bind :443' in section 'frontend'".
+                let who = format!(
+                    "parsing [{}] : 'bind {}' in section '{}'",
+                    b.span,
+                    b.written,
+                    p.kind.keyword()
+                );
                 crate::tls::server_config(&b.tls, g, &who, warnings)
                     .map_err(|mut e| errors.append(&mut e))
                     .ok()

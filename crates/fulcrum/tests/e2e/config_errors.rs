@@ -42,12 +42,17 @@ fn bad_configurations_get_exact_diagnostics_and_status_1() {
             &[
                 "[ALERT] : config : parsing [check.cfg:7] : 'compression' is not supported yet",
                 "[ALERT] : config : parsing [check.cfg:8] : Proxy 'fe': unable to find required default_backend: 'nope'.",
+                // Where to look next, once after the messages.
+                "[NOTICE] : config : a keyword that HAProxy 2.6 knows but Fulcrum does not support yet: see docs/compat.md in Fulcrum's sources, which lists every keyword of HAProxy 2.6 as supported, partly (how), or not yet.",
             ],
         ),
         (
             "server-track",
             format!("defaults\n{T}listen x\n bind 127.0.0.1:1\n server a 127.0.0.1:2 check track x/b\n"),
-            &["[ALERT] : config : parsing [check.cfg:7] : 'server x/a' : 'track' is not supported yet"],
+            &[
+                "[ALERT] : config : parsing [check.cfg:7] : 'server x/a' : 'track' is not supported yet",
+                "[NOTICE] : config : a keyword that HAProxy 2.6 knows but Fulcrum does not support yet: see docs/compat.md in Fulcrum's sources, which lists every keyword of HAProxy 2.6 as supported, partly (how), or not yet.",
+            ],
         ),
         (
             "every-error-of-a-file",
@@ -82,6 +87,18 @@ fn bad_configurations_get_exact_diagnostics_and_status_1() {
             "tcp-errorfile",
             format!("defaults\n{T}listen t\n mode tcp\n bind 127.0.0.1:1\n errorfile 503 /nonexistent/503.http\n server s 127.0.0.1:2\n"),
             &["[ALERT] : config : parsing [check.cfg:8] : errorfile : error opening file '/nonexistent/503.http'."],
+        ),
+        (
+            // The files other lines draw on are opened despite a syntax error, and every
+            // error comes in line order, as HAProxy 2.6 reports them.
+            "files-and-syntax",
+            format!("defaults\n{T}listen x\n bind 127.0.0.1:1\n bind 127.0.0.1:2 ssl crt /nonexistent/c.pem\n timeout client 1x\n errorfile 503 /nonexistent/503.http\n acl a path -f /nonexistent/a.lst\n http-request deny if a\n server s 127.0.0.1:2\n"),
+            &[
+                "[ALERT] : config : parsing [check.cfg:7] : 'bind 127.0.0.1:2' in section 'listen' : unable to stat SSL certificate from file '/nonexistent/c.pem' : No such file or directory.",
+                "[ALERT] : config : parsing [check.cfg:8] : unexpected character 'x' in 'timeout client'",
+                "[ALERT] : config : parsing [check.cfg:9] : errorfile : error opening file '/nonexistent/503.http'.",
+                "[ALERT] : config : parsing [check.cfg:10] : error detected while parsing ACL 'a' : failed to open pattern file </nonexistent/a.lst>.",
+            ],
         ),
         (
             "unclosed-bracket",
@@ -235,11 +252,12 @@ fn the_check_opens_every_file_a_start_reads_and_reports_each_missing_one_once() 
     assert_eq!(
         lines,
         [
+            // In line order, as HAProxy 2.6 (the plan's order was its own).
+            "[ALERT] : config : parsing [check.cfg:9] : errorfile : error opening file '/nonexistent/504.http'.",
             "[ALERT] : config : parsing [check.cfg:11] : error detected while parsing ACL 'bad' : failed to open pattern file </nonexistent/paths.lst>.",
             "[ALERT] : config : parsing [check.cfg:13] : failed to open pattern file </nonexistent/hosts.map>.",
             "[ALERT] : config : parsing [check.cfg:15] : error opening file '/nonexistent/x.txt'.",
             "[ALERT] : config : parsing [check.cfg:16] : http-error : error opening file '/nonexistent/502.txt'",
-            "[ALERT] : config : parsing [check.cfg:9] : errorfile : error opening file '/nonexistent/504.http'.",
             "[ALERT] : config : Error(s) found in configuration file : check.cfg",
             "[ALERT] : config : Fatal errors found in configuration.",
         ]

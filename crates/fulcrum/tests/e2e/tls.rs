@@ -486,7 +486,8 @@ fn configuration_errors_name_the_file_and_line() {
     assert_ne!(code, 0, "{err}");
     assert!(
         err.contains(
-            "check.cfg:9] : 'bind' of frontend 'f1' : unable to stat SSL certificate from file"
+            "check.cfg:9] : 'bind 127.0.0.1:1' in section 'frontend' : unable to stat SSL \
+             certificate from file"
         ),
         "{err}"
     );
