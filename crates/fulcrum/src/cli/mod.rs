@@ -526,6 +526,10 @@ fn start(args: &Args, plan: Plan, sources: Vec<Source>) -> i32 {
         Box::new(move || crate::api::start(api, api_sockets)) as runtime::OnStart
     });
     crate::log::set_quiet(args.quiet);
+    // (Inside the chroot: what the workers will see.)
+    if let Some(l) = &plan.proxies.global_logger {
+        l.probe();
+    }
     let first = reload::generations(&plan, per_worker, &shared);
     let reloader = reload::reloader(args.clone(), ctx, sources);
     runtime::run(first, cpus, shared, api, reloader)

@@ -33,6 +33,13 @@ pub fn alert(msg: &str) {
     emit("[ALERT]    ", msg);
 }
 
+/// An alert whose words are HAProxy's to the letter, without the full stop [`alert`] adds.
+pub fn alert_as_is(msg: &str) {
+    if !QUIET.load(Ordering::Relaxed) {
+        eprintln!("[ALERT]    ({}) : {msg}", std::process::id());
+    }
+}
+
 fn emit(tag: &str, msg: &str) {
     if QUIET.load(Ordering::Relaxed) {
         return;

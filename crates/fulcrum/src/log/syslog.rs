@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::io::{IoSlice, Write as _};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use fulcrum_config::{LogAddr, LogEntry, LogTarget, SyslogFormat};
@@ -49,6 +49,8 @@ enum Dest {
 
 #[derive(Debug, Clone)]
 struct Target {
+    /// Its place among its logger's targets, from 1 (HAProxy's `logger #<n>` in alerts).
+    number: usize,
     dest: Dest,
     format: SyslogFormat,
     facility: u8,
@@ -141,8 +143,26 @@ impl Logger {
         if targets.is_empty() {
             return Ok(None);
         }
+        for (i, t) in targets.iter_mut().enumerate() {
+            t.number = i + 1;
+        }
         let tag = tag.map_or_else(|| Arc::clone(&common.tag), Arc::from);
         Ok(Some(Logger { targets, tag, host: common.host.clone() }))
+    }
+
+    /// Checks at start that each UNIX socket target has a reader (a datagram socket is
+    /// connected to it, nothing sent): one that has none (`/dev/log` missing from a chroot)
+    /// gets the alert its first line would get later, at once.
+    pub fn probe(&self) {
+        for t in &self.targets {
+            if let Dest::Unix(path) = &t.dest {
+                let reached = socket2::SockAddr::unix(path)
+                    .and_then(|a| dgram_socket(socket2::Domain::UNIX)?.connect(&a));
+                if let Err(e) = reached {
+                    send_failed(t.number, &e);
+                }
+            }
+        }
     }
 
     /// Sends `msg` at `level` to every target that takes that level.
@@ -276,6 +296,7 @@ fn target(t: &LogTarget) -> Result<Target, String> {
         _ => (t.format, t.maxlen as usize),
     };
     Ok(Target {
+        number: 1,
         dest,
         format,
         facility: t.facility,
@@ -437,9 +458,29 @@ fn send_one(t: &Target, header: &[u8], msg: &[u8]) {
             Err(e) => Err(e),
         },
     };
-    if sent.is_err() {
+    if let Err(e) = sent {
         DROPPED.fetch_add(1, Ordering::Relaxed);
+        send_failed(t.number, &e);
     }
+}
+
+/// HAProxy's alert for a line a target could not take (`/dev/log` missing, a UNIX socket
+/// nobody reads, no route): once in the process's life, as HAProxy prints it; a full socket
+/// (`EAGAIN`) drops the line silently, as there.
+#[cold]
+fn send_failed(number: usize, e: &std::io::Error) {
+    static ONCE: AtomicBool = AtomicBool::new(false);
+    if e.kind() == std::io::ErrorKind::WouldBlock
+        || ONCE.load(Ordering::Relaxed)
+        || ONCE.swap(true, Ordering::Relaxed)
+    {
+        return;
+    }
+    let errno = e.raw_os_error().unwrap_or(0);
+    let words = crate::sys::os_words(e);
+    super::alert_as_is(&format!(
+        "sendmsg()/writev() failed in logger #{number}: {words} (errno={errno})"
+    ));
 }
 
 const SEND_FLAGS: libc::c_int = libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL;
@@ -542,6 +583,7 @@ mod tests {
         let sink = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind sink");
         sink.set_read_timeout(Some(std::time::Duration::from_secs(5))).expect("timeout");
         let t = Target {
+            number: 1,
             dest: Dest::Inet(sink.local_addr().expect("addr")),
             format: SyslogFormat::Raw,
             facility: 16,

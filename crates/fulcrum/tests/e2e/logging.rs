@@ -381,3 +381,27 @@ fn log_forward_relays_through_a_ring_keeping_tag_pid_and_level() {
         assert!(line.contains(&head) && line.contains("\"GET /relayed-"), "{which}: {line}");
     }
 }
+
+#[test]
+fn a_log_socket_nobody_reads_gets_haproxy_s_alert_once() {
+    // `/dev/log` missing (a chroot without it bound in): HAProxy 2.6 alerts at the first line
+    // it cannot send, once in the process's life; Fulcrum in the same words, at start already.
+    let cfg = "global\n log {dir}/no/dev/log local0\n\
+               defaults\n mode http\n log global\n option httplog\n\
+               timeout connect 1s\n timeout client 5s\n timeout server 5s\n\
+               frontend f\n bind {fe0}\n http-request return status 200\n";
+    let want = "sendmsg()/writev() failed in logger #1: No such file or directory (errno=2)";
+    for which in ["fulcrum", "haproxy"] {
+        let Some((p, addrs, _)) = start_proxy(which, "log-unreachable", cfg) else { continue };
+        if which == "fulcrum" {
+            let early = eventually(Duration::from_secs(5), || p.log_text().contains(want));
+            assert!(early, "fulcrum: at start: {}", p.log_text());
+        }
+        for _ in 0..3 {
+            assert_eq!(http_get(addrs[0], "/").map(|r| r.0), Some(200), "{which}");
+        }
+        let said = eventually(Duration::from_secs(5), || p.log_text().contains(want));
+        assert!(said, "{which}: {}", p.log_text());
+        assert_eq!(p.log_text().matches(want).count(), 1, "{which}: once");
+    }
+}
