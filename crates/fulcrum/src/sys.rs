@@ -438,6 +438,7 @@ pub fn set_dumpable() -> io::Result<()> {
 /// `chroot <dir>`: the process's root becomes `dir`, and its working directory that root.
 pub fn chroot(dir: &std::path::Path) -> io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
+    notify_socket();
     let path = CString::new(dir.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))?;
     // SAFETY: a valid NUL-terminated path for the duration of the calls.
@@ -448,6 +449,7 @@ pub fn chroot(dir: &std::path::Path) -> io::Result<()> {
 
 /// Drops privileges: supplementary groups, then gid, then uid (the order that cannot fail open).
 pub fn drop_privileges(uid: Option<u32>, gid: Option<u32>) -> io::Result<()> {
+    notify_socket();
     if let Some(gid) = gid {
         // SAFETY: a one-element array that outlives the call.
         check(unsafe { libc::setgroups(1, &gid) })?;
@@ -552,20 +554,38 @@ pub fn dup_fd(fd: RawFd) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(new) })
 }
 
+/// The service manager's socket (`NOTIFY_SOCKET`), connected once: before `chroot` and the
+/// change of user, which would put its path out of reach (`/run/systemd/notify` is not in a
+/// jail; a test's socket may not be writable by the new user).
+static NOTIFY: std::sync::OnceLock<Option<std::os::unix::net::UnixDatagram>> =
+    std::sync::OnceLock::new();
+
+/// Connects to the service manager's socket when `NOTIFY_SOCKET` names one (a path, or an
+/// abstract name after `@`); `chroot` and `drop_privileges` call it first.
+fn notify_socket() -> Option<&'static std::os::unix::net::UnixDatagram> {
+    NOTIFY
+        .get_or_init(|| {
+            let path = std::env::var_os("NOTIFY_SOCKET")?;
+            let sock = std::os::unix::net::UnixDatagram::unbound().ok()?;
+            let bytes = std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str());
+            if let Some(name) = bytes.strip_prefix(b"@") {
+                use std::os::linux::net::SocketAddrExt;
+                let addr = std::os::unix::net::SocketAddr::from_abstract_name(name).ok()?;
+                sock.connect_addr(&addr).ok()?;
+            } else {
+                sock.connect(&path).ok()?;
+            }
+            Some(sock)
+        })
+        .as_ref()
+}
+
 /// Tells the service manager about the process (systemd's `sd_notify`: `READY=1`,
 /// `RELOADING=1`, `STOPPING=1`) when it asked for it with `NOTIFY_SOCKET` (`-Ws` units of
 /// `Type=notify`); does nothing otherwise.
 pub fn notify_service(state: &str) {
-    let Some(path) = std::env::var_os("NOTIFY_SOCKET") else { return };
-    let Ok(sock) = std::os::unix::net::UnixDatagram::unbound() else { return };
-    let bytes = std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str());
-    if let Some(name) = bytes.strip_prefix(b"@") {
-        use std::os::linux::net::SocketAddrExt;
-        if let Ok(addr) = std::os::unix::net::SocketAddr::from_abstract_name(name) {
-            let _ = sock.send_to_addr(state.as_bytes(), &addr);
-        }
-    } else {
-        let _ = sock.send_to(state.as_bytes(), &path);
+    if let Some(sock) = notify_socket() {
+        let _ = sock.send(state.as_bytes());
     }
 }
 
