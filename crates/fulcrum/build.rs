@@ -1,5 +1,6 @@
 //! Probes the tools some tests drive (a real gRPC client and server, Python's Prometheus
-//! parser, a browser, OpenSSL and curl, `ss`): for each one missing, a `cfg` flag, under which its
+//! parser, a browser, OpenSSL and curl, `ss`, the Debian package's `dpkg-deb`, `lintian` and
+//! `man`) and whether the tests run as root: for each one missing, a `cfg` flag, under which its
 //! tests are ignored with the reason, so `cargo test` shows them as ignored, never as passed
 //! without having run. The binary does not use these flags.
 //!
@@ -23,6 +24,11 @@ fn main() {
         ("no_openssl", runs("openssl", &["version"])),
         ("no_curl", runs("curl", &["--version"])),
         ("no_ss", runs("ss", &["-V"])),
+        ("no_dpkg_deb", runs("dpkg-deb", &["--version"])),
+        ("no_lintian", runs("lintian", &["--version"])),
+        ("no_man", runs("man", &["--version"])),
+        // `chroot` and a change of user need root.
+        ("not_root", output("id", &["-u"]).is_some_and(|uid| uid.trim() == "0")),
     ];
     for (flag, found) in flags {
         println!("cargo:rustc-check-cfg=cfg({flag})");
@@ -30,6 +36,12 @@ fn main() {
             println!("cargo:rustc-cfg={flag}");
         }
     }
+}
+
+/// What the command prints, when it runs and succeeds.
+fn output(cmd: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(cmd).args(args).stderr(Stdio::null()).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// The command runs and succeeds.

@@ -17,6 +17,7 @@ mod health;
 mod lifecycle;
 mod logging;
 mod logging_formats;
+mod package;
 mod prometheus;
 mod protocol_checks;
 mod reload;
