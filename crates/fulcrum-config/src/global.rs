@@ -452,11 +452,15 @@ fn user_group(line: &Line, g: &mut Global, diags: &mut Diags) {
             }
         },
     };
-    let slot = if kw == "user" || kw == "uid" { &mut g.user } else { &mut g.group };
+    let (slot, at) = match kw == "user" || kw == "uid" {
+        true => (&mut g.user, &mut g.user_at),
+        false => (&mut g.group, &mut g.group_at),
+    };
     if slot.is_some() {
         diags.warning(line, format!("'{kw}' already specified, the last one is used."));
     }
     *slot = Some(spec);
+    *at = Some(line.span.clone());
 }
 
 /// Parses a process or thread set: `all`, `odd`, `even`, `N` or `N-M` within 1..=64 (no

@@ -109,6 +109,10 @@ pub struct Global {
     pub user: Option<UserSpec>,
     /// `group` / `gid`.
     pub group: Option<UserSpec>,
+    /// Where `user` / `uid` and `group` / `gid` were set (a name is looked up at start, and
+    /// an unknown one named by its line, as HAProxy does while parsing).
+    pub user_at: Option<Span>,
+    pub group_at: Option<Span>,
     /// `tune.bufsize` (HAProxy's default 16384): the largest request or response head.
     pub tune_bufsize: usize,
     /// `tune.maxrewrite` (default 1024, at most half a buffer): the part of a buffer kept free
@@ -195,6 +199,8 @@ impl Default for Global {
             ulimit_n: None,
             user: None,
             group: None,
+            user_at: None,
+            group_at: None,
             tune_bufsize: 16384,
             tune_maxrewrite: 1024,
             tune_http_maxhdr: 101,

@@ -74,6 +74,97 @@ pub struct Counters {
     pub sess_rate: Rate,
     pub conn_rate: Rate,
     pub req_rate: Rate,
+    /// TLS handshakes that made a new session (`ssl_sess`), that resumed one
+    /// (`ssl_reused_sess`), and that failed (`ssl_failed_handshake`), as HAProxy counts them:
+    /// a frontend's with its clients, a backend's and a server's with the servers.
+    pub ssl_sess: AtomicU64,
+    pub ssl_reused_sess: AtomicU64,
+    pub ssl_failed_handshake: AtomicU64,
+}
+
+/// The process's TLS counters (`show info`'s `*Ssl*` fields, the Prometheus process
+/// families made from them), as HAProxy 2.6 counts them: connections with a TLS layer
+/// (clients' and servers', health checks' too) now and in all, connections accepted on TLS
+/// binds (`SslRate`), and the full handshakes (new keys) with clients and with servers; the
+/// rates are sampled once a second with the proxies'. Touched once per TLS connection.
+#[derive(Debug, Default)]
+pub struct TlsTotals {
+    pub cur: AtomicU64,
+    pub cum: AtomicU64,
+    pub fe_accepts: AtomicU64,
+    pub fe_keys: AtomicU64,
+    pub be_keys: AtomicU64,
+    pub rate: Rate,
+    pub fe_key_rate: Rate,
+    pub be_key_rate: Rate,
+    pub max_rate: AtomicU64,
+    pub max_fe_key_rate: AtomicU64,
+    pub max_be_key_rate: AtomicU64,
+}
+
+/// The process's [`TlsTotals`].
+pub fn tls() -> &'static TlsTotals {
+    static TLS: std::sync::OnceLock<TlsTotals> = std::sync::OnceLock::new();
+    TLS.get_or_init(TlsTotals::default)
+}
+
+impl TlsTotals {
+    /// A connection got a TLS layer (it counts until [`TlsTotals::closed`]).
+    pub fn opened(&self) {
+        Counters::inc(&self.cum);
+        Counters::inc(&self.cur);
+    }
+
+    pub fn closed(&self) {
+        self.cur.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Once a second: the rates move on, their peaks are kept.
+    pub fn sample(&self) {
+        for (rate, total, max) in [
+            (&self.rate, &self.fe_accepts, &self.max_rate),
+            (&self.fe_key_rate, &self.fe_keys, &self.max_fe_key_rate),
+            (&self.be_key_rate, &self.be_keys, &self.max_be_key_rate),
+        ] {
+            let t = Counters::get(total);
+            Counters::raise(max, rate.read(t));
+            rate.sample(t);
+        }
+    }
+}
+
+/// One connection's place in [`TlsTotals::cur`] (and in `cum`), given back when dropped.
+#[derive(Debug)]
+pub struct TlsCounted(());
+
+impl TlsCounted {
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        tls().opened();
+        TlsCounted(())
+    }
+}
+
+impl Drop for TlsCounted {
+    fn drop(&mut self) {
+        tls().closed();
+    }
+}
+
+/// A TLS handshake's end, counted where HAProxy counts it: on `counters` (a frontend's, or a
+/// backend's and its server's for `servers`), and, for a full handshake, in the process's
+/// key totals (`fe`: with a client).
+pub fn handshake_done(counters: &[&Counters], ok: bool, resumed: bool, fe: bool) {
+    for c in counters {
+        match (ok, resumed) {
+            (false, _) => Counters::inc(&c.ssl_failed_handshake),
+            (true, false) => Counters::inc(&c.ssl_sess),
+            (true, true) => Counters::inc(&c.ssl_reused_sess),
+        }
+    }
+    if ok && !resumed {
+        Counters::inc(if fe { &tls().fe_keys } else { &tls().be_keys });
+    }
 }
 
 /// Streams the time averages cover (HAProxy's `TIME_STATS_SAMPLES`).
@@ -166,6 +257,9 @@ impl Counters {
             &self.connects,
             &self.reuses,
             &self.last_sess,
+            &self.ssl_sess,
+            &self.ssl_reused_sess,
+            &self.ssl_failed_handshake,
         ]
         .into_iter()
         .chain(&self.hrsp)

@@ -115,14 +115,27 @@ pub fn main(argv: &[String]) -> i32 {
     // addresses resolved there, so a check reports what a start would (no socket is opened).
     let mut out = Vec::new();
     let plan = build_plan(&config, plan::Previous::default(), &mut out);
+    let owner = owner_errors(&config.global);
+    for e in &owner {
+        out.push(alert_line(format!("config : {e}")));
+    }
+    if plan.is_some() && !owner.is_empty() {
+        if let Some(f) = owner.first().and_then(|e| error_file(e)) {
+            out.push(alert_line(format!("config : Error(s) found in configuration file : {f}")));
+        }
+        out.push(alert_line("config : Fatal errors found in configuration."));
+    }
     print_all(&out);
-    let Some(plan) = plan else { return 1 };
+    let Some(plan) = plan.filter(|_| owner.is_empty()) else { return 1 };
     // As HAProxy 2.6: valid, but nothing would accept a connection.
     match (config.has_listener(), args.check) {
         (false, true) => {
-            println!(
-                "Configuration file has no error but will not start (no listener) => exit(2)."
-            );
+            // (`-q`: the status says it, as HAProxy's.)
+            if !args.quiet {
+                println!(
+                    "Configuration file has no error but will not start (no listener) => exit(2)."
+                );
+            }
             return 2;
         }
         (false, false) => {
@@ -130,7 +143,9 @@ pub fn main(argv: &[String]) -> i32 {
             return 1;
         }
         (true, true) => {
-            println!("Configuration file is valid");
+            if !args.quiet {
+                println!("Configuration file is valid");
+            }
             return 0;
         }
         (true, false) => {}
@@ -257,8 +272,14 @@ fn print_version(level: u8) {
             "Feature list : {}",
             cfg::FEATURES.iter().map(|f| format!("+{f}")).collect::<Vec<_>>().join(" ")
         );
+        // HAProxy 2.6's lines for the multiplexers Fulcrum has (no `fcgi`, no `proto none`).
         println!("Available multiplexer protocols :");
-        println!("              none : mode=TCP  side=FE|BE  mux=PASS");
+        println!("(protocols marked as <default> cannot be specified using 'proto' keyword)");
+        println!("         h2 : mode=HTTP  side=FE|BE  mux=H2    flags=HTX|HOL_RISK|NO_UPG");
+        println!("  <default> : mode=HTTP  side=FE|BE  mux=H1    flags=HTX");
+        println!("         h1 : mode=HTTP  side=FE|BE  mux=H1    flags=HTX|NO_UPG");
+        println!("  <default> : mode=TCP   side=FE|BE  mux=PASS  flags=");
+        println!();
         println!("Available polling systems :");
         println!("      epoll : pref=300,  test result OK");
     }
@@ -312,6 +333,27 @@ fn print_diag(d: &Diagnostic, quiet: bool, out: &mut Vec<String>) {
     for more in lines {
         out.push(more.to_string());
     }
+}
+
+/// The `user` and `group` names that name no one on this system, in HAProxy 2.6's words (it
+/// looks them up while parsing). Checked by `-c` and at start, not on a reload: inside a
+/// chroot the system's user database may be out of reach, and the workers keep the ids.
+fn owner_errors(g: &cfg::Global) -> Vec<String> {
+    let mut errors = Vec::new();
+    let at = |span: &Option<cfg::Span>| span.as_ref().map_or(String::new(), |s| s.to_string());
+    if let Some(cfg::UserSpec::Name(name)) = &g.user {
+        if crate::sys::lookup_user(name).is_err() {
+            let at = at(&g.user_at);
+            errors.push(format!("parsing [{at}] : cannot find user id for '{name}' (0:Success)"));
+        }
+    }
+    if let Some(cfg::UserSpec::Name(name)) = &g.group {
+        if crate::sys::lookup_group(name).is_err() {
+            let at = at(&g.group_at);
+            errors.push(format!("parsing [{at}] : cannot find group id for '{name}' (0:Success)"));
+        }
+    }
+    errors
 }
 
 /// After messages saying that something is "not supported yet", one line saying where the

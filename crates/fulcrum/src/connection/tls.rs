@@ -32,6 +32,7 @@ pub struct TlsStream {
     state: RefCell<State>,
     /// The SNI sent (server connections): an idle connection is reused only for the same.
     sni: Option<Box<str>>,
+    counted: crate::counters::TlsCounted,
 }
 
 impl std::fmt::Debug for TlsStream {
@@ -228,8 +229,8 @@ impl State {
 impl TlsStream {
     /// The same TLS connection over `f(inner)`.
     pub fn map_inner(self, f: impl FnOnce(Stream) -> io::Result<Stream>) -> io::Result<Self> {
-        let TlsStream { inner, state, sni } = self;
-        Ok(TlsStream { inner: f(inner)?, state, sni })
+        let TlsStream { inner, state, sni, counted } = self;
+        Ok(TlsStream { inner: f(inner)?, state, sni, counted })
     }
 
     /// A server-side TLS connection over `inner` (the handshake is run by [`Self::handshake`]).
@@ -305,6 +306,8 @@ impl TlsStream {
 
     fn new(inner: Stream, conn: rustls::Connection) -> Self {
         TlsStream {
+            // (Counted as HAProxy counts its SSL endpoints: from the layer's creation on.)
+            counted: crate::counters::TlsCounted::new(),
             inner,
             sni: None,
             state: RefCell::new(State {
@@ -511,6 +514,11 @@ impl TlsStream {
     }
 
     /// Facts about the session for fetches and logs.
+    /// The handshake resumed a session: no new keys were made.
+    pub fn resumed(&self) -> bool {
+        self.with_conn(|c| c.handshake_kind() == Some(rustls::HandshakeKind::Resumed))
+    }
+
     pub fn with_conn<R>(&self, f: impl FnOnce(&rustls::Connection) -> R) -> R {
         f(&self.state.borrow().conn)
     }

@@ -604,6 +604,7 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
         }
     }
     if let Some(config) = &bind.tls {
+        Counters::inc(&crate::counters::tls().fe_accepts);
         // The client goes into the TLS layer; the rest waits for it.
         let mut plain = None;
         let rest = conn.map_client(|c| plain = Some(c));
@@ -616,10 +617,12 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
             {
                 Some(Ok(s)) => (s, Some(Ok(()))),
                 Some(Err(e)) => {
+                    crate::counters::handshake_done(&[&fe.counters], false, false, true);
                     embryonic_log(slots, peer, handshake_failure(&e));
                     return None;
                 }
                 None => {
+                    crate::counters::handshake_done(&[&fe.counters], false, false, true);
                     embryonic_log(slots, peer, "Timeout during SSL handshake");
                     return None;
                 }
@@ -635,6 +638,8 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
             Some(Err(e)) => Some(handshake_failure(&e)),
             None => Some("Timeout during SSL handshake"),
         };
+        let resumed = why.is_none() && tls.resumed();
+        crate::counters::handshake_done(&[&fe.counters], why.is_none(), resumed, true);
         conn = rest.map_client(|()| Stream::Tls(Box::new(tls)));
         if let Some(why) = why {
             embryonic_log(slots, conn.peer, why);

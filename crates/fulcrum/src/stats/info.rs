@@ -38,6 +38,17 @@ pub fn lines(p: &Process, shared: &Shared) -> Vec<InfoLine> {
     let max_conn_rate = sum(|c| Counters::get(&c.max_conn_rate));
     let max_sess_rate = sum(|c| Counters::get(&c.max_sess_rate));
     let version = env!("CARGO_PKG_VERSION");
+    // TLS: as HAProxy, the share of client handshakes that resumed a session over the last
+    // second is 100 less the new keys' share of the connections accepted on TLS binds.
+    let tls = crate::counters::tls();
+    let get = Counters::get;
+    let ssl_rate = tls.rate.read(get(&tls.fe_accepts));
+    let fe_key_rate = tls.fe_key_rate.read(get(&tls.fe_keys));
+    let be_key_rate = tls.be_key_rate.read(get(&tls.be_keys));
+    let ssl_reuse = match fe_key_rate < ssl_rate {
+        true => 100 - 100 * fe_key_rate / ssl_rate,
+        false => 0,
+    };
     let stopping = shared.stopping.load(Ordering::Relaxed);
     let mut v = vec![
         (0, "Name", "POS", Val::Str("Fulcrum".into())),
@@ -61,8 +72,8 @@ pub fn lines(p: &Process, shared: &Shared) -> Vec<InfoLine> {
         (18, "CumConns", "MCP", u32v(conns)),
         (19, "CumReq", "MCP", u32v(reqs)),
         (20, "MaxSslConns", "MMP", Val::U32(0)),
-        (21, "CurrSslConns", "MGP", Val::U32(0)),
-        (22, "CumSslConns", "MCP", Val::U32(0)),
+        (21, "CurrSslConns", "MGP", u32v(get(&tls.cur))),
+        (22, "CumSslConns", "MCP", u32v(get(&tls.cum))),
         (23, "Maxpipes", "CLP", Val::U32(0)),
         (24, "PipesUsed", "MGP", Val::U32(0)),
         (25, "PipesFree", "MGP", Val::U32(0)),
@@ -72,14 +83,14 @@ pub fn lines(p: &Process, shared: &Shared) -> Vec<InfoLine> {
         (29, "SessRate", "MRP", u32v(sess_rate)),
         (30, "SessRateLimit", "CLP", u32v(shared.sess_rate.max())),
         (31, "MaxSessRate", "MRP", u32v(max_sess_rate)),
-        (32, "SslRate", "MRP", Val::U32(0)),
+        (32, "SslRate", "MRP", u32v(ssl_rate)),
         (33, "SslRateLimit", "CLP", Val::U32(0)),
-        (34, "MaxSslRate", "MMP", Val::U32(0)),
-        (35, "SslFrontendKeyRate", "MGP", Val::U32(0)),
-        (36, "SslFrontendMaxKeyRate", "MMP", Val::U32(0)),
-        (37, "SslFrontendSessionReuse_pct", "MGP", Val::U32(0)),
-        (38, "SslBackendKeyRate", "MRP", Val::U32(0)),
-        (39, "SslBackendMaxKeyRate", "MMP", Val::U32(0)),
+        (34, "MaxSslRate", "MMP", u32v(get(&tls.max_rate).max(ssl_rate))),
+        (35, "SslFrontendKeyRate", "MGP", u32v(fe_key_rate)),
+        (36, "SslFrontendMaxKeyRate", "MMP", u32v(get(&tls.max_fe_key_rate).max(fe_key_rate))),
+        (37, "SslFrontendSessionReuse_pct", "MGP", u32v(ssl_reuse)),
+        (38, "SslBackendKeyRate", "MRP", u32v(be_key_rate)),
+        (39, "SslBackendMaxKeyRate", "MMP", u32v(get(&tls.max_be_key_rate).max(be_key_rate))),
         (40, "SslCacheLookups", "MCP", Val::U32(0)),
         (41, "SslCacheMisses", "MCP", Val::U32(0)),
         (42, "CompressBpsIn", "MRP", Val::U32(0)),

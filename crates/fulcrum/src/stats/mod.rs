@@ -242,6 +242,7 @@ pub fn account(fe: &Frontend, be: Option<&Backend>, o: &Outcome, http: bool, ref
 
 /// Once a second (first worker): the rates' windows move on and their peaks are kept.
 pub fn sample(frontends: &[std::sync::Arc<Frontend>], backends: &[std::sync::Arc<Backend>]) {
+    crate::counters::tls().sample();
     for fe in frontends {
         let c = &fe.counters;
         for (rate, total, max) in [

@@ -35,11 +35,11 @@ fn secs(d: std::time::Duration) -> Val {
     u32v(d.as_secs())
 }
 
-/// The modules' fields: TLS on every row, HTTP/2 and HTTP/1 on frontends and backends.
-/// Fulcrum's connections are HTTP/1 or plain TCP today: the TLS and HTTP/2 counters are 0.
+/// The modules' fields: TLS on every row (a frontend's handshakes with its clients, a
+/// backend's and a server's with the servers), HTTP/2 and HTTP/1 on frontends and backends.
 fn modules(r: &mut Row, c: &Counters, proxy: bool) {
-    for i in fields::TLS {
-        r.fields[i] = Some(super::Field { tags: *b"MCP", val: Val::U64(0) });
+    for (i, n) in fields::TLS.zip([&c.ssl_sess, &c.ssl_reused_sess, &c.ssl_failed_handshake]) {
+        r.fields[i] = Some(super::Field { tags: *b"MCP", val: Val::U64(get(n)) });
     }
     if !proxy {
         return;

@@ -99,9 +99,11 @@ impl Opening<'_> {
 }
 
 /// Turns a fresh connection to `srv` into what the server expects: a PROXY protocol header
-/// first (`send-proxy*`), then TLS (`ssl`) with the handshake run here. `limit` bounds the
-/// whole (it is what is left of `timeout connect`).
+/// first (`send-proxy*`), then TLS (`ssl`) with the handshake run here, counted on the
+/// server's and `be`'s counters. `limit` bounds the whole (it is what is left of `timeout
+/// connect`).
 pub async fn open_layers(
+    be: &Counters,
     srv: &crate::server::Server,
     stream: Stream,
     open: &Opening<'_>,
@@ -126,7 +128,10 @@ pub async fn open_layers(
         let name = crate::tls::server_name(sni.as_deref(), ip);
         let config = if open.upgrade && !srv.ws_h2 { &origin.config_h1 } else { &origin.config };
         let tls = crate::connection::tls::TlsStream::client(stream, Arc::clone(config), name)?;
-        tls.handshake().await?;
+        let done = tls.handshake().await;
+        let resumed = done.is_ok() && tls.resumed();
+        crate::counters::handshake_done(&[be, &srv.counters], done.is_ok(), resumed, false);
+        done?;
         Ok(Stream::Tls(Box::new(tls)))
     };
     match limit {
@@ -581,7 +586,7 @@ async fn open_new(
     match (started, connected) {
         (Some(t0), Ok(stream)) => {
             let left = be.timeouts.connect.map(|d| d.saturating_sub(t0.elapsed()));
-            open_layers(srv, stream, open, left).await
+            open_layers(&be.counters, srv, stream, open, left).await
         }
         (_, connected) => connected,
     }

@@ -101,6 +101,15 @@ fn bad_configurations_get_exact_diagnostics_and_status_1() {
             ],
         ),
         (
+            // As HAProxy 2.6, a user or group name that names no one is an error of its line.
+            "unknown-user",
+            format!("global\n user nosuchuser-fulcrum\n group nosuchgroup-fulcrum\ndefaults\n{T}listen x\n bind 127.0.0.1:1\n server a 127.0.0.1:2\n"),
+            &[
+                "[ALERT] : config : parsing [check.cfg:2] : cannot find user id for 'nosuchuser-fulcrum' (0:Success)",
+                "[ALERT] : config : parsing [check.cfg:3] : cannot find group id for 'nosuchgroup-fulcrum' (0:Success)",
+            ],
+        ),
+        (
             "unclosed-bracket",
             format!("defaults\n{T}listen x\n bind 127.0.0.1:1\n server s9 [::1:80\n"),
             &["[ALERT] : config : parsing [check.cfg:7] : 'server x/s9' : could not resolve address '[::1'"],
@@ -365,5 +374,25 @@ fn help_prints_the_usage() {
         assert!(out.starts_with("Usage : fulcrum [-f <cfgfile|cfgdir>]*"), "{flag}: {out}");
         assert!(out.contains("fulcrum explain -f <cfgfile>"), "{flag}: {out}");
         assert!(err.is_empty(), "{flag}: {err}");
+    }
+}
+
+#[test]
+fn a_quiet_check_says_nothing_and_answers_with_its_status() {
+    // `-c -q`, as `systemctl reload` runs it: HAProxy 2.6 prints nothing, the status speaks.
+    for (name, cfg, status) in [
+        (
+            "quiet-valid",
+            format!("defaults\n{T}listen x\n bind 127.0.0.1:1\n server a 127.0.0.1:2\n"),
+            0,
+        ),
+        ("quiet-no-listener", format!("defaults\n{T}backend b\n server a 127.0.0.1:2\n"), 2),
+    ] {
+        let dir = scratch_path(name);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = format!("{dir}check.cfg");
+        std::fs::write(&path, cfg).expect("cfg");
+        let (code, out, err) = run(&["-c", "-q", "-f", &path]);
+        assert_eq!((code, out.as_str(), err.as_str()), (status, "", ""), "{name}");
     }
 }

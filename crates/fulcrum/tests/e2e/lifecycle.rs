@@ -102,12 +102,10 @@ fn grace_keeps_accepting_for_a_while_after_a_soft_stop_is_asked_for() {
 }
 
 /// `set-dumpable`: a process that changed user stays dumpable; the kernel then gives its
-/// /proc files to that user instead of root. (Changing user needs root: skipped otherwise.)
+/// /proc files to that user instead of root.
 #[test]
+#[cfg_attr(not_root, ignore = "changing user needs root (see crates/fulcrum/build.rs)")]
 fn set_dumpable_keeps_a_process_that_changed_user_dumpable() {
-    if !running_as_root() {
-        return;
-    }
     use std::os::unix::fs::MetadataExt;
     let echo = testserver("echo", "e");
     let owner = |extra: &str, name: &str| {
@@ -123,38 +121,41 @@ fn set_dumpable_keeps_a_process_that_changed_user_dumpable() {
 }
 
 /// `chroot`: once started, the process lives in an empty directory and still proxies, checks
-/// its servers (addresses are resolved before) and reloads; a directory it cannot enter stops
-/// the start with HAProxy's message. (Entering a chroot needs root: skipped otherwise.)
+/// its servers (addresses are resolved before) and reloads.
 #[test]
-fn chroot_confines_the_running_process_or_stops_the_start() {
-    if running_as_root() {
-        let srv = testserver("http", "s");
-        let jail = scratch("chroot-jail");
-        let cfg = format!(
-            "global\n chroot {}\n{ECHO_CFG}listen px\n mode http\n bind {{fe0}}\n\
-             server s {} check inter 100ms\n",
-            jail.display(),
-            srv.addr
-        );
-        let px = fulcrum("chroot", &cfg);
-        assert!(
-            eventually(Duration::from_secs(5), || http_get(px.addr(), "/").is_some()),
-            "no answer from the chrooted process"
-        );
-        // Its root is the jail: /proc/<pid>/root points there.
-        let root = std::fs::read_link(format!("/proc/{}/root", px.proc.child.id()));
-        assert_eq!(root.ok(), Some(jail.canonicalize().expect("jail")));
-        // A reload still reads the configuration (through its directory, kept before chroot).
-        let path = px.dir.join("fulcrum.cfg");
-        let text = std::fs::read_to_string(&path).expect("cfg");
-        std::fs::write(&path, format!("{text} http-response set-header X-Reloaded yes\n"))
-            .expect("cfg");
-        px.proc.signal(libc::SIGUSR2);
-        let reloaded = eventually(Duration::from_secs(5), || {
-            get_with(px.addr(), "/", "").1.to_ascii_lowercase().contains("x-reloaded: yes")
-        });
-        assert!(reloaded, "the chrooted process reloaded: {}", px.proc.log_text());
-    }
+#[cfg_attr(not_root, ignore = "entering a chroot needs root (see crates/fulcrum/build.rs)")]
+fn a_chroot_confines_the_running_process_which_still_proxies_checks_and_reloads() {
+    let srv = testserver("http", "s");
+    let jail = scratch("chroot-jail");
+    let cfg = format!(
+        "global\n chroot {}\n{ECHO_CFG}listen px\n mode http\n bind {{fe0}}\n\
+         server s {} check inter 100ms\n",
+        jail.display(),
+        srv.addr
+    );
+    let px = fulcrum("chroot", &cfg);
+    assert!(
+        eventually(Duration::from_secs(5), || http_get(px.addr(), "/").is_some()),
+        "no answer from the chrooted process"
+    );
+    // Its root is the jail: /proc/<pid>/root points there.
+    let root = std::fs::read_link(format!("/proc/{}/root", px.proc.child.id()));
+    assert_eq!(root.ok(), Some(jail.canonicalize().expect("jail")));
+    // A reload still reads the configuration (through its directory, kept before chroot).
+    let path = px.dir.join("fulcrum.cfg");
+    let text = std::fs::read_to_string(&path).expect("cfg");
+    std::fs::write(&path, format!("{text} http-response set-header X-Reloaded yes\n"))
+        .expect("cfg");
+    px.proc.signal(libc::SIGUSR2);
+    let reloaded = eventually(Duration::from_secs(5), || {
+        get_with(px.addr(), "/", "").1.to_ascii_lowercase().contains("x-reloaded: yes")
+    });
+    assert!(reloaded, "the chrooted process reloaded: {}", px.proc.log_text());
+}
+
+/// A `chroot` directory the process cannot enter stops the start with HAProxy's message.
+#[test]
+fn a_chroot_that_cannot_be_entered_stops_the_start() {
     let dir = scratch("chroot-missing");
     let path = dir.join("px.cfg");
     std::fs::write(
@@ -165,18 +166,6 @@ fn chroot_confines_the_running_process_or_stops_the_start() {
     let (code, _, err) = run(&["-db", "-f", path.to_str().expect("utf-8")]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("main()] Cannot chroot(/nonexistent-jail)."), "{err}");
-}
-
-/// Whether this process runs as root (chroot needs it).
-fn running_as_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
 }
 
 #[test]

@@ -1322,3 +1322,67 @@ fn tls_frontends_behave_as_haproxy_2_6_does() {
         assert_eq!(ours, theirs, "Fulcrum (left) and HAProxy 2.6 (right)");
     }
 }
+
+/// The field `name` of `show stat`'s row `px`/`sv`.
+fn stat_field(csv: &str, px: &str, sv: &str, name: &str) -> Option<String> {
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next()?.trim_start_matches("# ").split(',').collect();
+    let at = head.iter().position(|h| *h == name)?;
+    let row = lines.map(|l| l.split(',').collect::<Vec<_>>()).find(|r| r[0] == px && r[1] == sv)?;
+    row.get(at).map(|v| v.to_string())
+}
+
+#[test]
+fn tls_counters_count_handshakes_as_haproxy_2_6_does() {
+    // Two TLS 1.3 connections of one client (the second resumes with a ticket) and a clear
+    // text request to the TLS port (a failed handshake): the frontend's TLS module counters
+    // and `show info`'s, as HAProxy 2.6 counts them.
+    let dir = scratch("tls-counters-certs");
+    let ca = Ca::new("Test CA");
+    let a = write(&dir, "a.pem", &ca.leaf(&["a.test"], false, false).0);
+    let cfg = format!(
+        "global\n stats socket {{dir}}/api.sock level admin\n\
+         defaults\n mode http\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
+         frontend fe\n bind {{fe0}} ssl crt {}\n http-request return status 200\n",
+        a.display()
+    );
+    let mut seen = Vec::new();
+    for which in ["fulcrum", "haproxy"] {
+        let Some((_p, addrs, pdir)) = start_proxy(which, "tls-counters", &cfg) else { continue };
+        let client = client_config(&ca, &[]);
+        for n in 0..2 {
+            let mut s = tls_connect(addrs[0], "a.test", Arc::clone(&client)).expect("tls");
+            assert_eq!(get(&mut s, "/").0, 200, "{which}");
+            let resumed = s.conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+            assert_eq!(resumed, n == 1, "{which}: the second connection resumes");
+        }
+        let mut plain = TcpStream::connect(addrs[0]).expect("connect");
+        plain.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        plain.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").expect("write");
+        let _ = plain.read(&mut [0u8; 64]);
+        let sock = pdir.join("api.sock");
+        let fields = ["ssl_sess", "ssl_reused_sess", "ssl_failed_handshake"];
+        let counted = eventually(Duration::from_secs(5), || {
+            let csv = crate::harness::api(&sock, "show stat");
+            stat_field(&csv, "fe", "FRONTEND", "ssl_failed_handshake").as_deref() == Some("1")
+        });
+        assert!(counted, "{which}: the failed handshake is counted");
+        let csv = crate::harness::api(&sock, "show stat");
+        let module: Vec<String> = fields
+            .iter()
+            .map(|f| stat_field(&csv, "fe", "FRONTEND", f).unwrap_or_default())
+            .collect();
+        let info = crate::harness::api(&sock, "show info");
+        let info_of = |k: &str| {
+            info.lines().find_map(|l| l.strip_prefix(k)?.strip_prefix(": ")).map(str::to_string)
+        };
+        let process = (info_of("CumSslConns"), info_of("CurrSslConns"));
+        // (`ssl_sess` counts new sessions only, as HAProxy's.)
+        assert_eq!(module, ["1", "1", "1"], "{which}: {csv}");
+        seen.push((which, module, process));
+    }
+    assert_eq!(seen[0].2, (Some("3".into()), Some("0".into())), "{seen:?}");
+    if let Some(h) = seen.get(1) {
+        assert_eq!(seen[0].2, h.2, "the process counters as HAProxy's");
+    }
+}
