@@ -80,6 +80,51 @@ pub struct Counters {
     pub ssl_sess: AtomicU64,
     pub ssl_reused_sess: AtomicU64,
     pub ssl_failed_handshake: AtomicU64,
+    /// The HTTP/2 module's counters (a frontend's client connections, a backend's server
+    /// connections).
+    pub h2: H2Counters,
+    /// HTTP/1 client connections now and in all (a frontend's).
+    pub h1_open_conns: AtomicU64,
+    pub h1_total_conns: AtomicU64,
+}
+
+/// HAProxy 2.6's `h2` statistics module, per proxy: frames received by kind, errors found
+/// and what was sent for them, connections now and in all, a backend's streams now and in
+/// all. Touched per frame and per connection by the HTTP/2 driver (`http::h2::conn`).
+#[derive(Debug, Default)]
+pub struct H2Counters {
+    pub headers_rcvd: AtomicU64,
+    pub data_rcvd: AtomicU64,
+    pub settings_rcvd: AtomicU64,
+    pub rst_stream_rcvd: AtomicU64,
+    pub goaway_rcvd: AtomicU64,
+    pub conn_proto_err: AtomicU64,
+    pub strm_proto_err: AtomicU64,
+    pub rst_stream_resp: AtomicU64,
+    pub goaway_resp: AtomicU64,
+    pub open_conns: AtomicU64,
+    pub open_streams: AtomicU64,
+    pub total_conns: AtomicU64,
+    pub total_streams: AtomicU64,
+}
+
+impl H2Counters {
+    /// The counters `clear counters all` clears (the gauges stay).
+    fn cumulative(&self) -> [&AtomicU64; 11] {
+        [
+            &self.headers_rcvd,
+            &self.data_rcvd,
+            &self.settings_rcvd,
+            &self.rst_stream_rcvd,
+            &self.goaway_rcvd,
+            &self.conn_proto_err,
+            &self.strm_proto_err,
+            &self.rst_stream_resp,
+            &self.goaway_resp,
+            &self.total_conns,
+            &self.total_streams,
+        ]
+    }
 }
 
 /// The process's TLS counters (`show info`'s `*Ssl*` fields, the Prometheus process
@@ -130,6 +175,22 @@ impl TlsTotals {
             Counters::raise(max, rate.read(t));
             rate.sample(t);
         }
+    }
+}
+
+/// A gauge's one more, given back when dropped.
+pub struct Up<'a>(&'a AtomicU64);
+
+impl<'a> Up<'a> {
+    pub fn new(gauge: &'a AtomicU64) -> Self {
+        gauge.fetch_add(1, Ordering::Relaxed);
+        Up(gauge)
+    }
+}
+
+impl Drop for Up<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -260,8 +321,10 @@ impl Counters {
             &self.ssl_sess,
             &self.ssl_reused_sess,
             &self.ssl_failed_handshake,
+            &self.h1_total_conns,
         ]
         .into_iter()
+        .chain(self.h2.cumulative())
         .chain(&self.hrsp)
         .chain(&self.times)
         {

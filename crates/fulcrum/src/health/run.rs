@@ -754,7 +754,7 @@ impl Runner<'_> {
         if self.plan.h2 {
             let Some(Conn(Peer::Bytes(s))) = self.conn.take() else { return Ok(()) };
             let tune = fulcrum_config::TuneH2::default();
-            match crate::http::h2::upstream::start(s, tune, None).await {
+            match crate::http::h2::upstream::start(s, tune, None, None).await {
                 Ok(s) => self.conn = Some(Conn(s)),
                 Err(e) => return Err(self.conn_error(Phase::Connected, Some(&e), false, step)),
             }

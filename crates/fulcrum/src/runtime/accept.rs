@@ -371,6 +371,11 @@ fn http_connection(slots: Slots, mut start: Start) -> impl std::future::Future<O
             };
             return h2.await;
         }
+        // An HTTP/1 connection (HAProxy's `h1` statistics module), until it ends or turns
+        // into HTTP/2.
+        let fc = &slots.frontend.counters;
+        Counters::inc(&fc.h1_total_conns);
+        let h1 = crate::counters::Up::new(&fc.h1_open_conns);
         let h2 = loop {
             // The references the session needs are taken anew for each run.
             let serving = {
@@ -382,6 +387,7 @@ fn http_connection(slots: Slots, mut start: Start) -> impl std::future::Future<O
                 Served::Closed => return,
                 Served::Rest(rest) => start = Start::Resume(rest),
                 Served::H2(conn, prefix) => {
+                    drop(h1);
                     let (fe, shared) = (Arc::clone(&slots.frontend), Arc::clone(&slots.shared));
                     break Box::pin(crate::http::h2::serve(fe, shared, conn, prefix));
                 }

@@ -1218,3 +1218,54 @@ fn a_backends_session_limit_is_its_fullconn_or_a_tenth_of_the_frontends_leading_
         assert_eq!(h, &want, "HAProxy 2.6");
     }
 }
+
+#[test]
+fn the_h2_and_h1_module_counters_count_as_haproxy_2_6_s() {
+    // Two HTTP/2 connections (prior knowledge: each begins as HTTP/1, as in HAProxy) with
+    // three streams, one with a body, and one HTTP/1 request: `show stat`'s `h2` and `h1`
+    // module fields of the frontend.
+    use crate::h2client::{h2c, H2Req};
+    let cfg = "global\n stats socket {sock} level admin\n\
+               defaults\n mode http\n timeout connect 1s\n timeout client 5s\n timeout server 5s\n\
+               frontend fe\n bind {fe0}\n http-request return status 200\n";
+    let names = [
+        "h2_headers_rcvd",
+        "h2_data_rcvd",
+        "h2_total_connections",
+        "h2_backend_total_streams",
+        "h2_open_connections",
+        "h1_total_connections",
+        "h1_total_streams",
+        "h1_open_connections",
+    ];
+    let mut seen = Vec::new();
+    for which in ["fulcrum", "haproxy"] {
+        let Some(api) = start(which, "api-h2-modules", cfg) else { continue };
+        let got = h2c(api.addrs[0], &[H2Req::get("/a"), H2Req::post("/b", b"xyz")]);
+        assert!(got.is_ok_and(|r| r.iter().all(|r| r.status == 200)), "{which}");
+        let got = h2c(api.addrs[0], &[H2Req::get("/c")]).expect("exchange");
+        assert_eq!(got[0].status, 200, "{which}");
+        assert_eq!(http_get(api.addrs[0], "/d").map(|r| r.0), Some(200), "{which}");
+        let row = || {
+            let (_, rows) = csv_rows(&api.cmd("show stat"));
+            rows.into_iter().find(|r| field(r, "svname") == Some("FRONTEND")).unwrap_or_default()
+        };
+        // (The connections' ends are counted as their tasks end.)
+        let closed = eventually(Duration::from_secs(5), || {
+            let r = row();
+            field(&r, "h2_open_connections") == Some("0")
+                && field(&r, "h1_open_connections") == Some("0")
+        });
+        assert!(closed, "{which}: no connection left open");
+        let r = row();
+        let values: Vec<String> =
+            names.iter().map(|n| field(&r, n).unwrap_or("-").to_string()).collect();
+        let settings: u64 = field(&r, "h2_settings_rcvd").and_then(|v| v.parse().ok()).unwrap_or(0);
+        assert!(settings >= 2, "{which}: the clients' SETTINGS ({settings})");
+        seen.push(values);
+    }
+    assert_eq!(seen[0], ["3", "1", "2", "3", "0", "3", "1", "0"], "Fulcrum");
+    if let Some(h) = seen.get(1) {
+        assert_eq!(&seen[0], h, "Fulcrum (left), HAProxy 2.6 (right): {names:?}");
+    }
+}

@@ -119,7 +119,7 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
     let fd = Arc::new(fd);
     let client = Rc::new(client);
     let mut io = Io { s: Rc::clone(&client), prefix: Vec::new(), pos: 0 };
-    let h2 = frontconn::Conn::new(&shared.h2, fe_bufsize(&fe), &prefix);
+    let h2 = frontconn::Conn::new(&shared.h2, fe_bufsize(&fe), &prefix, Arc::clone(&fe.counters));
     drop(prefix);
     let client_timeout = fe.timeouts.client;
     let idle = fe.timeouts.http_keep_alive.or(client_timeout);

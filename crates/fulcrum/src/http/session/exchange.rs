@@ -289,7 +289,8 @@ impl Session<'_> {
                 let shared = reuse != Reuse::Never && srv.send_proxy.is_none();
                 let share =
                     shared.then(|| upstream::Share { be, idx: slot.index(), sni: sni.as_deref() });
-                cold(upstream::start(stream, self.shared.h2, share))
+                let counters = Some(Arc::clone(&be.counters));
+                cold(upstream::start(stream, self.shared.h2, share, counters))
                     .await
                     .map_err(|e| tcp::Ending::ConnectFailed(e.kind(), None))?
             }

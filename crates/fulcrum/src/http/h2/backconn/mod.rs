@@ -106,7 +106,12 @@ pub fn with<R>(key: Key, f: impl FnOnce(&Conn) -> R) -> Option<R> {
 impl Conn {
     /// A new connection's state, its preface and SETTINGS queued, in this worker's registry
     /// until its task ends.
-    pub fn new(tune: &fulcrum_config::TuneH2, shared: bool) -> Rc<Conn> {
+    /// `counters`: the backend's (its `h2` statistics module), for a proxy's connection.
+    pub fn new(
+        tune: &fulcrum_config::TuneH2,
+        shared: bool,
+        counters: Option<std::sync::Arc<crate::counters::Counters>>,
+    ) -> Rc<Conn> {
         let (window, max_frame) = (conn::our_window(tune), conn::our_max_frame(tune));
         let mut out = Vec::with_capacity(128);
         out.extend_from_slice(PREFACE);
@@ -128,7 +133,7 @@ impl Conn {
             connect_protocol: false,
             known: false,
         };
-        let mut inner = Inner::new(side, tune, out, Vec::new());
+        let mut inner = Inner::new(side, tune, (out, Vec::new()), counters);
         inner.wire.settings(&settings);
         inner.open_window();
         Conn::register(inner)

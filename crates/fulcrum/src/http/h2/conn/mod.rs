@@ -19,6 +19,7 @@ use std::io;
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll, Waker};
 use std::thread::LocalKey;
 
@@ -182,6 +183,8 @@ pub struct Wire {
     /// The output's size when it was last freed (its streams all ended): the next burst
     /// starts there.
     last_size: usize,
+    /// The proxy's counters (its `h2` statistics module), if the connection is a proxy's.
+    pub counters: Option<std::sync::Arc<crate::counters::Counters>>,
 }
 
 impl Wire {
@@ -196,6 +199,15 @@ impl Wire {
             blocked: VecDeque::new(),
             owe_table_update: false,
             last_size: 0,
+            counters: None,
+        }
+    }
+
+    /// Counts one event of the connection's proxy's `h2` module.
+    #[inline]
+    pub fn count(&self, which: impl FnOnce(&crate::counters::H2Counters) -> &AtomicU64) {
+        if let Some(c) = &self.counters {
+            which(&c.h2).fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -226,6 +238,11 @@ impl Wire {
     }
 
     pub fn goaway(&mut self, last: u32, code: u32) {
+        if code != NO_ERROR {
+            // An error the connection dies of: found, and answered with GOAWAY.
+            self.count(|c| &c.conn_proto_err);
+            self.count(|c| &c.goaway_resp);
+        }
         frame_head(&mut self.out, 8, GOAWAY, 0, 0);
         self.out.extend_from_slice(&last.to_be_bytes());
         self.out.extend_from_slice(&code.to_be_bytes());
@@ -238,6 +255,13 @@ impl Wire {
 
     /// RST_STREAM for a stream not in the map.
     pub fn rst_frame(&mut self, id: u32, code: u32) {
+        if code != NO_ERROR && code != CANCEL {
+            // An error of the stream: answered with RST_STREAM.
+            self.count(|c| &c.rst_stream_resp);
+            if code == PROTOCOL_ERROR {
+                self.count(|c| &c.strm_proto_err);
+            }
+        }
         frame_head(&mut self.out, 4, RST_STREAM, 0, id);
         self.out.extend_from_slice(&code.to_be_bytes());
     }
@@ -445,14 +469,36 @@ pub fn with<S: Side, R>(key: Key<S>, f: impl FnOnce(&Conn<S>) -> R) -> Option<R>
     Some(f(&conn))
 }
 
+impl<S: Side> Drop for Inner<S> {
+    fn drop(&mut self) {
+        if let Some(c) = &self.wire.counters {
+            c.h2.open_conns.fetch_sub(1, Ordering::Relaxed);
+            // (The streams still in the map end with it.)
+            c.h2.open_streams.fetch_sub(self.streams.len() as u64, Ordering::Relaxed);
+        }
+    }
+}
+
 impl<S: Side> Inner<S> {
-    /// A new connection's state with `out` (its first frames) queued, and bytes read already.
-    pub fn new(side: S, tune: &fulcrum_config::TuneH2, out: Vec<u8>, rbuf: Vec<u8>) -> Self {
+    /// A new connection's state with `out` (its first frames) queued, and bytes read already;
+    /// counted on `counters` (its proxy's) until it ends.
+    pub fn new(
+        side: S,
+        tune: &fulcrum_config::TuneH2,
+        (out, rbuf): (Vec<u8>, Vec<u8>),
+        counters: Option<std::sync::Arc<crate::counters::Counters>>,
+    ) -> Self {
         let mut decoder = RawDecoder::new(4096);
         decoder.queue_size_update(tune.header_table_size as usize);
+        let mut wire = Wire::new(out);
+        let mut streams = StreamMap::default();
+        streams.open = counters.clone();
+        wire.counters = counters;
+        wire.count(|c| &c.total_conns);
+        wire.count(|c| &c.open_conns);
         Inner {
-            wire: Wire::new(out),
-            streams: StreamMap::default(),
+            wire,
+            streams,
             dead: false,
             our_window: our_window(tune),
             acked: false,
@@ -585,6 +631,8 @@ impl<S: Side> Inner<S> {
         // Until the peer acknowledged our SETTINGS, it may send as the default window lets it.
         let recv_window = if self.acked { self.our_window } else { self.our_window.max(65_535) };
         let send_window = self.wire.peer_window;
+        self.wire.count(|c| &c.total_streams);
+        self.wire.count(|c| &c.open_streams);
         self.streams.insert(Strm { id, recv_window, send_window, ..Strm::default() })
     }
 }

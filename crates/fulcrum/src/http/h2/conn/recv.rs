@@ -40,6 +40,14 @@ impl<S: Side> Inner<S> {
         if self.block.as_ref().is_some_and(|b| kind != CONTINUATION || id != b.id) {
             return Err(ConnError(PROTOCOL_ERROR));
         }
+        match kind {
+            HEADERS => self.wire.count(|c| &c.headers_rcvd),
+            DATA => self.wire.count(|c| &c.data_rcvd),
+            SETTINGS => self.wire.count(|c| &c.settings_rcvd),
+            RST_STREAM => self.wire.count(|c| &c.rst_stream_rcvd),
+            GOAWAY => self.wire.count(|c| &c.goaway_rcvd),
+            _ => {}
+        }
         Ok(Some(Frame { kind, flags, id, at, len }))
     }
 

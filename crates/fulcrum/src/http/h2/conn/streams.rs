@@ -29,6 +29,8 @@ pub struct StreamMap<P> {
     /// Emptied body buffers, for streams' next DATA frames, and their capacity in all.
     bufs: Vec<Vec<u8>>,
     buf_bytes: usize,
+    /// The proxy's open streams (its `h2` statistics module), one less per stream forgotten.
+    pub open: Option<std::sync::Arc<crate::counters::Counters>>,
 }
 
 impl<P> Default for StreamMap<P> {
@@ -37,6 +39,7 @@ impl<P> Default for StreamMap<P> {
             slots: Vec::new(),
             free: Vec::new(),
             index: HashMap::default(),
+            open: None,
             bufs: Vec::new(),
             buf_bytes: 0,
         }
@@ -100,6 +103,9 @@ impl<P: Default> StreamMap<P> {
     /// for another stream).
     pub fn forget(&mut self, id: &u32) {
         if let Some(s) = self.index.remove(id) {
+            if let Some(c) = &self.open {
+                c.h2.open_streams.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            }
             self.free.push(s);
             let at = &mut self.slots[s as usize];
             let data = std::mem::take(&mut at.data);

@@ -112,7 +112,13 @@ pub enum Event {
 impl Conn {
     /// A new connection's state, our SETTINGS queued, `prefix` (bytes read already) first in
     /// what is read; in this worker's registry until its task ends.
-    pub fn new(tune: &fulcrum_config::TuneH2, max_list: usize, prefix: &[u8]) -> Rc<Conn> {
+    /// `counters`: the frontend's (its `h2` statistics module).
+    pub fn new(
+        tune: &fulcrum_config::TuneH2,
+        max_list: usize,
+        prefix: &[u8],
+        counters: std::sync::Arc<crate::counters::Counters>,
+    ) -> Rc<Conn> {
         let (window, max_frame) = (conn::our_window(tune), conn::our_max_frame(tune));
         let mut settings: Vec<(u16, u32)> = Vec::with_capacity(6);
         if tune.header_table_size != 4096 {
@@ -138,7 +144,8 @@ impl Conn {
             reset_ids: VecDeque::new(),
             lingering: Vec::new(),
         };
-        let mut inner = Inner::new(side, tune, Vec::with_capacity(64), prefix.to_vec());
+        let first = (Vec::with_capacity(64), prefix.to_vec());
+        let mut inner = Inner::new(side, tune, first, Some(counters));
         inner.wire.settings(&settings);
         Conn::register(inner)
     }

@@ -98,17 +98,19 @@ pub struct Share<'a> {
 
 /// Starts HTTP/2 on a new connection to a server and opens its first stream; without `share`,
 /// the connection carries that one stream (a transaction under `http-reuse never`, a health
-/// check). The preface goes out with the first stream's request.
+/// check). The preface goes out with the first stream's request. `counters`: the backend's,
+/// for a transaction's connection (a health check's counts in no proxy's `h2` module).
 pub async fn start(
     stream: Stream,
     tune: fulcrum_config::TuneH2,
     share: Option<Share<'_>>,
+    counters: Option<Arc<crate::counters::Counters>>,
 ) -> io::Result<Peer> {
     let tls = stream.tls().map(|t| Arc::new(crate::tls::facts::Snapshot::of(t)));
     super::no_delay(&stream);
     let fd = Arc::new(stream.as_fd().try_clone_to_owned()?);
     let io = super::Io { s: Rc::new(stream), prefix: Vec::new(), pos: 0 };
-    let conn = Conn::new(&tune, share.is_some());
+    let conn = Conn::new(&tune, share.is_some(), counters);
     let sni: Option<Box<str>> = share.as_ref().and_then(|s| s.sni).map(Into::into);
     let view = UpView::new(&conn, Arc::clone(&fd), tls.clone(), sni.clone());
     if let Some(Share { be, idx, .. }) = share {
