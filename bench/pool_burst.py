@@ -3,12 +3,14 @@
 (issue 15 §2), Fulcrum beside HAProxy 2.6.
 
   python3 bench/pool_burst.py [--clients 3000] [--concurrent 1000] [--rounds 2] [--bin PATH]
+                              [--maxconn 8000] [--later 1 [7 ...]]
 
 Each client connection sends one request (HTTP/1.1 keep-alive, HTTP/1.1 with `Connection:
 close`, or HTTP/1.0), reads the answer's head and closes: with `http-reuse safe` every first
 request goes to a new server connection, so what matters is how many the proxy keeps idle
 afterwards. Established proxy->server connections are sampled with `ss` every 20 ms: the peak
-during the burst, right after it, and one second later; plus the connections opened (the
+during the burst, right after it, and `--later` seconds after it (1 s by default; issue 37 §7
+asks about 2 s and 7 s under `--maxconn 2000`); plus the connections opened (the
 kernel's TCP ActiveOpens, which the clients' own connects add to: compare rows, not absolutes).
 Both proxies run with two threads on CPUs 0-1, the test server and the client beside them.
 Every process started is stopped by PID; ports are 127.0.0.1:24320..24321.
@@ -35,7 +37,7 @@ REQS = {
 }
 CFG = f"""global
     nbthread 2
-    maxconn 8000
+    maxconn {{maxconn}}
 defaults
     mode http
     timeout connect 5s
@@ -73,7 +75,7 @@ async def burst(req, clients, concurrent):
     return sum(await asyncio.gather(*[one() for _ in range(clients)]))
 
 
-def measure(req, clients, concurrent):
+def measure(req, clients, concurrent, later):
     peak, stop_flag = [0], [False]
 
     def sampler():
@@ -86,11 +88,13 @@ def measure(req, clients, concurrent):
     t.start()
     ok = asyncio.run(burst(req, clients, concurrent))
     right_after = established()
-    time.sleep(1)
-    after_1s = established()
+    t0, samples = time.monotonic(), []
+    for at in later:
+        time.sleep(max(0.0, t0 + at - time.monotonic()))
+        samples.append(established())
     stop_flag[0] = True
     t.join()
-    return ok, peak[0], right_after, after_1s, active_opens() - opens
+    return (ok, peak[0], right_after, *samples, active_opens() - opens)
 
 
 def main():
@@ -99,11 +103,13 @@ def main():
     ap.add_argument("--clients", type=int, default=3000)
     ap.add_argument("--concurrent", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--maxconn", type=int, default=8000)
+    ap.add_argument("--later", type=float, nargs="+", default=[1.0])
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="pool-burst-")
     cfg = os.path.join(tmp, "proxy.cfg")
     with open(cfg, "w") as f:
-        f.write(CFG)
+        f.write(CFG.replace("{maxconn}", str(a.maxconn)))
     log = open(os.path.join(tmp, "run.log"), "w")
     rows = []
     try:
@@ -115,10 +121,11 @@ def main():
                 px = start([binary, "-db", "-f", cfg], "0-1", log)
                 wait_listen(FE_PORT)
                 for shape, req in REQS.items():
-                    r = measure(req, a.clients, a.concurrent)
+                    r = measure(req, a.clients, a.concurrent, a.later)
                     rows.append((name, shape) + r)
+                    later = " ".join(f"after_{t:g}s={n}" for t, n in zip(a.later, r[3:-1]))
                     print(f"{name:8} {shape:10} ok={r[0]} peak={r[1]} right_after={r[2]} "
-                          f"after_1s={r[3]} opened={r[4]}", flush=True)
+                          f"{later} opened={r[-1]}", flush=True)
                     # Let the pool settle between shapes (idle connections age out).
                     time.sleep(0.5)
                 stop(px)
@@ -128,13 +135,14 @@ def main():
             stop(p)
     print(f"\n{a.clients} clients, {a.concurrent} at a time, one request each "
           f"(median of {a.rounds} rounds):\n")
-    print("| proxy | request | peak server conns | right after | after 1 s |")
-    print("|---|---|---|---|---|")
+    later = " | ".join(f"after {t:g} s" for t in a.later)
+    print(f"| proxy | request | peak server conns | right after | {later} |")
+    print("|---|---|---|---|" + "---|" * len(a.later))
     for name in ["fulcrum", "haproxy"]:
         for shape in REQS:
-            got = sorted(r[3:6] for r in rows if r[0] == name and r[1] == shape)
+            got = sorted(r[3:-1] for r in rows if r[0] == name and r[1] == shape)
             med = got[len(got) // 2]
-            print(f"| {name} | {shape} | {med[0]} | {med[1]} | {med[2]} |")
+            print(f"| {name} | {shape} | " + " | ".join(str(v) for v in med) + " |")
 
 
 if __name__ == "__main__":

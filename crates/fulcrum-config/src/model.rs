@@ -118,6 +118,11 @@ pub struct Global {
     /// `tune.maxrewrite` (default 1024, at most half a buffer): the part of a buffer kept free
     /// for rewrites; a head must fit in the rest.
     pub tune_maxrewrite: usize,
+    /// `tune.pool-low-fd-ratio` (20) and `tune.pool-high-fd-ratio` (25): the shares of the
+    /// process's descriptors in use above which an idle server connection is kept only as a
+    /// server's first of the thread, and above which none is kept.
+    pub tune_pool_low_fd_ratio: u32,
+    pub tune_pool_high_fd_ratio: u32,
     /// `tune.http.maxhdr` (default 101): the most header lines a message may have.
     pub tune_http_maxhdr: u32,
     /// The room for a request line in the logs (`%r`), counting HAProxy's terminating byte:
@@ -203,6 +208,8 @@ impl Default for Global {
             group_at: None,
             tune_bufsize: 16384,
             tune_maxrewrite: 1024,
+            tune_pool_low_fd_ratio: 20,
+            tune_pool_high_fd_ratio: 25,
             tune_http_maxhdr: 101,
             tune_http_logurilen: 1024,
             tune_h2: TuneH2::default(),

@@ -15,8 +15,9 @@ pub struct Shared {
     pub global_limit: Arc<Limit>,
     /// `-d`: one line per session on stderr.
     pub debug: bool,
-    /// Idle server connections each worker may keep.
-    pub idle_cap: usize,
+    /// `tune.pool-low-fd-ratio` and `tune.pool-high-fd-ratio` of the process's descriptors:
+    /// the idle server connections' budget (`http::pool::FdLimits`).
+    pub pool_fds: (usize, usize),
     /// `tune.h2.*`.
     pub h2: fulcrum_config::TuneH2,
     /// `tune.maxaccept`: connections one listener accepts per wake-up (`usize::MAX`: all).

@@ -49,8 +49,13 @@ impl Context {
         Shared {
             global_limit: Arc::clone(&self.global_limit),
             debug: self.debug,
-            // Like HAProxy's `tune.pool-high-fd-ratio` (25 % of about 2 x maxconn descriptors).
-            idle_cap: (self.maxconn as usize / 2 / self.nbthread).max(1),
+            // HAProxy's counts (`pool_low_count`, `pool_high_count`): the ratios of its
+            // `maxsock`, about two descriptors per connection.
+            pool_fds: {
+                let maxsock = self.maxconn as usize * 2;
+                let share = |ratio: u32| (maxsock * ratio as usize).div_ceil(100);
+                (share(g.tune_pool_low_fd_ratio), share(g.tune_pool_high_fd_ratio))
+            },
             h2: g.tune_h2,
             max_accept: g.tune_maxaccept.map_or(usize::MAX, |n| n as usize),
             bufsize: g.tune_bufsize,

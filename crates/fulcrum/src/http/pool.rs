@@ -101,9 +101,9 @@ static WORKERS: RwLock<Vec<Weak<Mutex<Lists>>>> = RwLock::new(Vec::new());
 
 struct Pool {
     lists: Shared,
-    /// Most idle connections this worker keeps (HAProxy bounds idle connections by a share of
-    /// the process's file descriptors, `tune.pool-high-fd-ratio`, 25 %).
-    cap: usize,
+    /// The process's descriptor budget for idle connections (see [`FdLimits`]); without one
+    /// (before a worker sets it), no bound.
+    fds: Option<FdLimits>,
     /// Server connections carrying a request now, and the most at once since the last purge.
     in_use: usize,
     peak: usize,
@@ -120,7 +120,7 @@ impl Default for Pool {
         let mut workers = WORKERS.write().unwrap_or_else(|e| e.into_inner());
         workers.retain(|w| w.strong_count() > 0);
         workers.push(Arc::downgrade(&lists));
-        Pool { lists, cap: usize::MAX, in_use: 0, peak: 0, est_need: 0, purges: 0 }
+        Pool { lists, fds: None, in_use: 0, peak: 0, est_need: 0, purges: 0 }
     }
 }
 
@@ -148,9 +148,23 @@ impl Drop for InUse {
 /// Idle connections a worker may always keep, whatever its recent use.
 const MIN_IDLE: usize = 64;
 
-/// Sets how many idle connections this worker may keep.
-pub fn set_cap(cap: usize) {
-    POOL.with(|p| p.borrow_mut().cap = cap.max(1));
+/// HAProxy's bounds on idle server connections by the descriptors the process uses
+/// (`tune.pool-low-fd-ratio` and `tune.pool-high-fd-ratio` of about two per `maxconn`): above
+/// `low`, a worker keeps a server's connection only when it has none idle for that server;
+/// above `high`, none. The descriptors in use are estimated without a counter every request
+/// would touch: the client connections (`clients`), and this worker's busy and idle server
+/// connections times the workers.
+#[derive(Debug, Clone)]
+pub struct FdLimits {
+    pub low: usize,
+    pub high: usize,
+    pub workers: usize,
+    pub clients: Arc<crate::frontend::limit::Limit>,
+}
+
+/// Sets this worker's descriptor budget for idle connections.
+pub fn set_limits(fds: FdLimits) {
+    POOL.with(|p| p.borrow_mut().fds = Some(fds));
 }
 
 thread_local! {
@@ -256,7 +270,15 @@ pub fn put(be: &Arc<Backend>, idx: usize, stream: Stream, requests: u32) {
         // connections) then leaves about as many idle as were in use at its height, not more.
         let need = p.in_use.max(p.peak).max(p.est_need);
         let mut lists = lock(&p.lists);
-        if lists.total >= p.cap || (lists.total >= MIN_IDLE && p.in_use + lists.total > need) {
+        let used = p.fds.as_ref().map_or(0, |f| {
+            f.clients.current() as usize + f.workers * (p.in_use + lists.total)
+        });
+        let (low, high) = p.fds.as_ref().map_or((usize::MAX, usize::MAX), |f| (f.low, f.high));
+        let within_need = lists.total < MIN_IDLE || p.in_use + lists.total <= need;
+        let keep = used < high
+            && ((used < low && within_need)
+                || lists.by_server.get(&key(be, idx)).is_none_or(Vec::is_empty));
+        if !keep {
             drop(lists);
             return discard(stream);
         }

@@ -355,7 +355,12 @@ fn worker(
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
         let live = std::rc::Rc::new(accept::Live::default());
-        crate::http::pool::set_cap(gen.shared.idle_cap);
+        crate::http::pool::set_limits(crate::http::pool::FdLimits {
+            low: gen.shared.pool_fds.0,
+            high: gen.shared.pool_fds.1,
+            workers: gen.shared.process.nbthread,
+            clients: Arc::clone(&gen.shared.global_limit),
+        });
         // The accept loops run in this future, not as tasks: the local set polls it between
         // every batch of at most 61 tasks, so accepting keeps its turn however many sessions
         // are runnable (as HAProxy accepts once per polling loop). As a task, an accept loop

@@ -110,6 +110,15 @@ fn bad_configurations_get_exact_diagnostics_and_status_1() {
             ],
         ),
         (
+            // HAProxy 2.6's reading: `atoi`, so letters are 0; nothing, or above 100, refused.
+            "pool-fd-ratios",
+            format!("global\n tune.pool-low-fd-ratio 101\n tune.pool-high-fd-ratio\n tune.pool-high-fd-ratio abc\ndefaults\n{T}listen x\n bind 127.0.0.1:1\n server a 127.0.0.1:2\n"),
+            &[
+                "[ALERT] : config : parsing [check.cfg:2] : 'tune.pool-low-fd-ratio' expects an integer argument between 0 and 100.",
+                "[ALERT] : config : parsing [check.cfg:3] : 'tune.pool-high-fd-ratio' expects an integer argument between 0 and 100.",
+            ],
+        ),
+        (
             "unclosed-bracket",
             format!("defaults\n{T}listen x\n bind 127.0.0.1:1\n server s9 [::1:80\n"),
             &["[ALERT] : config : parsing [check.cfg:7] : 'server x/s9' : could not resolve address '[::1'"],
