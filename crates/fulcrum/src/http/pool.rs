@@ -270,9 +270,10 @@ pub fn put(be: &Arc<Backend>, idx: usize, stream: Stream, requests: u32) {
         // connections) then leaves about as many idle as were in use at its height, not more.
         let need = p.in_use.max(p.peak).max(p.est_need);
         let mut lists = lock(&p.lists);
-        let used = p.fds.as_ref().map_or(0, |f| {
-            f.clients.current() as usize + f.workers * (p.in_use + lists.total)
-        });
+        let used = p
+            .fds
+            .as_ref()
+            .map_or(0, |f| f.clients.current() as usize + f.workers * (p.in_use + lists.total));
         let (low, high) = p.fds.as_ref().map_or((usize::MAX, usize::MAX), |f| (f.low, f.high));
         let within_need = lists.total < MIN_IDLE || p.in_use + lists.total <= need;
         let keep = used < high
