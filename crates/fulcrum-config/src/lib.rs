@@ -4,6 +4,9 @@
 //! -> conditional blocks (`.if`/`.elif`/`.else`/`.endif`) -> sections -> keyword parsers filling
 //! the typed model, `defaults` applied -> validation. No I/O and no async: the caller reads the
 //! files and passes the environment in, so every stage is testable on strings.
+//!
+//! ACL match methods are `fulcrum_pattern::Method` (`model::MatchMethod`) and `hash-type`'s
+//! functions `fulcrum_balance::HashFunction`: one enum each for the model and the engine.
 
 pub mod acl;
 mod addr_env;

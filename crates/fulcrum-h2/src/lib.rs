@@ -1,6 +1,7 @@
 //! HTTP/2's wire format and HPACK for Fulcrum, sans-I/O: frame headers and payloads
 //! ([`frame`]), HPACK decoding of header blocks into bytes ([`hpack`]), Huffman coding
-//! ([`huffman`]); with the invariants its fuzz targets check ([`fuzzing`]).
+//! ([`huffman`]); with the invariants its fuzz targets check ([`fuzzing`]). `cargo test`
+//! replays the fuzz corpora `fuzz/corpus/{hpack,frames}` through those checks.
 //!
 //! Why its own crate and not the `h2` crate: a proxy wants a head as the bytes it will match
 //! rules on and write again, not an `http::HeaderMap` of owned names and values, and wants a
@@ -9,7 +10,8 @@
 //! HPACK decoder was in use, and a fork is a maintenance debt. What Fulcrum needs is small:
 //! this crate, with fuzz targets for the frame parser and the decoder. The connections
 //! themselves (streams, flow control, SETTINGS, GOAWAY) are the proxy's
-//! (`fulcrum::http::h2::conn`), since they hand streams to its transactions.
+//! (`fulcrum::http::h2::conn`), since they hand streams to its transactions. The `h2` crate,
+//! unmodified, is only the test suites' HTTP/2 client and server.
 //!
 //! Owns: bytes in and out. Must not touch: sockets, time, the proxy.
 

@@ -1,6 +1,6 @@
 //! Responses Fulcrum builds itself from rules: `return`, `deny` with reply options, redirects,
 //! `http-error` messages. Serialises them the way HAProxy does (`content-length`, and
-//! `content-type` when there is a payload).
+//! `content-type` when there is a payload). It also builds the statistics page's responses.
 //!
 //! Must not touch: sockets, rule evaluation.
 

@@ -2,7 +2,8 @@
 //! connections able to end gracefully wait on ([`stop_notify`]: HTTP/2's GOAWAY), and the
 //! resting connections' sockets a stop shuts ([`StopWatch`]); `runtime` calls
 //! [`begin_stop`] when the worker stops accepting. Per worker (thread-local): no session reads
-//! a shared flag per request.
+//! a shared flag per request. A frontend retiring after a reload is `Frontend::retiring`, not
+//! this module's.
 //!
 //! Owns: the per-worker stop state. Must not touch: workers, listeners, what sessions do.
 

@@ -1,6 +1,8 @@
 //! What every worker and session of the running plan reads: the plan's process-wide settings
 //! and proxies ([`Shared`]), what the process knows of itself ([`Process`]), and the current
 //! one for code that has no other way to it ([`shared`]: the stats page, the runtime API).
+//! [`Proxies`] holds the frontends, backends, stick tables and global log targets, with the
+//! registry that finds a proxy by name and id.
 //!
 //! Must not touch: how workers run or plans are built (`runtime`, `cli::reload`).
 

@@ -4,6 +4,10 @@
 //! signalling other processes and taking over another process's listening sockets, and host
 //! names resolved through the system resolver (`resolve_host`, safe std). Each call is a thin,
 //! checked wrapper returning `io::Result`; nothing here knows about proxies or config.
+//! It also wraps crypt(3) through `dlopen` (userlist passwords), `chroot`, `PR_SET_DUMPABLE`,
+//! `sendmmsg` (log batches), `accept4`, `shutdown_read` of a resting socket on soft stop and a
+//! socket's registration with Tokio on first need ([`LazyRegistered`]), and keeps the service
+//! manager's socket connected from before `chroot` (`notify_socket`).
 //! Why hand-written: these are a dozen libc calls; a wrapper crate would add more than it saves.
 #![allow(unsafe_code)]
 

@@ -5,6 +5,7 @@
 //! each with its output and an empty line, then closes (non-interactive mode), unless the
 //! client said `prompt`: then it answers each line with `> ` and stays until `quit`, the end
 //! of its input or `stats timeout`. Each socket's `level` bounds what its sessions may do.
+//! It also applies `stats maxconn`; `reload` asks the main loop.
 //!
 //! Sessions run on the main thread's event loop, not on the workers: a long `show stat`
 //! never delays a request. Every server state change goes through `Backend::change_server`.

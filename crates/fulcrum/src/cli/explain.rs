@@ -9,7 +9,8 @@
 //! `http-after-response` rules as the session sends it. The chunked body's check before a
 //! server and `http-send-name-header` are the analysers' (`Stop::BadBody`, `Txn::name_server`),
 //! the parser's limits the frontend's. The `http` and `e2e` tests run explain beside every
-//! live Fulcrum they start (`tests/http/crosscheck.rs`), on HTTP/1 and HTTP/2 requests.
+//! live Fulcrum they start (`tests/http/crosscheck.rs`), on HTTP/1 and HTTP/2 requests. The
+//! harnesses give explain an HTTP/2 request as its HTTP/1.1 equivalent (`h1_of_h2`).
 //!
 //! ```text
 //! fulcrum explain -f haproxy.cfg [--frontend NAME] [--src IP:PORT] [--dst IP:PORT]

@@ -6,7 +6,10 @@
 //! contract is a non-blocking socket's: `try_*` calls that say `WouldBlock`, readiness polled
 //! apart; TLS (`tls`) keeps it, so sessions never know which kind they have. Whole writes
 //! and closing with a reset: `send` (`write_all`, `send_within`, `discard`), written against
-//! [`Pipe`], the byte interface a `Stream` and an HTTP/2 stream's view share.
+//! [`Pipe`], the byte interface a `Stream` and an HTTP/2 stream's view share. TCP sockets are
+//! registered with the event loop only once they must wait ([`LazyTcp`]). [`ServerLink`] is
+//! what the connect path (`tcp::connect_server_reusing`) needs of a server connection, new
+//! (a `Stream`) or idle (the caller's type).
 //! Must not touch: proxy logic, timeouts or counters.
 
 mod opening;

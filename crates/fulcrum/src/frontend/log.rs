@@ -1,5 +1,6 @@
 //! A frontend's log lines: a stream's line in the frontend's format (or HAProxy's built-in one
-//! under `-d`) to its targets, and the stream's unique id.
+//! under `-d`) to its targets, and the stream's unique id. It picks a stream's format and
+//! applies `dontlognull`, `dontlog-normal` and `log-separate-errors`.
 //!
 //! Must not touch: how formats render (`rules::format`), where lines go (`log::syslog`).
 

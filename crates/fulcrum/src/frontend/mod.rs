@@ -1,6 +1,7 @@
 //! A frontend at run time: its binds, limits, client-side timeouts, counters, rules and the
 //! backend its sessions go to (`switching`: `use_backend`), and its log lines (`log`). Shared
-//! read-only by all workers (only atomics change).
+//! read-only by all workers (only atomics change). Its timeouts are the configuration's
+//! `Timeouts` with HAProxy's defaults applied by `plan::timeouts`, as backends hold theirs.
 //!
 //! Must not touch: sockets (the listener owns them) or server selection (the backend does).
 

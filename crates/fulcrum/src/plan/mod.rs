@@ -5,6 +5,9 @@
 //! Built once at start-up on the main thread; workers only read it. It is also the registry
 //! of proxies: each frontend and backend has a stable id (`id`, or assigned in configuration
 //! order as HAProxy does) and is found by name or by id. Must not touch sockets.
+//!
+//! The frontends and backends sit in a `shared::Proxies` that the plan and the workers hold
+//! once; `timeouts` applies HAProxy's defaults to a proxy's timeouts.
 
 mod messages;
 mod servers;

@@ -3,6 +3,10 @@
 //! `table_*` converters, with HAProxy 2.6's answers (an untracked counter gives no sample, a
 //! client without entry gives 0, a type the table does not store gives no sample).
 //!
+//! It also runs the `stick` rules: `stick match` before balancing, after a persistence cookie;
+//! stores are committed once the server is known ([`commit`]). [`key_of`] makes a sample a key
+//! as HAProxy's `smp_to_stkey` does; [`parse_key`] reads a key typed on the runtime API.
+//!
 //! Must not touch: tables' insides (`crate::stick` owns them), sockets.
 
 use std::net::IpAddr;

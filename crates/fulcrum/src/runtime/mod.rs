@@ -3,10 +3,12 @@
 //! `cpu-map`; in-process reloads (SIGUSR2, the runtime API's `reload`): each worker is handed
 //! a new *generation* (the new plan's listening sockets, check tasks and shared state) and the
 //! old generation's frontends retire; and stopping: SIGUSR1 soft stop (close listeners, finish
-//! live sessions, exit), SIGTERM/SIGINT hard stop (exit 0 at once).
+//! live sessions, exit), SIGTERM/SIGINT hard stop (exit 0 at once). It sends systemd's
+//! notifications (`sys::notify_service`, under `-Ws`). What the main thread starts beside the
+//! workers (the runtime API) is handed in as `OnStart`.
 //!
 //! Must not touch: config parsing and plan building (`cli::reload` builds a generation) or what
-//! a session does (the `tcp` and `http` modules).
+//! a session does (the `tcp` and `http` modules), or the runtime API.
 
 mod accept;
 pub(crate) use accept::{connection_rules, session_rules_on};

@@ -1,7 +1,8 @@
 //! Statistics as HAProxy reports them: the rows of `show stat` and the stats page (one per
 //! frontend, backend and server, HAProxy 2.6's fields in its order: `fields`, `rows`), their
 //! renderings (CSV, typed, JSON: `render`), the process figures of `show info` (`info`), and
-//! [`account`], which adds a finished stream's outcome to the counters.
+//! [`account`], which adds a finished stream's outcome to the counters. [`sample`] moves the
+//! rates on once a second (the process's TLS rates too).
 //!
 //! Everything here reads the run-time objects (atomics, state records under their locks);
 //! nothing changes a server's state. Must not touch: sockets, the request path's decisions.

@@ -10,6 +10,8 @@
 //! Entries expire `expire` after their last touch unless a session tracks them; a full table
 //! evicts its least recently touched untracked entries (`nopurge`: refuses new ones). Expired
 //! entries go when a shard is full, when `purge` runs (once a second) and are skipped by reads.
+//! The first worker purges the tables once a second; a reload keeps a table declared the same
+//! way (`Table::same_as`).
 //!
 //! Must not touch: sessions, rules (`track` keeps what a session holds).
 

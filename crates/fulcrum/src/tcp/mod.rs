@@ -1,6 +1,7 @@
 //! `mode tcp`: one session from accept to close. Chooses a server through the backend, connects
 //! within `timeout connect` with `retries` (the last one redispatched with `option redispatch`),
 //! then tunnels bytes both ways until both directions are done or a timeout fires.
+//! `after_failure` (what follows a failed connection attempt) is unit-tested without sockets.
 //!
 //! Must not touch: accept and limits (the listener), selection policy (backend and balancer).
 

@@ -4,7 +4,8 @@
 //! connection: `http_wait_for_response`), and whether the client's connection stays open after
 //! the response, with the response's `Connection` and framing fields saying so
 //! (`http_end_txn`, `h1_process_output`'s connection mode). The session gathers the facts from
-//! its sockets and acts on the answers.
+//! its sockets and acts on the answers. The three are `retry`, `answered` (where the body a
+//! HEAD rewritten by `set-method` brings is dropped) and `client_keeps`.
 //!
 //! Must not touch: sockets, timers, server choice.
 

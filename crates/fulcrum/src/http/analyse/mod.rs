@@ -12,7 +12,8 @@
 //! resumes where it stopped on the next call ([`Progress`]), as HAProxy's analysers give the
 //! stream back until their data is there. The session runs them on every request
 //! (`session::txn`); `fulcrum explain` runs them offline, with a trace
-//! (`rules::trace`).
+//! (`rules::trace`). A chunked body received so far is checked before any server
+//! ([`Stop::BadBody`]), and [`Txn::name_server`] writes `http-send-name-header` on each try.
 //!
 //! Must not touch: sockets, timers, the server side.
 

@@ -9,7 +9,7 @@
 //! second, calls [`trim`]), and at most [`MAX_IDLE`] wait. An idle task holds nothing of its
 //! last stream (no connection, no buffer): only its memory. (A fixed small number of idle
 //! tasks was not enough: 1,000 streams at once come and go in bursts of a hundred, and most
-//! streams still found no idle task.)
+//! streams still found no idle task.) [`IDLE_FOR`] is 2 s.
 //!
 //! An idle task also keeps a session's spare heads ([`crate::http::session::take_spare`]): the
 //! spares then follow the load as the tasks do; and its session's two timers, moved from one

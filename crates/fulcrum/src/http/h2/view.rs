@@ -13,6 +13,10 @@
 //! refuse, or one read as bytes before it is taken, goes as HTTP/1.1 text, whose parse then
 //! gives the very answer, log line and capture an HTTP/1 client would get.
 //!
+//! [`H1View::take_request_head`] builds the head through `Head::begin_request`, `build_field`
+//! and `end_head`: HAProxy's absolute URI from `:scheme`/`:authority`/`:path`, `:authority`
+//! as Host, cookies joined, a body without length chunked.
+//!
 //! Owns: the stream's request and response framing. Must not touch: the connection (the
 //! driver in `http::h2` does), rules, servers.
 

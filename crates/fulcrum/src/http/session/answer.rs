@@ -1,5 +1,6 @@
 //! Answers the proxy makes itself (errors, deny, return, redirect) and the raw messages they
-//! are built from. Must not touch: the server side.
+//! are built from. Answers and interim heads reach an HTTP/2 client as heads parsed once and
+//! data (`send_text`), never as HTTP/1 text. Must not touch: the server side.
 
 use super::*;
 

@@ -1,5 +1,7 @@
 //! Frames from the server: each checked as RFC 9113 says, then given to its stream (heads,
 //! data, resets) or to the connection (SETTINGS, PING, GOAWAY, windows: [`super::conn`]).
+//! A response is checked for `:status`, no request pseudo-field, the field rules and
+//! `content-length` against DATA; a PUSH_PROMISE is a connection error.
 //!
 //! Owns: the meaning of each frame received. Must not touch: the socket, the views.
 

@@ -12,6 +12,14 @@
 //! quarter of a request's cost. Header blocks are decoded by `fulcrum_h2::hpack::load` and
 //! encoded by [`super::hpack`].
 //!
+//! What it does: the preface, then SETTINGS both ways, then the connection's window opened
+//! wide (HAProxy's order); WINDOW_UPDATE once half a window was read; CONTINUATION bounded;
+//! padding and PRIORITY checked, a request's pseudo-fields (RFC 9113 8.3.1, RFC 8441) and
+//! `content-length` against DATA; 431 past `max_header_list_size`; GOAWAY on soft stop, reload
+//! and idle timeout (`timeout http-keep-alive`, else `timeout client`; `http::h2::serve` says
+//! when); the bodies of answered streams read to their end; rapid resets bounded
+//! (ENHANCE_YOUR_CALM); nothing read while its output is backed up; no buffer while idle.
+//!
 //! Owns: the connection's frames, its streams' states and windows, the limits against abusive
 //! clients (rapid resets, floods, header blocks without end). Must not touch: what the heads
 //! and bodies mean (the view's), the transaction.

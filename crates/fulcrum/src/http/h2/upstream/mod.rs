@@ -12,7 +12,12 @@
 //! used in every `http-reuse` mode but `never`, where a connection carries one transaction).
 //! One is left for another when its streams reach the server's `SETTINGS_MAX_CONCURRENT_STREAMS`,
 //! and closed once idle for HAProxy's default `pool-purge-delay` (5 s), or when the server
-//! sent GOAWAY.
+//! sent GOAWAY. The worker's connections are found by backend, server, address generation and
+//! SNI. Health checks use an HTTP/2 connection of their own.
+//!
+//! The final response head is built by [`UpView::take_response_head`]; interim heads, and one
+//! a parse refuses, come as HTTP/1.1 text. The response body is held unread while a response
+//! rule waits for it (`poll_held`).
 //!
 //! Owns: the worker's HTTP/2 connections to servers and the translation of one request and
 //! response. Must not touch: server choice and slots (the backend), the idle HTTP/1 pool.
