@@ -718,3 +718,85 @@ impl LazyRegistered {
         self.reg.take();
     }
 }
+
+/// A buffer of zeroed memory straight from the kernel (an anonymous private mapping): its
+/// pages take no memory until written, so a connection that has received a few bytes holds
+/// one page of it, not the whole buffer (a slow client's connection, its head trickling in).
+/// A mapping the kernel refuses is the allocator's out-of-memory failure, as for a `Box`.
+pub struct PageBuf {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: a `PageBuf` owns its memory alone (as a `Box<[u8]>` does); nothing else points to it.
+unsafe impl Send for PageBuf {}
+// SAFETY: shared references only read it, as for a `Box<[u8]>`.
+unsafe impl Sync for PageBuf {}
+
+impl PageBuf {
+    /// `len` zeroed bytes (`len` > 0).
+    pub fn new(len: usize) -> PageBuf {
+        // SAFETY: a fresh anonymous mapping, asked of no address; checked for failure.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        match std::ptr::NonNull::new(p.cast::<u8>()).filter(|_| p != libc::MAP_FAILED) {
+            Some(ptr) => PageBuf { ptr, len },
+            None => {
+                let layout =
+                    std::alloc::Layout::array::<u8>(len).unwrap_or(std::alloc::Layout::new::<u8>());
+                std::alloc::handle_alloc_error(layout)
+            }
+        }
+    }
+}
+
+impl std::ops::Deref for PageBuf {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `len` bytes the kernel zeroed, that this buffer owns alone while it lives.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl std::ops::DerefMut for PageBuf {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as for `deref`, and `&mut self` makes this the only reference.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for PageBuf {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, of that length, unmapped once.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+#[cfg(test)]
+mod page_buf_tests {
+    use super::PageBuf;
+
+    #[test]
+    fn a_page_buffer_is_zeroed_writable_and_its_own() {
+        let mut a = PageBuf::new(16_384);
+        let b = PageBuf::new(16_384);
+        assert_eq!(a.len(), 16_384);
+        assert!(a.iter().all(|&x| x == 0));
+        a[0] = 7;
+        a[16_383] = 9;
+        assert_eq!((a[0], a[16_383]), (7, 9));
+        assert!(b.iter().all(|&x| x == 0), "another buffer is untouched");
+        // Moved to another thread and dropped there, as a pooled buffer may be.
+        std::thread::spawn(move || drop(a)).join().expect("thread");
+    }
+}

@@ -426,11 +426,12 @@ impl AsFd for Stream {
     }
 }
 
-/// A buffer borrowed from the worker's pool; returned to it on drop.
-pub struct Buf(Option<Box<[u8]>>);
+/// A buffer borrowed from the worker's pool; returned to it on drop. A new one's pages take
+/// memory only as they are written (`sys::PageBuf`).
+pub struct Buf(Option<crate::sys::PageBuf>);
 
 thread_local! {
-    static POOL: RefCell<Vec<Box<[u8]>>> = const { RefCell::new(Vec::new()) };
+    static POOL: RefCell<Vec<crate::sys::PageBuf>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Buffers kept per worker for reuse; beyond this, returned buffers are freed.
@@ -439,7 +440,7 @@ const POOL_MAX: usize = 4096;
 impl Buf {
     pub fn take() -> Self {
         let b = POOL.with(|p| p.borrow_mut().pop());
-        Buf(Some(b.unwrap_or_else(|| vec![0u8; BUFSIZE].into_boxed_slice())))
+        Buf(Some(b.unwrap_or_else(|| crate::sys::PageBuf::new(BUFSIZE))))
     }
 }
 
