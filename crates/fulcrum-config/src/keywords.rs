@@ -623,7 +623,7 @@ pub static SERVER_OPTIONS: &[Keyword] = &[
     g("on-error", Supported),
     g("on-marked-down", Supported),
     g("on-marked-up", Supported),
-    g("pool-low-conn", NotYet),
+    g("pool-low-conn", Supported),
     g("pool-max-conn", Supported),
     g("pool-purge-delay", Supported),
     g("port", Supported),

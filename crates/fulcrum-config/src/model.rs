@@ -844,6 +844,9 @@ pub struct Server {
     pub cookie: Option<String>,
     /// `pool-max-conn`: `None` or -1 unlimited idle connections, 0 no pooling.
     pub pool_max_conn: Option<i32>,
+    /// `pool-low-conn`: below this many idle connections to it, a worker takes none over from
+    /// another worker, and keeps this many more than its recent need.
+    pub pool_low_conn: Option<i32>,
     /// `pool-purge-delay`.
     pub pool_purge_delay: Option<Duration>,
     /// `ssl`, `verify`, `sni`... (see [`ServerTls`]).

@@ -28,6 +28,7 @@ pub struct ServerOpts {
     pub disabled: bool,
     pub cookie: Option<String>,
     pub pool_max_conn: Option<i32>,
+    pub pool_low_conn: Option<i32>,
     pub pool_purge_delay: Option<Duration>,
     pub id: Option<u32>,
     pub check: ServerCheck,
@@ -61,6 +62,7 @@ impl Default for ServerOpts {
             disabled: false,
             cookie: None,
             pool_max_conn: None,
+            pool_low_conn: None,
             pool_purge_delay: None,
             id: None,
             check: ServerCheck::default(),
@@ -160,6 +162,7 @@ pub fn parse_server(
         disabled: o.disabled,
         cookie: o.cookie,
         pool_max_conn: o.pool_max_conn,
+        pool_low_conn: o.pool_low_conn,
         pool_purge_delay: o.pool_purge_delay,
         id: o.id,
         check: o.check,
@@ -257,6 +260,8 @@ impl Parse<'_> {
                     ))
                 }
             },
+            // As HAProxy reads it (`atoi`): a sign and leading digits, else 0.
+            "pool-low-conn" => o.pool_low_conn = Some(atoi(val)),
             "pool-purge-delay" => match self.time(val) {
                 Ok(d) => o.pool_purge_delay = Some(d),
                 Err(TimeError::BadChar(c)) => {
@@ -417,6 +422,21 @@ impl Parse<'_> {
 }
 
 /// Options followed by a value.
+/// C's `atoi`: an optional sign and the digits after it, 0 without any (saturating).
+fn atoi(s: &str) -> i32 {
+    let (neg, digits) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let n = digits
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .fold(0i64, |n, d| (n * 10 + i64::from(d - b'0')).min(i64::from(i32::MAX) + 1));
+    let n = if neg { -n } else { n };
+    n.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
+}
+
 fn takes_value(opt: &str) -> bool {
     matches!(
         opt,
@@ -425,6 +445,7 @@ fn takes_value(opt: &str) -> bool {
             | "maxqueue"
             | "cookie"
             | "pool-max-conn"
+            | "pool-low-conn"
             | "pool-purge-delay"
             | "id"
             | "port"
@@ -469,7 +490,6 @@ const NOT_YET_WITH_VALUE: &[&str] = &[
     "minconn",
     "namespace",
     "npn",
-    "pool-low-conn",
     "proxy-v2-options",
     "redir",
     "resolve-net",
@@ -702,6 +722,14 @@ mod tests {
 
     fn addr(s: &str) -> ServerAddr {
         parse_server_addr(s).expect(s)
+    }
+
+    #[test]
+    fn atoi_reads_as_c_does() {
+        for (s, n) in [("4", 4), ("7x", 7), ("abc", 0), ("-3", -3), ("+2", 2), ("", 0)] {
+            assert_eq!(atoi(s), n, "{s:?}");
+        }
+        assert_eq!(atoi("99999999999"), i32::MAX);
     }
 
     #[test]

@@ -162,6 +162,16 @@ pub struct FdLimits {
     pub clients: Arc<crate::frontend::limit::Limit>,
 }
 
+/// Whether the process's descriptors in use passed the low share (see [`FdLimits`]).
+fn short_of_fds() -> bool {
+    POOL.with(|p| {
+        let p = p.borrow();
+        let Some(f) = &p.fds else { return false };
+        let idle = lock(&p.lists).total;
+        f.clients.current() as usize + f.workers * (p.in_use + idle) >= f.low
+    })
+}
+
 /// Sets this worker's descriptor budget for idle connections.
 pub fn set_limits(fds: FdLimits) {
     POOL.with(|p| p.borrow_mut().fds = Some(fds));
@@ -207,7 +217,10 @@ pub fn take(be: &Arc<Backend>, idx: usize, min_requests: u32, check: bool) -> Op
 /// holds one (the server's count says so; a worker busy with its lists is passed over).
 fn take_over(be: &Arc<Backend>, idx: usize, min_requests: u32, check: bool) -> Option<Idle> {
     let server = &be.servers[idx];
-    if server.idle_conns.load(Ordering::Relaxed) == 0 {
+    let idle = server.idle_conns.load(Ordering::Relaxed);
+    // `pool-low-conn`: below it, each worker keeps its own (HAProxy takes one over then only
+    // when descriptors run short).
+    if idle == 0 || (idle < server.pool_low_conn && !short_of_fds()) {
         return None;
     }
     let own = POOL.with(|p| Arc::as_ptr(&p.borrow().lists));
@@ -275,7 +288,9 @@ pub fn put(be: &Arc<Backend>, idx: usize, stream: Stream, requests: u32) {
             .as_ref()
             .map_or(0, |f| f.clients.current() as usize + f.workers * (p.in_use + lists.total));
         let (low, high) = p.fds.as_ref().map_or((usize::MAX, usize::MAX), |f| (f.low, f.high));
-        let within_need = lists.total < MIN_IDLE || p.in_use + lists.total <= need;
+        // (`pool-low-conn` idle connections more than the need, as HAProxy allows.)
+        let low_conns = server.pool_low_conn as usize;
+        let within_need = lists.total < MIN_IDLE || p.in_use + lists.total <= need + low_conns;
         let keep = used < high
             && ((used < low && within_need)
                 || lists.by_server.get(&key(be, idx)).is_none_or(Vec::is_empty));

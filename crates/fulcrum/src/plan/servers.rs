@@ -54,6 +54,7 @@ pub fn build(
         srv.backup = s.backup;
         srv.cookie = s.cookie.clone();
         srv.pool_max_conn = s.pool_max_conn.unwrap_or(-1);
+        srv.pool_low_conn = s.pool_low_conn.unwrap_or(0).max(0) as u32;
         srv.policy = policy(s, &who, errors);
         let check_elsewhere = s.check.port.is_some() || s.check.addr.is_some();
         let connect_ssl =

@@ -132,6 +132,8 @@ pub struct Server {
     pub idle_conns: Arc<AtomicU32>,
     /// `pool-max-conn`: -1 unlimited, 0 no pooling.
     pub pool_max_conn: i32,
+    /// `pool-low-conn` (0: none).
+    pub pool_low_conn: u32,
     /// `cookie <value>`: the persistence cookie value naming this server.
     pub cookie: Option<String>,
     /// Live sessions a state change may end (only for servers whose policy says so).
@@ -184,6 +186,7 @@ impl Server {
             counters: Arc::default(),
             idle_conns: Arc::default(),
             pool_max_conn: -1,
+            pool_low_conn: 0,
             cookie: None,
             sessions: None,
             consecutive_errors: AtomicU32::new(0),
