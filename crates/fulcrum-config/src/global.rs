@@ -115,14 +115,10 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
             }
         }
         "tune.pool-low-fd-ratio" | "tune.pool-high-fd-ratio" => {
-            // As HAProxy reads it (`atoi`): leading digits, none is 0; an empty one refused.
+            // As HAProxy reads it (`atoi`: text that is not a number is 0); none refused.
             let arg = line.arg(1);
-            let digits: String = arg.chars().take_while(char::is_ascii_digit).collect();
-            let v = match arg.is_empty() {
-                true => None,
-                false => Some(digits.parse::<u64>().map_or(if digits.is_empty() { 0 } else { u64::MAX }, |v| v)),
-            };
-            match v.filter(|v| *v <= 100) {
+            let v = (!arg.is_empty()).then(|| atol(arg));
+            match v.filter(|v| (0..=100).contains(v)) {
                 Some(v) if no_extra(line, 2, kw, diags) => {
                     let slot = match kw.as_bytes()[10] {
                         b'h' => &mut g.tune_pool_high_fd_ratio,

@@ -422,19 +422,9 @@ impl Parse<'_> {
 }
 
 /// Options followed by a value.
-/// C's `atoi`: an optional sign and the digits after it, 0 without any (saturating).
+/// C's `atoi`: [`crate::args::atol`] into an `int` (saturating).
 fn atoi(s: &str) -> i32 {
-    let (neg, digits) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let n = digits
-        .bytes()
-        .take_while(u8::is_ascii_digit)
-        .fold(0i64, |n, d| (n * 10 + i64::from(d - b'0')).min(i64::from(i32::MAX) + 1));
-    let n = if neg { -n } else { n };
-    n.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
+    crate::args::atol(s).clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
 }
 
 fn takes_value(opt: &str) -> bool {

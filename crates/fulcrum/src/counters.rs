@@ -154,31 +154,23 @@ pub fn tls() -> &'static TlsTotals {
 }
 
 impl TlsTotals {
-    /// A connection got a TLS layer (it counts until [`TlsTotals::closed`]).
-    pub fn opened(&self) {
-        Counters::inc(&self.cum);
-        Counters::inc(&self.cur);
-    }
-
-    pub fn closed(&self) {
-        self.cur.fetch_sub(1, Ordering::Relaxed);
-    }
-
     /// Once a second: the rates move on, their peaks are kept.
     pub fn sample(&self) {
-        for (rate, total, max) in [
-            (&self.rate, &self.fe_accepts, &self.max_rate),
-            (&self.fe_key_rate, &self.fe_keys, &self.max_fe_key_rate),
-            (&self.be_key_rate, &self.be_keys, &self.max_be_key_rate),
-        ] {
-            let t = Counters::get(total);
-            Counters::raise(max, rate.read(t));
-            rate.sample(t);
-        }
+        self.rate.tick(&self.fe_accepts, &self.max_rate);
+        self.fe_key_rate.tick(&self.fe_keys, &self.max_fe_key_rate);
+        self.be_key_rate.tick(&self.be_keys, &self.max_be_key_rate);
     }
 }
 
+/// A connection got a TLS layer: counted in all, and now until the guard drops.
+pub fn tls_layer() -> Up<'static> {
+    let t = tls();
+    Counters::inc(&t.cum);
+    Up::new(&t.cur)
+}
+
 /// A gauge's one more, given back when dropped.
+#[derive(Debug)]
 pub struct Up<'a>(&'a AtomicU64);
 
 impl<'a> Up<'a> {
@@ -191,24 +183,6 @@ impl<'a> Up<'a> {
 impl Drop for Up<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// One connection's place in [`TlsTotals::cur`] (and in `cum`), given back when dropped.
-#[derive(Debug)]
-pub struct TlsCounted(());
-
-impl TlsCounted {
-    #[allow(clippy::new_without_default)]
-    pub fn new() -> Self {
-        tls().opened();
-        TlsCounted(())
-    }
-}
-
-impl Drop for TlsCounted {
-    fn drop(&mut self) {
-        tls().closed();
     }
 }
 
@@ -354,6 +328,14 @@ fn epoch_ms() -> u64 {
 }
 
 impl Rate {
+    /// Once a second, for the running total `total`: the peak so far raised to the last
+    /// second's rate in `max`, then the window moved on.
+    pub fn tick(&self, total: &AtomicU64, max: &AtomicU64) {
+        let t = Counters::get(total);
+        Counters::raise(max, self.read(t));
+        self.sample(t);
+    }
+
     /// Called about once a second with the running total.
     pub fn sample(&self, total: u64) {
         let start = self.start.swap(total, Ordering::Relaxed);

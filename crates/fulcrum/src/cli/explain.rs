@@ -157,7 +157,7 @@ pub fn main(argv: &[String]) -> i32 {
     super::print_all(&out);
     let Some((config, _)) = loaded else { return 1 };
     let mut out = Vec::new();
-    let plan = super::build_plan(&config, crate::plan::Previous::default(), &mut out);
+    let plan = super::build_plan(&config, crate::plan::Previous::default(), Vec::new(), &mut out);
     super::print_all(&out);
     let Some(plan) = plan else { return 1 };
     let live = take_down(&plan.proxies.backends, &opts.down)

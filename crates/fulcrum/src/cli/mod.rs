@@ -114,19 +114,10 @@ pub fn main(argv: &[String]) -> i32 {
     // `-c` builds the plan too: errorfiles, ACL pattern files and maps are read and server
     // addresses resolved there, so a check reports what a start would (no socket is opened).
     let mut out = Vec::new();
-    let plan = build_plan(&config, plan::Previous::default(), &mut out);
     let owner = owner_errors(&config.global);
-    for e in &owner {
-        out.push(alert_line(format!("config : {e}")));
-    }
-    if plan.is_some() && !owner.is_empty() {
-        if let Some(f) = owner.first().and_then(|e| error_file(e)) {
-            out.push(alert_line(format!("config : Error(s) found in configuration file : {f}")));
-        }
-        out.push(alert_line("config : Fatal errors found in configuration."));
-    }
+    let plan = build_plan(&config, plan::Previous::default(), owner, &mut out);
     print_all(&out);
-    let Some(plan) = plan.filter(|_| owner.is_empty()) else { return 1 };
+    let Some(plan) = plan else { return 1 };
     // As HAProxy 2.6: valid, but nothing would accept a connection.
     match (config.has_listener(), args.check) {
         (false, true) => {
@@ -157,22 +148,26 @@ pub fn main(argv: &[String]) -> i32 {
     start(&args, plan, sources)
 }
 
-/// Builds the run-time plan, reporting its errors into `out` as HAProxy prints configuration
-/// errors (each once: a `listen` is compiled as a frontend and as a backend).
+/// Builds the run-time plan, reporting its errors, with `extra` ones found beside it, into
+/// `out` as HAProxy prints configuration errors: each once (a `listen` is compiled as a
+/// frontend and as a backend), in the order of the lines they name.
 fn build_plan(
     config: &cfg::Config,
     prev: plan::Previous<'_>,
+    extra: Vec<String>,
     out: &mut Vec<String>,
 ) -> Option<Plan> {
-    let errors = match plan::build(config, prev) {
-        Ok(p) => {
+    let mut errors = extra;
+    match plan::build(config, prev) {
+        Ok(p) if errors.is_empty() => {
             for w in &p.warnings {
                 out.push(warning_line(format!("config : {w}")));
             }
             return Some(p);
         }
-        Err(errors) => errors,
-    };
+        Ok(_) => {}
+        Err(e) => errors.extend(e),
+    }
     // A backend that failed to build is "unknown" to the frontends using it; loading checked
     // that every backend named exists, so such an error only echoes the backend's own.
     let echo = |e: &str| {
@@ -203,12 +198,6 @@ fn build_plan(
     keyed.sort_by_key(|(at, _)| *at);
     for (_, e) in &keyed {
         out.push(alert_line(format!("config : {e}")));
-    }
-    let mut files: Vec<&str> = Vec::new();
-    for f in shown.iter().filter_map(|e| error_file(e)) {
-        if !files.contains(&f) {
-            files.push(f);
-        }
     }
     for f in files {
         out.push(alert_line(format!("config : Error(s) found in configuration file : {f}")));
@@ -388,65 +377,53 @@ fn load_config(args: &Args, out: &mut Vec<String>) -> Option<(cfg::Config, Vec<S
 
 /// Loads configuration texts already read; messages go to `out`.
 fn load_sources(sources: &[Source], quiet: bool, out: &mut Vec<String>) -> Option<cfg::Config> {
+    let (mut config, mut diags, parsed) = cfg::load_partial(sources, &|k| std::env::var(k).ok());
     // As HAProxy, `bind` host names are resolved while the configuration is read: a name that
     // does not resolve is a configuration error.
-    let loaded = cfg::load(sources, &|k| std::env::var(k).ok()).and_then(|mut loaded| {
-        let errors = listener::resolve_binds(&mut loaded.config);
-        if errors.is_empty() {
-            Ok(loaded)
-        } else {
-            Err(loaded.diagnostics.into_iter().chain(errors).collect())
-        }
-    });
-    match loaded {
-        Ok(loaded) => {
-            for d in &loaded.diagnostics {
-                print_diag(d, quiet, out);
-            }
-            compat_hint(&loaded.diagnostics, quiet, out);
-            Some(loaded.config)
-        }
-        Err(diags) => {
-            // The files the other lines draw on are opened still: HAProxy reports a missing
-            // one among the errors of the parse, in line order (before the later checks').
-            // (The same parse again: its first `parsed` messages are those of `diags`.)
-            let (partial, _, parsed) = cfg::load_partial(sources, &|k| std::env::var(k).ok());
-            let mut files: Vec<((usize, u32), String)> = file_errors(&partial)
-                .into_iter()
-                .map(|e| (position(&e).map_or((usize::MAX, 0), |p| key(sources, p)), e))
-                .collect();
-            files.sort_by_key(|(at, _)| *at);
-            let mut files = files.into_iter().peekable();
-            for (i, d) in diags.iter().enumerate() {
-                let place = d.span.as_ref().map(|s| (&*s.file, s.line));
-                let at = place.or_else(|| position(&d.message)).map(|p| key(sources, p));
-                while let Some((_, e)) =
-                    files.next_if(|(f, _)| i >= parsed || at.is_some_and(|at| *f < at))
-                {
-                    out.push(alert_line(format!("config : {e}")));
-                }
-                print_diag(d, quiet, out);
-            }
-            for (_, e) in files {
-                out.push(alert_line(format!("config : {e}")));
-            }
-            compat_hint(&diags, quiet, out);
-            let mut files: Vec<&str> = diags
-                .iter()
-                .filter(|d| d.is_error())
-                // (A message in HAProxy's own shape names its file in its text.)
-                .filter_map(|d| d.span.as_ref().map(|s| &*s.file).or(error_file(&d.message)))
-                .collect();
-            files.dedup();
-            for f in files {
-                out.push(alert_line(format!(
-                    "config : Error(s) found in configuration file : {f}"
-                )));
-            }
-            out.push(alert_line("config : Fatal errors found in configuration."));
-            None
-        }
+    if !diags.iter().any(Diagnostic::is_error) {
+        diags.extend(listener::resolve_binds(&mut config));
     }
+    if !diags.iter().any(Diagnostic::is_error) {
+        for d in &diags {
+            print_diag(d, quiet, out);
+        }
+        compat_hint(&diags, quiet, out);
+        return Some(config);
+    }
+    // The files the other lines draw on are opened still: HAProxy reports a missing one among
+    // the errors of the parse, in line order (before the later checks').
+    let mut missing: Vec<((usize, u32), String)> = file_errors(&config)
+        .into_iter()
+        .map(|e| (position(&e).map_or((usize::MAX, 0), |p| key(sources, p)), e))
+        .collect();
+    missing.sort_by_key(|(at, _)| *at);
+    let mut missing = missing.into_iter().peekable();
+    for (i, d) in diags.iter().enumerate() {
+        let place = d.span.as_ref().map(|s| (&*s.file, s.line));
+        let at = place.or_else(|| position(&d.message)).map(|p| key(sources, p));
+        while let Some((_, e)) =
+            missing.next_if(|(f, _)| i >= parsed || at.is_some_and(|at| *f < at))
+        {
+            out.push(alert_line(format!("config : {e}")));
+        }
+        print_diag(d, quiet, out);
+    }
+    for (_, e) in missing {
+        out.push(alert_line(format!("config : {e}")));
+    }
+    compat_hint(&diags, quiet, out);
+    let mut files: Vec<&str> = diags
+        .iter()
+        .filter(|d| d.is_error())
+        // (A message in HAProxy's own shape names its file in its text.)
+        .filter_map(|d| d.span.as_ref().map(|s| &*s.file).or(error_file(&d.message)))
+        .collect();
+    files.dedup();
+    for f in files {
+        out.push(alert_line(format!("config : Error(s) found in configuration file : {f}")));
+    }
+    out.push(alert_line("config : Fatal errors found in configuration."));
+    None
 }
 
 fn start(args: &Args, plan: Plan, sources: Vec<Source>) -> i32 {

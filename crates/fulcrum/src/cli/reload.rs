@@ -230,7 +230,7 @@ fn build(
     prev: plan::Previous<'_>,
     out: &mut Vec<String>,
 ) -> Option<(Plan, Vec<Vec<WorkerSocket>>)> {
-    let plan = super::build_plan(config, prev, out)?;
+    let plan = super::build_plan(config, prev, Vec::new(), out)?;
     for what in ctx.restart_only(&plan.global) {
         out.push(warning_line(format!(
             "reload: the '{what}' setting changed; it takes effect at the next restart."

@@ -32,7 +32,7 @@ pub struct TlsStream {
     state: RefCell<State>,
     /// The SNI sent (server connections): an idle connection is reused only for the same.
     sni: Option<Box<str>>,
-    counted: crate::counters::TlsCounted,
+    counted: crate::counters::Up<'static>,
 }
 
 impl std::fmt::Debug for TlsStream {
@@ -307,7 +307,7 @@ impl TlsStream {
     fn new(inner: Stream, conn: rustls::Connection) -> Self {
         TlsStream {
             // (Counted as HAProxy counts its SSL endpoints: from the layer's creation on.)
-            counted: crate::counters::TlsCounted::new(),
+            counted: crate::counters::tls_layer(),
             inner,
             sni: None,
             state: RefCell::new(State {

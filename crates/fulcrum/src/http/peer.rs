@@ -34,7 +34,7 @@ pub enum Piece {
 
 /// What an HTTP/2 stream holds of a body waited for ([`Peer::poll_held`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Held {
+pub struct Hold {
     /// The body ended: all of it is held.
     pub ended: bool,
     /// Its window is spent: no more comes until some is read.
@@ -134,7 +134,7 @@ impl Peer {
         cx: &mut Context<'_>,
         have: usize,
         out: &mut Vec<u8>,
-    ) -> Poll<io::Result<Held>> {
+    ) -> Poll<io::Result<Hold>> {
         match self {
             Peer::Bytes(_) => Poll::Ready(Err(io::ErrorKind::Unsupported.into())),
             Peer::H2(v) => v.poll_held(cx, have, out),

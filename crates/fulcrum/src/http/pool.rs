@@ -162,13 +162,21 @@ pub struct FdLimits {
     pub clients: Arc<crate::frontend::limit::Limit>,
 }
 
+impl FdLimits {
+    /// The descriptors in use, estimated with this worker's `in_use` and `idle` server
+    /// connections.
+    fn used(&self, in_use: usize, idle: usize) -> usize {
+        self.clients.current() as usize + self.workers * (in_use + idle)
+    }
+}
+
 /// Whether the process's descriptors in use passed the low share (see [`FdLimits`]).
 fn short_of_fds() -> bool {
     POOL.with(|p| {
         let p = p.borrow();
         let Some(f) = &p.fds else { return false };
         let idle = lock(&p.lists).total;
-        f.clients.current() as usize + f.workers * (p.in_use + idle) >= f.low
+        f.used(p.in_use, idle) >= f.low
     })
 }
 
@@ -283,11 +291,10 @@ pub fn put(be: &Arc<Backend>, idx: usize, stream: Stream, requests: u32) {
         // connections) then leaves about as many idle as were in use at its height, not more.
         let need = p.in_use.max(p.peak).max(p.est_need);
         let mut lists = lock(&p.lists);
-        let used = p
-            .fds
-            .as_ref()
-            .map_or(0, |f| f.clients.current() as usize + f.workers * (p.in_use + lists.total));
-        let (low, high) = p.fds.as_ref().map_or((usize::MAX, usize::MAX), |f| (f.low, f.high));
+        let (used, low, high) = match &p.fds {
+            Some(f) => (f.used(p.in_use, lists.total), f.low, f.high),
+            None => (0, usize::MAX, usize::MAX),
+        };
         // (`pool-low-conn` idle connections more than the need, as HAProxy allows.)
         let low_conns = server.pool_low_conn as usize;
         let within_need = lists.total < MIN_IDLE || p.in_use + lists.total <= need + low_conns;

@@ -35,17 +35,17 @@ pub fn alert(msg: &str) {
 
 /// An alert whose words are HAProxy's to the letter, without the full stop [`alert`] adds.
 pub fn alert_as_is(msg: &str) {
-    if !QUIET.load(Ordering::Relaxed) {
-        eprintln!("[ALERT]    ({}) : {msg}", std::process::id());
-    }
+    print("[ALERT]    ", msg, "");
 }
 
 fn emit(tag: &str, msg: &str) {
-    if QUIET.load(Ordering::Relaxed) {
-        return;
+    print(tag, msg, if msg.ends_with('!') { "" } else { "." });
+}
+
+fn print(tag: &str, msg: &str, end: &str) {
+    if !QUIET.load(Ordering::Relaxed) {
+        eprintln!("{tag}({}) : {msg}{end}", std::process::id());
     }
-    let end = if msg.ends_with('!') { "" } else { "." };
-    eprintln!("{tag}({}) : {msg}{end}", std::process::id());
 }
 
 /// The line HAProxy logs at each stream's start when no log format is set:

@@ -246,24 +246,16 @@ pub fn sample(frontends: &[std::sync::Arc<Frontend>], backends: &[std::sync::Arc
     crate::counters::tls().sample();
     for fe in frontends {
         let c = &fe.counters;
-        for (rate, total, max) in [
-            (&c.sess_rate, &c.sessions, &c.max_sess_rate),
-            (&c.conn_rate, &c.conns, &c.max_conn_rate),
-            (&c.req_rate, &c.requests, &c.max_req_rate),
-        ] {
-            let t = Counters::get(total);
-            Counters::raise(max, rate.read(t));
-            rate.sample(t);
-        }
+        c.sess_rate.tick(&c.sessions, &c.max_sess_rate);
+        c.conn_rate.tick(&c.conns, &c.max_conn_rate);
+        c.req_rate.tick(&c.requests, &c.max_req_rate);
     }
     for be in backends {
         Counters::raise(&be.counters.max_sess_rate, be.session_rate());
         be.sample_rates();
         for s in &be.servers {
             let c = &s.counters;
-            let t = Counters::get(&c.sessions);
-            Counters::raise(&c.max_sess_rate, c.sess_rate.read(t));
-            c.sess_rate.sample(t);
+            c.sess_rate.tick(&c.sessions, &c.max_sess_rate);
         }
     }
 }

@@ -48,33 +48,29 @@ fn modules(r: &mut Row, c: &Counters, proxy: bool) {
     for i in fields::H2_H1 {
         let name = fields::NAMES[i];
         let gauge = name.contains("open");
-        let counter = match name {
-            "h2_headers_rcvd" => Some(&h2.headers_rcvd),
-            "h2_data_rcvd" => Some(&h2.data_rcvd),
-            "h2_settings_rcvd" => Some(&h2.settings_rcvd),
-            "h2_rst_stream_rcvd" => Some(&h2.rst_stream_rcvd),
-            "h2_goaway_rcvd" => Some(&h2.goaway_rcvd),
-            "h2_detected_conn_protocol_errors" => Some(&h2.conn_proto_err),
-            "h2_detected_strm_protocol_errors" => Some(&h2.strm_proto_err),
-            "h2_rst_stream_resp" => Some(&h2.rst_stream_resp),
-            "h2_goaway_resp" => Some(&h2.goaway_resp),
-            "h2_open_connections" => Some(&h2.open_conns),
-            "h2_backend_open_streams" => Some(&h2.open_streams),
-            "h2_total_connections" => Some(&h2.total_conns),
-            "h2_backend_total_streams" => Some(&h2.total_streams),
-            "h1_open_connections" => Some(&c.h1_open_conns),
-            "h1_total_connections" => Some(&c.h1_total_conns),
-            "h1_bytes_in" => Some(&c.bytes_in),
-            "h1_bytes_out" => Some(&c.bytes_out),
-            // (Not counted yet: open h1 streams, spliced bytes.)
-            _ => None,
-        };
-        let val = match name {
+        let val = Val::U64(match name {
+            "h2_headers_rcvd" => get(&h2.headers_rcvd),
+            "h2_data_rcvd" => get(&h2.data_rcvd),
+            "h2_settings_rcvd" => get(&h2.settings_rcvd),
+            "h2_rst_stream_rcvd" => get(&h2.rst_stream_rcvd),
+            "h2_goaway_rcvd" => get(&h2.goaway_rcvd),
+            "h2_detected_conn_protocol_errors" => get(&h2.conn_proto_err),
+            "h2_detected_strm_protocol_errors" => get(&h2.strm_proto_err),
+            "h2_rst_stream_resp" => get(&h2.rst_stream_resp),
+            "h2_goaway_resp" => get(&h2.goaway_resp),
+            "h2_open_connections" => get(&h2.open_conns),
+            "h2_backend_open_streams" => get(&h2.open_streams),
+            "h2_total_connections" => get(&h2.total_conns),
+            "h2_backend_total_streams" => get(&h2.total_streams),
+            "h1_open_connections" => get(&c.h1_open_conns),
+            "h1_total_connections" => get(&c.h1_total_conns),
             // The requests that were not HTTP/2 streams.
             "h1_total_streams" => get(&c.requests).saturating_sub(get(&h2.total_streams)),
-            _ => counter.map_or(0, get),
-        };
-        let val = Val::U64(val);
+            "h1_bytes_in" => get(&c.bytes_in),
+            "h1_bytes_out" => get(&c.bytes_out),
+            // (Not counted yet: open h1 streams, spliced bytes.)
+            _ => 0,
+        });
         r.fields[i] = Some(super::Field { tags: if gauge { *b"MGP" } else { *b"MCP" }, val });
     }
 }

@@ -527,3 +527,21 @@ pub fn api(sock: &std::path::Path, cmd: &str) -> String {
     let _ = s.read_to_string(&mut out);
     out
 }
+
+/// systemd's side of `Type=notify`: a datagram socket at the path `NOTIFY_SOCKET` names.
+pub struct Notify(std::os::unix::net::UnixDatagram);
+
+impl Notify {
+    pub fn bind(path: &std::path::Path) -> Notify {
+        let s = std::os::unix::net::UnixDatagram::bind(path).expect("notify socket");
+        s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        Notify(s)
+    }
+
+    /// The next notification (within 5 s).
+    pub fn next(&self) -> String {
+        let mut buf = [0u8; 256];
+        let n = self.0.recv(&mut buf).expect("a notification");
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    }
+}

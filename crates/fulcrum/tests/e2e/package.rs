@@ -241,13 +241,8 @@ fn the_default_configuration_starts_under_systemd_as_the_unit_runs_it() {
     std::fs::write(&cfg, text).expect("cfg");
     // systemd's side: a datagram socket the process must reach after chroot and setuid.
     let notify_path = dir.join("notify");
-    let notify = std::os::unix::net::UnixDatagram::bind(&notify_path).expect("notify socket");
-    notify.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
-    let recv = || {
-        let mut buf = [0u8; 256];
-        let n = notify.recv(&mut buf).expect("a notification");
-        String::from_utf8_lossy(&buf[..n]).into_owned()
-    };
+    let notify = crate::harness::Notify::bind(&notify_path);
+    let recv = || notify.next();
     let (pidfile, master) = (dir.join("fulcrum.pid"), dir.join("master.sock"));
     let child = Command::new(BIN)
         .args(["-Ws", "-f"])

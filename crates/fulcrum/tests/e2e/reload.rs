@@ -243,13 +243,8 @@ backend be
     let addr = l.local_addr().expect("addr");
     // systemd's side of `Type=notify`: a datagram socket named by NOTIFY_SOCKET.
     let notify_path = dir.join("notify.sock");
-    let notify = std::os::unix::net::UnixDatagram::bind(&notify_path).expect("notify socket");
-    notify.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
-    let recv = || {
-        let mut buf = [0u8; 256];
-        let n = notify.recv(&mut buf).expect("a notification");
-        String::from_utf8_lossy(&buf[..n]).into_owned()
-    };
+    let notify = crate::harness::Notify::bind(&notify_path);
+    let recv = || notify.next();
     let master = dir.join("master.sock");
     let spec = format!("{},mode,600", master.display());
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_fulcrum"));

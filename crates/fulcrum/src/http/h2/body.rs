@@ -14,7 +14,7 @@ use fulcrum_http::ChunkedScanner;
 
 use super::conn::{self, Key, Side};
 use super::frames::CANCEL;
-use crate::http::peer::{Held, Piece};
+use crate::http::peer::{Hold, Piece};
 
 /// Where a body's DATA frames go: a connection's stream.
 pub trait Sink {
@@ -162,13 +162,13 @@ impl Received {
         cx: &mut Context<'_>,
         have: usize,
         out: &mut Vec<u8>,
-    ) -> Poll<io::Result<Held>> {
+    ) -> Poll<io::Result<Hold>> {
         if self.failed {
             return Poll::Ready(Err(io::ErrorKind::ConnectionReset.into()));
         }
         if self.ended {
             out.clear();
-            return Poll::Ready(Ok(Held { ended: true, full: false }));
+            return Poll::Ready(Ok(Hold { ended: true, full: false }));
         }
         let got = conn::with(key, |c| {
             c.stream(id, |st| {
@@ -178,7 +178,7 @@ impl Received {
                     }
                     out.clear();
                     out.extend_from_slice(&st.data);
-                    Ok(Held { ended: st.recv_end, full: st.recv_window <= 0 })
+                    Ok(Hold { ended: st.recv_end, full: st.recv_window <= 0 })
                 })
             })
         });

@@ -384,7 +384,7 @@ impl H1View {
         cx: &mut Context<'_>,
         have: usize,
         out: &mut Vec<u8>,
-    ) -> Poll<io::Result<crate::http::peer::Held>> {
+    ) -> Poll<io::Result<crate::http::peer::Hold>> {
         self.recv.borrow_mut().poll_held(self.conn, self.id, cx, have, out)
     }
 

@@ -101,8 +101,7 @@ impl Session<'_> {
         }
         self.t.data_htx = None;
         if self.client.gives_pieces() {
-            let held = self.t.held.get_or_insert_with(Box::default);
-            let mut data = held.req.take().unwrap_or_default();
+            let mut data = self.t.held.as_mut().and_then(|h| h.req.take()).unwrap_or_default();
             let ok = hold(&mut data, &self.client, self.ctimer.as_mut(), want, deadline).await;
             self.t.held.get_or_insert_with(Box::default).req = Some(data);
             return ok;

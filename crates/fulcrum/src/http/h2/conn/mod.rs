@@ -473,8 +473,6 @@ impl<S: Side> Drop for Inner<S> {
     fn drop(&mut self) {
         if let Some(c) = &self.wire.counters {
             c.h2.open_conns.fetch_sub(1, Ordering::Relaxed);
-            // (The streams still in the map end with it.)
-            c.h2.open_streams.fetch_sub(self.streams.len() as u64, Ordering::Relaxed);
         }
     }
 }
@@ -492,7 +490,7 @@ impl<S: Side> Inner<S> {
         decoder.queue_size_update(tune.header_table_size as usize);
         let mut wire = Wire::new(out);
         let mut streams = StreamMap::default();
-        streams.open = counters.clone();
+        streams.counters = counters.clone();
         wire.counters = counters;
         wire.count(|c| &c.total_conns);
         wire.count(|c| &c.open_conns);
@@ -631,8 +629,6 @@ impl<S: Side> Inner<S> {
         // Until the peer acknowledged our SETTINGS, it may send as the default window lets it.
         let recv_window = if self.acked { self.our_window } else { self.our_window.max(65_535) };
         let send_window = self.wire.peer_window;
-        self.wire.count(|c| &c.total_streams);
-        self.wire.count(|c| &c.open_streams);
         self.streams.insert(Strm { id, recv_window, send_window, ..Strm::default() })
     }
 }

@@ -29,8 +29,19 @@ pub struct StreamMap<P> {
     /// Emptied body buffers, for streams' next DATA frames, and their capacity in all.
     bufs: Vec<Vec<u8>>,
     buf_bytes: usize,
-    /// The proxy's open streams (its `h2` statistics module), one less per stream forgotten.
-    pub open: Option<std::sync::Arc<crate::counters::Counters>>,
+    /// The proxy's counters (its `h2` statistics module): a stream counts as open from its
+    /// insertion until it is forgotten or the map ends.
+    pub counters: Option<std::sync::Arc<crate::counters::Counters>>,
+}
+
+impl<P> Drop for StreamMap<P> {
+    fn drop(&mut self) {
+        // (The streams still here end with their connection.)
+        if let Some(c) = &self.counters {
+            let open = self.index.len() as u64;
+            c.h2.open_streams.fetch_sub(open, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
 }
 
 impl<P> Default for StreamMap<P> {
@@ -39,7 +50,7 @@ impl<P> Default for StreamMap<P> {
             slots: Vec::new(),
             free: Vec::new(),
             index: HashMap::default(),
-            open: None,
+            counters: None,
             bufs: Vec::new(),
             buf_bytes: 0,
         }
@@ -91,6 +102,10 @@ impl<P: Default> StreamMap<P> {
                     }
                 };
                 self.index.insert(st.id, s);
+                if let Some(c) = &self.counters {
+                    c.h2.total_streams.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    c.h2.open_streams.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
                 s
             }
         };
@@ -103,7 +118,7 @@ impl<P: Default> StreamMap<P> {
     /// for another stream).
     pub fn forget(&mut self, id: &u32) {
         if let Some(s) = self.index.remove(id) {
-            if let Some(c) = &self.open {
+            if let Some(c) = &self.counters {
                 c.h2.open_streams.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
             }
             self.free.push(s);

@@ -625,7 +625,7 @@ impl UpView {
         cx: &mut Context<'_>,
         have: usize,
         out: &mut Vec<u8>,
-    ) -> Poll<io::Result<crate::http::peer::Held>> {
+    ) -> Poll<io::Result<crate::http::peer::Hold>> {
         let mut i = self.inc.borrow_mut();
         let i = &mut *i;
         match i.message.as_mut() {
