@@ -9,9 +9,9 @@ use std::time::SystemTime;
 
 use tokio::time::Instant;
 
-thread_local! {
-    static NOW: Cell<Option<(Instant, SystemTime)>> = const { Cell::new(None) };
-}
+use crate::worker::{Id, Slot};
+
+static NOW: Slot<Cell<Option<(Instant, SystemTime)>>> = Slot::new(Id::Clock, || Cell::new(None));
 
 /// A new turn of this worker's event loop begins: reads both clocks.
 pub fn tick() {

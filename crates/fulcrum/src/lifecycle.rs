@@ -1,29 +1,32 @@
 //! A worker's soft stop as its sessions see it: the flag ([`stopping`]), the notification that
 //! connections able to end gracefully wait on ([`stop_notify`]: HTTP/2's GOAWAY), and the
 //! resting connections' sockets a stop shuts ([`StopWatch`]); `runtime` calls
-//! [`begin_stop`] when the worker stops accepting. Per worker (thread-local): no session reads
+//! [`begin_stop`] when the worker stops accepting. Per worker (`worker` slots): no session reads
 //! a shared flag per request. A frontend retiring after a reload is `Frontend::retiring`, not
 //! this module's.
 //!
 //! Owns: the per-worker stop state. Must not touch: workers, listeners, what sessions do.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::os::fd::RawFd;
+use std::rc::Rc;
 
-thread_local! {
-    /// This worker's soft-stop flag: set once the worker stops accepting, so keep-alive sessions
-    /// close after their current transaction and resting ones close at once.
-    static STOPPING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// The client sockets of this worker's resting connections (see [`StopWatch`]).
-    static WATCHED: RefCell<HashSet<RawFd>> = RefCell::new(HashSet::new());
-    /// Woken by a soft stop: connections that can end gracefully (HTTP/2's GOAWAY).
-    static STOP_NOTIFY: std::rc::Rc<tokio::sync::Notify> = std::rc::Rc::new(tokio::sync::Notify::new());
-}
+use crate::worker::{Id, Slot};
+
+/// This worker's soft-stop flag: set once the worker stops accepting, so keep-alive sessions
+/// close after their current transaction and resting ones close at once.
+static STOPPING: Slot<Cell<bool>> = Slot::new(Id::Stopping, || Cell::new(false));
+/// The client sockets of this worker's resting connections (see [`StopWatch`]).
+static WATCHED: Slot<RefCell<HashSet<RawFd>>> =
+    Slot::new(Id::Watched, || RefCell::new(HashSet::new()));
+/// Woken by a soft stop: connections that can end gracefully (HTTP/2's GOAWAY).
+static STOP_NOTIFY: Slot<Rc<tokio::sync::Notify>> =
+    Slot::new(Id::StopNotify, || Rc::new(tokio::sync::Notify::new()));
 
 /// This worker's soft-stop notification (take `notified()` before checking [`stopping`]).
-pub fn stop_notify() -> std::rc::Rc<tokio::sync::Notify> {
-    STOP_NOTIFY.with(std::rc::Rc::clone)
+pub fn stop_notify() -> Rc<tokio::sync::Notify> {
+    STOP_NOTIFY.with(Rc::clone)
 }
 
 /// True once this worker is soft-stopping.

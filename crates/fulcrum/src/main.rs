@@ -35,6 +35,7 @@ mod stick;
 mod sys;
 mod tcp;
 mod tls;
+mod worker;
 
 #[global_allocator]
 static ALLOCATOR: memory::Allocator = memory::Allocator;

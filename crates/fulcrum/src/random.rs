@@ -1,13 +1,14 @@
 //! Each worker's random number generator: the balancers' picks (`random`, power of two
-//! choices), the `rand()` fetch and UUIDs. Seeded per thread from the clock; not for secrets.
+//! choices), the `rand()` fetch and UUIDs. Seeded per worker from the clock (a `worker` slot); not for secrets.
 //!
 //! Must not touch: anything else.
 
 use fulcrum_balance::Rng;
 
-thread_local! {
-    static RNG: std::cell::RefCell<Rng> = std::cell::RefCell::new(Rng::new(seed()));
-}
+use crate::worker::{Id, Slot};
+
+static RNG: Slot<std::cell::RefCell<Rng>> =
+    Slot::new(Id::Random, || std::cell::RefCell::new(Rng::new(seed())));
 
 /// A random number from this worker's generator (`rand()` fetch).
 pub fn u64() -> u64 {

@@ -1102,8 +1102,58 @@ fn functions_stay_small() {
     fail_on("function sizes", &check_fns(&a.fns, &debt()));
 }
 
+/// Files that may declare `thread_local!`s: the allocator's caches (it cannot allocate a worker
+/// slot) and the worker slots themselves. Every other per-worker state is a `worker::Slot`.
+const THREAD_LOCALS_ALLOWED: [&str; 2] = ["memory.rs", "worker.rs"];
+
+/// `file:line` of each `thread_local!` outside test items and the allowed files.
+fn thread_locals(files: &BTreeMap<String, String>) -> Vec<String> {
+    let mut found = Vec::new();
+    for (rel, src) in files {
+        let test_file = rel.ends_with("/tests.rs") || rel.contains("/tests/");
+        if THREAD_LOCALS_ALLOWED.contains(&rel.as_str()) || test_file {
+            continue;
+        }
+        let s = strip_cfg_test(tokens(&blank(src, true)));
+        if s.whole {
+            continue;
+        }
+        for w in s.toks.windows(2) {
+            if w[0].text == "thread_local" && w[1].text == "!" {
+                found.push(format!(
+                    "{rel}:{}: a `thread_local!`; per-worker state is a `worker::Slot` (see \
+                     `worker::Id`)",
+                    w[0].line
+                ));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn per_worker_state_lives_in_worker_slots() {
+    let files = read_sources(&crate_dir().join("src"));
+    fail_on("per-worker state", &thread_locals(&files));
+}
+
 // ---------------------------------------------------------------------------------------------
 // The checker's own tests
+
+#[test]
+fn a_thread_local_is_found_outside_tests_only() {
+    let files: BTreeMap<String, String> = [
+        ("a.rs", "thread_local! { static X: u8 = 0; }\n"),
+        ("b.rs", "// thread_local! in a comment\n#[cfg(test)]\nmod t { thread_local! {} }\n"),
+        ("memory.rs", "thread_local! { static F: u8 = 0; }\n"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let found = thread_locals(&files);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].starts_with("a.rs:1:"));
+}
 
 fn tops(names: &[&str]) -> BTreeSet<String> {
     names.iter().map(|s| s.to_string()).collect()

@@ -28,6 +28,8 @@ use std::net::Shutdown;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::task::{Context, Poll};
 
+use crate::worker::{Id, Slot};
+
 use tokio::io::Interest;
 use tokio::net::UnixStream;
 
@@ -430,9 +432,8 @@ impl AsFd for Stream {
 /// memory only as they are written (`sys::PageBuf`).
 pub struct Buf(Option<crate::sys::PageBuf>);
 
-thread_local! {
-    static POOL: RefCell<Vec<crate::sys::PageBuf>> = const { RefCell::new(Vec::new()) };
-}
+static POOL: Slot<RefCell<Vec<crate::sys::PageBuf>>> =
+    Slot::new(Id::Buffers, || RefCell::new(Vec::new()));
 
 /// Buffers kept per worker for reuse; beyond this, returned buffers are freed.
 const POOL_MAX: usize = 4096;
@@ -460,7 +461,7 @@ impl std::ops::DerefMut for Buf {
 impl Drop for Buf {
     fn drop(&mut self) {
         if let Some(b) = self.0.take() {
-            let _ = POOL.try_with(|p| {
+            POOL.with(|p| {
                 let mut p = p.borrow_mut();
                 if p.len() < POOL_MAX {
                     p.push(b);

@@ -22,6 +22,7 @@ use std::task::{Context, Poll};
 use rustls::sign::CertifiedKey;
 
 use super::{Buf, Stream};
+use crate::worker::{Id, Slot};
 
 /// Plaintext written at once up to this size is copied into one record with its head.
 const COALESCE: usize = 16384;
@@ -524,15 +525,12 @@ impl TlsStream {
     }
 }
 
-thread_local! {
-    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
+static SCRATCH: Slot<RefCell<Vec<u8>>> = Slot::new(Id::TlsScratch, || RefCell::new(Vec::new()));
 
-thread_local! {
-    /// The certificate the last handshake step on this thread chose (rustls does not say which
-    /// it sent): the connection that ran the step takes it at once (`ssl_f_*`).
-    pub static CHOSEN: RefCell<Option<Arc<CertifiedKey>>> = const { RefCell::new(None) };
-}
+/// The certificate the last handshake step on this thread chose (rustls does not say which
+/// it sent): the connection that ran the step takes it at once (`ssl_f_*`).
+pub static CHOSEN: Slot<RefCell<Option<Arc<CertifiedKey>>>> =
+    Slot::new(Id::TlsChosen, || RefCell::new(None));
 
 /// Takes the certificate `tls::certs::Resolver` chose on this thread since the last call.
 pub fn take_chosen() -> Option<Arc<CertifiedKey>> {

@@ -14,6 +14,7 @@ use super::Frontend;
 use crate::log::{is_error, syslog};
 use crate::rules::format::{Format, Part, Stream};
 use crate::rules::sample::Ctx;
+use crate::worker::{Id, Slot};
 
 /// The built-in line of a format-less frontend under `-d` (`option httplog` / `tcplog`).
 fn debug_format(http: bool) -> &'static Format {
@@ -39,10 +40,9 @@ fn debug_format(http: bool) -> &'static Format {
     })
 }
 
-thread_local! {
-    /// The line and structured data being built (reused).
-    static LINE: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
-}
+/// The line and structured data being built (reused).
+static LINE: Slot<RefCell<(Vec<u8>, Vec<u8>)>> =
+    Slot::new(Id::LogLine, || RefCell::new((Vec::new(), Vec::new())));
 
 /// The stream's unique id (`unique-id-format`, at most 127 bytes), `None` without a format.
 pub fn unique_id(fe: &Frontend, ctx: &Ctx<'_>, s: &Stream<'_>) -> Option<Vec<u8>> {

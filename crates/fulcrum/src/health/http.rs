@@ -6,6 +6,8 @@
 use fulcrum_config::HttpSend;
 use fulcrum_http::{Body, Head, Limits};
 
+use crate::worker::{Id, Slot};
+
 /// Builds the request; `state` is the `X-Haproxy-Server-State` value (`http-check
 /// send-state`).
 pub fn request(s: &HttpSend, state: Option<&str>) -> Vec<u8> {
@@ -67,10 +69,9 @@ pub struct Needs {
     pub body: bool,
 }
 
-thread_local! {
-    /// One head per worker, reused by every check it runs (no allocation per answer).
-    static HEAD: std::cell::RefCell<Head> = std::cell::RefCell::new(Head::new());
-}
+/// One head per worker, reused by every check it runs (no allocation per answer).
+static HEAD: Slot<std::cell::RefCell<Head>> =
+    Slot::new(Id::CheckHead, || std::cell::RefCell::new(Head::new()));
 
 /// Reads a response out of `buf` (all bytes received); `Ok(None)` while the head is
 /// incomplete. `closed`: the server closed, so a body read until close is complete. Headers

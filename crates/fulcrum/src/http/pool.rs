@@ -20,6 +20,7 @@ use crate::backend::Backend;
 pub use crate::connection::discard;
 use crate::connection::{abort, Stream};
 use crate::server::Server;
+use crate::worker::{Id, Slot};
 
 /// One server of one backend: the backend's address in memory (backends live as long as the
 /// process) and the server's index.
@@ -141,7 +142,10 @@ impl InUse {
 
 impl Drop for InUse {
     fn drop(&mut self) {
-        let _ = POOL.try_with(|p| p.borrow_mut().in_use -= 1);
+        POOL.with(|p| {
+            let mut p = p.borrow_mut();
+            p.in_use = p.in_use.saturating_sub(1);
+        });
     }
 }
 
@@ -185,9 +189,7 @@ pub fn set_limits(fds: FdLimits) {
     POOL.with(|p| p.borrow_mut().fds = Some(fds));
 }
 
-thread_local! {
-    static POOL: RefCell<Pool> = RefCell::new(Pool::default());
-}
+static POOL: Slot<RefCell<Pool>> = Slot::new(Id::ServerPool, || RefCell::new(Pool::default()));
 
 /// Takes an idle connection to server `idx` of `be`, if any, most recently used first.
 /// `min_requests`: how many requests it must already have carried (2 for `aggressive`).
@@ -419,4 +421,113 @@ pub fn clear() {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    //! Two workers' pools on one thread, each a `worker::Context` entered in turn: no runtime,
+    //! no second thread.
+
+    use super::*;
+    use crate::worker::Context;
+
+    /// A backend whose one server listens on `port` (nothing is sent to it).
+    fn backend(port: u16, server_words: &str) -> Arc<Backend> {
+        let text = format!(
+            "defaults\n mode http\n timeout client 1s\n timeout server 1s\n timeout connect 1s\n\
+             backend b\n server s1 127.0.0.1:{port} {server_words}\n"
+        );
+        let src = fulcrum_config::Source { name: "t.cfg".into(), text };
+        let loaded = fulcrum_config::load(&[src], &|_| None).expect("config loads");
+        let plan = crate::plan::build(&loaded.config, Default::default()).expect("plan builds");
+        Arc::clone(&plan.proxies.backends[0])
+    }
+
+    /// A connection to the listener, as a server connection the pool can keep.
+    fn conn(to: &std::net::TcpListener) -> Stream {
+        let s = std::net::TcpStream::connect(to.local_addr().expect("addr")).expect("connect");
+        s.set_nonblocking(true).expect("non-blocking");
+        Stream::accepted_tcp(s)
+    }
+
+    #[test]
+    fn a_worker_takes_over_idle_connections_only_from_pool_low_conn_on() {
+        let server = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let be = backend(server.local_addr().expect("addr").port(), "pool-low-conn 2");
+        let idle = || be.servers[0].idle_conns.load(Ordering::Relaxed);
+        let (mut a, mut b) = (Context::new(), Context::new());
+        a.enter(|| put(&be, 0, conn(&server), 1));
+        assert_eq!(idle(), 1);
+        // Below pool-low-conn, each worker keeps its own.
+        assert!(b.enter(|| take(&be, 0, 0, false)).is_none());
+        a.enter(|| put(&be, 0, conn(&server), 1));
+        assert_eq!(idle(), 2);
+        // From 2 on, b takes one of a's over.
+        let taken = b.enter(|| take(&be, 0, 0, false));
+        assert!(taken.is_some_and(|c| c.requests == 1));
+        assert_eq!(idle(), 1);
+        // a keeps the other; b's own pool is empty (what it took was handed out).
+        assert!(b.enter(|| POOL.with(|p| lock(&p.borrow().lists).total)) == 0);
+        assert!(a.enter(|| take(&be, 0, 0, false)).is_some());
+        assert!(a.enter(|| take(&be, 0, 0, false)).is_none());
+        assert_eq!(idle(), 0);
+    }
+
+    #[test]
+    fn aggressive_reuse_takes_only_proven_connections_and_purges_close_by_age() {
+        // (`purge` also trims idle connections beyond recent use: see the test below.)
+        let server = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let be = backend(server.local_addr().expect("addr").port(), "");
+        let mut w = Context::new();
+        w.enter(|| {
+            // One connection in use meanwhile: the pool keeps one idle beyond it.
+            let _busy = InUse::new();
+            put(&be, 0, conn(&server), 1);
+            assert!(take(&be, 0, 2, false).is_none(), "one request is not proven");
+            put(&be, 0, conn(&server), 2);
+            assert!(take(&be, 0, 2, false).is_some_and(|c| c.requests == 2));
+            // Idle for `delay` purges: kept; one more: closed.
+            assert_eq!(purge(2), 0);
+            assert_eq!(purge(2), 0);
+            assert_eq!(purge(2), 1);
+            assert!(take(&be, 0, 0, false).is_none());
+        });
+        assert_eq!(be.servers[0].idle_conns.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn purges_trim_idle_connections_toward_recent_use() {
+        let server = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let be = backend(server.local_addr().expect("addr").port(), "");
+        let mut w = Context::new();
+        w.enter(|| {
+            // Four in use at once, then all idle.
+            let busy: Vec<InUse> = (0..4).map(|_| InUse::new()).collect();
+            drop(busy);
+            (0..4).for_each(|_| put(&be, 0, conn(&server), 1));
+            // The peak was 4: nothing beyond it. Then the peak is 0: half the excess each time.
+            assert_eq!(purge(100), 0);
+            assert_eq!(purge(100), 2);
+            assert_eq!(purge(100), 1);
+            assert_eq!(purge(100), 1);
+            assert_eq!(purge(100), 0);
+        });
+    }
+
+    #[test]
+    fn a_dropped_worker_context_closes_its_idle_connections() {
+        let server = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let be = backend(server.local_addr().expect("addr").port(), "");
+        let mut w = Context::new();
+        w.enter(|| put(&be, 0, conn(&server), 1));
+        let (mut accepted, _) = server.accept().expect("accept");
+        drop(w);
+        // The pool's connection was closed with the worker: the server reads its end.
+        accepted.set_read_timeout(Some(std::time::Duration::from_secs(5))).expect("timeout");
+        let mut buf = [0u8; 1];
+        let r = std::io::Read::read(&mut accepted, &mut buf);
+        assert!(
+            matches!(r, Ok(0)) || r.is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset)
+        );
+    }
 }

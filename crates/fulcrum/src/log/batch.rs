@@ -13,6 +13,8 @@ use std::cell::RefCell;
 use std::os::fd::AsRawFd;
 use std::task::Waker;
 
+use crate::worker::{Id, Slot};
+
 /// Lines kept before a batch is sent without waiting for the end of the turn.
 const MAX_LINES: usize = 64;
 
@@ -26,9 +28,7 @@ struct Batch {
     lines: Vec<(i32, usize)>,
 }
 
-thread_local! {
-    static BATCH: RefCell<Batch> = RefCell::new(Batch::default());
-}
+static BATCH: Slot<RefCell<Batch>> = Slot::new(Id::LogBatch, || RefCell::new(Batch::default()));
 
 /// Keeps `parts` (one datagram) for `fd` if this thread batches; `false`: send it now.
 pub fn add(fd: &impl AsRawFd, parts: &[std::io::IoSlice<'_>]) -> bool {

@@ -1,20 +1,20 @@
 //! The dates of log lines, as HAProxy writes them: `%t` (local, milliseconds), `%T` (GMT),
 //! `%Tl` (local with its offset), and the syslog headers' times. The broken-down time of the
-//! current second is kept per thread, so a line costs no `localtime_r` call (nor its lock)
+//! current second is kept per worker (a `worker` slot), so a line costs no `localtime_r` call (nor its lock)
 //! after the first of each second.
 
 use std::cell::Cell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::sys::LocalTime;
+use crate::worker::{Id, Slot};
 
 pub const MONTHS: [&str; 12] =
     ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 
-thread_local! {
-    /// The local broken-down time of the last second asked for.
-    static LAST: Cell<(u64, LocalTime)> = Cell::new((u64::MAX, LocalTime::default()));
-}
+/// The local broken-down time of the last second asked for.
+static LAST: Slot<Cell<(u64, LocalTime)>> =
+    Slot::new(Id::Dates, || Cell::new((u64::MAX, LocalTime::default())));
 
 /// `t` in the machine's time zone (cached per second and thread).
 pub fn local(t: SystemTime) -> LocalTime {

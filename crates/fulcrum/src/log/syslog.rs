@@ -14,6 +14,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::worker::{Id, Slot};
+
 use fulcrum_config::{LogAddr, LogEntry, LogTarget, SyslogFormat};
 
 /// Syslog levels HAProxy uses.
@@ -322,10 +324,9 @@ struct CachedHeader {
     bytes: String,
 }
 
-thread_local! {
-    /// This worker's recently built headers.
-    static HEADERS: RefCell<Vec<CachedHeader>> = const { RefCell::new(Vec::new()) };
-}
+/// This worker's recently built headers.
+static HEADERS: Slot<RefCell<Vec<CachedHeader>>> =
+    Slot::new(Id::SyslogHeaders, || RefCell::new(Vec::new()));
 
 /// Formats whose header carries a time finer than the second (never cached).
 fn has_subsecond_time(format: SyslogFormat) -> bool {
@@ -429,14 +430,14 @@ fn iso_time(h: &mut String, now: std::time::SystemTime) {
     );
 }
 
-thread_local! {
-    /// This worker's datagram socket for UNIX targets (unconnected: a syslog daemon that
-    /// restarts makes a new socket at the same path).
-    static UNIX_SOCKET: RefCell<Option<socket2::Socket>> = const { RefCell::new(None) };
-    /// This worker's UDP sockets, one connected to each target address: a connected socket
-    /// sends without a route lookup per datagram.
-    static UDP_SOCKETS: RefCell<Vec<(SocketAddr, socket2::Socket)>> = const { RefCell::new(Vec::new()) };
-}
+/// This worker's datagram socket for UNIX targets (unconnected: a syslog daemon that
+/// restarts makes a new socket at the same path).
+static UNIX_SOCKET: Slot<RefCell<Option<socket2::Socket>>> =
+    Slot::new(Id::SyslogUnix, || RefCell::new(None));
+/// This worker's UDP sockets, one connected to each target address: a connected socket
+/// sends without a route lookup per datagram.
+static UDP_SOCKETS: Slot<RefCell<Vec<(SocketAddr, socket2::Socket)>>> =
+    Slot::new(Id::SyslogUdp, || RefCell::new(Vec::new()));
 
 /// The header and the message cut to `maxlen` in all, then LF, in one send.
 fn send_one(t: &Target, header: &[u8], msg: &[u8]) {

@@ -59,20 +59,17 @@ impl Scope<'_> {
     /// Runs `f` with a fetch context over the response head in `buf` (none while it is
     /// incomplete or not HTTP).
     fn with_ctx<R>(&self, f: impl FnOnce(&Ctx<'_>) -> R) -> R {
-        thread_local! {
-            static NONE: ProcVars = ProcVars::default();
-        }
+        // Checks see no process variables (an empty map costs no allocation).
+        let none = ProcVars::default();
         let mut head = Head::new();
         let limits = Limits { max_head: self.buf.len().max(1024), max_headers: 1000 };
         let parsed = matches!(head.parse_response(self.buf, &limits), Ok(Some(_)));
-        NONE.with(|proc_vars| {
-            let mut ctx = Ctx::process(proc_vars, &NoBackends, self.vars);
-            if parsed {
-                ctx.resp = Some(&head);
-            }
-            ctx.payload = self.buf;
-            f(&ctx)
-        })
+        let mut ctx = Ctx::process(&none, &NoBackends, self.vars);
+        if parsed {
+            ctx.resp = Some(&head);
+        }
+        ctx.payload = self.buf;
+        f(&ctx)
     }
 
     /// The value of a `set-var` expression, if it has one.

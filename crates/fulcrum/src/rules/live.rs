@@ -8,14 +8,14 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
+use crate::worker::{Id, Slot};
+
 static SLOTS: AtomicU64 = AtomicU64::new(0);
 
 type Cached = Option<(u64, Arc<dyn Any + Send + Sync>)>;
 
-thread_local! {
-    /// Per worker: the current value of each changed `Live`.
-    static CACHE: RefCell<Vec<Cached>> = const { RefCell::new(Vec::new()) };
-}
+/// Per worker: the current value of each changed `Live`.
+static CACHE: Slot<RefCell<Vec<Cached>>> = Slot::new(Id::RulesLive, || RefCell::new(Vec::new()));
 
 #[derive(Debug)]
 pub struct Live<T> {

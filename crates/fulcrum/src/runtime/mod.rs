@@ -332,10 +332,10 @@ async fn exit_now(
 
 fn worker(
     gen: WorkerGen,
-    mut control: tokio::sync::mpsc::UnboundedReceiver<WorkerGen>,
+    control: tokio::sync::mpsc::UnboundedReceiver<WorkerGen>,
     first: bool,
     cpus: Option<Vec<u32>>,
-    mut state: watch::Receiver<RunState>,
+    state: watch::Receiver<RunState>,
 ) {
     if let Some(cpus) = cpus {
         if let Err(e) = crate::sys::pin_current_thread(&cpus) {
@@ -347,6 +347,19 @@ fn worker(
             );
         }
     }
+    // The worker's state (pools, registries, its clock...) lives in its context, entered for the
+    // thread's whole life; the event loop and its sessions end inside it.
+    let mut ctx = crate::worker::Context::new();
+    ctx.enter(|| event_loop(gen, control, first, state));
+}
+
+/// A worker's event loop: accepts, serves, and stops as `state` says.
+fn event_loop(
+    gen: WorkerGen,
+    mut control: tokio::sync::mpsc::UnboundedReceiver<WorkerGen>,
+    first: bool,
+    mut state: watch::Receiver<RunState>,
+) {
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

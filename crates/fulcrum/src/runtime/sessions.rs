@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::frontend::Frontend;
+use crate::worker::{Id, Slot};
 
 /// One live session: 48 bytes, for every connection the worker holds, idle ones included
 /// (part of scenario f's memory per idle connection, `bench/run --only f`).
@@ -113,10 +114,9 @@ static WORKERS: Mutex<Vec<Arc<Registry>>> = Mutex::new(Vec::new());
 
 use crate::server::users::{server_word, Chunk, CHUNK};
 
-thread_local! {
-    /// This worker's table.
-    static MINE: std::cell::RefCell<Option<Arc<Registry>>> = const { std::cell::RefCell::new(None) };
-}
+/// This worker's table.
+static MINE: Slot<std::cell::RefCell<Option<Arc<Registry>>>> =
+    Slot::new(Id::Sessions, || std::cell::RefCell::new(None));
 
 /// `shutdown sessions server`: ends every session using server `idx` of backend
 /// `backend_id`; how many.

@@ -7,6 +7,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::worker::{Id, Slot};
+
 /// The server each session of a worker is using, by table slot (0: none; else the backend's
 /// id in the high half, the server's index + 1 in the low half), in chunks that never move:
 /// the worker writes them without a lock, readers find them under the table's lock.
@@ -17,12 +19,12 @@ pub fn server_word(s: Option<(u32, usize)>) -> u64 {
     s.map_or(0, |(b, i)| u64::from(b) << 32 | (i as u64 + 1))
 }
 
-thread_local! {
-    /// This worker's server chunks (its own copy of the list its session table holds).
-    static CHUNKS: std::cell::RefCell<Vec<Arc<Chunk>>> = const { std::cell::RefCell::new(Vec::new()) };
-    /// The session whose task this worker is polling (`u32::MAX`: none).
-    static CURRENT: std::cell::Cell<u32> = const { std::cell::Cell::new(u32::MAX) };
-}
+/// This worker's server chunks (its own copy of the list its session table holds).
+static CHUNKS: Slot<std::cell::RefCell<Vec<Arc<Chunk>>>> =
+    Slot::new(Id::ServerChunks, || std::cell::RefCell::new(Vec::new()));
+/// The session whose task this worker is polling (`u32::MAX`: none).
+static CURRENT: Slot<std::cell::Cell<u32>> =
+    Slot::new(Id::ServerCurrent, || std::cell::Cell::new(u32::MAX));
 
 /// The worker polls the task of the session in `slot` (`u32::MAX`: a task of no session).
 #[inline]

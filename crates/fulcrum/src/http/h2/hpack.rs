@@ -14,10 +14,11 @@
 use fulcrum_h2::hpack::{write_int, write_string};
 use fulcrum_http::Head;
 
-thread_local! {
-    /// A worker's buffer for the header blocks it encodes (see [`scratch`]).
-    static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
-}
+use crate::worker::{Id, Slot};
+
+/// A worker's buffer for the header blocks it encodes (see [`scratch`]).
+static SCRATCH: Slot<std::cell::Cell<Vec<u8>>> =
+    Slot::new(Id::H2Scratch, || std::cell::Cell::new(Vec::new()));
 
 /// An empty buffer to encode a block into, the worker's own when it has it back (see
 /// [`put_back`]): no allocation per head. A block goes into its connection's output by copy.

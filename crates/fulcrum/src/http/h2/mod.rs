@@ -37,6 +37,7 @@ use crate::frontend::Frontend;
 use crate::http::peer::Peer;
 use crate::shared::Shared;
 use crate::tcp::Accepted;
+use crate::worker::{Id, Slot};
 
 /// The client preface of HTTP/2 (RFC 9113 3.4), as its first line reads.
 pub const PREFACE_LINE: &[u8] = b"PRI * HTTP/2.0\r\n";
@@ -204,11 +205,9 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
     }
 }
 
-thread_local! {
-    /// The head each worker's views parse an HTTP/1 head into on its way to HTTP/2 frames.
-    static PARSE_HEAD: std::cell::RefCell<fulcrum_http::Head> =
-        std::cell::RefCell::new(fulcrum_http::Head::new());
-}
+/// The head each worker's views parse an HTTP/1 head into on its way to HTTP/2 frames.
+static PARSE_HEAD: Slot<std::cell::RefCell<fulcrum_http::Head>> =
+    Slot::new(Id::H2Head, || std::cell::RefCell::new(fulcrum_http::Head::new()));
 
 /// The worker's head for parsing an HTTP/1 head the session wrote (warm, with its capacity:
 /// no allocation per stream), given back when dropped. A second taker meanwhile gets a new one.
@@ -238,7 +237,7 @@ impl std::ops::DerefMut for ParseHead {
 impl Drop for ParseHead {
     fn drop(&mut self) {
         let h = std::mem::take(&mut self.0);
-        let _ = PARSE_HEAD.try_with(|p| *p.borrow_mut() = h);
+        PARSE_HEAD.with(|p| *p.borrow_mut() = h);
     }
 }
 

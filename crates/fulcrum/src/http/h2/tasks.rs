@@ -28,6 +28,7 @@ use crate::connection::Stream;
 use crate::frontend::Frontend;
 use crate::shared::Shared;
 use crate::tcp::Accepted;
+use crate::worker::{Id, Slot};
 
 /// Most idle tasks a worker keeps (about 8 kB each).
 const MAX_IDLE: usize = 4096;
@@ -55,9 +56,8 @@ struct Idle {
     ended: std::cell::Cell<bool>,
 }
 
-thread_local! {
-    static IDLE: RefCell<VecDeque<Rc<Idle>>> = const { RefCell::new(VecDeque::new()) };
-}
+static IDLE: Slot<RefCell<VecDeque<Rc<Idle>>>> =
+    Slot::new(Id::H2Tasks, || RefCell::new(VecDeque::new()));
 
 /// Serves a stream in an idle task of this worker, or in a new one.
 pub fn run(job: Job) {

@@ -7,6 +7,7 @@
 use fulcrum_http::Head;
 
 use super::Session;
+use crate::worker::{Id, Slot};
 
 /// Per-request memory of a session parked while it idles (see `Session::park`). Boxed: it
 /// goes between sessions, tasks and the worker's list as a pointer, the heads swapped in and
@@ -18,11 +19,10 @@ pub struct Spare {
     out: Vec<u8>,
 }
 
-thread_local! {
-    // Boxed on purpose: a spare moves as a pointer (see `Spare`).
-    #[allow(clippy::vec_box)]
-    static SPARES: std::cell::RefCell<Vec<Box<Spare>>> = const { std::cell::RefCell::new(Vec::new()) };
-}
+// Boxed on purpose: a spare moves as a pointer (see `Spare`).
+#[allow(clippy::vec_box)]
+static SPARES: Slot<std::cell::RefCell<Vec<Box<Spare>>>> =
+    Slot::new(Id::Spares, || std::cell::RefCell::new(Vec::new()));
 
 /// Spares kept per worker; beyond this, a parked session's memory is freed.
 const SPARES_MAX: usize = 128;

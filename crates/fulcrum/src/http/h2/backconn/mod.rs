@@ -22,7 +22,6 @@ use std::collections::VecDeque;
 use std::io;
 use std::rc::Rc;
 use std::task::{Context, Poll};
-use std::thread::LocalKey;
 
 use fulcrum_h2::RawHead;
 
@@ -31,6 +30,7 @@ mod recv;
 use super::conn::{self, ConnError, Inner, Registry, Side};
 use super::frames::*;
 pub use super::frames::{CANCEL, NO_ERROR, REFUSED_STREAM};
+use crate::worker::{Id, Slot};
 
 pub type Conn = conn::Conn<Back>;
 pub type Key = conn::Key<Back>;
@@ -76,14 +76,13 @@ pub struct Back {
     known: bool,
 }
 
-thread_local! {
-    static REGISTRY: RefCell<Registry<Back>> = const { RefCell::new(Registry::new()) };
-}
+static REGISTRY: Slot<RefCell<Registry<Back>>> =
+    Slot::new(Id::H2Back, || RefCell::new(Registry::new()));
 
 impl Side for Back {
     type Part = Part;
 
-    fn registry() -> &'static LocalKey<RefCell<Registry<Back>>> {
+    fn registry() -> &'static Slot<RefCell<Registry<Back>>> {
         &REGISTRY
     }
 

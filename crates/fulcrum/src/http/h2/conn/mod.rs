@@ -13,6 +13,7 @@
 //! Owns: the mechanics both sides share. Must not touch: what a side's frames mean (heads,
 //! stream states, limits: `frontconn::recv`, `backconn::recv`), the views.
 
+use crate::worker::Slot;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io;
@@ -21,7 +22,6 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll, Waker};
-use std::thread::LocalKey;
 
 use bytes::BytesMut;
 use fulcrum_h2::{RawDecoder, RawHead};
@@ -38,7 +38,7 @@ pub trait Side: Sized + 'static {
     /// A stream's own part (`Strm::part`).
     type Part: Default;
     /// The worker's registry of this side's connections.
-    fn registry() -> &'static LocalKey<RefCell<Registry<Self>>>;
+    fn registry() -> &'static Slot<RefCell<Registry<Self>>>;
     /// A RST_STREAM for `id` was queued (frames for it may still come).
     fn reset_sent(&mut self, _id: u32) {}
     /// A SETTINGS parameter this module does not handle.
@@ -459,13 +459,10 @@ impl<S: Side> Registry<S> {
 
 /// Runs `f` on the connection `key` names, if it is still this worker's.
 pub fn with<S: Side, R>(key: Key<S>, f: impl FnOnce(&Conn<S>) -> R) -> Option<R> {
-    let conn = S::registry()
-        .try_with(|r| {
-            let r = r.borrow();
-            r.slots.get(key.slot as usize)?.as_ref().filter(|c| c.key == key).cloned()
-        })
-        .ok()
-        .flatten()?;
+    let conn = S::registry().with(|r| {
+        let r = r.borrow();
+        r.slots.get(key.slot as usize)?.as_ref().filter(|c| c.key == key).cloned()
+    })?;
     Some(f(&conn))
 }
 

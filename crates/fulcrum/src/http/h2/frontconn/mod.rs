@@ -29,7 +29,6 @@ use std::collections::VecDeque;
 use std::io;
 use std::rc::Rc;
 use std::task::{Context, Poll};
-use std::thread::LocalKey;
 
 use bytes::BytesMut;
 use fulcrum_h2::RawHead;
@@ -39,6 +38,7 @@ mod recv;
 use super::conn::{self, ConnError, Inner, Registry, Side};
 use super::frames::*;
 pub use super::frames::{CANCEL, INTERNAL_ERROR, NO_ERROR};
+use crate::worker::{Id, Slot};
 
 /// Streams a client reset before their answer began, beyond which (and beyond twice those
 /// answered) the connection ends: a rapid reset flood (CVE-2023-44487).
@@ -85,14 +85,13 @@ pub struct Front {
     lingering: Vec<u32>,
 }
 
-thread_local! {
-    static REGISTRY: RefCell<Registry<Front>> = const { RefCell::new(Registry::new()) };
-}
+static REGISTRY: Slot<RefCell<Registry<Front>>> =
+    Slot::new(Id::H2Front, || RefCell::new(Registry::new()));
 
 impl Side for Front {
     type Part = Part;
 
-    fn registry() -> &'static LocalKey<RefCell<Registry<Front>>> {
+    fn registry() -> &'static Slot<RefCell<Registry<Front>>> {
         &REGISTRY
     }
 

@@ -37,6 +37,7 @@ use super::body::{connection_specific, Framing, Sending};
 use crate::backend::Backend;
 use crate::connection::Stream;
 use crate::http::peer::Peer;
+use crate::worker::{Id, Slot};
 
 mod message;
 mod request;
@@ -58,9 +59,7 @@ struct Entry {
     tls: Option<Arc<crate::tls::facts::Snapshot>>,
 }
 
-thread_local! {
-    static CONNS: RefCell<Vec<Entry>> = const { RefCell::new(Vec::new()) };
-}
+static CONNS: Slot<RefCell<Vec<Entry>>> = Slot::new(Id::H2Upstream, || RefCell::new(Vec::new()));
 
 /// A new stream on one of this worker's connections to that server, with the number of
 /// streams the connection carried before; `None` when none has room.
