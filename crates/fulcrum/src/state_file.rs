@@ -116,7 +116,7 @@ pub fn load(
 }
 
 fn read(path: &Path, warnings: &mut Vec<String>) -> Vec<SavedServer> {
-    match crate::sys::read_file_string(path) {
+    match crate::files::read_string(path) {
         Ok(text) => {
             let (saved, bad) = parse(&text);
             if bad > 0 {

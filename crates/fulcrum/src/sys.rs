@@ -24,61 +24,6 @@ fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
-/// Directories kept open before `chroot` (those of the configuration files and the working
-/// directory), through which files are read again on a reload: a chrooted process can read
-/// what lies under them, and nothing else outside its jail.
-static KEPT: std::sync::OnceLock<(std::path::PathBuf, Vec<(std::path::PathBuf, OwnedFd)>)> =
-    std::sync::OnceLock::new();
-
-/// Keeps `dirs` and the working directory open (`O_PATH`) for reading files after `chroot`.
-pub fn keep_dirs(dirs: &[std::path::PathBuf]) {
-    let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
-    let mut kept = Vec::new();
-    for d in dirs.iter().chain(std::iter::once(&cwd)) {
-        let Ok(canon) = std::fs::canonicalize(d) else { continue };
-        if kept.iter().any(|(p, _)| p == &canon) {
-            continue;
-        }
-        let Ok(c) = CString::new(canon.as_os_str().as_encoded_bytes()) else { continue };
-        let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
-        // SAFETY: a NUL-terminated path; the descriptor is checked and owned here.
-        let fd = unsafe { libc::open(c.as_ptr(), flags) };
-        if fd >= 0 {
-            // SAFETY: just opened.
-            kept.push((canon, unsafe { OwnedFd::from_raw_fd(fd) }));
-        }
-    }
-    let _ = KEPT.set((cwd, kept));
-}
-
-/// Opens `path` through a kept directory: `None` when no directory was kept (no chroot).
-fn open_kept(path: &std::path::Path, flags: libc::c_int) -> Option<io::Result<OwnedFd>> {
-    let (cwd, kept) = KEPT.get()?;
-    let abs = if path.is_absolute() { path.to_path_buf() } else { cwd.join(path) };
-    let best = kept
-        .iter()
-        .filter(|(dir, _)| abs.starts_with(dir))
-        .max_by_key(|(dir, _)| dir.as_os_str().len());
-    let Some((dir, fd)) = best else {
-        return Some(Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            "outside the configuration's directories kept before chroot",
-        )));
-    };
-    let rel = abs.strip_prefix(dir).unwrap_or(&abs);
-    let rel = if rel.as_os_str().is_empty() { std::path::Path::new(".") } else { rel };
-    let Ok(c) = CString::new(rel.as_os_str().as_encoded_bytes()) else {
-        return Some(Err(io::Error::from(io::ErrorKind::InvalidInput)));
-    };
-    use std::os::fd::AsRawFd;
-    // SAFETY: a valid directory descriptor and a NUL-terminated relative path.
-    let n = unsafe { libc::openat(fd.as_raw_fd(), c.as_ptr(), flags | libc::O_CLOEXEC) };
-    Some(check(n).map(|n| {
-        // SAFETY: just opened.
-        unsafe { OwnedFd::from_raw_fd(n) }
-    }))
-}
-
 /// The inode of a descriptor's file (two descriptors of one socket share it).
 pub fn inode(fd: &impl std::os::fd::AsFd) -> Option<u64> {
     use std::os::fd::AsRawFd;
@@ -89,7 +34,6 @@ pub fn inode(fd: &impl std::os::fd::AsFd) -> Option<u64> {
     (r == 0).then_some(st.st_ino)
 }
 
-/// Reads a whole file (after `chroot`, through the kept directories).
 /// An I/O error in the system's words, as C's `strerror()` gives them and HAProxy prints them
 /// ("Address already in use"), without Rust's " (os error N)".
 pub fn os_words(e: &io::Error) -> String {
@@ -101,68 +45,6 @@ pub fn os_words(e: &io::Error) -> String {
         Some(i) => text[..i].to_string(),
         None => text,
     }
-}
-
-pub fn read_file(path: &std::path::Path) -> io::Result<Vec<u8>> {
-    match open_kept(path, libc::O_RDONLY) {
-        None => std::fs::read(path),
-        Some(fd) => {
-            use std::io::Read;
-            let mut out = Vec::new();
-            std::fs::File::from(fd?).read_to_end(&mut out)?;
-            Ok(out)
-        }
-    }
-}
-
-/// Reads a whole text file (see [`read_file`]).
-pub fn read_file_string(path: &std::path::Path) -> io::Result<String> {
-    String::from_utf8(read_file(path)?)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8"))
-}
-
-/// Whether `path` is a directory (see [`read_file`]).
-pub fn is_dir(path: &std::path::Path) -> bool {
-    match open_kept(path, libc::O_RDONLY | libc::O_DIRECTORY) {
-        None => path.is_dir(),
-        Some(fd) => fd.is_ok(),
-    }
-}
-
-/// The regular files of directory `path` (see [`read_file`]).
-pub fn list_files(path: &std::path::Path) -> io::Result<Vec<std::path::PathBuf>> {
-    let Some(fd) = open_kept(path, libc::O_RDONLY | libc::O_DIRECTORY) else {
-        let entries = std::fs::read_dir(path)?;
-        return Ok(entries.flatten().map(|e| e.path()).filter(|p| p.is_file()).collect());
-    };
-    use std::os::fd::IntoRawFd;
-    let raw = fd?.into_raw_fd();
-    // SAFETY: `raw` is an open directory descriptor whose ownership passes to the stream.
-    let dir = unsafe { libc::fdopendir(raw) };
-    if dir.is_null() {
-        let e = io::Error::last_os_error();
-        // SAFETY: fdopendir failed: the descriptor is still ours to close.
-        unsafe { libc::close(raw) };
-        return Err(e);
-    }
-    let mut out = Vec::new();
-    loop {
-        // SAFETY: `dir` is a valid stream until closedir below.
-        let ent = unsafe { libc::readdir(dir) };
-        if ent.is_null() {
-            break;
-        }
-        // SAFETY: readdir returned a valid entry whose name is NUL-terminated.
-        let (name, kind) =
-            unsafe { (std::ffi::CStr::from_ptr((*ent).d_name.as_ptr()).to_owned(), (*ent).d_type) };
-        if kind == libc::DT_REG {
-            use std::os::unix::ffi::OsStrExt;
-            out.push(path.join(std::ffi::OsStr::from_bytes(name.as_bytes())));
-        }
-    }
-    // SAFETY: closes the stream (and its descriptor) once.
-    unsafe { libc::closedir(dir) };
-    Ok(out)
 }
 
 /// Shuts the read side of socket `fd` (its reader wakes and reads end of stream). The caller
@@ -614,6 +496,38 @@ pub fn monotonic_usec() -> u64 {
     // SAFETY: `ts` is a valid, writable timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1000
+}
+
+/// How child `pid` ended, as a shell reports it (its exit status, or 128 + the signal that
+/// killed it); `None` while it runs (`block`: wait for it).
+pub fn wait_child(pid: u32, block: bool) -> Option<i32> {
+    let mut status = 0;
+    let flags = if block { 0 } else { libc::WNOHANG };
+    loop {
+        // SAFETY: `status` is a valid int to write; plain syscall otherwise.
+        let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, flags) };
+        if r < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            continue;
+        }
+        if r <= 0 {
+            // Not ended yet, or not (any more) our child: nothing to wait for.
+            return (r < 0).then_some(1);
+        }
+        return Some(if libc::WIFEXITED(status) {
+            libc::WEXITSTATUS(status)
+        } else {
+            128 + libc::WTERMSIG(status)
+        });
+    }
+}
+
+/// This process gets SIGTERM when its parent ends; `false` when the parent (expected to be
+/// `parent`) already has.
+pub fn die_with_parent(parent: u32) -> bool {
+    // SAFETY: plain prctl with integer arguments.
+    let set = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0) } == 0;
+    // SAFETY: plain syscall.
+    set && unsafe { libc::getppid() } as u32 == parent
 }
 
 /// Duplicates descriptor `target_fd` of process `pid` into this process (Linux >= 5.6,

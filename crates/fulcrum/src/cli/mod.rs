@@ -8,6 +8,7 @@
 
 pub mod args;
 mod explain;
+mod master;
 mod reload;
 mod servers;
 
@@ -107,6 +108,9 @@ pub fn main(argv: &[String]) -> i32 {
         eprint!("{}", args::USAGE);
         return 1;
     }
+    // In master-worker mode the files read at start are kept: a jailed worker is answered
+    // from them (see `master`).
+    let recording = args.master_worker.then(crate::files::Recording::start);
     let mut out = Vec::new();
     let loaded = load_config(&args, &mut out);
     print_all(&out);
@@ -145,7 +149,7 @@ pub fn main(argv: &[String]) -> i32 {
     for w in crate::state_file::load(&config.global, &config.proxies, &plan.proxies.backends) {
         warning(w);
     }
-    start(&args, plan, sources)
+    start(&args, plan, sources, recording.map(crate::files::Recording::finish))
 }
 
 /// Builds the run-time plan, reporting its errors, with `extra` ones found beside it, into
@@ -279,8 +283,8 @@ fn read_sources(paths: &[PathBuf]) -> Result<Vec<Source>, String> {
     let mut sources = Vec::new();
     for path in paths {
         // Through `sys`: after `chroot`, a reload reads them through the directories kept.
-        let files = if crate::sys::is_dir(path) {
-            let mut files: Vec<PathBuf> = crate::sys::list_files(path)
+        let files = if crate::files::is_dir(path) {
+            let mut files: Vec<PathBuf> = crate::files::list(path)
                 .map_err(|e| open_error(path, &e))?
                 .into_iter()
                 .filter(|p| p.extension().is_some_and(|e| e == "cfg"))
@@ -291,7 +295,7 @@ fn read_sources(paths: &[PathBuf]) -> Result<Vec<Source>, String> {
             vec![path.clone()]
         };
         for f in files {
-            let text = crate::sys::read_file_string(&f).map_err(|e| open_error(&f, &e))?;
+            let text = crate::files::read_string(&f).map_err(|e| open_error(&f, &e))?;
             sources.push(Source { name: f.display().to_string(), text });
         }
     }
@@ -426,7 +430,12 @@ fn load_sources(sources: &[Source], quiet: bool, out: &mut Vec<String>) -> Optio
     None
 }
 
-fn start(args: &Args, plan: Plan, sources: Vec<Source>) -> i32 {
+fn start(
+    args: &Args,
+    plan: Plan,
+    sources: Vec<Source>,
+    files: Option<crate::files::Bundle>,
+) -> i32 {
     if args.debug {
         for flag in &args.ignored {
             notice(format!("option '{flag}' changes nothing in Fulcrum; ignored"));
@@ -444,10 +453,14 @@ fn start(args: &Args, plan: Plan, sources: Vec<Source>) -> i32 {
     if args.debug {
         notes.iter().for_each(notice);
     }
-    if let Err(e) = crate::log::forward::start(&plan.log_forwards) {
-        alert(e);
-        return 1;
-    }
+    // Bound now, served once the process is the one that stays (threads do not survive a fork).
+    let forwards = match crate::log::forward::bind(&plan.log_forwards) {
+        Ok(f) => f,
+        Err(e) => {
+            alert(e);
+            return 1;
+        }
+    };
     let per_worker = match open_listeners(&plan, nbthread, &mut inherited) {
         Ok(s) => {
             listener::remember(s.iter().flatten().map(|ws| &ws.socket.socket));
@@ -508,7 +521,22 @@ fn start(args: &Args, plan: Plan, sources: Vec<Source>) -> i32 {
     } else if write_pidfile(pid()).is_err() {
         return 1;
     }
-    if let Err(e) = drop_privileges(&plan.global, &args.configs) {
+    // Under chroot in master-worker mode, the master stays outside the jail (see `master`).
+    if args.master_worker && plan.global.chroot.is_some() {
+        match master::fork() {
+            Err(e) => {
+                alert(e);
+                return 1;
+            }
+            Ok(master::Role::Master { link, worker }) => {
+                drop((per_worker, api_sockets, plan, forwards));
+                return master::run(args, link, worker);
+            }
+            Ok(master::Role::Worker) => crate::files::serve(files.unwrap_or_default()),
+        }
+    }
+    forwards.run();
+    if let Err(e) = drop_privileges(&plan.global) {
         alert(e);
         return 1;
     }
@@ -733,7 +761,7 @@ fn show(addr: &cfg::BindAddr) -> String {
     }
 }
 
-fn drop_privileges(g: &cfg::Global, configs: &[PathBuf]) -> Result<(), String> {
+fn drop_privileges(g: &cfg::Global) -> Result<(), String> {
     let mut uid = None;
     let mut gid = None;
     if let Some(user) = &g.user {
@@ -763,19 +791,6 @@ fn drop_privileges(g: &cfg::Global, configs: &[PathBuf]) -> Result<(), String> {
             .next()
             .and_then(|a| a.rsplit('/').next().map(str::to_string))
             .unwrap_or_else(|| "fulcrum".into());
-        // What a reload reads again stays reachable: the configuration's directories (a
-        // configuration directory itself, or a file's parent) and the working directory.
-        let dirs: Vec<PathBuf> = configs
-            .iter()
-            .map(|c| {
-                if c.is_dir() {
-                    c.clone()
-                } else {
-                    c.parent().map(Path::to_path_buf).unwrap_or_default()
-                }
-            })
-            .collect();
-        crate::sys::keep_dirs(&dirs);
         crate::sys::chroot(dir)
             .map_err(|_| format!("[{program}.main()] Cannot chroot({}).", dir.display()))?;
     }

@@ -6,8 +6,9 @@
 //! until everything is ready: an invalid configuration, or a new address that cannot be bound,
 //! is reported and the running plan goes on. The listening sockets that stay are this
 //! process's own, duplicated (`Inherited::from_self`), so no connection waiting in their queues
-//! is refused. Under `chroot`, the files are read through the directories kept open before
-//! entering it (`sys::keep_dirs`). What only a restart can change (threads, privileges, `chroot`, the stats
+//! is refused. Under `chroot` in master-worker mode, the master reads the files outside the
+//! jail and hands them over (`link::files_for_reload`, see `master`); without a master they
+//! are read inside the jail. What only a restart can change (threads, privileges, `chroot`, the stats
 //! sockets, the process `maxconn`) is kept, with a warning naming it.
 //!
 //! Must not touch: the workers (the runtime hands them the generation) or server state beyond
@@ -200,8 +201,17 @@ fn reload(
         out
     };
     let mut out = Vec::new();
+    match crate::link::files_for_reload() {
+        // The master found the configuration invalid (its lines), or could not be asked.
+        Some(Err(lines)) => {
+            let master = |l: String| if l.starts_with('[') { l } else { alert_line(l) };
+            return Err(failed(lines.into_iter().map(master).collect()));
+        }
+        Some(Ok(files)) => crate::files::serve(files),
+        None => {}
+    }
     let Some((config, texts)) = super::load_config(args, &mut out) else {
-        return Err(failed(out));
+        return Err(failed(jailed(ctx, out)));
     };
     if !config.has_listener() {
         // The new worker would not start (HAProxy's new worker exits with these words).
@@ -219,8 +229,21 @@ fn reload(
     crate::rules::refs::end_reload(result.is_some());
     match result {
         Some((plan, per_worker)) => Ok((commit(ctx, current, plan, per_worker, out), texts)),
-        None => Err(failed(out)),
+        None => Err(failed(jailed(ctx, out))),
     }
+}
+
+/// A failed reload's lines, with a hint when the files were read inside a jail for want of a
+/// master outside it.
+fn jailed(ctx: &Context, mut out: Vec<String>) -> Vec<String> {
+    if let (Some(dir), false) = (&ctx.global.chroot, crate::link::has_master()) {
+        out.push(notice_line(format!(
+            "files were read inside the chroot '{}': in master-worker mode (-W, -Ws) the \
+             master reads them outside it.",
+            dir.display()
+        )));
+    }
+    out
 }
 
 /// The new plan and its listening sockets, or `None` (the reasons are in `out`).

@@ -113,15 +113,40 @@ pub fn parse<'a>(raw: &'a [u8]) -> Received<'a> {
     Received { level, facility, host, tag, pid, msg }
 }
 
-/// Binds every `log-forward` section's listeners and starts relaying; errors name the
-/// section and the address.
-pub fn start(forwards: &[(fulcrum_config::logfwd::LogForward, Arc<Logger>)]) -> Result<(), String> {
+/// A `log-forward` section's sockets, bound (at start-up, with the process's privileges) and
+/// not yet served.
+pub struct Bound {
+    dgram: Vec<(UdpSocket, Arc<Logger>)>,
+    stream: Vec<(TcpListener, Arc<Logger>, Option<Duration>)>,
+}
+
+/// Binds every `log-forward` section's sockets.
+pub fn bind(
+    forwards: &[(fulcrum_config::logfwd::LogForward, Arc<Logger>)],
+) -> Result<Bound, String> {
+    let mut bound = Bound { dgram: Vec::new(), stream: Vec::new() };
     for (f, logger) in forwards {
         for a in &f.dgram_binds {
             let sock = UdpSocket::bind(a).map_err(|e| {
                 format!("log-forward '{}' : cannot bind UDP socket ({e}) for {a}", f.name)
             })?;
-            let logger = Arc::clone(logger);
+            bound.dgram.push((sock, Arc::clone(logger)));
+        }
+        for a in &f.binds {
+            let l = TcpListener::bind(a).map_err(|e| {
+                format!("log-forward '{}' : cannot bind socket ({e}) for {a}", f.name)
+            })?;
+            bound.stream.push((l, Arc::clone(logger), f.timeout_client));
+        }
+    }
+    Ok(bound)
+}
+
+impl Bound {
+    /// Serves the sockets, each on a thread of its own (in the process that stays: threads do
+    /// not survive a fork).
+    pub fn run(self) {
+        for (sock, logger) in self.dgram {
             spawn(move || {
                 let mut buf = vec![0u8; 65536];
                 while let Ok(n) = sock.recv(&mut buf) {
@@ -129,12 +154,7 @@ pub fn start(forwards: &[(fulcrum_config::logfwd::LogForward, Arc<Logger>)]) -> 
                 }
             });
         }
-        for a in &f.binds {
-            let l = TcpListener::bind(a).map_err(|e| {
-                format!("log-forward '{}' : cannot bind socket ({e}) for {a}", f.name)
-            })?;
-            let logger = Arc::clone(logger);
-            let idle = f.timeout_client;
+        for (l, logger, idle) in self.stream {
             spawn(move || {
                 for conn in l.incoming().flatten() {
                     let logger = Arc::clone(&logger);
@@ -144,7 +164,6 @@ pub fn start(forwards: &[(fulcrum_config::logfwd::LogForward, Arc<Logger>)]) -> 
             });
         }
     }
-    Ok(())
 }
 
 fn spawn(f: impl FnOnce() + Send + 'static) {

@@ -278,7 +278,7 @@ impl Logger {
 fn target(t: &LogTarget) -> Result<Target, String> {
     let dest = match &t.addr {
         LogAddr::Inet { host, port } => {
-            let ip = crate::sys::resolve_host(host).map_err(|_| {
+            let ip = crate::files::resolve(host).map_err(|_| {
                 format!("parsing [{}] : log : invalid address: '{host}' in '{}'", t.span, t.written)
             })?;
             Dest::Inet(SocketAddr::new(ip, *port))

@@ -23,11 +23,13 @@ pub(super) fn error_message(
     sections: &[cfg::HttpErrorsSection],
 ) -> Result<Option<Vec<u8>>, String> {
     match src {
-        cfg::ErrorSource::File { path, span } => {
-            crate::sys::read_file(path).map(Some).map_err(|_| {
-                format!("parsing [{span}] : errorfile : error opening file '{}'.", path.display())
-            })
-        }
+        cfg::ErrorSource::File { path, span } => crate::files::read(path).map(Some).map_err(|e| {
+            let why = crate::sys::os_words(&e);
+            format!(
+                "parsing [{span}] : errorfile : error opening file '{}' : {why}.",
+                path.display()
+            )
+        }),
         cfg::ErrorSource::Location { code, url, .. } => {
             // HAProxy's errorloc answers, byte for byte.
             let line = if *code == 303 { "303 See Other" } else { "302 Found" };
@@ -45,8 +47,12 @@ pub(super) fn error_message(
         cfg::ErrorSource::Reply { reply, span } => match reply_message(reply, sections, span)? {
             Some(Some(raw)) => Ok(Some(raw.to_vec())),
             Some(None) => Ok(Some(fulcrum_http::reply::raw(reply.status, None, &[], b""))),
-            None => static_reply(reply).map(Some).map_err(|path| {
-                format!("parsing [{span}] : http-error : error opening file '{}'", path.display())
+            None => static_reply(reply).map(Some).map_err(|(path, e)| {
+                let why = crate::sys::os_words(&e);
+                format!(
+                    "parsing [{span}] : http-error : error opening file '{}' : {why}.",
+                    path.display()
+                )
             }),
         },
     }
@@ -60,9 +66,12 @@ pub(super) fn reply_message(
     span: &cfg::Span,
 ) -> Result<Option<Option<Arc<[u8]>>>, String> {
     match &r.body {
-        cfg::ReplyBody::ErrorFile(path) => crate::sys::read_file(path)
-            .map(|b| Some(Some(Arc::from(b))))
-            .map_err(|_| format!("parsing [{span}] : error opening file '{}'.", path.display())),
+        cfg::ReplyBody::ErrorFile(path) => {
+            crate::files::read(path).map(|b| Some(Some(Arc::from(b)))).map_err(|e| {
+                let why = crate::sys::os_words(&e);
+                format!("parsing [{span}] : error opening file '{}' : {why}.", path.display())
+            })
+        }
         cfg::ReplyBody::ErrorFilesOf(name) => {
             let Some(section) = sections.iter().find(|s| &s.name == name) else {
                 return Err(format!("parsing [{span}] : unknown http-errors section '{name}'."));
@@ -88,8 +97,8 @@ pub(super) fn renders(r: &cfg::Reply) -> bool {
 }
 
 /// An `http-error status` reply without log-format parts, rendered once into a raw response;
-/// `Err` names a `file` payload that cannot be read.
-fn static_reply(r: &cfg::Reply) -> Result<Vec<u8>, &std::path::Path> {
+/// `Err` names a `file` payload that cannot be read, and why.
+fn static_reply(r: &cfg::Reply) -> Result<Vec<u8>, (&std::path::Path, std::io::Error)> {
     let body: &[u8] = match &r.body {
         cfg::ReplyBody::String(s) => s.as_bytes(),
         cfg::ReplyBody::LfString(f) => f.text.as_bytes(),
@@ -98,7 +107,7 @@ fn static_reply(r: &cfg::Reply) -> Result<Vec<u8>, &std::path::Path> {
     let file_body;
     let body = match &r.body {
         cfg::ReplyBody::File(p) | cfg::ReplyBody::LfFile { path: p, .. } => {
-            file_body = crate::sys::read_file(p).map_err(|_| p.as_path())?;
+            file_body = crate::files::read(p).map_err(|e| (p.as_path(), e))?;
             &file_body[..]
         }
         _ => body,

@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use fulcrum_config as cfg;
 
+use crate::files::resolve;
 use crate::server::state::{Admin, Check};
 use crate::server::{kill, Policy, Server, Target};
-use crate::sys::resolve_host as resolve;
 
 /// The servers of backend `p`; errors and warnings name the line they come from.
 pub fn build(

@@ -145,9 +145,11 @@ impl<'a> Compiler<'a> {
                     m.file.note_use((refs::rank(&at.file), at.line), used_at.clone());
                     return Ok(Arc::clone(m));
                 }
-                // HAProxy's words (it does not say why).
-                let text = crate::sys::read_file_string(path)
-                    .map_err(|_| format!("failed to open pattern file <{}>.", path.display()))?;
+                // HAProxy's words, and why (HAProxy does not say).
+                let text = crate::files::read_string(path).map_err(|e| {
+                    let why = crate::sys::os_words(&e);
+                    format!("failed to open pattern file <{}> : {why}.", path.display())
+                })?;
                 let order = (refs::rank(&at.file), at.line);
                 let m = maps::LiveMap::load(path, map_method(kind), &text, used_at.clone(), order)
                     .map_err(|(line, err)| {
@@ -250,11 +252,12 @@ impl<'a> Compiler<'a> {
         let body = match &r.body {
             cfg::ReplyBody::None => ReplyBody::None,
             cfg::ReplyBody::String(s) => ReplyBody::Bytes(Arc::from(s.as_bytes())),
-            cfg::ReplyBody::File(p) => match crate::sys::read_file(p) {
+            cfg::ReplyBody::File(p) => match crate::files::read(p) {
                 Ok(b) => ReplyBody::Bytes(Arc::from(b)),
-                Err(_) => {
-                    let p = p.display();
-                    self.errors.push(format!("parsing [{span}] : error opening file '{p}'."));
+                Err(e) => {
+                    let (p, why) = (p.display(), crate::sys::os_words(&e));
+                    self.errors
+                        .push(format!("parsing [{span}] : error opening file '{p}' : {why}."));
                     ReplyBody::None
                 }
             },
@@ -623,8 +626,10 @@ fn add_patterns(
     b.add_words(&words).map_err(|e| e.to_string())?;
     let mut texts = Vec::with_capacity(a.files.len());
     for f in &a.files {
-        let text = crate::sys::read_file_string(f)
-            .map_err(|_| format!("failed to open pattern file <{}>.", f.display()))?;
+        let text = crate::files::read_string(f).map_err(|e| {
+            let why = crate::sys::os_words(&e);
+            format!("failed to open pattern file <{}> : {why}.", f.display())
+        })?;
         b.add_file(&text).map_err(|(line, e)| {
             format!("failed to add pattern at line {line} of file <{}> : {e}", f.display())
         })?;
@@ -675,8 +680,10 @@ pub fn lf_file(
     ctx: fulcrum_config::sample::Ctx,
     be_cap: bool,
 ) -> Result<cfg::LogFormat, String> {
-    let text = crate::sys::read_file(path)
-        .map_err(|_| format!("'lf-file' : error opening file '{}'.", path.display()))?;
+    let text = crate::files::read(path).map_err(|e| {
+        let why = crate::sys::os_words(&e);
+        format!("'lf-file' : error opening file '{}' : {why}.", path.display())
+    })?;
     let text = String::from_utf8_lossy(&text).into_owned();
     let mut f = fulcrum_config::logformat::parse_in(&text, ctx, be_cap)?;
     f.text = text;

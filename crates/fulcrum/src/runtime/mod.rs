@@ -4,7 +4,7 @@
 //! a new *generation* (the new plan's listening sockets, check tasks and shared state) and the
 //! old generation's frontends retire; and stopping: SIGUSR1 soft stop (close listeners, finish
 //! live sessions, exit), SIGTERM/SIGINT hard stop (exit 0 at once). It sends systemd's
-//! notifications (`sys::notify_service`, under `-Ws`). What the main thread starts beside the
+//! notifications (`link::notify`, under `-Ws`). What the main thread starts beside the
 //! workers (the runtime API) is handed in as `OnStart`.
 //!
 //! Must not touch: config parsing and plan building (`cli::reload` builds a generation) or what
@@ -202,7 +202,7 @@ async fn supervise(
     let grace = tokio::time::sleep(std::time::Duration::from_secs(86400 * 365));
     tokio::pin!(grace);
     let mut grace_armed = false;
-    crate::sys::notify_service("READY=1");
+    crate::link::notify("READY=1");
     loop {
         tokio::select! {
             _ = usr2.recv() => {
@@ -282,14 +282,14 @@ fn reload(
 ) -> Result<Vec<String>, Vec<String>> {
     let files = matches!(edit, Edit::Files);
     if files {
-        crate::sys::notify_service(&format!(
+        crate::link::notify(&format!(
             "RELOADING=1\nMONOTONIC_USEC={}",
             crate::sys::monotonic_usec()
         ));
     }
     let result = reloader(shared, edit);
     if files {
-        crate::sys::notify_service("READY=1");
+        crate::link::notify("READY=1");
     }
     let next = match result {
         Ok(n) => n,

@@ -48,8 +48,8 @@ fn is_companion(p: &Path) -> bool {
 /// Loads `crt <path>`: a file, a directory of files, or HAProxy's multi-cert bundle
 /// (`<path>.rsa`, `<path>.ecdsa`, `<path>.dsa` when `<path>` itself does not exist).
 pub fn load_crt(path: &Path, warnings: &mut Vec<String>) -> Result<Vec<Loaded>, String> {
-    if crate::sys::is_dir(path) {
-        let mut files = crate::sys::list_files(path)
+    if crate::files::is_dir(path) {
+        let mut files = crate::files::list(path)
             .map_err(|e| format!("unable to scan directory '{}' : {e}.", path.display()))?;
         files.sort();
         let mut out = Vec::new();
@@ -59,11 +59,11 @@ pub fn load_crt(path: &Path, warnings: &mut Vec<String>) -> Result<Vec<Loaded>, 
         return Ok(out);
     }
     match load_file(path, warnings) {
-        Err(e) if crate::sys::read_file(path).is_err() => {
+        Err(e) if crate::files::read(path).is_err() => {
             let mut out = Vec::new();
             for ext in ["rsa", "ecdsa", "dsa"] {
                 let p = PathBuf::from(format!("{}.{ext}", path.display()));
-                if crate::sys::read_file(&p).is_ok() {
+                if crate::files::read(&p).is_ok() {
                     out.push(load_file(&p, warnings)?);
                 }
             }
@@ -79,7 +79,7 @@ pub fn load_crt(path: &Path, warnings: &mut Vec<String>) -> Result<Vec<Loaded>, 
 /// Loads one PEM bundle: certificates (leaf first), and the key from it or `<file>.key`.
 pub fn load_file(path: &Path, warnings: &mut Vec<String>) -> Result<Loaded, String> {
     let shown = path.display();
-    let pem = crate::sys::read_file(path).map_err(|e| {
+    let pem = crate::files::read(path).map_err(|e| {
         format!(
             "unable to stat SSL certificate from file '{shown}' : {}.",
             crate::sys::os_words(&e)
@@ -95,7 +95,7 @@ pub fn load_file(path: &Path, warnings: &mut Vec<String>) -> Result<Loaded, Stri
         Ok(k) => k,
         Err(_) => {
             let key_path = PathBuf::from(format!("{shown}.key"));
-            let text = crate::sys::read_file(&key_path)
+            let text = crate::files::read(&key_path)
                 .map_err(|_| format!("unable to load SSL private key from PEM file '{shown}'."))?;
             PrivateKeyDer::from_pem_slice(&text).map_err(|_| {
                 format!("unable to load SSL private key from PEM file '{}'.", key_path.display())
@@ -107,11 +107,11 @@ pub fn load_file(path: &Path, warnings: &mut Vec<String>) -> Result<Loaded, Stri
     let mut ck = CertifiedKey::new(certs, signer);
     // `<file>.ocsp`: a DER OCSP response, checked then stapled to every handshake.
     let ocsp_path = PathBuf::from(format!("{shown}.ocsp"));
-    if let Ok(der) = crate::sys::read_file(&ocsp_path) {
+    if let Ok(der) = crate::files::read(&ocsp_path) {
         ck.ocsp = ocsp_for(&ck.cert, path, &ocsp_path, der, warnings)?;
     }
     let sctl = PathBuf::from(format!("{shown}.sctl"));
-    if crate::sys::read_file(&sctl).is_ok() {
+    if crate::files::read(&sctl).is_ok() {
         warnings.push(format!(
             "'{}': Certificate Transparency lists are not sent yet (rustls has no support).",
             sctl.display()
@@ -164,7 +164,7 @@ fn ocsp_for(
     let not_issuer = || {
         format!("'{}' is not the issuer of the certificate in '{shown}'.", issuer_path.display())
     };
-    let issuer_der = match crate::sys::read_file(&issuer_path) {
+    let issuer_der = match crate::files::read(&issuer_path) {
         Ok(pem) => Some(CertificateDer::from_pem_slice(&pem).map_err(|_| not_issuer())?),
         Err(_) => None,
     };
@@ -199,7 +199,7 @@ pub fn load_crt_list(
     bind: &fulcrum_config::BindTls,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Loaded>, String> {
-    let text = crate::sys::read_file_string(path).map_err(|e| {
+    let text = crate::files::read_string(path).map_err(|e| {
         format!("unable to open crt-list file '{}' : {}.", path.display(), crate::sys::os_words(&e))
     })?;
     let mut out = Vec::new();
@@ -365,7 +365,7 @@ pub fn load_cas(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
     } else {
         path
     };
-    let pem = crate::sys::read_file(path).map_err(|e| {
+    let pem = crate::files::read(path).map_err(|e| {
         format!("unable to load CA file '{}' : {}.", path.display(), crate::sys::os_words(&e))
     })?;
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem)
@@ -381,7 +381,7 @@ pub fn load_cas(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
 pub fn load_crls(
     path: &Path,
 ) -> Result<Vec<rustls::pki_types::CertificateRevocationListDer<'static>>, String> {
-    let pem = crate::sys::read_file(path)
+    let pem = crate::files::read(path)
         .map_err(|e| format!("unable to load CRL file '{}' : {e}.", path.display()))?;
     rustls::pki_types::CertificateRevocationListDer::pem_slice_iter(&pem)
         .collect::<Result<_, _>>()
@@ -394,11 +394,11 @@ pub fn load_client_cert(
     warnings: &mut Vec<String>,
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
     let l = load_file(path, warnings)?;
-    let pem = crate::sys::read_file(path).map_err(|e| e.to_string())?;
+    let pem = crate::files::read(path).map_err(|e| e.to_string())?;
     let key = PrivateKeyDer::from_pem_slice(&pem)
         .or_else(|_| {
             let kp = PathBuf::from(format!("{}.key", path.display()));
-            let t = crate::sys::read_file(&kp).map_err(|e| e.to_string())?;
+            let t = crate::files::read(&kp).map_err(|e| e.to_string())?;
             PrivateKeyDer::from_pem_slice(&t).map_err(|e| e.to_string())
         })
         .map_err(|e| {

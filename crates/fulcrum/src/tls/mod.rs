@@ -280,7 +280,7 @@ fn build_config(
         if let Some(path) = &t.tls_ticket_keys {
             let path = certs::with_base(path, g.crt_base.as_deref());
             let shown = path.display().to_string();
-            let text = crate::sys::read_file_string(&path).map_err(|e| {
+            let text = crate::files::read_string(&path).map_err(|e| {
                 vec![format!(
                     "{who} : failed to load keys from '{shown}' : {}.",
                     crate::sys::os_words(&e)

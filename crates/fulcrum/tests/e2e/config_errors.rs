@@ -86,7 +86,7 @@ fn bad_configurations_get_exact_diagnostics_and_status_1() {
             // HAProxy reads a mode tcp proxy's error files too, and refuses a missing one.
             "tcp-errorfile",
             format!("defaults\n{T}listen t\n mode tcp\n bind 127.0.0.1:1\n errorfile 503 /nonexistent/503.http\n server s 127.0.0.1:2\n"),
-            &["[ALERT] : config : parsing [check.cfg:8] : errorfile : error opening file '/nonexistent/503.http'."],
+            &["[ALERT] : config : parsing [check.cfg:8] : errorfile : error opening file '/nonexistent/503.http' : No such file or directory."],
         ),
         (
             // The files other lines draw on are opened despite a syntax error, and every
@@ -96,8 +96,8 @@ fn bad_configurations_get_exact_diagnostics_and_status_1() {
             &[
                 "[ALERT] : config : parsing [check.cfg:7] : 'bind 127.0.0.1:2' in section 'listen' : unable to stat SSL certificate from file '/nonexistent/c.pem' : No such file or directory.",
                 "[ALERT] : config : parsing [check.cfg:8] : unexpected character 'x' in 'timeout client'",
-                "[ALERT] : config : parsing [check.cfg:9] : errorfile : error opening file '/nonexistent/503.http'.",
-                "[ALERT] : config : parsing [check.cfg:10] : error detected while parsing ACL 'a' : failed to open pattern file </nonexistent/a.lst>.",
+                "[ALERT] : config : parsing [check.cfg:9] : errorfile : error opening file '/nonexistent/503.http' : No such file or directory.",
+                "[ALERT] : config : parsing [check.cfg:10] : error detected while parsing ACL 'a' : failed to open pattern file </nonexistent/a.lst> : No such file or directory.",
             ],
         ),
         (
@@ -271,11 +271,11 @@ fn the_check_opens_every_file_a_start_reads_and_reports_each_missing_one_once() 
         lines,
         [
             // In line order, as HAProxy 2.6 (the plan's order was its own).
-            "[ALERT] : config : parsing [check.cfg:9] : errorfile : error opening file '/nonexistent/504.http'.",
-            "[ALERT] : config : parsing [check.cfg:11] : error detected while parsing ACL 'bad' : failed to open pattern file </nonexistent/paths.lst>.",
-            "[ALERT] : config : parsing [check.cfg:13] : failed to open pattern file </nonexistent/hosts.map>.",
-            "[ALERT] : config : parsing [check.cfg:15] : error opening file '/nonexistent/x.txt'.",
-            "[ALERT] : config : parsing [check.cfg:16] : http-error : error opening file '/nonexistent/502.txt'",
+            "[ALERT] : config : parsing [check.cfg:9] : errorfile : error opening file '/nonexistent/504.http' : No such file or directory.",
+            "[ALERT] : config : parsing [check.cfg:11] : error detected while parsing ACL 'bad' : failed to open pattern file </nonexistent/paths.lst> : No such file or directory.",
+            "[ALERT] : config : parsing [check.cfg:13] : failed to open pattern file </nonexistent/hosts.map> : No such file or directory.",
+            "[ALERT] : config : parsing [check.cfg:15] : error opening file '/nonexistent/x.txt' : No such file or directory.",
+            "[ALERT] : config : parsing [check.cfg:16] : http-error : error opening file '/nonexistent/502.txt' : No such file or directory.",
             "[ALERT] : config : Error(s) found in configuration file : check.cfg",
             "[ALERT] : config : Fatal errors found in configuration.",
         ]

@@ -175,6 +175,17 @@ pub fn testserver_at(listen: &str, mode: &str, name: &str) -> TestServer {
     TestServer { proc, addr, name: name.to_string() }
 }
 
+/// The child process of `parent` (its first found), from `/proc/<pid>/stat`.
+pub fn child_of(parent: u32) -> Option<u32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+        // `pid (comm) state ppid ...`: the comm may hold spaces and parentheses.
+        let ppid: u32 = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()?;
+        (ppid == parent).then_some(pid)
+    })
+}
+
 /// A port on which nothing listens (bound then closed).
 pub fn dead_addr() -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind");

@@ -120,37 +120,99 @@ fn set_dumpable_keeps_a_process_that_changed_user_dumpable() {
     assert_eq!(owner("", "not-dumpable"), 0, "without it they stay root's");
 }
 
-/// `chroot`: once started, the process lives in an empty directory and still proxies, checks
-/// its servers (addresses are resolved before) and reloads.
+/// `chroot` in master-worker mode (`-W`), as HAProxy runs it: the master stays outside the
+/// jail, the worker inside proxies and checks its servers (addresses resolved before) and keeps
+/// no directory outside open; on SIGUSR2 to the master the worker reloads with the error files
+/// and maps the master read outside the jail (not under the configuration's directory); a file
+/// that cannot be read fails the reload with its name and reason; SIGTERM ends both, 0.
 #[test]
 #[cfg_attr(not_root, ignore = "entering a chroot needs root (see crates/fulcrum/build.rs)")]
-fn a_chroot_confines_the_running_process_which_still_proxies_checks_and_reloads() {
+fn under_chroot_the_master_stays_outside_and_reads_the_files_of_each_reload() {
     let srv = testserver("http", "s");
     let jail = scratch("chroot-jail");
+    let etc = scratch("chroot-etc");
+    let (errors, map) = (etc.join("503.http"), etc.join("tags.map"));
+    let answer = |body: &str| format!("HTTP/1.0 503 Service Unavailable\r\n\r\n{body}\n");
+    std::fs::write(&errors, answer("first")).expect("errorfile");
+    std::fs::write(&map, "/ one\n").expect("map");
     let cfg = format!(
-        "global\n chroot {}\n{ECHO_CFG}listen px\n mode http\n bind {{fe0}}\n\
-         server s {} check inter 100ms\n",
+        "global\n chroot {}\ndefaults\n mode http\n timeout connect 1s\n timeout client 10s\n \
+         timeout server 10s\n errorfile 503 {}\nlisten px\n bind {{fe0}}\n \
+         http-response set-header X-Tag %[str(/),map({},none)]\n \
+         use_backend dead if {{ path /dead }}\n server s {} check inter 100ms\n\
+         backend dead\n server d {}\n",
         jail.display(),
-        srv.addr
+        errors.display(),
+        map.display(),
+        srv.addr,
+        dead_addr()
     );
-    let px = fulcrum("chroot", &cfg);
+    let mut px = fulcrum_with("chroot", &cfg, &["-W"]);
+    let tag = |px: &Fulcrum| get_with(px.addr(), "/", "").1.to_ascii_lowercase();
     assert!(
-        eventually(Duration::from_secs(5), || http_get(px.addr(), "/").is_some()),
-        "no answer from the chrooted process"
+        eventually(Duration::from_secs(5), || tag(&px).contains("x-tag: one")),
+        "no answer from the chrooted worker: {}",
+        px.proc.log_text()
     );
-    // Its root is the jail: /proc/<pid>/root points there.
-    let root = std::fs::read_link(format!("/proc/{}/root", px.proc.child.id()));
-    assert_eq!(root.ok(), Some(jail.canonicalize().expect("jail")));
-    // A reload still reads the configuration (through its directory, kept before chroot).
-    let path = px.dir.join("fulcrum.cfg");
-    let text = std::fs::read_to_string(&path).expect("cfg");
-    std::fs::write(&path, format!("{text} http-response set-header X-Reloaded yes\n"))
-        .expect("cfg");
+    let master = px.proc.pid();
+    let worker = child_of(master).expect("the master has a worker");
+    let root = |pid: u32| std::fs::read_link(format!("/proc/{pid}/root")).expect("root");
+    assert_eq!(root(worker), jail.canonicalize().expect("jail"));
+    assert_eq!(root(master), std::path::PathBuf::from("/"), "the master stays outside");
+    let dirs: Vec<String> = std::fs::read_dir(format!("/proc/{worker}/fd"))
+        .expect("fds")
+        .flatten()
+        .filter(|fd| std::fs::metadata(fd.path()).is_ok_and(|m| m.is_dir()))
+        .map(|fd| format!("{:?}", std::fs::read_link(fd.path())))
+        .collect();
+    assert!(dirs.is_empty(), "the worker holds directories open: {dirs:?}");
+    assert_eq!(get_with(px.addr(), "/dead", "").2, "first\n");
+    // A reload reads the files again, outside the jail.
+    std::fs::write(&errors, answer("second")).expect("errorfile");
+    std::fs::write(&map, "/ two\n").expect("map");
     px.proc.signal(libc::SIGUSR2);
-    let reloaded = eventually(Duration::from_secs(5), || {
-        get_with(px.addr(), "/", "").1.to_ascii_lowercase().contains("x-reloaded: yes")
-    });
-    assert!(reloaded, "the chrooted process reloaded: {}", px.proc.log_text());
+    let reloaded = eventually(Duration::from_secs(5), || tag(&px).contains("x-tag: two"));
+    assert!(reloaded, "the worker reloaded: {}", px.proc.log_text());
+    assert_eq!(get_with(px.addr(), "/dead", "").2, "second\n");
+    assert_eq!(child_of(master), Some(worker), "the same worker reloaded in place");
+    // A file gone: the reload fails with its name and why, and nothing changes.
+    std::fs::remove_file(&errors).expect("rm");
+    px.proc.signal(libc::SIGUSR2);
+    let said = format!("error opening file '{}' : No such file or directory.", errors.display());
+    assert!(
+        eventually(Duration::from_secs(5), || px.proc.log_text().contains("Reload failed")),
+        "{}",
+        px.proc.log_text()
+    );
+    assert!(px.proc.log_text().contains(&said), "{}", px.proc.log_text());
+    assert_eq!(get_with(px.addr(), "/dead", "").2, "second\n");
+    // (Back for the `explain` cross-check, which reads the configuration when the test ends.)
+    std::fs::write(&errors, answer("second")).expect("errorfile");
+    px.proc.signal(libc::SIGTERM);
+    let st = px.proc.wait_exit(Duration::from_secs(5)).expect("the master exits");
+    assert_eq!(st.code(), Some(0));
+    assert!(!std::path::Path::new(&format!("/proc/{worker}")).exists(), "the worker ended too");
+}
+
+/// Without a master, a chrooted process reads its files inside the jail when it reloads: a
+/// configuration outside it fails the reload, which says why and what to do.
+#[test]
+#[cfg_attr(not_root, ignore = "entering a chroot needs root (see crates/fulcrum/build.rs)")]
+fn under_chroot_without_a_master_a_reload_says_the_files_were_read_in_the_jail() {
+    let echo = testserver("echo", "e");
+    let jail = scratch("chroot-alone");
+    let px = fulcrum("chroot-alone", &echo_cfg(&format!(" chroot {}", jail.display()), echo.addr));
+    let mut s = connect(px.addr());
+    assert_eq!(echo_roundtrip(&mut s, b"hi"), b"hi");
+    px.proc.signal(libc::SIGUSR2);
+    let hint = format!("files were read inside the chroot '{}'", jail.display());
+    assert!(
+        eventually(Duration::from_secs(5), || px.proc.log_text().contains(&hint)),
+        "{}",
+        px.proc.log_text()
+    );
+    assert!(px.proc.log_text().contains("Reload failed: nothing was changed."));
+    assert_eq!(echo_roundtrip(&mut s, b"still"), b"still");
 }
 
 /// A `chroot` directory the process cannot enter stops the start with HAProxy's message.
@@ -221,9 +283,21 @@ fn daemon_mode_writes_the_pid_file_and_serves() {
     let dir = scratch("daemon");
     let cfg = dir.join("d.cfg");
     let pidfile = dir.join("fulcrum.pid");
+    // A `log-forward` section is served by the daemon (its threads start after the fork).
+    let syslog = std::net::UdpSocket::bind("127.0.0.1:0").expect("syslog");
+    syslog.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    let fwd = std::net::UdpSocket::bind("127.0.0.1:0").expect("port");
+    let fwd_addr = fwd.local_addr().expect("addr");
+    drop(fwd);
     std::fs::write(
         &cfg,
-        format!("global\n daemon\n pidfile {}\n{ECHO_CFG}listen px\n bind 127.0.0.1:{port}\n server e {}\n", pidfile.display(), echo.addr),
+        format!(
+            "global\n daemon\n pidfile {}\n{ECHO_CFG}listen px\n bind 127.0.0.1:{port}\n server e {}\n\
+             log-forward lf\n dgram-bind {fwd_addr}\n log {} local0\n",
+            pidfile.display(),
+            echo.addr,
+            syslog.local_addr().expect("addr")
+        ),
     )
     .expect("cfg");
     let start = Instant::now();
@@ -235,6 +309,12 @@ fn daemon_mode_writes_the_pid_file_and_serves() {
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
     let mut s = connect(addr);
     assert_eq!(echo_roundtrip(&mut s, b"d"), b"d");
+    let sender = std::net::UdpSocket::bind("127.0.0.1:0").expect("sender");
+    let msg = b"<134>Nov 29 10:00:00 host app[1]: through the daemon";
+    sender.send_to(msg, fwd_addr).expect("send");
+    let mut buf = [0u8; 512];
+    let n = syslog.recv(&mut buf).expect("the daemon forwarded the line");
+    assert!(String::from_utf8_lossy(&buf[..n]).contains("app[1]: through the daemon"));
     // SAFETY: kill(2) on the daemon this test started (pid read from its pid file).
     unsafe { libc::kill(pid, libc::SIGTERM) };
     assert!(eventually(Duration::from_secs(3), || !std::path::Path::new(&format!("/proc/{pid}"))

@@ -222,8 +222,8 @@ fn lintian_finds_no_error_in_the_package() {
 
 /// The default configuration run as `fulcrum.service` runs it (`-Ws -f $CONFIG -p $PIDFILE -S
 /// ...`, under a `NOTIFY_SOCKET`), its chroot, sockets and user moved to a scratch directory:
-/// systemd hears READY=1 from inside the chroot, RELOADING=1 then READY=1 on a reload, and
-/// SIGTERM (systemctl stop) ends it with status 0.
+/// systemd hears READY=1 from the jailed worker through its master, RELOADING=1 then READY=1
+/// on a reload, and SIGTERM (systemctl stop) ends it with status 0.
 #[test]
 #[cfg_attr(no_dpkg_deb, ignore = "dpkg-deb is not installed (see crates/fulcrum/build.rs)")]
 #[cfg_attr(not_root, ignore = "needs root for chroot and user (see crates/fulcrum/build.rs)")]
@@ -255,10 +255,13 @@ fn the_default_configuration_starts_under_systemd_as_the_unit_runs_it() {
         .spawn()
         .expect("start fulcrum");
     let mut proc = Proc { child, log: None, explain: None };
-    assert_eq!(recv(), "READY=1", "ready, from inside the chroot");
+    assert_eq!(recv(), "READY=1", "ready, from inside the chroot (through the master)");
+    // The pid file and systemd know the master, which stays outside the jail; its worker is in.
     assert_eq!(read(&pidfile).trim(), proc.pid().to_string());
-    let root = std::fs::read_link(format!("/proc/{}/root", proc.pid())).expect("root");
-    assert_eq!(root, jail.canonicalize().expect("jail"));
+    let worker = crate::harness::child_of(proc.pid()).expect("a worker");
+    let root = |pid: u32| std::fs::read_link(format!("/proc/{pid}/root")).expect("root");
+    assert_eq!(root(worker), jail.canonicalize().expect("jail"));
+    assert_eq!(root(proc.pid()), std::path::PathBuf::from("/"));
     assert!(eventually(Duration::from_secs(5), || master.exists()));
     let out = api(&master, "reload");
     assert!(out.starts_with("Success=1\n"), "{out}");
