@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/slow_clients.py: memory per slow client (issue 37 §7), a proxy beside HAProxy 2.6.
 
-  python3 bench/slow_clients.py BIN PORT N     # e.g. target/release/fulcrum 24501 3500
+  python3 bench/slow_clients.py BIN PORT N     # e.g. target/release/fulcrum 24501 10000
 
 Starts BIN (fulcrum or haproxy) on a config answering every request itself, sends 20 whole
 requests (warm-up), reads its RSS, then opens N connections that each send the start of a
@@ -18,8 +18,10 @@ import time
 
 bin_, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 cfg_path = os.path.join(tempfile.mkdtemp(prefix="slow-clients-"), "proxy.cfg")
+# `maxconn` just above N: HAProxy asks for 2 descriptors per connection (and refuses to start
+# beyond the hard limit: 20,000 allows N = 9,800 at most); Fulcrum as many.
 cfg = f"""global
-    maxconn 4000
+    maxconn {n + 50}
 defaults
     mode http
     timeout client 60s

@@ -47,6 +47,19 @@ impl RecvBuf {
         }
     }
 
+    /// Buffers `bytes` (a request's head begun before its connection rested) in a pool
+    /// buffer; nothing must be buffered yet.
+    pub fn put(&mut self, bytes: &[u8]) {
+        debug_assert!(self.is_empty());
+        let mut buf = Buf::take();
+        let n = bytes.len().min(buf.len());
+        buf[..n].copy_from_slice(&bytes[..n]);
+        (self.buf, self.start, self.end) = (Some(buf), 0, n);
+        if n == 0 {
+            self.clear();
+        }
+    }
+
     /// Forgets everything buffered.
     pub fn clear(&mut self) {
         self.start = 0;

@@ -251,12 +251,18 @@ async fn serve_with<'a>(
         }
         Start::Resume(r) => {
             let client = Peer::Bytes(r.client);
-            (client, r.peer, r.dst_port, r.bind_no, r.requests, r.more, (None, None, None))
+            let more = r.more.map(|mut m| {
+                if let Some(p) = m.pending.as_mut() {
+                    p.deadline = r.deadline;
+                }
+                m
+            });
+            (client, r.peer, r.dst_port, r.bind_no, r.requests, more, (None, None, None))
         }
     };
-    let (local, pp, vars, own, mut idle_since) = match more {
-        Some(m) => (m.local, m.pp, m.vars, m.own, m.idle_since),
-        None => (given.0, given.1, given.2.map(|v| *v).unwrap_or_default(), None, None),
+    let (local, pp, vars, own, mut idle_since, mut resumed) = match more {
+        Some(m) => (m.local, m.pp, m.vars, m.own, m.idle_since, m.pending),
+        None => (given.0, given.1, given.2.map(|v| *v).unwrap_or_default(), None, None, None),
     };
     let mut s = Session {
         fe,
@@ -295,6 +301,9 @@ async fn serve_with<'a>(
         s.local = socket2::SockRef::from(s.conn()).local_addr().ok().and_then(|a| a.as_socket());
     }
     s.sync_addrs();
+    if let Some(p) = &resumed {
+        s.cbuf.put(&p.bytes);
+    }
 
     loop {
         s.t.o = Outcome { want_server_addrs: s.logs && fe.log.server_addrs, ..Outcome::default() };
@@ -303,7 +312,7 @@ async fn serve_with<'a>(
         if s.logs {
             s.t.o.marks.start = Some(idle_since.take().unwrap_or_else(crate::clock::now));
         }
-        match s.read_request().await {
+        match s.read_request(resumed.take()).await {
             // Counted as it arrives (HAProxy's `cum_req`): the stats show the request in flight.
             Ok(Read::Request) => Counters::inc(&fe.counters.requests),
             // (Only an HTTP/1 connection's session rests or turns into HTTP/2: an HTTP/2
@@ -405,7 +414,8 @@ impl Session<'_> {
     /// Reads until a complete request head is parsed into `self.t.req`. `Ok(false)`: the client
     /// closed or stayed idle past the keep-alive timeout (nothing to answer). `Err(status)`: a
     /// bad or late request, to be answered with `status`.
-    async fn read_request(&mut self) -> Result<Read, Refused> {
+    /// `resumed`: the request whose head had begun when the connection rested.
+    async fn read_request(&mut self, resumed: Option<Box<rest::Pending>>) -> Result<Read, Refused> {
         let t = &self.fe.timeouts;
         let first = self.requests == 0;
         let request_timeout = t.http_request.or(t.client);
@@ -426,6 +436,12 @@ impl Session<'_> {
             self.t.o.marks.request_begin = Some(now);
         }
         let mut deadline = if started { request_timeout } else { idle_timeout }.map(|d| now + d);
+        if let Some(p) = resumed {
+            deadline = p.deadline;
+            if self.logs {
+                self.t.o.marks.request_begin = p.began.or(self.t.o.marks.request_begin);
+            }
+        }
         // Once a later request has begun, `timeout http-request` counts from its first bytes;
         // computed only if the head is not complete at once.
         let mut started_late = false;
@@ -487,8 +503,15 @@ impl Session<'_> {
             // within `REST_AFTER` the session rests, and resting connections close at once on a
             // soft stop.
             let read = self.cbuf.fill(&self.client);
-            // Between requests, the full session waits only a little; then it rests.
-            let rest_at = (!started && !first).then(|| now + REST_AFTER);
+            // Between requests, the full session waits only a little; then it rests. So does
+            // an HTTP/1 request whose head stops coming half-way (a slow client).
+            let rest_at = if !started && !first {
+                Some(now + REST_AFTER)
+            } else if started && matches!(self.client, Peer::Bytes(_)) {
+                Some(Instant::now() + REST_AFTER)
+            } else {
+                None
+            };
             let wait_until = match (deadline, rest_at) {
                 (Some(d), Some(r)) => Some(d.min(r)),
                 (d, r) => d.or(r),

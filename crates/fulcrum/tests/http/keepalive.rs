@@ -131,6 +131,42 @@ fn timeout_http_request_also_bounds_a_second_request_on_a_kept_connection() {
     });
 }
 
+/// A slow client: a head in pieces with pauses longer than a session waits before it rests
+/// (its bytes so far are kept while it rests), served whole; then a second head that stops
+/// half-way gets its 408 when `timeout http-request` has run from its first byte, not from
+/// its last piece.
+#[test]
+fn a_head_sent_in_slow_pieces_is_served_and_timed_from_its_first_byte() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, " timeout http-request 600ms\n timeout http-keep-alive 2s\n"));
+        let mut cl = px.client();
+        let pieces: [&[u8]; 4] =
+            [b"GET /?s=3 HT", b"TP/1.1\r\nHo", b"st: t\r\nX-A: 1\r\n", b"\r\n"];
+        for (i, piece) in pieces.iter().enumerate() {
+            if i > 0 {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            cl.send(piece);
+        }
+        let r = cl.read();
+        assert_eq!((r.status, r.body.len()), (200, 3));
+        let start = Instant::now();
+        cl.send(b"GET / HTTP/1.1\r\n");
+        std::thread::sleep(Duration::from_millis(300));
+        cl.send(b"Host: t\r\n");
+        let r = cl.read();
+        let took = start.elapsed();
+        assert_eq!(r.status, 408);
+        assert!(
+            took >= Duration::from_millis(550) && took < Duration::from_millis(850),
+            "{took:?}"
+        );
+        assert_eq!(srv.counts().requests, 1);
+        (r.status, srv.counts().requests)
+    });
+}
+
 #[test]
 fn http10_without_keep_alive_is_answered_with_close_but_the_server_side_stays_keep_alive() {
     each(|t| {

@@ -1,7 +1,9 @@
 //! A keep-alive connection between requests when its session has dissolved: what it keeps
 //! (`Resting`, a few hundred bytes), the session dissolving into it (`Session::rest`), and the
 //! hand-written wait for its next request; and the other way an HTTP/1 session hands its
-//! connection on, to HTTP/2 (`Session::into_h2`).
+//! connection on, to HTTP/2 (`Session::into_h2`). A connection whose request head stopped
+//! coming half-way (a slow client) rests too, keeping the bytes so far (`Pending`): a slow
+//! client then costs its few bytes and this state, not a session and a receive buffer.
 //! Must not touch: requests (the session resumes for those).
 
 use std::future::Future;
@@ -42,11 +44,25 @@ pub(super) struct RestingMore {
     /// `sess.` variables.
     pub(super) vars: Vars,
     pub(super) own: Option<ServerConn>,
+    /// A request head begun and not complete.
+    pub(super) pending: Option<Box<Pending>>,
+}
+
+/// A request whose head had begun when its connection rested: its bytes so far, when they
+/// began (for the log), and (once resumed) when `timeout http-request` ends it.
+pub(super) struct Pending {
+    pub(super) bytes: Box<[u8]>,
+    pub(super) began: Option<Instant>,
+    pub(super) deadline: Option<Instant>,
 }
 
 impl Session<'_> {
     /// Dissolves the session of an idle HTTP/1 connection into its small [`Resting`] state.
     pub(super) fn rest(mut self, deadline: Option<Instant>) -> Served {
+        let pending = (!self.cbuf.is_empty()).then(|| {
+            let began = self.t.o.marks.request_begin;
+            Box::new(Pending { bytes: self.cbuf.data().into(), began, deadline: None })
+        });
         self.cbuf.clear();
         self.park();
         let idle_since = self.t.o.marks.start.filter(|_| self.logs);
@@ -54,7 +70,8 @@ impl Session<'_> {
             || self.pp.is_some()
             || !self.t.vars.is_empty()
             || self.own.is_some()
-            || idle_since.is_some())
+            || idle_since.is_some()
+            || pending.is_some())
         .then(|| {
             Box::new(RestingMore {
                 local: self.local,
@@ -62,6 +79,7 @@ impl Session<'_> {
                 vars: self.t.vars,
                 own: self.own,
                 idle_since,
+                pending,
             })
         });
         // (Only an HTTP/1 connection's session rests: the caller checks.)
@@ -101,11 +119,16 @@ impl Session<'_> {
 impl Resting {
     /// Waits until the client sends its next request (`true`: resume the session), or closes,
     /// or the keep-alive timeout or a soft stop ends the rest (`false`: close the connection).
+    /// A request half-received is resumed by its `timeout http-request` too (the session
+    /// answers 408), and waits through a soft stop as a session would.
     pub fn wait(&self) -> RestingWait<'_> {
+        let pending = self.more.as_ref().is_some_and(|m| m.pending.is_some());
+        let fd = self.client.as_fd().as_raw_fd();
         RestingWait {
             client: &self.client,
             timer: self.deadline.map(tokio::time::sleep_until),
-            _watched: crate::lifecycle::StopWatch::new(self.client.as_fd().as_raw_fd()),
+            _watched: (!pending).then(|| crate::lifecycle::StopWatch::new(fd)),
+            pending,
         }
     }
 }
@@ -119,7 +142,8 @@ pin_project_lite::pin_project! {
         client: &'a Stream,
         #[pin]
         timer: Option<Sleep>,
-        _watched: crate::lifecycle::StopWatch,
+        _watched: Option<crate::lifecycle::StopWatch>,
+        pending: bool,
     }
 }
 
@@ -128,7 +152,7 @@ impl Future for RestingWait<'_> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
         let this = self.project();
-        if crate::lifecycle::stopping() {
+        if !*this.pending && crate::lifecycle::stopping() {
             return Poll::Ready(false);
         }
         // Readable also means closed or in error: the session finds out which.
@@ -136,7 +160,7 @@ impl Future for RestingWait<'_> {
             return Poll::Ready(true);
         }
         match this.timer.as_pin_mut().map(|timer| timer.poll(cx)) {
-            Some(Poll::Ready(())) => Poll::Ready(false),
+            Some(Poll::Ready(())) => Poll::Ready(*this.pending),
             _ => Poll::Pending,
         }
     }
