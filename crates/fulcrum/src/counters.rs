@@ -86,6 +86,8 @@ pub struct Counters {
     /// HTTP/1 client connections now and in all (a frontend's).
     pub h1_open_conns: AtomicU64,
     pub h1_total_conns: AtomicU64,
+    /// HTTP/1 transactions in progress (a frontend's): HAProxy's h1 streams.
+    pub h1_open_streams: AtomicU64,
 }
 
 /// HAProxy 2.6's `h2` statistics module, per proxy: frames received by kind, errors found

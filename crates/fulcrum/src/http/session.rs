@@ -362,7 +362,11 @@ async fn serve_with<'a>(
                 logger.send(crate::log::syslog::INFO, &line);
             }
         }
+        // HAProxy's `h1_open_streams`: an HTTP/1 transaction in progress.
+        let h1 = matches!(s.client, Peer::Bytes(_))
+            .then(|| crate::counters::Up::new(&fe.counters.h1_open_streams));
         let next = s.transaction().await;
+        drop(h1);
         s.print_log(None);
         s.requests += 1;
         // (A retired frontend's connection closes after a response that said so: the client

@@ -68,7 +68,8 @@ fn modules(r: &mut Row, c: &Counters, proxy: bool) {
             "h1_total_streams" => get(&c.requests).saturating_sub(get(&h2.total_streams)),
             "h1_bytes_in" => get(&c.bytes_in),
             "h1_bytes_out" => get(&c.bytes_out),
-            // (Not counted yet: open h1 streams, spliced bytes.)
+            "h1_open_streams" => get(&c.h1_open_streams),
+            // (Spliced bytes: Fulcrum never splices.)
             _ => 0,
         });
         r.fields[i] = Some(super::Field { tags: if gauge { *b"MGP" } else { *b"MCP" }, val });

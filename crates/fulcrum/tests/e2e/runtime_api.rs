@@ -1269,3 +1269,40 @@ fn the_h2_and_h1_module_counters_count_as_haproxy_2_6_s() {
         assert_eq!(&seen[0], h, "Fulcrum (left), HAProxy 2.6 (right): {names:?}");
     }
 }
+
+#[test]
+fn h1_open_streams_counts_the_http1_transactions_in_progress_as_haproxy_2_6() {
+    // A request the server answers after 1 s: `h1_open_streams` is 1 while it waits, then
+    // (its connection kept idle, then closed) as HAProxy 2.6 counts it.
+    let srv = testserver("http", "s");
+    let cfg = format!(
+        "global\n stats socket {{sock}} level admin\n\
+         defaults\n mode http\n timeout connect 1s\n timeout client 5s\n timeout server 5s\n\
+         frontend fe\n bind {{fe0}}\n default_backend be\nbackend be\n server s {}\n",
+        srv.addr
+    );
+    let mut seen = Vec::new();
+    for which in ["fulcrum", "haproxy"] {
+        let Some(api) = start(which, "api-h1-streams", &cfg) else { continue };
+        let open = || {
+            let (_, rows) = csv_rows(&api.cmd("show stat"));
+            let fe = rows.into_iter().find(|r| field(r, "svname") == Some("FRONTEND"));
+            fe.and_then(|r| field(&r, "h1_open_streams").map(str::to_string)).unwrap_or_default()
+        };
+        let mut c = std::net::TcpStream::connect(api.addrs[0]).expect("connect");
+        c.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        c.write_all(b"GET /?t=1s HTTP/1.1\r\nHost: t\r\n\r\n").expect("write");
+        let during = eventually(Duration::from_millis(800), || open() == "1");
+        let mut buf = [0u8; 512];
+        let n = c.read(&mut buf).expect("the answer");
+        assert!(buf[..n].starts_with(b"HTTP/1.1 200"), "{which}");
+        let idle = open();
+        drop(c);
+        let after = eventually(Duration::from_secs(5), || open() == "0");
+        seen.push((during, idle, after));
+    }
+    assert_eq!(seen[0], (true, "0".to_string(), true), "Fulcrum");
+    if let Some(h) = seen.get(1) {
+        assert_eq!(&seen[0], h, "Fulcrum (left), HAProxy 2.6 (right)");
+    }
+}
