@@ -20,6 +20,8 @@ fn main() {
     let flags = [
         ("no_grpcio", python("grpc")),
         ("no_prometheus_client", python("prometheus_client.parser")),
+        // Python's zlib: the independent decoder of compressed responses.
+        ("no_python_zlib", python("zlib")),
         ("no_chromium", browser),
         ("no_openssl", runs("openssl", &["version"])),
         ("no_curl", runs("curl", &["--version"])),

@@ -114,6 +114,16 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
                 }
             }
         }
+        "tune.comp.maxlevel" => {
+            if !no_extra(line, 2, kw, diags) {
+                return;
+            }
+            let v = line.arg(1);
+            match (!v.is_empty()).then(|| atol(v)).filter(|v| (1..=9).contains(v)) {
+                Some(v) => g.tune_comp_maxlevel = v as u32,
+                None => diags.alert(line, format!("'{kw}' expects a numeric value between 1 and 9")),
+            }
+        }
         "tune.pool-low-fd-ratio" | "tune.pool-high-fd-ratio" => {
             // As HAProxy reads it (`atoi`: text that is not a number is 0); none refused.
             let arg = line.arg(1);

@@ -14,6 +14,7 @@ mod args;
 pub mod bind;
 mod check;
 mod check_protocols;
+pub mod compression;
 pub mod cond;
 pub mod diag;
 pub mod duration;

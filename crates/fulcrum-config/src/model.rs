@@ -122,6 +122,8 @@ pub struct Global {
     /// process's descriptors in use above which an idle server connection is kept only as a
     /// server's first of the thread, and above which none is kept.
     pub tune_pool_low_fd_ratio: u32,
+    /// `tune.comp.maxlevel`: the compression level (1 to 9; 1 by default, as HAProxy).
+    pub tune_comp_maxlevel: u32,
     pub tune_pool_high_fd_ratio: u32,
     /// `tune.http.maxhdr` (default 101): the most header lines a message may have.
     pub tune_http_maxhdr: u32,
@@ -209,6 +211,7 @@ impl Default for Global {
             tune_bufsize: 16384,
             tune_maxrewrite: 1024,
             tune_pool_low_fd_ratio: 20,
+            tune_comp_maxlevel: 1,
             tune_pool_high_fd_ratio: 25,
             tune_http_maxhdr: 101,
             tune_http_logurilen: 1024,
@@ -437,6 +440,10 @@ pub struct Proxy {
     pub logs: Vec<LogEntry>,
     /// `log-tag`: the syslog tag of this proxy's messages (the global one otherwise).
     pub log_tag: Option<String>,
+    /// `compression` lines (a `defaults` section's algorithms and types included).
+    pub compression: Option<crate::compression::Compression>,
+    /// `filter compression` (a proxy with `compression` gets the filter without it).
+    pub compression_filter: bool,
 }
 
 /// One `log` line of a proxy (or of `global`).

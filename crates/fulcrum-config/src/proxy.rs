@@ -151,6 +151,8 @@ impl ProxyBuild {
             log_health_checks: false,
             logs: Vec::new(),
             log_tag: None,
+            compression: None,
+            compression_filter: false,
         };
         ProxyBuild {
             proxy,
@@ -171,6 +173,7 @@ impl ProxyBuild {
         b.proxy.kind = kind;
         b.section = Section::Proxy(kind);
         b.checks = defaults.checks.inherited();
+        b.proxy.compression = crate::compression::inherited(&defaults.proxy.compression);
         b.defaults_rules = 0;
         b.rules_seen = [false; 8];
         // Settings a `defaults` section only gives to the side that uses them.
@@ -451,6 +454,8 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
             }
         }
         "retry-on" => http_opts::retry_on(p, line, diags),
+        "compression" => crate::compression::compression(p, in_defaults, line, diags),
+        "filter" => crate::compression::filter(p, line, diags),
         "capture cookie" | "capture request header" | "capture response header" => {
             http_opts::capture(p, line, diags)
         }

@@ -88,6 +88,12 @@ pub struct Counters {
     pub h1_total_conns: AtomicU64,
     /// HTTP/1 transactions in progress (a frontend's): HAProxy's h1 streams.
     pub h1_open_streams: AtomicU64,
+    /// Compression: bytes into the compressor and out of it, bytes that passed it unchanged
+    /// (`identity`), responses compressed.
+    pub comp_in: AtomicU64,
+    pub comp_out: AtomicU64,
+    pub comp_byp: AtomicU64,
+    pub comp_rsp: AtomicU64,
 }
 
 /// HAProxy 2.6's `h2` statistics module, per proxy: frames received by kind, errors found
@@ -298,6 +304,10 @@ impl Counters {
             &self.ssl_reused_sess,
             &self.ssl_failed_handshake,
             &self.h1_total_conns,
+            &self.comp_in,
+            &self.comp_out,
+            &self.comp_byp,
+            &self.comp_rsp,
         ]
         .into_iter()
         .chain(self.h2.cumulative())

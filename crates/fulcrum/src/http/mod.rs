@@ -16,6 +16,7 @@
 //! config parsing.
 
 pub mod analyse;
+pub mod encoder;
 pub mod h2;
 pub mod io;
 pub mod peer;

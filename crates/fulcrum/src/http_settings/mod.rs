@@ -102,6 +102,9 @@ pub struct HttpProxy {
     pub ignore_probes: bool,
     /// `retry-on`: what makes a request go again to a server (on a new connection).
     pub retry_on: RetryOn,
+    /// `compression` (a `mode http` proxy's), with the process's `tune.comp.maxlevel`.
+    pub compression: Option<std::sync::Arc<fulcrum_config::compression::Compression>>,
+    pub comp_level: u32,
 }
 
 /// `retry-on`, as flags. Connection failures are retried per `retries` unless `none`.

@@ -514,6 +514,8 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
         },
         ignore_probes: p.http_ignore_probes,
         retry_on: retry_on(&p.retry_on),
+        compression: p.compression.clone().map(Arc::new),
+        comp_level: g.tune_comp_maxlevel,
     };
     if errors.is_empty() {
         Ok(h)

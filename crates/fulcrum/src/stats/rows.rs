@@ -76,6 +76,16 @@ fn modules(r: &mut Row, c: &Counters, proxy: bool) {
     }
 }
 
+/// The compression counters.
+fn comp(r: &mut Row, c: &Counters) {
+    let fields = [("comp_in", &c.comp_in), ("comp_out", &c.comp_out)];
+    for (name, v) in
+        fields.into_iter().chain([("comp_byp", &c.comp_byp), ("comp_rsp", &c.comp_rsp)])
+    {
+        r.set(name, "MCP", Val::U64(get(v)));
+    }
+}
+
 fn hrsp(r: &mut Row, c: &Counters) {
     for (i, name) in ["hrsp_1xx", "hrsp_2xx", "hrsp_3xx", "hrsp_4xx", "hrsp_5xx", "hrsp_other"]
         .into_iter()
@@ -152,9 +162,7 @@ pub fn frontend(fe: &Frontend, scope: &Scope<'_>) -> Row {
     r.set("req_rate", "MRP", u32v(c.req_rate.read(get(&c.requests))));
     r.set("req_rate_max", "MMP", u32v(get(&c.max_req_rate)));
     r.set("req_tot", "MCP", Val::U64(get(&c.requests)));
-    for name in ["comp_in", "comp_out", "comp_byp", "comp_rsp"] {
-        r.set(name, "MCP", Val::U64(0));
-    }
+    comp(&mut r, c);
     r.set("mode", "CGS", Val::Str(if http { "http" } else { "tcp" }.into()));
     r.set("conn_rate", "MRP", u32v(c.conn_rate.read(get(&c.conns))));
     r.set("conn_rate_max", "MMP", u32v(get(&c.max_conn_rate)));
@@ -247,9 +255,7 @@ pub fn backend(be: &Backend, scope: &Scope<'_>) -> Row {
     }
     r.set("cli_abrt", "MCP", Val::U64(get(&c.cli_abrt)));
     r.set("srv_abrt", "MCP", Val::U64(get(&c.srv_abrt)));
-    for name in ["comp_in", "comp_out", "comp_byp", "comp_rsp"] {
-        r.set(name, "MCP", Val::U64(0));
-    }
+    comp(&mut r, c);
     r.set("lastsess", "MAP", lastsess(c));
     times(&mut r, c, lbtot);
     if let Some(name) = be.cookie_name.as_ref().filter(|_| scope.legends) {

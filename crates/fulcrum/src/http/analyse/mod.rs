@@ -34,6 +34,8 @@ use crate::rules::trace::Step;
 use crate::rules::{self, Base, ProxyRules, Verdict};
 
 mod answers;
+pub mod compress;
+
 mod decide;
 mod response;
 mod server;
@@ -125,6 +127,9 @@ pub struct Transaction {
     pub stream_no: Option<u64>,
     pub backend: Option<Arc<Backend>>,
     pub key: Vec<u8>,
+    /// The compression algorithm the request accepts, then (once the response head is in)
+    /// the one its response is compressed with (see `compress`).
+    pub comp: Option<fulcrum_config::compression::CompAlgo>,
 }
 
 impl Transaction {
@@ -144,6 +149,7 @@ impl Transaction {
             stream_no: None,
             backend: None,
             key: Vec::new(),
+            comp: None,
         }
     }
 

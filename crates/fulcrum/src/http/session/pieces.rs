@@ -54,6 +54,8 @@ enum Next {
 
 /// Moves the body `from` gives to `to`, as [`pump`] would move its bytes. `watch`, the
 /// timeouts and `moved` (data bytes, no framing) as for [`pump`].
+/// With `enc`, the data is compressed on its way (flushed piece by piece, finished at the
+/// body's end), and `moved` counts the bytes sent.
 pub(super) async fn pump(
     mut from: Source<'_>,
     to: Sink<'_>,
@@ -61,6 +63,7 @@ pub(super) async fn pump(
     write_timeout: Option<Duration>,
     mut watch: Option<(&Peer, &mut RecvBuf)>,
     moved: &mut u64,
+    mut enc: Option<&mut crate::http::encoder::Encoder>,
 ) -> Xfer {
     let mut block = Vec::new();
     // A chunked source's trailer lines, and the pieces' HTTP/1 framing for a chunked sink.
@@ -110,6 +113,13 @@ pub(super) async fn pump(
             },
             Next::Block { end, .. } => (&block, *end),
             Next::Trailers(_) | Next::End => (&[], true),
+        };
+        let data: &[u8] = match enc.as_deref_mut() {
+            Some(e) => match e.push(data, end) {
+                Ok(out) => out,
+                Err(_) => return Xfer::WriteError,
+            },
+            None => data,
         };
         let trailers = match &next {
             Next::Trailers(t) => Some(t),

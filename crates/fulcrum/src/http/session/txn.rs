@@ -4,6 +4,7 @@
 //! Must not touch: sockets beyond what `exchange` and `answer` offer.
 
 use super::*;
+use crate::http::analyse::compress;
 
 /// Why the response head could not go to the client.
 enum HeadOut {
@@ -37,6 +38,13 @@ impl Session<'_> {
         }
         let ToServer { upgrade, persist, mut stores, key, conn_mode } = to;
         let keybuf = std::mem::take(&mut self.t.key);
+        // Compression: the algorithm the request accepts (before its head is written: with
+        // `compression offload` its `Accept-Encoding` goes).
+        let comp = compress::Settings {
+            be: be_http.compression.as_deref(),
+            fe: self.http.compression.as_deref(),
+        };
+        self.t.comp = comp.any().then(|| compress::select_request(&mut self.t.req, comp)).flatten();
 
         // The head as it goes to the server (its text written when a try needs it: an HTTP/2
         // server takes it as parsed); rewrites must leave it within a buffer, as in HAProxy.
@@ -97,6 +105,9 @@ impl Session<'_> {
         );
         // A chunked response body already received must be valid before the head goes out.
         let Answered { status, resp_body, tunnel, skipped, mut server_keep } = a;
+        // An HTTP/2 response beside a request body still arriving is not compressed.
+        let duplex = !body_done && (self.h2_conn.is_some() || matches!(sc.stream, Peer::H2Up(_)));
+        self.compress_response(&asked, resp_body, duplex || tunnel || skipped.is_some(), comp);
         if resp_body == Body::Chunked && self.bad_chunks(&sc.buf, &be) {
             drop((slot, sc));
             return self.answer(502, &info, Some(&be)).await;
@@ -130,6 +141,7 @@ impl Session<'_> {
         };
         // When body bytes came with the head, both leave in one `sendmsg` (see `pump`).
         let head_with_body = !parsed
+            && self.t.comp.is_none()
             && !tunnel
             && !sc.buf.is_empty()
             && !matches!(resp_body, Body::None | Body::Length(0));
@@ -145,8 +157,10 @@ impl Session<'_> {
         }
         let st = be.timeouts.server;
         // On HTTP/2 (either side), a request body still arriving goes on beside the response.
-        let xfer = if !body_done && (self.h2_conn.is_some() || matches!(sc.stream, Peer::H2Up(_))) {
+        let xfer = if duplex {
             cold(self.duplex(&mut sc, head_with_body, resp_body, st)).await
+        } else if let Some(algo) = self.t.comp {
+            cold(self.compressed_body(&mut sc, resp_body, algo, &be, st)).await
         } else {
             self.scanner.reset();
             let head: &[u8] = if head_with_body { &self.out } else { &[] };
@@ -195,6 +209,67 @@ impl Session<'_> {
             _ => info.conn_close,
         };
         Asked { info, method: self.t.req.method(), version, client_close }
+    }
+
+    /// Whether the response is compressed (`plain`: it cannot be), once its head is in and
+    /// before the response rules.
+    fn compress_response(
+        &mut self,
+        asked: &Asked,
+        body: Body,
+        plain: bool,
+        comp: compress::Settings<'_>,
+    ) {
+        if self.t.comp.is_some() {
+            let asked = compress::Asked { method: asked.method, version: asked.version };
+            self.t.comp = match plain {
+                true => None,
+                false => compress::select_response(self.t.comp, asked, &self.t.resp, body, comp),
+            };
+        }
+    }
+
+    /// The response body compressed on its way (see `http::encoder`), as pieces from the
+    /// server's framing to the client's (chunks to an HTTP/1 client), and its counters.
+    async fn compressed_body(
+        &mut self,
+        sc: &mut ServerConn,
+        body: Body,
+        algo: fulcrum_config::compression::CompAlgo,
+        be: &Backend,
+        st: Option<Duration>,
+    ) -> Xfer {
+        let mut enc = crate::http::encoder::Encoder::new(algo, self.http.comp_level);
+        self.scanner.reset();
+        let from = match (sc.stream.gives_pieces() && sc.buf.is_empty(), body) {
+            (true, Body::Length(n)) => pieces::Source::Pieces(&sc.stream, Some(n)),
+            (true, _) => pieces::Source::Pieces(&sc.stream, None),
+            (false, _) => pieces::Source::H1 {
+                peer: &sc.stream,
+                buf: &mut sc.buf,
+                body,
+                scanner: &mut self.scanner,
+            },
+        };
+        let to = match self.client.takes_pieces() {
+            true => pieces::Sink::Pieces(&self.client),
+            false => pieces::Sink::H1 { peer: &self.client, head: &[], chunked: true },
+        };
+        let timer = (self.stimer.as_mut(), st);
+        let (ct, out) = (self.fe.timeouts.client, &mut self.t.o.bytes_out);
+        let x = pieces::pump(from, to, timer, ct, None, out, Some(&mut enc)).await;
+        for c in [&*self.fe.counters, &*be.counters] {
+            if enc.compresses() {
+                c.comp_in.fetch_add(enc.bytes_in, std::sync::atomic::Ordering::Relaxed);
+                c.comp_out.fetch_add(enc.bytes_out, std::sync::atomic::Ordering::Relaxed);
+            } else {
+                c.comp_byp.fetch_add(enc.bytes_in, std::sync::atomic::Ordering::Relaxed);
+            }
+            if x == Xfer::Done {
+                Counters::inc(&c.comp_rsp);
+            }
+        }
+        x
     }
 
     /// `http-request early-hint`: the 103 answer, sent before the request goes on.
@@ -527,6 +602,12 @@ impl Session<'_> {
     /// its text's length either way.
     #[inline(always)]
     fn client_head(&mut self) -> Result<(usize, bool), HeadOut> {
+        // A compressed response says so (after the response rules, as HAProxy's filter).
+        if let Some(algo) = self.t.comp {
+            if compress::rewrite_response(&mut self.t.resp, algo).is_err() {
+                self.t.comp = None;
+            }
+        }
         self.out.clear();
         let len = if self.h2_conn.is_some() {
             self.t.resp.text_len(false)

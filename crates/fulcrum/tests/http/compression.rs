@@ -1,0 +1,248 @@
+//! Response compression (issue 38 §2) beside HAProxy 2.6: which responses are compressed and
+//! with which algorithm, what the head then says, and every compressed body decoded by an
+//! independent decoder (Python's zlib) back to the plain body.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use crate::px::*;
+
+fn one(srv: &Running, lines: &str) -> String {
+    listen(&format!("{lines} server s1 {}\n", srv.addr()))
+}
+
+/// `data` decoded by Python's zlib with `wbits` (31 gzip, 15 zlib, -15 raw deflate).
+fn inflate(data: &[u8], wbits: i32) -> Vec<u8> {
+    let code = format!(
+        "import sys, zlib; sys.stdout.buffer.write(zlib.decompress(sys.stdin.buffer.read(), {wbits}))"
+    );
+    let mut child = Command::new("python3")
+        .args(["-c", &code])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    child.stdin.take().expect("stdin").write_all(data).expect("write");
+    let out = child.wait_with_output().expect("python3 ran");
+    assert!(out.status.success(), "not {wbits} data: {}", String::from_utf8_lossy(&out.stderr));
+    out.stdout
+}
+
+/// The response's headers that compression changes, names lower-cased.
+fn comp_headers(r: &Resp) -> Vec<(String, String)> {
+    ["content-encoding", "content-length", "transfer-encoding", "vary", "etag"]
+        .iter()
+        .filter_map(|n| r.header(n).map(|v| (n.to_string(), v.to_string())))
+        .collect()
+}
+
+#[test]
+#[cfg_attr(no_python_zlib, ignore = "Python's zlib is missing (see crates/fulcrum/build.rs)")]
+fn gzip_deflate_and_raw_deflate_bodies_decode_to_the_plain_body() {
+    each(|t| {
+        let srv = server("s1");
+        let mut seen = Vec::new();
+        for (algo, accept, wbits) in
+            [("gzip", "gzip", 31), ("deflate", "deflate", 15), ("raw-deflate", "deflate", -15)]
+        {
+            let px = t.start(&one(&srv, &format!(" compression algo {algo}\n")));
+            // A sized body and a chunked one.
+            for target in ["/?s=20000", "/?s=20000&chunked=1"] {
+                let plain = px.get(target);
+                assert_eq!(plain.header("content-encoding"), None);
+                let r = px.get_with(target, &[&format!("Accept-Encoding: {accept}")]);
+                assert_eq!(r.status, 200);
+                assert_eq!(r.header("content-encoding"), Some(accept), "{algo} {target}");
+                assert_eq!(r.header("content-length"), None);
+                assert_eq!(r.header("transfer-encoding"), Some("chunked"));
+                assert_eq!(r.header("vary"), Some("Accept-Encoding"));
+                assert!(r.body.len() < plain.body.len() / 4, "{algo}: {} bytes", r.body.len());
+                assert_eq!(inflate(&r.body, wbits), plain.body, "{algo} {target}");
+                seen.push(comp_headers(&r));
+            }
+        }
+        seen
+    });
+}
+
+/// HAProxy 2.6's rules, case by case: `true` when the response came compressed.
+#[test]
+fn only_the_responses_haproxy_compresses_are_compressed() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, " compression algo gzip deflate\n compression type text/\n"));
+        let gz = "Accept-Encoding: gzip";
+        let compressed = |req: &str| {
+            let r = px.send(req.as_bytes());
+            (r.status, r.header("content-encoding").map(str::to_string))
+        };
+        let get = |target: &str, extra: &[&str]| compressed(&get_with(target, extra));
+        let cases = vec![
+            ("plain", get("/?s=100", &[gz])),
+            ("no accept-encoding", get("/?s=100", &[])),
+            ("201", get("/?s=100&c=201", &[gz])),
+            ("206", get("/?s=100&c=206", &[gz])),
+            ("404", get("/?s=100&c=404", &[gz])),
+            (
+                "head",
+                compressed(&format!(
+                    "HEAD /?s=100 HTTP/1.1\r\nHost: t\r\n{gz}\r\nConnection: close\r\n\r\n"
+                )),
+            ),
+            ("http/1.0", compressed(&format!("GET /?s=100 HTTP/1.0\r\n{gz}\r\n\r\n"))),
+            ("until close", get("/?s=100&cl=none", &[gz])),
+            ("encoded", get("/?s=100&hdr=Content-Encoding:br", &[gz])),
+            ("no-transform", get("/?s=100&hdr=Cache-Control:%20private,%20no-transform", &[gz])),
+            ("strong etag", get("/?s=100&hdr=ETag:%22v1%22", &[gz])),
+            ("invalid etag", get("/?s=100&hdr=ETag:v1", &[gz])),
+            ("two etags", get("/?s=100&hdr=ETag:%22a%22&hdr=ETag:%22b%22", &[gz])),
+            ("q prefers deflate", get("/?s=100", &["Accept-Encoding: gzip;q=0.5, deflate"])),
+            ("tie: client order", get("/?s=100", &["Accept-Encoding: deflate, gzip"])),
+            ("q=0", get("/?s=100", &["Accept-Encoding: gzip;q=0"])),
+            ("star", get("/?s=100", &["Accept-Encoding: *"])),
+            ("unknown only", get("/?s=100", &["Accept-Encoding: br, zstd"])),
+            (
+                "old mozilla",
+                get("/?s=100", &[gz, "User-Agent: Mozilla/4.0 (compatible; MSIE 5.5; Windows 98)"]),
+            ),
+            (
+                "msie 7",
+                get(
+                    "/?s=100",
+                    &[gz, "User-Agent: Mozilla/4.0 (compatible; MSIE 7.0; Windows NT 6.0)"],
+                ),
+            ),
+        ];
+        let want = |name: &str| match name {
+            "plain" | "201" | "strong etag" | "msie 7" => Some("gzip"),
+            "q prefers deflate" | "tie: client order" | "star" => Some("deflate"),
+            // (The server's own encoding, left alone.)
+            "encoded" => Some("br"),
+            _ => None,
+        };
+        for (name, (_, got)) in &cases {
+            assert_eq!(got.as_deref(), want(name), "{name}");
+        }
+        let r = px.get_with("/?s=100&hdr=ETag:%22v1%22", &[gz]);
+        assert_eq!(r.header("etag"), Some("W/\"v1\""));
+        cases
+    });
+}
+
+/// `compression type` lists the types compressed (by prefix, without case); `offload` takes
+/// `Accept-Encoding` away from the server.
+#[test]
+#[cfg_attr(no_python_zlib, ignore = "Python's zlib is missing (see crates/fulcrum/build.rs)")]
+fn types_limit_what_is_compressed_and_offload_hides_accept_encoding_from_the_server() {
+    each(|t| {
+        let srv = server("s1");
+        // (The server's answers are `text/plain`.)
+        let px = t.start(&one(&srv, " compression algo gzip\n compression type text/html\n"));
+        let gz = "Accept-Encoding: gzip";
+        let plain_text = px.get_with("/?s=100", &[gz]);
+        assert_eq!(plain_text.header("content-encoding"), None, "text/plain is not listed");
+        let px = t.start(&one(&srv, " compression algo gzip\n compression type TEXT/PL\n"));
+        let html = px.get_with("/?s=100", &[gz]);
+        assert_eq!(html.header("content-encoding"), Some("gzip"), "a prefix, without case");
+        let px = t.start(&one(&srv, " compression algo gzip\n compression offload\n"));
+        let r = px.get_with("/echo", &[gz, "Accept-Encoding: br"]);
+        assert_eq!(r.header("content-encoding"), Some("gzip"));
+        let at_server = |r: &Resp| Head::parse(&inflate(&r.body, 31)).expect("echoed head");
+        assert_eq!(at_server(&r).all("accept-encoding"), Vec::<&str>::new(), "offloaded");
+        let kept = t.start(&one(&srv, " compression algo gzip\n"));
+        let r2 = kept.get_with("/echo", &[gz]);
+        assert_eq!(at_server(&r2).all("accept-encoding"), ["gzip"]);
+        comp_headers(&html)
+    });
+}
+
+/// `show stat` through the runtime API socket `sock`.
+fn show_stat(sock: &std::path::Path) -> String {
+    use std::io::Read;
+    let mut s = std::os::unix::net::UnixStream::connect(sock).expect("api socket");
+    s.write_all(b"show stat\n").expect("write");
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("read");
+    out
+}
+
+/// The frontend's counters: responses compressed, bytes in and out.
+#[test]
+fn the_compression_counters_count() {
+    each(|t| {
+        let srv = server("s1");
+        let cfg = format!(
+            "global\n stats socket {{dir}}/api.sock level admin\n{DEFAULTS}frontend fe\n bind {{fe0}}\n\
+             compression algo gzip\n default_backend be\nbackend be\n server s1 {}\n",
+            srv.addr()
+        );
+        let px = t.start(&cfg);
+        for _ in 0..3 {
+            let r = px.get_with("/?s=10000", &["Accept-Encoding: gzip"]);
+            assert_eq!(r.header("content-encoding"), Some("gzip"));
+        }
+        let _ = px.get("/?s=10000");
+        let sock = px.dir.join("api.sock");
+        let at = |n: &str| {
+            let stat = show_stat(&sock);
+            let mut lines = stat.lines();
+            let names: Vec<&str> =
+                lines.next().expect("header").trim_start_matches("# ").split(',').collect();
+            let fe: Vec<&str> = lines
+                .map(|l| l.split(',').collect::<Vec<_>>())
+                .find(|r| r.get(1) == Some(&"FRONTEND"))
+                .expect("frontend row");
+            fe[names.iter().position(|x| *x == n).expect(n)].to_string()
+        };
+        // (A response is counted once its last bytes went: its client may ask before.)
+        let counted =
+            crate::harness::eventually(std::time::Duration::from_secs(5), || at("comp_rsp") == "3");
+        assert!(counted, "comp_rsp {}", at("comp_rsp"));
+        assert_eq!(at("comp_rsp"), "3");
+        assert_eq!(at("comp_in"), "30000");
+        let out: u64 = at("comp_out").parse().expect("comp_out");
+        assert!(out > 0 && out < 3000, "{out}");
+        assert_eq!(at("comp_byp"), "0");
+        (at("comp_rsp"), at("comp_in"), at("comp_byp"))
+    });
+}
+
+/// HTTP/2 both ways: an HTTP/2 client's answer compressed into DATA frames, and an HTTP/2
+/// server's answer (from its frames) compressed for an HTTP/1 client; each decoded back to
+/// the plain answer.
+#[test]
+#[cfg_attr(no_python_zlib, ignore = "Python's zlib is missing (see crates/fulcrum/build.rs)")]
+fn http2_clients_and_servers_get_and_give_compressed_bodies() {
+    use crate::h2client::{h2c, H2Req};
+    use crate::h2server::h2_server;
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(&srv, " compression algo gzip\n"));
+        let reqs = [
+            H2Req::get("/?s=20000"),
+            H2Req::get("/?s=20000").header("accept-encoding", "gzip"),
+            H2Req::get("/?s=20000&chunked=1").header("accept-encoding", "gzip"),
+        ];
+        let got = h2c(px.addr(), &reqs).expect("HTTP/2 exchange");
+        assert_eq!(got[0].header("content-encoding"), None);
+        for r in &got[1..] {
+            assert_eq!(r.header("content-encoding"), Some("gzip"));
+            assert_eq!(r.header("content-length"), None);
+            assert_eq!(r.header("transfer-encoding"), None, "not on HTTP/2");
+            assert_eq!(inflate(&r.body, 31), got[0].body);
+        }
+        let up = h2_server();
+        let cfg = format!(
+            "global\n nbthread 1\n{DEFAULTS}listen px\n bind {{fe0}}\n compression algo gzip\n\
+             server s1 {} proto h2\n",
+            up.addr
+        );
+        let px = t.start(&cfg);
+        let plain = px.get("/x?s=5000");
+        let r = px.get_with("/x?s=5000", &["Accept-Encoding: gzip"]);
+        assert_eq!(r.header("content-encoding"), Some("gzip"));
+        assert_eq!(inflate(&r.body, 31), plain.body);
+        (got.len(), r.header("content-encoding").map(str::to_string))
+    });
+}
