@@ -91,7 +91,9 @@ pub fn avail_of(expr: &SampleExpr) -> Avail {
         | Fetch::ResHdr { .. }
         | Fetch::ResFhdr { .. }
         | Fetch::ResCook { .. }
-        | Fetch::ResVer => Avail::Response,
+        | Fetch::ResVer
+        | Fetch::ResComp
+        | Fetch::ResCompAlgo => Avail::Response,
         Fetch::Tls(t) if t.is_back() => Avail::Server,
         Fetch::Tls(_) | Fetch::TlsOnly | Fetch::Payload(_) | Fetch::Pp(_) => Avail::Session,
         Fetch::FcErr => Avail::Always,

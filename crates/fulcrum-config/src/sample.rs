@@ -496,6 +496,8 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "cook_cnt" | "req.cook_cnt" | "cook_val" | "req.cook_val" => d(S, 0, Int, Request),
         "res.cook" | "scook" => d(S, 0, Str, Response),
         "res.ver" | "resp_ver" => d(NONE, 0, Str, Response),
+        "res.comp" => d(NONE, 0, Bool, Response),
+        "res.comp_algo" => d(NONE, 0, Str, Response),
         "date" => d(IS, 0, Int, Always),
         "rand" => d(I, 0, Int, Always),
         "fe_name" => d(NONE, 0, Str, Always),
@@ -730,6 +732,8 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
         "cook_val" | "req.cook_val" => Fetch::CookVal { name: first_str(args) },
         "res.cook" | "scook" => Fetch::ResCook { name: first_str(args) },
         "res.ver" | "resp_ver" => Fetch::ResVer,
+        "res.comp" => Fetch::ResComp,
+        "res.comp_algo" => Fetch::ResCompAlgo,
         "date" => date(args)?,
         "rand" => match args.first().map(Arg::int) {
             Some(r) if r < 0 => {
@@ -1066,6 +1070,8 @@ mod tests {
             ("ssl_fc", Fetch::Tls(TlsFetch::Used { back: false }), SmpType::Bool, Avail::Session),
             ("res.ver", Fetch::ResVer, SmpType::Str, Avail::Response),
             ("resp_ver", Fetch::ResVer, SmpType::Str, Avail::Response),
+            ("res.comp", Fetch::ResComp, SmpType::Bool, Avail::Response),
+            ("res.comp_algo", Fetch::ResCompAlgo, SmpType::Str, Avail::Response),
             ("fe_name", Fetch::FeName, SmpType::Str, Avail::Always),
             ("be_name", Fetch::BeName, SmpType::Str, Avail::Backend),
             ("srv_name", Fetch::SrvName, SmpType::Str, Avail::Server),

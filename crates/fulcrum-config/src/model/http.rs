@@ -46,36 +46,66 @@ pub enum Fetch {
     /// `req.ver` (`req_ver`): the request's HTTP version, e.g. `1.1`.
     ReqVer,
     /// `url_param(<name>)` / `urlp(<name>)`.
-    UrlParam { name: String },
+    UrlParam {
+        name: String,
+    },
     /// `hdr(<name>[,<occ>])` / `req.hdr(...)`: the name is lower-cased; an empty name means
     /// every value of every header. `occ` picks one occurrence (negative counts from the end);
     /// without it an ACL tries every value, a log-format or `set-var` uses the last one.
     /// Always the request: the `hdr()` fetch of a response rule's log-format or `set-var` is
     /// stored as [`Fetch::ResHdr`].
-    Hdr { name: String, occ: Option<i32> },
+    Hdr {
+        name: String,
+        occ: Option<i32>,
+    },
     /// `hdr_cnt(<name>)` / `req.hdr_cnt(<name>)`: how many values the header has.
-    HdrCnt { name: String },
+    HdrCnt {
+        name: String,
+    },
     /// `hdr_ip(<name>[,<occ>])` / `req.hdr_ip(...)`: a header value parsed as an IP address.
-    HdrIp { name: String, occ: Option<i32> },
+    HdrIp {
+        name: String,
+        occ: Option<i32>,
+    },
     /// `cook(<name>)` / `req.cook(<name>)`: a request cookie's value.
-    Cook { name: String },
+    Cook {
+        name: String,
+    },
     /// `nbsrv([<backend>])`: usable servers of the backend (the current one when `None`).
-    NbSrv { backend: Option<String> },
+    NbSrv {
+        backend: Option<String>,
+    },
     /// `be_conn([<backend>])`: current connections of the backend.
-    BeConn { backend: Option<String> },
+    BeConn {
+        backend: Option<String>,
+    },
     /// `be_sess_rate([<backend>])`: sessions per second the backend takes.
-    BeSessRate { backend: Option<String> },
+    BeSessRate {
+        backend: Option<String>,
+    },
     /// `connslots([<backend>])`: free connection and queue slots of the up servers (-1 when
     /// one of them has no `maxconn` or `maxqueue`).
-    ConnSlots { backend: Option<String> },
+    ConnSlots {
+        backend: Option<String>,
+    },
     /// `queue([<backend>])`: sessions waiting in the backend's queues.
-    Queue { backend: Option<String> },
+    Queue {
+        backend: Option<String>,
+    },
     /// `avg_queue([<backend>])`: queued sessions per usable server.
-    AvgQueue { backend: Option<String> },
+    AvgQueue {
+        backend: Option<String>,
+    },
     /// `srv_is_up([<backend>/]<server>)`: the server is up.
-    SrvIsUp { backend: Option<String>, server: String },
+    SrvIsUp {
+        backend: Option<String>,
+        server: String,
+    },
     /// `srv_conn([<backend>/]<server>)`: the server's current connections.
-    SrvConn { backend: Option<String>, server: String },
+    SrvConn {
+        backend: Option<String>,
+        server: String,
+    },
     /// `always_true`.
     AlwaysTrue,
     /// `fe_conn`: the frontend's current connections (another frontend by name: not yet).
@@ -84,7 +114,9 @@ pub enum Fetch {
     SoName,
     /// `last_rule_file` / `last_rule_line` (`line`): where the stream's last final rule
     /// (`accept`, `reject`, `allow`, `deny`, `redirect`...) was written.
-    LastRule { line: bool },
+    LastRule {
+        line: bool,
+    },
     /// `wait_end` (the `WAIT_END` ACL): true once the inspection delay is over; until then
     /// a rule that tests it waits.
     WaitEnd,
@@ -93,16 +125,27 @@ pub enum Fetch {
     /// `status`: the response status code.
     Status,
     /// `res.hdr(<name>[,<occ>])` / `shdr(...)`; name lower-cased.
-    ResHdr { name: String, occ: Option<i32> },
+    ResHdr {
+        name: String,
+        occ: Option<i32>,
+    },
     /// `req.fhdr(<name>[,<occ>])`: like [`Fetch::Hdr`] but each value is a whole header line's
     /// value, not split at commas (for `User-Agent`, `Date`...). Name lower-cased; an empty
     /// name means every header. Without `occ` an ACL tries every line, other uses take the last.
-    Fhdr { name: String, occ: Option<i32> },
+    Fhdr {
+        name: String,
+        occ: Option<i32>,
+    },
     /// `req.fhdr_cnt([<name>])`: how many header lines (not comma-separated values) the
     /// request has with that name (every header line when empty). Name lower-cased.
-    FhdrCnt { name: String },
+    FhdrCnt {
+        name: String,
+    },
     /// `res.fhdr(<name>[,<occ>])`: [`Fetch::Fhdr`] on the response. Name lower-cased.
-    ResFhdr { name: String, occ: Option<i32> },
+    ResFhdr {
+        name: String,
+        occ: Option<i32>,
+    },
     /// `req.body`: the request body buffered so far (binary: an ACL must say `-m`). Needs
     /// `option http-buffer-request` or `http-request wait-for-body` to see a whole body.
     ReqBody,
@@ -114,7 +157,9 @@ pub enum Fetch {
     /// `req.body_param([<name>])`: a parameter of an `application/x-www-form-urlencoded`
     /// request body (binary: an ACL must say `-m`); an empty name means the first parameter.
     /// Case-sensitive name.
-    ReqBodyParam { name: String },
+    ReqBodyParam {
+        name: String,
+    },
     /// `req.hdrs`: the request's header block as received, `name: value` lines each ending
     /// with CRLF, plus the empty line (binary: an ACL must say `-m`).
     ReqHdrs,
@@ -136,26 +181,43 @@ pub enum Fetch {
     TlsOnly,
     /// `cook_cnt([<name>])` / `req.cook_cnt(...)`: how many times the request cookie appears
     /// (every cookie when the name is empty) (integer).
-    CookCnt { name: String },
+    CookCnt {
+        name: String,
+    },
     /// `cook_val([<name>])` / `req.cook_val(...)`: the request cookie's value read as an
     /// integer (the leading digits, as `atoi`).
-    CookVal { name: String },
+    CookVal {
+        name: String,
+    },
     /// `res.cook([<name>])` / `scook(...)`: a cookie set by the response (`Set-Cookie`).
-    ResCook { name: String },
+    ResCook {
+        name: String,
+    },
     /// `res.ver` (`resp_ver`): the response's HTTP version, e.g. `1.1`.
     ResVer,
+    /// `res.comp`: whether the response is compressed (boolean); `res.comp_algo`: with which
+    /// algorithm (its configuration name; no value when it is not).
+    ResComp,
+    ResCompAlgo,
     /// `date([<offset>[,s]])`: the current time in seconds since the epoch plus `offset`
     /// seconds (integer). The `ms` and `us` units are refused as not supported yet.
-    Date { offset: i64 },
+    Date {
+        offset: i64,
+    },
     /// `rand([<range>])`: a random integer; with a range, in `0..range` (computed as HAProxy
     /// does: `(rand32 * range) >> 32`), else any 32-bit value.
-    Rand { range: Option<u64> },
+    Rand {
+        range: Option<u64>,
+    },
     /// `fe_name`: the name of the frontend that accepted the connection.
     FeName,
     /// `unique-id`: the request's `unique-id-format` id (no sample without one).
     UniqueId,
     /// `capture.req.hdr(<slot>)`, `capture.res.hdr(<slot>)`: what a capture slot holds.
-    Captured { response: bool, slot: u32 },
+    Captured {
+        response: bool,
+        slot: u32,
+    },
     /// `be_name`: the name of the backend handling the stream (once one is chosen).
     BeName,
     /// `srv_name`: the name of the server the request was sent to (response side only).
@@ -186,9 +248,13 @@ pub enum Fetch {
     /// `ipv4(<addr>)`, `ipv6(<addr>)`: a constant address.
     IpConst(IpAddr),
     /// `http_auth(<userlist>)`: the request's Basic credentials are a user's of the list.
-    HttpAuth { userlist: String },
+    HttpAuth {
+        userlist: String,
+    },
     /// `http_auth_group(<userlist>)`: the groups of the user the credentials authenticate.
-    HttpAuthGroup { userlist: String },
+    HttpAuthGroup {
+        userlist: String,
+    },
     /// `http_auth_user`, `http_auth_pass`, `http_auth_type`.
     AuthPart(AuthPart),
     /// `capture.req.uri`, `capture.req.method`, `capture.req.ver`: the request line (as the
@@ -201,7 +267,10 @@ pub enum Fetch {
     Sc(ScFetch),
     /// `table_avl([<table>])` (free entries), `table_cnt([<table>])` (used entries); the
     /// proxy's own table when `None`.
-    TableSize { table: Option<String>, used: bool },
+    TableSize {
+        table: Option<String>,
+        used: bool,
+    },
 }
 
 /// Which part of the request line `capture.req.*` gives.

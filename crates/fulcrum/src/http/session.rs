@@ -679,6 +679,7 @@ impl Session<'_> {
             stream_no: &mut self.t.stream_no,
             backend: &mut self.t.backend,
             key: &mut self.t.key,
+            comp: self.t.comp,
         }
     }
 

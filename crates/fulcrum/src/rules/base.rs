@@ -37,6 +37,8 @@ pub struct Base<'a> {
     pub pp: Option<&'a crate::connection::proxy::Header>,
     /// The server connection, in response rules (`ssl_bc*`).
     pub server_stream: Option<crate::tls::facts::ServerSide<'a>>,
+    /// The response's compression, once decided (`res.comp`).
+    pub comp: Option<fulcrum_config::compression::CompAlgo>,
 }
 
 impl<'a> Base<'a> {
@@ -68,6 +70,7 @@ impl<'a> Base<'a> {
             pp: self.pp,
             server_stream: self.server_stream,
             more: None,
+            comp: self.comp,
         }
     }
 }

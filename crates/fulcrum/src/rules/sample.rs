@@ -121,6 +121,8 @@ pub struct Ctx<'a> {
     /// `WAIT_END`) marks it, and a rule that does not match then waits (HAProxy's
     /// `SMP_F_MAY_CHANGE`).
     pub more: Option<&'a std::cell::Cell<bool>>,
+    /// The algorithm the response is compressed with (`res.comp`, `res.comp_algo`).
+    pub comp: Option<fulcrum_config::compression::CompAlgo>,
 }
 
 impl<'a> Ctx<'a> {
@@ -151,6 +153,7 @@ impl<'a> Ctx<'a> {
             pp: None,
             server_stream: None,
             more: None,
+            comp: None,
         }
     }
 
@@ -437,6 +440,8 @@ fn fetch_each<'a>(
         | Base
         | Status
         | ResVer
+        | ResComp
+        | ResCompAlgo
         | ReqBody
         | ReqBodyLen
         | ReqBodySize

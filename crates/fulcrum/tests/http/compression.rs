@@ -246,3 +246,29 @@ fn http2_clients_and_servers_get_and_give_compressed_bodies() {
         (got.len(), r.header("content-encoding").map(str::to_string))
     });
 }
+
+/// `res.comp` and `res.comp_algo` in the response rules: decided before they run.
+#[test]
+fn res_comp_and_res_comp_algo_tell_the_response_rules() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(
+            &srv,
+            " compression algo raw-deflate gzip\n\
+             http-response set-header X-Comp %[res.comp]\n\
+             http-response set-header X-Algo %[res.comp_algo] if { res.comp }\n",
+        ));
+        let tell = |r: Resp| {
+            (r.header("x-comp").map(str::to_string), r.header("x-algo").map(str::to_string))
+        };
+        let gz = tell(px.get_with("/?s=100", &["Accept-Encoding: gzip"]));
+        let raw = tell(px.get_with("/?s=100", &["Accept-Encoding: deflate"]));
+        let none = tell(px.get("/?s=100"));
+        let head = tell(px.send(b"HEAD /?s=100 HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n"));
+        assert_eq!(gz, (Some("1".into()), Some("gzip".into())));
+        assert_eq!(raw, (Some("1".into()), Some("raw-deflate".into())));
+        assert_eq!(none, (Some("0".into()), None));
+        assert_eq!(head, (Some("0".into()), None));
+        (gz, raw, none, head)
+    });
+}

@@ -107,6 +107,8 @@ pub struct Txn<'s> {
     pub backend: &'s mut Option<Arc<Backend>>,
     /// Where the balance key's bytes go ([`KeyKind::Bytes`]).
     pub key: &'s mut Vec<u8>,
+    /// The response's compression, once decided.
+    pub comp: Option<fulcrum_config::compression::CompAlgo>,
 }
 
 /// A transaction's own state: its request and response, variables (the session's too),
@@ -200,6 +202,7 @@ impl Transaction {
             stream_no: &mut self.stream_no,
             backend: &mut self.backend,
             key: &mut self.key,
+            comp: self.comp,
         }
     }
 }
@@ -695,6 +698,7 @@ pub fn base<'b>(
         h2,
         pp,
         server_stream: None,
+        comp: None,
     }
 }
 

@@ -142,6 +142,7 @@ impl Txn<'_> {
         let mut base = self.base(be);
         // Response rules see no request body, and the server that answered.
         (base.body, base.server, base.server_stream) = (&[], server, side);
+        base.comp = self.comp;
         base.data_htx = self.resp_data_htx.unwrap_or(0);
         let (resp, req) = (&mut *self.resp, &*self.req);
         rules::run(list, start, acls, &base, resp, Some(req), self.vars, self.scratch)

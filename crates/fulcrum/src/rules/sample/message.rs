@@ -62,6 +62,8 @@ pub(super) fn fetch<'a>(fetch: &cfg::Fetch, ctx: &Ctx<'a>, f: &mut Each<'_, 'a>)
             }),
             f,
         ),
+        ResComp => one(ctx.resp.map(|_| Value::Bool(ctx.comp.is_some())), f),
+        ResCompAlgo => one(ctx.comp.map(|a| b(a.cfg_name().as_bytes())), f),
         ReqBody => one(req.map(|_| b(ctx.body)), f),
         ReqBodyLen => one(req.map(|_| Value::Int(ctx.body.len() as i64)), f),
         ReqBodySize => one(
