@@ -25,6 +25,9 @@ impl Diags {
     pub fn warning(&mut self, line: &Line, msg: impl Into<String>) {
         self.list.push(Diagnostic::warning(Some(line.span.clone()), msg));
     }
+    pub fn notice(&mut self, line: &Line, msg: impl Into<String>) {
+        self.list.push(Diagnostic::notice(Some(line.span.clone()), msg));
+    }
     pub fn has_errors(&self) -> bool {
         self.list.iter().any(Diagnostic::is_error)
     }

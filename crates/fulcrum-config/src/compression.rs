@@ -16,6 +16,10 @@ pub enum CompAlgo {
     RawDeflate,
     /// gzip (RFC 1952).
     Gzip,
+    /// Zstandard (RFC 8878), `zstd`: a Fulcrum extension (HAProxy 2.6 does not have it).
+    Zstd,
+    /// Brotli (RFC 7932), `br`: a Fulcrum extension.
+    Brotli,
 }
 
 impl CompAlgo {
@@ -26,7 +30,14 @@ impl CompAlgo {
             CompAlgo::Deflate => "deflate",
             CompAlgo::RawDeflate => "raw-deflate",
             CompAlgo::Gzip => "gzip",
+            CompAlgo::Zstd => "zstd",
+            CompAlgo::Brotli => "br",
         }
+    }
+
+    /// Not HAProxy 2.6's: Fulcrum's own.
+    pub fn is_extension(self) -> bool {
+        matches!(self, CompAlgo::Zstd | CompAlgo::Brotli)
     }
 
     /// The name clients use in `Accept-Encoding` and `Content-Encoding`.
@@ -35,11 +46,14 @@ impl CompAlgo {
             CompAlgo::Identity => "identity",
             CompAlgo::Deflate | CompAlgo::RawDeflate => "deflate",
             CompAlgo::Gzip => "gzip",
+            CompAlgo::Zstd => "zstd",
+            CompAlgo::Brotli => "br",
         }
     }
 
     fn from_cfg(name: &str) -> Option<CompAlgo> {
-        [CompAlgo::Identity, CompAlgo::Deflate, CompAlgo::RawDeflate, CompAlgo::Gzip]
+        use CompAlgo::*;
+        [Identity, Deflate, RawDeflate, Gzip, Zstd, Brotli]
             .into_iter()
             .find(|a| a.cfg_name() == name)
     }
@@ -69,7 +83,13 @@ pub fn compression(p: &mut Proxy, in_defaults: bool, line: &Line, diags: &mut Di
             }
             for w in &line.words[2..] {
                 match CompAlgo::from_cfg(w) {
-                    Some(a) => comp.algos.insert(0, a),
+                    Some(a) => {
+                        if a.is_extension() {
+                            let msg = format!("'compression' : '{w}' is a Fulcrum extension: HAProxy 2.6 does not know it (see docs/compat.md).");
+                            diags.notice(line, msg);
+                        }
+                        comp.algos.insert(0, a)
+                    }
                     None => {
                         let msg = format!("'compression' : '{w}' is not a supported algorithm.");
                         return diags.alert(line, msg);

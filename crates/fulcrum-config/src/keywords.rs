@@ -228,7 +228,7 @@ pub static PROXY: &[Keyword] = &[
     p("clitcpka-cnt", D|F|L, Supported),
     p("clitcpka-idle", D|F|L, Supported),
     p("clitcpka-intvl", D|F|L, Supported),
-    p("compression", D|F|L|B, Partial("algo identity, gzip, deflate, raw-deflate; type; offload (with HAProxy 2.6's rules for what is compressed); see the compression notes")),
+    p("compression", D|F|L|B, Partial("algo identity, gzip, deflate, raw-deflate (and zstd, br: Fulcrum extensions); type; offload (with HAProxy 2.6's rules for what is compressed); see the compression notes")),
     p("cookie", D|L|B, Partial("insert, rewrite, prefix, indirect, nocache, preserve, httponly, secure, domain, maxidle, maxlife; not postonly, dynamic, attr")),
     p("declare capture", F|L, Supported),
     p("default-server", D|L|B, Partial("the server options marked supported below; not id")),
@@ -822,7 +822,8 @@ const COMPRESSION_NOTES: &[&str] = &[
     "- A response is compressed only as HAProxy compresses it: HTTP/1.1 or later both ways (HTTP/2 included), not HEAD, status 200 to 203, a body of known length (no close-delimited body), no `Content-Encoding` already, no `Cache-Control: no-transform`, at most one `ETag` and a valid one, not `multipart`, and a `Content-Type` starting with a listed type (without case) when types are listed. Then `Content-Encoding` is added (not for identity), `Content-Length` removed and the body sent chunked (HTTP/1) or as DATA frames (HTTP/2), a strong `ETag` made weak, and `Vary: Accept-Encoding` added. Each block of data is compressed and flushed as it comes (a slow server's bytes reach the client at once), from HTTP/1 and HTTP/2 servers to HTTP/1 and HTTP/2 clients; a response beside a request body still arriving over HTTP/2 is not compressed.",
     "- gzip and deflate are zlib-rs's (through `flate2`) at `tune.comp.maxlevel` (1 by default, as HAProxy; Debian's HAProxy uses libslz, whose output differs in bytes, not in what it decodes to). The counters `comp_in`, `comp_out`, `comp_byp` (identity) and `comp_rsp` count as HAProxy's, on frontends and backends, in `show stat`, the stats page and Prometheus.",
     "- `res.comp` and `res.comp_algo` answer in the response rules (decided before they run, as HAProxy's); in a log format they do not yet.",
-    "- Not yet: `maxcomprate` and `maxcompcpuusage` (compression never backs off), `filter trace|cache|spoe|fcgi-app|bwlim-in|bwlim-out`, zstd and brotli (a planned Fulcrum extension).",
+    "- **Fulcrum extension**: `compression algo zstd` and `compression algo br` (Zstandard through the reference library, brotli through Dropbox's Rust port; `tune.comp.maxlevel` as their level, brotli with a 4 MB window). `-c` says so with a notice (HAProxy 2.6 refuses them). When the configuration lists one of them, equal `Accept-Encoding` q-values go to the algorithm the configuration lists first (HAProxy's rule takes the client's first, which for browsers always means gzip); without them, HAProxy's rule stays.",
+    "- Not yet: `maxcomprate` and `maxcompcpuusage` (compression never backs off), `filter trace|cache|spoe|fcgi-app|bwlim-in|bwlim-out`.",
 ];
 
 /// Run-time behaviours of `mode http` where Fulcrum chooses differently from HAProxy 2.6 (each

@@ -95,6 +95,7 @@ fn run() -> Result<(), String> {
     println!(
         "  curl -si http://{FRONTEND}/api/?s=64    ACL routing to backend 'api' (path rewritten)"
     );
+    println!("  curl -si --compressed http://{FRONTEND}/api/?s=4096   the same, compressed (gzip; zstd, br)");
     println!("  curl -si http://{FRONTEND}/admin        403 from an http-request deny rule");
     println!("  curl -si http://{FRONTEND}/old          301 redirect");
     println!("  curl -si http://{FRONTEND}/health       monitor-uri, answered by Fulcrum");

@@ -1,7 +1,8 @@
 //! A response body's compression as it streams (HAProxy's compression filter's data side):
 //! each block of data in is compressed and flushed at once (a client sees what the server
 //! sent as soon as it came, compressed), the stream finished with the body's end. gzip,
-//! deflate (zlib) and raw deflate through `flate2`; identity passes data as it is.
+//! deflate (zlib) and raw deflate through `flate2`; zstd and brotli (Fulcrum's own) through
+//! `zstd` and `brotli`; identity passes data as it is.
 //!
 //! Must not touch: heads (`analyse::compress` decides and rewrites them), framing.
 
@@ -24,18 +25,34 @@ enum Kind {
     Gzip(GzEncoder<Vec<u8>>),
     Zlib(ZlibEncoder<Vec<u8>>),
     Raw(DeflateEncoder<Vec<u8>>),
+    Zstd(zstd::stream::write::Encoder<'static, Vec<u8>>),
+    /// (Finished by taking the writer: its last bytes then wait in `last`.)
+    Brotli {
+        w: Option<Box<brotli::CompressorWriter<Vec<u8>>>>,
+        last: Vec<u8>,
+    },
 }
 
 impl Encoder {
     /// An encoder for `algo` at `level` (`tune.comp.maxlevel`, 1 to 9).
     pub fn new(algo: CompAlgo, level: u32) -> Encoder {
-        let level = Level::new(level.clamp(1, 9));
+        let n = level.clamp(1, 9);
+        let level = Level::new(n);
         let out = Vec::new();
         let kind = match algo {
             CompAlgo::Identity => Kind::Identity(out),
             CompAlgo::Gzip => Kind::Gzip(GzEncoder::new(out, level)),
             CompAlgo::Deflate => Kind::Zlib(ZlibEncoder::new(out, level)),
             CompAlgo::RawDeflate => Kind::Raw(DeflateEncoder::new(out, level)),
+            CompAlgo::Zstd => match zstd::stream::write::Encoder::new(out, n as i32) {
+                Ok(e) => Kind::Zstd(e),
+                Err(_) => Kind::Identity(Vec::new()),
+            },
+            // Quality as the level; a 4 MB window (browsers' usual).
+            CompAlgo::Brotli => Kind::Brotli {
+                w: Some(Box::new(brotli::CompressorWriter::new(out, 16384, n, 22))),
+                last: Vec::new(),
+            },
         };
         Encoder { kind, bytes_in: 0, bytes_out: 0 }
     }
@@ -87,6 +104,30 @@ impl Encoder {
                 }
                 Ok(e.get_ref())
             }
+            Kind::Zstd(e) => {
+                e.get_mut().clear();
+                step(e, data, end)?;
+                if end {
+                    e.do_finish()?;
+                }
+                Ok(e.get_ref())
+            }
+            Kind::Brotli { w, last } => {
+                last.clear();
+                if let Some(e) = w.as_mut() {
+                    e.get_mut().clear();
+                    step(&mut **e, data, end)?;
+                    if !end {
+                        last.extend_from_slice(e.get_ref());
+                    }
+                }
+                if end {
+                    if let Some(e) = w.take() {
+                        *last = e.into_inner();
+                    }
+                }
+                Ok(last)
+            }
         }
     }
 
@@ -127,6 +168,12 @@ mod tests {
         flate2::read::DeflateDecoder::new(&raw[..]).read_to_end(&mut back).expect("inflate");
         assert_eq!(back, [text, text].concat());
         assert_eq!(run(CompAlgo::Identity, &pieces), [text, text].concat());
+        let z = run(CompAlgo::Zstd, &pieces);
+        assert_eq!(zstd::stream::decode_all(&z[..]).expect("unzstd"), [text, text].concat());
+        let br = run(CompAlgo::Brotli, &pieces);
+        let mut back = Vec::new();
+        brotli::Decompressor::new(&br[..], 4096).read_to_end(&mut back).expect("unbrotli");
+        assert_eq!(back, [text, text].concat());
         // A first block alone is complete data (sync flush): a reader gets it at once.
         let mut e = Encoder::new(CompAlgo::Gzip, 1);
         let first = e.push(text, false).expect("push").to_vec();

@@ -272,3 +272,32 @@ fn res_comp_and_res_comp_algo_tell_the_response_rules() {
         (gz, raw, none, head)
     });
 }
+
+/// zstd and brotli, Fulcrum's own (HAProxy 2.6 refuses them): chosen by q-value, equal ones
+/// going to the configuration's first (browsers list gzip first: HAProxy's rule would always
+/// take it), and each answer decoded by curl (libzstd, libbrotli) back to the plain body.
+#[test]
+#[cfg_attr(no_curl, ignore = "curl is missing (see crates/fulcrum/build.rs)")]
+fn zstd_and_brotli_are_chosen_by_q_then_configuration_order_and_decode() {
+    let srv = server("s1");
+    let px = Target::Fulcrum.start(&one(&srv, " compression algo zstd br gzip\n"));
+    let target = "/?s=30000&chunked=1";
+    let plain = px.get(target).body;
+    let url = format!("http://{}{target}", px.addr());
+    for (accept, want) in [
+        ("gzip, deflate, br, zstd", "zstd"),
+        ("gzip, deflate, br", "br"),
+        ("gzip;q=1, zstd;q=0.5", "gzip"),
+        ("br;q=0.9, gzip;q=0.9", "br"),
+    ] {
+        let r = px.get_with(target, &[&format!("Accept-Encoding: {accept}")]);
+        assert_eq!(r.header("content-encoding"), Some(want), "{accept}");
+        assert!(r.body.len() < plain.len() / 4, "{want}: {} bytes", r.body.len());
+        let out = std::process::Command::new("curl")
+            .args(["-s", "--compressed", "-H", &format!("Accept-Encoding: {want}"), &url])
+            .output()
+            .expect("curl");
+        assert!(out.status.success(), "curl {want}");
+        assert_eq!(out.stdout, plain, "{want} decodes to the plain body");
+    }
+}

@@ -257,7 +257,7 @@ fn explain_covers_the_connection_rules_the_limits_and_the_answers_last_rules() {
 }
 
 /// The demo's own call (`fulcrum demo` runs it and prints it): on `examples/demo.cfg`, from the
-/// repository's root as the demo runs, `/admin` is denied by line 61 and `/api/` goes to
+/// repository's root as the demo runs, `/admin` is denied by line 63 and `/api/` goes to
 /// backend `api`, as the demo tells its user to try with curl.
 #[test]
 fn explain_answers_the_demos_questions() {
@@ -273,7 +273,7 @@ fn explain_answers_the_demos_questions() {
     };
     let admin = explain("GET /admin HTTP/1.1\nHost: demo\n\n");
     assert!(
-        admin.contains("examples/demo.cfg:61: http-request deny if is_admin  -> applies"),
+        admin.contains("examples/demo.cfg:63: http-request deny if is_admin  -> applies"),
         "{admin}"
     );
     assert!(admin.contains("answer: 403 Forbidden (termination PR--)"), "{admin}");

@@ -108,20 +108,29 @@ pub fn select_request(req: &mut Head, s: Settings<'_>) -> Option<CompAlgo> {
         return None;
     }
     let algos = s.algos();
-    let mut chosen = None;
+    // With Fulcrum's own algorithms (zstd, br) configured, equal q-values go to the one the
+    // configuration lists first (HAProxy's rule, the client's first, always means gzip for
+    // browsers); without them, HAProxy's rule exactly.
+    let by_config = algos.iter().any(|a| a.is_extension());
+    // (HAProxy's list has the last declared first: a higher index was declared earlier.)
+    let rank = |a: CompAlgo| algos.iter().position(|x| *x == a).unwrap_or(0);
+    let mut chosen: Option<CompAlgo> = None;
     let mut best_q = 0;
     for e in elements(req, b"accept-encoding") {
         let toklen = e.iter().position(|&b| !fulcrum_http::is_tchar(b)).unwrap_or(e.len());
         let q = element_q(&e[toklen..]);
-        if q <= best_q {
+        let tie = by_config && q == best_q && q > 0;
+        if q < best_q || (q == best_q && !tie) {
             continue;
         }
         let token = &e[..toklen];
         if let Some(a) =
             algos.iter().find(|a| e.starts_with(b"*") || word_match(token, a.ua_name().as_bytes()))
         {
-            chosen = Some(*a);
-            best_q = q;
+            if !tie || chosen.is_none_or(|c| rank(*a) > rank(c)) {
+                chosen = Some(*a);
+                best_q = q;
+            }
         }
     }
     if chosen.is_some() {
@@ -268,6 +277,19 @@ mod tests {
         // identity configured: taken when nothing else matches.
         let c = comp(&[Identity, Gzip], &[], false);
         assert_eq!(choose(&c, "Accept-Encoding: br\n"), Some(Identity));
+    }
+
+    #[test]
+    fn with_fulcrum_s_own_algorithms_ties_go_to_the_configuration_s_first() {
+        use CompAlgo::*;
+        let c = comp(&[Brotli, Zstd, Gzip], &[], false);
+        assert_eq!(choose(&c, "Accept-Encoding: gzip, deflate, br, zstd\n"), Some(Brotli));
+        assert_eq!(choose(&c, "Accept-Encoding: gzip, zstd\n"), Some(Zstd));
+        assert_eq!(choose(&c, "Accept-Encoding: gzip;q=1, br;q=0.8\n"), Some(Gzip));
+        assert_eq!(choose(&c, "Accept-Encoding: br;q=0\n"), None);
+        // Without them, HAProxy's rule: the client's first of equal ones.
+        let c = comp(&[Deflate, Gzip], &[], false);
+        assert_eq!(choose(&c, "Accept-Encoding: gzip, deflate\n"), Some(Gzip));
     }
 
     #[test]
