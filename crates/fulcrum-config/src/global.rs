@@ -157,6 +157,16 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
             }
             no_extra(line, 2, kw, diags);
         }
+        "maxcomprate" => {
+            if !no_extra(line, 2, kw, diags) {
+                return;
+            }
+            match line.arg(1) {
+                "" => diags.alert(line, format!("'{kw}' expects an integer argument in kb/s.")),
+                // HAProxy's `atoi`: text that is not a number is 0 (no limit).
+                v => g.maxcomprate = Some(atol(v).clamp(0, i64::from(u32::MAX)) as u32),
+            }
+        }
         "maxconnrate" | "maxsessrate" => {
             if let Some(v) = int_arg(line, 1, kw, diags) {
                 if kw == "maxconnrate" {

@@ -129,7 +129,7 @@ pub static GLOBAL: &[Keyword] = &[
     g("busy-polling", NotYet),
     g("max-spread-checks", Supported),
     g("maxcompcpuusage", NotYet),
-    g("maxcomprate", NotYet),
+    g("maxcomprate", Partial("a response whose compression would begin while the process's compressor input in the current second is at the limit is not compressed; HAProxy also lowers the level of those under way")),
     g("maxconn", Supported),
     g("maxconnrate", Supported),
     g("maxpipes", Partial("accepted, no effect: Fulcrum never splices")),
@@ -823,7 +823,8 @@ const COMPRESSION_NOTES: &[&str] = &[
     "- gzip and deflate are zlib-rs's (through `flate2`) at `tune.comp.maxlevel` (1 by default, as HAProxy; Debian's HAProxy uses libslz, whose output differs in bytes, not in what it decodes to). The counters `comp_in`, `comp_out`, `comp_byp` (identity) and `comp_rsp` count as HAProxy's, on frontends and backends, in `show stat`, the stats page and Prometheus.",
     "- `res.comp` and `res.comp_algo` answer in the response rules (decided before they run, as HAProxy's); in a log format they do not yet.",
     "- **Fulcrum extension**: `compression algo zstd` and `compression algo br` (Zstandard through the reference library, brotli through Dropbox's Rust port; `tune.comp.maxlevel` as their level, brotli with a 4 MB window). `-c` says so with a notice (HAProxy 2.6 refuses them). When the configuration lists one of them, equal `Accept-Encoding` q-values go to the algorithm the configuration lists first (HAProxy's rule takes the client's first, which for browsers always means gzip); without them, HAProxy's rule stays.",
-    "- Not yet: `maxcomprate` and `maxcompcpuusage` (compression never backs off), `filter trace|cache|spoe|fcgi-app|bwlim-in|bwlim-out`.",
+    "- `maxcomprate`: a response begins uncompressed while the process's compressor input over the last second (HAProxy's frequency counter: this second's kilobytes plus a share of the last one's, each response's counted when its body ends) is at the limit; HAProxy also lowers the level of the responses under way, Fulcrum finishes them as they began.",
+    "- Not yet: `maxcompcpuusage` (compression does not back off when the process is busy), `filter trace|cache|spoe|fcgi-app|bwlim-in|bwlim-out`.",
 ];
 
 /// Run-time behaviours of `mode http` where Fulcrum chooses differently from HAProxy 2.6 (each

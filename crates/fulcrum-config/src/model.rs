@@ -101,6 +101,8 @@ pub struct Global {
     /// `maxconnrate`, `maxsessrate`: new connections / sessions per second (`None`: no limit).
     pub maxconnrate: Option<u32>,
     pub maxsessrate: Option<u32>,
+    /// `maxcomprate`: kilobytes per second into the compressor, process-wide (`None`: no limit).
+    pub maxcomprate: Option<u32>,
     pub pidfile: Option<PathBuf>,
     pub cpu_map: Vec<CpuMap>,
     /// `ulimit-n`.
@@ -201,6 +203,7 @@ impl Default for Global {
             maxconn: None,
             maxconnrate: None,
             maxsessrate: None,
+            maxcomprate: None,
             pidfile: None,
             cpu_map: Vec::new(),
             ulimit_n: None,

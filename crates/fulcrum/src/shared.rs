@@ -39,6 +39,8 @@ pub struct Shared {
     /// reloads).
     pub conn_rate: Arc<crate::frontend::rate::RateLimit>,
     pub sess_rate: Arc<crate::frontend::rate::RateLimit>,
+    /// `maxcomprate`, in kilobytes into the compressor per second.
+    pub comp_rate: Arc<crate::frontend::rate::KbRate>,
     /// What the process knows of itself (`show info`, the stats page).
     pub process: Process,
 }

@@ -556,6 +556,7 @@ fn start(
         debug: args.debug,
         global_limit,
         conn_rate: Default::default(),
+        comp_rate: Default::default(),
         sess_rate: Default::default(),
         started: std::time::SystemTime::now(),
         started_at: std::time::Instant::now(),

@@ -64,9 +64,96 @@ impl RateLimit {
     }
 }
 
+/// A byte rate over the last second, shared by all worker threads (`maxcomprate`: kilobytes
+/// into the compressor), read as HAProxy reads its frequency counters: the current second's
+/// count plus the previous second's, weighted by what is left of the current one.
+#[derive(Debug)]
+pub struct KbRate {
+    /// Kilobytes per second allowed (0: no limit).
+    max: AtomicU32,
+    /// The second (since `origin`) in the high half, its count in the low half: the current
+    /// one and the one before it.
+    cur: AtomicU64,
+    prev: AtomicU64,
+    origin: Instant,
+}
+
+impl Default for KbRate {
+    fn default() -> Self {
+        KbRate {
+            max: AtomicU32::new(0),
+            cur: AtomicU64::new(0),
+            prev: AtomicU64::new(0),
+            origin: Instant::now(),
+        }
+    }
+}
+
+impl KbRate {
+    pub fn set_max(&self, max: u32) {
+        self.max.store(max, Ordering::Relaxed);
+    }
+
+    /// Counts `kb` kilobytes at `now` (threads racing at a second's turn may lose a few).
+    pub fn count(&self, now: Instant, kb: u32) {
+        if self.max.load(Ordering::Relaxed) == 0 || kb == 0 {
+            return;
+        }
+        let second = now.saturating_duration_since(self.origin).as_secs();
+        let old = self.cur.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| {
+            Some(match w >> 32 == second {
+                true => (w & !0xffff_ffff) | ((w & 0xffff_ffff) + u64::from(kb)).min(0xffff_ffff),
+                false => second << 32 | u64::from(kb),
+            })
+        });
+        if let Ok(w) = old {
+            if w >> 32 != second {
+                self.prev.store(w, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Whether the rate at `now` has reached the limit.
+    pub fn reached(&self, now: Instant) -> bool {
+        let max = u64::from(self.max.load(Ordering::Relaxed));
+        if max == 0 {
+            return false;
+        }
+        let elapsed = now.saturating_duration_since(self.origin);
+        let second = elapsed.as_secs();
+        let count = |w: u64, s: u64| if w >> 32 == s { w & 0xffff_ffff } else { 0 };
+        let (cur, prev) = (self.cur.load(Ordering::Relaxed), self.prev.load(Ordering::Relaxed));
+        let previous = count(cur, second.wrapping_sub(1)).max(count(prev, second.wrapping_sub(1)));
+        let left = 1_000 - u64::from(elapsed.subsec_millis());
+        count(cur, second) * 1_000 + previous * left >= max * 1_000
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kb_rate_counts_this_second_and_a_share_of_the_last_one() {
+        let r = KbRate::default();
+        r.set_max(100);
+        let at = |ms: u64| r.origin + Duration::from_millis(ms);
+        assert!(!r.reached(at(100)));
+        r.count(at(100), 60);
+        assert!(!r.reached(at(200)));
+        r.count(at(300), 40);
+        assert!(r.reached(at(400)), "100 kB in this second");
+        // Half-way into the next second: half of the last one's 100 still counts.
+        assert!(!r.reached(at(1_500)));
+        r.count(at(1_500), 50);
+        assert!(r.reached(at(1_500)), "50 + 100 x 0.5");
+        assert!(!r.reached(at(1_900)), "50 + 100 x 0.1");
+        // Two seconds later, nothing.
+        assert!(!r.reached(at(3_100)));
+        let unlimited = KbRate::default();
+        unlimited.count(at(100), 1_000_000);
+        assert!(!unlimited.reached(at(100)));
+    }
 
     #[test]
     fn the_limit_holds_within_a_second_and_the_next_second_starts_over() {

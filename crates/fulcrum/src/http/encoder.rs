@@ -74,44 +74,27 @@ impl Encoder {
             }
             Ok(())
         }
+        // The writers over a `Vec` (flate2's and zstd's): cleared, fed, flushed or finished.
+        macro_rules! stream {
+            ($e:expr, $finish:ident) => {{
+                $e.get_mut().clear();
+                step($e, data, end)?;
+                if end {
+                    $e.$finish()?;
+                }
+                Ok($e.get_ref())
+            }};
+        }
         match kind {
             Kind::Identity(out) => {
                 out.clear();
                 out.extend_from_slice(data);
                 Ok(out)
             }
-            Kind::Gzip(e) => {
-                e.get_mut().clear();
-                step(e, data, end)?;
-                if end {
-                    e.try_finish()?;
-                }
-                Ok(e.get_ref())
-            }
-            Kind::Zlib(e) => {
-                e.get_mut().clear();
-                step(e, data, end)?;
-                if end {
-                    e.try_finish()?;
-                }
-                Ok(e.get_ref())
-            }
-            Kind::Raw(e) => {
-                e.get_mut().clear();
-                step(e, data, end)?;
-                if end {
-                    e.try_finish()?;
-                }
-                Ok(e.get_ref())
-            }
-            Kind::Zstd(e) => {
-                e.get_mut().clear();
-                step(e, data, end)?;
-                if end {
-                    e.do_finish()?;
-                }
-                Ok(e.get_ref())
-            }
+            Kind::Gzip(e) => stream!(e, try_finish),
+            Kind::Zlib(e) => stream!(e, try_finish),
+            Kind::Raw(e) => stream!(e, try_finish),
+            Kind::Zstd(e) => stream!(e, do_finish),
             Kind::Brotli { w, last } => {
                 last.clear();
                 if let Some(e) = w.as_mut() {

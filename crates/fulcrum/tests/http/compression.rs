@@ -301,3 +301,23 @@ fn zstd_and_brotli_are_chosen_by_q_then_configuration_order_and_decode() {
         assert_eq!(out.stdout, plain, "{want} decodes to the plain body");
     }
 }
+
+/// `maxcomprate` (kB/s into the compressor, the process's): past it, a response begins plain.
+#[test]
+fn maxcomprate_leaves_responses_plain_once_the_rate_is_reached() {
+    each(|t| {
+        let srv = server("s1");
+        let cfg = format!(
+            "global\n maxcomprate 50\n{DEFAULTS}listen px\n bind {{fe0}}\n compression algo gzip\n\
+             server s1 {}\n",
+            srv.addr()
+        );
+        let px = t.start(&cfg);
+        let gz = "Accept-Encoding: gzip";
+        let first = px.get_with("/?s=200000", &[gz]);
+        assert_eq!(first.header("content-encoding"), Some("gzip"), "below the rate");
+        let second = px.get_with("/?s=1000", &[gz]);
+        assert_eq!(second.header("content-encoding"), None, "200 kB in the last second");
+        (first.header("content-encoding").map(str::to_string), second.status)
+    });
+}

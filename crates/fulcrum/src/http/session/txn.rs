@@ -107,7 +107,9 @@ impl Session<'_> {
         let Answered { status, resp_body, tunnel, skipped, mut server_keep } = a;
         // An HTTP/2 response beside a request body still arriving is not compressed.
         let duplex = !body_done && (self.h2_conn.is_some() || matches!(sc.stream, Peer::H2Up(_)));
-        self.compress_response(&asked, resp_body, duplex || tunnel || skipped.is_some(), comp);
+        if self.t.comp.is_some() {
+            self.compress_response(&asked, resp_body, duplex || tunnel || skipped.is_some(), comp);
+        }
         if resp_body == Body::Chunked && self.bad_chunks(&sc.buf, &be) {
             drop((slot, sc));
             return self.answer(502, &info, Some(&be)).await;
@@ -213,6 +215,7 @@ impl Session<'_> {
 
     /// Whether the response is compressed (`plain`: it cannot be), once its head is in and
     /// before the response rules.
+    #[cold]
     fn compress_response(
         &mut self,
         asked: &Asked,
@@ -220,13 +223,14 @@ impl Session<'_> {
         plain: bool,
         comp: compress::Settings<'_>,
     ) {
-        if self.t.comp.is_some() {
-            let asked = compress::Asked { method: asked.method, version: asked.version };
-            self.t.comp = match plain {
-                true => None,
-                false => compress::select_response(self.t.comp, asked, &self.t.resp, body, comp),
-            };
-        }
+        let asked = compress::Asked { method: asked.method, version: asked.version };
+        // `maxcomprate`: at the limit, a response begins uncompressed.
+        let now = crate::clock::now().into_std();
+        let plain = plain || self.shared.comp_rate.reached(now);
+        self.t.comp = match plain {
+            true => None,
+            false => compress::select_response(self.t.comp, asked, &self.t.resp, body, comp),
+        };
     }
 
     /// The response body compressed on its way (see `http::encoder`), as pieces from the
@@ -258,6 +262,8 @@ impl Session<'_> {
         let timer = (self.stimer.as_mut(), st);
         let (ct, out) = (self.fe.timeouts.client, &mut self.t.o.bytes_out);
         let x = pieces::pump(from, to, timer, ct, None, out, Some(&mut enc)).await;
+        let kb = enc.bytes_in.div_ceil(1024).min(u64::from(u32::MAX)) as u32;
+        self.shared.comp_rate.count(crate::clock::now().into_std(), kb);
         for c in [&*self.fe.counters, &*be.counters] {
             if enc.compresses() {
                 c.comp_in.fetch_add(enc.bytes_in, std::sync::atomic::Ordering::Relaxed);
