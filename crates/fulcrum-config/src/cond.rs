@@ -13,8 +13,9 @@ use crate::{EnvLookup, HAPROXY_COMPAT_VERSION};
 /// `OPENSSL`: configurations guard their `ssl` keywords with it, and those work here, through
 /// rustls — OpenSSL-only keywords such as `ssl-engine` still say "not supported yet"), and
 /// `PCRE2`/`PCRE2_JIT`: a regex the `regex` crate refuses is compiled with PCRE2 itself.
+/// (`ZLIB`: compression, by zlib-rs, a zlib in Rust; HAProxy's reg-tests ask for it or `SLZ`.)
 pub const FEATURES: &[&str] =
-    &["CPU_AFFINITY", "EPOLL", "OPENSSL", "PCRE2", "PCRE2_JIT", "REUSEPORT", "THREAD"];
+    &["CPU_AFFINITY", "EPOLL", "OPENSSL", "PCRE2", "PCRE2_JIT", "REUSEPORT", "THREAD", "ZLIB"];
 
 /// The TLS library `ssllib_name_startswith(<prefix>)` compares with (case aside, as HAProxy).
 pub const SSLLIB_NAME: &str = "rustls";

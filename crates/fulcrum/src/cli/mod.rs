@@ -265,6 +265,12 @@ fn print_version(level: u8) {
             "Feature list : {}",
             cfg::FEATURES.iter().map(|f| format!("+{f}")).collect::<Vec<_>>().join(" ")
         );
+        // HAProxy's line, with Fulcrum's own algorithms.
+        println!("Built with zlib-rs (zlib in Rust), zstd and brotli for compression.");
+        println!(
+            "Compression algorithms supported : identity(\"identity\"), deflate(\"deflate\"), \
+             raw-deflate(\"deflate\"), gzip(\"gzip\"), zstd(\"zstd\"), br(\"br\")"
+        );
         // HAProxy 2.6's lines for the multiplexers Fulcrum has (no `fcgi`, no `proto none`).
         println!("Available multiplexer protocols :");
         println!("(protocols marked as <default> cannot be specified using 'proto' keyword)");
@@ -282,7 +288,7 @@ fn print_version(level: u8) {
 fn read_sources(paths: &[PathBuf]) -> Result<Vec<Source>, String> {
     let mut sources = Vec::new();
     for path in paths {
-        // Through `sys`: after `chroot`, a reload reads them through the directories kept.
+        // Through `files`: a jailed worker's reload reads what its master read.
         let files = if crate::files::is_dir(path) {
             let mut files: Vec<PathBuf> = crate::files::list(path)
                 .map_err(|e| open_error(path, &e))?
