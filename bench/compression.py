@@ -23,16 +23,14 @@ import argparse
 import http.client
 import os
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 import zlib
 
-HZ = os.sysconf("SC_CLK_TCK")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The process helpers of bench/h2.py (start pinned, stop by PID, wait for a port, CPU ticks).
+from h2 import HZ, ROOT, cpu_ticks, start, stop, wait_listen
+
 ORIGIN, FE = 24440, 24441
 TYPES = "text/html application/javascript text/javascript application/json"
 
@@ -61,27 +59,16 @@ def corpus(dest):
     return names
 
 
-def start(cmd, cpus, log):
-    return subprocess.Popen(["taskset", "-c", cpus] + cmd, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-
-
 def cpu(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / HZ
+    return sum(cpu_ticks(pid)) / HZ
 
 
 def wait_port(port):
-    for _ in range(100):
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-            c.request("GET", "/")
-            c.getresponse().read()
-            return
-        except OSError:
-            time.sleep(0.05)
-    sys.exit(f"nothing answers on {port}")
+    """`wait_listen`, then one request answered (nginx and the proxies are ready)."""
+    wait_listen(port)
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    c.request("GET", "/")
+    c.getresponse().read()
 
 
 def run_client(names, files, repeat, algo="gzip"):
@@ -169,16 +156,14 @@ backend be
                     plain, comp = run_client(names, files, a.repeat, algo)
                     used = cpu(p.pid) - before
                 finally:
-                    os.killpg(p.pid, signal.SIGTERM)
-                    p.wait()
+                    stop(p)
                 us_per_mib = used * 1e6 / (plain / 1048576)
                 results[name].append((us_per_mib, comp / plain))
                 print(f"round {rnd} {name:12}: {us_per_mib:9.0f} us CPU/MiB, "
                       f"compressed to {100 * comp / plain:.2f} %")
     finally:
         for p in procs:
-            os.killpg(p.pid, signal.SIGTERM)
-            p.wait()
+            stop(p)
     med = {k: (statistics.median(x for x, _ in v), statistics.median(y for _, y in v))
            for k, v in results.items()}
     print(f"tune.comp.maxlevel {a.level}, {a.rounds} rounds of {a.repeat} passes, medians:")

@@ -1,5 +1,6 @@
 //! Command-line flags, spelled as HAProxy spells them (`-f`, `-c`, `-cc`, `-d`, `-D`, `-p`,
-//! `-q`, `-v`, `-vv`, `-sf`, `-st`, ...). Pure: parses a list of strings, no I/O.
+//! `-q`, `-v`, `-vv`, `-sf`, `-st`, ...): parsing is pure (a list of strings, no I/O); the
+//! texts the flags ask for (`-h`'s usage, `-v`'s version, `-vv`'s build) are here too.
 
 use std::path::PathBuf;
 
@@ -127,6 +128,40 @@ Usage : fulcrum [-f <cfgfile|cfgdir>]* [ -vdVD ] [ -n <maxconn> ] [ -N <maxpconn
         -W/-Ws accepted (-Ws: systemd notify, foreground); SIGUSR2 reloads in place
         -S binds an admin runtime API socket (HAProxy's master CLI; `reload` works there)
 ";
+
+/// `-v`, `-vv`: the version, then (`-vv`) the build as HAProxy lists its own.
+pub fn print_version(level: u8) {
+    println!(
+        "Fulcrum version {} - reads HAProxy {} configuration",
+        super::VERSION,
+        fulcrum_config::HAPROXY_COMPAT_VERSION
+    );
+    if level > 1 {
+        println!("Running on: {} {}", std::env::consts::OS, std::env::consts::ARCH);
+        println!("Build options :");
+        println!("  Rust edition 2021, tokio (current-thread per worker), socket2");
+        println!(
+            "Feature list : {}",
+            fulcrum_config::FEATURES.iter().map(|f| format!("+{f}")).collect::<Vec<_>>().join(" ")
+        );
+        // HAProxy's line, with Fulcrum's own algorithms.
+        println!("Built with zlib-rs (zlib in Rust), zstd and brotli for compression.");
+        println!(
+            "Compression algorithms supported : identity(\"identity\"), deflate(\"deflate\"), \
+             raw-deflate(\"deflate\"), gzip(\"gzip\"), zstd(\"zstd\"), br(\"br\")"
+        );
+        // HAProxy 2.6's lines for the multiplexers Fulcrum has (no `fcgi`, no `proto none`).
+        println!("Available multiplexer protocols :");
+        println!("(protocols marked as <default> cannot be specified using 'proto' keyword)");
+        println!("         h2 : mode=HTTP  side=FE|BE  mux=H2    flags=HTX|HOL_RISK|NO_UPG");
+        println!("  <default> : mode=HTTP  side=FE|BE  mux=H1    flags=HTX");
+        println!("         h1 : mode=HTTP  side=FE|BE  mux=H1    flags=HTX|NO_UPG");
+        println!("  <default> : mode=TCP   side=FE|BE  mux=PASS  flags=");
+        println!();
+        println!("Available polling systems :");
+        println!("      epoll : pref=300,  test result OK");
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -57,39 +57,36 @@ pub fn fork() -> Result<Role, String> {
 pub fn run(args: &Args, link: UnixStream, worker: u32) -> i32 {
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
-        Err(e) => {
-            alert(format!("master: cannot start its event loop: {e}"));
-            let _ = crate::sys::kill(worker, libc::SIGTERM);
-            return crate::sys::wait_child(worker, true).unwrap_or(1);
-        }
+        Err(e) => return abandon(worker, format!("cannot start its event loop: {e}")),
     };
     rt.block_on(supervise(args, link, worker))
 }
 
+/// Stops the worker and waits for it (the master cannot go on).
+fn abandon(worker: u32, why: impl std::fmt::Display) -> i32 {
+    alert(format!("master: {why}"));
+    let _ = crate::sys::kill(worker, libc::SIGTERM);
+    crate::sys::wait_child(worker, true).unwrap_or(1)
+}
+
 async fn supervise(args: &Args, link: UnixStream, worker: u32) -> i32 {
-    let kinds = [
-        SignalKind::user_defined2(),
-        SignalKind::user_defined1(),
-        SignalKind::terminate(),
-        SignalKind::interrupt(),
-        SignalKind::child(),
-    ];
-    let mut sigs = Vec::new();
-    for k in kinds {
-        match signal(k) {
-            Ok(s) => sigs.push(s),
-            Err(e) => {
-                alert(format!("master: cannot install signal handlers: {e}"));
-                let _ = crate::sys::kill(worker, libc::SIGTERM);
-                return crate::sys::wait_child(worker, true).unwrap_or(1);
-            }
-        }
-    }
-    let [usr2, usr1, term, int, child] = &mut sigs[..] else { return 1 };
+    let sigs = (|| {
+        Ok::<_, std::io::Error>((
+            signal(SignalKind::user_defined2())?,
+            signal(SignalKind::user_defined1())?,
+            signal(SignalKind::terminate())?,
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::child())?,
+        ))
+    })();
+    let (mut usr2, mut usr1, mut term, mut int, mut child) = match sigs {
+        Ok(s) => s,
+        Err(e) => return abandon(worker, format!("cannot install signal handlers: {e}")),
+    };
     let link = link.set_nonblocking(true).and_then(|_| tokio::net::UnixStream::from_std(link));
-    let Ok(link) = link else {
-        let _ = crate::sys::kill(worker, libc::SIGTERM);
-        return crate::sys::wait_child(worker, true).unwrap_or(1);
+    let link = match link {
+        Ok(l) => l,
+        Err(e) => return abandon(worker, format!("cannot watch the worker's socket: {e}")),
     };
     let (mut from_worker, mut to_worker) = link.into_split();
     // Frames are read by their own task: a frame half read is never dropped by the select.

@@ -91,7 +91,7 @@ pub fn main(argv: &[String]) -> i32 {
         return 0;
     }
     if args.version > 0 {
-        print_version(args.version);
+        args::print_version(args.version);
         return 0;
     }
     if let Some(cond) = &args.eval {
@@ -250,38 +250,6 @@ fn file_errors(config: &cfg::Config) -> Vec<String> {
         }
     }
     found
-}
-
-fn print_version(level: u8) {
-    println!(
-        "Fulcrum version {VERSION} - reads HAProxy {} configuration",
-        cfg::HAPROXY_COMPAT_VERSION
-    );
-    if level > 1 {
-        println!("Running on: {} {}", std::env::consts::OS, std::env::consts::ARCH);
-        println!("Build options :");
-        println!("  Rust edition 2021, tokio (current-thread per worker), socket2");
-        println!(
-            "Feature list : {}",
-            cfg::FEATURES.iter().map(|f| format!("+{f}")).collect::<Vec<_>>().join(" ")
-        );
-        // HAProxy's line, with Fulcrum's own algorithms.
-        println!("Built with zlib-rs (zlib in Rust), zstd and brotli for compression.");
-        println!(
-            "Compression algorithms supported : identity(\"identity\"), deflate(\"deflate\"), \
-             raw-deflate(\"deflate\"), gzip(\"gzip\"), zstd(\"zstd\"), br(\"br\")"
-        );
-        // HAProxy 2.6's lines for the multiplexers Fulcrum has (no `fcgi`, no `proto none`).
-        println!("Available multiplexer protocols :");
-        println!("(protocols marked as <default> cannot be specified using 'proto' keyword)");
-        println!("         h2 : mode=HTTP  side=FE|BE  mux=H2    flags=HTX|HOL_RISK|NO_UPG");
-        println!("  <default> : mode=HTTP  side=FE|BE  mux=H1    flags=HTX");
-        println!("         h1 : mode=HTTP  side=FE|BE  mux=H1    flags=HTX|NO_UPG");
-        println!("  <default> : mode=TCP   side=FE|BE  mux=PASS  flags=");
-        println!();
-        println!("Available polling systems :");
-        println!("      epoll : pref=300,  test result OK");
-    }
 }
 
 /// Reads the `-f` files (a directory contributes its `*.cfg` in lexical order) and loads them.

@@ -251,13 +251,7 @@ async fn serve_with<'a>(
         }
         Start::Resume(r) => {
             let client = Peer::Bytes(r.client);
-            let more = r.more.map(|mut m| {
-                if let Some(p) = m.pending.as_mut() {
-                    p.deadline = r.deadline;
-                }
-                m
-            });
-            (client, r.peer, r.dst_port, r.bind_no, r.requests, more, (None, None, None))
+            (client, r.peer, r.dst_port, r.bind_no, r.requests, r.more, (None, None, None))
         }
     };
     let (local, pp, vars, own, mut idle_since, mut resumed) = match more {

@@ -78,10 +78,13 @@ fn modules(r: &mut Row, c: &Counters, proxy: bool) {
 
 /// The compression counters.
 fn comp(r: &mut Row, c: &Counters) {
-    let fields = [("comp_in", &c.comp_in), ("comp_out", &c.comp_out)];
-    for (name, v) in
-        fields.into_iter().chain([("comp_byp", &c.comp_byp), ("comp_rsp", &c.comp_rsp)])
-    {
+    let fields = [
+        ("comp_in", &c.comp_in),
+        ("comp_out", &c.comp_out),
+        ("comp_byp", &c.comp_byp),
+        ("comp_rsp", &c.comp_rsp),
+    ];
+    for (name, v) in fields {
         r.set(name, "MCP", Val::U64(get(v)));
     }
 }

@@ -154,13 +154,12 @@ pub struct Asked {
 /// not encoded already, no `Cache-Control: no-transform`, at most one `ETag` and a valid
 /// one, a content type listed (when types are), not `multipart`.
 pub fn select_response(
-    algo: Option<CompAlgo>,
+    algo: CompAlgo,
     asked: Asked,
     resp: &Head,
     body: Body,
     s: Settings<'_>,
 ) -> Option<CompAlgo> {
-    let algo = algo?;
     let old = |v: Version| v == Version::Http10;
     if old(asked.version) || old(resp.version()) || asked.method == Method::Head {
         return None;
@@ -221,11 +220,11 @@ pub fn rewrite_response(resp: &mut Head, algo: CompAlgo) -> Result<(), fulcrum_h
     if resp.info().body != Body::Chunked {
         resp.add_header(b"transfer-encoding", b"chunked")?;
     }
-    let strong = resp
-        .headers()
-        .position(|(n, v)| n.eq_ignore_ascii_case(b"etag") && v.first() == Some(&b'"'));
-    if let Some(i) = strong {
-        let v = resp.headers().nth(i).map(|(_, v)| [b"W/", v].concat()).unwrap_or_default();
+    let weakened = resp.headers().enumerate().find_map(|(i, (n, v))| {
+        (n.eq_ignore_ascii_case(b"etag") && v.first() == Some(&b'"'))
+            .then(|| (i, [b"W/", v].concat()))
+    });
+    if let Some((i, v)) = weakened {
         resp.set_header_value_at(i, &v)?;
     }
     resp.add_header(b"vary", b"Accept-Encoding")
@@ -321,7 +320,7 @@ mod tests {
         let body = resp.info().body;
         let asked = Asked { method, version };
         let s = Settings { be: None, fe: Some(c) };
-        select_response(Some(CompAlgo::Gzip), asked, &resp, body, s).is_some()
+        select_response(CompAlgo::Gzip, asked, &resp, body, s).is_some()
     }
 
     #[test]

@@ -49,7 +49,7 @@ pub(super) struct RestingMore {
 }
 
 /// A request whose head had begun when its connection rested: its bytes so far, when they
-/// began (for the log), and (once resumed) when `timeout http-request` ends it.
+/// began (for the log), and when `timeout http-request` ends it.
 pub(super) struct Pending {
     pub(super) bytes: Box<[u8]>,
     pub(super) began: Option<Instant>,
@@ -61,7 +61,7 @@ impl Session<'_> {
     pub(super) fn rest(mut self, deadline: Option<Instant>) -> Served {
         let pending = (!self.cbuf.is_empty()).then(|| {
             let began = self.t.o.marks.request_begin;
-            Box::new(Pending { bytes: self.cbuf.data().into(), began, deadline: None })
+            Box::new(Pending { bytes: self.cbuf.data().into(), began, deadline })
         });
         self.cbuf.clear();
         self.park();

@@ -227,9 +227,9 @@ impl Session<'_> {
         // `maxcomprate`: at the limit, a response begins uncompressed.
         let now = crate::clock::now().into_std();
         let plain = plain || self.shared.comp_rate.reached(now);
-        self.t.comp = match plain {
-            true => None,
-            false => compress::select_response(self.t.comp, asked, &self.t.resp, body, comp),
+        self.t.comp = match (plain, self.t.comp) {
+            (false, Some(algo)) => compress::select_response(algo, asked, &self.t.resp, body, comp),
+            _ => None,
         };
     }
 
@@ -266,10 +266,10 @@ impl Session<'_> {
         self.shared.comp_rate.count(crate::clock::now().into_std(), kb);
         for c in [&*self.fe.counters, &*be.counters] {
             if enc.compresses() {
-                c.comp_in.fetch_add(enc.bytes_in, std::sync::atomic::Ordering::Relaxed);
-                c.comp_out.fetch_add(enc.bytes_out, std::sync::atomic::Ordering::Relaxed);
+                Counters::add(&c.comp_in, enc.bytes_in);
+                Counters::add(&c.comp_out, enc.bytes_out);
             } else {
-                c.comp_byp.fetch_add(enc.bytes_in, std::sync::atomic::Ordering::Relaxed);
+                Counters::add(&c.comp_byp, enc.bytes_in);
             }
             if x == Xfer::Done {
                 Counters::inc(&c.comp_rsp);
