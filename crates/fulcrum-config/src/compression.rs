@@ -113,8 +113,8 @@ pub fn compression(p: &mut Proxy, in_defaults: bool, line: &Line, diags: &mut Di
     }
 }
 
-/// `filter <name> ...`: `compression` (once per proxy); the other filters are not supported
-/// yet.
+/// `filter <name> ...`: `compression` (once per proxy) and `cache <name>` (see
+/// [`crate::cache`]), kept in order in `p.filters`; the other filters are not supported yet.
 pub fn filter(p: &mut Proxy, line: &Line, diags: &mut Diags) {
     match line.arg(1) {
         "compression" => {
@@ -123,8 +123,14 @@ pub fn filter(p: &mut Proxy, line: &Line, diags: &mut Diags) {
                     format!("'filter' : '{}: Proxy supports only one compression filter'", p.name);
                 return diags.alert(line, msg);
             }
+            if !line.arg(2).is_empty() {
+                let msg = format!("'filter compression' : unknown keyword '{}'.", line.arg(2));
+                return diags.alert(line, msg);
+            }
             p.compression_filter = true;
+            p.filters.push(crate::cache::Filter::Compression(line.span.clone()));
         }
+        "cache" => crate::cache::filter(p, line, diags),
         "" => diags.alert(line, "'filter' expects a filter name."),
         other => diags.alert(line, format!("'filter {other}' is not supported yet")),
     }

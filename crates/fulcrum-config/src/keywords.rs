@@ -41,7 +41,7 @@ const fn g(name: &'static str, status: Status) -> Keyword {
 }
 
 /// Sections HAProxy 2.6 knows besides the proxies and `global`.
-pub const OTHER_SECTIONS: &[&str] = &["cache", "mailers", "peers", "program", "resolvers"];
+pub const OTHER_SECTIONS: &[&str] = &["mailers", "peers", "program", "resolvers"];
 
 /// HAProxy 2.6's `global` keywords (manual §3).
 pub static GLOBAL: &[Keyword] = &[
@@ -249,7 +249,7 @@ pub static PROXY: &[Keyword] = &[
     p("errorloc303", D|F|L|B, Supported),
     p("error-log-format", D|F|L, Supported),
     p("force-persist", L|B, NotYet),
-    p("filter", F|L|B, Partial("compression; not trace, cache, spoe, fcgi-app, bwlim-in, bwlim-out")),
+    p("filter", F|L|B, Partial("compression, cache; not trace, spoe, fcgi-app, bwlim-in, bwlim-out")),
     p("fullconn", D|L|B, Partial("shown as the backend's session limit (`slim`, as HAProxy shows it); without `minconn` (not yet) it limits nothing, as in HAProxy")),
     p("grace", D|F|L|B, Obsolete("the 'grace' keyword is not supported any more since HAProxy version 2.5.")),
     p("hash-type", D|L|B, Supported),
@@ -263,8 +263,8 @@ pub static PROXY: &[Keyword] = &[
     p("http-check set-var", D|L|B, Partial("check. and proc. scopes; a check sees its check. variables, constants and its server's response (res.hdr, res.fhdr, res.payload...), not process variables")),
     p("http-check unset-var", D|L|B, Partial("check. and proc. scopes; a check sees its check. variables, constants and its server's response (res.hdr, res.fhdr, res.payload...), not process variables")),
     p("http-error", D|F|L|B, Supported),
-    p("http-request", D|F|L|B, Partial("use-service prometheus-exporter, auth [realm <realm>] (the proxy's 401 message with its WWW-Authenticate header), track-sc*, sc-inc-gpc*, sc-set-gpt*, set-src, set-src-port, set-dst, set-dst-port (for the request: the next one starts from the session's addresses), allow, deny, return, redirect, tarpit (no reply options), reject, silent-drop, set-header, add-header, del-header (with -m str|beg|end|sub|reg), replace-header, replace-value, set-path, set-pathq, set-query, set-uri, set-method, replace-uri, replace-path, replace-pathq, set-var(), set-var-fmt(), unset-var(), wait-for-body, strict-mode, early-hint; in a named defaults section too (its rules run before the proxy's own, with HAProxy's restrictions on who may use it)")),
-    p("http-response", D|F|L|B, Partial("allow, deny, return, redirect, silent-drop, set-header, add-header, del-header, replace-header, replace-value, set-status, set-var(), set-var-fmt(), unset-var(), strict-mode, wait-for-body (the response body, or at-least of it, read first; 504 when the time runs out); in a named defaults section too (its rules run before the proxy's own, with HAProxy's restrictions on who may use it)")),
+    p("http-request", D|F|L|B, Partial("use-service prometheus-exporter, cache-use <cache>, auth [realm <realm>] (the proxy's 401 message with its WWW-Authenticate header), track-sc*, sc-inc-gpc*, sc-set-gpt*, set-src, set-src-port, set-dst, set-dst-port (for the request: the next one starts from the session's addresses), allow, deny, return, redirect, tarpit (no reply options), reject, silent-drop, set-header, add-header, del-header (with -m str|beg|end|sub|reg), replace-header, replace-value, set-path, set-pathq, set-query, set-uri, set-method, replace-uri, replace-path, replace-pathq, set-var(), set-var-fmt(), unset-var(), wait-for-body, strict-mode, early-hint; in a named defaults section too (its rules run before the proxy's own, with HAProxy's restrictions on who may use it)")),
+    p("http-response", D|F|L|B, Partial("cache-store <cache>, allow, deny, return, redirect, silent-drop, set-header, add-header, del-header, replace-header, replace-value, set-status, set-var(), set-var-fmt(), unset-var(), strict-mode, wait-for-body (the response body, or at-least of it, read first; 504 when the time runs out); in a named defaults section too (its rules run before the proxy's own, with HAProxy's restrictions on who may use it)")),
     p("http-reuse", D|L|B, Supported),
     p("http-send-name-header", D|L|B, Partial("set on each try to the server's name (mode http)")),
     p("id", F|L|B, Supported),
@@ -761,6 +761,7 @@ pub fn compat_markdown() -> String {
     out.push_str("| `fcgi-app` | partial: read and checked (`docroot`, `index`, `path-info`, `acl`, `set-param`, `unset-param`, `pass-header`, `hide-header`, `option`, `log-stderr`), used by nothing: `use-fcgi-app` and `proto fcgi` are not supported yet |\n");
     out.push_str("| `ring` | partial: `description`, `format`, `maxlen`, `size`, `timeout connect`, `timeout server`, `server <name> <ip>:<port> [log-proto legacy|octet-count]` (TCP, no check or TLS options); written by `log ring@<name>` targets; `show events` on the runtime API not yet |\n");
     out.push_str("| `log-forward` | partial: `bind` (TCP, octet-counted or one message per line), `dgram-bind` (UDP), `log`, `maxconn`, `backlog`, `timeout client`; RFC 3164 and 5424 headers read (level, facility, host, tag and pid kept); started with the process, a reload keeps them as they were |\n");
+    out.push_str("| `cache` | supported: `total-max-size`, `max-object-size`, `max-age`, `process-vary`, `max-secondary-entries` (HAProxy 2.6's defaults, limits and messages); used by `http-request cache-use`, `http-response cache-store` and `filter cache` (a proxy's cache filters must come before its compression filter, as in HAProxy) |\n");
     for s in OTHER_SECTIONS {
         out.push_str(&format!("| `{s}` | not yet |\n"));
     }
@@ -825,7 +826,8 @@ const COMPRESSION_NOTES: &[&str] = &[
     "- **Fulcrum extension**: `compression algo zstd` and `compression algo br` (Zstandard through the reference library, brotli through Dropbox's Rust port; `tune.comp.maxlevel` as their level, brotli with a 4 MB window). `-c` says so with a notice (HAProxy 2.6 refuses them). When the configuration lists one of them, equal `Accept-Encoding` q-values go to the algorithm the configuration lists first (HAProxy's rule takes the client's first, which for browsers always means gzip); without them, HAProxy's rule stays.",
     "- `-vv` lists the algorithms and `-cc 'feature(ZLIB)'` is true (HAProxy's reg-tests ask for ZLIB or SLZ before they run); HAProxy's `compression/basic.vtc` and `compression/etags_conversion.vtc` pass (docs/regtests.md).",
     "- `maxcomprate`: a response begins uncompressed while the process's compressor input over the last second (HAProxy's frequency counter: this second's kilobytes plus a share of the last one's, each response's counted when its body ends) is at the limit; HAProxy also lowers the level of the responses under way, Fulcrum finishes them as they began.",
-    "- Not yet: `maxcompcpuusage` (compression does not back off when the process is busy), `filter trace|cache|spoe|fcgi-app|bwlim-in|bwlim-out`.",
+    "- `filter cache <name>` (or the implicit cache filter of a `cache-use`/`cache-store` rule) must come before `filter compression`, as HAProxy requires (with its messages).",
+    "- Not yet: `maxcompcpuusage` (compression does not back off when the process is busy), `filter trace|spoe|fcgi-app|bwlim-in|bwlim-out`.",
 ];
 
 /// Run-time behaviours of `mode http` where Fulcrum chooses differently from HAProxy 2.6 (each

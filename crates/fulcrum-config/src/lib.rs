@@ -12,6 +12,7 @@ pub mod acl;
 mod addr_env;
 mod args;
 pub mod bind;
+pub mod cache;
 mod check;
 mod check_protocols;
 pub mod compression;

@@ -51,6 +51,8 @@ pub struct Config {
     pub rings: Vec<crate::logfwd::Ring>,
     /// `log-forward <name>` sections.
     pub log_forwards: Vec<crate::logfwd::LogForward>,
+    /// `cache <name>` sections, in order.
+    pub caches: Vec<crate::cache::CacheSection>,
 }
 
 impl Config {
@@ -447,6 +449,13 @@ pub struct Proxy {
     pub compression: Option<crate::compression::Compression>,
     /// `filter compression` (a proxy with `compression` gets the filter without it).
     pub compression_filter: bool,
+    /// The proxy's filters in HAProxy's order: `filter compression` and `filter cache <name>`
+    /// lines, and the cache filters `http-request cache-use` / `http-response cache-store`
+    /// rules declare implicitly (one per cache name, where the first rule naming it stands;
+    /// those of a named `defaults` section's rules come with the rules). A proxy with
+    /// `compression` but no `filter compression` gets its compression filter after all of
+    /// these. [`Proxy::cache_filters`] lists the caches the proxy uses.
+    pub filters: Vec<crate::cache::Filter>,
 }
 
 /// One `log` line of a proxy (or of `global`).

@@ -153,6 +153,7 @@ impl ProxyBuild {
             log_tag: None,
             compression: None,
             compression_filter: false,
+            filters: Vec::new(),
         };
         ProxyBuild {
             proxy,
@@ -174,6 +175,8 @@ impl ProxyBuild {
         b.section = Section::Proxy(kind);
         b.checks = defaults.checks.inherited();
         b.proxy.compression = crate::compression::inherited(&defaults.proxy.compression);
+        // (`filter` is refused in `defaults`: its only filters are the implicit cache filters of
+        // a named section's rules, which come with the rules.)
         b.defaults_rules = 0;
         b.rules_seen = [false; 8];
         // Settings a `defaults` section only gives to the side that uses them.
@@ -281,6 +284,13 @@ fn placement_ok(b: &ProxyBuild, line: &Line, kw: &Keyword, diags: &mut Diags) ->
         return true;
     }
     let Section::Proxy(kind) = b.section else {
+        if kw.name == "filter" {
+            // `parse_filter()`'s own message, which HAProxy prefixes with the place again.
+            let msg =
+                format!("parsing [{}] : filter is not allowed in a 'default' section.", line.span);
+            diags.alert(line, msg);
+            return false;
+        }
         let name = match kw.name {
             "monitor fail" => "monitor",
             "capture request header" => "capture request",

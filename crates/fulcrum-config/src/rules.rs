@@ -320,6 +320,7 @@ impl HttpWhich {
                         | "silent-drop"
                         | "early-hint"
                         | "capture"
+                        | "cache-use"
                 ),
                 HttpWhich::Response => {
                     matches!(
@@ -331,6 +332,7 @@ impl HttpWhich {
                             | "wait-for-body"
                             | "silent-drop"
                             | "capture"
+                            | "cache-store"
                     )
                 }
                 HttpWhich::After => action == "set-status",
@@ -390,15 +392,20 @@ pub fn http_rule(b: &mut ProxyBuild, line: &Line, which: HttpWhich, diags: &mut 
     } else {
         http_action(line, which, base, be_cap, diags)
     };
-    let p = &b.proxy;
-    let rule_err = |msg: &str| {
-        format!("error detected in {} while parsing '{kw} {action}' rule : {msg}", who(p))
-    };
     let (act, next) = match got {
         Ok(v) => v,
-        Err(Some(msg)) => return diags.alert(line, rule_err(&msg)),
+        Err(Some(msg)) => {
+            let who = who(&b.proxy);
+            let msg = format!("error detected in {who} while parsing '{kw} {action}' rule : {msg}");
+            return diags.alert(line, msg);
+        }
         Err(None) => return,
     };
+    if let HttpAction::CacheUse(name) | HttpAction::CacheStore(name) = &act {
+        // Declared by the action's parser, before the condition is read (as HAProxy's).
+        crate::cache::rule_filter(&mut b.proxy, name, &line.span);
+    }
+    let p = &b.proxy;
     let wrap = |m: &str| format!("error detected while parsing an '{kw} {action}' condition : {m}");
     let unexpected = |w: &str| {
         format!("'{kw} {action}' expects either 'if' or 'unless' followed by a condition but found '{w}'.")
@@ -589,6 +596,19 @@ fn http_action(
         "deny" | "return" | "tarpit" => return reply_action(line, base, be_cap, diags),
         "set-src" | "set-src-port" | "set-dst" | "set-dst-port" => {
             return addr_action(line, 1, base, ctx, be_cap).map_err(Some)
+        }
+        "cache-use" | "cache-store" => {
+            // (`if`/`unless` there: the name is missing.)
+            let name = line.arg(2);
+            if name.is_empty() || name == "if" || name == "unless" {
+                return Err(Some("expects a cache name.".into()));
+            }
+            let act = if base == "cache-use" {
+                HttpAction::CacheUse(name.to_string())
+            } else {
+                HttpAction::CacheStore(name.to_string())
+            };
+            (act, 3)
         }
         "auth" => {
             if a.first() == Some(&"realm") {

@@ -498,6 +498,8 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "res.ver" | "resp_ver" => d(NONE, 0, Str, Response),
         "res.comp" => d(NONE, 0, Bool, Response),
         "res.comp_algo" => d(NONE, 0, Str, Response),
+        "res.cache_hit" => d(NONE, 0, Bool, Response),
+        "res.cache_name" => d(NONE, 0, Str, Response),
         "date" => d(IS, 0, Int, Always),
         "rand" => d(I, 0, Int, Always),
         "fe_name" => d(NONE, 0, Str, Always),
@@ -734,6 +736,8 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
         "res.ver" | "resp_ver" => Fetch::ResVer,
         "res.comp" => Fetch::ResComp,
         "res.comp_algo" => Fetch::ResCompAlgo,
+        "res.cache_hit" => Fetch::ResCacheHit,
+        "res.cache_name" => Fetch::ResCacheName,
         "date" => date(args)?,
         "rand" => match args.first().map(Arg::int) {
             Some(r) if r < 0 => {

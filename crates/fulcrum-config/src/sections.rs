@@ -1,5 +1,6 @@
 //! Section structure: splits the (already filtered) lines of every file into `global`,
-//! `defaults`, `frontend`, `backend`, `listen` and `http-errors` sections, resolves which
+//! `defaults`, `frontend`, `backend`, `listen`, `http-errors`, `userlist`, `ring`,
+//! `log-forward`, `fcgi-app` and `cache` sections, resolves which
 //! `defaults` a section starts from (the last one above it, or `from <name>`), refuses the
 //! sections Fulcrum does not support yet, checks proxy names, and at the end applies each
 //! proxy's error messages (`errorfiles` may name an `http-errors` section declared later).
@@ -24,6 +25,9 @@ enum Current {
     FcgiApp(String, bool),
     Ring(crate::logfwd::Ring),
     LogForward(crate::logfwd::LogForward),
+    /// A `cache` section, and whether one of its lines stopped HAProxy (its end checks are then
+    /// not made).
+    Cache(crate::cache::CacheSection, bool),
     Skip,
 }
 
@@ -40,6 +44,7 @@ pub struct Builder {
     userlists: Vec<Userlist>,
     rings: Vec<crate::logfwd::Ring>,
     log_forwards: Vec<crate::logfwd::LogForward>,
+    caches: Vec<crate::cache::CacheSection>,
     current: Current,
 }
 
@@ -62,6 +67,7 @@ impl Builder {
             userlists: Vec::new(),
             rings: Vec::new(),
             log_forwards: Vec::new(),
+            caches: Vec::new(),
             current: Current::None,
         }
     }
@@ -90,6 +96,7 @@ impl Builder {
             userlists: self.userlists,
             rings: self.rings,
             log_forwards: self.log_forwards,
+            caches: self.caches,
         };
         (config, self.diags)
     }
@@ -108,6 +115,13 @@ impl Builder {
             "listen" => self.start(line, Section::Proxy(ProxyKind::Listen)),
             "http-errors" => self.start_http_errors(line),
             "userlist" => self.start_userlist(line),
+            "cache" => {
+                self.finish_section();
+                self.current = match crate::cache::start(line, &self.caches, &mut self.diags) {
+                    Some((c, aborted)) => Current::Cache(c, aborted),
+                    None => Current::Skip,
+                };
+            }
             "fcgi-app" => {
                 self.finish_section();
                 self.current = Current::Skip;
@@ -154,6 +168,9 @@ impl Builder {
                 Current::FcgiApp(_, docroot) => fcgi_app_line(line, docroot, &mut self.diags),
                 Current::Ring(r) => crate::logfwd::ring_line(r, line, &mut self.diags),
                 Current::LogForward(f) => crate::logfwd::forward_line(f, line, &mut self.diags),
+                Current::Cache(c, aborted) => {
+                    *aborted |= crate::cache::line(c, line, &mut self.diags);
+                }
                 Current::Skip => {}
             },
         }
@@ -176,6 +193,11 @@ impl Builder {
             Current::Userlist(u) => self.userlists.push(u),
             Current::Ring(r) => self.rings.push(r),
             Current::LogForward(f) => self.log_forwards.push(f),
+            Current::Cache(mut c, aborted) => {
+                crate::cache::finish(&mut c, !aborted, &mut self.diags);
+                // Kept even when refused: the rules naming it then get no second error.
+                self.caches.push(c);
+            }
             Current::FcgiApp(name, false) => {
                 let msg = format!("fcgi-app '{name}': no docroot configured.");
                 self.diags.list.push(crate::diag::Diagnostic::alert(None, msg));

@@ -3,8 +3,8 @@
 //! compatibility (an http frontend cannot use a tcp backend; a tcp frontend may use an http
 //! one, its streams are upgraded), cookie captures longer than HAProxy keeps (truncated),
 //! HTTP-only settings of TCP proxies (dropped with HAProxy's warnings), duplicate server names,
-//! conflicting binds, proxies without `bind`, missing timeouts, and a configuration with no
-//! listener at all.
+//! conflicting binds, proxies without `bind`, missing timeouts, a configuration with no
+//! listener at all, and the proxies' filters (`crate::cache::check`).
 
 use std::collections::HashMap;
 
@@ -27,6 +27,7 @@ pub fn validate(config: &Config, parse_failed: bool, out: &mut Vec<Diagnostic>) 
         stats_auth_and_rules(p, out);
         tcp_response_reads(p, out);
         mux_protos(p, out);
+        crate::cache::check(config, p, out);
         if !parse_failed {
             missing_bind(p, out);
             missing_timeouts(p, out);

@@ -72,6 +72,7 @@
 
 mod chars;
 mod chunked;
+pub mod date;
 mod error;
 pub mod fuzzing;
 mod head;

@@ -94,6 +94,9 @@ pub struct Counters {
     pub comp_out: AtomicU64,
     pub comp_byp: AtomicU64,
     pub comp_rsp: AtomicU64,
+    /// Requests looked up in a cache by this proxy's rules, and those answered from it.
+    pub cache_lookups: AtomicU64,
+    pub cache_hits: AtomicU64,
 }
 
 /// HAProxy 2.6's `h2` statistics module, per proxy: frames received by kind, errors found
@@ -308,6 +311,8 @@ impl Counters {
             &self.comp_out,
             &self.comp_byp,
             &self.comp_rsp,
+            &self.cache_lookups,
+            &self.cache_hits,
         ]
         .into_iter()
         .chain(self.h2.cumulative())

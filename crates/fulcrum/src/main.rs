@@ -9,6 +9,7 @@
 mod api;
 mod auth;
 mod backend;
+mod cache;
 mod cli;
 mod clock;
 mod connection;

@@ -175,6 +175,8 @@ pub struct Outcome {
     pub cookie_out: CookieOut,
     /// The server that took the stream (index in its backend).
     pub server: Option<usize>,
+    /// A cache answered instead of a server (its log line names the server `<CACHE>`).
+    pub from_cache: bool,
     /// The status sent to the client (HTTP); `None` without one.
     pub status: Option<u16>,
     /// Bytes from the client (`%U`) and to the client (`%B`).

@@ -57,6 +57,8 @@ pub struct Proxies {
     pub global_logger: Option<Arc<crate::log::syslog::Logger>>,
     /// The stick tables, by the name of the proxy declaring them.
     pub tables: Arc<crate::stick::Tables>,
+    /// The `cache` sections.
+    pub caches: Arc<crate::cache::Caches>,
 }
 
 impl Proxies {

@@ -199,6 +199,10 @@ pub enum Fetch {
     /// algorithm (its configuration name; no value when it is not).
     ResComp,
     ResCompAlgo,
+    /// `res.cache_hit`: the response came from a cache (boolean); `res.cache_name`: which
+    /// (no value when none did).
+    ResCacheHit,
+    ResCacheName,
     /// `date([<offset>[,s]])`: the current time in seconds since the epoch plus `offset`
     /// seconds (integer). The `ms` and `us` units are refused as not supported yet.
     Date {
@@ -869,6 +873,12 @@ pub enum HttpAction {
     Auth {
         realm: Option<String>,
     },
+    /// `http-request cache-use <cache>`: the request's key is computed and looked up in the
+    /// `cache` section named so; a hit is answered from it (later rules still run).
+    CacheUse(String),
+    /// `http-response cache-store <cache>`: the response (its head as it stands at this rule,
+    /// then its body) is stored in the named cache when HAProxy's rules allow it.
+    CacheStore(String),
 }
 
 /// Which address (or port) `set-src|dst[-port]` changes.

@@ -66,6 +66,7 @@ const COMMANDS: &[Cmd] = &[
     Cmd { words: &["show", "acl"], level: Operator, usage: "show acl [@<ver>] <acl>]", help: "report available acls or dump an acl's contents" },
     Cmd { words: &["show", "activity"], level: User, usage: "show activity", help: "show per-thread activity stats (for support/developers)" },
     Cmd { words: &["show", "backend"], level: User, usage: "show backend", help: "list backends in the current running config" },
+    Cmd { words: &["show", "cache"], level: Admin, usage: "show cache", help: "show cache status" },
     Cmd { words: &["show", "cli", "level"], level: User, usage: "show cli level", help: "display the level of the current CLI session" },
     Cmd { words: &["show", "errors"], level: Operator, usage: "show errors [<px>] [request|response]", help: "report last request and/or response errors for each proxy" },
     Cmd { words: &["show", "env"], level: Operator, usage: "show env [var]", help: "dump environment variables known to the process" },
@@ -297,6 +298,10 @@ pub fn run(sess: &mut Session, line: &str, out: &mut String) {
         ["show", "profiling"] => crate::runtime::profiling::show(out),
         ["set", "profiling"] => out.push_str(crate::runtime::profiling::set(a(2), a(3))),
         ["show", "pools"] => show_pools(out),
+        ["show", "cache"] => {
+            let now = crate::cache::now();
+            api.shared.proxies.caches.0.iter().for_each(|c| c.show(now, out));
+        }
         ["shutdown", "session"] => shutdown_session(a(2), out),
         ["show", "env"] => show_env(a(2), out),
         ["shutdown", "frontend"] => frontend_state(api, &args, out),

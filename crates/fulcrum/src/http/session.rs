@@ -41,6 +41,7 @@ macro_rules! conn_facts {
 
 mod answer;
 mod bodies;
+mod cached;
 mod cookies;
 mod exchange;
 mod inspect;

@@ -98,6 +98,7 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
     crate::rules::refs::set_file_order(files);
     let ids = proxy_ids(config);
     let tables = Arc::new(stick_tables(config, prev.tables));
+    let caches = Arc::new(crate::cache::Caches::build(config));
     let mut userlists = crate::auth::Userlists::new();
     for u in &config.userlists {
         match crate::auth::Userlist::build(u) {
@@ -129,7 +130,7 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
     let mut by_name: HashMap<String, Arc<Backend>> = HashMap::new();
     let mut all_backends = Vec::new();
     for p in config.backends() {
-        match backend(p, config, &mut maps, (&tables, &userlists), &mut warnings) {
+        match backend(p, config, &mut maps, (&tables, &userlists, &caches), &mut warnings) {
             Ok(mut be) => {
                 if let Some(old) = prev.backends.iter().find(|b| b.name == p.name) {
                     be.carry_from(old);
@@ -152,8 +153,14 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
     let mut frontends = Vec::new();
     for p in config.frontends() {
         let backend = default_backend(p, &backends, &mut errors);
-        let (rules, use_backends, log, needs_dst, needs_payload) =
-            frontend_rules(p, config, &mut maps, (&tables, &userlists), &backends, &mut errors);
+        let (rules, use_backends, log, needs_dst, needs_payload) = frontend_rules(
+            p,
+            config,
+            &mut maps,
+            (&tables, &userlists, &caches),
+            &backends,
+            &mut errors,
+        );
         let http = match p.mode {
             cfg::Mode::Http => match http_proxy(p, config) {
                 Ok(h) => Some(h),
@@ -197,7 +204,7 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
                 .ok()
                 .flatten()
                 .map(Arc::new);
-        let proxies = Proxies { frontends, backends: all_backends, global_logger, tables };
+        let proxies = Proxies { frontends, backends: all_backends, global_logger, tables, caches };
         Ok(Plan {
             global: config.global.clone(),
             proxies: Arc::new(proxies),
@@ -246,12 +253,17 @@ fn frontend_rules(
     p: &cfg::Proxy,
     config: &cfg::Config,
     maps: &mut HashMap<(std::path::PathBuf, u8), Arc<crate::rules::maps::LiveMap>>,
-    (tables, userlists): (&crate::stick::Tables, &crate::auth::Userlists),
+    (tables, userlists, caches): (
+        &crate::stick::Tables,
+        &crate::auth::Userlists,
+        &crate::cache::Caches,
+    ),
     backends: &HashMap<String, Arc<Backend>>,
     errors: &mut Vec<String>,
 ) -> FrontendRules {
     let messages = |r: &cfg::Reply, at: &cfg::Span| reply_message(r, &config.http_errors, at);
     let mut c = crate::rules::Compiler::new(p, maps, &messages, tables, userlists);
+    c.caches = Some(caches);
     let mut rules = proxy_rules(&mut c, p);
     let mut use_backends = Vec::new();
     for u in &p.use_backends {
@@ -626,7 +638,11 @@ fn backend(
     p: &cfg::Proxy,
     config: &cfg::Config,
     maps: &mut HashMap<(std::path::PathBuf, u8), Arc<crate::rules::maps::LiveMap>>,
-    (tables, userlists): (&crate::stick::Tables, &crate::auth::Userlists),
+    (tables, userlists, caches): (
+        &crate::stick::Tables,
+        &crate::auth::Userlists,
+        &crate::cache::Caches,
+    ),
     warnings: &mut Vec<String>,
 ) -> Result<Backend, Vec<String>> {
     let mut errors = Vec::new();
@@ -676,6 +692,7 @@ fn backend(
     );
     let messages = |r: &cfg::Reply, at: &cfg::Span| reply_message(r, &config.http_errors, at);
     let mut c = crate::rules::Compiler::new(p, maps, &messages, tables, userlists);
+    c.caches = Some(caches);
     let mut rules = proxy_rules(&mut c, p);
     errors.append(&mut c.errors);
     be.uses_dst = c.uses_dst || p.originalto.is_some();

@@ -40,6 +40,8 @@ pub struct Compiler<'a> {
     tables: &'a crate::stick::Tables,
     /// The plan's userlists.
     userlists: &'a crate::auth::Userlists,
+    /// The plan's caches.
+    pub caches: Option<&'a crate::cache::Caches>,
 }
 
 impl<'a> Compiler<'a> {
@@ -63,6 +65,7 @@ impl<'a> Compiler<'a> {
             errors: Vec::new(),
             uses_dst: false,
             uses_payload: false,
+            caches: None,
         };
         for named in &proxy.acls {
             match c.acl(&named.acl) {
@@ -410,6 +413,17 @@ impl<'a> Compiler<'a> {
                 Action::EarlyHint { name: name.as_bytes().into(), value: self.format(value, span) }
             }
             cfg::HttpAction::Stick(a) => return self.stick(a, span),
+            cfg::HttpAction::CacheUse(name) | cfg::HttpAction::CacheStore(name) => {
+                let Some(c) = self.caches.and_then(|c| c.get(name)) else {
+                    let msg = format!("parsing [{span}] : unable to find the cache '{name}'.");
+                    self.errors.push(msg);
+                    return None;
+                };
+                match a {
+                    cfg::HttpAction::CacheUse(_) => Action::CacheUse(Arc::clone(c)),
+                    _ => Action::CacheStore(Arc::clone(c)),
+                }
+            }
             cfg::HttpAction::Auth { realm } => {
                 Action::Auth { realm: realm.as_deref().unwrap_or(&self.proxy.name).into() }
             }

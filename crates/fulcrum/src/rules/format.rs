@@ -601,6 +601,7 @@ fn var(
         V::Server => {
             let name = match (be, o.and_then(|o| o.server)) {
                 (Some(b), Some(i)) => b.servers()[i].name.as_str(),
+                _ if o.is_some_and(|o| o.from_cache) => "<CACHE>",
                 _ => ctx.server.unwrap_or("<NOSRV>"),
             };
             text(out, Some(name.as_bytes()), f);

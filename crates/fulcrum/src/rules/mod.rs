@@ -88,6 +88,11 @@ pub enum Action {
     Allow,
     /// `use-service prometheus-exporter`.
     Prometheus,
+    /// `http-request cache-use`: the request looked up in the cache (a hit is answered from
+    /// it once the request analysers are done).
+    CacheUse(std::sync::Arc<crate::cache::Cache>),
+    /// `http-response cache-store`: the response stored as it passes, when it may be.
+    CacheStore(std::sync::Arc<crate::cache::Cache>),
     Deny {
         status: u16,
         reply: Option<ReplySpec>,
@@ -302,6 +307,16 @@ pub fn run<'r>(
             }
             Action::Tarpit { status } => return Verdict::Tarpit(*status),
             Action::Drop => return Verdict::Drop,
+            Action::CacheUse(c) => {
+                let t = vars.cache.get_or_insert_with(Default::default);
+                crate::cache::use_cache(c, head, t, base.backend.is_none());
+            }
+            Action::CacheStore(c) => {
+                if let Some(req) = req {
+                    let t = vars.cache.get_or_insert_with(Default::default);
+                    crate::cache::store_response(c, req, head, t);
+                }
+            }
             Action::Capture { expr, id } => {
                 let v = expr.eval(&base.ctx(head, req, vars)).map(|v| v.as_bytes().into_owned());
                 if let Some(v) = v {

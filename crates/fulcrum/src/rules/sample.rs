@@ -442,6 +442,8 @@ fn fetch_each<'a>(
         | ResVer
         | ResComp
         | ResCompAlgo
+        | ResCacheHit
+        | ResCacheName
         | ReqBody
         | ReqBodyLen
         | ReqBodySize

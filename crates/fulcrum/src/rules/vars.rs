@@ -43,6 +43,8 @@ pub struct Vars {
     pub last_rule: u32,
     /// What the analysers did, when asked (`fulcrum explain`); `None` on live traffic.
     pub trace: Option<Box<super::trace::Trace>>,
+    /// The transaction's cache lookups, hit and store (`cache-use`, `cache-store`).
+    pub cache: Option<Box<crate::cache::Txn>>,
 }
 
 /// A session's addresses after `set-src`/`set-dst`: the connection's own (`fc_src`, `fc_dst`),
@@ -173,6 +175,7 @@ impl Vars {
         self.last_rule = 0;
         self.early_hints.clear();
         self.unique_id = None;
+        self.cache = None;
     }
 }
 

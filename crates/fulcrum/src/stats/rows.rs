@@ -76,6 +76,12 @@ fn modules(r: &mut Row, c: &Counters, proxy: bool) {
     }
 }
 
+/// The cache counters (a mode http proxy's).
+fn cache(r: &mut Row, c: &Counters) {
+    r.set("cache_lookups", "MCP", Val::U64(get(&c.cache_lookups)));
+    r.set("cache_hits", "MCP", Val::U64(get(&c.cache_hits)));
+}
+
 /// The compression counters.
 fn comp(r: &mut Row, c: &Counters) {
     let fields = [
@@ -177,8 +183,7 @@ pub fn frontend(fe: &Frontend, scope: &Scope<'_>) -> Row {
     r.set("dses", "MCP", Val::U64(get(&c.denied_sess)));
     r.set("wrew", "MCP", Val::U64(get(&c.failed_rewrites)));
     if http {
-        r.set("cache_lookups", "MCP", Val::U64(0));
-        r.set("cache_hits", "MCP", Val::U64(0));
+        cache(&mut r, c);
     }
     r.set("eint", "MCP", Val::U64(get(&c.internal_errors)));
     modules(&mut r, c, true);
@@ -255,6 +260,7 @@ pub fn backend(be: &Backend, scope: &Scope<'_>) -> Row {
     if http {
         hrsp(&mut r, c);
         r.set("req_tot", "MCP", Val::U64(get(&c.requests)));
+        cache(&mut r, c);
     }
     r.set("cli_abrt", "MCP", Val::U64(get(&c.cli_abrt)));
     r.set("srv_abrt", "MCP", Val::U64(get(&c.srv_abrt)));

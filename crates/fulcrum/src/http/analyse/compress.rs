@@ -19,6 +19,14 @@ pub struct Settings<'a> {
 }
 
 impl<'a> Settings<'a> {
+    /// A backend's settings over its frontend's.
+    pub fn of(
+        be: &'a crate::http_settings::HttpProxy,
+        fe: &'a crate::http_settings::HttpProxy,
+    ) -> Self {
+        Settings { be: be.compression.as_deref(), fe: fe.compression.as_deref() }
+    }
+
     pub fn any(&self) -> bool {
         self.be.is_some() || self.fe.is_some()
     }

@@ -101,7 +101,7 @@ impl Session<'_> {
 
     /// Is the whole request read? A body of which nothing was forwarded yet is consumed here
     /// when all of it already arrived; otherwise (in part here, or partly forwarded) no.
-    fn drain_request_body(&mut self, body: Body) -> bool {
+    pub(super) fn drain_request_body(&mut self, body: Body) -> bool {
         let unread = std::mem::take(&mut self.body_unread);
         match body {
             Body::None => true,

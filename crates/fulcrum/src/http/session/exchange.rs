@@ -471,7 +471,16 @@ pub(super) async fn pump(
             false => pieces::Sink::H1 { peer: to, head, chunked: body == Body::Chunked },
         };
         let timer = (read_timer, read_timeout);
-        return cold(pieces::pump(from, to, timer, write_timeout, watch, moved, None)).await;
+        return cold(pieces::pump(
+            from,
+            to,
+            timer,
+            write_timeout,
+            watch,
+            moved,
+            Default::default(),
+        ))
+        .await;
     }
     // A chunked body not in canonical form goes as the scanner writes it again (rare: no
     // allocation otherwise).

@@ -24,6 +24,16 @@ pub(super) enum Source<'a> {
     /// An HTTP/1 side: the bytes buffered in `buf` first, then those read from `peer`, taken
     /// apart by the framing `body` gives, from where `scanner` stands in a chunked one.
     H1 { peer: &'a Peer, buf: &'a mut RecvBuf, body: Body, scanner: &'a mut ChunkedScanner },
+    /// A body held in memory (a cache hit's), its pieces at most 64 KiB each.
+    Memory(&'a [u8]),
+}
+
+/// What sees a body's data on its way (HAProxy's filters on the payload, in its order: the
+/// cache stores what the server sent, then compression encodes it for the client).
+#[derive(Default)]
+pub(super) struct Filters<'a> {
+    pub store: Option<&'a mut crate::cache::Writer>,
+    pub enc: Option<&'a mut crate::http::encoder::Encoder>,
 }
 
 /// Where a body's pieces go.
@@ -54,8 +64,9 @@ enum Next {
 
 /// Moves the body `from` gives to `to`, as [`pump`] would move its bytes. `watch`, the
 /// timeouts and `moved` (data bytes, no framing) as for [`pump`].
-/// With `enc`, the data is compressed on its way (flushed piece by piece, finished at the
-/// body's end), and `moved` counts the bytes sent.
+/// With `filters.store`, the data is added to a cache entry as it passes (trailers make it
+/// fail); with `filters.enc`, it is compressed on its way (flushed piece by piece, finished at
+/// the body's end), and `moved` counts the bytes sent.
 pub(super) async fn pump(
     mut from: Source<'_>,
     to: Sink<'_>,
@@ -63,8 +74,9 @@ pub(super) async fn pump(
     write_timeout: Option<Duration>,
     mut watch: Option<(&Peer, &mut RecvBuf)>,
     moved: &mut u64,
-    mut enc: Option<&mut crate::http::encoder::Encoder>,
+    filters: Filters<'_>,
 ) -> Xfer {
+    let Filters { mut store, mut enc } = filters;
     let mut block = Vec::new();
     // A chunked source's trailer lines, and the pieces' HTTP/1 framing for a chunked sink.
     let (mut lines, mut framed) = (Vec::new(), Vec::new());
@@ -75,7 +87,7 @@ pub(super) async fn pump(
     let mut remaining = match &from {
         Source::Pieces(_, sized) => sized.unwrap_or(u64::MAX),
         Source::H1 { body: Body::Length(n), .. } => *n,
-        Source::H1 { .. } => u64::MAX,
+        Source::H1 { .. } | Source::Memory(_) => u64::MAX,
     };
     loop {
         let timer = (read_timer.as_mut(), read_timeout);
@@ -105,15 +117,30 @@ pub(super) async fn pump(
                     Err(x) => return x,
                 }
             }
+            Source::Memory(rest) => {
+                let n = rest.len().min(64 * 1024);
+                block.clear();
+                block.extend_from_slice(&rest[..n]);
+                *rest = &rest[n..];
+                Next::Block { end: rest.is_empty(), short: false }
+            }
         };
         let (data, end): (&[u8], bool) = match &next {
             Next::Buffered { n, end } => match &from {
                 Source::H1 { buf, .. } => (&buf.data()[..*n], *end),
-                Source::Pieces(..) => unreachable!("only an HTTP/1 side buffers"),
+                Source::Pieces(..) | Source::Memory(_) => {
+                    unreachable!("only an HTTP/1 side buffers")
+                }
             },
             Next::Block { end, .. } => (&block, *end),
             Next::Trailers(_) | Next::End => (&[], true),
         };
+        if let Some(w) = store.as_deref_mut() {
+            match next {
+                Next::Trailers(_) => w.fail(),
+                _ => w.push(data),
+            }
+        }
         let data: &[u8] = match enc.as_deref_mut() {
             Some(e) => match e.push(data, end) {
                 Ok(out) => out,

@@ -7,7 +7,7 @@ use super::*;
 use crate::http::analyse::compress;
 
 /// Why the response head could not go to the client.
-enum HeadOut {
+pub(super) enum HeadOut {
     /// Rewrites made it larger than a buffer (500).
     TooLarge,
     /// The client's stream failed.
@@ -15,12 +15,12 @@ enum HeadOut {
 }
 
 /// What the client asked, as it asked it (before any rule).
-struct Asked {
-    info: fulcrum_http::Info,
-    method: fulcrum_http::Method,
-    version: Version,
+pub(super) struct Asked {
+    pub info: fulcrum_http::Info,
+    pub method: fulcrum_http::Method,
+    pub version: Version,
     /// `Connection: close`, or HTTP/1.0 without keep-alive.
-    client_close: bool,
+    pub client_close: bool,
 }
 
 impl Session<'_> {
@@ -33,18 +33,14 @@ impl Session<'_> {
             Err(next) => return next,
         };
         let be_http = be.http.as_deref().expect("an HTTP backend");
-        if !self.t.vars.early_hints.is_empty() && cold(self.early_hints()).await.is_err() {
-            return Next::Close;
-        }
         let ToServer { upgrade, persist, mut stores, key, conn_mode } = to;
-        let keybuf = std::mem::take(&mut self.t.key);
-        // Compression: the algorithm the request accepts (before its head is written: with
-        // `compression offload` its `Accept-Encoding` goes).
-        let comp = compress::Settings {
-            be: be_http.compression.as_deref(),
-            fe: self.http.compression.as_deref(),
-        };
+        // The algorithm the request accepts (before its head goes: `offload` removes it).
+        let comp = compress::Settings::of(be_http, self.http);
         self.t.comp = comp.any().then(|| compress::select_request(&mut self.t.req, comp)).flatten();
+        if self.cache_hit() {
+            return cold(self.serve_cached(&asked, &be, conn_mode, comp)).await;
+        }
+        let keybuf = std::mem::take(&mut self.t.key);
 
         // The head as it goes to the server (its text written when a try needs it: an HTTP/2
         // server takes it as parsed); rewrites must leave it within a buffer, as in HAProxy.
@@ -131,6 +127,7 @@ impl Session<'_> {
             drop((slot, sc)); // the server's response is abandoned with its connection
             return cold(self.answer_built(built, info, body_done, &be)).await;
         }
+        let store = self.take_store(); // `cache-store` began storing the response
         self.cookie_response(be_http, &slot, persist);
         let client_keep = self.client_keeps(&asked, &a, body_done, conn_mode);
         self.after_response(Some(&be), Some(server_name));
@@ -144,6 +141,7 @@ impl Session<'_> {
         // When body bytes came with the head, both leave in one `sendmsg` (see `pump`).
         let head_with_body = !parsed
             && self.t.comp.is_none()
+            && store.is_none()
             && !tunnel
             && !sc.buf.is_empty()
             && !matches!(resp_body, Body::None | Body::Length(0));
@@ -161,8 +159,8 @@ impl Session<'_> {
         // On HTTP/2 (either side), a request body still arriving goes on beside the response.
         let xfer = if duplex {
             cold(self.duplex(&mut sc, head_with_body, resp_body, st)).await
-        } else if let Some(algo) = self.t.comp {
-            cold(self.compressed_body(&mut sc, resp_body, algo, &be, st)).await
+        } else if self.t.comp.is_some() || store.is_some() {
+            cold(self.filtered_body(&mut sc, resp_body, &be, st, store)).await
         } else {
             self.scanner.reset();
             let head: &[u8] = if head_with_body { &self.out } else { &[] };
@@ -216,7 +214,7 @@ impl Session<'_> {
     /// Whether the response is compressed (`plain`: it cannot be), once its head is in and
     /// before the response rules.
     #[cold]
-    fn compress_response(
+    pub(super) fn compress_response(
         &mut self,
         asked: &Asked,
         body: Body,
@@ -231,51 +229,6 @@ impl Session<'_> {
             (false, Some(algo)) => compress::select_response(algo, asked, &self.t.resp, body, comp),
             _ => None,
         };
-    }
-
-    /// The response body compressed on its way (see `http::encoder`), as pieces from the
-    /// server's framing to the client's (chunks to an HTTP/1 client), and its counters.
-    async fn compressed_body(
-        &mut self,
-        sc: &mut ServerConn,
-        body: Body,
-        algo: fulcrum_config::compression::CompAlgo,
-        be: &Backend,
-        st: Option<Duration>,
-    ) -> Xfer {
-        let mut enc = crate::http::encoder::Encoder::new(algo, self.http.comp_level);
-        self.scanner.reset();
-        let from = match (sc.stream.gives_pieces() && sc.buf.is_empty(), body) {
-            (true, Body::Length(n)) => pieces::Source::Pieces(&sc.stream, Some(n)),
-            (true, _) => pieces::Source::Pieces(&sc.stream, None),
-            (false, _) => pieces::Source::H1 {
-                peer: &sc.stream,
-                buf: &mut sc.buf,
-                body,
-                scanner: &mut self.scanner,
-            },
-        };
-        let to = match self.client.takes_pieces() {
-            true => pieces::Sink::Pieces(&self.client),
-            false => pieces::Sink::H1 { peer: &self.client, head: &[], chunked: true },
-        };
-        let timer = (self.stimer.as_mut(), st);
-        let (ct, out) = (self.fe.timeouts.client, &mut self.t.o.bytes_out);
-        let x = pieces::pump(from, to, timer, ct, None, out, Some(&mut enc)).await;
-        let kb = enc.bytes_in.div_ceil(1024).min(u64::from(u32::MAX)) as u32;
-        self.shared.comp_rate.count(crate::clock::now().into_std(), kb);
-        for c in [&*self.fe.counters, &*be.counters] {
-            if enc.compresses() {
-                Counters::add(&c.comp_in, enc.bytes_in);
-                Counters::add(&c.comp_out, enc.bytes_out);
-            } else {
-                Counters::add(&c.comp_byp, enc.bytes_in);
-            }
-            if x == Xfer::Done {
-                Counters::inc(&c.comp_rsp);
-            }
-        }
-        x
     }
 
     /// `http-request early-hint`: the 103 answer, sent before the request goes on.
@@ -346,7 +299,7 @@ impl Session<'_> {
 
     /// The answer a response rule built in place of the server's response. As HAProxy, the
     /// client's connection carries on when its request went whole.
-    async fn answer_built(
+    pub(super) async fn answer_built(
         &mut self,
         built: Built,
         mut info: fulcrum_http::Info,
@@ -425,6 +378,9 @@ impl Session<'_> {
         let mut progress = analyse::Progress::default();
         let to = loop {
             let stop = self.txn().request(&mut progress);
+            if self.t.vars.cache.is_some() {
+                self.count_cache_lookups();
+            }
             self.sync_addrs();
             let be = progress.be.as_ref();
             match stop {
@@ -482,6 +438,10 @@ impl Session<'_> {
             }
         };
         let be = progress.be.take().expect("the analysers chose a backend");
+        // `early-hint` rules: the 103 goes before the request does.
+        if !self.t.vars.early_hints.is_empty() && cold(self.early_hints()).await.is_err() {
+            return Err(Next::Close);
+        }
         Ok((be, to))
     }
 
@@ -583,7 +543,7 @@ impl Session<'_> {
 
     /// When the response head could not go to the client: a 500 when rewrites made it larger
     /// than a buffer (HAProxy fails the transaction), the end when the client's stream failed.
-    async fn head_failed(
+    pub(super) async fn head_failed(
         &mut self,
         out: HeadOut,
         mut info: fulcrum_http::Info,
@@ -607,7 +567,7 @@ impl Session<'_> {
     /// it as parsed (`.1`: no HTTP/1 text is written), else its text is in `self.out`; `.0`
     /// its text's length either way.
     #[inline(always)]
-    fn client_head(&mut self) -> Result<(usize, bool), HeadOut> {
+    pub(super) fn client_head(&mut self) -> Result<(usize, bool), HeadOut> {
         // A compressed response says so (after the response rules, as HAProxy's filter).
         if let Some(algo) = self.t.comp {
             if compress::rewrite_response(&mut self.t.resp, algo).is_err() {
