@@ -795,6 +795,11 @@ pub fn compat_markdown() -> String {
         out.push_str(line);
         out.push('\n');
     }
+    out.push_str("\n## The cache\n\n");
+    for line in CACHE_NOTES {
+        out.push_str(line);
+        out.push('\n');
+    }
     out.push_str("\n## Statistics, Prometheus and the runtime API\n\n");
     for line in STATS_NOTES {
         out.push_str(line);
@@ -828,6 +833,17 @@ const COMPRESSION_NOTES: &[&str] = &[
     "- `maxcomprate`: a response begins uncompressed while the process's compressor input over the last second (HAProxy's frequency counter: this second's kilobytes plus a share of the last one's, each response's counted when its body ends) is at the limit; HAProxy also lowers the level of the responses under way, Fulcrum finishes them as they began.",
     "- `filter cache <name>` (or the implicit cache filter of a `cache-use`/`cache-store` rule) must come before `filter compression`, as HAProxy requires (with its messages).",
     "- Not yet: `maxcompcpuusage` (compression does not back off when the process is busy), `filter trace|spoe|fcgi-app|bwlim-in|bwlim-out`.",
+];
+
+/// How `cache` sections work, against HAProxy 2.6's cache.
+const CACHE_NOTES: &[&str] = &[
+    "- What is looked up, stored and served follows HAProxy 2.6's `cache.c` (compared beside it in the tests): only GET and HEAD over HTTP/1.1 or later are looked up, not with `Authorization`, request `Cache-Control: no-cache|max-age|max-stale|min-fresh` or `Pragma: no-cache`; the key is the Host (first value) and the target, not the method (HTTP/2's `https://host/path` and HTTP/1's `/path` with that Host share it). Only a 200 to a GET is stored, with `s-maxage`, `max-age` or `Expires`, or an `ETag` or `Last-Modified`, not `private`, `no-cache`, `no-store`, `max-age=0`, `s-maxage=0` or `Pragma: no-cache` (`public` overrides a request's `no-store`); `Set-Cookie` does not prevent it (as 2.6). Its lifetime is `s-maxage`, else `max-age`, else `Expires`, each at most the section's `max-age` (60 s by default); an `Age` is kept and added to, one larger than the response's own freshness, zero or malformed prevents storing (as 2.6). A successful unsafe method (POST, PUT, DELETE...) on the key removes its entries.",
+    "- A hit is answered with the head as it was when `cache-store` ran, an `Age` field appended, then the proxies' `http-response` rules, compression (a stored plain body is compressed for a client that accepts it, as HAProxy's filters do), `http-after-response` rules and the log line, whose server is `<CACHE>` (its `Tw`, `Tc`, `Tr` 0, termination `LR`). `If-None-Match` (`*`, or an ETag weakly equal to the entry's) gives `304 Not Modified` with the stored fields; without it, `If-Modified-Since` no earlier than the entry's `Last-Modified` (else its `Date`, else when it was stored). HEAD gets the head alone.",
+    "- `process-vary on`: responses that vary on `accept-encoding` and/or `referer` only are stored per secondary key, at most `max-secondary-entries` per URL; the encodings are compared as HAProxy's bitmaps (an entry encoded in a coding the client does not accept is not served to it; `q=0` refuses). A response that varies on anything else, or on anything with `process-vary off`, is not stored.",
+    "- Memory: objects are counted as HAProxy counts them (112 bytes of entry, the head's text, the body) in 1 kB blocks, and the blocks in use never exceed `total-max-size` (a test fills a 1 MB cache with 60 kB objects). A body past `max-object-size` passes without being stored, whether its length was announced or not.",
+    "- Where Fulcrum chooses differently: the entries are evicted oldest first, each hit since the last pass giving its entry a second chance (HAProxy evicts the least recently released); an entry appears once complete (HAProxy shows one being written, a miss for its readers, and blocks a second store of the same key until it expires); a body received chunked or as HTTP/2 data is stored and replayed with its `Content-Length` (HAProxy replays the chunked framing, on 304s too); `Vary: referer` alone is answered (HAProxy 2.6 stores such entries but never hits them); trailers are not stored (such a response is not cached).",
+    "- `show cache` (level admin) prints HAProxy's lines (the cache, its available blocks, each entry's hash, secondary key, size, blocks, readers and seconds left); `cache_lookups` and `cache_hits` count on the frontend for a frontend's (or listen's) rules and on the backend for a backend's, in `show stat`, the stats page and Prometheus; `res.cache_hit` and `res.cache_name` answer in the response rules and log formats.",
+    "- A reload starts with empty caches (as HAProxy's new process does).",
 ];
 
 /// Run-time behaviours of `mode http` where Fulcrum chooses differently from HAProxy 2.6 (each

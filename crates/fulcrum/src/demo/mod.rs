@@ -96,6 +96,7 @@ fn run() -> Result<(), String> {
         "  curl -si http://{FRONTEND}/api/?s=64    ACL routing to backend 'api' (path rewritten)"
     );
     println!("  curl -si --compressed http://{FRONTEND}/api/?s=4096   the same, compressed (gzip; zstd, br)");
+    println!("  curl -si http://{FRONTEND}/static/logo  cached: the second time from the cache (x-cache-hit: 1, <CACHE> in the log)");
     println!("  curl -si http://{FRONTEND}/admin        403 from an http-request deny rule");
     println!("  curl -si http://{FRONTEND}/old          301 redirect");
     println!("  curl -si http://{FRONTEND}/health       monitor-uri, answered by Fulcrum");
@@ -120,6 +121,9 @@ fn run() -> Result<(), String> {
     println!("  echo 'show stat' | socat stdio /tmp/fulcrum-demo.sock");
     println!("  echo 'set server servers/s2 state maint' | socat stdio /tmp/fulcrum-demo.sock");
     println!("  echo 'show table demo' | socat stdio /tmp/fulcrum-demo.sock   (the rate limit's counters)");
+    println!(
+        "  echo 'show cache' | socat stdio /tmp/fulcrum-demo.sock        (what the cache holds)"
+    );
     println!("Edit {} and apply it in place (server states and counters stay):", cfg.display());
     println!("  echo reload | socat stdio /tmp/fulcrum-demo.sock     (or: kill -USR2 {proxy_pid})");
     println!(

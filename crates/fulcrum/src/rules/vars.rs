@@ -175,7 +175,9 @@ impl Vars {
         self.last_rule = 0;
         self.early_hints.clear();
         self.unique_id = None;
-        self.cache = None;
+        if let Some(c) = self.cache.as_deref_mut() {
+            c.reset(); // (kept with its key's room for the connection's next requests)
+        }
     }
 }
 

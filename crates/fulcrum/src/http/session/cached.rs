@@ -25,10 +25,16 @@ impl Session<'_> {
         }
     }
 
-    /// The store `cache-store` began for the response, if it did: its body passes through it.
+    /// The store `cache-store` began for the response, if it did: its body (`body`) passes
+    /// through it; a response without one is stored at once.
     #[inline(always)]
-    pub(super) fn take_store(&mut self) -> Option<Box<crate::cache::Writer>> {
-        self.t.vars.cache.as_deref_mut().and_then(|c| c.store.take())
+    pub(super) fn take_store(&mut self, body: Body) -> Option<Box<crate::cache::Writer>> {
+        let w = self.t.vars.cache.as_deref_mut().and_then(|c| c.store.take())?;
+        if matches!(body, Body::None | Body::Length(0)) {
+            w.finish();
+            return None;
+        }
+        Some(w)
     }
 
     /// Whether a cache answers the request.

@@ -127,7 +127,7 @@ impl Session<'_> {
             drop((slot, sc)); // the server's response is abandoned with its connection
             return cold(self.answer_built(built, info, body_done, &be)).await;
         }
-        let store = self.take_store(); // `cache-store` began storing the response
+        let store = self.take_store(resp_body); // `cache-store` began storing the response
         self.cookie_response(be_http, &slot, persist);
         let client_keep = self.client_keeps(&asked, &a, body_done, conn_mode);
         self.after_response(Some(&be), Some(server_name));
@@ -378,7 +378,7 @@ impl Session<'_> {
         let mut progress = analyse::Progress::default();
         let to = loop {
             let stop = self.txn().request(&mut progress);
-            if self.t.vars.cache.is_some() {
+            if self.t.vars.cache.as_ref().is_some_and(|c| c.lookups != [0, 0]) {
                 self.count_cache_lookups();
             }
             self.sync_addrs();
