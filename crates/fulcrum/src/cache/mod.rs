@@ -10,7 +10,7 @@
 //! Must not touch: sessions, sockets, rules (they call in).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, Weak};
 
 use fulcrum_config as cfg;
@@ -32,6 +32,9 @@ pub struct Cache {
     pub process_vary: bool,
     pub max_secondary: u32,
     state: RwLock<State>,
+    /// Body bytes held by stores in progress: with the entries' blocks, within the size
+    /// (room is made for them as they come, as HAProxy reserves its blocks).
+    pending: AtomicU64,
 }
 
 /// A stored response.
@@ -132,6 +135,7 @@ impl Cache {
             process_vary: c.process_vary,
             max_secondary: c.max_secondary_entries,
             state: RwLock::new(State::default()),
+            pending: AtomicU64::new(0),
         }
     }
 
@@ -219,6 +223,24 @@ impl Cache {
             st.order.retain(|w| w.upgrade().is_some_and(|e| !e.dead.load(Ordering::Relaxed)));
         }
         true
+    }
+
+    /// Takes room for `n` more bytes of a store in progress, evicting entries when the
+    /// entries and the stores in progress would exceed the size; false when they still would.
+    fn reserve(&self, n: u64) -> bool {
+        let total = u64::from(self.max_blocks) * u64::from(BLOCK);
+        let pending = self.pending.fetch_add(n, Ordering::Relaxed) + n;
+        let fits = |st: &State| pending + u64::from(st.used_blocks) * u64::from(BLOCK) <= total;
+        if fits(&self.state.read().unwrap_or_else(|e| e.into_inner())) {
+            return true;
+        }
+        let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
+        while !fits(&st) && st.evict_one(&mut Vec::new()) {}
+        let ok = fits(&st);
+        if !ok {
+            self.pending.fetch_sub(n, Ordering::Relaxed);
+        }
+        ok
     }
 
     /// `show cache`'s lines for this cache (HAProxy 2.6's format; addresses are the
@@ -440,6 +462,7 @@ fn begin_store(cache: &Arc<Cache>, req: &Head, resp: &mut Head, t: &Txn) -> Opti
         sig,
         sec,
         failed: false,
+        reserved: 0,
     })
 }
 
@@ -458,6 +481,14 @@ pub struct Writer {
     sig: u8,
     sec: [u32; 2],
     failed: bool,
+    /// Bytes reserved in the cache (given back when the store ends, stored or not).
+    reserved: u64,
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.cache.pending.fetch_sub(self.reserved, Ordering::Relaxed);
+    }
 }
 
 impl Writer {
@@ -467,10 +498,11 @@ impl Writer {
             return;
         }
         let size = u64::from(self.size) + (self.body.len() + data.len()) as u64;
-        if size > u64::from(self.cache.max_object) {
+        if size > u64::from(self.cache.max_object) || !self.cache.reserve(data.len() as u64) {
             self.fail();
             return;
         }
+        self.reserved += data.len() as u64;
         self.body.extend_from_slice(data);
     }
 
@@ -478,6 +510,8 @@ impl Writer {
     pub fn fail(&mut self) {
         self.failed = true;
         self.body = Vec::new();
+        // Its room goes to the other stores at once.
+        self.cache.pending.fetch_sub(std::mem::take(&mut self.reserved), Ordering::Relaxed);
     }
 
     /// The whole body passed: the entry is stored (false when it was not). A body that came
@@ -486,16 +520,17 @@ impl Writer {
         if self.failed {
             return false;
         }
-        if !matches!(self.head.info().body, fulcrum_http::Body::Length(_))
-            && !framed(&mut self.head, self.body.len())
+        let mut head = std::mem::take(&mut self.head);
+        if !matches!(head.info().body, fulcrum_http::Body::Length(_))
+            && !framed(&mut head, self.body.len())
         {
             return false;
         }
         let size = self.size + self.body.len() as u32;
         let e = Entry {
-            head: self.head,
-            body: self.body.into_boxed_slice(),
-            etag: self.etag,
+            head,
+            body: std::mem::take(&mut self.body).into_boxed_slice(),
+            etag: self.etag.take(),
             last_modified: self.last_modified,
             stored: self.stored,
             expire: self.expire,
@@ -504,7 +539,7 @@ impl Writer {
             sec: self.sec,
             size,
             blocks: size.div_ceil(BLOCK),
-            key: self.key,
+            key: std::mem::take(&mut self.key),
             used: AtomicBool::new(false),
             dead: AtomicBool::new(false),
         };

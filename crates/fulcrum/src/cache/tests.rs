@@ -131,3 +131,36 @@ fn an_unsafe_method_that_succeeds_invalidates_the_entry() {
     store_response(&c, &req, &mut resp, &mut t);
     assert!(hit(&c, "/p", "").is_none());
 }
+
+#[test]
+fn stores_in_progress_count_with_the_entries_and_make_room_as_they_grow() {
+    // 1 MiB; eight stores of 200 kB under way at once cannot all hold their bodies: those that
+    // find no room left are abandoned, and the size is never exceeded.
+    let c = Arc::new(Cache::new(&section(1, 512 * 1024)));
+    assert!(store(&c, "/old", "", "Cache-Control: max-age=60", &[1; 100_000]));
+    let mut writers = Vec::new();
+    for i in 0..8 {
+        let req = head(&format!("GET /w{i} HTTP/1.1|Host: h||"), true);
+        let mut t = Txn::default();
+        use_cache(&c, &req, &mut t, true);
+        let mut resp =
+            head("HTTP/1.1 200 OK|Content-Length: 200000|Cache-Control: max-age=60||", false);
+        store_response(&c, &req, &mut resp, &mut t);
+        writers.push(t.store.take().expect("begun"));
+    }
+    for _ in 0..20 {
+        for w in &mut writers {
+            w.push(&[0; 10_000]);
+        }
+        let (blocks, _) = c.usage();
+        let pending = c.pending.load(Ordering::Relaxed);
+        assert!(
+            u64::from(blocks) * 1024 + pending <= 1 << 20,
+            "{blocks} blocks, {pending} pending"
+        );
+    }
+    assert!(hit(&c, "/old", "").is_none(), "the old entry made room");
+    let stored = writers.into_iter().map(|w| w.finish()).filter(|&ok| ok).count();
+    assert!((1..=5).contains(&stored), "{stored} stored");
+    assert_eq!(c.pending.load(Ordering::Relaxed), 0);
+}

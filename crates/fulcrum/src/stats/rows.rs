@@ -260,7 +260,6 @@ pub fn backend(be: &Backend, scope: &Scope<'_>) -> Row {
     if http {
         hrsp(&mut r, c);
         r.set("req_tot", "MCP", Val::U64(get(&c.requests)));
-        cache(&mut r, c);
     }
     r.set("cli_abrt", "MCP", Val::U64(get(&c.cli_abrt)));
     r.set("srv_abrt", "MCP", Val::U64(get(&c.srv_abrt)));
@@ -278,8 +277,7 @@ pub fn backend(be: &Backend, scope: &Scope<'_>) -> Row {
     r.set("connect", "MCP", Val::U64(get(&c.connects)));
     r.set("reuse", "MCP", Val::U64(get(&c.reuses)));
     if http {
-        r.set("cache_lookups", "MCP", Val::U64(0));
-        r.set("cache_hits", "MCP", Val::U64(0));
+        cache(&mut r, c);
     }
     r.set("eint", "MCP", Val::U64(get(&c.internal_errors)));
     r.set("uweight", "MaP", u32v(uweight));

@@ -12,7 +12,7 @@ fn one(srv: &Running, lines: &str) -> String {
 }
 
 /// `data` decoded by Python's zlib with `wbits` (31 gzip, 15 zlib, -15 raw deflate).
-fn inflate(data: &[u8], wbits: i32) -> Vec<u8> {
+pub(crate) fn inflate(data: &[u8], wbits: i32) -> Vec<u8> {
     let code = format!(
         "import sys, zlib; sys.stdout.buffer.write(zlib.decompress(sys.stdin.buffer.read(), {wbits}))"
     );

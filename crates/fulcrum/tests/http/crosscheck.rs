@@ -51,7 +51,7 @@
 //!    DOWN`...): until then the states are the configuration's, as explain's. (A server a test
 //!    stopped needs no rule: the log line still names the server tried, and a failed
 //!    connection is not the analysers' decision.)
-//! 3. Where decisions read state that requests accumulate ([`first_only`]: stick tables and
+//! 3. Where decisions read state that requests accumulate ([`first_only`]: caches, stick tables and
 //!    their counters, `proc.` variables, the proxies' and servers' counters, rates and
 //!    queues), only the proxy's first request through the harness: until then they are as
 //!    empty as explain's.
@@ -948,6 +948,8 @@ pub fn first_only(text: &str) -> Option<&'static str> {
         Some("counters and rates grow as requests pass")
     } else if text.contains("proc.") {
         Some("proc. variables outlive requests")
+    } else if text.contains("cache-use") {
+        Some("a cache fills as responses pass (explain sees it empty)")
     } else {
         None
     }
@@ -1061,6 +1063,7 @@ fn the_skip_rule_reads_configurations_and_requests() {
     assert!(first_only("backend b\n stick-table type ip size 1\n").is_some());
     assert!(first_only("frontend f\n acl a fe_req_rate gt 3\n").is_some());
     assert!(first_only("frontend f\n acl a path /x\n").is_none());
+    assert!(first_only("backend b\n http-request cache-use c\n").is_some());
     assert!(ruled_out(&lines("defaults\n load-server-state-from-file global\n")).is_some());
     assert!(no_log(&lines("defaults\n option httplog clf\n")).is_some());
     assert!(no_log(&lines("defaults\n option httplog\n")).is_none());
