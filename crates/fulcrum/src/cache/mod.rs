@@ -4,14 +4,15 @@
 //! server. Memory is counted in HAProxy's 1 kB blocks and never exceeds `total-max-size`:
 //! storing an object first evicts the least recently used ones (a second-chance FIFO: a hit
 //! marks its entry, which the eviction then passes over once; HAProxy evicts the least
-//! recently released). What a transaction looked up and is storing lives in [`Txn`]; the
+//! recently released). The index is split in 16 shards by key, each behind its own lock: a
+//! hit read-locks one shard; stores, evictions and expiries take the global lock first. What a transaction looked up and is storing lives in [`Txn`]; the
 //! decisions on heads are in [`policy`].
 //!
 //! Must not touch: sessions, sockets, rules (they call in).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
 use fulcrum_config as cfg;
 use fulcrum_http::{Head, Method};
@@ -31,7 +32,8 @@ pub struct Cache {
     pub max_age: u32,
     pub process_vary: bool,
     pub max_secondary: u32,
-    state: RwLock<State>,
+    shards: Box<[Padded]>,
+    global: Mutex<Global>,
     /// Body bytes held by stores in progress: with the entries' blocks, within the size
     /// (room is made for them as they come, as HAProxy reserves its blocks).
     pending: AtomicU64,
@@ -39,6 +41,8 @@ pub struct Cache {
 
 /// A stored response.
 pub struct Entry {
+    /// The cache's name (`res.cache_name`).
+    pub cache_name: Arc<str>,
     /// The response head as it stood when `cache-store` ran (its `Age` removed).
     pub head: Head,
     pub body: Box<[u8]>,
@@ -98,10 +102,24 @@ impl std::hash::Hasher for KeyHasher {
     }
 }
 
+/// Entries by primary key (one, or with `Vary` up to `max-secondary-entries`), for the keys
+/// whose hash falls in this shard: a hit read-locks its shard alone.
 #[derive(Default)]
-struct State {
-    /// Entries by primary key: one, or with `Vary` up to `max-secondary-entries`.
+struct Shard {
     by_key: HashMap<Box<[u8]>, Vec<Arc<Entry>>, KeyHash>,
+}
+
+/// A shard on a cache line of its own (two workers' hits on other shards do not contend).
+#[derive(Default)]
+#[repr(align(128))]
+struct Padded(RwLock<Shard>);
+
+const SHARDS: usize = 16;
+
+/// What the whole cache shares: the eviction's order and the room in use. Taken before a
+/// shard's lock by everything but a lookup.
+#[derive(Default)]
+struct Global {
     /// Every entry in the order stored (the eviction's), possibly some dead ones.
     order: VecDeque<Weak<Entry>>,
     used_blocks: u32,
@@ -116,7 +134,7 @@ impl std::fmt::Debug for Cache {
 
 impl std::fmt::Debug for Txn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let hit = self.hit.as_ref().map(|h| &*h.cache.name);
+        let hit = self.hit.as_ref().map(|h| &*h.entry.cache_name);
         write!(f, "cache txn (hit {hit:?}, storing {})", self.store.is_some())
     }
 }
@@ -134,7 +152,8 @@ impl Cache {
             max_age: c.max_age,
             process_vary: c.process_vary,
             max_secondary: c.max_secondary_entries,
-            state: RwLock::new(State::default()),
+            shards: (0..SHARDS).map(|_| Padded::default()).collect(),
+            global: Mutex::new(Global::default()),
             pending: AtomicU64::new(0),
         }
     }
@@ -143,7 +162,7 @@ impl Cache {
     pub fn lookup(&self, key: &[u8], req: &Head, now: i64) -> Option<Arc<Entry>> {
         let mut expired = false;
         let found = {
-            let st = self.state.read().unwrap_or_else(|e| e.into_inner());
+            let st = self.read(key);
             let list = st.by_key.get(key)?;
             let sig = list.first()?.sig;
             let sec = match sig {
@@ -171,21 +190,64 @@ impl Cache {
 
     /// Removes `key`'s entries (an unsafe method's success invalidates them).
     pub fn invalidate(&self, key: &[u8]) {
-        let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(list) = st.by_key.remove(key) {
+        let mut g = self.global();
+        if let Some(list) = self.write(key).by_key.remove(key) {
             for e in &list {
-                st.forget(e);
+                g.forget(e);
             }
         }
     }
 
     fn purge_key(&self, key: &[u8], now: i64) {
-        let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
+        let mut g = self.global();
+        let mut st = self.write(key);
         let Some(mut list) = st.by_key.remove(key) else { return };
-        list.retain(|e| e.expire > now || !st.forget(e));
+        list.retain(|e| e.expire > now || !g.forget(e));
         if !list.is_empty() {
             st.by_key.insert(key.into(), list);
         }
+    }
+
+    fn shard(&self, key: &[u8]) -> &RwLock<Shard> {
+        let h = xxhash_rust::xxh3::xxh3_64(key);
+        &self.shards[(h >> 60) as usize % SHARDS].0
+    }
+    fn read(&self, key: &[u8]) -> RwLockReadGuard<'_, Shard> {
+        self.shard(key).read().unwrap_or_else(|e| e.into_inner())
+    }
+    fn write(&self, key: &[u8]) -> RwLockWriteGuard<'_, Shard> {
+        self.shard(key).write().unwrap_or_else(|e| e.into_inner())
+    }
+    fn global(&self) -> MutexGuard<'_, Global> {
+        self.global.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Evicts the oldest entry not hit since the eviction last passed it (`list`: the entries
+    /// of the key being stored, out of their shard meanwhile); false when none is left.
+    fn evict_one(&self, g: &mut Global, list: &mut Vec<Arc<Entry>>) -> bool {
+        while let Some(w) = g.order.pop_front() {
+            let Some(e) = w.upgrade() else { continue };
+            if e.dead.load(Ordering::Relaxed) {
+                continue;
+            }
+            if e.used.swap(false, Ordering::Relaxed) {
+                g.order.push_back(w);
+                continue;
+            }
+            g.forget(&e);
+            let mut st = self.write(&e.key);
+            match st.by_key.get_mut(&e.key) {
+                Some(l) => {
+                    l.retain(|o| !Arc::ptr_eq(o, &e));
+                    if l.is_empty() {
+                        st.by_key.remove(&e.key);
+                    }
+                }
+                None => list.retain(|o| !Arc::ptr_eq(o, &e)),
+            }
+            return true;
+        }
+        false
     }
 
     /// Stores a complete entry: replaces the one of the same keys, refuses one past
@@ -194,33 +256,33 @@ impl Cache {
         if e.blocks > self.max_blocks || e.expire <= now {
             return false;
         }
-        let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
-        let mut list = st.by_key.remove(&e.key).unwrap_or_default();
+        let mut g = self.global();
+        let mut list = self.write(&e.key).by_key.remove(&e.key).unwrap_or_default();
         // The entry it replaces goes, with expired ones and those of another `Vary`.
         list.retain(|o| {
             let goes = o.expire <= now || o.sig != e.sig || o.sec == e.sec;
             if goes {
-                st.forget(o);
+                g.forget(o);
             }
             !goes
         });
         if e.sig != 0 && list.len() >= self.max_secondary as usize {
-            st.by_key.insert(e.key.clone(), list);
+            self.write(&e.key).by_key.insert(e.key.clone(), list);
             return false;
         }
-        while st.used_blocks + e.blocks > self.max_blocks {
-            if !st.evict_one(&mut list) {
+        while g.used_blocks + e.blocks > self.max_blocks {
+            if !self.evict_one(&mut g, &mut list) {
                 break;
             }
         }
         let e = Arc::new(e);
-        st.used_blocks += e.blocks;
-        st.entries += 1;
-        st.order.push_back(Arc::downgrade(&e));
+        g.used_blocks += e.blocks;
+        g.entries += 1;
+        g.order.push_back(Arc::downgrade(&e));
         list.push(Arc::clone(&e));
-        st.by_key.insert(e.key.clone(), list);
-        if st.order.len() > 2 * st.entries + 64 {
-            st.order.retain(|w| w.upgrade().is_some_and(|e| !e.dead.load(Ordering::Relaxed)));
+        self.write(&e.key).by_key.insert(e.key.clone(), list);
+        if g.order.len() > 2 * g.entries + 64 {
+            g.order.retain(|w| w.upgrade().is_some_and(|e| !e.dead.load(Ordering::Relaxed)));
         }
         true
     }
@@ -230,13 +292,10 @@ impl Cache {
     fn reserve(&self, n: u64) -> bool {
         let total = u64::from(self.max_blocks) * u64::from(BLOCK);
         let pending = self.pending.fetch_add(n, Ordering::Relaxed) + n;
-        let fits = |st: &State| pending + u64::from(st.used_blocks) * u64::from(BLOCK) <= total;
-        if fits(&self.state.read().unwrap_or_else(|e| e.into_inner())) {
-            return true;
-        }
-        let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
-        while !fits(&st) && st.evict_one(&mut Vec::new()) {}
-        let ok = fits(&st);
+        let fits = |g: &Global| pending + u64::from(g.used_blocks) * u64::from(BLOCK) <= total;
+        let mut g = self.global();
+        while !fits(&g) && self.evict_one(&mut g, &mut Vec::new()) {}
+        let ok = fits(&g);
         if !ok {
             self.pending.fetch_sub(n, Ordering::Relaxed);
         }
@@ -247,12 +306,15 @@ impl Cache {
     /// entries').
     pub fn show(&self, now: i64, out: &mut String) {
         use std::fmt::Write;
-        let st = self.state.read().unwrap_or_else(|e| e.into_inner());
+        let g = self.global();
         let me = self as *const Cache as usize;
-        let free = self.max_blocks.saturating_sub(st.used_blocks);
+        let free = self.max_blocks.saturating_sub(g.used_blocks);
         let _ = writeln!(out, "{me:#x}: {} (shctx:{me:#x}, available blocks:{free})", self.name);
-        let mut all: Vec<&Arc<Entry>> =
-            st.by_key.values().flatten().filter(|e| e.expire > now).collect();
+        let mut all: Vec<Arc<Entry>> = Vec::new();
+        for sh in self.shards.iter() {
+            let st = sh.0.read().unwrap_or_else(|e| e.into_inner());
+            all.extend(st.by_key.values().flatten().filter(|e| e.expire > now).cloned());
+        }
         all.sort_by_key(|e| (e.hash(), e.stored));
         for e in all {
             let vary: String =
@@ -260,11 +322,11 @@ impl Cache {
             let _ = writeln!(
                 out,
                 "{:#x} hash:{} vary:0x{vary} size:{} ({} blocks), refcount:{}, expire:{}",
-                Arc::as_ptr(e) as usize,
+                Arc::as_ptr(&e) as usize,
                 e.hash(),
                 e.size,
                 e.blocks,
-                Arc::strong_count(e) - 1,
+                Arc::strong_count(&e) - 2,
                 e.expire - now
             );
         }
@@ -273,12 +335,12 @@ impl Cache {
     /// Blocks in use, entries.
     #[cfg(test)]
     pub fn usage(&self) -> (u32, usize) {
-        let st = self.state.read().unwrap_or_else(|e| e.into_inner());
-        (st.used_blocks, st.entries)
+        let g = self.global();
+        (g.used_blocks, g.entries)
     }
 }
 
-impl State {
+impl Global {
     /// Marks `e` removed and frees its blocks (true: it was live).
     fn forget(&mut self, e: &Entry) -> bool {
         if e.dead.swap(true, Ordering::Relaxed) {
@@ -287,32 +349,6 @@ impl State {
         self.used_blocks -= e.blocks;
         self.entries -= 1;
         true
-    }
-
-    /// Evicts the oldest entry not hit since the eviction last passed it (`list`: the entries
-    /// of the key being stored, taken out of the index meanwhile); false when none is left.
-    fn evict_one(&mut self, list: &mut Vec<Arc<Entry>>) -> bool {
-        while let Some(w) = self.order.pop_front() {
-            let Some(e) = w.upgrade() else { continue };
-            if e.dead.load(Ordering::Relaxed) {
-                continue;
-            }
-            if e.used.swap(false, Ordering::Relaxed) {
-                self.order.push_back(w);
-                continue;
-            }
-            self.forget(&e);
-            if let Some(l) = self.by_key.get_mut(&e.key) {
-                l.retain(|o| !Arc::ptr_eq(o, &e));
-                if l.is_empty() {
-                    self.by_key.remove(&e.key);
-                }
-            } else {
-                list.retain(|o| !Arc::ptr_eq(o, &e));
-            }
-            return true;
-        }
-        false
     }
 }
 
@@ -356,7 +392,7 @@ impl Txn {
 
 /// A request answered from a cache.
 pub struct Hit {
-    pub cache: Arc<Cache>,
+    /// (Its cache is named by the entry: a hit takes no reference on the cache.)
     pub entry: Arc<Entry>,
     /// The request's validators match: `304 Not Modified`.
     pub not_modified: bool,
@@ -382,7 +418,7 @@ pub fn use_cache(cache: &Arc<Cache>, req: &Head, t: &mut Txn, fe: bool) {
     if let Some(entry) = cache.lookup(&t.key, req, now()) {
         t.hits[side] += 1;
         let not_modified = policy::not_modified(req, entry.etag.as_deref(), entry.last_modified);
-        t.hit = Some(Hit { cache: Arc::clone(cache), entry, not_modified });
+        t.hit = Some(Hit { entry, not_modified });
     }
 }
 
@@ -528,6 +564,7 @@ impl Writer {
         }
         let size = self.size + self.body.len() as u32;
         let e = Entry {
+            cache_name: Arc::clone(&self.cache.name),
             head,
             body: std::mem::take(&mut self.body).into_boxed_slice(),
             etag: self.etag.take(),

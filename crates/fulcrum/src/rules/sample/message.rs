@@ -65,7 +65,7 @@ pub(super) fn fetch<'a>(fetch: &cfg::Fetch, ctx: &Ctx<'a>, f: &mut Each<'_, 'a>)
         ResComp => one(ctx.resp.map(|_| Value::Bool(ctx.comp.is_some())), f),
         ResCompAlgo => one(ctx.comp.map(|a| b(a.cfg_name().as_bytes())), f),
         ResCacheHit => one(Some(Value::Bool(cache_hit(ctx).is_some())), f),
-        ResCacheName => one(cache_hit(ctx).map(|c| b(c.name.as_bytes())), f),
+        ResCacheName => one(cache_hit(ctx).map(|e| b(e.cache_name.as_bytes())), f),
         ReqBody => one(req.map(|_| b(ctx.body)), f),
         ReqBodyLen => one(req.map(|_| Value::Int(ctx.body.len() as i64)), f),
         ReqBodySize => one(
@@ -93,7 +93,8 @@ pub fn pathq(r: &Head) -> &[u8] {
     }
 }
 
-/// The cache that answers the transaction, if one does (`res.cache_hit`, `res.cache_name`).
-fn cache_hit<'c>(ctx: &Ctx<'c>) -> Option<&'c crate::cache::Cache> {
-    ctx.vars.cache.as_ref()?.hit.as_ref().map(|h| &*h.cache)
+/// The entry that answers the transaction, if a cache does (`res.cache_hit`,
+/// `res.cache_name`).
+fn cache_hit<'c>(ctx: &Ctx<'c>) -> Option<&'c crate::cache::Entry> {
+    ctx.vars.cache.as_ref()?.hit.as_ref().map(|h| &*h.entry)
 }
