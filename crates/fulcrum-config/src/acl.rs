@@ -93,9 +93,8 @@ pub fn avail_of(expr: &SampleExpr) -> Avail {
         | Fetch::ResCook { .. }
         | Fetch::ResVer
         | Fetch::ResComp
-        | Fetch::ResCompAlgo
-        | Fetch::ResCacheHit
-        | Fetch::ResCacheName => Avail::Response,
+        | Fetch::ResCompAlgo => Avail::Response,
+        Fetch::ResCacheHit | Fetch::ResCacheName => Avail::Captured { response: true },
         Fetch::Tls(t) if t.is_back() => Avail::Server,
         Fetch::Tls(_) | Fetch::TlsOnly | Fetch::Payload(_) | Fetch::Pp(_) => Avail::Session,
         Fetch::FcErr => Avail::Always,

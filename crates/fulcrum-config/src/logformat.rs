@@ -278,6 +278,14 @@ mod tests {
     }
 
     #[test]
+    fn the_cache_fetches_are_read_in_response_rules_and_log_lines() {
+        let parts = line("%[res.cache_hit] %[res.cache_name]", true).expect("a log line");
+        assert_eq!(parts.len(), 3);
+        assert!(parse("%[res.cache_name]", Ctx::HttpResponse).is_ok());
+        assert!(parse("%[res.cache_hit]", Ctx::HttpRequest).is_err());
+    }
+
+    #[test]
     fn hdr_in_a_response_rule_reads_the_response() {
         let parts = parse("%[hdr(X-A)]", Ctx::HttpResponse).expect("parses").parts;
         let LogPart::Sample(e, _) = &parts[0] else { panic!("sample") };

@@ -498,8 +498,9 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "res.ver" | "resp_ver" => d(NONE, 0, Str, Response),
         "res.comp" => d(NONE, 0, Bool, Response),
         "res.comp_algo" => d(NONE, 0, Str, Response),
-        "res.cache_hit" => d(NONE, 0, Bool, Response),
-        "res.cache_name" => d(NONE, 0, Str, Response),
+        // (HAProxy's SMP_USE_HRSHP: in the response rules and still in the log line.)
+        "res.cache_hit" => d(NONE, 0, Bool, Captured { response: true }),
+        "res.cache_name" => d(NONE, 0, Str, Captured { response: true }),
         "date" => d(IS, 0, Int, Always),
         "rand" => d(I, 0, Int, Always),
         "fe_name" => d(NONE, 0, Str, Always),
