@@ -443,6 +443,10 @@ pub enum PureConv {
     HostOnly,
     /// `port_only`: a Host value's port (0 without one).
     PortOnly,
+    /// `http_date([<offset>])`: seconds since the epoch (plus `offset`) as an HTTP date.
+    HttpDate {
+        offset: i64,
+    },
 }
 
 /// The 32-bit hashes of HAProxy's `hash.c`.

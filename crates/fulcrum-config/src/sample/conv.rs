@@ -81,6 +81,14 @@ fn build_pure(
         "even" => P::Even,
         "host_only" => P::HostOnly,
         "port_only" => P::PortOnly,
+        "http_date" => match a.get(1).map(Arg::str).as_deref() {
+            None | Some("s") => P::HttpDate { offset: int(0).unwrap_or(0) },
+            Some(u @ ("ms" | "us")) => {
+                let m = format!("converter 'http_date' in unit '{u}' is not supported yet");
+                return Err(SmpError::Conv(m));
+            }
+            Some(_) => return Err(invalid("unit must be s, ms or us")),
+        },
         _ => P::Hex2i,
     };
     Ok((Converter::Pure(conv), input, output))
@@ -106,6 +114,7 @@ fn pure_converter(name: &str) -> Option<(&'static [ArgT], usize, SmpType, SmpTyp
         "hex2i" => (NONE, 0, Str, Int),
         "host_only" => (NONE, 0, Str, Str),
         "port_only" => (NONE, 0, Str, Int),
+        "http_date" => (IS, 0, Int, Str),
         _ => return None,
     })
 }

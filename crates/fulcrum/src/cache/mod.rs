@@ -550,10 +550,12 @@ impl Writer {
         self.cache.pending.fetch_sub(std::mem::take(&mut self.reserved), Ordering::Relaxed);
     }
 
-    /// The whole body passed: the entry is stored (false when it was not). A body that came
-    /// without a length (chunks, HTTP/2 data) is stored with its length.
-    pub fn finish(mut self) -> bool {
-        if self.failed {
+    /// The whole body came: the entry is stored (false when it was not), before its last
+    /// bytes go to the client (who may ask again at once, on another connection), as
+    /// HAProxy's entry is complete once the message ended. A body that came without a length
+    /// (chunks, HTTP/2 data) is stored with its length. Later calls do nothing.
+    pub fn finish(&mut self) -> bool {
+        if std::mem::replace(&mut self.failed, true) {
             return false;
         }
         let mut head = std::mem::take(&mut self.head);

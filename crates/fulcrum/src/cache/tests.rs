@@ -160,7 +160,7 @@ fn stores_in_progress_count_with_the_entries_and_make_room_as_they_grow() {
         );
     }
     assert!(hit(&c, "/old", "").is_none(), "the old entry made room");
-    let stored = writers.into_iter().map(|w| w.finish()).filter(|&ok| ok).count();
+    let stored = writers.into_iter().map(|mut w| w.finish()).filter(|&ok| ok).count();
     assert!((1..=5).contains(&stored), "{stored} stored");
     assert_eq!(c.pending.load(Ordering::Relaxed), 0);
 }

@@ -170,6 +170,11 @@ pub fn pure<'a>(c: &cfg::PureConv, v: Value<'a>) -> Option<Value<'a>> {
             int(if neg { -acc } else { acc })
         }
         // HAProxy's: the last ':' not inside an IPv6 literal's brackets starts the port.
+        P::HttpDate { offset } => {
+            let mut out = Vec::with_capacity(29);
+            fulcrum_http::date::format(int_of(&v)?.saturating_add(offset), &mut out);
+            owned(out)
+        }
         P::HostOnly | P::PortOnly => {
             let s = bytes_of(v, false);
             let colon = s.iter().rposition(|&c| c == b':' || c == b']').filter(|&i| s[i] == b':');

@@ -29,7 +29,7 @@ impl Session<'_> {
     /// through it; a response without one is stored at once.
     #[inline(always)]
     pub(super) fn take_store(&mut self, body: Body) -> Option<Box<crate::cache::Writer>> {
-        let w = self.t.vars.cache.as_deref_mut().and_then(|c| c.store.take())?;
+        let mut w = self.t.vars.cache.as_deref_mut().and_then(|c| c.store.take())?;
         if matches!(body, Body::None | Body::Length(0)) {
             w.finish();
             return None;
@@ -200,9 +200,6 @@ impl Session<'_> {
             let kb = enc.bytes_in.div_ceil(1024).min(u64::from(u32::MAX)) as u32;
             self.shared.comp_rate.count(crate::clock::now().into_std(), kb);
             self.count_compression(enc, be, x);
-        }
-        if let (Some(w), Xfer::Done) = (store, x) {
-            w.finish();
         }
         x
     }

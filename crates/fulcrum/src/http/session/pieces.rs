@@ -140,6 +140,9 @@ pub(super) async fn pump(
                 Next::Trailers(_) => w.fail(),
                 _ => w.push(data),
             }
+            if end {
+                w.finish();
+            }
         }
         let data: &[u8] = match enc.as_deref_mut() {
             Some(e) => match e.push(data, end) {
