@@ -155,7 +155,8 @@ impl Session<'_> {
         };
         let timer = (self.ctimer.as_mut(), self.fe.timeouts.client);
         let (ct, out) = (self.fe.timeouts.client, &mut self.t.o.bytes_out);
-        let filters = pieces::Filters { store: None, enc: enc.as_mut() };
+        let rate = Some(&*self.shared.comp_rate);
+        let filters = pieces::Filters { store: None, enc: enc.as_mut(), rate };
         let x = pieces::pump(pieces::Source::Memory(body), to, timer, ct, None, out, filters).await;
         if let Some(enc) = &enc {
             self.count_compression(enc, be, x);
@@ -194,11 +195,10 @@ impl Session<'_> {
         };
         let timer = (self.stimer.as_mut(), st);
         let (ct, out) = (self.fe.timeouts.client, &mut self.t.o.bytes_out);
-        let filters = pieces::Filters { store: store.as_deref_mut(), enc: enc.as_mut() };
+        let rate = Some(&*self.shared.comp_rate);
+        let filters = pieces::Filters { store: store.as_deref_mut(), enc: enc.as_mut(), rate };
         let x = pieces::pump(from, to, timer, ct, None, out, filters).await;
         if let Some(enc) = &enc {
-            let kb = enc.bytes_in.div_ceil(1024).min(u64::from(u32::MAX)) as u32;
-            self.shared.comp_rate.count(crate::clock::now().into_std(), kb);
             self.count_compression(enc, be, x);
         }
         x

@@ -34,6 +34,9 @@ pub(super) enum Source<'a> {
 pub(super) struct Filters<'a> {
     pub store: Option<&'a mut crate::cache::Writer>,
     pub enc: Option<&'a mut crate::http::encoder::Encoder>,
+    /// `maxcomprate`'s counter: the compressor's input is counted once the body ended, before
+    /// its last bytes go (a client asking again at once sees it counted).
+    pub rate: Option<&'a crate::frontend::rate::KbRate>,
 }
 
 /// Where a body's pieces go.
@@ -76,7 +79,7 @@ pub(super) async fn pump(
     moved: &mut u64,
     filters: Filters<'_>,
 ) -> Xfer {
-    let Filters { mut store, mut enc } = filters;
+    let Filters { mut store, mut enc, rate } = filters;
     let mut block = Vec::new();
     // A chunked source's trailer lines, and the pieces' HTTP/1 framing for a chunked sink.
     let (mut lines, mut framed) = (Vec::new(), Vec::new());
@@ -143,6 +146,10 @@ pub(super) async fn pump(
             if end {
                 w.finish();
             }
+        }
+        if let (true, Some(r), Some(e)) = (end, rate, enc.as_deref()) {
+            let kb = e.bytes_in.div_ceil(1024).min(u64::from(u32::MAX)) as u32;
+            r.count(crate::clock::now().into_std(), kb);
         }
         let data: &[u8] = match enc.as_deref_mut() {
             Some(e) => match e.push(data, end) {
