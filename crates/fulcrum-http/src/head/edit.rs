@@ -76,6 +76,28 @@ impl Head {
         Ok(())
     }
 
+    /// Becomes a copy of `src` in this head's buffers (no allocation once they are large
+    /// enough), as a stored head is replayed for each reader.
+    pub fn copy_from(&mut self, src: &Head) {
+        self.store.clone_from(&src.store);
+        self.fields.clone_from(&src.fields);
+        self.kind = src.kind;
+        self.method = src.method;
+        self.method_span = src.method_span;
+        self.target_span = src.target_span;
+        self.form = src.form;
+        self.reason_span = src.reason_span;
+        self.version = src.version;
+        self.status = src.status;
+        self.info = src.info;
+        self.phase = src.phase;
+        self.consumed = src.consumed;
+        self.seen_cl = src.seen_cl;
+        self.seen_te = src.seen_te;
+        self.seen_host = src.seen_host;
+        self.host_optional = src.host_optional;
+    }
+
     /// Replaces the method. Refused if it is not a token or does not suit the target's form
     /// (CONNECT needs `host:port`, other methods refuse it).
     pub fn set_method(&mut self, m: &[u8]) -> Result<(), EditError> {

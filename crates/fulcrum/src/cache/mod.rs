@@ -422,9 +422,22 @@ pub fn use_cache(cache: &Arc<Cache>, req: &Head, t: &mut Txn, fe: bool) {
     }
 }
 
-/// `http-response cache-store`: whether the response (`resp`, to `req`) is stored; if so
-/// its store begins (`t.store`), its body to be added as it goes ([`Writer`]).
-pub fn store_response(cache: &Arc<Cache>, req: &Head, resp: &mut Head, t: &mut Txn) {
+/// A transaction's cache state, made at its first cache rule.
+pub fn txn(slot: &mut Option<Box<Txn>>) -> &mut Txn {
+    slot.get_or_insert_with(Default::default)
+}
+
+/// `http-response cache-store`: whether the response (`resp`, to `req`: none outside the
+/// response rules) is stored; if so its store begins (`t.store`), its body to be added as it
+/// goes ([`Writer`]).
+pub fn store_response(
+    cache: &Arc<Cache>,
+    req: Option<&Head>,
+    resp: &mut Head,
+    slot: &mut Option<Box<Txn>>,
+) {
+    let Some(req) = req else { return };
+    let t = txn(slot);
     if t.hit.is_some() || t.store.is_some() || req.version() == fulcrum_http::Version::Http10 {
         return;
     }

@@ -277,14 +277,14 @@ fn directive(resp: &Head, name: &[u8]) -> Option<Result<i64, ()>> {
 /// response's own freshness (0 without one), against which an `Age` is checked.
 pub fn lifetime(resp: &Head, max_age: u32, now: i64) -> (i64, i64) {
     let cap = i64::from(max_age);
+    let mut seen = false;
     for name in [&b"s-maxage"[..], b"max-age"] {
         match directive(resp, name) {
             Some(Ok(v)) if v > 0 => return (v.min(cap), v),
             Some(Err(())) => return (-1, 0),
-            _ => {}
+            found => seen |= found.is_some(),
         }
     }
-    let seen = directive(resp, b"s-maxage").is_some() || directive(resp, b"max-age").is_some();
     if !seen {
         if let Some(v) = resp.header(b"expires") {
             let left = fulcrum_http::date::parse(v).map_or(0, |t| (t - now).max(0));

@@ -121,10 +121,49 @@ pub fn local_date(out: &mut Vec<u8>, t: SystemTime) {
     push_num(out, off % 3600 / 60, 2);
 }
 
+/// The `http_date` converter: `Sun, 06 Nov 1994 08:49:37 GMT` for `secs` since the epoch
+/// (none before it).
+pub fn http_date(out: &mut Vec<u8>, secs: i64) {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    let secs = secs.max(0) as u64;
+    let t = gmt(UNIX_EPOCH + std::time::Duration::from_secs(secs));
+    out.extend_from_slice(DAYS[(secs / 86_400 % 7) as usize].as_bytes());
+    out.extend_from_slice(b", ");
+    push_num(out, t.day, 2);
+    out.push(b' ');
+    out.extend_from_slice(MONTHS[(t.month as usize).min(11)].as_bytes());
+    out.push(b' ');
+    push_num(out, t.year.max(0) as u32, 4);
+    out.push(b' ');
+    push_num(out, t.hour, 2);
+    out.push(b':');
+    push_num(out, t.min, 2);
+    out.push(b':');
+    push_num(out, t.sec, 2);
+    out.extend_from_slice(b" GMT");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn http_dates_are_imf_fixdates_that_read_back() {
+        let mut out = Vec::new();
+        http_date(&mut out, 784_111_777);
+        assert_eq!(out, b"Sun, 06 Nov 1994 08:49:37 GMT");
+        for t in [0, 951_782_400, 1_795_860_000, 4_102_444_799] {
+            out.clear();
+            http_date(&mut out, t);
+            assert_eq!(
+                fulcrum_http::date::parse(&out),
+                Some(t),
+                "{}",
+                String::from_utf8_lossy(&out)
+            );
+        }
+    }
 
     #[test]
     fn gmt_dates_are_written_as_haproxy_does() {

@@ -172,7 +172,7 @@ pub fn pure<'a>(c: &cfg::PureConv, v: Value<'a>) -> Option<Value<'a>> {
         // HAProxy's: the last ':' not inside an IPv6 literal's brackets starts the port.
         P::HttpDate { offset } => {
             let mut out = Vec::with_capacity(29);
-            fulcrum_http::date::format(int_of(&v)?.saturating_add(offset), &mut out);
+            crate::log::dates::http_date(&mut out, int_of(&v)?.saturating_add(offset));
             owned(out)
         }
         P::HostOnly | P::PortOnly => {

@@ -30,6 +30,7 @@ pub mod trace;
 pub mod vars;
 pub mod view;
 
+use crate::cache;
 use std::sync::Arc;
 
 use fulcrum_config as cfg;
@@ -308,15 +309,9 @@ pub fn run<'r>(
             Action::Tarpit { status } => return Verdict::Tarpit(*status),
             Action::Drop => return Verdict::Drop,
             Action::CacheUse(c) => {
-                let t = vars.cache.get_or_insert_with(Default::default);
-                crate::cache::use_cache(c, head, t, base.backend.is_none());
+                cache::use_cache(c, head, cache::txn(&mut vars.cache), base.backend.is_none())
             }
-            Action::CacheStore(c) => {
-                if let Some(req) = req {
-                    let t = vars.cache.get_or_insert_with(Default::default);
-                    crate::cache::store_response(c, req, head, t);
-                }
-            }
+            Action::CacheStore(c) => cache::store_response(c, req, head, &mut vars.cache),
             Action::Capture { expr, id } => {
                 let v = expr.eval(&base.ctx(head, req, vars)).map(|v| v.as_bytes().into_owned());
                 if let Some(v) = v {
