@@ -53,6 +53,10 @@ pub enum Filter {
     Compression(Span),
     /// A cache filter, explicit or implicit.
     Cache(CacheFilter),
+    /// `filter bwlim-in|bwlim-out` (see [`crate::filters`]).
+    Bwlim(crate::filters::BwlimFilter),
+    /// `filter trace`.
+    Trace(crate::filters::TraceFilter),
 }
 
 /// A cache filter: the responses of the proxy are stored in the named cache.
@@ -74,7 +78,7 @@ impl Proxy {
     pub fn cache_filters(&self) -> impl Iterator<Item = &CacheFilter> {
         self.filters.iter().filter_map(|f| match f {
             Filter::Cache(c) => Some(c),
-            Filter::Compression(_) => None,
+            _ => None,
         })
     }
 }
@@ -286,7 +290,7 @@ pub(crate) fn check(config: &Config, p: &Proxy, out: &mut Vec<Diagnostic>) {
                     out.push(Diagnostic::alert(None, msg));
                     break;
                 }
-                Filter::Cache(_) => {}
+                _ => {}
             }
         }
     }

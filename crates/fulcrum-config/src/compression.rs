@@ -131,6 +131,8 @@ pub fn filter(p: &mut Proxy, line: &Line, diags: &mut Diags) {
             p.filters.push(crate::cache::Filter::Compression(line.span.clone()));
         }
         "cache" => crate::cache::filter(p, line, diags),
+        "bwlim-in" | "bwlim-out" => crate::filters::bwlim(p, line, diags),
+        "trace" => crate::filters::trace(p, line, diags),
         "" => diags.alert(line, "'filter' expects a filter name."),
         other => diags.alert(line, format!("'filter {other}' is not supported yet")),
     }

@@ -19,6 +19,7 @@ pub mod compression;
 pub mod cond;
 pub mod diag;
 pub mod duration;
+pub mod filters;
 pub mod global;
 mod http_opts;
 pub mod keywords;

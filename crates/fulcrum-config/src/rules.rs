@@ -321,6 +321,7 @@ impl HttpWhich {
                         | "early-hint"
                         | "capture"
                         | "cache-use"
+                        | "set-bandwidth-limit"
                 ),
                 HttpWhich::Response => {
                     matches!(
@@ -333,6 +334,7 @@ impl HttpWhich {
                             | "silent-drop"
                             | "capture"
                             | "cache-store"
+                            | "set-bandwidth-limit"
                     )
                 }
                 HttpWhich::After => action == "set-status",
@@ -358,7 +360,9 @@ pub(crate) fn matches_action(listed: &str, action: &str) -> bool {
 }
 
 fn is_known_action(which: HttpWhich, action: &str) -> bool {
-    which.known().iter().any(|k| matches_action(k, action))
+    // (HAProxy 2.7's, beyond 2.6's list.)
+    (action == "set-bandwidth-limit" && which != HttpWhich::After)
+        || which.known().iter().any(|k| matches_action(k, action))
 }
 
 /// Parses an `http-request`, `http-response` or `http-after-response` line.
@@ -401,6 +405,9 @@ pub fn http_rule(b: &mut ProxyBuild, line: &Line, which: HttpWhich, diags: &mut 
         }
         Err(None) => return,
     };
+    if let HttpAction::SetBandwidthLimit(_) = &act {
+        diags.notice(line, crate::filters::later_keyword(&format!("{kw} {action}")));
+    }
     if let HttpAction::CacheUse(name) | HttpAction::CacheStore(name) = &act {
         // Declared by the action's parser, before the condition is read (as HAProxy's).
         crate::cache::rule_filter(&mut b.proxy, name, &line.span);
@@ -597,6 +604,7 @@ fn http_action(
         "set-src" | "set-src-port" | "set-dst" | "set-dst-port" => {
             return addr_action(line, 1, base, ctx, be_cap).map_err(Some)
         }
+        "set-bandwidth-limit" => return crate::filters::rule(line, 2).map_err(Some),
         "cache-use" | "cache-store" => {
             // (`if`/`unless` there: the name is missing.)
             let name = line.arg(2);

@@ -28,6 +28,7 @@ pub fn validate(config: &Config, parse_failed: bool, out: &mut Vec<Diagnostic>) 
         tcp_response_reads(p, out);
         mux_protos(p, out);
         crate::cache::check(config, p, out);
+        crate::filters::check(config, p, out);
         if !parse_failed {
             missing_bind(p, out);
             missing_timeouts(p, out);

@@ -9,6 +9,7 @@
 mod api;
 mod auth;
 mod backend;
+mod bwlim;
 mod cache;
 mod cli;
 mod clock;

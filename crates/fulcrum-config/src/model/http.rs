@@ -883,6 +883,9 @@ pub enum HttpAction {
     /// `http-response cache-store <cache>`: the response (its head as it stands at this rule,
     /// then its body) is stored in the named cache when HAProxy's rules allow it.
     CacheStore(String),
+    /// `set-bandwidth-limit <filter> [limit ...] [period ...]` (HAProxy 2.7): the proxy's
+    /// bandwidth limitation filter of that name applies to this stream from now on.
+    SetBandwidthLimit(Box<crate::filters::BwlimRule>),
 }
 
 /// Which address (or port) `set-src|dst[-port]` changes.

@@ -42,6 +42,9 @@ pub struct Compiler<'a> {
     userlists: &'a crate::auth::Userlists,
     /// The plan's caches.
     pub caches: Option<&'a crate::cache::Caches>,
+    /// The proxy's bandwidth limitation filters (made once: a stream's limit of a filter is
+    /// found by the filter's identity).
+    bwlims: Vec<Arc<crate::bwlim::Filter>>,
 }
 
 impl<'a> Compiler<'a> {
@@ -66,7 +69,9 @@ impl<'a> Compiler<'a> {
             uses_dst: false,
             uses_payload: false,
             caches: None,
+            bwlims: Vec::new(),
         };
+        c.bwlims = bwlim_filters(proxy, tables);
         for named in &proxy.acls {
             match c.acl(&named.acl) {
                 Ok(acl) => {
@@ -424,6 +429,7 @@ impl<'a> Compiler<'a> {
                     _ => Action::CacheStore(Arc::clone(c)),
                 }
             }
+            cfg::HttpAction::SetBandwidthLimit(r) => return self.bwlim(r, span),
             cfg::HttpAction::Auth { realm } => {
                 Action::Auth { realm: realm.as_deref().unwrap_or(&self.proxy.name).into() }
             }
@@ -580,6 +586,44 @@ impl<'a> Compiler<'a> {
     }
 
     /// Compiles a stick-counter action.
+    /// `set-bandwidth-limit`: the proxy's filter of that name (the configuration checked it
+    /// is there) with the rule's limit and period, or the filter's key.
+    fn bwlim(&mut self, r: &cfg::filters::BwlimRule, span: &cfg::Span) -> Option<Action> {
+        use super::{Amount, SetBwlim};
+        let Some(filter) = self.bwlims.iter().find(|f| *f.name == *r.name).cloned() else {
+            let msg = format!(
+                "parsing [{span}] : unable to find bwlim filter '{}' referenced by set-bandwidth-limit rule.",
+                r.name
+            );
+            self.errors.push(msg);
+            return None;
+        };
+        let mut amount = |a: &Option<cfg::filters::Amount>| -> Result<Option<Amount>, String> {
+            Ok(match a {
+                None => None,
+                Some(cfg::filters::Amount::Const(n)) => Some(Amount::Const(*n)),
+                Some(cfg::filters::Amount::Expr(e, _)) => Some(Amount::Expr(self.expr(e)?)),
+            })
+        };
+        let limit = amount(&r.limit);
+        let period = amount(&r.period);
+        let key = match (self.proxy.bwlim_filter(&r.name).map(|f| &f.kind), &filter.table) {
+            (Some(cfg::filters::BwlimKind::Shared { key, .. }), Some(t)) => {
+                Some(self.expr(key).map(|e| (e, t.key)))
+            }
+            _ => None,
+        };
+        match (limit, period, key.transpose()) {
+            (Ok(limit), Ok(period), Ok(key)) => {
+                Some(Action::SetBandwidthLimit(Box::new(SetBwlim { filter, key, limit, period })))
+            }
+            (Err(e), ..) | (_, Err(e), _) | (.., Err(e)) => {
+                self.errors.push(format!("parsing [{span}] : {e}"));
+                None
+            }
+        }
+    }
+
     fn stick(&mut self, a: &cfg::StickAction, span: &cfg::Span) -> Option<Action> {
         let expr = |c: &mut Self, e: &cfg::SampleExpr| match c.expr(e) {
             Ok(e) => Some(e),
@@ -615,6 +659,32 @@ impl<'a> Compiler<'a> {
             }
         }))
     }
+}
+
+/// The proxy's bandwidth limitation filters, each knowing its place among a stream's filters
+/// (a frontend's before a backend's) and whether the compression filter comes after it (an
+/// explicit `filter compression` line before it: no; the implicit one goes last).
+fn bwlim_filters(p: &cfg::Proxy, tables: &crate::stick::Tables) -> Vec<Arc<crate::bwlim::Filter>> {
+    let base = if p.kind.is_frontend() { 0 } else { 1 << 16 };
+    let mut comp_seen = false;
+    let mut out = Vec::new();
+    for (i, f) in p.filters.iter().enumerate() {
+        match f {
+            cfg::cache::Filter::Compression(_) => comp_seen = true,
+            cfg::cache::Filter::Bwlim(b) => {
+                let table = match &b.kind {
+                    cfg::filters::BwlimKind::Shared { table, .. } => {
+                        find_table(tables, table.as_deref(), &p.name).ok()
+                    }
+                    _ => None,
+                };
+                let f = crate::bwlim::Filter::new(b, base + i as u32, table, !comp_seen);
+                out.push(Arc::new(f));
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// The stick table `name` (`None`: proxy `own`'s), with HAProxy's message when there is none.

@@ -83,6 +83,23 @@ impl RedirectSpec {
     }
 }
 
+/// `set-bandwidth-limit`'s filter, and what the stream's limit comes from: a shared filter's
+/// key (and its table's key type), a per-stream filter's own limit and period.
+#[derive(Debug)]
+pub struct SetBwlim {
+    pub filter: std::sync::Arc<crate::bwlim::Filter>,
+    pub key: Option<(Expr, cfg::TableKey)>,
+    pub limit: Option<Amount>,
+    pub period: Option<Amount>,
+}
+
+/// A number given as a constant or computed per stream.
+#[derive(Debug)]
+pub enum Amount {
+    Const(u32),
+    Expr(Expr),
+}
+
 /// A compiled rule action.
 #[derive(Debug)]
 pub enum Action {
@@ -94,6 +111,9 @@ pub enum Action {
     CacheUse(std::sync::Arc<crate::cache::Cache>),
     /// `http-response cache-store`: the response stored as it passes, when it may be.
     CacheStore(std::sync::Arc<crate::cache::Cache>),
+    /// `set-bandwidth-limit` (HAProxy 2.7): the filter limits this stream's payload from now
+    /// on (see `crate::bwlim`).
+    SetBandwidthLimit(Box<SetBwlim>),
     Deny {
         status: u16,
         reply: Option<ReplySpec>,
@@ -312,6 +332,11 @@ pub fn run<'r>(
                 cache::use_cache(c, head, cache::txn(&mut vars.cache), base.backend.is_none())
             }
             Action::CacheStore(c) => cache::store_response(c, req, head, &mut vars.cache),
+            Action::SetBandwidthLimit(b) => {
+                let eval =
+                    |e: &Expr, v: &Vars| e.eval(&base.ctx(head, req, v)).map(Value::into_owned);
+                set_bandwidth_limit(b, vars, &eval);
+            }
             Action::Capture { expr, id } => {
                 let v = expr.eval(&base.ctx(head, req, vars)).map(|v| v.as_bytes().into_owned());
                 if let Some(v) = v {
@@ -354,6 +379,33 @@ pub fn run<'r>(
         }
     }
     Verdict::Continue
+}
+
+/// `set-bandwidth-limit`: the stream's limit of the filter starts again (HAProxy's
+/// `bwlim_set_limit()`); a shared filter whose key gives nothing for this stream, nothing.
+fn set_bandwidth_limit(
+    b: &SetBwlim,
+    vars: &mut Vars,
+    eval: &dyn Fn(&Expr, &Vars) -> Option<Value<'static>>,
+) {
+    let amount = |a: &Option<Amount>| match a {
+        Some(Amount::Const(n)) => Some(*n),
+        Some(Amount::Expr(e)) => eval(e, vars)
+            .and_then(|v| v.as_int())
+            .filter(|&n| n > 0)
+            .map(|n| n.min(i64::from(u32::MAX)) as u32),
+        None => None,
+    };
+    let (limit, period) = (amount(&b.limit), amount(&b.period));
+    let entry = match (&b.key, &b.filter.table) {
+        (Some((key, kt)), Some(t)) => {
+            let Some(k) = eval(key, vars).and_then(|v| stick::key_of(*kt, &v)) else { return };
+            let Some(e) = t.get_or_create(k, crate::stick::now()) else { return };
+            Some(e)
+        }
+        _ => None,
+    };
+    vars.bwlim.get_or_insert_with(Box::default).enable(&b.filter, entry, limit, period);
 }
 
 /// Applies a head-editing action.

@@ -45,6 +45,8 @@ pub struct Vars {
     pub trace: Option<Box<super::trace::Trace>>,
     /// The transaction's cache lookups, hit and store (`cache-use`, `cache-store`).
     pub cache: Option<Box<crate::cache::Txn>>,
+    /// The bandwidth limits the transaction enabled (`set-bandwidth-limit`).
+    pub bwlim: Option<Box<crate::bwlim::Active>>,
 }
 
 /// A session's addresses after `set-src`/`set-dst`: the connection's own (`fc_src`, `fc_dst`),
@@ -178,6 +180,7 @@ impl Vars {
         if let Some(c) = self.cache.as_deref_mut() {
             c.reset(); // (kept with its key's room for the connection's next requests)
         }
+        self.bwlim = None;
     }
 }
 

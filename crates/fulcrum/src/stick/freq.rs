@@ -162,6 +162,99 @@ fn read_rate(w: &[u64], period: u32, now: u32) -> u32 {
     ((u64::from(past) * remain.max(0) as u64 + u64::from(curr) * p) / p) as u32
 }
 
+/// HAProxy 2.7's `bwlim_apply_limit()` on a rate's two words `w` (a stream's own counter, or
+/// a shared entry's `bytes_in_rate`/`bytes_out_rate`): how many of `len` bytes may go now at
+/// `limit` bytes per `period` ms shared by `users` streams, forwarding at least `min_size` at
+/// a time unless `eoi` (the message is all received); and, when not all may go, the
+/// milliseconds to wait before asking again. The bytes allowed are counted.
+#[allow(clippy::too_many_arguments)]
+pub fn bwlim(
+    w: &mut [u64],
+    period: u32,
+    limit: u32,
+    min_size: u32,
+    users: u32,
+    len: u32,
+    eoi: bool,
+    now: u32,
+) -> (u32, Option<u32>) {
+    let (period, limit, users) = (period.max(1), limit.max(1), users.max(1));
+    let scale = |n: u64| n * u64::from(period) * u64::from(users);
+    // The current rate is past the limit: nothing goes (no initial burst either).
+    let overshoot = overshoot(w, period, limit, now);
+    if overshoot > 0 {
+        let wait = scale(u64::from(min_size) + overshoot as u64) / u64::from(limit);
+        return (0, Some(clamp_ms(wait).max(1)));
+    }
+    let remain = remain_period(w, period, limit, now);
+    let tokens = u64::from(remain).div_ceil(u64::from(users));
+    let mut ret = len;
+    let mut wait = 0u64;
+    if tokens < u64::from(len) {
+        ret = tokens as u32;
+        if ret < min_size {
+            ret = if eoi { len.min(min_size) } else { min_size };
+            if ret <= remain {
+                wait = scale(u64::from(ret) - tokens).div_ceil(u64::from(limit));
+            } else {
+                ret = if limit < ret { remain } else { 0 };
+            }
+        }
+    }
+    update_rate(w, period, ret, now);
+    if ret < len {
+        let pend = (len - ret).min(min_size.saturating_mul(users));
+        wait += u64::from(next_event_delay(w, period, limit, pend, now));
+        return (ret, Some(clamp_ms(wait).max(1)));
+    }
+    (ret, None)
+}
+
+fn clamp_ms(ms: u64) -> u32 {
+    ms.min(u64::from(u32::MAX)) as u32
+}
+
+/// HAProxy's `freq_ctr_overshoot_period()`: the events of the current period beyond what
+/// `freq` per `period` allows at this point of it (0 for a counter in the future).
+fn overshoot(w: &[u64], period: u32, freq: u32, now: u32) -> i64 {
+    let (tick, curr, _) = unpack(w);
+    let elapsed = now.wrapping_sub(tick) as i32;
+    if elapsed < 0 {
+        return 0;
+    }
+    i64::from(curr) - (elapsed as u64 * u64::from(freq) / u64::from(period)) as i64
+}
+
+/// HAProxy's `freq_ctr_total()` with `pend` events to come: the events over the current and
+/// last periods, weighted (divided by the period, a rate).
+fn total(w: &[u64], period: u32, pend: u32, now: u32) -> u64 {
+    let (tick, mut curr, mut past) = unpack(w);
+    let mut remain = tick.wrapping_add(period).wrapping_sub(now) as i32;
+    if remain < 0 {
+        remain += period as i32;
+        past = if remain >= 0 { curr } else { 0 };
+        curr = 0;
+    }
+    let remain = remain.max(0) as u64;
+    u64::from(past) * remain + (u64::from(curr) + u64::from(pend)) * u64::from(period)
+}
+
+/// HAProxy's `freq_ctr_remain_period()`: the events still allowed within the rate.
+fn remain_period(w: &[u64], period: u32, freq: u32, now: u32) -> u32 {
+    let avg = (total(w, period, 0, now) / u64::from(period)).min(u64::from(freq)) as u32;
+    freq - avg
+}
+
+/// HAProxy's `next_event_delay_period()`: milliseconds until `pend` more events fit.
+fn next_event_delay(w: &[u64], period: u32, freq: u32, pend: u32, now: u32) -> u32 {
+    let total = total(w, period, pend, now);
+    let limit = u64::from(freq) * u64::from(period);
+    if total < limit {
+        return 0;
+    }
+    clamp_ms((total - limit) / u64::from(freq.max(1))).max(1)
+}
+
 /// The raw count of a rate's current period (what `inc_gpc0` returns when only the rate is
 /// stored).
 pub fn current(l: &Layout, w: &[u64], ty: DataType, idx: u16) -> Option<u64> {

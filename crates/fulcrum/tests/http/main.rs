@@ -18,6 +18,7 @@ mod acl;
 mod addrs;
 mod auth;
 mod bodies;
+mod bwlim;
 mod cache;
 mod compression;
 mod crosscheck;

@@ -156,7 +156,8 @@ impl Session<'_> {
         let timer = (self.ctimer.as_mut(), self.fe.timeouts.client);
         let (ct, out) = (self.fe.timeouts.client, &mut self.t.o.bytes_out);
         let rate = Some(&*self.shared.comp_rate);
-        let filters = pieces::Filters { store: None, enc: enc.as_mut(), rate };
+        let limits = self.t.vars.bwlim.as_deref_mut().map(|b| &mut b.down[..]);
+        let filters = pieces::Filters { store: None, enc: enc.as_mut(), rate, limits };
         let x = pieces::pump(pieces::Source::Memory(body), to, timer, ct, None, out, filters).await;
         if let Some(enc) = &enc {
             self.count_compression(enc, be, x);
@@ -196,7 +197,9 @@ impl Session<'_> {
         let timer = (self.stimer.as_mut(), st);
         let (ct, out) = (self.fe.timeouts.client, &mut self.t.o.bytes_out);
         let rate = Some(&*self.shared.comp_rate);
-        let filters = pieces::Filters { store: store.as_deref_mut(), enc: enc.as_mut(), rate };
+        let limits = self.t.vars.bwlim.as_deref_mut().map(|b| &mut b.down[..]);
+        let store = store.as_deref_mut();
+        let filters = pieces::Filters { store, enc: enc.as_mut(), rate, limits };
         let x = pieces::pump(from, to, timer, ct, None, out, filters).await;
         if let Some(enc) = &enc {
             self.count_compression(enc, be, x);

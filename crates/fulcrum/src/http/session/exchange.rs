@@ -51,21 +51,26 @@ impl Session<'_> {
         loop {
             if !body_done {
                 let before = self.t.o.bytes_in;
-                let x = pump(
-                    &self.client,
-                    &mut self.cbuf,
-                    &sc.stream,
-                    &[],
-                    self.body_left,
-                    &mut self.scanner,
-                    // As HAProxy: once the request is on its way, `timeout server` bounds a
-                    // stalled upload too (the server owes an answer: 504 when it expires).
-                    (self.ctimer.as_mut(), st.or(ct)),
-                    st,
-                    Some((&sc.stream, &mut sc.buf)),
-                    &mut self.t.o.bytes_in,
-                )
-                .await;
+                // As HAProxy: once the request is on its way, `timeout server` bounds a
+                // stalled upload too (the server owes an answer: 504 when it expires).
+                let timer = (self.ctimer.as_mut(), st.or(ct));
+                let watch = Some((&sc.stream, &mut sc.buf));
+                let (body, scanner) = (self.body_left, &mut self.scanner);
+                let limits = self.t.vars.bwlim.as_deref_mut().filter(|b| !b.up.is_empty());
+                let (from, fbuf, moved) = (&self.client, &mut self.cbuf, &mut self.t.o.bytes_in);
+                let x = match limits {
+                    Some(b) => {
+                        let to = &sc.stream;
+                        let l = &mut b.up[..];
+                        let go =
+                            limited_pump(from, fbuf, to, body, scanner, timer, st, watch, moved, l);
+                        cold(go).await
+                    }
+                    None => {
+                        pump(from, fbuf, &sc.stream, &[], body, scanner, timer, st, watch, moved)
+                            .await
+                    }
+                };
                 // What is left of a sized body, should the upload resume.
                 if let Body::Length(n) = self.body_left {
                     self.body_left = Body::Length(n.saturating_sub(self.t.o.bytes_in - before));
@@ -545,6 +550,44 @@ pub(super) async fn pump(
             Err(x) => return x,
         }
     }
+}
+
+/// [`pump`] for a request body whose bandwidth limits restrict it (`bwlim-in`): as pieces
+/// (see `pieces`), the data going as the limits let it. (The rest of an HTTP/2 body already
+/// partly buffered as HTTP/1 goes unlimited, by `pump`.)
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn limited_pump(
+    from: &Peer,
+    fbuf: &mut RecvBuf,
+    to: &Peer,
+    body: Body,
+    scanner: &mut ChunkedScanner,
+    timer: (Pin<&mut Timer>, Option<Duration>),
+    write_timeout: Option<Duration>,
+    watch: Option<(&Peer, &mut RecvBuf)>,
+    moved: &mut u64,
+    limits: &mut [crate::bwlim::Limit],
+) -> Xfer {
+    let sized = match body {
+        Body::None | Body::Length(0) => return Xfer::Done,
+        Body::Length(n) => Some(n),
+        _ => None,
+    };
+    let boundary = sized.is_some() || (body == Body::Chunked && scanner.at_chunk_start());
+    let source = match (from.gives_pieces(), fbuf.is_empty() && boundary) {
+        (true, true) => pieces::Source::Pieces(from, sized),
+        (true, false) => {
+            let (t, w) = (timer, write_timeout);
+            return pump(from, fbuf, to, &[], body, scanner, t, w, watch, moved).await;
+        }
+        (false, _) => pieces::Source::H1 { peer: from, buf: fbuf, body, scanner },
+    };
+    let sink = match to.takes_pieces() {
+        true => pieces::Sink::Pieces(to),
+        false => pieces::Sink::H1 { peer: to, head: &[], chunked: body == Body::Chunked },
+    };
+    let filters = pieces::Filters { limits: Some(limits), ..Default::default() };
+    pieces::pump(source, sink, timer, write_timeout, watch, moved, filters).await
 }
 
 /// Reads a message body to its end and drops it: the body a server sends for a request whose

@@ -13,6 +13,7 @@
 use std::task::{Context, Waker};
 
 use super::*;
+use crate::bwlim::Part;
 use crate::http::h2::body::trailer_fields;
 use crate::http::peer::Piece;
 
@@ -37,6 +38,9 @@ pub(super) struct Filters<'a> {
     /// `maxcomprate`'s counter: the compressor's input is counted once the body ended, before
     /// its last bytes go (a client asking again at once sees it counted).
     pub rate: Option<&'a crate::frontend::rate::KbRate>,
+    /// The bandwidth limits of the body's direction (see `crate::bwlim`): the data goes as
+    /// they let it, those before the compression filter counting the plain data.
+    pub limits: Option<&'a mut [crate::bwlim::Limit]>,
 }
 
 /// Where a body's pieces go.
@@ -79,7 +83,7 @@ pub(super) async fn pump(
     moved: &mut u64,
     filters: Filters<'_>,
 ) -> Xfer {
-    let Filters { mut store, mut enc, rate } = filters;
+    let Filters { mut store, mut enc, rate, mut limits } = filters;
     let mut block = Vec::new();
     // A chunked source's trailer lines, and the pieces' HTTP/1 framing for a chunked sink.
     let (mut lines, mut framed) = (Vec::new(), Vec::new());
@@ -151,40 +155,25 @@ pub(super) async fn pump(
             let kb = e.bytes_in.div_ceil(1024).min(u64::from(u32::MAX)) as u32;
             r.count(crate::clock::now().into_std(), kb);
         }
-        let data: &[u8] = match enc.as_deref_mut() {
-            Some(e) => match e.push(data, end) {
-                Ok(out) => out,
-                Err(_) => return Xfer::WriteError,
-            },
-            None => data,
-        };
         let trailers = match &next {
             Next::Trailers(t) => Some(t),
             _ => None,
         };
-        let sent = match &to {
-            Sink::Pieces(p) => to_pieces(p, data, trailers, end, write_timeout).await,
-            Sink::H1 { peer, chunked, .. } => {
-                let out = match chunked {
-                    true => frame_chunk(&mut framed, data, trailers, end),
-                    false => data,
-                };
-                if out.is_empty() && head.is_empty() {
-                    Ok(())
-                } else {
-                    let r = send_within(*peer, head, out, write_timeout, false).await;
-                    r.map_err(|e| match e.kind() {
-                        std::io::ErrorKind::TimedOut => Xfer::WriteTimeout,
-                        _ => Xfer::WriteError,
-                    })
-                }
+        let out = Out { to: &to, head: &mut head, framed: &mut framed, write_timeout };
+        let sent = match (enc.as_deref_mut(), limits.as_deref_mut()) {
+            (None, limits) => out.send(data, trailers, end, limits, Part::All).await,
+            (Some(e), None) => match e.push(data, end) {
+                Ok(data) => out.send(data, trailers, end, None, Part::All).await,
+                Err(_) => Err(Xfer::WriteError),
+            },
+            (Some(e), Some(limits)) => {
+                cold(out.encode_limited(e, data, trailers, end, limits)).await
             }
         };
-        if let Err(x) = sent {
-            return x;
+        match sent {
+            Ok(n) => *moved += n,
+            Err(x) => return x,
         }
-        head = &[];
-        *moved += data.len() as u64;
         if let (Next::Buffered { n, .. }, Source::H1 { buf, .. }) = (&next, &mut from) {
             buf.consume(*n);
         }
@@ -193,6 +182,112 @@ pub(super) async fn pump(
         }
         if end {
             return Xfer::Done;
+        }
+    }
+}
+
+/// Where a body's pieces are written, and how (see [`Out::send`]).
+struct Out<'o, 'p> {
+    to: &'o Sink<'p>,
+    /// The head still to go with the first bytes (an HTTP/1 sink's), emptied once it went.
+    head: &'o mut &'p [u8],
+    /// Room for a chunked sink's framing.
+    framed: &'o mut Vec<u8>,
+    write_timeout: Option<Duration>,
+}
+
+impl Out<'_, '_> {
+    /// Sends `data` (then `trailers`, and the end with `end`) as the sink frames it, in parts
+    /// as the bandwidth limits of `part` let them go; the data bytes sent.
+    async fn send(
+        mut self,
+        data: &[u8],
+        trailers: Option<&fulcrum_h2::RawHead>,
+        end: bool,
+        mut limits: Option<&mut [crate::bwlim::Limit]>,
+        part: Part,
+    ) -> Result<u64, Xfer> {
+        let mut rest = data;
+        loop {
+            let n = match limits.as_deref_mut() {
+                Some(l) if !rest.is_empty() => crate::bwlim::take(l, part, rest.len(), end).await,
+                _ => rest.len(),
+            };
+            let (now, later) = rest.split_at(n);
+            let last = later.is_empty();
+            let trailers = if last { trailers } else { None };
+            self.write(now, trailers, end && last).await?;
+            if let Some(l) = limits.as_deref_mut() {
+                crate::bwlim::passed(l, part, n);
+            }
+            rest = later;
+            if last {
+                return Ok(data.len() as u64);
+            }
+        }
+    }
+
+    /// Compresses `data` in parts as the limits before the compression filter let them go,
+    /// each part's output sent as those after it let it go.
+    async fn encode_limited(
+        self,
+        e: &mut crate::http::encoder::Encoder,
+        data: &[u8],
+        trailers: Option<&fulcrum_h2::RawHead>,
+        end: bool,
+        limits: &mut [crate::bwlim::Limit],
+    ) -> Result<u64, Xfer> {
+        let (mut rest, mut sent) = (data, 0);
+        loop {
+            let n = match rest.is_empty() {
+                true => 0,
+                false => crate::bwlim::take(limits, Part::BeforeComp, rest.len(), end).await,
+            };
+            let (now, later) = rest.split_at(n);
+            let last = later.is_empty();
+            let out = e.push(now, end && last).map_err(|_| Xfer::WriteError)?;
+            let trailers = if last { trailers } else { None };
+            let wt = self.write_timeout;
+            let again = Out {
+                to: self.to,
+                head: &mut *self.head,
+                framed: &mut *self.framed,
+                write_timeout: wt,
+            };
+            sent +=
+                again.send(out, trailers, end && last, Some(&mut *limits), Part::AfterComp).await?;
+            crate::bwlim::passed(limits, Part::BeforeComp, n);
+            rest = later;
+            if last {
+                return Ok(sent);
+            }
+        }
+    }
+
+    /// Writes one part as the sink frames it.
+    async fn write(
+        &mut self,
+        data: &[u8],
+        trailers: Option<&fulcrum_h2::RawHead>,
+        end: bool,
+    ) -> Result<(), Xfer> {
+        match self.to {
+            Sink::Pieces(p) => to_pieces(p, data, trailers, end, self.write_timeout).await,
+            Sink::H1 { peer, chunked, .. } => {
+                let out = match chunked {
+                    true => frame_chunk(self.framed, data, trailers, end),
+                    false => data,
+                };
+                if out.is_empty() && self.head.is_empty() {
+                    return Ok(());
+                }
+                let r = send_within(*peer, self.head, out, self.write_timeout, false).await;
+                *self.head = &[];
+                r.map_err(|e| match e.kind() {
+                    std::io::ErrorKind::TimedOut => Xfer::WriteTimeout,
+                    _ => Xfer::WriteError,
+                })
+            }
         }
     }
 }

@@ -139,9 +139,11 @@ impl Session<'_> {
             }
         };
         // When body bytes came with the head, both leave in one `sendmsg` (see `pump`).
+        let limited = self.t.vars.bwlim.as_ref().is_some_and(|b| !b.down.is_empty());
         let head_with_body = !parsed
             && self.t.comp.is_none()
             && store.is_none()
+            && !limited
             && !tunnel
             && !sc.buf.is_empty()
             && !matches!(resp_body, Body::None | Body::Length(0));
@@ -159,7 +161,7 @@ impl Session<'_> {
         // On HTTP/2 (either side), a request body still arriving goes on beside the response.
         let xfer = if duplex {
             cold(self.duplex(&mut sc, head_with_body, resp_body, st)).await
-        } else if self.t.comp.is_some() || store.is_some() {
+        } else if self.t.comp.is_some() || store.is_some() || limited {
             cold(self.filtered_body(&mut sc, resp_body, &be, st, store)).await
         } else {
             self.scanner.reset();
