@@ -177,6 +177,9 @@ pub struct Outcome {
     pub server: Option<usize>,
     /// A cache answered instead of a server (its log line names the server `<CACHE>`).
     pub from_cache: bool,
+    /// The algorithm the response was compressed with (`res.comp`, `res.comp_algo` in a log
+    /// format): set once the response's compression is decided.
+    pub comp: Option<fulcrum_config::compression::CompAlgo>,
     /// The status sent to the client (HTTP); `None` without one.
     pub status: Option<u16>,
     /// Bytes from the client (`%U`) and to the client (`%B`).

@@ -23,5 +23,6 @@ pub mod peer;
 pub mod pool;
 pub(crate) mod session;
 mod timer;
+pub mod trace;
 
 pub use session::{serve, Served, Start};

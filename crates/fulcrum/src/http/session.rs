@@ -568,6 +568,9 @@ impl Session<'_> {
     /// `-d`) and forgets what it needed. `refused`: the request was refused before it was
     /// complete (HAProxy's `<BADREQ>` lines, without request nor captures).
     fn print_log(&mut self, refused: Option<bool>) {
+        if let Some(t) = self.t.trace.take() {
+            t.stop();
+        }
         let l = std::mem::take(&mut self.log);
         let backend = self.t.backend.take();
         crate::stats::account(self.fe, backend.as_deref(), &self.t.o, true, refused.is_some());
@@ -585,7 +588,7 @@ impl Session<'_> {
             (Some(b), Some(i)) => Some(b.servers[i].name.as_str()),
             _ => None,
         };
-        let base = analyse::base(
+        let mut base = analyse::base(
             self.fe,
             self.http,
             (self.peer, self.local),
@@ -593,6 +596,7 @@ impl Session<'_> {
             &[],
             conn_facts!(self),
         );
+        base.comp = self.t.o.comp;
         let mut ctx = base.ctx(&self.t.req, None, &self.t.vars);
         let refused_at = refused;
         let refused = refused.is_some();

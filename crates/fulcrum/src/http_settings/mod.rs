@@ -105,6 +105,8 @@ pub struct HttpProxy {
     /// `compression` (a `mode http` proxy's), with the process's `tune.comp.maxlevel`.
     pub compression: Option<std::sync::Arc<fulcrum_config::compression::Compression>>,
     pub comp_level: u32,
+    /// `filter trace` lines (see `http::trace`).
+    pub traces: Vec<std::sync::Arc<fulcrum_config::filters::TraceFilter>>,
 }
 
 /// `retry-on`, as flags. Connection failures are retried per `retries` unless `none`.

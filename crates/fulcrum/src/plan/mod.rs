@@ -528,6 +528,14 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
         retry_on: retry_on(&p.retry_on),
         compression: p.compression.clone().map(Arc::new),
         comp_level: g.tune_comp_maxlevel,
+        traces: p
+            .filters
+            .iter()
+            .filter_map(|f| match f {
+                cfg::cache::Filter::Trace(t) => Some(Arc::new(t.clone())),
+                _ => None,
+            })
+            .collect(),
     };
     if errors.is_empty() {
         Ok(h)

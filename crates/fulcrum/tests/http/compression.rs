@@ -321,3 +321,33 @@ fn maxcomprate_leaves_responses_plain_once_the_rate_is_reached() {
         (first.header("content-encoding").map(str::to_string), second.status)
     });
 }
+
+/// `res.comp` and `res.comp_algo` in a log format: the response's compression as it was
+/// decided (not what the request accepted: an answer the proxy made logs no compression).
+#[test]
+fn res_comp_and_res_comp_algo_in_the_log_line() {
+    each(|t| {
+        let srv = server("s1");
+        let cfg = format!(
+            "global\n log stderr format raw local0\n{DEFAULTS} log global\n\
+             log-format \"LOGGED %HU comp=%[res.comp] algo=%[res.comp_algo]\"\n\
+             listen px\n bind {{fe0}}\n compression algo gzip\n\
+             http-request deny deny_status 503 if {{ path_beg /denied }}\n server s1 {}\n",
+            srv.addr()
+        );
+        let px = t.start(&cfg);
+        let gz = ["Accept-Encoding: gzip"];
+        assert_eq!(px.get_with("/zipped?s=2000", &gz).header("content-encoding"), Some("gzip"));
+        assert_eq!(px.get("/plain?s=2000").header("content-encoding"), None);
+        assert_eq!(px.get_with("/denied", &gz).status, 503);
+        let lines = || -> Vec<String> {
+            px.log().lines().filter_map(|l| l.find("LOGGED ").map(|i| l[i..].to_string())).collect()
+        };
+        let enough = eventually(std::time::Duration::from_secs(5), || lines().len() >= 3);
+        assert!(enough, "{}", px.log());
+        let mut got = lines();
+        got.sort();
+        got.dedup(); // (under `-d`, Fulcrum echoes each line on stderr besides its target)
+        got
+    });
+}

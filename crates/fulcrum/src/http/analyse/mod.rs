@@ -132,6 +132,8 @@ pub struct Transaction {
     /// The compression algorithm the request accepts, then (once the response head is in)
     /// the one its response is compressed with (see `compress`).
     pub comp: Option<fulcrum_config::compression::CompAlgo>,
+    /// The stream's trace filters (`filter trace`), when it has any.
+    pub trace: Option<Box<crate::http::trace::Traces>>,
 }
 
 impl Transaction {
@@ -152,6 +154,7 @@ impl Transaction {
             backend: None,
             key: Vec::new(),
             comp: None,
+            trace: None,
         }
     }
 

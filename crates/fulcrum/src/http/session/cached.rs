@@ -157,7 +157,8 @@ impl Session<'_> {
         let (ct, out) = (self.fe.timeouts.client, &mut self.t.o.bytes_out);
         let rate = Some(&*self.shared.comp_rate);
         let limits = self.t.vars.bwlim.as_deref_mut().map(|b| &mut b.down[..]);
-        let filters = pieces::Filters { store: None, enc: enc.as_mut(), rate, limits };
+        let trace = self.t.trace.as_deref_mut().map(|t| (t, crate::http::trace::Channel::Response));
+        let filters = pieces::Filters { store: None, enc: enc.as_mut(), rate, limits, trace };
         let x = pieces::pump(pieces::Source::Memory(body), to, timer, ct, None, out, filters).await;
         if let Some(enc) = &enc {
             self.count_compression(enc, be, x);
@@ -178,6 +179,13 @@ impl Session<'_> {
     ) -> Xfer {
         let mut enc =
             self.t.comp.map(|a| crate::http::encoder::Encoder::new(a, self.http.comp_level));
+        if matches!(body, Body::None | Body::Length(0)) && enc.is_none() && store.is_none() {
+            // (Here for the trace filters or bandwidth limits alone: no payload to move.)
+            if let Some(t) = self.t.trace.as_deref_mut() {
+                t.no_payload(crate::http::trace::Channel::Response);
+            }
+            return Xfer::Done;
+        }
         self.scanner.reset();
         let from = match (sc.stream.gives_pieces() && sc.buf.is_empty(), body) {
             (true, Body::Length(n)) => pieces::Source::Pieces(&sc.stream, Some(n)),
@@ -198,8 +206,9 @@ impl Session<'_> {
         let (ct, out) = (self.fe.timeouts.client, &mut self.t.o.bytes_out);
         let rate = Some(&*self.shared.comp_rate);
         let limits = self.t.vars.bwlim.as_deref_mut().map(|b| &mut b.down[..]);
+        let trace = self.t.trace.as_deref_mut().map(|t| (t, crate::http::trace::Channel::Response));
         let store = store.as_deref_mut();
-        let filters = pieces::Filters { store, enc: enc.as_mut(), rate, limits };
+        let filters = pieces::Filters { store, enc: enc.as_mut(), rate, limits, trace };
         let x = pieces::pump(from, to, timer, ct, None, out, filters).await;
         if let Some(enc) = &enc {
             self.count_compression(enc, be, x);

@@ -20,6 +20,12 @@ impl Session<'_> {
     ) -> Exchange {
         let st = be.timeouts.server;
         let ct = self.fe.timeouts.client;
+        if let Some(t) = self.t.trace.as_deref_mut() {
+            let first = t.headers(crate::http::trace::Channel::Request, &self.t.req);
+            if first && info.body == Body::None {
+                t.no_payload(crate::http::trace::Channel::Request);
+            }
+        }
         // A stream to an HTTP/2 server takes the head as parsed: no HTTP/1 text is written.
         let parsed = match &sc.stream {
             Peer::H2Up(up) => up.send_parsed_head(&self.t.req, self.h2_conn.is_some()),
@@ -57,18 +63,22 @@ impl Session<'_> {
                 let watch = Some((&sc.stream, &mut sc.buf));
                 let (body, scanner) = (self.body_left, &mut self.scanner);
                 let limits = self.t.vars.bwlim.as_deref_mut().filter(|b| !b.up.is_empty());
+                let trace = self.t.trace.as_deref_mut();
                 let (from, fbuf, moved) = (&self.client, &mut self.cbuf, &mut self.t.o.bytes_in);
-                let x = match limits {
-                    Some(b) => {
-                        let to = &sc.stream;
-                        let l = &mut b.up[..];
-                        let go =
-                            limited_pump(from, fbuf, to, body, scanner, timer, st, watch, moved, l);
-                        cold(go).await
-                    }
-                    None => {
+                let x = match (limits, trace) {
+                    (None, None) => {
                         pump(from, fbuf, &sc.stream, &[], body, scanner, timer, st, watch, moved)
                             .await
+                    }
+                    (limits, trace) => {
+                        let to = &sc.stream;
+                        let limits = limits.map(|b| &mut b.up[..]);
+                        let trace = trace.map(|t| (t, crate::http::trace::Channel::Request));
+                        let f = pieces::Filters { limits, trace, ..Default::default() };
+                        let go = filtered_pump(
+                            from, fbuf, to, body, scanner, timer, st, watch, moved, f,
+                        );
+                        cold(go).await
                     }
                 };
                 // What is left of a sized body, should the upload resume.
@@ -552,11 +562,11 @@ pub(super) async fn pump(
     }
 }
 
-/// [`pump`] for a request body whose bandwidth limits restrict it (`bwlim-in`): as pieces
-/// (see `pieces`), the data going as the limits let it. (The rest of an HTTP/2 body already
-/// partly buffered as HTTP/1 goes unlimited, by `pump`.)
+/// [`pump`] for a request body that filters see (`bwlim-in` limits, `filter trace`): as
+/// pieces (see `pieces`), through `filters`. (The rest of an HTTP/2 body already partly
+/// buffered as HTTP/1 goes unfiltered, by `pump`.)
 #[allow(clippy::too_many_arguments)]
-pub(super) async fn limited_pump(
+pub(super) async fn filtered_pump(
     from: &Peer,
     fbuf: &mut RecvBuf,
     to: &Peer,
@@ -566,7 +576,7 @@ pub(super) async fn limited_pump(
     write_timeout: Option<Duration>,
     watch: Option<(&Peer, &mut RecvBuf)>,
     moved: &mut u64,
-    limits: &mut [crate::bwlim::Limit],
+    filters: pieces::Filters<'_>,
 ) -> Xfer {
     let sized = match body {
         Body::None | Body::Length(0) => return Xfer::Done,
@@ -586,7 +596,6 @@ pub(super) async fn limited_pump(
         true => pieces::Sink::Pieces(to),
         false => pieces::Sink::H1 { peer: to, head: &[], chunked: body == Body::Chunked },
     };
-    let filters = pieces::Filters { limits: Some(limits), ..Default::default() };
     pieces::pump(source, sink, timer, write_timeout, watch, moved, filters).await
 }
 

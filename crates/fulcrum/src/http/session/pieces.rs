@@ -41,6 +41,8 @@ pub(super) struct Filters<'a> {
     /// The bandwidth limits of the body's direction (see `crate::bwlim`): the data goes as
     /// they let it, those before the compression filter counting the plain data.
     pub limits: Option<&'a mut [crate::bwlim::Limit]>,
+    /// The stream's trace filters, which see the data as it comes (`filter trace`).
+    pub trace: Option<(&'a mut crate::http::trace::Traces, crate::http::trace::Channel)>,
 }
 
 /// Where a body's pieces go.
@@ -83,7 +85,7 @@ pub(super) async fn pump(
     moved: &mut u64,
     filters: Filters<'_>,
 ) -> Xfer {
-    let Filters { mut store, mut enc, rate, mut limits } = filters;
+    let Filters { mut store, mut enc, rate, mut limits, mut trace } = filters;
     let mut block = Vec::new();
     // A chunked source's trailer lines, and the pieces' HTTP/1 framing for a chunked sink.
     let (mut lines, mut framed) = (Vec::new(), Vec::new());
@@ -142,6 +144,9 @@ pub(super) async fn pump(
             Next::Block { end, .. } => (&block, *end),
             Next::Trailers(_) | Next::End => (&[], true),
         };
+        if let Some((t, ch)) = trace.as_mut() {
+            t.payload(*ch, data, end);
+        }
         if let Some(w) = store.as_deref_mut() {
             match next {
                 Next::Trailers(_) => w.fail(),

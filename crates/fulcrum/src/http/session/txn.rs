@@ -139,7 +139,8 @@ impl Session<'_> {
             }
         };
         // When body bytes came with the head, both leave in one `sendmsg` (see `pump`).
-        let limited = self.t.vars.bwlim.as_ref().is_some_and(|b| !b.down.is_empty());
+        let limited = self.t.vars.bwlim.as_ref().is_some_and(|b| !b.down.is_empty())
+            || self.t.trace.is_some();
         let head_with_body = !parsed
             && self.t.comp.is_none()
             && store.is_none()
@@ -203,6 +204,10 @@ impl Session<'_> {
             self.t.vars.caps.reset(spec);
             self.t.vars.caps.take_from(spec, &self.t.req, false);
         }
+        if !self.http.traces.is_empty() {
+            let n = *self.t.stream_no.get_or_insert_with(crate::log::next_stream_number);
+            self.t.trace = crate::http::trace::Traces::start(&self.http.traces, n);
+        }
         let info = *self.t.req.info();
         self.body_unread = info.body != Body::None;
         let version = self.t.req.version();
@@ -231,6 +236,7 @@ impl Session<'_> {
             (false, Some(algo)) => compress::select_response(algo, asked, &self.t.resp, body, comp),
             _ => None,
         };
+        self.t.o.comp = self.t.comp;
     }
 
     /// `http-request early-hint`: the 103 answer, sent before the request goes on.
@@ -440,6 +446,11 @@ impl Session<'_> {
             }
         };
         let be = progress.be.take().expect("the analysers chose a backend");
+        if let Some(t) = self.t.trace.as_deref_mut() {
+            let own = be.name == self.fe.name; // a `listen`: its filters are attached already
+            let filters = be.http.as_deref().filter(|_| !own).map_or(&[][..], |h| &h.traces);
+            t.set_backend(&be.name, filters);
+        }
         // `early-hint` rules: the 103 goes before the request does.
         if !self.t.vars.early_hints.is_empty() && cold(self.early_hints()).await.is_err() {
             return Err(Next::Close);
@@ -570,10 +581,13 @@ impl Session<'_> {
     /// its text's length either way.
     #[inline(always)]
     pub(super) fn client_head(&mut self) -> Result<(usize, bool), HeadOut> {
+        if let Some(t) = self.t.trace.as_deref_mut() {
+            t.headers(crate::http::trace::Channel::Response, &self.t.resp);
+        }
         // A compressed response says so (after the response rules, as HAProxy's filter).
         if let Some(algo) = self.t.comp {
             if compress::rewrite_response(&mut self.t.resp, algo).is_err() {
-                self.t.comp = None;
+                (self.t.comp, self.t.o.comp) = (None, None);
             }
         }
         self.out.clear();

@@ -62,7 +62,8 @@ pub(super) fn fetch<'a>(fetch: &cfg::Fetch, ctx: &Ctx<'a>, f: &mut Each<'_, 'a>)
             }),
             f,
         ),
-        ResComp => one(ctx.resp.map(|_| Value::Bool(ctx.comp.is_some())), f),
+        // (In a log format, the response is gone: the outcome's decision is in `comp`.)
+        ResComp => one(Some(Value::Bool(ctx.comp.is_some())), f),
         ResCompAlgo => one(ctx.comp.map(|a| b(a.cfg_name().as_bytes())), f),
         ResCacheHit => one(Some(Value::Bool(cache_hit(ctx).is_some())), f),
         ResCacheName => one(cache_hit(ctx).map(|e| b(e.cache_name.as_bytes())), f),

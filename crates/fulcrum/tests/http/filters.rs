@@ -1,4 +1,5 @@
-//! Bandwidth limits (issue 38 §4): `filter bwlim-in|bwlim-out` and `set-bandwidth-limit`,
+//! The filters besides compression and cache (issue 38 §1, §4). `filter trace`, beside
+//! HAProxy 2.6. Bandwidth limits: `filter bwlim-in|bwlim-out` and `set-bandwidth-limit`,
 //! HAProxy 2.7's keywords (2.6 refuses them, so these run on Fulcrum alone). Each scenario
 //! measures the rate a client gets: a body of N bytes under a limit of L bytes per second
 //! takes about N / L seconds (HAProxy's algorithm lets no burst through at the start), and a
@@ -147,4 +148,55 @@ fn a_limit_counts_compressed_or_plain_bytes_as_its_place_among_the_filters_says(
     let (r, t) = timed(|| px.get_with("/?s=200000", &gz));
     assert_eq!(r.header("content-encoding"), Some("gzip"));
     about("plain bytes limited before compression", t, 200_000.0 / 102_400.0);
+}
+
+/// `filter trace` beside HAProxy 2.6: the same events in the same order for a request with
+/// no body, one with a body, and one a rule denies (the frontend's filter and the backend's,
+/// with its hex dump). Times, stream pointers and buffer offsets left out.
+#[test]
+fn trace_filters_tell_the_same_events_as_haproxy() {
+    each(|t| {
+        let srv = server("s1");
+        let cfg = format!(
+            "global\n nbthread 1\n{DEFAULTS}frontend fe\n bind {{fe0}}\n filter trace name F\n\
+             http-request deny if {{ path_beg /deny }}\n default_backend be\n\
+             backend be\n filter trace hexdump\n server s1 {}\n",
+            srv.addr()
+        );
+        let px = t.start(&cfg);
+        assert_eq!(px.get("/?s=20").status, 200);
+        let post =
+            "POST /up?s=5 HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc";
+        assert_eq!(px.send(post.as_bytes()).status, 200);
+        assert_eq!(px.get("/deny").status, 403);
+        let detached = |log: &str| log.matches("trace_detach").count();
+        assert!(eventually(Duration::from_secs(5), || detached(&px.log()) >= 5), "{}", px.log());
+        trace_lines(&px.log())
+    });
+}
+
+/// The trace lines of a log, without their time, stream or offsets, the analysers' events
+/// (Fulcrum has no analyser bits to show) and the header lines of the test's own fields.
+fn trace_lines(log: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in log.lines() {
+        if line.starts_with("\t0x") {
+            out.push(line.to_string());
+            continue;
+        }
+        let Some((_, rest)) = line.split_once(" [") else { continue };
+        let Some((name, rest)) = rest.split_once("] [strm ") else { continue };
+        let Some((_, event)) = rest.split_once("] ") else { continue };
+        if event.contains("_analyze") || event.starts_with("\tuser-agent") {
+            continue;
+        }
+        let event = match event.find("offset=") {
+            Some(i) => {
+                format!("{}{}", &event[..i], &event[i..].split_once(" - ").map_or("", |x| x.1))
+            }
+            None => event.to_string(),
+        };
+        out.push(format!("[{name}] {}", event.trim_end()));
+    }
+    out
 }
