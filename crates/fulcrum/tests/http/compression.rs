@@ -351,3 +351,102 @@ fn res_comp_and_res_comp_algo_in_the_log_line() {
         got
     });
 }
+
+/// `n` bytes no compressor can shrink (a xorshift stream), the same for the same `n`.
+fn noise(n: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut out = Vec::with_capacity(n + 8);
+    while out.len() < n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out.truncate(n);
+    out
+}
+
+/// A chunked body's data (the bytes after the head), its chunks joined.
+fn dechunk(mut b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let eol = b.windows(2).position(|w| w == b"\r\n").expect("a chunk-size line");
+        let size = std::str::from_utf8(&b[..eol]).expect("ascii");
+        let size = usize::from_str_radix(size.split(';').next().unwrap_or("").trim(), 16)
+            .expect("a chunk size");
+        b = &b[eol + 2..];
+        if size == 0 {
+            return out;
+        }
+        out.extend_from_slice(&b[..size]);
+        b = &b[size + 2..];
+    }
+}
+
+/// A slow client of a large compressed answer (issue 38 §5): the proxy compresses as the
+/// client reads, holding the server back meanwhile (it never reads the whole body first), and
+/// every byte arrives. The body cannot be compressed, so what the client has not read is as
+/// large as what the server could not write yet.
+#[test]
+#[cfg_attr(no_python_zlib, ignore = "Python's zlib is missing (see crates/fulcrum/build.rs)")]
+fn a_slow_client_of_a_compressed_body_holds_the_server_back() {
+    use std::io::Read;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    const SIZE: usize = 64 << 20;
+    each(|t| {
+        let body = Arc::new(noise(SIZE));
+        let origin = std::net::TcpListener::bind("127.0.0.1:0").expect("bind origin");
+        let at = origin.local_addr().expect("origin address");
+        let written = Arc::new(AtomicUsize::new(0));
+        let (w, b) = (Arc::clone(&written), Arc::clone(&body));
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = origin.accept().expect("the proxy connects");
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && s.read(&mut byte).unwrap_or(0) == 1 {
+                head.push(byte[0]);
+            }
+            let h = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {SIZE}\r\n\r\n"
+            );
+            let _ = s.write_all(h.as_bytes());
+            for part in b.chunks(64 * 1024) {
+                if s.write_all(part).is_err() {
+                    return;
+                }
+                w.fetch_add(part.len(), Ordering::Relaxed);
+            }
+        });
+        let px = t.start(&listen(&format!(" compression algo gzip\n server s1 {at}\n")));
+        let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+            .expect("socket");
+        sock.set_recv_buffer_size(64 * 1024).expect("SO_RCVBUF");
+        sock.connect(&px.addr().into()).expect("connect");
+        let mut c: std::net::TcpStream = sock.into();
+        c.write_all(
+            b"GET /big HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n",
+        )
+        .expect("request");
+        let mut got = vec![0u8; 16 * 1024];
+        c.read_exact(&mut got).expect("the answer begins");
+        // The client stalls: the server's writes stop once the buffers on the way are full.
+        let mut last = usize::MAX;
+        let settled = eventually(std::time::Duration::from_secs(20), || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let now = written.load(Ordering::Relaxed);
+            std::mem::replace(&mut last, now) == now
+        });
+        let held = written.load(Ordering::Relaxed);
+        eprintln!("the server wrote {held} of {SIZE} bytes while the client stalled");
+        assert!(settled && held < SIZE / 4, "the server wrote {held} of {SIZE} bytes");
+        c.read_to_end(&mut got).expect("the rest of the answer");
+        server.join().expect("origin");
+        let split = got.windows(4).position(|w| w == b"\r\n\r\n").expect("a head") + 4;
+        let head = String::from_utf8_lossy(&got[..split]).to_ascii_lowercase();
+        assert!(head.contains("content-encoding: gzip"), "{head}");
+        let plain = inflate(&dechunk(&got[split..]), 31);
+        assert!(plain == *body, "{} bytes decoded, not the body", plain.len());
+        (held < SIZE / 4, plain.len())
+    });
+}
