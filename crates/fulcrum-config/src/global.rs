@@ -167,6 +167,23 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
                 v => g.maxcomprate = Some(atol(v).clamp(0, i64::from(u32::MAX)) as u32),
             }
         }
+        "maxcompcpuusage" => {
+            if !no_extra(line, 2, kw, diags) {
+                return;
+            }
+            let msg = format!("'{kw}' expects an integer argument between 0 and 100.");
+            match line.arg(1) {
+                "" => diags.alert(line, msg),
+                v => {
+                    // HAProxy's `100 - atoi()`; a value over 100 is no limit.
+                    let min_idle = 100 - atol(v).clamp(-(1 << 31), (1 << 31) - 1);
+                    if min_idle > 100 {
+                        return diags.alert(line, msg);
+                    }
+                    g.comp_min_idle = min_idle;
+                }
+            }
+        }
         "maxconnrate" | "maxsessrate" => {
             if let Some(v) = int_arg(line, 1, kw, diags) {
                 if kw == "maxconnrate" {

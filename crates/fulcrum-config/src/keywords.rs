@@ -128,7 +128,7 @@ pub static GLOBAL: &[Keyword] = &[
     g("wurfl-information-list-separator", NotYet),
     g("busy-polling", NotYet),
     g("max-spread-checks", Supported),
-    g("maxcompcpuusage", NotYet),
+    g("maxcompcpuusage", Partial("no compression begins while the worker's idle share of the last second (from its thread's CPU time, sampled each second) is under 100 minus the value; HAProxy also lowers the level of those under way")),
     g("maxcomprate", Partial("a response whose compression would begin while the process's compressor input in the current second is at the limit is not compressed; HAProxy also lowers the level of those under way")),
     g("maxconn", Supported),
     g("maxconnrate", Supported),
@@ -837,7 +837,8 @@ const COMPRESSION_NOTES: &[&str] = &[
     "- `-vv` lists the algorithms and `-cc 'feature(ZLIB)'` is true (HAProxy's reg-tests ask for ZLIB or SLZ before they run); HAProxy's `compression/basic.vtc` and `compression/etags_conversion.vtc` pass (docs/regtests.md).",
     "- `maxcomprate`: a response begins uncompressed while the process's compressor input over the last second (HAProxy's frequency counter: this second's kilobytes plus a share of the last one's, each response's counted when its body ends) is at the limit; HAProxy also lowers the level of the responses under way, Fulcrum finishes them as they began.",
     "- `filter cache <name>` (or the implicit cache filter of a `cache-use`/`cache-store` rule) must come before `filter compression`, as HAProxy requires (with its messages).",
-    "- Not yet: `maxcompcpuusage` (compression does not back off when the process is busy), `filter spoe|fcgi-app`.",
+    "- `maxcompcpuusage`: a response begins uncompressed while its worker's idle share of the last second (measured from the thread's CPU time once a second; `show info`'s `Idle_pct` is the workers' mean) is under 100 minus the value, as HAProxy's `compress_min_idle`; like `maxcomprate`, HAProxy also lowers the level of the responses under way down to 0 while the limit holds, Fulcrum finishes them at the level they began with.",
+    "- Not yet: `filter spoe|fcgi-app`.",
 ];
 
 /// `filter trace` and the bandwidth limitation filters.

@@ -105,6 +105,10 @@ pub struct Global {
     pub maxsessrate: Option<u32>,
     /// `maxcomprate`: kilobytes per second into the compressor, process-wide (`None`: no limit).
     pub maxcomprate: Option<u32>,
+    /// `maxcompcpuusage`: HAProxy's `compress_min_idle` (100 minus the value): no compression
+    /// begins, and the level of those under way is lowered, while a worker's idle share of
+    /// the last second is below it (0: no limit).
+    pub comp_min_idle: i64,
     pub pidfile: Option<PathBuf>,
     pub cpu_map: Vec<CpuMap>,
     /// `ulimit-n`.
@@ -206,6 +210,7 @@ impl Default for Global {
             maxconnrate: None,
             maxsessrate: None,
             maxcomprate: None,
+            comp_min_idle: 0,
             pidfile: None,
             cpu_map: Vec::new(),
             ulimit_n: None,

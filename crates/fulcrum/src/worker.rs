@@ -33,6 +33,8 @@ use std::ptr;
 pub enum Id {
     /// `clock`: the time of this turn of the event loop.
     Clock,
+    /// `clock`: the share of the last second this worker waited (`idle_pct`).
+    Idle,
     /// `random`: the generator of the balancers' picks and `rand()`.
     Random,
     /// `lifecycle`: the soft-stop flag.

@@ -67,6 +67,7 @@ impl Context {
             stopping: Default::default(),
             conn_rate: Arc::clone(&self.conn_rate),
             comp_rate: Arc::clone(&self.comp_rate),
+            comp_min_idle: g.comp_min_idle.clamp(0, 100) as u8,
             sess_rate: Arc::clone(&self.sess_rate),
             process: crate::shared::Process {
                 started: self.started,

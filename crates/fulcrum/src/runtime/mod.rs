@@ -411,6 +411,7 @@ fn event_loop(
             let delay = 5;
             loop {
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                crate::clock::sample_idle();
                 crate::http::pool::purge(delay);
                 crate::http::h2::tasks::trim();
                 // One worker samples the rates, of the current plan.

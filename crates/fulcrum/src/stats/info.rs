@@ -98,7 +98,7 @@ pub fn lines(p: &Process, shared: &Shared) -> Vec<InfoLine> {
         (44, "CompressBpsRateLim", "CLP", Val::U32(0)),
         (47, "Tasks", "MGP", u32v(shared.global_limit.current())),
         (48, "Run_queue", "MGP", Val::U32(0)),
-        (49, "Idle_pct", "MaP", Val::U32(100)),
+        (49, "Idle_pct", "MaP", Val::U32(crate::clock::process_idle_pct())),
         (50, "node", "COS", Val::Str(p.node.clone())),
     ];
     if let Some(desc) = &p.description {

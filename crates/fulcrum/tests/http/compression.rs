@@ -322,6 +322,40 @@ fn maxcomprate_leaves_responses_plain_once_the_rate_is_reached() {
     });
 }
 
+/// `maxcompcpuusage`: no compression begins while the worker's idle share of the last second
+/// is under 100 minus the value. At 0 (any work at all is too much) compression stops once
+/// the first second was measured, at 100 it never does; `show info` tells the idle share.
+#[test]
+fn maxcompcpuusage_stops_compression_when_the_worker_is_busier_than_it_allows() {
+    each(|t| {
+        let srv = server("s1");
+        let cfg = |usage: u32| {
+            format!(
+                "global\n nbthread 1\n maxcompcpuusage {usage}\n stats socket {{dir}}/api.sock level admin\n\
+                 {DEFAULTS}listen px\n bind {{fe0}}\n compression algo gzip\n server s1 {}\n",
+                srv.addr()
+            )
+        };
+        let gz = ["Accept-Encoding: gzip"];
+        let zipped =
+            |px: &Px| px.get_with("/?s=2000", &gz).header("content-encoding") == Some("gzip");
+        let busy = t.start(&cfg(0));
+        let stopped = eventually(std::time::Duration::from_secs(6), || !zipped(&busy));
+        assert!(stopped, "maxcompcpuusage 0: compression stops once the idle share is measured");
+        let info = crate::harness::api(&busy.dir.join("api.sock"), "show info");
+        let idle: u32 = info
+            .lines()
+            .find_map(|l| l.strip_prefix("Idle_pct: "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{info}"));
+        assert!(idle <= 100, "{info}");
+        let free = t.start(&cfg(100));
+        let always = (0..5).all(|_| zipped(&free));
+        assert!(always, "maxcompcpuusage 100: no limit");
+        (stopped, always)
+    });
+}
+
 /// `res.comp` and `res.comp_algo` in a log format: the response's compression as it was
 /// decided (not what the request accepted: an answer the proxy made logs no compression).
 #[test]

@@ -232,6 +232,9 @@ impl Session<'_> {
         // `maxcomprate`: at the limit, a response begins uncompressed.
         let now = crate::clock::now().into_std();
         let plain = plain || self.shared.comp_rate.reached(now);
+        // `maxcompcpuusage`: nor while this worker was busier than it allows.
+        let min_idle = self.shared.comp_min_idle;
+        let plain = plain || (min_idle > 0 && crate::clock::idle_pct() < min_idle);
         self.t.comp = match (plain, self.t.comp) {
             (false, Some(algo)) => compress::select_response(algo, asked, &self.t.resp, body, comp),
             _ => None,
