@@ -279,7 +279,7 @@ pub(crate) fn check(config: &Config, p: &Proxy, out: &mut Vec<Diagnostic>) {
     let who = format!("{} '{}'", type_word(p.kind), p.name);
     // `check_implicit_http_comp_flt()`: only for a proxy with `compression` settings.
     if p.compression.is_some() {
-        let mut comp = false;
+        let (mut comp, mut explicit) = (false, false);
         for f in &p.filters {
             match f {
                 Filter::Compression(_) => comp = true,
@@ -288,10 +288,20 @@ pub(crate) fn check(config: &Config, p: &Proxy, out: &mut Vec<Diagnostic>) {
                         "config: {who}: unable to enable the compression filter before any cache filter."
                     );
                     out.push(Diagnostic::alert(None, msg));
+                    comp = true;
+                    explicit = false;
                     break;
                 }
-                _ => {}
+                Filter::Cache(_) => {}
+                Filter::Bwlim(_) | Filter::Trace(_) => explicit = true,
             }
+        }
+        if !comp && explicit {
+            // Other filters declared: the compression filter's place must be said.
+            let msg = format!(
+                "config: {who}: require an explicit filter declaration to use HTTP compression"
+            );
+            out.push(Diagnostic::alert(None, msg));
         }
     }
     // `cache_store_check()`, for each cache filter in turn.

@@ -175,9 +175,9 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
             match line.arg(1) {
                 "" => diags.alert(line, msg),
                 v => {
-                    // HAProxy's `100 - atoi()`; a value over 100 is no limit.
+                    // HAProxy's `100 - atoi()` in an unsigned: under 0 or over 100 wraps past 100.
                     let min_idle = 100 - atol(v).clamp(-(1 << 31), (1 << 31) - 1);
-                    if min_idle > 100 {
+                    if !(0..=100).contains(&min_idle) {
                         return diags.alert(line, msg);
                     }
                     g.comp_min_idle = min_idle;

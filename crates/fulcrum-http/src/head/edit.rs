@@ -246,13 +246,21 @@ impl Head {
         self.require_any()?;
         check_name(name)?;
         let value = check_value(value)?;
+        let special = special(name);
+        if special == Special::Other {
+            // The framing analysis reads only the special fields: a field of another name
+            // changes nothing it found (a cache hit's `Age`, `add-header` rules).
+            let name = self.push(name)?;
+            let value = self.push(value)?;
+            self.fields.push(Field::new(name, value, special));
+            return Ok(());
+        }
         let new = self.target_for_host(name, value)?;
         let ctx = match &new {
             Some((t, f)) => self.ctx(Some((t, *f)), None),
             None => self.ctx(None, None),
         };
         let info = analyze(&ctx, self.view(None, None, Some((name, value))), true)?;
-        let special = special(name);
         let name = self.push(name)?;
         let value = self.push(value)?;
         self.fields.push(Field::new(name, value, special));

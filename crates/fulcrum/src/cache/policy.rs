@@ -48,21 +48,35 @@ pub fn asked(req: &Head) -> Asked {
         a.ignore = true;
         return a;
     }
-    let has_cc = req.header(b"cache-control").is_some();
-    if !has_cc && req.header(b"pragma").is_some_and(|v| v.eq_ignore_ascii_case(b"no-cache")) {
-        a.ignore = true;
-    }
-    if req.header(b"authorization").is_some() {
-        a.cacheable = false;
-        a.ignore = true;
-    }
-    for v in elements(req, b"cache-control") {
-        let lc = |p: &[u8]| v.len() >= p.len() && v[..p.len()].eq_ignore_ascii_case(p);
-        if lc(b"max-age") || lc(b"no-cache") || lc(b"max-stale") || lc(b"min-fresh") {
-            a.ignore = true;
-        } else if lc(b"no-store") {
-            a.cacheable = false;
+    // One pass over the fields (every request a `cache-use` rule sees comes here).
+    let (mut has_cc, mut pragma) = (false, None);
+    for (n, v) in req.headers() {
+        let is = |name: &[u8]| n.eq_ignore_ascii_case(name);
+        match n.len() {
+            13 if is(b"cache-control") => {
+                has_cc = true;
+                let elements = v.split(|&b| b == b',').map(<[u8]>::trim_ascii);
+                for v in elements.filter(|v| !v.is_empty()) {
+                    let lc = |p: &[u8]| v.len() >= p.len() && v[..p.len()].eq_ignore_ascii_case(p);
+                    if lc(b"max-age") || lc(b"no-cache") || lc(b"max-stale") || lc(b"min-fresh") {
+                        a.ignore = true;
+                    } else if lc(b"no-store") {
+                        a.cacheable = false;
+                    }
+                }
+            }
+            13 if is(b"authorization") => {
+                a.cacheable = false;
+                a.ignore = true;
+            }
+            6 if is(b"pragma") => {
+                pragma.get_or_insert(v); // (the first field's value, as `header` gives it)
+            }
+            _ => {}
         }
+    }
+    if !has_cc && pragma.is_some_and(|v| v.eq_ignore_ascii_case(b"no-cache")) {
+        a.ignore = true;
     }
     a
 }

@@ -571,6 +571,8 @@ impl Session<'_> {
         if let Some(t) = self.t.trace.take() {
             t.stop();
         }
+        // The stream's bandwidth limits end with it (a shared entry's users drop at once).
+        self.t.vars.bwlim = None;
         let l = std::mem::take(&mut self.log);
         let backend = self.t.backend.take();
         crate::stats::account(self.fe, backend.as_deref(), &self.t.o, true, refused.is_some());

@@ -62,6 +62,17 @@ impl Traces {
         Some(Box::new(t))
     }
 
+    /// A stream whose frontend has no trace filter (its backend's attach when it is chosen).
+    pub fn empty(stream: u64) -> Box<Traces> {
+        Box::new(Traces {
+            filters: Vec::new(),
+            stream,
+            on_backend: false,
+            heads: [false; 2],
+            offset: [0; 2],
+        })
+    }
+
     /// The backend `name` is chosen, with its own trace filters (`filters`: none when it is
     /// the frontend itself, a `listen`).
     pub fn set_backend(&mut self, name: &str, filters: &[Arc<TraceFilter>]) {

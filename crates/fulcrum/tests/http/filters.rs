@@ -151,8 +151,9 @@ fn a_limit_counts_compressed_or_plain_bytes_as_its_place_among_the_filters_says(
 }
 
 /// `filter trace` beside HAProxy 2.6: the same events in the same order for a request with
-/// no body, one with a body, and one a rule denies (the frontend's filter and the backend's,
-/// with its hex dump). Times, stream pointers and buffer offsets left out.
+/// no body, one with a body, one with an empty body, one a rule denies (the frontend's filter
+/// and the backend's, with its hex dump), and one through a frontend without a trace filter
+/// to that backend. Times, stream pointers and buffer offsets left out.
 #[test]
 fn trace_filters_tell_the_same_events_as_haproxy() {
     each(|t| {
@@ -160,6 +161,7 @@ fn trace_filters_tell_the_same_events_as_haproxy() {
         let cfg = format!(
             "global\n nbthread 1\n{DEFAULTS}frontend fe\n bind {{fe0}}\n filter trace name F\n\
              http-request deny if {{ path_beg /deny }}\n default_backend be\n\
+             frontend plain\n bind {{fe1}}\n default_backend be\n\
              backend be\n filter trace hexdump\n server s1 {}\n",
             srv.addr()
         );
@@ -168,9 +170,14 @@ fn trace_filters_tell_the_same_events_as_haproxy() {
         let post =
             "POST /up?s=5 HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc";
         assert_eq!(px.send(post.as_bytes()).status, 200);
+        let empty =
+            "POST /empty?s=0 HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+        assert_eq!(px.send(empty.as_bytes()).status, 200);
         assert_eq!(px.get("/deny").status, 403);
+        // A frontend without a trace filter, to the backend with one.
+        assert_eq!(px.client_to(1).request(get("/?s=3").as_bytes()).status, 200);
         let detached = |log: &str| log.matches("trace_detach").count();
-        assert!(eventually(Duration::from_secs(5), || detached(&px.log()) >= 5), "{}", px.log());
+        assert!(eventually(Duration::from_secs(5), || detached(&px.log()) >= 8), "{}", px.log());
         trace_lines(&px.log())
     });
 }
@@ -199,4 +206,27 @@ fn trace_lines(log: &str) -> Vec<String> {
         out.push(format!("[{name}] {}", event.trim_end()));
     }
     out
+}
+
+/// A cache hit to an HTTP/1 client goes at the limit too (the stored body through the filters).
+#[test]
+fn a_cache_hit_goes_at_the_limit() {
+    let srv = server("s1");
+    let cfg = format!(
+        "{DEFAULTS}cache c\n total-max-size 4\n max-object-size 300000\nlisten px\n bind {{fe0}}\n\
+         filter cache c\n filter bwlim-out dl default-limit 100k default-period 1s\n\
+         http-request cache-use c\n http-response cache-store c\n\
+         http-request set-bandwidth-limit dl\n server s1 {}\n",
+        srv.addr()
+    );
+    let px = Target::Fulcrum.start(&cfg);
+    let path = "/hit?s=200000&hdr=Cache-Control:max-age%3D60";
+    let (first, t1) = timed(|| px.get(path));
+    assert_eq!((first.status, first.body.len()), (200, 200_000));
+    about("the stored answer", t1, 200_000.0 / 102_400.0);
+    let (hit, t2) = timed(|| px.get(path));
+    assert_eq!((hit.status, hit.body.len()), (200, 200_000));
+    assert!(hit.has("age"), "a hit has an Age");
+    assert!(hit.body == first.body, "the stored body");
+    about("the hit", t2, 200_000.0 / 102_400.0);
 }

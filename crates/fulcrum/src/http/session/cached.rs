@@ -56,6 +56,7 @@ impl Session<'_> {
         };
         let (entry, not_modified) = (Arc::clone(&hit.entry), hit.not_modified);
         let info = asked.info;
+        self.trace_request_head(info.body);
         let body_done = self.drain_request_body(info.body);
         self.t.resp.copy_from(&entry.head);
         if not_modified {
@@ -107,7 +108,8 @@ impl Session<'_> {
             if self.logs { crate::outcome::head_size(&self.t.resp) } else { len as u64 };
         self.t.o.status = Some(self.t.resp.status());
         let ct = self.fe.timeouts.client;
-        let sent = if self.t.comp.is_some() || parsed {
+        // (Through the filters' path when a bandwidth limit or a trace filter sees the body.)
+        let sent = if self.t.comp.is_some() || parsed || self.filters_see_response() {
             self.cached_body(body, be).await == Xfer::Done
         } else {
             // An HTTP/1 client: the head and the body in one write.
@@ -145,13 +147,18 @@ impl Session<'_> {
         }
     }
 
-    /// A cached body to an HTTP/2 client, or compressed: as pieces.
+    /// A cached body to an HTTP/2 client, or compressed, or seen by a bandwidth limit or a
+    /// trace filter: as pieces.
     async fn cached_body(&mut self, body: &[u8], be: &Backend) -> Xfer {
         let mut enc =
             self.t.comp.map(|a| crate::http::encoder::Encoder::new(a, self.http.comp_level));
         let to = match self.client.takes_pieces() {
             true => pieces::Sink::Pieces(&self.client),
-            false => pieces::Sink::H1 { peer: &self.client, head: &self.out, chunked: true },
+            // (Chunks when compressed: the stored length no longer holds.)
+            false => {
+                let chunked = self.t.comp.is_some();
+                pieces::Sink::H1 { peer: &self.client, head: &self.out, chunked }
+            }
         };
         let timer = (self.ctimer.as_mut(), self.fe.timeouts.client);
         let (ct, out) = (self.fe.timeouts.client, &mut self.t.o.bytes_out);

@@ -20,12 +20,7 @@ impl Session<'_> {
     ) -> Exchange {
         let st = be.timeouts.server;
         let ct = self.fe.timeouts.client;
-        if let Some(t) = self.t.trace.as_deref_mut() {
-            let first = t.headers(crate::http::trace::Channel::Request, &self.t.req);
-            if first && info.body == Body::None {
-                t.no_payload(crate::http::trace::Channel::Request);
-            }
-        }
+        self.trace_request_head(info.body);
         // A stream to an HTTP/2 server takes the head as parsed: no HTTP/1 text is written.
         let parsed = match &sc.stream {
             Peer::H2Up(up) => up.send_parsed_head(&self.t.req, self.h2_conn.is_some()),
@@ -336,6 +331,17 @@ impl Session<'_> {
     /// Keeps a finished server connection for this session's next request.
     /// With `http-reuse never` it stays private to this session; otherwise it goes to the
     /// worker's idle pool (where this session's next request will usually find it again).
+    /// The trace filters see the request's head as it goes on (and its end when it has no
+    /// payload).
+    pub(super) fn trace_request_head(&mut self, body: Body) {
+        if let Some(t) = self.t.trace.as_deref_mut() {
+            let first = t.headers(crate::http::trace::Channel::Request, &self.t.req);
+            if first && matches!(body, Body::None | Body::Length(0)) {
+                t.no_payload(crate::http::trace::Channel::Request);
+            }
+        }
+    }
+
     pub(super) fn keep_server_conn(&mut self, sc: ServerConn) {
         if let Peer::H2Up(_) = sc.stream {
             return; // its stream ends; the connection stays the worker's

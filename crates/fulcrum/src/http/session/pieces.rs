@@ -25,7 +25,7 @@ pub(super) enum Source<'a> {
     /// An HTTP/1 side: the bytes buffered in `buf` first, then those read from `peer`, taken
     /// apart by the framing `body` gives, from where `scanner` stands in a chunked one.
     H1 { peer: &'a Peer, buf: &'a mut RecvBuf, body: Body, scanner: &'a mut ChunkedScanner },
-    /// A body held in memory (a cache hit's), its pieces at most 64 KiB each.
+    /// A body held in memory (a cache hit's), its pieces at most 16 KiB each.
     Memory(&'a [u8]),
 }
 
@@ -127,7 +127,9 @@ pub(super) async fn pump(
                 }
             }
             Source::Memory(rest) => {
-                let n = rest.len().min(64 * 1024);
+                // (A buffer's worth at a time, as HAProxy's cache applet gives it: a bandwidth
+                // limit lets no larger burst through.)
+                let n = rest.len().min(16 * 1024);
                 block.clear();
                 block.extend_from_slice(&rest[..n]);
                 *rest = &rest[n..];

@@ -139,8 +139,7 @@ impl Session<'_> {
             }
         };
         // When body bytes came with the head, both leave in one `sendmsg` (see `pump`).
-        let limited = self.t.vars.bwlim.as_ref().is_some_and(|b| !b.down.is_empty())
-            || self.t.trace.is_some();
+        let limited = self.filters_see_response();
         let head_with_body = !parsed
             && self.t.comp.is_none()
             && store.is_none()
@@ -449,16 +448,32 @@ impl Session<'_> {
             }
         };
         let be = progress.be.take().expect("the analysers chose a backend");
-        if let Some(t) = self.t.trace.as_deref_mut() {
-            let own = be.name == self.fe.name; // a `listen`: its filters are attached already
-            let filters = be.http.as_deref().filter(|_| !own).map_or(&[][..], |h| &h.traces);
-            t.set_backend(&be.name, filters);
-        }
+        self.trace_backend(&be);
         // `early-hint` rules: the 103 goes before the request does.
         if !self.t.vars.early_hints.is_empty() && cold(self.early_hints()).await.is_err() {
             return Err(Next::Close);
         }
         Ok((be, to))
+    }
+
+    /// A bandwidth limit or a trace filter sees the response's body (it then goes through the
+    /// filters' path).
+    pub(super) fn filters_see_response(&self) -> bool {
+        self.t.vars.bwlim.as_ref().is_some_and(|b| !b.down.is_empty()) || self.t.trace.is_some()
+    }
+
+    /// The backend is chosen: the trace filters (the frontend's, and the backend's attached
+    /// now; a `listen`'s are attached already) see it.
+    fn trace_backend(&mut self, be: &Arc<Backend>) {
+        let own = analyse::is_own_backend(self.fe, be);
+        let filters = be.http.as_deref().filter(|_| !own).map_or(&[][..], |h| &h.traces);
+        if self.t.trace.is_none() && !filters.is_empty() {
+            let n = *self.t.stream_no.get_or_insert_with(crate::log::next_stream_number);
+            self.t.trace = Some(crate::http::trace::Traces::empty(n));
+        }
+        if let Some(t) = self.t.trace.as_deref_mut() {
+            t.set_backend(&be.name, filters);
+        }
     }
 
     /// `retry-on` (L7 retries, `analyse::retry`) after a try ended so: a request without
