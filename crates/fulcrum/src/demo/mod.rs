@@ -97,6 +97,7 @@ fn run() -> Result<(), String> {
     );
     println!("  curl -si --compressed http://{FRONTEND}/api/?s=4096   the same, compressed (gzip; zstd, br)");
     println!("  curl -si http://{FRONTEND}/static/logo  cached: the second time from the cache (x-cache-hit: 1, <CACHE> in the log)");
+    println!("  curl -s -o /dev/null -w '%{{speed_download}} bytes/s\\n' 'http://{FRONTEND}/download/?s=600000'   at most 256 kB/s (a bandwidth limit)");
     println!("  curl -si http://{FRONTEND}/admin        403 from an http-request deny rule");
     println!("  curl -si http://{FRONTEND}/old          301 redirect");
     println!("  curl -si http://{FRONTEND}/health       monitor-uri, answered by Fulcrum");
