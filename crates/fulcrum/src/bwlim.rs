@@ -95,9 +95,10 @@ enum State {
     Shared(Arc<Entry>),
 }
 
-impl Drop for Limit {
+impl Drop for State {
+    /// A shared entry's user leaves (the limit ends, or a later rule replaced it).
     fn drop(&mut self) {
-        if let State::Shared(e) = &self.state {
+        if let State::Shared(e) = self {
             e.trackers.fetch_sub(1, Ordering::Relaxed);
             e.touch(stick::now());
         }
@@ -151,7 +152,7 @@ impl Active {
         limit: Option<u32>,
         period: Option<u32>,
     ) {
-        let state = match entry {
+        let mut state = match entry {
             Some(e) => {
                 e.trackers.fetch_add(1, Ordering::Relaxed);
                 State::Shared(e)
@@ -164,7 +165,16 @@ impl Active {
             },
         };
         let list = if f.upload { &mut self.up } else { &mut self.down };
-        list.retain(|l| !Arc::ptr_eq(&l.filter, f));
+        if let Some(l) = list.iter_mut().find(|l| Arc::ptr_eq(&l.filter, f)) {
+            // Enabled again: its settings start over, not its count (HAProxy keeps the
+            // stream's `bytes_rate`, so a second rule gives no new burst).
+            if let (State::Own { words, .. }, State::Own { words: w, .. }) = (&l.state, &mut state)
+            {
+                *w = *words;
+            }
+            (l.state, l.exp) = (state, None);
+            return;
+        }
         let at = list.partition_point(|l| l.filter.order < f.order);
         list.insert(at, Limit { filter: Arc::clone(f), state, ahead: 0, exp: None });
     }

@@ -74,11 +74,15 @@ fn a_second_rule_for_a_filter_replaces_the_first_and_order_is_kept() {
     let mut act = Active::default();
     act.enable(&a, None, Some(5), None);
     act.enable(&b, None, None, None);
+    if let State::Own { words, .. } = &mut act.down[1].state {
+        *words = [7, 3];
+    }
     act.enable(&a, None, None, Some(10));
     assert_eq!(act.down.len(), 2);
     assert!(Arc::ptr_eq(&act.down[0].filter, &b) && Arc::ptr_eq(&act.down[1].filter, &a));
-    let State::Own { limit, period, .. } = act.down[1].state else { panic!("own state") };
-    assert_eq!((limit, period), (1000, 10));
+    let State::Own { limit, period, words } = act.down[1].state else { panic!("own state") };
+    assert_eq!((limit, period), (1000, 10), "the second rule's settings");
+    assert_eq!(words, [7, 3], "the count kept (no new burst)");
     act.enable(&filter(true, 0), None, None, None);
     assert_eq!((act.up.len(), act.down.len()), (1, 2));
 }

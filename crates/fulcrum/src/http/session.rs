@@ -568,10 +568,8 @@ impl Session<'_> {
     /// `-d`) and forgets what it needed. `refused`: the request was refused before it was
     /// complete (HAProxy's `<BADREQ>` lines, without request nor captures).
     fn print_log(&mut self, refused: Option<bool>) {
-        if let Some(t) = self.t.trace.take() {
-            t.stop();
-        }
-        // The stream's bandwidth limits end with it (a shared entry's users drop at once).
+        self.t.trace = None; // (its end is traced as it goes)
+                             // The stream's bandwidth limits end with it (a shared entry's users drop at once).
         self.t.vars.bwlim = None;
         let l = std::mem::take(&mut self.log);
         let backend = self.t.backend.take();

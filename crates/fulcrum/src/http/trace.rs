@@ -140,7 +140,7 @@ impl Traces {
 
     /// The stream ends: the backend's filters are detached, then the frontend's stop and are
     /// detached (HAProxy's order).
-    pub fn stop(&self) {
+    fn stop(&self) {
         for (f, _) in self.filters.iter().filter(|(_, backend)| *backend) {
             self.line(f, format_args!("{:<25}: filter-type=backend", "trace_detach"));
         }
@@ -171,6 +171,14 @@ impl Traces {
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         let (s, us) = (now.as_secs(), now.subsec_micros());
         eprintln!("{s}.{us:06} [{:<20}] [strm {}] {msg}", f.name, self.stream);
+    }
+}
+
+/// A stream's trace ends when it goes (its transaction logged, or the session dropped on the
+/// way: a client gone, a shutdown).
+impl Drop for Traces {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 

@@ -179,7 +179,7 @@ pub fn bwlim(
     now: u32,
 ) -> (u32, Option<u32>) {
     let (period, limit, users) = (period.max(1), limit.max(1), users.max(1));
-    let scale = |n: u64| n * u64::from(period) * u64::from(users);
+    let scale = |n: u64| n.saturating_mul(u64::from(period)).saturating_mul(u64::from(users));
     // The current rate is past the limit: nothing goes (no initial burst either).
     let overshoot = overshoot(w, period, limit, now);
     if overshoot > 0 {

@@ -166,7 +166,7 @@ pub(super) async fn pump(
             Next::Trailers(t) => Some(t),
             _ => None,
         };
-        let out = Out { to: &to, head: &mut head, framed: &mut framed, write_timeout };
+        let out = Out { to: &to, head: &mut head, framed: &mut framed, write_timeout, moved };
         let sent = match (enc.as_deref_mut(), limits.as_deref_mut()) {
             (None, limits) => out.send(data, trailers, end, limits, Part::All).await,
             (Some(e), None) => match e.push(data, end) {
@@ -177,9 +177,8 @@ pub(super) async fn pump(
                 cold(out.encode_limited(e, data, trailers, end, limits)).await
             }
         };
-        match sent {
-            Ok(n) => *moved += n,
-            Err(x) => return x,
+        if let Err(x) = sent {
+            return x;
         }
         if let (Next::Buffered { n, .. }, Source::H1 { buf, .. }) = (&next, &mut from) {
             buf.consume(*n);
@@ -201,11 +200,13 @@ struct Out<'o, 'p> {
     /// Room for a chunked sink's framing.
     framed: &'o mut Vec<u8>,
     write_timeout: Option<Duration>,
+    /// Data bytes sent, counted part by part (a transfer that fails counts what went).
+    moved: &'o mut u64,
 }
 
 impl Out<'_, '_> {
     /// Sends `data` (then `trailers`, and the end with `end`) as the sink frames it, in parts
-    /// as the bandwidth limits of `part` let them go; the data bytes sent.
+    /// as the bandwidth limits of `part` let them go.
     async fn send(
         mut self,
         data: &[u8],
@@ -213,7 +214,7 @@ impl Out<'_, '_> {
         end: bool,
         mut limits: Option<&mut [crate::bwlim::Limit]>,
         part: Part,
-    ) -> Result<u64, Xfer> {
+    ) -> Result<(), Xfer> {
         let mut rest = data;
         loop {
             let n = match limits.as_deref_mut() {
@@ -224,12 +225,13 @@ impl Out<'_, '_> {
             let last = later.is_empty();
             let trailers = if last { trailers } else { None };
             self.write(now, trailers, end && last).await?;
+            *self.moved += now.len() as u64;
             if let Some(l) = limits.as_deref_mut() {
                 crate::bwlim::passed(l, part, n);
             }
             rest = later;
             if last {
-                return Ok(data.len() as u64);
+                return Ok(());
             }
         }
     }
@@ -243,8 +245,8 @@ impl Out<'_, '_> {
         trailers: Option<&fulcrum_h2::RawHead>,
         end: bool,
         limits: &mut [crate::bwlim::Limit],
-    ) -> Result<u64, Xfer> {
-        let (mut rest, mut sent) = (data, 0);
+    ) -> Result<(), Xfer> {
+        let mut rest = data;
         loop {
             let n = match rest.is_empty() {
                 true => 0,
@@ -260,13 +262,13 @@ impl Out<'_, '_> {
                 head: &mut *self.head,
                 framed: &mut *self.framed,
                 write_timeout: wt,
+                moved: &mut *self.moved,
             };
-            sent +=
-                again.send(out, trailers, end && last, Some(&mut *limits), Part::AfterComp).await?;
+            again.send(out, trailers, end && last, Some(&mut *limits), Part::AfterComp).await?;
             crate::bwlim::passed(limits, Part::BeforeComp, n);
             rest = later;
             if last {
-                return Ok(sent);
+                return Ok(());
             }
         }
     }
