@@ -215,6 +215,11 @@ impl Out<'_, '_> {
         mut limits: Option<&mut [crate::bwlim::Limit]>,
         part: Part,
     ) -> Result<(), Xfer> {
+        if limits.is_some() && !self.head.is_empty() && !data.is_empty() {
+            // The head goes at once: limits count payload only (it would wait with the first
+            // bytes otherwise).
+            self.write(&[], None, false).await?;
+        }
         let mut rest = data;
         loop {
             let n = match limits.as_deref_mut() {
