@@ -50,16 +50,15 @@ impl Traces {
         if filters.is_empty() {
             return None;
         }
-        let list = filters.iter().map(|f| (Arc::clone(f), false)).collect();
-        let t =
-            Traces { filters: list, stream, on_backend: false, heads: [false; 2], offset: [0; 2] };
+        let mut t = Traces::empty(stream);
+        t.filters = filters.iter().map(|f| (Arc::clone(f), false)).collect();
         for (f, _) in &t.filters {
             t.line(f, format_args!("{:<25}: filter-type=frontend", "trace_attach"));
         }
         for (f, _) in &t.filters {
             t.line(f, format_args!("{:<25}", "trace_stream_start"));
         }
-        Some(Box::new(t))
+        Some(t)
     }
 
     /// A stream whose frontend has no trace filter (its backend's attach when it is chosen).

@@ -82,12 +82,17 @@ fn push_num(out: &mut Vec<u8>, n: u32, width: usize) {
 
 /// `dd/Mon/yyyy:HH:MM:SS`
 fn day_time(out: &mut Vec<u8>, t: &LocalTime) {
+    day_time_with(out, t, b'/', b':');
+}
+
+/// The day, month, year and time, the date's parts separated by `date`, the time by `time`.
+fn day_time_with(out: &mut Vec<u8>, t: &LocalTime, date: u8, time: u8) {
     push_num(out, t.day, 2);
-    out.push(b'/');
+    out.push(date);
     out.extend_from_slice(MONTHS[(t.month as usize).min(11)].as_bytes());
-    out.push(b'/');
+    out.push(date);
     push_num(out, t.year.max(0) as u32, 4);
-    out.push(b':');
+    out.push(time);
     push_num(out, t.hour, 2);
     out.push(b':');
     push_num(out, t.min, 2);
@@ -129,17 +134,7 @@ pub fn http_date(out: &mut Vec<u8>, secs: i64) {
     let t = gmt(UNIX_EPOCH + std::time::Duration::from_secs(secs));
     out.extend_from_slice(DAYS[(secs / 86_400 % 7) as usize].as_bytes());
     out.extend_from_slice(b", ");
-    push_num(out, t.day, 2);
-    out.push(b' ');
-    out.extend_from_slice(MONTHS[(t.month as usize).min(11)].as_bytes());
-    out.push(b' ');
-    push_num(out, t.year.max(0) as u32, 4);
-    out.push(b' ');
-    push_num(out, t.hour, 2);
-    out.push(b':');
-    push_num(out, t.min, 2);
-    out.push(b':');
-    push_num(out, t.sec, 2);
+    day_time_with(out, &t, b' ', b' ');
     out.extend_from_slice(b" GMT");
 }
 

@@ -45,7 +45,8 @@ pub struct Vars {
     pub trace: Option<Box<super::trace::Trace>>,
     /// The transaction's cache lookups, hit and store (`cache-use`, `cache-store`).
     pub cache: Option<Box<crate::cache::Txn>>,
-    /// The bandwidth limits the transaction enabled (`set-bandwidth-limit`).
+    /// The bandwidth limits the transaction enabled (`set-bandwidth-limit`); the session
+    /// drops them as the transaction ends (its log line).
     pub bwlim: Option<Box<crate::bwlim::Active>>,
 }
 
@@ -180,7 +181,6 @@ impl Vars {
         if let Some(c) = self.cache.as_deref_mut() {
             c.reset(); // (kept with its key's room for the connection's next requests)
         }
-        self.bwlim = None;
     }
 }
 

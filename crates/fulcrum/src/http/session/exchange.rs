@@ -54,27 +54,17 @@ impl Session<'_> {
                 let before = self.t.o.bytes_in;
                 // As HAProxy: once the request is on its way, `timeout server` bounds a
                 // stalled upload too (the server owes an answer: 504 when it expires).
-                let timer = (self.ctimer.as_mut(), st.or(ct));
-                let watch = Some((&sc.stream, &mut sc.buf));
-                let (body, scanner) = (self.body_left, &mut self.scanner);
-                let limits = self.t.vars.bwlim.as_deref_mut().filter(|b| !b.up.is_empty());
-                let trace = self.t.trace.as_deref_mut();
-                let (from, fbuf, moved) = (&self.client, &mut self.cbuf, &mut self.t.o.bytes_in);
-                let x = match (limits, trace) {
-                    (None, None) => {
-                        pump(from, fbuf, &sc.stream, &[], body, scanner, timer, st, watch, moved)
-                            .await
-                    }
-                    (limits, trace) => {
-                        let to = &sc.stream;
-                        let limits = limits.map(|b| &mut b.up[..]);
-                        let trace = trace.map(|t| (t, crate::http::trace::Channel::Request));
-                        let f = pieces::Filters { limits, trace, ..Default::default() };
-                        let go = filtered_pump(
-                            from, fbuf, to, body, scanner, timer, st, watch, moved, f,
-                        );
-                        cold(go).await
-                    }
+                let filtered = self.t.vars.bwlim.as_ref().is_some_and(|b| !b.up.is_empty())
+                    || self.t.trace.is_some();
+                let x = if filtered {
+                    cold(self.filtered_request_body(&mut sc, st.or(ct), st)).await
+                } else {
+                    let timer = (self.ctimer.as_mut(), st.or(ct));
+                    let watch = Some((&sc.stream, &mut sc.buf));
+                    let (body, scanner) = (self.body_left, &mut self.scanner);
+                    let (from, fbuf, moved) =
+                        (&self.client, &mut self.cbuf, &mut self.t.o.bytes_in);
+                    pump(from, fbuf, &sc.stream, &[], body, scanner, timer, st, watch, moved).await
                 };
                 // What is left of a sized body, should the upload resume.
                 if let Body::Length(n) = self.body_left {
@@ -331,6 +321,26 @@ impl Session<'_> {
     /// Keeps a finished server connection for this session's next request.
     /// With `http-reuse never` it stays private to this session; otherwise it goes to the
     /// worker's idle pool (where this session's next request will usually find it again).
+    /// The rest of the request's body to the server through the filters that see it
+    /// (`bwlim-in` limits, `filter trace`); `read_timeout` bounds the client's silences.
+    async fn filtered_request_body(
+        &mut self,
+        sc: &mut ServerConn,
+        read_timeout: Option<Duration>,
+        st: Option<Duration>,
+    ) -> Xfer {
+        let limits = self.t.vars.bwlim.as_deref_mut().filter(|b| !b.up.is_empty());
+        let limits = limits.map(|b| &mut b.up[..]);
+        let trace = self.t.trace.as_deref_mut().map(|t| (t, crate::http::trace::Channel::Request));
+        let f = pieces::Filters { limits, trace, ..Default::default() };
+        let timer = (self.ctimer.as_mut(), read_timeout);
+        let watch = Some((&sc.stream, &mut sc.buf));
+        let (body, scanner) = (self.body_left, &mut self.scanner);
+        let (from, fbuf, moved) = (&self.client, &mut self.cbuf, &mut self.t.o.bytes_in);
+        let to = &sc.stream;
+        filtered_pump(from, fbuf, to, &[], body, scanner, timer, st, watch, moved, f).await
+    }
+
     /// The trace filters see the request's head as it goes on (and its end when it has no
     /// payload).
     pub(super) fn trace_request_head(&mut self, body: Body) {
@@ -480,26 +490,10 @@ pub(super) async fn pump(
         return cold(pieces::between_h2(from, to, left, timer, write_timeout, watch, moved)).await;
     }
     if (h2_gives && h1(to)) || (h2_takes && h1(from)) {
-        let from = match h2_gives {
-            true => {
-                let sized = matches!(body, Body::Length(_)).then_some(remaining);
-                pieces::Source::Pieces(from, sized)
-            }
-            false => pieces::Source::H1 { peer: from, buf: fbuf, body, scanner },
-        };
-        let to = match h2_takes {
-            true => pieces::Sink::Pieces(to),
-            false => pieces::Sink::H1 { peer: to, head, chunked: body == Body::Chunked },
-        };
         let timer = (read_timer, read_timeout);
-        return cold(pieces::pump(
-            from,
-            to,
-            timer,
-            write_timeout,
-            watch,
-            moved,
-            Default::default(),
+        let (wt, none) = (write_timeout, Default::default());
+        return cold(filtered_pump(
+            from, fbuf, to, head, body, scanner, timer, wt, watch, moved, none,
         ))
         .await;
     }
@@ -568,14 +562,16 @@ pub(super) async fn pump(
     }
 }
 
-/// [`pump`] for a request body that filters see (`bwlim-in` limits, `filter trace`): as
-/// pieces (see `pieces`), through `filters`. (The rest of an HTTP/2 body already partly
-/// buffered as HTTP/1 goes unfiltered, by `pump`.)
+/// [`pump`] as pieces (see `pieces`) through `filters`: a body with an HTTP/2 side, or one
+/// that filters see (`bwlim-in` limits, `filter trace`). `head` as for [`pump`] (never with
+/// an HTTP/2 sink). (The rest of an HTTP/2 body already partly buffered as HTTP/1 goes
+/// unfiltered, by `pump`.)
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn filtered_pump(
     from: &Peer,
     fbuf: &mut RecvBuf,
     to: &Peer,
+    head: &[u8],
     body: Body,
     scanner: &mut ChunkedScanner,
     timer: (Pin<&mut Timer>, Option<Duration>),
@@ -594,13 +590,13 @@ pub(super) async fn filtered_pump(
         (true, true) => pieces::Source::Pieces(from, sized),
         (true, false) => {
             let (t, w) = (timer, write_timeout);
-            return pump(from, fbuf, to, &[], body, scanner, t, w, watch, moved).await;
+            return pump(from, fbuf, to, head, body, scanner, t, w, watch, moved).await;
         }
         (false, _) => pieces::Source::H1 { peer: from, buf: fbuf, body, scanner },
     };
-    let sink = match to.takes_pieces() {
+    let sink = match head.is_empty() && to.takes_pieces() {
         true => pieces::Sink::Pieces(to),
-        false => pieces::Sink::H1 { peer: to, head: &[], chunked: body == Body::Chunked },
+        false => pieces::Sink::H1 { peer: to, head, chunked: body == Body::Chunked },
     };
     pieces::pump(source, sink, timer, write_timeout, watch, moved, filters).await
 }

@@ -166,7 +166,7 @@ pub(super) async fn pump(
             Next::Trailers(t) => Some(t),
             _ => None,
         };
-        let out = Out { to: &to, head: &mut head, framed: &mut framed, write_timeout, moved };
+        let mut out = Out { to: &to, head: &mut head, framed: &mut framed, write_timeout, moved };
         let sent = match (enc.as_deref_mut(), limits.as_deref_mut()) {
             (None, limits) => out.send(data, trailers, end, limits, Part::All).await,
             (Some(e), None) => match e.push(data, end) {
@@ -208,7 +208,7 @@ impl Out<'_, '_> {
     /// Sends `data` (then `trailers`, and the end with `end`) as the sink frames it, in parts
     /// as the bandwidth limits of `part` let them go.
     async fn send(
-        mut self,
+        &mut self,
         data: &[u8],
         trailers: Option<&fulcrum_h2::RawHead>,
         end: bool,
@@ -244,7 +244,7 @@ impl Out<'_, '_> {
     /// Compresses `data` in parts as the limits before the compression filter let them go,
     /// each part's output sent as those after it let it go.
     async fn encode_limited(
-        self,
+        &mut self,
         e: &mut crate::http::encoder::Encoder,
         data: &[u8],
         trailers: Option<&fulcrum_h2::RawHead>,
@@ -261,15 +261,7 @@ impl Out<'_, '_> {
             let last = later.is_empty();
             let out = e.push(now, end && last).map_err(|_| Xfer::WriteError)?;
             let trailers = if last { trailers } else { None };
-            let wt = self.write_timeout;
-            let again = Out {
-                to: self.to,
-                head: &mut *self.head,
-                framed: &mut *self.framed,
-                write_timeout: wt,
-                moved: &mut *self.moved,
-            };
-            again.send(out, trailers, end && last, Some(&mut *limits), Part::AfterComp).await?;
+            self.send(out, trailers, end && last, Some(&mut *limits), Part::AfterComp).await?;
             crate::bwlim::passed(limits, Part::BeforeComp, n);
             rest = later;
             if last {
