@@ -302,16 +302,20 @@ pub(crate) fn check(config: &Config, p: &Proxy, out: &mut Vec<Diagnostic>) {
         }
     }
     let be_cap = p.kind.is_backend();
-    for (rules, ctx) in [(&p.http_request, Ctx::HttpRequest), (&p.http_response, Ctx::HttpResponse)]
-    {
-        for r in rules {
-            let HttpAction::SetBandwidthLimit(rule) = &r.action else { continue };
-            if let Err(msg) = check_rule(p, rule, ctx, be_cap) {
-                out.push(Diagnostic::alert(
-                    Some(r.span.clone()),
-                    format!("Proxy '{}': {msg}.", p.name),
-                ));
-            }
+    let http = [(&p.http_request, Ctx::HttpRequest), (&p.http_response, Ctx::HttpResponse)];
+    let http = http.into_iter().flat_map(|(rules, ctx)| rules.iter().map(move |r| (r, ctx)));
+    let http = http.map(|(r, ctx)| (&r.action, &r.span, ctx));
+    let tcp =
+        [(&p.tcp_request_content, Ctx::TcpContent), (&p.tcp_response_content, Ctx::TcpResponse)];
+    let tcp = tcp.into_iter().flat_map(|(rules, ctx)| rules.iter().map(move |r| (r, ctx)));
+    let tcp = tcp.filter_map(|(r, ctx)| match &r.action {
+        crate::model::TcpAction::Do(a) => Some((a, &r.span, ctx)),
+        _ => None,
+    });
+    for (action, span, ctx) in http.chain(tcp) {
+        let HttpAction::SetBandwidthLimit(rule) = action else { continue };
+        if let Err(msg) = check_rule(p, rule, ctx, be_cap) {
+            out.push(Diagnostic::alert(Some(span.clone()), format!("Proxy '{}': {msg}.", p.name)));
         }
     }
 }

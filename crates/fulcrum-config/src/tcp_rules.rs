@@ -127,6 +127,21 @@ fn tcp_rule(b: &mut ProxyBuild, line: &Line, kw: &str, which: &str, diags: &mut 
                 }
             }
         }
+        // HAProxy 2.7's (2.6 refuses it): the `-c` notice says so.
+        "set-bandwidth-limit" if which == "content" => match crate::filters::rule(line, 3) {
+            Ok((a, next)) => {
+                let what = format!("{kw} {which} {action}");
+                diags.notice(line, crate::filters::later_keyword(&what));
+                (Some(TcpAction::Do(a)), next)
+            }
+            Err(m) => {
+                let msg = format!(
+                    "error detected in {} while parsing '{kw} {which} {action}' rule : {m}",
+                    who(p)
+                );
+                return diags.alert(line, msg);
+            }
+        },
         "set-var" | "set-var-fmt" | "unset-var" => {
             let shifted = Line { words: line.words[1..].to_vec(), ..line.clone() };
             match var_action(&shifted, base, At { ctx, be_cap }) {

@@ -723,6 +723,10 @@ fn tcp_action(a: &Action, t: &Ctx<'_>, vars: &mut Vars, level: stick::Level) {
             let eval = |e: &Expr, v: &Vars| e.eval(&t.with_vars(v)).map(Value::into_owned);
             stick::apply(s, vars, level, &eval);
         }
+        Action::SetBandwidthLimit(b) => {
+            let eval = |e: &Expr, v: &Vars| e.eval(&t.with_vars(v)).map(Value::into_owned);
+            set_bandwidth_limit(b, vars, &eval);
+        }
         _ => {}
     }
 }

@@ -148,6 +148,7 @@ impl Vars {
         self.vars.is_empty()
             && self.sc.as_ref().is_none_or(|sc| sc.is_empty())
             && self.addrs.is_none()
+            && self.bwlim.is_none()
     }
     /// What an HTTP/2 stream starts with: the session's variables, addresses and tracked
     /// entries (shared with the connection, see `stick::track::Counters::share`).

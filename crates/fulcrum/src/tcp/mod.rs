@@ -291,7 +291,9 @@ pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: &mut Accepted, out: &
         return out.end(crate::outcome::Cause::Proxy, Phase::Done);
     }
     let t = tunnel_timeouts(fe, be);
-    let (end, moved) = tunnel::run(&conn.client, &server, t, &|| slot.ended_by().is_some()).await;
+    let limits = conn.vars.as_mut().and_then(|v| v.bwlim.take());
+    let killed = || slot.ended_by().is_some();
+    let (end, moved) = tunnel::run(&conn.client, &server, t, &killed, limits).await;
     let srv = slot.server();
     for c in [&fe.counters, &be.counters, &srv.counters] {
         Counters::add(&c.bytes_in, moved.client_to_server);

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
 
+use crate::bwlim::{self, Active, Limit, Part};
 use crate::connection::{Buf, Pipe};
 
 /// Inactivity timeouts of each side, already resolved (`timeout tunnel` applied by the caller).
@@ -64,6 +65,10 @@ enum Side {
 /// One direction: bytes read from `from` wait in `buf[start..end]` to be written to `to`.
 #[derive(Default)]
 struct Flow {
+    /// Bandwidth limits on this direction (`set-bandwidth-limit`), in the filters' order.
+    limits: Vec<Limit>,
+    /// Wakes the direction when its limits let more go.
+    held: Option<std::pin::Pin<Box<Sleep>>>,
     buf: Option<Buf>,
     start: usize,
     end: usize,
@@ -84,6 +89,25 @@ struct Activity {
 impl Flow {
     fn done(&self) -> bool {
         self.shut
+    }
+
+    /// How many of `len` waiting bytes the limits let go now; `None` (the timer armed for
+    /// when they let more go) if none.
+    fn allowed(&mut self, len: usize, cx: &mut Context<'_>) -> Option<usize> {
+        loop {
+            let now = std::time::Instant::now();
+            let (n, next) = bwlim::allow(&mut self.limits, Part::All, len, false, now);
+            if n > 0 {
+                return Some(n);
+            }
+            let until = next.unwrap_or(now + Duration::from_millis(1));
+            let until = Instant::from_std(until);
+            let held = self.held.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(until)));
+            held.as_mut().reset(until);
+            if held.as_mut().poll(cx).is_pending() {
+                return None;
+            }
+        }
     }
 
     /// Moves as much as possible without blocking. `Err` carries the side that failed.
@@ -114,9 +138,19 @@ impl Flow {
                     Poll::Ready(Err(_)) => return Err(to_side),
                     Poll::Ready(Ok(())) => {}
                 }
+                let mut len = self.end - self.start;
+                if !self.limits.is_empty() {
+                    match self.allowed(len, cx) {
+                        Some(n) => len = n,
+                        None => return Ok(()),
+                    }
+                }
                 let Some(buf) = self.buf.as_ref() else { return Ok(()) };
-                match to.try_write(&buf[self.start..self.end]) {
+                match to.try_write(&buf[self.start..self.start + len]) {
                     Ok(n) => {
+                        if !self.limits.is_empty() {
+                            bwlim::passed(&mut self.limits, Part::All, n);
+                        }
                         self.start += n;
                         self.moved += n as u64;
                         act.wrote = true;
@@ -183,14 +217,21 @@ fn err_end(side: Side) -> TunnelEnd {
 ///
 /// `killed` says whether a server state change ended the session (it shuts the server
 /// socket): once the server side has ended, the tunnel then ends at once, both ways.
+/// `limits`: the stream's bandwidth limits (`bwlim-in` on what the client sends, `bwlim-out`
+/// on what the server sends).
 pub async fn run<C: Pipe, S: Pipe>(
     client: &C,
     server: &S,
     t: TunnelTimeouts,
     killed: &dyn Fn() -> bool,
+    limits: Option<Box<Active>>,
 ) -> (TunnelEnd, Moved) {
     let mut c2s = Flow::default();
     let mut s2c = Flow::default();
+    if let Some(l) = limits {
+        let Active { up, down } = *l;
+        (c2s.limits, s2c.limits) = (up, down);
+    }
     let start = Instant::now();
     let mut client_seen = start;
     let mut server_seen = start;

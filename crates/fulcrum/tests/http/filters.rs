@@ -87,6 +87,50 @@ fn downloads_and_uploads_go_at_the_limit_their_rule_enabled() {
     about("upload at 50k/s", took[4], 100_000.0 / 51_200.0);
 }
 
+/// `mode tcp`: `tcp-request content` and `tcp-response content set-bandwidth-limit` limit the
+/// tunnel's bytes (every byte counts there: the HTTP exchanged through it is opaque).
+#[test]
+fn tcp_content_rules_limit_a_tcp_stream() {
+    let srv = server("s1");
+    let cfg = format!(
+        "{DEFAULTS}\
+         frontend fe\n mode tcp\n bind {{fe0}}\n bind {{fe1}}\n\
+         filter bwlim-out dl default-limit 100k default-period 1s\n\
+         filter bwlim-in ul default-limit 50k default-period 1s\n\
+         tcp-request content set-bandwidth-limit dl if {{ dst_port {{port0}} }}\n\
+         tcp-request content set-bandwidth-limit ul if {{ dst_port {{port0}} }}\n\
+         use_backend limited if {{ dst_port {{port1}} }}\n\
+         default_backend be\n\
+         backend be\n mode tcp\n server s1 {a}\n\
+         backend limited\n mode tcp\n filter bwlim-out bdl default-limit 200k default-period 1s\n\
+         tcp-response content set-bandwidth-limit bdl\n server s1 {a}\n",
+        a = srv.addr()
+    );
+    let px = Target::Fulcrum.start(&cfg);
+    let (a0, a1) = (px.addr(), px.addrs[1]);
+    let get = |a, size: usize| {
+        move || {
+            let head = format!("GET /?s={size} HTTP/1.1\r\nHost: x\r\n\r\n");
+            let (r, t) = timed(|| Client::connect(a).request(head.as_bytes()));
+            assert_eq!((r.status, r.body.len()), (200, size));
+            t
+        }
+    };
+    let runs = [thread::spawn(get(a0, 200_000)), thread::spawn(get(a1, 400_000))];
+    let up = thread::spawn(move || {
+        let body = vec![b'u'; 100_000];
+        let head = format!("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n", body.len());
+        let (r, t) = timed(|| Client::connect(a0).request(&[head.as_bytes(), &body].concat()));
+        assert_eq!(r.status, 200);
+        t
+    });
+    let [dl, bdl] = runs.map(|h| h.join().expect("client"));
+    // The head's bytes count too here: a little over the body's time.
+    about("tcp-request content: download at 100k/s", dl, 200_000.0 / 102_400.0);
+    about("tcp-response content: download at 200k/s", bdl, 400_000.0 / 204_800.0);
+    about("tcp-request content: upload at 50k/s", up.join().expect("upload"), 100_000.0 / 51_200.0);
+}
+
 /// The size a test server answer asks for (`?s=N`).
 fn path_size(path: &str) -> usize {
     path.rsplit("s=").next().and_then(|n| n.parse().ok()).expect("s=N")

@@ -405,7 +405,8 @@ impl Session<'_> {
             server_fin: be.timeouts.server_fin,
         };
         let killed = || slot.ended_by().is_some();
-        let (end, moved) = tunnel::run(&self.client, &sc.stream, t, &killed).await;
+        let limits = self.t.vars.bwlim.take();
+        let (end, moved) = tunnel::run(&self.client, &sc.stream, t, &killed, limits).await;
         self.t.o.bytes_in += moved.client_to_server;
         self.t.o.bytes_out += moved.server_to_client;
         tcp::Ending::Tunnel(end).record(&mut self.t.o);
