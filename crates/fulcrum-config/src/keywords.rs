@@ -128,8 +128,8 @@ pub static GLOBAL: &[Keyword] = &[
     g("wurfl-information-list-separator", NotYet),
     g("busy-polling", NotYet),
     g("max-spread-checks", Supported),
-    g("maxcompcpuusage", Partial("no compression begins while the worker's idle share of the last second (from its thread's CPU time, sampled each second) is under 100 minus the value; HAProxy also lowers the level of those under way")),
-    g("maxcomprate", Partial("a response whose compression would begin while the process's compressor input in the current second is at the limit is not compressed; HAProxy also lowers the level of those under way")),
+    g("maxcompcpuusage", Partial("as HAProxy: no compression begins, and those under way go one level down per block, while the worker's idle share of the last second (from its thread's CPU time, sampled each second) is under 100 minus the value; zstd and br (Fulcrum's own) keep their level")),
+    g("maxcomprate", Partial("as HAProxy: no compression begins while the compressors' input rate is over the limit, and those under way go one level down per block (to 0, stored blocks) while their output rate is; zstd and br (Fulcrum's own) keep their level")),
     g("maxconn", Supported),
     g("maxconnrate", Supported),
     g("maxpipes", Partial("accepted, no effect: Fulcrum never splices")),
@@ -835,9 +835,9 @@ const COMPRESSION_NOTES: &[&str] = &[
     "- `res.comp` and `res.comp_algo` answer in the response rules (decided before they run, as HAProxy's) and in log formats (the response's compression as decided: an answer the proxy made logs none, whatever the request accepted).",
     "- **Fulcrum extension**: `compression algo zstd` and `compression algo br` (Zstandard through the reference library, brotli through Dropbox's Rust port; `tune.comp.maxlevel` as their level, brotli with a 4 MB window). `-c` says so with a notice (HAProxy 2.6 refuses them). When the configuration lists one of them, equal `Accept-Encoding` q-values go to the algorithm the configuration lists first (HAProxy's rule takes the client's first, which for browsers always means gzip); without them, HAProxy's rule stays.",
     "- `-vv` lists the algorithms and `-cc 'feature(ZLIB)'` is true (HAProxy's reg-tests ask for ZLIB or SLZ before they run); HAProxy's `compression/basic.vtc` and `compression/etags_conversion.vtc` pass (docs/regtests.md).",
-    "- `maxcomprate`: a response begins uncompressed while the process's compressor input over the last second (HAProxy's frequency counter: this second's kilobytes plus a share of the last one's, each response's counted when its body ends) is at the limit; HAProxy also lowers the level of the responses under way, Fulcrum finishes them as they began.",
+    "- `maxcomprate`: as in HAProxy, a response begins uncompressed while the bytes into the process's compressors over the last second (HAProxy's frequency counter: this second's plus a share of the last one's, counted block by block) are over the limit, and each gzip, deflate or raw-deflate response under way goes one level down after each block while the bytes out of them are over it (down to level 0, stored blocks, whose bytes count as bypassed, `comp_byp`), one level back up after each block while they are not (never above `tune.comp.maxlevel`). `show info` tells `CompressBpsIn`, `CompressBpsOut` and `CompressBpsRateLim`. zstd and br (Fulcrum's own) keep the level they began with.",
     "- `filter cache <name>` (or the implicit cache filter of a `cache-use`/`cache-store` rule) must come before `filter compression`, as HAProxy requires (with its messages).",
-    "- `maxcompcpuusage`: a response begins uncompressed while its worker's idle share of the last second (measured from the thread's CPU time once a second; `show info`'s `Idle_pct` is the workers' mean) is under 100 minus the value, as HAProxy's `compress_min_idle`; like `maxcomprate`, HAProxy also lowers the level of the responses under way down to 0 while the limit holds, Fulcrum finishes them at the level they began with.",
+    "- `maxcompcpuusage`: a response begins uncompressed while its worker's idle share of the last second (measured from the thread's CPU time once a second; `show info`'s `Idle_pct` is the workers' mean) is under 100 minus the value, as HAProxy's `compress_min_idle`; like `maxcomprate`, the responses under way go one level down per block while it holds (zstd and br keep theirs).",
     "- Not yet: `filter spoe|fcgi-app`.",
 ];
 

@@ -39,11 +39,8 @@ pub struct Shared {
     /// reloads).
     pub conn_rate: Arc<crate::frontend::rate::RateLimit>,
     pub sess_rate: Arc<crate::frontend::rate::RateLimit>,
-    /// `maxcomprate`, in kilobytes into the compressor per second.
-    pub comp_rate: Arc<crate::frontend::rate::KbRate>,
-    /// `maxcompcpuusage` as HAProxy's `compress_min_idle`: no compression begins while this
-    /// worker's idle share of the last second (`clock::idle_pct`) is under it (0: no limit).
-    pub comp_min_idle: u8,
+    /// `maxcomprate` and `maxcompcpuusage` (the same across reloads).
+    pub comp_rate: Arc<crate::frontend::rate::CompRate>,
     /// What the process knows of itself (`show info`, the stats page).
     pub process: Process,
 }

@@ -36,7 +36,7 @@ pub struct Context {
     pub debug: bool,
     pub global_limit: Arc<Limit>,
     pub conn_rate: Arc<RateLimit>,
-    pub comp_rate: Arc<crate::frontend::rate::KbRate>,
+    pub comp_rate: Arc<crate::frontend::rate::CompRate>,
     pub sess_rate: Arc<RateLimit>,
     pub started: std::time::SystemTime,
     pub started_at: std::time::Instant,
@@ -67,7 +67,6 @@ impl Context {
             stopping: Default::default(),
             conn_rate: Arc::clone(&self.conn_rate),
             comp_rate: Arc::clone(&self.comp_rate),
-            comp_min_idle: g.comp_min_idle.clamp(0, 100) as u8,
             sess_rate: Arc::clone(&self.sess_rate),
             process: crate::shared::Process {
                 started: self.started,
@@ -91,7 +90,7 @@ impl Context {
     /// `maxconnrate` and `maxsessrate` as the configuration says (start-up, a reload).
     pub fn apply_rates(&self, g: &cfg::Global) {
         self.conn_rate.set_max(g.maxconnrate.unwrap_or(0));
-        self.comp_rate.set_max(g.maxcomprate.unwrap_or(0));
+        self.comp_rate.set(g.maxcomprate.unwrap_or(0), g.comp_min_idle.clamp(0, 100) as u8);
         self.sess_rate.set_max(g.maxsessrate.unwrap_or(0));
     }
 

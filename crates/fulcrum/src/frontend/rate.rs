@@ -64,46 +64,23 @@ impl RateLimit {
     }
 }
 
-/// A byte rate over the last second, shared by all worker threads (`maxcomprate`: kilobytes
-/// into the compressor), read as HAProxy reads its frequency counters: the current second's
-/// count plus the previous second's, weighted by what is left of the current one.
-#[derive(Debug)]
-pub struct KbRate {
-    /// Kilobytes per second allowed (0: no limit).
-    max: AtomicU32,
-    /// The second (since `origin`) in the high half, its count in the low half: the current
-    /// one and the one before it.
+/// A count per second shared by all worker threads, read as HAProxy reads its frequency
+/// counters: the current second's count plus the previous second's, weighted by what is left
+/// of the current one. Each word holds the second (since the owner's origin) in its high
+/// half and the count in its low half (saturating).
+#[derive(Debug, Default)]
+struct PerSecond {
     cur: AtomicU64,
     prev: AtomicU64,
-    origin: Instant,
 }
 
-impl Default for KbRate {
-    fn default() -> Self {
-        KbRate {
-            max: AtomicU32::new(0),
-            cur: AtomicU64::new(0),
-            prev: AtomicU64::new(0),
-            origin: Instant::now(),
-        }
-    }
-}
-
-impl KbRate {
-    pub fn set_max(&self, max: u32) {
-        self.max.store(max, Ordering::Relaxed);
-    }
-
-    /// Counts `kb` kilobytes at `now` (threads racing at a second's turn may lose a few).
-    pub fn count(&self, now: Instant, kb: u32) {
-        if self.max.load(Ordering::Relaxed) == 0 || kb == 0 {
-            return;
-        }
-        let second = now.saturating_duration_since(self.origin).as_secs();
+impl PerSecond {
+    /// Counts `n` in `second` (threads racing at a second's turn may lose a few).
+    fn count(&self, second: u64, n: u64) {
         let old = self.cur.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| {
             Some(match w >> 32 == second {
-                true => (w & !0xffff_ffff) | ((w & 0xffff_ffff) + u64::from(kb)).min(0xffff_ffff),
-                false => second << 32 | u64::from(kb),
+                true => (w & !0xffff_ffff) | ((w & 0xffff_ffff) + n).min(0xffff_ffff),
+                false => second << 32 | n.min(0xffff_ffff),
             })
         });
         if let Ok(w) = old {
@@ -113,19 +90,89 @@ impl KbRate {
         }
     }
 
-    /// Whether the rate at `now` has reached the limit.
-    pub fn reached(&self, now: Instant) -> bool {
-        let max = u64::from(self.max.load(Ordering::Relaxed));
-        if max == 0 {
-            return false;
-        }
-        let elapsed = now.saturating_duration_since(self.origin);
-        let second = elapsed.as_secs();
+    /// The rate in `second`, `left` milliseconds of it still to come.
+    fn read(&self, second: u64, left: u64) -> u64 {
         let count = |w: u64, s: u64| if w >> 32 == s { w & 0xffff_ffff } else { 0 };
         let (cur, prev) = (self.cur.load(Ordering::Relaxed), self.prev.load(Ordering::Relaxed));
         let previous = count(cur, second.wrapping_sub(1)).max(count(prev, second.wrapping_sub(1)));
-        let left = 1_000 - u64::from(elapsed.subsec_millis());
-        count(cur, second) * 1_000 + previous * left >= max * 1_000
+        count(cur, second) + previous * left / 1_000
+    }
+}
+
+/// Compression's limits, shared by all worker threads across reloads: `maxcomprate`
+/// (HAProxy's `comp_rate_lim`, in bytes per second) compared with the bytes into the
+/// compressors (`comp_bps_in`: a response begins plain while it is over) and out of them
+/// (`comp_bps_out`: responses under way lower their level while it is over), and
+/// `maxcompcpuusage` (HAProxy's `compress_min_idle`: the same, while this worker's idle share
+/// of the last second is under it).
+#[derive(Debug)]
+pub struct CompRate {
+    max: AtomicU64,
+    min_idle: AtomicU32,
+    bps_in: PerSecond,
+    bps_out: PerSecond,
+    origin: Instant,
+}
+
+impl Default for CompRate {
+    fn default() -> Self {
+        CompRate {
+            max: AtomicU64::new(0),
+            min_idle: AtomicU32::new(0),
+            bps_in: PerSecond::default(),
+            bps_out: PerSecond::default(),
+            origin: Instant::now(),
+        }
+    }
+}
+
+impl CompRate {
+    /// `maxcomprate` in kilobytes per second (0: none) and `compress_min_idle` (0 to 100).
+    pub fn set(&self, max_kb: u32, min_idle: u8) {
+        self.max.store(u64::from(max_kb) * 1024, Ordering::Relaxed);
+        self.min_idle.store(u32::from(min_idle.min(100)), Ordering::Relaxed);
+    }
+
+    /// The limit in bytes per second (`show info`'s `CompressBpsRateLim`).
+    pub fn max(&self) -> u64 {
+        self.max.load(Ordering::Relaxed)
+    }
+
+    fn at(&self, now: Instant) -> (u64, u64) {
+        let elapsed = now.saturating_duration_since(self.origin);
+        (elapsed.as_secs(), 1_000 - u64::from(elapsed.subsec_millis()))
+    }
+
+    /// A compressed block: `bytes_in` into the compressor, `bytes_out` out of it.
+    pub fn count(&self, now: Instant, bytes_in: u64, bytes_out: u64) {
+        let (second, _) = self.at(now);
+        self.bps_in.count(second, bytes_in);
+        self.bps_out.count(second, bytes_out);
+    }
+
+    /// Bytes per second into and out of the compressors (`CompressBpsIn`, `CompressBpsOut`).
+    pub fn rates(&self, now: Instant) -> (u64, u64) {
+        let (second, left) = self.at(now);
+        (self.bps_in.read(second, left), self.bps_out.read(second, left))
+    }
+
+    fn idle_short(&self) -> bool {
+        let min = self.min_idle.load(Ordering::Relaxed);
+        min > 0 && u32::from(crate::clock::idle_pct()) < min
+    }
+
+    /// Whether a response beginning now stays plain (HAProxy's
+    /// `select_compression_response_header()`).
+    pub fn begins_plain(&self, now: Instant) -> bool {
+        let max = self.max();
+        (max > 0 && self.rates(now).0 > max) || self.idle_short()
+    }
+
+    /// Whether the compressions under way lower their level (HAProxy's
+    /// `deflate_flush_or_finish()`).
+    pub fn pressed(&self, now: Instant) -> bool {
+        let max = self.max();
+        (max > 0 && self.rates(now).1 > max) || self.idle_short()
     }
 }
 
@@ -134,25 +181,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_kb_rate_counts_this_second_and_a_share_of_the_last_one() {
-        let r = KbRate::default();
-        r.set_max(100);
+    fn compression_rates_count_this_second_and_a_share_of_the_last_one() {
+        let r = CompRate::default();
+        r.set(100, 0);
         let at = |ms: u64| r.origin + Duration::from_millis(ms);
-        assert!(!r.reached(at(100)));
-        r.count(at(100), 60);
-        assert!(!r.reached(at(200)));
-        r.count(at(300), 40);
-        assert!(r.reached(at(400)), "100 kB in this second");
-        // Half-way into the next second: half of the last one's 100 still counts.
-        assert!(!r.reached(at(1_500)));
-        r.count(at(1_500), 50);
-        assert!(r.reached(at(1_500)), "50 + 100 x 0.5");
-        assert!(!r.reached(at(1_900)), "50 + 100 x 0.1");
-        // Two seconds later, nothing.
-        assert!(!r.reached(at(3_100)));
-        let unlimited = KbRate::default();
-        unlimited.count(at(100), 1_000_000);
-        assert!(!unlimited.reached(at(100)));
+        assert!(!r.begins_plain(at(100)) && !r.pressed(at(100)));
+        r.count(at(100), 60 * 1024, 10);
+        assert!(!r.begins_plain(at(200)));
+        r.count(at(300), 40 * 1024 + 1, 102_400);
+        assert!(r.begins_plain(at(400)), "over 100 kB in this second");
+        assert!(!r.pressed(at(400)), "102,410 bytes out, not over 102,400");
+        r.count(at(400), 0, 1);
+        assert!(r.pressed(at(400)));
+        // Half-way into the next second: half of the last one's still counts.
+        assert!(!r.begins_plain(at(1_500)));
+        r.count(at(1_500), 50 * 1024 + 1, 0);
+        assert!(r.begins_plain(at(1_500)), "50k + 100k x 0.5");
+        assert!(!r.begins_plain(at(1_900)), "50k + 100k x 0.1");
+        assert_eq!(r.rates(at(3_100)), (0, 0), "two seconds later, nothing");
+        let unlimited = CompRate::default();
+        unlimited.count(at(100), 1 << 30, 1 << 30);
+        assert!(!unlimited.begins_plain(at(100)) && !unlimited.pressed(at(100)));
+        assert_eq!(unlimited.rates(at(100)), (1 << 30, 1 << 30), "counted all the same");
     }
 
     #[test]

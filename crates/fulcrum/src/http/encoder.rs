@@ -1,30 +1,39 @@
 //! A response body's compression as it streams (HAProxy's compression filter's data side):
 //! each block of data in is compressed and flushed at once (a client sees what the server
 //! sent as soon as it came, compressed), the stream finished with the body's end. gzip,
-//! deflate (zlib) and raw deflate through `flate2`; zstd and brotli (Fulcrum's own) through
-//! `zstd` and `brotli`; identity passes data as it is.
+//! deflate (zlib) and raw deflate through `flate2`'s raw deflate stream in a wrapper of ours,
+//! whose level follows the process's load as HAProxy's does (`maxcomprate`,
+//! `maxcompcpuusage`: one level down after each block while over the limit, one up while
+//! under, never above `tune.comp.maxlevel`; a new level is a new raw stream after the block's
+//! sync flush, which a decoder reads as one);
+//! zstd and brotli (Fulcrum's own) through `zstd` and `brotli`, at their first level;
+//! identity passes data as it is.
 //!
 //! Must not touch: heads (`analyse::compress` decides and rewrites them), framing.
 
 use std::io::Write;
 
-use flate2::write::{DeflateEncoder, GzEncoder, ZlibEncoder};
-use flate2::Compression as Level;
+use flate2::{Compress, Compression as Level, Crc, FlushCompress, Status};
 use fulcrum_config::compression::CompAlgo;
 
 /// One response's encoder; its output collects in a buffer handed back by [`Encoder::push`].
 pub struct Encoder {
     kind: Kind,
-    /// Data bytes in, bytes out (HAProxy's `comp_in`/`comp_out`, or `comp_byp` for identity).
+    /// The deflate family's level now (HAProxy's `cur_lvl`) and its ceiling.
+    level: u32,
+    max_level: u32,
+    /// Data bytes in and bytes out while compressing (HAProxy's `comp_in`/`comp_out`), and
+    /// those that passed as they were (`comp_byp`: identity, or a deflate stream brought down
+    /// to level 0).
     pub bytes_in: u64,
     pub bytes_out: u64,
+    pub bypassed: u64,
 }
 
 enum Kind {
     Identity(Vec<u8>),
-    Gzip(GzEncoder<Vec<u8>>),
-    Zlib(ZlibEncoder<Vec<u8>>),
-    Raw(DeflateEncoder<Vec<u8>>),
+    /// gzip, zlib or raw deflate.
+    Flate(Box<Flate>),
     Zstd(zstd::stream::write::Encoder<'static, Vec<u8>>),
     /// (Finished by taking the writer: its last bytes then wait in `last`.)
     Brotli {
@@ -41,9 +50,9 @@ impl Encoder {
         let out = Vec::new();
         let kind = match algo {
             CompAlgo::Identity => Kind::Identity(out),
-            CompAlgo::Gzip => Kind::Gzip(GzEncoder::new(out, level)),
-            CompAlgo::Deflate => Kind::Zlib(ZlibEncoder::new(out, level)),
-            CompAlgo::RawDeflate => Kind::Raw(DeflateEncoder::new(out, level)),
+            CompAlgo::Gzip => Flate::kind(Wrap::Gzip(Crc::new()), level),
+            CompAlgo::Deflate => Flate::kind(Wrap::Zlib(Adler32::default()), level),
+            CompAlgo::RawDeflate => Flate::kind(Wrap::Raw, level),
             CompAlgo::Zstd => match zstd::stream::write::Encoder::new(out, n as i32) {
                 Ok(e) => Kind::Zstd(e),
                 Err(_) => Kind::Identity(Vec::new()),
@@ -54,19 +63,49 @@ impl Encoder {
                 last: Vec::new(),
             },
         };
-        Encoder { kind, bytes_in: 0, bytes_out: 0 }
+        Encoder { kind, level: n, max_level: n, bytes_in: 0, bytes_out: 0, bypassed: 0 }
     }
 
     /// Compresses `data` and flushes (`end`: finishes the stream); the bytes to send, valid
-    /// until the next call.
-    pub fn push(&mut self, data: &[u8], end: bool) -> std::io::Result<&[u8]> {
-        self.bytes_in += data.len() as u64;
-        let out = Self::encode(&mut self.kind, data, end)?;
-        self.bytes_out += out.len() as u64;
-        Ok(out)
+    /// until the next call, and whether they count as compressed (not bypassed).
+    /// `pressed`: whether the process is over `maxcomprate` or `maxcompcpuusage` now (the
+    /// next block's level goes down one, else up one).
+    pub fn push(
+        &mut self,
+        data: &[u8],
+        end: bool,
+        pressed: bool,
+    ) -> std::io::Result<(&[u8], bool)> {
+        let (max, identity) = (self.max_level, matches!(self.kind, Kind::Identity(_)));
+        let level = &mut self.level;
+        let out = Self::encode(&mut self.kind, data, end, |c: &mut Compress| {
+            let next = match pressed {
+                true => level.saturating_sub(1),
+                false => (*level + 1).min(max),
+            };
+            if next != *level {
+                // (The block was flushed: the next goes on at its level in a new stream.)
+                *c = Compress::new(Level::new(next), false);
+                *level = next;
+            }
+        })?;
+        // (As HAProxy: by the level after the block's flush.)
+        let compressed = !identity && self.level > 0;
+        if compressed {
+            self.bytes_in += data.len() as u64;
+            self.bytes_out += out.len() as u64;
+        } else {
+            self.bypassed += data.len() as u64;
+        }
+        Ok((out, compressed))
     }
 
-    fn encode<'k>(kind: &'k mut Kind, data: &[u8], end: bool) -> std::io::Result<&'k [u8]> {
+    fn encode<'k>(
+        kind: &'k mut Kind,
+        data: &[u8],
+        end: bool,
+        adjust: impl FnOnce(&mut Compress),
+    ) -> std::io::Result<&'k [u8]> {
         fn step<W: Write>(w: &mut W, data: &[u8], end: bool) -> std::io::Result<()> {
             w.write_all(data)?;
             if !end && !data.is_empty() {
@@ -74,27 +113,30 @@ impl Encoder {
             }
             Ok(())
         }
-        // The writers over a `Vec` (flate2's and zstd's): cleared, fed, flushed or finished.
-        macro_rules! stream {
-            ($e:expr, $finish:ident) => {{
-                $e.get_mut().clear();
-                step($e, data, end)?;
-                if end {
-                    $e.$finish()?;
-                }
-                Ok($e.get_ref())
-            }};
-        }
         match kind {
             Kind::Identity(out) => {
                 out.clear();
                 out.extend_from_slice(data);
                 Ok(out)
             }
-            Kind::Gzip(e) => stream!(e, try_finish),
-            Kind::Zlib(e) => stream!(e, try_finish),
-            Kind::Raw(e) => stream!(e, try_finish),
-            Kind::Zstd(e) => stream!(e, do_finish),
+            Kind::Flate(f) => {
+                f.out.clear();
+                if end || !data.is_empty() {
+                    f.push(data, end)?;
+                    if !end {
+                        adjust(&mut f.c); // after the flush, as HAProxy's `deflate_flush_or_finish()`
+                    }
+                }
+                Ok(&f.out)
+            }
+            Kind::Zstd(e) => {
+                e.get_mut().clear();
+                step(e, data, end)?;
+                if end {
+                    e.do_finish()?;
+                }
+                Ok(e.get_ref())
+            }
             Kind::Brotli { w, last } => {
                 last.clear();
                 if let Some(e) = w.as_mut() {
@@ -113,10 +155,135 @@ impl Encoder {
             }
         }
     }
+}
 
-    /// Whether bytes change (identity's pass as they are: HAProxy counts them as bypassed).
-    pub fn compresses(&self) -> bool {
-        !matches!(self.kind, Kind::Identity(_))
+/// A gzip, zlib or raw deflate stream: raw deflate in the format's wrapper (written as zlib
+/// writes it).
+struct Flate {
+    c: Compress,
+    wrap: Wrap,
+    /// The wrapper's head went.
+    begun: bool,
+    /// The first level (the zlib and gzip heads tell it).
+    level: u32,
+    out: Vec<u8>,
+}
+
+enum Wrap {
+    Gzip(Crc),
+    Zlib(Adler32),
+    Raw,
+}
+
+impl Flate {
+    fn kind(wrap: Wrap, level: Level) -> Kind {
+        let c = Compress::new(level, false);
+        Kind::Flate(Box::new(Flate {
+            c,
+            wrap,
+            begun: false,
+            level: level.level(),
+            out: Vec::new(),
+        }))
+    }
+
+    fn push(&mut self, data: &[u8], end: bool) -> std::io::Result<()> {
+        if !self.begun {
+            self.begun = true;
+            let l = self.level;
+            match &self.wrap {
+                // zlib's: no name, no time, the OS Unix; XFL 4 (fastest) or 2 (best).
+                Wrap::Gzip(_) => {
+                    let xfl = if l >= 9 {
+                        2
+                    } else if l < 2 {
+                        4
+                    } else {
+                        0
+                    };
+                    self.out.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, xfl, 3]);
+                }
+                Wrap::Zlib(_) => {
+                    let flevel: u16 = match l {
+                        0 | 1 => 0,
+                        2..=5 => 1,
+                        6 => 2,
+                        _ => 3,
+                    };
+                    let head = 0x7800 | flevel << 6;
+                    let head = head + 31 - head % 31;
+                    self.out.extend_from_slice(&head.to_be_bytes());
+                }
+                Wrap::Raw => {}
+            }
+        }
+        match &mut self.wrap {
+            Wrap::Gzip(crc) => crc.update(data),
+            Wrap::Zlib(a) => a.update(data),
+            Wrap::Raw => {}
+        }
+        deflate(&mut self.c, data, &mut self.out, end)?;
+        if end {
+            match &self.wrap {
+                Wrap::Gzip(crc) => {
+                    self.out.extend_from_slice(&crc.sum().to_le_bytes());
+                    self.out.extend_from_slice(&crc.amount().to_le_bytes());
+                }
+                Wrap::Zlib(a) => self.out.extend_from_slice(&a.sum().to_be_bytes()),
+                Wrap::Raw => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// zlib's checksum (RFC 1950).
+struct Adler32 {
+    a: u32,
+    b: u32,
+}
+
+impl Default for Adler32 {
+    fn default() -> Self {
+        Adler32 { a: 1, b: 0 }
+    }
+}
+
+impl Adler32 {
+    fn update(&mut self, data: &[u8]) {
+        const MOD: u32 = 65521;
+        // (5552 bytes at most between reductions: the sums cannot overflow.)
+        for part in data.chunks(5552) {
+            for &x in part {
+                self.a += u32::from(x);
+                self.b += self.a;
+            }
+            self.a %= MOD;
+            self.b %= MOD;
+        }
+    }
+
+    fn sum(&self) -> u32 {
+        self.b << 16 | self.a
+    }
+}
+
+/// Feeds `data` to a deflate stream and flushes it (`end`: finishes it), into `out`.
+fn deflate(c: &mut Compress, mut data: &[u8], out: &mut Vec<u8>, end: bool) -> std::io::Result<()> {
+    let flush = if end { FlushCompress::Finish } else { FlushCompress::Sync };
+    loop {
+        if out.capacity() - out.len() < 64 {
+            out.reserve((data.len() / 2).max(4096));
+        }
+        let before = c.total_in();
+        let st = c.compress_vec(data, out, flush).map_err(std::io::Error::other)?;
+        data = &data[(c.total_in() - before) as usize..];
+        match st {
+            Status::StreamEnd => return Ok(()),
+            // Done once all is in and the flush left room (it completed).
+            _ if !end && data.is_empty() && out.len() < out.capacity() => return Ok(()),
+            _ => {}
+        }
     }
 }
 
@@ -129,7 +296,7 @@ mod tests {
         let mut e = Encoder::new(algo, 1);
         let mut out = Vec::new();
         for (i, p) in pieces.iter().enumerate() {
-            out.extend_from_slice(e.push(p, i + 1 == pieces.len()).expect("push"));
+            out.extend_from_slice(e.push(p, i + 1 == pieces.len(), false).expect("push").0);
         }
         out
     }
@@ -159,10 +326,53 @@ mod tests {
         assert_eq!(back, [text, text].concat());
         // A first block alone is complete data (sync flush): a reader gets it at once.
         let mut e = Encoder::new(CompAlgo::Gzip, 1);
-        let first = e.push(text, false).expect("push").to_vec();
+        let first = e.push(text, false, false).expect("push").0.to_vec();
         let mut d = flate2::write::GzDecoder::new(Vec::new());
         d.write_all(&first).expect("partial");
         d.flush().expect("flush");
         assert_eq!(d.get_ref(), text);
+    }
+
+    /// `maxcomprate`/`maxcompcpuusage` pressing: each block flushed under pressure brings the
+    /// next one level down (to stored blocks at 0, counted as bypassed), each without it one
+    /// back up; the stream decodes whole, whatever its levels.
+    #[test]
+    fn the_level_follows_the_pressure_block_by_block() {
+        let text = b"hello hello hello hello hello hello hello ".repeat(100);
+        let decode = |algo: CompAlgo, b: &[u8]| {
+            let mut back = Vec::new();
+            match algo {
+                CompAlgo::Gzip => flate2::read::GzDecoder::new(b).read_to_end(&mut back),
+                CompAlgo::Deflate => flate2::read::ZlibDecoder::new(b).read_to_end(&mut back),
+                _ => flate2::read::DeflateDecoder::new(b).read_to_end(&mut back),
+            }
+            .expect("decodes");
+            back
+        };
+        for algo in [CompAlgo::Gzip, CompAlgo::Deflate, CompAlgo::RawDeflate] {
+            let mut e = Encoder::new(algo, 1);
+            let (mut out, mut sizes, mut compressed) = (Vec::new(), Vec::new(), Vec::new());
+            for i in 0..6 {
+                let (o, c) = e.push(&text, false, i == 1 || i == 2).expect("push");
+                out.extend_from_slice(o);
+                sizes.push(o.len());
+                compressed.push(c);
+            }
+            out.extend_from_slice(e.push(b"", true, false).expect("end").0);
+            assert_eq!(decode(algo, &out), text.repeat(6), "{algo:?}");
+            assert_eq!(compressed, [true, false, false, true, true, true], "{algo:?}");
+            assert!(sizes[2] > text.len() && sizes[3] > text.len(), "stored: {sizes:?}");
+            assert!(sizes[4] < text.len() / 4, "compressed again: {sizes:?}");
+            assert_eq!(e.bypassed, 2 * text.len() as u64);
+            assert_eq!(e.bytes_in, 4 * text.len() as u64);
+        }
+        // The heads zlib writes, so clients see what HAProxy's zlib sends.
+        let mut z = Encoder::new(CompAlgo::Deflate, 1);
+        assert_eq!(&z.push(b"x", true, false).expect("zlib").0[..2], [0x78, 0x01]);
+        let mut g = Encoder::new(CompAlgo::Gzip, 1);
+        assert_eq!(
+            &g.push(b"x", true, false).expect("gzip").0[..10],
+            [31, 139, 8, 0, 0, 0, 0, 0, 4, 3]
+        );
     }
 }

@@ -50,6 +50,7 @@ pub fn lines(p: &Process, shared: &Shared) -> Vec<InfoLine> {
         false => 0,
     };
     let stopping = shared.stopping.load(Ordering::Relaxed);
+    let (comp_in, comp_out) = shared.comp_rate.rates(crate::clock::now().into_std());
     let mut v = vec![
         (0, "Name", "POS", Val::Str("Fulcrum".into())),
         (1, "Version", "POS", Val::Str(version.into())),
@@ -93,9 +94,9 @@ pub fn lines(p: &Process, shared: &Shared) -> Vec<InfoLine> {
         (39, "SslBackendMaxKeyRate", "MMP", u32v(get(&tls.max_be_key_rate).max(be_key_rate))),
         (40, "SslCacheLookups", "MCP", Val::U32(0)),
         (41, "SslCacheMisses", "MCP", Val::U32(0)),
-        (42, "CompressBpsIn", "MRP", Val::U32(0)),
-        (43, "CompressBpsOut", "MRP", Val::U32(0)),
-        (44, "CompressBpsRateLim", "CLP", Val::U32(0)),
+        (42, "CompressBpsIn", "MRP", u32v(comp_in)),
+        (43, "CompressBpsOut", "MRP", u32v(comp_out)),
+        (44, "CompressBpsRateLim", "CLP", u32v(shared.comp_rate.max())),
         (47, "Tasks", "MGP", u32v(shared.global_limit.current())),
         (48, "Run_queue", "MGP", Val::U32(0)),
         (49, "Idle_pct", "MaP", Val::U32(crate::clock::process_idle_pct())),

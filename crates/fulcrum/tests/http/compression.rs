@@ -322,6 +322,58 @@ fn maxcomprate_leaves_responses_plain_once_the_rate_is_reached() {
     });
 }
 
+/// `maxcomprate` on a response under way (HAProxy's `deflate_flush_or_finish()`): once the
+/// compressors' output rate passes the limit, each block goes one level down, here to level 0
+/// (stored blocks, counted as bypassed); the answer still decodes to the original.
+#[test]
+#[cfg_attr(no_python_zlib, ignore = "Python's zlib is missing (see crates/fulcrum/build.rs)")]
+fn maxcomprate_lowers_the_level_of_a_response_under_way() {
+    const SIZE: usize = 400_000;
+    each(|t| {
+        let body = noise(SIZE);
+        let b = body.clone();
+        let (at, server) = origin_once::<SIZE>(move |mut s| {
+            for part in b.chunks(16 * 1024) {
+                let _ = s.write_all(part);
+            }
+        });
+        let cfg = format!(
+            "global\n maxcomprate 50\n stats socket {{dir}}/api.sock level admin\n{DEFAULTS}\
+             frontend fe\n bind {{fe0}}\n compression algo gzip\n default_backend be\n\
+             backend be\n server s1 {at}\n"
+        );
+        let px = t.start(&cfg);
+        let r = Client::connect(px.addr()).request(
+            b"GET / HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n",
+        );
+        server.join().expect("origin");
+        assert_eq!(r.header("content-encoding"), Some("gzip"), "below the rate as it began");
+        assert!(inflate(&r.body, 31) == body, "the answer decodes to the original");
+        let sock = px.dir.join("api.sock");
+        let at = |n: &str| -> u64 {
+            let stat = show_stat(&sock);
+            let mut lines = stat.lines();
+            let names: Vec<&str> =
+                lines.next().expect("header").trim_start_matches("# ").split(',').collect();
+            let fe: Vec<&str> = lines
+                .map(|l| l.split(',').collect::<Vec<_>>())
+                .find(|r| r.get(1) == Some(&"FRONTEND"))
+                .expect("frontend row");
+            fe[names.iter().position(|x| *x == n).expect(n)].parse().expect(n)
+        };
+        let counted =
+            crate::harness::eventually(std::time::Duration::from_secs(5), || at("comp_rsp") == 1);
+        assert!(counted, "comp_rsp {}", at("comp_rsp"));
+        let (comp_in, byp) = (at("comp_in"), at("comp_byp"));
+        assert_eq!(comp_in + byp, SIZE as u64, "every byte counted once");
+        assert!(comp_in > 0 && comp_in < SIZE as u64 / 2, "compressed until the limit: {comp_in}");
+        let info = crate::harness::api(&sock, "show info");
+        let lim = info.lines().find_map(|l| l.strip_prefix("CompressBpsRateLim: "));
+        assert_eq!(lim.map(str::trim), Some("51200"), "{info}");
+        (r.header("content-encoding").map(str::to_string), byp > 0)
+    });
+}
+
 /// `maxcompcpuusage`: no compression begins while the worker's idle share of the last second
 /// is under 100 minus the value. At 0 (any work at all is too much) compression stops once
 /// the first second was measured, at 100 it never does; `show info` tells the idle share.
@@ -403,6 +455,30 @@ fn noise(n: usize) -> Vec<u8> {
     out
 }
 
+/// An origin for one request: it reads the request's head, answers a plain-text head whose
+/// `Content-Length` is the body's `SIZE`, then lets `body` write the body.
+fn origin_once<const SIZE: usize>(
+    body: impl FnOnce(std::net::TcpStream) + Send + 'static,
+) -> (std::net::SocketAddr, std::thread::JoinHandle<()>) {
+    use std::io::Read;
+    let origin = std::net::TcpListener::bind("127.0.0.1:0").expect("bind origin");
+    let at = origin.local_addr().expect("origin address");
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = origin.accept().expect("the proxy connects");
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && s.read(&mut byte).unwrap_or(0) == 1 {
+            head.push(byte[0]);
+        }
+        let h = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {SIZE}\r\n\r\n"
+        );
+        let _ = s.write_all(h.as_bytes());
+        body(s);
+    });
+    (at, server)
+}
+
 /// A chunked body's data (the bytes after the head), its chunks joined.
 fn dechunk(mut b: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
@@ -433,21 +509,9 @@ fn a_slow_client_of_a_compressed_body_holds_the_server_back() {
     const SIZE: usize = 64 << 20;
     each(|t| {
         let body = Arc::new(noise(SIZE));
-        let origin = std::net::TcpListener::bind("127.0.0.1:0").expect("bind origin");
-        let at = origin.local_addr().expect("origin address");
         let written = Arc::new(AtomicUsize::new(0));
         let (w, b) = (Arc::clone(&written), Arc::clone(&body));
-        let server = std::thread::spawn(move || {
-            let (mut s, _) = origin.accept().expect("the proxy connects");
-            let mut head = Vec::new();
-            let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") && s.read(&mut byte).unwrap_or(0) == 1 {
-                head.push(byte[0]);
-            }
-            let h = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {SIZE}\r\n\r\n"
-            );
-            let _ = s.write_all(h.as_bytes());
+        let (at, server) = origin_once::<SIZE>(move |mut s| {
             for part in b.chunks(64 * 1024) {
                 if s.write_all(part).is_err() {
                     return;

@@ -226,12 +226,9 @@ impl Session<'_> {
     /// The compression counters of a response's body.
     fn count_compression(&self, enc: &crate::http::encoder::Encoder, be: &Backend, x: Xfer) {
         for c in [&*self.fe.counters, &*be.counters] {
-            if enc.compresses() {
-                Counters::add(&c.comp_in, enc.bytes_in);
-                Counters::add(&c.comp_out, enc.bytes_out);
-            } else {
-                Counters::add(&c.comp_byp, enc.bytes_in);
-            }
+            Counters::add(&c.comp_in, enc.bytes_in);
+            Counters::add(&c.comp_out, enc.bytes_out);
+            Counters::add(&c.comp_byp, enc.bypassed);
             if x == Xfer::Done {
                 Counters::inc(&c.comp_rsp);
             }

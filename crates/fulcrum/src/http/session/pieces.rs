@@ -35,9 +35,9 @@ pub(super) enum Source<'a> {
 pub(super) struct Filters<'a> {
     pub store: Option<&'a mut crate::cache::Writer>,
     pub enc: Option<&'a mut crate::http::encoder::Encoder>,
-    /// `maxcomprate`'s counter: the compressor's input is counted once the body ended, before
-    /// its last bytes go (a client asking again at once sees it counted).
-    pub rate: Option<&'a crate::frontend::rate::KbRate>,
+    /// `maxcomprate`'s and `maxcompcpuusage`'s state: each block compressed is counted in it,
+    /// and it says whether the next goes one level down or up.
+    pub rate: Option<&'a crate::frontend::rate::CompRate>,
     /// The bandwidth limits of the body's direction (see `crate::bwlim`): the data goes as
     /// they let it, those before the compression filter counting the plain data.
     pub limits: Option<&'a mut [crate::bwlim::Limit]>,
@@ -158,10 +158,6 @@ pub(super) async fn pump(
                 w.finish();
             }
         }
-        if let (true, Some(r), Some(e)) = (end, rate, enc.as_deref()) {
-            let kb = e.bytes_in.div_ceil(1024).min(u64::from(u32::MAX)) as u32;
-            r.count(crate::clock::now().into_std(), kb);
-        }
         let trailers = match &next {
             Next::Trailers(t) => Some(t),
             _ => None,
@@ -169,12 +165,12 @@ pub(super) async fn pump(
         let mut out = Out { to: &to, head: &mut head, framed: &mut framed, write_timeout, moved };
         let sent = match (enc.as_deref_mut(), limits.as_deref_mut()) {
             (None, limits) => out.send(data, trailers, end, limits, Part::All).await,
-            (Some(e), None) => match e.push(data, end) {
+            (Some(e), None) => match compress(e, rate, data, end) {
                 Ok(data) => out.send(data, trailers, end, None, Part::All).await,
                 Err(_) => Err(Xfer::WriteError),
             },
             (Some(e), Some(limits)) => {
-                cold(out.encode_limited(e, data, trailers, end, limits)).await
+                cold(out.encode_limited((e, rate), data, trailers, end, limits)).await
             }
         };
         if let Err(x) = sent {
@@ -190,6 +186,23 @@ pub(super) async fn pump(
             return Xfer::Done;
         }
     }
+}
+
+/// One block through the encoder, at the level the process's load allows, counted in the
+/// compression rates when it was compressed.
+fn compress<'e>(
+    e: &'e mut crate::http::encoder::Encoder,
+    rate: Option<&crate::frontend::rate::CompRate>,
+    data: &[u8],
+    end: bool,
+) -> std::io::Result<&'e [u8]> {
+    let now = crate::clock::now().into_std();
+    let pressed = rate.is_some_and(|r| r.pressed(now));
+    let (out, compressed) = e.push(data, end, pressed)?;
+    if let Some(r) = rate.filter(|_| compressed) {
+        r.count(now, data.len() as u64, out.len() as u64);
+    }
+    Ok(out)
 }
 
 /// Where a body's pieces are written, and how (see [`Out::send`]).
@@ -245,7 +258,7 @@ impl Out<'_, '_> {
     /// each part's output sent as those after it let it go.
     async fn encode_limited(
         &mut self,
-        e: &mut crate::http::encoder::Encoder,
+        (e, rate): (&mut crate::http::encoder::Encoder, Option<&crate::frontend::rate::CompRate>),
         data: &[u8],
         trailers: Option<&fulcrum_h2::RawHead>,
         end: bool,
@@ -259,7 +272,7 @@ impl Out<'_, '_> {
             };
             let (now, later) = rest.split_at(n);
             let last = later.is_empty();
-            let out = e.push(now, end && last).map_err(|_| Xfer::WriteError)?;
+            let out = compress(e, rate, now, end && last).map_err(|_| Xfer::WriteError)?;
             let trailers = if last { trailers } else { None };
             self.send(out, trailers, end && last, Some(&mut *limits), Part::AfterComp).await?;
             crate::bwlim::passed(limits, Part::BeforeComp, n);

@@ -228,12 +228,10 @@ impl Session<'_> {
         comp: compress::Settings<'_>,
     ) {
         let asked = compress::Asked { method: asked.method, version: asked.version };
-        // `maxcomprate`: at the limit, a response begins uncompressed.
+        // `maxcomprate`: over the limit, a response begins uncompressed; `maxcompcpuusage`:
+        // nor while this worker was busier than it allows.
         let now = crate::clock::now().into_std();
-        let plain = plain || self.shared.comp_rate.reached(now);
-        // `maxcompcpuusage`: nor while this worker was busier than it allows.
-        let min_idle = self.shared.comp_min_idle;
-        let plain = plain || (min_idle > 0 && crate::clock::idle_pct() < min_idle);
+        let plain = plain || self.shared.comp_rate.begins_plain(now);
         self.t.comp = match (plain, self.t.comp) {
             (false, Some(algo)) => compress::select_response(algo, asked, &self.t.resp, body, comp),
             _ => None,
