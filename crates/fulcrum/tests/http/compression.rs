@@ -167,6 +167,19 @@ fn show_stat(sock: &std::path::Path) -> String {
     out
 }
 
+/// Field `name` of the (only) frontend's `show stat` row.
+fn frontend_stat(sock: &std::path::Path, name: &str) -> String {
+    let stat = show_stat(sock);
+    let mut lines = stat.lines();
+    let names: Vec<&str> =
+        lines.next().expect("header").trim_start_matches("# ").split(',').collect();
+    let fe: Vec<&str> = lines
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .find(|r| r.get(1) == Some(&"FRONTEND"))
+        .expect("frontend row");
+    fe[names.iter().position(|x| *x == name).expect(name)].to_string()
+}
+
 /// The frontend's counters: responses compressed, bytes in and out.
 #[test]
 fn the_compression_counters_count() {
@@ -184,17 +197,7 @@ fn the_compression_counters_count() {
         }
         let _ = px.get("/?s=10000");
         let sock = px.dir.join("api.sock");
-        let at = |n: &str| {
-            let stat = show_stat(&sock);
-            let mut lines = stat.lines();
-            let names: Vec<&str> =
-                lines.next().expect("header").trim_start_matches("# ").split(',').collect();
-            let fe: Vec<&str> = lines
-                .map(|l| l.split(',').collect::<Vec<_>>())
-                .find(|r| r.get(1) == Some(&"FRONTEND"))
-                .expect("frontend row");
-            fe[names.iter().position(|x| *x == n).expect(n)].to_string()
-        };
+        let at = |n: &str| frontend_stat(&sock, n);
         // (A response is counted once its last bytes went: its client may ask before.)
         let counted =
             crate::harness::eventually(std::time::Duration::from_secs(5), || at("comp_rsp") == "3");
@@ -350,17 +353,7 @@ fn maxcomprate_lowers_the_level_of_a_response_under_way() {
         assert_eq!(r.header("content-encoding"), Some("gzip"), "below the rate as it began");
         assert!(inflate(&r.body, 31) == body, "the answer decodes to the original");
         let sock = px.dir.join("api.sock");
-        let at = |n: &str| -> u64 {
-            let stat = show_stat(&sock);
-            let mut lines = stat.lines();
-            let names: Vec<&str> =
-                lines.next().expect("header").trim_start_matches("# ").split(',').collect();
-            let fe: Vec<&str> = lines
-                .map(|l| l.split(',').collect::<Vec<_>>())
-                .find(|r| r.get(1) == Some(&"FRONTEND"))
-                .expect("frontend row");
-            fe[names.iter().position(|x| *x == n).expect(n)].parse().expect(n)
-        };
+        let at = |n: &str| -> u64 { frontend_stat(&sock, n).parse().expect(n) };
         let counted =
             crate::harness::eventually(std::time::Duration::from_secs(5), || at("comp_rsp") == 1);
         assert!(counted, "comp_rsp {}", at("comp_rsp"));
