@@ -41,7 +41,9 @@ pub struct Traces {
     /// The heads traced already (a request sent again on another try is not traced twice).
     heads: [bool; 2],
     /// Payload bytes traced so far, per channel.
-    offset: [u64; 2],
+    /// (Cells: an HTTP/2 exchange's two bodies go at once, each seen through a shared
+    /// borrow.)
+    offset: [std::cell::Cell<u64>; 2],
 }
 
 impl Traces {
@@ -68,7 +70,7 @@ impl Traces {
             stream,
             on_backend: false,
             heads: [false; 2],
-            offset: [0; 2],
+            offset: Default::default(),
         })
     }
 
@@ -108,7 +110,7 @@ impl Traces {
     }
 
     /// A message without payload: its (empty) payload and end, as HAProxy traces them.
-    pub fn no_payload(&mut self, ch: Channel) {
+    pub fn no_payload(&self, ch: Channel) {
         for (f, _) in &self.filters {
             let what = self.what("trace_http_payload", ch);
             self.line(f, format_args!("{what} - offset=0 - len=0 - forward=0"));
@@ -117,8 +119,8 @@ impl Traces {
     }
 
     /// A block of a message's payload going on; with `end`, the message ends after it.
-    pub fn payload(&mut self, ch: Channel, data: &[u8], end: bool) {
-        let offset = self.offset[ch as usize];
+    pub fn payload(&self, ch: Channel, data: &[u8], end: bool) {
+        let offset = self.offset[ch as usize].get();
         if !data.is_empty() {
             for (f, _) in &self.filters {
                 let what = self.what("trace_http_payload", ch);
@@ -128,7 +130,7 @@ impl Traces {
                     eprint!("{}", hexdump(data));
                 }
             }
-            self.offset[ch as usize] += data.len() as u64;
+            self.offset[ch as usize].set(offset + data.len() as u64);
         }
         if end {
             for (f, _) in &self.filters {

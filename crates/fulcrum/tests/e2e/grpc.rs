@@ -91,3 +91,42 @@ fn grpc_calls_of_every_kind_go_through_both_ways() {
     }
     assert!(ran.iter().any(|(w, _)| *w == "fulcrum"));
 }
+
+/// The same calls through filters that see both bodies of every call, while they flow at
+/// once (a bidirectional call's answer begins before its request ends): bandwidth limits
+/// each way (HAProxy 2.7's keywords: Fulcrum alone) and a trace filter, whose payload lines
+/// tell both channels of the ping-pong call.
+#[test]
+#[cfg_attr(no_grpcio, ignore = "Python's grpcio is not installed (see crates/fulcrum/build.rs)")]
+fn grpc_calls_go_through_filters_on_both_bodies_at_once() {
+    assert!(has_grpcio(), "python3 cannot import grpc");
+    let srv = Server::start();
+    let cfg = format!(
+        "defaults\n mode http\n timeout connect 2s\n timeout client 30s\n timeout server 30s\n\
+         frontend fe\n bind {{fe0}}\n filter trace name T\n\
+         filter bwlim-in ul default-limit 1m default-period 1s\n\
+         filter bwlim-out dl default-limit 1m default-period 1s\n\
+         http-request set-bandwidth-limit ul\n http-request set-bandwidth-limit dl\n\
+         default_backend grpc\n\
+         backend grpc\n server s1 127.0.0.1:{} proto h2\n",
+        srv.port
+    );
+    let (proc, addrs, _) = start_proxy("fulcrum", "grpc-filters", &cfg).expect("fulcrum starts");
+    assert_eq!(client(addrs[0]), EXPECTED);
+    let log = proc.log_text();
+    // A stream whose request payload was seen after its response's began: both bodies went
+    // through the filters at once (the ping-pong and bidirectional calls).
+    let mut answering = std::collections::HashSet::new();
+    let mut both = 0;
+    for l in log.lines().filter(|l| l.contains("trace_http_payload")) {
+        let Some(strm) = l.split("[strm ").nth(1).and_then(|r| r.split(']').next()) else {
+            continue;
+        };
+        if l.contains("channel=RESPONSE") {
+            answering.insert(strm.to_string());
+        } else if answering.contains(strm) {
+            both += 1;
+        }
+    }
+    assert!(both >= 2, "no request payload traced beside its response's:\n{log}");
+}

@@ -164,7 +164,7 @@ impl Session<'_> {
         let (ct, out) = (self.fe.timeouts.client, &mut self.t.o.bytes_out);
         let rate = Some(&*self.shared.comp_rate);
         let limits = self.t.vars.bwlim.as_deref_mut().map(|b| &mut b.down[..]);
-        let trace = self.t.trace.as_deref_mut().map(|t| (t, crate::http::trace::Channel::Response));
+        let trace = self.t.trace.as_deref().map(|t| (t, crate::http::trace::Channel::Response));
         let filters = pieces::Filters { store: None, enc: enc.as_mut(), rate, limits, trace };
         let x = pieces::pump(pieces::Source::Memory(body), to, timer, ct, None, out, filters).await;
         if let Some(enc) = &enc {
@@ -213,7 +213,7 @@ impl Session<'_> {
         let (ct, out) = (self.fe.timeouts.client, &mut self.t.o.bytes_out);
         let rate = Some(&*self.shared.comp_rate);
         let limits = self.t.vars.bwlim.as_deref_mut().map(|b| &mut b.down[..]);
-        let trace = self.t.trace.as_deref_mut().map(|t| (t, crate::http::trace::Channel::Response));
+        let trace = self.t.trace.as_deref().map(|t| (t, crate::http::trace::Channel::Response));
         let store = store.as_deref_mut();
         let filters = pieces::Filters { store, enc: enc.as_mut(), rate, limits, trace };
         let x = pieces::pump(from, to, timer, ct, None, out, filters).await;
@@ -224,7 +224,12 @@ impl Session<'_> {
     }
 
     /// The compression counters of a response's body.
-    fn count_compression(&self, enc: &crate::http::encoder::Encoder, be: &Backend, x: Xfer) {
+    pub(super) fn count_compression(
+        &self,
+        enc: &crate::http::encoder::Encoder,
+        be: &Backend,
+        x: Xfer,
+    ) {
         for c in [&*self.fe.counters, &*be.counters] {
             Counters::add(&c.comp_in, enc.bytes_in);
             Counters::add(&c.comp_out, enc.bytes_out);

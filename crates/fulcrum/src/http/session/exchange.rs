@@ -331,7 +331,7 @@ impl Session<'_> {
     ) -> Xfer {
         let limits = self.t.vars.bwlim.as_deref_mut().filter(|b| !b.up.is_empty());
         let limits = limits.map(|b| &mut b.up[..]);
-        let trace = self.t.trace.as_deref_mut().map(|t| (t, crate::http::trace::Channel::Request));
+        let trace = self.t.trace.as_deref().map(|t| (t, crate::http::trace::Channel::Request));
         let f = pieces::Filters { limits, trace, ..Default::default() };
         let timer = (self.ctimer.as_mut(), read_timeout);
         let watch = Some((&sc.stream, &mut sc.buf));
@@ -600,6 +600,29 @@ pub(super) async fn filtered_pump(
         false => pieces::Sink::H1 { peer: to, head, chunked: body == Body::Chunked },
     };
     pieces::pump(source, sink, timer, write_timeout, watch, moved, filters).await
+}
+
+/// [`pump`] when no filter sees the body, [`filtered_pump`] when one does.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn pump_through(
+    from: &Peer,
+    fbuf: &mut RecvBuf,
+    to: &Peer,
+    head: &[u8],
+    body: Body,
+    scanner: &mut ChunkedScanner,
+    timer: (Pin<&mut Timer>, Option<Duration>),
+    write_timeout: Option<Duration>,
+    moved: &mut u64,
+    filters: pieces::Filters<'_>,
+) -> Xfer {
+    let (t, w) = (timer, write_timeout);
+    match filters.is_empty() {
+        true => pump(from, fbuf, to, head, body, scanner, t, w, None, moved).await,
+        false => {
+            filtered_pump(from, fbuf, to, head, body, scanner, t, w, None, moved, filters).await
+        }
+    }
 }
 
 /// Reads a message body to its end and drops it: the body a server sends for a request whose

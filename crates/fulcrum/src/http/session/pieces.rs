@@ -42,7 +42,7 @@ pub(super) struct Filters<'a> {
     /// they let it, those before the compression filter counting the plain data.
     pub limits: Option<&'a mut [crate::bwlim::Limit]>,
     /// The stream's trace filters, which see the data as it comes (`filter trace`).
-    pub trace: Option<(&'a mut crate::http::trace::Traces, crate::http::trace::Channel)>,
+    pub trace: Option<(&'a crate::http::trace::Traces, crate::http::trace::Channel)>,
 }
 
 /// Where a body's pieces go.
@@ -85,7 +85,7 @@ pub(super) async fn pump(
     moved: &mut u64,
     filters: Filters<'_>,
 ) -> Xfer {
-    let Filters { mut store, mut enc, rate, mut limits, mut trace } = filters;
+    let Filters { mut store, mut enc, rate, mut limits, trace } = filters;
     let mut block = Vec::new();
     // A chunked source's trailer lines, and the pieces' HTTP/1 framing for a chunked sink.
     let (mut lines, mut framed) = (Vec::new(), Vec::new());
@@ -146,8 +146,8 @@ pub(super) async fn pump(
             Next::Block { end, .. } => (&block, *end),
             Next::Trailers(_) | Next::End => (&[], true),
         };
-        if let Some((t, ch)) = trace.as_mut() {
-            t.payload(*ch, data, end);
+        if let Some((t, ch)) = trace {
+            t.payload(ch, data, end);
         }
         if let Some(w) = store.as_deref_mut() {
             match next {
@@ -185,6 +185,13 @@ pub(super) async fn pump(
         if end {
             return Xfer::Done;
         }
+    }
+}
+
+impl Filters<'_> {
+    /// Nothing sees the body.
+    pub fn is_empty(&self) -> bool {
+        self.store.is_none() && self.enc.is_none() && self.limits.is_none() && self.trace.is_none()
     }
 }
 

@@ -101,10 +101,10 @@ impl Session<'_> {
         );
         // A chunked response body already received must be valid before the head goes out.
         let Answered { status, resp_body, tunnel, skipped, mut server_keep } = a;
-        // An HTTP/2 response beside a request body still arriving is not compressed.
+        // On HTTP/2, a response may begin while the request's body still arrives.
         let duplex = !body_done && (self.h2_conn.is_some() || matches!(sc.stream, Peer::H2Up(_)));
         if self.t.comp.is_some() {
-            self.compress_response(&asked, resp_body, duplex || tunnel || skipped.is_some(), comp);
+            self.compress_response(&asked, resp_body, tunnel || skipped.is_some(), comp);
         }
         if resp_body == Body::Chunked && self.bad_chunks(&sc.buf, &be) {
             drop((slot, sc));
@@ -160,7 +160,7 @@ impl Session<'_> {
         let st = be.timeouts.server;
         // On HTTP/2 (either side), a request body still arriving goes on beside the response.
         let xfer = if duplex {
-            cold(self.duplex(&mut sc, head_with_body, resp_body, st)).await
+            cold(self.duplex(&mut sc, (head_with_body, resp_body), st, (store, &be))).await
         } else if self.t.comp.is_some() || store.is_some() || limited {
             cold(self.filtered_body(&mut sc, resp_body, &be, st, store)).await
         } else {
@@ -325,19 +325,41 @@ impl Session<'_> {
     }
 
     /// The response's body to the client while the rest of the request's goes to the server
-    /// (HTTP/2 on either side).
+    /// (HTTP/2 on either side), each through the filters that see it: the cache store,
+    /// compression and `bwlim-out` limits on the response's, `bwlim-in` limits on the
+    /// request's, trace filters on both.
     async fn duplex(
         &mut self,
         sc: &mut ServerConn,
-        head_with_body: bool,
-        resp_body: Body,
+        (head_with_body, resp_body): (bool, Body),
         st: Option<Duration>,
+        (mut store, be): (Option<Box<crate::cache::Writer>>, &Backend),
     ) -> Xfer {
+        use crate::http::trace::Channel;
         let ct = self.fe.timeouts.client;
         let mut req_scanner = self.scanner.clone();
         self.scanner.reset();
+        let mut enc =
+            self.t.comp.map(|a| crate::http::encoder::Encoder::new(a, self.http.comp_level));
+        let (up, down) = match self.t.vars.bwlim.as_deref_mut() {
+            Some(b) => (Some(&mut b.up[..]), Some(&mut b.down[..])),
+            None => (None, None),
+        };
+        let trace = self.t.trace.as_deref();
+        let down_f = pieces::Filters {
+            store: store.as_deref_mut(),
+            rate: enc.as_ref().map(|_| &*self.shared.comp_rate),
+            enc: enc.as_mut(),
+            limits: down.filter(|l| !l.is_empty()),
+            trace: trace.map(|t| (t, Channel::Response)),
+        };
+        let up_f = pieces::Filters {
+            limits: up.filter(|l| !l.is_empty()),
+            trace: trace.map(|t| (t, Channel::Request)),
+            ..Default::default()
+        };
         let head: &[u8] = if head_with_body { &self.out } else { &[] };
-        let down = pump(
+        let down = exchange::pump_through(
             &sc.stream,
             &mut sc.buf,
             &self.client,
@@ -346,10 +368,10 @@ impl Session<'_> {
             &mut self.scanner,
             (self.stimer.as_mut(), st),
             ct,
-            None,
             &mut self.t.o.bytes_out,
+            down_f,
         );
-        let up = pump(
+        let up = exchange::pump_through(
             &self.client,
             &mut self.cbuf,
             &sc.stream,
@@ -358,10 +380,14 @@ impl Session<'_> {
             &mut req_scanner,
             (self.ctimer.as_mut(), st.or(ct)),
             st,
-            None,
             &mut self.t.o.bytes_in,
+            up_f,
         );
-        exchange::duplex(down, up).await
+        let x = exchange::duplex(down, up).await;
+        if let Some(enc) = &enc {
+            self.count_compression(enc, be, x);
+        }
+        x
     }
 
     /// The body of a response to a method rewritten from HEAD, read and dropped; whether the
