@@ -313,7 +313,7 @@ pub static PROXY: &[Keyword] = &[
     p("option external-check", D|L|B, NotYet),
     p("option log-health-checks", D|L|B, Supported),
     p("option log-separate-errors", D|F|L, Supported),
-    p("option logasap", D|F|L, NotYet),
+    p("option logasap", D|F|L, Supported),
     p("option mysql-check", D|L|B, Supported),
     p("option nolinger", D|F|L|B, NotYet),
     p("option originalto", D|F|L|B, Partial("except takes an address or network, not a host name")),

@@ -411,6 +411,9 @@ pub struct Proxy {
     pub unique_id_header: Option<String>,
     /// `option dontlog-normal`: only streams that ended in error are logged.
     pub dontlog_normal: bool,
+    /// `option logasap`: a stream is logged once its server answered (HTTP: the response's
+    /// head; TCP: the connection), its unknown figures marked `+`.
+    pub logasap: bool,
     /// `option log-separate-errors`: streams that ended in error are logged at `err` level.
     pub log_separate_errors: bool,
     /// The formats above compiled for the proxy's final mode (set by validation, for proxies

@@ -136,6 +136,7 @@ impl ProxyBuild {
             unique_id_format: None,
             unique_id_header: None,
             dontlog_normal: false,
+            logasap: false,
             log_separate_errors: false,
             formats: Default::default(),
             dontlognull: false,
@@ -531,12 +532,12 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         | "option tcp-smart-connect" => {
             no_extra(line, 2 + usize::from(negated), name, diags);
         }
-        "option log-separate-errors" | "option dontlog-normal" => {
+        "option log-separate-errors" | "option dontlog-normal" | "option logasap" => {
             if no_extra(line, 2 + usize::from(negated), name, diags) {
-                let slot = if name == "option dontlog-normal" {
-                    &mut p.dontlog_normal
-                } else {
-                    &mut p.log_separate_errors
+                let slot = match name {
+                    "option dontlog-normal" => &mut p.dontlog_normal,
+                    "option logasap" => &mut p.logasap,
+                    _ => &mut p.log_separate_errors,
                 };
                 *slot = !prefixed;
             }

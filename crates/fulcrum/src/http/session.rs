@@ -174,6 +174,8 @@ struct TxnLog {
     request_line: Vec<u8>,
     /// No line for this transaction (a `monitor-uri` request).
     skip: bool,
+    /// Its line went already (`option logasap`).
+    sent: bool,
 }
 
 /// The client's connection (see `Session::conn`), from the session's fields (so that other
@@ -579,11 +581,35 @@ impl Session<'_> {
         {
             sc.end_http_stream(&self.t.o, refused.is_some());
         }
-        if !self.logs || l.skip {
+        if !self.logs || l.skip || l.sent {
             self.log.request_line = l.request_line;
             return;
         }
-        let be = backend.as_deref();
+        self.render_log(refused, backend.as_deref(), &l);
+        self.log.request_line = l.request_line;
+    }
+
+    /// `option logasap`: the transaction's line once its response's head went through the
+    /// response rules (HAProxy's end of `http_process_res_common()`), its `%B` the head's
+    /// size; none at its end.
+    pub(super) fn log_asap(&mut self, be: &Backend) {
+        if !self.logs || self.log.skip || !self.fe.log.logasap {
+            return;
+        }
+        let l = std::mem::take(&mut self.log);
+        // (As HAProxy's: the head's size out, nothing counted in yet, the status known.)
+        let o = &mut self.t.o;
+        let out = std::mem::replace(&mut o.bytes_out, crate::outcome::head_size(&self.t.resp));
+        let (bytes_in, status) = (std::mem::take(&mut o.bytes_in), o.status);
+        o.status = Some(self.t.resp.status());
+        self.render_log(None, Some(be), &l);
+        let o = &mut self.t.o;
+        (o.bytes_out, o.bytes_in, o.status) = (out, bytes_in, status);
+        self.log = TxnLog { sent: true, ..l };
+    }
+
+    /// Renders and sends the transaction's line (see [`Self::print_log`]).
+    fn render_log(&mut self, refused: Option<bool>, be: Option<&Backend>, l: &TxnLog) {
         let server = match (be, self.t.o.server) {
             (Some(b), Some(i)) => Some(b.servers[i].name.as_str()),
             _ => None,
@@ -617,6 +643,7 @@ impl Session<'_> {
             log_count: self.fe.log.count.load(std::sync::atomic::Ordering::Relaxed),
             server_conn: self.t.o.server_conn,
             http: be.is_none_or(|b| b.http.is_some()),
+            asap: self.fe.log.logasap,
         };
         let made;
         // A request refused before it was complete has no id (HAProxy logs it without a
@@ -631,7 +658,6 @@ impl Session<'_> {
         };
         crate::frontend::log::stream_line(self.fe, &ctx, &stream, refused_at, self.shared.debug);
         self.t.vars.unique_id = None;
-        self.log.request_line = l.request_line;
     }
 
     /// `proto h1` on the bind: no switch to HTTP/2 on its preface.

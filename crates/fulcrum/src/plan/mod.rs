@@ -399,6 +399,7 @@ fn log_settings(
         dontlognull: p.dontlognull,
         dontlog_normal: p.dontlog_normal,
         separate_errors: p.log_separate_errors,
+        logasap: p.logasap,
         count: Default::default(),
     }
 }

@@ -33,6 +33,9 @@ pub struct Settings {
     pub dontlognull: bool,
     pub dontlog_normal: bool,
     pub separate_errors: bool,
+    /// `option logasap`: a line as soon as the server answered, `%B`, `%Ta`, `%Tt` and `%Tu`
+    /// marked `+` (the stream goes on).
+    pub logasap: bool,
     /// A format prints the server connection's addresses (`%bi`, `%bp`, `%si`, `%sp`).
     pub server_addrs: bool,
     /// Lines sent so far (`%lc`).
@@ -151,6 +154,9 @@ pub struct Stream<'a> {
     pub server_conn: Option<(SocketAddr, SocketAddr)>,
     /// The backend is in `mode http` (`%Td` counts from the response head).
     pub http: bool,
+    /// `option logasap`: `%B`, `%Ta`, `%Tt` and `%Tu` are marked `+` (what the stream had
+    /// when the line was made, HAProxy's `LW_BYTES` left out).
+    pub asap: bool,
 }
 
 /// A frontend's capture slots: each request and response slot's header (`None` for a slot
@@ -520,6 +526,9 @@ fn var(
     // The moment the stream began, and its request began, on the wall clock.
     let accept = d.map(|d| d.accept);
     let request = d.map(|d| d.request);
+    if s.is_some_and(|s| s.asap) && matches!(v, V::BytesOut | V::Ta | V::Tt | V::Tu) {
+        out.push(b'+');
+    }
     match v {
         V::BytesOut => num(out, o.map_or(0, |o| o.bytes_out as i64)),
         V::BytesIn => num(out, o.map_or(0, |o| o.bytes_in as i64)),

@@ -528,12 +528,7 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         outcome.marks.request = Some(now);
     }
     // The client connection closes after the log line (HAProxy counts it in %ac then).
-    tcp::serve(fe, be, &mut conn, &mut outcome).await;
-    crate::stats::account(fe, Some(be), &outcome, false, false);
-    if let Some(sc) = conn.vars.as_ref().and_then(|v| v.sc.as_ref()) {
-        sc.bytes(outcome.bytes_in, outcome.bytes_out);
-    }
-    if logs {
+    let line = |conn: &tcp::Accepted, outcome: &crate::outcome::Outcome| {
         let vars = crate::rules::sample::Vars::default();
         let mut ctx = crate::frontend::Frontend::ctx(fe, peer, local, &vars);
         ctx.backend = Some(&**be);
@@ -542,7 +537,7 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         let mut stream = crate::rules::format::Stream {
             fe,
             be: Some(&**be),
-            outcome: &outcome,
+            outcome,
             now: crate::clock::now(),
             wall: crate::clock::wall(),
             request_line: None,
@@ -553,10 +548,26 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
             log_count: fe.log.count.load(std::sync::atomic::Ordering::Relaxed),
             server_conn: outcome.server_conn,
             http: false,
+            asap: fe.log.logasap,
         };
         let uid = crate::frontend::log::unique_id(fe, &ctx, &stream);
         stream.unique_id = uid.as_deref();
         crate::frontend::log::stream_line(fe, &ctx, &stream, None, shared.debug);
+    };
+    // `option logasap`: the line once the server is connected, none at the end.
+    let sent = std::cell::Cell::new(false);
+    let early = |conn: &tcp::Accepted, outcome: &crate::outcome::Outcome| {
+        line(conn, outcome);
+        sent.set(true);
+    };
+    let connected = (logs && fe.log.logasap).then_some(&early as &dyn Fn(&_, &_));
+    tcp::serve(fe, be, &mut conn, &mut outcome, connected).await;
+    crate::stats::account(fe, Some(be), &outcome, false, false);
+    if let Some(sc) = conn.vars.as_ref().and_then(|v| v.sc.as_ref()) {
+        sc.bytes(outcome.bytes_in, outcome.bytes_out);
+    }
+    if logs && !sent.get() {
+        line(&conn, &outcome);
     }
 }
 

@@ -242,7 +242,15 @@ fn is_resource_error(errno: i32) -> bool {
 }
 
 /// Serves one TCP session to its end, recording how it went in `out`.
-pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: &mut Accepted, out: &mut Outcome) {
+/// `on_connect`: called once the server's connection is established (`option logasap`'s
+/// line).
+pub async fn serve(
+    fe: &Frontend,
+    be: &Arc<Backend>,
+    conn: &mut Accepted,
+    out: &mut Outcome,
+    on_connect: Option<&dyn Fn(&Accepted, &Outcome)>,
+) {
     let key = conn.peer.map(|p| PickKey::Ip(p.ip()));
     // `stick match|on` picks the server; `stick store-*` keys wait for the one connected to.
     let mut stores = crate::rules::stick::Stores::new();
@@ -285,6 +293,9 @@ pub async fn serve(fe: &Frontend, be: &Arc<Backend>, conn: &mut Accepted, out: &
     }
     Counters::inc(&be.counters.connects);
     Counters::inc(&slot.server().counters.connects);
+    if let Some(f) = on_connect {
+        f(conn, out);
+    }
     if !be.rules.tcp_response.is_empty() && !response_rules_accept(fe, be, conn, slot.server()) {
         Counters::inc(&be.counters.denied_resp);
         Counters::inc(&fe.counters.denied_resp);

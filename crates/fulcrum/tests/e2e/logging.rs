@@ -121,11 +121,18 @@ pub(crate) fn mask(line: &str) -> String {
     let s = re(r"\[[0-9][0-9]/[A-Z][a-z]{2}/[0-9]{4}:[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]{3}\]")
         .replace_all(&s, "[DATE]");
     let s = re(r"127\.0\.0\.1:[0-9]+").replace_all(&s, "127.0.0.1:P");
-    // Timer groups: `0/0/1/0/1` or `0/-1/5`, followed by a space and a status or byte count.
-    let s = re(r" (-?[0-9]+)/(-?[0-9]+)/(-?[0-9]+)(/(-?[0-9]+))?(/(-?[0-9]+))? ").replace(
+    // Timer groups: `0/0/1/0/1` or `0/-1/5`, followed by a space and a status or byte count
+    // (`option logasap` marks the total `+`).
+    let s = re(r" (-?[0-9]+)/(-?[0-9]+)/(\+?-?[0-9]+)(/(-?[0-9]+))?(/(\+?-?[0-9]+))? ").replace(
         &s,
         |c: &regex::Captures| {
-            let t = |i: usize| c.get(i).map(|m| if m.as_str() == "-1" { "-1" } else { "T" });
+            let t = |i: usize| {
+                c.get(i).map(|m| match m.as_str() {
+                    "-1" => "-1",
+                    n if n.starts_with('+') => "+T",
+                    _ => "T",
+                })
+            };
             let mut v = vec![t(1), t(2), t(3), t(5), t(7)];
             v.retain(Option::is_some);
             format!(" {} ", v.into_iter().flatten().collect::<Vec<_>>().join("/"))

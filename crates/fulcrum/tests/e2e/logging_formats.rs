@@ -490,3 +490,53 @@ fn backup_sessions_ended_by_an_active_server_coming_back_say_u() {
              0/0 \"GET /slow HTTP/1.1\"\n"]
     );
 }
+
+/// `option logasap`: the line goes as soon as the server answered (HTTP: its response's head,
+/// `%B` then the head's size; TCP: the connection), marked `+` where the stream goes on,
+/// while the body is still on its way; no line at the end.
+#[test]
+fn logasap_logs_once_the_server_answered_while_the_body_is_still_coming() {
+    use std::io::{Read, Write};
+    // An origin whose answers' bodies come a second after their heads.
+    let origin = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let at = origin.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for c in origin.incoming().take(4) {
+            let Ok(mut c) = c else { return };
+            std::thread::spawn(move || {
+                let mut b = [0u8; 1024];
+                let _ = c.read(&mut b);
+                let _ = c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n");
+                std::thread::sleep(Duration::from_millis(1000));
+                let _ = c.write_all(b"abc");
+            });
+        }
+    });
+    let cfg = format!(
+        "{HTTP_LOG}frontend fh\n bind {{fe0}}\n option logasap\n default_backend be\n\
+         backend be\n timeout server 5s\n server s {at}\n\
+         listen ft\n mode tcp\n option tcplog\n option logasap\n timeout server 5s\n\
+         bind {{fe1}}\n server s {at}\n"
+    );
+    let runs = both_with_sink("log-asap", &cfg, 2, |p, sink| {
+        for (i, a) in p.addrs.iter().enumerate() {
+            let start = std::time::Instant::now();
+            let mut c = connect(*a);
+            c.write_all(b"GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n").expect("write");
+            assert_eq!(sink.wait_for(i + 1), i + 1, "lines so far: {:#?}", sink.got.borrow());
+            let logged = start.elapsed();
+            let mut all = Vec::new();
+            let _ = c.read_to_end(&mut all);
+            assert!(all.ends_with(b"abc"), "{}", String::from_utf8_lossy(&all));
+            assert!(logged < start.elapsed() - Duration::from_millis(500), "logged at {logged:?}");
+        }
+    });
+    assert_eq!(
+        runs[0],
+        [
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] fh be/s T/T/T/T/+T 200 +49 - - ---- 1/1/1/1/0 \
+             0/0 \"GET / HTTP/1.1\"\n",
+            "<134>TIME t[PID]: 127.0.0.1:P [DATE] ft ft/s T/T/+T +0 -- 1/1/1/1/0 0/0\n",
+        ]
+    );
+}

@@ -658,6 +658,7 @@ impl<'s> Txn<'s> {
                 log_count: self.fe.log.count.load(std::sync::atomic::Ordering::Relaxed),
                 server_conn: None,
                 http: true,
+                asap: self.fe.log.logasap,
             };
             let mut id = Vec::with_capacity(64);
             f.render(&ctx, Some(&stream), &mut id);

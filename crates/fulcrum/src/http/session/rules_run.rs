@@ -93,5 +93,8 @@ impl Session<'_> {
         if analyse::has_after_response(self.fe, be) {
             self.txn().after_response(be, server);
         }
+        if let Some(be) = be.filter(|_| self.fe.log.logasap) {
+            self.log_asap(be);
+        }
     }
 }
