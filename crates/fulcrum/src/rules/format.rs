@@ -108,6 +108,12 @@ impl Format {
                     last_space = false;
                 }
                 Part::Var(v, f) => {
+                    use LogVar as V;
+                    // (`option logasap`: what the stream goes on counting.)
+                    let more = matches!(v, V::BytesOut | V::Ta | V::Tt | V::Tu);
+                    if more && stream.is_some_and(|s| s.asap) {
+                        out.push(b'+');
+                    }
                     if var(out, *v, *f, ctx, stream, d.as_ref()) {
                         last_space = false;
                     }
@@ -526,9 +532,6 @@ fn var(
     // The moment the stream began, and its request began, on the wall clock.
     let accept = d.map(|d| d.accept);
     let request = d.map(|d| d.request);
-    if s.is_some_and(|s| s.asap) && matches!(v, V::BytesOut | V::Ta | V::Tt | V::Tu) {
-        out.push(b'+');
-    }
     match v {
         V::BytesOut => num(out, o.map_or(0, |o| o.bytes_out as i64)),
         V::BytesIn => num(out, o.map_or(0, |o| o.bytes_in as i64)),

@@ -529,30 +529,7 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
     }
     // The client connection closes after the log line (HAProxy counts it in %ac then).
     let line = |conn: &tcp::Accepted, outcome: &crate::outcome::Outcome| {
-        let vars = crate::rules::sample::Vars::default();
-        let mut ctx = crate::frontend::Frontend::ctx(fe, peer, local, &vars);
-        ctx.backend = Some(&**be);
-        ctx.client = Some(&conn.client);
-        ctx.pp = conn.proxied.as_deref();
-        let mut stream = crate::rules::format::Stream {
-            fe,
-            be: Some(&**be),
-            outcome,
-            now: crate::clock::now(),
-            wall: crate::clock::wall(),
-            request_line: None,
-            captures: None,
-            unique_id: None,
-            actconn: shared.global_limit.current(),
-            request_counter: log::next_stream_number(),
-            log_count: fe.log.count.load(std::sync::atomic::Ordering::Relaxed),
-            server_conn: outcome.server_conn,
-            http: false,
-            asap: fe.log.logasap,
-        };
-        let uid = crate::frontend::log::unique_id(fe, &ctx, &stream);
-        stream.unique_id = uid.as_deref();
-        crate::frontend::log::stream_line(fe, &ctx, &stream, None, shared.debug);
+        tcp_line(fe, be, conn, (peer, local), outcome, shared);
     };
     // `option logasap`: the line once the server is connected, none at the end.
     let sent = std::cell::Cell::new(false);
@@ -560,7 +537,7 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         line(conn, outcome);
         sent.set(true);
     };
-    let connected = (logs && fe.log.logasap).then_some(&early as &dyn Fn(&_, &_));
+    let connected = (logs && fe.log.logasap).then_some(&early as tcp::OnConnect<'_>);
     tcp::serve(fe, be, &mut conn, &mut outcome, connected).await;
     crate::stats::account(fe, Some(be), &outcome, false, false);
     if let Some(sc) = conn.vars.as_ref().and_then(|v| v.sc.as_ref()) {
@@ -569,6 +546,41 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
     if logs && !sent.get() {
         line(&conn, &outcome);
     }
+}
+
+/// A TCP stream's log line (at its end, or once connected with `option logasap`).
+fn tcp_line(
+    fe: &Frontend,
+    be: &crate::backend::Backend,
+    conn: &tcp::Accepted,
+    (peer, local): (Option<std::net::SocketAddr>, Option<std::net::SocketAddr>),
+    outcome: &crate::outcome::Outcome,
+    shared: &Shared,
+) {
+    let vars = crate::rules::sample::Vars::default();
+    let mut ctx = crate::frontend::Frontend::ctx(fe, peer, local, &vars);
+    ctx.backend = Some(be);
+    ctx.client = Some(&conn.client);
+    ctx.pp = conn.proxied.as_deref();
+    let mut stream = crate::rules::format::Stream {
+        fe,
+        be: Some(be),
+        outcome,
+        now: crate::clock::now(),
+        wall: crate::clock::wall(),
+        request_line: None,
+        captures: None,
+        unique_id: None,
+        actconn: shared.global_limit.current(),
+        request_counter: log::next_stream_number(),
+        log_count: fe.log.count.load(std::sync::atomic::Ordering::Relaxed),
+        server_conn: outcome.server_conn,
+        http: false,
+        asap: fe.log.logasap,
+    };
+    let uid = crate::frontend::log::unique_id(fe, &ctx, &stream);
+    stream.unique_id = uid.as_deref();
+    crate::frontend::log::stream_line(fe, &ctx, &stream, None, shared.debug);
 }
 
 /// `f`, bounded by `limit` when there is one (`None`: it timed out).

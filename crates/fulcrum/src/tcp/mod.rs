@@ -242,6 +242,9 @@ fn is_resource_error(errno: i32) -> bool {
 }
 
 /// Serves one TCP session to its end, recording how it went in `out`.
+/// What [`serve`] calls once the server's connection is established.
+pub type OnConnect<'a> = &'a dyn Fn(&Accepted, &Outcome);
+
 /// `on_connect`: called once the server's connection is established (`option logasap`'s
 /// line).
 pub async fn serve(
@@ -249,7 +252,7 @@ pub async fn serve(
     be: &Arc<Backend>,
     conn: &mut Accepted,
     out: &mut Outcome,
-    on_connect: Option<&dyn Fn(&Accepted, &Outcome)>,
+    on_connect: Option<OnConnect<'_>>,
 ) {
     let key = conn.peer.map(|p| PickKey::Ip(p.ip()));
     // `stick match|on` picks the server; `stick store-*` keys wait for the one connected to.
