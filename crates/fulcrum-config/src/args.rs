@@ -33,6 +33,27 @@ impl Diags {
     }
 }
 
+/// HAProxy's `parse_process_number()` with one process (2.6 runs one): `all`, `odd`, `even`,
+/// `1`, `1-1` or `1-`; its message otherwise.
+pub fn process_number(arg: &str) -> Result<(), String> {
+    if matches!(arg, "all" | "odd" | "even") {
+        return Ok(());
+    }
+    let bad = format!("'{arg}' is not a valid number/range.");
+    let (low, high) = arg.split_once('-').unwrap_or((arg, arg));
+    if !low.bytes().chain(high.bytes()).all(|b| b.is_ascii_digit()) {
+        return Err(bad);
+    }
+    // (HAProxy's `str2uic()`: an empty number is 0; `n-` reaches the last process.)
+    let num = |s: &str| s.parse::<u64>().unwrap_or(0);
+    let high = if arg.ends_with('-') { 1 } else { num(high) };
+    let (low, high) = (num(low).min(high), num(low).max(high));
+    if low < 1 || high > 1 {
+        return Err(format!("{bad} It supports numbers from 1 to 1."));
+    }
+    Ok(())
+}
+
 /// A plain unsigned decimal integer (no sign, no blanks), as a `u64`.
 pub fn parse_u64(s: &str) -> Option<u64> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {

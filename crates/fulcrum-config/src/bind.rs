@@ -162,6 +162,24 @@ fn bind_options(
                     ok = false;
                 }
             }
+            // HAProxy 2.6 runs one process: `process 1[/<threads>]` is a deprecated way to
+            // say `thread` (Fulcrum's listeners are every worker's).
+            "process" => {
+                let (p, threads) = val.split_once('/').map_or((val, None), |(p, t)| (p, Some(t)));
+                match crate::args::process_number(p) {
+                    Err(msg) => {
+                        diags.alert(line, format!("{prefix} : 'process' : {msg}"));
+                        ok = false;
+                    }
+                    Ok(()) => {
+                        let hint = threads
+                            .map(|t| format!(" Please use 'thread {t}' instead."))
+                            .unwrap_or_default();
+                        let msg = format!("{prefix} : 'process {val}' on 'bind' lines is deprecated and will be removed in 2.7.{hint}");
+                        diags.warning(line, msg);
+                    }
+                }
+            }
             "name" if val.is_empty() => {
                 diags.alert(line, format!("{prefix} : 'name' : missing name"));
                 ok = false;

@@ -555,6 +555,7 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
             }
         }
         "contimeout" | "clitimeout" | "srvtimeout" => legacy_timeout(p, line, diags),
+        "bind-process" => bind_process(line, diags),
         _ if crate::tcpka::parse(p, line, name, negated, diags) => {}
         _ => match name.strip_prefix("timeout ") {
             Some(which) => {
@@ -563,6 +564,24 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
             None => diags.alert(line, format!("'{name}' is not supported yet")),
         },
     }
+}
+
+/// `bind-process [all | odd | even | <n>[-[<m>]]] ...`: HAProxy 2.6 runs one process, so
+/// only 1 is valid; it has no effect, with HAProxy's warning.
+fn bind_process(line: &Line, diags: &mut Diags) {
+    for arg in line.words[1..].iter().map(String::as_str) {
+        if arg == "all" {
+            break;
+        }
+        if let Err(msg) = crate::args::process_number(arg) {
+            return diags.alert(line, format!("bind-process : {msg}"));
+        }
+    }
+    let msg = format!(
+        "parsing [{}]: 'bind-process' has no effect, is deprecated, and will be removed in version 2.7.",
+        line.span
+    );
+    diags.list.push(crate::diag::Diagnostic::warning(None, msg));
 }
 
 /// `id <n>`: the proxy's number, above 0 (HAProxy's `puid`).
