@@ -268,7 +268,7 @@ pub static PROXY: &[Keyword] = &[
     p("http-reuse", D|L|B, Supported),
     p("http-send-name-header", D|L|B, Partial("set on each try to the server's name (mode http)")),
     p("id", F|L|B, Supported),
-    p("ignore-persist", L|B, NotYet),
+    p("ignore-persist", L|B, Supported),
     p("load-server-state-from-file", D|L|B, Supported),
     p("log", D|F|L|B, Partial("as in global, plus `log global` and `no log`; what is sent: server state changes and alerts, `Connect from ...` lines without a log format, and one line per stream in the proxy's format (`option tcplog`, `option httplog`, `log-format`...)")),
     p("log-format", D|F|L, Supported),

@@ -376,6 +376,9 @@ pub struct Proxy {
     pub stats: Option<StatsPage>,
     /// `monitor fail if|unless <cond>` lines: the monitor URI answers 503 when one applies.
     pub monitor_fail: Vec<Condition>,
+    /// `ignore-persist if|unless <cond>` (a backend's): a request it applies to is not sent
+    /// by its persistence cookie, and its response gets none.
+    pub ignore_persist: Vec<Condition>,
     /// Error messages by status, from `errorfile`, `errorfiles`, `errorloc*` and `http-error`
     /// (later lines override earlier ones).
     pub errors: BTreeMap<u16, ErrorSource>,

@@ -120,6 +120,7 @@ impl ProxyBuild {
             monitor_uri: None,
             stats: None,
             monitor_fail: Vec::new(),
+            ignore_persist: Vec::new(),
             errors: Default::default(),
             forwardfor: None,
             originalto: None,
@@ -430,6 +431,7 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
             crate::stick::stick_rule(b, line, diags)
         }
         "monitor fail" => rules::monitor_fail(b, line, diags),
+        "ignore-persist" => rules::ignore_persist(b, line, diags),
         "monitor-uri" => rules::monitor_uri(b, line, diags),
         "load-server-state-from-file" => {
             p.load_server_state = match line.arg(1) {

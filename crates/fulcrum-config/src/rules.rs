@@ -867,6 +867,27 @@ pub fn monitor_fail(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
     b.proxy.monitor_fail.push(cond);
 }
 
+/// `ignore-persist if|unless <cond>`, with HAProxy's messages (its condition reads what a
+/// backend's request rules read).
+pub fn ignore_persist(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
+    if !matches!(line.arg(1), "if" | "unless") {
+        return diags.alert(
+            line,
+            "'ignore-persist' requires either 'if' or 'unless' followed by a condition.",
+        );
+    }
+    let wrap = |m: &str| {
+        let m = m.strip_suffix('.').unwrap_or(m);
+        format!("error detected while parsing a 'ignore-persist' rule : {m}.")
+    };
+    let Ok(Some(cond)) =
+        condition(&b.proxy, line, 1, Ctx::TcpContent, &wrap, &|_| String::new(), diags)
+    else {
+        return;
+    };
+    b.proxy.ignore_persist.push(cond);
+}
+
 pub fn monitor_uri(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
     let uri = line.arg(1);
     if uri.is_empty() {

@@ -102,6 +102,8 @@ pub enum CookieIn {
     Down,
     /// It named a usable server, which took the request (`V`).
     Valid,
+    /// It was there but not used: `ignore-persist` applied (`U`).
+    Unused,
 }
 
 impl CookieIn {
@@ -112,6 +114,7 @@ impl CookieIn {
             CookieIn::Invalid => b'I',
             CookieIn::Down => b'D',
             CookieIn::Valid => b'V',
+            CookieIn::Unused => b'U',
         }
     }
 }
@@ -173,6 +176,8 @@ pub struct Outcome {
     pub phase: Phase,
     pub cookie_in: CookieIn,
     pub cookie_out: CookieOut,
+    /// `ignore-persist` applied: no persistence cookie chose the server, none goes back.
+    pub persist_ignored: bool,
     /// The server that took the stream (index in its backend).
     pub server: Option<usize>,
     /// A cache answered instead of a server (its log line names the server `<CACHE>`).

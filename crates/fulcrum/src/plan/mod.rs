@@ -448,6 +448,11 @@ fn proxy_rules(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::rul
             .iter()
             .filter_map(|m| c.cond(&Some(m.clone()), &p.span))
             .collect(),
+        ignore_persist: p
+            .ignore_persist
+            .iter()
+            .filter_map(|m| c.cond(&Some(m.clone()), &p.span))
+            .collect(),
         switching: Vec::new(),
         stats: p.stats.as_ref().map(|page| {
             Box::new(crate::rules::StatsRules {

@@ -782,6 +782,8 @@ pub struct ProxyRules {
     /// `hdr <name> <fmt>`): rendered for each request that gets the status.
     pub error_replies: Vec<(u16, ReplySpec)>,
     pub monitor_fail: Vec<Cond>,
+    /// `ignore-persist` conditions (a backend's).
+    pub ignore_persist: Vec<Cond>,
     /// `stick on|match|store-*` rules.
     pub stick: Vec<stick::StickRule>,
     /// The statistics page, when the proxy has one.

@@ -131,6 +131,59 @@ fn the_persistence_cookie_flags_of_tsc_are_haproxys() {
     );
 }
 
+/// `ignore-persist`: where it applies, the request's persistence cookie chooses no server
+/// (`U`, round robin instead) and no cookie is inserted in the response; elsewhere the
+/// cookie persists as before.
+#[test]
+fn ignore_persist_leaves_the_cookie_unused_and_inserts_none() {
+    let (s1, s2) = (testserver("http", "s1"), testserver("http", "s2"));
+    let cfg = format!(
+        "{HTTP_LOG}frontend fe\n bind {{fe0}}\n log-format \"%s %ST %tsc\"\n default_backend be\n\
+         backend be\n balance roundrobin\n cookie SRV insert indirect nocache\n\
+         ignore-persist if {{ path_beg /static }}\n\
+         server s1 {} cookie a\n server s2 {} cookie b\n",
+        s1.addr, s2.addr
+    );
+    let runs = both_with_sink("log-ignore-persist", &cfg, 6, |p, sink| {
+        let a = p.addrs[0];
+        let req = |path: &str, cookie: &str| {
+            format!("GET {path} HTTP/1.1\r\nHost: h\r\n{cookie}Connection: close\r\n\r\n")
+                .into_bytes()
+        };
+        let sets = |raw: &[u8]| {
+            let answer = exchange(a, raw);
+            String::from_utf8_lossy(&answer).to_ascii_lowercase().contains("set-cookie: srv=")
+        };
+        for (i, (path, cookie)) in [
+            ("/a", "Cookie: SRV=a\r\n"),
+            ("/static/x", "Cookie: SRV=a\r\n"),
+            ("/static/x", "Cookie: SRV=a\r\n"),
+            ("/static/x", "Cookie: SRV=a\r\n"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            assert!(!sets(&req(path, cookie)), "{path}: no cookie inserted");
+            assert_eq!(sink.wait_for(i + 1), i + 1);
+        }
+        assert!(!sets(&req("/static/y", "")), "ignore-persist: none inserted");
+        assert_eq!(sink.wait_for(5), 5);
+        assert!(sets(&req("/b", "")), "elsewhere: inserted");
+        assert_eq!(sink.wait_for(6), 6);
+    });
+    assert_eq!(
+        runs[0],
+        [
+            "<134>TIME t[PID]: s1 200 --VN\n",
+            "<134>TIME t[PID]: s1 200 --UN\n",
+            "<134>TIME t[PID]: s2 200 --UN\n",
+            "<134>TIME t[PID]: s1 200 --UN\n",
+            "<134>TIME t[PID]: s2 200 --NN\n",
+            "<134>TIME t[PID]: s1 200 --NI\n",
+        ]
+    );
+}
+
 /// Reads one request head from a server-side connection the test holds.
 fn read_head(s: &mut std::net::TcpStream) {
     use std::io::Read;

@@ -177,6 +177,12 @@ impl<'s> Txn<'s> {
     /// Persistence cookie: the server the request's cookie names, if the backend uses cookies.
     /// With `indirect` (or `prefix`), the cookie is taken out of the request sent on.
     pub fn persistence(&mut self, be: &Arc<Backend>, be_http: &HttpProxy) -> Option<usize> {
+        if !be.rules.ignore_persist.is_empty() && be_http.cookie.is_some() {
+            let base = self.base(Some(be));
+            let ctx = base.ctx(self.req, None, self.vars);
+            let r = &be.rules;
+            self.o.persist_ignored = r.ignore_persist.iter().any(|c| c.eval(&r.acls, &ctx));
+        }
         let chosen = self.cookie_server(be, be_http);
         if !be_http.cookie.as_ref().is_some_and(logs_flags) {
             self.o.cookie_in = CookieIn::NotApplicable;
@@ -202,14 +208,18 @@ impl<'s> Txn<'s> {
                     },
                     _ => (val, Vec::new()),
                 };
-                if let Some(idx) = be
+                let named = be
                     .servers
                     .iter()
-                    .position(|s| s.cookie.as_deref().map(str::as_bytes) == Some(id))
-                {
-                    found = Some((idx, rest));
-                } else {
-                    self.o.cookie_in = CookieIn::Invalid;
+                    .position(|s| s.cookie.as_deref().map(str::as_bytes) == Some(id));
+                match named {
+                    // (Not used to choose, but taken out of the request all the same.)
+                    _ if self.o.persist_ignored => {
+                        self.o.cookie_in = CookieIn::Unused;
+                        found = Some((usize::MAX, rest));
+                    }
+                    Some(idx) => found = Some((idx, rest)),
+                    None => self.o.cookie_in = CookieIn::Invalid,
                 }
                 break;
             }
@@ -227,7 +237,7 @@ impl<'s> Txn<'s> {
         } else if ck.indirect && ck.mode == cfg::CookieMode::Insert {
             self.rewrite_request_cookie(&ck.name, None);
         }
-        let srv = &be.servers[idx];
+        let srv = be.servers.get(idx)?; // (none for an ignored cookie)
         if srv.is_up() {
             self.o.cookie_in = CookieIn::Valid;
             Some(idx)
@@ -293,6 +303,7 @@ fn cookie_words(c: CookieIn) -> &'static str {
         CookieIn::Valid => "names a usable server",
         CookieIn::Down => "names a server that is down: a new one is chosen",
         CookieIn::Invalid => "names no server of the backend",
+        CookieIn::Unused => "is not used: ignore-persist applies",
         _ => "none in the request",
     }
 }

@@ -14,6 +14,9 @@ impl Session<'_> {
         persisted: Option<usize>,
     ) {
         let Some(ck) = be_http.cookie.as_ref() else { return };
+        if self.t.o.persist_ignored {
+            return; // `ignore-persist`: the server's cookie is not looked at, none is added
+        }
         let direct = persisted == Some(slot.index());
         let name = ck.name.as_bytes();
         let ours = |n: &[u8], v: &[u8]| {
