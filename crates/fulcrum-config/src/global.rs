@@ -288,6 +288,16 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
                 g.set_dumpable = true;
             }
         }
+        "insecure-fork-wanted" => {
+            if no_extra(line, 1, kw, diags) {
+                g.insecure_fork_wanted = true;
+            }
+        }
+        "external-check" => {
+            if no_extra(line, 1, kw, diags) {
+                g.external_check = true;
+            }
+        }
         "localpeer" => {
             if line.arg(1).is_empty() {
                 diags.alert(line, "'localpeer' expects a name as an argument.");

@@ -173,6 +173,10 @@ pub struct Global {
     pub grace: Option<std::time::Duration>,
     /// `set-dumpable`: the process stays dumpable (core files) after changing user.
     pub set_dumpable: bool,
+    /// `insecure-fork-wanted`: the process may start programs (Fulcrum starts none yet).
+    pub insecure_fork_wanted: bool,
+    /// `external-check`: proxies may use external checks (not supported yet).
+    pub external_check: bool,
     /// `localpeer <name>`: this process's name in `peers` sections.
     pub localpeer: Option<String>,
     /// `server-state-base <dir>`: where relative server-state file names are.
@@ -240,6 +244,8 @@ impl Default for Global {
             chroot: None,
             grace: None,
             set_dumpable: false,
+            insecure_fork_wanted: false,
+            external_check: false,
             localpeer: None,
             stats_sockets: Vec::new(),
             server_state_base: None,
