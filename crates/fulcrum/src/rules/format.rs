@@ -95,13 +95,9 @@ impl Format {
                     // Binary samples stop at their first NUL, as HAProxy's C strings do.
                     let b = b.map(|b| &b[..b.iter().position(|&c| c == 0).unwrap_or(b.len())]);
                     if f.has(LogFlags::HTTP) {
-                        if f.has(LogFlags::QUOTE) {
-                            out.push(b'"');
-                        }
+                        // (HAProxy 2.6's `lf_encode_chunk()`: no quotes in a header's value,
+                        // whatever `+Q` says.)
                         encode(out, b.unwrap_or(b""), b'%', http_encoded, *f);
-                        if f.has(LogFlags::QUOTE) {
-                            out.push(b'"');
-                        }
                     } else {
                         text(out, b, *f);
                     }

@@ -93,6 +93,33 @@ fn legacy_redirect_keyword_still_works() {
     });
 }
 
+/// Log-format flags in header values, as HAProxy 2.6 renders them there: a sample's value is
+/// %-encoded where a header needs it and never quoted (`+Q` is for log lines), `+E` escapes;
+/// a variable such as `%ci` keeps its quotes.
+#[test]
+fn log_format_flags_in_header_values_are_haproxys() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(
+            &srv,
+            " http-request set-header X-Q %{+Q}[req.hdr(x-dn)]\n\
+             http-request set-header X-E %{+E}[req.hdr(x-dn)]\n\
+             http-request set-header X-QE %{+Q,+E}[req.hdr(x-dn)]\n\
+             http-request set-header X-None %{+Q}[req.hdr(x-missing)]-\n\
+             http-request set-header X-Ci %{+Q}ci\n\
+             http-request set-header X-Plain %[req.hdr(x-dn)]\n",
+        ));
+        let r = px.send(
+            b"GET /echo HTTP/1.1\r\nHost: t\r\nX-DN: /CN=a b\"c\\d/O=x\r\nConnection: close\r\n\r\n",
+        );
+        let h = r.echoed();
+        ["x-q", "x-e", "x-qe", "x-none", "x-ci", "x-plain"]
+            .iter()
+            .map(|n| (n.to_string(), h.header(n).unwrap_or("(none)").to_string()))
+            .collect::<Vec<_>>()
+    });
+}
+
 #[test]
 fn http_request_header_actions_change_what_the_server_receives() {
     each(|t| {
