@@ -110,7 +110,14 @@ fn the_exporter_serves_haproxy_2_6_s_families_and_labels_with_live_values() {
         for _ in 0..3 {
             assert_eq!(http_get(addrs[0], "/").map(|r| r.0), Some(200));
         }
-        let text = get_body(addrs[2], "/metrics");
+        // (HAProxy counts a response once its stream ended, which may follow the client's
+        // read of it by a moment: the scrape is taken again until the third is counted.)
+        let responses = "haproxy_backend_http_responses_total{proxy=\"be\",code=\"2xx\"}";
+        let mut text = get_body(addrs[2], "/metrics");
+        eventually(std::time::Duration::from_secs(5), || {
+            text = get_body(addrs[2], "/metrics");
+            value(&text, responses).as_deref() == Some("3")
+        });
         let v = |k: &str| value(&text, k);
         assert_eq!(
             v("haproxy_server_status{proxy=\"be\",server=\"live\",state=\"UP\"}").as_deref(),
