@@ -33,25 +33,31 @@ impl Diags {
     }
 }
 
-/// HAProxy's `parse_process_number()` with one process (2.6 runs one): `all`, `odd`, `even`,
-/// `1`, `1-1` or `1-`; its message otherwise.
-pub fn process_number(arg: &str) -> Result<(), String> {
-    if matches!(arg, "all" | "odd" | "even") {
-        return Ok(());
-    }
-    let bad = format!("'{arg}' is not a valid number/range.");
-    let (low, high) = arg.split_once('-').unwrap_or((arg, arg));
-    if !low.bytes().chain(high.bytes()).all(|b| b.is_ascii_digit()) {
-        return Err(bad);
-    }
-    // (HAProxy's `str2uic()`: an empty number is 0; `n-` reaches the last process.)
-    let num = |s: &str| s.parse::<u64>().unwrap_or(0);
-    let high = if arg.ends_with('-') { 1 } else { num(high) };
-    let (low, high) = (num(low).min(high), num(low).max(high));
-    if low < 1 || high > 1 {
-        return Err(format!("{bad} It supports numbers from 1 to 1."));
-    }
-    Ok(())
+/// HAProxy's `parse_process_number()`: a process or thread set within `1..=max`, `all`,
+/// `odd`, `even`, `N`, `N-M` (reversed bounds swapped) or `N-` (up to `max`); its message
+/// otherwise.
+pub fn process_set(arg: &str, max: u32) -> Result<Vec<u32>, String> {
+    let keep: fn(u32) -> bool = match arg {
+        "all" => |_| true,
+        "odd" => |n| n % 2 == 1,
+        "even" => |n| n % 2 == 0,
+        _ => {
+            let bad = format!("'{arg}' is not a valid number/range.");
+            let (low, high) = arg.split_once('-').unwrap_or((arg, arg));
+            if !low.bytes().chain(high.bytes()).all(|b| b.is_ascii_digit()) {
+                return Err(bad);
+            }
+            // (HAProxy's `str2uic()`: an empty number is 0.)
+            let num = |s: &str| s.parse::<u64>().unwrap_or(if s.is_empty() { 0 } else { u64::MAX });
+            let high = if arg.ends_with('-') { u64::from(max) } else { num(high) };
+            let (low, high) = (num(low).min(high), num(low).max(high));
+            if low < 1 || high > u64::from(max) {
+                return Err(format!("{bad} It supports numbers from 1 to {max}."));
+            }
+            return Ok((low as u32..=high as u32).collect());
+        }
+    };
+    Ok((1..=max).filter(|&n| keep(n)).collect())
 }
 
 /// A plain unsigned decimal integer (no sign, no blanks), as a `u64`.
@@ -147,6 +153,17 @@ mod tests {
         assert_eq!(parse_u32("-1"), None);
         assert_eq!(parse_u32("1k"), None);
         assert_eq!(parse_u32(""), None);
+    }
+
+    #[test]
+    fn process_sets_are_read_as_haproxy_reads_them() {
+        assert_eq!(process_set("odd", 4), Ok(vec![1, 3]));
+        assert_eq!(process_set("3-2", 4), Ok(vec![2, 3]));
+        assert_eq!(process_set("3-", 4), Ok(vec![3, 4]));
+        assert_eq!(process_set("1", 1), Ok(vec![1]));
+        let range = "'2' is not a valid number/range. It supports numbers from 1 to 1.";
+        assert_eq!(process_set("2", 1), Err(range.to_string()));
+        assert_eq!(process_set("1/1", 1), Err("'1/1' is not a valid number/range.".into()));
     }
 
     #[test]

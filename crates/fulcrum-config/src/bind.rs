@@ -166,12 +166,12 @@ fn bind_options(
             // say `thread` (Fulcrum's listeners are every worker's).
             "process" => {
                 let (p, threads) = val.split_once('/').map_or((val, None), |(p, t)| (p, Some(t)));
-                match crate::args::process_number(p) {
+                match crate::args::process_set(p, 1) {
                     Err(msg) => {
                         diags.alert(line, format!("{prefix} : 'process' : {msg}"));
                         ok = false;
                     }
-                    Ok(()) => {
+                    Ok(_) => {
                         let hint = threads
                             .map(|t| format!(" Please use 'thread {t}' instead."))
                             .unwrap_or_default();

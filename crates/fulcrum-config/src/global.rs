@@ -529,24 +529,9 @@ fn user_group(line: &Line, g: &mut Global, diags: &mut Diags) {
     *at = Some(line.span.clone());
 }
 
-/// Parses a process or thread set: `all`, `odd`, `even`, `N` or `N-M` within 1..=64 (no
-/// comma lists in HAProxy 2.6). The error is HAProxy's message.
+/// A `cpu-map` process or thread set within 1..=64 (no comma lists in HAProxy 2.6).
 fn parse_set(text: &str) -> Result<Vec<u32>, String> {
-    let keep: fn(u32) -> bool = match text {
-        "all" => |_| true,
-        "odd" => |n| n % 2 == 1,
-        "even" => |n| n % 2 == 0,
-        _ => {
-            let bad = || format!("cpu-map : '{text}' is not a valid number/range.");
-            let parts: Option<Vec<u32>> = text.splitn(2, '-').map(parse_u32).collect();
-            let parts = parts.ok_or_else(bad)?;
-            if parts.iter().any(|&n| n == 0 || n > MAX_THREADS) {
-                return Err(format!("{} It supports numbers from 1 to {MAX_THREADS}.", bad()));
-            }
-            return parse_range(text, 1, MAX_THREADS).ok_or_else(bad);
-        }
-    };
-    Ok((1..=MAX_THREADS).filter(|&n| keep(n)).collect())
+    crate::args::process_set(text, MAX_THREADS).map_err(|m| format!("cpu-map : {m}"))
 }
 
 /// One `N` or `N-M` range (reversed bounds are swapped) within `lo..=hi`.

@@ -575,7 +575,7 @@ fn bind_process(line: &Line, diags: &mut Diags) {
         if arg == "all" {
             break;
         }
-        if let Err(msg) = crate::args::process_number(arg) {
+        if let Err(msg) = crate::args::process_set(arg, 1) {
             return diags.alert(line, format!("bind-process : {msg}"));
         }
     }

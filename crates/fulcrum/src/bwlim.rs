@@ -9,8 +9,11 @@
 //! Must not touch: sessions, sockets, rules (they call in: the rules enable, the body
 //! transfers ask).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use fulcrum_config::DataType;
@@ -234,14 +237,32 @@ pub fn passed(chain: &mut [Limit], part: Part, n: usize) {
 /// Waits until the chain's limits of `part` let some of `len` bytes go (at once when they
 /// do), and says how many; the caller forwards them, then calls [`passed`].
 pub async fn take(chain: &mut [Limit], part: Part, len: usize, eoi: bool) -> usize {
+    let mut timer = None;
+    std::future::poll_fn(|cx| poll_take(chain, part, len, eoi, &mut timer, cx)).await
+}
+
+/// [`take`] as a poll (a tunnel's directions poll it): `timer` holds the wait for when the
+/// limits let more go, from one poll to the next.
+pub fn poll_take(
+    chain: &mut [Limit],
+    part: Part,
+    len: usize,
+    eoi: bool,
+    timer: &mut Option<Pin<Box<tokio::time::Sleep>>>,
+    cx: &mut Context<'_>,
+) -> Poll<usize> {
     loop {
         let now = Instant::now();
         let (n, next) = allow(chain, part, len, eoi, now);
         if n > 0 || len == 0 {
-            return n;
+            return Poll::Ready(n);
         }
-        let until = next.unwrap_or(now + Duration::from_millis(1));
-        tokio::time::sleep_until(tokio::time::Instant::from_std(until)).await;
+        let until = tokio::time::Instant::from_std(next.unwrap_or(now + Duration::from_millis(1)));
+        let t = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(until)));
+        t.as_mut().reset(until);
+        if t.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
     }
 }
 

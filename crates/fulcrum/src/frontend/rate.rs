@@ -5,6 +5,9 @@
 //! listeners.
 //!
 //! With no limit (0) the accept path reads one relaxed atomic and nothing else.
+//!
+//! Also compression's rates ([`CompRate`]: `maxcomprate`, `maxcompcpuusage`), read as
+//! HAProxy reads its frequency counters.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};

@@ -19,9 +19,6 @@ use fulcrum_config::compression::CompAlgo;
 /// One response's encoder; its output collects in a buffer handed back by [`Encoder::push`].
 pub struct Encoder {
     kind: Kind,
-    /// The deflate family's level now (HAProxy's `cur_lvl`) and its ceiling.
-    level: u32,
-    max_level: u32,
     /// Data bytes in and bytes out while compressing (HAProxy's `comp_in`/`comp_out`), and
     /// those that passed as they were (`comp_byp`: identity, or a deflate stream brought down
     /// to level 0).
@@ -63,7 +60,7 @@ impl Encoder {
                 last: Vec::new(),
             },
         };
-        Encoder { kind, level: n, max_level: n, bytes_in: 0, bytes_out: 0, bypassed: 0 }
+        Encoder { kind, bytes_in: 0, bytes_out: 0, bypassed: 0 }
     }
 
     /// Compresses `data` and flushes (`end`: finishes the stream); the bytes to send, valid
@@ -76,21 +73,7 @@ impl Encoder {
         end: bool,
         pressed: bool,
     ) -> std::io::Result<(&[u8], bool)> {
-        let (max, identity) = (self.max_level, matches!(self.kind, Kind::Identity(_)));
-        let level = &mut self.level;
-        let out = Self::encode(&mut self.kind, data, end, |c: &mut Compress| {
-            let next = match pressed {
-                true => level.saturating_sub(1),
-                false => (*level + 1).min(max),
-            };
-            if next != *level {
-                // (The block was flushed: the next goes on at its level in a new stream.)
-                *c = Compress::new(Level::new(next), false);
-                *level = next;
-            }
-        })?;
-        // (As HAProxy: by the level after the block's flush.)
-        let compressed = !identity && self.level > 0;
+        let (out, compressed) = Self::encode(&mut self.kind, data, end, pressed)?;
         if compressed {
             self.bytes_in += data.len() as u64;
             self.bytes_out += out.len() as u64;
@@ -104,8 +87,8 @@ impl Encoder {
         kind: &'k mut Kind,
         data: &[u8],
         end: bool,
-        adjust: impl FnOnce(&mut Compress),
-    ) -> std::io::Result<&'k [u8]> {
+        pressed: bool,
+    ) -> std::io::Result<(&'k [u8], bool)> {
         fn step<W: Write>(w: &mut W, data: &[u8], end: bool) -> std::io::Result<()> {
             w.write_all(data)?;
             if !end && !data.is_empty() {
@@ -117,17 +100,18 @@ impl Encoder {
             Kind::Identity(out) => {
                 out.clear();
                 out.extend_from_slice(data);
-                Ok(out)
+                Ok((out, false))
             }
             Kind::Flate(f) => {
                 f.out.clear();
                 if end || !data.is_empty() {
                     f.push(data, end)?;
                     if !end {
-                        adjust(&mut f.c); // after the flush, as HAProxy's `deflate_flush_or_finish()`
+                        f.follow(pressed); // after the flush, as HAProxy's `deflate_flush_or_finish()`
                     }
                 }
-                Ok(&f.out)
+                // (As HAProxy: counted compressed by the level after the block's flush.)
+                Ok((&f.out, f.level > 0))
             }
             Kind::Zstd(e) => {
                 e.get_mut().clear();
@@ -135,7 +119,7 @@ impl Encoder {
                 if end {
                     e.do_finish()?;
                 }
-                Ok(e.get_ref())
+                Ok((e.get_ref(), true))
             }
             Kind::Brotli { w, last } => {
                 last.clear();
@@ -151,7 +135,7 @@ impl Encoder {
                         *last = e.into_inner();
                     }
                 }
-                Ok(last)
+                Ok((last, true))
             }
         }
     }
@@ -164,7 +148,9 @@ struct Flate {
     wrap: Wrap,
     /// The wrapper's head went.
     begun: bool,
-    /// The first level (the zlib and gzip heads tell it).
+    /// The first level, also the ceiling (`tune.comp.maxlevel`; the zlib and gzip heads tell
+    /// it), and the level now (HAProxy's `cur_lvl`).
+    first: u32,
     level: u32,
     out: Vec<u8>,
 }
@@ -178,19 +164,27 @@ enum Wrap {
 impl Flate {
     fn kind(wrap: Wrap, level: Level) -> Kind {
         let c = Compress::new(level, false);
-        Kind::Flate(Box::new(Flate {
-            c,
-            wrap,
-            begun: false,
-            level: level.level(),
-            out: Vec::new(),
-        }))
+        let first = level.level();
+        Kind::Flate(Box::new(Flate { c, wrap, begun: false, first, level: first, out: Vec::new() }))
+    }
+
+    /// After a block's sync flush: one level down while `pressed`, else one up to the first;
+    /// a new level goes on as a new raw stream (zlib-rs cannot change a stream's level).
+    fn follow(&mut self, pressed: bool) {
+        let next = match pressed {
+            true => self.level.saturating_sub(1),
+            false => (self.level + 1).min(self.first),
+        };
+        if next != self.level {
+            self.c = Compress::new(Level::new(next), false);
+            self.level = next;
+        }
     }
 
     fn push(&mut self, data: &[u8], end: bool) -> std::io::Result<()> {
         if !self.begun {
             self.begun = true;
-            let l = self.level;
+            let l = self.first;
             match &self.wrap {
                 // zlib's: no name, no time, the OS Unix; XFL 4 (fastest) or 2 (best).
                 Wrap::Gzip(_) => {

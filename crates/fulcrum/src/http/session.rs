@@ -589,11 +589,11 @@ impl Session<'_> {
         self.log.request_line = l.request_line;
     }
 
-    /// `option logasap`: the transaction's line once its response's head went through the
-    /// response rules (HAProxy's end of `http_process_res_common()`), its `%B` the head's
-    /// size; none at its end.
+    /// `option logasap` (the caller checks it): the transaction's line once its response's
+    /// head went through the response rules (HAProxy's end of `http_process_res_common()`),
+    /// its `%B` the head's size; none at its end.
     pub(super) fn log_asap(&mut self, be: &Backend) {
-        if !self.logs || self.log.skip || !self.fe.log.logasap {
+        if !self.logs || self.log.skip {
             return;
         }
         let l = std::mem::take(&mut self.log);

@@ -528,13 +528,10 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         outcome.marks.request = Some(now);
     }
     // The client connection closes after the log line (HAProxy counts it in %ac then).
-    let line = |conn: &tcp::Accepted, outcome: &crate::outcome::Outcome| {
-        tcp_line(fe, be, conn, (peer, local), outcome, shared);
-    };
     // `option logasap`: the line once the server is connected, none at the end.
     let sent = std::cell::Cell::new(false);
     let early = |conn: &tcp::Accepted, outcome: &crate::outcome::Outcome| {
-        line(conn, outcome);
+        tcp_line(fe, be, conn, (peer, local), outcome, shared);
         sent.set(true);
     };
     let connected = (logs && fe.log.logasap).then_some(&early as tcp::OnConnect<'_>);
@@ -544,7 +541,7 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         sc.bytes(outcome.bytes_in, outcome.bytes_out);
     }
     if logs && !sent.get() {
-        line(&conn, &outcome);
+        tcp_line(fe, be, &conn, (peer, local), &outcome, shared);
     }
 }
 

@@ -241,12 +241,11 @@ fn is_resource_error(errno: i32) -> bool {
     )
 }
 
-/// Serves one TCP session to its end, recording how it went in `out`.
 /// What [`serve`] calls once the server's connection is established.
 pub type OnConnect<'a> = &'a dyn Fn(&Accepted, &Outcome);
 
-/// `on_connect`: called once the server's connection is established (`option logasap`'s
-/// line).
+/// Serves one TCP session to its end, recording how it went in `out`; `on_connect` is
+/// called once the server's connection is established (`option logasap`'s line).
 pub async fn serve(
     fe: &Frontend,
     be: &Arc<Backend>,

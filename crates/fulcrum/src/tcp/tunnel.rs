@@ -91,25 +91,6 @@ impl Flow {
         self.shut
     }
 
-    /// How many of `len` waiting bytes the limits let go now; `None` (the timer armed for
-    /// when they let more go) if none.
-    fn allowed(&mut self, len: usize, cx: &mut Context<'_>) -> Option<usize> {
-        loop {
-            let now = std::time::Instant::now();
-            let (n, next) = bwlim::allow(&mut self.limits, Part::All, len, false, now);
-            if n > 0 {
-                return Some(n);
-            }
-            let until = next.unwrap_or(now + Duration::from_millis(1));
-            let until = Instant::from_std(until);
-            let held = self.held.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(until)));
-            held.as_mut().reset(until);
-            if held.as_mut().poll(cx).is_pending() {
-                return None;
-            }
-        }
-    }
-
     /// Moves as much as possible without blocking. `Err` carries the side that failed.
     fn pump<F: Pipe, T: Pipe>(
         &mut self,
@@ -140,9 +121,10 @@ impl Flow {
                 }
                 let mut len = self.end - self.start;
                 if !self.limits.is_empty() {
-                    match self.allowed(len, cx) {
-                        Some(n) => len = n,
-                        None => return Ok(()),
+                    let (limits, held) = (&mut self.limits, &mut self.held);
+                    match bwlim::poll_take(limits, Part::All, len, false, held, cx) {
+                        Poll::Ready(n) => len = n,
+                        Poll::Pending => return Ok(()),
                     }
                 }
                 let Some(buf) = self.buf.as_ref() else { return Ok(()) };

@@ -195,7 +195,7 @@ impl<'s> Txn<'s> {
         // HAProxy's flags start at "no cookie" / "no set-cookie" once persistence applies.
         self.o.cookie_in = CookieIn::None;
         self.o.cookie_out = CookieOut::None;
-        let mut found: Option<(usize, Vec<u8>)> = None;
+        let mut found: Option<(Option<usize>, Vec<u8>)> = None;
         for (n, v) in self.req.headers() {
             if !n.eq_ignore_ascii_case(b"cookie") {
                 continue;
@@ -216,9 +216,9 @@ impl<'s> Txn<'s> {
                     // (Not used to choose, but taken out of the request all the same.)
                     _ if self.o.persist_ignored => {
                         self.o.cookie_in = CookieIn::Unused;
-                        found = Some((usize::MAX, rest));
+                        found = Some((None, rest));
                     }
-                    Some(idx) => found = Some((idx, rest)),
+                    Some(idx) => found = Some((Some(idx), rest)),
                     None => self.o.cookie_in = CookieIn::Invalid,
                 }
                 break;
@@ -237,7 +237,8 @@ impl<'s> Txn<'s> {
         } else if ck.indirect && ck.mode == cfg::CookieMode::Insert {
             self.rewrite_request_cookie(&ck.name, None);
         }
-        let srv = be.servers.get(idx)?; // (none for an ignored cookie)
+        let idx = idx?; // (none for an ignored cookie)
+        let srv = &be.servers[idx];
         if srv.is_up() {
             self.o.cookie_in = CookieIn::Valid;
             Some(idx)

@@ -493,10 +493,8 @@ pub(super) async fn pump(
     if (h2_gives && h1(to)) || (h2_takes && h1(from)) {
         let timer = (read_timer, read_timeout);
         let (wt, none) = (write_timeout, Default::default());
-        return cold(filtered_pump(
-            from, fbuf, to, head, body, scanner, timer, wt, watch, moved, none,
-        ))
-        .await;
+        return cold(as_pieces(from, fbuf, to, head, body, scanner, timer, wt, watch, moved, none))
+            .await;
     }
     // A chunked body not in canonical form goes as the scanner writes it again (rare: no
     // allocation otherwise).
@@ -563,12 +561,34 @@ pub(super) async fn pump(
     }
 }
 
-/// [`pump`] as pieces (see `pieces`) through `filters`: a body with an HTTP/2 side, or one
-/// that filters see (`bwlim-in` limits, `filter trace`). `head` as for [`pump`] (never with
-/// an HTTP/2 sink). (The rest of an HTTP/2 body already partly buffered as HTTP/1 goes
-/// unfiltered, by `pump`.)
+/// A body through `filters` (compression, the cache store, bandwidth limits, trace filters):
+/// [`pump`] when none sees it, else as pieces (see [`as_pieces`]).
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn filtered_pump(
+    from: &Peer,
+    fbuf: &mut RecvBuf,
+    to: &Peer,
+    head: &[u8],
+    body: Body,
+    scanner: &mut ChunkedScanner,
+    timer: (Pin<&mut Timer>, Option<Duration>),
+    write_timeout: Option<Duration>,
+    watch: Option<(&Peer, &mut RecvBuf)>,
+    moved: &mut u64,
+    filters: pieces::Filters<'_>,
+) -> Xfer {
+    let (t, w) = (timer, write_timeout);
+    match filters.is_empty() {
+        true => pump(from, fbuf, to, head, body, scanner, t, w, watch, moved).await,
+        false => as_pieces(from, fbuf, to, head, body, scanner, t, w, watch, moved, filters).await,
+    }
+}
+
+/// [`pump`] as pieces (see `pieces`) through `filters`: a body with an HTTP/2 side, or one
+/// that filters see. `head` as for [`pump`] (never with an HTTP/2 sink). (The rest of an
+/// HTTP/2 body already partly buffered as HTTP/1 goes unfiltered, by `pump`.)
+#[allow(clippy::too_many_arguments)]
+async fn as_pieces(
     from: &Peer,
     fbuf: &mut RecvBuf,
     to: &Peer,
@@ -600,29 +620,6 @@ pub(super) async fn filtered_pump(
         false => pieces::Sink::H1 { peer: to, head, chunked: body == Body::Chunked },
     };
     pieces::pump(source, sink, timer, write_timeout, watch, moved, filters).await
-}
-
-/// [`pump`] when no filter sees the body, [`filtered_pump`] when one does.
-#[allow(clippy::too_many_arguments)]
-pub(super) async fn pump_through(
-    from: &Peer,
-    fbuf: &mut RecvBuf,
-    to: &Peer,
-    head: &[u8],
-    body: Body,
-    scanner: &mut ChunkedScanner,
-    timer: (Pin<&mut Timer>, Option<Duration>),
-    write_timeout: Option<Duration>,
-    moved: &mut u64,
-    filters: pieces::Filters<'_>,
-) -> Xfer {
-    let (t, w) = (timer, write_timeout);
-    match filters.is_empty() {
-        true => pump(from, fbuf, to, head, body, scanner, t, w, None, moved).await,
-        false => {
-            filtered_pump(from, fbuf, to, head, body, scanner, t, w, None, moved, filters).await
-        }
-    }
 }
 
 /// Reads a message body to its end and drops it: the body a server sends for a request whose

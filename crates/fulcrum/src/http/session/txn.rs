@@ -348,8 +348,8 @@ impl Session<'_> {
         let trace = self.t.trace.as_deref();
         let down_f = pieces::Filters {
             store: store.as_deref_mut(),
-            rate: enc.as_ref().map(|_| &*self.shared.comp_rate),
             enc: enc.as_mut(),
+            rate: Some(&*self.shared.comp_rate),
             limits: down.filter(|l| !l.is_empty()),
             trace: trace.map(|t| (t, Channel::Response)),
         };
@@ -359,7 +359,7 @@ impl Session<'_> {
             ..Default::default()
         };
         let head: &[u8] = if head_with_body { &self.out } else { &[] };
-        let down = exchange::pump_through(
+        let down = exchange::filtered_pump(
             &sc.stream,
             &mut sc.buf,
             &self.client,
@@ -368,10 +368,11 @@ impl Session<'_> {
             &mut self.scanner,
             (self.stimer.as_mut(), st),
             ct,
+            None,
             &mut self.t.o.bytes_out,
             down_f,
         );
-        let up = exchange::pump_through(
+        let up = exchange::filtered_pump(
             &self.client,
             &mut self.cbuf,
             &sc.stream,
@@ -380,6 +381,7 @@ impl Session<'_> {
             &mut req_scanner,
             (self.ctimer.as_mut(), st.or(ct)),
             st,
+            None,
             &mut self.t.o.bytes_in,
             up_f,
         );
