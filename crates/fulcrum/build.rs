@@ -1,6 +1,6 @@
 //! Probes the tools some tests drive (a real gRPC client and server, Python's Prometheus
-//! parser, a browser, OpenSSL and curl, `ss`, the Debian package's `dpkg-deb`, `lintian` and
-//! `man`) and whether the tests run as root: for each one missing, a `cfg` flag, under which its
+//! parser and SMTP server, a browser, OpenSSL and curl, `ss`, the Debian package's `dpkg-deb`,
+//! `lintian` and `man`) and whether the tests run as root: for each one missing, a `cfg` flag, under which its
 //! tests are ignored with the reason, so `cargo test` shows them as ignored, never as passed
 //! without having run. The binary does not use these flags.
 //!
@@ -22,6 +22,8 @@ fn main() {
         ("no_prometheus_client", python("prometheus_client.parser")),
         // Python's zlib: the independent decoder of compressed responses.
         ("no_python_zlib", python("zlib")),
+        // A real SMTP server for the mail alerts.
+        ("no_aiosmtpd", python("aiosmtpd.smtp")),
         ("no_chromium", browser),
         ("no_openssl", runs("openssl", &["version"])),
         ("no_curl", runs("curl", &["--version"])),

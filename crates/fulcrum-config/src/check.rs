@@ -725,7 +725,7 @@ fn header_expect(line: &Line, at: usize) -> Result<(HeaderExpect, usize), String
 pub fn finish(b: &mut ProxyBuild) {
     let h = &mut b.proxy.health_check;
     h.steps = match h.kind {
-        CheckKind::Connect => Vec::new(),
+        CheckKind::Connect | CheckKind::External => Vec::new(),
         CheckKind::Tcp => b.checks.tcp.clone(),
         CheckKind::Http => b.checks.http.clone(),
         CheckKind::Redis

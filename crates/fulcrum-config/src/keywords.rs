@@ -41,7 +41,7 @@ const fn g(name: &'static str, status: Status) -> Keyword {
 }
 
 /// Sections HAProxy 2.6 knows besides the proxies and `global`.
-pub const OTHER_SECTIONS: &[&str] = &["mailers", "peers", "program", "resolvers"];
+pub const OTHER_SECTIONS: &[&str] = &["peers", "program", "resolvers"];
 
 /// HAProxy 2.6's `global` keywords (manual §3).
 pub static GLOBAL: &[Keyword] = &[
@@ -62,7 +62,7 @@ pub static GLOBAL: &[Keyword] = &[
     g("deviceatlas-properties-cookie", NotYet),
     g("deviceatlas-separator", NotYet),
     g("expose-experimental-directives", Partial("accepted: no experimental directive is supported")),
-    g("external-check", Partial("accepted; 'option external-check' itself is not supported yet")),
+    g("external-check", Supported),
     g("fd-hard-limit", NotYet),
     g("gid", Supported),
     g("grace", Supported),
@@ -76,7 +76,7 @@ pub static GLOBAL: &[Keyword] = &[
     g("httpclient.resolvers.prefer", NotYet),
     g("httpclient.ssl.ca-file", NotYet),
     g("httpclient.ssl.verify", NotYet),
-    g("insecure-fork-wanted", Partial("accepted; Fulcrum starts no program yet (no external checks, no Lua), so it changes nothing ('no insecure-fork-wanted' is not read yet)")),
+    g("insecure-fork-wanted", Partial("without it external checks fail to start their program (SOCKERR) unless running as root, as under HAProxy's nproc limit, with HAProxy's warning at start-up; 'no insecure-fork-wanted' is not read yet")),
     g("insecure-setuid-wanted", NotYet),
     g("issuers-chain-path", NotYet),
     g("localpeer", Partial("recorded for the peers sections, which are not supported yet")),
@@ -236,11 +236,11 @@ pub static PROXY: &[Keyword] = &[
     p("description", F|L|B, Partial("recorded for the stats page, which does not exist yet")),
     p("disabled", D|F|L|B, NotYet),
     p("dispatch", L|B, NotYet),
-    p("email-alert from", D|F|L|B, NotYet),
-    p("email-alert level", D|F|L|B, NotYet),
-    p("email-alert mailers", D|F|L|B, NotYet),
-    p("email-alert myhostname", D|F|L|B, NotYet),
-    p("email-alert to", D|F|L|B, NotYet),
+    p("email-alert from", D|F|L|B, Supported),
+    p("email-alert level", D|F|L|B, Supported),
+    p("email-alert mailers", D|F|L|B, Supported),
+    p("email-alert myhostname", D|F|L|B, Supported),
+    p("email-alert to", D|F|L|B, Supported),
     p("enabled", D|F|L|B, NotYet),
     p("errorfile", D|F|L|B, Supported),
     p("errorfiles", D|F|L|B, Supported),
@@ -310,7 +310,7 @@ pub static PROXY: &[Keyword] = &[
     p("option httpslog", D|F|L, Supported),
     p("option independent-streams", D|F|L|B, NotYet),
     p("option ldap-check", D|L|B, Supported),
-    p("option external-check", D|L|B, NotYet),
+    p("option external-check", D|L|B, Supported),
     p("option log-health-checks", D|L|B, Supported),
     p("option log-separate-errors", D|F|L, Supported),
     p("option logasap", D|F|L, Supported),
@@ -337,8 +337,8 @@ pub static PROXY: &[Keyword] = &[
     p("option tcplog", D|F|L, Supported),
     p("option transparent", D|L|B, NotYet),
     p("option idle-close-on-response", D|F|L, NotYet),
-    p("external-check command", D|L|B, NotYet),
-    p("external-check path", D|L|B, NotYet),
+    p("external-check command", D|L|B, Supported),
+    p("external-check path", D|L|B, Supported),
     p("persist rdp-cookie", D|L|B, NotYet),
     p("rate-limit sessions", D|F|L, NotYet),
     p("redirect", F|L|B, Partial("location, prefix, scheme, code, drop-query, append-slash, ignore-empty; not set-cookie, clear-cookie")),
@@ -762,6 +762,7 @@ pub fn compat_markdown() -> String {
     out.push_str("| `ring` | partial: `description`, `format`, `maxlen`, `size`, `timeout connect`, `timeout server`, `server <name> <ip>:<port> [log-proto legacy|octet-count]` (TCP, no check or TLS options); written by `log ring@<name>` targets; `show events` on the runtime API not yet |\n");
     out.push_str("| `log-forward` | partial: `bind` (TCP, octet-counted or one message per line), `dgram-bind` (UDP), `log`, `maxconn`, `backlog`, `timeout client`; RFC 3164 and 5424 headers read (level, facility, host, tag and pid kept); started with the process, a reload keeps them as they were |\n");
     out.push_str("| `cache` | supported: `total-max-size`, `max-object-size`, `max-age`, `process-vary`, `max-secondary-entries` (HAProxy 2.6's defaults, limits and messages); used by `http-request cache-use`, `http-response cache-store` and `filter cache` (a proxy's cache filters must come before its compression filter, as in HAProxy) |\n");
+    out.push_str("| `mailers` | supported: `mailer <name> <addr>:<port>` (TCP), `timeout mail`; a proxy's `email-alert` settings mail server DOWN, UP and drain events over plain SMTP as HAProxy 2.6 does (HELO, one alert at a time per mailer, no retries) |\n");
     for s in OTHER_SECTIONS {
         out.push_str(&format!("| `{s}` | not yet |\n"));
     }

@@ -53,6 +53,8 @@ pub struct Config {
     pub log_forwards: Vec<crate::logfwd::LogForward>,
     /// `cache <name>` sections, in order.
     pub caches: Vec<crate::cache::CacheSection>,
+    /// `mailers <name>` sections, in order.
+    pub mailers: Vec<crate::mailers::MailersSection>,
 }
 
 impl Config {
@@ -173,9 +175,9 @@ pub struct Global {
     pub grace: Option<std::time::Duration>,
     /// `set-dumpable`: the process stays dumpable (core files) after changing user.
     pub set_dumpable: bool,
-    /// `insecure-fork-wanted`: the process may start programs (Fulcrum starts none yet).
+    /// `insecure-fork-wanted`: the process may start programs (external checks).
     pub insecure_fork_wanted: bool,
-    /// `external-check`: proxies may use external checks (not supported yet).
+    /// `external-check`: proxies may use external checks.
     pub external_check: bool,
     /// `localpeer <name>`: this process's name in `peers` sections.
     pub localpeer: Option<String>,
@@ -454,6 +456,8 @@ pub struct Proxy {
     pub capture_slots: CaptureSlots,
     /// How servers are checked (`option httpchk`, `tcp-check`...; a plain connect otherwise).
     pub health_check: HealthCheck,
+    /// `email-alert` settings: server state changes mailed through a `mailers` section.
+    pub email_alert: crate::mailers::EmailAlert,
     /// `option allbackups`: every backup server takes traffic when no active one can.
     pub allbackups: bool,
     /// `option log-health-checks`: every check result change is logged.

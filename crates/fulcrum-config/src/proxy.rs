@@ -149,6 +149,7 @@ impl ProxyBuild {
             captures: Vec::new(),
             capture_slots: Default::default(),
             health_check: HealthCheck::default(),
+            email_alert: Default::default(),
             allbackups: false,
             log_health_checks: false,
             logs: Vec::new(),
@@ -253,6 +254,8 @@ fn unknown(b: &ProxyBuild, line: &Line, words: &[String], diags: &mut Diags) {
             b.proxy.name
         ),
         "monitor" => "'monitor' only supports 'fail'.".to_string(),
+        "external-check" => crate::extcheck::unknown(second),
+        "email-alert" => crate::mailers::unknown(second),
         "http-check" => format!("'http-check' only supports 'disable-on-404', 'send-state', 'comment', 'connect', 'send', 'expect'. but got '{second}'"),
         "tcp-check" => format!("'tcp-check' only supports 'comment', 'connect', 'send', 'send-binary', 'expect'. but got '{second}'"),
         "capture" => "'capture' expects 'cookie' or 'request header' or 'response header'.".to_string(),
@@ -401,6 +404,11 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         "option smtpchk" => check_protocols::smtp(b, line, diags),
         "option ldap-check" => check_protocols::ldap(b, line, diags),
         "option ssl-hello-chk" => check_protocols::ssl_hello(b, line, diags),
+        "option external-check" => crate::extcheck::option(b, line, diags),
+        n if n.starts_with("email-alert ") => {
+            crate::mailers::email_alert(&mut b.proxy.email_alert, line, diags)
+        }
+        "external-check command" | "external-check path" => crate::extcheck::line(b, line, diags),
         n if n.starts_with("http-check ") => check::http_check(b, line, diags),
         n if n.starts_with("tcp-check ") => check::tcp_check(b, line, diags),
         "option allbackups" | "option log-health-checks" => {

@@ -1,6 +1,6 @@
 //! Section structure: splits the (already filtered) lines of every file into `global`,
 //! `defaults`, `frontend`, `backend`, `listen`, `http-errors`, `userlist`, `ring`,
-//! `log-forward`, `fcgi-app` and `cache` sections, resolves which
+//! `log-forward`, `fcgi-app`, `cache` and `mailers` sections, resolves which
 //! `defaults` a section starts from (the last one above it, or `from <name>`), refuses the
 //! sections Fulcrum does not support yet, checks proxy names, and at the end applies each
 //! proxy's error messages (`errorfiles` may name an `http-errors` section declared later).
@@ -28,6 +28,7 @@ enum Current {
     /// A `cache` section, and whether one of its lines stopped HAProxy (its end checks are then
     /// not made).
     Cache(crate::cache::CacheSection, bool),
+    Mailers(crate::mailers::MailersSection),
     Skip,
 }
 
@@ -45,6 +46,7 @@ pub struct Builder {
     rings: Vec<crate::logfwd::Ring>,
     log_forwards: Vec<crate::logfwd::LogForward>,
     caches: Vec<crate::cache::CacheSection>,
+    mailers: Vec<crate::mailers::MailersSection>,
     current: Current,
 }
 
@@ -68,6 +70,7 @@ impl Builder {
             rings: Vec::new(),
             log_forwards: Vec::new(),
             caches: Vec::new(),
+            mailers: Vec::new(),
             current: Current::None,
         }
     }
@@ -97,6 +100,7 @@ impl Builder {
             rings: self.rings,
             log_forwards: self.log_forwards,
             caches: self.caches,
+            mailers: self.mailers,
         };
         (config, self.diags)
     }
@@ -119,6 +123,13 @@ impl Builder {
                 self.finish_section();
                 self.current = match crate::cache::start(line, &self.caches, &mut self.diags) {
                     Some((c, aborted)) => Current::Cache(c, aborted),
+                    None => Current::Skip,
+                };
+            }
+            "mailers" => {
+                self.finish_section();
+                self.current = match crate::mailers::start(line, &self.mailers, &mut self.diags) {
+                    Some(m) => Current::Mailers(m),
                     None => Current::Skip,
                 };
             }
@@ -171,6 +182,7 @@ impl Builder {
                 Current::Cache(c, aborted) => {
                     *aborted |= crate::cache::line(c, line, &mut self.diags);
                 }
+                Current::Mailers(m) => crate::mailers::line(m, line, &mut self.diags),
                 Current::Skip => {}
             },
         }
@@ -193,6 +205,7 @@ impl Builder {
             Current::Userlist(u) => self.userlists.push(u),
             Current::Ring(r) => self.rings.push(r),
             Current::LogForward(f) => self.log_forwards.push(f),
+            Current::Mailers(m) => self.mailers.push(m),
             Current::Cache(mut c, aborted) => {
                 crate::cache::finish(&mut c, !aborted, &mut self.diags);
                 // Kept even when refused: the rules naming it then get no second error.

@@ -29,6 +29,13 @@ pub fn validate(config: &Config, parse_failed: bool, out: &mut Vec<Diagnostic>) 
         mux_protos(p, out);
         crate::cache::check(config, p, out);
         crate::filters::check(config, p, out);
+        let start = out.len();
+        crate::extcheck::check(config, p, out);
+        crate::mailers::check(config, p, out);
+        if parse_failed {
+            let errors: Vec<_> = out.drain(start..).filter(Diagnostic::is_error).collect();
+            out.extend(errors);
+        }
         if !parse_failed {
             missing_bind(p, out);
             missing_timeouts(p, out);
@@ -36,6 +43,9 @@ pub fn validate(config: &Config, parse_failed: bool, out: &mut Vec<Diagnostic>) 
     }
     conflicting_binds(config, out);
     duplicate_proxy_ids(config, out);
+    if !parse_failed {
+        crate::mailers::unused(config, out);
+    }
 }
 
 /// HAProxy refuses `stats auth`/`stats realm` beside `stats http-request` (the rules then

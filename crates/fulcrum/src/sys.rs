@@ -175,6 +175,24 @@ pub fn local_time(now: std::time::SystemTime) -> LocalTime {
     }
 }
 
+/// `now` as a mail's `Date` in the machine's time zone, as HAProxy's alerts write it
+/// (`strftime("%a, %d %b %Y %T %z (%Z)")`: `Sun, 29 Nov 2026 22:13:10 +0000 (UTC)`).
+pub fn mail_date(now: std::time::SystemTime) -> String {
+    let secs = now.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as libc::time_t;
+    let mut buf = [0u8; 64];
+    // SAFETY: `tm` is a plain C struct that localtime_r fills; the format is NUL-terminated
+    // and strftime writes at most `buf.len()` bytes into `buf`.
+    let n = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&secs, &mut tm).is_null() {
+            return String::new();
+        }
+        let fmt = c"%a, %d %b %Y %T %z (%Z)";
+        libc::strftime(buf.as_mut_ptr().cast(), buf.len(), fmt.as_ptr(), &tm)
+    };
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
 /// Writes `buf` to descriptor `fd` without ever blocking: the descriptor is made non-blocking
 /// (as HAProxy does for `log fd@<n>` targets), and a full pipe gives `WouldBlock`.
 pub fn write_nonblocking(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
@@ -272,6 +290,32 @@ pub fn set_nofile_limit(n: u64) -> io::Result<()> {
     let lim = libc::rlimit { rlim_cur: n, rlim_max: hard.max(n) };
     // SAFETY: `lim` is a valid rlimit.
     check(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) }).map(drop)
+}
+
+/// The process runs as root (its effective uid is 0).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid(2) takes nothing and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Sends SIGTERM to process `pid` (a child of ours not yet reaped).
+pub fn terminate(pid: u32) {
+    // SAFETY: kill(2) takes any pid; the caller vouches it is its own unreaped child.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+}
+
+/// Makes the program `cmd` starts run with these soft and hard `RLIMIT_NOFILE` limits.
+pub fn nofile_in_child(cmd: &mut std::process::Command, (soft, hard): (u64, u64)) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the child between fork and exec and calls only
+    // setrlimit(2), which is async-signal-safe; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit { rlim_cur: soft, rlim_max: hard };
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+            Ok(())
+        });
+    }
 }
 
 /// Resolves a user name to its uid and primary gid.

@@ -132,6 +132,16 @@ pub struct HealthCheck {
     pub disable_on_404: bool,
     /// `http-check send-state`: checks carry an `X-Haproxy-Server-State` header.
     pub send_state: bool,
+    /// `external-check command|path` (used with `option external-check`).
+    pub external: ExternalCheck,
+}
+
+/// `external-check command <cmd>` and `external-check path <path>`: the program an external
+/// check runs, and the `PATH` it gets (HAProxy's default: empty).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExternalCheck {
+    pub command: Option<String>,
+    pub path: Option<String>,
 }
 
 impl Default for HealthCheck {
@@ -141,6 +151,7 @@ impl Default for HealthCheck {
             steps: Vec::new(),
             disable_on_404: false,
             send_state: false,
+            external: ExternalCheck::default(),
         }
     }
 }
@@ -160,6 +171,8 @@ pub enum CheckKind {
     Smtp,
     Ldap,
     SslHello,
+    /// `option external-check`: a program's exit status (`external-check command`).
+    External,
 }
 
 /// One step of a check.
@@ -416,6 +429,12 @@ pub enum CheckStatus {
     L7Sts,
     /// `HANA`: health analyze (observed errors).
     Hana,
+    /// `PROCERR`: an external check's program failed (non-zero exit, or a signal).
+    ProcErr,
+    /// `PROCTOUT`: an external check's program did not end in time.
+    ProcTimeout,
+    /// `PROCOK`: an external check's program exited with 0.
+    ProcOk,
 }
 
 impl CheckStatus {
@@ -439,6 +458,9 @@ impl CheckStatus {
             L7OkCond => "L7OKC",
             L7Sts => "L7STS",
             Hana => "HANA",
+            ProcErr => "PROCERR",
+            ProcTimeout => "PROCTOUT",
+            ProcOk => "PROCOK",
         }
     }
 
@@ -462,12 +484,17 @@ impl CheckStatus {
             L7OkCond => "Layer7 check conditionally passed",
             L7Sts => "Layer7 wrong status",
             Hana => "Health analyze",
+            ProcErr => "External check error",
+            ProcTimeout => "External check timeout",
+            ProcOk => "External check passed",
         }
     }
 
-    /// A layer 5-7 status: logs add the response code (`code: 200`).
+    /// A layer 5-7 or external status (HAProxy's past `HCHK_STATUS_L57DATA`): logs add the
+    /// response code or exit status (`code: 200`).
     pub fn has_code(self) -> bool {
-        matches!(self, CheckStatus::L7Ok | CheckStatus::L7OkCond | CheckStatus::L7Sts)
+        use CheckStatus::*;
+        matches!(self, L7Ok | L7OkCond | L7Sts | ProcErr | ProcTimeout | ProcOk)
     }
 
     /// Parses the names `ok-status`/`error-status`/`tout-status` accept.

@@ -294,6 +294,9 @@ fn check_status_number(s: fulcrum_config::CheckStatus) -> u8 {
         L7Ok => 15,
         L7OkCond => 16,
         L7Sts => 17,
+        ProcErr => 18,
+        ProcTimeout => 19,
+        ProcOk => 20,
     }
 }
 

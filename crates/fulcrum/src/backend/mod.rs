@@ -59,6 +59,10 @@ pub struct Backend {
     pub logger: Option<Arc<crate::log::syslog::Logger>>,
     /// How its servers are checked.
     pub health_check: Arc<fulcrum_config::HealthCheck>,
+    /// `email-alert`: where its servers' state changes are mailed.
+    pub mail: Option<Box<crate::mail::Alerts>>,
+    /// `option external-check`: the program its health checks run instead of steps.
+    pub external_check: Option<Box<ExternalCheck>>,
     /// The check steps' compiled samples (`set-var`, `name-lf`...), one per configured step.
     pub check_samples: Arc<Vec<crate::rules::check::StepSamples>>,
     pub retries: u32,
@@ -87,6 +91,22 @@ pub struct Backend {
     pub server_bufs: fulcrum_config::SocketBuffers,
     /// `option srvtcpka` (or `tcpka`) and `srvtcpka-*`.
     pub server_tcpka: fulcrum_config::TcpKeepAlive,
+}
+
+/// What a backend's external checks need (`option external-check`), prepared with the plan
+/// and run by `health::external`.
+#[derive(Debug, Clone)]
+pub struct ExternalCheck {
+    pub command: String,
+    /// `external-check path` (HAProxy's default: empty).
+    pub path: String,
+    /// The proxy's first `bind` address and port (`NOT_USED` without one).
+    pub proxy_addr: String,
+    pub proxy_port: String,
+    /// `insecure-fork-wanted` was set.
+    pub may_fork: bool,
+    /// `mode tcp`: the server protocol shown is `tcp` (else `h1`, or the server's `proto`).
+    pub tcp: bool,
 }
 
 /// A backend's up/down history (HAProxy's `last_change`, `down_time`).
@@ -286,6 +306,8 @@ impl Backend {
             is_listen: false,
             logger: None,
             health_check: Default::default(),
+            external_check: None,
+            mail: None,
             check_samples: Default::default(),
             retries,
             redispatch,

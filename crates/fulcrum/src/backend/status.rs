@@ -260,7 +260,9 @@ impl Backend {
                 append_reason(&mut msg, &reason);
                 self.append_left(&mut msg, srv, moved);
                 // No alert for a server that was already taking no new traffic.
-                self.event(if was_stopping { NOTICE } else { ALERT }, &msg);
+                let level = if was_stopping { NOTICE } else { ALERT };
+                self.event(level, &msg);
+                self.mail(level, &msg);
                 self.check_backend_down(was_any);
             }
             Transition::Stopping { reason } => {
@@ -278,6 +280,7 @@ impl Backend {
                 append_reason(&mut msg, &reason);
                 self.append_online(&mut msg, grabbed);
                 self.event(NOTICE, &msg);
+                self.mail(NOTICE, &msg);
             }
             Transition::Reweighted => {
                 self.grab_queued();
@@ -320,6 +323,7 @@ impl Backend {
                 let mut msg = format!("{who} enters drain state{}", paren(&cause));
                 self.append_left(&mut msg, srv, moved);
                 self.event(NOTICE, &msg);
+                self.mail(NOTICE, &msg);
                 self.check_backend_down(was_any);
             }
             Transition::LeftDrain { forced, up } => {
@@ -462,6 +466,14 @@ fn agent_answer(
 }
 
 impl Backend {
+    /// `email-alert`: the DOWN, UP and drain messages are mailed at their level (HAProxy's
+    /// `send_email_alert`).
+    fn mail(&self, level: u8, msg: &str) {
+        if let Some(m) = &self.mail {
+            m.send(level, msg);
+        }
+    }
+
     /// A state change's message: on stderr as HAProxy's `ha_warning()`, and to the backend's
     /// log targets at `level`.
     fn event(&self, level: u8, msg: &str) {

@@ -647,6 +647,8 @@ fn available_cpus() -> usize {
 /// Raises `RLIMIT_NOFILE` as HAProxy does and returns the process `maxconn`.
 fn raise_fd_limit(plan: &Plan, cli_maxconn: Option<u32>, listener_fds: usize) -> Option<u32> {
     let (soft, hard) = crate::sys::nofile_limit().unwrap_or((1024, 1024));
+    // External checks' programs get the limits the process started with, as in HAProxy.
+    let _ = crate::health::external::BOOT_NOFILE.set((soft, hard));
     let explicit = plan.global.ulimit_n;
     let maxconn = plan.global.maxconn.or(cli_maxconn).unwrap_or_else(|| {
         // As HAProxy: as many connections as the allowed descriptors permit (two per session).

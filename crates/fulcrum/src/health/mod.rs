@@ -10,6 +10,7 @@
 pub mod agent;
 mod custom;
 mod expect;
+pub mod external;
 mod http;
 pub mod run;
 
@@ -117,7 +118,11 @@ async fn checks(job: &Job, bufsize: usize) {
             let Some(c) = c else { return };
             (c.paused || !c.enabled, c.interval(!r.is_up()), r.is_up())
         };
-        if !paused {
+        if let (false, false, Some(x)) = (paused, agent, &be.external_check) {
+            let limit = external::limit(inter, plan.timeout_check, plan.timeout_connect);
+            let result = external::run(x, be, job.idx, limit).await;
+            be.change_server(job.idx, Change::Check { agent, result });
+        } else if !paused {
             let state = || send_state(be, job.idx);
             let send_state = plan.send_state.then_some(&state as _);
             let change = match run::run(&plan, send_state, &mut scratch, up).await {

@@ -468,7 +468,7 @@ impl Runner<'_> {
                         if let Eval::Fail { status, desc, .. } = ev {
                             return ControlFlow::Break(Ok(CheckResult {
                                 status,
-                                code,
+                                code: code.map(i32::from),
                                 desc,
                                 duration: None,
                             }));
@@ -482,6 +482,7 @@ impl Runner<'_> {
             match ev {
                 Eval::Continue => break,
                 Eval::Passed { status, code, desc } => {
+                    let code = code.map(i32::from);
                     self.early = Some(CheckResult { status, code, desc, duration: None });
                     break;
                 }
@@ -496,7 +497,7 @@ impl Runner<'_> {
                 Eval::Fail { status, code, desc } => {
                     return ControlFlow::Break(Ok(CheckResult {
                         status,
-                        code,
+                        code: code.map(i32::from),
                         desc,
                         duration: None,
                     }))
@@ -549,7 +550,7 @@ impl Runner<'_> {
                 } else {
                     expect::status_code(&x.step, &self.buf)
                 };
-                CheckResult { status, code, desc, duration: None }
+                CheckResult { status, code: code.map(i32::from), desc, duration: None }
             }
             // Over TLS, HAProxy reports a handshake that went through as layer 6.
             Some(Action::Connect { implicit, .. }) => {

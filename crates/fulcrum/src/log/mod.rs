@@ -38,6 +38,11 @@ pub fn alert_as_is(msg: &str) {
     print("[ALERT]    ", msg, "");
 }
 
+/// A warning whose words are HAProxy's to the letter, without the full stop [`warning`] adds.
+pub fn warning_as_is(msg: &str) {
+    print("[WARNING]  ", msg, "");
+}
+
 fn emit(tag: &str, msg: &str) {
     print(tag, msg, if msg.ends_with('!') { "" } else { "." });
 }

@@ -52,6 +52,66 @@ fn proxy_ids(config: &cfg::Config) -> HashMap<String, u32> {
     config.proxies.iter().map(|p| p.name.clone()).zip(ids).collect()
 }
 
+/// `email-alert`: the proxy's alerts and its mailers' addresses (names resolved now, as
+/// HAProxy resolves them while reading the configuration).
+fn mail_alerts(
+    p: &cfg::Proxy,
+    config: &cfg::Config,
+) -> Result<Option<Box<crate::mail::Alerts>>, String> {
+    let ea = &p.email_alert;
+    let Some(name) = ea.mailers.as_ref().filter(|_| ea.set && ea.complete()) else {
+        return Ok(None);
+    };
+    let Some(section) = config.mailers.iter().find(|m| &m.name == name) else {
+        return Ok(None);
+    };
+    let mut mailers = Vec::new();
+    // HAProxy links a section's mailers backwards: the last one declared gets alerts first.
+    for m in section.mailers.iter().rev() {
+        use std::net::ToSocketAddrs;
+        let addr = (m.host.as_str(), m.port).to_socket_addrs().ok().and_then(|mut a| a.next());
+        let Some(addr) = addr else {
+            return Err(format!(
+                "[{}] : 'mailer {}' : could not resolve address '{}'.",
+                m.span, m.name, m.host
+            ));
+        };
+        mailers.push((m.name.clone(), addr));
+    }
+    Ok(Some(Box::new(crate::mail::Alerts::new(&p.name, ea, section.timeout, mailers))))
+}
+
+/// What `option external-check` runs, when it is the proxy's check option.
+fn external_check(p: &cfg::Proxy, g: &cfg::Global) -> Option<Box<crate::backend::ExternalCheck>> {
+    let h = &p.health_check;
+    let command = h.external.command.clone().filter(|_| h.kind == cfg::CheckKind::External)?;
+    let (proxy_addr, proxy_port) = proxy_address(&p.binds);
+    Some(Box::new(crate::backend::ExternalCheck {
+        command,
+        path: h.external.path.clone().unwrap_or_default(),
+        proxy_addr,
+        proxy_port,
+        may_fork: g.insecure_fork_wanted,
+        tcp: p.mode == cfg::Mode::Tcp,
+    }))
+}
+
+/// The proxy's address and port as HAProxy's external checks show them: its first IPv4, IPv6
+/// or UNIX `bind`, else `NOT_USED`.
+fn proxy_address(binds: &[fulcrum_config::Bind]) -> (String, String) {
+    use fulcrum_config::BindAddr;
+    for a in binds.iter().flat_map(|b| &b.addrs) {
+        match a {
+            BindAddr::Inet(sa) => return (sa.ip().to_string(), sa.port().to_string()),
+            BindAddr::Unix(p) => {
+                return (p.display().to_string(), crate::health::external::NOT_USED.to_string())
+            }
+            BindAddr::Host { .. } | BindAddr::Fd(_) => {}
+        }
+    }
+    (crate::health::external::NOT_USED.to_string(), crate::health::external::NOT_USED.to_string())
+}
+
 /// HAProxy's numbering of proxies and of a proxy's servers: forced ids stay; the others take
 /// the first free number at or after a counter that advances once per item.
 pub(crate) fn auto_ids(forced: impl Iterator<Item = Option<u32>> + Clone) -> Vec<u32> {
@@ -716,6 +776,11 @@ fn backend(
     be.log_health_checks = p.log_health_checks;
     be.is_listen = p.kind == cfg::ProxyKind::Listen;
     be.health_check = Arc::new(p.health_check.clone());
+    be.external_check = external_check(p, &config.global);
+    match mail_alerts(p, config) {
+        Ok(m) => be.mail = m,
+        Err(e) => errors.push(e),
+    }
     match crate::rules::check::compile(&mut c, &p.health_check.steps, &p.span) {
         Ok(s) => be.check_samples = Arc::new(s),
         Err(e) => errors.push(format!("[{}] : backend '{}' : health check : {e}", p.span, p.name)),

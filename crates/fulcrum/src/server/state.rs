@@ -62,7 +62,7 @@ impl Admin {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckResult {
     pub status: CheckStatus,
-    pub code: Option<u16>,
+    pub code: Option<i32>,
     pub desc: String,
     /// `None` for observed (HANA) results, which have no duration.
     pub duration: Option<Duration>,
@@ -88,12 +88,11 @@ pub enum Verdict {
 pub fn verdict(status: CheckStatus) -> Verdict {
     use CheckStatus::*;
     match status {
-        L4Ok | L6Ok | L7Ok => Verdict::Passed,
+        L4Ok | L6Ok | L7Ok | ProcOk => Verdict::Passed,
         L7OkCond => Verdict::CondPassed,
         Unknown | Init | Checked => Verdict::Neutral,
-        SockErr | L4Timeout | L4Con | L6Timeout | L6Rsp | L7Timeout | L7Rsp | L7Sts | Hana => {
-            Verdict::Failed
-        }
+        SockErr | L4Timeout | L4Con | L6Timeout | L6Rsp | L7Timeout | L7Rsp | L7Sts | Hana
+        | ProcErr | ProcTimeout => Verdict::Failed,
     }
 }
 
@@ -116,7 +115,7 @@ pub struct Check {
     pub downinter: Option<Duration>,
     /// Last result; `Init` until the first check ends.
     pub status: CheckStatus,
-    pub code: Option<u16>,
+    pub code: Option<i32>,
     pub desc: String,
     pub duration: Option<Duration>,
 }
@@ -202,7 +201,7 @@ impl Check {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Reason {
     pub status: Option<CheckStatus>,
-    pub code: Option<u16>,
+    pub code: Option<i32>,
     pub desc: String,
     pub duration: Option<Duration>,
 }

@@ -415,7 +415,7 @@ pub fn server(be: &Backend, idx: usize, legends: bool) -> Row {
         r.set("check_status", "MOP", Val::Str(status.info().into()));
         if status.has_code() {
             if let Some(code) = k.code {
-                r.set("check_code", "MOP", Val::U32(u32::from(code)));
+                r.set("check_code", "MOP", Val::U32(code as u32));
             }
         }
         if !matches!(
@@ -449,7 +449,7 @@ pub fn server(be: &Backend, idx: usize, legends: bool) -> Row {
         r.set("agent_status", "MOP", Val::Str(a.status.info().into()));
         if a.status.has_code() {
             if let Some(code) = a.code {
-                r.set("agent_code", "MOP", Val::U32(u32::from(code)));
+                r.set("agent_code", "MOP", Val::U32(code as u32));
             }
         }
         if let Some(d) = a.duration {

@@ -4,6 +4,7 @@ mod balance;
 mod config_errors;
 #[path = "../http/crosscheck.rs"]
 mod crosscheck;
+mod external_checks;
 mod failures;
 mod grpc;
 mod h2_servers;
@@ -17,6 +18,7 @@ mod health;
 mod lifecycle;
 mod logging;
 mod logging_formats;
+mod mail_alerts;
 mod package;
 mod prometheus;
 mod protocol_checks;
