@@ -134,6 +134,7 @@ async fn checks(job: &Job, bufsize: usize) {
                 run::Outcome::Agent { reply, duration } => Change::Agent { reply, duration },
             };
             be.change_server(job.idx, change);
+            scratch.close();
         }
         let (next, fastinter) = {
             let r = be.servers[job.idx].state();

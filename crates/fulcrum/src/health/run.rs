@@ -206,11 +206,22 @@ impl Plan {
 }
 
 /// Buffers a check task keeps from one run to the next: what was received, and a read area
-/// initialised once (a read does not zero memory each time).
-#[derive(Debug, Default)]
+/// initialised once (a read does not zero memory each time). It also holds the run's
+/// connection until the result is applied ([`Scratch::close`]): whoever sees the connection
+/// end (an agent that closes after its line) then finds the result already in the server's
+/// state, as with HAProxy.
+#[derive(Default)]
 pub struct Scratch {
     buf: Vec<u8>,
     chunk: Vec<u8>,
+    conn: Option<Conn>,
+}
+
+impl Scratch {
+    /// Closes the last run's connection (once its result is applied).
+    pub fn close(&mut self) {
+        self.conn = None;
+    }
 }
 
 /// A check connection.
@@ -311,6 +322,7 @@ pub async fn run(
     let outcome = r.steps(send_state).await;
     scratch.buf = std::mem::take(&mut r.buf);
     scratch.chunk = std::mem::take(&mut r.chunk);
+    scratch.conn = r.conn.take();
     let duration = start.elapsed();
     let done = |mut result: CheckResult| {
         result.duration = Some(duration);
