@@ -422,7 +422,7 @@ pub static PROXY: &[Keyword] = &[
     p("unique-id-format", D|F|L, Partial("the id is made as the request rules begin (HAProxy: when first needed, at the latest after the backend's rules), so `%b` in it names the frontend")),
     p("unique-id-header", D|F|L, Supported),
     p("use_backend", F|L, Supported),
-    p("use-fcgi-app", L|B, NotYet),
+    p("use-fcgi-app", L|B, Partial("read and checked with HAProxy 2.6's messages (unknown application, no FastCGI server, mode tcp); the engine does not serve `proto fcgi` servers yet and refuses to start with them")),
     p("use-server", L|B, NotYet),
     p("contimeout", D|L|B, Partial("legacy (removed in HAProxy 2.1): accepted with a warning as 'timeout connect'")),
     p("clitimeout", D|F|L, Partial("legacy (removed in HAProxy 2.1): accepted with a warning as 'timeout client'")),
@@ -758,7 +758,7 @@ pub fn compat_markdown() -> String {
         out.push_str(&format!("| `{s}` | supported |\n"));
     }
     out.push_str("| `userlist` | supported: `group <name> [users <u>,...]`, `user <name> [password <hash> | insecure-password <text>] [groups <g>,...]`; hashes are checked with the system's crypt(3) (libcrypt.so.1, as HAProxy: DES, `$1$`, `$5$`, `$6$`, `$2b$`, `$y$`...); a user without password never authenticates (HAProxy 2.6.12 crashes on one) |\n");
-    out.push_str("| `fcgi-app` | partial: read and checked (`docroot`, `index`, `path-info`, `acl`, `set-param`, `unset-param`, `pass-header`, `hide-header`, `option`, `log-stderr`), used by nothing: `use-fcgi-app` and `proto fcgi` are not supported yet |\n");
+    out.push_str("| `fcgi-app` | partial: `docroot`, `index`, `path-info`, `set-param <name> <fmt>`, `pass-header <name>`, `option keep-conn|get-values|mpxs-conns|max-reqs` read and checked as HAProxy 2.6 checks them (its `unset-param` and `hide-header` are compiled out of 2.6: unknown here too); not yet: conditions on `set-param`/`pass-header`, `acl`, `log-stderr`. The engine does not serve `proto fcgi` servers yet (it refuses to start with one); FastCGI's wire format is ready in `crates/fulcrum-fcgi` |\n");
     out.push_str("| `ring` | partial: `description`, `format`, `maxlen`, `size`, `timeout connect`, `timeout server`, `server <name> <ip>:<port> [log-proto legacy|octet-count]` (TCP, no check or TLS options); written by `log ring@<name>` targets; `show events` on the runtime API not yet |\n");
     out.push_str("| `log-forward` | partial: `bind` (TCP, octet-counted or one message per line), `dgram-bind` (UDP), `log`, `maxconn`, `backlog`, `timeout client`; RFC 3164 and 5424 headers read (level, facility, host, tag and pid kept); started with the process, a reload keeps them as they were |\n");
     out.push_str("| `cache` | supported: `total-max-size`, `max-object-size`, `max-age`, `process-vary`, `max-secondary-entries` (HAProxy 2.6's defaults, limits and messages); used by `http-request cache-use`, `http-response cache-store` and `filter cache` (a proxy's cache filters must come before its compression filter, as in HAProxy) |\n");

@@ -20,6 +20,7 @@ pub mod cond;
 pub mod diag;
 pub mod duration;
 mod extcheck;
+pub mod fcgi_app;
 pub mod filters;
 pub mod global;
 mod http_opts;

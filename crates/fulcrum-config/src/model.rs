@@ -55,6 +55,8 @@ pub struct Config {
     pub caches: Vec<crate::cache::CacheSection>,
     /// `mailers <name>` sections, in order.
     pub mailers: Vec<crate::mailers::MailersSection>,
+    /// `fcgi-app <name>` sections, in order.
+    pub fcgi_apps: Vec<crate::fcgi_app::FcgiApp>,
 }
 
 impl Config {
@@ -456,6 +458,8 @@ pub struct Proxy {
     pub capture_slots: CaptureSlots,
     /// How servers are checked (`option httpchk`, `tcp-check`...; a plain connect otherwise).
     pub health_check: HealthCheck,
+    /// `use-fcgi-app <name>`: the FastCGI application its `proto fcgi` servers run.
+    pub use_fcgi_app: Option<(String, Span)>,
     /// `email-alert` settings: server state changes mailed through a `mailers` section.
     pub email_alert: crate::mailers::EmailAlert,
     /// `option allbackups`: every backup server takes traffic when no active one can.
@@ -666,6 +670,8 @@ impl Default for TuneH2 {
 pub enum MuxProto {
     H1,
     H2,
+    /// FastCGI (servers only).
+    Fcgi,
 }
 
 /// The owner and mode a UNIX socket's file is given (`bind /path mode 600 user haproxy`).

@@ -150,6 +150,7 @@ impl ProxyBuild {
             capture_slots: Default::default(),
             health_check: HealthCheck::default(),
             email_alert: Default::default(),
+            use_fcgi_app: None,
             allbackups: false,
             log_health_checks: false,
             logs: Vec::new(),
@@ -405,6 +406,7 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         "option ldap-check" => check_protocols::ldap(b, line, diags),
         "option ssl-hello-chk" => check_protocols::ssl_hello(b, line, diags),
         "option external-check" => crate::extcheck::option(b, line, diags),
+        "use-fcgi-app" => crate::fcgi_app::use_fcgi_app(&mut b.proxy, line, diags),
         n if n.starts_with("email-alert ") => {
             crate::mailers::email_alert(&mut b.proxy.email_alert, line, diags)
         }

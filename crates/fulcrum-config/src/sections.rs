@@ -20,9 +20,8 @@ enum Current {
     Build(Box<ProxyBuild>),
     HttpErrors(HttpErrorsSection),
     Userlist(Userlist),
-    /// An `fcgi-app` section: read and checked, used by nothing yet (`use-fcgi-app` is not
-    /// supported): its name and whether it had a `docroot`.
-    FcgiApp(String, bool),
+    /// An `fcgi-app` section.
+    FcgiApp(Box<crate::fcgi_app::FcgiApp>),
     Ring(crate::logfwd::Ring),
     LogForward(crate::logfwd::LogForward),
     /// A `cache` section, and whether one of its lines stopped HAProxy (its end checks are then
@@ -47,6 +46,7 @@ pub struct Builder {
     log_forwards: Vec<crate::logfwd::LogForward>,
     caches: Vec<crate::cache::CacheSection>,
     mailers: Vec<crate::mailers::MailersSection>,
+    fcgi_apps: Vec<crate::fcgi_app::FcgiApp>,
     current: Current,
 }
 
@@ -71,6 +71,7 @@ impl Builder {
             log_forwards: Vec::new(),
             caches: Vec::new(),
             mailers: Vec::new(),
+            fcgi_apps: Vec::new(),
             current: Current::None,
         }
     }
@@ -101,6 +102,7 @@ impl Builder {
             log_forwards: self.log_forwards,
             caches: self.caches,
             mailers: self.mailers,
+            fcgi_apps: self.fcgi_apps,
         };
         (config, self.diags)
     }
@@ -135,13 +137,11 @@ impl Builder {
             }
             "fcgi-app" => {
                 self.finish_section();
-                self.current = Current::Skip;
-                let name = line.arg(1);
-                if name.is_empty() {
-                    let msg = "'fcgi-app' expects <name> as argument.";
-                    return self.diags.alert(line, msg);
-                }
-                self.current = Current::FcgiApp(name.to_string(), false);
+                self.current = match crate::fcgi_app::start(line, &self.fcgi_apps, &mut self.diags)
+                {
+                    Some(a) => Current::FcgiApp(Box::new(a)),
+                    None => Current::Skip,
+                };
             }
             "ring" | "log-forward" => {
                 self.finish_section();
@@ -176,7 +176,7 @@ impl Builder {
                 Current::Build(b) => proxy::parse_line(b, line, &mut self.diags),
                 Current::HttpErrors(s) => http_errors_line(s, line, &mut self.diags),
                 Current::Userlist(u) => crate::userlist::line(u, line, &mut self.diags),
-                Current::FcgiApp(_, docroot) => fcgi_app_line(line, docroot, &mut self.diags),
+                Current::FcgiApp(a) => crate::fcgi_app::line(a, line, &mut self.diags),
                 Current::Ring(r) => crate::logfwd::ring_line(r, line, &mut self.diags),
                 Current::LogForward(f) => crate::logfwd::forward_line(f, line, &mut self.diags),
                 Current::Cache(c, aborted) => {
@@ -211,9 +211,9 @@ impl Builder {
                 // Kept even when refused: the rules naming it then get no second error.
                 self.caches.push(c);
             }
-            Current::FcgiApp(name, false) => {
-                let msg = format!("fcgi-app '{name}': no docroot configured.");
-                self.diags.list.push(crate::diag::Diagnostic::alert(None, msg));
+            Current::FcgiApp(mut a) => {
+                crate::fcgi_app::finish(&mut a, &mut self.diags.list);
+                self.fcgi_apps.push(*a);
             }
             _ => {}
         }
@@ -447,37 +447,5 @@ fn http_errors_line(s: &mut HttpErrorsSection, line: &Line, diags: &mut Diags) {
     }
     if let Some((code, src)) = http_opts::errorfile(line, true, diags) {
         s.errors.insert(code, src);
-    }
-}
-
-/// One line of an `fcgi-app` section: HAProxy 2.6's keywords, each with its argument.
-fn fcgi_app_line(line: &Line, docroot: &mut bool, diags: &mut Diags) {
-    let kw = line.arg(0);
-    let needs = match kw {
-        "docroot" => "<path>",
-        "path-info" => "<regex>",
-        "index" => "<filename>",
-        "set-param" => "<name> and <value>",
-        "unset-param" | "pass-header" | "hide-header" => "<name>",
-        "acl" | "log-stderr" => "",
-        "option" if line.arg(1).is_empty() => {
-            return diags.alert(line, format!("'{kw}' expects an option name."));
-        }
-        "option" => match line.arg(1) {
-            "keep-conn" | "get-values" | "mpxs-conns" | "max-reqs" => "",
-            o => return diags.alert(line, format!("unknown option '{o}'.")),
-        },
-        _ => {
-            let msg = format!("unknown keyword '{kw}' in 'fcgi-app' section");
-            return diags.alert(line, msg);
-        }
-    };
-    let missing = line.arg(1).is_empty() || kw == "set-param" && line.arg(2).is_empty();
-    if !needs.is_empty() && missing {
-        let what = if needs.contains(" and ") { "arguments" } else { "argument" };
-        return diags.alert(line, format!("'{kw}' expects {needs} as {what}."));
-    }
-    if kw == "docroot" {
-        *docroot = true;
     }
 }

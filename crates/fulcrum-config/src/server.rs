@@ -304,6 +304,7 @@ impl Parse<'_> {
                 let p = match val {
                     "h1" => MuxProto::H1,
                     "h2" => MuxProto::H2,
+                    "fcgi" if opt == "proto" => MuxProto::Fcgi,
                     "fcgi" | "none" | "quic" => {
                         return Err(format!("'{opt} {val}' is not supported yet"))
                     }

@@ -32,6 +32,7 @@ pub fn validate(config: &Config, parse_failed: bool, out: &mut Vec<Diagnostic>) 
         let start = out.len();
         crate::extcheck::check(config, p, out);
         crate::mailers::check(config, p, out);
+        crate::fcgi_app::check(config, p, out);
         if parse_failed {
             let errors: Vec<_> = out.drain(start..).filter(Diagnostic::is_error).collect();
             out.extend(errors);
@@ -69,6 +70,7 @@ fn mux_protos(p: &Proxy, out: &mut Vec<Diagnostic>) {
     let word = |m: MuxProto| match m {
         MuxProto::H1 => "h1",
         MuxProto::H2 => "h2",
+        MuxProto::Fcgi => "fcgi",
     };
     for b in &p.binds {
         let Some(m) = b.proto else { continue };
