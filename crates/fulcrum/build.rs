@@ -1,5 +1,5 @@
 //! Probes the tools some tests drive (a real gRPC client and server, Python's Prometheus
-//! parser and SMTP server, a browser, OpenSSL and curl, `ss`, the Debian package's `dpkg-deb`,
+//! parser and SMTP server, PHP-FPM, a browser, OpenSSL and curl, `ss`, the Debian package's `dpkg-deb`,
 //! `lintian` and `man`) and whether the tests run as root: for each one missing, a `cfg` flag, under which its
 //! tests are ignored with the reason, so `cargo test` shows them as ignored, never as passed
 //! without having run. The binary does not use these flags.
@@ -22,6 +22,8 @@ fn main() {
         ("no_prometheus_client", python("prometheus_client.parser")),
         // Python's zlib: the independent decoder of compressed responses.
         ("no_python_zlib", python("zlib")),
+        // A real PHP-FPM for the FastCGI tests (Debian's, any PHP version).
+        ("no_php_fpm", php_fpm()),
         // A real SMTP server for the mail alerts.
         ("no_aiosmtpd", python("aiosmtpd.smtp")),
         ("no_chromium", browser),
@@ -40,6 +42,13 @@ fn main() {
             println!("cargo:rustc-cfg={flag}");
         }
     }
+}
+
+/// Debian's PHP-FPM is installed (`/usr/sbin/php-fpm<version>`).
+fn php_fpm() -> bool {
+    std::fs::read_dir("/usr/sbin").is_ok_and(|d| {
+        d.flatten().any(|e| e.file_name().to_str().is_some_and(|n| n.starts_with("php-fpm")))
+    })
 }
 
 /// What the command prints, when it runs and succeeds.

@@ -2,7 +2,8 @@
 //! `set-param`, `pass-header`, `option keep-conn|get-values|mpxs-conns|max-reqs`), a backend's
 //! `use-fcgi-app`, and HAProxy 2.6's checks of them once every section is read
 //! (`cfg_fcgi_apps_postparser`). HAProxy 2.6 compiles `unset-param` and `hide-header` out: they
-//! are unknown keywords here too. The engine speaks FastCGI to `proto fcgi` servers with them.
+//! are unknown keywords here too. The engine speaks FastCGI to `proto fcgi` servers with them
+//! (`fulcrum::http::fcgi`).
 
 use crate::args::Diags;
 use crate::diag::Diagnostic;

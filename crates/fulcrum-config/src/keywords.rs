@@ -422,7 +422,7 @@ pub static PROXY: &[Keyword] = &[
     p("unique-id-format", D|F|L, Partial("the id is made as the request rules begin (HAProxy: when first needed, at the latest after the backend's rules), so `%b` in it names the frontend")),
     p("unique-id-header", D|F|L, Supported),
     p("use_backend", F|L, Supported),
-    p("use-fcgi-app", L|B, Partial("read and checked with HAProxy 2.6's messages (unknown application, no FastCGI server, mode tcp); the engine does not serve `proto fcgi` servers yet and refuses to start with them")),
+    p("use-fcgi-app", L|B, Supported),
     p("use-server", L|B, NotYet),
     p("contimeout", D|L|B, Partial("legacy (removed in HAProxy 2.1): accepted with a warning as 'timeout connect'")),
     p("clitimeout", D|F|L, Partial("legacy (removed in HAProxy 2.1): accepted with a warning as 'timeout client'")),
@@ -627,7 +627,7 @@ pub static SERVER_OPTIONS: &[Keyword] = &[
     g("pool-max-conn", Supported),
     g("pool-purge-delay", Supported),
     g("port", Supported),
-    g("proto", Partial("h2 (HTTP/2 with prior knowledge, one connection shared by the worker's transactions to the server, as many streams as the server allows) and h1; fcgi not yet")),
+    g("proto", Partial("h2 (HTTP/2 with prior knowledge, one connection shared by the worker's transactions to the server, as many streams as the server allows), h1, and fcgi (one request per connection: no FCGI_KEEP_CONN and no multiplexing yet, whatever the application's options; see the `fcgi-app` section's notes)")),
     g("proxy-v2-options", Partial("ssl, cert-cn, ssl-cipher, cert-sig, cert-key, authority, unique-id, crc32c")),
     g("redir", NotYet),
     g("resolve-net", NotYet),
@@ -758,7 +758,7 @@ pub fn compat_markdown() -> String {
         out.push_str(&format!("| `{s}` | supported |\n"));
     }
     out.push_str("| `userlist` | supported: `group <name> [users <u>,...]`, `user <name> [password <hash> | insecure-password <text>] [groups <g>,...]`; hashes are checked with the system's crypt(3) (libcrypt.so.1, as HAProxy: DES, `$1$`, `$5$`, `$6$`, `$2b$`, `$y$`...); a user without password never authenticates (HAProxy 2.6.12 crashes on one) |\n");
-    out.push_str("| `fcgi-app` | partial: `docroot`, `index`, `path-info`, `set-param <name> <fmt>`, `pass-header <name>`, `option keep-conn|get-values|mpxs-conns|max-reqs` read and checked as HAProxy 2.6 checks them (its `unset-param` and `hide-header` are compiled out of 2.6: unknown here too); not yet: conditions on `set-param`/`pass-header`, `acl`, `log-stderr`. The engine does not serve `proto fcgi` servers yet (it refuses to start with one); FastCGI's wire format is ready in `crates/fulcrum-fcgi` |\n");
+    out.push_str("| `fcgi-app` | partial: `docroot`, `index`, `path-info`, `set-param <name> <fmt>` (with HAProxy's implicit `REMOTE_USER` and `AUTH_TYPE`), `pass-header <name>`, `option keep-conn|get-values|mpxs-conns|max-reqs` (read and checked as HAProxy 2.6 checks them; its `unset-param` and `hide-header` are compiled out of 2.6: unknown here too). `proto fcgi` servers get HAProxy's CGI parameters (every request header as `HTTP_*` but `Authorization` and the hop-by-hop ones unless `pass-header` names them, `SCRIPT_NAME`/`PATH_INFO` by `path-info` and `index`, the defaults), the body streamed as `STDIN`, the script's `Status:`/`Location:` as the status, `Status` removed and `Date` added as HAProxy's filter does, `100 Continue` said by the proxy; one request per connection (the application closes it), no multiplexing yet; `STDERR` is dropped. Not yet: conditions on `set-param`/`pass-header`, `acl`, `log-stderr`, `CONTENT_LENGTH` of a chunked request (HAProxy gives what is buffered) |\n");
     out.push_str("| `ring` | partial: `description`, `format`, `maxlen`, `size`, `timeout connect`, `timeout server`, `server <name> <ip>:<port> [log-proto legacy|octet-count]` (TCP, no check or TLS options); written by `log ring@<name>` targets; `show events` on the runtime API not yet |\n");
     out.push_str("| `log-forward` | partial: `bind` (TCP, octet-counted or one message per line), `dgram-bind` (UDP), `log`, `maxconn`, `backlog`, `timeout client`; RFC 3164 and 5424 headers read (level, facility, host, tag and pid kept); started with the process, a reload keeps them as they were |\n");
     out.push_str("| `cache` | supported: `total-max-size`, `max-object-size`, `max-age`, `process-vary`, `max-secondary-entries` (HAProxy 2.6's defaults, limits and messages); used by `http-request cache-use`, `http-response cache-store` and `filter cache` (a proxy's cache filters must come before its compression filter, as in HAProxy) |\n");

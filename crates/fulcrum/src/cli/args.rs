@@ -150,9 +150,10 @@ pub fn print_version(level: u8) {
             "Compression algorithms supported : identity(\"identity\"), deflate(\"deflate\"), \
              raw-deflate(\"deflate\"), gzip(\"gzip\"), zstd(\"zstd\"), br(\"br\")"
         );
-        // HAProxy 2.6's lines for the multiplexers Fulcrum has (no `fcgi`, no `proto none`).
+        // HAProxy 2.6's lines for the multiplexers Fulcrum has (no `proto none`).
         println!("Available multiplexer protocols :");
         println!("(protocols marked as <default> cannot be specified using 'proto' keyword)");
+        println!("       fcgi : mode=HTTP  side=BE     mux=FCGI  flags=HTX|HOL_RISK|NO_UPG");
         println!("         h2 : mode=HTTP  side=FE|BE  mux=H2    flags=HTX|HOL_RISK|NO_UPG");
         println!("  <default> : mode=HTTP  side=FE|BE  mux=H1    flags=HTX");
         println!("         h1 : mode=HTTP  side=FE|BE  mux=H1    flags=HTX|NO_UPG");

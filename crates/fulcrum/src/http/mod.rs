@@ -17,6 +17,7 @@
 
 pub mod analyse;
 pub mod encoder;
+pub mod fcgi;
 pub mod h2;
 pub mod io;
 pub mod peer;

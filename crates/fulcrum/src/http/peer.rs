@@ -16,6 +16,7 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::task::{Context, Poll};
 
+use super::fcgi::FcgiView;
 use super::h2::upstream::UpView;
 use super::h2::view::H1View;
 use crate::connection::{Pipe, ServerLink, Stream};
@@ -49,6 +50,8 @@ pub enum Peer {
     H2(Box<H1View>),
     /// One HTTP/2 stream of a connection to a server (`h2::upstream`).
     H2Up(Box<UpView>),
+    /// A request to a FastCGI server (`http::fcgi`).
+    Fcgi(Box<FcgiView>),
 }
 
 impl From<Stream> for Peer {
@@ -68,11 +71,19 @@ impl Peer {
         }
     }
 
+    /// A server side that takes the request head parsed and gives the response built: an
+    /// HTTP/2 stream or a FastCGI request (not HTTP/1 text).
+    #[inline]
+    pub fn is_message(&self) -> bool {
+        matches!(self, Peer::H2Up(_) | Peer::Fcgi(_))
+    }
+
     /// The SNI a connection to a server was made with (over TLS, or an HTTP/2 stream's).
     pub fn server_sni(&self) -> Option<&str> {
         match self {
             Peer::Bytes(s) => s.server_sni(),
             Peer::H2Up(v) => v.sni(),
+            Peer::Fcgi(v) => v.stream().server_sni(),
             Peer::H2(_) => None,
         }
     }
@@ -84,6 +95,7 @@ impl Peer {
         match self {
             Peer::Bytes(s) => ServerSide::Stream(s),
             Peer::H2Up(v) => ServerSide::Facts(v.tls_facts()),
+            Peer::Fcgi(v) => ServerSide::Stream(v.stream()),
             Peer::H2(_) => ServerSide::Facts(None),
         }
     }
@@ -101,6 +113,7 @@ impl Peer {
             Peer::Bytes(_) => false,
             Peer::H2(v) => v.gives_pieces(),
             Peer::H2Up(v) => v.gives_pieces(),
+            Peer::Fcgi(v) => v.gives_pieces(),
         }
     }
 
@@ -112,6 +125,7 @@ impl Peer {
             Peer::Bytes(_) => false,
             Peer::H2(v) => v.takes_pieces(),
             Peer::H2Up(v) => v.takes_pieces(),
+            Peer::Fcgi(v) => v.takes_pieces(),
         }
     }
 
@@ -122,6 +136,7 @@ impl Peer {
             Peer::Bytes(_) => Poll::Ready(Err(io::ErrorKind::Unsupported.into())),
             Peer::H2(v) => v.poll_piece(cx, buf),
             Peer::H2Up(v) => v.poll_piece(cx, buf),
+            Peer::Fcgi(v) => v.poll_piece(cx, buf),
         }
     }
 
@@ -136,7 +151,7 @@ impl Peer {
         out: &mut Vec<u8>,
     ) -> Poll<io::Result<Hold>> {
         match self {
-            Peer::Bytes(_) => Poll::Ready(Err(io::ErrorKind::Unsupported.into())),
+            Peer::Bytes(_) | Peer::Fcgi(_) => Poll::Ready(Err(io::ErrorKind::Unsupported.into())),
             Peer::H2(v) => v.poll_held(cx, have, out),
             Peer::H2Up(v) => v.poll_held(cx, have, out),
         }
@@ -146,7 +161,7 @@ impl Peer {
     /// (its next streams' data takes it instead of allocating).
     pub fn give_buf(&self, b: Vec<u8>) {
         match self {
-            Peer::Bytes(_) => {}
+            Peer::Bytes(_) | Peer::Fcgi(_) => {}
             Peer::H2(v) => v.give_buf(b),
             Peer::H2Up(v) => v.give_buf(b),
         }
@@ -159,6 +174,7 @@ impl Peer {
             Peer::Bytes(_) => Err(io::ErrorKind::Unsupported.into()),
             Peer::H2(v) => v.send_data(data, end),
             Peer::H2Up(v) => v.send_data(data, end),
+            Peer::Fcgi(v) => v.send_data(data, end),
         }
     }
 
@@ -168,13 +184,18 @@ impl Peer {
             Peer::Bytes(_) => Err(io::ErrorKind::Unsupported.into()),
             Peer::H2(v) => v.send_trailers(fields),
             Peer::H2Up(v) => v.send_trailers(fields),
+            Peer::Fcgi(v) => v.send_trailers(),
         }
     }
 
     /// A server's final response head is ready to be taken built (an HTTP/2 stream's).
     #[inline]
     pub fn has_response_head(&self) -> bool {
-        matches!(self, Peer::H2Up(v) if v.has_response_head())
+        match self {
+            Peer::H2Up(v) => v.has_response_head(),
+            Peer::Fcgi(v) => v.has_response_head(),
+            _ => false,
+        }
     }
 
     /// Waits until the peer sent something or closed; `Ok(true)` means it closed (EOF).
@@ -183,6 +204,7 @@ impl Peer {
             Peer::Bytes(s) => s.peer_closed().await,
             Peer::H2(v) => v.peer_closed().await,
             Peer::H2Up(v) => v.peer_closed().await,
+            Peer::Fcgi(v) => v.peer_closed().await,
         }
     }
 }
@@ -205,6 +227,7 @@ impl Pipe for Peer {
             Peer::Bytes(s) => s.poll_read_ready(cx),
             Peer::H2(v) => v.poll_read_ready(cx),
             Peer::H2Up(v) => v.poll_read_ready(cx),
+            Peer::Fcgi(v) => v.poll_read_ready(cx),
         }
     }
     #[inline(always)]
@@ -213,6 +236,7 @@ impl Pipe for Peer {
             Peer::Bytes(s) => s.try_read(buf),
             Peer::H2(v) => v.try_read(buf),
             Peer::H2Up(v) => v.try_read(buf),
+            Peer::Fcgi(v) => v.try_read(buf),
         }
     }
     #[inline(always)]
@@ -228,6 +252,7 @@ impl Pipe for Peer {
             Peer::Bytes(s) => s.poll_write_ready(cx),
             Peer::H2(v) => v.poll_write_ready(cx),
             Peer::H2Up(v) => v.poll_write_ready(cx),
+            Peer::Fcgi(v) => v.poll_write_ready(cx),
         }
     }
     #[inline(always)]
@@ -236,6 +261,8 @@ impl Pipe for Peer {
             Peer::Bytes(s) => s.try_send(head, data, more),
             Peer::H2(v) => v.try_send(head, data),
             Peer::H2Up(v) => v.try_send(head, data),
+            // (Only bodies go to a FastCGI server, as pieces; no tunnel.)
+            Peer::Fcgi(_) => Err(io::ErrorKind::Unsupported.into()),
         }
     }
     #[inline(always)]
@@ -251,6 +278,7 @@ impl Pipe for Peer {
             Peer::Bytes(s) => s.shutdown_write(),
             Peer::H2(v) => v.shutdown_write(),
             Peer::H2Up(v) => v.shutdown_write(),
+            Peer::Fcgi(_) => Ok(()),
         }
     }
 }
@@ -261,6 +289,7 @@ impl AsFd for Peer {
             Peer::Bytes(s) => s.as_fd(),
             Peer::H2(v) => v.as_fd(),
             Peer::H2Up(v) => v.as_fd(),
+            Peer::Fcgi(v) => v.stream().as_fd(),
         }
     }
 }

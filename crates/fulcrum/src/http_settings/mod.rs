@@ -107,6 +107,25 @@ pub struct HttpProxy {
     pub comp_level: u32,
     /// `filter trace` lines (see `http::trace`).
     pub traces: Vec<std::sync::Arc<fulcrum_config::filters::TraceFilter>>,
+    /// `use-fcgi-app` (backend): the application its `proto fcgi` servers run.
+    pub fcgi: Option<std::sync::Arc<FcgiApp>>,
+}
+
+/// An `fcgi-app` section as its FastCGI requests use it (`http::fcgi`).
+#[derive(Debug)]
+pub struct FcgiApp {
+    pub docroot: String,
+    pub index: Option<String>,
+    /// `path-info`: its first capture is the script name, its second the path info.
+    pub path_info: Option<fulcrum_pattern::Rx>,
+    /// `pass-header` names, lower case.
+    pub pass_headers: Vec<String>,
+}
+
+/// A request header HAProxy 2.6 keeps from FastCGI applications unless `pass-header` names it
+/// (`Authorization`, and the hop-by-hop ones).
+pub fn fcgi_hides(name: &[u8]) -> bool {
+    fulcrum_config::fcgi_app::HIDDEN_HEADERS.iter().any(|h| name.eq_ignore_ascii_case(h.as_bytes()))
 }
 
 /// `retry-on`, as flags. Connection failures are retried per `retries` unless `none`.

@@ -513,6 +513,7 @@ fn proxy_rules(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::rul
             .iter()
             .filter_map(|m| c.cond(&Some(m.clone()), &p.span))
             .collect(),
+        fcgi_params: Vec::new(),
         switching: Vec::new(),
         stats: p.stats.as_ref().map(|page| {
             Box::new(crate::rules::StatsRules {
@@ -602,12 +603,61 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
                 _ => None,
             })
             .collect(),
+        fcgi: fcgi_app(p, config, &mut errors),
     };
     if errors.is_empty() {
         Ok(h)
     } else {
         Err(errors)
     }
+}
+
+/// `use-fcgi-app`: the application's `set-param` values, after HAProxy's implicit
+/// `REMOTE_USER %[http_auth_user]` and `AUTH_TYPE %[http_auth_type]`.
+fn fcgi_params(
+    c: &mut crate::rules::Compiler<'_>,
+    p: &cfg::Proxy,
+    config: &cfg::Config,
+) -> Vec<(String, crate::rules::format::Format)> {
+    let Some((name, span)) = &p.use_fcgi_app else { return Vec::new() };
+    let Some(app) = config.fcgi_apps.iter().find(|a| &a.name == name) else { return Vec::new() };
+    let mut out = Vec::new();
+    for (n, f) in [("REMOTE_USER", "%[http_auth_user]"), ("AUTH_TYPE", "%[http_auth_type]")] {
+        if let Ok(lf) =
+            fulcrum_config::logformat::parse(f, fulcrum_config::sample::Ctx::HttpRequest)
+        {
+            out.push((n.to_string(), c.format(&lf, span)));
+        }
+    }
+    for sp in &app.set_params {
+        out.push((sp.name.clone(), c.format(&sp.value, span)));
+    }
+    out
+}
+
+/// `use-fcgi-app`: the application, its `path-info` compiled.
+fn fcgi_app(
+    p: &cfg::Proxy,
+    config: &cfg::Config,
+    errors: &mut Vec<String>,
+) -> Option<Arc<crate::http_settings::FcgiApp>> {
+    let (name, span) = p.use_fcgi_app.as_ref()?;
+    let app = config.fcgi_apps.iter().find(|a| &a.name == name)?;
+    let path_info =
+        match app.path_info.as_deref().map(|re| fulcrum_pattern::compile_regex(re, false)) {
+            Some(Ok(rx)) => Some(rx),
+            Some(Err(e)) => {
+                errors.push(format!("[{span}] : fcgi-app '{name}' : path-info : {e}"));
+                None
+            }
+            None => None,
+        };
+    Some(Arc::new(crate::http_settings::FcgiApp {
+        docroot: app.docroot.clone().unwrap_or_default(),
+        index: app.index.clone(),
+        path_info,
+        pass_headers: app.pass_headers.clone(),
+    }))
 }
 
 fn retry_on(list: &[cfg::RetryOn]) -> crate::http_settings::RetryOn {
@@ -768,6 +818,7 @@ fn backend(
     let mut c = crate::rules::Compiler::new(p, maps, &messages, tables, userlists);
     c.caches = Some(caches);
     let mut rules = proxy_rules(&mut c, p);
+    rules.fcgi_params = fcgi_params(&mut c, p, config);
     errors.append(&mut c.errors);
     be.uses_dst = c.uses_dst || p.originalto.is_some();
     be.algo = algo;

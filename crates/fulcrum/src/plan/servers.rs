@@ -25,12 +25,6 @@ pub fn build(
     let mut out = Vec::new();
     for (s, id) in p.servers.iter().zip(ids) {
         let who = format!("[{}] : 'server {}/{}'", s.span, p.name, s.name);
-        if s.proto == Some(cfg::MuxProto::Fcgi) {
-            // The configuration is read and checked as HAProxy 2.6 checks it (`fcgi-app`,
-            // `use-fcgi-app`); the engine's FastCGI connections are not there yet.
-            errors.push(format!("{who} : 'proto fcgi' is not supported yet by the engine (the fcgi-app configuration is read and checked, FastCGI servers are not served)"));
-            continue;
-        }
         let (target, unresolved) = match target(&s.addr, &s.init_addr) {
             Ok(t) => t,
             Err(e) => {

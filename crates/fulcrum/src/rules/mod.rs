@@ -784,6 +784,9 @@ pub struct ProxyRules {
     pub monitor_fail: Vec<Cond>,
     /// `ignore-persist` conditions (a backend's).
     pub ignore_persist: Vec<Cond>,
+    /// `use-fcgi-app`: the application's `set-param` values (its implicit `REMOTE_USER` and
+    /// `AUTH_TYPE` first), rendered for each FastCGI request.
+    pub fcgi_params: Vec<(String, Format)>,
     /// `stick on|match|store-*` rules.
     pub stick: Vec<stick::StickRule>,
     /// The statistics page, when the proxy has one.

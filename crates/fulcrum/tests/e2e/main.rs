@@ -6,6 +6,7 @@ mod config_errors;
 mod crosscheck;
 mod external_checks;
 mod failures;
+mod fastcgi;
 mod grpc;
 mod h2_servers;
 #[path = "../http/h2client.rs"]

@@ -21,25 +21,8 @@ impl Session<'_> {
         let st = be.timeouts.server;
         let ct = self.fe.timeouts.client;
         self.trace_request_head(info.body);
-        // A stream to an HTTP/2 server takes the head as parsed: no HTTP/1 text is written.
-        let parsed = match &sc.stream {
-            Peer::H2Up(up) => up.send_parsed_head(&self.t.req, self.h2_conn.is_some()),
-            _ => Ok(false),
-        };
-        let sent = match parsed {
-            Ok(true) => Ok(()),
-            Ok(false) => {
-                // The head's text, written once for all tries (a rule may have set it).
-                if self.out.is_empty() {
-                    self.write_request_head();
-                }
-                write_all_within(&sc.stream, &self.out, st).await
-            }
-            Err(e) => Err(e),
-        };
-        if let Err(e) = sent {
-            self.note(format_args!("request head not sent: {e}"));
-            return Exchange::RetryFresh;
+        if let Err(x) = self.send_head(&sc, info, be, (st, ct)).await {
+            return x;
         }
         let mut body_done = info.body == Body::None;
         self.body_unread = false;
@@ -87,8 +70,13 @@ impl Session<'_> {
             loop {
                 // An HTTP/2 server's final response head comes built from its HEADERS frame
                 // (not written as text to be parsed again), unless a parse would refuse it.
-                if let (Peer::H2Up(v), true) = (&sc.stream, sc.buf.is_empty()) {
-                    if v.take_response_head(&mut self.t.resp, &self.http.limits).is_some() {
+                if sc.buf.is_empty() {
+                    let built = match &sc.stream {
+                        Peer::H2Up(v) => v.take_response_head(&mut self.t.resp, &self.http.limits),
+                        Peer::Fcgi(v) => v.take_response_head(&mut self.t.resp, &self.http.limits),
+                        _ => None,
+                    };
+                    if built.is_some() {
                         return Exchange::Response(sc, body_done);
                     }
                 }
@@ -156,7 +144,7 @@ impl Session<'_> {
                 // A stream to an HTTP/2 server that failed was processed, unless the server
                 // refused it: only that one goes again (never a request the server may have
                 // acted on).
-                let h2_taken = matches!(sc.stream, Peer::H2Up(_))
+                let h2_taken = matches!(sc.stream, Peer::H2Up(_) | Peer::Fcgi(_))
                     && !matches!(&n, Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused);
                 match n {
                     Ok(0) | Err(_) if !got_any && !h2_taken => return Exchange::RetryFresh,
@@ -165,6 +153,72 @@ impl Session<'_> {
                 }
             }
         }
+    }
+
+    /// Sends the request's head: as HTTP/1 text, or taken parsed by an HTTP/2 stream or a
+    /// FastCGI request (which get no text). `Err`: the exchange's end.
+    async fn send_head(
+        &mut self,
+        sc: &ServerConn,
+        info: &fulcrum_http::Info,
+        be: &Backend,
+        (st, ct): (Option<Duration>, Option<Duration>),
+    ) -> Result<(), Exchange> {
+        // A FastCGI server cannot say `100 Continue`: the proxy says it (as HAProxy does), and
+        // the application does not see the expectation.
+        if matches!(sc.stream, Peer::Fcgi(_))
+            && info.expect_continue
+            && self.t.req.header(b"expect").is_some()
+        {
+            self.t.req.remove_header(b"expect");
+            let go = answer::send_text(&self.client, b"HTTP/1.1 100 Continue\r\n\r\n", ct);
+            if go.await.is_err() {
+                return Err(Exchange::ClientGone);
+            }
+        }
+        // A stream to an HTTP/2 server takes the head as parsed: no HTTP/1 text is written.
+        let parsed = match &sc.stream {
+            Peer::H2Up(up) => up.send_parsed_head(&self.t.req, self.h2_conn.is_some()),
+            Peer::Fcgi(f) => {
+                let set = self.txn().fcgi_params(be);
+                let conn = conn_of(self.h2_conn, &self.client);
+                // `SERVER_PORT` and `SERVER_NAME` need the address the client reached.
+                let local = self.local.or_else(|| {
+                    socket2::SockRef::from(conn).local_addr().ok().and_then(|a| a.as_socket())
+                });
+                let facts = crate::http::fcgi::Facts {
+                    client: self.peer,
+                    local,
+                    https: conn.tls().is_some(),
+                    set: &set,
+                };
+                match f.send_request(&self.t.req, &facts, &self.http.limits) {
+                    Ok(()) => Ok(true),
+                    Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+                        self.note(format_args!("no FastCGI parameters: {e}"));
+                        return Err(Exchange::BadResponse);
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            _ => Ok(false),
+        };
+        let sent = match parsed {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                // The head's text, written once for all tries (a rule may have set it).
+                if self.out.is_empty() {
+                    self.write_request_head();
+                }
+                write_all_within(&sc.stream, &self.out, st).await
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = sent {
+            self.note(format_args!("request head not sent: {e}"));
+            return Err(Exchange::RetryFresh);
+        }
+        Ok(())
     }
 
     /// The client has already shut its side (a half-close after its request).
@@ -294,6 +348,15 @@ impl Session<'_> {
                     .await
                     .map_err(|e| tcp::Ending::ConnectFailed(e.kind(), None))?
             }
+            // A FastCGI server: the request goes as FastCGI records.
+            Peer::Bytes(stream) if srv.proto == Some(fulcrum_config::MuxProto::Fcgi) => {
+                match be.http.as_ref().and_then(|h| h.fcgi.clone()) {
+                    Some(app) => {
+                        Peer::Fcgi(Box::new(crate::http::fcgi::FcgiView::new(stream, app)))
+                    }
+                    None => Peer::Bytes(stream),
+                }
+            }
             stream => stream,
         };
         // `connect` / `reuse` of the stats: a connection that served requests before is reused.
@@ -353,8 +416,10 @@ impl Session<'_> {
     }
 
     pub(super) fn keep_server_conn(&mut self, sc: ServerConn) {
-        if let Peer::H2Up(_) = sc.stream {
-            return; // its stream ends; the connection stays the worker's
+        if let Peer::H2Up(_) | Peer::Fcgi(_) = sc.stream {
+            // An HTTP/2 stream ends, its connection stays the worker's; a FastCGI server
+            // closes its connection after the request.
+            return;
         }
         let srv = &sc.be.servers[sc.idx];
         if srv.pool_max_conn == 0 {
@@ -712,9 +777,9 @@ pub(super) fn observe_l7(be: &Backend, idx: usize, failed: bool, what: &'static 
 /// head, which is taken built at the top of the response loop: `Ok(n)` bytes read, `Ok(1)`
 /// for a head ready (nothing read).
 async fn fill_or_head(buf: &mut RecvBuf, s: &Peer) -> std::io::Result<usize> {
-    if let (Peer::H2Up(v), true) = (s, buf.is_empty()) {
+    if let (Peer::H2Up(_) | Peer::Fcgi(_), true) = (s, buf.is_empty()) {
         std::future::poll_fn(|cx| s.poll_read_ready(cx)).await?;
-        if v.has_response_head() {
+        if s.has_response_head() {
             return Ok(1);
         }
     }

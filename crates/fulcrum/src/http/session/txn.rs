@@ -102,7 +102,7 @@ impl Session<'_> {
         // A chunked response body already received must be valid before the head goes out.
         let Answered { status, resp_body, tunnel, skipped, mut server_keep } = a;
         // On HTTP/2, a response may begin while the request's body still arrives.
-        let duplex = !body_done && (self.h2_conn.is_some() || matches!(sc.stream, Peer::H2Up(_)));
+        let duplex = !body_done && (self.h2_conn.is_some() || sc.stream.is_message());
         if self.t.comp.is_some() {
             self.compress_response(&asked, resp_body, tunnel || skipped.is_some(), comp);
         }
