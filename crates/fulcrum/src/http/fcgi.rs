@@ -7,8 +7,11 @@
 //! unsized); the rest is the body, given as pieces until `END_REQUEST`. `STDERR` records are
 //! dropped (`log-stderr` is not supported yet).
 //!
-//! The connection is not kept (no `FCGI_KEEP_CONN`): the application closes it after the
-//! request. Must not touch: rules, the session's choices (it is only a [`Peer`]).
+//! With `option keep-conn` (HAProxy's default) the request asks the application to keep the
+//! connection (`FCGI_KEEP_CONN`), and a connection whose request ended cleanly goes back to the
+//! session or the worker's idle pool as any server connection; the next request on it is a new
+//! `FcgiView`. No multiplexing (`mpxs-conns`). Must not touch: rules, the session's choices
+//! (it is only a [`Peer`]).
 //!
 //! [`Peer`]: super::peer::Peer
 
@@ -133,7 +136,7 @@ impl FcgiView {
         let mut st = self.st.borrow_mut();
         st.method = Some(req.method());
         st.max_head = limits.max_head;
-        fulcrum_fcgi::begin_request(&mut st.out, ID, false);
+        fulcrum_fcgi::begin_request(&mut st.out, ID, app.keep_conn);
         fulcrum_fcgi::stream(&mut st.out, Kind::Params, ID, &params);
         fulcrum_fcgi::end_stream(&mut st.out, Kind::Params, ID);
         st.sent_head = true;
@@ -374,6 +377,19 @@ impl FcgiView {
             (None, true) => Poll::Ready(Ok(Piece::End)),
             (None, false) => Poll::Pending,
         }
+    }
+
+    /// The connection, when it may carry another request (`option keep-conn`): its request
+    /// ended cleanly, nothing of it waits to be read or written.
+    pub fn into_reusable(self) -> Option<Stream> {
+        let st = self.st.into_inner();
+        let clean = st.ended
+            && st.failed.is_none()
+            && st.sent_end
+            && st.inbuf.is_empty()
+            && st.body.is_empty()
+            && st.written == st.out.len();
+        (clean && self.app.keep_conn).then_some(self.stream)
     }
 
     pub async fn peer_closed(&self) -> io::Result<bool> {

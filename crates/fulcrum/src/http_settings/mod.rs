@@ -120,6 +120,8 @@ pub struct FcgiApp {
     pub path_info: Option<fulcrum_pattern::Rx>,
     /// `pass-header` names, lower case.
     pub pass_headers: Vec<String>,
+    /// `option keep-conn`: the application keeps the connection for the next request.
+    pub keep_conn: bool,
 }
 
 /// A request header HAProxy 2.6 keeps from FastCGI applications unless `pass-header` names it

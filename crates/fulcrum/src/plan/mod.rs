@@ -657,6 +657,7 @@ fn fcgi_app(
         index: app.index.clone(),
         path_info,
         pass_headers: app.pass_headers.clone(),
+        keep_conn: app.keep_conn,
     }))
 }
 

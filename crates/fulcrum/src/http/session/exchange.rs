@@ -144,8 +144,15 @@ impl Session<'_> {
                 // A stream to an HTTP/2 server that failed was processed, unless the server
                 // refused it: only that one goes again (never a request the server may have
                 // acted on).
-                let h2_taken = matches!(sc.stream, Peer::H2Up(_) | Peer::Fcgi(_))
-                    && !matches!(&n, Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused);
+                // (A FastCGI request is taken too, unless its connection was an idle one the
+                // application had closed: that one goes again on a new connection.)
+                let refused =
+                    matches!(&n, Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused);
+                let h2_taken = match sc.stream {
+                    Peer::H2Up(_) => !refused,
+                    Peer::Fcgi(_) => sc.requests == 0,
+                    _ => false,
+                };
                 match n {
                     Ok(0) | Err(_) if !got_any && !h2_taken => return Exchange::RetryFresh,
                     Ok(0) | Err(_) => return Exchange::ServerGone,
@@ -416,11 +423,18 @@ impl Session<'_> {
     }
 
     pub(super) fn keep_server_conn(&mut self, sc: ServerConn) {
-        if let Peer::H2Up(_) | Peer::Fcgi(_) = sc.stream {
-            // An HTTP/2 stream ends, its connection stays the worker's; a FastCGI server
-            // closes its connection after the request.
-            return;
+        if let Peer::H2Up(_) = sc.stream {
+            return; // its stream ends; the connection stays the worker's
         }
+        // `option keep-conn`: a FastCGI connection whose request ended cleanly carries the
+        // next one (kept as bytes until then); else the application closes it.
+        let sc = match sc {
+            ServerConn { stream: Peer::Fcgi(v), be, idx, requests, buf, _in_use } => {
+                let Some(stream) = v.into_reusable() else { return };
+                ServerConn { stream: Peer::Bytes(stream), be, idx, requests, buf, _in_use }
+            }
+            sc => sc,
+        };
         let srv = &sc.be.servers[sc.idx];
         if srv.pool_max_conn == 0 {
             return sc.stream.discard(); // no idle connections kept for this server
