@@ -434,9 +434,10 @@ pub struct Proxy {
     pub formats: LogFormats,
     /// `option dontlognull`.
     pub dontlognull: bool,
-    /// `option http-restrict-req-hdr-names preserve|delete|reject`: 0 preserve, 1 delete
-    /// request headers whose name has a character other than a letter, a digit or `-`,
-    /// 2 refuse such requests with a 403 (after the proxy's `http-request` rules).
+    /// `option http-restrict-req-hdr-names preserve|delete|reject`: 0 not set (preserve, but
+    /// `delete` for a backend with `use-fcgi-app`, as HAProxy 2.6 sets it), 1 delete request
+    /// headers whose name has a character other than a letter, a digit or `-`, 2 refuse such
+    /// requests with a 403 (after the proxy's `http-request` rules), 3 preserve (set).
     pub restrict_req_hdr_names: u8,
     /// `option http-ignore-probes` (frontend side): a connection closed or timed out before
     /// sending any byte gets no 400/408 answer (nor log, nor error count).

@@ -508,7 +508,7 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
             }
             p.restrict_req_hdr_names = match line.arg(2) {
                 "" => return diags.alert(line, format!("missing parameter. {expects}")),
-                "preserve" => 0,
+                "preserve" => 3,
                 "delete" => 1,
                 "reject" => 2,
                 v => return diags.alert(line, format!("invalid parameter '{v}'. {expects}")),

@@ -486,7 +486,13 @@ fn proxy_rules(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::rul
         tcp_session: c.tcp_rules(&p.tcp_request_session),
         expect_proxy: p.expect_proxy.iter().map(|cond| c.cond(cond, &p.span)).collect(),
         tcp_content: c.tcp_rules(&p.tcp_request_content),
-        restrict_hdr_names: p.restrict_req_hdr_names,
+        // HAProxy 2.6 deletes odd header names for a FastCGI backend unless told otherwise (a
+        // `X_Forwarded_For` would pass for `X-Forwarded-For` once made a CGI parameter).
+        restrict_hdr_names: match p.restrict_req_hdr_names {
+            0 if p.use_fcgi_app.is_some() => 1,
+            3 => 0,
+            v => v,
+        },
         error_replies: p
             .errors
             .iter()

@@ -177,6 +177,8 @@ fn php_scripts_through_php_fpm_answer_as_under_haproxy() {
             ask(a, &get("/redirect.php", "")),
             ask(a, &get("/u/index.php?from=unix", "")),
             ask(a, b"HEAD /index.php HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),
+            // A header name with `_` would become the CGI parameter of `X-Test`: deleted.
+            ask(a, &get("/info.php", "X_Test: smuggled\r\n")),
         ];
         let got: Vec<(String, String)> = answers.iter().map(|x| parts(x)).collect();
         let info = &got[1].1;
