@@ -331,7 +331,7 @@ pub fn check_acl_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("'acl' expects an ACL name and a criterion.".into());
     }
-    if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || "-_.:".contains(*c))) {
+    if let Some(c) = crate::args::invalid_char(name) {
         return Err(format!("character '{c}' is not permitted in acl name '{name}'."));
     }
     if name.eq_ignore_ascii_case("or") {

@@ -132,6 +132,12 @@ pub fn no_extra(line: &Line, max: usize, kw: &str, diags: &mut Diags) -> bool {
     }
 }
 
+/// HAProxy's `invalid_char`: the first character a section, proxy, ACL or user name may not
+/// hold (letters, digits and `-_.:` only).
+pub fn invalid_char(name: &str) -> Option<char> {
+    name.chars().find(|c| !(c.is_ascii_alphanumeric() || "-_.:".contains(*c)))
+}
+
 /// Parses `line.arg(i)` as a u32, reporting `'<kw>' expects an integer argument.` otherwise.
 pub fn int_arg(line: &Line, i: usize, kw: &str, diags: &mut Diags) -> Option<u32> {
     let v = parse_u32(line.arg(i));

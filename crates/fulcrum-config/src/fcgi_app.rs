@@ -5,7 +5,7 @@
 //! are unknown keywords here too. The engine speaks FastCGI to `proto fcgi` servers with them
 //! (`fulcrum::http::fcgi`).
 
-use crate::args::Diags;
+use crate::args::{invalid_char, Diags};
 use crate::diag::Diagnostic;
 use crate::lexer::Line;
 use crate::model::{Config, LogFormat, Mode, MuxProto, Proxy, Span};
@@ -52,10 +52,6 @@ pub const HIDDEN_HEADERS: [&str; 10] = [
     "transfer-encoding",
     "upgrade",
 ];
-
-fn invalid_char(name: &str) -> Option<char> {
-    name.chars().find(|c| !(c.is_ascii_alphanumeric() || "-_.:".contains(*c)))
-}
 
 /// `fcgi-app <name>`: a new section, or `None` when refused (its lines are then skipped).
 pub fn start(line: &Line, apps: &[FcgiApp], diags: &mut Diags) -> Option<FcgiApp> {

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::args::{no_extra, Diags};
+use crate::args::{invalid_char, no_extra, Diags};
 use crate::diag::Diagnostic;
 use crate::lexer::Line;
 use crate::model::{Config, Proxy, ServerAddr, ServerPort, Span};
@@ -14,9 +14,6 @@ use crate::proxy::type_word;
 
 /// HAProxy's `DEF_MAILALERTTIME`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Syslog's level names, by number (HAProxy's `log_levels`).
-const LEVELS: [&str; 8] = ["emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"];
 
 /// A `mailers <name>` section.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,10 +60,6 @@ impl EmailAlert {
     pub fn complete(&self) -> bool {
         self.mailers.is_some() && self.from.is_some() && self.to.is_some()
     }
-}
-
-fn invalid_char(name: &str) -> Option<char> {
-    name.chars().find(|c| !(c.is_ascii_alphanumeric() || "-_.:".contains(*c)))
 }
 
 /// `mailers <name>`: a new section, or `None` when the line is refused (its lines are then
@@ -176,7 +169,7 @@ pub fn email_alert(ea: &mut EmailAlert, line: &Line, diags: &mut Diags) {
         "to" => ea.to = Some(value.to_string()),
         "mailers" => ea.mailers = Some(value.to_string()),
         "myhostname" => ea.myhostname = Some(value.to_string()),
-        "level" => match LEVELS.iter().position(|l| *l == value) {
+        "level" => match crate::logtargets::LEVELS.iter().position(|l| *l == value) {
             Some(n) => ea.level = n as u8,
             // HAProxy 2.6 names the arguments the other way round.
             None => {

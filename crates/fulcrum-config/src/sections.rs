@@ -279,8 +279,7 @@ impl Builder {
         if name.is_empty() {
             return self.diags.alert(line, "'userlist' expects <name> as arguments.");
         }
-        if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || "-_.:".contains(*c)))
-        {
+        if let Some(c) = crate::args::invalid_char(name) {
             let msg = format!("character '{c}' is not permitted in 'userlist' name '{name}'.");
             return self.diags.alert(line, msg);
         }
@@ -303,8 +302,7 @@ impl Builder {
         if name.is_empty() {
             return self.diags.alert(line, "missing name for http-errors section.");
         }
-        if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || "-_.:".contains(*c)))
-        {
+        if let Some(c) = crate::args::invalid_char(name) {
             let msg = format!("character '{c}' is not permitted in 'http-errors' name '{name}'.");
             return self.diags.alert(line, msg);
         }
@@ -409,8 +407,7 @@ impl Builder {
             }
             return true;
         }
-        if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || "-_.:".contains(*c)))
-        {
+        if let Some(c) = crate::args::invalid_char(name) {
             self.diags
                 .alert(line, format!("character '{c}' is not permitted in '{kw}' name '{name}'."));
         }

@@ -2,13 +2,9 @@
 //! | insecure-password <text>] [groups <g>,...]`, with HAProxy 2.6's messages. Whether a hash
 //! is one crypt(3) knows is checked when the plan is built (this crate does no I/O).
 
-use crate::args::Diags;
+use crate::args::{invalid_char, Diags};
 use crate::lexer::Line;
 use crate::model::{Password, User, Userlist};
-
-fn invalid_char(name: &str) -> Option<char> {
-    name.chars().find(|c| !(c.is_ascii_alphanumeric() || "-_.:".contains(*c)))
-}
 
 fn list(text: &str) -> Vec<String> {
     text.split(',').filter(|w| !w.is_empty()).map(String::from).collect()

@@ -23,9 +23,7 @@ pub struct Alerts {
     /// Alerts at this syslog level or more urgent are sent.
     level: u8,
     proxy: String,
-    from: String,
-    to: String,
-    helo: String,
+    envelope: Arc<Envelope>,
     timeout: Duration,
     queues: Vec<Queue>,
 }
@@ -35,17 +33,16 @@ pub struct Alerts {
 struct Queue {
     name: String,
     addr: SocketAddr,
-    tx: OnceLock<UnboundedSender<Arc<Mail>>>,
+    /// Each alert's headers and body, dot-terminated.
+    tx: OnceLock<UnboundedSender<Arc<str>>>,
 }
 
-/// One alert, as every mailer receives it.
+/// What every alert of a proxy is sent with.
 #[derive(Debug)]
-struct Mail {
+struct Envelope {
     helo: String,
     from: String,
     to: String,
-    /// The headers and body, dot-terminated.
-    data: String,
 }
 
 impl Alerts {
@@ -59,9 +56,11 @@ impl Alerts {
         Alerts {
             level: ea.level,
             proxy: proxy.to_string(),
-            from: ea.from.clone().unwrap_or_default(),
-            to: ea.to.clone().unwrap_or_default(),
-            helo: ea.myhostname.clone().unwrap_or_else(|| crate::sys::hostname().to_string()),
+            envelope: Arc::new(Envelope {
+                helo: ea.myhostname.clone().unwrap_or_else(|| crate::sys::hostname().to_string()),
+                from: ea.from.clone().unwrap_or_default(),
+                to: ea.to.clone().unwrap_or_default(),
+            }),
             timeout,
             queues: mailers
                 .into_iter()
@@ -77,15 +76,12 @@ impl Alerts {
             return;
         }
         let date = crate::sys::mail_date(std::time::SystemTime::now());
-        let mail = Arc::new(Mail {
-            helo: self.helo.clone(),
-            from: self.from.clone(),
-            to: self.to.clone(),
-            data: format!(
-                "From: {}\r\nTo: {}\r\nDate: {date}\r\nSubject: [HAProxy Alert] {msg}\r\n\r\n{msg}\r\n\r\n.\r\n",
-                self.from, self.to
-            ),
-        });
+        let e = &self.envelope;
+        let mail: Arc<str> = format!(
+            "From: {}\r\nTo: {}\r\nDate: {date}\r\nSubject: [HAProxy Alert] {msg}\r\n\r\n{msg}\r\n\r\n.\r\n",
+            e.from, e.to
+        )
+        .into();
         let Some(rt) = runtime() else { return };
         for q in &self.queues {
             let tx = q.tx.get_or_init(|| self.start(rt, q));
@@ -94,13 +90,13 @@ impl Alerts {
     }
 
     /// Starts the task that sends queue `q`'s alerts in order.
-    fn start(&self, rt: &tokio::runtime::Handle, q: &Queue) -> UnboundedSender<Arc<Mail>> {
-        let (tx, mut rx) = unbounded_channel::<Arc<Mail>>();
-        let (addr, timeout) = (q.addr, self.timeout);
+    fn start(&self, rt: &tokio::runtime::Handle, q: &Queue) -> UnboundedSender<Arc<str>> {
+        let (tx, mut rx) = unbounded_channel::<Arc<str>>();
+        let (addr, timeout, envelope) = (q.addr, self.timeout, Arc::clone(&self.envelope));
         let who = format!("Email alert [{}] to mailer '{}' ({addr})", self.proxy, q.name);
         rt.spawn(async move {
             while let Some(mail) = rx.recv().await {
-                let sent = tokio::time::timeout(timeout, exchange(addr, &mail)).await;
+                let sent = tokio::time::timeout(timeout, exchange(addr, &envelope, &mail)).await;
                 let why = match sent {
                     Ok(Ok(())) => continue,
                     Ok(Err(e)) => e,
@@ -136,7 +132,7 @@ fn runtime() -> Option<&'static tokio::runtime::Handle> {
 }
 
 /// One SMTP conversation, as HAProxy's tcp-check rules for an alert run it.
-async fn exchange(addr: SocketAddr, m: &Mail) -> Result<(), String> {
+async fn exchange(addr: SocketAddr, m: &Envelope, data: &str) -> Result<(), String> {
     let mut s = tokio::net::TcpStream::connect(addr).await.map_err(|e| crate::sys::os_words(&e))?;
     let mut buf = Vec::new();
     expect(&mut s, &mut buf, "220").await?;
@@ -145,7 +141,7 @@ async fn exchange(addr: SocketAddr, m: &Mail) -> Result<(), String> {
         (format!("MAIL FROM:<{}>\r\n", m.from), "250"),
         (format!("RCPT TO:<{}>\r\n", m.to), "250"),
         ("DATA\r\n".to_string(), "354"),
-        (m.data.clone(), "250"),
+        (data.to_string(), "250"),
     ];
     for (send, code) in steps {
         s.write_all(send.as_bytes()).await.map_err(|e| crate::sys::os_words(&e))?;

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use fulcrum_config::CheckStatus;
 
-use crate::backend::{Backend, ExternalCheck as Setup};
+use crate::backend::{Backend, ExternalCheck};
 use crate::server::state::CheckResult;
 use crate::server::Target;
 
@@ -28,7 +28,7 @@ pub static BOOT_NOFILE: std::sync::OnceLock<(u64, u64)> = std::sync::OnceLock::n
 pub const NOT_USED: &str = "NOT_USED";
 
 /// Runs the program once for server `idx` and waits at most `limit` for it.
-pub async fn run(x: &Setup, be: &Arc<Backend>, idx: usize, limit: Duration) -> CheckResult {
+pub async fn run(x: &ExternalCheck, be: &Arc<Backend>, idx: usize, limit: Duration) -> CheckResult {
     let start = tokio::time::Instant::now();
     let done = |status, code, desc: String| CheckResult {
         status,
@@ -80,7 +80,7 @@ pub async fn run(x: &Setup, be: &Arc<Backend>, idx: usize, limit: Duration) -> C
 }
 
 /// The program, its arguments and environment, as HAProxy's `connect_proc_chk` prepares them.
-fn command(x: &Setup, be: &Backend, idx: usize) -> tokio::process::Command {
+fn command(x: &ExternalCheck, be: &Backend, idx: usize) -> tokio::process::Command {
     let s = &be.servers[idx];
     let (addr, port) = match s.target() {
         Target::Inet(a) => (a.ip().to_string(), a.port().to_string()),

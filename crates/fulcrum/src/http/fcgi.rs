@@ -207,9 +207,12 @@ impl FcgiView {
     /// Takes records apart; true when the caller's wait is over (a head, body data, the end,
     /// a failure).
     fn progress(&self, st: &mut State) -> bool {
+        // (The input is taken out while its records are read: their content goes straight to
+        // the head or the body, without a copy of its own.)
+        let inbuf = std::mem::take(&mut st.inbuf);
         let mut at = 0;
         loop {
-            match Record::parse(&st.inbuf[at..]) {
+            match Record::parse(&inbuf[at..]) {
                 Ok(Some(r)) => {
                     at += r.len;
                     if r.id != ID {
@@ -217,14 +220,10 @@ impl FcgiView {
                     }
                     match r.kind {
                         Kind::Stdout if st.head.is_none() && !st.head_taken => {
-                            let content = r.content.to_vec();
-                            st.pre.extend_from_slice(&content);
+                            st.pre.extend_from_slice(r.content);
                             take_head(st);
                         }
-                        Kind::Stdout => {
-                            let content = r.content.to_vec();
-                            st.body.extend_from_slice(&content);
-                        }
+                        Kind::Stdout => st.body.extend_from_slice(r.content),
                         Kind::EndRequest => {
                             let end = fulcrum_fcgi::EndRequest::parse(r.content);
                             st.ended = true;
@@ -244,6 +243,7 @@ impl FcgiView {
                 }
             }
         }
+        st.inbuf = inbuf;
         st.inbuf.drain(..at);
         st.failed.is_some()
             || st.ended

@@ -50,6 +50,7 @@ mod rest;
 mod rules_run;
 mod spare;
 mod stats;
+mod to_fcgi;
 mod txn;
 
 use exchange::*;

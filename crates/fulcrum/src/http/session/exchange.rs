@@ -162,48 +162,6 @@ impl Session<'_> {
         }
     }
 
-    /// A FastCGI request's head: `100 Continue` said by the proxy when the client expects it
-    /// (the server cannot say it, as HAProxy says it), then `BEGIN_REQUEST` and the parameters.
-    async fn send_fcgi_head(
-        &mut self,
-        sc: &ServerConn,
-        info: &fulcrum_http::Info,
-        be: &Backend,
-        ct: Option<Duration>,
-    ) -> Result<(), Exchange> {
-        let Peer::Fcgi(f) = &sc.stream else { return Ok(()) };
-        if info.expect_continue && self.t.req.header(b"expect").is_some() {
-            self.t.req.remove_header(b"expect");
-            let go = answer::send_text(&self.client, b"HTTP/1.1 100 Continue\r\n\r\n", ct);
-            if go.await.is_err() {
-                return Err(Exchange::ClientGone);
-            }
-        }
-        let set = self.txn().fcgi_params(be);
-        let conn = conn_of(self.h2_conn, &self.client);
-        // `SERVER_PORT` and `SERVER_NAME` need the address the client reached.
-        let local = self
-            .local
-            .or_else(|| socket2::SockRef::from(conn).local_addr().ok().and_then(|a| a.as_socket()));
-        let facts = crate::http::fcgi::Facts {
-            client: self.peer,
-            local,
-            https: conn.tls().is_some(),
-            set: &set,
-        };
-        match f.send_request(&self.t.req, &facts, &self.http.limits) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
-                self.note(format_args!("no FastCGI parameters: {e}"));
-                Err(Exchange::BadResponse)
-            }
-            Err(e) => {
-                self.note(format_args!("request head not sent: {e}"));
-                Err(Exchange::RetryFresh)
-            }
-        }
-    }
-
     /// Sends the request's head: as HTTP/1 text, or taken parsed by an HTTP/2 stream or a
     /// FastCGI request (which get no text). `Err`: the exchange's end.
     async fn send_head(
@@ -440,7 +398,7 @@ impl Session<'_> {
         // `option keep-conn`: a FastCGI connection whose request ended cleanly carries the
         // next one (kept as bytes until then); else the application closes it.
         let sc = if let Peer::Fcgi(_) = sc.stream {
-            let Some(sc) = fcgi_reusable(sc) else { return };
+            let Some(sc) = super::to_fcgi::fcgi_reusable(sc) else { return };
             sc
         } else {
             sc
@@ -785,16 +743,6 @@ pub(super) async fn duplex(
             },
         }
     }
-}
-
-/// A FastCGI connection as bytes again, when it may carry the next request (see
-/// `FcgiView::into_reusable`).
-#[inline(never)]
-fn fcgi_reusable(sc: ServerConn) -> Option<ServerConn> {
-    let ServerConn { stream, be, idx, requests, buf, _in_use } = sc;
-    let Peer::Fcgi(v) = stream else { return None };
-    let stream = Peer::Bytes(v.into_reusable()?);
-    Some(ServerConn { stream, be, idx, requests, buf, _in_use })
 }
 
 /// `observe layer7`: a server's answer counts toward its health (nothing for servers that do
