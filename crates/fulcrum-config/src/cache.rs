@@ -57,6 +57,8 @@ pub enum Filter {
     Bwlim(crate::filters::BwlimFilter),
     /// `filter trace`.
     Trace(crate::filters::TraceFilter),
+    /// `filter spoe` (see [`crate::spoe`]).
+    Spoe(crate::spoe::SpoeFilter),
 }
 
 /// A cache filter: the responses of the proxy are stored in the named cache.
@@ -293,7 +295,7 @@ pub(crate) fn check(config: &Config, p: &Proxy, out: &mut Vec<Diagnostic>) {
                     break;
                 }
                 Filter::Cache(_) => {}
-                Filter::Bwlim(_) | Filter::Trace(_) => explicit = true,
+                Filter::Bwlim(_) | Filter::Trace(_) | Filter::Spoe(_) => explicit = true,
             }
         }
         if !comp && explicit {

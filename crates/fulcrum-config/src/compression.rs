@@ -133,6 +133,7 @@ pub fn filter(p: &mut Proxy, line: &Line, diags: &mut Diags) {
         "cache" => crate::cache::filter(p, line, diags),
         "bwlim-in" | "bwlim-out" => crate::filters::bwlim(p, line, diags),
         "trace" => crate::filters::trace(p, line, diags),
+        "spoe" => crate::spoe::filter(p, line, diags),
         "" => diags.alert(line, "'filter' expects a filter name."),
         other => diags.alert(line, format!("'filter {other}' is not supported yet")),
     }

@@ -40,6 +40,7 @@ pub mod sample;
 mod sample_names;
 pub mod sections;
 pub mod server;
+pub mod spoe;
 mod stats_page;
 mod stick;
 pub mod suggest;

@@ -299,6 +299,7 @@ impl HttpWhich {
                     action,
                     "set-src" | "set-src-port" | "set-dst" | "set-dst-port" | "auth"
                 ))
+            || (self != HttpWhich::After && action == "send-spoe-group")
             || match self {
                 HttpWhich::Request => matches!(
                     action,
@@ -576,6 +577,7 @@ fn http_action(
         }
         "set-var" | "set-var-fmt" | "unset-var" => return var_action(line, base, at),
         "wait-for-body" => wait_for_body(&a, line, diags)?,
+        "send-spoe-group" => return crate::spoe::action_words(line, 1).map_err(Some),
         "set-status" => set_status(&a)?,
         "strict-mode" => {
             exactly(1, "expects exactly 1 arguments.")?;

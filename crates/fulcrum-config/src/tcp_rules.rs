@@ -142,6 +142,19 @@ fn tcp_rule(b: &mut ProxyBuild, line: &Line, kw: &str, which: &str, diags: &mut 
                 return diags.alert(line, msg);
             }
         },
+        "send-spoe-group" if response => {
+            return diags.alert(line, format!("'{kw} {which} {action}' is not supported yet"));
+        }
+        "send-spoe-group" if which == "content" => match crate::spoe::action_words(line, 2) {
+            Ok((a, next)) => (Some(TcpAction::Do(a)), next),
+            Err(m) => {
+                let msg = format!(
+                    "error detected in {} while parsing '{kw} {which} {action}' rule : {m}.",
+                    who(p)
+                );
+                return diags.alert(line, msg);
+            }
+        },
         "set-var" | "set-var-fmt" | "unset-var" => {
             let shifted = Line { words: line.words[1..].to_vec(), ..line.clone() };
             match var_action(&shifted, base, At { ctx, be_cap }) {

@@ -1,67 +1,18 @@
 //! Replays the committed fuzz corpora (`fuzz/corpus/hpack`, `fuzz/corpus/frames`) through
-//! the fuzz targets' invariants, and a deterministic run of generated inputs besides: what
-//! the fuzzer found once stays checked on every `cargo test`.
+//! the fuzz targets' invariants, with 5,000 deterministic mutations of each
+//! (`fuzz/replay.rs`).
 
-use std::path::PathBuf;
+#[path = "../../../fuzz/replay.rs"]
+mod replay;
 
-fn corpus(name: &str) -> Vec<Vec<u8>> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(name);
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("entry").path())
-        .collect();
-    files.sort();
-    files.iter().map(|p| std::fs::read(p).expect("read")).collect()
-}
-
-/// A small deterministic generator (xorshift).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
-/// Mutations of the corpus' inputs: bytes flipped, cut, doubled.
-fn mutants(inputs: &[Vec<u8>], n: usize) -> Vec<Vec<u8>> {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let mut out = Vec::new();
-    for i in 0..n {
-        let mut v = inputs[i % inputs.len()].clone();
-        match rng.next() % 4 {
-            0 if !v.is_empty() => {
-                let at = rng.next() as usize % v.len();
-                v[at] ^= 1 << (rng.next() % 8);
-            }
-            1 if !v.is_empty() => v.truncate(rng.next() as usize % v.len()),
-            2 => {
-                let tail = v.get(2..).unwrap_or(&[]).to_vec();
-                v.extend_from_slice(&tail);
-            }
-            _ => v.extend((0..rng.next() % 16).map(|_| rng.next() as u8)),
-        }
-        out.push(v);
-    }
-    out
-}
+const SEED: u64 = 0x9e37_79b9_7f4a_7c15;
 
 #[test]
 fn hpack_corpus() {
-    let inputs = corpus("hpack");
-    assert!(inputs.len() >= 5, "the corpus is committed");
-    for input in inputs.iter().chain(&mutants(&inputs, 5000)) {
-        fulcrum_h2::fuzzing::check_hpack(input);
-    }
+    replay::replay("hpack", 5, SEED, fulcrum_h2::fuzzing::check_hpack);
 }
 
 #[test]
 fn frames_corpus() {
-    let inputs = corpus("frames");
-    assert!(inputs.len() >= 3, "the corpus is committed");
-    for input in inputs.iter().chain(&mutants(&inputs, 5000)) {
-        fulcrum_h2::fuzzing::check_frames(input);
-    }
+    replay::replay("frames", 3, SEED, fulcrum_h2::fuzzing::check_frames);
 }

@@ -34,6 +34,7 @@ mod rules;
 mod runtime;
 mod server;
 mod shared;
+mod spoe;
 mod state_file;
 mod stats;
 mod stick;

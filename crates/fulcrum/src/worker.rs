@@ -87,9 +87,11 @@ pub enum Id {
     H2Back,
     /// `health::http`: the head check answers are parsed into.
     CheckHead,
+    /// `spoe`: the connections to each engine's agent.
+    Spoe,
 }
 
-const COUNT: usize = Id::CheckHead as usize + 1;
+const COUNT: usize = Id::Spoe as usize + 1;
 
 /// Frees a slot's value (made by [`Slot::make`] from a `Box<T>`).
 type Free = unsafe fn(*mut ());

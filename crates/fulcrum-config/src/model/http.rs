@@ -815,6 +815,12 @@ pub enum HttpAction {
         scope: VarScope,
         name: String,
     },
+    /// `send-spoe-group <engine-id> <group-id>`: the group's messages sent to the engine's
+    /// agent, the rules waiting for its answer (see `crate::spoe`).
+    SendSpoeGroup {
+        engine: String,
+        group: String,
+    },
     /// `wait-for-body time <time> [at-least <bytes>]`.
     WaitForBody {
         time: Duration,

@@ -392,6 +392,13 @@ fn explain(
             Stop::BufferBody | Stop::WaitForBody { .. } => {
                 txn.note(|| "wait-for-body: the body given is all there is".into())
             }
+            Stop::Spoe(ask) => {
+                let be = progress.be.as_deref();
+                let id = ask.engine(fe, be).map_or("?", |e| e.id.as_str()).to_string();
+                txn.note(|| {
+                    format!("SPOE engine '{id}': not asked offline (no variables from its agent)")
+                })
+            }
             Stop::Stats => {
                 let rules = Txn::stats_rules(fe, &progress);
                 let asks = rules

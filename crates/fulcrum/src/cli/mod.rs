@@ -356,6 +356,12 @@ fn load_config(args: &Args, out: &mut Vec<String>) -> Option<(cfg::Config, Vec<S
 /// Loads configuration texts already read; messages go to `out`.
 fn load_sources(sources: &[Source], quiet: bool, out: &mut Vec<String>) -> Option<cfg::Config> {
     let (mut config, mut diags, parsed) = cfg::load_partial(sources, &|k| std::env::var(k).ok());
+    // The SPOE filters' files, read as HAProxy reads them while it parses their lines.
+    if !diags.iter().any(Diagnostic::is_error) {
+        let read =
+            |f: &str| crate::files::read_string(Path::new(f)).map_err(|e| crate::sys::os_words(&e));
+        diags.extend(cfg::spoe::load_files(&mut config, &read, &|k| std::env::var(k).ok()));
+    }
     // As HAProxy, `bind` host names are resolved while the configuration is read: a name that
     // does not resolve is a configuration error.
     if !diags.iter().any(Diagnostic::is_error) {

@@ -49,6 +49,7 @@ mod pieces;
 mod rest;
 mod rules_run;
 mod spare;
+mod spoe;
 mod stats;
 mod to_fcgi;
 mod txn;

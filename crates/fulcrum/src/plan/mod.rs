@@ -194,7 +194,9 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
         fe.backends = Arc::clone(&backends);
         fe.proc_vars = Arc::clone(&proc_vars);
         fe.needs_dst = needs_dst;
-        fe.needs_payload = needs_payload && p.mode == cfg::Mode::Tcp;
+        // (SPOE engines are asked where the first bytes are awaited.)
+        let spoe = !fe.rules.spoe.is_empty();
+        fe.needs_payload = (needs_payload || spoe) && p.mode == cfg::Mode::Tcp;
         fe.inspect_delay = p.inspect_delay;
         frontends.push(Arc::new(fe));
     }
@@ -461,6 +463,7 @@ fn proxy_rules(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::rul
             .filter_map(|m| c.cond(&Some(m.clone()), &p.span))
             .collect(),
         fcgi_params: Vec::new(),
+        spoe: c.spoe_engines(),
         switching: Vec::new(),
         stats: p.stats.as_ref().map(|page| {
             Box::new(crate::rules::StatsRules {

@@ -105,6 +105,19 @@ impl<'a> Compiler<'a> {
         self.acls
     }
 
+    /// The proxy being compiled.
+    pub fn proxy(&self) -> &'a cfg::Proxy {
+        self.proxy
+    }
+
+    /// A compiler for the same plan over another proxy (a SPOE message's own ACLs).
+    pub fn nested<'b>(&'b mut self, proxy: &'b cfg::Proxy) -> Compiler<'b>
+    where
+        'a: 'b,
+    {
+        Compiler::new(proxy, self.maps, self.messages, self.tables, self.userlists)
+    }
+
     fn acl(&mut self, a: &cfg::Acl) -> Result<Acl, String> {
         let expr = self.expr(&a.expr)?;
         let method = a.method;
@@ -397,6 +410,10 @@ impl<'a> Compiler<'a> {
             }
             cfg::HttpAction::WaitForBody { time, at_least } => {
                 Action::WaitForBody { time: *time, at_least: *at_least }
+            }
+            cfg::HttpAction::SendSpoeGroup { engine, group } => {
+                let (engine, group) = self.spoe_group(engine, group)?;
+                Action::SendSpoeGroup { engine, group }
             }
             cfg::HttpAction::StrictMode(on) => Action::StrictMode(*on),
             cfg::HttpAction::SetVarFmt { scope, name, fmt, conds } => Action::SetVarFmt {

@@ -25,6 +25,7 @@ pub mod origin;
 pub mod refs;
 pub mod room;
 pub mod sample;
+pub mod spoe;
 pub mod stick;
 pub mod trace;
 pub mod vars;
@@ -174,6 +175,11 @@ pub enum Action {
         time: std::time::Duration,
         at_least: Option<u64>,
     },
+    /// `send-spoe-group`: the proxy's engine at `engine`, its group at `group`.
+    SendSpoeGroup {
+        engine: usize,
+        group: usize,
+    },
     SetStatus {
         status: u16,
         reason: Option<Box<[u8]>>,
@@ -245,6 +251,13 @@ pub enum Verdict<'r> {
         at_least: Option<u64>,
         resume: usize,
     },
+    /// `send-spoe-group`: the session sends the group's messages to the proxy's engine at
+    /// `engine` (`ProxyRules::spoe`), then runs the rules again from `resume`.
+    Spoe {
+        engine: usize,
+        group: usize,
+        resume: usize,
+    },
 }
 
 /// A rule's condition judged for a trace: the rule, then each ACL evaluated.
@@ -303,6 +316,9 @@ pub fn run<'r>(
             Action::Redirect(r) => return Verdict::Redirect(r),
             Action::WaitForBody { time, at_least } => {
                 return Verdict::WaitForBody { time: *time, at_least: *at_least, resume: i + 1 }
+            }
+            Action::SendSpoeGroup { engine, group } => {
+                return Verdict::Spoe { engine: *engine, group: *group, resume: i + 1 }
             }
             Action::SetVar { scope, name, expr, conds } => {
                 let v = expr.eval(&base.ctx(head, req, vars)).map(Value::into_owned);
@@ -639,6 +655,13 @@ pub enum TcpVerdict {
     /// The rule at this index cannot be decided before more data or the end of the delay
     /// (only when `template.more` is set); evaluation resumes there.
     Wait(usize),
+    /// `send-spoe-group`: the proxy's engine at `engine` is asked about its group at `group`,
+    /// then evaluation resumes at `resume`.
+    Spoe {
+        engine: usize,
+        group: usize,
+        resume: usize,
+    },
 }
 
 /// Runs `list` from rule `from`; with `template.more` set, stops at the first rule whose
@@ -683,6 +706,9 @@ pub fn tcp_eval(
             }
             TcpAct::Accept => return TcpVerdict::Accept,
             TcpAct::Reject => return TcpVerdict::Reject,
+            TcpAct::Do(Action::SendSpoeGroup { engine, group }) => {
+                return TcpVerdict::Spoe { engine: *engine, group: *group, resume: i + 1 }
+            }
             TcpAct::Do(a) => tcp_action(a, template, vars, level),
         }
     }
@@ -784,6 +810,8 @@ pub struct ProxyRules {
     pub monitor_fail: Vec<Cond>,
     /// `ignore-persist` conditions (a backend's).
     pub ignore_persist: Vec<Cond>,
+    /// The proxy's SPOE engines (`filter spoe`), in order.
+    pub spoe: Vec<std::sync::Arc<spoe::Engine>>,
     /// `use-fcgi-app`: the application's `set-param` values (its implicit `REMOTE_USER` and
     /// `AUTH_TYPE` first), rendered for each FastCGI request.
     pub fcgi_params: Vec<(String, Format)>,

@@ -45,6 +45,9 @@ pub struct Vars {
     pub trace: Option<Box<super::trace::Trace>>,
     /// The transaction's cache lookups, hit and store (`cache-use`, `cache-store`).
     pub cache: Option<Box<crate::cache::Txn>>,
+    /// Each SPOE engine's processing time in this transaction so far (`set-total-time`), and
+    /// whether an error stopped it for the rest of the transaction (no `continue-on-error`).
+    pub spoe_times: Vec<(usize, std::time::Duration, bool)>,
     /// The bandwidth limits the transaction enabled (`set-bandwidth-limit`); the session
     /// drops them as the transaction ends (its log line).
     pub bwlim: Option<Box<crate::bwlim::Active>>,
@@ -170,6 +173,39 @@ impl Vars {
         self.vars.iter().map(|(s, n, v)| (*s, &**n, v.as_ref()))
     }
 
+    /// Adds `took` to `engine`'s processing time in this transaction: the total.
+    pub fn spoe_total(
+        &mut self,
+        engine: &super::spoe::Engine,
+        took: std::time::Duration,
+    ) -> std::time::Duration {
+        let key = std::ptr::from_ref(engine) as usize;
+        match self.spoe_times.iter_mut().find(|(k, _, _)| *k == key) {
+            Some((_, t, _)) => {
+                *t += took;
+                *t
+            }
+            None => {
+                self.spoe_times.push((key, took, false));
+                took
+            }
+        }
+    }
+
+    /// An error stopped `engine` for the rest of the transaction.
+    pub fn spoe_stop(&mut self, engine: &super::spoe::Engine) {
+        let key = std::ptr::from_ref(engine) as usize;
+        if let Some(e) = self.spoe_times.iter_mut().find(|(k, _, _)| *k == key) {
+            e.2 = true;
+        }
+    }
+
+    /// Whether an error stopped `engine` earlier in the transaction.
+    pub fn spoe_stopped(&self, engine: &super::spoe::Engine) -> bool {
+        let key = std::ptr::from_ref(engine) as usize;
+        self.spoe_times.iter().any(|(k, _, stopped)| *k == key && *stopped)
+    }
+
     pub fn end_transaction(&mut self) {
         self.vars.retain(|(s, _, _)| *s == cfg::VarScope::Sess);
         if let Some(a) = self.addrs.as_mut() {
@@ -179,6 +215,7 @@ impl Vars {
         self.last_rule = 0;
         self.early_hints.clear();
         self.unique_id = None;
+        self.spoe_times.clear();
         if let Some(c) = self.cache.as_deref_mut() {
             c.reset(); // (kept with its key's room for the connection's next requests)
         }

@@ -436,11 +436,12 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         mk.pp = conn.proxied.as_deref();
         let r = &fe.rules;
         if late {
+            let ev = fulcrum_config::spoe::SpoeEvent::FrontendTcpRequest;
             let v = tcp::inspect::content_rules(
                 &conn.client,
                 &mut got,
                 fe.inspect_delay,
-                &r.tcp_content,
+                (&r.tcp_content, &r.spoe, ev),
                 &r.acls,
                 &mk,
                 &mut vars,
@@ -472,8 +473,9 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         return Box::pin(http_connection(slots, Start::New(conn))).await;
     }
     let be = &be;
-    if !be.rules.tcp_content.is_empty() {
-        // The backend's `tcp-request content` rules, on the same first bytes.
+    if !be.rules.tcp_content.is_empty() || !be.rules.spoe.is_empty() || !fe.rules.spoe.is_empty() {
+        // The backend's `tcp-request content` rules, on the same first bytes (and the SPOE
+        // engines' `on-backend-tcp-request`: the frontend's, then the backend's).
         let mut vars = conn.vars.take().map(|b| *b).unwrap_or_default();
         let empty = crate::rules::sample::Vars::default();
         let mut mk = crate::frontend::Frontend::ctx(fe, conn.peer, dst, &empty);
@@ -482,11 +484,16 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         mk.pp = conn.proxied.as_deref();
         mk.backend = Some(&**be);
         let r = &be.rules;
+        let ev = fulcrum_config::spoe::SpoeEvent::BackendTcpRequest;
+        for e in &fe.rules.spoe {
+            let ctx = crate::rules::sample::Ctx { payload: &got.payload, ..mk };
+            crate::spoe::ask_with(e, e.on(ev), &ctx, &mut vars).await;
+        }
         let v = tcp::inspect::content_rules(
             &conn.client,
             &mut got,
             be.inspect_delay,
-            &r.tcp_content,
+            (&r.tcp_content, &r.spoe, ev),
             &r.acls,
             &mk,
             &mut vars,

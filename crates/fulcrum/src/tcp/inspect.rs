@@ -9,12 +9,16 @@
 
 use std::cell::Cell;
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
+
+use fulcrum_config::spoe::SpoeEvent;
 
 use tokio::time::Instant;
 
 use crate::connection::{Stream, BUFSIZE};
 use crate::rules::sample::{Ctx, Vars};
+use crate::rules::spoe::Engine;
 use crate::rules::stick::Level;
 use crate::rules::{tcp_eval, Acls, TcpRule, TcpVerdict};
 
@@ -105,17 +109,24 @@ async fn more_bytes(client: &Stream, got: &mut Inspected, deadline: Instant) {
 }
 
 /// Runs `list` on the inspected bytes, waiting as long as `delay` allows while a rule cannot
-/// be decided; `Accept` or `Reject`.
+/// be decided; `Accept` or `Reject`. First the SPOE engines that send messages on `ev` (the
+/// list's `on-frontend-tcp-request` or `on-backend-tcp-request`) are asked, on the bytes there,
+/// as HAProxy's SPOE filter asks before its inspection analyser; a `send-spoe-group` rule asks
+/// its engine, then the list goes on.
 #[allow(clippy::too_many_arguments)]
 pub async fn content_rules(
     client: &Stream,
     got: &mut Inspected,
     delay: Option<Duration>,
-    list: &[TcpRule],
+    (list, spoe, ev): (&[TcpRule], &[Arc<Engine>], SpoeEvent),
     acls: &Acls,
     template: &Ctx<'_>,
     vars: &mut Vars,
 ) -> TcpVerdict {
+    for e in spoe {
+        let ctx = Ctx { payload: &got.payload, more: None, ..*template };
+        crate::spoe::ask_with(e, e.on(ev), &ctx, vars).await;
+    }
     let deadline = delay.map(|d| Instant::now() + d);
     let more = Cell::new(false);
     let mut from = 0;
@@ -126,6 +137,14 @@ pub async fn content_rules(
         let ctx = Ctx { payload: &got.payload, more: (!done).then_some(&more), ..*template };
         match tcp_eval(list, from, acls, &ctx, vars, Level::Stream) {
             TcpVerdict::Wait(i) => from = i,
+            TcpVerdict::Spoe { engine, group, resume } => {
+                if let Some(e) = spoe.get(engine) {
+                    let ctx = Ctx { more: None, ..ctx };
+                    crate::spoe::ask_with(e, e.group(group), &ctx, vars).await;
+                }
+                from = resume;
+                continue;
+            }
             v => return v,
         }
         if let Some(d) = deadline {

@@ -27,6 +27,7 @@ mod reload;
 mod runtime_api;
 mod server_state;
 mod socket_buffers;
+mod spoe;
 mod stats_page;
 mod timeouts;
 mod tls;

@@ -44,7 +44,8 @@
 //!    decides by chance ([`ruled_out`]): a runtime API (`stats socket`: servers, maps, ACLs,
 //!    tables, variables), the stats page's admin form (`stats admin`), agent checks (they set
 //!    weights without a word on stderr), servers' states loaded from a file at start
-//!    (`load-server-state-from-file`), `rand` in a condition. No request of such a proxy is
+//!    (`load-server-state-from-file`), `rand` in a condition, a SPOE agent (`filter spoe`:
+//!    its answers are the agent's). No request of such a proxy is
 //!    checked. Where health checks or observed errors move the servers' states (`check`,
 //!    `track`, `observe` on a server line, [`checked`]), only the requests answered before the
 //!    first change, which the proxy says on stderr ([`changes_state`]: `Server be/s1 is
@@ -872,6 +873,9 @@ pub fn ruled_out(lines: &[Vec<&str>]) -> Option<&'static str> {
             ("stats", Some("admin")) => return Some("the stats page's admin form changes servers"),
             ("load-server-state-from-file", _) => {
                 return Some("the servers' states at start come from a saved file")
+            }
+            ("filter", Some("spoe")) => {
+                return Some("a SPOE agent's answers set variables explain cannot know offline")
             }
             ("server" | "default-server", _) if w.contains(&"agent-check") => {
                 return Some("agent checks change the servers' weights and states")

@@ -39,6 +39,7 @@ pub mod compress;
 mod decide;
 mod response;
 mod server;
+pub mod spoe;
 
 pub use answers::early_hints;
 pub use decide::{answered, client_keeps, retry, Answered, KeepFacts, Tries, TryEnd};
@@ -215,8 +216,11 @@ impl Transaction {
 #[derive(Default)]
 pub struct Progress {
     at: At,
-    /// The rule a `wait-for-body` resumes from (in the list `at` names).
+    /// The rule a `wait-for-body` resumes from (in the list `at` names), or the SPOE engine.
     from: usize,
+    /// `InspectFe`/`InspectBe`: the SPOE engines' `on-*-tcp-request` were asked (`from` then
+    /// counts the `tcp-request content` rules).
+    engines_done: bool,
     pub be: Option<Arc<Backend>>,
 }
 
@@ -227,9 +231,16 @@ enum At {
     InspectFe,
     /// After `option http-buffer-request`'s wait.
     Buffered,
+    /// `on-frontend-http-request`: the frontend's SPOE engines (from `Progress::from`).
+    SpoeFe,
     /// The frontend's `http-request` rules (from `Progress::from`).
     ProcessFe,
     Switching,
+    /// The backend's `tcp-request content` rules, after the SPOE engines'
+    /// `on-backend-tcp-request`.
+    InspectBe,
+    /// `on-backend-http-request`: the SPOE engines (from `Progress::from`).
+    SpoeBe,
     ProcessBe,
     Done,
 }
@@ -249,6 +260,9 @@ pub enum Stop {
     WaitForBody { time: Duration, at_least: Option<u64> },
     /// A rule ended the transaction (see [`Ruled`]).
     Ruled(Ruled),
+    /// An event or a `send-spoe-group` rule asks a SPOE agent: the session sends
+    /// [`Txn::spoe_payload`], hands the answer to [`Txn::spoe_answer`], then calls again.
+    Spoe(spoe::SpoeAsk),
     /// The request may be for a statistics page (the frontend's, or the backend's once
     /// chosen): the session serves it, or calls again.
     Stats,
@@ -313,9 +327,15 @@ impl<'s> Txn<'s> {
     pub fn request(&mut self, p: &mut Progress) -> Stop {
         let fe = self.fe;
         if p.at == At::InspectFe {
-            if !fe.rules.tcp_content.is_empty() && !self.tcp_content_accepts(&fe.rules, None) {
-                self.note(|| "tcp-request content: rejected".into());
-                return Stop::Reject;
+            if !fe.rules.tcp_content.is_empty() || !fe.rules.spoe.is_empty() {
+                match self.inspect(None, &mut p.engines_done, &mut p.from) {
+                    spoe::Inspect::Accept => {}
+                    spoe::Inspect::Ask(ask) => return Stop::Spoe(ask),
+                    spoe::Inspect::Reject => {
+                        self.note(|| "tcp-request content: rejected".into());
+                        return Stop::Reject;
+                    }
+                }
             }
             // Each tracked entry counts the request once (an `http-request` rule tracking one
             // later counts it then).
@@ -332,6 +352,16 @@ impl<'s> Txn<'s> {
         }
         if p.at <= At::Buffered {
             self.make_unique_id(None, false);
+            p.from = 0;
+        }
+        if p.at <= At::SpoeFe && !fe.rules.spoe.is_empty() {
+            p.at = At::SpoeFe;
+            let ev = fulcrum_config::spoe::SpoeEvent::FrontendHttpRequest;
+            if let Some(ask) =
+                spoe::next_event(&fe.rules.spoe, spoe::Side::Frontend, ev, &mut p.from)
+            {
+                return Stop::Spoe(ask);
+            }
         }
         if p.at <= At::ProcessFe {
             let from = if p.at == At::ProcessFe { p.from } else { 0 };
@@ -360,22 +390,40 @@ impl<'s> Txn<'s> {
             if !http {
                 return Stop::TcpBackend;
             }
-            let be = p.be.as_ref().expect("chosen");
             // A `listen` proxy is its own backend: its rules ran above already.
             if !own {
-                if !be.rules.tcp_content.is_empty()
-                    && !self.tcp_content_accepts(&be.rules, Some(be))
-                {
-                    self.note(|| "tcp-request content (backend): rejected".into());
-                    Counters::inc(&be.counters.denied_req);
-                    Counters::inc(&fe.counters.denied_req);
-                    return Stop::Reject;
-                }
-                p.at = At::ProcessBe;
-                p.from = 0;
+                (p.at, p.from, p.engines_done) = (At::InspectBe, 0, false);
             }
         }
         let be = p.be.as_ref().expect("chosen");
+        if p.at == At::InspectBe {
+            if !be.rules.tcp_content.is_empty()
+                || !be.rules.spoe.is_empty()
+                || !fe.rules.spoe.is_empty()
+            {
+                match self.inspect(Some(be), &mut p.engines_done, &mut p.from) {
+                    spoe::Inspect::Accept => {}
+                    spoe::Inspect::Ask(ask) => return Stop::Spoe(ask),
+                    spoe::Inspect::Reject => {
+                        self.note(|| "tcp-request content (backend): rejected".into());
+                        Counters::inc(&be.counters.denied_req);
+                        Counters::inc(&fe.counters.denied_req);
+                        return Stop::Reject;
+                    }
+                }
+            }
+            (p.at, p.from) = (At::SpoeBe, 0);
+        }
+        if p.at == At::SpoeBe {
+            if !fe.rules.spoe.is_empty() || !be.rules.spoe.is_empty() {
+                let ev = fulcrum_config::spoe::SpoeEvent::BackendHttpRequest;
+                if let Some(ask) = spoe::next_of_both(fe, be, false, ev, &mut p.from) {
+                    return Stop::Spoe(ask);
+                }
+            }
+            p.at = At::ProcessBe;
+            p.from = 0;
+        }
         if p.at == At::ProcessBe {
             if any_request_rules(&be.rules) {
                 if let Some(stop) = self.http_request(&be.rules, Some(be), p.from, &mut p.from) {
@@ -440,20 +488,6 @@ impl<'s> Txn<'s> {
         Some(failing)
     }
 
-    /// Runs `r`'s `tcp-request content` rules on the request; false when one rejects.
-    pub fn tcp_content_accepts(&mut self, r: &ProxyRules, be: Option<&Backend>) -> bool {
-        let mut vars = std::mem::take(self.vars);
-        let ok = {
-            let base = self.base(be);
-            let empty = Vars::default();
-            let mk = base.ctx(self.req, None, &empty);
-            rules::tcp_run(&r.tcp_content, &r.acls, &mk, &mut vars, rules::stick::Level::Stream)
-        };
-        *self.vars = vars;
-        self.sync_addrs();
-        ok
-    }
-
     /// `set-src`/`set-dst` changed the addresses: what follows sees the new ones.
     pub fn sync_addrs(&mut self) {
         if let Some(a) = &self.vars.addrs {
@@ -492,6 +526,15 @@ impl<'s> Txn<'s> {
             Verdict::WaitForBody { time, at_least, resume: next } => {
                 *resume = next;
                 return Some(Stop::WaitForBody { time, at_least });
+            }
+            Verdict::Spoe { engine, group, resume: next } => {
+                *resume = next;
+                let side = if be.is_some() { spoe::Side::Backend } else { spoe::Side::Frontend };
+                return Some(Stop::Spoe(spoe::SpoeAsk {
+                    side,
+                    engine,
+                    what: spoe::What::Group(group),
+                }));
             }
             Verdict::Deny(status, reply) => match reply {
                 Some(rp) => Built::Bytes(self.build_reply(rp, be)),

@@ -28,6 +28,8 @@ use crate::tls::facts::ServerSide;
 pub struct RespProgress {
     list: u8,
     from: usize,
+    /// The SPOE engines asked on `on-http-response` so far (`usize::MAX`: all).
+    spoe: usize,
 }
 
 /// Why [`Txn::response_rules`] stopped.
@@ -38,6 +40,9 @@ pub enum RespStop {
     /// `http-response wait-for-body`: the response body (or `at_least` of it) is read for
     /// `time`, then call again; HAProxy answers 504 when it does not come.
     WaitForBody { time: Duration, at_least: Option<u64> },
+    /// `on-http-response` or `http-response send-spoe-group`: as the request's
+    /// `Stop::Spoe`, then call again.
+    Spoe(super::spoe::SpoeAsk),
     /// A rule answers instead of the server (`deny`: 502 unless it names a status; `return`,
     /// `redirect`; a failed rewrite: 500; `silent-drop`). `after`: whether the
     /// `http-after-response` rules still run on the answer (not after a redirect).
@@ -48,7 +53,10 @@ pub enum RespStop {
 /// transaction's view is made).
 #[inline]
 pub fn has_response_rules(fe: &Frontend, be: &Backend) -> bool {
-    !fe.rules.http_response.is_empty() || !be.rules.http_response.is_empty()
+    !fe.rules.http_response.is_empty()
+        || !be.rules.http_response.is_empty()
+        || !fe.rules.spoe.is_empty()
+        || !be.rules.spoe.is_empty()
 }
 
 /// Whether `http-after-response` rules may run (the frontend's, or `be`'s).
@@ -90,6 +98,13 @@ impl Txn<'_> {
             let max_input = self.http.limits.max_head;
             *self.resp_data_htx = Some(rules::room::data_len(self.resp, body_len, max_input));
         }
+        if p.spoe != usize::MAX {
+            let ev = fulcrum_config::spoe::SpoeEvent::HttpResponse;
+            if let Some(ask) = super::spoe::next_of_both(fe, be, own, ev, &mut p.spoe) {
+                return RespStop::Spoe(ask);
+            }
+            p.spoe = usize::MAX;
+        }
         while p.list < 2 {
             let (r, run) = if p.list == 0 { (&be.rules, !own) } else { (&fe.rules, true) };
             if !run || r.http_response.is_empty() {
@@ -101,6 +116,12 @@ impl Txn<'_> {
                 Verdict::WaitForBody { time, at_least, resume } => {
                     p.from = resume;
                     return RespStop::WaitForBody { time, at_least };
+                }
+                Verdict::Spoe { engine, group, resume } => {
+                    p.from = resume;
+                    use super::spoe::{Side, SpoeAsk, What};
+                    let side = if p.list == 0 { Side::Backend } else { Side::Frontend };
+                    return RespStop::Spoe(SpoeAsk { side, engine, what: What::Group(group) });
                 }
                 Verdict::Continue | Verdict::Tarpit(_) | Verdict::Prometheus | Verdict::Auth(_) => {
                     (p.list, p.from) = (p.list + 1, 0);

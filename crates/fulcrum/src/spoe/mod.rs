@@ -1,0 +1,168 @@
+//! SPOE agents at run time (HAProxy's SPOE applets): each worker keeps its own connections to
+//! each engine's agent, opened on demand to a server of the agent's `mode tcp` backend
+//! (chosen by its balancer), greeted with HAProxy's HELLO and kept for later frames until
+//! `timeout idle`. [`ask`] sends a transaction's NOTIFY frame on a connection with room (one
+//! frame at a time, or up to `max-waiting-frames` when both sides agreed on pipelining) and
+//! waits for its ACK until `timeout processing`: the answer, or the error HAProxy's
+//! `set-on-error` would give. A dead, slow or garbling agent ends in an error, never in a
+//! wait beyond the processing timeout.
+//!
+//! No lock and no counter shared between workers: a worker's connections are its own
+//! (`worker` slot `Spoe`), like HAProxy's per-thread applets.
+//!
+//! Must not touch: the transaction (what is sent and what an answer does are
+//! `rules::spoe`'s), server state.
+
+mod conn;
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use crate::rules::sample::{Ctx, Vars};
+use crate::rules::spoe::{Answer, Engine};
+use crate::worker::{Id, Slot};
+
+pub use conn::Job;
+
+/// Each engine (of the plans this worker serves) with its agent.
+type Agents = Vec<(Weak<Engine>, Rc<Agent>)>;
+
+/// This worker's agents.
+static AGENTS: Slot<RefCell<Agents>> = Slot::new(Id::Spoe, || RefCell::new(Vec::new()));
+
+/// One engine's agent as this worker sees it.
+struct Agent {
+    conns: RefCell<Vec<Rc<conn::Conn>>>,
+    next_stream: Cell<u64>,
+    /// Connections opened (`maxconnrate`) and errors (`maxerrrate`) in the current second.
+    opened: Cell<(u64, u32)>,
+    errors: Cell<(u64, u32)>,
+}
+
+fn second() -> u64 {
+    crate::clock::wall().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// Counts one in a per-second counter; the count so far this second.
+fn bump(c: &Cell<(u64, u32)>) -> u32 {
+    let now = second();
+    let (at, n) = c.get();
+    let n = if at == now { n + 1 } else { 1 };
+    c.set((now, n));
+    n
+}
+
+fn this_second(c: &Cell<(u64, u32)>) -> u32 {
+    let (at, n) = c.get();
+    if at == second() {
+        n
+    } else {
+        0
+    }
+}
+
+fn agent_for(engine: &Arc<Engine>) -> Rc<Agent> {
+    AGENTS.with(|a| {
+        let mut list = a.borrow_mut();
+        if let Some((_, ag)) =
+            list.iter().find(|(e, _)| std::ptr::eq(e.as_ptr(), Arc::as_ptr(engine)))
+        {
+            return Rc::clone(ag);
+        }
+        // (Engines of plans gone: their agents go too.)
+        list.retain(|(e, _)| e.strong_count() > 0);
+        let ag = Rc::new(Agent {
+            conns: RefCell::new(Vec::new()),
+            next_stream: Cell::new(1),
+            opened: Cell::new((0, 0)),
+            errors: Cell::new((0, 0)),
+        });
+        list.push((Arc::downgrade(engine), Rc::clone(&ag)));
+        ag
+    })
+}
+
+/// Sends one NOTIFY frame's messages (`payload`) to the engine's agent and waits for its ACK,
+/// at most `timeout processing` from now.
+pub async fn ask(engine: &Arc<Engine>, payload: Vec<u8>) -> Answer {
+    let agent = agent_for(engine);
+    if engine.max_err_rate > 0 && this_second(&agent.errors) >= engine.max_err_rate {
+        // HAProxy skips the processing while the agent errs too often.
+        return Answer::Skipped;
+    }
+    let stream_id = agent.next_stream.get();
+    agent.next_stream.set(stream_id.wrapping_add(1));
+    let (tx, rx) = oneshot::channel();
+    let job = Job { payload, stream_id, frame_id: 1, reply: tx };
+    let Some(conn) = pick(engine, &agent) else {
+        bump(&agent.errors);
+        // No connection may be opened (`maxconnrate`) and none is there.
+        return Answer::Failed(256 + fulcrum_spop::status::RESOURCE);
+    };
+    conn.push(job);
+    let wait = engine.processing.unwrap_or(Duration::from_secs(3600));
+    let answer = match tokio::time::timeout(wait, rx).await {
+        Ok(Ok(a)) => a,
+        Ok(Err(_)) => Answer::Failed(256 + fulcrum_spop::status::IO),
+        Err(_) => Answer::Failed(1),
+    };
+    if matches!(answer, Answer::Failed(_)) {
+        bump(&agent.errors);
+    }
+    answer
+}
+
+/// Asks `engine`'s agent about the messages `which` as `ctx` (with `vars`) shows the stream,
+/// and applies the answer to `vars` (see `Engine::answer`): for the `tcp-request content`
+/// rules and their events, which run on a context rather than a transaction.
+pub async fn ask_with(engine: &Arc<Engine>, which: &[usize], ctx: &Ctx<'_>, vars: &mut Vars) {
+    if which.is_empty() || vars.spoe_stopped(engine) {
+        return;
+    }
+    let start = std::time::Instant::now();
+    let payload = engine.payload(which, &ctx.with_vars(vars));
+    vars.flush();
+    let answer = match payload {
+        Ok(None) => return,
+        Err(code) => Answer::Failed(code),
+        Ok(Some(p)) => ask(engine, p).await,
+    };
+    engine.answer(answer, start.elapsed(), vars, ctx.proc_vars);
+}
+
+/// A connection with room for one more frame, or a new one.
+fn pick(engine: &Arc<Engine>, agent: &Rc<Agent>) -> Option<Rc<conn::Conn>> {
+    let mut conns = agent.conns.borrow_mut();
+    conns.retain(|c| !c.closed());
+    if let Some(c) = conns.iter().filter(|c| c.has_room(engine)).min_by_key(|c| c.load()) {
+        return Some(Rc::clone(c));
+    }
+    if engine.max_conn_rate == 0 || this_second(&agent.opened) < engine.max_conn_rate {
+        bump(&agent.opened);
+        let c = conn::Conn::open_after(Arc::clone(engine), Duration::ZERO);
+        conns.push(Rc::clone(&c));
+        return Some(c);
+    }
+    // Over the rate: the least loaded connection takes it in turn.
+    conns.iter().min_by_key(|c| c.load()).cloned()
+}
+
+/// Another connection for the frames of one that could not reach the agent, opened after a
+/// pause (`None`: none may be opened now; the frames then wait for their timeout).
+fn retry(engine: &Arc<Engine>) -> Option<Rc<conn::Conn>> {
+    let agent = agent_for(engine);
+    if engine.max_conn_rate > 0 && this_second(&agent.opened) >= engine.max_conn_rate {
+        return None;
+    }
+    bump(&agent.opened);
+    let c = conn::Conn::open_after(Arc::clone(engine), RETRY_PAUSE);
+    agent.conns.borrow_mut().push(Rc::clone(&c));
+    Some(c)
+}
+
+/// How long a connection that could not reach the agent waits before the next try.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
