@@ -329,6 +329,8 @@ pub struct Proxy {
     pub fullconn: Option<u32>,
     /// Frontend `maxconn`.
     pub maxconn: Option<u32>,
+    /// `rate-limit sessions <rate>`: new sessions accepted per second (frontends).
+    pub rate_limit_sessions: Option<u32>,
     pub timeouts: Timeouts,
     pub balance: Balance,
     pub hash_type: HashType,
@@ -336,6 +338,9 @@ pub struct Proxy {
     pub default_backend: Option<BackendRef>,
     /// `use_backend` rules, in order; the first that applies wins.
     pub use_backends: Vec<UseBackend>,
+    /// `use-server` rules (backends), in order; the first that applies to a usable server
+    /// wins.
+    pub use_servers: Vec<UseServer>,
     /// `retries` (HAProxy's default is 3).
     pub retries: u32,
     /// `retry-on`: when a failed request may be retried, in the order written (duplicates
@@ -346,6 +351,9 @@ pub struct Proxy {
     pub redispatch: bool,
     /// `option abortonclose`.
     pub abortonclose: bool,
+    /// `option nolinger`: the proxy's connections (a frontend's clients, a backend's servers)
+    /// end with a reset, without lingering in the kernel.
+    pub nolinger: bool,
     /// TCP keep-alive probes on client connections (`option clitcpka`, `clitcpka-*`) and on
     /// server connections (`option srvtcpka`, `srvtcpka-*`); `option tcpka` sets both.
     pub cli_tcpka: TcpKeepAlive,

@@ -97,10 +97,13 @@ impl ProxyBuild {
             servers: Vec::new(),
             default_backend: None,
             use_backends: Vec::new(),
+            use_servers: Vec::new(),
+            rate_limit_sessions: None,
             retries: 3,
             retry_on: vec![RetryOn::ConnFailure],
             redispatch: false,
             abortonclose: false,
+            nolinger: false,
             cli_tcpka: Default::default(),
             srv_tcpka: Default::default(),
             acls: Vec::new(),
@@ -364,6 +367,31 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
                 p.fullconn = u32::try_from(crate::args::atol(line.arg(1))).ok().filter(|&n| n > 0);
             }
         }
+        "rate-limit sessions" => {
+            // HAProxy's `proxy_parse_rate_limit()`.
+            let v = line.arg(2);
+            if v.is_empty() {
+                let m =
+                    "'rate-limit sessions' expects expects an integer value (in sessions/second)";
+                return diags.alert(line, m);
+            }
+            if let Some(c) = v.chars().find(|c| !c.is_ascii_digit()) {
+                let m = format!(
+                    "'rate-limit sessions' : unexpected character '{c}' in integer value '{v}'"
+                );
+                return diags.alert(line, m);
+            }
+            let n = v.parse::<u64>().map_or(u32::MAX, |n| n.min(u64::from(u32::MAX)) as u32);
+            if !p.kind.is_frontend() && b.section != Section::Defaults {
+                let m = format!(
+                    "rate-limit sessions will be ignored because {} '{}' has no frontend capability",
+                    type_word(p.kind),
+                    p.name
+                );
+                diags.warning(line, m);
+            }
+            p.rate_limit_sessions = Some(n);
+        }
         "backlog" => {
             if line.arg(1).is_empty() {
                 diags.alert(line, "'backlog' expects an integer argument.");
@@ -442,6 +470,7 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         }
         "monitor fail" => rules::monitor_fail(b, line, diags),
         "ignore-persist" => rules::ignore_persist(b, line, diags),
+        "use-server" => rules::use_server(b, line, diags),
         "monitor-uri" => rules::monitor_uri(b, line, diags),
         "load-server-state-from-file" => {
             p.load_server_state = match line.arg(1) {
@@ -561,6 +590,11 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
                 .alert(line, "'retries' expects an integer argument (dispatch counts for one)."),
         },
         "option redispatch" => redispatch(p, line, negated, diags),
+        "option nolinger" => {
+            if no_extra(line, 2 + usize::from(negated), "option nolinger", diags) {
+                p.nolinger = !negated;
+            }
+        }
         "option abortonclose" => {
             if no_extra(line, 2 + usize::from(negated), "option abortonclose", diags) {
                 p.abortonclose = !negated;

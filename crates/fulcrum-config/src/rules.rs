@@ -890,6 +890,45 @@ pub fn ignore_persist(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
     b.proxy.ignore_persist.push(cond);
 }
 
+/// `use-server <server> if|unless <cond>`, with HAProxy's messages; the server is checked
+/// once the section is read ([`crate::validate`]).
+pub fn use_server(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
+    let name = line.arg(1);
+    if name.is_empty() {
+        return diags.alert(line, "'use-server' expects a server name.");
+    }
+    if !matches!(line.arg(2), "if" | "unless") {
+        return diags
+            .alert(line, "'use-server' requires either 'if' or 'unless' followed by a condition.");
+    }
+    let wrap = |m: &str| {
+        let m = m.strip_suffix('.').unwrap_or(m);
+        format!("error detected while parsing switching rule : {m}.")
+    };
+    let Ok(Some(cond)) =
+        condition(&b.proxy, line, 2, Ctx::TcpContent, &wrap, &|_| String::new(), diags)
+    else {
+        return;
+    };
+    // As HAProxy, a name with a sample or a variable is a log-format resolved per request.
+    let target = if name.contains('%') {
+        match logformat::parse(name, Ctx::HttpRequest) {
+            Ok(f) => ServerTarget::Dynamic(f),
+            Err(e) => {
+                let e = e.strip_suffix('.').unwrap_or(&e);
+                let msg = format!(
+                    "Parsing [{}]; use-server rule failed to parse log-format '{name}' : {e}.",
+                    line.span
+                );
+                return diags.alert(line, msg);
+            }
+        }
+    } else {
+        ServerTarget::Name(name.to_string())
+    };
+    b.proxy.use_servers.push(UseServer { span: line.span.clone(), target, cond });
+}
+
 pub fn monitor_uri(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
     let uri = line.arg(1);
     if uri.is_empty() {

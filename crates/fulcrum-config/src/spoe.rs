@@ -353,9 +353,24 @@ pub fn parse_file(
     for line in &lines {
         let w0 = line.arg(0);
         if w0.starts_with('[') {
-            match w0.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
-                Some(s) if line.words.len() == 1 => scope = Some(s.to_string()),
-                _ => diags.alert(line, "missing ']' in scope name."),
+            // HAProxy's `cfg_parse_scope()`.
+            let text = line.words.join(" ");
+            let body = &text[1..];
+            match body.find(']') {
+                None | Some(0) => diags.alert(line, "empty scope name is forbidden."),
+                Some(end) => {
+                    let (name, after) = (&body[..end], body[end + 1..].trim_start());
+                    if let Some(c) = invalid_char(name) {
+                        let m = format!("character '{c}' is not permitted in a scope name.");
+                        diags.alert(line, m);
+                    } else if let Some(c) = after.chars().next() {
+                        let m =
+                            format!("character '{c}' is not permitted after scope declaration.");
+                        diags.alert(line, m);
+                    } else {
+                        scope = Some(name.to_string());
+                    }
+                }
             }
             continue;
         }
@@ -606,11 +621,12 @@ fn timeout_line(a: &mut SpoeAgent, line: &Line, diags: &mut Diags) {
             .alert(line, format!("'timeout {which}' expects an integer value (in milliseconds)."));
     }
     match parse_time(v) {
-        Ok(d) if d.as_millis() == 0 && v.bytes().any(|b| b != b'0') => diags.alert(
-            line,
-            format!("timer underflow in argument <{v}> to <timeout {which}>, minimum non-null value is 1 ms."),
-        ),
-        Ok(d) => *slot = Some(d.as_millis().min(u128::from(i32::MAX as u32)) as u32),
+        // As HAProxy: 0 is no timeout (it warns below), less than a millisecond is one.
+        Ok(d) if d.is_zero() => *slot = None,
+        Ok(d) => {
+            let ms = d.as_micros().div_ceil(1000);
+            *slot = Some(ms.min(u128::from(i32::MAX as u32)) as u32)
+        }
         Err(TimeError::Overflow) => diags.alert(
             line,
             format!("timer overflow in argument <{v}> to <timeout {which}>, maximum value is 2147483647 ms (~24.8 days)."),

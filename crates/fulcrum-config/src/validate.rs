@@ -24,6 +24,7 @@ pub fn validate(config: &Config, parse_failed: bool, out: &mut Vec<Diagnostic>) 
         backend_refs(config, p, out);
         fetch_backend_refs(config, p, out);
         duplicate_servers(p, out);
+        use_server_targets(p, out);
         stats_auth_and_rules(p, out);
         tcp_response_reads(p, out);
         mux_protos(p, out);
@@ -46,6 +47,21 @@ pub fn validate(config: &Config, parse_failed: bool, out: &mut Vec<Diagnostic>) 
     duplicate_proxy_ids(config, out);
     if !parse_failed {
         crate::mailers::unused(config, out);
+    }
+}
+
+/// `use-server` rules name servers of their backend (`check_config_validity()`'s message).
+fn use_server_targets(p: &Proxy, out: &mut Vec<Diagnostic>) {
+    for u in &p.use_servers {
+        let crate::model::ServerTarget::Name(name) = &u.target else { continue };
+        if !p.servers.iter().any(|s| s.name == *name) {
+            let msg = format!(
+                "{} '{}' : unable to find server '{name}' referenced in a 'use-server' rule.",
+                crate::proxy::type_word(p.kind),
+                p.name
+            );
+            out.push(Diagnostic::alert(None, msg));
+        }
     }
 }
 

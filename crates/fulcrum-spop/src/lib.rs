@@ -208,8 +208,9 @@ impl Value<'_> {
         let (&ty, mut rest) = buf.split_first().ok_or(Invalid)?;
         let v = match ty & 0x0f {
             T_BOOL => Value::Bool(ty & 0xf0 == FL_TRUE),
-            T_INT32 => Value::Int32(get_varint(&mut rest)? as i32),
-            T_UINT32 => Value::Uint32(get_varint(&mut rest)? as u32),
+            // (HAProxy keeps the whole varint of a 32-bit type.)
+            T_INT32 => Value::Int64(get_varint(&mut rest)? as i64),
+            T_UINT32 => Value::Uint64(get_varint(&mut rest)?),
             T_INT64 => Value::Int64(get_varint(&mut rest)? as i64),
             T_UINT64 => Value::Uint64(get_varint(&mut rest)?),
             T_IPV4 => {
@@ -464,7 +465,8 @@ pub fn agent_disconnect(f: &Frame<'_>) -> Result<AgentDisconnect, u32> {
     if f.flags & FLAG_FIN == 0 {
         return Err(status::FRAG_NOT_SUPPORTED);
     }
-    let mut d = AgentDisconnect { status: status::UNKNOWN, message: String::new() };
+    // (HAProxy's status without a `status-code`: none, 0.)
+    let mut d = AgentDisconnect { status: status::NONE, message: String::new() };
     let mut p = f.payload;
     while !p.is_empty() {
         let key = get_str(&mut p).map_err(|_| status::INVALID)?;
@@ -650,7 +652,7 @@ mod tests {
         assert_eq!(get_str(&mut p), Ok(&b"supported-versions"[..]));
         assert_eq!(Value::get(&mut p), Ok(Value::Str(b"2.0")));
         assert_eq!(get_str(&mut p), Ok(&b"max-frame-size"[..]));
-        assert_eq!(Value::get(&mut p), Ok(Value::Uint32(16380)));
+        assert_eq!(Value::get(&mut p), Ok(Value::Uint64(16380)));
         assert_eq!(get_str(&mut p), Ok(&b"capabilities"[..]));
         assert_eq!(Value::get(&mut p), Ok(Value::Str(b"pipelining,async")));
         assert!(p.is_empty());
@@ -716,7 +718,7 @@ mod tests {
     fn ack_actions_and_values() {
         let mut p = Vec::new();
         let acts = [
-            Action::SetVar { scope: Scope::Txn, name: b"ip_score", value: Value::Uint32(42) },
+            Action::SetVar { scope: Scope::Txn, name: b"ip_score", value: Value::Uint64(42) },
             Action::SetVar { scope: Scope::Sess, name: b"who", value: Value::Str(b"bot") },
             Action::SetVar { scope: Scope::Req, name: b"ip", value: Value::Ipv4([10, 0, 0, 1]) },
             Action::UnsetVar { scope: Scope::Res, name: b"x" },
@@ -726,6 +728,11 @@ mod tests {
             put_action(&mut p, a);
         }
         assert_eq!(actions(&p), acts.to_vec());
+        // A 32-bit type keeps its whole varint, as in HAProxy.
+        let mut wide = Vec::new();
+        wide.push(T_UINT32);
+        put_varint(&mut wide, 1 << 40);
+        assert_eq!(Value::get(&mut &wide[..]), Ok(Value::Uint64(1 << 40)));
         // An action it cannot read ends the list.
         p.extend_from_slice(&[9, 3, 2]);
         put_str(&mut p, b"nope");

@@ -993,6 +993,22 @@ impl TcpAction {
 
 // ---- backend selection ----
 
+/// One `use-server <server> if|unless <cond>` rule (backends).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UseServer {
+    pub span: Span,
+    /// A server of the backend by name (checked at load time), or a log-format naming one per
+    /// request.
+    pub target: ServerTarget,
+    pub cond: Condition,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServerTarget {
+    Name(String),
+    Dynamic(LogFormat),
+}
+
 /// One `use_backend` rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UseBackend {

@@ -189,3 +189,21 @@ fn warnings_are_haproxys() {
     assert!(w.iter().any(|m| m.contains("Ignore SPOE message 'm' without event")), "{w:?}");
     assert!(w.iter().any(|m| m.contains("unknown keyword 'foo' in spoe-message section")), "{w:?}");
 }
+
+#[test]
+fn timeouts_as_haproxy_reads_them() {
+    let spoe = "[waf]\nspoe-agent waf\n    use-backend agents\n    groups checks\n    timeout hello 500us\n    timeout idle 0s\n    timeout processing 0\nspoe-group checks\n";
+    let (c, d) = load_with(CFG, spoe);
+    assert!(d.iter().all(|d| !d.is_error()), "{d:?}");
+    let a = agent(&c);
+    // Less than a millisecond is one; 0 is none (and HAProxy's warning).
+    assert_eq!((a.timeout_hello, a.timeout_idle, a.timeout_processing), (Some(1), None, None));
+    assert!(d.iter().any(|d| d.message.contains("missing timeouts")), "{d:?}");
+    let e = errors(CFG, "[waf\nspoe-agent a\n");
+    assert!(e.iter().any(|m| m.ends_with("empty scope name is forbidden.")), "{e:?}");
+    let e = errors(CFG, "[w/af]\nspoe-agent a\n");
+    assert!(
+        e.iter().any(|m| m.ends_with("character '/' is not permitted in a scope name.")),
+        "{e:?}"
+    );
+}

@@ -8,6 +8,7 @@
 
 mod queue;
 pub mod status;
+mod use_server;
 mod view;
 
 use std::net::IpAddr;
@@ -91,6 +92,8 @@ pub struct Backend {
     pub server_bufs: fulcrum_config::SocketBuffers,
     /// `option srvtcpka` (or `tcpka`) and `srvtcpka-*`.
     pub server_tcpka: fulcrum_config::TcpKeepAlive,
+    /// `option nolinger`: server connections end with a reset.
+    pub nolinger: bool,
 }
 
 /// What a backend's external checks need (`option external-check`), prepared with the plan
@@ -321,6 +324,7 @@ impl Backend {
             invalid_rep: Default::default(),
             server_bufs: fulcrum_config::SocketBuffers::default(),
             server_tcpka: Default::default(),
+            nolinger: false,
         }
     }
 

@@ -143,6 +143,12 @@ pub fn force_buffers(sock: &socket2::Socket, bufs: fulcrum_config::SocketBuffers
 
 /// `option clitcpka|srvtcpka|tcpka` and their `*tcpka-cnt|idle|intvl`: TCP keep-alive probes
 /// on a socket (a listening socket passes them to the connections it accepts).
+/// `option nolinger`: the connection's close sends a reset at once, whatever is unsent (the
+/// kernel keeps nothing in TIME_WAIT for it).
+pub fn no_linger(s: &impl std::os::fd::AsFd) {
+    let _ = socket2::SockRef::from(s).set_linger(Some(std::time::Duration::ZERO));
+}
+
 pub fn set_keepalive(sock: &socket2::Socket, ka: fulcrum_config::TcpKeepAlive) {
     if !ka.on {
         return;

@@ -92,6 +92,10 @@ pub struct Frontend {
     pub log: crate::rules::format::Settings,
     /// `disable frontend` (runtime API): its listeners stop accepting until enabled again.
     pub disabled: std::sync::atomic::AtomicBool,
+    /// `option nolinger`: client connections end with a reset.
+    pub nolinger: bool,
+    /// `rate-limit sessions`: new sessions per second (no limit: 0).
+    pub sess_limit: crate::frontend::rate::RateLimit,
     /// Wakes its accept loops when it is enabled again.
     pub enabled: tokio::sync::Notify,
     /// A reload replaced it: its sessions end after their current transaction (see

@@ -194,8 +194,9 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
         fe.backends = Arc::clone(&backends);
         fe.proc_vars = Arc::clone(&proc_vars);
         fe.needs_dst = needs_dst;
-        // (SPOE engines are asked where the first bytes are awaited.)
-        let spoe = !fe.rules.spoe.is_empty();
+        // (SPOE engines asked on `tcp-request content` are asked where the first bytes are
+        // awaited.)
+        let spoe = crate::rules::spoe::asks_on_content(&fe.rules);
         fe.needs_payload = (needs_payload || spoe) && p.mode == cfg::Mode::Tcp;
         fe.inspect_delay = p.inspect_delay;
         frontends.push(Arc::new(fe));
@@ -464,6 +465,21 @@ fn proxy_rules(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::rul
             .collect(),
         fcgi_params: Vec::new(),
         spoe: c.spoe_engines(),
+        use_servers: p
+            .use_servers
+            .iter()
+            .filter_map(|u| {
+                let target = match &u.target {
+                    cfg::ServerTarget::Name(n) => {
+                        crate::rules::UseServer::Fixed(p.servers.iter().position(|s| s.name == *n)?)
+                    }
+                    cfg::ServerTarget::Dynamic(f) => {
+                        crate::rules::UseServer::Dynamic(c.format(f, &u.span))
+                    }
+                };
+                Some((target, c.cond(&Some(u.cond.clone()), &u.span)?))
+            })
+            .collect(),
         switching: Vec::new(),
         stats: p.stats.as_ref().map(|page| {
             Box::new(crate::rules::StatsRules {
@@ -654,6 +670,8 @@ fn frontend(
         logger: None,
         log: Default::default(),
         disabled: Default::default(),
+        sess_limit: crate::frontend::rate::RateLimit::new(p.rate_limit_sessions.unwrap_or(0)),
+        nolinger: p.nolinger,
         enabled: Default::default(),
         retired: Default::default(),
         invalid_req: Default::default(),
@@ -741,6 +759,7 @@ fn backend(
     errors.append(&mut c.errors);
     be.server_bufs = config.global.server_bufs;
     be.server_tcpka = p.srv_tcpka;
+    be.nolinger = p.nolinger;
     be.inspect_delay = p.inspect_delay;
     be.response_inspect_delay = p.response_inspect_delay;
     rules.acls = c.finish();

@@ -810,6 +810,8 @@ pub struct ProxyRules {
     pub monitor_fail: Vec<Cond>,
     /// `ignore-persist` conditions (a backend's).
     pub ignore_persist: Vec<Cond>,
+    /// `use-server` rules (a backend's), in order.
+    pub use_servers: Vec<(UseServer, Cond)>,
     /// The proxy's SPOE engines (`filter spoe`), in order.
     pub spoe: Vec<std::sync::Arc<spoe::Engine>>,
     /// `use-fcgi-app`: the application's `set-param` values (its implicit `REMOTE_USER` and
@@ -823,6 +825,14 @@ pub struct ProxyRules {
     /// runs of rules that each test one ACL of the same sample and match method are answered
     /// by one indexed lookup (see [`Segment`]).
     pub switching: Vec<Segment>,
+}
+
+/// The server a `use-server` rule names: by its place in the backend, or by a log-format
+/// rendered per request.
+#[derive(Debug)]
+pub enum UseServer {
+    Fixed(usize),
+    Dynamic(Format),
 }
 
 /// The statistics page's settings and its compiled conditions.

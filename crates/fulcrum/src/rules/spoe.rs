@@ -44,6 +44,8 @@ pub struct Engine {
     /// What HAProxy offers in its HELLO (`option pipelining|async`).
     pub caps: spop::Caps,
     pub continue_on_error: bool,
+    /// `option force-set-var`: `proc` variables the agent names are created.
+    pub force_set_var: bool,
     pub hello: Option<Duration>,
     pub idle: Option<Duration>,
     pub processing: Option<Duration>,
@@ -123,7 +125,7 @@ impl Engine {
             };
             match value.and_then(from_spop) {
                 Some(v) if scope == cfg::VarScope::Proc => {
-                    if proc_vars.get(&name).is_some() {
+                    if self.force_set_var || proc_vars.get(&name).is_some() {
                         proc_vars.set(&name, v);
                     }
                 }
@@ -138,7 +140,6 @@ impl Engine {
     /// (after which, without `option continue-on-error`, the engine asks no more in this
     /// transaction, as HAProxy's); the timing variables either way (`spoe_update_stats()`).
     pub fn answer(&self, answer: Answer, took: Duration, vars: &mut Vars, proc_vars: &ProcVars) {
-        let total = vars.spoe_total(self, took);
         match answer {
             Answer::Ack(actions) => self.apply(&actions, vars, proc_vars),
             Answer::Failed(code) => {
@@ -149,6 +150,7 @@ impl Engine {
             }
             Answer::Skipped => return,
         }
+        let total = vars.spoe_total(self, took);
         self.timed(took, total, vars);
     }
 
@@ -170,6 +172,16 @@ impl Engine {
             }
         }
     }
+}
+
+/// Whether `tcp-request content` asks an agent in this proxy: an engine sends messages on
+/// `on-frontend-tcp-request` or `on-backend-tcp-request`, or a rule is `send-spoe-group`.
+pub fn asks_on_content(r: &super::ProxyRules) -> bool {
+    let events = [SpoeEvent::FrontendTcpRequest, SpoeEvent::BackendTcpRequest];
+    r.spoe.iter().any(|e| events.iter().any(|ev| !e.on(*ev).is_empty()))
+        || r.tcp_content
+            .iter()
+            .any(|t| matches!(t.act, super::TcpAct::Do(super::Action::SendSpoeGroup { .. })))
 }
 
 /// A sample as SPOP typed data: text, binary, integers, addresses, booleans; nothing (a
@@ -244,12 +256,11 @@ impl Compiler<'_> {
                 on_error: a.on_error.clone(),
                 process_time: a.process_time.clone(),
                 total_time: a.total_time.clone(),
-                caps: spop::Caps {
-                    pipelining: a.pipelining,
-                    async_: a.async_,
-                    fragmentation: false,
-                },
+                // (Not offered: `async`, whose ACKs may come back on any connection of the
+                // engine, and fragmentation.)
+                caps: spop::Caps { pipelining: a.pipelining, async_: false, fragmentation: false },
                 continue_on_error: a.continue_on_error,
+                force_set_var: a.force_set_var,
                 hello: ms(a.timeout_hello),
                 idle: ms(a.timeout_idle),
                 processing: ms(a.timeout_processing),

@@ -45,12 +45,23 @@ pub struct Vars {
     pub trace: Option<Box<super::trace::Trace>>,
     /// The transaction's cache lookups, hit and store (`cache-use`, `cache-store`).
     pub cache: Option<Box<crate::cache::Txn>>,
-    /// Each SPOE engine's processing time in this transaction so far (`set-total-time`), and
-    /// whether an error stopped it for the rest of the transaction (no `continue-on-error`).
-    pub spoe_times: Vec<(usize, std::time::Duration, bool)>,
+    /// What each SPOE engine asked in this transaction (see [`SpoeState`]).
+    pub spoe_times: Vec<SpoeState>,
     /// The bandwidth limits the transaction enabled (`set-bandwidth-limit`); the session
     /// drops them as the transaction ends (its log line).
     pub bwlim: Option<Box<crate::bwlim::Active>>,
+}
+
+/// What one SPOE engine asked in a transaction: its processing time so far
+/// (`set-total-time`), the frames sent (their ids), and whether an error stopped it for the
+/// rest of the transaction (no `continue-on-error`).
+#[derive(Default, Debug)]
+pub struct SpoeState {
+    /// The engine's address (its identity while its plan runs).
+    key: usize,
+    total: std::time::Duration,
+    frames: u64,
+    stopped: bool,
 }
 
 /// A session's addresses after `set-src`/`set-dst`: the connection's own (`fc_src`, `fc_dst`),
@@ -152,6 +163,7 @@ impl Vars {
             && self.sc.as_ref().is_none_or(|sc| sc.is_empty())
             && self.addrs.is_none()
             && self.bwlim.is_none()
+            && self.spoe_times.is_empty()
     }
     /// What an HTTP/2 stream starts with: the session's variables, addresses and tracked
     /// entries (shared with the connection, see `stick::track::Counters::share`).
@@ -173,37 +185,44 @@ impl Vars {
         self.vars.iter().map(|(s, n, v)| (*s, &**n, v.as_ref()))
     }
 
+    fn spoe_state(&mut self, engine: &super::spoe::Engine) -> &mut SpoeState {
+        let key = std::ptr::from_ref(engine) as usize;
+        match self.spoe_times.iter().position(|e| e.key == key) {
+            Some(i) => &mut self.spoe_times[i],
+            None => {
+                self.spoe_times.push(SpoeState { key, ..SpoeState::default() });
+                self.spoe_times.last_mut().expect("pushed")
+            }
+        }
+    }
+
     /// Adds `took` to `engine`'s processing time in this transaction: the total.
     pub fn spoe_total(
         &mut self,
         engine: &super::spoe::Engine,
         took: std::time::Duration,
     ) -> std::time::Duration {
-        let key = std::ptr::from_ref(engine) as usize;
-        match self.spoe_times.iter_mut().find(|(k, _, _)| *k == key) {
-            Some((_, t, _)) => {
-                *t += took;
-                *t
-            }
-            None => {
-                self.spoe_times.push((key, took, false));
-                took
-            }
-        }
+        let e = self.spoe_state(engine);
+        e.total += took;
+        e.total
+    }
+
+    /// The frame id of `engine`'s next question in this transaction (from 1, as HAProxy's).
+    pub fn spoe_frame(&mut self, engine: &super::spoe::Engine) -> u64 {
+        let e = self.spoe_state(engine);
+        e.frames += 1;
+        e.frames
     }
 
     /// An error stopped `engine` for the rest of the transaction.
     pub fn spoe_stop(&mut self, engine: &super::spoe::Engine) {
-        let key = std::ptr::from_ref(engine) as usize;
-        if let Some(e) = self.spoe_times.iter_mut().find(|(k, _, _)| *k == key) {
-            e.2 = true;
-        }
+        self.spoe_state(engine).stopped = true;
     }
 
     /// Whether an error stopped `engine` earlier in the transaction.
     pub fn spoe_stopped(&self, engine: &super::spoe::Engine) -> bool {
         let key = std::ptr::from_ref(engine) as usize;
-        self.spoe_times.iter().any(|(k, _, stopped)| *k == key && *stopped)
+        self.spoe_times.iter().any(|e| e.key == key && e.stopped)
     }
 
     pub fn end_transaction(&mut self) {

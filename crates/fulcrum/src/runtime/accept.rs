@@ -149,7 +149,9 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
             // `maxconnrate` / `maxsessrate`: the rest of the second, connections wait in the
             // kernel's backlog.
             let now = crate::clock::now().into_std();
-            if let Some(w) = shared.conn_rate.wait(now).or_else(|| shared.sess_rate.wait(now)) {
+            // (And the frontend's `rate-limit sessions`.)
+            let wait = shared.conn_rate.wait(now).or_else(|| shared.sess_rate.wait(now));
+            if let Some(w) = wait.or_else(|| ws.frontend.sess_limit.wait(now)) {
                 pause = Some(w);
                 break;
             }
@@ -183,6 +185,9 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
                     break;
                 }
             };
+            if ws.frontend.nolinger {
+                crate::connection::no_linger(&client);
+            }
             live.inc();
             slots.stream = live.streams.add(peer, &ws.frontend);
             slots.live = Some(Rc::clone(&live));
@@ -204,6 +209,7 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
                 continue;
             }
             shared.sess_rate.count(now);
+            ws.frontend.sess_limit.count(now);
             // Two kinds of task, each as small as it can be: the task's size is part of the
             // memory of every idle connection.
             let stream = slots.stream;
@@ -487,7 +493,7 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         let ev = fulcrum_config::spoe::SpoeEvent::BackendTcpRequest;
         for e in &fe.rules.spoe {
             let ctx = crate::rules::sample::Ctx { payload: &got.payload, ..mk };
-            crate::spoe::ask_with(e, e.on(ev), &ctx, &mut vars).await;
+            Box::pin(crate::spoe::ask_with(e, e.on(ev), &ctx, &mut vars)).await;
         }
         let v = tcp::inspect::content_rules(
             &conn.client,

@@ -86,22 +86,32 @@ fn agent_for(engine: &Arc<Engine>) -> Rc<Agent> {
     })
 }
 
-/// Sends one NOTIFY frame's messages (`payload`) to the engine's agent and waits for its ACK,
-/// at most `timeout processing` from now.
-pub async fn ask(engine: &Arc<Engine>, payload: Vec<u8>) -> Answer {
+/// Sends one NOTIFY frame's messages (`payload`) to the engine's agent, as frame `frame_id` of
+/// stream `stream_id` (`None`: one of this worker's own numbers), and waits for its ACK, at
+/// most `timeout processing` from now.
+pub async fn ask(
+    engine: &Arc<Engine>,
+    payload: Vec<u8>,
+    stream_id: Option<u64>,
+    frame_id: u64,
+) -> Answer {
     let agent = agent_for(engine);
     if engine.max_err_rate > 0 && this_second(&agent.errors) >= engine.max_err_rate {
         // HAProxy skips the processing while the agent errs too often.
         return Answer::Skipped;
     }
-    let stream_id = agent.next_stream.get();
-    agent.next_stream.set(stream_id.wrapping_add(1));
+    let stream_id = stream_id.unwrap_or_else(|| {
+        let n = agent.next_stream.get();
+        agent.next_stream.set(n.wrapping_add(1));
+        n
+    });
     let (tx, rx) = oneshot::channel();
-    let job = Job { payload, stream_id, frame_id: 1, reply: tx };
+    let job = Job { payload, stream_id, frame_id, reply: tx };
     let Some(conn) = pick(engine, &agent) else {
         bump(&agent.errors);
-        // No connection may be opened (`maxconnrate`) and none is there.
-        return Answer::Failed(256 + fulcrum_spop::status::RESOURCE);
+        // No connection and none may be made (no server up, `maxconnrate`): HAProxy's
+        // resource error.
+        return Answer::Failed(2);
     };
     conn.push(job);
     let wait = engine.processing.unwrap_or(Duration::from_secs(3600));
@@ -129,39 +139,56 @@ pub async fn ask_with(engine: &Arc<Engine>, which: &[usize], ctx: &Ctx<'_>, vars
     let answer = match payload {
         Ok(None) => return,
         Err(code) => Answer::Failed(code),
-        Ok(Some(p)) => ask(engine, p).await,
+        Ok(Some(p)) => {
+            let frame = vars.spoe_frame(engine);
+            ask(engine, p, None, frame).await
+        }
     };
     engine.answer(answer, start.elapsed(), vars, ctx.proc_vars);
 }
 
-/// A connection with room for one more frame, or a new one.
+/// Whether a server of the agent's backend is up (else no connection is tried).
+fn reachable(engine: &Engine) -> bool {
+    crate::shared::shared()
+        .and_then(|s| {
+            s.proxies.backend(&engine.backend).map(|b| b.servers.iter().any(|s| s.is_up()))
+        })
+        .unwrap_or(false)
+}
+
+/// A connection with room for one more frame, or a new one (`None`: none can be had).
 fn pick(engine: &Arc<Engine>, agent: &Rc<Agent>) -> Option<Rc<conn::Conn>> {
     let mut conns = agent.conns.borrow_mut();
     conns.retain(|c| !c.closed());
     if let Some(c) = conns.iter().filter(|c| c.has_room(engine)).min_by_key(|c| c.load()) {
         return Some(Rc::clone(c));
     }
-    if engine.max_conn_rate == 0 || this_second(&agent.opened) < engine.max_conn_rate {
+    let may_open = engine.max_conn_rate == 0 || this_second(&agent.opened) < engine.max_conn_rate;
+    if may_open && reachable(engine) {
         bump(&agent.opened);
-        let c = conn::Conn::open_after(Arc::clone(engine), Duration::ZERO);
+        let c = conn::Conn::open_after(engine, Duration::ZERO);
         conns.push(Rc::clone(&c));
         return Some(c);
     }
-    // Over the rate: the least loaded connection takes it in turn.
+    // The busiest may still take it in turn.
     conns.iter().min_by_key(|c| c.load()).cloned()
 }
 
-/// Another connection for the frames of one that could not reach the agent, opened after a
-/// pause (`None`: none may be opened now; the frames then wait for their timeout).
-fn retry(engine: &Arc<Engine>) -> Option<Rc<conn::Conn>> {
+/// Where the frames of a connection that could not reach the agent wait: a connection still
+/// connecting, else a new one tried after a pause (the next second under `maxconnrate`).
+fn retry(engine: &Arc<Engine>) -> Rc<conn::Conn> {
     let agent = agent_for(engine);
-    if engine.max_conn_rate > 0 && this_second(&agent.opened) >= engine.max_conn_rate {
-        return None;
+    let mut conns = agent.conns.borrow_mut();
+    conns.retain(|c| !c.closed());
+    if let Some(c) = conns.iter().find(|c| c.pending()) {
+        return Rc::clone(c);
     }
+    let limited = engine.max_conn_rate > 0 && this_second(&agent.opened) >= engine.max_conn_rate;
+    let pause = if limited { Duration::from_secs(1) } else { RETRY_PAUSE };
     bump(&agent.opened);
-    let c = conn::Conn::open_after(Arc::clone(engine), RETRY_PAUSE);
-    agent.conns.borrow_mut().push(Rc::clone(&c));
-    Some(c)
+    let c = conn::Conn::open_after(engine, pause);
+    conns.push(Rc::clone(&c));
+    c
 }
 
 /// How long a connection that could not reach the agent waits before the next try.

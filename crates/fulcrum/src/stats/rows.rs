@@ -163,7 +163,7 @@ pub fn frontend(fe: &Frontend, scope: &Scope<'_>) -> Row {
     r.set("sid", "KGS", Val::U32(0));
     r.set("type", "CGS", Val::U32(0));
     r.set("rate", "MRP", u32v(c.sess_rate.read(get(&c.sessions))));
-    r.set("rate_lim", "CLP", Val::U32(0));
+    r.set("rate_lim", "CLP", Val::U32(fe.sess_limit.max()));
     r.set("rate_max", "MMP", u32v(get(&c.max_sess_rate)));
     if http {
         hrsp(&mut r, c);

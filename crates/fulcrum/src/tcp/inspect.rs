@@ -123,9 +123,10 @@ pub async fn content_rules(
     template: &Ctx<'_>,
     vars: &mut Vars,
 ) -> TcpVerdict {
+    // (Boxed, as below: a session without SPOE keeps its task as small as it was.)
     for e in spoe {
         let ctx = Ctx { payload: &got.payload, more: None, ..*template };
-        crate::spoe::ask_with(e, e.on(ev), &ctx, vars).await;
+        Box::pin(crate::spoe::ask_with(e, e.on(ev), &ctx, vars)).await;
     }
     let deadline = delay.map(|d| Instant::now() + d);
     let more = Cell::new(false);
@@ -140,7 +141,7 @@ pub async fn content_rules(
             TcpVerdict::Spoe { engine, group, resume } => {
                 if let Some(e) = spoe.get(engine) {
                     let ctx = Ctx { more: None, ..ctx };
-                    crate::spoe::ask_with(e, e.group(group), &ctx, vars).await;
+                    Box::pin(crate::spoe::ask_with(e, e.group(group), &ctx, vars)).await;
                 }
                 from = resume;
                 continue;

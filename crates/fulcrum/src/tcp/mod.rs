@@ -256,7 +256,26 @@ pub async fn serve(
     let key = conn.peer.map(|p| PickKey::Ip(p.ip()));
     // `stick match|on` picks the server; `stick store-*` keys wait for the one connected to.
     let mut stores = crate::rules::stick::Stores::new();
-    let persist = if be.rules.stick.is_empty() {
+    // `use-server` first (on the first bytes, still waiting unread: `req.ssl_sni`...).
+    let assigned = if be.rules.use_servers.is_empty() {
+        None
+    } else {
+        let mut first = vec![0u8; crate::connection::BUFSIZE];
+        let n = conn.client.try_peek(&mut first).unwrap_or(0);
+        let vars = conn.vars.as_deref();
+        let empty = crate::rules::sample::Vars::default();
+        let mut ctx =
+            crate::frontend::Frontend::ctx(fe, conn.peer, conn.local(), vars.unwrap_or(&empty));
+        ctx.backend = Some(&**be);
+        ctx.client = Some(&conn.client);
+        ctx.bind_no = conn.bind_no;
+        ctx.pp = conn.proxied.as_deref();
+        ctx.payload = &first[..n];
+        be.use_server(&ctx)
+    };
+    let persist = if assigned.is_some() {
+        assigned
+    } else if be.rules.stick.is_empty() {
         None
     } else {
         let vars = conn.vars.as_deref();
@@ -599,6 +618,11 @@ async fn open_new(
         Some(proxy) => connect_socks4(proxy, endpoint, be).await,
         None => connect(endpoint, be.timeouts.connect, be.server_bufs, be.server_tcpka).await,
     };
+    if be.nolinger {
+        if let Ok(s) = &connected {
+            crate::connection::no_linger(s);
+        }
+    }
     match (started, connected) {
         (Some(t0), Ok(stream)) => {
             let left = be.timeouts.connect.map(|d| d.saturating_sub(t0.elapsed()));

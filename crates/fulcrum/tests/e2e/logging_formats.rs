@@ -184,6 +184,53 @@ fn ignore_persist_leaves_the_cookie_unused_and_inserts_none() {
     );
 }
 
+/// `use-server`: the first rule that holds names the server (one of weight 0 included), before
+/// the persistence cookie (read all the same) and the balancer; a rule naming a server in
+/// maintenance is passed over; a log-format name picks the server per request, and one that
+/// names no server ends the rules. The servers and cookie flags logged are HAProxy's.
+#[test]
+fn use_server_rules_assign_the_server_before_cookies_and_the_balancer() {
+    let s: Vec<_> = ["s1", "s2", "s3", "s4"].iter().map(|n| testserver("http", n)).collect();
+    let cfg = format!(
+        "{HTTP_LOG}frontend fe\n bind {{fe0}}\n log-format \"%s %ST %tsc\"\n default_backend be\n\
+         backend be\n balance roundrobin\n cookie SRV insert indirect nocache\n\
+         use-server s3 if {{ path_beg /three }}\n\
+         use-server s4 if {{ path_beg /four }}\n\
+         use-server %[req.hdr(x-srv)] if {{ req.hdr(x-srv) -m found }}\n\
+         server s1 {} cookie a\n server s2 {} cookie b\n server s3 {} cookie c weight 0\n\
+         server s4 {} cookie d disabled\n",
+        s[0].addr, s[1].addr, s[2].addr, s[3].addr
+    );
+    let runs = both_with_sink("log-use-server", &cfg, 6, |p, sink| {
+        let a = p.addrs[0];
+        let req = |path: &str, extra: &str| {
+            format!("GET {path} HTTP/1.1\r\nHost: h\r\n{extra}Connection: close\r\n\r\n")
+                .into_bytes()
+        };
+        for (i, (path, extra)) in [
+            ("/three", ""),
+            ("/three", "Cookie: SRV=a\r\n"),
+            ("/four", ""),
+            ("/x", "X-Srv: s2\r\n"),
+            ("/x", "X-Srv: nosuch\r\n"),
+            ("/x", "Cookie: SRV=b\r\n"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let _ = exchange(a, &req(path, extra));
+            assert_eq!(sink.wait_for(i + 1), i + 1);
+        }
+    });
+    let servers: Vec<&str> = runs[0]
+        .iter()
+        .map(|l| l.split(": ").nth(1).unwrap_or("").split(' ').next().unwrap_or(""))
+        .collect();
+    assert_eq!(servers[..2], ["s3", "s3"], "{:#?}", runs[0]);
+    assert!(servers[2] != "s4" && servers[4] != "s4", "{:#?}", runs[0]);
+    assert_eq!((servers[3], servers[5]), ("s2", "s2"), "{:#?}", runs[0]);
+}
+
 /// Reads one request head from a server-side connection the test holds.
 fn read_head(s: &mut std::net::TcpStream) {
     use std::io::Read;

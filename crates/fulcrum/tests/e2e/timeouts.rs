@@ -118,3 +118,67 @@ fn half_close_is_passed_on_and_the_reply_still_arrives() {
     assert_eq!(back.len(), payload.len());
     assert!(back == payload);
 }
+
+/// `rate-limit sessions`: a frontend takes at most that many new sessions per second (the others
+/// wait in the kernel's backlog), as HAProxy's; 12 sessions at 5 per second span two second
+/// boundaries at least, whoever serves them.
+#[test]
+fn rate_limit_sessions_spreads_new_sessions_over_seconds() {
+    let ts = testserver("http", "s1");
+    let cfg = format!(
+        "defaults\n mode http\n timeout connect 1s\n timeout client 5s\n timeout server 5s\n\
+         frontend fe\n bind {{fe0}}\n rate-limit sessions 5\n default_backend be\n\
+         backend be\n server s1 {}\n",
+        ts.addr
+    );
+    let which: Vec<&str> =
+        if haproxy_bin().is_some() { vec!["haproxy", "fulcrum"] } else { vec!["fulcrum"] };
+    for w in which {
+        let (proc, addrs, _) = start_proxy(w, "rate-limit", &cfg).expect("starts");
+        let start = Instant::now();
+        for i in 0..12 {
+            let got = http_get(addrs[0], "/");
+            assert_eq!(got.map(|g| g.0), Some(200), "{w}: request {i}");
+        }
+        let took = start.elapsed();
+        assert!(took >= Duration::from_millis(1000), "{w}: 12 sessions in {took:?}");
+        drop(proc);
+    }
+}
+
+/// `option nolinger`: the proxy's close of a client connection leaves no TIME_WAIT behind on
+/// its side (the close resets), as HAProxy's; without it, the proxy's side, which closed first,
+/// waits in TIME_WAIT.
+#[test]
+#[cfg_attr(no_ss, ignore = "ss (iproute2) is not installed")]
+fn option_nolinger_leaves_no_time_wait() {
+    let echo = testserver("echo", "e");
+    let which: Vec<&str> =
+        if haproxy_bin().is_some() { vec!["haproxy", "fulcrum"] } else { vec!["fulcrum"] };
+    for w in which {
+        for (opt, lingers) in [("\n option nolinger", false), ("", true)] {
+            let cfg = cfg(
+                &format!(" timeout connect 1s\n timeout client 200ms\n timeout server 10s{opt}"),
+                echo.addr,
+            );
+            let (proc, addrs, _) = start_proxy(w, "nolinger", &cfg).expect("starts");
+            let mut s = connect(addrs[0]);
+            let mut buf = [0u8; 16];
+            // The client timeout closes it: an end, or a reset.
+            let _ = s.read(&mut buf);
+            let client = s.local_addr().expect("local").port();
+            // (The client's close ends the proxy's FIN_WAIT2 in TIME_WAIT, when it lingers.)
+            drop(s);
+            std::thread::sleep(Duration::from_millis(100));
+            // (This connection's only: other tests' may have used the port before.)
+            let port = format!("( sport = :{} and dport = :{client} )", addrs[0].port());
+            let out = std::process::Command::new("ss")
+                .args(["-tan", "state", "time-wait", &port])
+                .output()
+                .expect("ss");
+            let waiting = String::from_utf8_lossy(&out.stdout).lines().skip(1).count();
+            assert_eq!(waiting > 0, lingers, "{w}{opt}: {waiting} in TIME_WAIT");
+            drop(proc);
+        }
+    }
+}

@@ -787,6 +787,12 @@ fn tls_passthrough_routes_by_the_client_hello_name() {
          use_backend to_b if {{ req_ssl_sni -m end .b.test }} || {{ req_ssl_sni b.test }}\n\
          backend to_a\n mode tcp\n server a INNER_svc_a\n\
          backend to_b\n mode tcp\n server b INNER_svc_b\n\
+         frontend pass2\n mode tcp\n bind {{fe1}}\n tcp-request inspect-delay 5s\n\
+         tcp-request content accept if {{ req.ssl_hello_type 1 }}\n default_backend by_name\n\
+         backend by_name\n mode tcp\n\
+         use-server a if {{ req.ssl_sni -i a.test }}\n server a INNER_svc_a weight 0\n\
+         use-server b if {{ req.ssl_sni -i b.test }}\n server b INNER_svc_b weight 0\n\
+         server rest INNER_svc_a\n\
          backend app\n mode http\n server s1 {}\n",
         ts.addr
     );
@@ -808,6 +814,18 @@ fn tls_passthrough_routes_by_the_client_hello_name() {
         });
         let mut s = s.expect("handshake through the passthrough");
         assert_eq!(peer_cn(&s), sni, "the service's own certificate");
+        let (code, head) = get(&mut s, "/");
+        assert_eq!((code, header(&head, "x-service")), (200, Some(service)), "{head}");
+    }
+    // The same by `use-server` (HAProxy's example): the servers of weight 0 take only the
+    // names their rules name.
+    for (sni, service) in [("a.test", "svc_a"), ("b.test", "svc_b")] {
+        let mut s = None;
+        eventually(Duration::from_secs(5), || {
+            s = tls_connect(f.addrs[1], sni, Arc::clone(&client)).ok();
+            s.is_some()
+        });
+        let mut s = s.expect("handshake through use-server");
         let (code, head) = get(&mut s, "/");
         assert_eq!((code, header(&head, "x-service")), (200, Some(service)), "{head}");
     }

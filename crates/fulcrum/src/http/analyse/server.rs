@@ -70,7 +70,23 @@ impl<'s> Txn<'s> {
         let conn_mode = super::conn_mode(self.http, be_http);
         let version = self.req.version();
         let upgrade = self.edit_request_for_server(&info, version, conn_mode, be_http);
-        let persist = self.persistence(be, be_http);
+        // `use-server` first: a server it assigns is not replaced by a cookie's (which is
+        // still read, and stripped as configured) nor by a stick table's.
+        let assigned = if be.rules.use_servers.is_empty() {
+            None
+        } else {
+            let base = self.base(Some(be));
+            be.use_server(&base.ctx(self.req, None, self.vars))
+        };
+        if let Some(i) = assigned {
+            self.note(|| format!("use-server: server {}", be.servers[i].name));
+        }
+        let cookie = self.persistence(be, be_http);
+        // (A cookie that would have chosen is "unused", as HAProxy logs it.)
+        if assigned.is_some() && self.o.cookie_in == CookieIn::Valid {
+            self.o.cookie_in = CookieIn::Unused;
+        }
+        let persist = assigned.or(cookie);
         if let Some(ck) = &be_http.cookie {
             let seen = self.o.cookie_in;
             self.note(|| format!("cookie {}: {}", ck.name, cookie_words(seen)));

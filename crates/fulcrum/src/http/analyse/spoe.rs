@@ -161,14 +161,15 @@ impl Txn<'_> {
     }
 
     /// The NOTIFY frame's messages for `ask` as the transaction is now (`response`: the
-    /// response's analysers ask); see [`Engine::payload`].
+    /// response's analysers ask; see [`Engine::payload`]), with the frame's stream id (the
+    /// stream's number, as HAProxy's) and frame id (the engine's count in the transaction).
     pub fn spoe_payload(
         &mut self,
         engine: &Engine,
         ask: &SpoeAsk,
         be: Option<&Backend>,
         response: bool,
-    ) -> Result<Option<Vec<u8>>, u32> {
+    ) -> Result<Option<(Vec<u8>, u64, u64)>, u32> {
         if self.vars.spoe_stopped(engine) {
             return Ok(None);
         }
@@ -180,7 +181,9 @@ impl Txn<'_> {
         };
         let r = engine.payload(which, &ctx);
         self.vars.flush();
-        r
+        let Some(payload) = r? else { return Ok(None) };
+        let stream = *self.stream_no.get_or_insert_with(crate::log::next_stream_number);
+        Ok(Some((payload, stream, self.vars.spoe_frame(engine))))
     }
 
     /// What the agent answered (`took`: this exchange's time), applied (see

@@ -21,7 +21,9 @@ impl Session<'_> {
         let answer = match self.txn().spoe_payload(&engine, &ask, be.map(|b| &**b), response) {
             Ok(None) => return,
             Err(code) => Answer::Failed(code),
-            Ok(Some(payload)) => crate::spoe::ask(&engine, payload).await,
+            Ok(Some((payload, stream, frame))) => {
+                crate::spoe::ask(&engine, payload, Some(stream), frame).await
+            }
         };
         self.txn().spoe_answer(&engine, answer, start.elapsed());
     }

@@ -448,7 +448,9 @@ impl Session<'_> {
                     }
                 }
                 Stop::Ruled(r) => return Err(cold(self.ruled(r, be, &info)).await),
-                Stop::Spoe(ask) => self.spoe(ask, progress.be.clone().as_ref(), false).await,
+                Stop::Spoe(ask) => {
+                    Box::pin(self.spoe(ask, progress.be.clone().as_ref(), false)).await
+                }
                 Stop::Stats => {
                     let rules = Txn::stats_rules(fe, &progress);
                     if let Some(next) = cold(self.stats_page(rules, be, &info)).await {
