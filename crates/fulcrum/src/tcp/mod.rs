@@ -256,26 +256,9 @@ pub async fn serve(
     let key = conn.peer.map(|p| PickKey::Ip(p.ip()));
     // `stick match|on` picks the server; `stick store-*` keys wait for the one connected to.
     let mut stores = crate::rules::stick::Stores::new();
-    // `use-server` first (on the first bytes, still waiting unread: `req.ssl_sni`...).
-    let assigned = if be.rules.use_servers.is_empty() {
-        None
-    } else {
-        let mut first = vec![0u8; crate::connection::BUFSIZE];
-        let n = conn.client.try_peek(&mut first).unwrap_or(0);
-        let vars = conn.vars.as_deref();
-        let empty = crate::rules::sample::Vars::default();
-        let mut ctx =
-            crate::frontend::Frontend::ctx(fe, conn.peer, conn.local(), vars.unwrap_or(&empty));
-        ctx.backend = Some(&**be);
-        ctx.client = Some(&conn.client);
-        ctx.bind_no = conn.bind_no;
-        ctx.pp = conn.proxied.as_deref();
-        ctx.payload = &first[..n];
-        be.use_server(&ctx)
-    };
-    let persist = if assigned.is_some() {
-        assigned
-    } else if be.rules.stick.is_empty() {
+    // `use-server` first (on the first bytes, still waiting unread: `req.ssl_sni`...), then
+    // `stick match|on`, on the session as its rules see it.
+    let persist = if be.rules.use_servers.is_empty() && be.rules.stick.is_empty() {
         None
     } else {
         let vars = conn.vars.as_deref();
@@ -285,10 +268,18 @@ pub async fn serve(
         ctx.backend = Some(&**be);
         ctx.client = Some(&conn.client);
         ctx.bind_no = conn.bind_no;
-        ctx.bind_no = conn.bind_no;
         ctx.pp = conn.proxied.as_deref();
+        let mut first = Vec::new();
+        if !be.rules.use_servers.is_empty() {
+            first.resize(crate::connection::BUFSIZE, 0);
+            let n = conn.client.try_peek(&mut first).unwrap_or(0);
+            first.truncate(n);
+        }
+        let assigned = be.use_server(&crate::rules::sample::Ctx { payload: &first, ..ctx });
         let r = &be.rules;
-        crate::rules::stick::on_request(&r.stick, &r.acls, &ctx, &**be, false, &mut stores)
+        assigned.or_else(|| {
+            crate::rules::stick::on_request(&r.stick, &r.acls, &ctx, &**be, false, &mut stores)
+        })
     };
     let open = Opening {
         src: conn.peer,
