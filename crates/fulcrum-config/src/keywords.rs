@@ -207,7 +207,7 @@ pub static GLOBAL: &[Keyword] = &[
     g("tune.vars.txn-max-size", NotYet),
     g("tune.zlib.memlevel", NotYet),
     g("tune.zlib.windowsize", NotYet),
-    g("quiet", NotYet),
+    g("quiet", Supported),
     g("zero-warning", NotYet),
     g("master-worker", Partial("accepted (as -W): Fulcrum reloads in place on SIGUSR2 or `reload`; under `chroot`, a master outside the jail reads the files of each reload (see the command-line note)")),
     g("nbproc", Obsolete("nbproc is not supported any more since HAProxy 2.5. Threads will automatically be used on multi-processor machines if available.")),

@@ -100,6 +100,8 @@ pub struct Global {
     /// `set-var` / `set-var-fmt` lines, in order.
     pub set_vars: Vec<GlobalVar>,
     pub daemon: bool,
+    /// `quiet`: no message at start-up but alerts (as `-q`).
+    pub quiet: bool,
     /// `nbthread`; `None` means "as many as the CPUs the process may use".
     pub nbthread: Option<u32>,
     /// Process-wide `maxconn`; `None` means derived from the file-descriptor limit.
@@ -213,6 +215,7 @@ impl Default for Global {
         Global {
             set_vars: Vec::new(),
             daemon: false,
+            quiet: false,
             nbthread: None,
             maxconn: None,
             maxconnrate: None,

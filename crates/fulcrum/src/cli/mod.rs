@@ -126,7 +126,7 @@ pub fn main(argv: &[String]) -> i32 {
     match (config.has_listener(), args.check) {
         (false, true) => {
             // (`-q`: the status says it, as HAProxy's.)
-            if !args.quiet {
+            if !args.quiet && !config.global.quiet {
                 println!(
                     "Configuration file has no error but will not start (no listener) => exit(2)."
                 );
@@ -138,7 +138,7 @@ pub fn main(argv: &[String]) -> i32 {
             return 1;
         }
         (true, true) => {
-            if !args.quiet {
+            if !args.quiet && !config.global.quiet {
                 println!("Configuration file is valid");
             }
             return 0;
@@ -356,6 +356,8 @@ fn load_config(args: &Args, out: &mut Vec<String>) -> Option<(cfg::Config, Vec<S
 /// Loads configuration texts already read; messages go to `out`.
 fn load_sources(sources: &[Source], quiet: bool, out: &mut Vec<String>) -> Option<cfg::Config> {
     let (mut config, mut diags, parsed) = cfg::load_partial(sources, &|k| std::env::var(k).ok());
+    // Global `quiet`: as `-q` (HAProxy's MODE_QUIET, which then silences every warning).
+    let quiet = quiet || config.global.quiet;
     // The SPOE filters' files, read as HAProxy reads them while it parses their lines.
     if !diags.iter().any(Diagnostic::is_error) {
         let read =
@@ -553,7 +555,7 @@ fn start(
         // The runtime API runs on the main thread's event loop, away from the workers.
         Box::new(move || crate::api::start(api, api_sockets)) as runtime::OnStart
     });
-    crate::log::set_quiet(args.quiet);
+    crate::log::set_quiet(args.quiet || plan.global.quiet);
     // (Inside the chroot: what the workers will see.)
     if let Some(l) = &plan.proxies.global_logger {
         l.probe();

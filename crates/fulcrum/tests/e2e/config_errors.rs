@@ -405,3 +405,24 @@ fn a_quiet_check_says_nothing_and_answers_with_its_status() {
         assert_eq!((code, out.as_str(), err.as_str()), (status, "", ""), "{name}");
     }
 }
+
+#[test]
+fn global_quiet_is_dash_q() {
+    // HAProxy 2.6 with `quiet` in `global` (here after the sections): no warning, no "valid"
+    // line, the status alone; an error still printed.
+    let quiet = "defaults\n mode http\nfrontend f\n bind 127.0.0.1:1\n http-request return status 200\nglobal\n quiet\n";
+    let dir = scratch_path("global-quiet");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = format!("{dir}check.cfg");
+    std::fs::write(&path, quiet).expect("cfg");
+    let (code, out, err) = run(&["-c", "-f", &path]);
+    assert_eq!((code, out.as_str(), err.as_str()), (0, "", ""));
+    if let Some(h) = crate::harness::haproxy_bin() {
+        let o = std::process::Command::new(h).args(["-c", "-f", &path]).output().expect("haproxy");
+        assert_eq!((o.status.code(), o.stdout.len(), o.stderr.len()), (Some(0), 0, 0));
+    }
+    std::fs::write(&path, format!("{quiet} bogus-keyword\n")).expect("cfg");
+    let (code, _, err) = run(&["-c", "-f", &path]);
+    assert_eq!(code, 1);
+    assert!(err.contains("bogus-keyword"), "{err}");
+}
