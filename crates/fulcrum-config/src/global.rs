@@ -66,6 +66,11 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
                 g.quiet = true;
             }
         }
+        "zero-warning" => {
+            if no_extra(line, 1, kw, diags) {
+                g.zero_warning = true;
+            }
+        }
         "nbthread" => nbthread(line, g, diags),
         // One group of threads, as HAProxy 2.6 builds it.
         "thread-groups" => match parse_u32(line.arg(1)) {

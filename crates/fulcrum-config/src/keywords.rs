@@ -208,7 +208,7 @@ pub static GLOBAL: &[Keyword] = &[
     g("tune.zlib.memlevel", NotYet),
     g("tune.zlib.windowsize", NotYet),
     g("quiet", Supported),
-    g("zero-warning", NotYet),
+    g("zero-warning", Supported),
     g("master-worker", Partial("accepted (as -W): Fulcrum reloads in place on SIGUSR2 or `reload`; under `chroot`, a master outside the jail reads the files of each reload (see the command-line note)")),
     g("nbproc", Obsolete("nbproc is not supported any more since HAProxy 2.5. Threads will automatically be used on multi-processor machines if available.")),
 ];

@@ -102,6 +102,8 @@ pub struct Global {
     pub daemon: bool,
     /// `quiet`: no message at start-up but alerts (as `-q`).
     pub quiet: bool,
+    /// `zero-warning`: a warning makes the configuration fail (as `-dW`).
+    pub zero_warning: bool,
     /// `nbthread`; `None` means "as many as the CPUs the process may use".
     pub nbthread: Option<u32>,
     /// Process-wide `maxconn`; `None` means derived from the file-descriptor limit.
@@ -216,6 +218,7 @@ impl Default for Global {
             set_vars: Vec::new(),
             daemon: false,
             quiet: false,
+            zero_warning: false,
             nbthread: None,
             maxconn: None,
             maxconnrate: None,

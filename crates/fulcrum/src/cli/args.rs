@@ -22,6 +22,8 @@ pub struct Args {
     pub pidfile: Option<PathBuf>,
     /// `-q`: quiet.
     pub quiet: bool,
+    /// `-dW`: warnings make the configuration fail (global `zero-warning`).
+    pub zero_warning: bool,
     /// `-v` (1) or `-vv` (2).
     pub version: u8,
     /// `-h` / `--help`: the usage (HAProxy has no such option; a person types it first).
@@ -100,6 +102,7 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
                 a.configs.extend(argv[i + 1..].iter().map(PathBuf::from));
                 break;
             }
+            "-dW" => a.zero_warning = true,
             _ if arg.starts_with("-d") && arg.len() > 2 => a.ignored.push(arg.to_string()),
             _ => return Err(format!("unknown option '{arg}'")),
         }
@@ -191,7 +194,8 @@ mod tests {
     #[test]
     fn haproxy_debug_flags_are_accepted_and_noted() {
         let a = p("-d -dM -dI -dW").expect("parses");
-        assert_eq!(a.ignored, vec!["-dM", "-dI", "-dW"]);
+        assert_eq!(a.ignored, vec!["-dM", "-dI"]);
+        assert!(a.zero_warning);
     }
 
     #[test]

@@ -349,12 +349,16 @@ fn load_config(args: &Args, out: &mut Vec<String>) -> Option<(cfg::Config, Vec<S
             return None;
         }
     };
-    let config = load_sources(&sources, args.quiet, out)?;
+    let config = load_sources(&sources, (args.quiet, args.zero_warning), out)?;
     Some((config, sources))
 }
 
 /// Loads configuration texts already read; messages go to `out`.
-fn load_sources(sources: &[Source], quiet: bool, out: &mut Vec<String>) -> Option<cfg::Config> {
+fn load_sources(
+    sources: &[Source],
+    (quiet, zero_warning): (bool, bool),
+    out: &mut Vec<String>,
+) -> Option<cfg::Config> {
     let (mut config, mut diags, parsed) = cfg::load_partial(sources, &|k| std::env::var(k).ok());
     // Global `quiet`: as `-q` (HAProxy's MODE_QUIET, which then silences every warning).
     let quiet = quiet || config.global.quiet;
@@ -374,6 +378,14 @@ fn load_sources(sources: &[Source], quiet: bool, out: &mut Vec<String>) -> Optio
             print_diag(d, quiet, out);
         }
         compat_hint(&diags, quiet, out);
+        // `zero-warning` / `-dW`: HAProxy 2.6 then refuses a configuration that warned.
+        let warned = diags.iter().any(|d| d.severity == Severity::Warning);
+        if warned && (zero_warning || config.global.zero_warning) {
+            out.push(alert_line(
+                "config : Some warnings were found and 'zero-warning' is set. Aborting.",
+            ));
+            return None;
+        }
         return Some(config);
     }
     // The files the other lines draw on are opened still: HAProxy reports a missing one among

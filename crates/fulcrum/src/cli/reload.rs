@@ -177,7 +177,7 @@ fn rebuild(
         let first = errors.map(|l| l.rsplit_once(" : ").map_or(l.as_str(), |x| x.1)).next();
         vec![format!("{}\n", first.unwrap_or("Failed to add the server."))]
     };
-    let Some(config) = super::load_sources(texts, args.quiet, &mut out) else {
+    let Some(config) = super::load_sources(texts, (args.quiet, args.zero_warning), &mut out) else {
         return Err(strip(out));
     };
     let prev = plan::Previous {

@@ -426,3 +426,28 @@ fn global_quiet_is_dash_q() {
     assert_eq!(code, 1);
     assert!(err.contains("bogus-keyword"), "{err}");
 }
+
+#[test]
+fn zero_warning_refuses_a_configuration_that_warned() {
+    // Global `zero-warning` (or `-dW`): HAProxy 2.6's alert after the warnings, status 1; a
+    // configuration without a warning still checks clean.
+    let warns = "global\n zero-warning\ndefaults\n mode http\nfrontend f\n bind 127.0.0.1:1\n http-request return status 200\n";
+    let dir = scratch_path("zero-warning");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = format!("{dir}check.cfg");
+    std::fs::write(&path, warns).expect("cfg");
+    let (code, _, err) = run(&["-c", "-f", &path]);
+    assert_eq!(code, 1, "{err}");
+    let last = err.lines().last().unwrap_or("").split_whitespace().collect::<Vec<_>>().join(" ");
+    let pid = last.split(' ').nth(1).unwrap_or("").to_string();
+    assert_eq!(
+        last.replace(&pid, "(PID)"),
+        "[ALERT] (PID) : config : Some warnings were found and 'zero-warning' is set. Aborting."
+    );
+    std::fs::write(&path, warns.replace(" zero-warning\n", "")).expect("cfg");
+    assert_eq!(run(&["-c", "-dW", "-f", &path]).0, 1);
+    let clean = warns.replace("frontend f", &format!("{T}frontend f"));
+    std::fs::write(&path, clean).expect("cfg");
+    let (code, out, err) = run(&["-c", "-f", &path]);
+    assert_eq!((code, out.trim()), (0, "Configuration file is valid"), "{err}");
+}
