@@ -11,6 +11,7 @@
 pub mod acl;
 mod addr_env;
 mod args;
+mod balance;
 pub mod bind;
 pub mod cache;
 mod check;
@@ -40,6 +41,7 @@ pub mod sample;
 mod sample_names;
 pub mod sections;
 pub mod server;
+pub mod source;
 pub mod spoe;
 mod stats_page;
 mod stick;
@@ -47,6 +49,7 @@ pub mod suggest;
 mod tcp_rules;
 mod tcpka;
 pub mod tls;
+pub mod track;
 mod userlist;
 mod validate;
 

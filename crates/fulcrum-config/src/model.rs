@@ -71,7 +71,8 @@ impl Config {
     /// stats socket (HAProxy then runs health checks and its CLI alone). Without one, HAProxy's
     /// `-c` says the file "will not start" (status 2) and a start fails.
     pub fn has_listener(&self) -> bool {
-        self.frontends().any(|p| !p.binds.is_empty()) || !self.global.stats_sockets.is_empty()
+        self.frontends().any(|p| !p.disabled && !p.binds.is_empty())
+            || !self.global.stats_sockets.is_empty()
     }
     /// Proxies that hold servers (`backend` and `listen`).
     pub fn backends(&self) -> impl Iterator<Item = &Proxy> {
@@ -400,9 +401,26 @@ pub struct Proxy {
     pub stats: Option<StatsPage>,
     /// `monitor fail if|unless <cond>` lines: the monitor URI answers 503 when one applies.
     pub monitor_fail: Vec<Condition>,
-    /// `ignore-persist if|unless <cond>` (a backend's): a request it applies to is not sent
-    /// by its persistence cookie, and its response gets none.
-    pub ignore_persist: Vec<Condition>,
+    /// `force-persist` and `ignore-persist` lines (a backend's), in order: the first whose
+    /// condition holds decides. `ignore-persist`: the request is not sent by its persistence
+    /// cookie, and its response gets none; `force-persist`: a cookie, stick table or
+    /// `use-server` rule may send it to a server that is down or in maintenance.
+    pub persist_rules: Vec<PersistRule>,
+    /// `option persist`: a persistence cookie, stick table or `use-server` rule may send a
+    /// request to a server that is down.
+    pub persist: bool,
+    /// `option prefer-last-server`: a keep-alive client's next request goes to the server
+    /// of its previous one when that one can take it.
+    pub prefer_last_server: bool,
+    /// `option contstats` (frontends): read; byte counters are still added when each stream
+    /// ends.
+    pub contstats: bool,
+    /// `disabled` (`enabled` undoes it): the proxy is not started; its binds stay closed,
+    /// its servers take no traffic and are not checked, and it is not in the statistics.
+    pub disabled: bool,
+    /// `source`: the local address (and `usesrc`, `interface`) of its server connections,
+    /// for servers without their own.
+    pub source: Option<crate::source::Source>,
     /// Error messages by status, from `errorfile`, `errorfiles`, `errorloc*` and `http-error`
     /// (later lines override earlier ones).
     pub errors: BTreeMap<u16, ErrorSource>,
@@ -496,6 +514,14 @@ pub struct Proxy {
     /// `compression` but no `filter compression` gets its compression filter after all of
     /// these. [`Proxy::cache_filters`] lists the caches the proxy uses.
     pub filters: Vec<crate::cache::Filter>,
+}
+
+/// A `force-persist` or `ignore-persist` line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PersistRule {
+    /// `force-persist` (else `ignore-persist`).
+    pub force: bool,
+    pub cond: Condition,
 }
 
 /// One `log` line of a proxy (or of `global`).
@@ -923,6 +949,16 @@ pub struct Server {
     pub check_proto: Option<MuxProto>,
     /// `ws h1|h2`: the protocol WebSocket upgrades take to the server (`None`: `auto`).
     pub ws: Option<MuxProto>,
+    /// `minconn`: with the backend's `fullconn`, the server's connection limit grows from
+    /// this to `maxconn` with the backend's load (HAProxy's dynamic maxconn).
+    pub minconn: Option<u32>,
+    /// `redir <prefix>`: GET and HEAD requests sent to it are answered with a 302 to this
+    /// prefix and their path instead.
+    pub redir: Option<String>,
+    /// `track [<backend>/]<server>`: its state follows that server's checks.
+    pub track: Option<String>,
+    /// `source`: the local address (and `usesrc`, `interface`) of its connections.
+    pub source: Option<crate::source::Source>,
 }
 
 /// A server's address as written. Host names are resolved by the engine at start-up.

@@ -123,7 +123,12 @@ impl ProxyBuild {
             monitor_uri: None,
             stats: None,
             monitor_fail: Vec::new(),
-            ignore_persist: Vec::new(),
+            persist_rules: Vec::new(),
+            persist: false,
+            prefer_last_server: false,
+            contstats: false,
+            disabled: false,
+            source: None,
             errors: Default::default(),
             forwardfor: None,
             originalto: None,
@@ -400,8 +405,8 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
             }
             no_extra(line, 2, "backlog", diags);
         }
-        "balance" => balance(p, line, diags),
-        "hash-type" => hash_type(p, line, diags),
+        "balance" => crate::balance::balance(p, line, diags),
+        "hash-type" => crate::balance::hash_type(p, line, diags),
         "server" => {
             let cx = ServerContext { proxy: &p.name, mode: p.mode };
             if let Some(s) = parse_server(line, cx, &b.default_server, diags) {
@@ -469,7 +474,28 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
             crate::stick::stick_rule(b, line, diags)
         }
         "monitor fail" => rules::monitor_fail(b, line, diags),
-        "ignore-persist" => rules::ignore_persist(b, line, diags),
+        "ignore-persist" | "force-persist" => {
+            rules::persist_rule(b, line, name == "force-persist", diags)
+        }
+        "disabled" | "enabled" => {
+            if no_extra(line, 1, name, diags) {
+                p.disabled = name == "disabled";
+            }
+        }
+        "source" => match crate::source::parse(&line.words, 0, crate::source::At::Proxy) {
+            Ok((src, _)) => p.source = Some(src),
+            Err(msg) => diags.alert(line, msg),
+        },
+        "option persist" | "option prefer-last-server" | "option contstats" => {
+            if no_extra(line, 2 + usize::from(negated), name, diags) {
+                let slot = match name {
+                    "option persist" => &mut p.persist,
+                    "option prefer-last-server" => &mut p.prefer_last_server,
+                    _ => &mut p.contstats,
+                };
+                *slot = !prefixed;
+            }
+        }
         "use-server" => rules::use_server(b, line, diags),
         "monitor-uri" => rules::monitor_uri(b, line, diags),
         "load-server-state-from-file" => {
@@ -712,161 +738,6 @@ fn legacy_timeout(p: &mut Proxy, line: &Line, diags: &mut Diags) {
             line.arg(1)
         );
         diags.warning(line, msg);
-    }
-}
-
-fn balance(p: &mut Proxy, line: &Line, diags: &mut Diags) {
-    let algo = line.arg(1);
-    let simple = match algo {
-        "roundrobin" => Some(Balance::RoundRobin),
-        "static-rr" => Some(Balance::StaticRr),
-        "leastconn" => Some(Balance::LeastConn),
-        "first" => Some(Balance::First),
-        "source" => Some(Balance::Source),
-        _ => None,
-    };
-    let parsed = match (simple, algo.strip_prefix("random")) {
-        (Some(b), _) => Some(b),
-        (None, Some(rest)) => {
-            random_draws(rest, line, diags).map(|draws| Balance::Random { draws })
-        }
-        (None, None) if algo == "uri" => return balance_uri(p, line, diags),
-        (None, None) if algo == "url_param" => return balance_url_param(p, line, diags),
-        (None, None) if algo.starts_with("hdr(") && algo.ends_with(')') => {
-            return balance_hdr(p, line, diags)
-        }
-        (None, None) => {
-            let base = algo.split('(').next().unwrap_or("");
-            if matches!(base, "rdp-cookie" | "hash") {
-                diags.alert(line, format!("'balance {algo}' is not supported yet"));
-            } else {
-                diags.alert(line, "balance only supports 'roundrobin', 'static-rr', 'leastconn', 'source', 'uri', 'url_param', 'hdr(name)' and 'rdp-cookie(name)' options.");
-            }
-            None
-        }
-    };
-    if let Some(b) = parsed {
-        if no_extra(line, 2, &format!("balance {algo}"), diags) {
-            p.balance = b;
-        }
-    }
-}
-
-/// `balance uri [len <n>] [depth <n>] [whole] [path-only]`.
-fn balance_uri(p: &mut Proxy, line: &Line, diags: &mut Diags) {
-    let (mut depth, mut len, mut whole, mut path_only) = (None, None, false, false);
-    let mut i = 2;
-    while i < line.words.len() {
-        match line.arg(i) {
-            opt @ ("len" | "depth") => {
-                let v = line.arg(i + 1);
-                let Some(n) = parse_u32(v).filter(|n| *n > 0) else {
-                    let msg =
-                        format!("balance uri : '{opt}' expects a positive integer (got '{v}').");
-                    return diags.alert(line, msg);
-                };
-                if opt == "len" {
-                    len = Some(n);
-                } else {
-                    depth = Some(n);
-                }
-                i += 1;
-            }
-            "whole" => whole = true,
-            "path-only" => path_only = true,
-            other => {
-                let msg = format!("balance uri only accepts parameters 'len', 'depth', 'path-only', and 'whole' (got '{other}').");
-                return diags.alert(line, msg);
-            }
-        }
-        i += 1;
-    }
-    p.balance = Balance::Uri { depth, len, whole, path_only };
-}
-
-/// `balance url_param <name> [check_post]`.
-fn balance_url_param(p: &mut Proxy, line: &Line, diags: &mut Diags) {
-    let name = line.arg(2);
-    if name.is_empty() {
-        return diags.alert(line, "balance url_param requires an URL parameter name.");
-    }
-    if line.arg(3) == "check_post" {
-        return diags.alert(line, "'balance url_param ... check_post' is not supported yet");
-    }
-    if no_extra(line, 3, "balance url_param", diags) {
-        p.balance = Balance::UrlParam { name: name.to_string() };
-    }
-}
-
-/// `balance hdr(<name>) [use_domain_only]`.
-fn balance_hdr(p: &mut Proxy, line: &Line, diags: &mut Diags) {
-    let algo = line.arg(1);
-    let name = &algo[4..algo.len() - 1];
-    if name.is_empty() {
-        return diags.alert(line, "balance hdr requires an http header field name.");
-    }
-    let use_domain_only = match line.arg(2) {
-        "" => false,
-        "use_domain_only" => true,
-        other => {
-            let msg =
-                format!("balance {algo} only accepts 'use_domain_only' modifier (got '{other}').");
-            return diags.alert(line, msg);
-        }
-    };
-    if no_extra(line, 3, &format!("balance {algo}"), diags) {
-        p.balance = Balance::Hdr { name: name.to_ascii_lowercase(), use_domain_only };
-    }
-}
-
-/// The `(<draws>)` after `random`; 2 when absent.
-fn random_draws(rest: &str, line: &Line, diags: &mut Diags) -> Option<u32> {
-    if rest.is_empty() {
-        return Some(2);
-    }
-    let inner = rest.strip_prefix('(').and_then(|r| r.strip_suffix(')'));
-    match inner.map(|i| (i, parse_u32(i))) {
-        Some((_, Some(0))) => diags.alert(line, "balance random : number of draws must be at least 1."),
-        Some((_, Some(n))) => return Some(n),
-        Some((i, None)) => {
-            let c = i.chars().find(|c| !c.is_ascii_digit()).unwrap_or(')');
-            diags.alert(line, format!("balance random : unexpected character '{c}' after argument."));
-        }
-        None => diags.alert(line, "balance only supports 'roundrobin', 'static-rr', 'leastconn', 'source', 'uri', 'url_param', 'hdr(name)' and 'rdp-cookie(name)' options."),
-    }
-    None
-}
-
-fn hash_type(p: &mut Proxy, line: &Line, diags: &mut Diags) {
-    let method = match line.arg(1) {
-        "map-based" => HashMethod::MapBased,
-        "consistent" => HashMethod::Consistent,
-        _ => return diags.alert(line, "'hash-type' only supports 'consistent' and 'map-based'."),
-    };
-    let function = match line.arg(2) {
-        "" | "sdbm" => HashFunction::Sdbm,
-        "djb2" => HashFunction::Djb2,
-        "wt6" => HashFunction::Wt6,
-        "crc32" => HashFunction::Crc32,
-        _ => {
-            return diags.alert(
-                line,
-                "'hash-type' only supports 'sdbm', 'djb2', 'crc32', or 'wt6' hash functions.",
-            )
-        }
-    };
-    let avalanche = match line.arg(3) {
-        "" => false,
-        "avalanche" => true,
-        _ => {
-            return diags.alert(
-                line,
-                "'hash-type' only supports 'avalanche' as a modifier for hash functions.",
-            )
-        }
-    };
-    if no_extra(line, 4, "hash-type", diags) {
-        p.hash_type = HashType { method, function, avalanche };
     }
 }
 

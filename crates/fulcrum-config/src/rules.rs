@@ -869,25 +869,24 @@ pub fn monitor_fail(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
     b.proxy.monitor_fail.push(cond);
 }
 
-/// `ignore-persist if|unless <cond>`, with HAProxy's messages (its condition reads what a
-/// backend's request rules read).
-pub fn ignore_persist(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
+/// `force-persist` and `ignore-persist if|unless <cond>`, with HAProxy's messages (their
+/// conditions read what a backend's request rules read).
+pub fn persist_rule(b: &mut ProxyBuild, line: &Line, force: bool, diags: &mut Diags) {
+    let kw = if force { "force-persist" } else { "ignore-persist" };
     if !matches!(line.arg(1), "if" | "unless") {
-        return diags.alert(
-            line,
-            "'ignore-persist' requires either 'if' or 'unless' followed by a condition.",
-        );
+        let msg = format!("'{kw}' requires either 'if' or 'unless' followed by a condition.");
+        return diags.alert(line, msg);
     }
     let wrap = |m: &str| {
         let m = m.strip_suffix('.').unwrap_or(m);
-        format!("error detected while parsing a 'ignore-persist' rule : {m}.")
+        format!("error detected while parsing a '{kw}' rule : {m}.")
     };
     let Ok(Some(cond)) =
         condition(&b.proxy, line, 1, Ctx::TcpContent, &wrap, &|_| String::new(), diags)
     else {
         return;
     };
-    b.proxy.ignore_persist.push(cond);
+    b.proxy.persist_rules.push(PersistRule { force, cond });
 }
 
 /// `use-server <server> if|unless <cond>`, with HAProxy's messages; the server is checked

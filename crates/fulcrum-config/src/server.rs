@@ -50,6 +50,10 @@ pub struct ServerOpts {
     pub check_proto: Option<MuxProto>,
     /// `ws h1|h2` (`None`: `auto`).
     pub ws: Option<MuxProto>,
+    pub minconn: Option<u32>,
+    pub redir: Option<String>,
+    pub track: Option<String>,
+    pub source: Option<crate::source::Source>,
 }
 
 impl Default for ServerOpts {
@@ -80,6 +84,10 @@ impl Default for ServerOpts {
             proto: None,
             check_proto: None,
             ws: None,
+            minconn: None,
+            redir: None,
+            track: None,
+            source: None,
         }
     }
 }
@@ -146,6 +154,13 @@ pub fn parse_server(
     if o.check.port.is_none() {
         o.check.port = o.check.addr_port;
     }
+    if o.check.enabled && o.track.is_some() {
+        diags.alert(
+            line,
+            format!("{} : unable to enable checks and tracking at the same time!", p.who),
+        );
+        return None;
+    }
     if o.agent.enabled && o.agent.port.is_none() {
         let msg = format!("server {name} does not have agent port. Agent check has been disabled.");
         diags.alert(line, msg);
@@ -180,6 +195,10 @@ pub fn parse_server(
         proto: o.proto,
         check_proto: o.check_proto.or(o.proto),
         ws: o.ws,
+        minconn: o.minconn,
+        redir: o.redir,
+        track: o.track,
+        source: o.source,
     })
 }
 
@@ -358,6 +377,17 @@ impl Parse<'_> {
                 }
             },
             "init-addr" => o.init_addr = init_addr(val)?,
+            // As HAProxy reads it (`atol`).
+            "minconn" => o.minconn = Some(u32::try_from(atol(val)).unwrap_or(0)),
+            "redir" => return Err("'redir' is not supported yet".into()),
+            "track" => o.track = Some(val.to_string()),
+            "source" => {
+                let (src, n) =
+                    crate::source::parse(&self.line.words, i, crate::source::At::Server)?;
+                o.source = Some(src);
+                return Ok(n);
+            }
+            "usesrc" => return Err("'usesrc' only allowed after a 'source' statement.".into()),
             _ if crate::tls::is_server_option(opt) => {
                 let r = crate::tls::server_option(opt, val, &mut o.tls, &mut o.send_proxy);
                 return r.unwrap_or(Ok(1));
@@ -461,6 +491,10 @@ fn takes_value(opt: &str) -> bool {
             | "ws"
             | "proto"
             | "check-proto"
+            | "redir"
+            | "track"
+            | "source"
+            | "usesrc"
     ) || NOT_YET_WITH_VALUE.contains(&opt)
         || crate::tls::SERVER_WITH_VALUE.contains(&opt)
 }
@@ -478,22 +512,18 @@ const NOT_YET_WITH_VALUE: &[&str] = &[
     "curves",
     "log-proto",
     "max-reuse",
-    "minconn",
     "namespace",
     "npn",
     "proxy-v2-options",
-    "redir",
     "resolve-net",
     "resolve-opts",
     "resolve-prefer",
     "resolvers",
     "sigalgs",
     "sni",
-    "source",
     "ssl-max-ver",
     "ssl-min-ver",
     "tcp-ut",
-    "track",
     "verify",
     "verifyhost",
 ];
@@ -513,6 +543,9 @@ fn missing_value(opt: &str) -> String {
         "id" => format!("'{opt}' : expects an integer argument"),
         "ws" => format!("'{opt}' has to be 'auto', 'h1' or 'h2'"),
         "proto" | "check-proto" => format!("'{opt}' : missing value"),
+        "redir" => "'redir' expects <prefix> as argument..".into(),
+        "track" => "'track' expects [<proxy>/]<server> as argument..".into(),
+        "source" => "'source' expects <addr>[:<port>[-<port>]], and optionally 'usesrc' <addr>, and 'interface' <name> as argument..".into(),
         _ => format!("'{opt}' expects <value> as argument.."),
     }
 }
@@ -776,14 +809,35 @@ mod tests {
         assert_eq!((s.weight, s.backup, s.disabled), (5, true, false));
         let s = server("server c 1.2.3.4:80", &ServerOpts::default()).0.expect("server");
         assert_eq!(s.weight, 1);
+        let line =
+            "server d 1.2.3.4:80 minconn 3 source 10.0.0.1:1000-1009 usesrc client track b2/x";
+        let (s, d) = server(line, &opts);
+        assert!(d.is_empty(), "{d:?}");
+        let s = s.expect("server");
+        assert_eq!((s.minconn, s.track.as_deref()), (Some(3), Some("b2/x")));
+        let src = s.source.expect("source");
+        assert_eq!((src.addr.port(), src.port_high), (1000, Some(1009)));
+        assert_eq!(src.usesrc, Some(crate::source::UseSrc::Client));
     }
 
     #[test]
     fn option_errors() {
         let none = ServerOpts::default();
         assert_eq!(
-            server("server s 1.2.3.4:80 track be/x", &none).1,
-            ["'server be/s' : 'track' is not supported yet"]
+            server("server s 1.2.3.4:80 redir http://x", &none).1,
+            ["'server be/s' : 'redir' is not supported yet"]
+        );
+        assert_eq!(
+            server("server s 1.2.3.4:80 track", &none).1,
+            ["'server be/s' : 'track' expects [<proxy>/]<server> as argument.."]
+        );
+        assert_eq!(
+            server("server s 1.2.3.4:80 track x check", &none).1,
+            ["'server be/s' : unable to enable checks and tracking at the same time!"]
+        );
+        assert_eq!(
+            server("server s 1.2.3.4:80 usesrc client", &none).1,
+            ["'server be/s' : 'usesrc' only allowed after a 'source' statement."]
         );
         assert_eq!(
             server("server s 1.2.3.4:80 bogus", &none).1,

@@ -21,6 +21,11 @@ use crate::proxy::type_word;
 /// [`Config::has_listener`]: the program says it will not start).
 pub fn validate(config: &Config, parse_failed: bool, out: &mut Vec<Diagnostic>) {
     for p in &config.proxies {
+        // HAProxy's `check_config_validity()` passes disabled proxies over.
+        if p.disabled {
+            duplicate_servers(p, out);
+            continue;
+        }
         backend_refs(config, p, out);
         fetch_backend_refs(config, p, out);
         duplicate_servers(p, out);
@@ -45,6 +50,7 @@ pub fn validate(config: &Config, parse_failed: bool, out: &mut Vec<Diagnostic>) 
     }
     conflicting_binds(config, out);
     duplicate_proxy_ids(config, out);
+    crate::track::check(config, out);
     if !parse_failed {
         crate::mailers::unused(config, out);
     }

@@ -110,7 +110,7 @@ fn all_errors_of_all_files_are_reported() {
             "parsing [a.cfg:3] : 'nbthread' value must be between 1 and 64 (was 0)",
             "parsing [a.cfg:6] : unknown keyword 'bogus2' in 'listen' section",
             "parsing [b.cfg:4] : non-terminated '.if' block.",
-            "parsing [b.cfg:3] : 'server m/s' : 'track' is not supported yet",
+            "[b.cfg:3] : 'server m/s' : unable to find required proxy 'x' for tracking.",
         ]
     );
     assert!(diags.iter().all(|d| d.severity == Severity::Alert));

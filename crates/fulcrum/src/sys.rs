@@ -62,6 +62,14 @@ pub fn set_tcp_opt(fd: RawFd, opt: libc::c_int, value: libc::c_int) -> io::Resul
         .map(|_| ())
 }
 
+/// Sets the IP-level integer option `opt` (`libc::IP_*`) of socket `fd` to `value`.
+pub fn set_ip_opt(fd: RawFd, opt: libc::c_int, value: libc::c_int) -> io::Result<()> {
+    let size = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: the value lives on the stack for the call, its size passed with it.
+    check(unsafe { libc::setsockopt(fd, libc::IPPROTO_IP, opt, (&raw const value).cast(), size) })
+        .map(|_| ())
+}
+
 /// The TCP-level integer option `opt` of socket `fd` (tests read what was set).
 #[cfg(test)]
 pub fn tcp_opt(fd: RawFd, opt: libc::c_int) -> io::Result<libc::c_int> {

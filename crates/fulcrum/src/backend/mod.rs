@@ -9,6 +9,7 @@
 mod queue;
 pub mod status;
 mod use_server;
+pub use use_server::Persist;
 mod view;
 
 use std::net::IpAddr;
@@ -94,7 +95,23 @@ pub struct Backend {
     pub server_tcpka: fulcrum_config::TcpKeepAlive,
     /// `option nolinger`: server connections end with a reset.
     pub nolinger: bool,
+    /// `track`: for each of its servers that others track, those servers (their backend,
+    /// their index); set once the plan's backends exist.
+    pub trackers: std::sync::OnceLock<Trackers>,
+    /// `source`: how connections to servers without their own are bound.
+    pub source: Option<Box<crate::server::source::SourceBind>>,
+    /// `option persist`: persistence may choose a server that is down.
+    pub persist: bool,
+    /// `disabled`: no server is chosen (503), nothing is checked, no statistics row.
+    pub disabled: bool,
+    /// The load at which `minconn` servers reach their `maxconn`: `fullconn`, or HAProxy's
+    /// default (a tenth of the limits of the frontends that lead here), set when the plan
+    /// starts.
+    pub fullconn_now: std::sync::atomic::AtomicU32,
 }
+
+/// The servers tracking each tracked server of a backend, by its index.
+pub type Trackers = std::collections::HashMap<usize, Vec<(std::sync::Weak<Backend>, usize)>>;
 
 /// What a backend's external checks need (`option external-check`), prepared with the plan
 /// and run by `health::external`.
@@ -236,7 +253,7 @@ impl ServerSet for View<'_> {
     }
     fn usable(&self, i: usize) -> bool {
         let s = &self.be.servers[i];
-        s.lb_usable() && (!self.need_slot || s.has_free_slot())
+        s.lb_usable() && (!self.need_slot || s.has_free_slot(self.be.limit(i)))
     }
     fn backup(&self, i: usize) -> bool {
         self.be.servers[i].backup
@@ -245,7 +262,7 @@ impl ServerSet for View<'_> {
         self.be.servers[i].cur_conns()
     }
     fn maxconn(&self, i: usize) -> u32 {
-        self.be.servers[i].maxconn()
+        self.be.limit(i)
     }
     fn id(&self, i: usize) -> u32 {
         self.be.servers[i].id
@@ -325,6 +342,11 @@ impl Backend {
             server_bufs: fulcrum_config::SocketBuffers::default(),
             server_tcpka: Default::default(),
             nolinger: false,
+            trackers: Default::default(),
+            source: None,
+            persist: false,
+            disabled: false,
+            fullconn_now: Default::default(),
         }
     }
 
@@ -400,6 +422,29 @@ impl Backend {
             (0, _) => 1,
             (act, _) => act,
         }
+    }
+
+    /// Server `idx`'s connection limit now (0: none): its `maxconn` (as `slowstart` lets it),
+    /// or with `minconn` HAProxy's dynamic limit: `maxconn` times the backend's sessions over
+    /// its `fullconn`, at least `minconn`.
+    pub fn limit(&self, idx: usize) -> u32 {
+        let s = &self.servers[idx];
+        let max = s.maxconn();
+        if s.minconn == 0 || max == 0 {
+            return max;
+        }
+        let full = self.fullconn_now.load(Ordering::Relaxed);
+        let load = self.active_sessions() + self.queued();
+        if full == 0 || load >= full {
+            return max;
+        }
+        let scaled = u64::from(load) * u64::from(max) / u64::from(full);
+        (scaled as u32).max(s.minconn.min(max))
+    }
+
+    /// Takes a connection slot on server `idx` if its limit allows.
+    fn take(&self, idx: usize) -> bool {
+        self.servers[idx].try_take_slot(self.limit(idx))
     }
 
     /// Runs the balance algorithm once.
@@ -498,15 +543,20 @@ impl Backend {
         persist: Option<usize>,
         exclude: Option<usize>,
     ) -> Attempt {
-        if let Some(idx) = persist.filter(|&i| Some(i) != exclude && self.servers[i].is_up()) {
-            if self.servers[idx].try_take_slot() {
+        if self.disabled {
+            return Attempt::Failed(AcquireError::NoServer);
+        }
+        // (Whether a server that is down may be used was decided where persistence chose it:
+        // `option persist`, `force-persist`.)
+        if let Some(idx) = persist.filter(|&i| Some(i) != exclude) {
+            if self.take(idx) {
                 return Attempt::Got(self.slot(idx));
             }
             return Attempt::Wait(Some(idx));
         }
         if self.deterministic {
             if let Some(idx) = self.pick(key, false, exclude) {
-                if self.servers[idx].try_take_slot() {
+                if self.take(idx) {
                     return Attempt::Got(self.slot(idx));
                 }
                 return Attempt::Wait(Some(idx));
@@ -515,9 +565,7 @@ impl Backend {
             // A few tries: another thread may take the slot between pick and take.
             for _ in 0..4 {
                 match self.pick(key, true, exclude) {
-                    Some(idx) if self.servers[idx].try_take_slot() => {
-                        return Attempt::Got(self.slot(idx))
-                    }
+                    Some(idx) if self.take(idx) => return Attempt::Got(self.slot(idx)),
                     Some(_) => continue,
                     None => break,
                 }
@@ -583,12 +631,12 @@ impl Backend {
             // Sessions bound to a server wait while it is down (unless redistributed).
             Some(idx) => {
                 let s = &self.servers[idx];
-                (s.is_up() && s.try_take_slot()).then_some(idx)
+                (s.is_up() && self.take(idx)).then_some(idx)
             }
             None => {
                 for _ in 0..4 {
                     let idx = self.pick(None, true, None)?;
-                    if self.servers[idx].try_take_slot() {
+                    if self.take(idx) {
                         return Some(idx);
                     }
                 }

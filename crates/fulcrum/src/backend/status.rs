@@ -76,6 +76,13 @@ pub enum Change {
     Observed {
         what: &'static str,
     },
+    /// The server it tracks (`track`) changed: its state now, and whether it is in
+    /// maintenance or drains (inherited here as HAProxy's `IMAINT` / `IDRAIN`).
+    Follow {
+        oper: crate::server::state::Oper,
+        maint: bool,
+        drain: bool,
+    },
 }
 
 /// What one agent line asks for.
@@ -175,6 +182,7 @@ impl Backend {
                     vec![Transition::Reweighted]
                 }
                 Change::Warmup => r.warmup(now),
+                Change::Follow { oper, maint, drain } => follow(&mut r, oper, maint, drain, now),
                 Change::Observed { what } => {
                     r.failed_observed += 1;
                     // Every `on-error` mode brings the next health check forward to `fastinter`.
@@ -192,6 +200,7 @@ impl Backend {
         for t in transitions {
             self.carry_out(idx, t, had_servers);
         }
+        self.tell_trackers(idx);
         let has_servers = self.servers.iter().any(|s| s.lb_usable());
         if has_servers != had_servers {
             let mut u = self.updown.lock().unwrap_or_else(|e| e.into_inner());
@@ -200,6 +209,22 @@ impl Backend {
                 u.down_since = Some(now);
             } else if let Some(since) = u.down_since.take() {
                 u.down_time += now.saturating_duration_since(since);
+            }
+        }
+    }
+
+    /// The servers tracking server `idx` follow its new state (HAProxy propagates each change
+    /// to `srv->trackers`, down their own trackers).
+    fn tell_trackers(&self, idx: usize) {
+        let srv = &self.servers[idx];
+        let Some(trackers) = self.trackers.get().and_then(|t| t.get(&idx)) else { return };
+        let (oper, maint, drain) = {
+            let r = srv.state();
+            (r.oper, r.admin.maint(), r.admin.drain())
+        };
+        for (be, i) in trackers {
+            if let Some(be) = be.upgrade() {
+                be.change_server(*i, Change::Follow { oper, maint, drain });
             }
         }
     }
@@ -257,7 +282,7 @@ impl Backend {
                 }
                 let moved = self.redistribute(idx);
                 let mut msg = format!("{who} is DOWN");
-                append_reason(&mut msg, &reason);
+                append_reason_or_via(&mut msg, &reason, srv);
                 self.append_left(&mut msg, srv, moved);
                 // No alert for a server that was already taking no new traffic.
                 let level = if was_stopping { NOTICE } else { ALERT };
@@ -268,7 +293,7 @@ impl Backend {
             Transition::Stopping { reason } => {
                 let moved = self.redistribute(idx);
                 let mut msg = format!("{who} is stopping");
-                append_reason(&mut msg, &reason);
+                append_reason_or_via(&mut msg, &reason, srv);
                 self.append_left(&mut msg, srv, moved);
                 self.event(NOTICE, &msg);
                 self.check_backend_down(was_any);
@@ -277,7 +302,7 @@ impl Backend {
                 self.after_up(srv);
                 let grabbed = self.grab_queued();
                 let mut msg = format!("{who} is UP");
-                append_reason(&mut msg, &reason);
+                append_reason_or_via(&mut msg, &reason, srv);
                 self.append_online(&mut msg, grabbed);
                 self.event(NOTICE, &msg);
                 self.mail(NOTICE, &msg);
@@ -495,6 +520,44 @@ fn paren(cause: &str) -> String {
 
 /// HAProxy's `srv_append_status` reason part: `, reason: Layer4 timeout, info: "...", check
 /// duration: 2001ms`, or `, <text>`.
+/// A tracking server takes its tracked server's maintenance and drain as inherited flags, and
+/// its state.
+fn follow(
+    r: &mut crate::server::Record,
+    oper: crate::server::state::Oper,
+    maint: bool,
+    drain: bool,
+    now: Instant,
+) -> Vec<Transition> {
+    use crate::server::state::Oper;
+    let mut t =
+        if maint { r.set_admin(Admin::IMAINT, "", now) } else { r.clear_admin(Admin::IMAINT, now) };
+    t.extend(if drain {
+        r.set_admin(Admin::IDRAIN, "", now)
+    } else {
+        r.clear_admin(Admin::IDRAIN, now)
+    });
+    if !maint {
+        t.extend(match oper {
+            Oper::Stopped => r.set_stopped(Reason::default(), now),
+            Oper::Stopping => r.set_stopping(Reason::default(), now),
+            Oper::Running | Oper::Starting => r.set_running(Reason::default(), now),
+        });
+    }
+    t
+}
+
+/// The reason of a state change in HAProxy's words; a tracking server's own changes say which
+/// server they follow.
+fn append_reason_or_via(msg: &mut String, r: &Reason, srv: &Server) {
+    match &srv.track {
+        Some(via) if r.status.is_none() && r.desc.is_empty() => {
+            let _ = write!(msg, " via {via}");
+        }
+        _ => append_reason(msg, r),
+    }
+}
+
 fn append_reason(msg: &mut String, r: &Reason) {
     match r.status {
         Some(st) => {

@@ -43,7 +43,7 @@ impl BackendView for Backend {
             _ => {
                 let mut slots = 0i64;
                 for (i, s) in be.servers.iter().enumerate().filter(|(_, s)| s.is_up()) {
-                    let (maxconn, maxqueue) = (s.maxconn(), s.maxqueue);
+                    let (maxconn, maxqueue) = (be.limit(i), s.maxqueue);
                     if maxconn == 0 || maxqueue == 0 {
                         return -1;
                     }

@@ -48,6 +48,17 @@ impl Context {
     /// The state every worker of a generation shares.
     pub fn shared(&self, plan: &Plan) -> Shared {
         let g = &plan.global;
+        // The backends' `fullconn` as `minconn` servers read it (HAProxy's default needs the
+        // process `maxconn`).
+        let scope = crate::stats::rows::Scope {
+            global_maxconn: self.maxconn,
+            frontends: &plan.proxies.frontends,
+            legends: false,
+        };
+        for be in plan.proxies.backends.iter() {
+            let full = crate::stats::rows::fullconn(be, &scope);
+            be.fullconn_now.store(full, std::sync::atomic::Ordering::Relaxed);
+        }
         Shared {
             global_limit: Arc::clone(&self.global_limit),
             debug: self.debug,

@@ -205,6 +205,20 @@ impl Stream {
         .await
     }
 
+    /// Like [`Stream::connect_tcp`], the socket bound first by `bind` (a `source` line).
+    pub async fn connect_tcp_from(
+        addr: std::net::SocketAddr,
+        (bufs, keepalive): (fulcrum_config::SocketBuffers, fulcrum_config::TcpKeepAlive),
+        bind: impl FnOnce(&socket2::Socket) -> io::Result<()>,
+    ) -> io::Result<Stream> {
+        Self::connect_tcp_with(addr, |sock| {
+            force_buffers(sock, bufs);
+            set_keepalive(sock, keepalive);
+            bind(sock)
+        })
+        .await
+    }
+
     /// A health check's connection: closed with a reset (no TIME_WAIT), and, when nothing is
     /// sent first (`delay_ack`), without acknowledging the server's SYN-ACK at once (HAProxy's
     /// `CONNECT_DELACK_ALWAYS`: a pure connect check then costs the server no accepted

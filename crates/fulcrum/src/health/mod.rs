@@ -51,7 +51,8 @@ pub struct Job {
 pub fn jobs(backends: &[Arc<Backend>], g: &Global) -> Vec<Job> {
     let mut checks = Vec::new();
     let mut warmups = Vec::new();
-    for be in backends {
+    // (A disabled backend's servers are not checked.)
+    for be in backends.iter().filter(|b| !b.disabled) {
         for (idx, s) in be.servers.iter().enumerate() {
             let r = s.state();
             for (agent, c) in [(false, &r.check), (true, &r.agent)] {

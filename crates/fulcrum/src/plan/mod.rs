@@ -148,11 +148,13 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
     if errors.iter().any(|e| e.contains("resolve address")) {
         errors.push("Failed to initialize server(s) addr.".to_string());
     }
+    servers::link_trackers(config, &by_name);
     let backends = Arc::new(by_name);
     let proc_vars = Arc::new(crate::rules::sample::ProcVars::default());
     global_vars(config, &proc_vars, &backends, &mut errors);
     let mut frontends = Vec::new();
-    for p in config.frontends() {
+    // A disabled frontend is not started: no listener, no row in the statistics.
+    for p in config.frontends().filter(|p| !p.disabled) {
         let backend = default_backend(p, &backends, &mut errors);
         let (rules, use_backends, log, needs_dst, needs_payload) = frontend_rules(
             p,
@@ -458,10 +460,10 @@ fn proxy_rules(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::rul
             .iter()
             .filter_map(|m| c.cond(&Some(m.clone()), &p.span))
             .collect(),
-        ignore_persist: p
-            .ignore_persist
+        persist_rules: p
+            .persist_rules
             .iter()
-            .filter_map(|m| c.cond(&Some(m.clone()), &p.span))
+            .filter_map(|r| Some((r.force, c.cond(&Some(r.cond.clone()), &p.span)?)))
             .collect(),
         fcgi_params: Vec::new(),
         spoe: c.spoe_engines(),
@@ -760,6 +762,9 @@ fn backend(
     be.server_bufs = config.global.server_bufs;
     be.server_tcpka = p.srv_tcpka;
     be.nolinger = p.nolinger;
+    be.persist = p.persist;
+    be.source = p.source.clone().map(|c| Box::new(crate::server::source::SourceBind::new(c)));
+    be.disabled = p.disabled;
     be.inspect_delay = p.inspect_delay;
     be.response_inspect_delay = p.response_inspect_delay;
     rules.acls = c.finish();

@@ -2,11 +2,14 @@
 //! assigns them, the check policy, and each server's initial state record (checks armed,
 //! `disabled` or unresolved servers in maintenance, `slowstart`).
 
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::Instant;
 
 use fulcrum_config as cfg;
 
+use crate::backend::Backend;
 use crate::files::resolve;
 use crate::server::state::{Admin, Check};
 use crate::server::{kill, Policy, Server, Target};
@@ -43,13 +46,15 @@ pub fn build(
         if let Some(name) = &unresolved {
             warnings.push(format!("{who} : could not resolve address '{name}', disabling server."));
         }
-        let mut srv = Server::new(
-            s.name.clone(),
-            target,
-            s.weight,
-            s.maxconn.unwrap_or(0),
-            s.maxqueue.unwrap_or(0),
-        );
+        // HAProxy's `minconn` and `maxconn`: a `minconn` above `maxconn` (or alone) is the
+        // limit; equal to it, the limit is static.
+        let limits = match (s.minconn.unwrap_or(0), s.maxconn.unwrap_or(0)) {
+            (min, max) if min > max => (0, min),
+            (min, max) if min == max => (0, max),
+            limits => limits,
+        };
+        let mut srv =
+            Server::with_minconn(s.name.clone(), target, s.weight, limits, s.maxqueue.unwrap_or(0));
         srv.id = id;
         srv.backup = s.backup;
         srv.cookie = s.cookie.clone();
@@ -75,6 +80,11 @@ pub fn build(
             }
         }
         srv.socks4 = s.socks4;
+        srv.source = s.source.clone().map(|c| Box::new(crate::server::source::SourceBind::new(c)));
+        srv.track = s.track.as_ref().map(|t| match t.contains('/') {
+            true => t.clone(),
+            false => format!("{}/{t}", p.name),
+        });
         srv.proto = s.proto;
         let alpn_h2 = s.tls.ssl && s.tls.alpn.as_ref().is_some_and(|l| l.iter().any(|p| p == "h2"));
         srv.check_h2 = s.check_proto == Some(cfg::MuxProto::H2);
@@ -198,5 +208,41 @@ fn target(
         Err(format!("could not resolve address '{host}'."))
     } else {
         Err(format!("no method found to resolve address '{host}'."))
+    }
+}
+
+/// `track`: each tracked server learns which servers follow it, and a tracked server that
+/// starts in maintenance puts its trackers in (inherited) maintenance, as HAProxy's
+/// `srv_propagate_admin_state()` at start-up.
+pub fn link_trackers(config: &cfg::Config, backends: &HashMap<String, Arc<Backend>>) {
+    type Followers = Vec<(std::sync::Weak<Backend>, usize)>;
+    let mut links: HashMap<(String, usize), Followers> = HashMap::new();
+    for p in config.backends().filter(|p| !p.disabled) {
+        let Some(be) = backends.get(&p.name) else { continue };
+        for (i, s) in p.servers.iter().enumerate() {
+            let Some(text) = &s.track else { continue };
+            let Ok((px, idx)) = cfg::track::resolve(config, p, text) else { continue };
+            let name = config.proxies[px].name.clone();
+            links.entry((name, idx)).or_default().push((Arc::downgrade(be), i));
+        }
+    }
+    let mut by_backend: HashMap<String, crate::backend::Trackers> = HashMap::new();
+    for ((name, idx), trackers) in links {
+        let Some(srv) = backends.get(&name).and_then(|b| b.servers.get(idx)) else { continue };
+        let maint = srv.state().admin.maint();
+        for (be, i) in &trackers {
+            if let Some(be) = be.upgrade().filter(|_| maint) {
+                let t = &be.servers[*i];
+                let mut r = t.state();
+                let _ = r.set_admin(crate::server::state::Admin::IMAINT, "", Instant::now());
+                t.publish(&r, Instant::now());
+            }
+        }
+        by_backend.entry(name).or_default().insert(idx, trackers);
+    }
+    for (name, t) in by_backend {
+        if let Some(be) = backends.get(&name) {
+            let _ = be.trackers.set(t);
+        }
     }
 }

@@ -808,8 +808,8 @@ pub struct ProxyRules {
     /// `hdr <name> <fmt>`): rendered for each request that gets the status.
     pub error_replies: Vec<(u16, ReplySpec)>,
     pub monitor_fail: Vec<Cond>,
-    /// `ignore-persist` conditions (a backend's).
-    pub ignore_persist: Vec<Cond>,
+    /// `force-persist` (true) and `ignore-persist` rules (a backend's), in order.
+    pub persist_rules: Vec<(bool, Cond)>,
     /// `use-server` rules (a backend's), in order.
     pub use_servers: Vec<(UseServer, Cond)>,
     /// The proxy's SPOE engines (`filter spoe`), in order.

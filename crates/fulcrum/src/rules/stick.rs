@@ -274,7 +274,7 @@ pub fn on_request(
     acls: &super::Acls,
     ctx: &Ctx<'_>,
     be: &dyn super::view::BackendView,
-    assigned: bool,
+    (assigned, down_ok): (bool, bool),
     stores: &mut Stores,
 ) -> Option<usize> {
     let mut chosen = None;
@@ -294,7 +294,7 @@ pub fn on_request(
             if let Some(e) = r.table.lookup(&key, now()) {
                 e.touch(now());
                 if chosen.is_none() && !assigned {
-                    chosen = server_of(&r.table, &e, be);
+                    chosen = server_of(&r.table, &e, be, down_ok);
                 }
             }
         }
@@ -306,7 +306,12 @@ pub fn on_request(
 }
 
 /// The server an entry names in `be`: by name (`server_key`) when stored, else by id.
-fn server_of(t: &Table, e: &Entry, be: &dyn super::view::BackendView) -> Option<usize> {
+fn server_of(
+    t: &Table,
+    e: &Entry,
+    be: &dyn super::view::BackendView,
+    down_ok: bool,
+) -> Option<usize> {
     let servers = be.servers();
     let w = e.data();
     let by_name = freq::read(&t.layout, &w, D::ServerKey, 0, 0)
@@ -317,7 +322,7 @@ fn server_of(t: &Table, e: &Entry, be: &dyn super::view::BackendView) -> Option<
         let id = freq::read(&t.layout, &w, D::ServerId, 0, 0)? as u32;
         servers.iter().position(|s| s.id == id)
     })?;
-    servers[idx].is_up().then_some(idx)
+    (down_ok || servers[idx].is_up()).then_some(idx)
 }
 
 /// The response side: keys of `stick store-response` rules (one per table among them).

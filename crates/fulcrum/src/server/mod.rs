@@ -8,6 +8,7 @@
 //! Must not touch: selection (the backend and balancer do that) or sockets (the session does).
 
 pub mod kill;
+pub mod source;
 pub mod state;
 pub mod users;
 
@@ -117,6 +118,9 @@ pub struct Server {
     addr_gen: AtomicU32,
     /// 0: unlimited.
     pub maxqueue: u32,
+    /// `minconn` below `maxconn`: the limit grows from it to `maxconn` with the backend's load
+    /// (HAProxy's `srv_dynamic_maxconn()`); 0 when the limit is `maxconn` alone.
+    pub minconn: u32,
     pub backup: bool,
     hot: Hot,
     /// The state record; changed only through `backend::status`.
@@ -163,10 +167,27 @@ pub struct Server {
     /// WebSocket upgrades go over HTTP/2 (extended CONNECT): `ws h2`, or `ws auto` with
     /// `proto h2` or an ALPN list of `h2` alone (HAProxy's choices); else over HTTP/1.1.
     pub ws_h2: bool,
+    /// `source`: how its connections are bound (the backend's otherwise).
+    pub source: Option<Box<source::SourceBind>>,
+    /// `track`: the server it follows, as messages name it (`be/srv`).
+    pub track: Option<String>,
 }
 
 impl Server {
+    #[cfg(test)]
     pub fn new(name: String, target: Target, weight: u32, maxconn: u32, maxqueue: u32) -> Self {
+        Self::with_minconn(name, target, weight, (0, maxconn), maxqueue)
+    }
+
+    /// A server with a dynamic limit: `minconn` up to `maxconn` with its backend's load (0:
+    /// the limit is `maxconn` alone).
+    pub fn with_minconn(
+        name: String,
+        target: Target,
+        weight: u32,
+        (minconn, maxconn): (u32, u32),
+        maxqueue: u32,
+    ) -> Self {
         let record = Record::new(weight, maxconn, Instant::now());
         let s = Self {
             name,
@@ -174,6 +195,7 @@ impl Server {
             target: std::sync::RwLock::new(target),
             addr_gen: AtomicU32::new(0),
             maxqueue,
+            minconn,
             backup: false,
             hot: Hot {
                 flags: AtomicU8::new(0),
@@ -200,6 +222,8 @@ impl Server {
             may_h2: false,
             check_h2: false,
             ws_h2: false,
+            source: None,
+            track: None,
         };
         s.publish(&s.state(), Instant::now());
         s
@@ -275,14 +299,13 @@ impl Server {
     pub fn lb_usable(&self) -> bool {
         self.hot.flags.load(Ordering::Relaxed) & LB != 0
     }
-    pub fn has_free_slot(&self) -> bool {
-        let max = self.maxconn();
+    /// Whether a connection slot is free under `max` (see [`crate::backend::Backend::limit`]).
+    pub fn has_free_slot(&self, max: u32) -> bool {
         max == 0 || self.cur_conns() < max
     }
 
-    /// Takes a connection slot if the server's `maxconn` allows.
-    pub(crate) fn try_take_slot(&self) -> bool {
-        let max = self.maxconn();
+    /// Takes a connection slot if `max` (the server's limit now) allows.
+    pub(crate) fn try_take_slot(&self, max: u32) -> bool {
         if max == 0 {
             self.cur_conns.fetch_add(1, Ordering::SeqCst);
             return true;

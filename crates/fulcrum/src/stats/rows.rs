@@ -193,7 +193,7 @@ pub fn frontend(fe: &Frontend, scope: &Scope<'_>) -> Row {
 /// A backend's `slim`: its `fullconn`, else HAProxy's default: a tenth of the limits of the
 /// frontends that lead to it (their default backend, or a `use_backend` naming it), rounded
 /// up; 1 when none does (HAProxy 2.6's figures, `show stat` on the same configuration).
-fn fullconn(be: &Backend, scope: &Scope<'_>) -> u32 {
+pub fn fullconn(be: &Backend, scope: &Scope<'_>) -> u32 {
     use crate::frontend::switching::UseTarget;
     if let Some(n) = be.fullconn {
         return n;
@@ -516,7 +516,8 @@ pub fn all(
                 rows.push(frontend(fe, scope));
             }
         }
-        if let Some(be) = backends.iter().find(|b| b.id == id) {
+        // (A disabled proxy has no row, as in HAProxy.)
+        if let Some(be) = backends.iter().find(|b| b.id == id && !b.disabled) {
             if want(id, ObjType::Server) {
                 for i in 0..be.servers.len() {
                     rows.push(server(be, i, scope.legends));

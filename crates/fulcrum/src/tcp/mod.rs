@@ -258,7 +258,8 @@ pub async fn serve(
     let mut stores = crate::rules::stick::Stores::new();
     // `use-server` first (on the first bytes, still waiting unread: `req.ssl_sni`...), then
     // `stick match|on`, on the session as its rules see it.
-    let persist = if be.rules.use_servers.is_empty() && be.rules.stick.is_empty() {
+    let r = &be.rules;
+    let persist = if r.use_servers.is_empty() && r.stick.is_empty() {
         None
     } else {
         let vars = conn.vars.as_deref();
@@ -275,10 +276,12 @@ pub async fn serve(
             let n = conn.client.try_peek(&mut first).unwrap_or(0);
             first.truncate(n);
         }
-        let assigned = be.use_server(&crate::rules::sample::Ctx { payload: &first, ..ctx });
-        let r = &be.rules;
+        let ctx = crate::rules::sample::Ctx { payload: &first, ..ctx };
+        let down_ok = be.persist_rules(&ctx).down_ok(be);
+        let assigned = be.use_server(&ctx, down_ok);
         assigned.or_else(|| {
-            crate::rules::stick::on_request(&r.stick, &r.acls, &ctx, &**be, false, &mut stores)
+            let then = (false, down_ok);
+            crate::rules::stick::on_request(&r.stick, &r.acls, &ctx, &**be, then, &mut stores)
         })
     };
     let open = Opening {
@@ -605,9 +608,17 @@ async fn open_new(
     let endpoint = target.resolve(dst_port);
     let started =
         (srv.traffic_tls().is_some() || srv.send_proxy.is_some()).then(std::time::Instant::now);
-    let connected = match srv.socks4 {
-        Some(proxy) => connect_socks4(proxy, endpoint, be).await,
-        None => connect(endpoint, be.timeouts.connect, be.server_bufs, be.server_tcpka).await,
+    let source = srv.source.as_deref().or(be.source.as_deref());
+    let connected = match (srv.socks4, source, endpoint) {
+        (Some(proxy), _, _) => connect_socks4(proxy, endpoint, be).await,
+        (None, Some(src), Endpoint::Inet(addr)) => {
+            let opts = (be.server_bufs, be.server_tcpka);
+            let attempt = Stream::connect_tcp_from(addr, opts, |s| src.bind(s, open.src));
+            within(be.timeouts.connect, attempt).await
+        }
+        (None, _, _) => {
+            connect(endpoint, be.timeouts.connect, be.server_bufs, be.server_tcpka).await
+        }
     };
     if be.nolinger {
         if let Ok(s) = &connected {
@@ -665,6 +676,19 @@ async fn connect_socks4(
         Ok(s)
     };
     match be.timeouts.connect {
+        Some(d) => tokio::time::timeout(d, attempt)
+            .await
+            .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "connect timeout"))),
+        None => attempt.await,
+    }
+}
+
+/// `attempt` within `timeout` (`timeout connect`), a timeout being a `TimedOut` error.
+async fn within(
+    timeout: Option<Duration>,
+    attempt: impl std::future::Future<Output = io::Result<Stream>>,
+) -> io::Result<Stream> {
+    match timeout {
         Some(d) => tokio::time::timeout(d, attempt)
             .await
             .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "connect timeout"))),

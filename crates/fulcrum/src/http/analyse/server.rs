@@ -72,16 +72,25 @@ impl<'s> Txn<'s> {
         let upgrade = self.edit_request_for_server(&info, version, conn_mode, be_http);
         // `use-server` first: a server it assigns is not replaced by a cookie's (which is
         // still read, and stripped as configured) nor by a stick table's.
+        // `force-persist` / `ignore-persist` first, as HAProxy's `process_server_rules()`.
+        let rules = if be.rules.persist_rules.is_empty() {
+            crate::backend::Persist::Normal
+        } else {
+            let base = self.base(Some(be));
+            be.persist_rules(&base.ctx(self.req, None, self.vars))
+        };
+        self.o.persist_ignored = rules == crate::backend::Persist::Ignore;
+        let down_ok = rules.down_ok(be);
         let assigned = if be.rules.use_servers.is_empty() {
             None
         } else {
             let base = self.base(Some(be));
-            be.use_server(&base.ctx(self.req, None, self.vars))
+            be.use_server(&base.ctx(self.req, None, self.vars), down_ok)
         };
         if let Some(i) = assigned {
             self.note(|| format!("use-server: server {}", be.servers[i].name));
         }
-        let cookie = self.persistence(be, be_http);
+        let cookie = self.persistence(be, be_http, down_ok);
         // (A cookie that would have chosen is "unused", as HAProxy logs it.)
         if assigned.is_some() && self.o.cookie_in == CookieIn::Valid {
             self.o.cookie_in = CookieIn::Unused;
@@ -94,7 +103,7 @@ impl<'s> Txn<'s> {
         // `stick match|on` after a persistence cookie; `stick store-*` keys wait for the
         // server.
         let mut stores = rules::stick::Stores::new();
-        let persist = self.stick_match(be, persist, &mut stores);
+        let persist = self.stick_match(be, persist, &mut stores, down_ok);
         if let Some(i) = persist {
             self.note(|| format!("persistence: server {}", be.servers[i].name));
         }
@@ -142,6 +151,7 @@ impl<'s> Txn<'s> {
         be: &Arc<Backend>,
         persist: Option<usize>,
         stores: &mut rules::stick::Stores,
+        down_ok: bool,
     ) -> Option<usize> {
         if be.rules.stick.is_empty() {
             return persist;
@@ -150,7 +160,8 @@ impl<'s> Txn<'s> {
         let ctx = base.ctx(self.req, None, self.vars);
         let r = &be.rules;
         let assigned = persist.is_some();
-        rules::stick::on_request(&r.stick, &r.acls, &ctx, &**be, assigned, stores).or(persist)
+        rules::stick::on_request(&r.stick, &r.acls, &ctx, &**be, (assigned, down_ok), stores)
+            .or(persist)
     }
 
     /// `option forwardfor` / `option originalto` (the backend's settings win).
@@ -190,23 +201,28 @@ impl<'s> Txn<'s> {
         }
     }
 
-    /// Persistence cookie: the server the request's cookie names, if the backend uses cookies.
-    /// With `indirect` (or `prefix`), the cookie is taken out of the request sent on.
-    pub fn persistence(&mut self, be: &Arc<Backend>, be_http: &HttpProxy) -> Option<usize> {
-        if !be.rules.ignore_persist.is_empty() && be_http.cookie.is_some() {
-            let base = self.base(Some(be));
-            let ctx = base.ctx(self.req, None, self.vars);
-            let r = &be.rules;
-            self.o.persist_ignored = r.ignore_persist.iter().any(|c| c.eval(&r.acls, &ctx));
-        }
-        let chosen = self.cookie_server(be, be_http);
+    /// Persistence cookie: the server the request's cookie names, if the backend uses cookies
+    /// (one that is down only where `down_ok`). With `indirect` (or `prefix`), the cookie is
+    /// taken out of the request sent on.
+    pub fn persistence(
+        &mut self,
+        be: &Arc<Backend>,
+        be_http: &HttpProxy,
+        down_ok: bool,
+    ) -> Option<usize> {
+        let chosen = self.cookie_server(be, be_http, down_ok);
         if !be_http.cookie.as_ref().is_some_and(logs_flags) {
             self.o.cookie_in = CookieIn::NotApplicable;
         }
         chosen
     }
 
-    fn cookie_server(&mut self, be: &Arc<Backend>, be_http: &HttpProxy) -> Option<usize> {
+    fn cookie_server(
+        &mut self,
+        be: &Arc<Backend>,
+        be_http: &HttpProxy,
+        down_ok: bool,
+    ) -> Option<usize> {
         let ck = be_http.cookie.as_ref()?;
         // HAProxy's flags start at "no cookie" / "no set-cookie" once persistence applies.
         self.o.cookie_in = CookieIn::None;
@@ -255,7 +271,7 @@ impl<'s> Txn<'s> {
         }
         let idx = idx?; // (none for an ignored cookie)
         let srv = &be.servers[idx];
-        if srv.is_up() {
+        if down_ok || srv.is_up() {
             self.o.cookie_in = CookieIn::Valid;
             Some(idx)
         } else {

@@ -1,0 +1,67 @@
+//! `source` lines at run time: how a server's (or its backend's) connections are bound
+//! before they connect: interface, transparent foreign address (`usesrc`), source address
+//! and port range. Sockets only through the `socket2::Socket` it is handed.
+
+use std::io;
+
+/// A `source` line ready for the sockets it binds (its port range's next port).
+#[derive(Debug)]
+pub struct SourceBind {
+    pub cfg: fulcrum_config::source::Source,
+    next: std::sync::atomic::AtomicU32,
+}
+
+impl SourceBind {
+    pub fn new(cfg: fulcrum_config::source::Source) -> Self {
+        Self { cfg, next: Default::default() }
+    }
+
+    /// Binds `sock` before its connect, as HAProxy's `tcp_connect_server()`: the interface,
+    /// then the foreign address `usesrc` asks for (`IP_TRANSPARENT`), or the source address
+    /// (a port of its range, the next one free of ten tried; without a port, the kernel
+    /// picks it at connect time: `IP_BIND_ADDRESS_NO_PORT`).
+    pub fn bind(
+        &self,
+        sock: &socket2::Socket,
+        client: Option<std::net::SocketAddr>,
+    ) -> io::Result<()> {
+        use fulcrum_config::source::UseSrc;
+        let c = &self.cfg;
+        if let Some(name) = &c.interface {
+            sock.bind_device(Some(name.as_bytes()))?;
+        }
+        let foreign = match (&c.usesrc, client) {
+            (Some(UseSrc::Addr(a)), _) => Some(*a),
+            (Some(UseSrc::Client), Some(cl)) => Some(cl),
+            (Some(UseSrc::ClientIp), Some(cl)) => Some(std::net::SocketAddr::new(cl.ip(), 0)),
+            _ => None,
+        };
+        if let Some(a) = foreign {
+            match a {
+                std::net::SocketAddr::V4(_) => sock.set_ip_transparent_v4(true)?,
+                std::net::SocketAddr::V6(_) => sock.set_ip_transparent_v6(true)?,
+            }
+            sock.set_reuse_address(true)?;
+            return sock.bind(&a.into());
+        }
+        let Some(high) = c.port_high else {
+            if c.addr.port() == 0 {
+                use std::os::fd::AsRawFd;
+                let _ = crate::sys::set_ip_opt(sock.as_raw_fd(), libc::IP_BIND_ADDRESS_NO_PORT, 1);
+            }
+            return sock.bind(&c.addr.into());
+        };
+        let low = c.addr.port();
+        let span = u32::from(high - low) + 1;
+        let mut last = io::Error::from(io::ErrorKind::AddrInUse);
+        for _ in 0..10 {
+            let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % span;
+            let a = std::net::SocketAddr::new(c.addr.ip(), low + n as u16);
+            match sock.bind(&a.into()) {
+                Ok(()) => return Ok(()),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+}
