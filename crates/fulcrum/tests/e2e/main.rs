@@ -21,6 +21,7 @@ mod logging;
 mod logging_formats;
 mod mail_alerts;
 mod package;
+mod persistence;
 mod prometheus;
 mod protocol_checks;
 mod reload;

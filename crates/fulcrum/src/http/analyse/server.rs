@@ -271,12 +271,13 @@ impl<'s> Txn<'s> {
         }
         let idx = idx?; // (none for an ignored cookie)
         let srv = &be.servers[idx];
-        if down_ok || srv.is_up() {
+        if srv.is_up() {
             self.o.cookie_in = CookieIn::Valid;
             Some(idx)
         } else {
+            // (Logged `D` even where `option persist` or `force-persist` take it, as HAProxy.)
             self.o.cookie_in = CookieIn::Down;
-            None
+            down_ok.then_some(idx)
         }
     }
 

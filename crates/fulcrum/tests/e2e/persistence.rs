@@ -1,0 +1,125 @@
+//! Where a request goes when persistence, server tracking, dynamic limits or a disabled proxy
+//! say so: `option persist`, `force-persist`, `disabled`, `track`, `minconn` with `fullconn`,
+//! `source`. Each compared with HAProxy 2.6 on the same configuration (when installed) through
+//! the log lines both send.
+
+use crate::harness::*;
+use crate::logging::{both_with_sink, HTTP_LOG};
+
+fn get(path: &str, extra: &str) -> Vec<u8> {
+    format!("GET {path} HTTP/1.1\r\nHost: h\r\n{extra}Connection: close\r\n\r\n").into_bytes()
+}
+
+/// A cookie naming a server in maintenance (`D`): passed over, unless `force-persist` holds
+/// for the request or the backend has `option persist` (the server takes it all the same). A disabled
+/// backend answers 503 without choosing a server (`SC`).
+#[test]
+fn persist_and_force_persist_send_to_a_server_in_maintenance() {
+    let (s1, s2) = (testserver("http", "s1"), testserver("http", "s2"));
+    let cfg = format!(
+        "{HTTP_LOG}frontend fe\n bind {{fe0}}\n log-format \"%b %s %ST %tsc %ts\"\n\
+         use_backend keep if {{ path_beg /keep }}\n use_backend off if {{ path_beg /off }}\n\
+         default_backend be\n\
+         backend be\n cookie SRV insert indirect nocache\n\
+         force-persist if {{ path_beg /admin }}\n\
+         server s1 {a} cookie a disabled\n server s2 {b} cookie b\n\
+         backend keep\n option persist\n cookie SRV insert indirect nocache\n\
+         server s1 {a} cookie a disabled\n server s2 {b} cookie b\n\
+         backend off\n disabled\n server s1 {a}\n",
+        a = s1.addr,
+        b = s2.addr
+    );
+    let runs = both_with_sink("persist-force", &cfg, 5, |p, sink| {
+        let a = p.addrs[0];
+        for (i, (path, cookie)) in [
+            ("/x", "Cookie: SRV=a\r\n"),
+            ("/admin", "Cookie: SRV=a\r\n"),
+            ("/admin", ""),
+            ("/keep", "Cookie: SRV=a\r\n"),
+            ("/off", ""),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let answer = String::from_utf8_lossy(&exchange(a, &get(path, cookie))).to_string();
+            let want = if path == "/off" { " 503 " } else { " 200 " };
+            assert!(answer.contains(want), "{path}: {answer}");
+            assert_eq!(sink.wait_for(i + 1), i + 1);
+        }
+    });
+    let ends: Vec<String> =
+        runs[0].iter().map(|l| l.split(": ").nth(1).unwrap_or("").to_string()).collect();
+    assert_eq!(
+        ends,
+        [
+            "be s2 200 --DI --\n",
+            "be s1 200 --DN --\n",
+            "be s2 200 --NI --\n",
+            "keep s1 200 --DN --\n",
+            "off <NOSRV> 503 SC-- SC\n",
+        ]
+    );
+}
+
+/// `track`: a server follows the state of the server it tracks; when that one's checks fail,
+/// the tracking server goes DOWN too ("via" in its message) and its backend has none left.
+#[test]
+fn a_tracking_server_goes_down_with_the_server_it_tracks() {
+    let live = testserver("http", "live");
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let dead_addr = dead.local_addr().expect("addr");
+    drop(dead);
+    let cfg = format!(
+        "{HTTP_LOG}frontend fe\n bind {{fe0}}\n log-format \"%b %s %ST %ts\"\n default_backend b\n\
+         backend a\n server a1 {dead_addr} check inter 100ms fall 1 rise 1\n\
+         backend b\n server b1 {} track a/a1\n",
+        live.addr
+    );
+    let runs = both_with_sink("track-down", &cfg, 5, |p, sink| {
+        // The check's DOWN and its backend's, then the tracking server's and its backend's.
+        assert_eq!(sink.wait_for(4), 4);
+        let answer = String::from_utf8_lossy(&exchange(p.addrs[0], &get("/", ""))).to_string();
+        assert!(answer.contains(" 503 "), "{answer}");
+        assert_eq!(sink.wait_for(5), 5);
+    });
+    let lines = &runs[0];
+    assert!(
+        lines.iter().any(
+            |l| l.contains("Server b/b1 is DOWN via a/a1. 0 active and 0 backup servers left.")
+        ),
+        "{lines:#?}"
+    );
+    assert!(lines.iter().any(|l| l.contains("backend b has no server available!")), "{lines:#?}");
+    assert!(lines.last().is_some_and(|l| l.ends_with("b <NOSRV> 503 SC\n")), "{lines:#?}");
+}
+
+/// `minconn` with `fullconn`: a server's limit grows with its backend's load (HAProxy's
+/// dynamic maxconn). With `fullconn 100`, `minconn 1` and `maxconn 10`, two requests at once
+/// make a load of 2, a limit of 1: one waits in the backend's queue, and `timeout queue`
+/// ends it (`sQ`) while the other holds the slot. `source` binds the server connections to
+/// the address it names.
+#[test]
+fn minconn_limits_a_server_by_its_backends_load() {
+    let s1 = testserver("http", "s1");
+    let cfg = format!(
+        "{HTTP_LOG}frontend fe\n bind {{fe0}}\n log-format \"%s %ST %ts\"\n default_backend be\n\
+         backend be\n fullconn 100\n timeout queue 100ms\n source 127.0.0.1\n\
+         server s1 {} minconn 1 maxconn 10\n",
+        s1.addr
+    );
+    let runs = both_with_sink("minconn", &cfg, 2, |p, sink| {
+        let a = p.addrs[0];
+        let slow = move || exchange(a, &get("/?t=300ms", ""));
+        let (one, two) = (std::thread::spawn(slow), std::thread::spawn(slow));
+        let answers = [one.join().expect("one"), two.join().expect("two")];
+        let text: Vec<String> =
+            answers.iter().map(|a| String::from_utf8_lossy(a).to_string()).collect();
+        assert!(text.iter().any(|t| t.contains(" 200 ")), "{text:?}");
+        assert!(text.iter().any(|t| t.contains(" 503 ")), "{text:?}");
+        assert_eq!(sink.wait_for(2), 2);
+    });
+    let mut ends: Vec<String> =
+        runs[0].iter().map(|l| l.split(": ").nth(1).unwrap_or("").to_string()).collect();
+    ends.sort();
+    assert_eq!(ends, ["<NOSRV> 503 sQ\n", "s1 200 --\n"]);
+}
