@@ -427,12 +427,19 @@ impl Backend {
     /// Server `idx`'s connection limit now (0: none): its `maxconn` (as `slowstart` lets it),
     /// or with `minconn` HAProxy's dynamic limit: `maxconn` times the backend's sessions over
     /// its `fullconn`, at least `minconn`.
+    #[inline]
     pub fn limit(&self, idx: usize) -> u32 {
         let s = &self.servers[idx];
         let max = s.maxconn();
         if s.minconn == 0 || max == 0 {
             return max;
         }
+        self.dynamic_limit(s, max)
+    }
+
+    /// [`Backend::limit`] for a `minconn` server (`max`: its `maxconn` now).
+    #[inline(never)]
+    fn dynamic_limit(&self, s: &Server, max: u32) -> u32 {
         let full = self.fullconn_now.load(Ordering::Relaxed);
         let load = self.active_sessions() + self.queued();
         if full == 0 || load >= full {
@@ -443,6 +450,7 @@ impl Backend {
     }
 
     /// Takes a connection slot on server `idx` if its limit allows.
+    #[inline]
     fn take(&self, idx: usize) -> bool {
         self.servers[idx].try_take_slot(self.limit(idx))
     }
