@@ -319,7 +319,7 @@ pub static PROXY: &[Keyword] = &[
     p("option originalto", D|F|L|B, Partial("except takes an address or network, not a host name")),
     p("option persist", D|L|B, Supported),
     p("option pgsql-check", D|L|B, Supported),
-    p("option prefer-last-server", D|L|B, NotYet),
+    p("option prefer-last-server", D|L|B, Partial("a client's next request goes to the server of the connection its session keeps (connections private to it: `http-reuse never`, a PROXY header, as in HAProxy 2.6), unless the algorithm maps a key to a server; `max-keep-alive-queue` not yet")),
     p("option redispatch", D|L|B, Supported),
     p("option redis-check", D|L|B, Supported),
     p("option smtpchk", D|L|B, Supported),

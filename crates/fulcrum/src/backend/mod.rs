@@ -100,6 +100,9 @@ pub struct Backend {
     pub trackers: std::sync::OnceLock<Trackers>,
     /// `source`: how connections to servers without their own are bound.
     pub source: Option<Box<crate::server::source::SourceBind>>,
+    /// `option prefer-last-server`: a session's next request goes to the server of the
+    /// connection it keeps.
+    pub prefer_last_server: bool,
     /// `option persist`: persistence may choose a server that is down.
     pub persist: bool,
     /// `disabled`: no server is chosen (503), nothing is checked, no statistics row.
@@ -344,6 +347,7 @@ impl Backend {
             nolinger: false,
             trackers: Default::default(),
             source: None,
+            prefer_last_server: false,
             persist: false,
             disabled: false,
             fullconn_now: Default::default(),

@@ -123,3 +123,36 @@ fn minconn_limits_a_server_by_its_backends_load() {
     ends.sort();
     assert_eq!(ends, ["<NOSRV> 503 sQ\n", "s1 200 --\n"]);
 }
+
+/// `option prefer-last-server`: with connections private to their client (`http-reuse
+/// never`), a client's next requests go to the server its connection kept, where round robin
+/// alone would alternate.
+#[test]
+fn prefer_last_server_keeps_a_client_on_its_server() {
+    use std::io::{Read, Write};
+    let (s1, s2) = (testserver("http", "s1"), testserver("http", "s2"));
+    for (prefer, want) in [(true, ["s1", "s1", "s1"]), (false, ["s1", "s2", "s1"])] {
+        let option = if prefer { " option prefer-last-server\n" } else { "" };
+        let cfg = format!(
+            "{HTTP_LOG}frontend fe\n bind {{fe0}}\n log-format \"%s\"\n default_backend be\n\
+             backend be\n balance roundrobin\n http-reuse never\n{option}\
+             server s1 {}\n server s2 {}\n",
+            s1.addr, s2.addr
+        );
+        let runs = both_with_sink("prefer-last", &cfg, 3, |p, sink| {
+            let mut c = connect(p.addrs[0]);
+            for i in 0..3 {
+                let close = if i == 2 { "Connection: close\r\n" } else { "" };
+                let req = format!("GET /{i} HTTP/1.1\r\nHost: h\r\n{close}\r\n");
+                c.write_all(req.as_bytes()).expect("write");
+                assert_eq!(sink.wait_for(i + 1), i + 1);
+            }
+            let mut all = Vec::new();
+            let _ = c.read_to_end(&mut all);
+            assert_eq!(String::from_utf8_lossy(&all).matches(" 200 ").count(), 3);
+        });
+        let servers: Vec<String> =
+            runs[0].iter().map(|l| l.split(": ").nth(1).unwrap_or("").trim().to_string()).collect();
+        assert_eq!(servers, want, "prefer-last-server {prefer}");
+    }
+}

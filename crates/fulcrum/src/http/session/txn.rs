@@ -49,6 +49,7 @@ impl Session<'_> {
             return self.answer(500, &info, Some(&be)).await;
         }
         let key = key.pick(&keybuf);
+        let persist = persist.or_else(|| self.last_server(&be));
         let retryable = info.body == Body::None;
         let mut fresh_only = false;
         let mut l7_retries = 0;
