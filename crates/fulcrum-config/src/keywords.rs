@@ -629,7 +629,7 @@ pub static SERVER_OPTIONS: &[Keyword] = &[
     g("port", Supported),
     g("proto", Partial("h2 (HTTP/2 with prior knowledge, one connection shared by the worker's transactions to the server, as many streams as the server allows), h1, and fcgi (one request at a time per connection, kept for the next one with the application's `option keep-conn`; no multiplexing yet; see the `fcgi-app` section's notes)")),
     g("proxy-v2-options", Partial("ssl, cert-cn, ssl-cipher, cert-sig, cert-key, authority, unique-id, crc32c")),
-    g("redir", NotYet),
+    g("redir", Supported),
     g("resolve-net", NotYet),
     g("resolve-opts", NotYet),
     g("resolve-prefer", NotYet),
@@ -902,7 +902,7 @@ mod tests {
         assert!(is_proxy_family("stats") && is_proxy_family("option") && !is_proxy_family("bind"));
         assert_eq!(find(GLOBAL, "nbthread").map(|k| k.status), Some(Supported));
         assert_eq!(find(GLOBAL, "lua-load").map(|k| k.status), Some(NotYet));
-        assert_eq!(find(SERVER_OPTIONS, "redir").map(|k| k.status), Some(NotYet));
+        assert_eq!(find(SERVER_OPTIONS, "tfo").map(|k| k.status), Some(NotYet));
         assert_eq!(find(BIND_OPTIONS, "v4v6").map(|k| k.status), Some(Supported));
     }
 

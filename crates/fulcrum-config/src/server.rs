@@ -379,7 +379,7 @@ impl Parse<'_> {
             "init-addr" => o.init_addr = init_addr(val)?,
             // As HAProxy reads it (`atol`).
             "minconn" => o.minconn = Some(u32::try_from(atol(val)).unwrap_or(0)),
-            "redir" => return Err("'redir' is not supported yet".into()),
+            "redir" => o.redir = Some(val.to_string()),
             "track" => o.track = Some(val.to_string()),
             "source" => {
                 let (src, n) =
@@ -818,14 +818,16 @@ mod tests {
         let src = s.source.expect("source");
         assert_eq!((src.addr.port(), src.port_high), (1000, Some(1009)));
         assert_eq!(src.usesrc, Some(crate::source::UseSrc::Client));
+        let e = server("server e 1.2.3.4:80 redir http://img.example.com", &opts).0;
+        assert_eq!(e.expect("server").redir.as_deref(), Some("http://img.example.com"));
     }
 
     #[test]
     fn option_errors() {
         let none = ServerOpts::default();
         assert_eq!(
-            server("server s 1.2.3.4:80 redir http://x", &none).1,
-            ["'server be/s' : 'redir' is not supported yet"]
+            server("server s 1.2.3.4:80 max-reuse 3", &none).1,
+            ["'server be/s' : 'max-reuse' is not supported yet"]
         );
         assert_eq!(
             server("server s 1.2.3.4:80 track", &none).1,

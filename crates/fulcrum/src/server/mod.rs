@@ -167,6 +167,8 @@ pub struct Server {
     /// WebSocket upgrades go over HTTP/2 (extended CONNECT): `ws h2`, or `ws auto` with
     /// `proto h2` or an ALPN list of `h2` alone (HAProxy's choices); else over HTTP/1.1.
     pub ws_h2: bool,
+    /// `redir <prefix>`: GET and HEAD requests are redirected to it rather than sent.
+    pub redir: Option<String>,
     /// `source`: how its connections are bound (the backend's otherwise).
     pub source: Option<Box<source::SourceBind>>,
     /// `track`: the server it follows, as messages name it (`be/srv`).
@@ -222,6 +224,7 @@ impl Server {
             may_h2: false,
             check_h2: false,
             ws_h2: false,
+            redir: None,
             source: None,
             track: None,
         };

@@ -38,6 +38,9 @@ pub enum Ending {
     /// The client left while waiting for a server (`CQ`/`CC`, abortonclose).
     ClientAborted,
     Tunnel(TunnelEnd),
+    /// The server chosen (this index) has `redir`: the request is answered with a
+    /// redirection to it instead of a connection (`LC`).
+    Redirect(usize),
 }
 
 impl std::fmt::Display for Ending {
@@ -53,6 +56,7 @@ impl std::fmt::Display for Ending {
             }
             Ending::ClientAborted => f.write_str("the client left while a server was awaited"),
             Ending::Tunnel(t) => t.fmt(f),
+            Ending::Redirect(_) => f.write_str("the server redirects its requests (redir)"),
         }
     }
 }
@@ -227,6 +231,7 @@ impl Ending {
             // Before a server was assigned the stream was queued (`CQ`), after it connecting.
             Ending::ClientAborted if o.server.is_none() => (Cause::ClientAbort, Phase::Queue),
             Ending::ClientAborted => (Cause::ClientAbort, Phase::Connect),
+            Ending::Redirect(_) => (Cause::Local, Phase::Connect),
         };
         o.end(cause, phase);
     }
@@ -446,10 +451,22 @@ pub fn reuse_at_once<L: ServerLink>(
     };
     out.marks.queue = out.marks.request;
     took(&slot, out);
+    redirects(&slot, open)?;
     Ok(match reuse_idle(&mut slot, open, out, idle) {
         Some((stream, requests)) => AtOnce::Reused(slot, stream, requests),
         None => AtOnce::Continue(From::Slot(slot)),
     })
+}
+
+/// `redir`: a server with a redirection prefix takes no GET or HEAD request; the request is
+/// answered with a redirection instead (HAProxy's `SF_REDIRECTABLE` streams).
+fn redirects(slot: &ServerSlot, open: &Opening<'_>) -> Result<(), Ending> {
+    use fulcrum_http::Method;
+    let redirectable = open.req.is_some_and(|r| matches!(r.method(), Method::Get | Method::Head));
+    match slot.server().redir.is_some() && redirectable {
+        true => Err(Ending::Redirect(slot.index())),
+        false => Ok(()),
+    }
 }
 
 /// The slot's server and queue positions, for the log line.
@@ -505,6 +522,7 @@ pub async fn connect_after<L: ServerLink>(
             out.marks.queue = Some(crate::clock::now());
             let slot = r.map_err(Ending::NoServer)?;
             took(&slot, out);
+            redirects(&slot, open)?;
             (slot, false)
         }
     };

@@ -156,3 +156,47 @@ fn prefer_last_server_keeps_a_client_on_its_server() {
         assert_eq!(servers, want, "prefer-last-server {prefer}");
     }
 }
+
+/// `redir`: a GET or HEAD request sent to a server with a redirection prefix is answered with
+/// HAProxy's 302 to the prefix and the request's path (`LC` in the log, the server named); a
+/// POST goes to the server. Byte for byte as HAProxy 2.6 answers.
+#[test]
+fn a_redir_server_answers_get_and_head_with_a_302() {
+    let s1 = testserver("http", "s1");
+    let cfg = format!(
+        "{HTTP_LOG}frontend fe\n bind {{fe0}}\n log-format \"%s %ST %ts\"\n default_backend be\n\
+         backend be\n server s1 {} redir http://img.example.com\n",
+        s1.addr
+    );
+    let answers = std::sync::Mutex::new(Vec::new());
+    let runs = both_with_sink("redir", &cfg, 3, |p, sink| {
+        let a = p.addrs[0];
+        let mut got = Vec::new();
+        for (i, req) in [
+            "GET /a/b?c=1 HTTP/1.1\r\nHost: h\r\n\r\n",
+            "HEAD / HTTP/1.0\r\n\r\n",
+            "POST /form HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            got.push(String::from_utf8_lossy(&exchange(a, req.as_bytes())).to_string());
+            assert_eq!(sink.wait_for(i + 1), i + 1);
+        }
+        answers.lock().expect("answers").push(got);
+    });
+    let answers = answers.into_inner().expect("answers");
+    assert_eq!(
+        answers[0][0],
+        "HTTP/1.1 302 Found\r\ncache-control: no-cache\r\ncontent-length: 0\r\n\
+         location: http://img.example.com/a/b?c=1\r\nconnection: close\r\n\r\n"
+    );
+    assert!(answers[0][1].contains("location: http://img.example.com/\r\n"), "{:?}", answers[0]);
+    assert!(answers[0][2].contains(" 200 "), "{:?}", answers[0]);
+    if answers.len() == 2 {
+        assert_eq!(answers[0][..2], answers[1][..2], "Fulcrum (left) and HAProxy 2.6 (right)");
+    }
+    let ends: Vec<String> =
+        runs[0].iter().map(|l| l.split(": ").nth(1).unwrap_or("").to_string()).collect();
+    assert_eq!(ends, ["s1 302 LC\n", "s1 302 LC\n", "s1 200 --\n"]);
+}

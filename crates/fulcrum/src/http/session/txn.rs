@@ -62,6 +62,9 @@ impl Session<'_> {
                 Ok(v) => v,
                 // No one to answer when the client left (`abortonclose`): status -1 in the log.
                 Err(e) if self.no_server(e) => return Next::Close,
+                Err(tcp::Ending::Redirect(idx)) => {
+                    return cold(self.server_redirect(&be, idx, &info)).await
+                }
                 Err(_) => return self.answer(503, &info, Some(&be)).await,
             };
             if be_http.send_name_header.is_some() && self.txn().name_server(&be, slot.index()) {
@@ -595,6 +598,34 @@ impl Session<'_> {
 
     /// Records why no server could be had; true when the client left (nothing to answer),
     /// else the transaction answers 503.
+    /// `redir`: HAProxy's `http_perform_server_redirect()`: a 302 to the server's prefix (a
+    /// prefix of `/` alone keeps the URL relative) followed by the request's path, and the
+    /// connection closes.
+    async fn server_redirect(
+        &mut self,
+        be: &Arc<Backend>,
+        idx: usize,
+        info: &fulcrum_http::Info,
+    ) -> Next {
+        let prefix = be.servers[idx].redir.as_deref().unwrap_or("");
+        let path = match self.t.req.origin_form_target() {
+            b"" => &b"/"[..],
+            p => p,
+        };
+        // (As HAProxy's HTTP/1 side writes it: names in lower case, `connection` last.)
+        let mut msg =
+            b"HTTP/1.1 302 Found\r\ncache-control: no-cache\r\ncontent-length: 0\r\nlocation: "
+                .to_vec();
+        if prefix != "/" {
+            msg.extend_from_slice(prefix.as_bytes());
+        }
+        msg.extend_from_slice(path);
+        msg.extend_from_slice(b"\r\nconnection: close\r\n\r\n");
+        let mut i = *info;
+        i.conn_close = true;
+        self.answer_bytes(msg, &i, Some(be)).await
+    }
+
     fn no_server(&mut self, e: tcp::Ending) -> bool {
         self.note(format_args!("no server: {e}"));
         let gone = matches!(e, tcp::Ending::ClientAborted);
