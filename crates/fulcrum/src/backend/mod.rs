@@ -99,7 +99,7 @@ pub struct Backend {
     /// their index); set once the plan's backends exist.
     pub trackers: std::sync::OnceLock<Trackers>,
     /// `source`: how connections to servers without their own are bound.
-    pub source: Option<Box<crate::server::source::SourceBind>>,
+    pub source: Option<std::sync::Arc<crate::server::source::SourceBind>>,
     /// `option prefer-last-server`: a session's next request goes to the server of the
     /// connection it keeps.
     pub prefer_last_server: bool,

@@ -224,7 +224,17 @@ impl Stream {
     /// `CONNECT_DELACK_ALWAYS`: a pure connect check then costs the server no accepted
     /// connection).
     pub async fn connect_check(addr: std::net::SocketAddr, delay_ack: bool) -> io::Result<Stream> {
+        Self::connect_check_bound(addr, delay_ack, |_| Ok(())).await
+    }
+
+    /// Like [`Stream::connect_check`], the socket bound first by `bind` (a `source` line).
+    pub async fn connect_check_bound(
+        addr: std::net::SocketAddr,
+        delay_ack: bool,
+        bind: impl FnOnce(&socket2::Socket) -> io::Result<()>,
+    ) -> io::Result<Stream> {
         Self::connect_tcp_with(addr, |sock| {
+            bind(sock)?;
             sock.set_linger(Some(std::time::Duration::ZERO))?;
             if delay_ack {
                 sock.set_tcp_quickack(false)?;

@@ -266,6 +266,7 @@ fn check_plan(be: &Backend, idx: usize, agent: bool, bufsize: usize) -> Option<C
             send_proxy,
             socks4: s.socks4.filter(|_| !agent && p.check.as_ref().is_some_and(|c| c.via_socks4)),
             socks4_proxy: s.socks4.filter(|_| !agent),
+            source: s.source.clone().or_else(|| be.source.clone()),
             tls: s
                 .tls
                 .as_ref()

@@ -42,6 +42,8 @@ pub struct Plan {
     pub socks4: Option<std::net::SocketAddr>,
     /// The server's `socks4` proxy, for a `tcp-check connect via-socks4`.
     pub socks4_proxy: Option<std::net::SocketAddr>,
+    /// `source` (the server's, else its backend's): how the check's socket is bound.
+    pub source: Option<std::sync::Arc<crate::server::source::SourceBind>>,
     /// `check-ssl` (or the server's `ssl`): default connects run over TLS, sending this SNI.
     pub tls: Option<CheckTls>,
     pub disable_on_404: bool,
@@ -695,7 +697,13 @@ impl Runner<'_> {
                             crate::tcp::socks4::handshake(&s, *addr).await?;
                             s
                         }
-                        None => Stream::connect_check(*addr, delay_ack).await?,
+                        None => match &self.plan.source {
+                            Some(src) => {
+                                let bind = |s: &socket2::Socket| src.bind_check(s);
+                                Stream::connect_check_bound(*addr, delay_ack, bind).await?
+                            }
+                            None => Stream::connect_check(*addr, delay_ack).await?,
+                        },
                     };
                     if linger {
                         // `linger`: a clean close for servers that dislike resets.

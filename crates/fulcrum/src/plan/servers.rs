@@ -81,7 +81,7 @@ pub fn build(
         }
         srv.socks4 = s.socks4;
         srv.redir = s.redir.clone();
-        srv.source = s.source.clone().map(|c| Box::new(crate::server::source::SourceBind::new(c)));
+        srv.source = s.source.clone().map(|c| Arc::new(crate::server::source::SourceBind::new(c)));
         srv.track = s.track.as_ref().map(|t| match t.contains('/') {
             true => t.clone(),
             false => format!("{}/{t}", p.name),

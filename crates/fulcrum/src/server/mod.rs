@@ -170,7 +170,7 @@ pub struct Server {
     /// `redir <prefix>`: GET and HEAD requests are redirected to it rather than sent.
     pub redir: Option<String>,
     /// `source`: how its connections are bound (the backend's otherwise).
-    pub source: Option<Box<source::SourceBind>>,
+    pub source: Option<std::sync::Arc<source::SourceBind>>,
     /// `track`: the server it follows, as messages name it (`be/srv`).
     pub track: Option<String>,
 }

@@ -25,12 +25,28 @@ impl SourceBind {
         sock: &socket2::Socket,
         client: Option<std::net::SocketAddr>,
     ) -> io::Result<()> {
+        self.bind_as(sock, client, true)
+    }
+
+    /// A health check's connection: bound as a request's, without `usesrc` (HAProxy's checks
+    /// have no client address to take).
+    pub fn bind_check(&self, sock: &socket2::Socket) -> io::Result<()> {
+        self.bind_as(sock, None, false)
+    }
+
+    fn bind_as(
+        &self,
+        sock: &socket2::Socket,
+        client: Option<std::net::SocketAddr>,
+        transparent: bool,
+    ) -> io::Result<()> {
         use fulcrum_config::source::UseSrc;
         let c = &self.cfg;
         if let Some(name) = &c.interface {
             sock.bind_device(Some(name.as_bytes()))?;
         }
         let foreign = match (&c.usesrc, client) {
+            _ if !transparent => None,
             (Some(UseSrc::Addr(a)), _) => Some(*a),
             (Some(UseSrc::Client), Some(cl)) => Some(cl),
             (Some(UseSrc::ClientIp), Some(cl)) => Some(std::net::SocketAddr::new(cl.ip(), 0)),

@@ -383,6 +383,9 @@ pub fn server(be: &Backend, idx: usize, legends: bool) -> Row {
     r.set("wretr", "MCP", Val::U64(get(&c.retries)));
     r.set("wredis", "MCP", Val::U64(get(&c.redispatches)));
     r.set("status", "SGP", Val::Str(server_status(srv, &rec)));
+    if let Some(t) = &srv.track {
+        r.set("tracked", "CNS", Val::Str(t.clone()));
+    }
     let scale = crate::server::state::WEIGHT_SCALE;
     r.set("weight", "MaP", u32v(rec.eweight.div_ceil(scale)));
     r.set("act", "SGP", Val::U32(u32::from(!srv.backup)));

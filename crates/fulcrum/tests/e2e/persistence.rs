@@ -200,3 +200,57 @@ fn a_redir_server_answers_get_and_head_with_a_302() {
         runs[0].iter().map(|l| l.split(": ").nth(1).unwrap_or("").to_string()).collect();
     assert_eq!(ends, ["s1 302 LC\n", "s1 302 LC\n", "s1 200 --\n"]);
 }
+
+/// `source`: the connections to the server, health checks included, leave from the address it
+/// names (here 127.0.0.2, a loopback address of its own), for Fulcrum as for HAProxy.
+#[test]
+fn source_binds_traffic_and_check_connections() {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let (peers, stop) = (Arc::new(Mutex::new(Vec::new())), Arc::new(AtomicBool::new(false)));
+    let (p2, s2) = (Arc::clone(&peers), Arc::clone(&stop));
+    let server = std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !s2.load(Ordering::Relaxed) && std::time::Instant::now() < deadline {
+            match listener.accept() {
+                Ok((mut c, peer)) => {
+                    p2.lock().expect("peers").push(peer.ip());
+                    c.set_nonblocking(false).expect("blocking");
+                    c.set_read_timeout(Some(std::time::Duration::from_millis(300))).ok();
+                    let mut buf = [0u8; 4096];
+                    if matches!(c.read(&mut buf), Ok(n) if n > 0) {
+                        let ok =
+                            b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+                        let _ = c.write_all(ok);
+                    }
+                }
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+            }
+        }
+    });
+    let cfg = format!(
+        "{HTTP_LOG}frontend fe\n bind {{fe0}}\n log-format \"%s %ST\"\n default_backend be\n\
+         backend be\n source 127.0.0.2\n option httpchk GET /\n server s1 {addr} check inter 200ms\n"
+    );
+    let runs = both_with_sink("source", &cfg, 1, |p, sink| {
+        let answer = exchange(p.addrs[0], &get("/", ""));
+        assert!(String::from_utf8_lossy(&answer).contains(" 200 "));
+        assert_eq!(sink.wait_for(1), 1);
+        // At least one check besides the request.
+        assert!(eventually(std::time::Duration::from_secs(5), || peers
+            .lock()
+            .expect("peers")
+            .len()
+            >= 2));
+    });
+    stop.store(true, Ordering::Relaxed);
+    server.join().expect("server");
+    assert_eq!(runs[0], ["<134>TIME t[PID]: s1 200\n"]);
+    let peers = peers.lock().expect("peers");
+    assert!(peers.len() >= 2 * runs.len(), "{peers:?}");
+    assert!(peers.iter().all(|ip| ip.to_string() == "127.0.0.2"), "{peers:?}");
+}
