@@ -357,6 +357,7 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
             Some(n) if n > 0 => g.stats_maxconn = n,
             _ => diags.alert(line, "'stats maxconn' expects a positive value"),
         },
+        "unix-bind" => crate::unix_bind::parse(g, line, diags),
         "chroot" => {
             if !no_extra(line, 2, kw, diags) {
             } else if g.chroot.is_some() {

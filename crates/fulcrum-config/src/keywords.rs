@@ -119,7 +119,7 @@ pub static GLOBAL: &[Keyword] = &[
     g("strict-limits", NotYet),
     g("uid", Supported),
     g("ulimit-n", Supported),
-    g("unix-bind", NotYet),
+    g("unix-bind", Partial("`prefix`, `mode`, `uid`/`user`, `gid`/`group` for the UNIX sockets of the proxies' `bind` lines that do not set their own (not `stats socket`, as in HAProxy); applied to every proxy, even one read before it (HAProxy: those after it)")),
     g("unsetenv", NotYet),
     g("user", Supported),
     g("wurfl-cache-size", NotYet),

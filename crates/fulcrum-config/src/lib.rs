@@ -50,6 +50,7 @@ mod tcp_rules;
 mod tcpka;
 pub mod tls;
 pub mod track;
+pub mod unix_bind;
 mod userlist;
 mod validate;
 
@@ -127,6 +128,7 @@ fn parse(sources: &[Source], env: EnvLookup<'_>) -> (Config, Vec<Diagnostic>, us
         builder.feed_file(&lines);
     }
     let (mut config, mut diags) = builder.finish();
+    unix_bind::apply(&mut config);
     let parsed = diags.list.len();
     let parse_failed = diags.has_errors();
     if !parse_failed {

@@ -105,6 +105,8 @@ pub struct Global {
     pub quiet: bool,
     /// `zero-warning`: a warning makes the configuration fail (as `-dW`).
     pub zero_warning: bool,
+    /// `unix-bind`: defaults of the proxies' UNIX binds (applied to them once parsed).
+    pub unix_bind: crate::unix_bind::UnixBind,
     /// `nbthread`; `None` means "as many as the CPUs the process may use".
     pub nbthread: Option<u32>,
     /// Process-wide `maxconn`; `None` means derived from the file-descriptor limit.
@@ -220,6 +222,7 @@ impl Default for Global {
             daemon: false,
             quiet: false,
             zero_warning: false,
+            unix_bind: Default::default(),
             nbthread: None,
             maxconn: None,
             maxconnrate: None,

@@ -458,6 +458,35 @@ fn unix_socket_bind_accepts_connections() {
     assert_eq!(&back, b"unix");
 }
 
+/// `unix-bind`: a proxy's UNIX bind takes its prefix, and its mode where the bind sets none
+/// (a bind's own `mode` wins), as HAProxy 2.6 makes them.
+#[test]
+fn unix_bind_prefixes_the_paths_and_sets_the_modes() {
+    use std::os::unix::fs::PermissionsExt;
+    let echo = testserver("echo", "e");
+    let dir = scratch("unix-bind");
+    let prefix = format!("{}/", dir.display());
+    let text = format!(
+        "global\n unix-bind prefix {prefix} mode 640\n{ECHO_CFG}listen px\n bind unix@a.sock\n\
+         bind unix@b.sock mode 600\n server e {}\n",
+        echo.addr
+    );
+    let cfg = dir.join("u.cfg");
+    std::fs::write(&cfg, text).expect("cfg");
+    let _px = spawn_fulcrum(&dir, &cfg, &[], vec![]);
+    let (a, b) = (dir.join("a.sock"), dir.join("b.sock"));
+    assert!(eventually(Duration::from_secs(5), || a.exists() && b.exists()));
+    let mode = |p: &std::path::Path| {
+        std::fs::metadata(p).expect("socket file").permissions().mode() & 0o7777
+    };
+    assert_eq!((mode(&a), mode(&b)), (0o640, 0o600));
+    let mut s = None;
+    assert!(eventually(Duration::from_secs(3), || {
+        s = std::os::unix::net::UnixStream::connect(&a).ok();
+        s.is_some()
+    }));
+}
+
 #[test]
 fn a_bind_on_a_host_name_listens_on_its_address() {
     let echo = testserver("echo", "e");

@@ -224,6 +224,7 @@ impl Session<'_> {
         fresh_only: bool,
         check: bool,
     ) -> Result<(ServerSlot, ServerConn), tcp::Ending> {
+        let persist = persist.or_else(|| self.last_server(be));
         let first = self.requests == 0;
         let watch = be.abortonclose && !self.client_shut();
         let open = tcp::Opening {

@@ -49,7 +49,6 @@ impl Session<'_> {
             return self.answer(500, &info, Some(&be)).await;
         }
         let key = key.pick(&keybuf);
-        let persist = persist.or_else(|| self.last_server(&be));
         let retryable = info.body == Body::None;
         let mut fresh_only = false;
         let mut l7_retries = 0;
@@ -61,11 +60,7 @@ impl Session<'_> {
             let (slot, sc) = match got {
                 Ok(v) => v,
                 // No one to answer when the client left (`abortonclose`): status -1 in the log.
-                Err(e) if self.no_server(e) => return Next::Close,
-                Err(tcp::Ending::Redirect(idx)) => {
-                    return cold(self.server_redirect(&be, idx, &info)).await
-                }
-                Err(_) => return self.answer(503, &info, Some(&be)).await,
+                Err(e) => return cold(self.no_connection(e, &be, &info)).await,
             };
             if be_http.send_name_header.is_some() && self.txn().name_server(&be, slot.index()) {
                 self.write_request_head();
@@ -598,6 +593,23 @@ impl Session<'_> {
 
     /// Records why no server could be had; true when the client left (nothing to answer),
     /// else the transaction answers 503.
+    /// What follows when no server connection could be had: nothing when the client left
+    /// (`abortonclose`), a server's redirection (`redir`), else a 503.
+    async fn no_connection(
+        &mut self,
+        e: tcp::Ending,
+        be: &Arc<Backend>,
+        info: &fulcrum_http::Info,
+    ) -> Next {
+        if self.no_server(e) {
+            return Next::Close;
+        }
+        match e {
+            tcp::Ending::Redirect(idx) => self.server_redirect(be, idx, info).await,
+            _ => self.answer(503, info, Some(be)).await,
+        }
+    }
+
     /// `redir`: HAProxy's `http_perform_server_redirect()`: a 302 to the server's prefix (a
     /// prefix of `/` alone keeps the URL relative) followed by the request's path, and the
     /// connection closes.
