@@ -58,6 +58,23 @@ pub fn prepare<'a>(texts: impl Iterator<Item = &'a str>, env: crate::EnvLookup<'
     VARS.with(|v| *v.borrow_mut() = vars);
 }
 
+/// A variable changed by `setenv` and its kin while the files are read.
+pub fn set(name: &str, value: Option<&str>) {
+    VARS.with(|v| match value {
+        Some(val) => {
+            v.borrow_mut().insert(name.to_string(), val.to_string());
+        }
+        None => {
+            v.borrow_mut().remove(name);
+        }
+    });
+}
+
+/// `resetenv`: keeps the variables `keep` says.
+pub fn retain(keep: impl Fn(&str) -> bool) {
+    VARS.with(|v| v.borrow_mut().retain(|k, _| keep(k)));
+}
+
 /// Forgets the variables once the configuration is loaded.
 pub fn clear() {
     VARS.with(|v| v.borrow_mut().clear());

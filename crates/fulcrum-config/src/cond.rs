@@ -227,19 +227,34 @@ struct Frame {
 /// Applies the conditional directives of one file's lines: returns the lines that stay, and
 /// pushes the directives' diagnostics (and block errors) to `diags`.
 pub fn filter(lines: Vec<Line>, env: EnvLookup<'_>, diags: &mut Vec<Diagnostic>) -> Vec<Line> {
-    let mut out = Vec::with_capacity(lines.len());
-    let mut stack: Vec<Frame> = Vec::new();
-    for line in lines {
-        let active = stack.iter().all(|f| f.state == State::Taking);
+    let mut f = Filter::default();
+    let out = lines.into_iter().filter_map(|l| f.push(l, env, diags)).collect();
+    f.finish(diags);
+    out
+}
+
+/// [`filter`] one line at a time (for lines whose reading depends on the lines kept before
+/// them: `setenv`).
+#[derive(Default)]
+pub struct Filter {
+    stack: Vec<Frame>,
+}
+
+impl Filter {
+    /// The line if it stays (a directive never does).
+    pub fn push(
+        &mut self,
+        line: Line,
+        env: EnvLookup<'_>,
+        diags: &mut Vec<Diagnostic>,
+    ) -> Option<Line> {
+        let active = self.stack.iter().all(|f| f.state == State::Taking);
         let kw = line.arg(0);
         if !kw.starts_with('.') {
-            if active {
-                out.push(line);
-            }
-            continue;
+            return active.then_some(line);
         }
         match kw {
-            ".if" | ".elif" | ".else" | ".endif" => block(&line, &mut stack, env, diags),
+            ".if" | ".elif" | ".else" | ".endif" => block(&line, &mut self.stack, env, diags),
             _ if !active => {}
             ".notice" | ".warning" | ".alert" | ".diag" => message(&line, diags),
             _ => diags.push(Diagnostic::alert(
@@ -247,11 +262,15 @@ pub fn filter(lines: Vec<Line>, env: EnvLookup<'_>, diags: &mut Vec<Diagnostic>)
                 format!("unknown directive '{kw}'."),
             )),
         }
+        None
     }
-    if let Some(f) = stack.last() {
-        diags.push(Diagnostic::alert(Some(f.span.clone()), "non-terminated '.if' block."));
+
+    /// The end of a file: a block left open is an error.
+    pub fn finish(&self, diags: &mut Vec<Diagnostic>) {
+        if let Some(f) = self.stack.last() {
+            diags.push(Diagnostic::alert(Some(f.span.clone()), "non-terminated '.if' block."));
+        }
     }
-    out
 }
 
 fn condition(line: &Line, env: EnvLookup<'_>, diags: &mut Vec<Diagnostic>) -> State {

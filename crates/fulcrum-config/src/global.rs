@@ -358,6 +358,7 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
             _ => diags.alert(line, "'stats maxconn' expects a positive value"),
         },
         "unix-bind" => crate::unix_bind::parse(g, line, diags),
+        _ if crate::env_set::is_env_keyword(kw) => crate::env_set::check(line, diags),
         "chroot" => {
             if !no_extra(line, 2, kw, diags) {
             } else if g.chroot.is_some() {

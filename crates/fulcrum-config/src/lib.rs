@@ -20,6 +20,7 @@ pub mod compression;
 pub mod cond;
 pub mod diag;
 pub mod duration;
+pub mod env_set;
 mod extcheck;
 pub mod fcgi_app;
 pub mod filters;
@@ -57,6 +58,7 @@ mod validate;
 pub use cond::FEATURES;
 pub use diag::{Diagnostic, Severity};
 pub use global::cpus_for_thread;
+use lexer::Line;
 pub use model::*;
 
 /// The HAProxy version whose configuration language and feature set Fulcrum follows.
@@ -116,18 +118,46 @@ fn load_prepared(sources: &[Source], env: EnvLookup<'_>) -> Result<Loaded, Vec<D
 /// of them found line by line).
 fn parse(sources: &[Source], env: EnvLookup<'_>) -> (Config, Vec<Diagnostic>, usize) {
     let mut builder = sections::Builder::new();
+    // `setenv` and its kin change what the lines after them read, as HAProxy reads its
+    // files: a line at a time, its `.if` blocks kept or skipped first.
+    let overlay = std::cell::RefCell::new(env_set::Overlay::default());
+    let lookup = |name: &str| overlay.borrow().lookup(name, env);
+    let mut in_global = false;
     for source in sources {
-        let (lines, errors) = lexer::lex_source(&source.name, &source.text, env);
-        for (span, msg) in errors {
-            builder.diags.list.push(Diagnostic::alert(Some(span), msg));
+        let file: std::sync::Arc<str> = std::sync::Arc::from(source.name.as_str());
+        let (mut lines, mut errors, mut cond_diags) = (Vec::new(), Vec::new(), Vec::new());
+        let mut filter = cond::Filter::default();
+        for (i, raw) in source.text.lines().enumerate() {
+            let span = Span { file: file.clone(), line: i as u32 + 1 };
+            let words = match lexer::split_words(raw, &lookup) {
+                Ok(w) if w.is_empty() => continue,
+                Ok(w) => w,
+                Err(msg) => {
+                    errors.push(Diagnostic::alert(Some(span), msg));
+                    continue;
+                }
+            };
+            let Some(line) = filter.push(Line { span, words }, &lookup, &mut cond_diags) else {
+                continue;
+            };
+            let kw = line.arg(0);
+            if sections::starts_section(kw) {
+                in_global = kw == "global";
+            } else if in_global && env_set::is_env_keyword(kw) {
+                overlay.borrow_mut().apply(&line.words, env);
+            }
+            lines.push(line);
         }
+        filter.finish(&mut cond_diags);
+        builder.diags.list.extend(errors);
         if let Some(msg) = lexer::missing_lf(&source.name, &source.text) {
             builder.diags.list.push(Diagnostic::alert(None, msg));
         }
-        let lines = cond::filter(lines, env, &mut builder.diags.list);
+        builder.diags.list.extend(cond_diags);
         builder.feed_file(&lines);
     }
     let (mut config, mut diags) = builder.finish();
+    config.global.env_changes = overlay.borrow().changes();
     unix_bind::apply(&mut config);
     let parsed = diags.list.len();
     let parse_failed = diags.has_errors();

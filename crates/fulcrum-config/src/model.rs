@@ -105,6 +105,9 @@ pub struct Global {
     pub quiet: bool,
     /// `zero-warning`: a warning makes the configuration fail (as `-dW`).
     pub zero_warning: bool,
+    /// `setenv`, `presetenv`, `unsetenv`, `resetenv`: what they changed, for the program to
+    /// apply to its environment (the configuration's lines already saw the changes).
+    pub env_changes: crate::env_set::Changes,
     /// `unix-bind`: defaults of the proxies' UNIX binds (applied to them once parsed).
     pub unix_bind: crate::unix_bind::UnixBind,
     /// `nbthread`; `None` means "as many as the CPUs the process may use".
@@ -222,6 +225,7 @@ impl Default for Global {
             daemon: false,
             quiet: false,
             zero_warning: false,
+            env_changes: Default::default(),
             unix_bind: Default::default(),
             nbthread: None,
             maxconn: None,

@@ -31,6 +31,25 @@ enum Current {
     Skip,
 }
 
+/// Whether `kw` opens a section (one Fulcrum reads, or one HAProxy knows).
+pub fn starts_section(kw: &str) -> bool {
+    matches!(
+        kw,
+        "global"
+            | "defaults"
+            | "frontend"
+            | "backend"
+            | "listen"
+            | "http-errors"
+            | "userlist"
+            | "cache"
+            | "mailers"
+            | "fcgi-app"
+            | "ring"
+            | "log-forward"
+    ) || OTHER_SECTIONS.contains(&kw)
+}
+
 /// Accumulates sections over all files.
 pub struct Builder {
     pub diags: Diags,

@@ -47,10 +47,10 @@ fn bad_configurations_get_exact_diagnostics_and_status_1() {
             ],
         ),
         (
-            "server-track",
-            format!("defaults\n{T}listen x\n bind 127.0.0.1:1\n server a 127.0.0.1:2 check track x/b\n"),
+            "server-tfo",
+            format!("defaults\n{T}listen x\n bind 127.0.0.1:1\n server a 127.0.0.1:2 check tfo\n"),
             &[
-                "[ALERT] : config : parsing [check.cfg:7] : 'server x/a' : 'track' is not supported yet",
+                "[ALERT] : config : parsing [check.cfg:7] : 'server x/a' : 'tfo' is not supported yet",
                 "[NOTICE] : config : a keyword that HAProxy 2.6 knows but Fulcrum does not support yet: see docs/compat.md in Fulcrum's sources, which lists every keyword of HAProxy 2.6 as supported, partly (how), or not yet.",
             ],
         ),

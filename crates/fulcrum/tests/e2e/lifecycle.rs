@@ -487,6 +487,40 @@ fn unix_bind_prefixes_the_paths_and_sets_the_modes() {
     }));
 }
 
+/// `presetenv`, `setenv`: the lines after them read the variables (an unquoted address, a
+/// quoted string), and the process's environment has them (`show env`), as HAProxy's.
+#[test]
+fn setenv_and_presetenv_are_seen_by_later_lines_and_the_process() {
+    let dir = scratch("setenv");
+    let port = dead_addr().port();
+    let sock = dir.join("api.sock");
+    let text = format!(
+        "global\n presetenv FE_PORT {port}\n presetenv HOME /elsewhere\n setenv GREETING hello\n\
+         stats socket {} level admin\n\
+         defaults\n mode http\n timeout connect 1s\n timeout client 5s\n timeout server 5s\n\
+         frontend fe\n bind 127.0.0.1:${{FE_PORT}}\n\
+         http-request return status 200 content-type text/plain string \"${{GREETING}}\"\n",
+        sock.display()
+    );
+    let cfg = dir.join("e.cfg");
+    std::fs::write(&cfg, text).expect("cfg");
+    let _px = spawn_fulcrum(&dir, &cfg, &[], vec![]);
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let mut got = None;
+    assert!(eventually(Duration::from_secs(5), || {
+        got = http_get(addr, "/");
+        got.is_some()
+    }));
+    let (status, _, len) = got.expect("answer");
+    assert_eq!((status, len), (200, "hello".len()));
+    assert_eq!(api(&sock, "show env GREETING"), "GREETING=hello\n\n");
+    // `presetenv` leaves a variable that was set.
+    let home = std::env::var("HOME").unwrap_or_default();
+    if !home.is_empty() {
+        assert_eq!(api(&sock, "show env HOME"), format!("HOME={home}\n\n"));
+    }
+}
+
 #[test]
 fn a_bind_on_a_host_name_listens_on_its_address() {
     let echo = testserver("echo", "e");
