@@ -274,7 +274,7 @@ pub static PROXY: &[Keyword] = &[
     p("log-format", D|F|L, Supported),
     p("log-format-sd", D|F|L, Supported),
     p("log-tag", D|F|L|B, Supported),
-    p("max-keep-alive-queue", D|L|B, NotYet),
+    p("max-keep-alive-queue", D|L|B, Supported),
     p("maxconn", D|F|L, Supported),
     p("mode", D|F|L|B, Supported),
     p("monitor fail", F|L, Supported),

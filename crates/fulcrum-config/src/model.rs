@@ -419,6 +419,9 @@ pub struct Proxy {
     /// `option prefer-last-server`: a keep-alive client's next request goes to the server
     /// of its previous one when that one can take it.
     pub prefer_last_server: bool,
+    /// `max-keep-alive-queue <n>` (`None`: -1, unlimited): with `prefer-last-server`, the
+    /// previous server is kept only when it has room or fewer than `n` requests waiting for it.
+    pub max_ka_queue: Option<u32>,
     /// `option contstats` (frontends): read; byte counters are still added when each stream
     /// ends.
     pub contstats: bool,

@@ -97,15 +97,22 @@ pub fn parse(words: &[String], at: usize, place: At) -> Result<(Source, usize), 
 
 /// `<ip>[:<port>]` (a range `<port>-<port>` where `range`), in `str2sa_range()`'s words.
 fn address(text: &str, range: bool) -> Result<(SocketAddr, Option<u16>), String> {
-    let (host, port) = match crate::bind::split_host_port(text) {
+    let bare = text.strip_prefix("ipv4@").or_else(|| text.strip_prefix("ipv6@")).unwrap_or(text);
+    let (host, port) = match crate::bind::split_host_port(bare) {
         Some((h, p)) => (h.trim_start_matches('[').trim_end_matches(']'), p),
-        None => (text.trim_start_matches('[').trim_end_matches(']'), ""),
+        None => (bare.trim_start_matches('[').trim_end_matches(']'), ""),
     };
     let ip: IpAddr = match host {
         "" | "*" => IpAddr::from([0, 0, 0, 0]),
-        h => h
-            .parse()
-            .map_err(|_| format!("invalid address: '{h}' in '{text}' (an IP address; host names are not supported yet)"))?,
+        h => h.parse().map_err(|_| {
+            // (A name HAProxy would resolve, which Fulcrum does not yet; else its message.)
+            let name = h.bytes().any(|b| b.is_ascii_alphabetic())
+                && h.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+            match name {
+                true => format!("host names are not supported yet in '{text}'"),
+                false => format!("invalid address: '{h}' in '{text}'"),
+            }
+        })?,
     };
     let (low, high) = match port.split_once('-') {
         Some(_) if !range => return Err(format!("port range not permitted here in '{text}'")),
@@ -166,6 +173,13 @@ mod tests {
             parse(&w, 0, At::Proxy).expect_err("no range"),
             "'source 1.2.3.4:80-90' : port range not permitted here in '1.2.3.4:80-90'"
         );
+        let w = words("source ::");
+        assert_eq!(
+            parse(&w, 0, At::Proxy).expect_err("bad address"),
+            "'source ::' : invalid address: ':' in '::'"
+        );
+        let w = words("source ipv6@[::]:0");
+        assert_eq!(parse(&w, 0, At::Proxy).expect("valid").0.addr, "[::]:0".parse().expect("v6"));
         let w = words("source 1.2.3.4:abc");
         assert_eq!(
             parse(&w, 0, At::Proxy).expect_err("bad port"),

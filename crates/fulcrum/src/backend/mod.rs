@@ -103,6 +103,8 @@ pub struct Backend {
     /// `option prefer-last-server`: a session's next request goes to the server of the
     /// connection it keeps.
     pub prefer_last_server: bool,
+    /// `max-keep-alive-queue` (`None`: unlimited).
+    pub max_ka_queue: Option<u32>,
     /// `option persist`: persistence may choose a server that is down.
     pub persist: bool,
     /// `disabled`: no server is chosen (503), nothing is checked, no statistics row.
@@ -348,6 +350,7 @@ impl Backend {
             trackers: Default::default(),
             source: None,
             prefer_last_server: false,
+            max_ka_queue: None,
             persist: false,
             disabled: false,
             fullconn_now: Default::default(),

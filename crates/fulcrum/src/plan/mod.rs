@@ -764,6 +764,7 @@ fn backend(
     be.nolinger = p.nolinger;
     be.persist = p.persist;
     be.prefer_last_server = p.prefer_last_server;
+    be.max_ka_queue = p.max_ka_queue;
     be.source = p.source.clone().map(|c| Arc::new(crate::server::source::SourceBind::new(c)));
     be.disabled = p.disabled;
     be.inspect_delay = p.inspect_delay;

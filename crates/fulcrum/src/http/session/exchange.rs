@@ -205,14 +205,19 @@ impl Session<'_> {
     /// Gets a server slot and a connection for it: the session's own connection to that
     /// server, an idle one from the pool as `reuse` allows, or a new one.
     /// `option prefer-last-server`: the server of the connection this session keeps (a
-    /// private one: `http-reuse never`, a PROXY header), when it is in `be`, usable, and the
-    /// algorithm does not map a key to a server (HAProxy's `assign_server()`).
+    /// private one: `http-reuse never`, a PROXY header), when it is in `be`, usable (with
+    /// `max-keep-alive-queue`, not too busy), and the algorithm does not map a key to a server
+    /// (HAProxy's `assign_server()`).
     pub(super) fn last_server(&self, be: &Arc<Backend>) -> Option<usize> {
         if !be.prefer_last_server || be.maps_keys() {
             return None;
         }
         let sc = self.own.as_ref()?;
-        (Arc::ptr_eq(&sc.be, be) && be.servers[sc.idx].lb_usable()).then_some(sc.idx)
+        let i = sc.idx;
+        // `max-keep-alive-queue`: kept only with room, or fewer waiting than it says.
+        let queue_ok = |n: u32| be.servers[i].has_free_slot(be.limit(i)) || be.server_queued(i) < n;
+        let ok = Arc::ptr_eq(&sc.be, be) && be.servers[i].lb_usable();
+        (ok && be.max_ka_queue.is_none_or(queue_ok)).then_some(i)
     }
 
     pub(super) async fn server_conn(
