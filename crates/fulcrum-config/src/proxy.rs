@@ -478,7 +478,7 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         "ignore-persist" | "force-persist" => {
             rules::persist_rule(b, line, name == "force-persist", diags)
         }
-        "max-keep-alive-queue" => max_ka_queue(p, line, diags),
+        "max-keep-alive-queue" => http_opts::max_ka_queue(p, line, diags),
         "disabled" | "enabled" => {
             if no_extra(line, 1, name, diags) {
                 p.disabled = name == "disabled";
@@ -638,36 +638,6 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
             None => diags.alert(line, format!("'{name}' is not supported yet")),
         },
     }
-}
-
-/// `max-keep-alive-queue <n>`, read as HAProxy reads it (`strtol(.., 0)`; -1: unlimited).
-fn max_ka_queue(p: &mut Proxy, line: &Line, diags: &mut Diags) {
-    let v = line.arg(1);
-    if v.is_empty() {
-        let msg = "'max-keep-alive-queue' expects expects an integer value (or -1 to disable)";
-        return diags.alert(line, msg);
-    }
-    let (neg, body) = match v.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, v.strip_prefix('+').unwrap_or(v)),
-    };
-    let (radix, digits) = match body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
-        Some(hex) => (16, hex),
-        None if body.len() > 1 && body.starts_with('0') => (8, &body[1..]),
-        None => (10, body),
-    };
-    let end = digits.find(|c: char| !c.is_digit(radix)).unwrap_or(digits.len());
-    if let Some(c) = digits[end..].chars().next() {
-        let msg =
-            format!("'max-keep-alive-queue' : unexpected character '{c}' in integer value '{v}'");
-        return diags.alert(line, msg);
-    }
-    let n = i64::from_str_radix(digits, radix).unwrap_or(i64::MAX);
-    p.max_ka_queue = match (neg, n) {
-        (true, 1) => None,
-        (true, _) => Some(u32::MAX),
-        (false, n) => Some(n.min(i64::from(u32::MAX)) as u32),
-    };
 }
 
 /// `bind-process [all | odd | even | <n>[-[<m>]]] ...`: HAProxy 2.6 runs one process, so

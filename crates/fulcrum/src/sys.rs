@@ -82,6 +82,24 @@ pub fn tcp_opt(fd: RawFd, opt: libc::c_int) -> io::Result<libc::c_int> {
     Ok(value)
 }
 
+/// `setenv` and its kin on the process's environment: with `keep_only`, every other variable
+/// goes first; then each of `set` is set (`Some`) or removed (`None`).
+pub fn apply_env(keep_only: Option<&[String]>, set: &[(String, Option<String>)]) {
+    if let Some(keep) = keep_only {
+        for (name, _) in std::env::vars_os() {
+            if !keep.iter().any(|k| name == k.as_str()) {
+                std::env::remove_var(name);
+            }
+        }
+    }
+    for (name, value) in set {
+        match value {
+            Some(v) => std::env::set_var(name, v),
+            None => std::env::remove_var(name),
+        }
+    }
+}
+
 /// This machine's host name (HAProxy's default `node`), read once.
 /// The system's crypt(3) (`libcrypt.so.1`, loaded on first use, so every hash the system
 /// knows works as it does for HAProxy: DES, `$1$`, `$5$`, `$6$`, `$2b$`, `$y$`...): the hash of

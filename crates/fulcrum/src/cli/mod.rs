@@ -353,23 +353,6 @@ fn load_config(args: &Args, out: &mut Vec<String>) -> Option<(cfg::Config, Vec<S
     Some((config, sources))
 }
 
-/// Applies the environment changes of `setenv`, `presetenv`, `unsetenv` and `resetenv`.
-fn apply_env(c: &cfg::env_set::Changes) {
-    if let Some(keep) = &c.keep_only {
-        for (name, _) in std::env::vars_os() {
-            if !keep.iter().any(|k| name == k.as_str()) {
-                std::env::remove_var(name);
-            }
-        }
-    }
-    for (name, value) in &c.set {
-        match value {
-            Some(v) => std::env::set_var(name, v),
-            None => std::env::remove_var(name),
-        }
-    }
-}
-
 /// Loads configuration texts already read; messages go to `out`.
 fn load_sources(
     sources: &[Source],
@@ -379,7 +362,8 @@ fn load_sources(
     let (mut config, mut diags, parsed) = cfg::load_partial(sources, &|k| std::env::var(k).ok());
     // `setenv` and its kin: the process's environment as HAProxy leaves its own (`show env`,
     // what the SPOE files read next).
-    apply_env(&config.global.env_changes);
+    let env = &config.global.env_changes;
+    crate::sys::apply_env(env.keep_only.as_deref(), &env.set);
     // Global `quiet`: as `-q` (HAProxy's MODE_QUIET, which then silences every warning).
     let quiet = quiet || config.global.quiet;
     // The SPOE filters' files, read as HAProxy reads them while it parses their lines.
