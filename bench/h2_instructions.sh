@@ -28,6 +28,7 @@ h2load -n 20000 -c 1 -m 100 http://127.0.0.1:24410/ > $D/h2load.txt 2>&1
 callgrind_control -d $PX > /dev/null 2>&1
 sleep 1
 kill $PX $TS; wait $PX 2>/dev/null
+[ -n "$KEEP" ] && cp $D/cg.out* $KEEP/
 IR=$(for f in $D/cg.out*; do grep -h "^summary:\|^totals:" $f | head -1; done | awk '{s+=$2} END{print s}')
 OK=$(grep -o "[0-9]* succeeded" $D/h2load.txt | awk '{print $1}')
 echo "$LABEL ir=$IR ok=$OK per_req=$((IR/OK))"

@@ -28,6 +28,12 @@ impl Diags {
     pub fn notice(&mut self, line: &Line, msg: impl Into<String>) {
         self.list.push(Diagnostic::notice(Some(line.span.clone()), msg));
     }
+    /// An alert written as HAProxy writes some: `parsing [file:line]: ...` (no space before
+    /// the colon).
+    pub fn alert_tight(&mut self, line: &Line, msg: impl std::fmt::Display) {
+        let text = format!("parsing [{}]: {msg}", line.span);
+        self.list.push(Diagnostic::alert(None, text));
+    }
     pub fn has_errors(&self) -> bool {
         self.list.iter().any(Diagnostic::is_error)
     }
@@ -118,6 +124,21 @@ pub fn parse_size(text: &str) -> Result<u32, char> {
         Some(c) => Err(c),
         None => Ok(v << shift),
     }
+}
+
+/// HAProxy's negation/default message for a keyword that takes neither.
+pub const NO_NEGATION: &str = "negation/default currently supported only for options, log, busy-polling, set-dumpable, strict-limits, insecure-fork-wanted and numa-cpu-mapping.";
+
+/// The line as HAProxy reads it after `no`/`default`: the words shifted left, the last one
+/// emptied after `no` and kept (so doubled) after `default`; `None` when that would start
+/// with a modifier again.
+pub fn shifted(line: &Line) -> Option<Line> {
+    let mut words = line.words.get(1..)?.to_vec();
+    if line.arg(0) == "default" {
+        words.extend(line.words.last().cloned());
+    }
+    let again = matches!(words.first().map(String::as_str), None | Some("no" | "default"));
+    (!again).then(|| Line { span: line.span.clone(), words })
 }
 
 /// Reports the first argument past `max` words (keyword included) as HAProxy does:

@@ -26,6 +26,18 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
     if kw == "no" && line.arg(1) == "log" {
         return crate::logtargets::log_line(line, true, true, &mut g.logs, diags);
     }
+    if kw == "no" || kw == "default" {
+        // HAProxy shifts the words and reads the keyword with its modifier; one that takes
+        // none is refused, then read all the same.
+        let Some(shifted) = crate::args::shifted(line) else {
+            return diags.alert_tight(line, crate::args::NO_NEGATION);
+        };
+        if !crate::tune::negatable(shifted.arg(0)) {
+            diags.alert_tight(line, crate::args::NO_NEGATION);
+            return parse_line(&shifted, g, diags);
+        }
+        return negated(&shifted, kw == "no", g, diags);
+    }
     // `stats` is a family: `stats socket`, `stats timeout`...
     let stats_kw;
     let kw = if kw == "stats" {
@@ -54,6 +66,9 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
     }
     if crate::tls::is_global(kw) {
         return crate::tls::global_line(kw, line, &mut g.tls, diags);
+    }
+    if crate::tune::handles(kw) {
+        return crate::tune::line(kw, line, &mut g.tune, false, diags);
     }
     match kw {
         "daemon" => {
@@ -92,6 +107,7 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
         "set-var" | "set-var-fmt" => set_var(line, kw, g, diags),
         "expose-experimental-directives" => {
             no_extra(line, 1, kw, diags);
+            g.tune.experimental = true;
         }
         "tune.h2.header-table-size"
         | "tune.h2.initial-window-size"
@@ -380,6 +396,24 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
             }
         }
         _ => diags.alert(line, format!("'{kw}' is not supported yet")),
+    }
+}
+
+/// `no <kw>` / `default <kw>` for the keywords HAProxy lets them precede (`line` without the
+/// modifier): `default` sets as the plain keyword does.
+fn negated(line: &Line, no: bool, g: &mut Global, diags: &mut Diags) {
+    let kw = line.arg(0);
+    match kw {
+        "set-dumpable" | "insecure-fork-wanted" => {
+            if no_extra(line, 1, kw, diags) {
+                let slot = match kw {
+                    "set-dumpable" => &mut g.set_dumpable,
+                    _ => &mut g.insecure_fork_wanted,
+                };
+                *slot = !no;
+            }
+        }
+        _ => crate::tune::line(kw, line, &mut g.tune, no, diags),
     }
 }
 

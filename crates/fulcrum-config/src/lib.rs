@@ -51,6 +51,7 @@ mod tcp_rules;
 mod tcpka;
 pub mod tls;
 pub mod track;
+pub mod tune;
 pub mod unix_bind;
 mod userlist;
 mod validate;

@@ -189,6 +189,8 @@ pub struct Global {
     pub set_dumpable: bool,
     /// `insecure-fork-wanted`: the process may start programs (external checks).
     pub insecure_fork_wanted: bool,
+    /// The process and tuning knobs of [`crate::tune`].
+    pub tune: crate::tune::Tune,
     /// `external-check`: proxies may use external checks.
     pub external_check: bool,
     /// `localpeer <name>`: this process's name in `peers` sections.
@@ -263,6 +265,7 @@ impl Default for Global {
             grace: None,
             set_dumpable: false,
             insecure_fork_wanted: false,
+            tune: crate::tune::Tune::default(),
             external_check: false,
             localpeer: None,
             stats_sockets: Vec::new(),
@@ -703,6 +706,9 @@ pub struct TuneH2 {
     pub initial_window_size: u32,
     pub max_concurrent_streams: u32,
     pub max_frame_size: u32,
+    /// `h2-workaround-bogus-websocket-clients`: no SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441)
+    /// sent to clients (set from [`crate::tune::Tune`] when the plan is made).
+    pub no_websocket: bool,
 }
 
 impl Default for TuneH2 {
@@ -712,6 +718,7 @@ impl Default for TuneH2 {
             initial_window_size: 65_535,
             max_concurrent_streams: 100,
             max_frame_size: 16_384,
+            no_websocket: false,
         }
     }
 }

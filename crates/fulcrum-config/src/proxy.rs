@@ -215,7 +215,12 @@ pub fn parse_line(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
         if negated || line.arg(0) == "default" { &line.words[1..] } else { &line.words[..] };
     let first = words.first().map(String::as_str).unwrap_or("");
     if (negated || line.arg(0) == "default") && first != "option" && first != "log" {
-        return diags.alert(line, "negation/default currently supported only for options, log, busy-polling, set-dumpable, strict-limits, insecure-fork-wanted and numa-cpu-mapping.");
+        // Refused, then read all the same without the modifier (as HAProxy does).
+        diags.alert_tight(line, crate::args::NO_NEGATION);
+        if let Some(shifted) = crate::args::shifted(line) {
+            parse_line(b, &shifted, diags);
+        }
+        return;
     }
     if first == "option" && words.len() < 2 {
         return diags.alert(line, "'option' expects an option name.");

@@ -301,17 +301,17 @@ fn conflicting_binds(config: &Config, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// The longest cookie capture HAProxy keeps (`CAPTURE_LEN - 1`).
-const MAX_COOKIE_CAPTURE: u32 = 63;
-
-/// Truncates cookie captures longer than HAProxy allows, with its warning.
+/// Truncates cookie captures longer than HAProxy allows (`tune.http.cookielen`, 63 bytes by
+/// default), with its warning.
 pub fn truncate_cookie_captures(config: &mut Config, out: &mut Vec<Diagnostic>) {
+    let max = config.global.tune.cookie_len.saturating_sub(1);
     for p in &mut config.proxies {
         for c in p.captures.iter_mut().filter(|c| c.kind == CaptureKind::Cookie) {
-            if c.len > MAX_COOKIE_CAPTURE {
-                c.len = MAX_COOKIE_CAPTURE;
+            // HAProxy's `capture_len >= cookie_len`.
+            if c.len > max {
+                c.len = max;
                 let msg = format!(
-                    "truncating capture length to {MAX_COOKIE_CAPTURE} bytes for {} '{}'.",
+                    "truncating capture length to {max} bytes for {} '{}'.",
                     type_word(p.kind),
                     p.name
                 );

@@ -391,6 +391,13 @@ pub fn set_dumpable() -> io::Result<()> {
     Ok(())
 }
 
+/// `PR_SET_NO_NEW_PRIVS` for this thread and those and the programs it starts afterwards.
+pub fn no_new_privs() -> io::Result<()> {
+    // SAFETY: plain syscall with integer arguments.
+    check(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) })?;
+    Ok(())
+}
+
 /// `chroot <dir>`: the process's root becomes `dir`, and its working directory that root.
 pub fn chroot(dir: &std::path::Path) -> io::Result<()> {
     use std::os::unix::ffi::OsStrExt;

@@ -572,6 +572,9 @@ fn start(
         Box::new(move || crate::api::start(api, api_sockets)) as runtime::OnStart
     });
     crate::log::set_quiet(args.quiet || plan.global.quiet);
+    if let Some(mode) = plan.global.tune.profiling_tasks {
+        crate::runtime::profiling::set("tasks", mode);
+    }
     // (Inside the chroot: what the workers will see.)
     if let Some(l) = &plan.proxies.global_logger {
         l.probe();
@@ -623,6 +626,7 @@ fn open_master_sockets(specs: &[String]) -> Result<Vec<crate::api::ApiSocket>, S
             bufs: Default::default(),
             keepalive: Default::default(),
             unix: listener::UnixOwner::resolve(&perms)?,
+            reuseport: true,
         };
         let sockets = listener::open(&bind, opts, 1, &mut Inherited::default())
             .map_err(|e| format!("Cannot create master CLI socket {addr}: {e}"))?;
@@ -645,6 +649,7 @@ fn open_api_sockets(g: &cfg::Global) -> Result<Vec<crate::api::ApiSocket>, Strin
             bufs: Default::default(),
             keepalive: Default::default(),
             unix,
+            reuseport: !g.tune.noreuseport,
         };
         for addr in &s.bind.addrs {
             let mut none = Inherited::default();
@@ -668,30 +673,45 @@ fn available_cpus() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(64)
 }
 
-/// Raises `RLIMIT_NOFILE` as HAProxy does and returns the process `maxconn`.
+/// Raises `RLIMIT_NOFILE` as HAProxy does and returns the process `maxconn`: never above
+/// `fd-hard-limit`; a limit that cannot be had stops the start with `strict-limits` (HAProxy
+/// 2.6's default) when it follows from an explicit setting, otherwise the most that can be had
+/// is taken with a warning.
 fn raise_fd_limit(plan: &Plan, cli_maxconn: Option<u32>, listener_fds: usize) -> Option<u32> {
     let (soft, hard) = crate::sys::nofile_limit().unwrap_or((1024, 1024));
     // External checks' programs get the limits the process started with, as in HAProxy.
     let _ = crate::health::external::BOOT_NOFILE.set((soft, hard));
+    let tune = &plan.global.tune;
+    let cap = tune.fd_hard_limit.unwrap_or(u64::MAX);
     let explicit = plan.global.ulimit_n;
     let maxconn = plan.global.maxconn.or(cli_maxconn).unwrap_or_else(|| {
         // As HAProxy: as many connections as the allowed descriptors permit (two per session).
-        let fds = explicit.unwrap_or(hard.min(1 << 20));
+        let fds = explicit.unwrap_or(hard.min(1 << 20).min(cap));
         (fds.saturating_sub(listener_fds as u64 + 64) / 2).clamp(100, u32::MAX as u64) as u32
     });
     let wanted = explicit.unwrap_or(u64::from(maxconn) * 2 + listener_fds as u64 + 64);
     // An explicit `ulimit-n` is applied as given, lower or higher; otherwise only raised.
-    if wanted > soft || explicit.is_some_and(|n| n != soft) {
-        if let Err(e) = crate::sys::set_nofile_limit(wanted) {
-            let msg = format!(
-                "[fulcrum.main()] Cannot raise FD limit to {wanted}, limit is {soft} ({e})."
-            );
+    if wanted > soft || wanted > cap || explicit.is_some_and(|n| n != soft) {
+        let set = match wanted > cap {
+            true => Err(None),
+            false => crate::sys::set_nofile_limit(wanted).map_err(Some),
+        };
+        if let Err(e) = set {
+            let why = e.map(|e| format!(" ({e})")).unwrap_or_default();
+            let msg = |limit: u64| {
+                format!(
+                    "[fulcrum.main()] Cannot raise FD limit to {wanted}, limit is {limit}{why}."
+                )
+            };
             // As HAProxy: fatal when the limit follows from an explicit setting.
-            if explicit.is_some() || plan.global.maxconn.or(cli_maxconn).is_some() {
-                alert(msg);
+            let asked = explicit.is_some() || plan.global.maxconn.or(cli_maxconn).is_some();
+            if tune.strict_limits && (asked || wanted > cap) {
+                alert(msg(soft.min(cap)));
                 return None;
             }
-            warning(msg);
+            // `no strict-limits`: the most that can be had.
+            let _ = crate::sys::set_nofile_limit(hard.min(cap));
+            warning(msg(crate::sys::nofile_limit().map_or(soft, |l| l.0)));
         }
     }
     Some(maxconn)
@@ -721,6 +741,7 @@ fn open_listeners(
                 bufs: plan.global.client_bufs,
                 keepalive: fe.client_tcpka,
                 unix,
+                reuseport: !plan.global.tune.noreuseport,
             };
             for addr in &bind.addrs {
                 let sockets = match listener::open(addr, opts, nbthread, inherited) {
@@ -798,6 +819,11 @@ fn drop_privileges(g: &cfg::Global) -> Result<(), String> {
     crate::sys::drop_privileges(uid, gid).map_err(|e| format!("Cannot drop privileges: {e}"))?;
     if g.set_dumpable {
         crate::sys::set_dumpable().map_err(|e| format!("set-dumpable: {e}"))?;
+    }
+    // As HAProxy's workers: no privileges gained through setuid programs (an external check's),
+    // unless `insecure-setuid-wanted`; the worker threads started next inherit it.
+    if !g.tune.insecure_setuid_wanted && crate::sys::no_new_privs().is_err() {
+        warning("Failed to disable setuid, please report to developers with detailed information about your operating system. You can silence this warning by adding 'insecure-setuid-wanted' in the 'global' section.");
     }
     Ok(())
 }

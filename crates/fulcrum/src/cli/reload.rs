@@ -69,7 +69,7 @@ impl Context {
                 let share = |ratio: u32| (maxsock * ratio as usize).div_ceil(100);
                 (share(g.tune_pool_low_fd_ratio), share(g.tune_pool_high_fd_ratio))
             },
-            h2: g.tune_h2,
+            h2: fulcrum_config::TuneH2 { no_websocket: g.tune.h2_no_websocket, ..g.tune_h2 },
             max_accept: g.tune_maxaccept.map_or(usize::MAX, |n| n as usize),
             bufsize: g.tune_bufsize,
             proxies: Arc::clone(&plan.proxies),

@@ -261,7 +261,7 @@ pub fn v1(src: Option<SocketAddr>, dst: Option<SocketAddr>) -> Vec<u8> {
     }
 }
 
-/// A v2 header, with TLVs.
+/// A v2 header, with TLVs: `PROXY` with both addresses, `LOCAL` without.
 pub fn v2(src: Option<SocketAddr>, dst: Option<SocketAddr>, extras: &Extras<'_>) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
     out.extend_from_slice(V2_SIG);
@@ -293,8 +293,9 @@ pub fn v2(src: Option<SocketAddr>, dst: Option<SocketAddr>, extras: &Extras<'_>)
             body.extend_from_slice(&sp.to_be_bytes());
             body.extend_from_slice(&dp.to_be_bytes());
         }
+        // HAProxy's LOCAL command when an address is not IP (a UNIX client, a check).
         None => {
-            out.push(0x21);
+            out.push(0x20);
             out.push(0x00);
         }
     }

@@ -44,6 +44,8 @@ pub struct Job {
     pub first: Duration,
     /// `spread-checks` percentage.
     pub spread: u32,
+    /// `pp2-never-send-local`.
+    pub never_local: bool,
 }
 
 /// The tasks a plan needs (its backends, its `global` settings), in HAProxy's order (backends,
@@ -82,10 +84,12 @@ pub fn jobs(backends: &[Arc<Backend>], g: &Global) -> Vec<Job> {
         }
         let first = span * pos as u32 / n;
         let kind = if agent { Kind::Agent } else { Kind::Health };
-        out.push(Job { backend, idx, kind, first, spread: g.spread_checks });
+        let (spread, never_local) = (g.spread_checks, g.tune.pp2_never_send_local);
+        out.push(Job { backend, idx, kind, first, spread, never_local });
     }
     for (backend, idx) in warmups {
-        out.push(Job { backend, idx, kind: Kind::Warmup, first: Duration::ZERO, spread: 0 });
+        let first = Duration::ZERO;
+        out.push(Job { backend, idx, kind: Kind::Warmup, first, spread: 0, never_local: false });
     }
     out
 }
@@ -103,14 +107,16 @@ async fn checks(job: &Job, bufsize: usize) {
     let agent = job.kind == Kind::Agent;
     let be = &job.backend;
     let mut version = be.servers[job.idx].check_version();
-    let Some(mut plan) = check_plan(be, job.idx, agent, bufsize) else { return };
+    let Some(mut plan) = check_plan(be, job.idx, agent, (bufsize, job.never_local)) else { return };
     let mut rng = crate::random::u64() | 1;
     let mut scratch = run::Scratch::default();
     loop {
         // The server moved (`set server ... addr`), or its checks did (`check-port`...).
         if be.servers[job.idx].check_version() != version {
             version = be.servers[job.idx].check_version();
-            let Some(p) = check_plan(be, job.idx, agent, bufsize) else { return };
+            let Some(p) = check_plan(be, job.idx, agent, (bufsize, job.never_local)) else {
+                return;
+            };
             plan = p;
         }
         let (paused, inter, up) = {
@@ -201,7 +207,12 @@ impl std::ops::Deref for CheckPlan {
     }
 }
 
-fn check_plan(be: &Backend, idx: usize, agent: bool, bufsize: usize) -> Option<CheckPlan> {
+fn check_plan(
+    be: &Backend,
+    idx: usize,
+    agent: bool,
+    (bufsize, never_local): (usize, bool),
+) -> Option<CheckPlan> {
     let s = &be.servers[idx];
     let p = &s.policy;
     let hc = &be.health_check;
@@ -211,8 +222,14 @@ fn check_plan(be: &Backend, idx: usize, agent: bool, bufsize: usize) -> Option<C
         (live.agent_port.or(a.port), live.agent_addr.or(p.agent_addr), a.inter, false)
     } else {
         let c = p.check.as_ref()?;
-        (live.check_port.or(c.port), live.check_addr.or(p.check_addr), c.inter, c.send_proxy)
+        // HAProxy: the server's own header too when the check goes to its address and port.
+        let own = s.send_proxy.is_some() && c.port.is_none() && p.check_addr.is_none();
+        (live.check_port.or(c.port), live.check_addr.or(p.check_addr), c.inter, c.send_proxy || own)
     };
+    let proxy_v2 = s.send_proxy.as_ref().filter(|sp| sp.version == 2).map(|sp| run::ProxyV2 {
+        local: !never_local,
+        crc32c: sp.options.iter().any(|o| o == "crc32c"),
+    });
     let dest = match &s.target() {
         Target::Unix(path) if port.is_none() && ip_override.is_none() => {
             run::Dest::Unix(path.clone())
@@ -264,6 +281,7 @@ fn check_plan(be: &Backend, idx: usize, agent: bool, bufsize: usize) -> Option<C
             timeout_check: be.timeouts.check,
             timeout_connect: be.timeouts.connect,
             send_proxy,
+            proxy_v2,
             socks4: s.socks4.filter(|_| !agent && p.check.as_ref().is_some_and(|c| c.via_socks4)),
             socks4_proxy: s.socks4.filter(|_| !agent),
             source: s.source.clone().or_else(|| be.source.clone()),

@@ -26,6 +26,15 @@ use crate::connection::{Pipe, Stream};
 use crate::http::peer::Peer;
 use crate::server::state::CheckResult;
 
+/// A check's PROXY v2 header: HAProxy's `LOCAL` command (the connection is the proxy's own),
+/// or with `pp2-never-send-local` a `PROXY` one with the check connection's addresses; a
+/// CRC32C when the server's header has one.
+#[derive(Clone, Copy, Debug)]
+pub struct ProxyV2 {
+    pub local: bool,
+    pub crc32c: bool,
+}
+
 /// Where and how to check, prepared once per check task.
 #[derive(Debug)]
 pub struct Plan {
@@ -36,8 +45,12 @@ pub struct Plan {
     pub inter: Duration,
     pub timeout_check: Option<Duration>,
     pub timeout_connect: Option<Duration>,
-    /// `check-send-proxy` (health check only).
+    /// The default connect sends a PROXY header: `check-send-proxy`, or the server's
+    /// `send-proxy`/`send-proxy-v2` when the check goes to its address and port (HAProxy's
+    /// `init_srv_check`); health checks only.
     pub send_proxy: bool,
+    /// The server's `send-proxy-v2`: the header a check sends is version 2 (else 1).
+    pub proxy_v2: Option<ProxyV2>,
     /// `check-via-socks4`: the server's SOCKS4 proxy, which default connects go through.
     pub socks4: Option<std::net::SocketAddr>,
     /// The server's `socks4` proxy, for a `tcp-check connect via-socks4`.
@@ -726,7 +739,7 @@ impl Runner<'_> {
         let proxy = c.send_proxy || (dflt && self.plan.send_proxy);
         if proxy {
             let line = self.proxy_line();
-            self.send(line.as_bytes(), step).await?;
+            self.send(&line, step).await?;
         }
         let tls = match (own_tls, dflt) {
             (Some(t), _) => Some(t),
@@ -784,19 +797,24 @@ impl Runner<'_> {
     }
 
     /// PROXY v1 line of the check connection itself (HAProxy sends its own addresses).
-    fn proxy_line(&self) -> String {
+    fn proxy_line(&self) -> Vec<u8> {
+        let mut addrs = (None, None);
         if let Some(Conn(Peer::Bytes(s @ Stream::Tcp(_)))) = &self.conn {
             let sock = socket2::SockRef::from(s);
-            let addrs = (
+            addrs = (
                 sock.local_addr().ok().and_then(|a| a.as_socket()),
                 sock.peer_addr().ok().and_then(|a| a.as_socket()),
             );
-            if let (Some(l), Some(p)) = addrs {
-                let fam = if l.is_ipv4() { "TCP4" } else { "TCP6" };
-                return format!("PROXY {fam} {} {} {} {}\r\n", l.ip(), p.ip(), l.port(), p.port());
+        }
+        match self.plan.proxy_v2 {
+            None => crate::connection::proxy::v1(addrs.0, addrs.1),
+            Some(v2) => {
+                let extras =
+                    crate::connection::proxy::Extras { crc32c: v2.crc32c, ..Default::default() };
+                let (src, dst) = if v2.local { (None, None) } else { addrs };
+                crate::connection::proxy::v2(src, dst, &extras)
             }
         }
-        "PROXY UNKNOWN\r\n".to_string()
     }
 
     async fn send(&mut self, bytes: &[u8], step: &Step) -> Result<(), CheckResult> {

@@ -40,10 +40,11 @@ enum Kind {
 }
 
 impl Encoder {
-    /// An encoder for `algo` at `level` (`tune.comp.maxlevel`, 1 to 9).
-    pub fn new(algo: CompAlgo, level: u32) -> Encoder {
+    /// An encoder for `algo` at `level` (`tune.comp.maxlevel`, 1 to 9), deflate's window of
+    /// `window` bits (`tune.zlib.windowsize`).
+    pub fn new(algo: CompAlgo, level: u32, window: u8) -> Encoder {
         let n = level.clamp(1, 9);
-        let level = Level::new(n);
+        let level = (Level::new(n), window.clamp(9, 15));
         let out = Vec::new();
         let kind = match algo {
             CompAlgo::Identity => Kind::Identity(out),
@@ -152,6 +153,8 @@ struct Flate {
     /// it), and the level now (HAProxy's `cur_lvl`).
     first: u32,
     level: u32,
+    /// The window's size in bits (the zlib head tells it).
+    window: u8,
     out: Vec<u8>,
 }
 
@@ -162,10 +165,11 @@ enum Wrap {
 }
 
 impl Flate {
-    fn kind(wrap: Wrap, level: Level) -> Kind {
-        let c = Compress::new(level, false);
+    fn kind(wrap: Wrap, (level, window): (Level, u8)) -> Kind {
+        let c = Compress::new_with_window_bits(level, false, window);
         let first = level.level();
-        Kind::Flate(Box::new(Flate { c, wrap, begun: false, first, level: first, out: Vec::new() }))
+        let out = Vec::new();
+        Kind::Flate(Box::new(Flate { c, wrap, begun: false, first, level: first, window, out }))
     }
 
     /// After a block's sync flush: one level down while `pressed`, else one up to the first;
@@ -176,7 +180,7 @@ impl Flate {
             false => (self.level + 1).min(self.first),
         };
         if next != self.level {
-            self.c = Compress::new(Level::new(next), false);
+            self.c = Compress::new_with_window_bits(Level::new(next), false, self.window);
             self.level = next;
         }
     }
@@ -204,7 +208,7 @@ impl Flate {
                         6 => 2,
                         _ => 3,
                     };
-                    let head = 0x7800 | flevel << 6;
+                    let head = (u16::from(self.window) - 8) << 12 | 0x0800 | flevel << 6;
                     let head = head + 31 - head % 31;
                     self.out.extend_from_slice(&head.to_be_bytes());
                 }
@@ -287,7 +291,7 @@ mod tests {
     use std::io::Read;
 
     fn run(algo: CompAlgo, pieces: &[&[u8]]) -> Vec<u8> {
-        let mut e = Encoder::new(algo, 1);
+        let mut e = Encoder::new(algo, 1, 15);
         let mut out = Vec::new();
         for (i, p) in pieces.iter().enumerate() {
             out.extend_from_slice(e.push(p, i + 1 == pieces.len(), false).expect("push").0);
@@ -319,7 +323,7 @@ mod tests {
         brotli::Decompressor::new(&br[..], 4096).read_to_end(&mut back).expect("unbrotli");
         assert_eq!(back, [text, text].concat());
         // A first block alone is complete data (sync flush): a reader gets it at once.
-        let mut e = Encoder::new(CompAlgo::Gzip, 1);
+        let mut e = Encoder::new(CompAlgo::Gzip, 1, 15);
         let first = e.push(text, false, false).expect("push").0.to_vec();
         let mut d = flate2::write::GzDecoder::new(Vec::new());
         d.write_all(&first).expect("partial");
@@ -344,7 +348,7 @@ mod tests {
             back
         };
         for algo in [CompAlgo::Gzip, CompAlgo::Deflate, CompAlgo::RawDeflate] {
-            let mut e = Encoder::new(algo, 1);
+            let mut e = Encoder::new(algo, 1, 15);
             let (mut out, mut sizes, mut compressed) = (Vec::new(), Vec::new(), Vec::new());
             for i in 0..6 {
                 let (o, c) = e.push(&text, false, i == 1 || i == 2).expect("push");
@@ -361,12 +365,40 @@ mod tests {
             assert_eq!(e.bytes_in, 4 * text.len() as u64);
         }
         // The heads zlib writes, so clients see what HAProxy's zlib sends.
-        let mut z = Encoder::new(CompAlgo::Deflate, 1);
+        let mut z = Encoder::new(CompAlgo::Deflate, 1, 15);
         assert_eq!(&z.push(b"x", true, false).expect("zlib").0[..2], [0x78, 0x01]);
-        let mut g = Encoder::new(CompAlgo::Gzip, 1);
+        let mut g = Encoder::new(CompAlgo::Gzip, 1, 15);
         assert_eq!(
             &g.push(b"x", true, false).expect("gzip").0[..10],
             [31, 139, 8, 0, 0, 0, 0, 0, 4, 3]
         );
+    }
+
+    #[test]
+    fn the_window_is_tune_zlib_windowsize() {
+        // A text whose repeats are 8 kB apart: a 4 kB window cannot reach them.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let unit: Vec<u8> = (0..8192)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            })
+            .collect();
+        let text = [unit.clone(), unit.clone(), unit].concat();
+        let mut sizes = Vec::new();
+        for window in [12, 15] {
+            let mut z = Encoder::new(CompAlgo::Deflate, 9, window);
+            let out = z.push(&text, true, false).expect("zlib").0.to_vec();
+            // zlib's head names the window (CINFO), and the stream decodes.
+            assert_eq!(out[0], (window - 8) << 4 | 8);
+            assert_eq!(u16::from_be_bytes([out[0], out[1]]) % 31, 0);
+            let mut back = Vec::new();
+            flate2::read::ZlibDecoder::new(&out[..]).read_to_end(&mut back).expect("decodes");
+            assert_eq!(back, text);
+            sizes.push(out.len());
+        }
+        assert!(sizes[0] > 2 * sizes[1], "a smaller window finds fewer repeats: {sizes:?}");
     }
 }

@@ -105,6 +105,8 @@ pub struct HttpProxy {
     /// `compression` (a `mode http` proxy's), with the process's `tune.comp.maxlevel`.
     pub compression: Option<std::sync::Arc<fulcrum_config::compression::Compression>>,
     pub comp_level: u32,
+    /// `tune.zlib.windowsize`: the deflate window, in bits (9 to 15; zlib takes 8 as 9).
+    pub comp_window: u8,
     /// `filter trace` lines (see `http::trace`).
     pub traces: Vec<std::sync::Arc<fulcrum_config::filters::TraceFilter>>,
     /// `use-fcgi-app` (backend): the application its `proto fcgi` servers run.

@@ -43,6 +43,9 @@ pub struct BindOptions<'a> {
     pub keepalive: fulcrum_config::TcpKeepAlive,
     /// `mode`, `uid`/`user`, `gid`/`group` of a UNIX socket's file (names resolved).
     pub unix: UnixOwner,
+    /// SO_REUSEPORT on TCP listeners, a socket per worker (`noreuseport`: one socket, shared,
+    /// so no other process may bind the address meanwhile).
+    pub reuseport: bool,
 }
 
 /// The mode and owner a UNIX socket's file is given.
@@ -112,6 +115,13 @@ fn open_sockets(
                 .into_iter()
                 .map(|s| OpenSocket { socket: s, unix: false })
                 .collect();
+            if !opts.reuseport {
+                let socket = match out.into_iter().next() {
+                    Some(s) => s.socket,
+                    None => open_inet(sa, &opts, backlog)?,
+                };
+                return duplicate(socket, count, false);
+            }
             while out.len() < count {
                 let socket = open_inet(sa, &opts, backlog)?;
                 out.push(OpenSocket { socket, unix: false });
@@ -202,7 +212,7 @@ fn open_inet(sa: &SocketAddr, opts: &BindOptions<'_>, backlog: i32) -> io::Resul
         socket.set_only_v6(only)?;
     }
     socket.set_reuse_address(true)?;
-    socket.set_reuse_port(true)?;
+    socket.set_reuse_port(opts.reuseport)?;
     socket.set_nonblocking(true)?;
     socket.set_tcp_nodelay(true)?;
     crate::connection::force_buffers(&socket, opts.bufs);
@@ -292,6 +302,7 @@ mod tests {
             keepalive: Default::default(),
             unix: UnixOwner::default(),
             sockopts: o,
+            reuseport: true,
         };
         open_inet(&"127.0.0.1:0".parse().expect("an address"), &opts, 64)
     }

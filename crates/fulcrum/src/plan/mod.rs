@@ -563,6 +563,7 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
         retry_on: retry_on(&p.retry_on),
         compression: p.compression.clone().map(Arc::new),
         comp_level: g.tune_comp_maxlevel,
+        comp_window: g.tune.zlib_windowsize,
         traces: p
             .filters
             .iter()

@@ -33,3 +33,4 @@ mod stats_page;
 mod timeouts;
 mod tls;
 mod tls_checks;
+mod tuning;

@@ -151,8 +151,9 @@ impl Session<'_> {
     /// A cached body to an HTTP/2 client, or compressed, or seen by a bandwidth limit or a
     /// trace filter: as pieces.
     async fn cached_body(&mut self, body: &[u8], be: &Backend) -> Xfer {
-        let mut enc =
-            self.t.comp.map(|a| crate::http::encoder::Encoder::new(a, self.http.comp_level));
+        let mut enc = self.t.comp.map(|a| {
+            crate::http::encoder::Encoder::new(a, self.http.comp_level, self.http.comp_window)
+        });
         let to = match self.client.takes_pieces() {
             true => pieces::Sink::Pieces(&self.client),
             // (Chunks when compressed: the stored length no longer holds.)
@@ -185,8 +186,9 @@ impl Session<'_> {
         st: Option<Duration>,
         mut store: Option<Box<crate::cache::Writer>>,
     ) -> Xfer {
-        let mut enc =
-            self.t.comp.map(|a| crate::http::encoder::Encoder::new(a, self.http.comp_level));
+        let mut enc = self.t.comp.map(|a| {
+            crate::http::encoder::Encoder::new(a, self.http.comp_level, self.http.comp_window)
+        });
         if matches!(body, Body::None | Body::Length(0)) && enc.is_none() && store.is_none() {
             // (Here for the trace filters or bandwidth limits alone: no payload to move.)
             if let Some(t) = self.t.trace.as_deref_mut() {

@@ -338,8 +338,9 @@ impl Session<'_> {
         let ct = self.fe.timeouts.client;
         let mut req_scanner = self.scanner.clone();
         self.scanner.reset();
-        let mut enc =
-            self.t.comp.map(|a| crate::http::encoder::Encoder::new(a, self.http.comp_level));
+        let mut enc = self.t.comp.map(|a| {
+            crate::http::encoder::Encoder::new(a, self.http.comp_level, self.http.comp_window)
+        });
         let (up, down) = match self.t.vars.bwlim.as_deref_mut() {
             Some(b) => (Some(&mut b.up[..]), Some(&mut b.down[..])),
             None => (None, None),

@@ -137,7 +137,9 @@ impl Conn {
             settings.push((5, max_frame as u32));
         }
         settings.push((6, max_list as u32));
-        settings.push((8, 1));
+        if !tune.no_websocket {
+            settings.push((8, 1));
+        }
         let side = Front {
             last_id: 0,
             opened: Vec::new(),
