@@ -484,6 +484,11 @@ pub struct Proxy {
     /// headers whose name has a character other than a letter, a digit or `-`, 2 refuse such
     /// requests with a 403 (after the proxy's `http-request` rules), 3 preserve (set).
     pub restrict_req_hdr_names: u8,
+    /// `option accept-invalid-http-request` (frontend side) and
+    /// `option accept-invalid-http-response` (backend side): HTTP/1 heads parsed leniently
+    /// (`fulcrum_http::Head::set_lenient`), the faults let pass kept for `show errors`.
+    pub accept_invalid_req: bool,
+    pub accept_invalid_resp: bool,
     /// `option http-ignore-probes` (frontend side): a connection closed or timed out before
     /// sending any byte gets no 400/408 answer (nor log, nor error count).
     pub http_ignore_probes: bool,

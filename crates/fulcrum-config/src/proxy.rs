@@ -152,6 +152,8 @@ impl ProxyBuild {
             dontlognull: false,
             restrict_req_hdr_names: 0,
             http_ignore_probes: false,
+            accept_invalid_req: false,
+            accept_invalid_resp: false,
             http_use_proxy_header: false,
             http_pretend_keepalive: false,
             checkcache: false,
@@ -198,8 +200,10 @@ impl ProxyBuild {
             b.proxy.retry_on = vec![RetryOn::ConnFailure];
             b.proxy.http_pretend_keepalive = false;
             b.proxy.checkcache = false;
+            b.proxy.accept_invalid_resp = false;
         }
         if !kind.is_frontend() {
+            b.proxy.accept_invalid_req = false;
             b.proxy.monitor_uri = None;
             b.proxy.http_ignore_probes = false;
             b.proxy.http_use_proxy_header = false;
@@ -584,9 +588,13 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         | "option http-ignore-probes"
         | "option http-use-proxy-header"
         | "option http-pretend-keepalive"
+        | "option accept-invalid-http-request"
+        | "option accept-invalid-http-response"
         | "option checkcache" => {
             if no_extra(line, 2 + usize::from(negated), name, diags) {
                 let slot = match name {
+                    "option accept-invalid-http-request" => &mut p.accept_invalid_req,
+                    "option accept-invalid-http-response" => &mut p.accept_invalid_resp,
                     "option dontlognull" => &mut p.dontlognull,
                     "option http-ignore-probes" => &mut p.http_ignore_probes,
                     "option http-use-proxy-header" => &mut p.http_use_proxy_header,

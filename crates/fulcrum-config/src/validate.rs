@@ -355,6 +355,8 @@ pub fn drop_http_only(config: &mut Config, out: &mut Vec<Diagnostic>) {
             ("http-ignore-probes", &mut p.http_ignore_probes),
             ("http-use-proxy-header", &mut p.http_use_proxy_header),
             ("http-pretend-keepalive", &mut p.http_pretend_keepalive),
+            ("accept-invalid-http-request", &mut p.accept_invalid_req),
+            ("accept-invalid-http-response", &mut p.accept_invalid_resp),
         ] {
             if std::mem::take(slot) {
                 warn(format!("'option {opt}' ignored for {who} as it requires HTTP mode."));

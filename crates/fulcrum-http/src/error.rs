@@ -50,7 +50,8 @@ pub enum HeadError {
     /// HAProxy 2.6 answers **422 Unprocessable Content** to such a request (verified) and 502
     /// to such a response.
     UnsupportedTransferCoding,
-    /// A request has more than one Host header.
+    /// A request has Host headers with different values (the same one again is merged, as
+    /// HAProxy 2.6 does).
     DuplicateHost,
     /// The Host header holds a blank, a control byte or a delimiter of another URI part, or
     /// differs from the authority of an absolute-form or authority-form target.

@@ -132,6 +132,49 @@ pub fn check_head(data: &[u8]) {
                 check_edits(&mut one, kind, data, &mut rng);
             }
         }
+        check_lenient(data, kind, &mut rng);
+    }
+}
+
+/// The lenient parse (`option accept-invalid-http-*`) takes all the strict one takes, the same
+/// way and tolerating nothing; in pieces it gives what it gives at once; and what it takes
+/// besides is written out and parsed back (leniently) to the same head.
+fn check_lenient(data: &[u8], kind: Kind, rng: &mut Rng) {
+    let limits = Limits::default();
+    let mut strict = Head::new();
+    let s = parse(&mut strict, kind, data, &limits);
+    let mut lax = Head::new();
+    lax.set_lenient(true);
+    let l = parse(&mut lax, kind, data, &limits);
+    if let Ok(Some(n)) = s {
+        assert_eq!(l, Ok(Some(n)), "the lenient parse refuses what the strict one takes");
+        assert_eq!(lax.tolerated(), None);
+        assert_eq!(snapshot(&lax, true), snapshot(&strict, true));
+    }
+    let mut cuts = [rng.below(data.len() + 1), data.len()];
+    cuts.sort_unstable();
+    let mut split = Head::new();
+    split.set_lenient(true);
+    for cut in cuts {
+        let r = parse(&mut split, kind, &data[..cut], &limits);
+        if r != Ok(None) || cut == data.len() {
+            assert_eq!(r, l, "lenient, split at {cut} of {}", data.len());
+            break;
+        }
+    }
+    if let Ok(Some(_)) = l {
+        let out = written(&lax);
+        let mut back = Head::new();
+        back.set_lenient(true);
+        let r = parse(&mut back, kind, &out, &ROOMY);
+        if !matches!(r, Err(HeadError::MissingHost)) {
+            assert_eq!(r, Ok(Some(out.len())), "lenient head does not parse back: {out:?}");
+            assert_eq!(
+                snapshot(&back, true),
+                snapshot(&lax, true),
+                "lenient head changed: {out:?}"
+            );
+        }
     }
 }
 

@@ -299,6 +299,10 @@ pub struct Head {
     seen_host: bool,
     /// An HTTP/1.1 request must carry Host (see [`Head::set_host_required`]).
     host_optional: bool,
+    /// HAProxy's `option accept-invalid-http-request|response` (see [`Head::set_lenient`]).
+    lenient: bool,
+    /// The first fault a lenient parse let pass.
+    tolerated: Option<HeadError>,
 }
 
 impl Default for Head {
@@ -328,6 +332,8 @@ impl Head {
             seen_te: false,
             seen_host: false,
             host_optional: false,
+            lenient: false,
+            tolerated: None,
         }
     }
 
@@ -367,6 +373,7 @@ impl Head {
         self.seen_cl = None;
         self.seen_te = false;
         self.seen_host = false;
+        self.tolerated = None;
     }
 
     /// Parses a request head at the start of `buf`.
@@ -395,6 +402,27 @@ impl Head {
         limits: &Limits,
     ) -> Result<Option<usize>, HeadError> {
         self.parse(buf, limits, Kind::Response)
+    }
+
+    /// HAProxy's `option accept-invalid-http-request` (for requests) or
+    /// `accept-invalid-http-response` (for responses), kept until changed: any byte but LF
+    /// in a field name, a request-target byte above 0x7F, a Host that names another host than
+    /// an absolute target, any version made of letters, digits, `.` and `/` (HTTP/1.1 when it
+    /// is 8 bytes long and at least x.1 by its digits, else HTTP/1.0), and for a request
+    /// none at all (an HTTP/0.9 `GET <target>`, taken as HTTP/1.0). The strict checks run
+    /// first; these are tried only where one fails, and the first fault let pass is kept
+    /// ([`Head::tolerated`]) for `show errors`.
+    pub fn set_lenient(&mut self, on: bool) {
+        self.lenient = on;
+    }
+
+    /// The first fault the last parse let pass ([`Head::set_lenient`]).
+    pub fn tolerated(&self) -> Option<HeadError> {
+        self.tolerated
+    }
+
+    fn tolerate(&mut self, e: HeadError) {
+        self.tolerated.get_or_insert(e);
     }
 
     /// Forgets an unfinished parse: the next `parse_*` starts a new message. Parsing resumes
@@ -443,7 +471,18 @@ impl Head {
                     self.finish()?;
                     return Ok(Some(self.consumed));
                 }
-                match scan_field_line(window)? {
+                let scan = match scan_field_line(window) {
+                    Ok(scan) => scan,
+                    Err(e) if self.lenient && lenient_name(e) => {
+                        let scan = scan_field_line_lenient(window)?;
+                        if scan != FieldScan::Partial {
+                            self.tolerate(e);
+                        }
+                        scan
+                    }
+                    Err(e) => return Err(e),
+                };
+                match scan {
                     FieldScan::Line { end, next, name, value } => {
                         self.consumed = pos + next;
                         self.field(&window[..end], name, value, limits)?;
@@ -491,7 +530,18 @@ impl Head {
     }
 
     fn request_line(&mut self, line: &[u8], complete: bool) -> Result<(), HeadError> {
-        let Some(l) = check_request_line(line, complete)? else { return Ok(()) };
+        let l = match check_request_line(line, complete) {
+            Ok(l) => l,
+            Err(e) if self.lenient => {
+                let l = check_request_line_lenient(line, complete)?;
+                if l.is_some() {
+                    self.tolerate(e);
+                }
+                l
+            }
+            Err(e) => return Err(e),
+        };
+        let Some(l) = l else { return Ok(()) };
         let base = self.store.len();
         self.store.extend_from_slice(line);
         self.set_request_line(base, &l);
@@ -508,29 +558,49 @@ impl Head {
     }
 
     fn status_line(&mut self, line: &[u8], complete: bool) -> Result<(), HeadError> {
-        check_version(&line[..line.len().min(8)], false)?;
-        match line.get(8) {
-            None if !complete => return Ok(()),
-            None if line.len() < 8 => return Err(HeadError::BadVersion),
-            None => return Err(HeadError::BadStatus),
-            Some(b' ') => {}
-            Some(&b) => return Err(byte_error(b, HeadError::BadVersion)),
-        }
+        let strict =
+            check_version(&line[..line.len().min(8)], false).and_then(|_| match line.get(8) {
+                None if !complete => Ok(None),
+                None if line.len() < 8 => Err(HeadError::BadVersion),
+                None => Err(HeadError::BadStatus),
+                Some(b' ') => Ok(Some(8)),
+                Some(&b) => Err(byte_error(b, HeadError::BadVersion)),
+            });
+        let v = match strict {
+            Ok(Some(v)) => v,
+            Ok(None) => return Ok(()),
+            Err(e) if self.lenient && e != HeadError::BadStatus => {
+                // Any version of letters, digits, `.` and `/` up to the first SP.
+                let v = line.iter().take_while(|&&b| is_version_char(b)).count();
+                match line.get(v) {
+                    None if !complete => return Ok(()),
+                    Some(b' ') if v > 0 => {}
+                    None => return Err(HeadError::BadVersion),
+                    Some(&b) => return Err(byte_error(b, HeadError::BadVersion)),
+                }
+                if complete {
+                    self.tolerate(e);
+                }
+                v
+            }
+            Err(e) => return Err(e),
+        };
+        // The status code after the version's SP, then an optional reason.
         let mut code: u16 = 0;
-        for k in 9..12 {
+        for k in v + 1..v + 4 {
             match line.get(k) {
                 None if complete => return Err(HeadError::BadStatus),
                 None => return Ok(()),
-                Some(&d) if d.is_ascii_digit() && (k > 9 || d != b'0') => {
+                Some(&d) if d.is_ascii_digit() && (k > v + 1 || d != b'0') => {
                     code = code * 10 + u16::from(d - b'0');
                 }
                 Some(&b) => return Err(byte_error(b, HeadError::BadStatus)),
             }
         }
         // HAProxy also takes a status line without the SP before an empty reason.
-        let reason = match line.get(12) {
-            None => 12..12,
-            Some(b' ') => 13..line.len(),
+        let reason = match line.get(v + 4) {
+            None => v + 4..v + 4,
+            Some(b' ') => v + 5..line.len(),
             Some(&b) => return Err(byte_error(b, HeadError::BadStatus)),
         };
         if let Some(&b) = line[reason.clone()].iter().find(|&&b| !is_value(b)) {
@@ -541,7 +611,7 @@ impl Head {
         }
         let base = self.store.len();
         self.store.extend_from_slice(line);
-        self.version = if line[7] == b'0' { Version::Http10 } else { Version::Http11 };
+        self.version = version_of(&line[..v]);
         self.status = code;
         self.reason_span = Span::at(base + reason.start, reason.len());
         Ok(())
@@ -598,13 +668,21 @@ impl Head {
             Special::TransferEncoding => self.seen_te = true,
             Special::Host if self.kind == Kind::Request => {
                 if self.seen_host {
-                    return Err(HeadError::DuplicateHost);
+                    // The same host again is merged into the first, as HAProxy does.
+                    let first = self.fields.iter().find(|f| f.special == Special::Host);
+                    let same =
+                        first.is_some_and(|f| self.bytes(f.value).eq_ignore_ascii_case(value));
+                    return if same { Ok(None) } else { Err(HeadError::DuplicateHost) };
                 }
                 self.seen_host = true;
-                if !target::valid_host(value)
-                    || !target::host_matches_in(self.target(), self.form, value)
-                {
+                if !target::valid_host(value) {
                     return Err(HeadError::BadHost);
+                }
+                if !target::host_matches_in(self.target(), self.form, value) {
+                    if !self.lenient {
+                        return Err(HeadError::BadHost);
+                    }
+                    self.tolerate(HeadError::BadHost);
                 }
             }
             _ => {}

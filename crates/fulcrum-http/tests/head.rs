@@ -151,7 +151,6 @@ fn malformed_requests_are_rejected_with_the_right_reason() {
             BadContentLength,
         ),
         ("two different hosts", b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", DuplicateHost),
-        ("two identical hosts", b"GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", DuplicateHost),
         (
             "host differs from absolute target",
             b"GET http://b/x HTTP/1.1\r\nHost: a\r\n\r\n",
@@ -691,4 +690,73 @@ fn field_names_longer_than_255_bytes_are_refused() {
         let name = "n".repeat(len);
         assert_eq!(h.build_field(name.as_bytes(), b"1", &limits).is_ok(), ok, "{len} built");
     }
+}
+
+/// A head parsed with `set_lenient` (HAProxy's `option accept-invalid-http-request|response`),
+/// with the fault it let pass.
+fn lenient(raw: &[u8], request: bool) -> (Result<Option<usize>, HeadError>, Head) {
+    let mut h = Head::new();
+    h.set_lenient(true);
+    let r = if request { h.parse_request(raw, &L) } else { h.parse_response(raw, &L) };
+    (r, h)
+}
+
+#[test]
+fn a_lenient_parse_takes_what_haproxys_accept_invalid_options_take() {
+    use HeadError::*;
+    // (request, raw, the fault let pass)
+    let taken: &[(bool, &[u8], HeadError)] = &[
+        (true, b"GET / HTTP/1.1\r\nHost: a\r\nBad Name: v\r\n\r\n", SpaceBeforeColon),
+        (true, b"GET / HTTP/1.1\r\nHost: a\r\nx(y): v\r\n\r\n", BadHeaderName),
+        (true, b"GET /caf\xc3\xa9 HTTP/1.1\r\nHost: a\r\n\r\n", BadTarget),
+        (true, b"GET / HTTP/1.12\r\nHost: a\r\n\r\n", BadVersion),
+        (true, b"GET / RTSP/1.0\r\n\r\n", BadVersion),
+        (true, b"GET /x\r\n\r\n", BadVersion),
+        (true, b"GET http://a/ HTTP/1.1\r\nHost: b\r\n\r\n", BadHost),
+        (false, b"HTTP/1.12 200 OK\r\nContent-Length: 0\r\n\r\n", BadVersion),
+        (false, b"HTTP/1.1 200 OK\r\nBad Name: v\r\nContent-Length: 0\r\n\r\n", SpaceBeforeColon),
+    ];
+    for &(request, raw, fault) in taken {
+        let what = String::from_utf8_lossy(raw);
+        let mut strict = Head::new();
+        let refused =
+            if request { strict.parse_request(raw, &L) } else { strict.parse_response(raw, &L) };
+        assert_eq!(refused, Err(fault), "strict: {what}");
+        let (r, h) = lenient(raw, request);
+        assert_eq!(r, Ok(Some(raw.len())), "lenient: {what}");
+        assert_eq!(h.tolerated(), Some(fault), "{what}");
+    }
+    // What is read from them.
+    let (_, h) = lenient(b"GET /x\r\n\r\n", true);
+    assert_eq!((h.method(), h.target(), h.version()), (Method::Get, &b"/x"[..], Version::Http10));
+    assert_eq!(written(&h), "GET /x HTTP/1.0\r\n\r\n");
+    let (_, h) = lenient(b"GET / HTTP/1.12\r\nHost: a\r\n\r\n", true);
+    assert_eq!(h.version(), Version::Http10, "9 bytes: not HTTP/1.1 (HAProxy's VER_11 rule)");
+    let (_, h) = lenient(b"GET / HTTP/2.0\r\nHost: a\r\n\r\n", true);
+    assert_eq!(h.version(), Version::Http11);
+    let (_, h) = lenient(b"GET / HTTP/1.1\r\nHost: a\r\nBad Name: v\r\n\r\n", true);
+    assert_eq!(h.header(b"Bad Name"), Some(&b"v"[..]));
+    let (_, h) = lenient(b"HTTP/1.12 404 Nope\r\nContent-Length: 0\r\n\r\n", false);
+    assert_eq!((h.status(), h.reason(), h.version()), (404, &b"Nope"[..], Version::Http10));
+    // A valid head tolerates nothing; some faults stay faults.
+    let (r, h) = lenient(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", true);
+    assert_eq!((r, h.tolerated()), (Ok(Some(27)), None));
+    let refused: &[(bool, &[u8], HeadError)] = &[
+        (true, b"GET / HTTP/1.1\r\nHost: a\r\nNoColon\r\n\r\n", BadHeaderName),
+        (true, b"GET /\x01 HTTP/1.1\r\nHost: a\r\n\r\n", BadTarget),
+        (true, b"POST /x\r\n\r\n", BadVersion),
+        (true, b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", DuplicateHost),
+        (true, b"GET / HTTP/1.1\r\nHost: a\r\nX: a\x01b\r\n\r\n", BadHeaderValue),
+        (false, b"HTTP/1.1 2x0 OK\r\n\r\n", BadStatus),
+    ];
+    for &(request, raw, fault) in refused {
+        assert_eq!(lenient(raw, request).0, Err(fault), "{}", String::from_utf8_lossy(raw));
+    }
+}
+
+#[test]
+fn the_same_host_twice_is_one_host() {
+    let h = req(b"GET / HTTP/1.1\r\nHost: a.example\r\nHost: A.example\r\n\r\n");
+    assert_eq!(h.header_count(b"host"), 1);
+    assert_eq!(written(&h), "GET / HTTP/1.1\r\nHost: a.example\r\n\r\n");
 }

@@ -39,13 +39,9 @@ pub(crate) struct RequestLine {
     pub(super) version: Version,
 }
 
-/// Checks a request line (line end removed), left to right so that a partial line fails
-/// exactly where the complete one would: `Ok(None)` for a partial line without a fault yet.
+/// The end of a request line's method, which one SP must follow (`None`: a partial line).
 #[inline(always)]
-pub(super) fn check_request_line(
-    line: &[u8],
-    complete: bool,
-) -> Result<Option<RequestLine>, HeadError> {
+fn method_end(line: &[u8], complete: bool) -> Result<Option<usize>, HeadError> {
     let m_end = line.iter().take_while(|&&b| is_tchar(b)).count();
     let Some(&b) = line.get(m_end) else {
         return if complete { Err(HeadError::BadTarget) } else { Ok(None) };
@@ -53,6 +49,17 @@ pub(super) fn check_request_line(
     if b != b' ' || m_end == 0 {
         return Err(byte_error(b, HeadError::BadMethod));
     }
+    Ok(Some(m_end))
+}
+
+/// Checks a request line (line end removed), left to right so that a partial line fails
+/// exactly where the complete one would: `Ok(None)` for a partial line without a fault yet.
+#[inline(always)]
+pub(super) fn check_request_line(
+    line: &[u8],
+    complete: bool,
+) -> Result<Option<RequestLine>, HeadError> {
+    let Some(m_end) = method_end(line, complete)? else { return Ok(None) };
     let t_start = m_end + 1;
     let t_end = t_start + line[t_start..].iter().take_while(|&&b| is_target(b)).count();
     let Some(&b) = line.get(t_end) else {
@@ -157,6 +164,91 @@ pub(super) fn scan_field_line(w: &[u8]) -> Result<FieldScan, HeadError> {
         }
         Some(_) => return Err(HeadError::BadHeaderName),
     }
+    scan_value(w, n)
+}
+
+/// The faults of a field line that a lenient parse looks past: bytes in the name that are
+/// not `tchar`s (HAProxy's `accept-invalid-http-*` takes any byte but LF before the colon).
+pub(super) fn lenient_name(e: HeadError) -> bool {
+    matches!(e, HeadError::BadHeaderName | HeadError::SpaceBeforeColon | HeadError::BareCr)
+}
+
+/// [`scan_field_line`] for a lenient parse: the name is every byte up to the first colon
+/// (none may be LF, and it may not be empty or longer than [`MAX_NAME`]); the value is
+/// checked as usual.
+pub(super) fn scan_field_line_lenient(w: &[u8]) -> Result<FieldScan, HeadError> {
+    let Some(n) = w.iter().position(|&b| b == b':' || b == b'\n') else {
+        return if w.len() > MAX_NAME {
+            Err(HeadError::BadHeaderName)
+        } else {
+            Ok(FieldScan::Partial)
+        };
+    };
+    if w[n] == b'\n' || n == 0 || n > MAX_NAME {
+        return Err(HeadError::BadHeaderName);
+    }
+    scan_value(w, n)
+}
+
+/// A byte of a version as a lenient parse takes it (HAProxy's `HTTP_IS_VER_TOKEN`).
+pub(super) fn is_version_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'.' || b == b'/'
+}
+
+/// HAProxy's reading of a version it did not check: HTTP/1.1 when 8 bytes long with
+/// `x.y` at least 1.1 (`HTTP/2.0` too), else HTTP/1.0.
+pub(super) fn version_of(v: &[u8]) -> Version {
+    match v {
+        [_, _, _, _, _, major, _, minor] if *major > b'1' || (*major == b'1' && *minor >= b'1') => {
+            Version::Http11
+        }
+        _ => Version::Http10,
+    }
+}
+
+/// [`check_request_line`] for a lenient parse: a target byte above 0x7F is taken, the version
+/// may be anything [`is_version_char`] allows, or missing for an HTTP/0.9 `GET <target>`
+/// (then HTTP/1.0, as HAProxy converts it).
+pub(super) fn check_request_line_lenient(
+    line: &[u8],
+    complete: bool,
+) -> Result<Option<RequestLine>, HeadError> {
+    let Some(m_end) = method_end(line, complete)? else { return Ok(None) };
+    let t_start = m_end + 1;
+    let is_byte = |b: u8| is_target(b) || b >= 0x80;
+    let t_end = t_start + line[t_start..].iter().take_while(|&&b| is_byte(b)).count();
+    let method = Method::from_bytes(&line[..m_end]);
+    let version = match line.get(t_end) {
+        None if !complete => return Ok(None),
+        // HTTP/0.9: GET and a target only.
+        None if t_end > t_start && method == Method::Get => Version::Http10,
+        None => return Err(HeadError::BadVersion),
+        Some(b' ') if t_end > t_start => {
+            let v = &line[t_end + 1..];
+            if let Some(&b) = v.iter().find(|&&b| !is_version_char(b)) {
+                return Err(byte_error(b, HeadError::BadVersion));
+            }
+            if !complete {
+                return Ok(None);
+            }
+            if v.is_empty() {
+                return Err(HeadError::BadVersion);
+            }
+            version_of(v)
+        }
+        Some(&b) => return Err(byte_error(b, HeadError::BadTarget)),
+    };
+    let form = target::form(&line[t_start..t_end]);
+    if !target::form_fits(method, form) {
+        return Err(HeadError::BadTarget);
+    }
+    Ok(Some(RequestLine { m_end, t_start, t_end, method, form, version }))
+}
+
+/// The value of the field line at the start of `w` whose name is `w[..n]` (a colon at `n`):
+/// checked, its line end found, trimmed of OWS.
+#[inline(always)]
+fn scan_value(w: &[u8], n: usize) -> Result<FieldScan, HeadError> {
     let v = n + 1;
     let m = v + value_run(&w[v..]);
     let next = match w.get(m) {

@@ -349,6 +349,7 @@ fn explain(
 ) -> Result<String, String> {
     let http = fe.http.as_ref().ok_or("not an HTTP frontend")?;
     let mut req = Head::new();
+    req.set_lenient(http.accept_invalid_req);
     // The live session's limits: a head too large for its buffer is refused here too.
     let n = match req.parse_request(text, &http.limits) {
         Ok(Some(n)) => n,

@@ -468,8 +468,13 @@ impl Session<'_> {
             if !self.cbuf.is_empty() {
                 self.unpark();
                 self.t.req.set_host_required(self.h2_conn.is_none());
+                self.t.req.set_lenient(self.http.accept_invalid_req);
                 match self.t.req.parse_request(self.cbuf.data(), &self.http.limits) {
                     Ok(Some(n)) => {
+                        if let Some(e) = self.t.req.tolerated() {
+                            // `accept-invalid-http-request` let it through: kept as HAProxy does.
+                            self.capture_request(Some(e));
+                        }
                         self.cbuf.consume(n);
                         self.t.o.bytes_in = n as u64;
                         if self.logs {

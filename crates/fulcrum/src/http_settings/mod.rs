@@ -100,6 +100,10 @@ pub struct HttpProxy {
     /// `option http-ignore-probes`: a connection closed or timed out before sending anything
     /// gets no 400/408.
     pub ignore_probes: bool,
+    /// `option accept-invalid-http-request` (a frontend's) and `accept-invalid-http-response`
+    /// (a backend's): HTTP/1 heads parsed leniently, what was let through kept for `show errors`.
+    pub accept_invalid_req: bool,
+    pub accept_invalid_resp: bool,
     /// `retry-on`: what makes a request go again to a server (on a new connection).
     pub retry_on: RetryOn,
     /// `compression` (a `mode http` proxy's), with the process's `tune.comp.maxlevel`.

@@ -560,6 +560,8 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
             _ => HashKey::Source,
         },
         ignore_probes: p.http_ignore_probes,
+        accept_invalid_req: p.accept_invalid_req,
+        accept_invalid_resp: p.accept_invalid_resp,
         retry_on: retry_on(&p.retry_on),
         compression: p.compression.clone().map(Arc::new),
         comp_level: g.tune_comp_maxlevel,

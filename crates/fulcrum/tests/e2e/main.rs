@@ -1,5 +1,6 @@
 //! Black-box scenarios: the real `fulcrum` binary against real test servers on 127.0.0.1.
 
+mod accept_invalid;
 mod balance;
 mod config_errors;
 #[path = "../http/crosscheck.rs"]

@@ -82,8 +82,13 @@ impl Session<'_> {
                 }
                 if !sc.buf.is_empty() {
                     got_any = true;
+                    let lenient = sc.be.http.as_ref().is_some_and(|h| h.accept_invalid_resp);
+                    self.t.resp.set_lenient(lenient);
                     match self.t.resp.parse_response(sc.buf.data(), &self.http.limits) {
                         Ok(Some(n)) => {
+                            if let Some(e) = self.t.resp.tolerated() {
+                                self.capture_response(&sc, Some(e));
+                            }
                             let status = self.t.resp.status();
                             if (100..200).contains(&status) && status != 101 {
                                 // Interim: forward as is (100 Continue, 103 Early Hints).

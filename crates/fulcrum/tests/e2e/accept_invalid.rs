@@ -1,0 +1,118 @@
+//! `option accept-invalid-http-request` and `option accept-invalid-http-response`: the HTTP/1
+//! heads HAProxy 2.6 refuses by default and lets through with them (a header name with a
+//! space or a parenthesis, a target byte above 0x7F, `HTTP/1.12`, an HTTP/0.9 request, a Host
+//! naming another host than an absolute target; a server's `HTTP/1.12` status line and odd
+//! header name), each kept for `show errors`; and the same Host twice, merged in both modes.
+//!
+//! Every request runs under HAProxy 2.6 too when it is installed, with the same expectations.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::time::Duration;
+
+use crate::harness::{api, eventually, exchange, haproxy_bin, parse_response, start_proxy};
+
+fn targets() -> Vec<&'static str> {
+    if haproxy_bin().is_some() {
+        vec!["haproxy", "fulcrum"]
+    } else {
+        vec!["fulcrum"]
+    }
+}
+
+/// (request, status without the option, status with it)
+const REQUESTS: &[(&[u8], u16, u16)] = &[
+    (b"GET / HTTP/1.1\r\nHost: a\r\nBad Name: v\r\nConnection: close\r\n\r\n", 400, 200),
+    (b"GET / HTTP/1.1\r\nHost: a\r\nx(y): v\r\nConnection: close\r\n\r\n", 400, 200),
+    (b"GET /caf\xc3\xa9 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", 400, 200),
+    (b"GET / HTTP/1.12\r\nHost: a\r\nConnection: close\r\n\r\n", 400, 200),
+    (b"GET /x\r\n\r\n", 400, 200),
+    (b"GET / RTSP/1.0\r\n\r\n", 400, 200),
+    (b"GET / HTTP/1.1\r\nHost: a\r\nx\x01y: v\r\nConnection: close\r\n\r\n", 400, 200),
+    (b"POST /x\r\n\r\n", 400, 400),
+    (b"GET http://a/ HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n", 400, 200),
+    (b"GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\nConnection: close\r\n\r\n", 200, 200),
+    (b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n", 400, 400),
+    (b"GET / HTTP/1.1\r\nHost: a\r\nNoColon\r\nConnection: close\r\n\r\n", 400, 400),
+];
+
+#[test]
+fn accept_invalid_http_request_lets_through_what_haproxy_does() {
+    // A server that takes anything (a strict one would refuse what the proxy lets through).
+    let srv = raw_server(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    for target in targets() {
+        for lenient in [false, true] {
+            let opt = if lenient { "    option accept-invalid-http-request\n" } else { "" };
+            let cfg = format!(
+                "global\n    stats socket {{dir}}/api.sock level admin\n\
+                 defaults\n    mode http\n    timeout connect 1s\n    timeout client 5s\n    timeout server 5s\n\
+                 frontend fe\n    bind {{fe0}}\n{opt}    default_backend be\n\
+                 backend be\n    server s1 {srv}\n"
+            );
+            let Some((_p, addrs, dir)) = start_proxy(target, "acceptinvalid", &cfg) else {
+                continue;
+            };
+            for &(raw, strict, lax) in REQUESTS {
+                let want = if lenient { lax } else { strict };
+                let got = parse_response(&exchange(addrs[0], raw)).map(|r| r.0);
+                let what = String::from_utf8_lossy(raw);
+                assert_eq!(got, Some(want), "{target} lenient={lenient}: {what:?}");
+            }
+            // What was let through, or refused, is kept for `show errors`.
+            let sock = dir.join("api.sock");
+            assert!(eventually(Duration::from_secs(5), || sock.exists()));
+            let errors = api(&sock, "show errors");
+            assert!(errors.contains("frontend fe (#"), "{target}: {errors}");
+            assert!(errors.contains("invalid request"), "{target}: {errors}");
+        }
+    }
+}
+
+/// A server that answers every connection with `answer`, then closes it.
+fn raw_server(answer: &'static [u8]) -> std::net::SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").expect("server");
+    let at = l.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for mut c in l.incoming().flatten().take(200) {
+            c.set_read_timeout(Some(Duration::from_secs(2))).expect("timeout");
+            let mut buf = [0u8; 4096];
+            let _ = c.read(&mut buf);
+            let _ = c.write_all(answer);
+        }
+    });
+    at
+}
+
+#[test]
+fn accept_invalid_http_response_lets_through_what_haproxy_does() {
+    let answers: [(&'static [u8], u16, u16); 3] = [
+        (b"HTTP/1.12 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok", 502, 200),
+        (
+            b"HTTP/1.1 200 OK\r\nBad Name: v\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+            502,
+            200,
+        ),
+        (b"HTTP/1.1 2x0 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok", 502, 502),
+    ];
+    for (answer, strict, lax) in answers {
+        let server = raw_server(answer);
+        for target in targets() {
+            for lenient in [false, true] {
+                let opt = if lenient { "    option accept-invalid-http-response\n" } else { "" };
+                let cfg = format!(
+                    "defaults\n    mode http\n    timeout connect 1s\n    timeout client 5s\n    timeout server 5s\n\
+                     frontend fe\n    bind {{fe0}}\n    default_backend be\n\
+                     backend be\n{opt}    server s1 {server}\n"
+                );
+                let Some((_p, addrs, _)) = start_proxy(target, "acceptinvalidresp", &cfg) else {
+                    continue;
+                };
+                let raw = b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+                let got = parse_response(&exchange(addrs[0], raw)).map(|r| r.0);
+                let want = if lenient { lax } else { strict };
+                let what = String::from_utf8_lossy(answer);
+                assert_eq!(got, Some(want), "{target} lenient={lenient}: {what:?}");
+            }
+        }
+    }
+}
