@@ -471,28 +471,18 @@ impl Head {
                     self.finish()?;
                     return Ok(Some(self.consumed));
                 }
-                let scan = match scan_field_line(window) {
-                    Ok(scan) => scan,
-                    Err(e) if self.lenient && lenient_name(e) => {
-                        let scan = scan_field_line_lenient(window)?;
-                        if scan != FieldScan::Partial {
-                            self.tolerate(e);
-                        }
-                        scan
-                    }
-                    Err(e) => return Err(e),
+                // (The lenient way apart, and one call of `field`, which must stay inlined.)
+                let (end, next, name, value) = match scan_field_line(window) {
+                    Ok(FieldScan::Line { end, next, name, value }) => (end, next, name, value),
+                    Ok(FieldScan::Partial) => return self.partial_field(buf.len() >= max_head),
+                    Err(e) => match self.lenient_field(window, e)? {
+                        FieldScan::Line { end, next, name, value } => (end, next, name, value),
+                        FieldScan::Partial => return self.partial_field(buf.len() >= max_head),
+                    },
                 };
-                match scan {
-                    FieldScan::Line { end, next, name, value } => {
-                        self.consumed = pos + next;
-                        self.field(&window[..end], name, value, limits)?;
-                        continue;
-                    }
-                    FieldScan::Partial if buf.len() >= max_head => {
-                        return Err(HeadError::HeadTooLarge)
-                    }
-                    FieldScan::Partial => return Ok(None),
-                }
+                self.consumed = pos + next;
+                self.field(&window[..end], name, value, limits)?;
+                continue;
             }
             match find_lf(window) {
                 Some(j) => {
@@ -529,19 +519,80 @@ impl Head {
         }
     }
 
+    /// A second Host field: the same host again is merged into the first (HAProxy does so),
+    /// another is refused.
+    #[cold]
+    #[inline(never)]
+    fn second_host(&self, value: &[u8]) -> Result<Option<(Special, Range<usize>)>, HeadError> {
+        let first = self.fields.iter().find(|f| f.special == Special::Host);
+        match first.is_some_and(|f| self.bytes(f.value).eq_ignore_ascii_case(value)) {
+            true => Ok(None),
+            false => Err(HeadError::DuplicateHost),
+        }
+    }
+
+    /// A Host the strict check refused: a lenient parse takes one that names another host
+    /// than an absolute target, if the value itself is a host.
+    #[cold]
+    #[inline(never)]
+    fn lenient_host(&mut self, value: &[u8]) -> Result<(), HeadError> {
+        if !self.lenient || !target::valid_host(value) {
+            return Err(HeadError::BadHost);
+        }
+        self.tolerate(HeadError::BadHost);
+        Ok(())
+    }
+
+    /// An unfinished field line: more to read, unless the head is already too large.
+    fn partial_field(&self, too_large: bool) -> Result<Option<usize>, HeadError> {
+        if too_large {
+            Err(HeadError::HeadTooLarge)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// A field line the strict scan refused (`e`): refused, or scanned again leniently.
+    #[cold]
+    #[inline(never)]
+    fn lenient_field(&mut self, window: &[u8], e: HeadError) -> Result<FieldScan, HeadError> {
+        if !self.lenient || !lenient_name(e) {
+            return Err(e);
+        }
+        let scan = scan_field_line_lenient(window)?;
+        if scan != FieldScan::Partial {
+            self.tolerate(e);
+        }
+        Ok(scan)
+    }
+
+    /// A request line the strict check refused (`e`): refused, or checked again leniently and
+    /// stored.
+    #[cold]
+    #[inline(never)]
+    fn lenient_request_line(
+        &mut self,
+        line: &[u8],
+        complete: bool,
+        e: HeadError,
+    ) -> Result<(), HeadError> {
+        if !self.lenient {
+            return Err(e);
+        }
+        let Some(l) = check_request_line_lenient(line, complete)? else { return Ok(()) };
+        self.tolerate(e);
+        let base = self.store.len();
+        self.store.extend_from_slice(line);
+        self.set_request_line(base, &l);
+        Ok(())
+    }
+
     fn request_line(&mut self, line: &[u8], complete: bool) -> Result<(), HeadError> {
         let l = match check_request_line(line, complete) {
-            Ok(l) => l,
-            Err(e) if self.lenient => {
-                let l = check_request_line_lenient(line, complete)?;
-                if l.is_some() {
-                    self.tolerate(e);
-                }
-                l
-            }
-            Err(e) => return Err(e),
+            Ok(Some(l)) => l,
+            Ok(None) => return Ok(()),
+            Err(e) => return self.lenient_request_line(line, complete, e),
         };
-        let Some(l) = l else { return Ok(()) };
         let base = self.store.len();
         self.store.extend_from_slice(line);
         self.set_request_line(base, &l);
@@ -558,33 +609,84 @@ impl Head {
     }
 
     fn status_line(&mut self, line: &[u8], complete: bool) -> Result<(), HeadError> {
-        let strict =
-            check_version(&line[..line.len().min(8)], false).and_then(|_| match line.get(8) {
-                None if !complete => Ok(None),
-                None if line.len() < 8 => Err(HeadError::BadVersion),
-                None => Err(HeadError::BadStatus),
-                Some(b' ') => Ok(Some(8)),
-                Some(&b) => Err(byte_error(b, HeadError::BadVersion)),
-            });
-        let v = match strict {
-            Ok(Some(v)) => v,
-            Ok(None) => return Ok(()),
-            Err(e) if self.lenient && e != HeadError::BadStatus => {
-                // Any version of letters, digits, `.` and `/` up to the first SP.
-                let v = line.iter().take_while(|&&b| is_version_char(b)).count();
-                match line.get(v) {
-                    None if !complete => return Ok(()),
-                    Some(b' ') if v > 0 => {}
-                    None => return Err(HeadError::BadVersion),
-                    Some(&b) => return Err(byte_error(b, HeadError::BadVersion)),
-                }
-                if complete {
-                    self.tolerate(e);
-                }
-                v
+        // (The strict way with its constant offsets; a refused version goes the lenient way,
+        // apart, which costs the strict one nothing.)
+        if let Err(e) = check_version(&line[..line.len().min(8)], false) {
+            return self.lenient_status_line(line, complete, e);
+        }
+        match line.get(8) {
+            None if !complete => return Ok(()),
+            None if line.len() < 8 => {
+                return self.lenient_status_line(line, complete, HeadError::BadVersion)
             }
-            Err(e) => return Err(e),
+            None => return Err(HeadError::BadStatus),
+            Some(b' ') => {}
+            Some(&b) => {
+                let e = byte_error(b, HeadError::BadVersion);
+                return self.lenient_status_line(line, complete, e);
+            }
+        }
+        let mut code: u16 = 0;
+        for k in 9..12 {
+            match line.get(k) {
+                None if complete => return Err(HeadError::BadStatus),
+                None => return Ok(()),
+                Some(&d) if d.is_ascii_digit() && (k > 9 || d != b'0') => {
+                    code = code * 10 + u16::from(d - b'0');
+                }
+                Some(&b) => return Err(byte_error(b, HeadError::BadStatus)),
+            }
+        }
+        // HAProxy also takes a status line without the SP before an empty reason.
+        let reason = match line.get(12) {
+            None => 12..12,
+            Some(b' ') => 13..line.len(),
+            Some(&b) => return Err(byte_error(b, HeadError::BadStatus)),
         };
+        if let Some(&b) = line[reason.clone()].iter().find(|&&b| !is_value(b)) {
+            return Err(byte_error(b, HeadError::BadStatus));
+        }
+        if !complete {
+            return Ok(());
+        }
+        let base = self.store.len();
+        self.store.extend_from_slice(line);
+        self.version = if line[7] == b'0' { Version::Http10 } else { Version::Http11 };
+        self.status = code;
+        self.reason_span = Span::at(base + reason.start, reason.len());
+        Ok(())
+    }
+
+    /// A status line whose version the strict check refused (`e`): refused, or read with any
+    /// version of letters, digits, `.` and `/` up to the first SP.
+    #[cold]
+    #[inline(never)]
+    fn lenient_status_line(
+        &mut self,
+        line: &[u8],
+        complete: bool,
+        e: HeadError,
+    ) -> Result<(), HeadError> {
+        if !self.lenient || e == HeadError::BadStatus {
+            return Err(e);
+        }
+        let v = line.iter().take_while(|&&b| is_version_char(b)).count();
+        match line.get(v) {
+            None if !complete => return Ok(()),
+            Some(b' ') if v > 0 => {}
+            None => return Err(HeadError::BadVersion),
+            Some(&b) => return Err(byte_error(b, HeadError::BadVersion)),
+        }
+        self.status_after(line, v, complete)?;
+        if complete {
+            self.tolerate(e);
+        }
+        Ok(())
+    }
+
+    /// The rest of a status line whose version (`line[..v]`) and SP were checked (the lenient
+    /// way's; the strict one keeps its own copy with constant offsets).
+    fn status_after(&mut self, line: &[u8], v: usize, complete: bool) -> Result<(), HeadError> {
         // The status code after the version's SP, then an optional reason.
         let mut code: u16 = 0;
         for k in v + 1..v + 4 {
@@ -618,6 +720,7 @@ impl Head {
     }
 
     /// Stores a checked header line: its name is `line[..n]`, its trimmed value `value`.
+    #[inline(always)]
     fn field(
         &mut self,
         line: &[u8],
@@ -668,21 +771,13 @@ impl Head {
             Special::TransferEncoding => self.seen_te = true,
             Special::Host if self.kind == Kind::Request => {
                 if self.seen_host {
-                    // The same host again is merged into the first, as HAProxy does.
-                    let first = self.fields.iter().find(|f| f.special == Special::Host);
-                    let same =
-                        first.is_some_and(|f| self.bytes(f.value).eq_ignore_ascii_case(value));
-                    return if same { Ok(None) } else { Err(HeadError::DuplicateHost) };
+                    return self.second_host(value);
                 }
                 self.seen_host = true;
-                if !target::valid_host(value) {
-                    return Err(HeadError::BadHost);
-                }
-                if !target::host_matches_in(self.target(), self.form, value) {
-                    if !self.lenient {
-                        return Err(HeadError::BadHost);
-                    }
-                    self.tolerate(HeadError::BadHost);
+                if !target::valid_host(value)
+                    || !target::host_matches_in(self.target(), self.form, value)
+                {
+                    self.lenient_host(value)?;
                 }
             }
             _ => {}
