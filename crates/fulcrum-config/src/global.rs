@@ -67,6 +67,9 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
     if crate::tls::is_global(kw) {
         return crate::tls::global_line(kw, line, &mut g.tls, diags);
     }
+    if kw == "h1-case-adjust" || kw == "h1-case-adjust-file" {
+        return crate::h1_case::line(kw, line, &mut g.h1_case, diags);
+    }
     if crate::tune::handles(kw) {
         return crate::tune::line(kw, line, &mut g.tune, false, diags);
     }

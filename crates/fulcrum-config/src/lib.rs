@@ -25,6 +25,7 @@ mod extcheck;
 pub mod fcgi_app;
 pub mod filters;
 pub mod global;
+pub mod h1_case;
 mod http_opts;
 pub mod keywords;
 pub mod lexer;

@@ -191,6 +191,8 @@ pub struct Global {
     pub insecure_fork_wanted: bool,
     /// The process and tuning knobs of [`crate::tune`].
     pub tune: crate::tune::Tune,
+    /// `h1-case-adjust`, `h1-case-adjust-file`.
+    pub h1_case: crate::h1_case::CaseAdjust,
     /// `external-check`: proxies may use external checks.
     pub external_check: bool,
     /// `localpeer <name>`: this process's name in `peers` sections.
@@ -266,6 +268,7 @@ impl Default for Global {
             set_dumpable: false,
             insecure_fork_wanted: false,
             tune: crate::tune::Tune::default(),
+            h1_case: Default::default(),
             external_check: false,
             localpeer: None,
             stats_sockets: Vec::new(),
@@ -489,6 +492,11 @@ pub struct Proxy {
     /// (`fulcrum_http::Head::set_lenient`), the faults let pass kept for `show errors`.
     pub accept_invalid_req: bool,
     pub accept_invalid_resp: bool,
+    /// `option h1-case-adjust-bogus-client` (frontend side: responses to HTTP/1 clients) and
+    /// `option h1-case-adjust-bogus-server` (backend side: requests to HTTP/1 servers): header
+    /// names get the case `h1-case-adjust` gives them.
+    pub h1_case_client: bool,
+    pub h1_case_server: bool,
     /// `option http-ignore-probes` (frontend side): a connection closed or timed out before
     /// sending any byte gets no 400/408 answer (nor log, nor error count).
     pub http_ignore_probes: bool,

@@ -154,6 +154,8 @@ impl ProxyBuild {
             http_ignore_probes: false,
             accept_invalid_req: false,
             accept_invalid_resp: false,
+            h1_case_client: false,
+            h1_case_server: false,
             http_use_proxy_header: false,
             http_pretend_keepalive: false,
             checkcache: false,
@@ -201,9 +203,11 @@ impl ProxyBuild {
             b.proxy.http_pretend_keepalive = false;
             b.proxy.checkcache = false;
             b.proxy.accept_invalid_resp = false;
+            b.proxy.h1_case_server = false;
         }
         if !kind.is_frontend() {
             b.proxy.accept_invalid_req = false;
+            b.proxy.h1_case_client = false;
             b.proxy.monitor_uri = None;
             b.proxy.http_ignore_probes = false;
             b.proxy.http_use_proxy_header = false;
@@ -590,9 +594,13 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         | "option http-pretend-keepalive"
         | "option accept-invalid-http-request"
         | "option accept-invalid-http-response"
+        | "option h1-case-adjust-bogus-client"
+        | "option h1-case-adjust-bogus-server"
         | "option checkcache" => {
             if no_extra(line, 2 + usize::from(negated), name, diags) {
                 let slot = match name {
+                    "option h1-case-adjust-bogus-client" => &mut p.h1_case_client,
+                    "option h1-case-adjust-bogus-server" => &mut p.h1_case_server,
                     "option accept-invalid-http-request" => &mut p.accept_invalid_req,
                     "option accept-invalid-http-response" => &mut p.accept_invalid_resp,
                     "option dontlognull" => &mut p.dontlognull,

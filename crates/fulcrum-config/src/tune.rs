@@ -33,6 +33,9 @@ pub struct Tune {
     pub cookie_len: u32,
     /// `pp2-never-send-local`: checks send a PROXY v2 `PROXY` command, never `LOCAL`.
     pub pp2_never_send_local: bool,
+    /// `h1-accept-payload-with-any-method`: HTTP/1.0 GET, HEAD and DELETE requests may have a
+    /// body (otherwise 413).
+    pub h1_any_method_payload: bool,
     /// `profiling.tasks on|auto|off`.
     pub profiling_tasks: Option<&'static str>,
     /// `tune.zlib.windowsize` (8 to 15; zlib's default 15) and `tune.zlib.memlevel` (1 to 9).
@@ -64,6 +67,7 @@ impl Default for Tune {
             h2_no_websocket: false,
             cookie_len: DEFAULT_COOKIE_LEN,
             pp2_never_send_local: false,
+            h1_any_method_payload: false,
             profiling_tasks: None,
             zlib_windowsize: 15,
             zlib_memlevel: 8,
@@ -90,6 +94,7 @@ const FLAGS: &[&str] = &[
     "no-memory-trimming",
     "pp2-never-send-local",
     "strict-limits",
+    "h1-accept-payload-with-any-method",
 ];
 
 /// The keywords with arguments.
@@ -147,6 +152,7 @@ pub fn line(kw: &str, line: &Line, t: &mut Tune, negated: bool, diags: &mut Diag
                 "insecure-setuid-wanted" => t.insecure_setuid_wanted = true,
                 "h2-workaround-bogus-websocket-clients" => t.h2_no_websocket = true,
                 "pp2-never-send-local" => t.pp2_never_send_local = true,
+                "h1-accept-payload-with-any-method" => t.h1_any_method_payload = true,
                 // As 2.6: only the negation changes anything (strict is the default).
                 "strict-limits" if negated => t.strict_limits = false,
                 _ => {}

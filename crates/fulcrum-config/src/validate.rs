@@ -357,6 +357,8 @@ pub fn drop_http_only(config: &mut Config, out: &mut Vec<Diagnostic>) {
             ("http-pretend-keepalive", &mut p.http_pretend_keepalive),
             ("accept-invalid-http-request", &mut p.accept_invalid_req),
             ("accept-invalid-http-response", &mut p.accept_invalid_resp),
+            ("h1-case-adjust-bogus-client", &mut p.h1_case_client),
+            ("h1-case-adjust-bogus-server", &mut p.h1_case_server),
         ] {
             if std::mem::take(slot) {
                 warn(format!("'option {opt}' ignored for {who} as it requires HTTP mode."));

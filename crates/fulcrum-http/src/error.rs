@@ -50,6 +50,10 @@ pub enum HeadError {
     /// HAProxy 2.6 answers **422 Unprocessable Content** to such a request (verified) and 502
     /// to such a response.
     UnsupportedTransferCoding,
+    /// An HTTP/1.0 GET, HEAD or DELETE request announces a body (a Content-Length above 0, or
+    /// chunked). HAProxy 2.6 answers **413** unless `h1-accept-payload-with-any-method` is set
+    /// (see [`crate::Head::set_any_method_payload`]).
+    PayloadWithMethod,
     /// A request has Host headers with different values (the same one again is merged, as
     /// HAProxy 2.6 does).
     DuplicateHost,
@@ -71,6 +75,7 @@ impl HeadError {
     pub fn request_status(self) -> u16 {
         match self {
             HeadError::UnsupportedTransferCoding => 422,
+            HeadError::PayloadWithMethod => 413,
             _ => 400,
         }
     }
@@ -94,6 +99,7 @@ impl fmt::Display for HeadError {
             HeadError::ConflictingContentLength => "conflicting Content-Length values",
             HeadError::BadTransferEncoding => "invalid Transfer-Encoding",
             HeadError::UnsupportedTransferCoding => "unsupported transfer coding",
+            HeadError::PayloadWithMethod => "HTTP/1.0 GET, HEAD or DELETE request with a body",
             HeadError::DuplicateHost => "several Host headers",
             HeadError::BadHost => "invalid Host, or Host differs from the target's authority",
             HeadError::MissingHost => "HTTP/1.1 request without Host",

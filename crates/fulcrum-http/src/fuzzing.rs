@@ -106,7 +106,8 @@ fn assert_round_trip(h: &Head, kind: Kind, full_info: bool, what: &str) {
     let r = parse(&mut back, kind, &out, &ROOMY);
     // What only a client is refused for: an edit may remove the Host of an HTTP/1.1 request
     // (`del-header host`), and the proxy sends it on.
-    if matches!(r, Err(HeadError::MissingHost)) {
+    // And an edit may give an HTTP/1.0 GET a body (`set-header Content-Length`).
+    if matches!(r, Err(HeadError::MissingHost | HeadError::PayloadWithMethod)) {
         return;
     }
     assert_eq!(r, Ok(Some(out.len())), "{what}: written head does not parse back: {out:?}");
@@ -167,7 +168,7 @@ fn check_lenient(data: &[u8], kind: Kind, rng: &mut Rng) {
         let mut back = Head::new();
         back.set_lenient(true);
         let r = parse(&mut back, kind, &out, &ROOMY);
-        if !matches!(r, Err(HeadError::MissingHost)) {
+        if !matches!(r, Err(HeadError::MissingHost | HeadError::PayloadWithMethod)) {
             assert_eq!(r, Ok(Some(out.len())), "lenient head does not parse back: {out:?}");
             assert_eq!(
                 snapshot(&back, true),

@@ -301,6 +301,8 @@ pub struct Head {
     host_optional: bool,
     /// HAProxy's `option accept-invalid-http-request|response` (see [`Head::set_lenient`]).
     lenient: bool,
+    /// HAProxy's `h1-accept-payload-with-any-method`.
+    any_method_payload: bool,
     /// The first fault a lenient parse let pass.
     tolerated: Option<HeadError>,
 }
@@ -333,6 +335,7 @@ impl Head {
             seen_host: false,
             host_optional: false,
             lenient: false,
+            any_method_payload: false,
             tolerated: None,
         }
     }
@@ -414,6 +417,12 @@ impl Head {
     /// ([`Head::tolerated`]) for `show errors`.
     pub fn set_lenient(&mut self, on: bool) {
         self.lenient = on;
+    }
+
+    /// HAProxy's `h1-accept-payload-with-any-method`: an HTTP/1.0 GET, HEAD or DELETE request
+    /// may announce a body (otherwise [`HeadError::PayloadWithMethod`], 413). Kept until changed.
+    pub fn set_any_method_payload(&mut self, on: bool) {
+        self.any_method_payload = on;
     }
 
     /// The first fault the last parse let pass ([`Head::set_lenient`]).
@@ -517,6 +526,17 @@ impl Head {
             Kind::Response => self.status_line(line, complete),
             _ => self.request_line(line, complete),
         }
+    }
+
+    /// HAProxy's rule for HTTP/1.0: a GET, HEAD or DELETE request without a body.
+    #[inline(never)]
+    fn payload_with_method(&self, info: &Info) -> Result<(), HeadError> {
+        let body = matches!(info.body, Body::Chunked | Body::Length(1..));
+        let bodiless = matches!(self.method, Method::Get | Method::Head | Method::Delete);
+        if body && bodiless {
+            return Err(HeadError::PayloadWithMethod);
+        }
+        Ok(())
     }
 
     /// A second Host field: the same host again is merged into the first (HAProxy does so),
@@ -812,6 +832,9 @@ impl Head {
                 && !self.host_optional
             {
                 return Err(HeadError::MissingHost);
+            }
+            if self.version == Version::Http10 && !self.any_method_payload {
+                self.payload_with_method(&info)?;
             }
         }
         self.info = Info { te_and_cl, ..info };

@@ -760,3 +760,41 @@ fn the_same_host_twice_is_one_host() {
     assert_eq!(h.header_count(b"host"), 1);
     assert_eq!(written(&h), "GET / HTTP/1.1\r\nHost: a.example\r\n\r\n");
 }
+
+#[test]
+fn an_http10_get_head_or_delete_with_a_body_is_413_unless_any_method_may_have_one() {
+    let refused: &[&[u8]] = &[
+        b"GET / HTTP/1.0\r\nContent-Length: 2\r\n\r\n",
+        b"HEAD / HTTP/1.0\r\nContent-Length: 1\r\n\r\n",
+        b"DELETE / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
+    ];
+    for raw in refused {
+        let mut h = Head::new();
+        assert_eq!(h.parse_request(raw, &L), Err(HeadError::PayloadWithMethod));
+        assert_eq!(HeadError::PayloadWithMethod.request_status(), 413);
+        h.clear();
+        h.set_any_method_payload(true);
+        assert_eq!(h.parse_request(raw, &L), Ok(Some(raw.len())));
+    }
+    for raw in [
+        &b"GET / HTTP/1.0\r\nContent-Length: 0\r\n\r\n"[..],
+        b"POST / HTTP/1.0\r\nContent-Length: 2\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n",
+    ] {
+        req(raw);
+    }
+}
+
+#[test]
+fn names_take_the_case_h1_case_adjust_gives_them() {
+    let mut h = req(b"GET / HTTP/1.1\r\nhost: a\r\nx-custom: 1\r\nX-OTHER: 2\r\n\r\n");
+    h.adjust_name_case(|n| match n.to_ascii_lowercase().as_slice() {
+        b"x-custom" => Some(&b"X-Custom"[..]),
+        b"host" => Some(&b"Host"[..]),
+        // Not the same name: left as it is.
+        b"x-other" => Some(&b"X-Another"[..]),
+        _ => None,
+    });
+    assert_eq!(written(&h), "GET / HTTP/1.1\r\nHost: a\r\nX-Custom: 1\r\nX-OTHER: 2\r\n\r\n");
+    assert_eq!(h.header(b"x-custom"), Some(&b"1"[..]));
+}

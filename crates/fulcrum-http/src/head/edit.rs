@@ -21,6 +21,17 @@ fn check_value(value: &[u8]) -> Result<&[u8], EditError> {
 }
 
 impl Head {
+    /// HAProxy's `h1-case-adjust`: every field whose name `case` knows (it answers with the
+    /// same name in another case) is renamed in place; the framing facts do not change.
+    pub fn adjust_name_case<'a>(&mut self, case: impl Fn(&[u8]) -> Option<&'a [u8]>) {
+        for f in &self.fields {
+            let name = &mut self.store[f.name.range()];
+            if let Some(to) = case(name).filter(|to| to.eq_ignore_ascii_case(name)) {
+                name.copy_from_slice(to);
+            }
+        }
+    }
+
     fn require(&self, kind: Kind) -> Result<(), EditError> {
         if self.kind == kind && self.phase == Phase::Idle {
             Ok(())

@@ -350,6 +350,7 @@ fn explain(
     let http = fe.http.as_ref().ok_or("not an HTTP frontend")?;
     let mut req = Head::new();
     req.set_lenient(http.accept_invalid_req);
+    req.set_any_method_payload(http.any_method_payload);
     // The live session's limits: a head too large for its buffer is refused here too.
     let n = match req.parse_request(text, &http.limits) {
         Ok(Some(n)) => n,

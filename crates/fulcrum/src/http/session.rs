@@ -469,6 +469,7 @@ impl Session<'_> {
                 self.unpark();
                 self.t.req.set_host_required(self.h2_conn.is_none());
                 self.t.req.set_lenient(self.http.accept_invalid_req);
+                self.t.req.set_any_method_payload(self.http.any_method_payload);
                 match self.t.req.parse_request(self.cbuf.data(), &self.http.limits) {
                     Ok(Some(n)) => {
                         if let Some(e) = self.t.req.tolerated() {

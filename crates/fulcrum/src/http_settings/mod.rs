@@ -6,6 +6,7 @@
 
 use std::net::IpAddr;
 
+pub mod case;
 pub mod messages;
 
 use messages::Messages;
@@ -104,6 +105,12 @@ pub struct HttpProxy {
     /// (a backend's): HTTP/1 heads parsed leniently, what was let through kept for `show errors`.
     pub accept_invalid_req: bool,
     pub accept_invalid_resp: bool,
+    /// `h1-accept-payload-with-any-method` (global).
+    pub any_method_payload: bool,
+    /// `h1-case-adjust` with `option h1-case-adjust-bogus-client` (responses to HTTP/1
+    /// clients) and `option h1-case-adjust-bogus-server` (requests to HTTP/1 servers).
+    pub case_client: Option<std::sync::Arc<case::CaseMap>>,
+    pub case_server: Option<std::sync::Arc<case::CaseMap>>,
     /// `retry-on`: what makes a request go again to a server (on a new connection).
     pub retry_on: RetryOn,
     /// `compression` (a `mode http` proxy's), with the process's `tune.comp.maxlevel`.

@@ -24,6 +24,7 @@ use fulcrum_config as cfg;
 use crate::backend::Backend;
 use crate::frontend::limit::Limit;
 use crate::frontend::{Bind, Frontend};
+use crate::http_settings::case::CaseMap;
 use crate::http_settings::messages::Messages;
 use crate::http_settings::{AddrHeader, ConnMode, HashKey, HttpProxy, Reuse};
 use crate::shared::Proxies;
@@ -152,6 +153,7 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
     let backends = Arc::new(by_name);
     let proc_vars = Arc::new(crate::rules::sample::ProcVars::default());
     global_vars(config, &proc_vars, &backends, &mut errors);
+    errors.extend(CaseMap::from_config(&config.global.h1_case).err());
     let mut frontends = Vec::new();
     // A disabled frontend is not started: no listener, no row in the statistics.
     for p in config.frontends().filter(|p| !p.disabled) {
@@ -522,6 +524,8 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
         })
     };
     let g = &config.global;
+    // (Its file's faults are reported once, with the global section's: `global_vars`.)
+    let case = CaseMap::from_config(&g.h1_case).ok().flatten().map(Arc::new);
     let h = HttpProxy {
         conn_mode: match p.http_conn_mode {
             cfg::HttpConnMode::KeepAlive => ConnMode::KeepAlive,
@@ -562,6 +566,9 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
         ignore_probes: p.http_ignore_probes,
         accept_invalid_req: p.accept_invalid_req,
         accept_invalid_resp: p.accept_invalid_resp,
+        any_method_payload: g.tune.h1_any_method_payload,
+        case_client: case.clone().filter(|_| p.h1_case_client),
+        case_server: case.filter(|_| p.h1_case_server),
         retry_on: retry_on(&p.retry_on),
         compression: p.compression.clone().map(Arc::new),
         comp_level: g.tune_comp_maxlevel,

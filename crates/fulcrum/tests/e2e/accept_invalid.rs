@@ -116,3 +116,108 @@ fn accept_invalid_http_response_lets_through_what_haproxy_does() {
         }
     }
 }
+
+/// A server that keeps what each connection sent (on `seen`) and answers `answer`.
+fn capturing_server(
+    answer: &'static [u8],
+) -> (std::net::SocketAddr, std::sync::mpsc::Receiver<Vec<u8>>) {
+    let l = TcpListener::bind("127.0.0.1:0").expect("server");
+    let at = l.local_addr().expect("addr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for mut c in l.incoming().flatten().take(50) {
+            c.set_read_timeout(Some(Duration::from_secs(2))).expect("timeout");
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                match c.read(&mut buf) {
+                    Ok(n @ 1..) => got.extend_from_slice(&buf[..n]),
+                    _ => break,
+                }
+            }
+            let _ = tx.send(got);
+            let _ = c.write_all(answer);
+        }
+    });
+    (at, rx)
+}
+
+#[test]
+fn h1_case_adjust_gives_names_their_case_towards_bogus_peers() {
+    let answer = b"HTTP/1.1 200 OK\r\nx-custom-header: 1\r\nx-from-file: 2\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    let (server, seen) = capturing_server(answer);
+    for target in targets() {
+        for adjust in [false, true] {
+            let (cli, srv) = match adjust {
+                true => (
+                    "    option h1-case-adjust-bogus-client\n",
+                    "    option h1-case-adjust-bogus-server\n",
+                ),
+                false => ("", ""),
+            };
+            let cfg = format!(
+                "global\n    h1-case-adjust x-custom-header X-Custom-Header\n    h1-case-adjust-file {{dir}}/names\n\
+                 defaults\n    mode http\n    timeout connect 1s\n    timeout client 5s\n    timeout server 5s\n\
+                 frontend fe\n    bind {{fe0}}\n{cli}    default_backend be\n\
+                 backend be\n{srv}    server s1 {server}\n"
+            );
+            let dir = crate::harness::scratch(&format!("h1case-names-{target}"));
+            std::fs::write(dir.join("names"), "# names\nx-from-file X-From-File\n").expect("file");
+            let cfg = cfg.replace("{dir}", &dir.display().to_string());
+            let Some((_p, addrs, _)) = start_proxy(target, "h1case", &cfg) else { continue };
+            let raw =
+                b"GET / HTTP/1.1\r\nHost: a\r\nx-custom-header: v\r\nConnection: close\r\n\r\n";
+            let got = String::from_utf8_lossy(&exchange(addrs[0], raw)).into_owned();
+            let sent = String::from_utf8_lossy(
+                &seen.recv_timeout(Duration::from_secs(5)).expect("a request"),
+            )
+            .into_owned();
+            let (to_client, to_server) = match adjust {
+                true => (
+                    ["\r\nX-Custom-Header: 1\r\n", "\r\nX-From-File: 2\r\n"],
+                    "\r\nX-Custom-Header: v\r\n",
+                ),
+                false => (
+                    ["\r\nx-custom-header: 1\r\n", "\r\nx-from-file: 2\r\n"],
+                    "\r\nx-custom-header: v\r\n",
+                ),
+            };
+            for line in to_client {
+                assert!(got.contains(line), "{target} adjust={adjust}: {line:?} in {got:?}");
+            }
+            assert!(
+                sent.contains(to_server),
+                "{target} adjust={adjust}: {to_server:?} in {sent:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_http10_get_with_a_body_is_413_unless_h1_accept_payload_with_any_method() {
+    for target in targets() {
+        for any in [false, true] {
+            let knob = if any { "global\n    h1-accept-payload-with-any-method\n" } else { "" };
+            let cfg = format!(
+                "{knob}defaults\n    mode http\n    timeout connect 1s\n    timeout client 5s\n    timeout server 5s\n\
+                 frontend fe\n    bind {{fe0}}\n    http-request return status 200\n"
+            );
+            let Some((_p, addrs, _)) = start_proxy(target, "anymethod", &cfg) else { continue };
+            for (raw, refused) in [
+                (&b"GET / HTTP/1.0\r\nContent-Length: 2\r\n\r\nab"[..], true),
+                (b"DELETE / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", true),
+                (b"GET / HTTP/1.0\r\nContent-Length: 0\r\n\r\n", false),
+                (b"POST / HTTP/1.0\r\nContent-Length: 2\r\n\r\nab", false),
+            ] {
+                let want = if refused && !any { 413 } else { 200 };
+                let got = parse_response(&exchange(addrs[0], raw)).map(|r| r.0);
+                assert_eq!(
+                    got,
+                    Some(want),
+                    "{target} any={any}: {:?}",
+                    String::from_utf8_lossy(raw)
+                );
+            }
+        }
+    }
+}

@@ -249,6 +249,10 @@ impl Session<'_> {
     /// server takes it as parsed).
     #[inline(always)]
     fn request_head_too_large(&mut self, be_http: &HttpProxy) -> bool {
+        // `h1-case-adjust` for HTTP/1 servers (an HTTP/2 one gets names in lower case).
+        if let Some(case) = &be_http.case_server {
+            self.t.req.adjust_name_case(|n| case.get(n));
+        }
         let len = self.request_head_len();
         let too = len > be_http.bufsize.min(self.http.bufsize) && !self.t.vars.strict_off;
         if too {
@@ -686,6 +690,9 @@ impl Session<'_> {
         let len = if self.h2_conn.is_some() {
             self.t.resp.text_len(false)
         } else {
+            if let Some(case) = &self.http.case_client {
+                self.t.resp.adjust_name_case(|n| case.get(n));
+            }
             self.t.resp.write_to(&mut self.out);
             self.out.len()
         };
