@@ -288,7 +288,7 @@ pub static PROXY: &[Keyword] = &[
     p("option checkcache", D|L|B, Partial("accepted; cacheable responses with cookies are not blocked yet")),
     p("option clitcpka", D|F|L, Supported),
     p("option contstats", D|F|L, Partial("accepted; byte counters are still added when each stream ends (a long tunnel shows its bytes once closed)")),
-    p("option disable-h2-upgrade", D|F|L, NotYet),
+    p("option disable-h2-upgrade", D|F|L, Supported),
     p("option dontlog-normal", D|F|L, Supported),
     p("option dontlognull", D|F|L, Supported),
     p("option forceclose", D|F|L|B, Obsolete("option 'forceclose' is not supported any more since HAProxy 2.0, please just remove it, or use 'option httpclose' if absolutely needed.")),

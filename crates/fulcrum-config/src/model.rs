@@ -497,6 +497,9 @@ pub struct Proxy {
     /// names get the case `h1-case-adjust` gives them.
     pub h1_case_client: bool,
     pub h1_case_server: bool,
+    /// `option disable-h2-upgrade` (frontend side): an HTTP/1 connection that starts with
+    /// HTTP/2's preface is not taken as HTTP/2 (its request is refused as HTTP/1: 400).
+    pub disable_h2_upgrade: bool,
     /// `option http-ignore-probes` (frontend side): a connection closed or timed out before
     /// sending any byte gets no 400/408 answer (nor log, nor error count).
     pub http_ignore_probes: bool,

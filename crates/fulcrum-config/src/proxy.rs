@@ -156,6 +156,7 @@ impl ProxyBuild {
             accept_invalid_resp: false,
             h1_case_client: false,
             h1_case_server: false,
+            disable_h2_upgrade: false,
             http_use_proxy_header: false,
             http_pretend_keepalive: false,
             checkcache: false,
@@ -208,6 +209,7 @@ impl ProxyBuild {
         if !kind.is_frontend() {
             b.proxy.accept_invalid_req = false;
             b.proxy.h1_case_client = false;
+            b.proxy.disable_h2_upgrade = false;
             b.proxy.monitor_uri = None;
             b.proxy.http_ignore_probes = false;
             b.proxy.http_use_proxy_header = false;
@@ -596,9 +598,11 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         | "option accept-invalid-http-response"
         | "option h1-case-adjust-bogus-client"
         | "option h1-case-adjust-bogus-server"
+        | "option disable-h2-upgrade"
         | "option checkcache" => {
             if no_extra(line, 2 + usize::from(negated), name, diags) {
                 let slot = match name {
+                    "option disable-h2-upgrade" => &mut p.disable_h2_upgrade,
                     "option h1-case-adjust-bogus-client" => &mut p.h1_case_client,
                     "option h1-case-adjust-bogus-server" => &mut p.h1_case_server,
                     "option accept-invalid-http-request" => &mut p.accept_invalid_req,

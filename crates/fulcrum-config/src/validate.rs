@@ -359,6 +359,7 @@ pub fn drop_http_only(config: &mut Config, out: &mut Vec<Diagnostic>) {
             ("accept-invalid-http-response", &mut p.accept_invalid_resp),
             ("h1-case-adjust-bogus-client", &mut p.h1_case_client),
             ("h1-case-adjust-bogus-server", &mut p.h1_case_server),
+            ("disable-h2-upgrade", &mut p.disable_h2_upgrade),
         ] {
             if std::mem::take(slot) {
                 warn(format!("'option {opt}' ignored for {who} as it requires HTTP mode."));

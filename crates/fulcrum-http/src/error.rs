@@ -54,8 +54,8 @@ pub enum HeadError {
     /// chunked). HAProxy 2.6 answers **413** unless `h1-accept-payload-with-any-method` is set
     /// (see [`crate::Head::set_any_method_payload`]).
     PayloadWithMethod,
-    /// A request has Host headers with different values (the same one again is merged, as
-    /// HAProxy 2.6 does).
+    /// A request has more than one Host header (HAProxy 2.6 merges the same host again; Fulcrum
+    /// does so only with `option accept-invalid-http-request`).
     DuplicateHost,
     /// The Host header holds a blank, a control byte or a delimiter of another URI part, or
     /// differs from the authority of an absolute-form or authority-form target.

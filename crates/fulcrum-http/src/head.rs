@@ -539,16 +539,18 @@ impl Head {
         Ok(())
     }
 
-    /// A second Host field: the same host again is merged into the first (HAProxy does so),
-    /// another is refused.
+    /// A second Host field: refused (Fulcrum holds requests to one Host, issue 16), except
+    /// that a lenient parse merges the same host again into the first, as HAProxy always does.
     #[cold]
     #[inline(never)]
-    fn second_host(&self, value: &[u8]) -> Result<Option<(Special, Range<usize>)>, HeadError> {
+    fn second_host(&mut self, value: &[u8]) -> Result<Option<(Special, Range<usize>)>, HeadError> {
         let first = self.fields.iter().find(|f| f.special == Special::Host);
-        match first.is_some_and(|f| self.bytes(f.value).eq_ignore_ascii_case(value)) {
-            true => Ok(None),
-            false => Err(HeadError::DuplicateHost),
+        let same = first.is_some_and(|f| self.bytes(f.value).eq_ignore_ascii_case(value));
+        if !(same && self.lenient) {
+            return Err(HeadError::DuplicateHost);
         }
+        self.tolerate(HeadError::DuplicateHost);
+        Ok(None)
     }
 
     /// A Host the strict check refused: a lenient parse takes one that names another host

@@ -151,6 +151,7 @@ fn malformed_requests_are_rejected_with_the_right_reason() {
             BadContentLength,
         ),
         ("two different hosts", b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", DuplicateHost),
+        ("two identical hosts", b"GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", DuplicateHost),
         (
             "host differs from absolute target",
             b"GET http://b/x HTTP/1.1\r\nHost: a\r\n\r\n",
@@ -755,8 +756,11 @@ fn a_lenient_parse_takes_what_haproxys_accept_invalid_options_take() {
 }
 
 #[test]
-fn the_same_host_twice_is_one_host() {
-    let h = req(b"GET / HTTP/1.1\r\nHost: a.example\r\nHost: A.example\r\n\r\n");
+fn the_same_host_twice_is_one_host_in_a_lenient_parse() {
+    let raw = b"GET / HTTP/1.1\r\nHost: a.example\r\nHost: A.example\r\n\r\n";
+    let (r, h) = lenient(raw, true);
+    assert_eq!(r, Ok(Some(raw.len())));
+    assert_eq!(h.tolerated(), Some(HeadError::DuplicateHost));
     assert_eq!(h.header_count(b"host"), 1);
     assert_eq!(written(&h), "GET / HTTP/1.1\r\nHost: a.example\r\n\r\n");
 }

@@ -493,7 +493,8 @@ impl Session<'_> {
                         if first
                             && self.h2_conn.is_none()
                             && self.cbuf.data().starts_with(super::h2::PREFACE_LINE)
-                            && !self.h1_only() =>
+                            && !self.h1_only()
+                            && !self.http.disable_h2_upgrade =>
                     {
                         return Ok(Read::H2);
                     }

@@ -105,6 +105,9 @@ pub struct HttpProxy {
     /// (a backend's): HTTP/1 heads parsed leniently, what was let through kept for `show errors`.
     pub accept_invalid_req: bool,
     pub accept_invalid_resp: bool,
+    /// `option disable-h2-upgrade`: no HTTP/2 on an HTTP/1 connection that starts with its
+    /// preface.
+    pub disable_h2_upgrade: bool,
     /// `h1-accept-payload-with-any-method` (global).
     pub any_method_payload: bool,
     /// `h1-case-adjust` with `option h1-case-adjust-bogus-client` (responses to HTTP/1

@@ -567,6 +567,7 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
         accept_invalid_req: p.accept_invalid_req,
         accept_invalid_resp: p.accept_invalid_resp,
         any_method_payload: g.tune.h1_any_method_payload,
+        disable_h2_upgrade: p.disable_h2_upgrade,
         case_client: case.clone().filter(|_| p.h1_case_client),
         case_server: case.filter(|_| p.h1_case_server),
         retry_on: retry_on(&p.retry_on),
