@@ -155,7 +155,7 @@ pub fn tcp_check(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
         "expect" => expect(line, false),
         "comment" => comment(line),
         _ if is_var_action(sub) => var_step(line),
-        "send-lf" | "send-binary-lf" => Err(format!("'tcp-check {sub}' is not supported yet")),
+        "send-lf" | "send-binary-lf" => tcp_send_lf(line, sub == "send-binary-lf"),
         _ => Err(format!("'tcp-check' only supports 'comment', 'connect', 'send', 'send-binary', 'expect'. but got '{sub}'")),
     };
     match step {
@@ -358,12 +358,27 @@ fn connect(line: &Line) -> Result<CheckStep, String> {
     Ok(CheckStep::Connect(c))
 }
 
+/// `send-lf <fmt> [comment <c>]` / `send-binary-lf <fmt> [comment <c>]`.
+fn tcp_send_lf(line: &Line, binary: bool) -> Result<CheckStep, String> {
+    let data = line.arg(2);
+    if line.words.len() < 3 {
+        return Err(format!("'string' expects a {} as argument", line.arg(1)));
+    }
+    let comment = trailing_comment(line, 3)?;
+    let fmt = crate::logformat::parse(data, crate::sample::Ctx::HttpResponse).map_err(|e| {
+        let e = e.strip_suffix('.').unwrap_or(&e);
+        format!("'{data}' invalid log-format string ({e}).\n")
+    })?;
+    Ok(CheckStep::Send(SendStep::Lf { fmt, binary, comment }))
+}
+
 /// `send <string> [comment <c>]` / `send-binary <hex> [comment <c>]`.
 fn tcp_send(line: &Line, binary: bool) -> Result<CheckStep, String> {
     let data = line.arg(2);
     if line.words.len() < 3 {
+        // (HAProxy's words, in its order.)
         let what = if binary { "binary string" } else { "string" };
-        return Err(format!("'{}' expects a {what} as argument", line.arg(1)));
+        return Err(format!("'{what}' expects a {} as argument", line.arg(1)));
     }
     let comment = trailing_comment(line, 3)?;
     let data = if binary {

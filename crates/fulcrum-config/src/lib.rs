@@ -15,6 +15,8 @@ mod balance;
 pub mod bind;
 pub mod cache;
 mod check;
+/// Hexadecimal digits decoded (`send-binary`), with HAProxy's messages.
+pub use check::hex as parse_hex;
 mod check_protocols;
 pub mod compression;
 pub mod cond;

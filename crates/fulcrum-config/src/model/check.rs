@@ -231,6 +231,9 @@ pub enum SendStep {
     Bytes { data: Vec<u8>, comment: Option<String> },
     /// An HTTP request (`option httpchk` and `http-check send`).
     Http(HttpSend),
+    /// `send-lf <fmt>` / `send-binary-lf <fmt>`: a log-format string rendered at each run
+    /// (for `binary`, into hexadecimal digits then decoded).
+    Lf { fmt: LogFormat, binary: bool, comment: Option<String> },
     /// Bytes with the current Unix time (seconds, 4 bytes big-endian) written at `time_at` as
     /// they are sent: HAProxy's `%[date(),htonl,hex]` in the client hello of
     /// `option ssl-hello-chk`.

@@ -169,13 +169,15 @@ impl Plan {
                     let own = match snd {
                         SendStep::Bytes { comment: Some(c), .. } => Some(c.clone()),
                         SendStep::Http(h) if h.comment.is_some() => h.comment.clone(),
+                        SendStep::Lf { comment: Some(c), .. } => Some(c.clone()),
                         _ => comment.clone(),
                     };
                     let bytes = match snd {
                         SendStep::Bytes { data, .. } => Some(data.clone()),
                         SendStep::Http(h) if !send_state => Some(http::request(h, None)),
-                        // Built at each send: it carries the time, or the server's state.
-                        SendStep::Http(_) | SendStep::Dated { .. } => None,
+                        // Built at each send: it carries the time, the server's state, or
+                        // the samples of the run.
+                        SendStep::Http(_) | SendStep::Dated { .. } | SendStep::Lf { .. } => None,
                     };
                     let action = Action::Send(snd.clone(), bytes);
                     out.push(Step { id, comment: own, action, at: i });
@@ -555,8 +557,35 @@ impl Runner<'_> {
                 built = dated(data, *time_at);
                 &built[..]
             }
+            (None, SendStep::Lf { binary, .. }) => {
+                built = self.rendered_send(*binary, step)?;
+                // HAProxy sends nothing for an empty string, and goes on.
+                if built.is_empty() {
+                    return Ok(());
+                }
+                &built[..]
+            }
         };
         self.send(bytes, step).await
+    }
+
+    /// A `send-lf` / `send-binary-lf` step's bytes for this run (hexadecimal digits decoded
+    /// for a binary one, HAProxy's message when they are not).
+    fn rendered_send(&self, binary: bool, step: &Step) -> Result<Vec<u8>, CheckResult> {
+        let Some(fmt) = self.plan.samples.get(step.at).and_then(|s| s.send.as_ref()) else {
+            return Ok(Vec::new());
+        };
+        let empty = crate::rules::sample::Vars::default();
+        let vars = self.vars.as_deref().unwrap_or(&empty);
+        let text = crate::rules::check::Scope { vars, buf: &self.buf }.render(fmt);
+        if !binary {
+            return Ok(text.into_bytes());
+        }
+        fulcrum_config::parse_hex(&text).map_err(|_| {
+            let desc =
+                format!("tcp-check send : failed to build log-format string at step {}", step.id);
+            CheckResult::new(CheckStatus::L7Rsp, desc)
+        })
     }
 
     /// The result once every step passed.

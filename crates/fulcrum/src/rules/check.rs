@@ -23,6 +23,8 @@ pub struct StepSamples {
     /// `name-lf` and `value-lf`.
     pub name: Option<Format>,
     pub value: Option<Format>,
+    /// `send-lf` / `send-binary-lf`.
+    pub send: Option<Format>,
 }
 
 /// Compiles the samples of a backend's check steps, one entry per configured step.
@@ -36,6 +38,9 @@ pub fn compile(
         let mut one = StepSamples::default();
         match s {
             cfg::CheckStep::SetVar { expr, .. } => one.expr = Some(c.expr(expr)?),
+            cfg::CheckStep::Send(cfg::SendStep::Lf { fmt, .. }) => {
+                one.send = Some(c.format(fmt, span));
+            }
             cfg::CheckStep::Expect(cfg::ExpectStep {
                 kind: cfg::ExpectKind::Header(h), ..
             }) => {

@@ -255,3 +255,23 @@ fn fd_hard_limit_caps_the_limit_and_strict_limits_refuses_more() {
         }
     }
 }
+
+#[test]
+fn tcp_check_send_lf_renders_its_format_at_each_run() {
+    for target in targets() {
+        let l = TcpListener::bind("127.0.0.1:0").expect("server");
+        let at = l.local_addr().expect("addr");
+        let cfg = format!(
+            "global\n{DEFAULTS}{FRONTEND}backend be\n    mode tcp\n    option tcp-check\n\
+             \x20   tcp-check connect\n\
+             \x20   tcp-check set-var(check.x) str(abc)\n\
+             \x20   tcp-check set-var(check.h) str(41420a)\n\
+             \x20   tcp-check send-lf \"x=%[var(check.x)]\\r\\n\"\n\
+             \x20   tcp-check send-binary-lf \"%[var(check.h)]\"\n\
+             \x20   server s {at} check inter 300ms\n"
+        );
+        let Some((_p, _, _)) = start_proxy(target, "sendlf", &cfg) else { continue };
+        let got = check_bytes(&l, Duration::from_secs(5));
+        assert_eq!(String::from_utf8_lossy(&got), "x=abc\r\nAB\n", "{target}");
+    }
+}
