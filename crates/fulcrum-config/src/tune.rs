@@ -50,7 +50,6 @@ pub struct Tune {
     /// Values only checked (HAProxy's "already specified" needs the previous one).
     runqueue_depth: i64,
     maxpollevents: i64,
-    maxsslrate: i64,
     fd_hard_set: i64,
 }
 
@@ -76,7 +75,6 @@ impl Default for Tune {
             experimental: false,
             runqueue_depth: 0,
             maxpollevents: 0,
-            maxsslrate: 0,
             fd_hard_set: 0,
         }
     }
@@ -109,7 +107,6 @@ const VALUED: &[&str] = &[
     "tune.http.cookielen",
     "tune.pattern.cache-size",
     "cluster-secret",
-    "maxsslrate",
     "maxzlibmem",
     "fd-hard-limit",
     "profiling.tasks",
@@ -160,14 +157,13 @@ pub fn line(kw: &str, line: &Line, t: &mut Tune, negated: bool, diags: &mut Diag
         }
         // HAProxy reads no argument count for it.
         "numa-cpu-mapping" => {}
-        "tune.runqueue-depth" | "tune.maxpollevents" | "maxsslrate" | "fd-hard-limit" => {
+        "tune.runqueue-depth" | "tune.maxpollevents" | "fd-hard-limit" => {
             if !no_extra(line, 2, kw, diags) {
                 return;
             }
             let prev = match kw {
                 "tune.runqueue-depth" => &mut t.runqueue_depth,
                 "tune.maxpollevents" => &mut t.maxpollevents,
-                "maxsslrate" => &mut t.maxsslrate,
                 _ => &mut t.fd_hard_set,
             };
             if *prev != 0 {
