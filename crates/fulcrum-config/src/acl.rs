@@ -62,8 +62,30 @@ fn default_method(out: SmpType, kw: &str) -> Result<MatchMethod, String> {
 /// Where an ACL's fetch may be used. In ACLs every header fetch reads the request, as HAProxy's
 /// ACL keywords do (only the `hdr()` sample fetch of log-format strings follows the message).
 pub fn avail_of(expr: &SampleExpr) -> Avail {
-    match &expr.fetch {
+    fetch_avail(&expr.fetch)
+}
+
+/// Where a fetch may be used, as [`avail_of`] says of an ACL's.
+pub fn fetch_avail(fetch: &Fetch) -> Avail {
+    match fetch {
+        Fetch::IntOf(inner) => fetch_avail(inner),
         Fetch::Method => Avail::Method,
+        Fetch::BaseQ
+        | Fetch::HostPathHash { .. }
+        | Fetch::UrlAddr { .. }
+        | Fetch::HdrNames { response: false, .. }
+        | Fetch::HdrsBin { response: false }
+        | Fetch::ProtoHttp
+        | Fetch::AuthBearer { .. } => Avail::Request,
+        Fetch::HdrNames { response: true, .. }
+        | Fetch::HdrsBin { response: true }
+        | Fetch::ResHdrCnt { .. }
+        | Fetch::ResHdrIp { .. }
+        | Fetch::ResFhdrCnt { .. }
+        | Fetch::ResHdrs
+        | Fetch::ResCookCnt { .. } => Avail::Response,
+        Fetch::ResLineVersion => Avail::Captured { response: true },
+        Fetch::Meth(_) => Avail::Always,
         Fetch::Path
         | Fetch::Url
         | Fetch::Query
@@ -361,8 +383,7 @@ pub fn predefined(name: &str, span: &Span) -> Result<Option<Acl>, String> {
     Ok(Some(match name {
         "TRUE" => anon(span, Fetch::AlwaysTrue, "always_true", Bool, &[]),
         "FALSE" => anon(span, Fetch::AlwaysFalse, "always_false", Bool, &[]),
-        // In an HTTP proxy every request that reaches the rules is valid HTTP.
-        "HTTP" => anon(span, Fetch::AlwaysTrue, "req.proto_http", Bool, &[]),
+        "HTTP" => anon(span, Fetch::ProtoHttp, "req.proto_http", Bool, &[]),
         "HTTP_1.0" => ver("1.0"),
         "HTTP_1.1" => ver("1.1"),
         "HTTP_2.0" => ver("2.0"),

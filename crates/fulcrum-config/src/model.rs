@@ -15,11 +15,13 @@ use std::time::Duration;
 mod auth;
 mod check;
 mod http;
+mod sample;
 mod stick;
 mod tls;
 pub use auth::*;
 pub use check::*;
 pub use http::*;
+pub use sample::*;
 pub use stick::*;
 pub use tls::*;
 

@@ -525,6 +525,22 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "http_auth" => d(S, 1, Bool, Request),
         "http_auth_group" => d(S, 1, Str, Request),
         "http_auth_user" | "http_auth_pass" | "http_auth_type" => d(NONE, 0, Str, Request),
+        "baseq" => d(NONE, 0, Str, Request),
+        "base32" | "url32" | "url_port" => d(NONE, 0, Int, Request),
+        "base32+src" | "url32+src" | "req.hdrs_bin" => d(NONE, 0, Bin, Request),
+        "url_ip" => d(NONE, 0, Ip, Request),
+        "hdr_val" | "req.hdr_val" => d(SI, 0, Int, Request),
+        "res.hdr_val" | "shdr_val" => d(SI, 0, Int, Response),
+        "urlp_val" => d(SS, 0, Int, Request),
+        "req.hdr_names" | "http_auth_bearer" => d(S, 0, Str, Request),
+        "res.hdr_names" => d(S, 0, Str, Response),
+        "res.hdr_cnt" | "shdr_cnt" | "res.fhdr_cnt" => d(S, 0, Int, Response),
+        "res.cook_cnt" | "scook_cnt" | "res.cook_val" | "scook_val" => d(S, 0, Int, Response),
+        "res.hdr_ip" | "shdr_ip" => d(SI, 0, Ip, Response),
+        "res.hdrs" | "res.hdrs_bin" => d(NONE, 0, Bin, Response),
+        "capture.res.ver" => d(NONE, 0, Str, Captured { response: true }),
+        "req.proto_http" | "req_proto_http" => d(NONE, 0, Bool, Request),
+        "meth" => d(S, 1, Meth, Always),
         _ => stick::def(name).and_then(|(args, mandatory, out)| d(args, mandatory, out, Always)),
     }
 }
@@ -830,6 +846,32 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
                 }
             }
         }
+        "baseq" => Fetch::BaseQ,
+        "base32" | "base32+src" | "url32" | "url32+src" => {
+            Fetch::HostPathHash { url: name.starts_with("url"), src: name.ends_with("+src") }
+        }
+        "url_ip" | "url_port" => Fetch::UrlAddr { port: name == "url_port" },
+        "hdr_val" | "req.hdr_val" => Fetch::IntOf(Box::new(build_fetch("req.hdr", args)?)),
+        "res.hdr_val" | "shdr_val" => Fetch::IntOf(Box::new(build_fetch("res.hdr", args)?)),
+        "urlp_val" => Fetch::IntOf(Box::new(build_fetch("urlp", args)?)),
+        "res.cook_val" | "scook_val" => Fetch::IntOf(Box::new(build_fetch("res.cook", args)?)),
+        "req.hdr_names" | "res.hdr_names" => Fetch::HdrNames {
+            response: name.starts_with("res"),
+            // (HAProxy takes the first byte of the argument: NUL when it is empty.)
+            delim: args.first().map_or(b',', |a| a.str().bytes().next().unwrap_or(0)),
+        },
+        "res.hdr_cnt" | "shdr_cnt" => Fetch::ResHdrCnt { name: header_name(args) },
+        "res.hdr_ip" | "shdr_ip" => {
+            Fetch::ResHdrIp { name: header_name(args), occ: occurrence(name, args)? }
+        }
+        "res.fhdr_cnt" => Fetch::ResFhdrCnt { name: header_name(args) },
+        "res.hdrs" => Fetch::ResHdrs,
+        "req.hdrs_bin" | "res.hdrs_bin" => Fetch::HdrsBin { response: name.starts_with("res") },
+        "res.cook_cnt" | "scook_cnt" => Fetch::ResCookCnt { name: first_str(args) },
+        "capture.res.ver" => Fetch::ResLineVersion,
+        "req.proto_http" | "req_proto_http" => Fetch::ProtoHttp,
+        "http_auth_bearer" => Fetch::AuthBearer { header: opt_str(args, 0) },
+        "meth" => Fetch::Meth(first_str(args)),
         _ if stick::def(name).is_some() => stick::build(name, args)?,
         _ => return Err(SmpError::UnknownFetch(name.to_string())),
     };
@@ -1012,6 +1054,33 @@ mod tests {
         assert_eq!((p.out, p.avail), (SmpType::Str, Avail::Response));
         assert_eq!(ok("req.fhdr(a)").avail, Avail::Request);
         assert_eq!(err("fhdr(host)"), "unknown fetch method 'fhdr'");
+    }
+
+    #[test]
+    fn value_fetches_wrap_their_string_fetch_and_hashes_say_their_parts() {
+        let p = ok("hdr_val(X-N,2)");
+        let inner = Fetch::Hdr { name: "x-n".into(), occ: Some(2) };
+        assert_eq!(p.expr.fetch, Fetch::IntOf(Box::new(inner)));
+        assert_eq!((p.out, p.avail), (SmpType::Int, Avail::Request));
+        let p = ok("shdr_val(x-n)");
+        assert_eq!((p.out, p.avail), (SmpType::Int, Avail::Response));
+        let inner = Fetch::UrlParam { name: "n".into() };
+        assert_eq!(ok("urlp_val(n)").expr.fetch, Fetch::IntOf(Box::new(inner)));
+        let p = ok("base32+src");
+        assert_eq!(p.expr.fetch, Fetch::HostPathHash { url: false, src: true });
+        assert_eq!(p.out, SmpType::Bin);
+        assert_eq!(ok("url32").expr.fetch, Fetch::HostPathHash { url: true, src: false });
+        assert_eq!(ok("url_port").expr.fetch, Fetch::UrlAddr { port: true });
+        let names = |t: &str| ok(t).expr.fetch;
+        assert_eq!(names("req.hdr_names"), Fetch::HdrNames { response: false, delim: b',' });
+        assert_eq!(names("res.hdr_names(;x)"), Fetch::HdrNames { response: true, delim: b';' });
+        assert_eq!(names("req.hdr_names()"), Fetch::HdrNames { response: false, delim: b',' });
+        let p = ok("meth(GET)");
+        assert_eq!((p.expr.fetch, p.out), (Fetch::Meth("GET".into()), SmpType::Meth));
+        // (As `str`, HAProxy 2.6 takes `meth` without its argument: an empty method.)
+        assert_eq!(ok("meth").expr.fetch, Fetch::Meth(String::new()));
+        assert_eq!(ok("http_auth_bearer").expr.fetch, Fetch::AuthBearer { header: None });
+        assert_eq!(ok("req_proto_http").out, SmpType::Bool);
     }
 
     #[test]
@@ -1251,7 +1320,7 @@ mod tests {
     #[test]
     fn unknown_and_unsupported_names_are_told_apart() {
         assert_eq!(err("bogus"), "unknown fetch method 'bogus'");
-        assert_eq!(err("baseq"), "fetch method 'baseq' is not supported yet");
+        assert_eq!(err("distcc_body"), "fetch method 'distcc_body' is not supported yet");
         assert_eq!(err("path,bogus"), "unknown converter 'bogus'");
         assert_eq!(err("path,json"), "converter 'json' is not supported yet");
         assert_eq!(err("path,map_beg_int(/m)"), "converter 'map_beg_int' is not supported yet");

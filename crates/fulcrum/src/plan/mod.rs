@@ -298,7 +298,8 @@ fn frontend_rules(
     errors.append(&mut c.errors);
     // The backends' rules may read it too (a listen's own rules were compiled above).
     let needs_dst = c.uses_dst || p.originalto.is_some() || backends.values().any(|b| b.uses_dst);
-    let needs_payload = c.uses_payload;
+    let needs_payload = c.uses_payload || c.uses_http_req;
+    rules.raw_http = c.uses_http_req && p.mode == cfg::Mode::Tcp;
     rules.acls = c.finish();
     (rules, use_backends, log, needs_dst, needs_payload)
 }
@@ -451,6 +452,7 @@ fn proxy_rules(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::rul
                 _ => None,
             })
             .collect(),
+        raw_http: false, // (set once every expression is compiled)
         tcp_response: if p.kind.is_backend() {
             c.tcp_rules(&p.tcp_response_content)
         } else {
@@ -754,6 +756,7 @@ fn backend(
     rules.fcgi_params = apps::fcgi_params(&mut c, p, config);
     errors.append(&mut c.errors);
     be.uses_dst = c.uses_dst || p.originalto.is_some();
+    rules.raw_http = c.uses_http_req && p.mode == cfg::Mode::Tcp;
     be.algo = algo;
     be.cookie_name = p.cookie.as_ref().map(|c| c.name.clone());
     be.fullconn = p.fullconn;

@@ -71,6 +71,7 @@ impl<'a> Base<'a> {
             server_stream: self.server_stream,
             more: None,
             comp: self.comp,
+            raw_pending: false,
         }
     }
 }

@@ -36,6 +36,9 @@ pub struct Compiler<'a> {
     pub uses_dst: bool,
     /// A rule reads the connection's first bytes (`req.ssl_sni`...).
     pub uses_payload: bool,
+    /// An expression reads the request (`hdr()`, `path`, `req.proto_http`...): in `mode tcp`,
+    /// from the first bytes.
+    pub uses_http_req: bool,
     /// The plan's stick tables.
     tables: &'a crate::stick::Tables,
     /// The plan's userlists.
@@ -68,6 +71,7 @@ impl<'a> Compiler<'a> {
             errors: Vec::new(),
             uses_dst: false,
             uses_payload: false,
+            uses_http_req: false,
             caches: None,
             bwlims: Vec::new(),
         };
@@ -146,6 +150,13 @@ impl<'a> Compiler<'a> {
         }
         if matches!(e.fetch, cfg::Fetch::Payload(_)) {
             self.uses_payload = true;
+        }
+        use cfg::sample::Avail;
+        if matches!(
+            cfg::acl::fetch_avail(&e.fetch),
+            Avail::Request | Avail::Method | Avail::Message
+        ) {
+            self.uses_http_req = true;
         }
         let maps = &mut *self.maps;
         let at = self.at.as_ref().unwrap_or(&self.proxy.span);

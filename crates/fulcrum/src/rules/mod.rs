@@ -802,6 +802,9 @@ pub struct ProxyRules {
     pub tcp_content: Vec<TcpRule>,
     /// `tcp-response content` rules (backends).
     pub tcp_response: Vec<TcpRule>,
+    /// `mode tcp`: a rule reads the request (`req.proto_http`, the `HTTP` ACL, `hdr()`...), so
+    /// content inspection reads the first bytes as an HTTP/1 request (`tcp::inspect::raw_http`).
+    pub raw_http: bool,
     /// `option http-restrict-req-hdr-names`: 0 preserve, 1 delete, 2 reject.
     pub restrict_hdr_names: u8,
     /// `http-error status <code>` replies with log-format parts (`lf-string`, `lf-file`,

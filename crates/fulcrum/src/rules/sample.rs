@@ -123,6 +123,9 @@ pub struct Ctx<'a> {
     pub more: Option<&'a std::cell::Cell<bool>>,
     /// The algorithm the response is compressed with (`res.comp`, `res.comp_algo`).
     pub comp: Option<fulcrum_config::compression::CompAlgo>,
+    /// `mode tcp` inspection: `req` is `None` because the first bytes are not yet a whole
+    /// HTTP request head, but may become one (a fetch reading the request then waits).
+    pub raw_pending: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -154,6 +157,7 @@ impl<'a> Ctx<'a> {
             server_stream: None,
             more: None,
             comp: None,
+            raw_pending: false,
         }
     }
 
@@ -426,9 +430,20 @@ fn fetch_each<'a>(
     f: &mut dyn FnMut(Value<'a>) -> bool,
 ) -> bool {
     use cfg::Fetch::*;
+    if ctx.raw_pending && ctx.req.is_none() {
+        if let Some(more) = ctx.more.filter(|_| reads_request(fetch)) {
+            // `mode tcp`: the first bytes may still become an HTTP request.
+            more.set(true);
+            return false;
+        }
+    }
     match fetch {
         Src | SrcPort | Dst | DstPort | Fc(_) | SoName | Tls(_) | Pp(_) | Payload(_) | WaitEnd
         | FcErr | TlsOnly => conn::fetch(fetch, ctx, f),
+        IntOf(inner) => {
+            fetch_each(inner, ctx, last_only, &mut |v| f(Value::Int(strl2ic(&v.as_bytes()))))
+        }
+        Meth(m) => f(Value::Str(Cow::Owned(m.as_bytes().to_vec()))),
         Path
         | Url
         | Query
@@ -447,7 +462,12 @@ fn fetch_each<'a>(
         | ReqBody
         | ReqBodyLen
         | ReqBodySize
-        | ReqBodyParam { .. } => message::fetch(fetch, ctx, f),
+        | ReqBodyParam { .. }
+        | BaseQ
+        | HostPathHash { .. }
+        | UrlAddr { .. }
+        | ResLineVersion
+        | ProtoHttp => message::fetch(fetch, ctx, f),
         Hdr { .. }
         | ResHdr { .. }
         | HdrCnt { .. }
@@ -456,8 +476,15 @@ fn fetch_each<'a>(
         | ResFhdr { .. }
         | FhdrCnt { .. }
         | ReqHdrs
-        | AuthPart(_) => headers::fetch(fetch, ctx, last_only, f),
-        Cook { .. } | CookCnt { .. } | CookVal { .. } | ResCook { .. } => {
+        | AuthPart(_)
+        | ResHdrCnt { .. }
+        | ResHdrIp { .. }
+        | ResFhdrCnt { .. }
+        | ResHdrs
+        | HdrNames { .. }
+        | HdrsBin { .. }
+        | AuthBearer { .. } => headers::fetch(fetch, ctx, last_only, f),
+        Cook { .. } | CookCnt { .. } | CookVal { .. } | ResCook { .. } | ResCookCnt { .. } => {
             cookies::fetch(fetch, ctx, f)
         }
         NbSrv { .. }
@@ -502,6 +529,33 @@ fn fetch_each<'a>(
             }))
         }
     }
+}
+
+/// Whether a fetch reads the request (`mode tcp`: parsed from the first bytes).
+#[cold]
+fn reads_request(fetch: &cfg::Fetch) -> bool {
+    use cfg::sample::Avail;
+    matches!(cfg::acl::fetch_avail(fetch), Avail::Request | Avail::Method | Avail::Message)
+}
+
+/// HAProxy's `strl2ic`: an optional `-`, then each byte's distance from `0` accumulated in
+/// base 10 until one is above `9` (bytes below `0` are not a stop: HAProxy adds them too), in
+/// 32-bit arithmetic.
+pub(crate) fn strl2ic(s: &[u8]) -> i64 {
+    let (neg, digits) = match s.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, s),
+    };
+    let mut i: i32 = 0;
+    for &c in digits {
+        let j = i32::from(c as i8) - i32::from(b'0');
+        if j > 9 {
+            break;
+        }
+        let k = i.wrapping_mul(10);
+        i = if neg { k.wrapping_sub(j) } else { k.wrapping_add(j) };
+    }
+    i64::from(i)
 }
 
 /// What a fetch calls with each value it finds, until it returns true.
@@ -646,5 +700,23 @@ impl crate::tls::SniExpr for CompiledSni {
         let v = self.0.eval(&ctx)?;
         let text = String::from_utf8_lossy(&v.as_bytes()).into_owned();
         (!text.is_empty()).then_some(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strl2ic;
+
+    #[test]
+    fn strl2ic_reads_integers_as_haproxy_including_its_quirks() {
+        assert_eq!(strl2ic(b"12abc"), 12);
+        assert_eq!(strl2ic(b"-12x"), -12);
+        assert_eq!(strl2ic(b""), 0);
+        assert_eq!(strl2ic(b"-"), 0);
+        // Bytes below '0' do not stop HAProxy's loop: they add their (negative) distance.
+        assert_eq!(strl2ic(b" 5"), -155);
+        assert_eq!(strl2ic(b"+3"), -47);
+        // 32-bit arithmetic, wrapping as HAProxy's `int`.
+        assert_eq!(strl2ic(b"4294967297"), 1);
     }
 }

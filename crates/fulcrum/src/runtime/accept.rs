@@ -447,7 +447,7 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
                 &conn.client,
                 &mut got,
                 fe.inspect_delay,
-                (&r.tcp_content, &r.spoe, ev),
+                (&r.tcp_content, &r.spoe, ev, r.raw_http),
                 &r.acls,
                 &mk,
                 &mut vars,
@@ -459,6 +459,8 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
             }
         }
         mk.payload = &got.payload;
+        let raw = if r.raw_http { tcp::inspect::raw_http(&got.payload).ok() } else { None };
+        mk.req = raw.as_deref();
         let chosen = crate::frontend::switching::choose(fe, &mk.with_vars(&vars));
         if !vars.is_empty() {
             conn.vars = Some(Box::new(vars));
@@ -499,7 +501,7 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
             &conn.client,
             &mut got,
             be.inspect_delay,
-            (&r.tcp_content, &r.spoe, ev),
+            (&r.tcp_content, &r.spoe, ev, r.raw_http),
             &r.acls,
             &mk,
             &mut vars,

@@ -108,8 +108,23 @@ async fn more_bytes(client: &Stream, got: &mut Inspected, deadline: Instant) {
     }
 }
 
+/// The first bytes read as an HTTP/1 request head, for rules of a `mode tcp` proxy that read
+/// the request (`req.proto_http` and the `HTTP` ACL, `hdr()`, `path`...), as HAProxy 2.6 parses
+/// a raw stream's buffer for them: `Ok(head)` once a whole valid head is there, `Err(true)`
+/// while the bytes may still become one, `Err(false)` when they cannot (not HTTP, or a head
+/// larger than a buffer).
+pub fn raw_http(payload: &[u8]) -> Result<Box<fulcrum_http::Head>, bool> {
+    let mut head = Box::new(fulcrum_http::Head::new());
+    match head.parse_request(payload, &fulcrum_http::Limits::default()) {
+        Ok(Some(_)) => Ok(head),
+        Ok(None) => Err(payload.len() < BUFSIZE),
+        Err(_) => Err(false),
+    }
+}
+
 /// Runs `list` on the inspected bytes, waiting as long as `delay` allows while a rule cannot
-/// be decided; `Accept` or `Reject`. First the SPOE engines that send messages on `ev` (the
+/// be decided; `Accept` or `Reject`. With `raw`, rules reading the request see the bytes as
+/// an HTTP request once they are one ([`raw_http`]). First the SPOE engines that send messages on `ev` (the
 /// list's `on-frontend-tcp-request` or `on-backend-tcp-request`) are asked, on the bytes there,
 /// as HAProxy's SPOE filter asks before its inspection analyser; a `send-spoe-group` rule asks
 /// its engine, then the list goes on.
@@ -118,7 +133,7 @@ pub async fn content_rules(
     client: &Stream,
     got: &mut Inspected,
     delay: Option<Duration>,
-    (list, spoe, ev): (&[TcpRule], &[Arc<Engine>], SpoeEvent),
+    (list, spoe, ev, raw): (&[TcpRule], &[Arc<Engine>], SpoeEvent, bool),
     acls: &Acls,
     template: &Ctx<'_>,
     vars: &mut Vars,
@@ -135,7 +150,14 @@ pub async fn content_rules(
         let done = deadline.is_none_or(|d| Instant::now() >= d)
             || got.shut
             || got.payload.len() >= BUFSIZE;
-        let ctx = Ctx { payload: &got.payload, more: (!done).then_some(&more), ..*template };
+        let parsed = if raw { raw_http(&got.payload) } else { Err(false) };
+        let ctx = Ctx {
+            payload: &got.payload,
+            more: (!done).then_some(&more),
+            req: parsed.as_deref().ok().or(template.req),
+            raw_pending: parsed.as_ref().err() == Some(&true),
+            ..*template
+        };
         match tcp_eval(list, from, acls, &ctx, vars, Level::Stream) {
             TcpVerdict::Wait(i) => from = i,
             TcpVerdict::Spoe { engine, group, resume } => {

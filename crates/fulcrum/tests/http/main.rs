@@ -24,6 +24,7 @@ mod crosscheck;
 mod errors;
 mod explain;
 mod extra;
+mod fetches;
 mod filters;
 mod h2;
 mod h2attacks;

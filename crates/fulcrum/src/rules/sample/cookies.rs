@@ -1,5 +1,5 @@
 //! Cookie fetches: request cookies (`cook`, `cook_cnt`, `cook_val`) and the cookies a response
-//! sets (`res.cook`), with HAProxy 2.6's answers.
+//! sets (`res.cook`, `res.cook_cnt`), with HAProxy 2.6's answers.
 //!
 //! Must not touch: the heads (read only), cookie persistence (`http::session::cookies`).
 
@@ -45,23 +45,31 @@ pub(super) fn fetch<'a>(fetch: &cfg::Fetch, ctx: &Ctx<'a>, f: &mut Each<'_, 'a>)
                     .filter_map(|(_, v)| fulcrum_http::cookie_value(v, name.as_bytes()))
                     .last()
             });
-            one(v.and_then(|v| std::str::from_utf8(v).ok()?.trim().parse().ok()).map(Value::Int), f)
+            one(v.map(|v| Value::Int(super::strl2ic(v))), f)
         }
         ResCook { name } => {
             let Some(r) = ctx.resp else { return false };
-            for (n, v) in r.headers() {
-                if n.eq_ignore_ascii_case(b"set-cookie") {
-                    let nv = v.split(|&c| c == b';').next().unwrap_or(v).trim_ascii();
-                    if nv.len() > name.len()
-                        && nv[..name.len()] == *name.as_bytes()
-                        && nv[name.len()] == b'='
-                        && f(b(&nv[name.len() + 1..]))
-                    {
+            for v in set_cookie_values(r) {
+                let mut found = set_cookies(v, name.as_bytes());
+                if let Some(c) = found.next() {
+                    // (No name: HAProxy gives the first cookie only.)
+                    if f(b(c)) || name.is_empty() {
                         return true;
+                    }
+                    for c in found {
+                        if f(b(c)) {
+                            return true;
+                        }
                     }
                 }
             }
             false
+        }
+        ResCookCnt { name } => {
+            let n = ctx.resp.map_or(0, |r| {
+                set_cookie_values(r).map(|v| set_cookies(v, name.as_bytes()).count()).sum()
+            });
+            f(Value::Int(n as i64))
         }
         _ => false, // another family's
     }
@@ -75,4 +83,29 @@ fn count_cookies(v: &[u8], name: &[u8]) -> usize {
             p.len() > name.len() && p[..name.len()] == *name && p[name.len()] == b'='
         })
         .count()
+}
+
+/// The values of the response's `Set-Cookie` headers, split at commas as HAProxy splits them.
+fn set_cookie_values(r: &fulcrum_http::Head) -> impl Iterator<Item = &[u8]> {
+    r.headers()
+        .filter(|(n, _)| n.eq_ignore_ascii_case(b"set-cookie"))
+        .flat_map(|(_, v)| fulcrum_http::comma_values(v))
+}
+
+/// The values of cookie `name` (any name when empty) in one `Set-Cookie` value, as HAProxy
+/// 2.6's `http_extract_cookie_value` finds them there: its attributes in order, skipping
+/// those starting with `$` or without `=`, each one that matches found, and the search ends at
+/// the first that does not (a `Set-Cookie` names its cookie first).
+fn set_cookies<'v, 'n>(
+    v: &'v [u8],
+    name: &'n [u8],
+) -> impl Iterator<Item = &'v [u8]> + use<'v, 'n> {
+    v.split(|&c| c == b';')
+        .map(|a| a.trim_ascii())
+        .filter(|a| !a.starts_with(b"$"))
+        .filter_map(|a| {
+            let eq = a.iter().position(|&c| c == b'=')?;
+            Some((a[..eq].trim_ascii(), a[eq + 1..].trim_ascii()))
+        })
+        .map_while(move |(n, val)| (name.is_empty() || n == name).then_some(val))
 }

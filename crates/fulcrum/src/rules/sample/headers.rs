@@ -1,7 +1,8 @@
 //! Header fetches: values of request and response headers, split at commas (`hdr`, `res.hdr`,
-//! `hdr_cnt`, `hdr_ip`) or whole (`req.fhdr`, `res.fhdr`, `req.fhdr_cnt`), all of them
-//! (`req.hdrs`), and the parts of the `Authorization` header (`http_auth_type`,
-//! `http_auth_user`, `http_auth_pass`); which occurrence a fetch gives (`occ`).
+//! `hdr_cnt`, `hdr_ip` and their `res.` forms) or whole (`req.fhdr`, `res.fhdr`,
+//! `*.fhdr_cnt`), all of them (`req.hdrs`, `res.hdrs`, `*.hdrs_bin`, `*.hdr_names`), and the
+//! parts of the `Authorization` header (`http_auth_type`, `http_auth_user`, `http_auth_pass`,
+//! `http_auth_bearer`); which occurrence a fetch gives (`occ`).
 //!
 //! Must not touch: the heads (read only), cookies (`cookies`).
 
@@ -26,16 +27,18 @@ pub(super) fn fetch<'a>(
     match fetch {
         Hdr { name, occ } => header_values(req, name, *occ, last_only, &mut |v| f(b(v))),
         ResHdr { name, occ } => header_values(ctx.resp, name, *occ, last_only, &mut |v| f(b(v))),
-        HdrCnt { name } => {
+        HdrCnt { name } | ResHdrCnt { name } => {
+            let head = if matches!(fetch, HdrCnt { .. }) { req } else { ctx.resp };
             let mut n = 0i64;
-            header_values(req, name, None, false, &mut |_| {
+            header_values(head, name, None, false, &mut |_| {
                 n += 1;
                 false
             });
             f(Value::Int(n))
         }
-        HdrIp { name, occ } => {
-            header_values(req, name, *occ, last_only, &mut |v| match std::str::from_utf8(v)
+        HdrIp { name, occ } | ResHdrIp { name, occ } => {
+            let head = if matches!(fetch, HdrIp { .. }) { req } else { ctx.resp };
+            header_values(head, name, *occ, last_only, &mut |v| match std::str::from_utf8(v)
                 .ok()
                 .and_then(|t| parse_ip_loose(t.trim()))
             {
@@ -43,16 +46,56 @@ pub(super) fn fetch<'a>(
                 None => false,
             })
         }
+        HdrNames { response, delim } => {
+            let Some(head) = (if *response { ctx.resp } else { req }) else { return false };
+            let mut all = Vec::new();
+            for (i, (n, _)) in head.headers().enumerate() {
+                if i > 0 {
+                    all.push(*delim);
+                }
+                all.extend(n.iter().map(u8::to_ascii_lowercase));
+            }
+            f(Value::Str(Cow::Owned(all)))
+        }
+        HdrsBin { response } => {
+            let Some(head) = (if *response { ctx.resp } else { req }) else { return false };
+            let mut all = Vec::new();
+            for (n, v) in head.headers() {
+                fulcrum_spop::put_varint(&mut all, n.len() as u64);
+                all.extend(n.iter().map(u8::to_ascii_lowercase));
+                fulcrum_spop::put_varint(&mut all, v.len() as u64);
+                all.extend_from_slice(v);
+            }
+            all.extend_from_slice(&[0, 0]);
+            f(Value::Str(Cow::Owned(all)))
+        }
+        AuthBearer { header } => {
+            let name = header.as_deref().unwrap_or("authorization");
+            let Some(h) = req.and_then(|r| r.header(name.as_bytes())) else { return false };
+            // The scheme, at least one space, the token (HAProxy 2.6's `http_auth_bearer`).
+            let (scheme, rest) = match h.iter().position(|&c| c == b' ') {
+                Some(i) => (&h[..i], &h[i + 1..]),
+                None => (h, &b""[..]),
+            };
+            let token = &rest[rest.iter().take_while(|&&c| c == b' ').count()..];
+            if scheme.eq_ignore_ascii_case(b"bearer") && !token.is_empty() {
+                f(b(token))
+            } else {
+                false
+            }
+        }
         Fhdr { name, occ } => full_values(req, name, *occ, last_only, &mut |v| f(b(v))),
         ResFhdr { name, occ } => full_values(ctx.resp, name, *occ, last_only, &mut |v| f(b(v))),
-        FhdrCnt { name } => {
-            let n = req.map_or(0, |r| {
+        FhdrCnt { name } | ResFhdrCnt { name } => {
+            let head = if matches!(fetch, FhdrCnt { .. }) { req } else { ctx.resp };
+            let n = head.map_or(0, |r| {
                 r.headers().filter(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes())).count()
             });
             f(Value::Int(n as i64))
         }
-        ReqHdrs => {
-            let Some(r) = req else { return false };
+        ReqHdrs | ResHdrs => {
+            let head = if matches!(fetch, ReqHdrs) { req } else { ctx.resp };
+            let Some(r) = head else { return false };
             let mut all = Vec::new();
             r.write_fields(&mut all);
             f(Value::Str(Cow::Owned(all)))

@@ -1,6 +1,7 @@
 //! Start-line and body fetches: the request line and the parts of its target (`path`, `url`,
-//! `query`, `url_param`, `pathq`, `base`, `method`, `req.ver`), the response's status line
-//! (`status`, `res.ver`) and the request body (`req.body*`).
+//! `query`, `url_param`, `pathq`, `base`, `baseq`, `base32`, `url32`, `url_ip`, `method`,
+//! `req.ver`, `req.proto_http`), the response's status line (`status`, `res.ver`,
+//! `capture.res.ver`) and the request body (`req.body*`).
 //!
 //! Must not touch: the heads (read only), headers and cookies (`headers`, `cookies`).
 
@@ -45,13 +46,44 @@ pub(super) fn fetch<'a>(fetch: &cfg::Fetch, ctx: &Ctx<'a>, f: &mut Each<'_, 'a>)
                 cfg::ReqLinePart::Version => f(b(r.version().as_bytes())),
             }
         }
-        Base => {
+        Base | BaseQ => {
             let Some(r) = req else { return false };
-            let Some(host) = r.header(b"host") else { return false };
+            let path = if matches!(fetch, BaseQ) { pathq(r) } else { r.path() };
+            // Without a Host (or an empty one), HAProxy gives the path alone.
+            let host = r.header(b"host").filter(|h| !h.is_empty());
+            let Some(host) = host else { return f(b(path)) };
             let mut v = host.to_vec();
-            v.extend_from_slice(r.path());
+            if path.first() == Some(&b'/') {
+                v.extend_from_slice(path);
+            }
             f(Value::Str(Cow::Owned(v)))
         }
+        HostPathHash { url, src } => {
+            let Some(r) = req else { return false };
+            let h = host_path_hash(r, *url);
+            if !*src {
+                return f(Value::Int(i64::from(h)));
+            }
+            let Some(addr) = ctx.src else { return false };
+            let mut v = Vec::with_capacity(20);
+            v.extend_from_slice(&h.to_be_bytes());
+            match addr.ip() {
+                std::net::IpAddr::V4(a) => v.extend_from_slice(&a.octets()),
+                std::net::IpAddr::V6(a) => v.extend_from_slice(&a.octets()),
+            }
+            f(Value::Str(Cow::Owned(v)))
+        }
+        UrlAddr { port } => one(req.and_then(|r| url_addr(r, *port)), f),
+        ResLineVersion => one(
+            ctx.resp.map(|r| {
+                b(match r.version() {
+                    fulcrum_http::Version::Http10 => b"HTTP/1.0",
+                    _ => b"HTTP/1.1",
+                })
+            }),
+            f,
+        ),
+        ProtoHttp => one(req.map(|_| Value::Bool(true)), f),
         Status => one(ctx.resp.map(|r| Value::Int(i64::from(r.status()))), f),
         ResVer => one(
             ctx.resp.map(|r| {
@@ -92,6 +124,56 @@ pub fn pathq(r: &Head) -> &[u8] {
     } else {
         p
     }
+}
+
+/// `base32`, `url32` (`url`): HAProxy's sdbm over the first Host value (`url32`: the whole
+/// first Host line) then the path if it starts with `/` (`url32`: with its query), followed by
+/// its avalanche (`full_hash`).
+fn host_path_hash(r: &Head, url: bool) -> u32 {
+    let sdbm = |h: u32, bytes: &[u8]| {
+        bytes.iter().fold(h, |h, &c| {
+            u32::from(c).wrapping_add(h << 6).wrapping_add(h << 16).wrapping_sub(h)
+        })
+    };
+    let host = r.header(b"host").map(|v| {
+        if url {
+            v
+        } else {
+            fulcrum_http::comma_values(v).next().unwrap_or(b"")
+        }
+    });
+    let mut h = sdbm(0, host.unwrap_or(b""));
+    let path = if url { pathq(r) } else { r.path() };
+    if path.first() == Some(&b'/') {
+        h = sdbm(h, path);
+    }
+    fulcrum_balance::full_hash(h)
+}
+
+/// `url_ip`, `url_port`: an `http://` or `https://` target written with an IPv4 address
+/// (HAProxy 2.6's `url2sa` on the request line: an IPv6 or a name gives nothing).
+fn url_addr(r: &Head, port: bool) -> Option<Value<'static>> {
+    let (scheme, auth) = r.scheme_and_authority()?;
+    let default = match scheme.to_ascii_lowercase().as_slice() {
+        b"http" => 80u16,
+        b"https" => 443,
+        _ => return None,
+    };
+    let n = auth.iter().position(|c| !(c.is_ascii_digit() || *c == b'.')).unwrap_or(auth.len());
+    let ip: std::net::Ipv4Addr = std::str::from_utf8(&auth[..n]).ok()?.parse().ok()?;
+    if !port {
+        return Some(Value::Ip(std::net::IpAddr::V4(ip)));
+    }
+    let p = match auth.get(n) {
+        // (`read_uint` then `htons`: the digits there, truncated to 16 bits.)
+        Some(b':') => auth[n + 1..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .fold(0u32, |p, c| p.wrapping_mul(10).wrapping_add(u32::from(c - b'0')))
+            as u16,
+        _ => default,
+    };
+    Some(Value::Int(i64::from(p)))
 }
 
 /// The entry that answers the transaction, if a cache does (`res.cache_hit`,

@@ -1,0 +1,187 @@
+//! Sample fetches HAProxy 2.6 has that real configurations use, beside HAProxy on the same
+//! requests: the hashes of Host and path (`base32`, `url32` and their `+src` forms), `baseq`,
+//! `url_ip`/`url_port`, the `*_val` integer forms, header names and binary header lists,
+//! response header and cookie counts, `http_auth_bearer`, `capture.res.ver`, and
+//! `req.proto_http` (the `HTTP` ACL) in a `mode tcp` proxy, where HAProxy reads the first bytes
+//! as an HTTP request for every request fetch.
+
+use std::time::Duration;
+
+use crate::px::*;
+
+/// The request's values of the request fetches, as headers of the echoed request.
+const REQ_FETCHES: &[(&str, &str)] = &[
+    ("x-baseq", "baseq"),
+    ("x-base32", "base32"),
+    ("x-base32src", "base32+src,hex"),
+    ("x-url32", "url32"),
+    ("x-url32src", "url32+src,hex"),
+    ("x-urlip", "url_ip"),
+    ("x-urlport", "url_port"),
+    ("x-hdrval", "hdr_val(x-v)"),
+    ("x-hdrval1", "req.hdr_val(x-v,1)"),
+    ("x-urlpval", "urlp_val(n)"),
+    ("x-names", "req.hdr_names(;)"),
+    ("x-bin", "req.hdrs_bin,hex"),
+    ("x-proto", "req.proto_http"),
+    ("x-bearer", "http_auth_bearer"),
+    ("x-bearer2", "http_auth_bearer(x-tok)"),
+    ("x-meth", "meth(GET)"),
+];
+
+/// Response fetches, as headers of the response.
+const RES_FETCHES: &[(&str, &str)] = &[
+    ("r-cnt", "res.hdr_cnt(set-cookie)"),
+    ("r-val", "res.hdr_val(x-n)"),
+    ("r-ip", "res.hdr_ip(x-ip)"),
+    ("r-fcnt", "res.fhdr_cnt(set-cookie)"),
+    ("r-ccnt", "res.cook_cnt(a)"),
+    ("r-ccnt0", "res.cook_cnt"),
+    ("r-cval", "res.cook_val(b)"),
+    ("r-scook", "scook(a)"),
+    ("r-names", "res.hdr_names"),
+    ("r-ver", "capture.res.ver"),
+    ("r-shdr", "shdr_cnt(x-ip)"),
+    ("r-sval", "shdr_val(x-n)"),
+    ("r-scval", "scook_val(a)"),
+];
+
+fn config(srv: &Running) -> String {
+    let mut lines = String::new();
+    for (h, f) in REQ_FETCHES {
+        lines.push_str(&format!(" http-request set-header {h} %[{f}]\n"));
+    }
+    lines.push_str(" http-request set-header x-http yes if HTTP\n");
+    for (h, f) in RES_FETCHES {
+        lines.push_str(&format!(" http-response set-header {h} %[{f}]\n"));
+    }
+    listen(&format!("{lines} server s1 {}\n", srv.addr()))
+}
+
+#[test]
+fn request_and_response_fetches_give_what_haproxy_gives() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&config(&srv));
+        // The response sets two cookies in one header (split at the comma, as HAProxy splits
+        // `Set-Cookie`) and one in another, whose attribute `path` counts as a cookie for a
+        // nameless `res.cook_cnt`, as in HAProxy.
+        let raw = "GET /p?echo=1&n=-12x&z=1&setcookie=a=5;%20path=/&setcookie=b=7x,%20a=9\
+                   &hdr=X-N:42abc&hdr=X-Ip:10.1.2.3 HTTP/1.0\r\nHost: Example.com:80\r\n\
+                   X-V: 77, 5\r\nAuthorization: Bearer   tok123\r\nX-Tok: bearer abc\r\n\r\n";
+        let r = px.send(raw.as_bytes());
+        assert_eq!(r.status, 200);
+        let h = r.echoed();
+        let req: Vec<(String, Option<String>)> = REQ_FETCHES
+            .iter()
+            .map(|(n, _)| n)
+            .chain(&["x-http"])
+            .map(|n| (n.to_string(), h.header(n).map(str::to_string)))
+            .collect();
+        let res: Vec<(String, Option<String>)> = RES_FETCHES
+            .iter()
+            .map(|(n, _)| (n.to_string(), r.header(n).map(str::to_string)))
+            .collect();
+        // Values measured on HAProxy 2.6 for this request (the hashes: sdbm of the Host and
+        // the path, then HAProxy's avalanche; the client is 127.0.0.1).
+        let want = [
+            ("x-baseq", "Example.com:80/p?echo=1&n=-12x&z=1&setcookie=a=5;%20path=/&setcookie=b=7x,%20a=9&hdr=X-N:42abc&hdr=X-Ip:10.1.2.3"),
+            ("x-hdrval", "5"),
+            ("x-hdrval1", "77"),
+            ("x-urlpval", "-12"),
+            ("x-proto", "1"),
+            ("x-bearer", "tok123"),
+            ("x-bearer2", "abc"),
+            ("x-meth", "GET"),
+            ("x-http", "yes"),
+            ("x-urlip", ""),
+            ("x-urlport", ""),
+        ];
+        for (n, v) in want {
+            assert_eq!(h.header(n), Some(v), "{n}");
+        }
+        let base32: u32 = h.header("x-base32").and_then(|v| v.parse().ok()).expect("base32");
+        let src = h.header("x-base32src").expect("base32+src");
+        assert_eq!(src, format!("{base32:08X}7F000001"), "the hash, then the address");
+        let names = h.header("x-names").expect("names");
+        assert!(names.starts_with("host;x-v;authorization;x-tok;x-baseq;"), "{names}");
+        let want = [
+            ("r-cnt", "3"),
+            ("r-val", "42"),
+            ("r-ip", "10.1.2.3"),
+            ("r-fcnt", "2"),
+            ("r-ccnt", "2"),
+            ("r-ccnt0", "4"),
+            ("r-cval", "7"),
+            ("r-scook", "9"),
+            ("r-ver", "HTTP/1.1"),
+            ("r-shdr", "1"),
+            ("r-sval", "42"),
+            ("r-scval", "9"),
+        ];
+        for (n, v) in want {
+            assert_eq!(r.header(n), Some(v), "{n}");
+        }
+        (req, res)
+    });
+}
+
+#[test]
+fn url_ip_and_url_port_read_an_absolute_target_written_with_an_address() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&config(&srv));
+        let h = px
+            .send(b"GET http://192.0.2.7:8081/echo?x HTTP/1.1\r\nHost: 192.0.2.7:8081\r\nConnection: close\r\n\r\n")
+            .echoed();
+        assert_eq!((h.header("x-urlip"), h.header("x-urlport")), (Some("192.0.2.7"), Some("8081")));
+        let h = px
+            .send(b"GET https://192.0.2.7/echo HTTP/1.1\r\nHost: 192.0.2.7\r\nConnection: close\r\n\r\n")
+            .echoed();
+        assert_eq!(h.header("x-urlport"), Some("443"), "https's default port");
+        // Without a Host, `baseq` is the path and query alone.
+        let h = px.send(b"GET /echo?q HTTP/1.0\r\n\r\n").echoed();
+        assert_eq!(h.header("x-baseq"), Some("/echo?q"));
+        (h.header("x-base32").map(str::to_string), h.header("x-url32").map(str::to_string))
+    });
+}
+
+/// A `mode tcp` frontend that sends HTTP to a web backend and anything else elsewhere, the
+/// classic HAProxy port-sharing configuration: `req.proto_http` (the `HTTP` ACL) and `hdr()`
+/// read the first bytes as an HTTP request, waiting for a whole head under the inspection
+/// delay.
+#[test]
+fn a_tcp_proxy_tells_http_from_other_bytes_and_routes_by_host() {
+    each(|t| {
+        let (web, two) = (server("web"), server("two"));
+        let px = t.start(&format!(
+            "defaults\n timeout connect 1s\n timeout client 5s\n timeout server 5s\n\
+             frontend ft\n mode tcp\n bind {{fe0}}\n tcp-request inspect-delay 3s\n\
+             tcp-request content accept if HTTP\n tcp-request content accept if {{ req.len gt 3 }}\n\
+             use_backend two if {{ hdr(host) -i two.example }}\n use_backend web if HTTP\n\
+             default_backend none\n\
+             backend web\n mode tcp\n server web {}\n\
+             backend two\n mode tcp\n server two {}\n\
+             backend none\n mode tcp\n server dead {DEAD}\n",
+            web.addr(),
+            two.addr()
+        ));
+        let served = |parts: &[&[u8]]| {
+            let mut cl = px.client();
+            for (i, p) in parts.iter().enumerate() {
+                if i > 0 {
+                    std::thread::sleep(Duration::from_millis(300));
+                }
+                cl.send(p);
+            }
+            cl.read_final(false).map(|r| r.server().to_string()).unwrap_or_default()
+        };
+        // A request head split in two: the rules wait for the whole head.
+        let split =
+            served(&[b"GET / HTTP/1.1\r\n", b"Host: two.example\r\nConnection: close\r\n\r\n"]);
+        let plain = served(&[b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"]);
+        let other = served(&[b"SSH-2.0-OpenSSH_9.2\r\n"]);
+        assert_eq!((split.as_str(), plain.as_str(), other.as_str()), ("two", "web", ""));
+        assert_eq!(web.counts().conns + two.counts().conns, 2, "nothing else reached them");
+    });
+}
