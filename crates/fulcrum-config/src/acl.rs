@@ -85,7 +85,19 @@ pub fn fetch_avail(fetch: &Fetch) -> Avail {
         | Fetch::ResHdrs
         | Fetch::ResCookCnt { .. } => Avail::Response,
         Fetch::ResLineVersion => Avail::Captured { response: true },
-        Fetch::Meth(_) => Avail::Always,
+        Fetch::Meth(_)
+        | Fetch::Env(_)
+        | Fetch::Hostname
+        | Fetch::Thread
+        | Fetch::Stopping
+        | Fetch::DateIn { .. }
+        | Fetch::DateUs
+        | Fetch::Fe(_)
+        | Fetch::Be { what: crate::model::BeFact::ConnFree, .. }
+        | Fetch::Srv { .. }
+        | Fetch::IsLocal { .. } => Avail::Always,
+        Fetch::Be { .. } => Avail::Backend,
+        Fetch::FcHttpMajor | Fetch::FcRcvdProxy => Avail::Session,
         Fetch::Path
         | Fetch::Url
         | Fetch::Query

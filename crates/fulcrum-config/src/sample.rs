@@ -541,6 +541,24 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "capture.res.ver" => d(NONE, 0, Str, Captured { response: true }),
         "req.proto_http" | "req_proto_http" => d(NONE, 0, Bool, Request),
         "meth" => d(S, 1, Meth, Always),
+        "env" => d(S, 1, Str, Always),
+        "hostname" => d(NONE, 0, Str, Always),
+        "thread" | "proc" | "date_us" => d(NONE, 0, Int, Always),
+        "stopping" => d(NONE, 0, Bool, Always),
+        "fe_id" | "fe_client_timeout" | "so_id" | "dst_conn" => d(NONE, 0, Int, Always),
+        "fe_req_rate" | "fe_sess_rate" => d(S, 0, Int, Always),
+        "fe_defbe" => d(NONE, 0, Str, Always),
+        "be_id" | "be_server_timeout" | "be_tunnel_timeout" | "cur_server_timeout"
+        | "cur_tunnel_timeout" => d(NONE, 0, Int, Backend),
+        "be_conn_free" => d(S, 0, Int, Always),
+        "srv_queue" | "srv_sess_rate" | "srv_weight" | "srv_iweight" | "srv_uweight"
+        | "srv_conn_free" => d(S, 1, Int, Always),
+        "src_is_local" | "dst_is_local" | "fc_src_is_local" | "fc_dst_is_local" => {
+            d(NONE, 0, Bool, Always)
+        }
+        "fc_http_major" => d(NONE, 0, Int, Session),
+        "fc_rcvd_proxy" => d(NONE, 0, Bool, Session),
+        "prio_class" | "prio_offset" => d(NONE, 0, Int, Session),
         _ => stick::def(name).and_then(|(args, mandatory, out)| d(args, mandatory, out, Always)),
     }
 }
@@ -872,27 +890,85 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
         "req.proto_http" | "req_proto_http" => Fetch::ProtoHttp,
         "http_auth_bearer" => Fetch::AuthBearer { header: opt_str(args, 0) },
         "meth" => Fetch::Meth(first_str(args)),
+        "env" => Fetch::Env(first_str(args)),
+        "hostname" => Fetch::Hostname,
+        "thread" => Fetch::Thread,
+        "stopping" => Fetch::Stopping,
+        // (HAProxy 2.6: historically the process number, always 1 now.)
+        "proc" => Fetch::Int(1),
+        // (Fulcrum has no `set-priority-class|offset` action yet: both stay 0.)
+        "prio_class" | "prio_offset" => Fetch::Int(0),
+        "date_us" => Fetch::DateUs,
+        "fe_id" => Fetch::Fe(crate::model::FeFact::Id),
+        "fe_client_timeout" => Fetch::Fe(crate::model::FeFact::ClientTimeout),
+        "so_id" => Fetch::Fe(crate::model::FeFact::SoId),
+        "dst_conn" => Fetch::Fe(crate::model::FeFact::DstConn),
+        "fe_defbe" => Fetch::Fe(crate::model::FeFact::DefBe),
+        "fe_req_rate" | "fe_sess_rate" => {
+            if let Some(other) = opt_str(args, 0) {
+                let msg = format!("another frontend ('{other}') in '{name}' is not supported yet");
+                return Err(SmpError::Other(msg));
+            }
+            Fetch::Fe(if name == "fe_req_rate" {
+                crate::model::FeFact::ReqRate
+            } else {
+                crate::model::FeFact::SessRate
+            })
+        }
+        "be_id" | "be_server_timeout" | "be_tunnel_timeout" | "cur_server_timeout"
+        | "cur_tunnel_timeout" | "be_conn_free" => {
+            use crate::model::BeFact;
+            let what = match name {
+                "be_id" => BeFact::Id,
+                "be_conn_free" => BeFact::ConnFree,
+                "be_server_timeout" => BeFact::ServerTimeout,
+                "be_tunnel_timeout" => BeFact::TunnelTimeout,
+                "cur_server_timeout" => BeFact::CurServerTimeout,
+                _ => BeFact::CurTunnelTimeout,
+            };
+            Fetch::Be { backend: opt_str(args, 0), what }
+        }
+        "srv_queue" | "srv_sess_rate" | "srv_weight" | "srv_iweight" | "srv_uweight"
+        | "srv_conn_free" => {
+            use crate::model::SrvFact;
+            let arg = first_str(args);
+            let (backend, server) = match arg.split_once('/') {
+                Some((b, s)) => (Some(b.to_string()), s.to_string()),
+                None => (None, arg),
+            };
+            let what = match name {
+                "srv_queue" => SrvFact::Queue,
+                "srv_sess_rate" => SrvFact::SessRate,
+                "srv_weight" => SrvFact::Weight,
+                "srv_iweight" => SrvFact::IWeight,
+                "srv_uweight" => SrvFact::UWeight,
+                _ => SrvFact::ConnFree,
+            };
+            Fetch::Srv { backend, server, what }
+        }
+        "src_is_local" | "dst_is_local" | "fc_src_is_local" | "fc_dst_is_local" => {
+            Fetch::IsLocal { dst: name.contains("dst"), fc: name.starts_with("fc_") }
+        }
+        "fc_http_major" => Fetch::FcHttpMajor,
+        "fc_rcvd_proxy" => Fetch::FcRcvdProxy,
         _ if stick::def(name).is_some() => stick::build(name, args)?,
         _ => return Err(SmpError::UnknownFetch(name.to_string())),
     };
     Ok(fetch)
 }
 
-/// `date([<offset>[,<unit>]])`: the unit must be `s`, `ms` or `us`; only seconds are
-/// supported.
+/// `date([<offset>[,<unit>]])`: the unit must be `s`, `ms` or `us`.
 fn date(args: &[Arg]) -> Result<Fetch, SmpError> {
+    let offset = args.first().map(Arg::int).unwrap_or(0);
     match args.get(1).map(Arg::str).as_deref() {
         None | Some("s") => {}
-        Some(u @ ("ms" | "us")) => {
-            let msg = format!("the '{u}' unit of 'date' is not supported yet");
-            return Err(SmpError::Other(msg));
-        }
+        Some(u @ ("ms" | "us")) => return Ok(Fetch::DateIn { offset, micro: u == "us" }),
         Some(u) => {
             let msg = format!("expects 's', 'ms' or 'us', got '{u}'");
             return Err(SmpError::ArgCheck("date".into(), msg));
         }
     }
-    Ok(Fetch::Date { offset: args.first().map(Arg::int).unwrap_or(0) })
+    Ok(Fetch::Date { offset })
 }
 
 fn is_known_fetch(name: &str) -> bool {
@@ -1084,6 +1160,33 @@ mod tests {
     }
 
     #[test]
+    fn process_proxy_and_server_facts_name_what_they_read() {
+        use crate::model::{BeFact, FeFact, SrvFact};
+        let p = ok("srv_weight(be/s1)");
+        let want =
+            Fetch::Srv { backend: Some("be".into()), server: "s1".into(), what: SrvFact::Weight };
+        assert_eq!((p.expr.fetch, p.avail), (want, Avail::Always));
+        let p = ok("srv_queue(s1)");
+        assert!(matches!(p.expr.fetch, Fetch::Srv { backend: None, what: SrvFact::Queue, .. }));
+        let p = ok("cur_server_timeout");
+        let want = Fetch::Be { backend: None, what: BeFact::CurServerTimeout };
+        assert_eq!((p.expr.fetch, p.avail), (want, Avail::Backend));
+        assert_eq!(ok("be_conn_free(b)").avail, Avail::Always);
+        assert_eq!(ok("fe_req_rate").expr.fetch, Fetch::Fe(FeFact::ReqRate));
+        assert_eq!(
+            err("fe_sess_rate(other)"),
+            "another frontend ('other') in 'fe_sess_rate' is not supported yet"
+        );
+        assert_eq!(ok("date(-5,us)").expr.fetch, Fetch::DateIn { offset: -5, micro: true });
+        assert_eq!(ok("proc").expr.fetch, Fetch::Int(1));
+        let p = ok("fc_dst_is_local");
+        assert_eq!(p.expr.fetch, Fetch::IsLocal { dst: true, fc: true });
+        assert_eq!(ok("fc_rcvd_proxy").avail, Avail::Session);
+        // (As `str`, HAProxy 2.6 takes `env` without its argument.)
+        assert_eq!(ok("env").expr.fetch, Fetch::Env(String::new()));
+    }
+
+    #[test]
     fn header_occurrences_below_minus_ten_are_refused_as_haproxy() {
         ok("req.hdr(x,-10)");
         assert_eq!(
@@ -1164,7 +1267,7 @@ mod tests {
         assert_eq!(ok("date(-3600)").expr.fetch, Fetch::Date { offset: -3600 });
         assert_eq!(ok("date(60,s)").expr.fetch, Fetch::Date { offset: 60 });
         assert_eq!(ok("date").out, SmpType::Int);
-        assert_eq!(err("date(1,ms)"), "the 'ms' unit of 'date' is not supported yet");
+        assert_eq!(ok("date(1,ms)").expr.fetch, Fetch::DateIn { offset: 1, micro: false });
         assert_eq!(
             err("date(1,xs)"),
             "invalid args in fetch method 'date' : expects 's', 'ms' or 'us', got 'xs'"

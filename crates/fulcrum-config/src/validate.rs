@@ -564,11 +564,31 @@ fn fetch_backend_refs(config: &Config, p: &Proxy, out: &mut Vec<Diagnostic>) {
             Fetch::AvgQueue { backend } => ("avg_queue", backend, None),
             Fetch::SrvIsUp { backend, server } => ("srv_is_up", backend, Some(server)),
             Fetch::SrvConn { backend, server } => ("srv_conn", backend, Some(server)),
+            Fetch::Be { backend, what: crate::model::BeFact::ConnFree } => {
+                ("be_conn_free", backend, None)
+            }
+            Fetch::Srv { backend, server, .. } => {
+                (e.text.split(['(', ',']).next().unwrap_or(""), backend, Some(server))
+            }
             _ => continue,
         };
+        if server.is_some_and(|s| s.is_empty()) {
+            let place = where_text(acl, kw, fetch);
+            let msg = format!("missing server name in arg 1 of {place} in proxy '{}'.", p.name);
+            out.push(Diagnostic::alert(at(span), msg));
+            continue;
+        }
         if let Some(server) = server {
             // The server must exist in the named backend (or in this proxy).
             let be_name = backend.as_deref().unwrap_or(&p.name);
+            if backend.is_none() && !p.kind.is_backend() {
+                let place = where_text(acl, kw, fetch);
+                let msg = format!(
+                    "unable to find server '{server}' in proxy '{be_name}', referenced in arg 1 of {place} in proxy '{be_name}'."
+                );
+                out.push(Diagnostic::alert(at(span), msg));
+                continue;
+            }
             if let Some(be) = config.backends().find(|b| b.name == be_name) {
                 if !be.servers.iter().any(|s| &s.name == server) {
                     let place = where_text(acl, kw, fetch);

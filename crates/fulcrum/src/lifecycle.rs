@@ -17,6 +17,7 @@ use crate::worker::{Id, Slot};
 /// This worker's soft-stop flag: set once the worker stops accepting, so keep-alive sessions
 /// close after their current transaction and resting ones close at once.
 static STOPPING: Slot<Cell<bool>> = Slot::new(Id::Stopping, || Cell::new(false));
+static THREAD_NO: Slot<Cell<u32>> = Slot::new(Id::ThreadNo, || Cell::new(0));
 /// The client sockets of this worker's resting connections (see [`StopWatch`]).
 static WATCHED: Slot<RefCell<HashSet<RawFd>>> =
     Slot::new(Id::Watched, || RefCell::new(HashSet::new()));
@@ -27,6 +28,16 @@ static STOP_NOTIFY: Slot<Rc<tokio::sync::Notify>> =
 /// This worker's soft-stop notification (take `notified()` before checking [`stopping`]).
 pub fn stop_notify() -> Rc<tokio::sync::Notify> {
     STOP_NOTIFY.with(Rc::clone)
+}
+
+/// Numbers the calling worker thread (from 0, the `thread` fetch).
+pub fn set_thread_no(n: u32) {
+    THREAD_NO.with(|t| t.set(n));
+}
+
+/// The calling worker's number, from 0 (HAProxy's `tid`).
+pub fn thread_no() -> u32 {
+    THREAD_NO.with(|t| t.get())
 }
 
 /// True once this worker is soft-stopping.

@@ -154,6 +154,19 @@ pub fn hostname() -> &'static str {
     })
 }
 
+/// Whether `ip` is one of this host's addresses, as HAProxy's `addr_is_local` tells (a UDP
+/// socket can be bound to it): `None` when that cannot be known (no socket, another error).
+pub fn is_local_addr(ip: IpAddr) -> Option<bool> {
+    let domain = if ip.is_ipv4() { socket2::Domain::IPV4 } else { socket2::Domain::IPV6 };
+    let s =
+        socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP)).ok()?;
+    match s.bind(&std::net::SocketAddr::new(ip, 0).into()) {
+        Ok(()) => Some(true),
+        Err(e) if e.raw_os_error() == Some(libc::EADDRNOTAVAIL) => Some(false),
+        Err(_) => None,
+    }
+}
+
 /// Resolves a host name through the system resolver (first answer).
 pub fn resolve_host(host: &str) -> Result<IpAddr, String> {
     if let Ok(ip) = host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {

@@ -43,6 +43,8 @@ pub enum Id {
     Watched,
     /// `lifecycle`: the notification a soft stop wakes.
     StopNotify,
+    /// `lifecycle`: the worker's number (the `thread` fetch).
+    ThreadNo,
     /// `log::dates`: the local time of the last second asked for.
     Dates,
     /// `log::batch`: datagrams kept for one `sendmmsg`.

@@ -330,6 +330,102 @@ pub enum Fetch {
     },
     /// `meth(<method>)`: a constant method.
     Meth(String),
+    /// `env(<name>)`: the process's environment variable (no sample when it is not set).
+    Env(String),
+    /// `hostname`: the system's host name.
+    Hostname,
+    /// `thread`: the worker thread running the stream, from 0.
+    Thread,
+    /// `stopping`: the process is stopping (a soft stop began).
+    Stopping,
+    /// `date(<offset>,ms)`, `date(<offset>,us)` (`micro`): the time since the epoch in that
+    /// unit, plus `offset` in that unit.
+    DateIn {
+        offset: i64,
+        micro: bool,
+    },
+    /// `date_us`: the microseconds of the current second.
+    DateUs,
+    /// A fact of the frontend that accepted the connection, or of its `bind` line.
+    Fe(FeFact),
+    /// A fact of the backend (`backend`: another one by name, where the fetch takes one).
+    Be {
+        backend: Option<String>,
+        what: BeFact,
+    },
+    /// A fact of a server (`[<backend>/]<server>`).
+    Srv {
+        backend: Option<String>,
+        server: String,
+        what: SrvFact,
+    },
+    /// `src_is_local`, `dst_is_local` (`dst`), `fc_src_is_local`, `fc_dst_is_local` (`fc`:
+    /// the connection's own addresses whatever `set-src`/`set-dst` did): the address is one
+    /// of this host's (a socket can be bound to it).
+    IsLocal {
+        dst: bool,
+        fc: bool,
+    },
+    /// `fc_http_major`: 2 for an HTTP/2 client connection, else 1.
+    FcHttpMajor,
+    /// `fc_rcvd_proxy`: the connection opened with a PROXY protocol header.
+    FcRcvdProxy,
+}
+
+/// Facts of a frontend (`fe_*`) and of the `bind` line that accepted the connection (`so_id`,
+/// `dst_conn`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FeFact {
+    /// `fe_id`.
+    Id,
+    /// `fe_req_rate`: HTTP requests per second over the last second.
+    ReqRate,
+    /// `fe_sess_rate`: sessions per second over the last second.
+    SessRate,
+    /// `fe_defbe`: the name of its default backend (a string).
+    DefBe,
+    /// `fe_client_timeout`: its `timeout client` in milliseconds.
+    ClientTimeout,
+    /// `so_id`: the bind line's number in the frontend.
+    SoId,
+    /// `dst_conn`: the connections the bind line holds now.
+    DstConn,
+}
+
+/// Facts of a backend (`be_*`, `cur_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BeFact {
+    /// `be_id`.
+    Id,
+    /// `be_conn_free([<backend>])`: free connection slots of the servers in use (-1 when one
+    /// has no `maxconn`).
+    ConnFree,
+    /// `be_server_timeout`: `timeout server` in milliseconds.
+    ServerTimeout,
+    /// `be_tunnel_timeout`: `timeout tunnel` in milliseconds.
+    TunnelTimeout,
+    /// `cur_server_timeout`, `cur_tunnel_timeout`: the stream's, as HAProxy 2.6 sets them when
+    /// it connects to a server: 0 before (request rules), then the backend's (Fulcrum has no
+    /// `set-timeout` action yet).
+    CurServerTimeout,
+    CurTunnelTimeout,
+}
+
+/// Facts of a server (`srv_*([<backend>/]<server>)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SrvFact {
+    /// `srv_queue`: sessions waiting in its queue.
+    Queue,
+    /// `srv_sess_rate`: sessions per second over the last second.
+    SessRate,
+    /// `srv_weight`: its effective weight.
+    Weight,
+    /// `srv_iweight`: its configured weight.
+    IWeight,
+    /// `srv_uweight`: its weight as the user set it (`set server ... weight`).
+    UWeight,
+    /// `srv_conn_free`: connection slots left under its `maxconn` (-1 without one).
+    ConnFree,
 }
 
 /// Which part of the request line `capture.req.*` gives.

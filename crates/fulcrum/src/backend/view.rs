@@ -26,6 +26,35 @@ impl BackendView for Backend {
         Backend::active_sessions(self)
     }
 
+    fn fact(&self, what: cfg::BeFact) -> i64 {
+        let ms = |d: Option<std::time::Duration>| d.map_or(0, |d| d.as_millis() as i64);
+        match what {
+            cfg::BeFact::Id => i64::from(self.id),
+            cfg::BeFact::ConnFree => self.conn_free(),
+            cfg::BeFact::ServerTimeout | cfg::BeFact::CurServerTimeout => ms(self.timeouts.server),
+            cfg::BeFact::TunnelTimeout | cfg::BeFact::CurTunnelTimeout => ms(self.timeouts.tunnel),
+        }
+    }
+
+    fn server_fact(&self, idx: usize, what: cfg::SrvFact) -> i64 {
+        use crate::counters::Counters;
+        let Some(s) = self.servers.get(idx) else { return 0 };
+        match what {
+            cfg::SrvFact::Queue => i64::from(self.server_queued(idx)),
+            cfg::SrvFact::SessRate => {
+                s.counters.sess_rate.read(Counters::get(&s.counters.sessions)) as i64
+            }
+            // (Fulcrum keeps it in sixteenths; HAProxy's is in the configured unit.)
+            cfg::SrvFact::Weight => i64::from(s.weight().div_ceil(16)),
+            cfg::SrvFact::IWeight => i64::from(s.state().iweight),
+            cfg::SrvFact::UWeight => i64::from(s.state().uweight),
+            cfg::SrvFact::ConnFree => match s.maxconn() {
+                0 => -1,
+                _ => i64::from(self.limit(idx).saturating_sub(s.cur_conns())),
+            },
+        }
+    }
+
     /// `be_sess_rate`, `connslots`, `queue`, `avg_queue` of a backend, as HAProxy computes them.
     fn figure(&self, fetch: &cfg::Fetch) -> i64 {
         let be = self;
@@ -53,6 +82,26 @@ impl BackendView for Backend {
                 slots
             }
         }
+    }
+}
+
+impl Backend {
+    /// `be_conn_free`: as HAProxy 2.6, the free slots of the servers not down (backups only
+    /// when no active server is up), -1 as soon as one has no `maxconn`.
+    fn conn_free(&self) -> i64 {
+        let active_up = self.servers.iter().any(|s| !s.backup && s.is_up());
+        let mut free = 0i64;
+        for (i, s) in self.servers.iter().enumerate() {
+            if !s.is_up() || (active_up && s.backup) {
+                continue;
+            }
+            let max = self.limit(i);
+            if s.maxconn() == 0 {
+                return -1;
+            }
+            free += i64::from(max.saturating_sub(s.cur_conns()));
+        }
+        free
     }
 }
 

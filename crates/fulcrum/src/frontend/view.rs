@@ -2,6 +2,8 @@
 
 use std::net::SocketAddr;
 
+use fulcrum_config as cfg;
+
 use super::Frontend;
 use crate::rules::sample::{Ctx, Vars};
 use crate::rules::view::FrontendView;
@@ -13,6 +15,28 @@ impl FrontendView for Frontend {
 
     fn bind_name(&self, number: u32) -> Option<&str> {
         self.binds.iter().find(|b| b.number == number).and_then(|b| b.name.as_deref())
+    }
+
+    fn fact(&self, what: cfg::FeFact, bind: u16) -> Option<i64> {
+        use crate::counters::Counters;
+        let c = &self.counters;
+        let ms = |d: Option<std::time::Duration>| d.map_or(0, |d| d.as_millis() as i64);
+        Some(match what {
+            cfg::FeFact::Id => i64::from(self.id),
+            cfg::FeFact::ReqRate => c.req_rate.read(Counters::get(&c.requests)) as i64,
+            cfg::FeFact::SessRate => c.sess_rate.read(Counters::get(&c.sessions)) as i64,
+            cfg::FeFact::ClientTimeout => ms(self.timeouts.client),
+            cfg::FeFact::SoId => i64::from(bind),
+            cfg::FeFact::DstConn => {
+                let b = self.binds.iter().find(|b| b.number == u32::from(bind))?;
+                i64::from(b.limit.current())
+            }
+            cfg::FeFact::DefBe => return None,
+        })
+    }
+
+    fn default_backend(&self) -> Option<&str> {
+        self.backend.as_deref().map(|b| b.name.as_str())
     }
 }
 

@@ -145,7 +145,10 @@ impl<'a> Compiler<'a> {
     }
 
     pub fn expr(&mut self, e: &cfg::SampleExpr) -> Result<Expr, String> {
-        if matches!(e.fetch, cfg::Fetch::Dst | cfg::Fetch::DstPort) {
+        if matches!(
+            e.fetch,
+            cfg::Fetch::Dst | cfg::Fetch::DstPort | cfg::Fetch::IsLocal { dst: true, .. }
+        ) {
             self.uses_dst = true;
         }
         if matches!(e.fetch, cfg::Fetch::Payload(_)) {

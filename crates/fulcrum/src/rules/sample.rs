@@ -504,7 +504,28 @@ fn fetch_each<'a>(
         | BeName
         | SrvName
         | UniqueId
-        | Captured { .. } => state::fetch(fetch, ctx, f),
+        | Captured { .. }
+        | Fe(_)
+        | Be { .. }
+        | Srv { .. }
+        | Env(_)
+        | Hostname
+        | Thread
+        | Stopping => state::fetch(fetch, ctx, f),
+        IsLocal { .. } | FcHttpMajor | FcRcvdProxy => conn::fetch(fetch, ctx, f),
+        DateIn { offset, micro } => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            let t = if *micro { now.as_micros() } else { now.as_millis() } as i64;
+            f(Value::Int(t.wrapping_add(*offset)))
+        }
+        DateUs => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            f(Value::Int(i64::from(now.subsec_micros())))
+        }
         AlwaysTrue => f(Value::Bool(true)),
         AlwaysFalse => f(Value::Bool(false)),
         Str(s) => f(Value::Str(Cow::Owned(s.as_bytes().to_vec()))),

@@ -15,6 +15,11 @@ pub trait FrontendView: Sync {
     fn current_conns(&self) -> u32;
     /// The `name` of its `bind` line number `number` (from 1; `so_name`).
     fn bind_name(&self, number: u32) -> Option<&str>;
+    /// `fe_id`, `fe_req_rate`, `fe_sess_rate`, `fe_client_timeout`, and of its `bind` line
+    /// number `bind` `so_id` and `dst_conn` (`None` for `fe_defbe`, or an unknown line).
+    fn fact(&self, what: cfg::FeFact, bind: u16) -> Option<i64>;
+    /// The name of its default backend (`fe_defbe`).
+    fn default_backend(&self) -> Option<&str>;
 }
 
 /// A backend as rules read it.
@@ -29,6 +34,10 @@ pub trait BackendView: Sync {
     fn active_sessions(&self) -> u32;
     /// `be_sess_rate`, `connslots`, `queue` and `avg_queue`, as HAProxy computes them.
     fn figure(&self, fetch: &cfg::Fetch) -> i64;
+    /// `be_id`, `be_conn_free`, its timeouts.
+    fn fact(&self, what: cfg::BeFact) -> i64;
+    /// Server number `idx`'s `srv_queue`, `srv_sess_rate`, weights and `srv_conn_free`.
+    fn server_fact(&self, idx: usize, what: cfg::SrvFact) -> i64;
 }
 
 /// Every backend of the plan by name (`nbsrv(<name>)`, `be_conn(<name>)`).

@@ -185,3 +185,57 @@ fn a_tcp_proxy_tells_http_from_other_bytes_and_routes_by_host() {
         assert_eq!(web.counts().conns + two.counts().conns, 2, "nothing else reached them");
     });
 }
+
+/// What the process, the proxies and the servers say of themselves (`env`, `hostname`, `proc`,
+/// `fe_*`, `so_id`, `dst_conn`, `*_is_local`, `fc_http_major`, `srv_*`, `be_*`, `cur_*`
+/// timeouts, `date` in milliseconds), on a first request, beside HAProxy.
+#[test]
+fn process_proxy_and_server_facts_as_haproxy() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&format!(
+            "global\n setenv FULCRUM_T bar\n\
+             defaults\n mode http\n timeout connect 1s\n timeout client 5s\n timeout server 7s\n\
+             frontend fe\n bind {{fe0}}\n\
+             http-request set-header X-Proc %[env(FULCRUM_T)]/%[proc]/%[stopping]/%[hostname]\n\
+             http-request set-header X-Fe %[fe_id]/%[fe_defbe]/%[fe_client_timeout]/%[so_id]/%[dst_conn]/%[fe_req_rate]/%[fe_sess_rate]\n\
+             http-request set-header X-Local %[src_is_local]/%[dst_is_local]/%[fc_src_is_local]/%[fc_dst_is_local]\n\
+             http-request set-header X-Conn %[fc_http_major]/%[fc_rcvd_proxy]/%[prio_class]/%[prio_offset]\n\
+             http-request set-header X-Srv %[srv_queue(be/s1)]/%[srv_sess_rate(be/s1)]/%[srv_weight(be/s1)]/%[srv_iweight(be/s1)]/%[srv_uweight(be/s1)]/%[srv_conn_free(be/s1)]/%[srv_conn_free(be/s2)]\n\
+             http-request set-header X-Free %[be_conn_free(be)]/%[be_conn_free(other)]\n\
+             http-request set-header X-Time %[date(0,ms)]/%[date_us]/%[thread]\n\
+             default_backend be\n\
+             backend be\n timeout tunnel 3s\n\
+             http-request set-header X-Be %[be_id]/%[be_server_timeout]/%[be_tunnel_timeout]/%[cur_server_timeout]/%[cur_tunnel_timeout]/%[be_conn_free]\n\
+             http-response set-header X-Cur %[cur_server_timeout]/%[cur_tunnel_timeout]\n\
+             server s1 {0} weight 10 maxconn 20\n server s2 {0} weight 3\n\
+             backend other\n server b1 {0} maxconn 5 backup\n server b2 {0} maxconn 7\n",
+            srv.addr()
+        ));
+        let before = std::time::SystemTime::now();
+        let r = px.get("/echo");
+        let h = r.echoed();
+        let ms = |t: std::time::SystemTime| {
+            t.duration_since(std::time::UNIX_EPOCH).expect("clock").as_millis() as u64
+        };
+        let time = h.header("x-time").expect("x-time").to_string();
+        let parts: Vec<u64> = time.split('/').map(|p| p.parse().expect("numbers")).collect();
+        assert!(parts[0] >= ms(before) && parts[0] <= ms(std::time::SystemTime::now()), "{time}");
+        assert!(parts[1] < 1_000_000 && parts[2] < 64, "{time}");
+        let host = h.header("x-proc").and_then(|p| p.rsplit('/').next()).unwrap_or("");
+        assert!(!host.is_empty(), "hostname");
+        let want = [
+            ("x-fe", "1/be/5000/1/1/1/1"),
+            ("x-local", "1/1/1/1"),
+            ("x-conn", "1/0/0/0"),
+            ("x-srv", "0/0/10/10/10/20/-1"),
+            ("x-free", "-1/7"),
+            ("x-be", "2/7000/3000/0/0/-1"),
+        ];
+        for (n, v) in want {
+            assert_eq!(h.header(n), Some(v), "{n}");
+        }
+        assert_eq!(r.header("x-cur"), Some("7000/3000"), "set once the server is connected");
+        h.header("x-proc").map(str::to_string)
+    });
+}

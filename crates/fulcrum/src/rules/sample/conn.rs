@@ -54,6 +54,17 @@ pub(super) fn fetch<'a>(fetch: &cfg::Fetch, ctx: &Ctx<'a>, f: &mut Each<'_, 'a>)
             None => f(Value::Bool(true)),
         },
         FcErr => f(Value::Int(0)),
+        IsLocal { dst, fc } => {
+            let (src, dst_addr) = if *fc {
+                ctx.vars.addrs.as_ref().map_or((ctx.src, ctx.dst), |a| (a.fc_src, a.fc_dst))
+            } else {
+                (ctx.src, ctx.dst)
+            };
+            let addr = if *dst { dst_addr } else { src };
+            one(addr.and_then(|a| crate::sys::is_local_addr(a.ip())).map(Value::Bool), f)
+        }
+        FcHttpMajor => f(Value::Int(if ctx.h2 { 2 } else { 1 })),
+        FcRcvdProxy => f(Value::Bool(ctx.pp.is_some())),
         TlsOnly => false,
         _ => false, // another family's
     }

@@ -1,6 +1,7 @@
 //! State fetches: what the process knows beside the transaction: frontends, backends and servers
-//! (`fe_conn`, `nbsrv`, `be_conn`, `queue`, `srv_is_up`, names and ids), variables, the last rule
-//! run, the unique id and captured headers.
+//! (`fe_conn`, `nbsrv`, `be_conn`, `queue`, `srv_is_up`, names and ids, `fe_*`, `be_*`, `srv_*`),
+//! the process (`env`, `hostname`, `thread`, `stopping`), variables, the last rule run, the unique
+//! id and captured headers.
 //!
 //! Must not touch: the proxies' state (read only), the heads.
 
@@ -9,7 +10,7 @@ use std::borrow::Cow;
 use fulcrum_config as cfg;
 
 use super::super::view::BackendView;
-use super::{one, var_value, Ctx, Each, Value};
+use super::{borrowed as b, one, var_value, Ctx, Each, Value};
 
 /// The state fetches (`fetch_each` sends no other here).
 pub(super) fn fetch<'a>(fetch: &cfg::Fetch, ctx: &Ctx<'a>, f: &mut Each<'_, 'a>) -> bool {
@@ -71,6 +72,38 @@ pub(super) fn fetch<'a>(fetch: &cfg::Fetch, ctx: &Ctx<'a>, f: &mut Each<'_, 'a>)
             let v = slots.get(*slot as usize).and_then(|v| v.as_deref());
             one(v.map(|v| Value::Str(Cow::Borrowed(v))), f)
         }
+        Fe(what) => {
+            let Some(fe) = ctx.fe else { return false };
+            match what {
+                cfg::FeFact::DefBe => one(fe.default_backend().map(|n| b(n.as_bytes())), f),
+                w => one(fe.fact(*w, ctx.bind_no).map(Value::Int), f),
+            }
+        }
+        Be { what: cfg::BeFact::CurServerTimeout | cfg::BeFact::CurTunnelTimeout, .. }
+            if ctx.server.is_none() =>
+        {
+            // (Set when the stream connects to a server, as HAProxy's.)
+            one(ctx.backend.map(|_| Value::Int(0)), f)
+        }
+        Be { backend, what } => {
+            let be = named_or_current(ctx, backend.as_deref());
+            one(be.map(|be| Value::Int(be.fact(*what))), f)
+        }
+        Srv { backend, server, what } => {
+            let be = named_or_current(ctx, backend.as_deref());
+            let v = be.and_then(|be| {
+                let idx = be.servers().iter().position(|s| &s.name == server)?;
+                Some(Value::Int(be.server_fact(idx, *what)))
+            });
+            one(v, f)
+        }
+        Env(name) => match std::env::var_os(name) {
+            Some(v) => f(Value::Str(Cow::Owned(v.into_encoded_bytes()))),
+            None => false,
+        },
+        Hostname => f(b(crate::sys::hostname().as_bytes())),
+        Thread => f(Value::Int(i64::from(crate::lifecycle::thread_no()))),
+        Stopping => f(Value::Bool(crate::lifecycle::stopping())),
         _ => false, // another family's
     }
 }
