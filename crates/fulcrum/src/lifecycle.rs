@@ -17,7 +17,7 @@ use crate::worker::{Id, Slot};
 /// This worker's soft-stop flag: set once the worker stops accepting, so keep-alive sessions
 /// close after their current transaction and resting ones close at once.
 static STOPPING: Slot<Cell<bool>> = Slot::new(Id::Stopping, || Cell::new(false));
-static THREAD_NO: Slot<Cell<u32>> = Slot::new(Id::ThreadNo, || Cell::new(0));
+static THREAD_NO: Slot<Cell<u32>> = Slot::new(Id::ThreadNo, || Cell::new(own_thread_no()));
 /// The client sockets of this worker's resting connections (see [`StopWatch`]).
 static WATCHED: Slot<RefCell<HashSet<RawFd>>> =
     Slot::new(Id::Watched, || RefCell::new(HashSet::new()));
@@ -30,14 +30,17 @@ pub fn stop_notify() -> Rc<tokio::sync::Notify> {
     STOP_NOTIFY.with(Rc::clone)
 }
 
-/// Numbers the calling worker thread (from 0, the `thread` fetch).
-pub fn set_thread_no(n: u32) {
-    THREAD_NO.with(|t| t.set(n));
-}
-
-/// The calling worker's number, from 0 (HAProxy's `tid`).
+/// The calling worker's number, from 0 (HAProxy's `tid`, the `thread` fetch): read once per
+/// worker from its thread's name (`fulcrum-w<n>`, numbered from 1 by `runtime`), so starting a
+/// worker costs nothing more; 0 on any other thread.
 pub fn thread_no() -> u32 {
     THREAD_NO.with(|t| t.get())
+}
+
+fn own_thread_no() -> u32 {
+    let t = std::thread::current();
+    let n = t.name().and_then(|n| n.strip_prefix("fulcrum-w")?.parse::<u32>().ok());
+    n.map_or(0, |n| n.saturating_sub(1))
 }
 
 /// True once this worker is soft-stopping.

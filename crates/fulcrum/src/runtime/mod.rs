@@ -178,7 +178,7 @@ async fn supervise(
         controls.push(ctl_tx);
         let spawned = std::thread::Builder::new()
             .name(format!("fulcrum-w{}", id + 1))
-            .spawn(move || worker(gen, ctl_rx, id as u32, cpus, rx));
+            .spawn(move || worker(gen, ctl_rx, id == 0, cpus, rx));
         match spawned {
             Ok(h) => handles.push(h),
             Err(e) => {
@@ -333,11 +333,10 @@ async fn exit_now(
 fn worker(
     gen: WorkerGen,
     control: tokio::sync::mpsc::UnboundedReceiver<WorkerGen>,
-    no: u32,
+    first: bool,
     cpus: Option<Vec<u32>>,
     state: watch::Receiver<RunState>,
 ) {
-    let first = no == 0;
     if let Some(cpus) = cpus {
         if let Err(e) = crate::sys::pin_current_thread(&cpus) {
             let list: Vec<String> = cpus.iter().map(u32::to_string).collect();
@@ -351,10 +350,7 @@ fn worker(
     // The worker's state (pools, registries, its clock...) lives in its context, entered for the
     // thread's whole life; the event loop and its sessions end inside it.
     let mut ctx = crate::worker::Context::new();
-    ctx.enter(|| {
-        crate::lifecycle::set_thread_no(no);
-        event_loop(gen, control, first, state)
-    });
+    ctx.enter(|| event_loop(gen, control, first, state));
 }
 
 /// A worker's event loop: accepts, serves, and stops as `state` says.
