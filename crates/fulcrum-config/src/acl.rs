@@ -422,7 +422,13 @@ pub fn predefined(name: &str, span: &Span) -> Result<Option<Acl>, String> {
             Int,
             &["gt", "0"],
         ),
-        "RDP_COOKIE" => return Err(format!("predefined ACL '{name}' is not supported yet.")),
+        "RDP_COOKIE" => anon(
+            span,
+            Fetch::Payload(crate::model::PayloadFetch::RdpCookieCnt { name: String::new() }),
+            "req.rdp_cookie_cnt",
+            Int,
+            &["gt", "0"],
+        ),
         _ => return Ok(None),
     }))
 }
@@ -793,9 +799,12 @@ mod tests {
             cond("if TRUE", &acls).expect("parses").cond.terms[0][0].acl,
             AclRef::Named("TRUE".into())
         );
+        let c = cond("if RDP_COOKIE", &[]).expect("parses");
+        let AclRef::Anonymous(a) = &c.cond.terms[0][0].acl else { panic!("anonymous") };
+        let cnt = crate::model::PayloadFetch::RdpCookieCnt { name: String::new() };
         assert_eq!(
-            cond("if RDP_COOKIE", &[]).err(),
-            Some("predefined ACL 'RDP_COOKIE' is not supported yet.".into())
+            (&a.expr.fetch, &a.patterns[..]),
+            (&Fetch::Payload(cnt), &["gt".to_string(), "0".into()][..])
         );
     }
 

@@ -1,5 +1,6 @@
 //! `balance` and `hash-type`: the balance algorithm of a proxy and how its hashing ones hash,
-//! with HAProxy 2.6's messages. The algorithms themselves run in `fulcrum-balance`.
+//! and `persist rdp-cookie`, with HAProxy 2.6's messages. The algorithms themselves run in
+//! `fulcrum-balance`.
 
 use crate::args::{no_extra, parse_u32, Diags};
 use crate::lexer::Line;
@@ -25,9 +26,17 @@ pub fn balance(p: &mut Proxy, line: &Line, diags: &mut Diags) {
         (None, None) if algo.starts_with("hdr(") && algo.ends_with(')') => {
             return balance_hdr(p, line, diags)
         }
+        (None, None) if algo.starts_with("rdp-cookie") => {
+            // HAProxy 2.6 reads no further word.
+            match rdp_cookie_name(algo, "mstshash") {
+                Some(name) => p.balance = Balance::RdpCookie { name },
+                None => diags.alert(line, "balance rdp-cookie : missing cookie name."),
+            }
+            return;
+        }
         (None, None) => {
             let base = algo.split('(').next().unwrap_or("");
-            if matches!(base, "rdp-cookie" | "hash") {
+            if base == "hash" {
                 diags.alert(line, format!("'balance {algo}' is not supported yet"));
             } else {
                 diags.alert(line, "balance only supports 'roundrobin', 'static-rr', 'leastconn', 'source', 'uri', 'url_param', 'hdr(name)' and 'rdp-cookie(name)' options.");
@@ -39,6 +48,36 @@ pub fn balance(p: &mut Proxy, line: &Line, diags: &mut Diags) {
         if no_extra(line, 2, &format!("balance {algo}"), diags) {
             p.balance = b;
         }
+    }
+}
+
+/// The cookie name of `rdp-cookie` (`default` when bare) or `rdp-cookie(<name>)` as HAProxy
+/// 2.6 reads it (up to the first `)`); `None` when there is no name.
+pub fn rdp_cookie_name(word: &str, default: &str) -> Option<String> {
+    let rest = word.strip_prefix("rdp-cookie")?;
+    if rest.is_empty() {
+        return Some(default.to_string());
+    }
+    let name = rest.strip_prefix('(')?.split(')').next().filter(|n| !n.is_empty())?;
+    rest[1..].contains(')').then(|| name.to_string())
+}
+
+/// `persist rdp-cookie[(<name>)]`, HAProxy 2.6's only persistence method, with its messages.
+pub fn persist(p: &mut Proxy, line: &Line, diags: &mut Diags) {
+    let method = line.arg(1);
+    if method.is_empty() {
+        return diags.alert(line, "missing persist method.");
+    }
+    if !method.starts_with("rdp-cookie") {
+        return diags.alert(line, "unknown persist method.");
+    }
+    if method.starts_with("rdp-cookie(") && line.words.len() > 2 {
+        let msg = format!("'persist' cannot handle unexpected argument '{}'.", line.arg(2));
+        return diags.alert(line, msg);
+    }
+    match rdp_cookie_name(method, "msts") {
+        Some(name) => p.persist_rdp = Some(name),
+        None => diags.alert(line, "persist rdp-cookie(name)' requires an rdp cookie name."),
     }
 }
 

@@ -424,6 +424,9 @@ pub struct Proxy {
     /// `option persist`: a persistence cookie, stick table or `use-server` rule may send a
     /// request to a server that is down.
     pub persist: bool,
+    /// `persist rdp-cookie[(<name>)]`: a connection whose RDP cookie `<name>` (`msts` by
+    /// default) names a server's IPv4 address and port goes to that server.
+    pub persist_rdp: Option<String>,
     /// `option prefer-last-server`: a keep-alive client's next request goes to the server
     /// of its previous one when that one can take it.
     pub prefer_last_server: bool,
@@ -905,6 +908,11 @@ pub enum Balance {
     Hdr {
         name: String,
         use_domain_only: bool,
+    },
+    /// `rdp-cookie[(<name>)]`: the hash of the RDP cookie `<name>` (`mstshash` by default) in
+    /// the connection's first bytes, as the hash algorithms hash; round robin without one.
+    RdpCookie {
+        name: String,
     },
 }
 

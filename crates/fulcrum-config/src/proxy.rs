@@ -125,6 +125,7 @@ impl ProxyBuild {
             monitor_fail: Vec::new(),
             persist_rules: Vec::new(),
             persist: false,
+            persist_rdp: None,
             prefer_last_server: false,
             max_ka_queue: None,
             contstats: false,
@@ -231,6 +232,10 @@ pub fn parse_line(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
             parse_line(b, &shifted, diags);
         }
         return;
+    }
+    if first == "persist" {
+        // (HAProxy 2.6 takes it in any section, and says nothing in a frontend.)
+        return crate::balance::persist(&mut b.proxy, line, diags);
     }
     if first == "option" && words.len() < 2 {
         return diags.alert(line, "'option' expects an option name.");

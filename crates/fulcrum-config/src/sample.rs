@@ -540,6 +540,8 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "res.hdrs" | "res.hdrs_bin" => d(NONE, 0, Bin, Response),
         "capture.res.ver" => d(NONE, 0, Str, Captured { response: true }),
         "req.proto_http" | "req_proto_http" => d(NONE, 0, Bool, Request),
+        "rdp_cookie" | "req.rdp_cookie" | "req_rdp_cookie" => d(S, 0, Str, Session),
+        "rdp_cookie_cnt" | "req.rdp_cookie_cnt" | "req_rdp_cookie_cnt" => d(S, 0, Int, Session),
         "meth" => d(S, 1, Meth, Always),
         "env" => d(S, 1, Str, Always),
         "hostname" => d(NONE, 0, Str, Always),
@@ -888,6 +890,12 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
         "res.cook_cnt" | "scook_cnt" => Fetch::ResCookCnt { name: first_str(args) },
         "capture.res.ver" => Fetch::ResLineVersion,
         "req.proto_http" | "req_proto_http" => Fetch::ProtoHttp,
+        "rdp_cookie" | "req.rdp_cookie" | "req_rdp_cookie" => {
+            Fetch::Payload(PayloadFetch::RdpCookie { name: first_str(args) })
+        }
+        "rdp_cookie_cnt" | "req.rdp_cookie_cnt" | "req_rdp_cookie_cnt" => {
+            Fetch::Payload(PayloadFetch::RdpCookieCnt { name: first_str(args) })
+        }
         "http_auth_bearer" => Fetch::AuthBearer { header: opt_str(args, 0) },
         "meth" => Fetch::Meth(first_str(args)),
         "env" => Fetch::Env(first_str(args)),

@@ -718,7 +718,7 @@ pub enum TlsFetch {
 }
 
 /// Fetches on the bytes waiting at the start of a connection.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PayloadFetch {
     /// `req.ssl_sni` / `req_ssl_sni`: the ClientHello's server name.
     SslSni,
@@ -737,6 +737,12 @@ pub enum PayloadFetch {
     /// whose length is the big-endian integer of `length` bytes at `offset1`; the block
     /// follows the length, or starts at `offset2` (absolute, or relative after a `+`).
     Lv { offset: u32, length: u32, at: Option<(i64, bool)> },
+    /// `rdp_cookie([<name>])` / `req.rdp_cookie`: the value of the RDP cookie (`Cookie:
+    /// <name>=<value>` CRLF after the 11 bytes of an RDP connection request's headers; any
+    /// name when empty), as HAProxy 2.6's `fetch_rdp_cookie_name` reads it.
+    RdpCookie { name: String },
+    /// `rdp_cookie_cnt([<name>])` / `req.rdp_cookie_cnt`: 1 when there is one, else 0.
+    RdpCookieCnt { name: String },
 }
 
 /// TLVs of a received PROXY protocol v2 header.

@@ -107,6 +107,10 @@ pub struct Backend {
     pub max_ka_queue: Option<u32>,
     /// `option persist`: persistence may choose a server that is down.
     pub persist: bool,
+    /// `balance rdp-cookie(<name>)`: the RDP cookie hashed (`mode tcp`).
+    pub rdp_balance: Option<Box<str>>,
+    /// `persist rdp-cookie(<name>)`: the RDP cookie naming a server (`mode tcp`).
+    pub rdp_persist: Option<Box<str>>,
     /// `disabled`: no server is chosen (503), nothing is checked, no statistics row.
     pub disabled: bool,
     /// The load at which `minconn` servers reach their `maxconn`: `fullconn`, or HAProxy's
@@ -352,6 +356,8 @@ impl Backend {
             prefer_last_server: false,
             max_ka_queue: None,
             persist: false,
+            rdp_balance: None,
+            rdp_persist: None,
             disabled: false,
             fullconn_now: Default::default(),
         }

@@ -593,6 +593,7 @@ fn balance_word(b: &cfg::Balance) -> String {
         Uri { .. } => "uri".into(),
         UrlParam { name } => format!("url_param {name}"),
         Hdr { name, .. } => format!("hdr({name})"),
+        RdpCookie { name } => format!("rdp-cookie({name})"),
     }
 }
 

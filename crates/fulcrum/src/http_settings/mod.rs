@@ -172,6 +172,9 @@ pub enum HashKey {
     /// The client's address (`source`, and every non-HTTP algorithm).
     #[default]
     Source,
+    /// No key (`rdp-cookie`, which reads only a `mode tcp` connection's first bytes): round
+    /// robin, as HAProxy 2.6 falls back to.
+    Nothing,
     Uri {
         depth: Option<u32>,
         len: Option<u32>,

@@ -563,6 +563,7 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
             cfg::Balance::Hdr { name, use_domain_only } => {
                 HashKey::Hdr { name: name.clone(), domain_only: *use_domain_only }
             }
+            cfg::Balance::RdpCookie { .. } => HashKey::Nothing,
             _ => HashKey::Source,
         },
         ignore_probes: p.http_ignore_probes,
@@ -717,9 +718,10 @@ fn backend(
         cfg::Balance::Source => (Algorithm::Source, true),
         cfg::Balance::Random { draws } => (Algorithm::Random { draws }, false),
         // The session computes the key (URI, parameter or header); without one, round robin.
-        cfg::Balance::Uri { .. } | cfg::Balance::UrlParam { .. } | cfg::Balance::Hdr { .. } => {
-            (Algorithm::Hash, true)
-        }
+        cfg::Balance::Uri { .. }
+        | cfg::Balance::UrlParam { .. }
+        | cfg::Balance::Hdr { .. }
+        | cfg::Balance::RdpCookie { .. } => (Algorithm::Hash, true),
     };
     let hash = HashConfig {
         consistent: p.hash_type.method == cfg::HashMethod::Consistent,
@@ -736,6 +738,7 @@ fn backend(
         cfg::Balance::Uri { .. } => "uri",
         cfg::Balance::UrlParam { .. } => "url_param",
         cfg::Balance::Hdr { .. } => "hdr",
+        cfg::Balance::RdpCookie { .. } => "rdp-cookie",
     };
     let mut balancer = Balancer::new(algorithm, hash);
     balancer.allbackups = p.allbackups;
@@ -777,6 +780,10 @@ fn backend(
     be.server_tcpka = p.srv_tcpka;
     be.nolinger = p.nolinger;
     be.persist = p.persist;
+    if let cfg::Balance::RdpCookie { name } = &p.balance {
+        be.rdp_balance = Some(name.as_str().into());
+    }
+    be.rdp_persist = p.persist_rdp.as_deref().map(Into::into);
     be.prefer_last_server = p.prefer_last_server;
     be.max_ka_queue = p.max_ka_queue;
     be.source = p.source.clone().map(|c| Arc::new(crate::server::source::SourceBind::new(c)));

@@ -19,7 +19,7 @@ mod message;
 mod state;
 mod tls;
 
-pub(crate) use conn::canonical;
+pub(crate) use conn::{canonical, rdp_cookie};
 pub use message::pathq;
 
 /// A sample: what a fetch returns and converters transform.

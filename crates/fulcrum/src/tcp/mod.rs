@@ -10,7 +10,7 @@ pub mod socks4;
 pub mod tunnel;
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,7 +23,7 @@ use crate::connection::{ServerLink, Stream};
 use crate::counters::Counters;
 use crate::frontend::Frontend;
 use crate::outcome::{Cause, Outcome, Phase};
-use crate::server::Endpoint;
+use crate::server::{Endpoint, Target};
 use tunnel::{TunnelEnd, TunnelTimeouts};
 
 /// How a session ended, as the code that saw it says it ([`Ending::record`] turns it into
@@ -237,6 +237,31 @@ impl Ending {
     }
 }
 
+/// `persist rdp-cookie`: the server whose IPv4 address and port the RDP cookie names, as
+/// HAProxy 2.6's `tcp_persist_rdp_cookie` reads them (`<address>.<port>.`: both decimal
+/// integers of the bytes in network order read as host integers, Microsoft's encoding), if it
+/// is up or `option persist` is set.
+fn rdp_persist(be: &Backend, first: &[u8]) -> Option<usize> {
+    let name = be.rdp_persist.as_deref()?;
+    let v = crate::rules::sample::rdp_cookie(first, name.as_bytes()).ok()?;
+    let (addr, rest) = strtoul(v);
+    let (port, rest) = strtoul(rest.strip_prefix(b".")?);
+    rest.strip_prefix(b".")?;
+    let ip = IpAddr::V4(std::net::Ipv4Addr::from((addr as u32).swap_bytes()));
+    let port = (port as u16).swap_bytes();
+    be.servers.iter().position(|s| {
+        matches!(s.target(), Target::Inet(a) if a.ip() == ip && a.port() == port)
+            && (s.is_up() || be.persist)
+    })
+}
+
+/// C's `strtoul` in base 10: the leading digits' value (0 without any) and what follows them.
+fn strtoul(s: &[u8]) -> (u64, &[u8]) {
+    let n = s.iter().take_while(|c| c.is_ascii_digit()).count();
+    let v = s[..n].iter().fold(0u64, |v, c| v.wrapping_mul(10).wrapping_add(u64::from(c - b'0')));
+    (v, &s[n..])
+}
+
 /// A connect that failed for want of a local resource (HAProxy's `SF_ERR_RESOURCE`): out of
 /// descriptors, memory or buffers, or of source ports.
 fn is_resource_error(errno: i32) -> bool {
@@ -258,13 +283,28 @@ pub async fn serve(
     out: &mut Outcome,
     on_connect: Option<OnConnect<'_>>,
 ) {
-    let key = conn.peer.map(|p| PickKey::Ip(p.ip()));
+    // The first bytes, still waiting unread, for `use-server` rules (`req.ssl_sni`...) and
+    // the RDP cookie (`balance rdp-cookie`, `persist rdp-cookie`).
+    let mut first = Vec::new();
+    if !be.rules.use_servers.is_empty() || be.rdp_balance.is_some() || be.rdp_persist.is_some() {
+        first.resize(crate::connection::BUFSIZE, 0);
+        let n = conn.client.try_peek(&mut first).unwrap_or(0);
+        first.truncate(n);
+    }
+    let key = match &be.rdp_balance {
+        // Without the cookie, round robin (HAProxy 2.6's fallback).
+        Some(name) => crate::rules::sample::rdp_cookie(&first, name.as_bytes())
+            .ok()
+            .filter(|v| !v.is_empty())
+            .map(PickKey::Bytes),
+        None => conn.peer.map(|p| PickKey::Ip(p.ip())),
+    };
     // `stick match|on` picks the server; `stick store-*` keys wait for the one connected to.
     let mut stores = crate::rules::stick::Stores::new();
     // `use-server` first (on the first bytes, still waiting unread: `req.ssl_sni`...), then
     // `stick match|on`, on the session as its rules see it.
     let r = &be.rules;
-    let persist = if r.use_servers.is_empty() && r.stick.is_empty() {
+    let persist = if r.use_servers.is_empty() && r.stick.is_empty() && be.rdp_persist.is_none() {
         None
     } else {
         let vars = conn.vars.as_deref();
@@ -275,15 +315,10 @@ pub async fn serve(
         ctx.client = Some(&conn.client);
         ctx.bind_no = conn.bind_no;
         ctx.pp = conn.proxied.as_deref();
-        let mut first = Vec::new();
-        if !be.rules.use_servers.is_empty() {
-            first.resize(crate::connection::BUFSIZE, 0);
-            let n = conn.client.try_peek(&mut first).unwrap_or(0);
-            first.truncate(n);
-        }
         let ctx = crate::rules::sample::Ctx { payload: &first, ..ctx };
         let down_ok = be.persist_rules(&ctx).down_ok(be);
         let assigned = be.use_server(&ctx, down_ok);
+        let assigned = assigned.or_else(|| rdp_persist(be, &first));
         assigned.or_else(|| {
             let then = (false, down_ok);
             crate::rules::stick::on_request(&r.stick, &r.acls, &ctx, &**be, then, &mut stores)

@@ -239,3 +239,80 @@ fn process_proxy_and_server_facts_as_haproxy() {
         h.header("x-proc").map(str::to_string)
     });
 }
+
+/// An RDP connection request (TPKT and X.224 headers, 11 bytes) carrying `cookie`.
+fn rdp_request(cookie: &str) -> Vec<u8> {
+    let body = format!("Cookie: {cookie}\r\n");
+    let len = 11 + body.len();
+    let mut v = vec![3, 0, (len >> 8) as u8, len as u8, (len - 5) as u8, 0xe0, 0, 0, 0, 0, 0];
+    v.extend_from_slice(body.as_bytes());
+    v
+}
+
+/// Remote desktop farms, HAProxy's classic `mode tcp` configuration: `RDP_COOKIE` waits for
+/// the connection request, `balance rdp-cookie` hashes the user's `mstshash` cookie (the same
+/// user, the same server; which server each user gets is compared with HAProxy's),
+/// `persist rdp-cookie` sends a client whose `msts` cookie names a server (its IPv4 address and
+/// port as Microsoft encodes them) there, and `rdp_cookie()` reads the cookie in a rule.
+#[test]
+fn rdp_cookie_balance_persistence_and_rules_as_haproxy() {
+    each(|t| {
+        let srvs: Vec<Running> = (1..=3).map(|i| server(&format!("s{i}"))).collect();
+        let px = t.start(&format!(
+            "defaults\n mode tcp\n timeout connect 1s\n timeout client 5s\n timeout server 5s\n\
+             frontend ft\n bind {{fe0}}\n tcp-request inspect-delay 3s\n\
+             tcp-request content accept if RDP_COOKIE\n\
+             use_backend solo if {{ rdp_cookie(mstshash) -m str admin }}\n\
+             default_backend farm\n\
+             backend farm\n balance rdp-cookie\n persist rdp-cookie\n\
+             server s1 {}\n server s2 {}\n\
+             backend solo\n server s3 {}\n",
+            srvs[0].addr(),
+            srvs[1].addr(),
+            srvs[2].addr()
+        ));
+        let served = |parts: &[Vec<u8>]| -> usize {
+            let before: Vec<u64> = srvs.iter().map(|s| s.counts().conns).collect();
+            let mut cl = px.client();
+            for (i, p) in parts.iter().enumerate() {
+                if i > 0 {
+                    std::thread::sleep(Duration::from_millis(300));
+                }
+                cl.send(p);
+            }
+            let _ = cl.read_for(Duration::from_millis(500));
+            let mut which = 0;
+            assert!(
+                eventually(Duration::from_secs(3), || {
+                    let now: Vec<u64> = srvs.iter().map(|s| s.counts().conns).collect();
+                    which = (0..3).find(|&i| now[i] > before[i]).map_or(0, |i| i + 1);
+                    which != 0
+                }),
+                "no server got the connection"
+            );
+            which
+        };
+        // The request in two parts: the rules wait for the whole cookie line.
+        let req = rdp_request("mstshash=alice");
+        let split = served(&[req[..14].to_vec(), req[14..].to_vec()]);
+        let users: Vec<usize> = ["alice", "bob", "carol", "dave", "erin", "frank"]
+            .iter()
+            .map(|u| served(&[rdp_request(&format!("mstshash={u}"))]))
+            .collect();
+        assert_eq!(split, users[0], "the same user, the same server");
+        assert!(users.iter().all(|&s| s == 1 || s == 2), "{users:?}");
+        assert_eq!(served(&[rdp_request("mstshash=admin")]), 3, "rdp_cookie() in a rule");
+        // s2's address and port in Microsoft's encoding.
+        let a = srvs[1].addr();
+        let std::net::IpAddr::V4(ip) = a.ip() else { panic!("IPv4 test server") };
+        let msts = format!(
+            "msts={}.{}.0000",
+            u32::from_le_bytes(ip.octets()),
+            u16::from_le_bytes(a.port().to_be_bytes())
+        );
+        for _ in 0..3 {
+            assert_eq!(served(&[rdp_request(&msts)]), 2, "persist rdp-cookie");
+        }
+        users
+    });
+}

@@ -386,6 +386,7 @@ fn pick_key(
 ) -> KeyKind {
     match k {
         HashKey::Source => return peer.map_or(KeyKind::None, |p| KeyKind::Ip(p.ip())),
+        HashKey::Nothing => return KeyKind::None,
         HashKey::Uri { depth, len, whole, path_only } => {
             let t = if *path_only { req.path() } else { req.target() };
             let mut t = if *whole { t } else { t.split(|&c| c == b'?').next().unwrap_or(t) };

@@ -122,6 +122,23 @@ fn payload<'a>(p: &cfg::PayloadFetch, ctx: &Ctx<'a>) -> Option<Value<'a>> {
             }
             bytes(start as usize, size)
         }
+        cfg::PayloadFetch::RdpCookie { ref name } => match rdp_cookie(data, name.as_bytes()) {
+            Ok(v) => Some(Value::Str(Cow::Borrowed(v))),
+            Err(short) => {
+                if short {
+                    may_change();
+                }
+                None
+            }
+        },
+        cfg::PayloadFetch::RdpCookieCnt { ref name } => match rdp_cookie(data, name.as_bytes()) {
+            Err(true) => {
+                may_change();
+                // (HAProxy: no sample while it may change, 0 once it cannot.)
+                ctx.more.is_none().then_some(Value::Int(0))
+            }
+            found => Some(Value::Int(i64::from(found.is_ok()))),
+        },
         _ => {
             let h = crate::tls::hello::parse(data);
             if !h.settled {
@@ -142,5 +159,39 @@ pub(crate) fn canonical(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
         v4 => v4,
+    }
+}
+
+/// The value of the RDP cookie `name` (any name when empty) in an RDP connection request, as
+/// HAProxy 2.6's `fetch_rdp_cookie_name` finds it: `Cookie:` (any case) after the request's 11
+/// first bytes, spaces, `<name>=` (any case), the value up to a CRLF. `Err(true)`: the bytes
+/// are too short to tell yet; `Err(false)`: no such cookie.
+pub(crate) fn rdp_cookie<'a>(data: &'a [u8], name: &[u8]) -> Result<&'a [u8], bool> {
+    let mut d = data.get(11..).filter(|d| d.len() > 7).ok_or(true)?;
+    if !d[..7].eq_ignore_ascii_case(b"Cookie:") {
+        return Err(false);
+    }
+    d = &d[7..];
+    d = &d[d.iter().take_while(|&&c| c == b' ').count()..];
+    if !name.is_empty() {
+        if d.len() <= name.len() {
+            return Err(true);
+        }
+        if d[name.len()] != b'=' || !d[..name.len()].eq_ignore_ascii_case(name) {
+            return Err(false);
+        }
+        d = &d[name.len() + 1..];
+    } else {
+        let eq = d.iter().position(|&c| matches!(c, b'=' | b'\r' | b'\n')).ok_or(true)?;
+        if d[eq] != b'=' {
+            return Err(false);
+        }
+        d = &d[eq + 1..];
+    }
+    let end = d.iter().position(|&c| c == b'\r').ok_or(true)?;
+    match d.get(end + 1) {
+        None => Err(true),
+        Some(b'\n') => Ok(&d[..end]),
+        Some(_) => Err(false),
     }
 }
