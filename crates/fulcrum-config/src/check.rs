@@ -271,11 +271,18 @@ fn add_http_send(list: &mut Vec<CheckStep>, new: HttpSend) {
     match existing {
         // A new `option httpchk` replaces the previous option's request.
         Some(old) if new.from_option && old.from_option => *old = new,
-        // The option completes an explicit `http-check send`, or the reverse.
-        Some(old) if new.from_option || old.from_option => {
-            let keep_explicit = !new.from_option;
+        // The option completes an explicit `http-check send` where it stands.
+        Some(old) if new.from_option => overwrite(old, new),
+        // An explicit `http-check send` completes the option's request, which then moves to
+        // the end of the list, as HAProxy 2.6 moves it: the steps written before the send
+        // (`set-var`...) run before it.
+        Some(old) if old.from_option => {
             overwrite(old, new);
-            old.from_option = !keep_explicit && old.from_option;
+            old.from_option = false;
+            if let Some(i) = first {
+                let merged = list.remove(i);
+                list.push(merged);
+            }
         }
         _ if new.from_option => list.insert(0, CheckStep::Send(SendStep::Http(new))),
         _ => list.push(CheckStep::Send(SendStep::Http(new))),
@@ -288,19 +295,27 @@ fn overwrite(old: &mut HttpSend, new: HttpSend) {
     if new.method.is_some() {
         old.method = new.method;
     }
-    if new.uri.is_some() {
-        old.uri = new.uri;
+    if new.uri.is_some() || new.uri_lf.is_some() {
+        (old.uri, old.uri_lf) = (new.uri, new.uri_lf);
     }
     if new.version.is_some() {
         old.version = new.version;
     }
-    old.headers = new.headers;
-    if new.body.is_some() {
-        old.body = new.body;
+    (old.headers, old.header_lf) = (new.headers, new.header_lf);
+    if new.body.is_some() || new.body_lf.is_some() {
+        (old.body, old.body_lf) = (new.body, new.body_lf);
     }
     if new.comment.is_some() {
         old.comment = new.comment;
     }
+}
+
+/// A `uri-lf` / `body-lf` log-format string, with HAProxy's message.
+fn check_lf(text: &str) -> Result<LogFormat, String> {
+    crate::logformat::parse(text, crate::sample::Ctx::HttpResponse).map_err(|e| {
+        let e = e.strip_suffix('.').unwrap_or(&e);
+        format!("'{text}' invalid log-format string ({e}).\n")
+    })
 }
 
 /// `connect [default] [port <n>] [addr <ip>] [send-proxy] [linger] [comment <c>] ...`.
@@ -435,14 +450,16 @@ fn http_send(line: &Line) -> Result<HttpSend, String> {
             }
         };
         match opt {
-            "meth" | "uri" | "ver" | "body" | "comment" => {
+            "meth" | "uri" | "ver" | "body" | "comment" | "uri-lf" | "body-lf" => {
                 need(1)?;
                 let v = Some(line.arg(i + 1).to_string());
                 match opt {
                     "meth" => s.method = v,
-                    "uri" => s.uri = v,
+                    "uri" => (s.uri, s.uri_lf) = (v, None),
+                    "uri-lf" => (s.uri, s.uri_lf) = (None, Some(check_lf(line.arg(i + 1))?)),
                     "ver" => s.version = v,
-                    "body" => s.body = v,
+                    "body" => (s.body, s.body_lf) = (v, None),
+                    "body-lf" => (s.body, s.body_lf) = (None, Some(check_lf(line.arg(i + 1))?)),
                     _ => s.comment = v,
                 }
                 i += 2;
@@ -457,15 +474,19 @@ fn http_send(line: &Line) -> Result<HttpSend, String> {
                         return Err(format!("'{n}' header already defined (previous value is '{prev}')"));
                     }
                 }
+                // The value is a log-format string (HAProxy's message as it is).
+                let fmt = crate::logformat::parse(v, crate::sample::Ctx::HttpResponse)?;
                 // HAProxy computes these itself and drops configured ones.
                 if !n.eq_ignore_ascii_case("content-length")
                     && !n.eq_ignore_ascii_case("transfer-encoding")
                 {
+                    if v.contains('%') {
+                        s.header_lf.push((s.headers.len(), fmt));
+                    }
                     s.headers.push((n.to_string(), v.to_string()));
                 }
                 i += 3;
             }
-            "uri-lf" | "body-lf" => return Err(format!("'{opt}' is not supported yet")),
             _ => return Err(format!("expects 'comment', 'meth', 'uri', 'uri-lf', 'ver', 'hdr', 'body' or 'body-lf' but got '{opt}' as argument")),
         }
     }
@@ -816,6 +837,25 @@ pub(crate) mod tests {
         assert!(
             matches!(&steps[1], CheckStep::Expect(e) if e.kind == ExpectKind::Status(vec![(200, 200)]))
         );
+    }
+
+    #[test]
+    fn the_merged_request_moves_after_the_steps_written_before_the_send() {
+        let (b, d) = build(
+            "option httpchk GET /a\nhttp-check set-var(check.p) str(/b)\n\
+             http-check send uri-lf %[var(check.p)] hdr X-A %[var(check.p)] hdr X-B plain body x",
+        );
+        assert!(d.is_empty(), "{d:?}");
+        let steps = &b.proxy.health_check.steps;
+        assert!(matches!(steps[0], CheckStep::SetVar { .. }), "{steps:?}");
+        let s = send(&steps[1]);
+        assert!(!s.from_option && s.uri.is_none() && s.uri_lf.is_some() && s.has_lf());
+        assert_eq!(s.header_lf.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [0]);
+        assert_eq!((s.body.as_deref(), s.body_lf.is_none()), (Some("x"), true));
+        // A later `uri` replaces an earlier `uri-lf`.
+        let (b, _) = build("option httpchk\nhttp-check send uri-lf %[int(1)] uri /s");
+        let s = send(&b.proxy.health_check.steps[0]);
+        assert_eq!((s.uri.as_deref(), s.uri_lf.is_none()), (Some("/s"), true));
     }
 
     #[test]

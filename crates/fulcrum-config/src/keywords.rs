@@ -259,7 +259,7 @@ pub static PROXY: &[Keyword] = &[
     p("http-check connect", D|L|B, Partial("port, addr, send-proxy, linger, comment, default, ssl, sni, alpn, via-socks4; not proto, port expressions")),
     p("http-check disable-on-404", D|L|B, Supported),
     p("http-check expect", D|L|B, Partial("status, rstatus, string, rstring, hdr, fhdr (name-lf and value-lf too), min-recv, ok-status, error-status, tout-status, comment; on-success/on-error as plain text (not log-format); not string-lf, status-code")),
-    p("http-check send", D|L|B, Partial("meth, uri, ver, hdr, body, comment (header values as plain text); not uri-lf, body-lf")),
+    p("http-check send", D|L|B, Supported),
     p("http-check send-state", D|L|B, Supported),
     p("http-check set-var", D|L|B, Partial("check. and proc. scopes; a check sees its check. variables, constants and its server's response (res.hdr, res.fhdr, res.payload...), not process variables")),
     p("http-check unset-var", D|L|B, Partial("check. and proc. scopes; a check sees its check. variables, constants and its server's response (res.hdr, res.fhdr, res.payload...), not process variables")),

@@ -257,6 +257,21 @@ pub struct HttpSend {
     /// Set on the request an `option httpchk` line gives, which a later `http-check send`
     /// completes instead of adding a second request.
     pub from_option: bool,
+    /// `uri-lf <fmt>`: the URI rendered at each check (`/` when it renders empty); `uri` is
+    /// then unset.
+    pub uri_lf: Option<LogFormat>,
+    /// `body-lf <fmt>`: the body rendered at each check; `body` is then unset.
+    pub body_lf: Option<LogFormat>,
+    /// The `hdr` values that hold log-format variables, by their index in `headers`: rendered
+    /// at each check, the header left out when one renders empty (as HAProxy 2.6).
+    pub header_lf: Vec<(usize, LogFormat)>,
+}
+
+impl HttpSend {
+    /// Whether a part is rendered at each check (else the request is the same every time).
+    pub fn has_lf(&self) -> bool {
+        self.uri_lf.is_some() || self.body_lf.is_some() || !self.header_lf.is_empty()
+    }
 }
 
 /// `tcp-check expect` / `http-check expect`.

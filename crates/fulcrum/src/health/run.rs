@@ -174,7 +174,9 @@ impl Plan {
                     };
                     let bytes = match snd {
                         SendStep::Bytes { data, .. } => Some(data.clone()),
-                        SendStep::Http(h) if !send_state => Some(http::request(h, None)),
+                        SendStep::Http(h) if !send_state && !h.has_lf() => {
+                            Some(http::request(h, None))
+                        }
                         // Built at each send: it carries the time, the server's state, or
                         // the samples of the run.
                         SendStep::Http(_) | SendStep::Dated { .. } | SendStep::Lf { .. } => None,
@@ -549,7 +551,16 @@ impl Runner<'_> {
             (Some(b), _) => b,
             (None, SendStep::Http(h)) => {
                 let state = send_state.as_ref().map(|f| f());
-                built = http::request(h, state.as_deref());
+                built = match self.plan.samples.get(step.at).filter(|_| h.has_lf()) {
+                    Some(s) => {
+                        let empty = crate::rules::sample::Vars::default();
+                        let vars = self.vars.as_deref().unwrap_or(&empty);
+                        let scope = crate::rules::check::Scope { vars, buf: &self.buf };
+                        let h = crate::rules::check::http_send(h, s, &scope);
+                        http::request(&h, state.as_deref())
+                    }
+                    None => http::request(h, state.as_deref()),
+                };
                 &built[..]
             }
             (None, SendStep::Bytes { data, .. }) => &data[..],

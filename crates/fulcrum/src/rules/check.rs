@@ -1,5 +1,6 @@
 //! Samples in health checks: `http-check|tcp-check set-var(<name>) <expr>` and the `name-lf` /
-//! `value-lf` log-format strings of `http-check expect hdr|fhdr`. They are compiled with the
+//! `value-lf` log-format strings of `http-check expect hdr|fhdr`, `send-lf`, and the
+//! `uri-lf`, `body-lf` and `hdr` formats of `http-check send`. They are compiled with the
 //! backend's rules (same fetches, converters, maps), and read what a check has: its `check.`
 //! variables, constants, and the server's response received so far (`res.hdr`, `res.fhdr`,
 //! `res.payload`...). Process variables and other proxies are not visible here.
@@ -25,6 +26,10 @@ pub struct StepSamples {
     pub value: Option<Format>,
     /// `send-lf` / `send-binary-lf`.
     pub send: Option<Format>,
+    /// `http-check send`'s `uri-lf`, `body-lf` and `hdr` values with variables (by index).
+    pub uri: Option<Format>,
+    pub body: Option<Format>,
+    pub headers: Vec<(usize, Format)>,
 }
 
 /// Compiles the samples of a backend's check steps, one entry per configured step.
@@ -40,6 +45,11 @@ pub fn compile(
             cfg::CheckStep::SetVar { expr, .. } => one.expr = Some(c.expr(expr)?),
             cfg::CheckStep::Send(cfg::SendStep::Lf { fmt, .. }) => {
                 one.send = Some(c.format(fmt, span));
+            }
+            cfg::CheckStep::Send(cfg::SendStep::Http(h)) => {
+                one.uri = h.uri_lf.as_ref().map(|f| c.format(f, span));
+                one.body = h.body_lf.as_ref().map(|f| c.format(f, span));
+                one.headers = h.header_lf.iter().map(|(i, f)| (*i, c.format(f, span))).collect();
             }
             cfg::CheckStep::Expect(cfg::ExpectStep {
                 kind: cfg::ExpectKind::Header(h), ..
@@ -88,6 +98,35 @@ impl Scope<'_> {
         self.with_ctx(|ctx| f.render(ctx, None, &mut out));
         String::from_utf8_lossy(&out).into_owned()
     }
+}
+
+/// An `http-check send` request with its `uri-lf`, `body-lf` and `hdr` formats rendered for
+/// this run, as HAProxy 2.6 builds it: `/` for a URI that renders empty, a header that renders
+/// empty left out.
+pub fn http_send(h: &cfg::HttpSend, s: &StepSamples, scope: &Scope<'_>) -> cfg::HttpSend {
+    let mut out = cfg::HttpSend { uri_lf: None, body_lf: None, header_lf: Vec::new(), ..h.clone() };
+    if let Some(f) = &s.uri {
+        let uri = scope.render(f);
+        out.uri = Some(if uri.is_empty() { "/".into() } else { uri });
+    }
+    if let Some(f) = &s.body {
+        out.body = Some(scope.render(f));
+    }
+    let mut dropped = Vec::new();
+    for (i, f) in &s.headers {
+        let v = scope.render(f);
+        match out.headers.get_mut(*i) {
+            Some(h) if !v.is_empty() => h.1 = v,
+            Some(_) => dropped.push(*i),
+            None => {}
+        }
+    }
+    let mut i = 0;
+    out.headers.retain(|_| {
+        i += 1;
+        !dropped.contains(&(i - 1))
+    });
+    out
 }
 
 /// `expect hdr` with its `name-lf` / `value-lf` rendered for this run.
