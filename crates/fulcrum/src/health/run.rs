@@ -24,6 +24,7 @@ use super::expect::{self, Eval, Expect, Wording};
 use super::http;
 use crate::connection::{Pipe, Stream};
 use crate::http::peer::Peer;
+use crate::rules::check;
 use crate::server::state::CheckResult;
 
 /// A check's PROXY v2 header: HAProxy's `LOCAL` command (the connection is the proxy's own),
@@ -174,7 +175,7 @@ impl Plan {
                     };
                     let bytes = match snd {
                         SendStep::Bytes { data, .. } => Some(data.clone()),
-                        SendStep::Http(h) if !send_state && !h.has_lf() => {
+                        SendStep::Http(h) if !(send_state || h.has_lf()) => {
                             Some(http::request(h, None))
                         }
                         // Built at each send: it carries the time, the server's state, or
@@ -551,16 +552,11 @@ impl Runner<'_> {
             (Some(b), _) => b,
             (None, SendStep::Http(h)) => {
                 let state = send_state.as_ref().map(|f| f());
-                built = match self.plan.samples.get(step.at).filter(|_| h.has_lf()) {
-                    Some(s) => {
-                        let empty = crate::rules::sample::Vars::default();
-                        let vars = self.vars.as_deref().unwrap_or(&empty);
-                        let scope = crate::rules::check::Scope { vars, buf: &self.buf };
-                        let h = crate::rules::check::http_send(h, s, &scope);
-                        http::request(&h, state.as_deref())
-                    }
-                    None => http::request(h, state.as_deref()),
-                };
+                let samples = self.plan.samples.get(step.at).filter(|_| h.has_lf());
+                let (vars, buf) = (self.vars.as_deref(), &self.buf[..]);
+                let rendered =
+                    samples.map(|s| check::in_scope(vars, buf, |c| check::http_send(h, s, c)));
+                built = http::request(rendered.as_ref().unwrap_or(h), state.as_deref());
                 &built[..]
             }
             (None, SendStep::Bytes { data, .. }) => &data[..],
@@ -586,9 +582,7 @@ impl Runner<'_> {
         let Some(fmt) = self.plan.samples.get(step.at).and_then(|s| s.send.as_ref()) else {
             return Ok(Vec::new());
         };
-        let empty = crate::rules::sample::Vars::default();
-        let vars = self.vars.as_deref().unwrap_or(&empty);
-        let text = crate::rules::check::Scope { vars, buf: &self.buf }.render(fmt);
+        let text = check::in_scope(self.vars.as_deref(), &self.buf, |scope| scope.render(fmt));
         if !binary {
             return Ok(text.into_bytes());
         }

@@ -100,6 +100,13 @@ impl Scope<'_> {
     }
 }
 
+/// Runs `f` over what a check run's samples see: its variables (none yet: `None`) and the
+/// bytes received.
+pub fn in_scope<R>(vars: Option<&Vars>, buf: &[u8], f: impl FnOnce(&Scope<'_>) -> R) -> R {
+    let empty = Vars::default();
+    f(&Scope { vars: vars.unwrap_or(&empty), buf })
+}
+
 /// An `http-check send` request with its `uri-lf`, `body-lf` and `hdr` formats rendered for
 /// this run, as HAProxy 2.6 builds it: `/` for a URI that renders empty, a header that renders
 /// empty left out.
