@@ -119,20 +119,13 @@ pub fn http_send(h: &cfg::HttpSend, s: &StepSamples, scope: &Scope<'_>) -> cfg::
     if let Some(f) = &s.body {
         out.body = Some(scope.render(f));
     }
-    let mut dropped = Vec::new();
     for (i, f) in &s.headers {
-        let v = scope.render(f);
-        match out.headers.get_mut(*i) {
-            Some(h) if !v.is_empty() => h.1 = v,
-            Some(_) => dropped.push(*i),
-            None => {}
+        if let Some(h) = out.headers.get_mut(*i) {
+            h.1 = scope.render(f);
         }
     }
-    let mut i = 0;
-    out.headers.retain(|_| {
-        i += 1;
-        !dropped.contains(&(i - 1))
-    });
+    // (A configured value is never empty: only a rendered one can be.)
+    out.headers.retain(|(_, v)| !v.is_empty());
     out
 }
 

@@ -28,7 +28,7 @@ pub(super) fn fetch<'a>(
         Hdr { name, occ } => header_values(req, name, *occ, last_only, &mut |v| f(b(v))),
         ResHdr { name, occ } => header_values(ctx.resp, name, *occ, last_only, &mut |v| f(b(v))),
         HdrCnt { name } | ResHdrCnt { name } => {
-            let head = if matches!(fetch, HdrCnt { .. }) { req } else { ctx.resp };
+            let head = side(ctx, !matches!(fetch, HdrCnt { .. }));
             let mut n = 0i64;
             header_values(head, name, None, false, &mut |_| {
                 n += 1;
@@ -37,7 +37,7 @@ pub(super) fn fetch<'a>(
             f(Value::Int(n))
         }
         HdrIp { name, occ } | ResHdrIp { name, occ } => {
-            let head = if matches!(fetch, HdrIp { .. }) { req } else { ctx.resp };
+            let head = side(ctx, !matches!(fetch, HdrIp { .. }));
             header_values(head, name, *occ, last_only, &mut |v| match std::str::from_utf8(v)
                 .ok()
                 .and_then(|t| parse_ip_loose(t.trim()))
@@ -47,7 +47,7 @@ pub(super) fn fetch<'a>(
             })
         }
         HdrNames { response, delim } => {
-            let Some(head) = (if *response { ctx.resp } else { req }) else { return false };
+            let Some(head) = side(ctx, *response) else { return false };
             let mut all = Vec::new();
             for (i, (n, _)) in head.headers().enumerate() {
                 if i > 0 {
@@ -58,7 +58,7 @@ pub(super) fn fetch<'a>(
             f(Value::Str(Cow::Owned(all)))
         }
         HdrsBin { response } => {
-            let Some(head) = (if *response { ctx.resp } else { req }) else { return false };
+            let Some(head) = side(ctx, *response) else { return false };
             let mut all = Vec::new();
             for (n, v) in head.headers() {
                 fulcrum_spop::put_varint(&mut all, n.len() as u64);
@@ -87,14 +87,14 @@ pub(super) fn fetch<'a>(
         Fhdr { name, occ } => full_values(req, name, *occ, last_only, &mut |v| f(b(v))),
         ResFhdr { name, occ } => full_values(ctx.resp, name, *occ, last_only, &mut |v| f(b(v))),
         FhdrCnt { name } | ResFhdrCnt { name } => {
-            let head = if matches!(fetch, FhdrCnt { .. }) { req } else { ctx.resp };
+            let head = side(ctx, !matches!(fetch, FhdrCnt { .. }));
             let n = head.map_or(0, |r| {
                 r.headers().filter(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes())).count()
             });
             f(Value::Int(n as i64))
         }
         ReqHdrs | ResHdrs => {
-            let head = if matches!(fetch, ReqHdrs) { req } else { ctx.resp };
+            let head = side(ctx, !matches!(fetch, ReqHdrs));
             let Some(r) = head else { return false };
             let mut all = Vec::new();
             r.write_fields(&mut all);
@@ -118,6 +118,15 @@ pub(super) fn fetch<'a>(
             }
         }
         _ => false, // another family's
+    }
+}
+
+/// The response's head (`response`) or the request's.
+fn side<'a>(ctx: &Ctx<'a>, response: bool) -> Option<&'a Head> {
+    if response {
+        ctx.resp
+    } else {
+        ctx.req
     }
 }
 
