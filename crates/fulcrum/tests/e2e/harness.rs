@@ -186,8 +186,22 @@ pub fn child_of(parent: u32) -> Option<u32> {
     })
 }
 
-/// A port on which nothing listens (bound then closed).
+/// A port on which nothing listens: bound without `SO_REUSEADDR` and never listening, so a
+/// connection there is refused, and held for the rest of the run so that no other test's
+/// listener can take the port (a freed port reused by another test's frontend received that
+/// test's health checks of its "dead" server).
 pub fn dead_addr() -> SocketAddr {
+    static HELD: std::sync::Mutex<Vec<socket2::Socket>> = std::sync::Mutex::new(Vec::new());
+    let s =
+        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+    s.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into()).expect("bind");
+    let addr = s.local_addr().expect("addr").as_socket().expect("inet");
+    HELD.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+    addr
+}
+
+/// A port free now, for a listener the test or the proxy binds later (bound then closed).
+pub fn free_addr() -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr")
 }

@@ -222,7 +222,7 @@ fn a_chroot_that_cannot_be_entered_stops_the_start() {
     let path = dir.join("px.cfg");
     std::fs::write(
         &path,
-        format!("global\n chroot /nonexistent-jail\n{ECHO_CFG}listen px\n bind {}\n", dead_addr()),
+        format!("global\n chroot /nonexistent-jail\n{ECHO_CFG}listen px\n bind {}\n", free_addr()),
     )
     .expect("cfg");
     let (code, _, err) = run(&["-db", "-f", path.to_str().expect("utf-8")]);
@@ -233,7 +233,7 @@ fn a_chroot_that_cannot_be_entered_stops_the_start() {
 #[test]
 fn sf_takeover_refuses_no_connection() {
     let srv = testserver("http", "s");
-    let port = dead_addr().port();
+    let port = free_addr().port();
     let dir = scratch("sf");
     let cfg = dir.join("px.cfg");
     std::fs::write(
@@ -279,7 +279,7 @@ fn sf_takeover_refuses_no_connection() {
 #[test]
 fn daemon_mode_writes_the_pid_file_and_serves() {
     let echo = testserver("echo", "e");
-    let port = dead_addr().port();
+    let port = free_addr().port();
     let dir = scratch("daemon");
     let cfg = dir.join("d.cfg");
     let pidfile = dir.join("fulcrum.pid");
@@ -492,7 +492,7 @@ fn unix_bind_prefixes_the_paths_and_sets_the_modes() {
 #[test]
 fn setenv_and_presetenv_are_seen_by_later_lines_and_the_process() {
     let dir = scratch("setenv");
-    let port = dead_addr().port();
+    let port = free_addr().port();
     let sock = dir.join("api.sock");
     let text = format!(
         "global\n presetenv FE_PORT {port}\n presetenv HOME /elsewhere\n setenv GREETING hello\n\
@@ -524,7 +524,7 @@ fn setenv_and_presetenv_are_seen_by_later_lines_and_the_process() {
 #[test]
 fn a_bind_on_a_host_name_listens_on_its_address() {
     let echo = testserver("echo", "e");
-    let port = dead_addr().port();
+    let port = free_addr().port();
     let dir = scratch("bind-host-name");
     let cfg = dir.join("h.cfg");
     let text =
@@ -544,7 +544,7 @@ fn a_bind_on_a_host_name_listens_on_its_address() {
 #[test]
 fn global_maxconn_holds_across_workers_with_reuseport_sockets() {
     let echo = testserver("echo", "e");
-    let port = dead_addr().port();
+    let port = free_addr().port();
     let dir = scratch("maxconn-workers");
     let cfg = dir.join("m.cfg");
     let text = format!("global\n nbthread 2\n maxconn 1\n{ECHO_CFG}listen px\n bind 127.0.0.1:{port}\n server e {}\n", echo.addr);

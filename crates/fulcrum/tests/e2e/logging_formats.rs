@@ -553,7 +553,7 @@ fn backup_sessions_ended_by_an_active_server_coming_back_say_u() {
     use std::io::Read;
     let s1 = testserver("http", "s1");
     let backup = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let check_port = dead_addr().port();
+    let check_port = free_addr().port();
     let cfg = format!(
         "{HTTP_LOG}frontend fe\n bind {{fe0}}\n default_backend b\n\
          backend b\n no log\n timeout server 10s\n\

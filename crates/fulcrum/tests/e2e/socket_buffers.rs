@@ -55,7 +55,7 @@ fn echo_through(name: &str, cfg: &str, fe: SocketAddr) -> (Fulcrum, TcpStream, S
 fn tune_socket_buffers_reach_client_and_server_sockets() {
     let echo = testserver("echo", "e1");
     // The client side is set on listening sockets Fulcrum opens itself (not on fd@ ones).
-    let fe = dead_addr();
+    let fe = free_addr();
     let cfg = format!(
         "global\n nbthread 1\n tune.rcvbuf.client 16384\n tune.sndbuf.client 24576\n\
          tune.rcvbuf.server 32768\n tune.sndbuf.server 40960\n\
@@ -109,7 +109,7 @@ fn timers() -> Vec<(SocketAddr, SocketAddr, String)> {
 #[cfg_attr(no_ss, ignore = "ss (iproute2) is not installed (see crates/fulcrum/build.rs)")]
 fn tcp_keepalive_probes_are_armed_on_client_and_server_connections() {
     let echo = testserver("echo", "e1");
-    let fe = dead_addr();
+    let fe = free_addr();
     // Idle times of 77 s and 88 s: the system default is two hours.
     let cfg = format!(
         "global\n nbthread 1\n\

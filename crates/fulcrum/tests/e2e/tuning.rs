@@ -11,7 +11,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use crate::harness::{api, dead_addr, eventually, haproxy_bin, scratch, start_proxy};
+use crate::harness::{api, eventually, free_addr, haproxy_bin, scratch, start_proxy};
 
 fn targets() -> Vec<&'static str> {
     if haproxy_bin().is_some() {
@@ -44,7 +44,7 @@ fn bind_shared(addr: SocketAddr) -> std::io::Result<()> {
 fn noreuseport_keeps_the_address_to_the_process() {
     for target in targets() {
         for noreuseport in [true, false] {
-            let fe = dead_addr();
+            let fe = free_addr();
             let knob = if noreuseport { "    noreuseport\n" } else { "" };
             let cfg = format!(
                 "global\n{knob}{DEFAULTS}frontend fe\n    mode tcp\n    bind {fe}\n    default_backend be\n\
