@@ -33,7 +33,14 @@ pub enum BwlimKind {
     PerStream { limit: u32, period_ms: u32 },
     /// `limit <size> key <expr> [table <table>]`: the streams whose key is the same share the
     /// limit, counted in the table's `bytes_in_rate`/`bytes_out_rate` (the table's period).
-    Shared { limit: u32, key: SampleExpr, key_avail: Avail, table: Option<String> },
+    Shared {
+        limit: u32,
+        key: SampleExpr,
+        key_avail: Avail,
+        /// The key expression's output type.
+        key_type: crate::sample::SmpType,
+        table: Option<String>,
+    },
 }
 
 /// `filter trace [name <name>] [quiet] [random-parsing] [random-forwarding] [hexdump]`: each
@@ -121,7 +128,7 @@ fn parse_bwlim(p: &Proxy, line: &Line) -> Result<Result<BwlimFilter, String>, St
                     ));
                 }
                 let (parsed, _) = sample::parse(value, End::Input).map_err(|e| e.plain())?;
-                key = Some((parsed.expr, parsed.avail));
+                key = Some((parsed.expr, parsed.avail, parsed.out));
             }
             "table" => {
                 if value.is_empty() {
@@ -168,13 +175,13 @@ fn parse_bwlim(p: &Proxy, line: &Line) -> Result<Result<BwlimFilter, String>, St
         return Ok(Err(format!("'filter {kw}' : unknown keyword '{rest}'.")));
     }
     let kind = if shared {
-        let Some((key, key_avail)) = key else {
+        let Some((key, key_avail, key_type)) = key else {
             return Err(format!("'{kw}' : <key> option is missing"));
         };
         if limit == 0 {
             return Err(format!("'{kw}' : <limit> option is missing"));
         }
-        BwlimKind::Shared { limit, key, key_avail, table }
+        BwlimKind::Shared { limit, key, key_avail, key_type, table }
     } else {
         if period == 0 {
             return Err(format!("'{kw}' : <default-period> option is missing"));
@@ -278,7 +285,7 @@ impl Proxy {
 pub(crate) fn check(config: &Config, p: &Proxy, out: &mut Vec<Diagnostic>) {
     for f in &p.filters {
         let crate::cache::Filter::Bwlim(b) = f else { continue };
-        let BwlimKind::Shared { table, .. } = &b.kind else { continue };
+        let BwlimKind::Shared { table, key_type, .. } = &b.kind else { continue };
         let tname = table.as_deref().unwrap_or(&p.name);
         let found = config.proxy(tname).and_then(|t| t.stick_table.as_ref());
         let Some(t) = found else {
@@ -296,6 +303,12 @@ pub(crate) fn check(config: &Config, p: &Proxy, out: &mut Vec<Diagnostic>) {
         if t.stored(ty).is_none() {
             let msg = format!(
                 "Proxy {} : stick-table '{tname}' uses a data type incompatible with bwlim filter '{}'. It must be '{word}'",
+                p.name, b.name
+            );
+            out.push(Diagnostic::alert(None, msg));
+        } else if !t.key.takes(*key_type) {
+            let msg = format!(
+                "Proxy {} : stick-table '{tname}' uses a key type incompatible with bwlim filter '{}'",
                 p.name, b.name
             );
             out.push(Diagnostic::alert(None, msg));

@@ -287,8 +287,9 @@ pub fn stick_rule(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
         }
         w => return diags.alert(line, format!("'stick': unknown keyword '{w}'.")),
     };
-    let key = parsed.expr;
-    b.proxy.stick_rules.push(StickRule { span: line.span.clone(), kind, key, table, cond });
+    let (key, key_type) = (parsed.expr, parsed.out);
+    let span = line.span.clone();
+    b.proxy.stick_rules.push(StickRule { span, kind, key, key_type, table, cond });
 }
 
 /// Reads the slot number after `prefix` in an action name (`sc-inc-gpc0(1)`): `None` when
@@ -338,7 +339,8 @@ pub fn action(
             table = Some(line.arg(next + 1).to_string());
             next += 2;
         }
-        return Ok((StickAction::Track { slot, key: parsed.expr, table }, next));
+        let key_type = parsed.out;
+        return Ok((StickAction::Track { slot, key: parsed.expr, key_type, table }, next));
     }
     let slot_of = |v: i64, msg: &dyn Fn() -> String| -> Result<u8, String> {
         u8::try_from(v).ok().filter(|s| *s < STICK_COUNTERS).ok_or_else(msg)
@@ -431,4 +433,43 @@ fn two_ints(args: &str) -> Result<(u32, i64), bool> {
 /// Whether an action name is a stick-counter action.
 pub fn is_stick_action(base: &str) -> bool {
     base.starts_with("track-sc") || base.starts_with("sc-inc-gpc") || base.starts_with("sc-set-gpt")
+}
+
+/// HAProxy's key type checks (`check_trk_action()`, `check_config_validity()`'s sticking
+/// rules): a `track-sc*` or `stick` key must convert to its table's key type. A table that
+/// cannot be found is reported where the rules are compiled.
+pub(crate) fn check_key_types(config: &Config, p: &Proxy, out: &mut Vec<crate::diag::Diagnostic>) {
+    use crate::diag::Diagnostic;
+    let table_of = |name: &Option<String>| -> Option<(String, TableKey)> {
+        let n = name.as_deref().unwrap_or(&p.name);
+        config.proxy(n).and_then(|t| t.stick_table.as_ref()).map(|t| (n.to_string(), t.key))
+    };
+    let tcp = p.tcp_request_connection.iter().chain(&p.tcp_request_session);
+    let tcp = tcp.chain(&p.tcp_request_content).chain(&p.tcp_response_content);
+    let tcp_actions = tcp.filter_map(|r| match &r.action {
+        TcpAction::Do(a) => Some(a),
+        _ => None,
+    });
+    let http = p.http_request.iter().chain(&p.http_response).chain(&p.http_after_response);
+    for a in tcp_actions.chain(http.map(|r| &r.action)) {
+        let HttpAction::Stick(StickAction::Track { slot, key_type, table, .. }) = a else {
+            continue;
+        };
+        if let Some((n, _)) = table_of(table).filter(|(_, k)| !k.takes(*key_type)) {
+            let msg = format!(
+                "Proxy '{}': stick-table '{n}' uses a type incompatible with the 'track-sc{slot}' rule.",
+                p.name
+            );
+            out.push(Diagnostic::alert(None, msg));
+        }
+    }
+    for r in &p.stick_rules {
+        if let Some((n, _)) = table_of(&r.table).filter(|(_, k)| !k.takes(r.key_type)) {
+            let msg = format!(
+                "Proxy '{}': type of fetch not usable with type of stick-table '{n}'.",
+                p.name
+            );
+            out.push(Diagnostic::alert(None, msg));
+        }
+    }
 }

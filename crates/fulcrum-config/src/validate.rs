@@ -35,6 +35,7 @@ pub fn validate(config: &Config, parse_failed: bool, out: &mut Vec<Diagnostic>) 
         mux_protos(p, out);
         crate::cache::check(config, p, out);
         crate::filters::check(config, p, out);
+        crate::stick::check_key_types(config, p, out);
         let start = out.len();
         crate::extcheck::check(config, p, out);
         crate::mailers::check(config, p, out);

@@ -36,9 +36,6 @@ pub struct Filter {
     pub min_size: u32,
     /// A shared filter's table.
     pub table: Option<Arc<Table>>,
-    /// The filter comes before the compression filter: it limits the plain payload (after
-    /// it: the compressed one).
-    pub before_comp: bool,
 }
 
 impl Filter {
@@ -47,7 +44,6 @@ impl Filter {
         f: &fulcrum_config::filters::BwlimFilter,
         order: u32,
         table: Option<Arc<Table>>,
-        before_comp: bool,
     ) -> Filter {
         use fulcrum_config::filters::BwlimKind;
         let (limit, mut period) = match &f.kind {
@@ -65,7 +61,6 @@ impl Filter {
             period,
             min_size: f.min_size,
             table,
-            before_comp,
         }
     }
 }
@@ -183,12 +178,14 @@ impl Active {
     }
 }
 
-/// Which limits of a chain apply: those before the compression filter (to the plain payload),
-/// those after it, or all (no compression).
+/// Which limits of a chain apply: those before the stream's compression filter (to the plain
+/// payload), those after it (to the compressed one), or all (no compression). The place is
+/// the compressing filter's [`Filter::order`]: the frontend's when it has one (its filters
+/// come first, and the first compression filter compresses), else the backend's.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Part {
-    BeforeComp,
-    AfterComp,
+    BeforeComp(u32),
+    AfterComp(u32),
     All,
 }
 
@@ -196,8 +193,8 @@ impl Part {
     fn has(self, l: &Limit) -> bool {
         match self {
             Part::All => true,
-            Part::BeforeComp => l.filter.before_comp,
-            Part::AfterComp => !l.filter.before_comp,
+            Part::BeforeComp(at) => l.filter.order < at,
+            Part::AfterComp(at) => l.filter.order > at,
         }
     }
 }

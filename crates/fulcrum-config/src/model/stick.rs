@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use super::{Condition, SampleExpr, Span};
+use crate::sample::SmpType;
 
 /// `stick-table type ... size ... [expire ...] [nopurge] [store ...]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,6 +44,22 @@ pub enum TableKey {
     String { len: usize },
     /// Byte strings padded with zeros to `len` bytes (longer ones are cut).
     Binary { len: usize },
+}
+
+impl TableKey {
+    /// Whether a key expression of type `out` can be cast to this key type (HAProxy's
+    /// `stktable_compatible_sample()` through its `sample_casts` table; an address converts to
+    /// every key type, a boolean to integers, strings and bytes, a method and bytes to strings
+    /// and bytes only).
+    pub fn takes(self, out: SmpType) -> bool {
+        match out {
+            SmpType::Int | SmpType::Ip | SmpType::Str | SmpType::Any => true,
+            SmpType::Bool => !matches!(self, TableKey::Ip | TableKey::Ipv6),
+            SmpType::Bin | SmpType::Meth => {
+                matches!(self, TableKey::String { .. } | TableKey::Binary { .. })
+            }
+        }
+    }
 }
 
 /// HAProxy 2.6's stick-table data types, in its numbering (the order `show table` prints).
@@ -174,8 +191,8 @@ pub struct Stored {
 /// Stick-counter actions, in `tcp-request` and `http-request|response` rules.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StickAction {
-    /// `track-sc<slot> <key> [table <t>]`.
-    Track { slot: u8, key: SampleExpr, table: Option<String> },
+    /// `track-sc<slot> <key> [table <t>]`; `key_type`: the key expression's output type.
+    Track { slot: u8, key: SampleExpr, key_type: SmpType, table: Option<String> },
     /// `sc-inc-gpc(<idx>,<slot>)` (`array`), `sc-inc-gpc0(<slot>)`, `sc-inc-gpc1(<slot>)`.
     IncGpc { slot: u8, idx: u32, array: bool },
     /// `sc-set-gpt(<idx>,<slot>) <value>` (`array`), `sc-set-gpt0(<slot>) <value>`.
@@ -250,6 +267,8 @@ pub struct StickRule {
     pub span: Span,
     pub kind: StickKind,
     pub key: SampleExpr,
+    /// The key expression's output type.
+    pub key_type: SmpType,
     pub table: Option<String>,
     pub cond: Option<Condition>,
 }

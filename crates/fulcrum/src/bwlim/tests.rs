@@ -64,7 +64,6 @@ fn filter(upload: bool, order: u32) -> Arc<Filter> {
         period: 1000,
         min_size: 0,
         table: None,
-        before_comp: false,
     })
 }
 

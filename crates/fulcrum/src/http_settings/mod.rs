@@ -118,6 +118,9 @@ pub struct HttpProxy {
     pub retry_on: RetryOn,
     /// `compression` (a `mode http` proxy's), with the process's `tune.comp.maxlevel`.
     pub compression: Option<std::sync::Arc<fulcrum_config::compression::Compression>>,
+    /// The proxy's compression filter's place among a stream's filters (an explicit `filter
+    /// compression`, or the implicit one after the others; see `bwlim::Filter::order`).
+    pub comp_filter: Option<u32>,
     pub comp_level: u32,
     /// `tune.zlib.windowsize`: the deflate window, in bits (9 to 15; zlib takes 8 as 9).
     pub comp_window: u8,

@@ -505,6 +505,17 @@ fn proxy_rules(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::rul
     }
 }
 
+/// Where the proxy's compression filter sits among a stream's filters, counted as
+/// `bwlim::Filter::order` counts (a frontend's from 0, a backend's from 1 << 16): its explicit
+/// `filter compression` line, or after its other filters when `compression` settings add it
+/// implicitly (HAProxy's `check_implicit_http_comp_flt()`); none without either.
+fn comp_filter(p: &cfg::Proxy) -> Option<u32> {
+    let base = if p.kind.is_frontend() { 0 } else { 1 << 16 };
+    let explicit = p.filters.iter().position(|f| matches!(f, cfg::cache::Filter::Compression(_)));
+    let at = explicit.or(p.compression.is_some().then_some(p.filters.len()))?;
+    Some(base + at as u32)
+}
+
 /// The HTTP settings of a `mode http` proxy; error message files are read here.
 fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<String>> {
     let mut errors = Vec::new();
@@ -575,6 +586,7 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
         case_server: case.filter(|_| p.h1_case_server),
         retry_on: retry_on(&p.retry_on),
         compression: p.compression.clone().map(Arc::new),
+        comp_filter: comp_filter(p),
         comp_level: g.tune_comp_maxlevel,
         comp_window: g.tune.zlib_windowsize,
         traces: p

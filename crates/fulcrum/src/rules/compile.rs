@@ -664,7 +664,7 @@ impl<'a> Compiler<'a> {
             }
         };
         Some(Action::Stick(match a {
-            cfg::StickAction::Track { slot, key, table } => {
+            cfg::StickAction::Track { slot, key, table, .. } => {
                 let t = match find_table(self.tables, table.as_deref(), &self.proxy.name) {
                     Ok(t) => t,
                     Err(_) => {
@@ -693,27 +693,19 @@ impl<'a> Compiler<'a> {
 }
 
 /// The proxy's bandwidth limitation filters, each knowing its place among a stream's filters
-/// (a frontend's before a backend's) and whether the compression filter comes after it (an
-/// explicit `filter compression` line before it: no; the implicit one goes last).
+/// (a frontend's before a backend's; compared with the compression filter's place).
 fn bwlim_filters(p: &cfg::Proxy, tables: &crate::stick::Tables) -> Vec<Arc<crate::bwlim::Filter>> {
     let base = if p.kind.is_frontend() { 0 } else { 1 << 16 };
-    let mut comp_seen = false;
     let mut out = Vec::new();
     for (i, f) in p.filters.iter().enumerate() {
-        match f {
-            cfg::cache::Filter::Compression(_) => comp_seen = true,
-            cfg::cache::Filter::Bwlim(b) => {
-                let table = match &b.kind {
-                    cfg::filters::BwlimKind::Shared { table, .. } => {
-                        find_table(tables, table.as_deref(), &p.name).ok()
-                    }
-                    _ => None,
-                };
-                let f = crate::bwlim::Filter::new(b, base + i as u32, table, !comp_seen);
-                out.push(Arc::new(f));
+        let cfg::cache::Filter::Bwlim(b) = f else { continue };
+        let table = match &b.kind {
+            cfg::filters::BwlimKind::Shared { table, .. } => {
+                find_table(tables, table.as_deref(), &p.name).ok()
             }
-            _ => {}
-        }
+            _ => None,
+        };
+        out.push(Arc::new(crate::bwlim::Filter::new(b, base + i as u32, table)));
     }
     out
 }

@@ -167,7 +167,8 @@ fn streams_with_the_same_key_share_one_limit_counted_in_the_table() {
 
 /// Compression before the limit: the compressed bytes are limited (a compressible body's
 /// few bytes take their time at a low limit); the limit before compression (`filter
-/// compression` after it): the plain ones.
+/// compression` after it): the plain ones; a backend's limit after a frontend's compression:
+/// the compressed ones.
 #[test]
 fn a_limit_counts_compressed_or_plain_bytes_as_its_place_among_the_filters_says() {
     let srv = server("s1");
@@ -192,6 +193,18 @@ fn a_limit_counts_compressed_or_plain_bytes_as_its_place_among_the_filters_says(
     let (r, t) = timed(|| px.get_with("/?s=200000", &gz));
     assert_eq!(r.header("content-encoding"), Some("gzip"));
     about("plain bytes limited before compression", t, 200_000.0 / 102_400.0);
+    // A backend's limit comes after the frontend's (implicit) compression filter: the
+    // stream's filters are the frontend's, then the backend's.
+    let px = Target::Fulcrum.start(&format!(
+        "{DEFAULTS}frontend fe\n bind {{fe0}}\n compression algo gzip\n default_backend be\n\
+         backend be\n filter bwlim-out dl default-limit 1k default-period 1s\n\
+         http-request set-bandwidth-limit dl\n server s1 {}\n",
+        srv.addr()
+    ));
+    let (r, t) = timed(|| px.get_with("/?s=100000", &gz));
+    assert_eq!(r.header("content-encoding"), Some("gzip"));
+    assert!(r.body.len() > 1024 && r.body.len() < 4096, "{} bytes compressed", r.body.len());
+    about("a backend's limit after the frontend's compression", t, r.body.len() as f64 / 1024.0);
 }
 
 /// `filter trace` beside HAProxy 2.6: the same events in the same order for a request with

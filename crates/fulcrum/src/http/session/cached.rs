@@ -154,6 +154,7 @@ impl Session<'_> {
         let mut enc = self.t.comp.map(|a| {
             crate::http::encoder::Encoder::new(a, self.http.comp_level, self.http.comp_window)
         });
+        let comp_at = self.comp_at(be);
         let to = match self.client.takes_pieces() {
             true => pieces::Sink::Pieces(&self.client),
             // (Chunks when compressed: the stored length no longer holds.)
@@ -167,7 +168,8 @@ impl Session<'_> {
         let rate = Some(&*self.shared.comp_rate);
         let limits = self.t.vars.bwlim.as_deref_mut().map(|b| &mut b.down[..]);
         let trace = self.t.trace.as_deref().map(|t| (t, crate::http::trace::Channel::Response));
-        let filters = pieces::Filters { store: None, enc: enc.as_mut(), rate, limits, trace };
+        let filters =
+            pieces::Filters { store: None, enc: enc.as_mut(), comp_at, rate, limits, trace };
         let x = pieces::pump(pieces::Source::Memory(body), to, timer, ct, None, out, filters).await;
         if let Some(enc) = &enc {
             self.count_compression(enc, be, x);
@@ -189,6 +191,7 @@ impl Session<'_> {
         let mut enc = self.t.comp.map(|a| {
             crate::http::encoder::Encoder::new(a, self.http.comp_level, self.http.comp_window)
         });
+        let comp_at = self.comp_at(be);
         if matches!(body, Body::None | Body::Length(0)) && enc.is_none() && store.is_none() {
             // (Here for the trace filters or bandwidth limits alone: no payload to move.)
             if let Some(t) = self.t.trace.as_deref_mut() {
@@ -218,12 +221,20 @@ impl Session<'_> {
         let limits = self.t.vars.bwlim.as_deref_mut().map(|b| &mut b.down[..]);
         let trace = self.t.trace.as_deref().map(|t| (t, crate::http::trace::Channel::Response));
         let store = store.as_deref_mut();
-        let filters = pieces::Filters { store, enc: enc.as_mut(), rate, limits, trace };
+        let filters = pieces::Filters { store, enc: enc.as_mut(), comp_at, rate, limits, trace };
         let x = pieces::pump(from, to, timer, ct, None, out, filters).await;
         if let Some(enc) = &enc {
             self.count_compression(enc, be, x);
         }
         x
+    }
+
+    /// The place of the filter that compresses this stream's response among its filters: the
+    /// frontend's compression filter when it has one (its filters come first, and HAProxy's
+    /// first compression filter is the one that compresses), else the backend's.
+    pub(super) fn comp_at(&self, be: &Backend) -> u32 {
+        let be_at = be.http.as_ref().and_then(|h| h.comp_filter);
+        self.http.comp_filter.or(be_at).unwrap_or(u32::MAX)
     }
 
     /// The compression counters of a response's body.

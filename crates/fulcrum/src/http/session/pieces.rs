@@ -35,6 +35,8 @@ pub(super) enum Source<'a> {
 pub(super) struct Filters<'a> {
     pub store: Option<&'a mut crate::cache::Writer>,
     pub enc: Option<&'a mut crate::http::encoder::Encoder>,
+    /// The compression filter's place among the stream's filters (`bwlim::Part`).
+    pub comp_at: u32,
     /// `maxcomprate`'s and `maxcompcpuusage`'s state: each block compressed is counted in it,
     /// and it says whether the next goes one level down or up.
     pub rate: Option<&'a crate::frontend::rate::CompRate>,
@@ -85,7 +87,7 @@ pub(super) async fn pump(
     moved: &mut u64,
     filters: Filters<'_>,
 ) -> Xfer {
-    let Filters { mut store, mut enc, rate, mut limits, trace } = filters;
+    let Filters { mut store, mut enc, comp_at, rate, mut limits, trace } = filters;
     let mut block = Vec::new();
     // A chunked source's trailer lines, and the pieces' HTTP/1 framing for a chunked sink.
     let (mut lines, mut framed) = (Vec::new(), Vec::new());
@@ -170,7 +172,7 @@ pub(super) async fn pump(
                 Err(_) => Err(Xfer::WriteError),
             },
             (Some(e), Some(limits)) => {
-                cold(out.encode_limited((e, rate), data, trailers, end, limits)).await
+                cold(out.encode_limited((e, rate, comp_at), data, trailers, end, limits)).await
             }
         };
         if let Err(x) = sent {
@@ -265,7 +267,11 @@ impl Out<'_, '_> {
     /// each part's output sent as those after it let it go.
     async fn encode_limited(
         &mut self,
-        (e, rate): (&mut crate::http::encoder::Encoder, Option<&crate::frontend::rate::CompRate>),
+        (e, rate, at): (
+            &mut crate::http::encoder::Encoder,
+            Option<&crate::frontend::rate::CompRate>,
+            u32,
+        ),
         data: &[u8],
         trailers: Option<&fulcrum_h2::RawHead>,
         end: bool,
@@ -275,14 +281,14 @@ impl Out<'_, '_> {
         loop {
             let n = match rest.is_empty() {
                 true => 0,
-                false => crate::bwlim::take(limits, Part::BeforeComp, rest.len(), end).await,
+                false => crate::bwlim::take(limits, Part::BeforeComp(at), rest.len(), end).await,
             };
             let (now, later) = rest.split_at(n);
             let last = later.is_empty();
             let out = compress(e, rate, now, end && last).map_err(|_| Xfer::WriteError)?;
             let trailers = if last { trailers } else { None };
-            self.send(out, trailers, end && last, Some(&mut *limits), Part::AfterComp).await?;
-            crate::bwlim::passed(limits, Part::BeforeComp, n);
+            self.send(out, trailers, end && last, Some(&mut *limits), Part::AfterComp(at)).await?;
+            crate::bwlim::passed(limits, Part::BeforeComp(at), n);
             rest = later;
             if last {
                 return Ok(());

@@ -345,6 +345,7 @@ impl Session<'_> {
         let mut enc = self.t.comp.map(|a| {
             crate::http::encoder::Encoder::new(a, self.http.comp_level, self.http.comp_window)
         });
+        let comp_at = self.comp_at(be);
         let (up, down) = match self.t.vars.bwlim.as_deref_mut() {
             Some(b) => (Some(&mut b.up[..]), Some(&mut b.down[..])),
             None => (None, None),
@@ -353,6 +354,7 @@ impl Session<'_> {
         let down_f = pieces::Filters {
             store: store.as_deref_mut(),
             enc: enc.as_mut(),
+            comp_at,
             rate: Some(&*self.shared.comp_rate),
             limits: down.filter(|l| !l.is_empty()),
             trace: trace.map(|t| (t, Channel::Response)),
