@@ -35,6 +35,7 @@ fn config(srv: &Running, extra: &str) -> String {
          filter bwlim-out shared limit 200k key src table st\n{extra}\
          http-request set-bandwidth-limit dl if {{ path_beg /dl }}\n\
          http-request set-bandwidth-limit dl limit 400k period 1s if {{ path_beg /fast }}\n\
+         http-request wait-for-body time 3s at-least 60k if {{ path_beg /ulw }}\n\
          http-request set-bandwidth-limit ul if {{ path_beg /ul }}\n\
          http-request set-var(txn.shared) int(1) if {{ path_beg /shared }}\n\
          http-response set-bandwidth-limit shared if {{ var(txn.shared) -m found }}\n\
@@ -78,6 +79,14 @@ fn downloads_and_uploads_go_at_the_limit_their_rule_enabled() {
             assert_eq!(r.status, 200);
             t
         }),
+        // An HTTP/2 upload a `wait-for-body` rule held in part first: the part held goes at
+        // the limit too, then the rest.
+        thread::spawn(move || {
+            let body = vec![b'w'; 100_000];
+            let (r, t) = timed(|| h2c(a1, &[H2Req::post("/ulw/?s=1", &body)]).expect("HTTP/2"));
+            assert_eq!(r[0].status, 200);
+            t
+        }),
     ];
     let took: Vec<Duration> = runs.into_iter().map(|h| h.join().expect("client")).collect();
     about("HTTP/1 download at 100k/s", took[0], 200_000.0 / 102_400.0);
@@ -85,6 +94,7 @@ fn downloads_and_uploads_go_at_the_limit_their_rule_enabled() {
     assert!(took[2] < Duration::from_millis(800), "no limit enabled: {:?}", took[2]);
     about("HTTP/2 download at 100k/s", took[3], 200_000.0 / 102_400.0);
     about("upload at 50k/s", took[4], 100_000.0 / 51_200.0);
+    about("HTTP/2 upload held in part, at 50k/s", took[5], 100_000.0 / 51_200.0);
 }
 
 /// `mode tcp`: `tcp-request content` and `tcp-response content set-bandwidth-limit` limit the
