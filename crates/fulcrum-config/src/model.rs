@@ -17,12 +17,14 @@ mod check;
 mod http;
 mod sample;
 mod stick;
+mod textconv;
 mod tls;
 pub use auth::*;
 pub use check::*;
 pub use http::*;
 pub use sample::*;
 pub use stick::*;
+pub use textconv::*;
 pub use tls::*;
 
 /// Where a piece of configuration came from: file name and 1-based line number.

@@ -12,6 +12,7 @@ use crate::model::{
 use crate::sample_names;
 
 mod conv;
+mod conv_text;
 mod stick;
 use conv::{build_converter, castable};
 pub use stick::SLOTS as STICK_COUNTERS;
@@ -1433,7 +1434,7 @@ mod tests {
         assert_eq!(err("bogus"), "unknown fetch method 'bogus'");
         assert_eq!(err("distcc_body"), "fetch method 'distcc_body' is not supported yet");
         assert_eq!(err("path,bogus"), "unknown converter 'bogus'");
-        assert_eq!(err("path,json"), "converter 'json' is not supported yet");
+        assert_eq!(err("path,json_query"), "converter 'json_query' is not supported yet");
         assert_eq!(err("path,map_beg_int(/m)"), "converter 'map_beg_int' is not supported yet");
         assert_eq!(err(""), "missing fetch method");
     }

@@ -232,6 +232,26 @@ pub fn mail_date(now: std::time::SystemTime) -> String {
     String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
+/// `strftime(format)` of `secs` in local time or UTC, at most 16 kB (a buffer, as HAProxy's
+/// trash chunk): the `ltime` and `utime` converters.
+pub fn strftime(format: &str, secs: i64, utc: bool) -> Vec<u8> {
+    let Ok(fmt) = std::ffi::CString::new(format) else { return Vec::new() };
+    let t = secs as libc::time_t;
+    let mut buf = vec![0u8; 16 * 1024];
+    // SAFETY: `tm` is a plain C struct the conversion fills; `buf` is as long as `strftime`
+    // is told, which it never writes past; `fmt` is NUL-terminated.
+    let n = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        let ok = if utc { libc::gmtime_r(&t, &mut tm) } else { libc::localtime_r(&t, &mut tm) };
+        if ok.is_null() {
+            return Vec::new();
+        }
+        libc::strftime(buf.as_mut_ptr().cast(), buf.len(), fmt.as_ptr(), &tm)
+    };
+    buf.truncate(n);
+    buf
+}
+
 /// Writes `buf` to descriptor `fd` without ever blocking: the descriptor is made non-blocking
 /// (as HAProxy does for `log fd@<n>` targets), and a full pipe gives `WouldBlock`.
 pub fn write_nonblocking(fd: RawFd, buf: &[u8]) -> io::Result<usize> {

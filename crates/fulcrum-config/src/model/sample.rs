@@ -517,6 +517,10 @@ pub enum Converter {
     },
     /// The converters that need nothing compiled: hashes, encodings, arithmetic.
     Pure(PureConv),
+    /// Converters with text or address arguments (`ipmask`, `ltime`, `json`, ...).
+    Text(super::TextConv),
+    /// Converters that read or change a variable (`strcmp`, `add_item`, `unset-var`, ...).
+    Var(super::VarConv),
     /// `in_table(<table>)`, `table_<data>(<table>)`: the input's entry in a stick table.
     Table {
         what: TableConv,

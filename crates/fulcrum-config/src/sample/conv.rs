@@ -135,6 +135,7 @@ pub(super) fn castable(from: SmpType, to: SmpType) -> bool {
         (a, b) if a == b => true,
         (Any, _) | (_, Any) | (_, Str) => true,
         (Bool | Str | Ip, Int) => true,
+        (Int | Str, Bool) => true,
         (Int | Str, Ip) => true,
         (Bool | Int | Str | Ip, Bin) => true,
         _ => false,
@@ -281,9 +282,10 @@ pub(super) fn build_converter(
             };
             Ok((conv, SmpType::Any, out))
         }
-        _ if sample_names::CONVERTERS.contains(&name) => {
-            Err(SmpError::Conv(format!("converter '{name}' is not supported yet")))
-        }
+        _ if sample_names::CONVERTERS.contains(&name) => super::conv_text::build(s, name, raw)
+            .unwrap_or_else(|| {
+                Err(SmpError::Conv(format!("converter '{name}' is not supported yet")))
+            }),
         _ => Err(SmpError::Conv(format!("unknown converter '{name}'"))),
     }
 }

@@ -18,6 +18,7 @@ pub mod check;
 mod compile;
 mod cond;
 pub mod convert;
+pub mod convert_text;
 pub mod format;
 mod live;
 pub mod maps;

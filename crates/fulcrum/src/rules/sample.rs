@@ -200,6 +200,8 @@ pub enum Conv {
         default: Option<Box<str>>,
     },
     Pure(cfg::PureConv),
+    Text(cfg::TextConv),
+    Var(cfg::VarConv),
     /// `in_table`, `table_*`.
     Table {
         what: cfg::TableConv,
@@ -315,11 +317,43 @@ impl Expr {
                     }
                     v
                 }
+                Conv::Var(c) => var_conv(c, v, ctx)?,
                 c => convert(c, v)?,
             };
         }
         Some(v)
     }
+}
+
+/// The converters that read or change a variable (`strcmp`, `secure_memcmp`, `add_item`,
+/// `unset-var`; an unset is queued as the `set-var()` converter's stores are).
+fn var_conv<'a>(c: &cfg::VarConv, v: Value<'a>, ctx: &Ctx<'_>) -> Option<Value<'a>> {
+    use super::convert_text as t;
+    use cfg::VarConv as V;
+    Some(match c {
+        V::Strcmp { scope, name } => {
+            let other = var_value(ctx, *scope, name)?;
+            Value::Int(t::strcmp(&v.as_bytes(), &other.as_bytes()))
+        }
+        V::SecureMemcmp { scope, name } => {
+            let other = var_value(ctx, *scope, name)?;
+            Value::Bool(t::same_bytes(&v.as_bytes(), &other.as_bytes()))
+        }
+        V::AddItem { delim, var, suffix } => {
+            let x = var.as_ref().and_then(|(sc, n)| var_value(ctx, *sc, n));
+            let x = x.as_ref().map(|x| x.as_bytes());
+            Value::Str(Cow::Owned(t::add_item(&v.as_bytes(), delim, x.as_deref(), suffix)))
+        }
+        V::UnsetVar { scope, name } => {
+            if *scope == cfg::VarScope::Proc {
+                ctx.proc_vars.unset(name);
+            } else {
+                let mut q = ctx.vars.pending.try_borrow_mut().ok()?;
+                q.push((*scope, name.as_str().into(), Value::Bool(false), super::vars::UNSET));
+            }
+            v
+        }
+    })
 }
 
 /// A variable's value (`proc.` ones from the process's store).
@@ -337,6 +371,7 @@ const HEX: &[u8; 16] = b"0123456789ABCDEF";
 fn convert<'a>(c: &Conv, v: Value<'a>) -> Option<Value<'a>> {
     match c {
         Conv::Pure(p) => return super::convert::pure(p, v),
+        Conv::Text(t) => return super::convert_text::text(t, v),
         Conv::Table { what, table } => return super::stick::convert(*what, table, &v),
         _ => {}
     }
@@ -380,6 +415,8 @@ fn convert<'a>(c: &Conv, v: Value<'a>) -> Option<Value<'a>> {
             Value::Str(Cow::Owned(out))
         }
         Conv::Pure(_)
+        | Conv::Text(_)
+        | Conv::Var(_)
         | Conv::Table { .. }
         | Conv::ArithVar { .. }
         | Conv::SetVar { .. }
@@ -652,6 +689,8 @@ pub fn compile(
                 default: default.as_deref().map(Into::into),
             },
             cfg::Converter::Pure(p) => Conv::Pure(*p),
+            cfg::Converter::Text(t) => Conv::Text(t.clone()),
+            cfg::Converter::Var(t) => Conv::Var(t.clone()),
             cfg::Converter::Concat { start, var, end } => Conv::Concat {
                 start: start.as_str().into(),
                 var: var.as_ref().map(|(sc, n)| (*sc, n.as_str().into())),

@@ -14,6 +14,10 @@ use super::sample::Value;
 /// A queued store: scope, name, value, conditions.
 pub type Store = (cfg::VarScope, Box<str>, Value<'static>, u8);
 
+/// A queued [`Store`] whose conditions are this value unsets its variable (the `unset-var()`
+/// converter); no `set-var` condition set is all ones.
+pub const UNSET: u8 = u8::MAX;
+
 /// Variables of a session and of its current transaction (`sess.`, `txn.`, `req.`, `res.`).
 /// `proc.` variables live in the plan, shared by all sessions.
 #[derive(Default, Debug)]
@@ -150,7 +154,10 @@ impl Vars {
     pub fn flush(&mut self) {
         let queued = std::mem::take(self.pending.get_mut());
         for (scope, name, v, conds) in queued {
-            self.set_if(scope, &name, v, conds);
+            match conds {
+                UNSET => self.unset(scope, &name),
+                _ => self.set_if(scope, &name, v, conds),
+            }
         }
     }
     pub fn unset(&mut self, scope: cfg::VarScope, name: &str) {

@@ -20,6 +20,7 @@ mod auth;
 mod bodies;
 mod cache;
 mod compression;
+mod converters;
 mod crosscheck;
 mod errors;
 mod explain;

@@ -1,0 +1,60 @@
+//! Converters with text or address arguments beyond the pure ones (`PureConv`, which must stay
+//! `Copy`): address masks, dates, conditional strings, trimming, JSON and URL encoding,
+//! big-endian renderings; and those that read or change variables (`VarConv`). Parsed by
+//! `crate::sample::conv_text`; evaluated by `fulcrum::rules::convert_text`.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use super::VarScope;
+
+/// A converter computed from its input and its literal arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TextConv {
+    /// `ipmask(<mask4>[,<mask6>])`: an IPv6 address without a `mask6` gives no sample.
+    Ipmask { v4: Ipv4Addr, v6: Option<Ipv6Addr> },
+    /// `ltime(<format>[,<offset>])` (`utc`: `utime`): the date in seconds through `strftime`.
+    Time { utc: bool, format: String, offset: i64 },
+    /// `iif(<true>,<false>)`.
+    Iif { yes: String, no: String },
+    /// `ltrim(<chars>)` (`left`), `rtrim(<chars>)`.
+    Trim { left: bool, chars: String },
+    /// `cut_crlf`: the text up to the first CR or LF.
+    CutCrlf,
+    /// `htonl`: the integer's low 32 bits in network order.
+    Htonl,
+    /// `json([<input-code>])`: escaped for a JSON string.
+    Json(JsonInput),
+    /// `url_enc([query])`: RFC 3986's unreserved bytes kept, the others `%XX`.
+    UrlEnc,
+    /// `be2dec(<separator>,<chunk_size>[,<truncate>])`.
+    Be2Dec { sep: String, chunk: u8, truncate: bool },
+    /// `be2hex([<separator>[,<chunk_size>[,<truncate>]]])`.
+    Be2Hex { sep: String, chunk: i64, truncate: bool },
+}
+
+/// How `json` reads its input (HAProxy's `input_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JsonInput {
+    Ascii,
+    /// Invalid UTF-8 or a code point over U+FFFF gives no sample.
+    Utf8,
+    /// ... is skipped.
+    Utf8S,
+    /// Invalid ranges and bad sequences give no sample; over U+FFFF too.
+    Utf8P,
+    /// ... are skipped.
+    Utf8PS,
+}
+
+/// A converter that reads or changes a variable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VarConv {
+    /// `strcmp(<var>)`: -1, 0 or 1 as `strncmp` then the lengths say.
+    Strcmp { scope: VarScope, name: String },
+    /// `secure_memcmp(<var>)`: whether both byte strings are equal (in constant time).
+    SecureMemcmp { scope: VarScope, name: String },
+    /// `add_item(<delim>,[<var>][,<suffix>])`.
+    AddItem { delim: String, var: Option<(VarScope, String)>, suffix: String },
+    /// `unset-var(<var>)`: the sample passes on unchanged.
+    UnsetVar { scope: VarScope, name: String },
+}

@@ -1,0 +1,184 @@
+//! The converters of `TextConv` and `VarConv` (address masks, dates, `iif`, trimming, JSON and
+//! URL encoding, big-endian renderings; `strcmp`, `secure_memcmp`, `add_item`, `unset-var`):
+//! their arguments checked with HAProxy 2.6's messages.
+//!
+//! Must not touch: fetches, the other converters (`conv`).
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use super::*;
+use crate::model::{JsonInput, TextConv, VarConv};
+
+/// Argument lists of these converters.
+const SI_: &[ArgT] = &[ArgT::Str, ArgT::Int];
+const SII: &[ArgT] = &[ArgT::Str, ArgT::Int, ArgT::Int];
+
+/// The converter `name` if it is one of this module's: `None` otherwise.
+pub(super) fn build(
+    s: &str,
+    name: &str,
+    raw: Option<&RawArgs>,
+) -> Option<Result<(Converter, SmpType, SmpType), SmpError>> {
+    let arg_err = move |(n, m): (usize, String)| {
+        SmpError::Conv(format!("invalid arg {} in converter '{name}' : {m}", n.max(1)))
+    };
+    let invalid =
+        move |m: &str| SmpError::Conv(format!("invalid args in converter '{name}' : {m}"));
+    let args =
+        |spec: &[ArgT], mandatory: usize| check_args(s, raw, spec, mandatory).map_err(arg_err);
+    let text = |c: TextConv, input: SmpType, out: SmpType| Ok((Converter::Text(c), input, out));
+    let var = |c: VarConv, input: SmpType, out: SmpType| Ok((Converter::Var(c), input, out));
+    use SmpType::*;
+    Some((|| match name {
+        "ipmask" => {
+            let a = args(SS, 1)?;
+            let v4 = mask4(&a[0].str()).map_err(|m| arg_err((1, m)))?;
+            let v6 = match a.get(1).map(Arg::str) {
+                Some(m) => Some(mask6(&m).map_err(|m| arg_err((2, m)))?),
+                None => None,
+            };
+            text(TextConv::Ipmask { v4, v6 }, Ip, Ip)
+        }
+        "ltime" | "utime" => {
+            let a = args(SI_, 1)?;
+            let c = TextConv::Time {
+                utc: name == "utime",
+                format: a[0].str(),
+                offset: a.get(1).map_or(0, Arg::int),
+            };
+            text(c, Int, Str)
+        }
+        "iif" => {
+            let a = args(SS, 2)?;
+            text(TextConv::Iif { yes: a[0].str(), no: a[1].str() }, Bool, Str)
+        }
+        "ltrim" | "rtrim" => {
+            let a = args(S, 1)?;
+            text(TextConv::Trim { left: name == "ltrim", chars: a[0].str() }, Str, Str)
+        }
+        "cut_crlf" => {
+            args(NONE, 0)?;
+            text(TextConv::CutCrlf, Str, Str)
+        }
+        "htonl" => {
+            args(NONE, 0)?;
+            text(TextConv::Htonl, Int, Bin)
+        }
+        "json" => {
+            let a = args(S, 0)?;
+            let mode = match a.first().map(Arg::str).as_deref() {
+                None | Some("") | Some("ascii") => JsonInput::Ascii,
+                Some("utf8") => JsonInput::Utf8,
+                Some("utf8s") => JsonInput::Utf8S,
+                Some("utf8p") => JsonInput::Utf8P,
+                Some("utf8ps") => JsonInput::Utf8PS,
+                Some(_) => {
+                    return Err(invalid(
+                        "Unexpected input code type. Allowed value are 'ascii', 'utf8', 'utf8s', 'utf8p' and 'utf8ps'",
+                    ))
+                }
+            };
+            text(TextConv::Json(mode), Str, Str)
+        }
+        "url_enc" => {
+            let a = args(S, 0)?;
+            if !matches!(a.first().map(Arg::str).as_deref(), None | Some("") | Some("query")) {
+                return Err(invalid("Unexpected encode type. Allowed value is 'query'"));
+            }
+            text(TextConv::UrlEnc, Str, Str)
+        }
+        "be2dec" => {
+            let a = args(SII, 1)?;
+            let chunk = a.get(1).map_or(0, Arg::int);
+            if !(1..=8).contains(&chunk) {
+                return Err(invalid(&format!("chunk_size out of [1..8] range ({chunk})")));
+            }
+            let truncate = truncate(&a, &invalid)?;
+            text(TextConv::Be2Dec { sep: a[0].str(), chunk: chunk as u8, truncate }, Bin, Str)
+        }
+        "be2hex" => {
+            let a = args(SII, 0)?;
+            let sep = a.first().map(Arg::str).unwrap_or_default();
+            let chunk = a.get(1).map_or(0, Arg::int);
+            let truncate = truncate(&a, &invalid)?;
+            if chunk <= 0 && (!sep.is_empty() || truncate) {
+                return Err(invalid(&format!("chunk_size needs to be positive ({chunk})")));
+            }
+            text(TextConv::Be2Hex { sep, chunk, truncate }, Bin, Str)
+        }
+        "strcmp" | "secure_memcmp" => {
+            let a = args(S, 1)?;
+            let v = a[0].str();
+            if v.is_empty() {
+                return Err(invalid("missing variable name"));
+            }
+            let (scope, name_) = parse_var_name(&v)
+                .map_err(|_| invalid(&format!("failed to register variable name '{v}'")))?;
+            match name {
+                "strcmp" => var(VarConv::Strcmp { scope, name: name_ }, Str, Int),
+                _ => var(VarConv::SecureMemcmp { scope, name: name_ }, Bin, Bool),
+            }
+        }
+        "add_item" => {
+            let a = args(SSS, 2)?;
+            let v = a.get(1).map(Arg::str).unwrap_or_default();
+            let suffix = a.get(2).map(Arg::str).unwrap_or_default();
+            if v.is_empty() && suffix.is_empty() {
+                return Err(invalid("one of the optional arguments has to be nonempty"));
+            }
+            // (A name without a scope is taken and never found, as 2.6 takes it.)
+            let var_ = parse_var_name(&v).ok();
+            var(VarConv::AddItem { delim: a[0].str(), var: var_, suffix }, Str, Str)
+        }
+        "unset-var" => {
+            let a = args(S, 1)?;
+            let v = a[0].str();
+            if v.is_empty() {
+                return Err(invalid("Empty variable name cannot be accepted"));
+            }
+            let (scope, name_) = parse_var_name(&v).map_err(|e| invalid(&e))?;
+            var(VarConv::UnsetVar { scope, name: name_ }, Any, Any)
+        }
+        _ => Err(SmpError::Other(String::new())),
+    })())
+    .filter(|r| !matches!(r, Err(SmpError::Other(m)) if m.is_empty()))
+}
+
+/// `be2dec`'s and `be2hex`'s third argument: 0 or 1.
+fn truncate(a: &[Arg], invalid: &dyn Fn(&str) -> SmpError) -> Result<bool, SmpError> {
+    match a.get(2).map_or(0, Arg::int) {
+        0 => Ok(false),
+        1 => Ok(true),
+        t => Err(invalid(&format!("Unsupported truncate value ({t})"))),
+    }
+}
+
+/// HAProxy's `str2mask`: a dotted mask, or a length up to 32.
+fn mask4(text: &str) -> Result<Ipv4Addr, String> {
+    let bad = || Err(format!("failed to parse '{text}' as type 'IPv4 mask' at position 1"));
+    if text.is_empty() {
+        return Err("expected type 'IPv4 mask' at position 1, but got nothing".into());
+    }
+    if text.contains('.') {
+        return text.parse().or_else(|_| bad());
+    }
+    match text.parse::<u32>() {
+        Ok(n) if n <= 32 => Ok(Ipv4Addr::from(u32::MAX.checked_shl(32 - n).unwrap_or(0))),
+        _ => bad(),
+    }
+}
+
+/// HAProxy's `str2mask6`: an IPv6 mask, or a length up to 128.
+fn mask6(text: &str) -> Result<Ipv6Addr, String> {
+    let bad = || Err(format!("failed to parse '{text}' as type 'IPv6 mask' at position 2"));
+    if text.is_empty() {
+        return Err("expected type 'IPv6 mask' at position 2, but got nothing".into());
+    }
+    if text.contains(':') {
+        return text.parse().or_else(|_| bad());
+    }
+    match text.parse::<u32>() {
+        Ok(n) if n <= 128 => Ok(Ipv6Addr::from(u128::MAX.checked_shl(128 - n).unwrap_or(0))),
+        _ => bad(),
+    }
+}
