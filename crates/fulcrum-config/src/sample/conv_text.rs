@@ -155,30 +155,31 @@ fn truncate(a: &[Arg], invalid: &dyn Fn(&str) -> SmpError) -> Result<bool, SmpEr
 
 /// HAProxy's `str2mask`: a dotted mask, or a length up to 32.
 fn mask4(text: &str) -> Result<Ipv4Addr, String> {
-    let bad = || Err(format!("failed to parse '{text}' as type 'IPv4 mask' at position 1"));
-    if text.is_empty() {
-        return Err("expected type 'IPv4 mask' at position 1, but got nothing".into());
-    }
-    if text.contains('.') {
-        return text.parse().or_else(|_| bad());
-    }
-    match text.parse::<u32>() {
-        Ok(n) if n <= 32 => Ok(Ipv4Addr::from(u32::MAX.checked_shl(32 - n).unwrap_or(0))),
-        _ => bad(),
-    }
+    mask(text, ("IPv4", 1, '.', 32), |n| Ipv4Addr::from(u32::MAX.checked_shl(32 - n).unwrap_or(0)))
 }
 
 /// HAProxy's `str2mask6`: an IPv6 mask, or a length up to 128.
 fn mask6(text: &str) -> Result<Ipv6Addr, String> {
-    let bad = || Err(format!("failed to parse '{text}' as type 'IPv6 mask' at position 2"));
+    mask(text, ("IPv6", 2, ':', 128), |n| {
+        Ipv6Addr::from(u128::MAX.checked_shl(128 - n).unwrap_or(0))
+    })
+}
+
+/// A mask written as an address (it holds `sep`) or as a length up to `bits`, argument `pos`.
+fn mask<T: std::str::FromStr>(
+    text: &str,
+    (family, pos, sep, bits): (&str, usize, char, u32),
+    of_len: impl Fn(u32) -> T,
+) -> Result<T, String> {
     if text.is_empty() {
-        return Err("expected type 'IPv6 mask' at position 2, but got nothing".into());
+        return Err(format!("expected type '{family} mask' at position {pos}, but got nothing"));
     }
-    if text.contains(':') {
-        return text.parse().or_else(|_| bad());
+    let bad = || format!("failed to parse '{text}' as type '{family} mask' at position {pos}");
+    if text.contains(sep) {
+        return text.parse().map_err(|_| bad());
     }
     match text.parse::<u32>() {
-        Ok(n) if n <= 128 => Ok(Ipv6Addr::from(u128::MAX.checked_shl(128 - n).unwrap_or(0))),
-        _ => bad(),
+        Ok(n) if n <= bits => Ok(of_len(n)),
+        _ => Err(bad()),
     }
 }
