@@ -1434,7 +1434,7 @@ mod tests {
         assert_eq!(err("bogus"), "unknown fetch method 'bogus'");
         assert_eq!(err("distcc_body"), "fetch method 'distcc_body' is not supported yet");
         assert_eq!(err("path,bogus"), "unknown converter 'bogus'");
-        assert_eq!(err("path,json_query"), "converter 'json_query' is not supported yet");
+        assert_eq!(err("path,protobuf(1)"), "converter 'protobuf' is not supported yet");
         assert_eq!(err("path,map_beg_int(/m)"), "converter 'map_beg_int' is not supported yet");
         assert_eq!(err(""), "missing fetch method");
     }

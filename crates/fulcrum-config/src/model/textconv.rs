@@ -30,6 +30,11 @@ pub enum TextConv {
     Be2Dec { sep: String, chunk: u8, truncate: bool },
     /// `be2hex([<separator>[,<chunk_size>[,<truncate>]]])`.
     Be2Hex { sep: String, chunk: i64, truncate: bool },
+    /// `json_query(<path>[,int])`: a string, number or boolean of the JSON input.
+    JsonQuery { path: String, int: bool },
+    /// `jwt_header_query([<path>[,int]])` (`payload`: `jwt_payload_query`): the token's JOSE
+    /// header or claims decoded, or a value of them as `json_query` finds it.
+    JwtQuery { payload: bool, path: Option<String>, int: bool },
 }
 
 /// How `json` reads its input (HAProxy's `input_type`).
@@ -57,4 +62,15 @@ pub enum VarConv {
     AddItem { delim: String, var: Option<(VarScope, String)>, suffix: String },
     /// `unset-var(<var>)`: the sample passes on unchanged.
     UnsetVar { scope: VarScope, name: String },
+    /// `jwt_verify(<alg>,<key>)`: HAProxy's verdict on the token's signature (1 valid, 0 not,
+    /// negative: why it could not say).
+    JwtVerify { alg: LitOrVar, key: LitOrVar },
+}
+
+/// An argument given as a string or as a variable's name (HAProxy's `vars_check_arg()`: a
+/// scoped variable name is read as a variable).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LitOrVar {
+    Lit(String),
+    Var(VarScope, String),
 }

@@ -7,7 +7,7 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use super::*;
-use crate::model::{JsonInput, TextConv, VarConv};
+use crate::model::{JsonInput, LitOrVar, TextConv, VarConv};
 
 /// Argument lists of these converters.
 const SI_: &[ArgT] = &[ArgT::Str, ArgT::Int];
@@ -106,6 +106,40 @@ pub(super) fn build(
             }
             text(TextConv::Be2Hex { sep, chunk, truncate }, Bin, Str)
         }
+        "json_query" => {
+            let a = args(SS, 1)?;
+            let path = a[0].str();
+            if path.is_empty() {
+                return Err(invalid("json_path must not be empty"));
+            }
+            text(TextConv::JsonQuery { path, int: output_int(&a, &invalid)? }, Str, Any)
+        }
+        "jwt_header_query" | "jwt_payload_query" => {
+            let a = args(SS, 0)?;
+            let int = output_int(&a, &invalid)?;
+            let path = a.first().map(Arg::str).filter(|p| !p.is_empty());
+            let payload = name == "jwt_payload_query";
+            text(TextConv::JwtQuery { payload, path, int }, Bin, Any)
+        }
+        "jwt_verify" => {
+            let a = args(SS, 2)?;
+            let lit_or_var = |t: String| match parse_var_name(&t) {
+                Ok((scope, n)) => LitOrVar::Var(scope, n),
+                Err(_) => LitOrVar::Lit(t),
+            };
+            let (alg, key) = (lit_or_var(a[0].str()), lit_or_var(a[1].str()));
+            if let LitOrVar::Lit(alg) = &alg {
+                match alg.as_str() {
+                    "PS256" | "PS384" | "PS512" => {
+                        return Err(invalid("RSASSA-PSS JWS signing not managed yet"))
+                    }
+                    "none" | "HS256" | "HS384" | "HS512" | "RS256" | "RS384" | "RS512"
+                    | "ES256" | "ES384" | "ES512" => {}
+                    _ => return Err(invalid(&format!("unknown JWT algorithm: {alg}"))),
+                }
+            }
+            var(VarConv::JwtVerify { alg, key }, Bin, Int)
+        }
         "strcmp" | "secure_memcmp" => {
             let a = args(S, 1)?;
             let v = a[0].str();
@@ -142,6 +176,15 @@ pub(super) fn build(
         _ => Err(SmpError::Other(String::new())),
     })())
     .filter(|r| !matches!(r, Err(SmpError::Other(m)) if m.is_empty()))
+}
+
+/// `json_query`'s and the JWT queries' output type: `int` or nothing.
+fn output_int(a: &[Arg], invalid: &dyn Fn(&str) -> SmpError) -> Result<bool, SmpError> {
+    match a.get(1).map(Arg::str).as_deref() {
+        None | Some("") => Ok(false),
+        Some("int") => Ok(true),
+        Some(_) => Err(invalid("output_type only supports \"int\" as argument")),
+    }
 }
 
 /// `be2dec`'s and `be2hex`'s third argument: 0 or 1.

@@ -105,12 +105,44 @@ pub fn text<'a>(c: &cfg::TextConv, v: Value<'a>) -> Option<Value<'a>> {
             }
             owned(out)
         }
+        T::JsonQuery { path, int } => json_value(&text_of(v), path, *int)?,
+        T::JwtQuery { payload, path, int } => {
+            let decoded = super::jwt::member_of(&bin_of(v), *payload)?;
+            match path {
+                Some(p) => json_value(&decoded, p, *int)?,
+                None => owned(decoded),
+            }
+        }
         T::Be2Dec { sep, chunk, truncate } => owned(be2dec(&bin_of(v), sep, *chunk, *truncate)),
         T::Be2Hex { sep, chunk, truncate } => owned(be2hex(&bin_of(v), sep, *chunk, *truncate)),
     })
 }
 
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
+
+/// `json_query(<path>[,int])` on `json`: a string unescaped, a number as `%g` (or as an
+/// integer within JSON's safe range with `int`), a boolean; nothing else.
+fn json_value(json: &[u8], path: &str, int: bool) -> Option<Value<'static>> {
+    use super::jwt::Found;
+    Some(match super::jwt::query(json, path)? {
+        Found::Str(s) => Value::Str(Cow::Owned(s)),
+        Found::Bool(b) => Value::Bool(b),
+        Found::Num(n) if int => {
+            // C's `strtoll(token, NULL, 0)`: the leading integer.
+            let t = std::str::from_utf8(n).ok()?;
+            let digits = t.trim_start_matches('-');
+            let k = digits.bytes().take_while(u8::is_ascii_digit).count();
+            let i: i64 = digits[..k].parse().unwrap_or(0);
+            let i = if t.starts_with('-') { -i } else { i };
+            const SAFE: i64 = (1 << 53) - 1;
+            (-SAFE..=SAFE).contains(&i).then_some(Value::Int(i))?
+        }
+        Found::Num(n) => {
+            let x: f64 = std::str::from_utf8(n).ok()?.parse().ok()?;
+            Value::Str(Cow::Owned(super::jwt::fmt_g(x).into_bytes()))
+        }
+    })
+}
 
 /// `s[start..end]`, borrowed when it was.
 fn slice(s: Cow<'_, [u8]>, start: usize, end: usize) -> Value<'_> {

@@ -20,6 +20,7 @@ mod cond;
 pub mod convert;
 pub mod convert_text;
 pub mod format;
+pub mod jwt;
 mod live;
 pub mod maps;
 pub mod origin;

@@ -344,6 +344,16 @@ fn var_conv<'a>(c: &cfg::VarConv, v: Value<'a>, ctx: &Ctx<'_>) -> Option<Value<'
             let x = x.as_ref().map(|x| x.as_bytes());
             Value::Str(Cow::Owned(t::add_item(&v.as_bytes(), delim, x.as_deref(), suffix)))
         }
+        V::JwtVerify { alg, key } => {
+            let arg = |a: &cfg::LitOrVar| match a {
+                cfg::LitOrVar::Lit(t) => Some(Cow::Owned(t.as_bytes().to_vec())),
+                cfg::LitOrVar::Var(sc, n) => {
+                    var_value(ctx, *sc, n).map(|x| Cow::Owned(x.as_bytes().into_owned()))
+                }
+            };
+            let (alg, key): (Cow<'_, [u8]>, Cow<'_, [u8]>) = (arg(alg)?, arg(key)?);
+            Value::Int(super::jwt::verify(&v.as_bytes(), &alg, &key))
+        }
         V::UnsetVar { scope, name } => {
             if *scope == cfg::VarScope::Proc {
                 ctx.proc_vars.unset(name);
@@ -690,7 +700,13 @@ pub fn compile(
             },
             cfg::Converter::Pure(p) => Conv::Pure(*p),
             cfg::Converter::Text(t) => Conv::Text(t.clone()),
-            cfg::Converter::Var(t) => Conv::Var(t.clone()),
+            cfg::Converter::Var(t) => {
+                // `jwt_verify`'s key file, read now (HAProxy's `jwt_tree_load_cert()`).
+                if let cfg::VarConv::JwtVerify { key: cfg::LitOrVar::Lit(path), .. } = t {
+                    super::jwt::load_key(path);
+                }
+                Conv::Var(t.clone())
+            }
             cfg::Converter::Concat { start, var, end } => Conv::Concat {
                 start: start.as_str().into(),
                 var: var.as_ref().map(|(sc, n)| (*sc, n.as_str().into())),

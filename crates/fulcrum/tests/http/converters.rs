@@ -62,3 +62,103 @@ fn converters_give_what_haproxy_gives() {
         got
     });
 }
+
+/// A JWS compact token of `header` and `claims` signed by `sign` (the signing input's bytes).
+fn token(header: &str, claims: &str, sign: impl Fn(&[u8]) -> Vec<u8>) -> String {
+    use base64::Engine as _;
+    let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+    let input = format!("{}.{}", b64(header.as_bytes()), b64(claims.as_bytes()));
+    let sig = sign(input.as_bytes());
+    format!("{input}.{}", b64(&sig))
+}
+
+/// A DER public key as PEM (`-----BEGIN PUBLIC KEY-----`).
+fn pem(der: &[u8]) -> String {
+    use base64::Engine as _;
+    let b = base64::engine::general_purpose::STANDARD.encode(der);
+    let lines: Vec<&str> =
+        b.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).unwrap_or("")).collect();
+    format!("-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n", lines.join("\n"))
+}
+
+/// `jwt_header_query`, `jwt_payload_query` (`json_query` on the claims, `int` too) and
+/// `jwt_verify` with HS256, RS256 and ES256 tokens (keys made here, public ones in PEM files
+/// the configuration names), a tampered token, an unknown key file and the algorithm read
+/// from a variable, beside HAProxy.
+#[test]
+fn json_web_tokens_are_read_and_verified_as_haproxy_does() {
+    use aws_lc_rs::encoding::AsDer;
+    use aws_lc_rs::rand::SystemRandom;
+    use aws_lc_rs::signature::{self as sig, KeyPair};
+    let rng = SystemRandom::new();
+    let rsa = sig::RsaKeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048).expect("rsa");
+    let ec = sig::EcdsaKeyPair::generate(&sig::ECDSA_P256_SHA256_FIXED_SIGNING).expect("ec");
+    let rsa_pem = pem(rsa.public_key().as_der().expect("der").as_ref());
+    let ec_pem = pem(ec.public_key().as_der().expect("der").as_ref());
+    let claims =
+        r#"{"iss":"joe","exp":1300819380,"n":1.5,"admin":true,"name":"J\u0041y","euro":"\u20ac"}"#;
+    let hs = token(r#"{"alg":"HS256","typ":"JWT"}"#, claims, |m| {
+        let k = aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, b"s3cret");
+        aws_lc_rs::hmac::sign(&k, m).as_ref().to_vec()
+    });
+    let rs = token(r#"{"alg":"RS256"}"#, claims, |m| {
+        let mut out = vec![0; rsa.public_modulus_len()];
+        rsa.sign(&sig::RSA_PKCS1_SHA256, &rng, m, &mut out).expect("sign");
+        out
+    });
+    let es =
+        token(r#"{"alg":"ES256"}"#, claims, |m| ec.sign(&rng, m).expect("sign").as_ref().to_vec());
+    let tampered = format!("{}x", &hs[..hs.len() - 1]);
+    let headers = [
+        ("x-alg", "jwt_header_query('$.alg')"),
+        ("x-iss", "jwt_payload_query('$.iss')"),
+        ("x-exp", "jwt_payload_query('$.exp',int)"),
+        ("x-n", "jwt_payload_query('$.n')"),
+        ("x-admin", "jwt_payload_query('$.admin')"),
+        ("x-name", "jwt_payload_query('$.name')"),
+        ("x-euro", "jwt_payload_query('$.euro')"),
+        ("x-hs", "jwt_verify(HS256,s3cret)"),
+        ("x-rs", "jwt_verify(RS256,{dir}/rsa.pem)"),
+        ("x-es", "jwt_verify(ES256,{dir}/ec.pem)"),
+        ("x-var", "jwt_verify(txn.alg,{dir}/rsa.pem)"),
+        ("x-nokey", "jwt_verify(RS256,{dir}/none.pem)"),
+    ];
+    let mut lines = String::from(
+        " http-request set-var(txn.bearer) http_auth_bearer\n\
+          http-request set-var(txn.alg) var(txn.bearer),jwt_header_query('$.alg')\n",
+    );
+    for (h, e) in headers {
+        lines.push_str(&format!(" http-request set-header {h} %[var(txn.bearer),{e}]\n"));
+    }
+    each(|t| {
+        let srv = server("s1");
+        let cfg = listen(&format!("{lines} server s1 {}\n", srv.addr()));
+        let px = t.start_with(&cfg, &[("rsa.pem", &rsa_pem), ("ec.pem", &ec_pem)]);
+        let mut got = Vec::new();
+        for tok in [&hs, &rs, &es, &tampered] {
+            let raw = format!(
+                "GET /echo HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {tok}\r\nConnection: close\r\n\r\n"
+            );
+            let h = px.send(raw.as_bytes()).echoed();
+            let row: Vec<String> =
+                headers.iter().map(|(n, _)| h.header(n).unwrap_or("(none)").to_string()).collect();
+            got.push(row);
+        }
+        let col = |name: &str| headers.iter().position(|(n, _)| *n == name).expect("header");
+        let (hs_row, rs_row, es_row, bad) = (&got[0], &got[1], &got[2], &got[3]);
+        assert_eq!(hs_row[col("x-alg")], "HS256");
+        assert_eq!(hs_row[col("x-iss")], "joe");
+        assert_eq!(hs_row[col("x-exp")], "1300819380");
+        assert_eq!(hs_row[col("x-n")], "1.5");
+        assert_eq!(hs_row[col("x-admin")], "1");
+        assert_eq!(hs_row[col("x-name")], "JAy");
+        assert_eq!(hs_row[col("x-euro")], "", "mjson reads \\u00XX escapes only");
+        assert_eq!((hs_row[col("x-hs")].as_str(), bad[col("x-hs")].as_str()), ("1", "0"));
+        assert_eq!(rs_row[col("x-rs")], "1");
+        assert_eq!(rs_row[col("x-var")], "1", "the algorithm from a variable");
+        assert_eq!(hs_row[col("x-rs")], "0", "an HS256 token checked as RS256");
+        assert_eq!(rs_row[col("x-nokey")], "-5", "no such key file");
+        assert_eq!(es_row[col("x-es")], "1", "ES256: the raw r||s signature of RFC 7518");
+        got
+    });
+}
