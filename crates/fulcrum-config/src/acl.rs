@@ -95,7 +95,8 @@ pub fn fetch_avail(fetch: &Fetch) -> Avail {
         | Fetch::Fe(_)
         | Fetch::Be { what: crate::model::BeFact::ConnFree, .. }
         | Fetch::Srv { .. }
-        | Fetch::IsLocal { .. } => Avail::Always,
+        | Fetch::IsLocal { .. }
+        | Fetch::TcpInfo { .. } => Avail::Always,
         Fetch::Be { .. } => Avail::Backend,
         Fetch::FcHttpMajor | Fetch::FcRcvdProxy => Avail::Session,
         Fetch::Path

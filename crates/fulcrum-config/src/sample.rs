@@ -561,6 +561,8 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         }
         "fc_http_major" => d(NONE, 0, Int, Session),
         "fc_rcvd_proxy" => d(NONE, 0, Bool, Session),
+        "fc_rtt" | "fc_rttvar" | "fc_unacked" | "fc_sacked" | "fc_lost" | "fc_retrans"
+        | "fc_fackets" | "fc_reordering" => d(S, 0, Int, Always),
         "prio_class" | "prio_offset" => d(NONE, 0, Int, Session),
         _ => stick::def(name).and_then(|(args, mandatory, out)| d(args, mandatory, out, Always)),
     }
@@ -960,6 +962,8 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
         }
         "fc_http_major" => Fetch::FcHttpMajor,
         "fc_rcvd_proxy" => Fetch::FcRcvdProxy,
+        "fc_rtt" | "fc_rttvar" | "fc_unacked" | "fc_sacked" | "fc_lost" | "fc_retrans"
+        | "fc_fackets" | "fc_reordering" => tcp_info(name, args)?,
         _ if stick::def(name).is_some() => stick::build(name, args)?,
         _ => return Err(SmpError::UnknownFetch(name.to_string())),
     };
@@ -978,6 +982,32 @@ fn date(args: &[Arg]) -> Result<Fetch, SmpError> {
         }
     }
     Ok(Fetch::Date { offset })
+}
+
+/// The `TCP_INFO` fetches: the times take a unit (`ms` by default, or `us`); HAProxy warns of
+/// an argument given to a counter and ignores it, as here (without the warning).
+fn tcp_info(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
+    use crate::model::TcpInfoField as T;
+    let what = match name {
+        "fc_rtt" => T::Rtt,
+        "fc_rttvar" => T::RttVar,
+        "fc_unacked" => T::Unacked,
+        "fc_sacked" => T::Sacked,
+        "fc_lost" => T::Lost,
+        "fc_retrans" => T::Retrans,
+        "fc_fackets" => T::Fackets,
+        _ => T::Reordering,
+    };
+    let us = match (what, args.first().map(Arg::str).as_deref()) {
+        (T::Rtt | T::RttVar, None | Some("ms")) => false,
+        (T::Rtt | T::RttVar, Some("us")) => true,
+        (T::Rtt | T::RttVar, Some(u)) => {
+            let msg = format!("expects 'us' or 'ms', got '{u}'");
+            return Err(SmpError::ArgCheck(name.into(), msg));
+        }
+        _ => false,
+    };
+    Ok(Fetch::TcpInfo { what, us })
 }
 
 fn is_known_fetch(name: &str) -> bool {

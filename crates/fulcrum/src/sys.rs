@@ -232,6 +232,33 @@ pub fn mail_date(now: std::time::SystemTime) -> String {
     String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
+/// The kernel's `TCP_INFO` of a TCP socket, in the order of `cfg::TcpInfoField`: rtt,
+/// rttvar (microseconds), unacked, sacked, lost, retrans, fackets, reordering; `None` for a
+/// socket that is not TCP (a UNIX one).
+pub fn tcp_info(fd: std::os::fd::BorrowedFd<'_>) -> Option<[u32; 8]> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `info` is a plain C struct the kernel fills, at most `len` bytes of it.
+    let info = unsafe {
+        let mut info: libc::tcp_info = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+        let p = std::ptr::addr_of_mut!(info).cast();
+        if libc::getsockopt(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_INFO, p, &mut len) != 0 {
+            return None;
+        }
+        info
+    };
+    Some([
+        info.tcpi_rtt,
+        info.tcpi_rttvar,
+        info.tcpi_unacked,
+        info.tcpi_sacked,
+        info.tcpi_lost,
+        info.tcpi_retrans,
+        info.tcpi_fackets,
+        info.tcpi_reordering,
+    ])
+}
+
 /// `strftime(format)` of `secs` in local time or UTC, at most 16 kB (a buffer, as HAProxy's
 /// trash chunk): the `ltime` and `utime` converters.
 pub fn strftime(format: &str, secs: i64, utc: bool) -> Vec<u8> {

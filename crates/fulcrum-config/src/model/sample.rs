@@ -370,6 +370,26 @@ pub enum Fetch {
     FcHttpMajor,
     /// `fc_rcvd_proxy`: the connection opened with a PROXY protocol header.
     FcRcvdProxy,
+    /// `fc_rtt`, `fc_rttvar` (`us`: in microseconds, else milliseconds), `fc_unacked`,
+    /// `fc_sacked`, `fc_lost`, `fc_retrans`, `fc_fackets`, `fc_reordering`: the client
+    /// connection's `TCP_INFO`.
+    TcpInfo {
+        what: TcpInfoField,
+        us: bool,
+    },
+}
+
+/// A field of the kernel's `TCP_INFO`, in HAProxy's order (`get_tcp_info()`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcpInfoField {
+    Rtt,
+    RttVar,
+    Unacked,
+    Sacked,
+    Lost,
+    Retrans,
+    Fackets,
+    Reordering,
 }
 
 /// Facts of a frontend (`fe_*`) and of the `bind` line that accepted the connection (`so_id`,

@@ -559,7 +559,7 @@ fn fetch_each<'a>(
         | Hostname
         | Thread
         | Stopping => state::fetch(fetch, ctx, f),
-        IsLocal { .. } | FcHttpMajor | FcRcvdProxy => conn::fetch(fetch, ctx, f),
+        IsLocal { .. } | FcHttpMajor | FcRcvdProxy | TcpInfo { .. } => conn::fetch(fetch, ctx, f),
         DateIn { offset, micro } => {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

@@ -973,11 +973,27 @@ pub fn no_log(lines: &[Vec<&str>]) -> Option<&'static str> {
 
 /// What makes the head at the server differ from run to run, or unreadable; the reason.
 pub fn no_head(text: &str, lines: &[Vec<&str>]) -> Option<&'static str> {
-    const UNSTABLE: &[&str] = &["rand", "uuid", "date", "unique-id", "%t", "%T", "%pid", "%rt"];
+    const UNSTABLE: &[&str] = &[
+        "rand",
+        "uuid",
+        "date",
+        "unique-id",
+        "%t",
+        "%T",
+        "%pid",
+        "%rt",
+        "fc_rtt",
+        "fc_unacked",
+        "fc_sacked",
+        "fc_lost",
+        "fc_retrans",
+        "fc_fackets",
+        "fc_reordering",
+    ];
     if lines.iter().any(|w| matches!(w[0], "server" | "default-server") && w.contains(&"h2")) {
         Some("an HTTP/2 server: its echo is not the HTTP/1 head explain prints")
     } else if UNSTABLE.iter().any(|u| text.contains(u)) {
-        Some("fields made from time or randomness")
+        Some("fields made from time, randomness or the live socket's TCP_INFO")
     } else {
         None
     }

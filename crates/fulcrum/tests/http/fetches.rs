@@ -316,3 +316,32 @@ fn rdp_cookie_balance_persistence_and_rules_as_haproxy() {
         users
     });
 }
+
+/// The client connection's `TCP_INFO` fetches beside HAProxy: on a quiet loopback connection
+/// no segment is lost, retransmitted, unacknowledged or selectively acknowledged, the
+/// reordering metric is the kernel's initial one, and the round-trip time is short (in
+/// milliseconds by default, or in microseconds).
+#[test]
+fn tcp_info_fetches_read_the_client_connection_as_haproxy_does() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&listen(&format!(
+            " http-request set-header X-Tcp %[fc_unacked]/%[fc_sacked]/%[fc_lost]/%[fc_retrans]/%[fc_fackets]/%[fc_reordering]\n\
+             http-request set-header X-Rtt %[fc_rtt]/%[fc_rttvar(ms)]\n\
+             http-request set-header X-Rtt-Us %[fc_rtt(us)]\n\
+             server s1 {}\n",
+            srv.addr()
+        )));
+        let h = px.get("/echo").echoed();
+        let us: u64 = h.header("x-rtt-us").and_then(|v| v.parse().ok()).expect("fc_rtt(us)");
+        assert!(us > 0 && us < 1_000_000, "{us} µs");
+        let reordering = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_reordering")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "3".into());
+        assert_eq!(h.header("x-tcp"), Some(format!("0/0/0/0/0/{reordering}").as_str()));
+        let ms: Vec<u64> =
+            h.header("x-rtt").expect("x-rtt").split('/').map(|v| v.parse().expect("ms")).collect();
+        assert!(ms.len() == 2 && ms[0] < 1000 && ms[1] < 1000, "{ms:?}");
+        h.header("x-tcp").map(str::to_string)
+    });
+}

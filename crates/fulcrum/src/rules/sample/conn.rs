@@ -65,6 +65,18 @@ pub(super) fn fetch<'a>(fetch: &cfg::Fetch, ctx: &Ctx<'a>, f: &mut Each<'_, 'a>)
         }
         FcHttpMajor => f(Value::Int(if ctx.h2 { 2 } else { 1 })),
         FcRcvdProxy => f(Value::Bool(ctx.pp.is_some())),
+        TcpInfo { what, us } => {
+            use std::os::fd::AsFd as _;
+            let info = ctx.client.and_then(|c| crate::sys::tcp_info(c.as_fd()));
+            let Some(i) = info else { return false };
+            let v = i[*what as usize];
+            // The times in milliseconds unless `us` was asked, rounded as HAProxy does.
+            let v = match what {
+                cfg::TcpInfoField::Rtt | cfg::TcpInfoField::RttVar if !us => (v + 500) / 1000,
+                _ => v,
+            };
+            f(Value::Int(i64::from(v)))
+        }
         TlsOnly => false,
         _ => false, // another family's
     }
