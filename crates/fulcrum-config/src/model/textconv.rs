@@ -32,6 +32,8 @@ pub enum TextConv {
     Be2Hex { sep: String, chunk: i64, truncate: bool },
     /// `json_query(<path>[,int])`: a string, number or boolean of the JSON input.
     JsonQuery { path: String, int: bool },
+    /// `digest(<algorithm>)`: the input's digest.
+    Digest(DigestAlg),
     /// `jwt_header_query([<path>[,int]])` (`payload`: `jwt_payload_query`): the token's JOSE
     /// header or claims decoded, or a value of them as `json_query` finds it.
     JwtQuery { payload: bool, path: Option<String>, int: bool },
@@ -65,6 +67,43 @@ pub enum VarConv {
     /// `jwt_verify(<alg>,<key>)`: HAProxy's verdict on the token's signature (1 valid, 0 not,
     /// negative: why it could not say).
     JwtVerify { alg: LitOrVar, key: LitOrVar },
+    /// `hmac(<algorithm>,<key>)`: the key in base64, given or in a variable.
+    Hmac { alg: DigestAlg, key: LitOrVar },
+}
+
+/// The message digests `digest` and `hmac` know (OpenSSL's names, any case).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DigestAlg {
+    Md5,
+    Sha1,
+    Sha224,
+    Sha256,
+    Sha384,
+    Sha512,
+    Sha512_256,
+    Sha3_256,
+    Sha3_384,
+    Sha3_512,
+}
+
+impl DigestAlg {
+    /// The algorithm OpenSSL knows by `name` (among these).
+    pub fn by_name(name: &str) -> Option<DigestAlg> {
+        use DigestAlg::*;
+        Some(match name.to_ascii_lowercase().as_str() {
+            "md5" => Md5,
+            "sha1" => Sha1,
+            "sha224" | "sha2-224" => Sha224,
+            "sha256" | "sha2-256" => Sha256,
+            "sha384" | "sha2-384" => Sha384,
+            "sha512" | "sha2-512" => Sha512,
+            "sha512-256" | "sha2-512/256" => Sha512_256,
+            "sha3-256" => Sha3_256,
+            "sha3-384" => Sha3_384,
+            "sha3-512" => Sha3_512,
+            _ => return None,
+        })
+    }
 }
 
 /// An argument given as a string or as a variable's name (HAProxy's `vars_check_arg()`: a

@@ -140,6 +140,22 @@ pub(super) fn build(
             }
             var(VarConv::JwtVerify { alg, key }, Bin, Int)
         }
+        "digest" | "hmac" => {
+            let a = args(SS, if name == "hmac" { 2 } else { 1 })?;
+            let Some(alg) = crate::model::DigestAlg::by_name(&a[0].str()) else {
+                return Err(invalid("algorithm must be a valid OpenSSL message digest name."));
+            };
+            if name == "digest" {
+                return text(TextConv::Digest(alg), Bin, Bin);
+            }
+            let k = a[1].str();
+            let key = match parse_var_name(&k) {
+                Ok((scope, n)) => LitOrVar::Var(scope, n),
+                Err(_) if base64_ok(&k) => LitOrVar::Lit(k),
+                Err(_) => return Err(invalid("failed to parse key : argument needs to be base64 encoded, and can either be a string or a variable")),
+            };
+            var(VarConv::Hmac { alg, key }, Bin, Bin)
+        }
         "strcmp" | "secure_memcmp" => {
             let a = args(S, 1)?;
             let v = a[0].str();
@@ -176,6 +192,16 @@ pub(super) fn build(
         _ => Err(SmpError::Other(String::new())),
     })())
     .filter(|r| !matches!(r, Err(SmpError::Other(m)) if m.is_empty()))
+}
+
+/// Whether `s` is standard base64 (its length a multiple of 4, `=` padding at the end only).
+fn base64_ok(s: &str) -> bool {
+    let b = s.as_bytes();
+    let pad = b.iter().rev().take_while(|&&c| c == b'=').count();
+    !b.is_empty()
+        && b.len().is_multiple_of(4)
+        && pad <= 2
+        && b[..b.len() - pad].iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/'))
 }
 
 /// `json_query`'s and the JWT queries' output type: `int` or nothing.

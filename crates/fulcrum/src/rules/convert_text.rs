@@ -106,6 +106,7 @@ pub fn text<'a>(c: &cfg::TextConv, v: Value<'a>) -> Option<Value<'a>> {
             owned(out)
         }
         T::JsonQuery { path, int } => json_value(&text_of(v), path, *int)?,
+        T::Digest(alg) => owned(super::digest::digest(*alg, &bin_of(v))),
         T::JwtQuery { payload, path, int } => {
             let decoded = super::jwt::member_of(&bin_of(v), *payload)?;
             match path {

@@ -19,6 +19,7 @@ mod compile;
 mod cond;
 pub mod convert;
 pub mod convert_text;
+pub mod digest;
 pub mod format;
 pub mod jwt;
 mod live;

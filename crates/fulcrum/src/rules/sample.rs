@@ -354,6 +354,15 @@ fn var_conv<'a>(c: &cfg::VarConv, v: Value<'a>, ctx: &Ctx<'_>) -> Option<Value<'
             let (alg, key): (Cow<'_, [u8]>, Cow<'_, [u8]>) = (arg(alg)?, arg(key)?);
             Value::Int(super::jwt::verify(&v.as_bytes(), &alg, &key))
         }
+        V::Hmac { alg, key } => {
+            use base64::Engine as _;
+            let text: Vec<u8> = match key {
+                cfg::LitOrVar::Lit(t) => t.as_bytes().to_vec(),
+                cfg::LitOrVar::Var(sc, n) => var_value(ctx, *sc, n)?.as_bytes().into_owned(),
+            };
+            let key = base64::engine::general_purpose::STANDARD.decode(&text).ok()?;
+            Value::Str(Cow::Owned(super::digest::hmac(*alg, &key, &v.as_bytes())))
+        }
         V::UnsetVar { scope, name } => {
             if *scope == cfg::VarScope::Proc {
                 ctx.proc_vars.unset(name);

@@ -1,6 +1,6 @@
 //! Converters HAProxy 2.6 has that real configurations use, beside HAProxy on the same
 //! request: `ipmask`, `ltime`/`utime`, `iif`, `ltrim`/`rtrim`, `cut_crlf`, `json`, `url_enc`,
-//! `htonl`, `be2dec`/`be2hex`, and the variable converters `strcmp`, `secure_memcmp`,
+//! `htonl`, `be2dec`/`be2hex`, `digest`, `hmac`, and the variable converters `strcmp`, `secure_memcmp`,
 //! `add_item` and `unset-var`. Each value lands in a header of the echoed request.
 
 use crate::px::*;
@@ -32,6 +32,23 @@ const CONVERTERS: &[(&str, &str, &str)] = &[
     ("x-smc0", "str(ab),secure_memcmp(txn.k)", "0"),
     ("x-add", "str(a),add_item(;,txn.k,end)", "a;abdend"),
     ("x-add0", "str(),add_item(;,txn.k)", "abd"),
+    ("x-md5", "str(abc),digest(md5),hex", "900150983CD24FB0D6963F7D28E17F72"),
+    (
+        "x-sha256",
+        "str(abc),digest(SHA256),hex",
+        "BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD",
+    ),
+    (
+        "x-sha3",
+        "str(abc),digest(sha3-256),hex",
+        "3A985DA74FE225B2045C172D6BD390BD855F086E3E9D525B46BFE24511431532",
+    ),
+    (
+        "x-hmac",
+        "str(abc),hmac(sha256,a2V5),hex",
+        "9C196E32DC0175F86F4B1CB89289D6619DE6BEE699E4C378E68309ED97A1A6AB",
+    ),
+    ("x-hmacv", "str(abc),hmac(md5,txn.b64),hex", "D2FE98063F876B03193AFB49B4979591"),
     ("x-unset", "str(z),unset-var(txn.u)", "z"),
     ("x-after", "var(txn.u)", ""),
 ];
@@ -41,7 +58,8 @@ fn converters_give_what_haproxy_gives() {
     each(|t| {
         let srv = server("s1");
         let mut lines = String::from(
-            " http-request set-var(txn.k) str(abd)\n http-request set-var(txn.u) str(x)\n",
+            " http-request set-var(txn.k) str(abd)\n http-request set-var(txn.u) str(x)\n\
+             http-request set-var(txn.b64) str(a2V5)\n",
         );
         for (h, e, _) in CONVERTERS {
             lines.push_str(&format!(" http-request set-header {h} %[{e}]\n"));
