@@ -53,7 +53,7 @@ pub enum JsonInput {
     Utf8PS,
 }
 
-/// A converter that reads or changes a variable.
+/// A converter that reads or changes a variable, or reads the run-time state.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum VarConv {
     /// `strcmp(<var>)`: -1, 0 or 1 as `strncmp` then the lengths say.
@@ -69,6 +69,10 @@ pub enum VarConv {
     JwtVerify { alg: LitOrVar, key: LitOrVar },
     /// `hmac(<algorithm>,<key>)`: the key in base64, given or in a variable.
     Hmac { alg: DigestAlg, key: LitOrVar },
+    /// `nbsrv`: the usable servers of the backend the input names.
+    Nbsrv,
+    /// `srv_queue`: the queue of the server the input names (`<backend>/<server>`).
+    SrvQueue,
 }
 
 /// The message digests `digest` and `hmac` know (OpenSSL's names, any case).

@@ -156,6 +156,11 @@ pub(super) fn build(
             };
             var(VarConv::Hmac { alg, key }, Bin, Bin)
         }
+        "nbsrv" | "srv_queue" => {
+            args(NONE, 0)?;
+            let c = if name == "nbsrv" { VarConv::Nbsrv } else { VarConv::SrvQueue };
+            var(c, Str, Int)
+        }
         "strcmp" | "secure_memcmp" => {
             let a = args(S, 1)?;
             let v = a[0].str();

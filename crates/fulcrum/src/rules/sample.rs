@@ -363,6 +363,21 @@ fn var_conv<'a>(c: &cfg::VarConv, v: Value<'a>, ctx: &Ctx<'_>) -> Option<Value<'
             let key = base64::engine::general_purpose::STANDARD.decode(&text).ok()?;
             Value::Str(Cow::Owned(super::digest::hmac(*alg, &key, &v.as_bytes())))
         }
+        V::Nbsrv => {
+            let be = ctx.backends.named(std::str::from_utf8(&v.as_bytes()).ok()?)?;
+            Value::Int(be.usable_servers() as i64)
+        }
+        V::SrvQueue => {
+            let text = v.as_bytes();
+            let text = std::str::from_utf8(&text).ok()?;
+            // Without a backend, the server is the current one's (HAProxy's proxy).
+            let (be, s) = match text.split_once('/') {
+                Some((b, s)) => (ctx.backends.named(b)?, s),
+                None => (ctx.backend.or_else(|| ctx.backends.named(ctx.frontend))?, text),
+            };
+            let idx = be.servers().iter().position(|x| x.name == s)?;
+            Value::Int(be.server_fact(idx, cfg::SrvFact::Queue))
+        }
         V::UnsetVar { scope, name } => {
             if *scope == cfg::VarScope::Proc {
                 ctx.proc_vars.unset(name);

@@ -1,6 +1,6 @@
 //! Converters HAProxy 2.6 has that real configurations use, beside HAProxy on the same
 //! request: `ipmask`, `ltime`/`utime`, `iif`, `ltrim`/`rtrim`, `cut_crlf`, `json`, `url_enc`,
-//! `htonl`, `be2dec`/`be2hex`, `digest`, `hmac`, and the variable converters `strcmp`, `secure_memcmp`,
+//! `htonl`, `be2dec`/`be2hex`, `digest`, `hmac`, `nbsrv`, `srv_queue`, and the variable converters `strcmp`, `secure_memcmp`,
 //! `add_item` and `unset-var`. Each value lands in a header of the echoed request.
 
 use crate::px::*;
@@ -49,6 +49,11 @@ const CONVERTERS: &[(&str, &str, &str)] = &[
         "9C196E32DC0175F86F4B1CB89289D6619DE6BEE699E4C378E68309ED97A1A6AB",
     ),
     ("x-hmacv", "str(abc),hmac(md5,txn.b64),hex", "D2FE98063F876B03193AFB49B4979591"),
+    ("x-nbsrv", "str(px),nbsrv", "1"),
+    ("x-nbsrv0", "str(nope),nbsrv", ""),
+    ("x-srvq", "str(px/s1),srv_queue", "0"),
+    ("x-srvq1", "str(s1),srv_queue", "0"),
+    ("x-srvq0", "str(px/none),srv_queue", ""),
     ("x-unset", "str(z),unset-var(txn.u)", "z"),
     ("x-after", "var(txn.u)", ""),
 ];
