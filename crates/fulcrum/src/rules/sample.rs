@@ -326,7 +326,12 @@ impl Expr {
 }
 
 /// The converters that read or change a variable (`strcmp`, `secure_memcmp`, `add_item`,
-/// `unset-var`; an unset is queued as the `set-var()` converter's stores are).
+/// `unset-var`; an unset is queued as the `set-var()` converter's stores are) or read the
+/// run-time state (`nbsrv`, `srv_queue`). Out of line and cold: inlined into the converter
+/// loop, it changed how the worker's event loop was compiled (+85 Ir per keep-alive request,
+/// Tokio's clock no longer inlined; BENCHMARKS.md, session 42).
+#[cold]
+#[inline(never)]
 fn var_conv<'a>(c: &cfg::VarConv, v: Value<'a>, ctx: &Ctx<'_>) -> Option<Value<'a>> {
     use super::convert_text as t;
     use cfg::VarConv as V;
