@@ -217,19 +217,8 @@ pub fn local_time(now: std::time::SystemTime) -> LocalTime {
 /// `now` as a mail's `Date` in the machine's time zone, as HAProxy's alerts write it
 /// (`strftime("%a, %d %b %Y %T %z (%Z)")`: `Sun, 29 Nov 2026 22:13:10 +0000 (UTC)`).
 pub fn mail_date(now: std::time::SystemTime) -> String {
-    let secs = now.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as libc::time_t;
-    let mut buf = [0u8; 64];
-    // SAFETY: `tm` is a plain C struct that localtime_r fills; the format is NUL-terminated
-    // and strftime writes at most `buf.len()` bytes into `buf`.
-    let n = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&secs, &mut tm).is_null() {
-            return String::new();
-        }
-        let fmt = c"%a, %d %b %Y %T %z (%Z)";
-        libc::strftime(buf.as_mut_ptr().cast(), buf.len(), fmt.as_ptr(), &tm)
-    };
-    String::from_utf8_lossy(&buf[..n]).into_owned()
+    let secs = now.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    String::from_utf8_lossy(&strftime("%a, %d %b %Y %T %z (%Z)", secs, false)).into_owned()
 }
 
 /// The kernel's `TCP_INFO` of a TCP socket, in the order of `cfg::TcpInfoField`: rtt,

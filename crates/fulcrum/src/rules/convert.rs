@@ -15,7 +15,7 @@ use super::sample::Value;
 
 /// The input as bytes (an integer as its 8 big-endian bytes when binary is wanted). As text,
 /// binary data ends at its first NUL byte (HAProxy's cast of binary to string).
-fn bytes_of(v: Value<'_>, binary: bool) -> Cow<'_, [u8]> {
+pub(super) fn bytes_of(v: Value<'_>, binary: bool) -> Cow<'_, [u8]> {
     match v {
         Value::Str(s) if binary => s,
         Value::Str(s) => match s.iter().position(|&b| b == 0) {

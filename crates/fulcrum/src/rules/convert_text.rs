@@ -11,22 +11,11 @@ use std::net::IpAddr;
 
 use fulcrum_config as cfg;
 
-use super::sample::Value;
+use super::sample::{Ctx, Value};
 
 /// The input as text (binary data ends at its first NUL byte, HAProxy's cast to string).
-fn text_of<'a>(v: Value<'a>) -> Cow<'a, [u8]> {
-    match v {
-        Value::Str(Cow::Borrowed(s)) => {
-            Cow::Borrowed(&s[..s.iter().position(|&b| b == 0).unwrap_or(s.len())])
-        }
-        Value::Str(Cow::Owned(mut s)) => {
-            if let Some(n) = s.iter().position(|&b| b == 0) {
-                s.truncate(n);
-            }
-            Cow::Owned(s)
-        }
-        other => Cow::Owned(other.as_bytes().into_owned()),
-    }
+fn text_of(v: Value<'_>) -> Cow<'_, [u8]> {
+    super::convert::bytes_of(v, false)
 }
 
 /// The input as bytes (an integer as its 8 big-endian bytes, HAProxy's cast to binary).
@@ -305,6 +294,76 @@ pub fn add_item(input: &[u8], delim: &str, var: Option<&[u8]>, suffix: &str) -> 
     out.extend_from_slice(var.unwrap_or_default());
     out.extend_from_slice(suffix.as_bytes());
     out
+}
+
+/// The converters that read or change a variable (`strcmp`, `secure_memcmp`, `add_item`,
+/// `unset-var`; an unset is queued as the `set-var()` converter's stores are) or read the
+/// run-time state (`nbsrv`, `srv_queue`). Out of line and cold: inlined into the converter
+/// loop, it changed how the worker's event loop was compiled (+85 Ir per keep-alive request,
+/// Tokio's clock no longer inlined; BENCHMARKS.md, session 42).
+#[cold]
+#[inline(never)]
+pub fn var_conv<'a>(c: &cfg::VarConv, v: Value<'a>, ctx: &Ctx<'_>) -> Option<Value<'a>> {
+    use cfg::VarConv as V;
+    Some(match c {
+        V::Strcmp { scope, name } => {
+            let other = super::sample::var_value(ctx, *scope, name)?;
+            Value::Int(strcmp(&v.as_bytes(), &other.as_bytes()))
+        }
+        V::SecureMemcmp { scope, name } => {
+            let other = super::sample::var_value(ctx, *scope, name)?;
+            Value::Bool(same_bytes(&v.as_bytes(), &other.as_bytes()))
+        }
+        V::AddItem { delim, var, suffix } => {
+            let x = var.as_ref().and_then(|(sc, n)| super::sample::var_value(ctx, *sc, n));
+            let x = x.as_ref().map(|x| x.as_bytes());
+            Value::Str(Cow::Owned(add_item(&v.as_bytes(), delim, x.as_deref(), suffix)))
+        }
+        V::JwtVerify { alg, key } => {
+            let arg = |a: &cfg::LitOrVar| match a {
+                cfg::LitOrVar::Lit(t) => Some(Cow::Owned(t.as_bytes().to_vec())),
+                cfg::LitOrVar::Var(sc, n) => super::sample::var_value(ctx, *sc, n)
+                    .map(|x| Cow::Owned(x.as_bytes().into_owned())),
+            };
+            let (alg, key): (Cow<'_, [u8]>, Cow<'_, [u8]>) = (arg(alg)?, arg(key)?);
+            Value::Int(super::jwt::verify(&v.as_bytes(), &alg, &key))
+        }
+        V::Hmac { alg, key } => {
+            use base64::Engine as _;
+            let text: Vec<u8> = match key {
+                cfg::LitOrVar::Lit(t) => t.as_bytes().to_vec(),
+                cfg::LitOrVar::Var(sc, n) => {
+                    super::sample::var_value(ctx, *sc, n)?.as_bytes().into_owned()
+                }
+            };
+            let key = base64::engine::general_purpose::STANDARD.decode(&text).ok()?;
+            Value::Str(Cow::Owned(super::digest::hmac(*alg, &key, &v.as_bytes())))
+        }
+        V::Nbsrv => {
+            let be = ctx.backends.named(std::str::from_utf8(&v.as_bytes()).ok()?)?;
+            Value::Int(be.usable_servers() as i64)
+        }
+        V::SrvQueue => {
+            let text = v.as_bytes();
+            let text = std::str::from_utf8(&text).ok()?;
+            // Without a backend, the server is the current one's (HAProxy's proxy).
+            let (be, s) = match text.split_once('/') {
+                Some((b, s)) => (ctx.backends.named(b)?, s),
+                None => (ctx.backend.or_else(|| ctx.backends.named(ctx.frontend))?, text),
+            };
+            let idx = be.servers().iter().position(|x| x.name == s)?;
+            Value::Int(be.server_fact(idx, cfg::SrvFact::Queue))
+        }
+        V::UnsetVar { scope, name } => {
+            if *scope == cfg::VarScope::Proc {
+                ctx.proc_vars.unset(name);
+            } else {
+                let mut q = ctx.vars.pending.try_borrow_mut().ok()?;
+                q.push((*scope, name.as_str().into(), Value::Bool(false), super::vars::UNSET));
+            }
+            v
+        }
+    })
 }
 
 #[cfg(test)]
