@@ -1,21 +1,36 @@
-//! FastCGI applications: `fcgi-app <name>` sections (`docroot`, `index`, `path-info`,
-//! `set-param`, `pass-header`, `option keep-conn|get-values|mpxs-conns|max-reqs`), a backend's
+//! FastCGI applications: `fcgi-app <name>` sections (`docroot`, `index`, `path-info`, `acl`,
+//! `set-param` and `pass-header` with their conditions, `log-stderr`, `option
+//! keep-conn|get-values|mpxs-conns|max-reqs`), a backend's
 //! `use-fcgi-app`, and HAProxy 2.6's checks of them once every section is read
 //! (`cfg_fcgi_apps_postparser`). HAProxy 2.6 compiles `unset-param` and `hide-header` out: they
 //! are unknown keywords here too. The engine speaks FastCGI to `proto fcgi` servers with them
 //! (`fulcrum::http::fcgi`).
 
+use crate::acl::{self, CondEnv};
 use crate::args::{invalid_char, Diags};
 use crate::diag::Diagnostic;
 use crate::lexer::Line;
-use crate::model::{Config, LogFormat, Mode, MuxProto, Proxy, Span};
+use crate::model::{
+    Condition, Config, LogEntry, LogFormat, Mode, MuxProto, NamedAcl, Proxy, ProxyKind, Span,
+};
 use crate::sample::Ctx;
 
-/// A `set-param <name> <log-format>` line (the `if|unless` form is not supported yet).
+/// A `set-param <name> <log-format> [if|unless <cond>]` line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SetParam {
     pub name: String,
     pub value: LogFormat,
+    /// Over the section's own ACLs.
+    pub cond: Option<Condition>,
+}
+
+/// A `pass-header <name> [if|unless <cond>]` line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PassHeader {
+    /// Lower case.
+    pub name: String,
+    /// Over the section's own ACLs.
+    pub cond: Option<Condition>,
 }
 
 /// An `fcgi-app <name>` section.
@@ -27,9 +42,14 @@ pub struct FcgiApp {
     pub index: Option<String>,
     /// `path-info <regex>`: its first capture is the script name, its second the path info.
     pub path_info: Option<String>,
+    /// The section's named ACLs: its conditions name these only (and the predefined ones).
+    pub acls: Vec<NamedAcl>,
     pub set_params: Vec<SetParam>,
     /// Request headers passed although hidden by default (`Authorization`, hop-by-hop ones).
-    pub pass_headers: Vec<String>,
+    pub pass_headers: Vec<PassHeader>,
+    /// `log-stderr`: where the application's `STDERR` records go (`log global` stands for
+    /// `global`'s targets).
+    pub log_stderr: Vec<LogEntry>,
     /// `option keep-conn` (HAProxy's default: on): the application keeps the connection.
     pub keep_conn: bool,
     pub get_values: bool,
@@ -77,8 +97,10 @@ pub fn start(line: &Line, apps: &[FcgiApp], diags: &mut Diags) -> Option<FcgiApp
         docroot: None,
         index: None,
         path_info: None,
+        acls: Vec::new(),
         set_params: Vec::new(),
         pass_headers: Vec::new(),
+        log_stderr: Vec::new(),
         keep_conn: true,
         get_values: false,
         mpxs_conns: false,
@@ -93,8 +115,8 @@ pub fn line(app: &mut FcgiApp, line: &Line, diags: &mut Diags) {
     let kw = words.first().map(String::as_str).unwrap_or("");
     let arg = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
     if negated && kw != "option" {
-        return diags
-            .alert(line, format!("unknown keyword '{}' in 'fcgi-app' section", line.arg(0)));
+        // HAProxy's reader refuses `no` before any other keyword of any section.
+        return diags.alert(line, crate::args::NO_NEGATION);
     }
     match kw {
         "docroot" | "index" | "path-info" if arg(1).is_empty() => {
@@ -114,24 +136,78 @@ pub fn line(app: &mut FcgiApp, line: &Line, diags: &mut Diags) {
         "set-param" if arg(1).is_empty() || arg(2).is_empty() => {
             diags.alert(line, "'set-param' expects <name> and <value> as arguments.")
         }
-        "set-param" if !arg(3).is_empty() => diags
-            .alert(line, format!("'{}' : conditions on 'set-param' are not supported yet", arg(1))),
         "set-param" => match crate::logformat::parse(arg(2), Ctx::HttpRequest) {
-            Ok(value) => app.set_params.push(SetParam { name: arg(1).to_string(), value }),
+            Ok(value) => {
+                let Some(cond) = condition(app, line, 3, diags) else { return };
+                app.set_params.push(SetParam { name: arg(1).to_string(), value, cond })
+            }
             Err(e) => diags.alert(line, format!("'{}' : {e}.", arg(1))),
         },
         "pass-header" if arg(1).is_empty() => {
             diags.alert(line, "'pass-header' expects <name> as arguments.")
         }
-        "pass-header" if !arg(2).is_empty() => diags.alert(
-            line,
-            format!("'{}' : conditions on 'pass-header' are not supported yet", arg(1)),
-        ),
-        "pass-header" => app.pass_headers.push(arg(1).to_ascii_lowercase()),
-        "acl" => diags.alert(line, "'acl' in an 'fcgi-app' section is not supported yet"),
-        "log-stderr" => diags.alert(line, "'log-stderr' is not supported yet"),
+        "pass-header" => {
+            let Some(cond) = condition(app, line, 2, diags) else { return };
+            app.pass_headers.push(PassHeader { name: arg(1).to_ascii_lowercase(), cond })
+        }
+        "acl" => named_acl(app, line, diags),
+        "log-stderr" => {
+            let list = &mut app.log_stderr;
+            crate::logtargets::log_line_as("log-stderr", line, false, false, list, diags)
+        }
         "option" => option(app, line, negated, arg(1), arg(2), arg(3), diags),
         _ => diags.alert(line, format!("unknown keyword '{kw}' in 'fcgi-app' section")),
+    }
+}
+
+/// The `if|unless` condition from word `at` of a `set-param` or `pass-header` line, over the
+/// section's ACLs: `Some(None)` without one, `None` when refused (said with HAProxy's words).
+fn condition(
+    app: &FcgiApp,
+    line: &Line,
+    at: usize,
+    diags: &mut Diags,
+) -> Option<Option<Condition>> {
+    let words = &line.words[at.min(line.words.len())..];
+    let name = line.arg(1);
+    match words.first().map(String::as_str) {
+        None | Some("") => Some(None),
+        Some("if" | "unless") => {
+            let env = CondEnv { acls: &app.acls, ctx: Ctx::HttpRequest, kind: ProxyKind::Backend };
+            match acl::parse_condition(words, &line.span, &env) {
+                Ok(c) => Some(Some(c.cond)),
+                Err(e) => {
+                    diags.alert(line, format!("'{name}' : {}.", e.trim_end_matches('.')));
+                    None
+                }
+            }
+        }
+        // HAProxy says "(null)" here.
+        Some(other) => {
+            let msg = format!("'{name}' : '{other}' found where 'if' or 'unless' was expected.");
+            diags.alert(line, msg);
+            None
+        }
+    }
+}
+
+/// `acl <name> <criterion> [flags] [operator] <value> ...`: one of the section's ACLs.
+fn named_acl(app: &mut FcgiApp, line: &Line, diags: &mut Diags) {
+    let name = line.arg(1);
+    if let Some(c) = invalid_char(name) {
+        return diags
+            .alert(line, format!("character '{c}' is not permitted in acl name '{name}'."));
+    }
+    if name.eq_ignore_ascii_case("or") {
+        return diags.alert(line, format!("acl name '{name}' will never match. 'or' is used to express a logical disjunction within a condition."));
+    }
+    match acl::parse_acl(&line.words[2..], &line.span) {
+        Ok(p) => app.acls.push(NamedAcl { name: name.to_string(), acl: p.acl }),
+        Err(e) => {
+            let msg =
+                format!("error detected while parsing ACL '{name}' : {}.", e.trim_end_matches('.'));
+            diags.alert(line, msg)
+        }
     }
 }
 
@@ -266,12 +342,24 @@ mod tests {
             (a.docroot.as_deref(), a.index.as_deref()),
             (Some("/var/www/html"), Some("index.php"))
         );
-        assert_eq!(
-            (a.set_params.len(), a.pass_headers.as_slice()),
-            (2, &["authorization".to_string()][..])
-        );
+        let passed: Vec<&str> = a.pass_headers.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!((a.set_params.len(), passed.as_slice()), (2, &["authorization"][..]));
         assert_eq!((a.keep_conn, a.max_reqs), (false, 1), "max-reqs needs multiplexing");
         assert_eq!(c.proxies[0].use_fcgi_app.as_ref().map(|u| u.0.as_str()), Some("php"));
+    }
+
+    #[test]
+    fn conditions_name_the_sections_own_acls() {
+        let (c, d) = load(&format!("{BASE}fcgi-app php\n docroot /r\n acl api path_beg /api\n set-param A 1 if api\n set-param B 2 unless {{ src 10.0.0.0/8 }}\n pass-header Authorization if api || TRUE\n log-stderr global\n log-stderr 127.0.0.1:514 local0 err\nbackend php\n acl other path /\n use-fcgi-app php\n server fpm 127.0.0.1:9000 proto fcgi\n"));
+        assert_eq!(d, []);
+        let a = &c.fcgi_apps[0];
+        assert_eq!(a.acls.len(), 1);
+        assert!(a.set_params.iter().all(|p| p.cond.is_some()));
+        assert!(a.pass_headers[0].cond.as_ref().is_some_and(|c| c.terms.len() == 2));
+        assert_eq!(a.log_stderr.len(), 2);
+        // The backend's ACLs are not the section's.
+        let (_, d) = load(&format!("{BASE}fcgi-app php\n docroot /r\n set-param A 1 if other\nbackend php\n acl other path /\n use-fcgi-app php\n server fpm 127.0.0.1:9000 proto fcgi\n"));
+        assert!(d.iter().any(|x| x.1.ends_with("'A' : no such ACL : 'other'.")), "{d:?}");
     }
 
     #[test]
@@ -300,6 +388,13 @@ mod tests {
             ("fcgi-app a\n option bogus\n", "unknown option 'bogus'."),
             ("fcgi-app a\n unset-param X\n", "unknown keyword 'unset-param' in 'fcgi-app' section"),
             ("fcgi-app a\n hide-header X\n", "unknown keyword 'hide-header' in 'fcgi-app' section"),
+            ("fcgi-app a\n set-param X 1 if nosuch\n", "'X' : no such ACL : 'nosuch'."),
+            ("fcgi-app a\n acl a/b path /\n", "character '/' is not permitted in acl name 'a/b'."),
+            ("fcgi-app a\n acl x nosuchfetch\n", "error detected while parsing ACL 'x' : unknown fetch method 'nosuchfetch' in ACL expression 'nosuchfetch'."),
+            ("fcgi-app a\n log-stderr\n", "log-stderr : expects <address> and <facility> or global as arguments"),
+            ("fcgi-app a\n log-stderr 127.0.0.1:1 bogus\n", "log-stderr : unknown log facility 'bogus'"),
+            ("fcgi-app a\n no log-stderr\n", crate::args::NO_NEGATION),
+            ("fcgi-app a\n no docroot\n", crate::args::NO_NEGATION),
         ] {
             let (_, d) = load(&format!("{BASE}{text}"));
             assert!(

@@ -28,6 +28,19 @@ pub fn log_line(
     list: &mut Vec<LogEntry>,
     diags: &mut Diags,
 ) {
+    log_line_as("log", line, negated, global, list, diags)
+}
+
+/// [`log_line`] for another keyword of the same arguments (an `fcgi-app`'s `log-stderr`),
+/// whose messages it names.
+pub fn log_line_as(
+    kw: &str,
+    line: &Line,
+    negated: bool,
+    global: bool,
+    list: &mut Vec<LogEntry>,
+    diags: &mut Diags,
+) {
     // The words after `no` (if any).
     let args: Vec<&str> =
         line.words.iter().skip(usize::from(negated)).map(String::as_str).collect();
@@ -39,7 +52,7 @@ pub fn log_line(
             }
         }
         Ok(Parsed::Target(t)) => list.push(LogEntry::Target(t)),
-        Err(e) => diags.alert(line, format!("log : {e}")),
+        Err(e) => diags.alert(line, format!("{kw} : {e}")),
     }
 }
 

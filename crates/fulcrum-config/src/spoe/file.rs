@@ -439,7 +439,7 @@ fn message_line(m: &mut SpoeMessage, line: &Line, kind: ProxyKind, diags: &mut D
                     p.warnings.into_iter().for_each(|w| diags.warning(line, w));
                     m.acls.push(NamedAcl { name: name.to_string(), acl: p.acl });
                 }
-                Err(e) => diags.alert(line, format!("error detected while parsing ACL '{name}' : {e}.")),
+                Err(e) => diags.alert(line, format!("error detected while parsing ACL '{name}' : {}.", e.trim_end_matches('.'))),
             }
         }
         "event" => {

@@ -4,8 +4,8 @@
 //! (`fulcrum_fcgi::cgi`); the request body goes as `STDIN` records, as pieces. The answer's
 //! `STDOUT` begins with a CGI head (`Status:`, `Location:`), built into the response head as
 //! HAProxy's FastCGI filter leaves it (`Status` removed, `Date` added, chunked framing when
-//! unsized); the rest is the body, given as pieces until `END_REQUEST`. `STDERR` records are
-//! dropped (`log-stderr` is not supported yet).
+//! unsized); the rest is the body, given as pieces until `END_REQUEST`. `STDERR` records go to
+//! the application's `log-stderr` targets, a line each at level `err` (dropped without them).
 //!
 //! With `option keep-conn` (HAProxy's default) the request asks the application to keep the
 //! connection (`FCGI_KEEP_CONN`), and a connection whose request ended cleanly goes back to the
@@ -29,6 +29,9 @@ use crate::http::peer::Piece;
 /// The request id of the only request on a connection.
 const ID: u16 = 1;
 
+/// Syslog's `err` level: the application's `STDERR` lines.
+const ERR_LEVEL: u8 = 3;
+
 /// What the CGI parameters take from outside the request head.
 pub struct Facts<'a> {
     pub client: Option<SocketAddr>,
@@ -36,6 +39,9 @@ pub struct Facts<'a> {
     pub https: bool,
     /// `set-param` values, rendered.
     pub set: &'a [(&'a str, Vec<u8>)],
+    /// Hidden request headers passed all the same (`pass-header` rules that matched), lower
+    /// case.
+    pub pass: &'a [&'a str],
 }
 
 /// One request's FastCGI connection (see the module's doc).
@@ -95,7 +101,7 @@ impl FcgiView {
             .headers()
             .filter(|(n, _)| {
                 let hidden = crate::http_settings::fcgi_hides(n);
-                !hidden || app.pass_headers.iter().any(|p| n.eq_ignore_ascii_case(p.as_bytes()))
+                !hidden || f.pass.iter().any(|p| n.eq_ignore_ascii_case(p.as_bytes()))
             })
             .collect();
         let info = req.info();
@@ -233,7 +239,14 @@ impl FcgiView {
                                 st.failed.get_or_insert(io::ErrorKind::InvalidData);
                             }
                         }
-                        _ => {} // STDERR: dropped (no `log-stderr` yet)
+                        // `log-stderr`: each record a line at level `err`, as HAProxy's
+                        // `fcgi_strm_handle_stderr()` sends it; dropped without one.
+                        Kind::Stderr if !r.content.is_empty() => {
+                            if let Some(l) = &self.app.stderr {
+                                l.send_bytes(ERR_LEVEL, r.content, None);
+                            }
+                        }
+                        _ => {}
                     }
                 }
                 Ok(None) => break,

@@ -137,10 +137,10 @@ pub struct FcgiApp {
     pub index: Option<String>,
     /// `path-info`: its first capture is the script name, its second the path info.
     pub path_info: Option<fulcrum_pattern::Rx>,
-    /// `pass-header` names, lower case.
-    pub pass_headers: Vec<String>,
     /// `option keep-conn`: the application keeps the connection for the next request.
     pub keep_conn: bool,
+    /// `log-stderr`: where the application's `STDERR` records go.
+    pub stderr: Option<crate::log::syslog::Logger>,
 }
 
 /// A request header HAProxy 2.6 keeps from FastCGI applications unless `pass-header` names it

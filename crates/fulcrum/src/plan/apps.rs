@@ -1,7 +1,7 @@
 //! What a plan prepares for the programs around a backend (issue 39): the program its external
 //! checks run (`option external-check`), its mail alerts and their mailers' addresses
 //! (`email-alert`), and its FastCGI application (`use-fcgi-app`: the settings its requests use
-//! and its compiled `set-param` values).
+//! its `log-stderr` logger; its rules are `rules::fcgi`).
 //!
 //! Must not touch: sockets, the run-time state.
 
@@ -72,33 +72,11 @@ fn proxy_address(binds: &[fulcrum_config::Bind]) -> (String, String) {
     (crate::health::external::NOT_USED.to_string(), crate::health::external::NOT_USED.to_string())
 }
 
-/// `use-fcgi-app`: the application's `set-param` values, after HAProxy's implicit
-/// `REMOTE_USER %[http_auth_user]` and `AUTH_TYPE %[http_auth_type]`.
-pub(super) fn fcgi_params(
-    c: &mut crate::rules::Compiler<'_>,
-    p: &cfg::Proxy,
-    config: &cfg::Config,
-) -> Vec<(String, crate::rules::format::Format)> {
-    let Some((name, span)) = &p.use_fcgi_app else { return Vec::new() };
-    let Some(app) = config.fcgi_apps.iter().find(|a| &a.name == name) else { return Vec::new() };
-    let mut out = Vec::new();
-    for (n, f) in [("REMOTE_USER", "%[http_auth_user]"), ("AUTH_TYPE", "%[http_auth_type]")] {
-        if let Ok(lf) =
-            fulcrum_config::logformat::parse(f, fulcrum_config::sample::Ctx::HttpRequest)
-        {
-            out.push((n.to_string(), c.format(&lf, span)));
-        }
-    }
-    for sp in &app.set_params {
-        out.push((sp.name.clone(), c.format(&sp.value, span)));
-    }
-    out
-}
-
 /// `use-fcgi-app`: the application, its `path-info` compiled.
 pub(super) fn fcgi_app(
     p: &cfg::Proxy,
     config: &cfg::Config,
+    logs: &crate::log::syslog::Common,
     errors: &mut Vec<String>,
 ) -> Option<Arc<crate::http_settings::FcgiApp>> {
     let (name, span) = p.use_fcgi_app.as_ref()?;
@@ -112,11 +90,19 @@ pub(super) fn fcgi_app(
             }
             None => None,
         };
+    // `log-stderr`: HAProxy's `app_log()` tags the lines with the application's name.
+    let stderr = match crate::log::syslog::Logger::build(&app.log_stderr, Some(name), logs) {
+        Ok(l) => l,
+        Err(e) => {
+            errors.push(format!("[{}] : fcgi-app '{name}' : log-stderr : {e}", app.span));
+            None
+        }
+    };
     Some(Arc::new(crate::http_settings::FcgiApp {
         docroot: app.docroot.clone().unwrap_or_default(),
         index: app.index.clone(),
         path_info,
-        pass_headers: app.pass_headers.clone(),
         keep_conn: app.keep_conn,
+        stderr,
     }))
 }

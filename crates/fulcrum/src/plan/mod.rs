@@ -132,7 +132,8 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
     let mut by_name: HashMap<String, Arc<Backend>> = HashMap::new();
     let mut all_backends = Vec::new();
     for p in config.backends() {
-        match backend(p, config, &mut maps, (&tables, &userlists, &caches), &mut warnings) {
+        match backend(p, config, &mut maps, (&tables, &userlists, &caches, &common), &mut warnings)
+        {
             Ok(mut be) => {
                 if let Some(old) = prev.backends.iter().find(|b| b.name == p.name) {
                     be.carry_from(old);
@@ -167,7 +168,7 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
             &mut errors,
         );
         let http = match p.mode {
-            cfg::Mode::Http => match http_proxy(p, config) {
+            cfg::Mode::Http => match http_proxy(p, config, &common) {
                 Ok(h) => Some(h),
                 Err(mut e) => {
                     errors.append(&mut e);
@@ -188,7 +189,7 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
         fe.log = log;
         fe.http = http;
         if p.mode == cfg::Mode::Tcp && crate::frontend::may_upgrade(p, config) {
-            match http_proxy(p, config) {
+            match http_proxy(p, config, &common) {
                 Ok(h) => fe.upgrade = Some(h),
                 Err(mut e) => errors.append(&mut e),
             }
@@ -469,7 +470,7 @@ fn proxy_rules(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::rul
             .iter()
             .filter_map(|r| Some((r.force, c.cond(&Some(r.cond.clone()), &p.span)?)))
             .collect(),
-        fcgi_params: Vec::new(),
+        fcgi: Default::default(),
         spoe: c.spoe_engines(),
         use_servers: p
             .use_servers
@@ -517,7 +518,11 @@ fn comp_filter(p: &cfg::Proxy) -> Option<u32> {
 }
 
 /// The HTTP settings of a `mode http` proxy; error message files are read here.
-fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<String>> {
+fn http_proxy(
+    p: &cfg::Proxy,
+    config: &cfg::Config,
+    common: &crate::log::syslog::Common,
+) -> Result<HttpProxy, Vec<String>> {
     let mut errors = Vec::new();
     let mut replaced = HashMap::new();
     for (status, src) in &p.errors {
@@ -597,7 +602,7 @@ fn http_proxy(p: &cfg::Proxy, config: &cfg::Config) -> Result<HttpProxy, Vec<Str
                 _ => None,
             })
             .collect(),
-        fcgi: apps::fcgi_app(p, config, &mut errors),
+        fcgi: apps::fcgi_app(p, config, common, &mut errors),
     };
     if errors.is_empty() {
         Ok(h)
@@ -710,10 +715,11 @@ fn backend(
     p: &cfg::Proxy,
     config: &cfg::Config,
     maps: &mut HashMap<(std::path::PathBuf, u8), Arc<crate::rules::maps::LiveMap>>,
-    (tables, userlists, caches): (
+    (tables, userlists, caches, common): (
         &crate::stick::Tables,
         &crate::auth::Userlists,
         &crate::cache::Caches,
+        &crate::log::syslog::Common,
     ),
     warnings: &mut Vec<String>,
 ) -> Result<Backend, Vec<String>> {
@@ -768,7 +774,7 @@ fn backend(
     let mut c = crate::rules::Compiler::new(p, maps, &messages, tables, userlists);
     c.caches = Some(caches);
     let mut rules = proxy_rules(&mut c, p);
-    rules.fcgi_params = apps::fcgi_params(&mut c, p, config);
+    rules.fcgi = c.fcgi_rules(config);
     errors.append(&mut c.errors);
     be.uses_dst = c.uses_dst || p.originalto.is_some();
     rules.raw_http = c.uses_http_req && p.mode == cfg::Mode::Tcp;
@@ -805,7 +811,7 @@ fn backend(
     rules.acls = c.finish();
     be.rules = rules;
     if p.mode == cfg::Mode::Http {
-        match http_proxy(p, config) {
+        match http_proxy(p, config, common) {
             Ok(h) => be.http = Some(Box::new(h)),
             Err(mut e) => errors.append(&mut e),
         }

@@ -20,6 +20,7 @@ mod cond;
 pub mod convert;
 pub mod convert_text;
 pub mod digest;
+pub mod fcgi;
 pub mod format;
 pub mod jwt;
 mod live;
@@ -820,9 +821,8 @@ pub struct ProxyRules {
     pub use_servers: Vec<(UseServer, Cond)>,
     /// The proxy's SPOE engines (`filter spoe`), in order.
     pub spoe: Vec<std::sync::Arc<spoe::Engine>>,
-    /// `use-fcgi-app`: the application's `set-param` values (its implicit `REMOTE_USER` and
-    /// `AUTH_TYPE` first), rendered for each FastCGI request.
-    pub fcgi_params: Vec<(String, Format)>,
+    /// `use-fcgi-app`: the application's `set-param` and `pass-header` rules.
+    pub fcgi: fcgi::FcgiRules,
     /// `stick on|match|store-*` rules.
     pub stick: Vec<stick::StickRule>,
     /// The statistics page, when the proxy has one.

@@ -314,3 +314,81 @@ fn md5_matches_rfc_1321() {
     assert_eq!(format!("{:032x}", md5_of(b"")), "d41d8cd98f00b204e9800998ecf8427e");
     assert_eq!(format!("{:032x}", md5_of(b"hello")), "5d41402abc4b2a76b9719d911017c592");
 }
+
+/// `acl`, `set-param` and `pass-header` under conditions over the section's own ACLs, and
+/// `log-stderr`: PHP's `error_log()` messages (one of two lines) arrive as syslog lines tagged
+/// with the application's name, at level `err`; both proxies alike.
+#[test]
+#[cfg_attr(no_php_fpm, ignore = "php-fpm is not installed (see crates/fulcrum/build.rs)")]
+fn conditional_params_and_stderr_lines_as_under_haproxy() {
+    let dir = scratch("fcgi-cond");
+    let www = dir.join("www");
+    std::fs::create_dir_all(&www).expect("www");
+    for (name, text) in SCRIPTS {
+        std::fs::write(www.join(name), text).expect("script");
+    }
+    std::fs::write(
+        www.join("params.php"),
+        "<?php\nforeach (['ZONE','TIER','HTTP_AUTHORIZATION'] as $k) echo \"$k=\", $_SERVER[$k] ?? '-', \"\\n\";\n",
+    )
+    .expect("script");
+    std::fs::write(
+        www.join("warn.php"),
+        "<?php\nerror_log('boom from php');\nerror_log(\"two\\nlines\");\necho \"ok\\n\";\n",
+    )
+    .expect("script");
+    let fpm = Fpm::start(&dir);
+    let mut seen: Vec<(Vec<String>, Vec<String>)> = Vec::new();
+    for target in targets() {
+        let sink = crate::logging::Sink::new();
+        let cfg = format!(
+            "defaults\n mode http\n timeout connect 1s\n timeout client 10s\n timeout server 10s\n\
+             fcgi-app php\n docroot {www}\n acl inner req.hdr(x-zone) -m str in\n acl tok req.hdr(x-token) -m found\n\
+             \x20set-param ZONE outer\n set-param ZONE inner if inner\n set-param TIER gold unless {{ req.hdr(x-tier) -m str basic }}\n\
+             \x20pass-header Authorization if tok\n log-stderr {sink} local0\n\
+             frontend fe\n bind {{fe0}}\n default_backend php\n\
+             backend php\n use-fcgi-app php\n server fpm {tcp} proto fcgi\n",
+            www = www.display(),
+            tcp = fpm.tcp,
+            sink = sink.addr(),
+        );
+        let Some((p, addrs, _)) = start_proxy(target, "fcgi-cond", &cfg) else { continue };
+        let a = addrs[0];
+        let auth = "Authorization: Basic Zm9vOmJhcg==\r\n";
+        let bodies: Vec<String> = [
+            get("/params.php", auth),
+            get("/params.php", &format!("X-Zone: in\r\nX-Token: 1\r\nX-Tier: basic\r\n{auth}")),
+            get("/warn.php", ""),
+        ]
+        .iter()
+        .map(|r| parts(&ask(a, r)).1)
+        .collect();
+        assert_eq!(bodies[0], "ZONE=outer\nTIER=gold\nHTTP_AUTHORIZATION=-\n", "{target}");
+        assert_eq!(
+            bodies[1], "ZONE=inner\nTIER=-\nHTTP_AUTHORIZATION=Basic Zm9vOmJhcg==\n",
+            "{target}"
+        );
+        assert_eq!(bodies[2], "ok\n", "{target}");
+        // Datagrams: the date and pid masked.
+        sink.wait_for(1);
+        let lines: Vec<String> = sink
+            .got
+            .borrow()
+            .iter()
+            .map(|l| {
+                let (head, msg) = l.split_once("]: ").unwrap_or((l, ""));
+                let pri = head.split('>').next().unwrap_or_default();
+                let tag = head.rsplit(' ').next().unwrap_or_default().split('[').next();
+                format!("{pri}> {} {msg}", tag.unwrap_or_default())
+            })
+            .collect();
+        // PHP-FPM sends the request's messages in one record: one line, inner newline kept.
+        let want = "<131> php PHP message: boom from php; PHP message: two\nlines\n";
+        assert_eq!(lines, [want], "{target}");
+        seen.push((bodies, lines));
+        drop(p);
+    }
+    if seen.len() == 2 {
+        assert_eq!(seen[0], seen[1], "HAProxy 2.6 (left) and Fulcrum (right) alike");
+    }
+}

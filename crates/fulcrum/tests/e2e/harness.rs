@@ -206,6 +206,27 @@ pub fn free_addr() -> SocketAddr {
     l.local_addr().expect("addr")
 }
 
+/// A listening socket for a proxy's frontend, on a port below the kernel's ephemeral range
+/// (from 32768): a port freed by a stopped test server or a `free_addr()` comes from that
+/// range, and another test's proxy still sending health checks there would otherwise reach
+/// this frontend and change its connection counts (a CI flake of the tcplog test).
+pub fn frontend_listener() -> TcpListener {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    // Where this run starts in the span, so that runs side by side rarely meet.
+    let start = std::process::id().wrapping_mul(7919) % SPAN;
+    for _ in 0..SPAN {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = LOW + (start + n) % SPAN;
+        if let Ok(l) = TcpListener::bind(("127.0.0.1", port as u16)) {
+            return l;
+        }
+    }
+    TcpListener::bind("127.0.0.1:0").expect("bind frontend")
+}
+
 /// A running proxy and the frontend addresses it was handed.
 pub struct Fulcrum {
     pub proc: Proc,
@@ -232,7 +253,7 @@ pub fn fulcrum_with(test: &str, cfg: &str, extra_args: &[&str]) -> Fulcrum {
     for i in 0..8 {
         let key = format!("{{fe{i}}}");
         if text.contains(&key) {
-            let l = TcpListener::bind("127.0.0.1:0").expect("bind frontend");
+            let l = frontend_listener();
             text = text.replace(&key, &format!("fd@{}", 3 + i));
             listeners.push(l);
         }
@@ -368,7 +389,7 @@ pub fn start_proxy(which: &str, test: &str, cfg: &str) -> Option<(Proc, Vec<Sock
     for i in 0..4 {
         let key = format!("{{fe{i}}}");
         if text.contains(&key) {
-            listeners.push(TcpListener::bind("127.0.0.1:0").expect("bind"));
+            listeners.push(frontend_listener());
             text = text.replace(&key, &format!("fd@{}", 3 + i));
         }
     }

@@ -47,18 +47,13 @@ impl<'s> Txn<'s> {
         fulcrum_http::reply::raw(rp.status, rp.content_type.as_deref(), &refs, &body)
     }
 
-    /// The FastCGI application's `set-param` values for this request: the last rule of a name
-    /// wins, and a value that renders empty is left out (HAProxy's FastCGI filter).
-    pub fn fcgi_params<'b>(&mut self, be: &'b Backend) -> Vec<(&'b str, Vec<u8>)> {
+    /// The FastCGI application's `set-param` values for this request (the last matching rule
+    /// of a name wins, a value that renders empty is left out) and the hidden headers its
+    /// `pass-header` rules pass, as HAProxy's FastCGI filter decides them.
+    pub fn fcgi_rules<'b>(&mut self, be: &'b Backend) -> (Vec<(&'b str, Vec<u8>)>, Vec<&'b str>) {
         let base = self.base(Some(be));
         let ctx = base.ctx(self.req, None, self.vars);
-        let mut out: Vec<(&str, Vec<u8>)> = Vec::new();
-        for (name, f) in &be.rules.fcgi_params {
-            out.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
-            out.push((name.as_str(), f.render_vec(&ctx)));
-        }
-        out.retain(|(_, v)| !v.is_empty());
-        out
+        (be.rules.fcgi.params(&ctx), be.rules.fcgi.passed(&ctx))
     }
 
     /// A redirect response.

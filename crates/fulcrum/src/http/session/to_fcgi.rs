@@ -25,7 +25,7 @@ impl Session<'_> {
                 return Err(Exchange::ClientGone);
             }
         }
-        let set = self.txn().fcgi_params(be);
+        let (set, pass) = self.txn().fcgi_rules(be);
         let conn = conn_of(self.h2_conn, &self.client);
         // `SERVER_PORT` and `SERVER_NAME` need the address the client reached.
         let local = self
@@ -36,6 +36,7 @@ impl Session<'_> {
             local,
             https: conn.tls().is_some(),
             set: &set,
+            pass: &pass,
         };
         match f.send_request(&self.t.req, &facts, &self.http.limits) {
             Ok(()) => Ok(()),
