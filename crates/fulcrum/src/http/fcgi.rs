@@ -241,11 +241,7 @@ impl FcgiView {
                         }
                         // `log-stderr`: each record a line at level `err`, as HAProxy's
                         // `fcgi_strm_handle_stderr()` sends it; dropped without one.
-                        Kind::Stderr if !r.content.is_empty() => {
-                            if let Some(l) = &self.app.stderr {
-                                l.send_bytes(ERR_LEVEL, r.content, None);
-                            }
-                        }
+                        Kind::Stderr if !r.content.is_empty() => self.log_stderr(r.content),
                         _ => {}
                     }
                 }
@@ -262,6 +258,15 @@ impl FcgiView {
             || st.ended
             || (!st.head_taken && st.head.is_some())
             || (st.head_taken && !st.body.is_empty())
+    }
+
+    /// A `STDERR` record's content to the `log-stderr` targets.
+    #[cold]
+    #[inline(never)]
+    fn log_stderr(&self, text: &[u8]) {
+        if let Some(l) = &self.app.stderr {
+            l.send_bytes(ERR_LEVEL, text, None);
+        }
     }
 
     /// Reads and takes records apart until the wait is over.

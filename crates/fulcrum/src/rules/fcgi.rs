@@ -25,6 +25,8 @@ pub struct FcgiRules {
 impl FcgiRules {
     /// The parameters for this request: the last matching rule of each name, empty values
     /// left out.
+    #[cold]
+    #[inline(never)]
     pub fn params(&self, ctx: &Ctx<'_>) -> Vec<(&str, Vec<u8>)> {
         let mut out: Vec<(&str, Vec<u8>)> = Vec::new();
         for (name, f, cond) in &self.params {
@@ -39,6 +41,8 @@ impl FcgiRules {
     }
 
     /// The hidden request headers this request passes (`pass-header` rules that match).
+    #[cold]
+    #[inline(never)]
     pub fn passed(&self, ctx: &Ctx<'_>) -> Vec<&str> {
         let matching = self.pass.iter().filter(|(_, c)| holds(c, &self.acls, ctx));
         matching.map(|(n, _)| n.as_str()).collect()

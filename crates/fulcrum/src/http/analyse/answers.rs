@@ -50,6 +50,8 @@ impl<'s> Txn<'s> {
     /// The FastCGI application's `set-param` values for this request (the last matching rule
     /// of a name wins, a value that renders empty is left out) and the hidden headers its
     /// `pass-header` rules pass, as HAProxy's FastCGI filter decides them.
+    #[cold]
+    #[inline(never)]
     pub fn fcgi_rules<'b>(&mut self, be: &'b Backend) -> (Vec<(&'b str, Vec<u8>)>, Vec<&'b str>) {
         let base = self.base(Some(be));
         let ctx = base.ctx(self.req, None, self.vars);
