@@ -769,6 +769,7 @@ pub fn finish(b: &mut ProxyBuild) {
         | CheckKind::Pgsql
         | CheckKind::Smtp
         | CheckKind::Ldap
+        | CheckKind::Spop
         | CheckKind::SslHello => b.checks.protocol.clone(),
     };
 }

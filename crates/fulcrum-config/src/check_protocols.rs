@@ -1,5 +1,5 @@
 //! The protocol check options: `option redis-check`, `option mysql-check`, `option pgsql-check`,
-//! `option smtpchk`, `option ldap-check` and `option ssl-hello-chk`. As HAProxy does, each one
+//! `option smtpchk`, `option ldap-check`, `option spop-check` and `option ssl-hello-chk`. As HAProxy does, each one
 //! builds a list of tcp-check steps (the bytes sent, the expects with their statuses and
 //! messages), so the engine runs them as any other check; `check::finish` uses the list while
 //! the option is the proxy's last check option.
@@ -212,6 +212,24 @@ pub fn ldap(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
     set(b, CheckKind::Ldap, steps);
 }
 
+/// HAProxy 2.6's health check HELLO (`spoe_prepare_healthcheck_request`): `supported-versions`
+/// "2.0", `max-frame-size` 16380, empty `capabilities`, `healthcheck` true.
+pub const SPOP_CHECK_HELLO: [u8; 82] = *b"\x00\x00\x00\x4e\x01\x00\x00\x00\x01\x00\x00\
+    \x12supported-versions\x08\x032.0\
+    \x0emax-frame-size\x03\xfc\xf0\x06\
+    \x0ccapabilities\x08\x00\
+    \x0bhealthcheck\x11";
+
+/// `option spop-check`: HAProxy's HELLO with `healthcheck`; the agent's HELLO expected.
+pub fn spop(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
+    if negated(line, diags) || !no_extra(line, 2, "option spop-check", diags) {
+        return;
+    }
+    let mut hello = ExpectStep::new(ExpectKind::Custom(CustomExpect::SpopHello));
+    hello.min_recv = 4;
+    set(b, CheckKind::Spop, vec![send(SPOP_CHECK_HELLO.to_vec()), CheckStep::Expect(hello)]);
+}
+
 /// Makes `kind` the proxy's check, with `steps`.
 fn set(b: &mut ProxyBuild, kind: CheckKind, steps: Vec<CheckStep>) {
     b.proxy.health_check.kind = kind;
@@ -229,6 +247,17 @@ fn connect_linger() -> CheckStep {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_spop_check_hello_is_haproxys() {
+        // Captured from HAProxy 2.6.12's `option spop-check`.
+        let hex = "0000004e0100000001000012737570706f727465642d76657273696f6e730803322e300e6d61782d6672616d652d73697a6503fcf0060c6361706162696c697469657308000b6865616c7468636865636b11";
+        let got: String = super::SPOP_CHECK_HELLO.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(got, hex);
+        let (h, d) = build("option spop-check");
+        assert!(d.is_empty(), "{d:?}");
+        assert_eq!((h.kind, h.steps.len()), (CheckKind::Spop, 2));
+    }
+
     use super::*;
 
     fn build(text: &str) -> (HealthCheck, Vec<String>) {

@@ -458,6 +458,7 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         "option pgsql-check" => check_protocols::pgsql(b, line, diags),
         "option smtpchk" => check_protocols::smtp(b, line, diags),
         "option ldap-check" => check_protocols::ldap(b, line, diags),
+        "option spop-check" => check_protocols::spop(b, line, diags),
         "option ssl-hello-chk" => check_protocols::ssl_hello(b, line, diags),
         "option external-check" => crate::extcheck::option(b, line, diags),
         "use-fcgi-app" => crate::fcgi_app::use_fcgi_app(&mut b.proxy, line, diags),

@@ -170,6 +170,8 @@ pub enum CheckKind {
     Pgsql,
     Smtp,
     Ldap,
+    /// `option spop-check`: an SPOE agent's HELLO.
+    Spop,
     SslHello,
     /// `option external-check`: a program's exit status (`external-check command`).
     External,
@@ -408,6 +410,8 @@ pub enum CustomExpect {
     MysqlOk,
     /// An LDAPv3 bind response with result code 0 (`option ldap-check`).
     LdapBind,
+    /// An SPOE agent's HELLO (or DISCONNECT) answering the check's (`option spop-check`).
+    SpopHello,
     /// An agent's answer (state words, weight percentage, maxconn).
     Agent,
 }

@@ -1,5 +1,6 @@
 //! The answer analyses of protocol checks that no pattern expresses, as HAProxy writes them
-//! (`tcpcheck_mysql_expect_iniths`, `tcpcheck_mysql_expect_ok`, `tcpcheck_ldap_expect_bindrsp`):
+//! (`tcpcheck_mysql_expect_iniths`, `tcpcheck_mysql_expect_ok`, `tcpcheck_ldap_expect_bindrsp`,
+//! `tcpcheck_spop_expect_agenthello`):
 //! pure functions over the bytes received since the last send. A failure's `desc` is only
 //! HAProxy's info text; `expect` adds the step's `on-error` and comment around it.
 //!
@@ -53,6 +54,48 @@ fn mysql_packet(buf: &[u8], offset: usize, last_read: bool, last_step: bool) -> 
 fn le24(buf: &[u8], at: usize) -> Option<usize> {
     let b = buf.get(at..at + 3)?;
     Some(usize::from(b[0]) | usize::from(b[1]) << 8 | usize::from(b[2]) << 16)
+}
+
+/// An SPOE agent's answer to the check's HELLO (`tcpcheck_spop_expect_agenthello`): its whole
+/// frame (at least 4 bytes came: the step's `min-recv`), an agent HELLO as the SPOE reads one
+/// (frames up to 16380 bytes); a DISCONNECT or anything else fails with the SPOP reason of its
+/// status.
+pub fn spop_hello(buf: &[u8], last_read: bool) -> Eval {
+    use fulcrum_spop as spop;
+    let Some(len) = buf.get(..4) else {
+        return if last_read { spop_failed(spop::status::INVALID) } else { Eval::Wait };
+    };
+    let len = u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize;
+    if !last_read && buf.len() < 4 + len {
+        return Eval::Wait;
+    }
+    let frame = match spop::Frame::parse(buf, u32::MAX) {
+        Ok(Some((f, _))) => f,
+        Ok(None) => return spop_failed(spop::status::INVALID),
+        Err(code) => return spop_failed(code),
+    };
+    if frame.kind == spop::FRAME_AGENT_DISCONNECT {
+        let code = spop::agent_disconnect(&frame).map_or_else(|c| c, |d| d.status);
+        return spop_failed(code);
+    }
+    match spop::agent_hello(&frame, spop::MAX_FRAME_SIZE) {
+        // (HAProxy's text is replaced when the check ends: its stats show code 0, no text.)
+        Ok(_) => Eval::Passed {
+            status: CheckStatus::L7Ok,
+            code: Some(0),
+            desc: "SPOA server is ok".into(),
+        },
+        Err(code) => spop_failed(code),
+    }
+}
+
+/// A failed SPOP check: `L7RSP` with the reason of SPOP status `code` (an unknown one as
+/// "an unknown error occurred").
+fn spop_failed(code: u32) -> Eval {
+    let code =
+        if code > fulcrum_spop::status::RESOURCE { fulcrum_spop::status::UNKNOWN } else { code };
+    let desc = fulcrum_spop::status::reason(code).into();
+    Eval::Fail { status: CheckStatus::L7Rsp, code: None, desc }
 }
 
 const NOT_LDAP: &str = "Not LDAPv3 protocol";

@@ -119,6 +119,7 @@ fn custom(x: &Expect, c: CustomExpect, buf: &[u8], last_read: bool, w: Wording) 
         CustomExpect::MysqlHandshake => custom::mysql_handshake(buf, last_read, w.last_step),
         CustomExpect::MysqlOk => custom::mysql_ok(buf, last_read, w.last_step),
         CustomExpect::LdapBind => custom::ldap_bind(buf, last_read),
+        CustomExpect::SpopHello => custom::spop_hello(buf, last_read),
         // The runner reads agents' answers itself.
         CustomExpect::Agent => return Eval::Continue,
     };

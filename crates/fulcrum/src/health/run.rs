@@ -606,10 +606,11 @@ impl Runner<'_> {
                 if desc.is_empty() && self.plan.kind == CheckKind::Tcp {
                     desc = "(tcp-check)".into();
                 }
-                let code = if self.plan.kind == CheckKind::Http {
-                    self.code
-                } else {
-                    expect::status_code(&x.step, &self.buf)
+                let code = match self.plan.kind {
+                    CheckKind::Http => self.code,
+                    // HAProxy's SPOP check leaves its code at 0, which its stats show.
+                    CheckKind::Spop => Some(0),
+                    _ => expect::status_code(&x.step, &self.buf),
                 };
                 CheckResult { status, code: code.map(i32::from), desc, duration: None }
             }

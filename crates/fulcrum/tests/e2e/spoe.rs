@@ -14,7 +14,9 @@ use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::harness::{dead_addr, exchange, haproxy_bin, scratch, start_proxy, testserver, Head};
+use crate::harness::{
+    api, dead_addr, eventually, exchange, haproxy_bin, scratch, start_proxy, testserver, Head,
+};
 
 const AGENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/e2e/spoe_agent.py");
 
@@ -302,4 +304,78 @@ fn a_tcp_stream_is_judged_on_its_first_bytes_by_send_spoe_group() {
         drop(proc);
         assert_eq!(got, ["hello, agent", "(closed)"], "{which}");
     }
+}
+
+/// `option spop-check`: HAProxy's HELLO with `healthcheck`, the agent's HELLO expected. The
+/// real agent passes, an agent that answers garbage, a server that echoes the HELLO back and a
+/// dead address fail; the check status, code and text of each server (`show stat`) are
+/// HAProxy's.
+#[test]
+#[cfg_attr(
+    no_spoa,
+    ignore = "haproxyspoa or libinjection is not installed (see crates/fulcrum/build.rs)"
+)]
+fn spop_check_passes_a_real_agent_and_fails_the_others() {
+    let agent = Agent::start("waf");
+    let garbage = Agent::start("garbage");
+    let echo = testserver("echo", "echo");
+    let cfg = format!(
+        "global\n    stats socket {{dir}}/api.sock level admin\n\
+         defaults\n    mode tcp\n    timeout connect 1s\n    timeout client 5s\n    timeout server 5s\n    timeout check 1s\n\
+         backend agents\n    option spop-check\n    default-server check inter 200ms fall 1 rise 1\n\
+         \x20   server ok 127.0.0.1:{}\n    server garbage 127.0.0.1:{}\n    server echo {}\n    server dead {}\n\
+         frontend fe\n    bind {{fe0}}\n    default_backend agents\n",
+        agent.port,
+        garbage.port,
+        echo.addr,
+        dead_addr()
+    );
+    let mut runs = Vec::new();
+    for which in targets() {
+        let (proc, _, dir) = start_proxy(which, "spop-check", &cfg).expect("proxy starts");
+        let sock = dir.join("api.sock");
+        // Each server's `check_status`, `check_code` and `last_chk` once every one is checked.
+        let mut got = Vec::new();
+        let done = eventually(Duration::from_secs(5), || {
+            got = if sock.exists() { check_columns(&api(&sock, "show stat")) } else { Vec::new() };
+            got.len() == 4 && got.iter().all(|l| !l.contains(":INI") && !l.contains(":,"))
+        });
+        assert!(done, "{which}: {got:?}");
+        // A second reading: the statuses stay (`fall 1 rise 1`).
+        std::thread::sleep(Duration::from_millis(300));
+        let again = check_columns(&api(&sock, "show stat"));
+        assert_eq!(got, again, "{which}");
+        drop(proc);
+        assert_eq!(got[0], "ok:L7OK,0,", "{which}");
+        assert_eq!(got[1], "garbage:L7RSP,,invalid frame received", "{which}");
+        // (The echo server sends the check's own HELLO back: not an agent's.)
+        assert_eq!(got[2], "echo:L7RSP,,invalid frame received", "{which}");
+        assert_eq!(got[3], "dead:L4CON,,Connection refused", "{which}");
+        runs.push(got);
+    }
+    if runs.len() == 2 {
+        assert_eq!(runs[0], runs[1], "HAProxy, then Fulcrum");
+    }
+}
+
+/// `<server>:<check_status>,<check_code>,<last_chk>` of each server line of `show stat`.
+fn check_columns(csv: &str) -> Vec<String> {
+    let mut lines = csv.lines();
+    let Some(head) = lines.next() else { return Vec::new() };
+    let cols: Vec<&str> = head.trim_start_matches("# ").split(',').collect();
+    let at = |n: &str| cols.iter().position(|c| *c == n);
+    let (Some(sv), Some(st), Some(code), Some(last)) =
+        (at("svname"), at("check_status"), at("check_code"), at("last_chk"))
+    else {
+        return Vec::new();
+    };
+    lines
+        .filter(|l| l.starts_with("agents,") && !l.starts_with("agents,BACKEND"))
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let g = |i: usize| f.get(i).copied().unwrap_or("");
+            // (HAProxy marks a check under way with "* ".)
+            format!("{}:{},{},{}", g(sv), g(st).trim_start_matches("* "), g(code), g(last))
+        })
+        .collect()
 }
