@@ -73,7 +73,8 @@ impl SpoeEvent {
     /// Where its arguments are read, as a rule context.
     fn ctx(self) -> Ctx {
         match self {
-            SpoeEvent::ClientSession => Ctx::TcpSession,
+            // (HAProxy's `SMP_VAL_FE_CON_ACC`.)
+            SpoeEvent::ClientSession => Ctx::TcpConnection,
             SpoeEvent::FrontendTcpRequest | SpoeEvent::BackendTcpRequest => Ctx::TcpContent,
             SpoeEvent::TcpResponse | SpoeEvent::ServerSession => Ctx::TcpResponse,
             SpoeEvent::FrontendHttpRequest | SpoeEvent::BackendHttpRequest => Ctx::HttpRequest,

@@ -450,9 +450,6 @@ fn message_line(m: &mut SpoeMessage, line: &Line, kind: ProxyKind, diags: &mut D
             let Some(&(_, e)) = SpoeEvent::ALL.iter().find(|(n, _)| *n == ev) else {
                 return diags.alert(line, format!("unknown event '{ev}'."));
             };
-            if matches!(e, SpoeEvent::ClientSession | SpoeEvent::ServerSession | SpoeEvent::TcpResponse) {
-                return diags.alert(line, format!("SPOE event '{ev}' is not supported yet."));
-            }
             m.event = Some(e);
             match line.arg(2) {
                 "" => {}

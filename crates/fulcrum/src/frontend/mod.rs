@@ -106,6 +106,14 @@ pub struct Frontend {
 }
 
 impl Frontend {
+    /// Whether `be` is this proxy's own backend half (a `listen` section; a frontend and a
+    /// backend may share a name).
+    pub fn is_own_backend(&self, be: &Arc<Backend>) -> bool {
+        be.is_listen
+            && be.name == self.name
+            && self.backend.as_ref().is_some_and(|b| Arc::ptr_eq(b, be))
+    }
+
     /// True when a session of this frontend should end after its current transaction: the
     /// worker is soft-stopping, or a reload replaced the frontend (its sessions finish on the
     /// plan they started with, their clients' next connections go to the new one).

@@ -175,9 +175,11 @@ impl Engine {
 }
 
 /// Whether `tcp-request content` asks an agent in this proxy: an engine sends messages on
-/// `on-frontend-tcp-request` or `on-backend-tcp-request`, or a rule is `send-spoe-group`.
+/// `on-client-session`, `on-frontend-tcp-request` or `on-backend-tcp-request` (asked where
+/// the content rules run), or a rule is `send-spoe-group`.
 pub fn asks_on_content(r: &super::ProxyRules) -> bool {
-    let events = [SpoeEvent::FrontendTcpRequest, SpoeEvent::BackendTcpRequest];
+    let events =
+        [SpoeEvent::ClientSession, SpoeEvent::FrontendTcpRequest, SpoeEvent::BackendTcpRequest];
     r.spoe.iter().any(|e| events.iter().any(|ev| !e.on(*ev).is_empty()))
         || r.tcp_content
             .iter()

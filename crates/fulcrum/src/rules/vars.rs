@@ -54,6 +54,8 @@ pub struct Vars {
     /// The bandwidth limits the transaction enabled (`set-bandwidth-limit`); the session
     /// drops them as the transaction ends (its log line).
     pub bwlim: Option<Box<crate::bwlim::Active>>,
+    /// The stream's SPOE engines were asked `on-server-session` (once per stream).
+    pub spoe_srv_asked: bool,
 }
 
 /// What one SPOE engine asked in a transaction: its processing time so far
@@ -238,6 +240,7 @@ impl Vars {
             (a.src, a.dst) = (a.sess_src, a.sess_dst);
         }
         self.strict_off = false;
+        self.spoe_srv_asked = false;
         self.last_rule = 0;
         self.early_hints.clear();
         self.unique_id = None;

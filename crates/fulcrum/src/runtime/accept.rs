@@ -569,8 +569,10 @@ fn tcp_line(
     outcome: &crate::outcome::Outcome,
     shared: &Shared,
 ) {
-    let vars = crate::rules::sample::Vars::default();
-    let mut ctx = crate::frontend::Frontend::ctx(fe, peer, local, &vars);
+    // The stream's variables (`%[var(txn.x)]`), as the rules left them.
+    let none = crate::rules::sample::Vars::default();
+    let vars = conn.vars.as_deref().unwrap_or(&none);
+    let mut ctx = crate::frontend::Frontend::ctx(fe, peer, local, vars);
     ctx.backend = Some(be);
     ctx.client = Some(&conn.client);
     ctx.pp = conn.proxied.as_deref();

@@ -27,6 +27,31 @@ use crate::rules::{tcp_eval, Acls, TcpRule, TcpVerdict};
 /// readiness would stall the tunnel that reads them afterwards until the client sends more.
 const RECHECK: Duration = Duration::from_millis(10);
 
+/// Whether an SPOE engine of the stream (the frontend's, the backend's) sends messages on
+/// `on-server-session` or `on-tcp-response`.
+pub fn asks_when_connected(fe: &crate::frontend::Frontend, be: &crate::backend::Backend) -> bool {
+    let evs = [SpoeEvent::ServerSession, SpoeEvent::TcpResponse];
+    fe.rules.spoe.iter().chain(&be.rules.spoe).any(|e| evs.iter().any(|ev| !e.on(*ev).is_empty()))
+}
+
+/// Asks the engines about `on-server-session`, then `on-tcp-response`: the frontend's, then
+/// the backend's (unless it is the frontend's own `listen`), as HAProxy's filters run.
+pub async fn when_connected(
+    fe: &crate::frontend::Frontend,
+    be: &crate::backend::Backend,
+    own: bool,
+    ctx: &Ctx<'_>,
+    vars: &mut Vars,
+) {
+    let engines = fe.rules.spoe.iter().chain(be.rules.spoe.iter().filter(|_| !own));
+    let engines: Vec<&Arc<Engine>> = engines.collect();
+    for ev in [SpoeEvent::ServerSession, SpoeEvent::TcpResponse] {
+        for e in &engines {
+            crate::spoe::ask_with(e, e.on(ev), ctx, vars).await;
+        }
+    }
+}
+
 /// The bytes waiting at the start of a connection, as the rules see them.
 pub struct Inspected {
     pub payload: Vec<u8>,
@@ -138,10 +163,17 @@ pub async fn content_rules(
     template: &Ctx<'_>,
     vars: &mut Vars,
 ) -> TcpVerdict {
-    // (Boxed, as below: a session without SPOE keeps its task as small as it was.)
-    for e in spoe {
-        let ctx = Ctx { payload: &got.payload, more: None, ..*template };
-        Box::pin(crate::spoe::ask_with(e, e.on(ev), &ctx, vars)).await;
+    // (Boxed, as below: a session without SPOE keeps its task as small as it was.) The
+    // frontend's engines are asked `on-client-session` first, when the stream starts.
+    let evs: &[SpoeEvent] = match ev {
+        SpoeEvent::FrontendTcpRequest => &[SpoeEvent::ClientSession, ev],
+        _ => &[ev],
+    };
+    for &ev in evs {
+        for e in spoe {
+            let ctx = Ctx { payload: &got.payload, more: None, ..*template };
+            Box::pin(crate::spoe::ask_with(e, e.on(ev), &ctx, vars)).await;
+        }
     }
     let deadline = delay.map(|d| Instant::now() + d);
     let more = Cell::new(false);

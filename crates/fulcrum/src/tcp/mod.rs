@@ -61,6 +61,31 @@ impl std::fmt::Display for Ending {
     }
 }
 
+/// The SPOE engines' `on-server-session`, then `on-tcp-response` (the frontend's engines, then
+/// the backend's), once the server is connected: asked as the server connection's analysers
+/// start, with no response byte yet.
+#[cold]
+async fn server_events(
+    fe: &Frontend,
+    be: &Arc<Backend>,
+    conn: &mut Accepted,
+    srv: &crate::server::Server,
+) {
+    let mut vars = conn.vars.take().map(|b| *b).unwrap_or_default();
+    let empty = crate::rules::sample::Vars::default();
+    let mut ctx = crate::frontend::Frontend::ctx(fe, conn.peer, conn.local(), &empty);
+    ctx.backend = Some(&**be);
+    ctx.server = Some(&srv.name);
+    ctx.client = Some(&conn.client);
+    ctx.bind_no = conn.bind_no;
+    ctx.pp = conn.proxied.as_deref();
+    let own = fe.is_own_backend(be);
+    inspect::when_connected(fe, be, own, &ctx, &mut vars).await;
+    if !vars.is_empty() {
+        conn.vars = Some(Box::new(vars));
+    }
+}
+
 /// `tcp-response content` rules in mode tcp, once the server is connected. Rules that read
 /// the response's bytes are refused at start-up, so these decide at once.
 fn response_rules_accept(
@@ -350,6 +375,9 @@ pub async fn serve(
     Counters::inc(&slot.server().counters.connects);
     if let Some(f) = on_connect {
         f(conn, out);
+    }
+    if inspect::asks_when_connected(fe, be) {
+        Box::pin(server_events(fe, be, conn, slot.server())).await;
     }
     if !be.rules.tcp_response.is_empty() && !response_rules_accept(fe, be, conn, slot.server()) {
         Counters::inc(&be.counters.denied_resp);

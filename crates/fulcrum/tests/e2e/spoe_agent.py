@@ -10,7 +10,8 @@ cross-site script, else "pass", with `txn.<prefix>.src` the client's address as 
 `sess.<prefix>.seen` the count of messages this agent process answered; `check-response`
 (arg `status`) gets `txn.<prefix>.status_seen`; `slow` (arg `ms`) answers after that many
 milliseconds; `check-payload` (arg `data`, a TCP stream's first bytes) gets
-`txn.<prefix>.verdict` as `check-request`. MODE `garbage`: every connection is answered with bytes that are no frame.
+`txn.<prefix>.verdict` as `check-request`; `client-session` (arg `ip`), `server-session`
+and `tcp-response` (arg `srv`) set `txn.<prefix>.client`, `.server` and `.tcp_response`. MODE `garbage`: every connection is answered with bytes that are no frame.
 MODE `silent`: connections are accepted and never answered.
 
 Prints its port on the first line of its output once it listens on 127.0.0.1.
@@ -57,6 +58,18 @@ def waf():
     @agent.handler("check-payload")
     async def check_payload(data=None):
         return AckPayload().set_txn_var("verdict", "deny" if judge(data) else "pass")
+
+    @agent.handler("client-session")
+    async def client_session(ip=None):
+        return AckPayload().set_txn_var("client", str(ip))
+
+    @agent.handler("server-session")
+    async def server_session(srv=None):
+        return AckPayload().set_txn_var("server", str(srv))
+
+    @agent.handler("tcp-response")
+    async def tcp_response(srv=None):
+        return AckPayload().set_txn_var("tcp_response", "seen " + str(srv))
 
     @agent.handler("slow")
     async def slow(ms=0):

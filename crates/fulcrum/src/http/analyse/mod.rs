@@ -762,8 +762,7 @@ pub fn conn_mode(fe: &HttpProxy, be: &HttpProxy) -> crate::http_settings::ConnMo
 
 /// Whether `be` is the frontend itself (a `listen` section), whose rules already ran.
 pub fn is_own_backend(fe: &Frontend, be: &Arc<Backend>) -> bool {
-    // A `listen` section's own half; a frontend and a backend may share a name.
-    be.is_listen && be.name == fe.name && fe.backend.as_ref().is_some_and(|b| Arc::ptr_eq(b, be))
+    fe.is_own_backend(be)
 }
 
 /// Whether a proxy has `http-request` work (rules, legacy redirects,

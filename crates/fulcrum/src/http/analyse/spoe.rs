@@ -103,6 +103,48 @@ pub(super) fn next_of_both(
     a
 }
 
+/// The next engine asked on any of `evs` in turn (the frontend's engines, then the
+/// backend's for each), `*from` counting through all of them: as HAProxy runs one analyser's
+/// filters before the next analyser's (`on-tcp-response` before `on-http-response`).
+pub(super) fn next_of_events(
+    fe: &Frontend,
+    be: &Backend,
+    own: bool,
+    evs: &[SpoeEvent],
+    from: &mut usize,
+) -> Option<SpoeAsk> {
+    let n = fe.rules.spoe.len() + be.rules.spoe.len();
+    if n == 0 {
+        return None;
+    }
+    while let Some(&ev) = evs.get(*from / n) {
+        let base = (*from / n) * n;
+        let mut i = *from - base;
+        let a = next_of_both(fe, be, own, ev, &mut i);
+        if a.is_some() {
+            *from = base + i;
+            return a;
+        }
+        *from = base + n;
+    }
+    None
+}
+
+/// The stops of `on-server-session` (the frontend's engines, then the backend's unless it is
+/// the frontend's own `listen`): asked once per stream, as its server connection is ready
+/// (HAProxy's `channel_start_analyze` of the response).
+pub fn server_session_asks(fe: &Frontend, be: &Backend) -> Vec<SpoeAsk> {
+    let own = be.is_listen
+        && be.name == fe.name
+        && fe.backend.as_deref().is_some_and(|b| std::ptr::eq(b, be));
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(a) = next_of_both(fe, be, own, SpoeEvent::ServerSession, &mut from) {
+        out.push(a);
+    }
+    out
+}
+
 /// How `AN_REQ_INSPECT_FE|BE` ended among the analysers.
 pub enum Inspect {
     Accept,
@@ -125,8 +167,24 @@ impl Txn<'_> {
         let fe = self.fe;
         if !*engines_done {
             let ask = match be {
+                // `on-client-session` when the stream starts (HAProxy's
+                // `channel_start_analyze`), then `on-frontend-tcp-request`.
                 None => {
-                    next_event(&fe.rules.spoe, Side::Frontend, SpoeEvent::FrontendTcpRequest, from)
+                    let (engines, n) = (&fe.rules.spoe, fe.rules.spoe.len());
+                    let mut a = None;
+                    if *from < n {
+                        a = next_event(engines, Side::Frontend, SpoeEvent::ClientSession, from);
+                        if a.is_none() {
+                            *from = n;
+                        }
+                    }
+                    if a.is_none() && n > 0 {
+                        let mut i = *from - n;
+                        let ev = SpoeEvent::FrontendTcpRequest;
+                        a = next_event(engines, Side::Frontend, ev, &mut i);
+                        *from = n + i;
+                    }
+                    a
                 }
                 Some(be) => next_of_both(fe, be, false, SpoeEvent::BackendTcpRequest, from),
             };
@@ -160,14 +218,15 @@ impl Txn<'_> {
         }
     }
 
-    /// The NOTIFY frame's messages for `ask` as the transaction is now (`response`: the
-    /// response's analysers ask; see [`Engine::payload`]), with the frame's stream id (the
+    /// The NOTIFY frame's messages for `ask` as the transaction is now (`server`: the one
+    /// connected; `response`: the response's analysers ask; see [`Engine::payload`]), with the frame's stream id (the
     /// stream's number, as HAProxy's) and frame id (the engine's count in the transaction).
     pub fn spoe_payload(
         &mut self,
         engine: &Engine,
         ask: &SpoeAsk,
         be: Option<&Backend>,
+        server: Option<&str>,
         response: bool,
     ) -> Result<Option<(Vec<u8>, u64, u64)>, u32> {
         if self.vars.spoe_stopped(engine) {
@@ -175,10 +234,11 @@ impl Txn<'_> {
         }
         let which = ask.messages(engine);
         let base = self.base(be);
-        let ctx = match response {
+        let mut ctx = match response {
             false => base.ctx(self.req, None, self.vars),
             true => base.ctx(self.resp, Some(self.req), self.vars),
         };
+        ctx.server = server.or(ctx.server);
         let r = engine.payload(which, &ctx);
         self.vars.flush();
         let Some(payload) = r? else { return Ok(None) };

@@ -139,7 +139,9 @@ impl Session<'_> {
                     self.skip_after |= !after;
                     return Some(built);
                 }
-                analyse::RespStop::Spoe(ask) => Box::pin(self.spoe(ask, Some(be), true)).await,
+                analyse::RespStop::Spoe(ask) => {
+                    Box::pin(self.spoe(ask, Some(&**be), None, true)).await
+                }
                 analyse::RespStop::WaitForBody { .. } => {
                     let held = self.t.held.get_or_insert_with(Default::default);
                     held.resp = Some(body.to_vec());

@@ -75,7 +75,9 @@ impl Session<'_> {
                     self.skip_after |= !after;
                     return Some(built);
                 }
-                analyse::RespStop::Spoe(ask) => Box::pin(self.spoe(ask, Some(be), true)).await,
+                analyse::RespStop::Spoe(ask) => {
+                    Box::pin(self.spoe(ask, Some(&**be), server, true)).await
+                }
                 analyse::RespStop::WaitForBody { time, at_least } => {
                     // The rules after it run once the body (or `at-least` of it) is in the
                     // server buffer, or HAProxy's 504 answers.

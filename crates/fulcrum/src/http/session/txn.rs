@@ -49,9 +49,7 @@ impl Session<'_> {
             return self.answer(500, &info, Some(&be)).await;
         }
         let key = key.pick(&keybuf);
-        let retryable = info.body == Body::None;
-        let mut fresh_only = false;
-        let mut l7_retries = 0;
+        let (retryable, mut fresh_only, mut l7_retries) = (info.body == Body::None, false, 0);
         let (slot, mut sc, body_done) = loop {
             // An idle connection is checked for a close by the server only when the request
             // could not be sent again (it has a body).
@@ -64,6 +62,9 @@ impl Session<'_> {
             };
             if be_http.send_name_header.is_some() && self.txn().name_server(&be, slot.index()) {
                 self.write_request_head();
+            }
+            if self.asks_server_session(&be) {
+                cold(self.spoe_server_session(&be, slot.index())).await;
             }
             let reused = sc.requests > 0;
             let exchanged = self.exchange(sc, &info, &be).await;
@@ -455,7 +456,7 @@ impl Session<'_> {
                 }
                 Stop::Ruled(r) => return Err(cold(self.ruled(r, be, &info)).await),
                 Stop::Spoe(ask) => {
-                    Box::pin(self.spoe(ask, progress.be.clone().as_ref(), false)).await
+                    Box::pin(self.spoe(ask, progress.be.clone().as_deref(), None, false)).await
                 }
                 Stop::Stats => {
                     let rules = Txn::stats_rules(fe, &progress);
