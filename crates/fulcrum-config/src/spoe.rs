@@ -147,8 +147,9 @@ pub struct SpoeAgent {
     pub max_waiting_frames: u32,
     /// `register-var-names`.
     pub var_names: Vec<String>,
-    /// `log global` (other `log` targets are not supported yet).
-    pub log_global: bool,
+    /// `log` lines: where the agent's `SPOE: [...]` lines go (`log global` stands for
+    /// `global`'s targets).
+    pub logs: Vec<crate::model::LogEntry>,
 }
 
 /// `filter spoe ...` on a proxy's line: HAProxy's word checks (the file is read later).

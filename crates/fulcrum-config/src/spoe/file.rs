@@ -208,7 +208,7 @@ fn new_agent(name: &str, span: Span) -> SpoeAgent {
         max_frame_size: 16380,
         max_waiting_frames: 20,
         var_names: Vec::new(),
-        log_global: false,
+        logs: Vec::new(),
     }
 }
 
@@ -288,10 +288,7 @@ fn agent_line(
             }
             a.var_names.extend(line.words[1..].iter().cloned());
         }
-        "log" if line.arg(1) == "global" && line.words.len() == 2 => a.log_global = true,
-        "log" => {
-            diags.alert(line, "'log' : only 'log global' is supported yet in a spoe-agent section")
-        }
+        "log" => crate::logtargets::log_line(line, false, false, &mut a.logs, diags),
         _ => diags.alert(line, format!("unknown keyword '{w0}' in spoe-agent section.")),
     }
 }

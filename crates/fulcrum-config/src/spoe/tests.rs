@@ -87,7 +87,7 @@ fn a_file_for_its_engine() {
         ("waf-agent", "agents", "waf")
     );
     assert_eq!((a.on_error.as_deref(), a.process_time.as_deref()), (Some("err"), Some("ptime")));
-    assert!(a.pipelining && !a.async_ && a.log_global);
+    assert!(a.pipelining && !a.async_ && a.logs == [crate::model::LogEntry::Global]);
     assert_eq!(
         (a.timeout_hello, a.timeout_idle, a.timeout_processing),
         (Some(2000), Some(120000), Some(10))

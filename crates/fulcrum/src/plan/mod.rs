@@ -163,7 +163,7 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
             p,
             config,
             &mut maps,
-            (&tables, &userlists, &caches),
+            (&tables, &userlists, &caches, &common),
             &backends,
             &mut errors,
         );
@@ -262,10 +262,11 @@ fn frontend_rules(
     p: &cfg::Proxy,
     config: &cfg::Config,
     maps: &mut HashMap<(std::path::PathBuf, u8), Arc<crate::rules::maps::LiveMap>>,
-    (tables, userlists, caches): (
+    (tables, userlists, caches, common): (
         &crate::stick::Tables,
         &crate::auth::Userlists,
         &crate::cache::Caches,
+        &crate::log::syslog::Common,
     ),
     backends: &HashMap<String, Arc<Backend>>,
     errors: &mut Vec<String>,
@@ -273,6 +274,7 @@ fn frontend_rules(
     let messages = |r: &cfg::Reply, at: &cfg::Span| reply_message(r, &config.http_errors, at);
     let mut c = crate::rules::Compiler::new(p, maps, &messages, tables, userlists);
     c.caches = Some(caches);
+    c.logs = Some(common);
     let mut rules = proxy_rules(&mut c, p);
     let mut use_backends = Vec::new();
     for u in &p.use_backends {
@@ -773,6 +775,7 @@ fn backend(
     let messages = |r: &cfg::Reply, at: &cfg::Span| reply_message(r, &config.http_errors, at);
     let mut c = crate::rules::Compiler::new(p, maps, &messages, tables, userlists);
     c.caches = Some(caches);
+    c.logs = Some(common);
     let mut rules = proxy_rules(&mut c, p);
     rules.fcgi = c.fcgi_rules(config);
     errors.append(&mut c.errors);

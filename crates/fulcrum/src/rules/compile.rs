@@ -45,6 +45,8 @@ pub struct Compiler<'a> {
     userlists: &'a crate::auth::Userlists,
     /// The plan's caches.
     pub caches: Option<&'a crate::cache::Caches>,
+    /// What the plan's loggers share (`log global`): SPOE agents' `log` lines.
+    pub logs: Option<&'a crate::log::syslog::Common>,
     /// The proxy's bandwidth limitation filters (made once: a stream's limit of a filter is
     /// found by the filter's identity).
     bwlims: Vec<Arc<crate::bwlim::Filter>>,
@@ -73,6 +75,7 @@ impl<'a> Compiler<'a> {
             uses_payload: false,
             uses_http_req: false,
             caches: None,
+            logs: None,
             bwlims: Vec::new(),
         };
         c.bwlims = bwlim_filters(proxy, tables);

@@ -54,6 +54,14 @@ pub struct Engine {
     pub max_frame_size: u32,
     pub max_waiting_frames: u32,
     pub messages: Vec<Message>,
+    /// The agent's `log` targets: its `SPOE: [...]` lines (`None`: none).
+    pub logger: Option<Arc<crate::log::syslog::Logger>>,
+    /// `option dontlog-normal`: only the lines of processings that failed.
+    pub dontlog_normal: bool,
+    /// Processings started and those that failed, by every worker (HAProxy's
+    /// `nb_processed` and `nb_errors`, for the log lines; only SPOE processings touch them).
+    pub processed: std::sync::atomic::AtomicU64,
+    pub failed: std::sync::atomic::AtomicU64,
     /// The messages sent on each event, in `messages` order.
     events: Vec<(SpoeEvent, Vec<usize>)>,
     pub groups: Vec<(String, Vec<usize>)>,
@@ -75,6 +83,18 @@ impl Engine {
     /// The messages sent on `ev` (none: the event sends nothing).
     pub fn on(&self, ev: SpoeEvent) -> &[usize] {
         self.events.iter().find(|(e, _)| *e == ev).map_or(&[], |(_, m)| m)
+    }
+
+    /// What the log lines name for the messages `which` of this engine: `EVENT:<name>` or
+    /// `GROUP:<name>`.
+    pub fn label(&self, which: &[usize]) -> String {
+        if let Some((ev, _)) = self.events.iter().find(|(_, m)| std::ptr::eq(m.as_slice(), which)) {
+            return format!("EVENT:{}", ev.name());
+        }
+        match self.groups.iter().find(|(_, m)| std::ptr::eq(m.as_slice(), which)) {
+            Some((g, _)) => format!("GROUP:{g}"),
+            None => "GROUP:?".into(),
+        }
     }
 
     /// The messages of the group at `group`.
@@ -250,6 +270,15 @@ impl Compiler<'_> {
                 }
             }
             let ms = |v: Option<u32>| v.map(|ms| Duration::from_millis(u64::from(ms)));
+            let logger =
+                match self.logs.map(|c| crate::log::syslog::Logger::build(&a.logs, None, c)) {
+                    Some(Ok(l)) => l.map(Arc::new),
+                    Some(Err(e)) => {
+                        self.errors.push(format!("spoe-agent '{}' : log : {e}", a.name));
+                        None
+                    }
+                    None => None,
+                };
             out.push(Arc::new(Engine {
                 id: f.id().to_string(),
                 agent: a.name.clone(),
@@ -271,6 +300,10 @@ impl Compiler<'_> {
                 max_frame_size: a.max_frame_size,
                 max_waiting_frames: a.max_waiting_frames,
                 messages,
+                logger,
+                dontlog_normal: a.dontlog_normal,
+                processed: Default::default(),
+                failed: Default::default(),
                 events,
                 groups: a.groups.iter().map(|g| (g.name.clone(), g.messages.clone())).collect(),
             }));

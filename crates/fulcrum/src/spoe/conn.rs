@@ -26,6 +26,8 @@ pub struct Job {
     pub stream_id: u64,
     pub frame_id: u64,
     pub reply: oneshot::Sender<Answer>,
+    /// When it was written to the agent (for the processing's log line).
+    pub sent: Rc<Cell<Option<std::time::Instant>>>,
 }
 
 pub(super) struct Conn {
@@ -115,6 +117,16 @@ impl Conn {
             Some(c) if c.pipelining => self.inflight.get() < engine.max_waiting_frames,
             Some(_) => self.inflight.get() == 0,
         }
+    }
+
+    /// Frames queued, not sent yet.
+    pub(super) fn queued(&self) -> usize {
+        self.queue.borrow().len()
+    }
+
+    /// Frames sent, waiting for their ACK.
+    pub(super) fn in_flight(&self) -> usize {
+        self.inflight.get() as usize
     }
 
     pub(super) fn load(&self) -> usize {
@@ -254,6 +266,7 @@ async fn session(c: &Conn, s: &Settings, engine: &Weak<Engine>, waiting: &mut Wa
                 let _ = job.reply.send(Answer::Failed(3));
                 continue;
             }
+            job.sent.set(Some(std::time::Instant::now()));
             waiting.push((sid, fid, job.reply));
             c.inflight.set(waiting.len() as u32);
             if let Err(code) = write(&mut io, &out, limit).await {

@@ -17,6 +17,7 @@ mod conn;
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -38,6 +39,7 @@ static AGENTS: Slot<RefCell<Agents>> = Slot::new(Id::Spoe, || RefCell::new(Vec::
 struct Agent {
     conns: RefCell<Vec<Rc<conn::Conn>>>,
     next_stream: Cell<u64>,
+
     /// Connections opened (`maxconnrate`) and errors (`maxerrrate`) in the current second.
     opened: Cell<(u64, u32)>,
     errors: Cell<(u64, u32)>,
@@ -78,6 +80,7 @@ fn agent_for(engine: &Arc<Engine>) -> Rc<Agent> {
         let ag = Rc::new(Agent {
             conns: RefCell::new(Vec::new()),
             next_stream: Cell::new(1),
+
             opened: Cell::new((0, 0)),
             errors: Cell::new((0, 0)),
         });
@@ -86,11 +89,13 @@ fn agent_for(engine: &Arc<Engine>) -> Rc<Agent> {
     })
 }
 
-/// Sends one NOTIFY frame's messages (`payload`) to the engine's agent, as frame `frame_id` of
-/// stream `stream_id` (`None`: one of this worker's own numbers), and waits for its ACK, at
-/// most `timeout processing` from now.
+/// Sends one NOTIFY frame's messages (`payload`, those of `which`) to the engine's agent, as
+/// frame `frame_id` of stream `stream_id` (`None`: one of this worker's own numbers), and
+/// waits for its ACK, at most `timeout processing` from now. The agent's log gets HAProxy's
+/// line for the processing.
 pub async fn ask(
     engine: &Arc<Engine>,
+    which: &[usize],
     payload: Vec<u8>,
     stream_id: Option<u64>,
     frame_id: u64,
@@ -105,26 +110,86 @@ pub async fn ask(
         agent.next_stream.set(n.wrapping_add(1));
         n
     });
+    let start = std::time::Instant::now();
+    engine.processed.fetch_add(1, Relaxed);
     let (tx, rx) = oneshot::channel();
-    let job = Job { payload, stream_id, frame_id, reply: tx };
-    let Some(conn) = pick(engine, &agent) else {
-        bump(&agent.errors);
+    let sent = Rc::new(Cell::new(None));
+    let job = Job { payload, stream_id, frame_id, reply: tx, sent: Rc::clone(&sent) };
+    let answer = match pick(engine, &agent) {
+        Some(conn) => {
+            conn.push(job);
+            let wait = engine.processing.unwrap_or(Duration::from_secs(3600));
+            match tokio::time::timeout(wait, rx).await {
+                Ok(Ok(a)) => a,
+                Ok(Err(_)) => Answer::Failed(256 + fulcrum_spop::status::IO),
+                Err(_) => Answer::Failed(1),
+            }
+        }
         // No connection and none may be made (no server up, `maxconnrate`): HAProxy's
         // resource error.
-        return Answer::Failed(2);
-    };
-    conn.push(job);
-    let wait = engine.processing.unwrap_or(Duration::from_secs(3600));
-    let answer = match tokio::time::timeout(wait, rx).await {
-        Ok(Ok(a)) => a,
-        Ok(Err(_)) => Answer::Failed(256 + fulcrum_spop::status::IO),
-        Err(_) => Answer::Failed(1),
+        None => Answer::Failed(2),
     };
     if matches!(answer, Answer::Failed(_)) {
         bump(&agent.errors);
+        engine.failed.fetch_add(1, Relaxed);
+    }
+    if engine.logger.is_some() {
+        log_line(engine, &agent, which, stream_id, &answer, (start, sent.get()));
     }
     answer
 }
+
+/// HAProxy's line for a processing (`spoe_process_event`, `spoe_process_group`): `notice`,
+/// or `warning` with the error's code; with `option dontlog-normal`, failures only. Times
+/// in milliseconds (-1: the step was not reached): the request's encoding (done before it is
+/// queued: 0), the wait to be sent, the wait for the ACK, its handling (0), the whole; then
+/// this worker's idle and open connections to the agent and its frames queued and waiting
+/// (HAProxy counts these for the process), the engine's errors and processings.
+#[cold]
+#[inline(never)]
+fn log_line(
+    engine: &Engine,
+    agent: &Agent,
+    which: &[usize],
+    stream_id: u64,
+    answer: &Answer,
+    (start, sent): (std::time::Instant, Option<std::time::Instant>),
+) {
+    let Some(logger) = &engine.logger else { return };
+    let code = match answer {
+        Answer::Failed(c) => *c,
+        _ => 0,
+    };
+    if code == 0 && engine.dontlog_normal {
+        return;
+    }
+    let ms = |d: Duration| d.as_millis() as i64;
+    let now = std::time::Instant::now();
+    let queue = sent.map_or(-1, |s| ms(s.duration_since(start)));
+    let (waiting, response) = match (answer, sent) {
+        (Answer::Ack(_), Some(s)) => (ms(now.duration_since(s)), 0),
+        _ => (-1, -1),
+    };
+    let conns = agent.conns.borrow();
+    let idles = conns.iter().filter(|c| !c.closed() && c.load() == 0).count();
+    let open = conns.iter().filter(|c| !c.closed()).count();
+    let queued: usize = conns.iter().map(|c| c.queued()).sum();
+    let in_flight: usize = conns.iter().map(|c| c.in_flight()).sum();
+    let msg = format!(
+        "SPOE: [{}] <{}> sid={stream_id} st={code} 0/{queue}/{waiting}/{response}/{} {idles}/{open} {queued}/{in_flight} {}/{}",
+        engine.agent,
+        engine.label(which),
+        ms(now.duration_since(start)),
+        engine.failed.load(Relaxed),
+        engine.processed.load(Relaxed),
+    );
+    let level = if code == 0 { NOTICE } else { WARNING };
+    logger.send(level, &msg);
+}
+
+/// Syslog levels of the SPOE's lines.
+const WARNING: u8 = 4;
+const NOTICE: u8 = 5;
 
 /// Asks `engine`'s agent about the messages `which` as `ctx` (with `vars`) shows the stream,
 /// and applies the answer to `vars` (see `Engine::answer`): for the `tcp-request content`
@@ -141,7 +206,7 @@ pub async fn ask_with(engine: &Arc<Engine>, which: &[usize], ctx: &Ctx<'_>, vars
         Err(code) => Answer::Failed(code),
         Ok(Some(p)) => {
             let frame = vars.spoe_frame(engine);
-            ask(engine, p, None, frame).await
+            ask(engine, which, p, None, frame).await
         }
     };
     engine.answer(answer, start.elapsed(), vars, ctx.proc_vars);

@@ -384,6 +384,7 @@ spoe-agent ev-agent
     timeout idle  30s
     timeout processing 1s
     use-backend agents
+    log {sink} local0
 
 spoe-message client-session
     args ip=src
@@ -411,7 +412,10 @@ fn session_and_tcp_response_events_are_asked_in_haproxys_order() {
     let agent = Agent::start("waf");
     let app = testserver("http", "app");
     let conf = scratch("spoe-events-conf").join("spoe.conf");
-    std::fs::write(&conf, SESSION_EVENTS_CONF).expect("spoe.conf");
+    // The agent's own log lines go to a sink.
+    let sink = crate::logging::Sink::new();
+    let text = SESSION_EVENTS_CONF.replace("{sink}", &sink.addr().to_string());
+    std::fs::write(&conf, text).expect("spoe.conf");
     let cfg = format!(
         "defaults\n    mode http\n    timeout connect 1s\n    timeout client 5s\n    timeout server 5s\n\
          frontend web\n    bind {{fe0}}\n    filter spoe config {}\n\
@@ -449,12 +453,33 @@ fn session_and_tcp_response_events_are_asked_in_haproxys_order() {
                 body.contains("x-server-in-rules: s1")
             ));
         }
+        sink.wait_for(6);
         drop(proc);
         assert_eq!(
             got[0],
             "200 client=127.0.0.1 server=s1 tcp-response=seen s1 rules-saw-client=true rules-saw-server=false",
             "{which}"
         );
+        // The agent's lines: level, event, status, frames queued and waiting, errors and
+        // processings (HAProxy's stream ids count its applets' streams too; its connection
+        // counts are the process's, Fulcrum's the worker's; times vary).
+        let lines: Vec<String> = std::mem::take(&mut *sink.got.borrow_mut())
+            .iter()
+            .map(|l| {
+                let pri = l.split('>').next().unwrap_or_default();
+                let msg = l.split_once("]: ").map_or("", |(_, m)| m.trim_end());
+                let f: Vec<&str> = msg.split(' ').collect();
+                let g = |i: usize| f.get(i).copied().unwrap_or("?");
+                format!("{pri}> {} {} {} {} {} {}", g(0), g(1), g(2), g(4), g(7), g(8))
+            })
+            .collect();
+        let want: Vec<String> = (1..=6)
+            .map(|n| {
+                let ev = ["on-client-session", "on-server-session", "on-tcp-response"][(n - 1) % 3];
+                format!("<133> SPOE: [ev-agent] <EVENT:{ev}> st=0 0/0 0/{n}")
+            })
+            .collect();
+        assert_eq!(lines, want, "{which}");
         runs.push(got);
     }
     if runs.len() == 2 {

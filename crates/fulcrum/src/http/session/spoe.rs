@@ -27,7 +27,7 @@ impl Session<'_> {
             Ok(None) => return,
             Err(code) => Answer::Failed(code),
             Ok(Some((payload, stream, frame))) => {
-                crate::spoe::ask(&engine, payload, Some(stream), frame).await
+                crate::spoe::ask(&engine, ask.messages(&engine), payload, Some(stream), frame).await
             }
         };
         self.txn().spoe_answer(&engine, answer, start.elapsed());
