@@ -201,7 +201,7 @@ fn named_acl(app: &mut FcgiApp, line: &Line, diags: &mut Diags) {
     if name.eq_ignore_ascii_case("or") {
         return diags.alert(line, format!("acl name '{name}' will never match. 'or' is used to express a logical disjunction within a condition."));
     }
-    match acl::parse_acl(&line.words[2..], &line.span) {
+    match acl::parse_acl(line.words.get(2..).unwrap_or(&[]), &line.span) {
         Ok(p) => app.acls.push(NamedAcl { name: name.to_string(), acl: p.acl }),
         Err(e) => {
             let msg =
@@ -389,6 +389,7 @@ mod tests {
             ("fcgi-app a\n unset-param X\n", "unknown keyword 'unset-param' in 'fcgi-app' section"),
             ("fcgi-app a\n hide-header X\n", "unknown keyword 'hide-header' in 'fcgi-app' section"),
             ("fcgi-app a\n set-param X 1 if nosuch\n", "'X' : no such ACL : 'nosuch'."),
+            ("fcgi-app a\n acl\n", "error detected while parsing ACL '' : "),
             ("fcgi-app a\n acl a/b path /\n", "character '/' is not permitted in acl name 'a/b'."),
             ("fcgi-app a\n acl x nosuchfetch\n", "error detected while parsing ACL 'x' : unknown fetch method 'nosuchfetch' in ACL expression 'nosuchfetch'."),
             ("fcgi-app a\n log-stderr\n", "log-stderr : expects <address> and <facility> or global as arguments"),

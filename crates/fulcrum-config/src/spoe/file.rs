@@ -431,7 +431,7 @@ fn message_line(m: &mut SpoeMessage, line: &Line, kind: ProxyKind, diags: &mut D
             if name.eq_ignore_ascii_case("or") {
                 return diags.alert(line, format!("acl name '{name}' will never match. 'or' is used to express a logical disjunction within a condition."));
             }
-            match acl::parse_acl(&line.words[2..], &line.span) {
+            match acl::parse_acl(line.words.get(2..).unwrap_or(&[]), &line.span) {
                 Ok(p) => {
                     p.warnings.into_iter().for_each(|w| diags.warning(line, w));
                     m.acls.push(NamedAcl { name: name.to_string(), acl: p.acl });

@@ -195,11 +195,9 @@ impl Engine {
 }
 
 /// Whether `tcp-request content` asks an agent in this proxy: an engine sends messages on
-/// `on-client-session`, `on-frontend-tcp-request` or `on-backend-tcp-request` (asked where
-/// the content rules run), or a rule is `send-spoe-group`.
+/// `on-frontend-tcp-request` or `on-backend-tcp-request`, or a rule is `send-spoe-group`.
 pub fn asks_on_content(r: &super::ProxyRules) -> bool {
-    let events =
-        [SpoeEvent::ClientSession, SpoeEvent::FrontendTcpRequest, SpoeEvent::BackendTcpRequest];
+    let events = [SpoeEvent::FrontendTcpRequest, SpoeEvent::BackendTcpRequest];
     r.spoe.iter().any(|e| events.iter().any(|ev| !e.on(*ev).is_empty()))
         || r.tcp_content
             .iter()
@@ -257,8 +255,12 @@ impl Compiler<'_> {
                 }
                 let cond = c.cond(&m.cond, &m.span);
                 let errors = std::mem::take(&mut c.errors);
+                let uses = (c.uses_dst, c.uses_payload, c.uses_http_req);
                 let acls = c.finish();
                 self.errors.extend(errors);
+                self.uses_dst |= uses.0;
+                self.uses_payload |= uses.1;
+                self.uses_http_req |= uses.2;
                 messages.push(Message { name: m.name.clone(), args, cond, acls });
             }
             let mut events: Vec<(SpoeEvent, Vec<usize>)> = Vec::new();

@@ -424,6 +424,9 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
         conn.local().or_else(|| socket2::SockRef::from(&conn.client).local_addr().ok()?.as_socket())
     };
     let dst = if fe.needs_dst { dst() } else { None };
+    if tcp::inspect::asks_client_session(fe) {
+        Box::pin(tcp::inspect::client_session(fe, &mut conn, dst)).await;
+    }
     // `tcp-request content` rules run here, not at accept, when they may read the first bytes
     // or the TLS handshake's facts (`ssl_fc_sni`: the handshake ran in the prelude).
     let late = fe.needs_payload || slots.bind.tls.is_some();

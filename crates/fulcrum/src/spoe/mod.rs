@@ -67,6 +67,15 @@ fn this_second(c: &Cell<(u64, u32)>) -> u32 {
     }
 }
 
+/// This worker's agent of `engine`, if it has one already.
+fn agent_for_ref(engine: &Engine) -> Option<Rc<Agent>> {
+    AGENTS.with(|a| {
+        let list = a.borrow();
+        let found = list.iter().find(|(e, _)| std::ptr::eq(e.as_ptr(), engine));
+        found.map(|(_, ag)| Rc::clone(ag))
+    })
+}
+
 fn agent_for(engine: &Arc<Engine>) -> Rc<Agent> {
     AGENTS.with(|a| {
         let mut list = a.borrow_mut();
@@ -111,7 +120,6 @@ pub async fn ask(
         n
     });
     let start = std::time::Instant::now();
-    engine.processed.fetch_add(1, Relaxed);
     let (tx, rx) = oneshot::channel();
     let sent = Rc::new(Cell::new(None));
     let job = Job { payload, stream_id, frame_id, reply: tx, sent: Rc::clone(&sent) };
@@ -129,14 +137,31 @@ pub async fn ask(
         // resource error.
         None => Answer::Failed(2),
     };
+    processed(engine, which, stream_id, &answer, (start, sent.get()));
+    answer
+}
+
+/// A processing ended with `answer` (HAProxy's `spoe_stop_processing`): counted, and its log
+/// line written. For one that failed before anything was sent (its messages too big: error
+/// 3), the caller says so here.
+pub fn processed(
+    engine: &Engine,
+    which: &[usize],
+    stream_id: u64,
+    answer: &Answer,
+    times: (std::time::Instant, Option<std::time::Instant>),
+) {
+    let agent = agent_for_ref(engine);
     if matches!(answer, Answer::Failed(_)) {
-        bump(&agent.errors);
+        if let Some(a) = &agent {
+            bump(&a.errors);
+        }
         engine.failed.fetch_add(1, Relaxed);
     }
+    engine.processed.fetch_add(1, Relaxed);
     if engine.logger.is_some() {
-        log_line(engine, &agent, which, stream_id, &answer, (start, sent.get()));
+        log_line(engine, agent.as_deref(), which, stream_id, answer, times);
     }
-    answer
 }
 
 /// HAProxy's line for a processing (`spoe_process_event`, `spoe_process_group`): `notice`,
@@ -149,7 +174,7 @@ pub async fn ask(
 #[inline(never)]
 fn log_line(
     engine: &Engine,
-    agent: &Agent,
+    agent: Option<&Agent>,
     which: &[usize],
     stream_id: u64,
     answer: &Answer,
@@ -170,7 +195,8 @@ fn log_line(
         (Answer::Ack(_), Some(s)) => (ms(now.duration_since(s)), 0),
         _ => (-1, -1),
     };
-    let conns = agent.conns.borrow();
+    let none = RefCell::new(Vec::new());
+    let conns = agent.map_or(&none, |a| &a.conns).borrow();
     let idles = conns.iter().filter(|c| !c.closed() && c.load() == 0).count();
     let open = conns.iter().filter(|c| !c.closed()).count();
     let queued: usize = conns.iter().map(|c| c.queued()).sum();
@@ -203,7 +229,11 @@ pub async fn ask_with(engine: &Arc<Engine>, which: &[usize], ctx: &Ctx<'_>, vars
     vars.flush();
     let answer = match payload {
         Ok(None) => return,
-        Err(code) => Answer::Failed(code),
+        Err(code) => {
+            let failed = Answer::Failed(code);
+            processed(engine, which, 0, &failed, (start, None));
+            failed
+        }
         Ok(Some(p)) => {
             let frame = vars.spoe_frame(engine);
             ask(engine, which, p, None, frame).await

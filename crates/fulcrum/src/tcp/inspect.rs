@@ -27,6 +27,33 @@ use crate::rules::{tcp_eval, Acls, TcpRule, TcpVerdict};
 /// readiness would stall the tunnel that reads them afterwards until the client sends more.
 const RECHECK: Duration = Duration::from_millis(10);
 
+/// Whether an SPOE engine of the frontend sends messages on `on-client-session`.
+pub fn asks_client_session(fe: &crate::frontend::Frontend) -> bool {
+    fe.rules.spoe.iter().any(|e| !e.on(SpoeEvent::ClientSession).is_empty())
+}
+
+/// The frontend's engines' `on-client-session`, as the stream starts: before its first bytes
+/// are awaited (a protocol whose server speaks first sends none), as HAProxy asks it.
+#[cold]
+pub async fn client_session(
+    fe: &crate::frontend::Frontend,
+    conn: &mut super::Accepted,
+    dst: Option<std::net::SocketAddr>,
+) {
+    let mut vars = conn.vars.take().map(|b| *b).unwrap_or_default();
+    let empty = Vars::default();
+    let mut ctx = crate::frontend::Frontend::ctx(fe, conn.peer, dst, &empty);
+    ctx.client = Some(&conn.client);
+    ctx.bind_no = conn.bind_no;
+    ctx.pp = conn.proxied.as_deref();
+    for e in &fe.rules.spoe {
+        crate::spoe::ask_with(e, e.on(SpoeEvent::ClientSession), &ctx, &mut vars).await;
+    }
+    if !vars.is_empty() {
+        conn.vars = Some(Box::new(vars));
+    }
+}
+
 /// Whether an SPOE engine of the stream (the frontend's, the backend's) sends messages on
 /// `on-server-session` or `on-tcp-response`.
 pub fn asks_when_connected(fe: &crate::frontend::Frontend, be: &crate::backend::Backend) -> bool {
@@ -163,17 +190,10 @@ pub async fn content_rules(
     template: &Ctx<'_>,
     vars: &mut Vars,
 ) -> TcpVerdict {
-    // (Boxed, as below: a session without SPOE keeps its task as small as it was.) The
-    // frontend's engines are asked `on-client-session` first, when the stream starts.
-    let evs: &[SpoeEvent] = match ev {
-        SpoeEvent::FrontendTcpRequest => &[SpoeEvent::ClientSession, ev],
-        _ => &[ev],
-    };
-    for &ev in evs {
-        for e in spoe {
-            let ctx = Ctx { payload: &got.payload, more: None, ..*template };
-            Box::pin(crate::spoe::ask_with(e, e.on(ev), &ctx, vars)).await;
-        }
+    // (Boxed, as below: a session without SPOE keeps its task as small as it was.)
+    for e in spoe {
+        let ctx = Ctx { payload: &got.payload, more: None, ..*template };
+        Box::pin(crate::spoe::ask_with(e, e.on(ev), &ctx, vars)).await;
     }
     let deadline = delay.map(|d| Instant::now() + d);
     let more = Cell::new(false);

@@ -329,7 +329,7 @@ fn conditional_params_and_stderr_lines_as_under_haproxy() {
     }
     std::fs::write(
         www.join("params.php"),
-        "<?php\nforeach (['ZONE','TIER','HTTP_AUTHORIZATION'] as $k) echo \"$k=\", $_SERVER[$k] ?? '-', \"\\n\";\n",
+        "<?php\nforeach (['ZONE','TIER','DST','HTTP_AUTHORIZATION'] as $k) echo \"$k=\", $_SERVER[$k] ?? '-', \"\\n\";\n",
     )
     .expect("script");
     std::fs::write(
@@ -344,7 +344,7 @@ fn conditional_params_and_stderr_lines_as_under_haproxy() {
         let cfg = format!(
             "defaults\n mode http\n timeout connect 1s\n timeout client 10s\n timeout server 10s\n\
              fcgi-app php\n docroot {www}\n acl inner req.hdr(x-zone) -m str in\n acl tok req.hdr(x-token) -m found\n\
-             \x20set-param ZONE outer\n set-param ZONE inner if inner\n set-param TIER gold unless {{ req.hdr(x-tier) -m str basic }}\n\
+             \x20set-param ZONE outer\n set-param ZONE inner if inner\n set-param TIER gold unless {{ req.hdr(x-tier) -m str basic }}\n set-param DST %[dst]\n\
              \x20pass-header Authorization if tok\n log-stderr {sink} local0\n\
              frontend fe\n bind {{fe0}}\n default_backend php\n\
              backend php\n use-fcgi-app php\n server fpm {tcp} proto fcgi\n",
@@ -363,9 +363,16 @@ fn conditional_params_and_stderr_lines_as_under_haproxy() {
         .iter()
         .map(|r| parts(&ask(a, r)).1)
         .collect();
-        assert_eq!(bodies[0], "ZONE=outer\nTIER=gold\nHTTP_AUTHORIZATION=-\n", "{target}");
+        // (`%[dst]`: the application's rules need the connection's local address.)
+        let dst = "DST=127.0.0.1\n";
         assert_eq!(
-            bodies[1], "ZONE=inner\nTIER=-\nHTTP_AUTHORIZATION=Basic Zm9vOmJhcg==\n",
+            bodies[0],
+            format!("ZONE=outer\nTIER=gold\n{dst}HTTP_AUTHORIZATION=-\n"),
+            "{target}"
+        );
+        assert_eq!(
+            bodies[1],
+            format!("ZONE=inner\nTIER=-\n{dst}HTTP_AUTHORIZATION=Basic Zm9vOmJhcg==\n"),
             "{target}"
         );
         assert_eq!(bodies[2], "ok\n", "{target}");

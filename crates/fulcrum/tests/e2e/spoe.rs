@@ -424,8 +424,9 @@ fn session_and_tcp_response_events_are_asked_in_haproxys_order() {
          \x20   http-response set-header x-client %[var(txn.ev.client)]\n\
          \x20   http-response set-header x-server %[var(txn.ev.server)]\n\
          \x20   http-response set-header x-tcp-response %[var(txn.ev.tcp_response)]\n\
+         \x20   http-response set-header x-tcp-rule %[var(txn.from_rule)]\n\
          \x20   default_backend app\n\
-         backend app\n    server s1 {}\n\
+         backend app\n    tcp-response content set-var(txn.from_rule) var(txn.ev.tcp_response)\n    server s1 {}\n\
          backend agents\n    mode tcp\n    server a1 127.0.0.1:{}\n",
         conf.display(),
         app.addr,
@@ -435,31 +436,34 @@ fn session_and_tcp_response_events_are_asked_in_haproxys_order() {
     for which in targets() {
         let (proc, addrs, _) = start_proxy(which, "spoe-events", &cfg).expect("proxy starts");
         let mut got = Vec::new();
-        for _ in 0..2 {
-            let raw =
-                exchange(addrs[0], b"GET /echo HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        // Two connections, then two requests on one kept-alive connection: each stream is
+        // asked (`on-server-session` again for the second stream of a connection).
+        let one = "GET /echo HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+        let kept = "GET /echo HTTP/1.1\r\nHost: t\r\n\r\n";
+        let mut answers =
+            vec![exchange(addrs[0], one.as_bytes()), exchange(addrs[0], one.as_bytes())];
+        answers.extend(two_answers(addrs[0], &format!("{kept}{one}")));
+        for raw in answers {
             let head = Head::parse(&raw).expect("an answer");
             let body = String::from_utf8_lossy(&raw).to_ascii_lowercase();
             let h = |n: &str| head.header(n).unwrap_or("-").to_string();
             // What the server received: the rules saw the client's variable, not yet the
             // server's (an unset variable sets an empty header).
             got.push(format!(
-                "{} client={} server={} tcp-response={} rules-saw-client={} rules-saw-server={}",
+                "{} client={} server={} tcp-response={} tcp-rule={} rules-saw-client={} rules-saw-server={}",
                 head.target,
                 h("x-client"),
                 h("x-server"),
                 h("x-tcp-response"),
+                h("x-tcp-rule"),
                 body.contains("x-client-in-rules: 127.0.0.1"),
                 body.contains("x-server-in-rules: s1")
             ));
         }
-        sink.wait_for(6);
+        sink.wait_for(12);
         drop(proc);
-        assert_eq!(
-            got[0],
-            "200 client=127.0.0.1 server=s1 tcp-response=seen s1 rules-saw-client=true rules-saw-server=false",
-            "{which}"
-        );
+        let want = "200 client=127.0.0.1 server=s1 tcp-response=seen s1 tcp-rule=seen s1 rules-saw-client=true rules-saw-server=false";
+        assert_eq!(got, [want; 4], "{which}");
         // The agent's lines: level, event, status, frames queued and waiting, errors and
         // processings (HAProxy's stream ids count its applets' streams too; its connection
         // counts are the process's, Fulcrum's the worker's; times vary).
@@ -473,7 +477,7 @@ fn session_and_tcp_response_events_are_asked_in_haproxys_order() {
                 format!("{pri}> {} {} {} {} {} {}", g(0), g(1), g(2), g(4), g(7), g(8))
             })
             .collect();
-        let want: Vec<String> = (1..=6)
+        let want: Vec<String> = (1..=12)
             .map(|n| {
                 let ev = ["on-client-session", "on-server-session", "on-tcp-response"][(n - 1) % 3];
                 format!("<133> SPOE: [ev-agent] <EVENT:{ev}> st=0 0/0 0/{n}")
@@ -516,4 +520,28 @@ fn session_and_tcp_response_events_are_asked_in_haproxys_order() {
             if which == "haproxy" { "c=127.0.0.1 s=- r=-" } else { "c=127.0.0.1 s=e1 r=seen e1" };
         assert!(line.ends_with(&format!("]: {want}\n")), "{which}: {line:?}");
     }
+}
+
+/// Sends `raw` (two requests) on one connection and reads both answers (each `Content-Length`
+/// framed, as the test server sends them) until the proxy closes it.
+fn two_answers(addr: SocketAddr, raw: &str) -> Vec<Vec<u8>> {
+    use std::io::{Read, Write};
+    let mut c = crate::harness::connect(addr);
+    c.write_all(raw.as_bytes()).expect("write");
+    let mut all = Vec::new();
+    let _ = c.read_to_end(&mut all);
+    let mut out = Vec::new();
+    let mut rest = &all[..];
+    while let Some(end) = rest.windows(4).position(|w| w == b"\r\n\r\n") {
+        let head = String::from_utf8_lossy(&rest[..end]).to_ascii_lowercase();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        let total = (end + 4 + len).min(rest.len());
+        out.push(rest[..total].to_vec());
+        rest = &rest[total..];
+    }
+    out
 }

@@ -99,9 +99,8 @@ impl Txn<'_> {
             *self.resp_data_htx = Some(rules::room::data_len(self.resp, body_len, max_input));
         }
         if p.spoe != usize::MAX {
-            use fulcrum_config::spoe::SpoeEvent::{HttpResponse, TcpResponse};
-            let evs = [TcpResponse, HttpResponse];
-            if let Some(ask) = super::spoe::next_of_events(fe, be, own, &evs, &mut p.spoe) {
+            let ev = fulcrum_config::spoe::SpoeEvent::HttpResponse;
+            if let Some(ask) = super::spoe::next_of_both(fe, be, own, ev, &mut p.spoe) {
                 return RespStop::Spoe(ask);
             }
             p.spoe = usize::MAX;

@@ -103,43 +103,17 @@ pub(super) fn next_of_both(
     a
 }
 
-/// The next engine asked on any of `evs` in turn (the frontend's engines, then the
-/// backend's for each), `*from` counting through all of them: as HAProxy runs one analyser's
-/// filters before the next analyser's (`on-tcp-response` before `on-http-response`).
-pub(super) fn next_of_events(
-    fe: &Frontend,
-    be: &Backend,
-    own: bool,
-    evs: &[SpoeEvent],
-    from: &mut usize,
-) -> Option<SpoeAsk> {
-    let n = fe.rules.spoe.len() + be.rules.spoe.len();
-    if n == 0 {
-        return None;
-    }
-    while let Some(&ev) = evs.get(*from / n) {
-        let base = (*from / n) * n;
-        let mut i = *from - base;
-        let a = next_of_both(fe, be, own, ev, &mut i);
-        if a.is_some() {
-            *from = base + i;
-            return a;
-        }
-        *from = base + n;
-    }
-    None
-}
-
-/// The stops of `on-server-session` (the frontend's engines, then the backend's unless it is
-/// the frontend's own `listen`): asked once per stream, as its server connection is ready
-/// (HAProxy's `channel_start_analyze` of the response).
-pub fn server_session_asks(fe: &Frontend, be: &Backend) -> Vec<SpoeAsk> {
+/// The stops of `ev` (`on-server-session`: once per stream, as its server connection is
+/// ready, HAProxy's `channel_start_analyze` of the response; `on-tcp-response`: before the
+/// `tcp-response content` rules, its `AN_RES_INSPECT`): the frontend's engines, then the
+/// backend's unless it is the frontend's own `listen`.
+pub fn asks_of(fe: &Frontend, be: &Backend, ev: SpoeEvent) -> Vec<SpoeAsk> {
     let own = be.is_listen
         && be.name == fe.name
         && fe.backend.as_deref().is_some_and(|b| std::ptr::eq(b, be));
     let mut out = Vec::new();
     let mut from = 0;
-    while let Some(a) = next_of_both(fe, be, own, SpoeEvent::ServerSession, &mut from) {
+    while let Some(a) = next_of_both(fe, be, own, ev, &mut from) {
         out.push(a);
     }
     out

@@ -17,10 +17,16 @@ use crate::rules::{self, TcpVerdict};
 use super::Session;
 
 impl Session<'_> {
-    /// Runs the backend's `tcp-response content` rules on the response's head of server
-    /// `idx`; false when one rejects (counted and recorded: the connection then closes
-    /// without an answer).
+    /// Asks the SPOE engines `on-tcp-response`, then runs the backend's `tcp-response
+    /// content` rules on the response's head of server `idx`; false when one rejects
+    /// (counted and recorded: the connection then closes without an answer).
     pub(super) async fn tcp_response_accepts(&mut self, be: &Backend, idx: usize) -> bool {
+        if self.has_engines(be) {
+            self.spoe_tcp_response(be, idx).await;
+        }
+        if be.rules.tcp_response.is_empty() {
+            return true;
+        }
         let accepts = self.tcp_response_rules(be, &be.servers[idx].name).await;
         if !accepts {
             Counters::inc(&be.counters.denied_resp);

@@ -25,7 +25,18 @@ impl Session<'_> {
         let start = Instant::now();
         let answer = match self.txn().spoe_payload(&engine, &ask, be, server, response) {
             Ok(None) => return,
-            Err(code) => Answer::Failed(code),
+            Err(code) => {
+                let failed = Answer::Failed(code);
+                let stream = self.t.stream_no.unwrap_or(0);
+                crate::spoe::processed(
+                    &engine,
+                    ask.messages(&engine),
+                    stream,
+                    &failed,
+                    (start, None),
+                );
+                failed
+            }
             Ok(Some((payload, stream, frame))) => {
                 crate::spoe::ask(&engine, ask.messages(&engine), payload, Some(stream), frame).await
             }
@@ -37,8 +48,25 @@ impl Session<'_> {
     /// [`Session::spoe_server_session`]).
     #[inline]
     pub(super) fn asks_server_session(&self, be: &Backend) -> bool {
-        let engines = !self.fe.rules.spoe.is_empty() || !be.rules.spoe.is_empty();
-        engines && !self.t.vars.spoe_srv_asked
+        self.has_engines(be) && !self.t.vars.spoe_srv_asked
+    }
+
+    /// Whether the stream has SPOE engines (the frontend's or `be`'s).
+    #[inline]
+    pub(super) fn has_engines(&self, be: &Backend) -> bool {
+        !self.fe.rules.spoe.is_empty() || !be.rules.spoe.is_empty()
+    }
+
+    /// `on-tcp-response`, before the backend's `tcp-response content` rules (which see its
+    /// variables), with the response head in.
+    #[cold]
+    #[inline(never)]
+    pub(super) async fn spoe_tcp_response(&mut self, be: &Backend, idx: usize) {
+        let server = be.servers.get(idx).map(|s| s.name.clone());
+        let ev = fulcrum_config::spoe::SpoeEvent::TcpResponse;
+        for ask in crate::http::analyse::spoe::asks_of(self.fe, be, ev) {
+            self.spoe(ask, Some(be), server.as_deref(), true).await;
+        }
     }
 
     /// `on-server-session`, once per stream (not again for a retry), as the server connection
@@ -48,7 +76,8 @@ impl Session<'_> {
     pub(super) async fn spoe_server_session(&mut self, be: &Backend, idx: usize) {
         self.t.vars.spoe_srv_asked = true;
         let server = be.servers.get(idx).map(|s| s.name.clone());
-        for ask in crate::http::analyse::spoe::server_session_asks(self.fe, be) {
+        let ev = fulcrum_config::spoe::SpoeEvent::ServerSession;
+        for ask in crate::http::analyse::spoe::asks_of(self.fe, be, ev) {
             self.spoe(ask, Some(be), server.as_deref(), false).await;
         }
     }

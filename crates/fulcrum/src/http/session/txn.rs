@@ -110,7 +110,7 @@ impl Session<'_> {
             drop((slot, sc));
             return self.answer(502, &info, Some(&be)).await;
         }
-        if !be.rules.tcp_response.is_empty()
+        if (self.has_engines(&be) || !be.rules.tcp_response.is_empty())
             && !cold(self.tcp_response_accepts(&be, slot.index())).await
         {
             drop((slot, sc)); // the server's response is abandoned with its connection
