@@ -92,8 +92,6 @@ pub fn spop_hello(buf: &[u8], last_read: bool) -> Eval {
 /// A failed SPOP check: `L7RSP` with the reason of SPOP status `code` (an unknown one as
 /// "an unknown error occurred").
 fn spop_failed(code: u32) -> Eval {
-    let code =
-        if code > fulcrum_spop::status::RESOURCE { fulcrum_spop::status::UNKNOWN } else { code };
     let desc = fulcrum_spop::status::reason(code).into();
     Eval::Fail { status: CheckStatus::L7Rsp, code: None, desc }
 }

@@ -73,14 +73,8 @@ impl Compiler<'_> {
         }
         let pass = app.pass_headers.iter().map(|p| (p.name.clone(), c.cond(&p.cond, span)));
         let pass = pass.collect();
-        let errors = std::mem::take(&mut c.errors);
-        let uses = (c.uses_dst, c.uses_payload, c.uses_http_req);
-        let acls = c.finish();
-        self.errors.extend(errors);
-        // (What the nested compiler saw the expressions read is the backend's need too.)
-        self.uses_dst |= uses.0;
-        self.uses_payload |= uses.1;
-        self.uses_http_req |= uses.2;
+        let (acls, found) = c.finish_nested();
+        self.merge(found);
         FcgiRules { acls, params, pass }
     }
 }

@@ -25,6 +25,7 @@ pub mod format;
 pub mod jwt;
 mod live;
 pub mod maps;
+mod nested;
 pub mod origin;
 pub mod refs;
 pub mod room;

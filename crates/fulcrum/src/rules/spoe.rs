@@ -254,13 +254,8 @@ impl Compiler<'_> {
                     }
                 }
                 let cond = c.cond(&m.cond, &m.span);
-                let errors = std::mem::take(&mut c.errors);
-                let uses = (c.uses_dst, c.uses_payload, c.uses_http_req);
-                let acls = c.finish();
-                self.errors.extend(errors);
-                self.uses_dst |= uses.0;
-                self.uses_payload |= uses.1;
-                self.uses_http_req |= uses.2;
+                let (acls, found) = c.finish_nested();
+                self.merge(found);
                 messages.push(Message { name: m.name.clone(), args, cond, acls });
             }
             let mut events: Vec<(SpoeEvent, Vec<usize>)> = Vec::new();

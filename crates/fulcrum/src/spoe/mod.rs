@@ -77,13 +77,11 @@ fn agent_for_ref(engine: &Engine) -> Option<Rc<Agent>> {
 }
 
 fn agent_for(engine: &Arc<Engine>) -> Rc<Agent> {
+    if let Some(ag) = agent_for_ref(engine) {
+        return ag;
+    }
     AGENTS.with(|a| {
         let mut list = a.borrow_mut();
-        if let Some((_, ag)) =
-            list.iter().find(|(e, _)| std::ptr::eq(e.as_ptr(), Arc::as_ptr(engine)))
-        {
-            return Rc::clone(ag);
-        }
         // (Engines of plans gone: their agents go too.)
         list.retain(|(e, _)| e.strong_count() > 0);
         let ag = Rc::new(Agent {

@@ -22,7 +22,8 @@ impl Session<'_> {
     /// (counted and recorded: the connection then closes without an answer).
     pub(super) async fn tcp_response_accepts(&mut self, be: &Backend, idx: usize) -> bool {
         if self.has_engines(be) {
-            self.spoe_tcp_response(be, idx).await;
+            let ev = fulcrum_config::spoe::SpoeEvent::TcpResponse;
+            self.spoe_event(ev, be, idx, true).await;
         }
         if be.rules.tcp_response.is_empty() {
             return true;

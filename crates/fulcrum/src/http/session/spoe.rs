@@ -5,6 +5,8 @@
 
 use std::time::Instant;
 
+use fulcrum_config::spoe::SpoeEvent;
+
 use super::Session;
 use crate::backend::Backend;
 use crate::http::analyse::spoe::SpoeAsk;
@@ -57,28 +59,30 @@ impl Session<'_> {
         !self.fe.rules.spoe.is_empty() || !be.rules.spoe.is_empty()
     }
 
-    /// `on-tcp-response`, before the backend's `tcp-response content` rules (which see its
-    /// variables), with the response head in.
-    #[cold]
-    #[inline(never)]
-    pub(super) async fn spoe_tcp_response(&mut self, be: &Backend, idx: usize) {
-        let server = be.servers.get(idx).map(|s| s.name.clone());
-        let ev = fulcrum_config::spoe::SpoeEvent::TcpResponse;
-        for ask in crate::http::analyse::spoe::asks_of(self.fe, be, ev) {
-            self.spoe(ask, Some(be), server.as_deref(), true).await;
-        }
-    }
-
     /// `on-server-session`, once per stream (not again for a retry), as the server connection
-    /// is ready and before the request goes (see `analyse::spoe::server_session_asks`).
+    /// is ready and before the request goes (see `analyse::spoe::asks_of`).
     #[cold]
     #[inline(never)]
     pub(super) async fn spoe_server_session(&mut self, be: &Backend, idx: usize) {
         self.t.vars.spoe_srv_asked = true;
+        self.spoe_event(SpoeEvent::ServerSession, be, idx, false).await;
+    }
+
+    /// Asks the stream's engines about `ev` once server `idx` of `be` is connected
+    /// (`on-server-session`; `on-tcp-response` before the backend's `tcp-response content`
+    /// rules, which see its variables: `response`, the head is in).
+    #[cold]
+    #[inline(never)]
+    pub(super) async fn spoe_event(
+        &mut self,
+        ev: SpoeEvent,
+        be: &Backend,
+        idx: usize,
+        response: bool,
+    ) {
         let server = be.servers.get(idx).map(|s| s.name.clone());
-        let ev = fulcrum_config::spoe::SpoeEvent::ServerSession;
         for ask in crate::http::analyse::spoe::asks_of(self.fe, be, ev) {
-            self.spoe(ask, Some(be), server.as_deref(), false).await;
+            self.spoe(ask, Some(be), server.as_deref(), response).await;
         }
     }
 }
