@@ -1,5 +1,5 @@
 //! Probes the tools some tests drive (a real gRPC client and server, Python's Prometheus
-//! parser and SMTP server, a SPOE agent's library, PHP-FPM, a browser, OpenSSL and curl, `ss`, the Debian package's `dpkg-deb`,
+//! parser and SMTP server, a SPOE agent's library, PHP-FPM, flup, a browser, OpenSSL and curl, `ss`, the Debian package's `dpkg-deb`,
 //! `lintian` and `man`) and whether the tests run as root: for each one missing, a `cfg` flag, under which its
 //! tests are ignored with the reason, so `cargo test` shows them as ignored, never as passed
 //! without having run. The binary does not use these flags.
@@ -24,6 +24,8 @@ fn main() {
         ("no_python_zlib", python("zlib")),
         // A real PHP-FPM for the FastCGI tests (Debian's, any PHP version).
         ("no_php_fpm", php_fpm()),
+        // A real multiplexing FastCGI server (Python's flup).
+        ("no_flup", python("flup.server.fcgi")),
         // A real SMTP server for the mail alerts.
         ("no_aiosmtpd", python("aiosmtpd.smtp")),
         // A SPOE agent written with a public SPOP library, judging with libinjection.

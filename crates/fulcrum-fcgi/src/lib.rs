@@ -215,6 +215,29 @@ pub fn get_values(out: &mut Vec<u8>, names: &[&str]) {
     out.extend_from_slice(&body);
 }
 
+/// Appends `ABORT_REQUEST` for request `id`.
+pub fn abort_request(out: &mut Vec<u8>, id: u16) {
+    header(out, Kind::AbortRequest, id, 0);
+}
+
+/// What a `GET_VALUES_RESULT` says of multiplexing: `FCGI_MPXS_CONNS` (`Some(true)` when
+/// `"1"`, as HAProxy reads it) and `FCGI_MAX_REQS` (HAProxy's `strl2ui`: its leading digits),
+/// each `None` when not named; `Err` when the pairs are malformed.
+pub fn values_result(content: &[u8]) -> Result<(Option<bool>, Option<u32>), Error> {
+    let (mut mpxs, mut max) = (None, None);
+    for (n, v) in decode_pairs(content)? {
+        if n.eq_ignore_ascii_case(b"FCGI_MPXS_CONNS") {
+            mpxs = Some(v == b"1");
+        } else if n.eq_ignore_ascii_case(b"FCGI_MAX_REQS") {
+            let digits = v.iter().take_while(|b| b.is_ascii_digit());
+            max = Some(
+                digits.fold(0u32, |a, d| a.wrapping_mul(10).wrapping_add(u32::from(d - b'0'))),
+            );
+        }
+    }
+    Ok((mpxs, max))
+}
+
 /// `FCGI_END_REQUEST`'s body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EndRequest {
@@ -299,6 +322,23 @@ mod tests {
         assert_eq!(Record::parse(&[1, 12, 0, 1, 0, 0, 0, 0]), Err(Error::Type(12)));
         assert_eq!(decode_pairs(&[3, 1, b'a']), Err(Error::Truncated));
         assert_eq!(decode_pairs(&[0x80, 0, 0]), Err(Error::Truncated));
+    }
+
+    #[test]
+    fn values_result_as_haproxy_reads_it() {
+        let mut c = Vec::new();
+        pair(&mut c, b"FCGI_MAX_CONNS", b"7");
+        pair(&mut c, b"fcgi_mpxs_conns", b"1");
+        pair(&mut c, b"FCGI_MAX_REQS", b"50x");
+        assert_eq!(values_result(&c), Ok((Some(true), Some(50))));
+        let mut c = Vec::new();
+        pair(&mut c, b"FCGI_MPXS_CONNS", b"yes");
+        assert_eq!(values_result(&c), Ok((Some(false), None)));
+        assert_eq!(values_result(&[]), Ok((None, None)));
+        assert!(values_result(&[3, 1, b'a']).is_err());
+        let mut out = Vec::new();
+        abort_request(&mut out, 3);
+        assert_eq!(out, [1, 2, 0, 3, 0, 0, 0, 0]);
     }
 
     #[test]

@@ -91,9 +91,11 @@ pub enum Id {
     CheckHead,
     /// `spoe`: the connections to each engine's agent.
     Spoe,
+    /// `http::fcgi::mux`: FastCGI connections shared by several requests.
+    FcgiMux,
 }
 
-const COUNT: usize = Id::Spoe as usize + 1;
+const COUNT: usize = Id::FcgiMux as usize + 1;
 
 /// Frees a slot's value (made by [`Slot::make`] from a `Box<T>`).
 type Free = unsafe fn(*mut ());

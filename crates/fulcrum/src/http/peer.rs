@@ -83,7 +83,7 @@ impl Peer {
         match self {
             Peer::Bytes(s) => s.server_sni(),
             Peer::H2Up(v) => v.sni(),
-            Peer::Fcgi(v) => v.stream().server_sni(),
+            Peer::Fcgi(v) => v.server_sni(),
             Peer::H2(_) => None,
         }
     }
@@ -95,7 +95,7 @@ impl Peer {
         match self {
             Peer::Bytes(s) => ServerSide::Stream(s),
             Peer::H2Up(v) => ServerSide::Facts(v.tls_facts()),
-            Peer::Fcgi(v) => ServerSide::Stream(v.stream()),
+            Peer::Fcgi(v) => v.tls_side(),
             Peer::H2(_) => ServerSide::Facts(None),
         }
     }
@@ -289,7 +289,7 @@ impl AsFd for Peer {
             Peer::Bytes(s) => s.as_fd(),
             Peer::H2(v) => v.as_fd(),
             Peer::H2Up(v) => v.as_fd(),
-            Peer::Fcgi(v) => v.stream().as_fd(),
+            Peer::Fcgi(v) => v.as_fd(),
         }
     }
 }

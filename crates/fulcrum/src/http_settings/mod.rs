@@ -90,8 +90,10 @@ pub struct HttpProxy {
     pub limits: fulcrum_http::Limits,
     /// `tune.bufsize`: the largest head after rewrites.
     pub bufsize: usize,
-    /// `option http-buffer-request`: wait for the whole body (up to a buffer) before rules.
-    pub buffer_request: bool,
+    /// The body is awaited (up to a buffer) before its rules: `option http-buffer-request`, or
+    /// an `fcgi-app` (HAProxy's FastCGI filter does so); for a frontend or `listen` before
+    /// its rules, for a backend as it is chosen.
+    pub waits_body: bool,
     /// `monitor-uri`.
     pub monitor_uri: Option<String>,
     /// `cookie`: persistence cookie settings (backend).
@@ -139,6 +141,13 @@ pub struct FcgiApp {
     pub path_info: Option<fulcrum_pattern::Rx>,
     /// `option keep-conn`: the application keeps the connection for the next request.
     pub keep_conn: bool,
+    /// `option get-values`: a new connection asks `FCGI_MAX_REQS` and `FCGI_MPXS_CONNS` first.
+    pub get_values: bool,
+    /// `option mpxs-conns`: the application multiplexes requests on a connection.
+    pub mpxs_conns: bool,
+    /// `option max-reqs`: requests at once on a connection (1 unless `mpxs-conns` or
+    /// `get-values`, as HAProxy's check leaves it).
+    pub max_reqs: u32,
     /// `log-stderr`: where the application's `STDERR` records go.
     pub stderr: Option<crate::log::syslog::Logger>,
 }

@@ -103,6 +103,9 @@ pub(super) fn fcgi_app(
         index: app.index.clone(),
         path_info,
         keep_conn: app.keep_conn,
+        get_values: app.get_values,
+        mpxs_conns: app.mpxs_conns,
+        max_reqs: app.max_reqs,
         stderr,
     }))
 }

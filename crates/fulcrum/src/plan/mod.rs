@@ -570,7 +570,7 @@ fn http_proxy(
             max_headers: g.tune_http_maxhdr as usize,
         },
         bufsize: g.tune_bufsize,
-        buffer_request: p.http_buffer_request,
+        waits_body: p.http_buffer_request || p.use_fcgi_app.is_some(),
         monitor_uri: p.monitor_uri.clone(),
         cookie: p.cookie.clone(),
         hash_key: match &p.balance {

@@ -447,6 +447,7 @@ fn event_loop(
         crate::lifecycle::begin_stop();
         crate::http::pool::clear();
         crate::http::h2::upstream::clear();
+        crate::http::fcgi::mux::clear();
         let exit = async {
             while *state.borrow_and_update() != RunState::Exit {
                 if state.changed().await.is_err() {

@@ -2,8 +2,10 @@
 //! `php-fpm`, started here on 127.0.0.1 and on a UNIX socket) serving small PHP scripts: the
 //! CGI parameters PHP sees (path-info, query, the hidden `Authorization`), a 3 MB upload,
 //! `Status:` and `Location:` answers, `HEAD`, `Expect: 100-continue` answered by the proxy,
-//! and PHP-FPM stopped (503, the server DOWN). Each scenario runs under HAProxy 2.6 too when it
-//! is installed, and both must answer alike.
+//! chunked uploads (awaited whole for their `CONTENT_LENGTH`; 400 beyond a buffer), and
+//! PHP-FPM stopped (503, the server DOWN); and multiplexed connections against flup, a FastCGI
+//! server that multiplexes. Each scenario runs under HAProxy 2.6 too when it is installed, and
+//! both must answer alike.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -104,10 +106,21 @@ fn is_root() -> bool {
 }
 
 /// Sends `raw` on a new connection and reads the whole answer (the connection closes after).
+/// A `\0PAUSE<ms>\0` marker in `raw` is a pause in the sending, not bytes.
 fn ask(addr: SocketAddr, raw: &[u8]) -> String {
     let mut c = TcpStream::connect(addr).expect("connect");
     c.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
-    c.write_all(raw).expect("write");
+    let mut raw = raw;
+    // (Writes may fail once the proxy answered early and closed: the answer tells.)
+    while let Some(at) = raw.windows(6).position(|w| w == b"\0PAUSE") {
+        let _ = c.write_all(&raw[..at]);
+        let rest = &raw[at + 6..];
+        let end = rest.iter().position(|b| *b == 0).expect("marker end");
+        let ms: u64 = std::str::from_utf8(&rest[..end]).expect("ms").parse().expect("ms");
+        std::thread::sleep(Duration::from_millis(ms));
+        raw = &rest[end + 1..];
+    }
+    let _ = c.write_all(raw);
     let mut out = Vec::new();
     let _ = c.read_to_end(&mut out);
     String::from_utf8_lossy(&out).into_owned()
@@ -115,6 +128,28 @@ fn ask(addr: SocketAddr, raw: &[u8]) -> String {
 
 fn get(path: &str, extra: &str) -> Vec<u8> {
     format!("GET {path} HTTP/1.1\r\nHost: t\r\n{extra}Connection: close\r\n\r\n").into_bytes()
+}
+
+/// A chunked POST to `/post.php` (chunks of at most 4,000 bytes) on a new connection; with
+/// `pause_ms`, the last chunk and the body's end follow after that pause.
+fn chunked_post(data: &[u8], pause_ms: u64) -> Vec<u8> {
+    let mut body = Vec::new();
+    for c in data.chunks(4000) {
+        body.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+        body.extend_from_slice(c);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(b"0\r\n\r\n");
+    let mut req = b"POST /post.php HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n".to_vec();
+    if pause_ms == 0 {
+        req.extend_from_slice(&body);
+        return req;
+    }
+    // (Sent by `ask` as a marker: the bytes after it go after the pause.)
+    req.extend_from_slice(&body[..body.len() - 12]);
+    req.extend_from_slice(format!("\0PAUSE{pause_ms}\0").as_bytes());
+    req.extend_from_slice(&body[body.len() - 12..]);
+    req
 }
 
 /// The status line, and the body of an answer.
@@ -179,6 +214,12 @@ fn php_scripts_through_php_fpm_answer_as_under_haproxy() {
             ask(a, b"HEAD /index.php HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),
             // A header name with `_` would become the CGI parameter of `X-Test`: deleted.
             ask(a, &get("/info.php", "X_Test: smuggled\r\n")),
+            // A chunked body: awaited whole (HAProxy's FastCGI filter), its length the
+            // script's `CONTENT_LENGTH`, even when its end comes later; one that does not end
+            // within a buffer gets 400.
+            ask(a, &chunked_post(b"hello world", 0)),
+            ask(a, &chunked_post(b"hello world", 200)),
+            ask(a, &chunked_post(&big[..100_000], 0)),
         ];
         let got: Vec<(String, String)> = answers.iter().map(|x| parts(x)).collect();
         let info = &got[1].1;
@@ -232,6 +273,10 @@ fn php_scripts_through_php_fpm_answer_as_under_haproxy() {
             ("HTTP/1.1 200 OK", ""),
             "{target}: HEAD"
         );
+        let eleven = format!("len=11 md5={:032x}\n", md5_of(b"hello world"));
+        assert_eq!(got[10], ("HTTP/1.1 200 OK".into(), eleven.clone()), "{target}: chunked");
+        assert_eq!(got[11], ("HTTP/1.1 200 OK".into(), eleven), "{target}: chunked, late end");
+        assert_eq!(got[12].0, "HTTP/1.1 400 Bad request", "{target}: chunked, too large");
         // `Expect: 100-continue`: the proxy says it, then the body goes.
         let mut c = TcpStream::connect(a).expect("connect");
         c.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
@@ -393,6 +438,107 @@ fn conditional_params_and_stderr_lines_as_under_haproxy() {
         let want = "<131> php PHP message: boom from php; PHP message: two\nlines\n";
         assert_eq!(lines, [want], "{target}");
         seen.push((bodies, lines));
+        drop(p);
+    }
+    if seen.len() == 2 {
+        assert_eq!(seen[0], seen[1], "HAProxy 2.6 (left) and Fulcrum (right) alike");
+    }
+}
+
+const FLUP_APP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/e2e/fcgi_mux.py");
+
+/// A FastCGI application served by flup (`fcgi_mux.py`): killed (by PID) when dropped.
+struct Flup {
+    child: Child,
+    port: u16,
+}
+
+impl Flup {
+    fn start(mode: &str) -> Flup {
+        use std::io::BufRead;
+        let mut child = Command::new("python3")
+            .args([FLUP_APP, mode])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start fcgi_mux.py");
+        let mut line = String::new();
+        if let Some(out) = child.stdout.take() {
+            let _ = std::io::BufReader::new(out).read_line(&mut line);
+        }
+        let port = line.trim().strip_prefix("ready ").and_then(|p| p.parse().ok());
+        Flup { child, port: port.expect("fcgi_mux.py's port") }
+    }
+}
+
+impl Drop for Flup {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `n` requests for `path` at once, each on its own client connection: their bodies, sorted.
+fn at_once(a: SocketAddr, path: &str, n: usize) -> Vec<String> {
+    let req = get(path, "");
+    let mut got: Vec<String> = std::thread::scope(|s| {
+        let all: Vec<_> = (0..n).map(|_| s.spawn(|| parts(&ask(a, &req)).1)).collect();
+        all.into_iter().map(|t| t.join().expect("client")).collect()
+    });
+    got.sort();
+    got
+}
+
+/// `option mpxs-conns`, `max-reqs` and `get-values` against flup, a FastCGI server that
+/// multiplexes (and one that does not). Each application counts the connections it accepted;
+/// `/wait?n=3` answers once three requests are served at once, so three such requests need
+/// connections that carry them together. As under HAProxy 2.6 (measured, and compared here
+/// when it is installed), with `http-reuse always`: `max-reqs 2` puts two of three on one
+/// connection; with `get-values` a connection takes as many as the application's
+/// `FCGI_MAX_REQS` once it said it multiplexes, and one at a time when it says it does not;
+/// under `http-reuse safe` every request of a new client has a connection of its own.
+#[test]
+#[cfg_attr(no_flup, ignore = "flup is not installed (see crates/fulcrum/build.rs)")]
+fn multiplexed_connections_as_under_haproxy() {
+    let mut seen: Vec<Vec<Vec<String>>> = Vec::new();
+    for target in targets() {
+        let apps =
+            [Flup::start("mux"), Flup::start("mux"), Flup::start("single"), Flup::start("mux")];
+        let port = |i: usize| apps[i].port;
+        let cfg = format!(
+            "global\n nbthread 1\n\
+             defaults\n mode http\n timeout connect 1s\n timeout client 10s\n timeout server 10s\n\
+             fcgi-app mux\n docroot /srv\n option mpxs-conns\n option max-reqs 2\n\
+             fcgi-app gv\n docroot /srv\n option get-values\n option mpxs-conns\n\
+             frontend fe\n bind {{fe0}}\n use_backend %[path,field(2,/)]\n\
+             backend mux\n http-reuse always\n use-fcgi-app mux\n server s 127.0.0.1:{} proto fcgi\n\
+             backend gv\n http-reuse always\n use-fcgi-app gv\n server s 127.0.0.1:{} proto fcgi\n\
+             backend gvs\n http-reuse always\n use-fcgi-app gv\n server s 127.0.0.1:{} proto fcgi\n\
+             backend safe\n use-fcgi-app mux\n server s 127.0.0.1:{} proto fcgi\n",
+            port(0),
+            port(1),
+            port(2),
+            port(3)
+        );
+        let Some((p, addrs, _)) = start_proxy(target, "fcgi-mux", &cfg) else { continue };
+        let a = addrs[0];
+        let together = |n: u32| vec![format!("conns={n} together=yes\n"); 3];
+        let mut got = Vec::new();
+        // Three at once on a fresh proxy: one connection takes two.
+        got.push(at_once(a, "/mux/wait?n=3&tag=a", 3));
+        assert_eq!(got[0], together(2), "{target}: max-reqs 2");
+        // After one request (the GET_VALUES answer known), three at once share its connection.
+        got.push(vec![parts(&ask(a, &get("/gv/conns", ""))).1]);
+        got.push(at_once(a, "/gv/wait?n=3&tag=a", 3));
+        assert_eq!(got[1..], [vec!["conns=1\n".to_string()], together(1)], "{target}: get-values");
+        // The application says it does not multiplex: one request per connection.
+        got.push(vec![parts(&ask(a, &get("/gvs/conns", ""))).1]);
+        got.push(at_once(a, "/gvs/wait?n=3&tag=a", 3));
+        assert_eq!(got[4], together(3), "{target}: FCGI_MPXS_CONNS 0");
+        // `http-reuse safe`: each new client's request on a connection of its own.
+        got.push(at_once(a, "/safe/wait?n=3&tag=a", 3));
+        assert_eq!(got[5], together(3), "{target}: http-reuse safe");
+        seen.push(got);
         drop(p);
     }
     if seen.len() == 2 {

@@ -229,6 +229,33 @@ fn option_http_buffer_request_and_wait_for_body_hold_the_request_until_the_body_
     }
 }
 
+/// A backend's `option http-buffer-request` waits too, once the backend is chosen: its rules
+/// see the body, the server gets nothing before it is in.
+#[test]
+fn a_backends_http_buffer_request_holds_the_request_until_the_body_is_in() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&format!(
+            "{DEFAULTS}frontend fe\n bind {{fe0}}\n default_backend be\n\
+             backend be\n option http-buffer-request\n\
+             http-request deny if {{ req.body -m sub secret }}\n server s1 {}\n",
+            srv.addr()
+        ));
+        let mut cl = px.client();
+        cl.send(b"POST /?echo=body HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nhello");
+        // Nothing can be observed until the body ends: a short, bounded pause.
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(srv.counts().conns, 0, "the proxy waits for the body");
+        cl.send(b"world");
+        assert_eq!(cl.read().text(), "helloworld");
+        let mut cl = px.client();
+        cl.send(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 9\r\n\r\na sec");
+        std::thread::sleep(Duration::from_millis(100));
+        cl.send(b"ret!");
+        assert_eq!(cl.read().status, 403);
+    });
+}
+
 #[test]
 fn http_response_rules_rewrite_the_answer() {
     each(|t| {

@@ -221,6 +221,8 @@ pub struct Progress {
     /// `InspectFe`/`InspectBe`: the SPOE engines' `on-*-tcp-request` were asked (`from` then
     /// counts the `tcp-request content` rules).
     engines_done: bool,
+    /// The backend's wait for the body (`Txn::request`'s `InspectBe`) is behind.
+    be_waited: bool,
     pub be: Option<Arc<Backend>>,
 }
 
@@ -345,7 +347,7 @@ impl<'s> Txn<'s> {
             if let Some(failing) = self.monitor() {
                 return Stop::Monitor { failing };
             }
-            if self.http.buffer_request && self.req.info().body != Body::None {
+            if self.http.waits_body && self.req.info().body != Body::None {
                 p.at = At::Buffered;
                 return Stop::BufferBody;
             }
@@ -397,6 +399,14 @@ impl<'s> Txn<'s> {
         }
         let be = p.be.as_ref().expect("chosen");
         if p.at == At::InspectBe {
+            // HAProxy's FastCGI filter, and a backend's `option http-buffer-request`, wait for
+            // the body (up to a buffer) once the backend is chosen.
+            if be.http.as_deref().is_some_and(|h| h.waits_body) && !p.be_waited {
+                p.be_waited = true;
+                if !self.http.waits_body && self.req.info().body != Body::None {
+                    return Stop::BufferBody;
+                }
+            }
             if !be.rules.tcp_content.is_empty()
                 || !be.rules.spoe.is_empty()
                 || !fe.rules.spoe.is_empty()

@@ -115,6 +115,14 @@ impl Session<'_> {
         ok
     }
 
+    /// `option http-buffer-request` (or an `fcgi-app` backend): the body awaited as
+    /// [`Session::wait_for_body`] does; the request counts as received once it is here (`Tq`),
+    /// as HAProxy's `http_wait_for_request_body` says.
+    pub(super) async fn buffer_body(&mut self, info: &fulcrum_http::Info, time: Duration) {
+        self.wait_for_body(info, time, None).await;
+        self.t.o.marks.request = Some(crate::clock::now());
+    }
+
     /// `http-response wait-for-body`, into the server connection's buffer; false when the time
     /// ran out (HAProxy then answers 504).
     pub(super) async fn wait_for_response_body(

@@ -266,6 +266,13 @@ impl Session<'_> {
                     return Some(found);
                 }
             }
+            // A request on a FastCGI connection of this worker shared by several (`mpxs-conns`
+            // under `http-reuse always|aggressive`).
+            if srv.proto == Some(fulcrum_config::MuxProto::Fcgi) && reuse != Reuse::Never {
+                if let Some(found) = super::to_fcgi::shared_fcgi(be, idx, reuse) {
+                    return Some(found);
+                }
+            }
             if let Some(sc) = own.take() {
                 let clean = !check || crate::http::io::idle_is_clean(&sc.stream);
                 if Arc::ptr_eq(&sc.be, be) && sc.idx == idx && clean {
@@ -350,7 +357,8 @@ impl Session<'_> {
             Peer::Bytes(stream) if srv.proto == Some(fulcrum_config::MuxProto::Fcgi) => {
                 match be.http.as_ref().and_then(|h| h.fcgi.clone()) {
                     Some(app) => {
-                        Peer::Fcgi(Box::new(crate::http::fcgi::FcgiView::new(stream, app)))
+                        super::to_fcgi::fcgi_peer(stream, app, be, slot.index(), reuse, requests)
+                            .map_err(|e| tcp::Ending::ConnectFailed(e.kind(), None))?
                     }
                     None => Peer::Bytes(stream),
                 }

@@ -443,7 +443,7 @@ impl Session<'_> {
                     // rules run.
                     let t = fe.timeouts.http_request.or(fe.timeouts.client);
                     let t = t.unwrap_or(Duration::MAX).min(Duration::from_secs(3600));
-                    cold(self.wait_for_body(&info, t, None)).await;
+                    cold(self.buffer_body(&info, t)).await;
                 }
                 Stop::WaitForBody { time, at_least } => {
                     if !cold(self.wait_for_body(&info, time, at_least)).await {

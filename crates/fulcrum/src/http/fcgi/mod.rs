@@ -10,8 +10,11 @@
 //! With `option keep-conn` (HAProxy's default) the request asks the application to keep the
 //! connection (`FCGI_KEEP_CONN`), and a connection whose request ended cleanly goes back to the
 //! session or the worker's idle pool as any server connection; the next request on it is a new
-//! `FcgiView`. No multiplexing (`mpxs-conns`). Must not touch: rules, the session's choices
-//! (it is only a [`Peer`]).
+//! `FcgiView`. With `option get-values`, a new connection first asks the application's
+//! `FCGI_MAX_REQS` and `FCGI_MPXS_CONNS` (`GET_VALUES`), as HAProxy does. A request may instead
+//! be one of several on a connection the worker shares ([`mux`]: `mpxs-conns`, `max-reqs`),
+//! which reads the records and hands this view its own. Must not touch: rules, the session's
+//! choices (it is only a [`Peer`]).
 //!
 //! [`Peer`]: super::peer::Peer
 
@@ -25,6 +28,8 @@ use fulcrum_http::{Head, Limits, Method};
 
 use crate::connection::Stream;
 use crate::http::peer::Piece;
+
+pub mod mux;
 
 /// The request id of the only request on a connection.
 const ID: u16 = 1;
@@ -42,13 +47,24 @@ pub struct Facts<'a> {
     /// Hidden request headers passed all the same (`pass-header` rules that matched), lower
     /// case.
     pub pass: &'a [&'a str],
+    /// The body data already received of a request without a length (chunked): its
+    /// `CONTENT_LENGTH`, as HAProxy counts the data its buffer holds when the parameters go.
+    pub buffered: u64,
 }
 
 /// One request's FastCGI connection (see the module's doc).
 pub struct FcgiView {
-    stream: Stream,
+    wire: Wire,
     app: std::sync::Arc<crate::http_settings::FcgiApp>,
     st: RefCell<State>,
+}
+
+/// Where the view's records go and come from.
+enum Wire {
+    /// A connection of its own (request id 1).
+    Own(Stream),
+    /// A request on a connection the worker shares.
+    Shared(mux::Handle),
 }
 
 #[derive(Default)]
@@ -84,12 +100,53 @@ struct CgiHead {
 }
 
 impl FcgiView {
-    pub fn new(stream: Stream, app: std::sync::Arc<crate::http_settings::FcgiApp>) -> Self {
-        FcgiView { stream, app, st: RefCell::new(State::default()) }
+    /// A request on a connection of its own; `fresh`: just made (it then asks `GET_VALUES`
+    /// first with `option get-values`).
+    pub fn new(
+        stream: Stream,
+        app: std::sync::Arc<crate::http_settings::FcgiApp>,
+        fresh: bool,
+    ) -> Self {
+        let mut st = State::default();
+        if fresh && app.get_values {
+            fulcrum_fcgi::get_values(&mut st.out, &["FCGI_MAX_REQS", "FCGI_MPXS_CONNS"]);
+        }
+        FcgiView { wire: Wire::Own(stream), app, st: RefCell::new(st) }
     }
 
-    pub fn stream(&self) -> &Stream {
-        &self.stream
+    /// A request on a connection the worker shares.
+    pub fn shared(h: mux::Handle, app: std::sync::Arc<crate::http_settings::FcgiApp>) -> Self {
+        FcgiView { wire: Wire::Shared(h), app, st: RefCell::new(State::default()) }
+    }
+
+    fn id(&self) -> u16 {
+        match &self.wire {
+            Wire::Own(_) => ID,
+            Wire::Shared(h) => h.id(),
+        }
+    }
+
+    pub fn server_sni(&self) -> Option<&str> {
+        match &self.wire {
+            Wire::Own(s) => s.server_sni(),
+            Wire::Shared(h) => h.sni(),
+        }
+    }
+
+    pub fn tls_side(&self) -> crate::tls::facts::ServerSide<'_> {
+        use crate::tls::facts::ServerSide;
+        match &self.wire {
+            Wire::Own(s) => ServerSide::Stream(s),
+            Wire::Shared(h) => ServerSide::Facts(h.tls_facts()),
+        }
+    }
+
+    pub fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        match &self.wire {
+            Wire::Own(s) => s.as_fd(),
+            Wire::Shared(h) => h.as_fd(),
+        }
     }
 
     /// Sends `BEGIN_REQUEST` and the parameters made from `req` (and the end of `STDIN` when
@@ -107,7 +164,8 @@ impl FcgiView {
         let info = req.info();
         let body_len = match info.body {
             fulcrum_http::Body::Length(n) => n,
-            _ => 0,
+            fulcrum_http::Body::None => 0,
+            _ => f.buffered,
         };
         let version: &[u8] = match req.version() {
             fulcrum_http::Version::Http10 => b"HTTP/1.0",
@@ -142,21 +200,27 @@ impl FcgiView {
         let mut st = self.st.borrow_mut();
         st.method = Some(req.method());
         st.max_head = limits.max_head;
-        fulcrum_fcgi::begin_request(&mut st.out, ID, app.keep_conn);
-        fulcrum_fcgi::stream(&mut st.out, Kind::Params, ID, &params);
-        fulcrum_fcgi::end_stream(&mut st.out, Kind::Params, ID);
+        let id = self.id();
+        fulcrum_fcgi::begin_request(&mut st.out, id, app.keep_conn);
+        fulcrum_fcgi::stream(&mut st.out, Kind::Params, id, &params);
+        fulcrum_fcgi::end_stream(&mut st.out, Kind::Params, id);
         st.sent_head = true;
         if matches!(info.body, fulcrum_http::Body::None | fulcrum_http::Body::Length(0)) {
-            fulcrum_fcgi::end_stream(&mut st.out, Kind::Stdin, ID);
+            fulcrum_fcgi::end_stream(&mut st.out, Kind::Stdin, id);
             st.sent_end = true;
         }
         self.flush(&mut st).map(drop)
     }
 
-    /// Writes what can be written now: `Ok(true)` once nothing waits.
+    /// Writes what can be written now: `Ok(true)` once nothing waits (on a shared connection:
+    /// the records are queued, and its queue has room).
     fn flush(&self, st: &mut State) -> io::Result<bool> {
+        let stream = match &self.wire {
+            Wire::Own(s) => s,
+            Wire::Shared(h) => return h.queue(&mut st.out, st.sent_head),
+        };
         while st.written < st.out.len() {
-            match self.stream.try_write(&st.out[st.written..]) {
+            match stream.try_write(&st.out[st.written..]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => st.written += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
@@ -179,7 +243,11 @@ impl FcgiView {
                 Ok(false) => {}
                 Err(e) => return Poll::Ready(Err(e)),
             }
-            match self.stream.poll_write_ready(cx) {
+            let ready = match &self.wire {
+                Wire::Own(s) => s.poll_write_ready(cx),
+                Wire::Shared(h) => h.poll_writable(cx),
+            };
+            match ready {
                 Poll::Ready(Ok(())) => {}
                 other => return other,
             }
@@ -197,12 +265,22 @@ impl FcgiView {
         if st.sent_end {
             return Ok(());
         }
-        fulcrum_fcgi::stream(&mut st.out, Kind::Stdin, ID, data);
+        let id = self.id();
+        fulcrum_fcgi::stream(&mut st.out, Kind::Stdin, id, data);
         if end {
-            fulcrum_fcgi::end_stream(&mut st.out, Kind::Stdin, ID);
+            fulcrum_fcgi::end_stream(&mut st.out, Kind::Stdin, id);
             st.sent_end = true;
+            self.note_answered(&st);
         }
         self.flush(&mut st).map(drop)
+    }
+
+    /// On a shared connection: whether the request went whole and its answer's head was taken
+    /// (leaving before `END_REQUEST` then aborts it only if more of the answer comes).
+    fn note_answered(&self, st: &State) {
+        if let Wire::Shared(h) = &self.wire {
+            h.set_answered(st.sent_end && st.head_taken && st.failed.is_none());
+        }
     }
 
     /// FastCGI has no trailers: the body ends.
@@ -217,11 +295,12 @@ impl FcgiView {
         // the head or the body, without a copy of its own.)
         let inbuf = std::mem::take(&mut st.inbuf);
         let mut at = 0;
+        let id = self.id();
         loop {
             match Record::parse(&inbuf[at..]) {
                 Ok(Some(r)) => {
                     at += r.len;
-                    if r.id != ID {
+                    if r.id != id {
                         continue; // management records (GET_VALUES_RESULT...)
                     }
                     match r.kind {
@@ -271,6 +350,10 @@ impl FcgiView {
 
     /// Reads and takes records apart until the wait is over.
     fn poll_progress(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let stream = match &self.wire {
+            Wire::Own(s) => s,
+            Wire::Shared(h) => return self.poll_shared(h, cx),
+        };
         loop {
             {
                 let mut st = self.st.borrow_mut();
@@ -278,7 +361,7 @@ impl FcgiView {
                     return Poll::Ready(Ok(()));
                 }
                 let mut chunk = [0u8; 16384];
-                match self.stream.try_read(&mut chunk) {
+                match stream.try_read(&mut chunk) {
                     Ok(0) => {
                         st.failed.get_or_insert(io::ErrorKind::UnexpectedEof);
                         return Poll::Ready(Ok(()));
@@ -294,10 +377,28 @@ impl FcgiView {
                     }
                 }
             }
-            match self.stream.poll_read_ready(cx) {
+            match stream.poll_read_ready(cx) {
                 Poll::Ready(Ok(())) => {}
                 Poll::Ready(Err(e)) => {
                     self.st.borrow_mut().failed.get_or_insert(e.kind());
+                    return Poll::Ready(Ok(()));
+                }
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+
+    /// [`FcgiView::poll_progress`] on a shared connection: its task hands over the records.
+    fn poll_shared(&self, h: &mux::Handle, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let mut st = self.st.borrow_mut();
+        loop {
+            if self.progress(&mut st) {
+                return Poll::Ready(Ok(()));
+            }
+            match h.poll_records(cx, &mut st.inbuf) {
+                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Err(k)) => {
+                    st.failed.get_or_insert(k);
                     return Poll::Ready(Ok(()));
                 }
                 Poll::Pending => return Poll::Pending,
@@ -363,7 +464,10 @@ impl FcgiView {
             head.end_head(limits)
         })();
         match built {
-            Ok(n) => Some(n),
+            Ok(n) => {
+                self.note_answered(&st);
+                Some(n)
+            }
             Err(_) => {
                 head.clear();
                 st.failed = Some(io::ErrorKind::InvalidData);
@@ -398,8 +502,22 @@ impl FcgiView {
     }
 
     /// The connection, when it may carry another request (`option keep-conn`): its request
-    /// ended cleanly, nothing of it waits to be read or written.
+    /// ended cleanly, nothing of it waits to be read or written. (A shared connection stays
+    /// the worker's.)
     pub fn into_reusable(self) -> Option<Stream> {
+        if let Wire::Own(stream) = &self.wire {
+            // An answer whose length was reached may have its `END_REQUEST` read already.
+            let mut st = self.st.borrow_mut();
+            let mut chunk = [0u8; 512];
+            while !st.ended && st.failed.is_none() {
+                match stream.try_read(&mut chunk) {
+                    Ok(n) if n > 0 => st.inbuf.extend_from_slice(&chunk[..n]),
+                    _ => break,
+                }
+                self.progress(&mut st);
+            }
+        }
+        let Wire::Own(stream) = self.wire else { return None };
         let st = self.st.into_inner();
         let clean = st.ended
             && st.failed.is_none()
@@ -407,11 +525,19 @@ impl FcgiView {
             && st.inbuf.is_empty()
             && st.body.is_empty()
             && st.written == st.out.len();
-        (clean && self.app.keep_conn).then_some(self.stream)
+        (clean && self.app.keep_conn).then_some(stream)
     }
 
+    /// Waits until the server sent something or closed; `Ok(true)`: it closed (on a shared
+    /// connection: records for this request came, or the connection failed).
     pub async fn peer_closed(&self) -> io::Result<bool> {
-        self.stream.peer_closed().await
+        match &self.wire {
+            Wire::Own(s) => s.peer_closed().await,
+            Wire::Shared(_) => {
+                std::future::poll_fn(|cx| self.poll_progress(cx)).await?;
+                Ok(self.st.borrow().failed.is_some())
+            }
+        }
     }
 }
 
