@@ -1,4 +1,5 @@
-//! Proxy-level head policy: the body of a response given its request (`response_body`) and the
+//! Proxy-level head policy: the body of a response given its request (`response_body`), the
+//! Connection fields as HAProxy's HTTP/1 parser leaves them (`clean_connection`) and the
 //! removal of hop-by-hop fields before forwarding (`strip_hop_by_hop`). Must not touch parsing.
 
 use crate::head::{Body, Head, Method, Special};
@@ -27,6 +28,83 @@ fn named_by_connection(head: &Head, name: &[u8]) -> bool {
     head.tagged_headers()
         .filter(|&(s, _, _)| s == Special::Connection)
         .any(|(_, _, v)| comma_values(v).any(|t| t.eq_ignore_ascii_case(name)))
+}
+
+/// HAProxy's HTTP/1 parser (`H1_MF_CLEAN_CONN_HDR`) takes `close` and `keep-alive` out of the
+/// Connection fields it reads, and a field left empty goes altogether: rules, captures and logs
+/// never see them. [`Head::info`] keeps what they said. A field whose other tokens stay keeps
+/// its text up to the first token taken out; later ones follow with a bare comma, as HAProxy
+/// writes them.
+#[inline]
+pub fn clean_connection(head: &mut Head) {
+    let i = head.info();
+    if i.conn_close || i.conn_keep_alive {
+        clean_connection_fields(head);
+    }
+}
+
+#[inline(never)]
+fn clean_connection_fields(head: &mut Head) {
+    // Usually one field saying only `close` or `keep-alive`: it goes, without a copy.
+    let only = {
+        let mut fields = head.tagged_headers().filter(|&(s, _, _)| s == Special::Connection);
+        match (fields.next(), fields.next()) {
+            (Some((_, _, v)), None) => {
+                v.eq_ignore_ascii_case(b"close") || v.eq_ignore_ascii_case(b"keep-alive")
+            }
+            _ => false,
+        }
+    };
+    if only {
+        head.retain_headers(|n, _| !n.eq_ignore_ascii_case(b"connection"));
+        return;
+    }
+    let mut edits: Vec<(usize, Vec<u8>)> = Vec::new();
+    for (i, (special, _, v)) in head.tagged_headers().enumerate() {
+        if special == Special::Connection {
+            if let Some(kept) = without_close_and_keep_alive(v) {
+                edits.push((i, kept));
+            }
+        }
+    }
+    for (i, kept) in &edits {
+        if !kept.is_empty() {
+            // (The analysis of the other tokens does not change: only these two go.)
+            let _ = head.set_header_value_at(*i, kept);
+        }
+    }
+    let mut at = 0;
+    head.retain_headers(|_, _| {
+        let gone = edits.iter().any(|(i, kept)| *i == at && kept.is_empty());
+        at += 1;
+        !gone
+    });
+}
+
+/// A Connection value without its `close` and `keep-alive` tokens (see [`clean_connection`]);
+/// `None` when it has neither.
+fn without_close_and_keep_alive(v: &[u8]) -> Option<Vec<u8>> {
+    let lws = |b: &u8| *b == b' ' || *b == b'\t';
+    let (mut out, mut changed, mut end) = (Vec::new(), false, 0);
+    for part in v.split(|b| *b == b',') {
+        let start = end;
+        end = start + part.len();
+        let first = part.iter().position(|b| !lws(b)).unwrap_or(part.len());
+        let last = part.iter().rposition(|b| !lws(b)).map_or(first, |p| p + 1);
+        let word = &part[first..last.max(first)];
+        if word.eq_ignore_ascii_case(b"close") || word.eq_ignore_ascii_case(b"keep-alive") {
+            changed = true;
+        } else if !changed {
+            out = v[..end].to_vec();
+        } else {
+            if !out.is_empty() {
+                out.push(b',');
+            }
+            out.extend_from_slice(word);
+        }
+        end += 1; // the comma
+    }
+    changed.then_some(out)
 }
 
 /// Removes hop-by-hop fields before forwarding (RFC 9110 section 7.6.1): Connection and every
@@ -92,6 +170,35 @@ pub fn strip_hop_by_hop(head: &mut Head, keep_upgrade: bool) {
         if head.push_field(b"Connection", b"upgrade").is_err() {
             head.remove_header(b"upgrade");
         }
+    }
+}
+
+#[cfg(test)]
+mod clean_tests {
+    use super::*;
+
+    #[test]
+    fn close_and_keep_alive_leave_connection_values_as_haproxy_writes_them() {
+        let w = |v: &str| {
+            without_close_and_keep_alive(v.as_bytes()).map(|o| String::from_utf8(o).expect("text"))
+        };
+        assert_eq!(w("close"), Some(String::new()));
+        assert_eq!(w("Keep-Alive , CLOSE"), Some(String::new()));
+        assert_eq!(w("close, X-Foo"), Some("X-Foo".into()));
+        assert_eq!(w("x-a, x-b, keep-alive, x-c"), Some("x-a, x-b,x-c".into()));
+        assert_eq!(w("upgrade, close"), Some("upgrade".into()));
+        assert_eq!(w("x-foo, upgrade"), None);
+    }
+
+    #[test]
+    fn a_head_keeps_what_its_connection_fields_said() {
+        let mut h = Head::default();
+        let text = b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\nX-A: 1\r\nConnection: x-b, keep-alive\r\n\r\n";
+        h.parse_request(text, &crate::Limits::default()).expect("parses").expect("whole");
+        clean_connection(&mut h);
+        let fields: Vec<(&[u8], &[u8])> = h.headers().collect();
+        assert_eq!(fields, [(&b"Host"[..], &b"t"[..]), (b"X-A", b"1"), (b"Connection", b"x-b")]);
+        assert!(h.info().conn_close && h.info().conn_keep_alive);
     }
 }
 

@@ -88,6 +88,6 @@ pub use chunked::{
 };
 pub use error::{ChunkError, EditError, HeadError};
 pub use head::{default_reason, Body, Head, Info, Limits, Method, Version};
-pub use hop::{response_body, strip_hop_by_hop};
+pub use hop::{clean_connection, response_body, strip_hop_by_hop};
 pub use locate::error_position;
 pub use values::{comma_values, cookie_value, url_param, CommaValues};

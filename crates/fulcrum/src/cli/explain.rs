@@ -363,6 +363,8 @@ fn explain(
             ));
         }
     };
+    // Rules see Connection as HAProxy's parser leaves it, as in the live session.
+    fulcrum_http::clean_connection(&mut req);
     let before = req.clone();
     let mut parts = Transaction::new(req);
     // The connection's own rules first, as a new connection passes them (`runtime::accept`):

@@ -477,6 +477,8 @@ impl Session<'_> {
                             self.capture_request(Some(e));
                         }
                         self.cbuf.consume(n);
+                        // Rules see Connection as HAProxy's parser leaves it.
+                        fulcrum_http::clean_connection(&mut self.t.req);
                         self.t.o.bytes_in = n as u64;
                         if self.logs {
                             self.t.o.marks.request = Some(crate::clock::now());

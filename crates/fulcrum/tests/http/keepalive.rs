@@ -646,3 +646,40 @@ fn idle_server_connections_stay_within_what_was_needed_at_once() {
         open / 20
     });
 }
+
+/// HAProxy's HTTP/1 parser takes `close` and `keep-alive` out of Connection fields as it reads
+/// them (a field left empty goes): rules see only the other tokens, on the request and on the
+/// response; the connection still closes or stays as they said.
+#[test]
+fn rules_see_connection_fields_without_close_and_keep_alive() {
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&one(
+            &srv,
+            " http-request set-var(txn.c) req.fhdr(connection)\n\
+             http-request set-var(txn.n) req.fhdr_cnt(connection)\n\
+             http-response set-header X-Req-Conn \"%[var(txn.c)]|%[var(txn.n)]\"\n\
+             http-response set-header X-Res-Conn \"%[res.fhdr(connection)]|%[res.fhdr_cnt(connection)]\"\n",
+        ));
+        for (sent, seen) in [
+            ("close", "|0"),
+            ("keep-alive", "|0"),
+            ("Keep-Alive, CLOSE", "|0"),
+            ("close, X-Foo", "X-Foo|1"),
+            ("x-a, x-b, keep-alive, x-c", "x-a, x-b,x-c|1"),
+            ("x-foo", "x-foo|1"),
+        ] {
+            let mut cl = px.client();
+            let r = cl.request(
+                format!("GET /?hdr=Connection:keep-alive HTTP/1.1\r\nHost: t\r\nConnection: {sent}\r\n\r\n")
+                    .as_bytes(),
+            );
+            assert_eq!(r.status, 200, "{sent}");
+            assert_eq!(r.header("x-req-conn"), Some(seen), "{sent}");
+            assert_eq!(r.header("x-res-conn"), Some("|0"), "{sent}: the server's");
+            if sent.to_ascii_lowercase().contains("close") {
+                assert!(cl.closed_within(Duration::from_secs(3)), "{sent}: closes");
+            }
+        }
+    });
+}

@@ -89,6 +89,7 @@ impl Session<'_> {
                             if let Some(e) = self.t.resp.tolerated() {
                                 self.capture_response(&sc, Some(e));
                             }
+                            fulcrum_http::clean_connection(&mut self.t.resp);
                             let status = self.t.resp.status();
                             if (100..200).contains(&status) && status != 101 {
                                 // Interim: forward as is (100 Continue, 103 Early Hints).
