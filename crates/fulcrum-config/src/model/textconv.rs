@@ -64,6 +64,9 @@ pub enum VarConv {
     AddItem { delim: String, var: Option<(VarScope, String)>, suffix: String },
     /// `unset-var(<var>)`: the sample passes on unchanged.
     UnsetVar { scope: VarScope, name: String },
+    /// `capture-req(<id>)` / `capture-res(<id>)`: the sample goes into the frontend's capture
+    /// slot `id` (cut to its length) and passes on; no sample when there is no such slot.
+    Capture { response: bool, id: i64 },
     /// `jwt_verify(<alg>,<key>)`: HAProxy's verdict on the token's signature (1 valid, 0 not,
     /// negative: why it could not say).
     JwtVerify { alg: LitOrVar, key: LitOrVar },

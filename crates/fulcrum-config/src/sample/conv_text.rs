@@ -1,5 +1,6 @@
 //! The converters of `TextConv` and `VarConv` (address masks, dates, `iif`, trimming, JSON and
-//! URL encoding, big-endian renderings; `strcmp`, `secure_memcmp`, `add_item`, `unset-var`):
+//! URL encoding, big-endian renderings; `strcmp`, `secure_memcmp`, `add_item`, `unset-var`,
+//! `capture-req`, `capture-res`):
 //! their arguments checked with HAProxy 2.6's messages.
 //!
 //! Must not touch: fetches, the other converters (`conv`).
@@ -185,7 +186,11 @@ pub(super) fn build(
             let var_ = parse_var_name(&v).ok();
             var(VarConv::AddItem { delim: a[0].str(), var: var_, suffix }, Str, Str)
         }
-        "unset-var" => {
+        "capture-req" | "capture-res" => {
+            let a = args(I, 1)?;
+            var(VarConv::Capture { response: name == "capture-res", id: a[0].int() }, Str, Str)
+        }
+                "unset-var" => {
             let a = args(S, 1)?;
             let v = a[0].str();
             if v.is_empty() {

@@ -375,6 +375,12 @@ fn explain(
         crate::runtime::connection_rules(fe, &mk, &mut parts.vars)
             && crate::runtime::session_rules_on(fe, &mk, &mut parts.vars)
     };
+    // The frontend's capture slots, as a session's transaction starts with them.
+    let spec = &fe.log.captures;
+    if !spec.is_empty() {
+        parts.vars.caps.reset(spec);
+        parts.vars.caps.take_from(spec, &parts.req, false);
+    }
     let mut txn = parts.txn(fe, http, (Some(src), local), &text[n..]);
     txn.sync_addrs();
     txn.told_tls = told;

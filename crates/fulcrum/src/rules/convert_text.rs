@@ -354,6 +354,15 @@ pub fn var_conv<'a>(c: &cfg::VarConv, v: Value<'a>, ctx: &Ctx<'_>) -> Option<Val
             let idx = be.servers().iter().position(|x| x.name == s)?;
             Value::Int(be.server_fact(idx, cfg::SrvFact::Queue))
         }
+        V::Capture { response, id } => {
+            // HAProxy's `smp_conv_req_capture`: the frontend's slot, or no sample.
+            let slots = if *response { &ctx.vars.caps.res } else { &ctx.vars.caps.req };
+            let id = usize::try_from(*id).ok().filter(|i| *i < slots.len())?;
+            let mut q = ctx.vars.pending.try_borrow_mut().ok()?;
+            let flag = if *response { super::vars::CAPTURE_RES } else { super::vars::CAPTURE_REQ };
+            q.push((cfg::VarScope::Txn, id.to_string().into(), v.clone().into_owned(), flag));
+            v
+        }
         V::UnsetVar { scope, name } => {
             if *scope == cfg::VarScope::Proc {
                 ctx.proc_vars.unset(name);

@@ -17,6 +17,11 @@ pub type Store = (cfg::VarScope, Box<str>, Value<'static>, u8);
 /// A queued [`Store`] whose conditions are this value unsets its variable (the `unset-var()`
 /// converter); no `set-var` condition set is all ones.
 pub const UNSET: u8 = u8::MAX;
+/// A queued [`Store`] with this value is a capture (`capture-req()`, `capture-res()`): its
+/// name is the slot's number, its value the captured sample. (As conditions, `ifexists` with
+/// `ifnotexists` never store: the converter queues no such set.)
+pub const CAPTURE_REQ: u8 = 3;
+pub const CAPTURE_RES: u8 = 7;
 
 /// Variables of a session and of its current transaction (`sess.`, `txn.`, `req.`, `res.`).
 /// `proc.` variables live in the plan, shared by all sessions.
@@ -158,6 +163,11 @@ impl Vars {
         for (scope, name, v, conds) in queued {
             match conds {
                 UNSET => self.unset(scope, &name),
+                CAPTURE_REQ | CAPTURE_RES => {
+                    if let Ok(id) = name.parse::<u32>() {
+                        self.caps.store(conds == CAPTURE_RES, id, &v.as_bytes());
+                    }
+                }
                 _ => self.set_if(scope, &name, v, conds),
             }
         }

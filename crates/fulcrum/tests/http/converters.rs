@@ -1,7 +1,8 @@
 //! Converters HAProxy 2.6 has that real configurations use, beside HAProxy on the same
 //! request: `ipmask`, `ltime`/`utime`, `iif`, `ltrim`/`rtrim`, `cut_crlf`, `json`, `url_enc`,
 //! `htonl`, `be2dec`/`be2hex`, `digest`, `hmac`, `nbsrv`, `srv_queue`, and the variable converters `strcmp`, `secure_memcmp`,
-//! `add_item` and `unset-var`. Each value lands in a header of the echoed request.
+//! `add_item` and `unset-var`; `capture-req` and `capture-res`. Each value lands in a header of
+//! the echoed request.
 
 use crate::px::*;
 
@@ -182,6 +183,42 @@ fn json_web_tokens_are_read_and_verified_as_haproxy_does() {
         assert_eq!(hs_row[col("x-rs")], "0", "an HS256 token checked as RS256");
         assert_eq!(rs_row[col("x-nokey")], "-5", "no such key file");
         assert_eq!(es_row[col("x-es")], "1", "ES256: the raw r||s signature of RFC 7518");
+        got
+    });
+}
+
+/// `capture-req(<id>)` and `capture-res(<id>)`: the sample goes into the frontend's capture
+/// slot, cut to its length, and passes on whole; a slot that does not exist gives no sample.
+#[test]
+fn capture_converters_fill_the_frontends_slots_as_haproxy_does() {
+    each(|t| {
+        let srv = server("s1");
+        let lines = " declare capture request len 4\n declare capture response len 6\n\
+             http-request set-var(txn.pass) req.hdr(x-in),capture-req(0)\n\
+             http-request set-var(txn.none) req.hdr(x-in),capture-req(1)\n\
+             http-request set-header X-Cap %[capture.req.hdr(0)]\n\
+             http-request set-header X-Pass %[var(txn.pass)]\n\
+             http-request set-header X-None %[var(txn.none)]\n\
+             http-response set-var(txn.r) res.hdr(x-out),capture-res(0)\n\
+             http-response set-header X-Cap-Res %[capture.res.hdr(0)]\n\
+             http-response set-header X-Res-Pass %[var(txn.r)]\n";
+        let px = t.start(&listen(&format!("{lines} server s1 {}\n", srv.addr())));
+        let r = px.send(
+            b"GET /echo?hdr=X-Out:abcdefgh HTTP/1.1\r\nHost: t\r\nX-In: 123456\r\nConnection: close\r\n\r\n",
+        );
+        assert_eq!(r.status, 200);
+        let h = r.echoed();
+        let got: Vec<String> = [
+            h.header("x-cap"),
+            h.header("x-pass"),
+            h.header("x-none"),
+            r.header("x-cap-res"),
+            r.header("x-res-pass"),
+        ]
+        .iter()
+        .map(|v| v.unwrap_or("(none)").to_string())
+        .collect();
+        assert_eq!(got, ["1234", "123456", "", "abcdef", "abcdefgh"]);
         got
     });
 }

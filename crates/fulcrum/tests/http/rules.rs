@@ -229,15 +229,16 @@ fn option_http_buffer_request_and_wait_for_body_hold_the_request_until_the_body_
     }
 }
 
-/// A backend's `option http-buffer-request` waits too, once the backend is chosen: its rules
-/// see the body, the server gets nothing before it is in.
+/// A backend's `option http-buffer-request` waits too, once the backend is chosen, for the
+/// backend's `timeout http-request` (then 408): its rules see the body, the server gets
+/// nothing before it is in.
 #[test]
 fn a_backends_http_buffer_request_holds_the_request_until_the_body_is_in() {
     each(|t| {
         let srv = server("s1");
         let px = t.start(&format!(
             "{DEFAULTS}frontend fe\n bind {{fe0}}\n default_backend be\n\
-             backend be\n option http-buffer-request\n\
+             backend be\n option http-buffer-request\n timeout http-request 300ms\n\
              http-request deny if {{ req.body -m sub secret }}\n server s1 {}\n",
             srv.addr()
         ));
@@ -253,6 +254,11 @@ fn a_backends_http_buffer_request_holds_the_request_until_the_body_is_in() {
         std::thread::sleep(Duration::from_millis(100));
         cl.send(b"ret!");
         assert_eq!(cl.read().status, 403);
+        // A body that does not come within the backend's `timeout http-request`: 408.
+        let mut cl = px.client();
+        cl.send(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 9\r\n\r\nabc");
+        assert_eq!(cl.read().status, 408);
+        assert_eq!(srv.counts().conns, 1, "only the first request reached the server");
     });
 }
 

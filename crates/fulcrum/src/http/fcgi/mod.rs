@@ -465,6 +465,8 @@ impl FcgiView {
         })();
         match built {
             Ok(n) => {
+                // As HAProxy's FastCGI multiplexer reads a CGI head (`H1_MF_CLEAN_CONN_HDR`).
+                fulcrum_http::clean_connection(head);
                 self.note_answered(&st);
                 Some(n)
             }
@@ -509,7 +511,7 @@ impl FcgiView {
             // An answer whose length was reached may have its `END_REQUEST` read already.
             let mut st = self.st.borrow_mut();
             let mut chunk = [0u8; 512];
-            while !st.ended && st.failed.is_none() {
+            while !st.ended && st.failed.is_none() && st.body.is_empty() {
                 match stream.try_read(&mut chunk) {
                     Ok(n) if n > 0 => st.inbuf.extend_from_slice(&chunk[..n]),
                     _ => break,

@@ -90,6 +90,8 @@ struct Inner {
     /// Reading waits until a view took its records.
     read_blocked: bool,
     driver: Option<Waker>,
+    /// Its task ended (the connection failed or closed).
+    driver_done: bool,
     writers: Vec<Waker>,
     /// What the views tell of the connection: its socket, TLS facts, SNI.
     facts: Facts,
@@ -215,11 +217,12 @@ impl Inner {
     }
 
     /// A request left: the connection may serve others when it has room (HAProxy lists it
-    /// as available as a stream detaches).
+    /// as available as a stream detaches), and reads again if that request's records held it.
     fn leave(&mut self) {
         if !self.closing && (self.reqs.len() as u32) < self.limit {
             self.available = true;
         }
+        self.read_blocked = self.reqs.iter().any(|q| q.raw.len() > RAW_LIMIT);
     }
 }
 
@@ -257,6 +260,7 @@ pub fn start(
         carried: 0,
         read_blocked: false,
         driver: None,
+        driver_done: false,
         writers: Vec::new(),
         facts: (Arc::clone(&fd), tls.clone(), sni.clone()),
     };
@@ -297,8 +301,20 @@ async fn drive(conn: Rc<Conn>, stream: Stream) {
             }
         }
     }
-    conn.inner.borrow_mut().fail(io::ErrorKind::ConnectionAborted);
-    CONNS.with(|r| r.borrow_mut().conns.retain(|c| c.key != conn.key));
+    let mut i = conn.inner.borrow_mut();
+    i.fail(io::ErrorKind::ConnectionAborted);
+    i.driver_done = true;
+    // Its requests' views still take what was read before the end; the last one to leave
+    // forgets the connection (`Handle::drop`).
+    if i.reqs.iter().all(|q| q.orphan) {
+        drop(i);
+        forget(conn.key);
+    }
+}
+
+/// Takes a connection out of the worker's registry.
+fn forget(key: u64) {
+    CONNS.with(|r| r.borrow_mut().conns.retain(|c| c.key != key));
 }
 
 /// Writes what is queued and hands out what is read; `Ready` once the connection is over.
@@ -339,6 +355,10 @@ fn write_out(i: &mut Inner, stream: &Stream, cx: &mut Context<'_>) -> io::Result
     }
     if i.written == i.out.len() {
         i.out.clear();
+        i.written = 0;
+    } else if i.written >= 64 * 1024 {
+        // (A busy connection's queue may never empty: what went leaves it.)
+        i.out.drain(..i.written);
         i.written = 0;
     }
     if i.queued() < QUEUE_LIMIT {
@@ -482,7 +502,9 @@ impl Handle {
             if i.queued() < QUEUE_LIMIT {
                 return Poll::Ready(Ok(()));
             }
-            i.writers.push(cx.waker().clone());
+            if !i.writers.iter().any(|w| w.will_wake(cx.waker())) {
+                i.writers.push(cx.waker().clone());
+            }
             Poll::Pending
         });
         r.unwrap_or(Poll::Ready(Err(io::ErrorKind::ConnectionAborted.into())))
@@ -524,8 +546,8 @@ impl Drop for Handle {
     /// (aborted at once unless its answer was whole). The connection may then serve others.
     fn drop(&mut self) {
         let (begun, answered) = (self.begun.get(), self.answered.get());
-        with(self.key, |i| {
-            let Some(pos) = i.reqs.iter().position(|q| q.id == self.id) else { return };
+        let gone = with(self.key, |i| {
+            let Some(pos) = i.reqs.iter().position(|q| q.id == self.id) else { return false };
             if i.reqs[pos].ended || !begun || i.failed.is_some() {
                 i.reqs.remove(pos);
             } else {
@@ -539,7 +561,12 @@ impl Drop for Handle {
             }
             i.leave();
             i.wake_driver();
+            // A failed connection whose task ended goes with its last request.
+            i.failed.is_some() && i.reqs.iter().all(|q| q.orphan) && i.driver_done
         });
+        if gone == Some(true) {
+            forget(self.key);
+        }
     }
 }
 

@@ -115,12 +115,26 @@ impl Session<'_> {
         ok
     }
 
-    /// `option http-buffer-request` (or an `fcgi-app` backend): the body awaited as
-    /// [`Session::wait_for_body`] does; the request counts as received once it is here (`Tq`),
-    /// as HAProxy's `http_wait_for_request_body` says.
-    pub(super) async fn buffer_body(&mut self, info: &fulcrum_http::Info, time: Duration) {
-        self.wait_for_body(info, time, None).await;
+    /// The analysers' wait for the request body: `wait-for-body`, or `option
+    /// http-buffer-request` (an `fcgi-app` backend too), awaited for the `timeout
+    /// http-request` of the proxy that waits (HAProxy's `s->be`: the backend once chosen; else
+    /// `timeout client`), after which the request counts as received (`Tq`), as HAProxy's
+    /// `http_wait_for_request_body` says. False when the time ran out (HAProxy's 408).
+    pub(super) async fn body_stop(
+        &mut self,
+        stop: &analyse::Stop,
+        info: &fulcrum_http::Info,
+        be: Option<&Arc<Backend>>,
+    ) -> bool {
+        if let analyse::Stop::WaitForBody { time, at_least } = *stop {
+            return self.wait_for_body(info, time, at_least).await;
+        }
+        let tm = &self.fe.timeouts;
+        let t = be.and_then(|b| b.timeouts.http_request).or(tm.http_request).or(tm.client);
+        let t = t.unwrap_or(Duration::MAX).min(Duration::from_secs(3600));
+        let ok = self.wait_for_body(info, t, None).await;
         self.t.o.marks.request = Some(crate::clock::now());
+        ok
     }
 
     /// `http-response wait-for-body`, into the server connection's buffer; false when the time

@@ -438,15 +438,9 @@ impl Session<'_> {
                     self.log.skip = true;
                     return Err(self.answer(if failing { 503 } else { 200 }, &info, None).await);
                 }
-                Stop::BufferBody => {
-                    // `option http-buffer-request`: the body (up to a buffer) is there before
-                    // rules run.
-                    let t = fe.timeouts.http_request.or(fe.timeouts.client);
-                    let t = t.unwrap_or(Duration::MAX).min(Duration::from_secs(3600));
-                    cold(self.buffer_body(&info, t)).await;
-                }
-                Stop::WaitForBody { time, at_least } => {
-                    if !cold(self.wait_for_body(&info, time, at_least)).await {
+                Stop::BufferBody | Stop::WaitForBody { .. } => {
+                    // `option http-buffer-request` (an `fcgi-app` backend), `wait-for-body`.
+                    if !cold(self.body_stop(&stop, &info, be)).await {
                         // The body did not come in time: HAProxy's 408.
                         self.t.o.end(Cause::ClientTimeout, Phase::Request);
                         let mut i = info;
