@@ -545,3 +545,50 @@ fn multiplexed_connections_as_under_haproxy() {
         assert_eq!(seen[0], seen[1], "HAProxy 2.6 (left) and Fulcrum (right) alike");
     }
 }
+
+/// An HTTP/2 upload without a length (curl sending its standard input) to PHP-FPM: awaited
+/// whole, its length the script's `CONTENT_LENGTH`; one that does not end within a buffer is
+/// refused with 400, as HAProxy refuses it (HAProxy 2.6 then resets the stream, `CANCEL`,
+/// where Fulcrum answers the 400 on it: Fulcrum alone here).
+#[test]
+#[cfg_attr(no_php_fpm, ignore = "php-fpm is not installed (see crates/fulcrum/build.rs)")]
+#[cfg_attr(no_curl, ignore = "curl is not installed (see crates/fulcrum/build.rs)")]
+fn http2_uploads_without_a_length_reach_php_whole_or_get_400() {
+    let dir = scratch("fcgi-h2");
+    let www = dir.join("www");
+    std::fs::create_dir_all(&www).expect("www");
+    for (name, text) in SCRIPTS {
+        std::fs::write(www.join(name), text).expect("script");
+    }
+    let fpm = Fpm::start(&dir);
+    let cfg = format!(
+        "defaults\n mode http\n timeout connect 1s\n timeout client 10s\n timeout server 10s\n\
+         fcgi-app php\n docroot {www}\n\
+         frontend fe\n bind {{fe0}} proto h2\n default_backend php\n\
+         backend php\n use-fcgi-app php\n server fpm {tcp} proto fcgi\n",
+        www = www.display(),
+        tcp = fpm.tcp,
+    );
+    let Some((p, addrs, _)) = start_proxy("fulcrum", "fcgi-h2", &cfg) else { return };
+    let upload = |data: &[u8]| -> String {
+        let mut c = Command::new("curl")
+            .args(["-s", "-m", "10", "--http2-prior-knowledge", "-X", "POST", "-T", "-"])
+            .args(["-w", "\n%{http_code}"])
+            .arg(format!("http://{}/post.php", addrs[0]))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("curl");
+        if let Some(mut input) = c.stdin.take() {
+            let _ = input.write_all(data);
+        }
+        let out = c.wait_with_output().expect("curl's answer");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let small = vec![7u8; 1000];
+    let want = format!("len=1000 md5={:032x}\n\n200", md5_of(&small));
+    assert_eq!(upload(&small), want);
+    let got = upload(&vec![7u8; 100_000]);
+    assert!(got.ends_with("\n400"), "{got}");
+    drop(p);
+}

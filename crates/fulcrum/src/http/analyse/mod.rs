@@ -67,6 +67,8 @@ fn chunks_valid(bytes: &[u8]) -> bool {
 pub struct Held {
     pub req: Option<Vec<u8>>,
     pub resp: Option<Vec<u8>>,
+    /// An HTTP/2 stream's request body held whole (its end came within the wait).
+    pub req_ended: bool,
 }
 
 /// One transaction seen by its analysers: the request and what goes with it, borrowed from
@@ -178,7 +180,7 @@ impl Transaction {
         body: &'s [u8],
     ) -> Txn<'s> {
         let data = (self.req.info().body == Body::Chunked).then(|| dechunked(body)).flatten();
-        self.held = data.map(|d| Box::new(Held { req: Some(d), resp: None }));
+        self.held = data.map(|d| Box::new(Held { req: Some(d), resp: None, req_ended: true }));
         let (body, decoded) = match self.held.as_ref().and_then(|h| h.req.as_deref()) {
             Some(data) => (data, true),
             None => (body, false),

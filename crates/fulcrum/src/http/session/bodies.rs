@@ -12,13 +12,15 @@ use super::*;
 
 /// Waits until an HTTP/2 stream `from` holds `want` bytes of its body (or all of it, or as
 /// much as a buffer or its window takes), copying its data into `out` (at most a buffer's
-/// worth, as an HTTP/1 side's buffer holds): false when `deadline` came first.
+/// worth, as an HTTP/1 side's buffer holds): false when `deadline` came first; `ended`: the
+/// body's end came within the wait.
 async fn hold(
     out: &mut Vec<u8>,
     from: &Peer,
     timer: Pin<&mut Timer>,
     want: u64,
     deadline: Instant,
+    ended: &mut bool,
 ) -> bool {
     let mut timer = timer;
     loop {
@@ -29,6 +31,7 @@ async fn hold(
             // The stream failed: what follows finds out.
             Ok(Err(_)) => return true,
             Ok(Ok(h)) => {
+                *ended = h.ended;
                 let len = out.len();
                 if len as u64 >= want || h.ended || h.full || len >= crate::connection::BUFSIZE {
                     out.truncate(crate::connection::BUFSIZE);
@@ -102,8 +105,11 @@ impl Session<'_> {
         self.t.data_htx = None;
         if self.client.gives_pieces() {
             let mut data = self.t.held.as_mut().and_then(|h| h.req.take()).unwrap_or_default();
-            let ok = hold(&mut data, &self.client, self.ctimer.as_mut(), want, deadline).await;
-            self.t.held.get_or_insert_with(Box::default).req = Some(data);
+            let ended = &mut false;
+            let ok = hold(&mut data, &self.client, self.ctimer.as_mut(), want, deadline, ended);
+            let ok = ok.await;
+            let held = self.t.held.get_or_insert_with(Box::default);
+            (held.req, held.req_ended) = (Some(data), *ended);
             return ok;
         }
         let ok =
@@ -152,7 +158,8 @@ impl Session<'_> {
         self.t.resp_data_htx = None;
         if sc.stream.gives_pieces() {
             let mut data = Vec::new();
-            let ok = hold(&mut data, &sc.stream, self.stimer.as_mut(), want, deadline).await;
+            let ended = &mut false;
+            let ok = hold(&mut data, &sc.stream, self.stimer.as_mut(), want, deadline, ended).await;
             self.t.held.get_or_insert_with(Box::default).resp = Some(data);
             return ok;
         }

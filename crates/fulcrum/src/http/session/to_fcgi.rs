@@ -38,7 +38,10 @@ impl Session<'_> {
         let held = self.t.held.as_ref().and_then(|h| h.req.as_ref());
         let (buffered, whole) = match info.body {
             Body::Length(_) | Body::None => (0, true),
-            _ if self.client.gives_pieces() => (held.map_or(0, |h| h.len() as u64), held.is_some()),
+            _ if self.client.gives_pieces() => {
+                let ended = self.t.held.as_ref().is_some_and(|h| h.req_ended);
+                (held.map_or(0, |h| h.len() as u64), ended)
+            }
             _ => {
                 let data = self.cbuf.data();
                 let whole = fulcrum_http::ChunkedScanner::new().scan(data).is_ok_and(|s| s.done);
