@@ -34,6 +34,9 @@ pub mod mux;
 /// The request id of the only request on a connection.
 const ID: u16 = 1;
 
+/// What `option get-values` asks a new connection's application, in HAProxy's order.
+const ASKED_VALUES: [&str; 2] = ["FCGI_MAX_REQS", "FCGI_MPXS_CONNS"];
+
 /// Syslog's `err` level: the application's `STDERR` lines.
 const ERR_LEVEL: u8 = 3;
 
@@ -109,7 +112,7 @@ impl FcgiView {
     ) -> Self {
         let mut st = State::default();
         if fresh && app.get_values {
-            fulcrum_fcgi::get_values(&mut st.out, &["FCGI_MAX_REQS", "FCGI_MPXS_CONNS"]);
+            fulcrum_fcgi::get_values(&mut st.out, &ASKED_VALUES);
         }
         FcgiView { wire: Wire::Own(stream), app, st: RefCell::new(st) }
     }

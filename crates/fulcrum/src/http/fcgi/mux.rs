@@ -130,9 +130,8 @@ pub struct Handle {
     /// Its answer was taken whole as far as the transaction knows (its length reached): when
     /// the view leaves before `END_REQUEST`, the request is aborted only if more comes.
     answered: std::cell::Cell<bool>,
-    fd: Arc<OwnedFd>,
-    tls: Option<Arc<crate::tls::facts::Snapshot>>,
-    sni: Option<Box<str>>,
+    /// The connection's socket, TLS facts and SNI.
+    facts: Facts,
 }
 
 /// Whether requests of `app` on `be` go over shared connections, and how they are shared:
@@ -168,9 +167,8 @@ pub fn take(be: &Arc<Backend>, idx: usize) -> Option<(Handle, u32)> {
             .cloned()
     })?;
     let (id, before) = conn.inner.borrow_mut().open();
-    let (fd, tls, sni) = conn.inner.borrow().facts.clone();
-    let (begun, answered) = Default::default();
-    Some((Handle { key: conn.key, id, begun, answered, fd, tls, sni }, before))
+    let facts = conn.inner.borrow().facts.clone();
+    Some((Handle::new(conn.key, id, facts), before))
 }
 
 type Facts = (Arc<OwnedFd>, Option<Arc<crate::tls::facts::Snapshot>>, Option<Box<str>>);
@@ -239,7 +237,7 @@ pub fn start(
     let sni: Option<Box<str>> = stream.server_sni().map(Into::into);
     let mut out = Vec::new();
     if app.get_values {
-        fulcrum_fcgi::get_values(&mut out, &["FCGI_MAX_REQS", "FCGI_MPXS_CONNS"]);
+        fulcrum_fcgi::get_values(&mut out, &super::ASKED_VALUES);
     }
     let limit = app.max_reqs.max(1);
     let mut inner = Inner {
@@ -262,7 +260,7 @@ pub fn start(
         driver: None,
         driver_done: false,
         writers: Vec::new(),
-        facts: (Arc::clone(&fd), tls.clone(), sni.clone()),
+        facts: (fd, tls, sni),
     };
     let (id, _) = inner.open();
     let key = CONNS.with(|r| {
@@ -273,9 +271,9 @@ pub fn start(
         key
     });
     let conn = find(key).expect("just registered");
+    let facts = conn.inner.borrow().facts.clone();
     tokio::task::spawn_local(drive(conn, stream));
-    let (begun, answered) = Default::default();
-    Ok(Handle { key, id, begun, answered, fd, tls, sni })
+    Ok(Handle::new(key, id, facts))
 }
 
 /// Runs a connection until it fails, or ends without requests (idle for [`IDLE`], or closing).
@@ -457,6 +455,11 @@ fn dispatch(i: &mut Inner) -> io::Result<()> {
 }
 
 impl Handle {
+    fn new(key: u64, id: u16, facts: Facts) -> Handle {
+        let (begun, answered) = Default::default();
+        Handle { key, id, begun, answered, facts }
+    }
+
     pub fn id(&self) -> u16 {
         self.id
     }
@@ -467,15 +470,15 @@ impl Handle {
     }
 
     pub fn sni(&self) -> Option<&str> {
-        self.sni.as_deref()
+        self.facts.2.as_deref()
     }
 
     pub fn tls_facts(&self) -> Option<&crate::tls::facts::Snapshot> {
-        self.tls.as_deref()
+        self.facts.1.as_deref()
     }
 
     pub fn as_fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
+        self.facts.0.as_fd()
     }
 
     /// Queues `records` (whole ones, this request's) for the connection: `Ok(true)` while the

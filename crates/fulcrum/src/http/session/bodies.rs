@@ -12,30 +12,28 @@ use super::*;
 
 /// Waits until an HTTP/2 stream `from` holds `want` bytes of its body (or all of it, or as
 /// much as a buffer or its window takes), copying its data into `out` (at most a buffer's
-/// worth, as an HTTP/1 side's buffer holds): false when `deadline` came first; `ended`: the
-/// body's end came within the wait.
+/// worth, as an HTTP/1 side's buffer holds): `None` when `deadline` came first, else whether
+/// the body's end came within the wait.
 async fn hold(
     out: &mut Vec<u8>,
     from: &Peer,
     timer: Pin<&mut Timer>,
     want: u64,
     deadline: Instant,
-    ended: &mut bool,
-) -> bool {
+) -> Option<bool> {
     let mut timer = timer;
     loop {
         let have = out.len();
         let got = poll_fn(|cx| from.poll_held(cx, have, out));
         match timer::until(timer.as_mut(), deadline, got).await {
-            Err(_) => return false,
+            Err(_) => return None,
             // The stream failed: what follows finds out.
-            Ok(Err(_)) => return true,
+            Ok(Err(_)) => return Some(false),
             Ok(Ok(h)) => {
-                *ended = h.ended;
                 let len = out.len();
                 if len as u64 >= want || h.ended || h.full || len >= crate::connection::BUFSIZE {
                     out.truncate(crate::connection::BUFSIZE);
-                    return true;
+                    return Some(h.ended);
                 }
             }
         }
@@ -105,12 +103,10 @@ impl Session<'_> {
         self.t.data_htx = None;
         if self.client.gives_pieces() {
             let mut data = self.t.held.as_mut().and_then(|h| h.req.take()).unwrap_or_default();
-            let ended = &mut false;
-            let ok = hold(&mut data, &self.client, self.ctimer.as_mut(), want, deadline, ended);
-            let ok = ok.await;
+            let got = hold(&mut data, &self.client, self.ctimer.as_mut(), want, deadline).await;
             let held = self.t.held.get_or_insert_with(Box::default);
-            (held.req, held.req_ended) = (Some(data), *ended);
-            return ok;
+            (held.req, held.req_ended) = (Some(data), got == Some(true));
+            return got.is_some();
         }
         let ok =
             fill_until(&mut self.cbuf, &self.client, self.ctimer.as_mut(), body, want, deadline)
@@ -158,10 +154,9 @@ impl Session<'_> {
         self.t.resp_data_htx = None;
         if sc.stream.gives_pieces() {
             let mut data = Vec::new();
-            let ended = &mut false;
-            let ok = hold(&mut data, &sc.stream, self.stimer.as_mut(), want, deadline, ended).await;
+            let got = hold(&mut data, &sc.stream, self.stimer.as_mut(), want, deadline).await;
             self.t.held.get_or_insert_with(Box::default).resp = Some(data);
-            return ok;
+            return got.is_some();
         }
         let ok =
             fill_until(&mut sc.buf, &sc.stream, self.stimer.as_mut(), body, want, deadline).await;

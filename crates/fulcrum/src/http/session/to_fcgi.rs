@@ -35,13 +35,13 @@ impl Session<'_> {
         // A body without a length (chunked) was awaited as the backend was chosen (HAProxy's
         // FastCGI filter); its `CONTENT_LENGTH` is its data. As in HAProxy, one that did not end
         // within a buffer cannot go: 400 (`PH`).
-        let held = self.t.held.as_ref().and_then(|h| h.req.as_ref());
+        let held = self.t.held.as_deref();
         let (buffered, whole) = match info.body {
             Body::Length(_) | Body::None => (0, true),
-            _ if self.client.gives_pieces() => {
-                let ended = self.t.held.as_ref().is_some_and(|h| h.req_ended);
-                (held.map_or(0, |h| h.len() as u64), ended)
-            }
+            _ if self.client.gives_pieces() => (
+                held.and_then(|h| h.req.as_ref()).map_or(0, |d| d.len() as u64),
+                held.is_some_and(|h| h.req_ended),
+            ),
             _ => {
                 let data = self.cbuf.data();
                 let whole = fulcrum_http::ChunkedScanner::new().scan(data).is_ok_and(|s| s.done);
