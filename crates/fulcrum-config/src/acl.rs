@@ -130,9 +130,11 @@ pub fn fetch_avail(fetch: &Fetch) -> Avail {
         | Fetch::ResComp
         | Fetch::ResCompAlgo => Avail::Response,
         Fetch::ResCacheHit | Fetch::ResCacheName => Avail::Captured { response: true },
-        Fetch::Tls(t) if t.is_back() => Avail::Server,
+        Fetch::Tls(crate::model::TlsFetch::ServerCert(_)) => Avail::Session,
+        Fetch::Tls(t) if t.is_back() => Avail::ServerConn,
         Fetch::Tls(_) | Fetch::TlsOnly | Fetch::Payload(_) | Fetch::Pp(_) => Avail::Session,
-        Fetch::FcErr => Avail::Always,
+        Fetch::FcErr | Fetch::FcErrStr => Avail::Always,
+        Fetch::Bc(_) => Avail::ServerAddr,
         Fetch::BeName => Avail::Backend,
         Fetch::SrvName | Fetch::SrvId => Avail::Server,
         Fetch::Captured { response, .. } => Avail::Captured { response: *response },

@@ -6,14 +6,13 @@
 //! output type (for the ACL default match and converter input checks) and where it may be used
 //! (request or response side).
 
-use crate::model::{
-    Converter, Fetch, MapMatch, PayloadFetch, PpFetch, SampleExpr, TlsFetch, VarScope,
-};
+use crate::model::{Converter, Fetch, MapMatch, PayloadFetch, PpFetch, SampleExpr, VarScope};
 use crate::sample_names;
 
 mod conv;
 mod conv_text;
 mod stick;
+mod tls;
 use conv::{build_converter, castable};
 pub use stick::SLOTS as STICK_COUNTERS;
 
@@ -54,8 +53,13 @@ pub enum Avail {
     /// rules of a proxy with backend capability; never `tcp-request connection` nor
     /// `use_backend`.
     Backend,
-    /// The server (`srv_name`): response rules only.
+    /// The server (`srv_name`): response rules, and still in the log line.
     Server,
+    /// The server connection's addresses (`bc_src`...): as [`Avail::Server`] (HAProxy's
+    /// `L4SRV`).
+    ServerAddr,
+    /// The server connection's transport layer (`ssl_bc*`): as [`Avail::Server`] (`L5SRV`).
+    ServerConn,
     /// What the request's (`response`: the response's) captures hold: where the message is
     /// available, and still in the log line (HAProxy's `SMP_USE_HRQHP` / `SMP_USE_HRSHP`).
     Captured { response: bool },
@@ -84,7 +88,12 @@ pub enum Ctx {
 impl Avail {
     pub fn usable_in(self, ctx: Ctx) -> bool {
         match (self, ctx) {
-            (_, Ctx::Monitor) | (Avail::Always, _) | (Avail::Captured { .. }, Ctx::Log) => true,
+            (_, Ctx::Monitor)
+            | (Avail::Always, _)
+            | (
+                Avail::Captured { .. } | Avail::Server | Avail::ServerAddr | Avail::ServerConn,
+                Ctx::Log,
+            ) => true,
             (Avail::Captured { response }, c) => {
                 if response {
                     Avail::Response.usable_in(c)
@@ -99,7 +108,7 @@ impl Avail {
             (Avail::Request, c) => {
                 !matches!(c, Ctx::TcpConnection | Ctx::TcpSession | Ctx::HttpResponse)
             }
-            (Avail::Response | Avail::Server, c) => {
+            (Avail::Response | Avail::Server | Avail::ServerAddr | Avail::ServerConn, c) => {
                 matches!(c, Ctx::HttpResponse | Ctx::TcpResponse)
             }
             (Avail::Session, c) => c != Ctx::TcpConnection,
@@ -125,6 +134,8 @@ impl Avail {
             Avail::Session => "client-side connection",
             Avail::Backend => "backend",
             Avail::Server => "server",
+            Avail::ServerAddr => "server address",
+            Avail::ServerConn => "server-side connection",
         }
     }
 }
@@ -450,39 +461,48 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "ssl_fc" | "ssl_fc_is_resumed" | "ssl_fc_has_sni" | "ssl_fc_has_crt" | "ssl_c_used" => {
             d(NONE, 0, Bool, Session)
         }
-        "ssl_bc" | "ssl_bc_is_resumed" => d(NONE, 0, Bool, Server),
+        "ssl_bc" | "ssl_bc_is_resumed" => d(NONE, 0, Bool, ServerConn),
         "fc_err" => d(NONE, 0, Int, Always),
+        "fc_err_str" => d(NONE, 0, Str, Always),
+        "bc_src" | "bc_dst" => d(NONE, 0, Ip, ServerAddr),
+        "bc_src_port" | "bc_dst_port" | "bc_http_major" | "bc_err" => d(NONE, 0, Int, ServerAddr),
+        "bc_err_str" => d(NONE, 0, Str, ServerAddr),
+        "ssl_bc_err" => d(NONE, 0, Int, ServerConn),
+        "ssl_bc_err_str" => d(NONE, 0, Str, ServerConn),
+        "ssl_fc_err_str" => d(NONE, 0, Str, Session),
+        "ssl_fc_has_early" => d(NONE, 0, Bool, Session),
+        // (HAProxy declares the `_bin` ones strings and the `_hex` one binary.)
+        "ssl_fc_cipherlist_bin"
+        | "ssl_fc_extlist_bin"
+        | "ssl_fc_eclist_bin"
+        | "ssl_fc_cipherlist_str" => d(I, 0, Str, Session),
+        "ssl_fc_cipherlist_hex" => d(I, 0, Bin, Session),
+        "ssl_fc_ecformats_bin" => d(NONE, 0, Str, Session),
+        "ssl_fc_cipherlist_xxh" | "ssl_fc_protocol_hello_id" => d(NONE, 0, Int, Session),
+        // (HAProxy 2.6 declares these of the client connection: accepted everywhere, they find
+        // no server connection before the response.)
+        "ssl_s_s_dn" | "ssl_s_i_dn" => d(SIS, 0, Str, Session),
+        "ssl_s_notafter" | "ssl_s_notbefore" | "ssl_s_sig_alg" | "ssl_s_key_alg" => {
+            d(NONE, 0, Str, Session)
+        }
+        "ssl_s_version" => d(NONE, 0, Int, Session),
+        "ssl_s_serial" | "ssl_s_sha1" | "ssl_s_der" => d(NONE, 0, Bin, Session),
         "ssl_fc_err" | "ssl_c_err" | "ssl_c_ca_err" | "ssl_c_verify" | "ssl_c_version"
         | "ssl_fc_use_keysize" | "ssl_fc_alg_keysize" | "ssl_c_ca_err_depth" => {
             d(NONE, 0, Int, Session)
         }
-        "ssl_bc_use_keysize" | "ssl_bc_alg_keysize" => d(NONE, 0, Int, Server),
-        "ssl_fc_sni"
-        | "ssl_fc_protocol"
-        | "ssl_fc_cipher"
-        | "ssl_fc_alpn"
-        | "ssl_fc_npn"
-        | "ssl_c_notafter"
-        | "ssl_c_notbefore"
-        | "ssl_c_sig_alg"
-        | "ssl_c_key_alg"
-        | "ssl_f_notafter"
-        | "ssl_f_notbefore"
-        | "ssl_f_sig_alg"
-        | "ssl_f_key_alg"
-        | "ssl_fc_cipherlist_str" => d(NONE, 0, Str, Session),
+        "ssl_bc_use_keysize" | "ssl_bc_alg_keysize" => d(NONE, 0, Int, ServerConn),
+        "ssl_fc_sni" | "ssl_fc_protocol" | "ssl_fc_cipher" | "ssl_fc_alpn" | "ssl_fc_npn"
+        | "ssl_c_notafter" | "ssl_c_notbefore" | "ssl_c_sig_alg" | "ssl_c_key_alg"
+        | "ssl_f_notafter" | "ssl_f_notbefore" | "ssl_f_sig_alg" | "ssl_f_key_alg" => {
+            d(NONE, 0, Str, Session)
+        }
         "ssl_c_s_dn" | "ssl_c_i_dn" | "ssl_f_s_dn" | "ssl_f_i_dn" => d(SIS, 0, Str, Session),
         "ssl_f_version" => d(NONE, 0, Int, Session),
-        "ssl_bc_protocol" | "ssl_bc_cipher" | "ssl_bc_alpn" => d(NONE, 0, Str, Server),
-        "ssl_fc_session_id"
-        | "ssl_c_serial"
-        | "ssl_c_sha1"
-        | "ssl_c_der"
-        | "ssl_f_serial"
-        | "ssl_f_sha1"
-        | "ssl_f_der"
-        | "ssl_fc_cipherlist_bin" => d(NONE, 0, Bin, Session),
-        "ssl_bc_session_id" => d(NONE, 0, Bin, Server),
+        "ssl_bc_protocol" | "ssl_bc_cipher" | "ssl_bc_alpn" => d(NONE, 0, Str, ServerConn),
+        "ssl_fc_session_id" | "ssl_c_serial" | "ssl_c_sha1" | "ssl_c_der" | "ssl_f_serial"
+        | "ssl_f_sha1" | "ssl_f_der" => d(NONE, 0, Bin, Session),
+        "ssl_bc_session_id" => d(NONE, 0, Bin, ServerConn),
         "req.ssl_sni" | "req_ssl_sni" | "req.ssl_alpn" => d(NONE, 0, Str, Session),
         "fc_pp_authority" | "fc_pp_unique_id" => d(NONE, 0, Str, Session),
         "fc_pp_tlv" => d(S, 1, Str, Session),
@@ -621,48 +641,6 @@ fn first_str(args: &[Arg]) -> String {
     args.first().map(Arg::str).unwrap_or_default()
 }
 
-/// `ssl_*` fetches.
-fn tls_fetch(name: &str, args: &[Arg]) -> Fetch {
-    use TlsFetch as T;
-    if let Some(field) = name.strip_prefix("ssl_f_") {
-        return match tls_fetch(&format!("ssl_c_{field}"), args) {
-            Fetch::Tls(inner) => Fetch::Tls(T::Local(Box::new(inner))),
-            other => other,
-        };
-    }
-    let back = name.starts_with("ssl_bc");
-    Fetch::Tls(match name {
-        "ssl_fc" | "ssl_bc" => T::Used { back },
-        "ssl_fc_has_sni" => T::HasSni,
-        "ssl_fc_sni" => T::Sni,
-        "ssl_fc_protocol" | "ssl_bc_protocol" => T::Protocol { back },
-        "ssl_fc_cipher" | "ssl_bc_cipher" => T::Cipher { back },
-        "ssl_fc_alpn" | "ssl_bc_alpn" => T::Alpn { back },
-        "ssl_fc_is_resumed" | "ssl_bc_is_resumed" => T::IsResumed { back },
-        "ssl_fc_use_keysize" | "ssl_fc_alg_keysize" | "ssl_bc_use_keysize"
-        | "ssl_bc_alg_keysize" => T::Keysize { back },
-        "ssl_fc_session_id" | "ssl_bc_session_id" => T::SessionId { back },
-        "ssl_fc_err" | "ssl_c_err" | "ssl_c_ca_err" | "ssl_c_verify" | "ssl_c_ca_err_depth" => {
-            T::Err
-        }
-        "ssl_fc_has_crt" | "ssl_c_used" => T::HasCrt,
-        "ssl_c_s_dn" | "ssl_c_i_dn" => T::Dn {
-            issuer: name == "ssl_c_i_dn",
-            field: opt_str(args, 0),
-            occ: args.get(1).map_or(1, |a| a.int().clamp(-100, 100) as i32),
-        },
-        "ssl_c_serial" => T::Serial,
-        "ssl_c_sha1" => T::Sha1,
-        "ssl_c_der" => T::Der,
-        "ssl_c_notafter" => T::NotAfter,
-        "ssl_c_notbefore" => T::NotBefore,
-        "ssl_c_version" => T::Version,
-        "ssl_c_sig_alg" => T::SigAlg,
-        "ssl_c_key_alg" => T::KeyAlg,
-        _ => return Fetch::TlsOnly,
-    })
-}
-
 /// Builds the model's fetch from a checked argument list.
 fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
     let fetch = match name {
@@ -769,7 +747,10 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
         "req.payload" | "payload" | "res.payload" | "req.payload_lv" | "payload_lv"
         | "res.payload_lv" => payload(name, args)?,
         "wait_end" => Fetch::WaitEnd,
-        _ if name.starts_with("ssl_") => tls_fetch(name, args),
+        _ if name.starts_with("ssl_") => tls::build(name, args),
+        "bc_src" | "bc_src_port" | "bc_dst" | "bc_dst_port" | "bc_http_major" | "bc_err"
+        | "bc_err_str" => tls::backend(name),
+        "fc_err_str" => Fetch::FcErrStr,
         "cook_cnt" | "req.cook_cnt" => Fetch::CookCnt { name: first_str(args) },
         "cook_val" | "req.cook_val" => Fetch::CookVal { name: first_str(args) },
         "res.cook" | "scook" => Fetch::ResCook { name: first_str(args) },
@@ -1124,6 +1105,7 @@ fn parse_with_fetch(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::TlsFetch;
 
     fn ok(s: &str) -> Parsed {
         parse(s, End::Input).unwrap_or_else(|e| panic!("{s}: {e:?}")).0

@@ -256,7 +256,8 @@ pub fn stick_rule(b: &mut ProxyBuild, line: &Line, diags: &mut Diags) {
     let ok = if response {
         parsed.avail.usable_in_proxy(Ctx::HttpResponse, true)
     } else {
-        parsed.avail.usable_in_proxy(Ctx::HttpRequest, true) && parsed.avail != Avail::Server
+        parsed.avail.usable_in_proxy(Ctx::HttpRequest, true)
+            && !matches!(parsed.avail, Avail::Server | Avail::ServerAddr | Avail::ServerConn)
     };
     if !ok {
         let when = if response { "for 'store-response'" } else { "during request" };

@@ -351,7 +351,12 @@ pub fn global_line(kw: &str, line: &Line, g: &mut GlobalTls, diags: &mut Diags) 
                 i += 1;
             }
         }
-        _ if val.is_empty() && !kw.starts_with("tune.ssl.force") => missing(diags),
+        _ if val.is_empty()
+            && !kw.starts_with("tune.ssl.force")
+            && !kw.starts_with("tune.ssl.capture") =>
+        {
+            missing(diags)
+        }
         "ssl-default-bind-ciphers" => g.bind_ciphers = Some(val.into()),
         "ssl-default-bind-ciphersuites" => g.bind_ciphersuites = Some(val.into()),
         "ssl-default-bind-curves" => g.bind_curves = Some(val.into()),
@@ -381,9 +386,37 @@ pub fn global_line(kw: &str, line: &Line, g: &mut GlobalTls, diags: &mut Diags) 
             Ok(t) => g.lifetime = t.value,
             Err(_) => diags.alert(line, format!("'{kw}' expects a timeout in seconds.")),
         },
+        "tune.ssl.capture-buffer-size" | "tune.ssl.capture-cipherlist-size" => {
+            capture_size(kw, line, g, diags)
+        }
         // Accepted, with nothing to tune in this implementation.
         _ => {}
     }
+}
+
+/// `tune.ssl.capture-buffer-size <n>` (and its 2.6 alias) as HAProxy 2.6 reads it: `atoi`, once.
+fn capture_size(kw: &str, line: &Line, g: &mut GlobalTls, diags: &mut Diags) {
+    if kw == "tune.ssl.capture-cipherlist-size" {
+        diags.warning(
+            line,
+            format!("'{kw}' is deprecated and will be removed in version 2.7. Please use 'tune.ssl.capture-buffer-size' instead."),
+        );
+    }
+    if !crate::args::no_extra(line, 2, kw, diags) {
+        return;
+    }
+    let val = line.arg(1);
+    if val.is_empty() {
+        return diags.alert(line, format!("'{kw}' expects an integer argument."));
+    }
+    let n = crate::args::atol(val) as i32;
+    if n < 0 {
+        return diags.alert(line, format!("'{kw}' expects a positive numeric value."));
+    }
+    if g.capture_size.is_some() {
+        return diags.alert(line, format!("'{kw}' is already configured."));
+    }
+    g.capture_size = Some(n as u32);
 }
 
 #[cfg(test)]

@@ -162,6 +162,10 @@ pub enum Fetch {
     /// `fc_err`: the client connection's error code; 0 (none) for a connection that reaches a
     /// rule or a log line (TLS handshake errors come with TLS).
     FcErr,
+    /// `fc_err_str`: the text of `fc_err` (`Success`).
+    FcErrStr,
+    /// The server connection's facts (`bc_*`), in response rules and log lines.
+    Bc(BcFetch),
     /// `fc_pp_authority`, `fc_pp_unique_id`, `fc_pp_tlv(<type>)`: TLVs of the PROXY protocol
     /// header the connection opened with (`Some(type)`), or its authority (`None`... see
     /// [`PpFetch`]).
@@ -674,6 +678,8 @@ impl TlsFetch {
                 | TlsFetch::IsResumed { back: true }
                 | TlsFetch::Keysize { back: true }
                 | TlsFetch::SessionId { back: true }
+                | TlsFetch::Err { back: true, .. }
+                | TlsFetch::ServerCert(_)
         )
     }
 }
@@ -713,8 +719,24 @@ pub enum TlsFetch {
     SessionId {
         back: bool,
     },
-    /// `ssl_fc_err`, `ssl_c_err`, `ssl_c_ca_err`, `ssl_c_verify`: 0 once the handshake is done.
-    Err,
+    /// `ssl_fc_err`, `ssl_c_err`, `ssl_c_ca_err`, `ssl_c_verify`, `ssl_bc_err`: 0 once the
+    /// handshake is done; `ssl_fc_err_str`, `ssl_bc_err_str` (`text`): no sample without an
+    /// error.
+    Err {
+        back: bool,
+        text: bool,
+    },
+    /// `ssl_fc_has_early`: early data (0-RTT) came; never, as Fulcrum does not take it.
+    HasEarly,
+    /// What `tune.ssl.capture-buffer-size` kept of the client's ClientHello (`ssl_fc_cipherlist_*`,
+    /// `ssl_fc_extlist_bin`, `ssl_fc_eclist_bin`, `ssl_fc_ecformats_bin`,
+    /// `ssl_fc_protocol_hello_id`); `grease`: GREASE values left out (the fetches' argument 1).
+    Hello {
+        part: HelloPart,
+        grease: bool,
+    },
+    /// `ssl_s_*`: the same fields of the certificate the server presented (`ssl_s_der`...).
+    ServerCert(Box<TlsFetch>),
     /// `ssl_fc_has_crt`, `ssl_c_used`: the client sent a certificate.
     HasCrt,
     /// `ssl_c_s_dn([field[,occ]])`, `ssl_c_i_dn(...)`.
@@ -739,6 +761,38 @@ pub enum TlsFetch {
     KeyAlg,
     /// `ssl_f_*`: the same fields of the certificate this side presented.
     Local(Box<TlsFetch>),
+}
+
+/// The parts of a captured ClientHello (HAProxy's `struct ssl_capture`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HelloPart {
+    /// `ssl_fc_cipherlist_bin`: the cipher suites, two bytes each.
+    Ciphers,
+    /// `ssl_fc_cipherlist_hex`: the same in upper-case hexadecimal.
+    CiphersHex,
+    /// `ssl_fc_cipherlist_str`: OpenSSL's names, comma-separated (`UNKNOWN(xxxx)` for others).
+    CiphersStr,
+    /// `ssl_fc_cipherlist_xxh`: XXH64 of the whole list, whatever the capture's size.
+    CiphersXxh,
+    /// `ssl_fc_extlist_bin`: the extension types in order.
+    Exts,
+    /// `ssl_fc_eclist_bin`: the supported groups (elliptic curves).
+    Groups,
+    /// `ssl_fc_ecformats_bin`: the EC point formats, a byte each.
+    EcFormats,
+    /// `ssl_fc_protocol_hello_id`: the ClientHello's (legacy) version.
+    Version,
+}
+
+/// The server connection's facts (`bc_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BcFetch {
+    /// `bc_src`, `bc_src_port`, `bc_dst`, `bc_dst_port`.
+    Addr(AddrPart),
+    /// `bc_http_major`: 2 over an HTTP/2 connection, else 1.
+    HttpMajor,
+    /// `bc_err` (0), `bc_err_str` (`text`: `Success`) of an established connection.
+    Err { text: bool },
 }
 
 /// Fetches on the bytes waiting at the start of a connection.

@@ -199,6 +199,9 @@ pub struct GlobalTls {
     pub lifetime: std::time::Duration,
     /// `tune.ssl.maxrecord` (0: as large as TLS allows).
     pub max_record: u32,
+    /// `tune.ssl.capture-buffer-size`: how many bytes of each ClientHello's lists are kept for
+    /// the `ssl_fc_cipherlist_*` fetches (0: none captured); `None` until a line sets it.
+    pub capture_size: Option<u32>,
 }
 
 impl Default for GlobalTls {
@@ -222,6 +225,7 @@ impl Default for GlobalTls {
             cache_size: 20000,
             lifetime: std::time::Duration::from_secs(300),
             max_record: 0,
+            capture_size: None,
         }
     }
 }

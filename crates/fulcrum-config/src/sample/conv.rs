@@ -28,7 +28,7 @@ fn build_pure(
             Some(value) => Ok(P::Arith { op, value }),
             // A variable's value: its own converter (it needs the transaction).
             None if text.contains('.') => Err(SmpError::Other(format!("\0var {text}"))),
-            None => Err(invalid(&format!("failed to parse '{text}' as an integer"))),
+            None => Err(invalid("expects an integer or a variable name")),
         }
     };
     let conv = match name {

@@ -12,6 +12,7 @@
 //! (a `Stream`) or idle (the caller's type).
 //! Must not touch: proxy logic, timeouts or counters.
 
+pub mod capture;
 mod opening;
 mod pipe;
 pub mod proxy;

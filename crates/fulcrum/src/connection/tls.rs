@@ -24,6 +24,10 @@ use rustls::sign::CertifiedKey;
 use super::{Buf, Stream};
 use crate::worker::{Id, Slot};
 
+/// The most bytes kept while reading a ClientHello to capture it (the handshake message may
+/// span records; OpenSSL refuses hellos over 128 kB).
+const HELLO_MAX: usize = 131_396 + 1024;
+
 /// Plaintext written at once up to this size is copied into one record with its head.
 const COALESCE: usize = 16384;
 
@@ -56,6 +60,8 @@ struct State {
     local_cert: Option<std::sync::Arc<rustls::sign::CertifiedKey>>,
     /// The session id (`ssl_fc_session_id`), read from the ServerHello.
     sid: SessionId,
+    /// What `tune.ssl.capture-buffer-size` kept of the client's ClientHello.
+    hello: Option<Box<crate::connection::capture::Capture>>,
 }
 
 /// A TLS session id as OpenSSL keeps it: in TLS 1.2 the one the ServerHello carries (the same
@@ -258,13 +264,17 @@ impl TlsStream {
 
     /// A server-side TLS connection whose configuration is chosen by the name the client asks
     /// for (`crt-list` lines with their own SSL options): the ClientHello is read first, then
-    /// the handshake runs (the caller bounds the whole in time).
+    /// the handshake runs (the caller bounds the whole in time). With a `capture` size, the
+    /// ClientHello's lists are kept for the `ssl_fc_cipherlist_*` fetches.
     pub async fn accept_routed(
         inner: Stream,
         pick: &dyn Fn(Option<&str>) -> std::sync::Arc<rustls::ServerConfig>,
+        capture: usize,
     ) -> io::Result<Self> {
         let mut acceptor = rustls::server::Acceptor::default();
         let mut buf = Buf::take();
+        // (The bytes read until the acceptor has the ClientHello: its records, whole.)
+        let mut raw = Vec::new();
         loop {
             std::future::poll_fn(|cx| inner.poll_read_ready(cx)).await?;
             let n = match inner.try_read(&mut buf) {
@@ -274,6 +284,9 @@ impl TlsStream {
                 Err(e) => return Err(e),
             };
             let mut slice = &buf[..n];
+            if capture > 0 && raw.len() < HELLO_MAX {
+                raw.extend_from_slice(slice);
+            }
             while !slice.is_empty() {
                 if acceptor.read_tls(&mut slice)? == 0 {
                     break;
@@ -297,6 +310,11 @@ impl TlsStream {
                     drop(buf);
                     let s = Self::new(inner, conn.into());
                     s.state.borrow_mut().local_cert = take_chosen();
+                    if capture > 0 {
+                        s.state.borrow_mut().hello = crate::connection::capture::first_message(&raw)
+                            .and_then(|m| crate::connection::capture::capture(&m, capture))
+                            .map(Box::new);
+                    }
                     s.handshake().await?;
                     return Ok(s);
                 }
@@ -320,6 +338,7 @@ impl TlsStream {
                 closed: false,
                 local_cert: None,
                 sid: SessionId::default(),
+                hello: None,
             }),
         }
     }
@@ -496,6 +515,11 @@ impl TlsStream {
     /// The leaf of the certificate this side presented (server side).
     pub fn local_cert(&self) -> Option<rustls::pki_types::CertificateDer<'static>> {
         self.state.borrow().local_cert.as_ref().map(|k| k.cert[0].clone())
+    }
+
+    /// Reads what was captured of the client's ClientHello (`None`: nothing captured).
+    pub fn with_hello<R>(&self, f: impl FnOnce(&crate::connection::capture::Capture) -> R) -> Option<R> {
+        self.state.borrow().hello.as_deref().map(f)
     }
 
     /// The session id as OpenSSL would give it (`ssl_fc_session_id`): `None` when empty.

@@ -94,9 +94,12 @@ impl Peer {
         use crate::tls::facts::ServerSide;
         match self {
             Peer::Bytes(s) => ServerSide::Stream(s),
-            Peer::H2Up(v) => ServerSide::Facts(v.tls_facts()),
+            Peer::H2Up(v) => {
+                use std::os::fd::AsFd;
+                ServerSide::Facts { tls: v.tls_facts(), fd: Some(v.as_fd()), h2: true }
+            }
             Peer::Fcgi(v) => v.tls_side(),
-            Peer::H2(_) => ServerSide::Facts(None),
+            Peer::H2(_) => ServerSide::Facts { tls: None, fd: None, h2: true },
         }
     }
 

@@ -634,6 +634,7 @@ impl Session<'_> {
             conn_facts!(self),
         );
         base.comp = self.t.o.comp;
+        base.server_stream = crate::tls::facts::ServerSide::logged(&self.t.o);
         let mut ctx = base.ctx(&self.t.req, None, &self.t.vars);
         let refused_at = refused;
         let refused = refused.is_some();

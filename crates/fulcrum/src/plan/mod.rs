@@ -398,8 +398,11 @@ fn log_settings(
     let (line, sd, error) = (compile(&f.line), compile(&f.sd), compile(&f.error));
     use cfg::LogVar as V;
     let addrs = [V::BackendIp, V::BackendPort, V::ServerIp, V::ServerPort];
-    let server_addrs =
-        [&line, &sd, &error].iter().any(|f| f.as_ref().is_some_and(|f| f.uses_any(&addrs)));
+    // (`bc_src`, `bc_dst`... in a line read the same addresses.)
+    let bc = |f: &cfg::Fetch| matches!(f, cfg::Fetch::Bc(cfg::BcFetch::Addr(_)));
+    let server_addrs = [&line, &sd, &error]
+        .iter()
+        .any(|f| f.as_ref().is_some_and(|f| f.uses_any(&addrs) || f.uses_fetch(bc)));
     crate::rules::format::Settings {
         line,
         sd,

@@ -61,6 +61,11 @@ impl Format {
         Format { parts }
     }
 
+    /// Whether one of the format's sample expressions fetches what `pred` says.
+    pub fn uses_fetch(&self, pred: impl Fn(&fulcrum_config::Fetch) -> bool) -> bool {
+        self.parts.iter().any(|p| matches!(p, Part::Sample(e, _) if pred(&e.fetch)))
+    }
+
     /// Whether the format prints one of `vars`.
     pub fn uses_any(&self, vars: &[LogVar]) -> bool {
         self.parts.iter().any(|p| matches!(p, Part::Var(v, _) if vars.contains(v)))

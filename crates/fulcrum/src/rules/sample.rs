@@ -445,7 +445,7 @@ fn fetch_each<'a>(
     }
     match fetch {
         Src | SrcPort | Dst | DstPort | Fc(_) | SoName | Tls(_) | Pp(_) | Payload(_) | WaitEnd
-        | FcErr | TlsOnly => conn::fetch(fetch, ctx, f),
+        | FcErr | FcErrStr | Bc(_) | TlsOnly => conn::fetch(fetch, ctx, f),
         IntOf(inner) => {
             fetch_each(inner, ctx, last_only, &mut |v| f(Value::Int(strl2ic(&v.as_bytes()))))
         }

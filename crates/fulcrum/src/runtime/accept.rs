@@ -579,6 +579,7 @@ fn tcp_line(
     ctx.backend = Some(be);
     ctx.client = Some(&conn.client);
     ctx.pp = conn.proxied.as_deref();
+    ctx.server_stream = crate::tls::facts::ServerSide::logged(outcome);
     let mut stream = crate::rules::format::Stream {
         fe,
         be: Some(be),
@@ -656,11 +657,12 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
         let rest = conn.map_client(|c| plain = Some(c));
         let (Some(client), peer) = (plain, rest.peer) else { return None };
         let (tls, r) = if config.routed() {
-            // The ClientHello first: a crt-list line's own options for the name asked.
+            // The ClientHello first: a crt-list line's own options for the name asked, or a
+            // capture of its lists.
             let pick = |name: Option<&str>| config.pick(name);
-            match within(limit, crate::connection::tls::TlsStream::accept_routed(client, &pick))
-                .await
-            {
+            let accept =
+                crate::connection::tls::TlsStream::accept_routed(client, &pick, config.capture);
+            match within(limit, accept).await {
                 Some(Ok(s)) => (s, Some(Ok(()))),
                 Some(Err(e)) => {
                     crate::counters::handshake_done(&[&fe.counters], false, false, true);

@@ -65,6 +65,8 @@ pub struct Snapshot {
     pub alpn: Option<Vec<u8>>,
     pub resumed: bool,
     pub session_id: Option<Vec<u8>>,
+    /// The server's certificate (`ssl_s_*`).
+    pub cert: Option<rustls::pki_types::CertificateDer<'static>>,
 }
 
 impl Snapshot {
@@ -76,17 +78,51 @@ impl Snapshot {
             alpn: c.alpn_protocol().map(<[u8]>::to_vec),
             resumed: c.handshake_kind() == Some(HandshakeKind::Resumed),
             session_id,
+            cert: c.peer_certificates().and_then(|p| p.first()).map(|d| d.clone().into_owned()),
         })
     }
 }
 
-/// The server side of a transaction as TLS fetches see it: its byte stream, or, for an
-/// HTTP/2 stream, the facts of the connection it runs on (taken when the connection was made;
-/// `None` on clear text).
+/// The server side of a transaction as the `ssl_bc*`, `ssl_s_*` and `bc_*` fetches see it:
+/// its byte stream; for an HTTP/2 stream or a shared FastCGI connection, the facts of the
+/// connection it runs on (taken when the connection was made; no TLS facts on clear text) and
+/// its socket; in a log line, the addresses the stream noted.
 #[derive(Clone, Copy)]
 pub enum ServerSide<'a> {
     Stream(&'a Stream),
-    Facts(Option<&'a Snapshot>),
+    Facts { tls: Option<&'a Snapshot>, fd: Option<std::os::fd::BorrowedFd<'a>>, h2: bool },
+    Logged(SocketAddr, SocketAddr),
+}
+
+impl ServerSide<'_> {
+    /// What a log line's `bc_*` fetches read: the server connection's addresses the stream
+    /// noted (when a format prints them).
+    pub fn logged(o: &crate::outcome::Outcome) -> Option<ServerSide<'static>> {
+        o.server_conn.map(|(local, peer)| ServerSide::Logged(local, peer))
+    }
+
+    /// The connection's local and remote addresses (`bc_src`, `bc_dst`): two system calls,
+    /// made only when a fetch asks.
+    pub fn addrs(&self) -> Option<(SocketAddr, SocketAddr)> {
+        use std::os::fd::AsFd;
+        let fd = match self {
+            ServerSide::Stream(s) => s.as_fd(),
+            ServerSide::Facts { fd: Some(fd), .. } => *fd,
+            ServerSide::Facts { fd: None, .. } => return None,
+            ServerSide::Logged(local, peer) => return Some((*local, *peer)),
+        };
+        let s = socket2::SockRef::from(&fd);
+        Some((s.local_addr().ok()?.as_socket()?, s.peer_addr().ok()?.as_socket()?))
+    }
+
+    /// `bc_http_major`: 2 over HTTP/2, else 1 (`None` in a log line, which does not know).
+    pub fn http_major(&self) -> Option<i64> {
+        match self {
+            ServerSide::Stream(_) => Some(1),
+            ServerSide::Facts { h2, .. } => Some(if *h2 { 2 } else { 1 }),
+            ServerSide::Logged(..) => None,
+        }
+    }
 }
 
 /// A client connection's TLS as `fulcrum explain` is told it, without one: TLS, with this

@@ -152,6 +152,8 @@ fn session_cache(size: u32) -> Arc<dyn rustls::server::StoresServerSessions> {
 #[derive(Debug)]
 pub struct BindTls {
     pub config: Arc<ServerConfig>,
+    /// `tune.ssl.capture-buffer-size` (0: nothing of the ClientHello is kept).
+    pub capture: usize,
     exact: std::collections::HashMap<String, Arc<ServerConfig>>,
     wildcard: std::collections::HashMap<String, Arc<ServerConfig>>,
 }
@@ -159,7 +161,7 @@ pub struct BindTls {
 impl BindTls {
     /// Some crt-list lines have options: the ClientHello is read before choosing.
     pub fn routed(&self) -> bool {
-        !self.exact.is_empty() || !self.wildcard.is_empty()
+        !self.exact.is_empty() || !self.wildcard.is_empty() || self.capture > 0
     }
 
     /// The configuration for a client asking for `name`.
@@ -228,7 +230,8 @@ pub fn server_config(
         }
     }
     let config = build_config(t, g, who, warnings, loaded)?;
-    Ok(Arc::new(BindTls { config, exact, wildcard }))
+    let capture = g.capture_size.unwrap_or(0) as usize;
+    Ok(Arc::new(BindTls { config, capture, exact, wildcard }))
 }
 
 /// One rustls configuration from settings and certificates.

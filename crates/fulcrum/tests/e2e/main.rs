@@ -34,4 +34,5 @@ mod stats_page;
 mod timeouts;
 mod tls;
 mod tls_checks;
+mod tls_facts;
 mod tuning;

@@ -75,7 +75,7 @@ pub(crate) fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::aws_lc_rs::default_provider())
 }
 
-fn client_config(ca: &Ca, alpn: &[&str]) -> Arc<rustls::ClientConfig> {
+pub(crate) fn client_config(ca: &Ca, alpn: &[&str]) -> Arc<rustls::ClientConfig> {
     let mut c = rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .expect("versions")
@@ -86,7 +86,7 @@ fn client_config(ca: &Ca, alpn: &[&str]) -> Arc<rustls::ClientConfig> {
 }
 
 /// A TLS connection to `addr` naming `sni`; `Err` when the handshake fails.
-fn tls_connect(
+pub(crate) fn tls_connect(
     addr: SocketAddr,
     sni: &str,
     config: Arc<rustls::ClientConfig>,
@@ -132,7 +132,7 @@ fn peer_cn(s: &rustls::StreamOwned<rustls::ClientConnection, TcpStream>) -> Stri
 }
 
 /// Sends a GET over `s` and returns status and head.
-fn get<S: Read + Write>(s: &mut S, path: &str) -> (u16, String) {
+pub(crate) fn get<S: Read + Write>(s: &mut S, path: &str) -> (u16, String) {
     let req = format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n");
     s.write_all(req.as_bytes()).expect("write");
     let mut buf = Vec::new();
@@ -162,7 +162,7 @@ fn get<S: Read + Write>(s: &mut S, path: &str) -> (u16, String) {
     (0, String::from_utf8_lossy(&buf).into_owned())
 }
 
-fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+pub(crate) fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
     head.lines().find_map(|l| {
         let (n, v) = l.split_once(':')?;
         n.eq_ignore_ascii_case(name).then(|| v.trim())

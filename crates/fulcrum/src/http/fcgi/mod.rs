@@ -140,7 +140,9 @@ impl FcgiView {
         use crate::tls::facts::ServerSide;
         match &self.wire {
             Wire::Own(s) => ServerSide::Stream(s),
-            Wire::Shared(h) => ServerSide::Facts(h.tls_facts()),
+            Wire::Shared(h) => {
+                ServerSide::Facts { tls: h.tls_facts(), fd: Some(h.as_fd()), h2: false }
+            }
         }
     }
 

@@ -54,6 +54,8 @@ pub(super) fn fetch<'a>(fetch: &cfg::Fetch, ctx: &Ctx<'a>, f: &mut Each<'_, 'a>)
             None => f(Value::Bool(true)),
         },
         FcErr => f(Value::Int(0)),
+        FcErrStr => f(b(b"Success")),
+        Bc(what) => one(backend(what, ctx), f),
         IsLocal { dst, fc } => {
             let (src, dst_addr) = if *fc {
                 ctx.vars.addrs.as_ref().map_or((ctx.src, ctx.dst), |a| (a.fc_src, a.fc_dst))
@@ -79,6 +81,25 @@ pub(super) fn fetch<'a>(fetch: &cfg::Fetch, ctx: &Ctx<'a>, f: &mut Each<'_, 'a>)
         }
         TlsOnly => false,
         _ => false, // another family's
+    }
+}
+
+/// The server connection's facts (`bc_*`): no sample before there is one.
+fn backend(what: &cfg::BcFetch, ctx: &Ctx<'_>) -> Option<Value<'static>> {
+    let side = ctx.server_stream?;
+    match what {
+        cfg::BcFetch::Addr(part) => {
+            let (local, peer) = side.addrs()?;
+            Some(match part {
+                cfg::AddrPart::Src => Value::Ip(canonical(local.ip())),
+                cfg::AddrPart::Dst => Value::Ip(canonical(peer.ip())),
+                cfg::AddrPart::SrcPort => Value::Int(i64::from(local.port())),
+                cfg::AddrPart::DstPort => Value::Int(i64::from(peer.port())),
+            })
+        }
+        cfg::BcFetch::HttpMajor => side.http_major().map(Value::Int),
+        cfg::BcFetch::Err { text: false } => Some(Value::Int(0)),
+        cfg::BcFetch::Err { text: true } => Some(Value::Str(Cow::Borrowed(b"Success"))),
     }
 }
 

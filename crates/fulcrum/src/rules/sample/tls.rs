@@ -5,11 +5,12 @@
 
 use std::borrow::Cow;
 
-use fulcrum_config::TlsFetch;
+use fulcrum_config::{HelloPart, TlsFetch};
 use rustls::{Connection, HandshakeKind};
 
 use super::Value;
 use crate::connection::Stream;
+use crate::connection::capture::{suite_name, without_grease, Capture};
 use crate::tls::facts::{cipher_name, protocol_name, ServerSide, Snapshot, Told};
 
 /// Evaluates a TLS fetch on the client connection (`back`: on the server connection), or on
@@ -25,7 +26,7 @@ pub fn fetch(
         return self::told(told, t);
     }
     let server = match server {
-        Some(ServerSide::Facts(Some(snap))) if t.is_back() => return snapshot(snap, t),
+        Some(ServerSide::Facts { tls: Some(snap), .. }) if t.is_back() => return snapshot(snap, t),
         Some(ServerSide::Stream(s)) => Some(s),
         _ => None,
     };
@@ -38,8 +39,10 @@ pub fn fetch(
         _ => {}
     }
     let tls = tls?;
-    if let TlsFetch::SessionId { .. } = t {
-        return tls.session_id().map(|id| Value::Str(Cow::Owned(id)));
+    match t {
+        TlsFetch::SessionId { .. } => return tls.session_id().map(|id| Value::Str(Cow::Owned(id))),
+        TlsFetch::Hello { part, grease } => return tls.with_hello(|h| hello(h, *part, *grease))?,
+        _ => {}
     }
     let s = |v: &str| Value::Str(Cow::Owned(v.as_bytes().to_vec()));
     let bin = |v: &[u8]| Value::Str(Cow::Owned(v.to_vec()));
@@ -61,9 +64,12 @@ pub fn fetch(
         TlsFetch::IsResumed { .. } => {
             Some(Value::Bool(c.handshake_kind() == Some(HandshakeKind::Resumed)))
         }
-        TlsFetch::Err => Some(Value::Int(0)),
+        // (Only established connections reach a rule: no error, no error text.)
+        TlsFetch::Err { text, .. } => (!text).then_some(Value::Int(0)),
+        TlsFetch::HasEarly => Some(Value::Bool(false)),
         TlsFetch::HasCrt => Some(Value::Bool(c.peer_certificates().is_some_and(|p| !p.is_empty()))),
         TlsFetch::Local(inner) => cert_fetch(inner, &tls.local_cert()?),
+        TlsFetch::ServerCert(inner) => cert_fetch(inner, c.peer_certificates()?.first()?),
         _ => {
             let der = c.peer_certificates()?.first()?;
             cert_fetch(t, der)
@@ -111,7 +117,42 @@ fn snapshot(snap: &Snapshot, t: &TlsFetch) -> Option<Value<'static>> {
         TlsFetch::Cipher { .. } => snap.cipher.map(|c| s(c.0)),
         TlsFetch::Keysize { .. } => snap.cipher.map(|c| Value::Int(c.1)),
         TlsFetch::Alpn { .. } => snap.alpn.clone().map(|v| Value::Str(Cow::Owned(v))),
+        TlsFetch::Err { text: false, .. } => Some(Value::Int(0)),
+        TlsFetch::ServerCert(inner) => cert_fetch(inner, snap.cert.as_ref()?),
         _ => None,
+    }
+}
+
+/// A part of the captured ClientHello (`ssl_fc_cipherlist_*`...), as HAProxy 2.6 gives it.
+fn hello(h: &Capture, part: HelloPart, grease: bool) -> Option<Value<'static>> {
+    let list = |l: &[u8]| if grease { without_grease(l) } else { l.to_vec() };
+    let bin = |v: Vec<u8>| Some(Value::Str(Cow::Owned(v)));
+    match part {
+        HelloPart::Ciphers => bin(list(h.ciphers())),
+        HelloPart::CiphersHex => {
+            let mut out = Vec::new();
+            for b in list(h.ciphers()) {
+                out.extend_from_slice(format!("{b:02X}").as_bytes());
+            }
+            bin(out)
+        }
+        HelloPart::CiphersStr => {
+            let mut out = String::new();
+            for (i, p) in list(h.ciphers()).chunks_exact(2).enumerate() {
+                let id = u16::from_be_bytes([p[0], p[1]]);
+                out.push_str(if i == 0 { "" } else { "," });
+                match suite_name(id) {
+                    Some(n) => out.push_str(n),
+                    None => out.push_str(&format!("UNKNOWN({id:04x})")),
+                }
+            }
+            bin(out.into_bytes())
+        }
+        HelloPart::CiphersXxh => Some(Value::Int(h.xxh64 as i64)),
+        HelloPart::Exts => bin(list(h.exts())),
+        HelloPart::Groups => bin(list(h.groups())),
+        HelloPart::EcFormats => bin(h.formats().to_vec()),
+        HelloPart::Version => Some(Value::Int(i64::from(h.version))),
     }
 }
 
