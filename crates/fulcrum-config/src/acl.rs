@@ -128,7 +128,10 @@ pub fn fetch_avail(fetch: &Fetch) -> Avail {
         | Fetch::ResCook { .. }
         | Fetch::ResVer
         | Fetch::ResComp
-        | Fetch::ResCompAlgo => Avail::Response,
+        | Fetch::ResCompAlgo
+        | Fetch::ResBody
+        | Fetch::ResBodyLen
+        | Fetch::ResBodySize => Avail::Response,
         Fetch::ResCacheHit | Fetch::ResCacheName => Avail::Captured { response: true },
         Fetch::Tls(crate::model::TlsFetch::ServerCert(_)) => Avail::Session,
         Fetch::Tls(t) if t.is_back() => Avail::ServerConn,

@@ -456,6 +456,8 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "res.fhdr" => d(SI, 0, Str, Response),
         "req.body" | "req.hdrs" => d(NONE, 0, Bin, Request),
         "req.body_len" | "req.body_size" => d(NONE, 0, Int, Request),
+        "res.body" => d(NONE, 0, Bin, Response),
+        "res.body_len" | "res.body_size" => d(NONE, 0, Int, Response),
         "req.body_param" => d(S, 0, Bin, Request),
         "base" => d(NONE, 0, Str, Request),
         "ssl_fc" | "ssl_fc_is_resumed" | "ssl_fc_has_sni" | "ssl_fc_has_crt" | "ssl_c_used" => {
@@ -704,6 +706,9 @@ fn build_fetch(name: &str, args: &[Arg]) -> Result<Fetch, SmpError> {
         "req.body" => Fetch::ReqBody,
         "req.body_len" => Fetch::ReqBodyLen,
         "req.body_size" => Fetch::ReqBodySize,
+        "res.body" => Fetch::ResBody,
+        "res.body_len" => Fetch::ResBodyLen,
+        "res.body_size" => Fetch::ResBodySize,
         "req.body_param" => Fetch::ReqBodyParam { name: first_str(args) },
         "req.hdrs" => Fetch::ReqHdrs,
         "base" => Fetch::Base,

@@ -146,6 +146,11 @@ pub enum Fetch {
     /// `req.body_size`: the request body's announced size (`Content-Length`, or the bytes
     /// buffered so far for a chunked body) (integer).
     ReqBodySize,
+    /// `res.body`, `res.body_len`, `res.body_size`: the same of the response body, in response
+    /// rules (after `http-response wait-for-body` to see a whole one).
+    ResBody,
+    ResBodyLen,
+    ResBodySize,
     /// `req.body_param([<name>])`: a parameter of an `application/x-www-form-urlencoded`
     /// request body (binary: an ACL must say `-m`); an empty name means the first parameter.
     /// Case-sensitive name.

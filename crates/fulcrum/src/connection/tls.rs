@@ -311,9 +311,10 @@ impl TlsStream {
                     let s = Self::new(inner, conn.into());
                     s.state.borrow_mut().local_cert = take_chosen();
                     if capture > 0 {
-                        s.state.borrow_mut().hello = crate::connection::capture::first_message(&raw)
-                            .and_then(|m| crate::connection::capture::capture(&m, capture))
-                            .map(Box::new);
+                        s.state.borrow_mut().hello =
+                            crate::connection::capture::first_message(&raw)
+                                .and_then(|m| crate::connection::capture::capture(&m, capture))
+                                .map(Box::new);
                     }
                     s.handshake().await?;
                     return Ok(s);
@@ -518,7 +519,10 @@ impl TlsStream {
     }
 
     /// Reads what was captured of the client's ClientHello (`None`: nothing captured).
-    pub fn with_hello<R>(&self, f: impl FnOnce(&crate::connection::capture::Capture) -> R) -> Option<R> {
+    pub fn with_hello<R>(
+        &self,
+        f: impl FnOnce(&crate::connection::capture::Capture) -> R,
+    ) -> Option<R> {
         self.state.borrow().hello.as_deref().map(f)
     }
 

@@ -19,8 +19,10 @@ pub struct Base<'a> {
     pub backend: Option<&'a dyn view::BackendView>,
     pub server: Option<&'a str>,
     pub backends: &'a dyn view::Backends,
-    /// Request body bytes already received.
+    /// Body bytes already received: the request's, or the response's in response rules.
     pub body: &'a [u8],
+    /// `body` is still chunk-framed (see `Ctx::body_chunked`).
+    pub body_chunked: bool,
     /// `tune.bufsize`: a header edit that would not fit in the buffer with the body data there
     /// (`data_htx`) fails, as in HAProxy (see [`room`]).
     pub max_head: usize,
@@ -63,6 +65,7 @@ impl<'a> Base<'a> {
             server: self.server,
             backends: self.backends,
             body: self.body,
+            body_chunked: self.body_chunked,
             client: self.client,
             told_tls: self.told_tls,
             h2: self.h2,

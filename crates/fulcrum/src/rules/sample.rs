@@ -22,6 +22,26 @@ mod tls;
 pub(crate) use conn::{canonical, rdp_cookie};
 pub use message::pathq;
 
+/// A body as `res.body` reads it: the bytes received, still chunk-framed when `chunked` (a
+/// fetch decodes them only when asked: most rules never read a body).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BodyBytes<'a> {
+    pub data: &'a [u8],
+    pub chunked: bool,
+}
+
+impl<'a> BodyBytes<'a> {
+    /// The body's data without framing (`None`: broken chunks).
+    pub fn decoded(&self) -> Option<Cow<'a, [u8]>> {
+        if !self.chunked {
+            return Some(Cow::Borrowed(self.data));
+        }
+        let (mut data, mut trailers) = (Vec::new(), Vec::new());
+        fulcrum_http::ChunkedScanner::new().decode(self.data, &mut data, &mut trailers).ok()?;
+        Some(Cow::Owned(data))
+    }
+}
+
 /// A sample: what a fetch returns and converters transform.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value<'a> {
@@ -102,8 +122,12 @@ pub struct Ctx<'a> {
     pub server: Option<&'a str>,
     /// All backends by name (for `nbsrv(<name>)`, `be_conn(<name>)`).
     pub backends: &'a dyn super::view::Backends,
-    /// The request body bytes received so far (`req.body` after `wait-for-body`).
+    /// The body bytes received so far of the message the rules analyse: the request's
+    /// (`req.body` after `wait-for-body`), or in response rules the response's (`res.body`;
+    /// no request fetch is allowed there).
     pub body: &'a [u8],
+    /// `body` is still chunk-framed (a response's not waited for: `res.body` decodes it).
+    pub body_chunked: bool,
     /// The client connection, for its TLS facts (`ssl_fc*`, `ssl_c_*`).
     pub client: Option<&'a crate::connection::Stream>,
     /// The client connection's TLS as `fulcrum explain` is told it (no `client` then).
@@ -149,6 +173,7 @@ impl<'a> Ctx<'a> {
             server: None,
             backends,
             body: &[],
+            body_chunked: false,
             client: None,
             told_tls: None,
             h2: false,
@@ -469,6 +494,9 @@ fn fetch_each<'a>(
         | ReqBodyLen
         | ReqBodySize
         | ReqBodyParam { .. }
+        | ResBody
+        | ResBodyLen
+        | ResBodySize
         | BaseQ
         | HostPathHash { .. }
         | UrlAddr { .. }

@@ -457,3 +457,56 @@ fn a_head_rewritten_to_get_gets_no_body_and_the_server_connection_carries_on() {
         (sized.status, chunked.status, after.body.len(), again.body.len())
     });
 }
+
+#[test]
+fn response_rules_read_the_response_body_they_waited_for() {
+    // `res.body`, `res.body_len`, `res.body_size` after `http-response wait-for-body`: a
+    // sized answer and a chunked one (read decoded), a deny on its content, and the size
+    // announced by a body the rules did not wait for (as HAProxy counts what it has not read
+    // yet).
+    each(|t| {
+        let srv = server("s1");
+        let px = t.start(&listen(&format!(
+            " http-request set-var(txn.w) bool(1) if {{ path_beg /w }}\n\
+             http-response wait-for-body time 1s if {{ var(txn.w) -m bool }}\n\
+             http-response deny if {{ res.body -m sub secret }}\n\
+             http-response set-header x-body \"%[res.body]\" if {{ var(txn.w) -m bool }}\n\
+             http-response set-header x-len \"%[res.body_len]/%[res.body_size]\" if {{ var(txn.w) -m bool }}\n\
+             http-response set-header x-size \"%[res.body_size]\"\n\
+             server s1 {}\n",
+            srv.addr()
+        )));
+        let mut seen = Vec::new();
+        for (path, body) in [
+            ("/w?echo=body", "hello body"),
+            ("/w?echo=body&chunked=1", "hello chunks"),
+            ("/w?echo=body", "a secret here"),
+            ("/w?echo=body&chunked=1", "a secret here"),
+        ] {
+            let req = format!(
+                "POST {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            let r = px.send(req.as_bytes());
+            let h = |n: &str| r.header(n).unwrap_or("-").to_string();
+            let got = String::from_utf8_lossy(&r.body).into_owned();
+            seen.push((path, r.status, h("x-body"), h("x-len"), got));
+        }
+        let r = px.get("/n?s=100000");
+        let size = r.header("x-size").unwrap_or("-").to_string();
+        seen.push(("/n", r.status, String::new(), size, r.body.len().to_string()));
+        let got: Vec<(u16, &str, &str)> =
+            seen.iter().map(|s| (s.1, s.2.as_str(), s.3.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                (200, "hello body", "10/10"),
+                (200, "hello chunks", "12/12"),
+                (502, "-", "-"),
+                (502, "-", "-"),
+                (200, "", "100000")
+            ]
+        );
+        seen
+    });
+}

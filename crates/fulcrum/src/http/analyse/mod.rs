@@ -750,6 +750,7 @@ pub fn base<'b>(
         server,
         backends: &*fe.backends,
         body,
+        body_chunked: false,
         max_head: http.bufsize,
         data_htx: 0,
         client,

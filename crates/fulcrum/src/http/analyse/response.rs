@@ -19,6 +19,7 @@ use super::{is_own_backend, Built, Txn};
 use crate::backend::Backend;
 use crate::counters::Counters;
 use crate::frontend::Frontend;
+use crate::rules::sample::BodyBytes;
 use crate::rules::{self, Verdict};
 use crate::tls::facts::ServerSide;
 
@@ -82,16 +83,18 @@ impl Txn<'_> {
     }
 
     /// Runs the backend's then the frontend's `http-response` rules on the response from
-    /// `server`, from where `p` says (`body_len`: the response body bytes received with the
-    /// head, for the room left to rewrites; `side`: the server connection's TLS facts).
+    /// `server`, from where `p` says (`body`: the response body bytes received with the head
+    /// or waited for, for `res.body` and the room left to rewrites; `side`: the server
+    /// connection's facts).
     pub fn response_rules(
         &mut self,
         be: &Arc<Backend>,
         server: Option<&str>,
         side: Option<ServerSide<'_>>,
-        body_len: usize,
+        body: BodyBytes<'_>,
         p: &mut RespProgress,
     ) -> RespStop {
+        let body_len = body.data.len();
         let fe = self.fe;
         let own = is_own_backend(fe, be);
         if self.resp_data_htx.is_none() {
@@ -111,7 +114,8 @@ impl Txn<'_> {
                 (p.list, p.from) = (p.list + 1, 0);
                 continue;
             }
-            let v = self.run_on_response(&r.http_response, p.from, &r.acls, Some(be), server, side);
+            let on = (Some(&**be), server, side, body);
+            let v = self.run_on_response(&r.http_response, p.from, &r.acls, on);
             let built = match v {
                 Verdict::WaitForBody { time, at_least, resume } => {
                     p.from = resume;
@@ -156,13 +160,17 @@ impl Txn<'_> {
         list: &'r [rules::Rule],
         start: usize,
         acls: &rules::Acls,
-        be: Option<&Backend>,
-        server: Option<&str>,
-        side: Option<ServerSide<'_>>,
+        (be, server, side, body): (
+            Option<&Backend>,
+            Option<&str>,
+            Option<ServerSide<'_>>,
+            BodyBytes<'_>,
+        ),
     ) -> Verdict<'r> {
         let mut base = self.base(be);
-        // Response rules see no request body, and the server that answered.
-        (base.body, base.server, base.server_stream) = (&[], server, side);
+        // Response rules see the response body (no request body), and the server that answered.
+        (base.body, base.body_chunked) = (body.data, body.chunked);
+        (base.server, base.server_stream) = (server, side);
         base.comp = self.comp;
         base.data_htx = self.resp_data_htx.unwrap_or(0);
         let (resp, req) = (&mut *self.resp, &*self.req);
@@ -180,7 +188,12 @@ impl Txn<'_> {
                 continue;
             }
             let list = &r.http_after_response;
-            let _ = self.run_on_response(list, 0, &r.acls, be.map(|b| &**b), server, None);
+            let _ = self.run_on_response(
+                list,
+                0,
+                &r.acls,
+                (be.map(|b| &**b), server, None, BodyBytes::default()),
+            );
         }
     }
 }

@@ -40,7 +40,7 @@ fn respond(p: &Plan, parts: &mut Transaction, be: &Arc<Backend>) -> Vec<String> 
     let mut at = RespProgress::default();
     let mut stops = Vec::new();
     loop {
-        let stop = txn.response_rules(be, Some("s1"), None, 0, &mut at);
+        let stop = txn.response_rules(be, Some("s1"), None, Default::default(), &mut at);
         let wait = matches!(stop, RespStop::WaitForBody { .. });
         stops.push(format!("{stop:?}"));
         if !wait {

@@ -133,7 +133,13 @@ impl Session<'_> {
         }
         let mut p = analyse::RespProgress::default();
         loop {
-            match self.txn().response_rules(be, Some("<CACHE>"), None, body.len(), &mut p) {
+            match self.txn().response_rules(
+                be,
+                Some("<CACHE>"),
+                None,
+                crate::rules::sample::BodyBytes { data: body, chunked: false },
+                &mut p,
+            ) {
                 analyse::RespStop::Pass => return None,
                 analyse::RespStop::Answer { built, after } => {
                     self.skip_after |= !after;

@@ -64,12 +64,7 @@ impl Session<'_> {
             h.resp = None;
         }
         loop {
-            let body = match self.t.held.as_ref().and_then(|h| h.resp.as_ref()) {
-                Some(data) => data.len(),
-                None => body_view(&None, &sc.buf, self.t.resp.info().body).len(),
-            };
-            let side = Some(sc.stream.tls_side());
-            match self.txn().response_rules(be, server, side, body, &mut p) {
+            match self.response_rules_step(be, server, sc, &mut p) {
                 analyse::RespStop::Pass => return None,
                 analyse::RespStop::Answer { built, after } => {
                     self.skip_after |= !after;
@@ -88,6 +83,33 @@ impl Session<'_> {
                 }
             }
         }
+    }
+
+    /// One run of the response rules from where `p` says, on the response body a rule waited
+    /// for (lent to them, then put back) or on what the server buffer holds. (Apart from
+    /// `response_rules` so that no body is held across its waits.)
+    fn response_rules_step(
+        &mut self,
+        be: &Arc<Backend>,
+        server: Option<&str>,
+        sc: &ServerConn,
+        p: &mut analyse::RespProgress,
+    ) -> analyse::RespStop {
+        let held = self.t.held.as_mut().and_then(|h| h.resp.take());
+        let framing = self.t.resp.info().body;
+        let body = match &held {
+            Some(data) => crate::rules::sample::BodyBytes { data, chunked: false },
+            None => crate::rules::sample::BodyBytes {
+                data: body_view(&None, &sc.buf, framing),
+                chunked: framing == fulcrum_http::Body::Chunked,
+            },
+        };
+        let side = Some(sc.stream.tls_side());
+        let stop = self.txn().response_rules(be, server, side, body, p);
+        if let (Some(h), Some(data)) = (self.t.held.as_mut(), held) {
+            h.resp = Some(data);
+        }
+        stop
     }
 
     /// Runs the `http-after-response` rules on `self.t.resp` (see `analyse::response`).

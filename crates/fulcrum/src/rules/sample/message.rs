@@ -108,6 +108,19 @@ pub(super) fn fetch<'a>(fetch: &cfg::Fetch, ctx: &Ctx<'a>, f: &mut Each<'_, 'a>)
             }),
             f,
         ),
+        ResBody => one(ctx.resp.and(res_body(ctx)).map(Value::Str), f),
+        ResBodyLen | ResBodySize => {
+            let len = ctx.resp.and(res_body(ctx)).map(|d| d.len() as i64);
+            one(
+                len.map(|len| match ctx.resp.map(|r| r.info().body) {
+                    Some(fulcrum_http::Body::Length(n)) if *fetch == ResBodySize => {
+                        Value::Int(n as i64)
+                    }
+                    _ => Value::Int(len),
+                }),
+                f,
+            )
+        }
         ReqBodyParam { name } => one(fulcrum_http::url_param(ctx.body, name.as_bytes()).map(b), f),
         _ => false, // another family's
     }
@@ -180,4 +193,9 @@ fn url_addr(r: &Head, port: bool) -> Option<Value<'static>> {
 /// `res.cache_name`).
 fn cache_hit<'c>(ctx: &Ctx<'c>) -> Option<&'c crate::cache::Entry> {
     ctx.vars.cache.as_ref()?.hit.as_ref().map(|h| &*h.entry)
+}
+
+/// The response body in response rules (`res.body`), its chunks decoded.
+fn res_body<'a>(ctx: &Ctx<'a>) -> Option<Cow<'a, [u8]>> {
+    super::BodyBytes { data: ctx.body, chunked: ctx.body_chunked }.decoded()
 }

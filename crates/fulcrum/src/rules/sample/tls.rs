@@ -9,8 +9,8 @@ use fulcrum_config::{HelloPart, TlsFetch};
 use rustls::{Connection, HandshakeKind};
 
 use super::Value;
-use crate::connection::Stream;
 use crate::connection::capture::{suite_name, without_grease, Capture};
+use crate::connection::Stream;
 use crate::tls::facts::{cipher_name, protocol_name, ServerSide, Snapshot, Told};
 
 /// Evaluates a TLS fetch on the client connection (`back`: on the server connection), or on
