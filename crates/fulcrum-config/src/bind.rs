@@ -138,6 +138,13 @@ fn bind_options(
                 ok = false;
             }
             "interface" => bind.sockopts.interface = Some(val.to_string()),
+            "tcp-ut" => match user_timeout(opt, val) {
+                Ok(ms) => bind.sockopts.tcp_ut = Some(ms),
+                Err(e) => {
+                    diags.alert(line, format!("{prefix} : {e}"));
+                    ok = false;
+                }
+            },
             "proto" if val.is_empty() => {
                 diags.alert(line, format!("{prefix} : '{opt}' : missing value"));
                 ok = false;
@@ -331,6 +338,21 @@ fn port_range(text: &str) -> Result<(u16, u16), String> {
     }
 }
 
+/// `tcp-ut <time>` (bind and server lines): milliseconds by default, HAProxy 2.6's messages.
+pub(crate) fn user_timeout(opt: &str, val: &str) -> Result<u32, String> {
+    use crate::duration::{read_time, TimeError, MAX_TIMER_MS};
+    if val.is_empty() {
+        return Err(format!("'{opt}' : missing TCP User Timeout value"));
+    }
+    match read_time(val) {
+        Ok(t) if t.warning.is_none() => Ok(t.value.as_millis() as u32),
+        Err(TimeError::Overflow) => Err(format!(
+            "timer overflow in argument '{val}' to '{opt}' (maximum value is {MAX_TIMER_MS} ms or ~24.8 days)"
+        )),
+        _ => Err(format!("'{opt}' : expects a positive delay in milliseconds")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -457,20 +479,22 @@ mod tests {
     #[test]
     fn every_unsupported_option_of_a_line_is_reported() {
         let (b, d) = bind(
-            "bind :80 ssl crt /x.pem alpn h2,http/1.1 accept-proxy name web tcp-ut 5s nice 10",
+            "bind :80 ssl crt /x.pem alpn h2,http/1.1 accept-proxy name web namespace x nice 10",
         );
         assert!(b.is_none());
         let p = "'bind :80' in section 'frontend': ";
-        let want: Vec<String> =
-            ["tcp-ut", "nice"].iter().map(|o| format!("{p}'{o}' is not supported yet")).collect();
+        let want: Vec<String> = ["namespace", "nice"]
+            .iter()
+            .map(|o| format!("{p}'{o}' is not supported yet"))
+            .collect();
         assert_eq!(d, want);
         // A bad value does not stop the reading either; an unknown keyword does.
-        let (_, d) = bind("bind :80 backlog x tcp-ut 5s bogus maxconn y");
+        let (_, d) = bind("bind :80 backlog x namespace x bogus maxconn y");
         assert_eq!(
             d,
             [
                 "'bind :80' in section 'frontend' : 'backlog' : backlog expects an integer argument, got 'x'".to_string(),
-                format!("{p}'tcp-ut' is not supported yet"),
+                format!("{p}'namespace' is not supported yet"),
                 format!("{p}unknown keyword 'bogus'."),
             ]
         );
@@ -494,10 +518,21 @@ mod tests {
     #[test]
     fn option_errors() {
         assert_eq!(
-            bind("bind :80 tcp-ut 1s namespace x").1,
+            bind("bind :80 thread 1 namespace x").1,
             [
-                "'bind :80' in section 'frontend': 'tcp-ut' is not supported yet",
+                "'bind :80' in section 'frontend': 'thread' is not supported yet",
                 "'bind :80' in section 'frontend': 'namespace' is not supported yet"
+            ]
+        );
+        let (b, d) = bind("bind :80 tcp-ut 1s");
+        assert!(d.is_empty(), "{d:?}");
+        assert_eq!(b.expect("bind").sockopts.tcp_ut, Some(1000));
+        assert_eq!(
+            bind("bind :80 tcp-ut 25d tcp-ut 5x tcp-ut").1,
+            [
+                "'bind :80' in section 'frontend' : timer overflow in argument '25d' to 'tcp-ut' (maximum value is 2147483647 ms or ~24.8 days)",
+                "'bind :80' in section 'frontend' : 'tcp-ut' : expects a positive delay in milliseconds",
+                "'bind :80' in section 'frontend' : 'tcp-ut' : missing TCP User Timeout value",
             ]
         );
         assert_eq!(

@@ -705,6 +705,8 @@ pub struct BindSockOpts {
     pub tfo: bool,
     pub mss: Option<i32>,
     pub interface: Option<String>,
+    /// `tcp-ut <time>`: `TCP_USER_TIMEOUT` (milliseconds), inherited by accepted sockets.
+    pub tcp_ut: Option<u32>,
 }
 
 impl Bind {
@@ -987,6 +989,8 @@ pub struct Server {
     pub send_proxy: SendProxy,
     /// `socks4 <addr>:<port>`: connections go through this SOCKS4 proxy.
     pub socks4: Option<std::net::SocketAddr>,
+    /// `tcp-ut <time>`: `TCP_USER_TIMEOUT` on connections to the server (milliseconds).
+    pub tcp_ut: Option<u32>,
     /// `proto h1|h2`: the protocol spoken to the server, whatever ALPN chose (HTTP/1.1 when
     /// neither says).
     pub proto: Option<MuxProto>,

@@ -44,6 +44,8 @@ pub struct ServerOpts {
     pub send_proxy: SendProxy,
     /// `socks4 <addr>:<port>`: connections to the server go through this SOCKS4 proxy.
     pub socks4: Option<std::net::SocketAddr>,
+    /// `tcp-ut <time>`: `TCP_USER_TIMEOUT` on connections to the server (milliseconds).
+    pub tcp_ut: Option<u32>,
     /// `proto h1|h2`: the protocol spoken to the server whatever ALPN says.
     pub proto: Option<MuxProto>,
     /// `check-proto h1|h2`: the protocol of HTTP health checks (the server's by default).
@@ -81,6 +83,7 @@ impl Default for ServerOpts {
             tls: ServerTls::default(),
             send_proxy: SendProxy::default(),
             socks4: None,
+            tcp_ut: None,
             proto: None,
             check_proto: None,
             ws: None,
@@ -192,6 +195,7 @@ pub fn parse_server(
         tls: o.tls,
         send_proxy: o.send_proxy,
         socks4: o.socks4,
+        tcp_ut: o.tcp_ut,
         proto: o.proto,
         check_proto: o.check_proto.or(o.proto),
         ws: o.ws,
@@ -346,6 +350,7 @@ impl Parse<'_> {
                 }
             },
             "inter" => o.check.inter = self.delay(opt, val)?,
+            "tcp-ut" => o.tcp_ut = Some(crate::bind::user_timeout(opt, val)?),
             "fastinter" => o.check.fastinter = Some(self.delay(opt, val)?),
             "downinter" => o.check.downinter = Some(self.delay(opt, val)?),
             "rise" | "fall" => {
@@ -495,6 +500,7 @@ fn takes_value(opt: &str) -> bool {
             | "track"
             | "source"
             | "usesrc"
+            | "tcp-ut"
     ) || NOT_YET_WITH_VALUE.contains(&opt)
         || crate::tls::SERVER_WITH_VALUE.contains(&opt)
 }
@@ -523,7 +529,6 @@ const NOT_YET_WITH_VALUE: &[&str] = &[
     "sni",
     "ssl-max-ver",
     "ssl-min-ver",
-    "tcp-ut",
     "verify",
     "verifyhost",
 ];
@@ -543,6 +548,7 @@ fn missing_value(opt: &str) -> String {
         "id" => format!("'{opt}' : expects an integer argument"),
         "ws" => format!("'{opt}' has to be 'auto', 'h1' or 'h2'"),
         "proto" | "check-proto" => format!("'{opt}' : missing value"),
+        "tcp-ut" => format!("'{opt}' : missing TCP User Timeout value"),
         "redir" => "'redir' expects <prefix> as argument..".into(),
         "track" => "'track' expects [<proxy>/]<server> as argument..".into(),
         "source" => "'source' expects <addr>[:<port>[-<port>]], and optionally 'usesrc' <addr>, and 'interface' <name> as argument..".into(),

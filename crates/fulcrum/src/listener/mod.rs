@@ -225,8 +225,9 @@ fn open_inet(sa: &SocketAddr, opts: &BindOptions<'_>, backlog: i32) -> io::Resul
     Ok(socket)
 }
 
-/// `defer-accept`, `tfo` (its queue as long as the backlog) and `mss` (a negative one taken
-/// off the default), set before `listen` as HAProxy does.
+/// `defer-accept`, `tfo` (its queue as long as the backlog), `mss` (a negative one taken
+/// off the default) and `tcp-ut` (accepted sockets inherit it), set before `listen` as
+/// HAProxy does.
 fn set_sockopts(socket: &Socket, o: &fulcrum_config::BindSockOpts, backlog: i32) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     let fd = socket.as_raw_fd();
@@ -235,6 +236,9 @@ fn set_sockopts(socket: &Socket, o: &fulcrum_config::BindSockOpts, backlog: i32)
     }
     if o.tfo {
         crate::sys::set_tcp_opt(fd, libc::TCP_FASTOPEN, backlog)?;
+    }
+    if let Some(ms) = o.tcp_ut {
+        socket.set_tcp_user_timeout(Some(std::time::Duration::from_millis(u64::from(ms))))?;
     }
     match o.mss {
         Some(m) if m > 0 => socket.set_tcp_mss(m as u32)?,
@@ -313,9 +317,26 @@ mod tests {
         let plain = listener(&BindSockOpts::default()).expect("a listener");
         assert_eq!((opt(&plain, libc::TCP_DEFER_ACCEPT), opt(&plain, libc::TCP_FASTOPEN)), (0, 0));
         let default_mss = plain.tcp_mss().expect("mss");
-        let set = BindSockOpts { defer_accept: true, tfo: true, mss: Some(1200), interface: None };
+        assert_eq!(plain.tcp_user_timeout().expect("user timeout"), None);
+        let set = BindSockOpts {
+            defer_accept: true,
+            tfo: true,
+            mss: Some(1200),
+            interface: None,
+            tcp_ut: Some(1500),
+        };
         let s = listener(&set).expect("a listener");
         assert_ne!(opt(&s, libc::TCP_DEFER_ACCEPT), 0);
+        // `tcp-ut`: on the listener, and on the connections it accepts.
+        let ut = Some(std::time::Duration::from_millis(1500));
+        assert_eq!(s.tcp_user_timeout().expect("user timeout"), ut);
+        let addr = s.local_addr().expect("addr").as_socket().expect("inet");
+        let mut c = std::net::TcpStream::connect(addr).expect("connect");
+        // (`defer-accept`: the connection comes once it brings data.)
+        std::io::Write::write_all(&mut c, b"x").expect("write");
+        s.set_nonblocking(false).expect("blocking");
+        let (accepted, _) = s.accept().expect("accept");
+        assert_eq!(accepted.tcp_user_timeout().expect("user timeout"), ut);
         assert_eq!(opt(&s, libc::TCP_FASTOPEN), 64, "the queue as long as the backlog");
         assert_eq!(s.tcp_mss().expect("mss"), 1200);
         // A negative MSS is taken off the default.

@@ -80,6 +80,7 @@ pub fn build(
             }
         }
         srv.socks4 = s.socks4;
+        srv.tcp_ut = s.tcp_ut;
         srv.redir = s.redir.clone();
         srv.source = s.source.clone().map(|c| Arc::new(crate::server::source::SourceBind::new(c)));
         srv.track = s.track.as_ref().map(|t| match t.contains('/') {

@@ -157,6 +157,8 @@ pub struct Server {
     pub send_proxy: Option<Box<fulcrum_config::SendProxy>>,
     /// `socks4`: connections go through this SOCKS4 proxy.
     pub socks4: Option<SocketAddr>,
+    /// `tcp-ut`: `TCP_USER_TIMEOUT` on its connections (milliseconds).
+    pub tcp_ut: Option<u32>,
     /// `proto h1|h2`: the protocol spoken whatever ALPN says.
     pub proto: Option<fulcrum_config::MuxProto>,
     /// Its connections may speak HTTP/2 (`proto h2`, or `h2` offered by ALPN): transactions
@@ -220,6 +222,7 @@ impl Server {
             tls: None,
             send_proxy: None,
             socks4: None,
+            tcp_ut: None,
             proto: None,
             may_h2: false,
             check_h2: false,

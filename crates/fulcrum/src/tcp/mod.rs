@@ -706,6 +706,9 @@ async fn open_new(
             crate::connection::no_linger(s);
         }
     }
+    if let (Some(ms), Ok(s)) = (srv.tcp_ut, &connected) {
+        user_timeout(s, ms);
+    }
     match (started, connected) {
         (Some(t0), Ok(stream)) => {
             let left = be.timeouts.connect.map(|d| d.saturating_sub(t0.elapsed()));
@@ -713,6 +716,14 @@ async fn open_new(
         }
         (_, connected) => connected,
     }
+}
+
+/// `tcp-ut` on a new server connection (a failure changes nothing, as in HAProxy).
+#[cold]
+#[inline(never)]
+fn user_timeout(s: &Stream, ms: u32) {
+    let d = Duration::from_millis(u64::from(ms));
+    let _ = socket2::SockRef::from(s).set_tcp_user_timeout(Some(d));
 }
 
 /// Keeps the server connection's addresses for a log line that prints them (two system
@@ -846,6 +857,18 @@ mod tests {
         let hashed = backend(&format!(" retries 3\n option redispatch\n balance source\n{TWO}"));
         assert_eq!(after_failure(&hashed, None, 2, REFUSED), Retry::SameServer { pause });
         assert_eq!(after_failure(&hashed, None, 1, REFUSED), Retry::OtherServer);
+    }
+
+    #[test]
+    fn a_servers_tcp_ut_reaches_its_connections() {
+        let be = backend(" server s1 127.0.0.1:1 tcp-ut 2500\n server s2 127.0.0.1:2\n");
+        assert_eq!((be.servers[0].tcp_ut, be.servers[1].tcp_ut), (Some(2500), None));
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
+        let c = std::net::TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+        let s = Stream::accepted_tcp(c);
+        user_timeout(&s, 2500);
+        let set = socket2::SockRef::from(&s).tcp_user_timeout().expect("getsockopt");
+        assert_eq!(set, Some(Duration::from_millis(2500)));
     }
 
     #[test]
