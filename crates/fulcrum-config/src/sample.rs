@@ -481,6 +481,16 @@ fn fetch_def(name: &str) -> Option<FetchDef> {
         "ssl_fc_cipherlist_hex" => d(I, 0, Bin, Session),
         "ssl_fc_ecformats_bin" => d(NONE, 0, Str, Session),
         "ssl_fc_cipherlist_xxh" | "ssl_fc_protocol_hello_id" => d(NONE, 0, Int, Session),
+        "ssl_fc_client_random" | "ssl_fc_server_random" | "ssl_fc_session_key" => {
+            d(NONE, 0, Bin, Session)
+        }
+        "ssl_fc_client_early_traffic_secret"
+        | "ssl_fc_client_handshake_traffic_secret"
+        | "ssl_fc_server_handshake_traffic_secret"
+        | "ssl_fc_client_traffic_secret_0"
+        | "ssl_fc_server_traffic_secret_0"
+        | "ssl_fc_exporter_secret"
+        | "ssl_fc_early_exporter_secret" => d(NONE, 0, Str, Session),
         // (HAProxy 2.6 declares these of the client connection: accepted everywhere, they find
         // no server connection before the response.)
         "ssl_s_s_dn" | "ssl_s_i_dn" => d(SIS, 0, Str, Session),

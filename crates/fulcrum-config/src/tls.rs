@@ -303,6 +303,7 @@ pub fn is_global(kw: &str) -> bool {
             | "tune.ssl.lifetime"
             | "tune.ssl.maxrecord"
             | "tune.ssl.force-private-cache"
+            | "tune.ssl.keylog"
             | "tune.ssl.capture-buffer-size"
             | "tune.ssl.capture-cipherlist-size"
             | "tune.ssl.ssl-ctx-cache-size"
@@ -353,7 +354,8 @@ pub fn global_line(kw: &str, line: &Line, g: &mut GlobalTls, diags: &mut Diags) 
         }
         _ if val.is_empty()
             && !kw.starts_with("tune.ssl.force")
-            && !kw.starts_with("tune.ssl.capture") =>
+            && !kw.starts_with("tune.ssl.capture")
+            && kw != "tune.ssl.keylog" =>
         {
             missing(diags)
         }
@@ -386,6 +388,12 @@ pub fn global_line(kw: &str, line: &Line, g: &mut GlobalTls, diags: &mut Diags) 
             Ok(t) => g.lifetime = t.value,
             Err(_) => diags.alert(line, format!("'{kw}' expects a timeout in seconds.")),
         },
+        "tune.ssl.keylog" if crate::args::no_extra(line, 2, kw, diags) => match val {
+            "on" => g.keylog = true,
+            "off" => g.keylog = false,
+            _ => diags.alert(line, format!("'{kw}' expects either 'on' or 'off' but got '{val}'.")),
+        },
+        "tune.ssl.keylog" => {}
         "tune.ssl.capture-buffer-size" | "tune.ssl.capture-cipherlist-size" => {
             capture_size(kw, line, g, diags)
         }

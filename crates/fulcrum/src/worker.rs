@@ -61,6 +61,8 @@ pub enum Id {
     TlsScratch,
     /// `tls`: the certificate the last handshake step chose.
     TlsChosen,
+    /// `connection::keylog`: the secrets the last handshake step logged.
+    TlsKeylog,
     /// `server::users`: this worker's copy of the server chunks.
     ServerChunks,
     /// `server::users`: the session whose task is being polled.

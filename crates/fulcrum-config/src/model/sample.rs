@@ -742,6 +742,10 @@ pub enum TlsFetch {
     },
     /// `ssl_s_*`: the same fields of the certificate the server presented (`ssl_s_der`...).
     ServerCert(Box<TlsFetch>),
+    /// What `tune.ssl.keylog on` keeps of a client connection: `ssl_fc_client_random`,
+    /// `ssl_fc_server_random`, `ssl_fc_session_key` (binary), the `ssl_fc_*_secret` fetches
+    /// (hexadecimal text).
+    Keylog(KeyPart),
     /// `ssl_fc_has_crt`, `ssl_c_used`: the client sent a certificate.
     HasCrt,
     /// `ssl_c_s_dn([field[,occ]])`, `ssl_c_i_dn(...)`.
@@ -787,6 +791,17 @@ pub enum HelloPart {
     EcFormats,
     /// `ssl_fc_protocol_hello_id`: the ClientHello's (legacy) version.
     Version,
+}
+
+/// A part of a client connection's key log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyPart {
+    ClientRandom,
+    ServerRandom,
+    /// TLS 1.2's master secret.
+    SessionKey,
+    /// The secret of this NSS key log label (`CLIENT_TRAFFIC_SECRET_0`...).
+    Secret(&'static str),
 }
 
 /// The server connection's facts (`bc_*`).

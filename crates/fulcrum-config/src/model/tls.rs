@@ -202,6 +202,9 @@ pub struct GlobalTls {
     /// `tune.ssl.capture-buffer-size`: how many bytes of each ClientHello's lists are kept for
     /// the `ssl_fc_cipherlist_*` fetches (0: none captured); `None` until a line sets it.
     pub capture_size: Option<u32>,
+    /// `tune.ssl.keylog on`: each client connection keeps its TLS secrets for the
+    /// `ssl_fc_*_secret`, `ssl_fc_client_random` and `ssl_fc_session_key` fetches.
+    pub keylog: bool,
 }
 
 impl Default for GlobalTls {
@@ -226,6 +229,7 @@ impl Default for GlobalTls {
             lifetime: std::time::Duration::from_secs(300),
             max_record: 0,
             capture_size: None,
+            keylog: false,
         }
     }
 }

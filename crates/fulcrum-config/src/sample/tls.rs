@@ -2,7 +2,7 @@
 //! connection's (`bc_*`): the model's fetch from a checked argument list.
 
 use super::{opt_str, Arg};
-use crate::model::{AddrPart, BcFetch, Fetch, HelloPart, TlsFetch};
+use crate::model::{AddrPart, BcFetch, Fetch, HelloPart, KeyPart, TlsFetch};
 
 /// `ssl_*` fetches.
 pub(super) fn build(name: &str, args: &[Arg]) -> Fetch {
@@ -19,6 +19,7 @@ pub(super) fn build(name: &str, args: &[Arg]) -> Fetch {
     let back = name.starts_with("ssl_bc");
     let grease = args.first().is_some_and(|a| a.int() != 0);
     let hello = |part| T::Hello { part, grease };
+    let secret = |label| T::Keylog(KeyPart::Secret(label));
     Fetch::Tls(match name {
         "ssl_fc" | "ssl_bc" => T::Used { back },
         "ssl_fc_has_sni" => T::HasSni,
@@ -42,6 +43,16 @@ pub(super) fn build(name: &str, args: &[Arg]) -> Fetch {
         "ssl_fc_eclist_bin" => hello(HelloPart::Groups),
         "ssl_fc_ecformats_bin" => hello(HelloPart::EcFormats),
         "ssl_fc_protocol_hello_id" => hello(HelloPart::Version),
+        "ssl_fc_client_random" => T::Keylog(KeyPart::ClientRandom),
+        "ssl_fc_server_random" => T::Keylog(KeyPart::ServerRandom),
+        "ssl_fc_session_key" => T::Keylog(KeyPart::SessionKey),
+        "ssl_fc_client_early_traffic_secret" => secret("CLIENT_EARLY_TRAFFIC_SECRET"),
+        "ssl_fc_client_handshake_traffic_secret" => secret("CLIENT_HANDSHAKE_TRAFFIC_SECRET"),
+        "ssl_fc_server_handshake_traffic_secret" => secret("SERVER_HANDSHAKE_TRAFFIC_SECRET"),
+        "ssl_fc_client_traffic_secret_0" => secret("CLIENT_TRAFFIC_SECRET_0"),
+        "ssl_fc_server_traffic_secret_0" => secret("SERVER_TRAFFIC_SECRET_0"),
+        "ssl_fc_exporter_secret" => secret("EXPORTER_SECRET"),
+        "ssl_fc_early_exporter_secret" => secret("EARLY_EXPORTER_SECRET"),
         "ssl_fc_has_crt" | "ssl_c_used" => T::HasCrt,
         "ssl_c_s_dn" | "ssl_c_i_dn" => T::Dn {
             issuer: name == "ssl_c_i_dn",

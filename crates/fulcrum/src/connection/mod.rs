@@ -13,6 +13,7 @@
 //! Must not touch: proxy logic, timeouts or counters.
 
 pub mod capture;
+pub mod keylog;
 mod opening;
 mod pipe;
 pub mod proxy;

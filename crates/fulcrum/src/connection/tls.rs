@@ -62,6 +62,8 @@ struct State {
     sid: SessionId,
     /// What `tune.ssl.capture-buffer-size` kept of the client's ClientHello.
     hello: Option<Box<crate::connection::capture::Capture>>,
+    /// The handshake's secrets, under `tune.ssl.keylog on`.
+    keys: Option<Box<super::keylog::Keys>>,
 }
 
 /// A TLS session id as OpenSSL keeps it: in TLS 1.2 the one the ServerHello carries (the same
@@ -73,6 +75,8 @@ struct SessionId {
     from: u8,
     len: u8,
     bytes: [u8; 32],
+    /// The ServerHello's random.
+    random: [u8; 32],
 }
 
 impl SessionId {
@@ -82,6 +86,7 @@ impl SessionId {
         if self.from != 0 || rec.len() < 44 || rec[0] != 22 || rec[5] != 2 {
             return;
         }
+        self.random.copy_from_slice(&rec[11..43]);
         let len = usize::from(rec[43]);
         if let Some(id) = rec.get(44..44 + len).filter(|_| len <= 32) {
             self.bytes[..len].copy_from_slice(id);
@@ -306,10 +311,16 @@ impl TlsStream {
                     let name = accepted.client_hello().server_name().map(str::to_string);
                     let config = pick(name.as_deref());
                     let _ = take_chosen();
-                    let conn = accepted.into_connection(config).map_err(|(e, a)| refused(e, a))?;
+                    let conn = accepted.into_connection(config).map_err(|(e, a)| {
+                        super::keylog::take_into(&mut None);
+                        refused(e, a)
+                    })?;
                     drop(buf);
                     let s = Self::new(inner, conn.into());
                     s.state.borrow_mut().local_cert = take_chosen();
+                    if super::keylog::pending() {
+                        super::keylog::take_into(&mut s.state.borrow_mut().keys);
+                    }
                     if capture > 0 {
                         s.state.borrow_mut().hello =
                             crate::connection::capture::first_message(&raw)
@@ -340,6 +351,7 @@ impl TlsStream {
                 local_cert: None,
                 sid: SessionId::default(),
                 hello: None,
+                keys: None,
             }),
         }
     }
@@ -375,7 +387,12 @@ impl TlsStream {
                 return Poll::Ready(Ok(()));
             }
             if st.pending_in() {
-                st.feed(&self.inner)?;
+                let fed = st.feed(&self.inner);
+                // (Taken even when the step failed: nothing stays for the next connection.)
+                if super::keylog::pending() {
+                    super::keylog::take_into(&mut st.keys);
+                }
+                fed?;
                 if let Some(k) = take_chosen() {
                     st.local_cert = Some(k);
                 }
@@ -516,6 +533,18 @@ impl TlsStream {
     /// The leaf of the certificate this side presented (server side).
     pub fn local_cert(&self) -> Option<rustls::pki_types::CertificateDer<'static>> {
         self.state.borrow().local_cert.as_ref().map(|k| k.cert[0].clone())
+    }
+
+    /// Reads what the handshake logged under `tune.ssl.keylog on`.
+    pub fn with_keys<R>(&self, f: impl FnOnce(&super::keylog::Keys) -> R) -> Option<R> {
+        self.state.borrow().keys.as_deref().map(f)
+    }
+
+    /// The ServerHello's random, on a server-side connection (`ssl_fc_server_random`).
+    pub fn server_random(&self) -> Option<[u8; 32]> {
+        let st = self.state.borrow();
+        (st.sid.from != 0 && matches!(st.conn, rustls::Connection::Server(_)))
+            .then_some(st.sid.random)
     }
 
     /// Reads what was captured of the client's ClientHello (`None`: nothing captured).

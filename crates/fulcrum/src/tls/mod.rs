@@ -279,6 +279,9 @@ fn build_config(
     }
     sc.ignore_client_order = !(t.prefer_client_ciphers || g.bind_prefer_client_ciphers);
     sc.session_storage = session_cache(g.cache_size);
+    if g.keylog {
+        sc.key_log = Arc::new(crate::connection::keylog::Collector);
+    }
     if !(t.no_tickets || g.bind_no_tickets) {
         if let Some(path) = &t.tls_ticket_keys {
             let path = certs::with_base(path, g.crt_base.as_deref());

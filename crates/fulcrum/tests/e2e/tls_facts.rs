@@ -83,9 +83,11 @@ fn client_hello_fingerprints_as_haproxy_2_6_keeps_them() {
         let mut s = tls_connect(addrs[0], "a.test", client_config(&ca, &[])).expect("tls");
         let (status, head) = get(&mut s, "/");
         assert_eq!(status, 200, "{which}: {head}");
-        // (rustls shuffles its extensions for each connection, as browsers do: their set.)
+        // (rustls shuffles its extensions for each connection, as browsers do: their set,
+        // without the empty ones, which HAProxy's walk leaves out when they come last.)
         let mut rustls = fields(&head);
-        let mut exts: Vec<&str> = rustls[2].split('-').collect();
+        let mut exts: Vec<&str> =
+            rustls[2].split('-').filter(|e| !matches!(*e, "23" | "35")).collect();
         exts.sort_unstable();
         rustls[2] = exts.join("-");
         answers.push(rustls);
@@ -213,5 +215,82 @@ fn server_connection_facts_as_haproxy_2_6_gives_them() {
         let ours: Vec<String> = ours.2.iter().map(cut).collect();
         let theirs: Vec<String> = theirs.2.iter().map(cut).collect();
         assert_eq!(ours, theirs, "log lines as HAProxy 2.6's");
+    }
+}
+
+/// A Python (OpenSSL) client over TLS `version` to `addr`, writing its NSS key log: the
+/// answer's body and the key log's lines (`None` without Python).
+fn keylogged(addr: SocketAddr, version: &str, dir: &std::path::Path) -> Option<(String, String)> {
+    let log = dir.join(format!("client-{}-{version}.keys", addr.port()));
+    let script = format!(
+        "import ssl,socket\n\
+         c=ssl.create_default_context(); c.check_hostname=False; c.verify_mode=ssl.CERT_NONE\n\
+         c.keylog_filename='{}'\n\
+         c.maximum_version=ssl.TLSVersion.{version}\n\
+         s=c.wrap_socket(socket.create_connection(('{}',{}), timeout=5))\n\
+         s.sendall(b'GET / HTTP/1.1\\r\\nHost: t\\r\\nConnection: close\\r\\n\\r\\n')\n\
+         d=b''\n\
+         while True:\n\
+         \x20   b=s.recv(65536)\n\
+         \x20   if not b: break\n\
+         \x20   d+=b\n\
+         print(d.split(b'\\r\\n\\r\\n',1)[1].decode())\n",
+        log.display(),
+        addr.ip(),
+        addr.port()
+    );
+    let out = Command::new("python3").arg("-c").arg(script).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let keys = std::fs::read_to_string(&log).ok()?;
+    Some((String::from_utf8_lossy(&out.stdout).into_owned(), keys))
+}
+
+#[test]
+fn keylog_secrets_are_the_clients_own() {
+    // `tune.ssl.keylog on`: the lines of an NSS key log file made from the fetches, as
+    // HAProxy's manual builds them, must be the lines the client itself logged.
+    if Command::new("python3").arg("--version").output().is_err() {
+        eprintln!("ignored: python3 is not installed");
+        return;
+    }
+    let dir = scratch("tls-keylog-certs");
+    let ca = Ca::new("Test CA");
+    let a = write(&dir, "a.pem", &ca.leaf(&["a.test"], false, false).0);
+    let lines = [
+        "CLIENT_RANDOM %[ssl_fc_client_random,hex] %[ssl_fc_session_key,hex]",
+        "CLIENT_HANDSHAKE_TRAFFIC_SECRET %[ssl_fc_client_random,hex] %[ssl_fc_client_handshake_traffic_secret]",
+        "SERVER_HANDSHAKE_TRAFFIC_SECRET %[ssl_fc_client_random,hex] %[ssl_fc_server_handshake_traffic_secret]",
+        "CLIENT_TRAFFIC_SECRET_0 %[ssl_fc_client_random,hex] %[ssl_fc_client_traffic_secret_0]",
+        "SERVER_TRAFFIC_SECRET_0 %[ssl_fc_client_random,hex] %[ssl_fc_server_traffic_secret_0]",
+        "EXPORTER_SECRET %[ssl_fc_client_random,hex] %[ssl_fc_exporter_secret]",
+        "SERVER_RANDOM %[ssl_fc_server_random,hex]",
+    ];
+    let cfg = format!(
+        "global\n tune.ssl.keylog on\n\
+         defaults\n mode http\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
+         frontend fe\n bind {{fe0}} ssl crt {}\n\
+         http-request return status 200 content-type text/plain lf-string \"{}\\n\"\n",
+        a.display(),
+        lines.join("\\n")
+    );
+    for which in ["fulcrum", "haproxy"] {
+        let Some((_p, addrs, pdir)) = start_proxy(which, "tls-keylog", &cfg) else { continue };
+        for version in ["TLSv1_3", "TLSv1_2"] {
+            let (body, keys) = keylogged(addrs[0], version, &pdir).expect("the python client");
+            let made: Vec<String> = body.lines().map(str::to_ascii_lowercase).collect();
+            let logged: Vec<&str> = keys.lines().filter(|l| !l.starts_with('#')).collect();
+            assert!(!logged.is_empty(), "{which} {version}: the client logged its keys");
+            for line in &logged {
+                let line = line.to_ascii_lowercase();
+                assert!(made.contains(&line), "{which} {version}: {line} in {made:?}");
+            }
+            // The server's random: 32 bytes, the TLS 1.2 ones ending with the downgrade mark
+            // (RFC 8446: "DOWNGRD" and 1).
+            let sr = made.iter().find_map(|m| m.strip_prefix("server_random ")).expect("random");
+            assert_eq!(sr.len(), 64, "{which} {version}: {sr}");
+            assert_eq!(sr.ends_with("444f574e47524401"), version == "TLSv1_2", "{which}: {sr}");
+        }
     }
 }

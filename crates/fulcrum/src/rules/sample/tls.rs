@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use fulcrum_config::{HelloPart, TlsFetch};
+use fulcrum_config::{HelloPart, KeyPart, TlsFetch};
 use rustls::{Connection, HandshakeKind};
 
 use super::Value;
@@ -42,6 +42,10 @@ pub fn fetch(
     match t {
         TlsFetch::SessionId { .. } => return tls.session_id().map(|id| Value::Str(Cow::Owned(id))),
         TlsFetch::Hello { part, grease } => return tls.with_hello(|h| hello(h, *part, *grease))?,
+        TlsFetch::Keylog(KeyPart::ServerRandom) => {
+            return tls.server_random().map(|r| Value::Str(Cow::Owned(r.to_vec())))
+        }
+        TlsFetch::Keylog(part) => return tls.with_keys(|k| keylog(k, *part))?,
         _ => {}
     }
     let s = |v: &str| Value::Str(Cow::Owned(v.as_bytes().to_vec()));
@@ -120,6 +124,17 @@ fn snapshot(snap: &Snapshot, t: &TlsFetch) -> Option<Value<'static>> {
         TlsFetch::Err { text: false, .. } => Some(Value::Int(0)),
         TlsFetch::ServerCert(inner) => cert_fetch(inner, snap.cert.as_ref()?),
         _ => None,
+    }
+}
+
+/// What `tune.ssl.keylog on` kept of the handshake, as HAProxy 2.6 gives it.
+fn keylog(k: &crate::connection::keylog::Keys, part: KeyPart) -> Option<Value<'static>> {
+    let bin = |v: &[u8]| Some(Value::Str(Cow::Owned(v.to_vec())));
+    match part {
+        KeyPart::ClientRandom => bin(&k.client_random?),
+        KeyPart::SessionKey => bin(k.master.as_deref()?),
+        KeyPart::Secret(label) => bin(k.secret(label)?.as_bytes()),
+        KeyPart::ServerRandom => None,
     }
 }
 
