@@ -59,10 +59,9 @@ pub enum Id {
     Buffers,
     /// `tls`: the scratch buffer of certificate reads.
     TlsScratch,
-    /// `tls`: the certificate the last handshake step chose.
+    /// `tls`: the certificate the last handshake step chose, and the secrets it logged
+    /// (`connection::keylog`).
     TlsChosen,
-    /// `connection::keylog`: the secrets the last handshake step logged.
-    TlsKeylog,
     /// `server::users`: this worker's copy of the server chunks.
     ServerChunks,
     /// `server::users`: the session whose task is being polled.

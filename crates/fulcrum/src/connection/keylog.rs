@@ -6,10 +6,6 @@
 //!
 //! Must not touch: the handshake itself, the connection's I/O.
 
-use std::cell::RefCell;
-
-use crate::worker::{Id, Slot};
-
 /// What a connection's handshake logged.
 #[derive(Debug, Default)]
 pub struct Keys {
@@ -38,10 +34,14 @@ const LABELS: &[&str] = &[
     "EARLY_EXPORTER_SECRET",
 ];
 
-type Entry = (&'static str, Vec<u8>, Vec<u8>);
+/// One logged secret: its label, the client random, the secret.
+pub type Entry = (&'static str, Vec<u8>, Vec<u8>);
 
-/// Secrets logged by the handshake step running on this worker.
-static PENDING: Slot<RefCell<Vec<Entry>>> = Slot::new(Id::TlsKeylog, || RefCell::new(Vec::new()));
+/// Runs `f` on the secrets the handshake step running on this worker logged (kept beside the
+/// certificate it chose: `connection::tls::CHOSEN`).
+fn pending_with<R>(f: impl FnOnce(&mut Vec<Entry>) -> R) -> R {
+    super::tls::CHOSEN.with(|c| f(&mut c.borrow_mut().keys))
+}
 
 /// The key log of the bind configurations under `tune.ssl.keylog on`.
 #[derive(Debug)]
@@ -56,14 +56,14 @@ impl rustls::KeyLog for Collector {
                 None => return,
             },
         };
-        PENDING.with(|p| p.borrow_mut().push((label, client_random.to_vec(), secret.to_vec())));
+        pending_with(|p| p.push((label, client_random.to_vec(), secret.to_vec())));
     }
 }
 
 /// Moves what the last handshake step logged into `keys` (a connection's own; secrets of
 /// another client random are dropped).
 pub fn take_into(keys: &mut Option<Box<Keys>>) {
-    let entries = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
+    let entries = pending_with(std::mem::take);
     for (label, random, secret) in entries {
         let k = keys.get_or_insert_with(Box::default);
         let Ok(random) = <[u8; 32]>::try_from(&random[..]) else { continue };
@@ -82,7 +82,7 @@ pub fn take_into(keys: &mut Option<Box<Keys>>) {
 
 /// Something was logged since the last [`take_into`] (one read of the worker's slot).
 pub fn pending() -> bool {
-    PENDING.with(|p| !p.borrow().is_empty())
+    pending_with(|p| !p.is_empty())
 }
 
 #[cfg(test)]

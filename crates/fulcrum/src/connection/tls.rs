@@ -584,12 +584,18 @@ impl TlsStream {
 
 static SCRATCH: Slot<RefCell<Vec<u8>>> = Slot::new(Id::TlsScratch, || RefCell::new(Vec::new()));
 
-/// The certificate the last handshake step on this thread chose (rustls does not say which
-/// it sent): the connection that ran the step takes it at once (`ssl_f_*`).
-pub static CHOSEN: Slot<RefCell<Option<Arc<CertifiedKey>>>> =
-    Slot::new(Id::TlsChosen, || RefCell::new(None));
+/// What the last handshake step on this thread did that rustls does not tell its connection:
+/// the certificate it chose (`ssl_f_*`) and the secrets it logged (`tune.ssl.keylog`). The
+/// connection that ran the step takes them at once.
+#[derive(Default)]
+pub struct Step {
+    pub chosen: Option<Arc<CertifiedKey>>,
+    pub keys: Vec<super::keylog::Entry>,
+}
+
+pub static CHOSEN: Slot<RefCell<Step>> = Slot::new(Id::TlsChosen, RefCell::default);
 
 /// Takes the certificate `tls::certs::Resolver` chose on this thread since the last call.
 pub fn take_chosen() -> Option<Arc<CertifiedKey>> {
-    CHOSEN.with(|c| c.borrow_mut().take())
+    CHOSEN.with(|c| c.borrow_mut().chosen.take())
 }

@@ -353,7 +353,7 @@ impl ResolvesServerCert for Resolver {
             .find(|k| k.key.choose_scheme(schemes).is_some())
             .or_else(|| list.first())
             .cloned();
-        crate::connection::tls::CHOSEN.with(|c| *c.borrow_mut() = chosen.clone());
+        crate::connection::tls::CHOSEN.with(|c| c.borrow_mut().chosen = chosen.clone());
         chosen
     }
 }
