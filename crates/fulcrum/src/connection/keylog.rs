@@ -73,7 +73,11 @@ pub fn take_into(keys: &mut Option<Box<Keys>>) {
         if label == "CLIENT_RANDOM" {
             k.master = Some(secret);
         } else {
-            let hex = secret.iter().map(|b| format!("{b:02x}")).collect();
+            let mut hex = String::with_capacity(secret.len() * 2);
+            for b in &secret {
+                use std::fmt::Write;
+                let _ = write!(hex, "{b:02x}");
+            }
             k.secrets.retain(|(l, _)| *l != label);
             k.secrets.push((label, hex));
         }

@@ -151,6 +151,15 @@ pub fn no_linger(s: &impl std::os::fd::AsFd) {
     let _ = socket2::SockRef::from(s).set_linger(Some(std::time::Duration::ZERO));
 }
 
+/// `tcp-ut`: `TCP_USER_TIMEOUT` of `ms` milliseconds on a connection (a failure changes
+/// nothing, as in HAProxy).
+#[cold]
+#[inline(never)]
+pub fn user_timeout(s: &impl std::os::fd::AsFd, ms: u32) {
+    let d = std::time::Duration::from_millis(u64::from(ms));
+    let _ = socket2::SockRef::from(s).set_tcp_user_timeout(Some(d));
+}
+
 pub fn set_keepalive(sock: &socket2::Socket, ka: fulcrum_config::TcpKeepAlive) {
     if !ka.on {
         return;

@@ -362,6 +362,15 @@ pub(super) fn var_value(ctx: &Ctx<'_>, scope: cfg::VarScope, name: &str) -> Opti
 /// Upper-case hexadecimal digits.
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
 
+/// `bytes` in upper-case hexadecimal (the `hex` converter's text).
+pub(crate) fn upper_hex(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+    }
+    out
+}
+
 fn convert<'a>(c: &Conv, v: Value<'a>) -> Option<Value<'a>> {
     match c {
         Conv::Pure(p) => return super::convert::pure(p, v),
@@ -376,13 +385,7 @@ fn convert<'a>(c: &Conv, v: Value<'a>) -> Option<Value<'a>> {
         (_, other) => Cow::Owned(other.as_bytes().into_owned()),
     };
     Some(match c {
-        Conv::Hex => {
-            let mut out = Vec::with_capacity(s.len() * 2);
-            for b in s.iter() {
-                out.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
-            }
-            Value::Str(Cow::Owned(out))
-        }
+        Conv::Hex => Value::Str(Cow::Owned(upper_hex(&s))),
         Conv::Lower => {
             if s.iter().any(u8::is_ascii_uppercase) {
                 Value::Str(Cow::Owned(s.to_ascii_lowercase()))

@@ -707,7 +707,7 @@ async fn open_new(
         }
     }
     if let (Some(ms), Ok(s)) = (srv.tcp_ut, &connected) {
-        user_timeout(s, ms);
+        crate::connection::user_timeout(s, ms);
     }
     match (started, connected) {
         (Some(t0), Ok(stream)) => {
@@ -716,14 +716,6 @@ async fn open_new(
         }
         (_, connected) => connected,
     }
-}
-
-/// `tcp-ut` on a new server connection (a failure changes nothing, as in HAProxy).
-#[cold]
-#[inline(never)]
-fn user_timeout(s: &Stream, ms: u32) {
-    let d = Duration::from_millis(u64::from(ms));
-    let _ = socket2::SockRef::from(s).set_tcp_user_timeout(Some(d));
 }
 
 /// Keeps the server connection's addresses for a log line that prints them (two system
@@ -866,7 +858,7 @@ mod tests {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
         let c = std::net::TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
         let s = Stream::accepted_tcp(c);
-        user_timeout(&s, 2500);
+        crate::connection::user_timeout(&s, 2500);
         let set = socket2::SockRef::from(&s).tcp_user_timeout().expect("getsockopt");
         assert_eq!(set, Some(Duration::from_millis(2500)));
     }

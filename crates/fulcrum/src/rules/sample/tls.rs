@@ -144,13 +144,7 @@ fn hello(h: &Capture, part: HelloPart, grease: bool) -> Option<Value<'static>> {
     let bin = |v: Vec<u8>| Some(Value::Str(Cow::Owned(v)));
     match part {
         HelloPart::Ciphers => bin(list(h.ciphers())),
-        HelloPart::CiphersHex => {
-            let mut out = Vec::new();
-            for b in list(h.ciphers()) {
-                out.extend_from_slice(format!("{b:02X}").as_bytes());
-            }
-            bin(out)
-        }
+        HelloPart::CiphersHex => bin(super::upper_hex(&list(h.ciphers()))),
         HelloPart::CiphersStr => {
             let mut out = String::new();
             for (i, p) in list(h.ciphers()).chunks_exact(2).enumerate() {
