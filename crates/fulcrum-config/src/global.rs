@@ -213,15 +213,22 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
                 }
             }
         }
-        "maxconnrate" | "maxsessrate" => {
-            if let Some(v) = int_arg(line, 1, kw, diags) {
-                if kw == "maxconnrate" {
-                    g.maxconnrate = Some(v);
-                } else {
-                    g.maxsessrate = Some(v);
-                }
+        "maxconnrate" | "maxsessrate" | "maxsslrate" => {
+            let limit = match kw {
+                "maxconnrate" => &mut g.maxconnrate,
+                "maxsessrate" => &mut g.maxsessrate,
+                _ => &mut g.maxsslrate,
+            };
+            // (As HAProxy: a second line after a non-zero limit is ignored.)
+            if !no_extra(line, 2, kw, diags) {
+                return;
             }
-            no_extra(line, 2, kw, diags);
+            if limit.is_some_and(|v| v != 0) {
+                return diags.alert_continue(line, format!("'{kw}' already specified. Continuing."));
+            }
+            if let Some(v) = int_arg(line, 1, kw, diags) {
+                *limit = Some(v);
+            }
         }
         "ulimit-n" => match parse_u64(line.arg(1)) {
             Some(v) if no_extra(line, 2, kw, diags) => g.ulimit_n = Some(v),

@@ -121,6 +121,8 @@ pub struct Global {
     /// `maxconnrate`, `maxsessrate`: new connections / sessions per second (`None`: no limit).
     pub maxconnrate: Option<u32>,
     pub maxsessrate: Option<u32>,
+    /// `maxsslrate`: new connections per second on TLS binds, process-wide (`None`: no limit).
+    pub maxsslrate: Option<u32>,
     /// `maxcomprate`: kilobytes per second into the compressor, process-wide (`None`: no limit).
     pub maxcomprate: Option<u32>,
     /// `maxcompcpuusage`: HAProxy's `compress_min_idle` (100 minus the value): no compression
@@ -239,6 +241,7 @@ impl Default for Global {
             maxconn: None,
             maxconnrate: None,
             maxsessrate: None,
+            maxsslrate: None,
             maxcomprate: None,
             comp_min_idle: 0,
             pidfile: None,

@@ -310,6 +310,7 @@ pub fn is_global(kw: &str) -> bool {
             | "tune.ssl.hard-maxrecord"
             | "ssl-dh-param-file"
             | "ssl-skip-self-issued-ca"
+            | "maxsslconn"
     )
 }
 
@@ -355,7 +356,8 @@ pub fn global_line(kw: &str, line: &Line, g: &mut GlobalTls, diags: &mut Diags) 
         _ if val.is_empty()
             && !kw.starts_with("tune.ssl.force")
             && !kw.starts_with("tune.ssl.capture")
-            && kw != "tune.ssl.keylog" =>
+            && kw != "tune.ssl.keylog"
+            && kw != "maxsslconn" =>
         {
             missing(diags)
         }
@@ -397,6 +399,11 @@ pub fn global_line(kw: &str, line: &Line, g: &mut GlobalTls, diags: &mut Diags) 
         "tune.ssl.capture-buffer-size" | "tune.ssl.capture-cipherlist-size" => {
             capture_size(kw, line, g, diags)
         }
+        "maxsslconn" => {
+            if let Some(n) = global_int(kw, line, diags) {
+                g.max_conns = n;
+            }
+        }
         // Accepted, with nothing to tune in this implementation.
         _ => {}
     }
@@ -410,21 +417,29 @@ fn capture_size(kw: &str, line: &Line, g: &mut GlobalTls, diags: &mut Diags) {
             format!("'{kw}' is deprecated and will be removed in version 2.7. Please use 'tune.ssl.capture-buffer-size' instead."),
         );
     }
-    if !crate::args::no_extra(line, 2, kw, diags) {
-        return;
-    }
-    let val = line.arg(1);
-    if val.is_empty() {
-        return diags.alert(line, format!("'{kw}' expects an integer argument."));
-    }
-    let n = crate::args::atol(val) as i32;
-    if n < 0 {
-        return diags.alert(line, format!("'{kw}' expects a positive numeric value."));
-    }
+    let Some(n) = global_int(kw, line, diags) else { return };
     if g.capture_size.is_some() {
         return diags.alert(line, format!("'{kw}' is already configured."));
     }
-    g.capture_size = Some(n as u32);
+    g.capture_size = Some(n);
+}
+
+/// HAProxy 2.6's `ssl_parse_global_int`: one argument read by `atoi`, not negative.
+fn global_int(kw: &str, line: &Line, diags: &mut Diags) -> Option<u32> {
+    if !crate::args::no_extra(line, 2, kw, diags) {
+        return None;
+    }
+    let val = line.arg(1);
+    if val.is_empty() {
+        diags.alert(line, format!("'{kw}' expects an integer argument."));
+        return None;
+    }
+    let n = crate::args::atol(val) as i32;
+    if n < 0 {
+        diags.alert(line, format!("'{kw}' expects a positive numeric value."));
+        return None;
+    }
+    Some(n as u32)
 }
 
 #[cfg(test)]

@@ -156,6 +156,8 @@ pub struct TlsTotals {
     pub max_rate: AtomicU64,
     pub max_fe_key_rate: AtomicU64,
     pub max_be_key_rate: AtomicU64,
+    /// `maxsslconn` (0: no limit).
+    pub max: AtomicU64,
 }
 
 /// The process's [`TlsTotals`].
@@ -171,6 +173,15 @@ impl TlsTotals {
         self.fe_key_rate.tick(&self.fe_keys, &self.max_fe_key_rate);
         self.be_key_rate.tick(&self.be_keys, &self.max_be_key_rate);
     }
+}
+
+/// Whether one more connection may get a TLS layer under `maxsslconn` (HAProxy refuses the
+/// layer to a connection when the current count has reached it).
+#[inline]
+pub fn tls_room() -> bool {
+    let t = tls();
+    let max = t.max.load(Ordering::Relaxed);
+    max == 0 || t.cur.load(Ordering::Relaxed) < max
 }
 
 /// A connection got a TLS layer: counted in all, and now until the guard drops.

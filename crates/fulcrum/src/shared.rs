@@ -39,6 +39,8 @@ pub struct Shared {
     /// reloads).
     pub conn_rate: Arc<crate::frontend::rate::RateLimit>,
     pub sess_rate: Arc<crate::frontend::rate::RateLimit>,
+    /// `maxsslrate` / `set rate-limit ssl-sessions global`: connections accepted on TLS binds.
+    pub ssl_rate: Arc<crate::frontend::rate::RateLimit>,
     /// `maxcomprate` and `maxcompcpuusage` (the same across reloads).
     pub comp_rate: Arc<crate::frontend::rate::CompRate>,
     /// What the process knows of itself (`show info`, the stats page).

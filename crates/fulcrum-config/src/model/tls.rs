@@ -205,6 +205,9 @@ pub struct GlobalTls {
     /// `tune.ssl.keylog on`: each client connection keeps its TLS secrets for the
     /// `ssl_fc_*_secret`, `ssl_fc_client_random` and `ssl_fc_session_key` fetches.
     pub keylog: bool,
+    /// `maxsslconn`: connections with a TLS layer at once, clients' and servers' (0: no
+    /// limit).
+    pub max_conns: u32,
 }
 
 impl Default for GlobalTls {
@@ -230,6 +233,7 @@ impl Default for GlobalTls {
             max_record: 0,
             capture_size: None,
             keylog: false,
+            max_conns: 0,
         }
     }
 }

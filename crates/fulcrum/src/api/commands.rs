@@ -696,17 +696,37 @@ fn frontend_state(api: &View, args: &[String], out: &mut String) {
     }
 }
 
+/// `set rate-limit connections|sessions|ssl-sessions|http-compression global <n>`, with
+/// HAProxy 2.6's messages (the value read by `atoi`).
 fn set_rate_limit(api: &View, args: &[String], out: &mut String) {
     let a = |i: usize| args.get(i).map_or("", String::as_str);
-    if a(2) != "sessions" || a(3) != "global" {
-        out.push_str("'set rate-limit' only supports :\n   - 'sessions global' to set the per-process maximum session rate\n");
-        return;
-    }
-    match a(4).parse::<u32>() {
-        Ok(v) => {
-            api.shared.sess_rate.set_max(v);
+    let s = &api.shared;
+    let which = match (a(2), a(3)) {
+        ("connections", "global") => Some(&s.conn_rate),
+        ("sessions", "global") => Some(&s.sess_rate),
+        ("ssl-sessions", "global") => Some(&s.ssl_rate),
+        ("http-compression", "global") => None,
+        _ => {
+            out.push_str(concat!(
+                "'set rate-limit' only supports :\n",
+                "   - 'connections global' to set the per-process maximum connection rate\n",
+                "   - 'sessions global' to set the per-process maximum session rate\n",
+                "   - 'ssl-sessions global' to set the per-process maximum SSL session rate\n",
+                "   - 'http-compression global' to set the per-process maximum compression speed in kB/s\n",
+            ));
+            return;
         }
-        Err(_) => out.push_str("Expects an integer value.\n"),
+    };
+    if a(4).is_empty() {
+        return out.push_str("Expects an integer value.\n");
+    }
+    let v = atoi(a(4)) as i32;
+    if v < 0 {
+        return out.push_str("Value out of range.\n");
+    }
+    match which {
+        Some(rate) => rate.set_max(v as u32),
+        None => s.comp_rate.set_max(v as u32),
     }
 }
 

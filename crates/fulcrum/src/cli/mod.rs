@@ -557,6 +557,7 @@ fn start(
         conn_rate: Default::default(),
         comp_rate: Default::default(),
         sess_rate: Default::default(),
+        ssl_rate: Default::default(),
         started: std::time::SystemTime::now(),
         started_at: std::time::Instant::now(),
         global: plan.global.clone(),

@@ -38,6 +38,7 @@ pub struct Context {
     pub conn_rate: Arc<RateLimit>,
     pub comp_rate: Arc<crate::frontend::rate::CompRate>,
     pub sess_rate: Arc<RateLimit>,
+    pub ssl_rate: Arc<RateLimit>,
     pub started: std::time::SystemTime,
     pub started_at: std::time::Instant,
     /// The `global` section the process started with (what only a restart changes).
@@ -79,6 +80,7 @@ impl Context {
             conn_rate: Arc::clone(&self.conn_rate),
             comp_rate: Arc::clone(&self.comp_rate),
             sess_rate: Arc::clone(&self.sess_rate),
+            ssl_rate: Arc::clone(&self.ssl_rate),
             process: crate::shared::Process {
                 started: self.started,
                 started_at: self.started_at,
@@ -98,11 +100,15 @@ impl Context {
         }
     }
 
-    /// `maxconnrate` and `maxsessrate` as the configuration says (start-up, a reload).
+    /// `maxconnrate`, `maxsessrate`, `maxsslrate`, `maxcomprate` and `maxsslconn` as the
+    /// configuration says (start-up, a reload).
     pub fn apply_rates(&self, g: &cfg::Global) {
         self.conn_rate.set_max(g.maxconnrate.unwrap_or(0));
         self.comp_rate.set(g.maxcomprate.unwrap_or(0), g.comp_min_idle.clamp(0, 100) as u8);
         self.sess_rate.set_max(g.maxsessrate.unwrap_or(0));
+        self.ssl_rate.set_max(g.maxsslrate.unwrap_or(0));
+        let max_tls = u64::from(g.tls.max_conns);
+        crate::counters::tls().max.store(max_tls, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Global settings a reload cannot apply, named in warnings.

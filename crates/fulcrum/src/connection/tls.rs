@@ -122,6 +122,32 @@ impl Write for SockWriter<'_> {
     }
 }
 
+/// Why a connection got no TLS layer: `maxsslconn` was reached (HAProxy's
+/// `CO_ER_SSL_TOO_MANY`).
+#[derive(Debug)]
+pub struct TooMany;
+
+impl std::fmt::Display for TooMany {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Too many SSL connections")
+    }
+}
+
+impl std::error::Error for TooMany {}
+
+/// `Ok` while `maxsslconn` allows one more TLS connection, else [`TooMany`].
+pub fn room() -> io::Result<()> {
+    match crate::counters::tls_room() {
+        true => Ok(()),
+        false => Err(io::Error::other(TooMany)),
+    }
+}
+
+/// Whether `e` is [`room`]'s refusal.
+pub fn is_too_many(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|r| r.is::<TooMany>())
+}
+
 fn tls_error(e: rustls::Error) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e)
 }
@@ -248,7 +274,7 @@ impl TlsStream {
     /// A server-side TLS connection over `inner` (the handshake is run by [`Self::handshake`]).
     pub fn server(inner: Stream, config: std::sync::Arc<rustls::ServerConfig>) -> io::Result<Self> {
         let conn = rustls::ServerConnection::new(config).map_err(tls_error)?;
-        Ok(Self::new(inner, conn.into()))
+        Ok(Self::new(inner, conn.into(), crate::counters::tls_layer()))
     }
 
     /// A client-side TLS connection to a server.
@@ -257,12 +283,13 @@ impl TlsStream {
         config: std::sync::Arc<rustls::ClientConfig>,
         name: rustls::pki_types::ServerName<'static>,
     ) -> io::Result<Self> {
+        room()?;
         let sni = match &name {
             rustls::pki_types::ServerName::DnsName(d) => Some(d.as_ref().into()),
             _ => None,
         };
         let conn = rustls::ClientConnection::new(config, name).map_err(tls_error)?;
-        let mut s = Self::new(inner, conn.into());
+        let mut s = Self::new(inner, conn.into(), crate::counters::tls_layer());
         s.sni = sni;
         Ok(s)
     }
@@ -276,6 +303,8 @@ impl TlsStream {
         pick: &dyn Fn(Option<&str>) -> std::sync::Arc<rustls::ServerConfig>,
         capture: usize,
     ) -> io::Result<Self> {
+        // (Counted from the start, as HAProxy counts its layer from the accept.)
+        let counted = crate::counters::tls_layer();
         let mut acceptor = rustls::server::Acceptor::default();
         let mut buf = Buf::take();
         // (The bytes read until the acceptor has the ClientHello: its records, whole.)
@@ -316,7 +345,7 @@ impl TlsStream {
                         refused(e, a)
                     })?;
                     drop(buf);
-                    let s = Self::new(inner, conn.into());
+                    let s = Self::new(inner, conn.into(), counted);
                     s.state.borrow_mut().local_cert = take_chosen();
                     if super::keylog::pending() {
                         super::keylog::take_into(&mut s.state.borrow_mut().keys);
@@ -335,10 +364,10 @@ impl TlsStream {
         }
     }
 
-    fn new(inner: Stream, conn: rustls::Connection) -> Self {
+    /// (`counted`: as HAProxy counts its SSL endpoints, from the layer's creation on.)
+    fn new(inner: Stream, conn: rustls::Connection, counted: crate::counters::Up<'static>) -> Self {
         TlsStream {
-            // (Counted as HAProxy counts its SSL endpoints: from the layer's creation on.)
-            counted: crate::counters::tls_layer(),
+            counted,
             inner,
             sni: None,
             state: RefCell::new(State {

@@ -136,6 +136,11 @@ impl CompRate {
         self.min_idle.store(u32::from(min_idle.min(100)), Ordering::Relaxed);
     }
 
+    /// `set rate-limit http-compression global`: a new `maxcomprate` in kilobytes per second.
+    pub fn set_max(&self, max_kb: u32) {
+        self.max.store(u64::from(max_kb) * 1024, Ordering::Relaxed);
+    }
+
     /// The limit in bytes per second (`show info`'s `CompressBpsRateLim`).
     pub fn max(&self) -> u64 {
         self.max.load(Ordering::Relaxed)

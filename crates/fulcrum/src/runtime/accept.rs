@@ -121,6 +121,8 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
     };
     // Read once: an environment lookup takes a process-wide lock.
     let debug_sizes = std::env::var_os("FULCRUM_DEBUG_SIZES").is_some();
+    // `maxsslrate` counts the connections of TLS binds.
+    let ssl_rate = ws.bind.tls.is_some().then(|| Arc::clone(&shared.ssl_rate));
     loop {
         // `disable frontend`: connections wait in the kernel's backlog until it is enabled.
         while ws.frontend.disabled.load(std::sync::atomic::Ordering::Relaxed) {
@@ -151,6 +153,7 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
             let now = crate::clock::now().into_std();
             // (And the frontend's `rate-limit sessions`.)
             let wait = shared.conn_rate.wait(now).or_else(|| shared.sess_rate.wait(now));
+            let wait = wait.or_else(|| ssl_rate.as_ref().and_then(|r| r.wait(now)));
             if let Some(w) = wait.or_else(|| ws.frontend.sess_limit.wait(now)) {
                 pause = Some(w);
                 break;
@@ -192,6 +195,9 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
             slots.stream = live.streams.add(peer, &ws.frontend);
             slots.live = Some(Rc::clone(&live));
             shared.conn_rate.count(now);
+            if let Some(r) = &ssl_rate {
+                r.count(now);
+            }
             let fc = &ws.frontend.counters;
             Counters::inc(&fc.conns);
             Counters::raise(&fc.max_sessions, u64::from(ws.frontend.limit.current()));
@@ -652,6 +658,11 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
     }
     if let Some(config) = &bind.tls {
         Counters::inc(&crate::counters::tls().fe_accepts);
+        // `maxsslconn` reached: as HAProxy, the connection closes before any byte is read,
+        // and no log line (no session began).
+        if !crate::counters::tls_room() {
+            return None;
+        }
         // The client goes into the TLS layer; the rest waits for it.
         let mut plain = None;
         let rest = conn.map_client(|c| plain = Some(c));

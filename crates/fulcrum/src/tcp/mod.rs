@@ -37,6 +37,9 @@ pub enum Ending {
     ConnectFailed(io::ErrorKind, Option<i32>),
     /// The client left while waiting for a server (`CQ`/`CC`, abortonclose).
     ClientAborted,
+    /// The server connection could not have its TLS layer (`maxsslconn`): HAProxy's internal
+    /// error, not retried (`IC`, a 500).
+    TooManyTls,
     Tunnel(TunnelEnd),
     /// The server chosen (this index) has `redir`: the request is answered with a
     /// redirection to it instead of a connection (`LC`).
@@ -55,6 +58,7 @@ impl std::fmt::Display for Ending {
                 write!(f, "connection to the server failed: {}", crate::sys::os_words(&e))
             }
             Ending::ClientAborted => f.write_str("the client left while a server was awaited"),
+            Ending::TooManyTls => f.write_str("too many SSL connections (maxsslconn)"),
             Ending::Tunnel(t) => t.fmt(f),
             Ending::Redirect(_) => f.write_str("the server redirects its requests (redir)"),
         }
@@ -244,6 +248,7 @@ impl Ending {
                 (Cause::Resource, Phase::Connect)
             }
             Ending::ConnectFailed(..) => (Cause::ServerAbort, Phase::Connect),
+            Ending::TooManyTls => (Cause::Internal, Phase::Connect),
             Ending::ClientAborted if o.marks.queue.is_none() => {
                 // It left the queue: HAProxy counts that time as queueing, and gives the
                 // position (1 here: those served while it waited are not counted).
@@ -613,6 +618,9 @@ pub async fn connect_after<L: ServerLink>(
         };
         Counters::inc(&slot.server().counters.connect_errors);
         Counters::inc(&be.counters.connect_errors);
+        if crate::connection::tls::is_too_many(&err) {
+            return Err(Ending::TooManyTls); // (before any connection: nothing to observe)
+        }
         observe(be, slot.index(), true, "L4 unsuccessful connection");
         let next = after_failure(be, persist, retries_left, err.kind());
         if next == Retry::GiveUp {
@@ -687,6 +695,10 @@ async fn open_new(
     let srv = slot.server();
     let target = srv.target();
     let endpoint = target.resolve(dst_port);
+    if srv.traffic_tls().is_some() {
+        // (As HAProxy: the TLS layer is refused before the connection is made.)
+        crate::connection::tls::room()?;
+    }
     let started =
         (srv.traffic_tls().is_some() || srv.send_proxy.is_some()).then(std::time::Instant::now);
     let source = srv.source.as_deref().or(be.source.as_deref());

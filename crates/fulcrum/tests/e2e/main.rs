@@ -35,4 +35,5 @@ mod timeouts;
 mod tls;
 mod tls_checks;
 mod tls_facts;
+mod tls_limits;
 mod tuning;

@@ -702,8 +702,12 @@ listen app
     assert!(t0.elapsed() >= Duration::from_secs(1), "25 sessions at 10/s: {:?}", t0.elapsed());
     assert!(api.cmd("set rate-limit sessions global 0").trim().is_empty());
     assert_eq!(info(&api, "SessRateLimit").as_deref(), Some("0"));
-    let answer = api.cmd("set rate-limit sessions global x");
+    let answer = api.cmd("set rate-limit sessions global");
     assert_eq!(answer, "Expects an integer value.\n\n");
+    // (Read by `atoi`, as HAProxy reads it: not a number is 0.)
+    assert!(api.cmd("set rate-limit sessions global 12").trim().is_empty());
+    assert!(api.cmd("set rate-limit sessions global x").trim().is_empty());
+    assert_eq!(info(&api, "SessRateLimit").as_deref(), Some("0"));
 }
 
 /// `show errors` shows the last invalid request of a frontend and the last invalid response
