@@ -1,6 +1,6 @@
 //! Probes the tools some tests drive (a real gRPC client and server, Python's Prometheus
 //! parser and SMTP server, a SPOE agent's library, PHP-FPM, flup, a browser, OpenSSL and curl, `ss`, the Debian package's `dpkg-deb`,
-//! `lintian` and `man`) and whether the tests run as root: for each one missing, a `cfg` flag, under which its
+//! `lintian` and `man`), whether the system accepts TCP Fast Open on servers, and whether the tests run as root: for each one missing, a `cfg` flag, under which its
 //! tests are ignored with the reason, so `cargo test` shows them as ignored, never as passed
 //! without having run. The binary does not use these flags.
 //!
@@ -37,6 +37,8 @@ fn main() {
         ("no_dpkg_deb", runs("dpkg-deb", &["--version"])),
         ("no_lintian", runs("lintian", &["--version"])),
         ("no_man", runs("man", &["--version"])),
+        // TCP Fast Open to a server needs the system's server side (`net.ipv4.tcp_fastopen` bit 2).
+        ("no_tfo_server", tfo_server()),
         // `chroot` and a change of user need root.
         ("not_root", output("id", &["-u"]).is_some_and(|uid| uid.trim() == "0")),
     ];
@@ -46,6 +48,14 @@ fn main() {
             println!("cargo:rustc-cfg={flag}");
         }
     }
+}
+
+/// The system accepts TCP Fast Open on listening sockets.
+fn tfo_server() -> bool {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_fastopen")
+        .ok()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .is_some_and(|v| v & 2 != 0)
 }
 
 /// Debian's PHP-FPM is installed (`/usr/sbin/php-fpm<version>`).

@@ -594,7 +594,7 @@ pub static SERVER_OPTIONS: &[Keyword] = &[
     ),
     g("inter", Supported),
     g("log-proto", NotYet),
-    g("max-reuse", NotYet),
+    g("max-reuse", Partial("HTTP/1, HTTP/2 and FastCGI connections carry at most `<count>` + 1 requests (HAProxy 2.6 applies it to HTTP/2 and FastCGI connections only)")),
     g("maxconn", Supported),
     g("maxqueue", Supported),
     g("minconn", Supported),
@@ -611,14 +611,14 @@ pub static SERVER_OPTIONS: &[Keyword] = &[
     g("no-ssl", Supported),
     g("no-ssl-reuse", Supported),
     g("no-sslv3", Supported),
-    g("no-tfo", NotYet),
+    g("no-tfo", Supported),
     g("no-tls-tickets", Supported),
     g("no-tlsv10", Supported),
     g("no-tlsv11", Supported),
     g("no-tlsv12", Supported),
     g("no-tlsv13", Supported),
     g("no-verifyhost", Supported),
-    g("non-stick", NotYet),
+    g("non-stick", Supported),
     g("npn", Partial("accepted and ignored (NPN is obsolete; use alpn)")),
     g("observe", Supported),
     g("on-error", Supported),
@@ -648,9 +648,9 @@ pub static SERVER_OPTIONS: &[Keyword] = &[
     g("ssl-max-ver", Supported),
     g("ssl-min-ver", Partial("TLSv1.2 and TLSv1.3; lower versions are never offered")),
     g("ssl-reuse", Supported),
-    g("stick", NotYet),
+    g("stick", Supported),
     g("tcp-ut", Partial("TCP_USER_TIMEOUT set once the connection is made (HAProxy sets it before connecting; `timeout connect` bounds that part); not on health checks' connections")),
-    g("tfo", NotYet),
+    g("tfo", Partial("`TCP_FASTOPEN_CONNECT` on the first attempt of a new connection, so its first bytes (a request, a ClientHello) go in the SYN once the server gave a cookie (HAProxy 2.6.12 sets it only when response data is waiting: measured, its requests never go in the SYN)")),
     g("tls-tickets", Supported),
     g("track", Partial("the tracking server follows the tracked one's state (DOWN, UP, stopping, `via be/srv` in its messages) and inherits its maintenance and drain, as HAProxy's `IMAINT`/`IDRAIN`; `show stat` names it in its `tracked` column")),
     g("verify", Supported),
@@ -905,7 +905,7 @@ mod tests {
         assert!(is_proxy_family("stats") && is_proxy_family("option") && !is_proxy_family("bind"));
         assert_eq!(find(GLOBAL, "nbthread").map(|k| k.status), Some(Supported));
         assert_eq!(find(GLOBAL, "lua-load").map(|k| k.status), Some(NotYet));
-        assert_eq!(find(SERVER_OPTIONS, "tfo").map(|k| k.status), Some(NotYet));
+        assert_eq!(find(SERVER_OPTIONS, "namespace").map(|k| k.status), Some(NotYet));
         assert_eq!(find(BIND_OPTIONS, "v4v6").map(|k| k.status), Some(Supported));
     }
 

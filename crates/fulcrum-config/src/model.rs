@@ -994,6 +994,13 @@ pub struct Server {
     pub socks4: Option<std::net::SocketAddr>,
     /// `tcp-ut <time>`: `TCP_USER_TIMEOUT` on connections to the server (milliseconds).
     pub tcp_ut: Option<u32>,
+    /// `tfo`: TCP Fast Open on new connections to the server (`TCP_FASTOPEN_CONNECT`).
+    pub tfo: bool,
+    /// `non-stick`: streams the server served store nothing in stick tables.
+    pub non_stick: bool,
+    /// `max-reuse <n>`: a connection to the server carries at most `n` + 1 requests (`None`:
+    /// no limit).
+    pub max_reuse: Option<u32>,
     /// `proto h1|h2`: the protocol spoken to the server, whatever ALPN chose (HTTP/1.1 when
     /// neither says).
     pub proto: Option<MuxProto>,

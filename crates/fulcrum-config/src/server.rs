@@ -46,6 +46,12 @@ pub struct ServerOpts {
     pub socks4: Option<std::net::SocketAddr>,
     /// `tcp-ut <time>`: `TCP_USER_TIMEOUT` on connections to the server (milliseconds).
     pub tcp_ut: Option<u32>,
+    /// `tfo` (`no-tfo`): TCP Fast Open on connections to the server.
+    pub tfo: bool,
+    /// `non-stick` (`stick`): streams served by the server are not stored in stick tables.
+    pub non_stick: bool,
+    /// `max-reuse <n>` as HAProxy reads it (`atoi`; negative: no limit).
+    pub max_reuse: i32,
     /// `proto h1|h2`: the protocol spoken to the server whatever ALPN says.
     pub proto: Option<MuxProto>,
     /// `check-proto h1|h2`: the protocol of HTTP health checks (the server's by default).
@@ -84,6 +90,9 @@ impl Default for ServerOpts {
             send_proxy: SendProxy::default(),
             socks4: None,
             tcp_ut: None,
+            tfo: false,
+            non_stick: false,
+            max_reuse: -1,
             proto: None,
             check_proto: None,
             ws: None,
@@ -196,6 +205,9 @@ pub fn parse_server(
         send_proxy: o.send_proxy,
         socks4: o.socks4,
         tcp_ut: o.tcp_ut,
+        tfo: o.tfo,
+        non_stick: o.non_stick,
+        max_reuse: u32::try_from(o.max_reuse).ok(),
         proto: o.proto,
         check_proto: o.check_proto.or(o.proto),
         ws: o.ws,
@@ -351,6 +363,7 @@ impl Parse<'_> {
             },
             "inter" => o.check.inter = self.delay(opt, val)?,
             "tcp-ut" => o.tcp_ut = Some(crate::bind::user_timeout(opt, val)?),
+            "max-reuse" => o.max_reuse = atoi(val),
             "fastinter" => o.check.fastinter = Some(self.delay(opt, val)?),
             "downinter" => o.check.downinter = Some(self.delay(opt, val)?),
             "rise" | "fall" => {
@@ -501,6 +514,7 @@ fn takes_value(opt: &str) -> bool {
             | "source"
             | "usesrc"
             | "tcp-ut"
+            | "max-reuse"
     ) || NOT_YET_WITH_VALUE.contains(&opt)
         || crate::tls::SERVER_WITH_VALUE.contains(&opt)
 }
@@ -517,7 +531,6 @@ const NOT_YET_WITH_VALUE: &[&str] = &[
     "crt",
     "curves",
     "log-proto",
-    "max-reuse",
     "namespace",
     "npn",
     "proxy-v2-options",
@@ -650,6 +663,10 @@ fn flag(opt: &str, o: &mut ServerOpts) -> Result<(), String> {
         "check-send-proxy" => o.check.send_proxy = true,
         "check-via-socks4" => o.check.via_socks4 = true,
         "no-check-send-proxy" => o.check.send_proxy = false,
+        "tfo" => o.tfo = true,
+        "no-tfo" => o.tfo = false,
+        "non-stick" => o.non_stick = true,
+        "stick" => o.non_stick = false,
         "agent-check" => o.agent.enabled = true,
         "no-agent-check" => o.agent = AgentCheck::default(),
         _ => {
@@ -832,8 +849,8 @@ mod tests {
     fn option_errors() {
         let none = ServerOpts::default();
         assert_eq!(
-            server("server s 1.2.3.4:80 max-reuse 3", &none).1,
-            ["'server be/s' : 'max-reuse' is not supported yet"]
+            server("server s 1.2.3.4:80 namespace n", &none).1,
+            ["'server be/s' : 'namespace' is not supported yet"]
         );
         assert_eq!(
             server("server s 1.2.3.4:80 track", &none).1,

@@ -28,7 +28,7 @@ fn compat_doc_covers_the_table() {
     assert!(doc.contains("| `option redispatch` | X | - | X | X | supported |"));
     assert!(doc.contains("| `nbthread` | supported |"));
     assert!(doc.contains("| `check` | supported |"));
-    assert!(doc.contains("| `tfo` | not yet |"));
+    assert!(doc.contains("| `namespace` | not yet |"));
     assert!(doc.contains("| `minconn` | supported |"));
     assert!(doc.contains("| `peers` | not yet |"));
 }

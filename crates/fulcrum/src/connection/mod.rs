@@ -160,6 +160,16 @@ pub fn user_timeout(s: &impl std::os::fd::AsFd, ms: u32) {
     let _ = socket2::SockRef::from(s).set_tcp_user_timeout(Some(d));
 }
 
+/// A server's `tfo`: TCP Fast Open on a socket about to connect (`TCP_FASTOPEN_CONNECT`: once
+/// the server gave a cookie, `connect` returns at once and the first bytes written go in the
+/// SYN). A system without it connects as usual, as HAProxy does.
+#[cold]
+#[inline(never)]
+pub fn fast_open_connect(sock: &socket2::Socket) {
+    use std::os::fd::AsRawFd;
+    let _ = crate::sys::set_tcp_opt(sock.as_raw_fd(), libc::TCP_FASTOPEN_CONNECT, 1);
+}
+
 pub fn set_keepalive(sock: &socket2::Socket, ka: fulcrum_config::TcpKeepAlive) {
     if !ka.on {
         return;

@@ -81,6 +81,8 @@ pub fn build(
         }
         srv.socks4 = s.socks4;
         srv.tcp_ut = s.tcp_ut;
+        (srv.tfo, srv.non_stick) = (s.tfo, s.non_stick);
+        srv.max_reuse = s.max_reuse.unwrap_or(u32::MAX);
         srv.redir = s.redir.clone();
         srv.source = s.source.clone().map(|c| Arc::new(crate::server::source::SourceBind::new(c)));
         srv.track = s.track.as_ref().map(|t| match t.contains('/') {

@@ -341,6 +341,9 @@ pub fn on_response(rules: &[StickRule], acls: &super::Acls, ctx: &Ctx<'_>, store
 
 /// Stores the pending keys with the server the stream went to (its id and name).
 pub fn commit(stores: &mut Stores, server: &crate::server::Server) {
+    if server.non_stick {
+        return stores.clear(); // (`non-stick`: nothing is stored for its streams)
+    }
     for (t, key) in stores.drain(..) {
         let now = now();
         let Some(e) = t.get_or_create(key, now) else { continue };

@@ -159,6 +159,13 @@ pub struct Server {
     pub socks4: Option<SocketAddr>,
     /// `tcp-ut`: `TCP_USER_TIMEOUT` on its connections (milliseconds).
     pub tcp_ut: Option<u32>,
+    /// `tfo`: TCP Fast Open on the first attempt of a new connection.
+    pub tfo: bool,
+    /// `non-stick`: its streams store nothing in stick tables.
+    pub non_stick: bool,
+    /// `max-reuse`: a connection to it carries at most this many requests more than its first
+    /// (`u32::MAX`: no limit).
+    pub max_reuse: u32,
     /// `proto h1|h2`: the protocol spoken whatever ALPN says.
     pub proto: Option<fulcrum_config::MuxProto>,
     /// Its connections may speak HTTP/2 (`proto h2`, or `h2` offered by ALPN): transactions
@@ -223,6 +230,9 @@ impl Server {
             send_proxy: None,
             socks4: None,
             tcp_ut: None,
+            tfo: false,
+            non_stick: false,
+            max_reuse: u32::MAX,
             proto: None,
             may_h2: false,
             check_h2: false,

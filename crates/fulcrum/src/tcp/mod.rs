@@ -603,7 +603,10 @@ pub async fn connect_after<L: ServerLink>(
         }
         // (Boxed: the state of a connect and a TLS handshake is large, and a request that
         // finds an idle connection should not have it moved around with its own.)
-        let connected = Box::pin(open_new(be, &slot, dst_port, open)).await;
+        // (`tfo` on the stream's first attempt only, as HAProxy: a retry, at the connection
+        // or the request's level, connects plainly.)
+        let first = out.retries == 0;
+        let connected = Box::pin(open_new(be, &slot, dst_port, open, first)).await;
         let err = match connected {
             Ok(stream) => {
                 out.marks.connect = Some(crate::clock::now());
@@ -685,12 +688,13 @@ pub fn after_failure(
 }
 
 /// A new connection to the slot's server: TCP (or through SOCKS4), then the PROXY header and
-/// TLS within what is left of `timeout connect`.
+/// TLS within what is left of `timeout connect`. `first`: the stream's first attempt (`tfo`).
 async fn open_new(
     be: &Backend,
     slot: &ServerSlot,
     dst_port: u16,
     open: &Opening<'_>,
+    first: bool,
 ) -> io::Result<Stream> {
     let srv = slot.server();
     let target = srv.target();
@@ -706,7 +710,21 @@ async fn open_new(
         (Some(proxy), _, _) => connect_socks4(proxy, endpoint, be).await,
         (None, Some(src), Endpoint::Inet(addr)) => {
             let opts = (be.server_bufs, be.server_tcpka);
-            let attempt = Stream::connect_tcp_from(addr, opts, |s| src.bind(s, open.src));
+            let tfo = srv.tfo && first;
+            let attempt = Stream::connect_tcp_from(addr, opts, |s| {
+                if tfo {
+                    crate::connection::fast_open_connect(s);
+                }
+                src.bind(s, open.src)
+            });
+            within(be.timeouts.connect, attempt).await
+        }
+        (None, None, Endpoint::Inet(addr)) if srv.tfo && first => {
+            let opts = (be.server_bufs, be.server_tcpka);
+            let attempt = Stream::connect_tcp_from(addr, opts, |s| {
+                crate::connection::fast_open_connect(s);
+                Ok(())
+            });
             within(be.timeouts.connect, attempt).await
         }
         (None, _, _) => {

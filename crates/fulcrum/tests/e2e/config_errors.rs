@@ -47,10 +47,10 @@ fn bad_configurations_get_exact_diagnostics_and_status_1() {
             ],
         ),
         (
-            "server-tfo",
-            format!("defaults\n{T}listen x\n bind 127.0.0.1:1\n server a 127.0.0.1:2 check tfo\n"),
+            "server-namespace",
+            format!("defaults\n{T}listen x\n bind 127.0.0.1:1\n server a 127.0.0.1:2 check namespace n\n"),
             &[
-                "[ALERT] : config : parsing [check.cfg:7] : 'server x/a' : 'tfo' is not supported yet",
+                "[ALERT] : config : parsing [check.cfg:7] : 'server x/a' : 'namespace' is not supported yet",
                 "[NOTICE] : config : a keyword that HAProxy 2.6 knows but Fulcrum does not support yet: see docs/compat.md in Fulcrum's sources, which lists every keyword of HAProxy 2.6 as supported, partly (how), or not yet.",
             ],
         ),

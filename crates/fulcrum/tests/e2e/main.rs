@@ -27,6 +27,7 @@ mod prometheus;
 mod protocol_checks;
 mod reload;
 mod runtime_api;
+mod server_options;
 mod server_state;
 mod socket_buffers;
 mod spoe;

@@ -87,6 +87,8 @@ struct Inner {
     failed: Option<io::ErrorKind>,
     /// Requests it took so far.
     carried: u32,
+    /// The server's `max-reuse`: after that many requests more than its first, it closes.
+    max_reuse: u32,
     /// Reading waits until a view took its records.
     read_blocked: bool,
     driver: Option<Waker>,
@@ -190,6 +192,9 @@ impl Inner {
         self.reqs.push(Req { id, raw, waker, orphan: false, aborted: false, ended: false });
         let before = self.carried;
         self.carried += 1;
+        if self.carried > self.max_reuse {
+            self.closing = true; // (its requests go on; no new one)
+        }
         (id, before)
     }
 
@@ -256,6 +261,7 @@ pub fn start(
         closing: false,
         failed: None,
         carried: 0,
+        max_reuse: be.servers[idx].max_reuse,
         read_blocked: false,
         driver: None,
         driver_done: false,

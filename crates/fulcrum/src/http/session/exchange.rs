@@ -438,6 +438,10 @@ impl Session<'_> {
         if srv.pool_max_conn == 0 {
             return sc.stream.discard(); // no idle connections kept for this server
         }
+        // `max-reuse`: a connection that carried its last request closes (dropped: a FIN).
+        if sc.requests > srv.max_reuse {
+            return;
+        }
         // A PROXY header speaks for one client connection (and with the unique-id TLV, for one
         // request): such a connection stays private to its client, or is not reused at all.
         let proxied = srv.send_proxy.as_ref();

@@ -63,6 +63,10 @@ pub struct Back {
     active: usize,
     /// Streams opened so far.
     carried: u32,
+    /// Views started so far, and the server's `max-reuse`: past it, no new view, and the
+    /// connection ends once its streams did.
+    attached: u32,
+    max_reuse: u32,
     /// In the worker's list: stays open without streams (until idle too long).
     shared: bool,
     /// No new stream: GOAWAY came, ids ran out, or the connection left the list.
@@ -78,6 +82,13 @@ pub struct Back {
 
 static REGISTRY: Slot<RefCell<Registry<Back>>> =
     Slot::new(Id::H2Back, || RefCell::new(Registry::new()));
+
+impl Back {
+    /// It took as many views as `max-reuse` allows.
+    fn spent(&self) -> bool {
+        self.attached > self.max_reuse
+    }
+}
 
 impl Side for Back {
     type Part = Part;
@@ -125,6 +136,8 @@ impl Conn {
             next_id: 1,
             active: 0,
             carried: 0,
+            attached: 0,
+            max_reuse: u32::MAX,
             shared,
             closing: false,
             ended: false,
@@ -142,7 +155,12 @@ impl Conn {
     pub fn has_room(&self) -> bool {
         let i = self.inner.borrow();
         let s = &i.side;
-        !s.closing && !i.dead && (s.active as u64) < u64::from(s.max_streams)
+        !s.closing && !i.dead && (s.active as u64) < u64::from(s.max_streams) && !s.spent()
+    }
+
+    /// The server's `max-reuse`: the connection takes that many views after its first.
+    pub fn set_max_reuse(&self, max: u32) {
+        self.inner.borrow_mut().side.max_reuse = max;
     }
 
     /// Streams opened so far.
@@ -157,7 +175,9 @@ impl Conn {
 
     /// A view starts (before its stream opens).
     pub fn attach(&self) {
-        self.inner.borrow_mut().side.active += 1;
+        let s = &mut self.inner.borrow_mut().side;
+        s.active += 1;
+        s.attached = s.attached.saturating_add(1);
     }
 
     /// Takes no new stream, and ends once it has none (it left the worker's list).
@@ -251,7 +271,8 @@ impl Conn {
                     Poll::Pending => {}
                 }
             }
-            if !i.dead && i.side.active == 0 && (!i.side.shared || i.side.closing) {
+            let s = &i.side;
+            if !i.dead && s.active == 0 && (!s.shared || s.closing || s.spent()) {
                 // Without streams and out of the list: GOAWAY, then the connection ends.
                 i.wire.goaway(0, NO_ERROR);
                 fail(i);

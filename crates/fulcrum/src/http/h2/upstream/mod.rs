@@ -115,6 +115,7 @@ pub async fn start(
     let fd = Arc::new(stream.as_fd().try_clone_to_owned()?);
     let io = super::Io { s: Rc::new(stream), prefix: Vec::new(), pos: 0 };
     let conn = Conn::new(&tune, share.is_some(), counters);
+    conn.set_max_reuse(share.as_ref().map_or(u32::MAX, |s| s.be.servers[s.idx].max_reuse));
     let sni: Option<Box<str>> = share.as_ref().and_then(|s| s.sni).map(Into::into);
     let view = UpView::new(&conn, Arc::clone(&fd), tls.clone(), sni.clone());
     if let Some(Share { be, idx, .. }) = share {
