@@ -69,6 +69,9 @@ pub fn parse_bind_at(line: &Line, at: usize, section: &str, diags: &mut Diags) -
         tls: Default::default(),
         accept_proxy: false,
         proto: None,
+        id: None,
+        threads: Vec::new(),
+        nice: 0,
     };
     bind_options(line, at, section, &mut bind, diags).map(|()| bind)
 }
@@ -89,6 +92,8 @@ fn bind_options(
         format!("'{} {}' in section '{section}'", line.words[..at].join(" "), line.arg(at))
     };
     let mut ok = true;
+    // The thread group of the `thread` options read so far (0: none named).
+    let mut tgroup = None;
     let mut i = at + 1;
     while i < line.words.len() {
         let opt = line.arg(i);
@@ -163,6 +168,17 @@ fn bind_options(
                 }
             },
             "accept-proxy" => bind.accept_proxy = true,
+            "id" | "thread" | "nice" => {
+                let r = match opt {
+                    "id" => listener_id(val, bind.addrs.len()).map(|id| bind.id = Some(id)),
+                    "thread" => thread_set(val, &mut tgroup).map(|t| bind.threads.extend(t)),
+                    _ => nice(val).map(|n| bind.nice = n),
+                };
+                if let Err(msg) = r {
+                    diags.alert(line, format!("{prefix} : {msg}"));
+                    ok = false;
+                }
+            }
             _ if crate::tls::is_bind_option(opt) => {
                 if let Some(Err(msg)) = crate::tls::bind_option(opt, val, &mut bind.tls) {
                     diags.alert(line, format!("{prefix} : {msg}"));
@@ -173,12 +189,15 @@ fn bind_options(
             // say `thread` (Fulcrum's listeners are every worker's).
             "process" => {
                 let (p, threads) = val.split_once('/').map_or((val, None), |(p, t)| (p, Some(t)));
-                match crate::args::process_set(p, 1) {
+                let set = crate::args::process_set(p, 1);
+                let parsed = threads.map(|t| crate::args::process_set(t, 64)).transpose();
+                match set.and(parsed) {
                     Err(msg) => {
                         diags.alert(line, format!("{prefix} : 'process' : {msg}"));
                         ok = false;
                     }
-                    Ok(_) => {
+                    Ok(t) => {
+                        bind.threads.extend(t.unwrap_or_default());
                         let hint = threads
                             .map(|t| format!(" Please use 'thread {t}' instead."))
                             .unwrap_or_default();
@@ -257,6 +276,91 @@ fn unix_option(opt: &str, val: &str, bind: &mut Bind) -> Result<(), String> {
         _ => {}
     }
     Ok(())
+}
+
+/// The ids of a proxy's listeners (one per address of each bind line, in order), as HAProxy
+/// 2.6 numbers them: a line's `id`, else the first id not taken from a counter that moves on
+/// by one after every listener, its own id or not.
+pub fn listener_ids(binds: &[Bind]) -> Vec<Vec<u32>> {
+    let mut used: std::collections::BTreeSet<u32> = binds.iter().filter_map(|b| b.id).collect();
+    let mut next = 1u32;
+    binds
+        .iter()
+        .map(|b| {
+            (0..b.addrs.len().max(1))
+                .map(|_| {
+                    let id = b.id.unwrap_or_else(|| {
+                        while used.contains(&next) {
+                            next += 1;
+                        }
+                        used.insert(next);
+                        next
+                    });
+                    next += 1;
+                    id
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// `id <n>` as HAProxy 2.6's `bind_parse_id` reads it (its uniqueness is the proxy's
+/// check), on a line of `listeners` addresses.
+fn listener_id(val: &str, listeners: usize) -> Result<u32, String> {
+    if listeners != 1 {
+        return Err("'id' can only be used with a single socket".into());
+    }
+    if val.is_empty() {
+        return Err("'id' : expects an integer argument".into());
+    }
+    // `strtol` into an `int`: leading blanks and a sign, then digits to the end.
+    let t = val.trim_start();
+    let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("'id' : expects an integer argument, found '{val}'"));
+    }
+    match crate::args::atol(t) as i32 {
+        n if n > 0 => Ok(n as u32),
+        _ => Err("'id' : custom id has to be > 0".into()),
+    }
+}
+
+/// `thread [<group>/]<set>` as HAProxy 2.6 reads it (one thread group; numbers up to 64):
+/// the threads named, `tgroup` keeping the group of the line's earlier `thread` options.
+fn thread_set(val: &str, tgroup: &mut Option<u32>) -> Result<Vec<u32>, String> {
+    // `strtol` then a slash: a thread group.
+    let t = val.trim_start();
+    let signed = t.strip_prefix(['-', '+']).unwrap_or(t);
+    let digits = signed.bytes().take_while(u8::is_ascii_digit).count();
+    let (group, set) = match signed[digits..].strip_prefix('/') {
+        Some(set) => {
+            let g = crate::args::atol(&t[..t.len() - set.len() - 1]);
+            if g != 1 {
+                return Err(format!(
+                    "'{val}' thread-group number must be between 1 and 1 (was {g})"
+                ));
+            }
+            (1, set)
+        }
+        None => (0, val),
+    };
+    if tgroup.is_some_and(|g| g != group) {
+        return Err(format!("'{val}' multiple thread-groups are not supported"));
+    }
+    let threads = crate::args::process_set(set, 64).map_err(|m| format!("'{set}' : {m}"))?;
+    *tgroup = Some(group);
+    Ok(threads)
+}
+
+/// `nice <n>`: HAProxy 2.6's range check.
+fn nice(val: &str) -> Result<i32, String> {
+    if val.is_empty() {
+        return Err("'nice' : missing value".into());
+    }
+    match crate::args::atol(val) as i32 {
+        n if (-1024..=1024).contains(&n) => Ok(n),
+        n => Err(format!("'nice' : invalid value {n}, allowed range is -1024..1024")),
+    }
 }
 
 /// Parses one address of a bind list; a port range gives one address per port.
@@ -479,11 +583,11 @@ mod tests {
     #[test]
     fn every_unsupported_option_of_a_line_is_reported() {
         let (b, d) = bind(
-            "bind :80 ssl crt /x.pem alpn h2,http/1.1 accept-proxy name web namespace x nice 10",
+            "bind :80 ssl crt /x.pem alpn h2,http/1.1 accept-proxy name web namespace x nice 10 severity-output string",
         );
         assert!(b.is_none());
         let p = "'bind :80' in section 'frontend': ";
-        let want: Vec<String> = ["namespace", "nice"]
+        let want: Vec<String> = ["namespace", "severity-output"]
             .iter()
             .map(|o| format!("{p}'{o}' is not supported yet"))
             .collect();
@@ -516,13 +620,34 @@ mod tests {
     }
 
     #[test]
+    fn listeners_are_numbered_as_haproxy_numbers_them() {
+        let binds: Vec<Bind> =
+            ["bind :80", "bind :81 id 1", "bind :82,:83", "bind :84 id 6", "bind :85"]
+                .iter()
+                .map(|l| bind(l).0.expect("bind"))
+                .collect();
+        // The counter moves on past every listener, its own id or not.
+        assert_eq!(listener_ids(&binds), [vec![2], vec![1], vec![4, 5], vec![6], vec![7]]);
+    }
+
+    #[test]
     fn option_errors() {
         assert_eq!(
             bind("bind :80 thread 1 namespace x").1,
-            [
-                "'bind :80' in section 'frontend': 'thread' is not supported yet",
-                "'bind :80' in section 'frontend': 'namespace' is not supported yet"
-            ]
+            ["'bind :80' in section 'frontend': 'namespace' is not supported yet"]
+        );
+        let (b, d) = bind("bind :80 thread 3-4 thread 1/odd nice -7 id 9");
+        assert_eq!(
+            d,
+            ["'bind :80' in section 'frontend' : '1/odd' multiple thread-groups are not supported"]
+        );
+        assert!(b.is_none());
+        let (b, d) = bind("bind :80 thread 3-4 thread even nice -7 id 9");
+        assert!(d.is_empty(), "{d:?}");
+        let b = b.expect("bind");
+        assert_eq!(
+            (b.threads.len(), b.threads[..3].to_vec(), b.nice, b.id),
+            (34, vec![3, 4, 2], -7, Some(9))
         );
         let (b, d) = bind("bind :80 tcp-ut 1s");
         assert!(d.is_empty(), "{d:?}");

@@ -699,6 +699,13 @@ pub struct Bind {
     /// `proto h1|h2`: the HTTP version every connection speaks, whatever ALPN or the first
     /// bytes say.
     pub proto: Option<MuxProto>,
+    /// `id <n>`: its listener's id (`so_id`; a line of one address only).
+    pub id: Option<u32>,
+    /// `thread [1/]<set>`: the threads (from 1, up to 64) whose workers accept on it; empty:
+    /// every one.
+    pub threads: Vec<u32>,
+    /// `nice <n>`: checked as HAProxy 2.6 checks it (-1024..1024); no effect.
+    pub nice: i32,
 }
 
 /// See [`Bind::sockopts`].

@@ -378,7 +378,22 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         "mode" => mode(p, line, diags),
         "bind" => {
             if let Some(bind) = parse_bind(line, b.section.keyword(), diags) {
-                p.binds.push(bind);
+                // A listener id is the proxy's to give once.
+                let taken = bind.id.and_then(|id| p.binds.iter().find(|o| o.id == Some(id)));
+                match taken {
+                    Some(o) => diags.alert(
+                        line,
+                        format!(
+                            "'bind {}' in section '{}' : 'id' : custom id {} already used at {} ('bind {}')",
+                            line.arg(1),
+                            b.section.keyword(),
+                            o.id.unwrap_or(0),
+                            o.span,
+                            o.written
+                        ),
+                    ),
+                    None => p.binds.push(bind),
+                }
             }
         }
         "maxconn" => {

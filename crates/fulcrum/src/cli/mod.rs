@@ -440,7 +440,7 @@ fn start(
             notice(format!("option '{flag}' changes nothing in Fulcrum; ignored"));
         }
     }
-    let nbthread = plan.global.nbthread.map(|n| n as usize).unwrap_or_else(available_cpus);
+    let nbthread = plan::binds::nbthread(&plan.global);
     let listener_fds: usize =
         plan.proxies.frontends.iter().flat_map(|f| &f.binds).map(|b| b.addrs.len()).sum::<usize>()
             * nbthread;
@@ -671,10 +671,6 @@ fn open_api_sockets(g: &cfg::Global) -> Result<Vec<crate::api::ApiSocket>, Strin
     Ok(out)
 }
 
-fn available_cpus() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(64)
-}
-
 fn open_listeners(
     plan: &Plan,
     nbthread: usize,
@@ -701,8 +697,9 @@ fn open_listeners(
                 unix,
                 reuseport: !plan.global.tune.noreuseport,
             };
+            let workers = bind_workers(bind, nbthread);
             for addr in &bind.addrs {
-                let sockets = match listener::open(addr, opts, nbthread, inherited) {
+                let sockets = match listener::open(addr, opts, workers.len(), inherited) {
                     Ok(s) => s,
                     Err(e) => {
                         let (why, at) = (crate::sys::os_words(&e), show(addr));
@@ -713,7 +710,7 @@ fn open_listeners(
                 };
                 for (i, s) in sockets.into_iter().enumerate() {
                     let dst_port = listener::local_port(&s.socket);
-                    per_worker[i % nbthread].push(WorkerSocket {
+                    per_worker[workers[i % workers.len()]].push(WorkerSocket {
                         frontend: Arc::clone(fe),
                         bind: Arc::clone(bind),
                         socket: s,
@@ -730,6 +727,23 @@ fn open_listeners(
         return Err(failed);
     }
     Ok(per_worker)
+}
+
+/// The workers (from 0) that accept on `bind`: those of its `thread` set that exist (the plan
+/// refused a set naming none), every one without.
+fn bind_workers(bind: &crate::frontend::Bind, nbthread: usize) -> Vec<usize> {
+    let w: Vec<usize> = bind
+        .threads
+        .iter()
+        .filter(|&&t| t as usize <= nbthread)
+        .map(|&t| t as usize - 1)
+        .collect::<std::collections::BTreeSet<usize>>()
+        .into_iter()
+        .collect();
+    if w.is_empty() {
+        return (0..nbthread).collect();
+    }
+    w
 }
 
 fn show(addr: &cfg::BindAddr) -> String {

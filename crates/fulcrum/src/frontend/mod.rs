@@ -42,6 +42,10 @@ pub struct Bind {
     /// `name`, and its number in the frontend (from 1): how log lines name it.
     pub name: Option<String>,
     pub number: u32,
+    /// Its (first) listener's id, as HAProxy numbers them (`id`): `so_id`.
+    pub so_id: u32,
+    /// `thread`: the threads (from 1) whose workers accept on it (empty: every one).
+    pub threads: Vec<u32>,
     /// Where it is written, as HAProxy's messages about it start: `Binding [file:line] for
     /// frontend NAME` (`proxy NAME` in a `listen` section).
     pub origin: String,

@@ -26,7 +26,9 @@ impl FrontendView for Frontend {
             cfg::FeFact::ReqRate => c.req_rate.read(Counters::get(&c.requests)) as i64,
             cfg::FeFact::SessRate => c.sess_rate.read(Counters::get(&c.sessions)) as i64,
             cfg::FeFact::ClientTimeout => ms(self.timeouts.client),
-            cfg::FeFact::SoId => i64::from(bind),
+            cfg::FeFact::SoId => {
+                i64::from(self.binds.iter().find(|b| b.number == u32::from(bind))?.so_id)
+            }
             cfg::FeFact::DstConn => {
                 let b = self.binds.iter().find(|b| b.number == u32::from(bind))?;
                 i64::from(b.limit.current())

@@ -10,6 +10,7 @@
 //! once; `timeouts` applies HAProxy's defaults to a proxy's timeouts.
 
 mod apps;
+pub mod binds;
 mod messages;
 mod servers;
 
@@ -206,6 +207,7 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
         fe.inspect_delay = p.inspect_delay;
         frontends.push(Arc::new(fe));
     }
+    errors.extend(binds::thread_errors(config));
     crate::rules::refs::number();
     if errors.is_empty() {
         let global_logger =
@@ -645,6 +647,7 @@ fn frontend(
     errors: &mut Vec<String>,
     warnings: &mut Vec<String>,
 ) -> Frontend {
+    let ids = cfg::bind::listener_ids(&p.binds);
     let binds = p
         .binds
         .iter()
@@ -670,6 +673,8 @@ fn frontend(
                 proto: b.proto,
                 name: b.name.clone(),
                 number: i as u32 + 1,
+                so_id: ids[i].first().copied().unwrap_or(i as u32 + 1),
+                threads: b.threads.clone(),
                 origin: format!(
                     "Binding [{}] for {} {}",
                     b.span,

@@ -2,6 +2,7 @@
 
 mod accept_invalid;
 mod balance;
+mod bind_options;
 mod config_errors;
 #[path = "../http/crosscheck.rs"]
 mod crosscheck;
