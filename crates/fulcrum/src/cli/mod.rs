@@ -732,17 +732,14 @@ fn open_listeners(
 /// The workers (from 0) that accept on `bind`: those of its `thread` set that exist (the plan
 /// refused a set naming none), every one without.
 fn bind_workers(bind: &crate::frontend::Bind, nbthread: usize) -> Vec<usize> {
-    let w: Vec<usize> = bind
-        .threads
-        .iter()
-        .filter(|&&t| t as usize <= nbthread)
-        .map(|&t| t as usize - 1)
-        .collect::<std::collections::BTreeSet<usize>>()
-        .into_iter()
-        .collect();
+    let mut w: Vec<usize> =
+        bind.threads.iter().filter(|&&t| t as usize <= nbthread).map(|&t| t as usize - 1).collect();
     if w.is_empty() {
         return (0..nbthread).collect();
     }
+    // (`thread` options may name a thread twice.)
+    w.sort_unstable();
+    w.dedup();
     w
 }
 

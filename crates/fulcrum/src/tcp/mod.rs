@@ -699,31 +699,24 @@ async fn open_new(
     let srv = slot.server();
     let target = srv.target();
     let endpoint = target.resolve(dst_port);
-    if srv.traffic_tls().is_some() {
+    let tls = srv.traffic_tls().is_some();
+    if tls {
         // (As HAProxy: the TLS layer is refused before the connection is made.)
         crate::connection::tls::room()?;
     }
-    let started =
-        (srv.traffic_tls().is_some() || srv.send_proxy.is_some()).then(std::time::Instant::now);
+    let started = (tls || srv.send_proxy.is_some()).then(std::time::Instant::now);
     let source = srv.source.as_deref().or(be.source.as_deref());
+    let tfo = srv.tfo && first;
     let connected = match (srv.socks4, source, endpoint) {
         (Some(proxy), _, _) => connect_socks4(proxy, endpoint, be).await,
-        (None, Some(src), Endpoint::Inet(addr)) => {
+        // A socket prepared before it connects: bound first (`source`), or TCP Fast Open.
+        (None, src, Endpoint::Inet(addr)) if src.is_some() || tfo => {
             let opts = (be.server_bufs, be.server_tcpka);
-            let tfo = srv.tfo && first;
             let attempt = Stream::connect_tcp_from(addr, opts, |s| {
                 if tfo {
                     crate::connection::fast_open_connect(s);
                 }
-                src.bind(s, open.src)
-            });
-            within(be.timeouts.connect, attempt).await
-        }
-        (None, None, Endpoint::Inet(addr)) if srv.tfo && first => {
-            let opts = (be.server_bufs, be.server_tcpka);
-            let attempt = Stream::connect_tcp_from(addr, opts, |s| {
-                crate::connection::fast_open_connect(s);
-                Ok(())
+                src.map_or(Ok(()), |src| src.bind(s, open.src))
             });
             within(be.timeouts.connect, attempt).await
         }
