@@ -126,6 +126,7 @@ fn bind_options(
             "v6only" => bind.v6only = true,
             "defer-accept" => bind.sockopts.defer_accept = true,
             "tfo" => bind.sockopts.tfo = true,
+            "transparent" => bind.sockopts.transparent = true,
             "mss" if val.is_empty() => {
                 diags.alert(line, format!("{prefix} : '{opt}' : missing MSS value"));
                 ok = false;

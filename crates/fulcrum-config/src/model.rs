@@ -381,6 +381,12 @@ pub struct Proxy {
     /// `option nolinger`: the proxy's connections (a frontend's clients, a backend's servers)
     /// end with a reset, without lingering in the kernel.
     pub nolinger: bool,
+    /// `option independent-streams`: what is sent to the proxy's side of a tunnel (a
+    /// frontend's clients, a backend's servers) does not count as activity for its timeout.
+    pub independent_streams: bool,
+    /// `option idle-close-on-response`: at a soft stop, a frontend's idle HTTP/1 connections
+    /// stay open for one more request, answered with `connection: close`.
+    pub idle_close_on_response: bool,
     /// TCP keep-alive probes on client connections (`option clitcpka`, `clitcpka-*`) and on
     /// server connections (`option srvtcpka`, `srvtcpka-*`); `option tcpka` sets both.
     pub cli_tcpka: TcpKeepAlive,
@@ -717,6 +723,8 @@ pub struct BindSockOpts {
     pub interface: Option<String>,
     /// `tcp-ut <time>`: `TCP_USER_TIMEOUT` (milliseconds), inherited by accepted sockets.
     pub tcp_ut: Option<u32>,
+    /// `transparent`: the address may be a foreign one (`IP_TRANSPARENT`, else `IP_FREEBIND`).
+    pub transparent: bool,
 }
 
 impl Bind {

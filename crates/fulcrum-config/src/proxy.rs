@@ -104,6 +104,8 @@ impl ProxyBuild {
             redispatch: false,
             abortonclose: false,
             nolinger: false,
+            independent_streams: false,
+            idle_close_on_response: false,
             cli_tcpka: Default::default(),
             srv_tcpka: Default::default(),
             acls: Vec::new(),
@@ -620,6 +622,8 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         | "option h1-case-adjust-bogus-client"
         | "option h1-case-adjust-bogus-server"
         | "option disable-h2-upgrade"
+        | "option independent-streams"
+        | "option idle-close-on-response"
         | "option checkcache" => {
             if no_extra(line, 2 + usize::from(negated), name, diags) {
                 let slot = match name {
@@ -633,6 +637,8 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
                     "option http-use-proxy-header" => &mut p.http_use_proxy_header,
                     "option http-pretend-keepalive" => &mut p.http_pretend_keepalive,
                     "option checkcache" => &mut p.checkcache,
+                    "option independent-streams" => &mut p.independent_streams,
+                    "option idle-close-on-response" => &mut p.idle_close_on_response,
                     _ => &mut p.http_buffer_request,
                 };
                 *slot = !prefixed;

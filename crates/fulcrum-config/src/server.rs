@@ -364,6 +364,13 @@ impl Parse<'_> {
             "inter" => o.check.inter = self.delay(opt, val)?,
             "tcp-ut" => o.tcp_ut = Some(crate::bind::user_timeout(opt, val)?),
             "max-reuse" => o.max_reuse = atoi(val),
+            // Read by rings' servers only (`logfwd`); checked here as HAProxy checks it.
+            "log-proto" if !matches!(val, "legacy" | "octet-count") => {
+                return Err(format!(
+                    "'{opt}' expects one of 'legacy' or 'octet-count' but got '{val}'."
+                ))
+            }
+            "log-proto" => {}
             "fastinter" => o.check.fastinter = Some(self.delay(opt, val)?),
             "downinter" => o.check.downinter = Some(self.delay(opt, val)?),
             "rise" | "fall" => {
@@ -515,6 +522,7 @@ fn takes_value(opt: &str) -> bool {
             | "usesrc"
             | "tcp-ut"
             | "max-reuse"
+            | "log-proto"
     ) || NOT_YET_WITH_VALUE.contains(&opt)
         || crate::tls::SERVER_WITH_VALUE.contains(&opt)
 }
@@ -530,7 +538,6 @@ const NOT_YET_WITH_VALUE: &[&str] = &[
     "crl-file",
     "crt",
     "curves",
-    "log-proto",
     "namespace",
     "npn",
     "proxy-v2-options",
@@ -554,6 +561,7 @@ fn missing_value(opt: &str) -> String {
         }
         "port" | "agent-port" => format!("'{opt}' expects a port number as argument."),
         "agent-send" => format!("'{opt}' expects a string as argument."),
+        "log-proto" => format!("'{opt}' expects one of 'legacy' or 'octet-count' but got ''."),
         "observe" => format!("'{opt}' expects <mode> as argument."),
         "rise" | "fall" | "error-limit" | "weight" | "maxconn" | "maxqueue" => {
             format!("'{opt}' expects an integer argument.")

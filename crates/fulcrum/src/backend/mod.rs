@@ -95,6 +95,9 @@ pub struct Backend {
     pub server_tcpka: fulcrum_config::TcpKeepAlive,
     /// `option nolinger`: server connections end with a reset.
     pub nolinger: bool,
+    /// `option independent-streams`: in a tunnel, only what the server sends refreshes its
+    /// timeout.
+    pub independent_streams: bool,
     /// `track`: for each of its servers that others track, those servers (their backend,
     /// their index); set once the plan's backends exist.
     pub trackers: std::sync::OnceLock<Trackers>,
@@ -351,6 +354,7 @@ impl Backend {
             server_bufs: fulcrum_config::SocketBuffers::default(),
             server_tcpka: Default::default(),
             nolinger: false,
+            independent_streams: false,
             trackers: Default::default(),
             source: None,
             prefer_last_server: false,

@@ -98,6 +98,12 @@ pub struct Frontend {
     pub disabled: std::sync::atomic::AtomicBool,
     /// `option nolinger`: client connections end with a reset.
     pub nolinger: bool,
+    /// `option independent-streams`: in a tunnel, only what the client sends refreshes its
+    /// timeout.
+    pub independent_streams: bool,
+    /// `option idle-close-on-response`: a soft stop leaves its idle HTTP/1 connections open
+    /// for one more request (answered with `connection: close`, as every request then is).
+    pub idle_close_on_response: bool,
     /// `rate-limit sessions`: new sessions per second (no limit: 0).
     pub sess_limit: crate::frontend::rate::RateLimit,
     /// Wakes its accept loops when it is enabled again.

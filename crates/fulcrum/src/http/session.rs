@@ -28,7 +28,7 @@ use crate::http_settings::{HttpProxy, Reuse};
 use crate::outcome::{Cause, Outcome, Phase};
 use crate::rules::Base;
 use crate::shared::Shared;
-use crate::tcp::tunnel::{self, TunnelTimeouts};
+use crate::tcp::tunnel;
 use crate::tcp::{self, Accepted};
 
 /// What fetches read of a session's client connection (`analyse::ConnFacts`), borrowing only

@@ -219,10 +219,30 @@ fn open_inet(sa: &SocketAddr, opts: &BindOptions<'_>, backlog: i32) -> io::Resul
     if let Some(name) = &opts.sockopts.interface {
         socket.bind_device(Some(name.as_bytes()))?;
     }
+    if opts.sockopts.transparent {
+        make_foreign(&socket, sa)?;
+    }
     socket.bind(&SockAddr::from(*sa))?;
     set_sockopts(&socket, opts.sockopts, backlog)?;
     socket.listen(backlog)?;
     Ok(socket)
+}
+
+/// `transparent`: lets the socket take a foreign address as HAProxy does, with
+/// `IP_TRANSPARENT` (which needs `CAP_NET_ADMIN`, and lets TPROXY rules hand it connections
+/// for any address), else `IP_FREEBIND` (an address not configured here, yet).
+fn make_foreign(socket: &Socket, sa: &SocketAddr) -> io::Result<()> {
+    let transparent = match sa {
+        SocketAddr::V4(_) => socket.set_ip_transparent_v4(true),
+        SocketAddr::V6(_) => socket.set_ip_transparent_v6(true),
+    };
+    let free = || match sa {
+        SocketAddr::V4(_) => socket.set_freebind_v4(true),
+        SocketAddr::V6(_) => socket.set_freebind_v6(true),
+    };
+    transparent.or_else(|_| free()).map_err(|_| {
+        io::Error::new(io::ErrorKind::PermissionDenied, "cannot make receiving socket transparent")
+    })
 }
 
 /// `defer-accept`, `tfo` (its queue as long as the backlog), `mss` (a negative one taken
@@ -324,8 +344,12 @@ mod tests {
             mss: Some(1200),
             interface: None,
             tcp_ut: Some(1500),
+            transparent: true,
         };
         let s = listener(&set).expect("a listener");
+        // `transparent`: `IP_TRANSPARENT` with `CAP_NET_ADMIN`, else `IP_FREEBIND`.
+        let foreign = s.ip_transparent_v4().expect("get") || s.freebind_v4().expect("get");
+        assert!(foreign && !plain.freebind_v4().expect("get"));
         assert_ne!(opt(&s, libc::TCP_DEFER_ACCEPT), 0);
         // `tcp-ut`: on the listener, and on the connections it accepts.
         let ut = Some(std::time::Duration::from_millis(1500));

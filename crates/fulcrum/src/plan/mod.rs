@@ -715,6 +715,8 @@ fn frontend(
         disabled: Default::default(),
         sess_limit: crate::frontend::rate::RateLimit::new(p.rate_limit_sessions.unwrap_or(0)),
         nolinger: p.nolinger,
+        independent_streams: p.independent_streams,
+        idle_close_on_response: p.idle_close_on_response,
         enabled: Default::default(),
         retired: Default::default(),
         invalid_req: Default::default(),
@@ -808,6 +810,7 @@ fn backend(
     be.server_bufs = config.global.server_bufs;
     be.server_tcpka = p.srv_tcpka;
     be.nolinger = p.nolinger;
+    be.independent_streams = p.independent_streams;
     be.persist = p.persist;
     if let cfg::Balance::RdpCookie { name } = &p.balance {
         be.rdp_balance = Some(name.as_str().into());

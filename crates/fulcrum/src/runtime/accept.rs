@@ -405,7 +405,7 @@ fn http_connection(slots: Slots, mut start: Start) -> impl std::future::Future<O
                 }
             }
             let Start::Resume(rest) = &start else { return };
-            if !rest.wait().await {
+            if !rest.wait(slots.frontend.idle_close_on_response).await {
                 return;
             }
         };

@@ -408,13 +408,15 @@ pub async fn serve(
 }
 
 /// HAProxy: once connected, `timeout tunnel` replaces both client and server timeouts.
-fn tunnel_timeouts(fe: &Frontend, be: &Backend) -> TunnelTimeouts {
+pub(crate) fn tunnel_timeouts(fe: &Frontend, be: &Backend) -> TunnelTimeouts {
     let tunnel = be.timeouts.tunnel;
     TunnelTimeouts {
         client: tunnel.or(fe.timeouts.client),
         server: tunnel.or(be.timeouts.server),
         client_fin: fe.timeouts.client_fin,
         server_fin: be.timeouts.server_fin,
+        client_reads_only: fe.independent_streams,
+        server_reads_only: be.independent_streams,
     }
 }
 

@@ -3,7 +3,8 @@
 //! One future per session polls both directions and one timer: no extra tasks, no channels.
 //! A direction borrows a pool buffer only while it holds data. End-of-stream on one side is
 //! passed on as a half-close (FIN) to the other side. Inactivity is tracked per side (reading
-//! from it or writing to it counts as activity); the timer is re-armed lazily, only when it
+//! from it or writing to it counts as activity, reading only with `option
+//! independent-streams`); the timer is re-armed lazily, only when it
 //! fires early, so busy connections cost no timer operations.
 
 use std::future::{poll_fn, Future};
@@ -24,6 +25,10 @@ pub struct TunnelTimeouts {
     /// Replace `client`/`server` once one direction is shut (`timeout client-fin`/`server-fin`).
     pub client_fin: Option<Duration>,
     pub server_fin: Option<Duration>,
+    /// `option independent-streams` (the frontend's, the backend's): only reading from the
+    /// side counts as its activity, not writing to it (HAProxy's `SC_FL_INDEP_STR`).
+    pub client_reads_only: bool,
+    pub server_reads_only: bool,
 }
 
 /// How the tunnel ended; maps onto HAProxy's termination codes (first letter C or S).
@@ -204,7 +209,7 @@ fn err_end(side: Side) -> TunnelEnd {
 pub async fn run<C: Pipe, S: Pipe>(
     client: &C,
     server: &S,
-    t: TunnelTimeouts,
+    mut t: TunnelTimeouts,
     killed: &dyn Fn() -> bool,
     limits: Option<Box<Active>>,
 ) -> (TunnelEnd, Moved) {
@@ -220,6 +225,8 @@ pub async fn run<C: Pipe, S: Pipe>(
     let far = start + Duration::from_secs(86400 * 365);
     let sleep = tokio::time::sleep_until(far);
     tokio::pin!(sleep);
+    // A side's read timeout under `independent-streams`, which ended its direction only.
+    let mut timed_out = None;
 
     let end = poll_fn(|cx| {
         let mut a = Activity::default();
@@ -233,14 +240,14 @@ pub async fn run<C: Pipe, S: Pipe>(
             return Poll::Ready(err_end(side));
         }
         if (c2s.done() && s2c.done()) || (s2c.eof && killed()) {
-            return Poll::Ready(TunnelEnd::Done);
+            return Poll::Ready(timed_out.unwrap_or(TunnelEnd::Done));
         }
         if client_read || server_wrote || b.read || b.wrote {
             let now = Instant::now();
-            if client_read || b.wrote {
+            if client_read || (b.wrote && !t.client_reads_only) {
                 client_seen = now;
             }
-            if server_wrote || b.read {
+            if b.read || (server_wrote && !t.server_reads_only) {
                 server_seen = now;
             }
         }
@@ -250,7 +257,24 @@ pub async fn run<C: Pipe, S: Pipe>(
         } else {
             (t.client, t.server)
         };
-        poll_deadline(cx, sleep.as_mut(), client_seen, tc, server_seen, ts)
+        let end = poll_deadline(cx, sleep.as_mut(), client_seen, tc, server_seen, ts);
+        // HAProxy's read timeout of an independent side shuts that side's reading only: its
+        // direction ends as on a FIN and the other goes on; the side then times out as any.
+        let (flow, seen, reads_only) = match end {
+            Poll::Ready(TunnelEnd::ClientTimeout) if t.client_reads_only && !c2s.eof => {
+                (&mut c2s, &mut client_seen, &mut t.client_reads_only)
+            }
+            Poll::Ready(TunnelEnd::ServerTimeout) if t.server_reads_only && !s2c.eof => {
+                (&mut s2c, &mut server_seen, &mut t.server_reads_only)
+            }
+            _ => return end,
+        };
+        if let (None, Poll::Ready(e)) = (timed_out, end) {
+            timed_out = Some(e);
+        }
+        (flow.eof, *seen, *reads_only) = (true, Instant::now(), false);
+        cx.waker().wake_by_ref();
+        Poll::Pending
     })
     .await;
     let moved = Moved { client_to_server: c2s.moved, server_to_client: s2c.moved };

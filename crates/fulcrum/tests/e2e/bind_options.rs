@@ -64,3 +64,41 @@ fn a_thread_set_naming_no_thread_of_the_process_is_refused() {
         "{err}"
     );
 }
+
+/// Whether a socket listens on `addr` (an IPv4 address), from `/proc/net/tcp`.
+fn listening_on(addr: std::net::SocketAddrV4) -> bool {
+    let ip = u32::from_le_bytes(addr.ip().octets());
+    let local = format!("{ip:08X}:{:04X}", addr.port());
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    table.lines().any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.get(1) == Some(&local.as_str()) && f.get(3) == Some(&"0A")
+    })
+}
+
+#[test]
+fn transparent_binds_an_address_this_host_does_not_have() {
+    // 198.51.100.0/24 is TEST-NET-2: configured on no interface here.
+    let port = crate::harness::free_addr().port();
+    let foreign = std::net::SocketAddrV4::new([198, 51, 100, 7].into(), port);
+    for which in ["fulcrum", "haproxy"] {
+        let cfg = format!(
+            "defaults\n mode http\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
+             frontend fe\n bind {{fe0}}\n bind {foreign} transparent\n\
+             http-request return status 200\n"
+        );
+        let Some((mut p, addrs, _)) = start_proxy(which, "bind-transparent", &cfg) else {
+            continue;
+        };
+        let (status, head, _) = get_with(addrs[0], "/", "");
+        assert_eq!(status, 200, "{which}: {head}");
+        assert!(p.is_running(), "{which}");
+        assert!(listening_on(foreign), "{which}: nothing listens on {foreign}");
+        drop(p);
+        // Without it, binding the address fails and the proxy does not start.
+        let refused = cfg.replace(" transparent", "");
+        let (mut p, _, _) = start_proxy(which, "bind-not-transparent", &refused).expect("started");
+        let st = p.wait_exit(std::time::Duration::from_secs(10)).expect("exits");
+        assert!(!st.success(), "{which}: {}", p.log_text());
+    }
+}

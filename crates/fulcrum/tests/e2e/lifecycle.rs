@@ -601,3 +601,63 @@ fn a_soft_stop_ends_http2_connections_with_goaway_once_their_streams_are_done() 
     let st = px.proc.wait_exit(Duration::from_secs(5)).expect("exits once the connection ended");
     assert_eq!(st.code(), Some(0));
 }
+
+/// Reads one answer of `content-length` bytes (no more) from `s`: its head, lower-cased.
+fn read_answer(s: &mut TcpStream) -> String {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1];
+    while !buf.ends_with(b"\r\n\r\n") {
+        assert_eq!(s.read(&mut byte).expect("read"), 1, "closed early: {buf:?}");
+        buf.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&buf).to_ascii_lowercase();
+    let len: usize = head
+        .split("\r\n")
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; len];
+    s.read_exact(&mut body).expect("body");
+    head
+}
+
+/// A soft stop closes idle keep-alive connections at once; with `option
+/// idle-close-on-response` they stay for one more request, answered with `connection:
+/// close`, then close, and the process leaves. Beside HAProxy 2.6.
+#[test]
+fn idle_close_on_response_keeps_idle_connections_for_one_more_request() {
+    use std::io::Write;
+    for option in [false, true] {
+        for which in ["fulcrum", "haproxy"] {
+            let opt = if option { " option idle-close-on-response\n" } else { "" };
+            let cfg = format!(
+                "defaults\n mode http\n timeout connect 5s\n timeout client 10s\n\
+                 timeout server 5s\n{opt}frontend fe\n bind {{fe0}}\n\
+                 http-request return status 200 content-type text/plain string ok\n"
+            );
+            let Some((mut p, addrs, _)) = start_proxy(which, "idle-close-on-response", &cfg) else {
+                continue;
+            };
+            let mut s = connect(addrs[0]);
+            let req = b"GET / HTTP/1.1\r\nhost: a\r\n\r\n";
+            s.write_all(req).expect("write");
+            let head = read_answer(&mut s);
+            assert!(head.starts_with("http/1.1 200"), "{which}: {head}");
+            assert!(!head.contains("connection: close"), "{which}: {head}");
+            p.signal(libc::SIGUSR1);
+            if !option {
+                assert!(closed_within(&mut s, Duration::from_secs(3)), "{which}: still open");
+            } else {
+                assert!(!closed_within(&mut s, Duration::from_millis(500)), "{which}: closed");
+                s.write_all(req).expect("write");
+                let head = read_answer(&mut s);
+                assert!(head.starts_with("http/1.1 200"), "{which}: {head}");
+                assert!(head.contains("connection: close"), "{which}: {head}");
+                assert!(closed_within(&mut s, Duration::from_secs(3)), "{which}: still open");
+            }
+            drop(s);
+            assert!(p.wait_exit(Duration::from_secs(5)).is_some(), "{which}: still running");
+        }
+    }
+}

@@ -187,3 +187,67 @@ fn option_nolinger_leaves_no_time_wait() {
         }
     }
 }
+
+/// A server that sends a byte every 150 ms, 16 times, then closes, reading what comes; its
+/// address, and when (from its accept) it read the end of what the client sent.
+fn dripping_server() -> (std::net::SocketAddr, std::sync::mpsc::Receiver<Duration>) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = l.local_addr().expect("addr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let Ok((mut c, _)) = l.accept() else { return };
+        let start = Instant::now();
+        let mut r = c.try_clone().expect("clone");
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = r.read_to_end(&mut sink);
+            let _ = tx.send(start.elapsed());
+        });
+        for _ in 0..16 {
+            if std::io::Write::write_all(&mut c, b"x").is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(150));
+        }
+        let _ = c.shutdown(std::net::Shutdown::Write);
+    });
+    (addr, rx)
+}
+
+/// A download through a tunnel whose client sends nothing: by default what reaches the
+/// client keeps its `timeout client` from firing. With `option independent-streams` only
+/// what the client sends does: the timeout ends the client's direction (the server reads
+/// its end at once) while the download goes on, and the log says `cD`. As HAProxy 2.6 does.
+#[test]
+fn independent_streams_times_a_side_by_what_it_sends() {
+    for indep in [false, true] {
+        for which in ["fulcrum", "haproxy"] {
+            let (server, fin) = dripping_server();
+            let option = if indep { " option independent-streams\n" } else { "" };
+            let cfg = format!(
+                "global\n log stderr format raw local0\n\
+                 defaults\n mode tcp\n log global\n option tcplog\n timeout connect 1s\n\
+                 timeout client 600ms\n timeout server 10s\n{option}\
+                 listen px\n bind {{fe0}}\n server s {server}\n"
+            );
+            let Some((p, addrs, _)) = start_proxy(which, "indep-streams", &cfg) else {
+                continue;
+            };
+            let mut s = connect(addrs[0]);
+            s.set_read_timeout(Some(Duration::from_secs(8))).expect("timeout");
+            let mut got = Vec::new();
+            let _ = s.read_to_end(&mut got);
+            assert_eq!(got.len(), 16, "{which}");
+            drop(s);
+            let fin = fin.recv_timeout(Duration::from_secs(5)).expect("the server read an end");
+            let code = if indep { " cD " } else { " -- " };
+            let logged = eventually(Duration::from_secs(3), || p.log_text().contains(code));
+            assert!(logged, "{which}: {}", p.log_text());
+            if indep {
+                assert!(fin < Duration::from_millis(1500), "{which}: {fin:?}");
+            } else {
+                assert!(fin >= Duration::from_millis(2000), "{which}: {fin:?}");
+            }
+        }
+    }
+}

@@ -480,12 +480,7 @@ impl Session<'_> {
         if !ok {
             return;
         }
-        let t = TunnelTimeouts {
-            client: be.timeouts.tunnel.or(self.fe.timeouts.client),
-            server: be.timeouts.tunnel.or(be.timeouts.server),
-            client_fin: self.fe.timeouts.client_fin,
-            server_fin: be.timeouts.server_fin,
-        };
+        let t = tcp::tunnel_timeouts(self.fe, be);
         let killed = || slot.ended_by().is_some();
         let limits = self.t.vars.bwlim.take();
         let (end, moved) = tunnel::run(&self.client, &sc.stream, t, &killed, limits).await;

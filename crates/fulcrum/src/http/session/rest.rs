@@ -120,15 +120,18 @@ impl Resting {
     /// Waits until the client sends its next request (`true`: resume the session), or closes,
     /// or the keep-alive timeout or a soft stop ends the rest (`false`: close the connection).
     /// A request half-received is resumed by its `timeout http-request` too (the session
-    /// answers 408), and waits through a soft stop as a session would.
-    pub fn wait(&self) -> RestingWait<'_> {
+    /// answers 408), and waits through a soft stop as a session would; so does every rest
+    /// when `through_stop` (`option idle-close-on-response`).
+    pub fn wait(&self, through_stop: bool) -> RestingWait<'_> {
         let pending = self.more.as_ref().is_some_and(|m| m.pending.is_some());
+        let through_stop = through_stop || pending;
         let fd = self.client.as_fd().as_raw_fd();
         RestingWait {
             client: &self.client,
             timer: self.deadline.map(tokio::time::sleep_until),
-            _watched: (!pending).then(|| crate::lifecycle::StopWatch::new(fd)),
+            _watched: (!through_stop).then(|| crate::lifecycle::StopWatch::new(fd)),
             pending,
+            through_stop,
         }
     }
 }
@@ -144,6 +147,7 @@ pin_project_lite::pin_project! {
         timer: Option<Sleep>,
         _watched: Option<crate::lifecycle::StopWatch>,
         pending: bool,
+        through_stop: bool,
     }
 }
 
@@ -152,7 +156,7 @@ impl Future for RestingWait<'_> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
         let this = self.project();
-        if !*this.pending && crate::lifecycle::stopping() {
+        if !*this.through_stop && crate::lifecycle::stopping() {
             return Poll::Ready(false);
         }
         // Readable also means closed or in error: the session finds out which.
