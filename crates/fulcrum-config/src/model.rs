@@ -387,6 +387,8 @@ pub struct Proxy {
     /// `option idle-close-on-response`: at a soft stop, a frontend's idle HTTP/1 connections
     /// stay open for one more request, answered with `connection: close`.
     pub idle_close_on_response: bool,
+    /// `option socket-stats`: counters and a statistics row for each of a frontend's binds.
+    pub socket_stats: bool,
     /// TCP keep-alive probes on client connections (`option clitcpka`, `clitcpka-*`) and on
     /// server connections (`option srvtcpka`, `srvtcpka-*`); `option tcpka` sets both.
     pub cli_tcpka: TcpKeepAlive,

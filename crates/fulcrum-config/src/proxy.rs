@@ -106,6 +106,7 @@ impl ProxyBuild {
             nolinger: false,
             independent_streams: false,
             idle_close_on_response: false,
+            socket_stats: false,
             cli_tcpka: Default::default(),
             srv_tcpka: Default::default(),
             acls: Vec::new(),
@@ -624,6 +625,7 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
         | "option disable-h2-upgrade"
         | "option independent-streams"
         | "option idle-close-on-response"
+        | "option socket-stats"
         | "option checkcache" => {
             if no_extra(line, 2 + usize::from(negated), name, diags) {
                 let slot = match name {
@@ -639,6 +641,7 @@ fn dispatch(b: &mut ProxyBuild, line: &Line, name: &str, negated: bool, diags: &
                     "option checkcache" => &mut p.checkcache,
                     "option independent-streams" => &mut p.independent_streams,
                     "option idle-close-on-response" => &mut p.idle_close_on_response,
+                    "option socket-stats" => &mut p.socket_stats,
                     _ => &mut p.http_buffer_request,
                 };
                 *slot = !prefixed;

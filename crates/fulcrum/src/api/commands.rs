@@ -450,7 +450,7 @@ fn show_info(api: &View, opts: &[String], out: &mut String) {
 /// any proxy or server; type a mask: 1 frontends, 2 backends, 4 servers).
 fn show_stat(api: &View, level: CliLevel, args: &[String], out: &mut String) {
     let mut iid = -1i64;
-    let mut mask = 7u32;
+    let mut mask = 15u32;
     let mut sid = -1i64;
     let mut rest = args;
     if args.len() >= 3 {
@@ -458,7 +458,7 @@ fn show_stat(api: &View, level: CliLevel, args: &[String], out: &mut String) {
             (args[0].parse::<i64>(), args[1].parse::<i64>(), args[2].parse::<i64>())
         {
             iid = i;
-            mask = if t < 0 { 7 } else { (t as u32) & 7 };
+            mask = if t < 0 { 15 } else { (t as u32) & 15 };
             sid = s;
             rest = &args[3..];
         }
@@ -474,10 +474,13 @@ fn show_stat(api: &View, level: CliLevel, args: &[String], out: &mut String) {
             ObjType::Frontend => 1,
             ObjType::Backend => 2,
             ObjType::Server => 4,
+            ObjType::Listener => 8,
         };
         (iid < 0 || i64::from(id) == iid) && mask & bit != 0
     });
-    rows.retain(|r| r.obj != ObjType::Server || sid < 0 || i64::from(r.sid) == sid);
+    rows.retain(|r| {
+        !matches!(r.obj, ObjType::Server | ObjType::Listener) || sid < 0 || i64::from(r.sid) == sid
+    });
     if has("up") || has("no-maint") {
         rows.retain(|r| {
             let Some(crate::stats::Val::Str(st)) =

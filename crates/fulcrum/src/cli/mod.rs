@@ -710,6 +710,7 @@ fn open_listeners(
                 };
                 for (i, s) in sockets.into_iter().enumerate() {
                     let dst_port = listener::local_port(&s.socket);
+                    let _ = bind.bound.set(listener::stats_addr(&s.socket));
                     per_worker[workers[i % workers.len()]].push(WorkerSocket {
                         frontend: Arc::clone(fe),
                         bind: Arc::clone(bind),

@@ -46,6 +46,10 @@ pub struct Bind {
     pub so_id: u32,
     /// `thread`: the threads (from 1) whose workers accept on it (empty: every one).
     pub threads: Vec<u32>,
+    /// `option socket-stats`: the line's own counters (HAProxy's listener counters).
+    pub counters: Option<Arc<crate::counters::Counters>>,
+    /// Its first socket's address as the statistics write it, once it listens.
+    pub bound: std::sync::OnceLock<String>,
     /// Where it is written, as HAProxy's messages about it start: `Binding [file:line] for
     /// frontend NAME` (`proxy NAME` in a `listen` section).
     pub origin: String,
@@ -143,8 +147,31 @@ impl Frontend {
             let Some(o) = old.binds.iter().find(|o| o.addrs == bind.addrs) else { continue };
             let Some(b) = Arc::get_mut(bind) else { continue };
             b.limit = Arc::clone(&o.limit);
+            if let (Some(_), Some(c)) = (&b.counters, &o.counters) {
+                b.counters = Some(Arc::clone(c));
+            }
         }
         self.disabled.store(old.disabled.load(Relaxed), Relaxed);
+    }
+
+    /// The counters of bind line `bind_no` (from 1), with `option socket-stats`.
+    #[inline]
+    pub fn listener(&self, bind_no: u16) -> Option<&crate::counters::Counters> {
+        let bind = self.binds.get(usize::from(bind_no).wrapping_sub(1))?;
+        bind.counters.as_deref()
+    }
+
+    /// Adds one to a counter of the frontend and of bind line `bind_no`'s (`option
+    /// socket-stats`), as HAProxy counts both.
+    pub fn count(
+        &self,
+        bind_no: u16,
+        which: impl Fn(&crate::counters::Counters) -> &std::sync::atomic::AtomicU64,
+    ) {
+        crate::counters::Counters::inc(which(&self.counters));
+        if let Some(l) = self.listener(bind_no) {
+            crate::counters::Counters::inc(which(l));
+        }
     }
 
     /// Sets its limits to what its configuration says (a reload committed).

@@ -586,7 +586,8 @@ impl Session<'_> {
         self.t.vars.bwlim = None;
         let l = std::mem::take(&mut self.log);
         let backend = self.t.backend.take();
-        crate::stats::account(self.fe, backend.as_deref(), &self.t.o, true, refused.is_some());
+        let no = self.bind_no;
+        crate::stats::account(self.fe, no, backend.as_deref(), &self.t.o, true, refused.is_some());
         if let (false, Some(sc)) =
             (std::mem::take(&mut self.sc_ended), self.t.vars.sc.as_deref_mut())
         {

@@ -307,6 +307,15 @@ pub fn open_unix(path: &Path, backlog: i32, owner: UnixOwner) -> io::Result<Sock
     Ok(socket)
 }
 
+/// A listening socket's address as HAProxy's statistics write it: `ip:port` (`[ip]:port`
+/// for IPv6), `unix` for a UNIX socket.
+pub fn stats_addr(socket: &Socket) -> String {
+    match socket.local_addr().ok().and_then(|a| a.as_socket()) {
+        Some(sa) => sa.to_string(),
+        None => "unix".into(),
+    }
+}
+
 /// The port a session's client connected to, for servers without a port.
 pub fn local_port(socket: &Socket) -> u16 {
     socket.local_addr().ok().and_then(|a| a.as_socket()).map(|a| a.port()).unwrap_or(0)

@@ -675,6 +675,8 @@ fn frontend(
                 number: i as u32 + 1,
                 so_id: ids[i].first().copied().unwrap_or(i as u32 + 1),
                 threads: b.threads.clone(),
+                counters: p.socket_stats.then(Arc::default),
+                bound: Default::default(),
                 origin: format!(
                     "Binding [{}] for {} {}",
                     b.span,

@@ -6,6 +6,7 @@
 use std::cell::Cell;
 use std::io;
 use std::rc::Rc;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -201,6 +202,10 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
             let fc = &ws.frontend.counters;
             Counters::inc(&fc.conns);
             Counters::raise(&fc.max_sessions, u64::from(ws.frontend.limit.current()));
+            if let Some(l) = &ws.bind.counters {
+                Counters::inc(&l.conns);
+                Counters::raise(&l.max_sessions, u64::from(ws.bind.limit.current()));
+            }
             let mut conn = Accepted {
                 client,
                 peer,
@@ -268,6 +273,8 @@ fn admit(fe: &Frontend, conn: &mut Accepted, shared: &Shared, bind: &Bind) -> bo
         let empty = crate::rules::sample::Vars::default();
         let mk = crate::frontend::Frontend::ctx(fe, conn.peer, dst, &empty);
         let mut accepted = connection_rules(fe, &mk, &mut vars);
+        // What a refusal counts, as HAProxy counts it at each stage.
+        let mut denied: fn(&Counters) -> &AtomicU64 = |c| &c.denied_conn;
         if let Some(a) = &vars.addrs {
             conn.peer = a.src;
         }
@@ -276,8 +283,12 @@ fn admit(fe: &Frontend, conn: &mut Accepted, shared: &Shared, bind: &Bind) -> bo
         }
         if accepted && session_now {
             accepted = session_rules(fe, conn);
+            denied = |c| &c.denied_sess;
         }
         if accepted && content_now {
+            // (The session began: content rules run on a stream.)
+            Counters::inc(&fe.counters.sessions);
+            denied = |c| &c.denied_req;
             let mut vars = conn.vars.take().map(|b| *b).unwrap_or_default();
             accepted =
                 crate::rules::tcp_run(&r.tcp_content, &r.acls, &mk, &mut vars, Level::Stream);
@@ -288,15 +299,18 @@ fn admit(fe: &Frontend, conn: &mut Accepted, shared: &Shared, bind: &Bind) -> bo
         if !accepted {
             // What it tracked is let go before the client sees the close.
             conn.vars = None;
-            Counters::inc(&fe.counters.denied_conn);
+            fe.count(conn.bind_no, denied);
             if shared.debug {
                 eprintln!("{}: connection rejected by tcp-request rules", fe.name);
             }
             return false;
         }
+        if content_now {
+            return true;
+        }
     } else if session_now && !session_rules(fe, conn) {
         conn.vars = None;
-        Counters::inc(&fe.counters.denied_conn);
+        fe.count(conn.bind_no, |c| &c.denied_sess);
         return false;
     }
     Counters::inc(&fe.counters.sessions);
@@ -463,7 +477,7 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
             )
             .await;
             if v == crate::rules::TcpVerdict::Reject {
-                Counters::inc(&fe.counters.denied_conn);
+                fe.count(conn.bind_no, |c| &c.denied_req);
                 return;
             }
         }
@@ -520,8 +534,8 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
             conn.vars = Some(Box::new(vars));
         }
         if v == crate::rules::TcpVerdict::Reject {
-            Counters::inc(&be.counters.denied_req);
-            Counters::inc(&fe.counters.denied_req);
+            // (HAProxy counts it on the frontend only.)
+            fe.count(conn.bind_no, |c| &c.denied_req);
             return;
         }
     }
@@ -560,7 +574,7 @@ async fn tcp_connection(slots: Slots, conn: Accepted) {
     };
     let connected = (logs && fe.log.logasap).then_some(&early as tcp::OnConnect<'_>);
     tcp::serve(fe, be, &mut conn, &mut outcome, connected).await;
-    crate::stats::account(fe, Some(be), &outcome, false, false);
+    crate::stats::account(fe, conn.bind_no, Some(be), &outcome, false, false);
     if let Some(sc) = conn.vars.as_ref().and_then(|v| v.sc.as_ref()) {
         sc.bytes(outcome.bytes_in, outcome.bytes_out);
     }
@@ -664,6 +678,11 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
             return None;
         }
         // The client goes into the TLS layer; the rest waits for it.
+        // Counted on the frontend, and on the bind line with `option socket-stats`.
+        let handshake_done = |ok, resumed| match slots.bind.counters.as_deref() {
+            Some(l) => crate::counters::handshake_done(&[&fe.counters, l], ok, resumed, true),
+            None => crate::counters::handshake_done(&[&fe.counters], ok, resumed, true),
+        };
         let mut plain = None;
         let rest = conn.map_client(|c| plain = Some(c));
         let (Some(client), peer) = (plain, rest.peer) else { return None };
@@ -676,12 +695,12 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
             match within(limit, accept).await {
                 Some(Ok(s)) => (s, Some(Ok(()))),
                 Some(Err(e)) => {
-                    crate::counters::handshake_done(&[&fe.counters], false, false, true);
+                    handshake_done(false, false);
                     embryonic_log(slots, peer, handshake_failure(&e));
                     return None;
                 }
                 None => {
-                    crate::counters::handshake_done(&[&fe.counters], false, false, true);
+                    handshake_done(false, false);
                     embryonic_log(slots, peer, "Timeout during SSL handshake");
                     return None;
                 }
@@ -698,7 +717,7 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
             None => Some("Timeout during SSL handshake"),
         };
         let resumed = why.is_none() && tls.resumed();
-        crate::counters::handshake_done(&[&fe.counters], why.is_none(), resumed, true);
+        handshake_done(why.is_none(), resumed);
         conn = rest.map_client(|()| Stream::Tls(Box::new(tls)));
         if let Some(why) = why {
             embryonic_log(slots, conn.peer, why);
@@ -708,7 +727,7 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
     // `tcp-request session` rules, now that the PROXY header and the handshake are over.
     if !session_rules(fe, &mut conn) {
         conn.vars = None;
-        Counters::inc(&fe.counters.denied_conn);
+        fe.count(conn.bind_no, |c| &c.denied_sess);
         return None;
     }
     Some(conn)

@@ -389,6 +389,7 @@ fn proxy(out: &mut String, info: &PageInfo<'_>, rows: &[Row]) {
         match r.obj {
             super::ObjType::Frontend => row(out, r, "frontend", "Frontend", None, admin),
             super::ObjType::Backend => row(out, r, "backend", "Backend", None, admin),
+            super::ObjType::Listener => row(out, r, "socket", &v(r, "svname"), None, admin),
             super::ObjType::Server => {
                 let status = v(r, "status");
                 let backup = matches!(r.get("bck"), Some(Val::U32(1)));

@@ -31,6 +31,8 @@ pub enum ObjType {
     Frontend,
     Backend,
     Server,
+    /// A bind line of a frontend with `option socket-stats` (HAProxy's listener).
+    Listener,
 }
 
 impl ObjType {
@@ -40,6 +42,7 @@ impl ObjType {
             ObjType::Frontend => 'F',
             ObjType::Backend => 'B',
             ObjType::Server => 'S',
+            ObjType::Listener => 'L',
         }
     }
     /// The word of `show stat json`.
@@ -48,6 +51,7 @@ impl ObjType {
             ObjType::Frontend => "Frontend",
             ObjType::Backend => "Backend",
             ObjType::Server => "Server",
+            ObjType::Listener => "Listener",
         }
     }
 }
@@ -130,12 +134,50 @@ fn epoch_secs() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
+/// What a bind line counts of a finished stream (`option socket-stats`): HAProxy's listener
+/// counters, those of its frontend that a listener has.
+#[cold]
+#[inline(never)]
+fn listener(lc: &Counters, o: &Outcome, http: bool, refused: bool) {
+    if http {
+        Counters::add(&lc.bytes_in, o.bytes_in);
+        Counters::add(&lc.bytes_out, o.bytes_out);
+    }
+    let denied = o.cause == Cause::Proxy
+        && matches!(o.phase, Phase::Request | Phase::Tarpit)
+        && o.status != Some(400);
+    let failed = http
+        && (refused
+            || o.phase == Phase::Request
+                && matches!(o.cause, Cause::ClientAbort | Cause::ClientTimeout));
+    for (yes, c) in [
+        (denied, &lc.denied_req),
+        (failed, &lc.failed_req),
+        (o.cause == Cause::Internal, &lc.internal_errors),
+    ] {
+        if yes {
+            Counters::inc(c);
+        }
+    }
+}
+
 /// Adds a finished stream to the counters of its frontend, backend and server (HAProxy
 /// counts these as the stream goes; Fulcrum reads them off the one outcome, so the counters
 /// and the log line never disagree). `refused`: an HTTP request refused before it was
-/// complete. `http`: an HTTP transaction (else a `mode tcp` session).
-pub fn account(fe: &Frontend, be: Option<&Backend>, o: &Outcome, http: bool, refused: bool) {
+/// complete. `http`: an HTTP transaction (else a `mode tcp` session). What the frontend counts
+/// its bind line `bind_no` counts too, with `option socket-stats`.
+pub fn account(
+    fe: &Frontend,
+    bind_no: u16,
+    be: Option<&Backend>,
+    o: &Outcome,
+    http: bool,
+    refused: bool,
+) {
     let fc = &fe.counters;
+    if let Some(lc) = fe.listener(bind_no) {
+        listener(lc, o, http, refused);
+    }
     let srv = be.zip(o.server).and_then(|(b, i)| b.servers.get(i));
     // Bytes of an HTTP transaction (a mode tcp session counts its own as it moves them).
     let bytes = |c: &Counters| {

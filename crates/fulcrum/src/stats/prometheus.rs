@@ -301,7 +301,8 @@ pub fn render(shared: &Shared, target: &[u8], out: &mut String) {
         frontends: &shared.proxies.frontends,
         legends: true,
     };
-    let all = rows::all(&scope, &shared.proxies.backends, |_, _| true);
+    // (Listener metrics, HAProxy 2.6's `scope=listener`, are not exported yet.)
+    let all = rows::all(&scope, &shared.proxies.backends, |_, t| t != ObjType::Listener);
     let http_fe: std::collections::HashMap<u32, bool> =
         shared.proxies.frontends.iter().map(|f| (f.id, f.http.is_some())).collect();
     let http_be: std::collections::HashMap<u32, bool> =

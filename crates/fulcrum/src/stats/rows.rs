@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::{fields, ObjType, Row, Val};
 use crate::backend::Backend;
 use crate::counters::{Counters, CTIME, QTIME, RTIME, TTIME};
-use crate::frontend::Frontend;
+use crate::frontend::{Bind, Frontend};
 use crate::server::state::Oper;
 use crate::server::{Server, Target};
 
@@ -187,6 +187,53 @@ pub fn frontend(fe: &Frontend, scope: &Scope<'_>) -> Row {
     }
     r.set("eint", "MCP", Val::U64(get(&c.internal_errors)));
     modules(&mut r, c, true);
+    r
+}
+
+/// The row of bind line `bind` of `fe` with `option socket-stats` (its counters `lc`), as
+/// HAProxy 2.6's `stats_fill_li_stats` fills a listener's: named by its `name`, else
+/// `sock-<id>`.
+pub fn listener(fe: &Frontend, bind: &Bind, lc: &Counters, legends: bool) -> Row {
+    let mut r = Row::new(ObjType::Listener, fe.id, bind.so_id);
+    let cur = bind.limit.current();
+    let name = bind.name.clone().unwrap_or_else(|| format!("sock-{}", bind.so_id));
+    r.set("pxname", "KNS", Val::Str(fe.name.clone()));
+    r.set("svname", "KNS", Val::Str(name));
+    r.set("scur", "MGP", u32v(cur));
+    r.set("smax", "MMP", u32v(get(&lc.max_sessions)));
+    r.set("slim", "CLP", Val::U32(bind.maxconn));
+    // (A listener's total is of connections accepted, HAProxy's `cum_conn`.)
+    r.set("stot", "MCP", Val::U64(get(&lc.conns)));
+    r.set("bin", "MCP", Val::U64(get(&lc.bytes_in)));
+    r.set("bout", "MCP", Val::U64(get(&lc.bytes_out)));
+    r.set("dreq", "MCP", Val::U64(get(&lc.denied_req)));
+    r.set("dresp", "MCP", Val::U64(get(&lc.denied_resp)));
+    r.set("ereq", "MCP", Val::U64(get(&lc.failed_req)));
+    // HAProxy's `li_status`: full at its own limit, waiting while its frontend cannot take
+    // more (full or disabled).
+    let fe_max = fe.limit.max();
+    let status = if bind.maxconn > 0 && cur >= bind.maxconn {
+        "FULL"
+    } else if fe.disabled.load(Ordering::Relaxed) || fe_max > 0 && fe.limit.current() >= fe_max {
+        "WAITING"
+    } else {
+        "OPEN"
+    };
+    r.set("status", "SGP", Val::Str(status.into()));
+    r.set("pid", "KGP", Val::U32(1));
+    r.set("iid", "KGS", Val::U32(fe.id));
+    r.set("sid", "KGS", Val::U32(bind.so_id));
+    r.set("type", "CGS", Val::U32(3));
+    if let Some(addr) = bind.bound.get().filter(|_| legends) {
+        r.set("addr", "CGS", Val::Str(addr.clone()));
+    }
+    let http = fe.http.is_some();
+    r.set("mode", "CGS", Val::Str(if http { "http" } else { "tcp" }.into()));
+    r.set("dcon", "MCP", Val::U64(get(&lc.denied_conn)));
+    r.set("dses", "MCP", Val::U64(get(&lc.denied_sess)));
+    r.set("wrew", "MCP", Val::U64(get(&lc.failed_rewrites)));
+    r.set("eint", "MCP", Val::U64(get(&lc.internal_errors)));
+    modules(&mut r, lc, false);
     r
 }
 
@@ -517,6 +564,13 @@ pub fn all(
         if let Some(fe) = scope.frontends.iter().find(|f| f.id == id) {
             if want(id, ObjType::Frontend) {
                 rows.push(frontend(fe, scope));
+            }
+            if want(id, ObjType::Listener) {
+                for b in &fe.binds {
+                    if let Some(lc) = &b.counters {
+                        rows.push(listener(fe, b, lc, scope.legends));
+                    }
+                }
             }
         }
         // (A disabled proxy has no row, as in HAProxy.)

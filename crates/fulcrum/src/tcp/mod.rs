@@ -386,7 +386,7 @@ pub async fn serve(
     }
     if !be.rules.tcp_response.is_empty() && !response_rules_accept(fe, be, conn, slot.server()) {
         Counters::inc(&be.counters.denied_resp);
-        Counters::inc(&fe.counters.denied_resp);
+        fe.count(conn.bind_no, |c| &c.denied_resp);
         return out.end(crate::outcome::Cause::Proxy, Phase::Done);
     }
     let t = tunnel_timeouts(fe, be);
@@ -394,7 +394,8 @@ pub async fn serve(
     let killed = || slot.ended_by().is_some();
     let (end, moved) = tunnel::run(&conn.client, &server, t, &killed, limits).await;
     let srv = slot.server();
-    for c in [&fe.counters, &be.counters, &srv.counters] {
+    let lc = fe.listener(conn.bind_no);
+    for c in [&*fe.counters, &be.counters, &srv.counters].into_iter().chain(lc) {
         Counters::add(&c.bytes_in, moved.client_to_server);
         Counters::add(&c.bytes_out, moved.server_to_client);
     }

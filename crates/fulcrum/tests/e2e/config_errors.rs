@@ -38,9 +38,9 @@ fn bad_configurations_get_exact_diagnostics_and_status_1() {
         ),
         (
             "unsupported-and-unknown-backend",
-            format!("defaults\n{T}frontend fe\n bind 127.0.0.1:1\n option socket-stats\n default_backend nope\n"),
+            format!("defaults\n{T}listen fe\n bind 127.0.0.1:1\n option transparent\n default_backend nope\n"),
             &[
-                "[ALERT] : config : parsing [check.cfg:7] : 'option socket-stats' is not supported yet",
+                "[ALERT] : config : parsing [check.cfg:7] : 'option transparent' is not supported yet",
                 "[ALERT] : config : parsing [check.cfg:8] : Proxy 'fe': unable to find required default_backend: 'nope'.",
                 // Where to look next, once after the messages.
                 "[NOTICE] : config : a keyword that HAProxy 2.6 knows but Fulcrum does not support yet: see docs/compat.md in Fulcrum's sources, which lists every keyword of HAProxy 2.6 as supported, partly (how), or not yet.",

@@ -31,6 +31,7 @@ mod runtime_api;
 mod server_options;
 mod server_state;
 mod socket_buffers;
+mod socket_stats;
 mod spoe;
 mod stats_page;
 mod timeouts;

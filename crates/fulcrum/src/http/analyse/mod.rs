@@ -419,7 +419,7 @@ impl<'s> Txn<'s> {
                     spoe::Inspect::Reject => {
                         self.note(|| "tcp-request content (backend): rejected".into());
                         Counters::inc(&be.counters.denied_req);
-                        Counters::inc(&fe.counters.denied_req);
+                        fe.count(self.bind_no, |c| &c.denied_req);
                         return Stop::Reject;
                     }
                 }
@@ -561,7 +561,7 @@ impl<'s> Txn<'s> {
                 Built::Bytes(self.build_redirect(rd, be))
             }
             Verdict::RewriteFailed => {
-                Counters::inc(&self.fe.counters.failed_rewrites);
+                self.fe.count(self.bind_no, |c| &c.failed_rewrites);
                 if let Some(b) = be {
                     Counters::inc(&b.counters.failed_rewrites);
                 }

@@ -143,7 +143,7 @@ impl Txn<'_> {
                     return RespStop::Answer { built: Built::Bytes(bytes), after: false };
                 }
                 Verdict::RewriteFailed => {
-                    Counters::inc(&fe.counters.failed_rewrites);
+                    fe.count(self.bind_no, |c| &c.failed_rewrites);
                     Counters::inc(&be.counters.failed_rewrites);
                     Built::Status(500)
                 }

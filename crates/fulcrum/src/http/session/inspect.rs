@@ -31,7 +31,7 @@ impl Session<'_> {
         let accepts = self.tcp_response_rules(be, &be.servers[idx].name).await;
         if !accepts {
             Counters::inc(&be.counters.denied_resp);
-            Counters::inc(&self.fe.counters.denied_resp);
+            self.fe.count(self.bind_no, |c| &c.denied_resp);
             self.t.o.end(Cause::Proxy, Phase::Done);
         }
         accepts
