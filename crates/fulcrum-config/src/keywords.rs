@@ -324,7 +324,7 @@ pub static PROXY: &[Keyword] = &[
     p("option redispatch", D|L|B, Supported),
     p("option redis-check", D|L|B, Supported),
     p("option smtpchk", D|L|B, Supported),
-    p("option socket-stats", D|F|L, Partial("a statistics row (`show stat`, type 3, `sock-<id>` or the bind's `name`) and counters for each bind line, as HAProxy 2.6 fills them; a line of several addresses has one row, not one per socket; the Prometheus exporter has no listener metrics yet")),
+    p("option socket-stats", D|F|L, Partial("a statistics row (`show stat`, type 3, `sock-<id>` or the bind's `name`) and counters for each bind line, as HAProxy 2.6 fills them; a line of several addresses has one row, not one per socket; the exporter's `haproxy_listener_*` families")),
     p("option splice-auto", D|F|L|B, Partial("accepted, no effect")),
     p("option splice-request", D|F|L|B, Partial("accepted, no effect")),
     p("option splice-response", D|F|L|B, Partial("accepted, no effect")),

@@ -1,8 +1,9 @@
 //! `http-request use-service prometheus-exporter`: the metrics of HAProxy 2.6's exporter (names,
 //! labels, types and help texts from `prometheus_metrics`) in the text exposition format, so
 //! dashboards and alerts made for HAProxy work unchanged. Values come from the same rows as
-//! `show stat` and `show info`; query parameters `scope=global|frontend|backend|server|*`
-//! (repeatable) and `no-maint` select what is shown.
+//! `show stat` and `show info`; query parameters
+//! `scope=global|frontend|listener|backend|server|*` (repeatable) and `no-maint` select what is
+//! shown. Listeners are the bind lines of frontends with `option socket-stats`.
 
 use std::fmt::Write as _;
 
@@ -15,9 +16,29 @@ pub enum Scope {
     /// The process (`show info`).
     P,
     F,
+    /// Listeners: the frontend families HAProxy's exporter also gives per listener.
+    L,
     B,
     S,
 }
+
+/// The frontend families HAProxy 2.6's exporter gives for listeners too, in its order.
+const LISTENER_FAMILIES: [&str; 14] = [
+    "current_sessions",
+    "max_sessions",
+    "limit_sessions",
+    "sessions_total",
+    "bytes_in_total",
+    "bytes_out_total",
+    "requests_denied_total",
+    "responses_denied_total",
+    "request_errors_total",
+    "status",
+    "denied_connections_total",
+    "denied_sessions_total",
+    "failed_header_rewriting_total",
+    "internal_errors_total",
+];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -26,7 +47,7 @@ pub enum Kind {
 }
 
 /// One metric family.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Metric {
     pub scope: Scope,
     pub name: &'static str,
@@ -61,6 +82,7 @@ const HTTP_ONLY: [&str; 9] = [
 struct Query {
     process: bool,
     frontend: bool,
+    listener: bool,
     backend: bool,
     server: bool,
     no_maint: bool,
@@ -84,6 +106,7 @@ fn query(target: &[u8]) -> Query {
     Query {
         process: has("global"),
         frontend: has("frontend"),
+        listener: has("listener"),
         backend: has("backend"),
         server: has("server"),
         no_maint,
@@ -117,8 +140,14 @@ fn labels(r: &Row) -> String {
         _ => String::new(),
     };
     let mut out = format!("proxy=\"{}\"", name("pxname"));
-    if r.obj == ObjType::Server {
-        let _ = write!(out, ",server=\"{}\"", name("svname"));
+    match r.obj {
+        ObjType::Server => {
+            let _ = write!(out, ",server=\"{}\"", name("svname"));
+        }
+        ObjType::Listener => {
+            let _ = write!(out, ",listener=\"{}\"", name("svname"));
+        }
+        _ => {}
     }
     out
 }
@@ -158,6 +187,7 @@ fn family(
 ) {
     let prefix = match m.scope {
         Scope::F => "frontend_",
+        Scope::L => "listener_",
         Scope::B => "backend_",
         _ => "server_",
     };
@@ -188,9 +218,13 @@ fn family(
         let r: &Row = r;
         match m.source {
             "!status" => {
-                let states: &[&str] =
-                    if r.obj == ObjType::Server { &SERVER_STATES } else { &["DOWN", "UP"] };
+                let states: &[&str] = match r.obj {
+                    ObjType::Server => &SERVER_STATES,
+                    ObjType::Listener => &["WAITING", "OPEN", "FULL"],
+                    _ => &["DOWN", "UP"],
+                };
                 let cur = match r.obj {
+                    ObjType::Listener => str_of(r, "status"),
                     ObjType::Server => server_state(str_of(r, "status")),
                     ObjType::Frontend if str_of(r, "status") == "STOP" => "DOWN",
                     ObjType::Backend if str_of(r, "status") == "DOWN" => "DOWN",
@@ -301,8 +335,7 @@ pub fn render(shared: &Shared, target: &[u8], out: &mut String) {
         frontends: &shared.proxies.frontends,
         legends: true,
     };
-    // (Listener metrics, HAProxy 2.6's `scope=listener`, are not exported yet.)
-    let all = rows::all(&scope, &shared.proxies.backends, |_, t| t != ObjType::Listener);
+    let all = rows::all(&scope, &shared.proxies.backends, |_, _| true);
     let http_fe: std::collections::HashMap<u32, bool> =
         shared.proxies.frontends.iter().map(|f| (f.id, f.http.is_some())).collect();
     let http_be: std::collections::HashMap<u32, bool> =
@@ -311,6 +344,7 @@ pub fn render(shared: &Shared, target: &[u8], out: &mut String) {
         all.iter().filter(|r| r.obj == t).map(|r| (r, labels(r))).collect()
     };
     let (fes, bes) = (pick(ObjType::Frontend), pick(ObjType::Backend));
+    let lis = pick(ObjType::Listener);
     let mut svs = pick(ObjType::Server);
     if q.no_maint {
         svs.retain(|(r, _)| server_state(str_of(r, "status")) != "MAINT");
@@ -319,14 +353,23 @@ pub fn render(shared: &Shared, target: &[u8], out: &mut String) {
     let is_be_http = |r: &Row| http_be.get(&r.iid).copied().unwrap_or(false);
     for (on, sc, rows, prefix) in [
         (q.frontend, Scope::F, &fes, "frontend"),
+        (q.listener, Scope::L, &lis, "listener"),
         (q.backend, Scope::B, &bes, "backend"),
         (q.server, Scope::S, &svs, "server"),
     ] {
-        if !on {
+        // (HAProxy's exporter writes a family's header with its first sample: none without.)
+        if !on || rows.is_empty() {
             continue;
         }
         let http: &dyn Fn(&Row) -> bool = if sc == Scope::F { &is_fe_http } else { &is_be_http };
-        for m in METRICS.iter().filter(|m| m.scope == sc) {
+        let listener = |m: &&Metric| m.scope == Scope::F && LISTENER_FAMILIES.contains(&m.name);
+        let families: Vec<Metric> = match sc {
+            Scope::L => {
+                METRICS.iter().filter(listener).map(|m| Metric { scope: sc, ..*m }).collect()
+            }
+            _ => METRICS.iter().filter(|m| m.scope == sc).copied().collect(),
+        };
+        for m in &families {
             header(out, m, prefix);
             family(out, m, rows, http, &svs);
         }

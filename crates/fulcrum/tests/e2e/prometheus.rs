@@ -78,7 +78,8 @@ backend be
     server off {live} disabled
 listen raw
     mode tcp
-    bind {{fe1}}
+    option socket-stats
+    bind {{fe1}} name rawl
     server t1 {live}
 frontend metrics
     bind {{fe2}}
@@ -139,6 +140,12 @@ fn the_exporter_serves_haproxy_2_6_s_families_and_labels_with_live_values() {
             Some("1"),
             "{which}"
         );
+        // `option socket-stats`: the listener's families.
+        assert_eq!(
+            v("haproxy_listener_status{proxy=\"raw\",listener=\"rawl\",state=\"OPEN\"}").as_deref(),
+            Some("1"),
+            "{which}"
+        );
         // Only the servers, without those in maintenance.
         let servers = get_body(addrs[2], "/metrics?scope=server&no-maint");
         assert!(servers
@@ -154,8 +161,8 @@ fn the_exporter_serves_haproxy_2_6_s_families_and_labels_with_live_values() {
     let f = &seen[0];
     assert_eq!(
         f.0.iter().filter(|l| l.starts_with("# TYPE")).count(),
-        187,
-        "HAProxy 2.6's families"
+        187 + 14,
+        "HAProxy 2.6's families, 14 of them for listeners"
     );
     if let Some(h) = seen.get(1) {
         super::runtime_api::same(&f.0, &h.0, "HELP and TYPE lines");
@@ -179,7 +186,7 @@ fn a_real_exposition_format_parser_reads_every_family() {
         parsed.push(parse_with_client(py, &get_body(addrs[2], "/metrics")));
     }
     let fams = &parsed[0];
-    assert_eq!(fams.len(), 187, "the parser reads every family: {fams:?}");
+    assert_eq!(fams.len(), 187 + 14, "the parser reads every family: {fams:?}");
     if let Some(hfams) = parsed.get(1) {
         assert_eq!(fams, hfams, "the parser sees the same families, types and sample counts");
     }
