@@ -68,6 +68,7 @@ pub fn parse_bind_at(line: &Line, at: usize, section: &str, diags: &mut Diags) -
         expose_fd: false,
         tls: Default::default(),
         accept_proxy: false,
+        netscaler_cip: None,
         proto: None,
         id: None,
         threads: Vec::new(),
@@ -169,6 +170,19 @@ fn bind_options(
                 }
             },
             "accept-proxy" => bind.accept_proxy = true,
+            "accept-netscaler-cip" if val.is_empty() => {
+                diags.alert(line, format!("{prefix} : '{opt}' : missing value"));
+                ok = false;
+            }
+            // (HAProxy reads it with `atol` into 32 bits, and refuses only 0.)
+            "accept-netscaler-cip" => match crate::args::atol(val) as u32 {
+                0 => {
+                    diags
+                        .alert(line, format!("{prefix} : '{opt}' : invalid value 0, must be >= 0"));
+                    ok = false;
+                }
+                magic => bind.netscaler_cip = Some(magic),
+            },
             "id" | "thread" | "nice" => {
                 let r = match opt {
                     "id" => listener_id(val, bind.addrs.len()).map(|id| bind.id = Some(id)),

@@ -410,6 +410,10 @@ pub struct Proxy {
     /// `tcp-request connection expect-proxy layer4 [if|unless ...]`: the conditions under
     /// which a connection must open with a PROXY protocol header.
     pub expect_proxy: Vec<Option<Condition>>,
+    /// `tcp-request connection expect-netscaler-cip layer4 [if|unless ...]`: the conditions
+    /// under which a connection starts with a NetScaler Client IP header (of the bind line's
+    /// magic number: 0 without `accept-netscaler-cip`, as in HAProxy).
+    pub expect_cip: Vec<Option<Condition>>,
     /// `tcp-request content` rules.
     pub tcp_request_content: Vec<TcpRule>,
     /// `tcp-request inspect-delay`.
@@ -704,6 +708,9 @@ pub struct Bind {
     pub tls: BindTls,
     /// `accept-proxy`: every connection starts with a PROXY protocol header (v1 or v2).
     pub accept_proxy: bool,
+    /// `accept-netscaler-cip <magic>`: every connection starts with a NetScaler Client IP
+    /// header of that magic number.
+    pub netscaler_cip: Option<u32>,
     /// `proto h1|h2`: the HTTP version every connection speaks, whatever ALPN or the first
     /// bytes say.
     pub proto: Option<MuxProto>,

@@ -119,6 +119,7 @@ impl ProxyBuild {
             stick_table: None,
             stick_rules: Vec::new(),
             expect_proxy: Vec::new(),
+            expect_cip: Vec::new(),
             tcp_request_content: Vec::new(),
             inspect_delay: None,
             tcp_response_content: Vec::new(),

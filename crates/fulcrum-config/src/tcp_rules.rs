@@ -89,7 +89,16 @@ fn tcp_rule(b: &mut ProxyBuild, line: &Line, kw: &str, which: &str, diags: &mut 
         _ => (TCP_CONTENT_ACTIONS, Ctx::TcpContent, Order::TcpContent),
     };
     let action = line.arg(2);
-    let expect = which == "connection" && action == "expect-proxy";
+    let expect = which == "connection" && matches!(action, "expect-proxy" | "expect-netscaler-cip");
+    let cip = action == "expect-netscaler-cip";
+    if expect && cip && line.arg(3) != "layer4" {
+        let msg = format!(
+            "'{kw} {which} expect-netscaler-cip' only supports 'layer4' in {} (got '{}')",
+            who(p),
+            line.arg(3)
+        );
+        return diags.alert(line, msg);
+    }
     if expect && line.arg(3) != "layer4" {
         let msg = format!(
             "'{kw} {which} expect-proxy' expects 'layer4', in {} (got '{}').",
@@ -194,7 +203,10 @@ fn tcp_rule(b: &mut ProxyBuild, line: &Line, kw: &str, which: &str, diags: &mut 
     };
     placed(b, line, order, diags);
     let Some(action) = act else {
-        b.proxy.expect_proxy.push(cond);
+        match cip {
+            true => b.proxy.expect_cip.push(cond),
+            false => b.proxy.expect_proxy.push(cond),
+        }
         return;
     };
     let rule = TcpRule { span: line.span.clone(), action, cond };

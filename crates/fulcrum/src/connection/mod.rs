@@ -14,6 +14,7 @@
 
 pub mod capture;
 pub mod keylog;
+pub mod netscaler;
 mod opening;
 mod pipe;
 pub mod proxy;

@@ -37,6 +37,8 @@ pub struct Bind {
     pub tls: Option<Arc<crate::tls::BindTls>>,
     /// `accept-proxy`: connections open with a PROXY protocol header.
     pub accept_proxy: bool,
+    /// `accept-netscaler-cip <magic>`: connections open with a NetScaler Client IP header.
+    pub netscaler_cip: Option<u32>,
     /// `proto h1|h2`.
     pub proto: Option<fulcrum_config::MuxProto>,
     /// `name`, and its number in the frontend (from 1): how log lines name it.

@@ -442,6 +442,7 @@ fn proxy_rules(c: &mut crate::rules::Compiler<'_>, p: &cfg::Proxy) -> crate::rul
         tcp_connection: c.tcp_rules(&p.tcp_request_connection),
         tcp_session: c.tcp_rules(&p.tcp_request_session),
         expect_proxy: p.expect_proxy.iter().map(|cond| c.cond(cond, &p.span)).collect(),
+        expect_cip: p.expect_cip.iter().map(|cond| c.cond(cond, &p.span)).collect(),
         tcp_content: c.tcp_rules(&p.tcp_request_content),
         // HAProxy 2.6 deletes odd header names for a FastCGI backend unless told otherwise (a
         // `X_Forwarded_For` would pass for `X-Forwarded-For` once made a CGI parameter).
@@ -670,6 +671,7 @@ fn frontend(
             Arc::new(Bind {
                 tls,
                 accept_proxy: b.accept_proxy,
+                netscaler_cip: b.netscaler_cip,
                 proto: b.proto,
                 name: b.name.clone(),
                 number: i as u32 + 1,

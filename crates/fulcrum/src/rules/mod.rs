@@ -804,6 +804,8 @@ pub struct ProxyRules {
     pub tcp_session: Vec<TcpRule>,
     /// `tcp-request connection expect-proxy layer4` conditions.
     pub expect_proxy: Vec<Option<Cond>>,
+    /// `tcp-request connection expect-netscaler-cip layer4` conditions.
+    pub expect_cip: Vec<Option<Cond>>,
     pub tcp_content: Vec<TcpRule>,
     /// `tcp-response content` rules (backends).
     pub tcp_response: Vec<TcpRule>,

@@ -212,6 +212,7 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
                 proxied: None,
                 prepared: false,
                 expect_proxy: false,
+                expect_cip: false,
                 dst_port: ws.dst_port,
                 bind_no: ws.bind.number as u16,
                 vars: None,
@@ -255,12 +256,15 @@ pub async fn accept_loop(ws: WorkerSocket, shared: Arc<Shared>, live: Rc<Live>) 
 fn admit(fe: &Frontend, conn: &mut Accepted, shared: &Shared, bind: &Bind) -> bool {
     let r = &fe.rules;
     let tls = bind.tls.is_some();
-    if !r.expect_proxy.is_empty() {
+    if !r.expect_proxy.is_empty() || !r.expect_cip.is_empty() {
         let local = socket2::SockRef::from(&conn.client).local_addr().ok();
         let dst = local.and_then(|a| a.as_socket());
         let vars = crate::rules::sample::Vars::default();
         let ctx = crate::frontend::Frontend::ctx(fe, conn.peer, dst, &vars);
-        conn.expect_proxy = r.expect_proxy.iter().any(|c| crate::rules::holds(c, &r.acls, &ctx));
+        let any = |conds: &[Option<crate::rules::Cond>]| {
+            conds.iter().any(|c| crate::rules::holds(c, &r.acls, &ctx))
+        };
+        (conn.expect_proxy, conn.expect_cip) = (any(&r.expect_proxy), any(&r.expect_cip));
     }
     let session_now = !needs_prelude(bind, conn);
     // Rules on the first bytes run once they are there (`tcp_connection`).
@@ -631,7 +635,41 @@ async fn within<F: std::future::Future>(limit: Option<Duration>, f: F) -> Option
 
 /// A PROXY protocol header to read or a TLS handshake to run before the session starts.
 fn needs_prelude(bind: &Bind, conn: &Accepted) -> bool {
-    (bind.tls.is_some() || bind.accept_proxy || conn.expect_proxy) && !conn.prepared
+    let headed = bind.accept_proxy || conn.expect_proxy || bind.netscaler_cip.is_some();
+    (bind.tls.is_some() || headed || conn.expect_cip) && !conn.prepared
+}
+
+/// Reads a NetScaler Client IP header (of the bind line's magic number, 0 without one, as
+/// HAProxy compares it) within `timeout client`: its addresses become the session's. A
+/// failure closes the connection (a reset for a header that is not one) with HAProxy's log
+/// line.
+async fn netscaler(slots: &Slots, conn: &mut Accepted) -> bool {
+    use crate::connection::netscaler::{self, Bad};
+    let magic = slots.bind.netscaler_cip.unwrap_or(0);
+    let r = within(slots.frontend.timeouts.client, netscaler::read(&conn.client, magic)).await;
+    let (why, reset) = match r {
+        Some(Ok(h)) => {
+            conn.peer = Some(h.src);
+            if let Some(a) = conn.vars.as_mut().and_then(|v| v.addrs.as_mut()) {
+                (a.src, a.sess_src, a.dst, a.sess_dst) =
+                    (Some(h.src), Some(h.src), Some(h.dst), Some(h.dst));
+            }
+            let addrs = Some((h.src, h.dst));
+            conn.proxied = Some(Box::new(crate::connection::proxy::Header { addrs, tlvs: vec![] }));
+            return true;
+        }
+        Some(Err((bad, src))) => {
+            conn.peer = src.or(conn.peer);
+            let reset = matches!(bad, Bad::Truncated | Bad::Magic | Bad::Protocol);
+            (bad.message(), reset)
+        }
+        None => (netscaler::TIMEOUT, false),
+    };
+    embryonic_log(slots, conn.peer, why);
+    if reset {
+        let _ = socket2::SockRef::from(&conn.client).set_linger(Some(Duration::ZERO));
+    }
+    false
 }
 
 /// Reads the PROXY protocol header (`accept-proxy`) and runs the TLS handshake (`ssl`), within
@@ -641,6 +679,10 @@ async fn prelude(slots: &Slots, mut conn: Accepted) -> Option<Accepted> {
     let (fe, bind) = (&*slots.frontend, &*slots.bind);
     let limit = fe.timeouts.client;
     conn.prepared = true;
+    // A NetScaler Client IP header comes before a PROXY one, as in HAProxy.
+    if (bind.netscaler_cip.is_some() || conn.expect_cip) && !netscaler(slots, &mut conn).await {
+        return None;
+    }
     if bind.accept_proxy || conn.expect_proxy {
         let r = within(limit, crate::connection::proxy::read(&conn.client)).await;
         let why = match r {

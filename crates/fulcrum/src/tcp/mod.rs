@@ -189,6 +189,9 @@ pub struct Accepted<C = Stream> {
     pub prepared: bool,
     /// `tcp-request connection expect-proxy layer4` matched: a PROXY header comes first.
     pub expect_proxy: bool,
+    /// `tcp-request connection expect-netscaler-cip layer4` matched: a NetScaler Client IP
+    /// header comes first.
+    pub expect_cip: bool,
     /// The port the client connected to (for servers without a port).
     pub dst_port: u16,
     /// The number of the `bind` line that accepted it, from 1 (`so_name`).
@@ -202,14 +205,24 @@ impl<C> Accepted<C> {
     /// The same with its client made another type (a byte stream into an HTTP session's
     /// `Peer`).
     pub fn map_client<D>(self, f: impl FnOnce(C) -> D) -> Accepted<D> {
-        let Accepted { client, peer, proxied, prepared, expect_proxy, dst_port, bind_no, vars } =
-            self;
+        let Accepted {
+            client,
+            peer,
+            proxied,
+            prepared,
+            expect_proxy,
+            expect_cip,
+            dst_port,
+            bind_no,
+            vars,
+        } = self;
         Accepted {
             client: f(client),
             peer,
             proxied,
             prepared,
             expect_proxy,
+            expect_cip,
             dst_port,
             bind_no,
             vars,

@@ -190,6 +190,7 @@ pub async fn serve(fe: Arc<Frontend>, shared: Arc<Shared>, conn: Accepted, prefi
                 proxied: proxied.clone(),
                 prepared: true,
                 expect_proxy: false,
+                expect_cip: false,
                 dst_port,
                 bind_no,
                 // Each stream sees the session's variables and what it tracks.

@@ -108,6 +108,7 @@ impl Session<'_> {
             proxied: self.pp,
             prepared: true,
             expect_proxy: false,
+            expect_cip: false,
             dst_port: self.dst_port,
             bind_no: self.bind_no,
             vars,
