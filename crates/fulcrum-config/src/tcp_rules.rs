@@ -151,9 +151,6 @@ fn tcp_rule(b: &mut ProxyBuild, line: &Line, kw: &str, which: &str, diags: &mut 
                 return diags.alert(line, msg);
             }
         },
-        "send-spoe-group" if response => {
-            return diags.alert(line, format!("'{kw} {which} {action}' is not supported yet"));
-        }
         "send-spoe-group" if which == "content" => match crate::spoe::action_words(line, 2) {
             Ok((a, next)) => (Some(TcpAction::Do(a)), next),
             Err(m) => {

@@ -92,7 +92,7 @@ async fn server_events(
 
 /// `tcp-response content` rules in mode tcp, once the server is connected. Rules that read
 /// the response's bytes are refused at start-up, so these decide at once.
-fn response_rules_accept(
+async fn response_rules_accept(
     fe: &Frontend,
     be: &Backend,
     conn: &mut Accepted,
@@ -108,7 +108,24 @@ fn response_rules_accept(
     ctx.pp = conn.proxied.as_deref();
     let r = &be.rules;
     let level = crate::rules::stick::Level::Stream;
-    let ok = crate::rules::tcp_run(&r.tcp_response, &r.acls, &ctx, &mut vars, level);
+    // (Rules on the response's bytes are not waited for: they see none.)
+    let mut from = 0;
+    let ok = loop {
+        use crate::rules::TcpVerdict;
+        match crate::rules::tcp_eval(&r.tcp_response, from, &r.acls, &ctx, &mut vars, level) {
+            // `send-spoe-group`: the backend's engine is asked, then the list goes on; without
+            // `tcp-response inspect-delay` it does nothing, as in HAProxy 2.6 (measured).
+            TcpVerdict::Spoe { engine, group, resume } => {
+                let delayed = be.response_inspect_delay.is_some_and(|d| !d.is_zero());
+                let engine = r.spoe.get(engine).filter(|_| delayed);
+                if let Some(e) = engine {
+                    Box::pin(crate::spoe::ask_with(e, e.group(group), &ctx, &mut vars)).await;
+                }
+                from = resume;
+            }
+            v => break v != TcpVerdict::Reject,
+        }
+    };
     if !vars.is_empty() {
         conn.vars = Some(Box::new(vars));
     }
@@ -397,7 +414,9 @@ pub async fn serve(
     if inspect::asks_when_connected(fe, be) {
         Box::pin(server_events(fe, be, conn, slot.server())).await;
     }
-    if !be.rules.tcp_response.is_empty() && !response_rules_accept(fe, be, conn, slot.server()) {
+    if !be.rules.tcp_response.is_empty()
+        && !Box::pin(response_rules_accept(fe, be, conn, slot.server())).await
+    {
         Counters::inc(&be.counters.denied_resp);
         fe.count(conn.bind_no, |c| &c.denied_resp);
         return out.end(crate::outcome::Cause::Proxy, Phase::Done);

@@ -545,3 +545,91 @@ fn two_answers(addr: SocketAddr, raw: &str) -> Vec<Vec<u8>> {
     }
     out
 }
+
+const RESPONSE_GROUP_CONF: &str = "\
+spoe-agent grp-agent
+    groups resp
+    option var-prefix g
+    timeout hello 2s
+    timeout idle  30s
+    timeout processing 1s
+    use-backend agents
+
+spoe-message tcp-response
+    args srv=srv_name
+
+spoe-group resp
+    messages tcp-response
+";
+
+/// `tcp-response content send-spoe-group`: the backend's engine is asked once the server is
+/// connected, and the rules after it see the agent's variables, in `mode tcp` (a rule then
+/// refuses one backend's streams) and in `mode http` (a header shows the variable), beside
+/// HAProxy 2.6; without `tcp-response inspect-delay` the action does nothing, as in HAProxy.
+#[test]
+#[cfg_attr(
+    no_spoa,
+    ignore = "haproxyspoa or libinjection is not installed (see crates/fulcrum/build.rs)"
+)]
+fn tcp_response_send_spoe_group_asks_the_backend_s_agent() {
+    let agent = Agent::start("waf");
+    let echo = testserver("echo", "echo");
+    let app = testserver("http", "app");
+    let conf = scratch("spoe-tcp-response-conf").join("spoe.conf");
+    std::fs::write(&conf, RESPONSE_GROUP_CONF).expect("spoe.conf");
+    let backend = |name: &str, mode: &str, refuse: &str, server: SocketAddr| {
+        format!(
+            "backend {name}\n    mode {mode}\n    filter spoe config {}\n\
+             \x20   tcp-response inspect-delay {{delay}}\n\
+             \x20   tcp-response content send-spoe-group grp-agent resp\n\
+             \x20   tcp-response content reject if {{ var(txn.g.tcp_response) -m str \"{refuse}\" }}\n\
+             \x20   server s1 {server}\n",
+            conf.display()
+        )
+    };
+    let cfg = format!(
+        "defaults\n    timeout connect 1s\n    timeout client 5s\n    timeout server 5s\n\
+         frontend t1\n    mode tcp\n    bind {{fe0}}\n    default_backend refused\n\
+         frontend t2\n    mode tcp\n    bind {{fe1}}\n    default_backend kept\n\
+         frontend web\n    mode http\n    bind {{fe2}}\n\
+         \x20   http-response set-header x-g %[var(txn.g.tcp_response)]\n\
+         \x20   default_backend app\n\
+         {}{}{}\
+         backend agents\n    mode tcp\n    server a1 127.0.0.1:{}\n",
+        backend("refused", "tcp", "seen s1", echo.addr),
+        backend("kept", "tcp", "nothing", echo.addr),
+        backend("app", "http", "nothing", app.addr),
+        agent.port
+    );
+    let mut runs = Vec::new();
+    for (which, delay) in targets().into_iter().flat_map(|w| [(w, "2s"), (w, "0")]) {
+        let cfg = cfg.replace("{delay}", delay);
+        let (proc, addrs, _) = start_proxy(which, "spoe-tcp-response", &cfg).expect("starts");
+        let talk = |addr: SocketAddr| -> String {
+            use std::io::{Read, Write};
+            let mut s = crate::harness::connect(addr);
+            s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+            s.write_all(b"ping").expect("write");
+            let mut back = [0u8; 4];
+            match s.read_exact(&mut back) {
+                Ok(()) => String::from_utf8_lossy(&back).into_owned(),
+                Err(_) => "(closed)".into(),
+            }
+        };
+        let raw = exchange(addrs[2], b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        let head = Head::parse(&raw).expect("an answer");
+        let got = vec![
+            talk(addrs[0]),
+            talk(addrs[1]),
+            format!("{} x-g={}", head.target, head.header("x-g").unwrap_or("-")),
+        ];
+        drop(proc);
+        let want = match delay {
+            "0" => ["ping", "ping", "200 x-g="],
+            _ => ["(closed)", "ping", "200 x-g=seen s1"],
+        };
+        assert_eq!(got, want, "{which} (tcp-response inspect-delay {delay})");
+        runs.push(got);
+    }
+    assert!(runs.len() % 2 == 0);
+}

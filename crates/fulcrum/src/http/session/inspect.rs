@@ -57,6 +57,18 @@ impl Session<'_> {
             self.t.vars = vars;
             match v {
                 TcpVerdict::Wait(i) => from = i,
+                // `send-spoe-group`: the backend's engine is asked, then the list goes on;
+                // without `tcp-response inspect-delay` it does nothing, as in HAProxy 2.6
+                // (measured: the agent's answer is never waited for).
+                TcpVerdict::Spoe { engine, group, resume } => {
+                    use crate::http::analyse::spoe::{Side, SpoeAsk, What};
+                    if delay.is_some_and(|d| !d.is_zero()) {
+                        let ask = SpoeAsk { side: Side::Backend, engine, what: What::Group(group) };
+                        Box::pin(self.spoe(ask, Some(be), Some(server), true)).await;
+                    }
+                    from = resume;
+                    continue;
+                }
                 v => return v == TcpVerdict::Accept,
             }
             // Nothing more arrives for the head's rules: only the delay can end.
