@@ -370,7 +370,7 @@ pub static PROXY: &[Keyword] = &[
     p("server", L|B, Partial("the server options marked supported below")),
     p("server-state-file-name", D|L|B, Supported),
     p("server-template", L|B, NotYet),
-    p("source", D|L|B, Partial("`source <ip>[:<port>]`, `usesrc <ip>[:<port>]|client|clientip` (`IP_TRANSPARENT`: needs `CAP_NET_ADMIN` and the routing of transparent proxying) and `interface <name>` bind the connections to servers without their own `source` (health checks too, without `usesrc`, as HAProxy's); host names and `usesrc hdr_ip()` not yet")),
+    p("source", D|L|B, Partial("`source <ip>[:<port>]`, `usesrc <ip>[:<port>]|client|clientip|hdr_ip(<name>[,<occ>])` (the last: the IPv4 address in that occurrence of the request's header, a 500 `IC` without one, as in HAProxy; `IP_TRANSPARENT`: needs `CAP_NET_ADMIN` and the routing of transparent proxying) and `interface <name>` bind the connections to servers without their own `source` (health checks too, without `usesrc`, as HAProxy's); host names and `usesrc hdr_ip()` not yet")),
     p("srvexp", D|F|L|B, Obsolete("The 'srvexp' directive is not supported anymore since HAProxy 2.1. Use 'http-response replace-header' instead.")),
     p("srvtcpka-cnt", D|L|B, Supported),
     p("srvtcpka-idle", D|L|B, Supported),

@@ -245,8 +245,14 @@ impl Parse<'_> {
                 Err(msg) => {
                     diags.alert(self.line, format!("{} : {msg}", self.who));
                     ok = false;
-                    // Skip the value of an option known to take one.
+                    // Skip the value of an option known to take one (and a `source`'s
+                    // `usesrc` and `interface`, which belong to it).
                     i += 1 + usize::from(takes_value(self.line.arg(i)));
+                    if self.line.arg(i - 2) == "source" || self.line.arg(i - 2) == "usesrc" {
+                        while matches!(self.line.arg(i), "usesrc" | "interface") {
+                            i += 2;
+                        }
+                    }
                 }
             }
         }

@@ -28,6 +28,46 @@ pub enum UseSrc {
     Client,
     /// `usesrc clientip`: the client's address, any port.
     ClientIp,
+    /// `usesrc hdr_ip(<name>[,<occ>])`: the IPv4 address in the request's header `name`, its
+    /// value number `occ` (HAProxy's header occurrences: from 1, or from the last with a
+    /// negative number; -1 when not given; 0 fails every connection, as in HAProxy).
+    HdrIp { name: String, occ: i32 },
+}
+
+/// The deepest negative occurrence `hdr_ip` takes (HAProxy's `MAX_HDR_HISTORY`).
+const MAX_HDR_HISTORY: i32 = 10;
+
+/// `hdr_ip(<name>[,<occ>])`, read as HAProxy reads it: the name up to a space, a comma or
+/// `)`, then an optional occurrence (`strl2ic` of a sign and digits).
+fn hdr_ip(w: &str) -> Result<UseSrc, String> {
+    let rest = w["hdr_ip(".len()..].trim_start_matches(|c: char| c.is_ascii_whitespace());
+    let end = rest.find(|c: char| c.is_ascii_whitespace() || c == ',' || c == ')');
+    let (name, after) = rest.split_at(end.unwrap_or(rest.len()));
+    let after = after.trim_start_matches(|c: char| c.is_ascii_whitespace());
+    let occ = match after.strip_prefix(',') {
+        None => -1,
+        Some(n) => {
+            let (neg, digits) = match n.strip_prefix('-') {
+                Some(d) => (true, d),
+                None => (false, n),
+            };
+            let len = digits.find(|c: char| !c.is_ascii_digit()).unwrap_or(digits.len());
+            let v = digits[..len]
+                .bytes()
+                .fold(0i32, |v, d| v.wrapping_mul(10).wrapping_add(i32::from(d - b'0')));
+            if neg {
+                -v
+            } else {
+                v
+            }
+        }
+    };
+    if occ < -MAX_HDR_HISTORY {
+        return Err(format!(
+            "usesrc hdr_ip(name,num) does not support negative occurrences values smaller than {MAX_HDR_HISTORY}."
+        ));
+    }
+    Ok(UseSrc::HdrIp { name: name.to_ascii_lowercase(), occ })
 }
 
 /// Where a `source` is written: its messages differ.
@@ -65,9 +105,7 @@ pub fn parse(words: &[String], at: usize, place: At) -> Result<(Source, usize), 
                     }
                     "client" => UseSrc::Client,
                     "clientip" => UseSrc::ClientIp,
-                    w if w.starts_with("hdr_ip(") => {
-                        return Err("'usesrc hdr_ip(...)' is not supported yet".into())
-                    }
+                    w if w.starts_with("hdr_ip(") => hdr_ip(w)?,
                     w => UseSrc::Addr(
                         address(w, false).map_err(|e| format!("'usesrc {w}' : {e}"))?.0,
                     ),

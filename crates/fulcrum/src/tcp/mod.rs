@@ -40,6 +40,9 @@ pub enum Ending {
     /// The server connection could not have its TLS layer (`maxsslconn`): HAProxy's internal
     /// error, not retried (`IC`, a 500).
     TooManyTls,
+    /// `usesrc hdr_ip()` found no address to bind in the request: HAProxy's internal error
+    /// too (`IC`, a 500), not retried.
+    NoSourceHeader,
     Tunnel(TunnelEnd),
     /// The server chosen (this index) has `redir`: the request is answered with a
     /// redirection to it instead of a connection (`LC`).
@@ -59,6 +62,9 @@ impl std::fmt::Display for Ending {
             }
             Ending::ClientAborted => f.write_str("the client left while a server was awaited"),
             Ending::TooManyTls => f.write_str("too many SSL connections (maxsslconn)"),
+            Ending::NoSourceHeader => {
+                f.write_str("no source address in the request (usesrc hdr_ip)")
+            }
             Ending::Tunnel(t) => t.fmt(f),
             Ending::Redirect(_) => f.write_str("the server redirects its requests (redir)"),
         }
@@ -278,7 +284,7 @@ impl Ending {
                 (Cause::Resource, Phase::Connect)
             }
             Ending::ConnectFailed(..) => (Cause::ServerAbort, Phase::Connect),
-            Ending::TooManyTls => (Cause::Internal, Phase::Connect),
+            Ending::TooManyTls | Ending::NoSourceHeader => (Cause::Internal, Phase::Connect),
             Ending::ClientAborted if o.marks.queue.is_none() => {
                 // It left the queue: HAProxy counts that time as queueing, and gives the
                 // position (1 here: those served while it waited are not counted).
@@ -659,6 +665,9 @@ pub async fn connect_after<L: ServerLink>(
         if crate::connection::tls::is_too_many(&err) {
             return Err(Ending::TooManyTls); // (before any connection: nothing to observe)
         }
+        if crate::server::source::is_no_header(&err) {
+            return Err(Ending::NoSourceHeader);
+        }
         observe(be, slot.index(), true, "L4 unsuccessful connection");
         let next = after_failure(be, persist, retries_left, err.kind());
         if next == Retry::GiveUp {
@@ -751,7 +760,7 @@ async fn open_new(
                 if tfo {
                     crate::connection::fast_open_connect(s);
                 }
-                src.map_or(Ok(()), |src| src.bind(s, open.src))
+                src.map_or(Ok(()), |src| src.bind(s, open.src, open.req))
             });
             within(be.timeouts.connect, attempt).await
         }

@@ -199,3 +199,63 @@ fn a_non_stick_server_is_never_stored_in_a_stick_table() {
         assert_eq!(&seen[0], theirs, "as HAProxy 2.6");
     }
 }
+
+/// A server that answers each HTTP request on its own connection with the address the
+/// connection came from, then closes.
+fn peer_echo() -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = l.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for conn in l.incoming().take(16) {
+            let Ok(mut c) = conn else { return };
+            let peer = c.peer_addr().map(|p| p.ip().to_string()).unwrap_or_default();
+            let mut buf = [0u8; 4096];
+            let _ = c.read(&mut buf);
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{peer}",
+                peer.len()
+            );
+            let _ = c.write_all(answer.as_bytes());
+        }
+    });
+    addr
+}
+
+/// `source 0.0.0.0 usesrc hdr_ip(<name>[,<occ>])`: the connection to the server comes from
+/// the IPv4 address in that occurrence of the request's header (loopback addresses here, so
+/// no routing is needed); without it, HAProxy's internal error (a 500, `IC`). Beside HAProxy
+/// 2.6.
+#[test]
+#[cfg_attr(
+    not_root,
+    ignore = "binding a transparent source needs root (see crates/fulcrum/build.rs)"
+)]
+fn usesrc_hdr_ip_connects_from_the_address_a_header_gives() {
+    let server = peer_echo();
+    let cfg = format!(
+        "defaults\n mode http\n timeout connect 5s\n timeout client 5s\n timeout server 5s\n\
+         frontend fe\n bind {{fe0}}\n use_backend first if {{ path /first }}\n default_backend last\n\
+         backend last\n source 0.0.0.0 usesrc hdr_ip(x-client)\n server s1 {server}\n\
+         backend first\n server s1 {server} source 0.0.0.0 usesrc hdr_ip(x-client,1)\n"
+    );
+    let mut seen = Vec::new();
+    for which in ["fulcrum", "haproxy"] {
+        let Some((_p, addrs, _)) = start_proxy(which, "usesrc-hdr-ip", &cfg) else { continue };
+        let ask = |path: &str, extra: &str| {
+            let (status, _, body) = crate::harness::get_with(addrs[0], path, extra);
+            format!("{status} {body}")
+        };
+        let got = vec![
+            ask("/", "x-client: 127.0.0.7, 127.0.0.9\r\n"),
+            ask("/first", "x-client: 127.0.0.7, 127.0.0.9\r\n"),
+            ask("/", "x-client: 127.0.0.5:1234\r\n"),
+            ask("/", ""),
+        ];
+        assert_eq!(got[..3], ["200 127.0.0.9", "200 127.0.0.7", "200 127.0.0.5"], "{which}");
+        assert!(got[3].starts_with("500 "), "{which}: {got:?}");
+        seen.push(got);
+    }
+    if let Some(theirs) = seen.get(1) {
+        assert_eq!(seen[0][..3], theirs[..3], "as HAProxy 2.6");
+    }
+}

@@ -608,7 +608,9 @@ impl Session<'_> {
         }
         match e {
             tcp::Ending::Redirect(idx) => self.server_redirect(be, idx, info).await,
-            tcp::Ending::TooManyTls => self.answer(500, info, Some(be)).await,
+            tcp::Ending::TooManyTls | tcp::Ending::NoSourceHeader => {
+                self.answer(500, info, Some(be)).await
+            }
             _ => self.answer(503, info, Some(be)).await,
         }
     }
