@@ -247,11 +247,12 @@ impl Parse<'_> {
                     ok = false;
                     // Skip the value of an option known to take one (and a `source`'s
                     // `usesrc` and `interface`, which belong to it).
-                    i += 1 + usize::from(takes_value(self.line.arg(i)));
-                    if self.line.arg(i - 2) == "source" || self.line.arg(i - 2) == "usesrc" {
-                        while matches!(self.line.arg(i), "usesrc" | "interface") {
-                            i += 2;
-                        }
+                    let opt = self.line.arg(i);
+                    i += 1 + usize::from(takes_value(opt));
+                    while matches!(opt, "source" | "usesrc")
+                        && matches!(self.line.arg(i), "usesrc" | "interface")
+                    {
+                        i += 2;
                     }
                 }
             }

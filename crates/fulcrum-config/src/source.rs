@@ -46,21 +46,9 @@ fn hdr_ip(w: &str) -> Result<UseSrc, String> {
     let after = after.trim_start_matches(|c: char| c.is_ascii_whitespace());
     let occ = match after.strip_prefix(',') {
         None => -1,
-        Some(n) => {
-            let (neg, digits) = match n.strip_prefix('-') {
-                Some(d) => (true, d),
-                None => (false, n),
-            };
-            let len = digits.find(|c: char| !c.is_ascii_digit()).unwrap_or(digits.len());
-            let v = digits[..len]
-                .bytes()
-                .fold(0i32, |v, d| v.wrapping_mul(10).wrapping_add(i32::from(d - b'0')));
-            if neg {
-                -v
-            } else {
-                v
-            }
-        }
+        // (Only a `-` and digits: `atol` would take a `+` too.)
+        Some(n) if n.starts_with('+') => 0,
+        Some(n) => crate::args::atol(n).clamp(i32::MIN.into(), i32::MAX.into()) as i32,
     };
     if occ < -MAX_HDR_HISTORY {
         return Err(format!(

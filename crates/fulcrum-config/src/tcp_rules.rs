@@ -91,20 +91,14 @@ fn tcp_rule(b: &mut ProxyBuild, line: &Line, kw: &str, which: &str, diags: &mut 
     let action = line.arg(2);
     let expect = which == "connection" && matches!(action, "expect-proxy" | "expect-netscaler-cip");
     let cip = action == "expect-netscaler-cip";
-    if expect && cip && line.arg(3) != "layer4" {
-        let msg = format!(
-            "'{kw} {which} expect-netscaler-cip' only supports 'layer4' in {} (got '{}')",
-            who(p),
-            line.arg(3)
-        );
-        return diags.alert(line, msg);
-    }
     if expect && line.arg(3) != "layer4" {
-        let msg = format!(
-            "'{kw} {which} expect-proxy' expects 'layer4', in {} (got '{}').",
-            who(p),
-            line.arg(3)
-        );
+        let (who, got) = (who(p), line.arg(3));
+        let msg = match cip {
+            true => {
+                format!("'{kw} {which} {action}' only supports 'layer4' in {who} (got '{got}')")
+            }
+            false => format!("'{kw} {which} {action}' expects 'layer4', in {who} (got '{got}')."),
+        };
         return diags.alert(line, msg);
     }
     let (base, _) = action_base(action);

@@ -75,7 +75,7 @@ pub struct Backend {
     pub timeouts: fulcrum_config::Timeouts,
     /// `tcp-request inspect-delay` for the backend's `tcp-request content` rules.
     pub inspect_delay: Option<Duration>,
-    /// `tcp-response inspect-delay`.
+    /// `tcp-response inspect-delay` (`None` for 0 too: nothing is waited for).
     pub response_inspect_delay: Option<Duration>,
     /// Shared with the backend of the same name of the plan before a reload.
     pub counters: Arc<Counters>,

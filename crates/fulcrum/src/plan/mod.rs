@@ -825,7 +825,8 @@ fn backend(
     be.source = p.source.clone().map(|c| Arc::new(crate::server::source::SourceBind::new(c)));
     be.disabled = p.disabled;
     be.inspect_delay = p.inspect_delay;
-    be.response_inspect_delay = p.response_inspect_delay;
+    // (0 waits for nothing, as none: HAProxy's `tcp-response` rules then decide at once.)
+    be.response_inspect_delay = p.response_inspect_delay.filter(|d| !d.is_zero());
     rules.acls = c.finish();
     be.rules = rules;
     if p.mode == cfg::Mode::Http {

@@ -20,6 +20,7 @@ mod state;
 mod tls;
 
 pub(crate) use conn::{canonical, rdp_cookie};
+pub(crate) use headers::value_at as header_value_at;
 pub use message::pathq;
 
 /// A body as `res.body` reads it: the bytes received, still chunk-framed when `chunked` (a

@@ -23,23 +23,17 @@ pub fn is_no_header(e: &io::Error) -> bool {
     e.get_ref().is_some_and(|r| r.is::<NoHeader>())
 }
 
-/// The IPv4 address in occurrence `occ` of header `name` of `req` (comma-separated values
-/// count apart, the last ones from -1), read as HAProxy's `inetaddr_host_lim` reads it (the
-/// dotted quad the value starts with, 0.0.0.0 when there is none); `None` without a request,
-/// with occurrence 0, or when the occurrence is not there.
+/// A request's header value by name and occurrence (`hdr(<name>,<occ>)`'s pick), for
+/// `usesrc hdr_ip()`: the connection's caller reads its request.
+pub type HeaderAt<'h> = dyn Fn(&str, i32) -> Option<&'h [u8]> + 'h;
+
+/// The IPv4 address `usesrc hdr_ip(name,occ)` binds, read as HAProxy's `inetaddr_host_lim`
+/// reads it (the dotted quad the value starts with, 0.0.0.0 when there is none); `None` with
+/// occurrence 0 or when the occurrence is not there.
 #[cold]
 #[inline(never)]
-fn header_ip(req: Option<&fulcrum_http::Head>, name: &str, occ: i32) -> Option<std::net::Ipv4Addr> {
-    let head = req.filter(|_| occ != 0)?;
-    let values = || {
-        head.headers()
-            .filter(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
-            .flat_map(|(_, v)| fulcrum_http::comma_values(v))
-    };
-    let v = match occ {
-        n if n > 0 => values().nth(n as usize - 1),
-        n => values().count().checked_sub(n.unsigned_abs() as usize).and_then(|i| values().nth(i)),
-    }?;
+fn header_ip(header: &HeaderAt<'_>, name: &str, occ: i32) -> Option<std::net::Ipv4Addr> {
+    let v = header(name, occ).filter(|_| occ != 0)?;
     let quad = v.iter().position(|b| !(b.is_ascii_digit() || *b == b'.')).unwrap_or(v.len());
     let text = std::str::from_utf8(&v[..quad]).unwrap_or_default();
     Some(text.parse().unwrap_or(std::net::Ipv4Addr::UNSPECIFIED))
@@ -65,21 +59,21 @@ impl SourceBind {
         &self,
         sock: &socket2::Socket,
         client: Option<std::net::SocketAddr>,
-        req: Option<&fulcrum_http::Head>,
+        header: &HeaderAt<'_>,
     ) -> io::Result<()> {
-        self.bind_as(sock, (client, req), true)
+        self.bind_as(sock, (client, header), true)
     }
 
     /// A health check's connection: bound as a request's, without `usesrc` (HAProxy's checks
     /// have no client address to take).
     pub fn bind_check(&self, sock: &socket2::Socket) -> io::Result<()> {
-        self.bind_as(sock, (None, None), false)
+        self.bind_as(sock, (None, &|_, _| None), false)
     }
 
     fn bind_as(
         &self,
         sock: &socket2::Socket,
-        (client, req): (Option<std::net::SocketAddr>, Option<&fulcrum_http::Head>),
+        (client, header): (Option<std::net::SocketAddr>, &HeaderAt<'_>),
         transparent: bool,
     ) -> io::Result<()> {
         use fulcrum_config::source::UseSrc;
@@ -92,7 +86,7 @@ impl SourceBind {
             (Some(UseSrc::Addr(a)), _) => Some(*a),
             (Some(UseSrc::Client), Some(cl)) => Some(cl),
             (Some(UseSrc::ClientIp), Some(cl)) => Some(std::net::SocketAddr::new(cl.ip(), 0)),
-            (Some(UseSrc::HdrIp { name, occ }), _) => match header_ip(req, name, *occ) {
+            (Some(UseSrc::HdrIp { name, occ }), _) => match header_ip(header, name, *occ) {
                 Some(ip) => Some(std::net::SocketAddr::new(ip.into(), 0)),
                 None => return Err(io::Error::other(NoHeader)),
             },

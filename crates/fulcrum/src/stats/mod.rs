@@ -134,31 +134,39 @@ fn epoch_secs() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-/// What a bind line counts of a finished stream (`option socket-stats`): HAProxy's listener
-/// counters, those of its frontend that a listener has.
-#[cold]
-#[inline(never)]
-fn listener(lc: &Counters, o: &Outcome, http: bool, refused: bool) {
+/// What a frontend and its bind lines (`option socket-stats`: HAProxy's listener counters)
+/// count alike of a finished stream: an HTTP transaction's bytes (a mode tcp session counts
+/// its own as it moves them), denied requests, request errors (a request refused before it
+/// was complete, or a client that left or went silent before then), internal errors.
+#[inline(always)]
+fn front_side(c: &Counters, o: &Outcome, http: bool, refused: bool) {
     if http {
-        Counters::add(&lc.bytes_in, o.bytes_in);
-        Counters::add(&lc.bytes_out, o.bytes_out);
+        Counters::add(&c.bytes_in, o.bytes_in);
+        Counters::add(&c.bytes_out, o.bytes_out);
     }
     let denied = o.cause == Cause::Proxy
         && matches!(o.phase, Phase::Request | Phase::Tarpit)
         && o.status != Some(400);
+    if denied {
+        Counters::inc(&c.denied_req);
+    }
     let failed = http
         && (refused
             || o.phase == Phase::Request
                 && matches!(o.cause, Cause::ClientAbort | Cause::ClientTimeout));
-    for (yes, c) in [
-        (denied, &lc.denied_req),
-        (failed, &lc.failed_req),
-        (o.cause == Cause::Internal, &lc.internal_errors),
-    ] {
-        if yes {
-            Counters::inc(c);
-        }
+    if failed {
+        Counters::inc(&c.failed_req);
     }
+    if o.cause == Cause::Internal {
+        Counters::inc(&c.internal_errors);
+    }
+}
+
+/// [`front_side`] for a bind line with `option socket-stats` (rare: out of the way).
+#[cold]
+#[inline(never)]
+fn listener(lc: &Counters, o: &Outcome, http: bool, refused: bool) {
+    front_side(lc, o, http, refused);
 }
 
 /// Adds a finished stream to the counters of its frontend, backend and server (HAProxy
@@ -175,6 +183,7 @@ pub fn account(
     refused: bool,
 ) {
     let fc = &fe.counters;
+    front_side(fc, o, http, refused);
     if let Some(lc) = fe.listener(bind_no) {
         listener(lc, o, http, refused);
     }
@@ -184,35 +193,14 @@ pub fn account(
         Counters::add(&c.bytes_in, o.bytes_in);
         Counters::add(&c.bytes_out, o.bytes_out);
     };
-    if http {
-        bytes(fc);
-        // (The frontend counted the request as it arrived.)
-        if refused {
-            Counters::inc(&fc.failed_req);
-        }
-        if let Some(status) = o.status {
-            Counters::inc(&fc.hrsp[status_class(status)]);
-        }
-    }
-    let denied = o.cause == Cause::Proxy
-        && matches!(o.phase, Phase::Request | Phase::Tarpit)
-        && o.status != Some(400);
-    if denied {
-        Counters::inc(&fc.denied_req);
-    }
-    // A client that left or went silent before its request was complete is a request error.
-    if http
-        && !refused
-        && o.phase == Phase::Request
-        && matches!(o.cause, Cause::ClientAbort | Cause::ClientTimeout)
-    {
-        Counters::inc(&fc.failed_req);
+    // (The frontend counted the request as it arrived.)
+    if let Some(status) = o.status.filter(|_| http) {
+        Counters::inc(&fc.hrsp[status_class(status)]);
     }
     if o.cause == Cause::Local {
         Counters::inc(&fc.intercepted);
     }
     if o.cause == Cause::Internal {
-        Counters::inc(&fc.internal_errors);
         if let Some(be) = be {
             Counters::inc(&be.counters.internal_errors);
         }

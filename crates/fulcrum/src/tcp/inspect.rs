@@ -79,6 +79,46 @@ pub async fn when_connected(
     }
 }
 
+/// `tcp-response content` rules in mode tcp, once the server is connected. Rules that read
+/// the response's bytes are refused at start-up, so these decide at once.
+pub(super) async fn response_rules_accept(
+    fe: &crate::frontend::Frontend,
+    be: &crate::backend::Backend,
+    conn: &mut super::Accepted,
+    srv: &crate::server::Server,
+) -> bool {
+    let mut vars = conn.vars.take().map(|b| *b).unwrap_or_default();
+    let empty = crate::rules::sample::Vars::default();
+    let mut ctx = crate::frontend::Frontend::ctx(fe, conn.peer, conn.local(), &empty);
+    ctx.backend = Some(be);
+    ctx.server = Some(&srv.name);
+    ctx.client = Some(&conn.client);
+    ctx.bind_no = conn.bind_no;
+    ctx.pp = conn.proxied.as_deref();
+    let r = &be.rules;
+    let level = Level::Stream;
+    // (Rules on the response's bytes are not waited for: they see none.)
+    let mut from = 0;
+    let ok = loop {
+        match tcp_eval(&r.tcp_response, from, &r.acls, &ctx, &mut vars, level) {
+            // `send-spoe-group`: the backend's engine is asked, then the list goes on; without
+            // `tcp-response inspect-delay` it does nothing, as in HAProxy 2.6 (measured).
+            TcpVerdict::Spoe { engine, group, resume } => {
+                let engine = r.spoe.get(engine).filter(|_| be.response_inspect_delay.is_some());
+                if let Some(e) = engine {
+                    Box::pin(crate::spoe::ask_with(e, e.group(group), &ctx, &mut vars)).await;
+                }
+                from = resume;
+            }
+            v => break v != TcpVerdict::Reject,
+        }
+    };
+    if !vars.is_empty() {
+        conn.vars = Some(Box::new(vars));
+    }
+    ok
+}
+
 /// The bytes waiting at the start of a connection, as the rules see them.
 pub struct Inspected {
     pub payload: Vec<u8>,

@@ -96,48 +96,6 @@ async fn server_events(
     }
 }
 
-/// `tcp-response content` rules in mode tcp, once the server is connected. Rules that read
-/// the response's bytes are refused at start-up, so these decide at once.
-async fn response_rules_accept(
-    fe: &Frontend,
-    be: &Backend,
-    conn: &mut Accepted,
-    srv: &crate::server::Server,
-) -> bool {
-    let mut vars = conn.vars.take().map(|b| *b).unwrap_or_default();
-    let empty = crate::rules::sample::Vars::default();
-    let mut ctx = crate::frontend::Frontend::ctx(fe, conn.peer, conn.local(), &empty);
-    ctx.backend = Some(be);
-    ctx.server = Some(&srv.name);
-    ctx.client = Some(&conn.client);
-    ctx.bind_no = conn.bind_no;
-    ctx.pp = conn.proxied.as_deref();
-    let r = &be.rules;
-    let level = crate::rules::stick::Level::Stream;
-    // (Rules on the response's bytes are not waited for: they see none.)
-    let mut from = 0;
-    let ok = loop {
-        use crate::rules::TcpVerdict;
-        match crate::rules::tcp_eval(&r.tcp_response, from, &r.acls, &ctx, &mut vars, level) {
-            // `send-spoe-group`: the backend's engine is asked, then the list goes on; without
-            // `tcp-response inspect-delay` it does nothing, as in HAProxy 2.6 (measured).
-            TcpVerdict::Spoe { engine, group, resume } => {
-                let delayed = be.response_inspect_delay.is_some_and(|d| !d.is_zero());
-                let engine = r.spoe.get(engine).filter(|_| delayed);
-                if let Some(e) = engine {
-                    Box::pin(crate::spoe::ask_with(e, e.group(group), &ctx, &mut vars)).await;
-                }
-                from = resume;
-            }
-            v => break v != TcpVerdict::Reject,
-        }
-    };
-    if !vars.is_empty() {
-        conn.vars = Some(Box::new(vars));
-    }
-    ok
-}
-
 /// What `Opening` (defined in `connection`, for the TLS settings to read) does here, where
 /// the servers are known.
 impl Opening<'_> {
@@ -421,7 +379,7 @@ pub async fn serve(
         Box::pin(server_events(fe, be, conn, slot.server())).await;
     }
     if !be.rules.tcp_response.is_empty()
-        && !Box::pin(response_rules_accept(fe, be, conn, slot.server())).await
+        && !Box::pin(inspect::response_rules_accept(fe, be, conn, slot.server())).await
     {
         Counters::inc(&be.counters.denied_resp);
         fe.count(conn.bind_no, |c| &c.denied_resp);
@@ -760,7 +718,10 @@ async fn open_new(
                 if tfo {
                     crate::connection::fast_open_connect(s);
                 }
-                src.map_or(Ok(()), |src| src.bind(s, open.src, open.req))
+                let header = |name: &str, occ: i32| {
+                    crate::rules::sample::header_value_at(open.req?, name, occ)
+                };
+                src.map_or(Ok(()), |src| src.bind(s, open.src, &header))
             });
             within(be.timeouts.connect, attempt).await
         }

@@ -62,7 +62,7 @@ impl Session<'_> {
                 // (measured: the agent's answer is never waited for).
                 TcpVerdict::Spoe { engine, group, resume } => {
                     use crate::http::analyse::spoe::{Side, SpoeAsk, What};
-                    if delay.is_some_and(|d| !d.is_zero()) {
+                    if delay.is_some() {
                         let ask = SpoeAsk { side: Side::Backend, engine, what: What::Group(group) };
                         Box::pin(self.spoe(ask, Some(be), Some(server), true)).await;
                     }

@@ -174,6 +174,17 @@ fn parse_ip_loose(t: &str) -> Option<IpAddr> {
     t.parse().ok().or_else(|| t.rsplit_once(':').and_then(|(a, _)| a.parse().ok()))
 }
 
+/// Occurrence `occ` (not 0) of header `name`'s values in `head`, as `hdr(<name>,<occ>)` picks
+/// it (`usesrc hdr_ip()` reads its address there).
+pub(crate) fn value_at<'a>(head: &'a Head, name: &str, occ: i32) -> Option<&'a [u8]> {
+    let mut found = None;
+    header_values(Some(head), name, Some(occ), true, &mut |v| {
+        found = Some(v);
+        true
+    });
+    found
+}
+
 /// The values of header `name` (comma-separated values are separate occurrences, as HAProxy's
 /// `hdr()` does); an empty name means every header. `occ`: 1-based position, negative from the
 /// end. Calls `f` until it returns true.
