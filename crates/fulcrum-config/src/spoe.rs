@@ -133,6 +133,9 @@ pub struct SpoeAgent {
     pub total_time: Option<String>,
     pub pipelining: bool,
     pub async_: bool,
+    /// `option send-frag-payload` (on by default): a question over the frame size goes in
+    /// fragments to an agent that can take them.
+    pub send_frag: bool,
     pub continue_on_error: bool,
     pub force_set_var: bool,
     pub dontlog_normal: bool,

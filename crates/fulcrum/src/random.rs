@@ -28,3 +28,23 @@ fn seed() -> u64 {
 pub fn with<R>(f: impl FnOnce(&mut Rng) -> R) -> R {
     RNG.with(|r| f(&mut r.borrow_mut()))
 }
+
+/// A random version 4 UUID in its usual text form.
+pub fn uuid4() -> Vec<u8> {
+    let (a, b) = (u64(), u64());
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&a.to_be_bytes());
+    bytes[8..].copy_from_slice(&b.to_be_bytes());
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let mut out = Vec::with_capacity(36);
+    for (i, b) in bytes.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            out.push(b'-');
+        }
+        out.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+    }
+    out
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";

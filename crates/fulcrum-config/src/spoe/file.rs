@@ -197,6 +197,7 @@ fn new_agent(name: &str, span: Span) -> SpoeAgent {
         total_time: None,
         pipelining: true,
         async_: true,
+        send_frag: true,
         continue_on_error: false,
         force_set_var: false,
         dontlog_normal: false,
@@ -346,10 +347,10 @@ fn option_line(a: &mut SpoeAgent, line: &Line, diags: &mut Diags) {
         return diags.alert(line, "'option' expects an option name.");
     }
     let flag = match name {
-        "pipelining" => Some(&mut a.pipelining),
-        "async" => Some(&mut a.async_),
-        "send-frag-payload" => None,
-        "dontlog-normal" => Some(&mut a.dontlog_normal),
+        "pipelining" => &mut a.pipelining,
+        "async" => &mut a.async_,
+        "send-frag-payload" => &mut a.send_frag,
+        "dontlog-normal" => &mut a.dontlog_normal,
         _ => {
             if no {
                 return diags
@@ -361,9 +362,7 @@ fn option_line(a: &mut SpoeAgent, line: &Line, diags: &mut Diags) {
     if too_many(line, 1, diags) {
         return;
     }
-    if let Some(f) = flag {
-        *f = !no;
-    }
+    *flag = !no;
 }
 
 fn value_option(

@@ -568,7 +568,7 @@ fn fetch_each<'a>(
         AlwaysFalse => f(Value::Bool(false)),
         Str(s) => f(Value::Str(Cow::Owned(s.as_bytes().to_vec()))),
         Bin(v) => f(Value::Str(Cow::Owned(v.clone()))),
-        Uuid => f(Value::Str(Cow::Owned(uuid4()))),
+        Uuid => f(Value::Str(Cow::Owned(crate::random::uuid4()))),
         Int(i) => f(Value::Int(*i)),
         Bool(b) => f(Value::Bool(*b)),
         IpConst(ip) => f(Value::Ip(*ip)),
@@ -632,26 +632,6 @@ fn one<'a>(v: Option<Value<'a>>, f: &mut dyn FnMut(Value<'a>) -> bool) -> bool {
 fn borrowed(x: &[u8]) -> Value<'_> {
     Value::Str(Cow::Borrowed(x))
 }
-
-/// A random version 4 UUID in its usual text form.
-fn uuid4() -> Vec<u8> {
-    let (a, b) = (crate::random::u64(), crate::random::u64());
-    let mut bytes = [0u8; 16];
-    bytes[..8].copy_from_slice(&a.to_be_bytes());
-    bytes[8..].copy_from_slice(&b.to_be_bytes());
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let mut out = Vec::with_capacity(36);
-    for (i, b) in bytes.iter().enumerate() {
-        if matches!(i, 4 | 6 | 8 | 10) {
-            out.push(b'-');
-        }
-        out.extend_from_slice(&[HEX_LOWER[usize::from(b >> 4)], HEX_LOWER[usize::from(b & 15)]]);
-    }
-    out
-}
-
-const HEX_LOWER: &[u8; 16] = b"0123456789abcdef";
 
 /// Loads (once) the map file a converter names.
 pub type MapLoader<'a> =

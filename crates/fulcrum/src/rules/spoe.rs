@@ -41,8 +41,12 @@ pub struct Engine {
     pub on_error: Option<String>,
     pub process_time: Option<String>,
     pub total_time: Option<String>,
-    /// What HAProxy offers in its HELLO (`option pipelining|async`).
+    /// What HAProxy offers in its HELLO (`option pipelining|async`; never fragmentation:
+    /// HAProxy 2.6 cannot read fragmented frames).
     pub caps: spop::Caps,
+    /// `option send-frag-payload`: a question over the agent's frame size goes in fragments
+    /// when the agent can read them (else HAProxy's "too big", error 3).
+    pub send_frag: bool,
     pub continue_on_error: bool,
     /// `option force-set-var`: `proc` variables the agent names are created.
     pub force_set_var: bool,
@@ -104,7 +108,8 @@ impl Engine {
 
     /// A NOTIFY frame's messages for `which` as the transaction `ctx` is now (a message whose
     /// condition fails is left out): `Ok(None)` when none is left, `Err(3)` when they do not
-    /// fit a frame (HAProxy's "too big"; it does not fragment unless asked).
+    /// fit a frame and may not go in fragments (HAProxy's "too big"; without `no option
+    /// send-frag-payload` the connection decides, once it knows the agent's frame size).
     pub fn payload(&self, which: &[usize], ctx: &Ctx<'_>) -> Result<Option<Vec<u8>>, u32> {
         let mut out = Vec::with_capacity(256);
         for &i in which {
@@ -121,7 +126,8 @@ impl Engine {
         if out.is_empty() {
             return Ok(None);
         }
-        if out.len() as u32 > self.max_frame_size.saturating_sub(spop::FRAME_HDR_SIZE) {
+        let room = self.max_frame_size.saturating_sub(spop::FRAME_HDR_SIZE);
+        if !self.send_frag && out.len() as u32 > room {
             return Err(3);
         }
         Ok(Some(out))
@@ -284,9 +290,12 @@ impl Compiler<'_> {
                 on_error: a.on_error.clone(),
                 process_time: a.process_time.clone(),
                 total_time: a.total_time.clone(),
-                // (Not offered: `async`, whose ACKs may come back on any connection of the
-                // engine, and fragmentation.)
-                caps: spop::Caps { pipelining: a.pipelining, async_: false, fragmentation: false },
+                caps: spop::Caps {
+                    pipelining: a.pipelining,
+                    async_: a.async_,
+                    fragmentation: false,
+                },
+                send_frag: a.send_frag,
                 continue_on_error: a.continue_on_error,
                 force_set_var: a.force_set_var,
                 hello: ms(a.timeout_hello),

@@ -5,6 +5,12 @@
 //! engine's plan is gone. Every frame still waiting when it ends gets the error HAProxy gives
 //! (256 + the SPOP status); frames that never left, because the agent could not be reached,
 //! wait for the next connection until their processing times out, as in HAProxy.
+//!
+//! With `async` agreed, a frame's ACK may come on any connection of the engine's agent in this
+//! worker (HAProxy's per-thread waiting queue; the HELLO's `engine-id` tells the agent which
+//! connections those are): the frames wait in the agent's list, not the connection's. A frame
+//! over the agent's frame size goes in fragments (a NOTIFY without FIN, then UNSET frames)
+//! when the agent can read them and `option send-frag-payload` is on.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -31,6 +37,8 @@ pub struct Job {
 }
 
 pub(super) struct Conn {
+    /// Its agent: the `async` waiting list and the engine-id.
+    agent: std::rc::Weak<super::Agent>,
     queue: RefCell<VecDeque<Job>>,
     wake: Notify,
     inflight: Cell<u32>,
@@ -45,8 +53,17 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Io for T {}
 /// Why a connection ended: a SPOP status (0: idle, or its plan gone).
 type End = u32;
 
-/// Frames waiting for their ACK: stream id, frame id, who waits.
-type Waiting = Vec<(u64, u64, oneshot::Sender<Answer>)>;
+/// A frame sent, waiting for its ACK: stream id, frame id, who waits, the connection it went
+/// on.
+pub(super) struct Waiter {
+    sid: u64,
+    fid: u64,
+    reply: oneshot::Sender<Answer>,
+    on: std::rc::Weak<Conn>,
+}
+
+/// Frames waiting for their ACK: a connection's own, or (`async`) its agent's.
+pub(super) type Waiting = Rc<RefCell<Vec<Waiter>>>;
 
 /// What a connection needs of its engine, copied (the task holds no strong reference: a
 /// reload that retires the plan retires its connections).
@@ -58,6 +75,7 @@ struct Settings {
     processing: Option<Duration>,
     max_frame_size: u32,
     max_waiting_frames: u32,
+    send_frag: bool,
 }
 
 impl Settings {
@@ -69,6 +87,7 @@ impl Settings {
             processing: e.processing,
             max_frame_size: e.max_frame_size,
             max_waiting_frames: e.max_waiting_frames,
+            send_frag: e.send_frag,
         }
     }
 }
@@ -79,8 +98,13 @@ const LOOK_AGAIN: Duration = Duration::from_secs(5);
 
 impl Conn {
     /// A new connection to the agent, tried after `pause`.
-    pub(super) fn open_after(engine: &Arc<Engine>, pause: Duration) -> Rc<Conn> {
+    pub(super) fn open_after(
+        engine: &Arc<Engine>,
+        agent: &Rc<super::Agent>,
+        pause: Duration,
+    ) -> Rc<Conn> {
         let c = Rc::new(Conn {
+            agent: Rc::downgrade(agent),
             queue: RefCell::new(VecDeque::new()),
             wake: Notify::new(),
             inflight: Cell::new(0),
@@ -114,7 +138,7 @@ impl Conn {
         match self.caps.get() {
             // (Greeting: the first frame waits for it.)
             None => self.inflight.get() == 0,
-            Some(c) if c.pipelining => self.inflight.get() < engine.max_waiting_frames,
+            Some(c) if c.pipelining || c.async_ => self.inflight.get() < engine.max_waiting_frames,
             Some(_) => self.inflight.get() == 0,
         }
     }
@@ -140,7 +164,7 @@ impl Conn {
 
     fn may_send(&self, s: &Settings) -> bool {
         match self.caps.get() {
-            Some(c) if c.pipelining => self.inflight.get() < s.max_waiting_frames,
+            Some(c) if c.pipelining || c.async_ => self.inflight.get() < s.max_waiting_frames,
             Some(_) => self.inflight.get() == 0,
             None => false,
         }
@@ -148,15 +172,15 @@ impl Conn {
 }
 
 async fn run(c: Rc<Conn>, engine: Weak<Engine>) {
-    let mut waiting = Waiting::new();
+    let mut waiting = None;
     let settings = engine.upgrade().map(|e| Settings::of(&e));
     let end = match settings {
         Some(s) => session(&c, &s, &engine, &mut waiting).await,
         None => status::NONE,
     };
     c.closed.set(true);
-    for (_, _, reply) in waiting.drain(..) {
-        let _ = reply.send(Answer::Failed(256 + end));
+    if let Some(w) = waiting {
+        orphans(&c, &w, end, settings.is_some_and(|s| s.processing.is_some()));
     }
     let greeted = c.caps.get().is_some();
     let left: Vec<Job> = c.queue.borrow_mut().drain(..).filter(|j| !j.reply.is_closed()).collect();
@@ -177,6 +201,30 @@ async fn run(c: Rc<Conn>, engine: Weak<Engine>) {
                 let _ = job.reply.send(Answer::Failed(code));
             }
         }
+    }
+}
+
+/// Whether `w` went on `c`.
+fn on(w: &Waiter, c: &Conn) -> bool {
+    std::ptr::eq(w.on.as_ptr(), c)
+}
+
+/// The frames sent on `c` that still wait for their ACK when it ends: with `async`, while
+/// another connection of the agent is open and their processing may time out, they wait on
+/// (the agent may answer there, as HAProxy lets it); otherwise each gets the connection's
+/// error (256 + its status).
+#[inline(never)]
+fn orphans(c: &Rc<Conn>, waiting: &Waiting, end: End, processing: bool) {
+    let shared = c.caps.get().is_some_and(|k| k.async_);
+    let another = |a: Rc<super::Agent>| {
+        a.conns.borrow().iter().any(|o| !Rc::ptr_eq(o, c) && !o.closed() && !o.pending())
+    };
+    if shared && processing && c.agent.upgrade().is_some_and(another) {
+        return;
+    }
+    let mine: Vec<Waiter> = waiting.borrow_mut().extract_if(.., |w| on(w, c)).collect();
+    for w in mine {
+        let _ = w.reply.send(Answer::Failed(256 + end));
     }
 }
 
@@ -213,9 +261,10 @@ async fn greet(
     io: &mut Box<dyn Io>,
     buf: &mut Vec<u8>,
     s: &Settings,
+    engine_id: &str,
 ) -> Result<spop::AgentHello, End> {
     let mut out = Vec::with_capacity(256);
-    spop::haproxy_hello(&mut out, s.max_frame_size, s.caps, "");
+    spop::haproxy_hello(&mut out, s.max_frame_size, s.caps, engine_id);
     write(io, &out, s.hello.unwrap_or(Duration::from_secs(3600))).await?;
     let n = read_frame(io, buf, s.max_frame_size).await?;
     let got = match spop::Frame::parse(buf, s.max_frame_size) {
@@ -229,24 +278,36 @@ async fn greet(
     got
 }
 
-async fn session(c: &Conn, s: &Settings, engine: &Weak<Engine>, waiting: &mut Waiting) -> End {
+async fn session(
+    c: &Rc<Conn>,
+    s: &Settings,
+    engine: &Weak<Engine>,
+    waiting_out: &mut Option<Waiting>,
+) -> End {
     let hello = s.hello.unwrap_or(Duration::from_secs(3600));
     let deadline = tokio::time::Instant::now() + hello;
     let Ok(Ok((mut io, _slot))) = tokio::time::timeout_at(deadline, connect(engine)).await else {
         return status::IO;
     };
     let mut buf = Vec::with_capacity(1024);
-    let agent = match tokio::time::timeout_at(deadline, greet(&mut io, &mut buf, s)).await {
+    let id = c.agent.upgrade().map(|a| a.engine_id.clone()).unwrap_or_default();
+    let agent = match tokio::time::timeout_at(deadline, greet(&mut io, &mut buf, s, &id)).await {
         Err(_) => return disconnect(c, &mut io, status::TIMEOUT).await,
         Ok(Err(code)) => return disconnect(c, &mut io, code).await,
         Ok(Ok(h)) => h,
     };
     let caps = spop::Caps {
         pipelining: agent.caps.pipelining && s.caps.pipelining,
-        async_: false,
-        fragmentation: false,
+        async_: agent.caps.async_ && s.caps.async_,
+        // (What the agent can read: HAProxy's fragments go out only when it can.)
+        fragmentation: agent.caps.fragmentation && s.send_frag,
     };
     c.caps.set(Some(caps));
+    let waiting = match c.agent.upgrade() {
+        Some(a) if caps.async_ => Rc::clone(&a.waiting),
+        _ => Waiting::default(),
+    };
+    *waiting_out = Some(Rc::clone(&waiting));
     let (max, mut out) = (agent.max_frame_size, Vec::with_capacity(1024));
     // A frame's write may take what its processing may.
     let limit = s.processing.unwrap_or(hello);
@@ -258,25 +319,27 @@ async fn session(c: &Conn, s: &Settings, engine: &Weak<Engine>, waiting: &mut Wa
                 continue;
             }
             out.clear();
-            let (sid, fid) = (job.stream_id, job.frame_id);
-            let at = spop::start_frame(&mut out, spop::FRAME_NOTIFY, spop::FLAG_FIN, sid, fid);
-            out.extend_from_slice(&job.payload);
-            spop::end_frame(&mut out, at);
-            if out.len() - 4 > max as usize {
-                let _ = job.reply.send(Answer::Failed(3));
+            if let Err(code) = notify(&mut out, &job, max, caps, s.send_frag) {
+                let _ = job.reply.send(Answer::Failed(code));
                 continue;
             }
             job.sent.set(Some(std::time::Instant::now()));
-            waiting.push((sid, fid, job.reply));
-            c.inflight.set(waiting.len() as u32);
+            let on = Rc::downgrade(c);
+            let (sid, fid) = (job.stream_id, job.frame_id);
+            waiting.borrow_mut().push(Waiter { sid, fid, reply: job.reply, on });
+            c.inflight.set(c.inflight.get() + 1);
             if let Err(code) = write(&mut io, &out, limit).await {
                 return disconnect(c, &mut io, code).await;
             }
         }
         // Those that stopped waiting (their processing timed out) free their place.
-        waiting.retain(|(_, _, r)| !r.is_closed());
-        c.inflight.set(waiting.len() as u32);
-        let idle = waiting.is_empty() && c.queue.borrow().is_empty();
+        let mine = {
+            let mut w = waiting.borrow_mut();
+            w.retain(|w| !(on(w, c) && w.reply.is_closed()));
+            w.iter().filter(|w| on(w, c)).count()
+        };
+        c.inflight.set(mine as u32);
+        let idle = mine == 0 && c.queue.borrow().is_empty();
         idle_since = if idle { idle_since.or(Some(tokio::time::Instant::now())) } else { None };
         let nap = match (idle, s.idle) {
             (true, Some(t)) => t.min(LOOK_AGAIN),
@@ -289,17 +352,16 @@ async fn session(c: &Conn, s: &Settings, engine: &Weak<Engine>, waiting: &mut Wa
             r = read_frame(&mut io, &mut buf, max) => match r {
                 Err(code) => return disconnect(c, &mut io, code).await,
                 Ok(n) => {
-                    let sync = !caps.pipelining;
-                    if let Err(code) = on_frame(&buf[..n], max, waiting, sync) {
+                    let sync = !caps.pipelining && !caps.async_;
+                    if let Err(code) = on_frame(&buf[..n], max, c, &waiting, sync) {
                         return disconnect(c, &mut io, code).await;
                     }
                     buf.drain(..n);
-                    c.inflight.set(waiting.len() as u32);
                 }
             },
             _ = tokio::time::sleep(nap) => {
                 // Idle for `timeout idle`, or the plan is gone: the connection ends.
-                let idle = waiting.is_empty() && c.queue.borrow().is_empty();
+                let idle = c.inflight.get() == 0 && c.queue.borrow().is_empty();
                 let timed_out = s.idle.zip(idle_since).is_some_and(|(t, at)| at.elapsed() >= t);
                 if idle && (timed_out || engine.strong_count() == 0) {
                     return disconnect(c, &mut io, status::NONE).await;
@@ -309,26 +371,74 @@ async fn session(c: &Conn, s: &Settings, engine: &Weak<Engine>, waiting: &mut Wa
     }
 }
 
-/// An agent's frame while frames are waiting: an ACK answers one, a DISCONNECT ends, other
+/// `job`'s NOTIFY frame in `out`: one frame, or over the agent's frame size `max` fragments of
+/// `max` less HAProxy's 32 reserved bytes (a NOTIFY without FIN, UNSET frames, the last with
+/// FIN) when the agent reads fragments. Else the error its processing ends with: 3 ("too big")
+/// with `no option send-frag-payload`, 259 (the connection's "too big") when the agent cannot
+/// read fragments, as HAProxy 2.6 was seen to give.
+#[inline(never)]
+fn notify(out: &mut Vec<u8>, job: &Job, max: u32, caps: spop::Caps, frag: bool) -> Result<(), u32> {
+    let (sid, fid) = (job.stream_id, job.frame_id);
+    let at = spop::start_frame(out, spop::FRAME_NOTIFY, spop::FLAG_FIN, sid, fid);
+    if out.len() - at - 4 + job.payload.len() <= max as usize {
+        out.extend_from_slice(&job.payload);
+        spop::end_frame(out, at);
+        return Ok(());
+    }
+    out.truncate(at);
+    if !frag {
+        return Err(status::TOO_BIG);
+    }
+    if !caps.fragmentation {
+        return Err(256 + status::TOO_BIG);
+    }
+    let room = max.saturating_sub(spop::FRAME_HDR_SIZE).max(1) as usize;
+    let (mut kind, mut chunks) = (spop::FRAME_NOTIFY, job.payload.chunks(room).peekable());
+    while let Some(chunk) = chunks.next() {
+        let flags = if chunks.peek().is_none() { spop::FLAG_FIN } else { 0 };
+        let at = spop::start_frame(out, kind, flags, sid, fid);
+        out.extend_from_slice(chunk);
+        spop::end_frame(out, at);
+        kind = spop::FRAME_UNSET;
+    }
+    Ok(())
+}
+
+/// An agent's frame read on `c`: an ACK answers a frame waiting (with `async`, one sent on any
+/// connection of the agent: that one is told its place is free), a DISCONNECT ends, other
 /// frames are ignored, as HAProxy ignores them. `sync`: without pipelining, an ACK for no frame
-/// while one waits breaks the exchange (HAProxy's "frame-id not found").
-fn on_frame(bytes: &[u8], max: u32, waiting: &mut Waiting, sync: bool) -> Result<(), End> {
+/// while one of `c`'s waits breaks the exchange (HAProxy's "frame-id not found").
+fn on_frame(
+    bytes: &[u8],
+    max: u32,
+    c: &Rc<Conn>,
+    waiting: &Waiting,
+    sync: bool,
+) -> Result<(), End> {
     let Ok(Some((f, _))) = spop::Frame::parse(bytes, max) else { return Ok(()) };
     match f.kind {
         spop::FRAME_ACK => {
             if f.flags & spop::FLAG_FIN == 0 {
                 return Err(status::FRAG_NOT_SUPPORTED);
             }
-            let found =
-                waiting.iter().position(|(s, fr, _)| *s == f.stream_id && *fr == f.frame_id);
-            match found {
-                Some(i) => {
-                    let (_, _, reply) = waiting.swap_remove(i);
-                    let _ = reply.send(Answer::Ack(f.payload.to_vec()));
-                }
-                None if sync && !waiting.is_empty() => return Err(status::FRAME_ID_NOT_FOUND),
+            let mut list = waiting.borrow_mut();
+            let found = list.iter().position(|w| w.sid == f.stream_id && w.fid == f.frame_id);
+            let Some(i) = found else {
                 // (An ACK for a frame whose processing timed out.)
-                None => {}
+                return match sync && list.iter().any(|w| on(w, c)) {
+                    true => Err(status::FRAME_ID_NOT_FOUND),
+                    false => Ok(()),
+                };
+            };
+            let w = list.swap_remove(i);
+            drop(list);
+            let _ = w.reply.send(Answer::Ack(f.payload.to_vec()));
+            match w.on.upgrade() {
+                Some(o) if !Rc::ptr_eq(&o, c) => {
+                    o.inflight.set(o.inflight.get().saturating_sub(1));
+                    o.wake.notify_one();
+                }
+                _ => c.inflight.set(c.inflight.get().saturating_sub(1)),
             }
             Ok(())
         }
@@ -372,4 +482,53 @@ async fn disconnect(c: &Conn, io: &mut Box<dyn Io>, code: End) -> End {
         let _ = tokio::time::timeout(Duration::from_millis(100), io.write_all(&out)).await;
     }
     code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(payload: Vec<u8>) -> Job {
+        let (reply, _) = oneshot::channel();
+        Job { payload, stream_id: 7, frame_id: 300, reply, sent: Rc::default() }
+    }
+
+    /// The frames in `out`: type, flags, payload.
+    fn frames(mut out: &[u8], max: u32) -> Vec<(u8, u32, Vec<u8>)> {
+        let mut all = Vec::new();
+        while let Ok(Some((f, n))) = spop::Frame::parse(out, max) {
+            assert_eq!((f.stream_id, f.frame_id), (7, 300));
+            all.push((f.kind, f.flags, f.payload.to_vec()));
+            out = &out[n..];
+        }
+        assert!(out.is_empty(), "whole frames only");
+        all
+    }
+
+    #[test]
+    fn a_question_over_the_frame_size_goes_in_fragments_only_to_an_agent_that_reads_them() {
+        let caps = |fragmentation| spop::Caps { pipelining: true, async_: true, fragmentation };
+        let small: Vec<u8> = (0..200u8).collect();
+        let mut out = Vec::new();
+        assert_eq!(notify(&mut out, &job(small.clone()), 256, caps(false), true), Ok(()));
+        assert_eq!(frames(&out, 256), [(spop::FRAME_NOTIFY, spop::FLAG_FIN, small)]);
+
+        let big: Vec<u8> = (0..1000u32).map(|i| i as u8).collect();
+        out.clear();
+        assert_eq!(notify(&mut out, &job(big.clone()), 256, caps(true), true), Ok(()));
+        let got = frames(&out, 256);
+        // 224 bytes a frame (HAProxy's 32 reserved): 5 frames, NOTIFY then UNSET, FIN last.
+        let kinds: Vec<(u8, u32)> = got.iter().map(|(k, f, _)| (*k, *f)).collect();
+        let (n, u, fin) = (spop::FRAME_NOTIFY, spop::FRAME_UNSET, spop::FLAG_FIN);
+        assert_eq!(kinds, [(n, 0), (u, 0), (u, 0), (u, 0), (u, fin)]);
+        assert!(got.iter().all(|(_, _, p)| p.len() <= 224));
+        assert_eq!(got.into_iter().flat_map(|(_, _, p)| p).collect::<Vec<u8>>(), big);
+
+        // An agent that cannot read fragments: the connection's "too big"; without
+        // `option send-frag-payload`, the processing's.
+        out.clear();
+        assert_eq!(notify(&mut out, &job(big.clone()), 256, caps(false), true), Err(259));
+        assert_eq!(notify(&mut out, &job(big), 256, caps(true), false), Err(3));
+        assert!(out.is_empty());
+    }
 }

@@ -39,6 +39,10 @@ static AGENTS: Slot<RefCell<Agents>> = Slot::new(Id::Spoe, || RefCell::new(Vec::
 struct Agent {
     conns: RefCell<Vec<Rc<conn::Conn>>>,
     next_stream: Cell<u64>,
+    /// This worker's `engine-id` for the agent (HAProxy's per-thread UUID), and the frames
+    /// waiting for an ACK that may come on any of its connections (`async`).
+    engine_id: String,
+    waiting: conn::Waiting,
 
     /// Connections opened (`maxconnrate`) and errors (`maxerrrate`) in the current second.
     opened: Cell<(u64, u32)>,
@@ -77,9 +81,16 @@ fn agent_for_ref(engine: &Engine) -> Option<Rc<Agent>> {
 }
 
 fn agent_for(engine: &Arc<Engine>) -> Rc<Agent> {
-    if let Some(ag) = agent_for_ref(engine) {
-        return ag;
+    match agent_for_ref(engine) {
+        Some(ag) => ag,
+        None => new_agent(engine),
     }
+}
+
+/// This worker's first question to `engine`'s agent: its record (once per engine and worker).
+#[cold]
+#[inline(never)]
+fn new_agent(engine: &Arc<Engine>) -> Rc<Agent> {
     AGENTS.with(|a| {
         let mut list = a.borrow_mut();
         // (Engines of plans gone: their agents go too.)
@@ -87,7 +98,8 @@ fn agent_for(engine: &Arc<Engine>) -> Rc<Agent> {
         let ag = Rc::new(Agent {
             conns: RefCell::new(Vec::new()),
             next_stream: Cell::new(1),
-
+            engine_id: String::from_utf8_lossy(&crate::random::uuid4()).into_owned(),
+            waiting: conn::Waiting::default(),
             opened: Cell::new((0, 0)),
             errors: Cell::new((0, 0)),
         });
@@ -259,7 +271,7 @@ fn pick(engine: &Arc<Engine>, agent: &Rc<Agent>) -> Option<Rc<conn::Conn>> {
     let may_open = engine.max_conn_rate == 0 || this_second(&agent.opened) < engine.max_conn_rate;
     if may_open && reachable(engine) {
         bump(&agent.opened);
-        let c = conn::Conn::open_after(engine, Duration::ZERO);
+        let c = conn::Conn::open_after(engine, agent, Duration::ZERO);
         conns.push(Rc::clone(&c));
         return Some(c);
     }
@@ -279,7 +291,7 @@ fn retry(engine: &Arc<Engine>) -> Rc<conn::Conn> {
     let limited = engine.max_conn_rate > 0 && this_second(&agent.opened) >= engine.max_conn_rate;
     let pause = if limited { Duration::from_secs(1) } else { RETRY_PAUSE };
     bump(&agent.opened);
-    let c = conn::Conn::open_after(engine, pause);
+    let c = conn::Conn::open_after(engine, &agent, pause);
     conns.push(Rc::clone(&c));
     c
 }

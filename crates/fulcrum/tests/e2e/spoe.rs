@@ -633,3 +633,145 @@ fn tcp_response_send_spoe_group_asks_the_backend_s_agent() {
     }
     assert!(runs.len() % 2 == 0);
 }
+
+/// A proxy (one thread: one engine-id) whose rule answers with what the agent of `mode`
+/// (`frag`, `async`) set, its SPOE file's agent given `extra` lines.
+fn capable_proxy(
+    which: &str,
+    test: &str,
+    agent_port: u16,
+    extra: &str,
+) -> (crate::harness::Proc, SocketAddr) {
+    let conf = scratch(&format!("{test}-conf")).join("spoe.conf");
+    let spoe = format!(
+        "spoe-agent a\n    messages check-request\n    option var-prefix waf\n\
+         \x20   option set-on-error err\n    timeout hello 2s\n    timeout idle 30s\n\
+         \x20   max-waiting-frames 1\n    use-backend agents\n{extra}\
+         spoe-message check-request\n    args src=src method=method path=path query=query \
+         body=req.body\n    event on-frontend-http-request\n"
+    );
+    std::fs::write(&conf, spoe).expect("spoe.conf");
+    let cfg = format!(
+        "global\n    nbthread 1\n\
+         defaults\n    mode http\n    timeout connect 1s\n    timeout client 5s\n    timeout server 5s\n\
+         frontend web\n    bind {{fe0}}\n    option http-buffer-request\n\
+         \x20   filter spoe config {}\n\
+         \x20   http-request return status 200 content-type text/plain lf-string \
+         \"v=%[var(txn.waf.verdict)] frags=%[var(txn.waf.frags)] on=%[var(txn.waf.ack_on)] \
+         err=%[var(txn.waf.err)]\"\n\
+         backend agents\n    mode tcp\n    server a1 127.0.0.1:{agent_port}\n",
+        conf.display()
+    );
+    let (proc, addrs, _) = start_proxy(which, test, &cfg).expect("proxy starts");
+    (proc, addrs[0])
+}
+
+/// The body of the answer to `raw` sent to `fe`.
+fn said(fe: SocketAddr, raw: &str) -> String {
+    let answer = exchange(fe, raw.as_bytes());
+    let text = String::from_utf8_lossy(&answer);
+    text.split_once("\r\n\r\n").map_or(text.to_string(), |(_, b)| b.trim().to_string())
+}
+
+fn post_of(len: usize, sqli: bool) -> String {
+    let body = format!(
+        "user=admin{}&x={}",
+        if sqli { "%27%20OR%201=1%20--" } else { "" },
+        "a".repeat(len)
+    );
+    format!(
+        "POST /login HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[test]
+#[cfg_attr(
+    no_spoa,
+    ignore = "haproxyspoa or libinjection is not installed (see crates/fulcrum/build.rs)"
+)]
+fn a_question_over_the_agent_s_frame_size_goes_in_fragments_when_it_reads_them() {
+    // The agent says it reads fragments and takes frames of 256 bytes at most.
+    let agent = Agent::start("frag");
+    let mut runs = Vec::new();
+    for which in targets() {
+        let mut got = Vec::new();
+        for (extra, label) in [
+            ("    timeout processing 2s\n", "frag"),
+            ("    timeout processing 2s\n    no option send-frag-payload\n", "no-frag"),
+        ] {
+            let test = format!("spoe-{label}");
+            let (proc, fe) = capable_proxy(which, &test, agent.port, extra);
+            // (The first question fits a frame: HAProxy 2.6 learns the agent's frame size
+            // from its HELLO, and refuses a bigger first question before that, 259.)
+            got.push(format!(
+                "{label} small: {}",
+                said(fe, "GET /small HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            ));
+            for (len, sqli) in [(300, false), (2000, false), (5000, true), (300, false)] {
+                got.push(format!(
+                    "{label} {len}{}: {}",
+                    if sqli { " sqli" } else { "" },
+                    said(fe, &post_of(len, sqli))
+                ));
+            }
+            drop(proc);
+        }
+        eprintln!("{which}: {got:#?}");
+        assert_eq!(got[0], "frag small: v=pass frags=1 on=same err=", "{which}");
+        assert_eq!(got[2], "frag 2000: v=pass frags=10 on=same err=", "{which}");
+        assert_eq!(got[3], "frag 5000 sqli: v=deny frags=23 on=same err=", "{which}");
+        // Without fragments: HAProxy's "too big" (3), the request goes on.
+        assert_eq!(got[7], "no-frag 2000: v= frags= on= err=3", "{which}");
+        runs.push(got);
+    }
+    if runs.len() == 2 {
+        assert_eq!(runs[0], runs[1], "HAProxy, then Fulcrum");
+    }
+}
+
+#[test]
+#[cfg_attr(
+    no_spoa,
+    ignore = "haproxyspoa or libinjection is not installed (see crates/fulcrum/build.rs)"
+)]
+fn with_async_an_ack_may_come_on_another_connection_of_the_engine() {
+    // The agent answers two questions asked at once on two connections of one engine-id each
+    // on the other's connection (one frame at a time per connection: max-waiting-frames 1).
+    let agent = Agent::start("async");
+    let pair = |fe: SocketAddr| {
+        let ask = |p: &'static str| {
+            let raw = format!("GET /{p} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+            std::thread::spawn(move || said(fe, &raw))
+        };
+        let (a, b) = (ask("a"), ask("b"));
+        vec![a.join().expect("a"), b.join().expect("b")]
+    };
+    let mut runs = Vec::new();
+    for which in targets() {
+        let (proc, fe) =
+            capable_proxy(which, "spoe-async", agent.port, "    timeout processing 3s\n");
+        let mut got = pair(fe);
+        drop(proc);
+        let no_async = "    timeout processing 1500ms\n    no option async\n";
+        let (proc, fe) = capable_proxy(which, "spoe-no-async", agent.port, no_async);
+        let start = Instant::now();
+        got.extend(pair(fe));
+        let took = start.elapsed();
+        drop(proc);
+        eprintln!("{which}: {got:#?} ({took:?})");
+        assert_eq!(
+            got[..2],
+            ["v=pass frags=1 on=other err=", "v=pass frags=1 on=other err="],
+            "{which}"
+        );
+        // Without async, an ACK on the other connection is not the frame's: its processing
+        // times out (error 1), and no later than that.
+        assert_eq!(got[2..], ["v= frags= on= err=1", "v= frags= on= err=1"], "{which}");
+        assert!(took < Duration::from_millis(2500), "{which}: {took:?}");
+        runs.push(got);
+    }
+    if runs.len() == 2 {
+        assert_eq!(runs[0], runs[1], "HAProxy, then Fulcrum");
+    }
+}

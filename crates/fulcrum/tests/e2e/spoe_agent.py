@@ -13,16 +13,30 @@ milliseconds; `check-payload` (arg `data`, a TCP stream's first bytes) gets
 `txn.<prefix>.verdict` as `check-request`; `client-session` (arg `ip`), `server-session`
 and `tcp-response` (arg `srv`) set `txn.<prefix>.client`, `.server` and `.tcp_response`. MODE `garbage`: every connection is answered with bytes that are no frame.
 MODE `silent`: connections are accepted and never answered.
+MODE `frag` and `async`: the `waf` messages, with an agent that announces the `pipelining`,
+`async` and `fragmentation` capabilities (the library's frame and payload codec, a connection
+loop of its own: the library's own loop has neither). A NOTIFY sent in fragments (a NOTIFY
+without FIN, then UNSET frames) is put back together before it is read; each ACK adds
+`txn.<prefix>.frags` (how many frames the question came in) and `txn.<prefix>.ack_on`
+("same", or "other" when sent on another connection of the same engine-id). `frag` announces
+a max-frame-size of 256 bytes and answers on the connection asked; `async` keeps each
+question up to a second until one comes on another connection of the same engine-id, then
+answers each on the other's connection.
 
 Prints its port on the first line of its output once it listens on 127.0.0.1.
 """
 
 import asyncio
+import io
 import sys
 import urllib.parse
 
 import libinjection
 from haproxyspoa.payloads.ack import AckPayload, ActionVarScope
+from haproxyspoa.payloads.agent_hello import AgentCapabilities, AgentHelloPayload
+from haproxyspoa.payloads.haproxy_hello import HaproxyHelloPayload
+from haproxyspoa.payloads.notify import NotifyPayload
+from haproxyspoa.spoa_frame import AgentHelloFrame, Frame, FrameType
 from haproxyspoa.spoa_server import SpoaServer
 
 SEEN = 0
@@ -39,6 +53,10 @@ def judge(text):
 
 
 def waf():
+    return waf_agent().handle_connection
+
+
+def waf_agent():
     agent = SpoaServer()
 
     @agent.handler("check-request")
@@ -76,7 +94,7 @@ def waf():
         await asyncio.sleep(int(ms) / 1000)
         return AckPayload().set_txn_var("slow", "done")
 
-    return agent.handle_connection
+    return agent
 
 
 async def garbage(reader, writer):
@@ -93,8 +111,67 @@ async def silent(reader, writer):
     writer.close()
 
 
+def capable(mode):
+    handlers = waf_agent()
+    size = 256 if mode == "frag" else AgentHelloPayload.DEFAULT_MAX_FRAME_SIZE
+    held = {}  # engine-id -> [(writer, frame, ack)] waiting for a partner
+
+    async def send_ack(writer, frame, ack, where):
+        ack = AckPayload.create_from_all(ack, AckPayload().set_txn_var("ack_on", where))
+        out = Frame(FrameType.ACK, 1, frame.headers.stream_id, frame.headers.frame_id, ack.to_bytes())
+        await out.write_frame(writer)
+
+    async def answer(engine, writer, frame, frags):
+        msgs = NotifyPayload(frame.payload).messages
+        acks = [await h(**args) for name, args in msgs.items() for h in handlers.handlers[name]]
+        ack = AckPayload.create_from_all(*acks, AckPayload().set_txn_var("frags", frags))
+        if mode != "async":
+            return await send_ack(writer, frame, ack, "same")
+        waiting = held.setdefault(engine, [])
+        partner = next((w for w in waiting if w[0] is not writer), None)
+        if partner is not None:
+            waiting.remove(partner)
+            await send_ack(partner[0], frame, ack, "other")
+            await send_ack(writer, partner[1], partner[2], "other")
+            return
+        mine = (writer, frame, ack)
+        waiting.append(mine)
+        await asyncio.sleep(1)
+        if mine in waiting:
+            waiting.remove(mine)
+            await send_ack(writer, frame, ack, "same")
+
+    async def connection(reader, writer):
+        hello = await Frame.read_frame(reader)
+        engine = HaproxyHelloPayload(hello.payload).engine_id()
+        caps = AgentCapabilities().support_pipelining().support_async().support_fragmentation()
+        await AgentHelloFrame(AgentHelloPayload(max_frame_size=size, capabilities=caps)).write_frame(writer)
+        parts, first = [], None
+        try:
+            while True:
+                frame = await Frame.read_frame(reader)
+                kind = frame.headers.type
+                if kind == FrameType.HAPROXY_DISCONNECT:
+                    return
+                if kind not in (FrameType.HAPROXY_NOTIFY, FrameType.FRAGMENT):
+                    continue
+                if kind == FrameType.HAPROXY_NOTIFY:
+                    parts, first = [], frame
+                parts.append(frame.payload.read())
+                if not frame.headers.flags & 1:
+                    continue
+                first.payload = io.BytesIO(b"".join(parts))
+                asyncio.create_task(answer(engine, writer, first, len(parts)))
+        except asyncio.IncompleteReadError:
+            writer.close()
+
+    return connection
+
+
 async def main(mode):
-    handler = {"waf": waf, "garbage": lambda: garbage, "silent": lambda: silent}[mode]()
+    modes = {"waf": waf, "garbage": lambda: garbage, "silent": lambda: silent}
+    modes.update({"frag": lambda: capable("frag"), "async": lambda: capable("async")})
+    handler = modes[mode]()
     server = await asyncio.start_server(handler, host="127.0.0.1", port=0)
     print(server.sockets[0].getsockname()[1], flush=True)
     await server.serve_forever()
