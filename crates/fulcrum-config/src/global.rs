@@ -70,6 +70,9 @@ pub fn parse_line(line: &Line, g: &mut Global, diags: &mut Diags) {
     if kw == "h1-case-adjust" || kw == "h1-case-adjust-file" {
         return crate::h1_case::line(kw, line, &mut g.h1_case, diags);
     }
+    if crate::lua::handles(kw) {
+        return crate::lua::line(kw, line, &mut g.lua, diags);
+    }
     if crate::tune::handles(kw) {
         return crate::tune::line(kw, line, &mut g.tune, false, diags);
     }

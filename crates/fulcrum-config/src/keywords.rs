@@ -83,9 +83,9 @@ pub static GLOBAL: &[Keyword] = &[
     g("log", Partial("UDP (ipv4@, ipv6@, host:port, port 514 by default), UNIX datagram sockets, stdout/stderr/fd@<n>, ring@<name>; len, format (every format), sample, facility, level, minlevel; not tcp@")),
     g("log-send-hostname", Supported),
     g("log-tag", Supported),
-    g("lua-load", NotYet),
-    g("lua-load-per-thread", NotYet),
-    g("lua-prepend-path", NotYet),
+    g("lua-load", Partial("the script runs when its line is read, as HAProxy runs it (Lua 5.3, HAProxy's messages for a script that fails); `core.register_action` for `http-req` and `http-res`. Each worker has its own state, which loads every `lua-load` and `lua-load-per-thread` script: globals are not shared between threads (HAProxy's `lua-load` shares one state under a lock)")),
+    g("lua-load-per-thread", Partial("as `lua-load`: one state per worker")),
+    g("lua-prepend-path", Supported),
     g("mworker-max-reloads", Partial("accepted and ignored: Fulcrum reloads in place, there are no old workers to count")),
     g("nbthread", Supported),
     g("thread-groups", Partial("1, the only value HAProxy 2.6 takes")),
@@ -166,11 +166,11 @@ pub static GLOBAL: &[Keyword] = &[
     g("tune.http.maxhdr", Supported),
     g("tune.idle-pool.shared", Partial("accepted, no effect: idle server connections are kept per worker thread (HAProxy shares them across threads)")),
     g("tune.idletimer", Partial("checked as HAProxy 2.6 checks it; no effect: no splicing, so no idle-stream heuristic")),
-    g("tune.lua.forced-yield", NotYet),
-    g("tune.lua.maxmem", NotYet),
-    g("tune.lua.service-timeout", NotYet),
-    g("tune.lua.session-timeout", NotYet),
-    g("tune.lua.task-timeout", NotYet),
+    g("tune.lua.forced-yield", Partial("read and checked as HAProxy 2.6 reads it; not applied yet")),
+    g("tune.lua.maxmem", Partial("read and checked as HAProxy 2.6 reads it; not applied yet")),
+    g("tune.lua.service-timeout", Partial("read and checked as HAProxy 2.6 reads it; not applied yet")),
+    g("tune.lua.session-timeout", Partial("read and checked as HAProxy 2.6 reads it; not applied yet")),
+    g("tune.lua.task-timeout", Partial("read and checked as HAProxy 2.6 reads it; not applied yet")),
     g("tune.maxaccept", Supported),
     g("tune.maxpollevents", Partial("checked as HAProxy 2.6 checks it; no effect: each worker's tokio loop sizes its own event batches")),
     g("tune.maxrewrite", Supported),
@@ -904,7 +904,7 @@ mod tests {
         assert!(find_proxy(&words("bogus")).is_none());
         assert!(is_proxy_family("stats") && is_proxy_family("option") && !is_proxy_family("bind"));
         assert_eq!(find(GLOBAL, "nbthread").map(|k| k.status), Some(Supported));
-        assert_eq!(find(GLOBAL, "lua-load").map(|k| k.status), Some(NotYet));
+        assert_eq!(find(GLOBAL, "wurfl-data-file").map(|k| k.status), Some(NotYet));
         assert_eq!(find(SERVER_OPTIONS, "namespace").map(|k| k.status), Some(NotYet));
         assert_eq!(find(BIND_OPTIONS, "v4v6").map(|k| k.status), Some(Supported));
     }

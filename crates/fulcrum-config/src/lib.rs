@@ -35,6 +35,7 @@ pub mod logformat;
 pub mod logfwd;
 pub mod logopts;
 mod logtargets;
+pub mod lua;
 pub mod mailers;
 pub mod model;
 mod proxy;
@@ -121,6 +122,7 @@ fn load_prepared(sources: &[Source], env: EnvLookup<'_>) -> Result<Loaded, Vec<D
 /// The configuration the sources give and every diagnostic, errors included (the first `.2`
 /// of them found line by line).
 fn parse(sources: &[Source], env: EnvLookup<'_>) -> (Config, Vec<Diagnostic>, usize) {
+    lua::begin();
     let mut builder = sections::Builder::new();
     // `setenv` and its kin change what the lines after them read, as HAProxy reads its
     // files: a line at a time, its `.if` blocks kept or skipped first.

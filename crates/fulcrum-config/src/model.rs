@@ -104,6 +104,8 @@ pub enum GlobalVarValue {
 pub struct Global {
     /// `set-var` / `set-var-fmt` lines, in order.
     pub set_vars: Vec<GlobalVar>,
+    /// `lua-load`, `lua-prepend-path`, `tune.lua.*`.
+    pub lua: crate::lua::LuaGlobal,
     pub daemon: bool,
     /// `quiet`: no message at start-up but alerts (as `-q`).
     pub quiet: bool,
@@ -231,6 +233,7 @@ pub const DEFAULT_MAXACCEPT: u32 = 64;
 impl Default for Global {
     fn default() -> Self {
         Global {
+            lua: crate::lua::LuaGlobal::default(),
             set_vars: Vec::new(),
             daemon: false,
             quiet: false,

@@ -378,21 +378,43 @@ pub fn http_rule(b: &mut ProxyBuild, line: &Line, which: HttpWhich, diags: &mut 
         b.defaults_rules |= crate::proxy::DEFAULTS_RULES;
     }
     let action = line.arg(1);
-    if !is_known_action(which, action) {
-        let list = which.known().iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(", ");
+    let env = match which {
+        HttpWhich::Request => Some(crate::lua::Env::HttpReq),
+        HttpWhich::Response => Some(crate::lua::Env::HttpRes),
+        HttpWhich::After => None,
+    };
+    let lua = action.strip_prefix("lua.").zip(env).and_then(|(name, env)| {
+        crate::lua::with_registered(|r| r.action(name, env)).map(|nargs| (name, nargs))
+    });
+    if lua.is_none() && !is_known_action(which, action) {
+        let mut list: Vec<String> = which.known().iter().map(|k| k.to_string()).collect();
+        if let Some(env) = env {
+            list.extend(crate::lua::with_registered(|r| r.action_keywords(env)));
+        }
         let got = if action.is_empty() {
             "'' (missing argument)".to_string()
         } else {
             format!("'{action}'")
         };
-        return diags.alert(line, format!("'{kw}' expects {list}, but got {got}."));
+        let quoted = list.iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(", ");
+        let mut msg = format!("'{kw}' expects {quoted}, but got {got}.");
+        // (HAProxy suggests a keyword once scripts registered some.)
+        if action.starts_with("lua.") && list.iter().any(|k| k.starts_with("lua.")) {
+            let bases = list.iter().map(|k| action_base(k).0);
+            if let Some(best) = crate::suggest::closest(action, bases) {
+                msg.push_str(&format!(" Did you mean '{best}' maybe ?"));
+            }
+        }
+        return diags.alert(line, msg);
     }
     let (base, _) = action_base(action);
-    if !which.supported(base) {
+    if lua.is_none() && !which.supported(base) {
         return diags.alert(line, format!("'{kw} {action}' is not supported yet"));
     }
     let be_cap = b.proxy.kind.is_backend();
-    let got = if base == "capture" {
+    let got = if let Some((name, nargs)) = lua {
+        lua_action(line, name, nargs)
+    } else if base == "capture" {
         capture_action(&mut b.proxy, line, which)
     } else {
         http_action(line, which, base, be_cap, diags)
@@ -452,6 +474,15 @@ fn is_final(a: &HttpAction) -> bool {
 }
 
 pub(crate) type ActionResult = Result<(HttpAction, usize), Option<String>>;
+
+/// `lua.<name>` and the `nargs` words its script asked for (HAProxy's `action_register_lua`).
+fn lua_action(line: &Line, name: &str, nargs: usize) -> ActionResult {
+    let args: Vec<String> = (0..nargs).map(|i| line.arg(2 + i).to_string()).collect();
+    if args.iter().any(String::is_empty) {
+        return Err(Some(format!("expect {nargs} arguments")));
+    }
+    Ok((HttpAction::Lua { name: name.to_string(), args }, 2 + nargs))
+}
 
 /// Where an action's log-format strings and samples are evaluated.
 #[derive(Clone, Copy)]

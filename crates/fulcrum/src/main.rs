@@ -25,6 +25,7 @@ mod lifecycle;
 mod link;
 mod listener;
 mod log;
+mod lua;
 mod mail;
 mod memory;
 mod outcome;

@@ -94,9 +94,13 @@ pub enum Id {
     Spoe,
     /// `http::fcgi::mux`: FastCGI connections shared by several requests.
     FcgiMux,
+    /// `lua`: the worker's Lua state.
+    Lua,
+    /// `lua`: the states the configuration's parser runs scripts in (on the thread reading it).
+    LuaCheck,
 }
 
-const COUNT: usize = Id::FcgiMux as usize + 1;
+const COUNT: usize = Id::LuaCheck as usize + 1;
 
 /// Frees a slot's value (made by [`Slot::make`] from a `Box<T>`).
 type Free = unsafe fn(*mut ());

@@ -343,6 +343,12 @@ pub enum HttpAction {
     },
     /// `send-spoe-group <engine-id> <group-id>`: the group's messages sent to the engine's
     /// agent, the rules waiting for its answer (see `crate::spoe`).
+    /// `lua.<name> [<arg>...]`: the action a Lua script registered (`core.register_action`),
+    /// with the arguments it asked for.
+    Lua {
+        name: String,
+        args: Vec<String>,
+    },
     SendSpoeGroup {
         engine: String,
         group: String,

@@ -409,6 +409,14 @@ fn explain(
                     format!("SPOE engine '{id}': not asked offline (no variables from its agent)")
                 })
             }
+            Stop::Lua(ask) => {
+                // Offline the script runs whole: its waits are not waited.
+                use crate::lua::action::{Call, Step};
+                if let Some(mut call) = Call::new(&ask.name, &ask.args) {
+                    while let Step::Sleep(_) = txn.lua_step(&mut call, false) {}
+                }
+                txn.note(|| format!("Lua action 'lua.{}' ran", ask.name))
+            }
             Stop::Stats => {
                 let rules = Txn::stats_rules(fe, &progress);
                 let asks = rules

@@ -67,6 +67,8 @@ pub(crate) const NO_LISTENER: &str =
 
 /// Runs the `fulcrum` command; returns the exit status.
 pub fn main(argv: &[String]) -> i32 {
+    // (The parser runs `lua-load` scripts as it reads their lines.)
+    fulcrum_config::lua::set_host(Box::new(crate::lua::Host));
     match argv.first().map(String::as_str) {
         Some("testserver") => return fulcrum_testserver::main(&argv[1..]),
         Some("demo") => return crate::demo::main(&argv[1..]),
@@ -435,6 +437,7 @@ fn start(
     sources: Vec<Source>,
     files: Option<crate::files::Bundle>,
 ) -> i32 {
+    crate::log::set_debug(args.debug);
     if args.debug {
         for flag in &args.ignored {
             notice(format!("option '{flag}' changes nothing in Fulcrum; ignored"));

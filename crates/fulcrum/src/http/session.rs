@@ -45,6 +45,7 @@ mod cached;
 mod cookies;
 mod exchange;
 mod inspect;
+mod lua;
 mod pieces;
 mod rest;
 mod rules_run;

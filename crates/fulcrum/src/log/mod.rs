@@ -17,6 +17,17 @@ use crate::outcome::{Cause, Outcome};
 /// `-q`: no warnings or alerts on stderr once started.
 static QUIET: AtomicBool = AtomicBool::new(false);
 
+static DEBUG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `-d`: debug lines (a Lua script's `core.Debug`) are printed too.
+pub fn set_debug(on: bool) {
+    DEBUG.store(on, Ordering::Relaxed);
+}
+
+pub fn debug_mode() -> bool {
+    DEBUG.load(Ordering::Relaxed)
+}
+
 /// Silences [`warning`] and [`alert`] (`-q`).
 pub fn set_quiet(on: bool) {
     QUIET.store(on, Ordering::Relaxed);

@@ -112,6 +112,9 @@ pub fn build(config: &cfg::Config, prev: Previous<'_>) -> Result<Plan, Vec<Strin
         }
     }
     crate::log::ring::install(&config.rings);
+    if let Err(e) = crate::lua::install(&config.global.lua) {
+        errors.push(e);
+    }
     let common = crate::log::syslog::Common::new(&config.global, &mut errors);
     let mut log_forwards = Vec::new();
     for f in &config.log_forwards {

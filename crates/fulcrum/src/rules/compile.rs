@@ -432,6 +432,9 @@ impl<'a> Compiler<'a> {
                 let (engine, group) = self.spoe_group(engine, group)?;
                 Action::SendSpoeGroup { engine, group }
             }
+            cfg::HttpAction::Lua { name, args } => {
+                Action::Lua { name: name.as_str().into(), args: args.clone().into() }
+            }
             cfg::HttpAction::StrictMode(on) => Action::StrictMode(*on),
             cfg::HttpAction::SetVarFmt { scope, name, fmt, conds } => Action::SetVarFmt {
                 scope: *scope,

@@ -185,6 +185,11 @@ pub enum Action {
         engine: usize,
         group: usize,
     },
+    /// `lua.<name> [<arg>...]`: a script's action.
+    Lua {
+        name: Box<str>,
+        args: Box<[String]>,
+    },
     SetStatus {
         status: u16,
         reason: Option<Box<[u8]>>,
@@ -263,6 +268,12 @@ pub enum Verdict<'r> {
         group: usize,
         resume: usize,
     },
+    /// `lua.<name>`: the session runs the script's action, then the rules again from `resume`.
+    Lua {
+        name: &'r str,
+        args: &'r [String],
+        resume: usize,
+    },
 }
 
 /// A rule's condition judged for a trace: the rule, then each ACL evaluated.
@@ -325,6 +336,7 @@ pub fn run<'r>(
             Action::SendSpoeGroup { engine, group } => {
                 return Verdict::Spoe { engine: *engine, group: *group, resume: i + 1 }
             }
+            Action::Lua { name, args } => return Verdict::Lua { name, args, resume: i + 1 },
             Action::SetVar { scope, name, expr, conds } => {
                 let v = expr.eval(&base.ctx(head, req, vars)).map(Value::into_owned);
                 vars.flush();

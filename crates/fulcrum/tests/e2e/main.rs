@@ -21,6 +21,7 @@ mod health;
 mod lifecycle;
 mod logging;
 mod logging_formats;
+mod lua;
 mod mail_alerts;
 mod package;
 mod persistence;

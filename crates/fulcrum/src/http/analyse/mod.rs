@@ -37,6 +37,7 @@ mod answers;
 pub mod compress;
 
 mod decide;
+pub mod lua;
 mod response;
 mod server;
 pub mod spoe;
@@ -267,6 +268,8 @@ pub enum Stop {
     /// An event or a `send-spoe-group` rule asks a SPOE agent: the session sends
     /// [`Txn::spoe_payload`], hands the answer to [`Txn::spoe_answer`], then calls again.
     Spoe(spoe::SpoeAsk),
+    /// A `lua.<name>` rule: the session runs the action ([`Txn::lua_step`]), then calls again.
+    Lua(lua::LuaAsk),
     /// The request may be for a statistics page (the frontend's, or the backend's once
     /// chosen): the session serves it, or calls again.
     Stats,
@@ -547,6 +550,10 @@ impl<'s> Txn<'s> {
                     engine,
                     what: spoe::What::Group(group),
                 }));
+            }
+            Verdict::Lua { name, args, resume: next } => {
+                *resume = next;
+                return Some(Stop::Lua(lua::LuaAsk { name: name.into(), args: args.into() }));
             }
             Verdict::Deny(status, reply) => match reply {
                 Some(rp) => Built::Bytes(self.build_reply(rp, be)),

@@ -44,6 +44,8 @@ pub enum RespStop {
     /// `on-http-response` or `http-response send-spoe-group`: as the request's
     /// `Stop::Spoe`, then call again.
     Spoe(super::spoe::SpoeAsk),
+    /// A `lua.<name>` rule: run it, then call again.
+    Lua(super::lua::LuaAsk),
     /// A rule answers instead of the server (`deny`: 502 unless it names a status; `return`,
     /// `redirect`; a failed rewrite: 500; `silent-drop`). `after`: whether the
     /// `http-after-response` rules still run on the answer (not after a redirect).
@@ -126,6 +128,13 @@ impl Txn<'_> {
                     use super::spoe::{Side, SpoeAsk, What};
                     let side = if p.list == 0 { Side::Backend } else { Side::Frontend };
                     return RespStop::Spoe(SpoeAsk { side, engine, what: What::Group(group) });
+                }
+                Verdict::Lua { name, args, resume } => {
+                    p.from = resume;
+                    return RespStop::Lua(super::lua::LuaAsk {
+                        name: name.into(),
+                        args: args.into(),
+                    });
                 }
                 Verdict::Continue | Verdict::Tarpit(_) | Verdict::Prometheus | Verdict::Auth(_) => {
                     (p.list, p.from) = (p.list + 1, 0);

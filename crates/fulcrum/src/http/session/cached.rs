@@ -148,6 +148,7 @@ impl Session<'_> {
                 analyse::RespStop::Spoe(ask) => {
                     Box::pin(self.spoe(ask, Some(&**be), None, true)).await
                 }
+                analyse::RespStop::Lua(ask) => Box::pin(self.lua(ask, true)).await,
                 analyse::RespStop::WaitForBody { .. } => {
                     let held = self.t.held.get_or_insert_with(Default::default);
                     held.resp = Some(body.to_vec());

@@ -73,6 +73,7 @@ impl Session<'_> {
                 analyse::RespStop::Spoe(ask) => {
                     Box::pin(self.spoe(ask, Some(&**be), server, true)).await
                 }
+                analyse::RespStop::Lua(ask) => Box::pin(self.lua(ask, true)).await,
                 analyse::RespStop::WaitForBody { time, at_least } => {
                     // The rules after it run once the body (or `at-least` of it) is in the
                     // server buffer, or HAProxy's 504 answers.

@@ -452,6 +452,7 @@ impl Session<'_> {
                 Stop::Spoe(ask) => {
                     Box::pin(self.spoe(ask, progress.be.clone().as_deref(), None, false)).await
                 }
+                Stop::Lua(ask) => Box::pin(self.lua(ask, false)).await,
                 Stop::Stats => {
                     let rules = Txn::stats_rules(fe, &progress);
                     if let Some(next) = cold(self.stats_page(rules, be, &info)).await {
